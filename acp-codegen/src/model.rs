@@ -1,0 +1,610 @@
+//! Reads one schema document into the shapes described in acp-schema's `CONVENTIONS.md`.
+//!
+//! Everything the generator later relies on is checked here, so a schema that does not follow
+//! the conventions fails with an error naming the definition instead of producing odd Rust.
+
+use serde_json::{Map, Value};
+
+use crate::Error;
+
+/// Who serves (receives and handles) a method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The agent serves it; the client sends it.
+    Agent,
+    /// The client serves it; the agent sends it.
+    Client,
+    /// Either side may send and serve it (protocol-level methods such as `$/cancel_request`).
+    Protocol,
+}
+
+/// Whether a method is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MethodKind {
+    /// Answered with a result or an error.
+    Request,
+    /// Never answered.
+    Notification,
+}
+
+/// One entry of the document's `x-methods`.
+#[derive(Debug, Clone)]
+pub struct Method {
+    /// Wire name, e.g. `session/prompt`.
+    pub wire: String,
+    /// Who serves it.
+    pub side: Side,
+    /// Request or notification.
+    pub kind: MethodKind,
+    /// Name of the params definition.
+    pub params: String,
+    /// Name of the result definition (requests only).
+    pub result: Option<String>,
+    /// What the method is for.
+    pub description: String,
+}
+
+/// A definition of `$defs` with its recognised shape.
+#[derive(Debug, Clone)]
+pub struct Def {
+    /// The definition's name (and Rust type name).
+    pub name: String,
+    /// Its description, if any.
+    pub description: Option<String>,
+    /// `x-null-as-default` on the definition: a `null` payload reads as the default.
+    pub null_as_default: bool,
+    /// The recognised shape.
+    pub kind: DefKind,
+}
+
+/// The shapes the generator supports (numbered as in `CONVENTIONS.md`).
+#[derive(Debug, Clone)]
+pub enum DefKind {
+    /// 1 and 8: an object, possibly embedding a tagged union.
+    Object(ObjectDef),
+    /// 2: a string newtype.
+    StringNewtype,
+    /// 3: an integer newtype.
+    IntegerNewtype,
+    /// 4: an open string enum.
+    StringEnum(StringEnumDef),
+    /// 5: an internally tagged union.
+    TaggedUnion(TaggedUnionDef),
+    /// 6: an untagged union.
+    UntaggedUnion(Vec<UntaggedMember>),
+    /// 7: an open integer code with named values.
+    Code(CodeDef),
+}
+
+/// Shape 1 (and 8).
+#[derive(Debug, Clone)]
+pub struct ObjectDef {
+    /// Properties in declaration order.
+    pub props: Vec<Prop>,
+    /// Shape 8: the embedded union's definition name and the Rust field that holds it.
+    pub embedded: Option<(String, String)>,
+}
+
+/// One property of an object.
+#[derive(Debug, Clone)]
+pub struct Prop {
+    /// The name on the wire.
+    pub json_name: String,
+    /// Its schema, as written.
+    pub schema: Value,
+    /// Listed in `required`.
+    pub required: bool,
+    /// The property may be `null` (`type` includes `"null"` or an `anyOf` with a null member).
+    pub nullable: bool,
+    /// A wrong value is replaced by the default instead of rejecting the message.
+    pub lenient: bool,
+    /// `x-skip-invalid-items`.
+    pub skip_invalid_items: bool,
+    /// `x-null-as-default`.
+    pub null_as_default: bool,
+    /// The property carries a `default`.
+    pub has_default: bool,
+}
+
+impl Prop {
+    /// The definition this property refers to, looking through a nullable `anyOf`.
+    pub fn referenced_def(&self) -> Option<&str> {
+        if let Some(r) = self.schema.get("$ref").and_then(Value::as_str) {
+            return ref_name(r);
+        }
+        self.schema
+            .get("anyOf")
+            .and_then(Value::as_array)?
+            .iter()
+            .find_map(|m| m.get("$ref").and_then(Value::as_str).and_then(ref_name))
+    }
+}
+
+/// Shape 4.
+#[derive(Debug, Clone)]
+pub struct StringEnumDef {
+    /// The known values with their descriptions.
+    pub values: Vec<(String, Option<String>)>,
+    /// The value absent means, if any.
+    pub default: Option<String>,
+}
+
+/// Shape 5.
+#[derive(Debug, Clone)]
+pub struct TaggedUnionDef {
+    /// The property that carries the tag.
+    pub tag: String,
+    /// The variants in declaration order.
+    pub variants: Vec<TaggedVariant>,
+}
+
+/// One variant of a tagged union.
+#[derive(Debug, Clone)]
+pub struct TaggedVariant {
+    /// The tag value (`None` for the untagged fallback).
+    pub tag_value: Option<String>,
+    /// The body definition (`None` for a unit variant).
+    pub body: Option<String>,
+    /// Rust variant name.
+    pub rust_name: String,
+    /// Its description.
+    pub description: Option<String>,
+}
+
+/// One member of an untagged union.
+#[derive(Debug, Clone)]
+pub struct UntaggedMember {
+    /// Rust variant name (the member's `title`).
+    pub title: String,
+    /// The member's schema (a property schema).
+    pub schema: Value,
+    /// Its description.
+    pub description: Option<String>,
+}
+
+/// Shape 7.
+#[derive(Debug, Clone)]
+pub struct CodeDef {
+    /// The `format` of the integer.
+    pub format: String,
+    /// Named values: (constant name, value, description).
+    pub known: Vec<(String, i64, Option<String>)>,
+}
+
+/// A parsed schema document.
+#[derive(Debug, Clone)]
+pub struct Schema {
+    /// `x-dialect`.
+    pub dialect: String,
+    /// `title`.
+    pub title: String,
+    /// The methods of `x-methods`, in order.
+    pub methods: Vec<Method>,
+    /// The definitions, in document order.
+    pub defs: Vec<Def>,
+    /// The document as parsed (for typify).
+    pub document: Value,
+}
+
+impl Schema {
+    /// Looks a definition up by name.
+    pub fn def(&self, name: &str) -> Option<&Def> {
+        self.defs.iter().find(|d| d.name == name)
+    }
+}
+
+/// The definition name of a local `$ref` (`#/$defs/Name`).
+pub fn ref_name(reference: &str) -> Option<&str> {
+    reference.strip_prefix("#/$defs/")
+}
+
+fn schema_err(def: &str, message: impl Into<String>) -> Error {
+    Error::Schema {
+        def: def.to_string(),
+        message: message.into(),
+    }
+}
+
+fn description(v: &Value) -> Option<String> {
+    v.get("description")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+fn flag(v: &Value, key: &str) -> bool {
+    v.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// Turns a wire value such as `agent_message_chunk` or `session/prompt` into `AgentMessageChunk`.
+pub fn pascal_case(value: &str) -> String {
+    let mut out = String::new();
+    let mut upper = true;
+    for c in value.chars() {
+        if c.is_ascii_alphanumeric() {
+            if upper {
+                out.push(c.to_ascii_uppercase());
+            } else {
+                out.push(c);
+            }
+            upper = false;
+        } else {
+            upper = true;
+        }
+    }
+    if out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert(0, 'V');
+    }
+    out
+}
+
+/// Parses and checks a schema document.
+pub fn parse(text: &str) -> Result<Schema, Error> {
+    let document: Value =
+        serde_json::from_str(text).map_err(|e| schema_err("<document>", e.to_string()))?;
+    let dialect = document
+        .get("x-dialect")
+        .and_then(Value::as_str)
+        .ok_or_else(|| schema_err("<document>", "missing `x-dialect`"))?
+        .to_string();
+    let title = document
+        .get("title")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let defs_obj = document
+        .get("$defs")
+        .and_then(Value::as_object)
+        .ok_or_else(|| schema_err("<document>", "missing `$defs`"))?;
+    let mut defs = Vec::with_capacity(defs_obj.len());
+    for (name, v) in defs_obj {
+        defs.push(parse_def(name, v)?);
+    }
+    let methods = document
+        .get("x-methods")
+        .and_then(Value::as_array)
+        .ok_or_else(|| schema_err("<document>", "missing `x-methods`"))?
+        .iter()
+        .map(parse_method)
+        .collect::<Result<Vec<_>, _>>()?;
+    let schema = Schema {
+        dialect,
+        title,
+        methods,
+        defs,
+        document,
+    };
+    check_references(&schema)?;
+    Ok(schema)
+}
+
+fn parse_method(v: &Value) -> Result<Method, Error> {
+    let wire = v
+        .get("method")
+        .and_then(Value::as_str)
+        .ok_or_else(|| schema_err("x-methods", "an entry has no `method`"))?
+        .to_string();
+    let err = |m: &str| schema_err(&format!("x-methods[{wire}]"), m);
+    let side = match v.get("side").and_then(Value::as_str) {
+        Some("agent") => Side::Agent,
+        Some("client") => Side::Client,
+        Some("protocol") => Side::Protocol,
+        _ => return Err(err("`side` must be agent, client or protocol")),
+    };
+    let kind = match v.get("kind").and_then(Value::as_str) {
+        Some("request") => MethodKind::Request,
+        Some("notification") => MethodKind::Notification,
+        _ => return Err(err("`kind` must be request or notification")),
+    };
+    let type_ref = |key: &str| -> Result<Option<String>, Error> {
+        match v.get(key) {
+            None => Ok(None),
+            Some(r) => r
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(ref_name)
+                .map(|s| Some(s.to_string()))
+                .ok_or_else(|| err(&format!("`{key}` must be {{\"$ref\": \"#/$defs/Name\"}}"))),
+        }
+    };
+    let params = type_ref("params")?.ok_or_else(|| err("missing `params`"))?;
+    let result = type_ref("result")?;
+    match (kind, &result) {
+        (MethodKind::Request, None) => return Err(err("a request needs a `result`")),
+        (MethodKind::Notification, Some(_)) => return Err(err("a notification has no `result`")),
+        _ => {}
+    }
+    Ok(Method {
+        wire,
+        side,
+        kind,
+        params,
+        result,
+        description: description(v).unwrap_or_default(),
+    })
+}
+
+fn parse_def(name: &str, v: &Value) -> Result<Def, Error> {
+    let err = |m: String| schema_err(name, m);
+    let kind = if let Some(tag) = v.get("x-tag").and_then(Value::as_str) {
+        DefKind::TaggedUnion(parse_tagged(name, tag, v)?)
+    } else if flag(v, "x-untagged") {
+        let members = v
+            .get("anyOf")
+            .and_then(Value::as_array)
+            .ok_or_else(|| err("`x-untagged` needs `anyOf`".into()))?
+            .iter()
+            .map(|m| {
+                let title = m
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| err("every untagged member needs a `title`".into()))?;
+                Ok(UntaggedMember {
+                    title: pascal_case(title),
+                    schema: m.clone(),
+                    description: description(m),
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        DefKind::UntaggedUnion(members)
+    } else if v.get("x-known-values").is_some() {
+        let format = v
+            .get("format")
+            .and_then(Value::as_str)
+            .ok_or_else(|| err("an integer code needs a `format`".into()))?
+            .to_string();
+        let known = v["x-known-values"]
+            .as_array()
+            .ok_or_else(|| err("`x-known-values` must be an array".into()))?
+            .iter()
+            .map(|k| {
+                let n = k.get("name").and_then(Value::as_str);
+                let val = k.get("value").and_then(Value::as_i64);
+                match (n, val) {
+                    (Some(n), Some(val)) => Ok((n.to_string(), val, description(k))),
+                    _ => Err(err(
+                        "each known value needs `name` and integer `value`".into()
+                    )),
+                }
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        DefKind::Code(CodeDef { format, known })
+    } else {
+        match v.get("type").and_then(Value::as_str) {
+            Some("object") => DefKind::Object(parse_object(name, v)?),
+            Some("string") if v.get("oneOf").is_some() => {
+                let values = v["oneOf"]
+                    .as_array()
+                    .ok_or_else(|| err("`oneOf` must be an array".into()))?
+                    .iter()
+                    .map(|m| {
+                        m.get("const")
+                            .and_then(Value::as_str)
+                            .map(|c| (c.to_string(), description(m)))
+                            .ok_or_else(|| err("each enum member needs a string `const`".into()))
+                    })
+                    .collect::<Result<Vec<_>, Error>>()?;
+                let default = v.get("default").and_then(Value::as_str).map(str::to_string);
+                if let Some(d) = &default
+                    && !values.iter().any(|(c, _)| c == d)
+                {
+                    return Err(err(format!("default `{d}` is not one of the values")));
+                }
+                DefKind::StringEnum(StringEnumDef { values, default })
+            }
+            Some("string") => DefKind::StringNewtype,
+            Some("integer") => DefKind::IntegerNewtype,
+            _ => {
+                return Err(err(
+                    "not one of the shapes of CONVENTIONS.md (object, string, integer, enum, union, code)"
+                        .into(),
+                ));
+            }
+        }
+    };
+    for forbidden in ["not", "if", "then", "else"] {
+        if v.get(forbidden).is_some() {
+            return Err(err(format!("`{forbidden}` is not supported")));
+        }
+    }
+    Ok(Def {
+        name: name.to_string(),
+        description: description(v),
+        null_as_default: flag(v, "x-null-as-default"),
+        kind,
+    })
+}
+
+fn parse_tagged(name: &str, tag: &str, v: &Value) -> Result<TaggedUnionDef, Error> {
+    let err = |m: String| schema_err(name, m);
+    let members = v
+        .get("oneOf")
+        .or_else(|| v.get("anyOf"))
+        .and_then(Value::as_array)
+        .ok_or_else(|| err("a tagged union needs `oneOf` or `anyOf`".into()))?;
+    let mut variants = Vec::new();
+    for m in members {
+        let body = match m.get("$ref").and_then(Value::as_str) {
+            Some(r) => Some(
+                ref_name(r)
+                    .ok_or_else(|| err(format!("`{r}` is not a local reference")))?
+                    .to_string(),
+            ),
+            None => None,
+        };
+        let tag_value = m
+            .get("properties")
+            .and_then(|p| p.get(tag))
+            .and_then(|t| t.get("const"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let untagged = flag(m, "x-untagged");
+        if untagged == tag_value.is_some() {
+            return Err(err(
+                "each variant needs either a `const` tag or `x-untagged: true`".into(),
+            ));
+        }
+        if untagged && body.is_none() {
+            return Err(err("the untagged variant needs a `$ref` body".into()));
+        }
+        let rust_name = match m.get("x-variant").and_then(Value::as_str) {
+            Some(n) => n.to_string(),
+            None => match (&tag_value, &body) {
+                (Some(t), _) => pascal_case(t),
+                (None, Some(b)) => b.clone(),
+                (None, None) => unreachable!("checked above"),
+            },
+        };
+        variants.push(TaggedVariant {
+            tag_value,
+            body,
+            rust_name,
+            description: description(m),
+        });
+    }
+    if variants.iter().filter(|v| v.tag_value.is_none()).count() > 1 {
+        return Err(err("at most one variant may be `x-untagged`".into()));
+    }
+    Ok(TaggedUnionDef {
+        tag: tag.to_string(),
+        variants,
+    })
+}
+
+fn parse_object(name: &str, v: &Value) -> Result<ObjectDef, Error> {
+    let err = |m: String| schema_err(name, m);
+    let empty = Map::new();
+    let props_obj = match v.get("properties") {
+        Some(p) => p
+            .as_object()
+            .ok_or_else(|| err("`properties` must be an object".into()))?,
+        None => &empty,
+    };
+    let required: Vec<&str> = v
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for r in &required {
+        if !props_obj.contains_key(*r) {
+            return Err(err(format!("`{r}` is required but not a property")));
+        }
+    }
+    let mut props = Vec::new();
+    for (json_name, schema) in props_obj {
+        let is_required = required.contains(&json_name.as_str());
+        let nullable = match schema.get("type") {
+            Some(Value::Array(types)) => types.iter().any(|t| t == "null"),
+            _ => schema
+                .get("anyOf")
+                .and_then(Value::as_array)
+                .is_some_and(|m| {
+                    m.iter()
+                        .any(|x| x.get("type") == Some(&Value::from("null")))
+                }),
+        };
+        if is_required && nullable {
+            return Err(err(format!(
+                "`{json_name}` is both required and nullable; the generator does not support that"
+            )));
+        }
+        if schema.get("properties").is_some() || schema.get("oneOf").is_some() {
+            return Err(err(format!(
+                "`{json_name}` declares an anonymous type: give it a name in `$defs`"
+            )));
+        }
+        let lenient = if is_required {
+            flag(schema, "x-lenient")
+        } else {
+            !flag(schema, "x-strict")
+        };
+        props.push(Prop {
+            json_name: json_name.clone(),
+            schema: schema.clone(),
+            required: is_required,
+            nullable,
+            lenient,
+            skip_invalid_items: flag(schema, "x-skip-invalid-items"),
+            null_as_default: flag(schema, "x-null-as-default"),
+            has_default: schema.get("default").is_some(),
+        });
+    }
+    let embedded = match v.get("allOf") {
+        None => None,
+        Some(all) => {
+            let all = all
+                .as_array()
+                .filter(|a| a.len() == 1)
+                .ok_or_else(|| err("`allOf` must hold exactly one embedded union".into()))?;
+            let r = all[0]
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(ref_name)
+                .ok_or_else(|| err("the embedded union must be a `$ref`".into()))?;
+            let field = all[0]
+                .get("x-field")
+                .and_then(Value::as_str)
+                .ok_or_else(|| err("the embedded union needs `x-field`".into()))?;
+            Some((r.to_string(), field.to_string()))
+        }
+    };
+    Ok(ObjectDef { props, embedded })
+}
+
+fn collect_refs<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+    match v {
+        Value::Object(map) => {
+            for (k, val) in map {
+                if k == "$ref" {
+                    if let Some(s) = val.as_str() {
+                        out.push(s);
+                    }
+                } else {
+                    collect_refs(val, out);
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| collect_refs(i, out)),
+        _ => {}
+    }
+}
+
+fn check_references(schema: &Schema) -> Result<(), Error> {
+    let mut refs = Vec::new();
+    collect_refs(&schema.document, &mut refs);
+    for r in refs {
+        let name = ref_name(r).ok_or_else(|| schema_err(r, "only `#/$defs/Name` references"))?;
+        if schema.def(name).is_none() {
+            return Err(schema_err(name, "referenced but not defined"));
+        }
+    }
+    for def in &schema.defs {
+        if let DefKind::Object(ObjectDef {
+            embedded: Some((union, _)),
+            ..
+        }) = &def.kind
+            && !matches!(
+                schema.def(union).map(|d| &d.kind),
+                Some(DefKind::TaggedUnion(_))
+            )
+        {
+            return Err(schema_err(
+                &def.name,
+                "the embedded `allOf` must be a tagged union",
+            ));
+        }
+    }
+    for m in &schema.methods {
+        for name in std::iter::once(&m.params).chain(m.result.iter()) {
+            match schema.def(name).map(|d| &d.kind) {
+                Some(DefKind::Object(_)) => {}
+                _ => {
+                    return Err(schema_err(
+                        &format!("x-methods[{}]", m.wire),
+                        format!("`{name}` must be an object definition"),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,346 @@
+//! Object structs and newtypes: typify generates them, then we fix what it cannot know.
+//!
+//! typify is given only the plain shapes (objects, string and integer newtypes); every enum and
+//! union is swapped for our own type with `with_replacement`. Its output is then rewritten with
+//! `syn`: fields go back to schema order, serde attributes are rebuilt from our absent/null/
+//! default and leniency rules, enum-typed optional fields that have a default lose their
+//! `Option`, and shape-8 objects get their `#[serde(flatten)]` union field.
+
+use std::collections::BTreeSet;
+
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote};
+use serde_json::{Map, Value};
+use syn::{Attribute, Field, Fields, Item, ItemStruct};
+
+use crate::Error;
+use crate::model::{DefKind, ObjectDef, Prop, Schema};
+use crate::unions::{docs, ident};
+
+/// Where the hand-written serde helpers live, seen from the generated module.
+const SERDE_UTIL: &str = "crate::serde_util";
+
+/// Runs typify over the plain definitions and returns the rewritten items.
+pub fn generate(schema: &Schema) -> Result<Vec<Item>, Error> {
+    let mut defs = Map::new();
+    let mut settings = typify::TypeSpaceSettings::default();
+    settings
+        .with_struct_builder(false)
+        .with_derive("PartialEq".to_string())
+        .with_map_type("::std::collections::BTreeMap".to_string());
+    for def in &schema.defs {
+        let raw = &schema.document["$defs"][&def.name];
+        match &def.kind {
+            DefKind::Object(obj) if is_empty_object(obj) => {
+                // typify turns `{}` objects into map newtypes; ours is an empty struct.
+                defs.insert(def.name.clone(), Value::Object(Map::new()));
+                settings.with_replacement(
+                    def.name.clone(),
+                    def.name.clone(),
+                    std::iter::empty::<typify::TypeSpaceImpl>(),
+                );
+            }
+            DefKind::Object(_) => {
+                let mut plain = strip_annotations(raw);
+                if let Value::Object(o) = &mut plain {
+                    o.remove("allOf");
+                }
+                defs.insert(def.name.clone(), plain);
+            }
+            DefKind::StringNewtype | DefKind::IntegerNewtype => {
+                defs.insert(def.name.clone(), strip_annotations(raw));
+            }
+            _ => {
+                // Our own generated type stands in; typify only needs the name to resolve.
+                defs.insert(def.name.clone(), Value::Object(Map::new()));
+                settings.with_replacement(
+                    def.name.clone(),
+                    def.name.clone(),
+                    std::iter::empty::<typify::TypeSpaceImpl>(),
+                );
+            }
+        }
+    }
+    let root = serde_json::json!({ "$defs": defs });
+    let root: schemars08::schema::RootSchema =
+        serde_json::from_value(root).map_err(|e| Error::Typify(e.to_string()))?;
+    let mut space = typify::TypeSpace::new(&settings);
+    space
+        .add_root_schema(root)
+        .map_err(|e| Error::Typify(e.to_string()))?;
+    let file: syn::File =
+        syn::parse2(space.to_stream()).map_err(|e| Error::Typify(e.to_string()))?;
+
+    let known: BTreeSet<&str> = schema.defs.iter().map(|d| d.name.as_str()).collect();
+    let mut items = Vec::new();
+    for item in file.items {
+        match item {
+            Item::Struct(mut s) => {
+                let name = s.ident.to_string();
+                if !known.contains(name.as_str()) {
+                    return Err(Error::Typify(format!(
+                        "typify invented the type `{name}`: give every nested type a name in `$defs`"
+                    )));
+                }
+                if let Some(DefKind::Object(obj)) = schema.def(&name).map(|d| &d.kind) {
+                    rewrite_object(schema, &name, obj, &mut s)?;
+                }
+                items.push(Item::Struct(s));
+            }
+            Item::Enum(e) => {
+                return Err(Error::Typify(format!(
+                    "typify generated the enum `{}`: enums must be named definitions",
+                    e.ident
+                )));
+            }
+            Item::Impl(i) if is_clone_from_ref(&i) => {}
+            Item::Mod(mut m) if m.ident == "defaults" => {
+                // typify names our replacement types without `super::` inside this module.
+                if let Some((_, content)) = &mut m.content {
+                    content.insert(
+                        0,
+                        syn::parse_quote!(
+                            #[allow(unused_imports)]
+                            use super::*;
+                        ),
+                    );
+                }
+                items.push(Item::Mod(m));
+            }
+            other => items.push(other),
+        }
+    }
+    Ok(items)
+}
+
+/// An object definition without properties (a marker such as a capability with no options).
+pub fn is_empty_object(obj: &ObjectDef) -> bool {
+    obj.props.is_empty() && obj.embedded.is_none()
+}
+
+/// An object without properties: an empty struct that reads any object and writes `{}`.
+pub fn empty_object(def: &crate::model::Def) -> TokenStream {
+    let name = ident(&def.name);
+    let doc = docs(def.description.as_deref());
+    quote! {
+        #doc
+        #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
+        pub struct #name {}
+    }
+}
+
+/// typify adds `impl From<&T> for T` (a clone) to every type; it only adds noise.
+fn is_clone_from_ref(i: &syn::ItemImpl) -> bool {
+    let Some((path, _)) = &i.trait_ else {
+        return false;
+    };
+    let is_from = path.segments.last().is_some_and(|s| {
+        s.ident == "From" && s.arguments.to_token_stream().to_string().contains('&')
+    });
+    is_from
+}
+
+/// Drops our `x-` annotations and `default`s typify does not need to see twice.
+fn strip_annotations(v: &Value) -> Value {
+    match v {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !k.starts_with("x-"))
+                .map(|(k, v)| {
+                    // Inside `properties` the keys are property names, never annotations.
+                    if k == "properties" {
+                        let props = v
+                            .as_object()
+                            .map(|p| {
+                                p.iter()
+                                    .map(|(pk, pv)| (pk.clone(), strip_annotations(pv)))
+                                    .collect::<Map<_, _>>()
+                            })
+                            .unwrap_or_default();
+                        (k.clone(), Value::Object(props))
+                    } else {
+                        (k.clone(), strip_annotations(v))
+                    }
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(strip_annotations).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The serde settings typify wrote for a field, as `(key, value)` pairs.
+fn serde_pairs(attrs: &[Attribute]) -> Result<Vec<(String, Option<String>)>, Error> {
+    let mut pairs = Vec::new();
+    for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        attr.parse_nested_meta(|meta| {
+            let key = meta
+                .path
+                .get_ident()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            if meta.input.peek(syn::Token![=]) {
+                let lit: syn::LitStr = meta.value()?.parse()?;
+                pairs.push((key, Some(lit.value())));
+            } else {
+                pairs.push((key, None));
+            }
+            Ok(())
+        })
+        .map_err(|e| Error::Typify(format!("unexpected serde attribute from typify: {e}")))?;
+    }
+    Ok(pairs)
+}
+
+fn rewrite_object(
+    schema: &Schema,
+    name: &str,
+    obj: &ObjectDef,
+    s: &mut ItemStruct,
+) -> Result<(), Error> {
+    let Fields::Named(named) = &mut s.fields else {
+        return Err(Error::Typify(format!(
+            "`{name}` is not a struct with named fields"
+        )));
+    };
+    let mut fields: Vec<(usize, Field)> = Vec::new();
+    for mut field in std::mem::take(&mut named.named) {
+        let pairs = serde_pairs(&field.attrs)?;
+        let ident_name = field
+            .ident
+            .as_ref()
+            .map(|i| i.to_string().trim_start_matches("r#").to_string())
+            .unwrap_or_default();
+        let json_name = pairs
+            .iter()
+            .find(|(k, _)| k == "rename")
+            .and_then(|(_, v)| v.clone())
+            .unwrap_or(ident_name.clone());
+        let (index, prop) = obj
+            .props
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.json_name == json_name)
+            .ok_or_else(|| Error::Typify(format!("`{name}.{json_name}` is not in the schema")))?;
+        field.attrs.retain(|a| !a.path().is_ident("serde"));
+        let attrs = field_attrs(schema, prop, &json_name, &ident_name, &pairs, &mut field)?;
+        if !attrs.is_empty() {
+            field.attrs.push(syn::parse_quote!(#[serde(#attrs)]));
+        }
+        fields.push((index, field));
+    }
+    fields.sort_by_key(|(i, _)| *i);
+    named.named = fields.into_iter().map(|(_, f)| f).collect();
+    if let Some((union, field)) = &obj.embedded {
+        // The embedded union has no default, so neither has the object.
+        remove_derive(&mut s.attrs, "Default");
+        let union = ident(union);
+        let field = ident(field);
+        let doc = docs(Some(
+            "The variant part of this object: its tag and fields sit beside the fields above on the wire.",
+        ));
+        named.named.push(syn::parse_quote! {
+            #doc
+            #[serde(flatten)]
+            pub #field: #union
+        });
+    }
+    Ok(())
+}
+
+fn remove_derive(attrs: &mut [Attribute], name: &str) {
+    for attr in attrs.iter_mut().filter(|a| a.path().is_ident("derive")) {
+        let Ok(paths) = attr.parse_args_with(
+            syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated,
+        ) else {
+            continue;
+        };
+        let kept = paths.iter().filter(|p| !p.is_ident(name));
+        *attr = syn::parse_quote!(#[derive(#(#kept),*)]);
+    }
+}
+
+/// Which hand-written deserializer enforces the property's leniency rules, if any.
+fn deserializer_for(prop: &Prop, is_option: bool) -> Option<&'static str> {
+    match (prop.lenient, prop.skip_invalid_items, is_option) {
+        (true, true, true) => Some("lenient_option_vec"),
+        (true, true, false) => Some("lenient_vec"),
+        (true, false, _) => Some("lenient"),
+        (false, true, true) => Some("skip_invalid_option_items"),
+        (false, true, false) => Some("skip_invalid_items"),
+        (false, false, _) if prop.null_as_default => Some("null_as_default"),
+        (false, false, _) => None,
+    }
+}
+
+fn field_attrs(
+    schema: &Schema,
+    prop: &Prop,
+    json_name: &str,
+    ident_name: &str,
+    typify_pairs: &[(String, Option<String>)],
+    field: &mut Field,
+) -> Result<TokenStream, Error> {
+    let mut parts: Vec<TokenStream> = Vec::new();
+    if json_name != ident_name {
+        parts.push(quote!(rename = #json_name));
+    }
+    let ty_text = field.ty.to_token_stream().to_string().replace(' ', "");
+    let is_option = ty_text.starts_with("::std::option::Option<");
+    let is_any = ty_text == "::std::option::Option<::serde_json::Value>";
+
+    // An optional, non-nullable reference to an enum with a default: absent means the default,
+    // and the default is not written.
+    let enum_default = (!prop.required && !prop.nullable && !prop.has_default)
+        .then(|| prop.referenced_def())
+        .flatten()
+        .and_then(|r| schema.def(r))
+        .filter(|d| matches!(&d.kind, DefKind::StringEnum(e) if e.default.is_some()));
+    if let Some(def) = enum_default {
+        let ty = ident(&def.name);
+        field.ty = syn::parse_quote!(#ty);
+        let skip = format!("{}::is_default", def.name);
+        parts.push(quote!(default, skip_serializing_if = #skip));
+    } else if prop.required {
+        if prop.lenient {
+            parts.push(quote!(default));
+        }
+    } else {
+        // Keep typify's `default` (it may name a function producing the schema's default) and
+        // its `skip_serializing_if`, which follow the same absent/default rules as ours.
+        let mut has_default = false;
+        for (k, v) in typify_pairs {
+            match (k.as_str(), v) {
+                ("default", None) => {
+                    has_default = true;
+                    parts.push(quote!(default));
+                }
+                ("default", Some(path)) => {
+                    has_default = true;
+                    parts.push(quote!(default = #path));
+                }
+                ("skip_serializing_if", Some(path)) => {
+                    let path = path.replace(' ', "");
+                    parts.push(quote!(skip_serializing_if = #path));
+                }
+                _ => {}
+            }
+        }
+        if !has_default {
+            parts.push(quote!(default));
+        }
+        if is_option && !typify_pairs.iter().any(|(k, _)| k == "skip_serializing_if") {
+            parts.push(quote!(
+                skip_serializing_if = "::std::option::Option::is_none"
+            ));
+        }
+    }
+    if !is_any && let Some(helper) = deserializer_for(prop, is_option) {
+        let path = format!("{SERDE_UTIL}::{helper}");
+        parts.push(quote!(deserialize_with = #path));
+        if prop.required && !prop.lenient {
+            // `deserialize_with` alone would make a missing field an error, as it should be.
+        }
+    }
+    Ok(quote!(#(#parts),*))
+}

@@ -1,0 +1,288 @@
+//! Generates the types typify cannot: open string enums, tagged and untagged unions, and open
+//! integer codes (shapes 4 to 7 of `CONVENTIONS.md`).
+
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::quote;
+use serde_json::Value;
+
+use crate::Error;
+use crate::model::{CodeDef, Def, StringEnumDef, TaggedUnionDef, UntaggedMember, ref_name};
+
+/// A Rust identifier for a type or variant name.
+pub fn ident(name: &str) -> Ident {
+    Ident::new(name, Span::call_site())
+}
+
+/// `#[doc = "..."]` lines for an optional description.
+pub fn docs(description: Option<&str>) -> TokenStream {
+    match description {
+        Some(text) => {
+            let lines = text.lines().map(|l| format!(" {l}"));
+            quote! { #( #[doc = #lines] )* }
+        }
+        None => TokenStream::new(),
+    }
+}
+
+/// The Rust type of a property schema (used for union members).
+pub fn rust_type(def: &str, schema: &Value) -> Result<TokenStream, Error> {
+    let err = |m: &str| Error::Schema {
+        def: def.to_string(),
+        message: m.to_string(),
+    };
+    if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
+        let name = ident(ref_name(r).ok_or_else(|| err("bad $ref"))?);
+        return Ok(quote!(#name));
+    }
+    let ty = match schema.get("type") {
+        None => return Ok(quote!(::serde_json::Value)),
+        Some(Value::String(t)) => t.as_str(),
+        Some(_) => return Err(err("union members cannot be nullable; add a `Null` member")),
+    };
+    Ok(match ty {
+        "string" => quote!(::std::string::String),
+        "boolean" => quote!(bool),
+        "number" => quote!(f64),
+        "integer" => match schema.get("format").and_then(Value::as_str) {
+            Some("uint16") => quote!(u16),
+            Some("uint32") => quote!(u32),
+            Some("int32") => quote!(i32),
+            Some("uint64") => quote!(u64),
+            _ => quote!(i64),
+        },
+        "array" => {
+            let items = schema
+                .get("items")
+                .ok_or_else(|| err("array without `items`"))?;
+            let inner = rust_type(def, items)?;
+            quote!(::std::vec::Vec<#inner>)
+        }
+        "object" => match schema.get("additionalProperties") {
+            Some(Value::Bool(true)) | None => {
+                quote!(::serde_json::Map<::std::string::String, ::serde_json::Value>)
+            }
+            Some(inner) => {
+                let inner = rust_type(def, inner)?;
+                quote!(::std::collections::BTreeMap<::std::string::String, #inner>)
+            }
+        },
+        other => return Err(err(&format!("unsupported member type `{other}`"))),
+    })
+}
+
+/// Shape 4: an open string enum.
+pub fn string_enum(def: &Def, e: &StringEnumDef) -> TokenStream {
+    let name = ident(&def.name);
+    let doc = docs(def.description.as_deref());
+    let variants: Vec<Ident> = e
+        .values
+        .iter()
+        .map(|(v, _)| ident(&crate::model::pascal_case(v)))
+        .collect();
+    let values: Vec<&str> = e.values.iter().map(|(v, _)| v.as_str()).collect();
+    let variant_docs = e.values.iter().map(|(_, d)| docs(d.as_deref()));
+    let default_impl = e.default.as_ref().map(|d| {
+        let v = ident(&crate::model::pascal_case(d));
+        quote! {
+            impl ::std::default::Default for #name {
+                fn default() -> Self {
+                    Self::#v
+                }
+            }
+            impl #name {
+                /// Whether this is the value an absent field stands for (it is then not written).
+                pub fn is_default(&self) -> bool {
+                    *self == Self::#v
+                }
+            }
+        }
+    });
+    quote! {
+        #doc
+        #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+        pub enum #name {
+            #( #variant_docs #[serde(rename = #values)] #variants, )*
+            /// A value this version of the schema does not know, kept as sent.
+            #[serde(untagged)]
+            Unknown(::std::string::String),
+        }
+        impl #name {
+            /// The value as written on the wire.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    #( Self::#variants => #values, )*
+                    Self::Unknown(other) => other,
+                }
+            }
+        }
+        impl ::std::fmt::Display for #name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+        #default_impl
+    }
+}
+
+/// Shape 5: an internally tagged union whose unknown tags are kept as raw JSON.
+///
+/// Serialization is derived; deserialization is generated so that a *known* tag with a bad
+/// body is an error (serde's derive would quietly fall back to the catch-all variant).
+pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error> {
+    let name = ident(&def.name);
+    let doc = docs(def.description.as_deref());
+    let tag = &u.tag;
+    let mut variants = Vec::new();
+    let mut arms = Vec::new();
+    let mut fallback = quote! {
+        ::std::result::Result::Err(::serde::de::Error::missing_field(#tag))
+    };
+    for v in &u.variants {
+        let vname = ident(&v.rust_name);
+        let vdoc = docs(v.description.as_deref());
+        match (&v.tag_value, &v.body) {
+            (Some(value), Some(body)) => {
+                let body = ident(body);
+                variants.push(quote! { #vdoc #[serde(rename = #value)] #vname(#body), });
+                arms.push(quote! {
+                    ::std::option::Option::Some(#value) => <#body as ::serde::Deserialize>::deserialize(value)
+                        .map(Self::#vname)
+                        .map_err(::serde::de::Error::custom),
+                });
+            }
+            (Some(value), None) => {
+                variants.push(quote! { #vdoc #[serde(rename = #value)] #vname, });
+                arms.push(quote! {
+                    ::std::option::Option::Some(#value) => ::std::result::Result::Ok(Self::#vname),
+                });
+            }
+            (None, Some(body)) => {
+                let body = ident(body);
+                variants.push(quote! { #vdoc #[serde(untagged)] #vname(#body), });
+                fallback = quote! {
+                    <#body as ::serde::Deserialize>::deserialize(value)
+                        .map(Self::#vname)
+                        .map_err(::serde::de::Error::custom)
+                };
+            }
+            (None, None) => {
+                return Err(Error::Schema {
+                    def: def.name.clone(),
+                    message: "untagged unit variant".into(),
+                });
+            }
+        }
+    }
+    Ok(quote! {
+        #doc
+        #[derive(::serde::Serialize, Clone, Debug, PartialEq)]
+        #[serde(tag = #tag)]
+        pub enum #name {
+            #( #variants )*
+            /// A variant this version of the schema does not know, kept as raw JSON.
+            #[serde(untagged)]
+            Unknown(::serde_json::Value),
+        }
+        impl<'de> ::serde::Deserialize<'de> for #name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+                let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(deserializer)?;
+                if !value.is_object() {
+                    return ::std::result::Result::Err(::serde::de::Error::custom(
+                        concat!("expected an object for ", stringify!(#name)),
+                    ));
+                }
+                let tag = match value.get(#tag) {
+                    ::std::option::Option::None => ::std::option::Option::None,
+                    ::std::option::Option::Some(::serde_json::Value::String(tag)) => ::std::option::Option::Some(tag.clone()),
+                    ::std::option::Option::Some(_) => {
+                        return ::std::result::Result::Err(::serde::de::Error::custom(
+                            concat!("`", #tag, "` must be a string"),
+                        ));
+                    }
+                };
+                match tag.as_deref() {
+                    #( #arms )*
+                    ::std::option::Option::Some(_) => ::std::result::Result::Ok(Self::Unknown(value)),
+                    ::std::option::Option::None => #fallback,
+                }
+            }
+        }
+    })
+}
+
+/// Shape 6: an untagged union; the first member that parses wins.
+pub fn untagged_union(def: &Def, members: &[UntaggedMember]) -> Result<TokenStream, Error> {
+    let name = ident(&def.name);
+    let doc = docs(def.description.as_deref());
+    let mut variants = Vec::new();
+    for m in members {
+        let vname = ident(&m.title);
+        let vdoc = docs(m.description.as_deref());
+        if m.schema.get("type") == Some(&Value::from("null")) {
+            variants.push(quote! { #vdoc #vname, });
+        } else {
+            let ty = rust_type(&def.name, &m.schema)?;
+            variants.push(quote! { #vdoc #vname(#ty), });
+        }
+    }
+    Ok(quote! {
+        #doc
+        #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+        #[serde(untagged)]
+        pub enum #name {
+            #( #variants )*
+        }
+    })
+}
+
+/// Shape 7: an integer newtype with named well-known values.
+pub fn code(def: &Def, c: &CodeDef) -> Result<TokenStream, Error> {
+    let name = ident(&def.name);
+    let doc = docs(def.description.as_deref());
+    let int = match c.format.as_str() {
+        "int32" => quote!(i32),
+        "int64" => quote!(i64),
+        other => {
+            return Err(Error::Schema {
+                def: def.name.clone(),
+                message: format!("unsupported code format `{other}`"),
+            });
+        }
+    };
+    let consts = c.known.iter().map(|(n, v, d)| {
+        let cname = ident(n);
+        let cdoc = docs(d.as_deref());
+        let lit = proc_macro2::Literal::i64_unsuffixed(*v);
+        quote! { #cdoc pub const #cname: Self = Self(#lit); }
+    });
+    let names = c.known.iter().map(|(n, _, _)| {
+        let cname = ident(n);
+        quote! { Self::#cname => ::std::option::Option::Some(#n), }
+    });
+    Ok(quote! {
+        #doc
+        #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[serde(transparent)]
+        pub struct #name(pub #int);
+        impl #name {
+            #( #consts )*
+            /// The constant name of a well-known value, or `None` for any other value.
+            pub fn known_name(&self) -> ::std::option::Option<&'static str> {
+                match *self {
+                    #( #names )*
+                    _ => ::std::option::Option::None,
+                }
+            }
+        }
+        impl ::std::convert::From<#int> for #name {
+            fn from(value: #int) -> Self {
+                Self(value)
+            }
+        }
+        impl ::std::convert::From<#name> for #int {
+            fn from(value: #name) -> Self {
+                value.0
+            }
+        }
+    })
+}

@@ -1,0 +1,36 @@
+//! The JSON Schema documents that describe each Agent Client Protocol dialect.
+//!
+//! These documents are the single source of truth of acp-rs: `acp-codegen` turns each one
+//! into a Rust module of `acp-types`, and applications can use them to validate messages at
+//! run time with any JSON Schema (draft 2020-12) validator.
+//!
+//! Each document also lists its methods in a top-level `x-methods` array (wire name, the side
+//! that serves it, request or notification, params and result types); see `CONVENTIONS.md` in
+//! this crate for every annotation the generator understands.
+//!
+//! ```
+//! let schema: serde_json::Value = serde_json::from_str(acp_schema::V1).unwrap();
+//! assert_eq!(schema["x-dialect"], "v1");
+//! ```
+#![deny(missing_docs)]
+
+/// A protocol dialect with a schema in this crate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SchemaDocument {
+    /// Short name of the dialect (`"v1"`), as in the document's `x-dialect`.
+    pub dialect: &'static str,
+    /// File name of the document inside this crate's `schemas/` folder.
+    pub file_name: &'static str,
+    /// The document itself (JSON text).
+    pub text: &'static str,
+}
+
+/// The stable ACP v1 schema: integer `protocolVersion: 1`, sessions, `session/update`.
+pub const V1: &str = include_str!("../schemas/v1.json");
+
+/// Every schema this crate ships, in the order the generator processes them.
+pub const ALL: &[SchemaDocument] = &[SchemaDocument {
+    dialect: "v1",
+    file_name: "v1.json",
+    text: V1,
+}];

@@ -1,0 +1,79 @@
+//! Deserializers behind the schema's leniency annotations (see acp-schema's `CONVENTIONS.md`).
+//!
+//! Generated fields name these functions in `#[serde(deserialize_with = "...")]`. They buffer
+//! the field as a `serde_json::Value` first, so a bad value can be dropped without the parser
+//! losing its place in the message.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+/// An optional field whose bad value means "absent": any value that does not parse as `T`
+/// becomes `T::default()` instead of failing the whole message.
+pub fn lenient<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned + Default,
+{
+    let value = Value::deserialize(deserializer)?;
+    Ok(T::deserialize(value).unwrap_or_default())
+}
+
+/// A lenient list whose bad items are dropped one by one; anything but an array is empty.
+pub fn lenient_vec<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    Ok(match Value::deserialize(deserializer)? {
+        Value::Array(items) => parse_items(items),
+        _ => Vec::new(),
+    })
+}
+
+/// A lenient nullable list: bad items are dropped; anything but an array is `None`.
+pub fn lenient_option_vec<'de, D, T>(deserializer: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    Ok(match Value::deserialize(deserializer)? {
+        Value::Array(items) => Some(parse_items(items)),
+        _ => None,
+    })
+}
+
+/// A strict list (it must be an array, or null where allowed) whose bad items are dropped.
+pub fn skip_invalid_items<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    let items = Option::<Vec<Value>>::deserialize(deserializer)?.unwrap_or_default();
+    Ok(parse_items(items))
+}
+
+/// A strict nullable list whose bad items are dropped.
+pub fn skip_invalid_option_items<'de, D, T>(deserializer: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    Ok(Option::<Vec<Value>>::deserialize(deserializer)?.map(parse_items))
+}
+
+/// A field that accepts `null` as its default value (and is otherwise strict).
+pub fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+fn parse_items<T: DeserializeOwned>(items: Vec<Value>) -> Vec<T> {
+    items
+        .into_iter()
+        .filter_map(|item| T::deserialize(item).ok())
+        .collect()
+}
