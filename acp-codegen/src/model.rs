@@ -104,6 +104,8 @@ pub struct Prop {
     pub null_as_default: bool,
     /// The property carries a `default`.
     pub has_default: bool,
+    /// `x-null-clears`: absent, `null` and a value are three different states.
+    pub null_clears: bool,
 }
 
 impl Prop {
@@ -526,7 +528,13 @@ fn parse_object(name: &str, v: &Value) -> Result<ObjectDef, Error> {
             skip_invalid_items: flag(schema, "x-skip-invalid-items"),
             null_as_default: flag(schema, "x-null-as-default"),
             has_default: schema.get("default").is_some(),
+            null_clears: flag(schema, "x-null-clears"),
         });
+        if flag(schema, "x-null-clears") && (is_required || !nullable) {
+            return Err(err(format!(
+                "`{json_name}`: `x-null-clears` needs an optional, nullable property"
+            )));
+        }
     }
     let embedded = match v.get("allOf") {
         None => None,
@@ -584,12 +592,12 @@ fn check_references(schema: &Schema) -> Result<(), Error> {
         }) = &def.kind
             && !matches!(
                 schema.def(union).map(|d| &d.kind),
-                Some(DefKind::TaggedUnion(_))
+                Some(DefKind::TaggedUnion(_) | DefKind::UntaggedUnion(_))
             )
         {
             return Err(schema_err(
                 &def.name,
-                "the embedded `allOf` must be a tagged union",
+                "the embedded `allOf` must be a union",
             ));
         }
     }

@@ -302,9 +302,22 @@ fn field_attrs(
         let skip = format!("{}::is_default", def.name);
         parts.push(quote!(default, skip_serializing_if = #skip));
     } else if prop.required {
-        if prop.lenient {
-            parts.push(quote!(default));
-        }
+        // A required field stays required even when lenient: only a wrong value is forgiven.
+    } else if prop.null_clears {
+        let inner = &field.ty;
+        field.ty = syn::parse_quote!(::std::option::Option<#inner>);
+        let helper = if prop.skip_invalid_items {
+            "null_clears_vec"
+        } else {
+            "null_clears"
+        };
+        let path = format!("{SERDE_UTIL}::{helper}");
+        parts.push(quote!(
+            default,
+            skip_serializing_if = "::std::option::Option::is_none",
+            deserialize_with = #path
+        ));
+        return Ok(quote!(#(#parts),*));
     } else {
         // Keep typify's `default` (it may name a function producing the schema's default) and
         // its `skip_serializing_if`, which follow the same absent/default rules as ours.
@@ -319,6 +332,8 @@ fn field_attrs(
                     has_default = true;
                     parts.push(quote!(default = #path));
                 }
+                // A property with a `default` is always written, even when empty.
+                ("skip_serializing_if", Some(_)) if prop.has_default => {}
                 ("skip_serializing_if", Some(path)) => {
                     let path = path.replace(' ', "");
                     parts.push(quote!(skip_serializing_if = #path));
@@ -338,9 +353,6 @@ fn field_attrs(
     if !is_any && let Some(helper) = deserializer_for(prop, is_option) {
         let path = format!("{SERDE_UTIL}::{helper}");
         parts.push(quote!(deserialize_with = #path));
-        if prop.required && !prop.lenient {
-            // `deserialize_with` alone would make a missing field an error, as it should be.
-        }
     }
     Ok(quote!(#(#parts),*))
 }

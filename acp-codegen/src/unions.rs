@@ -134,9 +134,13 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
     let tag = &u.tag;
     let mut variants = Vec::new();
     let mut arms = Vec::new();
-    let mut fallback = quote! {
-        ::std::result::Result::Err(::serde::de::Error::missing_field(#tag))
-    };
+    // The untagged variant (if any) is tried when the tag is absent, unknown, or names a
+    // variant whose body does not parse, as serde's own derive does.
+    let fallback = u.variants.iter().find(|v| v.tag_value.is_none()).map(|v| {
+        let vname = ident(&v.rust_name);
+        let body = ident(v.body.as_deref().unwrap_or_default());
+        (vname, body)
+    });
     for v in &u.variants {
         let vname = ident(&v.rust_name);
         let vdoc = docs(v.description.as_deref());
@@ -144,26 +148,28 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
             (Some(value), Some(body)) => {
                 let body = ident(body);
                 variants.push(quote! { #vdoc #[serde(rename = #value)] #vname(#body), });
+                let on_error = match &fallback {
+                    Some((fname, fbody)) => quote! {
+                        Err(error) => <#fbody as ::serde::Deserialize>::deserialize(value)
+                            .map(Self::#fname)
+                            .map_err(|_| ::serde::de::Error::custom(error)),
+                    },
+                    None => quote! { Err(error) => Err(::serde::de::Error::custom(error)), },
+                };
                 arms.push(quote! {
-                    ::std::option::Option::Some(#value) => <#body as ::serde::Deserialize>::deserialize(value)
-                        .map(Self::#vname)
-                        .map_err(::serde::de::Error::custom),
+                    Some(#value) => match <#body as ::serde::Deserialize>::deserialize(&value) {
+                        Ok(body) => Ok(Self::#vname(body)),
+                        #on_error
+                    },
                 });
             }
             (Some(value), None) => {
                 variants.push(quote! { #vdoc #[serde(rename = #value)] #vname, });
-                arms.push(quote! {
-                    ::std::option::Option::Some(#value) => ::std::result::Result::Ok(Self::#vname),
-                });
+                arms.push(quote! { Some(#value) => Ok(Self::#vname), });
             }
             (None, Some(body)) => {
                 let body = ident(body);
                 variants.push(quote! { #vdoc #[serde(untagged)] #vname(#body), });
-                fallback = quote! {
-                    <#body as ::serde::Deserialize>::deserialize(value)
-                        .map(Self::#vname)
-                        .map_err(::serde::de::Error::custom)
-                };
             }
             (None, None) => {
                 return Err(Error::Schema {
@@ -173,6 +179,24 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
             }
         }
     }
+    let (unknown_arm, absent_arm) = match &fallback {
+        Some((fname, fbody)) => (
+            quote! {
+                Some(_) => Ok(<#fbody as ::serde::Deserialize>::deserialize(&value)
+                    .map(Self::#fname)
+                    .unwrap_or(Self::Unknown(value))),
+            },
+            quote! {
+                None => <#fbody as ::serde::Deserialize>::deserialize(value)
+                    .map(Self::#fname)
+                    .map_err(::serde::de::Error::custom),
+            },
+        ),
+        None => (
+            quote! { Some(_) => Ok(Self::Unknown(value)), },
+            quote! { None => Err(::serde::de::Error::missing_field(#tag)), },
+        ),
+    };
     Ok(quote! {
         #doc
         #[derive(::serde::Serialize, Clone, Debug, PartialEq)]
@@ -200,10 +224,12 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
                         ));
                     }
                 };
+                use ::std::option::Option::{None, Some};
+                use ::std::result::Result::{Err, Ok};
                 match tag.as_deref() {
                     #( #arms )*
-                    ::std::option::Option::Some(_) => ::std::result::Result::Ok(Self::Unknown(value)),
-                    ::std::option::Option::None => #fallback,
+                    #unknown_arm
+                    #absent_arm
                 }
             }
         }

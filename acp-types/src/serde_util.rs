@@ -77,3 +77,30 @@ fn parse_items<T: DeserializeOwned>(items: Vec<Value>) -> Vec<T> {
         .filter_map(|item| T::deserialize(item).ok())
         .collect()
 }
+
+/// A property where absent, `null` and a value differ (`x-null-clears`): absent is `None`
+/// (never reaches this function), `null` is `Some(None)`, a value is `Some(Some(value))`, and
+/// a wrong value counts as absent.
+pub fn null_clears<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    Ok(match Value::deserialize(deserializer)? {
+        Value::Null => Some(None),
+        value => T::deserialize(value).ok().map(Some),
+    })
+}
+
+/// [`null_clears`] for a list whose bad items are dropped one by one.
+pub fn null_clears_vec<'de, D, T>(deserializer: D) -> Result<Option<Option<Vec<T>>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    Ok(match Value::deserialize(deserializer)? {
+        Value::Null => Some(None),
+        Value::Array(items) => Some(Some(parse_items(items))),
+        _ => None,
+    })
+}

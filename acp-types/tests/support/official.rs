@@ -24,8 +24,9 @@ use std::path::PathBuf;
 macro_rules! roundtrip {
     ($ty:ty, $value:expr) => {{
         match serde_json::from_value::<$ty>($value.clone()) {
-            Ok(typed) => serde_json::to_value(&typed)
-                .map_err(|e| format!("re-serialization failed: {e}")),
+            Ok(typed) => {
+                serde_json::to_value(&typed).map_err(|e| format!("re-serialization failed: {e}"))
+            }
             Err(e) => Err(e.to_string()),
         }
     }};
@@ -108,7 +109,9 @@ pub fn official_roundtrip(method: &str, part: &str, value: &Value) -> Result<Val
         // ---- Protocol-level notifications ----
         ("$/cancel_request", "params") => roundtrip!(v1::CancelRequestNotification, value),
 
-        (method, part) => Err(format!("no official type for method `{method}` part `{part}`")),
+        (method, part) => Err(format!(
+            "no official type for method `{method}` part `{part}`"
+        )),
     }
 }
 

@@ -50,7 +50,6 @@ pub struct InitializeResponse {
     #[serde(
         rename = "authMethods",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty",
         deserialize_with = "crate::serde_util::lenient_vec"
     )]
     pub auth_methods: ::std::vec::Vec<AuthMethod>,
@@ -674,16 +673,27 @@ impl<'de> ::serde::Deserialize<'de> for AuthMethod {
                 );
             }
         };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
         match tag.as_deref() {
-            ::std::option::Option::Some("terminal") => {
-                <AuthMethodTerminal as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Terminal)
-                    .map_err(::serde::de::Error::custom)
+            Some("terminal") => {
+                match <AuthMethodTerminal as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::Terminal(body)),
+                    Err(error) => {
+                        <AuthMethodAgent as ::serde::Deserialize>::deserialize(value)
+                            .map(Self::Agent)
+                            .map_err(|_| ::serde::de::Error::custom(error))
+                    }
+                }
             }
-            ::std::option::Option::Some(_) => {
-                ::std::result::Result::Ok(Self::Unknown(value))
+            Some(_) => {
+                Ok(
+                    <AuthMethodAgent as ::serde::Deserialize>::deserialize(&value)
+                        .map(Self::Agent)
+                        .unwrap_or(Self::Unknown(value)),
+                )
             }
-            ::std::option::Option::None => {
+            None => {
                 <AuthMethodAgent as ::serde::Deserialize>::deserialize(value)
                     .map(Self::Agent)
                     .map_err(::serde::de::Error::custom)
@@ -992,21 +1002,37 @@ impl<'de> ::serde::Deserialize<'de> for McpServer {
                 );
             }
         };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
         match tag.as_deref() {
-            ::std::option::Option::Some("http") => {
-                <McpServerHttp as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Http)
-                    .map_err(::serde::de::Error::custom)
+            Some("http") => {
+                match <McpServerHttp as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::Http(body)),
+                    Err(error) => {
+                        <McpServerStdio as ::serde::Deserialize>::deserialize(value)
+                            .map(Self::Stdio)
+                            .map_err(|_| ::serde::de::Error::custom(error))
+                    }
+                }
             }
-            ::std::option::Option::Some("sse") => {
-                <McpServerSse as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Sse)
-                    .map_err(::serde::de::Error::custom)
+            Some("sse") => {
+                match <McpServerSse as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::Sse(body)),
+                    Err(error) => {
+                        <McpServerStdio as ::serde::Deserialize>::deserialize(value)
+                            .map(Self::Stdio)
+                            .map_err(|_| ::serde::de::Error::custom(error))
+                    }
+                }
             }
-            ::std::option::Option::Some(_) => {
-                ::std::result::Result::Ok(Self::Unknown(value))
+            Some(_) => {
+                Ok(
+                    <McpServerStdio as ::serde::Deserialize>::deserialize(&value)
+                        .map(Self::Stdio)
+                        .unwrap_or(Self::Unknown(value)),
+                )
             }
-            ::std::option::Option::None => {
+            None => {
                 <McpServerStdio as ::serde::Deserialize>::deserialize(value)
                     .map(Self::Stdio)
                     .map_err(::serde::de::Error::custom)
@@ -1107,7 +1133,6 @@ pub struct SessionModeState {
     ///Every mode the agent offers. Entries that do not parse are dropped, and a malformed list reads as empty.
     #[serde(
         rename = "availableModes",
-        default,
         deserialize_with = "crate::serde_util::lenient_vec"
     )]
     pub available_modes: ::std::vec::Vec<SessionMode>,
@@ -1259,23 +1284,27 @@ impl<'de> ::serde::Deserialize<'de> for SessionConfigKind {
                 );
             }
         };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
         match tag.as_deref() {
-            ::std::option::Option::Some("select") => {
-                <SessionConfigSelect as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Select)
-                    .map_err(::serde::de::Error::custom)
+            Some("select") => {
+                match <SessionConfigSelect as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(body) => Ok(Self::Select(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("boolean") => {
-                <SessionConfigBoolean as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Boolean)
-                    .map_err(::serde::de::Error::custom)
+            Some("boolean") => {
+                match <SessionConfigBoolean as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(body) => Ok(Self::Boolean(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some(_) => {
-                ::std::result::Result::Ok(Self::Unknown(value))
-            }
-            ::std::option::Option::None => {
-                ::std::result::Result::Err(::serde::de::Error::missing_field("type"))
-            }
+            Some(_) => Ok(Self::Unknown(value)),
+            None => Err(::serde::de::Error::missing_field("type")),
         }
     }
 }
@@ -1409,7 +1438,7 @@ pub struct SessionConfigSelectGroup {
     ///Heading of the group to show the user.
     pub name: ::std::string::String,
     ///The values in this group. Entries that do not parse are dropped, and a malformed list reads as empty.
-    #[serde(default, deserialize_with = "crate::serde_util::lenient_vec")]
+    #[serde(deserialize_with = "crate::serde_util::lenient_vec")]
     pub options: ::std::vec::Vec<SessionConfigSelectOption>,
     ///Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
@@ -1580,7 +1609,7 @@ pub struct ListSessionsRequest {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ListSessionsResponse {
     ///The sessions on this page. Entries that do not parse are dropped, and a malformed list reads as empty.
-    #[serde(default, deserialize_with = "crate::serde_util::lenient_vec")]
+    #[serde(deserialize_with = "crate::serde_util::lenient_vec")]
     pub sessions: ::std::vec::Vec<SessionInfo>,
     ///Opaque token to pass as `cursor` for the next page; absent on the last page.
     #[serde(
@@ -1869,16 +1898,33 @@ impl<'de> ::serde::Deserialize<'de> for SessionConfigOptionValue {
                 );
             }
         };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
         match tag.as_deref() {
-            ::std::option::Option::Some("boolean") => {
-                <SessionConfigBooleanValue as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Boolean)
-                    .map_err(::serde::de::Error::custom)
+            Some("boolean") => {
+                match <SessionConfigBooleanValue as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(body) => Ok(Self::Boolean(body)),
+                    Err(error) => {
+                        <SessionConfigValueIdValue as ::serde::Deserialize>::deserialize(
+                                value,
+                            )
+                            .map(Self::ValueId)
+                            .map_err(|_| ::serde::de::Error::custom(error))
+                    }
+                }
             }
-            ::std::option::Option::Some(_) => {
-                ::std::result::Result::Ok(Self::Unknown(value))
+            Some(_) => {
+                Ok(
+                    <SessionConfigValueIdValue as ::serde::Deserialize>::deserialize(
+                            &value,
+                        )
+                        .map(Self::ValueId)
+                        .unwrap_or(Self::Unknown(value)),
+                )
             }
-            ::std::option::Option::None => {
+            None => {
                 <SessionConfigValueIdValue as ::serde::Deserialize>::deserialize(value)
                     .map(Self::ValueId)
                     .map_err(::serde::de::Error::custom)
@@ -1904,7 +1950,6 @@ pub struct SetSessionConfigOptionResponse {
     ///The complete, updated list of options. Entries that do not parse are dropped, and a malformed list reads as empty.
     #[serde(
         rename = "configOptions",
-        default,
         deserialize_with = "crate::serde_util::lenient_vec"
     )]
     pub config_options: ::std::vec::Vec<SessionConfigOption>,
@@ -2108,85 +2153,99 @@ impl<'de> ::serde::Deserialize<'de> for SessionUpdate {
                 );
             }
         };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
         match tag.as_deref() {
-            ::std::option::Option::Some("user_message_chunk") => {
-                <ContentChunk as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::UserMessageChunk)
-                    .map_err(::serde::de::Error::custom)
+            Some("user_message_chunk") => {
+                match <ContentChunk as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::UserMessageChunk(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("agent_message_chunk") => {
-                <ContentChunk as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::AgentMessageChunk)
-                    .map_err(::serde::de::Error::custom)
+            Some("agent_message_chunk") => {
+                match <ContentChunk as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::AgentMessageChunk(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("agent_thought_chunk") => {
-                <ContentChunk as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::AgentThoughtChunk)
-                    .map_err(::serde::de::Error::custom)
+            Some("agent_thought_chunk") => {
+                match <ContentChunk as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::AgentThoughtChunk(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("tool_call") => {
-                <ToolCall as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::ToolCall)
-                    .map_err(::serde::de::Error::custom)
+            Some("tool_call") => {
+                match <ToolCall as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::ToolCall(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("tool_call_update") => {
-                <ToolCallUpdate as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::ToolCallUpdate)
-                    .map_err(::serde::de::Error::custom)
+            Some("tool_call_update") => {
+                match <ToolCallUpdate as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::ToolCallUpdate(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("plan") => {
-                <Plan as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Plan)
-                    .map_err(::serde::de::Error::custom)
+            Some("plan") => {
+                match <Plan as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::Plan(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("available_commands_update") => {
-                <AvailableCommandsUpdate as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::AvailableCommandsUpdate)
-                    .map_err(::serde::de::Error::custom)
+            Some("available_commands_update") => {
+                match <AvailableCommandsUpdate as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(body) => Ok(Self::AvailableCommandsUpdate(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("current_mode_update") => {
-                <CurrentModeUpdate as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::CurrentModeUpdate)
-                    .map_err(::serde::de::Error::custom)
+            Some("current_mode_update") => {
+                match <CurrentModeUpdate as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::CurrentModeUpdate(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("config_option_update") => {
-                <ConfigOptionUpdate as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::ConfigOptionUpdate)
-                    .map_err(::serde::de::Error::custom)
+            Some("config_option_update") => {
+                match <ConfigOptionUpdate as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::ConfigOptionUpdate(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("session_info_update") => {
-                <SessionInfoUpdate as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::SessionInfoUpdate)
-                    .map_err(::serde::de::Error::custom)
+            Some("session_info_update") => {
+                match <SessionInfoUpdate as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::SessionInfoUpdate(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("usage_update") => {
-                <UsageUpdate as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::UsageUpdate)
-                    .map_err(::serde::de::Error::custom)
+            Some("usage_update") => {
+                match <UsageUpdate as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::UsageUpdate(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("notice") => {
-                <Notice as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Notice)
-                    .map_err(::serde::de::Error::custom)
+            Some("notice") => {
+                match <Notice as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::Notice(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("compaction_update") => {
-                <CompactionUpdate as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::CompactionUpdate)
-                    .map_err(::serde::de::Error::custom)
+            Some("compaction_update") => {
+                match <CompactionUpdate as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::CompactionUpdate(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("compaction_summary_chunk") => {
-                <CompactionSummaryChunk as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::CompactionSummaryChunk)
-                    .map_err(::serde::de::Error::custom)
+            Some("compaction_summary_chunk") => {
+                match <CompactionSummaryChunk as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(body) => Ok(Self::CompactionSummaryChunk(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some(_) => {
-                ::std::result::Result::Ok(Self::Unknown(value))
-            }
-            ::std::option::Option::None => {
-                ::std::result::Result::Err(
-                    ::serde::de::Error::missing_field("sessionUpdate"),
-                )
-            }
+            Some(_) => Ok(Self::Unknown(value)),
+            None => Err(::serde::de::Error::missing_field("sessionUpdate")),
         }
     }
 }
@@ -2300,38 +2359,41 @@ impl<'de> ::serde::Deserialize<'de> for ContentBlock {
                 );
             }
         };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
         match tag.as_deref() {
-            ::std::option::Option::Some("text") => {
-                <TextContent as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Text)
-                    .map_err(::serde::de::Error::custom)
+            Some("text") => {
+                match <TextContent as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::Text(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("image") => {
-                <ImageContent as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Image)
-                    .map_err(::serde::de::Error::custom)
+            Some("image") => {
+                match <ImageContent as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::Image(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("audio") => {
-                <AudioContent as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Audio)
-                    .map_err(::serde::de::Error::custom)
+            Some("audio") => {
+                match <AudioContent as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::Audio(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("resource_link") => {
-                <ResourceLink as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::ResourceLink)
-                    .map_err(::serde::de::Error::custom)
+            Some("resource_link") => {
+                match <ResourceLink as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::ResourceLink(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("resource") => {
-                <EmbeddedResource as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Resource)
-                    .map_err(::serde::de::Error::custom)
+            Some("resource") => {
+                match <EmbeddedResource as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::Resource(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some(_) => {
-                ::std::result::Result::Ok(Self::Unknown(value))
-            }
-            ::std::option::Option::None => {
-                ::std::result::Result::Err(::serde::de::Error::missing_field("type"))
-            }
+            Some(_) => Ok(Self::Unknown(value)),
+            None => Err(::serde::de::Error::missing_field("type")),
         }
     }
 }
@@ -2958,28 +3020,29 @@ impl<'de> ::serde::Deserialize<'de> for ToolCallContent {
                 );
             }
         };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
         match tag.as_deref() {
-            ::std::option::Option::Some("content") => {
-                <Content as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Content)
-                    .map_err(::serde::de::Error::custom)
+            Some("content") => {
+                match <Content as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::Content(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("diff") => {
-                <Diff as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Diff)
-                    .map_err(::serde::de::Error::custom)
+            Some("diff") => {
+                match <Diff as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::Diff(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("terminal") => {
-                <Terminal as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Terminal)
-                    .map_err(::serde::de::Error::custom)
+            Some("terminal") => {
+                match <Terminal as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::Terminal(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some(_) => {
-                ::std::result::Result::Ok(Self::Unknown(value))
-            }
-            ::std::option::Option::None => {
-                ::std::result::Result::Err(::serde::de::Error::missing_field("type"))
-            }
+            Some(_) => Ok(Self::Unknown(value)),
+            None => Err(::serde::de::Error::missing_field("type")),
         }
     }
 }
@@ -3106,7 +3169,7 @@ pub struct ToolCallLocation {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Plan {
     ///All tasks of the plan with their current status. Entries that fail to parse are dropped, and an unreadable list reads as empty.
-    #[serde(default, deserialize_with = "crate::serde_util::lenient_vec")]
+    #[serde(deserialize_with = "crate::serde_util::lenient_vec")]
     pub entries: ::std::vec::Vec<PlanEntry>,
     ///Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     #[serde(
@@ -3209,7 +3272,6 @@ pub struct AvailableCommandsUpdate {
     ///The commands. Entries that fail to parse are dropped, and an unreadable list reads as empty.
     #[serde(
         rename = "availableCommands",
-        default,
         deserialize_with = "crate::serde_util::lenient_vec"
     )]
     pub available_commands: ::std::vec::Vec<AvailableCommand>,
@@ -3295,7 +3357,6 @@ pub struct ConfigOptionUpdate {
     ///All options. Entries that fail to parse are dropped, and an unreadable list reads as empty.
     #[serde(
         rename = "configOptions",
-        default,
         deserialize_with = "crate::serde_util::lenient_vec"
     )]
     pub config_options: ::std::vec::Vec<SessionConfigOption>,
@@ -3315,19 +3376,19 @@ pub struct ConfigOptionUpdate {
 pub struct SessionInfoUpdate {
     ///New human-readable session title. The protocol gives an explicit `null` the meaning "clear the title".
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
     )]
-    pub title: ::std::option::Option<::std::string::String>,
+    pub title: ::std::option::Option<::std::option::Option<::std::string::String>>,
     ///Time of the session's latest activity, ISO 8601. An explicit `null` clears it.
     #[serde(
         rename = "updatedAt",
-        skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
     )]
-    pub updated_at: ::std::option::Option<::std::string::String>,
+    pub updated_at: ::std::option::Option<::std::option::Option<::std::string::String>>,
     ///Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     #[serde(
         rename = "_meta",
@@ -3449,27 +3510,31 @@ pub struct CompactionUpdate {
     pub status: CompactionStatus,
     ///Complete new summary for the user, replacing the stored one; blocks that fail to parse are dropped.
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient_option_vec"
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears_vec"
     )]
-    pub summary: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
+    pub summary: ::std::option::Option<
+        ::std::option::Option<::std::vec::Vec<ContentBlock>>,
+    >,
     ///Human-readable explanation of a failure.
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
     )]
-    pub error: ::std::option::Option<::std::string::String>,
+    pub error: ::std::option::Option<::std::option::Option<::std::string::String>>,
     ///Extension metadata for the compaction, patched like the other fields.
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
     )]
     pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
     >,
 }
 ///Names one context compaction; unique only within its session.
@@ -3748,21 +3813,20 @@ impl<'de> ::serde::Deserialize<'de> for RequestPermissionOutcome {
                 );
             }
         };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
         match tag.as_deref() {
-            ::std::option::Option::Some("cancelled") => {
-                ::std::result::Result::Ok(Self::Cancelled)
+            Some("cancelled") => Ok(Self::Cancelled),
+            Some("selected") => {
+                match <SelectedPermissionOutcome as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(body) => Ok(Self::Selected(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("selected") => {
-                <SelectedPermissionOutcome as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Selected)
-                    .map_err(::serde::de::Error::custom)
-            }
-            ::std::option::Option::Some(_) => {
-                ::std::result::Result::Ok(Self::Unknown(value))
-            }
-            ::std::option::Option::None => {
-                ::std::result::Result::Err(::serde::de::Error::missing_field("outcome"))
-            }
+            Some(_) => Ok(Self::Unknown(value)),
+            None => Err(::serde::de::Error::missing_field("outcome")),
         }
     }
 }
@@ -4189,85 +4253,49 @@ impl<'de> ::serde::Deserialize<'de> for ElicitationMode {
                 );
             }
         };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
         match tag.as_deref() {
-            ::std::option::Option::Some("form") => {
-                <ElicitationFormMode as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Form)
-                    .map_err(::serde::de::Error::custom)
+            Some("form") => {
+                match <ElicitationFormMode as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(body) => Ok(Self::Form(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("url") => {
-                <ElicitationUrlMode as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Url)
-                    .map_err(::serde::de::Error::custom)
+            Some("url") => {
+                match <ElicitationUrlMode as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(body) => Ok(Self::Url(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some(_) => {
-                ::std::result::Result::Ok(Self::Unknown(value))
-            }
-            ::std::option::Option::None => {
-                ::std::result::Result::Err(::serde::de::Error::missing_field("mode"))
-            }
+            Some(_) => Ok(Self::Unknown(value)),
+            None => Err(::serde::de::Error::missing_field("mode")),
         }
     }
 }
-///Fields of a `form` elicitation: the form's schema plus the scope (a session, optionally a tool call, or a request) the elicitation belongs to.
+///Fields of a `form` elicitation: the form's schema plus, beside them on the wire, the scope (a session, optionally a tool call, or a request) the elicitation belongs to.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ElicitationFormMode {
-    ///Session scope: the session the elicitation belongs to. Exactly one of `sessionId` and `requestId` is present.
-    #[serde(
-        rename = "sessionId",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default
-    )]
-    pub session_id: ::std::option::Option<SessionId>,
-    ///Session scope only: the tool call the elicitation belongs to, if any (e.g. an MCP server asking during a call).
-    #[serde(
-        rename = "toolCallId",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub tool_call_id: ::std::option::Option<ToolCallId>,
-    ///Request scope: the JSON-RPC request (outside any session, e.g. during authentication) the elicitation belongs to. Note that `null` is a valid request id.
-    #[serde(
-        rename = "requestId",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default
-    )]
-    pub request_id: ::std::option::Option<RequestId>,
     ///The fields to ask for.
     #[serde(rename = "requestedSchema")]
     pub requested_schema: ElicitationSchema,
+    /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
+    #[serde(flatten)]
+    pub scope: ElicitationScope,
 }
-///Fields of a `url` elicitation: where to send the user plus the scope (a session, optionally a tool call, or a request) the elicitation belongs to.
+///Fields of a `url` elicitation: where to send the user plus, beside them on the wire, the scope (a session, optionally a tool call, or a request) the elicitation belongs to.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ElicitationUrlMode {
-    ///Session scope: the session the elicitation belongs to. Exactly one of `sessionId` and `requestId` is present.
-    #[serde(
-        rename = "sessionId",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default
-    )]
-    pub session_id: ::std::option::Option<SessionId>,
-    ///Session scope only: the tool call the elicitation belongs to, if any (e.g. an MCP server asking during a call).
-    #[serde(
-        rename = "toolCallId",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub tool_call_id: ::std::option::Option<ToolCallId>,
-    ///Request scope: the JSON-RPC request (outside any session, e.g. during authentication) the elicitation belongs to. Note that `null` is a valid request id.
-    #[serde(
-        rename = "requestId",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default
-    )]
-    pub request_id: ::std::option::Option<RequestId>,
     ///Identifier the agent later quotes in `elicitation/complete`.
     #[serde(rename = "elicitationId")]
     pub elicitation_id: ElicitationId,
     ///Address to open for the user.
     pub url: ::std::string::String,
+    /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
+    #[serde(flatten)]
+    pub scope: ElicitationScope,
 }
 ///Identifies a URL elicitation, linking `elicitation/create` with its `elicitation/complete`.
 #[derive(
@@ -4304,6 +4332,13 @@ impl ::std::str::FromStr for ElicitationId {
     fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
         Ok(Self(value.to_string()))
     }
+}
+/// What an elicitation belongs to: a session (optionally one tool call in it) or a JSON-RPC request outside any session. Its fields sit beside the mode's own fields; when both `sessionId` and `requestId` are sent, the session scope wins.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(untagged)]
+pub enum ElicitationScope {
+    Session(ElicitationSessionScope),
+    Request(ElicitationRequestScope),
 }
 ///The session-scope fields of an elicitation: a session and optionally a tool call within it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4345,7 +4380,7 @@ pub struct ElicitationSchema {
     )]
     pub title: ::std::option::Option<::std::string::String>,
     ///The form's fields by name.
-    #[serde(default, skip_serializing_if = "::std::collections::BTreeMap::is_empty")]
+    #[serde(default)]
     pub properties: ::std::collections::BTreeMap<
         ::std::string::String,
         ElicitationPropertySchema,
@@ -4470,38 +4505,51 @@ impl<'de> ::serde::Deserialize<'de> for ElicitationPropertySchema {
                 );
             }
         };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
         match tag.as_deref() {
-            ::std::option::Option::Some("string") => {
-                <StringPropertySchema as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::String)
-                    .map_err(::serde::de::Error::custom)
+            Some("string") => {
+                match <StringPropertySchema as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(body) => Ok(Self::String(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("number") => {
-                <NumberPropertySchema as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Number)
-                    .map_err(::serde::de::Error::custom)
+            Some("number") => {
+                match <NumberPropertySchema as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(body) => Ok(Self::Number(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("integer") => {
-                <IntegerPropertySchema as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Integer)
-                    .map_err(::serde::de::Error::custom)
+            Some("integer") => {
+                match <IntegerPropertySchema as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(body) => Ok(Self::Integer(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("boolean") => {
-                <BooleanPropertySchema as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Boolean)
-                    .map_err(::serde::de::Error::custom)
+            Some("boolean") => {
+                match <BooleanPropertySchema as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(body) => Ok(Self::Boolean(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("array") => {
-                <MultiSelectPropertySchema as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Array)
-                    .map_err(::serde::de::Error::custom)
+            Some("array") => {
+                match <MultiSelectPropertySchema as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(body) => Ok(Self::Array(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some(_) => {
-                ::std::result::Result::Ok(Self::Unknown(value))
-            }
-            ::std::option::Option::None => {
-                ::std::result::Result::Err(::serde::de::Error::missing_field("type"))
-            }
+            Some(_) => Ok(Self::Unknown(value)),
+            None => Err(::serde::de::Error::missing_field("type")),
         }
     }
 }
@@ -4845,16 +4893,31 @@ impl<'de> ::serde::Deserialize<'de> for MultiSelectItems {
                 );
             }
         };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
         match tag.as_deref() {
-            ::std::option::Option::Some("string") => {
-                <StringMultiSelectItems as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::String)
-                    .map_err(::serde::de::Error::custom)
+            Some("string") => {
+                match <StringMultiSelectItems as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(body) => Ok(Self::String(body)),
+                    Err(error) => {
+                        <TitledMultiSelectItems as ::serde::Deserialize>::deserialize(
+                                value,
+                            )
+                            .map(Self::Titled)
+                            .map_err(|_| ::serde::de::Error::custom(error))
+                    }
+                }
             }
-            ::std::option::Option::Some(_) => {
-                ::std::result::Result::Ok(Self::Unknown(value))
+            Some(_) => {
+                Ok(
+                    <TitledMultiSelectItems as ::serde::Deserialize>::deserialize(&value)
+                        .map(Self::Titled)
+                        .unwrap_or(Self::Unknown(value)),
+                )
             }
-            ::std::option::Option::None => {
+            None => {
                 <TitledMultiSelectItems as ::serde::Deserialize>::deserialize(value)
                     .map(Self::Titled)
                     .map_err(::serde::de::Error::custom)
@@ -4957,24 +5020,21 @@ impl<'de> ::serde::Deserialize<'de> for ElicitationAction {
                 );
             }
         };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
         match tag.as_deref() {
-            ::std::option::Option::Some("accept") => {
-                <ElicitationAcceptAction as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::Accept)
-                    .map_err(::serde::de::Error::custom)
+            Some("accept") => {
+                match <ElicitationAcceptAction as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(body) => Ok(Self::Accept(body)),
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
             }
-            ::std::option::Option::Some("decline") => {
-                ::std::result::Result::Ok(Self::Decline)
-            }
-            ::std::option::Option::Some("cancel") => {
-                ::std::result::Result::Ok(Self::Cancel)
-            }
-            ::std::option::Option::Some(_) => {
-                ::std::result::Result::Ok(Self::Unknown(value))
-            }
-            ::std::option::Option::None => {
-                ::std::result::Result::Err(::serde::de::Error::missing_field("action"))
-            }
+            Some("decline") => Ok(Self::Decline),
+            Some("cancel") => Ok(Self::Cancel),
+            Some(_) => Ok(Self::Unknown(value)),
+            None => Err(::serde::de::Error::missing_field("action")),
         }
     }
 }

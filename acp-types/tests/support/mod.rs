@@ -1,0 +1,2 @@
+//! Shared helpers for acp-types' integration tests.
+pub mod official;
