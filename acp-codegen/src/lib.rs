@@ -10,14 +10,15 @@
 //! - `methods.rs`: wire-name constants, the method table, `RequestMethod`/`NotificationMethod`
 //!   bindings and the per-sender message enums, all from the schema's `x-methods`.
 //!
-//! The library does no file IO: [`generate_all`] returns paths and contents, and the `xtask`
-//! binary writes or checks them. Output is formatted with prettyplease and is byte-for-byte
+//! Generation does no file IO: [`generate_all`] returns paths and contents, and
+//! [`sync::sync`] writes or checks them for `cargo xtask codegen [--check]`. Output is formatted with prettyplease and is byte-for-byte
 //! deterministic (definitions keep document order; typify's maps are ordered).
 #![deny(missing_docs)]
 
 mod methods;
 pub mod model;
 mod structs;
+pub mod sync;
 mod unions;
 
 use std::path::PathBuf;
@@ -129,7 +130,7 @@ fn header(source: &str, dialect: &str, part: &str) -> String {
 
 /// Where the generated modules of a dialect live, relative to the workspace root.
 pub fn module_dir(dialect: &str) -> PathBuf {
-    PathBuf::from("acp-types/src/generated").join(dialect.replace('-', "_").replace('.', "_"))
+    PathBuf::from("acp-types/src/generated").join(dialect.replace(['-', '.'], "_"))
 }
 
 /// Generates every file for every schema in `acp_schema::ALL`.

@@ -134,10 +134,9 @@ fn is_clone_from_ref(i: &syn::ItemImpl) -> bool {
     let Some((path, _)) = &i.trait_ else {
         return false;
     };
-    let is_from = path.segments.last().is_some_and(|s| {
+    path.segments.last().is_some_and(|s| {
         s.ident == "From" && s.arguments.to_token_stream().to_string().contains('&')
-    });
-    is_from
+    })
 }
 
 /// Drops our `x-` annotations and `default`s typify does not need to see twice.

@@ -42,28 +42,23 @@ fn codegen(check: bool) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let root = workspace_root();
-    let mut stale = Vec::new();
-    for file in &files {
-        match ensure_file_contents(&root.join(&file.path), &file.contents, check) {
-            Ok(true) => {}
-            Ok(false) => stale.push(file.path.display().to_string()),
-            Err(e) => {
-                eprintln!("error: {}: {e}", file.path.display());
-                return ExitCode::FAILURE;
-            }
+    let stale = match acp_codegen::sync::sync(&workspace_root(), &files, check) {
+        Ok(stale) => stale,
+        Err(e) => {
+            eprintln!("error: writing generated files: {e}");
+            return ExitCode::FAILURE;
         }
-    }
+    };
     if check && !stale.is_empty() {
         for path in &stale {
-            eprintln!("error: `{path}` is not up to date");
+            eprintln!("error: `{}` is not up to date", path.display());
         }
         eprintln!("run `cargo xtask codegen` and commit the result");
         return ExitCode::FAILURE;
     }
     if !check {
         for path in &stale {
-            println!("updated {path}");
+            println!("updated {}", path.display());
         }
     }
     println!(
@@ -72,23 +67,4 @@ fn codegen(check: bool) -> ExitCode {
         if check { "are up to date" } else { "written" }
     );
     ExitCode::SUCCESS
-}
-
-/// Compares `contents` with the file at `path` (CRLF-insensitive). Returns `Ok(true)` when they
-/// match. Otherwise, in check mode returns `Ok(false)`; in write mode writes the file and
-/// returns `Ok(false)` so the caller can report it.
-fn ensure_file_contents(path: &Path, contents: &str, check: bool) -> std::io::Result<bool> {
-    let normalize = |s: &str| s.replace("\r\n", "\n");
-    if let Ok(old) = std::fs::read_to_string(path)
-        && normalize(&old) == normalize(contents)
-    {
-        return Ok(true);
-    }
-    if !check {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(path, contents)?;
-    }
-    Ok(false)
 }
