@@ -15,7 +15,11 @@ impl ProtocolVersion {
         if supported.contains(&requested) {
             requested
         } else {
-            supported.iter().max_by_key(|v| v.0).cloned().unwrap_or(Self::LATEST)
+            supported
+                .iter()
+                .max_by_key(|v| v.0)
+                .cloned()
+                .unwrap_or(Self::LATEST)
         }
     }
 }
