@@ -10,13 +10,9 @@
 
 mod support;
 
-use acp_types::v1::{
-    AgentNotification, AgentRequest, AgentResponse, ClientNotification, ClientRequest,
-    ClientResponse, METHODS,
-};
-use acp_types::{MethodKind, Side};
 use serde_json::Value;
 use support::official::{corpus_files, official_roundtrip};
+use support::ours;
 
 /// Corpus files where we knowingly differ from the official crate: `(file, kept value)`.
 ///
@@ -85,37 +81,6 @@ const DELIBERATE: &[(&str, &str)] = &[
         "\"subagent_update\"",
     ),
 ];
-
-/// Reads a payload with our generated enums and writes it back.
-fn ours(method: &str, part: &str, value: &Value) -> Result<Value, String> {
-    let info = METHODS
-        .iter()
-        .find(|m| m.name == method)
-        .ok_or_else(|| format!("unknown method {method}"))?;
-    let value = value.clone();
-    let out = match (info.served_by, info.kind, part) {
-        (Side::Agent, MethodKind::Request, "params") => {
-            ClientRequest::decode(method, value).map(|m| m.payload_to_value())
-        }
-        (Side::Agent, MethodKind::Request, "result") => {
-            AgentResponse::decode(method, value).map(|m| m.payload_to_value())
-        }
-        (Side::Client, MethodKind::Request, "params") => {
-            AgentRequest::decode(method, value).map(|m| m.payload_to_value())
-        }
-        (Side::Client, MethodKind::Request, "result") => {
-            ClientResponse::decode(method, value).map(|m| m.payload_to_value())
-        }
-        (Side::Agent, MethodKind::Notification, "params") => {
-            ClientNotification::decode(method, value).map(|m| m.payload_to_value())
-        }
-        (Side::Client | Side::Protocol, MethodKind::Notification, "params") => {
-            AgentNotification::decode(method, value).map(|m| m.payload_to_value())
-        }
-        _ => return Err(format!("no {part} for {method}")),
-    };
-    out.map_err(|e| e.to_string())?.map_err(|e| e.to_string())
-}
 
 #[test]
 fn every_corpus_message_reads_and_writes_like_the_official_crate() {
