@@ -116,3 +116,44 @@ fn message_enums_route_by_method_and_reject_unknown_ones() {
     let bad = v1::ClientRequest::decode("session/new", r#"{"mcpServers":[]}"#).unwrap_err();
     assert!(bad.to_string().contains("cwd"), "{bad}");
 }
+
+#[test]
+fn request_and_notification_enums_serialize_as_method_and_params() {
+    let cancel = v1::ClientNotification::SessionCancel(v1::CancelNotification {
+        session_id: "s1".into(),
+        meta: None,
+    });
+    let json = serde_json::to_value(&cancel).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"method": "session/cancel", "params": {"sessionId": "s1"}})
+    );
+    let back: v1::ClientNotification = serde_json::from_value(json).unwrap();
+    assert_eq!(back, cancel);
+
+    let update: v1::AgentNotification = serde_json::from_value(serde_json::json!({
+        "method": "session/update",
+        "params": {"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}}
+    }))
+    .unwrap();
+    assert!(matches!(update, v1::AgentNotification::SessionUpdate(_)));
+    let err = serde_json::from_value::<v1::AgentNotification>(
+        serde_json::json!({"method": "nope", "params": {}}),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("unknown method `nope`"), "{err}");
+}
+
+#[test]
+fn null_results_of_empty_payloads_read_as_the_default() {
+    let r = v1::AgentResponse::decode("session/load", serde_json::Value::Null).unwrap();
+    assert_eq!(
+        r,
+        v1::AgentResponse::SessionLoad(v1::LoadSessionResponse::default())
+    );
+    assert!(v1::AgentResponse::decode("session/prompt", serde_json::Value::Null).is_err());
+    assert_eq!(
+        <v1::LoadSessionRequest as RequestMethod>::decode_response("null").unwrap(),
+        v1::LoadSessionResponse::default()
+    );
+}
