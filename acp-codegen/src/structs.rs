@@ -68,8 +68,9 @@ pub fn generate(schema: &Schema) -> Result<Vec<Item>, Error> {
     space
         .add_root_schema(root)
         .map_err(|e| Error::Typify(e.to_string()))?;
-    let file: syn::File =
+    let mut file: syn::File =
         syn::parse2(space.to_stream()).map_err(|e| Error::Typify(e.to_string()))?;
+    syn::visit_mut::VisitMut::visit_file_mut(&mut DocSpacing, &mut file);
 
     let known: BTreeSet<&str> = schema.defs.iter().map(|d| d.name.as_str()).collect();
     let mut items = Vec::new();
@@ -111,6 +112,33 @@ pub fn generate(schema: &Schema) -> Result<Vec<Item>, Error> {
         }
     }
     Ok(items)
+}
+
+/// typify writes `///text`; rustdoc convention (and the rest of our output) is `/// text`.
+struct DocSpacing;
+
+impl syn::visit_mut::VisitMut for DocSpacing {
+    fn visit_attribute_mut(&mut self, attr: &mut Attribute) {
+        if !attr.path().is_ident("doc") {
+            return;
+        }
+        if let syn::Meta::NameValue(nv) = &mut attr.meta
+            && let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(text),
+                ..
+            }) = &mut nv.value
+        {
+            let value = text.value();
+            if !value.is_empty() && !value.starts_with(' ') {
+                let spaced = value
+                    .lines()
+                    .map(|l| format!(" {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                *text = syn::LitStr::new(&spaced, text.span());
+            }
+        }
+    }
 }
 
 /// An object definition without properties (a marker such as a capability with no options).
