@@ -1,0 +1,247 @@
+//! Newline-delimited framing: a bounded line codec modelled on tokio-util's `LinesCodec`.
+//!
+//! Decoding never fails fatally: an over-long line is skipped in *discard mode* (its bytes
+//! are dropped as they arrive, so it is never assembled in memory) and reported as
+//! [`Frame::Oversized`]; a line that is not UTF-8 is reported as [`Frame::InvalidUtf8`].
+//! A trailing `\r` is stripped, a leading UTF-8 BOM is skipped, and blank lines (empty or
+//! only ASCII whitespace) are skipped. The dispatch layer only sees [`Frame`]s, so another
+//! transport could be added by writing another codec.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use tokio_util::codec::{Decoder, Encoder};
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// One decoded item.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// A complete line, valid UTF-8, without line end or BOM.
+    Line(Bytes),
+    /// A line longer than the limit was skipped; `len` is its length (without line end).
+    Oversized {
+        /// Length of the skipped line in bytes.
+        len: usize,
+    },
+    /// A line that is not valid UTF-8 was skipped.
+    InvalidUtf8,
+}
+
+/// The bounded newline codec.
+#[derive(Clone, Debug)]
+pub struct LineCodec {
+    max_len: usize,
+    /// Where to resume searching for `\n` in the buffer.
+    next_index: usize,
+    /// `Some(n)`: discarding an oversized line of which `n` bytes were dropped so far.
+    discarding: Option<usize>,
+}
+
+impl LineCodec {
+    /// A codec accepting lines of up to `max_len` bytes (line end excluded).
+    pub fn new(max_len: usize) -> Self {
+        LineCodec {
+            max_len,
+            next_index: 0,
+            discarding: None,
+        }
+    }
+
+    /// The line length limit.
+    pub fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    fn finish_line(mut line: BytesMut) -> Option<Frame> {
+        if line.last() == Some(&b'\n') {
+            line.truncate(line.len() - 1);
+        }
+        if line.last() == Some(&b'\r') {
+            line.truncate(line.len() - 1);
+        }
+        if line.starts_with(BOM) {
+            let _ = line.split_to(BOM.len());
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return None;
+        }
+        if std::str::from_utf8(&line).is_err() {
+            return Some(Frame::InvalidUtf8);
+        }
+        Some(Frame::Line(line.freeze()))
+    }
+}
+
+impl Decoder for LineCodec {
+    type Item = Frame;
+    type Error = std::io::Error;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, std::io::Error> {
+        loop {
+            if let Some(dropped) = self.discarding {
+                match memchr::memchr(b'\n', buf) {
+                    Some(i) => {
+                        let _ = buf.split_to(i + 1);
+                        self.discarding = None;
+                        self.next_index = 0;
+                        // (A `\r` before the `\n` is counted: the length is informative.)
+                        return Ok(Some(Frame::Oversized { len: dropped + i }));
+                    }
+                    None => {
+                        self.discarding = Some(dropped + buf.len());
+                        buf.clear();
+                        return Ok(None);
+                    }
+                }
+            }
+            // A line may be max_len bytes plus "\r\n".
+            let limit = buf.len().min(self.max_len.saturating_add(2));
+            let found = memchr::memchr(b'\n', &buf[self.next_index.min(limit)..limit])
+                .map(|i| i + self.next_index.min(limit));
+            match found {
+                Some(i) => {
+                    self.next_index = 0;
+                    let line = buf.split_to(i + 1);
+                    let content_len = if i > 0 && line[i - 1] == b'\r' {
+                        i - 1
+                    } else {
+                        i
+                    };
+                    if content_len > self.max_len {
+                        return Ok(Some(Frame::Oversized { len: content_len }));
+                    }
+                    match Self::finish_line(line) {
+                        Some(frame) => return Ok(Some(frame)),
+                        None => continue,
+                    }
+                }
+                None if buf.len() > self.max_len.saturating_add(1) => {
+                    // No line end within the limit: skip up to the next line end.
+                    self.discarding = Some(0);
+                    self.next_index = 0;
+                }
+                None => {
+                    self.next_index = buf.len();
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, std::io::Error> {
+        if let Some(frame) = self.decode(buf)? {
+            return Ok(Some(frame));
+        }
+        if let Some(dropped) = self.discarding.take() {
+            let len = dropped + buf.len();
+            buf.clear();
+            return Ok(Some(Frame::Oversized { len }));
+        }
+        self.next_index = 0;
+        while !buf.is_empty() {
+            let line = buf.split();
+            if line.len() > self.max_len {
+                return Ok(Some(Frame::Oversized { len: line.len() }));
+            }
+            if let Some(frame) = Self::finish_line(line) {
+                return Ok(Some(frame));
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl Encoder<&[u8]> for LineCodec {
+    type Error = std::io::Error;
+
+    /// Appends `item` and a `\n`. The caller guarantees `item` contains no line break
+    /// (compact JSON never does; raw values are sanitised when written).
+    fn encode(&mut self, item: &[u8], dst: &mut BytesMut) -> Result<(), std::io::Error> {
+        dst.reserve(item.len() + 1);
+        dst.put_slice(item);
+        dst.put_u8(b'\n');
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_all(codec: &mut LineCodec, chunks: &[&[u8]]) -> Vec<Frame> {
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            buf.extend_from_slice(chunk);
+            while let Some(f) = codec.decode(&mut buf).unwrap() {
+                out.push(f);
+            }
+        }
+        while let Some(f) = codec.decode_eof(&mut buf).unwrap() {
+            out.push(f);
+        }
+        out
+    }
+
+    fn line(s: &str) -> Frame {
+        Frame::Line(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    #[test]
+    fn strips_crlf_bom_and_skips_blank_lines() {
+        let mut c = LineCodec::new(100);
+        let frames = decode_all(&mut c, &[b"\xEF\xBB\xBF{}\r\n\n  \r\n{\"a\":1}\n"]);
+        assert_eq!(frames, vec![line("{}"), line("{\"a\":1}")]);
+    }
+
+    #[test]
+    fn lines_split_across_reads_are_reassembled() {
+        let mut c = LineCodec::new(100);
+        let frames = decode_all(&mut c, &[b"{\"a\"", b":1", b"}\n{", b"}"]);
+        assert_eq!(frames, vec![line("{\"a\":1}"), line("{}")]);
+    }
+
+    #[test]
+    fn oversized_line_is_skipped_and_the_next_line_survives() {
+        let mut c = LineCodec::new(8);
+        let frames = decode_all(&mut c, &[b"0123456", b"789abcdef", b"ghij\n{}\n"]);
+        assert_eq!(frames, vec![Frame::Oversized { len: 20 }, line("{}")]);
+        let frames = decode_all(&mut c, &[b"0123456789abcdef\n{}\n"]);
+        assert_eq!(frames, vec![Frame::Oversized { len: 16 }, line("{}")]);
+    }
+
+    #[test]
+    fn discard_mode_keeps_the_buffer_small() {
+        let mut c = LineCodec::new(8);
+        let mut buf = BytesMut::new();
+        for _ in 0..1000 {
+            buf.extend_from_slice(&[b'x'; 100]);
+            assert_eq!(c.decode(&mut buf).unwrap(), None);
+            assert!(buf.len() <= 10);
+        }
+        buf.extend_from_slice(b"\n");
+        assert_eq!(
+            c.decode(&mut buf).unwrap(),
+            Some(Frame::Oversized { len: 100_000 })
+        );
+    }
+
+    #[test]
+    fn a_line_of_exactly_the_limit_is_accepted_with_crlf() {
+        let mut c = LineCodec::new(4);
+        let frames = decode_all(&mut c, &[b"abcd\r\nabcde\n"]);
+        assert_eq!(frames, vec![line("abcd"), Frame::Oversized { len: 5 }]);
+    }
+
+    #[test]
+    fn invalid_utf8_is_reported_not_fatal() {
+        let mut c = LineCodec::new(100);
+        let frames = decode_all(&mut c, &[b"\xff\xfe\n{}\n"]);
+        assert_eq!(frames, vec![Frame::InvalidUtf8, line("{}")]);
+    }
+
+    #[test]
+    fn final_line_without_newline_is_decoded_at_eof() {
+        let mut c = LineCodec::new(100);
+        assert_eq!(decode_all(&mut c, &[b"{}"]), vec![line("{}")]);
+    }
+}

@@ -1,0 +1,95 @@
+//! How the engine behaves (documentation only).
+//!
+//! # Framing
+//!
+//! One JSON-RPC message per line (`\n`; a trailing `\r` is stripped). A leading UTF-8 BOM
+//! is skipped, blank lines are skipped. The [`LineCodec`](crate::LineCodec) turns bytes into
+//! [`Frame`](crate::Frame)s and is the only part that knows about lines: dispatch works on
+//! frames, so another transport needs only another codec. Output is compact JSON; raw
+//! values returned by handlers have any (whitespace) line break replaced by a space so they
+//! cannot break framing. The writer drains every message that is ready into one reused
+//! buffer and flushes once per batch.
+//!
+//! Each line is parsed once into an envelope; `params` and `result` stay
+//! [`RawValue`](crate::RawValue)s until the handler (or the caller's result type) is known.
+//!
+//! # Ids and directions
+//!
+//! Each side numbers its own requests, so the same id may travel both ways: a line with
+//! `"method"` is an incoming request (with `"id"`) or notification (without), any other
+//! object is a response to one of *our* requests. Our ids are integers from a
+//! per-connection counter starting at 1. Incoming ids (integer or string) are echoed
+//! exactly; `null` appears only in error replies to lines we could not attribute.
+//!
+//! # Concurrency and the ordering guarantee
+//!
+//! * Incoming requests each run on their own task, concurrently, at most
+//!   [`Config::max_concurrent_handlers`](crate::Config::max_concurrent_handlers) at once;
+//!   the rest wait for a slot *without* stopping the reader, so responses to the handlers'
+//!   own requests keep arriving (a handler may await a request to the peer while the peer
+//!   does the same: no deadlock). Responses are written as soon as they are ready, in any
+//!   order. Queued requests are held in memory (each is a small task plus its params).
+//! * Notifications are handled one at a time, in arrival order, by one worker task.
+//! * **Ordering guarantee**: the response to one of our requests is delivered to its caller
+//!   only after the handlers of all notifications that arrived *before* it have completed.
+//!   So a client has processed every `session/update` of a prompt before the prompt's
+//!   result returns. Implementation: responses that arrive while notifications are still
+//!   queued go through the same FIFO as the notifications; when the worker is idle they are
+//!   delivered directly by the reader.
+//! * **Cost**: a slow notification handler delays every later response (and, once the
+//!   ordered queue of [`Config::ordered_queue`](crate::Config::ordered_queue) items is full,
+//!   reading). A notification handler must not await a request to the peer: that response
+//!   would wait for the handler itself. Spawn a task for such work.
+//!
+//! # Cancellation
+//!
+//! * Outgoing: dropping the future of [`Peer::request`](crate::Peer::request) removes the
+//!   pending entry and sends `$/cancel_request` with `{"requestId": id}` (disable per call
+//!   with [`CallOptions`](crate::CallOptions) or per connection with
+//!   [`Config::cancel_on_drop`](crate::Config::cancel_on_drop)). A timeout does the same.
+//!   Dialects without notifications never send it.
+//! * Incoming: `$/cancel_request` is handled by the engine itself (the handler never sees
+//!   it). The handler's future is dropped, its
+//!   [`RequestContext::cancelled`](crate::RequestContext::cancelled) fires, and the request
+//!   is answered with `-32800`. Cancelling a finished or unknown request is a no-op.
+//!
+//! # Errors
+//!
+//! One error type, [`Error`](crate::Error) `{code, message, data}`. Bad input never ends
+//! the connection:
+//!
+//! | input | reply |
+//! | --- | --- |
+//! | malformed JSON, invalid UTF-8 | `-32700`, `id: null` |
+//! | valid JSON that is not a message (wrong types, no method and no result/error, `jsonrpc` missing or not `"2.0"`, null or non-integer/string request id) | `-32600`, `id: null` |
+//! | a batch (JSON array) | `-32600`, `id: null`, "batches are not supported" (like the official TypeScript SDK) |
+//! | a line longer than the limit | `-32600`, `id: null` |
+//! | unknown method | `-32601` with the request's id (unknown notification: logged, ignored) |
+//! | params that do not deserialize ([`Params::parse`](crate::Params::parse)) | `-32602`, `data: {"field", "message"}` |
+//! | a handler error | that error |
+//! | a handler panic | `-32603` for that request only |
+//! | a request whose id is still in flight | `-32600` with that id (the first request still gets its own answer) |
+//! | a response for an unknown id | logged, ignored |
+//!
+//! Local errors: [`ErrorCode::CONNECTION_CLOSED`](crate::ErrorCode::CONNECTION_CLOSED)
+//! (`-32099`) and [`ErrorCode::REQUEST_TIMED_OUT`](crate::ErrorCode::REQUEST_TIMED_OUT)
+//! (`-32098`).
+//!
+//! # Limits and backpressure
+//!
+//! * [`Config::max_message_size`](crate::Config::max_message_size) (default 64 MiB): a longer
+//!   line is dropped as it streams in, never assembled; the reader holds at most about
+//!   twice the limit (buffer growth) plus one read chunk, and goes on with the next line.
+//! * The outgoing queue is bounded ([`Config::outgoing_queue`](crate::Config::outgoing_queue)):
+//!   when the peer reads slowly, `notify`/`request` (and handler responses) wait.
+//!
+//! # Shutdown
+//!
+//! EOF, a read error, a write error (the peer closed its input) or
+//! [`Connection::close`](crate::Connection::close) end the connection: every pending
+//! outgoing call fails at once with `-32099`, in-flight request handlers are cancelled
+//! (and not answered), queued output is flushed within
+//! [`Config::shutdown_flush_timeout`](crate::Config::shutdown_flush_timeout), and
+//! [`Connection::closed`](crate::Connection::closed) returns the
+//! [`CloseReason`](crate::CloseReason). Responses and notifications that arrived before EOF
+//! are still delivered.

@@ -1,0 +1,186 @@
+//! Connection configuration: limits, timeouts, the wire tap and the dialect framing knobs.
+
+use std::time::Duration;
+
+use crate::tap::WireTap;
+
+/// Default maximum size of one message (one line), 64 MiB.
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 * 1024 * 1024;
+
+/// Framing knobs for protocol dialects. The defaults are strict JSON-RPC 2.0.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Dialect {
+    /// Accept incoming messages without `"jsonrpc": "2.0"` (a present but different value
+    /// is still rejected). Default `false`.
+    pub accept_missing_jsonrpc: bool,
+    /// Write `"jsonrpc": "2.0"` on every outgoing message. Default `true`.
+    pub emit_jsonrpc: bool,
+    /// Omit `"params"` from outgoing requests and notifications when it would be `null`.
+    /// Default `false`.
+    pub omit_null_params: bool,
+    /// Whether the peer understands notifications. When `false` (legacy dialects),
+    /// [`crate::Peer::notify`] sends a request with a fresh id and ignores its response, and
+    /// no `$/cancel_request` is sent. Incoming id-less messages are still handled as
+    /// notifications. Default `true`.
+    pub notifications: bool,
+}
+
+impl Default for Dialect {
+    fn default() -> Self {
+        Dialect {
+            accept_missing_jsonrpc: false,
+            emit_jsonrpc: true,
+            omit_null_params: false,
+            notifications: true,
+        }
+    }
+}
+
+impl Dialect {
+    /// Sets [`Dialect::accept_missing_jsonrpc`].
+    #[must_use]
+    pub fn accept_missing_jsonrpc(mut self, yes: bool) -> Self {
+        self.accept_missing_jsonrpc = yes;
+        self
+    }
+    /// Sets [`Dialect::emit_jsonrpc`].
+    #[must_use]
+    pub fn emit_jsonrpc(mut self, yes: bool) -> Self {
+        self.emit_jsonrpc = yes;
+        self
+    }
+    /// Sets [`Dialect::omit_null_params`].
+    #[must_use]
+    pub fn omit_null_params(mut self, yes: bool) -> Self {
+        self.omit_null_params = yes;
+        self
+    }
+    /// Sets [`Dialect::notifications`].
+    #[must_use]
+    pub fn notifications(mut self, yes: bool) -> Self {
+        self.notifications = yes;
+        self
+    }
+}
+
+/// Everything configurable about a connection. Build with `Config::default()` and the
+/// `with_*` methods.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// Maximum size of one incoming line in bytes (without its line end). A longer line is
+    /// skipped without being buffered whole and answered with `-32600`. Default 64 MiB.
+    /// Peak reader memory is about twice this value (buffer growth), see the `concepts` docs.
+    pub max_message_size: usize,
+    /// Capacity of the outgoing message queue; when full, `notify`/`request` wait
+    /// (backpressure). Default 1024 messages.
+    pub outgoing_queue: usize,
+    /// Maximum number of incoming request handlers running at once; further requests queue
+    /// (reading goes on). Default 256.
+    pub max_concurrent_handlers: usize,
+    /// Capacity of the ordered queue that feeds the notification worker (notifications, and
+    /// responses that must wait for them). When full, the reader waits. Default 1024.
+    pub ordered_queue: usize,
+    /// Default timeout of outgoing requests. Default `None` (prompts run for minutes).
+    pub default_timeout: Option<Duration>,
+    /// Whether dropping the future of an outgoing request sends `$/cancel_request` for it.
+    /// Default `true`; per-call override in [`crate::CallOptions`].
+    pub cancel_on_drop: bool,
+    /// How long the writer may keep flushing queued output once the connection is ending.
+    /// Default 1 s.
+    pub shutdown_flush_timeout: Duration,
+    /// Dialect framing knobs.
+    pub dialect: Dialect,
+    /// Optional wire tap receiving every raw line in both directions.
+    pub tap: Option<WireTap>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            outgoing_queue: 1024,
+            max_concurrent_handlers: 256,
+            ordered_queue: 1024,
+            default_timeout: None,
+            cancel_on_drop: true,
+            shutdown_flush_timeout: Duration::from_secs(1),
+            dialect: Dialect::default(),
+            tap: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("max_message_size", &self.max_message_size)
+            .field("outgoing_queue", &self.outgoing_queue)
+            .field("max_concurrent_handlers", &self.max_concurrent_handlers)
+            .field("ordered_queue", &self.ordered_queue)
+            .field("default_timeout", &self.default_timeout)
+            .field("cancel_on_drop", &self.cancel_on_drop)
+            .field("shutdown_flush_timeout", &self.shutdown_flush_timeout)
+            .field("dialect", &self.dialect)
+            .field("tap", &self.tap.is_some())
+            .finish()
+    }
+}
+
+impl Config {
+    /// Sets [`Config::max_message_size`] (at least 1).
+    #[must_use]
+    pub fn with_max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes.max(1);
+        self
+    }
+    /// Sets [`Config::outgoing_queue`] (at least 1).
+    #[must_use]
+    pub fn with_outgoing_queue(mut self, messages: usize) -> Self {
+        self.outgoing_queue = messages.max(1);
+        self
+    }
+    /// Sets [`Config::max_concurrent_handlers`] (at least 1).
+    #[must_use]
+    pub fn with_max_concurrent_handlers(mut self, n: usize) -> Self {
+        self.max_concurrent_handlers = n.max(1);
+        self
+    }
+    /// Sets [`Config::ordered_queue`] (at least 1).
+    #[must_use]
+    pub fn with_ordered_queue(mut self, n: usize) -> Self {
+        self.ordered_queue = n.max(1);
+        self
+    }
+    /// Sets [`Config::default_timeout`].
+    #[must_use]
+    pub fn with_default_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.default_timeout = timeout;
+        self
+    }
+    /// Sets [`Config::cancel_on_drop`].
+    #[must_use]
+    pub fn with_cancel_on_drop(mut self, yes: bool) -> Self {
+        self.cancel_on_drop = yes;
+        self
+    }
+    /// Sets [`Config::shutdown_flush_timeout`].
+    #[must_use]
+    pub fn with_shutdown_flush_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_flush_timeout = timeout;
+        self
+    }
+    /// Sets [`Config::dialect`].
+    #[must_use]
+    pub fn with_dialect(mut self, dialect: Dialect) -> Self {
+        self.dialect = dialect;
+        self
+    }
+    /// Sets [`Config::tap`].
+    #[must_use]
+    pub fn with_tap(mut self, tap: WireTap) -> Self {
+        self.tap = Some(tap);
+        self
+    }
+}

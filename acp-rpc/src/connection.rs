@@ -1,0 +1,169 @@
+//! A connection: shared state, and the spawning of the reader and writer tasks.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::error::{CloseReason, Error};
+use crate::handler::Handler;
+use crate::outgoing::Peer;
+
+/// What waits for the response to one of our requests.
+pub(crate) enum Pending {
+    /// A caller awaiting the result.
+    Waiter(oneshot::Sender<Result<Box<RawValue>, Error>>),
+    /// A fire-and-forget request (legacy dialect notification): the response is dropped.
+    Discard,
+}
+
+#[derive(Default)]
+pub(crate) struct PendingMap {
+    pub(crate) closed: Option<CloseReason>,
+    pub(crate) map: HashMap<i64, Pending>,
+}
+
+/// State shared by the reader, the writer, handlers and every [`Peer`].
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) out_tx: mpsc::Sender<Vec<u8>>,
+    pub(crate) next_id: AtomicI64,
+    pub(crate) pending: Mutex<PendingMap>,
+    pub(crate) shutdown: CancellationToken,
+    reason: OnceLock<CloseReason>,
+    /// Notifications whose handlers have completed (written by the notification worker).
+    pub(crate) notifications_done: AtomicU64,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Shared {
+    /// Ends the connection (first reason wins): fails every pending call at once and
+    /// cancels in-flight handlers, the reader and (after a final flush) the writer.
+    pub(crate) fn shutdown(&self, reason: CloseReason) {
+        let _ = self.reason.set(reason);
+        let reason = self.close_reason().expect("set above");
+        let drained = {
+            let mut pending = lock(&self.pending);
+            if pending.closed.is_none() {
+                pending.closed = Some(reason.clone());
+            }
+            std::mem::take(&mut pending.map)
+        };
+        if !drained.is_empty() {
+            tracing::debug!(count = drained.len(), %reason, "failing pending calls");
+        }
+        for (_, p) in drained {
+            if let Pending::Waiter(tx) = p {
+                let _ = tx.send(Err(Error::connection_closed(&reason)));
+            }
+        }
+        self.shutdown.cancel();
+    }
+
+    pub(crate) fn close_reason(&self) -> Option<CloseReason> {
+        self.reason.get().cloned()
+    }
+
+    pub(crate) async fn closed(&self) -> CloseReason {
+        self.shutdown.cancelled().await;
+        self.close_reason().unwrap_or(CloseReason::Local)
+    }
+
+    /// The error for calls that can no longer be made or answered.
+    pub(crate) fn closed_error(&self) -> Error {
+        Error::connection_closed(&self.close_reason().unwrap_or(CloseReason::Local))
+    }
+
+    /// Queues one serialized message for the writer, waiting while the queue is full
+    /// (backpressure). Fails once the connection is shutting down.
+    pub(crate) async fn send(&self, msg: Vec<u8>) -> Result<(), Error> {
+        if self.shutdown.is_cancelled() {
+            return Err(self.closed_error());
+        }
+        tokio::select! {
+            biased;
+            r = self.out_tx.send(msg) => r.map_err(|_| self.closed_error()),
+            _ = self.shutdown.cancelled() => Err(self.closed_error()),
+        }
+    }
+}
+
+/// A running JSON-RPC connection over a reader/writer pair.
+///
+/// Dropping the `Connection` does not close it: it runs until EOF, an I/O error, or
+/// [`Connection::close`]. Use [`Connection::peer`] to talk to the other side.
+#[derive(Clone, Debug)]
+pub struct Connection {
+    peer: Peer,
+}
+
+impl Connection {
+    /// Starts a connection: spawns the reader task (which also spawns request handler tasks
+    /// and the notification worker) and the writer task. Must be called from within a
+    /// Tokio runtime.
+    pub fn new<R, W, H>(reader: R, writer: W, handler: H, config: Config) -> Connection
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+        H: Handler,
+    {
+        Self::with_handler(reader, writer, Arc::new(handler), config)
+    }
+
+    /// Like [`Connection::new`] with an already shared handler.
+    pub fn with_handler<R, W>(
+        reader: R,
+        writer: W,
+        handler: Arc<dyn Handler>,
+        config: Config,
+    ) -> Connection
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (out_tx, out_rx) = mpsc::channel(config.outgoing_queue);
+        let shared = Arc::new(Shared {
+            config,
+            out_tx,
+            next_id: AtomicI64::new(1),
+            pending: Mutex::new(PendingMap::default()),
+            shutdown: CancellationToken::new(),
+            reason: OnceLock::new(),
+            notifications_done: AtomicU64::new(0),
+        });
+        let peer = Peer::new(shared.clone());
+        tokio::spawn(crate::writer::write_loop(writer, out_rx, shared.clone()));
+        tokio::spawn(crate::incoming::read_loop(
+            reader,
+            shared,
+            handler,
+            peer.clone(),
+        ));
+        Connection { peer }
+    }
+
+    /// The handle to send requests and notifications (cheap to clone).
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// Resolves when the connection has ended, with the reason.
+    pub async fn closed(&self) -> CloseReason {
+        self.peer.closed().await
+    }
+
+    /// Ends the connection locally: pending calls fail, handlers are cancelled, queued
+    /// output is flushed (within [`Config::shutdown_flush_timeout`]) and the writer is shut
+    /// down so the peer sees EOF.
+    pub fn close(&self) {
+        self.peer.close();
+    }
+}

@@ -1,0 +1,100 @@
+//! The user side of incoming traffic: the [`Handler`] trait and the contexts it receives.
+
+use async_trait::async_trait;
+use serde_json::value::RawValue;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
+
+use crate::error::Error;
+use crate::message::RequestId;
+use crate::outgoing::Peer;
+use crate::params::Params;
+
+/// Serves incoming requests and notifications.
+///
+/// Requests run concurrently (each on its own task, at most
+/// [`crate::Config::max_concurrent_handlers`] at once); a request handler may freely await
+/// its own requests to the peer. Notifications run one at a time in arrival order; a
+/// notification handler must **not** await a request to the peer (the response would be
+/// queued behind the very notification being handled: spawn a task instead).
+///
+/// Both methods default to "method not found" (`-32601`; for notifications that means
+/// "logged and ignored").
+#[async_trait]
+pub trait Handler: Send + Sync + 'static {
+    /// Handles a request; the result is sent as the response. Dropped (and answered with
+    /// `-32800`) if the peer cancels it; a panic is answered with `-32603`.
+    async fn handle_request(
+        &self,
+        cx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> Result<Box<RawValue>, Error> {
+        let _ = (cx, params);
+        Err(Error::method_not_found(method))
+    }
+
+    /// Handles a notification. An error is only logged.
+    async fn handle_notification(
+        &self,
+        cx: NotificationContext,
+        method: &str,
+        params: Params,
+    ) -> Result<(), Error> {
+        let _ = (cx, params);
+        Err(Error::method_not_found(method))
+    }
+}
+
+/// A handler that serves nothing: every request gets `-32601`.
+#[async_trait]
+impl Handler for () {}
+
+/// What a request handler knows about its request.
+#[derive(Clone, Debug)]
+pub struct RequestContext {
+    pub(crate) id: RequestId,
+    pub(crate) peer: Peer,
+    pub(crate) cancel: CancellationToken,
+}
+
+impl RequestContext {
+    /// The request's id, as received.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// A handle to send requests and notifications to the peer.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// Resolves when the request is cancelled (by the peer or by the connection ending).
+    /// The handler's future is dropped at that point anyway; this is for work handed to
+    /// other tasks.
+    pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
+        self.cancel.cancelled()
+    }
+
+    /// Whether the request has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// The cancellation token, to hand to spawned work.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+}
+
+/// What a notification handler receives.
+#[derive(Clone, Debug)]
+pub struct NotificationContext {
+    pub(crate) peer: Peer,
+}
+
+impl NotificationContext {
+    /// A handle to the peer (do not await requests from a notification handler: spawn).
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+}

@@ -1,0 +1,431 @@
+//! Incoming traffic: the reader loop, request dispatch (concurrent, capped, cancellable,
+//! panic-safe) and the ordered notification worker.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::BytesMut;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio_util::codec::Decoder;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::codec::{Frame, LineCodec};
+use crate::connection::{Pending, Shared, lock};
+use crate::error::{CloseReason, Error, ErrorCode};
+use crate::handler::{Handler, NotificationContext, RequestContext};
+use crate::message::{Message, Notification, Request, RequestId, Response, write_response};
+use crate::outgoing::{CANCEL_METHOD, Peer};
+use crate::params::Params;
+use crate::tap::{Direction, TapEvent};
+
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Items processed strictly in arrival order by the notification worker.
+enum Ordered {
+    Notification(Notification),
+    Response(
+        oneshot::Sender<Result<Box<RawValue>, Error>>,
+        Result<Box<RawValue>, Error>,
+    ),
+}
+
+type InFlight = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
+
+struct Reader {
+    shared: Arc<Shared>,
+    handler: Arc<dyn Handler>,
+    peer: Peer,
+    ordered: mpsc::Sender<Ordered>,
+    /// Notifications handed to the worker so far.
+    notifications_received: u64,
+    in_flight: InFlight,
+    slots: Arc<Semaphore>,
+}
+
+/// Reads frames until EOF, an error or shutdown, then shuts the connection down.
+pub(crate) async fn read_loop<R>(
+    mut reader: R,
+    shared: Arc<Shared>,
+    handler: Arc<dyn Handler>,
+    peer: Peer,
+) where
+    R: AsyncRead + Unpin,
+{
+    let (ordered, ordered_rx) = mpsc::channel(shared.config.ordered_queue);
+    tokio::spawn(notification_worker(
+        ordered_rx,
+        handler.clone(),
+        peer.clone(),
+        shared.clone(),
+    ));
+    let mut codec = LineCodec::new(shared.config.max_message_size);
+    let mut state = Reader {
+        slots: Arc::new(Semaphore::new(shared.config.max_concurrent_handlers)),
+        shared,
+        handler,
+        peer,
+        ordered,
+        notifications_received: 0,
+        in_flight: Arc::default(),
+    };
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let shutdown = state.shared.shutdown.clone();
+    let reason = loop {
+        loop {
+            match codec.decode(&mut buf) {
+                Ok(Some(frame)) => state.on_frame(frame).await,
+                Ok(None) => break,
+                Err(e) => unreachable!("the line codec never fails: {e}"),
+            }
+        }
+        if buf.capacity() - buf.len() < READ_CHUNK / 4 {
+            buf.reserve(READ_CHUNK);
+        }
+        let read = tokio::select! {
+            biased;
+            _ = shutdown.cancelled() => break None,
+            r = reader.read_buf(&mut buf) => r,
+        };
+        match read {
+            Ok(0) => {
+                while let Ok(Some(frame)) = codec.decode_eof(&mut buf) {
+                    state.on_frame(frame).await;
+                }
+                break Some(CloseReason::Eof);
+            }
+            Ok(_) => {}
+            Err(e) => break Some(CloseReason::ReadError(e.to_string())),
+        }
+    };
+    if let Some(reason) = reason {
+        tracing::debug!(%reason, "reader finished");
+        state.shared.shutdown(reason);
+    }
+}
+
+#[derive(Deserialize)]
+struct CancelParams {
+    #[serde(rename = "requestId")]
+    request_id: RequestId,
+}
+
+impl Reader {
+    fn tap(&self, event: TapEvent<'_>) {
+        if let Some(tap) = &self.shared.config.tap {
+            tap(event);
+        }
+    }
+
+    async fn reply(&self, id: Option<&RequestId>, result: Result<Box<RawValue>, Error>) {
+        let mut buf = Vec::with_capacity(128);
+        write_response(&mut buf, &self.shared.config.dialect, id, &result);
+        let _ = self.shared.send(buf).await;
+    }
+
+    async fn on_frame(&mut self, frame: Frame) {
+        let line = match frame {
+            Frame::Line(line) => line,
+            Frame::Oversized { len } => {
+                self.tap(TapEvent::OversizedLine { len });
+                tracing::warn!(len, "skipped an oversized line");
+                let max = self.shared.config.max_message_size;
+                let error = Error::invalid_request(format!(
+                    "message of {len} bytes exceeds the maximum of {max} bytes"
+                ));
+                return self.reply(None, Err(error)).await;
+            }
+            Frame::InvalidUtf8 => {
+                self.tap(TapEvent::Line(Direction::Incoming, b"<invalid UTF-8>"));
+                tracing::warn!("skipped a line that is not UTF-8");
+                return self
+                    .reply(None, Err(Error::parse_error("line is not valid UTF-8")))
+                    .await;
+            }
+        };
+        self.tap(TapEvent::Line(Direction::Incoming, &line));
+        match Message::parse(&line, &self.shared.config.dialect) {
+            Ok(Message::Request(req)) => self.on_request(req).await,
+            Ok(Message::Notification(n)) => self.on_notification(n).await,
+            Ok(Message::Response(resp)) => self.on_response(resp).await,
+            Err(failure) => {
+                tracing::warn!(error = %failure.error, "bad message");
+                if let Some(RequestId::Int(id)) = failure.response_id {
+                    let result = Err(failure.error.clone());
+                    self.on_response(Response {
+                        id: Some(RequestId::Int(id)),
+                        result,
+                    })
+                    .await;
+                }
+                self.reply(None, Err(failure.error)).await;
+            }
+        }
+    }
+
+    async fn on_response(&mut self, resp: Response) {
+        let id = match resp.id {
+            Some(RequestId::Int(id)) => id,
+            Some(RequestId::Str(s)) => {
+                tracing::warn!(id = %s, "response with a string id (ours are integers): ignored");
+                return;
+            }
+            None => {
+                match &resp.result {
+                    Err(e) => tracing::warn!(error = %e, "peer reported an error with id null"),
+                    Ok(_) => tracing::warn!("response with id null: ignored"),
+                }
+                return;
+            }
+        };
+        let pending = lock(&self.shared.pending).map.remove(&id);
+        let tx = match pending {
+            Some(Pending::Waiter(tx)) => tx,
+            Some(Pending::Discard) => return,
+            None => {
+                tracing::warn!(id, "response for an unknown id: ignored");
+                return;
+            }
+        };
+        // Ordering guarantee: only overtake the worker when it has nothing queued.
+        if self.shared.notifications_done.load(Ordering::Acquire) == self.notifications_received {
+            let _ = tx.send(resp.result);
+        } else {
+            let _ = self.ordered.send(Ordered::Response(tx, resp.result)).await;
+        }
+    }
+
+    async fn on_notification(&mut self, n: Notification) {
+        if n.method == CANCEL_METHOD {
+            let text = n.params.as_deref().map_or("null", RawValue::get);
+            match serde_json::from_str::<CancelParams>(text) {
+                Ok(p) => {
+                    let token = lock(&self.in_flight).get(&p.request_id).cloned();
+                    match token {
+                        Some(token) => {
+                            tracing::debug!(id = %p.request_id, "peer cancelled request");
+                            token.cancel();
+                        }
+                        None => {
+                            tracing::debug!(id = %p.request_id, "cancel for a finished request")
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!("malformed {CANCEL_METHOD}: {e}"),
+            }
+            return;
+        }
+        self.notifications_received += 1;
+        if self.ordered.send(Ordered::Notification(n)).await.is_err() {
+            tracing::error!("notification worker is gone");
+        }
+    }
+
+    async fn on_request(&mut self, req: Request) {
+        let token = {
+            let mut in_flight = lock(&self.in_flight);
+            if in_flight.contains_key(&req.id) {
+                None
+            } else {
+                let token = self.shared.shutdown.child_token();
+                in_flight.insert(req.id.clone(), token.clone());
+                Some(token)
+            }
+        };
+        let Some(token) = token else {
+            let error =
+                Error::invalid_request(format!("request id {} is already in flight", req.id));
+            return self.reply(Some(&req.id), Err(error)).await;
+        };
+        let span = tracing::info_span!("request", method = %req.method, id = %req.id);
+        let task = RequestTask {
+            shared: self.shared.clone(),
+            handler: self.handler.clone(),
+            peer: self.peer.clone(),
+            in_flight: self.in_flight.clone(),
+            slots: self.slots.clone(),
+            token,
+        };
+        tokio::spawn(task.run(req).instrument(span));
+    }
+}
+
+/// The concurrency slot of the running request handler. A handler that awaits a response
+/// from the peer gives its slot back while waiting (see [`release_slot`]), so the cap
+/// limits handlers that *run*, and cannot deadlock two peers whose handlers call each other.
+pub(crate) struct Slot {
+    slots: Arc<Semaphore>,
+    permit: Mutex<Option<OwnedSemaphorePermit>>,
+}
+
+tokio::task_local! {
+    static SLOT: Arc<Slot>;
+}
+
+/// Gives back the current handler's slot, if called from a request handler holding one.
+/// Dropping the returned guard takes a slot again (waiting for it in [`SlotGuard::reacquire`]).
+pub(crate) fn release_slot() -> Option<SlotGuard> {
+    SLOT.try_with(|slot| {
+        let permit = lock(&slot.permit).take();
+        permit.map(|_| SlotGuard {
+            slot: Some(slot.clone()),
+        })
+    })
+    .ok()
+    .flatten()
+}
+
+/// A released slot, to be taken again.
+pub(crate) struct SlotGuard {
+    slot: Option<Arc<Slot>>,
+}
+
+impl SlotGuard {
+    /// Waits for a free slot and gives it back to the handler.
+    pub(crate) async fn reacquire(mut self) {
+        if let Some(slot) = self.slot.take()
+            && let Ok(permit) = slot.slots.clone().acquire_owned().await
+        {
+            *lock(&slot.permit) = Some(permit);
+        }
+    }
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        // Abandoned while waiting: take a slot back if one is free (best effort).
+        if let Some(slot) = self.slot.take()
+            && let Ok(permit) = slot.slots.clone().try_acquire_owned()
+        {
+            *lock(&slot.permit) = Some(permit);
+        }
+    }
+}
+
+struct RequestTask {
+    shared: Arc<Shared>,
+    handler: Arc<dyn Handler>,
+    peer: Peer,
+    in_flight: InFlight,
+    slots: Arc<Semaphore>,
+    token: CancellationToken,
+}
+
+impl RequestTask {
+    async fn run(self, req: Request) {
+        let start = Instant::now();
+        let Request { id, method, params } = req;
+        let permit = tokio::select! {
+            biased;
+            _ = self.token.cancelled() => None,
+            p = self.slots.clone().acquire_owned() => p.ok(),
+        };
+        let result = match permit {
+            None => Err(Error::request_cancelled()),
+            Some(permit) => {
+                let slot = Arc::new(Slot {
+                    slots: self.slots.clone(),
+                    permit: Mutex::new(Some(permit)),
+                });
+                let cx = RequestContext {
+                    id: id.clone(),
+                    peer: self.peer.clone(),
+                    cancel: self.token.clone(),
+                };
+                let fut = self
+                    .handler
+                    .handle_request(cx, &method, Params::new(params));
+                tokio::select! {
+                    biased;
+                    _ = self.token.cancelled() => Err(Error::request_cancelled()),
+                    r = SLOT.scope(slot, CatchUnwind(fut)) => r.unwrap_or_else(|panic| {
+                        let msg = panic_message(&panic);
+                        tracing::error!(panic = %msg, "request handler panicked");
+                        Err(Error::internal_error(format!("handler panicked: {msg}")))
+                    }),
+                }
+            }
+        };
+        lock(&self.in_flight).remove(&id);
+        tracing::debug!(elapsed = ?start.elapsed(), ok = result.is_ok(), "handled");
+        if self.shared.shutdown.is_cancelled() {
+            return;
+        }
+        let mut buf = Vec::with_capacity(match &result {
+            Ok(raw) => raw.get().len() + 48,
+            Err(_) => 128,
+        });
+        write_response(&mut buf, &self.shared.config.dialect, Some(&id), &result);
+        drop(result);
+        let _ = self.shared.send(buf).await;
+    }
+}
+
+async fn notification_worker(
+    mut rx: mpsc::Receiver<Ordered>,
+    handler: Arc<dyn Handler>,
+    peer: Peer,
+    shared: Arc<Shared>,
+) {
+    while let Some(item) = rx.recv().await {
+        match item {
+            Ordered::Response(tx, result) => {
+                let _ = tx.send(result);
+            }
+            Ordered::Notification(n) => {
+                let span = tracing::debug_span!("notification", method = %n.method);
+                let start = Instant::now();
+                let cx = NotificationContext { peer: peer.clone() };
+                let fut = handler.handle_notification(cx, &n.method, Params::new(n.params));
+                match CatchUnwind(fut).instrument(span.clone()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) if e.code == ErrorCode::METHOD_NOT_FOUND => {
+                        span.in_scope(|| tracing::debug!("unknown notification: ignored"));
+                    }
+                    Ok(Err(e)) => span.in_scope(|| tracing::warn!(error = %e, "notification handler failed")),
+                    Err(panic) => span.in_scope(|| {
+                        tracing::error!(panic = %panic_message(&panic), "notification handler panicked")
+                    }),
+                }
+                span.in_scope(|| tracing::trace!(elapsed = ?start.elapsed(), "handled"));
+                shared.notifications_done.fetch_add(1, Ordering::Release);
+            }
+        }
+    }
+}
+
+/// Catches a panic raised while polling the inner future.
+struct CatchUnwind<F>(F);
+
+impl<F: Future + Unpin> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn Any + Send>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = &mut self.0;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}
+
+fn panic_message(panic: &Box<dyn Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}

@@ -1,0 +1,63 @@
+//! A JSON-RPC 2.0 engine over newline-delimited JSON, the layer every Agent Client Protocol
+//! dialect shares. It knows JSON-RPC and framing; it does not know ACP methods.
+//!
+//! ```no_run
+//! use acp_rpc::{Config, Connection, Error, Handler, Params, RequestContext, to_raw};
+//! use serde_json::value::RawValue;
+//!
+//! struct Echo;
+//!
+//! #[async_trait::async_trait]
+//! impl Handler for Echo {
+//!     async fn handle_request(
+//!         &self,
+//!         _cx: RequestContext,
+//!         method: &str,
+//!         params: Params,
+//!     ) -> Result<Box<RawValue>, Error> {
+//!         match method {
+//!             "echo" => to_raw(&params.parse::<serde_json::Value>()?),
+//!             _ => Err(Error::method_not_found(method)),
+//!         }
+//!     }
+//! }
+//!
+//! # async fn run() -> Result<(), Error> {
+//! let conn = Connection::new(tokio::io::stdin(), tokio::io::stdout(), Echo, Config::default());
+//! let answer: String = conn.peer().request("ping", &serde_json::json!({})).await?;
+//! conn.peer().notify("log", &"hello").await?;
+//! let why = conn.closed().await;
+//! # let _ = (answer, why); Ok(()) }
+//! ```
+//!
+//! See [`concepts`] for framing, the ordering guarantee, cancellation, errors and limits.
+
+#![deny(missing_docs)]
+
+pub mod codec;
+pub mod concepts;
+pub mod config;
+pub mod connection;
+pub mod error;
+pub mod handler;
+mod incoming;
+pub mod message;
+pub mod outgoing;
+pub mod params;
+pub mod tap;
+mod writer;
+
+pub use codec::{Frame, LineCodec};
+pub use config::{Config, DEFAULT_MAX_MESSAGE_SIZE, Dialect};
+pub use connection::Connection;
+pub use error::{CloseReason, Error, ErrorCode};
+pub use handler::{Handler, NotificationContext, RequestContext};
+pub use message::{Message, Notification, ParseFailure, Request, RequestId, Response};
+pub use outgoing::{CANCEL_METHOD, CallOptions, Peer};
+pub use params::{Params, deserialize_params, to_raw};
+pub use tap::{Direction, TapEvent, WireTap};
+
+/// Re-exported so handlers can name it without depending on `async-trait` themselves.
+pub use async_trait::async_trait;
+/// Re-exported: raw JSON values as used for params and results.
+pub use serde_json::value::RawValue;

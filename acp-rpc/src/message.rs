@@ -1,0 +1,363 @@
+//! The JSON-RPC envelope: ids, requests, notifications, responses; parsing one line into a
+//! [`Message`] (the envelope is parsed once, params stay raw) and writing envelopes into a
+//! reused buffer.
+
+use std::fmt;
+
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::config::Dialect;
+use crate::error::Error;
+
+/// A request id: an integer or a string, echoed exactly as received.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    /// An integer id (this crate numbers its own requests with these).
+    Int(i64),
+    /// A string id.
+    Str(String),
+}
+
+impl From<i64> for RequestId {
+    fn from(id: i64) -> Self {
+        RequestId::Int(id)
+    }
+}
+
+impl From<i32> for RequestId {
+    fn from(id: i32) -> Self {
+        RequestId::Int(id.into())
+    }
+}
+
+impl From<String> for RequestId {
+    fn from(id: String) -> Self {
+        RequestId::Str(id)
+    }
+}
+
+impl From<&str> for RequestId {
+    fn from(id: &str) -> Self {
+        RequestId::Str(id.to_owned())
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Int(n) => write!(f, "{n}"),
+            RequestId::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// An incoming request (has a method and an id).
+#[derive(Debug)]
+pub struct Request {
+    /// The id to echo in the response.
+    pub id: RequestId,
+    /// The method name.
+    pub method: String,
+    /// The params, kept raw until the handler's type is known (`None` if absent or `null`).
+    pub params: Option<Box<RawValue>>,
+}
+
+/// An incoming notification (has a method, no id).
+#[derive(Debug)]
+pub struct Notification {
+    /// The method name.
+    pub method: String,
+    /// The raw params (`None` if absent or `null`).
+    pub params: Option<Box<RawValue>>,
+}
+
+/// An incoming response (no method).
+#[derive(Debug)]
+pub struct Response {
+    /// The id; `None` when it was `null` (an error about a message the peer could not read).
+    pub id: Option<RequestId>,
+    /// The raw `result`, or the `error`.
+    pub result: Result<Box<RawValue>, Error>,
+}
+
+/// One parsed line.
+#[derive(Debug)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A notification.
+    Notification(Notification),
+    /// A response to one of our requests.
+    Response(Response),
+}
+
+/// Why a line is not a message, with the reply it deserves (always sent with `id: null`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParseFailure {
+    /// The error to reply with (`-32700` or `-32600`).
+    pub error: Error,
+    /// For a malformed response: the id it carried, so a waiting caller can be failed.
+    pub response_id: Option<RequestId>,
+}
+
+fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(default, borrow)]
+    jsonrpc: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Value>,
+}
+
+fn parse_error(e: &serde_json::Error) -> ParseFailure {
+    ParseFailure {
+        error: Error::parse_error(format!("parse error: {e}")),
+        response_id: None,
+    }
+}
+
+fn invalid(message: impl Into<String>) -> ParseFailure {
+    ParseFailure {
+        error: Error::invalid_request(message),
+        response_id: None,
+    }
+}
+
+fn id_from_value(v: &Value) -> Option<RequestId> {
+    match v {
+        Value::Number(n) => n.as_i64().map(RequestId::Int),
+        Value::String(s) => Some(RequestId::Str(s.clone())),
+        _ => None,
+    }
+}
+
+fn non_null(raw: Option<Box<RawValue>>) -> Option<Box<RawValue>> {
+    raw.filter(|r| r.get() != "null")
+}
+
+impl Message {
+    /// Parses one line (without its newline). The envelope is parsed once; `params` and
+    /// `result` are kept as [`RawValue`].
+    ///
+    /// Classification: a JSON array is a batch and is rejected (`-32600`, "batches are not
+    /// supported"); an object with `"method"` is a request (with `"id"`) or a notification
+    /// (without); any other object is a response to one of *our* ids.
+    // The error side is rare (bad input) and no larger than a `Message` once serde_json's
+    // `preserve_order` is on elsewhere in the build; boxing it would cost every bad line an
+    // allocation for nothing.
+    #[allow(clippy::result_large_err)]
+    pub fn parse(line: &[u8], dialect: &Dialect) -> Result<Message, ParseFailure> {
+        let first = line.iter().find(|b| !b.is_ascii_whitespace()).copied();
+        if first == Some(b'[') {
+            return match serde_json::from_slice::<IgnoredAny>(line) {
+                Ok(_) => Err(invalid("batches are not supported")),
+                Err(e) => Err(parse_error(&e)),
+            };
+        }
+        let env: Envelope<'_> = match serde_json::from_slice(line) {
+            Ok(env) => env,
+            Err(e) => {
+                return Err(match e.classify() {
+                    serde_json::error::Category::Data => {
+                        // Valid JSON of the wrong shape, or a syntax error after a shape error?
+                        match serde_json::from_slice::<IgnoredAny>(line) {
+                            Ok(_) => invalid(format!("invalid message: {e}")),
+                            Err(e) => parse_error(&e),
+                        }
+                    }
+                    _ => parse_error(&e),
+                });
+            }
+        };
+        match env.jsonrpc.as_deref() {
+            Some("2.0") => {}
+            Some(other) => return Err(invalid(format!("unsupported jsonrpc version {other:?}"))),
+            None if dialect.accept_missing_jsonrpc => {}
+            None => return Err(invalid("missing \"jsonrpc\": \"2.0\"")),
+        }
+        if let Some(method) = env.method {
+            return match env.id {
+                None => Ok(Message::Notification(Notification {
+                    method,
+                    params: non_null(env.params),
+                })),
+                Some(Value::Null) => Err(invalid("request id must not be null")),
+                Some(v) => match id_from_value(&v) {
+                    Some(id) => Ok(Message::Request(Request {
+                        id,
+                        method,
+                        params: non_null(env.params),
+                    })),
+                    None => Err(invalid(format!(
+                        "request id must be an integer or a string, got {v}"
+                    ))),
+                },
+            };
+        }
+        let id = match &env.id {
+            None => return Err(invalid("message has neither \"method\" nor \"id\"")),
+            Some(Value::Null) => None,
+            Some(v) => match id_from_value(v) {
+                Some(id) => Some(id),
+                None => {
+                    return Err(invalid(format!(
+                        "response id must be an integer or a string, got {v}"
+                    )));
+                }
+            },
+        };
+        let result = match (env.result, env.error) {
+            (Some(result), None) => Ok(result),
+            (None, Some(error)) => Err(match serde_json::from_value::<Error>(error) {
+                Ok(e) => e,
+                Err(e) => Error::internal_error(format!("peer sent a malformed error object: {e}")),
+            }),
+            (Some(_), Some(_)) => {
+                return Err(ParseFailure {
+                    error: Error::invalid_request("response has both \"result\" and \"error\""),
+                    response_id: id,
+                });
+            }
+            (None, None) => {
+                return Err(ParseFailure {
+                    error: Error::invalid_request("response has neither \"result\" nor \"error\""),
+                    response_id: id,
+                });
+            }
+        };
+        Ok(Message::Response(Response { id, result }))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing
+// ---------------------------------------------------------------------------------------
+
+fn write_head(buf: &mut Vec<u8>, dialect: &Dialect) {
+    buf.push(b'{');
+    if dialect.emit_jsonrpc {
+        buf.extend_from_slice(br#""jsonrpc":"2.0","#);
+    }
+}
+
+fn write_id(buf: &mut Vec<u8>, id: Option<&RequestId>) {
+    buf.extend_from_slice(br#""id":"#);
+    match id {
+        None => buf.extend_from_slice(b"null"),
+        Some(RequestId::Int(n)) => buf.extend_from_slice(n.to_string().as_bytes()),
+        Some(RequestId::Str(s)) => write_str(buf, s),
+    }
+}
+
+fn write_str(buf: &mut Vec<u8>, s: &str) {
+    serde_json::to_writer(&mut *buf, s).expect("writing a string to a Vec cannot fail");
+}
+
+/// Appends raw JSON, turning any (whitespace-only) line break into a space so the value
+/// cannot break newline framing.
+pub(crate) fn write_raw(buf: &mut Vec<u8>, raw: &str) {
+    let start = buf.len();
+    buf.extend_from_slice(raw.as_bytes());
+    if memchr::memchr2(b'\n', b'\r', raw.as_bytes()).is_some() {
+        for b in &mut buf[start..] {
+            if *b == b'\n' || *b == b'\r' {
+                *b = b' ';
+            }
+        }
+    }
+}
+
+/// Writes `,"params":<params>` unless it is null and the dialect omits null params.
+/// Fails (leaving `buf` as it was) when `params` does not serialize.
+fn write_params<P: Serialize + ?Sized>(
+    buf: &mut Vec<u8>,
+    params: &P,
+    dialect: &Dialect,
+) -> Result<(), Error> {
+    let mark = buf.len();
+    buf.extend_from_slice(br#","params":"#);
+    let value_start = buf.len();
+    if let Err(e) = serde_json::to_writer(&mut *buf, params) {
+        buf.truncate(mark);
+        return Err(Error::invalid_params(format!(
+            "params failed to serialize: {e}"
+        )));
+    }
+    if dialect.omit_null_params && &buf[value_start..] == b"null" {
+        buf.truncate(mark);
+    }
+    Ok(())
+}
+
+/// Serializes a request envelope into `buf`.
+pub(crate) fn write_request<P: Serialize + ?Sized>(
+    buf: &mut Vec<u8>,
+    dialect: &Dialect,
+    id: i64,
+    method: &str,
+    params: &P,
+) -> Result<(), Error> {
+    write_head(buf, dialect);
+    write_id(buf, Some(&RequestId::Int(id)));
+    buf.extend_from_slice(br#","method":"#);
+    write_str(buf, method);
+    write_params(buf, params, dialect)?;
+    buf.push(b'}');
+    Ok(())
+}
+
+/// Serializes a notification envelope into `buf`.
+pub(crate) fn write_notification<P: Serialize + ?Sized>(
+    buf: &mut Vec<u8>,
+    dialect: &Dialect,
+    method: &str,
+    params: &P,
+) -> Result<(), Error> {
+    write_head(buf, dialect);
+    buf.extend_from_slice(br#""method":"#);
+    write_str(buf, method);
+    write_params(buf, params, dialect)?;
+    buf.push(b'}');
+    Ok(())
+}
+
+/// Serializes a response envelope into `buf`.
+pub(crate) fn write_response(
+    buf: &mut Vec<u8>,
+    dialect: &Dialect,
+    id: Option<&RequestId>,
+    result: &Result<Box<RawValue>, Error>,
+) {
+    write_head(buf, dialect);
+    write_id(buf, id);
+    match result {
+        Ok(raw) => {
+            buf.extend_from_slice(br#","result":"#);
+            write_raw(buf, raw.get());
+        }
+        Err(error) => {
+            buf.extend_from_slice(br#","error":"#);
+            serde_json::to_writer(&mut *buf, error).expect("an Error always serializes");
+        }
+    }
+    buf.push(b'}');
+}

@@ -1,0 +1,262 @@
+//! Outgoing traffic: the [`Peer`] handle, per-connection ids, the pending map, timeouts and
+//! cancel-on-drop.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+use tracing::Instrument;
+
+use crate::connection::{Pending, Shared, lock};
+use crate::error::{CloseReason, Error, ErrorCode};
+use crate::message::{write_notification, write_request};
+
+/// The method of the cancellation notification (params `{"requestId": <id>}`).
+pub const CANCEL_METHOD: &str = "$/cancel_request";
+
+/// Per-call options for [`Peer::request_with`].
+#[derive(Clone, Copy, Debug, Default)]
+#[non_exhaustive]
+pub struct CallOptions {
+    /// Timeout for this call; `None` uses [`crate::Config::default_timeout`].
+    pub timeout: Option<Duration>,
+    /// Whether dropping the call (or timing out) sends `$/cancel_request`; `None` uses
+    /// [`crate::Config::cancel_on_drop`].
+    pub cancel_on_drop: Option<bool>,
+}
+
+impl CallOptions {
+    /// Sets the timeout.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+    /// Sets cancel-on-drop.
+    #[must_use]
+    pub fn cancel_on_drop(mut self, yes: bool) -> Self {
+        self.cancel_on_drop = Some(yes);
+        self
+    }
+}
+
+/// A cheap, cloneable handle for sending requests and notifications to the peer.
+#[derive(Clone)]
+pub struct Peer {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Peer")
+            .field("closed", &self.shared.close_reason())
+            .finish()
+    }
+}
+
+impl Peer {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Peer { shared }
+    }
+
+    /// Sends a request and awaits its typed result.
+    ///
+    /// Dropping the returned future before it completes sends `$/cancel_request` (unless
+    /// disabled). A result that does not deserialize into `R` is a `-32603` error whose
+    /// `data` names the field.
+    pub async fn request<P, R>(&self, method: &str, params: &P) -> Result<R, Error>
+    where
+        P: Serialize + ?Sized,
+        R: DeserializeOwned,
+    {
+        self.request_with(method, params, CallOptions::default())
+            .await
+    }
+
+    /// [`Peer::request`] with per-call options.
+    pub async fn request_with<P, R>(
+        &self,
+        method: &str,
+        params: &P,
+        options: CallOptions,
+    ) -> Result<R, Error>
+    where
+        P: Serialize + ?Sized,
+        R: DeserializeOwned,
+    {
+        let raw = self.request_raw(method, params, options).await?;
+        crate::params::deserialize_params::<R>(raw.get()).map_err(|mut e| {
+            e.code = ErrorCode::INTERNAL_ERROR;
+            e.message = format!("response to {method} did not deserialize: {}", e.message);
+            e
+        })
+    }
+
+    /// Sends a request and returns the raw result.
+    pub async fn request_raw<P>(
+        &self,
+        method: &str,
+        params: &P,
+        options: CallOptions,
+    ) -> Result<Box<RawValue>, Error>
+    where
+        P: Serialize + ?Sized,
+    {
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let span = tracing::debug_span!("outgoing_request", method, id);
+        let start = std::time::Instant::now();
+        let result = self
+            .call(id, method, params, options)
+            .instrument(span.clone())
+            .await;
+        span.in_scope(|| tracing::debug!(elapsed = ?start.elapsed(), ok = result.is_ok(), "done"));
+        result
+    }
+
+    async fn call<P>(
+        &self,
+        id: i64,
+        method: &str,
+        params: &P,
+        options: CallOptions,
+    ) -> Result<Box<RawValue>, Error>
+    where
+        P: Serialize + ?Sized,
+    {
+        let shared = &*self.shared;
+        let mut buf = Vec::with_capacity(96);
+        write_request(&mut buf, &shared.config.dialect, id, method, params)?;
+        let (tx, rx) = oneshot::channel();
+        self.register(id, Pending::Waiter(tx))?;
+        let cancel_on_drop = options
+            .cancel_on_drop
+            .unwrap_or(shared.config.cancel_on_drop);
+        let mut guard = CallGuard {
+            shared: &self.shared,
+            id,
+            armed: true,
+            sent: false,
+            cancel_on_drop,
+        };
+        shared.send(buf).await?;
+        guard.sent = true;
+        // A request handler waiting on the peer does not occupy a concurrency slot.
+        let slot = crate::incoming::release_slot();
+        let received = match options.timeout.or(shared.config.default_timeout) {
+            None => rx.await,
+            Some(after) => match tokio::time::timeout(after, rx).await {
+                Ok(r) => r,
+                Err(_) => {
+                    tracing::debug!(method, id, ?after, "outgoing request timed out");
+                    return Err(Error::timed_out(after));
+                }
+            },
+        };
+        guard.armed = false;
+        if let Some(slot) = slot {
+            slot.reacquire().await;
+        }
+        match received {
+            Ok(result) => result,
+            Err(_) => Err(shared.closed_error()),
+        }
+    }
+
+    /// Sends a notification. Waits while the outgoing queue is full (backpressure).
+    ///
+    /// In a dialect without notifications ([`crate::Dialect::notifications`] = `false`) it
+    /// is sent as a request whose response is ignored.
+    pub async fn notify<P>(&self, method: &str, params: &P) -> Result<(), Error>
+    where
+        P: Serialize + ?Sized,
+    {
+        let shared = &*self.shared;
+        let mut buf = Vec::with_capacity(96);
+        if shared.config.dialect.notifications {
+            write_notification(&mut buf, &shared.config.dialect, method, params)?;
+        } else {
+            let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+            write_request(&mut buf, &shared.config.dialect, id, method, params)?;
+            self.register(id, Pending::Discard)?;
+        }
+        shared.send(buf).await
+    }
+
+    fn register(&self, id: i64, pending: Pending) -> Result<(), Error> {
+        let mut map = lock(&self.shared.pending);
+        if let Some(reason) = &map.closed {
+            return Err(Error::connection_closed(reason));
+        }
+        map.map.insert(id, pending);
+        Ok(())
+    }
+
+    /// Resolves when the connection has ended, with the reason.
+    pub async fn closed(&self) -> CloseReason {
+        self.shared.closed().await
+    }
+
+    /// Whether the connection has ended.
+    pub fn is_closed(&self) -> bool {
+        self.shared.shutdown.is_cancelled()
+    }
+
+    /// Ends the connection locally (see [`crate::Connection::close`]).
+    pub fn close(&self) {
+        self.shared.shutdown(CloseReason::Local);
+    }
+
+    /// Number of outgoing requests still awaiting a response.
+    pub fn pending_requests(&self) -> usize {
+        lock(&self.shared.pending).map.len()
+    }
+}
+
+/// Removes the pending entry of an abandoned call and sends `$/cancel_request` for it.
+struct CallGuard<'a> {
+    shared: &'a Arc<Shared>,
+    id: i64,
+    armed: bool,
+    sent: bool,
+    cancel_on_drop: bool,
+}
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let removed = lock(&self.shared.pending).map.remove(&self.id).is_some();
+        let shared = self.shared;
+        if !(removed
+            && self.sent
+            && self.cancel_on_drop
+            && shared.config.dialect.notifications
+            && !shared.shutdown.is_cancelled())
+        {
+            return;
+        }
+        let mut buf = Vec::with_capacity(64);
+        let params = serde_json::json!({ "requestId": self.id });
+        if write_notification(&mut buf, &shared.config.dialect, CANCEL_METHOD, &params).is_err() {
+            return;
+        }
+        tracing::debug!(id = self.id, "request abandoned: sending {CANCEL_METHOD}");
+        match shared.out_tx.try_send(buf) {
+            Ok(()) => {}
+            Err(tokio::sync::mpsc::error::TrySendError::Full(buf)) => {
+                if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                    let shared = shared.clone();
+                    handle.spawn(async move {
+                        let _ = shared.send(buf).await;
+                    });
+                }
+            }
+            Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => {}
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Dialect framing knobs, id spaces per direction, the wire tap and typed helpers.
+
+mod common;
+
+use acp_rpc::{Config, Dialect, Direction, ErrorCode};
+use common::{RawPeer, TestHandler};
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn messages_without_jsonrpc_are_accepted_and_replies_can_omit_it() {
+    let dialect = Dialect::default()
+        .accept_missing_jsonrpc(true)
+        .emit_jsonrpc(false);
+    let (_conn, mut raw) =
+        RawPeer::connect(TestHandler::new(), Config::default().with_dialect(dialect));
+    raw.send(b"{\"id\":1,\"method\":\"echo\",\"params\":[1]}\n")
+        .await;
+    assert_eq!(raw.line().await.unwrap(), r#"{"id":1,"result":[1]}"#);
+    // A present but wrong version is still rejected.
+    raw.send(b"{\"jsonrpc\":\"1.0\",\"id\":2,\"method\":\"echo\"}\n")
+        .await;
+    assert_eq!(
+        raw.line().await.unwrap(),
+        r#"{"id":null,"error":{"code":-32600,"message":"unsupported jsonrpc version \"1.0\""}}"#
+    );
+}
+
+#[tokio::test]
+async fn null_params_can_be_omitted_on_output() {
+    let dialect = Dialect::default().omit_null_params(true);
+    let (conn, mut raw) =
+        RawPeer::connect(TestHandler::new(), Config::default().with_dialect(dialect));
+    conn.peer().notify("a", &()).await.unwrap();
+    conn.peer().notify("b", &Option::<u8>::None).await.unwrap();
+    conn.peer().notify("c", &json!({})).await.unwrap();
+    assert_eq!(
+        raw.line().await.unwrap(),
+        r#"{"jsonrpc":"2.0","method":"a"}"#
+    );
+    assert_eq!(
+        raw.line().await.unwrap(),
+        r#"{"jsonrpc":"2.0","method":"b"}"#
+    );
+    assert_eq!(
+        raw.line().await.unwrap(),
+        r#"{"jsonrpc":"2.0","method":"c","params":{}}"#
+    );
+}
+
+#[tokio::test]
+async fn without_notifications_notify_sends_a_request_and_ignores_its_response() {
+    let dialect = Dialect::default().notifications(false);
+    let (conn, mut raw) =
+        RawPeer::connect(TestHandler::new(), Config::default().with_dialect(dialect));
+    conn.peer().notify("log", &"hi").await.unwrap();
+    assert_eq!(
+        raw.line().await.unwrap(),
+        r#"{"jsonrpc":"2.0","id":1,"method":"log","params":"hi"}"#
+    );
+    assert_eq!(conn.peer().pending_requests(), 1);
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null}\n")
+        .await;
+    assert!(raw.until_probe(0).await.is_empty());
+    assert_eq!(conn.peer().pending_requests(), 0);
+}
+
+#[tokio::test]
+async fn the_same_id_in_both_directions_is_two_different_requests() {
+    let (conn, mut raw) = RawPeer::connect(TestHandler::new(), Config::default());
+    let peer = conn.peer().clone();
+    let ours = tokio::spawn(async move { peer.request::<_, Value>("theirs", &"q").await });
+    assert_eq!(
+        raw.json().await,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "theirs", "params": "q"})
+    );
+    // The peer sends its own request with id 1 before answering ours.
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"echo\",\"params\":\"mine\"}\n")
+        .await;
+    assert_eq!(
+        raw.json().await,
+        json!({"jsonrpc": "2.0", "id": 1, "result": "mine"})
+    );
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"yours\"}\n")
+        .await;
+    assert_eq!(ours.await.unwrap().unwrap(), json!("yours"));
+}
+
+#[tokio::test]
+async fn the_wire_tap_sees_every_line_in_both_directions() {
+    let (tap, mut lines) = acp_rpc::tap::channel();
+    let (_conn, mut raw) = RawPeer::connect(TestHandler::new(), Config::default().with_tap(tap));
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"echo\",\"params\":1}\r\n")
+        .await;
+    raw.line().await.unwrap();
+    let (d, l) = lines.recv().await.unwrap();
+    assert_eq!(d, Direction::Incoming);
+    assert_eq!(
+        &l[..],
+        br#"{"jsonrpc":"2.0","id":1,"method":"echo","params":1}"#
+    );
+    let (d, l) = lines.recv().await.unwrap();
+    assert_eq!(d, Direction::Outgoing);
+    assert_eq!(&l[..], br#"{"jsonrpc":"2.0","id":1,"result":1}"#);
+}
+
+#[tokio::test]
+async fn a_result_that_does_not_match_the_callers_type_names_the_field() {
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Reply {
+        session_id: String,
+    }
+    let (conn, mut raw) = RawPeer::connect(TestHandler::new(), Config::default());
+    let peer = conn.peer().clone();
+    let call = tokio::spawn(async move { peer.request::<_, Reply>("new", &json!({})).await });
+    raw.json().await;
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"session_id\":5}}\n")
+        .await;
+    let e = call.await.unwrap().unwrap_err();
+    assert_eq!(e.code, ErrorCode::INTERNAL_ERROR);
+    assert_eq!(e.data.unwrap()["field"], "session_id");
+}
+
+#[tokio::test]
+async fn an_error_response_reaches_the_caller_as_the_same_error() {
+    let (conn, mut raw) = RawPeer::connect(TestHandler::new(), Config::default());
+    let peer = conn.peer().clone();
+    let call = tokio::spawn(async move { peer.request::<_, Value>("auth", &()).await });
+    raw.json().await;
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32000,\"message\":\"auth required\",\"data\":[1]}}\n")
+        .await;
+    let e = call.await.unwrap().unwrap_err();
+    assert_eq!(
+        e,
+        acp_rpc::Error::auth_required("auth required").with_data(json!([1]))
+    );
+    assert_eq!(e.to_string(), "JSON-RPC error -32000: auth required ([1])");
+}

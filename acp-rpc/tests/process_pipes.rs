@@ -1,0 +1,146 @@
+//! Real OS pipes between two processes: this test binary re-executes itself as the peer
+//! (`ACP_RPC_TEST_PEER=1`), serving on its stdin/stdout. Runs without the libtest harness so
+//! the peer's stdout carries nothing but JSON-RPC.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use acp_rpc::{CloseReason, Config, Connection};
+use common::{Shared, TestHandler};
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+use tokio::task::JoinSet;
+
+const PEER_ENV: &str = "ACP_RPC_TEST_PEER";
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    if std::env::var_os(PEER_ENV).is_some() {
+        rt.block_on(serve_as_peer());
+        return;
+    }
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let tests: [(&str, fn() -> _); 2] = [
+        (
+            "ten_thousand_concurrent_requests_each_way_over_os_pipes_are_each_answered_once",
+            || {
+                Box::pin(
+                    ten_thousand_concurrent_requests_each_way_over_os_pipes_are_each_answered_once(
+                    ),
+                ) as std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>
+            },
+        ),
+        (
+            "killing_the_peer_mid_request_fails_pending_calls_within_10ms_of_eof",
+            || Box::pin(killing_the_peer_mid_request_fails_pending_calls_within_10ms_of_eof()),
+        ),
+    ];
+    for (name, test) in tests {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        let start = Instant::now();
+        rt.block_on(test());
+        println!("test {name} ... ok ({:?})", start.elapsed());
+    }
+}
+
+async fn serve_as_peer() {
+    let conn = Connection::new(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        Shared(TestHandler::new()),
+        Config::default(),
+    );
+    conn.closed().await;
+}
+
+fn spawn_peer() -> (Child, Connection) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env(PEER_ENV, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let conn = Connection::new(stdout, stdin, Shared(TestHandler::new()), Config::default());
+    (child, conn)
+}
+
+async fn ten_thousand_concurrent_requests_each_way_over_os_pipes_are_each_answered_once() {
+    const N: usize = 10_000;
+    let (mut child, conn) = spawn_peer();
+    // The peer floods us with N requests while we flood it with N.
+    let peer = conn.peer().clone();
+    let theirs = tokio::spawn(async move { peer.request::<_, usize>("flood", &N).await });
+    let mut ours = JoinSet::new();
+    for i in 0..N {
+        let peer = conn.peer().clone();
+        ours.spawn(async move {
+            let params = json!({"i": i, "pad": "x".repeat(i % 50)});
+            let got: Value = peer.request("echo", &params).await.unwrap();
+            assert_eq!(got, params);
+        });
+    }
+    let mut answered = 0;
+    while let Some(r) = ours.join_next().await {
+        r.unwrap();
+        answered += 1;
+    }
+    assert_eq!(answered, N);
+    assert_eq!(theirs.await.unwrap().unwrap(), N);
+    assert_eq!(conn.peer().pending_requests(), 0);
+    conn.close();
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "peer exited with {status}");
+}
+
+async fn killing_the_peer_mid_request_fails_pending_calls_within_10ms_of_eof() {
+    let (mut child, conn) = spawn_peer();
+    let ping: Value = conn.peer().request("echo", &"up").await.unwrap();
+    assert_eq!(ping, json!("up"));
+    let mut calls = JoinSet::new();
+    for _ in 0..50 {
+        let peer = conn.peer().clone();
+        calls.spawn(async move {
+            let r = peer.request::<_, Value>("wait_cancel", &()).await;
+            (r, Instant::now())
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let killed_at = Instant::now();
+    child.start_kill().unwrap();
+    let reason = conn.closed().await;
+    let eof_at = Instant::now();
+    assert_eq!(reason, CloseReason::Eof);
+    while let Some(r) = calls.join_next().await {
+        let (result, at) = r.unwrap();
+        assert!(result.unwrap_err().is_connection_closed());
+        let after_eof = at.saturating_duration_since(eof_at);
+        assert!(
+            after_eof < Duration::from_millis(10),
+            "{after_eof:?} after EOF"
+        );
+        let after_kill = at - killed_at;
+        assert!(
+            after_kill < Duration::from_millis(500),
+            "{after_kill:?} after kill"
+        );
+    }
+    child.wait().await.unwrap();
+}

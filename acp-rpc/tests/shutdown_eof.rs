@@ -1,0 +1,129 @@
+//! Shutdown: EOF, write errors and local close fail pending calls at once, cancel
+//! in-flight handlers, flush queued output and report why the connection ended.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use acp_rpc::{CloseReason, Config, ErrorCode};
+use common::{RawPeer, TestHandler};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::task::JoinSet;
+
+#[tokio::test]
+async fn pending_calls_fail_within_10ms_of_the_peer_closing_the_pipe() {
+    let (conn, mut raw) = RawPeer::connect(TestHandler::new(), Config::default());
+    let mut calls = JoinSet::new();
+    for i in 0..100 {
+        let peer = conn.peer().clone();
+        calls.spawn(async move { peer.request::<_, Value>("slow", &i).await });
+    }
+    for _ in 0..100 {
+        raw.json().await; // every request is on the wire
+    }
+    let closed_at = Instant::now();
+    drop(raw); // both halves: the pipe is gone
+    let mut failed = 0;
+    while let Some(r) = calls.join_next().await {
+        let e = r.unwrap().unwrap_err();
+        assert!(e.is_connection_closed(), "{e}");
+        failed += 1;
+    }
+    let elapsed = closed_at.elapsed();
+    assert_eq!(failed, 100);
+    assert!(elapsed < Duration::from_millis(10), "took {elapsed:?}");
+    assert_eq!(conn.closed().await, CloseReason::Eof);
+    let e = conn
+        .peer()
+        .request::<_, Value>("late", &())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::CONNECTION_CLOSED);
+    assert!(conn.peer().notify("late", &()).await.is_err());
+}
+
+#[tokio::test]
+async fn in_flight_handlers_are_cancelled_when_the_peer_hangs_up() {
+    let (server, mut cancelled) = TestHandler::with_cancel_channel();
+    let (conn, mut raw) = RawPeer::connect(server, Config::default());
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wait_cancel\"}\n")
+        .await;
+    assert!(raw.until_probe(0).await.is_empty());
+    raw.writer.shutdown().await.unwrap();
+    let id = tokio::time::timeout(Duration::from_secs(5), cancelled.recv()).await;
+    assert_eq!(id.unwrap().unwrap(), "1");
+    assert_eq!(conn.closed().await, CloseReason::Eof);
+    // The cancelled handler is not answered; the writer shut down, so we read EOF.
+    assert_eq!(raw.line().await, None);
+}
+
+/// A writer whose reader has gone away.
+struct BrokenPipe;
+
+impl tokio::io::AsyncWrite for BrokenPipe {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        _: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::task::Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()))
+    }
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+#[tokio::test]
+async fn a_write_error_ends_the_connection_and_fails_pending_calls() {
+    // The input stays open: only the writer fails (the peer closed its stdin).
+    let (input, _keep_open) = tokio::io::duplex(1024);
+    let conn = acp_rpc::Connection::new(input, BrokenPipe, (), Config::default());
+    let e = conn
+        .peer()
+        .request::<_, Value>("x", &json!({}))
+        .await
+        .unwrap_err();
+    assert!(e.is_connection_closed(), "{e}");
+    assert!(matches!(conn.closed().await, CloseReason::WriteError(_)));
+}
+
+#[tokio::test]
+async fn close_flushes_queued_output_then_the_peer_sees_eof() {
+    let (conn, mut raw) = RawPeer::connect(TestHandler::new(), Config::default());
+    for i in 0..100 {
+        conn.peer().notify("n", &i).await.unwrap();
+    }
+    conn.close();
+    for i in 0..100 {
+        assert_eq!(
+            raw.json().await,
+            json!({"jsonrpc": "2.0", "method": "n", "params": i})
+        );
+    }
+    assert_eq!(raw.line().await, None);
+    assert_eq!(conn.closed().await, CloseReason::Local);
+}
+
+#[tokio::test]
+async fn a_response_and_notifications_that_arrived_before_eof_are_still_delivered() {
+    let client = TestHandler::new();
+    let (conn, mut raw) = RawPeer::connect(client.clone(), Config::default());
+    let peer = conn.peer().clone();
+    let call = tokio::spawn(async move { peer.request::<_, Value>("prompt", &()).await });
+    assert_eq!(raw.json().await["id"], 1);
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"method\":\"note\",\"params\":{\"seq\":1}}\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"done\"}\n")
+        .await;
+    raw.writer.shutdown().await.unwrap();
+    assert_eq!(call.await.unwrap().unwrap(), json!("done"));
+    assert_eq!(client.notes.lock().unwrap().len(), 1);
+}
