@@ -1,0 +1,167 @@
+//! The [`Agent`] trait: one method per ACP v1 method an agent serves.
+
+use acp_types::RequestMethod;
+use acp_types::v1::*;
+use async_trait::async_trait;
+
+use crate::Error;
+use crate::context::{AgentContext, PromptContext};
+
+fn not_found<P: RequestMethod, T>() -> Result<T, Error> {
+    Err(Error::method_not_found(P::METHOD))
+}
+
+/// What an ACP agent implements. Only [`Agent::initialize`] is required; every other
+/// request defaults to "method not found" (`-32601`), `session/cancel` to a no-op (the
+/// connection already signals the prompt's cancellation token, see
+/// [`PromptContext::cancelled`]), and extension notifications are ignored.
+///
+/// Requests run concurrently; the connection answers requests that arrive before a
+/// successful `initialize` itself, and answers `-32002` for calls naming a session it does
+/// not know (sessions are learned from the results of `session/new`, `session/load` and
+/// `session/resume`).
+#[async_trait]
+pub trait Agent: Send + Sync + 'static {
+    /// `initialize`: the handshake. The connection sets `protocolVersion` of the answer
+    /// itself (the requested version if supported, else the latest one).
+    async fn initialize(
+        &self,
+        params: InitializeRequest,
+        cx: &AgentContext,
+    ) -> Result<InitializeResponse, Error>;
+
+    /// `authenticate`.
+    async fn authenticate(
+        &self,
+        params: AuthenticateRequest,
+        cx: &AgentContext,
+    ) -> Result<AuthenticateResponse, Error> {
+        let _ = (params, cx);
+        not_found::<AuthenticateRequest, _>()
+    }
+
+    /// `logout`.
+    async fn logout(
+        &self,
+        params: LogoutRequest,
+        cx: &AgentContext,
+    ) -> Result<LogoutResponse, Error> {
+        let _ = (params, cx);
+        not_found::<LogoutRequest, _>()
+    }
+
+    /// `session/new`. Updates sent for the new session while (or right after) this runs are
+    /// held back until the response has been written.
+    async fn new_session(
+        &self,
+        params: NewSessionRequest,
+        cx: &AgentContext,
+    ) -> Result<NewSessionResponse, Error> {
+        let _ = (params, cx);
+        not_found::<NewSessionRequest, _>()
+    }
+
+    /// `session/load`: replay the history as `session/update`s, then answer.
+    async fn load_session(
+        &self,
+        params: LoadSessionRequest,
+        cx: &AgentContext,
+    ) -> Result<LoadSessionResponse, Error> {
+        let _ = (params, cx);
+        not_found::<LoadSessionRequest, _>()
+    }
+
+    /// `session/list`.
+    async fn list_sessions(
+        &self,
+        params: ListSessionsRequest,
+        cx: &AgentContext,
+    ) -> Result<ListSessionsResponse, Error> {
+        let _ = (params, cx);
+        not_found::<ListSessionsRequest, _>()
+    }
+
+    /// `session/resume`.
+    async fn resume_session(
+        &self,
+        params: ResumeSessionRequest,
+        cx: &AgentContext,
+    ) -> Result<ResumeSessionResponse, Error> {
+        let _ = (params, cx);
+        not_found::<ResumeSessionRequest, _>()
+    }
+
+    /// `session/close` (only reached for a known session; forgotten on success).
+    async fn close_session(
+        &self,
+        params: CloseSessionRequest,
+        cx: &AgentContext,
+    ) -> Result<CloseSessionResponse, Error> {
+        let _ = (params, cx);
+        not_found::<CloseSessionRequest, _>()
+    }
+
+    /// `session/delete` (may name a stored session this connection never loaded).
+    async fn delete_session(
+        &self,
+        params: DeleteSessionRequest,
+        cx: &AgentContext,
+    ) -> Result<DeleteSessionResponse, Error> {
+        let _ = (params, cx);
+        not_found::<DeleteSessionRequest, _>()
+    }
+
+    /// `session/set_mode` (only reached for a known session).
+    async fn set_session_mode(
+        &self,
+        params: SetSessionModeRequest,
+        cx: &AgentContext,
+    ) -> Result<SetSessionModeResponse, Error> {
+        let _ = (params, cx);
+        not_found::<SetSessionModeRequest, _>()
+    }
+
+    /// `session/set_config_option` (only reached for a known session).
+    async fn set_session_config_option(
+        &self,
+        params: SetSessionConfigOptionRequest,
+        cx: &AgentContext,
+    ) -> Result<SetSessionConfigOptionResponse, Error> {
+        let _ = (params, cx);
+        not_found::<SetSessionConfigOptionRequest, _>()
+    }
+
+    /// `session/prompt` (only reached for a known session). Every update sent for the
+    /// session before this returns is written before the response.
+    async fn prompt(
+        &self,
+        params: PromptRequest,
+        cx: &PromptContext,
+    ) -> Result<PromptResponse, Error> {
+        let _ = (params, cx);
+        not_found::<PromptRequest, _>()
+    }
+
+    /// `session/cancel`, after the connection has signalled the prompt's token and resolved
+    /// the session's pending permission requests as cancelled. Runs in notification order:
+    /// it must not await a request to the client (spawn instead).
+    async fn cancel(&self, params: CancelNotification) {
+        let _ = params;
+    }
+
+    /// A request whose method starts with `_` (an extension), with its raw params.
+    async fn ext_method(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+        cx: &AgentContext,
+    ) -> Result<serde_json::Value, Error> {
+        let _ = (params, cx);
+        Err(Error::method_not_found(method))
+    }
+
+    /// A notification whose method starts with `_` (an extension). Ignored by default.
+    async fn ext_notification(&self, method: &str, params: serde_json::Value) {
+        let _ = (method, params);
+    }
+}

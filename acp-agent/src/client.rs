@@ -1,0 +1,216 @@
+//! [`ClientHandle`]: typed calls to the methods the client serves, gated on the
+//! capabilities the client advertised in `initialize`.
+
+use std::sync::Arc;
+
+use acp_rpc::CallOptions;
+use acp_types::RequestMethod;
+use acp_types::v1::*;
+
+use crate::Error;
+use crate::state::Inner;
+
+/// The error code of a call refused locally because the client did not advertise the
+/// capability it needs (`-32601`, as the client would answer; `data.capability` names it).
+pub const CAPABILITY_NOT_ADVERTISED: acp_rpc::ErrorCode = acp_rpc::ErrorCode::METHOD_NOT_FOUND;
+
+/// A cheap, cloneable, typed handle to the client.
+#[derive(Clone)]
+pub struct ClientHandle {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for ClientHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientHandle")
+            .field("initialized", &self.inner.caps.get().is_some())
+            .finish()
+    }
+}
+
+fn missing(method: &str, capability: &str) -> Error {
+    Error::new(
+        CAPABILITY_NOT_ADVERTISED,
+        format!("{method} not sent: the client did not advertise the capability {capability}"),
+    )
+    .with_data(serde_json::json!({ "method": method, "capability": capability }))
+}
+
+impl ClientHandle {
+    /// The client's capabilities, once `initialize` has succeeded.
+    pub fn capabilities(&self) -> Option<&ClientCapabilities> {
+        self.inner.capabilities()
+    }
+
+    /// The underlying JSON-RPC peer (for anything not covered here).
+    pub fn peer(&self) -> &acp_rpc::Peer {
+        &self.inner.peer
+    }
+
+    fn require(
+        &self,
+        method: &str,
+        capability: &str,
+        has: fn(&ClientCapabilities) -> bool,
+    ) -> Result<(), Error> {
+        match self.capabilities() {
+            Some(caps) if has(caps) => Ok(()),
+            _ => Err(missing(method, capability)),
+        }
+    }
+
+    /// Sends any typed request and reads its typed result.
+    pub async fn request<P: RequestMethod + Sync>(&self, params: &P) -> Result<P::Response, Error> {
+        let raw = self
+            .inner
+            .peer
+            .request_raw(P::METHOD, params, CallOptions::default())
+            .await?;
+        P::decode_response(&*raw).map_err(|e| {
+            Error::internal_error(format!(
+                "response to {} did not deserialize: {e}",
+                P::METHOD
+            ))
+        })
+    }
+
+    /// `session/update`. For a session whose `session/new` response is not written yet the
+    /// update is queued and sent right after it.
+    pub async fn session_update(&self, notification: SessionNotification) -> Result<(), Error> {
+        self.inner.send_update(notification).await
+    }
+
+    /// `session/update` from a session id and an update.
+    pub async fn send_update(
+        &self,
+        session_id: impl Into<SessionId>,
+        update: SessionUpdate,
+    ) -> Result<(), Error> {
+        self.session_update(SessionNotification::new(session_id, update))
+            .await
+    }
+
+    /// `session/request_permission`. If the session is cancelled (`session/cancel`) while
+    /// the request is pending, it resolves at once with the `cancelled` outcome (and the
+    /// request is withdrawn with `$/cancel_request`).
+    pub async fn request_permission(
+        &self,
+        params: RequestPermissionRequest,
+    ) -> Result<RequestPermissionResponse, Error> {
+        let token = self.inner.cancel_token(&params.session_id);
+        let cancelled = RequestPermissionResponse {
+            outcome: RequestPermissionOutcome::Cancelled,
+            meta: None,
+        };
+        match token {
+            Some(token) => {
+                if token.is_cancelled() {
+                    return Ok(cancelled);
+                }
+                tokio::select! {
+                    r = self.request(&params) => r,
+                    _ = token.cancelled() => Ok(cancelled),
+                }
+            }
+            None => self.request(&params).await,
+        }
+    }
+
+    /// `fs/read_text_file` (needs `fs.readTextFile`).
+    pub async fn read_text_file(
+        &self,
+        params: ReadTextFileRequest,
+    ) -> Result<ReadTextFileResponse, Error> {
+        self.require(ReadTextFileRequest::METHOD, "fs.readTextFile", |c| {
+            c.fs.read_text_file
+        })?;
+        self.request(&params).await
+    }
+
+    /// `fs/write_text_file` (needs `fs.writeTextFile`).
+    pub async fn write_text_file(
+        &self,
+        params: WriteTextFileRequest,
+    ) -> Result<WriteTextFileResponse, Error> {
+        self.require(WriteTextFileRequest::METHOD, "fs.writeTextFile", |c| {
+            c.fs.write_text_file
+        })?;
+        self.request(&params).await
+    }
+
+    /// `terminal/create` (needs `terminal`).
+    pub async fn create_terminal(
+        &self,
+        params: CreateTerminalRequest,
+    ) -> Result<CreateTerminalResponse, Error> {
+        self.require(CreateTerminalRequest::METHOD, "terminal", |c| c.terminal)?;
+        self.request(&params).await
+    }
+
+    /// `terminal/output` (needs `terminal`).
+    pub async fn terminal_output(
+        &self,
+        params: TerminalOutputRequest,
+    ) -> Result<TerminalOutputResponse, Error> {
+        self.require(TerminalOutputRequest::METHOD, "terminal", |c| c.terminal)?;
+        self.request(&params).await
+    }
+
+    /// `terminal/release` (needs `terminal`).
+    pub async fn release_terminal(
+        &self,
+        params: ReleaseTerminalRequest,
+    ) -> Result<ReleaseTerminalResponse, Error> {
+        self.require(ReleaseTerminalRequest::METHOD, "terminal", |c| c.terminal)?;
+        self.request(&params).await
+    }
+
+    /// `terminal/wait_for_exit` (needs `terminal`).
+    pub async fn wait_for_terminal_exit(
+        &self,
+        params: WaitForTerminalExitRequest,
+    ) -> Result<WaitForTerminalExitResponse, Error> {
+        self.require(WaitForTerminalExitRequest::METHOD, "terminal", |c| {
+            c.terminal
+        })?;
+        self.request(&params).await
+    }
+
+    /// `terminal/kill` (needs `terminal`).
+    pub async fn kill_terminal(
+        &self,
+        params: KillTerminalRequest,
+    ) -> Result<KillTerminalResponse, Error> {
+        self.require(KillTerminalRequest::METHOD, "terminal", |c| c.terminal)?;
+        self.request(&params).await
+    }
+
+    /// `elicitation/create` (needs `elicitation`).
+    pub async fn create_elicitation(
+        &self,
+        params: CreateElicitationRequest,
+    ) -> Result<CreateElicitationResponse, Error> {
+        self.require(CreateElicitationRequest::METHOD, "elicitation", |c| {
+            c.elicitation.is_some()
+        })?;
+        self.request(&params).await
+    }
+
+    /// An extension request (`method` should start with `_`).
+    pub async fn ext_method(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, Error> {
+        self.inner.peer.request(method, &params).await
+    }
+
+    /// An extension notification (`method` should start with `_`).
+    pub async fn ext_notification(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<(), Error> {
+        self.inner.peer.notify(method, &params).await
+    }
+}

@@ -1,0 +1,339 @@
+//! The agent's connection: [`serve`], [`serve_stdio`], [`AgentConnection`], and the
+//! dispatcher that routes every v1 agent method to the [`Agent`] with the handshake gate
+//! and session bookkeeping.
+
+use std::sync::{Arc, OnceLock};
+
+use acp_rpc::{
+    CloseReason, Config, Connection, Handler, NotificationContext, Params, RawValue,
+    RequestContext, to_raw,
+};
+use acp_types::v1::*;
+use acp_types::{NotificationMethod, RequestMethod};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+
+use crate::Error;
+use crate::agent::Agent;
+use crate::client::ClientHandle;
+use crate::context::{AgentContext, PromptContext};
+use crate::session::SessionHandle;
+use crate::state::{Awaiting, Inner, ordering_tap, probe_session};
+
+/// A running agent connection.
+#[derive(Clone, Debug)]
+pub struct AgentConnection {
+    conn: Connection,
+    client: ClientHandle,
+}
+
+impl AgentConnection {
+    /// The typed handle to the client.
+    pub fn client(&self) -> &ClientHandle {
+        &self.client
+    }
+
+    /// Resolves when the connection has ended, with the reason.
+    pub async fn closed(&self) -> CloseReason {
+        self.conn.closed().await
+    }
+
+    /// Ends the connection.
+    pub fn close(&self) {
+        self.conn.close();
+    }
+}
+
+/// Serves `agent` over a reader/writer pair with the default [`Config`].
+pub fn serve<A, R, W>(agent: A, reader: R, writer: W) -> AgentConnection
+where
+    A: Agent,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    serve_with(agent, reader, writer, Config::default())
+}
+
+/// Serves `agent` over stdin/stdout (the usual way an editor runs an agent).
+pub fn serve_stdio<A: Agent>(agent: A) -> AgentConnection {
+    serve(agent, tokio::io::stdin(), tokio::io::stdout())
+}
+
+/// Serves `agent` with a custom [`Config`] (limits, timeouts, wire tap...). Must be called
+/// within a Tokio runtime.
+pub fn serve_with<A, R, W>(agent: A, reader: R, writer: W, mut config: Config) -> AgentConnection
+where
+    A: Agent,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let awaiting = Arc::new(Awaiting::default());
+    let (written_tx, mut written_rx) = mpsc::unbounded_channel();
+    config.tap = Some(ordering_tap(
+        config.tap.take(),
+        awaiting.clone(),
+        written_tx,
+    ));
+    let slot: Arc<OnceLock<Arc<Inner>>> = Arc::default();
+    let dispatch = Dispatch {
+        agent: Arc::new(agent),
+        inner: slot.clone(),
+    };
+    let conn = Connection::new(reader, writer, dispatch, config);
+    let inner = Arc::new(Inner {
+        peer: conn.peer().clone(),
+        caps: OnceLock::new(),
+        sessions: Default::default(),
+        awaiting,
+    });
+    let _ = slot.set(inner.clone());
+    let releaser = inner.clone();
+    tokio::spawn(async move {
+        while let Some(id) = written_rx.recv().await {
+            releaser.release(id).await;
+        }
+    });
+    AgentConnection {
+        conn,
+        client: ClientHandle { inner },
+    }
+}
+
+struct Dispatch<A> {
+    agent: Arc<A>,
+    inner: Arc<OnceLock<Arc<Inner>>>,
+}
+
+/// Reads typed params, honouring the method's null-as-default rule; `-32602` names the field.
+fn parse<P: RequestMethod>(params: &Params) -> Result<P, Error> {
+    let text = params.raw().map_or("null", RawValue::get);
+    if P::PARAMS_NULL_AS_DEFAULT && text.trim() == "null" {
+        acp_rpc::deserialize_params("{}")
+    } else {
+        params.parse()
+    }
+}
+
+/// Sends updates no new session claimed (they name sessions the agent never created here).
+fn flush_stray(inner: &Arc<Inner>, stray: Vec<SessionNotification>) {
+    if stray.is_empty() {
+        return;
+    }
+    let inner = inner.clone();
+    tokio::spawn(async move {
+        for n in stray {
+            let _ = inner.send_update(n).await;
+        }
+    });
+}
+
+fn unknown_session(id: &SessionId) -> Error {
+    Error::resource_not_found(format!("session not found: {}", id.0))
+        .with_data(serde_json::json!({ "sessionId": id }))
+}
+
+impl<A: Agent> Dispatch<A> {
+    /// The shared state (set right after the connection starts; a message that races
+    /// ahead of that waits a moment).
+    async fn inner(&self) -> &Arc<Inner> {
+        loop {
+            if let Some(inner) = self.inner.get() {
+                return inner;
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
+    fn known(&self, inner: &Inner, id: &SessionId) -> Result<(), Error> {
+        if inner.is_known(id) {
+            Ok(())
+        } else {
+            Err(unknown_session(id))
+        }
+    }
+
+    async fn request(
+        &self,
+        rcx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> Result<Box<RawValue>, Error> {
+        let inner = self.inner().await.clone();
+        let cx = AgentContext {
+            client: ClientHandle {
+                inner: inner.clone(),
+            },
+            request_id: rcx.id().clone(),
+        };
+        // A prompt the wire tap numbered (for `session/cancel`) gives its number back if it
+        // fails before it starts.
+        struct Announced<'a>(&'a Inner, Option<SessionId>);
+        impl Drop for Announced<'_> {
+            fn drop(&mut self) {
+                if let Some(id) = self.1.take() {
+                    self.0.awaiting.take_prompt(&id);
+                }
+            }
+        }
+        let mut announced = Announced(
+            &inner,
+            (method == names::SESSION_PROMPT)
+                .then(|| params.raw().and_then(|r| probe_session(r.get())))
+                .flatten(),
+        );
+        let agent = &*self.agent;
+        if method == names::INITIALIZE {
+            let p: InitializeRequest = parse(&params)?;
+            let requested = p.protocol_version.clone();
+            let caps = p.client_capabilities.clone();
+            let mut response = agent.initialize(p, &cx).await?;
+            response.protocol_version =
+                ProtocolVersion::negotiate(requested, &[ProtocolVersion::LATEST]);
+            let _ = inner.caps.set(caps);
+            return to_raw(&response);
+        }
+        if inner.caps.get().is_none() {
+            return Err(Error::invalid_request(format!(
+                "{method} received before a successful initialize: send initialize first"
+            ))
+            .with_data(serde_json::json!({ "method": method })));
+        }
+        match method {
+            names::AUTHENTICATE => to_raw(&agent.authenticate(parse(&params)?, &cx).await?),
+            names::LOGOUT => to_raw(&agent.logout(parse(&params)?, &cx).await?),
+            names::SESSION_NEW => {
+                let p: NewSessionRequest = parse(&params)?;
+                // Ends the creation window even if the request is withdrawn mid-way.
+                struct Creating(Option<Arc<Inner>>);
+                impl Drop for Creating {
+                    fn drop(&mut self) {
+                        if let Some(inner) = self.0.take() {
+                            flush_stray(&inner, inner.end_create(None));
+                        }
+                    }
+                }
+                inner.begin_create();
+                let mut creating = Creating(Some(inner.clone()));
+                let result = agent.new_session(p, &cx).await;
+                creating.0 = None;
+                let created = result
+                    .as_ref()
+                    .ok()
+                    .map(|r| (r.session_id.clone(), rcx.id()));
+                flush_stray(&inner, inner.end_create(created));
+                to_raw(&result?)
+            }
+            names::SESSION_LOAD => {
+                let p: LoadSessionRequest = parse(&params)?;
+                let id = p.session_id.clone();
+                // Tracked first so history replay (updates before the answer) goes through.
+                let was_known = inner.is_known(&id);
+                inner.track(id.clone());
+                let result = agent.load_session(p, &cx).await;
+                if result.is_err() && !was_known {
+                    inner.forget(&id);
+                }
+                to_raw(&result?)
+            }
+            names::SESSION_LIST => to_raw(&agent.list_sessions(parse(&params)?, &cx).await?),
+            names::SESSION_RESUME => {
+                let p: ResumeSessionRequest = parse(&params)?;
+                let id = p.session_id.clone();
+                let result = agent.resume_session(p, &cx).await?;
+                inner.track(id);
+                to_raw(&result)
+            }
+            names::SESSION_CLOSE => {
+                let p: CloseSessionRequest = parse(&params)?;
+                self.known(&inner, &p.session_id)?;
+                let id = p.session_id.clone();
+                let result = agent.close_session(p, &cx).await?;
+                inner.forget(&id);
+                to_raw(&result)
+            }
+            names::SESSION_DELETE => {
+                let p: DeleteSessionRequest = parse(&params)?;
+                let id = p.session_id.clone();
+                let result = agent.delete_session(p, &cx).await?;
+                inner.forget(&id);
+                to_raw(&result)
+            }
+            names::SESSION_SET_MODE => {
+                let p: SetSessionModeRequest = parse(&params)?;
+                self.known(&inner, &p.session_id)?;
+                to_raw(&agent.set_session_mode(p, &cx).await?)
+            }
+            names::SESSION_SET_CONFIG_OPTION => {
+                let p: SetSessionConfigOptionRequest = parse(&params)?;
+                self.known(&inner, &p.session_id)?;
+                to_raw(&agent.set_session_config_option(p, &cx).await?)
+            }
+            names::SESSION_PROMPT => {
+                let p: PromptRequest = parse(&params)?;
+                let id = p.session_id.clone();
+                announced.1 = None;
+                let started = inner.start_prompt(&id);
+                let Some((token, sending)) = started else {
+                    return Err(unknown_session(&id));
+                };
+                // Ends the prompt even if the request is withdrawn and this future dropped.
+                struct Running<'a>(&'a Inner, SessionId);
+                impl Drop for Running<'_> {
+                    fn drop(&mut self) {
+                        self.0.end_prompt(&self.1);
+                    }
+                }
+                let _running = Running(&inner, id.clone());
+                let pcx = PromptContext {
+                    session: SessionHandle::new(cx.client.clone(), id.clone()),
+                    cx,
+                    token,
+                };
+                let result = agent.prompt(p, &pcx).await;
+                // Every update of this prompt is written before its response.
+                sending.wait_idle().await;
+                to_raw(&result?)
+            }
+            m if m.starts_with('_') => {
+                let value: serde_json::Value = params.parse()?;
+                to_raw(&agent.ext_method(m, value, &cx).await?)
+            }
+            _ => Err(Error::method_not_found(method)),
+        }
+    }
+}
+
+#[acp_rpc::async_trait]
+impl<A: Agent> Handler for Dispatch<A> {
+    async fn handle_request(
+        &self,
+        cx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> Result<Box<RawValue>, Error> {
+        self.request(cx, method, params).await
+    }
+
+    async fn handle_notification(
+        &self,
+        _cx: NotificationContext,
+        method: &str,
+        params: Params,
+    ) -> Result<(), Error> {
+        let inner = self.inner().await;
+        if method == CancelNotification::METHOD {
+            let p: CancelNotification = params.parse()?;
+            if !inner.cancel(&p.session_id).await {
+                tracing::debug!(session = %p.session_id.0, "session/cancel with no running prompt");
+            }
+            self.agent.cancel(p).await;
+            Ok(())
+        } else if method.starts_with('_') {
+            let value: serde_json::Value = params.parse()?;
+            self.agent.ext_notification(method, value).await;
+            Ok(())
+        } else {
+            Err(Error::method_not_found(method))
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! What the [`crate::Agent`] methods receive: [`AgentContext`] and, for prompts,
+//! [`PromptContext`] with the session and its cancellation token.
+
+use acp_rpc::RequestId;
+use acp_types::v1::{ClientCapabilities, SessionId};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
+
+use crate::client::ClientHandle;
+use crate::session::SessionHandle;
+
+/// The context of one incoming request.
+#[derive(Clone, Debug)]
+pub struct AgentContext {
+    pub(crate) client: ClientHandle,
+    pub(crate) request_id: RequestId,
+}
+
+impl AgentContext {
+    /// The typed handle to the client (cheap to clone, usable from spawned tasks).
+    pub fn client(&self) -> &ClientHandle {
+        &self.client
+    }
+
+    /// The client's capabilities (`None` until `initialize` has succeeded).
+    pub fn client_capabilities(&self) -> Option<&ClientCapabilities> {
+        self.client.capabilities()
+    }
+
+    /// A handle to a known session.
+    pub fn session(&self, id: &SessionId) -> Option<SessionHandle> {
+        self.client
+            .inner
+            .is_known(id)
+            .then(|| SessionHandle::new(self.client.clone(), id.clone()))
+    }
+
+    /// The JSON-RPC id of the request being served.
+    pub fn request_id(&self) -> &RequestId {
+        &self.request_id
+    }
+}
+
+/// The context of a `session/prompt`: an [`AgentContext`] (through `Deref`) plus the
+/// session and the cancellation token `session/cancel` signals.
+#[derive(Clone, Debug)]
+pub struct PromptContext {
+    pub(crate) cx: AgentContext,
+    pub(crate) session: SessionHandle,
+    pub(crate) token: CancellationToken,
+}
+
+impl PromptContext {
+    /// The prompted session.
+    pub fn session(&self) -> &SessionHandle {
+        &self.session
+    }
+
+    /// Resolves when the client sends `session/cancel` for this session. Answer with
+    /// `stopReason: "cancelled"` then. (If the client withdraws the request itself with
+    /// `$/cancel_request`, or the connection ends, the prompt future is simply dropped.)
+    pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
+        self.token.cancelled()
+    }
+
+    /// Whether the prompt has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.token.is_cancelled()
+    }
+
+    /// The token itself, to hand to spawned work.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.token.clone()
+    }
+}
+
+impl std::ops::Deref for PromptContext {
+    type Target = AgentContext;
+    fn deref(&self) -> &AgentContext {
+        &self.cx
+    }
+}

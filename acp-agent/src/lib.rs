@@ -1,0 +1,63 @@
+//! The agent side of the Agent Client Protocol (v1).
+//!
+//! Implement [`Agent`] (only `initialize` is required), then run it with [`serve_stdio`] (or
+//! [`serve`] over any reader/writer pair). The connection answers requests sent before
+//! `initialize`, negotiates the protocol version, tracks sessions (`-32002` for unknown
+//! ones), turns `session/cancel` into the prompt's cancellation token, refuses client calls
+//! the client did not advertise, and keeps updates in order: an update for a new session is
+//! never written before the `session/new` response, and every update of a prompt is written
+//! before the prompt's response.
+//!
+//! ```no_run
+//! use acp_agent::{Agent, AgentContext, Error, PromptContext, serve_stdio};
+//! use acp_agent::types::*;
+//!
+//! struct Echo;
+//!
+//! #[acp_agent::async_trait]
+//! impl Agent for Echo {
+//!     async fn initialize(&self, p: InitializeRequest, _cx: &AgentContext)
+//!         -> Result<InitializeResponse, Error> {
+//!         Ok(serde_json::from_value(serde_json::json!({"protocolVersion": 1})).unwrap())
+//!     }
+//!     async fn new_session(&self, _p: NewSessionRequest, _cx: &AgentContext)
+//!         -> Result<NewSessionResponse, Error> {
+//!         Ok(serde_json::from_value(serde_json::json!({"sessionId": "s1"})).unwrap())
+//!     }
+//!     async fn prompt(&self, _p: PromptRequest, cx: &PromptContext)
+//!         -> Result<PromptResponse, Error> {
+//!         cx.session().message_chunk("hello").await?;
+//!         Ok(PromptResponse::new(StopReason::EndTurn))
+//!     }
+//! }
+//!
+//! # async fn run() {
+//! let conn = serve_stdio(Echo);
+//! conn.closed().await;
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod agent;
+pub mod client;
+mod connection;
+mod context;
+pub mod session;
+mod state;
+
+pub use agent::Agent;
+pub use client::ClientHandle;
+pub use connection::{AgentConnection, serve, serve_stdio, serve_with};
+pub use context::{AgentContext, PromptContext};
+pub use session::{SessionHandle, ToolCallHandle, tool_call_update};
+
+/// Re-exported: connection configuration.
+pub use acp_rpc::Config;
+/// The error type of every call: a JSON-RPC error (code, message, optional data).
+pub use acp_rpc::Error;
+/// Re-exported: the v1 protocol types.
+pub use acp_types::v1 as types;
+/// Re-exported for implementing [`Agent`].
+pub use async_trait::async_trait;
+/// Re-exported: the cancellation token type of [`PromptContext`].
+pub use tokio_util::sync::CancellationToken;

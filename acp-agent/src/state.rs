@@ -1,0 +1,400 @@
+//! Connection state shared by the dispatcher and every handle: the client's capabilities,
+//! the known sessions with their cancellation tokens, and the two ordering guarantees.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use acp_rpc::{Direction, Peer, RequestId, TapEvent, WireTap};
+use acp_types::NotificationMethod;
+use acp_types::v1::{ClientCapabilities, SessionId, SessionNotification};
+use tokio::sync::{Notify, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::Error;
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One known session.
+pub(crate) struct Session {
+    /// Cancelled by `session/cancel` while a prompt runs; replaced when a prompt starts
+    /// (with none running) and when the last one ends.
+    pub(crate) cancel: CancellationToken,
+    /// `Some` while the `session/new` response has not been written: updates wait here
+    /// (with a send-counter guard, so a prompt's response also waits for them).
+    pub(crate) held: Option<Vec<Held>>,
+    /// Update sends in progress (the prompt response waits for them).
+    pub(crate) sending: Arc<InFlight>,
+    /// The read sequence number of the running prompt, if one runs.
+    pub(crate) running: Option<u64>,
+    /// Woken when a prompt starts.
+    pub(crate) started: Arc<Notify>,
+}
+
+/// How long a `session/cancel` waits for a prompt read before it to start.
+const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// An update waiting for its session's `session/new` response to be written.
+pub(crate) type Held = (SessionNotification, Option<InFlightGuard>);
+
+impl Session {
+    fn new(held: Option<Vec<Held>>) -> Self {
+        Session {
+            cancel: CancellationToken::new(),
+            held,
+            sending: Arc::default(),
+            running: None,
+            started: Arc::default(),
+        }
+    }
+}
+
+/// A counter of in-progress sends with a way to wait for zero.
+#[derive(Default)]
+pub(crate) struct InFlight {
+    count: AtomicUsize,
+    idle: Notify,
+}
+
+impl InFlight {
+    pub(crate) fn enter(self: &Arc<Self>) -> InFlightGuard {
+        self.count.fetch_add(1, Ordering::AcqRel);
+        InFlightGuard(self.clone())
+    }
+
+    pub(crate) async fn wait_idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            if self.count.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+pub(crate) struct InFlightGuard(Arc<InFlight>);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Sessions {
+    pub(crate) known: HashMap<SessionId, Session>,
+    /// `session/new` handlers running now.
+    pub(crate) creating: usize,
+    /// Updates for not-yet-known sessions sent while a `session/new` was running.
+    pub(crate) unclaimed: HashMap<SessionId, Vec<SessionNotification>>,
+}
+
+/// `session/new` responses we wait to see written (JSON id -> session), fed by the tap.
+#[derive(Default)]
+pub(crate) struct Awaiting {
+    pub(crate) count: AtomicUsize,
+    pub(crate) ids: Mutex<HashMap<String, SessionId>>,
+    /// Read sequence numbers of `session/prompt` requests read but not yet started.
+    pub(crate) announced: Mutex<HashMap<SessionId, VecDeque<u64>>>,
+    /// Read sequence numbers of `session/cancel` notifications not yet handled.
+    pub(crate) cancels: Mutex<HashMap<SessionId, VecDeque<u64>>>,
+    /// The read sequence: prompts and cancels in the order the reader saw them.
+    pub(crate) seq: AtomicU64,
+}
+
+/// Just the session id of some params.
+#[derive(serde::Deserialize)]
+struct SessionProbe {
+    #[serde(rename = "sessionId")]
+    session_id: Option<SessionId>,
+}
+
+/// The `sessionId` of raw params, if there is one.
+pub(crate) fn probe_session(params: &str) -> Option<SessionId> {
+    serde_json::from_str::<SessionProbe>(params)
+        .ok()?
+        .session_id
+}
+
+fn pop(map: &Mutex<HashMap<SessionId, VecDeque<u64>>>, id: &SessionId) -> Option<u64> {
+    let mut map = lock(map);
+    let queue = map.get_mut(id)?;
+    let front = queue.pop_front();
+    if queue.is_empty() {
+        map.remove(id);
+    }
+    front
+}
+
+impl Awaiting {
+    /// Numbers incoming `session/prompt` requests and `session/cancel` notifications in
+    /// read order (runs on the reader task, before the message is dispatched).
+    fn announce(&self, line: &[u8]) {
+        const PROMPT: &[u8] = b"\"session/prompt\"";
+        const CANCEL: &[u8] = b"\"session/cancel\"";
+        let has = |needle: &[u8]| line.windows(needle.len()).any(|w| w == needle);
+        if !has(PROMPT) && !has(CANCEL) {
+            return;
+        }
+        #[derive(serde::Deserialize)]
+        struct Probe {
+            method: Option<String>,
+            id: Option<RequestId>,
+            params: Option<SessionProbe>,
+        }
+        let Ok(probe) = serde_json::from_slice::<Probe>(line) else {
+            return;
+        };
+        let Some(SessionProbe {
+            session_id: Some(sid),
+        }) = probe.params
+        else {
+            return;
+        };
+        let map = match (probe.method.as_deref(), probe.id.is_some()) {
+            (Some("session/prompt"), true) => &self.announced,
+            (Some("session/cancel"), false) => &self.cancels,
+            _ => return,
+        };
+        let seq = self.seq.fetch_add(1, Ordering::AcqRel) + 1;
+        lock(map).entry(sid).or_default().push_back(seq);
+    }
+
+    /// A read `session/prompt` reached the dispatcher: its read number (0 if unknown).
+    pub(crate) fn take_prompt(&self, id: &SessionId) -> u64 {
+        pop(&self.announced, id).unwrap_or(0)
+    }
+
+    /// A `session/cancel` is handled: its read number (`u64::MAX` if unknown).
+    fn take_cancel(&self, id: &SessionId) -> u64 {
+        pop(&self.cancels, id).unwrap_or(u64::MAX)
+    }
+}
+
+/// Everything the handles share.
+pub(crate) struct Inner {
+    pub(crate) peer: Peer,
+    pub(crate) caps: OnceLock<ClientCapabilities>,
+    pub(crate) sessions: Mutex<Sessions>,
+    pub(crate) awaiting: Arc<Awaiting>,
+}
+
+/// Wraps the user's tap (if any) with one that reports written `session/new` responses.
+pub(crate) fn ordering_tap(
+    user: Option<WireTap>,
+    awaiting: Arc<Awaiting>,
+    written: mpsc::UnboundedSender<SessionId>,
+) -> WireTap {
+    Arc::new(move |event: TapEvent<'_>| {
+        if let Some(user) = &user {
+            user(event);
+        }
+        let line = match event {
+            TapEvent::Line(Direction::Outgoing, line) => line,
+            TapEvent::Line(Direction::Incoming, line) => return awaiting.announce(line),
+            TapEvent::OversizedLine { .. } => return,
+        };
+        if awaiting.count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        #[derive(serde::Deserialize)]
+        struct Probe {
+            id: Option<RequestId>,
+            method: Option<serde::de::IgnoredAny>,
+        }
+        let Ok(probe) = serde_json::from_slice::<Probe>(line) else {
+            return;
+        };
+        let (Some(id), None) = (probe.id, probe.method) else {
+            return;
+        };
+        let key = id_key(&id);
+        if let Some(session) = lock(&awaiting.ids).remove(&key) {
+            awaiting.count.fetch_sub(1, Ordering::AcqRel);
+            let _ = written.send(session);
+        }
+    })
+}
+
+pub(crate) fn id_key(id: &RequestId) -> String {
+    serde_json::to_string(id).unwrap_or_default()
+}
+
+impl Inner {
+    pub(crate) fn capabilities(&self) -> Option<&ClientCapabilities> {
+        self.caps.get()
+    }
+
+    pub(crate) fn is_known(&self, id: &SessionId) -> bool {
+        lock(&self.sessions).known.contains_key(id)
+    }
+
+    /// Registers a session from `load`/`resume` (no holding).
+    pub(crate) fn track(&self, id: SessionId) {
+        lock(&self.sessions)
+            .known
+            .entry(id)
+            .or_insert_with(|| Session::new(None));
+    }
+
+    pub(crate) fn forget(&self, id: &SessionId) {
+        if let Some(s) = lock(&self.sessions).known.remove(id) {
+            s.cancel.cancel();
+        }
+    }
+
+    /// A `session/new` handler starts.
+    pub(crate) fn begin_create(&self) {
+        lock(&self.sessions).creating += 1;
+    }
+
+    /// A `session/new` handler ended; on success the session is tracked with its updates
+    /// held until the response (request `request`) has been written. Returns updates that
+    /// no session claimed, to be sent now.
+    pub(crate) fn end_create(
+        &self,
+        created: Option<(SessionId, &RequestId)>,
+    ) -> Vec<SessionNotification> {
+        let mut s = lock(&self.sessions);
+        s.creating = s.creating.saturating_sub(1);
+        if let Some((id, request)) = created {
+            let held = s.unclaimed.remove(&id).unwrap_or_default();
+            let held = held.into_iter().map(|n| (n, None)).collect();
+            s.known.insert(id.clone(), Session::new(Some(held)));
+            lock(&self.awaiting.ids).insert(id_key(request), id);
+            self.awaiting.count.fetch_add(1, Ordering::AcqRel);
+        }
+        if s.creating == 0 {
+            s.unclaimed.drain().flat_map(|(_, v)| v).collect()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Sends held updates of a session whose `session/new` response was written, then lets
+    /// its updates through directly.
+    pub(crate) async fn release(&self, id: SessionId) {
+        loop {
+            let batch = {
+                let mut s = lock(&self.sessions);
+                let Some(session) = s.known.get_mut(&id) else {
+                    return;
+                };
+                match session.held.as_mut() {
+                    Some(held) if !held.is_empty() => std::mem::take(held),
+                    _ => {
+                        session.held = None;
+                        return;
+                    }
+                }
+            };
+            for (n, guard) in batch {
+                let _ = self.peer.notify(SessionNotification::METHOD, &n).await;
+                drop(guard);
+            }
+        }
+    }
+
+    /// Sends (or holds) one `session/update`.
+    pub(crate) async fn send_update(&self, n: SessionNotification) -> Result<(), Error> {
+        let guard = {
+            let mut s = lock(&self.sessions);
+            let creating = s.creating > 0;
+            match s.known.get_mut(&n.session_id) {
+                Some(session) => match session.held.as_mut() {
+                    Some(held) => {
+                        held.push((n, Some(session.sending.enter())));
+                        return Ok(());
+                    }
+                    None => Some(session.sending.enter()),
+                },
+                None if creating => {
+                    s.unclaimed.entry(n.session_id.clone()).or_default().push(n);
+                    return Ok(());
+                }
+                None => None,
+            }
+        };
+        let result = self.peer.notify(SessionNotification::METHOD, &n).await;
+        drop(guard);
+        result
+    }
+
+    /// The session's current cancellation token.
+    pub(crate) fn cancel_token(&self, id: &SessionId) -> Option<CancellationToken> {
+        lock(&self.sessions).known.get(id).map(|s| s.cancel.clone())
+    }
+
+    /// A prompt starts: takes its read number, returns its fresh token and the session's
+    /// send counter, and wakes a waiting `session/cancel`.
+    pub(crate) fn start_prompt(
+        &self,
+        id: &SessionId,
+    ) -> Option<(CancellationToken, Arc<InFlight>)> {
+        let mut s = lock(&self.sessions);
+        let seq = self.awaiting.take_prompt(id);
+        let session = s.known.get_mut(id)?;
+        if session.running.is_none() {
+            session.cancel = CancellationToken::new();
+        }
+        session.running = Some(seq);
+        session.started.notify_waiters();
+        Some((session.cancel.clone(), session.sending.clone()))
+    }
+
+    /// A prompt ended (or was dropped): the next one gets a fresh token.
+    pub(crate) fn end_prompt(&self, id: &SessionId) {
+        if let Some(session) = lock(&self.sessions).known.get_mut(id) {
+            session.running = None;
+            session.cancel = CancellationToken::new();
+        }
+    }
+
+    /// Cancels the session's running prompt if it was read before the cancel numbered
+    /// `cancel_seq`; `Some(Err(notify))` if such a prompt was read but has not started.
+    fn cancel_running(&self, id: &SessionId, cancel_seq: u64) -> Option<Result<(), Arc<Notify>>> {
+        let s = lock(&self.sessions);
+        let session = s.known.get(id)?;
+        if session.running.is_some_and(|seq| seq < cancel_seq) {
+            session.cancel.cancel();
+            return Some(Ok(()));
+        }
+        let waiting = lock(&self.awaiting.announced)
+            .get(id)
+            .and_then(|q| q.front().copied())
+            .is_some_and(|seq| seq < cancel_seq);
+        waiting.then(|| Err(session.started.clone()))
+    }
+
+    /// `session/cancel`: signals the token of the session's prompt read before it. That
+    /// prompt may not have started yet (requests run on their own tasks): wait for it
+    /// (bounded). A cancel with no prompt read before it is dropped, so it cannot hit a
+    /// later prompt. Returns whether a prompt was cancelled.
+    pub(crate) async fn cancel(&self, id: &SessionId) -> bool {
+        let cancel_seq = self.awaiting.take_cancel(id);
+        let deadline = tokio::time::Instant::now() + CANCEL_GRACE;
+        loop {
+            let started = match self.cancel_running(id, cancel_seq) {
+                None => return false,
+                Some(Ok(())) => return true,
+                Some(Err(started)) => started,
+            };
+            let notified = started.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            match self.cancel_running(id, cancel_seq) {
+                None => return false,
+                Some(Ok(())) => return true,
+                Some(Err(_)) => {}
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return false;
+            }
+        }
+    }
+}

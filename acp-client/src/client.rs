@@ -1,0 +1,218 @@
+//! The `Client` trait: what an agent may ask of the client (v1 client methods), and the
+//! dispatcher that turns incoming JSON-RPC traffic into calls on it.
+
+use std::sync::Arc;
+
+use acp_rpc::{Error, Handler, NotificationContext, Params, RawValue, RequestContext, to_raw};
+use acp_types::v1::{
+    CompleteElicitationNotification, CreateElicitationRequest, CreateElicitationResponse,
+    CreateTerminalRequest, CreateTerminalResponse, KillTerminalRequest, KillTerminalResponse,
+    ReadTextFileRequest, ReadTextFileResponse, ReleaseTerminalRequest, ReleaseTerminalResponse,
+    RequestPermissionRequest, RequestPermissionResponse, SessionNotification,
+    TerminalOutputRequest, TerminalOutputResponse, WaitForTerminalExitRequest,
+    WaitForTerminalExitResponse, WriteTextFileRequest, WriteTextFileResponse, names,
+};
+use acp_types::{NotificationMethod, RequestMethod};
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::connection::Subscribers;
+
+/// The client side of ACP v1: one method per request or notification an agent sends.
+///
+/// Every request method defaults to "method not found" (`-32601`); the notifications
+/// (`session_update`, `complete_elicitation`, `ext_notification`) default to ignoring the
+/// message. Implement what you advertise in your `clientCapabilities`; the
+/// [`crate::fs::SandboxedFs`] and [`crate::terminal::Terminals`] building blocks serve the
+/// fs and terminal methods.
+///
+/// Notification methods run one at a time in arrival order and must not await a request to
+/// the agent (spawn a task for that); request methods run concurrently.
+#[async_trait]
+pub trait Client: Send + Sync + 'static {
+    /// `session/request_permission`: ask the user to pick one of the options.
+    async fn request_permission(
+        &self,
+        params: RequestPermissionRequest,
+    ) -> Result<RequestPermissionResponse, Error> {
+        let _ = params;
+        Err(Error::method_not_found(names::SESSION_REQUEST_PERMISSION))
+    }
+
+    /// `fs/read_text_file`.
+    async fn read_text_file(
+        &self,
+        params: ReadTextFileRequest,
+    ) -> Result<ReadTextFileResponse, Error> {
+        let _ = params;
+        Err(Error::method_not_found(names::FS_READ_TEXT_FILE))
+    }
+
+    /// `fs/write_text_file`.
+    async fn write_text_file(
+        &self,
+        params: WriteTextFileRequest,
+    ) -> Result<WriteTextFileResponse, Error> {
+        let _ = params;
+        Err(Error::method_not_found(names::FS_WRITE_TEXT_FILE))
+    }
+
+    /// `terminal/create`.
+    async fn create_terminal(
+        &self,
+        params: CreateTerminalRequest,
+    ) -> Result<CreateTerminalResponse, Error> {
+        let _ = params;
+        Err(Error::method_not_found(names::TERMINAL_CREATE))
+    }
+
+    /// `terminal/output`.
+    async fn terminal_output(
+        &self,
+        params: TerminalOutputRequest,
+    ) -> Result<TerminalOutputResponse, Error> {
+        let _ = params;
+        Err(Error::method_not_found(names::TERMINAL_OUTPUT))
+    }
+
+    /// `terminal/release`.
+    async fn release_terminal(
+        &self,
+        params: ReleaseTerminalRequest,
+    ) -> Result<ReleaseTerminalResponse, Error> {
+        let _ = params;
+        Err(Error::method_not_found(names::TERMINAL_RELEASE))
+    }
+
+    /// `terminal/wait_for_exit`.
+    async fn wait_for_terminal_exit(
+        &self,
+        params: WaitForTerminalExitRequest,
+    ) -> Result<WaitForTerminalExitResponse, Error> {
+        let _ = params;
+        Err(Error::method_not_found(names::TERMINAL_WAIT_FOR_EXIT))
+    }
+
+    /// `terminal/kill`.
+    async fn kill_terminal(
+        &self,
+        params: KillTerminalRequest,
+    ) -> Result<KillTerminalResponse, Error> {
+        let _ = params;
+        Err(Error::method_not_found(names::TERMINAL_KILL))
+    }
+
+    /// `elicitation/create`.
+    async fn create_elicitation(
+        &self,
+        params: CreateElicitationRequest,
+    ) -> Result<CreateElicitationResponse, Error> {
+        let _ = params;
+        Err(Error::method_not_found(names::ELICITATION_CREATE))
+    }
+
+    /// `session/update` (notification). Default: ignored.
+    async fn session_update(&self, params: SessionNotification) -> Result<(), Error> {
+        let _ = params;
+        Ok(())
+    }
+
+    /// `elicitation/complete` (notification). Default: ignored.
+    async fn complete_elicitation(
+        &self,
+        params: CompleteElicitationNotification,
+    ) -> Result<(), Error> {
+        let _ = params;
+        Ok(())
+    }
+
+    /// An `_`-prefixed extension request, with its raw params. Default: `-32601`.
+    async fn ext_method(&self, method: &str, params: Value) -> Result<Value, Error> {
+        let _ = params;
+        Err(Error::method_not_found(method))
+    }
+
+    /// An `_`-prefixed extension notification. Default: ignored.
+    async fn ext_notification(&self, method: &str, params: Value) -> Result<(), Error> {
+        let _ = (method, params);
+        Ok(())
+    }
+}
+
+/// Parses the params of a request, honouring "null params mean the default".
+fn parse_request<P: RequestMethod>(params: &Params) -> Result<P, Error> {
+    if P::PARAMS_NULL_AS_DEFAULT && params.raw().is_none() {
+        return acp_rpc::deserialize_params("{}");
+    }
+    params.parse()
+}
+
+fn parse_notification<P: NotificationMethod>(params: &Params) -> Result<P, Error> {
+    if P::PARAMS_NULL_AS_DEFAULT && params.raw().is_none() {
+        return acp_rpc::deserialize_params("{}");
+    }
+    params.parse()
+}
+
+/// The raw params as a `Value` (`null` when absent).
+fn raw_value(params: &Params) -> Result<Value, Error> {
+    params.parse::<Value>()
+}
+
+/// Routes incoming traffic to a [`Client`] (and `session/update`s to prompt streams).
+pub(crate) struct Dispatcher<C: Client> {
+    pub(crate) client: Arc<C>,
+    pub(crate) subscribers: Subscribers,
+}
+
+#[async_trait]
+impl<C: Client> Handler for Dispatcher<C> {
+    async fn handle_request(
+        &self,
+        _cx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> Result<Box<RawValue>, Error> {
+        let c = &*self.client;
+        match method {
+            names::SESSION_REQUEST_PERMISSION => {
+                to_raw(&c.request_permission(parse_request(&params)?).await?)
+            }
+            names::FS_READ_TEXT_FILE => to_raw(&c.read_text_file(parse_request(&params)?).await?),
+            names::FS_WRITE_TEXT_FILE => to_raw(&c.write_text_file(parse_request(&params)?).await?),
+            names::TERMINAL_CREATE => to_raw(&c.create_terminal(parse_request(&params)?).await?),
+            names::TERMINAL_OUTPUT => to_raw(&c.terminal_output(parse_request(&params)?).await?),
+            names::TERMINAL_RELEASE => to_raw(&c.release_terminal(parse_request(&params)?).await?),
+            names::TERMINAL_WAIT_FOR_EXIT => {
+                to_raw(&c.wait_for_terminal_exit(parse_request(&params)?).await?)
+            }
+            names::TERMINAL_KILL => to_raw(&c.kill_terminal(parse_request(&params)?).await?),
+            names::ELICITATION_CREATE => {
+                to_raw(&c.create_elicitation(parse_request(&params)?).await?)
+            }
+            m if m.starts_with('_') => to_raw(&c.ext_method(m, raw_value(&params)?).await?),
+            m => Err(Error::method_not_found(m)),
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        _cx: NotificationContext,
+        method: &str,
+        params: Params,
+    ) -> Result<(), Error> {
+        let c = &*self.client;
+        match method {
+            names::SESSION_UPDATE => {
+                let n: SessionNotification = parse_notification(&params)?;
+                self.subscribers.deliver(&n);
+                c.session_update(n).await
+            }
+            names::ELICITATION_COMPLETE => {
+                c.complete_elicitation(parse_notification(&params)?).await
+            }
+            m if m.starts_with('_') => c.ext_notification(m, raw_value(&params)?).await,
+            m => Err(Error::method_not_found(m)),
+        }
+    }
+}

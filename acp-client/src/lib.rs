@@ -1,0 +1,55 @@
+//! The client side of the Agent Client Protocol (v1).
+//!
+//! * [`Client`]: implement what the agent may ask of you (permission prompts, files,
+//!   terminals, `session/update`s); every method has a default.
+//! * [`ClientConnection`]: runs a [`Client`] over a reader/writer pair and gives a typed,
+//!   cloneable [`AgentHandle`] with every v1 agent method, plus
+//!   [`AgentHandle::prompt_stream`] (a prompt turn as a stream of updates ending with the
+//!   stop reason).
+//! * [`process::AgentProcess`] (feature `process`): spawns an agent command with piped
+//!   stdio, forwards its stderr to `tracing`, and kills its whole process group on drop.
+//! * Building blocks for a [`Client`] impl: [`fs::SandboxedFs`] (files restricted to root
+//!   directories) and [`terminal::Terminals`] (feature `process`).
+//!
+//! ```no_run
+//! use acp_client::{Client, ClientConnection, PromptEvent};
+//! use acp_types::v1::*;
+//!
+//! struct Printer;
+//! impl Client for Printer {}
+//!
+//! # async fn run(stdout: tokio::io::DuplexStream, stdin: tokio::io::DuplexStream,
+//! #              init: InitializeRequest, new: NewSessionRequest) -> Result<(), acp_client::Error> {
+//! let conn = ClientConnection::connect(Printer, stdout, stdin);
+//! let agent = conn.agent();
+//! agent.initialize(init).await?;
+//! let session = agent.new_session(new).await?;
+//! let mut turn = agent.prompt_stream(PromptRequest {
+//!     session_id: session.session_id,
+//!     prompt: vec![ContentBlock::text("hello")],
+//!     meta: None,
+//! });
+//! while let Some(event) = turn.next().await {
+//!     match event {
+//!         PromptEvent::Update(update) => println!("{update:?}"),
+//!         PromptEvent::Done(result) => println!("stop: {:?}", result?.stop_reason),
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod client;
+pub mod connection;
+pub mod fs;
+#[cfg(feature = "process")]
+pub mod process;
+#[cfg(feature = "process")]
+pub mod terminal;
+
+pub use acp_rpc::{Config, Error, ErrorCode};
+/// Re-exported so `Client` impls can use `#[async_trait]` without their own dependency.
+pub use async_trait::async_trait;
+pub use client::Client;
+pub use connection::{AgentHandle, ClientConnection, PromptEvent, PromptStream};

@@ -1,0 +1,368 @@
+//! Running an agent as a child process over stdio: [`AgentProcess`].
+//!
+//! The child gets piped stdin/stdout (the ACP transport) and stderr, which is forwarded line
+//! by line to `tracing` (target `acp_client::agent_stderr`) while a bounded tail (the last
+//! [`STDERR_TAIL_LINES`] lines, at most [`STDERR_TAIL_BYTES`] bytes) is kept for error
+//! messages. The child is the leader of its own process group, and the whole group is
+//! killed when the handle drops, so wrapper launchers (`npx`, `uvx`, shell scripts) do not
+//! leak grandchildren. The group kill runs the system `kill` program
+//! (`kill -s KILL -- -<pgid>`), which keeps this crate free of `libc`/`nix`.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use acp_rpc::Config;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::task::JoinHandle;
+
+use crate::client::Client;
+use crate::connection::ClientConnection;
+
+/// Lines of stderr kept for error messages.
+pub const STDERR_TAIL_LINES: usize = 64;
+/// Bytes of stderr kept for error messages.
+pub const STDERR_TAIL_BYTES: usize = 16 * 1024;
+
+/// What to run.
+#[derive(Clone, Debug, Default)]
+pub struct AgentCommand {
+    /// The program (looked up in `PATH` if it has no slash).
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Extra environment variables (added to the inherited environment).
+    pub env: Vec<(OsString, OsString)>,
+    /// Working directory (inherited when `None`).
+    pub cwd: Option<PathBuf>,
+}
+
+impl AgentCommand {
+    /// A command running `program` with no arguments.
+    pub fn new(program: impl Into<OsString>) -> Self {
+        AgentCommand {
+            program: program.into(),
+            ..Default::default()
+        }
+    }
+    /// Adds an argument.
+    #[must_use]
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+    /// Adds arguments.
+    #[must_use]
+    pub fn args<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, args: I) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+    /// Adds an environment variable.
+    #[must_use]
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+    /// Sets the working directory.
+    #[must_use]
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+    fn describe(&self) -> String {
+        let mut s = self.program.to_string_lossy().into_owned();
+        for a in &self.args {
+            s.push(' ');
+            s.push_str(&a.to_string_lossy());
+        }
+        s
+    }
+}
+
+/// Why an agent process failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    /// The program could not be started.
+    #[error("failed to start agent `{command}`: {source}")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The agent exited (possibly before it was expected to).
+    #[error("agent `{command}` exited ({status}){}", tail_suffix(.stderr_tail))]
+    Exited {
+        /// The command line.
+        command: String,
+        /// How it exited.
+        status: ExitStatus,
+        /// The last lines it wrote to stderr.
+        stderr_tail: String,
+    },
+    /// The stdio pipes were already taken (by an earlier `connect` or `take_stdio`).
+    #[error("the agent's stdio was already taken")]
+    StdioTaken,
+    /// Waiting for the process failed.
+    #[error("waiting for agent `{command}` failed: {source}")]
+    Wait {
+        /// The command line.
+        command: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn tail_suffix(tail: &str) -> String {
+    if tail.is_empty() {
+        "; it wrote nothing to stderr".to_owned()
+    } else {
+        format!("; last stderr output:\n{tail}")
+    }
+}
+
+#[derive(Default)]
+struct Tail {
+    lines: VecDeque<String>,
+    bytes: usize,
+}
+
+impl Tail {
+    fn push(&mut self, line: String) {
+        self.bytes += line.len();
+        self.lines.push_back(line);
+        while self.lines.len() > STDERR_TAIL_LINES || self.bytes > STDERR_TAIL_BYTES {
+            match self.lines.pop_front() {
+                Some(old) => self.bytes -= old.len(),
+                None => break,
+            }
+        }
+    }
+}
+
+/// A running agent child process. Dropping it kills the child's whole process group.
+#[derive(Debug)]
+pub struct AgentProcess {
+    command: String,
+    child: Child,
+    pgid: Option<u32>,
+    stdin: Option<ChildStdin>,
+    stdout: Option<ChildStdout>,
+    tail: Arc<Mutex<Tail>>,
+    stderr_task: Option<JoinHandle<()>>,
+    connection: Option<ClientConnection>,
+}
+
+impl std::fmt::Debug for Tail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tail")
+            .field("lines", &self.lines.len())
+            .finish()
+    }
+}
+
+impl AgentProcess {
+    /// Spawns the command with piped stdio in its own process group.
+    pub fn spawn(cmd: &AgentCommand) -> Result<AgentProcess, ProcessError> {
+        let command = cmd.describe();
+        let mut c = Command::new(&cmd.program);
+        c.args(&cmd.args)
+            .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        if let Some(dir) = &cmd.cwd {
+            c.current_dir(dir);
+        }
+        let mut child = c.spawn().map_err(|source| ProcessError::Spawn {
+            command: command.clone(),
+            source,
+        })?;
+        let pgid = child.id();
+        let tail = Arc::new(Mutex::new(Tail::default()));
+        let stderr_task = child.stderr.take().map(|stderr| {
+            let tail = tail.clone();
+            let program = cmd.program.to_string_lossy().into_owned();
+            tokio::spawn(async move {
+                let mut reader = BufReader::new(stderr);
+                let mut buf = Vec::new();
+                loop {
+                    buf.clear();
+                    // A line longer than the tail limit is split, so memory stays bounded.
+                    let mut limited = (&mut reader).take(STDERR_TAIL_BYTES as u64);
+                    match limited.read_until(b'\n', &mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                    let mut line = String::from_utf8_lossy(&buf).into_owned();
+                    while line.ends_with(['\n', '\r']) {
+                        line.pop();
+                    }
+                    if line.len() > STDERR_TAIL_BYTES {
+                        let mut cut = STDERR_TAIL_BYTES;
+                        while !line.is_char_boundary(cut) {
+                            cut -= 1;
+                        }
+                        line.truncate(cut);
+                    }
+                    tracing::info!(target: "acp_client::agent_stderr", agent = %program, "{line}");
+                    tail.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+                }
+            })
+        });
+        Ok(AgentProcess {
+            command,
+            stdin: child.stdin.take(),
+            stdout: child.stdout.take(),
+            child,
+            pgid,
+            tail,
+            stderr_task,
+            connection: None,
+        })
+    }
+
+    /// The child's process id (also its process group id), if it has not been reaped.
+    pub fn id(&self) -> Option<u32> {
+        self.pgid
+    }
+
+    /// The command line, for messages.
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// Takes the stdio pipes (agent's stdout to read, stdin to write) to run a connection
+    /// yourself. [`AgentProcess::shutdown`] then cannot close stdin: close your connection.
+    pub fn take_stdio(&mut self) -> Option<(ChildStdout, ChildStdin)> {
+        Some((self.stdout.take()?, self.stdin.take()?))
+    }
+
+    /// Runs `client` over the child's stdio. The connection is closed by
+    /// [`AgentProcess::shutdown`].
+    pub fn connect<C: Client>(
+        &mut self,
+        client: C,
+        config: Config,
+    ) -> Result<ClientConnection, ProcessError> {
+        let (stdout, stdin) = self.take_stdio().ok_or(ProcessError::StdioTaken)?;
+        let conn = ClientConnection::new(client, stdout, stdin, config);
+        self.connection = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// The last lines the agent wrote to stderr (joined with newlines).
+    pub fn stderr_tail(&self) -> String {
+        let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        tail.lines.iter().cloned().collect::<Vec<_>>().join("\n")
+    }
+
+    /// If the child has already exited, the [`ProcessError::Exited`] describing it.
+    pub async fn check_exited(&mut self) -> Option<ProcessError> {
+        match self.child.try_wait() {
+            Ok(Some(status)) => Some(self.exited(status).await),
+            _ => None,
+        }
+    }
+
+    /// Waits for the child to exit and describes how (with the stderr tail). Use it when the
+    /// connection closes unexpectedly to tell the user why.
+    pub async fn wait_exit(&mut self) -> ProcessError {
+        match self.child.wait().await {
+            Ok(status) => self.exited(status).await,
+            Err(source) => ProcessError::Wait {
+                command: self.command.clone(),
+                source,
+            },
+        }
+    }
+
+    async fn exited(&mut self, status: ExitStatus) -> ProcessError {
+        // Let the stderr forwarder drain what the child wrote before it died (a grandchild
+        // holding stderr open must not stall us).
+        if let Some(task) = self.stderr_task.as_mut() {
+            let _ = tokio::time::timeout(Duration::from_millis(500), task).await;
+        }
+        ProcessError::Exited {
+            command: self.command.clone(),
+            status,
+            stderr_tail: self.stderr_tail(),
+        }
+    }
+
+    /// Graceful shutdown: closes the agent's stdin (and the connection made by
+    /// [`AgentProcess::connect`]), waits up to `grace` for it to exit, then kills its process
+    /// group. Returns the exit status.
+    pub async fn shutdown(mut self, grace: Duration) -> Result<ExitStatus, ProcessError> {
+        self.stdin.take();
+        if let Some(conn) = self.connection.take() {
+            conn.close();
+        }
+        let status = match tokio::time::timeout(grace, self.child.wait()).await {
+            Ok(r) => r,
+            Err(_) => {
+                self.kill_group();
+                let _ = self.child.start_kill();
+                self.child.wait().await
+            }
+        };
+        // Grandchildren may outlive the leader: clean the group up either way.
+        self.kill_group();
+        status.map_err(|source| ProcessError::Wait {
+            command: self.command.clone(),
+            source,
+        })
+    }
+
+    /// Kills the whole process group now (SIGKILL), without waiting.
+    pub fn kill(&mut self) {
+        self.kill_group();
+        let _ = self.child.start_kill();
+    }
+
+    fn kill_group(&self) {
+        if let Some(pgid) = self.pgid {
+            kill_process_group(pgid);
+        }
+    }
+}
+
+/// Sends SIGKILL to process group `pgid` by running `kill -s KILL -- -<pgid>`; failures (the
+/// group is already gone, no `kill` program) are ignored.
+///
+/// The `--` is essential: procps-ng's `kill` reads `kill -KILL -<pgid>` (no `--`) as
+/// something other than "signal the group <pgid>" and signals far more than the group
+/// (found the hard way: it took down the test runner's shell).
+pub(crate) fn kill_process_group(pgid: u32) {
+    // 0 would mean our own group and 1 would mean every process: never.
+    if pgid <= 1 {
+        return;
+    }
+    let _ = std::process::Command::new("kill")
+        .args(["-s", "KILL", "--", &format!("-{pgid}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        if let Some(conn) = self.connection.take() {
+            conn.close();
+        }
+        self.kill_group();
+        let _ = self.child.start_kill();
+        if let Some(task) = self.stderr_task.take() {
+            task.abort();
+        }
+    }
+}

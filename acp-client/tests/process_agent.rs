@@ -1,0 +1,156 @@
+//! `AgentProcess`: spawn failures and early exits explain themselves (with the stderr tail),
+//! stderr is kept bounded, shutdown is graceful then forceful, a real child speaks ACP over
+//! stdio, and dropping the handle kills the whole process group (grandchildren included).
+
+use std::time::{Duration, Instant};
+
+use acp_client::Client;
+use acp_client::process::{AgentCommand, AgentProcess, ProcessError, STDERR_TAIL_LINES};
+use acp_rpc::Config;
+use acp_types::v1::InitializeRequest;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+struct Nothing;
+impl Client for Nothing {}
+
+fn sh(script: &str) -> AgentCommand {
+    AgentCommand::new("sh").arg("-c").arg(script)
+}
+
+fn init() -> InitializeRequest {
+    serde_json::from_value(serde_json::json!({"protocolVersion": 1})).unwrap()
+}
+
+#[tokio::test]
+async fn spawn_failure_names_the_command_and_the_os_error() {
+    let err = AgentProcess::spawn(&AgentCommand::new("/no/such/agent").arg("--acp")).unwrap_err();
+    assert!(matches!(err, ProcessError::Spawn { .. }));
+    let text = err.to_string();
+    assert!(text.contains("/no/such/agent --acp"), "{text}");
+    assert!(text.contains("No such file"), "{text}");
+}
+
+#[tokio::test]
+async fn early_exit_reports_status_and_stderr_tail_and_pending_calls_fail_promptly() {
+    let mut p = AgentProcess::spawn(&sh("echo 'fatal: no API key' >&2; exit 7")).unwrap();
+    let conn = p.connect(Nothing, Config::default()).unwrap();
+    let r = tokio::time::timeout(Duration::from_secs(5), conn.agent().initialize(init()))
+        .await
+        .expect("no hang");
+    assert!(r.unwrap_err().is_connection_closed());
+    let err = tokio::time::timeout(Duration::from_secs(5), p.wait_exit())
+        .await
+        .expect("exit observed");
+    let text = err.to_string();
+    assert!(text.contains("exited"), "{text}");
+    assert!(text.contains('7'), "{text}");
+    assert!(text.contains("fatal: no API key"), "{text}");
+    match err {
+        ProcessError::Exited {
+            status,
+            stderr_tail,
+            ..
+        } => {
+            assert_eq!(status.code(), Some(7));
+            assert_eq!(stderr_tail, "fatal: no API key");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_stderr_tail_is_bounded_to_the_last_lines() {
+    let mut p = AgentProcess::spawn(&sh(
+        "i=1; while [ $i -le 200 ]; do echo line$i >&2; i=$((i+1)); done",
+    ))
+    .unwrap();
+    let err = p.wait_exit().await;
+    let ProcessError::Exited { stderr_tail, .. } = err else {
+        panic!("{err}")
+    };
+    let lines: Vec<&str> = stderr_tail.lines().collect();
+    assert_eq!(lines.len(), STDERR_TAIL_LINES);
+    assert_eq!(lines.last(), Some(&"line200"));
+    assert_eq!(lines[0], format!("line{}", 200 - STDERR_TAIL_LINES + 1));
+}
+
+#[tokio::test]
+async fn a_huge_stderr_line_is_split_and_the_tail_stays_within_its_byte_limit() {
+    let mut p = AgentProcess::spawn(&sh(
+        "head -c 100000 /dev/zero | tr '\\0' x >&2; echo end >&2",
+    ))
+    .unwrap();
+    let ProcessError::Exited { stderr_tail, .. } = p.wait_exit().await else {
+        panic!()
+    };
+    assert!(stderr_tail.len() <= acp_client::process::STDERR_TAIL_BYTES + STDERR_TAIL_LINES);
+    assert!(
+        stderr_tail.ends_with("xxend"),
+        "{}",
+        &stderr_tail[stderr_tail.len() - 20..]
+    );
+}
+
+#[tokio::test]
+async fn a_real_child_answers_initialize_over_stdio() {
+    // A minimal "agent": reads the request line and answers id 1.
+    let script = r#"read line; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}'; cat >/dev/null"#;
+    let mut p = AgentProcess::spawn(&sh(script)).unwrap();
+    let conn = p.connect(Nothing, Config::default()).unwrap();
+    let r = tokio::time::timeout(Duration::from_secs(5), conn.agent().initialize(init()))
+        .await
+        .expect("answered")
+        .unwrap();
+    assert_eq!(serde_json::to_value(r.protocol_version).unwrap(), 1);
+    // Closing stdin lets `cat` end: graceful shutdown without a kill.
+    let status = p.shutdown(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[tokio::test]
+async fn shutdown_kills_an_agent_that_ignores_stdin_eof_after_the_grace_period() {
+    let p = AgentProcess::spawn(&sh("trap '' TERM; exec sleep 30")).unwrap();
+    let start = Instant::now();
+    let status = p.shutdown(Duration::from_millis(200)).await.unwrap();
+    assert!(start.elapsed() < Duration::from_secs(5));
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(9));
+}
+
+fn is_gone(pid: u32) -> bool {
+    // Gone, or a zombie nobody has reaped yet (PID 1 in a container may not reap).
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+    }
+}
+
+#[tokio::test]
+async fn dropping_the_handle_kills_grandchildren_in_the_process_group() {
+    let mut p = AgentProcess::spawn(&sh("sleep 60 & echo $! ; wait")).unwrap();
+    let (stdout, _stdin) = p.take_stdio().unwrap();
+    let mut line = String::new();
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        BufReader::new(stdout).read_line(&mut line),
+    )
+    .await
+    .expect("grandchild pid printed")
+    .unwrap();
+    let grandchild: u32 = line.trim().parse().unwrap();
+    assert!(
+        !is_gone(grandchild),
+        "grandchild {grandchild} should be running"
+    );
+    drop(p);
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while !is_gone(grandchild) {
+        assert!(
+            Instant::now() < deadline,
+            "grandchild {grandchild} survived the drop"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
