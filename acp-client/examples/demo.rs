@@ -1,0 +1,273 @@
+//! The end-to-end demo: a client that spawns the demo agent as a real child process over
+//! stdio, runs initialize -> session/new -> session/prompt, answers the permission request,
+//! serves files and terminals from the built-in handlers rooted at a temporary directory, and
+//! prints a readable transcript.
+//!
+//! ```sh
+//! cargo run -p acp-client --example demo            # transcript
+//! cargo run -p acp-client --example demo -- --wire  # plus every raw line on the wire
+//! cargo run -p acp-client --example demo -- -- my-agent --flag   # drive another agent
+//! ```
+//!
+//! By default the agent is `acp-agent`'s `echo_agent` example, started through `cargo run`
+//! (so the first run also builds it).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use acp_client::fs::SandboxedFs;
+use acp_client::process::{AgentCommand, AgentProcess};
+use acp_client::terminal::Terminals;
+use acp_client::{Client, Config, Error, PromptEvent, async_trait};
+use acp_rpc::{Direction, TapEvent};
+use acp_types::v1::*;
+
+/// The demo's `Client`: files and terminals from the built-in handlers, permission requests
+/// answered with the first "allow" option, and every update printed.
+struct DemoClient {
+    fs: SandboxedFs,
+    terminals: Terminals,
+}
+
+#[async_trait]
+impl Client for DemoClient {
+    async fn request_permission(
+        &self,
+        p: RequestPermissionRequest,
+    ) -> Result<RequestPermissionResponse, Error> {
+        let title = p
+            .tool_call
+            .title
+            .clone()
+            .unwrap_or_else(|| p.tool_call.tool_call_id.0.clone());
+        let choice = p
+            .options
+            .iter()
+            .find(|o| {
+                matches!(
+                    o.kind,
+                    PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways
+                )
+            })
+            .or(p.options.first());
+        let outcome = match choice {
+            Some(option) => {
+                println!(
+                    "  ? permission for \"{title}\": answering \"{}\"",
+                    option.name
+                );
+                RequestPermissionOutcome::selected(option.option_id.clone())
+            }
+            None => RequestPermissionOutcome::Cancelled,
+        };
+        Ok(RequestPermissionResponse {
+            outcome,
+            meta: None,
+        })
+    }
+
+    async fn read_text_file(&self, p: ReadTextFileRequest) -> Result<ReadTextFileResponse, Error> {
+        println!("  < fs/read_text_file {}", p.path);
+        self.fs.read_text_file(p).await
+    }
+
+    async fn write_text_file(
+        &self,
+        p: WriteTextFileRequest,
+    ) -> Result<WriteTextFileResponse, Error> {
+        println!("  < fs/write_text_file {}", p.path);
+        self.fs.write_text_file(p).await
+    }
+
+    async fn create_terminal(
+        &self,
+        p: CreateTerminalRequest,
+    ) -> Result<CreateTerminalResponse, Error> {
+        println!("  < terminal/create {} {}", p.command, p.args.join(" "));
+        self.terminals.create(p).await
+    }
+
+    async fn terminal_output(
+        &self,
+        p: TerminalOutputRequest,
+    ) -> Result<TerminalOutputResponse, Error> {
+        self.terminals.output(p).await
+    }
+
+    async fn wait_for_terminal_exit(
+        &self,
+        p: WaitForTerminalExitRequest,
+    ) -> Result<WaitForTerminalExitResponse, Error> {
+        self.terminals.wait_for_exit(p).await
+    }
+
+    async fn kill_terminal(&self, p: KillTerminalRequest) -> Result<KillTerminalResponse, Error> {
+        self.terminals.kill(p).await
+    }
+
+    async fn release_terminal(
+        &self,
+        p: ReleaseTerminalRequest,
+    ) -> Result<ReleaseTerminalResponse, Error> {
+        self.terminals.release(p).await
+    }
+}
+
+/// One line of transcript for an update.
+fn describe(update: &SessionUpdate) -> String {
+    fn text(block: &ContentBlock) -> String {
+        match block {
+            ContentBlock::Text(t) => t.text.clone(),
+            other => format!(
+                "[{}]",
+                serde_json::to_value(other)
+                    .map(|v| v["type"].to_string())
+                    .unwrap_or_default()
+            ),
+        }
+    }
+    match update {
+        SessionUpdate::AgentMessageChunk(c) => format!("agent: {}", text(&c.content)),
+        SessionUpdate::AgentThoughtChunk(c) => format!("thought: {}", text(&c.content)),
+        SessionUpdate::UserMessageChunk(c) => format!("user: {}", text(&c.content)),
+        SessionUpdate::ToolCall(t) => format!(
+            "tool call {} \"{}\" ({}, {})",
+            t.tool_call_id.0, t.title, t.kind, t.status
+        ),
+        SessionUpdate::ToolCallUpdate(t) => {
+            let status = t
+                .status
+                .as_ref()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "updated".into());
+            format!("tool call {} {status}", t.tool_call_id.0)
+        }
+        SessionUpdate::Plan(p) => {
+            let entries: Vec<String> = p
+                .entries
+                .iter()
+                .map(|e| format!("[{}] {}", e.status, e.content))
+                .collect();
+            format!("plan: {}", entries.join("; "))
+        }
+        SessionUpdate::AvailableCommandsUpdate(c) => {
+            let names: Vec<&str> = c
+                .available_commands
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect();
+            format!("commands: /{}", names.join(", /"))
+        }
+        SessionUpdate::CurrentModeUpdate(m) => format!("mode: {}", m.current_mode_id.0),
+        other => format!(
+            "update: {}",
+            serde_json::to_string(other).unwrap_or_default()
+        ),
+    }
+}
+
+fn workspace_manifest() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml")
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let wire = args.iter().any(|a| a == "--wire");
+    let custom: Vec<String> = match args.iter().position(|a| a == "--") {
+        Some(i) => args[i + 1..].to_vec(),
+        None => Vec::new(),
+    };
+
+    // A scratch workspace with one file the demo agent reads.
+    let root = std::env::temp_dir().join(format!("acp-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&root)?;
+    let root = std::fs::canonicalize(&root)?;
+    std::fs::write(
+        root.join("hello.txt"),
+        "Hello from the client's file system!\n",
+    )?;
+
+    let command = match custom.split_first() {
+        Some((program, rest)) => AgentCommand::new(program).args(rest),
+        None => AgentCommand::new("cargo").args([
+            "run".into(),
+            "--quiet".into(),
+            "--manifest-path".into(),
+            workspace_manifest().into_os_string(),
+            "-p".into(),
+            "acp-agent".into(),
+            "--example".into(),
+            "echo_agent".into(),
+        ]),
+    }
+    .cwd(&root);
+    println!("spawning the agent (cwd {})", root.display());
+    let mut agent_process = AgentProcess::spawn(&command)?;
+
+    let mut config = Config::default();
+    if wire {
+        config = config.with_tap(Arc::new(|event: TapEvent<'_>| {
+            if let TapEvent::Line(direction, bytes) = event {
+                let arrow = match direction {
+                    Direction::Outgoing => ">>",
+                    Direction::Incoming => "<<",
+                };
+                eprintln!("{arrow} {}", String::from_utf8_lossy(bytes).trim_end());
+            }
+        }));
+    }
+    let client = DemoClient {
+        fs: SandboxedFs::new([&root])?,
+        terminals: Terminals::new(),
+    };
+    let connection = agent_process.connect(client, config)?;
+    let agent = connection.agent();
+
+    let init = agent
+        .initialize(serde_json::from_value(serde_json::json!({
+            "protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true},
+            "clientInfo": {"name": "acp-rs demo client", "version": env!("CARGO_PKG_VERSION")}
+        }))?)
+        .await
+        .map_err(|e| format!("initialize failed: {e}\nagent stderr:\n{}", agent_process.stderr_tail()))?;
+    println!(
+        "initialized: protocol {}, agent {}",
+        init.protocol_version.0,
+        init.agent_info
+            .as_ref()
+            .map(|i| i.name.as_str())
+            .unwrap_or("(unnamed)")
+    );
+
+    let session = agent
+        .new_session(NewSessionRequest {
+            cwd: root.to_string_lossy().into_owned(),
+            additional_directories: Vec::new(),
+            mcp_servers: Vec::new(),
+            meta: None,
+        })
+        .await?;
+    println!("session {}", session.session_id.0);
+
+    let prompt = "Please read hello.txt and say hi";
+    println!("user: {prompt}");
+    let mut turn = agent.prompt_stream(PromptRequest {
+        session_id: session.session_id.clone(),
+        prompt: vec![ContentBlock::text(prompt)],
+        meta: None,
+    });
+    while let Some(event) = turn.next().await {
+        match event {
+            PromptEvent::Update(update) => println!("  {}", describe(&update)),
+            PromptEvent::Done(result) => println!("stop reason: {}", result?.stop_reason),
+        }
+    }
+
+    let status = agent_process.shutdown(Duration::from_secs(2)).await?;
+    println!("agent exited: {status}");
+    let _ = std::fs::remove_dir_all(&root);
+    Ok(())
+}
