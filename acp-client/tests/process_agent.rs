@@ -154,3 +154,54 @@ async fn dropping_the_handle_kills_grandchildren_in_the_process_group() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+#[tokio::test]
+async fn an_agent_dying_mid_prompt_ends_the_prompt_with_an_error_at_once() {
+    // Answers initialize (id 1) and session/new (id 2), streams one update for the prompt
+    // (id 3), then crashes without answering it.
+    let script = r#"read l; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}'
+read l; echo '{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s1"}}'
+read l; echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"partial"}}}}'
+echo 'panic: model backend went away' >&2; exit 101"#;
+    let mut p = AgentProcess::spawn(&sh(script)).unwrap();
+    let conn = p.connect(Nothing, Config::default()).unwrap();
+    let agent = conn.agent();
+    agent.initialize(init()).await.unwrap();
+    let session = agent
+        .new_session(
+            serde_json::from_value(serde_json::json!({"cwd": "/tmp", "mcpServers": []})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let turn = agent.prompt_stream(
+        serde_json::from_value(serde_json::json!({
+            "sessionId": session.session_id.0, "prompt": [{"type": "text", "text": "hi"}]
+        }))
+        .unwrap(),
+    );
+    let (updates, result) = tokio::time::timeout(Duration::from_secs(5), turn.collect())
+        .await
+        .expect("the prompt must not hang when the agent dies");
+    assert_eq!(
+        updates.len(),
+        1,
+        "the update sent before the crash is delivered"
+    );
+    let err = result.expect_err("no answer can come from a dead agent");
+    assert!(err.is_connection_closed(), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+    match p.wait_exit().await {
+        ProcessError::Exited { .. } => {}
+        other => panic!("unexpected {other}"),
+    }
+    assert!(
+        p.stderr_tail().contains("model backend went away"),
+        "{}",
+        p.stderr_tail()
+    );
+}
