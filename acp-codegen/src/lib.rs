@@ -73,6 +73,7 @@ pub fn generate_dialect(schema_text: &str, source: &str) -> Result<DialectModule
             model::DefKind::UntaggedUnion(m) => unions::untagged_union(def, m)?,
             model::DefKind::Code(c) => unions::code(def, c)?,
             model::DefKind::Object(o) if structs::is_empty_object(o) => structs::empty_object(def),
+            model::DefKind::Null => structs::null_payload(def),
             _ => continue,
         };
         let file: syn::File =

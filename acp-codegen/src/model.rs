@@ -74,6 +74,9 @@ pub enum DefKind {
     UntaggedUnion(Vec<UntaggedMember>),
     /// 7: an open integer code with named values.
     Code(CodeDef),
+    /// 9: a payload that is always `null` (legacy dialects' parameterless methods and empty
+    /// results).
+    Null,
 }
 
 /// Shape 1 (and 8).
@@ -395,9 +398,10 @@ fn parse_def(name: &str, v: &Value) -> Result<Def, Error> {
             }
             Some("string") => DefKind::StringNewtype,
             Some("integer") => DefKind::IntegerNewtype,
+            Some("null") => DefKind::Null,
             _ => {
                 return Err(err(
-                    "not one of the shapes of CONVENTIONS.md (object, string, integer, enum, union, code)"
+                    "not one of the shapes of CONVENTIONS.md (object, string, integer, enum, union, code, null)"
                         .into(),
                 ));
             }
@@ -604,11 +608,11 @@ fn check_references(schema: &Schema) -> Result<(), Error> {
     for m in &schema.methods {
         for name in std::iter::once(&m.params).chain(m.result.iter()) {
             match schema.def(name).map(|d| &d.kind) {
-                Some(DefKind::Object(_)) => {}
+                Some(DefKind::Object(_) | DefKind::Null) => {}
                 _ => {
                     return Err(schema_err(
                         &format!("x-methods[{}]", m.wire),
-                        format!("`{name}` must be an object definition"),
+                        format!("`{name}` must be an object or null definition"),
                     ));
                 }
             }

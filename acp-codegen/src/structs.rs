@@ -157,6 +157,31 @@ pub fn empty_object(def: &crate::model::Def) -> TokenStream {
     }
 }
 
+/// A payload that is always `null`: a unit struct that writes `null` and reads `null` or, as
+/// the peers of the legacy dialects tolerate, any object (ignored).
+pub fn null_payload(def: &crate::model::Def) -> TokenStream {
+    let name = ident(&def.name);
+    let doc = docs(def.description.as_deref());
+    let util: syn::Path = syn::parse_str(SERDE_UTIL).expect("a path");
+    quote! {
+        #doc
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct #name;
+
+        impl ::serde::Serialize for #name {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+                serializer.serialize_unit()
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for #name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+                #util::deserialize_null_payload(deserializer).map(|()| #name)
+            }
+        }
+    }
+}
+
 /// typify adds `impl From<&T> for T` (a clone) to every type; it only adds noise.
 fn is_clone_from_ref(i: &syn::ItemImpl) -> bool {
     let Some((path, _)) = &i.trait_ else {

@@ -38,6 +38,8 @@ fn every_shape_generates_as_recorded() {
         "pub const PARSE_ERROR: Self = Self(-32700);",
         "deserialize_with = \"crate::serde_util::lenient_vec\"",
         "skip_serializing_if = \"Kind::is_default\"",
+        "pub struct PingParams;",
+        "crate::serde_util::deserialize_null_payload(deserializer)",
     ] {
         assert!(module.types.contains(expected), "missing {expected:?}");
     }

@@ -28,9 +28,29 @@ pub struct SchemaDocument {
 /// The stable ACP v1 schema: integer `protocolVersion: 1`, sessions, `session/update`.
 pub const V1: &str = include_str!("../schemas/v1.json");
 
+/// The 0.0.9 dialect (Gemini CLI `--experimental-acp`, crate `agentic-coding-protocol` 0.0.9):
+/// string `protocolVersion: "0.0.9"`, one implicit conversation, `pushToolCall`.
+pub const LEGACY_0_0_9: &str = include_str!("../schemas/legacy-0.0.9.json");
+
+/// The threads dialect, the first form of the protocol: no handshake, conversation threads,
+/// no `jsonrpc` member.
+pub const THREADS: &str = include_str!("../schemas/threads.json");
+
 /// Every schema this crate ships, in the order the generator processes them.
-pub const ALL: &[SchemaDocument] = &[SchemaDocument {
-    dialect: "v1",
-    file_name: "v1.json",
-    text: V1,
-}];
+pub const ALL: &[SchemaDocument] = &[
+    SchemaDocument {
+        dialect: "v1",
+        file_name: "v1.json",
+        text: V1,
+    },
+    SchemaDocument {
+        dialect: "legacy-0.0.9",
+        file_name: "legacy-0.0.9.json",
+        text: LEGACY_0_0_9,
+    },
+    SchemaDocument {
+        dialect: "threads",
+        file_name: "threads.json",
+        text: THREADS,
+    },
+];

@@ -8,6 +8,8 @@
 //! | module | feature | dialect |
 //! | --- | --- | --- |
 //! | [`v1`] | `v1` (default) | stable ACP v1: integer `protocolVersion: 1`, sessions |
+//! | `legacy::v0_0_9` | `legacy-0-0-9` | 0.0.9: string `protocolVersion: "0.0.9"`, `pushToolCall` |
+//! | `legacy::threads` | `legacy-threads` | the first protocol: threads, no handshake, no `jsonrpc` |
 //!
 //! Forward compatibility is built in: unknown fields are ignored, `_meta` objects survive a
 //! round trip, and an unknown enum value, `sessionUpdate` kind or content block type is kept in
@@ -21,5 +23,8 @@ mod generated;
 
 #[cfg(feature = "v1")]
 pub mod v1;
+
+#[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
+pub mod legacy;
 
 pub use methods::{DecodeError, MethodInfo, MethodKind, NotificationMethod, RequestMethod, Side};

@@ -104,3 +104,24 @@ where
         _ => None,
     })
 }
+
+/// The payload of a parameterless method or an empty result in the legacy dialects: `null`,
+/// or any object (ignored), as the peers of those dialects sent both. Anything else (a number,
+/// a string, an array) is rejected.
+pub fn deserialize_null_payload<'de, D>(deserializer: D) -> Result<(), D::Error>
+where
+    D: Deserializer<'de>,
+{
+    match Value::deserialize(deserializer)? {
+        Value::Null | Value::Object(_) => Ok(()),
+        other => Err(serde::de::Error::custom(format_args!(
+            "expected null (or an object, ignored), found {}",
+            match other {
+                Value::Bool(_) => "a boolean",
+                Value::Number(_) => "a number",
+                Value::String(_) => "a string",
+                _ => "an array",
+            }
+        ))),
+    }
+}

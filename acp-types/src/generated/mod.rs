@@ -9,3 +9,21 @@ pub mod v1 {
     pub mod types;
     pub mod methods;
 }
+
+#[cfg(feature = "legacy-0-0-9")]
+#[rustfmt::skip]
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod legacy_0_0_9 {
+    //! The 0.0.9 dialect, generated from `acp-schema/schemas/legacy-0.0.9.json`.
+    pub mod types;
+    pub mod methods;
+}
+
+#[cfg(feature = "legacy-threads")]
+#[rustfmt::skip]
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod threads {
+    //! The threads dialect, generated from `acp-schema/schemas/threads.json`.
+    pub mod types;
+    pub mod methods;
+}

@@ -1,0 +1,56 @@
+//! The legacy dialects real agents and editors shipped before ACP v1, each behind its feature.
+//!
+//! Neither has notifications: every call is a request and is answered. Both number requests
+//! per side from 0, so ids of the two directions collide (a message is a request iff it has a
+//! `method`). Who serves what:
+//!
+//! | dialect | the agent serves | the editor (client) serves |
+//! | --- | --- | --- |
+//! | [`v0_0_9`] | `initialize`, `authenticate`, `sendUserMessage`, `cancelSendMessage` | `streamAssistantMessageChunk`, `requestToolCallConfirmation`, `pushToolCall`, `updateToolCall`, `writeTextFile`, `readTextFile` |
+//! | [`threads`] | `getThreads`, `createThread`, `openThread`, `getThreadEntries`, `sendMessage` | `streamMessageChunk`, `readTextFile`, `readBinaryFile`, `stat`, `globSearch` |
+//!
+//! The first description of the threads protocol listed its thread methods as
+//! "agent-initiated" and its file methods as "client-initiated". By what each method does (and
+//! by the code of that time) it is the other way round: the editor calls the thread methods,
+//! which the agent serves, and the agent calls the file methods, which the editor serves. These
+//! types follow the code.
+
+#[cfg(feature = "legacy-0-0-9")]
+pub mod v0_0_9 {
+    //! The 0.0.9 dialect: every type of `acp-schema/schemas/legacy-0.0.9.json`, its method
+    //! table ([`METHODS`], [`names`]) and its message enums.
+    //!
+    //! ```
+    //! use acp_types::legacy::v0_0_9::*;
+    //!
+    //! let push: PushToolCallResponse =
+    //!     serde_json::from_str(r#"{"type":"PushToolCallResponse","id":3}"#).unwrap();
+    //! assert_eq!(push.id, ToolCallId(3));
+    //! ```
+    pub use crate::generated::legacy_0_0_9::methods::*;
+    pub use crate::generated::legacy_0_0_9::types::*;
+
+    /// The version string of this dialect, as sent in `initialize`.
+    pub const PROTOCOL_VERSION: &str = "0.0.9";
+}
+
+#[cfg(feature = "legacy-threads")]
+pub mod threads {
+    //! The threads dialect: every type of `acp-schema/schemas/threads.json`, its method table
+    //! ([`METHODS`], [`names`]) and its message enums.
+    //!
+    //! ```
+    //! use acp_types::legacy::threads::*;
+    //!
+    //! let chunk = StreamMessageChunkParams {
+    //!     thread_id: ThreadId("t1".into()),
+    //!     chunk: MessageChunk::Text(TextChunk { chunk: "hi".into() }),
+    //! };
+    //! assert_eq!(
+    //!     serde_json::to_string(&chunk).unwrap(),
+    //!     r#"{"threadId":"t1","chunk":{"type":"text","chunk":"hi"}}"#
+    //! );
+    //! ```
+    pub use crate::generated::threads::methods::*;
+    pub use crate::generated::threads::types::*;
+}
