@@ -24,6 +24,9 @@ pub struct Dialect {
     /// no `$/cancel_request` is sent. Incoming id-less messages are still handled as
     /// notifications. Default `true`.
     pub notifications: bool,
+    /// The id of the first outgoing request; later ones count up from it. Default `1`; the
+    /// legacy dialects' peers count from `0`.
+    pub first_request_id: i64,
 }
 
 impl Default for Dialect {
@@ -33,11 +36,34 @@ impl Default for Dialect {
             emit_jsonrpc: true,
             omit_null_params: false,
             notifications: true,
+            first_request_id: 1,
         }
     }
 }
 
 impl Dialect {
+    /// The framing of the 0.0.9 (`pushToolCall`) dialect: `"jsonrpc": "2.0"` written on every
+    /// message but not required on input, null params left out, no notifications (every call
+    /// is a request), requests numbered from 0.
+    pub fn legacy_0_0_9() -> Self {
+        Dialect::default()
+            .accept_missing_jsonrpc(true)
+            .omit_null_params(true)
+            .notifications(false)
+            .first_request_id(0)
+    }
+
+    /// The framing of the threads dialect: no `"jsonrpc"` member on output (accepted on
+    /// input), `params` always written (`null` when empty), no notifications, requests
+    /// numbered from 0.
+    pub fn threads() -> Self {
+        Dialect::default()
+            .accept_missing_jsonrpc(true)
+            .emit_jsonrpc(false)
+            .notifications(false)
+            .first_request_id(0)
+    }
+
     /// Sets [`Dialect::accept_missing_jsonrpc`].
     #[must_use]
     pub fn accept_missing_jsonrpc(mut self, yes: bool) -> Self {
@@ -60,6 +86,12 @@ impl Dialect {
     #[must_use]
     pub fn notifications(mut self, yes: bool) -> Self {
         self.notifications = yes;
+        self
+    }
+    /// Sets [`Dialect::first_request_id`].
+    #[must_use]
+    pub fn first_request_id(mut self, id: i64) -> Self {
+        self.first_request_id = id;
         self
     }
 }

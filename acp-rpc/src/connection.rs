@@ -130,10 +130,11 @@ impl Connection {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let (out_tx, out_rx) = mpsc::channel(config.outgoing_queue);
+        let first_id = config.dialect.first_request_id;
         let shared = Arc::new(Shared {
             config,
             out_tx,
-            next_id: AtomicI64::new(1),
+            next_id: AtomicI64::new(first_id),
             pending: Mutex::new(PendingMap::default()),
             shutdown: CancellationToken::new(),
             reason: OnceLock::new(),

@@ -136,3 +136,37 @@ async fn an_error_response_reaches_the_caller_as_the_same_error() {
     );
     assert_eq!(e.to_string(), "JSON-RPC error -32000: auth required ([1])");
 }
+
+#[tokio::test]
+async fn the_legacy_presets_frame_requests_as_their_peers_did() {
+    let (conn, mut raw) = RawPeer::connect(
+        TestHandler::new(),
+        Config::default().with_dialect(Dialect::legacy_0_0_9()),
+    );
+    conn.peer().notify("cancelSendMessage", &()).await.unwrap();
+    assert_eq!(
+        raw.line().await.unwrap(),
+        r#"{"jsonrpc":"2.0","id":0,"method":"cancelSendMessage"}"#
+    );
+    // Incoming messages without "jsonrpc" are fine.
+    raw.send(b"{\"id\":0,\"method\":\"echo\",\"params\":7}\n")
+        .await;
+    assert_eq!(
+        raw.line().await.unwrap(),
+        r#"{"jsonrpc":"2.0","id":0,"result":7}"#
+    );
+
+    let (conn, mut raw) = RawPeer::connect(
+        TestHandler::new(),
+        Config::default().with_dialect(Dialect::threads()),
+    );
+    let peer = conn.peer().clone();
+    tokio::spawn(async move { peer.request::<_, Value>("getThreads", &()).await });
+    assert_eq!(
+        raw.line().await.unwrap(),
+        r#"{"id":0,"method":"getThreads","params":null}"#
+    );
+    raw.send(b"{\"id\":0,\"method\":\"echo\",\"params\":null}\n")
+        .await;
+    assert_eq!(raw.line().await.unwrap(), r#"{"id":0,"result":null}"#);
+}
