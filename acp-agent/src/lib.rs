@@ -42,6 +42,7 @@ mod agent;
 pub mod client;
 mod connection;
 mod context;
+pub mod legacy;
 pub mod session;
 mod state;
 

@@ -43,6 +43,7 @@
 pub mod client;
 pub mod connection;
 pub mod fs;
+pub mod legacy;
 #[cfg(feature = "process")]
 pub mod process;
 #[cfg(feature = "process")]

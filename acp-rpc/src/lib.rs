@@ -45,6 +45,7 @@ pub mod message;
 pub mod outgoing;
 pub mod params;
 pub mod tap;
+mod typed;
 mod writer;
 
 pub use codec::{Frame, LineCodec};

@@ -16,6 +16,7 @@
 //! an `Unknown` variant instead of failing the whole message.
 #![deny(missing_docs)]
 
+mod dialect;
 pub mod methods;
 pub mod serde_util;
 
@@ -27,4 +28,5 @@ pub mod v1;
 #[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
 pub mod legacy;
 
+pub use dialect::{Dialect, UnknownDialect};
 pub use methods::{DecodeError, MethodInfo, MethodKind, NotificationMethod, RequestMethod, Side};

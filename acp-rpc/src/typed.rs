@@ -1,0 +1,46 @@
+//! Typed calls: methods bound to their params and result types by `acp-types`
+//! ([`RequestMethod`]), so a caller names a params value and gets the method's result type.
+
+use acp_types::RequestMethod;
+
+use crate::{CallOptions, Error, Params, Peer};
+
+impl Peer {
+    /// Sends the request `P` is bound to (its wire name is `P::METHOD`) and reads the typed
+    /// result, honouring the method's "a `null` result reads as the default" rule. A result
+    /// that does not fit is `-32603` naming the method.
+    pub async fn typed_request<P: RequestMethod + Sync>(
+        &self,
+        params: &P,
+    ) -> Result<P::Response, Error> {
+        self.typed_request_with(params, CallOptions::default())
+            .await
+    }
+
+    /// [`Peer::typed_request`] with per-call options (timeout, cancel on drop).
+    pub async fn typed_request_with<P: RequestMethod + Sync>(
+        &self,
+        params: &P,
+        options: CallOptions,
+    ) -> Result<P::Response, Error> {
+        let raw = self.request_raw(P::METHOD, params, options).await?;
+        P::decode_response(&*raw).map_err(|e| {
+            Error::internal_error(format!(
+                "the result of {} did not deserialize: {e}",
+                P::METHOD
+            ))
+        })
+    }
+}
+
+impl Params {
+    /// Reads these params as the request `P`, honouring the method's "`null` params read as
+    /// the default" rule (absent params count as `null`). `-32602` names the field.
+    pub fn parse_request<P: RequestMethod>(&self) -> Result<P, Error> {
+        if P::PARAMS_NULL_AS_DEFAULT && self.raw().is_none_or(|r| r.get().trim() == "null") {
+            crate::deserialize_params("{}")
+        } else {
+            self.parse()
+        }
+    }
+}
