@@ -22,10 +22,17 @@ fn side_tokens(side: Side) -> TokenStream {
 
 fn const_name(wire: &str) -> proc_macro2::Ident {
     let mut out = String::new();
+    let mut prev_lower = false;
     for c in wire.chars() {
         if c.is_ascii_alphanumeric() {
+            // camelCase wire names (`getThreads`) split at the case change: `GET_THREADS`.
+            if c.is_ascii_uppercase() && prev_lower {
+                out.push('_');
+            }
+            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
             out.push(c.to_ascii_uppercase());
         } else if !out.is_empty() && !out.ends_with('_') {
+            prev_lower = false;
             out.push('_');
         }
     }

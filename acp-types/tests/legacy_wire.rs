@@ -170,6 +170,12 @@ fn method_tables_say_who_serves_what() {
             "globSearch"
         ]
     );
+    // camelCase wire names get snake-case constants.
+    assert_eq!(threads::names::GET_THREAD_ENTRIES, "getThreadEntries");
+    assert_eq!(
+        v0_0_9::names::STREAM_ASSISTANT_MESSAGE_CHUNK,
+        "streamAssistantMessageChunk"
+    );
     assert!(
         v0_0_9::METHODS
             .iter()

@@ -9,21 +9,21 @@ pub mod names {
     /// `authenticate`: Runs the agent's own login flow.
     pub const AUTHENTICATE: &str = "authenticate";
     /// `sendUserMessage`: Sends a user message to the agent's single conversation; answered when the turn is over.
-    pub const SENDUSERMESSAGE: &str = "sendUserMessage";
+    pub const SEND_USER_MESSAGE: &str = "sendUserMessage";
     /// `cancelSendMessage`: Cancels the running turn.
-    pub const CANCELSENDMESSAGE: &str = "cancelSendMessage";
+    pub const CANCEL_SEND_MESSAGE: &str = "cancelSendMessage";
     /// `streamAssistantMessageChunk`: Appends a chunk of reply text or thought. A request: this dialect has no notifications.
-    pub const STREAMASSISTANTMESSAGECHUNK: &str = "streamAssistantMessageChunk";
+    pub const STREAM_ASSISTANT_MESSAGE_CHUNK: &str = "streamAssistantMessageChunk";
     /// `requestToolCallConfirmation`: Shows a tool call and asks the user whether it may run.
-    pub const REQUESTTOOLCALLCONFIRMATION: &str = "requestToolCallConfirmation";
+    pub const REQUEST_TOOL_CALL_CONFIRMATION: &str = "requestToolCallConfirmation";
     /// `pushToolCall`: Shows a tool call that needs no confirmation.
-    pub const PUSHTOOLCALL: &str = "pushToolCall";
+    pub const PUSH_TOOL_CALL: &str = "pushToolCall";
     /// `updateToolCall`: Updates a tool call's status and content.
-    pub const UPDATETOOLCALL: &str = "updateToolCall";
+    pub const UPDATE_TOOL_CALL: &str = "updateToolCall";
     /// `writeTextFile`: Writes a text file through the editor.
-    pub const WRITETEXTFILE: &str = "writeTextFile";
+    pub const WRITE_TEXT_FILE: &str = "writeTextFile";
     /// `readTextFile`: Reads a text file through the editor.
-    pub const READTEXTFILE: &str = "readTextFile";
+    pub const READ_TEXT_FILE: &str = "readTextFile";
 }
 /// Every method of this dialect: wire name, serving side, kind, params and result types.
 pub const METHODS: &[crate::methods::MethodInfo] = &[

@@ -5,25 +5,25 @@ use super::types::*;
 /// The wire name of every method of this dialect.
 pub mod names {
     /// `getThreads`: Lists the threads the agent keeps.
-    pub const GETTHREADS: &str = "getThreads";
+    pub const GET_THREADS: &str = "getThreads";
     /// `createThread`: Starts a new, empty thread.
-    pub const CREATETHREAD: &str = "createThread";
+    pub const CREATE_THREAD: &str = "createThread";
     /// `openThread`: Makes a thread the current one; unknown threads are an error.
-    pub const OPENTHREAD: &str = "openThread";
+    pub const OPEN_THREAD: &str = "openThread";
     /// `getThreadEntries`: Reads a thread's history.
-    pub const GETTHREADENTRIES: &str = "getThreadEntries";
+    pub const GET_THREAD_ENTRIES: &str = "getThreadEntries";
     /// `sendMessage`: Sends a user message; answered when the agent's turn is over.
-    pub const SENDMESSAGE: &str = "sendMessage";
+    pub const SEND_MESSAGE: &str = "sendMessage";
     /// `streamMessageChunk`: Appends a chunk to the agent's reply on screen. A request, not a notification: this dialect has none.
-    pub const STREAMMESSAGECHUNK: &str = "streamMessageChunk";
+    pub const STREAM_MESSAGE_CHUNK: &str = "streamMessageChunk";
     /// `readTextFile`: Reads a text file through the editor.
-    pub const READTEXTFILE: &str = "readTextFile";
+    pub const READ_TEXT_FILE: &str = "readTextFile";
     /// `readBinaryFile`: Reads a file's bytes through the editor, base64-encoded.
-    pub const READBINARYFILE: &str = "readBinaryFile";
+    pub const READ_BINARY_FILE: &str = "readBinaryFile";
     /// `stat`: Asks the editor whether a path exists and whether it is a directory.
     pub const STAT: &str = "stat";
     /// `globSearch`: Asks the editor for the files matching a glob pattern.
-    pub const GLOBSEARCH: &str = "globSearch";
+    pub const GLOB_SEARCH: &str = "globSearch";
 }
 /// Every method of this dialect: wire name, serving side, kind, params and result types.
 pub const METHODS: &[crate::methods::MethodInfo] = &[
