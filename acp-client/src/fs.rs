@@ -169,6 +169,139 @@ impl SandboxedFs {
     }
 }
 
+/// What [`SandboxedFs::stat`] found at a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathStat {
+    /// Whether anything exists there.
+    pub exists: bool,
+    /// Whether it is a directory.
+    pub is_directory: bool,
+}
+
+/// At most this many matches are returned by [`SandboxedFs::glob`].
+pub const MAX_GLOB_MATCHES: usize = 10_000;
+
+impl SandboxedFs {
+    /// Reads up to `limit` bytes of a file from `offset` (both optional), under the same
+    /// rules and size limit as text reads. Served for the threads dialect's `readBinaryFile`.
+    pub async fn read_bytes(
+        &self,
+        path: &str,
+        offset: Option<u64>,
+        limit: Option<u64>,
+    ) -> Result<Vec<u8>, Error> {
+        use tokio::io::{AsyncReadExt, AsyncSeekExt};
+        let resolved = self.resolve(path)?;
+        let meta = tokio::fs::metadata(&resolved)
+            .await
+            .map_err(|e| io_error(path, &e))?;
+        if !meta.is_file() {
+            return Err(Error::invalid_params(format!("{path} is not a file"))
+                .with_data(json!({ "path": path })));
+        }
+        let offset = offset.unwrap_or(0).min(meta.len());
+        let wanted = limit.unwrap_or(u64::MAX).min(meta.len() - offset);
+        if wanted > self.max_file_size {
+            return Err(too_large(path, wanted, self.max_file_size));
+        }
+        let mut file = tokio::fs::File::open(&resolved)
+            .await
+            .map_err(|e| io_error(path, &e))?;
+        file.seek(io::SeekFrom::Start(offset))
+            .await
+            .map_err(|e| io_error(path, &e))?;
+        let mut bytes = Vec::with_capacity(wanted as usize);
+        file.take(wanted)
+            .read_to_end(&mut bytes)
+            .await
+            .map_err(|e| io_error(path, &e))?;
+        Ok(bytes)
+    }
+
+    /// Whether `path` exists and is a directory. A path outside the roots is refused (not
+    /// reported as missing), so the sandbox does not leak what exists elsewhere.
+    pub async fn stat(&self, path: &str) -> Result<PathStat, Error> {
+        let resolved = self.resolve(path)?;
+        match tokio::fs::metadata(&resolved).await {
+            Ok(meta) => Ok(PathStat {
+                exists: true,
+                is_directory: meta.is_dir(),
+            }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(PathStat {
+                exists: false,
+                is_directory: false,
+            }),
+            Err(e) => Err(io_error(path, &e)),
+        }
+    }
+
+    /// The files under the roots matching a glob `pattern` (`*` and `?` stay within one path
+    /// component, `**` crosses directories), as absolute paths in sorted order. A relative
+    /// pattern is matched against paths relative to each root, an absolute one against the
+    /// full path. Symbolic links are not followed; at most [`MAX_GLOB_MATCHES`] are returned.
+    #[cfg(feature = "legacy-threads")]
+    pub async fn glob(&self, pattern: &str) -> Result<Vec<String>, Error> {
+        let matcher = globset::GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| {
+                Error::invalid_params(format!("bad glob pattern {pattern:?}: {e}"))
+                    .with_data(json!({ "pattern": pattern }))
+            })?
+            .compile_matcher();
+        let absolute = Path::new(pattern).is_absolute();
+        let roots: Vec<PathBuf> = self.roots().map(Path::to_path_buf).collect();
+        tokio::task::spawn_blocking(move || {
+            let mut found = Vec::new();
+            for root in &roots {
+                walk(root, &mut |file: &Path| {
+                    let candidate = if absolute {
+                        file
+                    } else {
+                        file.strip_prefix(root).unwrap_or(file)
+                    };
+                    if matcher.is_match(candidate) {
+                        found.push(file.to_string_lossy().into_owned());
+                    }
+                    found.len() < MAX_GLOB_MATCHES
+                });
+            }
+            found.sort();
+            found.dedup();
+            found
+        })
+        .await
+        .map_err(|e| Error::internal_error(format!("glob search failed: {e}")))
+    }
+}
+
+/// Visits every regular file below `dir` (no symlinks followed) until `visit` returns false.
+#[cfg(feature = "legacy-threads")]
+fn walk(dir: &Path, visit: &mut dyn FnMut(&Path) -> bool) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return true;
+    };
+    let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        let go_on = if kind.is_dir() {
+            walk(&path, visit)
+        } else if kind.is_file() {
+            visit(&path)
+        } else {
+            true
+        };
+        if !go_on {
+            return false;
+        }
+    }
+    true
+}
+
 fn cur_from(root: &Path, rest: &Path) -> PathBuf {
     let mut p = root.to_path_buf();
     p.push(rest);

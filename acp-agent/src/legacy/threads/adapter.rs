@@ -1,0 +1,562 @@
+//! The adapter that serves one v1 [`crate::Agent`] to a threads editor: [`serve_v1`].
+//!
+//! The v1 agent runs on an in-memory pipe; [`V1Side`] is its client there, [`ThreadsSide`]
+//! the threads agent the editor talks to. [`Threads`] is what both share: the threads (v1
+//! sessions) this connection knows and their histories.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use acp_rpc::{
+    Config, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
+};
+use acp_types::legacy::threads as t;
+use acp_types::v1;
+use async_trait::async_trait;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::OnceCell;
+
+use super::native::{Agent, ClientHandle, Connection, Context, serve_with};
+use crate::Error;
+use crate::legacy::support::{pipe, tie};
+use crate::state::lock;
+
+/// How [`serve_v1`] presents the v1 agent.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct AdapterOptions {
+    /// The working directory of the sessions behind new threads (`session/new` needs one; the
+    /// threads dialect has none). Default: the process's current directory.
+    pub cwd: PathBuf,
+}
+
+impl Default for AdapterOptions {
+    fn default() -> Self {
+        AdapterOptions {
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+        }
+    }
+}
+
+impl AdapterOptions {
+    /// Sets [`AdapterOptions::cwd`].
+    #[must_use]
+    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.cwd = cwd.into();
+        self
+    }
+}
+
+/// Serves a v1 `agent` to a threads editor over a reader/writer pair; see the module docs for
+/// the mapping.
+pub fn serve_v1<A, R, W>(agent: A, reader: R, writer: W, options: AdapterOptions) -> Connection
+where
+    A: crate::Agent,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    serve_v1_with(agent, reader, writer, Config::default(), options)
+}
+
+/// [`serve_v1`] with a custom [`Config`] for the threads wire (its dialect is always the
+/// threads framing).
+pub fn serve_v1_with<A, R, W>(
+    agent: A,
+    reader: R,
+    writer: W,
+    config: Config,
+    options: AdapterOptions,
+) -> Connection
+where
+    A: crate::Agent,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let ((agent_read, agent_write), (bridge_read, bridge_write)) = pipe();
+    let inner_agent = crate::serve(agent, agent_read, agent_write);
+    let threads = Arc::new(Threads::default());
+    let editor: Arc<OnceLock<ClientHandle>> = Arc::default();
+    let v1_side = acp_rpc::Connection::new(
+        bridge_read,
+        bridge_write,
+        V1Side {
+            threads: threads.clone(),
+            editor: editor.clone(),
+        },
+        Config::default(),
+    );
+    let outer = serve_with(
+        ThreadsSide {
+            agent: v1_side.peer().clone(),
+            initialized: OnceCell::new(),
+            threads,
+            options,
+        },
+        reader,
+        writer,
+        config,
+    );
+    let _ = editor.set(outer.client().clone());
+    tie(outer.client().peer(), v1_side.peer());
+    tie(v1_side.peer(), inner_agent.client().peer());
+    outer
+}
+
+/// The threads this connection knows, with what the editor can ask about them.
+#[derive(Default)]
+struct Threads(Mutex<HashMap<v1::SessionId, ThreadState>>);
+
+struct ThreadState {
+    title: Option<String>,
+    modified_at: String,
+    entries: Vec<t::ThreadEntry>,
+    /// A `sendMessage` is running: the agent's reply chunks go to the editor.
+    prompting: bool,
+}
+
+impl ThreadState {
+    fn new() -> Self {
+        ThreadState {
+            title: None,
+            modified_at: now_rfc3339(),
+            entries: Vec::new(),
+            prompting: false,
+        }
+    }
+
+    /// Appends text to the history, extending the last entry when it is a message of the
+    /// same role (chunks of one message arrive one by one).
+    fn record_text(&mut self, role: t::Role, text: &str) {
+        let chunk = t::MessageChunk::Text(t::TextChunk {
+            chunk: text.to_string(),
+        });
+        match self.entries.last_mut() {
+            Some(t::ThreadEntry::Message(m)) if m.role == role => m.chunks.push(chunk),
+            _ => self.entries.push(t::ThreadEntry::Message(t::Message {
+                role,
+                chunks: vec![chunk],
+            })),
+        }
+        self.modified_at = now_rfc3339();
+    }
+
+    fn metadata(&self, id: &v1::SessionId) -> t::ThreadMetadata {
+        t::ThreadMetadata {
+            id: t::ThreadId(id.0.clone()),
+            title: self
+                .title
+                .clone()
+                .unwrap_or_else(|| format!("Thread {}", id.0)),
+            modified_at: self.modified_at.clone(),
+        }
+    }
+}
+
+impl Threads {
+    fn with<T>(&self, id: &v1::SessionId, f: impl FnOnce(&mut ThreadState) -> T) -> Option<T> {
+        lock(&self.0).get_mut(id).map(f)
+    }
+
+    fn insert(&self, id: v1::SessionId) {
+        lock(&self.0).entry(id).or_insert_with(ThreadState::new);
+    }
+
+    fn knows(&self, id: &v1::SessionId) -> bool {
+        lock(&self.0).contains_key(id)
+    }
+}
+
+fn thread_not_found(id: &str) -> Error {
+    Error::resource_not_found(format!("Thread not found: {id}"))
+}
+
+fn session_of(id: &t::ThreadId) -> v1::SessionId {
+    v1::SessionId(id.0.clone())
+}
+
+/// The text of the user's message, one text block per chunk.
+fn prompt_of(message: &t::Message) -> Vec<v1::ContentBlock> {
+    message
+        .chunks
+        .iter()
+        .map(|c| match c {
+            t::MessageChunk::Text(text) => v1::ContentBlock::text(text.chunk.clone()),
+            t::MessageChunk::Unknown(raw) => v1::ContentBlock::text(raw.to_string()),
+        })
+        .collect()
+}
+
+/// The threads agent the editor sees; every call becomes v1 calls to the agent on the pipe.
+struct ThreadsSide {
+    agent: Peer,
+    initialized: OnceCell<v1::InitializeResponse>,
+    threads: Arc<Threads>,
+    options: AdapterOptions,
+}
+
+impl ThreadsSide {
+    /// The v1 handshake, done once, before the first call (the threads dialect has none).
+    async fn agent(&self) -> Result<&v1::InitializeResponse, Error> {
+        self.initialized
+            .get_or_try_init(|| async {
+                let mut caps = v1::ClientCapabilities::default();
+                caps.fs.read_text_file = true;
+                self.agent
+                    .typed_request(&v1::InitializeRequest {
+                        protocol_version: v1::ProtocolVersion::LATEST,
+                        client_capabilities: caps,
+                        client_info: None,
+                        meta: None,
+                    })
+                    .await
+            })
+            .await
+    }
+
+    fn cwd(&self) -> String {
+        self.options.cwd.to_string_lossy().into_owned()
+    }
+}
+
+#[async_trait]
+impl Agent for ThreadsSide {
+    async fn get_threads(&self, _cx: &Context) -> Result<t::GetThreadsResponse, Error> {
+        let init = self.agent().await?;
+        let mut listed = Vec::new();
+        if init.agent_capabilities.session_capabilities.list.is_some() {
+            let request = v1::ListSessionsRequest {
+                cwd: Some(self.cwd()),
+                cursor: None,
+                meta: None,
+            };
+            let answer = self.agent.typed_request(&request).await?;
+            listed = answer.sessions;
+        }
+        let threads = lock(&self.threads.0);
+        let mut out: Vec<t::ThreadMetadata> = threads
+            .iter()
+            .map(|(id, state)| state.metadata(id))
+            .collect();
+        for info in listed {
+            if !threads.contains_key(&info.session_id) {
+                out.push(t::ThreadMetadata {
+                    id: t::ThreadId(info.session_id.0.clone()),
+                    title: info
+                        .title
+                        .unwrap_or_else(|| format!("Thread {}", info.session_id.0)),
+                    modified_at: info.updated_at.unwrap_or_else(now_rfc3339),
+                });
+            }
+        }
+        out.sort_by(|a, b| a.id.0.cmp(&b.id.0));
+        Ok(t::GetThreadsResponse { threads: out })
+    }
+
+    async fn create_thread(&self, _cx: &Context) -> Result<t::CreateThreadResponse, Error> {
+        self.agent().await?;
+        let created = self
+            .agent
+            .typed_request(&v1::NewSessionRequest {
+                cwd: self.cwd(),
+                additional_directories: Vec::new(),
+                mcp_servers: Vec::new(),
+                meta: None,
+            })
+            .await?;
+        self.threads.insert(created.session_id.clone());
+        Ok(t::CreateThreadResponse {
+            thread_id: t::ThreadId(created.session_id.0),
+        })
+    }
+
+    async fn open_thread(&self, params: t::OpenThreadParams, _cx: &Context) -> Result<(), Error> {
+        let init = self.agent().await?;
+        let id = session_of(&params.thread_id);
+        if self.threads.knows(&id) {
+            return Ok(());
+        }
+        if !init.agent_capabilities.load_session {
+            return Err(thread_not_found(&id.0));
+        }
+        // The history replayed during the load lands in the new thread's entries.
+        self.threads.insert(id.clone());
+        let load = v1::LoadSessionRequest {
+            mcp_servers: Vec::new(),
+            cwd: self.cwd(),
+            additional_directories: Vec::new(),
+            session_id: id.clone(),
+            meta: None,
+        };
+        if let Err(e) = self.agent.typed_request(&load).await {
+            lock(&self.threads.0).remove(&id);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    async fn get_thread_entries(
+        &self,
+        params: t::GetThreadEntriesParams,
+        _cx: &Context,
+    ) -> Result<t::GetThreadEntriesResponse, Error> {
+        let id = session_of(&params.thread_id);
+        self.threads
+            .with(&id, |s| t::GetThreadEntriesResponse {
+                entries: s.entries.clone(),
+            })
+            .ok_or_else(|| thread_not_found(&id.0))
+    }
+
+    async fn send_message(&self, params: t::SendMessageParams, _cx: &Context) -> Result<(), Error> {
+        self.agent().await?;
+        let id = session_of(&params.thread_id);
+        let prompt = prompt_of(&params.message);
+        self.threads
+            .with(&id, |s| {
+                for block in &prompt {
+                    if let v1::ContentBlock::Text(text) = block {
+                        s.record_text(t::Role::User, &text.text);
+                    }
+                }
+                if s.title.is_none() {
+                    s.title = Some(title_from(&params.message));
+                }
+                s.prompting = true;
+            })
+            .ok_or_else(|| thread_not_found(&id.0))?;
+        struct Prompting<'a>(&'a Threads, &'a v1::SessionId);
+        impl Drop for Prompting<'_> {
+            fn drop(&mut self) {
+                self.0.with(self.1, |s| s.prompting = false);
+            }
+        }
+        let _prompting = Prompting(&self.threads, &id);
+        self.agent
+            .typed_request(&v1::PromptRequest {
+                session_id: id.clone(),
+                prompt,
+                meta: None,
+            })
+            .await?;
+        Ok(())
+    }
+}
+
+/// A thread title from the first line of its first message, at most 60 characters.
+fn title_from(message: &t::Message) -> String {
+    let text: String = message
+        .chunks
+        .iter()
+        .filter_map(|c| match c {
+            t::MessageChunk::Text(t) => Some(t.chunk.as_str()),
+            t::MessageChunk::Unknown(_) => None,
+        })
+        .collect();
+    let line = text.lines().next().unwrap_or("").trim();
+    let mut title: String = line.chars().take(60).collect();
+    if line.chars().count() > 60 {
+        title.push('…');
+    }
+    if title.is_empty() {
+        "Untitled thread".to_string()
+    } else {
+        title
+    }
+}
+
+/// The v1 client the agent sees on the pipe; its calls go to the threads editor.
+struct V1Side {
+    threads: Arc<Threads>,
+    editor: Arc<OnceLock<ClientHandle>>,
+}
+
+impl V1Side {
+    fn editor(&self) -> Result<&ClientHandle, Error> {
+        self.editor
+            .get()
+            .ok_or_else(|| Error::internal_error("the threads connection is not ready"))
+    }
+
+    async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
+        let id = n.session_id;
+        let kind = update_kind(&n.update);
+        let stream = match &n.update {
+            v1::SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
+                v1::ContentBlock::Text(text) => self
+                    .threads
+                    .with(&id, |s| {
+                        s.record_text(t::Role::Assistant, &text.text);
+                        s.prompting.then(|| text.text.clone())
+                    })
+                    .flatten(),
+                _ => {
+                    tracing::warn!(session = %id.0, "threads editors show text only: a non-text agent_message_chunk was dropped");
+                    None
+                }
+            },
+            v1::SessionUpdate::UserMessageChunk(chunk) => {
+                if let v1::ContentBlock::Text(text) = &chunk.content {
+                    self.threads
+                        .with(&id, |s| s.record_text(t::Role::User, &text.text));
+                }
+                None
+            }
+            v1::SessionUpdate::SessionInfoUpdate(info) => {
+                if let Some(Some(title)) = &info.title {
+                    self.threads.with(&id, |s| s.title = Some(title.clone()));
+                }
+                None
+            }
+            _ => {
+                tracing::warn!(session = %id.0, kind, "the threads dialect has no way to show this session/update; dropped");
+                None
+            }
+        };
+        if let Some(text) = stream {
+            self.editor()?
+                .stream_text(&t::ThreadId(id.0.clone()), text)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn read_text_file(&self, p: v1::ReadTextFileRequest) -> Result<Box<RawValue>, Error> {
+        let answer = self
+            .editor()?
+            .read_text_file(t::ReadTextFileParams {
+                thread_id: t::ThreadId(p.session_id.0.clone()),
+                path: p.path.clone(),
+                // v1 lines count from 1, threads line offsets from 0.
+                line_offset: p.line.map(|l| l.saturating_sub(1)),
+                line_limit: p.limit,
+            })
+            .await?;
+        self.threads.with(&p.session_id, |s| {
+            s.entries.push(t::ThreadEntry::ReadFile(t::ReadFileEntry {
+                path: p.path.clone(),
+                content: answer.content.clone(),
+            }));
+        });
+        to_raw(&v1::ReadTextFileResponse {
+            content: answer.content,
+            meta: None,
+        })
+    }
+}
+
+/// `-32601` for a v1 client call the threads editor cannot serve, saying why.
+fn not_forwarded(method: &str, why: &str) -> Error {
+    Error::new(
+        acp_rpc::ErrorCode::METHOD_NOT_FOUND,
+        format!("{method} cannot be forwarded: {why}"),
+    )
+    .with_data(serde_json::json!({ "method": method, "dialect": "threads" }))
+}
+
+/// The `sessionUpdate` tag of an update, for logs.
+fn update_kind(update: &v1::SessionUpdate) -> &'static str {
+    use v1::SessionUpdate as U;
+    match update {
+        U::UserMessageChunk(_) => "user_message_chunk",
+        U::AgentMessageChunk(_) => "agent_message_chunk",
+        U::AgentThoughtChunk(_) => "agent_thought_chunk",
+        U::ToolCall(_) => "tool_call",
+        U::ToolCallUpdate(_) => "tool_call_update",
+        U::Plan(_) => "plan",
+        _ => "another kind",
+    }
+}
+
+#[async_trait]
+impl Handler for V1Side {
+    async fn handle_request(
+        &self,
+        _cx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> Result<Box<RawValue>, Error> {
+        match method {
+            v1::names::FS_READ_TEXT_FILE => self.read_text_file(params.parse_request()?).await,
+            v1::names::SESSION_REQUEST_PERMISSION => Err(not_forwarded(
+                method,
+                "the threads dialect has no permission prompt, so a threads editor cannot be asked",
+            )),
+            _ => Err(not_forwarded(method, "a threads editor has no such method")),
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        _cx: NotificationContext,
+        method: &str,
+        params: Params,
+    ) -> Result<(), Error> {
+        if method == v1::names::SESSION_UPDATE {
+            self.update(params.parse()?).await
+        } else {
+            tracing::debug!(
+                method,
+                "notification from the v1 agent dropped: no threads equivalent"
+            );
+            Ok(())
+        }
+    }
+}
+
+/// The current time as an RFC 3339 UTC timestamp (`2025-06-25T12:00:00Z`).
+fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    rfc3339(secs)
+}
+
+/// Formats seconds since the Unix epoch as an RFC 3339 UTC timestamp.
+pub(crate) fn rfc3339(secs: u64) -> String {
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_750_852_800), "2025-06-25T12:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn titles_come_from_the_first_line_of_the_first_message() {
+        let message = |text: &str| t::Message {
+            role: t::Role::User,
+            chunks: vec![t::MessageChunk::Text(t::TextChunk { chunk: text.into() })],
+        };
+        assert_eq!(
+            title_from(&message("Summarize README.md\nplease")),
+            "Summarize README.md"
+        );
+        assert_eq!(title_from(&message("  ")), "Untitled thread");
+        let long = "x".repeat(70);
+        assert_eq!(title_from(&message(&long)).chars().count(), 61);
+    }
+}
