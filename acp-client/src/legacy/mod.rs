@@ -14,3 +14,5 @@
 
 #[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
 mod support;
+#[cfg(feature = "legacy-threads")]
+pub mod threads;
