@@ -1,0 +1,228 @@
+//! A v1 agent served to a threads editor through `legacy::threads::serve_v1`, checked byte
+//! for byte against a scripted editor that writes what the editors of that dialect wrote: no
+//! `"jsonrpc"`, `"params": null`, and ids counted from 0 on each side so they collide. Also
+//! the native threads agent with the bad-input table replayed in threads framing.
+
+use std::time::Duration;
+
+use acp_agent::legacy::threads::{AdapterOptions, serve_v1};
+use acp_agent::types::*;
+use acp_agent::{Agent, AgentContext, Error, PromptContext};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
+
+/// The editor's end of the wire: writes lines, reads lines, with a timeout on every read.
+struct Editor {
+    lines: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
+    out: WriteHalf<DuplexStream>,
+}
+
+impl Editor {
+    /// Serves `agent` through the adapter and returns the editor's end.
+    fn connect(agent: impl Agent) -> Editor {
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        let (r, w) = tokio::io::split(theirs);
+        serve_v1(
+            agent,
+            r,
+            w,
+            AdapterOptions::default().with_cwd("/home/user/project"),
+        );
+        let (r, w) = tokio::io::split(ours);
+        Editor {
+            lines: BufReader::new(r).lines(),
+            out: w,
+        }
+    }
+
+    async fn send(&mut self, line: &str) {
+        self.out.write_all(line.as_bytes()).await.unwrap();
+        self.out.write_all(b"\n").await.unwrap();
+    }
+
+    async fn line(&mut self) -> String {
+        tokio::time::timeout(Duration::from_secs(5), self.lines.next_line())
+            .await
+            .expect("the agent answers within 5 s")
+            .unwrap()
+            .expect("the agent keeps the connection open")
+    }
+
+    async fn expect(&mut self, expected: &str) {
+        assert_eq!(self.line().await, expected);
+    }
+
+    /// Asserts the next line is `expected` except for members named in `any`, which must
+    /// be present with any value.
+    async fn expect_json(&mut self, expected: Value, any: &[&str]) -> Value {
+        let line = self.line().await;
+        let mut got: Value = serde_json::from_str(&line).unwrap();
+        let mut masked = got.clone();
+        for pointer in any {
+            let slot = masked
+                .pointer_mut(pointer)
+                .unwrap_or_else(|| panic!("{pointer} missing in {line}"));
+            *slot = Value::Null;
+        }
+        assert_eq!(masked, expected, "line: {line}");
+        got.take()
+    }
+}
+
+/// A v1 agent that reads a file through the client while it answers, and sends updates the
+/// threads dialect cannot show (a thought, a plan, a tool call).
+struct Reader;
+
+#[acp_agent::async_trait]
+impl Agent for Reader {
+    async fn initialize(
+        &self,
+        p: InitializeRequest,
+        _cx: &AgentContext,
+    ) -> Result<InitializeResponse, Error> {
+        // The adapter offers text-file reads only.
+        assert!(p.client_capabilities.fs.read_text_file);
+        assert!(!p.client_capabilities.fs.write_text_file);
+        assert!(!p.client_capabilities.terminal);
+        Ok(serde_json::from_value(json!({"protocolVersion": 1})).unwrap())
+    }
+
+    async fn new_session(
+        &self,
+        p: NewSessionRequest,
+        _cx: &AgentContext,
+    ) -> Result<NewSessionResponse, Error> {
+        assert_eq!(p.cwd, "/home/user/project");
+        Ok(serde_json::from_value(json!({"sessionId": "thread-1"})).unwrap())
+    }
+
+    async fn prompt(&self, p: PromptRequest, cx: &PromptContext) -> Result<PromptResponse, Error> {
+        if matches!(&p.prompt[0], ContentBlock::Text(t) if t.text == "fail") {
+            return Err(Error::internal_error("the model is unavailable"));
+        }
+        let session = cx.session();
+        session.message_chunk("Let me look ").await?;
+        session
+            .thought_chunk("dropped: threads has no thoughts")
+            .await?;
+        session.plan(vec![]).await?;
+        session
+            .start_tool_call(ToolCall::new("t1", "dropped too"))
+            .await?;
+        let read = cx
+            .client()
+            .read_text_file(ReadTextFileRequest {
+                session_id: p.session_id.clone(),
+                path: "/home/user/project/README.md".into(),
+                line: Some(1),
+                limit: Some(20),
+                meta: None,
+            })
+            .await?;
+        assert_eq!(read.content, "# Title\nhello\n");
+        // Calls a threads editor cannot serve are refused, not lost.
+        let denied = cx
+            .client()
+            .peer()
+            .request::<_, Value>("session/request_permission", &json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!(denied.code, acp_rpc::ErrorCode::METHOD_NOT_FOUND);
+        assert!(denied.message.contains("no permission prompt"), "{denied}");
+        session.message_chunk("at the file.").await?;
+        Ok(PromptResponse::new(StopReason::EndTurn))
+    }
+}
+
+#[tokio::test]
+async fn a_threads_editor_drives_a_v1_agent_byte_for_byte() {
+    let mut e = Editor::connect(Reader);
+    e.send(r#"{"id":0,"method":"getThreads","params":null}"#)
+        .await;
+    e.expect(r#"{"id":0,"result":{"threads":[]}}"#).await;
+    e.send(r#"{"id":1,"method":"createThread","params":null}"#)
+        .await;
+    e.expect(r#"{"id":1,"result":{"threadId":"thread-1"}}"#)
+        .await;
+    e.send(r#"{"id":2,"method":"openThread","params":{"threadId":"thread-1"}}"#)
+        .await;
+    e.expect(r#"{"id":2,"result":null}"#).await;
+    e.send(r#"{"id":3,"method":"sendMessage","params":{"threadId":"thread-1","message":{"role":"user","chunks":[{"type":"text","chunk":"Summarize README.md"}]}}}"#).await;
+    // The agent's own ids start at 0 too, while the editor's request 3 is still open.
+    e.expect(r#"{"id":0,"method":"streamMessageChunk","params":{"threadId":"thread-1","chunk":{"type":"text","chunk":"Let me look "}}}"#).await;
+    e.send(r#"{"id":0,"result":null}"#).await;
+    e.expect(r#"{"id":1,"method":"readTextFile","params":{"threadId":"thread-1","path":"/home/user/project/README.md","lineOffset":0,"lineLimit":20}}"#).await;
+    e.send(r##"{"id":1,"result":{"version":3,"content":"# Title\nhello\n"}}"##)
+        .await;
+    e.expect(r#"{"id":2,"method":"streamMessageChunk","params":{"threadId":"thread-1","chunk":{"type":"text","chunk":"at the file."}}}"#).await;
+    e.send(r#"{"id":2,"result":null}"#).await;
+    e.expect(r#"{"id":3,"result":null}"#).await;
+
+    e.send(r#"{"id":4,"method":"getThreadEntries","params":{"threadId":"thread-1"}}"#)
+        .await;
+    e.expect(r##"{"id":4,"result":{"entries":[{"type":"message","role":"user","chunks":[{"type":"text","chunk":"Summarize README.md"}]},{"type":"message","role":"assistant","chunks":[{"type":"text","chunk":"Let me look "}]},{"type":"readFile","path":"/home/user/project/README.md","content":"# Title\nhello\n"},{"type":"message","role":"assistant","chunks":[{"type":"text","chunk":"at the file."}]}]}}"##).await;
+    e.send(r#"{"id":5,"method":"getThreads","params":null}"#)
+        .await;
+    let listed = e
+        .expect_json(
+            json!({"id": 5, "result": {"threads": [{"id": "thread-1", "title": "Summarize README.md", "modifiedAt": null}]}}),
+            &["/result/threads/0/modifiedAt"],
+        )
+        .await;
+    let stamp = listed["result"]["threads"][0]["modifiedAt"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        stamp.len() == 20 && stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T',
+        "{stamp}"
+    );
+
+    e.send(r#"{"id":6,"method":"openThread","params":{"threadId":"nope"}}"#)
+        .await;
+    e.expect(r#"{"id":6,"error":{"code":-32002,"message":"Thread not found: nope"}}"#)
+        .await;
+    e.send(r#"{"id":7,"method":"sendMessage","params":{"threadId":"thread-1","message":{"role":"user","chunks":[{"type":"text","chunk":"fail"}]}}}"#).await;
+    e.expect(r#"{"id":7,"error":{"code":-32603,"message":"the model is unavailable"}}"#)
+        .await;
+}
+
+#[tokio::test]
+async fn thread_methods_with_bad_params_get_invalid_params_and_the_editor_goes_on() {
+    let mut e = Editor::connect(Reader);
+    // Unit params may come as null, absent or {}; anything else is refused.
+    e.send(r#"{"id":0,"method":"getThreads"}"#).await;
+    e.expect(r#"{"id":0,"result":{"threads":[]}}"#).await;
+    e.send(r#"{"id":1,"method":"getThreads","params":{}}"#)
+        .await;
+    e.expect(r#"{"id":1,"result":{"threads":[]}}"#).await;
+    e.send(r#"{"id":2,"method":"createThread","params":[1]}"#)
+        .await;
+    let refused: Value = serde_json::from_str(&e.line().await).unwrap();
+    assert_eq!(refused["id"], 2);
+    assert_eq!(refused["error"]["code"], -32602);
+    e.send(r#"{"id":3,"method":"openThread","params":{"thread":"x"}}"#)
+        .await;
+    let refused: Value = serde_json::from_str(&e.line().await).unwrap();
+    assert_eq!(refused["error"]["code"], -32602);
+    assert_eq!(refused["error"]["data"]["field"], "threadId");
+    e.send(r#"{"id":4,"method":"getThreadEntries","params":{"threadId":"unknown"}}"#)
+        .await;
+    e.expect(r#"{"id":4,"error":{"code":-32002,"message":"Thread not found: unknown"}}"#)
+        .await;
+    e.send(r#"{"id":5,"method":"initialize","params":{"protocolVersion":1}}"#)
+        .await;
+    let refused: Value = serde_json::from_str(&e.line().await).unwrap();
+    assert_eq!(refused["error"]["code"], -32601);
+    e.send("not json").await;
+    let refused: Value = serde_json::from_str(&e.line().await).unwrap();
+    assert_eq!(refused["id"], Value::Null);
+    assert_eq!(refused["error"]["code"], -32700);
+    assert!(
+        refused.get("jsonrpc").is_none(),
+        "threads framing never writes jsonrpc"
+    );
+    e.send(r#"{"id":6,"method":"getThreads","params":null}"#)
+        .await;
+    e.expect(r#"{"id":6,"result":{"threads":[]}}"#).await;
+}
