@@ -127,6 +127,21 @@ fn flush_stray(inner: &Arc<Inner>, stray: Vec<SessionNotification>) {
     });
 }
 
+/// An `initialize` whose `protocolVersion` is not a v1 version number (a legacy
+/// `"0.0.9"`, a string `"1"`) still gets the spec's answer, the latest version we speak: it
+/// is read as version 0, which no agent supports. Any other fault is the original error.
+fn unsupported_version(params: &Params, error: Error) -> Result<InitializeRequest, Error> {
+    let mut value: serde_json::Value = params.parse().map_err(|_| error.clone())?;
+    match value.get_mut("protocolVersion") {
+        Some(v) if !v.is_u64() => {
+            tracing::debug!(requested = %v, "initialize with a protocolVersion v1 cannot read; answering with the latest");
+            *v = serde_json::Value::from(0);
+        }
+        _ => return Err(error),
+    }
+    serde_json::from_value(value).map_err(|_| error)
+}
+
 fn unknown_session(id: &SessionId) -> Error {
     Error::resource_not_found(format!("session not found: {}", id.0))
         .with_data(serde_json::json!({ "sessionId": id }))
@@ -183,7 +198,8 @@ impl<A: Agent> Dispatch<A> {
         );
         let agent = &*self.agent;
         if method == names::INITIALIZE {
-            let p: InitializeRequest = parse(&params)?;
+            let p: InitializeRequest =
+                parse(&params).or_else(|e| unsupported_version(&params, e))?;
             let requested = p.protocol_version.clone();
             let caps = p.client_capabilities.clone();
             let mut response = agent.initialize(p, &cx).await?;

@@ -126,6 +126,10 @@ pub struct Config {
     pub dialect: Dialect,
     /// Optional wire tap receiving every raw line in both directions.
     pub tap: Option<WireTap>,
+    /// When set, the id of the first outgoing request, overriding
+    /// [`Dialect::first_request_id`]: negotiation sets it past the ids its probes used, so a
+    /// late answer to a probe cannot be taken for the answer to a real request.
+    pub first_request_id: Option<i64>,
 }
 
 impl Default for Config {
@@ -140,6 +144,7 @@ impl Default for Config {
             shutdown_flush_timeout: Duration::from_secs(1),
             dialect: Dialect::default(),
             tap: None,
+            first_request_id: None,
         }
     }
 }
@@ -156,6 +161,7 @@ impl std::fmt::Debug for Config {
             .field("shutdown_flush_timeout", &self.shutdown_flush_timeout)
             .field("dialect", &self.dialect)
             .field("tap", &self.tap.is_some())
+            .field("first_request_id", &self.first_request_id)
             .finish()
     }
 }
@@ -207,6 +213,12 @@ impl Config {
     #[must_use]
     pub fn with_dialect(mut self, dialect: Dialect) -> Self {
         self.dialect = dialect;
+        self
+    }
+    /// Sets [`Config::first_request_id`].
+    #[must_use]
+    pub fn with_first_request_id(mut self, id: i64) -> Self {
+        self.first_request_id = Some(id);
         self
     }
     /// Sets [`Config::tap`].

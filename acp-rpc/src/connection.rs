@@ -130,7 +130,9 @@ impl Connection {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let (out_tx, out_rx) = mpsc::channel(config.outgoing_queue);
-        let first_id = config.dialect.first_request_id;
+        let first_id = config
+            .first_request_id
+            .unwrap_or(config.dialect.first_request_id);
         let shared = Arc::new(Shared {
             config,
             out_tx,

@@ -44,6 +44,7 @@ mod incoming;
 pub mod message;
 pub mod outgoing;
 pub mod params;
+pub mod probe;
 pub mod tap;
 mod typed;
 mod writer;

@@ -32,6 +32,21 @@ pub mod v0_0_9 {
 
     /// The version string of this dialect, as sent in `initialize`.
     pub const PROTOCOL_VERSION: &str = "0.0.9";
+
+    /// The empty version: what an `initialize` whose `protocolVersion` is not a string (a
+    /// v1 client's integer) reads as.
+    impl Default for ProtocolVersion {
+        fn default() -> Self {
+            ProtocolVersion(String::new())
+        }
+    }
+
+    impl ProtocolVersion {
+        /// This dialect's version, `"0.0.9"`.
+        pub fn current() -> Self {
+            ProtocolVersion(PROTOCOL_VERSION.to_string())
+        }
+    }
 }
 
 #[cfg(feature = "legacy-threads")]

@@ -184,3 +184,15 @@ fn method_tables_say_who_serves_what() {
         "neither legacy dialect has notifications"
     );
 }
+
+#[test]
+fn a_v1_initialize_reads_as_an_empty_009_version_instead_of_failing() {
+    let p: v0_0_9::InitializeParams =
+        serde_json::from_str(r#"{"protocolVersion":1,"clientCapabilities":{}}"#).unwrap();
+    assert_eq!(p.protocol_version.0, "");
+    let p: v0_0_9::InitializeParams =
+        serde_json::from_str(r#"{"protocolVersion":"0.0.9"}"#).unwrap();
+    assert_eq!(p.protocol_version, v0_0_9::ProtocolVersion::current());
+    // Still required.
+    assert!(serde_json::from_str::<v0_0_9::InitializeParams>("{}").is_err());
+}

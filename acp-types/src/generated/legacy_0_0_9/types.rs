@@ -40,8 +40,8 @@ impl ::std::str::FromStr for ProtocolVersion {
 /// Opens the connection; sent first.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct InitializeParams {
-    /// The version the client speaks, its latest.
-    #[serde(rename = "protocolVersion")]
+    /// The version the client speaks, its latest. A value that is not a string (a v1 client's integer `1`) reads as the empty string, so the agent can still answer with the version it speaks, as the agents of that time did.
+    #[serde(rename = "protocolVersion", deserialize_with = "crate::serde_util::lenient")]
     pub protocol_version: ProtocolVersion,
 }
 /// The agent's answer to `initialize`.
