@@ -3,7 +3,7 @@
 
 mod common;
 
-use acp_rpc::Config;
+use acp_rpc::{Config, Dialect};
 use common::{RawPeer, TestHandler};
 use serde_json::{Value, json};
 
@@ -308,4 +308,50 @@ async fn a_response_missing_its_result_fails_the_waiting_call_instead_of_hanging
             "response has neither \"result\" nor \"error\""
         )
     );
+}
+
+/// The table's expected replies as a legacy framing writes them: no `"jsonrpc"` member when
+/// the dialect does not emit it, and the two cases about a missing `"jsonrpc"` accepted as
+/// those dialects' peers sent them.
+fn legacy_expectations(case: &Case, dialect: &Dialect) -> Vec<Value> {
+    let mut replies = match case.name {
+        "missing jsonrpc" => vec![json!({"jsonrpc": "2.0", "id": 1, "result": null})],
+        "an empty object is not a message" => vec![err(
+            Value::Null,
+            -32600,
+            "message has neither \"method\" nor \"id\"",
+        )],
+        _ => case.replies.clone(),
+    };
+    if !dialect.emit_jsonrpc {
+        for reply in &mut replies {
+            reply.as_object_mut().unwrap().remove("jsonrpc");
+        }
+    }
+    replies
+}
+
+#[tokio::test]
+async fn every_bad_input_is_answered_in_each_legacy_framing_and_the_connection_keeps_serving() {
+    for dialect in [Dialect::legacy_0_0_9(), Dialect::threads()] {
+        let config = Config::default()
+            .with_max_message_size(1024)
+            .with_dialect(dialect.clone());
+        let (_conn, mut raw) = RawPeer::connect(TestHandler::new(), config);
+        let mut failures = Vec::new();
+        for (n, case) in cases().into_iter().enumerate() {
+            raw.send(&case.input).await;
+            let got = raw.until_probe_framed(n, dialect.emit_jsonrpc).await;
+            let expected = legacy_expectations(&case, &dialect);
+            if got != expected {
+                failures.push(format!(
+                    "{dialect:?} {}:\n  expected {}\n  got      {}",
+                    case.name,
+                    serde_json::to_string(&expected).unwrap(),
+                    serde_json::to_string(&got).unwrap()
+                ));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
 }

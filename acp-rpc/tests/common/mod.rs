@@ -268,14 +268,25 @@ impl RawPeer {
     /// Sends a probe request with string id `probe-<n>` and returns every line received
     /// before its reply (parsed), asserting the reply is correct.
     pub async fn until_probe(&mut self, n: usize) -> Vec<Value> {
+        self.until_probe_framed(n, true).await
+    }
+
+    /// [`RawPeer::until_probe`] for a connection that writes `"jsonrpc"` only when
+    /// `emits_jsonrpc` (the probe itself is sent without it then, as such peers do).
+    pub async fn until_probe_framed(&mut self, n: usize, emits_jsonrpc: bool) -> Vec<Value> {
         let id = format!("probe-{n}");
-        let req = json!({"jsonrpc": "2.0", "id": id, "method": "echo", "params": [n]});
+        let mut req = json!({"jsonrpc": "2.0", "id": id, "method": "echo", "params": [n]});
+        let mut expected = json!({"jsonrpc": "2.0", "id": id, "result": [n]});
+        if !emits_jsonrpc {
+            req.as_object_mut().unwrap().remove("jsonrpc");
+            expected.as_object_mut().unwrap().remove("jsonrpc");
+        }
         self.send(format!("{req}\n").as_bytes()).await;
         let mut before = Vec::new();
         loop {
             let v = self.json().await;
             if v["id"] == json!(id) {
-                assert_eq!(v, json!({"jsonrpc": "2.0", "id": id, "result": [n]}));
+                assert_eq!(v, expected);
                 return before;
             }
             before.push(v);
