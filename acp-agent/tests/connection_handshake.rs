@@ -71,11 +71,9 @@ async fn a_failed_initialize_leaves_the_gate_closed() {
 #[tokio::test]
 async fn bad_params_get_invalid_params_naming_the_field() {
     let pair = Pair::new(FullAgent, Recorder::default());
-    let e = pair
-        .call("initialize", json!({"protocolVersion": "one"}))
-        .await
-        .unwrap_err();
+    let e = pair.call("initialize", json!({})).await.unwrap_err();
     assert_eq!(e.code.0, -32602);
+    assert_eq!(e.data.unwrap()["field"], "protocolVersion");
     pair.init(json!({})).await;
     let e = pair
         .call("session/new", json!({"mcpServers": []}))
@@ -89,6 +87,18 @@ async fn bad_params_get_invalid_params_naming_the_field() {
         .unwrap_err();
     assert_eq!(e.code.0, -32602);
     assert_eq!(e.data.unwrap()["field"], "prompt");
+}
+
+#[tokio::test]
+async fn a_version_v1_cannot_read_is_answered_with_the_latest_not_refused() {
+    let pair = Pair::new(FullAgent, Recorder::default());
+    for requested in [json!("0.0.9"), json!("one"), json!(-1), json!(1.5)] {
+        let answer = pair
+            .call("initialize", json!({"protocolVersion": requested}))
+            .await
+            .unwrap();
+        assert_eq!(answer["protocolVersion"], 1, "asked for {requested}");
+    }
 }
 
 #[tokio::test]
