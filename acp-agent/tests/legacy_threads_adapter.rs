@@ -226,3 +226,74 @@ async fn thread_methods_with_bad_params_get_invalid_params_and_the_editor_goes_o
         .await;
     e.expect(r#"{"id":6,"result":{"threads":[]}}"#).await;
 }
+
+/// A v1 agent with stored sessions: it lists them and replays one on `session/load`.
+struct Keeper;
+
+#[acp_agent::async_trait]
+impl Agent for Keeper {
+    async fn initialize(
+        &self,
+        _p: InitializeRequest,
+        _cx: &AgentContext,
+    ) -> Result<InitializeResponse, Error> {
+        Ok(serde_json::from_value(json!({
+            "protocolVersion": 1,
+            "agentCapabilities": {"loadSession": true, "sessionCapabilities": {"list": {}}}
+        }))
+        .unwrap())
+    }
+
+    async fn list_sessions(
+        &self,
+        p: ListSessionsRequest,
+        _cx: &AgentContext,
+    ) -> Result<ListSessionsResponse, Error> {
+        assert_eq!(p.cwd.as_deref(), Some("/home/user/project"));
+        Ok(serde_json::from_value(json!({"sessions": [
+            {"sessionId": "old-1", "cwd": "/home/user/project", "title": "Yesterday", "updatedAt": "2025-06-24T08:00:00Z"}
+        ]}))
+        .unwrap())
+    }
+
+    async fn load_session(
+        &self,
+        p: LoadSessionRequest,
+        cx: &AgentContext,
+    ) -> Result<LoadSessionResponse, Error> {
+        if p.session_id.0 != "old-1" {
+            return Err(Error::resource_not_found(format!(
+                "no session {}",
+                p.session_id.0
+            )));
+        }
+        let session = cx.session(&p.session_id).expect("the load is tracked");
+        session.user_chunk("What is 2+2?").await?;
+        session.message_chunk("It is ").await?;
+        session.message_chunk("4.").await?;
+        Ok(LoadSessionResponse::default())
+    }
+}
+
+#[tokio::test]
+async fn stored_sessions_are_listed_and_opening_one_replays_its_history() {
+    let mut e = Editor::connect(Keeper);
+    e.send(r#"{"id":0,"method":"getThreads","params":null}"#)
+        .await;
+    e.expect(r#"{"id":0,"result":{"threads":[{"id":"old-1","title":"Yesterday","modifiedAt":"2025-06-24T08:00:00Z"}]}}"#).await;
+    e.send(r#"{"id":1,"method":"openThread","params":{"threadId":"old-1"}}"#)
+        .await;
+    e.expect(r#"{"id":1,"result":null}"#).await;
+    e.send(r#"{"id":2,"method":"getThreadEntries","params":{"threadId":"old-1"}}"#)
+        .await;
+    e.expect(r#"{"id":2,"result":{"entries":[{"type":"message","role":"user","chunks":[{"type":"text","chunk":"What is 2+2?"}]},{"type":"message","role":"assistant","chunks":[{"type":"text","chunk":"It is "},{"type":"text","chunk":"4."}]}]}}"#).await;
+    // A session the agent cannot load stays unknown.
+    e.send(r#"{"id":3,"method":"openThread","params":{"threadId":"gone"}}"#)
+        .await;
+    e.expect(r#"{"id":3,"error":{"code":-32002,"message":"no session gone"}}"#)
+        .await;
+    e.send(r#"{"id":4,"method":"getThreadEntries","params":{"threadId":"gone"}}"#)
+        .await;
+    e.expect(r#"{"id":4,"error":{"code":-32002,"message":"Thread not found: gone"}}"#)
+        .await;
+}
