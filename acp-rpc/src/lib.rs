@@ -41,6 +41,7 @@ pub mod connection;
 pub mod error;
 pub mod handler;
 mod incoming;
+pub mod memory;
 pub mod message;
 pub mod outgoing;
 pub mod params;

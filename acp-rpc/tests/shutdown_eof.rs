@@ -127,3 +127,23 @@ async fn a_response_and_notifications_that_arrived_before_eof_are_still_delivere
     assert_eq!(call.await.unwrap().unwrap(), json!("done"));
     assert_eq!(client.notes.lock().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn tied_connections_end_together() {
+    use acp_rpc::memory::{pipe, tie};
+    let connect = |(r, w): acp_rpc::memory::PipeEnd| {
+        acp_rpc::Connection::new(r, w, common::Shared(TestHandler::new()), Config::default())
+    };
+    let (a_end, b_end) = pipe();
+    let (a, _b) = (connect(a_end), connect(b_end));
+    let (c_end, _far) = pipe();
+    let c = connect(c_end);
+    tie(a.peer(), c.peer());
+    // a and b talk over the pipe.
+    let echoed: Value = a.peer().request("echo", &[1]).await.unwrap();
+    assert_eq!(echoed, json!([1]));
+    c.close();
+    tokio::time::timeout(Duration::from_secs(5), a.closed())
+        .await
+        .expect("closing c closes a");
+}
