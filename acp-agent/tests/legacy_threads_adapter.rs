@@ -48,8 +48,14 @@ impl Editor {
             .expect("the agent keeps the connection open")
     }
 
+    /// Asserts the next line is the message `expected`: the same members with the same
+    /// values (so `"params": null` is not the same as no `params`, and a stray `"jsonrpc"`
+    /// fails), whatever order serde_json's `preserve_order` feature puts object keys in.
     async fn expect(&mut self, expected: &str) {
-        assert_eq!(self.line().await, expected);
+        let line = self.line().await;
+        let got: Value = serde_json::from_str(&line).expect("the agent writes JSON");
+        let want: Value = serde_json::from_str(expected).expect("the transcript is JSON");
+        assert_eq!(got, want, "\n   got: {line}\nwanted: {expected}");
     }
 
     /// Asserts the next line is `expected` except for members named in `any`, which must

@@ -75,7 +75,12 @@ impl ScriptedAgent {
             .expect("the client writes within 5 s")
             .unwrap()
             .expect("the client keeps the connection open");
-        assert_eq!(line, expected);
+        // The same members with the same values (`"params": null` differs from no
+        // `params`; a stray `"jsonrpc"` fails), in whatever key order serde_json's
+        // `preserve_order` feature, which workspace builds unify, produces.
+        let got: Value = serde_json::from_str(&line).expect("the client writes JSON");
+        let want: Value = serde_json::from_str(expected).expect("the transcript is JSON");
+        assert_eq!(got, want, "\n   got: {line}\nwanted: {expected}");
     }
 }
 
