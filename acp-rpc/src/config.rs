@@ -130,6 +130,14 @@ pub struct Config {
     /// [`Dialect::first_request_id`]: negotiation sets it past the ids its probes used, so a
     /// late answer to a probe cannot be taken for the answer to a real request.
     pub first_request_id: Option<i64>,
+    /// Whether incoming requests are handled one at a time, in arrival order (each handler
+    /// starts when the previous one has returned). Default `false`: requests run
+    /// concurrently. The legacy dialects have no notifications, so their editors receive
+    /// what v1 streams as notifications (message chunks, tool-call updates) as requests that
+    /// peers send back to back without waiting; an editor of those dialects turns this on so
+    /// the chunks are shown in the order they were sent. Waiting requests hold no handler
+    /// slot, and responses to our own requests are never held up by it.
+    pub sequential_requests: bool,
 }
 
 impl Default for Config {
@@ -145,6 +153,7 @@ impl Default for Config {
             dialect: Dialect::default(),
             tap: None,
             first_request_id: None,
+            sequential_requests: false,
         }
     }
 }
@@ -162,6 +171,7 @@ impl std::fmt::Debug for Config {
             .field("dialect", &self.dialect)
             .field("tap", &self.tap.is_some())
             .field("first_request_id", &self.first_request_id)
+            .field("sequential_requests", &self.sequential_requests)
             .finish()
     }
 }
@@ -219,6 +229,12 @@ impl Config {
     #[must_use]
     pub fn with_first_request_id(mut self, id: i64) -> Self {
         self.first_request_id = Some(id);
+        self
+    }
+    /// Sets [`Config::sequential_requests`].
+    #[must_use]
+    pub fn with_sequential_requests(mut self, yes: bool) -> Self {
+        self.sequential_requests = yes;
         self
     }
     /// Sets [`Config::tap`].

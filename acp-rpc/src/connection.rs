@@ -38,6 +38,9 @@ pub(crate) struct Shared {
     reason: OnceLock<CloseReason>,
     /// Notifications whose handlers have completed (written by the notification worker).
     pub(crate) notifications_done: AtomicU64,
+    /// Woken each time `notifications_done` grows (see
+    /// [`RequestContext::notifications_handled`](crate::RequestContext::notifications_handled)).
+    pub(crate) notification_handled: tokio::sync::Notify,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -141,6 +144,7 @@ impl Connection {
             shutdown: CancellationToken::new(),
             reason: OnceLock::new(),
             notifications_done: AtomicU64::new(0),
+            notification_handled: tokio::sync::Notify::new(),
         });
         let peer = Peer::new(shared.clone());
         tokio::spawn(crate::writer::write_loop(writer, out_rx, shared.clone()));

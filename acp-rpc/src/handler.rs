@@ -1,9 +1,13 @@
 //! The user side of incoming traffic: the [`Handler`] trait and the contexts it receives.
 
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
 use async_trait::async_trait;
 use serde_json::value::RawValue;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
+use crate::connection::Shared;
 use crate::error::Error;
 use crate::message::RequestId;
 use crate::outgoing::Peer;
@@ -50,11 +54,23 @@ pub trait Handler: Send + Sync + 'static {
 impl Handler for () {}
 
 /// What a request handler knows about its request.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct RequestContext {
     pub(crate) id: RequestId,
     pub(crate) peer: Peer,
     pub(crate) cancel: CancellationToken,
+    pub(crate) shared: Arc<Shared>,
+    /// How many notifications had arrived when this request did.
+    pub(crate) notifications_before: u64,
+}
+
+impl std::fmt::Debug for RequestContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestContext")
+            .field("id", &self.id)
+            .field("notifications_before", &self.notifications_before)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RequestContext {
@@ -83,6 +99,31 @@ impl RequestContext {
     /// The cancellation token, to hand to spawned work.
     pub fn cancellation_token(&self) -> CancellationToken {
         self.cancel.clone()
+    }
+
+    /// Resolves once every notification the peer sent before this request has been
+    /// handled (or the request is cancelled).
+    ///
+    /// Requests run concurrently, while notifications are handled one by one in arrival
+    /// order, so a request handler may start before the handler of a notification sent just
+    /// ahead of it has finished. A handler that depends on what earlier notifications did
+    /// (a proxy that must forward a `tool_call` before the permission request about it, say)
+    /// awaits this first.
+    pub async fn notifications_handled(&self) {
+        loop {
+            let handled = self.shared.notification_handled.notified();
+            tokio::pin!(handled);
+            handled.as_mut().enable();
+            if self.shared.notifications_done.load(Ordering::Acquire) >= self.notifications_before
+                || self.cancel.is_cancelled()
+            {
+                return;
+            }
+            tokio::select! {
+                () = handled => {}
+                () = self.cancel.cancelled() => return,
+            }
+        }
     }
 }
 

@@ -51,6 +51,9 @@ struct Reader {
     notifications_received: u64,
     in_flight: InFlight,
     slots: Arc<Semaphore>,
+    /// With [`Config::sequential_requests`](crate::Config::sequential_requests): resolves
+    /// when the handler of the last request received has returned.
+    last_request_done: Option<oneshot::Receiver<()>>,
 }
 
 /// Reads frames until EOF, an error or shutdown, then shuts the connection down.
@@ -78,6 +81,7 @@ pub(crate) async fn read_loop<R>(
         ordered,
         notifications_received: 0,
         in_flight: Arc::default(),
+        last_request_done: None,
     };
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let shutdown = state.shared.shutdown.clone();
@@ -248,13 +252,24 @@ impl Reader {
             return self.reply(Some(&req.id), Err(error)).await;
         };
         let span = tracing::info_span!("request", method = %req.method, id = %req.id);
+        // Sequential requests form a chain: each handler waits for its predecessor's
+        // `done` sender to be dropped (when that task ends, however it ends).
+        let (after, done) = if self.shared.config.sequential_requests {
+            let (done, finished) = oneshot::channel();
+            (self.last_request_done.replace(finished), Some(done))
+        } else {
+            (None, None)
+        };
         let task = RequestTask {
+            after,
+            _done: done,
             shared: self.shared.clone(),
             handler: self.handler.clone(),
             peer: self.peer.clone(),
             in_flight: self.in_flight.clone(),
             slots: self.slots.clone(),
             token,
+            notifications_before: self.notifications_received,
         };
         tokio::spawn(task.run(req).instrument(span));
     }
@@ -313,16 +328,29 @@ impl Drop for SlotGuard {
 }
 
 struct RequestTask {
+    /// Sequential mode: the predecessor's end, awaited before anything else.
+    after: Option<oneshot::Receiver<()>>,
+    /// Sequential mode: dropped when this task ends, releasing the successor.
+    _done: Option<oneshot::Sender<()>>,
     shared: Arc<Shared>,
     handler: Arc<dyn Handler>,
     peer: Peer,
     in_flight: InFlight,
     slots: Arc<Semaphore>,
     token: CancellationToken,
+    /// Notifications received before this request, for `notifications_handled`.
+    notifications_before: u64,
 }
 
 impl RequestTask {
-    async fn run(self, req: Request) {
+    async fn run(mut self, req: Request) {
+        if let Some(predecessor) = self.after.take() {
+            tokio::select! {
+                biased;
+                _ = self.token.cancelled() => {}
+                _ = predecessor => {}
+            }
+        }
         let start = Instant::now();
         let Request { id, method, params } = req;
         let permit = tokio::select! {
@@ -341,6 +369,8 @@ impl RequestTask {
                     id: id.clone(),
                     peer: self.peer.clone(),
                     cancel: self.token.clone(),
+                    shared: self.shared.clone(),
+                    notifications_before: self.notifications_before,
                 };
                 let fut = self
                     .handler
@@ -399,6 +429,7 @@ async fn notification_worker(
                 }
                 span.in_scope(|| tracing::trace!(elapsed = ?start.elapsed(), "handled"));
                 shared.notifications_done.fetch_add(1, Ordering::Release);
+                shared.notification_handled.notify_waiters();
             }
         }
     }

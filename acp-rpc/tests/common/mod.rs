@@ -96,6 +96,11 @@ impl Handler for TestHandler {
                 Err(Error::resource_not_found("no such file").with_data(json!({"path": "/x"})))
             }
             "panic" => panic!("boom"),
+            // How many `note`s were handled once those sent before this request are.
+            "notes_seen" => {
+                cx.notifications_handled().await;
+                to_raw(&self.notes.lock().unwrap().len())
+            }
             // Calls the peer's `echo` with our params and returns what it answered.
             "call_peer" => {
                 let v: Value = params.parse()?;
