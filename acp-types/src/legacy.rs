@@ -47,6 +47,9 @@ pub mod v0_0_9 {
             ProtocolVersion(PROTOCOL_VERSION.to_string())
         }
     }
+
+    #[cfg(feature = "v1")]
+    pub mod convert;
 }
 
 #[cfg(feature = "legacy-threads")]
