@@ -17,3 +17,5 @@
 mod support;
 #[cfg(feature = "legacy-threads")]
 pub mod threads;
+#[cfg(feature = "legacy-0-0-9")]
+pub mod v0_0_9;
