@@ -3,11 +3,14 @@
 //! - `cargo xtask codegen` regenerates every generated file from the schemas in acp-schema.
 //! - `cargo xtask codegen --check` regenerates in memory and fails, naming each stale file,
 //!   when a checked-in file differs (CI runs this).
+//! - `cargo xtask bench [options]` builds the `acp-bench` harness in release mode and runs it:
+//!   acp-rs side by side with the official crate and a raw serde_json baseline
+//!   (`cargo xtask bench --help` lists the options; `BENCHMARKS.md` explains the table).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask codegen [--check]";
+const USAGE: &str = "usage: cargo xtask codegen [--check]\n       cargo xtask bench [options]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -15,6 +18,7 @@ fn main() -> ExitCode {
     match args.as_slice() {
         ["codegen"] => codegen(false),
         ["codegen", "--check"] | ["codegen", "check"] => codegen(true),
+        ["bench", options @ ..] => bench(options),
         ["help"] | ["--help"] | ["-h"] => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -67,4 +71,22 @@ fn codegen(check: bool) -> ExitCode {
         if check { "are up to date" } else { "written" }
     );
     ExitCode::SUCCESS
+}
+
+/// Runs the benchmark harness in release mode, passing the options through.
+fn bench(options: &[&str]) -> ExitCode {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .current_dir(workspace_root())
+        .args(["run", "--release", "--package", "acp-bench", "--"])
+        .args(options)
+        .status();
+    match status {
+        Ok(status) if status.success() => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("error: running cargo: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -1,0 +1,479 @@
+//! `acp-bench`: acp-rs side by side with the official `agent-client-protocol` crate (5.0.0)
+//! and a raw serde_json baseline, in one run, printed as a table of medians and ratios.
+//! Run it with `cargo xtask bench` (release build); `BENCHMARKS.md` explains the numbers.
+//!
+//! The two-process scenarios re-execute this binary as the agent (`acp-bench __peer
+//! <ours|official|raw>`), so every column talks over real OS pipes to a real child process.
+
+mod jobs;
+mod msg;
+mod official;
+mod ours;
+mod plan;
+mod raw;
+mod table;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use crate::msg::Job;
+use crate::plan::{Outcome, Plan};
+use crate::table::{Impl, Results};
+
+/// Buffer size of the in-process duplex pipes.
+pub(crate) const DUPLEX_BUFFER: usize = 64 * 1024;
+/// The argument that turns this binary into an agent process.
+const PEER_ARG: &str = "__peer";
+/// The runtime flavor of every tokio runtime in the benchmark processes
+/// (`current` or `multi`), passed on to the agent processes.
+const RT_ENV: &str = "ACP_BENCH_RT";
+/// How long one measurement may take before it counts as failed.
+const MEASUREMENT_TIMEOUT: Duration = Duration::from_secs(600);
+
+const USAGE: &str = "\
+usage: acp-bench [options]
+  --runs N          runs per scenario and implementation; medians are reported (default 5)
+  --quick           smaller sizes (a quick look, not for publishing)
+  --smoke           tiny sizes, one run (what the test suite runs)
+  --only LIST       scenarios to run, comma separated: a,b,c,d,e,f (default all)
+  --rt FLAVOR       tokio runtime of both processes: current or multi (default current)
+  --chunks N        a: notifications per prompt (default 200000)
+  --requests N      b, c: requests (default 20000)
+  --sessions N      e: sessions (default 10000)";
+
+/// What to run.
+#[derive(Clone, Debug)]
+struct Options {
+    runs: usize,
+    only: Vec<char>,
+    chunks: u64,
+    requests: u64,
+    outstanding: u64,
+    big_count: u64,
+    big_size: u64,
+    sessions: u64,
+    handshakes: usize,
+    flavor: String,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> Result<Options, String> {
+        let mut o = Options {
+            runs: 5,
+            only: "abcdef".chars().collect(),
+            chunks: 200_000,
+            requests: 20_000,
+            outstanding: 64,
+            big_count: 100,
+            big_size: 1 << 20,
+            sessions: 10_000,
+            handshakes: 5,
+            flavor: "current".to_owned(),
+        };
+        let mut args = args.iter();
+        let num = |v: Option<&String>| -> Result<u64, String> {
+            v.ok_or("missing value")?
+                .replace('_', "")
+                .parse()
+                .map_err(|e| format!("bad number: {e}"))
+        };
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--runs" => o.runs = num(args.next())?.max(1) as usize,
+                "--chunks" => o.chunks = num(args.next())?,
+                "--requests" => o.requests = num(args.next())?,
+                "--sessions" => o.sessions = num(args.next())?,
+                "--only" => {
+                    let list = args.next().ok_or("missing value")?;
+                    o.only = list
+                        .split(',')
+                        .filter_map(|s| s.trim().chars().next())
+                        .collect();
+                }
+                "--rt" => {
+                    let flavor = args.next().ok_or("missing value")?;
+                    if flavor != "current" && flavor != "multi" {
+                        return Err(format!("unknown runtime flavor {flavor}"));
+                    }
+                    o.flavor = flavor.clone();
+                }
+                "--quick" => {
+                    o.runs = 3;
+                    o.chunks = 20_000;
+                    o.requests = 2_000;
+                    o.big_count = 20;
+                    o.sessions = 2_000;
+                    o.handshakes = 3;
+                }
+                "--smoke" => {
+                    o.runs = 1;
+                    o.chunks = 1_000;
+                    o.requests = 200;
+                    o.outstanding = 8;
+                    o.big_count = 3;
+                    o.big_size = 64 * 1024;
+                    o.sessions = 100;
+                    o.handshakes = 1;
+                }
+                "-h" | "--help" => return Err(String::new()),
+                other => return Err(format!("unknown argument {other}")),
+            }
+        }
+        Ok(o)
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(PEER_ARG) {
+        return peer(args.get(1).map_or("", String::as_str));
+    }
+    let options = match Options::parse(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("error: {e}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let _ = FLAVOR.set(options.flavor.clone());
+    bench(&options)
+}
+
+/// The runtime flavor chosen on the command line (the parent process).
+static FLAVOR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The runtime flavor of this process: the command line's, or (in an agent process) the
+/// one its parent passed in `ACP_BENCH_RT`.
+fn flavor() -> String {
+    FLAVOR
+        .get()
+        .cloned()
+        .or_else(|| std::env::var(RT_ENV).ok())
+        .unwrap_or_else(|| "current".to_owned())
+}
+
+/// A runtime of the chosen flavor.
+fn runtime() -> tokio::runtime::Runtime {
+    let multi = flavor() == "multi";
+    let mut builder = if multi {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    builder.enable_all().build().expect("a tokio runtime")
+}
+
+/// The in-process runtime of the duplex scenario: both sides in one process, two workers
+/// (what `#[tokio::main]` gives on this machine).
+fn duplex_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// Environment passed to agent processes.
+pub(crate) fn child_env() -> Vec<(String, String)> {
+    vec![(RT_ENV.to_owned(), flavor())]
+}
+
+/// The body of an agent process.
+fn peer(kind: &str) -> ExitCode {
+    match kind {
+        "ours" => runtime().block_on(ours::serve_stdio()),
+        "official" => runtime().block_on(official::serve_stdio()),
+        "raw" => {
+            if let Err(e) = raw::peer(std::io::stdin().lock(), std::io::stdout().lock()) {
+                eprintln!("raw peer: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+        other => {
+            eprintln!("unknown peer {other:?}");
+            return ExitCode::from(2);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Transport {
+    /// Both sides in this process over an in-memory pipe.
+    Duplex,
+    /// The agent in a child process, over its stdin/stdout.
+    Stdio,
+}
+
+fn exe() -> PathBuf {
+    std::env::current_exe().expect("the path of this binary")
+}
+
+/// Runs one measurement's future on `rt`, within [`MEASUREMENT_TIMEOUT`].
+fn timed(
+    rt: tokio::runtime::Runtime,
+    fut: impl std::future::Future<Output = Result<Outcome, String>>,
+) -> Result<Outcome, String> {
+    rt.block_on(async {
+        tokio::time::timeout(MEASUREMENT_TIMEOUT, fut)
+            .await
+            .map_err(|_| "timed out".to_owned())?
+    })
+}
+
+/// One measurement.
+fn measure(imp: Impl, transport: Transport, plan: Plan) -> Result<Outcome, String> {
+    let program = exe();
+    match (imp, transport) {
+        (Impl::Ours, Transport::Duplex) => timed(duplex_runtime(), ours::over_duplex(plan)),
+        (Impl::Official, Transport::Duplex) => timed(duplex_runtime(), official::over_duplex(plan)),
+        (Impl::Raw, Transport::Duplex) => raw::in_process(plan),
+        (Impl::Ours, Transport::Stdio) => {
+            let mut command = acp_client::process::AgentCommand::new(&program)
+                .arg(PEER_ARG)
+                .arg("ours");
+            for (k, v) in child_env() {
+                command = command.env(k, v);
+            }
+            timed(
+                runtime(),
+                async move { ours::over_stdio(&command, plan).await },
+            )
+        }
+        (Impl::Official, Transport::Stdio) => timed(
+            runtime(),
+            official::over_stdio(&program, &[PEER_ARG, "official"], plan),
+        ),
+        (Impl::Raw, Transport::Stdio) => raw::over_stdio(&program, &[PEER_ARG, "raw"], plan),
+    }
+}
+
+/// The rows one outcome contributes, after checking it received what it should.
+type Extract = fn(&Options, &Outcome) -> Result<Vec<(&'static str, f64)>, String>;
+
+struct Scenario {
+    letter: char,
+    transport: Transport,
+    plan: Plan,
+    impls: &'static [Impl],
+    repeat: usize,
+    extract: Extract,
+}
+
+const ALL: &[Impl] = &[Impl::Ours, Impl::Official, Impl::Raw];
+const SDKS: &[Impl] = &[Impl::Ours, Impl::Official];
+
+fn check_calls(o: &Outcome, n: u64, bytes_each: u64) -> Result<(), String> {
+    let r = &o.report;
+    if r.count != n || r.errors != 0 || r.bytes != n * bytes_each {
+        return Err(format!(
+            "expected {n} good answers of {bytes_each} bytes, got {} calls, {} errors, {} bytes",
+            r.count, r.errors, r.bytes
+        ));
+    }
+    Ok(())
+}
+
+fn per_second(count: u64, elapsed: Duration) -> f64 {
+    count as f64 / elapsed.as_secs_f64().max(1e-9)
+}
+
+fn stream_rows(o: &Options, out: &Outcome) -> Result<(u64, f64), String> {
+    let n = o.chunks;
+    if out.chunks != (n, 0) || out.report.count != n {
+        return Err(format!(
+            "expected {n} chunks in order, got {} in order and {} wrong (agent sent {})",
+            out.chunks.0, out.chunks.1, out.report.count
+        ));
+    }
+    Ok((n, per_second(n, out.elapsed)))
+}
+
+fn scenarios(o: &Options) -> Vec<Scenario> {
+    let stream = Plan::Job(Job::Stream { n: o.chunks });
+    vec![
+        Scenario {
+            letter: 'a',
+            transport: Transport::Duplex,
+            plan: stream,
+            impls: ALL,
+            repeat: 1,
+            extract: |o, out| Ok(vec![("a_duplex", stream_rows(o, out)?.1)]),
+        },
+        Scenario {
+            letter: 'a',
+            transport: Transport::Stdio,
+            plan: stream,
+            impls: ALL,
+            repeat: 1,
+            extract: |o, out| {
+                let rate = stream_rows(o, out)?.1;
+                Ok(vec![
+                    ("a_stdio", rate),
+                    ("a_rss", out.after.hwm_kib as f64 / 1024.0),
+                ])
+            },
+        },
+        Scenario {
+            letter: 'b',
+            transport: Transport::Stdio,
+            plan: Plan::Job(Job::Sequential { n: o.requests }),
+            impls: ALL,
+            repeat: 1,
+            extract: |o, out| {
+                check_calls(out, o.requests, msg::SMALL_CONTENT.len() as u64)?;
+                let r = &out.report;
+                Ok(vec![
+                    ("b_p50", r.p50_ns as f64 / 1000.0),
+                    ("b_p99", r.p99_ns as f64 / 1000.0),
+                    ("b_rate", per_second(r.count, r.elapsed())),
+                ])
+            },
+        },
+        Scenario {
+            letter: 'c',
+            transport: Transport::Stdio,
+            plan: Plan::Job(Job::Concurrent {
+                n: o.requests,
+                k: o.outstanding,
+            }),
+            impls: ALL,
+            repeat: 1,
+            extract: |o, out| {
+                check_calls(out, o.requests, msg::SMALL_CONTENT.len() as u64)?;
+                Ok(vec![(
+                    "c_rate",
+                    per_second(out.report.count, out.report.elapsed()),
+                )])
+            },
+        },
+        Scenario {
+            letter: 'd',
+            transport: Transport::Stdio,
+            plan: Plan::Job(Job::Big {
+                n: o.big_count,
+                size: o.big_size,
+            }),
+            impls: ALL,
+            repeat: 1,
+            extract: |o, out| {
+                check_calls(out, o.big_count, o.big_size)?;
+                let mb = out.report.bytes as f64 / 1e6;
+                Ok(vec![(
+                    "d_rate",
+                    mb / out.report.elapsed().as_secs_f64().max(1e-9),
+                )])
+            },
+        },
+        Scenario {
+            letter: 'e',
+            transport: Transport::Stdio,
+            plan: Plan::Sessions(o.sessions),
+            impls: SDKS,
+            repeat: 1,
+            extract: |o, out| {
+                let grown = out.after.rss_kib.saturating_sub(out.before.rss_kib);
+                Ok(vec![
+                    ("e_bytes", grown as f64 * 1024.0 / o.sessions.max(1) as f64),
+                    ("e_rate", per_second(o.sessions, out.elapsed)),
+                ])
+            },
+        },
+        Scenario {
+            letter: 'f',
+            transport: Transport::Stdio,
+            plan: Plan::Handshake,
+            impls: ALL,
+            repeat: o.handshakes,
+            extract: |_, out| Ok(vec![("f_ms", out.elapsed.as_secs_f64() * 1000.0)]),
+        },
+    ]
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".to_owned())
+}
+
+fn bench(o: &Options) -> ExitCode {
+    let load_before = load_average();
+    let started = Instant::now();
+    let mut results = Results::default();
+    let mut failures = Vec::new();
+    let scenarios: Vec<Scenario> = scenarios(o)
+        .into_iter()
+        .filter(|s| o.only.contains(&s.letter))
+        .collect();
+    // Runs are interleaved (every implementation once, then again) so drift in the
+    // machine's load hits every column alike.
+    for run in 0..o.runs {
+        for s in &scenarios {
+            for _ in 0..s.repeat {
+                for &imp in s.impls {
+                    let t = Instant::now();
+                    let outcome =
+                        measure(imp, s.transport, s.plan).and_then(|out| (s.extract)(o, &out));
+                    match outcome {
+                        Ok(rows) => {
+                            eprintln!(
+                                "run {}/{} {} {:?} {}: {} ({:.1}s)",
+                                run + 1,
+                                o.runs,
+                                s.letter,
+                                s.transport,
+                                imp.name(),
+                                rows.iter()
+                                    .map(|(k, v)| format!("{k}={v:.1}"))
+                                    .collect::<Vec<_>>()
+                                    .join(" "),
+                                t.elapsed().as_secs_f64()
+                            );
+                            for (key, value) in rows {
+                                results.add(key, imp, value);
+                            }
+                        }
+                        Err(e) => {
+                            let what =
+                                format!("{} {:?} {}: {e}", s.letter, s.transport, imp.name());
+                            eprintln!("FAILED {what}");
+                            failures.push(what);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let load_after = load_average();
+    println!(
+        "acp-bench: {} run(s), medians; a: {} chunks; b, c: {} requests (c: {} outstanding); \
+         d: {} x {} bytes; e: {} sessions; f: {} handshake(s) per run; runtime: {}; \
+         load average {load_before} before, {load_after} after; {:.0}s\n",
+        o.runs,
+        o.chunks,
+        o.requests,
+        o.outstanding,
+        o.big_count,
+        o.big_size,
+        o.sessions,
+        o.handshakes,
+        o.flavor,
+        started.elapsed().as_secs_f64()
+    );
+    print!("{}", table::render(&results));
+    println!();
+    print!("{}", table::targets(&results));
+    if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        println!("\nFAILED measurements:");
+        for f in &failures {
+            println!("- {f}");
+        }
+        ExitCode::FAILURE
+    }
+}

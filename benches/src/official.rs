@@ -1,0 +1,256 @@
+//! The official crate (`agent-client-protocol` 5.0.0) doing the same work, written the way
+//! its documentation shows: `Agent.v1()` with typed request handlers that spawn the work
+//! that talks back to the client, served over its own `Stdio` adapter; `Client.v1()` with
+//! typed handlers, connected to the agent through its own `AcpAgent` process adapter.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ClientCapabilities, ContentBlock, ContentChunk, FileSystemCapabilities, Implementation,
+    InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, ReadTextFileRequest, ReadTextFileResponse, SessionId, SessionNotification,
+    SessionUpdate, StopReason, TextContent,
+};
+use agent_client_protocol::{
+    AcpAgent, AcpAgentConfig, Agent, ByteStreams, Client, ConnectTo, Error, Stdio,
+    on_receive_notification, on_receive_request,
+};
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+use crate::jobs::{AgentSide, run_job};
+use crate::msg::{CWD, ChunkCheck, Job, Report, content_for, session_id};
+use crate::plan::{ClientSide, Outcome, Plan, run_plan};
+
+fn failure(message: impl std::fmt::Display) -> Error {
+    Error::internal_error().data(message.to_string())
+}
+
+/// The agent's own state: every session it creates (id -> working directory).
+#[derive(Default)]
+struct Sessions {
+    known: Mutex<HashMap<String, PathBuf>>,
+    next: AtomicU64,
+}
+
+/// Serves the benchmark agent over `transport` until the client goes away.
+pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Error> {
+    let sessions = Arc::new(Sessions::default());
+    let for_new = sessions.clone();
+    let for_prompt = sessions;
+    Agent
+        .v1()
+        .name("acp-bench")
+        .on_receive_request(
+            async move |request: InitializeRequest, responder, _cx| {
+                responder.respond(
+                    InitializeResponse::new(request.protocol_version)
+                        .agent_info(Implementation::new("acp-bench", "0")),
+                )
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest, responder, _cx| {
+                let id = session_id(for_new.next.fetch_add(1, Ordering::Relaxed));
+                for_new
+                    .known
+                    .lock()
+                    .unwrap()
+                    .insert(id.clone(), request.cwd);
+                responder.respond(NewSessionResponse::new(id))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest, responder, cx: ConnectionTo<Client>| {
+                if !for_prompt
+                    .known
+                    .lock()
+                    .unwrap()
+                    .contains_key(&*request.session_id.0)
+                {
+                    return responder.respond_with_error(failure("unknown session"));
+                }
+                let job = match request.prompt.first() {
+                    Some(ContentBlock::Text(t)) => Job::parse(&t.text),
+                    _ => None,
+                };
+                let Some(job) = job else {
+                    return responder.respond_with_error(failure("not a benchmark job"));
+                };
+                let side = OfficialSide {
+                    cx: cx.clone(),
+                    session: request.session_id,
+                };
+                // Work that talks to the client must leave the dispatch loop.
+                cx.spawn(async move {
+                    let report = run_job(&side, job).await;
+                    responder
+                        .respond(PromptResponse::new(StopReason::EndTurn).meta(report.to_meta()))
+                })
+            },
+            on_receive_request!(),
+        )
+        .connect_to(transport)
+        .await
+}
+
+/// A job's view of the official agent connection.
+#[derive(Clone)]
+struct OfficialSide {
+    cx: ConnectionTo<Client>,
+    session: SessionId,
+}
+
+impl AgentSide for OfficialSide {
+    async fn chunk(&self, text: String) -> Result<(), String> {
+        let update = SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(
+            TextContent::new(text),
+        )));
+        self.cx
+            .send_notification(SessionNotification::new(self.session.clone(), update))
+            .map_err(|e| e.to_string())
+    }
+
+    async fn read(&self, path: String) -> Result<String, String> {
+        self.cx
+            .send_request(ReadTextFileRequest::new(self.session.clone(), path))
+            .block_task()
+            .await
+            .map(|r| r.content)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Runs the agent on stdin/stdout with the official `Stdio` adapter (the child's body).
+pub async fn serve_stdio() {
+    if let Err(e) = serve(Stdio::new()).await {
+        eprintln!("official agent: {e}");
+    }
+}
+
+struct OfficialClient {
+    cx: ConnectionTo<Agent>,
+}
+
+impl ClientSide for OfficialClient {
+    async fn initialize(&self) -> Result<(), String> {
+        let capabilities =
+            ClientCapabilities::new().fs(FileSystemCapabilities::new().read_text_file(true));
+        let request = InitializeRequest::new(ProtocolVersion::V1)
+            .client_capabilities(capabilities)
+            .client_info(Implementation::new("acp-bench", "0"));
+        self.cx
+            .send_request(request)
+            .block_task()
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    async fn new_session(&self) -> Result<String, String> {
+        self.cx
+            .send_request(NewSessionRequest::new(CWD))
+            .block_task()
+            .await
+            .map(|r| r.session_id.0.to_string())
+            .map_err(|e| e.to_string())
+    }
+
+    async fn prompt(&self, session: &str, job: Job) -> Result<Report, String> {
+        let request = PromptRequest::new(
+            SessionId::new(session),
+            vec![ContentBlock::Text(TextContent::new(job.to_text()))],
+        );
+        let response = self
+            .cx
+            .send_request(request)
+            .block_task()
+            .await
+            .map_err(|e| e.to_string())?;
+        Report::from_meta(response.meta.as_ref()).ok_or_else(|| "no report in the answer".into())
+    }
+}
+
+/// Runs `plan` with the official client over `transport`.
+async fn run_client(
+    transport: impl ConnectTo<Client> + 'static,
+    plan: Plan,
+    start: Instant,
+) -> Result<Outcome, String> {
+    let check = Arc::new(ChunkCheck::default());
+    let for_updates = check.clone();
+    Client
+        .v1()
+        .name("acp-bench")
+        .on_receive_notification(
+            async move |n: SessionNotification, _cx| {
+                let text = match &n.update {
+                    SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
+                        ContentBlock::Text(t) => Some(t.text.as_str()),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                for_updates.on_chunk(text);
+                Ok(())
+            },
+            on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |request: ReadTextFileRequest, responder, _cx| match request
+                .path
+                .to_str()
+                .and_then(content_for)
+            {
+                Some(content) => responder.respond(ReadTextFileResponse::new(content)),
+                None => responder.respond_with_error(failure("no such file")),
+            },
+            on_receive_request!(),
+        )
+        .connect_with(transport, async |cx: ConnectionTo<Agent>| {
+            Ok(run_plan(&OfficialClient { cx }, &check, plan, start).await)
+        })
+        .await
+        .map_err(|e| e.to_string())?
+}
+
+/// Runs `plan` against the official agent in a child process, spawned with `AcpAgent`.
+pub async fn over_stdio(
+    program: &std::path::Path,
+    args: &[&str],
+    plan: Plan,
+) -> Result<Outcome, String> {
+    let start = Instant::now();
+    let mut config = AcpAgentConfig::new(program);
+    for arg in args {
+        config = config.arg(*arg);
+    }
+    for (key, value) in crate::child_env() {
+        config = config.env(key, value);
+    }
+    run_client(AcpAgent::new(config), plan, start).await
+}
+
+/// Runs `plan` against the official agent in this process over `tokio::io::duplex`.
+pub async fn over_duplex(plan: Plan) -> Result<Outcome, String> {
+    let start = Instant::now();
+    let (agent_end, client_end) = tokio::io::duplex(crate::DUPLEX_BUFFER);
+    let (read, write) = tokio::io::split(agent_end);
+    let agent = tokio::spawn(serve(ByteStreams::new(write.compat_write(), read.compat())));
+    let (read, write) = tokio::io::split(client_end);
+    let outcome = run_client(
+        ByteStreams::new(write.compat_write(), read.compat()),
+        plan,
+        start,
+    )
+    .await;
+    agent.abort();
+    outcome
+}

@@ -1,0 +1,221 @@
+//! Our side of the benchmark, written the way a user writes it: an [`Agent`] served with
+//! `acp_agent::serve`/`serve_stdio` streaming through [`SessionHandle`], and a [`Client`]
+//! run by `acp_client::ClientConnection` (over `AgentProcess` for the two-process runs).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use acp_agent::types::{
+    ContentBlock, InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse,
+    PromptRequest, PromptResponse, ReadTextFileRequest, ReadTextFileResponse, SessionId,
+    SessionNotification, SessionUpdate, StopReason,
+};
+use acp_agent::{Agent, AgentContext, Error, PromptContext, SessionHandle};
+use acp_client::process::{AgentCommand, AgentProcess};
+use acp_client::{AgentHandle, Client, ClientConnection, Config};
+
+use crate::jobs::{AgentSide, run_job};
+use crate::msg::{CWD, ChunkCheck, Job, Report, content_for, session_id};
+use crate::plan::{ClientSide, Outcome, Plan, run_plan};
+
+/// The benchmark agent: keeps every session it creates (id -> working directory).
+#[derive(Default)]
+pub struct BenchAgent {
+    sessions: Mutex<HashMap<String, String>>,
+    next: AtomicU64,
+}
+
+fn internal(e: impl std::fmt::Display) -> Error {
+    Error::internal_error(e.to_string())
+}
+
+#[acp_agent::async_trait]
+impl Agent for BenchAgent {
+    async fn initialize(
+        &self,
+        p: InitializeRequest,
+        _cx: &AgentContext,
+    ) -> Result<InitializeResponse, Error> {
+        serde_json::from_value(serde_json::json!({
+            "protocolVersion": p.protocol_version,
+            "agentInfo": {"name": "acp-bench", "version": "0"}
+        }))
+        .map_err(internal)
+    }
+
+    async fn new_session(
+        &self,
+        p: NewSessionRequest,
+        _cx: &AgentContext,
+    ) -> Result<NewSessionResponse, Error> {
+        let id = session_id(self.next.fetch_add(1, Ordering::Relaxed));
+        self.sessions.lock().unwrap().insert(id.clone(), p.cwd);
+        Ok(NewSessionResponse {
+            session_id: SessionId(id),
+            modes: None,
+            config_options: None,
+            meta: None,
+        })
+    }
+
+    async fn prompt(&self, p: PromptRequest, cx: &PromptContext) -> Result<PromptResponse, Error> {
+        if !self.sessions.lock().unwrap().contains_key(&p.session_id.0) {
+            return Err(Error::resource_not_found("unknown session"));
+        }
+        let job = match p.prompt.first() {
+            Some(ContentBlock::Text(t)) => Job::parse(&t.text),
+            _ => None,
+        }
+        .ok_or_else(|| Error::invalid_params("the prompt is not a benchmark job"))?;
+        let side = OurSide {
+            session: cx.session().clone(),
+        };
+        let report = run_job(&side, job).await;
+        let mut response = PromptResponse::new(StopReason::EndTurn);
+        response.meta = Some(report.to_meta());
+        Ok(response)
+    }
+}
+
+/// A job's view of our agent connection.
+#[derive(Clone)]
+struct OurSide {
+    session: SessionHandle,
+}
+
+impl AgentSide for OurSide {
+    async fn chunk(&self, text: String) -> Result<(), String> {
+        self.session
+            .message_chunk(text)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn read(&self, path: String) -> Result<String, String> {
+        let request = ReadTextFileRequest {
+            session_id: self.session.id().clone(),
+            path,
+            line: None,
+            limit: None,
+            meta: None,
+        };
+        self.session
+            .client()
+            .read_text_file(request)
+            .await
+            .map(|r| r.content)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Runs the agent on stdin/stdout until the client closes it (the child process's body).
+pub async fn serve_stdio() {
+    let conn = acp_agent::serve_stdio(BenchAgent::default());
+    conn.closed().await;
+}
+
+/// The benchmark client: answers reads, checks chunks.
+pub struct BenchClient {
+    check: Arc<ChunkCheck>,
+}
+
+#[acp_client::async_trait]
+impl Client for BenchClient {
+    async fn read_text_file(&self, p: ReadTextFileRequest) -> Result<ReadTextFileResponse, Error> {
+        match content_for(&p.path) {
+            Some(content) => Ok(ReadTextFileResponse {
+                content,
+                meta: None,
+            }),
+            None => Err(Error::resource_not_found(p.path)),
+        }
+    }
+
+    async fn session_update(&self, n: SessionNotification) -> Result<(), Error> {
+        let text = match &n.update {
+            SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
+                ContentBlock::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            },
+            _ => None,
+        };
+        self.check.on_chunk(text);
+        Ok(())
+    }
+}
+
+impl ClientSide for AgentHandle {
+    async fn initialize(&self) -> Result<(), String> {
+        let request: InitializeRequest = serde_json::from_value(serde_json::json!({
+            "protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": true}},
+            "clientInfo": {"name": "acp-bench", "version": "0"}
+        }))
+        .map_err(|e| e.to_string())?;
+        AgentHandle::initialize(self, request)
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    async fn new_session(&self) -> Result<String, String> {
+        let request = NewSessionRequest {
+            cwd: CWD.to_owned(),
+            additional_directories: Vec::new(),
+            mcp_servers: Vec::new(),
+            meta: None,
+        };
+        AgentHandle::new_session(self, request)
+            .await
+            .map(|r| r.session_id.0)
+            .map_err(|e| e.to_string())
+    }
+
+    async fn prompt(&self, session: &str, job: Job) -> Result<Report, String> {
+        let request = PromptRequest {
+            session_id: SessionId(session.to_owned()),
+            prompt: vec![ContentBlock::text(job.to_text())],
+            meta: None,
+        };
+        let response = AgentHandle::prompt(self, request)
+            .await
+            .map_err(|e| e.to_string())?;
+        Report::from_meta(response.meta.as_ref()).ok_or_else(|| "no report in the answer".into())
+    }
+}
+
+/// Runs `plan` against our agent in a child process (`program args...`) over its stdio.
+pub async fn over_stdio(program: &AgentCommand, plan: Plan) -> Result<Outcome, String> {
+    let start = Instant::now();
+    let mut process = AgentProcess::spawn(program).map_err(|e| e.to_string())?;
+    let check = Arc::new(ChunkCheck::default());
+    let client = BenchClient {
+        check: check.clone(),
+    };
+    let conn = process
+        .connect(client, Config::default())
+        .map_err(|e| e.to_string())?;
+    let outcome = run_plan(conn.agent(), &check, plan, start).await;
+    let _ = process.shutdown(Duration::from_secs(5)).await;
+    outcome
+}
+
+/// Runs `plan` against our agent in this process over `tokio::io::duplex`.
+pub async fn over_duplex(plan: Plan) -> Result<Outcome, String> {
+    let start = Instant::now();
+    let (agent_end, client_end) = tokio::io::duplex(crate::DUPLEX_BUFFER);
+    let (read, write) = tokio::io::split(agent_end);
+    let agent = acp_agent::serve(BenchAgent::default(), read, write);
+    let check = Arc::new(ChunkCheck::default());
+    let (read, write) = tokio::io::split(client_end);
+    let client = BenchClient {
+        check: check.clone(),
+    };
+    let conn = ClientConnection::connect(client, read, write);
+    let outcome = run_plan(conn.agent(), &check, plan, start).await;
+    conn.close();
+    agent.close();
+    outcome
+}

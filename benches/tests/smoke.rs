@@ -1,0 +1,42 @@
+//! The harness still runs every scenario for every column and checks what it received
+//! (chunk counts and order, answer counts and sizes, sessions): `acp-bench --smoke` with tiny
+//! sizes fails on any wrong or missing message. Timing is never asserted here; performance
+//! figures come only from `cargo xtask bench`.
+
+use std::process::Command;
+
+#[test]
+fn every_scenario_runs_and_checks_what_it_received() {
+    let output = Command::new(env!("CARGO_BIN_EXE_acp-bench"))
+        .arg("--smoke")
+        .output()
+        .expect("the benchmark binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "acp-bench --smoke failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+    );
+    assert!(!stdout.contains("FAILED"), "{stdout}");
+    // Every scenario produced its row, with a figure in each column it measures.
+    for (row, columns) in [
+        ("a. streaming, in-process duplex", 3),
+        ("a. streaming, stdio, two processes", 3),
+        ("a. (same runs) agent peak RSS", 3),
+        ("b. sequential fs/read_text_file", 3),
+        ("c. 64 outstanding requests", 3),
+        ("d. 1 MiB responses", 3),
+        ("e. idle sessions kept", 2),
+        ("f. cold handshake", 3),
+    ] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {row} |")))
+            .unwrap_or_else(|| panic!("no row {row:?} in\n{stdout}"));
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        // | scenario | metric | better | ours | official | raw | ...
+        let measured = cells[4..7].iter().filter(|c| **c != "–").count();
+        assert_eq!(measured, columns, "{line}");
+    }
+    assert!(stdout.contains("Targets"), "{stdout}");
+}
