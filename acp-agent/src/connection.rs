@@ -54,9 +54,11 @@ where
     serve_with(agent, reader, writer, Config::default())
 }
 
-/// Serves `agent` over stdin/stdout (the usual way an editor runs an agent).
+/// Serves `agent` over stdin/stdout (the usual way an editor runs an agent). When they are
+/// pipes or sockets they are driven by tokio's reactor in non-blocking mode, not through the
+/// blocking thread pool (see [`acp_rpc::stdio`]), so do not let subprocesses inherit them.
 pub fn serve_stdio<A: Agent>(agent: A) -> AgentConnection {
-    serve(agent, tokio::io::stdin(), tokio::io::stdout())
+    serve(agent, acp_rpc::stdio::stdin(), acp_rpc::stdio::stdout())
 }
 
 /// Serves `agent` with a custom [`Config`] (limits, timeouts, wire tap...). Must be called

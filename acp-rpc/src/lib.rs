@@ -46,6 +46,7 @@ pub mod message;
 pub mod outgoing;
 pub mod params;
 pub mod probe;
+pub mod stdio;
 pub mod tap;
 mod typed;
 mod writer;

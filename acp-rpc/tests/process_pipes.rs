@@ -1,6 +1,8 @@
 //! Real OS pipes between two processes: this test binary re-executes itself as the peer
-//! (`ACP_RPC_TEST_PEER=1`), serving on its stdin/stdout. Runs without the libtest harness so
-//! the peer's stdout carries nothing but JSON-RPC.
+//! (`ACP_RPC_TEST_PEER=1`), serving on its stdin/stdout through `acp_rpc::stdio` (which must
+//! take the non-blocking path for pipes and sockets: the peer exits with status 3 if it
+//! does not). Runs without the libtest harness so the peer's stdout carries nothing but
+//! JSON-RPC.
 
 mod common;
 
@@ -29,7 +31,7 @@ fn main() {
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
-    let tests: [(&str, fn() -> _); 2] = [
+    let tests: [(&str, fn() -> _); 3] = [
         (
             "ten_thousand_concurrent_requests_each_way_over_os_pipes_are_each_answered_once",
             || {
@@ -43,6 +45,10 @@ fn main() {
             "killing_the_peer_mid_request_fails_pending_calls_within_10ms_of_eof",
             || Box::pin(killing_the_peer_mid_request_fails_pending_calls_within_10ms_of_eof()),
         ),
+        (
+            "a_peer_whose_stdio_are_unix_sockets_serves_through_them",
+            || Box::pin(a_peer_whose_stdio_are_unix_sockets_serves_through_them()),
+        ),
     ];
     for (name, test) in tests {
         if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
@@ -55,12 +61,12 @@ fn main() {
 }
 
 async fn serve_as_peer() {
-    let conn = Connection::new(
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        Shared(TestHandler::new()),
-        Config::default(),
-    );
+    let (stdin, stdout) = (acp_rpc::stdio::stdin(), acp_rpc::stdio::stdout());
+    if stdin.is_blocking() || stdout.is_blocking() {
+        eprintln!("acp_rpc::stdio fell back to the blocking thread pool on pipes or sockets");
+        std::process::exit(3);
+    }
+    let conn = Connection::new(stdin, stdout, Shared(TestHandler::new()), Config::default());
     conn.closed().await;
 }
 
@@ -143,4 +149,31 @@ async fn killing_the_peer_mid_request_fails_pending_calls_within_10ms_of_eof() {
         );
     }
     child.wait().await.unwrap();
+}
+
+async fn a_peer_whose_stdio_are_unix_sockets_serves_through_them() {
+    // Node.js gives its children Unix sockets, not pipes, for stdio.
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let stdin = std::os::fd::OwnedFd::from(theirs.try_clone().unwrap());
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env(PEER_ENV, "1")
+        .stdin(Stdio::from(stdin))
+        .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    ours.set_nonblocking(true).unwrap();
+    let (read, write) = tokio::net::UnixStream::from_std(ours).unwrap().into_split();
+    let conn = Connection::new(read, write, Shared(TestHandler::new()), Config::default());
+    for i in 0..100 {
+        let got: Value = conn.peer().request("echo", &json!({"i": i})).await.unwrap();
+        assert_eq!(got, json!({"i": i}));
+    }
+    conn.close();
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "peer exited with {status}");
 }
