@@ -3,11 +3,12 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
 use acp_rpc::{Direction, Peer, RequestId, TapEvent, WireTap};
 use acp_types::NotificationMethod;
 use acp_types::v1::{ClientCapabilities, SessionId, SessionNotification};
+use memchr::memmem;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
@@ -121,6 +122,20 @@ pub(crate) fn probe_session(params: &str) -> Option<SessionId> {
         .session_id
 }
 
+/// Whether `line` contains `"session/prompt"` or `"session/cancel"` (so it may be such a
+/// message and is worth parsing). This runs on every incoming line, responses included, so
+/// it is one SIMD substring search for their common prefix: a byte-window scan for each
+/// name took ~15% of the time of receiving a 1 MiB response.
+fn mentions_prompt_or_cancel(line: &[u8]) -> bool {
+    const PREFIX: &[u8] = b"\"session/";
+    static FINDER: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(PREFIX));
+    FINDER.find_iter(line).any(|at| {
+        let rest = &line[at + PREFIX.len()..];
+        rest.starts_with(b"prompt\"") || rest.starts_with(b"cancel\"")
+    })
+}
+
 fn pop(map: &Mutex<HashMap<SessionId, VecDeque<u64>>>, id: &SessionId) -> Option<u64> {
     let mut map = lock(map);
     let queue = map.get_mut(id)?;
@@ -135,10 +150,7 @@ impl Awaiting {
     /// Numbers incoming `session/prompt` requests and `session/cancel` notifications in
     /// read order (runs on the reader task, before the message is dispatched).
     fn announce(&self, line: &[u8]) {
-        const PROMPT: &[u8] = b"\"session/prompt\"";
-        const CANCEL: &[u8] = b"\"session/cancel\"";
-        let has = |needle: &[u8]| line.windows(needle.len()).any(|w| w == needle);
-        if !has(PROMPT) && !has(CANCEL) {
+        if !mentions_prompt_or_cancel(line) {
             return;
         }
         #[derive(serde::Deserialize)]
@@ -395,6 +407,30 @@ impl Inner {
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
                 return false;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cheap filter: a line that quotes either name anywhere is probed (the parse then
+    /// decides), a line that does not is skipped.
+    #[test]
+    fn only_lines_naming_prompt_or_cancel_are_probed() {
+        let prompt = br#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{}}"#;
+        let cancel = br#"{"params":{"sessionId":"s"},"method" : "session/cancel","jsonrpc":"2.0"}"#;
+        assert!(mentions_prompt_or_cancel(prompt));
+        assert!(mentions_prompt_or_cancel(cancel));
+        for other in [
+            &br#"{"jsonrpc":"2.0","id":3,"method":"session/new","params":{}}"#[..],
+            br#"{"jsonrpc":"2.0","id":3,"result":{"content":"session/prompts"}}"#,
+            br#"{"jsonrpc":"2.0","id":3,"result":{"content":"\"session/prompts\""}}"#,
+            b"\"session/",
+            b"",
+        ] {
+            assert!(!mentions_prompt_or_cancel(other), "{}", String::from_utf8_lossy(other));
         }
     }
 }
