@@ -37,6 +37,9 @@ usage: acp-bench [options]
   --quick           smaller sizes (a quick look, not for publishing)
   --smoke           tiny sizes, one run (what the test suite runs)
   --only LIST       scenarios to run, comma separated: a,b,c,d,e,f (default all)
+  --impls LIST      columns to measure, comma separated: ours,official,raw (default all;
+                    for profiling one side)
+  --transport T     a: duplex or stdio only (default both; for profiling one of them)
   --rt FLAVOR       tokio runtime of both processes: current or multi (default current)
   --chunks N        a: notifications per prompt (default 200000)
   --requests N      b, c: requests (default 20000)
@@ -47,6 +50,8 @@ usage: acp-bench [options]
 struct Options {
     runs: usize,
     only: Vec<char>,
+    impls: Vec<Impl>,
+    transports: Vec<Transport>,
     chunks: u64,
     requests: u64,
     outstanding: u64,
@@ -62,6 +67,8 @@ impl Options {
         let mut o = Options {
             runs: 5,
             only: "abcdef".chars().collect(),
+            impls: vec![Impl::Ours, Impl::Official, Impl::Raw],
+            transports: vec![Transport::Duplex, Transport::Stdio],
             chunks: 200_000,
             requests: 20_000,
             outstanding: 64,
@@ -90,6 +97,25 @@ impl Options {
                         .split(',')
                         .filter_map(|s| s.trim().chars().next())
                         .collect();
+                }
+                "--impls" => {
+                    let list = args.next().ok_or("missing value")?;
+                    o.impls = Vec::new();
+                    for name in list.split(',') {
+                        o.impls.push(match name.trim() {
+                            "ours" => Impl::Ours,
+                            "official" => Impl::Official,
+                            "raw" => Impl::Raw,
+                            other => return Err(format!("unknown column {other}")),
+                        });
+                    }
+                }
+                "--transport" => {
+                    o.transports = match args.next().map(String::as_str) {
+                        Some("duplex") => vec![Transport::Duplex],
+                        Some("stdio") => vec![Transport::Stdio],
+                        other => return Err(format!("unknown transport {other:?}")),
+                    };
                 }
                 "--rt" => {
                     let flavor = args.next().ok_or("missing value")?;
@@ -407,14 +433,14 @@ fn bench(o: &Options) -> ExitCode {
     let mut failures = Vec::new();
     let scenarios: Vec<Scenario> = scenarios(o)
         .into_iter()
-        .filter(|s| o.only.contains(&s.letter))
+        .filter(|s| o.only.contains(&s.letter) && o.transports.contains(&s.transport))
         .collect();
     // Runs are interleaved (every implementation once, then again) so drift in the
     // machine's load hits every column alike.
     for run in 0..o.runs {
         for s in &scenarios {
             for _ in 0..s.repeat {
-                for &imp in s.impls {
+                for &imp in s.impls.iter().filter(|i| o.impls.contains(i)) {
                     let t = Instant::now();
                     let outcome =
                         measure(imp, s.transport, s.plan).and_then(|out| (s.extract)(o, &out));
