@@ -128,12 +128,22 @@ pub fn string_enum(def: &Def, e: &StringEnumDef) -> TokenStream {
 ///
 /// Serialization is derived; deserialization is generated so that a *known* tag with a bad
 /// body is an error (serde's derive would quietly fall back to the catch-all variant).
+///
+/// Deserialization goes through `crate::serde_util::deserialize_tag_first`: when the tag is
+/// the object's first key (as every serializer we know writes it) and names a variant with a
+/// body, and the union has no untagged fallback, the body is read straight from the rest of
+/// the object; otherwise the object is buffered as a `serde_json::Value` and dispatched on
+/// its tag. Both paths accept and reject the same objects (one exception: an object that
+/// repeats the tag key is dispatched on its first occurrence on the direct path, on its last
+/// when buffered); the direct one skips building a `Value` (with `serde_json/preserve_order`,
+/// an index map per object), which was most of the cost of receiving a streamed chunk.
 pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error> {
     let name = ident(&def.name);
     let doc = docs(def.description.as_deref());
     let tag = &u.tag;
     let mut variants = Vec::new();
     let mut arms = Vec::new();
+    let mut direct_arms = Vec::new();
     // The untagged variant (if any) is tried when the tag is absent, unknown, or names a
     // variant whose body does not parse, as serde's own derive does.
     let fallback = u.variants.iter().find(|v| v.tag_value.is_none()).map(|v| {
@@ -162,6 +172,16 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
                         #on_error
                     },
                 });
+                if fallback.is_none() {
+                    direct_arms.push(quote! {
+                        #value => ::std::result::Result::Ok(
+                            <#body as ::serde::Deserialize>::deserialize(
+                                ::serde::de::value::MapAccessDeserializer::new(rest),
+                            )
+                            .map(Self::#vname),
+                        ),
+                    });
+                }
             }
             (Some(value), None) => {
                 variants.push(quote! { #vdoc #[serde(rename = #value)] #vname, });
@@ -197,6 +217,19 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
             quote! { None => Err(::serde::de::Error::missing_field(#tag)), },
         ),
     };
+    let direct_body = if direct_arms.is_empty() {
+        quote! {
+            let _ = tag;
+            ::std::result::Result::Err(rest)
+        }
+    } else {
+        quote! {
+            match tag {
+                #( #direct_arms )*
+                _ => ::std::result::Result::Err(rest),
+            }
+        }
+    };
     Ok(quote! {
         #doc
         #[derive(::serde::Serialize, Clone, Debug, PartialEq)]
@@ -209,7 +242,19 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
         }
         impl<'de> ::serde::Deserialize<'de> for #name {
             fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
-                let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(deserializer)?;
+                crate::serde_util::deserialize_tag_first(deserializer)
+            }
+        }
+        impl crate::serde_util::TagFirst for #name {
+            const TAG: &'static str = #tag;
+            const EXPECTING: &'static str = concat!("an object for ", stringify!(#name));
+            fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+                tag: &str,
+                rest: A,
+            ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+                #direct_body
+            }
+            fn from_value<E: ::serde::de::Error>(value: ::serde_json::Value) -> ::std::result::Result<Self, E> {
                 if !value.is_object() {
                     return ::std::result::Result::Err(::serde::de::Error::custom(
                         concat!("expected an object for ", stringify!(#name)),

@@ -1,10 +1,14 @@
-//! Deserializers behind the schema's leniency annotations (see acp-schema's `CONVENTIONS.md`).
+//! Deserializers behind the schema's leniency annotations (see acp-schema's `CONVENTIONS.md`),
+//! and the tag-first reading of internally tagged unions ([`deserialize_tag_first`]).
 //!
 //! Generated fields name these functions in `#[serde(deserialize_with = "...")]`. They buffer
 //! the field as a `serde_json::Value` first, so a bad value can be dropped without the parser
 //! losing its place in the message.
 
-use serde::de::DeserializeOwned;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{DeserializeOwned, DeserializeSeed, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
@@ -123,5 +127,92 @@ where
                 _ => "an array",
             }
         ))),
+    }
+}
+
+/// An internally tagged union that can be read without buffering when its tag comes first
+/// (implemented by the generated unions; see [`deserialize_tag_first`]).
+pub trait TagFirst: Sized {
+    /// The tag's key.
+    const TAG: &'static str;
+    /// What the deserializer expected, for "invalid type" errors.
+    const EXPECTING: &'static str;
+    /// Reads the variant named `tag` from `rest` (the object after its tag), or gives `rest`
+    /// back when that variant must be read from the whole object.
+    fn direct<'de, A: MapAccess<'de>>(tag: &str, rest: A) -> Result<Result<Self, A::Error>, A>;
+    /// Reads the union from the whole object, buffered.
+    fn from_value<E: serde::de::Error>(value: Value) -> Result<Self, E>;
+}
+
+/// Deserializes a [`TagFirst`] union: straight from the input when the object's first key
+/// is the tag and [`TagFirst::direct`] takes it, else by buffering the object as a
+/// [`Value`] and calling [`TagFirst::from_value`].
+pub fn deserialize_tag_first<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: TagFirst,
+{
+    deserializer.deserialize_map(TagFirstVisitor(PhantomData))
+}
+
+struct TagFirstVisitor<T>(PhantomData<T>);
+
+impl<'de, T: TagFirst> Visitor<'de> for TagFirstVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(T::EXPECTING)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
+        let mut object = serde_json::Map::new();
+        match map.next_key_seed(KeyUnlessTag(T::TAG))? {
+            None => {}
+            Some(None) => {
+                let tag: Value = map.next_value()?;
+                if let Value::String(name) = &tag {
+                    match T::direct(name, map) {
+                        Ok(result) => return result,
+                        Err(rest) => map = rest,
+                    }
+                }
+                object.insert(T::TAG.to_owned(), tag);
+            }
+            Some(Some(key)) => {
+                let value = map.next_value()?;
+                object.insert(key, value);
+            }
+        }
+        while let Some((key, value)) = map.next_entry::<String, Value>()? {
+            object.insert(key, value);
+        }
+        T::from_value(Value::Object(object))
+    }
+}
+
+/// A map key: `None` when it is the tag (read without allocating), else the key.
+struct KeyUnlessTag(&'static str);
+
+impl<'de> DeserializeSeed<'de> for KeyUnlessTag {
+    type Value = Option<String>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for KeyUnlessTag {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string key")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Self::Value, E> {
+        Ok((key != self.0).then(|| key.to_owned()))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, key: String) -> Result<Self::Value, E> {
+        Ok((key != self.0).then_some(key))
     }
 }

@@ -365,9 +365,41 @@ impl<'de> ::serde::Deserialize<'de> for ToolCallContent {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(
-            deserializer,
-        )?;
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for ToolCallContent {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = concat!(
+        "an object for ", stringify!(ToolCallContent)
+    );
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "markdown" => {
+                ::std::result::Result::Ok(
+                    <MarkdownContent as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Markdown),
+                )
+            }
+            "diff" => {
+                ::std::result::Result::Ok(
+                    <DiffContent as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Diff),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
         if !value.is_object() {
             return ::std::result::Result::Err(
                 ::serde::de::Error::custom(
@@ -533,9 +565,65 @@ impl<'de> ::serde::Deserialize<'de> for ToolCallConfirmation {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(
-            deserializer,
-        )?;
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for ToolCallConfirmation {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = concat!(
+        "an object for ", stringify!(ToolCallConfirmation)
+    );
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "edit" => {
+                ::std::result::Result::Ok(
+                    <EditConfirmation as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Edit),
+                )
+            }
+            "execute" => {
+                ::std::result::Result::Ok(
+                    <ExecuteConfirmation as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Execute),
+                )
+            }
+            "mcp" => {
+                ::std::result::Result::Ok(
+                    <McpConfirmation as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Mcp),
+                )
+            }
+            "fetch" => {
+                ::std::result::Result::Ok(
+                    <FetchConfirmation as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Fetch),
+                )
+            }
+            "other" => {
+                ::std::result::Result::Ok(
+                    <OtherConfirmation as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Other),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
         if !value.is_object() {
             return ::std::result::Result::Err(
                 ::serde::de::Error::custom(

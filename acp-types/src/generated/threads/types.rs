@@ -124,9 +124,31 @@ impl<'de> ::serde::Deserialize<'de> for MessageChunk {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(
-            deserializer,
-        )?;
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for MessageChunk {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = concat!("an object for ", stringify!(MessageChunk));
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "text" => {
+                ::std::result::Result::Ok(
+                    <TextChunk as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Text),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
         if !value.is_object() {
             return ::std::result::Result::Err(
                 ::serde::de::Error::custom(
@@ -195,9 +217,39 @@ impl<'de> ::serde::Deserialize<'de> for ThreadEntry {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(
-            deserializer,
-        )?;
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for ThreadEntry {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = concat!("an object for ", stringify!(ThreadEntry));
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "message" => {
+                ::std::result::Result::Ok(
+                    <Message as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Message),
+                )
+            }
+            "readFile" => {
+                ::std::result::Result::Ok(
+                    <ReadFileEntry as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::ReadFile),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
         if !value.is_object() {
             return ::std::result::Result::Err(
                 ::serde::de::Error::custom(

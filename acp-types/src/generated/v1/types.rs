@@ -650,9 +650,22 @@ impl<'de> ::serde::Deserialize<'de> for AuthMethod {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(
-            deserializer,
-        )?;
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for AuthMethod {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = concat!("an object for ", stringify!(AuthMethod));
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        let _ = tag;
+        ::std::result::Result::Err(rest)
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
         if !value.is_object() {
             return ::std::result::Result::Err(
                 ::serde::de::Error::custom(
@@ -979,9 +992,22 @@ impl<'de> ::serde::Deserialize<'de> for McpServer {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(
-            deserializer,
-        )?;
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for McpServer {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = concat!("an object for ", stringify!(McpServer));
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        let _ = tag;
+        ::std::result::Result::Err(rest)
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
         if !value.is_object() {
             return ::std::result::Result::Err(
                 ::serde::de::Error::custom(
@@ -1261,9 +1287,41 @@ impl<'de> ::serde::Deserialize<'de> for SessionConfigKind {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(
-            deserializer,
-        )?;
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for SessionConfigKind {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = concat!(
+        "an object for ", stringify!(SessionConfigKind)
+    );
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "select" => {
+                ::std::result::Result::Ok(
+                    <SessionConfigSelect as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Select),
+                )
+            }
+            "boolean" => {
+                ::std::result::Result::Ok(
+                    <SessionConfigBoolean as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Boolean),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
         if !value.is_object() {
             return ::std::result::Result::Err(
                 ::serde::de::Error::custom(
@@ -1873,9 +1931,24 @@ impl<'de> ::serde::Deserialize<'de> for SessionConfigOptionValue {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(
-            deserializer,
-        )?;
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for SessionConfigOptionValue {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = concat!(
+        "an object for ", stringify!(SessionConfigOptionValue)
+    );
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        let _ = tag;
+        ::std::result::Result::Err(rest)
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
         if !value.is_object() {
             return ::std::result::Result::Err(
                 ::serde::de::Error::custom(
@@ -2130,9 +2203,135 @@ impl<'de> ::serde::Deserialize<'de> for SessionUpdate {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(
-            deserializer,
-        )?;
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for SessionUpdate {
+    const TAG: &'static str = "sessionUpdate";
+    const EXPECTING: &'static str = concat!("an object for ", stringify!(SessionUpdate));
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "user_message_chunk" => {
+                ::std::result::Result::Ok(
+                    <ContentChunk as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::UserMessageChunk),
+                )
+            }
+            "agent_message_chunk" => {
+                ::std::result::Result::Ok(
+                    <ContentChunk as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::AgentMessageChunk),
+                )
+            }
+            "agent_thought_chunk" => {
+                ::std::result::Result::Ok(
+                    <ContentChunk as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::AgentThoughtChunk),
+                )
+            }
+            "tool_call" => {
+                ::std::result::Result::Ok(
+                    <ToolCall as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::ToolCall),
+                )
+            }
+            "tool_call_update" => {
+                ::std::result::Result::Ok(
+                    <ToolCallUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::ToolCallUpdate),
+                )
+            }
+            "plan" => {
+                ::std::result::Result::Ok(
+                    <Plan as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Plan),
+                )
+            }
+            "available_commands_update" => {
+                ::std::result::Result::Ok(
+                    <AvailableCommandsUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::AvailableCommandsUpdate),
+                )
+            }
+            "current_mode_update" => {
+                ::std::result::Result::Ok(
+                    <CurrentModeUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::CurrentModeUpdate),
+                )
+            }
+            "config_option_update" => {
+                ::std::result::Result::Ok(
+                    <ConfigOptionUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::ConfigOptionUpdate),
+                )
+            }
+            "session_info_update" => {
+                ::std::result::Result::Ok(
+                    <SessionInfoUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::SessionInfoUpdate),
+                )
+            }
+            "usage_update" => {
+                ::std::result::Result::Ok(
+                    <UsageUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::UsageUpdate),
+                )
+            }
+            "notice" => {
+                ::std::result::Result::Ok(
+                    <Notice as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Notice),
+                )
+            }
+            "compaction_update" => {
+                ::std::result::Result::Ok(
+                    <CompactionUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::CompactionUpdate),
+                )
+            }
+            "compaction_summary_chunk" => {
+                ::std::result::Result::Ok(
+                    <CompactionSummaryChunk as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::CompactionSummaryChunk),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
         if !value.is_object() {
             return ::std::result::Result::Err(
                 ::serde::de::Error::custom(
@@ -2336,9 +2535,63 @@ impl<'de> ::serde::Deserialize<'de> for ContentBlock {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(
-            deserializer,
-        )?;
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for ContentBlock {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = concat!("an object for ", stringify!(ContentBlock));
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "text" => {
+                ::std::result::Result::Ok(
+                    <TextContent as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Text),
+                )
+            }
+            "image" => {
+                ::std::result::Result::Ok(
+                    <ImageContent as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Image),
+                )
+            }
+            "audio" => {
+                ::std::result::Result::Ok(
+                    <AudioContent as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Audio),
+                )
+            }
+            "resource_link" => {
+                ::std::result::Result::Ok(
+                    <ResourceLink as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::ResourceLink),
+                )
+            }
+            "resource" => {
+                ::std::result::Result::Ok(
+                    <EmbeddedResource as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Resource),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
         if !value.is_object() {
             return ::std::result::Result::Err(
                 ::serde::de::Error::custom(
@@ -2997,9 +3250,49 @@ impl<'de> ::serde::Deserialize<'de> for ToolCallContent {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(
-            deserializer,
-        )?;
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for ToolCallContent {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = concat!(
+        "an object for ", stringify!(ToolCallContent)
+    );
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "content" => {
+                ::std::result::Result::Ok(
+                    <Content as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Content),
+                )
+            }
+            "diff" => {
+                ::std::result::Result::Ok(
+                    <Diff as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Diff),
+                )
+            }
+            "terminal" => {
+                ::std::result::Result::Ok(
+                    <Terminal as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Terminal),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
         if !value.is_object() {
             return ::std::result::Result::Err(
                 ::serde::de::Error::custom(
@@ -3788,9 +4081,33 @@ impl<'de> ::serde::Deserialize<'de> for RequestPermissionOutcome {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(
-            deserializer,
-        )?;
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for RequestPermissionOutcome {
+    const TAG: &'static str = "outcome";
+    const EXPECTING: &'static str = concat!(
+        "an object for ", stringify!(RequestPermissionOutcome)
+    );
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "selected" => {
+                ::std::result::Result::Ok(
+                    <SelectedPermissionOutcome as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Selected),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
         if !value.is_object() {
             return ::std::result::Result::Err(
                 ::serde::de::Error::custom(
@@ -4230,9 +4547,41 @@ impl<'de> ::serde::Deserialize<'de> for ElicitationMode {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(
-            deserializer,
-        )?;
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for ElicitationMode {
+    const TAG: &'static str = "mode";
+    const EXPECTING: &'static str = concat!(
+        "an object for ", stringify!(ElicitationMode)
+    );
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "form" => {
+                ::std::result::Result::Ok(
+                    <ElicitationFormMode as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Form),
+                )
+            }
+            "url" => {
+                ::std::result::Result::Ok(
+                    <ElicitationUrlMode as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Url),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
         if !value.is_object() {
             return ::std::result::Result::Err(
                 ::serde::de::Error::custom(
@@ -4480,9 +4829,65 @@ impl<'de> ::serde::Deserialize<'de> for ElicitationPropertySchema {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(
-            deserializer,
-        )?;
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for ElicitationPropertySchema {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = concat!(
+        "an object for ", stringify!(ElicitationPropertySchema)
+    );
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "string" => {
+                ::std::result::Result::Ok(
+                    <StringPropertySchema as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::String),
+                )
+            }
+            "number" => {
+                ::std::result::Result::Ok(
+                    <NumberPropertySchema as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Number),
+                )
+            }
+            "integer" => {
+                ::std::result::Result::Ok(
+                    <IntegerPropertySchema as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Integer),
+                )
+            }
+            "boolean" => {
+                ::std::result::Result::Ok(
+                    <BooleanPropertySchema as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Boolean),
+                )
+            }
+            "array" => {
+                ::std::result::Result::Ok(
+                    <MultiSelectPropertySchema as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Array),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
         if !value.is_object() {
             return ::std::result::Result::Err(
                 ::serde::de::Error::custom(
@@ -4870,9 +5275,24 @@ impl<'de> ::serde::Deserialize<'de> for MultiSelectItems {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(
-            deserializer,
-        )?;
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for MultiSelectItems {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = concat!(
+        "an object for ", stringify!(MultiSelectItems)
+    );
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        let _ = tag;
+        ::std::result::Result::Err(rest)
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
         if !value.is_object() {
             return ::std::result::Result::Err(
                 ::serde::de::Error::custom(
@@ -4997,9 +5417,33 @@ impl<'de> ::serde::Deserialize<'de> for ElicitationAction {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(
-            deserializer,
-        )?;
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for ElicitationAction {
+    const TAG: &'static str = "action";
+    const EXPECTING: &'static str = concat!(
+        "an object for ", stringify!(ElicitationAction)
+    );
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "accept" => {
+                ::std::result::Result::Ok(
+                    <ElicitationAcceptAction as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Accept),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
         if !value.is_object() {
             return ::std::result::Result::Err(
                 ::serde::de::Error::custom(
