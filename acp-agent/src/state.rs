@@ -430,7 +430,11 @@ mod tests {
             b"\"session/",
             b"",
         ] {
-            assert!(!mentions_prompt_or_cancel(other), "{}", String::from_utf8_lossy(other));
+            assert!(
+                !mentions_prompt_or_cancel(other),
+                "{}",
+                String::from_utf8_lossy(other)
+            );
         }
     }
 }

@@ -16,7 +16,10 @@ fn both_orders(text: &str) -> [String; 2] {
     let first_key = inner.split(':').next().unwrap().trim();
     let key: String = serde_json::from_str(first_key).unwrap();
     let first = format!("{first_key}:{}", value[&key]);
-    let rest = inner.strip_prefix(first.as_str()).unwrap().trim_start_matches(',');
+    let rest = inner
+        .strip_prefix(first.as_str())
+        .unwrap()
+        .trim_start_matches(',');
     let moved = if rest.is_empty() {
         format!("{{{first}}}")
     } else {
@@ -47,7 +50,10 @@ fn the_tag_may_come_first_or_last() {
     let update: SessionUpdate = read_both(
         r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi","_meta":{"a":1}}}"#,
     );
-    assert_eq!(update, SessionUpdate::agent_message_text("hi").with_text_meta());
+    assert_eq!(
+        update,
+        SessionUpdate::agent_message_text("hi").with_text_meta()
+    );
     let update: SessionUpdate = read_both(
         r#"{"sessionUpdate":"tool_call","toolCallId":"t1","title":"Read","kind":"read","status":"pending","content":[{"type":"content","content":{"type":"text","text":"x"}}]}"#,
     );
@@ -75,11 +81,15 @@ fn bad_objects_are_rejected_in_either_order() {
         assert!(e.contains("data"), "{e}");
     }
     // A tag that is not a string.
-    for e in fails_both::<SessionUpdate>(r#"{"sessionUpdate":7,"content":{"type":"text","text":"x"}}"#) {
+    for e in
+        fails_both::<SessionUpdate>(r#"{"sessionUpdate":7,"content":{"type":"text","text":"x"}}"#)
+    {
         assert!(e.contains("must be a string"), "{e}");
     }
     // No tag at all.
-    assert!(serde_json::from_str::<SessionUpdate>(r#"{"content":{"type":"text","text":"x"}}"#).is_err());
+    assert!(
+        serde_json::from_str::<SessionUpdate>(r#"{"content":{"type":"text","text":"x"}}"#).is_err()
+    );
     // Not an object.
     let e = serde_json::from_str::<SessionUpdate>(r#""agent_message_chunk""#).unwrap_err();
     assert!(e.to_string().contains("an object for SessionUpdate"), "{e}");
