@@ -18,7 +18,7 @@ fn not_found<P: RequestMethod, T>() -> Result<T, Error> {
 
 /// What a threads editor implements: the methods the agent calls. `streamMessageChunk`
 /// defaults to accepting and ignoring the chunk; the file methods default to "method not
-/// found" (`-32601`).
+/// found" (`-32601`). Requests are handled one at a time, in the order the agent sent them.
 #[async_trait]
 pub trait Client: Send + Sync + 'static {
     /// `streamMessageChunk`: a chunk of the agent's reply.
@@ -132,7 +132,10 @@ where
     connect_with(client, reader, writer, Config::default())
 }
 
-/// [`connect`] with a custom [`Config`]; its dialect is always set to [`Dialect::threads`].
+/// [`connect`] with a custom [`Config`]; its dialect is always set to [`Dialect::threads`],
+/// and the agent's requests are always handled one at a time in arrival order
+/// ([`Config::sequential_requests`]): the dialect streams its reply as requests, which must
+/// be shown in the order they were sent.
 pub fn connect_with<C, R, W>(client: C, reader: R, writer: W, config: Config) -> Connection
 where
     C: Client,
@@ -143,7 +146,9 @@ where
         reader,
         writer,
         Dispatch(Arc::new(client)),
-        config.with_dialect(Dialect::threads()),
+        config
+            .with_dialect(Dialect::threads())
+            .with_sequential_requests(true),
     );
     Connection {
         agent: AgentHandle {

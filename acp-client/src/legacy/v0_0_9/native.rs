@@ -17,7 +17,8 @@ fn not_found<P: RequestMethod, T>() -> Result<T, Error> {
 
 /// What a 0.0.9 editor implements: the methods the agent calls. `streamAssistantMessageChunk`
 /// and `updateToolCall` default to accepting and ignoring what they get; the others default
-/// to "method not found" (`-32601`). Requests run concurrently.
+/// to "method not found" (`-32601`). Requests are handled one at a time, in the order the
+/// agent sent them.
 #[async_trait]
 pub trait Client: Send + Sync + 'static {
     /// `streamAssistantMessageChunk`: a chunk of the agent's reply (text or a thought).
@@ -97,7 +98,10 @@ impl AgentHandle {
 
     /// `authenticate`: the agent runs its own login flow; resolves when it is done.
     pub async fn authenticate(&self) -> Result<(), Error> {
-        self.peer.typed_request(&AuthenticateParams).await.map(|_| ())
+        self.peer
+            .typed_request(&AuthenticateParams)
+            .await
+            .map(|_| ())
     }
 
     /// `sendUserMessage`: resolves when the agent's whole turn is over.
@@ -165,7 +169,10 @@ where
 
 /// [`connect`] with a custom [`Config`]; its dialect is always set to
 /// [`Dialect::legacy_0_0_9`] (`params` omitted when empty, no notifications, ids from 0
-/// unless [`Config::first_request_id`] says otherwise).
+/// unless [`Config::first_request_id`] says otherwise), and the agent's requests are always
+/// handled one at a time in arrival order ([`Config::sequential_requests`]): the dialect
+/// streams chunks and tool-call updates as requests, which agents send without waiting and
+/// which must be shown in the order they were sent.
 pub fn connect_with<C, R, W>(client: C, reader: R, writer: W, config: Config) -> Connection
 where
     C: Client,
@@ -176,7 +183,9 @@ where
         reader,
         writer,
         Dispatch(Arc::new(client)),
-        config.with_dialect(Dialect::legacy_0_0_9()),
+        config
+            .with_dialect(Dialect::legacy_0_0_9())
+            .with_sequential_requests(true),
     );
     Connection {
         agent: AgentHandle {
