@@ -43,6 +43,7 @@ pub mod client;
 mod connection;
 mod context;
 pub mod legacy;
+pub mod negotiate;
 pub mod session;
 mod state;
 
@@ -56,6 +57,8 @@ pub use session::{SessionHandle, ToolCallHandle, tool_call_update};
 pub use acp_rpc::Config;
 /// The error type of every call: a JSON-RPC error (code, message, optional data).
 pub use acp_rpc::Error;
+/// Re-exported: the protocol dialects, for pinning and negotiation ([`negotiate`]).
+pub use acp_types::Dialect;
 /// Re-exported: the v1 protocol types.
 pub use acp_types::v1 as types;
 /// Re-exported for implementing [`Agent`].

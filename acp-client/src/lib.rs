@@ -44,12 +44,15 @@ pub mod client;
 pub mod connection;
 pub mod fs;
 pub mod legacy;
+pub mod negotiate;
 #[cfg(feature = "process")]
 pub mod process;
 #[cfg(feature = "process")]
 pub mod terminal;
 
 pub use acp_rpc::{Config, Error, ErrorCode};
+/// Re-exported: the protocol dialects, for pinning and negotiation ([`negotiate`]).
+pub use acp_types::Dialect;
 /// Re-exported so `Client` impls can use `#[async_trait]` without their own dependency.
 pub use async_trait::async_trait;
 pub use client::Client;
