@@ -117,6 +117,8 @@ struct ShownToolCall {
     status: z::ToolCallStatus,
     content: Option<z::ToolCallContent>,
     locations: Vec<z::ToolCallLocation>,
+    /// The v1 raw input, for the confirmation of a later permission request.
+    raw_input: Option<serde_json::Value>,
 }
 
 /// The state both sides of the adapter share.
@@ -396,6 +398,7 @@ impl V1Side {
             status: z::ToolCallStatus::Running,
             content,
             locations,
+            raw_input: call.raw_input,
         };
         self.remember(call.tool_call_id.clone(), shown.clone());
         if status != z::ToolCallStatus::Running {
@@ -465,8 +468,15 @@ impl V1Side {
         };
         let locations = match &call.locations {
             Some(locations) => locations.iter().map(convert::location_from_v1).collect(),
-            None => shown.map(|s| s.locations).unwrap_or_default(),
+            None => shown
+                .as_ref()
+                .map(|s| s.locations.clone())
+                .unwrap_or_default(),
         };
+        let raw_input = call
+            .raw_input
+            .clone()
+            .or_else(|| shown.and_then(|s| s.raw_input));
         let answer = self
             .editor()?
             .request_tool_call_confirmation(z::RequestToolCallConfirmationParams {
@@ -474,7 +484,7 @@ impl V1Side {
                 icon: convert::icon_for_kind(&kind),
                 content: content.clone(),
                 locations: locations.clone(),
-                confirmation: convert::confirmation_for(&kind, &title, call.raw_input.as_ref()),
+                confirmation: convert::confirmation_for(&kind, &title, raw_input.as_ref()),
             })
             .await?;
         self.remember(
@@ -486,6 +496,7 @@ impl V1Side {
                 status: z::ToolCallStatus::Running,
                 content,
                 locations,
+                raw_input,
             },
         );
         to_raw(&v1::RequestPermissionResponse {
