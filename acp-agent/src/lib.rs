@@ -57,6 +57,8 @@ pub use session::{SessionHandle, ToolCallHandle, tool_call_update};
 pub use acp_rpc::Config;
 /// The error type of every call: a JSON-RPC error (code, message, optional data).
 pub use acp_rpc::Error;
+/// Re-exported: the code of an [`Error`], with the JSON-RPC and ACP codes as constants.
+pub use acp_rpc::ErrorCode;
 /// Re-exported: the protocol dialects, for pinning and negotiation ([`negotiate`]).
 pub use acp_types::Dialect;
 /// Re-exported: the v1 protocol types.
