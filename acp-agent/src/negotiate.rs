@@ -61,12 +61,9 @@ pub struct NegotiateOptions {
     pub dialects: Vec<Dialect>,
     /// The connection's configuration (its dialect framing is set by the dialect served).
     pub config: Config,
-    /// How a 0.0.9 client is served.
-    #[cfg(feature = "legacy-0-0-9")]
-    pub legacy_0_0_9: crate::legacy::v0_0_9::AdapterOptions,
-    /// How a threads client is served.
-    #[cfg(feature = "legacy-threads")]
-    pub threads: crate::legacy::threads::AdapterOptions,
+    /// How a legacy (0.0.9 or threads) client is served.
+    #[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
+    pub legacy: crate::legacy::AdapterOptions,
 }
 
 impl Default for NegotiateOptions {
@@ -74,10 +71,8 @@ impl Default for NegotiateOptions {
         NegotiateOptions {
             dialects: compiled_dialects(),
             config: Config::default(),
-            #[cfg(feature = "legacy-0-0-9")]
-            legacy_0_0_9: Default::default(),
-            #[cfg(feature = "legacy-threads")]
-            threads: Default::default(),
+            #[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
+            legacy: Default::default(),
         }
     }
 }
@@ -99,27 +94,17 @@ impl NegotiateOptions {
 
     /// Sets the working directory of the sessions behind legacy conversations (the legacy
     /// dialects have none; `session/new` needs one).
+    #[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
     #[must_use]
-    #[cfg_attr(
-        not(any(feature = "legacy-0-0-9", feature = "legacy-threads")),
-        allow(unused_mut)
-    )]
     pub fn with_legacy_cwd(mut self, cwd: impl Into<std::path::PathBuf>) -> Self {
-        let cwd = cwd.into();
-        #[cfg(feature = "legacy-0-0-9")]
-        {
-            self.legacy_0_0_9 = self.legacy_0_0_9.with_cwd(cwd.clone());
-        }
-        #[cfg(feature = "legacy-threads")]
-        {
-            self.threads = self.threads.with_cwd(cwd.clone());
-        }
-        let _ = cwd;
+        self.legacy = self.legacy.with_cwd(cwd);
         self
     }
 }
 
-/// The dialects this build speaks, newest first.
+/// The dialects this crate was built to speak (its `legacy-0-0-9` and `legacy-threads`
+/// features), newest first. Decided by this crate's own features: acp-types may have more
+/// dialects compiled in for another crate of the build.
 pub fn compiled_dialects() -> Vec<Dialect> {
     Dialect::ALL
         .into_iter()
@@ -324,7 +309,7 @@ where
             reader,
             writer,
             config,
-            options.legacy_0_0_9,
+            options.legacy,
         )),
         #[cfg(feature = "legacy-threads")]
         Dialect::Threads => Inner::Threads(crate::legacy::threads::serve_v1_with(
@@ -332,7 +317,7 @@ where
             reader,
             writer,
             config,
-            options.threads,
+            options.legacy,
         )),
         #[allow(unreachable_patterns)]
         other => unreachable!("{other} is filtered out unless compiled in"),

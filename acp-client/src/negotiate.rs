@@ -141,7 +141,9 @@ impl NegotiateOptions {
     }
 }
 
-/// The dialects this build speaks, newest first.
+/// The dialects this crate was built to speak (its `legacy-0-0-9` and `legacy-threads`
+/// features), newest first. Decided by this crate's own features: acp-types may have more
+/// dialects compiled in for another crate of the build.
 pub fn compiled_dialects() -> Vec<Dialect> {
     Dialect::ALL
         .into_iter()

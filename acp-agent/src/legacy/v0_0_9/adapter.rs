@@ -5,7 +5,7 @@
 //! session and the tool calls the editor has been shown.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use acp_rpc::{
@@ -20,35 +20,9 @@ use tokio::sync::OnceCell;
 
 use super::native::{Agent, ClientHandle, Connection, Context, serve_with};
 use crate::Error;
+use crate::legacy::AdapterOptions;
 use crate::legacy::support::{pipe, tie};
 use crate::state::lock;
-
-/// How [`serve_v1`] presents the v1 agent.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct AdapterOptions {
-    /// The working directory of the implicit session (`session/new` needs one; 0.0.9 has
-    /// none), against which relative `path` mentions are resolved. Default: the process's
-    /// current directory.
-    pub cwd: PathBuf,
-}
-
-impl Default for AdapterOptions {
-    fn default() -> Self {
-        AdapterOptions {
-            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
-        }
-    }
-}
-
-impl AdapterOptions {
-    /// Sets [`AdapterOptions::cwd`].
-    #[must_use]
-    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.cwd = cwd.into();
-        self
-    }
-}
 
 /// Serves a v1 `agent` to a 0.0.9 editor over a reader/writer pair; see the module docs for
 /// the mapping.

@@ -4,17 +4,14 @@
 use std::sync::Arc;
 
 use acp_rpc::{
-    CloseReason, Config, Dialect, Error, Handler, NotificationContext, Params, Peer, RawValue,
-    RequestContext, to_raw,
+    Config, Dialect, Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext,
+    to_raw,
 };
-use acp_types::RequestMethod;
 use acp_types::legacy::threads::*;
 use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-fn not_found<P: RequestMethod, T>() -> Result<T, Error> {
-    Err(Error::method_not_found(P::METHOD))
-}
+use crate::legacy::support::not_found;
 
 /// What a threads editor implements: the methods the agent calls. `streamMessageChunk`
 /// defaults to accepting and ignoring the chunk; the file methods default to "method not
@@ -100,27 +97,7 @@ impl AgentHandle {
 }
 
 /// A running threads connection to an agent.
-#[derive(Clone, Debug)]
-pub struct Connection {
-    agent: AgentHandle,
-}
-
-impl Connection {
-    /// The typed handle to the agent.
-    pub fn agent(&self) -> &AgentHandle {
-        &self.agent
-    }
-
-    /// Resolves when the connection has ended, with the reason.
-    pub async fn closed(&self) -> CloseReason {
-        self.agent.peer.closed().await
-    }
-
-    /// Ends the connection.
-    pub fn close(&self) {
-        self.agent.peer.close();
-    }
-}
+pub type Connection = crate::legacy::Connection<AgentHandle>;
 
 /// Serves `client` to a threads agent over its stdout (`reader`) and stdin (`writer`).
 pub fn connect<C, R, W>(client: C, reader: R, writer: W) -> Connection
@@ -150,11 +127,8 @@ where
             .with_dialect(Dialect::threads())
             .with_sequential_requests(true),
     );
-    Connection {
-        agent: AgentHandle {
-            peer: conn.peer().clone(),
-        },
-    }
+    let peer = conn.peer().clone();
+    Connection::new(AgentHandle { peer: peer.clone() }, peer)
 }
 
 struct Dispatch<C>(Arc<C>);

@@ -3,17 +3,14 @@
 use std::sync::Arc;
 
 use acp_rpc::{
-    CloseReason, Config, Dialect, Error, ErrorCode, Handler, NotificationContext, Params, Peer,
-    RawValue, RequestContext, to_raw,
+    Config, Dialect, Error, ErrorCode, Handler, NotificationContext, Params, Peer, RawValue,
+    RequestContext, to_raw,
 };
-use acp_types::RequestMethod;
 use acp_types::legacy::v0_0_9::*;
 use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-fn not_found<P: RequestMethod, T>() -> Result<T, Error> {
-    Err(Error::method_not_found(P::METHOD))
-}
+use crate::legacy::support::not_found;
 
 /// What a 0.0.9 editor implements: the methods the agent calls. `streamAssistantMessageChunk`
 /// and `updateToolCall` default to accepting and ignoring what they get; the others default
@@ -134,27 +131,7 @@ pub(crate) fn check_version(answer: InitializeResponse) -> Result<InitializeResp
 }
 
 /// A running 0.0.9 connection to an agent.
-#[derive(Clone, Debug)]
-pub struct Connection {
-    agent: AgentHandle,
-}
-
-impl Connection {
-    /// The typed handle to the agent.
-    pub fn agent(&self) -> &AgentHandle {
-        &self.agent
-    }
-
-    /// Resolves when the connection has ended, with the reason.
-    pub async fn closed(&self) -> CloseReason {
-        self.agent.peer.closed().await
-    }
-
-    /// Ends the connection.
-    pub fn close(&self) {
-        self.agent.peer.close();
-    }
-}
+pub type Connection = crate::legacy::Connection<AgentHandle>;
 
 /// Serves `client` to a 0.0.9 agent over its stdout (`reader`) and stdin (`writer`). Call
 /// [`AgentHandle::initialize`] first.
@@ -187,11 +164,8 @@ where
             .with_dialect(Dialect::legacy_0_0_9())
             .with_sequential_requests(true),
     );
-    Connection {
-        agent: AgentHandle {
-            peer: conn.peer().clone(),
-        },
-    }
+    let peer = conn.peer().clone();
+    Connection::new(AgentHandle { peer: peer.clone() }, peer)
 }
 
 struct Dispatch<C>(Arc<C>);
