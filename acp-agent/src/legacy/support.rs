@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 pub(crate) use acp_rpc::memory::{pipe, tie};
-use acp_rpc::{CloseReason, Peer};
+use acp_rpc::{CloseReason, Config, Dialect, Handler, Peer};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 /// A running connection of a legacy dialect; `H` is that dialect's typed handle to the
 /// editor (`threads::ClientHandle`, `v0_0_9::ClientHandle`).
@@ -17,6 +18,26 @@ pub struct Connection<H> {
 impl<H> Connection<H> {
     pub(crate) fn new(client: H, peer: Peer) -> Self {
         Connection { client, peer }
+    }
+
+    /// Starts an rpc connection speaking `dialect` (which overrides the one in `config`)
+    /// with `handler` serving the peer's requests, and wraps it with the typed handle
+    /// `handle` builds from its [`Peer`].
+    pub(crate) fn start<R, W>(
+        reader: R,
+        writer: W,
+        handler: impl Handler,
+        config: Config,
+        dialect: Dialect,
+        handle: impl FnOnce(Peer) -> H,
+    ) -> Self
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let conn = acp_rpc::Connection::new(reader, writer, handler, config.with_dialect(dialect));
+        let peer = conn.peer().clone();
+        Self::new(handle(peer.clone()), peer)
     }
 
     /// The typed handle to the editor.

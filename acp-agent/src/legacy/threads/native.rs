@@ -155,14 +155,14 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let conn = acp_rpc::Connection::new(
+    Connection::start(
         reader,
         writer,
         Dispatch(Arc::new(agent)),
-        config.with_dialect(Dialect::threads()),
-    );
-    let peer = conn.peer().clone();
-    Connection::new(ClientHandle { peer: peer.clone() }, peer)
+        config,
+        Dialect::threads(),
+        |peer| ClientHandle { peer },
+    )
 }
 
 struct Dispatch<A>(Arc<A>);

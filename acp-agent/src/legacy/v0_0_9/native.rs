@@ -176,14 +176,14 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let conn = acp_rpc::Connection::new(
+    Connection::start(
         reader,
         writer,
         Dispatch(Arc::new(agent)),
-        config.with_dialect(Dialect::legacy_0_0_9()),
-    );
-    let peer = conn.peer().clone();
-    Connection::new(ClientHandle { peer: peer.clone() }, peer)
+        config,
+        Dialect::legacy_0_0_9(),
+        |peer| ClientHandle { peer },
+    )
 }
 
 struct Dispatch<A>(Arc<A>);

@@ -119,16 +119,14 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let conn = acp_rpc::Connection::new(
+    Connection::start(
         reader,
         writer,
         Dispatch(Arc::new(client)),
-        config
-            .with_dialect(Dialect::threads())
-            .with_sequential_requests(true),
-    );
-    let peer = conn.peer().clone();
-    Connection::new(AgentHandle { peer: peer.clone() }, peer)
+        config.with_sequential_requests(true),
+        Dialect::threads(),
+        |peer| AgentHandle { peer },
+    )
 }
 
 struct Dispatch<C>(Arc<C>);
