@@ -110,12 +110,12 @@ trait WithTextMeta {
 impl WithTextMeta for SessionUpdate {
     fn with_text_meta(self) -> Self {
         let mut update = self;
-        if let SessionUpdate::AgentMessageChunk(chunk) = &mut update {
-            if let ContentBlock::Text(t) = &mut chunk.content {
-                let mut meta = serde_json::Map::new();
-                meta.insert("a".into(), 1.into());
-                t.meta = Some(meta);
-            }
+        if let SessionUpdate::AgentMessageChunk(chunk) = &mut update
+            && let ContentBlock::Text(t) = &mut chunk.content
+        {
+            let mut meta = serde_json::Map::new();
+            meta.insert("a".into(), 1.into());
+            t.meta = Some(meta);
         }
         update
     }
