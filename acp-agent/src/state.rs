@@ -19,19 +19,23 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// One known session.
+///
+/// An agent may keep thousands of idle sessions, so the synchronisation objects are
+/// allocated on first use, not with the session: `None` stands for one that nobody holds
+/// yet (a fresh token, a zero counter, a notifier without waiters).
 pub(crate) struct Session {
     /// Cancelled by `session/cancel` while a prompt runs; replaced when a prompt starts
     /// (with none running) and when the last one ends.
-    pub(crate) cancel: CancellationToken,
+    cancel: Option<CancellationToken>,
     /// `Some` while the `session/new` response has not been written: updates wait here
     /// (with a send-counter guard, so a prompt's response also waits for them).
     pub(crate) held: Option<Vec<Held>>,
     /// Update sends in progress (the prompt response waits for them).
-    pub(crate) sending: Arc<InFlight>,
+    sending: Option<Arc<InFlight>>,
     /// The read sequence number of the running prompt, if one runs.
     pub(crate) running: Option<u64>,
     /// Woken when a prompt starts.
-    pub(crate) started: Arc<Notify>,
+    started: Option<Arc<Notify>>,
 }
 
 /// How long a `session/cancel` waits for a prompt read before it to start.
@@ -43,12 +47,29 @@ pub(crate) type Held = (SessionNotification, Option<InFlightGuard>);
 impl Session {
     fn new(held: Option<Vec<Held>>) -> Self {
         Session {
-            cancel: CancellationToken::new(),
+            cancel: None,
             held,
-            sending: Arc::default(),
+            sending: None,
             running: None,
-            started: Arc::default(),
+            started: None,
         }
+    }
+
+    /// The current cancellation token.
+    fn cancel_token(&mut self) -> CancellationToken {
+        self.cancel
+            .get_or_insert_with(CancellationToken::new)
+            .clone()
+    }
+
+    /// The send counter.
+    fn sending(&mut self) -> &Arc<InFlight> {
+        self.sending.get_or_insert_with(Arc::default)
+    }
+
+    /// The notifier woken when a prompt starts.
+    fn started(&mut self) -> Arc<Notify> {
+        self.started.get_or_insert_with(Arc::default).clone()
     }
 }
 
@@ -262,8 +283,8 @@ impl Inner {
     }
 
     pub(crate) fn forget(&self, id: &SessionId) {
-        if let Some(s) = lock(&self.sessions).known.remove(id) {
-            s.cancel.cancel();
+        if let Some(token) = lock(&self.sessions).known.remove(id).and_then(|s| s.cancel) {
+            token.cancel();
         }
     }
 
@@ -325,13 +346,16 @@ impl Inner {
             let mut s = lock(&self.sessions);
             let creating = s.creating > 0;
             match s.known.get_mut(&n.session_id) {
-                Some(session) => match session.held.as_mut() {
-                    Some(held) => {
-                        held.push((n, Some(session.sending.enter())));
-                        return Ok(());
+                Some(session) => {
+                    let guard = session.sending().enter();
+                    match session.held.as_mut() {
+                        Some(held) => {
+                            held.push((n, Some(guard)));
+                            return Ok(());
+                        }
+                        None => Some(guard),
                     }
-                    None => Some(session.sending.enter()),
-                },
+                }
                 None if creating => {
                     s.unclaimed.entry(n.session_id.clone()).or_default().push(n);
                     return Ok(());
@@ -346,7 +370,10 @@ impl Inner {
 
     /// The session's current cancellation token.
     pub(crate) fn cancel_token(&self, id: &SessionId) -> Option<CancellationToken> {
-        lock(&self.sessions).known.get(id).map(|s| s.cancel.clone())
+        lock(&self.sessions)
+            .known
+            .get_mut(id)
+            .map(Session::cancel_token)
     }
 
     /// A prompt starts: takes its read number, returns its fresh token and the session's
@@ -359,35 +386,37 @@ impl Inner {
         let seq = self.awaiting.take_prompt(id);
         let session = s.known.get_mut(id)?;
         if session.running.is_none() {
-            session.cancel = CancellationToken::new();
+            session.cancel = None;
         }
         session.running = Some(seq);
-        session.started.notify_waiters();
-        Some((session.cancel.clone(), session.sending.clone()))
+        if let Some(started) = &session.started {
+            started.notify_waiters();
+        }
+        Some((session.cancel_token(), session.sending().clone()))
     }
 
     /// A prompt ended (or was dropped): the next one gets a fresh token.
     pub(crate) fn end_prompt(&self, id: &SessionId) {
         if let Some(session) = lock(&self.sessions).known.get_mut(id) {
             session.running = None;
-            session.cancel = CancellationToken::new();
+            session.cancel = None;
         }
     }
 
     /// Cancels the session's running prompt if it was read before the cancel numbered
     /// `cancel_seq`; `Some(Err(notify))` if such a prompt was read but has not started.
     fn cancel_running(&self, id: &SessionId, cancel_seq: u64) -> Option<Result<(), Arc<Notify>>> {
-        let s = lock(&self.sessions);
-        let session = s.known.get(id)?;
+        let mut s = lock(&self.sessions);
+        let session = s.known.get_mut(id)?;
         if session.running.is_some_and(|seq| seq < cancel_seq) {
-            session.cancel.cancel();
+            session.cancel_token().cancel();
             return Some(Ok(()));
         }
         let waiting = lock(&self.awaiting.announced)
             .get(id)
             .and_then(|q| q.front().copied())
             .is_some_and(|seq| seq < cancel_seq);
-        waiting.then(|| Err(session.started.clone()))
+        waiting.then(|| Err(session.started()))
     }
 
     /// `session/cancel`: signals the token of the session's prompt read before it. That
@@ -421,6 +450,22 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Thousands of idle sessions cost only their map entries: the token, the send counter
+    /// and the notifier are made when first needed, and the token handed out is the one a
+    /// later `session/cancel` cancels.
+    #[test]
+    fn an_idle_session_allocates_nothing_until_used() {
+        let mut session = Session::new(None);
+        assert!(session.cancel.is_none() && session.sending.is_none());
+        assert!(session.started.is_none());
+        let token = session.cancel_token();
+        assert!(!token.is_cancelled());
+        session.cancel_token().cancel();
+        assert!(token.is_cancelled());
+        let counter = session.sending().clone();
+        assert!(Arc::ptr_eq(&counter, session.sending()));
+    }
 
     /// A cheap filter: a line that quotes either name anywhere is probed (the parse then
     /// decides), a line that does not is skipped.
