@@ -1,6 +1,8 @@
-//! `acp-interop`: the recording tap and the Rust peers of the interop matrix, in one binary.
+//! `acp-interop`: the interop matrix driver, the recording tap and the Rust peers, in one
+//! binary (one link step; the driver finds the peers at its own path).
 //!
 //! ```text
+//! acp-interop matrix [--cache <dir>] [--out <dir>] [--keep] [--rust-only] [<cell>...]
 //! acp-interop tap --wire <file> --stderr <file> -- <agent command...>
 //! acp-interop ours-agent | rust-agent [--report <file>]
 //! acp-interop ours-client | rust-client --cwd <workspace> -- <agent command...>
@@ -11,9 +13,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use acp_interop::report::Reporter;
-use acp_interop::{peers, tap};
+use acp_interop::{matrix, peers, tap};
 
 const USAGE: &str = "usage:
+  acp-interop matrix [--cache <dir>] [--out <dir>] [--keep] [--rust-only] [<cell>...]
   acp-interop tap --wire <file> --stderr <file> -- <agent command...>
   acp-interop ours-agent | rust-agent [--report <file>]
   acp-interop ours-client | rust-client --cwd <workspace> -- <agent command...>";
@@ -58,6 +61,10 @@ fn main() -> ExitCode {
         return fail(USAGE);
     };
     match command.to_str().unwrap_or_default() {
+        "matrix" => match matrix::Options::parse(rest) {
+            Ok(options) => matrix::main(options),
+            Err(e) => fail(format!("{e}\n{USAGE}")),
+        },
         "tap" => match tap::TapArgs::parse(rest) {
             Ok(args) => {
                 let code = runtime().block_on(tap::run(args));
