@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use crate::cache::{self, Installed};
 use crate::checks::{self, CellRun, Check, Sdk};
 use crate::script::script;
+use crate::tap::{Record, Side};
 use crate::transcript::{Wire, events, read_events};
 
 /// How long one cell may run before its processes are killed.
@@ -375,6 +376,91 @@ fn write_checks(outcome: &CellOutcome) {
     let _ = std::fs::write(outcome.dir.join("checks.txt"), text);
 }
 
+/// A transcript the validator must judge exactly so (`true`: valid), run before the cells so
+/// a validator that accepts anything cannot pass them.
+const SELF_TEST: &[(Side, &str, bool)] = &[
+    (
+        Side::Client,
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#,
+        true,
+    ),
+    (
+        Side::Agent,
+        r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"1"}}"#,
+        false,
+    ),
+    (
+        Side::Agent,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"video"}}}"#,
+        false,
+    ),
+    (
+        Side::Client,
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s"}}"#,
+        false,
+    ),
+    (
+        Side::Agent,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}"#,
+        true,
+    ),
+    (
+        Side::Agent,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":"bad","message":"x"}}"#,
+        false,
+    ),
+    (
+        Side::Client,
+        r#"{"method":"session/cancel","params":{"sessionId":"s"}}"#,
+        false,
+    ),
+];
+
+const SELF_TEST_CELL: &str = "validator-self-test";
+
+fn write_self_test(path: &Path) -> Result<(), String> {
+    let mut text = String::new();
+    for (n, (from, line, _)) in SELF_TEST.iter().enumerate() {
+        let record = Record {
+            seq: n as u64 + 1,
+            us: 0,
+            from: *from,
+            line: (*line).to_owned(),
+            partial: false,
+        };
+        text.push_str(&serde_json::to_string(&record).map_err(|e| e.to_string())?);
+        text.push('\n');
+    }
+    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// Whether the validator judged the self-test transcript exactly right.
+fn check_self_test(result: &Value) -> Result<(), String> {
+    let failed: BTreeSet<u64> = ["client", "agent"]
+        .iter()
+        .flat_map(|side| {
+            result[side]["failures"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|f| f["seq"].as_u64())
+        .collect();
+    let expected: BTreeSet<u64> = SELF_TEST
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, _, valid))| !valid)
+        .map(|(n, _)| n as u64 + 1)
+        .collect();
+    if failed == expected {
+        Ok(())
+    } else {
+        Err(format!(
+            "the schema validator failed its self-test: it rejected lines {failed:?}, the invalid ones are {expected:?}"
+        ))
+    }
+}
+
 /// Validates every cell's wire against the official schema from the installed npm package,
 /// adding a `schema` check (our side's messages) and notes (the official side's).
 pub fn validate_schema(
@@ -382,7 +468,9 @@ pub fn validate_schema(
     installed: &Installed,
     out: &Path,
 ) -> Result<(), String> {
-    let mut cells = Vec::new();
+    let self_test = out.join("validator-self-test.jsonl");
+    write_self_test(&self_test)?;
+    let mut cells = vec![json!({"name": SELF_TEST_CELL, "wire": self_test, "exempt": []})];
     for o in outcomes.iter() {
         let Ok(wire) = Wire::read(&o.dir.join("wire.jsonl")) else {
             continue;
@@ -415,6 +503,7 @@ pub fn validate_schema(
     }
     let report: Value = serde_json::from_slice(&output.stdout)
         .map_err(|e| format!("unreadable validator output: {e}"))?;
+    check_self_test(&report["cells"][SELF_TEST_CELL])?;
     let schema = report["schema"].as_str().unwrap_or("?");
     for o in outcomes.iter_mut() {
         let result = &report["cells"][o.cell.name()];
