@@ -4,15 +4,19 @@
 //! `hello.txt` from the session's directory through the client (if the client offers
 //! `fs.readTextFile`), runs `echo` in a client terminal (if the client offers `terminal`),
 //! then echoes the prompt back word by word. It honours `session/cancel` at every step and
-//! supports two modes (`ask`, `code`). Run it under an ACP client, e.g.
-//! `cargo run -p acp-agent --example echo_agent`.
+//! supports two modes (`ask`, `code`).
+//!
+//! It speaks every dialect this build has (v1, 0.0.9, threads), found from the client's first
+//! message; `--dialects v1,legacy-0.0.9` pins the accepted ones. Run it under an ACP client,
+//! e.g. `cargo run -p acp-client --example demo` (which spawns it).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use acp_agent::negotiate::{NegotiateOptions, serve_stdio};
 use acp_agent::types::*;
-use acp_agent::{Agent, AgentContext, Error, PromptContext, SessionHandle, serve_stdio};
+use acp_agent::{Agent, AgentContext, Dialect, Error, PromptContext, SessionHandle};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
@@ -57,7 +61,21 @@ impl EchoAgent {
             v(json!({"optionId": "allow", "name": "Allow", "kind": "allow_once"}))?,
             v(json!({"optionId": "reject", "name": "Reject", "kind": "reject_once"}))?,
         ];
-        match s.request_permission(tool.blank(), options).await? {
+        let outcome = match s.request_permission(tool.blank(), options).await {
+            Ok(outcome) => outcome,
+            // A client that cannot ask its user (a threads editor, through the adapter):
+            // nothing is allowed that was not granted.
+            Err(e) if e.code == acp_agent::ErrorCode::METHOD_NOT_FOUND => {
+                tool.fail(vec![text_content(&format!(
+                    "the client cannot ask for permission ({})",
+                    e.message
+                ))?])
+                .await?;
+                return Ok(Step::Done);
+            }
+            Err(e) => return Err(e),
+        };
+        match outcome {
             RequestPermissionOutcome::Cancelled => return Ok(Step::Cancelled),
             RequestPermissionOutcome::Selected(sel) if sel.option_id.0 == "allow" => {}
             _ => {
@@ -211,7 +229,30 @@ impl Agent for EchoAgent {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let conn = serve_stdio(EchoAgent::default());
+    let mut options = NegotiateOptions::default();
+    if let Ok(cwd) = std::env::current_dir() {
+        options = options.with_legacy_cwd(cwd);
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--dialects") {
+        let list = args.get(i + 1).map(String::as_str).unwrap_or("");
+        let dialects: Result<Vec<Dialect>, _> = list.split(',').map(str::parse).collect();
+        match dialects {
+            Ok(dialects) => options = options.with_dialects(dialects),
+            Err(e) => {
+                eprintln!("echo_agent: --dialects: {e}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let conn = match serve_stdio(EchoAgent::default(), options).await {
+        Ok(conn) => conn,
+        Err(e) => {
+            eprintln!("echo_agent: {e}");
+            std::process::exit(1);
+        }
+    };
+    eprintln!("echo_agent: the client speaks {}", conn.dialect());
     let reason = conn.closed().await;
     eprintln!("echo_agent: connection closed ({reason})");
 }

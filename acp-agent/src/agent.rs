@@ -7,7 +7,9 @@ use async_trait::async_trait;
 use crate::Error;
 use crate::context::{AgentContext, PromptContext};
 
-fn not_found<P: RequestMethod, T>() -> Result<T, Error> {
+/// The default answer of a trait method: "method not found" for `P`'s method (the v1 and
+/// the legacy native traits share it).
+pub(crate) fn not_found<P: RequestMethod, T>() -> Result<T, Error> {
     Err(Error::method_not_found(P::METHOD))
 }
 

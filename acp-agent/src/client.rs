@@ -23,7 +23,7 @@ pub struct ClientHandle {
 impl std::fmt::Debug for ClientHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClientHandle")
-            .field("initialized", &self.inner.caps.get().is_some())
+            .field("initialized", &self.inner.capabilities().is_some())
             .finish()
     }
 }
@@ -37,8 +37,9 @@ fn missing(method: &str, capability: &str) -> Error {
 }
 
 impl ClientHandle {
-    /// The client's capabilities, once `initialize` has succeeded.
-    pub fn capabilities(&self) -> Option<&ClientCapabilities> {
+    /// The client's capabilities, once `initialize` has succeeded (a repeated `initialize`
+    /// replaces them).
+    pub fn capabilities(&self) -> Option<std::sync::Arc<ClientCapabilities>> {
         self.inner.capabilities()
     }
 
@@ -54,7 +55,7 @@ impl ClientHandle {
         has: fn(&ClientCapabilities) -> bool,
     ) -> Result<(), Error> {
         match self.capabilities() {
-            Some(caps) if has(caps) => Ok(()),
+            Some(caps) if has(&caps) => Ok(()),
             _ => Err(missing(method, capability)),
         }
     }

@@ -82,7 +82,7 @@ where
     let conn = Connection::new(reader, writer, dispatch, config);
     let inner = Arc::new(Inner {
         peer: conn.peer().clone(),
-        caps: OnceLock::new(),
+        caps: Default::default(),
         sessions: Default::default(),
         awaiting,
     });
@@ -205,10 +205,10 @@ impl<A: Agent> Dispatch<A> {
             let mut response = agent.initialize(p, &cx).await?;
             response.protocol_version =
                 ProtocolVersion::negotiate(requested, &[ProtocolVersion::LATEST]);
-            let _ = inner.caps.set(caps);
+            inner.set_capabilities(caps);
             return to_raw(&response);
         }
-        if inner.caps.get().is_none() {
+        if inner.capabilities().is_none() {
             return Err(Error::invalid_request(format!(
                 "{method} received before a successful initialize: send initialize first"
             ))

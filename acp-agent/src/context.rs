@@ -22,7 +22,7 @@ impl AgentContext {
     }
 
     /// The client's capabilities (`None` until `initialize` has succeeded).
-    pub fn client_capabilities(&self) -> Option<&ClientCapabilities> {
+    pub fn client_capabilities(&self) -> Option<std::sync::Arc<ClientCapabilities>> {
         self.client.capabilities()
     }
 

@@ -1,7 +1,10 @@
-//! The agent side of the Agent Client Protocol (v1).
+//! The agent side of the Agent Client Protocol.
 //!
 //! Implement [`Agent`] (only `initialize` is required), then run it with [`serve_stdio`] (or
-//! [`serve`] over any reader/writer pair). The connection answers requests sent before
+//! [`serve`] over any reader/writer pair) for v1 clients, or with
+//! [`negotiate::serve_stdio`] to serve v1, 0.0.9 and threads clients alike (the dialect is
+//! detected from the client's first message; [`legacy`] holds the adapters, their mapping
+//! tables, and native traits for agents that speak a legacy dialect directly). The connection answers requests sent before
 //! `initialize`, negotiates the protocol version, tracks sessions (`-32002` for unknown
 //! ones), turns `session/cancel` into the prompt's cancellation token, refuses client calls
 //! the client did not advertise, and keeps updates in order: an update for a new session is
@@ -43,6 +46,7 @@ pub mod client;
 mod connection;
 mod context;
 pub mod legacy;
+pub mod negotiate;
 pub mod session;
 mod state;
 
@@ -56,6 +60,10 @@ pub use session::{SessionHandle, ToolCallHandle, tool_call_update};
 pub use acp_rpc::Config;
 /// The error type of every call: a JSON-RPC error (code, message, optional data).
 pub use acp_rpc::Error;
+/// Re-exported: the code of an [`Error`], with the JSON-RPC and ACP codes as constants.
+pub use acp_rpc::ErrorCode;
+/// Re-exported: the protocol dialects, for pinning and negotiation ([`negotiate`]).
+pub use acp_types::Dialect;
 /// Re-exported: the v1 protocol types.
 pub use acp_types::v1 as types;
 /// Re-exported for implementing [`Agent`].

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use acp_rpc::{Direction, Peer, RequestId, TapEvent, WireTap};
 use acp_types::NotificationMethod;
@@ -179,7 +179,8 @@ impl Awaiting {
 /// Everything the handles share.
 pub(crate) struct Inner {
     pub(crate) peer: Peer,
-    pub(crate) caps: OnceLock<ClientCapabilities>,
+    /// What the client advertised in its latest successful `initialize` (`None` before).
+    pub(crate) caps: std::sync::RwLock<Option<Arc<ClientCapabilities>>>,
     pub(crate) sessions: Mutex<Sessions>,
     pub(crate) awaiting: Arc<Awaiting>,
 }
@@ -226,8 +227,14 @@ pub(crate) fn id_key(id: &RequestId) -> String {
 }
 
 impl Inner {
-    pub(crate) fn capabilities(&self) -> Option<&ClientCapabilities> {
-        self.caps.get()
+    pub(crate) fn capabilities(&self) -> Option<Arc<ClientCapabilities>> {
+        self.caps.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Records the capabilities of a successful `initialize`; a repeated `initialize`
+    /// replaces those of the one before.
+    pub(crate) fn set_capabilities(&self, caps: ClientCapabilities) {
+        *self.caps.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(caps));
     }
 
     pub(crate) fn is_known(&self, id: &SessionId) -> bool {

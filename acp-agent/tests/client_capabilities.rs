@@ -108,3 +108,22 @@ async fn terminal_calls_are_refused_without_the_terminal_capability() {
             .any(|c| c.starts_with("terminal/"))
     );
 }
+
+#[tokio::test]
+async fn a_repeated_initialize_replaces_the_capabilities_of_the_first() {
+    // A client negotiating versions may first reach the agent with a legacy handshake that
+    // carries no capabilities, then redo the handshake in v1.
+    let pair = Pair::new(FullAgent, Recorder::default());
+    pair.call("initialize", json!({"protocolVersion": "0.0.9"}))
+        .await
+        .unwrap();
+    let caps = pair.agent.client().capabilities().expect("initialized");
+    assert!(!caps.fs.read_text_file);
+    pair.init(all_caps()).await;
+    let caps = pair.agent.client().capabilities().expect("initialized");
+    assert!(caps.fs.read_text_file && caps.terminal);
+    pair.call("session/new", json!({"cwd": "/c", "mcpServers": []}))
+        .await
+        .unwrap();
+    assert_eq!(prompt_text(&pair, "s-c", "read").await, "ok: hello");
+}

@@ -3,76 +3,23 @@
 //! `"jsonrpc"`, `"params": null`, and ids counted from 0 on each side so they collide. Also
 //! the native threads agent with the bad-input table replayed in threads framing.
 
-use std::time::Duration;
+mod common;
 
 use acp_agent::legacy::threads::{AdapterOptions, serve_v1};
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentContext, Error, PromptContext};
+use common::editor::Editor;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
 
-/// The editor's end of the wire: writes lines, reads lines, with a timeout on every read.
-struct Editor {
-    lines: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
-    out: WriteHalf<DuplexStream>,
-}
-
-impl Editor {
-    /// Serves `agent` through the adapter and returns the editor's end.
-    fn connect(agent: impl Agent) -> Editor {
-        let (ours, theirs) = tokio::io::duplex(64 * 1024);
-        let (r, w) = tokio::io::split(theirs);
+fn connect(agent: impl Agent) -> Editor {
+    Editor::connect(|r, w| {
         serve_v1(
             agent,
             r,
             w,
             AdapterOptions::default().with_cwd("/home/user/project"),
         );
-        let (r, w) = tokio::io::split(ours);
-        Editor {
-            lines: BufReader::new(r).lines(),
-            out: w,
-        }
-    }
-
-    async fn send(&mut self, line: &str) {
-        self.out.write_all(line.as_bytes()).await.unwrap();
-        self.out.write_all(b"\n").await.unwrap();
-    }
-
-    async fn line(&mut self) -> String {
-        tokio::time::timeout(Duration::from_secs(5), self.lines.next_line())
-            .await
-            .expect("the agent answers within 5 s")
-            .unwrap()
-            .expect("the agent keeps the connection open")
-    }
-
-    /// Asserts the next line is the message `expected`: the same members with the same
-    /// values (so `"params": null` is not the same as no `params`, and a stray `"jsonrpc"`
-    /// fails), whatever order serde_json's `preserve_order` feature puts object keys in.
-    async fn expect(&mut self, expected: &str) {
-        let line = self.line().await;
-        let got: Value = serde_json::from_str(&line).expect("the agent writes JSON");
-        let want: Value = serde_json::from_str(expected).expect("the transcript is JSON");
-        assert_eq!(got, want, "\n   got: {line}\nwanted: {expected}");
-    }
-
-    /// Asserts the next line is `expected` except for members named in `any`, which must
-    /// be present with any value.
-    async fn expect_json(&mut self, expected: Value, any: &[&str]) -> Value {
-        let line = self.line().await;
-        let mut got: Value = serde_json::from_str(&line).unwrap();
-        let mut masked = got.clone();
-        for pointer in any {
-            let slot = masked
-                .pointer_mut(pointer)
-                .unwrap_or_else(|| panic!("{pointer} missing in {line}"));
-            *slot = Value::Null;
-        }
-        assert_eq!(masked, expected, "line: {line}");
-        got.take()
-    }
+    })
 }
 
 /// A v1 agent that reads a file through the client while it answers, and sends updates the
@@ -142,7 +89,7 @@ impl Agent for Reader {
 
 #[tokio::test]
 async fn a_threads_editor_drives_a_v1_agent_byte_for_byte() {
-    let mut e = Editor::connect(Reader);
+    let mut e = connect(Reader);
     e.send(r#"{"id":0,"method":"getThreads","params":null}"#)
         .await;
     e.expect(r#"{"id":0,"result":{"threads":[]}}"#).await;
@@ -195,7 +142,7 @@ async fn a_threads_editor_drives_a_v1_agent_byte_for_byte() {
 
 #[tokio::test]
 async fn thread_methods_with_bad_params_get_invalid_params_and_the_editor_goes_on() {
-    let mut e = Editor::connect(Reader);
+    let mut e = connect(Reader);
     // Unit params may come as null, absent or {}; anything else is refused.
     e.send(r#"{"id":0,"method":"getThreads"}"#).await;
     e.expect(r#"{"id":0,"result":{"threads":[]}}"#).await;
@@ -283,7 +230,7 @@ impl Agent for Keeper {
 
 #[tokio::test]
 async fn stored_sessions_are_listed_and_opening_one_replays_its_history() {
-    let mut e = Editor::connect(Keeper);
+    let mut e = connect(Keeper);
     e.send(r#"{"id":0,"method":"getThreads","params":null}"#)
         .await;
     e.expect(r#"{"id":0,"result":{"threads":[{"id":"old-1","title":"Yesterday","modifiedAt":"2025-06-24T08:00:00Z"}]}}"#).await;

@@ -6,20 +6,25 @@
 //! ```sh
 //! cargo run -p acp-client --example demo            # transcript
 //! cargo run -p acp-client --example demo -- --wire  # plus every raw line on the wire
+//! cargo run -p acp-client --example demo -- --dialect legacy-0.0.9   # pin a dialect
 //! cargo run -p acp-client --example demo -- -- my-agent --flag   # drive another agent
 //! ```
 //!
 //! By default the agent is `acp-agent`'s `echo_agent` example, started through `cargo run`
-//! (so the first run also builds it).
+//! (so the first run also builds it). The dialect is negotiated (v1 first, then the legacy
+//! ones); `--dialect` (repeatable, or comma-separated) pins the ones offered, in order. Over
+//! a legacy dialect the same v1 client and agent talk through both adapters, and what the
+//! dialect cannot carry (plans, terminals, a threads editor's permission prompt) is left out.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use acp_client::fs::SandboxedFs;
+use acp_client::negotiate::NegotiateOptions;
 use acp_client::process::{AgentCommand, AgentProcess};
 use acp_client::terminal::Terminals;
-use acp_client::{Client, Config, Error, PromptEvent, async_trait};
+use acp_client::{Client, Config, Dialect, Error, PromptEvent, async_trait};
 use acp_rpc::{Direction, TapEvent};
 use acp_types::v1::*;
 
@@ -174,11 +179,21 @@ fn workspace_manifest() -> PathBuf {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let wire = args.iter().any(|a| a == "--wire");
     let custom: Vec<String> = match args.iter().position(|a| a == "--") {
         Some(i) => args[i + 1..].to_vec(),
         None => Vec::new(),
     };
+    let ours = &args[..args.len() - custom.len()];
+    let wire = ours.iter().any(|a| a == "--wire");
+    let mut dialects = Vec::new();
+    for (i, arg) in ours.iter().enumerate() {
+        if arg == "--dialect" {
+            let list = ours.get(i + 1).ok_or("--dialect needs a value")?;
+            for name in list.split(',') {
+                dialects.push(name.parse::<Dialect>()?);
+            }
+        }
+    }
 
     // A scratch workspace with one file the demo agent reads.
     let root = std::env::temp_dir().join(format!("acp-demo-{}", std::process::id()));
@@ -222,17 +237,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         fs: SandboxedFs::new([&root])?,
         terminals: Terminals::new(),
     };
-    let connection = agent_process.connect(client, config)?;
+    let mut options = NegotiateOptions::new(serde_json::from_value(serde_json::json!({
+        "protocolVersion": 1,
+        "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true},
+        "clientInfo": {"name": "acp-rs demo client", "version": env!("CARGO_PKG_VERSION")}
+    }))?)
+    .with_config(config)
+    // A first build of the agent through `cargo run` can take a while (a late answer to an
+    // earlier probe still counts, so this only bounds an agent that never answers).
+    .with_timeout(Duration::from_secs(60))
+    .with_legacy_fs(SandboxedFs::new([&root])?);
+    if !dialects.is_empty() {
+        options = options.with_dialects(dialects);
+    }
+    let negotiated = agent_process.negotiate(client, options).await?;
+    let connection = negotiated.connection;
     let agent = connection.agent();
-
-    let init = agent
-        .initialize(serde_json::from_value(serde_json::json!({
-            "protocolVersion": 1,
-            "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true},
-            "clientInfo": {"name": "acp-rs demo client", "version": env!("CARGO_PKG_VERSION")}
-        }))?)
-        .await
-        .map_err(|e| format!("initialize failed: {e}\nagent stderr:\n{}", agent_process.stderr_tail()))?;
+    let init = negotiated.initialize;
+    println!("negotiated dialect: {}", negotiated.dialect);
     println!(
         "initialized: protocol {}, agent {}",
         init.protocol_version.0,

@@ -1,5 +1,8 @@
-//! The client side of the Agent Client Protocol (v1).
+//! The client side of the Agent Client Protocol.
 //!
+//! * [`negotiate`]: offer v1 and the legacy dialects in a pinned order and get a v1
+//!   [`ClientConnection`] whatever the agent speaks ([`legacy`] holds the adapters, their
+//!   mapping tables, and native traits for editors that speak a legacy dialect directly).
 //! * [`Client`]: implement what the agent may ask of you (permission prompts, files,
 //!   terminals, `session/update`s); every method has a default.
 //! * [`ClientConnection`]: runs a [`Client`] over a reader/writer pair and gives a typed,
@@ -44,12 +47,15 @@ pub mod client;
 pub mod connection;
 pub mod fs;
 pub mod legacy;
+pub mod negotiate;
 #[cfg(feature = "process")]
 pub mod process;
 #[cfg(feature = "process")]
 pub mod terminal;
 
 pub use acp_rpc::{Config, Error, ErrorCode};
+/// Re-exported: the protocol dialects, for pinning and negotiation ([`negotiate`]).
+pub use acp_types::Dialect;
 /// Re-exported so `Client` impls can use `#[async_trait]` without their own dependency.
 pub use async_trait::async_trait;
 pub use client::Client;

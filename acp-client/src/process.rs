@@ -108,6 +108,17 @@ pub enum ProcessError {
     /// The stdio pipes were already taken (by an earlier `connect` or `take_stdio`).
     #[error("the agent's stdio was already taken")]
     StdioTaken,
+    /// No dialect could be agreed with the agent.
+    #[error("negotiating with agent `{command}` failed: {error}{}", tail_suffix(.stderr))]
+    Negotiation {
+        /// The command line.
+        command: String,
+        /// What went wrong.
+        #[source]
+        error: Box<crate::negotiate::NegotiationError>,
+        /// The last lines it wrote to stderr.
+        stderr: String,
+    },
     /// Waiting for the process failed.
     #[error("waiting for agent `{command}` failed: {source}")]
     Wait {
@@ -257,6 +268,28 @@ impl AgentProcess {
         let conn = ClientConnection::new(client, stdout, stdin, config);
         self.connection = Some(conn.clone());
         Ok(conn)
+    }
+
+    /// Finds the dialect the agent speaks and runs `client` over the child's stdio in it
+    /// (see [`crate::negotiate`]); the v1 `initialize` is done. The connection is closed by
+    /// [`AgentProcess::shutdown`]. A failed negotiation names the agent's stderr tail.
+    pub async fn negotiate<C: Client>(
+        &mut self,
+        client: C,
+        options: crate::negotiate::NegotiateOptions,
+    ) -> Result<crate::negotiate::Negotiated, ProcessError> {
+        let (stdout, stdin) = self.take_stdio().ok_or(ProcessError::StdioTaken)?;
+        match crate::negotiate::connect(client, stdout, stdin, options).await {
+            Ok(negotiated) => {
+                self.connection = Some(negotiated.connection.clone());
+                Ok(negotiated)
+            }
+            Err(error) => Err(ProcessError::Negotiation {
+                command: self.command.clone(),
+                error: Box::new(error),
+                stderr: self.stderr_tail(),
+            }),
+        }
     }
 
     /// The last lines the agent wrote to stderr (joined with newlines).

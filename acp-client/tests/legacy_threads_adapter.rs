@@ -419,3 +419,46 @@ async fn the_native_threads_client_and_agent_talk_to_each_other() {
     let missing = conn.agent().get_threads().await.unwrap_err();
     assert_eq!(missing.code, acp_rpc::ErrorCode::METHOD_NOT_FOUND);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunks_sent_without_waiting_reach_the_prompt_stream_in_order_before_the_end() {
+    let (conn, mut agent) = scripted(Recorder::default(), AdapterOptions::default());
+    let handle = conn.agent().clone();
+    handle.initialize(init()).await.unwrap();
+    let created = tokio::spawn({
+        let handle = handle.clone();
+        async move { handle.new_session(new_session()).await }
+    });
+    agent
+        .expect(r#"{"id":0,"method":"createThread","params":null}"#)
+        .await;
+    agent.send(r#"{"id":0,"result":{"threadId":"t"}}"#).await;
+    let session = created.await.unwrap().unwrap().session_id;
+    let turn = tokio::spawn({
+        let handle = handle.clone();
+        async move { handle.prompt_stream(prompt(&session, "go")).collect().await }
+    });
+    agent.expect(r#"{"id":1,"method":"sendMessage","params":{"threadId":"t","message":{"role":"user","chunks":[{"type":"text","chunk":"go"}]}}}"#).await;
+    // Like the agents of that time: chunks fired without awaiting their answers, then the
+    // turn's answer, all in one write: enough of them to keep two worker threads busy (a
+    // wrong order shows), few enough that the unread answers fit in the pipe.
+    const CHUNKS: usize = 2000;
+    let mut burst = String::new();
+    for i in 0..CHUNKS {
+        burst.push_str(&format!(
+            r#"{{"id":{i},"method":"streamMessageChunk","params":{{"threadId":"t","chunk":{{"type":"text","chunk":"{i} "}}}}}}"#
+        ));
+        burst.push('\n');
+    }
+    burst.push_str(r#"{"id":1,"result":null}"#);
+    agent.send(&burst).await;
+    let (updates, result) = tokio::time::timeout(Duration::from_secs(10), turn)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(result.unwrap().stop_reason, StopReason::EndTurn);
+    let expected: Vec<_> = (0..CHUNKS)
+        .map(|i| SessionUpdate::agent_message_text(format!("{i} ")))
+        .collect();
+    assert_eq!(updates, expected);
+}

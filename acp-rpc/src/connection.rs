@@ -1,7 +1,7 @@
 //! A connection: shared state, and the spawning of the reader and writer tasks.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::value::RawValue;
@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::error::{CloseReason, Error};
 use crate::handler::Handler;
+use crate::message::RequestId;
 use crate::outgoing::Peer;
 
 /// What waits for the response to one of our requests.
@@ -41,6 +42,24 @@ pub(crate) struct Shared {
     /// Woken each time `notifications_done` grows (see
     /// [`RequestContext::notifications_handled`](crate::RequestContext::notifications_handled)).
     pub(crate) notification_handled: tokio::sync::Notify,
+    /// Incoming requests whose handlers have not answered yet, with the arrival number of
+    /// each (for cancellation, duplicate detection and [`Peer::received_requests_answered`]).
+    pub(crate) in_flight: Mutex<HashMap<RequestId, InFlightRequest>>,
+    /// Callers waiting in [`Peer::received_requests_answered`]; request tasks wake them
+    /// only when there are some.
+    pub(crate) answer_waiters: AtomicUsize,
+    /// Woken when a request handler finishes while `answer_waiters` is not zero.
+    pub(crate) request_answered: tokio::sync::Notify,
+    /// Requests received so far (the arrival number of the next one).
+    pub(crate) requests_received: AtomicU64,
+}
+
+/// An incoming request being handled.
+pub(crate) struct InFlightRequest {
+    /// Its arrival number (see [`Shared::requests_received`]).
+    pub(crate) seq: u64,
+    /// Cancels its handler.
+    pub(crate) token: CancellationToken,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -145,6 +164,10 @@ impl Connection {
             reason: OnceLock::new(),
             notifications_done: AtomicU64::new(0),
             notification_handled: tokio::sync::Notify::new(),
+            in_flight: Mutex::default(),
+            answer_waiters: AtomicUsize::new(0),
+            request_answered: tokio::sync::Notify::new(),
+            requests_received: AtomicU64::new(0),
         });
         let peer = Peer::new(shared.clone());
         tokio::spawn(crate::writer::write_loop(writer, out_rx, shared.clone()));

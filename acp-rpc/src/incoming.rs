@@ -2,7 +2,6 @@
 //! panic-safe) and the ordered notification worker.
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -21,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::codec::{Frame, LineCodec};
-use crate::connection::{Pending, Shared, lock};
+use crate::connection::{InFlightRequest, Pending, Shared, lock};
 use crate::error::{CloseReason, Error, ErrorCode};
 use crate::handler::{Handler, NotificationContext, RequestContext};
 use crate::message::{Message, Notification, Request, RequestId, Response, write_response};
@@ -40,8 +39,6 @@ enum Ordered {
     ),
 }
 
-type InFlight = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
-
 struct Reader {
     shared: Arc<Shared>,
     handler: Arc<dyn Handler>,
@@ -49,7 +46,6 @@ struct Reader {
     ordered: mpsc::Sender<Ordered>,
     /// Notifications handed to the worker so far.
     notifications_received: u64,
-    in_flight: InFlight,
     slots: Arc<Semaphore>,
     /// With [`Config::sequential_requests`](crate::Config::sequential_requests): resolves
     /// when the handler of the last request received has returned.
@@ -80,7 +76,6 @@ pub(crate) async fn read_loop<R>(
         peer,
         ordered,
         notifications_received: 0,
-        in_flight: Arc::default(),
         last_request_done: None,
     };
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
@@ -214,7 +209,9 @@ impl Reader {
             let text = n.params.as_deref().map_or("null", RawValue::get);
             match serde_json::from_str::<CancelParams>(text) {
                 Ok(p) => {
-                    let token = lock(&self.in_flight).get(&p.request_id).cloned();
+                    let token = lock(&self.shared.in_flight)
+                        .get(&p.request_id)
+                        .map(|r| r.token.clone());
                     match token {
                         Some(token) => {
                             tracing::debug!(id = %p.request_id, "peer cancelled request");
@@ -237,12 +234,17 @@ impl Reader {
 
     async fn on_request(&mut self, req: Request) {
         let token = {
-            let mut in_flight = lock(&self.in_flight);
+            let mut in_flight = lock(&self.shared.in_flight);
             if in_flight.contains_key(&req.id) {
                 None
             } else {
                 let token = self.shared.shutdown.child_token();
-                in_flight.insert(req.id.clone(), token.clone());
+                let seq = self.shared.requests_received.fetch_add(1, Ordering::AcqRel);
+                let entry = InFlightRequest {
+                    seq,
+                    token: token.clone(),
+                };
+                in_flight.insert(req.id.clone(), entry);
                 Some(token)
             }
         };
@@ -266,7 +268,6 @@ impl Reader {
             shared: self.shared.clone(),
             handler: self.handler.clone(),
             peer: self.peer.clone(),
-            in_flight: self.in_flight.clone(),
             slots: self.slots.clone(),
             token,
             notifications_before: self.notifications_received,
@@ -335,7 +336,6 @@ struct RequestTask {
     shared: Arc<Shared>,
     handler: Arc<dyn Handler>,
     peer: Peer,
-    in_flight: InFlight,
     slots: Arc<Semaphore>,
     token: CancellationToken,
     /// Notifications received before this request, for `notifications_handled`.
@@ -386,7 +386,10 @@ impl RequestTask {
                 }
             }
         };
-        lock(&self.in_flight).remove(&id);
+        lock(&self.shared.in_flight).remove(&id);
+        if self.shared.answer_waiters.load(Ordering::Acquire) > 0 {
+            self.shared.request_answered.notify_waiters();
+        }
         tracing::debug!(elapsed = ?start.elapsed(), ok = result.is_ok(), "handled");
         if self.shared.shutdown.is_cancelled() {
             return;

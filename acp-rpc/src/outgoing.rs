@@ -214,6 +214,41 @@ impl Peer {
     pub fn pending_requests(&self) -> usize {
         lock(&self.shared.pending).map.len()
     }
+
+    /// Resolves once the handler of every request received from the peer so far has
+    /// finished (or the connection has ended).
+    ///
+    /// The legacy dialects send as *requests* what v1 sends as notifications (message
+    /// chunks, tool-call updates), and their agents may send them without waiting for the
+    /// answers, right before answering the turn itself. A translating client awaits this
+    /// after the turn's response arrives, so every chunk sent before that response has been
+    /// passed on before the turn is reported over. Requests that arrive later are waited
+    /// for too if they arrived before the call.
+    pub async fn received_requests_handled(&self) {
+        let target = self.shared.requests_received.load(Ordering::Acquire);
+        let shared = &self.shared;
+        shared.answer_waiters.fetch_add(1, Ordering::AcqRel);
+        struct Waiting<'a>(&'a Shared);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.answer_waiters.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        let _waiting = Waiting(shared);
+        loop {
+            let answered = shared.request_answered.notified();
+            tokio::pin!(answered);
+            answered.as_mut().enable();
+            let earlier_running = lock(&shared.in_flight).values().any(|r| r.seq < target);
+            if !earlier_running || shared.shutdown.is_cancelled() {
+                return;
+            }
+            tokio::select! {
+                () = answered => {}
+                () = shared.shutdown.cancelled() => return,
+            }
+        }
+    }
 }
 
 /// Removes the pending entry of an abandoned call and sends `$/cancel_request` for it.

@@ -34,8 +34,15 @@ impl Batch {
             .expect("encoding into memory cannot fail");
     }
 
+    /// Adds the messages that are ready now (at most [`BATCH_BYTES`] of them), never the
+    /// ones a producer queues meanwhile: a batch holds at most one queue's worth, so a fast
+    /// producer cannot run ahead of a slow reader by more than the queue bounds.
     fn fill(&mut self, rx: &mut mpsc::Receiver<Vec<u8>>) {
-        while self.buf.len() < BATCH_BYTES {
+        let ready = rx.len();
+        for _ in 0..ready {
+            if self.buf.len() >= BATCH_BYTES {
+                break;
+            }
             match rx.try_recv() {
                 Ok(msg) => self.push(&msg),
                 Err(_) => break,

@@ -97,3 +97,65 @@ async fn a_request_can_wait_for_the_notifications_sent_before_it() {
     let answer = raw.json().await;
     assert_eq!(answer["result"], 2, "{answer}");
 }
+
+#[tokio::test]
+async fn received_requests_handled_waits_for_requests_that_arrived_before_a_response() {
+    let handler = TestHandler::new();
+    let config = Config::default().with_sequential_requests(true);
+    let (conn, mut raw) = RawPeer::connect(handler.clone(), config);
+    let peer = conn.peer().clone();
+    let call = tokio::spawn(async move {
+        let answer: Value = peer.request("turn", &serde_json::json!({})).await.unwrap();
+        peer.received_requests_handled().await;
+        answer
+    });
+    let turn: Value = raw.json().await;
+    assert_eq!(turn["method"], "turn");
+    // Like a legacy agent: two slow requests sent without waiting, then the turn's answer.
+    raw.send(
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"sleep\",\"params\":120}}\n\
+{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"sleep\",\"params\":60}}\n\
+{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":\"over\"}}\n",
+            turn["id"]
+        )
+        .as_bytes(),
+    )
+    .await;
+    let answer = tokio::time::timeout(Duration::from_secs(5), call)
+        .await
+        .expect("the barrier resolves")
+        .unwrap();
+    assert_eq!(answer, "over");
+    // Both requests were answered before the barrier let the caller go on.
+    assert_eq!(answers_in_arrival_order(&mut raw, 2).await, [1, 2]);
+    assert_eq!(handler.running.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn received_requests_handled_returns_at_once_when_nothing_runs_and_when_closed() {
+    let (handler, _cancelled) = TestHandler::with_cancel_channel();
+    let (conn, mut raw) = RawPeer::connect(handler, Config::default());
+    tokio::time::timeout(
+        Duration::from_secs(1),
+        conn.peer().received_requests_handled(),
+    )
+    .await
+    .expect("nothing to wait for");
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wait_cancel\"}\n")
+        .await;
+    // Wait until the request is being handled, then close: the barrier must not hang.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let peer = conn.peer().clone();
+    let waiting = tokio::spawn(async move { peer.received_requests_handled().await });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        !waiting.is_finished(),
+        "a running request holds the barrier"
+    );
+    conn.close();
+    tokio::time::timeout(Duration::from_secs(1), waiting)
+        .await
+        .expect("closing the connection releases the barrier")
+        .unwrap();
+}

@@ -15,6 +15,8 @@
 
 #[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
 mod support;
+#[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
+pub use support::{AdapterOptions, Connection};
 #[cfg(feature = "legacy-threads")]
 pub mod threads;
 #[cfg(feature = "legacy-0-0-9")]

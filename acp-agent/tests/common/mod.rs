@@ -2,6 +2,8 @@
 //! over an in-memory duplex pipe that records what it receives.
 #![allow(dead_code)]
 
+pub mod editor;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -5,7 +5,6 @@
 //! sessions) this connection knows and their histories.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use acp_rpc::{
@@ -19,34 +18,9 @@ use tokio::sync::OnceCell;
 
 use super::native::{Agent, ClientHandle, Connection, Context, serve_with};
 use crate::Error;
+use crate::legacy::AdapterOptions;
 use crate::legacy::support::{pipe, tie};
 use crate::state::lock;
-
-/// How [`serve_v1`] presents the v1 agent.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct AdapterOptions {
-    /// The working directory of the sessions behind new threads (`session/new` needs one; the
-    /// threads dialect has none). Default: the process's current directory.
-    pub cwd: PathBuf,
-}
-
-impl Default for AdapterOptions {
-    fn default() -> Self {
-        AdapterOptions {
-            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
-        }
-    }
-}
-
-impl AdapterOptions {
-    /// Sets [`AdapterOptions::cwd`].
-    #[must_use]
-    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.cwd = cwd.into();
-        self
-    }
-}
 
 /// Serves a v1 `agent` to a threads editor over a reader/writer pair; see the module docs for
 /// the mapping.

@@ -33,5 +33,6 @@
 mod adapter;
 mod native;
 
-pub use adapter::{AdapterOptions, serve_v1, serve_v1_with};
+pub use super::AdapterOptions;
+pub use adapter::{serve_v1, serve_v1_with};
 pub use native::{Agent, ClientHandle, Connection, Context, serve, serve_with};

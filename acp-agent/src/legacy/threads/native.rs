@@ -4,19 +4,15 @@
 use std::sync::Arc;
 
 use acp_rpc::{
-    CloseReason, Config, Dialect, Handler, NotificationContext, Params, Peer, RawValue,
-    RequestContext, RequestId, to_raw,
+    Config, Dialect, Handler, NotificationContext, Params, Peer, RawValue, RequestContext,
+    RequestId, to_raw,
 };
-use acp_types::RequestMethod;
 use acp_types::legacy::threads::*;
 use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::Error;
-
-fn not_found<P: RequestMethod, T>() -> Result<T, Error> {
-    Err(Error::method_not_found(P::METHOD))
-}
+use crate::agent::not_found;
 
 /// What a threads agent implements: the five thread methods the editor calls. All of them
 /// default to "method not found" (`-32601`). Requests run concurrently.
@@ -139,27 +135,7 @@ impl ClientHandle {
 }
 
 /// A running threads agent connection.
-#[derive(Clone, Debug)]
-pub struct Connection {
-    client: ClientHandle,
-}
-
-impl Connection {
-    /// The typed handle to the editor.
-    pub fn client(&self) -> &ClientHandle {
-        &self.client
-    }
-
-    /// Resolves when the connection has ended, with the reason.
-    pub async fn closed(&self) -> CloseReason {
-        self.client.peer.closed().await
-    }
-
-    /// Ends the connection.
-    pub fn close(&self) {
-        self.client.peer.close();
-    }
-}
+pub type Connection = crate::legacy::Connection<ClientHandle>;
 
 /// Serves `agent` to a threads editor over a reader/writer pair.
 pub fn serve<A, R, W>(agent: A, reader: R, writer: W) -> Connection
@@ -179,17 +155,14 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let conn = acp_rpc::Connection::new(
+    Connection::start(
         reader,
         writer,
         Dispatch(Arc::new(agent)),
-        config.with_dialect(Dialect::threads()),
-    );
-    Connection {
-        client: ClientHandle {
-            peer: conn.peer().clone(),
-        },
-    }
+        config,
+        Dialect::threads(),
+        |peer| ClientHandle { peer },
+    )
 }
 
 struct Dispatch<A>(Arc<A>);

@@ -5,7 +5,7 @@
 //! session and the tool calls the editor has been shown.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use acp_rpc::{
@@ -20,35 +20,9 @@ use tokio::sync::OnceCell;
 
 use super::native::{Agent, ClientHandle, Connection, Context, serve_with};
 use crate::Error;
+use crate::legacy::AdapterOptions;
 use crate::legacy::support::{pipe, tie};
 use crate::state::lock;
-
-/// How [`serve_v1`] presents the v1 agent.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct AdapterOptions {
-    /// The working directory of the implicit session (`session/new` needs one; 0.0.9 has
-    /// none), against which relative `path` mentions are resolved. Default: the process's
-    /// current directory.
-    pub cwd: PathBuf,
-}
-
-impl Default for AdapterOptions {
-    fn default() -> Self {
-        AdapterOptions {
-            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
-        }
-    }
-}
-
-impl AdapterOptions {
-    /// Sets [`AdapterOptions::cwd`].
-    #[must_use]
-    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.cwd = cwd.into();
-        self
-    }
-}
 
 /// Serves a v1 `agent` to a 0.0.9 editor over a reader/writer pair; see the module docs for
 /// the mapping.
@@ -117,6 +91,8 @@ struct ShownToolCall {
     status: z::ToolCallStatus,
     content: Option<z::ToolCallContent>,
     locations: Vec<z::ToolCallLocation>,
+    /// The v1 raw input, for the confirmation of a later permission request.
+    raw_input: Option<serde_json::Value>,
 }
 
 /// The state both sides of the adapter share.
@@ -396,6 +372,7 @@ impl V1Side {
             status: z::ToolCallStatus::Running,
             content,
             locations,
+            raw_input: call.raw_input,
         };
         self.remember(call.tool_call_id.clone(), shown.clone());
         if status != z::ToolCallStatus::Running {
@@ -465,8 +442,15 @@ impl V1Side {
         };
         let locations = match &call.locations {
             Some(locations) => locations.iter().map(convert::location_from_v1).collect(),
-            None => shown.map(|s| s.locations).unwrap_or_default(),
+            None => shown
+                .as_ref()
+                .map(|s| s.locations.clone())
+                .unwrap_or_default(),
         };
+        let raw_input = call
+            .raw_input
+            .clone()
+            .or_else(|| shown.and_then(|s| s.raw_input));
         let answer = self
             .editor()?
             .request_tool_call_confirmation(z::RequestToolCallConfirmationParams {
@@ -474,7 +458,7 @@ impl V1Side {
                 icon: convert::icon_for_kind(&kind),
                 content: content.clone(),
                 locations: locations.clone(),
-                confirmation: convert::confirmation_for(&kind, &title, call.raw_input.as_ref()),
+                confirmation: convert::confirmation_for(&kind, &title, raw_input.as_ref()),
             })
             .await?;
         self.remember(
@@ -486,6 +470,7 @@ impl V1Side {
                 status: z::ToolCallStatus::Running,
                 content,
                 locations,
+                raw_input,
             },
         );
         to_raw(&v1::RequestPermissionResponse {

@@ -24,7 +24,7 @@
 //! | `agent_message_chunk` / `agent_thought_chunk` (text) | `streamAssistantMessageChunk` `{text}` / `{thought}`, awaited in order |
 //! | `tool_call` | `pushToolCall` (label = title, icon from the kind, content and locations mapped); the editor picks the id and the adapter keeps the mapping; a call created already finished is followed by `updateToolCall` |
 //! | `tool_call_update` | `updateToolCall` with the mapped status and content; fields the update leaves out are filled in from what the editor shows, since 0.0.9 always sends a status and its content replaces the old |
-//! | `session/request_permission` | `requestToolCallConfirmation`, the confirmation kind derived from the tool kind (`edit`/`delete`/`move` -> `edit`, `execute` -> `execute` with `rawInput.command`, `fetch` -> `fetch` with `rawInput.url(s)`, else `other`); the editor's new id replaces the old mapping, and the outcome selects an option of the matching kind (`allow` -> allow-once, `alwaysAllow*` -> allow-always, `reject` -> reject-once; `cancel`, or no such option, -> cancelled) |
+//! | `session/request_permission` | `requestToolCallConfirmation`, the confirmation kind derived from the tool kind (`edit`/`delete`/`move` -> `edit`, `execute` -> `execute` with `rawInput.command`, `fetch` -> `fetch` with `rawInput.url(s)`, else `other`; fields the request leaves out, `rawInput` included, come from the announced `tool_call`); the editor's new id replaces the old mapping, and the outcome selects an option of the matching kind (`allow` -> allow-once, `alwaysAllow*` -> allow-always, `reject` -> reject-once; `cancel`, or no such option, -> cancelled) |
 //! | `fs/read_text_file`, `fs/write_text_file` | `readTextFile`, `writeTextFile` |
 //!
 //! The vocabulary mapping (kinds and icons, statuses, content) is
@@ -37,5 +37,6 @@
 mod adapter;
 mod native;
 
-pub use adapter::{AdapterOptions, serve_v1, serve_v1_with};
+pub use super::AdapterOptions;
+pub use adapter::{serve_v1, serve_v1_with};
 pub use native::{Agent, ClientHandle, Connection, Context, serve, serve_with};

@@ -4,15 +4,15 @@
 use std::sync::Arc;
 
 use acp_rpc::{
-    CloseReason, Config, Dialect, Handler, NotificationContext, Params, Peer, RawValue,
-    RequestContext, RequestId, to_raw,
+    Config, Dialect, Handler, NotificationContext, Params, Peer, RawValue, RequestContext,
+    RequestId, to_raw,
 };
-use acp_types::RequestMethod;
 use acp_types::legacy::v0_0_9::*;
 use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::Error;
+use crate::agent::not_found;
 
 /// What a 0.0.9 agent implements: the four methods the editor calls. Requests run
 /// concurrently, so `cancelSendMessage` is served while a `sendUserMessage` is running.
@@ -48,7 +48,7 @@ pub trait Agent: Send + Sync + 'static {
         cx: &Context,
     ) -> Result<(), Error> {
         let _ = (params, cx);
-        Err(Error::method_not_found(SendUserMessageParams::METHOD))
+        not_found::<SendUserMessageParams, _>()
     }
 
     /// `cancelSendMessage`: stop the running turn (its `sendUserMessage` should then
@@ -155,27 +155,7 @@ impl ClientHandle {
 }
 
 /// A running 0.0.9 agent connection.
-#[derive(Clone, Debug)]
-pub struct Connection {
-    client: ClientHandle,
-}
-
-impl Connection {
-    /// The typed handle to the editor.
-    pub fn client(&self) -> &ClientHandle {
-        &self.client
-    }
-
-    /// Resolves when the connection has ended, with the reason.
-    pub async fn closed(&self) -> CloseReason {
-        self.client.peer.closed().await
-    }
-
-    /// Ends the connection.
-    pub fn close(&self) {
-        self.client.peer.close();
-    }
-}
+pub type Connection = crate::legacy::Connection<ClientHandle>;
 
 /// Serves `agent` to a 0.0.9 editor over a reader/writer pair.
 pub fn serve<A, R, W>(agent: A, reader: R, writer: W) -> Connection
@@ -196,17 +176,14 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let conn = acp_rpc::Connection::new(
+    Connection::start(
         reader,
         writer,
         Dispatch(Arc::new(agent)),
-        config.with_dialect(Dialect::legacy_0_0_9()),
-    );
-    Connection {
-        client: ClientHandle {
-            peer: conn.peer().clone(),
-        },
-    }
+        config,
+        Dialect::legacy_0_0_9(),
+        |peer| ClientHandle { peer },
+    )
 }
 
 struct Dispatch<A>(Arc<A>);

@@ -303,12 +303,15 @@ impl Handler for V1AgentSide {
             v1::names::SESSION_PROMPT => {
                 let p: v1::PromptRequest = params.parse_request()?;
                 let message = message_of(&p.prompt)?;
-                self.agent()?
+                let agent = self.agent()?;
+                agent
                     .send_message(t::SendMessageParams {
                         thread_id: thread_of(&p.session_id),
                         message,
                     })
                     .await?;
+                // Chunks the agent sent before its answer are passed on before the turn ends.
+                agent.peer().received_requests_handled().await;
                 to_raw(&v1::PromptResponse::new(v1::StopReason::EndTurn))
             }
             _ => Err(unsupported(method, "a threads agent has no such method")),

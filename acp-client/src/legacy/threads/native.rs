@@ -4,21 +4,18 @@
 use std::sync::Arc;
 
 use acp_rpc::{
-    CloseReason, Config, Dialect, Error, Handler, NotificationContext, Params, Peer, RawValue,
-    RequestContext, to_raw,
+    Config, Dialect, Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext,
+    to_raw,
 };
-use acp_types::RequestMethod;
 use acp_types::legacy::threads::*;
 use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-fn not_found<P: RequestMethod, T>() -> Result<T, Error> {
-    Err(Error::method_not_found(P::METHOD))
-}
+use crate::legacy::support::not_found;
 
 /// What a threads editor implements: the methods the agent calls. `streamMessageChunk`
 /// defaults to accepting and ignoring the chunk; the file methods default to "method not
-/// found" (`-32601`).
+/// found" (`-32601`). Requests are handled one at a time, in the order the agent sent them.
 #[async_trait]
 pub trait Client: Send + Sync + 'static {
     /// `streamMessageChunk`: a chunk of the agent's reply.
@@ -100,27 +97,7 @@ impl AgentHandle {
 }
 
 /// A running threads connection to an agent.
-#[derive(Clone, Debug)]
-pub struct Connection {
-    agent: AgentHandle,
-}
-
-impl Connection {
-    /// The typed handle to the agent.
-    pub fn agent(&self) -> &AgentHandle {
-        &self.agent
-    }
-
-    /// Resolves when the connection has ended, with the reason.
-    pub async fn closed(&self) -> CloseReason {
-        self.agent.peer.closed().await
-    }
-
-    /// Ends the connection.
-    pub fn close(&self) {
-        self.agent.peer.close();
-    }
-}
+pub type Connection = crate::legacy::Connection<AgentHandle>;
 
 /// Serves `client` to a threads agent over its stdout (`reader`) and stdin (`writer`).
 pub fn connect<C, R, W>(client: C, reader: R, writer: W) -> Connection
@@ -132,24 +109,24 @@ where
     connect_with(client, reader, writer, Config::default())
 }
 
-/// [`connect`] with a custom [`Config`]; its dialect is always set to [`Dialect::threads`].
+/// [`connect`] with a custom [`Config`]; its dialect is always set to [`Dialect::threads`],
+/// and the agent's requests are always handled one at a time in arrival order
+/// ([`Config::sequential_requests`]): the dialect streams its reply as requests, which must
+/// be shown in the order they were sent.
 pub fn connect_with<C, R, W>(client: C, reader: R, writer: W, config: Config) -> Connection
 where
     C: Client,
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let conn = acp_rpc::Connection::new(
+    Connection::start(
         reader,
         writer,
         Dispatch(Arc::new(client)),
-        config.with_dialect(Dialect::threads()),
-    );
-    Connection {
-        agent: AgentHandle {
-            peer: conn.peer().clone(),
-        },
-    }
+        config.with_sequential_requests(true),
+        Dialect::threads(),
+        |peer| AgentHandle { peer },
+    )
 }
 
 struct Dispatch<C>(Arc<C>);

@@ -3,21 +3,19 @@
 use std::sync::Arc;
 
 use acp_rpc::{
-    CloseReason, Config, Dialect, Error, ErrorCode, Handler, NotificationContext, Params, Peer,
-    RawValue, RequestContext, to_raw,
+    Config, Dialect, Error, ErrorCode, Handler, NotificationContext, Params, Peer, RawValue,
+    RequestContext, to_raw,
 };
-use acp_types::RequestMethod;
 use acp_types::legacy::v0_0_9::*;
 use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-fn not_found<P: RequestMethod, T>() -> Result<T, Error> {
-    Err(Error::method_not_found(P::METHOD))
-}
+use crate::legacy::support::not_found;
 
 /// What a 0.0.9 editor implements: the methods the agent calls. `streamAssistantMessageChunk`
 /// and `updateToolCall` default to accepting and ignoring what they get; the others default
-/// to "method not found" (`-32601`). Requests run concurrently.
+/// to "method not found" (`-32601`). Requests are handled one at a time, in the order the
+/// agent sent them.
 #[async_trait]
 pub trait Client: Send + Sync + 'static {
     /// `streamAssistantMessageChunk`: a chunk of the agent's reply (text or a thought).
@@ -97,7 +95,10 @@ impl AgentHandle {
 
     /// `authenticate`: the agent runs its own login flow; resolves when it is done.
     pub async fn authenticate(&self) -> Result<(), Error> {
-        self.peer.typed_request(&AuthenticateParams).await.map(|_| ())
+        self.peer
+            .typed_request(&AuthenticateParams)
+            .await
+            .map(|_| ())
     }
 
     /// `sendUserMessage`: resolves when the agent's whole turn is over.
@@ -130,27 +131,7 @@ pub(crate) fn check_version(answer: InitializeResponse) -> Result<InitializeResp
 }
 
 /// A running 0.0.9 connection to an agent.
-#[derive(Clone, Debug)]
-pub struct Connection {
-    agent: AgentHandle,
-}
-
-impl Connection {
-    /// The typed handle to the agent.
-    pub fn agent(&self) -> &AgentHandle {
-        &self.agent
-    }
-
-    /// Resolves when the connection has ended, with the reason.
-    pub async fn closed(&self) -> CloseReason {
-        self.agent.peer.closed().await
-    }
-
-    /// Ends the connection.
-    pub fn close(&self) {
-        self.agent.peer.close();
-    }
-}
+pub type Connection = crate::legacy::Connection<AgentHandle>;
 
 /// Serves `client` to a 0.0.9 agent over its stdout (`reader`) and stdin (`writer`). Call
 /// [`AgentHandle::initialize`] first.
@@ -165,24 +146,24 @@ where
 
 /// [`connect`] with a custom [`Config`]; its dialect is always set to
 /// [`Dialect::legacy_0_0_9`] (`params` omitted when empty, no notifications, ids from 0
-/// unless [`Config::first_request_id`] says otherwise).
+/// unless [`Config::first_request_id`] says otherwise), and the agent's requests are always
+/// handled one at a time in arrival order ([`Config::sequential_requests`]): the dialect
+/// streams chunks and tool-call updates as requests, which agents send without waiting and
+/// which must be shown in the order they were sent.
 pub fn connect_with<C, R, W>(client: C, reader: R, writer: W, config: Config) -> Connection
 where
     C: Client,
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let conn = acp_rpc::Connection::new(
+    Connection::start(
         reader,
         writer,
         Dispatch(Arc::new(client)),
-        config.with_dialect(Dialect::legacy_0_0_9()),
-    );
-    Connection {
-        agent: AgentHandle {
-            peer: conn.peer().clone(),
-        },
-    }
+        config.with_sequential_requests(true),
+        Dialect::legacy_0_0_9(),
+        |peer| AgentHandle { peer },
+    )
 }
 
 struct Dispatch<C>(Arc<C>);

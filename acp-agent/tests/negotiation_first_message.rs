@@ -1,0 +1,148 @@
+//! Agent-side negotiation from the raw first message: each dialect is detected, a dialect
+//! the agent does not accept gets an answer that names what it speaks, and garbage, an
+//! oversized line or a silent hang-up are answered or reported, never waited on forever.
+
+mod common;
+
+use acp_agent::Dialect;
+use acp_agent::negotiate::{NegotiateOptions, NegotiatedConnection, NegotiationError, serve};
+use common::FullAgent;
+use common::editor::Editor;
+use serde_json::{Value, json};
+
+/// Serves [`FullAgent`] with `dialects` accepted; returns the client's end and the
+/// negotiation's outcome, once the first message is in.
+fn start(
+    dialects: &[Dialect],
+    config: acp_agent::Config,
+) -> (
+    Editor,
+    tokio::task::JoinHandle<Result<NegotiatedConnection, NegotiationError>>,
+) {
+    let options = NegotiateOptions::default()
+        .with_dialects(dialects.to_vec())
+        .with_config(config)
+        .with_legacy_cwd("/w");
+    let mut task = None;
+    let editor = Editor::connect(|r, w| task = Some(tokio::spawn(serve(FullAgent, r, w, options))));
+    (editor, task.unwrap())
+}
+
+async fn answer(e: &mut Editor) -> Value {
+    serde_json::from_str(&e.line().await).unwrap()
+}
+
+#[tokio::test]
+async fn each_dialect_is_detected_from_its_first_message() {
+    let cases = [
+        (
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#,
+            Dialect::V1,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"0.0.9"}}"#,
+            Dialect::Legacy009,
+        ),
+        (
+            r#"{"id":0,"method":"createThread","params":null}"#,
+            Dialect::Threads,
+        ),
+    ];
+    for (first, dialect) in cases {
+        let (mut e, negotiated) = start(&Dialect::ALL, Default::default());
+        e.send(first).await;
+        let reply = answer(&mut e).await;
+        assert!(reply.get("result").is_some(), "{dialect}: {reply}");
+        assert_eq!(negotiated.await.unwrap().unwrap().dialect(), dialect);
+    }
+}
+
+#[tokio::test]
+async fn an_unaccepted_handshake_is_answered_with_the_version_the_agent_speaks() {
+    // A 0.0.9 client, an agent accepting only v1: v1 answers its latest version, 1.
+    let (mut e, negotiated) = start(&[Dialect::V1], Default::default());
+    e.send(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"0.0.9"}}"#,
+    )
+    .await;
+    assert_eq!(answer(&mut e).await["result"]["protocolVersion"], 1);
+    assert_eq!(negotiated.await.unwrap().unwrap().dialect(), Dialect::V1);
+
+    // A v1 client, an agent accepting only 0.0.9: answered "0.0.9", as Gemini CLI did.
+    let (mut e, negotiated) = start(&[Dialect::Legacy009], Default::default());
+    e.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#)
+        .await;
+    assert_eq!(
+        answer(&mut e).await["result"],
+        json!({"protocolVersion": "0.0.9", "isAuthenticated": true})
+    );
+    assert_eq!(
+        negotiated.await.unwrap().unwrap().dialect(),
+        Dialect::Legacy009
+    );
+
+    // A thread method, an agent without threads: the first accepted dialect refuses it.
+    let (mut e, negotiated) = start(&[Dialect::Legacy009, Dialect::V1], Default::default());
+    e.send(r#"{"id":0,"method":"getThreads","params":null}"#)
+        .await;
+    let refused = answer(&mut e).await;
+    assert_eq!(refused["id"], 0);
+    assert_eq!(refused["error"]["code"], -32601);
+    assert_eq!(
+        negotiated.await.unwrap().unwrap().dialect(),
+        Dialect::Legacy009
+    );
+}
+
+#[tokio::test]
+async fn garbage_first_is_answered_by_the_first_dialect_which_goes_on_serving() {
+    let (mut e, negotiated) = start(&Dialect::ALL, Default::default());
+    e.send("this is not json").await;
+    let refused = answer(&mut e).await;
+    assert_eq!(refused["id"], Value::Null);
+    assert_eq!(refused["error"]["code"], -32700);
+    assert_eq!(negotiated.await.unwrap().unwrap().dialect(), Dialect::V1);
+    e.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#)
+        .await;
+    assert_eq!(answer(&mut e).await["result"]["protocolVersion"], 1);
+}
+
+#[tokio::test]
+async fn an_oversized_first_line_is_refused_and_serving_goes_on() {
+    let config = acp_agent::Config::default().with_max_message_size(1024);
+    let (mut e, negotiated) = start(&Dialect::ALL, config);
+    e.send(&format!(r#"{{"junk":"{}"}}"#, "x".repeat(10_000)))
+        .await;
+    let refused = answer(&mut e).await;
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert_eq!(negotiated.await.unwrap().unwrap().dialect(), Dialect::V1);
+    e.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#)
+        .await;
+    assert_eq!(answer(&mut e).await["result"]["protocolVersion"], 1);
+}
+
+#[tokio::test]
+async fn a_client_that_hangs_up_first_and_an_empty_pin_list_are_errors() {
+    let (ours, theirs) = tokio::io::duplex(64);
+    drop(theirs);
+    let (r, w) = tokio::io::split(ours);
+    let error = serve(FullAgent, r, w, NegotiateOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, NegotiationError::ClosedBeforeFirstMessage),
+        "{error}"
+    );
+
+    let (ours, _theirs) = tokio::io::duplex(64);
+    let (r, w) = tokio::io::split(ours);
+    let error = serve(
+        FullAgent,
+        r,
+        w,
+        NegotiateOptions::default().with_dialects([]),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(error, NegotiationError::NoDialect(..)), "{error}");
+}

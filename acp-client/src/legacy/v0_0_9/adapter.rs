@@ -1,0 +1,592 @@
+//! The adapter that drives a 0.0.9 agent with one v1 [`crate::Client`]: [`connect_v1`].
+//!
+//! The user's [`crate::ClientConnection`] runs on an in-memory pipe; [`V1AgentSide`] is the
+//! v1 agent it talks to there, [`ZeroNineClientSide`] the 0.0.9 editor the real agent sees.
+//! [`Conversation`] is what both share: the implicit session, the running turn and the tool
+//! call ids the adapter handed out.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use acp_rpc::{
+    Config, Error, ErrorCode, Handler, NotificationContext, Params, Peer, RawValue, RequestContext,
+    to_raw,
+};
+use acp_types::legacy::v0_0_9 as z;
+use acp_types::legacy::v0_0_9::convert;
+use acp_types::v1;
+use async_trait::async_trait;
+use serde_json::json;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::OnceCell;
+
+use super::native::{AgentHandle, Client, connect_with};
+use crate::ClientConnection;
+use crate::fs::SandboxedFs;
+use crate::legacy::support::{pipe, tie};
+
+/// The id of the one session a 0.0.9 agent offers (the dialect has a single, implicit
+/// conversation).
+pub const SESSION_ID: &str = "legacy-0.0.9";
+
+/// The id of the auth method the adapter lists when the agent says it is not
+/// authenticated; `authenticate` with it runs the agent's own login flow.
+pub const AUTH_METHOD_ID: &str = "agent-login";
+
+/// How [`connect_v1`] serves what the v1 client cannot.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct AdapterOptions {
+    /// Serves the agent's `readTextFile` / `writeTextFile` when the v1 client did not
+    /// advertise `fs.readTextFile` / `fs.writeTextFile`. Without it those calls get `-32601`.
+    pub fs: Option<SandboxedFs>,
+    /// The agent's answer to a 0.0.9 `initialize` that already crossed the wire (version
+    /// negotiation sends it): the v1 `initialize` is then answered from it.
+    pub(crate) initialized: Option<z::InitializeResponse>,
+}
+
+impl AdapterOptions {
+    /// Sets [`AdapterOptions::fs`].
+    #[must_use]
+    pub fn with_fs(mut self, fs: SandboxedFs) -> Self {
+        self.fs = Some(fs);
+        self
+    }
+
+    pub(crate) fn with_initialized(mut self, answer: z::InitializeResponse) -> Self {
+        self.initialized = Some(answer);
+        self
+    }
+}
+
+/// Drives a 0.0.9 agent (its stdout is `reader`, its stdin `writer`) with a v1 `client`;
+/// the returned connection is an ordinary v1 [`ClientConnection`]. See the module docs for
+/// the mapping.
+pub fn connect_v1<C, R, W>(
+    client: C,
+    reader: R,
+    writer: W,
+    options: AdapterOptions,
+) -> ClientConnection
+where
+    C: crate::Client,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    connect_v1_with(client, reader, writer, Config::default(), options)
+}
+
+/// [`connect_v1`] with a custom [`Config`] for the 0.0.9 wire (its dialect is always the
+/// 0.0.9 framing).
+pub fn connect_v1_with<C, R, W>(
+    client: C,
+    reader: R,
+    writer: W,
+    config: Config,
+    options: AdapterOptions,
+) -> ClientConnection
+where
+    C: crate::Client,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let ((client_read, client_write), (bridge_read, bridge_write)) = pipe();
+    let user = ClientConnection::new(client, client_read, client_write, Config::default());
+    let initialized = OnceCell::new_with(options.initialized.clone());
+    let conversation = Arc::new(Conversation {
+        capabilities: OnceLock::new(),
+        session: OnceLock::new(),
+        turn: Mutex::new(None),
+        next_tool_call: AtomicU64::new(0),
+        options,
+    });
+    let agent_slot: Arc<OnceLock<AgentHandle>> = Arc::default();
+    let bridge = acp_rpc::Connection::new(
+        bridge_read,
+        bridge_write,
+        V1AgentSide {
+            agent: agent_slot.clone(),
+            initialized,
+            conversation: conversation.clone(),
+        },
+        Config::default(),
+    );
+    let outer = connect_with(
+        ZeroNineClientSide {
+            client: bridge.peer().clone(),
+            conversation,
+        },
+        reader,
+        writer,
+        config,
+    );
+    let _ = agent_slot.set(outer.agent().clone());
+    tie(outer.agent().peer(), bridge.peer());
+    tie(bridge.peer(), user.peer());
+    user
+}
+
+/// The running turn of the implicit session.
+#[derive(Default)]
+struct Turn {
+    /// The client sent `session/cancel` during it: the turn ends `cancelled`.
+    cancelled: bool,
+}
+
+/// The state both sides of the adapter share.
+struct Conversation {
+    /// What the v1 client advertised in `initialize`.
+    capabilities: OnceLock<v1::ClientCapabilities>,
+    /// The implicit session, once the client created it.
+    session: OnceLock<v1::SessionId>,
+    /// The turn running in it, if any.
+    turn: Mutex<Option<Turn>>,
+    /// The next tool call id to hand out (the editor allocates them in 0.0.9).
+    next_tool_call: AtomicU64,
+    options: AdapterOptions,
+}
+
+impl Conversation {
+    fn turn(&self) -> std::sync::MutexGuard<'_, Option<Turn>> {
+        self.turn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn session(&self, method: &str) -> Result<v1::SessionId, Error> {
+        self.session.get().cloned().ok_or_else(|| {
+            Error::invalid_request(format!(
+                "{method} before session/new: the v1 client has no session to show it in"
+            ))
+            .with_data(json!({ "method": method, "dialect": "legacy-0.0.9" }))
+        })
+    }
+
+    /// A fresh tool call id: the 0.0.9 number, and the v1 string standing for it.
+    fn allocate_tool_call(&self) -> (z::ToolCallId, v1::ToolCallId) {
+        let n = self.next_tool_call.fetch_add(1, Ordering::Relaxed);
+        (z::ToolCallId(n), v1_tool_call_id(&z::ToolCallId(n)))
+    }
+}
+
+/// The v1 tool call id that stands for a 0.0.9 one.
+fn v1_tool_call_id(id: &z::ToolCallId) -> v1::ToolCallId {
+    v1::ToolCallId(format!("tool-{}", id.0))
+}
+
+/// `-32601` for a call the other side cannot serve, saying why.
+fn unsupported(method: &str, why: &str) -> Error {
+    Error::new(ErrorCode::METHOD_NOT_FOUND, format!("{method}: {why}"))
+        .with_data(json!({ "method": method, "dialect": "legacy-0.0.9" }))
+}
+
+/// The v1 prompt as 0.0.9 user message chunks: text as text, resource links and embedded
+/// resources to `file://` URIs as path mentions, other embedded text as text; images and
+/// audio are refused, naming the block.
+fn chunks_of(prompt: &[v1::ContentBlock]) -> Result<Vec<z::UserMessageChunk>, Error> {
+    let text = |text: String| z::UserMessageChunk::Text(z::TextUserMessageChunk { text });
+    let mention = |uri: &str| {
+        uri.strip_prefix("file://").map(|path| {
+            z::UserMessageChunk::Path(z::PathUserMessageChunk {
+                path: path.to_string(),
+            })
+        })
+    };
+    prompt
+        .iter()
+        .enumerate()
+        .map(|(i, block)| match block {
+            v1::ContentBlock::Text(t) => Ok(text(t.text.clone())),
+            v1::ContentBlock::ResourceLink(link) => {
+                Ok(mention(&link.uri).unwrap_or_else(|| text(link.uri.clone())))
+            }
+            v1::ContentBlock::Resource(embedded) => Ok(match &embedded.resource {
+                v1::EmbeddedResourceResource::TextResourceContents(r) => {
+                    mention(&r.uri).unwrap_or_else(|| text(r.text.clone()))
+                }
+                v1::EmbeddedResourceResource::BlobResourceContents(r) => {
+                    mention(&r.uri).unwrap_or_else(|| text(r.uri.clone()))
+                }
+            }),
+            _ => Err(Error::invalid_params(format!(
+                "prompt[{i}]: a 0.0.9 agent takes text and file mentions only"
+            ))
+            .with_data(json!({ "field": format!("prompt[{i}]") }))),
+        })
+        .collect()
+}
+
+/// The v1 agent the user's connection talks to on the pipe.
+struct V1AgentSide {
+    agent: Arc<OnceLock<AgentHandle>>,
+    /// The agent's 0.0.9 `initialize` answer.
+    initialized: OnceCell<z::InitializeResponse>,
+    conversation: Arc<Conversation>,
+}
+
+impl V1AgentSide {
+    fn agent(&self) -> Result<&AgentHandle, Error> {
+        self.agent
+            .get()
+            .ok_or_else(|| Error::internal_error("the 0.0.9 connection is not ready"))
+    }
+
+    async fn initialize(&self, p: v1::InitializeRequest) -> Result<Box<RawValue>, Error> {
+        let _ = self.conversation.capabilities.set(p.client_capabilities);
+        let agent = self.agent()?;
+        let answer = self
+            .initialized
+            .get_or_try_init(|| agent.initialize())
+            .await?;
+        let auth_methods = if answer.is_authenticated {
+            Vec::new()
+        } else {
+            vec![v1::AuthMethod::Agent(v1::AuthMethodAgent {
+                id: v1::AuthMethodId(AUTH_METHOD_ID.to_string()),
+                name: "Log in".to_string(),
+                description: Some("The agent runs its own login flow.".to_string()),
+                meta: None,
+            })]
+        };
+        to_raw(&v1::InitializeResponse {
+            protocol_version: v1::ProtocolVersion::negotiate(
+                p.protocol_version,
+                &[v1::ProtocolVersion::LATEST],
+            ),
+            agent_capabilities: v1::AgentCapabilities::default(),
+            auth_methods,
+            agent_info: None,
+            meta: None,
+        })
+    }
+
+    fn new_session(&self) -> Result<Box<RawValue>, Error> {
+        let id = v1::SessionId(SESSION_ID.to_string());
+        if self.conversation.session.set(id.clone()).is_err() {
+            return Err(Error::invalid_request(
+                "a 0.0.9 agent has one conversation, and its session exists already: start the agent again for a new one",
+            )
+            .with_data(json!({ "sessionId": id, "dialect": "legacy-0.0.9" })));
+        }
+        to_raw(&v1::NewSessionResponse {
+            session_id: id,
+            modes: None,
+            config_options: None,
+            meta: None,
+        })
+    }
+
+    fn known(&self, id: &v1::SessionId) -> Result<(), Error> {
+        if self.conversation.session.get() == Some(id) {
+            Ok(())
+        } else {
+            Err(
+                Error::resource_not_found(format!("session not found: {}", id.0))
+                    .with_data(json!({ "sessionId": id })),
+            )
+        }
+    }
+
+    async fn prompt(&self, p: v1::PromptRequest) -> Result<Box<RawValue>, Error> {
+        self.known(&p.session_id)?;
+        let chunks = chunks_of(&p.prompt)?;
+        {
+            let mut turn = self.conversation.turn();
+            if turn.is_some() {
+                return Err(Error::invalid_request(
+                    "a turn is already running: a 0.0.9 agent takes one message at a time",
+                )
+                .with_data(json!({ "sessionId": p.session_id })));
+            }
+            *turn = Some(Turn::default());
+        }
+        struct EndTurn<'a>(&'a Conversation);
+        impl Drop for EndTurn<'_> {
+            fn drop(&mut self) {
+                self.0.turn().take();
+            }
+        }
+        let _end = EndTurn(&self.conversation);
+        let agent = self.agent()?;
+        let result = agent
+            .send_user_message(z::SendUserMessageParams { chunks })
+            .await;
+        // Chunks and tool calls the agent sent before its answer reach the client first.
+        agent.peer().received_requests_handled().await;
+        let cancelled = self
+            .conversation
+            .turn()
+            .as_ref()
+            .is_some_and(|t| t.cancelled);
+        let stop_reason = match result {
+            _ if cancelled => v1::StopReason::Cancelled,
+            Ok(()) => v1::StopReason::EndTurn,
+            Err(e) => return Err(e),
+        };
+        to_raw(&v1::PromptResponse::new(stop_reason))
+    }
+
+    async fn cancel(&self, p: v1::CancelNotification) -> Result<(), Error> {
+        if self.conversation.session.get() != Some(&p.session_id) {
+            tracing::debug!(session = %p.session_id.0, "session/cancel for an unknown session");
+            return Ok(());
+        }
+        match self.conversation.turn().as_mut() {
+            Some(turn) => turn.cancelled = true,
+            None => {
+                tracing::debug!("session/cancel with no turn running: nothing to cancel");
+                return Ok(());
+            }
+        }
+        if let Err(e) = self.agent()?.cancel_send_message().await {
+            tracing::warn!(error = %e, "the agent refused cancelSendMessage");
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Handler for V1AgentSide {
+    async fn handle_request(
+        &self,
+        _cx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> Result<Box<RawValue>, Error> {
+        match method {
+            v1::names::INITIALIZE => self.initialize(params.parse_request()?).await,
+            v1::names::AUTHENTICATE => {
+                let p: v1::AuthenticateRequest = params.parse_request()?;
+                if p.method_id.0 != AUTH_METHOD_ID {
+                    return Err(Error::invalid_params(format!(
+                        "unknown auth method {:?}: a 0.0.9 agent offers only {AUTH_METHOD_ID:?}",
+                        p.method_id.0
+                    ))
+                    .with_data(json!({ "field": "methodId" })));
+                }
+                self.agent()?.authenticate().await?;
+                to_raw(&v1::AuthenticateResponse::default())
+            }
+            v1::names::SESSION_NEW => {
+                let _: v1::NewSessionRequest = params.parse_request()?;
+                self.new_session()
+            }
+            v1::names::SESSION_PROMPT => self.prompt(params.parse_request()?).await,
+            _ => Err(unsupported(method, "a 0.0.9 agent has no such method")),
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        _cx: NotificationContext,
+        method: &str,
+        params: Params,
+    ) -> Result<(), Error> {
+        if method == v1::names::SESSION_CANCEL {
+            self.cancel(params.parse()?).await
+        } else {
+            tracing::debug!(
+                method,
+                "notification dropped: a 0.0.9 agent has no equivalent"
+            );
+            Ok(())
+        }
+    }
+}
+
+/// The 0.0.9 editor the real agent talks to; its calls go to the user's v1 client.
+struct ZeroNineClientSide {
+    client: Peer,
+    conversation: Arc<Conversation>,
+}
+
+impl ZeroNineClientSide {
+    async fn update(&self, method: &str, update: v1::SessionUpdate) -> Result<(), Error> {
+        let session = self.conversation.session(method)?;
+        self.client
+            .notify(
+                v1::names::SESSION_UPDATE,
+                &v1::SessionNotification::new(session, update),
+            )
+            .await
+    }
+
+    fn capabilities(&self) -> v1::FileSystemCapabilities {
+        self.conversation
+            .capabilities
+            .get()
+            .map(|c| c.fs.clone())
+            .unwrap_or_default()
+    }
+
+    fn fs(&self, method: &str) -> Result<&SandboxedFs, Error> {
+        self.conversation.options.fs.as_ref().ok_or_else(|| {
+            unsupported(
+                method,
+                "the v1 client does not offer this file method and no file system was configured (AdapterOptions::with_fs)",
+            )
+        })
+    }
+
+    /// The v1 tool call a 0.0.9 one stands for, as first shown.
+    fn tool_call(
+        id: v1::ToolCallId,
+        call: &z::PushToolCallParams,
+        status: v1::ToolCallStatus,
+    ) -> v1::ToolCall {
+        let mut shown = v1::ToolCall::new(id, call.label.clone());
+        shown.kind = convert::kind_for_icon(&call.icon);
+        shown.status = status;
+        shown.content = call
+            .content
+            .as_ref()
+            .map(convert::content_to_v1)
+            .unwrap_or_default();
+        shown.locations = call.locations.iter().map(convert::location_to_v1).collect();
+        shown
+    }
+}
+
+#[async_trait]
+impl Client for ZeroNineClientSide {
+    async fn stream_assistant_message_chunk(
+        &self,
+        p: z::StreamAssistantMessageChunkParams,
+    ) -> Result<(), Error> {
+        let update = match p.chunk {
+            z::AssistantMessageChunk::Text(t) => v1::SessionUpdate::agent_message_text(t.text),
+            z::AssistantMessageChunk::Thought(t) => {
+                v1::SessionUpdate::agent_thought_text(t.thought)
+            }
+        };
+        self.update(z::names::STREAM_ASSISTANT_MESSAGE_CHUNK, update)
+            .await
+    }
+
+    async fn push_tool_call(
+        &self,
+        p: z::PushToolCallParams,
+    ) -> Result<z::PushToolCallResponse, Error> {
+        let (id, v1_id) = self.conversation.allocate_tool_call();
+        let call = Self::tool_call(v1_id, &p, v1::ToolCallStatus::InProgress);
+        self.update(z::names::PUSH_TOOL_CALL, v1::SessionUpdate::ToolCall(call))
+            .await?;
+        Ok(z::PushToolCallResponse { id })
+    }
+
+    async fn update_tool_call(&self, p: z::UpdateToolCallParams) -> Result<(), Error> {
+        if p.tool_call_id.0 >= self.conversation.next_tool_call.load(Ordering::Relaxed) {
+            return Err(Error::invalid_params(format!(
+                "unknown tool call id {}: ids come from pushToolCall or requestToolCallConfirmation",
+                p.tool_call_id.0
+            ))
+            .with_data(json!({ "field": "toolCallId" })));
+        }
+        let update = v1::ToolCallUpdate {
+            tool_call_id: v1_tool_call_id(&p.tool_call_id),
+            kind: None,
+            status: Some(convert::status_to_v1(&p.status)),
+            title: None,
+            name: None,
+            // 0.0.9 content replaces what is shown; `null` clears it.
+            content: Some(
+                p.content
+                    .as_ref()
+                    .map(convert::content_to_v1)
+                    .unwrap_or_default(),
+            ),
+            locations: None,
+            raw_input: None,
+            raw_output: None,
+            meta: None,
+        };
+        self.update(
+            z::names::UPDATE_TOOL_CALL,
+            v1::SessionUpdate::ToolCallUpdate(update),
+        )
+        .await
+    }
+
+    async fn request_tool_call_confirmation(
+        &self,
+        p: z::RequestToolCallConfirmationParams,
+    ) -> Result<z::RequestToolCallConfirmationResponse, Error> {
+        let session = self
+            .conversation
+            .session(z::names::REQUEST_TOOL_CALL_CONFIRMATION)?;
+        let (id, v1_id) = self.conversation.allocate_tool_call();
+        let pushed = z::PushToolCallParams {
+            label: p.label,
+            icon: p.icon,
+            content: p.content,
+            locations: p.locations,
+        };
+        let mut call = Self::tool_call(v1_id.clone(), &pushed, v1::ToolCallStatus::Pending);
+        call.raw_input = serde_json::to_value(&p.confirmation).ok();
+        self.update(
+            z::names::REQUEST_TOOL_CALL_CONFIRMATION,
+            v1::SessionUpdate::ToolCall(call.clone()),
+        )
+        .await?;
+        let answer: v1::RequestPermissionResponse = self
+            .client
+            .typed_request(&v1::RequestPermissionRequest {
+                session_id: session,
+                tool_call: v1::ToolCallUpdate {
+                    tool_call_id: v1_id,
+                    kind: Some(call.kind),
+                    status: Some(call.status),
+                    title: Some(call.title),
+                    name: None,
+                    content: Some(call.content),
+                    locations: Some(call.locations),
+                    raw_input: call.raw_input,
+                    raw_output: None,
+                    meta: None,
+                },
+                options: convert::permission_options(&p.confirmation),
+                meta: None,
+            })
+            .await?;
+        Ok(z::RequestToolCallConfirmationResponse {
+            id,
+            outcome: convert::outcome_of_selection(&answer.outcome),
+        })
+    }
+
+    async fn read_text_file(
+        &self,
+        p: z::ReadTextFileParams,
+    ) -> Result<z::ReadTextFileResponse, Error> {
+        let method = z::names::READ_TEXT_FILE;
+        let request = v1::ReadTextFileRequest {
+            session_id: self.conversation.session(method)?,
+            path: p.path,
+            line: p.line,
+            limit: p.limit,
+            meta: None,
+        };
+        let read = if self.capabilities().read_text_file {
+            self.client.typed_request(&request).await?
+        } else {
+            self.fs(method)?.read_text_file(request).await?
+        };
+        Ok(z::ReadTextFileResponse {
+            content: read.content,
+        })
+    }
+
+    async fn write_text_file(&self, p: z::WriteTextFileParams) -> Result<(), Error> {
+        let method = z::names::WRITE_TEXT_FILE;
+        let request = v1::WriteTextFileRequest {
+            session_id: self.conversation.session(method)?,
+            path: p.path,
+            content: p.content,
+            meta: None,
+        };
+        if self.capabilities().write_text_file {
+            let _: v1::WriteTextFileResponse = self.client.typed_request(&request).await?;
+        } else {
+            self.fs(method)?.write_text_file(request).await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,476 @@
+//! Version negotiation on the client side: offer the preferred dialect first, fall back along
+//! a pinned list, and hand back an ordinary v1 [`ClientConnection`] whatever the agent speaks
+//! (a legacy agent is driven through its adapter).
+//!
+//! ```no_run
+//! use acp_client::negotiate::NegotiateOptions;
+//! use acp_client::process::{AgentCommand, AgentProcess};
+//! use acp_client::{Client, Dialect};
+//!
+//! struct Printer;
+//! impl Client for Printer {}
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut agent = AgentProcess::spawn(&AgentCommand::new("my-agent"))?;
+//! let options = NegotiateOptions::new(serde_json::from_value(serde_json::json!({
+//!     "protocolVersion": 1,
+//!     "clientCapabilities": {"fs": {"readTextFile": true}}
+//! }))?)
+//! .with_dialects([Dialect::V1, Dialect::Legacy009]);
+//! let negotiated = agent.negotiate(Printer, options).await?;
+//! println!("the agent speaks {}", negotiated.dialect);
+//! let conn = negotiated.connection; // v1 from here on, whatever the agent speaks
+//! # let _ = conn; Ok(()) }
+//! ```
+//!
+//! # How the dialect is found
+//!
+//! Each dialect of the list is offered in turn, on the agent's stdin, before any connection
+//! starts:
+//!
+//! | dialect | probe | accepted when the answer is |
+//! | --- | --- | --- |
+//! | v1 | `initialize` with [`NegotiateOptions::initialize`] | a result with an integer `protocolVersion` |
+//! | 0.0.9 | `initialize` with `"protocolVersion": "0.0.9"` | a result with `"protocolVersion": "0.0.9"` |
+//! | threads | `getThreads` (no `jsonrpc`, `params: null`) | a result |
+//!
+//! An error answer or no answer within [`NegotiateOptions::timeout`] moves on to the next
+//! dialect. The answer's version decides, whichever probe it answers: an agent that answers
+//! the v1 probe with `"0.0.9"` (as Gemini CLI 0.1.x did) speaks 0.0.9, and a v1 agent whose
+//! late answer arrives while a later dialect is probed is still recognised as v1. A version
+//! the client does not accept (`"0.0.10"`, or v1 when only legacy dialects are pinned) ends
+//! the negotiation with [`NegotiationError::Unaccepted`]; an exhausted list with
+//! [`NegotiationError::NoAnswer`], naming what each probe got. Never a hang: every wait is
+//! bounded by the timeout.
+//!
+//! After the handshake the connection numbers its own requests after the probes', so a late
+//! answer to a probe cannot be mistaken for the answer to a real request.
+
+use std::fmt;
+use std::time::Duration;
+
+use acp_rpc::Config;
+use acp_rpc::probe::{LineProbe, ProbeError};
+use acp_types::v1;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+
+use crate::{Client, ClientConnection, Dialect};
+
+/// Default time each probe waits for its answer.
+pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What [`connect`] offers, and how it drives each dialect.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct NegotiateOptions {
+    /// The dialects to offer, in preference order. Default: every dialect this build speaks
+    /// (the `legacy-0-0-9` and `legacy-threads` features), newest first. Pin one to offer
+    /// only that one.
+    pub dialects: Vec<Dialect>,
+    /// The v1 `initialize` request: sent as the v1 probe, and passed to the adapter of a
+    /// legacy dialect (its capabilities decide which file calls reach the client).
+    pub initialize: v1::InitializeRequest,
+    /// How long each probe waits for an answer. Default [`DEFAULT_PROBE_TIMEOUT`].
+    pub timeout: Duration,
+    /// The connection's configuration (its dialect framing is set by the dialect spoken).
+    pub config: Config,
+    /// How a 0.0.9 agent is driven.
+    #[cfg(feature = "legacy-0-0-9")]
+    pub legacy_0_0_9: crate::legacy::v0_0_9::AdapterOptions,
+    /// How a threads agent is driven.
+    #[cfg(feature = "legacy-threads")]
+    pub threads: crate::legacy::threads::AdapterOptions,
+}
+
+impl NegotiateOptions {
+    /// Options offering every compiled dialect, with `initialize` as the v1 handshake.
+    pub fn new(initialize: v1::InitializeRequest) -> Self {
+        NegotiateOptions {
+            dialects: compiled_dialects(),
+            initialize,
+            timeout: DEFAULT_PROBE_TIMEOUT,
+            config: Config::default(),
+            #[cfg(feature = "legacy-0-0-9")]
+            legacy_0_0_9: Default::default(),
+            #[cfg(feature = "legacy-threads")]
+            threads: Default::default(),
+        }
+    }
+
+    /// Sets [`NegotiateOptions::dialects`] (preference order).
+    #[must_use]
+    pub fn with_dialects(mut self, dialects: impl IntoIterator<Item = Dialect>) -> Self {
+        self.dialects = dialects.into_iter().collect();
+        self
+    }
+
+    /// Sets [`NegotiateOptions::timeout`].
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets [`NegotiateOptions::config`].
+    #[must_use]
+    pub fn with_config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Serves the file calls of legacy agents that the v1 client does not (threads'
+    /// `readBinaryFile`/`stat`/`globSearch`, and reads or writes the client did not
+    /// advertise) from `fs`.
+    #[must_use]
+    #[cfg_attr(
+        not(any(feature = "legacy-0-0-9", feature = "legacy-threads")),
+        allow(unused_mut)
+    )]
+    pub fn with_legacy_fs(mut self, fs: crate::fs::SandboxedFs) -> Self {
+        #[cfg(feature = "legacy-0-0-9")]
+        {
+            self.legacy_0_0_9 = self.legacy_0_0_9.with_fs(fs.clone());
+        }
+        #[cfg(feature = "legacy-threads")]
+        {
+            self.threads = self.threads.with_fs(fs.clone());
+        }
+        let _ = fs;
+        self
+    }
+}
+
+/// The dialects this crate was built to speak (its `legacy-0-0-9` and `legacy-threads`
+/// features), newest first. Decided by this crate's own features: acp-types may have more
+/// dialects compiled in for another crate of the build.
+pub fn compiled_dialects() -> Vec<Dialect> {
+    Dialect::ALL
+        .into_iter()
+        .filter(|d| match d {
+            Dialect::V1 => true,
+            Dialect::Legacy009 => cfg!(feature = "legacy-0-0-9"),
+            Dialect::Threads => cfg!(feature = "legacy-threads"),
+        })
+        .collect()
+}
+
+/// What one probe got.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ProbeOutcome {
+    /// No answer within the timeout.
+    NoAnswer,
+    /// An error answer.
+    Refused(acp_rpc::Error),
+    /// A result that says nothing about the dialect.
+    Unrecognised(Value),
+}
+
+impl fmt::Display for ProbeOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProbeOutcome::NoAnswer => f.write_str("no answer"),
+            ProbeOutcome::Refused(e) => write!(f, "refused: {e}"),
+            ProbeOutcome::Unrecognised(v) => write!(f, "an answer naming no dialect: {v}"),
+        }
+    }
+}
+
+/// Why [`connect`] found no dialect to speak.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NegotiationError {
+    /// The agent answered with a dialect or version that is not accepted.
+    #[error("the agent speaks {speaks}, which this client does not accept (it accepts {accepted})")]
+    Unaccepted {
+        /// What the agent speaks, as it said it (`v1`, `legacy-0.0.9`, `0.0.10`...).
+        speaks: String,
+        /// The accepted dialects.
+        accepted: DialectList,
+    },
+    /// Every dialect was offered and none was answered.
+    #[error("no dialect was accepted: {}", .0.iter().map(|(d, o)| format!("{d}: {o}")).collect::<Vec<_>>().join("; "))]
+    NoAnswer(Vec<(Dialect, ProbeOutcome)>),
+    /// The agent closed its stdout during negotiation.
+    #[error("the agent closed the connection during negotiation (after offering {0})")]
+    Closed(Dialect),
+    /// Reading or writing the agent's stdio failed.
+    #[error("talking to the agent failed during negotiation: {0}")]
+    Io(#[from] std::io::Error),
+    /// No dialect to offer: the list is empty or names only dialects this build lacks.
+    #[error("no dialect to offer: {0}")]
+    NoDialect(DialectList),
+    /// The connection started, but its v1 handshake through the legacy adapter failed.
+    #[error("the {0} handshake failed: {1}")]
+    Handshake(Dialect, acp_rpc::Error),
+}
+
+/// A list of dialects, displayed comma-separated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DialectList(pub Vec<Dialect>);
+
+impl fmt::Display for DialectList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("none");
+        }
+        let names: Vec<_> = self.0.iter().map(|d| d.name()).collect();
+        f.write_str(&names.join(", "))
+    }
+}
+
+/// A negotiated connection: the dialect the agent speaks, the v1 connection to use, and the
+/// v1 `initialize` answer (already done).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Negotiated {
+    /// The dialect spoken on the wire.
+    pub dialect: Dialect,
+    /// The v1 connection (through the dialect's adapter for a legacy agent).
+    pub connection: ClientConnection,
+    /// The agent's answer to `initialize`, in v1 terms.
+    pub initialize: v1::InitializeResponse,
+}
+
+/// The dialect an answer to one of the probes shows.
+fn classify(result: &Value, probe: Dialect) -> Result<Dialect, String> {
+    match result.get("protocolVersion") {
+        Some(Value::Number(_)) => Ok(Dialect::V1),
+        Some(Value::String(v)) if v == "0.0.9" => Ok(Dialect::Legacy009),
+        Some(Value::String(v)) => Err(format!("protocol version {v:?}")),
+        _ if probe == Dialect::Threads && result.get("threads").is_some() => Ok(Dialect::Threads),
+        _ => Err(String::new()),
+    }
+}
+
+/// One probe line for `dialect` with request id `id`.
+fn probe_line(dialect: Dialect, id: i64, init: &v1::InitializeRequest) -> Vec<u8> {
+    let message = match dialect {
+        Dialect::V1 => json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": init}),
+        Dialect::Legacy009 => json!({
+            "jsonrpc": "2.0", "id": id, "method": "initialize",
+            "params": {"protocolVersion": "0.0.9"}
+        }),
+        Dialect::Threads => json!({"id": id, "method": "getThreads", "params": null}),
+    };
+    let mut line = serde_json::to_vec(&message).expect("probes serialize");
+    line.push(b'\n');
+    line
+}
+
+/// What the probe loop found.
+enum Found {
+    /// The agent speaks this dialect: its answer, to the probe of which dialect.
+    Dialect(Dialect, Value, Dialect),
+    /// The agent speaks a version no dialect here covers.
+    Version(String),
+    /// This probe is done without a dialect.
+    Outcome(ProbeOutcome),
+}
+
+/// Reads until an answer to one of `probes` (ids and dialects), `deadline`, or EOF. Lines
+/// that are not answers to a probe (agent requests, logs on stdout) are kept in `kept`,
+/// to be read by the connection.
+async fn await_answer<R: AsyncRead + Unpin>(
+    probe: &mut LineProbe<R>,
+    probes: &[(i64, Dialect)],
+    deadline: tokio::time::Instant,
+    kept: &mut Vec<Vec<u8>>,
+) -> Result<Option<Found>, NegotiationError> {
+    loop {
+        let line = match tokio::time::timeout_at(deadline, probe.next_line()).await {
+            Err(_) => return Ok(Some(Found::Outcome(ProbeOutcome::NoAnswer))),
+            Ok(Ok(Some(line))) => line,
+            Ok(Ok(None)) => return Ok(None),
+            Ok(Err(ProbeError::Io(e))) => return Err(e.into()),
+            Ok(Err(ProbeError::TooLong(max))) => {
+                return Err(std::io::Error::other(format!(
+                    "the agent wrote a line longer than {max} bytes during negotiation"
+                ))
+                .into());
+            }
+        };
+        let current = probes.last().expect("a probe was sent").1;
+        // An error with `id: null` refuses what was sent last (the agent could not read its
+        // id: a v1 agent refusing the threads probe, which has no `jsonrpc`).
+        let answer: Option<(Option<i64>, Value)> = serde_json::from_slice::<Value>(&line)
+            .ok()
+            .filter(|v| v.get("method").is_none())
+            .and_then(|v| match v.get("id")? {
+                Value::Null if v.get("error").is_some() => Some((None, v)),
+                id => Some((Some(id.as_i64()?), v)),
+            });
+        let Some((id, mut answer)) = answer else {
+            tracing::debug!(line = %String::from_utf8_lossy(&line), "not an answer to a probe: kept for the connection");
+            kept.push(line);
+            continue;
+        };
+        let dialect = match id {
+            None => current,
+            Some(id) => match probes.iter().find(|(p, _)| *p == id) {
+                Some(&(_, dialect)) => dialect,
+                None => {
+                    tracing::debug!(id, "an answer to no probe: ignored");
+                    continue;
+                }
+            },
+        };
+        if let Some(error) = answer.get("error") {
+            let error: acp_rpc::Error =
+                serde_json::from_value(error.clone()).unwrap_or_else(|_| {
+                    acp_rpc::Error::internal_error(format!("unreadable error {error}"))
+                });
+            tracing::debug!(%dialect, %error, "probe refused");
+            if dialect == current {
+                return Ok(Some(Found::Outcome(ProbeOutcome::Refused(error))));
+            }
+            continue;
+        }
+        let result = answer
+            .get_mut("result")
+            .map(Value::take)
+            .unwrap_or(Value::Null);
+        return Ok(Some(match classify(&result, dialect) {
+            Ok(spoken) => Found::Dialect(spoken, result, dialect),
+            Err(version) if !version.is_empty() => Found::Version(version),
+            Err(_) => Found::Outcome(ProbeOutcome::Unrecognised(result)),
+        }));
+    }
+}
+
+/// Offers the dialects of `options` in turn on the agent's stdin (`writer`), reading its
+/// stdout (`reader`), and starts the connection in the first one the agent answers; see the
+/// module docs. The v1 `initialize` is done: its answer is in [`Negotiated::initialize`].
+pub async fn connect<C, R, W>(
+    client: C,
+    reader: R,
+    mut writer: W,
+    options: NegotiateOptions,
+) -> Result<Negotiated, NegotiationError>
+where
+    C: Client,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let compiled = compiled_dialects();
+    let accepted: Vec<Dialect> = options
+        .dialects
+        .iter()
+        .copied()
+        .filter(|d| compiled.contains(d))
+        .collect();
+    if accepted.is_empty() {
+        return Err(NegotiationError::NoDialect(DialectList(options.dialects)));
+    }
+    let mut probe = LineProbe::new(reader, options.config.max_message_size);
+    let mut probes: Vec<(i64, Dialect)> = Vec::new();
+    let mut tried: Vec<(Dialect, ProbeOutcome)> = Vec::new();
+    let mut kept = Vec::new();
+    let mut found = None;
+    for &dialect in &accepted {
+        let id = probes.len() as i64;
+        probes.push((id, dialect));
+        writer
+            .write_all(&probe_line(dialect, id, &options.initialize))
+            .await?;
+        writer.flush().await?;
+        let deadline = tokio::time::Instant::now() + options.timeout;
+        match await_answer(&mut probe, &probes, deadline, &mut kept).await {
+            Ok(Some(Found::Dialect(spoken, result, answered))) => {
+                found = Some((spoken, result, answered));
+                break;
+            }
+            Ok(Some(Found::Version(speaks))) => {
+                return Err(NegotiationError::Unaccepted {
+                    speaks,
+                    accepted: DialectList(accepted),
+                });
+            }
+            Ok(Some(Found::Outcome(outcome))) => tried.push((dialect, outcome)),
+            Ok(None) => return Err(NegotiationError::Closed(dialect)),
+            Err(e) => return Err(e),
+        }
+    }
+    let Some((dialect, result, answered)) = found else {
+        return Err(NegotiationError::NoAnswer(tried));
+    };
+    if !accepted.contains(&dialect) {
+        return Err(NegotiationError::Unaccepted {
+            speaks: dialect.to_string(),
+            accepted: DialectList(accepted),
+        });
+    }
+    for line in kept.iter().rev() {
+        probe.unread(line);
+    }
+    let reader = probe.into_reader();
+    let config = options.config.with_first_request_id(probes.len() as i64);
+    tracing::debug!(%dialect, probes = probes.len(), "negotiated");
+    let handshake = |e: acp_rpc::Error| NegotiationError::Handshake(dialect, e);
+    let (connection, initialize) = match dialect {
+        Dialect::V1 => {
+            let connection = ClientConnection::new(client, reader, writer, config);
+            let initialize = if answered == Dialect::V1 {
+                serde_json::from_value(result).map_err(|e| {
+                    handshake(acp_rpc::Error::invalid_params(format!(
+                        "the agent's initialize answer does not read as v1: {e}"
+                    )))
+                })?
+            } else {
+                // A v1 agent answered a legacy handshake with its version: it has not seen
+                // this client's capabilities yet, so the v1 handshake is done properly.
+                connection
+                    .agent()
+                    .initialize(options.initialize)
+                    .await
+                    .map_err(handshake)?
+            };
+            (connection, initialize)
+        }
+        #[cfg(feature = "legacy-0-0-9")]
+        Dialect::Legacy009 => {
+            let answer = serde_json::from_value(result).map_err(|e| {
+                handshake(acp_rpc::Error::invalid_params(format!(
+                    "the agent's initialize answer does not read as 0.0.9: {e}"
+                )))
+            })?;
+            let connection = crate::legacy::v0_0_9::connect_v1_with(
+                client,
+                reader,
+                writer,
+                config,
+                options.legacy_0_0_9.with_initialized(answer),
+            );
+            let initialize = connection
+                .agent()
+                .initialize(options.initialize)
+                .await
+                .map_err(handshake)?;
+            (connection, initialize)
+        }
+        #[cfg(feature = "legacy-threads")]
+        Dialect::Threads => {
+            let connection = crate::legacy::threads::connect_v1_with(
+                client,
+                reader,
+                writer,
+                config,
+                options.threads,
+            );
+            let initialize = connection
+                .agent()
+                .initialize(options.initialize)
+                .await
+                .map_err(handshake)?;
+            (connection, initialize)
+        }
+        #[allow(unreachable_patterns)]
+        other => unreachable!("{other} is only found when compiled in"),
+    };
+    Ok(Negotiated {
+        dialect,
+        connection,
+        initialize,
+    })
+}
