@@ -44,8 +44,9 @@ fn workspace_root() -> PathBuf {
 /// this xtask (same profile, target directory and `--locked` discipline as the caller's).
 fn interop(options: &[&str]) -> ExitCode {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let root = workspace_root();
     let status = Command::new(cargo)
-        .current_dir(workspace_root())
+        .current_dir(&root)
         .args([
             "run",
             "--quiet",
@@ -64,7 +65,7 @@ fn interop(options: &[&str]) -> ExitCode {
             ExitCode::FAILURE
         }
         Err(e) => {
-            eprintln!("error: cannot run cargo: {e}");
+            eprintln!("error: cannot run cargo in {}: {e}", root.display());
             ExitCode::FAILURE
         }
     }
