@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use acp_rpc::CallOptions;
-use acp_types::RequestMethod;
 use acp_types::v1::*;
+use acp_types::{NotificationMethod, RequestMethod};
 
 use crate::Error;
 use crate::state::Inner;
@@ -77,7 +77,15 @@ impl ClientHandle {
 
     /// `session/update`. For a session whose `session/new` response is not written yet the
     /// update is queued and sent right after it.
+    ///
+    /// The kinds the schema reserves for clients that asked for them are refused locally
+    /// (never sent) unless advertised: `notice` needs `session.notices`, `compaction_update`
+    /// and `compaction_summary_chunk` need `session.compaction`. A client without them may not
+    /// know these kinds at all (the official Python SDK's client drops them).
     pub async fn session_update(&self, notification: SessionNotification) -> Result<(), Error> {
+        if let Some((capability, has)) = update_capability(&notification.update) {
+            self.require(SessionNotification::METHOD, capability, has)?;
+        }
         self.inner.send_update(notification).await
     }
 
@@ -213,5 +221,23 @@ impl ClientHandle {
         params: serde_json::Value,
     ) -> Result<(), Error> {
         self.inner.peer.notify(method, &params).await
+    }
+}
+
+/// Whether a client's capabilities include one capability.
+type HasCapability = fn(&ClientCapabilities) -> bool;
+
+/// The client capability a `session/update` kind requires, if any.
+fn update_capability(update: &SessionUpdate) -> Option<(&'static str, HasCapability)> {
+    match update {
+        SessionUpdate::Notice(_) => Some(("session.notices", |c| {
+            c.session.as_ref().is_some_and(|s| s.notices.is_some())
+        })),
+        SessionUpdate::CompactionUpdate(_) | SessionUpdate::CompactionSummaryChunk(_) => {
+            Some(("session.compaction", |c| {
+                c.session.as_ref().is_some_and(|s| s.compaction.is_some())
+            }))
+        }
+        _ => None,
     }
 }

@@ -3,14 +3,20 @@
 //! - `cargo xtask codegen` regenerates every generated file from the schemas in acp-schema.
 //! - `cargo xtask codegen --check` regenerates in memory and fails, naming each stale file,
 //!   when a checked-in file differs (CI runs this).
+//! - `cargo xtask interop [<option>...] [<cell>...]` runs the interop matrix against the
+//!   official TypeScript, Python and Rust SDKs (the `acp-interop` binary's `matrix` command,
+//!   built and run through cargo so xtask itself never links the official Rust SDK).
 //! - `cargo xtask bench [options]` builds the `acp-bench` harness in release mode and runs it:
 //!   acp-rs side by side with the official crate and a raw serde_json baseline
 //!   (`cargo xtask bench --help` lists the options; `BENCHMARKS.md` explains the table).
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask codegen [--check]\n       cargo xtask bench [options]";
+const USAGE: &str = "usage:
+  cargo xtask codegen [--check]
+  cargo xtask interop [--cache <dir>] [--out <dir>] [--keep] [--rust-only] [<cell>...]
+  cargo xtask bench [options]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -18,6 +24,7 @@ fn main() -> ExitCode {
     match args.as_slice() {
         ["codegen"] => codegen(false),
         ["codegen", "--check"] | ["codegen", "check"] => codegen(true),
+        ["interop", rest @ ..] => interop(rest),
         ["bench", options @ ..] => bench(options),
         ["help"] | ["--help"] | ["-h"] => {
             println!("{USAGE}");
@@ -36,6 +43,37 @@ fn workspace_root() -> PathBuf {
         .parent()
         .expect("xtask lives inside the workspace")
         .to_path_buf()
+}
+
+/// Builds and runs `acp-interop matrix` with the given options, through the cargo that runs
+/// this xtask (same profile, target directory and `--locked` discipline as the caller's).
+fn interop(options: &[&str]) -> ExitCode {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let root = workspace_root();
+    let status = Command::new(cargo)
+        .current_dir(&root)
+        .args([
+            "run",
+            "--quiet",
+            "--locked",
+            "-p",
+            "acp-interop",
+            "--",
+            "matrix",
+        ])
+        .args(options)
+        .status();
+    match status {
+        Ok(s) if s.success() => ExitCode::SUCCESS,
+        Ok(s) => {
+            eprintln!("error: the interop matrix failed ({s})");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("error: cannot run cargo in {}: {e}", root.display());
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn codegen(check: bool) -> ExitCode {

@@ -1,0 +1,125 @@
+// Validates recorded wire transcripts against the official ACP v1 JSON Schema, read from the
+// installed npm package (`@agentclientprotocol/sdk/schema/v1/schema.json`), never vendored.
+//
+//   node validate.mjs --modules <npm prefix> -- <cells.json>
+//
+// cells.json: [{ "name", "wire": "<wire.jsonl>", "exempt": [seq...] }]. Every message of both
+// sides is checked against the definition its position calls for: the envelope of the side
+// that wrote it (`Agent` / `Client` / `ProtocolLevel` in the schema's root `anyOf`), request
+// and notification params by method (`x-method`), results by the method of the request they
+// answer, errors against `Error`. `exempt` lists the deliberately invalid probes. Prints one
+// JSON object: { "<cell>": { "client": {checked, failures}, "agent": {checked, failures} } }.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { importFrom, parseArgs } from "./common.mjs";
+
+const opts = parseArgs(process.argv.slice(2), ["modules"]);
+const require = createRequire(`${opts.modules}/package.json`);
+const schemaPath = require.resolve("@agentclientprotocol/sdk/schema/v1/schema.json");
+const schema = JSON.parse(readFileSync(schemaPath, "utf8"));
+const { default: Ajv2020 } = await importFrom(opts.modules, "ajv/dist/2020.js");
+const { default: addFormats } = await importFrom(opts.modules, "ajv-formats");
+
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats(ajv);
+const ranges = {
+  int32: [-(2 ** 31), 2 ** 31 - 1],
+  uint16: [0, 2 ** 16 - 1],
+  uint32: [0, 2 ** 32 - 1],
+  int64: [-(2 ** 63), 2 ** 63],
+  uint64: [0, 2 ** 64],
+};
+for (const [name, [lo, hi]] of Object.entries(ranges)) {
+  ajv.addFormat(name, { type: "number", validate: (n) => Number.isInteger(n) && n >= lo && n <= hi });
+}
+for (const name of ["double", "float"]) ajv.addFormat(name, { type: "number", validate: () => true });
+ajv.addSchema(schema, "acp");
+
+/** Definitions by method: params (requests and notifications) and results. */
+const params = new Map();
+const results = new Map();
+for (const [name, def] of Object.entries(schema.$defs)) {
+  const method = def["x-method"];
+  if (!method) continue;
+  (name.endsWith("Response") ? results : params).set(method, name);
+}
+const envelopeIndex = Object.fromEntries(schema.anyOf.map((e, i) => [e.title, i]));
+for (const title of ["Agent", "Client", "ProtocolLevel"]) {
+  if (!(title in envelopeIndex)) throw new Error(`the schema's root anyOf has no ${title} envelope`);
+}
+
+const compiled = new Map();
+function validator(ref) {
+  if (!compiled.has(ref)) compiled.set(ref, ajv.compile({ $ref: ref }));
+  return compiled.get(ref);
+}
+
+function check(ref, value, what, failures, seq) {
+  const validate = validator(ref);
+  if (!validate(value)) {
+    const errors = validate.errors.slice(0, 5).map((e) => `${e.instancePath || "/"} ${e.message}`);
+    failures.push({ seq, what, errors });
+  }
+}
+
+function validateCell(cell) {
+  const exempt = new Set(cell.exempt ?? []);
+  const records = readFileSync(cell.wire, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+  const msgs = records.map((r) => {
+    let json = null;
+    try {
+      json = JSON.parse(r.line);
+    } catch {}
+    return { ...r, json };
+  });
+  // Requests by (sender, id) so a response finds its method.
+  const requests = new Map();
+  for (const m of msgs) {
+    if (m.json && m.json.method !== undefined && m.json.id !== undefined) {
+      requests.set(`${m.from}:${JSON.stringify(m.json.id)}`, m.json.method);
+    }
+  }
+  const out = { client: { checked: 0, failures: [], exempt: 0 }, agent: { checked: 0, failures: [], exempt: 0 } };
+  for (const m of msgs) {
+    const side = out[m.from];
+    if (exempt.has(m.seq)) {
+      side.exempt++;
+      continue;
+    }
+    side.checked++;
+    const f = side.failures;
+    const j = m.json;
+    if (j === null || typeof j !== "object" || Array.isArray(j)) {
+      f.push({ seq: m.seq, what: "not a JSON object", errors: [m.line.slice(0, 200)] });
+      continue;
+    }
+    const envelope = j.method === "$/cancel_request" ? "ProtocolLevel" : m.from === "agent" ? "Agent" : "Client";
+    check(`acp#/anyOf/${envelopeIndex[envelope]}`, j, `${envelope} envelope`, f, m.seq);
+    if (j.method !== undefined) {
+      const def = params.get(j.method);
+      if (!def) {
+        f.push({ seq: m.seq, what: `method ${j.method}`, errors: ["not a v1 method"] });
+      } else {
+        check(`acp#/$defs/${def}`, j.params, `${j.method} params (${def})`, f, m.seq);
+      }
+    } else if ("result" in j || "error" in j) {
+      const other = m.from === "agent" ? "client" : "agent";
+      const method = requests.get(`${other}:${JSON.stringify(j.id)}`);
+      if ("error" in j) {
+        check("acp#/$defs/Error", j.error, "error object", f, m.seq);
+      } else if (!method) {
+        f.push({ seq: m.seq, what: "result", errors: [`answers id ${JSON.stringify(j.id)}, which the ${other} never used`] });
+      } else if (results.has(method)) {
+        check(`acp#/$defs/${results.get(method)}`, j.result, `${method} result (${results.get(method)})`, f, m.seq);
+      } else {
+        f.push({ seq: m.seq, what: `${method} result`, errors: ["no result definition for this method"] });
+      }
+    }
+  }
+  return out;
+}
+
+const cells = JSON.parse(readFileSync(opts.rest[0], "utf8"));
+const report = { schema: schemaPath, definitions: Object.keys(schema.$defs).length, cells: {} };
+for (const cell of cells) report.cells[cell.name] = validateCell(cell);
+process.stdout.write(JSON.stringify(report) + "\n");

@@ -1,0 +1,29 @@
+//! The interop matrix: our agent and our client (acp-agent, acp-client) against the official
+//! TypeScript (`@agentclientprotocol/sdk`), Python (`agent-client-protocol`) and Rust
+//! (`agent-client-protocol`) SDKs, each cell a run of two real processes whose every line is
+//! recorded on the wire and checked.
+//!
+//! Run it with `cargo xtask interop` (installs the npm and PyPI packages into a cache outside
+//! the source tree, then runs [`matrix`]). `cargo test -p acp-interop` runs the cells that need
+//! only Rust.
+//!
+//! - [`script`]: the script every peer follows (`peers/script.json`), so every cell can be
+//!   checked against the same expectations.
+//! - [`tap`]: the recording relay between a client and the agent it spawns.
+//! - [`peers`]: the Rust peers: ours (built on acp-agent / acp-client) and the official Rust
+//!   SDK's. The TypeScript and Python peers live in `peers/ts` and `peers/py`.
+//! - [`report`]: the event lines the Rust peers write.
+//! - [`transcript`], [`checks`] and [`matrix`]: reading a recorded cell, the assertions on it,
+//!   and running the cells.
+//! - [`cache`]: where the npm and PyPI installs live and how they are made.
+
+#![deny(missing_docs)]
+
+pub mod cache;
+pub mod checks;
+pub mod matrix;
+pub mod peers;
+pub mod report;
+pub mod script;
+pub mod tap;
+pub mod transcript;

@@ -1,0 +1,109 @@
+//! `acp-interop`: the interop matrix driver, the recording tap and the Rust peers, in one
+//! binary (one link step; the driver finds the peers at its own path).
+//!
+//! ```text
+//! acp-interop matrix [--cache <dir>] [--out <dir>] [--keep] [--rust-only] [<cell>...]
+//! acp-interop tap --wire <file> --stderr <file> -- <agent command...>
+//! acp-interop ours-agent | rust-agent [--report <file>]
+//! acp-interop ours-client | rust-client --cwd <workspace> -- <agent command...>
+//! ```
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use acp_interop::report::Reporter;
+use acp_interop::{matrix, peers, tap};
+
+const USAGE: &str = "usage:
+  acp-interop matrix [--cache <dir>] [--out <dir>] [--keep] [--rust-only] [<cell>...]
+  acp-interop tap --wire <file> --stderr <file> -- <agent command...>
+  acp-interop ours-agent | rust-agent [--report <file>]
+  acp-interop ours-client | rust-client --cwd <workspace> -- <agent command...>";
+
+/// `--report <file>` of an agent.
+fn agent_report(args: &[OsString]) -> Result<Reporter, String> {
+    match args {
+        [] => Ok(Reporter::file(None)),
+        [flag, path] if flag == "--report" => Ok(Reporter::file(Some(PathBuf::from(path)))),
+        _ => Err(format!("unexpected agent arguments {args:?}\n{USAGE}")),
+    }
+}
+
+/// `--cwd <dir> -- <command...>` of a client.
+fn client_args(args: &[OsString]) -> Result<(PathBuf, Vec<OsString>), String> {
+    match args {
+        [flag, cwd, dashes, command @ ..]
+            if flag == "--cwd" && dashes == "--" && !command.is_empty() =>
+        {
+            Ok((PathBuf::from(cwd), command.to_vec()))
+        }
+        _ => Err(format!("unexpected client arguments {args:?}\n{USAGE}")),
+    }
+}
+
+fn fail(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("acp-interop: {message}");
+    ExitCode::FAILURE
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts")
+}
+
+fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let Some((command, rest)) = args.split_first() else {
+        return fail(USAGE);
+    };
+    match command.to_str().unwrap_or_default() {
+        "matrix" => match matrix::Options::parse(rest) {
+            Ok(options) => matrix::main(options),
+            Err(e) => fail(format!("{e}\n{USAGE}")),
+        },
+        "tap" => match tap::TapArgs::parse(rest) {
+            Ok(args) => {
+                let code = runtime().block_on(tap::run(args));
+                ExitCode::from(u8::try_from(code).unwrap_or(1))
+            }
+            Err(e) => fail(e),
+        },
+        "ours-agent" => match agent_report(rest) {
+            Ok(report) => {
+                runtime().block_on(peers::ours_agent::run(report));
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        },
+        "rust-agent" => match agent_report(rest) {
+            Ok(report) => match runtime().block_on(peers::official_agent::run(report)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(format!("rust-agent: {e}")),
+            },
+            Err(e) => fail(e),
+        },
+        "ours-client" => match client_args(rest) {
+            Ok((cwd, cmd)) => match runtime().block_on(peers::ours_client::run(cwd, cmd)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(format!("ours-client: {e}")),
+            },
+            Err(e) => fail(e),
+        },
+        "rust-client" => match client_args(rest) {
+            Ok((cwd, cmd)) => match runtime().block_on(peers::official_client::run(cwd, cmd)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(format!("rust-client: {e}")),
+            },
+            Err(e) => fail(e),
+        },
+        "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        other => fail(format!("unknown command {other:?}\n{USAGE}")),
+    }
+}

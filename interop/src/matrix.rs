@@ -1,0 +1,751 @@
+//! Running the matrix: each cell is a client process that spawns the tap, which spawns the
+//! agent; afterwards the wire transcript and both sides' events are checked ([`crate::checks`])
+//! and every message is validated against the official schema (`peers/ts/validate.mjs`).
+//!
+//! Cells: our client against the TypeScript, Python and official Rust agents; the TypeScript,
+//! Python and official Rust clients against our agent; and our client against our agent as the
+//! baseline. A cell's files (`wire.jsonl`, `client.stdout.jsonl`, `client.stderr`,
+//! `agent.report.jsonl`, `agent.stderr`, `checks.txt`, its workspace) stay in
+//! `<out>/<cell>/` when it fails (or with `--keep`).
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::cache::{self, Installed};
+use crate::checks::{self, CellRun, Check, Sdk};
+use crate::script::script;
+use crate::tap::{Record, Side};
+use crate::transcript::{Wire, events, read_events};
+
+/// How long one cell may run before its processes are killed.
+pub const CELL_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// One cell: a client SDK against an agent SDK.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cell {
+    /// Who wrote the client.
+    pub client: Sdk,
+    /// Who wrote the agent.
+    pub agent: Sdk,
+}
+
+impl Cell {
+    /// `<client>-client-x-<agent>-agent`.
+    pub fn name(&self) -> String {
+        format!(
+            "{}-client-x-{}-agent",
+            self.client.name(),
+            self.agent.name()
+        )
+    }
+
+    /// Whether both peers are Rust (no npm/PyPI install needed).
+    pub fn is_rust_only(&self) -> bool {
+        self.client.is_rust() && self.agent.is_rust()
+    }
+}
+
+/// Every cell, in the order they run.
+pub fn all_cells() -> Vec<Cell> {
+    let mut cells = Vec::new();
+    for agent in [Sdk::TypeScript, Sdk::Python, Sdk::Rust] {
+        cells.push(Cell {
+            client: Sdk::Ours,
+            agent,
+        });
+    }
+    for client in [Sdk::TypeScript, Sdk::Python, Sdk::Rust] {
+        cells.push(Cell {
+            client,
+            agent: Sdk::Ours,
+        });
+    }
+    cells.push(Cell {
+        client: Sdk::Ours,
+        agent: Sdk::Ours,
+    });
+    cells
+}
+
+/// How to start every peer.
+#[derive(Clone, Debug)]
+pub struct Peers {
+    /// The `acp-interop` binary (the tap and the Rust peers).
+    pub exe: PathBuf,
+    /// The npm and PyPI installs (`None`: only Rust cells can run).
+    pub installed: Option<Installed>,
+}
+
+fn os(parts: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
+    parts.iter().map(|p| p.as_ref().to_owned()).collect()
+}
+
+impl Peers {
+    fn installed(&self, sdk: Sdk) -> Result<&Installed, String> {
+        self.installed.as_ref().ok_or_else(|| {
+            format!(
+                "the {} peers need the npm/PyPI installs: run `cargo xtask interop`",
+                sdk.name()
+            )
+        })
+    }
+
+    /// The command line of an agent writing its report to `report`.
+    pub fn agent_command(&self, sdk: Sdk, report: &Path) -> Result<Vec<OsString>, String> {
+        let peers = cache::peers_dir();
+        let script = peers.join("script.json");
+        Ok(match sdk {
+            Sdk::Ours => os(&[&self.exe, &"ours-agent", &"--report", &report]),
+            Sdk::Rust => os(&[&self.exe, &"rust-agent", &"--report", &report]),
+            Sdk::TypeScript => {
+                let npm = &self.installed(sdk)?.npm;
+                let agent = peers.join("ts/agent.mjs");
+                os(&[
+                    &"node",
+                    &agent,
+                    &"--modules",
+                    npm,
+                    &"--script",
+                    &script,
+                    &"--report",
+                    &report,
+                ])
+            }
+            Sdk::Python => {
+                let python = &self.installed(sdk)?.python;
+                let agent = peers.join("py/agent.py");
+                os(&[python, &agent, &"--script", &script, &"--report", &report])
+            }
+        })
+    }
+
+    /// The command line of a client working in `cwd` and spawning `agent`.
+    pub fn client_command(
+        &self,
+        sdk: Sdk,
+        cwd: &Path,
+        agent: Vec<OsString>,
+    ) -> Result<Vec<OsString>, String> {
+        let peers = cache::peers_dir();
+        let script = peers.join("script.json");
+        let mut command = match sdk {
+            Sdk::Ours => os(&[&self.exe, &"ours-client", &"--cwd", &cwd]),
+            Sdk::Rust => os(&[&self.exe, &"rust-client", &"--cwd", &cwd]),
+            Sdk::TypeScript => {
+                let npm = &self.installed(sdk)?.npm;
+                let client = peers.join("ts/client.mjs");
+                os(&[
+                    &"node",
+                    &client,
+                    &"--modules",
+                    npm,
+                    &"--script",
+                    &script,
+                    &"--cwd",
+                    &cwd,
+                ])
+            }
+            Sdk::Python => {
+                let python = &self.installed(sdk)?.python;
+                let client = peers.join("py/client.py");
+                os(&[python, &client, &"--script", &script, &"--cwd", &cwd])
+            }
+        };
+        command.push("--".into());
+        command.extend(agent);
+        Ok(command)
+    }
+}
+
+/// What a cell produced.
+#[derive(Debug)]
+pub struct CellOutcome {
+    /// The cell.
+    pub cell: Cell,
+    /// Its files.
+    pub dir: PathBuf,
+    /// The assertions (schema validation is added by [`validate_schema`]).
+    pub checks: Vec<Check>,
+    /// What the official SDKs put on the wire that their own schema rejects (information,
+    /// not failures: they are not ours to fix).
+    pub notes: Vec<String>,
+    /// The `session/update` kinds the client received.
+    pub delivered: BTreeSet<String>,
+    /// Wall time of the run.
+    pub elapsed: Duration,
+}
+
+impl CellOutcome {
+    /// Whether every check held.
+    pub fn passed(&self) -> bool {
+        self.checks.iter().all(|c| c.ok)
+    }
+
+    fn failed(cell: Cell, dir: &Path, why: String, elapsed: Duration) -> CellOutcome {
+        CellOutcome {
+            cell,
+            dir: dir.to_owned(),
+            checks: vec![Check {
+                name: "run",
+                ok: false,
+                detail: why,
+            }],
+            notes: Vec::new(),
+            delivered: BTreeSet::new(),
+            elapsed,
+        }
+    }
+}
+
+fn kill_group(pgid: u32) {
+    if pgid > 1 {
+        let _ = Command::new("kill")
+            .args(["-s", "KILL", "--", &format!("-{pgid}")])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Runs one cell in `dir` (emptied first) and checks it.
+pub fn run_cell(cell: Cell, peers: &Peers, dir: &Path) -> CellOutcome {
+    let start = Instant::now();
+    let sc = script();
+    let _ = std::fs::remove_dir_all(dir);
+    let workspace = dir.join("workspace");
+    if let Err(e) = std::fs::create_dir_all(&workspace).and_then(|()| {
+        std::fs::write(
+            workspace.join(&sc.workspace.read_file),
+            &sc.workspace.read_content,
+        )
+    }) {
+        return CellOutcome::failed(
+            cell,
+            dir,
+            format!("cannot prepare {}: {e}", workspace.display()),
+            start.elapsed(),
+        );
+    }
+    let workspace = std::fs::canonicalize(&workspace).unwrap_or(workspace);
+    let commands = peers
+        .agent_command(cell.agent, &dir.join("agent.report.jsonl"))
+        .and_then(|agent| {
+            let mut tap = os(&[
+                &peers.exe,
+                &"tap",
+                &"--wire",
+                &dir.join("wire.jsonl"),
+                &"--stderr",
+                &dir.join("agent.stderr"),
+                &"--status",
+                &dir.join("agent.status"),
+                &"--",
+            ]);
+            tap.extend(agent);
+            peers.client_command(cell.client, &workspace, tap)
+        });
+    let command = match commands {
+        Ok(c) => c,
+        Err(e) => return CellOutcome::failed(cell, dir, e, start.elapsed()),
+    };
+    let _ = std::fs::write(
+        dir.join("command.txt"),
+        command
+            .iter()
+            .map(|c| c.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    let files = File::create(dir.join("client.stdout.jsonl"))
+        .and_then(|out| File::create(dir.join("client.stderr")).map(|err| (out, err)));
+    let (out, err) = match files {
+        Ok(f) => f,
+        Err(e) => {
+            return CellOutcome::failed(
+                cell,
+                dir,
+                format!("cannot create output files: {e}"),
+                start.elapsed(),
+            );
+        }
+    };
+    let child = Command::new(&command[0])
+        .args(&command[1..])
+        .current_dir(&workspace)
+        // The Python peers must not write bytecode into the source tree.
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0)
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            return CellOutcome::failed(
+                cell,
+                dir,
+                format!("cannot start {:?}: {e}", command[0]),
+                start.elapsed(),
+            );
+        }
+    };
+    let client_exit = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status.code(),
+            Ok(None) if start.elapsed() > CELL_TIMEOUT => {
+                kill_group(child.id());
+                let _ = child.wait();
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(_) => break None,
+        }
+    };
+    // Agents outlive a crashed client only until their stdin closes; never let one linger.
+    kill_group(child.id());
+    let elapsed = start.elapsed();
+    let wire = match Wire::read(&dir.join("wire.jsonl")) {
+        Ok(w) => w,
+        Err(e) => {
+            return CellOutcome::failed(
+                cell,
+                dir,
+                format!("{e} (client exit {client_exit:?})"),
+                elapsed,
+            );
+        }
+    };
+    let client_events = read_events(&dir.join("client.stdout.jsonl"));
+    let agent_events = read_events(&dir.join("agent.report.jsonl"));
+    let agent_exit = std::fs::read_to_string(dir.join("agent.status"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
+    let run = CellRun {
+        client: cell.client,
+        agent: cell.agent,
+        wire: &wire,
+        client_events: &client_events,
+        agent_events: &agent_events,
+        client_exit,
+        agent_exit,
+        workspace: &workspace,
+    };
+    let checks = checks::run(&run);
+    let delivered = events(&client_events, "update")
+        .filter_map(|e| e["update"]["sessionUpdate"].as_str().map(str::to_owned))
+        .collect();
+    let outcome = CellOutcome {
+        cell,
+        dir: dir.to_owned(),
+        checks,
+        notes: Vec::new(),
+        delivered,
+        elapsed,
+    };
+    write_checks(&outcome);
+    outcome
+}
+
+fn write_checks(outcome: &CellOutcome) {
+    let mut text = format!(
+        "{} {} ({:.1}s)\n",
+        if outcome.passed() { "PASS" } else { "FAIL" },
+        outcome.cell.name(),
+        outcome.elapsed.as_secs_f64()
+    );
+    for c in &outcome.checks {
+        let _ = writeln!(
+            text,
+            "  {} {}: {}",
+            if c.ok { "ok  " } else { "FAIL" },
+            c.name,
+            c.detail
+        );
+    }
+    for n in &outcome.notes {
+        let _ = writeln!(text, "  note {n}");
+    }
+    let _ = std::fs::write(outcome.dir.join("checks.txt"), text);
+}
+
+/// A transcript the validator must judge exactly so (`true`: valid), run before the cells so
+/// a validator that accepts anything cannot pass them.
+const SELF_TEST: &[(Side, &str, bool)] = &[
+    (
+        Side::Client,
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#,
+        true,
+    ),
+    (
+        Side::Agent,
+        r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"1"}}"#,
+        false,
+    ),
+    (
+        Side::Agent,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"video"}}}"#,
+        false,
+    ),
+    (
+        Side::Client,
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s"}}"#,
+        false,
+    ),
+    (
+        Side::Agent,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}"#,
+        true,
+    ),
+    (
+        Side::Agent,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":"bad","message":"x"}}"#,
+        false,
+    ),
+    (
+        Side::Client,
+        r#"{"method":"session/cancel","params":{"sessionId":"s"}}"#,
+        false,
+    ),
+];
+
+const SELF_TEST_CELL: &str = "validator-self-test";
+
+fn write_self_test(path: &Path) -> Result<(), String> {
+    let mut text = String::new();
+    for (n, (from, line, _)) in SELF_TEST.iter().enumerate() {
+        let record = Record {
+            seq: n as u64 + 1,
+            us: 0,
+            from: *from,
+            line: (*line).to_owned(),
+            partial: false,
+        };
+        text.push_str(&serde_json::to_string(&record).map_err(|e| e.to_string())?);
+        text.push('\n');
+    }
+    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// Whether the validator judged the self-test transcript exactly right.
+fn check_self_test(result: &Value) -> Result<(), String> {
+    let failed: BTreeSet<u64> = ["client", "agent"]
+        .iter()
+        .flat_map(|side| {
+            result[side]["failures"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|f| f["seq"].as_u64())
+        .collect();
+    let expected: BTreeSet<u64> = SELF_TEST
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, _, valid))| !valid)
+        .map(|(n, _)| n as u64 + 1)
+        .collect();
+    if failed == expected {
+        Ok(())
+    } else {
+        Err(format!(
+            "the schema validator failed its self-test: it rejected lines {failed:?}, the invalid ones are {expected:?}"
+        ))
+    }
+}
+
+/// Validates every cell's wire against the official schema from the installed npm package,
+/// adding a `schema` check (our side's messages) and notes (the official side's).
+pub fn validate_schema(
+    outcomes: &mut [CellOutcome],
+    installed: &Installed,
+    out: &Path,
+) -> Result<(), String> {
+    let self_test = out.join("validator-self-test.jsonl");
+    write_self_test(&self_test)?;
+    let mut cells = vec![json!({"name": SELF_TEST_CELL, "wire": self_test, "exempt": []})];
+    for o in outcomes.iter() {
+        let Ok(wire) = Wire::read(&o.dir.join("wire.jsonl")) else {
+            continue;
+        };
+        let exempt: Vec<u64> = checks::probe_messages(&wire)
+            .iter()
+            .map(|m| m.seq)
+            .collect();
+        cells.push(
+            json!({"name": o.cell.name(), "wire": o.dir.join("wire.jsonl"), "exempt": exempt}),
+        );
+    }
+    let list = out.join("validate-cells.json");
+    std::fs::write(&list, Value::from(cells).to_string())
+        .map_err(|e| format!("writing {}: {e}", list.display()))?;
+    let output = Command::new("node")
+        .arg(cache::peers_dir().join("ts/validate.mjs"))
+        .arg("--modules")
+        .arg(&installed.npm)
+        .arg("--")
+        .arg(&list)
+        .output()
+        .map_err(|e| format!("cannot run node: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "schema validation failed to run ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| format!("unreadable validator output: {e}"))?;
+    check_self_test(&report["cells"][SELF_TEST_CELL])?;
+    let schema = report["schema"].as_str().unwrap_or("?");
+    for o in outcomes.iter_mut() {
+        let result = &report["cells"][o.cell.name()];
+        if result.is_null() {
+            o.checks.push(Check {
+                name: "schema",
+                ok: false,
+                detail: "no wire transcript to validate".into(),
+            });
+            continue;
+        }
+        let mut problems = Vec::new();
+        let mut checked = 0;
+        for (side, sdk) in [("client", o.cell.client), ("agent", o.cell.agent)] {
+            let failures = result[side]["failures"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let lines = failures.iter().map(|f| {
+                format!(
+                    "{side} #{}: {}: {}",
+                    f["seq"],
+                    f["what"].as_str().unwrap_or("?"),
+                    f["errors"]
+                )
+            });
+            if sdk == Sdk::Ours {
+                checked += result[side]["checked"].as_u64().unwrap_or(0);
+                problems.extend(lines);
+            } else {
+                o.notes.extend(
+                    lines.map(|l| format!("the {} {l} (official SDK, not ours)", sdk.name())),
+                );
+            }
+        }
+        let detail = if problems.is_empty() {
+            format!(
+                "all {checked} messages of ours valid against {schema} ({} definitions)",
+                report["definitions"]
+            )
+        } else {
+            problems.join("; ")
+        };
+        o.checks.push(Check {
+            name: "schema",
+            ok: problems.is_empty(),
+            detail,
+        });
+        write_checks(o);
+    }
+    Ok(())
+}
+
+/// Options of `acp-interop matrix`.
+#[derive(Debug)]
+pub struct Options {
+    /// The install cache.
+    pub cache: PathBuf,
+    /// Where cell directories go (default: `<target>/interop-transcripts`).
+    pub out: Option<PathBuf>,
+    /// Keep the files of passing cells too.
+    pub keep: bool,
+    /// Run only the cells that need no install (and skip schema validation).
+    pub rust_only: bool,
+    /// Cells to run (by name; empty: all).
+    pub cells: Vec<String>,
+}
+
+impl Options {
+    /// Parses `[--cache <dir>] [--out <dir>] [--keep] [--rust-only] [<cell>...]`.
+    pub fn parse(args: &[OsString]) -> Result<Options, String> {
+        let mut options = Options {
+            cache: cache::dir(),
+            out: None,
+            keep: false,
+            rust_only: false,
+            cells: Vec::new(),
+        };
+        let mut it = args.iter();
+        while let Some(arg) = it.next() {
+            match arg.to_str() {
+                Some("--cache") => {
+                    options.cache = it.next().ok_or("--cache needs a directory")?.into()
+                }
+                Some("--out") => {
+                    options.out = Some(it.next().ok_or("--out needs a directory")?.into())
+                }
+                Some("--keep") => options.keep = true,
+                Some("--rust-only") => options.rust_only = true,
+                Some(name) if !name.starts_with('-') => options.cells.push(name.to_owned()),
+                _ => return Err(format!("unexpected argument {arg:?}")),
+            }
+        }
+        let known: Vec<String> = all_cells().iter().map(Cell::name).collect();
+        if let Some(bad) = options.cells.iter().find(|c| !known.contains(c)) {
+            return Err(format!("unknown cell {bad}; cells: {}", known.join(", ")));
+        }
+        Ok(options)
+    }
+}
+
+/// `acp-interop matrix`: installs (unless `--rust-only`), runs the cells, validates, prints a
+/// per-cell summary, keeps the files of failed cells; fails if any cell failed.
+pub fn main(options: Options) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            eprintln!("interop: cannot find my own binary: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let out = options.out.clone().unwrap_or_else(|| {
+        exe.parent().and_then(Path::parent).map_or_else(
+            || PathBuf::from("interop-transcripts"),
+            |t| t.join("interop-transcripts"),
+        )
+    });
+    let installed = if options.rust_only {
+        None
+    } else {
+        let started = Instant::now();
+        match cache::install(&options.cache) {
+            Ok(i) => {
+                println!(
+                    "interop: installs ready in {:.1}s",
+                    started.elapsed().as_secs_f64()
+                );
+                Some(i)
+            }
+            Err(e) => {
+                eprintln!("interop: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    };
+    let peers = Peers { exe, installed };
+    let cells: Vec<Cell> = all_cells()
+        .into_iter()
+        .filter(|c| options.cells.is_empty() || options.cells.contains(&c.name()))
+        .filter(|c| !options.rust_only || c.is_rust_only())
+        .collect();
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        eprintln!("interop: cannot create {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    let started = Instant::now();
+    let mut outcomes = Vec::new();
+    for cell in cells {
+        let outcome = run_cell(cell, &peers, &out.join(cell.name()));
+        println!(
+            "interop: {} {} ({:.1}s)",
+            if outcome.passed() { "pass" } else { "FAIL" },
+            cell.name(),
+            outcome.elapsed.as_secs_f64()
+        );
+        outcomes.push(outcome);
+    }
+    match &peers.installed {
+        Some(installed) => {
+            if let Err(e) = validate_schema(&mut outcomes, installed, &out) {
+                eprintln!("interop: {e}");
+                for o in &mut outcomes {
+                    o.checks.push(Check {
+                        name: "schema",
+                        ok: false,
+                        detail: e.clone(),
+                    });
+                }
+            }
+        }
+        None => println!(
+            "interop: schema validation skipped (--rust-only); `cargo xtask interop` runs it"
+        ),
+    }
+    let summary = summarize(&outcomes, started.elapsed());
+    print!("{summary}");
+    let _ = std::fs::write(out.join("summary.txt"), &summary);
+    let mut failed = false;
+    for o in &outcomes {
+        if o.passed() && !options.keep {
+            let _ = std::fs::remove_dir_all(&o.dir);
+        }
+        failed |= !o.passed();
+    }
+    if failed {
+        println!(
+            "interop: transcripts of the failed cells are in {}",
+            out.display()
+        );
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The per-cell summary, every check with what it saw, and the update kinds covered.
+pub fn summarize(outcomes: &[CellOutcome], elapsed: Duration) -> String {
+    let mut text = String::from("\n== interop matrix ==\n");
+    for o in outcomes {
+        let _ = writeln!(
+            text,
+            "{} {} ({:.1}s)",
+            if o.passed() { "PASS" } else { "FAIL" },
+            o.cell.name(),
+            o.elapsed.as_secs_f64()
+        );
+        for c in &o.checks {
+            let _ = writeln!(
+                text,
+                "  {} {}: {}",
+                if c.ok { "ok  " } else { "FAIL" },
+                c.name,
+                c.detail
+            );
+        }
+        for n in &o.notes {
+            let _ = writeln!(text, "  note {n}");
+        }
+    }
+    let covered: BTreeSet<&String> = outcomes.iter().flat_map(|o| &o.delivered).collect();
+    let missing: Vec<&str> = script()
+        .update_kinds()
+        .into_iter()
+        .filter(|k| !covered.iter().any(|c| c == k))
+        .collect();
+    let _ = writeln!(
+        text,
+        "session/update kinds delivered across the matrix: {}/{}{}",
+        covered.len(),
+        script().updates.len(),
+        if missing.is_empty() {
+            String::new()
+        } else {
+            format!(" (never: {missing:?})")
+        }
+    );
+    let passed = outcomes.iter().filter(|o| o.passed()).count();
+    let _ = writeln!(
+        text,
+        "{passed}/{} cells passed in {:.1}s",
+        outcomes.len(),
+        elapsed.as_secs_f64()
+    );
+    text
+}

@@ -1,0 +1,14 @@
+//! The Rust peers of the matrix, run as subcommands of the `acp-interop` binary.
+//!
+//! - ours: [`ours_agent`] (acp-agent) and [`ours_client`] (acp-client), the sides under test;
+//! - the official Rust SDK's: [`official_agent`] and [`official_client`]
+//!   (`agent-client-protocol` 5.0.0).
+//!
+//! Agents take `[--report <file>]` (stdout is their protocol channel); clients take
+//! `--cwd <workspace> -- <agent command...>` and print their events on stdout. All follow
+//! [`crate::script`].
+
+pub mod official_agent;
+pub mod official_client;
+pub mod ours_agent;
+pub mod ours_client;

@@ -1,0 +1,256 @@
+//! Our client in the matrix, built on acp-client:
+//! `acp-interop ours-client --cwd <workspace> -- <agent command...>`.
+//!
+//! It spawns the agent with `AgentProcess`, serves files with `SandboxedFs` and terminals with
+//! `Terminals`, and runs the client script, printing every event as a JSON line on stdout.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use acp_client::fs::SandboxedFs;
+use acp_client::process::{AgentCommand, AgentProcess};
+use acp_client::terminal::Terminals;
+use acp_client::{AgentHandle, Client, ClientConnection, Config, Error, async_trait};
+use acp_types::v1::*;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use crate::report::Reporter;
+use crate::script::script;
+
+fn v<T: DeserializeOwned>(value: Value) -> Result<T, Error> {
+    serde_json::from_value(value).map_err(|e| Error::internal_error(e.to_string()))
+}
+
+struct OursClient {
+    out: Reporter,
+    fs: SandboxedFs,
+    terminals: Terminals,
+    turn: Mutex<Option<&'static str>>,
+    agent: OnceLock<AgentHandle>,
+    /// Signalled when turn 3's holding message arrives.
+    holding: Notify,
+}
+
+impl OursClient {
+    fn turn(&self) -> Option<&'static str> {
+        *self.turn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn set_turn(&self, turn: Option<&'static str>) {
+        *self.turn.lock().unwrap_or_else(|p| p.into_inner()) = turn;
+    }
+}
+
+#[async_trait]
+impl Client for OursClient {
+    async fn session_update(&self, n: SessionNotification) -> Result<(), Error> {
+        let turn = self.turn();
+        self.out.event(
+            json!({"event": "update", "turn": turn, "sessionId": n.session_id, "update": n.update}),
+        );
+        if turn == Some("3")
+            && let SessionUpdate::AgentMessageChunk(chunk) = &n.update
+            && let ContentBlock::Text(t) = &chunk.content
+            && t.text == script().holding_message
+        {
+            self.holding.notify_one();
+        }
+        Ok(())
+    }
+
+    async fn request_permission(
+        &self,
+        p: RequestPermissionRequest,
+    ) -> Result<RequestPermissionResponse, Error> {
+        let turn = self.turn();
+        if turn == Some("2") {
+            let agent = self
+                .agent
+                .get()
+                .ok_or_else(|| Error::internal_error("no agent handle"))?;
+            agent
+                .cancel(CancelNotification {
+                    session_id: p.session_id.clone(),
+                    meta: None,
+                })
+                .await?;
+            self.out
+                .event(json!({"event": "cancel_sent", "turn": turn}));
+            self.out.event(json!({"event": "permission", "turn": turn, "toolCallId": p.tool_call.tool_call_id, "outcome": "cancelled"}));
+            return Ok(RequestPermissionResponse {
+                outcome: RequestPermissionOutcome::Cancelled,
+                meta: None,
+            });
+        }
+        let want = if p.tool_call.kind == Some(ToolKind::Delete) {
+            PermissionOptionKind::RejectOnce
+        } else {
+            PermissionOptionKind::AllowOnce
+        };
+        let option = p
+            .options
+            .iter()
+            .find(|o| o.kind == want)
+            .or(p.options.first())
+            .ok_or_else(|| Error::invalid_params("no permission options"))?;
+        self.out.event(json!({"event": "permission", "turn": turn, "toolCallId": p.tool_call.tool_call_id, "outcome": "selected", "optionId": option.option_id}));
+        Ok(RequestPermissionResponse {
+            outcome: RequestPermissionOutcome::selected(option.option_id.clone()),
+            meta: None,
+        })
+    }
+
+    async fn read_text_file(&self, p: ReadTextFileRequest) -> Result<ReadTextFileResponse, Error> {
+        self.out.event(json!({"event": "fs_read", "path": p.path}));
+        self.fs.read_text_file(p).await
+    }
+
+    async fn write_text_file(
+        &self,
+        p: WriteTextFileRequest,
+    ) -> Result<WriteTextFileResponse, Error> {
+        self.out.event(json!({"event": "fs_write", "path": p.path}));
+        self.fs.write_text_file(p).await
+    }
+
+    async fn create_terminal(
+        &self,
+        p: CreateTerminalRequest,
+    ) -> Result<CreateTerminalResponse, Error> {
+        self.out
+            .event(json!({"event": "terminal_create", "command": p.command, "args": p.args}));
+        self.terminals.create(p).await
+    }
+
+    async fn terminal_output(
+        &self,
+        p: TerminalOutputRequest,
+    ) -> Result<TerminalOutputResponse, Error> {
+        self.terminals.output(p).await
+    }
+
+    async fn wait_for_terminal_exit(
+        &self,
+        p: WaitForTerminalExitRequest,
+    ) -> Result<WaitForTerminalExitResponse, Error> {
+        self.terminals.wait_for_exit(p).await
+    }
+
+    async fn kill_terminal(&self, p: KillTerminalRequest) -> Result<KillTerminalResponse, Error> {
+        self.terminals.kill(p).await
+    }
+
+    async fn release_terminal(
+        &self,
+        p: ReleaseTerminalRequest,
+    ) -> Result<ReleaseTerminalResponse, Error> {
+        self.terminals.release(p).await
+    }
+}
+
+async fn probe(out: &Reporter, conn: &ClientConnection, name: &str, method: &str, params: Value) {
+    let code = match conn.peer().request::<_, Value>(method, &params).await {
+        Ok(_) => Value::Null,
+        Err(e) => json!(e.code.0),
+    };
+    out.event(json!({"event": "error", "probe": name, "code": code}));
+}
+
+/// Runs the client script against the agent `command`, in workspace `cwd`.
+pub async fn run(cwd: PathBuf, command: Vec<OsString>) -> Result<(), Box<dyn std::error::Error>> {
+    let out = Reporter::stdout();
+    let sc = script();
+    let cwd = std::fs::canonicalize(cwd)?;
+    let (program, args) = command.split_first().ok_or("no agent command after --")?;
+    let mut process = AgentProcess::spawn(&AgentCommand::new(program).args(args.iter().cloned()))?;
+    let client = Arc::new(OursClient {
+        out: out.clone(),
+        fs: SandboxedFs::new([&cwd])?,
+        terminals: Terminals::new(),
+        turn: Mutex::new(None),
+        agent: OnceLock::new(),
+        holding: Notify::new(),
+    });
+    let (stdout, stdin) = process.take_stdio().ok_or("the agent's stdio was taken")?;
+    let conn = ClientConnection::with_client(client.clone(), stdout, stdin, Config::default());
+    let agent = conn.agent().clone();
+    let _ = client.agent.set(agent.clone());
+
+    let init = agent
+        .initialize(v(json!({
+            "protocolVersion": 1,
+            "clientCapabilities": {
+                "fs": {"readTextFile": true, "writeTextFile": true},
+                "terminal": true,
+                "session": {"notices": {}, "compaction": {}}
+            },
+            "clientInfo": {"name": "ours-interop-client", "version": env!("CARGO_PKG_VERSION")}
+        }))?)
+        .await?;
+    let load = init.agent_capabilities.load_session;
+    out.event(json!({"event": "initialized", "protocolVersion": init.protocol_version, "loadSession": load}));
+
+    let cwd_text = cwd.to_string_lossy().into_owned();
+    let session = agent
+        .new_session(v(json!({"cwd": cwd_text, "mcpServers": []}))?)
+        .await?;
+    let sid = session.session_id;
+    out.event(json!({"event": "session", "sessionId": sid}));
+    probe(&out, &conn, "unknown_method", &sc.unknown_method, json!({})).await;
+    probe(
+        &out,
+        &conn,
+        "invalid_params",
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": "not a list of blocks"}),
+    )
+    .await;
+
+    client.set_turn(Some("1"));
+    let first = agent
+        .prompt(v(json!({"sessionId": sid, "prompt": [
+            {"type": "text", "text": sc.prompts.work},
+            {"type": "image", "mimeType": sc.image.mime_type, "data": sc.image.data},
+            {"type": "resource", "resource": {"uri": sc.resource_uri, "mimeType": "text/markdown", "text": sc.resource_text}}
+        ]}))?)
+        .await?;
+    out.event(json!({"event": "stop", "turn": "1", "stopReason": first.stop_reason}));
+
+    client.set_turn(Some("2"));
+    let second = agent
+        .prompt(v(
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": sc.prompts.cancel}]}),
+        )?)
+        .await?;
+    out.event(json!({"event": "stop", "turn": "2", "stopReason": second.stop_reason}));
+
+    client.set_turn(Some("3"));
+    let third = agent.prompt(v(
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": sc.prompts.hold}]}),
+    )?);
+    tokio::select! {
+        result = third => out.event(json!({"event": "stop", "turn": "3", "stopReason": result?.stop_reason})),
+        // Dropping the call makes acp-rpc send `$/cancel_request` (its answer is not awaited).
+        _ = client.holding.notified() => out.event(json!({"event": "request_cancelled", "turn": "3", "code": null})),
+    }
+
+    if load {
+        client.set_turn(Some("load"));
+        agent
+            .load_session(v(
+                json!({"sessionId": sid, "cwd": cwd_text, "mcpServers": []}),
+            )?)
+            .await?;
+        out.event(json!({"event": "loaded", "sessionId": sid}));
+    }
+    client.set_turn(None);
+    conn.close();
+    let status = process.shutdown(Duration::from_secs(5)).await?;
+    out.event(json!({"event": "agent_exit", "code": status.code(), "signal": null}));
+    out.event(json!({"event": "done"}));
+    Ok(())
+}

@@ -1,0 +1,237 @@
+//! The recording relay: `acp-interop tap --wire <file> --stderr <file> [--status <file>] --
+//! <agent command...>`.
+//!
+//! A client under test spawns the tap instead of the agent; the tap spawns the agent and copies
+//! every line both ways unchanged, appending each one to the wire transcript (one JSON record
+//! per line: sequence number, microseconds since start, which side wrote it, the raw text). The
+//! agent's stderr goes to its own file. The transcript is written and flushed line by line, so
+//! a cell that hangs or crashes still leaves a readable record. Being a separate process, the
+//! tap records what really crossed the pipes, independent of either side's implementation.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+/// Which side wrote a line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    /// The client (the tap's stdin).
+    Client,
+    /// The agent (the child's stdout).
+    Agent,
+}
+
+impl Side {
+    /// The other side.
+    pub fn other(self) -> Side {
+        match self {
+            Side::Client => Side::Agent,
+            Side::Agent => Side::Client,
+        }
+    }
+}
+
+impl std::fmt::Display for Side {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Side::Client => "client",
+            Side::Agent => "agent",
+        })
+    }
+}
+
+/// One record of the wire transcript.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Record {
+    /// Position in the transcript (both directions share one sequence).
+    pub seq: u64,
+    /// Microseconds since the tap started.
+    pub us: u64,
+    /// Who wrote the line.
+    pub from: Side,
+    /// The line as written, without its `\n` (lossy UTF-8).
+    pub line: String,
+    /// The stream ended without a final `\n` after this text.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+}
+
+const USAGE: &str =
+    "usage: acp-interop tap --wire <file> --stderr <file> [--status <file>] -- <agent command...>";
+
+/// The tap's arguments.
+#[derive(Debug)]
+pub struct TapArgs {
+    /// The wire transcript (JSON lines of [`Record`]).
+    pub wire: PathBuf,
+    /// Where the agent's stderr goes.
+    pub stderr: PathBuf,
+    /// Where the agent's exit code is written when it exits (`signal <n>` if a signal ended it).
+    pub status: Option<PathBuf>,
+    /// The agent command.
+    pub command: Vec<OsString>,
+}
+
+impl TapArgs {
+    /// Reads `--wire <file> --stderr <file> [--status <file>] -- <command...>`.
+    pub fn parse(args: &[OsString]) -> Result<TapArgs, String> {
+        let mut wire = None;
+        let mut stderr = None;
+        let mut status = None;
+        let mut it = args.iter();
+        while let Some(arg) = it.next() {
+            match arg.to_str() {
+                Some("--wire") => wire = it.next().map(PathBuf::from),
+                Some("--stderr") => stderr = it.next().map(PathBuf::from),
+                Some("--status") => status = it.next().map(PathBuf::from),
+                Some("--") => {
+                    let command: Vec<OsString> = it.cloned().collect();
+                    if command.is_empty() {
+                        return Err("tap: no agent command after --".into());
+                    }
+                    return Ok(TapArgs {
+                        wire: wire.ok_or("tap: missing --wire <file>")?,
+                        stderr: stderr.ok_or("tap: missing --stderr <file>")?,
+                        status,
+                        command,
+                    });
+                }
+                _ => return Err(format!("tap: unexpected argument {arg:?}")),
+            }
+        }
+        Err(USAGE.into())
+    }
+}
+
+struct Recorder {
+    file: File,
+    seq: u64,
+    start: Instant,
+}
+
+impl Recorder {
+    fn record(&mut self, from: Side, line: &[u8], partial: bool) {
+        self.seq += 1;
+        let record = Record {
+            seq: self.seq,
+            us: u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX),
+            from,
+            line: String::from_utf8_lossy(line).into_owned(),
+            partial,
+        };
+        let mut text = serde_json::to_string(&record).expect("a record serializes");
+        text.push('\n');
+        // Recording must never stop the relay: a failed write only loses the record.
+        let _ = self
+            .file
+            .write_all(text.as_bytes())
+            .and_then(|()| self.file.flush());
+    }
+}
+
+/// Copies lines from `reader` to `writer`, recording each; returns at EOF (or a broken pipe).
+async fn relay(
+    from: Side,
+    reader: impl AsyncRead + Unpin,
+    mut writer: impl AsyncWrite + Unpin,
+    recorder: Arc<Mutex<Recorder>>,
+) {
+    let mut reader = BufReader::new(reader);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let partial = !buf.ends_with(b"\n");
+        let text = if partial {
+            &buf[..]
+        } else {
+            &buf[..buf.len() - 1]
+        };
+        recorder
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .record(from, text, partial);
+        if writer.write_all(&buf).await.is_err() || writer.flush().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Runs the tap; returns the agent's exit code (1 if it could not be started or was killed).
+pub async fn run(args: TapArgs) -> i32 {
+    let recorder = match File::create(&args.wire) {
+        Ok(file) => Arc::new(Mutex::new(Recorder {
+            file,
+            seq: 0,
+            start: Instant::now(),
+        })),
+        Err(e) => {
+            eprintln!("tap: cannot create {}: {e}", args.wire.display());
+            return 1;
+        }
+    };
+    let stderr = match File::create(&args.stderr) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("tap: cannot create {}: {e}", args.stderr.display());
+            return 1;
+        }
+    };
+    let mut child = match tokio::process::Command::new(&args.command[0])
+        .args(&args.command[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(stderr))
+        .kill_on_drop(true)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => {
+            eprintln!("tap: cannot start {:?}: {e}", args.command);
+            return 1;
+        }
+    };
+    let (Some(child_in), Some(child_out)) = (child.stdin.take(), child.stdout.take()) else {
+        eprintln!("tap: the agent's stdio was not piped");
+        return 1;
+    };
+    // Client -> agent: when the client closes our stdin, the agent's stdin closes too.
+    let to_agent = tokio::spawn(relay(
+        Side::Client,
+        tokio::io::stdin(),
+        child_in,
+        recorder.clone(),
+    ));
+    relay(Side::Agent, child_out, tokio::io::stdout(), recorder).await;
+    let status = child.wait().await;
+    to_agent.abort();
+    let (code, text) = match status {
+        Ok(status) => match (
+            status.code(),
+            std::os::unix::process::ExitStatusExt::signal(&status),
+        ) {
+            (Some(code), _) => (code, code.to_string()),
+            (None, Some(signal)) => (1, format!("signal {signal}")),
+            (None, None) => (1, "unknown".to_owned()),
+        },
+        Err(e) => {
+            eprintln!("tap: waiting for the agent failed: {e}");
+            (1, format!("wait failed: {e}"))
+        }
+    };
+    if let Some(path) = &args.status {
+        let _ = std::fs::write(path, text);
+    }
+    code
+}
