@@ -13,9 +13,11 @@
 //! refers to it: it stays set after the connection ends, and a subprocess that inherits this
 //! stdin or stdout sees it too. An agent must not let subprocesses inherit its protocol
 //! stdio anyway (they would read or corrupt protocol bytes): give them `Stdio::null()` or
-//! their own pipes. Likewise, if stderr is the very same pipe as stdout (`2>&1`), blocking
-//! writes to stderr (`eprintln!`) may fail with `WouldBlock` when the pipe is full; logging
-//! through `tracing` to a separate stderr, as the design asks, is unaffected.
+//! their own pipes. Stderr is the one descriptor the process itself keeps writing to with
+//! blocking calls (`eprintln!`, which panics on an error, and log output): when stdin or
+//! stdout is the very same pipe or socket as stderr (`2>&1`, or one socket for all three),
+//! that stream stays on tokio's blocking version, so a full pipe makes `eprintln!` wait
+//! rather than fail with `WouldBlock`.
 
 use std::io;
 use std::pin::Pin;
@@ -57,23 +59,36 @@ enum Kind {
 }
 
 /// What descriptor `fd` of this process is (a duplicate of it, for pipes and sockets).
+/// A pipe or socket that is also this process's stderr counts as [`Kind::Other`]: making it
+/// non-blocking would make blocking writes to stderr fail (see the module docs).
 #[cfg(unix)]
 fn classify(fd: std::os::fd::BorrowedFd<'_>) -> Kind {
-    use std::os::unix::fs::FileTypeExt;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let Some(this) = metadata(fd) else {
+        return Kind::Other;
+    };
+    let stderr = metadata(std::os::fd::AsFd::as_fd(&io::stderr()));
+    if stderr.is_some_and(|e| (e.dev(), e.ino()) == (this.dev(), this.ino())) {
+        return Kind::Other;
+    }
     let Ok(owned) = fd.try_clone_to_owned() else {
         return Kind::Other;
     };
-    let file = std::fs::File::from(owned);
-    let Ok(kind) = file.metadata().map(|m| m.file_type()) else {
-        return Kind::Other;
-    };
+    let kind = this.file_type();
     if kind.is_fifo() {
-        Kind::Pipe(file.into())
+        Kind::Pipe(owned)
     } else if kind.is_socket() {
-        Kind::Socket(file.into())
+        Kind::Socket(owned)
     } else {
         Kind::Other
     }
+}
+
+/// `fstat` of one of this process's descriptors, through a duplicate.
+#[cfg(unix)]
+fn metadata(fd: std::os::fd::BorrowedFd<'_>) -> Option<std::fs::Metadata> {
+    let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+    file.metadata().ok()
 }
 
 #[cfg(unix)]
@@ -124,14 +139,16 @@ pub fn stdout() -> Stdout {
 }
 
 impl Stdin {
-    /// Whether reads go through tokio's blocking thread pool (no pipe or socket on stdin).
+    /// Whether reads go through tokio's blocking thread pool (stdin is no pipe or socket, or
+    /// is the same one as stderr).
     pub fn is_blocking(&self) -> bool {
         matches!(self.0, StdinInner::Blocking(_))
     }
 }
 
 impl Stdout {
-    /// Whether writes go through tokio's blocking thread pool (no pipe or socket on stdout).
+    /// Whether writes go through tokio's blocking thread pool (stdout is no pipe or socket, or
+    /// is the same one as stderr).
     pub fn is_blocking(&self) -> bool {
         matches!(self.0, StdoutInner::Blocking(_))
     }

@@ -16,6 +16,8 @@ use tokio::process::{Child, Command};
 use tokio::task::JoinSet;
 
 const PEER_ENV: &str = "ACP_RPC_TEST_PEER";
+/// Makes the re-executed binary print which path `acp_rpc::stdio` took, then exit.
+const REPORT_ENV: &str = "ACP_RPC_TEST_STDIO_REPORT";
 
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -23,6 +25,10 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    if std::env::var_os(REPORT_ENV).is_some() {
+        rt.block_on(report_stdio_paths());
+        return;
+    }
     if std::env::var_os(PEER_ENV).is_some() {
         rt.block_on(serve_as_peer());
         return;
@@ -31,7 +37,7 @@ fn main() {
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
-    let tests: [(&str, fn() -> _); 3] = [
+    let tests: [(&str, fn() -> _); 4] = [
         (
             "ten_thousand_concurrent_requests_each_way_over_os_pipes_are_each_answered_once",
             || {
@@ -48,6 +54,10 @@ fn main() {
         (
             "a_peer_whose_stdio_are_unix_sockets_serves_through_them",
             || Box::pin(a_peer_whose_stdio_are_unix_sockets_serves_through_them()),
+        ),
+        (
+            "stdio_shared_with_stderr_stays_blocking_so_stderr_writes_never_fail",
+            || Box::pin(stdio_shared_with_stderr_stays_blocking_so_stderr_writes_never_fail()),
         ),
     ];
     for (name, test) in tests {
@@ -68,6 +78,20 @@ async fn serve_as_peer() {
     }
     let conn = Connection::new(stdin, stdout, Shared(TestHandler::new()), Config::default());
     conn.closed().await;
+}
+
+async fn report_stdio_paths() {
+    use tokio::io::AsyncWriteExt;
+    let path = |blocking: bool| if blocking { "blocking" } else { "reactor" };
+    let stdin = acp_rpc::stdio::stdin();
+    let mut stdout = acp_rpc::stdio::stdout();
+    let line = format!(
+        "stdin={} stdout={}\n",
+        path(stdin.is_blocking()),
+        path(stdout.is_blocking())
+    );
+    stdout.write_all(line.as_bytes()).await.unwrap();
+    stdout.flush().await.unwrap();
 }
 
 fn spawn_peer() -> (Child, Connection) {
@@ -176,4 +200,57 @@ async fn a_peer_whose_stdio_are_unix_sockets_serves_through_them() {
         .unwrap()
         .unwrap();
     assert!(status.success(), "peer exited with {status}");
+}
+
+/// Runs the binary in report mode with the given stdio and returns what it printed.
+async fn stdio_paths(
+    stdin: Stdio,
+    stdout: Stdio,
+    stderr: Stdio,
+    output: impl std::io::Read + Send + 'static,
+) -> String {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env(REPORT_ENV, "1")
+        .stdin(stdin)
+        .stdout(stdout)
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // The command (and its copies of the descriptors) is gone: EOF comes when the child exits.
+    let read = tokio::task::spawn_blocking(move || {
+        let mut output = output;
+        let mut text = String::new();
+        output.read_to_string(&mut text).map(|_| text)
+    });
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "reporter exited with {status}");
+    read.await.unwrap().unwrap()
+}
+
+async fn stdio_shared_with_stderr_stays_blocking_so_stderr_writes_never_fail() {
+    // Its own pipes for each: both on the reactor.
+    let (out_read, out_write) = std::io::pipe().unwrap();
+    let got = stdio_paths(Stdio::piped(), out_write.into(), Stdio::inherit(), out_read).await;
+    assert_eq!(got, "stdin=reactor stdout=reactor\n");
+
+    // `2>&1`: stdout stays blocking (stderr shares its pipe); stdin has its own pipe.
+    let (out_read, out_write) = std::io::pipe().unwrap();
+    let err_write = out_write.try_clone().unwrap();
+    let got = stdio_paths(Stdio::piped(), out_write.into(), err_write.into(), out_read).await;
+    assert_eq!(got, "stdin=reactor stdout=blocking\n");
+
+    // One socket for all three (inetd style): nothing may become non-blocking.
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let fd = |s: &std::os::unix::net::UnixStream| {
+        Stdio::from(std::os::fd::OwnedFd::from(s.try_clone().unwrap()))
+    };
+    let (stdin, stdout, stderr) = (fd(&theirs), fd(&theirs), fd(&theirs));
+    drop(theirs);
+    ours.shutdown(std::net::Shutdown::Write).unwrap();
+    let got = stdio_paths(stdin, stdout, stderr, ours).await;
+    assert_eq!(got, "stdin=blocking stdout=blocking\n");
 }
