@@ -14,6 +14,7 @@ use crate::error::{CloseReason, Error};
 use crate::handler::Handler;
 use crate::message::RequestId;
 use crate::outgoing::Peer;
+use crate::writer::Outgoing;
 
 /// What waits for the response to one of our requests.
 pub(crate) enum Pending {
@@ -32,7 +33,7 @@ pub(crate) struct PendingMap {
 /// State shared by the reader, the writer, handlers and every [`Peer`].
 pub(crate) struct Shared {
     pub(crate) config: Config,
-    pub(crate) out_tx: mpsc::Sender<Vec<u8>>,
+    pub(crate) out_tx: mpsc::Sender<Outgoing>,
     pub(crate) next_id: AtomicI64,
     pub(crate) pending: Mutex<PendingMap>,
     pub(crate) shutdown: CancellationToken,
@@ -106,7 +107,8 @@ impl Shared {
 
     /// Queues one serialized message for the writer, waiting while the queue is full
     /// (backpressure). Fails once the connection is shutting down.
-    pub(crate) async fn send(&self, msg: Vec<u8>) -> Result<(), Error> {
+    pub(crate) async fn send(&self, msg: impl Into<Outgoing>) -> Result<(), Error> {
+        let msg = msg.into();
         if self.shutdown.is_cancelled() {
             return Err(self.closed_error());
         }

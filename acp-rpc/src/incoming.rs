@@ -23,10 +23,13 @@ use crate::codec::{Frame, LineCodec};
 use crate::connection::{InFlightRequest, Pending, Shared, lock};
 use crate::error::{CloseReason, Error, ErrorCode};
 use crate::handler::{Handler, NotificationContext, RequestContext};
-use crate::message::{Message, Notification, Request, RequestId, Response, write_response};
+use crate::message::{
+    Message, Notification, Request, RequestId, Response, write_response, write_response_head,
+};
 use crate::outgoing::{CANCEL_METHOD, Peer};
 use crate::params::Params;
 use crate::tap::{Direction, TapEvent};
+use crate::writer::Outgoing;
 
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -394,13 +397,25 @@ impl RequestTask {
         if self.shared.shutdown.is_cancelled() {
             return;
         }
-        let mut buf = Vec::with_capacity(match &result {
-            Ok(raw) => raw.get().len() + 48,
-            Err(_) => 128,
-        });
-        write_response(&mut buf, &self.shared.config.dialect, Some(&id), &result);
-        drop(result);
-        let _ = self.shared.send(buf).await;
+        let dialect = &self.shared.config.dialect;
+        let msg = match result {
+            Ok(raw) => {
+                // The result goes to the writer in its own allocation: copying a large one
+                // into a fresh frame would cost a second buffer of its size per response.
+                let mut head = Vec::with_capacity(48);
+                write_response_head(&mut head, dialect, Some(&id));
+                Outgoing::Response {
+                    head,
+                    body: raw.into(),
+                }
+            }
+            Err(_) => {
+                let mut buf = Vec::with_capacity(128);
+                write_response(&mut buf, dialect, Some(&id), &result);
+                Outgoing::Frame(buf)
+            }
+        };
+        let _ = self.shared.send(msg).await;
     }
 }
 

@@ -277,13 +277,7 @@ fn write_str(buf: &mut Vec<u8>, s: &str) {
 pub(crate) fn write_raw(buf: &mut Vec<u8>, raw: &str) {
     let start = buf.len();
     buf.extend_from_slice(raw.as_bytes());
-    if memchr::memchr2(b'\n', b'\r', raw.as_bytes()).is_some() {
-        for b in &mut buf[start..] {
-            if *b == b'\n' || *b == b'\r' {
-                *b = b' ';
-            }
-        }
-    }
+    crate::writer::blank_line_breaks(&mut buf[start..]);
 }
 
 /// Writes `,"params":<params>` unless it is null and the dialect omits null params.
@@ -338,6 +332,14 @@ pub(crate) fn write_notification<P: Serialize + ?Sized>(
     write_params(buf, params, dialect)?;
     buf.push(b'}');
     Ok(())
+}
+
+/// Writes the envelope of a successful response up to and including `"result":`; the
+/// result and a closing `}` follow (see [`crate::writer::Outgoing::Response`]).
+pub(crate) fn write_response_head(buf: &mut Vec<u8>, dialect: &Dialect, id: Option<&RequestId>) {
+    write_head(buf, dialect);
+    write_id(buf, id);
+    buf.extend_from_slice(br#","result":"#);
 }
 
 /// Serializes a response envelope into `buf`.

@@ -281,7 +281,7 @@ impl Drop for CallGuard<'_> {
             return;
         }
         tracing::debug!(id = self.id, "request abandoned: sending {CANCEL_METHOD}");
-        match shared.out_tx.try_send(buf) {
+        match shared.out_tx.try_send(buf.into()) {
             Ok(()) => {}
             Err(tokio::sync::mpsc::error::TrySendError::Full(buf)) => {
                 if let Ok(handle) = tokio::runtime::Handle::try_current() {

@@ -18,6 +18,27 @@ const BATCH_BYTES: usize = 256 * 1024;
 /// Give back buffer memory above this size after a batch.
 const KEEP_CAPACITY: usize = 4 * 1024 * 1024;
 
+/// One message queued for the writer.
+pub(crate) enum Outgoing {
+    /// A complete serialized message (no line end).
+    Frame(Vec<u8>),
+    /// A response whose result is written from the handler's own allocation, so a large
+    /// result is not copied into a frame of its own first: the message is `head`, then
+    /// `body` (with any line break turned into a space), then `}`.
+    Response {
+        /// The envelope up to and including `"result":`.
+        head: Vec<u8>,
+        /// The raw result.
+        body: Box<str>,
+    },
+}
+
+impl From<Vec<u8>> for Outgoing {
+    fn from(frame: Vec<u8>) -> Self {
+        Outgoing::Frame(frame)
+    }
+}
+
 struct Batch {
     codec: LineCodec,
     buf: BytesMut,
@@ -25,19 +46,36 @@ struct Batch {
 }
 
 impl Batch {
-    fn push(&mut self, msg: &[u8]) {
-        if let Some(tap) = &self.shared.config.tap {
-            tap(TapEvent::Line(Direction::Outgoing, msg));
+    fn push(&mut self, msg: &Outgoing) {
+        match msg {
+            Outgoing::Frame(msg) => {
+                if let Some(tap) = &self.shared.config.tap {
+                    tap(TapEvent::Line(Direction::Outgoing, msg));
+                }
+                self.codec
+                    .encode(msg, &mut self.buf)
+                    .expect("encoding into memory cannot fail");
+            }
+            Outgoing::Response { head, body } => {
+                let start = self.buf.len();
+                self.buf.reserve(head.len() + body.len() + 2);
+                self.buf.extend_from_slice(head);
+                let body_start = self.buf.len();
+                self.buf.extend_from_slice(body.as_bytes());
+                blank_line_breaks(&mut self.buf[body_start..]);
+                self.buf.extend_from_slice(b"}");
+                if let Some(tap) = &self.shared.config.tap {
+                    tap(TapEvent::Line(Direction::Outgoing, &self.buf[start..]));
+                }
+                self.buf.extend_from_slice(b"\n");
+            }
         }
-        self.codec
-            .encode(msg, &mut self.buf)
-            .expect("encoding into memory cannot fail");
     }
 
     /// Adds the messages that are ready now (at most [`BATCH_BYTES`] of them), never the
     /// ones a producer queues meanwhile: a batch holds at most one queue's worth, so a fast
     /// producer cannot run ahead of a slow reader by more than the queue bounds.
-    fn fill(&mut self, rx: &mut mpsc::Receiver<Vec<u8>>) {
+    fn fill(&mut self, rx: &mut mpsc::Receiver<Outgoing>) {
         let ready = rx.len();
         for _ in 0..ready {
             if self.buf.len() >= BATCH_BYTES {
@@ -58,12 +96,24 @@ impl Batch {
     }
 }
 
+/// Turns every line break into a space: raw JSON may contain them only as whitespace, and
+/// they would break newline framing.
+pub(crate) fn blank_line_breaks(json: &mut [u8]) {
+    if memchr::memchr2(b'\n', b'\r', json).is_some() {
+        for b in json {
+            if *b == b'\n' || *b == b'\r' {
+                *b = b' ';
+            }
+        }
+    }
+}
+
 async fn write_batch<W: AsyncWrite + Unpin>(w: &mut W, buf: &[u8]) -> std::io::Result<()> {
     w.write_all(buf).await?;
     w.flush().await
 }
 
-pub(crate) async fn write_loop<W>(mut w: W, mut rx: mpsc::Receiver<Vec<u8>>, shared: Arc<Shared>)
+pub(crate) async fn write_loop<W>(mut w: W, mut rx: mpsc::Receiver<Outgoing>, shared: Arc<Shared>)
 where
     W: AsyncWrite + Unpin,
 {

@@ -170,3 +170,28 @@ async fn the_legacy_presets_frame_requests_as_their_peers_did() {
         .await;
     assert_eq!(raw.line().await.unwrap(), r#"{"id":0,"result":null}"#);
 }
+
+#[tokio::test]
+async fn line_breaks_in_a_raw_result_do_not_break_framing() {
+    let (tap, mut lines) = acp_rpc::tap::channel();
+    let (_conn, mut raw) = RawPeer::connect(TestHandler::new(), Config::default().with_tap(tap));
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"pretty\"}\n")
+        .await;
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"echo\",\"params\":2}\n")
+        .await;
+    let expected = r#"{"jsonrpc":"2.0","id":1,"result":{   "a": [1,   2] }}"#;
+    assert_eq!(raw.line().await.unwrap(), expected);
+    assert_eq!(
+        raw.line().await.unwrap(),
+        r#"{"jsonrpc":"2.0","id":2,"result":2}"#
+    );
+    // The tap sees the line as written.
+    let mut outgoing = Vec::new();
+    while outgoing.len() < 2 {
+        let (direction, line) = lines.recv().await.unwrap();
+        if direction == Direction::Outgoing {
+            outgoing.push(line);
+        }
+    }
+    assert_eq!(&outgoing[0][..], expected.as_bytes());
+}
