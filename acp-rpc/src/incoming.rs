@@ -20,11 +20,12 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::codec::{Frame, LineCodec};
-use crate::connection::{InFlightRequest, Pending, Shared, lock};
+use crate::connection::{Deliver, InFlightRequest, Pending, Shared, lock};
 use crate::error::{CloseReason, Error, ErrorCode};
 use crate::handler::{Handler, NotificationContext, RequestContext};
 use crate::message::{
-    Message, Notification, Request, RequestId, Response, write_response, write_response_head,
+    BorrowedResponse, Notification, Parsed, Request, RequestId, parse_line, write_response,
+    write_response_head,
 };
 use crate::outgoing::{CANCEL_METHOD, Peer};
 use crate::params::Params;
@@ -36,10 +37,9 @@ const READ_CHUNK: usize = 64 * 1024;
 /// Items processed strictly in arrival order by the notification worker.
 enum Ordered {
     Notification(Notification),
-    Response(
-        oneshot::Sender<Result<Box<RawValue>, Error>>,
-        Result<Box<RawValue>, Error>,
-    ),
+    /// A response that must wait for the notifications before it (its result copied out
+    /// of the line, which the reader reuses).
+    Response(Deliver, Result<Box<RawValue>, Error>),
 }
 
 struct Reader {
@@ -156,15 +156,15 @@ impl Reader {
             }
         };
         self.tap(TapEvent::Line(Direction::Incoming, &line));
-        match Message::parse(&line, &self.shared.config.dialect) {
-            Ok(Message::Request(req)) => self.on_request(req).await,
-            Ok(Message::Notification(n)) => self.on_notification(n).await,
-            Ok(Message::Response(resp)) => self.on_response(resp).await,
+        match parse_line(&line, &self.shared.config.dialect) {
+            Ok(Parsed::Request(req)) => self.on_request(req).await,
+            Ok(Parsed::Notification(n)) => self.on_notification(n).await,
+            Ok(Parsed::Response(resp)) => self.on_response(resp).await,
             Err(failure) => {
                 tracing::warn!(error = %failure.error, "bad message");
                 if let Some(RequestId::Int(id)) = failure.response_id {
                     let result = Err(failure.error.clone());
-                    self.on_response(Response {
+                    self.on_response(BorrowedResponse {
                         id: Some(RequestId::Int(id)),
                         result,
                     })
@@ -175,7 +175,7 @@ impl Reader {
         }
     }
 
-    async fn on_response(&mut self, resp: Response) {
+    async fn on_response(&mut self, resp: BorrowedResponse<'_>) {
         let id = match resp.id {
             Some(RequestId::Int(id)) => id,
             Some(RequestId::Str(s)) => {
@@ -191,8 +191,8 @@ impl Reader {
             }
         };
         let pending = lock(&self.shared.pending).map.remove(&id);
-        let tx = match pending {
-            Some(Pending::Waiter(tx)) => tx,
+        let deliver = match pending {
+            Some(Pending::Waiter(deliver)) => deliver,
             Some(Pending::Discard) => return,
             None => {
                 tracing::warn!(id, "response for an unknown id: ignored");
@@ -201,9 +201,14 @@ impl Reader {
         };
         // Ordering guarantee: only overtake the worker when it has nothing queued.
         if self.shared.notifications_done.load(Ordering::Acquire) == self.notifications_received {
-            let _ = tx.send(resp.result);
+            deliver(resp.result);
         } else {
-            let _ = self.ordered.send(Ordered::Response(tx, resp.result)).await;
+            let result = resp.result.map(RawValue::to_owned);
+            if let Err(mpsc::error::SendError(Ordered::Response(deliver, _))) =
+                self.ordered.send(Ordered::Response(deliver, result)).await
+            {
+                deliver(Err(self.shared.closed_error()));
+            }
         }
     }
 
@@ -427,9 +432,10 @@ async fn notification_worker(
 ) {
     while let Some(item) = rx.recv().await {
         match item {
-            Ordered::Response(tx, result) => {
-                let _ = tx.send(result);
-            }
+            Ordered::Response(deliver, result) => match result {
+                Ok(raw) => deliver(Ok(&raw)),
+                Err(e) => deliver(Err(e)),
+            },
             Ordered::Notification(n) => {
                 let span = tracing::debug_span!("notification", method = %n.method);
                 let start = Instant::now();

@@ -195,3 +195,31 @@ async fn line_breaks_in_a_raw_result_do_not_break_framing() {
     }
     assert_eq!(&outgoing[0][..], expected.as_bytes());
 }
+
+#[tokio::test]
+async fn a_panic_while_reading_a_result_reaches_the_caller_and_spares_the_connection() {
+    // The reader reads a result into the caller's type in place; a panicking
+    // `Deserialize` must panic the caller, not the reader.
+    #[derive(Debug)]
+    struct Panicky;
+    impl<'de> serde::Deserialize<'de> for Panicky {
+        fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+            panic!("no thanks")
+        }
+    }
+    let (conn, mut raw) = RawPeer::connect(TestHandler::new(), Config::default());
+    let peer = conn.peer().clone();
+    let call = tokio::spawn(async move { peer.request::<_, Panicky>("new", &json!({})).await });
+    raw.json().await;
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n")
+        .await;
+    let e = call.await.unwrap_err();
+    assert!(e.is_panic());
+    // The connection still reads responses.
+    let peer = conn.peer().clone();
+    let call = tokio::spawn(async move { peer.request::<_, Value>("new", &json!({})).await });
+    assert_eq!(raw.json().await["id"], 2);
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"ok\":true}}\n")
+        .await;
+    assert_eq!(call.await.unwrap().unwrap(), json!({"ok": true}));
+}
