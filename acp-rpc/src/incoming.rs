@@ -382,7 +382,7 @@ impl RequestTask {
                 };
                 let fut = self
                     .handler
-                    .handle_request(cx, &method, Params::new(params));
+                    .handle_request_reply(cx, &method, Params::new(params));
                 tokio::select! {
                     biased;
                     _ = self.token.cancelled() => Err(Error::request_cancelled()),
@@ -404,19 +404,20 @@ impl RequestTask {
         }
         let dialect = &self.shared.config.dialect;
         let msg = match result {
-            Ok(raw) => {
-                // The result goes to the writer in its own allocation: copying a large one
-                // into a fresh frame would cost a second buffer of its size per response.
+            Ok(reply) => {
+                // The result goes to the writer as it is: copying (or serializing) a large
+                // one into a frame of its own would cost a buffer of its size per response.
                 let mut head = Vec::with_capacity(48);
                 write_response_head(&mut head, dialect, Some(&id));
                 Outgoing::Response {
                     head,
-                    body: raw.into(),
+                    id,
+                    body: reply,
                 }
             }
-            Err(_) => {
+            Err(error) => {
                 let mut buf = Vec::with_capacity(128);
-                write_response(&mut buf, dialect, Some(&id), &result);
+                write_response(&mut buf, dialect, Some(&id), &Err(error));
                 Outgoing::Frame(buf)
             }
         };
@@ -475,7 +476,7 @@ impl<F: Future + Unpin> Future for CatchUnwind<F> {
     }
 }
 
-fn panic_message(panic: &Box<dyn Any + Send>) -> String {
+pub(crate) fn panic_message(panic: &Box<dyn Any + Send>) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = panic.downcast_ref::<String>() {

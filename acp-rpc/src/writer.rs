@@ -1,6 +1,7 @@
 //! The writer task: drains every ready message into one reused buffer, writes it and
 //! flushes once per batch.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use bytes::BytesMut;
@@ -11,6 +12,10 @@ use tokio_util::codec::Encoder;
 use crate::codec::LineCodec;
 use crate::connection::Shared;
 use crate::error::CloseReason;
+use crate::error::Error;
+use crate::handler::{Reply, ReplyBody};
+use crate::incoming::panic_message;
+use crate::message::{RequestId, write_response};
 use crate::tap::{Direction, TapEvent};
 
 /// Stop adding ready messages to a batch beyond this many bytes.
@@ -22,14 +27,17 @@ const KEEP_CAPACITY: usize = 4 * 1024 * 1024;
 pub(crate) enum Outgoing {
     /// A complete serialized message (no line end).
     Frame(Vec<u8>),
-    /// A response whose result is written from the handler's own allocation, so a large
-    /// result is not copied into a frame of its own first: the message is `head`, then
-    /// `body` (with any line break turned into a space), then `}`.
+    /// A successful response, its result written straight into the batch buffer (a large
+    /// result gets no frame of its own): `head`, then the result (with any line break
+    /// turned into a space), then `}`. A result that fails to serialize is answered with
+    /// `-32603` instead.
     Response {
         /// The envelope up to and including `"result":`.
         head: Vec<u8>,
-        /// The raw result.
-        body: Box<str>,
+        /// The request's id (for the error answer).
+        id: RequestId,
+        /// The result.
+        body: Reply,
     },
 }
 
@@ -56,14 +64,41 @@ impl Batch {
                     .encode(msg, &mut self.buf)
                     .expect("encoding into memory cannot fail");
             }
-            Outgoing::Response { head, body } => {
+            Outgoing::Response { head, id, body } => {
                 let start = self.buf.len();
-                self.buf.reserve(head.len() + body.len() + 2);
                 self.buf.extend_from_slice(head);
                 let body_start = self.buf.len();
-                self.buf.extend_from_slice(body.as_bytes());
-                blank_line_breaks(&mut self.buf[body_start..]);
-                self.buf.extend_from_slice(b"}");
+                let written = match &body.0 {
+                    ReplyBody::Raw(raw) => {
+                        self.buf.extend_from_slice(raw.get().as_bytes());
+                        Ok(())
+                    }
+                    ReplyBody::Value(value) => {
+                        let buf = &mut self.buf;
+                        match catch_unwind(AssertUnwindSafe(|| value.write_json(buf))) {
+                            Ok(Ok(())) => Ok(()),
+                            Ok(Err(e)) => Err(format!("result failed to serialize: {e}")),
+                            Err(panic) => Err(format!(
+                                "result failed to serialize: it panicked: {}",
+                                panic_message(&panic)
+                            )),
+                        }
+                    }
+                };
+                match written {
+                    Ok(()) => {
+                        blank_line_breaks(&mut self.buf[body_start..]);
+                        self.buf.extend_from_slice(b"}");
+                    }
+                    Err(message) => {
+                        tracing::error!(%id, error = %message, "answering with -32603");
+                        self.buf.truncate(start);
+                        let mut frame = Vec::with_capacity(128);
+                        let error = Err(Error::internal_error(message));
+                        write_response(&mut frame, &self.shared.config.dialect, Some(id), &error);
+                        self.buf.extend_from_slice(&frame);
+                    }
+                }
                 if let Some(tap) = &self.shared.config.tap {
                     tap(TapEvent::Line(Direction::Outgoing, &self.buf[start..]));
                 }
