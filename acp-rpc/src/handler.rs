@@ -4,7 +4,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use async_trait::async_trait;
-use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
@@ -82,13 +81,13 @@ pub(crate) enum ReplyBody {
 
 /// A value that can write itself as JSON into the writer's buffer.
 pub(crate) trait WriteJson: Send {
-    fn write_json(&self, out: &mut BytesMut) -> serde_json::Result<()>;
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()>;
     fn to_raw(&self) -> serde_json::Result<Box<RawValue>>;
 }
 
 impl<T: Serialize + Send> WriteJson for T {
-    fn write_json(&self, out: &mut BytesMut) -> serde_json::Result<()> {
-        serde_json::to_writer(out.writer(), self)
+    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        serde_json::to_writer(out, self)
     }
     fn to_raw(&self) -> serde_json::Result<Box<RawValue>> {
         serde_json::value::to_raw_value(self)

@@ -4,12 +4,9 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use bytes::BytesMut;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
-use tokio_util::codec::Encoder;
 
-use crate::codec::LineCodec;
 use crate::connection::Shared;
 use crate::error::CloseReason;
 use crate::error::Error;
@@ -48,8 +45,7 @@ impl From<Vec<u8>> for Outgoing {
 }
 
 struct Batch {
-    codec: LineCodec,
-    buf: BytesMut,
+    buf: Vec<u8>,
     shared: Arc<Shared>,
 }
 
@@ -60,9 +56,10 @@ impl Batch {
                 if let Some(tap) = &self.shared.config.tap {
                     tap(TapEvent::Line(Direction::Outgoing, msg));
                 }
-                self.codec
-                    .encode(msg, &mut self.buf)
-                    .expect("encoding into memory cannot fail");
+                // (The caller guarantees `msg` has no line break: compact JSON never does.)
+                self.buf.reserve(msg.len() + 1);
+                self.buf.extend_from_slice(msg);
+                self.buf.push(b'\n');
             }
             Outgoing::Response { head, id, body } => {
                 let start = self.buf.len();
@@ -126,7 +123,7 @@ impl Batch {
     fn reset(&mut self) {
         self.buf.clear();
         if self.buf.capacity() > KEEP_CAPACITY {
-            self.buf = BytesMut::with_capacity(64 * 1024);
+            self.buf = Vec::with_capacity(64 * 1024);
         }
     }
 }
@@ -155,8 +152,7 @@ where
     let shutdown = shared.shutdown.clone();
     let grace = shared.config.shutdown_flush_timeout;
     let mut batch = Batch {
-        codec: LineCodec::new(usize::MAX),
-        buf: BytesMut::with_capacity(64 * 1024),
+        buf: Vec::with_capacity(64 * 1024),
         shared,
     };
     loop {
