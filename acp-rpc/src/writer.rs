@@ -8,8 +8,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::connection::Shared;
-use crate::error::CloseReason;
-use crate::error::Error;
+use crate::error::{CloseReason, Error};
 use crate::handler::{Reply, ReplyBody};
 use crate::incoming::panic_message;
 use crate::message::{RequestId, write_response};
