@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use acp_rpc::CallOptions;
 use acp_types::v1::*;
 use acp_types::{NotificationMethod, RequestMethod};
 
@@ -61,18 +60,11 @@ impl ClientHandle {
     }
 
     /// Sends any typed request and reads its typed result.
-    pub async fn request<P: RequestMethod + Sync>(&self, params: &P) -> Result<P::Response, Error> {
-        let raw = self
-            .inner
-            .peer
-            .request_raw(P::METHOD, params, CallOptions::default())
-            .await?;
-        P::decode_response(&*raw).map_err(|e| {
-            Error::internal_error(format!(
-                "response to {} did not deserialize: {e}",
-                P::METHOD
-            ))
-        })
+    pub async fn request<P: RequestMethod + Sync>(&self, params: &P) -> Result<P::Response, Error>
+    where
+        P::Response: Send + 'static,
+    {
+        self.inner.peer.typed_request(params).await
     }
 
     /// `session/update`. For a session whose `session/new` response is not written yet the

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use acp_rpc::{Error, Handler, NotificationContext, Params, RawValue, RequestContext, to_raw};
+use acp_rpc::{Error, Handler, NotificationContext, Params, RawValue, Reply, RequestContext};
 use acp_types::v1::{
     CompleteElicitationNotification, CreateElicitationRequest, CreateElicitationResponse,
     CreateTerminalRequest, CreateTerminalResponse, KillTerminalRequest, KillTerminalResponse,
@@ -169,28 +169,51 @@ pub(crate) struct Dispatcher<C: Client> {
 impl<C: Client> Handler for Dispatcher<C> {
     async fn handle_request(
         &self,
-        _cx: RequestContext,
+        cx: RequestContext,
         method: &str,
         params: Params,
     ) -> Result<Box<RawValue>, Error> {
+        self.handle_request_reply(cx, method, params)
+            .await?
+            .into_raw()
+    }
+
+    /// Results go out unserialized: the writer serializes them into its own buffer (a
+    /// 1 MiB `fs/read_text_file` answer gets no MiB-sized buffer of its own).
+    async fn handle_request_reply(
+        &self,
+        _cx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> Result<Reply, Error> {
         let c = &*self.client;
         match method {
-            names::SESSION_REQUEST_PERMISSION => {
-                to_raw(&c.request_permission(parse_request(&params)?).await?)
+            names::SESSION_REQUEST_PERMISSION => Ok(Reply::new(
+                c.request_permission(parse_request(&params)?).await?,
+            )),
+            names::FS_READ_TEXT_FILE => {
+                Ok(Reply::new(c.read_text_file(parse_request(&params)?).await?))
             }
-            names::FS_READ_TEXT_FILE => to_raw(&c.read_text_file(parse_request(&params)?).await?),
-            names::FS_WRITE_TEXT_FILE => to_raw(&c.write_text_file(parse_request(&params)?).await?),
-            names::TERMINAL_CREATE => to_raw(&c.create_terminal(parse_request(&params)?).await?),
-            names::TERMINAL_OUTPUT => to_raw(&c.terminal_output(parse_request(&params)?).await?),
-            names::TERMINAL_RELEASE => to_raw(&c.release_terminal(parse_request(&params)?).await?),
-            names::TERMINAL_WAIT_FOR_EXIT => {
-                to_raw(&c.wait_for_terminal_exit(parse_request(&params)?).await?)
-            }
-            names::TERMINAL_KILL => to_raw(&c.kill_terminal(parse_request(&params)?).await?),
-            names::ELICITATION_CREATE => {
-                to_raw(&c.create_elicitation(parse_request(&params)?).await?)
-            }
-            m if m.starts_with('_') => to_raw(&c.ext_method(m, raw_value(&params)?).await?),
+            names::FS_WRITE_TEXT_FILE => Ok(Reply::new(
+                c.write_text_file(parse_request(&params)?).await?,
+            )),
+            names::TERMINAL_CREATE => Ok(Reply::new(
+                c.create_terminal(parse_request(&params)?).await?,
+            )),
+            names::TERMINAL_OUTPUT => Ok(Reply::new(
+                c.terminal_output(parse_request(&params)?).await?,
+            )),
+            names::TERMINAL_RELEASE => Ok(Reply::new(
+                c.release_terminal(parse_request(&params)?).await?,
+            )),
+            names::TERMINAL_WAIT_FOR_EXIT => Ok(Reply::new(
+                c.wait_for_terminal_exit(parse_request(&params)?).await?,
+            )),
+            names::TERMINAL_KILL => Ok(Reply::new(c.kill_terminal(parse_request(&params)?).await?)),
+            names::ELICITATION_CREATE => Ok(Reply::new(
+                c.create_elicitation(parse_request(&params)?).await?,
+            )),
+            m if m.starts_with('_') => Ok(Reply::new(c.ext_method(m, raw_value(&params)?).await?)),
             m => Err(Error::method_not_found(m)),
         }
     }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use acp_rpc::{CallOptions, CloseReason, Config, Connection, Error, Peer};
+use acp_rpc::{CloseReason, Config, Connection, Error, Peer};
 use acp_types::v1::{
     AuthenticateRequest, AuthenticateResponse, CancelNotification, CloseSessionRequest,
     CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse, InitializeRequest,
@@ -112,17 +112,11 @@ impl std::fmt::Debug for AgentHandle {
 impl AgentHandle {
     /// Sends any v1 request and decodes its typed result (a result that does not decode is a
     /// `-32603` error naming the method).
-    pub async fn request<P: RequestMethod>(&self, params: &P) -> Result<P::Response, Error> {
-        let raw = self
-            .peer
-            .request_raw(P::METHOD, params, CallOptions::default())
-            .await?;
-        P::decode_response(&*raw).map_err(|e| {
-            Error::internal_error(format!(
-                "response to {} did not deserialize: {e}",
-                P::METHOD
-            ))
-        })
+    pub async fn request<P: RequestMethod>(&self, params: &P) -> Result<P::Response, Error>
+    where
+        P::Response: Send + 'static,
+    {
+        self.peer.typed_request(params).await
     }
 
     /// Sends any v1 notification.

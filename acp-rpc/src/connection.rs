@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
@@ -14,11 +14,17 @@ use crate::error::{CloseReason, Error};
 use crate::handler::Handler;
 use crate::message::RequestId;
 use crate::outgoing::Peer;
+use crate::writer::Outgoing;
+
+/// Hands the outcome of one of our requests to its caller. The reader calls it with the
+/// result still in its line buffer, so the caller's type is read from the line directly,
+/// without copying the result out first (see `Peer::call`).
+pub(crate) type Deliver = Box<dyn FnOnce(Result<&RawValue, Error>) + Send>;
 
 /// What waits for the response to one of our requests.
 pub(crate) enum Pending {
     /// A caller awaiting the result.
-    Waiter(oneshot::Sender<Result<Box<RawValue>, Error>>),
+    Waiter(Deliver),
     /// A fire-and-forget request (legacy dialect notification): the response is dropped.
     Discard,
 }
@@ -32,7 +38,7 @@ pub(crate) struct PendingMap {
 /// State shared by the reader, the writer, handlers and every [`Peer`].
 pub(crate) struct Shared {
     pub(crate) config: Config,
-    pub(crate) out_tx: mpsc::Sender<Vec<u8>>,
+    pub(crate) out_tx: mpsc::Sender<Outgoing>,
     pub(crate) next_id: AtomicI64,
     pub(crate) pending: Mutex<PendingMap>,
     pub(crate) shutdown: CancellationToken,
@@ -83,8 +89,8 @@ impl Shared {
             tracing::debug!(count = drained.len(), %reason, "failing pending calls");
         }
         for (_, p) in drained {
-            if let Pending::Waiter(tx) = p {
-                let _ = tx.send(Err(Error::connection_closed(&reason)));
+            if let Pending::Waiter(deliver) = p {
+                deliver(Err(Error::connection_closed(&reason)));
             }
         }
         self.shutdown.cancel();
@@ -106,7 +112,8 @@ impl Shared {
 
     /// Queues one serialized message for the writer, waiting while the queue is full
     /// (backpressure). Fails once the connection is shutting down.
-    pub(crate) async fn send(&self, msg: Vec<u8>) -> Result<(), Error> {
+    pub(crate) async fn send(&self, msg: impl Into<Outgoing>) -> Result<(), Error> {
+        let msg = msg.into();
         if self.shutdown.is_cancelled() {
             return Err(self.closed_error());
         }

@@ -20,23 +20,26 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::codec::{Frame, LineCodec};
-use crate::connection::{InFlightRequest, Pending, Shared, lock};
+use crate::connection::{Deliver, InFlightRequest, Pending, Shared, lock};
 use crate::error::{CloseReason, Error, ErrorCode};
 use crate::handler::{Handler, NotificationContext, RequestContext};
-use crate::message::{Message, Notification, Request, RequestId, Response, write_response};
+use crate::message::{
+    BorrowedResponse, Notification, Parsed, Request, RequestId, parse_line, write_response,
+    write_response_head,
+};
 use crate::outgoing::{CANCEL_METHOD, Peer};
 use crate::params::Params;
 use crate::tap::{Direction, TapEvent};
+use crate::writer::Outgoing;
 
 const READ_CHUNK: usize = 64 * 1024;
 
 /// Items processed strictly in arrival order by the notification worker.
 enum Ordered {
     Notification(Notification),
-    Response(
-        oneshot::Sender<Result<Box<RawValue>, Error>>,
-        Result<Box<RawValue>, Error>,
-    ),
+    /// A response that must wait for the notifications before it (its result copied out
+    /// of the line, which the reader reuses).
+    Response(Deliver, Result<Box<RawValue>, Error>),
 }
 
 struct Reader {
@@ -153,15 +156,15 @@ impl Reader {
             }
         };
         self.tap(TapEvent::Line(Direction::Incoming, &line));
-        match Message::parse(&line, &self.shared.config.dialect) {
-            Ok(Message::Request(req)) => self.on_request(req).await,
-            Ok(Message::Notification(n)) => self.on_notification(n).await,
-            Ok(Message::Response(resp)) => self.on_response(resp).await,
+        match parse_line(&line, &self.shared.config.dialect) {
+            Ok(Parsed::Request(req)) => self.on_request(req).await,
+            Ok(Parsed::Notification(n)) => self.on_notification(n).await,
+            Ok(Parsed::Response(resp)) => self.on_response(resp).await,
             Err(failure) => {
                 tracing::warn!(error = %failure.error, "bad message");
                 if let Some(RequestId::Int(id)) = failure.response_id {
                     let result = Err(failure.error.clone());
-                    self.on_response(Response {
+                    self.on_response(BorrowedResponse {
                         id: Some(RequestId::Int(id)),
                         result,
                     })
@@ -172,7 +175,7 @@ impl Reader {
         }
     }
 
-    async fn on_response(&mut self, resp: Response) {
+    async fn on_response(&mut self, resp: BorrowedResponse<'_>) {
         let id = match resp.id {
             Some(RequestId::Int(id)) => id,
             Some(RequestId::Str(s)) => {
@@ -188,8 +191,8 @@ impl Reader {
             }
         };
         let pending = lock(&self.shared.pending).map.remove(&id);
-        let tx = match pending {
-            Some(Pending::Waiter(tx)) => tx,
+        let deliver = match pending {
+            Some(Pending::Waiter(deliver)) => deliver,
             Some(Pending::Discard) => return,
             None => {
                 tracing::warn!(id, "response for an unknown id: ignored");
@@ -198,9 +201,14 @@ impl Reader {
         };
         // Ordering guarantee: only overtake the worker when it has nothing queued.
         if self.shared.notifications_done.load(Ordering::Acquire) == self.notifications_received {
-            let _ = tx.send(resp.result);
+            deliver(resp.result);
         } else {
-            let _ = self.ordered.send(Ordered::Response(tx, resp.result)).await;
+            let result = resp.result.map(RawValue::to_owned);
+            if let Err(mpsc::error::SendError(Ordered::Response(deliver, _))) =
+                self.ordered.send(Ordered::Response(deliver, result)).await
+            {
+                deliver(Err(self.shared.closed_error()));
+            }
         }
     }
 
@@ -374,7 +382,7 @@ impl RequestTask {
                 };
                 let fut = self
                     .handler
-                    .handle_request(cx, &method, Params::new(params));
+                    .handle_request_reply(cx, &method, Params::new(params));
                 tokio::select! {
                     biased;
                     _ = self.token.cancelled() => Err(Error::request_cancelled()),
@@ -394,13 +402,26 @@ impl RequestTask {
         if self.shared.shutdown.is_cancelled() {
             return;
         }
-        let mut buf = Vec::with_capacity(match &result {
-            Ok(raw) => raw.get().len() + 48,
-            Err(_) => 128,
-        });
-        write_response(&mut buf, &self.shared.config.dialect, Some(&id), &result);
-        drop(result);
-        let _ = self.shared.send(buf).await;
+        let dialect = &self.shared.config.dialect;
+        let msg = match result {
+            Ok(reply) => {
+                // The result goes to the writer as it is: copying (or serializing) a large
+                // one into a frame of its own would cost a buffer of its size per response.
+                let mut head = Vec::with_capacity(48);
+                write_response_head(&mut head, dialect, Some(&id));
+                Outgoing::Response {
+                    head,
+                    id,
+                    body: reply,
+                }
+            }
+            Err(error) => {
+                let mut buf = Vec::with_capacity(128);
+                write_response(&mut buf, dialect, Some(&id), &Err(error));
+                Outgoing::Frame(buf)
+            }
+        };
+        let _ = self.shared.send(msg).await;
     }
 }
 
@@ -412,9 +433,10 @@ async fn notification_worker(
 ) {
     while let Some(item) = rx.recv().await {
         match item {
-            Ordered::Response(tx, result) => {
-                let _ = tx.send(result);
-            }
+            Ordered::Response(deliver, result) => match result {
+                Ok(raw) => deliver(Ok(&raw)),
+                Err(e) => deliver(Err(e)),
+            },
             Ordered::Notification(n) => {
                 let span = tracing::debug_span!("notification", method = %n.method);
                 let start = Instant::now();
@@ -454,7 +476,7 @@ impl<F: Future + Unpin> Future for CatchUnwind<F> {
     }
 }
 
-fn panic_message(panic: &Box<dyn Any + Send>) -> String {
+pub(crate) fn panic_message(panic: &Box<dyn Any + Send>) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = panic.downcast_ref::<String>() {

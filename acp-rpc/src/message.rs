@@ -95,6 +95,21 @@ pub enum Message {
     Response(Response),
 }
 
+/// A response whose result still lies in the line it was read from.
+#[derive(Debug)]
+pub(crate) struct BorrowedResponse<'a> {
+    pub(crate) id: Option<RequestId>,
+    pub(crate) result: Result<&'a RawValue, Error>,
+}
+
+/// One parsed line, responses borrowing from it (what the reader uses).
+#[derive(Debug)]
+pub(crate) enum Parsed<'a> {
+    Request(Request),
+    Notification(Notification),
+    Response(BorrowedResponse<'a>),
+}
+
 /// Why a line is not a message, with the reply it deserves (always sent with `id: null`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParseFailure {
@@ -122,8 +137,8 @@ struct Envelope<'a> {
     method: Option<String>,
     #[serde(default, deserialize_with = "present")]
     params: Option<Box<RawValue>>,
-    #[serde(default, deserialize_with = "present")]
-    result: Option<Box<RawValue>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
     #[serde(default, deserialize_with = "present")]
     error: Option<Value>,
 }
@@ -166,86 +181,102 @@ impl Message {
     // allocation for nothing.
     #[allow(clippy::result_large_err)]
     pub fn parse(line: &[u8], dialect: &Dialect) -> Result<Message, ParseFailure> {
-        let first = line.iter().find(|b| !b.is_ascii_whitespace()).copied();
-        if first == Some(b'[') {
-            return match serde_json::from_slice::<IgnoredAny>(line) {
-                Ok(_) => Err(invalid("batches are not supported")),
-                Err(e) => Err(parse_error(&e)),
-            };
-        }
-        let env: Envelope<'_> = match serde_json::from_slice(line) {
-            Ok(env) => env,
-            Err(e) => {
-                return Err(match e.classify() {
-                    serde_json::error::Category::Data => {
-                        // Valid JSON of the wrong shape, or a syntax error after a shape error?
-                        match serde_json::from_slice::<IgnoredAny>(line) {
-                            Ok(_) => invalid(format!("invalid message: {e}")),
-                            Err(e) => parse_error(&e),
-                        }
-                    }
-                    _ => parse_error(&e),
-                });
-            }
+        Ok(match parse_line(line, dialect)? {
+            Parsed::Request(r) => Message::Request(r),
+            Parsed::Notification(n) => Message::Notification(n),
+            Parsed::Response(r) => Message::Response(Response {
+                id: r.id,
+                result: r.result.map(RawValue::to_owned),
+            }),
+        })
+    }
+}
+
+/// [`Message::parse`], leaving a response's result in the line.
+#[allow(clippy::result_large_err)]
+pub(crate) fn parse_line<'a>(
+    line: &'a [u8],
+    dialect: &Dialect,
+) -> Result<Parsed<'a>, ParseFailure> {
+    let first = line.iter().find(|b| !b.is_ascii_whitespace()).copied();
+    if first == Some(b'[') {
+        return match serde_json::from_slice::<IgnoredAny>(line) {
+            Ok(_) => Err(invalid("batches are not supported")),
+            Err(e) => Err(parse_error(&e)),
         };
-        match env.jsonrpc.as_deref() {
-            Some("2.0") => {}
-            Some(other) => return Err(invalid(format!("unsupported jsonrpc version {other:?}"))),
-            None if dialect.accept_missing_jsonrpc => {}
-            None => return Err(invalid("missing \"jsonrpc\": \"2.0\"")),
+    }
+    let env: Envelope<'_> = match serde_json::from_slice(line) {
+        Ok(env) => env,
+        Err(e) => {
+            return Err(match e.classify() {
+                serde_json::error::Category::Data => {
+                    // Valid JSON of the wrong shape, or a syntax error after a shape error?
+                    match serde_json::from_slice::<IgnoredAny>(line) {
+                        Ok(_) => invalid(format!("invalid message: {e}")),
+                        Err(e) => parse_error(&e),
+                    }
+                }
+                _ => parse_error(&e),
+            });
         }
-        if let Some(method) = env.method {
-            return match env.id {
-                None => Ok(Message::Notification(Notification {
+    };
+    match env.jsonrpc.as_deref() {
+        Some("2.0") => {}
+        Some(other) => return Err(invalid(format!("unsupported jsonrpc version {other:?}"))),
+        None if dialect.accept_missing_jsonrpc => {}
+        None => return Err(invalid("missing \"jsonrpc\": \"2.0\"")),
+    }
+    if let Some(method) = env.method {
+        return match env.id {
+            None => Ok(Parsed::Notification(Notification {
+                method,
+                params: non_null(env.params),
+            })),
+            Some(Value::Null) => Err(invalid("request id must not be null")),
+            Some(v) => match id_from_value(&v) {
+                Some(id) => Ok(Parsed::Request(Request {
+                    id,
                     method,
                     params: non_null(env.params),
                 })),
-                Some(Value::Null) => Err(invalid("request id must not be null")),
-                Some(v) => match id_from_value(&v) {
-                    Some(id) => Ok(Message::Request(Request {
-                        id,
-                        method,
-                        params: non_null(env.params),
-                    })),
-                    None => Err(invalid(format!(
-                        "request id must be an integer or a string, got {v}"
-                    ))),
-                },
-            };
-        }
-        let id = match &env.id {
-            None => return Err(invalid("message has neither \"method\" nor \"id\"")),
-            Some(Value::Null) => None,
-            Some(v) => match id_from_value(v) {
-                Some(id) => Some(id),
-                None => {
-                    return Err(invalid(format!(
-                        "response id must be an integer or a string, got {v}"
-                    )));
-                }
+                None => Err(invalid(format!(
+                    "request id must be an integer or a string, got {v}"
+                ))),
             },
         };
-        let result = match (env.result, env.error) {
-            (Some(result), None) => Ok(result),
-            (None, Some(error)) => Err(match serde_json::from_value::<Error>(error) {
-                Ok(e) => e,
-                Err(e) => Error::internal_error(format!("peer sent a malformed error object: {e}")),
-            }),
-            (Some(_), Some(_)) => {
-                return Err(ParseFailure {
-                    error: Error::invalid_request("response has both \"result\" and \"error\""),
-                    response_id: id,
-                });
-            }
-            (None, None) => {
-                return Err(ParseFailure {
-                    error: Error::invalid_request("response has neither \"result\" nor \"error\""),
-                    response_id: id,
-                });
-            }
-        };
-        Ok(Message::Response(Response { id, result }))
     }
+    let id = match &env.id {
+        None => return Err(invalid("message has neither \"method\" nor \"id\"")),
+        Some(Value::Null) => None,
+        Some(v) => match id_from_value(v) {
+            Some(id) => Some(id),
+            None => {
+                return Err(invalid(format!(
+                    "response id must be an integer or a string, got {v}"
+                )));
+            }
+        },
+    };
+    let result = match (env.result, env.error) {
+        (Some(result), None) => Ok(result),
+        (None, Some(error)) => Err(match serde_json::from_value::<Error>(error) {
+            Ok(e) => e,
+            Err(e) => Error::internal_error(format!("peer sent a malformed error object: {e}")),
+        }),
+        (Some(_), Some(_)) => {
+            return Err(ParseFailure {
+                error: Error::invalid_request("response has both \"result\" and \"error\""),
+                response_id: id,
+            });
+        }
+        (None, None) => {
+            return Err(ParseFailure {
+                error: Error::invalid_request("response has neither \"result\" nor \"error\""),
+                response_id: id,
+            });
+        }
+    };
+    Ok(Parsed::Response(BorrowedResponse { id, result }))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -277,13 +308,7 @@ fn write_str(buf: &mut Vec<u8>, s: &str) {
 pub(crate) fn write_raw(buf: &mut Vec<u8>, raw: &str) {
     let start = buf.len();
     buf.extend_from_slice(raw.as_bytes());
-    if memchr::memchr2(b'\n', b'\r', raw.as_bytes()).is_some() {
-        for b in &mut buf[start..] {
-            if *b == b'\n' || *b == b'\r' {
-                *b = b' ';
-            }
-        }
-    }
+    crate::writer::blank_line_breaks(&mut buf[start..]);
 }
 
 /// Writes `,"params":<params>` unless it is null and the dialect omits null params.
@@ -338,6 +363,14 @@ pub(crate) fn write_notification<P: Serialize + ?Sized>(
     write_params(buf, params, dialect)?;
     buf.push(b'}');
     Ok(())
+}
+
+/// Writes the envelope of a successful response up to and including `"result":`; the
+/// result and a closing `}` follow (see [`crate::writer::Outgoing::Response`]).
+pub(crate) fn write_response_head(buf: &mut Vec<u8>, dialect: &Dialect, id: Option<&RequestId>) {
+    write_head(buf, dialect);
+    write_id(buf, id);
+    buf.extend_from_slice(br#","result":"#);
 }
 
 /// Serializes a response envelope into `buf`.

@@ -1,6 +1,8 @@
 //! Outgoing traffic: the [`Peer`] handle, per-connection ids, the pending map, timeouts and
 //! cancel-on-drop.
 
+use std::convert::Infallible;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -11,7 +13,7 @@ use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use crate::connection::{Pending, Shared, lock};
+use crate::connection::{Deliver, Pending, Shared, lock};
 use crate::error::{CloseReason, Error, ErrorCode};
 use crate::message::{write_notification, write_request};
 
@@ -71,7 +73,7 @@ impl Peer {
     pub async fn request<P, R>(&self, method: &str, params: &P) -> Result<R, Error>
     where
         P: Serialize + ?Sized,
-        R: DeserializeOwned,
+        R: DeserializeOwned + Send + 'static,
     {
         self.request_with(method, params, CallOptions::default())
             .await
@@ -86,10 +88,12 @@ impl Peer {
     ) -> Result<R, Error>
     where
         P: Serialize + ?Sized,
-        R: DeserializeOwned,
+        R: DeserializeOwned + Send + 'static,
     {
-        let raw = self.request_raw(method, params, options).await?;
-        crate::params::deserialize_params::<R>(raw.get()).map_err(|mut e| {
+        let decoded = self
+            .request_decoded(method, params, options, decode_value::<R>)
+            .await?;
+        decoded.map_err(|mut e| {
             e.code = ErrorCode::INTERNAL_ERROR;
             e.message = format!("response to {method} did not deserialize: {}", e.message);
             e
@@ -106,32 +110,67 @@ impl Peer {
     where
         P: Serialize + ?Sized,
     {
+        let raw = self
+            .request_decoded(method, params, options, copy_raw)
+            .await?;
+        Ok(raw.unwrap_or_else(|never| match never {}))
+    }
+
+    /// Sends a request; `decode` reads the result where the reader received it (see
+    /// [`Peer::call`]). The outer error is the call's, the inner one `decode`'s.
+    pub(crate) async fn request_decoded<P, T, E>(
+        &self,
+        method: &str,
+        params: &P,
+        options: CallOptions,
+        decode: fn(&RawValue) -> Result<T, E>,
+    ) -> Result<Result<T, E>, Error>
+    where
+        P: Serialize + ?Sized,
+        T: Send + 'static,
+        E: Send + 'static,
+    {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let span = tracing::debug_span!("outgoing_request", method, id);
         let start = std::time::Instant::now();
         let result = self
-            .call(id, method, params, options)
+            .call(id, method, params, options, decode)
             .instrument(span.clone())
             .await;
         span.in_scope(|| tracing::debug!(elapsed = ?start.elapsed(), ok = result.is_ok(), "done"));
         result
     }
 
-    async fn call<P>(
+    /// Sends the request and waits for its response. The reader runs `decode` on the
+    /// result while it is still in the reader's line buffer (a large result is not copied
+    /// into an allocation of its own first) and sends what it returns here; a panic in
+    /// `decode` is caught there and resumed here, in the caller.
+    async fn call<P, T, E>(
         &self,
         id: i64,
         method: &str,
         params: &P,
         options: CallOptions,
-    ) -> Result<Box<RawValue>, Error>
+        decode: fn(&RawValue) -> Result<T, E>,
+    ) -> Result<Result<T, E>, Error>
     where
         P: Serialize + ?Sized,
+        T: Send + 'static,
+        E: Send + 'static,
     {
         let shared = &*self.shared;
         let mut buf = Vec::with_capacity(96);
         write_request(&mut buf, &shared.config.dialect, id, method, params)?;
-        let (tx, rx) = oneshot::channel();
-        self.register(id, Pending::Waiter(tx))?;
+        let (tx, rx) = oneshot::channel::<Result<std::thread::Result<Result<T, E>>, Error>>();
+        let deliver: Deliver = Box::new(move |result| {
+            if tx.is_closed() {
+                return; // the caller is gone: nothing to read the result for
+            }
+            let decoded =
+                result.map(|raw| std::panic::catch_unwind(AssertUnwindSafe(|| decode(raw))));
+            let _ = tx.send(decoded);
+        });
+        self.register(id, Pending::Waiter(deliver))?;
         let cancel_on_drop = options
             .cancel_on_drop
             .unwrap_or(shared.config.cancel_on_drop);
@@ -161,7 +200,9 @@ impl Peer {
             slot.reacquire().await;
         }
         match received {
-            Ok(result) => result,
+            Ok(Ok(Ok(decoded))) => Ok(decoded),
+            Ok(Ok(Err(panic))) => std::panic::resume_unwind(panic),
+            Ok(Err(e)) => Err(e),
             Err(_) => Err(shared.closed_error()),
         }
     }
@@ -281,7 +322,7 @@ impl Drop for CallGuard<'_> {
             return;
         }
         tracing::debug!(id = self.id, "request abandoned: sending {CANCEL_METHOD}");
-        match shared.out_tx.try_send(buf) {
+        match shared.out_tx.try_send(buf.into()) {
             Ok(()) => {}
             Err(tokio::sync::mpsc::error::TrySendError::Full(buf)) => {
                 if let Ok(handle) = tokio::runtime::Handle::try_current() {
@@ -294,4 +335,15 @@ impl Drop for CallGuard<'_> {
             Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => {}
         }
     }
+}
+
+/// The raw result, copied out of the reader's line (what [`Peer::request_raw`] returns).
+fn copy_raw(raw: &RawValue) -> Result<Box<RawValue>, Infallible> {
+    Ok(raw.to_owned())
+}
+
+/// The result read as `R` (the error still needs the method's name; see
+/// [`Peer::request_with`]).
+fn decode_value<R: DeserializeOwned>(raw: &RawValue) -> Result<R, Error> {
+    crate::params::deserialize_params::<R>(raw.get())
 }

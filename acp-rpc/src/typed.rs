@@ -2,6 +2,7 @@
 //! ([`RequestMethod`]), so a caller names a params value and gets the method's result type.
 
 use acp_types::RequestMethod;
+use serde_json::value::RawValue;
 
 use crate::{CallOptions, Error, Params, Peer};
 
@@ -9,24 +10,29 @@ impl Peer {
     /// Sends the request `P` is bound to (its wire name is `P::METHOD`) and reads the typed
     /// result, honouring the method's "a `null` result reads as the default" rule. A result
     /// that does not fit is `-32603` naming the method.
-    pub async fn typed_request<P: RequestMethod + Sync>(
-        &self,
-        params: &P,
-    ) -> Result<P::Response, Error> {
+    pub async fn typed_request<P: RequestMethod>(&self, params: &P) -> Result<P::Response, Error>
+    where
+        P::Response: Send + 'static,
+    {
         self.typed_request_with(params, CallOptions::default())
             .await
     }
 
     /// [`Peer::typed_request`] with per-call options (timeout, cancel on drop).
-    pub async fn typed_request_with<P: RequestMethod + Sync>(
+    pub async fn typed_request_with<P: RequestMethod>(
         &self,
         params: &P,
         options: CallOptions,
-    ) -> Result<P::Response, Error> {
-        let raw = self.request_raw(P::METHOD, params, options).await?;
-        P::decode_response(&*raw).map_err(|e| {
+    ) -> Result<P::Response, Error>
+    where
+        P::Response: Send + 'static,
+    {
+        let decoded = self
+            .request_decoded(P::METHOD, params, options, decode_response::<P>)
+            .await?;
+        decoded.map_err(|e| {
             Error::internal_error(format!(
-                "the result of {} did not deserialize: {e}",
+                "response to {} did not deserialize: {e}",
                 P::METHOD
             ))
         })
@@ -43,4 +49,9 @@ impl Params {
             self.parse()
         }
     }
+}
+
+/// Reads `P`'s result where the reader received it.
+fn decode_response<P: RequestMethod>(raw: &RawValue) -> serde_json::Result<P::Response> {
+    P::decode_response(raw)
 }

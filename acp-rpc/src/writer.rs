@@ -1,16 +1,17 @@
 //! The writer task: drains every ready message into one reused buffer, writes it and
 //! flushes once per batch.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use bytes::BytesMut;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
-use tokio_util::codec::Encoder;
 
-use crate::codec::LineCodec;
 use crate::connection::Shared;
-use crate::error::CloseReason;
+use crate::error::{CloseReason, Error};
+use crate::handler::{Reply, ReplyBody};
+use crate::incoming::panic_message;
+use crate::message::{RequestId, write_response};
 use crate::tap::{Direction, TapEvent};
 
 /// Stop adding ready messages to a batch beyond this many bytes.
@@ -18,26 +19,94 @@ const BATCH_BYTES: usize = 256 * 1024;
 /// Give back buffer memory above this size after a batch.
 const KEEP_CAPACITY: usize = 4 * 1024 * 1024;
 
+/// One message queued for the writer.
+pub(crate) enum Outgoing {
+    /// A complete serialized message (no line end).
+    Frame(Vec<u8>),
+    /// A successful response, its result written straight into the batch buffer (a large
+    /// result gets no frame of its own): `head`, then the result (with any line break
+    /// turned into a space), then `}`. A result that fails to serialize is answered with
+    /// `-32603` instead.
+    Response {
+        /// The envelope up to and including `"result":`.
+        head: Vec<u8>,
+        /// The request's id (for the error answer).
+        id: RequestId,
+        /// The result.
+        body: Reply,
+    },
+}
+
+impl From<Vec<u8>> for Outgoing {
+    fn from(frame: Vec<u8>) -> Self {
+        Outgoing::Frame(frame)
+    }
+}
+
 struct Batch {
-    codec: LineCodec,
-    buf: BytesMut,
+    buf: Vec<u8>,
     shared: Arc<Shared>,
 }
 
 impl Batch {
-    fn push(&mut self, msg: &[u8]) {
-        if let Some(tap) = &self.shared.config.tap {
-            tap(TapEvent::Line(Direction::Outgoing, msg));
+    fn push(&mut self, msg: &Outgoing) {
+        match msg {
+            Outgoing::Frame(msg) => {
+                if let Some(tap) = &self.shared.config.tap {
+                    tap(TapEvent::Line(Direction::Outgoing, msg));
+                }
+                // (The caller guarantees `msg` has no line break: compact JSON never does.)
+                self.buf.reserve(msg.len() + 1);
+                self.buf.extend_from_slice(msg);
+                self.buf.push(b'\n');
+            }
+            Outgoing::Response { head, id, body } => {
+                let start = self.buf.len();
+                self.buf.extend_from_slice(head);
+                let body_start = self.buf.len();
+                let written = match &body.0 {
+                    ReplyBody::Raw(raw) => {
+                        self.buf.extend_from_slice(raw.get().as_bytes());
+                        Ok(())
+                    }
+                    ReplyBody::Value(value) => {
+                        let buf = &mut self.buf;
+                        match catch_unwind(AssertUnwindSafe(|| value.write_json(buf))) {
+                            Ok(Ok(())) => Ok(()),
+                            Ok(Err(e)) => Err(format!("result failed to serialize: {e}")),
+                            Err(panic) => Err(format!(
+                                "result failed to serialize: it panicked: {}",
+                                panic_message(&panic)
+                            )),
+                        }
+                    }
+                };
+                match written {
+                    Ok(()) => {
+                        blank_line_breaks(&mut self.buf[body_start..]);
+                        self.buf.extend_from_slice(b"}");
+                    }
+                    Err(message) => {
+                        tracing::error!(%id, error = %message, "answering with -32603");
+                        self.buf.truncate(start);
+                        let mut frame = Vec::with_capacity(128);
+                        let error = Err(Error::internal_error(message));
+                        write_response(&mut frame, &self.shared.config.dialect, Some(id), &error);
+                        self.buf.extend_from_slice(&frame);
+                    }
+                }
+                if let Some(tap) = &self.shared.config.tap {
+                    tap(TapEvent::Line(Direction::Outgoing, &self.buf[start..]));
+                }
+                self.buf.extend_from_slice(b"\n");
+            }
         }
-        self.codec
-            .encode(msg, &mut self.buf)
-            .expect("encoding into memory cannot fail");
     }
 
     /// Adds the messages that are ready now (at most [`BATCH_BYTES`] of them), never the
     /// ones a producer queues meanwhile: a batch holds at most one queue's worth, so a fast
     /// producer cannot run ahead of a slow reader by more than the queue bounds.
-    fn fill(&mut self, rx: &mut mpsc::Receiver<Vec<u8>>) {
+    fn fill(&mut self, rx: &mut mpsc::Receiver<Outgoing>) {
         let ready = rx.len();
         for _ in 0..ready {
             if self.buf.len() >= BATCH_BYTES {
@@ -53,7 +122,19 @@ impl Batch {
     fn reset(&mut self) {
         self.buf.clear();
         if self.buf.capacity() > KEEP_CAPACITY {
-            self.buf = BytesMut::with_capacity(64 * 1024);
+            self.buf = Vec::with_capacity(64 * 1024);
+        }
+    }
+}
+
+/// Turns every line break into a space: raw JSON may contain them only as whitespace, and
+/// they would break newline framing.
+pub(crate) fn blank_line_breaks(json: &mut [u8]) {
+    if memchr::memchr2(b'\n', b'\r', json).is_some() {
+        for b in json {
+            if *b == b'\n' || *b == b'\r' {
+                *b = b' ';
+            }
         }
     }
 }
@@ -63,15 +144,14 @@ async fn write_batch<W: AsyncWrite + Unpin>(w: &mut W, buf: &[u8]) -> std::io::R
     w.flush().await
 }
 
-pub(crate) async fn write_loop<W>(mut w: W, mut rx: mpsc::Receiver<Vec<u8>>, shared: Arc<Shared>)
+pub(crate) async fn write_loop<W>(mut w: W, mut rx: mpsc::Receiver<Outgoing>, shared: Arc<Shared>)
 where
     W: AsyncWrite + Unpin,
 {
     let shutdown = shared.shutdown.clone();
     let grace = shared.config.shutdown_flush_timeout;
     let mut batch = Batch {
-        codec: LineCodec::new(usize::MAX),
-        buf: BytesMut::with_capacity(64 * 1024),
+        buf: Vec::with_capacity(64 * 1024),
         shared,
     };
     loop {

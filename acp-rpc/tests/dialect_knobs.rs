@@ -170,3 +170,56 @@ async fn the_legacy_presets_frame_requests_as_their_peers_did() {
         .await;
     assert_eq!(raw.line().await.unwrap(), r#"{"id":0,"result":null}"#);
 }
+
+#[tokio::test]
+async fn line_breaks_in_a_raw_result_do_not_break_framing() {
+    let (tap, mut lines) = acp_rpc::tap::channel();
+    let (_conn, mut raw) = RawPeer::connect(TestHandler::new(), Config::default().with_tap(tap));
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"pretty\"}\n")
+        .await;
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"echo\",\"params\":2}\n")
+        .await;
+    let expected = r#"{"jsonrpc":"2.0","id":1,"result":{   "a": [1,   2] }}"#;
+    assert_eq!(raw.line().await.unwrap(), expected);
+    assert_eq!(
+        raw.line().await.unwrap(),
+        r#"{"jsonrpc":"2.0","id":2,"result":2}"#
+    );
+    // The tap sees the line as written.
+    let mut outgoing = Vec::new();
+    while outgoing.len() < 2 {
+        let (direction, line) = lines.recv().await.unwrap();
+        if direction == Direction::Outgoing {
+            outgoing.push(line);
+        }
+    }
+    assert_eq!(&outgoing[0][..], expected.as_bytes());
+}
+
+#[tokio::test]
+async fn a_panic_while_reading_a_result_reaches_the_caller_and_spares_the_connection() {
+    // The reader reads a result into the caller's type in place; a panicking
+    // `Deserialize` must panic the caller, not the reader.
+    #[derive(Debug)]
+    struct Panicky;
+    impl<'de> serde::Deserialize<'de> for Panicky {
+        fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+            panic!("no thanks")
+        }
+    }
+    let (conn, mut raw) = RawPeer::connect(TestHandler::new(), Config::default());
+    let peer = conn.peer().clone();
+    let call = tokio::spawn(async move { peer.request::<_, Panicky>("new", &json!({})).await });
+    raw.json().await;
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n")
+        .await;
+    let e = call.await.unwrap_err();
+    assert!(e.is_panic());
+    // The connection still reads responses.
+    let peer = conn.peer().clone();
+    let call = tokio::spawn(async move { peer.request::<_, Value>("new", &json!({})).await });
+    assert_eq!(raw.json().await["id"], 2);
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"ok\":true}}\n")
+        .await;
+    assert_eq!(call.await.unwrap().unwrap(), json!({"ok": true}));
+}

@@ -96,6 +96,8 @@ impl Handler for TestHandler {
                 Err(Error::resource_not_found("no such file").with_data(json!({"path": "/x"})))
             }
             "panic" => panic!("boom"),
+            // A result written by hand, with line breaks in its whitespace.
+            "pretty" => Ok(RawValue::from_string("{\n  \"a\": [1,\r\n 2]\n}".to_owned()).unwrap()),
             // How many `note`s were handled once those sent before this request are.
             "notes_seen" => {
                 cx.notifications_handled().await;
