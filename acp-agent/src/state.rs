@@ -28,8 +28,10 @@ pub(crate) struct Session {
     /// (with none running) and when the last one ends.
     cancel: Option<CancellationToken>,
     /// `Some` while the `session/new` response has not been written: updates wait here
-    /// (with a send-counter guard, so a prompt's response also waits for them).
-    pub(crate) held: Option<Vec<Held>>,
+    /// (with a send-counter guard, so a prompt's response also waits for them). Boxed:
+    /// a session holds updates only for a moment, and every idle session pays for this
+    /// field's size in the map.
+    pub(crate) held: Option<Box<Vec<Held>>>,
     /// Update sends in progress (the prompt response waits for them).
     sending: Option<Arc<InFlight>>,
     /// The read sequence number of the running prompt, if one runs.
@@ -48,7 +50,7 @@ impl Session {
     fn new(held: Option<Vec<Held>>) -> Self {
         Session {
             cancel: None,
-            held,
+            held: held.map(Box::new),
             sending: None,
             running: None,
             started: None,
@@ -326,7 +328,7 @@ impl Inner {
                     return;
                 };
                 match session.held.as_mut() {
-                    Some(held) if !held.is_empty() => std::mem::take(held),
+                    Some(held) if !held.is_empty() => std::mem::take(&mut **held),
                     _ => {
                         session.held = None;
                         return;
@@ -456,6 +458,8 @@ mod tests {
     /// later `session/cancel` cancels.
     #[test]
     fn an_idle_session_allocates_nothing_until_used() {
+        // Six words: every field is a pointer or a small option (the map pays this per entry).
+        assert!(std::mem::size_of::<Session>() <= 48);
         let mut session = Session::new(None);
         assert!(session.cancel.is_none() && session.sending.is_none());
         assert!(session.started.is_none());
