@@ -31,6 +31,7 @@ pub(crate) struct Session {
     /// (with a send-counter guard, so a prompt's response also waits for them). Boxed:
     /// a session holds updates only for a moment, and every idle session pays for this
     /// field's size in the map.
+    #[allow(clippy::box_collection)] // deliberate: 8 bytes per idle session instead of 24
     pub(crate) held: Option<Box<Vec<Held>>>,
     /// Update sends in progress (the prompt response waits for them).
     sending: Option<Arc<InFlight>>,
