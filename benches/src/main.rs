@@ -93,10 +93,13 @@ impl Options {
                 "--sessions" => o.sessions = num(args.next())?,
                 "--only" => {
                     let list = args.next().ok_or("missing value")?;
-                    o.only = list
-                        .split(',')
-                        .filter_map(|s| s.trim().chars().next())
-                        .collect();
+                    o.only = Vec::new();
+                    for name in list.split(',').map(str::trim) {
+                        match name.chars().collect::<Vec<_>>()[..] {
+                            [letter @ 'a'..='f'] => o.only.push(letter),
+                            _ => return Err(format!("unknown scenario {name:?} (a to f)")),
+                        }
+                    }
                 }
                 "--impls" => {
                     let list = args.next().ok_or("missing value")?;

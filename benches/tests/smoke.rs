@@ -40,3 +40,22 @@ fn every_scenario_runs_and_checks_what_it_received() {
     }
     assert!(stdout.contains("Targets"), "{stdout}");
 }
+
+#[test]
+fn a_scenario_or_column_that_does_not_exist_is_refused_by_name() {
+    for (args, named) in [
+        (["--only", "a,z"], "unknown scenario \"z\""),
+        (["--only", "ab"], "unknown scenario \"ab\""),
+        (["--impls", "nobody"], "unknown column nobody"),
+        (["--runs", "x"], "bad number"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_acp-bench"))
+            .args(args)
+            .output()
+            .expect("the benchmark binary runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(named), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{args:?} measured something");
+    }
+}
