@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use acp_rpc::{Error, Handler, NotificationContext, Params, RawValue, Reply, RequestContext};
+use acp_rpc::{
+    DecodedNotification, Error, Handler, NotificationContext, Params, RawValue, Reply,
+    RequestContext,
+};
 use acp_types::v1::{
     CompleteElicitationNotification, CreateElicitationRequest, CreateElicitationResponse,
     CreateTerminalRequest, CreateTerminalResponse, KillTerminalRequest, KillTerminalResponse,
@@ -226,16 +229,42 @@ impl<C: Client> Handler for Dispatcher<C> {
     ) -> Result<(), Error> {
         let c = &*self.client;
         match method {
-            names::SESSION_UPDATE => {
-                let n: SessionNotification = parse_notification(&params)?;
-                self.subscribers.deliver(&n);
-                c.session_update(n).await
-            }
+            names::SESSION_UPDATE => self.session_update(parse_notification(&params)?).await,
             names::ELICITATION_COMPLETE => {
                 c.complete_elicitation(parse_notification(&params)?).await
             }
             m if m.starts_with('_') => c.ext_notification(m, raw_value(&params)?).await,
             m => Err(Error::method_not_found(m)),
         }
+    }
+    /// `session/update` is the one notification that comes in streams (a prompt's every
+    /// chunk), so the reader parses it straight from the line: one pass over the text
+    /// instead of two. Anything that does not parse goes the ordinary way, where a bad
+    /// message gets its usual error.
+    fn decode_notification(&self, method: &str, params: &str) -> Option<DecodedNotification> {
+        if method != names::SESSION_UPDATE {
+            return None;
+        }
+        let n: SessionNotification = serde_json::from_str(params).ok()?;
+        Some(DecodedNotification::new(names::SESSION_UPDATE, n))
+    }
+
+    async fn handle_decoded_notification(
+        &self,
+        _cx: NotificationContext,
+        notification: DecodedNotification,
+    ) -> Result<(), Error> {
+        match notification.into_params::<SessionNotification>() {
+            Ok(n) => self.session_update(n).await,
+            Err(other) => Err(Error::method_not_found(other.method())),
+        }
+    }
+}
+
+impl<C: Client> Dispatcher<C> {
+    /// A `session/update`: to the prompt streams of its session, then to the client.
+    async fn session_update(&self, n: SessionNotification) -> Result<(), Error> {
+        self.subscribers.deliver(&n);
+        self.client.session_update(n).await
     }
 }

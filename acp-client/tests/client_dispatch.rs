@@ -267,3 +267,42 @@ async fn prompt_stream_collect_returns_updates_and_result_and_errors_end_the_str
     assert!(updates.is_empty());
     assert!(result.unwrap_err().is_connection_closed());
 }
+
+#[tokio::test]
+async fn session_updates_reach_the_client_in_order_and_a_bad_one_is_skipped() {
+    // Notifications written the usual way are decoded in the reader; the bad one falls back
+    // to the ordinary path (logged and ignored) without disturbing the order of the others.
+    struct Recorder(Arc<Mutex<Vec<String>>>);
+    #[async_trait]
+    impl Client for Recorder {
+        async fn session_update(&self, n: SessionNotification) -> Result<(), Error> {
+            let text = match n.update {
+                SessionUpdate::AgentMessageChunk(chunk) => match chunk.content {
+                    ContentBlock::Text(t) => t.text,
+                    other => format!("{other:?}"),
+                },
+                other => format!("{other:?}"),
+            };
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{} {text}", n.session_id.0));
+            Ok(())
+        }
+    }
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (_conn, agent) = common::pair(Recorder(seen.clone()), ());
+    let peer = agent.peer();
+    let first = SessionNotification::new("s1", SessionUpdate::agent_message_text("one"));
+    let second = SessionNotification::new("s2", SessionUpdate::agent_message_text("two"));
+    peer.notify("session/update", &first).await.unwrap();
+    peer.notify("session/update", &json!({"sessionId": 7}))
+        .await
+        .unwrap();
+    peer.notify("session/update", &second).await.unwrap();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while seen.lock().unwrap().len() < 2 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(*seen.lock().unwrap(), ["s1 one", "s2 two"]);
+}

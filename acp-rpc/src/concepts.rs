@@ -10,8 +10,13 @@
 //! cannot break framing. The writer drains every message that is ready into one reused
 //! buffer and flushes once per batch.
 //!
-//! Each line is parsed once into an envelope; `params` and `result` stay
-//! [`RawValue`](crate::RawValue)s until the handler (or the caller's result type) is known.
+//! Each line is parsed once into an envelope; `params` stay [`RawValue`](crate::RawValue)s
+//! until the handler knows their type, and a response's `result` is parsed into the caller's
+//! type where it lies in the line. A handler that receives streams of one notification can
+//! skip the envelope pass: [`Handler::decode_notification`](crate::Handler::decode_notification)
+//! is offered notifications written the usual way (`{"jsonrpc":"2.0","method":...,"params":...}`)
+//! and parses their params straight from the line, which validates it; anything it does not
+//! parse goes the ordinary way.
 //!
 //! # Ids and directions
 //!

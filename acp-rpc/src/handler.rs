@@ -1,5 +1,6 @@
 //! The user side of incoming traffic: the [`Handler`] trait and the contexts it receives.
 
+use std::any::Any;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -64,6 +65,81 @@ pub trait Handler: Send + Sync + 'static {
     ) -> Result<(), Error> {
         let _ = (cx, params);
         Err(Error::method_not_found(method))
+    }
+
+    /// Decodes the params of notification `method` in the reader, while they still lie in
+    /// the line, for handlers that receive many notifications of one kind (a client's
+    /// `session/update` stream): the line is then read once, by your typed parser, instead
+    /// of once by the envelope parser and again by yours, and the params are never copied
+    /// out as raw JSON. A decoded notification goes to
+    /// [`Handler::handle_decoded_notification`], in arrival order with every other
+    /// notification. Return `None` (the default) to receive it in
+    /// [`Handler::handle_notification`] as usual.
+    ///
+    /// It is offered only lines of the usual shape
+    /// `{"jsonrpc":"2.0","method":"<method>","params":<params>}` (how this crate and the
+    /// official SDKs write notifications); `params` is the text after `"params":` up to the
+    /// line's closing brace and **has not been validated**. Parse all of it
+    /// ([`serde_json::from_str`] does, and rejects trailing text) and return `None` on any
+    /// failure: the line then takes the ordinary path, which answers malformed JSON with
+    /// `-32700` and gives a well-formed notification to `handle_notification`, where a
+    /// params error is reported as usual. `$/cancel_request` is never offered.
+    fn decode_notification(&self, method: &str, params: &str) -> Option<DecodedNotification> {
+        let _ = (method, params);
+        None
+    }
+
+    /// Handles a notification decoded by [`Handler::decode_notification`]. An error is
+    /// only logged. The default drops it as an unknown method.
+    async fn handle_decoded_notification(
+        &self,
+        cx: NotificationContext,
+        notification: DecodedNotification,
+    ) -> Result<(), Error> {
+        let _ = cx;
+        Err(Error::method_not_found(notification.method()))
+    }
+}
+
+/// A notification whose params [`Handler::decode_notification`] decoded in the reader: the
+/// method's name and the decoded value, whatever type the handler chose.
+pub struct DecodedNotification {
+    method: &'static str,
+    params: Box<dyn Any + Send>,
+}
+
+impl DecodedNotification {
+    /// A decoded notification of `method` (a `'static` name, so passing it on costs no
+    /// allocation).
+    pub fn new<T: Any + Send>(method: &'static str, params: T) -> Self {
+        DecodedNotification {
+            method,
+            params: Box::new(params),
+        }
+    }
+
+    /// The method's name.
+    pub fn method(&self) -> &'static str {
+        self.method
+    }
+
+    /// The decoded params, if they are a `T` (otherwise the notification comes back).
+    pub fn into_params<T: Any>(self) -> Result<T, Self> {
+        match self.params.downcast::<T>() {
+            Ok(params) => Ok(*params),
+            Err(params) => Err(DecodedNotification {
+                method: self.method,
+                params,
+            }),
+        }
+    }
+}
+
+impl std::fmt::Debug for DecodedNotification {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecodedNotification")
+            .field("method", &self.method)
+            .finish_non_exhaustive()
     }
 }
 

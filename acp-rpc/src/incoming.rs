@@ -22,10 +22,10 @@ use tracing::Instrument;
 use crate::codec::{Frame, LineCodec};
 use crate::connection::{Deliver, InFlightRequest, Pending, Shared, lock};
 use crate::error::{CloseReason, Error, ErrorCode};
-use crate::handler::{Handler, NotificationContext, RequestContext};
+use crate::handler::{DecodedNotification, Handler, NotificationContext, RequestContext};
 use crate::message::{
-    BorrowedResponse, Notification, Parsed, Request, RequestId, parse_line, write_response,
-    write_response_head,
+    BorrowedResponse, Notification, Parsed, Request, RequestId, parse_line, plain_notification,
+    write_response, write_response_head,
 };
 use crate::outgoing::{CANCEL_METHOD, Peer};
 use crate::params::Params;
@@ -37,6 +37,8 @@ const READ_CHUNK: usize = 64 * 1024;
 /// Items processed strictly in arrival order by the notification worker.
 enum Ordered {
     Notification(Notification),
+    /// A notification the handler decoded in the reader.
+    Decoded(DecodedNotification),
     /// A response that must wait for the notifications before it (its result copied out
     /// of the line, which the reader reuses).
     Response(Deliver, Result<Box<RawValue>, Error>),
@@ -156,6 +158,9 @@ impl Reader {
             }
         };
         self.tap(TapEvent::Line(Direction::Incoming, &line));
+        if let Some(decoded) = self.decode_notification(&line) {
+            return self.enqueue_notification(Ordered::Decoded(decoded)).await;
+        }
         match parse_line(&line, &self.shared.config.dialect) {
             Ok(Parsed::Request(req)) => self.on_request(req).await,
             Ok(Parsed::Notification(n)) => self.on_notification(n).await,
@@ -172,6 +177,30 @@ impl Reader {
                 }
                 self.reply(None, Err(failure.error)).await;
             }
+        }
+    }
+
+    /// A notification of the usual shape that the handler decodes straight from the line
+    /// (see [`Handler::decode_notification`]); `None` sends the line down the ordinary path,
+    /// and so does a decoder that panics (the reader must survive it).
+    fn decode_notification(&self, line: &[u8]) -> Option<DecodedNotification> {
+        let (method, params) = plain_notification(line)?;
+        if method == CANCEL_METHOD {
+            return None;
+        }
+        let decode = AssertUnwindSafe(|| self.handler.decode_notification(method, params));
+        std::panic::catch_unwind(decode).unwrap_or_else(|panic| {
+            let panic = panic_message(&panic);
+            tracing::error!(method, %panic, "notification decoder panicked; handling the line as usual");
+            None
+        })
+    }
+
+    /// Hands a notification to the ordered worker.
+    async fn enqueue_notification(&mut self, item: Ordered) {
+        self.notifications_received += 1;
+        if self.ordered.send(item).await.is_err() {
+            tracing::error!("notification worker is gone");
         }
     }
 
@@ -234,10 +263,7 @@ impl Reader {
             }
             return;
         }
-        self.notifications_received += 1;
-        if self.ordered.send(Ordered::Notification(n)).await.is_err() {
-            tracing::error!("notification worker is gone");
-        }
+        self.enqueue_notification(Ordered::Notification(n)).await;
     }
 
     async fn on_request(&mut self, req: Request) {
@@ -438,25 +464,48 @@ async fn notification_worker(
                 Err(e) => deliver(Err(e)),
             },
             Ordered::Notification(n) => {
-                let span = tracing::debug_span!("notification", method = %n.method);
-                let start = Instant::now();
                 let cx = NotificationContext { peer: peer.clone() };
                 let fut = handler.handle_notification(cx, &n.method, Params::new(n.params));
-                match CatchUnwind(fut).instrument(span.clone()).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) if e.code == ErrorCode::METHOD_NOT_FOUND => {
-                        span.in_scope(|| tracing::debug!("unknown notification: ignored"));
-                    }
-                    Ok(Err(e)) => span.in_scope(|| tracing::warn!(error = %e, "notification handler failed")),
-                    Err(panic) => span.in_scope(|| {
-                        tracing::error!(panic = %panic_message(&panic), "notification handler panicked")
-                    }),
-                }
-                span.in_scope(|| tracing::trace!(elapsed = ?start.elapsed(), "handled"));
-                shared.notifications_done.fetch_add(1, Ordering::Release);
-                shared.notification_handled.notify_waiters();
+                run_notification(&n.method, fut).await;
+                notification_done(&shared);
+            }
+            Ordered::Decoded(n) => {
+                let method = n.method();
+                let cx = NotificationContext { peer: peer.clone() };
+                run_notification(method, handler.handle_decoded_notification(cx, n)).await;
+                notification_done(&shared);
             }
         }
+    }
+}
+
+/// Counts a handled notification and wakes whoever waits for it
+/// ([`RequestContext::notifications_handled`], the reader's overtaking check).
+fn notification_done(shared: &Shared) {
+    shared.notifications_done.fetch_add(1, Ordering::Release);
+    shared.notification_handled.notify_waiters();
+}
+
+/// Runs one notification handler to its end, logging (not propagating) its failure or
+/// panic.
+async fn run_notification<F>(method: &str, fut: F)
+where
+    F: Future<Output = Result<(), Error>> + Unpin,
+{
+    let span = tracing::debug_span!("notification", method = %method);
+    let start = tracing::enabled!(tracing::Level::TRACE).then(Instant::now);
+    match CatchUnwind(fut).instrument(span.clone()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) if e.code == ErrorCode::METHOD_NOT_FOUND => {
+            span.in_scope(|| tracing::debug!("unknown notification: ignored"));
+        }
+        Ok(Err(e)) => span.in_scope(|| tracing::warn!(error = %e, "notification handler failed")),
+        Err(panic) => span.in_scope(
+            || tracing::error!(panic = %panic_message(&panic), "notification handler panicked"),
+        ),
+    }
+    if let Some(start) = start {
+        span.in_scope(|| tracing::trace!(elapsed = ?start.elapsed(), "handled"));
     }
 }
 

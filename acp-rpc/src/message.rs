@@ -279,6 +279,33 @@ pub(crate) fn parse_line<'a>(
     Ok(Parsed::Response(BorrowedResponse { id, result }))
 }
 
+/// The method and params text of a notification written the usual way,
+/// `{"jsonrpc":"2.0","method":"<method>","params":<params>}` (trailing whitespace allowed),
+/// without parsing it: `None` for any other shape, or a method name with escapes or
+/// control characters.
+///
+/// The params text is not validated. The line is a well-formed notification exactly when
+/// it is one JSON value, so a caller that parses all of it (as [`Handler::decode_notification`]
+/// must) has validated the line; anything else goes through [`parse_line`].
+///
+/// [`Handler::decode_notification`]: crate::Handler::decode_notification
+pub(crate) fn plain_notification(line: &[u8]) -> Option<(&str, &str)> {
+    const HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":""#;
+    const PARAMS: &[u8] = br#","params":"#;
+    let rest = line.strip_prefix(HEAD)?;
+    let end = memchr::memchr(b'"', rest)?;
+    let method = &rest[..end];
+    if method.iter().any(|&b| b == b'\\' || b < 0x20) {
+        return None;
+    }
+    let body = rest[end + 1..].strip_prefix(PARAMS)?;
+    let body = body.trim_ascii_end().strip_suffix(b"}")?;
+    Some((
+        std::str::from_utf8(method).ok()?,
+        std::str::from_utf8(body).ok()?,
+    ))
+}
+
 // ---------------------------------------------------------------------------------------
 // Writing
 // ---------------------------------------------------------------------------------------
@@ -393,4 +420,41 @@ pub(crate) fn write_response(
         }
     }
     buf.push(b'}');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_notification;
+
+    #[test]
+    fn plain_notification_splits_only_the_usual_shape() {
+        fn split(line: &str) -> Option<(&str, &str)> {
+            plain_notification(line.as_bytes())
+        }
+        assert_eq!(
+            split(r#"{"jsonrpc":"2.0","method":"session/update","params":{"a":[1]}} "#),
+            Some(("session/update", r#"{"a":[1]}"#))
+        );
+        // Not validated: the decoder's full parse is what rejects this one.
+        assert_eq!(
+            split(r#"{"jsonrpc":"2.0","method":"m","params":{"a":1},"id":2}"#),
+            Some(("m", r#"{"a":1},"id":2"#))
+        );
+        assert_eq!(
+            split(r#"{"jsonrpc":"2.0","method":"m","params":{}"#),
+            Some(("m", "{"))
+        );
+        for other in [
+            r#"{"method":"m","jsonrpc":"2.0","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"m"}"#,
+            r#"{"jsonrpc":"2.0","method":"m","params":{}]"#,
+            r#"{"jsonrpc":"2.0","method":"a\"b","params":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"a\u0062","params":{}}"#,
+            "{\"jsonrpc\":\"2.0\",\"method\":\"a\tb\",\"params\":{}}",
+            r#"{ "jsonrpc":"2.0","method":"m","params":{}}"#,
+        ] {
+            assert_eq!(split(other), None, "{other}");
+        }
+    }
 }

@@ -1,0 +1,229 @@
+//! `Handler::decode_notification`: notifications of the usual shape are decoded in the
+//! reader (one pass over the line) and handled in arrival order with every other
+//! notification; everything else (another key order, malformed JSON, params the decoder
+//! refuses, a decoder that panics) takes the ordinary path with its ordinary answers.
+
+use std::sync::Mutex;
+
+use acp_rpc::{
+    Config, Connection, DecodedNotification, Error, Handler, NotificationContext, Params, RawValue,
+    RequestContext, async_trait, to_raw,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+#[derive(Debug, Deserialize)]
+struct Note {
+    n: u32,
+}
+
+/// Records how each notification arrived: `decoded <n>` or `raw <method> <params>`.
+#[derive(Default)]
+struct Recorder {
+    seen: Mutex<Vec<String>>,
+}
+
+impl Recorder {
+    fn push(&self, event: String) {
+        self.seen.lock().unwrap().push(event);
+    }
+}
+
+#[async_trait]
+impl Handler for Recorder {
+    async fn handle_request(
+        &self,
+        cx: RequestContext,
+        method: &str,
+        _params: Params,
+    ) -> Result<Box<RawValue>, Error> {
+        match method {
+            "seen" => {
+                cx.notifications_handled().await;
+                to_raw(&*self.seen.lock().unwrap())
+            }
+            m => Err(Error::method_not_found(m)),
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        _cx: NotificationContext,
+        method: &str,
+        params: Params,
+    ) -> Result<(), Error> {
+        let text = params.raw().map_or("-", RawValue::get);
+        self.push(format!("raw {method} {text}"));
+        Ok(())
+    }
+
+    fn decode_notification(&self, method: &str, params: &str) -> Option<DecodedNotification> {
+        match method {
+            "note" => {
+                let note: Note = serde_json::from_str(params).ok()?;
+                Some(DecodedNotification::new("note", note))
+            }
+            "boom" => panic!("decoder bug"),
+            _ => None,
+        }
+    }
+
+    async fn handle_decoded_notification(
+        &self,
+        _cx: NotificationContext,
+        notification: DecodedNotification,
+    ) -> Result<(), Error> {
+        assert_eq!(notification.method(), "note");
+        let note = notification
+            .into_params::<Note>()
+            .expect("the decoder made a Note");
+        self.push(format!("decoded {}", note.n));
+        Ok(())
+    }
+}
+
+/// Sends `lines`, then asks for what the handler saw; returns that and every other line
+/// the connection wrote back.
+async fn exchange(lines: &[&str]) -> (Vec<String>, Vec<Value>) {
+    let (x, y) = tokio::io::duplex(64 * 1024);
+    let (xr, xw) = tokio::io::split(x);
+    let (yr, mut yw) = tokio::io::split(y);
+    let _conn = Connection::new(xr, xw, Recorder::default(), Config::default());
+    for line in lines {
+        yw.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+    }
+    yw.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"seen\",\"method\":\"seen\"}\n")
+        .await
+        .unwrap();
+    let mut replies = BufReader::new(yr).lines();
+    let mut other = Vec::new();
+    loop {
+        let line = replies.next_line().await.unwrap().expect("connection open");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["id"] == "seen" {
+            let seen = serde_json::from_value(v["result"].clone()).unwrap();
+            return (seen, other);
+        }
+        other.push(v);
+    }
+}
+
+#[tokio::test]
+async fn plain_notifications_are_decoded_in_arrival_order_with_raw_ones() {
+    let (seen, other) = exchange(&[
+        r#"{"jsonrpc":"2.0","method":"note","params":{"n":1}}"#,
+        r#"{"jsonrpc":"2.0","method":"other","params":{"n":2}}"#,
+        r#"{"jsonrpc":"2.0","method":"note","params":{"n":3}}  "#,
+        r#"{"method":"note","params":{"n":4},"jsonrpc":"2.0"}"#,
+        r#"{"jsonrpc":"2.0","method":"note","params":{"n":5}}"#,
+    ])
+    .await;
+    assert_eq!(
+        seen,
+        [
+            "decoded 1",
+            r#"raw other {"n":2}"#,
+            "decoded 3",
+            // Another key order is not offered to the decoder.
+            r#"raw note {"n":4}"#,
+            "decoded 5",
+        ]
+    );
+    assert!(
+        other.is_empty(),
+        "notifications are never answered: {other:?}"
+    );
+}
+
+#[tokio::test]
+async fn malformed_json_in_the_usual_shape_is_a_parse_error_not_a_notification() {
+    let (seen, other) = exchange(&[
+        r#"{"jsonrpc":"2.0","method":"note","params":{"n":1"#,
+        r#"{"jsonrpc":"2.0","method":"note","params":{"n":1}"#,
+        r#"{"jsonrpc":"2.0","method":"note","params":{"n":1}}}"#,
+        r#"{"jsonrpc":"2.0","method":"note","params":{"n":2}}"#,
+    ])
+    .await;
+    assert_eq!(seen, ["decoded 2"]);
+    assert_eq!(other.len(), 3, "{other:?}");
+    for reply in &other {
+        assert_eq!(reply["error"]["code"], -32700, "{reply}");
+        assert_eq!(reply["id"], Value::Null);
+    }
+}
+
+#[tokio::test]
+async fn params_the_decoder_refuses_reach_handle_notification_raw() {
+    let (seen, other) = exchange(&[
+        r#"{"jsonrpc":"2.0","method":"note","params":{"n":"one"}}"#,
+        r#"{"jsonrpc":"2.0","method":"note","params":null}"#,
+        r#"{"jsonrpc":"2.0","method":"note","params":{"n":6}}"#,
+    ])
+    .await;
+    assert_eq!(seen, [r#"raw note {"n":"one"}"#, "raw note -", "decoded 6"]);
+    assert!(other.is_empty(), "{other:?}");
+}
+
+#[tokio::test]
+async fn text_after_the_params_makes_it_another_message() {
+    // `"params":{...},"id":7` is no params value: the line is a request, answered as one.
+    let (seen, other) = exchange(&[
+        r#"{"jsonrpc":"2.0","method":"note","params":{"n":1},"id":7}"#,
+        r#"{"jsonrpc":"2.0","method":"note","params":{"n":1},"params":{"n":2}}"#,
+    ])
+    .await;
+    assert_eq!(other.len(), 2, "{other:?}");
+    let request = other
+        .iter()
+        .find(|v| v["id"] == 7)
+        .expect("the request is answered");
+    assert_eq!(request["error"]["code"], -32601);
+    // A repeated key is no notification either: the envelope parser rejects it.
+    let duplicate = other.iter().find(|v| v["id"].is_null()).expect("answered");
+    assert_eq!(duplicate["error"]["code"], -32600);
+    assert!(seen.is_empty(), "{seen:?}");
+}
+
+#[tokio::test]
+async fn a_panicking_decoder_leaves_the_line_to_the_ordinary_path_and_the_reader_alive() {
+    let (seen, other) = exchange(&[
+        r#"{"jsonrpc":"2.0","method":"boom","params":{"n":1}}"#,
+        r#"{"jsonrpc":"2.0","method":"note","params":{"n":8}}"#,
+    ])
+    .await;
+    assert_eq!(seen, [r#"raw boom {"n":1}"#, "decoded 8"]);
+    assert!(other.is_empty(), "{other:?}");
+}
+
+#[tokio::test]
+async fn cancel_requests_are_never_offered_to_the_decoder() {
+    struct DecodesEverything;
+    #[async_trait]
+    impl Handler for DecodesEverything {
+        fn decode_notification(&self, _: &str, _: &str) -> Option<DecodedNotification> {
+            panic!("offered a $/cancel_request")
+        }
+    }
+    let (x, y) = tokio::io::duplex(4096);
+    let (xr, xw) = tokio::io::split(x);
+    let (yr, mut yw) = tokio::io::split(y);
+    let _conn = Connection::new(xr, xw, DecodesEverything, Config::default());
+    yw.write_all(
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\",\"params\":{\"requestId\":1}}\n",
+    )
+    .await
+    .unwrap();
+    yw.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"x\"}\n")
+        .await
+        .unwrap();
+    let line = BufReader::new(yr)
+        .lines()
+        .next_line()
+        .await
+        .unwrap()
+        .unwrap();
+    let v: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(v["id"], 2);
+    assert_eq!(v["error"]["code"], json!(-32601));
+}
