@@ -518,6 +518,12 @@ fn parse_object(name: &str, v: &Value) -> Result<ObjectDef, Error> {
                 "`{json_name}` declares an anonymous type: give it a name in `$defs`"
             )));
         }
+        if json_name == "_meta" && !is_any_object(schema) {
+            return Err(err(
+                "`_meta` must be `{\"type\": [\"object\", \"null\"], \"additionalProperties\": true}`"
+                    .into(),
+            ));
+        }
         let lenient = if is_required {
             flag(schema, "x-lenient")
         } else {
@@ -560,6 +566,19 @@ fn parse_object(name: &str, v: &Value) -> Result<ObjectDef, Error> {
         }
     };
     Ok(ObjectDef { props, embedded })
+}
+
+/// `{"type": "object" or ["object", "null"], "additionalProperties": true}`: any JSON object.
+fn is_any_object(schema: &Value) -> bool {
+    let object = match schema.get("type") {
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(types)) => {
+            types.iter().any(|t| t == "object")
+                && types.iter().all(|t| t == "object" || t == "null")
+        }
+        _ => false,
+    };
+    object && schema.get("additionalProperties") == Some(&Value::Bool(true))
 }
 
 fn collect_refs<'a>(v: &'a Value, out: &mut Vec<&'a str>) {

@@ -4,7 +4,8 @@
 //! union is swapped for our own type with `with_replacement`. Its output is then rewritten with
 //! `syn`: fields go back to schema order, serde attributes are rebuilt from our absent/null/
 //! default and leniency rules, enum-typed optional fields that have a default lose their
-//! `Option`, and shape-8 objects get their `#[serde(flatten)]` union field.
+//! `Option`, `_meta` becomes the boxed `crate::Meta`, and shape-8 objects get their
+//! `#[serde(flatten)]` union field.
 
 use std::collections::BTreeSet;
 
@@ -19,6 +20,11 @@ use crate::unions::{docs, ident};
 
 /// Where the hand-written serde helpers live, seen from the generated module.
 const SERDE_UTIL: &str = "crate::serde_util";
+
+/// The hand-written type of every `_meta` property, seen from the generated module: a boxed
+/// map, so that an absent `_meta` costs one pointer instead of an inline `serde_json::Map`
+/// in every protocol value (the parser moves values by value, so their size is parse time).
+const META: &str = "crate::Meta";
 
 /// Runs typify over the plain definitions and returns the rewritten items.
 pub fn generate(schema: &Schema) -> Result<Vec<Item>, Error> {
@@ -275,6 +281,9 @@ fn rewrite_object(
             .find(|(_, p)| p.json_name == json_name)
             .ok_or_else(|| Error::Typify(format!("`{name}.{json_name}` is not in the schema")))?;
         field.attrs.retain(|a| !a.path().is_ident("serde"));
+        if prop.json_name == "_meta" {
+            use_meta_type(name, &mut field)?;
+        }
         let attrs = field_attrs(schema, prop, &json_name, &ident_name, &pairs, &mut field)?;
         if !attrs.is_empty() {
             field.attrs.push(syn::parse_quote!(#[serde(#attrs)]));
@@ -297,6 +306,24 @@ fn rewrite_object(
             pub #field: #union
         });
     }
+    Ok(())
+}
+
+/// `_meta` (checked by the model to be any JSON object) is [`META`] instead of the
+/// `serde_json::Map` typify writes for it.
+fn use_meta_type(name: &str, field: &mut Field) -> Result<(), Error> {
+    let map = "::serde_json::Map<::std::string::String,::serde_json::Value>";
+    let meta: syn::Type = syn::parse_str(META).expect("a path");
+    let ty_text = field.ty.to_token_stream().to_string().replace(' ', "");
+    field.ty = if ty_text == map {
+        meta
+    } else if ty_text == format!("::std::option::Option<{map}>") {
+        syn::parse_quote!(::std::option::Option<#meta>)
+    } else {
+        return Err(Error::Typify(format!(
+            "`{name}._meta` is `{ty_text}`, expected a `serde_json::Map`"
+        )));
+    };
     Ok(())
 }
 

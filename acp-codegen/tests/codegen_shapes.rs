@@ -40,6 +40,7 @@ fn every_shape_generates_as_recorded() {
         "skip_serializing_if = \"Kind::is_default\"",
         "pub struct PingParams;",
         "crate::serde_util::deserialize_null_payload(deserializer)",
+        "pub meta: ::std::option::Option<crate::Meta>,",
     ] {
         assert!(module.types.contains(expected), "missing {expected:?}");
     }
@@ -82,6 +83,26 @@ fn unsupported_keywords_are_refused() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("`not`"), "{err}");
+}
+
+#[test]
+fn meta_that_is_not_any_object_is_refused() {
+    for meta in [
+        r#"{"type": ["string", "null"]}"#,
+        r#"{"type": ["object", "null"], "additionalProperties": {"type": "string"}}"#,
+    ] {
+        let err = acp_codegen::generate_dialect(
+            &schema_with(&format!(
+                r#"{{"A": {{"type": "object", "properties": {{"_meta": {meta}}}}}}}"#
+            )),
+            "t.json",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("`A`") && err.to_string().contains("_meta"),
+            "{err}"
+        );
+    }
 }
 
 #[test]

@@ -11,12 +11,13 @@
 //! | `legacy::v0_0_9` | `legacy-0-0-9` | 0.0.9: string `protocolVersion: "0.0.9"`, `pushToolCall` |
 //! | `legacy::threads` | `legacy-threads` | the first protocol: threads, no handshake, no `jsonrpc` |
 //!
-//! Forward compatibility is built in: unknown fields are ignored, `_meta` objects survive a
-//! round trip, and an unknown enum value, `sessionUpdate` kind or content block type is kept in
-//! an `Unknown` variant instead of failing the whole message.
+//! Forward compatibility is built in: unknown fields are ignored, `_meta` objects ([`Meta`])
+//! survive a round trip, and an unknown enum value, `sessionUpdate` kind or content block type
+//! is kept in an `Unknown` variant instead of failing the whole message.
 #![deny(missing_docs)]
 
 mod dialect;
+mod meta;
 pub mod methods;
 pub mod serde_util;
 
@@ -29,4 +30,5 @@ pub mod v1;
 pub mod legacy;
 
 pub use dialect::{Dialect, UnknownDialect};
+pub use meta::Meta;
 pub use methods::{DecodeError, MethodInfo, MethodKind, NotificationMethod, RequestMethod, Side};

@@ -115,7 +115,7 @@ impl WithTextMeta for SessionUpdate {
         {
             let mut meta = serde_json::Map::new();
             meta.insert("a".into(), 1.into());
-            t.meta = Some(meta);
+            t.meta = Some(meta.into());
         }
         update
     }

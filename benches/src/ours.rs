@@ -74,7 +74,7 @@ impl Agent for BenchAgent {
         };
         let report = run_job(&side, job).await;
         let mut response = PromptResponse::new(StopReason::EndTurn);
-        response.meta = Some(report.to_meta());
+        response.meta = Some(report.to_meta().into());
         Ok(response)
     }
 }
@@ -182,7 +182,7 @@ impl ClientSide for AgentHandle {
         let response = AgentHandle::prompt(self, request)
             .await
             .map_err(|e| e.to_string())?;
-        Report::from_meta(response.meta.as_ref()).ok_or_else(|| "no report in the answer".into())
+        Report::from_meta(response.meta.as_deref()).ok_or_else(|| "no report in the answer".into())
     }
 }
 

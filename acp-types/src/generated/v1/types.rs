@@ -29,9 +29,7 @@ pub struct InitializeRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `initialize`: the version the agent settled on, its capabilities and the ways a user can authenticate with it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -68,9 +66,7 @@ pub struct InitializeResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Major version of ACP, an integer from 0 to 65535. It only changes on breaking changes; additions are negotiated through capabilities instead. This schema is version 1.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -131,9 +127,7 @@ pub struct Implementation {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Features the client offers to the agent, sent in `initialize`. The agent must only call client methods and use content the client advertised here.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -174,9 +168,7 @@ pub struct ClientCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 impl ::std::default::Default for ClientCapabilities {
     fn default() -> Self {
@@ -214,9 +206,7 @@ pub struct FileSystemCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Session-level extensions the client can handle. Each field is a marker: present (even `{}`) means supported, absent or `null` means not.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -250,9 +240,7 @@ pub struct ClientSessionCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Marker object: sent as `{}` when the client supports the full context-compaction update contract. It has no fields.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
@@ -274,9 +262,7 @@ pub struct SessionConfigOptionsCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Marker object: sent as `{}` when the client supports boolean (on/off) session config options.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -288,9 +274,7 @@ pub struct BooleanConfigOptionCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Marker object: sent as `{}` when the client can present live notices to the user. It has no fields.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
@@ -308,9 +292,7 @@ pub struct AuthCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// The elicitation modes the client supports (forms, URLs). Each field is a marker: present means supported, absent or `null` means not.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -336,9 +318,7 @@ pub struct ElicitationCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Marker object: sent as `{}` when the client supports form-based elicitation.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -350,9 +330,7 @@ pub struct ElicitationFormCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Marker object: sent as `{}` when the client supports URL-based elicitation.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -364,9 +342,7 @@ pub struct ElicitationUrlCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Features the agent offers to the client, returned by `initialize`. The client must only use optional methods and prompt content the agent advertised here.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -412,9 +388,7 @@ pub struct AgentCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 impl ::std::default::Default for AgentCapabilities {
     fn default() -> Self {
@@ -451,9 +425,7 @@ pub struct PromptCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// MCP server transports the agent supports besides stdio, which every agent must support.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -471,9 +443,7 @@ pub struct McpCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Optional session features the agent supports. Each field is a marker: present (even `{}`) means supported, absent or `null` means not. `session/load` is advertised by `loadSession` instead.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -523,9 +493,7 @@ pub struct SessionCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Marker object: sent as `{}` when the agent can list its sessions with `session/list`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -537,9 +505,7 @@ pub struct SessionListCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Marker object: sent as `{}` when the agent can delete listed sessions with `session/delete`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -551,9 +517,7 @@ pub struct SessionDeleteCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Marker object: sent as `{}` when the agent accepts extra workspace roots (`additionalDirectories`) in session requests; with `session/list` it may also report them in `SessionInfo`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -565,9 +529,7 @@ pub struct SessionAdditionalDirectoriesCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Marker object: sent as `{}` when the agent can resume sessions with `session/resume`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -579,9 +541,7 @@ pub struct SessionResumeCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Marker object: sent as `{}` when the agent can close sessions with `session/close`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -593,9 +553,7 @@ pub struct SessionCloseCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Optional authentication features of the agent.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -614,9 +572,7 @@ pub struct AgentAuthCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Marker object: sent as `{}` when the agent serves the `logout` method.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -628,9 +584,7 @@ pub struct LogoutCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// One way the user can authenticate with the agent, listed in `InitializeResponse.authMethods`. The `type` field selects the kind; an object without `type` is an `agent` method.
 #[derive(::serde::Serialize, Clone, Debug, PartialEq)]
@@ -749,9 +703,7 @@ pub struct AuthMethodTerminal {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// An authentication method the agent carries out itself when the client calls `authenticate` with its `id`. This is the default kind.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -774,9 +726,7 @@ pub struct AuthMethodAgent {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Identifier of an authentication method offered by the agent.
 #[derive(
@@ -827,9 +777,7 @@ pub struct AuthenticateRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `authenticate`, sent once authentication succeeded. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -841,9 +789,7 @@ pub struct AuthenticateResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `logout`: ends the current authenticated session. A `null` params value reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -855,9 +801,7 @@ pub struct LogoutRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `logout`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -869,9 +813,7 @@ pub struct LogoutResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `session/new`: starts a new conversation in a working directory, with the MCP servers the agent should connect to.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -899,9 +841,7 @@ pub struct NewSessionRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `session/new`: the new session's ID and its initial modes and configuration options.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -931,9 +871,7 @@ pub struct NewSessionResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Identifier of a session: one conversation with its own context and history. An agent may run several sessions at once.
 #[derive(
@@ -1083,9 +1021,7 @@ pub struct McpServerHttp {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// An MCP server reached over server-sent events.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1104,9 +1040,7 @@ pub struct McpServerSse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// An MCP server the agent launches as a child process and talks to over stdin/stdout.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1128,9 +1062,7 @@ pub struct McpServerStdio {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// One HTTP header (name and value) sent to an MCP server.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1146,9 +1078,7 @@ pub struct HttpHeader {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// A session's available modes together with which one is in effect.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1169,9 +1099,7 @@ pub struct SessionModeState {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// A mode the agent can work in (for example "ask" or "code"), typically changing its prompts, tools or permissions.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1194,9 +1122,7 @@ pub struct SessionMode {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Opaque string naming one of a session's modes.
 #[derive(
@@ -1262,9 +1188,7 @@ pub struct SessionConfigOption {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
     #[serde(flatten)]
     pub kind: SessionConfigKind,
@@ -1484,9 +1408,7 @@ pub struct SessionConfigSelectOption {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// A named group of values within a `select` option.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1505,9 +1427,7 @@ pub struct SessionConfigSelectGroup {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Opaque string naming one choice of a `select` configuration option.
 #[derive(
@@ -1610,9 +1530,7 @@ pub struct LoadSessionRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `session/load`, sent after the history has been replayed. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -1639,9 +1557,7 @@ pub struct LoadSessionResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `session/list`: asks for one page of the agent's sessions. Requires `sessionCapabilities.list`. A `null` params value reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -1659,9 +1575,7 @@ pub struct ListSessionsRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `session/list`: one page of sessions and, if there are more, a cursor for the next page.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1684,9 +1598,7 @@ pub struct ListSessionsResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Summary of one session as reported by `session/list`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1726,9 +1638,7 @@ pub struct SessionInfo {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `session/delete`: removes a session so it no longer appears in `session/list`. Requires `sessionCapabilities.delete`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1743,9 +1653,7 @@ pub struct DeleteSessionRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `session/delete`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -1757,9 +1665,7 @@ pub struct DeleteSessionResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `session/resume`: reopens an earlier session like `session/load` but without replaying its history. Requires `sessionCapabilities.resume`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1792,9 +1698,7 @@ pub struct ResumeSessionRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `session/resume`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -1821,9 +1725,7 @@ pub struct ResumeSessionResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `session/close`: the agent cancels any work in the session (as for `session/cancel`) and frees its resources. Requires `sessionCapabilities.close`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1838,9 +1740,7 @@ pub struct CloseSessionRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `session/close`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -1852,9 +1752,7 @@ pub struct CloseSessionResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `session/set_mode`: switches a session to another of its advertised modes.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1872,9 +1770,7 @@ pub struct SetSessionModeRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `session/set_mode`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -1886,9 +1782,7 @@ pub struct SetSessionModeResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `session/set_config_option`: changes one configuration option of a session. The new value (and, for booleans, `type`) sits beside the fields below.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1906,9 +1800,7 @@ pub struct SetSessionConfigOptionRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
     #[serde(flatten)]
     pub value: SessionConfigOptionValue,
@@ -2033,9 +1925,7 @@ pub struct SetSessionConfigOptionResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `session/prompt`: sends a user message to a session and starts a turn. The agent streams progress as `session/update` notifications and answers when the turn ends.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2052,9 +1942,7 @@ pub struct PromptRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `session/prompt`, sent when the turn is over.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2069,9 +1957,7 @@ pub struct PromptResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Why an agent ended a prompt turn.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
@@ -2126,9 +2012,7 @@ pub struct CancelNotification {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `session/update`: one streamed event about a session, sent by the agent to the client (mostly while a prompt turn runs). Never answered.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2145,9 +2029,7 @@ pub struct SessionNotification {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// One event of a session's live stream, told apart by its `sessionUpdate` field. The variant's own fields sit beside the tag in the same object.
 #[derive(::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2468,9 +2350,7 @@ pub struct ContentChunk {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Identifies one message within a session, so that streamed chunks can be grouped.
 #[derive(
@@ -2669,9 +2549,7 @@ pub struct TextContent {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Body of an `image` content block.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2702,9 +2580,7 @@ pub struct ImageContent {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Body of an `audio` content block.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2728,9 +2604,7 @@ pub struct AudioContent {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Body of a `resource_link` content block: a pointer to a resource (file, URL, MCP resource) that is not inlined.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2782,9 +2656,7 @@ pub struct ResourceLink {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Body of a `resource` content block: a resource whose contents travel inline, saving the receiver a fetch.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2805,9 +2677,7 @@ pub struct EmbeddedResource {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Inline contents of an embedded resource. There is no tag: a `text` field means text contents, a `blob` field binary contents.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
@@ -2840,9 +2710,7 @@ pub struct TextResourceContents {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Contents of a binary resource.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2866,9 +2734,7 @@ pub struct BlobResourceContents {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Optional hints (as in MCP) telling the client who content is meant for and how prominent it should be.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -2902,9 +2768,7 @@ pub struct Annotations {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// A participant of a conversation, used as an annotation audience.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
@@ -2998,9 +2862,7 @@ pub struct ToolCall {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// A change to a tool call: only `toolCallId` is required, and every field that is present replaces the stored value (absent and `null` both mean unchanged). Also used to describe the call in a permission request.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3071,9 +2933,7 @@ pub struct ToolCallUpdate {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Names one tool call; unique only within its session.
 #[derive(
@@ -3351,9 +3211,7 @@ pub struct Content {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Body of a `diff` tool call item: the old and new text of one file.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3378,9 +3236,7 @@ pub struct Diff {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Body of a `terminal` tool call item: shows the output of a terminal the agent created.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3395,9 +3251,7 @@ pub struct Terminal {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Identifies a terminal created by the client for an agent.
 #[derive(
@@ -3454,9 +3308,7 @@ pub struct ToolCallLocation {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// The agent's plan for the current work. Each `plan` update carries the complete list and replaces the previous plan.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3471,9 +3323,7 @@ pub struct Plan {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// One task of a plan.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3491,9 +3341,7 @@ pub struct PlanEntry {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Importance of a plan entry.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
@@ -3575,9 +3423,7 @@ pub struct AvailableCommandsUpdate {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// A slash command the user can invoke in the prompt, such as `/create_plan`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3600,9 +3446,7 @@ pub struct AvailableCommand {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// How a slash command takes its input. There is no tag on the wire; today the only form is free text.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
@@ -3623,9 +3467,7 @@ pub struct UnstructuredCommandInput {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Body of a `current_mode_update`: the session now runs in another mode.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3640,9 +3482,7 @@ pub struct CurrentModeUpdate {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Body of a `config_option_update`: the complete set of configuration options with their current values.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3660,9 +3500,7 @@ pub struct ConfigOptionUpdate {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Body of a `session_info_update`: a partial change to the session's metadata; fields that are absent stay as they are.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -3689,9 +3527,7 @@ pub struct SessionInfoUpdate {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Body of a `usage_update`: how full the context window is and, optionally, what the session has cost so far.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3714,9 +3550,7 @@ pub struct UsageUpdate {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// An amount spent, with its unit.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3732,9 +3566,7 @@ pub struct Cost {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Body of a `notice` update: a fire-and-forget message for the user that is not kept in the session history. Agents must not count on it being shown.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3757,9 +3589,7 @@ pub struct Notice {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Presentation level of a notice. Values starting with `_` are free for extensions; other unknown values are kept as sent.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
@@ -3824,11 +3654,7 @@ pub struct CompactionUpdate {
         skip_serializing_if = "::std::option::Option::is_none",
         deserialize_with = "crate::serde_util::null_clears"
     )]
-    pub meta: ::std::option::Option<
-        ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-    >,
+    pub meta: ::std::option::Option<::std::option::Option<crate::Meta>>,
 }
 /// Names one context compaction; unique only within its session.
 #[derive(
@@ -3928,9 +3754,7 @@ pub struct CompactionSummaryChunk {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `session/request_permission`: the agent asks the user, through the client, whether a tool call may proceed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3950,9 +3774,7 @@ pub struct RequestPermissionRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `session/request_permission`: what the user decided.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3966,9 +3788,7 @@ pub struct RequestPermissionResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// One choice offered in a permission request.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3987,9 +3807,7 @@ pub struct PermissionOption {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Identifies one option of a permission request.
 #[derive(
@@ -4160,9 +3978,7 @@ pub struct SelectedPermissionOutcome {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `fs/read_text_file`: the agent reads a text file through the client, which sees unsaved editor buffers. Only for clients advertising `fs.readTextFile`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4185,9 +4001,7 @@ pub struct ReadTextFileRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `fs/read_text_file`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4201,9 +4015,7 @@ pub struct ReadTextFileResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `fs/write_text_file`: the agent writes a whole text file through the client. Only for clients advertising `fs.writeTextFile`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4222,9 +4034,7 @@ pub struct WriteTextFileRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `fs/write_text_file`: carries nothing but optional metadata. A `null` result is read as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -4236,9 +4046,7 @@ pub struct WriteTextFileResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `terminal/create`: the agent asks the client to start a command in a new terminal. Returns at once with the terminal's id; the command keeps running. Only for clients advertising `terminal`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4279,9 +4087,7 @@ pub struct CreateTerminalRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `terminal/create`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4296,9 +4102,7 @@ pub struct CreateTerminalResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// One environment variable to set for a launched process.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4314,9 +4118,7 @@ pub struct EnvVariable {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `terminal/output`: fetch what a terminal has printed so far, without waiting.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4334,9 +4136,7 @@ pub struct TerminalOutputRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `terminal/output`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4360,9 +4160,7 @@ pub struct TerminalOutputResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// How a terminal's command ended: an exit code, a signal, or (rarely) neither known.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -4389,9 +4187,7 @@ pub struct TerminalExitStatus {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `terminal/release`: kill the command if still running and free the terminal. The id is invalid afterwards, though embedded terminal content may keep showing the output.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4409,9 +4205,7 @@ pub struct ReleaseTerminalRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `terminal/release`: carries nothing but optional metadata. A `null` result is read as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -4423,9 +4217,7 @@ pub struct ReleaseTerminalResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `terminal/wait_for_exit`: answered only once the terminal's command has ended.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4443,9 +4235,7 @@ pub struct WaitForTerminalExitRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `terminal/wait_for_exit`: how the command ended (the fields of `TerminalExitStatus`, inline). A `null` result is read as empty, meaning the outcome is unknown.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -4472,9 +4262,7 @@ pub struct WaitForTerminalExitResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `terminal/kill`: stop the command but keep the terminal, so its output can still be read. Release it later with `terminal/release`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4492,9 +4280,7 @@ pub struct KillTerminalRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `terminal/kill`: carries nothing but optional metadata. A `null` result is read as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -4506,9 +4292,7 @@ pub struct KillTerminalResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `elicitation/create`: the agent asks the user for input through the client, either with a form the client renders or by sending the user to a URL. The `mode` field and its fields sit beside `message`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4522,9 +4306,7 @@ pub struct CreateElicitationRequest {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
     #[serde(flatten)]
     pub mode: ElicitationMode,
@@ -4751,9 +4533,7 @@ pub struct ElicitationSchema {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 impl ::std::default::Default for ElicitationSchema {
     fn default() -> Self {
@@ -5023,9 +4803,7 @@ pub struct StringPropertySchema {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Well-known formats a text field's answer can be required to follow.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
@@ -5085,9 +4863,7 @@ pub struct EnumOption {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// A floating-point number form field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -5126,9 +4902,7 @@ pub struct NumberPropertySchema {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// A whole-number form field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -5167,9 +4941,7 @@ pub struct IntegerPropertySchema {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// A yes/no form field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -5202,9 +4974,7 @@ pub struct BooleanPropertySchema {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// A multiple-choice form field; the answer is an array of the chosen values.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -5253,9 +5023,7 @@ pub struct MultiSelectPropertySchema {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// The choices of a multiple-choice field. Plain choices carry `type: "string"`; titled choices (as in MCP) have no `type` and list their options under `anyOf`. Other `type` values are kept as raw JSON.
 #[derive(::serde::Serialize, Clone, Debug, PartialEq)]
@@ -5358,9 +5126,7 @@ pub struct StringMultiSelectItems {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Titled choices of a multiple-choice field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -5375,9 +5141,7 @@ pub struct TitledMultiSelectItems {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Result of `elicitation/create`: what the user did. The `action` field and its fields sit beside `_meta`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -5389,9 +5153,7 @@ pub struct CreateElicitationResponse {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
     #[serde(flatten)]
     pub action: ElicitationAction,
@@ -5519,9 +5281,7 @@ pub struct CompleteElicitationNotification {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// Params of `$/cancel_request`: either side asks the other to abandon a request it sent. The request should still be answered, typically with a `REQUEST_CANCELLED` error.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -5536,9 +5296,7 @@ pub struct CancelRequestNotification {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    pub meta: ::std::option::Option<
-        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-    >,
+    pub meta: ::std::option::Option<crate::Meta>,
 }
 /// A JSON-RPC request id: a string, an integer or (discouraged) `null`. Answers echo it unchanged.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
