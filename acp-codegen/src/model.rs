@@ -154,6 +154,9 @@ pub struct TaggedVariant {
     pub rust_name: String,
     /// Its description.
     pub description: Option<String>,
+    /// `x-boxed`: the variant holds its body in a `Box` (a large, rare body that should not
+    /// set the size of every value of the union).
+    pub boxed: bool,
 }
 
 /// One member of an untagged union.
@@ -452,6 +455,10 @@ fn parse_tagged(name: &str, tag: &str, v: &Value) -> Result<TaggedUnionDef, Erro
         if untagged && body.is_none() {
             return Err(err("the untagged variant needs a `$ref` body".into()));
         }
+        let boxed = flag(m, "x-boxed");
+        if boxed && body.is_none() {
+            return Err(err("`x-boxed` needs a variant with a `$ref` body".into()));
+        }
         let rust_name = match m.get("x-variant").and_then(Value::as_str) {
             Some(n) => n.to_string(),
             None => match (&tag_value, &body) {
@@ -465,6 +472,7 @@ fn parse_tagged(name: &str, tag: &str, v: &Value) -> Result<TaggedUnionDef, Erro
             body,
             rust_name,
             description: description(m),
+            boxed,
         });
     }
     if variants.iter().filter(|v| v.tag_value.is_none()).count() > 1 {

@@ -146,29 +146,52 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
     let mut direct_arms = Vec::new();
     // The untagged variant (if any) is tried when the tag is absent, unknown, or names a
     // variant whose body does not parse, as serde's own derive does.
-    let fallback = u.variants.iter().find(|v| v.tag_value.is_none()).map(|v| {
+    // The variant constructor as a function of the body (`Self::V` or, boxed,
+    // `|body| Self::V(Box::new(body))`), and the type the variant holds.
+    let make = |v: &crate::model::TaggedVariant| {
         let vname = ident(&v.rust_name);
+        if v.boxed {
+            quote!(|body| Self::#vname(::std::boxed::Box::new(body)))
+        } else {
+            quote!(Self::#vname)
+        }
+    };
+    let held = |v: &crate::model::TaggedVariant, body: &Ident| {
+        if v.boxed {
+            quote!(::std::boxed::Box<#body>)
+        } else {
+            quote!(#body)
+        }
+    };
+    let fallback = u.variants.iter().find(|v| v.tag_value.is_none()).map(|v| {
         let body = ident(v.body.as_deref().unwrap_or_default());
-        (vname, body)
+        (make(v), body)
     });
     for v in &u.variants {
         let vname = ident(&v.rust_name);
         let vdoc = docs(v.description.as_deref());
+        let construct = make(v);
+        let built = if v.boxed {
+            quote!(Self::#vname(::std::boxed::Box::new(body)))
+        } else {
+            quote!(Self::#vname(body))
+        };
         match (&v.tag_value, &v.body) {
             (Some(value), Some(body)) => {
                 let body = ident(body);
-                variants.push(quote! { #vdoc #[serde(rename = #value)] #vname(#body), });
+                let ty = held(v, &body);
+                variants.push(quote! { #vdoc #[serde(rename = #value)] #vname(#ty), });
                 let on_error = match &fallback {
-                    Some((fname, fbody)) => quote! {
+                    Some((fmake, fbody)) => quote! {
                         Err(error) => <#fbody as ::serde::Deserialize>::deserialize(value)
-                            .map(Self::#fname)
+                            .map(#fmake)
                             .map_err(|_| ::serde::de::Error::custom(error)),
                     },
                     None => quote! { Err(error) => Err(::serde::de::Error::custom(error)), },
                 };
                 arms.push(quote! {
                     Some(#value) => match <#body as ::serde::Deserialize>::deserialize(&value) {
-                        Ok(body) => Ok(Self::#vname(body)),
+                        Ok(body) => Ok(#built),
                         #on_error
                     },
                 });
@@ -178,7 +201,7 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
                             <#body as ::serde::Deserialize>::deserialize(
                                 ::serde::de::value::MapAccessDeserializer::new(rest),
                             )
-                            .map(Self::#vname),
+                            .map(#construct),
                         ),
                     });
                 }
@@ -188,8 +211,8 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
                 arms.push(quote! { Some(#value) => Ok(Self::#vname), });
             }
             (None, Some(body)) => {
-                let body = ident(body);
-                variants.push(quote! { #vdoc #[serde(untagged)] #vname(#body), });
+                let ty = held(v, &ident(body));
+                variants.push(quote! { #vdoc #[serde(untagged)] #vname(#ty), });
             }
             (None, None) => {
                 return Err(Error::Schema {
@@ -200,15 +223,15 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
         }
     }
     let (unknown_arm, absent_arm) = match &fallback {
-        Some((fname, fbody)) => (
+        Some((fmake, fbody)) => (
             quote! {
                 Some(_) => Ok(<#fbody as ::serde::Deserialize>::deserialize(&value)
-                    .map(Self::#fname)
+                    .map(#fmake)
                     .unwrap_or(Self::Unknown(value))),
             },
             quote! {
                 None => <#fbody as ::serde::Deserialize>::deserialize(value)
-                    .map(Self::#fname)
+                    .map(#fmake)
                     .map_err(::serde::de::Error::custom),
             },
         ),
@@ -217,6 +240,28 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
             quote! { None => Err(::serde::de::Error::missing_field(#tag)), },
         ),
     };
+    // A boxed variant whose body no other variant carries converts from the bare body, so
+    // building one reads `call.into()` rather than `Union::V(Box::new(call))`.
+    let boxed_froms = u.variants.iter().filter(|v| v.boxed).filter_map(|v| {
+        let body = v.body.as_deref()?;
+        let unique = u
+            .variants
+            .iter()
+            .filter(|w| w.body.as_deref() == Some(body))
+            .count()
+            == 1;
+        let vname = ident(&v.rust_name);
+        let body = ident(body);
+        unique.then(|| {
+            quote! {
+                impl ::std::convert::From<#body> for #name {
+                    fn from(body: #body) -> Self {
+                        Self::#vname(::std::boxed::Box::new(body))
+                    }
+                }
+            }
+        })
+    });
     let direct_body = if direct_arms.is_empty() {
         quote! {
             let _ = tag;
@@ -278,6 +323,7 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
                 }
             }
         }
+        #( #boxed_froms )*
     })
 }
 

@@ -41,6 +41,10 @@ fn every_shape_generates_as_recorded() {
         "pub struct PingParams;",
         "crate::serde_util::deserialize_null_payload(deserializer)",
         "pub meta: ::std::option::Option<crate::Meta>,",
+        "Link(::std::boxed::Box<HttpServer>),",
+        ".map(|body| Self::Link(::std::boxed::Box::new(body))),",
+        "Ok(body) => Ok(Self::Link(::std::boxed::Box::new(body))),",
+        "impl ::std::convert::From<HttpServer> for ItemKind {",
     ] {
         assert!(module.types.contains(expected), "missing {expected:?}");
     }
@@ -103,6 +107,21 @@ fn meta_that_is_not_any_object_is_refused() {
             "{err}"
         );
     }
+}
+
+#[test]
+fn boxing_a_unit_variant_is_refused() {
+    let err = acp_codegen::generate_dialect(
+        &schema_with(
+            r#"{"U": {"x-tag": "type", "oneOf": [{"x-boxed": true, "properties": {"type": {"const": "a"}}, "required": ["type"]}]}}"#,
+        ),
+        "t.json",
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("`U`") && err.to_string().contains("x-boxed"),
+        "{err}"
+    );
 }
 
 #[test]
