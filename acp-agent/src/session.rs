@@ -80,7 +80,7 @@ impl SessionHandle {
     /// `tool_call`: announces a tool call and returns a handle to update it.
     pub async fn start_tool_call(&self, call: ToolCall) -> Result<ToolCallHandle, Error> {
         let id = call.tool_call_id.clone();
-        self.send(SessionUpdate::ToolCall(call)).await?;
+        self.send(SessionUpdate::ToolCall(Box::new(call))).await?;
         Ok(ToolCallHandle {
             session: self.clone(),
             id,
@@ -149,7 +149,7 @@ impl ToolCallHandle {
     pub async fn update(&self, mut update: ToolCallUpdate) -> Result<(), Error> {
         update.tool_call_id = self.id.clone();
         self.session
-            .send(SessionUpdate::ToolCallUpdate(update))
+            .send(SessionUpdate::ToolCallUpdate(Box::new(update)))
             .await
     }
 

@@ -182,7 +182,7 @@ impl ZeroNineSide {
                 } else {
                     self.options.cwd.join(path)
                 };
-                v1::ContentBlock::ResourceLink(v1::ResourceLink {
+                v1::ContentBlock::ResourceLink(Box::new(v1::ResourceLink {
                     annotations: None,
                     description: None,
                     mime_type: None,
@@ -191,7 +191,7 @@ impl ZeroNineSide {
                     title: None,
                     uri: format!("file://{}", absolute.to_string_lossy()),
                     meta: None,
-                })
+                }))
             }
         }
     }
@@ -321,8 +321,8 @@ impl V1Side {
                     Ok(())
                 }
             },
-            U::ToolCall(call) => self.push(call).await,
-            U::ToolCallUpdate(update) => self.update_tool_call(update).await,
+            U::ToolCall(call) => self.push(*call).await,
+            U::ToolCallUpdate(update) => self.update_tool_call(*update).await,
             U::UserMessageChunk(_) => {
                 tracing::debug!(
                     "user_message_chunk dropped: a 0.0.9 editor shows its own messages"

@@ -191,7 +191,7 @@ fn replay(entry: &t::ThreadEntry, index: usize) -> Vec<v1::SessionUpdate> {
                 line: None,
                 meta: None,
             }];
-            vec![v1::SessionUpdate::ToolCall(call)]
+            vec![v1::SessionUpdate::ToolCall(Box::new(call))]
         }
         t::ThreadEntry::Unknown(_) => Vec::new(),
     }

@@ -467,8 +467,11 @@ impl Client for ZeroNineClientSide {
     ) -> Result<z::PushToolCallResponse, Error> {
         let (id, v1_id) = self.conversation.allocate_tool_call();
         let call = Self::tool_call(v1_id, &p, v1::ToolCallStatus::InProgress);
-        self.update(z::names::PUSH_TOOL_CALL, v1::SessionUpdate::ToolCall(call))
-            .await?;
+        self.update(
+            z::names::PUSH_TOOL_CALL,
+            v1::SessionUpdate::ToolCall(Box::new(call)),
+        )
+        .await?;
         Ok(z::PushToolCallResponse { id })
     }
 
@@ -500,7 +503,7 @@ impl Client for ZeroNineClientSide {
         };
         self.update(
             z::names::UPDATE_TOOL_CALL,
-            v1::SessionUpdate::ToolCallUpdate(update),
+            v1::SessionUpdate::ToolCallUpdate(Box::new(update)),
         )
         .await
     }
@@ -523,7 +526,7 @@ impl Client for ZeroNineClientSide {
         call.raw_input = serde_json::to_value(&p.confirmation).ok();
         self.update(
             z::names::REQUEST_TOOL_CALL_CONFIRMATION,
-            v1::SessionUpdate::ToolCall(call.clone()),
+            v1::SessionUpdate::ToolCall(Box::new(call.clone())),
         )
         .await?;
         let answer: v1::RequestPermissionResponse = self

@@ -2046,10 +2046,10 @@ pub enum SessionUpdate {
     AgentThoughtChunk(ContentChunk),
     /// The agent started a tool call; later `tool_call_update`s refer to it by id.
     #[serde(rename = "tool_call")]
-    ToolCall(ToolCall),
+    ToolCall(::std::boxed::Box<ToolCall>),
     /// Changed fields of an already announced tool call.
     #[serde(rename = "tool_call_update")]
-    ToolCallUpdate(ToolCallUpdate),
+    ToolCallUpdate(::std::boxed::Box<ToolCallUpdate>),
     /// The agent's whole current plan; it replaces any previous one.
     #[serde(rename = "plan")]
     Plan(Plan),
@@ -2125,7 +2125,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     <ToolCall as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::ToolCall),
+                        .map(|body| Self::ToolCall(::std::boxed::Box::new(body))),
                 )
             }
             "tool_call_update" => {
@@ -2133,7 +2133,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     <ToolCallUpdate as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::ToolCallUpdate),
+                        .map(|body| Self::ToolCallUpdate(::std::boxed::Box::new(body))),
                 )
             }
             "plan" => {
@@ -2257,13 +2257,13 @@ impl crate::serde_util::TagFirst for SessionUpdate {
             }
             Some("tool_call") => {
                 match <ToolCall as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::ToolCall(body)),
+                    Ok(body) => Ok(Self::ToolCall(::std::boxed::Box::new(body))),
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("tool_call_update") => {
                 match <ToolCallUpdate as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::ToolCallUpdate(body)),
+                    Ok(body) => Ok(Self::ToolCallUpdate(::std::boxed::Box::new(body))),
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -2328,6 +2328,16 @@ impl crate::serde_util::TagFirst for SessionUpdate {
             Some(_) => Ok(Self::Unknown(value)),
             None => Err(::serde::de::Error::missing_field("sessionUpdate")),
         }
+    }
+}
+impl ::std::convert::From<ToolCall> for SessionUpdate {
+    fn from(body: ToolCall) -> Self {
+        Self::ToolCall(::std::boxed::Box::new(body))
+    }
+}
+impl ::std::convert::From<ToolCallUpdate> for SessionUpdate {
+    fn from(body: ToolCallUpdate) -> Self {
+        Self::ToolCallUpdate(::std::boxed::Box::new(body))
     }
 }
 /// A streamed fragment of a user message, agent reply or agent reasoning. Consecutive chunks with the same `messageId` form one message.
@@ -2397,16 +2407,16 @@ pub enum ContentBlock {
     Text(TextContent),
     /// A base64 image; in prompts only when the agent advertises the `image` prompt capability.
     #[serde(rename = "image")]
-    Image(ImageContent),
+    Image(::std::boxed::Box<ImageContent>),
     /// Base64 audio; in prompts only when the agent advertises the `audio` prompt capability.
     #[serde(rename = "audio")]
-    Audio(AudioContent),
+    Audio(::std::boxed::Box<AudioContent>),
     /// A reference to a resource the agent can fetch itself; every agent accepts it in prompts.
     #[serde(rename = "resource_link")]
-    ResourceLink(ResourceLink),
+    ResourceLink(::std::boxed::Box<ResourceLink>),
     /// A resource with its contents inline; in prompts only when the agent advertises `embeddedContext`.
     #[serde(rename = "resource")]
-    Resource(EmbeddedResource),
+    Resource(::std::boxed::Box<EmbeddedResource>),
     /// A variant this version of the schema does not know, kept as raw JSON.
     #[serde(untagged)]
     Unknown(::serde_json::Value),
@@ -2439,7 +2449,7 @@ impl crate::serde_util::TagFirst for ContentBlock {
                     <ImageContent as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::Image),
+                        .map(|body| Self::Image(::std::boxed::Box::new(body))),
                 )
             }
             "audio" => {
@@ -2447,7 +2457,7 @@ impl crate::serde_util::TagFirst for ContentBlock {
                     <AudioContent as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::Audio),
+                        .map(|body| Self::Audio(::std::boxed::Box::new(body))),
                 )
             }
             "resource_link" => {
@@ -2455,7 +2465,7 @@ impl crate::serde_util::TagFirst for ContentBlock {
                     <ResourceLink as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::ResourceLink),
+                        .map(|body| Self::ResourceLink(::std::boxed::Box::new(body))),
                 )
             }
             "resource" => {
@@ -2463,7 +2473,7 @@ impl crate::serde_util::TagFirst for ContentBlock {
                     <EmbeddedResource as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::Resource),
+                        .map(|body| Self::Resource(::std::boxed::Box::new(body))),
                 )
             }
             _ => ::std::result::Result::Err(rest),
@@ -2503,31 +2513,51 @@ impl crate::serde_util::TagFirst for ContentBlock {
             }
             Some("image") => {
                 match <ImageContent as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Image(body)),
+                    Ok(body) => Ok(Self::Image(::std::boxed::Box::new(body))),
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("audio") => {
                 match <AudioContent as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Audio(body)),
+                    Ok(body) => Ok(Self::Audio(::std::boxed::Box::new(body))),
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("resource_link") => {
                 match <ResourceLink as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::ResourceLink(body)),
+                    Ok(body) => Ok(Self::ResourceLink(::std::boxed::Box::new(body))),
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("resource") => {
                 match <EmbeddedResource as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Resource(body)),
+                    Ok(body) => Ok(Self::Resource(::std::boxed::Box::new(body))),
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some(_) => Ok(Self::Unknown(value)),
             None => Err(::serde::de::Error::missing_field("type")),
         }
+    }
+}
+impl ::std::convert::From<ImageContent> for ContentBlock {
+    fn from(body: ImageContent) -> Self {
+        Self::Image(::std::boxed::Box::new(body))
+    }
+}
+impl ::std::convert::From<AudioContent> for ContentBlock {
+    fn from(body: AudioContent) -> Self {
+        Self::Audio(::std::boxed::Box::new(body))
+    }
+}
+impl ::std::convert::From<ResourceLink> for ContentBlock {
+    fn from(body: ResourceLink) -> Self {
+        Self::ResourceLink(::std::boxed::Box::new(body))
+    }
+}
+impl ::std::convert::From<EmbeddedResource> for ContentBlock {
+    fn from(body: EmbeddedResource) -> Self {
+        Self::Resource(::std::boxed::Box::new(body))
     }
 }
 /// Body of a `text` content block.
