@@ -19,7 +19,19 @@ use crate::writer::Outgoing;
 /// Hands the outcome of one of our requests to its caller. The reader calls it with the
 /// result still in its line buffer, so the caller's type is read from the line directly,
 /// without copying the result out first (see `Peer::call`).
-pub(crate) type Deliver = Box<dyn FnOnce(Result<&RawValue, Error>) + Send>;
+pub(crate) trait Waiter: Send {
+    /// Decodes a result whose text has not been validated (a response of the usual shape,
+    /// see `message::plain_response`). `true`: it decoded, which proves the text one JSON
+    /// value, and the caller has it. `false`: nothing was delivered; the line then takes the
+    /// ordinary path, which validates it and calls [`Waiter::deliver`].
+    fn try_unvalidated(&mut self, result: &str) -> bool;
+
+    /// Hands the outcome to the caller.
+    fn deliver(self: Box<Self>, result: Result<&RawValue, Error>);
+}
+
+/// A boxed [`Waiter`], as the pending map holds it.
+pub(crate) type Deliver = Box<dyn Waiter>;
 
 /// What waits for the response to one of our requests.
 pub(crate) enum Pending {
@@ -90,7 +102,7 @@ impl Shared {
         }
         for (_, p) in drained {
             if let Pending::Waiter(deliver) = p {
-                deliver(Err(Error::connection_closed(&reason)));
+                deliver.deliver(Err(Error::connection_closed(&reason)));
             }
         }
         self.shutdown.cancel();

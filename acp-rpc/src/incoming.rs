@@ -25,7 +25,7 @@ use crate::error::{CloseReason, Error, ErrorCode};
 use crate::handler::{DecodedNotification, Handler, NotificationContext, RequestContext};
 use crate::message::{
     BorrowedResponse, Notification, Parsed, Request, RequestId, parse_line, plain_notification,
-    write_response, write_response_head,
+    plain_response, write_response, write_response_head,
 };
 use crate::outgoing::{CANCEL_METHOD, Peer};
 use crate::params::Params;
@@ -158,6 +158,9 @@ impl Reader {
             }
         };
         self.tap(TapEvent::Line(Direction::Incoming, &line));
+        if self.deliver_plain_response(&line) {
+            return;
+        }
         if let Some(decoded) = self.decode_notification(&line) {
             return self.enqueue_notification(Ordered::Decoded(decoded)).await;
         }
@@ -178,6 +181,42 @@ impl Reader {
                 self.reply(None, Err(failure.error)).await;
             }
         }
+    }
+
+    /// A response of the usual shape, decoded by its caller straight from the line (one pass
+    /// over a possibly large result instead of the envelope's and then the caller's).
+    /// `false` leaves the line to the ordinary path: another shape, notifications still
+    /// queued before it (the ordering guarantee), no caller waiting, or a result that does
+    /// not decode (the ordinary path validates it and delivers the error).
+    fn deliver_plain_response(&mut self, line: &[u8]) -> bool {
+        let Some((id, result)) = plain_response(line) else {
+            return false;
+        };
+        if self.shared.notifications_done.load(Ordering::Acquire) != self.notifications_received {
+            return false;
+        }
+        // Bound first: the lock guard of a match scrutinee lives to the end of the match.
+        let removed = lock(&self.shared.pending).map.remove(&id);
+        let mut waiter = match removed {
+            Some(Pending::Waiter(waiter)) => waiter,
+            Some(other) => {
+                lock(&self.shared.pending).map.insert(id, other);
+                return false;
+            }
+            None => return false,
+        };
+        if waiter.try_unvalidated(result) {
+            return true;
+        }
+        let mut pending = lock(&self.shared.pending);
+        if pending.closed.is_some() {
+            // Shut down meanwhile: the map was drained without this caller.
+            drop(pending);
+            waiter.deliver(Err(self.shared.closed_error()));
+            return true;
+        }
+        pending.map.insert(id, Pending::Waiter(waiter));
+        false
     }
 
     /// A notification of the usual shape that the handler decodes straight from the line
@@ -230,13 +269,13 @@ impl Reader {
         };
         // Ordering guarantee: only overtake the worker when it has nothing queued.
         if self.shared.notifications_done.load(Ordering::Acquire) == self.notifications_received {
-            deliver(resp.result);
+            deliver.deliver(resp.result);
         } else {
             let result = resp.result.map(RawValue::to_owned);
             if let Err(mpsc::error::SendError(Ordered::Response(deliver, _))) =
                 self.ordered.send(Ordered::Response(deliver, result)).await
             {
-                deliver(Err(self.shared.closed_error()));
+                deliver.deliver(Err(self.shared.closed_error()));
             }
         }
     }
@@ -460,8 +499,8 @@ async fn notification_worker(
     while let Some(item) = rx.recv().await {
         match item {
             Ordered::Response(deliver, result) => match result {
-                Ok(raw) => deliver(Ok(&raw)),
-                Err(e) => deliver(Err(e)),
+                Ok(raw) => deliver.deliver(Ok(&raw)),
+                Err(e) => deliver.deliver(Err(e)),
             },
             Ordered::Notification(n) => {
                 let cx = NotificationContext { peer: peer.clone() };

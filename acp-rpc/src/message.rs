@@ -306,6 +306,34 @@ pub(crate) fn plain_notification(line: &[u8]) -> Option<(&str, &str)> {
     ))
 }
 
+/// The id and result text of a successful response written the usual way,
+/// `{"jsonrpc":"2.0","id":<integer>,"result":<result>}` (trailing whitespace allowed),
+/// without parsing the result: `None` for any other shape.
+///
+/// The result text is not validated: the line is a well-formed response exactly when it is
+/// one JSON value, which a full parse of it (the caller's decode) proves.
+pub(crate) fn plain_response(line: &[u8]) -> Option<(i64, &str)> {
+    const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &[u8] = br#","result":"#;
+    let rest = line.strip_prefix(HEAD)?;
+    let digits_end = rest
+        .iter()
+        .position(|&b| b != b'-' && !b.is_ascii_digit())?;
+    let digits = &rest[..digits_end];
+    // JSON's integer grammar, `-?(0|[1-9][0-9]*)`: no leading zeros, no lone minus.
+    let unsigned = digits.strip_prefix(b"-").unwrap_or(digits);
+    if unsigned.is_empty()
+        || unsigned.contains(&b'-')
+        || (unsigned.len() > 1 && unsigned[0] == b'0')
+    {
+        return None;
+    }
+    let id = std::str::from_utf8(digits).ok()?.parse::<i64>().ok()?;
+    let body = rest[digits_end..].strip_prefix(RESULT)?;
+    let body = body.trim_ascii_end().strip_suffix(b"}")?;
+    Some((id, std::str::from_utf8(body).ok()?))
+}
+
 // ---------------------------------------------------------------------------------------
 // Writing
 // ---------------------------------------------------------------------------------------
@@ -424,7 +452,39 @@ pub(crate) fn write_response(
 
 #[cfg(test)]
 mod tests {
-    use super::plain_notification;
+    use super::{plain_notification, plain_response};
+
+    #[test]
+    fn plain_response_splits_only_the_usual_shape_with_a_json_integer_id() {
+        fn split(line: &str) -> Option<(i64, &str)> {
+            plain_response(line.as_bytes())
+        }
+        assert_eq!(
+            split(r#"{"jsonrpc":"2.0","id":42,"result":{"content":"x"}}"#),
+            Some((42, r#"{"content":"x"}"#))
+        );
+        assert_eq!(
+            split(r#"{"jsonrpc":"2.0","id":-7,"result":null} "#),
+            Some((-7, "null"))
+        );
+        assert_eq!(
+            split(r#"{"jsonrpc":"2.0","id":0,"result":1}"#),
+            Some((0, "1"))
+        );
+        for other in [
+            r#"{"jsonrpc":"2.0","id":"7","result":1}"#,
+            r#"{"jsonrpc":"2.0","id":07,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":-,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":1-2,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":99999999999999999999,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}"#,
+            r#"{"jsonrpc":"2.0","result":1,"id":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":1]"#,
+        ] {
+            assert_eq!(split(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn plain_notification_splits_only_the_usual_shape() {

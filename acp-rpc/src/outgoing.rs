@@ -1,7 +1,6 @@
 //! Outgoing traffic: the [`Peer`] handle, per-connection ids, the pending map, timeouts and
 //! cancel-on-drop.
 
-use std::convert::Infallible;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -13,7 +12,7 @@ use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use crate::connection::{Deliver, Pending, Shared, lock};
+use crate::connection::{Deliver, Pending, Shared, Waiter, lock};
 use crate::error::{CloseReason, Error, ErrorCode};
 use crate::message::{write_notification, write_request};
 
@@ -113,7 +112,8 @@ impl Peer {
         let raw = self
             .request_decoded(method, params, options, copy_raw)
             .await?;
-        Ok(raw.unwrap_or_else(|never| match never {}))
+        // Only the unvalidated fast path can fail to copy; the ordinary path then validated it.
+        raw.map_err(|e| Error::internal_error(format!("response to {method} is not JSON: {e}")))
     }
 
     /// Sends a request; `decode` reads the result where the reader received it (see
@@ -123,7 +123,7 @@ impl Peer {
         method: &str,
         params: &P,
         options: CallOptions,
-        decode: fn(&RawValue) -> Result<T, E>,
+        decode: fn(&str) -> Result<T, E>,
     ) -> Result<Result<T, E>, Error>
     where
         P: Serialize + ?Sized,
@@ -151,7 +151,7 @@ impl Peer {
         method: &str,
         params: &P,
         options: CallOptions,
-        decode: fn(&RawValue) -> Result<T, E>,
+        decode: fn(&str) -> Result<T, E>,
     ) -> Result<Result<T, E>, Error>
     where
         P: Serialize + ?Sized,
@@ -161,14 +161,10 @@ impl Peer {
         let shared = &*self.shared;
         let mut buf = Vec::with_capacity(96);
         write_request(&mut buf, &shared.config.dialect, id, method, params)?;
-        let (tx, rx) = oneshot::channel::<Result<std::thread::Result<Result<T, E>>, Error>>();
-        let deliver: Deliver = Box::new(move |result| {
-            if tx.is_closed() {
-                return; // the caller is gone: nothing to read the result for
-            }
-            let decoded =
-                result.map(|raw| std::panic::catch_unwind(AssertUnwindSafe(|| decode(raw))));
-            let _ = tx.send(decoded);
+        let (tx, rx) = oneshot::channel();
+        let deliver: Deliver = Box::new(CallWaiter {
+            tx: Some(tx),
+            decode,
         });
         self.register(id, Pending::Waiter(deliver))?;
         let cancel_on_drop = options
@@ -337,13 +333,57 @@ impl Drop for CallGuard<'_> {
     }
 }
 
+/// What the reader sends the caller: the decoded result (or the panic `decode` raised), or
+/// the error the peer answered with.
+type Outcome<T, E> = Result<std::thread::Result<Result<T, E>>, Error>;
+
+/// The caller of [`Peer::call`] as the pending map holds it: where its outcome goes, and how
+/// its result type is read.
+struct CallWaiter<T, E> {
+    /// `None` once the outcome has been sent.
+    tx: Option<oneshot::Sender<Outcome<T, E>>>,
+    decode: fn(&str) -> Result<T, E>,
+}
+
+impl<T: Send + 'static, E: Send + 'static> Waiter for CallWaiter<T, E> {
+    fn try_unvalidated(&mut self, result: &str) -> bool {
+        // A caller that is gone, a decode error and a panic all take the ordinary path: it
+        // validates the line (malformed JSON must still be answered) and delivers, once.
+        if self.tx.as_ref().is_none_or(oneshot::Sender::is_closed) {
+            return false;
+        }
+        let decode = self.decode;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| decode(result))) {
+            Ok(Ok(value)) => {
+                if let Some(tx) = self.tx.take() {
+                    let _ = tx.send(Ok(Ok(Ok(value))));
+                }
+                true
+            }
+            Ok(Err(_)) | Err(_) => false,
+        }
+    }
+
+    fn deliver(mut self: Box<Self>, result: Result<&RawValue, Error>) {
+        let Some(tx) = self.tx.take() else { return };
+        if tx.is_closed() {
+            return; // the caller is gone: nothing to read the result for
+        }
+        let decode = self.decode;
+        let decoded =
+            result.map(|raw| std::panic::catch_unwind(AssertUnwindSafe(|| decode(raw.get()))));
+        let _ = tx.send(decoded);
+    }
+}
+
 /// The raw result, copied out of the reader's line (what [`Peer::request_raw`] returns).
-fn copy_raw(raw: &RawValue) -> Result<Box<RawValue>, Infallible> {
-    Ok(raw.to_owned())
+/// Validates text that has not been (see [`Waiter::try_unvalidated`]).
+fn copy_raw(text: &str) -> Result<Box<RawValue>, serde_json::Error> {
+    RawValue::from_string(text.to_owned())
 }
 
 /// The result read as `R` (the error still needs the method's name; see
 /// [`Peer::request_with`]).
-fn decode_value<R: DeserializeOwned>(raw: &RawValue) -> Result<R, Error> {
-    crate::params::deserialize_params::<R>(raw.get())
+fn decode_value<R: DeserializeOwned>(text: &str) -> Result<R, Error> {
+    crate::params::deserialize_params::<R>(text)
 }

@@ -2,7 +2,6 @@
 //! ([`RequestMethod`]), so a caller names a params value and gets the method's result type.
 
 use acp_types::RequestMethod;
-use serde_json::value::RawValue;
 
 use crate::{CallOptions, Error, Params, Peer};
 
@@ -52,6 +51,6 @@ impl Params {
 }
 
 /// Reads `P`'s result where the reader received it.
-fn decode_response<P: RequestMethod>(raw: &RawValue) -> serde_json::Result<P::Response> {
-    P::decode_response(raw)
+fn decode_response<P: RequestMethod>(text: &str) -> serde_json::Result<P::Response> {
+    P::decode_response(text)
 }
