@@ -10,6 +10,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
@@ -229,10 +230,21 @@ impl AgentProcess {
                 }
             })
         });
+        let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+        // Large messages cross in one step instead of 64 KiB ones (see `grow_pipe`).
+        for fd in [
+            stdin.as_ref().map(AsFd::as_fd),
+            stdout.as_ref().map(AsFd::as_fd),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            acp_rpc::stdio::grow_pipe(fd);
+        }
         Ok(AgentProcess {
             command,
-            stdin: child.stdin.take(),
-            stdout: child.stdout.take(),
+            stdin,
+            stdout,
             child,
             pgid,
             tail,

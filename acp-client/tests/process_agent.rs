@@ -205,3 +205,25 @@ echo 'panic: model backend went away' >&2; exit 101"#;
         p.stderr_tail()
     );
 }
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_agents_stdio_pipes_get_the_large_buffer() {
+    use std::os::fd::{AsFd, AsRawFd};
+    let capacity = |fd: std::os::fd::BorrowedFd<'_>| {
+        // SAFETY: F_GETPIPE_SZ reads the pipe's capacity and touches no memory of ours.
+        unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETPIPE_SZ) as usize }
+    };
+    let max: usize = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(acp_rpc::stdio::PIPE_CAPACITY);
+    let mut agent = AgentProcess::spawn(&sh("cat")).unwrap();
+    let (stdout, stdin) = agent.take_stdio().unwrap();
+    let expected = acp_rpc::stdio::PIPE_CAPACITY.min(max);
+    assert_eq!(capacity(stdin.as_fd()), expected);
+    assert_eq!(capacity(stdout.as_fd()), expected);
+    drop(stdin);
+    drop(stdout);
+    let _ = agent.shutdown(std::time::Duration::from_secs(5)).await;
+}
