@@ -146,13 +146,22 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
     let mut direct_arms = Vec::new();
     // The untagged variant (if any) is tried when the tag is absent, unknown, or names a
     // variant whose body does not parse, as serde's own derive does.
-    // The variant constructor as a function of the body (`Self::V` or, boxed,
-    // `|body| Self::V(Box::new(body))`), and the type the variant holds.
-    let make = |v: &crate::model::TaggedVariant| {
+    // `Self::V(<expr>)`, boxing the body for an `x-boxed` variant; the constructor as a
+    // function of the body (`Self::V`, or a closure that boxes); and the type the variant holds.
+    let wrap = |v: &crate::model::TaggedVariant, expr: TokenStream| {
         let vname = ident(&v.rust_name);
         if v.boxed {
-            quote!(|body| Self::#vname(::std::boxed::Box::new(body)))
+            quote!(Self::#vname(::std::boxed::Box::new(#expr)))
         } else {
+            quote!(Self::#vname(#expr))
+        }
+    };
+    let make = |v: &crate::model::TaggedVariant| {
+        if v.boxed {
+            let built = wrap(v, quote!(body));
+            quote!(|body| #built)
+        } else {
+            let vname = ident(&v.rust_name);
             quote!(Self::#vname)
         }
     };
@@ -171,11 +180,7 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
         let vname = ident(&v.rust_name);
         let vdoc = docs(v.description.as_deref());
         let construct = make(v);
-        let built = if v.boxed {
-            quote!(Self::#vname(::std::boxed::Box::new(body)))
-        } else {
-            quote!(Self::#vname(body))
-        };
+        let built = wrap(v, quote!(body));
         match (&v.tag_value, &v.body) {
             (Some(value), Some(body)) => {
                 let body = ident(body);
@@ -250,13 +255,13 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
             .filter(|w| w.body.as_deref() == Some(body))
             .count()
             == 1;
-        let vname = ident(&v.rust_name);
         let body = ident(body);
+        let built = wrap(v, quote!(body));
         unique.then(|| {
             quote! {
                 impl ::std::convert::From<#body> for #name {
                     fn from(body: #body) -> Self {
-                        Self::#vname(::std::boxed::Box::new(body))
+                        #built
                     }
                 }
             }

@@ -192,7 +192,7 @@ impl Reader {
         let Some((id, result)) = plain_response(line) else {
             return false;
         };
-        if self.shared.notifications_done.load(Ordering::Acquire) != self.notifications_received {
+        if !self.worker_idle() {
             return false;
         }
         // Bound first: the lock guard of a match scrutinee lives to the end of the match.
@@ -217,6 +217,12 @@ impl Reader {
         }
         pending.map.insert(id, Pending::Waiter(waiter));
         false
+    }
+
+    /// Whether every notification received so far has been handled. The ordering guarantee:
+    /// the reader delivers a response itself only then; otherwise it queues it behind them.
+    fn worker_idle(&self) -> bool {
+        self.shared.notifications_done.load(Ordering::Acquire) == self.notifications_received
     }
 
     /// A notification of the usual shape that the handler decodes straight from the line
@@ -267,8 +273,7 @@ impl Reader {
                 return;
             }
         };
-        // Ordering guarantee: only overtake the worker when it has nothing queued.
-        if self.shared.notifications_done.load(Ordering::Acquire) == self.notifications_received {
+        if self.worker_idle() {
             deliver.deliver(resp.result);
         } else {
             let result = resp.result.map(RawValue::to_owned);
