@@ -45,11 +45,13 @@
 //! premature method.
 
 use std::fmt;
+use std::sync::Arc;
 
 use acp_rpc::probe::{LineProbe, ProbeError};
 use acp_rpc::{CloseReason, Config};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use crate::store::SessionStore;
 use crate::{Agent, AgentConnection, Dialect};
 
 /// What [`serve`] accepts, and how it serves each dialect.
@@ -64,6 +66,19 @@ pub struct NegotiateOptions {
     /// How a legacy (0.0.9 or threads) client is served.
     #[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
     pub legacy: crate::legacy::AdapterOptions,
+    /// Where a v1 client's sessions are kept (see [`crate::store`]); `None`: in memory only,
+    /// as the agent keeps them.
+    pub store: Option<StoreSlot>,
+}
+
+/// A shared [`SessionStore`] in [`NegotiateOptions`].
+#[derive(Clone)]
+pub struct StoreSlot(pub Arc<dyn SessionStore>);
+
+impl fmt::Debug for StoreSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SessionStore")
+    }
 }
 
 impl Default for NegotiateOptions {
@@ -73,6 +88,7 @@ impl Default for NegotiateOptions {
             config: Config::default(),
             #[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
             legacy: Default::default(),
+            store: None,
         }
     }
 }
@@ -82,6 +98,13 @@ impl NegotiateOptions {
     #[must_use]
     pub fn with_dialects(mut self, dialects: impl IntoIterator<Item = Dialect>) -> Self {
         self.dialects = dialects.into_iter().collect();
+        self
+    }
+
+    /// Serves v1 clients with their sessions kept in `store` ([`crate::serve_with_store`]).
+    #[must_use]
+    pub fn with_store(mut self, store: impl SessionStore) -> Self {
+        self.store = Some(StoreSlot(Arc::new(store)));
         self
     }
 
@@ -302,7 +325,13 @@ where
     let reader = probe.into_reader();
     let config = options.config;
     let inner = match dialect {
-        Dialect::V1 => Inner::V1(crate::serve_with(agent, reader, writer, config)),
+        Dialect::V1 => Inner::V1(crate::connection::serve_inner(
+            agent,
+            reader,
+            writer,
+            config,
+            options.store.map(|s| s.0),
+        )),
         #[cfg(feature = "legacy-0-0-9")]
         Dialect::Legacy009 => Inner::Legacy009(crate::legacy::v0_0_9::serve_v1_with(
             agent,

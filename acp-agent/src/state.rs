@@ -219,6 +219,8 @@ pub(crate) struct Inner {
     pub(crate) caps: std::sync::RwLock<Option<Arc<ClientCapabilities>>>,
     pub(crate) sessions: Mutex<Sessions>,
     pub(crate) awaiting: Arc<Awaiting>,
+    /// Records every session in a store, when the agent is served with one.
+    pub(crate) recorder: Option<Arc<crate::store::record::Recorder>>,
 }
 
 /// Wraps the user's tap (if any) with one that reports written `session/new` responses.
@@ -345,6 +347,10 @@ impl Inner {
 
     /// Sends (or holds) one `session/update`.
     pub(crate) async fn send_update(&self, n: SessionNotification) -> Result<(), Error> {
+        if let Some(recorder) = &self.recorder {
+            let creating = lock(&self.sessions).creating > 0;
+            recorder.update(&n, creating).await;
+        }
         let guard = {
             let mut s = lock(&self.sessions);
             let creating = s.creating > 0;
