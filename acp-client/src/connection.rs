@@ -150,12 +150,42 @@ impl AgentHandle {
         self.request(&params).await
     }
 
-    /// `session/load` (the agent replays history as `session/update`s before answering).
+    /// `session/load` (the agent replays history as `session/update`s before answering;
+    /// they reach [`Client::session_update`]). See [`AgentHandle::load_session_history`] to
+    /// get them with the answer.
     pub async fn load_session(
         &self,
         params: LoadSessionRequest,
     ) -> Result<LoadSessionResponse, Error> {
         self.request(&params).await
+    }
+
+    /// `session/load` with the replayed history: every `session/update` of the session that
+    /// arrived before the answer, in order (also passed to [`Client::session_update`]).
+    ///
+    /// The session's route is installed before the request is written, so no replayed update
+    /// can slip past it, and acp-rpc's ordering guarantee (a response is delivered after the
+    /// handlers of the notifications read before it) makes the history complete when the
+    /// answer arrives. The history is held in memory.
+    pub async fn load_session_history(
+        &self,
+        params: LoadSessionRequest,
+    ) -> Result<LoadedSession, Error> {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let key = self.subscribers.subscribe(params.session_id.clone(), tx);
+        let route = Route(&self.subscribers, key);
+        let response = self.load_session(params).await;
+        drop(route);
+        let mut history = Vec::new();
+        while let Ok(event) = rx.try_recv() {
+            if let PromptEvent::Update(update) = event {
+                history.push(update);
+            }
+        }
+        Ok(LoadedSession {
+            response: response?,
+            history,
+        })
     }
 
     /// `session/list`.
@@ -255,6 +285,24 @@ impl AgentHandle {
             key,
             done: false,
         }
+    }
+}
+
+/// A session loaded with [`AgentHandle::load_session_history`].
+#[derive(Debug)]
+pub struct LoadedSession {
+    /// The agent's answer (modes, config options).
+    pub response: LoadSessionResponse,
+    /// The replayed conversation, in the order the agent sent it.
+    pub history: Vec<SessionUpdate>,
+}
+
+/// A session's update route, removed when dropped (also if the request is abandoned).
+struct Route<'a>(&'a Subscribers, (SessionId, u64));
+
+impl Drop for Route<'_> {
+    fn drop(&mut self) {
+        self.0.unsubscribe(&self.1);
     }
 }
 
