@@ -51,7 +51,7 @@ use acp_rpc::probe::{LineProbe, ProbeError};
 use acp_rpc::{CloseReason, Config};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::store::SessionStore;
+use crate::store::{SessionStore, StoreSlot};
 use crate::{Agent, AgentConnection, Dialect};
 
 /// What [`serve`] accepts, and how it serves each dialect.
@@ -69,16 +69,6 @@ pub struct NegotiateOptions {
     /// Where a v1 client's sessions are kept (see [`crate::store`]); `None`: in memory only,
     /// as the agent keeps them.
     pub store: Option<StoreSlot>,
-}
-
-/// A shared [`SessionStore`] in [`NegotiateOptions`].
-#[derive(Clone)]
-pub struct StoreSlot(pub Arc<dyn SessionStore>);
-
-impl fmt::Debug for StoreSlot {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SessionStore")
-    }
 }
 
 impl Default for NegotiateOptions {
@@ -101,10 +91,16 @@ impl NegotiateOptions {
         self
     }
 
-    /// Serves v1 clients with their sessions kept in `store` ([`crate::serve_with_store`]).
+    /// Keeps the sessions in `store` ([`crate::serve_with_store`]), for v1 clients and for
+    /// the sessions behind legacy conversations alike.
     #[must_use]
     pub fn with_store(mut self, store: impl SessionStore) -> Self {
-        self.store = Some(StoreSlot(Arc::new(store)));
+        let slot = StoreSlot(Arc::new(store));
+        #[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
+        {
+            self.legacy.store = Some(slot.clone());
+        }
+        self.store = Some(slot);
         self
     }
 

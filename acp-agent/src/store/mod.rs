@@ -45,6 +45,16 @@ pub use jsonl::JsonlStore;
 pub use memory::MemoryStore;
 pub use time::now_rfc3339;
 
+/// A shared [`SessionStore`], as the serve options hold it.
+#[derive(Clone)]
+pub struct StoreSlot(pub Arc<dyn SessionStore>);
+
+impl std::fmt::Debug for StoreSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionStore")
+    }
+}
+
 /// One recorded step of a session's history, in the order it happened.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

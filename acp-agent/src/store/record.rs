@@ -22,6 +22,10 @@ use crate::state::lock;
 /// A turn longer than this many stored events is written out in parts.
 pub(crate) const FLUSH_EVENTS: usize = 1024;
 
+/// ... or once it holds about this many bytes of text (a long streamed answer is stored in
+/// several chunks, which render the same).
+pub(crate) const FLUSH_BYTES: usize = 1 << 20;
+
 /// Updates kept for a session that is being created (before the store knows it).
 const EARLY_EVENTS: usize = 256;
 
@@ -46,17 +50,29 @@ struct Turn {
     tools: HashMap<ToolCallId, usize>,
     /// Prompts running for the session.
     prompts: usize,
+    /// About how many bytes `events` hold (text counted, other updates a flat guess).
+    bytes: usize,
 }
 
 impl Turn {
     fn take(&mut self) -> Vec<StoredEvent> {
         self.tools.clear();
+        self.bytes = 0;
         std::mem::take(&mut self.events)
     }
 
     /// Adds an update, condensing it into the events already collected where it can.
     fn push(&mut self, update: &SessionUpdate) {
         use SessionUpdate as U;
+        self.bytes += match update {
+            U::AgentMessageChunk(c) | U::AgentThoughtChunk(c) | U::UserMessageChunk(c) => {
+                match &c.content {
+                    ContentBlock::Text(t) => t.text.len(),
+                    _ => 256,
+                }
+            }
+            _ => 256,
+        };
         match update {
             U::AgentMessageChunk(c) | U::AgentThoughtChunk(c) | U::UserMessageChunk(c) => {
                 if let Some(StoredEvent::Update(last)) = self.events.last_mut()
@@ -224,7 +240,7 @@ impl Recorder {
                 let events = turn.take();
                 s.turns.remove(id);
                 events
-            } else if turn.events.len() >= FLUSH_EVENTS {
+            } else if turn.events.len() >= FLUSH_EVENTS || turn.bytes >= FLUSH_BYTES {
                 turn.take()
             } else {
                 Vec::new()
