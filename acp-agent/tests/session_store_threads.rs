@@ -47,14 +47,17 @@ async fn a_threads_editor_lists_and_reopens_stored_sessions() {
     let mut e = Editor::connect(|r, w| {
         serve_v1(Plain, r, w, options);
     });
-    e.send(r#"{"id":0,"method":"getThreads","params":null}"#).await;
+    e.send(r#"{"id":0,"method":"getThreads","params":null}"#)
+        .await;
     e.expect_json(
         json!({"id": 0, "result": {"threads": [{"id": "old-1", "title": "Earlier work", "modifiedAt": null}]}}),
         &["/result/threads/0/modifiedAt"],
     )
     .await;
-    e.send(r#"{"id":1,"method":"openThread","params":{"threadId":"old-1"}}"#).await;
+    e.send(r#"{"id":1,"method":"openThread","params":{"threadId":"old-1"}}"#)
+        .await;
     e.expect(r#"{"id":1,"result":null}"#).await;
-    e.send(r#"{"id":2,"method":"getThreadEntries","params":{"threadId":"old-1"}}"#).await;
+    e.send(r#"{"id":2,"method":"getThreadEntries","params":{"threadId":"old-1"}}"#)
+        .await;
     e.expect(r#"{"id":2,"result":{"entries":[{"type":"message","role":"user","chunks":[{"type":"text","chunk":"hi"}]},{"type":"message","role":"assistant","chunks":[{"type":"text","chunk":"hello there"}]}]}}"#).await;
 }

@@ -19,7 +19,7 @@ impl Agent for Minimal {
         _: InitializeRequest,
         _: &AgentContext,
     ) -> Result<InitializeResponse, Error> {
-        Ok(serde_json::from_str(r#"{"protocolVersion":1}"#).unwrap())
+        Ok(InitializeResponse::new(ProtocolVersion::V1))
     }
 }
 
@@ -48,12 +48,11 @@ async fn the_replayed_history_is_complete_and_in_order() {
     let conn = ClientConnection::new(Quiet, br, bw, Config::default());
     let agent = conn.agent();
     let init = agent
-        .initialize(serde_json::from_str(r#"{"protocolVersion":1}"#).unwrap())
+        .initialize(InitializeRequest::new(ProtocolVersion::V1))
         .await
         .unwrap();
     assert!(init.agent_capabilities.load_session);
-    let request: LoadSessionRequest =
-        serde_json::from_str(r#"{"sessionId":"long","cwd":"/w","mcpServers":[]}"#).unwrap();
+    let request = LoadSessionRequest::new(Vec::<McpServer>::new(), "/w", "long");
     let loaded = agent.load_session_history(request).await.unwrap();
     assert_eq!(loaded.history.len(), 3000);
     for (i, update) in loaded.history.iter().enumerate() {
@@ -66,8 +65,7 @@ async fn the_replayed_history_is_complete_and_in_order() {
         }
     }
     // An unknown session is the agent's -32002, with no history.
-    let ghost: LoadSessionRequest =
-        serde_json::from_str(r#"{"sessionId":"ghost","cwd":"/w","mcpServers":[]}"#).unwrap();
+    let ghost = LoadSessionRequest::new(Vec::<McpServer>::new(), "/w", "ghost");
     let err = agent.load_session_history(ghost).await.unwrap_err();
     assert_eq!(err.code.0, -32002);
 }

@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use acp_agent::store::SessionStore;
 use acp_agent::types::{
     ContentBlock, InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse,
     PromptRequest, PromptResponse, ReadTextFileRequest, ReadTextFileResponse, SessionId,
     SessionNotification, SessionUpdate, StopReason,
 };
-use acp_agent::store::SessionStore;
 use acp_agent::{Agent, AgentContext, Error, PromptContext, SessionHandle};
 use acp_client::process::{AgentCommand, AgentProcess};
 use acp_client::{AgentHandle, Client, ClientConnection, Config};
@@ -229,9 +229,13 @@ pub async fn over_duplex_stored(
     let (agent_end, client_end) = tokio::io::duplex(crate::DUPLEX_BUFFER);
     let (read, write) = tokio::io::split(agent_end);
     let agent = match store {
-        Some(store) => {
-            acp_agent::serve_with_store(BenchAgent::default(), store, read, write, Config::default())
-        }
+        Some(store) => acp_agent::serve_with_store(
+            BenchAgent::default(),
+            store,
+            read,
+            write,
+            Config::default(),
+        ),
         None => acp_agent::serve(BenchAgent::default(), read, write),
     };
     let check = Arc::new(ChunkCheck::default());

@@ -20,12 +20,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use acp_agent::store::{
-    JsonlStore, SessionMeta, SessionStore, StoreError, StoredEvent,
-};
+use acp_agent::store::{JsonlStore, SessionMeta, SessionStore, StoreError, StoredEvent};
 use acp_agent::types::{
-    ContentBlock, LoadSessionRequest, ListSessionsRequest, SessionId, SessionUpdate, ToolCall,
-    ToolCallStatus,
+    ContentBlock, InitializeRequest, ListSessionsRequest, LoadSessionRequest, McpServer,
+    ProtocolVersion, SessionId, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus,
 };
 use acp_client::process::{AgentCommand, AgentProcess};
 use acp_client::{Client, Config};
@@ -133,11 +131,9 @@ pub fn peer(args: &[String]) -> ExitCode {
 fn turn(i: u64) -> [StoredEvent; 4] {
     let mut call = ToolCall::new(format!("call-{i}"), format!("Read src/module_{i}.rs"));
     call.status = ToolCallStatus::Completed;
-    call.content = vec![
-        serde_json::from_value(serde_json::json!({"type": "content", "content": {"type": "text",
-            "text": "fn main() {\n    println!(\"hello\");\n}\n".repeat(4)}}))
-        .expect("a tool call content"),
-    ];
+    call.content = vec![ToolCallContent::content(ContentBlock::text(
+        "fn main() {\n    println!(\"hello\");\n}\n".repeat(4),
+    ))];
     [
         StoredEvent::Prompt(vec![ContentBlock::text(format!(
             "Please look at module {i} and explain what it does."
@@ -225,10 +221,7 @@ async fn start_agent(
         .map_err(|e| e.to_string())?;
     let init = conn
         .agent()
-        .initialize(
-            serde_json::from_value(serde_json::json!({"protocolVersion": 1}))
-                .map_err(|e| e.to_string())?,
-        )
+        .initialize(InitializeRequest::new(ProtocolVersion::V1))
         .await
         .map_err(|e| e.to_string())?;
     if !init.agent_capabilities.load_session {
@@ -248,10 +241,7 @@ async fn replay_once(backend: Backend, dir: &Path) -> Result<ReplayRun, String> 
     // Reset the peak to the current resident size, then read it after the load.
     std::fs::write(format!("/proc/{pid}/clear_refs"), "5").map_err(|e| e.to_string())?;
     let (before, _) = memory_of(pid);
-    let request: LoadSessionRequest = serde_json::from_value(
-        serde_json::json!({"sessionId": "long", "cwd": CWD, "mcpServers": []}),
-    )
-    .map_err(|e| e.to_string())?;
+    let request = LoadSessionRequest::new(Vec::<McpServer>::new(), CWD, "long");
     let t = Instant::now();
     let loaded = conn
         .agent()

@@ -87,11 +87,10 @@ pub(crate) async fn load<A: Agent>(
         }
     }
     recorder.attach(&id);
-    Ok(LoadSessionResponse {
-        modes: meta.modes,
-        config_options: meta.config_options,
-        meta: None,
-    })
+    let mut response = LoadSessionResponse::new();
+    response.modes = meta.modes;
+    response.config_options = meta.config_options;
+    Ok(response)
 }
 
 /// `session/resume`: the session is open again, without replay.
@@ -115,11 +114,10 @@ pub(crate) async fn resume<A: Agent>(
         .await?
         .ok_or_else(|| unknown(&id))?;
     recorder.attach(&id);
-    Ok(ResumeSessionResponse {
-        modes: meta.modes,
-        config_options: meta.config_options,
-        meta: None,
-    })
+    let mut response = ResumeSessionResponse::new();
+    response.modes = meta.modes;
+    response.config_options = meta.config_options;
+    Ok(response)
 }
 
 /// `session/list`: a page of the store, newest first, filtered by `cwd`.
@@ -139,22 +137,16 @@ pub(crate) async fn list<A: Agent>(
         return result;
     }
     let page = recorder.store.list(query).await?;
-    Ok(ListSessionsResponse {
-        sessions: page
-            .sessions
-            .into_iter()
-            .map(|row| SessionInfo {
-                session_id: row.session_id,
-                cwd: row.cwd,
-                additional_directories: row.additional_directories,
-                title: row.title,
-                updated_at: Some(row.updated_at),
-                meta: None,
-            })
-            .collect(),
-        next_cursor: page.next_cursor,
-        meta: None,
-    })
+    let sessions = page.sessions.into_iter().map(|row| {
+        let mut info = SessionInfo::new(row.session_id, row.cwd)
+            .additional_directories(row.additional_directories)
+            .updated_at(row.updated_at);
+        info.title = row.title;
+        info
+    });
+    let mut response = ListSessionsResponse::new(sessions);
+    response.next_cursor = page.next_cursor;
+    Ok(response)
 }
 
 /// `session/close`: the agent's answer (or an empty one), then what is pending is written
@@ -168,7 +160,7 @@ pub(crate) async fn close<A: Agent>(
     let id = params.session_id.clone();
     let result = agent.close_session(params, cx).await;
     let response = if defaulted(&result) {
-        CloseSessionResponse { meta: None }
+        CloseSessionResponse::new()
     } else {
         result?
     };
@@ -187,7 +179,7 @@ pub(crate) async fn delete<A: Agent>(
     let result = agent.delete_session(params, cx).await;
     let defaulted = defaulted(&result);
     let response = if defaulted {
-        DeleteSessionResponse { meta: None }
+        DeleteSessionResponse::new()
     } else {
         result?
     };
