@@ -348,8 +348,9 @@ impl Inner {
     /// Sends (or holds) one `session/update`.
     pub(crate) async fn send_update(&self, n: SessionNotification) -> Result<(), Error> {
         if let Some(recorder) = &self.recorder {
-            let creating = lock(&self.sessions).creating > 0;
-            recorder.update(&n, creating).await;
+            recorder
+                .update(&n, || lock(&self.sessions).creating > 0)
+                .await;
         }
         let guard = {
             let mut s = lock(&self.sessions);

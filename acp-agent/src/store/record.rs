@@ -8,7 +8,7 @@
 //! state, where it was announced), and consecutive plans keep only the last. Replaying the
 //! result renders the same conversation as the live updates did.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use acp_types::v1::{
@@ -32,15 +32,17 @@ const EARLY_EVENTS: usize = 256;
 /// The recorder of one connection.
 pub(crate) struct Recorder {
     pub(crate) store: Arc<dyn SessionStore>,
-    state: Mutex<RecState>,
+    /// Per session: whether the store has it, and the events not yet written. One map, so
+    /// a streamed chunk costs one lookup.
+    state: Mutex<HashMap<SessionId, Rec>>,
 }
 
 #[derive(Default)]
-struct RecState {
-    /// Sessions the store has (created, loaded or resumed on this connection).
-    stored: HashSet<SessionId>,
-    /// Events not yet written, per session.
-    turns: HashMap<SessionId, Turn>,
+struct Rec {
+    /// The store has the session (created, loaded or resumed on this connection); until
+    /// then (while `session/new` runs) its updates wait here.
+    stored: bool,
+    turn: Turn,
 }
 
 #[derive(Default)]
@@ -53,7 +55,6 @@ struct Turn {
     /// About how many bytes `events` hold (text counted, other updates a flat guess).
     bytes: usize,
 }
-
 impl Turn {
     fn take(&mut self) -> Vec<StoredEvent> {
         self.tools.clear();
@@ -168,24 +169,30 @@ pub fn apply_tool_update(call: &mut ToolCall, update: &ToolCallUpdate) {
     }
 }
 
-/// The metadata an update changes, if any.
+/// The metadata an update changes, if any (most updates change none: checked before
+/// anything is built, since this runs for every streamed chunk).
 fn meta_change(update: &SessionUpdate) -> Option<MetaChange> {
-    let mut change = MetaChange::touch();
-    match update {
-        SessionUpdate::CurrentModeUpdate(m) => {
-            change.current_mode = Some(m.current_mode_id.clone())
-        }
-        SessionUpdate::ConfigOptionUpdate(c) => {
-            change.config_options = Some(c.config_options.clone())
-        }
+    let change = match update {
+        SessionUpdate::CurrentModeUpdate(m) => MetaChange {
+            current_mode: Some(m.current_mode_id.clone()),
+            ..MetaChange::touch()
+        },
+        SessionUpdate::ConfigOptionUpdate(c) => MetaChange {
+            config_options: Some(c.config_options.clone()),
+            ..MetaChange::touch()
+        },
         SessionUpdate::SessionInfoUpdate(i) => {
-            change.title = Some(i.title.clone()?);
+            let mut change = MetaChange {
+                title: Some(i.title.clone()?),
+                ..MetaChange::touch()
+            };
             if let Some(Some(at)) = &i.updated_at {
                 change.updated_at.clone_from(at);
             }
+            change
         }
         _ => return None,
-    }
+    };
     Some(change)
 }
 
@@ -216,36 +223,37 @@ impl Recorder {
         }
     }
 
-    /// Records an update the agent sends. `creating`: a `session/new` is running, so an
-    /// update for a session the store does not know yet is kept until it is created.
-    pub(crate) async fn update(&self, n: &SessionNotification, creating: bool) {
+    /// Records an update the agent sends. `creating` tells whether a `session/new` is
+    /// running (asked only for a session the store does not know yet): its updates are kept
+    /// until it is created.
+    pub(crate) async fn update(&self, n: &SessionNotification, creating: impl FnOnce() -> bool) {
         let id = &n.session_id;
         let (now, change) = {
             let mut s = lock(&self.state);
-            let stored = s.stored.contains(id);
-            if !stored && !creating {
-                tracing::debug!(session = %id.0, "update for a session the store does not have; not recorded");
-                return;
-            }
-            let turn = s.turns.entry(id.clone()).or_default();
-            if !stored && turn.events.len() >= EARLY_EVENTS {
+            let rec = match s.get_mut(id) {
+                Some(rec) => rec,
+                None if creating() => s.entry(id.clone()).or_default(),
+                None => {
+                    tracing::debug!(session = %id.0, "update for a session the store does not have; not recorded");
+                    return;
+                }
+            };
+            if !rec.stored && rec.turn.events.len() >= EARLY_EVENTS {
                 tracing::warn!(session = %id.0, "too many updates before the session exists; not recorded");
                 return;
             }
-            turn.push(&n.update);
-            let change = if stored { meta_change(&n.update) } else { None };
-            let now = if !stored {
-                Vec::new()
-            } else if turn.prompts == 0 {
-                let events = turn.take();
-                s.turns.remove(id);
-                events
-            } else if turn.events.len() >= FLUSH_EVENTS || turn.bytes >= FLUSH_BYTES {
-                turn.take()
+            rec.turn.push(&n.update);
+            let turn = &mut rec.turn;
+            if !rec.stored {
+                (Vec::new(), None)
+            } else if turn.prompts == 0
+                || turn.events.len() >= FLUSH_EVENTS
+                || turn.bytes >= FLUSH_BYTES
+            {
+                (turn.take(), meta_change(&n.update))
             } else {
-                Vec::new()
-            };
-            (now, change)
+                (Vec::new(), meta_change(&n.update))
+            }
         };
         self.write(id, now).await;
         if let Some(change) = change {
@@ -259,11 +267,9 @@ impl Recorder {
         self.store.create(meta).await?;
         let early = {
             let mut s = lock(&self.state);
-            s.stored.insert(id.clone());
-            s.turns
-                .remove(&id)
-                .map(|mut t| t.take())
-                .unwrap_or_default()
+            let rec = s.entry(id.clone()).or_default();
+            rec.stored = true;
+            rec.turn.take()
         };
         self.write(&id, early).await;
         Ok(())
@@ -271,33 +277,27 @@ impl Recorder {
 
     /// A session the store has is open on this connection (loaded or resumed).
     pub(crate) fn attach(&self, id: &SessionId) {
-        lock(&self.state).stored.insert(id.clone());
+        lock(&self.state).entry(id.clone()).or_default().stored = true;
     }
 
     /// A prompt starts: records it and collects the turn's updates from now on.
     pub(crate) fn begin_prompt(&self, id: &SessionId, prompt: Vec<ContentBlock>) {
         let mut s = lock(&self.state);
-        if !s.stored.contains(id) {
-            return;
+        if let Some(rec) = s.get_mut(id).filter(|r| r.stored) {
+            rec.turn.prompts += 1;
+            rec.turn.events.push(StoredEvent::Prompt(prompt));
         }
-        let turn = s.turns.entry(id.clone()).or_default();
-        turn.prompts += 1;
-        turn.events.push(StoredEvent::Prompt(prompt));
     }
 
     /// A prompt ended: writes the turn and touches `updatedAt`.
     pub(crate) async fn end_prompt(&self, id: &SessionId) {
         let events = {
             let mut s = lock(&self.state);
-            let Some(turn) = s.turns.get_mut(id) else {
+            let Some(rec) = s.get_mut(id).filter(|r| r.stored) else {
                 return;
             };
-            turn.prompts = turn.prompts.saturating_sub(1);
-            let events = turn.take();
-            if turn.prompts == 0 {
-                s.turns.remove(id);
-            }
-            events
+            rec.turn.prompts = rec.turn.prompts.saturating_sub(1);
+            rec.turn.take()
         };
         self.write(id, events).await;
         self.change(id, MetaChange::touch()).await;
@@ -305,18 +305,18 @@ impl Recorder {
 
     /// Records a metadata change made by a request (`session/set_mode`, ...).
     pub(crate) async fn changed(&self, id: &SessionId, change: MetaChange) {
-        if lock(&self.state).stored.contains(id) {
+        if lock(&self.state).get(id).is_some_and(|r| r.stored) {
             self.change(id, change).await;
         }
     }
 
     /// The session is closed on this connection: writes what is pending and lets go of it.
     pub(crate) async fn detach(&self, id: &SessionId) -> Result<(), StoreError> {
-        let events = {
-            let mut s = lock(&self.state);
-            s.stored.remove(id);
-            s.turns.remove(id).map(|mut t| t.take()).unwrap_or_default()
-        };
+        let events = lock(&self.state)
+            .remove(id)
+            .filter(|r| r.stored)
+            .map(|mut r| r.turn.take())
+            .unwrap_or_default();
         if !events.is_empty() {
             self.store.append(id, events).await?;
         }
@@ -325,9 +325,7 @@ impl Recorder {
 
     /// The session was deleted: drops what is pending.
     pub(crate) fn forget(&self, id: &SessionId) {
-        let mut s = lock(&self.state);
-        s.stored.remove(id);
-        s.turns.remove(id);
+        lock(&self.state).remove(id);
     }
 }
 
