@@ -19,13 +19,14 @@
 //!
 //! #[acp_agent::async_trait]
 //! impl Agent for Echo {
-//!     async fn initialize(&self, p: InitializeRequest, _cx: &AgentContext)
+//!     async fn initialize(&self, _p: InitializeRequest, _cx: &AgentContext)
 //!         -> Result<InitializeResponse, Error> {
-//!         Ok(serde_json::from_value(serde_json::json!({"protocolVersion": 1})).unwrap())
+//!         Ok(InitializeResponse::new(ProtocolVersion::V1)
+//!             .agent_info(Implementation::new("echo", "0.1.0")))
 //!     }
 //!     async fn new_session(&self, _p: NewSessionRequest, _cx: &AgentContext)
 //!         -> Result<NewSessionResponse, Error> {
-//!         Ok(serde_json::from_value(serde_json::json!({"sessionId": "s1"})).unwrap())
+//!         Ok(NewSessionResponse::new("s1"))
 //!     }
 //!     async fn prompt(&self, _p: PromptRequest, cx: &PromptContext)
 //!         -> Result<PromptResponse, Error> {

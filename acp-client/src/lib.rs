@@ -27,11 +27,7 @@
 //! let agent = conn.agent();
 //! agent.initialize(init).await?;
 //! let session = agent.new_session(new).await?;
-//! let mut turn = agent.prompt_stream(PromptRequest {
-//!     session_id: session.session_id,
-//!     prompt: vec![ContentBlock::text("hello")],
-//!     meta: None,
-//! });
+//! let mut turn = agent.prompt_stream(PromptRequest::new(session.session_id, ["hello"]));
 //! while let Some(event) = turn.next().await {
 //!     match event {
 //!         PromptEvent::Update(update) => println!("{update:?}"),
