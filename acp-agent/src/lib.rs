@@ -1,5 +1,9 @@
 //! The agent side of the Agent Client Protocol.
 //!
+//! New here? [`cookbook`] has a whole agent (streaming, a tool call with a permission request,
+//! a file read through the client) in about forty lines; the `acp-client` crate's `cookbook`
+//! has the client that drives it.
+//!
 //! Implement [`Agent`] (only `initialize` is required), then run it with [`serve_stdio`] (or
 //! [`serve`] over any reader/writer pair) for v1 clients, or with
 //! [`negotiate::serve_stdio`] to serve v1, 0.0.9 and threads clients alike (the dialect is
@@ -44,6 +48,7 @@
 
 mod agent;
 pub mod client;
+pub mod cookbook;
 mod connection;
 mod context;
 pub mod legacy;
