@@ -105,6 +105,16 @@ impl Agent {
         Agent { child, conn, log }
     }
 
+    /// Ends the connection and waits for the process to exit (it lets go of the store's
+    /// lock only then; the next agent on the directory would be refused before).
+    async fn stop(mut self) {
+        self.conn.close();
+        tokio::time::timeout(Duration::from_secs(20), self.child.wait())
+            .await
+            .expect("the agent exits on EOF")
+            .unwrap();
+    }
+
     async fn call(&self, method: &str, params: Value) -> Result<Value, Error> {
         self.conn.peer().request(method, &params).await
     }
@@ -161,7 +171,7 @@ async fn sessions_survive_an_agent_restart() {
         )
         .await
         .unwrap();
-    drop(first);
+    first.stop().await;
 
     let second = Agent::start(&dir).await;
     let list = second
@@ -176,7 +186,7 @@ async fn sessions_survive_an_agent_restart() {
     assert!(replay.iter().any(|u| u["sessionUpdate"] == "plan"));
     // The loaded session goes on, and the next restart sees both turns.
     second.prompt(&session, "again").await.unwrap();
-    drop(second);
+    second.stop().await;
     let third = Agent::start(&dir).await;
     let replay = third.load(&session).await;
     assert_eq!(
@@ -265,7 +275,7 @@ async fn kill_9_under_load_loses_no_completed_turn() {
     }
     // New turns append after the torn record was cut off.
     after.prompt(&sessions[0], "after-restart").await.unwrap();
-    drop(after);
+    after.stop().await;
     let last = Agent::start(&dir).await;
     for session in &sessions {
         let prompts = texts_of(&last.load(session).await, "user_message_chunk");
