@@ -8,7 +8,11 @@
 //! cargo run -p acp-client --example demo -- --wire  # plus every raw line on the wire
 //! cargo run -p acp-client --example demo -- --dialect legacy-0.0.9   # pin a dialect
 //! cargo run -p acp-client --example demo -- -- my-agent --flag   # drive another agent
+//! cargo run -p acp-client --example demo -- --store /tmp/demo-sessions  # run it twice
 //! ```
+//!
+//! With `--store DIR` the echo agent keeps its sessions in DIR; from the second run on, the
+//! demo first loads the newest stored session and prints its replayed conversation.
 //!
 //! By default the agent is `acp-agent`'s `echo_agent` example, started through `cargo run`
 //! (so the first run also builds it). The dialect is negotiated (v1 first, then the legacy
@@ -176,6 +180,33 @@ fn workspace_manifest() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml")
 }
 
+/// Loads the newest session the agent has stored (an earlier run's) and prints its
+/// replayed conversation.
+async fn show_newest_stored_session(
+    agent: &acp_client::AgentHandle,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let listed = agent.list_sessions(ListSessionsRequest::new()).await?;
+    let Some(newest) = listed.sessions.first() else {
+        println!("no stored session yet (run the demo again with the same --store)");
+        return Ok(());
+    };
+    let request = LoadSessionRequest::new(
+        Vec::<McpServer>::new(),
+        newest.cwd.clone(),
+        newest.session_id.clone(),
+    );
+    let loaded = agent.load_session_history(request).await?;
+    println!(
+        "loaded session {} ({} updates replayed):",
+        newest.session_id.0,
+        loaded.history.len()
+    );
+    for update in &loaded.history {
+        println!("  {}", describe(update));
+    }
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -185,6 +216,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let ours = &args[..args.len() - custom.len()];
     let wire = ours.iter().any(|a| a == "--wire");
+    let store = ours
+        .iter()
+        .position(|a| a == "--store")
+        .map(|i| ours.get(i + 1).ok_or("--store needs a directory"))
+        .transpose()?;
     let mut dialects = Vec::new();
     for (i, arg) in ours.iter().enumerate() {
         if arg == "--dialect" {
@@ -206,16 +242,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let command = match custom.split_first() {
         Some((program, rest)) => AgentCommand::new(program).args(rest),
-        None => AgentCommand::new("cargo").args([
-            "run".into(),
-            "--quiet".into(),
-            "--manifest-path".into(),
-            workspace_manifest().into_os_string(),
-            "-p".into(),
-            "acp-agent".into(),
-            "--example".into(),
-            "echo_agent".into(),
-        ]),
+        None => AgentCommand::new("cargo")
+            .args([
+                "run".into(),
+                "--quiet".into(),
+                "--manifest-path".into(),
+                workspace_manifest().into_os_string(),
+                "-p".into(),
+                "acp-agent".into(),
+                "--example".into(),
+                "echo_agent".into(),
+            ])
+            .args(
+                store
+                    .into_iter()
+                    .flat_map(|dir| ["--".into(), "--store".into(), dir.clone()]),
+            ),
     }
     .cwd(&root);
     println!("spawning the agent (cwd {})", root.display());
@@ -271,6 +313,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|i| i.name.as_str())
             .unwrap_or("(unnamed)")
     );
+
+    if store.is_some() && init.agent_capabilities.load_session {
+        show_newest_stored_session(agent).await?;
+    }
 
     let session = agent
         .new_session(NewSessionRequest {

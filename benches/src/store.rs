@@ -273,16 +273,18 @@ async fn list_once(backend: Backend, dir: &Path) -> Result<ListRun, String> {
     let agent = conn.agent();
     let t = Instant::now();
     let first = agent
-        .list_sessions(ListSessionsRequest::default())
+        .list_sessions(ListSessionsRequest::new())
         .await
         .map_err(|e| e.to_string())?;
     let first_page = t.elapsed();
     let t = Instant::now();
     let mut rows = 0;
-    let mut cursor = None;
+    let mut cursor: Option<String> = None;
     loop {
-        let mut request = ListSessionsRequest::default();
-        request.cursor = cursor;
+        let request = match cursor.take() {
+            Some(c) => ListSessionsRequest::new().cursor(c),
+            None => ListSessionsRequest::new(),
+        };
         let page = agent
             .list_sessions(request)
             .await
