@@ -48,9 +48,9 @@
 
 mod agent;
 pub mod client;
-pub mod cookbook;
 mod connection;
 mod context;
+pub mod cookbook;
 pub mod legacy;
 pub mod negotiate;
 pub mod session;
