@@ -372,6 +372,11 @@ impl Chat {
              Ctrl-C cancels a turn, Ctrl-D quits",
         );
         loop {
+            // A Ctrl-C right after a cancelled turn (before the editor took the keyboard
+            // back) is the second Ctrl-C: quit.
+            if let Ok(Some(())) = tokio::time::timeout(Duration::ZERO, self.sigint.recv()).await {
+                return 130;
+            }
             let line = match keyboard.read("you> ", LineKind::Prompt).await {
                 Answer::Line(line) => line,
                 Answer::Interrupted | Answer::Eof => return 0,
@@ -445,7 +450,7 @@ async fn run_with(request: ChatRequest, view: Arc<dyn View>) -> Result<i32, Stri
     let client = CliClient::new(
         view.clone(),
         answerer,
-        commands,
+        commands.clone(),
         state.clone(),
         &cwd,
         barrier.clone(),
@@ -508,6 +513,18 @@ async fn run_with(request: ChatRequest, view: Arc<dyn View>) -> Result<i32, Stri
         }
         state.config = config.unwrap_or_default();
     }
+    // Agents send their slash commands with or right after the session's answer: wait a
+    // moment for them, so they are shown before the first prompt rather than over it.
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while commands
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .is_empty()
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    barrier.settle().await;
     view.info(&format!(
         "session {}",
         crate::sanitize::terminal_safe(&session.0)

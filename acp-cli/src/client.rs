@@ -92,7 +92,7 @@ impl UpdateBarrier {
 
     /// Waits until every update read so far has been shown (at most half a second: an
     /// update that did not parse is never shown).
-    async fn settle(&self) {
+    pub async fn settle(&self) {
         let target = self.read.load(Ordering::Relaxed);
         let rx = self
             .shown

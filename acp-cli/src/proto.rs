@@ -3,13 +3,16 @@
 
 use acp_types::v1::*;
 
-/// Our `initialize` request: files are not offered (the CLI does not sandbox the agent's file
-/// access), terminals are, and every terminal command is put to the user first.
+/// Our `initialize` request: file reads (inside the working directory) and terminals (each
+/// command put to the user first) are offered; file writes are not.
 pub fn initialize_request() -> InitializeRequest {
     InitializeRequest {
         protocol_version: ProtocolVersion::V1,
         client_capabilities: ClientCapabilities {
-            fs: FileSystemCapabilities::default(),
+            fs: FileSystemCapabilities {
+                read_text_file: true,
+                ..Default::default()
+            },
             terminal: true,
             session: None,
             auth: Default::default(),

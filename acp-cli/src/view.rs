@@ -79,6 +79,8 @@ struct Term {
     turn_start: Option<Instant>,
     /// The last command list shown, so repeats are not.
     commands: Vec<String>,
+    /// A question is waiting for its answer: no spinner over its prompt.
+    asking: bool,
 }
 
 /// The terminal transcript.
@@ -117,6 +119,7 @@ impl Screen {
                 spinner: None,
                 turn_start: None,
                 commands: Vec::new(),
+                asking: false,
             }),
         }
     }
@@ -565,6 +568,7 @@ impl View for Screen {
 
     fn question(&self, lines: &[String]) {
         self.with(|t| {
+            t.asking = true;
             for (i, line) in lines.iter().enumerate() {
                 let line = if i == 0 {
                     format!("{}?{} {line}", t.style("yellow"), t.style("reset"))
@@ -579,6 +583,7 @@ impl View for Screen {
     fn answered(&self, _kind: &str, _answer: &str) {
         // The answer is on screen already (typed by the user); count its row.
         self.with(|t| {
+            t.asking = false;
             t.row += 1;
             t.col = 0;
         });
@@ -619,7 +624,7 @@ impl View for Screen {
 
     fn tick(&self) {
         let mut t = self.term.lock().unwrap_or_else(|p| p.into_inner());
-        if !t.fancy || t.col != 0 {
+        if !t.fancy || t.col != 0 || t.asking {
             return;
         }
         let Some(start) = t.turn_start else { return };
