@@ -71,10 +71,10 @@ impl UpdateBarrier {
     pub fn tap(self: &Arc<Self>) -> WireTap {
         let me = self.clone();
         Arc::new(move |event: TapEvent<'_>| {
-            if let TapEvent::Line(Direction::Incoming, line) = event {
-                if contains(line, b"\"session/update\"") {
-                    me.read.fetch_add(1, Ordering::Relaxed);
-                }
+            if let TapEvent::Line(Direction::Incoming, line) = event
+                && contains(line, b"\"session/update\"")
+            {
+                me.read.fetch_add(1, Ordering::Relaxed);
             }
         })
     }

@@ -601,7 +601,7 @@ mod tests {
         let mut text = sample();
         text.insert_str(0, "not json\n");
         let cut = text.len() - 20;
-        let t = parse(text[..cut].as_bytes());
+        let t = parse(&text.as_bytes()[..cut]);
         assert_eq!(t.problems.len(), 2, "{:?}", t.problems);
         assert!(
             t.problems[0].starts_with("line 1: not a trace record"),
