@@ -41,7 +41,7 @@ pub fn prompt_blocks(text: &str, cwd: &Path, embed: bool) -> (Vec<ContentBlock>,
             .flatten()
             .and_then(|bytes| String::from_utf8(bytes).ok());
         blocks.push(match text {
-            Some(text) => proto::embedded_text(uri, text, None),
+            Some(text) => proto::embedded_text(uri, text),
             None => proto::resource_link(uri, name.to_owned(), i64::try_from(meta.len()).ok()),
         });
     }

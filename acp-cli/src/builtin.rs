@@ -126,18 +126,14 @@ impl BuiltinAgent {
         turn: usize,
     ) -> Result<Step, Error> {
         let path = format!("{}/NOTES.md", state.cwd.trim_end_matches('/'));
-        let mut call = ToolCall::new(format!("edit-{turn}"), "Edit NOTES.md");
-        call.kind = ToolKind::Edit;
-        call.locations = vec![ToolCallLocation {
-            path: path.clone(),
-            line: Some(1),
-            meta: None,
-        }];
-        call.content = vec![proto::diff_content(
-            &path,
-            Some("# Notes\nTry acp.\n"),
-            &format!("# Notes\nTry acp.\nTurn {turn}: talked to the built-in agent.\n"),
-        )];
+        let call = ToolCall::new(format!("edit-{turn}"), "Edit NOTES.md")
+            .kind(ToolKind::Edit)
+            .locations([proto::location(&path, 1)])
+            .content([proto::diff_content(
+                &path,
+                Some("# Notes\nTry acp.\n"),
+                &format!("# Notes\nTry acp.\nTurn {turn}: talked to the built-in agent.\n"),
+            )]);
         let tool = s.start_tool_call(call).await?;
         if state.mode == "ask" {
             let options = vec![
@@ -180,8 +176,7 @@ impl BuiltinAgent {
                 .await?;
             return Ok(Step::Continue);
         }
-        let mut call = ToolCall::new(format!("check-{turn}"), "Run echo");
-        call.kind = ToolKind::Execute;
+        let call = ToolCall::new(format!("check-{turn}"), "Run echo").kind(ToolKind::Execute);
         let tool = s.start_tool_call(call).await?;
         let client = cx.client();
         let created = client
@@ -292,9 +287,10 @@ impl BuiltinAgent {
 }
 
 async fn tool_with_terminal(tool: &ToolCallHandle, terminal: &TerminalId) -> Result<(), Error> {
-    let mut update = tool.blank();
-    update.status = Some(ToolCallStatus::InProgress);
-    update.content = Some(vec![proto::terminal_content(terminal.clone())]);
+    let update = tool
+        .blank()
+        .status(ToolCallStatus::InProgress)
+        .content([proto::terminal_content(terminal.clone())]);
     tool.update(update).await
 }
 
@@ -507,7 +503,7 @@ mod tests {
     fn attachments_are_described_by_kind() {
         let prompt = vec![
             ContentBlock::text(" hi "),
-            proto::embedded_text("file:///a.txt".into(), "1\n2\n".into(), None),
+            proto::embedded_text("file:///a.txt".into(), "1\n2\n".into()),
             proto::resource_link("file:///b.bin".into(), "b.bin".into(), Some(3)),
         ];
         let (text, attachments) = describe_prompt(&prompt);

@@ -342,7 +342,7 @@ impl Client for CliClient {
     ) -> Result<CreateTerminalResponse, Error> {
         // Without a cwd the command runs in the session's directory, and the user is told so.
         if p.cwd.is_none() {
-            p.cwd = Some(self.inner.cwd.to_string_lossy().into_owned());
+            p = p.cwd(self.inner.cwd.to_string_lossy());
         }
         let command = describe_command(&p);
         let mut lines = vec![format!("the agent wants to run: {command}")];
@@ -495,11 +495,10 @@ mod tests {
 
     #[test]
     fn commands_are_shown_quoted_and_safe() {
-        let mut p =
-            proto::create_terminal(&SessionId("s".into()), "rm", &["-rf", "my dir", "it's"]);
+        let session = SessionId("s".into());
+        let p = proto::create_terminal(&session, "rm", &["-rf", "my dir", "it's"]);
         assert_eq!(describe_command(&p), "rm -rf 'my dir' 'it'\\''s'");
-        p.command = "ls\x1b]0;x\x07".into();
-        p.args.clear();
+        let p = proto::create_terminal(&session, "ls\x1b]0;x\x07", &[]);
         assert_eq!(describe_command(&p), "'ls'");
     }
 }

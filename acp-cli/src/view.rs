@@ -759,11 +759,9 @@ mod tests {
     fn tool_status_is_rewritten_in_place_on_a_terminal() {
         let out = Shared::default();
         let screen = Screen::new(Box::new(out.clone()), true, (80, 24));
-        let mut call = ToolCall::new("t1", "Edit NOTES.md");
-        call.kind = ToolKind::Edit;
+        let call = ToolCall::new("t1", "Edit NOTES.md").kind(ToolKind::Edit);
         screen.update(&SessionUpdate::ToolCall(Box::new(call)));
-        let mut update = acp_agent::tool_call_update("t1");
-        update.status = Some(ToolCallStatus::Completed);
+        let update = ToolCallUpdate::new("t1").status(ToolCallStatus::Completed);
         screen.update(&SessionUpdate::ToolCallUpdate(Box::new(update)));
         let text = out.text();
         // Saved cursor, up one row, cleared line, the new header, restored cursor.
@@ -781,8 +779,7 @@ mod tests {
         screen.update(&SessionUpdate::ToolCall(Box::new(ToolCall::new(
             "t1", "Run echo",
         ))));
-        let mut update = acp_agent::tool_call_update("t1");
-        update.status = Some(ToolCallStatus::Failed);
+        let update = ToolCallUpdate::new("t1").status(ToolCallStatus::Failed);
         screen.update(&SessionUpdate::ToolCallUpdate(Box::new(update)));
         assert_eq!(
             out.text(),
@@ -813,14 +810,11 @@ mod tests {
     fn a_plan_is_a_checklist() {
         let out = Shared::default();
         let screen = Screen::new(Box::new(out.clone()), false, (80, 24));
-        let plan = Plan {
-            entries: vec![
-                crate::proto::plan_entry("one", PlanEntryStatus::Completed),
-                crate::proto::plan_entry("two", PlanEntryStatus::InProgress),
-                crate::proto::plan_entry("three", PlanEntryStatus::Pending),
-            ],
-            meta: None,
-        };
+        let plan = Plan::new(vec![
+            crate::proto::plan_entry("one", PlanEntryStatus::Completed),
+            crate::proto::plan_entry("two", PlanEntryStatus::InProgress),
+            crate::proto::plan_entry("three", PlanEntryStatus::Pending),
+        ]);
         screen.update(&SessionUpdate::Plan(plan));
         assert_eq!(out.text(), "plan\n  ☑ one\n  ◐ two\n  ☐ three\n");
     }
