@@ -378,9 +378,11 @@ impl Term {
         }
     }
 
+    /// Erases the spinner: the cursor was left where it was drawn, so erasing to the end of
+    /// the line removes it and nothing else.
     fn clear_spinner(&mut self) {
         if self.spinner.is_some() {
-            let _ = self.out.write_all(b"\r\x1b[2K");
+            let _ = self.out.write_all(b"\x1b[K");
             self.spinner = None;
         }
     }
@@ -622,18 +624,23 @@ impl View for Screen {
         });
     }
 
+    /// Draws the spinner and the elapsed time after the cursor (on the current line, where
+    /// the next output will go), then moves the cursor back, so the next write starts by
+    /// erasing it.
     fn tick(&self) {
         let mut t = self.term.lock().unwrap_or_else(|p| p.into_inner());
-        if !t.fancy || t.col != 0 || t.asking {
-            return;
-        }
         let Some(start) = t.turn_start else { return };
-        let frame = t.spinner.map_or(0, |f| (f + 1) % SPINNER.len());
-        let line = format!(
-            "\r\x1b[2K{DIM}{} working {:.1}s (Ctrl-C cancels){RESET}",
-            SPINNER[frame],
+        let text = format!(
+            " {} working {:.1}s (Ctrl-C cancels)",
+            SPINNER[t.spinner.map_or(0, |f| (f + 1) % SPINNER.len())],
             start.elapsed().as_secs_f64()
         );
+        let width = text.chars().count();
+        if !t.fancy || t.asking || t.col + width + 1 >= t.size.0 {
+            return;
+        }
+        let frame = t.spinner.map_or(0, |f| (f + 1) % SPINNER.len());
+        let line = format!("\x1b[K{DIM}{text}{RESET}\x1b[{width}D");
         let _ = t.out.write_all(line.as_bytes());
         let _ = t.out.flush();
         t.spinner = Some(frame);

@@ -81,6 +81,8 @@ fn builtin_ctrl_c_cancels_mid_stream_and_a_second_quits() {
     t.wait_for("you>");
     t.line("/count 200");
     t.wait_for(" 3 ");
+    // The spinner with the elapsed time runs after the streamed text.
+    t.wait_for(" working ");
     t.send(&["C-c"]);
     let screen = t.wait_for("── cancelled");
     assert!(
@@ -88,6 +90,8 @@ fn builtin_ctrl_c_cancels_mid_stream_and_a_second_quits() {
         "{screen}"
     );
     assert!(!screen.contains(" 200 "), "{screen}");
+    // The spinner was erased when the turn ended.
+    assert!(!screen.contains(" working "), "{screen}");
     t.wait_for_n("you>", 2);
     // A second Ctrl-C (at the prompt after the cancelled turn) quits.
     t.send(&["C-c"]);

@@ -267,3 +267,87 @@ fn sessions_are_listed_or_their_absence_explained() {
         text(&out.stdout)
     );
 }
+
+#[test]
+fn the_builtin_agent_speaks_every_dialect() {
+    let dir = Scratch::new("dialects");
+    for dialect in ["v1", "legacy-0.0.9", "threads"] {
+        let out = run(
+            &["chat", "--dialect", dialect, "--prompt", "/echo over it"],
+            &dir.0,
+        );
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{dialect}: {stdout}");
+        assert!(stdout.contains(&format!("({dialect})")), "{stdout}");
+        assert!(stdout.contains("  over it"), "{stdout}");
+        assert!(!out.stderr.contains(&0x1b), "no colours in logs to a pipe");
+    }
+}
+
+/// An agent that takes prompts and never answers them, recording what it reads.
+const STUCK_AGENT: &str = r#"
+while IFS= read -r line; do
+  printf '%s\n' "$line" >> seen.log
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1}}\n' "$id" ;;
+    *'"session/new"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s1"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+#[test]
+fn ctrl_c_sends_session_cancel_and_a_second_quits_an_agent_that_ignores_it() {
+    let dir = Scratch::new("stuck");
+    let mut child = Command::new(acp())
+        .args([
+            "chat",
+            "--dialect",
+            "v1",
+            "--prompt",
+            "hi",
+            "--",
+            "sh",
+            "-c",
+            STUCK_AGENT,
+        ])
+        .current_dir(&dir.0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let seen = |what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let log = std::fs::read_to_string(dir.0.join("seen.log")).unwrap_or_default();
+            if log.contains(what) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the agent never saw {what}: {log}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    seen("session/prompt");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    seen("session/cancel");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "a second Ctrl-C did not quit");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let out = child.wait_with_output().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("cancelling (Ctrl-C again to quit)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("second Ctrl-C: quitting"), "{stdout}");
+}
