@@ -200,6 +200,7 @@ impl Chat {
         let interrupt = self.client.interrupt();
         self.view.turn_started();
         let start = Instant::now();
+        tracing::info!(session = %self.session, "turn started");
         let prompt = agent.prompt(proto::prompt_request(&self.session, blocks));
         tokio::pin!(prompt);
         let mut ticker = tokio::time::interval(Duration::from_millis(100));
@@ -209,6 +210,12 @@ impl Chat {
                 result = &mut prompt => {
                     return match result {
                         Ok(response) => {
+                            tracing::info!(
+                                session = %self.session,
+                                stop_reason = %response.stop_reason,
+                                duration_ms = start.elapsed().as_millis() as u64,
+                                "turn ended"
+                            );
                             self.view.turn_ended(response.stop_reason.as_str(), start.elapsed());
                             TurnEnd::Stopped(response.stop_reason)
                         }
@@ -217,6 +224,7 @@ impl Chat {
                                 Some(death) => death,
                                 None => format!("the prompt failed: {e}"),
                             };
+                            tracing::error!(session = %self.session, error = %e, "turn failed");
                             self.report(&why);
                             self.view.turn_ended("error", start.elapsed());
                             TurnEnd::Failed
@@ -236,6 +244,7 @@ impl Chat {
                 return TurnEnd::Quit;
             }
             cancelling = true;
+            tracing::warn!(session = %self.session, "cancelling the turn (Ctrl-C)");
             self.view.info("cancelling (Ctrl-C again to quit)");
             if let Err(e) = agent.cancel(proto::cancel(&self.session)).await {
                 self.view

@@ -186,6 +186,12 @@ fn line_record(ts: f64, dir: &str, seq: &AtomicU64, mut line: Vec<u8>) -> Record
     }
     let mut record = Record::new(ts, dir);
     record.seq = Some(seq.fetch_add(1, Ordering::Relaxed));
+    tracing::debug!(
+        direction = dir,
+        seq = record.seq,
+        bytes = line.len(),
+        "line"
+    );
     match String::from_utf8(line) {
         Ok(text) => record.line = Some(text),
         Err(e) => {
