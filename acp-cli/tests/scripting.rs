@@ -351,3 +351,68 @@ fn ctrl_c_sends_session_cancel_and_a_second_quits_an_agent_that_ignores_it() {
     );
     assert!(stdout.contains("second Ctrl-C: quitting"), "{stdout}");
 }
+
+/// An agent that can load session `old-7`: it replays one exchange, then answers prompts.
+const LOADING_AGENT: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}\n' "$id" ;;
+    *'"session/load"'*'"old-7"'*)
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"old-7","update":{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"what was said before"}}}}\n'
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"old-7","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"the old answer"}}}}\n'
+      printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$id" ;;
+    *'"session/load"'*) printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32002,"message":"no such session"}}\n' "$id" ;;
+    *'"session/prompt"'*'"old-7"'*)
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"old-7","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"continuing"}}}}\n'
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"end_turn"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+#[test]
+fn a_loaded_session_replays_its_history_then_takes_the_prompt() {
+    let dir = Scratch::new("loaded");
+    let out = run(
+        &[
+            "chat",
+            "--dialect",
+            "v1",
+            "--load",
+            "old-7",
+            "--prompt",
+            "go on",
+            "--",
+            "sh",
+            "-c",
+            LOADING_AGENT,
+        ],
+        &dir.0,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let replay = stdout.find("  > what was said before").expect(&stdout);
+    let old = stdout.find("  the old answer").expect(&stdout);
+    let new = stdout.find("  continuing").expect(&stdout);
+    assert!(replay < old && old < new, "{stdout}");
+    let out = run(
+        &[
+            "chat",
+            "--dialect",
+            "v1",
+            "--load",
+            "old-8",
+            "--prompt",
+            "go on",
+            "--",
+            "sh",
+            "-c",
+            LOADING_AGENT,
+        ],
+        &dir.0,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("error: session old-8 could not be loaded: no such session")
+    );
+}
