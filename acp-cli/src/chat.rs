@@ -188,6 +188,8 @@ struct Chat {
     state: Arc<Mutex<SessionView>>,
     sigint: Signal,
     cwd: PathBuf,
+    /// The terminal transcript (not with `--json`), for output held while the user types.
+    screen: Option<Arc<Screen>>,
 }
 
 impl Chat {
@@ -386,7 +388,11 @@ impl Chat {
             if let Ok(Some(())) = tokio::time::timeout(Duration::ZERO, self.sigint.recv()).await {
                 return 130;
             }
-            let line = match keyboard.read("you> ", LineKind::Prompt).await {
+            let answer = keyboard.read("you> ", LineKind::Prompt).await;
+            if let Some(screen) = &self.screen {
+                screen.release_held();
+            }
+            let line = match answer {
                 Answer::Line(line) => line,
                 Answer::Interrupted | Answer::Eof => return 0,
             };
@@ -419,12 +425,12 @@ pub const LOCAL_COMMANDS: [(&str, &str); 3] = [
 
 /// `acp chat`: returns the exit status.
 pub async fn run(request: ChatRequest) -> i32 {
-    let view: Arc<dyn View> = if request.json {
-        Arc::new(JsonEvents::stdout())
-    } else {
-        Arc::new(Screen::stdout())
+    let screen = (!request.json).then(|| Arc::new(Screen::stdout()));
+    let view: Arc<dyn View> = match &screen {
+        Some(screen) => screen.clone(),
+        None => Arc::new(JsonEvents::stdout()),
     };
-    match run_with(request, view.clone()).await {
+    match run_with(request, view.clone(), screen).await {
         Ok(status) => status,
         Err(e) => {
             let mut lines = e.lines();
@@ -437,17 +443,23 @@ pub async fn run(request: ChatRequest) -> i32 {
     }
 }
 
-async fn run_with(request: ChatRequest, view: Arc<dyn View>) -> Result<i32, String> {
+async fn run_with(
+    request: ChatRequest,
+    view: Arc<dyn View>,
+    screen: Option<Arc<Screen>>,
+) -> Result<i32, String> {
     let cwd = request.agent.cwd.clone();
     let commands: CommandList = Arc::default();
     let state: Arc<Mutex<SessionView>> = Arc::default();
     let keyboard = match request.prompt {
         Some(_) => None,
-        None => Some(Keyboard::start(
-            commands.clone(),
-            LOCAL_COMMANDS,
-            cwd.clone(),
-        )?),
+        None => {
+            let keyboard = Keyboard::start(commands.clone(), LOCAL_COMMANDS, cwd.clone())?;
+            if let Some(screen) = &screen {
+                screen.hold_while_editing(keyboard.editing());
+            }
+            Some(keyboard)
+        }
     };
     let answerer = match &keyboard {
         Some(keyboard) => Answerer::Keyboard(keyboard.clone()),
@@ -546,6 +558,7 @@ async fn run_with(request: ChatRequest, view: Arc<dyn View>) -> Result<i32, Stri
         state,
         sigint,
         cwd,
+        screen,
     };
     let status = match (request.prompt, keyboard) {
         (Some(prompt), _) => {

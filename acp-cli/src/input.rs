@@ -42,6 +42,8 @@ type Request = (String, LineKind, oneshot::Sender<Answer>);
 /// The keyboard, shared by the chat loop and the client's questions.
 #[derive(Clone)]
 pub struct Keyboard {
+    /// Set while the prompt line (not an answer) is being edited.
+    editing: Arc<std::sync::atomic::AtomicBool>,
     tx: std::sync::mpsc::Sender<Request>,
     /// Serialises questions: one prompt on screen at a time.
     turn: Arc<tokio::sync::Mutex<()>>,
@@ -67,13 +69,20 @@ impl Keyboard {
             cwd,
             kind: kind.clone(),
         }));
+        // Only a terminal has one; without it output is simply written.
+        let editing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let editing_flag = editing.clone();
         let (tx, rx) = std::sync::mpsc::channel::<Request>();
         std::thread::Builder::new()
             .name("acp-keyboard".into())
             .spawn(move || {
                 for (prompt, line_kind, reply) in rx {
                     *kind.lock().unwrap_or_else(|p| p.into_inner()) = line_kind;
-                    let answer = match editor.readline(&prompt) {
+                    let at_prompt = line_kind == LineKind::Prompt;
+                    editing_flag.store(at_prompt, std::sync::atomic::Ordering::SeqCst);
+                    let read = editor.readline(&prompt);
+                    editing_flag.store(false, std::sync::atomic::Ordering::SeqCst);
+                    let answer = match read {
                         Ok(line) => {
                             if line_kind == LineKind::Prompt && !line.trim().is_empty() {
                                 let _ = editor.add_history_entry(line.as_str());
@@ -87,10 +96,17 @@ impl Keyboard {
                 }
             })
             .map_err(|e| format!("cannot start the keyboard thread: {e}"))?;
-        Ok(Keyboard {
+        let keyboard = Keyboard {
+            editing,
             tx,
             turn: Arc::new(tokio::sync::Mutex::new(())),
-        })
+        };
+        Ok(keyboard)
+    }
+
+    /// The flag that is set while the prompt line is being edited.
+    pub fn editing(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.editing.clone()
     }
 
     /// Reads one line.

@@ -8,7 +8,8 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use acp_types::v1::*;
@@ -81,6 +82,13 @@ struct Term {
     commands: Vec<String>,
     /// A question is waiting for its answer: no spinner over its prompt.
     asking: bool,
+    /// Set while the user edits the prompt line: output is held back meanwhile (see
+    /// [`Screen::hold_while_editing`]).
+    editing: Option<Arc<AtomicBool>>,
+    /// Output being collected while the prompt line is edited.
+    capture: Option<Vec<u8>>,
+    /// Output held back until the line is submitted.
+    held: Vec<u8>,
 }
 
 /// The terminal transcript.
@@ -120,14 +128,47 @@ impl Screen {
                 turn_start: None,
                 commands: Vec::new(),
                 asking: false,
+                editing: None,
+                capture: None,
+                held: Vec::new(),
             }),
+        }
+    }
+
+    /// Output that arrives while the user edits the prompt line (an update the agent sends
+    /// between turns) is held back while `editing` is set and shown by
+    /// [`Screen::release_held`] once the line is submitted: written into the line being
+    /// edited it would garble it (and the editor would redraw over it).
+    pub fn hold_while_editing(&self, editing: Arc<AtomicBool>) {
+        self.term.lock().unwrap_or_else(|p| p.into_inner()).editing = Some(editing);
+    }
+
+    /// Shows the output held back while the prompt line was edited.
+    pub fn release_held(&self) {
+        let mut term = self.term.lock().unwrap_or_else(|p| p.into_inner());
+        let held = std::mem::take(&mut term.held);
+        if !held.is_empty() {
+            let _ = term.out.write_all(&held);
+            let _ = term.out.flush();
         }
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut Term) -> R) -> R {
         let mut term = self.term.lock().unwrap_or_else(|p| p.into_inner());
         term.clear_spinner();
+        let editing = term
+            .editing
+            .as_ref()
+            .is_some_and(|e| e.load(Ordering::SeqCst));
+        if editing {
+            term.capture = Some(Vec::new());
+        }
         let r = f(&mut term);
+        if editing {
+            term.newline_if_needed();
+            let captured = term.capture.take().unwrap_or_default();
+            term.held.extend_from_slice(&captured);
+        }
         let _ = term.out.flush();
         r
     }
@@ -146,6 +187,16 @@ fn terminal_size() -> (usize, usize) {
 }
 
 impl Term {
+    /// Writes bytes to the terminal, or to the capture held while the prompt is edited.
+    fn emit(&mut self, bytes: &[u8]) {
+        match self.capture.as_mut() {
+            Some(capture) => capture.extend_from_slice(bytes),
+            None => {
+                let _ = self.out.write_all(bytes);
+            }
+        }
+    }
+
     fn style(&self, style: &str) -> &'static str {
         if !self.fancy {
             return "";
@@ -163,7 +214,7 @@ impl Term {
 
     /// Writes text that is already safe, counting rows. `\n` ends a row.
     fn raw(&mut self, text: &str) {
-        let _ = self.out.write_all(text.as_bytes());
+        self.emit(text.as_bytes());
         let mut in_escape = false;
         for c in text.chars() {
             if in_escape {
@@ -285,10 +336,15 @@ impl Term {
         };
         let header = self.tool_header(&tool);
         let distance = self.row.saturating_sub(tool.row);
-        if self.fancy && distance > 0 && (distance as usize) < self.size.1.saturating_sub(1) {
+        let in_place = self.capture.is_none();
+        if in_place
+            && self.fancy
+            && distance > 0
+            && (distance as usize) < self.size.1.saturating_sub(1)
+        {
             // Save the cursor, go up to the header, rewrite it, come back.
             let seq = format!("\x1b7\x1b[{distance}A\r\x1b[2K{header}\x1b8");
-            let _ = self.out.write_all(seq.as_bytes());
+            self.emit(seq.as_bytes());
         } else {
             self.newline_if_needed();
             self.block = Block::None;
@@ -382,7 +438,7 @@ impl Term {
     /// the line removes it and nothing else.
     fn clear_spinner(&mut self) {
         if self.spinner.is_some() {
-            let _ = self.out.write_all(b"\x1b[K");
+            self.emit(b"\x1b[K");
             self.spinner = None;
         }
     }
@@ -717,7 +773,6 @@ impl View for JsonEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     /// A writer the test can read back.
     #[derive(Clone, Default)]

@@ -215,3 +215,55 @@ fn echo_agent_child_permission_terminal_cancel_completion_and_mode() {
     t.send(&["C-d"]);
     t.wait_for("EXIT=0");
 }
+
+/// An agent that says something a second after the session started, while the user types.
+const LATE_AGENT: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1}}\n' "$id" ;;
+    *'"session/new"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s1"}}\n' "$id"
+      (sleep 1.5; printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"late news"}}}}\n') & ;;
+  esac
+done
+"#;
+
+#[test]
+fn an_update_between_turns_waits_until_the_typed_line_is_submitted() {
+    if !have(
+        "tmux",
+        "an_update_between_turns_waits_until_the_typed_line_is_submitted",
+    ) {
+        return;
+    }
+    let dir = Scratch::new("late");
+    std::fs::write(dir.0.join("agent.sh"), LATE_AGENT).unwrap();
+    let t = Tmux::start(
+        "late",
+        &format!(
+            "cd {} && {} chat --dialect v1 -- sh agent.sh",
+            sh(&dir.0),
+            sh(&acp())
+        ),
+    );
+    t.wait_for("you>");
+    t.send(&["-l", "/mode"]);
+    t.wait_for("you> /mode");
+    // The update arrives while the line is being typed: the line stays intact.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let screen = t.screen();
+    assert!(!screen.contains("late news"), "{screen}");
+    let last = screen.lines().rfind(|l| !l.trim().is_empty());
+    assert_eq!(last, Some("you> /mode"), "{screen}");
+    // Submitted, the held output shows, then the command's own.
+    t.send(&["Enter"]);
+    let screen = t.wait_for("this agent offers no modes");
+    let news = screen.find("  late news").expect(&screen);
+    assert!(
+        news < screen.find("this agent offers no modes").unwrap(),
+        "{screen}"
+    );
+    t.send(&["C-d"]);
+    t.wait_for("EXIT=0");
+}
