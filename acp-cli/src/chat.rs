@@ -2,6 +2,7 @@
 //! command as a child process), the interactive loop, one scripted turn, and session lists.
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -625,7 +626,11 @@ pub async fn sessions(spec: AgentSpec) -> i32 {
             Ok(page) => {
                 for s in &page.sessions {
                     count += 1;
-                    println!("{}", session_line(s));
+                    // A closed stdout (`| head`) ends the listing, not the program.
+                    if writeln!(std::io::stdout(), "{}", session_line(s)).is_err() {
+                        link.shutdown().await;
+                        return 0;
+                    }
                 }
                 match page.next_cursor {
                     Some(next) => cursor = Some(next),

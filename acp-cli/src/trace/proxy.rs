@@ -5,8 +5,9 @@
 //! written on before it is looked at), the agent's stderr is inherited, SIGINT, SIGTERM,
 //! SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to it, and its exit status becomes
 //! ours (a death by signal is reproduced by dying of the same signal). Every complete line is
-//! recorded as a [`Record`] with its timestamp and direction; the file is flushed whenever
-//! the proxy goes idle, so a trace of a crashed session is still there.
+//! recorded as a [`Record`] with its timestamp, direction and place in the order of both
+//! directions (`seq`, taken before the line is passed on); the file is flushed whenever the
+//! proxy goes idle, so a trace of a crashed session is still there.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -126,7 +127,9 @@ pub async fn run(out: &Path, command: &[OsString]) -> i32 {
     }
 }
 
-/// Copies `from` to `to` chunk by chunk, recording each complete line.
+/// Copies `from` to `to` chunk by chunk, recording each complete line. The two directions
+/// record independently, so the file holds each direction in order and `seq` gives the
+/// order across both.
 async fn pump<R, W>(
     mut from: R,
     mut to: W,
@@ -145,24 +148,27 @@ async fn pump<R, W>(
             Ok(n) => n,
         };
         let chunk = &buf[..n];
-        // Pass it on first: the recording must not delay the protocol.
-        if to.write_all(chunk).await.is_err() || to.flush().await.is_err() {
-            break;
-        }
+        // Number the chunk's lines before passing it on: a line gets its place in the order
+        // (`seq`) before the peer can answer it, so an answer is never numbered before its
+        // request. Recording waits until the bytes are on their way.
         let ts = record::now();
+        let mut records = Vec::new();
         let mut rest = chunk;
         while let Some(i) = memchr(b'\n', rest) {
             partial.extend_from_slice(&rest[..i]);
             rest = &rest[i + 1..];
-            let line = std::mem::take(&mut partial);
-            if tx.send(line_record(ts, dir, &seq, line)).await.is_err() {
-                return;
-            }
+            records.push(line_record(ts, dir, &seq, std::mem::take(&mut partial)));
         }
         partial.extend_from_slice(rest);
         while partial.len() > MAX_RECORDED_LINE {
             let piece: Vec<u8> = partial.drain(..MAX_RECORDED_LINE).collect();
-            if tx.send(line_record(ts, dir, &seq, piece)).await.is_err() {
+            records.push(line_record(ts, dir, &seq, piece));
+        }
+        if to.write_all(chunk).await.is_err() || to.flush().await.is_err() {
+            break;
+        }
+        for record in records {
+            if tx.send(record).await.is_err() {
                 return;
             }
         }

@@ -3,6 +3,7 @@
 //! ([`super::html`]).
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
 use std::path::Path;
 
 use serde::Serialize;
@@ -137,9 +138,23 @@ pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
     Some(sorted[rank.clamp(1, sorted.len()) - 1])
 }
 
+/// The records in the order they crossed: `start` first, then the protocol lines by `seq`
+/// (the file holds each direction in order, but the two directions may interleave
+/// differently), then the rest (`exit`) where they were.
+fn in_crossing_order(records: &[(usize, Record)]) -> Vec<&(usize, Record)> {
+    let mut ordered: Vec<&(usize, Record)> = records.iter().collect();
+    ordered.sort_by_key(|(line, r)| match (r.dir.as_str(), r.seq) {
+        (record::START, _) => (0, 0, *line),
+        (_, Some(seq)) => (1, seq, *line),
+        _ => (2, 0, *line),
+    });
+    ordered
+}
+
 /// Pairs, counts and sums up a trace.
 pub fn analyse(trace: &Trace) -> Analysis {
-    let start = trace.records.first().map_or(0.0, |(_, r)| r.ts);
+    let records = in_crossing_order(&trace.records);
+    let start = records.first().map_or(0.0, |(_, r)| r.ts);
     let mut messages: Vec<Message> = Vec::new();
     let mut problems = trace.problems.clone();
     let mut pending: HashMap<(&'static str, String), usize> = HashMap::new();
@@ -147,7 +162,7 @@ pub fn analyse(trace: &Trace) -> Analysis {
     let mut notifications: BTreeMap<String, usize> = BTreeMap::new();
     let mut command = None;
     let mut exit = None;
-    for (line_no, r) in &trace.records {
+    for (line_no, r) in records.iter().copied() {
         let t = (r.ts - start) * 1000.0;
         let dir = match r.dir.as_str() {
             record::CLIENT_TO_AGENT => "c2a",
@@ -473,14 +488,16 @@ pub fn run(file: &Path, html: Option<&Path>) -> i32 {
     };
     let analysis = analyse(&trace);
     let name = file.display().to_string();
-    print!("{}", summary(&analysis, &name));
+    // A closed stdout (`| head`) is not an error worth a panic: stop writing.
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(summary(&analysis, &name).as_bytes());
     if let Some(out) = html {
         let page = super::html::page(&analysis, &name);
         if let Err(e) = std::fs::write(out, page) {
             eprintln!("acp trace view: cannot write {}: {e}", out.display());
             return 1;
         }
-        println!("\npage written to {}", out.display());
+        let _ = writeln!(stdout, "\npage written to {}", out.display());
     }
     for problem in &trace.problems {
         eprintln!("acp trace view: {name}: {problem}");
@@ -613,6 +630,28 @@ mod tests {
             "line 10: truncated (the file ends inside a record)"
         );
         assert_eq!(t.records.len(), 8);
+    }
+
+    #[test]
+    fn pairs_follow_seq_even_when_the_file_holds_an_answer_first() {
+        let mut request = Record::new(1.0, record::AGENT_TO_CLIENT);
+        request.seq = Some(0);
+        request.line = Some(
+            r#"{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{}}"#.into(),
+        );
+        let mut answer = Record::new(1.001, record::CLIENT_TO_AGENT);
+        answer.seq = Some(1);
+        answer.line = Some(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.into());
+        let text: String = [&answer, &request]
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap() + "\n")
+            .collect();
+        let a = analyse(&parse(text.as_bytes()));
+        assert!(a.problems.is_empty(), "{:?}", a.problems);
+        assert_eq!(a.messages[0].kind, "request");
+        assert_eq!(a.messages[0].line, 2);
+        assert_eq!(a.messages[0].pair, Some(1));
+        assert_eq!(a.requests["session/request_permission"].unanswered, 0);
     }
 
     #[test]

@@ -138,9 +138,10 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// Waits until the screen shows `text` `times` times; panics with the screen after 20 s.
+    /// Waits until the screen shows `text` `times` times; panics with the screen after 30 s
+    /// (generous: CI shares two cores with the build).
     pub fn wait_for_n(&self, text: &str, times: usize) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let screen = self.screen();
             if screen.matches(text).count() >= times {
