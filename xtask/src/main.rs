@@ -13,6 +13,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+#[cfg(test)]
+mod tidy;
+
 const USAGE: &str = "usage:
   cargo xtask codegen [--check]
   cargo xtask interop [--cache <dir>] [--out <dir>] [--keep] [--rust-only] [<cell>...]
