@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
@@ -37,8 +37,9 @@ pub(crate) type Deliver = Box<dyn Waiter>;
 pub(crate) enum Pending {
     /// A caller awaiting the result.
     Waiter(Deliver),
-    /// A fire-and-forget request (legacy dialect notification): the response is dropped.
-    Discard,
+    /// A fire-and-forget request (legacy dialect notification): the response is dropped,
+    /// and with it the request's outgoing slot.
+    Discard(OwnedSemaphorePermit),
 }
 
 #[derive(Default)]
@@ -70,6 +71,9 @@ pub(crate) struct Shared {
     pub(crate) request_answered: tokio::sync::Notify,
     /// Requests received so far (the arrival number of the next one).
     pub(crate) requests_received: AtomicU64,
+    /// One permit per outgoing request awaiting its response (see
+    /// [`Config::max_pending_requests`]).
+    pub(crate) outgoing_slots: Arc<Semaphore>,
 }
 
 /// An incoming request being handled.
@@ -120,6 +124,18 @@ impl Shared {
     /// The error for calls that can no longer be made or answered.
     pub(crate) fn closed_error(&self) -> Error {
         Error::connection_closed(&self.close_reason().unwrap_or(CloseReason::Local))
+    }
+
+    /// Waits for a free outgoing request slot; fails once the connection is shutting down.
+    pub(crate) async fn outgoing_slot(&self) -> Result<OwnedSemaphorePermit, Error> {
+        if let Ok(permit) = self.outgoing_slots.clone().try_acquire_owned() {
+            return Ok(permit);
+        }
+        tokio::select! {
+            biased;
+            _ = self.shutdown.cancelled() => Err(self.closed_error()),
+            p = self.outgoing_slots.clone().acquire_owned() => p.map_err(|_| self.closed_error()),
+        }
     }
 
     /// Queues one serialized message for the writer, waiting while the queue is full
@@ -175,7 +191,6 @@ impl Connection {
             .first_request_id
             .unwrap_or(config.dialect.first_request_id);
         let shared = Arc::new(Shared {
-            config,
             out_tx,
             next_id: AtomicI64::new(first_id),
             pending: Mutex::new(PendingMap::default()),
@@ -187,6 +202,8 @@ impl Connection {
             answer_waiters: AtomicUsize::new(0),
             request_answered: tokio::sync::Notify::new(),
             requests_received: AtomicU64::new(0),
+            outgoing_slots: Arc::new(Semaphore::new(config.max_pending_requests)),
+            config,
         });
         let peer = Peer::new(shared.clone());
         tokio::spawn(crate::writer::write_loop(writer, out_rx, shared.clone()));

@@ -52,6 +52,9 @@ struct Reader {
     /// Notifications handed to the worker so far.
     notifications_received: u64,
     slots: Arc<Semaphore>,
+    /// Admission: one permit per request read and not yet answered (see
+    /// [`Config::max_unanswered_requests`](crate::Config::max_unanswered_requests)).
+    admission: Arc<Semaphore>,
     /// With [`Config::sequential_requests`](crate::Config::sequential_requests): resolves
     /// when the handler of the last request received has returned.
     last_request_done: Option<oneshot::Receiver<()>>,
@@ -76,6 +79,7 @@ pub(crate) async fn read_loop<R>(
     let mut codec = LineCodec::new(shared.config.max_message_size);
     let mut state = Reader {
         slots: Arc::new(Semaphore::new(shared.config.max_concurrent_handlers)),
+        admission: Arc::new(Semaphore::new(shared.config.max_unanswered_requests)),
         shared,
         handler,
         peer,
@@ -170,6 +174,10 @@ impl Reader {
             Ok(Parsed::Response(resp)) => self.on_response(resp).await,
             Err(failure) => {
                 tracing::warn!(error = %failure.error, "bad message");
+                let waited_for = match &failure.response_id {
+                    Some(RequestId::Int(id)) => lock(&self.shared.pending).map.contains_key(id),
+                    _ => false,
+                };
                 if let Some(RequestId::Int(id)) = failure.response_id {
                     let result = Err(failure.error.clone());
                     self.on_response(BorrowedResponse {
@@ -178,7 +186,11 @@ impl Reader {
                     })
                     .await;
                 }
-                self.reply(None, Err(failure.error)).await;
+                if failure.is_response && !waited_for {
+                    return; // nobody waits for it: answering could start a reply loop
+                }
+                self.reply(failure.request_id.as_ref(), Err(failure.error))
+                    .await;
             }
         }
     }
@@ -267,7 +279,7 @@ impl Reader {
         let pending = lock(&self.shared.pending).map.remove(&id);
         let deliver = match pending {
             Some(Pending::Waiter(deliver)) => deliver,
-            Some(Pending::Discard) => return,
+            Some(Pending::Discard(_slot)) => return,
             None => {
                 tracing::warn!(id, "response for an unknown id: ignored");
                 return;
@@ -311,6 +323,23 @@ impl Reader {
     }
 
     async fn on_request(&mut self, req: Request) {
+        // Bounded admission: at the cap the reader waits here, reading nothing more, so the
+        // peer's writes fill the pipe and block it (the OS pushes back) until we answer.
+        let admitted = match self.admission.clone().try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            Err(_) => {
+                tracing::debug!(
+                    cap = self.shared.config.max_unanswered_requests,
+                    "unanswered request cap reached: reading pauses"
+                );
+                tokio::select! {
+                    biased;
+                    _ = self.shared.shutdown.cancelled() => None,
+                    p = self.admission.clone().acquire_owned() => p.ok(),
+                }
+            }
+        };
+        let Some(admitted) = admitted else { return };
         let token = {
             let mut in_flight = lock(&self.shared.in_flight);
             if in_flight.contains_key(&req.id) {
@@ -347,6 +376,7 @@ impl Reader {
             handler: self.handler.clone(),
             peer: self.peer.clone(),
             slots: self.slots.clone(),
+            admitted: Some(admitted),
             token,
             notifications_before: self.notifications_received,
         };
@@ -357,9 +387,13 @@ impl Reader {
 /// The concurrency slot of the running request handler. A handler that awaits a response
 /// from the peer gives its slot back while waiting (see [`release_slot`]), so the cap
 /// limits handlers that *run*, and cannot deadlock two peers whose handlers call each other.
+/// It gives up its admission permit for good at that point too: the request then waits on
+/// the peer, which the reader must stay free to read.
 pub(crate) struct Slot {
     slots: Arc<Semaphore>,
     permit: Mutex<Option<OwnedSemaphorePermit>>,
+    /// The request's admission permit, held until its answer is queued for the writer.
+    admitted: Mutex<Option<OwnedSemaphorePermit>>,
 }
 
 tokio::task_local! {
@@ -370,6 +404,7 @@ tokio::task_local! {
 /// Dropping the returned guard takes a slot again (waiting for it in [`SlotGuard::reacquire`]).
 pub(crate) fn release_slot() -> Option<SlotGuard> {
     SLOT.try_with(|slot| {
+        drop(lock(&slot.admitted).take());
         let permit = lock(&slot.permit).take();
         permit.map(|_| SlotGuard {
             slot: Some(slot.clone()),
@@ -377,6 +412,11 @@ pub(crate) fn release_slot() -> Option<SlotGuard> {
     })
     .ok()
     .flatten()
+}
+
+/// Whether the current task is running a request handler.
+pub(crate) fn in_request_handler() -> bool {
+    SLOT.try_with(|_| ()).is_ok()
 }
 
 /// A released slot, to be taken again.
@@ -415,6 +455,9 @@ struct RequestTask {
     handler: Arc<dyn Handler>,
     peer: Peer,
     slots: Arc<Semaphore>,
+    /// Its admission permit (released once the answer is queued, or while the handler
+    /// awaits the peer).
+    admitted: Option<OwnedSemaphorePermit>,
     token: CancellationToken,
     /// Notifications received before this request, for `notifications_handled`.
     notifications_before: u64,
@@ -436,13 +479,16 @@ impl RequestTask {
             _ = self.token.cancelled() => None,
             p = self.slots.clone().acquire_owned() => p.ok(),
         };
+        let slot = Arc::new(Slot {
+            slots: self.slots.clone(),
+            permit: Mutex::new(None),
+            admitted: Mutex::new(self.admitted.take()),
+        });
         let result = match permit {
             None => Err(Error::request_cancelled()),
             Some(permit) => {
-                let slot = Arc::new(Slot {
-                    slots: self.slots.clone(),
-                    permit: Mutex::new(Some(permit)),
-                });
+                *lock(&slot.permit) = Some(permit);
+                let slot = slot.clone();
                 let cx = RequestContext {
                     id: id.clone(),
                     peer: self.peer.clone(),
@@ -492,6 +538,8 @@ impl RequestTask {
             }
         };
         let _ = self.shared.send(msg).await;
+        // Answered (queued for the writer): the reader may admit another request.
+        drop(slot);
     }
 }
 

@@ -161,6 +161,16 @@ impl Peer {
         let shared = &*self.shared;
         let mut buf = Vec::with_capacity(96);
         write_request(&mut buf, &shared.config.dialect, id, method, params)?;
+        // At most `max_pending_requests` of ours await answers, so the peer never holds
+        // more unanswered requests of ours than its admission cap and its reader keeps
+        // reading. A call made by a request handler (an answer in the making) is exempt:
+        // it is bounded by the peer's requests we admitted, and capping it could leave two
+        // peers whose handlers call each other each waiting for the other's slots.
+        let _slot = if crate::incoming::in_request_handler() {
+            None
+        } else {
+            Some(shared.outgoing_slot().await?)
+        };
         let (tx, rx) = oneshot::channel();
         let deliver: Deliver = Box::new(CallWaiter {
             tx: Some(tx),
@@ -216,9 +226,10 @@ impl Peer {
         if shared.config.dialect.notifications {
             write_notification(&mut buf, &shared.config.dialect, method, params)?;
         } else {
+            let slot = shared.outgoing_slot().await?;
             let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
             write_request(&mut buf, &shared.config.dialect, id, method, params)?;
-            self.register(id, Pending::Discard)?;
+            self.register(id, Pending::Discard(slot))?;
         }
         shared.send(buf).await
     }
