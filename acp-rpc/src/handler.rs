@@ -89,6 +89,18 @@ pub trait Handler: Send + Sync + 'static {
         None
     }
 
+    /// Sees every incoming request and notification in the order they were read, on the
+    /// reader, before any of them is dispatched: requests run concurrently and
+    /// notifications on their own worker, so this is the one place where their arrival
+    /// order is known. A handler that must relate a notification to requests read before
+    /// it (ACP's `session/cancel` stops the prompt read *before* it, not one read after)
+    /// records what it needs here. It runs on the reader: keep it quick, never block.
+    /// `$/cancel_request`, duplicate request ids and lines that are not messages are not
+    /// offered. The default does nothing.
+    fn arrived(&self, arrival: Arrival<'_>) {
+        let _ = arrival;
+    }
+
     /// Handles a notification decoded by [`Handler::decode_notification`]. An error is
     /// only logged. The default drops it as an unknown method.
     async fn handle_decoded_notification(
@@ -99,6 +111,21 @@ pub trait Handler: Send + Sync + 'static {
         let _ = cx;
         Err(Error::method_not_found(notification.method()))
     }
+}
+
+/// An incoming request or notification as [`Handler::arrived`] sees it.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct Arrival<'a> {
+    /// Its place in the arrival order, counting requests and notifications from 0.
+    pub seq: u64,
+    /// The method.
+    pub method: &'a str,
+    /// The id of a request; `None` for a notification.
+    pub id: Option<&'a RequestId>,
+    /// The raw params text (`None` when absent or `null`). For a notification of the usual
+    /// shape (see [`Handler::decode_notification`]) it has not been validated yet.
+    pub params: Option<&'a str>,
 }
 
 /// A notification whose params [`Handler::decode_notification`] decoded in the reader: the

@@ -22,7 +22,7 @@ use tracing::Instrument;
 use crate::codec::{Frame, LineCodec};
 use crate::connection::{Deliver, InFlightRequest, Pending, Shared, lock};
 use crate::error::{CloseReason, Error, ErrorCode};
-use crate::handler::{DecodedNotification, Handler, NotificationContext, RequestContext};
+use crate::handler::{Arrival, DecodedNotification, Handler, NotificationContext, RequestContext};
 use crate::message::{
     BorrowedResponse, Notification, Parsed, Request, RequestId, parse_line, plain_notification,
     plain_response, write_response, write_response_head,
@@ -51,6 +51,8 @@ struct Reader {
     ordered: mpsc::Sender<Ordered>,
     /// Notifications handed to the worker so far.
     notifications_received: u64,
+    /// Requests and notifications offered to [`Handler::arrived`] so far.
+    arrivals: u64,
     slots: Arc<Semaphore>,
     /// Admission: one permit per request read and not yet answered (see
     /// [`Config::max_unanswered_requests`](crate::Config::max_unanswered_requests)).
@@ -85,6 +87,7 @@ pub(crate) async fn read_loop<R>(
         peer,
         ordered,
         notifications_received: 0,
+        arrivals: 0,
         last_request_done: None,
     };
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
@@ -129,6 +132,23 @@ struct CancelParams {
 }
 
 impl Reader {
+    /// Offers a request or notification to [`Handler::arrived`], in read order (a panic
+    /// there is caught: the reader must survive it).
+    fn arrived(&mut self, method: &str, id: Option<&RequestId>, params: Option<&str>) {
+        let arrival = Arrival {
+            seq: self.arrivals,
+            method,
+            id,
+            params,
+        };
+        self.arrivals += 1;
+        let handler = &self.handler;
+        if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(|| handler.arrived(arrival)))
+        {
+            tracing::error!(method, panic = %panic_message(&panic), "arrival hook panicked");
+        }
+    }
+
     fn tap(&self, event: TapEvent<'_>) {
         if let Some(tap) = &self.shared.config.tap {
             tap(event);
@@ -165,7 +185,8 @@ impl Reader {
         if self.deliver_plain_response(&line) {
             return;
         }
-        if let Some(decoded) = self.decode_notification(&line) {
+        if let Some((decoded, method, params)) = self.decode_notification(&line) {
+            self.arrived(method, None, Some(params));
             return self.enqueue_notification(Ordered::Decoded(decoded)).await;
         }
         match parse_line(&line, &self.shared.config.dialect) {
@@ -240,17 +261,21 @@ impl Reader {
     /// A notification of the usual shape that the handler decodes straight from the line
     /// (see [`Handler::decode_notification`]); `None` sends the line down the ordinary path,
     /// and so does a decoder that panics (the reader must survive it).
-    fn decode_notification(&self, line: &[u8]) -> Option<DecodedNotification> {
+    fn decode_notification<'l>(
+        &self,
+        line: &'l [u8],
+    ) -> Option<(DecodedNotification, &'l str, &'l str)> {
         let (method, params) = plain_notification(line)?;
         if method == CANCEL_METHOD {
             return None;
         }
         let decode = AssertUnwindSafe(|| self.handler.decode_notification(method, params));
-        std::panic::catch_unwind(decode).unwrap_or_else(|panic| {
+        let decoded = std::panic::catch_unwind(decode).unwrap_or_else(|panic| {
             let panic = panic_message(&panic);
             tracing::error!(method, %panic, "notification decoder panicked; handling the line as usual");
             None
-        })
+        })?;
+        Some((decoded, method, params))
     }
 
     /// Hands a notification to the ordered worker.
@@ -319,6 +344,8 @@ impl Reader {
             }
             return;
         }
+        let params = n.params.as_deref().map(RawValue::get);
+        self.arrived(&n.method, None, params);
         self.enqueue_notification(Ordered::Notification(n)).await;
     }
 
@@ -360,6 +387,8 @@ impl Reader {
                 Error::invalid_request(format!("request id {} is already in flight", req.id));
             return self.reply(Some(&req.id), Err(error)).await;
         };
+        let params = req.params.as_deref().map(RawValue::get);
+        self.arrived(&req.method, Some(&req.id), params);
         let span = tracing::info_span!("request", method = %req.method, id = %req.id);
         // Sequential requests form a chain: each handler waits for its predecessor's
         // `done` sender to be dropped (when that task ends, however it ends).
