@@ -33,6 +33,9 @@ use crate::tap::{Direction, TapEvent};
 use crate::writer::Outgoing;
 
 const READ_CHUNK: usize = 64 * 1024;
+/// A read buffer grown past this (by a large line) is replaced by a small one once the
+/// line is gone.
+const KEEP_CAPACITY: usize = 4 * 1024 * 1024;
 
 /// Items processed strictly in arrival order by the notification worker.
 enum Ordered {
@@ -99,6 +102,13 @@ pub(crate) async fn read_loop<R>(
                 Ok(None) => break,
                 Err(e) => unreachable!("the line codec never fails: {e}"),
             }
+        }
+        if buf.capacity() > KEEP_CAPACITY && buf.len() <= READ_CHUNK {
+            // A large line (or the part of an oversized one held until it proved too long)
+            // is gone: give its memory back instead of keeping it for the connection's life.
+            let mut smaller = BytesMut::with_capacity(READ_CHUNK);
+            smaller.extend_from_slice(&buf);
+            buf = smaller;
         }
         if buf.capacity() - buf.len() < READ_CHUNK / 4 {
             buf.reserve(READ_CHUNK);
