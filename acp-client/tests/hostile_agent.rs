@@ -327,6 +327,8 @@ fn run_agent(scenario: &str) {
         "leaves_a_helper" => {
             // A helper in our process group that cleans up on SIGTERM; we exit on EOF.
             let marker = std::env::var("MARKER").unwrap();
+            // Never waited for on purpose: the helper is meant to outlive this agent.
+            #[allow(clippy::zombie_processes)]
             std::process::Command::new("sh")
                 .arg("-c")
                 .arg(format!(
