@@ -38,14 +38,17 @@ pub mod codec;
 pub mod concepts;
 pub mod config;
 pub mod connection;
+mod dispatch;
 pub mod error;
 pub mod handler;
-mod incoming;
 pub mod memory;
 pub mod message;
 pub mod outgoing;
 pub mod params;
 pub mod probe;
+mod reader;
+mod reply;
+mod state;
 pub mod stdio;
 pub mod tap;
 mod typed;
@@ -55,12 +58,11 @@ pub use codec::{Frame, LineCodec};
 pub use config::{Config, DEFAULT_MAX_MESSAGE_SIZE, Dialect};
 pub use connection::Connection;
 pub use error::{CloseReason, Error, ErrorCode};
-pub use handler::{
-    Arrival, DecodedNotification, Handler, NotificationContext, Reply, RequestContext,
-};
+pub use handler::{Arrival, DecodedNotification, Handler, NotificationContext, RequestContext};
 pub use message::{Message, Notification, ParseFailure, Request, RequestId, Response};
 pub use outgoing::{CANCEL_METHOD, CallOptions, Peer};
 pub use params::{Params, deserialize_params, to_raw};
+pub use reply::Reply;
 pub use tap::{Direction, TapEvent, WireTap};
 
 /// Re-exported so handlers can name it without depending on `async-trait` themselves.

@@ -402,7 +402,19 @@ fn write_str(buf: &mut Vec<u8>, s: &str) {
 pub(crate) fn write_raw(buf: &mut Vec<u8>, raw: &str) {
     let start = buf.len();
     buf.extend_from_slice(raw.as_bytes());
-    crate::writer::blank_line_breaks(&mut buf[start..]);
+    blank_line_breaks(&mut buf[start..]);
+}
+
+/// Turns every line break into a space: raw JSON may contain them only as whitespace, and
+/// they would break newline framing.
+pub(crate) fn blank_line_breaks(json: &mut [u8]) {
+    if memchr::memchr2(b'\n', b'\r', json).is_some() {
+        for b in json {
+            if *b == b'\n' || *b == b'\r' {
+                *b = b' ';
+            }
+        }
+    }
 }
 
 /// Writes `,"params":<params>` unless it is null and the dialect omits null params.
@@ -460,7 +472,7 @@ pub(crate) fn write_notification<P: Serialize + ?Sized>(
 }
 
 /// Writes the envelope of a successful response up to and including `"result":`; the
-/// result and a closing `}` follow (see [`crate::writer::Outgoing::Response`]).
+/// result and a closing `}` follow (see `Outgoing::Response` in the state module).
 pub(crate) fn write_response_head(buf: &mut Vec<u8>, dialect: &Dialect, id: Option<&RequestId>) {
     write_head(buf, dialect);
     write_id(buf, id);
