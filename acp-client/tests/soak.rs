@@ -202,6 +202,9 @@ fn mutate(rng: &mut Rng, n: usize) -> Vec<u8> {
 /// well-formed request (or a request of another version, refused by id). Ids are made
 /// unique per line, so a reply names its line.
 fn expected_reply(line: &[u8]) -> Option<RequestId> {
+    // The framing refuses a line that is not UTF-8 as a whole (`id: null`), before any
+    // parse; serde_json alone would skip invalid bytes inside unknown members.
+    std::str::from_utf8(line).ok()?;
     match Message::parse(line, &Dialect::default()) {
         Ok(Message::Request(r)) => Some(r.id),
         // A request of another JSON-RPC version is refused with its id echoed.
@@ -315,6 +318,8 @@ where
     });
     let mut rng = Rng(seed | 1);
     let mut expected: HashMap<RequestId, usize> = HashMap::new();
+    // The start of each request line, to name the ones left unanswered.
+    let mut sent: HashMap<RequestId, String> = HashMap::new();
     let mut requests = 0;
     let start = Instant::now();
     let mut rss_early = 0;
@@ -322,6 +327,8 @@ where
     for i in 0..n {
         let line = mutate(&mut rng, i);
         if let Some(id) = expected_reply(&line) {
+            let head = String::from_utf8_lossy(&line[..line.len().min(160)]).into_owned();
+            sent.insert(id.clone(), head);
             *expected.entry(id).or_default() += 1;
             requests += 1;
         }
@@ -357,7 +364,15 @@ where
         }
         let id = tokio::time::timeout_at(deadline.into(), reply_rx.recv())
             .await
-            .unwrap_or_else(|_| panic!("hung: {outstanding} requests unanswered"))
+            .unwrap_or_else(|_| {
+                let missing: Vec<&String> = expected
+                    .iter()
+                    .filter(|(id, n)| got.get(*id).copied().unwrap_or(0) < **n)
+                    .filter_map(|(id, _)| sent.get(id))
+                    .take(5)
+                    .collect();
+                panic!("hung: {outstanding} requests unanswered, such as {missing:#?}")
+            })
             .expect("the peer closed before answering every request");
         let count = got.entry(id.clone()).or_default();
         *count += 1;
@@ -490,6 +505,10 @@ fn main() {
     .into_iter()
     .enumerate()
     {
+        // `ACP_SOAK_ONLY=<text>` runs only the runs whose name contains it.
+        if std::env::var("ACP_SOAK_ONLY").is_ok_and(|only| !name.contains(only.as_str())) {
+            continue;
+        }
         let seed = 0x5eed_0000 + i as u64;
         let run = rt.block_on(async {
             if pipes {
