@@ -308,11 +308,8 @@ where
                 }
                 continue;
             }
-            match serde_json::from_value::<Option<RequestId>>(v["id"].clone()) {
-                Ok(Some(id)) => {
-                    let _ = reply_tx.send(id);
-                }
-                _ => {}
+            if let Ok(Some(id)) = serde_json::from_value::<Option<RequestId>>(v["id"].clone()) {
+                let _ = reply_tx.send(id);
             }
         }
     });

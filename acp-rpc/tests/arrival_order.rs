@@ -12,9 +12,12 @@ use acp_rpc::{
 };
 use common::RawPeer;
 
+/// One arrival as recorded: place, method, id, params.
+type Seen = (u64, String, Option<String>, Option<String>);
+
 #[derive(Default)]
 struct Recorder {
-    seen: Mutex<Vec<(u64, String, Option<String>, Option<String>)>>,
+    seen: Mutex<Vec<Seen>>,
 }
 
 struct Rec(Arc<Recorder>);
