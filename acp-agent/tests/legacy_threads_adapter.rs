@@ -5,7 +5,7 @@
 
 mod common;
 
-use acp_agent::legacy::threads::{AdapterOptions, serve_v1};
+use acp_agent::legacy::{AdapterOptions, serve_v1};
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentContext, Error, PromptContext};
 use common::editor::Editor;
@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 fn connect(agent: impl Agent) -> Editor {
     Editor::connect(|r, w| {
         serve_v1(
+            acp_agent::Dialect::Threads,
             agent,
             r,
             w,

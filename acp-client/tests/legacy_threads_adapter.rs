@@ -7,13 +7,28 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp_client::fs::SandboxedFs;
-use acp_client::legacy::threads::{self as threads_client, AdapterOptions, connect_v1};
+use acp_client::legacy::AdapterOptions;
+use acp_client::legacy::threads as threads_client;
 use acp_client::{Client, PromptEvent};
 use acp_rpc::Error;
 use acp_types::legacy::threads as t;
 use acp_types::v1::*;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
+
+/// The threads translation driving the agent on `reader`/`writer` for a v1 `client`.
+fn connect_v1<R, W>(
+    client: impl Client,
+    r: R,
+    w: W,
+    options: AdapterOptions,
+) -> acp_client::ClientConnection
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    acp_client::legacy::connect_v1(acp_client::Dialect::Threads, client, r, w, options).unwrap()
+}
 
 fn v<T: serde::de::DeserializeOwned>(j: Value) -> T {
     serde_json::from_value(j).expect("test JSON matches the type")
@@ -316,7 +331,13 @@ async fn a_v1_client_and_a_v1_agent_talk_through_the_threads_dialect() {
     let (a, b) = tokio::io::duplex(64 * 1024);
     let (ar, aw) = tokio::io::split(a);
     let (br, bw) = tokio::io::split(b);
-    acp_agent::legacy::threads::serve_v1(Echo, ar, aw, Default::default());
+    acp_agent::legacy::serve_v1(
+        acp_agent::Dialect::Threads,
+        Echo,
+        ar,
+        aw,
+        Default::default(),
+    );
     let client = Recorder::default();
     let conn = connect_v1(client.clone(), br, bw, AdapterOptions::default());
     let agent = conn.agent();

@@ -1,14 +1,15 @@
-//! The adapter that serves one v1 [`crate::Agent`] to a threads editor: [`serve_v1`].
+//! A v1 agent in front of a threads editor: the translation for the agent's role.
 //!
-//! The v1 agent runs on an in-memory pipe; [`V1Side`] is its client there, [`ThreadsSide`]
+//! The user's v1 agent runs on an in-memory pipe; [`V1Side`] is its client there, [`ThreadsSide`]
 //! the threads agent the editor talks to. [`Threads`] is what both share: the threads (v1
 //! sessions) this connection knows and their histories.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use acp_rpc::memory::PipeEnd;
 use acp_rpc::{
-    Config, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
+    Config, Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
 };
 use acp_types::legacy::threads as t;
 use acp_types::v1;
@@ -16,53 +17,34 @@ use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::OnceCell;
 
-use super::native::{Agent, ClientHandle, Connection, Context, serve_with};
-use crate::Error;
-use crate::legacy::AdapterOptions;
-use crate::legacy::support::{pipe, tie};
-use crate::state::lock;
+use super::native::{Agent, ClientHandle, Context, serve_with};
+use crate::{AdapterOptions, Bridge, lock, unsupported};
 
-/// Serves a v1 `agent` to a threads editor over a reader/writer pair; see the module docs for
-/// the mapping.
-pub fn serve_v1<A, R, W>(agent: A, reader: R, writer: W, options: AdapterOptions) -> Connection
-where
-    A: crate::Agent,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    serve_v1_with(agent, reader, writer, Config::default(), options)
-}
-
-/// [`serve_v1`] with a custom [`Config`] for the threads wire (its dialect is always the
-/// threads framing).
-pub fn serve_v1_with<A, R, W>(
-    agent: A,
+/// Serves the v1 agent `v1_agent` starts to a threads editor; see the module docs of
+/// [`super`] for the mapping.
+pub(crate) fn serve_v1_agent<R, W>(
+    v1_agent: impl FnOnce(PipeEnd) -> Peer,
     reader: R,
     writer: W,
     config: Config,
     options: AdapterOptions,
-) -> Connection
+) -> Peer
 where
-    A: crate::Agent,
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let ((agent_read, agent_write), (bridge_read, bridge_write)) = pipe();
-    let inner_agent = crate::serve(agent, agent_read, agent_write);
     let threads = Arc::new(Threads::default());
     let editor: Arc<OnceLock<ClientHandle>> = Arc::default();
-    let v1_side = acp_rpc::Connection::new(
-        bridge_read,
-        bridge_write,
+    let bridge = Bridge::new(
+        v1_agent,
         V1Side {
             threads: threads.clone(),
             editor: editor.clone(),
         },
-        Config::default(),
     );
     let outer = serve_with(
         ThreadsSide {
-            agent: v1_side.peer().clone(),
+            agent: bridge.v1.clone(),
             initialized: OnceCell::new(),
             threads,
             options,
@@ -72,9 +54,8 @@ where
         config,
     );
     let _ = editor.set(outer.client().clone());
-    tie(outer.client().peer(), v1_side.peer());
-    tie(v1_side.peer(), inner_agent.client().peer());
-    outer
+    bridge.tie(outer.peer());
+    outer.peer().clone()
 }
 
 /// The threads this connection knows, with what the editor can ask about them.
@@ -189,7 +170,7 @@ impl ThreadsSide {
     }
 
     fn cwd(&self) -> String {
-        self.options.cwd.to_string_lossy().into_owned()
+        self.options.session_cwd().to_string_lossy().into_owned()
     }
 }
 
@@ -421,11 +402,11 @@ impl V1Side {
 
 /// `-32601` for a v1 client call the threads editor cannot serve, saying why.
 fn not_forwarded(method: &str, why: &str) -> Error {
-    Error::new(
-        acp_rpc::ErrorCode::METHOD_NOT_FOUND,
+    unsupported(
+        crate::Dialect::Threads,
+        method,
         format!("{method} cannot be forwarded: {why}"),
     )
-    .with_data(serde_json::json!({ "method": method, "dialect": "threads" }))
 }
 
 /// The `sessionUpdate` tag of an update, for logs.

@@ -1,6 +1,6 @@
-//! The adapter that serves one v1 [`crate::Agent`] to a 0.0.9 editor: [`serve_v1`].
+//! A v1 agent in front of a 0.0.9 editor: the translation for the agent's role.
 //!
-//! The v1 agent runs on an in-memory pipe; [`V1Side`] is its client there, [`ZeroNineSide`]
+//! The user's v1 agent runs on an in-memory pipe; [`V1Side`] is its client there, [`ZeroNineSide`]
 //! the 0.0.9 agent the editor talks to. [`Conversation`] is what both share: the implicit
 //! session and the tool calls the editor has been shown.
 
@@ -8,8 +8,9 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use acp_rpc::memory::PipeEnd;
 use acp_rpc::{
-    Config, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
+    Config, Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
 };
 use acp_types::legacy::v0_0_9 as z;
 use acp_types::legacy::v0_0_9::convert;
@@ -18,53 +19,34 @@ use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::OnceCell;
 
-use super::native::{Agent, ClientHandle, Connection, Context, serve_with};
-use crate::Error;
-use crate::legacy::AdapterOptions;
-use crate::legacy::support::{pipe, tie};
-use crate::state::lock;
+use super::native::{Agent, ClientHandle, Context, serve_with};
+use crate::{AdapterOptions, Bridge, lock, unsupported};
 
-/// Serves a v1 `agent` to a 0.0.9 editor over a reader/writer pair; see the module docs for
-/// the mapping.
-pub fn serve_v1<A, R, W>(agent: A, reader: R, writer: W, options: AdapterOptions) -> Connection
-where
-    A: crate::Agent,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    serve_v1_with(agent, reader, writer, Config::default(), options)
-}
-
-/// [`serve_v1`] with a custom [`Config`] for the 0.0.9 wire (its dialect is always the 0.0.9
-/// framing).
-pub fn serve_v1_with<A, R, W>(
-    agent: A,
+/// Serves the v1 agent `v1_agent` starts to a 0.0.9 editor; see the module docs of
+/// [`super`] for the mapping.
+pub(crate) fn serve_v1_agent<R, W>(
+    v1_agent: impl FnOnce(PipeEnd) -> Peer,
     reader: R,
     writer: W,
     config: Config,
     options: AdapterOptions,
-) -> Connection
+) -> Peer
 where
-    A: crate::Agent,
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let ((agent_read, agent_write), (bridge_read, bridge_write)) = pipe();
-    let inner_agent = crate::serve(agent, agent_read, agent_write);
     let conversation = Arc::new(Conversation::default());
     let editor: Arc<OnceLock<ClientHandle>> = Arc::default();
-    let v1_side = acp_rpc::Connection::new(
-        bridge_read,
-        bridge_write,
+    let bridge = Bridge::new(
+        v1_agent,
         V1Side {
             conversation: conversation.clone(),
             editor: editor.clone(),
         },
-        Config::default(),
     );
     let outer = serve_with(
         ZeroNineSide {
-            agent: v1_side.peer().clone(),
+            agent: bridge.v1.clone(),
             initialized: OnceCell::new(),
             session: OnceCell::new(),
             conversation,
@@ -75,9 +57,8 @@ where
         config,
     );
     let _ = editor.set(outer.client().clone());
-    tie(outer.client().peer(), v1_side.peer());
-    tie(v1_side.peer(), inner_agent.client().peer());
-    outer
+    bridge.tie(outer.peer());
+    outer.peer().clone()
 }
 
 /// What the editor has been shown of a v1 tool call, so updates can be completed (0.0.9's
@@ -106,11 +87,11 @@ struct Conversation {
 
 /// `-32601` for a v1 client call the 0.0.9 editor cannot serve, saying why.
 fn not_forwarded(method: &str, why: &str) -> Error {
-    Error::new(
-        acp_rpc::ErrorCode::METHOD_NOT_FOUND,
+    unsupported(
+        crate::Dialect::Legacy009,
+        method,
         format!("{method} cannot be forwarded: {why}"),
     )
-    .with_data(serde_json::json!({ "method": method, "dialect": "legacy-0.0.9" }))
 }
 
 /// The id of an auth method a 0.0.9 `authenticate` can run: one the agent runs itself (the
@@ -159,7 +140,7 @@ impl ZeroNineSide {
                 let created = self
                     .agent
                     .typed_request(&v1::NewSessionRequest {
-                        cwd: self.options.cwd.to_string_lossy().into_owned(),
+                        cwd: self.options.session_cwd().to_string_lossy().into_owned(),
                         additional_directories: Vec::new(),
                         mcp_servers: Vec::new(),
                         meta: None,
@@ -180,7 +161,7 @@ impl ZeroNineSide {
                 let absolute = if path.is_absolute() {
                     path.to_path_buf()
                 } else {
-                    self.options.cwd.join(path)
+                    self.options.session_cwd().join(path)
                 };
                 v1::ContentBlock::ResourceLink(Box::new(v1::ResourceLink {
                     annotations: None,

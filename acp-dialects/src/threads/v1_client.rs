@@ -1,14 +1,13 @@
-//! The adapter that drives a threads agent with one v1 [`crate::Client`]: [`connect_v1`].
+//! A threads agent behind a v1 client: the translation for the client's role.
 //!
-//! The user's [`crate::ClientConnection`] runs on an in-memory pipe; [`V1AgentSide`] is the
+//! The user's v1 client connection runs on an in-memory pipe; [`V1AgentSide`] is the
 //! v1 agent it talks to there, [`ThreadsClientSide`] the threads editor the real agent sees.
 
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+use acp_rpc::memory::PipeEnd;
 use acp_rpc::{
-    Config, Error, ErrorCode, Handler, NotificationContext, Params, Peer, RawValue, RequestContext,
-    to_raw,
+    Config, Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
 };
 use acp_types::legacy::threads as t;
 use acp_types::v1;
@@ -18,101 +17,36 @@ use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::native::{AgentHandle, Client, connect_with};
-use crate::ClientConnection;
-use crate::fs::SandboxedFs;
-use crate::legacy::support::{pipe, tie};
+use crate::{AdapterOptions, Bridge, LocalFiles, unsupported as refused};
 
-/// How [`connect_v1`] serves what a v1 client has no method for.
-#[derive(Clone, Debug, Default)]
-#[non_exhaustive]
-pub struct AdapterOptions {
-    /// Serves the agent's `readBinaryFile`, `stat` and `globSearch` (which have no v1
-    /// equivalent), and its `readTextFile` when the v1 client did not advertise
-    /// `fs.readTextFile`. Without it those calls get `-32601`.
-    pub fs: Option<SandboxedFs>,
-    /// The `cwd` reported for every session in `session/list` (threads have none). Default:
-    /// the first root of [`AdapterOptions::fs`], else empty.
-    pub cwd: Option<PathBuf>,
-}
-
-impl AdapterOptions {
-    /// Sets [`AdapterOptions::fs`].
-    #[must_use]
-    pub fn with_fs(mut self, fs: SandboxedFs) -> Self {
-        self.fs = Some(fs);
-        self
-    }
-
-    /// Sets [`AdapterOptions::cwd`].
-    #[must_use]
-    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.cwd = Some(cwd.into());
-        self
-    }
-
-    fn session_cwd(&self) -> String {
-        self.cwd
-            .clone()
-            .or_else(|| {
-                self.fs
-                    .as_ref()
-                    .and_then(|fs| fs.roots().next().map(PathBuf::from))
-            })
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    }
-}
-
-/// Drives a threads agent (its stdout is `reader`, its stdin `writer`) with a v1 `client`;
-/// the returned connection is an ordinary v1 [`ClientConnection`]. See the module docs for
-/// the mapping.
-pub fn connect_v1<C, R, W>(
-    client: C,
-    reader: R,
-    writer: W,
-    options: AdapterOptions,
-) -> ClientConnection
-where
-    C: crate::Client,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    connect_v1_with(client, reader, writer, Config::default(), options)
-}
-
-/// [`connect_v1`] with a custom [`Config`] for the threads wire (its dialect is always the
-/// threads framing).
-pub fn connect_v1_with<C, R, W>(
-    client: C,
+/// Drives a threads agent for the v1 client `v1_client` starts; see the module docs of
+/// [`super`] for the mapping.
+pub(crate) fn drive_for_v1_client<R, W>(
+    v1_client: impl FnOnce(PipeEnd) -> Peer,
     reader: R,
     writer: W,
     config: Config,
     options: AdapterOptions,
-) -> ClientConnection
+) -> Peer
 where
-    C: crate::Client,
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let ((client_read, client_write), (bridge_read, bridge_write)) = pipe();
-    let user = ClientConnection::new(client, client_read, client_write, Config::default());
     let shared = Arc::new(Shared {
         capabilities: OnceLock::new(),
         options,
     });
     let agent_slot: Arc<OnceLock<AgentHandle>> = Arc::default();
-    let bridge = acp_rpc::Connection::new(
-        bridge_read,
-        bridge_write,
+    let bridge = Bridge::new(
+        v1_client,
         V1AgentSide {
             agent: agent_slot.clone(),
             shared: shared.clone(),
         },
-        Config::default(),
     );
     let outer = connect_with(
         ThreadsClientSide {
-            client: bridge.peer().clone(),
+            client: bridge.v1.clone(),
             shared,
         },
         reader,
@@ -120,9 +54,19 @@ where
         config,
     );
     let _ = agent_slot.set(outer.agent().clone());
-    tie(outer.agent().peer(), bridge.peer());
-    tie(bridge.peer(), user.peer());
-    user
+    bridge.tie(outer.peer());
+    outer.peer().clone()
+}
+
+/// The `cwd` reported for every session in `session/list`: [`AdapterOptions::cwd`], else
+/// the first root of [`AdapterOptions::fs`], else empty.
+fn listed_cwd(options: &AdapterOptions) -> String {
+    options
+        .cwd
+        .clone()
+        .or_else(|| options.fs.as_ref().and_then(|fs| fs.default_cwd()))
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 struct Shared {
@@ -133,8 +77,7 @@ struct Shared {
 
 /// `-32601` for a call the other side cannot serve, saying why.
 fn unsupported(method: &str, why: &str) -> Error {
-    Error::new(ErrorCode::METHOD_NOT_FOUND, format!("{method}: {why}"))
-        .with_data(json!({ "method": method, "dialect": "threads" }))
+    refused(crate::Dialect::Threads, method, format!("{method}: {why}"))
 }
 
 fn thread_of(id: &v1::SessionId) -> t::ThreadId {
@@ -254,7 +197,7 @@ impl V1AgentSide {
 
     async fn list(&self) -> Result<Box<RawValue>, Error> {
         let threads = self.agent()?.get_threads().await?;
-        let cwd = self.shared.options.session_cwd();
+        let cwd = listed_cwd(&self.shared.options);
         let sessions = threads
             .threads
             .into_iter()
@@ -345,8 +288,8 @@ struct ThreadsClientSide {
 }
 
 impl ThreadsClientSide {
-    fn fs(&self, method: &str) -> Result<&SandboxedFs, Error> {
-        self.shared.options.fs.as_ref().ok_or_else(|| {
+    fn fs(&self, method: &str) -> Result<&dyn LocalFiles, Error> {
+        self.shared.options.fs.as_deref().ok_or_else(|| {
             unsupported(
                 method,
                 "v1 has no such method and no file system was configured (AdapterOptions::with_fs)",

@@ -1,6 +1,6 @@
-//! The adapter that drives a 0.0.9 agent with one v1 [`crate::Client`]: [`connect_v1`].
+//! A 0.0.9 agent behind a v1 client: the translation for the client's role.
 //!
-//! The user's [`crate::ClientConnection`] runs on an in-memory pipe; [`V1AgentSide`] is the
+//! The user's v1 client connection runs on an in-memory pipe; [`V1AgentSide`] is the
 //! v1 agent it talks to there, [`ZeroNineClientSide`] the 0.0.9 editor the real agent sees.
 //! [`Conversation`] is what both share: the implicit session, the running turn and the tool
 //! call ids the adapter handed out.
@@ -8,9 +8,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use acp_rpc::memory::PipeEnd;
 use acp_rpc::{
-    Config, Error, ErrorCode, Handler, NotificationContext, Params, Peer, RawValue, RequestContext,
-    to_raw,
+    Config, Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
 };
 use acp_types::legacy::v0_0_9 as z;
 use acp_types::legacy::v0_0_9::convert;
@@ -21,9 +21,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::OnceCell;
 
 use super::native::{AgentHandle, Client, connect_with};
-use crate::ClientConnection;
-use crate::fs::SandboxedFs;
-use crate::legacy::support::{pipe, tie};
+use crate::{AdapterOptions, Bridge, LocalFiles, unsupported as refused};
 
 /// The id of the one session a 0.0.9 agent offers (the dialect has a single, implicit
 /// conversation).
@@ -33,66 +31,23 @@ pub const SESSION_ID: &str = "legacy-0.0.9";
 /// authenticated; `authenticate` with it runs the agent's own login flow.
 pub const AUTH_METHOD_ID: &str = "agent-login";
 
-/// How [`connect_v1`] serves what the v1 client cannot.
-#[derive(Clone, Debug, Default)]
-#[non_exhaustive]
-pub struct AdapterOptions {
-    /// Serves the agent's `readTextFile` / `writeTextFile` when the v1 client did not
-    /// advertise `fs.readTextFile` / `fs.writeTextFile`. Without it those calls get `-32601`.
-    pub fs: Option<SandboxedFs>,
-    /// The agent's answer to a 0.0.9 `initialize` that already crossed the wire (version
-    /// negotiation sends it): the v1 `initialize` is then answered from it.
-    pub(crate) initialized: Option<z::InitializeResponse>,
-}
-
-impl AdapterOptions {
-    /// Sets [`AdapterOptions::fs`].
-    #[must_use]
-    pub fn with_fs(mut self, fs: SandboxedFs) -> Self {
-        self.fs = Some(fs);
-        self
-    }
-
-    pub(crate) fn with_initialized(mut self, answer: z::InitializeResponse) -> Self {
-        self.initialized = Some(answer);
-        self
-    }
-}
-
-/// Drives a 0.0.9 agent (its stdout is `reader`, its stdin `writer`) with a v1 `client`;
-/// the returned connection is an ordinary v1 [`ClientConnection`]. See the module docs for
-/// the mapping.
-pub fn connect_v1<C, R, W>(
-    client: C,
-    reader: R,
-    writer: W,
-    options: AdapterOptions,
-) -> ClientConnection
-where
-    C: crate::Client,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    connect_v1_with(client, reader, writer, Config::default(), options)
-}
-
-/// [`connect_v1`] with a custom [`Config`] for the 0.0.9 wire (its dialect is always the
-/// 0.0.9 framing).
-pub fn connect_v1_with<C, R, W>(
-    client: C,
+/// Drives a 0.0.9 agent for the v1 client `v1_client` starts; see the module docs of
+/// [`super`] for the mapping.
+pub(crate) fn drive_for_v1_client<R, W>(
+    v1_client: impl FnOnce(PipeEnd) -> Peer,
     reader: R,
     writer: W,
     config: Config,
     options: AdapterOptions,
-) -> ClientConnection
+) -> Peer
 where
-    C: crate::Client,
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let ((client_read, client_write), (bridge_read, bridge_write)) = pipe();
-    let user = ClientConnection::new(client, client_read, client_write, Config::default());
-    let initialized = OnceCell::new_with(options.initialized.clone());
+    let handshake = options
+        .handshake
+        .clone()
+        .and_then(|answer| serde_json::from_value(answer).ok());
     let conversation = Arc::new(Conversation {
         capabilities: OnceLock::new(),
         session: OnceLock::new(),
@@ -101,19 +56,17 @@ where
         options,
     });
     let agent_slot: Arc<OnceLock<AgentHandle>> = Arc::default();
-    let bridge = acp_rpc::Connection::new(
-        bridge_read,
-        bridge_write,
+    let bridge = Bridge::new(
+        v1_client,
         V1AgentSide {
             agent: agent_slot.clone(),
-            initialized,
+            initialized: OnceCell::new_with(handshake),
             conversation: conversation.clone(),
         },
-        Config::default(),
     );
     let outer = connect_with(
         ZeroNineClientSide {
-            client: bridge.peer().clone(),
+            client: bridge.v1.clone(),
             conversation,
         },
         reader,
@@ -121,9 +74,8 @@ where
         config,
     );
     let _ = agent_slot.set(outer.agent().clone());
-    tie(outer.agent().peer(), bridge.peer());
-    tie(bridge.peer(), user.peer());
-    user
+    bridge.tie(outer.peer());
+    outer.peer().clone()
 }
 
 /// The running turn of the implicit session.
@@ -174,8 +126,11 @@ fn v1_tool_call_id(id: &z::ToolCallId) -> v1::ToolCallId {
 
 /// `-32601` for a call the other side cannot serve, saying why.
 fn unsupported(method: &str, why: &str) -> Error {
-    Error::new(ErrorCode::METHOD_NOT_FOUND, format!("{method}: {why}"))
-        .with_data(json!({ "method": method, "dialect": "legacy-0.0.9" }))
+    refused(
+        crate::Dialect::Legacy009,
+        method,
+        format!("{method}: {why}"),
+    )
 }
 
 /// The v1 prompt as 0.0.9 user message chunks: text as text, resource links and embedded
@@ -417,8 +372,8 @@ impl ZeroNineClientSide {
             .unwrap_or_default()
     }
 
-    fn fs(&self, method: &str) -> Result<&SandboxedFs, Error> {
-        self.conversation.options.fs.as_ref().ok_or_else(|| {
+    fn fs(&self, method: &str) -> Result<&dyn LocalFiles, Error> {
+        self.conversation.options.fs.as_deref().ok_or_else(|| {
             unsupported(
                 method,
                 "the v1 client does not offer this file method and no file system was configured (AdapterOptions::with_fs)",
