@@ -351,9 +351,10 @@ impl acp_dialects::LocalFiles for SandboxedFs {
         #[cfg(feature = "legacy-threads")]
         return SandboxedFs::glob(self, pattern).await;
         #[cfg(not(feature = "legacy-threads"))]
-        return Err(Error::method_not_found(format!(
-            "glob {pattern:?}: built without the legacy-threads feature"
-        )));
+        return Err(Error::new(
+            acp_rpc::ErrorCode::METHOD_NOT_FOUND,
+            format!("glob {pattern:?}: built without the legacy-threads feature"),
+        ));
     }
 
     fn default_cwd(&self) -> Option<PathBuf> {

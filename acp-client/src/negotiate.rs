@@ -64,7 +64,6 @@ use acp_dialects::negotiation::answer_dialect;
 use acp_rpc::Config;
 use acp_rpc::probe::{LineProbe, ProbeError};
 use acp_types::v1;
-use serde::Deserialize as _;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
@@ -470,8 +469,11 @@ where
             .await?;
         writer.flush().await?;
         let wait = (tokio::time::Instant::now() + options.timeout).min(deadline);
+        // Unanswered until known otherwise, should the deadline end the wait.
+        tried.push((dialect, ProbeOutcome::NoAnswer));
         match await_answer(&mut probe, &probes, wait, &mut kept).await? {
             Some(Found::Dialect(spoken, result, answered)) => {
+                tried.pop();
                 found = Some((spoken, result, answered));
                 break;
             }
@@ -481,7 +483,17 @@ where
                     accepted: DialectList(accepted),
                 });
             }
-            Some(Found::Outcome(outcome)) => tried.push((dialect, outcome)),
+            Some(Found::Outcome(outcome)) => {
+                if let Some(last) = tried.last_mut() {
+                    last.1 = outcome;
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(NegotiationError::Deadline(
+                        options.deadline,
+                        std::mem::take(tried),
+                    ));
+                }
+            }
             None => return Err(NegotiationError::Closed(dialect)),
         }
     }
@@ -541,7 +553,9 @@ where
 /// Checks that a 0.0.9 `initialize` answer reads as one before the translation is given it.
 fn check_0_0_9_answer(result: &Value) -> Result<(), acp_rpc::Error> {
     #[cfg(feature = "legacy-0-0-9")]
-    if let Err(e) = acp_types::legacy::v0_0_9::InitializeResponse::deserialize(result) {
+    if let Err(e) =
+        <acp_types::legacy::v0_0_9::InitializeResponse as serde::Deserialize>::deserialize(result)
+    {
         return Err(acp_rpc::Error::invalid_params(format!(
             "the agent's initialize answer does not read as 0.0.9: {e}"
         )));
