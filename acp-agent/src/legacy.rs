@@ -14,50 +14,20 @@ pub use acp_dialects::threads;
 #[cfg(feature = "legacy-0-0-9")]
 pub use acp_dialects::v0_0_9;
 pub use acp_dialects::{AdapterOptions, Translation};
-use acp_rpc::Config;
-use tokio::io::{AsyncRead, AsyncWrite};
+use acp_dialects::{Input, Output};
 
 use crate::{Agent, Dialect};
 
-/// Serves a v1 `agent` to an editor speaking the legacy `dialect` over a reader/writer pair;
-/// the dialect's module docs hold the mapping. `None` for v1 itself or a dialect this build
-/// lacks.
-pub fn serve_v1<A, R, W>(
+/// Serves a v1 `agent` to an editor speaking the legacy `dialect` over a reader/writer pair
+/// (the legacy wire's [`acp_rpc::Config`] is [`AdapterOptions::config`]); the dialect's
+/// module docs hold the mapping. `None` for v1 itself or a dialect this build lacks.
+pub fn serve_v1(
     dialect: Dialect,
-    agent: A,
-    reader: R,
-    writer: W,
+    agent: impl Agent,
+    reader: impl Input,
+    writer: impl Output,
     options: AdapterOptions,
-) -> Option<Translation>
-where
-    A: Agent,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    serve_v1_with(dialect, agent, reader, writer, Config::default(), options)
-}
-
-/// [`serve_v1`] with a custom [`Config`] for the legacy wire (its framing is always the
-/// dialect's).
-pub fn serve_v1_with<A, R, W>(
-    dialect: Dialect,
-    agent: A,
-    reader: R,
-    writer: W,
-    config: Config,
-    options: AdapterOptions,
-) -> Option<Translation>
-where
-    A: Agent,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    acp_dialects::serve_v1_agent(
-        dialect,
-        |(r, w)| crate::serve(agent, r, w).client().peer().clone(),
-        reader,
-        writer,
-        config,
-        options,
-    )
+) -> Option<Translation> {
+    let v1_agent = |(r, w)| crate::serve(agent, r, w).client().peer().clone();
+    acp_dialects::serve_v1_agent(dialect, v1_agent, reader, writer, options)
 }

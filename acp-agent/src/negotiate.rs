@@ -211,16 +211,8 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let compiled = compiled_dialects();
-    let accepted: Vec<Dialect> = options
-        .dialects
-        .iter()
-        .copied()
-        .filter(|d| compiled.contains(d))
-        .collect();
-    if accepted.is_empty() {
-        return Err(NegotiationError::NoDialect(options.dialects, compiled));
-    }
+    let accepted = acp_dialects::negotiation::accepted(&options.dialects)
+        .map_err(|compiled| NegotiationError::NoDialect(options.dialects.clone(), compiled))?;
     let mut probe = LineProbe::new(reader, options.config.max_message_size);
     let detected = match probe.next_line().await {
         Ok(Some(line)) => {
@@ -237,10 +229,11 @@ where
     tracing::debug!(?detected, %dialect, "negotiated");
     let reader = probe.into_reader();
     let config = options.config;
+    let legacy_options = options.legacy.with_config(config.clone());
     let inner = match dialect {
         Dialect::V1 => Inner::V1(crate::serve_with(agent, reader, writer, config)),
         legacy => Inner::Legacy(
-            crate::legacy::serve_v1_with(legacy, agent, reader, writer, config, options.legacy)
+            crate::legacy::serve_v1(legacy, agent, reader, writer, legacy_options)
                 .expect("only compiled dialects are accepted"),
         ),
     };

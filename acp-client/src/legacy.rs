@@ -14,52 +14,25 @@ pub use acp_dialects::AdapterOptions;
 pub use acp_dialects::threads;
 #[cfg(feature = "legacy-0-0-9")]
 pub use acp_dialects::v0_0_9;
-use acp_rpc::Config;
-use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::{Client, ClientConnection, Dialect};
+use crate::{Client, ClientConnection, Config, Dialect};
 
 /// Drives an agent speaking the legacy `dialect` (its stdout is `reader`, its stdin
-/// `writer`) with a v1 `client`; the returned connection is an ordinary v1
-/// [`ClientConnection`]. The dialect's module docs hold the mapping. `None` for v1 itself or
-/// a dialect this build lacks.
-pub fn connect_v1<C, R, W>(
+/// `writer`; the legacy wire's [`Config`] is [`AdapterOptions::config`]) with a v1
+/// `client`, and gives back an ordinary v1 [`ClientConnection`]. The dialect's module docs
+/// hold the mapping. `None` for v1 itself or a dialect this build lacks.
+pub fn connect_v1<C: Client>(
     dialect: Dialect,
     client: C,
-    reader: R,
-    writer: W,
+    reader: impl acp_dialects::Input,
+    writer: impl acp_dialects::Output,
     options: AdapterOptions,
-) -> Option<ClientConnection>
-where
-    C: Client,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    connect_v1_with(dialect, client, reader, writer, Config::default(), options)
-}
-
-/// [`connect_v1`] with a custom [`Config`] for the legacy wire (its framing is always the
-/// dialect's).
-pub fn connect_v1_with<C, R, W>(
-    dialect: Dialect,
-    client: C,
-    reader: R,
-    writer: W,
-    config: Config,
-    options: AdapterOptions,
-) -> Option<ClientConnection>
-where
-    C: Client,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+) -> Option<ClientConnection> {
     let mut user = None;
     let start = |(r, w)| {
-        let conn = ClientConnection::new(client, r, w, Config::default());
-        let peer = conn.peer().clone();
-        user = Some(conn);
-        peer
+        let conn = user.insert(ClientConnection::new(client, r, w, Config::default()));
+        conn.peer().clone()
     };
-    acp_dialects::drive_for_v1_client(dialect, start, reader, writer, config, options)?;
+    acp_dialects::drive_for_v1_client(dialect, start, reader, writer, options)?;
     user
 }

@@ -447,16 +447,8 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let compiled = compiled_dialects();
-    let accepted: Vec<Dialect> = options
-        .dialects
-        .iter()
-        .copied()
-        .filter(|d| compiled.contains(d))
-        .collect();
-    if accepted.is_empty() {
-        return Err(NegotiationError::NoDialect(DialectList(options.dialects)));
-    }
+    let accepted = acp_dialects::negotiation::accepted(&options.dialects)
+        .map_err(|_| NegotiationError::NoDialect(DialectList(options.dialects.clone())))?;
     let mut probe = LineProbe::new(reader, options.config.max_message_size);
     let mut probes: Vec<(i64, Dialect)> = Vec::new();
     let mut kept = Kept::new(&options);
@@ -529,12 +521,12 @@ where
         // client's capabilities yet, so the v1 handshake is done properly.
         Dialect::V1 => ClientConnection::new(client, reader, writer, config),
         legacy => {
-            let mut adapter = options.legacy;
+            let mut adapter = options.legacy.with_config(config);
             if legacy == Dialect::Legacy009 {
                 check_0_0_9_answer(&result).map_err(handshake)?;
                 adapter = adapter.with_handshake(result);
             }
-            crate::legacy::connect_v1_with(legacy, client, reader, writer, config, adapter)
+            crate::legacy::connect_v1(legacy, client, reader, writer, adapter)
                 .expect("only compiled dialects are accepted")
         }
     };

@@ -1,15 +1,18 @@
 //! What every dialect module shares: the running connection of a dialect's own side
 //! ([`Connection`]), the context its agent-side requests carry ([`Context`]), and the
-//! in-memory plumbing a translation runs the user's v1 side on ([`Bridge`]).
+//! in-memory plumbing a translation runs the user's v1 side on ([`translate`]).
 
 use acp_rpc::memory::{PipeEnd, pipe, tie};
 use acp_rpc::{
     CloseReason, Config, Dialect, Error, Handler, NotificationContext, Params, Peer, RawValue,
     RequestContext, RequestId,
 };
+use std::sync::{Arc, OnceLock};
+
 use acp_types::RequestMethod;
 use async_trait::async_trait;
-use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::{Input, Output};
 
 /// A running connection of a dialect's own side; `H` is the typed handle to the peer: an
 /// editor's handle for an agent ([`Connection::client`]), an agent's for an editor
@@ -30,19 +33,20 @@ impl<H> Connection<H> {
     /// Starts an rpc connection speaking `dialect` (which overrides the one in `config`)
     /// with `handler` serving the peer's requests, and wraps it with the typed handle
     /// `handle` builds from its [`Peer`].
-    pub(crate) fn start<R, W>(
-        reader: R,
-        writer: W,
-        handler: impl Handler,
+    pub(crate) fn start(
+        reader: impl Input,
+        writer: impl Output,
+        handler: impl Serve,
         config: Config,
         dialect: Dialect,
         handle: impl FnOnce(Peer) -> H,
-    ) -> Self
-    where
-        R: AsyncRead + Unpin + Send + 'static,
-        W: AsyncWrite + Unpin + Send + 'static,
-    {
-        let conn = acp_rpc::Connection::new(reader, writer, handler, config.with_dialect(dialect));
+    ) -> Self {
+        let conn = acp_rpc::Connection::new(
+            reader,
+            writer,
+            Requests(handler),
+            config.with_dialect(dialect),
+        );
         let peer = conn.peer().clone();
         Connection {
             handle: handle(peer.clone()),
@@ -145,31 +149,37 @@ impl<S: Serve> Handler for Requests<S> {
     }
 }
 
-/// The in-memory v1 wire a translation runs on: the user's v1 side (an agent connection or a
-/// client connection, started by the crate that owns it) on one end, the translation's own
-/// v1 connection on the other.
-pub struct Bridge {
-    /// The translation's v1 connection to the user's side.
-    pub(crate) v1: Peer,
-    user: Peer,
+/// Runs a translation: the user's v1 side, which `user_side` starts on one end of a fresh
+/// in-memory pipe (returning its connection's [`Peer`]); the translation's own v1
+/// connection on the other end, served by the handler `v1_side` builds (given the slot the
+/// legacy connection's handle will be in, to call the legacy peer through); and the legacy
+/// connection `legacy` starts (given the translation's v1 peer, to call the user's side
+/// through). When one of the three ends, all do. Returns the legacy connection's peer.
+pub(crate) fn translate<H, V>(
+    user_side: impl FnOnce(PipeEnd) -> Peer,
+    v1_side: impl FnOnce(Arc<OnceLock<H>>) -> V,
+    legacy: impl FnOnce(Peer) -> Connection<H>,
+) -> Peer
+where
+    H: Clone + Send + Sync + 'static,
+    V: Handler,
+{
+    let slot = Arc::<OnceLock<H>>::default();
+    let (user_end, (read, write)) = pipe();
+    let user = user_side(user_end);
+    let v1 = acp_rpc::Connection::new(read, write, v1_side(slot.clone()), Config::default())
+        .peer()
+        .clone();
+    let outer = legacy(v1.clone());
+    let _ = slot.set(outer.handle);
+    tie(&outer.peer, &v1);
+    tie(&v1, &user);
+    outer.peer
 }
 
-impl Bridge {
-    /// Starts `user_side` on one end of a fresh pipe (it returns the [`Peer`] of the v1
-    /// connection it started there) and the translation's v1 connection, served by
-    /// `translation`, on the other.
-    pub(crate) fn new(user_side: impl FnOnce(PipeEnd) -> Peer, translation: impl Handler) -> Self {
-        let (user_end, (read, write)) = pipe();
-        let user = user_side(user_end);
-        let v1 = acp_rpc::Connection::new(read, write, translation, Config::default())
-            .peer()
-            .clone();
-        Bridge { v1, user }
-    }
-
-    /// Ties the three connections' lifetimes: when one ends, all end.
-    pub(crate) fn tie(&self, outer: &Peer) {
-        tie(outer, &self.v1);
-        tie(&self.v1, &self.user);
-    }
+/// The legacy peer's handle once the translation has started (it is set before any message
+/// can arrive).
+pub(crate) fn ready<H>(slot: &OnceLock<H>) -> Result<&H, Error> {
+    slot.get()
+        .ok_or_else(|| Error::internal_error("the legacy connection is not ready"))
 }

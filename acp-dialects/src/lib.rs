@@ -38,6 +38,16 @@ use acp_types::v1;
 use async_trait::async_trait;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+/// A stream a connection reads from (the peer's output): any [`AsyncRead`] that can move
+/// to a task.
+pub trait Input: AsyncRead + Unpin + Send + 'static {}
+impl<T: AsyncRead + Unpin + Send + 'static> Input for T {}
+
+/// A stream a connection writes to (the peer's input): any [`AsyncWrite`] that can move
+/// to a task.
+pub trait Output: AsyncWrite + Unpin + Send + 'static {}
+impl<T: AsyncWrite + Unpin + Send + 'static> Output for T {}
+
 mod connection;
 pub mod negotiation;
 #[cfg(feature = "legacy-threads")]
@@ -45,7 +55,6 @@ pub mod threads;
 #[cfg(feature = "legacy-0-0-9")]
 pub mod v0_0_9;
 
-pub(crate) use connection::Bridge;
 pub use connection::{Connection, Context, ToAgent, ToClient};
 
 /// How a translation presents one side to the other where the dialect and v1 do not line
@@ -53,6 +62,9 @@ pub use connection::{Connection, Context, ToAgent, ToClient};
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct AdapterOptions {
+    /// The configuration of the legacy wire's connection (its framing is always the
+    /// dialect's).
+    pub config: Config,
     /// The working directory of the v1 sessions behind the legacy conversations when a v1
     /// agent serves a legacy editor (`session/new` needs one, the legacy dialects have none;
     /// default: the process's current directory), against which relative 0.0.9 `path`
@@ -72,6 +84,13 @@ pub struct AdapterOptions {
 }
 
 impl AdapterOptions {
+    /// Sets [`AdapterOptions::config`].
+    #[must_use]
+    pub fn with_config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
     /// Sets [`AdapterOptions::cwd`].
     #[must_use]
     pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
@@ -169,57 +188,43 @@ impl Translation {
     }
 }
 
-/// Serves a v1 agent to an editor speaking the legacy `dialect` over `reader`/`writer`
-/// (`config` is for that wire; its framing is always the dialect's). `v1_agent` starts the
-/// user's v1 agent connection on the pipe end it is given and returns its [`Peer`]. `None`
-/// for a dialect this build has no translation for (v1 itself, or one compiled out).
-pub fn serve_v1_agent<R, W>(
+/// Serves a v1 agent to an editor speaking the legacy `dialect` over `reader`/`writer`:
+/// `v1_agent` starts the user's v1 agent connection on the pipe end it is given and returns
+/// its [`Peer`]. `None` for a dialect this build has no translation for (v1 itself, or one
+/// compiled out).
+pub fn serve_v1_agent(
     dialect: Dialect,
     v1_agent: impl FnOnce(PipeEnd) -> Peer,
-    reader: R,
-    writer: W,
-    config: Config,
+    reader: impl Input,
+    writer: impl Output,
     options: AdapterOptions,
-) -> Option<Translation>
-where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+) -> Option<Translation> {
     let legacy = match dialect {
         #[cfg(feature = "legacy-0-0-9")]
-        Dialect::Legacy009 => v0_0_9::serve_v1_agent(v1_agent, reader, writer, config, options),
+        Dialect::Legacy009 => v0_0_9::serve_v1_agent(v1_agent, reader, writer, options),
         #[cfg(feature = "legacy-threads")]
-        Dialect::Threads => threads::serve_v1_agent(v1_agent, reader, writer, config, options),
+        Dialect::Threads => threads::serve_v1_agent(v1_agent, reader, writer, options),
         _ => return None,
     };
     Some(Translation { dialect, legacy })
 }
 
 /// Drives an agent speaking the legacy `dialect` (its stdout is `reader`, its stdin
-/// `writer`; `config` is for that wire) for a v1 client: `v1_client` starts the user's v1
-/// client connection on the pipe end it is given and returns its [`Peer`]. `None` for a
-/// dialect this build has no translation for.
-pub fn drive_for_v1_client<R, W>(
+/// `writer`) for a v1 client: `v1_client` starts the user's v1 client connection on the
+/// pipe end it is given and returns its [`Peer`]. `None` for a dialect this build has no
+/// translation for.
+pub fn drive_for_v1_client(
     dialect: Dialect,
     v1_client: impl FnOnce(PipeEnd) -> Peer,
-    reader: R,
-    writer: W,
-    config: Config,
+    reader: impl Input,
+    writer: impl Output,
     options: AdapterOptions,
-) -> Option<Translation>
-where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+) -> Option<Translation> {
     let legacy = match dialect {
         #[cfg(feature = "legacy-0-0-9")]
-        Dialect::Legacy009 => {
-            v0_0_9::drive_for_v1_client(v1_client, reader, writer, config, options)
-        }
+        Dialect::Legacy009 => v0_0_9::drive_for_v1_client(v1_client, reader, writer, options),
         #[cfg(feature = "legacy-threads")]
-        Dialect::Threads => {
-            threads::drive_for_v1_client(v1_client, reader, writer, config, options)
-        }
+        Dialect::Threads => threads::drive_for_v1_client(v1_client, reader, writer, options),
         _ => return None,
     };
     Some(Translation { dialect, legacy })

@@ -32,6 +32,22 @@ pub fn compiled_dialects() -> Vec<Dialect> {
         .collect()
 }
 
+/// The dialects of `pinned` this build speaks, in the pinned order; `Err` with every
+/// dialect this build speaks when that leaves none.
+pub fn accepted(pinned: &[Dialect]) -> Result<Vec<Dialect>, Vec<Dialect>> {
+    let compiled = compiled_dialects();
+    let accepted: Vec<Dialect> = pinned
+        .iter()
+        .copied()
+        .filter(|d| compiled.contains(d))
+        .collect();
+    if accepted.is_empty() {
+        Err(compiled)
+    } else {
+        Ok(accepted)
+    }
+}
+
 /// The dialect a `protocolVersion` value names exactly: the integer `1` is v1 and
 /// `"0.0.9"` is 0.0.9; anything else (`2`, `"0.0.10"`, `"1"`) names none. A client accepts
 /// an `initialize` answer only for a version named here.

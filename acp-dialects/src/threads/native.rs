@@ -6,9 +6,9 @@
 use acp_rpc::{Config, Dialect, Error, Params, Peer, RawValue, RequestContext, to_raw};
 use acp_types::legacy::threads::*;
 use async_trait::async_trait;
-use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::connection::{Requests, Serve, ToAgent, ToClient, not_found};
+use crate::connection::{Serve, ToAgent, ToClient, not_found};
+use crate::{Input, Output};
 
 /// What a threads agent implements: the five thread methods the editor calls. All of them
 /// default to "method not found" (`-32601`). Requests run concurrently.
@@ -121,27 +121,22 @@ impl ClientHandle {
 pub type AgentConnection = crate::Connection<ClientHandle>;
 
 /// Serves `agent` to a threads editor over a reader/writer pair.
-pub fn serve<A, R, W>(agent: A, reader: R, writer: W) -> AgentConnection
-where
-    A: Agent,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+pub fn serve(agent: impl Agent, reader: impl Input, writer: impl Output) -> AgentConnection {
     serve_with(agent, reader, writer, Config::default())
 }
 
 /// [`serve`] with a custom [`Config`]; its dialect is always set to
 /// [`Dialect::threads`] (no `jsonrpc` member, no notifications, ids from 0).
-pub fn serve_with<A, R, W>(agent: A, reader: R, writer: W, config: Config) -> AgentConnection
-where
-    A: Agent,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+pub fn serve_with(
+    agent: impl Agent,
+    reader: impl Input,
+    writer: impl Output,
+    config: Config,
+) -> AgentConnection {
     AgentConnection::start(
         reader,
         writer,
-        Requests(Dispatch(agent)),
+        Dispatch(agent),
         config,
         Dialect::threads(),
         |peer| ClientHandle { peer },
@@ -281,12 +276,7 @@ impl AgentHandle {
 pub type ClientConnection = crate::Connection<AgentHandle>;
 
 /// Serves `client` to a threads agent over its stdout (`reader`) and stdin (`writer`).
-pub fn connect<C, R, W>(client: C, reader: R, writer: W) -> ClientConnection
-where
-    C: Client,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+pub fn connect(client: impl Client, reader: impl Input, writer: impl Output) -> ClientConnection {
     connect_with(client, reader, writer, Config::default())
 }
 
@@ -294,16 +284,16 @@ where
 /// and the agent's requests are always handled one at a time in arrival order
 /// ([`Config::sequential_requests`]): the dialect streams its reply as requests, which must
 /// be shown in the order they were sent.
-pub fn connect_with<C, R, W>(client: C, reader: R, writer: W, config: Config) -> ClientConnection
-where
-    C: Client,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+pub fn connect_with(
+    client: impl Client,
+    reader: impl Input,
+    writer: impl Output,
+    config: Config,
+) -> ClientConnection {
     ClientConnection::start(
         reader,
         writer,
-        Requests(AgentDispatch(client)),
+        AgentDispatch(client),
         config.with_sequential_requests(true),
         Dialect::threads(),
         |peer| AgentHandle { peer },

@@ -9,53 +9,44 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use acp_rpc::memory::PipeEnd;
 use acp_rpc::{
-    Config, Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
+    Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
 };
 use acp_types::legacy::threads as t;
 use acp_types::v1;
 use async_trait::async_trait;
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::OnceCell;
 
 use super::native::{Agent, ClientHandle, Context, serve_with};
-use crate::{AdapterOptions, Bridge, lock, unsupported};
+use crate::connection::{ready, translate};
+use crate::{AdapterOptions, Input, Output, lock, unsupported};
 
 /// Serves the v1 agent `v1_agent` starts to a threads editor; see the module docs of
 /// [`super`] for the mapping.
-pub(crate) fn serve_v1_agent<R, W>(
+pub(crate) fn serve_v1_agent(
     v1_agent: impl FnOnce(PipeEnd) -> Peer,
-    reader: R,
-    writer: W,
-    config: Config,
+    reader: impl Input,
+    writer: impl Output,
     options: AdapterOptions,
-) -> Peer
-where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+) -> Peer {
     let threads = Arc::new(Threads::default());
-    let editor: Arc<OnceLock<ClientHandle>> = Arc::default();
-    let bridge = Bridge::new(
+    let known = threads.clone();
+    let config = options.config.clone();
+    translate(
         v1_agent,
-        V1Side {
-            threads: threads.clone(),
-            editor: editor.clone(),
+        |editor| V1Side {
+            threads: known,
+            editor,
         },
-    );
-    let outer = serve_with(
-        ThreadsSide {
-            agent: bridge.v1.clone(),
-            initialized: OnceCell::new(),
-            threads,
-            options,
+        |agent| {
+            let side = ThreadsSide {
+                agent,
+                initialized: OnceCell::new(),
+                threads,
+                options,
+            };
+            serve_with(side, reader, writer, config)
         },
-        reader,
-        writer,
-        config,
-    );
-    let _ = editor.set(outer.client().clone());
-    bridge.tie(outer.peer());
-    outer.peer().clone()
+    )
 }
 
 /// The threads this connection knows, with what the editor can ask about them.
@@ -328,9 +319,7 @@ struct V1Side {
 
 impl V1Side {
     fn editor(&self) -> Result<&ClientHandle, Error> {
-        self.editor
-            .get()
-            .ok_or_else(|| Error::internal_error("the threads connection is not ready"))
+        ready(&self.editor)
     }
 
     async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {

@@ -7,55 +7,40 @@ use std::sync::{Arc, OnceLock};
 
 use acp_rpc::memory::PipeEnd;
 use acp_rpc::{
-    Config, Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
+    Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
 };
 use acp_types::legacy::threads as t;
 use acp_types::v1;
 use async_trait::async_trait;
 use base64::Engine as _;
 use serde_json::json;
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::native::{AgentHandle, Client, connect_with};
-use crate::{AdapterOptions, Bridge, LocalFiles, unsupported as refused};
+use crate::connection::{ready, translate};
+use crate::{AdapterOptions, Input, LocalFiles, Output, unsupported as refused};
 
 /// Drives a threads agent for the v1 client `v1_client` starts; see the module docs of
 /// [`super`] for the mapping.
-pub(crate) fn drive_for_v1_client<R, W>(
+pub(crate) fn drive_for_v1_client(
     v1_client: impl FnOnce(PipeEnd) -> Peer,
-    reader: R,
-    writer: W,
-    config: Config,
+    reader: impl Input,
+    writer: impl Output,
     options: AdapterOptions,
-) -> Peer
-where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+) -> Peer {
+    let config = options.config.clone();
     let shared = Arc::new(Shared {
         capabilities: OnceLock::new(),
         options,
     });
-    let agent_slot: Arc<OnceLock<AgentHandle>> = Arc::default();
-    let bridge = Bridge::new(
+    let known = shared.clone();
+    translate(
         v1_client,
-        V1AgentSide {
-            agent: agent_slot.clone(),
-            shared: shared.clone(),
+        |agent| V1AgentSide {
+            agent,
+            shared: known,
         },
-    );
-    let outer = connect_with(
-        ThreadsClientSide {
-            client: bridge.v1.clone(),
-            shared,
-        },
-        reader,
-        writer,
-        config,
-    );
-    let _ = agent_slot.set(outer.agent().clone());
-    bridge.tie(outer.peer());
-    outer.peer().clone()
+        |client| connect_with(ThreadsClientSide { client, shared }, reader, writer, config),
+    )
 }
 
 /// The `cwd` reported for every session in `session/list`: [`AdapterOptions::cwd`], else
@@ -148,9 +133,7 @@ struct V1AgentSide {
 
 impl V1AgentSide {
     fn agent(&self) -> Result<&AgentHandle, Error> {
-        self.agent
-            .get()
-            .ok_or_else(|| Error::internal_error("the threads connection is not ready"))
+        ready(&self.agent)
     }
 
     fn initialize(&self, p: v1::InitializeRequest) -> Result<Box<RawValue>, Error> {

@@ -6,9 +6,9 @@
 use acp_rpc::{Config, Dialect, Error, ErrorCode, Params, Peer, RawValue, RequestContext, to_raw};
 use acp_types::legacy::v0_0_9::*;
 use async_trait::async_trait;
-use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::connection::{Requests, Serve, ToAgent, ToClient, not_found};
+use crate::connection::{Serve, ToAgent, ToClient, not_found};
+use crate::{Input, Output};
 
 /// What a 0.0.9 agent implements: the four methods the editor calls. Requests run
 /// concurrently, so `cancelSendMessage` is served while a `sendUserMessage` is running.
@@ -141,28 +141,23 @@ impl ClientHandle {
 pub type AgentConnection = crate::Connection<ClientHandle>;
 
 /// Serves `agent` to a 0.0.9 editor over a reader/writer pair.
-pub fn serve<A, R, W>(agent: A, reader: R, writer: W) -> AgentConnection
-where
-    A: Agent,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+pub fn serve(agent: impl Agent, reader: impl Input, writer: impl Output) -> AgentConnection {
     serve_with(agent, reader, writer, Config::default())
 }
 
 /// [`serve`] with a custom [`Config`]; its dialect is always set to
 /// [`Dialect::legacy_0_0_9`] (`params` omitted when empty, no notifications, ids from 0
 /// unless [`Config::first_request_id`] says otherwise).
-pub fn serve_with<A, R, W>(agent: A, reader: R, writer: W, config: Config) -> AgentConnection
-where
-    A: Agent,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+pub fn serve_with(
+    agent: impl Agent,
+    reader: impl Input,
+    writer: impl Output,
+    config: Config,
+) -> AgentConnection {
     AgentConnection::start(
         reader,
         writer,
-        Requests(Dispatch(agent)),
+        Dispatch(agent),
         config,
         Dialect::legacy_0_0_9(),
         |peer| ClientHandle { peer },
@@ -334,12 +329,7 @@ pub type ClientConnection = crate::Connection<AgentHandle>;
 
 /// Serves `client` to a 0.0.9 agent over its stdout (`reader`) and stdin (`writer`). Call
 /// [`AgentHandle::initialize`] first.
-pub fn connect<C, R, W>(client: C, reader: R, writer: W) -> ClientConnection
-where
-    C: Client,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+pub fn connect(client: impl Client, reader: impl Input, writer: impl Output) -> ClientConnection {
     connect_with(client, reader, writer, Config::default())
 }
 
@@ -349,16 +339,16 @@ where
 /// handled one at a time in arrival order ([`Config::sequential_requests`]): the dialect
 /// streams chunks and tool-call updates as requests, which agents send without waiting and
 /// which must be shown in the order they were sent.
-pub fn connect_with<C, R, W>(client: C, reader: R, writer: W, config: Config) -> ClientConnection
-where
-    C: Client,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+pub fn connect_with(
+    client: impl Client,
+    reader: impl Input,
+    writer: impl Output,
+    config: Config,
+) -> ClientConnection {
     ClientConnection::start(
         reader,
         writer,
-        Requests(AgentDispatch(client)),
+        AgentDispatch(client),
         config.with_sequential_requests(true),
         Dialect::legacy_0_0_9(),
         |peer| AgentHandle { peer },

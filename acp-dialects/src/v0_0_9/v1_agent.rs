@@ -10,55 +10,44 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use acp_rpc::memory::PipeEnd;
 use acp_rpc::{
-    Config, Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
+    Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
 };
 use acp_types::legacy::v0_0_9 as z;
 use acp_types::legacy::v0_0_9::convert;
 use acp_types::v1;
 use async_trait::async_trait;
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::OnceCell;
 
 use super::native::{Agent, ClientHandle, Context, serve_with};
-use crate::{AdapterOptions, Bridge, lock, unsupported};
+use crate::connection::{ready, translate};
+use crate::{AdapterOptions, Input, Output, lock, unsupported};
 
 /// Serves the v1 agent `v1_agent` starts to a 0.0.9 editor; see the module docs of
 /// [`super`] for the mapping.
-pub(crate) fn serve_v1_agent<R, W>(
+pub(crate) fn serve_v1_agent(
     v1_agent: impl FnOnce(PipeEnd) -> Peer,
-    reader: R,
-    writer: W,
-    config: Config,
+    reader: impl Input,
+    writer: impl Output,
     options: AdapterOptions,
-) -> Peer
-where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+) -> Peer {
     let conversation = Arc::new(Conversation::default());
-    let editor: Arc<OnceLock<ClientHandle>> = Arc::default();
-    let bridge = Bridge::new(
+    let shared = conversation.clone();
+    let config = options.config.clone();
+    let editor_side = |agent| ZeroNineSide {
+        agent,
+        initialized: OnceCell::new(),
+        session: OnceCell::new(),
+        conversation,
+        options,
+    };
+    translate(
         v1_agent,
-        V1Side {
-            conversation: conversation.clone(),
-            editor: editor.clone(),
+        |editor| V1Side {
+            conversation: shared,
+            editor,
         },
-    );
-    let outer = serve_with(
-        ZeroNineSide {
-            agent: bridge.v1.clone(),
-            initialized: OnceCell::new(),
-            session: OnceCell::new(),
-            conversation,
-            options,
-        },
-        reader,
-        writer,
-        config,
-    );
-    let _ = editor.set(outer.client().clone());
-    bridge.tie(outer.peer());
-    outer.peer().clone()
+        |agent| serve_with(editor_side(agent), reader, writer, config),
+    )
 }
 
 /// What the editor has been shown of a v1 tool call, so updates can be completed (0.0.9's
@@ -267,9 +256,7 @@ struct V1Side {
 
 impl V1Side {
     fn editor(&self) -> Result<&ClientHandle, Error> {
-        self.editor
-            .get()
-            .ok_or_else(|| Error::internal_error("the 0.0.9 connection is not ready"))
+        ready(&self.editor)
     }
 
     fn shown(&self, id: &v1::ToolCallId) -> Option<ShownToolCall> {

@@ -10,18 +10,18 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use acp_rpc::memory::PipeEnd;
 use acp_rpc::{
-    Config, Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
+    Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
 };
 use acp_types::legacy::v0_0_9 as z;
 use acp_types::legacy::v0_0_9::convert;
 use acp_types::v1;
 use async_trait::async_trait;
 use serde_json::json;
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::OnceCell;
 
 use super::native::{AgentHandle, Client, connect_with};
-use crate::{AdapterOptions, Bridge, LocalFiles, unsupported as refused};
+use crate::connection::{ready, translate};
+use crate::{AdapterOptions, Input, LocalFiles, Output, unsupported as refused};
 
 /// The id of the one session a 0.0.9 agent offers (the dialect has a single, implicit
 /// conversation).
@@ -33,21 +33,17 @@ pub const AUTH_METHOD_ID: &str = "agent-login";
 
 /// Drives a 0.0.9 agent for the v1 client `v1_client` starts; see the module docs of
 /// [`super`] for the mapping.
-pub(crate) fn drive_for_v1_client<R, W>(
+pub(crate) fn drive_for_v1_client(
     v1_client: impl FnOnce(PipeEnd) -> Peer,
-    reader: R,
-    writer: W,
-    config: Config,
+    reader: impl Input,
+    writer: impl Output,
     options: AdapterOptions,
-) -> Peer
-where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+) -> Peer {
     let handshake = options
         .handshake
         .clone()
         .and_then(|answer| serde_json::from_value(answer).ok());
+    let config = options.config.clone();
     let conversation = Arc::new(Conversation {
         capabilities: OnceLock::new(),
         session: OnceLock::new(),
@@ -55,27 +51,22 @@ where
         next_tool_call: AtomicU64::new(0),
         options,
     });
-    let agent_slot: Arc<OnceLock<AgentHandle>> = Arc::default();
-    let bridge = Bridge::new(
+    let shared = conversation.clone();
+    translate(
         v1_client,
-        V1AgentSide {
-            agent: agent_slot.clone(),
+        |agent| V1AgentSide {
+            agent,
             initialized: OnceCell::new_with(handshake),
-            conversation: conversation.clone(),
+            conversation: shared,
         },
-    );
-    let outer = connect_with(
-        ZeroNineClientSide {
-            client: bridge.v1.clone(),
-            conversation,
+        |client| {
+            let side = ZeroNineClientSide {
+                client,
+                conversation,
+            };
+            connect_with(side, reader, writer, config)
         },
-        reader,
-        writer,
-        config,
-    );
-    let _ = agent_slot.set(outer.agent().clone());
-    bridge.tie(outer.peer());
-    outer.peer().clone()
+    )
 }
 
 /// The running turn of the implicit session.
@@ -179,9 +170,7 @@ struct V1AgentSide {
 
 impl V1AgentSide {
     fn agent(&self) -> Result<&AgentHandle, Error> {
-        self.agent
-            .get()
-            .ok_or_else(|| Error::internal_error("the 0.0.9 connection is not ready"))
+        ready(&self.agent)
     }
 
     async fn initialize(&self, p: v1::InitializeRequest) -> Result<Box<RawValue>, Error> {
