@@ -70,9 +70,73 @@ mod native;
 mod v1_agent;
 mod v1_client;
 
+use acp_rpc::Error;
+use acp_types::legacy::threads as t;
+use acp_types::v1;
+use serde_json::json;
+
 pub use native::{
     Agent, AgentConnection, AgentHandle, Client, ClientConnection, ClientHandle, Context, connect,
     connect_with, serve, serve_with,
 };
 pub(crate) use v1_agent::serve_v1_agent;
 pub(crate) use v1_client::drive_for_v1_client;
+
+// What both translations share, each mapping next to its inverse.
+
+/// The v1 session a thread is: the ids are the same string.
+fn session_of(id: &t::ThreadId) -> v1::SessionId {
+    v1::SessionId(id.0.clone())
+}
+
+/// The thread a v1 session is.
+fn thread_of(id: &v1::SessionId) -> t::ThreadId {
+    t::ThreadId(id.0.clone())
+}
+
+/// A v1 line (counted from 1) as a threads line offset (counted from 0).
+fn line_offset_of(line: Option<u32>) -> Option<u32> {
+    line.map(|l| l.saturating_sub(1))
+}
+
+/// A threads line offset (counted from 0) as a v1 line (counted from 1).
+fn line_of(offset: Option<u32>) -> Option<u32> {
+    offset.map(|l| l.saturating_add(1))
+}
+
+/// The text of the user's message, one text block per chunk.
+fn prompt_of(message: &t::Message) -> Vec<v1::ContentBlock> {
+    message
+        .chunks
+        .iter()
+        .map(|c| match c {
+            t::MessageChunk::Text(text) => v1::ContentBlock::text(text.chunk.clone()),
+            t::MessageChunk::Unknown(raw) => v1::ContentBlock::text(raw.to_string()),
+        })
+        .collect()
+}
+
+/// The v1 prompt as one threads message: text blocks become text chunks and resource links
+/// become `@<path>` mentions; anything else is refused, naming the block.
+fn message_of(prompt: &[v1::ContentBlock]) -> Result<t::Message, Error> {
+    let mut chunks = Vec::with_capacity(prompt.len());
+    for (i, block) in prompt.iter().enumerate() {
+        let text = match block {
+            v1::ContentBlock::Text(text) => text.text.clone(),
+            v1::ContentBlock::ResourceLink(link) => {
+                format!("@{}", link.uri.strip_prefix("file://").unwrap_or(&link.uri))
+            }
+            _ => {
+                return Err(Error::invalid_params(format!(
+                    "prompt[{i}]: a threads agent takes text (and resource links, sent as @mentions) only"
+                ))
+                .with_data(json!({ "field": format!("prompt[{i}]") })));
+            }
+        };
+        chunks.push(t::MessageChunk::Text(t::TextChunk { chunk: text }));
+    }
+    Ok(t::Message {
+        role: t::Role::User,
+        chunks,
+    })
+}

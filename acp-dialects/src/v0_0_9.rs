@@ -78,6 +78,13 @@ mod native;
 mod v1_agent;
 mod v1_client;
 
+use std::path::Path;
+
+use acp_rpc::Error;
+use acp_types::legacy::v0_0_9 as z;
+use acp_types::v1;
+use serde_json::json;
+
 pub use native::{
     Agent, AgentConnection, AgentHandle, Client, ClientConnection, ClientHandle, Context, connect,
     connect_with, serve, serve_with,
@@ -85,3 +92,63 @@ pub use native::{
 pub(crate) use v1_agent::serve_v1_agent;
 pub(crate) use v1_client::drive_for_v1_client;
 pub use v1_client::{AUTH_METHOD_ID, SESSION_ID};
+
+// The prompt's mapping, each direction next to the other (the rest of the vocabulary is
+// `acp_types::legacy::v0_0_9::convert`'s).
+
+/// A user message chunk as a v1 content block: text as text, a mentioned path as a resource
+/// link to the file (relative paths resolved against the session's `cwd`).
+fn block_of(chunk: &z::UserMessageChunk, cwd: &Path) -> v1::ContentBlock {
+    match chunk {
+        z::UserMessageChunk::Text(text) => v1::ContentBlock::text(text.text.clone()),
+        z::UserMessageChunk::Path(mention) => {
+            let absolute = cwd.join(&mention.path);
+            v1::ContentBlock::ResourceLink(Box::new(v1::ResourceLink {
+                annotations: None,
+                description: None,
+                mime_type: None,
+                name: mention.path.clone(),
+                size: None,
+                title: None,
+                uri: format!("file://{}", absolute.to_string_lossy()),
+                meta: None,
+            }))
+        }
+    }
+}
+
+/// The v1 prompt as 0.0.9 user message chunks: text as text, resource links and embedded
+/// resources to `file://` URIs as path mentions, other embedded text as text; images and
+/// audio are refused, naming the block.
+fn chunks_of(prompt: &[v1::ContentBlock]) -> Result<Vec<z::UserMessageChunk>, Error> {
+    let text = |text: String| z::UserMessageChunk::Text(z::TextUserMessageChunk { text });
+    let mention = |uri: &str| {
+        uri.strip_prefix("file://").map(|path| {
+            z::UserMessageChunk::Path(z::PathUserMessageChunk {
+                path: path.to_string(),
+            })
+        })
+    };
+    prompt
+        .iter()
+        .enumerate()
+        .map(|(i, block)| match block {
+            v1::ContentBlock::Text(t) => Ok(text(t.text.clone())),
+            v1::ContentBlock::ResourceLink(link) => {
+                Ok(mention(&link.uri).unwrap_or_else(|| text(link.uri.clone())))
+            }
+            v1::ContentBlock::Resource(embedded) => Ok(match &embedded.resource {
+                v1::EmbeddedResourceResource::TextResourceContents(r) => {
+                    mention(&r.uri).unwrap_or_else(|| text(r.text.clone()))
+                }
+                v1::EmbeddedResourceResource::BlobResourceContents(r) => {
+                    mention(&r.uri).unwrap_or_else(|| text(r.uri.clone()))
+                }
+            }),
+            _ => Err(Error::invalid_params(format!(
+                "prompt[{i}]: a 0.0.9 agent takes text and file mentions only"
+            ))
+            .with_data(json!({ "field": format!("prompt[{i}]") }))),
+        })
+        .collect()
+}

@@ -17,6 +17,7 @@ use async_trait::async_trait;
 use tokio::sync::OnceCell;
 
 use super::native::{Agent, ClientHandle, Context, serve_with};
+use super::{line_offset_of, prompt_of, session_of, thread_of};
 use crate::connection::{ready, translate};
 use crate::{AdapterOptions, Input, Output, lock, unsupported};
 
@@ -89,7 +90,7 @@ impl ThreadState {
 
     fn metadata(&self, id: &v1::SessionId) -> t::ThreadMetadata {
         t::ThreadMetadata {
-            id: t::ThreadId(id.0.clone()),
+            id: thread_of(id),
             title: self
                 .title
                 .clone()
@@ -115,22 +116,6 @@ impl Threads {
 
 fn thread_not_found(id: &str) -> Error {
     Error::resource_not_found(format!("Thread not found: {id}"))
-}
-
-fn session_of(id: &t::ThreadId) -> v1::SessionId {
-    v1::SessionId(id.0.clone())
-}
-
-/// The text of the user's message, one text block per chunk.
-fn prompt_of(message: &t::Message) -> Vec<v1::ContentBlock> {
-    message
-        .chunks
-        .iter()
-        .map(|c| match c {
-            t::MessageChunk::Text(text) => v1::ContentBlock::text(text.chunk.clone()),
-            t::MessageChunk::Unknown(raw) => v1::ContentBlock::text(raw.to_string()),
-        })
-        .collect()
 }
 
 /// The threads agent the editor sees; every call becomes v1 calls to the agent on the pipe.
@@ -187,7 +172,7 @@ impl Agent for ThreadsSide {
         for info in listed {
             if !threads.contains_key(&info.session_id) {
                 out.push(t::ThreadMetadata {
-                    id: t::ThreadId(info.session_id.0.clone()),
+                    id: thread_of(&info.session_id),
                     title: info
                         .title
                         .unwrap_or_else(|| format!("Thread {}", info.session_id.0)),
@@ -212,7 +197,7 @@ impl Agent for ThreadsSide {
             .await?;
         self.threads.insert(created.session_id.clone());
         Ok(t::CreateThreadResponse {
-            thread_id: t::ThreadId(created.session_id.0),
+            thread_id: thread_of(&created.session_id),
         })
     }
 
@@ -358,9 +343,7 @@ impl V1Side {
             }
         };
         if let Some(text) = stream {
-            self.editor()?
-                .stream_text(&t::ThreadId(id.0.clone()), text)
-                .await?;
+            self.editor()?.stream_text(&thread_of(&id), text).await?;
         }
         Ok(())
     }
@@ -369,10 +352,9 @@ impl V1Side {
         let answer = self
             .editor()?
             .read_text_file(t::ReadTextFileParams {
-                thread_id: t::ThreadId(p.session_id.0.clone()),
+                thread_id: thread_of(&p.session_id),
                 path: p.path.clone(),
-                // v1 lines count from 1, threads line offsets from 0.
-                line_offset: p.line.map(|l| l.saturating_sub(1)),
+                line_offset: line_offset_of(p.line),
                 line_limit: p.limit,
             })
             .await?;

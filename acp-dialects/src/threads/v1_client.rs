@@ -13,9 +13,9 @@ use acp_types::legacy::threads as t;
 use acp_types::v1;
 use async_trait::async_trait;
 use base64::Engine as _;
-use serde_json::json;
 
 use super::native::{AgentHandle, Client, connect_with};
+use super::{line_of, message_of, session_of, thread_of};
 use crate::connection::{ready, translate};
 use crate::{AdapterOptions, Input, LocalFiles, Output, unsupported as refused};
 
@@ -65,35 +65,6 @@ fn unsupported(method: &str, why: &str) -> Error {
     refused(crate::Dialect::Threads, method, format!("{method}: {why}"))
 }
 
-fn thread_of(id: &v1::SessionId) -> t::ThreadId {
-    t::ThreadId(id.0.clone())
-}
-
-/// The v1 prompt as one threads message: text blocks become text chunks and resource links
-/// become `@<path>` mentions; anything else is refused, naming the block.
-fn message_of(prompt: &[v1::ContentBlock]) -> Result<t::Message, Error> {
-    let mut chunks = Vec::with_capacity(prompt.len());
-    for (i, block) in prompt.iter().enumerate() {
-        let text = match block {
-            v1::ContentBlock::Text(text) => text.text.clone(),
-            v1::ContentBlock::ResourceLink(link) => {
-                format!("@{}", link.uri.strip_prefix("file://").unwrap_or(&link.uri))
-            }
-            _ => {
-                return Err(Error::invalid_params(format!(
-                    "prompt[{i}]: a threads agent takes text (and resource links, sent as @mentions) only"
-                ))
-                .with_data(json!({ "field": format!("prompt[{i}]") })));
-            }
-        };
-        chunks.push(t::MessageChunk::Text(t::TextChunk { chunk: text }));
-    }
-    Ok(t::Message {
-        role: t::Role::User,
-        chunks,
-    })
-}
-
 /// The updates that replay one history entry in `session/load`.
 fn replay(entry: &t::ThreadEntry, index: usize) -> Vec<v1::SessionUpdate> {
     match entry {
@@ -138,11 +109,9 @@ impl V1AgentSide {
 
     fn initialize(&self, p: v1::InitializeRequest) -> Result<Box<RawValue>, Error> {
         let _ = self.shared.capabilities.set(p.client_capabilities);
-        let capabilities: v1::AgentCapabilities = serde_json::from_value(json!({
-            "loadSession": true,
-            "sessionCapabilities": { "list": {} }
-        }))
-        .map_err(|e| Error::internal_error(e.to_string()))?;
+        let mut capabilities = v1::AgentCapabilities::default();
+        capabilities.session_capabilities.list = Some(v1::SessionListCapabilities::default());
+        capabilities.load_session = true;
         to_raw(&v1::InitializeResponse {
             protocol_version: v1::ProtocolVersion::negotiate(
                 p.protocol_version,
@@ -185,7 +154,7 @@ impl V1AgentSide {
             .threads
             .into_iter()
             .map(|m| v1::SessionInfo {
-                session_id: v1::SessionId(m.id.0),
+                session_id: session_of(&m.id),
                 cwd: cwd.clone(),
                 additional_directories: Vec::new(),
                 title: Some(m.title),
@@ -215,7 +184,7 @@ impl Handler for V1AgentSide {
                 let _: v1::NewSessionRequest = params.parse_request()?;
                 let created = self.agent()?.create_thread().await?;
                 to_raw(&v1::NewSessionResponse {
-                    session_id: v1::SessionId(created.thread_id.0),
+                    session_id: session_of(&created.thread_id),
                     modes: None,
                     config_options: None,
                     meta: None,
@@ -296,7 +265,7 @@ impl Client for ThreadsClientSide {
             return Ok(());
         };
         let update = v1::SessionNotification::new(
-            v1::SessionId(p.thread_id.0),
+            session_of(&p.thread_id),
             v1::SessionUpdate::agent_message_text(text.chunk),
         );
         self.client.notify(v1::names::SESSION_UPDATE, &update).await
@@ -307,10 +276,9 @@ impl Client for ThreadsClientSide {
         p: t::ReadTextFileParams,
     ) -> Result<t::ReadTextFileResponse, Error> {
         let request = v1::ReadTextFileRequest {
-            session_id: v1::SessionId(p.thread_id.0),
+            session_id: session_of(&p.thread_id),
             path: p.path,
-            // threads line offsets count from 0, v1 lines from 1.
-            line: p.line_offset.map(|l| l.saturating_add(1)),
+            line: line_of(p.line_offset),
             limit: p.line_limit,
             meta: None,
         };

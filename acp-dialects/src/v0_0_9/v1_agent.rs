@@ -5,7 +5,6 @@
 //! session and the tool calls the editor has been shown.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use acp_rpc::memory::PipeEnd;
@@ -18,6 +17,7 @@ use acp_types::v1;
 use async_trait::async_trait;
 use tokio::sync::OnceCell;
 
+use super::block_of;
 use super::native::{Agent, ClientHandle, Context, serve_with};
 use crate::connection::{ready, translate};
 use crate::{AdapterOptions, Input, Output, lock, unsupported};
@@ -139,32 +139,6 @@ impl ZeroNineSide {
             })
             .await
     }
-
-    /// A user message chunk as a v1 content block: text as text, a mentioned path as a
-    /// resource link to the file (relative paths resolved against the session's cwd).
-    fn block_of(&self, chunk: &z::UserMessageChunk) -> v1::ContentBlock {
-        match chunk {
-            z::UserMessageChunk::Text(text) => v1::ContentBlock::text(text.text.clone()),
-            z::UserMessageChunk::Path(mention) => {
-                let path = Path::new(&mention.path);
-                let absolute = if path.is_absolute() {
-                    path.to_path_buf()
-                } else {
-                    self.options.session_cwd().join(path)
-                };
-                v1::ContentBlock::ResourceLink(Box::new(v1::ResourceLink {
-                    annotations: None,
-                    description: None,
-                    mime_type: None,
-                    name: mention.path.clone(),
-                    size: None,
-                    title: None,
-                    uri: format!("file://{}", absolute.to_string_lossy()),
-                    meta: None,
-                }))
-            }
-        }
-    }
 }
 
 #[async_trait]
@@ -212,7 +186,8 @@ impl Agent for ZeroNineSide {
         _cx: &Context,
     ) -> Result<(), Error> {
         let session = self.session().await?.clone();
-        let prompt = params.chunks.iter().map(|c| self.block_of(c)).collect();
+        let cwd = self.options.session_cwd();
+        let prompt = params.chunks.iter().map(|c| block_of(c, &cwd)).collect();
         *lock(&self.conversation.prompting) = Some(session.clone());
         let result = self
             .agent

@@ -19,6 +19,7 @@ use async_trait::async_trait;
 use serde_json::json;
 use tokio::sync::OnceCell;
 
+use super::chunks_of;
 use super::native::{AgentHandle, Client, connect_with};
 use crate::connection::{ready, translate};
 use crate::{AdapterOptions, Input, LocalFiles, Output, unsupported as refused};
@@ -122,42 +123,6 @@ fn unsupported(method: &str, why: &str) -> Error {
         method,
         format!("{method}: {why}"),
     )
-}
-
-/// The v1 prompt as 0.0.9 user message chunks: text as text, resource links and embedded
-/// resources to `file://` URIs as path mentions, other embedded text as text; images and
-/// audio are refused, naming the block.
-fn chunks_of(prompt: &[v1::ContentBlock]) -> Result<Vec<z::UserMessageChunk>, Error> {
-    let text = |text: String| z::UserMessageChunk::Text(z::TextUserMessageChunk { text });
-    let mention = |uri: &str| {
-        uri.strip_prefix("file://").map(|path| {
-            z::UserMessageChunk::Path(z::PathUserMessageChunk {
-                path: path.to_string(),
-            })
-        })
-    };
-    prompt
-        .iter()
-        .enumerate()
-        .map(|(i, block)| match block {
-            v1::ContentBlock::Text(t) => Ok(text(t.text.clone())),
-            v1::ContentBlock::ResourceLink(link) => {
-                Ok(mention(&link.uri).unwrap_or_else(|| text(link.uri.clone())))
-            }
-            v1::ContentBlock::Resource(embedded) => Ok(match &embedded.resource {
-                v1::EmbeddedResourceResource::TextResourceContents(r) => {
-                    mention(&r.uri).unwrap_or_else(|| text(r.text.clone()))
-                }
-                v1::EmbeddedResourceResource::BlobResourceContents(r) => {
-                    mention(&r.uri).unwrap_or_else(|| text(r.uri.clone()))
-                }
-            }),
-            _ => Err(Error::invalid_params(format!(
-                "prompt[{i}]: a 0.0.9 agent takes text and file mentions only"
-            ))
-            .with_data(json!({ "field": format!("prompt[{i}]") }))),
-        })
-        .collect()
 }
 
 /// The v1 agent the user's connection talks to on the pipe.
