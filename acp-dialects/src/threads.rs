@@ -133,10 +133,7 @@ fn message_of(prompt: &[v1::ContentBlock]) -> Result<t::Message, Error> {
                 .with_data(json!({ "field": format!("prompt[{i}]") })));
             }
         };
-        chunks.push(t::MessageChunk::Text(t::TextChunk { chunk: text }));
+        chunks.push(t::MessageChunk::text(text));
     }
-    Ok(t::Message {
-        role: t::Role::User,
-        chunks,
-    })
+    Ok(t::Message::new(t::Role::User, chunks))
 }

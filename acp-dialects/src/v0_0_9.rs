@@ -103,16 +103,8 @@ fn block_of(chunk: &z::UserMessageChunk, cwd: &Path) -> v1::ContentBlock {
         z::UserMessageChunk::Text(text) => v1::ContentBlock::text(text.text.clone()),
         z::UserMessageChunk::Path(mention) => {
             let absolute = cwd.join(&mention.path);
-            v1::ContentBlock::ResourceLink(Box::new(v1::ResourceLink {
-                annotations: None,
-                description: None,
-                mime_type: None,
-                name: mention.path.clone(),
-                size: None,
-                title: None,
-                uri: format!("file://{}", absolute.to_string_lossy()),
-                meta: None,
-            }))
+            let uri = format!("file://{}", absolute.to_string_lossy());
+            v1::ContentBlock::from(v1::ResourceLink::new(mention.path.clone(), uri))
         }
     }
 }
@@ -121,13 +113,12 @@ fn block_of(chunk: &z::UserMessageChunk, cwd: &Path) -> v1::ContentBlock {
 /// resources to `file://` URIs as path mentions, other embedded text as text; images and
 /// audio are refused, naming the block.
 fn chunks_of(prompt: &[v1::ContentBlock]) -> Result<Vec<z::UserMessageChunk>, Error> {
-    let text = |text: String| z::UserMessageChunk::Text(z::TextUserMessageChunk { text });
+    let text = |text: String| z::UserMessageChunk::Text(z::TextUserMessageChunk::new(text));
     let mention = |uri: &str| {
-        uri.strip_prefix("file://").map(|path| {
-            z::UserMessageChunk::Path(z::PathUserMessageChunk {
-                path: path.to_string(),
-            })
-        })
+        let path = uri.strip_prefix("file://")?;
+        Some(z::UserMessageChunk::Path(z::PathUserMessageChunk::new(
+            path,
+        )))
     };
     prompt
         .iter()

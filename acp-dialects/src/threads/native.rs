@@ -83,11 +83,9 @@ impl ClientHandle {
         thread_id: &ThreadId,
         text: impl Into<String>,
     ) -> Result<(), Error> {
-        self.stream_message_chunk(StreamMessageChunkParams {
-            thread_id: thread_id.clone(),
-            chunk: MessageChunk::Text(TextChunk { chunk: text.into() }),
-        })
-        .await
+        let chunk = MessageChunk::text(text);
+        self.stream_message_chunk(StreamMessageChunkParams::new(thread_id.clone(), chunk))
+            .await
     }
 
     /// `readTextFile`.

@@ -75,28 +75,18 @@ impl ThreadState {
     /// Appends text to the history, extending the last entry when it is a message of the
     /// same role (chunks of one message arrive one by one).
     fn record_text(&mut self, role: t::Role, text: &str) {
-        let chunk = t::MessageChunk::Text(t::TextChunk {
-            chunk: text.to_string(),
-        });
+        let chunk = t::MessageChunk::text(text);
         match self.entries.last_mut() {
             Some(t::ThreadEntry::Message(m)) if m.role == role => m.chunks.push(chunk),
-            _ => self.entries.push(t::ThreadEntry::Message(t::Message {
-                role,
-                chunks: vec![chunk],
-            })),
+            _ => self.entries.push(t::ThreadEntry::message(role, [chunk])),
         }
         self.modified_at = now_rfc3339();
     }
 
     fn metadata(&self, id: &v1::SessionId) -> t::ThreadMetadata {
-        t::ThreadMetadata {
-            id: thread_of(id),
-            title: self
-                .title
-                .clone()
-                .unwrap_or_else(|| format!("Thread {}", id.0)),
-            modified_at: self.modified_at.clone(),
-        }
+        let title = self.title.clone();
+        let title = title.unwrap_or_else(|| format!("Thread {}", id.0));
+        t::ThreadMetadata::new(thread_of(id), title, self.modified_at.clone())
     }
 }
 
@@ -131,16 +121,10 @@ impl ThreadsSide {
     async fn agent(&self) -> Result<&v1::InitializeResponse, Error> {
         self.initialized
             .get_or_try_init(|| async {
-                let mut caps = v1::ClientCapabilities::default();
-                caps.fs.read_text_file = true;
-                self.agent
-                    .typed_request(&v1::InitializeRequest {
-                        protocol_version: v1::ProtocolVersion::LATEST,
-                        client_capabilities: caps,
-                        client_info: None,
-                        meta: None,
-                    })
-                    .await
+                let files = v1::FileSystemCapabilities::new().read_text_file(true);
+                let init = v1::InitializeRequest::new(v1::ProtocolVersion::LATEST)
+                    .client_capabilities(v1::ClientCapabilities::new().fs(files));
+                self.agent.typed_request(&init).await
             })
             .await
     }
@@ -156,11 +140,7 @@ impl Agent for ThreadsSide {
         let init = self.agent().await?;
         let mut listed = Vec::new();
         if init.agent_capabilities.session_capabilities.list.is_some() {
-            let request = v1::ListSessionsRequest {
-                cwd: Some(self.cwd()),
-                cursor: None,
-                meta: None,
-            };
+            let request = v1::ListSessionsRequest::new().cwd(self.cwd());
             let answer = self.agent.typed_request(&request).await?;
             listed = answer.sessions;
         }
@@ -171,34 +151,27 @@ impl Agent for ThreadsSide {
             .collect();
         for info in listed {
             if !threads.contains_key(&info.session_id) {
-                out.push(t::ThreadMetadata {
-                    id: thread_of(&info.session_id),
-                    title: info
-                        .title
-                        .unwrap_or_else(|| format!("Thread {}", info.session_id.0)),
-                    modified_at: info.updated_at.unwrap_or_else(now_rfc3339),
-                });
+                let title = info
+                    .title
+                    .unwrap_or_else(|| format!("Thread {}", info.session_id.0));
+                let modified_at = info.updated_at.unwrap_or_else(now_rfc3339);
+                out.push(t::ThreadMetadata::new(
+                    thread_of(&info.session_id),
+                    title,
+                    modified_at,
+                ));
             }
         }
         out.sort_by(|a, b| a.id.0.cmp(&b.id.0));
-        Ok(t::GetThreadsResponse { threads: out })
+        Ok(t::GetThreadsResponse::new(out))
     }
 
     async fn create_thread(&self, _cx: &Context) -> Result<t::CreateThreadResponse, Error> {
         self.agent().await?;
-        let created = self
-            .agent
-            .typed_request(&v1::NewSessionRequest {
-                cwd: self.cwd(),
-                additional_directories: Vec::new(),
-                mcp_servers: Vec::new(),
-                meta: None,
-            })
-            .await?;
+        let new_session = v1::NewSessionRequest::new(self.cwd(), Vec::<v1::McpServer>::new());
+        let created = self.agent.typed_request(&new_session).await?;
         self.threads.insert(created.session_id.clone());
-        Ok(t::CreateThreadResponse {
-            thread_id: thread_of(&created.session_id),
-        })
+        Ok(t::CreateThreadResponse::new(thread_of(&created.session_id)))
     }
 
     async fn open_thread(&self, params: t::OpenThreadParams, _cx: &Context) -> Result<(), Error> {
@@ -212,13 +185,7 @@ impl Agent for ThreadsSide {
         }
         // The history replayed during the load lands in the new thread's entries.
         self.threads.insert(id.clone());
-        let load = v1::LoadSessionRequest {
-            mcp_servers: Vec::new(),
-            cwd: self.cwd(),
-            additional_directories: Vec::new(),
-            session_id: id.clone(),
-            meta: None,
-        };
+        let load = v1::LoadSessionRequest::new(Vec::<v1::McpServer>::new(), self.cwd(), id.clone());
         if let Err(e) = self.agent.typed_request(&load).await {
             lock(&self.threads.0).remove(&id);
             return Err(e);
@@ -233,9 +200,7 @@ impl Agent for ThreadsSide {
     ) -> Result<t::GetThreadEntriesResponse, Error> {
         let id = session_of(&params.thread_id);
         self.threads
-            .with(&id, |s| t::GetThreadEntriesResponse {
-                entries: s.entries.clone(),
-            })
+            .with(&id, |s| t::GetThreadEntriesResponse::new(s.entries.clone()))
             .ok_or_else(|| thread_not_found(&id.0))
     }
 
@@ -264,11 +229,7 @@ impl Agent for ThreadsSide {
         }
         let _prompting = Prompting(&self.threads, &id);
         self.agent
-            .typed_request(&v1::PromptRequest {
-                session_id: id.clone(),
-                prompt,
-                meta: None,
-            })
+            .typed_request(&v1::PromptRequest::new(id.clone(), prompt))
             .await?;
         Ok(())
     }
@@ -351,23 +312,17 @@ impl V1Side {
     async fn read_text_file(&self, p: v1::ReadTextFileRequest) -> Result<Box<RawValue>, Error> {
         let answer = self
             .editor()?
-            .read_text_file(t::ReadTextFileParams {
-                thread_id: thread_of(&p.session_id),
-                path: p.path.clone(),
-                line_offset: line_offset_of(p.line),
-                line_limit: p.limit,
+            .read_text_file({
+                let mut read = t::ReadTextFileParams::new(thread_of(&p.session_id), p.path.clone());
+                (read.line_offset, read.line_limit) = (line_offset_of(p.line), p.limit);
+                read
             })
             .await?;
         self.threads.with(&p.session_id, |s| {
-            s.entries.push(t::ThreadEntry::ReadFile(t::ReadFileEntry {
-                path: p.path.clone(),
-                content: answer.content.clone(),
-            }));
+            let entry = t::ThreadEntry::read_file(p.path.clone(), answer.content.clone());
+            s.entries.push(entry);
         });
-        to_raw(&v1::ReadTextFileResponse {
-            content: answer.content,
-            meta: None,
-        })
+        to_raw(&v1::ReadTextFileResponse::new(answer.content))
     }
 }
 
@@ -473,10 +428,7 @@ mod tests {
 
     #[test]
     fn titles_come_from_the_first_line_of_the_first_message() {
-        let message = |text: &str| t::Message {
-            role: t::Role::User,
-            chunks: vec![t::MessageChunk::Text(t::TextChunk { chunk: text.into() })],
-        };
+        let message = |text: &str| t::Message::new(t::Role::User, [t::MessageChunk::text(text)]);
         assert_eq!(
             title_from(&message("Summarize README.md\nplease")),
             "Summarize README.md"

@@ -81,15 +81,10 @@ fn replay(entry: &t::ThreadEntry, index: usize) -> Vec<v1::SessionUpdate> {
             })
             .collect(),
         t::ThreadEntry::ReadFile(read) => {
-            let mut call =
-                v1::ToolCall::new(format!("read-{index}"), format!("Read {}", read.path));
-            call.kind = v1::ToolKind::Read;
-            call.status = v1::ToolCallStatus::Completed;
-            call.locations = vec![v1::ToolCallLocation {
-                path: read.path.clone(),
-                line: None,
-                meta: None,
-            }];
+            let call = v1::ToolCall::new(format!("read-{index}"), format!("Read {}", read.path))
+                .kind(v1::ToolKind::Read)
+                .status(v1::ToolCallStatus::Completed)
+                .locations([v1::ToolCallLocation::new(read.path.clone())]);
             vec![v1::SessionUpdate::ToolCall(Box::new(call))]
         }
         t::ThreadEntry::Unknown(_) => Vec::new(),
@@ -109,31 +104,24 @@ impl V1AgentSide {
 
     fn initialize(&self, p: v1::InitializeRequest) -> Result<Box<RawValue>, Error> {
         let _ = self.shared.capabilities.set(p.client_capabilities);
-        let mut capabilities = v1::AgentCapabilities::default();
-        capabilities.session_capabilities.list = Some(v1::SessionListCapabilities::default());
-        capabilities.load_session = true;
-        to_raw(&v1::InitializeResponse {
-            protocol_version: v1::ProtocolVersion::negotiate(
-                p.protocol_version,
-                &[v1::ProtocolVersion::LATEST],
-            ),
-            agent_capabilities: capabilities,
-            auth_methods: Vec::new(),
-            agent_info: None,
-            meta: None,
-        })
+        let capabilities = v1::AgentCapabilities::new()
+            .load_session(true)
+            .session_capabilities(
+                v1::SessionCapabilities::new().list(v1::SessionListCapabilities::new()),
+            );
+        let version =
+            v1::ProtocolVersion::negotiate(p.protocol_version, &[v1::ProtocolVersion::LATEST]);
+        to_raw(&v1::InitializeResponse::new(version).agent_capabilities(capabilities))
     }
 
     async fn load(&self, peer: &Peer, p: v1::LoadSessionRequest) -> Result<Box<RawValue>, Error> {
         let agent = self.agent()?;
         let thread_id = thread_of(&p.session_id);
         agent
-            .open_thread(t::OpenThreadParams {
-                thread_id: thread_id.clone(),
-            })
+            .open_thread(t::OpenThreadParams::new(thread_id.clone()))
             .await?;
         let history = agent
-            .get_thread_entries(t::GetThreadEntriesParams { thread_id })
+            .get_thread_entries(t::GetThreadEntriesParams::new(thread_id))
             .await?;
         for (i, entry) in history.entries.iter().enumerate() {
             for update in replay(entry, i) {
@@ -150,23 +138,16 @@ impl V1AgentSide {
     async fn list(&self) -> Result<Box<RawValue>, Error> {
         let threads = self.agent()?.get_threads().await?;
         let cwd = listed_cwd(&self.shared.options);
-        let sessions = threads
+        let sessions: Vec<_> = threads
             .threads
             .into_iter()
-            .map(|m| v1::SessionInfo {
-                session_id: session_of(&m.id),
-                cwd: cwd.clone(),
-                additional_directories: Vec::new(),
-                title: Some(m.title),
-                updated_at: Some(m.modified_at),
-                meta: None,
+            .map(|m| {
+                v1::SessionInfo::new(session_of(&m.id), cwd.clone())
+                    .title(m.title)
+                    .updated_at(m.modified_at)
             })
             .collect();
-        to_raw(&v1::ListSessionsResponse {
-            sessions,
-            next_cursor: None,
-            meta: None,
-        })
+        to_raw(&v1::ListSessionsResponse::new(sessions))
     }
 }
 
@@ -183,12 +164,7 @@ impl Handler for V1AgentSide {
             v1::names::SESSION_NEW => {
                 let _: v1::NewSessionRequest = params.parse_request()?;
                 let created = self.agent()?.create_thread().await?;
-                to_raw(&v1::NewSessionResponse {
-                    session_id: session_of(&created.thread_id),
-                    modes: None,
-                    config_options: None,
-                    meta: None,
-                })
+                to_raw(&v1::NewSessionResponse::new(session_of(&created.thread_id)))
             }
             v1::names::SESSION_LOAD => self.load(cx.peer(), params.parse_request()?).await,
             v1::names::SESSION_LIST => {
@@ -200,10 +176,7 @@ impl Handler for V1AgentSide {
                 let message = message_of(&p.prompt)?;
                 let agent = self.agent()?;
                 agent
-                    .send_message(t::SendMessageParams {
-                        thread_id: thread_of(&p.session_id),
-                        message,
-                    })
+                    .send_message(t::SendMessageParams::new(thread_of(&p.session_id), message))
                     .await?;
                 // Chunks the agent sent before its answer are passed on before the turn ends.
                 agent.peer().received_requests_handled().await;
@@ -275,13 +248,8 @@ impl Client for ThreadsClientSide {
         &self,
         p: t::ReadTextFileParams,
     ) -> Result<t::ReadTextFileResponse, Error> {
-        let request = v1::ReadTextFileRequest {
-            session_id: session_of(&p.thread_id),
-            path: p.path,
-            line: line_of(p.line_offset),
-            limit: p.line_limit,
-            meta: None,
-        };
+        let mut request = v1::ReadTextFileRequest::new(session_of(&p.thread_id), p.path);
+        (request.line, request.limit) = (line_of(p.line_offset), p.line_limit);
         let read = if self.client_reads_files() {
             self.client.typed_request(&request).await?
         } else {
@@ -289,10 +257,10 @@ impl Client for ThreadsClientSide {
                 .read_text_file(request)
                 .await?
         };
-        Ok(t::ReadTextFileResponse {
-            version: t::FileVersion(0),
-            content: read.content,
-        })
+        Ok(t::ReadTextFileResponse::new(
+            t::FileVersion(0),
+            read.content,
+        ))
     }
 
     async fn read_binary_file(
@@ -303,22 +271,17 @@ impl Client for ThreadsClientSide {
             .fs(t::names::READ_BINARY_FILE)?
             .read_bytes(&p.path, p.byte_offset, p.byte_limit)
             .await?;
-        Ok(t::ReadBinaryFileResponse {
-            version: t::FileVersion(0),
-            content: base64::engine::general_purpose::STANDARD.encode(bytes),
-        })
+        let content = base64::engine::general_purpose::STANDARD.encode(bytes);
+        Ok(t::ReadBinaryFileResponse::new(t::FileVersion(0), content))
     }
 
     async fn stat(&self, p: t::StatParams) -> Result<t::StatResponse, Error> {
         let stat = self.fs(t::names::STAT)?.stat(&p.path).await?;
-        Ok(t::StatResponse {
-            exists: stat.exists,
-            is_directory: stat.is_directory,
-        })
+        Ok(t::StatResponse::new(stat.exists, stat.is_directory))
     }
 
     async fn glob_search(&self, p: t::GlobSearchParams) -> Result<t::GlobSearchResponse, Error> {
         let matches = self.fs(t::names::GLOB_SEARCH)?.glob(&p.pattern).await?;
-        Ok(t::GlobSearchResponse { matches })
+        Ok(t::GlobSearchResponse::new(matches))
     }
 }

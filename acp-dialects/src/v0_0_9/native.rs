@@ -23,10 +23,7 @@ pub trait Agent: Send + Sync + 'static {
         cx: &Context,
     ) -> Result<InitializeResponse, Error> {
         let _ = (params, cx);
-        Ok(InitializeResponse {
-            protocol_version: ProtocolVersion::current(),
-            is_authenticated: true,
-        })
+        Ok(InitializeResponse::new(ProtocolVersion::current(), true))
     }
 
     /// `authenticate`: run the agent's own login flow; answer when it is done. The default
@@ -84,20 +81,16 @@ impl ClientHandle {
 
     /// `streamAssistantMessageChunk` with text.
     pub async fn stream_text(&self, text: impl Into<String>) -> Result<(), Error> {
-        self.stream_assistant_message_chunk(StreamAssistantMessageChunkParams {
-            chunk: AssistantMessageChunk::Text(TextAssistantMessageChunk { text: text.into() }),
-        })
-        .await
+        let chunk = AssistantMessageChunk::Text(TextAssistantMessageChunk::new(text));
+        self.stream_assistant_message_chunk(StreamAssistantMessageChunkParams::new(chunk))
+            .await
     }
 
     /// `streamAssistantMessageChunk` with a thought.
     pub async fn stream_thought(&self, thought: impl Into<String>) -> Result<(), Error> {
-        self.stream_assistant_message_chunk(StreamAssistantMessageChunkParams {
-            chunk: AssistantMessageChunk::Thought(ThoughtAssistantMessageChunk {
-                thought: thought.into(),
-            }),
-        })
-        .await
+        let chunk = AssistantMessageChunk::Thought(ThoughtAssistantMessageChunk::new(thought));
+        self.stream_assistant_message_chunk(StreamAssistantMessageChunkParams::new(chunk))
+            .await
     }
 
     /// `pushToolCall`: shows a tool call that needs no confirmation; the editor answers the
@@ -278,12 +271,8 @@ impl AgentHandle {
     /// an answer with any other version is an error (`-32600`, saying which): 0.0.x peers
     /// speak only their exact version.
     pub async fn initialize(&self) -> Result<InitializeResponse, Error> {
-        let answer = self
-            .peer
-            .typed_request(&InitializeParams {
-                protocol_version: ProtocolVersion::current(),
-            })
-            .await?;
+        let params = InitializeParams::new(ProtocolVersion::current());
+        let answer = self.peer.typed_request(&params).await?;
         check_version(answer)
     }
 

@@ -106,17 +106,12 @@ impl ZeroNineSide {
     async fn agent(&self) -> Result<&v1::InitializeResponse, Error> {
         self.initialized
             .get_or_try_init(|| async {
-                let mut caps = v1::ClientCapabilities::default();
-                caps.fs.read_text_file = true;
-                caps.fs.write_text_file = true;
-                self.agent
-                    .typed_request(&v1::InitializeRequest {
-                        protocol_version: v1::ProtocolVersion::LATEST,
-                        client_capabilities: caps,
-                        client_info: None,
-                        meta: None,
-                    })
-                    .await
+                let files = v1::FileSystemCapabilities::new()
+                    .read_text_file(true)
+                    .write_text_file(true);
+                let init = v1::InitializeRequest::new(v1::ProtocolVersion::LATEST)
+                    .client_capabilities(v1::ClientCapabilities::new().fs(files));
+                self.agent.typed_request(&init).await
             })
             .await
     }
@@ -126,15 +121,9 @@ impl ZeroNineSide {
         self.agent().await?;
         self.session
             .get_or_try_init(|| async {
-                let created = self
-                    .agent
-                    .typed_request(&v1::NewSessionRequest {
-                        cwd: self.options.session_cwd().to_string_lossy().into_owned(),
-                        additional_directories: Vec::new(),
-                        mcp_servers: Vec::new(),
-                        meta: None,
-                    })
-                    .await?;
+                let cwd = self.options.session_cwd().to_string_lossy().into_owned();
+                let new_session = v1::NewSessionRequest::new(cwd, Vec::<v1::McpServer>::new());
+                let created = self.agent.typed_request(&new_session).await?;
                 Ok::<_, Error>(created.session_id)
             })
             .await
@@ -155,10 +144,10 @@ impl Agent for ZeroNineSide {
             );
         }
         let init = self.agent().await?;
-        Ok(z::InitializeResponse {
-            protocol_version: z::ProtocolVersion::current(),
-            is_authenticated: init.auth_methods.is_empty(),
-        })
+        Ok(z::InitializeResponse::new(
+            z::ProtocolVersion::current(),
+            init.auth_methods.is_empty(),
+        ))
     }
 
     async fn authenticate(&self, _cx: &Context) -> Result<(), Error> {
@@ -172,10 +161,7 @@ impl Agent for ZeroNineSide {
             ));
         };
         self.agent
-            .typed_request(&v1::AuthenticateRequest {
-                method_id,
-                meta: None,
-            })
+            .typed_request(&v1::AuthenticateRequest::new(method_id))
             .await
             .map(|_| ())
     }
@@ -187,15 +173,11 @@ impl Agent for ZeroNineSide {
     ) -> Result<(), Error> {
         let session = self.session().await?.clone();
         let cwd = self.options.session_cwd();
-        let prompt = params.chunks.iter().map(|c| block_of(c, &cwd)).collect();
+        let prompt = params.chunks.iter().map(|c| block_of(c, &cwd));
         *lock(&self.conversation.prompting) = Some(session.clone());
         let result = self
             .agent
-            .typed_request(&v1::PromptRequest {
-                session_id: session,
-                prompt,
-                meta: None,
-            })
+            .typed_request(&v1::PromptRequest::new(session, prompt))
             .await;
         *lock(&self.conversation.prompting) = None;
         result.map(|_| ())
@@ -208,10 +190,7 @@ impl Agent for ZeroNineSide {
                 self.agent
                     .notify(
                         v1::names::SESSION_CANCEL,
-                        &v1::CancelNotification {
-                            session_id,
-                            meta: None,
-                        },
+                        &v1::CancelNotification::new(session_id),
                     )
                     .await
             }
@@ -298,15 +277,11 @@ impl V1Side {
             .iter()
             .map(convert::location_from_v1)
             .collect();
-        let pushed = self
-            .editor()?
-            .push_tool_call(z::PushToolCallParams {
-                label: call.title.clone(),
-                icon: convert::icon_for_kind(&call.kind),
-                content: content.clone(),
-                locations: locations.clone(),
-            })
-            .await?;
+        let mut push =
+            z::PushToolCallParams::new(call.title.clone(), convert::icon_for_kind(&call.kind))
+                .locations(locations.clone());
+        push.content = content.clone();
+        let pushed = self.editor()?.push_tool_call(push).await?;
         let status = convert::status_from_v1(&call.status);
         let shown = ShownToolCall {
             id: pushed.id,
@@ -350,13 +325,9 @@ impl V1Side {
         if let Some(content) = content {
             shown.content = content;
         }
-        self.editor()?
-            .update_tool_call(z::UpdateToolCallParams {
-                tool_call_id: shown.id.clone(),
-                status: shown.status.clone(),
-                content: shown.content.clone(),
-            })
-            .await?;
+        let mut update = z::UpdateToolCallParams::new(shown.id.clone(), shown.status.clone());
+        update.content = shown.content.clone();
+        self.editor()?.update_tool_call(update).await?;
         self.remember(id, shown);
         Ok(())
     }
@@ -394,16 +365,15 @@ impl V1Side {
             .raw_input
             .clone()
             .or_else(|| shown.and_then(|s| s.raw_input));
-        let answer = self
-            .editor()?
-            .request_tool_call_confirmation(z::RequestToolCallConfirmationParams {
-                label: title.clone(),
-                icon: convert::icon_for_kind(&kind),
-                content: content.clone(),
-                locations: locations.clone(),
-                confirmation: convert::confirmation_for(&kind, &title, raw_input.as_ref()),
-            })
-            .await?;
+        let confirmation = convert::confirmation_for(&kind, &title, raw_input.as_ref());
+        let mut ask = z::RequestToolCallConfirmationParams::new(
+            title.clone(),
+            convert::icon_for_kind(&kind),
+            confirmation,
+        )
+        .locations(locations.clone());
+        ask.content = content.clone();
+        let answer = self.editor()?.request_tool_call_confirmation(ask).await?;
         self.remember(
             call.tool_call_id.clone(),
             ShownToolCall {
@@ -416,34 +386,21 @@ impl V1Side {
                 raw_input,
             },
         );
-        to_raw(&v1::RequestPermissionResponse {
-            outcome: convert::selection_for_outcome(&answer.outcome, &p.options),
-            meta: None,
-        })
+        to_raw(&v1::RequestPermissionResponse::new(
+            convert::selection_for_outcome(&answer.outcome, &p.options),
+        ))
     }
 
     async fn read_text_file(&self, p: v1::ReadTextFileRequest) -> Result<Box<RawValue>, Error> {
-        let answer = self
-            .editor()?
-            .read_text_file(z::ReadTextFileParams {
-                path: p.path,
-                line: p.line,
-                limit: p.limit,
-            })
-            .await?;
-        to_raw(&v1::ReadTextFileResponse {
-            content: answer.content,
-            meta: None,
-        })
+        let mut read = z::ReadTextFileParams::new(p.path);
+        (read.line, read.limit) = (p.line, p.limit);
+        let answer = self.editor()?.read_text_file(read).await?;
+        to_raw(&v1::ReadTextFileResponse::new(answer.content))
     }
 
     async fn write_text_file(&self, p: v1::WriteTextFileRequest) -> Result<Box<RawValue>, Error> {
-        self.editor()?
-            .write_text_file(z::WriteTextFileParams {
-                path: p.path,
-                content: p.content,
-            })
-            .await?;
+        let write = z::WriteTextFileParams::new(p.path, p.content);
+        self.editor()?.write_text_file(write).await?;
         to_raw(&v1::WriteTextFileResponse::default())
     }
 }

@@ -116,6 +116,18 @@ fn v1_tool_call_id(id: &z::ToolCallId) -> v1::ToolCallId {
     v1::ToolCallId(format!("tool-{}", id.0))
 }
 
+/// A tool call as first shown, as the update a permission request carries.
+fn shown_as_update(call: v1::ToolCall) -> v1::ToolCallUpdate {
+    let mut update = v1::ToolCallUpdate::new(call.tool_call_id)
+        .kind(call.kind)
+        .status(call.status)
+        .title(call.title)
+        .content(call.content)
+        .locations(call.locations);
+    update.raw_input = call.raw_input;
+    update
+}
+
 /// `-32601` for a call the other side cannot serve, saying why.
 fn unsupported(method: &str, why: &str) -> Error {
     refused(
@@ -148,23 +160,14 @@ impl V1AgentSide {
         let auth_methods = if answer.is_authenticated {
             Vec::new()
         } else {
-            vec![v1::AuthMethod::Agent(v1::AuthMethodAgent {
-                id: v1::AuthMethodId(AUTH_METHOD_ID.to_string()),
-                name: "Log in".to_string(),
-                description: Some("The agent runs its own login flow.".to_string()),
-                meta: None,
-            })]
+            vec![v1::AuthMethod::Agent(
+                v1::AuthMethodAgent::new(AUTH_METHOD_ID, "Log in")
+                    .description("The agent runs its own login flow."),
+            )]
         };
-        to_raw(&v1::InitializeResponse {
-            protocol_version: v1::ProtocolVersion::negotiate(
-                p.protocol_version,
-                &[v1::ProtocolVersion::LATEST],
-            ),
-            agent_capabilities: v1::AgentCapabilities::default(),
-            auth_methods,
-            agent_info: None,
-            meta: None,
-        })
+        let version =
+            v1::ProtocolVersion::negotiate(p.protocol_version, &[v1::ProtocolVersion::LATEST]);
+        to_raw(&v1::InitializeResponse::new(version).auth_methods(auth_methods))
     }
 
     fn new_session(&self) -> Result<Box<RawValue>, Error> {
@@ -175,12 +178,7 @@ impl V1AgentSide {
             )
             .with_data(json!({ "sessionId": id, "dialect": "legacy-0.0.9" })));
         }
-        to_raw(&v1::NewSessionResponse {
-            session_id: id,
-            modes: None,
-            config_options: None,
-            meta: None,
-        })
+        to_raw(&v1::NewSessionResponse::new(id))
     }
 
     fn known(&self, id: &v1::SessionId) -> Result<(), Error> {
@@ -216,7 +214,7 @@ impl V1AgentSide {
         let _end = EndTurn(&self.conversation);
         let agent = self.agent()?;
         let result = agent
-            .send_user_message(z::SendUserMessageParams { chunks })
+            .send_user_message(z::SendUserMessageParams::new(chunks))
             .await;
         // Chunks and tool calls the agent sent before its answer reach the client first.
         agent.peer().received_requests_handled().await;
@@ -341,16 +339,12 @@ impl ZeroNineClientSide {
         call: &z::PushToolCallParams,
         status: v1::ToolCallStatus,
     ) -> v1::ToolCall {
-        let mut shown = v1::ToolCall::new(id, call.label.clone());
-        shown.kind = convert::kind_for_icon(&call.icon);
-        shown.status = status;
-        shown.content = call
-            .content
-            .as_ref()
-            .map(convert::content_to_v1)
-            .unwrap_or_default();
-        shown.locations = call.locations.iter().map(convert::location_to_v1).collect();
-        shown
+        let content = call.content.as_ref().map(convert::content_to_v1);
+        v1::ToolCall::new(id, call.label.clone())
+            .kind(convert::kind_for_icon(&call.icon))
+            .status(status)
+            .content(content.unwrap_or_default())
+            .locations(call.locations.iter().map(convert::location_to_v1))
     }
 }
 
@@ -381,7 +375,7 @@ impl Client for ZeroNineClientSide {
             v1::SessionUpdate::ToolCall(Box::new(call)),
         )
         .await?;
-        Ok(z::PushToolCallResponse { id })
+        Ok(z::PushToolCallResponse::new(id))
     }
 
     async fn update_tool_call(&self, p: z::UpdateToolCallParams) -> Result<(), Error> {
@@ -392,24 +386,11 @@ impl Client for ZeroNineClientSide {
             ))
             .with_data(json!({ "field": "toolCallId" })));
         }
-        let update = v1::ToolCallUpdate {
-            tool_call_id: v1_tool_call_id(&p.tool_call_id),
-            kind: None,
-            status: Some(convert::status_to_v1(&p.status)),
-            title: None,
-            name: None,
-            // 0.0.9 content replaces what is shown; `null` clears it.
-            content: Some(
-                p.content
-                    .as_ref()
-                    .map(convert::content_to_v1)
-                    .unwrap_or_default(),
-            ),
-            locations: None,
-            raw_input: None,
-            raw_output: None,
-            meta: None,
-        };
+        // 0.0.9 content replaces what is shown; `null` clears it.
+        let content = p.content.as_ref().map(convert::content_to_v1);
+        let update = v1::ToolCallUpdate::new(v1_tool_call_id(&p.tool_call_id))
+            .status(convert::status_to_v1(&p.status))
+            .content(content.unwrap_or_default());
         self.update(
             z::names::UPDATE_TOOL_CALL,
             v1::SessionUpdate::ToolCallUpdate(Box::new(update)),
@@ -425,13 +406,9 @@ impl Client for ZeroNineClientSide {
             .conversation
             .session(z::names::REQUEST_TOOL_CALL_CONFIRMATION)?;
         let (id, v1_id) = self.conversation.allocate_tool_call();
-        let pushed = z::PushToolCallParams {
-            label: p.label,
-            icon: p.icon,
-            content: p.content,
-            locations: p.locations,
-        };
-        let mut call = Self::tool_call(v1_id.clone(), &pushed, v1::ToolCallStatus::Pending);
+        let mut pushed = z::PushToolCallParams::new(p.label, p.icon).locations(p.locations);
+        pushed.content = p.content;
+        let mut call = Self::tool_call(v1_id, &pushed, v1::ToolCallStatus::Pending);
         call.raw_input = serde_json::to_value(&p.confirmation).ok();
         self.update(
             z::names::REQUEST_TOOL_CALL_CONFIRMATION,
@@ -440,28 +417,14 @@ impl Client for ZeroNineClientSide {
         .await?;
         let answer: v1::RequestPermissionResponse = self
             .client
-            .typed_request(&v1::RequestPermissionRequest {
-                session_id: session,
-                tool_call: v1::ToolCallUpdate {
-                    tool_call_id: v1_id,
-                    kind: Some(call.kind),
-                    status: Some(call.status),
-                    title: Some(call.title),
-                    name: None,
-                    content: Some(call.content),
-                    locations: Some(call.locations),
-                    raw_input: call.raw_input,
-                    raw_output: None,
-                    meta: None,
-                },
-                options: convert::permission_options(&p.confirmation),
-                meta: None,
-            })
+            .typed_request(&v1::RequestPermissionRequest::new(
+                session,
+                shown_as_update(call),
+                convert::permission_options(&p.confirmation),
+            ))
             .await?;
-        Ok(z::RequestToolCallConfirmationResponse {
-            id,
-            outcome: convert::outcome_of_selection(&answer.outcome),
-        })
+        let outcome = convert::outcome_of_selection(&answer.outcome);
+        Ok(z::RequestToolCallConfirmationResponse::new(id, outcome))
     }
 
     async fn read_text_file(
@@ -469,31 +432,20 @@ impl Client for ZeroNineClientSide {
         p: z::ReadTextFileParams,
     ) -> Result<z::ReadTextFileResponse, Error> {
         let method = z::names::READ_TEXT_FILE;
-        let request = v1::ReadTextFileRequest {
-            session_id: self.conversation.session(method)?,
-            path: p.path,
-            line: p.line,
-            limit: p.limit,
-            meta: None,
-        };
+        let mut request = v1::ReadTextFileRequest::new(self.conversation.session(method)?, p.path);
+        (request.line, request.limit) = (p.line, p.limit);
         let read = if self.capabilities().read_text_file {
             self.client.typed_request(&request).await?
         } else {
             self.fs(method)?.read_text_file(request).await?
         };
-        Ok(z::ReadTextFileResponse {
-            content: read.content,
-        })
+        Ok(z::ReadTextFileResponse::new(read.content))
     }
 
     async fn write_text_file(&self, p: z::WriteTextFileParams) -> Result<(), Error> {
         let method = z::names::WRITE_TEXT_FILE;
-        let request = v1::WriteTextFileRequest {
-            session_id: self.conversation.session(method)?,
-            path: p.path,
-            content: p.content,
-            meta: None,
-        };
+        let session = self.conversation.session(method)?;
+        let request = v1::WriteTextFileRequest::new(session, p.path, p.content);
         if self.capabilities().write_text_file {
             let _: v1::WriteTextFileResponse = self.client.typed_request(&request).await?;
         } else {
