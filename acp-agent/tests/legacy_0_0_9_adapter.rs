@@ -1,4 +1,4 @@
-//! A v1 agent served to a 0.0.9 editor through `legacy::v0_0_9::serve_v1`, checked byte for
+//! A v1 agent served to a 0.0.9 editor through `legacy::serve_v1`, checked byte for
 //! byte against a scripted editor that writes what the dialect's editors wrote (the crate's
 //! `"type":"PushToolCallResponse"` tags, `params` left out of `cancelSendMessage`, ids from
 //! 0 on each side), including what the adapter drops or refuses.

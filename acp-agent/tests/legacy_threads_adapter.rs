@@ -1,4 +1,4 @@
-//! A v1 agent served to a threads editor through `legacy::threads::serve_v1`, checked byte
+//! A v1 agent served to a threads editor through `legacy::serve_v1`, checked byte
 //! for byte against a scripted editor that writes what the editors of that dialect wrote: no
 //! `"jsonrpc"`, `"params": null`, and ids counted from 0 on each side so they collide. Also
 //! the native threads agent with the bad-input table replayed in threads framing.

@@ -1,4 +1,4 @@
-//! A v1 client driving a 0.0.9 agent through `legacy::v0_0_9::connect_v1`, byte for byte
+//! A v1 client driving a 0.0.9 agent through `legacy::connect_v1`, byte for byte
 //! against the wire Gemini CLI 0.1.x wrote (chunks fired back to back without waiting,
 //! explicit `"content": null`, `"description": null` and `"locations": []`, a tool call id
 //! echoed from a confirmation answer, ids counted from 0 on each side), plus the native 0.0.9
@@ -7,28 +7,15 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use acp_client::legacy::AdapterOptions;
+use acp_client::Dialect;
 use acp_client::legacy::v0_0_9::{self as zero_nine, SESSION_ID};
+use acp_client::legacy::{AdapterOptions, connect_v1};
 use acp_client::{Client, PromptEvent};
 use acp_rpc::{Error, ErrorCode};
 use acp_types::legacy::v0_0_9 as z;
 use acp_types::v1::*;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
-
-/// The 0.0.9 translation driving the agent on `reader`/`writer` for a v1 `client`.
-fn connect_v1<R, W>(
-    client: impl Client,
-    r: R,
-    w: W,
-    options: AdapterOptions,
-) -> acp_client::ClientConnection
-where
-    R: tokio::io::AsyncRead + Unpin + Send + 'static,
-    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    acp_client::legacy::connect_v1(acp_client::Dialect::Legacy009, client, r, w, options).unwrap()
-}
 
 fn v<T: serde::de::DeserializeOwned>(j: Value) -> T {
     serde_json::from_value(j).expect("test JSON matches the type")
@@ -100,7 +87,7 @@ impl ScriptedAgent {
 fn scripted(client: Recorder) -> (acp_client::ClientConnection, ScriptedAgent) {
     let (ours, theirs) = tokio::io::duplex(64 * 1024);
     let (r, w) = tokio::io::split(ours);
-    let conn = connect_v1(client, r, w, AdapterOptions::default());
+    let conn = connect_v1(Dialect::Legacy009, client, r, w, AdapterOptions::default()).unwrap();
     let (r, w) = tokio::io::split(theirs);
     (
         conn,
@@ -442,7 +429,14 @@ async fn a_v1_client_and_a_v1_agent_talk_through_the_0_0_9_dialect() {
         Default::default(),
     );
     let client = Recorder::default();
-    let conn = connect_v1(client.clone(), br, bw, AdapterOptions::default());
+    let conn = connect_v1(
+        Dialect::Legacy009,
+        client.clone(),
+        br,
+        bw,
+        AdapterOptions::default(),
+    )
+    .unwrap();
     let agent = conn.agent();
     agent.initialize(init()).await.unwrap();
     let session = agent

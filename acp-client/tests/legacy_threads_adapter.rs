@@ -1,4 +1,4 @@
-//! A v1 client driving threads agents through `legacy::threads::connect_v1`: against a
+//! A v1 client driving threads agents through `legacy::connect_v1`: against a
 //! scripted agent, byte for byte (no `"jsonrpc"`, `"params": null`, colliding ids; the
 //! file methods v1 lacks served by the sandbox); through both adapters to our own v1 agent;
 //! and the native threads client against the native threads agent.
@@ -6,29 +6,16 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use acp_client::Dialect;
 use acp_client::fs::SandboxedFs;
-use acp_client::legacy::AdapterOptions;
 use acp_client::legacy::threads as threads_client;
+use acp_client::legacy::{AdapterOptions, connect_v1};
 use acp_client::{Client, PromptEvent};
 use acp_rpc::Error;
 use acp_types::legacy::threads as t;
 use acp_types::v1::*;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
-
-/// The threads translation driving the agent on `reader`/`writer` for a v1 `client`.
-fn connect_v1<R, W>(
-    client: impl Client,
-    r: R,
-    w: W,
-    options: AdapterOptions,
-) -> acp_client::ClientConnection
-where
-    R: tokio::io::AsyncRead + Unpin + Send + 'static,
-    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    acp_client::legacy::connect_v1(acp_client::Dialect::Threads, client, r, w, options).unwrap()
-}
 
 fn v<T: serde::de::DeserializeOwned>(j: Value) -> T {
     serde_json::from_value(j).expect("test JSON matches the type")
@@ -105,7 +92,7 @@ fn scripted(
 ) -> (acp_client::ClientConnection, ScriptedAgent) {
     let (ours, theirs) = tokio::io::duplex(64 * 1024);
     let (r, w) = tokio::io::split(ours);
-    let conn = connect_v1(client, r, w, options);
+    let conn = connect_v1(Dialect::Threads, client, r, w, options).unwrap();
     let (r, w) = tokio::io::split(theirs);
     (
         conn,
@@ -339,7 +326,14 @@ async fn a_v1_client_and_a_v1_agent_talk_through_the_threads_dialect() {
         Default::default(),
     );
     let client = Recorder::default();
-    let conn = connect_v1(client.clone(), br, bw, AdapterOptions::default());
+    let conn = connect_v1(
+        Dialect::Threads,
+        client.clone(),
+        br,
+        bw,
+        AdapterOptions::default(),
+    )
+    .unwrap();
     let agent = conn.agent();
     agent.initialize(init()).await.unwrap();
     let session = agent.new_session(new_session()).await.unwrap().session_id;
