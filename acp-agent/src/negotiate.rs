@@ -27,12 +27,12 @@
 //!
 //! # Detection
 //!
-//! [`detect`] reads the first message: `initialize` with an integer `protocolVersion` is v1,
-//! with a `"0.0.x"` string the 0.0.9 dialect; a thread method (`getThreads`,
-//! `createThread`, `openThread`, `getThreadEntries`, `sendMessage`) is the threads dialect,
-//! which has no handshake. Anything else (another method, a line that is not JSON) says
-//! nothing, and the first accepted dialect serves it, answering as that dialect answers.
-//! [`detect`] is the one place a future dialect is recognised.
+//! [`detect`] (acp-dialects' one detection routine) reads the first message: `initialize`
+//! with an integer `protocolVersion` is v1, with a `"0.0.x"` string the 0.0.9 dialect; a
+//! thread method (`getThreads`, `createThread`, `openThread`, `getThreadEntries`,
+//! `sendMessage`) is the threads dialect, which has no handshake. Anything else (another
+//! method, a line that is not JSON) says nothing, and the first accepted dialect serves it,
+//! answering as that dialect answers.
 //!
 //! # A dialect the agent does not accept
 //!
@@ -64,10 +64,10 @@ pub struct NegotiateOptions {
     /// The connection's configuration (its dialect framing is set by the dialect served).
     pub config: Config,
     /// How a legacy (0.0.9 or threads) client is served.
-    #[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
     pub legacy: crate::legacy::AdapterOptions,
-    /// Where a v1 client's sessions are kept (see [`crate::store`]); `None`: in memory only,
-    /// as the agent keeps them.
+    /// Where the sessions are kept (see [`crate::store`]), for a v1 client and for the
+    /// sessions behind a legacy conversation alike; `None`: in memory only, as the agent
+    /// keeps them.
     pub store: Option<StoreSlot>,
 }
 
@@ -76,7 +76,6 @@ impl Default for NegotiateOptions {
         NegotiateOptions {
             dialects: compiled_dialects(),
             config: Config::default(),
-            #[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
             legacy: Default::default(),
             store: None,
         }
@@ -95,12 +94,7 @@ impl NegotiateOptions {
     /// the sessions behind legacy conversations alike.
     #[must_use]
     pub fn with_store(mut self, store: impl SessionStore) -> Self {
-        let slot = StoreSlot(Arc::new(store));
-        #[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
-        {
-            self.legacy.store = Some(slot.clone());
-        }
-        self.store = Some(slot);
+        self.store = Some(StoreSlot(Arc::new(store)));
         self
     }
 
@@ -113,7 +107,6 @@ impl NegotiateOptions {
 
     /// Sets the working directory of the sessions behind legacy conversations (the legacy
     /// dialects have none; `session/new` needs one).
-    #[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
     #[must_use]
     pub fn with_legacy_cwd(mut self, cwd: impl Into<std::path::PathBuf>) -> Self {
         self.legacy = self.legacy.with_cwd(cwd);
@@ -121,19 +114,7 @@ impl NegotiateOptions {
     }
 }
 
-/// The dialects this crate was built to speak (its `legacy-0-0-9` and `legacy-threads`
-/// features), newest first. Decided by this crate's own features: acp-types may have more
-/// dialects compiled in for another crate of the build.
-pub fn compiled_dialects() -> Vec<Dialect> {
-    Dialect::ALL
-        .into_iter()
-        .filter(|d| match d {
-            Dialect::V1 => true,
-            Dialect::Legacy009 => cfg!(feature = "legacy-0-0-9"),
-            Dialect::Threads => cfg!(feature = "legacy-threads"),
-        })
-        .collect()
-}
+pub use acp_dialects::negotiation::{compiled_dialects, detect};
 
 /// Why [`serve`] could not start a connection.
 #[derive(Debug, thiserror::Error)]
@@ -148,45 +129,6 @@ pub enum NegotiationError {
     /// No dialect to serve: the list is empty or names only dialects this build lacks.
     #[error("no dialect to serve: {0:?} names none this build speaks (it speaks {1:?})")]
     NoDialect(Vec<Dialect>, Vec<Dialect>),
-}
-
-/// The dialect a client's first message shows, if it shows one (see the module docs).
-///
-/// ```
-/// use acp_agent::Dialect;
-/// use acp_agent::negotiate::detect;
-///
-/// let v1 = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#;
-/// assert_eq!(detect(v1), Some(Dialect::V1));
-/// let zero_nine = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"0.0.9"}}"#;
-/// assert_eq!(detect(zero_nine), Some(Dialect::Legacy009));
-/// assert_eq!(detect(br#"{"id":0,"method":"getThreads","params":null}"#), Some(Dialect::Threads));
-/// assert_eq!(detect(b"not json"), None);
-/// ```
-pub fn detect(first_message: &[u8]) -> Option<Dialect> {
-    #[derive(serde::Deserialize)]
-    struct Probe<'a> {
-        #[serde(borrow)]
-        method: Option<std::borrow::Cow<'a, str>>,
-        params: Option<serde_json::Value>,
-    }
-    let probe: Probe = serde_json::from_slice(first_message).ok()?;
-    match probe.method.as_deref()? {
-        "initialize" => {
-            let version = probe.params.as_ref()?.get("protocolVersion")?;
-            match version {
-                serde_json::Value::Number(_) => Some(Dialect::V1),
-                serde_json::Value::String(s) if s.starts_with("0.0.") => Some(Dialect::Legacy009),
-                // Another string ("1", "2.0"): a v1 agent answers its latest version.
-                serde_json::Value::String(_) => Some(Dialect::V1),
-                _ => None,
-            }
-        }
-        "getThreads" | "createThread" | "openThread" | "getThreadEntries" | "sendMessage" => {
-            Some(Dialect::Threads)
-        }
-        _ => None,
-    }
 }
 
 /// Which accepted dialect serves a client that showed `detected`: the detected one when it
@@ -227,10 +169,7 @@ pub struct NegotiatedConnection {
 #[derive(Clone, Debug)]
 enum Inner {
     V1(AgentConnection),
-    #[cfg(feature = "legacy-0-0-9")]
-    Legacy009(crate::legacy::v0_0_9::Connection),
-    #[cfg(feature = "legacy-threads")]
-    Threads(crate::legacy::threads::Connection),
+    Legacy(crate::legacy::Translation),
 }
 
 impl NegotiatedConnection {
@@ -244,8 +183,7 @@ impl NegotiatedConnection {
     pub fn v1(&self) -> Option<&AgentConnection> {
         match &self.inner {
             Inner::V1(conn) => Some(conn),
-            #[allow(unreachable_patterns)]
-            _ => None,
+            Inner::Legacy(_) => None,
         }
     }
 
@@ -253,10 +191,7 @@ impl NegotiatedConnection {
     pub async fn closed(&self) -> CloseReason {
         match &self.inner {
             Inner::V1(c) => c.closed().await,
-            #[cfg(feature = "legacy-0-0-9")]
-            Inner::Legacy009(c) => c.closed().await,
-            #[cfg(feature = "legacy-threads")]
-            Inner::Threads(c) => c.closed().await,
+            Inner::Legacy(c) => c.closed().await,
         }
     }
 
@@ -264,10 +199,7 @@ impl NegotiatedConnection {
     pub fn close(&self) {
         match &self.inner {
             Inner::V1(c) => c.close(),
-            #[cfg(feature = "legacy-0-0-9")]
-            Inner::Legacy009(c) => c.close(),
-            #[cfg(feature = "legacy-threads")]
-            Inner::Threads(c) => c.close(),
+            Inner::Legacy(c) => c.close(),
         }
     }
 }
@@ -294,16 +226,8 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let compiled = compiled_dialects();
-    let accepted: Vec<Dialect> = options
-        .dialects
-        .iter()
-        .copied()
-        .filter(|d| compiled.contains(d))
-        .collect();
-    if accepted.is_empty() {
-        return Err(NegotiationError::NoDialect(options.dialects, compiled));
-    }
+    let accepted = acp_dialects::negotiation::accepted(&options.dialects)
+        .map_err(|compiled| NegotiationError::NoDialect(options.dialects.clone(), compiled))?;
     let mut probe = LineProbe::new(reader, options.config.max_message_size);
     let detected = match probe.next_line().await {
         Ok(Some(line)) => {
@@ -320,6 +244,7 @@ where
     tracing::debug!(?detected, %dialect, "negotiated");
     let reader = probe.into_reader();
     let config = options.config;
+    let legacy_options = options.legacy.with_config(config.clone());
     let inner = match dialect {
         Dialect::V1 => Inner::V1(crate::connection::serve_inner(
             agent,
@@ -328,24 +253,17 @@ where
             config,
             options.store.map(|s| s.0),
         )),
-        #[cfg(feature = "legacy-0-0-9")]
-        Dialect::Legacy009 => Inner::Legacy009(crate::legacy::v0_0_9::serve_v1_with(
-            agent,
-            reader,
-            writer,
-            config,
-            options.legacy,
-        )),
-        #[cfg(feature = "legacy-threads")]
-        Dialect::Threads => Inner::Threads(crate::legacy::threads::serve_v1_with(
-            agent,
-            reader,
-            writer,
-            config,
-            options.legacy,
-        )),
-        #[allow(unreachable_patterns)]
-        other => unreachable!("{other} is filtered out unless compiled in"),
+        legacy => Inner::Legacy(
+            crate::legacy::serve_translated(
+                legacy,
+                agent,
+                reader,
+                writer,
+                legacy_options,
+                options.store.map(|s| s.0),
+            )
+            .expect("only compiled dialects are accepted"),
+        ),
     };
     Ok(NegotiatedConnection { dialect, inner })
 }
@@ -368,38 +286,5 @@ mod tests {
         assert_eq!(choose(Some(V1), &[Threads, Legacy009]), Legacy009);
         assert_eq!(choose(Some(Threads), &[Legacy009, V1]), Legacy009);
         assert_eq!(choose(None, &[Threads, V1]), Threads);
-    }
-
-    #[test]
-    fn detection_reads_the_handshake_or_the_method() {
-        use Dialect::*;
-        let init = |v: &str| {
-            format!(
-                r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":{v}}}}}"#
-            )
-        };
-        assert_eq!(detect(init("1").as_bytes()), Some(V1));
-        assert_eq!(detect(init("99").as_bytes()), Some(V1));
-        assert_eq!(detect(init(r#""1""#).as_bytes()), Some(V1));
-        assert_eq!(detect(init(r#""0.0.9""#).as_bytes()), Some(Legacy009));
-        assert_eq!(detect(init(r#""0.0.11""#).as_bytes()), Some(Legacy009));
-        assert_eq!(detect(init("null").as_bytes()), None);
-        assert_eq!(detect(br#"{"id":0,"method":"initialize"}"#), None);
-        for m in [
-            "getThreads",
-            "createThread",
-            "openThread",
-            "getThreadEntries",
-            "sendMessage",
-        ] {
-            let line = format!(r#"{{"id":0,"method":"{m}","params":null}}"#);
-            assert_eq!(detect(line.as_bytes()), Some(Threads), "{m}");
-        }
-        assert_eq!(
-            detect(br#"{"jsonrpc":"2.0","id":0,"method":"session/new"}"#),
-            None
-        );
-        assert_eq!(detect(br#"[1,2]"#), None);
-        assert_eq!(detect(b"\xff\xfe"), None);
     }
 }

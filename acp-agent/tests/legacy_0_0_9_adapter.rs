@@ -1,4 +1,4 @@
-//! A v1 agent served to a 0.0.9 editor through `legacy::v0_0_9::serve_v1`, checked byte for
+//! A v1 agent served to a 0.0.9 editor through `legacy::serve_v1`, checked byte for
 //! byte against a scripted editor that writes what the dialect's editors wrote (the crate's
 //! `"type":"PushToolCallResponse"` tags, `params` left out of `cancelSendMessage`, ids from
 //! 0 on each side), including what the adapter drops or refuses.
@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use acp_agent::legacy::v0_0_9::{AdapterOptions, serve_v1};
+use acp_agent::legacy::{AdapterOptions, serve_v1};
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentContext, Error, PromptContext};
 use common::editor::Editor;
@@ -129,6 +129,7 @@ fn connect(seen: &Seen) -> Editor {
     let agent = Worker(seen.clone());
     Editor::connect(|r, w| {
         serve_v1(
+            acp_agent::Dialect::Legacy009,
             agent,
             r,
             w,

@@ -6,7 +6,8 @@ mod common;
 
 use std::sync::Arc;
 
-use acp_agent::legacy::threads::{AdapterOptions, serve_v1};
+use acp_agent::Dialect;
+use acp_agent::legacy::{AdapterOptions, serve_v1_with_store};
 use acp_agent::store::{MemoryStore, SessionMeta, SessionStore, StoredEvent};
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentContext, Error};
@@ -43,9 +44,9 @@ async fn a_threads_editor_lists_and_reopens_stored_sessions() {
         )
         .await
         .unwrap();
-    let options = AdapterOptions::default().with_cwd("/p").with_store(store);
+    let options = AdapterOptions::default().with_cwd("/p");
     let mut e = Editor::connect(|r, w| {
-        serve_v1(Plain, r, w, options);
+        serve_v1_with_store(Dialect::Threads, Plain, r, w, options, store);
     });
     e.send(r#"{"id":0,"method":"getThreads","params":null}"#)
         .await;

@@ -367,8 +367,10 @@ async fn converse(
     let mut options = NegotiateOptions::new(initialize)
         .with_config(config)
         // A first build of the agent through `cargo run` can take a while (a late answer to an
-        // earlier probe still counts, so this only bounds an agent that never answers).
+        // earlier probe still counts, so this only bounds an agent that never answers): each
+        // probe may wait that long, and so may the whole negotiation, not once per dialect.
         .with_timeout(Duration::from_secs(60))
+        .with_deadline(Duration::from_secs(60))
         .with_legacy_fs(SandboxedFs::new([root])?);
     if !dialects.is_empty() {
         options = options.with_dialects(dialects);

@@ -170,13 +170,7 @@ impl SandboxedFs {
 }
 
 /// What [`SandboxedFs::stat`] found at a path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PathStat {
-    /// Whether anything exists there.
-    pub exists: bool,
-    /// Whether it is a directory.
-    pub is_directory: bool,
-}
+pub use acp_dialects::PathStat;
 
 /// At most this many matches are returned by [`SandboxedFs::glob`].
 pub const MAX_GLOB_MATCHES: usize = 10_000;
@@ -321,6 +315,51 @@ fn select_lines(text: &str, line: Option<u32>, limit: Option<u32>) -> String {
 /// Removes `.` components (no `..` reaches here).
 fn normalize(p: &Path) -> PathBuf {
     p.components().filter(|c| *c != Component::CurDir).collect()
+}
+
+/// What a legacy translation falls back on for the file calls a v1 client does not serve.
+#[async_trait::async_trait]
+impl acp_dialects::LocalFiles for SandboxedFs {
+    async fn read_text_file(
+        &self,
+        request: ReadTextFileRequest,
+    ) -> Result<ReadTextFileResponse, Error> {
+        SandboxedFs::read_text_file(self, request).await
+    }
+
+    async fn write_text_file(
+        &self,
+        request: WriteTextFileRequest,
+    ) -> Result<WriteTextFileResponse, Error> {
+        SandboxedFs::write_text_file(self, request).await
+    }
+
+    async fn read_bytes(
+        &self,
+        path: &str,
+        offset: Option<u64>,
+        limit: Option<u64>,
+    ) -> Result<Vec<u8>, Error> {
+        SandboxedFs::read_bytes(self, path, offset, limit).await
+    }
+
+    async fn stat(&self, path: &str) -> Result<PathStat, Error> {
+        SandboxedFs::stat(self, path).await
+    }
+
+    async fn glob(&self, pattern: &str) -> Result<Vec<String>, Error> {
+        #[cfg(feature = "legacy-threads")]
+        return SandboxedFs::glob(self, pattern).await;
+        #[cfg(not(feature = "legacy-threads"))]
+        return Err(Error::new(
+            acp_rpc::ErrorCode::METHOD_NOT_FOUND,
+            format!("glob {pattern:?}: built without the legacy-threads feature"),
+        ));
+    }
+
+    fn default_cwd(&self) -> Option<PathBuf> {
+        self.roots().next().map(PathBuf::from)
+    }
 }
 
 fn refused(path: &str, why: &str) -> Error {

@@ -5,8 +5,9 @@
 //! `cookbook` has the agent side.
 //!
 //! * [`negotiate`]: offer v1 and the legacy dialects in a pinned order and get a v1
-//!   [`ClientConnection`] whatever the agent speaks ([`legacy`] holds the adapters, their
-//!   mapping tables, and native traits for editors that speak a legacy dialect directly).
+//!   [`ClientConnection`] whatever the agent speaks ([`legacy`] wires in the dialects of
+//!   acp-dialects, each with its mapping tables and native traits for editors that speak it
+//!   directly).
 //! * [`Client`]: implement what the agent may ask of you (permission prompts, files,
 //!   terminals, `session/update`s); every method has a default.
 //! * [`ClientConnection`]: runs a [`Client`] over a reader/writer pair and gives a typed,

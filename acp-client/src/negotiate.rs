@@ -35,13 +35,24 @@
 //! | threads | `getThreads` (no `jsonrpc`, `params: null`) | a result |
 //!
 //! An error answer or no answer within [`NegotiateOptions::timeout`] moves on to the next
-//! dialect. The answer's version decides, whichever probe it answers: an agent that answers
-//! the v1 probe with `"0.0.9"` (as Gemini CLI 0.1.x did) speaks 0.0.9, and a v1 agent whose
-//! late answer arrives while a later dialect is probed is still recognised as v1. A version
-//! the client does not accept (`"0.0.10"`, or v1 when only legacy dialects are pinned) ends
-//! the negotiation with [`NegotiationError::Unaccepted`]; an exhausted list with
-//! [`NegotiationError::NoAnswer`], naming what each probe got. Never a hang: every wait is
-//! bounded by the timeout.
+//! dialect. The answer's version decides, whichever probe it answers (acp-dialects'
+//! `negotiation::answer_dialect`): an agent that answers the v1 probe with `"0.0.9"` (as
+//! Gemini CLI 0.1.x did) speaks 0.0.9, and a v1 agent whose late answer arrives while a
+//! later dialect is probed is still recognised as v1. Only the exact versions count: the
+//! integer `1` and `"0.0.9"`. Another version (`2`, `"0.0.10"`), or v1 when only legacy
+//! dialects are pinned, ends the negotiation with [`NegotiationError::Unaccepted`] (the
+//! specification's rule: a client that does not support the version the agent answers
+//! closes the connection and tells the user); an exhausted list with
+//! [`NegotiationError::NoAnswer`], naming what each probe got.
+//!
+//! Never a hang: the whole negotiation, every probe and the handshake through a legacy
+//! translation, ends within [`NegotiateOptions::deadline`] ([`NegotiationError::Deadline`]),
+//! however many dialects are offered.
+//!
+//! Lines the agent writes before answering (requests, logs on stdout) are kept and handed to
+//! the connection in one piece once the dialect is known, up to
+//! [`NegotiateOptions::max_kept_lines`] lines and [`NegotiateOptions::max_kept_bytes`]
+//! bytes; past either, the negotiation ends with [`NegotiationError::TooMuchBeforeAnswer`].
 //!
 //! After the handshake the connection numbers its own requests after the probes', so a late
 //! answer to a probe cannot be mistaken for the answer to a real request.
@@ -49,6 +60,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use acp_dialects::negotiation::answer_dialect;
 use acp_rpc::Config;
 use acp_rpc::probe::{LineProbe, ProbeError};
 use acp_types::v1;
@@ -57,8 +69,17 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use crate::{Client, ClientConnection, Dialect};
 
-/// Default time each probe waits for its answer.
+/// Default time each probe waits for its answer before the next dialect is offered.
 pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Default time the whole negotiation may take, however many dialects are offered.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Default cap on the lines the agent writes before it answers (kept for the connection).
+pub const DEFAULT_MAX_KEPT_LINES: usize = 200_000;
+
+/// Default cap on the bytes of those lines.
+pub const DEFAULT_MAX_KEPT_BYTES: usize = 32 * 1024 * 1024;
 
 /// What [`connect`] offers, and how it drives each dialect.
 #[derive(Clone, Debug)]
@@ -71,16 +92,21 @@ pub struct NegotiateOptions {
     /// The v1 `initialize` request: sent as the v1 probe, and passed to the adapter of a
     /// legacy dialect (its capabilities decide which file calls reach the client).
     pub initialize: v1::InitializeRequest,
-    /// How long each probe waits for an answer. Default [`DEFAULT_PROBE_TIMEOUT`].
+    /// How long each probe waits for an answer before the next dialect is offered (never
+    /// past [`NegotiateOptions::deadline`]). Default [`DEFAULT_PROBE_TIMEOUT`].
     pub timeout: Duration,
+    /// How long the whole negotiation may take: every probe, and the v1 handshake through
+    /// a legacy translation. Default [`DEFAULT_DEADLINE`].
+    pub deadline: Duration,
+    /// The most lines the agent may write before it answers a probe. Default
+    /// [`DEFAULT_MAX_KEPT_LINES`].
+    pub max_kept_lines: usize,
+    /// The most bytes those lines may take. Default [`DEFAULT_MAX_KEPT_BYTES`].
+    pub max_kept_bytes: usize,
     /// The connection's configuration (its dialect framing is set by the dialect spoken).
     pub config: Config,
-    /// How a 0.0.9 agent is driven.
-    #[cfg(feature = "legacy-0-0-9")]
-    pub legacy_0_0_9: crate::legacy::v0_0_9::AdapterOptions,
-    /// How a threads agent is driven.
-    #[cfg(feature = "legacy-threads")]
-    pub threads: crate::legacy::threads::AdapterOptions,
+    /// How a legacy agent is driven.
+    pub legacy: crate::legacy::AdapterOptions,
 }
 
 impl NegotiateOptions {
@@ -90,11 +116,11 @@ impl NegotiateOptions {
             dialects: compiled_dialects(),
             initialize,
             timeout: DEFAULT_PROBE_TIMEOUT,
+            deadline: DEFAULT_DEADLINE,
+            max_kept_lines: DEFAULT_MAX_KEPT_LINES,
+            max_kept_bytes: DEFAULT_MAX_KEPT_BYTES,
             config: Config::default(),
-            #[cfg(feature = "legacy-0-0-9")]
-            legacy_0_0_9: Default::default(),
-            #[cfg(feature = "legacy-threads")]
-            threads: Default::default(),
+            legacy: Default::default(),
         }
     }
 
@@ -112,6 +138,21 @@ impl NegotiateOptions {
         self
     }
 
+    /// Sets [`NegotiateOptions::deadline`].
+    #[must_use]
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Sets [`NegotiateOptions::max_kept_lines`] and [`NegotiateOptions::max_kept_bytes`].
+    #[must_use]
+    pub fn with_kept_limits(mut self, lines: usize, bytes: usize) -> Self {
+        self.max_kept_lines = lines;
+        self.max_kept_bytes = bytes;
+        self
+    }
+
     /// Sets [`NegotiateOptions::config`].
     #[must_use]
     pub fn with_config(mut self, config: Config) -> Self {
@@ -123,37 +164,13 @@ impl NegotiateOptions {
     /// `readBinaryFile`/`stat`/`globSearch`, and reads or writes the client did not
     /// advertise) from `fs`.
     #[must_use]
-    #[cfg_attr(
-        not(any(feature = "legacy-0-0-9", feature = "legacy-threads")),
-        allow(unused_mut)
-    )]
     pub fn with_legacy_fs(mut self, fs: crate::fs::SandboxedFs) -> Self {
-        #[cfg(feature = "legacy-0-0-9")]
-        {
-            self.legacy_0_0_9 = self.legacy_0_0_9.with_fs(fs.clone());
-        }
-        #[cfg(feature = "legacy-threads")]
-        {
-            self.threads = self.threads.with_fs(fs.clone());
-        }
-        let _ = fs;
+        self.legacy = self.legacy.with_fs(fs);
         self
     }
 }
 
-/// The dialects this crate was built to speak (its `legacy-0-0-9` and `legacy-threads`
-/// features), newest first. Decided by this crate's own features: acp-types may have more
-/// dialects compiled in for another crate of the build.
-pub fn compiled_dialects() -> Vec<Dialect> {
-    Dialect::ALL
-        .into_iter()
-        .filter(|d| match d {
-            Dialect::V1 => true,
-            Dialect::Legacy009 => cfg!(feature = "legacy-0-0-9"),
-            Dialect::Threads => cfg!(feature = "legacy-threads"),
-        })
-        .collect()
-}
+pub use acp_dialects::negotiation::compiled_dialects;
 
 /// What one probe got.
 #[derive(Clone, Debug, PartialEq)]
@@ -204,6 +221,29 @@ pub enum NegotiationError {
     /// The connection started, but its v1 handshake through the legacy adapter failed.
     #[error("the {0} handshake failed: {1}")]
     Handshake(Dialect, acp_rpc::Error),
+    /// The negotiation did not end within [`NegotiateOptions::deadline`].
+    #[error("no dialect was agreed within {}: {}", humantime(*.0), .1.iter().map(|(d, o)| format!("{d}: {o}")).collect::<Vec<_>>().join("; "))]
+    Deadline(Duration, Vec<(Dialect, ProbeOutcome)>),
+    /// The agent wrote more before answering than [`NegotiateOptions::max_kept_lines`] or
+    /// [`NegotiateOptions::max_kept_bytes`] allow.
+    #[error(
+        "the agent wrote more than {lines} lines or {bytes} bytes before answering the handshake"
+    )]
+    TooMuchBeforeAnswer {
+        /// The line cap.
+        lines: usize,
+        /// The byte cap.
+        bytes: usize,
+    },
+}
+
+/// A duration as people write it: `250ms`, `60s`.
+fn humantime(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
 }
 
 /// A list of dialects, displayed comma-separated.
@@ -233,17 +273,6 @@ pub struct Negotiated {
     pub initialize: v1::InitializeResponse,
 }
 
-/// The dialect an answer to one of the probes shows.
-fn classify(result: &Value, probe: Dialect) -> Result<Dialect, String> {
-    match result.get("protocolVersion") {
-        Some(Value::Number(_)) => Ok(Dialect::V1),
-        Some(Value::String(v)) if v == "0.0.9" => Ok(Dialect::Legacy009),
-        Some(Value::String(v)) => Err(format!("protocol version {v:?}")),
-        _ if probe == Dialect::Threads && result.get("threads").is_some() => Ok(Dialect::Threads),
-        _ => Err(String::new()),
-    }
-}
-
 /// One probe line for `dialect` with request id `id`.
 fn probe_line(dialect: Dialect, id: i64, init: &v1::InitializeRequest) -> Vec<u8> {
     let message = match dialect {
@@ -269,6 +298,46 @@ enum Found {
     Outcome(ProbeOutcome),
 }
 
+/// The lines the agent wrote before answering, kept for the connection in the order read,
+/// each followed by `\n`, and capped in lines and bytes.
+struct Kept {
+    bytes: Vec<u8>,
+    lines: usize,
+    max_lines: usize,
+    max_bytes: usize,
+}
+
+impl Kept {
+    fn new(options: &NegotiateOptions) -> Self {
+        Kept {
+            bytes: Vec::new(),
+            lines: 0,
+            max_lines: options.max_kept_lines,
+            max_bytes: options.max_kept_bytes,
+        }
+    }
+
+    fn push(&mut self, line: &[u8]) -> Result<(), NegotiationError> {
+        if self.lines >= self.max_lines || self.bytes.len() + line.len() + 1 > self.max_bytes {
+            return Err(NegotiationError::TooMuchBeforeAnswer {
+                lines: self.max_lines,
+                bytes: self.max_bytes,
+            });
+        }
+        self.bytes.extend_from_slice(line);
+        self.bytes.push(b'\n');
+        self.lines += 1;
+        Ok(())
+    }
+
+    /// Puts every kept line back in front of what `probe` has buffered, in one copy.
+    fn replay<R: AsyncRead + Unpin>(mut self, probe: &mut LineProbe<R>) {
+        if self.bytes.pop().is_some() {
+            probe.unread(&self.bytes);
+        }
+    }
+}
+
 /// Reads until an answer to one of `probes` (ids and dialects), `deadline`, or EOF. Lines
 /// that are not answers to a probe (agent requests, logs on stdout) are kept in `kept`,
 /// to be read by the connection.
@@ -276,7 +345,7 @@ async fn await_answer<R: AsyncRead + Unpin>(
     probe: &mut LineProbe<R>,
     probes: &[(i64, Dialect)],
     deadline: tokio::time::Instant,
-    kept: &mut Vec<Vec<u8>>,
+    kept: &mut Kept,
 ) -> Result<Option<Found>, NegotiationError> {
     loop {
         let line = match tokio::time::timeout_at(deadline, probe.next_line()).await {
@@ -302,8 +371,8 @@ async fn await_answer<R: AsyncRead + Unpin>(
                 id => Some((Some(id.as_i64()?), v)),
             });
         let Some((id, mut answer)) = answer else {
-            tracing::debug!(line = %String::from_utf8_lossy(&line), "not an answer to a probe: kept for the connection");
-            kept.push(line);
+            tracing::trace!("not an answer to a probe: kept for the connection");
+            kept.push(&line)?;
             continue;
         };
         let dialect = match id {
@@ -331,7 +400,7 @@ async fn await_answer<R: AsyncRead + Unpin>(
             .get_mut("result")
             .map(Value::take)
             .unwrap_or(Value::Null);
-        return Ok(Some(match classify(&result, dialect) {
+        return Ok(Some(match answer_dialect(&result, dialect) {
             Ok(spoken) => Found::Dialect(spoken, result, dialect),
             Err(version) if !version.is_empty() => Found::Version(version),
             Err(_) => Found::Outcome(ProbeOutcome::Unrecognised(result)),
@@ -345,7 +414,7 @@ async fn await_answer<R: AsyncRead + Unpin>(
 pub async fn connect<C, R, W>(
     client: C,
     reader: R,
-    mut writer: W,
+    writer: W,
     options: NegotiateOptions,
 ) -> Result<Negotiated, NegotiationError>
 where
@@ -353,20 +422,36 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let compiled = compiled_dialects();
-    let accepted: Vec<Dialect> = options
-        .dialects
-        .iter()
-        .copied()
-        .filter(|d| compiled.contains(d))
-        .collect();
-    if accepted.is_empty() {
-        return Err(NegotiationError::NoDialect(DialectList(options.dialects)));
+    let deadline = tokio::time::Instant::now() + options.deadline;
+    let limit = options.deadline;
+    let mut tried = Vec::new();
+    let negotiation = negotiate(client, reader, writer, options, deadline, &mut tried);
+    match tokio::time::timeout_at(deadline, negotiation).await {
+        Ok(result) => result,
+        Err(_) => Err(NegotiationError::Deadline(limit, tried)),
     }
+}
+
+/// [`connect`] without the overall deadline: `tried` records each probe's outcome as it is
+/// known, for the error when the deadline ends it.
+async fn negotiate<C, R, W>(
+    client: C,
+    reader: R,
+    mut writer: W,
+    options: NegotiateOptions,
+    deadline: tokio::time::Instant,
+    tried: &mut Vec<(Dialect, ProbeOutcome)>,
+) -> Result<Negotiated, NegotiationError>
+where
+    C: Client,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let accepted = acp_dialects::negotiation::accepted(&options.dialects)
+        .map_err(|_| NegotiationError::NoDialect(DialectList(options.dialects.clone())))?;
     let mut probe = LineProbe::new(reader, options.config.max_message_size);
     let mut probes: Vec<(i64, Dialect)> = Vec::new();
-    let mut tried: Vec<(Dialect, ProbeOutcome)> = Vec::new();
-    let mut kept = Vec::new();
+    let mut kept = Kept::new(&options);
     let mut found = None;
     for &dialect in &accepted {
         let id = probes.len() as i64;
@@ -375,25 +460,37 @@ where
             .write_all(&probe_line(dialect, id, &options.initialize))
             .await?;
         writer.flush().await?;
-        let deadline = tokio::time::Instant::now() + options.timeout;
-        match await_answer(&mut probe, &probes, deadline, &mut kept).await {
-            Ok(Some(Found::Dialect(spoken, result, answered))) => {
+        let wait = (tokio::time::Instant::now() + options.timeout).min(deadline);
+        // Unanswered until known otherwise, should the deadline end the wait.
+        tried.push((dialect, ProbeOutcome::NoAnswer));
+        match await_answer(&mut probe, &probes, wait, &mut kept).await? {
+            Some(Found::Dialect(spoken, result, answered)) => {
+                tried.pop();
                 found = Some((spoken, result, answered));
                 break;
             }
-            Ok(Some(Found::Version(speaks))) => {
+            Some(Found::Version(speaks)) => {
                 return Err(NegotiationError::Unaccepted {
                     speaks,
                     accepted: DialectList(accepted),
                 });
             }
-            Ok(Some(Found::Outcome(outcome))) => tried.push((dialect, outcome)),
-            Ok(None) => return Err(NegotiationError::Closed(dialect)),
-            Err(e) => return Err(e),
+            Some(Found::Outcome(outcome)) => {
+                if let Some(last) = tried.last_mut() {
+                    last.1 = outcome;
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(NegotiationError::Deadline(
+                        options.deadline,
+                        std::mem::take(tried),
+                    ));
+                }
+            }
+            None => return Err(NegotiationError::Closed(dialect)),
         }
     }
     let Some((dialect, result, answered)) = found else {
-        return Err(NegotiationError::NoAnswer(tried));
+        return Err(NegotiationError::NoAnswer(std::mem::take(tried)));
     };
     if !accepted.contains(&dialect) {
         return Err(NegotiationError::Unaccepted {
@@ -401,76 +498,60 @@ where
             accepted: DialectList(accepted),
         });
     }
-    for line in kept.iter().rev() {
-        probe.unread(line);
-    }
+    kept.replay(&mut probe);
     let reader = probe.into_reader();
     let config = options.config.with_first_request_id(probes.len() as i64);
     tracing::debug!(%dialect, probes = probes.len(), "negotiated");
     let handshake = |e: acp_rpc::Error| NegotiationError::Handshake(dialect, e);
-    let (connection, initialize) = match dialect {
-        Dialect::V1 => {
-            let connection = ClientConnection::new(client, reader, writer, config);
-            let initialize = if answered == Dialect::V1 {
-                serde_json::from_value(result).map_err(|e| {
-                    handshake(acp_rpc::Error::invalid_params(format!(
-                        "the agent's initialize answer does not read as v1: {e}"
-                    )))
-                })?
-            } else {
-                // A v1 agent answered a legacy handshake with its version: it has not seen
-                // this client's capabilities yet, so the v1 handshake is done properly.
-                connection
-                    .agent()
-                    .initialize(options.initialize)
-                    .await
-                    .map_err(handshake)?
-            };
-            (connection, initialize)
+    if dialect == Dialect::V1 && answered == Dialect::V1 {
+        let initialize = serde_json::from_value(result).map_err(|e| {
+            handshake(acp_rpc::Error::invalid_params(format!(
+                "the agent's initialize answer does not read as v1: {e}"
+            )))
+        })?;
+        let connection = ClientConnection::new(client, reader, writer, config);
+        return Ok(Negotiated {
+            dialect,
+            connection,
+            initialize,
+        });
+    }
+    let connection = match dialect {
+        // A v1 agent answered a legacy handshake with its version: it has not seen this
+        // client's capabilities yet, so the v1 handshake is done properly.
+        Dialect::V1 => ClientConnection::new(client, reader, writer, config),
+        legacy => {
+            let mut adapter = options.legacy.with_config(config);
+            if legacy == Dialect::Legacy009 {
+                check_0_0_9_answer(&result).map_err(handshake)?;
+                adapter = adapter.with_handshake(result);
+            }
+            crate::legacy::connect_v1(legacy, client, reader, writer, adapter)
+                .expect("only compiled dialects are accepted")
         }
-        #[cfg(feature = "legacy-0-0-9")]
-        Dialect::Legacy009 => {
-            let answer = serde_json::from_value(result).map_err(|e| {
-                handshake(acp_rpc::Error::invalid_params(format!(
-                    "the agent's initialize answer does not read as 0.0.9: {e}"
-                )))
-            })?;
-            let connection = crate::legacy::v0_0_9::connect_v1_with(
-                client,
-                reader,
-                writer,
-                config,
-                options.legacy_0_0_9.with_initialized(answer),
-            );
-            let initialize = connection
-                .agent()
-                .initialize(options.initialize)
-                .await
-                .map_err(handshake)?;
-            (connection, initialize)
-        }
-        #[cfg(feature = "legacy-threads")]
-        Dialect::Threads => {
-            let connection = crate::legacy::threads::connect_v1_with(
-                client,
-                reader,
-                writer,
-                config,
-                options.threads,
-            );
-            let initialize = connection
-                .agent()
-                .initialize(options.initialize)
-                .await
-                .map_err(handshake)?;
-            (connection, initialize)
-        }
-        #[allow(unreachable_patterns)]
-        other => unreachable!("{other} is only found when compiled in"),
     };
+    let initialize = connection
+        .agent()
+        .initialize(options.initialize)
+        .await
+        .map_err(handshake)?;
     Ok(Negotiated {
         dialect,
         connection,
         initialize,
     })
+}
+
+/// Checks that a 0.0.9 `initialize` answer reads as one before the translation is given it.
+fn check_0_0_9_answer(result: &Value) -> Result<(), acp_rpc::Error> {
+    #[cfg(feature = "legacy-0-0-9")]
+    if let Err(e) =
+        <acp_types::legacy::v0_0_9::InitializeResponse as serde::Deserialize>::deserialize(result)
+    {
+        return Err(acp_rpc::Error::invalid_params(format!(
+            "the agent's initialize answer does not read as 0.0.9: {e}"
+        )));
+    }
+    let _ = result;
+    Ok(())
 }

@@ -1,4 +1,4 @@
-//! A v1 client driving threads agents through `legacy::threads::connect_v1`: against a
+//! A v1 client driving threads agents through `legacy::connect_v1`: against a
 //! scripted agent, byte for byte (no `"jsonrpc"`, `"params": null`, colliding ids; the
 //! file methods v1 lacks served by the sandbox); through both adapters to our own v1 agent;
 //! and the native threads client against the native threads agent.
@@ -6,8 +6,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use acp_client::Dialect;
 use acp_client::fs::SandboxedFs;
-use acp_client::legacy::threads::{self as threads_client, AdapterOptions, connect_v1};
+use acp_client::legacy::threads as threads_client;
+use acp_client::legacy::{AdapterOptions, connect_v1};
 use acp_client::{Client, PromptEvent};
 use acp_rpc::Error;
 use acp_types::legacy::threads as t;
@@ -90,7 +92,7 @@ fn scripted(
 ) -> (acp_client::ClientConnection, ScriptedAgent) {
     let (ours, theirs) = tokio::io::duplex(64 * 1024);
     let (r, w) = tokio::io::split(ours);
-    let conn = connect_v1(client, r, w, options);
+    let conn = connect_v1(Dialect::Threads, client, r, w, options).unwrap();
     let (r, w) = tokio::io::split(theirs);
     (
         conn,
@@ -316,9 +318,22 @@ async fn a_v1_client_and_a_v1_agent_talk_through_the_threads_dialect() {
     let (a, b) = tokio::io::duplex(64 * 1024);
     let (ar, aw) = tokio::io::split(a);
     let (br, bw) = tokio::io::split(b);
-    acp_agent::legacy::threads::serve_v1(Echo, ar, aw, Default::default());
+    acp_agent::legacy::serve_v1(
+        acp_agent::Dialect::Threads,
+        Echo,
+        ar,
+        aw,
+        Default::default(),
+    );
     let client = Recorder::default();
-    let conn = connect_v1(client.clone(), br, bw, AdapterOptions::default());
+    let conn = connect_v1(
+        Dialect::Threads,
+        client.clone(),
+        br,
+        bw,
+        AdapterOptions::default(),
+    )
+    .unwrap();
     let agent = conn.agent();
     agent.initialize(init()).await.unwrap();
     let session = agent.new_session(new_session()).await.unwrap().session_id;

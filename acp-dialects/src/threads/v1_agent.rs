@@ -1,86 +1,53 @@
-//! The adapter that serves one v1 [`crate::Agent`] to a threads editor: [`serve_v1`].
+//! A v1 agent in front of a threads editor: the translation for the agent's role.
 //!
-//! The v1 agent runs on an in-memory pipe; [`V1Side`] is its client there, [`ThreadsSide`]
+//! The user's v1 agent runs on an in-memory pipe; [`V1Side`] is its client there, [`ThreadsSide`]
 //! the threads agent the editor talks to. [`Threads`] is what both share: the threads (v1
 //! sessions) this connection knows and their histories.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use acp_rpc::memory::PipeEnd;
 use acp_rpc::{
-    Config, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
+    Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
 };
 use acp_types::legacy::threads as t;
 use acp_types::v1;
 use async_trait::async_trait;
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::OnceCell;
 
-use super::native::{Agent, ClientHandle, Connection, Context, serve_with};
-use crate::Error;
-use crate::legacy::AdapterOptions;
-use crate::legacy::support::{pipe, tie};
-use crate::state::lock;
+use super::native::{Agent, ClientHandle, Context, serve_with};
+use super::{line_offset_of, prompt_of, session_of, thread_of};
+use crate::connection::{ready, translate};
+use crate::{AdapterOptions, Input, Output, lock, unsupported};
 
-/// Serves a v1 `agent` to a threads editor over a reader/writer pair; see the module docs for
-/// the mapping.
-pub fn serve_v1<A, R, W>(agent: A, reader: R, writer: W, options: AdapterOptions) -> Connection
-where
-    A: crate::Agent,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    serve_v1_with(agent, reader, writer, Config::default(), options)
-}
-
-/// [`serve_v1`] with a custom [`Config`] for the threads wire (its dialect is always the
-/// threads framing).
-pub fn serve_v1_with<A, R, W>(
-    agent: A,
-    reader: R,
-    writer: W,
-    config: Config,
+/// Serves the v1 agent `v1_agent` starts to a threads editor; see the module docs of
+/// [`super`] for the mapping.
+pub(crate) fn serve_v1_agent(
+    v1_agent: impl FnOnce(PipeEnd) -> Peer,
+    reader: impl Input,
+    writer: impl Output,
     options: AdapterOptions,
-) -> Connection
-where
-    A: crate::Agent,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    let ((agent_read, agent_write), (bridge_read, bridge_write)) = pipe();
-    let inner_agent = crate::connection::serve_inner(
-        agent,
-        agent_read,
-        agent_write,
-        Config::default(),
-        options.store.clone().map(|s| s.0),
-    );
+) -> Peer {
     let threads = Arc::new(Threads::default());
-    let editor: Arc<OnceLock<ClientHandle>> = Arc::default();
-    let v1_side = acp_rpc::Connection::new(
-        bridge_read,
-        bridge_write,
-        V1Side {
-            threads: threads.clone(),
-            editor: editor.clone(),
+    let known = threads.clone();
+    let config = options.config.clone();
+    translate(
+        v1_agent,
+        |editor| V1Side {
+            threads: known,
+            editor,
         },
-        Config::default(),
-    );
-    let outer = serve_with(
-        ThreadsSide {
-            agent: v1_side.peer().clone(),
-            initialized: OnceCell::new(),
-            threads,
-            options,
+        |agent| {
+            let side = ThreadsSide {
+                agent,
+                initialized: OnceCell::new(),
+                threads,
+                options,
+            };
+            serve_with(side, reader, writer, config)
         },
-        reader,
-        writer,
-        config,
-    );
-    let _ = editor.set(outer.client().clone());
-    tie(outer.client().peer(), v1_side.peer());
-    tie(v1_side.peer(), inner_agent.client().peer());
-    outer
+    )
 }
 
 /// The threads this connection knows, with what the editor can ask about them.
@@ -108,28 +75,18 @@ impl ThreadState {
     /// Appends text to the history, extending the last entry when it is a message of the
     /// same role (chunks of one message arrive one by one).
     fn record_text(&mut self, role: t::Role, text: &str) {
-        let chunk = t::MessageChunk::Text(t::TextChunk {
-            chunk: text.to_string(),
-        });
+        let chunk = t::MessageChunk::text(text);
         match self.entries.last_mut() {
             Some(t::ThreadEntry::Message(m)) if m.role == role => m.chunks.push(chunk),
-            _ => self.entries.push(t::ThreadEntry::Message(t::Message {
-                role,
-                chunks: vec![chunk],
-            })),
+            _ => self.entries.push(t::ThreadEntry::message(role, [chunk])),
         }
         self.modified_at = now_rfc3339();
     }
 
     fn metadata(&self, id: &v1::SessionId) -> t::ThreadMetadata {
-        t::ThreadMetadata {
-            id: t::ThreadId(id.0.clone()),
-            title: self
-                .title
-                .clone()
-                .unwrap_or_else(|| format!("Thread {}", id.0)),
-            modified_at: self.modified_at.clone(),
-        }
+        let title = self.title.clone();
+        let title = title.unwrap_or_else(|| format!("Thread {}", id.0));
+        t::ThreadMetadata::new(thread_of(id), title, self.modified_at.clone())
     }
 }
 
@@ -151,22 +108,6 @@ fn thread_not_found(id: &str) -> Error {
     Error::resource_not_found(format!("Thread not found: {id}"))
 }
 
-fn session_of(id: &t::ThreadId) -> v1::SessionId {
-    v1::SessionId(id.0.clone())
-}
-
-/// The text of the user's message, one text block per chunk.
-fn prompt_of(message: &t::Message) -> Vec<v1::ContentBlock> {
-    message
-        .chunks
-        .iter()
-        .map(|c| match c {
-            t::MessageChunk::Text(text) => v1::ContentBlock::text(text.chunk.clone()),
-            t::MessageChunk::Unknown(raw) => v1::ContentBlock::text(raw.to_string()),
-        })
-        .collect()
-}
-
 /// The threads agent the editor sees; every call becomes v1 calls to the agent on the pipe.
 struct ThreadsSide {
     agent: Peer,
@@ -180,22 +121,16 @@ impl ThreadsSide {
     async fn agent(&self) -> Result<&v1::InitializeResponse, Error> {
         self.initialized
             .get_or_try_init(|| async {
-                let mut caps = v1::ClientCapabilities::default();
-                caps.fs.read_text_file = true;
-                self.agent
-                    .typed_request(&v1::InitializeRequest {
-                        protocol_version: v1::ProtocolVersion::LATEST,
-                        client_capabilities: caps,
-                        client_info: None,
-                        meta: None,
-                    })
-                    .await
+                let files = v1::FileSystemCapabilities::new().read_text_file(true);
+                let init = v1::InitializeRequest::new(v1::ProtocolVersion::LATEST)
+                    .client_capabilities(v1::ClientCapabilities::new().fs(files));
+                self.agent.typed_request(&init).await
             })
             .await
     }
 
     fn cwd(&self) -> String {
-        self.options.cwd.to_string_lossy().into_owned()
+        self.options.session_cwd().to_string_lossy().into_owned()
     }
 }
 
@@ -205,11 +140,7 @@ impl Agent for ThreadsSide {
         let init = self.agent().await?;
         let mut listed = Vec::new();
         if init.agent_capabilities.session_capabilities.list.is_some() {
-            let request = v1::ListSessionsRequest {
-                cwd: Some(self.cwd()),
-                cursor: None,
-                meta: None,
-            };
+            let request = v1::ListSessionsRequest::new().cwd(self.cwd());
             let answer = self.agent.typed_request(&request).await?;
             listed = answer.sessions;
         }
@@ -220,34 +151,27 @@ impl Agent for ThreadsSide {
             .collect();
         for info in listed {
             if !threads.contains_key(&info.session_id) {
-                out.push(t::ThreadMetadata {
-                    id: t::ThreadId(info.session_id.0.clone()),
-                    title: info
-                        .title
-                        .unwrap_or_else(|| format!("Thread {}", info.session_id.0)),
-                    modified_at: info.updated_at.unwrap_or_else(now_rfc3339),
-                });
+                let title = info
+                    .title
+                    .unwrap_or_else(|| format!("Thread {}", info.session_id.0));
+                let modified_at = info.updated_at.unwrap_or_else(now_rfc3339);
+                out.push(t::ThreadMetadata::new(
+                    thread_of(&info.session_id),
+                    title,
+                    modified_at,
+                ));
             }
         }
         out.sort_by(|a, b| a.id.0.cmp(&b.id.0));
-        Ok(t::GetThreadsResponse { threads: out })
+        Ok(t::GetThreadsResponse::new(out))
     }
 
     async fn create_thread(&self, _cx: &Context) -> Result<t::CreateThreadResponse, Error> {
         self.agent().await?;
-        let created = self
-            .agent
-            .typed_request(&v1::NewSessionRequest {
-                cwd: self.cwd(),
-                additional_directories: Vec::new(),
-                mcp_servers: Vec::new(),
-                meta: None,
-            })
-            .await?;
+        let new_session = v1::NewSessionRequest::new(self.cwd(), Vec::<v1::McpServer>::new());
+        let created = self.agent.typed_request(&new_session).await?;
         self.threads.insert(created.session_id.clone());
-        Ok(t::CreateThreadResponse {
-            thread_id: t::ThreadId(created.session_id.0),
-        })
+        Ok(t::CreateThreadResponse::new(thread_of(&created.session_id)))
     }
 
     async fn open_thread(&self, params: t::OpenThreadParams, _cx: &Context) -> Result<(), Error> {
@@ -261,13 +185,7 @@ impl Agent for ThreadsSide {
         }
         // The history replayed during the load lands in the new thread's entries.
         self.threads.insert(id.clone());
-        let load = v1::LoadSessionRequest {
-            mcp_servers: Vec::new(),
-            cwd: self.cwd(),
-            additional_directories: Vec::new(),
-            session_id: id.clone(),
-            meta: None,
-        };
+        let load = v1::LoadSessionRequest::new(Vec::<v1::McpServer>::new(), self.cwd(), id.clone());
         if let Err(e) = self.agent.typed_request(&load).await {
             lock(&self.threads.0).remove(&id);
             return Err(e);
@@ -282,9 +200,7 @@ impl Agent for ThreadsSide {
     ) -> Result<t::GetThreadEntriesResponse, Error> {
         let id = session_of(&params.thread_id);
         self.threads
-            .with(&id, |s| t::GetThreadEntriesResponse {
-                entries: s.entries.clone(),
-            })
+            .with(&id, |s| t::GetThreadEntriesResponse::new(s.entries.clone()))
             .ok_or_else(|| thread_not_found(&id.0))
     }
 
@@ -313,11 +229,7 @@ impl Agent for ThreadsSide {
         }
         let _prompting = Prompting(&self.threads, &id);
         self.agent
-            .typed_request(&v1::PromptRequest {
-                session_id: id.clone(),
-                prompt,
-                meta: None,
-            })
+            .typed_request(&v1::PromptRequest::new(id.clone(), prompt))
             .await?;
         Ok(())
     }
@@ -353,9 +265,7 @@ struct V1Side {
 
 impl V1Side {
     fn editor(&self) -> Result<&ClientHandle, Error> {
-        self.editor
-            .get()
-            .ok_or_else(|| Error::internal_error("the threads connection is not ready"))
+        ready(&self.editor)
     }
 
     async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
@@ -394,9 +304,7 @@ impl V1Side {
             }
         };
         if let Some(text) = stream {
-            self.editor()?
-                .stream_text(&t::ThreadId(id.0.clone()), text)
-                .await?;
+            self.editor()?.stream_text(&thread_of(&id), text).await?;
         }
         Ok(())
     }
@@ -404,34 +312,27 @@ impl V1Side {
     async fn read_text_file(&self, p: v1::ReadTextFileRequest) -> Result<Box<RawValue>, Error> {
         let answer = self
             .editor()?
-            .read_text_file(t::ReadTextFileParams {
-                thread_id: t::ThreadId(p.session_id.0.clone()),
-                path: p.path.clone(),
-                // v1 lines count from 1, threads line offsets from 0.
-                line_offset: p.line.map(|l| l.saturating_sub(1)),
-                line_limit: p.limit,
+            .read_text_file({
+                let mut read = t::ReadTextFileParams::new(thread_of(&p.session_id), p.path.clone());
+                (read.line_offset, read.line_limit) = (line_offset_of(p.line), p.limit);
+                read
             })
             .await?;
         self.threads.with(&p.session_id, |s| {
-            s.entries.push(t::ThreadEntry::ReadFile(t::ReadFileEntry {
-                path: p.path.clone(),
-                content: answer.content.clone(),
-            }));
+            let entry = t::ThreadEntry::read_file(p.path.clone(), answer.content.clone());
+            s.entries.push(entry);
         });
-        to_raw(&v1::ReadTextFileResponse {
-            content: answer.content,
-            meta: None,
-        })
+        to_raw(&v1::ReadTextFileResponse::new(answer.content))
     }
 }
 
 /// `-32601` for a v1 client call the threads editor cannot serve, saying why.
 fn not_forwarded(method: &str, why: &str) -> Error {
-    Error::new(
-        acp_rpc::ErrorCode::METHOD_NOT_FOUND,
+    unsupported(
+        crate::Dialect::Threads,
+        method,
         format!("{method} cannot be forwarded: {why}"),
     )
-    .with_data(serde_json::json!({ "method": method, "dialect": "threads" }))
 }
 
 /// The `sessionUpdate` tag of an update, for logs.
@@ -527,10 +428,7 @@ mod tests {
 
     #[test]
     fn titles_come_from_the_first_line_of_the_first_message() {
-        let message = |text: &str| t::Message {
-            role: t::Role::User,
-            chunks: vec![t::MessageChunk::Text(t::TextChunk { chunk: text.into() })],
-        };
+        let message = |text: &str| t::Message::new(t::Role::User, [t::MessageChunk::text(text)]);
         assert_eq!(
             title_from(&message("Summarize README.md\nplease")),
             "Summarize README.md"

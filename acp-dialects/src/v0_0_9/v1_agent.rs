@@ -1,89 +1,53 @@
-//! The adapter that serves one v1 [`crate::Agent`] to a 0.0.9 editor: [`serve_v1`].
+//! A v1 agent in front of a 0.0.9 editor: the translation for the agent's role.
 //!
-//! The v1 agent runs on an in-memory pipe; [`V1Side`] is its client there, [`ZeroNineSide`]
+//! The user's v1 agent runs on an in-memory pipe; [`V1Side`] is its client there, [`ZeroNineSide`]
 //! the 0.0.9 agent the editor talks to. [`Conversation`] is what both share: the implicit
 //! session and the tool calls the editor has been shown.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use acp_rpc::memory::PipeEnd;
 use acp_rpc::{
-    Config, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
+    Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
 };
 use acp_types::legacy::v0_0_9 as z;
 use acp_types::legacy::v0_0_9::convert;
 use acp_types::v1;
 use async_trait::async_trait;
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::OnceCell;
 
-use super::native::{Agent, ClientHandle, Connection, Context, serve_with};
-use crate::Error;
-use crate::legacy::AdapterOptions;
-use crate::legacy::support::{pipe, tie};
-use crate::state::lock;
+use super::block_of;
+use super::native::{Agent, ClientHandle, Context, serve_with};
+use crate::connection::{ready, translate};
+use crate::{AdapterOptions, Input, Output, lock, unsupported};
 
-/// Serves a v1 `agent` to a 0.0.9 editor over a reader/writer pair; see the module docs for
-/// the mapping.
-pub fn serve_v1<A, R, W>(agent: A, reader: R, writer: W, options: AdapterOptions) -> Connection
-where
-    A: crate::Agent,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    serve_v1_with(agent, reader, writer, Config::default(), options)
-}
-
-/// [`serve_v1`] with a custom [`Config`] for the 0.0.9 wire (its dialect is always the 0.0.9
-/// framing).
-pub fn serve_v1_with<A, R, W>(
-    agent: A,
-    reader: R,
-    writer: W,
-    config: Config,
+/// Serves the v1 agent `v1_agent` starts to a 0.0.9 editor; see the module docs of
+/// [`super`] for the mapping.
+pub(crate) fn serve_v1_agent(
+    v1_agent: impl FnOnce(PipeEnd) -> Peer,
+    reader: impl Input,
+    writer: impl Output,
     options: AdapterOptions,
-) -> Connection
-where
-    A: crate::Agent,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    let ((agent_read, agent_write), (bridge_read, bridge_write)) = pipe();
-    let inner_agent = crate::connection::serve_inner(
-        agent,
-        agent_read,
-        agent_write,
-        Config::default(),
-        options.store.clone().map(|s| s.0),
-    );
+) -> Peer {
     let conversation = Arc::new(Conversation::default());
-    let editor: Arc<OnceLock<ClientHandle>> = Arc::default();
-    let v1_side = acp_rpc::Connection::new(
-        bridge_read,
-        bridge_write,
-        V1Side {
-            conversation: conversation.clone(),
-            editor: editor.clone(),
+    let shared = conversation.clone();
+    let config = options.config.clone();
+    let editor_side = |agent| ZeroNineSide {
+        agent,
+        initialized: OnceCell::new(),
+        session: OnceCell::new(),
+        conversation,
+        options,
+    };
+    translate(
+        v1_agent,
+        |editor| V1Side {
+            conversation: shared,
+            editor,
         },
-        Config::default(),
-    );
-    let outer = serve_with(
-        ZeroNineSide {
-            agent: v1_side.peer().clone(),
-            initialized: OnceCell::new(),
-            session: OnceCell::new(),
-            conversation,
-            options,
-        },
-        reader,
-        writer,
-        config,
-    );
-    let _ = editor.set(outer.client().clone());
-    tie(outer.client().peer(), v1_side.peer());
-    tie(v1_side.peer(), inner_agent.client().peer());
-    outer
+        |agent| serve_with(editor_side(agent), reader, writer, config),
+    )
 }
 
 /// What the editor has been shown of a v1 tool call, so updates can be completed (0.0.9's
@@ -112,11 +76,11 @@ struct Conversation {
 
 /// `-32601` for a v1 client call the 0.0.9 editor cannot serve, saying why.
 fn not_forwarded(method: &str, why: &str) -> Error {
-    Error::new(
-        acp_rpc::ErrorCode::METHOD_NOT_FOUND,
+    unsupported(
+        crate::Dialect::Legacy009,
+        method,
         format!("{method} cannot be forwarded: {why}"),
     )
-    .with_data(serde_json::json!({ "method": method, "dialect": "legacy-0.0.9" }))
 }
 
 /// The id of an auth method a 0.0.9 `authenticate` can run: one the agent runs itself (the
@@ -142,17 +106,12 @@ impl ZeroNineSide {
     async fn agent(&self) -> Result<&v1::InitializeResponse, Error> {
         self.initialized
             .get_or_try_init(|| async {
-                let mut caps = v1::ClientCapabilities::default();
-                caps.fs.read_text_file = true;
-                caps.fs.write_text_file = true;
-                self.agent
-                    .typed_request(&v1::InitializeRequest {
-                        protocol_version: v1::ProtocolVersion::LATEST,
-                        client_capabilities: caps,
-                        client_info: None,
-                        meta: None,
-                    })
-                    .await
+                let files = v1::FileSystemCapabilities::new()
+                    .read_text_file(true)
+                    .write_text_file(true);
+                let init = v1::InitializeRequest::new(v1::ProtocolVersion::LATEST)
+                    .client_capabilities(v1::ClientCapabilities::new().fs(files));
+                self.agent.typed_request(&init).await
             })
             .await
     }
@@ -162,44 +121,12 @@ impl ZeroNineSide {
         self.agent().await?;
         self.session
             .get_or_try_init(|| async {
-                let created = self
-                    .agent
-                    .typed_request(&v1::NewSessionRequest {
-                        cwd: self.options.cwd.to_string_lossy().into_owned(),
-                        additional_directories: Vec::new(),
-                        mcp_servers: Vec::new(),
-                        meta: None,
-                    })
-                    .await?;
+                let cwd = self.options.session_cwd().to_string_lossy().into_owned();
+                let new_session = v1::NewSessionRequest::new(cwd, Vec::<v1::McpServer>::new());
+                let created = self.agent.typed_request(&new_session).await?;
                 Ok::<_, Error>(created.session_id)
             })
             .await
-    }
-
-    /// A user message chunk as a v1 content block: text as text, a mentioned path as a
-    /// resource link to the file (relative paths resolved against the session's cwd).
-    fn block_of(&self, chunk: &z::UserMessageChunk) -> v1::ContentBlock {
-        match chunk {
-            z::UserMessageChunk::Text(text) => v1::ContentBlock::text(text.text.clone()),
-            z::UserMessageChunk::Path(mention) => {
-                let path = Path::new(&mention.path);
-                let absolute = if path.is_absolute() {
-                    path.to_path_buf()
-                } else {
-                    self.options.cwd.join(path)
-                };
-                v1::ContentBlock::ResourceLink(Box::new(v1::ResourceLink {
-                    annotations: None,
-                    description: None,
-                    mime_type: None,
-                    name: mention.path.clone(),
-                    size: None,
-                    title: None,
-                    uri: format!("file://{}", absolute.to_string_lossy()),
-                    meta: None,
-                }))
-            }
-        }
     }
 }
 
@@ -217,10 +144,10 @@ impl Agent for ZeroNineSide {
             );
         }
         let init = self.agent().await?;
-        Ok(z::InitializeResponse {
-            protocol_version: z::ProtocolVersion::current(),
-            is_authenticated: init.auth_methods.is_empty(),
-        })
+        Ok(z::InitializeResponse::new(
+            z::ProtocolVersion::current(),
+            init.auth_methods.is_empty(),
+        ))
     }
 
     async fn authenticate(&self, _cx: &Context) -> Result<(), Error> {
@@ -234,10 +161,7 @@ impl Agent for ZeroNineSide {
             ));
         };
         self.agent
-            .typed_request(&v1::AuthenticateRequest {
-                method_id,
-                meta: None,
-            })
+            .typed_request(&v1::AuthenticateRequest::new(method_id))
             .await
             .map(|_| ())
     }
@@ -248,15 +172,12 @@ impl Agent for ZeroNineSide {
         _cx: &Context,
     ) -> Result<(), Error> {
         let session = self.session().await?.clone();
-        let prompt = params.chunks.iter().map(|c| self.block_of(c)).collect();
+        let cwd = self.options.session_cwd();
+        let prompt = params.chunks.iter().map(|c| block_of(c, &cwd));
         *lock(&self.conversation.prompting) = Some(session.clone());
         let result = self
             .agent
-            .typed_request(&v1::PromptRequest {
-                session_id: session,
-                prompt,
-                meta: None,
-            })
+            .typed_request(&v1::PromptRequest::new(session, prompt))
             .await;
         *lock(&self.conversation.prompting) = None;
         result.map(|_| ())
@@ -269,10 +190,7 @@ impl Agent for ZeroNineSide {
                 self.agent
                     .notify(
                         v1::names::SESSION_CANCEL,
-                        &v1::CancelNotification {
-                            session_id,
-                            meta: None,
-                        },
+                        &v1::CancelNotification::new(session_id),
                     )
                     .await
             }
@@ -292,9 +210,7 @@ struct V1Side {
 
 impl V1Side {
     fn editor(&self) -> Result<&ClientHandle, Error> {
-        self.editor
-            .get()
-            .ok_or_else(|| Error::internal_error("the 0.0.9 connection is not ready"))
+        ready(&self.editor)
     }
 
     fn shown(&self, id: &v1::ToolCallId) -> Option<ShownToolCall> {
@@ -361,15 +277,11 @@ impl V1Side {
             .iter()
             .map(convert::location_from_v1)
             .collect();
-        let pushed = self
-            .editor()?
-            .push_tool_call(z::PushToolCallParams {
-                label: call.title.clone(),
-                icon: convert::icon_for_kind(&call.kind),
-                content: content.clone(),
-                locations: locations.clone(),
-            })
-            .await?;
+        let mut push =
+            z::PushToolCallParams::new(call.title.clone(), convert::icon_for_kind(&call.kind))
+                .locations(locations.clone());
+        push.content = content.clone();
+        let pushed = self.editor()?.push_tool_call(push).await?;
         let status = convert::status_from_v1(&call.status);
         let shown = ShownToolCall {
             id: pushed.id,
@@ -413,13 +325,9 @@ impl V1Side {
         if let Some(content) = content {
             shown.content = content;
         }
-        self.editor()?
-            .update_tool_call(z::UpdateToolCallParams {
-                tool_call_id: shown.id.clone(),
-                status: shown.status.clone(),
-                content: shown.content.clone(),
-            })
-            .await?;
+        let mut update = z::UpdateToolCallParams::new(shown.id.clone(), shown.status.clone());
+        update.content = shown.content.clone();
+        self.editor()?.update_tool_call(update).await?;
         self.remember(id, shown);
         Ok(())
     }
@@ -457,16 +365,15 @@ impl V1Side {
             .raw_input
             .clone()
             .or_else(|| shown.and_then(|s| s.raw_input));
-        let answer = self
-            .editor()?
-            .request_tool_call_confirmation(z::RequestToolCallConfirmationParams {
-                label: title.clone(),
-                icon: convert::icon_for_kind(&kind),
-                content: content.clone(),
-                locations: locations.clone(),
-                confirmation: convert::confirmation_for(&kind, &title, raw_input.as_ref()),
-            })
-            .await?;
+        let confirmation = convert::confirmation_for(&kind, &title, raw_input.as_ref());
+        let mut ask = z::RequestToolCallConfirmationParams::new(
+            title.clone(),
+            convert::icon_for_kind(&kind),
+            confirmation,
+        )
+        .locations(locations.clone());
+        ask.content = content.clone();
+        let answer = self.editor()?.request_tool_call_confirmation(ask).await?;
         self.remember(
             call.tool_call_id.clone(),
             ShownToolCall {
@@ -479,34 +386,21 @@ impl V1Side {
                 raw_input,
             },
         );
-        to_raw(&v1::RequestPermissionResponse {
-            outcome: convert::selection_for_outcome(&answer.outcome, &p.options),
-            meta: None,
-        })
+        to_raw(&v1::RequestPermissionResponse::new(
+            convert::selection_for_outcome(&answer.outcome, &p.options),
+        ))
     }
 
     async fn read_text_file(&self, p: v1::ReadTextFileRequest) -> Result<Box<RawValue>, Error> {
-        let answer = self
-            .editor()?
-            .read_text_file(z::ReadTextFileParams {
-                path: p.path,
-                line: p.line,
-                limit: p.limit,
-            })
-            .await?;
-        to_raw(&v1::ReadTextFileResponse {
-            content: answer.content,
-            meta: None,
-        })
+        let mut read = z::ReadTextFileParams::new(p.path);
+        (read.line, read.limit) = (p.line, p.limit);
+        let answer = self.editor()?.read_text_file(read).await?;
+        to_raw(&v1::ReadTextFileResponse::new(answer.content))
     }
 
     async fn write_text_file(&self, p: v1::WriteTextFileRequest) -> Result<Box<RawValue>, Error> {
-        self.editor()?
-            .write_text_file(z::WriteTextFileParams {
-                path: p.path,
-                content: p.content,
-            })
-            .await?;
+        let write = z::WriteTextFileParams::new(p.path, p.content);
+        self.editor()?.write_text_file(write).await?;
         to_raw(&v1::WriteTextFileResponse::default())
     }
 }

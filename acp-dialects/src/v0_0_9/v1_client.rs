@@ -1,6 +1,6 @@
-//! The adapter that drives a 0.0.9 agent with one v1 [`crate::Client`]: [`connect_v1`].
+//! A 0.0.9 agent behind a v1 client: the translation for the client's role.
 //!
-//! The user's [`crate::ClientConnection`] runs on an in-memory pipe; [`V1AgentSide`] is the
+//! The user's v1 client connection runs on an in-memory pipe; [`V1AgentSide`] is the
 //! v1 agent it talks to there, [`ZeroNineClientSide`] the 0.0.9 editor the real agent sees.
 //! [`Conversation`] is what both share: the implicit session, the running turn and the tool
 //! call ids the adapter handed out.
@@ -8,22 +8,21 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use acp_rpc::memory::PipeEnd;
 use acp_rpc::{
-    Config, Error, ErrorCode, Handler, NotificationContext, Params, Peer, RawValue, RequestContext,
-    to_raw,
+    Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
 };
 use acp_types::legacy::v0_0_9 as z;
 use acp_types::legacy::v0_0_9::convert;
 use acp_types::v1;
 use async_trait::async_trait;
 use serde_json::json;
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::OnceCell;
 
+use super::chunks_of;
 use super::native::{AgentHandle, Client, connect_with};
-use crate::ClientConnection;
-use crate::fs::SandboxedFs;
-use crate::legacy::support::{pipe, tie};
+use crate::connection::{ready, translate};
+use crate::{AdapterOptions, Input, LocalFiles, Output, unsupported as refused};
 
 /// The id of the one session a 0.0.9 agent offers (the dialect has a single, implicit
 /// conversation).
@@ -33,66 +32,19 @@ pub const SESSION_ID: &str = "legacy-0.0.9";
 /// authenticated; `authenticate` with it runs the agent's own login flow.
 pub const AUTH_METHOD_ID: &str = "agent-login";
 
-/// How [`connect_v1`] serves what the v1 client cannot.
-#[derive(Clone, Debug, Default)]
-#[non_exhaustive]
-pub struct AdapterOptions {
-    /// Serves the agent's `readTextFile` / `writeTextFile` when the v1 client did not
-    /// advertise `fs.readTextFile` / `fs.writeTextFile`. Without it those calls get `-32601`.
-    pub fs: Option<SandboxedFs>,
-    /// The agent's answer to a 0.0.9 `initialize` that already crossed the wire (version
-    /// negotiation sends it): the v1 `initialize` is then answered from it.
-    pub(crate) initialized: Option<z::InitializeResponse>,
-}
-
-impl AdapterOptions {
-    /// Sets [`AdapterOptions::fs`].
-    #[must_use]
-    pub fn with_fs(mut self, fs: SandboxedFs) -> Self {
-        self.fs = Some(fs);
-        self
-    }
-
-    pub(crate) fn with_initialized(mut self, answer: z::InitializeResponse) -> Self {
-        self.initialized = Some(answer);
-        self
-    }
-}
-
-/// Drives a 0.0.9 agent (its stdout is `reader`, its stdin `writer`) with a v1 `client`;
-/// the returned connection is an ordinary v1 [`ClientConnection`]. See the module docs for
-/// the mapping.
-pub fn connect_v1<C, R, W>(
-    client: C,
-    reader: R,
-    writer: W,
+/// Drives a 0.0.9 agent for the v1 client `v1_client` starts; see the module docs of
+/// [`super`] for the mapping.
+pub(crate) fn drive_for_v1_client(
+    v1_client: impl FnOnce(PipeEnd) -> Peer,
+    reader: impl Input,
+    writer: impl Output,
     options: AdapterOptions,
-) -> ClientConnection
-where
-    C: crate::Client,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    connect_v1_with(client, reader, writer, Config::default(), options)
-}
-
-/// [`connect_v1`] with a custom [`Config`] for the 0.0.9 wire (its dialect is always the
-/// 0.0.9 framing).
-pub fn connect_v1_with<C, R, W>(
-    client: C,
-    reader: R,
-    writer: W,
-    config: Config,
-    options: AdapterOptions,
-) -> ClientConnection
-where
-    C: crate::Client,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    let ((client_read, client_write), (bridge_read, bridge_write)) = pipe();
-    let user = ClientConnection::new(client, client_read, client_write, Config::default());
-    let initialized = OnceCell::new_with(options.initialized.clone());
+) -> Peer {
+    let handshake = options
+        .handshake
+        .clone()
+        .and_then(|answer| serde_json::from_value(answer).ok());
+    let config = options.config.clone();
     let conversation = Arc::new(Conversation {
         capabilities: OnceLock::new(),
         session: OnceLock::new(),
@@ -100,30 +52,22 @@ where
         next_tool_call: AtomicU64::new(0),
         options,
     });
-    let agent_slot: Arc<OnceLock<AgentHandle>> = Arc::default();
-    let bridge = acp_rpc::Connection::new(
-        bridge_read,
-        bridge_write,
-        V1AgentSide {
-            agent: agent_slot.clone(),
-            initialized,
-            conversation: conversation.clone(),
+    let shared = conversation.clone();
+    translate(
+        v1_client,
+        |agent| V1AgentSide {
+            agent,
+            initialized: OnceCell::new_with(handshake),
+            conversation: shared,
         },
-        Config::default(),
-    );
-    let outer = connect_with(
-        ZeroNineClientSide {
-            client: bridge.peer().clone(),
-            conversation,
+        |client| {
+            let side = ZeroNineClientSide {
+                client,
+                conversation,
+            };
+            connect_with(side, reader, writer, config)
         },
-        reader,
-        writer,
-        config,
-    );
-    let _ = agent_slot.set(outer.agent().clone());
-    tie(outer.agent().peer(), bridge.peer());
-    tie(bridge.peer(), user.peer());
-    user
+    )
 }
 
 /// The running turn of the implicit session.
@@ -172,46 +116,25 @@ fn v1_tool_call_id(id: &z::ToolCallId) -> v1::ToolCallId {
     v1::ToolCallId(format!("tool-{}", id.0))
 }
 
-/// `-32601` for a call the other side cannot serve, saying why.
-fn unsupported(method: &str, why: &str) -> Error {
-    Error::new(ErrorCode::METHOD_NOT_FOUND, format!("{method}: {why}"))
-        .with_data(json!({ "method": method, "dialect": "legacy-0.0.9" }))
+/// A tool call as first shown, as the update a permission request carries.
+fn shown_as_update(call: v1::ToolCall) -> v1::ToolCallUpdate {
+    let mut update = v1::ToolCallUpdate::new(call.tool_call_id)
+        .kind(call.kind)
+        .status(call.status)
+        .title(call.title)
+        .content(call.content)
+        .locations(call.locations);
+    update.raw_input = call.raw_input;
+    update
 }
 
-/// The v1 prompt as 0.0.9 user message chunks: text as text, resource links and embedded
-/// resources to `file://` URIs as path mentions, other embedded text as text; images and
-/// audio are refused, naming the block.
-fn chunks_of(prompt: &[v1::ContentBlock]) -> Result<Vec<z::UserMessageChunk>, Error> {
-    let text = |text: String| z::UserMessageChunk::Text(z::TextUserMessageChunk { text });
-    let mention = |uri: &str| {
-        uri.strip_prefix("file://").map(|path| {
-            z::UserMessageChunk::Path(z::PathUserMessageChunk {
-                path: path.to_string(),
-            })
-        })
-    };
-    prompt
-        .iter()
-        .enumerate()
-        .map(|(i, block)| match block {
-            v1::ContentBlock::Text(t) => Ok(text(t.text.clone())),
-            v1::ContentBlock::ResourceLink(link) => {
-                Ok(mention(&link.uri).unwrap_or_else(|| text(link.uri.clone())))
-            }
-            v1::ContentBlock::Resource(embedded) => Ok(match &embedded.resource {
-                v1::EmbeddedResourceResource::TextResourceContents(r) => {
-                    mention(&r.uri).unwrap_or_else(|| text(r.text.clone()))
-                }
-                v1::EmbeddedResourceResource::BlobResourceContents(r) => {
-                    mention(&r.uri).unwrap_or_else(|| text(r.uri.clone()))
-                }
-            }),
-            _ => Err(Error::invalid_params(format!(
-                "prompt[{i}]: a 0.0.9 agent takes text and file mentions only"
-            ))
-            .with_data(json!({ "field": format!("prompt[{i}]") }))),
-        })
-        .collect()
+/// `-32601` for a call the other side cannot serve, saying why.
+fn unsupported(method: &str, why: &str) -> Error {
+    refused(
+        crate::Dialect::Legacy009,
+        method,
+        format!("{method}: {why}"),
+    )
 }
 
 /// The v1 agent the user's connection talks to on the pipe.
@@ -224,9 +147,7 @@ struct V1AgentSide {
 
 impl V1AgentSide {
     fn agent(&self) -> Result<&AgentHandle, Error> {
-        self.agent
-            .get()
-            .ok_or_else(|| Error::internal_error("the 0.0.9 connection is not ready"))
+        ready(&self.agent)
     }
 
     async fn initialize(&self, p: v1::InitializeRequest) -> Result<Box<RawValue>, Error> {
@@ -239,23 +160,14 @@ impl V1AgentSide {
         let auth_methods = if answer.is_authenticated {
             Vec::new()
         } else {
-            vec![v1::AuthMethod::Agent(v1::AuthMethodAgent {
-                id: v1::AuthMethodId(AUTH_METHOD_ID.to_string()),
-                name: "Log in".to_string(),
-                description: Some("The agent runs its own login flow.".to_string()),
-                meta: None,
-            })]
+            vec![v1::AuthMethod::Agent(
+                v1::AuthMethodAgent::new(AUTH_METHOD_ID, "Log in")
+                    .description("The agent runs its own login flow."),
+            )]
         };
-        to_raw(&v1::InitializeResponse {
-            protocol_version: v1::ProtocolVersion::negotiate(
-                p.protocol_version,
-                &[v1::ProtocolVersion::LATEST],
-            ),
-            agent_capabilities: v1::AgentCapabilities::default(),
-            auth_methods,
-            agent_info: None,
-            meta: None,
-        })
+        let version =
+            v1::ProtocolVersion::negotiate(p.protocol_version, &[v1::ProtocolVersion::LATEST]);
+        to_raw(&v1::InitializeResponse::new(version).auth_methods(auth_methods))
     }
 
     fn new_session(&self) -> Result<Box<RawValue>, Error> {
@@ -266,12 +178,7 @@ impl V1AgentSide {
             )
             .with_data(json!({ "sessionId": id, "dialect": "legacy-0.0.9" })));
         }
-        to_raw(&v1::NewSessionResponse {
-            session_id: id,
-            modes: None,
-            config_options: None,
-            meta: None,
-        })
+        to_raw(&v1::NewSessionResponse::new(id))
     }
 
     fn known(&self, id: &v1::SessionId) -> Result<(), Error> {
@@ -307,7 +214,7 @@ impl V1AgentSide {
         let _end = EndTurn(&self.conversation);
         let agent = self.agent()?;
         let result = agent
-            .send_user_message(z::SendUserMessageParams { chunks })
+            .send_user_message(z::SendUserMessageParams::new(chunks))
             .await;
         // Chunks and tool calls the agent sent before its answer reach the client first.
         agent.peer().received_requests_handled().await;
@@ -417,8 +324,8 @@ impl ZeroNineClientSide {
             .unwrap_or_default()
     }
 
-    fn fs(&self, method: &str) -> Result<&SandboxedFs, Error> {
-        self.conversation.options.fs.as_ref().ok_or_else(|| {
+    fn fs(&self, method: &str) -> Result<&dyn LocalFiles, Error> {
+        self.conversation.options.fs.as_deref().ok_or_else(|| {
             unsupported(
                 method,
                 "the v1 client does not offer this file method and no file system was configured (AdapterOptions::with_fs)",
@@ -432,16 +339,12 @@ impl ZeroNineClientSide {
         call: &z::PushToolCallParams,
         status: v1::ToolCallStatus,
     ) -> v1::ToolCall {
-        let mut shown = v1::ToolCall::new(id, call.label.clone());
-        shown.kind = convert::kind_for_icon(&call.icon);
-        shown.status = status;
-        shown.content = call
-            .content
-            .as_ref()
-            .map(convert::content_to_v1)
-            .unwrap_or_default();
-        shown.locations = call.locations.iter().map(convert::location_to_v1).collect();
-        shown
+        let content = call.content.as_ref().map(convert::content_to_v1);
+        v1::ToolCall::new(id, call.label.clone())
+            .kind(convert::kind_for_icon(&call.icon))
+            .status(status)
+            .content(content.unwrap_or_default())
+            .locations(call.locations.iter().map(convert::location_to_v1))
     }
 }
 
@@ -472,7 +375,7 @@ impl Client for ZeroNineClientSide {
             v1::SessionUpdate::ToolCall(Box::new(call)),
         )
         .await?;
-        Ok(z::PushToolCallResponse { id })
+        Ok(z::PushToolCallResponse::new(id))
     }
 
     async fn update_tool_call(&self, p: z::UpdateToolCallParams) -> Result<(), Error> {
@@ -483,24 +386,11 @@ impl Client for ZeroNineClientSide {
             ))
             .with_data(json!({ "field": "toolCallId" })));
         }
-        let update = v1::ToolCallUpdate {
-            tool_call_id: v1_tool_call_id(&p.tool_call_id),
-            kind: None,
-            status: Some(convert::status_to_v1(&p.status)),
-            title: None,
-            name: None,
-            // 0.0.9 content replaces what is shown; `null` clears it.
-            content: Some(
-                p.content
-                    .as_ref()
-                    .map(convert::content_to_v1)
-                    .unwrap_or_default(),
-            ),
-            locations: None,
-            raw_input: None,
-            raw_output: None,
-            meta: None,
-        };
+        // 0.0.9 content replaces what is shown; `null` clears it.
+        let content = p.content.as_ref().map(convert::content_to_v1);
+        let update = v1::ToolCallUpdate::new(v1_tool_call_id(&p.tool_call_id))
+            .status(convert::status_to_v1(&p.status))
+            .content(content.unwrap_or_default());
         self.update(
             z::names::UPDATE_TOOL_CALL,
             v1::SessionUpdate::ToolCallUpdate(Box::new(update)),
@@ -516,13 +406,9 @@ impl Client for ZeroNineClientSide {
             .conversation
             .session(z::names::REQUEST_TOOL_CALL_CONFIRMATION)?;
         let (id, v1_id) = self.conversation.allocate_tool_call();
-        let pushed = z::PushToolCallParams {
-            label: p.label,
-            icon: p.icon,
-            content: p.content,
-            locations: p.locations,
-        };
-        let mut call = Self::tool_call(v1_id.clone(), &pushed, v1::ToolCallStatus::Pending);
+        let mut pushed = z::PushToolCallParams::new(p.label, p.icon).locations(p.locations);
+        pushed.content = p.content;
+        let mut call = Self::tool_call(v1_id, &pushed, v1::ToolCallStatus::Pending);
         call.raw_input = serde_json::to_value(&p.confirmation).ok();
         self.update(
             z::names::REQUEST_TOOL_CALL_CONFIRMATION,
@@ -531,28 +417,14 @@ impl Client for ZeroNineClientSide {
         .await?;
         let answer: v1::RequestPermissionResponse = self
             .client
-            .typed_request(&v1::RequestPermissionRequest {
-                session_id: session,
-                tool_call: v1::ToolCallUpdate {
-                    tool_call_id: v1_id,
-                    kind: Some(call.kind),
-                    status: Some(call.status),
-                    title: Some(call.title),
-                    name: None,
-                    content: Some(call.content),
-                    locations: Some(call.locations),
-                    raw_input: call.raw_input,
-                    raw_output: None,
-                    meta: None,
-                },
-                options: convert::permission_options(&p.confirmation),
-                meta: None,
-            })
+            .typed_request(&v1::RequestPermissionRequest::new(
+                session,
+                shown_as_update(call),
+                convert::permission_options(&p.confirmation),
+            ))
             .await?;
-        Ok(z::RequestToolCallConfirmationResponse {
-            id,
-            outcome: convert::outcome_of_selection(&answer.outcome),
-        })
+        let outcome = convert::outcome_of_selection(&answer.outcome);
+        Ok(z::RequestToolCallConfirmationResponse::new(id, outcome))
     }
 
     async fn read_text_file(
@@ -560,31 +432,20 @@ impl Client for ZeroNineClientSide {
         p: z::ReadTextFileParams,
     ) -> Result<z::ReadTextFileResponse, Error> {
         let method = z::names::READ_TEXT_FILE;
-        let request = v1::ReadTextFileRequest {
-            session_id: self.conversation.session(method)?,
-            path: p.path,
-            line: p.line,
-            limit: p.limit,
-            meta: None,
-        };
+        let mut request = v1::ReadTextFileRequest::new(self.conversation.session(method)?, p.path);
+        (request.line, request.limit) = (p.line, p.limit);
         let read = if self.capabilities().read_text_file {
             self.client.typed_request(&request).await?
         } else {
             self.fs(method)?.read_text_file(request).await?
         };
-        Ok(z::ReadTextFileResponse {
-            content: read.content,
-        })
+        Ok(z::ReadTextFileResponse::new(read.content))
     }
 
     async fn write_text_file(&self, p: z::WriteTextFileParams) -> Result<(), Error> {
         let method = z::names::WRITE_TEXT_FILE;
-        let request = v1::WriteTextFileRequest {
-            session_id: self.conversation.session(method)?,
-            path: p.path,
-            content: p.content,
-            meta: None,
-        };
+        let session = self.conversation.session(method)?;
+        let request = v1::WriteTextFileRequest::new(session, p.path, p.content);
         if self.capabilities().write_text_file {
             let _: v1::WriteTextFileResponse = self.client.typed_request(&request).await?;
         } else {

@@ -1,0 +1,38 @@
+//! The legacy dialects, on the client side. Each dialect lives in acp-dialects, in the
+//! module named after it (re-exported here: [`v0_0_9`], [`threads`]), with its mapping
+//! tables; this module only wires it in:
+//!
+//! * **Native**: implement the dialect's own `Client` trait and `connect` it, for an editor
+//!   that speaks exactly that dialect, with a typed handle to the agent's methods.
+//! * **Translated**: [`connect_v1`] drives an agent of that dialect with one v1
+//!   [`crate::Client`] and gives back an ordinary [`ClientConnection`].
+//!
+//! [`crate::negotiate`] offers the preferred dialect first and falls back along a pinned list.
+
+pub use acp_dialects::AdapterOptions;
+#[cfg(feature = "legacy-threads")]
+pub use acp_dialects::threads;
+#[cfg(feature = "legacy-0-0-9")]
+pub use acp_dialects::v0_0_9;
+
+use crate::{Client, ClientConnection, Config, Dialect};
+
+/// Drives an agent speaking the legacy `dialect` (its stdout is `reader`, its stdin
+/// `writer`; the legacy wire's [`Config`] is [`AdapterOptions::config`]) with a v1
+/// `client`, and gives back an ordinary v1 [`ClientConnection`]. The dialect's module docs
+/// hold the mapping. `None` for v1 itself or a dialect this build lacks.
+pub fn connect_v1<C: Client>(
+    dialect: Dialect,
+    client: C,
+    reader: impl acp_dialects::Input,
+    writer: impl acp_dialects::Output,
+    options: AdapterOptions,
+) -> Option<ClientConnection> {
+    let mut user = None;
+    let start = |(r, w)| {
+        let conn = user.insert(ClientConnection::new(client, r, w, Config::default()));
+        conn.peer().clone()
+    };
+    acp_dialects::drive_for_v1_client(dialect, start, reader, writer, options)?;
+    user
+}
