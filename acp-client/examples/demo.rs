@@ -8,7 +8,14 @@
 //! cargo run -p acp-client --example demo -- --wire  # plus every raw line on the wire
 //! cargo run -p acp-client --example demo -- --dialect legacy-0.0.9   # pin a dialect
 //! cargo run -p acp-client --example demo -- -- my-agent --flag   # drive another agent
+//! cargo run -p acp-client --example demo -- --allow-terminal     # let the agent run commands
 //! ```
+//!
+//! Terminal policy: the demo is not interactive, so it cannot ask. By default it does not
+//! offer the `terminal` capability, and refuses any `terminal/create` an agent sends anyway,
+//! printing the exact command it refused; with `--allow-terminal` it offers terminals and
+//! runs commands inside the workspace (printing each one) but still refuses a `cwd` outside
+//! it and environment variables (the `Terminals` defaults).
 //!
 //! By default the agent is `acp-agent`'s `echo_agent` example, started through `cargo run`
 //! (so the first run also builds it). The dialect is negotiated (v1 first, then the legacy
@@ -23,7 +30,7 @@ use std::time::Duration;
 use acp_client::fs::SandboxedFs;
 use acp_client::negotiate::NegotiateOptions;
 use acp_client::process::{AgentCommand, AgentProcess};
-use acp_client::terminal::Terminals;
+use acp_client::terminal::{TerminalDecision, TerminalRequest, Terminals};
 use acp_client::{Client, Config, Dialect, Error, PromptEvent, async_trait};
 use acp_rpc::{Direction, TapEvent};
 use acp_types::v1::*;
@@ -33,10 +40,22 @@ use acp_types::v1::*;
 struct DemoClient {
     fs: SandboxedFs,
     terminals: Terminals,
+    /// `--allow-terminal`: run the commands the agent asks for (inside the workspace).
+    allow_terminal: bool,
 }
 
 #[async_trait]
 impl Client for DemoClient {
+    async fn approve_terminal(&self, request: &TerminalRequest) -> TerminalDecision {
+        if self.allow_terminal {
+            println!("  ! running {request} (--allow-terminal)");
+            TerminalDecision::Allow
+        } else {
+            println!("  ! refused to run {request} (pass --allow-terminal to allow)");
+            TerminalDecision::deny("the demo client runs commands only with --allow-terminal")
+        }
+    }
+
     async fn request_permission(
         &self,
         p: RequestPermissionRequest,
@@ -90,7 +109,7 @@ impl Client for DemoClient {
         p: CreateTerminalRequest,
     ) -> Result<CreateTerminalResponse, Error> {
         println!("  < terminal/create {} {}", p.command, p.args.join(" "));
-        self.terminals.create(p).await
+        self.terminals.create(p, self).await
     }
 
     async fn terminal_output(
@@ -185,6 +204,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let ours = &args[..args.len() - custom.len()];
     let wire = ours.iter().any(|a| a == "--wire");
+    let allow_terminal = ours.iter().any(|a| a == "--allow-terminal");
     let mut dialects = Vec::new();
     for (i, arg) in ours.iter().enumerate() {
         if arg == "--dialect" {
@@ -219,6 +239,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     .cwd(&root);
     println!("spawning the agent (cwd {})", root.display());
+    if allow_terminal {
+        println!("terminal commands: run inside the workspace (--allow-terminal)");
+    } else {
+        println!("terminal commands: refused (pass --allow-terminal to let the agent run them)");
+    }
     let mut agent_process = AgentProcess::spawn(&command)?;
 
     let mut config = Config::default();
@@ -233,13 +258,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }));
     }
+    let terminals = Terminals::new();
     let client = DemoClient {
         fs: SandboxedFs::new([&root])?,
-        terminals: Terminals::new(),
+        terminals: terminals.clone(),
+        allow_terminal,
     };
     let mut options = NegotiateOptions::new(serde_json::from_value(serde_json::json!({
         "protocolVersion": 1,
-        "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true},
+        "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": allow_terminal},
         "clientInfo": {"name": "acp-rs demo client", "version": env!("CARGO_PKG_VERSION")}
     }))?)
     .with_config(config)
@@ -273,6 +300,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .await?;
     println!("session {}", session.session_id.0);
+    // Commands without a `cwd` run in the session's directory, and a `cwd` must lie inside it.
+    terminals.add_session(session.session_id.clone(), &root, []);
 
     let prompt = "Please read hello.txt and say hi";
     println!("user: {prompt}");
@@ -288,6 +317,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
+    terminals.close().await;
     let status = agent_process.shutdown(Duration::from_secs(2)).await?;
     println!("agent exited: {status}");
     let _ = std::fs::remove_dir_all(&root);
