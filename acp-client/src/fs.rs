@@ -34,9 +34,10 @@
 //! open and add `O_NOFOLLOW`, because our rule is stricter than cap-std's (it follows
 //! symlinks that stay inside the directory; we follow none).
 //!
-//! Reads are bounded while reading: the opened file is read through `take(limit + 1)`, so a
-//! file that grows (or is swapped for a 100 MiB one) after any size check can never make us
-//! hold more than `limit + 1` bytes; `line`/`limit` slicing works on what was read. At most
+//! Reads are bounded while reading: a file whose handle's `fstat` size is over the limit is
+//! refused without reading, and the opened file is read through `take(limit + 1)`, so a file
+//! that grows (or is swapped for a 100 MiB one) after any size check can never make us hold
+//! more than `limit + 1` bytes; `line`/`limit` slicing works on what was read. At most
 //! [`MAX_CONCURRENT_READS`] reads buffer at once per sandbox, so pipelined reads cannot
 //! multiply that. A FIFO cannot block an open: the read open uses `O_NONBLOCK` (a FIFO opens
 //! at once and `fstat` refuses it), the write open uses `O_NONBLOCK` as well (a FIFO without a
@@ -300,21 +301,23 @@ impl SandboxedFs {
         let _slot = self.read_slot().await?;
         self.on_handles(path, move |root, comps, path| {
             let mut file = open_regular(root, comps, path, Access::Read)?;
-            if let Some(offset) = offset {
-                file.seek(io::SeekFrom::Start(offset))
-                    .map_err(|e| io_error(path, &e))?;
+            let len = file.metadata().map_err(|e| io_error(path, &e))?.len();
+            let offset = offset.unwrap_or(0).min(len);
+            let wanted = limit.unwrap_or(u64::MAX).min(len - offset);
+            if wanted > max {
+                return Err(too_large(path, wanted, max));
             }
-            match limit {
-                Some(limit) if limit <= max => {
-                    let mut bytes = Vec::new();
-                    (&mut file)
-                        .take(limit)
-                        .read_to_end(&mut bytes)
-                        .map_err(|e| io_error(path, &e))?;
-                    Ok(bytes)
-                }
-                _ => read_bounded(&mut file, max, path),
+            file.seek(io::SeekFrom::Start(offset))
+                .map_err(|e| io_error(path, &e))?;
+            let mut bytes = Vec::with_capacity(usize::try_from(wanted).unwrap_or(0));
+            (&mut file)
+                .take(limit.unwrap_or(u64::MAX).min(max.saturating_add(1)))
+                .read_to_end(&mut bytes)
+                .map_err(|e| io_error(path, &e))?;
+            if bytes.len() as u64 > max {
+                return Err(too_large(path, bytes.len() as u64, max));
             }
+            Ok(bytes)
         })
         .await
     }
@@ -505,18 +508,23 @@ fn open_regular(root: &Dir, comps: &[OsString], path: &str, access: Access) -> R
     Ok(file)
 }
 
-/// Reads at most `max + 1` bytes: more than `max` is refused, whatever size the file had
-/// (or claims to have) when it was opened.
+/// Reads the opened file: refused at once if `fstat` on the handle says it is over `max`;
+/// otherwise read through `take(max + 1)`, so a file that grows while it is read is still
+/// refused after at most `max + 1` bytes.
 fn read_bounded(file: &mut File, max: u64, path: &str) -> Result<Vec<u8>, Error> {
-    let mut bytes = Vec::new();
+    let len = file.metadata().map_err(|e| io_error(path, &e))?.len();
+    if len > max {
+        return Err(too_large(path, len, max));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0).saturating_add(1));
     file.take(max.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|e| io_error(path, &e))?;
     if bytes.len() as u64 > max {
-        return Err(
-            Error::invalid_params(format!("{path} is over the {max}-byte size limit"))
-                .with_data(json!({ "path": path, "limit": max })),
-        );
+        return Err(Error::invalid_params(format!(
+            "{path} grew over the {max}-byte size limit while it was read"
+        ))
+        .with_data(json!({ "path": path, "limit": max })));
     }
     Ok(bytes)
 }
