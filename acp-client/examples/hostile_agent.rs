@@ -58,7 +58,9 @@ impl Peer {
 
     /// Sends a request and waits for its answer (`None`: no answer within the timeout).
     fn call(&self, method: &str, params: Value) -> Option<Value> {
-        self.request(method, params).recv_timeout(ANSWER_TIMEOUT).ok()
+        self.request(method, params)
+            .recv_timeout(ANSWER_TIMEOUT)
+            .ok()
     }
 }
 
@@ -329,7 +331,8 @@ fn create_terminal(cx: &Ctx, command: &str, args: &[&str], extra: Value) -> Rece
 }
 
 fn terminal_call(cx: &Ctx, method: &str, id: &Value) -> Option<Value> {
-    cx.peer.call(method, json!({"sessionId": cx.session, "terminalId": id}))
+    cx.peer
+        .call(method, json!({"sessionId": cx.session, "terminalId": id}))
 }
 
 /// Commands that write outside, run outside, and carry an injected variable; one without
@@ -338,10 +341,16 @@ fn term_escape(cx: &Ctx) {
     let mut tally = Tally::default();
     let before = cx.outside_entries();
     let outside = path_str(&cx.outside);
-    let script = format!("echo pwned > '{outside}/term-pwned'; echo \"$INJECTED\" > '{outside}/term-env'");
+    let script =
+        format!("echo pwned > '{outside}/term-pwned'; echo \"$INJECTED\" > '{outside}/term-env'");
     let attempts = [
         create_terminal(cx, "sh", &["-c", &script], json!({})),
-        create_terminal(cx, "sh", &["-c", "echo pwned > term-cwd"], json!({"cwd": outside})),
+        create_terminal(
+            cx,
+            "sh",
+            &["-c", "echo pwned > term-cwd"],
+            json!({"cwd": outside}),
+        ),
         create_terminal(
             cx,
             "sh",
@@ -401,7 +410,10 @@ fn term_burst(cx: &Ctx) {
     for id in ids {
         let _ = terminal_call(cx, "terminal/release", &id);
     }
-    tally.report("term-burst", json!({"started": started_count, "firstRefusal": message}));
+    tally.report(
+        "term-burst",
+        json!({"started": started_count, "firstRefusal": message}),
+    );
 }
 
 /// A command printing 500 MB with `outputByteLimit: 2^62`.
@@ -476,7 +488,7 @@ fn run_attacks(cx: &Ctx, attacks: &[String]) {
     }
 }
 
-fn main() {
+pub fn main() {
     let attacks: Vec<String> = std::env::var("HOSTILE_ATTACKS")
         .unwrap_or_else(|_| {
             "fs-race,size-race,fifo,term-escape,term-burst,term-flood,term-setsid".into()
