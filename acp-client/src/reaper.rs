@@ -1,12 +1,13 @@
-//! Cleaning up the processes a terminal command leaves behind after they leave its process
-//! group (a `setsid` grandchild, a double-forked daemon), on Linux.
+//! Cleaning up the processes a terminal command or an agent leaves behind after they leave
+//! its process group (a `setsid` grandchild, a double-forked daemon), on Linux.
 //!
 //! The client process makes itself a *child subreaper* (`PR_SET_CHILD_SUBREAPER`): an
 //! orphan among its descendants is reparented to it instead of to init, so it can still be
 //! found (its parent is us) and killed. Each terminal command is started with a marker in its
-//! environment ([`MARKER_ENV`]` = <client pid>.<sequence number>`), which its descendants
-//! inherit; a sweep kills the direct children of ours that carry a terminal's marker (and
-//! their process groups), reaps them, and repeats while killing them orphans more.
+//! environment ([`MARKER_ENV`]` = <client pid>.<sequence number>`; agent processes get one
+//! too), which its descendants inherit; a sweep kills the direct children of ours that carry
+//! the marker (and their process groups), reaps them, and repeats while killing them orphans
+//! more.
 //!
 //! What is caught: descendants that left the group (by `setsid` or `setpgid`) and whose
 //! parent died, as long as they kept the inherited environment. What is not: a descendant
@@ -22,7 +23,7 @@
 use std::time::{Duration, Instant};
 
 /// The environment variable that marks a terminal's processes.
-pub(crate) const MARKER_ENV: &str = "ACP_RS_TERMINAL";
+pub(crate) const MARKER_ENV: &str = "ACP_RS_CLEANUP_TAG";
 
 /// Makes this process a child subreaper (once). Returns whether it is one.
 pub(crate) fn become_subreaper() -> bool {

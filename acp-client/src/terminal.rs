@@ -32,13 +32,27 @@
 //! from the front, the cut is moved forward to a UTF-8 character boundary, and `truncated`
 //! becomes `true`. Memory per terminal stays at about that limit whatever the command prints.
 //!
+//! # Threat model
+//!
+//! The agent is assumed hostile. Defended: a command the application did not allow never
+//! starts; a command never runs in the client process's own directory by accident, nor
+//! (unless configured) in a directory outside the session's roots or with variables the agent
+//! injected (`LD_PRELOAD`, `PATH`, ...); a burst of `terminal/create` cannot start more than
+//! the per-session cap; a command printing without end cannot grow the client's memory past
+//! about the output maximum per terminal; processes that leave the command's group are still
+//! killed with it where the OS allows (below). Not defended: what an allowed command does
+//! (it runs with the user's rights: the application's policy is the boundary, so show the
+//! user the whole [`TerminalRequest`]); hard links and other file system tricks are the file
+//! system module's concern ([`crate::fs`]).
+//!
 //! # Processes
 //!
-//! Each command runs in its own process group; `kill`, `release` and dropping the last
-//! [`Terminals`] clone kill the whole group (SIGKILL). On Linux the client also becomes a child
-//! subreaper, so processes that left the group (a `setsid` grandchild) are still found and
-//! killed then; see the `reaper` notes on [`TerminalConfig::reap_orphans`] for what is and is
-//! not caught.
+//! Each command runs in its own process group; `kill`, `release`, [`Terminals::close`] and
+//! dropping the last [`Terminals`] clone kill the whole group (SIGKILL). On Linux the client
+//! also becomes a child subreaper (`PR_SET_CHILD_SUBREAPER`), so processes that left the group
+//! (a `setsid` grandchild) are still found and killed then: [`TerminalConfig::reap_orphans`]
+//! says what is and is not caught. Call [`Terminals::close`] before the client exits: a drop
+//! starts the same cleanup in the background, which an exiting process may not finish.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -90,7 +104,7 @@ pub struct TerminalConfig {
     /// terminal's process group are killed with it. It is process-wide: orphans of every
     /// child of the client come to it. Processes caught: descendants that called `setsid`
     /// or `setpgid` and were orphaned, as long as they kept the environment the command got
-    /// (it carries a marker, `ACP_RS_TERMINAL`). Not caught: a descendant that replaced its
+    /// (it carries a marker, `ACP_RS_CLEANUP_TAG`). Not caught: a descendant that replaced its
     /// environment, one whose parent outside the group is still alive at the sweep, one
     /// that double-forks faster than the sweep's rounds (about 60 ms of quiet), any on
     /// systems other than Linux. A `setsid` orphan that exits on its own before its
