@@ -15,6 +15,7 @@
 //! deterministic (definitions keep document order; typify's maps are ordered).
 #![deny(missing_docs)]
 
+mod constructors;
 mod methods;
 pub mod model;
 mod structs;
@@ -65,11 +66,11 @@ pub struct DialectModule {
 /// Generates the modules of one schema document (`source` names it in the file headers).
 pub fn generate_dialect(schema_text: &str, source: &str) -> Result<DialectModule, Error> {
     let schema = model::parse(schema_text)?;
-    let mut types = structs::generate(&schema)?;
+    let (mut types, signatures) = structs::generate(&schema)?;
     for def in &schema.defs {
         let tokens = match &def.kind {
             model::DefKind::StringEnum(e) => unions::string_enum(def, e),
-            model::DefKind::TaggedUnion(u) => unions::tagged_union(def, u)?,
+            model::DefKind::TaggedUnion(u) => unions::tagged_union(def, u, &signatures)?,
             model::DefKind::UntaggedUnion(m) => unions::untagged_union(def, m)?,
             model::DefKind::Code(c) => unions::code(def, c)?,
             model::DefKind::Object(o) if structs::is_empty_object(o) => structs::empty_object(def),

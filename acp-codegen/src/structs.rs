@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use syn::{Attribute, Field, Fields, Item, ItemStruct};
 
 use crate::Error;
+use crate::constructors::{self, CtorField, Signatures};
 use crate::model::{DefKind, ObjectDef, Prop, Schema};
 use crate::unions::{docs, ident};
 
@@ -26,8 +27,9 @@ const SERDE_UTIL: &str = "crate::serde_util";
 /// in every protocol value (the parser moves values by value, so their size is parse time).
 const META: &str = "crate::Meta";
 
-/// Runs typify over the plain definitions and returns the rewritten items.
-pub fn generate(schema: &Schema) -> Result<Vec<Item>, Error> {
+/// Runs typify over the plain definitions and returns the rewritten items, with the
+/// constructors of every object type and the `new` signatures the union constructors forward to.
+pub fn generate(schema: &Schema) -> Result<(Vec<Item>, Signatures), Error> {
     let mut defs = Map::new();
     let mut settings = typify::TypeSpaceSettings::default();
     settings
@@ -80,6 +82,26 @@ pub fn generate(schema: &Schema) -> Result<Vec<Item>, Error> {
 
     let known: BTreeSet<&str> = schema.defs.iter().map(|d| d.name.as_str()).collect();
     let mut items = Vec::new();
+    let mut signatures = Signatures::new();
+    for def in &schema.defs {
+        match &def.kind {
+            DefKind::Object(obj) if is_empty_object(obj) => {
+                signatures.insert(def.name.clone(), Vec::new());
+            }
+            DefKind::StringNewtype => {
+                // Ids and other string newtypes are written as literals most of the time.
+                let name = ident(&def.name);
+                items.push(syn::parse_quote! {
+                    impl ::std::convert::From<&str> for #name {
+                        fn from(value: &str) -> Self {
+                            Self(value.to_owned())
+                        }
+                    }
+                });
+            }
+            _ => {}
+        }
+    }
     for item in file.items {
         match item {
             Item::Struct(mut s) => {
@@ -90,9 +112,16 @@ pub fn generate(schema: &Schema) -> Result<Vec<Item>, Error> {
                     )));
                 }
                 if let Some(DefKind::Object(obj)) = schema.def(&name).map(|d| &d.kind) {
-                    rewrite_object(schema, &name, obj, &mut s)?;
+                    let fields = rewrite_object(schema, &name, obj, &mut s)?;
+                    let (ctors, params) = constructors::object(&name, &fields)?;
+                    signatures.insert(name.clone(), params);
+                    items.push(Item::Struct(s));
+                    let ctors: syn::File = syn::parse2(ctors)
+                        .map_err(|e| Error::Render(format!("{name} constructors: {e}")))?;
+                    items.extend(ctors.items);
+                } else {
+                    items.push(Item::Struct(s));
                 }
-                items.push(Item::Struct(s));
             }
             Item::Enum(e) => {
                 return Err(Error::Typify(format!(
@@ -117,7 +146,7 @@ pub fn generate(schema: &Schema) -> Result<Vec<Item>, Error> {
             other => items.push(other),
         }
     }
-    Ok(items)
+    Ok((items, signatures))
 }
 
 /// typify writes `///text`; rustdoc convention (and the rest of our output) is `/// text`.
@@ -160,6 +189,13 @@ pub fn empty_object(def: &crate::model::Def) -> TokenStream {
         #doc
         #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
         pub struct #name {}
+
+        impl #name {
+            /// The empty value (it has no fields yet; later versions may add optional ones).
+            pub fn new() -> Self {
+                Self {}
+            }
+        }
     }
 }
 
@@ -255,13 +291,13 @@ fn rewrite_object(
     name: &str,
     obj: &ObjectDef,
     s: &mut ItemStruct,
-) -> Result<(), Error> {
+) -> Result<Vec<CtorField>, Error> {
     let Fields::Named(named) = &mut s.fields else {
         return Err(Error::Typify(format!(
             "`{name}` is not a struct with named fields"
         )));
     };
-    let mut fields: Vec<(usize, Field)> = Vec::new();
+    let mut fields: Vec<(usize, Field, &Prop)> = Vec::new();
     for mut field in std::mem::take(&mut named.named) {
         let pairs = serde_pairs(&field.attrs)?;
         let ident_name = field
@@ -288,10 +324,24 @@ fn rewrite_object(
         if !attrs.is_empty() {
             field.attrs.push(syn::parse_quote!(#[serde(#attrs)]));
         }
-        fields.push((index, field));
+        fields.push((index, field, prop));
     }
-    fields.sort_by_key(|(i, _)| *i);
-    named.named = fields.into_iter().map(|(_, f)| f).collect();
+    fields.sort_by_key(|(i, _, _)| *i);
+    let mut ctor_fields: Vec<CtorField> = fields
+        .iter()
+        .map(|(_, field, prop)| CtorField {
+            field: field.clone(),
+            required: prop.required
+                && !field
+                    .ty
+                    .to_token_stream()
+                    .to_string()
+                    .replace(' ', "")
+                    .starts_with("::std::option::Option<"),
+            null_clears: prop.null_clears,
+        })
+        .collect();
+    named.named = fields.into_iter().map(|(_, f, _)| f).collect();
     if let Some((union, field)) = &obj.embedded {
         // The embedded union has no default, so neither has the object.
         remove_derive(&mut s.attrs, "Default");
@@ -300,13 +350,19 @@ fn rewrite_object(
         let doc = docs(Some(
             "The variant part of this object: its tag and fields sit beside the fields above on the wire.",
         ));
-        named.named.push(syn::parse_quote! {
+        let embedded: Field = syn::parse_quote! {
             #doc
             #[serde(flatten)]
             pub #field: #union
+        };
+        ctor_fields.push(CtorField {
+            field: embedded.clone(),
+            required: true,
+            null_clears: false,
         });
+        named.named.push(embedded);
     }
-    Ok(())
+    Ok(ctor_fields)
 }
 
 /// `_meta` (checked by the model to be any JSON object) is [`META`] instead of the

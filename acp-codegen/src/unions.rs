@@ -6,6 +6,7 @@ use quote::quote;
 use serde_json::Value;
 
 use crate::Error;
+use crate::constructors;
 use crate::model::{CodeDef, Def, StringEnumDef, TaggedUnionDef, UntaggedMember, ref_name};
 
 /// A Rust identifier for a type or variant name.
@@ -137,7 +138,11 @@ pub fn string_enum(def: &Def, e: &StringEnumDef) -> TokenStream {
 /// repeats the tag key is dispatched on its first occurrence on the direct path, on its last
 /// when buffered); the direct one skips building a `Value` (with `serde_json/preserve_order`,
 /// an index map per object), which was most of the cost of receiving a streamed chunk.
-pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error> {
+pub fn tagged_union(
+    def: &Def,
+    u: &TaggedUnionDef,
+    signatures: &constructors::Signatures,
+) -> Result<TokenStream, Error> {
     let name = ident(&def.name);
     let doc = docs(def.description.as_deref());
     let tag = &u.tag;
@@ -245,28 +250,21 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
             quote! { None => Err(::serde::de::Error::missing_field(#tag)), },
         ),
     };
-    // A boxed variant whose body no other variant carries converts from the bare body, so
-    // building one reads `call.into()` rather than `Union::V(Box::new(call))`.
-    let boxed_froms = u.variants.iter().filter(|v| v.boxed).filter_map(|v| {
-        let body = v.body.as_deref()?;
-        let unique = u
-            .variants
-            .iter()
-            .filter(|w| w.body.as_deref() == Some(body))
-            .count()
-            == 1;
-        let body = ident(body);
-        let built = wrap(v, quote!(body));
-        unique.then(|| {
-            quote! {
-                impl ::std::convert::From<#body> for #name {
-                    fn from(body: #body) -> Self {
-                        #built
-                    }
-                }
-            }
+    // `Union::variant(...)` and `From<Body>` conversions, so building one reads
+    // `SessionUpdate::tool_call("t1", "Read")` or `call.into()`.
+    let ctor_variants: Vec<constructors::Variant> = u
+        .variants
+        .iter()
+        .filter_map(|v| {
+            Some(constructors::Variant {
+                rust_name: &v.rust_name,
+                body: v.body.as_deref()?,
+                boxed: v.boxed,
+                tag_value: v.tag_value.as_deref(),
+            })
         })
-    });
+        .collect();
+    let ctors = constructors::tagged_union(&def.name, &ctor_variants, signatures);
     let direct_body = if direct_arms.is_empty() {
         quote! {
             let _ = tag;
@@ -328,7 +326,7 @@ pub fn tagged_union(def: &Def, u: &TaggedUnionDef) -> Result<TokenStream, Error>
                 }
             }
         }
-        #( #boxed_froms )*
+        #ctors
     })
 }
 

@@ -1,4 +1,5 @@
-//! Constructors and `Display` for the protocol's error object and codes.
+//! The well-known errors and `Display` for the protocol's error object and codes (`new` and
+//! the `data` builder are generated).
 
 use std::fmt;
 
@@ -15,28 +16,13 @@ impl fmt::Display for ErrorCode {
 }
 
 impl Error {
-    /// An error with a code and message and no data.
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            data: None,
-        }
-    }
-
-    /// Attaches `data` (any JSON) to the error.
-    pub fn with_data(mut self, data: serde_json::Value) -> Self {
-        self.data = Some(data);
-        self
-    }
-
     /// `-32601`: the method does not exist or is not served here.
     pub fn method_not_found(method: &str) -> Self {
         Self::new(
             ErrorCode::METHOD_NOT_FOUND,
             format!("method not found: {method}"),
         )
-        .with_data(serde_json::json!({ "method": method }))
+        .data(serde_json::json!({ "method": method }))
     }
 
     /// `-32602`: the params do not match the method's schema.

@@ -1,29 +1,8 @@
-//! `From<&str>` for the string identifiers, so `"sess-1".into()` works wherever an id is asked.
+//! `From` for the request id, an untagged union the generator leaves alone (its members are a
+//! number and a string, for which `From` cannot be derived from the schema without ambiguity).
+//! The string identifiers (`SessionId`, `ToolCallId`, ...) get `From<&str>` from the generator.
 
 use super::*;
-
-macro_rules! from_str_ref {
-    ($($id:ident),* $(,)?) => {$(
-        impl From<&str> for $id {
-            fn from(value: &str) -> Self {
-                Self(value.to_owned())
-            }
-        }
-    )*};
-}
-
-from_str_ref!(
-    SessionId,
-    ToolCallId,
-    TerminalId,
-    MessageId,
-    PermissionOptionId,
-    SessionModeId,
-    SessionConfigId,
-    SessionConfigValueId,
-    AuthMethodId,
-    ElicitationId,
-);
 
 impl From<i64> for RequestId {
     fn from(value: i64) -> Self {

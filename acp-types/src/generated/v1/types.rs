@@ -31,6 +31,38 @@ pub struct InitializeRequest {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl InitializeRequest {
+    /// A value from its required fields (`protocol_version`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(protocol_version: impl ::std::convert::Into<ProtocolVersion>) -> Self {
+        Self {
+            protocol_version: protocol_version.into(),
+            client_capabilities: ::std::default::Default::default(),
+            client_info: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// What the client supports. Absent (or malformed) means no optional capability at all.
+    pub fn client_capabilities(
+        mut self,
+        value: impl ::std::convert::Into<ClientCapabilities>,
+    ) -> Self {
+        self.client_capabilities = value.into();
+        self
+    }
+    /// Name and version of the client. Optional in v1 but expected to become mandatory, so send it.
+    pub fn client_info(
+        mut self,
+        value: impl ::std::convert::Into<Implementation>,
+    ) -> Self {
+        self.client_info = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Result of `initialize`: the version the agent settled on, its capabilities and the ways a user can authenticate with it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct InitializeResponse {
@@ -67,6 +99,52 @@ pub struct InitializeResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl InitializeResponse {
+    /// A value from its required fields (`protocol_version`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(protocol_version: impl ::std::convert::Into<ProtocolVersion>) -> Self {
+        Self {
+            protocol_version: protocol_version.into(),
+            agent_capabilities: ::std::default::Default::default(),
+            auth_methods: ::std::default::Default::default(),
+            agent_info: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// What the agent supports. Absent (or malformed) means only the baseline methods.
+    pub fn agent_capabilities(
+        mut self,
+        value: impl ::std::convert::Into<AgentCapabilities>,
+    ) -> Self {
+        self.agent_capabilities = value.into();
+        self
+    }
+    /// Authentication methods the agent offers; empty when none is needed. Entries that do not parse are dropped.
+    pub fn auth_methods(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<AuthMethod>,
+        >,
+    ) -> Self {
+        self.auth_methods = value
+            .into_iter()
+            .map(::std::convert::Into::<AuthMethod>::into)
+            .collect();
+        self
+    }
+    /// Name and version of the agent. Optional in v1 but expected to become mandatory.
+    pub fn agent_info(
+        mut self,
+        value: impl ::std::convert::Into<Implementation>,
+    ) -> Self {
+        self.agent_info = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Major version of ACP, an integer from 0 to 65535. It only changes on breaking changes; additions are negotiated through capabilities instead. This schema is version 1.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -129,6 +207,33 @@ pub struct Implementation {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl Implementation {
+    /// A value from its required fields (`name`, `version`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        name: impl ::std::convert::Into<::std::string::String>,
+        version: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            title: ::std::default::Default::default(),
+            version: version.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Human-friendly name for user interfaces.
+    pub fn title(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.title = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Features the client offers to the agent, sent in `initialize`. The agent must only call client methods and use content the client advertised here.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ClientCapabilities {
@@ -170,6 +275,58 @@ pub struct ClientCapabilities {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl ClientCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            fs: ::std::default::Default::default(),
+            terminal: ::std::default::Default::default(),
+            session: ::std::default::Default::default(),
+            auth: ::std::default::Default::default(),
+            elicitation: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Which `fs/*` file methods the client serves.
+    pub fn fs(
+        mut self,
+        value: impl ::std::convert::Into<FileSystemCapabilities>,
+    ) -> Self {
+        self.fs = value.into();
+        self
+    }
+    /// `true` when the client serves every `terminal/*` method.
+    pub fn terminal(mut self, value: bool) -> Self {
+        self.terminal = value;
+        self
+    }
+    /// Optional session-related extensions the client understands; absent and `null` both mean none.
+    pub fn session(
+        mut self,
+        value: impl ::std::convert::Into<ClientSessionCapabilities>,
+    ) -> Self {
+        self.session = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Which kinds of authentication method the agent may offer this client.
+    pub fn auth(mut self, value: impl ::std::convert::Into<AuthCapabilities>) -> Self {
+        self.auth = value.into();
+        self
+    }
+    /// Whether and how the client can ask the user for input on the agent's behalf; absent and `null` both mean not at all.
+    pub fn elicitation(
+        mut self,
+        value: impl ::std::convert::Into<ElicitationCapabilities>,
+    ) -> Self {
+        self.elicitation = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 impl ::std::default::Default for ClientCapabilities {
     fn default() -> Self {
         Self {
@@ -208,6 +365,31 @@ pub struct FileSystemCapabilities {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl FileSystemCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            read_text_file: ::std::default::Default::default(),
+            write_text_file: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// `true` when the client serves `fs/read_text_file`.
+    pub fn read_text_file(mut self, value: bool) -> Self {
+        self.read_text_file = value;
+        self
+    }
+    /// `true` when the client serves `fs/write_text_file`.
+    pub fn write_text_file(mut self, value: bool) -> Self {
+        self.write_text_file = value;
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Session-level extensions the client can handle. Each field is a marker: present (even `{}`) means supported, absent or `null` means not.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct ClientSessionCapabilities {
@@ -242,9 +424,55 @@ pub struct ClientSessionCapabilities {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl ClientSessionCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            compaction: ::std::default::Default::default(),
+            config_options: ::std::default::Default::default(),
+            notices: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Present when the client understands context-compaction updates addressed by compaction ID.
+    pub fn compaction(
+        mut self,
+        value: impl ::std::convert::Into<CompactionCapabilities>,
+    ) -> Self {
+        self.compaction = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extensions to session configuration options that the client supports.
+    pub fn config_options(
+        mut self,
+        value: impl ::std::convert::Into<SessionConfigOptionsCapabilities>,
+    ) -> Self {
+        self.config_options = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the client can show `notice` session updates to the user.
+    pub fn notices(
+        mut self,
+        value: impl ::std::convert::Into<NoticeCapabilities>,
+    ) -> Self {
+        self.notices = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Marker object: sent as `{}` when the client supports the full context-compaction update contract. It has no fields.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct CompactionCapabilities {}
+impl CompactionCapabilities {
+    /// The empty value (it has no fields yet; later versions may add optional ones).
+    pub fn new() -> Self {
+        Self {}
+    }
+}
 /// Which optional kinds of session configuration option the client can display and set.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct SessionConfigOptionsCapabilities {
@@ -264,6 +492,28 @@ pub struct SessionConfigOptionsCapabilities {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl SessionConfigOptionsCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            boolean: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Present when the client handles `type: "boolean"` config options, both in `configOptions` lists and in `session/set_config_option`.
+    pub fn boolean(
+        mut self,
+        value: impl ::std::convert::Into<BooleanConfigOptionCapabilities>,
+    ) -> Self {
+        self.boolean = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Marker object: sent as `{}` when the client supports boolean (on/off) session config options.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct BooleanConfigOptionCapabilities {
@@ -276,9 +526,28 @@ pub struct BooleanConfigOptionCapabilities {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl BooleanConfigOptionCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Marker object: sent as `{}` when the client can present live notices to the user. It has no fields.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct NoticeCapabilities {}
+impl NoticeCapabilities {
+    /// The empty value (it has no fields yet; later versions may add optional ones).
+    pub fn new() -> Self {
+        Self {}
+    }
+}
 /// Kinds of authentication method the client can carry out, beyond the always-available `agent` kind.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct AuthCapabilities {
@@ -293,6 +562,25 @@ pub struct AuthCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl AuthCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            terminal: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// `true` when the client can rerun the agent's launch command in an interactive terminal, so the agent may offer `terminal` authentication methods.
+    pub fn terminal(mut self, value: bool) -> Self {
+        self.terminal = value;
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// The elicitation modes the client supports (forms, URLs). Each field is a marker: present means supported, absent or `null` means not.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -320,6 +608,37 @@ pub struct ElicitationCapabilities {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl ElicitationCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            form: ::std::default::Default::default(),
+            url: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Present when the client can show form elicitations.
+    pub fn form(
+        mut self,
+        value: impl ::std::convert::Into<ElicitationFormCapabilities>,
+    ) -> Self {
+        self.form = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the client can handle URL elicitations.
+    pub fn url(
+        mut self,
+        value: impl ::std::convert::Into<ElicitationUrlCapabilities>,
+    ) -> Self {
+        self.url = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Marker object: sent as `{}` when the client supports form-based elicitation.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct ElicitationFormCapabilities {
@@ -332,6 +651,19 @@ pub struct ElicitationFormCapabilities {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl ElicitationFormCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Marker object: sent as `{}` when the client supports URL-based elicitation.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct ElicitationUrlCapabilities {
@@ -343,6 +675,19 @@ pub struct ElicitationUrlCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl ElicitationUrlCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Features the agent offers to the client, returned by `initialize`. The client must only use optional methods and prompt content the agent advertised here.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -390,6 +735,61 @@ pub struct AgentCapabilities {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl AgentCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            load_session: ::std::default::Default::default(),
+            prompt_capabilities: ::std::default::Default::default(),
+            mcp_capabilities: ::std::default::Default::default(),
+            session_capabilities: ::std::default::Default::default(),
+            auth: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// `true` when the agent serves `session/load`.
+    pub fn load_session(mut self, value: bool) -> Self {
+        self.load_session = value;
+        self
+    }
+    /// Content block types the agent accepts in prompts beyond the baseline.
+    pub fn prompt_capabilities(
+        mut self,
+        value: impl ::std::convert::Into<PromptCapabilities>,
+    ) -> Self {
+        self.prompt_capabilities = value.into();
+        self
+    }
+    /// MCP transports the agent can connect to besides stdio.
+    pub fn mcp_capabilities(
+        mut self,
+        value: impl ::std::convert::Into<McpCapabilities>,
+    ) -> Self {
+        self.mcp_capabilities = value.into();
+        self
+    }
+    /// Optional session methods and features the agent serves.
+    pub fn session_capabilities(
+        mut self,
+        value: impl ::std::convert::Into<SessionCapabilities>,
+    ) -> Self {
+        self.session_capabilities = value.into();
+        self
+    }
+    /// Optional authentication features of the agent.
+    pub fn auth(
+        mut self,
+        value: impl ::std::convert::Into<AgentAuthCapabilities>,
+    ) -> Self {
+        self.auth = value.into();
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 impl ::std::default::Default for AgentCapabilities {
     fn default() -> Self {
         Self {
@@ -427,6 +827,37 @@ pub struct PromptCapabilities {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl PromptCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            image: ::std::default::Default::default(),
+            audio: ::std::default::Default::default(),
+            embedded_context: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// `true` when prompts may contain `image` blocks.
+    pub fn image(mut self, value: bool) -> Self {
+        self.image = value;
+        self
+    }
+    /// `true` when prompts may contain `audio` blocks.
+    pub fn audio(mut self, value: bool) -> Self {
+        self.audio = value;
+        self
+    }
+    /// `true` when prompts may contain `resource` blocks that embed the referenced content.
+    pub fn embedded_context(mut self, value: bool) -> Self {
+        self.embedded_context = value;
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// MCP server transports the agent supports besides stdio, which every agent must support.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct McpCapabilities {
@@ -444,6 +875,31 @@ pub struct McpCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl McpCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            http: ::std::default::Default::default(),
+            sse: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// `true` when `mcpServers` may contain `http` servers.
+    pub fn http(mut self, value: bool) -> Self {
+        self.http = value;
+        self
+    }
+    /// `true` when `mcpServers` may contain `sse` servers.
+    pub fn sse(mut self, value: bool) -> Self {
+        self.sse = value;
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Optional session features the agent supports. Each field is a marker: present (even `{}`) means supported, absent or `null` means not. `session/load` is advertised by `loadSession` instead.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -495,6 +951,64 @@ pub struct SessionCapabilities {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl SessionCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            list: ::std::default::Default::default(),
+            delete: ::std::default::Default::default(),
+            additional_directories: ::std::default::Default::default(),
+            resume: ::std::default::Default::default(),
+            close: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Present when the agent serves `session/list`.
+    pub fn list(
+        mut self,
+        value: impl ::std::convert::Into<SessionListCapabilities>,
+    ) -> Self {
+        self.list = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent serves `session/delete`.
+    pub fn delete(
+        mut self,
+        value: impl ::std::convert::Into<SessionDeleteCapabilities>,
+    ) -> Self {
+        self.delete = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent accepts `additionalDirectories` in session lifecycle requests.
+    pub fn additional_directories(
+        mut self,
+        value: impl ::std::convert::Into<SessionAdditionalDirectoriesCapabilities>,
+    ) -> Self {
+        self.additional_directories = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent serves `session/resume`.
+    pub fn resume(
+        mut self,
+        value: impl ::std::convert::Into<SessionResumeCapabilities>,
+    ) -> Self {
+        self.resume = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent serves `session/close`.
+    pub fn close(
+        mut self,
+        value: impl ::std::convert::Into<SessionCloseCapabilities>,
+    ) -> Self {
+        self.close = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Marker object: sent as `{}` when the agent can list its sessions with `session/list`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct SessionListCapabilities {
@@ -506,6 +1020,19 @@ pub struct SessionListCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl SessionListCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Marker object: sent as `{}` when the agent can delete listed sessions with `session/delete`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -519,6 +1046,19 @@ pub struct SessionDeleteCapabilities {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl SessionDeleteCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Marker object: sent as `{}` when the agent accepts extra workspace roots (`additionalDirectories`) in session requests; with `session/list` it may also report them in `SessionInfo`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct SessionAdditionalDirectoriesCapabilities {
@@ -530,6 +1070,19 @@ pub struct SessionAdditionalDirectoriesCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl SessionAdditionalDirectoriesCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Marker object: sent as `{}` when the agent can resume sessions with `session/resume`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -543,6 +1096,19 @@ pub struct SessionResumeCapabilities {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl SessionResumeCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Marker object: sent as `{}` when the agent can close sessions with `session/close`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct SessionCloseCapabilities {
@@ -554,6 +1120,19 @@ pub struct SessionCloseCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl SessionCloseCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Optional authentication features of the agent.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -574,6 +1153,28 @@ pub struct AgentAuthCapabilities {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl AgentAuthCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            logout: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Present when the agent serves `logout`.
+    pub fn logout(
+        mut self,
+        value: impl ::std::convert::Into<LogoutCapabilities>,
+    ) -> Self {
+        self.logout = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Marker object: sent as `{}` when the agent serves the `logout` method.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct LogoutCapabilities {
@@ -585,6 +1186,19 @@ pub struct LogoutCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl LogoutCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// One way the user can authenticate with the agent, listed in `InitializeResponse.authMethods`. The `type` field selects the kind; an object without `type` is an `agent` method.
 #[derive(::serde::Serialize, Clone, Debug, PartialEq)]
@@ -668,6 +1282,32 @@ impl crate::serde_util::TagFirst for AuthMethod {
         }
     }
 }
+impl AuthMethod {
+    /// A `terminal` variant from its body's required fields (see [`AuthMethodTerminal::new`]).
+    pub fn terminal(
+        id: impl ::std::convert::Into<AuthMethodId>,
+        name: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self::Terminal(AuthMethodTerminal::new(id, name))
+    }
+    /// The untagged `Agent` variant from its body's required fields (see [`AuthMethodAgent::new`]).
+    pub fn agent(
+        id: impl ::std::convert::Into<AuthMethodId>,
+        name: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self::Agent(AuthMethodAgent::new(id, name))
+    }
+}
+impl ::std::convert::From<AuthMethodTerminal> for AuthMethod {
+    fn from(body: AuthMethodTerminal) -> Self {
+        Self::Terminal(body)
+    }
+}
+impl ::std::convert::From<AuthMethodAgent> for AuthMethod {
+    fn from(body: AuthMethodAgent) -> Self {
+        Self::Agent(body)
+    }
+}
 /// An authentication method carried out by running the agent's launch command, with extra arguments and environment, in an interactive terminal. Exit status 0 means success; this method is never passed to `authenticate`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct AuthMethodTerminal {
@@ -705,6 +1345,67 @@ pub struct AuthMethodTerminal {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl AuthMethodTerminal {
+    /// A value from its required fields (`id`, `name`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        id: impl ::std::convert::Into<AuthMethodId>,
+        name: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            description: ::std::default::Default::default(),
+            args: ::std::default::Default::default(),
+            env: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Longer explanation of the method for the user.
+    pub fn description(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Arguments appended to the agent's usual launch command. `null` means none.
+    pub fn args(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<::std::string::String>,
+        >,
+    ) -> Self {
+        self.args = value
+            .into_iter()
+            .map(::std::convert::Into::<::std::string::String>::into)
+            .collect();
+        self
+    }
+    /// Environment variables added to the agent's usual launch environment, overriding variables of the same name. `null` means none.
+    pub fn env(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = (
+                impl ::std::convert::Into<::std::string::String>,
+                impl ::std::convert::Into<::std::string::String>,
+            ),
+        >,
+    ) -> Self {
+        self.env = value
+            .into_iter()
+            .map(|(k, v)| (
+                (::std::convert::Into::<::std::string::String>::into)(k),
+                (::std::convert::Into::<::std::string::String>::into)(v),
+            ))
+            .collect();
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// An authentication method the agent carries out itself when the client calls `authenticate` with its `id`. This is the default kind.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct AuthMethodAgent {
@@ -727,6 +1428,38 @@ pub struct AuthMethodAgent {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl AuthMethodAgent {
+    /// A value from its required fields (`id`, `name`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        id: impl ::std::convert::Into<AuthMethodId>,
+        name: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            description: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Longer explanation of the method for the user.
+    pub fn description(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
+impl ::std::convert::From<&str> for AuthMethodId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
 }
 /// Identifier of an authentication method offered by the agent.
 #[derive(
@@ -779,6 +1512,20 @@ pub struct AuthenticateRequest {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl AuthenticateRequest {
+    /// A value from its required fields (`method_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(method_id: impl ::std::convert::Into<AuthMethodId>) -> Self {
+        Self {
+            method_id: method_id.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Result of `authenticate`, sent once authentication succeeded. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct AuthenticateResponse {
@@ -790,6 +1537,19 @@ pub struct AuthenticateResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl AuthenticateResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Params of `logout`: ends the current authenticated session. A `null` params value reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -803,6 +1563,19 @@ pub struct LogoutRequest {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl LogoutRequest {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Result of `logout`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct LogoutResponse {
@@ -814,6 +1587,19 @@ pub struct LogoutResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl LogoutResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Params of `session/new`: starts a new conversation in a working directory, with the MCP servers the agent should connect to.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -842,6 +1628,43 @@ pub struct NewSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl NewSessionRequest {
+    /// A value from its required fields (`cwd`, `mcp_servers`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        cwd: impl ::std::convert::Into<::std::string::String>,
+        mcp_servers: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<McpServer>,
+        >,
+    ) -> Self {
+        Self {
+            cwd: cwd.into(),
+            additional_directories: ::std::default::Default::default(),
+            mcp_servers: mcp_servers
+                .into_iter()
+                .map(::std::convert::Into::<McpServer>::into)
+                .collect(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extra absolute workspace roots that widen the session's file scope without changing `cwd`. Absent, `null` or empty means none.
+    pub fn additional_directories(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<::std::string::String>,
+        >,
+    ) -> Self {
+        self.additional_directories = value
+            .into_iter()
+            .map(::std::convert::Into::<::std::string::String>::into)
+            .collect();
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Result of `session/new`: the new session's ID and its initial modes and configuration options.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -872,6 +1695,47 @@ pub struct NewSessionResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl NewSessionResponse {
+    /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            modes: ::std::default::Default::default(),
+            config_options: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Available modes and the current one, if the agent has modes.
+    pub fn modes(mut self, value: impl ::std::convert::Into<SessionModeState>) -> Self {
+        self.modes = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Configuration options and their current values, if the agent has any. Entries that do not parse are dropped.
+    pub fn config_options(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<SessionConfigOption>,
+        >,
+    ) -> Self {
+        self.config_options = ::std::option::Option::Some(
+            value
+                .into_iter()
+                .map(::std::convert::Into::<SessionConfigOption>::into)
+                .collect(),
+        );
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
+impl ::std::convert::From<&str> for SessionId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
 }
 /// Identifier of a session: one conversation with its own context and history. An agent may run several sessions at once.
 #[derive(
@@ -1004,6 +1868,56 @@ impl crate::serde_util::TagFirst for McpServer {
         }
     }
 }
+impl McpServer {
+    /// A `http` variant from its body's required fields (see [`McpServerHttp::new`]).
+    pub fn http(
+        name: impl ::std::convert::Into<::std::string::String>,
+        url: impl ::std::convert::Into<::std::string::String>,
+        headers: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<HttpHeader>,
+        >,
+    ) -> Self {
+        Self::Http(McpServerHttp::new(name, url, headers))
+    }
+    /// A `sse` variant from its body's required fields (see [`McpServerSse::new`]).
+    pub fn sse(
+        name: impl ::std::convert::Into<::std::string::String>,
+        url: impl ::std::convert::Into<::std::string::String>,
+        headers: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<HttpHeader>,
+        >,
+    ) -> Self {
+        Self::Sse(McpServerSse::new(name, url, headers))
+    }
+    /// The untagged `Stdio` variant from its body's required fields (see [`McpServerStdio::new`]).
+    pub fn stdio(
+        name: impl ::std::convert::Into<::std::string::String>,
+        command: impl ::std::convert::Into<::std::string::String>,
+        args: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<::std::string::String>,
+        >,
+        env: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<EnvVariable>,
+        >,
+    ) -> Self {
+        Self::Stdio(McpServerStdio::new(name, command, args, env))
+    }
+}
+impl ::std::convert::From<McpServerHttp> for McpServer {
+    fn from(body: McpServerHttp) -> Self {
+        Self::Http(body)
+    }
+}
+impl ::std::convert::From<McpServerSse> for McpServer {
+    fn from(body: McpServerSse) -> Self {
+        Self::Sse(body)
+    }
+}
+impl ::std::convert::From<McpServerStdio> for McpServer {
+    fn from(body: McpServerStdio) -> Self {
+        Self::Stdio(body)
+    }
+}
 /// An MCP server reached over HTTP.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct McpServerHttp {
@@ -1023,6 +1937,31 @@ pub struct McpServerHttp {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl McpServerHttp {
+    /// A value from its required fields (`name`, `url`, `headers`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        name: impl ::std::convert::Into<::std::string::String>,
+        url: impl ::std::convert::Into<::std::string::String>,
+        headers: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<HttpHeader>,
+        >,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            url: url.into(),
+            headers: headers
+                .into_iter()
+                .map(::std::convert::Into::<HttpHeader>::into)
+                .collect(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// An MCP server reached over server-sent events.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct McpServerSse {
@@ -1041,6 +1980,31 @@ pub struct McpServerSse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl McpServerSse {
+    /// A value from its required fields (`name`, `url`, `headers`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        name: impl ::std::convert::Into<::std::string::String>,
+        url: impl ::std::convert::Into<::std::string::String>,
+        headers: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<HttpHeader>,
+        >,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            url: url.into(),
+            headers: headers
+                .into_iter()
+                .map(::std::convert::Into::<HttpHeader>::into)
+                .collect(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// An MCP server the agent launches as a child process and talks to over stdin/stdout.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1064,6 +2028,38 @@ pub struct McpServerStdio {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl McpServerStdio {
+    /// A value from its required fields (`name`, `command`, `args`, `env`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        name: impl ::std::convert::Into<::std::string::String>,
+        command: impl ::std::convert::Into<::std::string::String>,
+        args: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<::std::string::String>,
+        >,
+        env: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<EnvVariable>,
+        >,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            command: command.into(),
+            args: args
+                .into_iter()
+                .map(::std::convert::Into::<::std::string::String>::into)
+                .collect(),
+            env: env
+                .into_iter()
+                .map(::std::convert::Into::<EnvVariable>::into)
+                .collect(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// One HTTP header (name and value) sent to an MCP server.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HttpHeader {
@@ -1079,6 +2075,24 @@ pub struct HttpHeader {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl HttpHeader {
+    /// A value from its required fields (`name`, `value`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        name: impl ::std::convert::Into<::std::string::String>,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            value: value.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// A session's available modes together with which one is in effect.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1100,6 +2114,29 @@ pub struct SessionModeState {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl SessionModeState {
+    /// A value from its required fields (`current_mode_id`, `available_modes`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        current_mode_id: impl ::std::convert::Into<SessionModeId>,
+        available_modes: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<SessionMode>,
+        >,
+    ) -> Self {
+        Self {
+            current_mode_id: current_mode_id.into(),
+            available_modes: available_modes
+                .into_iter()
+                .map(::std::convert::Into::<SessionMode>::into)
+                .collect(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// A mode the agent can work in (for example "ask" or "code"), typically changing its prompts, tools or permissions.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1123,6 +2160,38 @@ pub struct SessionMode {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl SessionMode {
+    /// A value from its required fields (`id`, `name`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        id: impl ::std::convert::Into<SessionModeId>,
+        name: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            description: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Longer explanation of the mode for the user.
+    pub fn description(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
+impl ::std::convert::From<&str> for SessionModeId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
 }
 /// Opaque string naming one of a session's modes.
 #[derive(
@@ -1192,6 +2261,44 @@ pub struct SessionConfigOption {
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
     #[serde(flatten)]
     pub kind: SessionConfigKind,
+}
+impl SessionConfigOption {
+    /// A value from its required fields (`id`, `name`, `kind`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        id: impl ::std::convert::Into<SessionConfigId>,
+        name: impl ::std::convert::Into<::std::string::String>,
+        kind: impl ::std::convert::Into<SessionConfigKind>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            description: ::std::default::Default::default(),
+            category: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            kind: kind.into(),
+        }
+    }
+    /// Longer explanation of the option for the user.
+    pub fn description(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// What the option is about, as a hint for presentation only; never needed for correctness.
+    pub fn category(
+        mut self,
+        value: impl ::std::convert::Into<SessionConfigOptionCategory>,
+    ) -> Self {
+        self.category = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// The kind-specific part of a `SessionConfigOption`, selected by its `type` field.
 #[derive(::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1290,6 +2397,39 @@ impl crate::serde_util::TagFirst for SessionConfigKind {
         }
     }
 }
+impl SessionConfigKind {
+    /// A `select` variant from its body's required fields (see [`SessionConfigSelect::new`]).
+    pub fn select(
+        current_value: impl ::std::convert::Into<SessionConfigValueId>,
+        options: impl ::std::convert::Into<SessionConfigSelectOptions>,
+    ) -> Self {
+        Self::Select(SessionConfigSelect::new(current_value, options))
+    }
+    /// A `boolean` variant from its body's required fields (see [`SessionConfigBoolean::new`]).
+    pub fn boolean(current_value: bool) -> Self {
+        Self::Boolean(SessionConfigBoolean::new(current_value))
+    }
+}
+impl ::std::convert::From<SessionConfigSelect> for SessionConfigKind {
+    fn from(body: SessionConfigSelect) -> Self {
+        Self::Select(body)
+    }
+}
+impl ::std::convert::From<SessionConfigBoolean> for SessionConfigKind {
+    fn from(body: SessionConfigBoolean) -> Self {
+        Self::Boolean(body)
+    }
+}
+impl ::std::convert::From<bool> for SessionConfigKind {
+    fn from(current_value: bool) -> Self {
+        Self::Boolean(SessionConfigBoolean::new(current_value))
+    }
+}
+impl ::std::convert::From<&str> for SessionConfigId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
 /// Opaque string naming one configuration option of a session.
 #[derive(
     ::serde::Deserialize,
@@ -1371,12 +2511,32 @@ pub struct SessionConfigSelect {
     /// The values the user can choose from, flat or grouped.
     pub options: SessionConfigSelectOptions,
 }
+impl SessionConfigSelect {
+    /// A value from its required fields (`current_value`, `options`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        current_value: impl ::std::convert::Into<SessionConfigValueId>,
+        options: impl ::std::convert::Into<SessionConfigSelectOptions>,
+    ) -> Self {
+        Self {
+            current_value: current_value.into(),
+            options: options.into(),
+        }
+    }
+}
 /// Fields of a `boolean` configuration option.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SessionConfigBoolean {
     /// Whether the option is currently on.
     #[serde(rename = "currentValue")]
     pub current_value: bool,
+}
+impl SessionConfigBoolean {
+    /// A value from its required fields (`current_value`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(current_value: bool) -> Self {
+        Self {
+            current_value: current_value,
+        }
+    }
 }
 /// The choices of a `select` option: either a flat list of values or a list of named groups of values. Both are JSON arrays; an empty array reads as `Ungrouped`.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
@@ -1410,6 +2570,33 @@ pub struct SessionConfigSelectOption {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl SessionConfigSelectOption {
+    /// A value from its required fields (`value`, `name`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        value: impl ::std::convert::Into<SessionConfigValueId>,
+        name: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            value: value.into(),
+            name: name.into(),
+            description: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Longer explanation of the value for the user.
+    pub fn description(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// A named group of values within a `select` option.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SessionConfigSelectGroup {
@@ -1428,6 +2615,36 @@ pub struct SessionConfigSelectGroup {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl SessionConfigSelectGroup {
+    /// A value from its required fields (`group`, `name`, `options`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        group: impl ::std::convert::Into<SessionConfigGroupId>,
+        name: impl ::std::convert::Into<::std::string::String>,
+        options: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<SessionConfigSelectOption>,
+        >,
+    ) -> Self {
+        Self {
+            group: group.into(),
+            name: name.into(),
+            options: options
+                .into_iter()
+                .map(::std::convert::Into::<SessionConfigSelectOption>::into)
+                .collect(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
+impl ::std::convert::From<&str> for SessionConfigValueId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
 }
 /// Opaque string naming one choice of a `select` configuration option.
 #[derive(
@@ -1463,6 +2680,11 @@ impl ::std::str::FromStr for SessionConfigValueId {
     type Err = ::std::convert::Infallible;
     fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
         Ok(Self(value.to_string()))
+    }
+}
+impl ::std::convert::From<&str> for SessionConfigGroupId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
     }
 }
 /// Opaque string naming a group of choices in a `select` configuration option.
@@ -1532,6 +2754,45 @@ pub struct LoadSessionRequest {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl LoadSessionRequest {
+    /// A value from its required fields (`mcp_servers`, `cwd`, `session_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        mcp_servers: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<McpServer>,
+        >,
+        cwd: impl ::std::convert::Into<::std::string::String>,
+        session_id: impl ::std::convert::Into<SessionId>,
+    ) -> Self {
+        Self {
+            mcp_servers: mcp_servers
+                .into_iter()
+                .map(::std::convert::Into::<McpServer>::into)
+                .collect(),
+            cwd: cwd.into(),
+            additional_directories: ::std::default::Default::default(),
+            session_id: session_id.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extra absolute workspace roots. When non-empty it replaces the session's whole list; absent, `null` or empty activates none.
+    pub fn additional_directories(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<::std::string::String>,
+        >,
+    ) -> Self {
+        self.additional_directories = value
+            .into_iter()
+            .map(::std::convert::Into::<::std::string::String>::into)
+            .collect();
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Result of `session/load`, sent after the history has been replayed. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct LoadSessionResponse {
@@ -1559,6 +2820,41 @@ pub struct LoadSessionResponse {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl LoadSessionResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            modes: ::std::default::Default::default(),
+            config_options: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Available modes and the current one, if the agent has modes.
+    pub fn modes(mut self, value: impl ::std::convert::Into<SessionModeState>) -> Self {
+        self.modes = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Configuration options and their current values, if the agent has any. Entries that do not parse are dropped.
+    pub fn config_options(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<SessionConfigOption>,
+        >,
+    ) -> Self {
+        self.config_options = ::std::option::Option::Some(
+            value
+                .into_iter()
+                .map(::std::convert::Into::<SessionConfigOption>::into)
+                .collect(),
+        );
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Params of `session/list`: asks for one page of the agent's sessions. Requires `sessionCapabilities.list`. A `null` params value reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct ListSessionsRequest {
@@ -1576,6 +2872,37 @@ pub struct ListSessionsRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl ListSessionsRequest {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            cwd: ::std::default::Default::default(),
+            cursor: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Only list sessions whose working directory is this absolute path.
+    pub fn cwd(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.cwd = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// The `nextCursor` of a previous page, to continue from there.
+    pub fn cursor(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.cursor = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Result of `session/list`: one page of sessions and, if there are more, a cursor for the next page.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1599,6 +2926,36 @@ pub struct ListSessionsResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl ListSessionsResponse {
+    /// A value from its required fields (`sessions`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        sessions: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<SessionInfo>,
+        >,
+    ) -> Self {
+        Self {
+            sessions: sessions
+                .into_iter()
+                .map(::std::convert::Into::<SessionInfo>::into)
+                .collect(),
+            next_cursor: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Opaque token to pass as `cursor` for the next page; absent on the last page.
+    pub fn next_cursor(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.next_cursor = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Summary of one session as reported by `session/list`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1640,6 +2997,56 @@ pub struct SessionInfo {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl SessionInfo {
+    /// A value from its required fields (`session_id`, `cwd`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        cwd: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            cwd: cwd.into(),
+            additional_directories: ::std::default::Default::default(),
+            title: ::std::default::Default::default(),
+            updated_at: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// The session's complete, ordered list of extra absolute workspace roots; absent and empty both mean none. Entries that do not parse are dropped.
+    pub fn additional_directories(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<::std::string::String>,
+        >,
+    ) -> Self {
+        self.additional_directories = value
+            .into_iter()
+            .map(::std::convert::Into::<::std::string::String>::into)
+            .collect();
+        self
+    }
+    /// Title of the session to show the user.
+    pub fn title(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.title = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// When the session was last active, as an ISO 8601 timestamp.
+    pub fn updated_at(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.updated_at = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Params of `session/delete`: removes a session so it no longer appears in `session/list`. Requires `sessionCapabilities.delete`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct DeleteSessionRequest {
@@ -1655,6 +3062,20 @@ pub struct DeleteSessionRequest {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl DeleteSessionRequest {
+    /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Result of `session/delete`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct DeleteSessionResponse {
@@ -1666,6 +3087,19 @@ pub struct DeleteSessionResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl DeleteSessionResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Params of `session/resume`: reopens an earlier session like `session/load` but without replaying its history. Requires `sessionCapabilities.resume`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1700,6 +3134,52 @@ pub struct ResumeSessionRequest {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl ResumeSessionRequest {
+    /// A value from its required fields (`session_id`, `cwd`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        cwd: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            cwd: cwd.into(),
+            additional_directories: ::std::default::Default::default(),
+            mcp_servers: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extra absolute workspace roots. When non-empty it replaces the session's whole list; absent, `null` or empty activates none.
+    pub fn additional_directories(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<::std::string::String>,
+        >,
+    ) -> Self {
+        self.additional_directories = value
+            .into_iter()
+            .map(::std::convert::Into::<::std::string::String>::into)
+            .collect();
+        self
+    }
+    /// MCP servers the agent should connect to for this session; absent, `null` or empty means none.
+    pub fn mcp_servers(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<McpServer>,
+        >,
+    ) -> Self {
+        self.mcp_servers = value
+            .into_iter()
+            .map(::std::convert::Into::<McpServer>::into)
+            .collect();
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Result of `session/resume`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct ResumeSessionResponse {
@@ -1727,6 +3207,41 @@ pub struct ResumeSessionResponse {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl ResumeSessionResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            modes: ::std::default::Default::default(),
+            config_options: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Available modes and the current one, if the agent has modes.
+    pub fn modes(mut self, value: impl ::std::convert::Into<SessionModeState>) -> Self {
+        self.modes = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Configuration options and their current values, if the agent has any. Entries that do not parse are dropped.
+    pub fn config_options(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<SessionConfigOption>,
+        >,
+    ) -> Self {
+        self.config_options = ::std::option::Option::Some(
+            value
+                .into_iter()
+                .map(::std::convert::Into::<SessionConfigOption>::into)
+                .collect(),
+        );
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Params of `session/close`: the agent cancels any work in the session (as for `session/cancel`) and frees its resources. Requires `sessionCapabilities.close`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CloseSessionRequest {
@@ -1742,6 +3257,20 @@ pub struct CloseSessionRequest {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl CloseSessionRequest {
+    /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Result of `session/close`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct CloseSessionResponse {
@@ -1753,6 +3282,19 @@ pub struct CloseSessionResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl CloseSessionResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Params of `session/set_mode`: switches a session to another of its advertised modes.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1772,6 +3314,24 @@ pub struct SetSessionModeRequest {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl SetSessionModeRequest {
+    /// A value from its required fields (`session_id`, `mode_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        mode_id: impl ::std::convert::Into<SessionModeId>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            mode_id: mode_id.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Result of `session/set_mode`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct SetSessionModeResponse {
@@ -1783,6 +3343,19 @@ pub struct SetSessionModeResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl SetSessionModeResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Params of `session/set_config_option`: changes one configuration option of a session. The new value (and, for booleans, `type`) sits beside the fields below.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1804,6 +3377,26 @@ pub struct SetSessionConfigOptionRequest {
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
     #[serde(flatten)]
     pub value: SessionConfigOptionValue,
+}
+impl SetSessionConfigOptionRequest {
+    /// A value from its required fields (`session_id`, `config_id`, `value`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        config_id: impl ::std::convert::Into<SessionConfigId>,
+        value: impl ::std::convert::Into<SessionConfigOptionValue>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            config_id: config_id.into(),
+            meta: ::std::default::Default::default(),
+            value: value.into(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// The new value in `session/set_config_option`. A boolean is sent with `type: "boolean"`; a `select` value ID is sent without `type`.
 #[derive(::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1897,17 +3490,59 @@ impl crate::serde_util::TagFirst for SessionConfigOptionValue {
         }
     }
 }
+impl SessionConfigOptionValue {
+    /// A `boolean` variant from its body's required fields (see [`SessionConfigBooleanValue::new`]).
+    pub fn boolean(value: bool) -> Self {
+        Self::Boolean(SessionConfigBooleanValue::new(value))
+    }
+    /// The untagged `ValueId` variant from its body's required fields (see [`SessionConfigValueIdValue::new`]).
+    pub fn value_id(value: impl ::std::convert::Into<SessionConfigValueId>) -> Self {
+        Self::ValueId(SessionConfigValueIdValue::new(value))
+    }
+}
+impl ::std::convert::From<SessionConfigBooleanValue> for SessionConfigOptionValue {
+    fn from(body: SessionConfigBooleanValue) -> Self {
+        Self::Boolean(body)
+    }
+}
+impl ::std::convert::From<bool> for SessionConfigOptionValue {
+    fn from(value: bool) -> Self {
+        Self::Boolean(SessionConfigBooleanValue::new(value))
+    }
+}
+impl ::std::convert::From<SessionConfigValueIdValue> for SessionConfigOptionValue {
+    fn from(body: SessionConfigValueIdValue) -> Self {
+        Self::ValueId(body)
+    }
+}
+impl ::std::convert::From<SessionConfigValueId> for SessionConfigOptionValue {
+    fn from(value: SessionConfigValueId) -> Self {
+        Self::ValueId(SessionConfigValueIdValue::new(value))
+    }
+}
 /// Fields of a boolean `session/set_config_option` value.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SessionConfigBooleanValue {
     /// The new state of the toggle.
     pub value: bool,
 }
+impl SessionConfigBooleanValue {
+    /// A value from its required fields (`value`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(value: bool) -> Self {
+        Self { value: value }
+    }
+}
 /// Fields of a value-ID `session/set_config_option` value.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SessionConfigValueIdValue {
     /// The newly selected value; one of the option's `options`.
     pub value: SessionConfigValueId,
+}
+impl SessionConfigValueIdValue {
+    /// A value from its required fields (`value`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(value: impl ::std::convert::Into<SessionConfigValueId>) -> Self {
+        Self { value: value.into() }
+    }
 }
 /// Result of `session/set_config_option`: every option of the session with its value after the change, since one change may affect others.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1927,6 +3562,27 @@ pub struct SetSessionConfigOptionResponse {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl SetSessionConfigOptionResponse {
+    /// A value from its required fields (`config_options`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        config_options: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<SessionConfigOption>,
+        >,
+    ) -> Self {
+        Self {
+            config_options: config_options
+                .into_iter()
+                .map(::std::convert::Into::<SessionConfigOption>::into)
+                .collect(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Params of `session/prompt`: sends a user message to a session and starts a turn. The agent streams progress as `session/update` notifications and answers when the turn ends.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct PromptRequest {
@@ -1944,6 +3600,29 @@ pub struct PromptRequest {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl PromptRequest {
+    /// A value from its required fields (`session_id`, `prompt`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        prompt: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<ContentBlock>,
+        >,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            prompt: prompt
+                .into_iter()
+                .map(::std::convert::Into::<ContentBlock>::into)
+                .collect(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Result of `session/prompt`, sent when the turn is over.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct PromptResponse {
@@ -1958,6 +3637,20 @@ pub struct PromptResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl PromptResponse {
+    /// A value from its required fields (`stop_reason`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(stop_reason: impl ::std::convert::Into<StopReason>) -> Self {
+        Self {
+            stop_reason: stop_reason.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Why an agent ended a prompt turn.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
@@ -2014,6 +3707,20 @@ pub struct CancelNotification {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl CancelNotification {
+    /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Params of `session/update`: one streamed event about a session, sent by the agent to the client (mostly while a prompt turn runs). Never answered.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SessionNotification {
@@ -2030,6 +3737,24 @@ pub struct SessionNotification {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl SessionNotification {
+    /// A value from its required fields (`session_id`, `update`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        update: impl ::std::convert::Into<SessionUpdate>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            update: update.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// One event of a session's live stream, told apart by its `sessionUpdate` field. The variant's own fields sit beside the tag in the same object.
 #[derive(::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2330,6 +4055,96 @@ impl crate::serde_util::TagFirst for SessionUpdate {
         }
     }
 }
+impl SessionUpdate {
+    /// A `user_message_chunk` variant from its body's required fields (see [`ContentChunk::new`]).
+    pub fn user_message_chunk(content: impl ::std::convert::Into<ContentBlock>) -> Self {
+        Self::UserMessageChunk(ContentChunk::new(content))
+    }
+    /// A `agent_message_chunk` variant from its body's required fields (see [`ContentChunk::new`]).
+    pub fn agent_message_chunk(
+        content: impl ::std::convert::Into<ContentBlock>,
+    ) -> Self {
+        Self::AgentMessageChunk(ContentChunk::new(content))
+    }
+    /// A `agent_thought_chunk` variant from its body's required fields (see [`ContentChunk::new`]).
+    pub fn agent_thought_chunk(
+        content: impl ::std::convert::Into<ContentBlock>,
+    ) -> Self {
+        Self::AgentThoughtChunk(ContentChunk::new(content))
+    }
+    /// A `tool_call` variant from its body's required fields (see [`ToolCall::new`]).
+    pub fn tool_call(
+        tool_call_id: impl ::std::convert::Into<ToolCallId>,
+        title: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self::ToolCall(::std::boxed::Box::new(ToolCall::new(tool_call_id, title)))
+    }
+    /// A `tool_call_update` variant from its body's required fields (see [`ToolCallUpdate::new`]).
+    pub fn tool_call_update(
+        tool_call_id: impl ::std::convert::Into<ToolCallId>,
+    ) -> Self {
+        Self::ToolCallUpdate(::std::boxed::Box::new(ToolCallUpdate::new(tool_call_id)))
+    }
+    /// A `plan` variant from its body's required fields (see [`Plan::new`]).
+    pub fn plan(
+        entries: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<PlanEntry>,
+        >,
+    ) -> Self {
+        Self::Plan(Plan::new(entries))
+    }
+    /// A `available_commands_update` variant from its body's required fields (see [`AvailableCommandsUpdate::new`]).
+    pub fn available_commands_update(
+        available_commands: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<AvailableCommand>,
+        >,
+    ) -> Self {
+        Self::AvailableCommandsUpdate(AvailableCommandsUpdate::new(available_commands))
+    }
+    /// A `current_mode_update` variant from its body's required fields (see [`CurrentModeUpdate::new`]).
+    pub fn current_mode_update(
+        current_mode_id: impl ::std::convert::Into<SessionModeId>,
+    ) -> Self {
+        Self::CurrentModeUpdate(CurrentModeUpdate::new(current_mode_id))
+    }
+    /// A `config_option_update` variant from its body's required fields (see [`ConfigOptionUpdate::new`]).
+    pub fn config_option_update(
+        config_options: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<SessionConfigOption>,
+        >,
+    ) -> Self {
+        Self::ConfigOptionUpdate(ConfigOptionUpdate::new(config_options))
+    }
+    /// A `session_info_update` variant from its body's required fields (see [`SessionInfoUpdate::new`]).
+    pub fn session_info_update() -> Self {
+        Self::SessionInfoUpdate(SessionInfoUpdate::new())
+    }
+    /// A `usage_update` variant from its body's required fields (see [`UsageUpdate::new`]).
+    pub fn usage_update(used: u64, size: u64) -> Self {
+        Self::UsageUpdate(UsageUpdate::new(used, size))
+    }
+    /// A `notice` variant from its body's required fields (see [`Notice::new`]).
+    pub fn notice(
+        severity: impl ::std::convert::Into<NoticeSeverity>,
+        title: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self::Notice(Notice::new(severity, title))
+    }
+    /// A `compaction_update` variant from its body's required fields (see [`CompactionUpdate::new`]).
+    pub fn compaction_update(
+        compaction_id: impl ::std::convert::Into<CompactionId>,
+        status: impl ::std::convert::Into<CompactionStatus>,
+    ) -> Self {
+        Self::CompactionUpdate(CompactionUpdate::new(compaction_id, status))
+    }
+    /// A `compaction_summary_chunk` variant from its body's required fields (see [`CompactionSummaryChunk::new`]).
+    pub fn compaction_summary_chunk(
+        compaction_id: impl ::std::convert::Into<CompactionId>,
+        content: impl ::std::convert::Into<ContentBlock>,
+    ) -> Self {
+        Self::CompactionSummaryChunk(CompactionSummaryChunk::new(compaction_id, content))
+    }
+}
 impl ::std::convert::From<ToolCall> for SessionUpdate {
     fn from(body: ToolCall) -> Self {
         Self::ToolCall(::std::boxed::Box::new(body))
@@ -2338,6 +4153,61 @@ impl ::std::convert::From<ToolCall> for SessionUpdate {
 impl ::std::convert::From<ToolCallUpdate> for SessionUpdate {
     fn from(body: ToolCallUpdate) -> Self {
         Self::ToolCallUpdate(::std::boxed::Box::new(body))
+    }
+}
+impl ::std::convert::From<ToolCallId> for SessionUpdate {
+    fn from(tool_call_id: ToolCallId) -> Self {
+        Self::ToolCallUpdate(::std::boxed::Box::new(ToolCallUpdate::new(tool_call_id)))
+    }
+}
+impl ::std::convert::From<Plan> for SessionUpdate {
+    fn from(body: Plan) -> Self {
+        Self::Plan(body)
+    }
+}
+impl ::std::convert::From<AvailableCommandsUpdate> for SessionUpdate {
+    fn from(body: AvailableCommandsUpdate) -> Self {
+        Self::AvailableCommandsUpdate(body)
+    }
+}
+impl ::std::convert::From<CurrentModeUpdate> for SessionUpdate {
+    fn from(body: CurrentModeUpdate) -> Self {
+        Self::CurrentModeUpdate(body)
+    }
+}
+impl ::std::convert::From<SessionModeId> for SessionUpdate {
+    fn from(current_mode_id: SessionModeId) -> Self {
+        Self::CurrentModeUpdate(CurrentModeUpdate::new(current_mode_id))
+    }
+}
+impl ::std::convert::From<ConfigOptionUpdate> for SessionUpdate {
+    fn from(body: ConfigOptionUpdate) -> Self {
+        Self::ConfigOptionUpdate(body)
+    }
+}
+impl ::std::convert::From<SessionInfoUpdate> for SessionUpdate {
+    fn from(body: SessionInfoUpdate) -> Self {
+        Self::SessionInfoUpdate(body)
+    }
+}
+impl ::std::convert::From<UsageUpdate> for SessionUpdate {
+    fn from(body: UsageUpdate) -> Self {
+        Self::UsageUpdate(body)
+    }
+}
+impl ::std::convert::From<Notice> for SessionUpdate {
+    fn from(body: Notice) -> Self {
+        Self::Notice(body)
+    }
+}
+impl ::std::convert::From<CompactionUpdate> for SessionUpdate {
+    fn from(body: CompactionUpdate) -> Self {
+        Self::CompactionUpdate(body)
+    }
+}
+impl ::std::convert::From<CompactionSummaryChunk> for SessionUpdate {
+    fn from(body: CompactionSummaryChunk) -> Self {
+        Self::CompactionSummaryChunk(body)
     }
 }
 /// A streamed fragment of a user message, agent reply or agent reasoning. Consecutive chunks with the same `messageId` form one message.
@@ -2361,6 +4231,31 @@ pub struct ContentChunk {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl ContentChunk {
+    /// A value from its required fields (`content`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(content: impl ::std::convert::Into<ContentBlock>) -> Self {
+        Self {
+            content: content.into(),
+            message_id: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Message this fragment belongs to; a new id starts a new message. Absent when the agent does not track message ids.
+    pub fn message_id(mut self, value: impl ::std::convert::Into<MessageId>) -> Self {
+        self.message_id = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
+impl ::std::convert::From<&str> for MessageId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
 }
 /// Identifies one message within a session, so that streamed chunks can be grouped.
 #[derive(
@@ -2540,6 +4435,44 @@ impl crate::serde_util::TagFirst for ContentBlock {
         }
     }
 }
+impl ContentBlock {
+    /// A `text` variant from its body's required fields (see [`TextContent::new`]).
+    pub fn text(text: impl ::std::convert::Into<::std::string::String>) -> Self {
+        Self::Text(TextContent::new(text))
+    }
+    /// A `image` variant from its body's required fields (see [`ImageContent::new`]).
+    pub fn image(
+        data: impl ::std::convert::Into<::std::string::String>,
+        mime_type: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self::Image(::std::boxed::Box::new(ImageContent::new(data, mime_type)))
+    }
+    /// A `audio` variant from its body's required fields (see [`AudioContent::new`]).
+    pub fn audio(
+        data: impl ::std::convert::Into<::std::string::String>,
+        mime_type: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self::Audio(::std::boxed::Box::new(AudioContent::new(data, mime_type)))
+    }
+    /// A `resource_link` variant from its body's required fields (see [`ResourceLink::new`]).
+    pub fn resource_link(
+        name: impl ::std::convert::Into<::std::string::String>,
+        uri: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self::ResourceLink(::std::boxed::Box::new(ResourceLink::new(name, uri)))
+    }
+    /// A `resource` variant from its body's required fields (see [`EmbeddedResource::new`]).
+    pub fn resource(
+        resource: impl ::std::convert::Into<EmbeddedResourceResource>,
+    ) -> Self {
+        Self::Resource(::std::boxed::Box::new(EmbeddedResource::new(resource)))
+    }
+}
+impl ::std::convert::From<TextContent> for ContentBlock {
+    fn from(body: TextContent) -> Self {
+        Self::Text(body)
+    }
+}
 impl ::std::convert::From<ImageContent> for ContentBlock {
     fn from(body: ImageContent) -> Self {
         Self::Image(::std::boxed::Box::new(body))
@@ -2558,6 +4491,11 @@ impl ::std::convert::From<ResourceLink> for ContentBlock {
 impl ::std::convert::From<EmbeddedResource> for ContentBlock {
     fn from(body: EmbeddedResource) -> Self {
         Self::Resource(::std::boxed::Box::new(body))
+    }
+}
+impl ::std::convert::From<EmbeddedResourceResource> for ContentBlock {
+    fn from(resource: EmbeddedResourceResource) -> Self {
+        Self::Resource(::std::boxed::Box::new(EmbeddedResource::new(resource)))
     }
 }
 /// Body of a `text` content block.
@@ -2580,6 +4518,26 @@ pub struct TextContent {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl TextContent {
+    /// A value from its required fields (`text`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(text: impl ::std::convert::Into<::std::string::String>) -> Self {
+        Self {
+            annotations: ::std::default::Default::default(),
+            text: text.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Display and routing hints for this content.
+    pub fn annotations(mut self, value: impl ::std::convert::Into<Annotations>) -> Self {
+        self.annotations = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Body of an `image` content block.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2612,6 +4570,39 @@ pub struct ImageContent {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl ImageContent {
+    /// A value from its required fields (`data`, `mime_type`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        data: impl ::std::convert::Into<::std::string::String>,
+        mime_type: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            annotations: ::std::default::Default::default(),
+            data: data.into(),
+            mime_type: mime_type.into(),
+            uri: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Display and routing hints for this content.
+    pub fn annotations(mut self, value: impl ::std::convert::Into<Annotations>) -> Self {
+        self.annotations = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Where the image comes from, if it has an address.
+    pub fn uri(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.uri = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Body of an `audio` content block.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct AudioContent {
@@ -2635,6 +4626,30 @@ pub struct AudioContent {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl AudioContent {
+    /// A value from its required fields (`data`, `mime_type`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        data: impl ::std::convert::Into<::std::string::String>,
+        mime_type: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            annotations: ::std::default::Default::default(),
+            data: data.into(),
+            mime_type: mime_type.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Display and routing hints for this content.
+    pub fn annotations(mut self, value: impl ::std::convert::Into<Annotations>) -> Self {
+        self.annotations = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Body of a `resource_link` content block: a pointer to a resource (file, URL, MCP resource) that is not inlined.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2688,6 +4703,63 @@ pub struct ResourceLink {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl ResourceLink {
+    /// A value from its required fields (`name`, `uri`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        name: impl ::std::convert::Into<::std::string::String>,
+        uri: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            annotations: ::std::default::Default::default(),
+            description: ::std::default::Default::default(),
+            mime_type: ::std::default::Default::default(),
+            name: name.into(),
+            size: ::std::default::Default::default(),
+            title: ::std::default::Default::default(),
+            uri: uri.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Display and routing hints for this content.
+    pub fn annotations(mut self, value: impl ::std::convert::Into<Annotations>) -> Self {
+        self.annotations = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Longer human-readable explanation of the resource.
+    pub fn description(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// MIME type of the resource, if known.
+    pub fn mime_type(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.mime_type = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Size of the resource in bytes, if known.
+    pub fn size(mut self, value: i64) -> Self {
+        self.size = ::std::option::Option::Some(value);
+        self
+    }
+    /// Display title, when different from `name`.
+    pub fn title(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.title = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Body of a `resource` content block: a resource whose contents travel inline, saving the receiver a fetch.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct EmbeddedResource {
@@ -2708,6 +4780,26 @@ pub struct EmbeddedResource {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl EmbeddedResource {
+    /// A value from its required fields (`resource`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(resource: impl ::std::convert::Into<EmbeddedResourceResource>) -> Self {
+        Self {
+            annotations: ::std::default::Default::default(),
+            resource: resource.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Display and routing hints for this content.
+    pub fn annotations(mut self, value: impl ::std::convert::Into<Annotations>) -> Self {
+        self.annotations = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Inline contents of an embedded resource. There is no tag: a `text` field means text contents, a `blob` field binary contents.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
@@ -2742,6 +4834,33 @@ pub struct TextResourceContents {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl TextResourceContents {
+    /// A value from its required fields (`text`, `uri`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        text: impl ::std::convert::Into<::std::string::String>,
+        uri: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            mime_type: ::std::default::Default::default(),
+            text: text.into(),
+            uri: uri.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// MIME type of the text, if known.
+    pub fn mime_type(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.mime_type = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Contents of a binary resource.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct BlobResourceContents {
@@ -2765,6 +4884,33 @@ pub struct BlobResourceContents {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl BlobResourceContents {
+    /// A value from its required fields (`blob`, `uri`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        blob: impl ::std::convert::Into<::std::string::String>,
+        uri: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            blob: blob.into(),
+            mime_type: ::std::default::Default::default(),
+            uri: uri.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// MIME type of the bytes, if known.
+    pub fn mime_type(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.mime_type = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Optional hints (as in MCP) telling the client who content is meant for and how prominent it should be.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -2799,6 +4945,45 @@ pub struct Annotations {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl Annotations {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            audience: ::std::default::Default::default(),
+            last_modified: ::std::default::Default::default(),
+            priority: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Who the content is intended for; entries that are not valid roles are dropped.
+    pub fn audience(
+        mut self,
+        value: impl ::std::iter::IntoIterator<Item = impl ::std::convert::Into<Role>>,
+    ) -> Self {
+        self.audience = ::std::option::Option::Some(
+            value.into_iter().map(::std::convert::Into::<Role>::into).collect(),
+        );
+        self
+    }
+    /// When the underlying resource last changed (ISO 8601 text).
+    pub fn last_modified(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.last_modified = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// How important the content is, from 0.0 (least) to 1.0 (most).
+    pub fn priority(mut self, value: f64) -> Self {
+        self.priority = ::std::option::Option::Some(value);
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// A participant of a conversation, used as an annotation audience.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
@@ -2894,6 +5079,91 @@ pub struct ToolCall {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl ToolCall {
+    /// A value from its required fields (`tool_call_id`, `title`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        tool_call_id: impl ::std::convert::Into<ToolCallId>,
+        title: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            tool_call_id: tool_call_id.into(),
+            title: title.into(),
+            name: ::std::default::Default::default(),
+            kind: ::std::default::Default::default(),
+            status: ::std::default::Default::default(),
+            content: ::std::default::Default::default(),
+            locations: ::std::default::Default::default(),
+            raw_input: ::std::default::Default::default(),
+            raw_output: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Machine name of the tool, when the agent exposes it.
+    pub fn name(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.name = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Category of the tool, for icons and layout. Absent means `other` (and `other` is not written).
+    pub fn kind(mut self, value: impl ::std::convert::Into<ToolKind>) -> Self {
+        self.kind = value.into();
+        self
+    }
+    /// Where the call stands. Absent means `pending` (and `pending` is not written).
+    pub fn status(mut self, value: impl ::std::convert::Into<ToolCallStatus>) -> Self {
+        self.status = value.into();
+        self
+    }
+    /// What the call produced so far. Absent means empty; entries that fail to parse are dropped.
+    pub fn content(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<ToolCallContent>,
+        >,
+    ) -> Self {
+        self.content = value
+            .into_iter()
+            .map(::std::convert::Into::<ToolCallContent>::into)
+            .collect();
+        self
+    }
+    /// Files the call touches, so clients can follow along. Absent means empty; bad entries are dropped.
+    pub fn locations(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<ToolCallLocation>,
+        >,
+    ) -> Self {
+        self.locations = value
+            .into_iter()
+            .map(::std::convert::Into::<ToolCallLocation>::into)
+            .collect();
+        self
+    }
+    /// The tool's input as the agent received it, any JSON.
+    pub fn raw_input(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Value>,
+    ) -> Self {
+        self.raw_input = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// The tool's output as returned, any JSON.
+    pub fn raw_output(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Value>,
+    ) -> Self {
+        self.raw_output = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// A change to a tool call: only `toolCallId` is required, and every field that is present replaces the stored value (absent and `null` both mean unchanged). Also used to describe the call in a permission request.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ToolCallUpdate {
@@ -2964,6 +5234,105 @@ pub struct ToolCallUpdate {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl ToolCallUpdate {
+    /// A value from its required fields (`tool_call_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(tool_call_id: impl ::std::convert::Into<ToolCallId>) -> Self {
+        Self {
+            tool_call_id: tool_call_id.into(),
+            kind: ::std::default::Default::default(),
+            status: ::std::default::Default::default(),
+            title: ::std::default::Default::default(),
+            name: ::std::default::Default::default(),
+            content: ::std::default::Default::default(),
+            locations: ::std::default::Default::default(),
+            raw_input: ::std::default::Default::default(),
+            raw_output: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// New category.
+    pub fn kind(mut self, value: impl ::std::convert::Into<ToolKind>) -> Self {
+        self.kind = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// New status.
+    pub fn status(mut self, value: impl ::std::convert::Into<ToolCallStatus>) -> Self {
+        self.status = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// New title.
+    pub fn title(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.title = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// New machine name of the tool.
+    pub fn name(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.name = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// New content, replacing the whole list; entries that fail to parse are dropped.
+    pub fn content(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<ToolCallContent>,
+        >,
+    ) -> Self {
+        self.content = ::std::option::Option::Some(
+            value
+                .into_iter()
+                .map(::std::convert::Into::<ToolCallContent>::into)
+                .collect(),
+        );
+        self
+    }
+    /// New locations, replacing the whole list; bad entries are dropped.
+    pub fn locations(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<ToolCallLocation>,
+        >,
+    ) -> Self {
+        self.locations = ::std::option::Option::Some(
+            value
+                .into_iter()
+                .map(::std::convert::Into::<ToolCallLocation>::into)
+                .collect(),
+        );
+        self
+    }
+    /// New raw input, any JSON.
+    pub fn raw_input(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Value>,
+    ) -> Self {
+        self.raw_input = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// New raw output, any JSON.
+    pub fn raw_output(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Value>,
+    ) -> Self {
+        self.raw_output = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
+impl ::std::convert::From<&str> for ToolCallId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
 }
 /// Names one tool call; unique only within its session.
 #[derive(
@@ -3229,6 +5598,48 @@ impl crate::serde_util::TagFirst for ToolCallContent {
         }
     }
 }
+impl ToolCallContent {
+    /// A `content` variant from its body's required fields (see [`Content::new`]).
+    pub fn content(content: impl ::std::convert::Into<ContentBlock>) -> Self {
+        Self::Content(Content::new(content))
+    }
+    /// A `diff` variant from its body's required fields (see [`Diff::new`]).
+    pub fn diff(
+        path: impl ::std::convert::Into<::std::string::String>,
+        new_text: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self::Diff(Diff::new(path, new_text))
+    }
+    /// A `terminal` variant from its body's required fields (see [`Terminal::new`]).
+    pub fn terminal(terminal_id: impl ::std::convert::Into<TerminalId>) -> Self {
+        Self::Terminal(Terminal::new(terminal_id))
+    }
+}
+impl ::std::convert::From<Content> for ToolCallContent {
+    fn from(body: Content) -> Self {
+        Self::Content(body)
+    }
+}
+impl ::std::convert::From<ContentBlock> for ToolCallContent {
+    fn from(content: ContentBlock) -> Self {
+        Self::Content(Content::new(content))
+    }
+}
+impl ::std::convert::From<Diff> for ToolCallContent {
+    fn from(body: Diff) -> Self {
+        Self::Diff(body)
+    }
+}
+impl ::std::convert::From<Terminal> for ToolCallContent {
+    fn from(body: Terminal) -> Self {
+        Self::Terminal(body)
+    }
+}
+impl ::std::convert::From<TerminalId> for ToolCallContent {
+    fn from(terminal_id: TerminalId) -> Self {
+        Self::Terminal(Terminal::new(terminal_id))
+    }
+}
 /// Body of a `content` tool call item: wraps one content block.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Content {
@@ -3242,6 +5653,20 @@ pub struct Content {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl Content {
+    /// A value from its required fields (`content`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(content: impl ::std::convert::Into<ContentBlock>) -> Self {
+        Self {
+            content: content.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Body of a `diff` tool call item: the old and new text of one file.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3268,6 +5693,33 @@ pub struct Diff {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl Diff {
+    /// A value from its required fields (`path`, `new_text`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        path: impl ::std::convert::Into<::std::string::String>,
+        new_text: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            path: path.into(),
+            old_text: ::std::default::Default::default(),
+            new_text: new_text.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Text before the change; absent or `null` when the file is new.
+    pub fn old_text(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.old_text = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Body of a `terminal` tool call item: shows the output of a terminal the agent created.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Terminal {
@@ -3282,6 +5734,25 @@ pub struct Terminal {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl Terminal {
+    /// A value from its required fields (`terminal_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(terminal_id: impl ::std::convert::Into<TerminalId>) -> Self {
+        Self {
+            terminal_id: terminal_id.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
+impl ::std::convert::From<&str> for TerminalId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
 }
 /// Identifies a terminal created by the client for an agent.
 #[derive(
@@ -3340,6 +5811,26 @@ pub struct ToolCallLocation {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl ToolCallLocation {
+    /// A value from its required fields (`path`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(path: impl ::std::convert::Into<::std::string::String>) -> Self {
+        Self {
+            path: path.into(),
+            line: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Line within the file, counted from 1.
+    pub fn line(mut self, value: u32) -> Self {
+        self.line = ::std::option::Option::Some(value);
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// The agent's plan for the current work. Each `plan` update carries the complete list and replaces the previous plan.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Plan {
@@ -3354,6 +5845,27 @@ pub struct Plan {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl Plan {
+    /// A value from its required fields (`entries`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        entries: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<PlanEntry>,
+        >,
+    ) -> Self {
+        Self {
+            entries: entries
+                .into_iter()
+                .map(::std::convert::Into::<PlanEntry>::into)
+                .collect(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// One task of a plan.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3372,6 +5884,26 @@ pub struct PlanEntry {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl PlanEntry {
+    /// A value from its required fields (`content`, `priority`, `status`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        content: impl ::std::convert::Into<::std::string::String>,
+        priority: impl ::std::convert::Into<PlanEntryPriority>,
+        status: impl ::std::convert::Into<PlanEntryStatus>,
+    ) -> Self {
+        Self {
+            content: content.into(),
+            priority: priority.into(),
+            status: status.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Importance of a plan entry.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
@@ -3455,6 +5987,27 @@ pub struct AvailableCommandsUpdate {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl AvailableCommandsUpdate {
+    /// A value from its required fields (`available_commands`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        available_commands: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<AvailableCommand>,
+        >,
+    ) -> Self {
+        Self {
+            available_commands: available_commands
+                .into_iter()
+                .map(::std::convert::Into::<AvailableCommand>::into)
+                .collect(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// A slash command the user can invoke in the prompt, such as `/create_plan`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct AvailableCommand {
@@ -3478,6 +6031,33 @@ pub struct AvailableCommand {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl AvailableCommand {
+    /// A value from its required fields (`name`, `description`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        name: impl ::std::convert::Into<::std::string::String>,
+        description: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// How the command takes input; absent when it takes none.
+    pub fn input(
+        mut self,
+        value: impl ::std::convert::Into<AvailableCommandInput>,
+    ) -> Self {
+        self.input = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// How a slash command takes its input. There is no tag on the wire; today the only form is free text.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
@@ -3499,6 +6079,20 @@ pub struct UnstructuredCommandInput {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl UnstructuredCommandInput {
+    /// A value from its required fields (`hint`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(hint: impl ::std::convert::Into<::std::string::String>) -> Self {
+        Self {
+            hint: hint.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Body of a `current_mode_update`: the session now runs in another mode.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CurrentModeUpdate {
@@ -3513,6 +6107,20 @@ pub struct CurrentModeUpdate {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl CurrentModeUpdate {
+    /// A value from its required fields (`current_mode_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(current_mode_id: impl ::std::convert::Into<SessionModeId>) -> Self {
+        Self {
+            current_mode_id: current_mode_id.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Body of a `config_option_update`: the complete set of configuration options with their current values.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3531,6 +6139,27 @@ pub struct ConfigOptionUpdate {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl ConfigOptionUpdate {
+    /// A value from its required fields (`config_options`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        config_options: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<SessionConfigOption>,
+        >,
+    ) -> Self {
+        Self {
+            config_options: config_options
+                .into_iter()
+                .map(::std::convert::Into::<SessionConfigOption>::into)
+                .collect(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Body of a `session_info_update`: a partial change to the session's metadata; fields that are absent stay as they are.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -3559,6 +6188,38 @@ pub struct SessionInfoUpdate {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl SessionInfoUpdate {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            title: ::std::default::Default::default(),
+            updated_at: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// New human-readable session title. The protocol gives an explicit `null` the meaning "clear the title".
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn title(mut self, value: ::std::option::Option<::std::string::String>) -> Self {
+        self.title = ::std::option::Option::Some(value);
+        self
+    }
+    /// Time of the session's latest activity, ISO 8601. An explicit `null` clears it.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn updated_at(
+        mut self,
+        value: ::std::option::Option<::std::string::String>,
+    ) -> Self {
+        self.updated_at = ::std::option::Option::Some(value);
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Body of a `usage_update`: how full the context window is and, optionally, what the session has cost so far.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct UsageUpdate {
@@ -3582,6 +6243,27 @@ pub struct UsageUpdate {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl UsageUpdate {
+    /// A value from its required fields (`used`, `size`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(used: u64, size: u64) -> Self {
+        Self {
+            used: used,
+            size: size,
+            cost: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Cumulative cost of the session, when the agent knows it.
+    pub fn cost(mut self, value: impl ::std::convert::Into<Cost>) -> Self {
+        self.cost = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// An amount spent, with its unit.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Cost {
@@ -3597,6 +6279,24 @@ pub struct Cost {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl Cost {
+    /// A value from its required fields (`amount`, `currency`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        amount: f64,
+        currency: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            amount: amount,
+            currency: currency.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Body of a `notice` update: a fire-and-forget message for the user that is not kept in the session history. Agents must not count on it being shown.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3620,6 +6320,33 @@ pub struct Notice {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl Notice {
+    /// A value from its required fields (`severity`, `title`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        severity: impl ::std::convert::Into<NoticeSeverity>,
+        title: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            severity: severity.into(),
+            title: title.into(),
+            description: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Optional plain-text details or advice.
+    pub fn description(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Presentation level of a notice. Values starting with `_` are free for extensions; other unknown values are kept as sent.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
@@ -3685,6 +6412,50 @@ pub struct CompactionUpdate {
         deserialize_with = "crate::serde_util::null_clears"
     )]
     pub meta: ::std::option::Option<::std::option::Option<crate::Meta>>,
+}
+impl CompactionUpdate {
+    /// A value from its required fields (`compaction_id`, `status`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        compaction_id: impl ::std::convert::Into<CompactionId>,
+        status: impl ::std::convert::Into<CompactionStatus>,
+    ) -> Self {
+        Self {
+            compaction_id: compaction_id.into(),
+            status: status.into(),
+            summary: ::std::default::Default::default(),
+            error: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Complete new summary for the user, replacing the stored one; blocks that fail to parse are dropped.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn summary(
+        mut self,
+        value: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
+    ) -> Self {
+        self.summary = ::std::option::Option::Some(value);
+        self
+    }
+    /// Human-readable explanation of a failure.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn error(mut self, value: ::std::option::Option<::std::string::String>) -> Self {
+        self.error = ::std::option::Option::Some(value);
+        self
+    }
+    /// Extension metadata for the compaction, patched like the other fields.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn meta(mut self, value: ::std::option::Option<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value);
+        self
+    }
+}
+impl ::std::convert::From<&str> for CompactionId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
 }
 /// Names one context compaction; unique only within its session.
 #[derive(
@@ -3786,6 +6557,24 @@ pub struct CompactionSummaryChunk {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl CompactionSummaryChunk {
+    /// A value from its required fields (`compaction_id`, `content`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        compaction_id: impl ::std::convert::Into<CompactionId>,
+        content: impl ::std::convert::Into<ContentBlock>,
+    ) -> Self {
+        Self {
+            compaction_id: compaction_id.into(),
+            content: content.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata for this chunk only.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Params of `session/request_permission`: the agent asks the user, through the client, whether a tool call may proceed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct RequestPermissionRequest {
@@ -3806,6 +6595,31 @@ pub struct RequestPermissionRequest {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl RequestPermissionRequest {
+    /// A value from its required fields (`session_id`, `tool_call`, `options`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        tool_call: impl ::std::convert::Into<ToolCallUpdate>,
+        options: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<PermissionOption>,
+        >,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            tool_call: tool_call.into(),
+            options: options
+                .into_iter()
+                .map(::std::convert::Into::<PermissionOption>::into)
+                .collect(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Result of `session/request_permission`: what the user decided.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct RequestPermissionResponse {
@@ -3819,6 +6633,20 @@ pub struct RequestPermissionResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl RequestPermissionResponse {
+    /// A value from its required fields (`outcome`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(outcome: impl ::std::convert::Into<RequestPermissionOutcome>) -> Self {
+        Self {
+            outcome: outcome.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// One choice offered in a permission request.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3838,6 +6666,31 @@ pub struct PermissionOption {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl PermissionOption {
+    /// A value from its required fields (`option_id`, `name`, `kind`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        option_id: impl ::std::convert::Into<PermissionOptionId>,
+        name: impl ::std::convert::Into<::std::string::String>,
+        kind: impl ::std::convert::Into<PermissionOptionKind>,
+    ) -> Self {
+        Self {
+            option_id: option_id.into(),
+            name: name.into(),
+            kind: kind.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
+impl ::std::convert::From<&str> for PermissionOptionId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
 }
 /// Identifies one option of a permission request.
 #[derive(
@@ -3995,6 +6848,22 @@ impl crate::serde_util::TagFirst for RequestPermissionOutcome {
         }
     }
 }
+impl RequestPermissionOutcome {
+    /// A `selected` variant from its body's required fields (see [`SelectedPermissionOutcome::new`]).
+    pub fn selected(option_id: impl ::std::convert::Into<PermissionOptionId>) -> Self {
+        Self::Selected(SelectedPermissionOutcome::new(option_id))
+    }
+}
+impl ::std::convert::From<SelectedPermissionOutcome> for RequestPermissionOutcome {
+    fn from(body: SelectedPermissionOutcome) -> Self {
+        Self::Selected(body)
+    }
+}
+impl ::std::convert::From<PermissionOptionId> for RequestPermissionOutcome {
+    fn from(option_id: PermissionOptionId) -> Self {
+        Self::Selected(SelectedPermissionOutcome::new(option_id))
+    }
+}
 /// Body of a `selected` outcome.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SelectedPermissionOutcome {
@@ -4009,6 +6878,20 @@ pub struct SelectedPermissionOutcome {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl SelectedPermissionOutcome {
+    /// A value from its required fields (`option_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(option_id: impl ::std::convert::Into<PermissionOptionId>) -> Self {
+        Self {
+            option_id: option_id.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Params of `fs/read_text_file`: the agent reads a text file through the client, which sees unsaved editor buffers. Only for clients advertising `fs.readTextFile`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4033,6 +6916,36 @@ pub struct ReadTextFileRequest {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl ReadTextFileRequest {
+    /// A value from its required fields (`session_id`, `path`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        path: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            path: path.into(),
+            line: ::std::default::Default::default(),
+            limit: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// First line to return, counted from 1; absent means the start of the file.
+    pub fn line(mut self, value: u32) -> Self {
+        self.line = ::std::option::Option::Some(value);
+        self
+    }
+    /// Maximum number of lines to return; absent means no limit.
+    pub fn limit(mut self, value: u32) -> Self {
+        self.limit = ::std::option::Option::Some(value);
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Result of `fs/read_text_file`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ReadTextFileResponse {
@@ -4046,6 +6959,20 @@ pub struct ReadTextFileResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl ReadTextFileResponse {
+    /// A value from its required fields (`content`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(content: impl ::std::convert::Into<::std::string::String>) -> Self {
+        Self {
+            content: content.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Params of `fs/write_text_file`: the agent writes a whole text file through the client. Only for clients advertising `fs.writeTextFile`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4066,6 +6993,26 @@ pub struct WriteTextFileRequest {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl WriteTextFileRequest {
+    /// A value from its required fields (`session_id`, `path`, `content`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        path: impl ::std::convert::Into<::std::string::String>,
+        content: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            path: path.into(),
+            content: content.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Result of `fs/write_text_file`: carries nothing but optional metadata. A `null` result is read as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct WriteTextFileResponse {
@@ -4077,6 +7024,19 @@ pub struct WriteTextFileResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl WriteTextFileResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Params of `terminal/create`: the agent asks the client to start a command in a new terminal. Returns at once with the terminal's id; the command keeps running. Only for clients advertising `terminal`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4119,6 +7079,67 @@ pub struct CreateTerminalRequest {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl CreateTerminalRequest {
+    /// A value from its required fields (`session_id`, `command`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        command: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            command: command.into(),
+            args: ::std::default::Default::default(),
+            env: ::std::default::Default::default(),
+            cwd: ::std::default::Default::default(),
+            output_byte_limit: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Arguments of the program. Absent or `null` means none.
+    pub fn args(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<::std::string::String>,
+        >,
+    ) -> Self {
+        self.args = value
+            .into_iter()
+            .map(::std::convert::Into::<::std::string::String>::into)
+            .collect();
+        self
+    }
+    /// Extra environment variables. Absent or `null` means none.
+    pub fn env(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<EnvVariable>,
+        >,
+    ) -> Self {
+        self.env = value
+            .into_iter()
+            .map(::std::convert::Into::<EnvVariable>::into)
+            .collect();
+        self
+    }
+    /// Absolute working directory; absent means the client's choice.
+    pub fn cwd(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.cwd = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// How many bytes of output the client keeps at most. Beyond it the oldest output is dropped, cutting at a character boundary.
+    pub fn output_byte_limit(mut self, value: u64) -> Self {
+        self.output_byte_limit = ::std::option::Option::Some(value);
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Result of `terminal/create`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CreateTerminalResponse {
@@ -4133,6 +7154,20 @@ pub struct CreateTerminalResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl CreateTerminalResponse {
+    /// A value from its required fields (`terminal_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(terminal_id: impl ::std::convert::Into<TerminalId>) -> Self {
+        Self {
+            terminal_id: terminal_id.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// One environment variable to set for a launched process.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4149,6 +7184,24 @@ pub struct EnvVariable {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl EnvVariable {
+    /// A value from its required fields (`name`, `value`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        name: impl ::std::convert::Into<::std::string::String>,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            value: value.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Params of `terminal/output`: fetch what a terminal has printed so far, without waiting.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4167,6 +7220,24 @@ pub struct TerminalOutputRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl TerminalOutputRequest {
+    /// A value from its required fields (`session_id`, `terminal_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        terminal_id: impl ::std::convert::Into<TerminalId>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            terminal_id: terminal_id.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Result of `terminal/output`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4191,6 +7262,33 @@ pub struct TerminalOutputResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl TerminalOutputResponse {
+    /// A value from its required fields (`output`, `truncated`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        output: impl ::std::convert::Into<::std::string::String>,
+        truncated: bool,
+    ) -> Self {
+        Self {
+            output: output.into(),
+            truncated: truncated,
+            exit_status: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// How the command ended; absent while it is still running.
+    pub fn exit_status(
+        mut self,
+        value: impl ::std::convert::Into<TerminalExitStatus>,
+    ) -> Self {
+        self.exit_status = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// How a terminal's command ended: an exit code, a signal, or (rarely) neither known.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -4219,6 +7317,34 @@ pub struct TerminalExitStatus {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl TerminalExitStatus {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            exit_code: ::std::default::Default::default(),
+            signal: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Exit code; absent when the process was killed by a signal.
+    pub fn exit_code(mut self, value: u32) -> Self {
+        self.exit_code = ::std::option::Option::Some(value);
+        self
+    }
+    /// Name of the signal that ended the process; absent when it exited normally.
+    pub fn signal(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.signal = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Params of `terminal/release`: kill the command if still running and free the terminal. The id is invalid afterwards, though embedded terminal content may keep showing the output.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ReleaseTerminalRequest {
@@ -4237,6 +7363,24 @@ pub struct ReleaseTerminalRequest {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl ReleaseTerminalRequest {
+    /// A value from its required fields (`session_id`, `terminal_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        terminal_id: impl ::std::convert::Into<TerminalId>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            terminal_id: terminal_id.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Result of `terminal/release`: carries nothing but optional metadata. A `null` result is read as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct ReleaseTerminalResponse {
@@ -4248,6 +7392,19 @@ pub struct ReleaseTerminalResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl ReleaseTerminalResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Params of `terminal/wait_for_exit`: answered only once the terminal's command has ended.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4266,6 +7423,24 @@ pub struct WaitForTerminalExitRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl WaitForTerminalExitRequest {
+    /// A value from its required fields (`session_id`, `terminal_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        terminal_id: impl ::std::convert::Into<TerminalId>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            terminal_id: terminal_id.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Result of `terminal/wait_for_exit`: how the command ended (the fields of `TerminalExitStatus`, inline). A `null` result is read as empty, meaning the outcome is unknown.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -4294,6 +7469,34 @@ pub struct WaitForTerminalExitResponse {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl WaitForTerminalExitResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            exit_code: ::std::default::Default::default(),
+            signal: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Exit code; absent when the process was killed by a signal.
+    pub fn exit_code(mut self, value: u32) -> Self {
+        self.exit_code = ::std::option::Option::Some(value);
+        self
+    }
+    /// Name of the signal that ended the process; absent when it exited normally.
+    pub fn signal(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.signal = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Params of `terminal/kill`: stop the command but keep the terminal, so its output can still be read. Release it later with `terminal/release`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct KillTerminalRequest {
@@ -4312,6 +7515,24 @@ pub struct KillTerminalRequest {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl KillTerminalRequest {
+    /// A value from its required fields (`session_id`, `terminal_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        terminal_id: impl ::std::convert::Into<TerminalId>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            terminal_id: terminal_id.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Result of `terminal/kill`: carries nothing but optional metadata. A `null` result is read as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct KillTerminalResponse {
@@ -4323,6 +7544,19 @@ pub struct KillTerminalResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl KillTerminalResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Params of `elicitation/create`: the agent asks the user for input through the client, either with a form the client renders or by sending the user to a URL. The `mode` field and its fields sit beside `message`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4340,6 +7574,24 @@ pub struct CreateElicitationRequest {
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
     #[serde(flatten)]
     pub mode: ElicitationMode,
+}
+impl CreateElicitationRequest {
+    /// A value from its required fields (`message`, `mode`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        message: impl ::std::convert::Into<::std::string::String>,
+        mode: impl ::std::convert::Into<ElicitationMode>,
+    ) -> Self {
+        Self {
+            message: message.into(),
+            meta: ::std::default::Default::default(),
+            mode: mode.into(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// How an elicitation collects input, told apart by its `mode` field; embedded in `CreateElicitationRequest`. Unknown modes (those starting with `_` are for extensions) are kept as raw JSON.
 #[derive(::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4436,6 +7688,33 @@ impl crate::serde_util::TagFirst for ElicitationMode {
         }
     }
 }
+impl ElicitationMode {
+    /// A `form` variant from its body's required fields (see [`ElicitationFormMode::new`]).
+    pub fn form(
+        requested_schema: impl ::std::convert::Into<ElicitationSchema>,
+        scope: impl ::std::convert::Into<ElicitationScope>,
+    ) -> Self {
+        Self::Form(ElicitationFormMode::new(requested_schema, scope))
+    }
+    /// A `url` variant from its body's required fields (see [`ElicitationUrlMode::new`]).
+    pub fn url(
+        elicitation_id: impl ::std::convert::Into<ElicitationId>,
+        url: impl ::std::convert::Into<::std::string::String>,
+        scope: impl ::std::convert::Into<ElicitationScope>,
+    ) -> Self {
+        Self::Url(ElicitationUrlMode::new(elicitation_id, url, scope))
+    }
+}
+impl ::std::convert::From<ElicitationFormMode> for ElicitationMode {
+    fn from(body: ElicitationFormMode) -> Self {
+        Self::Form(body)
+    }
+}
+impl ::std::convert::From<ElicitationUrlMode> for ElicitationMode {
+    fn from(body: ElicitationUrlMode) -> Self {
+        Self::Url(body)
+    }
+}
 /// Fields of a `form` elicitation: the form's schema plus, beside them on the wire, the scope (a session, optionally a tool call, or a request) the elicitation belongs to.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ElicitationFormMode {
@@ -4445,6 +7724,18 @@ pub struct ElicitationFormMode {
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
     #[serde(flatten)]
     pub scope: ElicitationScope,
+}
+impl ElicitationFormMode {
+    /// A value from its required fields (`requested_schema`, `scope`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        requested_schema: impl ::std::convert::Into<ElicitationSchema>,
+        scope: impl ::std::convert::Into<ElicitationScope>,
+    ) -> Self {
+        Self {
+            requested_schema: requested_schema.into(),
+            scope: scope.into(),
+        }
+    }
 }
 /// Fields of a `url` elicitation: where to send the user plus, beside them on the wire, the scope (a session, optionally a tool call, or a request) the elicitation belongs to.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4457,6 +7748,25 @@ pub struct ElicitationUrlMode {
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
     #[serde(flatten)]
     pub scope: ElicitationScope,
+}
+impl ElicitationUrlMode {
+    /// A value from its required fields (`elicitation_id`, `url`, `scope`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        elicitation_id: impl ::std::convert::Into<ElicitationId>,
+        url: impl ::std::convert::Into<::std::string::String>,
+        scope: impl ::std::convert::Into<ElicitationScope>,
+    ) -> Self {
+        Self {
+            elicitation_id: elicitation_id.into(),
+            url: url.into(),
+            scope: scope.into(),
+        }
+    }
+}
+impl ::std::convert::From<&str> for ElicitationId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
 }
 /// Identifies a URL elicitation, linking `elicitation/create` with its `elicitation/complete`.
 #[derive(
@@ -4516,12 +7826,34 @@ pub struct ElicitationSessionScope {
     )]
     pub tool_call_id: ::std::option::Option<ToolCallId>,
 }
+impl ElicitationSessionScope {
+    /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            tool_call_id: ::std::default::Default::default(),
+        }
+    }
+    /// The tool call the elicitation belongs to, if any.
+    pub fn tool_call_id(mut self, value: impl ::std::convert::Into<ToolCallId>) -> Self {
+        self.tool_call_id = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// The request-scope field of an elicitation: a JSON-RPC request made outside any session, e.g. during authentication.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ElicitationRequestScope {
     /// The request the elicitation belongs to.
     #[serde(rename = "requestId")]
     pub request_id: RequestId,
+}
+impl ElicitationRequestScope {
+    /// A value from its required fields (`request_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(request_id: impl ::std::convert::Into<RequestId>) -> Self {
+        Self {
+            request_id: request_id.into(),
+        }
+    }
 }
 /// A restricted JSON Schema describing a form: an object whose properties are all of primitive type.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4564,6 +7896,82 @@ pub struct ElicitationSchema {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl ElicitationSchema {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            type_: ::std::default::Default::default(),
+            title: ::std::default::Default::default(),
+            properties: ::std::default::Default::default(),
+            required: ::std::default::Default::default(),
+            description: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Always `object`; written even though it is the default.
+    pub fn type_(
+        mut self,
+        value: impl ::std::convert::Into<ElicitationSchemaType>,
+    ) -> Self {
+        self.type_ = value.into();
+        self
+    }
+    /// Title of the form.
+    pub fn title(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.title = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// The form's fields by name.
+    pub fn properties(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = (
+                impl ::std::convert::Into<::std::string::String>,
+                impl ::std::convert::Into<ElicitationPropertySchema>,
+            ),
+        >,
+    ) -> Self {
+        self.properties = value
+            .into_iter()
+            .map(|(k, v)| (
+                (::std::convert::Into::<::std::string::String>::into)(k),
+                (::std::convert::Into::<ElicitationPropertySchema>::into)(v),
+            ))
+            .collect();
+        self
+    }
+    /// Names of the fields the user must fill in; absent means none.
+    pub fn required(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<::std::string::String>,
+        >,
+    ) -> Self {
+        self.required = ::std::option::Option::Some(
+            value
+                .into_iter()
+                .map(::std::convert::Into::<::std::string::String>::into)
+                .collect(),
+        );
+        self
+    }
+    /// What the form is for.
+    pub fn description(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 impl ::std::default::Default for ElicitationSchema {
     fn default() -> Self {
@@ -4768,6 +8176,58 @@ impl crate::serde_util::TagFirst for ElicitationPropertySchema {
         }
     }
 }
+impl ElicitationPropertySchema {
+    /// A `string` variant from its body's required fields (see [`StringPropertySchema::new`]).
+    pub fn string() -> Self {
+        Self::String(StringPropertySchema::new())
+    }
+    /// A `number` variant from its body's required fields (see [`NumberPropertySchema::new`]).
+    pub fn number() -> Self {
+        Self::Number(NumberPropertySchema::new())
+    }
+    /// A `integer` variant from its body's required fields (see [`IntegerPropertySchema::new`]).
+    pub fn integer() -> Self {
+        Self::Integer(IntegerPropertySchema::new())
+    }
+    /// A `boolean` variant from its body's required fields (see [`BooleanPropertySchema::new`]).
+    pub fn boolean() -> Self {
+        Self::Boolean(BooleanPropertySchema::new())
+    }
+    /// A `array` variant from its body's required fields (see [`MultiSelectPropertySchema::new`]).
+    pub fn array(items: impl ::std::convert::Into<MultiSelectItems>) -> Self {
+        Self::Array(MultiSelectPropertySchema::new(items))
+    }
+}
+impl ::std::convert::From<StringPropertySchema> for ElicitationPropertySchema {
+    fn from(body: StringPropertySchema) -> Self {
+        Self::String(body)
+    }
+}
+impl ::std::convert::From<NumberPropertySchema> for ElicitationPropertySchema {
+    fn from(body: NumberPropertySchema) -> Self {
+        Self::Number(body)
+    }
+}
+impl ::std::convert::From<IntegerPropertySchema> for ElicitationPropertySchema {
+    fn from(body: IntegerPropertySchema) -> Self {
+        Self::Integer(body)
+    }
+}
+impl ::std::convert::From<BooleanPropertySchema> for ElicitationPropertySchema {
+    fn from(body: BooleanPropertySchema) -> Self {
+        Self::Boolean(body)
+    }
+}
+impl ::std::convert::From<MultiSelectPropertySchema> for ElicitationPropertySchema {
+    fn from(body: MultiSelectPropertySchema) -> Self {
+        Self::Array(body)
+    }
+}
+impl ::std::convert::From<MultiSelectItems> for ElicitationPropertySchema {
+    fn from(items: MultiSelectItems) -> Self {
+        Self::Array(MultiSelectPropertySchema::new(items))
+    }
+}
 /// A text form field. With `enum` (plain values) or `oneOf` (titled values) it becomes a single-choice field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct StringPropertySchema {
@@ -4835,6 +8295,102 @@ pub struct StringPropertySchema {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl StringPropertySchema {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            title: ::std::default::Default::default(),
+            description: ::std::default::Default::default(),
+            min_length: ::std::default::Default::default(),
+            max_length: ::std::default::Default::default(),
+            pattern: ::std::default::Default::default(),
+            format: ::std::default::Default::default(),
+            default: ::std::default::Default::default(),
+            enum_: ::std::default::Default::default(),
+            one_of: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Label of the field.
+    pub fn title(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.title = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Help text for the field.
+    pub fn description(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Minimum length of the answer.
+    pub fn min_length(mut self, value: u32) -> Self {
+        self.min_length = ::std::option::Option::Some(value);
+        self
+    }
+    /// Maximum length of the answer.
+    pub fn max_length(mut self, value: u32) -> Self {
+        self.max_length = ::std::option::Option::Some(value);
+        self
+    }
+    /// Regular expression the answer must match.
+    pub fn pattern(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.pattern = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Expected format of the answer.
+    pub fn format(mut self, value: impl ::std::convert::Into<StringFormat>) -> Self {
+        self.format = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Value pre-filled in the form.
+    pub fn default(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.default = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Allowed values of a plain single-choice field.
+    pub fn enum_(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<::std::string::String>,
+        >,
+    ) -> Self {
+        self.enum_ = ::std::option::Option::Some(
+            value
+                .into_iter()
+                .map(::std::convert::Into::<::std::string::String>::into)
+                .collect(),
+        );
+        self
+    }
+    /// Allowed values of a titled single-choice field.
+    pub fn one_of(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<EnumOption>,
+        >,
+    ) -> Self {
+        self.one_of = ::std::option::Option::Some(
+            value.into_iter().map(::std::convert::Into::<EnumOption>::into).collect(),
+        );
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Well-known formats a text field's answer can be required to follow.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum StringFormat {
@@ -4895,6 +8451,33 @@ pub struct EnumOption {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl EnumOption {
+    /// A value from its required fields (`const_`, `title`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        const_: impl ::std::convert::Into<::std::string::String>,
+        title: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            const_: const_.into(),
+            title: title.into(),
+            description: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Longer explanation of the choice.
+    pub fn description(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// A floating-point number form field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct NumberPropertySchema {
@@ -4933,6 +8516,55 @@ pub struct NumberPropertySchema {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl NumberPropertySchema {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            title: ::std::default::Default::default(),
+            description: ::std::default::Default::default(),
+            minimum: ::std::default::Default::default(),
+            maximum: ::std::default::Default::default(),
+            default: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Label of the field.
+    pub fn title(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.title = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Help text for the field.
+    pub fn description(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Smallest allowed value (inclusive).
+    pub fn minimum(mut self, value: f64) -> Self {
+        self.minimum = ::std::option::Option::Some(value);
+        self
+    }
+    /// Largest allowed value (inclusive).
+    pub fn maximum(mut self, value: f64) -> Self {
+        self.maximum = ::std::option::Option::Some(value);
+        self
+    }
+    /// Value pre-filled in the form.
+    pub fn default(mut self, value: f64) -> Self {
+        self.default = ::std::option::Option::Some(value);
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// A whole-number form field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -4973,6 +8605,55 @@ pub struct IntegerPropertySchema {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl IntegerPropertySchema {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            title: ::std::default::Default::default(),
+            description: ::std::default::Default::default(),
+            minimum: ::std::default::Default::default(),
+            maximum: ::std::default::Default::default(),
+            default: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Label of the field.
+    pub fn title(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.title = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Help text for the field.
+    pub fn description(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Smallest allowed value (inclusive).
+    pub fn minimum(mut self, value: i64) -> Self {
+        self.minimum = ::std::option::Option::Some(value);
+        self
+    }
+    /// Largest allowed value (inclusive).
+    pub fn maximum(mut self, value: i64) -> Self {
+        self.maximum = ::std::option::Option::Some(value);
+        self
+    }
+    /// Value pre-filled in the form.
+    pub fn default(mut self, value: i64) -> Self {
+        self.default = ::std::option::Option::Some(value);
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// A yes/no form field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct BooleanPropertySchema {
@@ -5005,6 +8686,43 @@ pub struct BooleanPropertySchema {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl BooleanPropertySchema {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            title: ::std::default::Default::default(),
+            description: ::std::default::Default::default(),
+            default: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Label of the field.
+    pub fn title(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.title = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Help text for the field.
+    pub fn description(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Value pre-filled in the form.
+    pub fn default(mut self, value: bool) -> Self {
+        self.default = ::std::option::Option::Some(value);
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// A multiple-choice form field; the answer is an array of the chosen values.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -5054,6 +8772,66 @@ pub struct MultiSelectPropertySchema {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl MultiSelectPropertySchema {
+    /// A value from its required fields (`items`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(items: impl ::std::convert::Into<MultiSelectItems>) -> Self {
+        Self {
+            title: ::std::default::Default::default(),
+            description: ::std::default::Default::default(),
+            min_items: ::std::default::Default::default(),
+            max_items: ::std::default::Default::default(),
+            items: items.into(),
+            default: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Label of the field.
+    pub fn title(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.title = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Help text for the field.
+    pub fn description(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fewest choices the user must pick.
+    pub fn min_items(mut self, value: u64) -> Self {
+        self.min_items = ::std::option::Option::Some(value);
+        self
+    }
+    /// Most choices the user may pick.
+    pub fn max_items(mut self, value: u64) -> Self {
+        self.max_items = ::std::option::Option::Some(value);
+        self
+    }
+    /// Choices pre-selected in the form; entries that are not strings are dropped.
+    pub fn default(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<::std::string::String>,
+        >,
+    ) -> Self {
+        self.default = ::std::option::Option::Some(
+            value
+                .into_iter()
+                .map(::std::convert::Into::<::std::string::String>::into)
+                .collect(),
+        );
+        self
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// The choices of a multiple-choice field. Plain choices carry `type: "string"`; titled choices (as in MCP) have no `type` and list their options under `anyOf`. Other `type` values are kept as raw JSON.
 #[derive(::serde::Serialize, Clone, Debug, PartialEq)]
@@ -5143,6 +8921,34 @@ impl crate::serde_util::TagFirst for MultiSelectItems {
         }
     }
 }
+impl MultiSelectItems {
+    /// A `string` variant from its body's required fields (see [`StringMultiSelectItems::new`]).
+    pub fn string(
+        enum_: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<::std::string::String>,
+        >,
+    ) -> Self {
+        Self::String(StringMultiSelectItems::new(enum_))
+    }
+    /// The untagged `Titled` variant from its body's required fields (see [`TitledMultiSelectItems::new`]).
+    pub fn titled(
+        any_of: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<EnumOption>,
+        >,
+    ) -> Self {
+        Self::Titled(TitledMultiSelectItems::new(any_of))
+    }
+}
+impl ::std::convert::From<StringMultiSelectItems> for MultiSelectItems {
+    fn from(body: StringMultiSelectItems) -> Self {
+        Self::String(body)
+    }
+}
+impl ::std::convert::From<TitledMultiSelectItems> for MultiSelectItems {
+    fn from(body: TitledMultiSelectItems) -> Self {
+        Self::Titled(body)
+    }
+}
 /// Plain string choices of a multiple-choice field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct StringMultiSelectItems {
@@ -5157,6 +8963,27 @@ pub struct StringMultiSelectItems {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl StringMultiSelectItems {
+    /// A value from its required fields (`enum_`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        enum_: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<::std::string::String>,
+        >,
+    ) -> Self {
+        Self {
+            enum_: enum_
+                .into_iter()
+                .map(::std::convert::Into::<::std::string::String>::into)
+                .collect(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// Titled choices of a multiple-choice field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -5173,6 +9000,27 @@ pub struct TitledMultiSelectItems {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl TitledMultiSelectItems {
+    /// A value from its required fields (`any_of`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        any_of: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<EnumOption>,
+        >,
+    ) -> Self {
+        Self {
+            any_of: any_of
+                .into_iter()
+                .map(::std::convert::Into::<EnumOption>::into)
+                .collect(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Result of `elicitation/create`: what the user did. The `action` field and its fields sit beside `_meta`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CreateElicitationResponse {
@@ -5187,6 +9035,20 @@ pub struct CreateElicitationResponse {
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
     #[serde(flatten)]
     pub action: ElicitationAction,
+}
+impl CreateElicitationResponse {
+    /// A value from its required fields (`action`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(action: impl ::std::convert::Into<ElicitationAction>) -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            action: action.into(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// The user's reaction to an elicitation, told apart by its `action` field; embedded in `CreateElicitationResponse`. Unknown actions (those starting with `_` are for extensions) are kept as raw JSON.
 #[derive(::serde::Serialize, Clone, Debug, PartialEq)]
@@ -5274,6 +9136,17 @@ impl crate::serde_util::TagFirst for ElicitationAction {
         }
     }
 }
+impl ElicitationAction {
+    /// A `accept` variant from its body's required fields (see [`ElicitationAcceptAction::new`]).
+    pub fn accept() -> Self {
+        Self::Accept(ElicitationAcceptAction::new())
+    }
+}
+impl ::std::convert::From<ElicitationAcceptAction> for ElicitationAction {
+    fn from(body: ElicitationAcceptAction) -> Self {
+        Self::Accept(body)
+    }
+}
 /// Fields of an `accept` action.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct ElicitationAcceptAction {
@@ -5282,6 +9155,35 @@ pub struct ElicitationAcceptAction {
     pub content: ::std::option::Option<
         ::std::collections::BTreeMap<::std::string::String, ElicitationContentValue>,
     >,
+}
+impl ElicitationAcceptAction {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            content: ::std::default::Default::default(),
+        }
+    }
+    /// The answers by field name, matching the requested schema; absent for URL elicitations.
+    pub fn content(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = (
+                impl ::std::convert::Into<::std::string::String>,
+                impl ::std::convert::Into<ElicitationContentValue>,
+            ),
+        >,
+    ) -> Self {
+        self.content = ::std::option::Option::Some(
+            value
+                .into_iter()
+                .map(|(k, v)| (
+                    (::std::convert::Into::<::std::string::String>::into)(k),
+                    (::std::convert::Into::<ElicitationContentValue>::into)(v),
+                ))
+                .collect(),
+        );
+        self
+    }
 }
 /// One answer in an accepted form: whatever JSON type the field asked for. Integers are tried before floating-point numbers.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
@@ -5313,6 +9215,20 @@ pub struct CompleteElicitationNotification {
     )]
     pub meta: ::std::option::Option<crate::Meta>,
 }
+impl CompleteElicitationNotification {
+    /// A value from its required fields (`elicitation_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(elicitation_id: impl ::std::convert::Into<ElicitationId>) -> Self {
+        Self {
+            elicitation_id: elicitation_id.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+}
 /// Params of `$/cancel_request`: either side asks the other to abandon a request it sent. The request should still be answered, typically with a `REQUEST_CANCELLED` error.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CancelRequestNotification {
@@ -5327,6 +9243,20 @@ pub struct CancelRequestNotification {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+}
+impl CancelRequestNotification {
+    /// A value from its required fields (`request_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(request_id: impl ::std::convert::Into<RequestId>) -> Self {
+        Self {
+            request_id: request_id.into(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// A JSON-RPC request id: a string, an integer or (discouraged) `null`. Answers echo it unchanged.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
@@ -5349,6 +9279,27 @@ pub struct Error {
     /// Extra details about the failure, any JSON.
     #[serde(skip_serializing_if = "::std::option::Option::is_none", default)]
     pub data: ::std::option::Option<::serde_json::Value>,
+}
+impl Error {
+    /// A value from its required fields (`code`, `message`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        code: impl ::std::convert::Into<ErrorCode>,
+        message: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            code: code.into(),
+            message: message.into(),
+            data: ::std::default::Default::default(),
+        }
+    }
+    /// Extra details about the failure, any JSON.
+    pub fn data(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Value>,
+    ) -> Self {
+        self.data = ::std::option::Option::Some(value.into());
+        self
+    }
 }
 /// A JSON-RPC error code. Any integer is accepted; the well-known ones have named constants. ACP's own codes lie in JSON-RPC's server range (-32000 to -32099), cancellation uses LSP's -32800.
 #[derive(
