@@ -236,10 +236,7 @@ impl SandboxedFs {
                 .with_data(json!({ "path": params.path }))
         })?;
         let content = select_lines(&text, params.line, params.limit);
-        Ok(ReadTextFileResponse {
-            content,
-            meta: None,
-        })
+        Ok(ReadTextFileResponse::new(content))
     }
 
     /// Serves `fs/write_text_file`: creates the file (and missing parent directories inside

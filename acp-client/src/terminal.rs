@@ -377,18 +377,16 @@ fn signal_name(sig: i32) -> String {
 }
 
 fn exit_status(status: std::io::Result<std::process::ExitStatus>) -> TerminalExitStatus {
-    let (exit_code, signal) = match status {
-        Ok(s) => (
-            s.code().and_then(|c| u32::try_from(c).ok()),
-            s.signal().map(signal_name),
-        ),
-        Err(_) => (None, None),
-    };
-    TerminalExitStatus {
-        exit_code,
-        signal,
-        meta: None,
+    let mut exit = TerminalExitStatus::new();
+    if let Ok(s) = status {
+        if let Some(code) = s.code().and_then(|c| u32::try_from(c).ok()) {
+            exit = exit.exit_code(code);
+        }
+        if let Some(sig) = s.signal() {
+            exit = exit.signal(signal_name(sig));
+        }
     }
+    exit
 }
 
 async fn pump(mut r: impl AsyncRead + Unpin, out: Arc<Mutex<Output>>) {
@@ -676,10 +674,7 @@ impl Terminals {
                 task,
             }),
         );
-        Ok(CreateTerminalResponse {
-            terminal_id: id,
-            meta: None,
-        })
+        Ok(CreateTerminalResponse::new(id))
     }
 
     /// Serves `terminal/output`: the captured output, whether it was truncated, and the exit
@@ -691,11 +686,10 @@ impl Terminals {
         let t = self.get(&params.session_id, &params.terminal_id)?;
         let exit_status = t.exit.borrow().clone();
         let mut out = t.output.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(TerminalOutputResponse {
-            output: out.text(exit_status.is_some()),
-            truncated: out.truncated,
-            exit_status,
-            meta: None,
+        let response = TerminalOutputResponse::new(out.text(exit_status.is_some()), out.truncated);
+        Ok(match exit_status {
+            Some(status) => response.exit_status(status),
+            None => response,
         })
     }
 
@@ -715,11 +709,14 @@ impl Terminals {
         let status = status.ok_or_else(|| {
             Error::resource_not_found(format!("terminal {} was released", params.terminal_id.0))
         })?;
-        Ok(WaitForTerminalExitResponse {
-            exit_code: status.exit_code,
-            signal: status.signal,
-            meta: None,
-        })
+        let mut response = WaitForTerminalExitResponse::new();
+        if let Some(code) = status.exit_code {
+            response = response.exit_code(code);
+        }
+        if let Some(signal) = status.signal {
+            response = response.signal(signal);
+        }
+        Ok(response)
     }
 
     /// Serves `terminal/kill`: kills the command (and its process group, and the orphans

@@ -36,22 +36,18 @@ impl Drop for TempDir {
 }
 
 fn read(path: impl AsRef<Path>, line: Option<u32>, limit: Option<u32>) -> ReadTextFileRequest {
-    ReadTextFileRequest {
-        session_id: "s1".into(),
-        path: path.as_ref().to_string_lossy().into_owned(),
-        line,
-        limit,
-        meta: None,
+    let mut r = ReadTextFileRequest::new("s1", path.as_ref().to_string_lossy());
+    if let Some(line) = line {
+        r = r.line(line);
     }
+    if let Some(limit) = limit {
+        r = r.limit(limit);
+    }
+    r
 }
 
 fn write(path: impl AsRef<Path>, content: &str) -> WriteTextFileRequest {
-    WriteTextFileRequest {
-        session_id: "s1".into(),
-        path: path.as_ref().to_string_lossy().into_owned(),
-        content: content.to_owned(),
-        meta: None,
-    }
+    WriteTextFileRequest::new("s1", path.as_ref().to_string_lossy(), content)
 }
 
 #[tokio::test]

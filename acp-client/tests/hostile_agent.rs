@@ -167,27 +167,21 @@ async fn run_agent(dirs: &Dirs, attacks: &str, client: Arc<Sandboxed>) -> BTreeM
     let conn = ClientConnection::with_client(client.clone(), stdout, stdin, Config::default());
     let agent = conn.agent().clone();
     let turn = async {
-        agent
-            .initialize(serde_json::from_value(serde_json::json!({"protocolVersion": 1})).unwrap())
-            .await
-            .unwrap();
+        agent.initialize(InitializeRequest::new(1)).await.unwrap();
         let session = agent
-            .new_session(NewSessionRequest {
-                cwd: dirs.workspace.to_string_lossy().into_owned(),
-                additional_directories: Vec::new(),
-                mcp_servers: Vec::new(),
-                meta: None,
-            })
+            .new_session(NewSessionRequest::new(
+                dirs.workspace.to_string_lossy(),
+                Vec::<McpServer>::new(),
+            ))
             .await
             .unwrap();
         client
             .terminals
             .add_session(session.session_id.clone(), &dirs.workspace, []);
-        let mut turn = agent.prompt_stream(PromptRequest {
-            session_id: session.session_id,
-            prompt: vec![ContentBlock::text("attack")],
-            meta: None,
-        });
+        let mut turn = agent.prompt_stream(PromptRequest::new(
+            session.session_id,
+            [ContentBlock::text("attack")],
+        ));
         while let Some(event) = turn.next().await {
             if let PromptEvent::Done(result) = event {
                 assert_eq!(result.unwrap().stop_reason, StopReason::EndTurn);

@@ -40,24 +40,16 @@ impl Run for Terminals {
 }
 
 fn create(command: &str, args: &[&str], limit: Option<u64>) -> CreateTerminalRequest {
-    CreateTerminalRequest {
-        session_id: "s1".into(),
-        command: command.to_owned(),
-        args: args.iter().map(|s| s.to_string()).collect(),
-        env: vec![],
-        cwd: None,
-        output_byte_limit: limit,
-        meta: None,
+    let r = CreateTerminalRequest::new("s1", command).args(args.iter().copied());
+    match limit {
+        Some(limit) => r.output_byte_limit(limit),
+        None => r,
     }
 }
 
 macro_rules! req {
     ($ty:ident, $id:expr) => {
-        $ty {
-            session_id: "s1".into(),
-            terminal_id: $id.clone(),
-            meta: None,
-        }
+        $ty::new("s1", $id.clone())
     };
 }
 
@@ -133,19 +125,14 @@ async fn truncation_keeps_the_end_and_cuts_at_a_character_boundary() {
 #[tokio::test]
 async fn env_and_cwd_are_applied() {
     let t = terminals();
-    let mut req = create("sh", &["-c", "echo $ACP_TEST_VAR; pwd"], None);
-    req.env = vec![EnvVariable {
-        name: "ACP_TEST_VAR".into(),
-        value: "bar".into(),
-        meta: None,
-    }];
-    req.cwd = Some("/".into());
+    let req = create("sh", &["-c", "echo $ACP_TEST_VAR; pwd"], None)
+        .env([EnvVariable::new("ACP_TEST_VAR", "bar")])
+        .cwd("/");
     let id = t.run(req).await.unwrap().terminal_id;
     let (_, out) = run_to_end(&t, &id).await;
     assert_eq!(out.output, "bar\n/\n");
 
-    let mut req = create("pwd", &[], None);
-    req.cwd = Some("relative/dir".into());
+    let req = create("pwd", &[], None).cwd("relative/dir");
     let err = t.run(req).await.unwrap_err();
     assert_eq!(err.code, ErrorCode::INVALID_PARAMS);
 }
@@ -221,11 +208,7 @@ async fn unknown_terminals_and_other_sessions_get_not_found_and_bad_commands_fai
     assert_eq!(err.code, ErrorCode::RESOURCE_NOT_FOUND);
     assert_eq!(err.data.unwrap()["terminalId"], "nope");
     let id = t.run(create("true", &[], None)).await.unwrap().terminal_id;
-    let other = TerminalOutputRequest {
-        session_id: "s2".into(),
-        terminal_id: id,
-        meta: None,
-    };
+    let other = TerminalOutputRequest::new("s2", id);
     assert_eq!(
         t.output(other).await.unwrap_err().code,
         ErrorCode::RESOURCE_NOT_FOUND

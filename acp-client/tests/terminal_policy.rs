@@ -66,41 +66,20 @@ impl Drop for TempDir {
 }
 
 fn create(command: &str, args: &[&str]) -> CreateTerminalRequest {
-    CreateTerminalRequest {
-        session_id: "s1".into(),
-        command: command.to_owned(),
-        args: args.iter().map(|s| s.to_string()).collect(),
-        env: vec![],
-        cwd: None,
-        output_byte_limit: None,
-        meta: None,
-    }
-}
-
-fn ids(id: &TerminalId) -> (SessionId, TerminalId) {
-    ("s1".into(), id.clone())
+    CreateTerminalRequest::new("s1", command).args(args.iter().copied())
 }
 
 async fn finish(t: &Terminals, id: &TerminalId) -> TerminalOutputResponse {
-    let (session_id, terminal_id) = ids(id);
     tokio::time::timeout(
         Duration::from_secs(30),
-        t.wait_for_exit(WaitForTerminalExitRequest {
-            session_id: session_id.clone(),
-            terminal_id: terminal_id.clone(),
-            meta: None,
-        }),
+        t.wait_for_exit(WaitForTerminalExitRequest::new("s1", id.clone())),
     )
     .await
     .expect("the command exits")
     .unwrap();
-    t.output(TerminalOutputRequest {
-        session_id,
-        terminal_id,
-        meta: None,
-    })
-    .await
-    .unwrap()
+    t.output(TerminalOutputRequest::new("s1", id.clone()))
+        .await
+        .unwrap()
 }
 
 fn session_terminals(ws: &Path) -> Terminals {
@@ -145,9 +124,9 @@ async fn an_allowed_command_runs_and_the_policy_saw_exactly_it() {
     std::fs::create_dir(ws.path().join("sub")).unwrap();
     let t = session_terminals(ws.path());
     let yes = Policy::allowing(true);
-    let mut req = create("sh", &["-c", "echo \"it's $0\"; pwd", "arg zero"]);
-    req.cwd = Some(ws.path().join("sub").to_string_lossy().into_owned());
-    req.output_byte_limit = Some(1000);
+    let req = create("sh", &["-c", "echo \"it's $0\"; pwd", "arg zero"])
+        .cwd(ws.path().join("sub").to_string_lossy())
+        .output_byte_limit(1000);
     let id = t.create(req, &yes).await.unwrap().terminal_id;
     let out = finish(&t, &id).await;
     assert_eq!(
@@ -189,8 +168,7 @@ async fn without_cwd_the_command_runs_in_the_sessions_directory() {
     assert!(!yes.shown()[0].cwd_from_agent);
 
     // A session the client knows nothing of is refused, not run in our cwd.
-    let mut other = create("pwd", &[]);
-    other.session_id = "unknown".into();
+    let other = CreateTerminalRequest::new("unknown", "pwd");
     let err = t.create(other, &yes).await.unwrap_err();
     assert!(
         err.message.contains("no working directory"),
@@ -211,8 +189,7 @@ async fn a_cwd_outside_the_roots_is_refused_unless_allowed() {
         ws.path().join("link"),
         PathBuf::from("/"),
     ] {
-        let mut req = create("pwd", &[]);
-        req.cwd = Some(cwd.to_string_lossy().into_owned());
+        let req = create("pwd", &[]).cwd(cwd.to_string_lossy());
         let err = t.create(req, &yes).await.unwrap_err();
         assert_eq!(err.code, ErrorCode::INVALID_PARAMS);
         assert!(
@@ -221,8 +198,7 @@ async fn a_cwd_outside_the_roots_is_refused_unless_allowed() {
             err.message
         );
     }
-    let mut req = create("pwd", &[]);
-    req.cwd = Some("relative".into());
+    let req = create("pwd", &[]).cwd("relative");
     assert!(t.create(req, &yes).await.is_err());
     assert!(
         yes.shown().is_empty(),
@@ -232,8 +208,7 @@ async fn a_cwd_outside_the_roots_is_refused_unless_allowed() {
     let t = Terminals::new()
         .with_config(TerminalConfig::default().with_cwd_outside_roots_allowed(true));
     t.add_session("s1".into(), ws.path(), []);
-    let mut req = create("pwd", &[]);
-    req.cwd = Some(elsewhere.path().to_string_lossy().into_owned());
+    let req = create("pwd", &[]).cwd(elsewhere.path().to_string_lossy());
     let id = t.create(req, &yes).await.unwrap().terminal_id;
     assert_eq!(
         finish(&t, &id).await.output,
@@ -244,8 +219,7 @@ async fn a_cwd_outside_the_roots_is_refused_unless_allowed() {
     // An additional root counts as inside.
     let t = Terminals::new();
     t.add_session("s1".into(), ws.path(), [elsewhere.path().to_path_buf()]);
-    let mut req = create("pwd", &[]);
-    req.cwd = Some(elsewhere.path().to_string_lossy().into_owned());
+    let req = create("pwd", &[]).cwd(elsewhere.path().to_string_lossy());
     assert!(t.create(req, &yes).await.is_ok());
 }
 
@@ -254,13 +228,7 @@ async fn environment_variables_are_refused_unless_allowed() {
     let ws = TempDir::new("env");
     let t = session_terminals(ws.path());
     let yes = Policy::allowing(true);
-    let env = vec![EnvVariable {
-        name: "LD_PRELOAD".into(),
-        value: "/tmp/evil.so".into(),
-        meta: None,
-    }];
-    let mut req = create("true", &[]);
-    req.env = env.clone();
+    let req = create("true", &[]).env([EnvVariable::new("LD_PRELOAD", "/tmp/evil.so")]);
     let err = t.create(req, &yes).await.unwrap_err();
     assert_eq!(err.code, ErrorCode::INVALID_PARAMS);
     assert!(
@@ -272,12 +240,8 @@ async fn environment_variables_are_refused_unless_allowed() {
 
     let t = Terminals::new().with_config(TerminalConfig::default().with_env_allowed(true));
     t.add_session("s1".into(), ws.path(), []);
-    let mut req = create("sh", &["-c", "echo $ACP_TEST_VALUE"]);
-    req.env = vec![EnvVariable {
-        name: "ACP_TEST_VALUE".into(),
-        value: "shown".into(),
-        meta: None,
-    }];
+    let req = create("sh", &["-c", "echo $ACP_TEST_VALUE"])
+        .env([EnvVariable::new("ACP_TEST_VALUE", "shown")]);
     let id = t.create(req, &yes).await.unwrap().terminal_id;
     assert_eq!(finish(&t, &id).await.output, "shown\n");
     assert_eq!(
@@ -293,11 +257,11 @@ async fn the_output_limit_is_clamped_to_the_client_maximum() {
         .with_config(TerminalConfig::default().with_max_output_byte_limit(64 * 1024));
     t.add_session("s1".into(), ws.path(), []);
     let yes = Policy::allowing(true);
-    let mut req = create(
+    let req = create(
         "sh",
         &["-c", "head -c 5000000 /dev/zero | tr '\\0' a; echo END"],
-    );
-    req.output_byte_limit = Some(1 << 62);
+    )
+    .output_byte_limit(1 << 62);
     let id = t.create(req, &yes).await.unwrap().terminal_id;
     let out = finish(&t, &id).await;
     assert_eq!(yes.shown()[0].output_byte_limit, 64 * 1024);
@@ -335,17 +299,11 @@ async fn live_terminals_per_session_are_capped_until_one_is_released() {
         err.message
     );
     // Another session has its own allowance.
-    let mut other = create("true", &[]);
-    other.session_id = "s2".into();
+    let other = CreateTerminalRequest::new("s2", "true");
     assert!(t.create(other, &yes).await.is_ok());
-    let (session_id, terminal_id) = ids(&held[0]);
-    t.release(ReleaseTerminalRequest {
-        session_id,
-        terminal_id,
-        meta: None,
-    })
-    .await
-    .unwrap();
+    t.release(ReleaseTerminalRequest::new("s1", held[0].clone()))
+        .await
+        .unwrap();
     assert!(t.create(create("true", &[]), &yes).await.is_ok());
     t.close().await;
     assert!(t.is_empty());
@@ -384,13 +342,8 @@ async fn grandchild(t: &Terminals, script: &str) -> (TerminalId, u32) {
         .unwrap()
         .terminal_id;
     for _ in 0..500 {
-        let (session_id, terminal_id) = ids(&id);
         let out = t
-            .output(TerminalOutputRequest {
-                session_id,
-                terminal_id,
-                meta: None,
-            })
+            .output(TerminalOutputRequest::new("s1", id.clone()))
             .await
             .unwrap();
         if let Ok(pid) = out.output.trim().parse::<u32>() {
@@ -414,14 +367,9 @@ async fn a_setsid_grandchild_is_killed_on_release_and_on_close() {
         pid,
         "the grandchild left the terminal's process group"
     );
-    let (session_id, terminal_id) = ids(&id);
-    t.release(ReleaseTerminalRequest {
-        session_id,
-        terminal_id,
-        meta: None,
-    })
-    .await
-    .unwrap();
+    t.release(ReleaseTerminalRequest::new("s1", id.clone()))
+        .await
+        .unwrap();
     assert!(
         gone_within(pid, Duration::from_secs(5)).await,
         "{pid} survived release"
