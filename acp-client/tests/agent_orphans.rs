@@ -5,13 +5,10 @@ use std::time::{Duration, Instant};
 
 use acp_client::process::{AgentCommand, AgentProcess};
 
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit(')')
-            .next()
-            .is_some_and(|r| !r.trim_start().starts_with('Z'))
-    })
-}
+#[path = "support/mod.rs"]
+mod support;
+
+use support::alive;
 
 #[tokio::test]
 async fn shutdown_kills_a_setsid_grandchild_of_the_agent() {

@@ -5,35 +5,14 @@
 
 use std::path::{Path, PathBuf};
 
+#[path = "support/mod.rs"]
+mod support;
+
+use support::TempDir;
+
 use acp_client::ErrorCode;
 use acp_client::fs::SandboxedFs;
 use acp_types::v1::{ReadTextFileRequest, WriteTextFileRequest};
-
-/// A fresh directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static N: AtomicU32 = AtomicU32::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "acp-client-fs-{}-{}-{tag}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(std::fs::canonicalize(&p).unwrap())
-    }
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn read(path: impl AsRef<Path>, line: Option<u32>, limit: Option<u32>) -> ReadTextFileRequest {
     let mut r = ReadTextFileRequest::new("s1", path.as_ref().to_string_lossy());

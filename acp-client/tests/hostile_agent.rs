@@ -15,6 +15,8 @@
 
 #[path = "../examples/hostile_agent.rs"]
 mod agent;
+#[path = "support/mod.rs"]
+mod support;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -28,6 +30,7 @@ use acp_client::terminal::{TerminalConfig, TerminalDecision, TerminalRequest, Te
 use acp_client::{Client, ClientConnection, Config, Error, PromptEvent, async_trait};
 use acp_types::v1::*;
 use serde_json::Value;
+use support::alive;
 
 const SECRET: &str = "CANARY-SECRET-7f3a9c";
 
@@ -276,15 +279,6 @@ async fn file_attacks() {
     );
 }
 
-fn alive(pid: u64) -> bool {
-    // A zombie is as good as gone (it runs nothing); someone else reaps it.
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit(')')
-            .next()
-            .is_some_and(|r| !r.trim_start().starts_with('Z'))
-    })
-}
-
 async fn terminal_attacks() {
     let dirs = Dirs::new("term");
     let before = dirs.canary();
@@ -353,7 +347,7 @@ async fn terminal_attacks() {
 
     let setsid = &reports["term-setsid"];
     assert_answered_without_leaks(setsid);
-    let pid = n(setsid, "grandchildPid");
+    let pid = u32::try_from(n(setsid, "grandchildPid")).unwrap();
     // `close` ran: the grandchild that left the group is gone too.
     let deadline = Instant::now() + Duration::from_secs(5);
     while alive(pid) && Instant::now() < deadline {

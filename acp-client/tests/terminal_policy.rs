@@ -4,8 +4,13 @@
 //! and a `setsid` grandchild is killed with its terminal.
 
 use std::path::{Path, PathBuf};
+
+#[path = "support/mod.rs"]
+mod support;
+
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use support::{TempDir, alive};
 
 use acp_client::terminal::{TerminalConfig, TerminalDecision, TerminalRequest, Terminals};
 use acp_client::{Client, ErrorCode, async_trait};
@@ -44,26 +49,6 @@ impl Client for Policy {
 /// A client that keeps the trait's default policy.
 struct Defaults;
 impl Client for Defaults {}
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("acp-term-policy-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(std::fs::canonicalize(&p).unwrap())
-    }
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn create(command: &str, args: &[&str]) -> CreateTerminalRequest {
     CreateTerminalRequest::new("s1", command).args(args.iter().copied())
@@ -307,14 +292,6 @@ async fn live_terminals_per_session_are_capped_until_one_is_released() {
     assert!(t.create(create("true", &[]), &yes).await.is_ok());
     t.close().await;
     assert!(t.is_empty());
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit(')')
-            .next()
-            .is_some_and(|r| !r.trim_start().starts_with('Z'))
-    })
 }
 
 /// Its process group id, from `/proc/<pid>/stat`.
