@@ -235,7 +235,7 @@ impl SandboxedFs {
             Error::invalid_params(format!("{} is not valid UTF-8 text", params.path))
                 .with_data(json!({ "path": params.path }))
         })?;
-        let content = select_lines(&text, params.line, params.limit);
+        let content = select_lines(text, params.line, params.limit);
         Ok(ReadTextFileResponse::new(content))
     }
 
@@ -574,9 +574,10 @@ fn kind_of(kind: &cap_std::fs::FileType) -> &'static str {
 }
 
 /// Lines `line..line+limit` (1-based; `None` = from the start / to the end), line endings kept.
-fn select_lines(text: &str, line: Option<u32>, limit: Option<u32>) -> String {
+/// Without either, the text itself is returned (no copy).
+fn select_lines(text: String, line: Option<u32>, limit: Option<u32>) -> String {
     if line.is_none() && limit.is_none() {
-        return text.to_owned();
+        return text;
     }
     let skip = line.unwrap_or(1).max(1) as usize - 1;
     let take = limit.map_or(usize::MAX, |l| l as usize);
