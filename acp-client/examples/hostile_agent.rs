@@ -7,7 +7,7 @@
 //! Configured by environment variables:
 //!
 //! * `HOSTILE_ATTACKS`: comma-separated, from `fs-race`, `size-race`, `fifo`,
-//!   `term-escape`, `term-burst`, `term-flood`, `term-setsid` (default: all);
+//!   `term-escape`, `term-burst`, `term-flood`, `term-setsid`, `agent-setsid` (default: all);
 //! * `HOSTILE_OUTSIDE`: a directory outside the workspace holding `secret.txt` (the canary);
 //!   `fs-race` puts a symlink to it in the workspace, `term-escape` tries to write into it;
 //! * `HOSTILE_SECONDS`: how long each race runs (default 2);
@@ -473,6 +473,23 @@ fn term_setsid(cx: &Ctx) {
     tally.report("term-setsid", json!({"grandchildPid": pid}));
 }
 
+/// The agent's own grandchild leaves its process group with `setsid` (its pid is reported;
+/// whoever runs us checks it is gone once the client shut the agent down).
+fn agent_setsid(_cx: &Ctx) {
+    let pid = std::process::Command::new("sh")
+        .args(["-c", "setsid sleep 300 > /dev/null 2>&1 & echo $!"])
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .map_or(Value::Null, Value::from);
+    Tally::default().report("agent-setsid", json!({"grandchildPid": pid}));
+}
+
 fn run_attacks(cx: &Ctx, attacks: &[String]) {
     for attack in attacks {
         match attack.as_str() {
@@ -483,6 +500,7 @@ fn run_attacks(cx: &Ctx, attacks: &[String]) {
             "term-burst" => term_burst(cx),
             "term-flood" => term_flood(cx),
             "term-setsid" => term_setsid(cx),
+            "agent-setsid" => agent_setsid(cx),
             other => report_line(&json!({"attack": other, "unknown": true})),
         }
     }
@@ -491,7 +509,8 @@ fn run_attacks(cx: &Ctx, attacks: &[String]) {
 pub fn main() {
     let attacks: Vec<String> = std::env::var("HOSTILE_ATTACKS")
         .unwrap_or_else(|_| {
-            "fs-race,size-race,fifo,term-escape,term-burst,term-flood,term-setsid".into()
+            "fs-race,size-race,fifo,term-escape,term-burst,term-flood,term-setsid,agent-setsid"
+                .into()
         })
         .split(',')
         .map(str::to_owned)

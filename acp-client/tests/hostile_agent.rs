@@ -286,7 +286,7 @@ async fn terminal_attacks() {
     let started = Instant::now();
     let reports = run_agent(
         &dirs,
-        "term-escape,term-burst,term-flood,term-setsid",
+        "term-escape,term-burst,term-flood,term-setsid,agent-setsid",
         client.clone(),
     )
     .await;
@@ -356,6 +356,18 @@ async fn terminal_attacks() {
     assert!(
         !alive(pid),
         "the setsid grandchild {pid} outlived the client's cleanup"
+    );
+
+    // The agent's own setsid grandchild is gone too (AgentProcess::shutdown swept it).
+    let agent_setsid = &reports["agent-setsid"];
+    let pid = u32::try_from(n(agent_setsid, "grandchildPid")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(pid) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        !alive(pid),
+        "the agent's setsid grandchild {pid} outlived its shutdown"
     );
 
     // 500 MB printed, 16 MiB kept (the old client peaked at 1,440 MiB).
