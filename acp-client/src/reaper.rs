@@ -16,16 +16,21 @@
 //! faster than the sweep's rounds, and anything on other systems (the subreaper is Linux
 //! only). The subreaper setting is process-wide: orphans of the agent's own children come to
 //! the client too. A zombie orphan that can be told apart from the application's own
-//! children (it is in a process group led by someone else and not in ours) is reaped by each
-//! sweep; a `setsid` orphan that exits on its own before any sweep stays a zombie until the
-//! client exits.
+//! children (it is in a process group led by someone else and not in ours) is reaped by a
+//! background thread every two seconds and by each sweep; a `setsid` orphan (it leads its own
+//! group, like a child the application may have spawned) that exits on its own before a
+//! sweep killed it stays a zombie until the client exits.
 
 use std::time::{Duration, Instant};
 
 /// The environment variable that marks a terminal's processes.
 pub(crate) const MARKER_ENV: &str = "ACP_RS_CLEANUP_TAG";
 
-/// Makes this process a child subreaper (once). Returns whether it is one.
+/// How often the background thread reaps orphan zombies.
+const ZOMBIE_REAP_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Makes this process a child subreaper (once), and starts the thread that reaps the orphan
+/// zombies it then inherits. Returns whether it is one.
 pub(crate) fn become_subreaper() -> bool {
     use std::sync::OnceLock;
     static DONE: OnceLock<bool> = OnceLock::new();
@@ -33,13 +38,37 @@ pub(crate) fn become_subreaper() -> bool {
         #[cfg(target_os = "linux")]
         {
             // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument.
-            unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 }
+            let ok = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 };
+            if ok {
+                let _ = std::thread::Builder::new()
+                    .name("acp-orphan-reaper".into())
+                    .spawn(|| {
+                        loop {
+                            std::thread::sleep(ZOMBIE_REAP_INTERVAL);
+                            reap_orphan_zombies();
+                        }
+                    });
+            }
+            ok
         }
         #[cfg(not(target_os = "linux"))]
         {
             false
         }
     })
+}
+
+/// Reaps the zombies among our children that are orphans we inherited: in a process group
+/// led by someone else and not ours (the children the application spawned itself lead their
+/// group or share ours, and their owners reap them).
+fn reap_orphan_zombies() {
+    // SAFETY: getpgrp has no preconditions.
+    let our_group = unsafe { libc::getpgrp() };
+    for child in children() {
+        if child.zombie && child.pgrp != child.pid && child.pgrp != our_group {
+            reap(child.pid);
+        }
+    }
 }
 
 /// A fresh marker value, unique in this process (whichever `Terminals` asks).
@@ -122,16 +151,9 @@ pub(crate) fn sweep(markers: &[String], budget: Duration) -> usize {
     let mut quiet_rounds = 0;
     while Instant::now() < deadline && quiet_rounds < 3 {
         let mut found = false;
+        reap_orphan_zombies();
         for child in children() {
-            if child.zombie {
-                // An orphan that was in someone else's group: not a child the application
-                // spawned itself (those lead their group or share ours).
-                if child.pgrp != child.pid && child.pgrp != our_group {
-                    reap(child.pid);
-                }
-                continue;
-            }
-            if !has_marker(child.pid, markers) {
+            if child.zombie || !has_marker(child.pid, markers) {
                 continue;
             }
             found = true;

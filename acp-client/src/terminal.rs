@@ -107,8 +107,9 @@ pub struct TerminalConfig {
     /// (it carries a marker, `ACP_RS_CLEANUP_TAG`). Not caught: a descendant that replaced its
     /// environment, one whose parent outside the group is still alive at the sweep, one
     /// that double-forks faster than the sweep's rounds (about 60 ms of quiet), any on
-    /// systems other than Linux. A `setsid` orphan that exits on its own before its
-    /// terminal is released stays a zombie until the client exits.
+    /// systems other than Linux. Orphans that exit on their own are reaped by a background
+    /// thread (every 2 s), except a `setsid` one (it leads its own group, like children the
+    /// application may spawn and reap itself): it stays a zombie until the client exits.
     pub reap_orphans: bool,
 }
 

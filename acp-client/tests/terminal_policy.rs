@@ -381,3 +381,30 @@ async fn without_orphan_reaping_a_setsid_grandchild_escapes() {
         "the group kill alone should not have caught a setsid grandchild"
     );
 }
+
+/// Whether `pid` is a zombie child of ours.
+fn zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z'))
+    })
+}
+
+/// Being a subreaper means inheriting orphans: one that exits on its own must be reaped, not
+/// left as a zombie of the client for as long as it runs.
+#[tokio::test]
+async fn an_orphan_that_exits_on_its_own_is_reaped() {
+    let ws = TempDir::new("zombie");
+    let t = session_terminals(ws.path());
+    // The subshell exits at once, so `sleep 0.3` is orphaned (reparented to us) and then
+    // exits while the terminal's shell keeps running.
+    let (_id, pid) = grandchild(&t, "(sleep 0.3 & echo $!); exec sleep 30").await;
+    let deadline = Instant::now() + Duration::from_secs(8);
+    while (alive(pid) || zombie(pid)) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!zombie(pid), "orphan {pid} left as a zombie");
+    assert!(!alive(pid));
+    t.close().await;
+}
