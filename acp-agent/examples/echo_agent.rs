@@ -17,13 +17,6 @@ use std::time::Duration;
 use acp_agent::negotiate::{NegotiateOptions, serve_stdio};
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentContext, Dialect, Error, PromptContext, SessionHandle};
-use serde::de::DeserializeOwned;
-use serde_json::json;
-
-fn v<T: DeserializeOwned>(j: serde_json::Value) -> Result<T, Error> {
-    serde_json::from_value(j).map_err(|e| Error::internal_error(e.to_string()))
-}
-
 #[derive(Default)]
 struct EchoAgent {
     /// Session id -> working directory.
@@ -53,23 +46,23 @@ impl EchoAgent {
             .cloned()
             .unwrap_or_default();
         let path = format!("{}/hello.txt", cwd.trim_end_matches('/'));
-        let mut call = ToolCall::new("read-1", format!("Read {path}"));
-        call.kind = v(json!("read"))?;
-        call.locations = vec![v(json!({"path": path}))?];
+        let call = ToolCall::new("read-1", format!("Read {path}"))
+            .kind(ToolKind::Read)
+            .locations([ToolCallLocation::new(path.as_str())]);
         let tool = s.start_tool_call(call).await?;
         let options = vec![
-            v(json!({"optionId": "allow", "name": "Allow", "kind": "allow_once"}))?,
-            v(json!({"optionId": "reject", "name": "Reject", "kind": "reject_once"}))?,
+            PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
+            PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
         ];
         let outcome = match s.request_permission(tool.blank(), options).await {
             Ok(outcome) => outcome,
             // A client that cannot ask its user (a threads editor, through the adapter):
             // nothing is allowed that was not granted.
             Err(e) if e.code == acp_agent::ErrorCode::METHOD_NOT_FOUND => {
-                tool.fail(vec![text_content(&format!(
+                tool.fail(vec![ToolCallContent::content(format!(
                     "the client cannot ask for permission ({})",
                     e.message
-                ))?])
+                ))])
                 .await?;
                 return Ok(Step::Done);
             }
@@ -79,18 +72,22 @@ impl EchoAgent {
             RequestPermissionOutcome::Cancelled => return Ok(Step::Cancelled),
             RequestPermissionOutcome::Selected(sel) if sel.option_id.0 == "allow" => {}
             _ => {
-                tool.fail(vec![text_content("permission denied")?]).await?;
+                tool.fail(vec![ToolCallContent::content("permission denied")])
+                    .await?;
                 return Ok(Step::Done);
             }
         }
         tool.status(ToolCallStatus::InProgress).await?;
         let read = cx
             .client()
-            .read_text_file(v(json!({"sessionId": s.id(), "path": path}))?)
+            .read_text_file(ReadTextFileRequest::new(s.id().clone(), path))
             .await;
         match read {
-            Ok(r) => tool.complete(vec![text_content(&r.content)?]).await?,
-            Err(e) => tool.fail(vec![text_content(&e.message)?]).await?,
+            Ok(r) => {
+                tool.complete(vec![ToolCallContent::content(r.content)])
+                    .await?
+            }
+            Err(e) => tool.fail(vec![ToolCallContent::content(e.message)]).await?,
         }
         Ok(Step::Done)
     }
@@ -100,34 +97,43 @@ impl EchoAgent {
             return Ok(Step::Done);
         }
         let client = cx.client();
+        let session = s.id().clone();
         let created = client
-            .create_terminal(v(json!({"sessionId": s.id(), "command": "echo", "args": ["hello from a terminal"], "outputByteLimit": 4096}))?)
+            .create_terminal(
+                CreateTerminalRequest::new(session.clone(), "echo")
+                    .args(["hello from a terminal"])
+                    .output_byte_limit(4096),
+            )
             .await?;
         let tid = created.terminal_id;
-        let mut call = ToolCall::new("term-1", "Run echo");
-        call.kind = v(json!("execute"))?;
-        call.content = vec![v(json!({"type": "terminal", "terminalId": tid}))?];
+        let call = ToolCall::new("term-1", "Run echo")
+            .kind(ToolKind::Execute)
+            .content([ToolCallContent::terminal(tid.clone())]);
         let tool = s.start_tool_call(call).await?;
-        let ids = json!({"sessionId": s.id(), "terminalId": tid});
         let exit = tokio::select! {
-            r = client.wait_for_terminal_exit(v(ids.clone())?) => Some(r?),
+            r = client.wait_for_terminal_exit(WaitForTerminalExitRequest::new(session.clone(), tid.clone())) => Some(r?),
             _ = cx.cancelled() => None,
         };
         let Some(exit) = exit else {
-            let _ = client.kill_terminal(v(ids.clone())?).await;
-            let _ = client.release_terminal(v(ids)?).await;
+            let _ = client
+                .kill_terminal(KillTerminalRequest::new(session.clone(), tid.clone()))
+                .await;
+            let _ = client
+                .release_terminal(ReleaseTerminalRequest::new(session, tid))
+                .await;
             return Ok(Step::Cancelled);
         };
-        let output = client.terminal_output(v(ids.clone())?).await?;
-        client.release_terminal(v(ids)?).await?;
+        let output = client
+            .terminal_output(TerminalOutputRequest::new(session.clone(), tid.clone()))
+            .await?;
+        client
+            .release_terminal(ReleaseTerminalRequest::new(session, tid))
+            .await?;
         let summary = format!("exit {:?}: {}", exit.exit_code, output.output.trim_end());
-        tool.complete(vec![text_content(&summary)?]).await?;
+        tool.complete(vec![ToolCallContent::content(summary)])
+            .await?;
         Ok(Step::Done)
     }
-}
-
-fn text_content(text: &str) -> Result<ToolCallContent, Error> {
-    v(json!({"type": "content", "content": {"type": "text", "text": text}}))
 }
 
 #[acp_agent::async_trait]
@@ -137,11 +143,8 @@ impl Agent for EchoAgent {
         _p: InitializeRequest,
         _cx: &AgentContext,
     ) -> Result<InitializeResponse, Error> {
-        v(json!({
-            "protocolVersion": 1,
-            "agentCapabilities": {"promptCapabilities": {}},
-            "agentInfo": {"name": "echo-agent", "version": env!("CARGO_PKG_VERSION")}
-        }))
+        Ok(InitializeResponse::new(ProtocolVersion::V1)
+            .agent_info(Implementation::new("echo-agent", env!("CARGO_PKG_VERSION"))))
     }
 
     async fn new_session(
@@ -159,18 +162,19 @@ impl Agent for EchoAgent {
         cx.client()
             .send_update(
                 id.as_str(),
-                SessionUpdate::AvailableCommandsUpdate(v(json!({"availableCommands": [
-                    {"name": "echo", "description": "Echo the prompt back"}
-                ]}))?),
+                SessionUpdate::available_commands_update([AvailableCommand::new(
+                    "echo",
+                    "Echo the prompt back",
+                )]),
             )
             .await?;
-        v(json!({
-            "sessionId": id,
-            "modes": {"currentModeId": "ask", "availableModes": [
-                {"id": "ask", "name": "Ask", "description": "Ask before reading files"},
-                {"id": "code", "name": "Code"}
-            ]}
-        }))
+        Ok(NewSessionResponse::new(id).modes(SessionModeState::new(
+            "ask",
+            [
+                SessionMode::new("ask", "Ask").description("Ask before reading files"),
+                SessionMode::new("code", "Code"),
+            ],
+        )))
     }
 
     async fn set_session_mode(
@@ -187,7 +191,7 @@ impl Agent for EchoAgent {
         if let Some(s) = cx.session(&p.session_id) {
             s.current_mode(p.mode_id).await?;
         }
-        v(json!({}))
+        Ok(SetSessionModeResponse::new())
     }
 
     async fn prompt(&self, p: PromptRequest, cx: &PromptContext) -> Result<PromptResponse, Error> {
@@ -203,10 +207,12 @@ impl Agent for EchoAgent {
         let text = text.join(" ");
         s.thought_chunk("The user said something; I will echo it.")
             .await?;
+        let pending =
+            |content, priority| PlanEntry::new(content, priority, PlanEntryStatus::Pending);
         s.plan(vec![
-            v(json!({"content": "Read hello.txt", "priority": "medium", "status": "pending"}))?,
-            v(json!({"content": "Run a terminal command", "priority": "low", "status": "pending"}))?,
-            v(json!({"content": "Echo the prompt", "priority": "high", "status": "pending"}))?,
+            pending("Read hello.txt", PlanEntryPriority::Medium),
+            pending("Run a terminal command", PlanEntryPriority::Low),
+            pending("Echo the prompt", PlanEntryPriority::High),
         ])
         .await?;
         let cancelled = Ok(PromptResponse::new(StopReason::Cancelled));

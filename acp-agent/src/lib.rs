@@ -1,5 +1,9 @@
 //! The agent side of the Agent Client Protocol.
 //!
+//! New here? [`cookbook`] has a whole agent (streaming, a tool call with a permission request,
+//! a file read through the client) in about forty lines; the `acp-client` crate's `cookbook`
+//! has the client that drives it.
+//!
 //! Implement [`Agent`] (only `initialize` is required), then run it with [`serve_stdio`] (or
 //! [`serve`] over any reader/writer pair) for v1 clients, or with
 //! [`negotiate::serve_stdio`] to serve v1, 0.0.9 and threads clients alike (the dialect is
@@ -19,13 +23,14 @@
 //!
 //! #[acp_agent::async_trait]
 //! impl Agent for Echo {
-//!     async fn initialize(&self, p: InitializeRequest, _cx: &AgentContext)
+//!     async fn initialize(&self, _p: InitializeRequest, _cx: &AgentContext)
 //!         -> Result<InitializeResponse, Error> {
-//!         Ok(serde_json::from_value(serde_json::json!({"protocolVersion": 1})).unwrap())
+//!         Ok(InitializeResponse::new(ProtocolVersion::V1)
+//!             .agent_info(Implementation::new("echo", "0.1.0")))
 //!     }
 //!     async fn new_session(&self, _p: NewSessionRequest, _cx: &AgentContext)
 //!         -> Result<NewSessionResponse, Error> {
-//!         Ok(serde_json::from_value(serde_json::json!({"sessionId": "s1"})).unwrap())
+//!         Ok(NewSessionResponse::new("s1"))
 //!     }
 //!     async fn prompt(&self, _p: PromptRequest, cx: &PromptContext)
 //!         -> Result<PromptResponse, Error> {
@@ -45,6 +50,7 @@ mod agent;
 pub mod client;
 mod connection;
 mod context;
+pub mod cookbook;
 pub mod legacy;
 pub mod negotiate;
 pub mod session;

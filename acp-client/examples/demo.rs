@@ -264,16 +264,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         terminals: terminals.clone(),
         allow_terminal,
     };
-    let mut options = NegotiateOptions::new(serde_json::from_value(serde_json::json!({
-        "protocolVersion": 1,
-        "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": allow_terminal},
-        "clientInfo": {"name": "acp-rs demo client", "version": env!("CARGO_PKG_VERSION")}
-    }))?)
-    .with_config(config)
-    // A first build of the agent through `cargo run` can take a while (a late answer to an
-    // earlier probe still counts, so this only bounds an agent that never answers).
-    .with_timeout(Duration::from_secs(60))
-    .with_legacy_fs(SandboxedFs::new([&root])?);
+    let initialize = InitializeRequest::new(ProtocolVersion::V1)
+        .client_capabilities(
+            ClientCapabilities::new()
+                .fs(FileSystemCapabilities::new()
+                    .read_text_file(true)
+                    .write_text_file(true))
+                .terminal(allow_terminal),
+        )
+        .client_info(Implementation::new(
+            "acp-rs demo client",
+            env!("CARGO_PKG_VERSION"),
+        ));
+    let mut options = NegotiateOptions::new(initialize)
+        .with_config(config)
+        // A first build of the agent through `cargo run` can take a while (a late answer to an
+        // earlier probe still counts, so this only bounds an agent that never answers).
+        .with_timeout(Duration::from_secs(60))
+        .with_legacy_fs(SandboxedFs::new([&root])?);
     if !dialects.is_empty() {
         options = options.with_dialects(dialects);
     }

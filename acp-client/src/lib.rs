@@ -1,5 +1,9 @@
 //! The client side of the Agent Client Protocol.
 //!
+//! New here? `cookbook` (feature `process`, on by default) has a whole client (spawn,
+//! negotiate, prompt, print the stream) in about forty lines; the `acp-agent` crate's
+//! `cookbook` has the agent side.
+//!
 //! * [`negotiate`]: offer v1 and the legacy dialects in a pinned order and get a v1
 //!   [`ClientConnection`] whatever the agent speaks ([`legacy`] holds the adapters, their
 //!   mapping tables, and native traits for editors that speak a legacy dialect directly).
@@ -28,11 +32,7 @@
 //! let agent = conn.agent();
 //! agent.initialize(init).await?;
 //! let session = agent.new_session(new).await?;
-//! let mut turn = agent.prompt_stream(PromptRequest {
-//!     session_id: session.session_id,
-//!     prompt: vec![ContentBlock::text("hello")],
-//!     meta: None,
-//! });
+//! let mut turn = agent.prompt_stream(PromptRequest::new(session.session_id, ["hello".into()]));
 //! while let Some(event) = turn.next().await {
 //!     match event {
 //!         PromptEvent::Update(update) => println!("{update:?}"),
@@ -46,6 +46,8 @@
 
 pub mod client;
 pub mod connection;
+#[cfg(feature = "process")]
+pub mod cookbook;
 pub mod fs;
 pub mod legacy;
 pub mod negotiate;

@@ -9,8 +9,9 @@
 //!   that embeds a union, that union last); every other field starts absent or at its default.
 //! - One method per optional or defaulted property, named after the field, takes the value by
 //!   `impl Into<Inner>` where that helps (ids, strings, nested objects), `impl IntoIterator`
-//!   for lists and maps, and plain numbers and booleans (where `impl Into` would defeat
-//!   literal inference). A property where `null` clears the value takes the `Option` itself.
+//!   for lists and maps (strings as `impl Into<String>`, other elements as themselves so that
+//!   `[]` infers), and plain numbers and booleans (where `impl Into` would defeat literal
+//!   inference). A property where `null` clears the value takes the `Option` itself.
 //! - A tagged union gets `Union::variant(required fields of the body...)` for every variant
 //!   with a body, and `From<Body>` where no other variant carries the same body; a variant
 //!   whose body has one required field of a schema type no other variant uses also converts
@@ -51,14 +52,28 @@ pub type Signatures = BTreeMap<String, Vec<Param>>;
 fn take(ty: &Type, name: &Ident) -> (TokenStream, TokenStream) {
     if let Some(inner) = generic_args(ty, "Vec") {
         let (item, conv) = element(&inner[0]);
+        let collect = if conv.is_empty() {
+            quote!(#name.into_iter().collect())
+        } else {
+            quote!(#name.into_iter().map(#conv).collect())
+        };
         return (
             quote!(impl ::std::iter::IntoIterator<Item = #item>),
-            quote!(#name.into_iter().map(#conv).collect()),
+            collect,
         );
     }
     if let Some(inner) = generic_args(ty, "BTreeMap").or_else(|| generic_args(ty, "HashMap")) {
         let (k, kconv) = element(&inner[0]);
         let (v, vconv) = element(&inner[1]);
+        let identity = quote!(::std::convert::identity);
+        let (kconv, vconv) = (
+            if kconv.is_empty() {
+                identity.clone()
+            } else {
+                kconv
+            },
+            if vconv.is_empty() { identity } else { vconv },
+        );
         return (
             quote!(impl ::std::iter::IntoIterator<Item = (#k, #v)>),
             quote!(#name.into_iter().map(|(k, v)| ((#kconv)(k), (#vconv)(v))).collect()),
@@ -70,16 +85,19 @@ fn take(ty: &Type, name: &Ident) -> (TokenStream, TokenStream) {
     (quote!(impl ::std::convert::Into<#ty>), quote!(#name.into()))
 }
 
-/// How one element of a list or map is taken: `impl Into<T>` (so `["a", "b"]` fills a list of
-/// strings) except for numbers and booleans, and the function that converts it.
+/// How one element of a list or map is taken, and the function that converts it: strings as
+/// `impl Into<String>` (so `["-l", "-a"]` fills a list of strings), everything else as itself
+/// (no conversion: empty), so that an empty `[]` (the usual `mcpServers`) still infers its
+/// element type.
 fn element(ty: &Type) -> (TokenStream, TokenStream) {
-    if is_plain(ty) {
-        (quote!(#ty), quote!(::std::convert::identity))
-    } else {
+    let text = ty.to_token_stream().to_string().replace(' ', "");
+    if text == "::std::string::String" {
         (
             quote!(impl ::std::convert::Into<#ty>),
             quote!(::std::convert::Into::<#ty>::into),
         )
+    } else {
+        (quote!(#ty), TokenStream::new())
     }
 }
 

@@ -345,6 +345,28 @@ pub fn untagged_union(def: &Def, members: &[UntaggedMember]) -> Result<TokenStre
             variants.push(quote! { #vdoc #vname(#ty), });
         }
     }
+    // `From<Member>` for members that are schema types no other member shares (members of
+    // plain JSON types, such as the request id's number and string, are left to hand-written
+    // impls: which one a literal means is a choice, not a rule).
+    let froms = members.iter().filter_map(|m| {
+        let target = m.schema.get("$ref").and_then(Value::as_str)?;
+        let unique = members
+            .iter()
+            .filter(|o| o.schema.get("$ref").and_then(Value::as_str) == Some(target))
+            .count()
+            == 1;
+        let ty = ident(ref_name(target)?);
+        let vname = ident(&m.title);
+        unique.then(|| {
+            quote! {
+                impl ::std::convert::From<#ty> for #name {
+                    fn from(value: #ty) -> Self {
+                        Self::#vname(value)
+                    }
+                }
+            }
+        })
+    });
     Ok(quote! {
         #doc
         #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
@@ -352,6 +374,7 @@ pub fn untagged_union(def: &Def, members: &[UntaggedMember]) -> Result<TokenStre
         pub enum #name {
             #( #variants )*
         }
+        #( #froms )*
     })
 }
 

@@ -155,7 +155,7 @@ fn client_requests_with_lists_of_strings_and_numbers() {
 fn prompt_from_strings_and_blocks_with_meta() {
     let mut meta = acp_types::Meta::new();
     meta.insert("trace".into(), json!("abc"));
-    let prompt = PromptRequest::new("s1", ["hello", "world"]).meta(meta);
+    let prompt = PromptRequest::new("s1", ["hello".into(), ContentBlock::text("world")]).meta(meta);
     assert_eq!(
         wire(&prompt),
         json!({

@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use acp_agent::types::{
-    ContentBlock, InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse,
-    PromptRequest, PromptResponse, ReadTextFileRequest, ReadTextFileResponse, SessionId,
-    SessionNotification, SessionUpdate, StopReason,
+    ClientCapabilities, ContentBlock, FileSystemCapabilities, Implementation, InitializeRequest,
+    InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
+    ProtocolVersion, ReadTextFileRequest, ReadTextFileResponse, SessionId, SessionNotification,
+    SessionUpdate, StopReason,
 };
 use acp_agent::{Agent, AgentContext, Error, PromptContext, SessionHandle};
 use acp_client::process::{AgentCommand, AgentProcess};
@@ -27,10 +28,6 @@ pub struct BenchAgent {
     next: AtomicU64,
 }
 
-fn internal(e: impl std::fmt::Display) -> Error {
-    Error::internal_error(e.to_string())
-}
-
 #[acp_agent::async_trait]
 impl Agent for BenchAgent {
     async fn initialize(
@@ -38,11 +35,8 @@ impl Agent for BenchAgent {
         p: InitializeRequest,
         _cx: &AgentContext,
     ) -> Result<InitializeResponse, Error> {
-        serde_json::from_value(serde_json::json!({
-            "protocolVersion": p.protocol_version,
-            "agentInfo": {"name": "acp-bench", "version": "0"}
-        }))
-        .map_err(internal)
+        Ok(InitializeResponse::new(p.protocol_version)
+            .agent_info(Implementation::new("acp-bench", "0")))
     }
 
     async fn new_session(
@@ -52,12 +46,7 @@ impl Agent for BenchAgent {
     ) -> Result<NewSessionResponse, Error> {
         let id = session_id(self.next.fetch_add(1, Ordering::Relaxed));
         self.sessions.lock().unwrap().insert(id.clone(), p.cwd);
-        Ok(NewSessionResponse {
-            session_id: SessionId(id),
-            modes: None,
-            config_options: None,
-            meta: None,
-        })
+        Ok(NewSessionResponse::new(id))
     }
 
     async fn prompt(&self, p: PromptRequest, cx: &PromptContext) -> Result<PromptResponse, Error> {
@@ -148,12 +137,11 @@ impl Client for BenchClient {
 
 impl ClientSide for AgentHandle {
     async fn initialize(&self) -> Result<(), String> {
-        let request: InitializeRequest = serde_json::from_value(serde_json::json!({
-            "protocolVersion": 1,
-            "clientCapabilities": {"fs": {"readTextFile": true}},
-            "clientInfo": {"name": "acp-bench", "version": "0"}
-        }))
-        .map_err(|e| e.to_string())?;
+        let request = InitializeRequest::new(ProtocolVersion::V1)
+            .client_capabilities(
+                ClientCapabilities::new().fs(FileSystemCapabilities::new().read_text_file(true)),
+            )
+            .client_info(Implementation::new("acp-bench", "0"));
         AgentHandle::initialize(self, request)
             .await
             .map(drop)
@@ -161,12 +149,7 @@ impl ClientSide for AgentHandle {
     }
 
     async fn new_session(&self) -> Result<String, String> {
-        let request = NewSessionRequest {
-            cwd: CWD.to_owned(),
-            additional_directories: Vec::new(),
-            mcp_servers: Vec::new(),
-            meta: None,
-        };
+        let request = NewSessionRequest::new(CWD, []);
         AgentHandle::new_session(self, request)
             .await
             .map(|r| r.session_id.0)

@@ -35,3 +35,26 @@ impl SessionUpdate {
         Self::user_message_chunk(ContentBlock::text(text))
     }
 }
+
+/// The update that states a whole tool call: what `session/request_permission` asks about and
+/// what a client shows for a call it has not seen announced. Empty lists stay absent, so the
+/// update carries exactly what the call says.
+impl From<ToolCall> for ToolCallUpdate {
+    fn from(call: ToolCall) -> Self {
+        let mut update = ToolCallUpdate::new(call.tool_call_id)
+            .title(call.title)
+            .kind(call.kind)
+            .status(call.status);
+        update.name = call.name;
+        update.content = non_empty(call.content);
+        update.locations = non_empty(call.locations);
+        update.raw_input = call.raw_input;
+        update.raw_output = call.raw_output;
+        update.meta = call.meta;
+        update
+    }
+}
+
+fn non_empty<T>(items: Vec<T>) -> Option<Vec<T>> {
+    (!items.is_empty()).then_some(items)
+}

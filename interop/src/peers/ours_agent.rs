@@ -16,12 +16,10 @@ use serde_json::{Value, json};
 use crate::report::Reporter;
 use crate::script::script;
 
-fn v<T: DeserializeOwned>(value: Value) -> Result<T, Error> {
+/// Decodes a value of the shared script (`peers/script.json`): the same JSON every SDK's peer
+/// sends, so it is read as data, not built here.
+fn from_script<T: DeserializeOwned>(value: Value) -> Result<T, Error> {
     serde_json::from_value(value).map_err(|e| Error::internal_error(e.to_string()))
-}
-
-fn text(t: &str) -> Value {
-    json!({"type": "content", "content": {"type": "text", "text": t}})
 }
 
 struct OursAgent {
@@ -50,13 +48,16 @@ impl OursAgent {
         sessions.get(&id.0).cloned().unwrap_or_default()
     }
 
-    async fn ask(&self, s: &SessionHandle, call: &Value) -> Result<Value, Error> {
-        let outcome = s
-            .request_permission(v(call.clone())?, v(json!(script().permission_options))?)
-            .await?;
+    async fn ask(&self, s: &SessionHandle, call: &ToolCall) -> Result<Value, Error> {
+        let options = script()
+            .permission_options
+            .iter()
+            .map(|o| from_script(o.clone()))
+            .collect::<Result<Vec<PermissionOption>, _>>()?;
+        let outcome = s.request_permission(call.clone().into(), options).await?;
         let outcome = serde_json::to_value(&outcome).unwrap_or_default();
         self.report.event(
-            json!({"event": "permission", "toolCallId": call["toolCallId"], "outcome": outcome}),
+            json!({"event": "permission", "toolCallId": call.tool_call_id, "outcome": outcome}),
         );
         Ok(outcome)
     }
@@ -79,7 +80,7 @@ impl OursAgent {
         let s = cx.session();
         let sc = script();
         for update in &sc.updates {
-            if let Err(e) = s.send(v(update.clone())?).await {
+            if let Err(e) = s.send(from_script(update.clone())?).await {
                 self.report.event(json!({"event": "skipped", "update": update["sessionUpdate"], "why": e.message}));
             }
         }
@@ -90,8 +91,10 @@ impl OursAgent {
         let cwd = self.cwd(s.id());
         let read_path = format!("{cwd}/{}", sc.workspace.read_file);
         let write_path = format!("{cwd}/{}", sc.workspace.write_file);
-        let edit = json!({"toolCallId": "edit-1", "title": "Copy hello.txt", "kind": "edit", "status": "pending", "locations": [{"path": read_path}]});
-        let tool = s.start_tool_call(v(edit.clone())?).await?;
+        let edit = ToolCall::new("edit-1", "Copy hello.txt")
+            .kind(ToolKind::Edit)
+            .locations([ToolCallLocation::new(read_path.as_str())]);
+        let tool = s.start_tool_call(edit.clone()).await?;
         let allowed = self.ask(s, &edit).await?;
         if allowed["outcome"] == "selected"
             && allowed["optionId"]
@@ -103,7 +106,7 @@ impl OursAgent {
             if caps.fs.read_text_file {
                 let read = cx
                     .client()
-                    .read_text_file(v(json!({"sessionId": s.id(), "path": read_path}))?)
+                    .read_text_file(ReadTextFileRequest::new(s.id().clone(), read_path.as_str()))
                     .await?;
                 content = read.content;
                 self.report
@@ -112,40 +115,66 @@ impl OursAgent {
             if caps.fs.write_text_file {
                 let body = format!("{}{content}", sc.workspace.write_prefix);
                 cx.client()
-                    .write_text_file(v(
-                        json!({"sessionId": s.id(), "path": write_path, "content": body}),
-                    )?)
+                    .write_text_file(WriteTextFileRequest::new(
+                        s.id().clone(),
+                        write_path.as_str(),
+                        body,
+                    ))
                     .await?;
                 self.report
                     .event(json!({"event": "fs_write", "path": write_path}));
             }
-            tool.complete(vec![v(text(&content))?]).await?;
+            tool.complete(vec![ToolCallContent::content(content)])
+                .await?;
         }
-        let delete = json!({"toolCallId": "delete-1", "title": "Delete the workspace", "kind": "delete", "status": "pending"});
-        let tool = s.start_tool_call(v(delete.clone())?).await?;
+        let delete = ToolCall::new("delete-1", "Delete the workspace").kind(ToolKind::Delete);
+        let tool = s.start_tool_call(delete.clone()).await?;
         let rejected = self.ask(s, &delete).await?;
         let allowed = rejected["outcome"] == "selected"
             && rejected["optionId"]
                 .as_str()
                 .is_some_and(|o| o.starts_with("allow"));
         if allowed {
-            tool.complete(vec![v(text("deleted"))?]).await?;
+            tool.complete(vec![ToolCallContent::content("deleted")])
+                .await?;
         } else {
-            tool.fail(vec![v(text("not allowed"))?]).await?;
+            tool.fail(vec![ToolCallContent::content("not allowed")])
+                .await?;
         }
 
         if caps.terminal {
             let client = cx.client();
             let created = client
-                .create_terminal(v(json!({"sessionId": s.id(), "command": sc.terminal.command, "args": sc.terminal.args, "outputByteLimit": 4096}))?)
+                .create_terminal(
+                    CreateTerminalRequest::new(s.id().clone(), sc.terminal.command.as_str())
+                        .args(sc.terminal.args.iter().map(String::as_str))
+                        .output_byte_limit(4096),
+                )
                 .await?;
-            let ids = json!({"sessionId": s.id(), "terminalId": created.terminal_id});
+            let (session, terminal) = (s.id().clone(), created.terminal_id);
             let tool = s
-                .start_tool_call(v(json!({"toolCallId": "term-1", "title": "Run echo", "kind": "execute", "status": "in_progress", "content": [{"type": "terminal", "terminalId": created.terminal_id}]}))?)
+                .start_tool_call(
+                    ToolCall::new("term-1", "Run echo")
+                        .kind(ToolKind::Execute)
+                        .status(ToolCallStatus::InProgress)
+                        .content([ToolCallContent::terminal(terminal.clone())]),
+                )
                 .await?;
-            let exit = client.wait_for_terminal_exit(v(ids.clone())?).await?;
-            let output = client.terminal_output(v(ids.clone())?).await?;
-            client.release_terminal(v(ids)?).await?;
+            let exit = client
+                .wait_for_terminal_exit(WaitForTerminalExitRequest::new(
+                    session.clone(),
+                    terminal.clone(),
+                ))
+                .await?;
+            let output = client
+                .terminal_output(TerminalOutputRequest::new(
+                    session.clone(),
+                    terminal.clone(),
+                ))
+                .await?;
+            client
+                .release_terminal(ReleaseTerminalRequest::new(session, terminal))
+                .await?;
             self.report.event(
                 json!({"event": "terminal", "output": output.output, "exitCode": exit.exit_code}),
             );
@@ -168,8 +197,8 @@ impl OursAgent {
     async fn cancel_turn(&self, cx: &PromptContext) -> Result<PromptResponse, Error> {
         let s = cx.session();
         s.message_chunk("starting a long task").await?;
-        let long = json!({"toolCallId": "long-1", "title": "A long task", "kind": "execute", "status": "pending"});
-        let tool = s.start_tool_call(v(long.clone())?).await?;
+        let long = ToolCall::new("long-1", "A long task").kind(ToolKind::Execute);
+        let tool = s.start_tool_call(long.clone()).await?;
         // acp-agent resolves a pending permission request as cancelled on session/cancel.
         self.ask(s, &long).await?;
         let via = tokio::select! {
@@ -212,11 +241,18 @@ impl Agent for OursAgent {
         _cx: &AgentContext,
     ) -> Result<InitializeResponse, Error> {
         self.report.event(json!({"event": "initialize", "protocolVersion": p.protocol_version, "clientCapabilities": p.client_capabilities}));
-        v(json!({
-            "protocolVersion": 1,
-            "agentCapabilities": {"loadSession": true, "promptCapabilities": {"image": true, "embeddedContext": true}},
-            "agentInfo": {"name": "ours-interop-agent", "version": env!("CARGO_PKG_VERSION")}
-        }))
+        Ok(InitializeResponse::new(ProtocolVersion::V1)
+            .agent_capabilities(
+                AgentCapabilities::new()
+                    .load_session(true)
+                    .prompt_capabilities(
+                        PromptCapabilities::new().image(true).embedded_context(true),
+                    ),
+            )
+            .agent_info(Implementation::new(
+                "ours-interop-agent",
+                env!("CARGO_PKG_VERSION"),
+            )))
     }
 
     async fn new_session(
@@ -230,7 +266,8 @@ impl Agent for OursAgent {
             sessions.insert(id.clone(), p.cwd);
             id
         };
-        v(json!({"sessionId": id, "modes": script().modes}))
+        let modes: SessionModeState = from_script(script().modes.clone())?;
+        Ok(NewSessionResponse::new(id).modes(modes))
     }
 
     async fn load_session(
@@ -246,11 +283,11 @@ impl Agent for OursAgent {
             .session(&p.session_id)
             .ok_or_else(|| Error::internal_error("a loading session is known"))?;
         for update in &script().history {
-            session.send(v(update.clone())?).await?;
+            session.send(from_script(update.clone())?).await?;
         }
         self.report
             .event(json!({"event": "loaded", "sessionId": p.session_id}));
-        v(json!({}))
+        Ok(LoadSessionResponse::new())
     }
 
     async fn prompt(&self, p: PromptRequest, cx: &PromptContext) -> Result<PromptResponse, Error> {

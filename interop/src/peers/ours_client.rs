@@ -14,16 +14,11 @@ use acp_client::process::{AgentCommand, AgentProcess};
 use acp_client::terminal::{TerminalDecision, TerminalRequest, Terminals};
 use acp_client::{AgentHandle, Client, ClientConnection, Config, Error, async_trait};
 use acp_types::v1::*;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use crate::report::Reporter;
 use crate::script::script;
-
-fn v<T: DeserializeOwned>(value: Value) -> Result<T, Error> {
-    serde_json::from_value(value).map_err(|e| Error::internal_error(e.to_string()))
-}
 
 struct OursClient {
     out: Reporter,
@@ -83,18 +78,14 @@ impl Client for OursClient {
                 .get()
                 .ok_or_else(|| Error::internal_error("no agent handle"))?;
             agent
-                .cancel(CancelNotification {
-                    session_id: p.session_id.clone(),
-                    meta: None,
-                })
+                .cancel(CancelNotification::new(p.session_id.clone()))
                 .await?;
             self.out
                 .event(json!({"event": "cancel_sent", "turn": turn}));
             self.out.event(json!({"event": "permission", "turn": turn, "toolCallId": p.tool_call.tool_call_id, "outcome": "cancelled"}));
-            return Ok(RequestPermissionResponse {
-                outcome: RequestPermissionOutcome::Cancelled,
-                meta: None,
-            });
+            return Ok(RequestPermissionResponse::new(
+                RequestPermissionOutcome::Cancelled,
+            ));
         }
         let want = if p.tool_call.kind == Some(ToolKind::Delete) {
             PermissionOptionKind::RejectOnce
@@ -108,10 +99,9 @@ impl Client for OursClient {
             .or(p.options.first())
             .ok_or_else(|| Error::invalid_params("no permission options"))?;
         self.out.event(json!({"event": "permission", "turn": turn, "toolCallId": p.tool_call.tool_call_id, "outcome": "selected", "optionId": option.option_id}));
-        Ok(RequestPermissionResponse {
-            outcome: RequestPermissionOutcome::selected(option.option_id.clone()),
-            meta: None,
-        })
+        Ok(RequestPermissionResponse::new(
+            RequestPermissionOutcome::selected(option.option_id.clone()),
+        ))
     }
 
     async fn read_text_file(&self, p: ReadTextFileRequest) -> Result<ReadTextFileResponse, Error> {
@@ -191,22 +181,32 @@ pub async fn run(cwd: PathBuf, command: Vec<OsString>) -> Result<(), Box<dyn std
     let _ = client.agent.set(agent.clone());
 
     let init = agent
-        .initialize(v(json!({
-            "protocolVersion": 1,
-            "clientCapabilities": {
-                "fs": {"readTextFile": true, "writeTextFile": true},
-                "terminal": true,
-                "session": {"notices": {}, "compaction": {}}
-            },
-            "clientInfo": {"name": "ours-interop-client", "version": env!("CARGO_PKG_VERSION")}
-        }))?)
+        .initialize(
+            InitializeRequest::new(ProtocolVersion::V1)
+                .client_capabilities(
+                    ClientCapabilities::new()
+                        .fs(FileSystemCapabilities::new()
+                            .read_text_file(true)
+                            .write_text_file(true))
+                        .terminal(true)
+                        .session(
+                            ClientSessionCapabilities::new()
+                                .notices(NoticeCapabilities::new())
+                                .compaction(CompactionCapabilities::new()),
+                        ),
+                )
+                .client_info(Implementation::new(
+                    "ours-interop-client",
+                    env!("CARGO_PKG_VERSION"),
+                )),
+        )
         .await?;
     let load = init.agent_capabilities.load_session;
     out.event(json!({"event": "initialized", "protocolVersion": init.protocol_version, "loadSession": load}));
 
     let cwd_text = cwd.to_string_lossy().into_owned();
     let session = agent
-        .new_session(v(json!({"cwd": cwd_text, "mcpServers": []}))?)
+        .new_session(NewSessionRequest::new(cwd_text.as_str(), []))
         .await?;
     let sid = session.session_id;
     out.event(json!({"event": "session", "sessionId": sid}));
@@ -222,26 +222,34 @@ pub async fn run(cwd: PathBuf, command: Vec<OsString>) -> Result<(), Box<dyn std
 
     client.set_turn(Some("1"));
     let first = agent
-        .prompt(v(json!({"sessionId": sid, "prompt": [
-            {"type": "text", "text": sc.prompts.work},
-            {"type": "image", "mimeType": sc.image.mime_type, "data": sc.image.data},
-            {"type": "resource", "resource": {"uri": sc.resource_uri, "mimeType": "text/markdown", "text": sc.resource_text}}
-        ]}))?)
+        .prompt(PromptRequest::new(
+            sid.clone(),
+            [
+                ContentBlock::text(sc.prompts.work.as_str()),
+                ContentBlock::image(sc.image.data.as_str(), sc.image.mime_type.as_str()),
+                ContentBlock::resource(
+                    TextResourceContents::new(sc.resource_text.as_str(), sc.resource_uri.as_str())
+                        .mime_type("text/markdown"),
+                ),
+            ],
+        ))
         .await?;
     out.event(json!({"event": "stop", "turn": "1", "stopReason": first.stop_reason}));
 
     client.set_turn(Some("2"));
     let second = agent
-        .prompt(v(
-            json!({"sessionId": sid, "prompt": [{"type": "text", "text": sc.prompts.cancel}]}),
-        )?)
+        .prompt(PromptRequest::new(
+            sid.clone(),
+            [sc.prompts.cancel.as_str().into()],
+        ))
         .await?;
     out.event(json!({"event": "stop", "turn": "2", "stopReason": second.stop_reason}));
 
     client.set_turn(Some("3"));
-    let third = agent.prompt(v(
-        json!({"sessionId": sid, "prompt": [{"type": "text", "text": sc.prompts.hold}]}),
-    )?);
+    let third = agent.prompt(PromptRequest::new(
+        sid.clone(),
+        [sc.prompts.hold.as_str().into()],
+    ));
     tokio::select! {
         result = third => out.event(json!({"event": "stop", "turn": "3", "stopReason": result?.stop_reason})),
         // Dropping the call makes acp-rpc send `$/cancel_request` (its answer is not awaited).
@@ -251,9 +259,7 @@ pub async fn run(cwd: PathBuf, command: Vec<OsString>) -> Result<(), Box<dyn std
     if load {
         client.set_turn(Some("load"));
         agent
-            .load_session(v(
-                json!({"sessionId": sid, "cwd": cwd_text, "mcpServers": []}),
-            )?)
+            .load_session(LoadSessionRequest::new([], cwd_text.as_str(), sid.clone()))
             .await?;
         out.event(json!({"event": "loaded", "sessionId": sid}));
     }

@@ -150,6 +150,16 @@ pub enum UserMessageChunk {
     /// A mentioned path.
     Path(PathUserMessageChunk),
 }
+impl ::std::convert::From<TextUserMessageChunk> for UserMessageChunk {
+    fn from(value: TextUserMessageChunk) -> Self {
+        Self::Text(value)
+    }
+}
+impl ::std::convert::From<PathUserMessageChunk> for UserMessageChunk {
+    fn from(value: PathUserMessageChunk) -> Self {
+        Self::Path(value)
+    }
+}
 /// A user message for the agent's one conversation.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SendUserMessageParams {
@@ -158,16 +168,9 @@ pub struct SendUserMessageParams {
 }
 impl SendUserMessageParams {
     /// A value from its required fields (`chunks`); the optional ones start absent or at their default and are set with the builder methods.
-    pub fn new(
-        chunks: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<UserMessageChunk>,
-        >,
-    ) -> Self {
+    pub fn new(chunks: impl ::std::iter::IntoIterator<Item = UserMessageChunk>) -> Self {
         Self {
-            chunks: chunks
-                .into_iter()
-                .map(::std::convert::Into::<UserMessageChunk>::into)
-                .collect(),
+            chunks: chunks.into_iter().collect(),
         }
     }
 }
@@ -260,6 +263,16 @@ pub enum AssistantMessageChunk {
     Text(TextAssistantMessageChunk),
     /// A thought.
     Thought(ThoughtAssistantMessageChunk),
+}
+impl ::std::convert::From<TextAssistantMessageChunk> for AssistantMessageChunk {
+    fn from(value: TextAssistantMessageChunk) -> Self {
+        Self::Text(value)
+    }
+}
+impl ::std::convert::From<ThoughtAssistantMessageChunk> for AssistantMessageChunk {
+    fn from(value: ThoughtAssistantMessageChunk) -> Self {
+        Self::Thought(value)
+    }
 }
 /// One chunk of the agent's reply.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1055,14 +1068,9 @@ impl PushToolCallParams {
     /// Files the tool call touches, for the editor to follow.
     pub fn locations(
         mut self,
-        value: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<ToolCallLocation>,
-        >,
+        value: impl ::std::iter::IntoIterator<Item = ToolCallLocation>,
     ) -> Self {
-        self.locations = value
-            .into_iter()
-            .map(::std::convert::Into::<ToolCallLocation>::into)
-            .collect();
+        self.locations = value.into_iter().collect();
         self
     }
 }
@@ -1125,14 +1133,9 @@ impl RequestToolCallConfirmationParams {
     /// Files the tool call touches, for the editor to follow.
     pub fn locations(
         mut self,
-        value: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<ToolCallLocation>,
-        >,
+        value: impl ::std::iter::IntoIterator<Item = ToolCallLocation>,
     ) -> Self {
-        self.locations = value
-            .into_iter()
-            .map(::std::convert::Into::<ToolCallLocation>::into)
-            .collect();
+        self.locations = value.into_iter().collect();
         self
     }
 }

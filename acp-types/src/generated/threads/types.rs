@@ -217,16 +217,11 @@ impl Message {
     /// A value from its required fields (`role`, `chunks`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(
         role: impl ::std::convert::Into<Role>,
-        chunks: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<MessageChunk>,
-        >,
+        chunks: impl ::std::iter::IntoIterator<Item = MessageChunk>,
     ) -> Self {
         Self {
             role: role.into(),
-            chunks: chunks
-                .into_iter()
-                .map(::std::convert::Into::<MessageChunk>::into)
-                .collect(),
+            chunks: chunks.into_iter().collect(),
         }
     }
 }
@@ -345,9 +340,7 @@ impl ThreadEntry {
     /// A `message` variant from its body's required fields (see [`Message::new`]).
     pub fn message(
         role: impl ::std::convert::Into<Role>,
-        chunks: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<MessageChunk>,
-        >,
+        chunks: impl ::std::iter::IntoIterator<Item = MessageChunk>,
     ) -> Self {
         Self::Message(Message::new(role, chunks))
     }
@@ -421,16 +414,9 @@ pub struct GetThreadsResponse {
 }
 impl GetThreadsResponse {
     /// A value from its required fields (`threads`); the optional ones start absent or at their default and are set with the builder methods.
-    pub fn new(
-        threads: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<ThreadMetadata>,
-        >,
-    ) -> Self {
+    pub fn new(threads: impl ::std::iter::IntoIterator<Item = ThreadMetadata>) -> Self {
         Self {
-            threads: threads
-                .into_iter()
-                .map(::std::convert::Into::<ThreadMetadata>::into)
-                .collect(),
+            threads: threads.into_iter().collect(),
         }
     }
 }
@@ -525,16 +511,9 @@ pub struct GetThreadEntriesResponse {
 }
 impl GetThreadEntriesResponse {
     /// A value from its required fields (`entries`); the optional ones start absent or at their default and are set with the builder methods.
-    pub fn new(
-        entries: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<ThreadEntry>,
-        >,
-    ) -> Self {
+    pub fn new(entries: impl ::std::iter::IntoIterator<Item = ThreadEntry>) -> Self {
         Self {
-            entries: entries
-                .into_iter()
-                .map(::std::convert::Into::<ThreadEntry>::into)
-                .collect(),
+            entries: entries.into_iter().collect(),
         }
     }
 }

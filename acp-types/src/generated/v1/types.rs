@@ -122,14 +122,9 @@ impl InitializeResponse {
     /// Authentication methods the agent offers; empty when none is needed. Entries that do not parse are dropped.
     pub fn auth_methods(
         mut self,
-        value: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<AuthMethod>,
-        >,
+        value: impl ::std::iter::IntoIterator<Item = AuthMethod>,
     ) -> Self {
-        self.auth_methods = value
-            .into_iter()
-            .map(::std::convert::Into::<AuthMethod>::into)
-            .collect();
+        self.auth_methods = value.into_iter().collect();
         self
     }
     /// Name and version of the agent. Optional in v1 but expected to become mandatory.
@@ -1633,17 +1628,12 @@ impl NewSessionRequest {
     /// A value from its required fields (`cwd`, `mcp_servers`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(
         cwd: impl ::std::convert::Into<::std::string::String>,
-        mcp_servers: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<McpServer>,
-        >,
+        mcp_servers: impl ::std::iter::IntoIterator<Item = McpServer>,
     ) -> Self {
         Self {
             cwd: cwd.into(),
             additional_directories: ::std::default::Default::default(),
-            mcp_servers: mcp_servers
-                .into_iter()
-                .map(::std::convert::Into::<McpServer>::into)
-                .collect(),
+            mcp_servers: mcp_servers.into_iter().collect(),
             meta: ::std::default::Default::default(),
         }
     }
@@ -1714,16 +1704,9 @@ impl NewSessionResponse {
     /// Configuration options and their current values, if the agent has any. Entries that do not parse are dropped.
     pub fn config_options(
         mut self,
-        value: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<SessionConfigOption>,
-        >,
+        value: impl ::std::iter::IntoIterator<Item = SessionConfigOption>,
     ) -> Self {
-        self.config_options = ::std::option::Option::Some(
-            value
-                .into_iter()
-                .map(::std::convert::Into::<SessionConfigOption>::into)
-                .collect(),
-        );
+        self.config_options = ::std::option::Option::Some(value.into_iter().collect());
         self
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1873,9 +1856,7 @@ impl McpServer {
     pub fn http(
         name: impl ::std::convert::Into<::std::string::String>,
         url: impl ::std::convert::Into<::std::string::String>,
-        headers: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<HttpHeader>,
-        >,
+        headers: impl ::std::iter::IntoIterator<Item = HttpHeader>,
     ) -> Self {
         Self::Http(McpServerHttp::new(name, url, headers))
     }
@@ -1883,9 +1864,7 @@ impl McpServer {
     pub fn sse(
         name: impl ::std::convert::Into<::std::string::String>,
         url: impl ::std::convert::Into<::std::string::String>,
-        headers: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<HttpHeader>,
-        >,
+        headers: impl ::std::iter::IntoIterator<Item = HttpHeader>,
     ) -> Self {
         Self::Sse(McpServerSse::new(name, url, headers))
     }
@@ -1896,9 +1875,7 @@ impl McpServer {
         args: impl ::std::iter::IntoIterator<
             Item = impl ::std::convert::Into<::std::string::String>,
         >,
-        env: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<EnvVariable>,
-        >,
+        env: impl ::std::iter::IntoIterator<Item = EnvVariable>,
     ) -> Self {
         Self::Stdio(McpServerStdio::new(name, command, args, env))
     }
@@ -1942,17 +1919,12 @@ impl McpServerHttp {
     pub fn new(
         name: impl ::std::convert::Into<::std::string::String>,
         url: impl ::std::convert::Into<::std::string::String>,
-        headers: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<HttpHeader>,
-        >,
+        headers: impl ::std::iter::IntoIterator<Item = HttpHeader>,
     ) -> Self {
         Self {
             name: name.into(),
             url: url.into(),
-            headers: headers
-                .into_iter()
-                .map(::std::convert::Into::<HttpHeader>::into)
-                .collect(),
+            headers: headers.into_iter().collect(),
             meta: ::std::default::Default::default(),
         }
     }
@@ -1986,17 +1958,12 @@ impl McpServerSse {
     pub fn new(
         name: impl ::std::convert::Into<::std::string::String>,
         url: impl ::std::convert::Into<::std::string::String>,
-        headers: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<HttpHeader>,
-        >,
+        headers: impl ::std::iter::IntoIterator<Item = HttpHeader>,
     ) -> Self {
         Self {
             name: name.into(),
             url: url.into(),
-            headers: headers
-                .into_iter()
-                .map(::std::convert::Into::<HttpHeader>::into)
-                .collect(),
+            headers: headers.into_iter().collect(),
             meta: ::std::default::Default::default(),
         }
     }
@@ -2036,9 +2003,7 @@ impl McpServerStdio {
         args: impl ::std::iter::IntoIterator<
             Item = impl ::std::convert::Into<::std::string::String>,
         >,
-        env: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<EnvVariable>,
-        >,
+        env: impl ::std::iter::IntoIterator<Item = EnvVariable>,
     ) -> Self {
         Self {
             name: name.into(),
@@ -2047,10 +2012,7 @@ impl McpServerStdio {
                 .into_iter()
                 .map(::std::convert::Into::<::std::string::String>::into)
                 .collect(),
-            env: env
-                .into_iter()
-                .map(::std::convert::Into::<EnvVariable>::into)
-                .collect(),
+            env: env.into_iter().collect(),
             meta: ::std::default::Default::default(),
         }
     }
@@ -2119,16 +2081,11 @@ impl SessionModeState {
     /// A value from its required fields (`current_mode_id`, `available_modes`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(
         current_mode_id: impl ::std::convert::Into<SessionModeId>,
-        available_modes: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<SessionMode>,
-        >,
+        available_modes: impl ::std::iter::IntoIterator<Item = SessionMode>,
     ) -> Self {
         Self {
             current_mode_id: current_mode_id.into(),
-            available_modes: available_modes
-                .into_iter()
-                .map(::std::convert::Into::<SessionMode>::into)
-                .collect(),
+            available_modes: available_modes.into_iter().collect(),
             meta: ::std::default::Default::default(),
         }
     }
@@ -2621,17 +2578,12 @@ impl SessionConfigSelectGroup {
     pub fn new(
         group: impl ::std::convert::Into<SessionConfigGroupId>,
         name: impl ::std::convert::Into<::std::string::String>,
-        options: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<SessionConfigSelectOption>,
-        >,
+        options: impl ::std::iter::IntoIterator<Item = SessionConfigSelectOption>,
     ) -> Self {
         Self {
             group: group.into(),
             name: name.into(),
-            options: options
-                .into_iter()
-                .map(::std::convert::Into::<SessionConfigSelectOption>::into)
-                .collect(),
+            options: options.into_iter().collect(),
             meta: ::std::default::Default::default(),
         }
     }
@@ -2757,17 +2709,12 @@ pub struct LoadSessionRequest {
 impl LoadSessionRequest {
     /// A value from its required fields (`mcp_servers`, `cwd`, `session_id`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(
-        mcp_servers: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<McpServer>,
-        >,
+        mcp_servers: impl ::std::iter::IntoIterator<Item = McpServer>,
         cwd: impl ::std::convert::Into<::std::string::String>,
         session_id: impl ::std::convert::Into<SessionId>,
     ) -> Self {
         Self {
-            mcp_servers: mcp_servers
-                .into_iter()
-                .map(::std::convert::Into::<McpServer>::into)
-                .collect(),
+            mcp_servers: mcp_servers.into_iter().collect(),
             cwd: cwd.into(),
             additional_directories: ::std::default::Default::default(),
             session_id: session_id.into(),
@@ -2837,16 +2784,9 @@ impl LoadSessionResponse {
     /// Configuration options and their current values, if the agent has any. Entries that do not parse are dropped.
     pub fn config_options(
         mut self,
-        value: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<SessionConfigOption>,
-        >,
+        value: impl ::std::iter::IntoIterator<Item = SessionConfigOption>,
     ) -> Self {
-        self.config_options = ::std::option::Option::Some(
-            value
-                .into_iter()
-                .map(::std::convert::Into::<SessionConfigOption>::into)
-                .collect(),
-        );
+        self.config_options = ::std::option::Option::Some(value.into_iter().collect());
         self
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -2929,16 +2869,9 @@ pub struct ListSessionsResponse {
 }
 impl ListSessionsResponse {
     /// A value from its required fields (`sessions`); the optional ones start absent or at their default and are set with the builder methods.
-    pub fn new(
-        sessions: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<SessionInfo>,
-        >,
-    ) -> Self {
+    pub fn new(sessions: impl ::std::iter::IntoIterator<Item = SessionInfo>) -> Self {
         Self {
-            sessions: sessions
-                .into_iter()
-                .map(::std::convert::Into::<SessionInfo>::into)
-                .collect(),
+            sessions: sessions.into_iter().collect(),
             next_cursor: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
         }
@@ -3164,14 +3097,9 @@ impl ResumeSessionRequest {
     /// MCP servers the agent should connect to for this session; absent, `null` or empty means none.
     pub fn mcp_servers(
         mut self,
-        value: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<McpServer>,
-        >,
+        value: impl ::std::iter::IntoIterator<Item = McpServer>,
     ) -> Self {
-        self.mcp_servers = value
-            .into_iter()
-            .map(::std::convert::Into::<McpServer>::into)
-            .collect();
+        self.mcp_servers = value.into_iter().collect();
         self
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -3224,16 +3152,9 @@ impl ResumeSessionResponse {
     /// Configuration options and their current values, if the agent has any. Entries that do not parse are dropped.
     pub fn config_options(
         mut self,
-        value: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<SessionConfigOption>,
-        >,
+        value: impl ::std::iter::IntoIterator<Item = SessionConfigOption>,
     ) -> Self {
-        self.config_options = ::std::option::Option::Some(
-            value
-                .into_iter()
-                .map(::std::convert::Into::<SessionConfigOption>::into)
-                .collect(),
-        );
+        self.config_options = ::std::option::Option::Some(value.into_iter().collect());
         self
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -3565,15 +3486,10 @@ pub struct SetSessionConfigOptionResponse {
 impl SetSessionConfigOptionResponse {
     /// A value from its required fields (`config_options`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(
-        config_options: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<SessionConfigOption>,
-        >,
+        config_options: impl ::std::iter::IntoIterator<Item = SessionConfigOption>,
     ) -> Self {
         Self {
-            config_options: config_options
-                .into_iter()
-                .map(::std::convert::Into::<SessionConfigOption>::into)
-                .collect(),
+            config_options: config_options.into_iter().collect(),
             meta: ::std::default::Default::default(),
         }
     }
@@ -3604,16 +3520,11 @@ impl PromptRequest {
     /// A value from its required fields (`session_id`, `prompt`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(
         session_id: impl ::std::convert::Into<SessionId>,
-        prompt: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<ContentBlock>,
-        >,
+        prompt: impl ::std::iter::IntoIterator<Item = ContentBlock>,
     ) -> Self {
         Self {
             session_id: session_id.into(),
-            prompt: prompt
-                .into_iter()
-                .map(::std::convert::Into::<ContentBlock>::into)
-                .collect(),
+            prompt: prompt.into_iter().collect(),
             meta: ::std::default::Default::default(),
         }
     }
@@ -4086,18 +3997,12 @@ impl SessionUpdate {
         Self::ToolCallUpdate(::std::boxed::Box::new(ToolCallUpdate::new(tool_call_id)))
     }
     /// A `plan` variant from its body's required fields (see [`Plan::new`]).
-    pub fn plan(
-        entries: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<PlanEntry>,
-        >,
-    ) -> Self {
+    pub fn plan(entries: impl ::std::iter::IntoIterator<Item = PlanEntry>) -> Self {
         Self::Plan(Plan::new(entries))
     }
     /// A `available_commands_update` variant from its body's required fields (see [`AvailableCommandsUpdate::new`]).
     pub fn available_commands_update(
-        available_commands: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<AvailableCommand>,
-        >,
+        available_commands: impl ::std::iter::IntoIterator<Item = AvailableCommand>,
     ) -> Self {
         Self::AvailableCommandsUpdate(AvailableCommandsUpdate::new(available_commands))
     }
@@ -4109,9 +4014,7 @@ impl SessionUpdate {
     }
     /// A `config_option_update` variant from its body's required fields (see [`ConfigOptionUpdate::new`]).
     pub fn config_option_update(
-        config_options: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<SessionConfigOption>,
-        >,
+        config_options: impl ::std::iter::IntoIterator<Item = SessionConfigOption>,
     ) -> Self {
         Self::ConfigOptionUpdate(ConfigOptionUpdate::new(config_options))
     }
@@ -4810,6 +4713,16 @@ pub enum EmbeddedResourceResource {
     /// Binary contents.
     BlobResourceContents(BlobResourceContents),
 }
+impl ::std::convert::From<TextResourceContents> for EmbeddedResourceResource {
+    fn from(value: TextResourceContents) -> Self {
+        Self::TextResourceContents(value)
+    }
+}
+impl ::std::convert::From<BlobResourceContents> for EmbeddedResourceResource {
+    fn from(value: BlobResourceContents) -> Self {
+        Self::BlobResourceContents(value)
+    }
+}
 /// Contents of a textual resource.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct TextResourceContents {
@@ -4959,11 +4872,9 @@ impl Annotations {
     /// Who the content is intended for; entries that are not valid roles are dropped.
     pub fn audience(
         mut self,
-        value: impl ::std::iter::IntoIterator<Item = impl ::std::convert::Into<Role>>,
+        value: impl ::std::iter::IntoIterator<Item = Role>,
     ) -> Self {
-        self.audience = ::std::option::Option::Some(
-            value.into_iter().map(::std::convert::Into::<Role>::into).collect(),
-        );
+        self.audience = ::std::option::Option::Some(value.into_iter().collect());
         self
     }
     /// When the underlying resource last changed (ISO 8601 text).
@@ -5119,27 +5030,17 @@ impl ToolCall {
     /// What the call produced so far. Absent means empty; entries that fail to parse are dropped.
     pub fn content(
         mut self,
-        value: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<ToolCallContent>,
-        >,
+        value: impl ::std::iter::IntoIterator<Item = ToolCallContent>,
     ) -> Self {
-        self.content = value
-            .into_iter()
-            .map(::std::convert::Into::<ToolCallContent>::into)
-            .collect();
+        self.content = value.into_iter().collect();
         self
     }
     /// Files the call touches, so clients can follow along. Absent means empty; bad entries are dropped.
     pub fn locations(
         mut self,
-        value: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<ToolCallLocation>,
-        >,
+        value: impl ::std::iter::IntoIterator<Item = ToolCallLocation>,
     ) -> Self {
-        self.locations = value
-            .into_iter()
-            .map(::std::convert::Into::<ToolCallLocation>::into)
-            .collect();
+        self.locations = value.into_iter().collect();
         self
     }
     /// The tool's input as the agent received it, any JSON.
@@ -5280,31 +5181,17 @@ impl ToolCallUpdate {
     /// New content, replacing the whole list; entries that fail to parse are dropped.
     pub fn content(
         mut self,
-        value: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<ToolCallContent>,
-        >,
+        value: impl ::std::iter::IntoIterator<Item = ToolCallContent>,
     ) -> Self {
-        self.content = ::std::option::Option::Some(
-            value
-                .into_iter()
-                .map(::std::convert::Into::<ToolCallContent>::into)
-                .collect(),
-        );
+        self.content = ::std::option::Option::Some(value.into_iter().collect());
         self
     }
     /// New locations, replacing the whole list; bad entries are dropped.
     pub fn locations(
         mut self,
-        value: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<ToolCallLocation>,
-        >,
+        value: impl ::std::iter::IntoIterator<Item = ToolCallLocation>,
     ) -> Self {
-        self.locations = ::std::option::Option::Some(
-            value
-                .into_iter()
-                .map(::std::convert::Into::<ToolCallLocation>::into)
-                .collect(),
-        );
+        self.locations = ::std::option::Option::Some(value.into_iter().collect());
         self
     }
     /// New raw input, any JSON.
@@ -5848,16 +5735,9 @@ pub struct Plan {
 }
 impl Plan {
     /// A value from its required fields (`entries`); the optional ones start absent or at their default and are set with the builder methods.
-    pub fn new(
-        entries: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<PlanEntry>,
-        >,
-    ) -> Self {
+    pub fn new(entries: impl ::std::iter::IntoIterator<Item = PlanEntry>) -> Self {
         Self {
-            entries: entries
-                .into_iter()
-                .map(::std::convert::Into::<PlanEntry>::into)
-                .collect(),
+            entries: entries.into_iter().collect(),
             meta: ::std::default::Default::default(),
         }
     }
@@ -5990,15 +5870,10 @@ pub struct AvailableCommandsUpdate {
 impl AvailableCommandsUpdate {
     /// A value from its required fields (`available_commands`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(
-        available_commands: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<AvailableCommand>,
-        >,
+        available_commands: impl ::std::iter::IntoIterator<Item = AvailableCommand>,
     ) -> Self {
         Self {
-            available_commands: available_commands
-                .into_iter()
-                .map(::std::convert::Into::<AvailableCommand>::into)
-                .collect(),
+            available_commands: available_commands.into_iter().collect(),
             meta: ::std::default::Default::default(),
         }
     }
@@ -6064,6 +5939,11 @@ impl AvailableCommand {
 pub enum AvailableCommandInput {
     /// Everything typed after the command name is its input.
     Unstructured(UnstructuredCommandInput),
+}
+impl ::std::convert::From<UnstructuredCommandInput> for AvailableCommandInput {
+    fn from(value: UnstructuredCommandInput) -> Self {
+        Self::Unstructured(value)
+    }
 }
 /// Free-text command input: whatever follows the command name.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -6143,15 +6023,10 @@ pub struct ConfigOptionUpdate {
 impl ConfigOptionUpdate {
     /// A value from its required fields (`config_options`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(
-        config_options: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<SessionConfigOption>,
-        >,
+        config_options: impl ::std::iter::IntoIterator<Item = SessionConfigOption>,
     ) -> Self {
         Self {
-            config_options: config_options
-                .into_iter()
-                .map(::std::convert::Into::<SessionConfigOption>::into)
-                .collect(),
+            config_options: config_options.into_iter().collect(),
             meta: ::std::default::Default::default(),
         }
     }
@@ -6600,17 +6475,12 @@ impl RequestPermissionRequest {
     pub fn new(
         session_id: impl ::std::convert::Into<SessionId>,
         tool_call: impl ::std::convert::Into<ToolCallUpdate>,
-        options: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<PermissionOption>,
-        >,
+        options: impl ::std::iter::IntoIterator<Item = PermissionOption>,
     ) -> Self {
         Self {
             session_id: session_id.into(),
             tool_call: tool_call.into(),
-            options: options
-                .into_iter()
-                .map(::std::convert::Into::<PermissionOption>::into)
-                .collect(),
+            options: options.into_iter().collect(),
             meta: ::std::default::Default::default(),
         }
     }
@@ -7111,14 +6981,9 @@ impl CreateTerminalRequest {
     /// Extra environment variables. Absent or `null` means none.
     pub fn env(
         mut self,
-        value: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<EnvVariable>,
-        >,
+        value: impl ::std::iter::IntoIterator<Item = EnvVariable>,
     ) -> Self {
-        self.env = value
-            .into_iter()
-            .map(::std::convert::Into::<EnvVariable>::into)
-            .collect();
+        self.env = value.into_iter().collect();
         self
     }
     /// Absolute working directory; absent means the client's choice.
@@ -7811,6 +7676,16 @@ pub enum ElicitationScope {
     Session(ElicitationSessionScope),
     Request(ElicitationRequestScope),
 }
+impl ::std::convert::From<ElicitationSessionScope> for ElicitationScope {
+    fn from(value: ElicitationSessionScope) -> Self {
+        Self::Session(value)
+    }
+}
+impl ::std::convert::From<ElicitationRequestScope> for ElicitationScope {
+    fn from(value: ElicitationRequestScope) -> Self {
+        Self::Request(value)
+    }
+}
 /// The session-scope fields of an elicitation: a session and optionally a tool call within it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ElicitationSessionScope {
@@ -7931,7 +7806,7 @@ impl ElicitationSchema {
         value: impl ::std::iter::IntoIterator<
             Item = (
                 impl ::std::convert::Into<::std::string::String>,
-                impl ::std::convert::Into<ElicitationPropertySchema>,
+                ElicitationPropertySchema,
             ),
         >,
     ) -> Self {
@@ -7939,7 +7814,7 @@ impl ElicitationSchema {
             .into_iter()
             .map(|(k, v)| (
                 (::std::convert::Into::<::std::string::String>::into)(k),
-                (::std::convert::Into::<ElicitationPropertySchema>::into)(v),
+                (::std::convert::identity)(v),
             ))
             .collect();
         self
@@ -8376,13 +8251,9 @@ impl StringPropertySchema {
     /// Allowed values of a titled single-choice field.
     pub fn one_of(
         mut self,
-        value: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<EnumOption>,
-        >,
+        value: impl ::std::iter::IntoIterator<Item = EnumOption>,
     ) -> Self {
-        self.one_of = ::std::option::Option::Some(
-            value.into_iter().map(::std::convert::Into::<EnumOption>::into).collect(),
-        );
+        self.one_of = ::std::option::Option::Some(value.into_iter().collect());
         self
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -8931,11 +8802,7 @@ impl MultiSelectItems {
         Self::String(StringMultiSelectItems::new(enum_))
     }
     /// The untagged `Titled` variant from its body's required fields (see [`TitledMultiSelectItems::new`]).
-    pub fn titled(
-        any_of: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<EnumOption>,
-        >,
-    ) -> Self {
+    pub fn titled(any_of: impl ::std::iter::IntoIterator<Item = EnumOption>) -> Self {
         Self::Titled(TitledMultiSelectItems::new(any_of))
     }
 }
@@ -9002,16 +8869,9 @@ pub struct TitledMultiSelectItems {
 }
 impl TitledMultiSelectItems {
     /// A value from its required fields (`any_of`); the optional ones start absent or at their default and are set with the builder methods.
-    pub fn new(
-        any_of: impl ::std::iter::IntoIterator<
-            Item = impl ::std::convert::Into<EnumOption>,
-        >,
-    ) -> Self {
+    pub fn new(any_of: impl ::std::iter::IntoIterator<Item = EnumOption>) -> Self {
         Self {
-            any_of: any_of
-                .into_iter()
-                .map(::std::convert::Into::<EnumOption>::into)
-                .collect(),
+            any_of: any_of.into_iter().collect(),
             meta: ::std::default::Default::default(),
         }
     }
@@ -9169,7 +9029,7 @@ impl ElicitationAcceptAction {
         value: impl ::std::iter::IntoIterator<
             Item = (
                 impl ::std::convert::Into<::std::string::String>,
-                impl ::std::convert::Into<ElicitationContentValue>,
+                ElicitationContentValue,
             ),
         >,
     ) -> Self {
@@ -9178,7 +9038,7 @@ impl ElicitationAcceptAction {
                 .into_iter()
                 .map(|(k, v)| (
                     (::std::convert::Into::<::std::string::String>::into)(k),
-                    (::std::convert::Into::<ElicitationContentValue>::into)(v),
+                    (::std::convert::identity)(v),
                 ))
                 .collect(),
         );

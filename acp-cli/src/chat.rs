@@ -1,0 +1,673 @@
+//! `acp chat` and `acp sessions`: connecting to an agent (the built-in one in process, or a
+//! command as a child process), the interactive loop, one scripted turn, and session lists.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use acp_client::negotiate::NegotiateOptions;
+use acp_client::process::{AgentCommand, AgentProcess};
+use acp_client::{AgentHandle, ClientConnection, Dialect};
+use acp_types::v1::*;
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+use crate::attach;
+use crate::builtin::BuiltinAgent;
+use crate::client::{Answerer, CliClient, SessionView, UpdateBarrier};
+use crate::input::{Answer, CommandList, Keyboard, LineKind};
+use crate::proto;
+use crate::view::{JsonEvents, Screen, View};
+
+/// Exit status of a failed run (the agent could not be started, the turn errored).
+pub const EXIT_FAILED: i32 = 1;
+
+/// How to reach the agent.
+#[derive(Clone, Debug)]
+pub struct AgentSpec {
+    /// The agent's command line; empty for the built-in agent.
+    pub command: Vec<OsString>,
+    /// Dialects to offer, in order (all compiled ones when empty).
+    pub dialects: Vec<Dialect>,
+    /// How long each dialect probe waits for the agent's answer.
+    pub timeout: Duration,
+    /// The working directory of the session (and of the agent process).
+    pub cwd: PathBuf,
+}
+
+/// What `acp chat` was asked to do.
+#[derive(Clone, Debug)]
+pub struct ChatRequest {
+    /// The agent.
+    pub agent: AgentSpec,
+    /// One prompt, non-interactively.
+    pub prompt: Option<String>,
+    /// NDJSON events instead of a transcript.
+    pub json: bool,
+    /// Load this session instead of creating one.
+    pub load: Option<String>,
+    /// Without a keyboard: allow (`true`) or refuse what the agent asks.
+    pub allow: bool,
+}
+
+/// The running agent: its connection, its handshake answer, and what keeps it alive.
+pub struct Link {
+    /// The v1 connection.
+    pub connection: ClientConnection,
+    /// The agent's `initialize` answer.
+    pub init: InitializeResponse,
+    /// The dialect spoken.
+    pub dialect: Dialect,
+    process: Option<AgentProcess>,
+    builtin: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Link {
+    /// The agent handle.
+    pub fn agent(&self) -> &AgentHandle {
+        self.connection.agent()
+    }
+
+    /// Why the agent went away, if it did: its exit status and stderr tail.
+    async fn death(&mut self) -> Option<String> {
+        let process = self.process.as_mut()?;
+        let exited = tokio::time::timeout(Duration::from_secs(2), process.wait_exit())
+            .await
+            .ok()?;
+        Some(exited.to_string())
+    }
+
+    /// Closes the connection and ends the agent (politely, then by force).
+    pub async fn shutdown(mut self) {
+        self.connection.close();
+        if let Some(process) = self.process.take() {
+            let _ = process.shutdown(Duration::from_secs(2)).await;
+        }
+        if let Some(task) = self.builtin.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Starts the agent (built-in or a child process) and negotiates a dialect with it.
+pub async fn connect(
+    spec: &AgentSpec,
+    client: CliClient,
+    barrier: &Arc<UpdateBarrier>,
+) -> Result<Link, String> {
+    let config = acp_client::Config::default().with_tap(barrier.tap());
+    let mut options = NegotiateOptions::new(proto::initialize_request())
+        .with_timeout(spec.timeout)
+        .with_config(config);
+    if !spec.dialects.is_empty() {
+        options = options.with_dialects(spec.dialects.clone());
+    }
+    let Some((program, args)) = spec.command.split_first() else {
+        let (client_side, agent_side) = tokio::io::duplex(1 << 20);
+        let (agent_read, agent_write) = tokio::io::split(agent_side);
+        let mut agent_options = acp_agent::negotiate::NegotiateOptions::default();
+        if !spec.dialects.is_empty() {
+            agent_options = agent_options.with_dialects(spec.dialects.clone());
+        }
+        let builtin = tokio::spawn(async move {
+            match acp_agent::negotiate::serve(
+                BuiltinAgent::default(),
+                agent_read,
+                agent_write,
+                agent_options,
+            )
+            .await
+            {
+                Ok(conn) => {
+                    conn.closed().await;
+                }
+                Err(e) => tracing::error!("built-in agent: {e}"),
+            }
+        });
+        let (read, write) = tokio::io::split(client_side);
+        let negotiated = acp_client::negotiate::connect(client, read, write, options)
+            .await
+            .map_err(|e| format!("the built-in agent: {e}"))?;
+        return Ok(Link {
+            dialect: negotiated.dialect,
+            connection: negotiated.connection,
+            init: negotiated.initialize,
+            process: None,
+            builtin: Some(builtin),
+        });
+    };
+    let command = AgentCommand::new(program).args(args).cwd(&spec.cwd);
+    let mut process = AgentProcess::spawn(&command).map_err(|e| e.to_string())?;
+    match process.negotiate(client, options).await {
+        Ok(negotiated) => Ok(Link {
+            dialect: negotiated.dialect,
+            connection: negotiated.connection,
+            init: negotiated.initialize,
+            process: Some(process),
+            builtin: None,
+        }),
+        Err(error) => {
+            // An agent that died says more by its exit than by the failed handshake.
+            let exited =
+                tokio::time::timeout(Duration::from_millis(500), process.wait_exit()).await;
+            Err(match exited {
+                Ok(exit) => exit.to_string(),
+                Err(_) => error.to_string(),
+            })
+        }
+    }
+}
+
+/// The exit status for a stop reason: 0 for `end_turn`, 130 for `cancelled` (as for
+/// Ctrl-C), 3 `refusal`, 4 `max_tokens`, 5 `max_turn_requests`, 6 anything else.
+pub fn exit_status(stop: &StopReason) -> i32 {
+    match stop {
+        StopReason::EndTurn => 0,
+        StopReason::Cancelled => 130,
+        StopReason::Refusal => 3,
+        StopReason::MaxTokens => 4,
+        StopReason::MaxTurnRequests => 5,
+        StopReason::Unknown(_) => 6,
+    }
+}
+
+/// How a turn ended.
+enum TurnEnd {
+    Stopped(StopReason),
+    Failed,
+    /// The user pressed Ctrl-C twice.
+    Quit,
+}
+
+/// A chat session in progress.
+struct Chat {
+    link: Link,
+    client: CliClient,
+    view: Arc<dyn View>,
+    session: SessionId,
+    state: Arc<Mutex<SessionView>>,
+    sigint: Signal,
+    cwd: PathBuf,
+    /// The terminal transcript (not with `--json`), for output held while the user types.
+    screen: Option<Arc<Screen>>,
+}
+
+impl Chat {
+    /// Runs one prompt turn: streams (through the client), ticks the spinner, and turns
+    /// Ctrl-C into `session/cancel` (a second one quits).
+    async fn turn(&mut self, blocks: Vec<ContentBlock>) -> TurnEnd {
+        // A Ctrl-C from before the turn is not meant for it.
+        let _ = tokio::time::timeout(Duration::ZERO, self.sigint.recv()).await;
+        let agent = self.link.agent().clone();
+        let interrupt = self.client.interrupt();
+        self.view.turn_started();
+        let start = Instant::now();
+        tracing::info!(session = %self.session, "turn started");
+        let prompt = agent.prompt(proto::prompt_request(&self.session, blocks));
+        tokio::pin!(prompt);
+        let mut ticker = tokio::time::interval(Duration::from_millis(100));
+        let mut cancelling = false;
+        loop {
+            let ctrl_c = tokio::select! {
+                result = &mut prompt => {
+                    return match result {
+                        Ok(response) => {
+                            tracing::info!(
+                                session = %self.session,
+                                stop_reason = %response.stop_reason,
+                                duration_ms = start.elapsed().as_millis() as u64,
+                                "turn ended"
+                            );
+                            self.view.turn_ended(response.stop_reason.as_str(), start.elapsed());
+                            TurnEnd::Stopped(response.stop_reason)
+                        }
+                        Err(e) => {
+                            let why = match self.link.death().await {
+                                Some(death) => death,
+                                None => format!("the prompt failed: {e}"),
+                            };
+                            tracing::error!(session = %self.session, error = %e, "turn failed");
+                            self.report(&why);
+                            self.view.turn_ended("error", start.elapsed());
+                            TurnEnd::Failed
+                        }
+                    };
+                }
+                _ = self.sigint.recv() => true,
+                _ = interrupt.notified() => true,
+                _ = ticker.tick() => false,
+            };
+            if !ctrl_c {
+                self.view.tick();
+                continue;
+            }
+            if cancelling {
+                self.view.info("second Ctrl-C: quitting");
+                return TurnEnd::Quit;
+            }
+            cancelling = true;
+            tracing::warn!(session = %self.session, "cancelling the turn (Ctrl-C)");
+            self.view.info("cancelling (Ctrl-C again to quit)");
+            if let Err(e) = agent.cancel(proto::cancel(&self.session)).await {
+                self.view
+                    .error(&format!("session/cancel could not be sent: {e}"));
+            }
+        }
+    }
+
+    /// An error, first line as the error and the rest (an agent's stderr) as context.
+    fn report(&self, text: &str) {
+        let mut lines = text.lines();
+        self.view.error(lines.next().unwrap_or("unknown error"));
+        for line in lines {
+            self.view
+                .info(&format!("  {}", crate::sanitize::terminal_safe(line)));
+        }
+    }
+
+    /// The blocks for a typed prompt (with its `@path` attachments).
+    fn blocks(&self, text: &str) -> Vec<ContentBlock> {
+        let embed = self
+            .link
+            .init
+            .agent_capabilities
+            .prompt_capabilities
+            .embedded_context;
+        let (blocks, problems) = attach::prompt_blocks(text, &self.cwd, embed);
+        for problem in problems {
+            self.view.info(&problem);
+        }
+        blocks
+    }
+
+    /// `/mode [id]`: lists the modes or switches to one.
+    async fn mode(&self, arg: &str) {
+        let (modes, current) = {
+            let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            (state.modes.clone(), state.mode.clone())
+        };
+        if modes.is_empty() {
+            self.view.info("this agent offers no modes");
+            return;
+        }
+        if arg.is_empty() {
+            for (id, name) in modes {
+                let mark = if current.as_deref() == Some(id.as_str()) {
+                    "*"
+                } else {
+                    " "
+                };
+                self.view.info(&format!("{mark} {id}  {name}"));
+            }
+            return;
+        }
+        match self
+            .link
+            .agent()
+            .set_mode(proto::set_mode(&self.session, arg))
+            .await
+        {
+            Ok(_) => {
+                self.state.lock().unwrap_or_else(|p| p.into_inner()).mode = Some(arg.to_owned());
+                self.view.info(&format!("mode set to {arg}"));
+            }
+            Err(e) => self.view.error(&format!("mode not changed: {}", e.message)),
+        }
+    }
+
+    /// `/model [value]`: lists the models (a config option of category `model`) or picks one.
+    async fn model(&self, arg: &str) {
+        let option = {
+            let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            state
+                .config
+                .iter()
+                .find(|o| matches!(o.category, Some(SessionConfigOptionCategory::Model)))
+                .cloned()
+        };
+        let Some(option) = option else {
+            self.view.info("this agent offers no model choice");
+            return;
+        };
+        let SessionConfigKind::Select(select) = &option.kind else {
+            self.view
+                .info("the agent's model option is not a list to pick from");
+            return;
+        };
+        if arg.is_empty() {
+            let values: Vec<(String, String)> = match &select.options {
+                SessionConfigSelectOptions::Ungrouped(list) => list
+                    .iter()
+                    .map(|o| (o.value.0.clone(), o.name.clone()))
+                    .collect(),
+                SessionConfigSelectOptions::Grouped(groups) => groups
+                    .iter()
+                    .flat_map(|g| {
+                        g.options
+                            .iter()
+                            .map(|o| (o.value.0.clone(), o.name.clone()))
+                    })
+                    .collect(),
+            };
+            for (value, name) in values {
+                let mark = if value == select.current_value.0 {
+                    "*"
+                } else {
+                    " "
+                };
+                self.view.info(&format!(
+                    "{mark} {}  {}",
+                    crate::sanitize::terminal_safe(&value),
+                    crate::sanitize::terminal_safe(&name)
+                ));
+            }
+            return;
+        }
+        let request = proto::set_config_value(&self.session, &option.id.0, arg);
+        match self.link.agent().set_config_option(request).await {
+            Ok(response) => {
+                self.state.lock().unwrap_or_else(|p| p.into_inner()).config =
+                    response.config_options;
+                self.view.info(&format!("model set to {arg}"));
+            }
+            Err(e) => self
+                .view
+                .error(&format!("model not changed: {}", e.message)),
+        }
+    }
+
+    /// The interactive loop; returns the exit status.
+    async fn interactive(&mut self, keyboard: Keyboard) -> i32 {
+        self.view.info(
+            "type a prompt (@path attaches a file, Tab completes); /mode, /model, /quit; \
+             Ctrl-C cancels a turn, Ctrl-D quits",
+        );
+        loop {
+            // A Ctrl-C right after a cancelled turn (before the editor took the keyboard
+            // back) is the second Ctrl-C: quit.
+            if let Ok(Some(())) = tokio::time::timeout(Duration::ZERO, self.sigint.recv()).await {
+                return 130;
+            }
+            let answer = keyboard.read("you> ", LineKind::Prompt).await;
+            if let Some(screen) = &self.screen {
+                screen.release_held();
+            }
+            let line = match answer {
+                Answer::Line(line) => line,
+                Answer::Interrupted | Answer::Eof => return 0,
+            };
+            let text = line.trim();
+            if text.is_empty() {
+                continue;
+            }
+            let (word, arg) = text.split_once(' ').unwrap_or((text, ""));
+            match word {
+                "/quit" | "/exit" => return 0,
+                "/mode" => self.mode(arg.trim()).await,
+                "/model" => self.model(arg.trim()).await,
+                _ => {
+                    let blocks = self.blocks(text);
+                    if let TurnEnd::Quit = self.turn(blocks).await {
+                        return 130;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The commands the CLI handles itself, for completion.
+pub const LOCAL_COMMANDS: [(&str, &str); 3] = [
+    ("mode", "list or switch the agent's modes"),
+    ("model", "list or switch the agent's models"),
+    ("quit", "leave acp"),
+];
+
+/// `acp chat`: returns the exit status.
+pub async fn run(request: ChatRequest) -> i32 {
+    let screen = (!request.json).then(|| Arc::new(Screen::stdout()));
+    let view: Arc<dyn View> = match &screen {
+        Some(screen) => screen.clone(),
+        None => Arc::new(JsonEvents::stdout()),
+    };
+    match run_with(request, view.clone(), screen).await {
+        Ok(status) => status,
+        Err(e) => {
+            let mut lines = e.lines();
+            view.error(lines.next().unwrap_or("failed"));
+            for line in lines {
+                view.info(&format!("  {}", crate::sanitize::terminal_safe(line)));
+            }
+            EXIT_FAILED
+        }
+    }
+}
+
+async fn run_with(
+    request: ChatRequest,
+    view: Arc<dyn View>,
+    screen: Option<Arc<Screen>>,
+) -> Result<i32, String> {
+    let cwd = request.agent.cwd.clone();
+    let commands: CommandList = Arc::default();
+    let state: Arc<Mutex<SessionView>> = Arc::default();
+    let keyboard = match request.prompt {
+        Some(_) => None,
+        None => {
+            let keyboard = Keyboard::start(commands.clone(), LOCAL_COMMANDS, cwd.clone())?;
+            if let Some(screen) = &screen {
+                screen.hold_while_editing(keyboard.editing());
+            }
+            Some(keyboard)
+        }
+    };
+    let answerer = match &keyboard {
+        Some(keyboard) => Answerer::Keyboard(keyboard.clone()),
+        None => Answerer::Policy {
+            allow: request.allow,
+        },
+    };
+    let barrier = UpdateBarrier::new();
+    let client = CliClient::new(
+        view.clone(),
+        answerer,
+        commands.clone(),
+        state.clone(),
+        &cwd,
+        barrier.clone(),
+    )?;
+    let sigint =
+        signal(SignalKind::interrupt()).map_err(|e| format!("cannot catch Ctrl-C: {e}"))?;
+    let link = connect(&request.agent, client.clone(), &barrier).await?;
+    let agent = link.agent().clone();
+    let name = link
+        .init
+        .agent_info
+        .as_ref()
+        .map(|i| format!("{} {}", i.name, i.version))
+        .unwrap_or_else(|| "an unnamed agent".to_owned());
+    view.info(&format!(
+        "connected to {} ({})",
+        crate::sanitize::terminal_safe(&name),
+        link.dialect
+    ));
+    let cwd_text = cwd.to_string_lossy().into_owned();
+    let (session, modes, config) = match &request.load {
+        Some(id) => {
+            if !link.init.agent_capabilities.load_session {
+                link.shutdown().await;
+                return Err(format!(
+                    "the agent cannot load sessions (no loadSession capability); {id} not loaded"
+                ));
+            }
+            match agent
+                .load_session(proto::load_session_request(id, &cwd_text))
+                .await
+            {
+                Ok(loaded) => (SessionId(id.clone()), loaded.modes, loaded.config_options),
+                Err(e) => {
+                    link.shutdown().await;
+                    return Err(format!("session {id} could not be loaded: {}", e.message));
+                }
+            }
+        }
+        None => match agent
+            .new_session(proto::new_session_request(&cwd_text))
+            .await
+        {
+            Ok(created) => (created.session_id, created.modes, created.config_options),
+            Err(e) => {
+                link.shutdown().await;
+                return Err(format!("the agent did not start a session: {}", e.message));
+            }
+        },
+    };
+    {
+        let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(modes) = modes {
+            state.mode = Some(modes.current_mode_id.0.clone());
+            state.modes = modes
+                .available_modes
+                .iter()
+                .map(|m| (m.id.0.clone(), crate::sanitize::terminal_safe(&m.name)))
+                .collect();
+        }
+        state.config = config.unwrap_or_default();
+    }
+    // Agents send their slash commands with or right after the session's answer: wait a
+    // moment for them, so they are shown before the first prompt rather than over it.
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while commands
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .is_empty()
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    barrier.settle().await;
+    view.info(&format!(
+        "session {}",
+        crate::sanitize::terminal_safe(&session.0)
+    ));
+    let mut chat = Chat {
+        link,
+        client,
+        view: view.clone(),
+        session,
+        state,
+        sigint,
+        cwd,
+        screen,
+    };
+    let status = match (request.prompt, keyboard) {
+        (Some(prompt), _) => {
+            view.user(&prompt);
+            let blocks = chat.blocks(&prompt);
+            match chat.turn(blocks).await {
+                TurnEnd::Stopped(stop) => exit_status(&stop),
+                TurnEnd::Failed => EXIT_FAILED,
+                TurnEnd::Quit => 130,
+            }
+        }
+        (None, Some(keyboard)) => chat.interactive(keyboard).await,
+        (None, None) => unreachable!("a keyboard is started whenever there is no --prompt"),
+    };
+    chat.link.shutdown().await;
+    Ok(status)
+}
+
+/// `acp sessions`: lists the agent's sessions (every page); returns the exit status.
+pub async fn sessions(spec: AgentSpec) -> i32 {
+    let view: Arc<dyn View> = Arc::new(Screen::stdout());
+    let barrier = UpdateBarrier::new();
+    let client = match CliClient::new(
+        view.clone(),
+        Answerer::Policy { allow: false },
+        Arc::default(),
+        Arc::default(),
+        &spec.cwd,
+        barrier.clone(),
+    ) {
+        Ok(client) => client,
+        Err(e) => {
+            view.error(&e);
+            return EXIT_FAILED;
+        }
+    };
+    let link = match connect(&spec, client, &barrier).await {
+        Ok(link) => link,
+        Err(e) => {
+            view.error(e.lines().next().unwrap_or("failed"));
+            return EXIT_FAILED;
+        }
+    };
+    if link
+        .init
+        .agent_capabilities
+        .session_capabilities
+        .list
+        .is_none()
+    {
+        view.error("the agent does not list its sessions (no sessionCapabilities.list)");
+        link.shutdown().await;
+        return EXIT_FAILED;
+    }
+    let mut cursor = None;
+    let mut count = 0usize;
+    // A bound on pages: an agent that hands out cursors forever must not keep us here.
+    for _ in 0..1000 {
+        match link
+            .agent()
+            .list_sessions(proto::list_sessions_request(cursor.take()))
+            .await
+        {
+            Ok(page) => {
+                for s in &page.sessions {
+                    count += 1;
+                    // A closed stdout (`| head`) ends the listing, not the program.
+                    if writeln!(std::io::stdout(), "{}", session_line(s)).is_err() {
+                        link.shutdown().await;
+                        return 0;
+                    }
+                }
+                match page.next_cursor {
+                    Some(next) => cursor = Some(next),
+                    None => break,
+                }
+            }
+            Err(e) => {
+                view.error(&format!("session/list failed: {}", e.message));
+                link.shutdown().await;
+                return EXIT_FAILED;
+            }
+        }
+    }
+    if count == 0 {
+        view.info("no sessions");
+    }
+    link.shutdown().await;
+    0
+}
+
+/// One session as a line: id, working directory, title, last update.
+fn session_line(s: &SessionInfo) -> String {
+    let safe = |t: &str| crate::sanitize::terminal_safe(t).replace(['\n', '\t'], " ");
+    format!(
+        "{}\t{}\t{}\t{}",
+        safe(&s.session_id.0),
+        safe(&s.cwd),
+        s.title.as_deref().map(safe).unwrap_or_default(),
+        s.updated_at.as_deref().map(safe).unwrap_or_default()
+    )
+}
+
+/// The working directory: `--cwd` or the current one, made absolute.
+pub fn working_directory(cwd: Option<PathBuf>) -> Result<PathBuf, String> {
+    let dir = match cwd {
+        Some(dir) => dir,
+        None => std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?,
+    };
+    std::fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", Path::new(&dir).display()))
+}

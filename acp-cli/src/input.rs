@@ -1,0 +1,271 @@
+//! The keyboard: a rustyline editor on its own thread (it blocks), asked for one line at a
+//! time from async code, with completion of slash commands and `@path` attachments.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rustyline::completion::{Completer, Pair};
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::history::DefaultHistory;
+use rustyline::validate::Validator;
+use rustyline::{Context, Editor, Helper};
+use tokio::sync::oneshot;
+
+/// What the user did at a prompt.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// A line (without its newline).
+    Line(String),
+    /// Ctrl-C.
+    Interrupted,
+    /// Ctrl-D, or the keyboard is gone.
+    Eof,
+}
+
+/// What to complete while reading a line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineKind {
+    /// The prompt line: slash commands and `@path`, kept in history.
+    Prompt,
+    /// An answer to a question: no completion, no history.
+    Answer,
+}
+
+/// Commands offered for completion: name and description.
+pub type CommandList = Arc<Mutex<Vec<(String, String)>>>;
+
+type Request = (String, LineKind, oneshot::Sender<Answer>);
+
+/// The keyboard, shared by the chat loop and the client's questions.
+#[derive(Clone)]
+pub struct Keyboard {
+    /// Set while the prompt line (not an answer) is being edited.
+    editing: Arc<std::sync::atomic::AtomicBool>,
+    tx: std::sync::mpsc::Sender<Request>,
+    /// Serialises questions: one prompt on screen at a time.
+    turn: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Keyboard {
+    /// Starts the editor thread. `commands` is read at every completion; `cwd` is where
+    /// `@path` completion starts.
+    pub fn start(
+        commands: CommandList,
+        local: impl IntoIterator<Item = (&'static str, &'static str)>,
+        cwd: PathBuf,
+    ) -> Result<Keyboard, String> {
+        let mut editor: Editor<ChatHelper, DefaultHistory> =
+            Editor::new().map_err(|e| format!("cannot open the terminal for input: {e}"))?;
+        let kind = Arc::new(Mutex::new(LineKind::Prompt));
+        editor.set_helper(Some(ChatHelper {
+            commands,
+            local: local
+                .into_iter()
+                .map(|(n, d)| (n.to_owned(), d.to_owned()))
+                .collect(),
+            cwd,
+            kind: kind.clone(),
+        }));
+        // Only a terminal has one; without it output is simply written.
+        let editing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let editing_flag = editing.clone();
+        let (tx, rx) = std::sync::mpsc::channel::<Request>();
+        std::thread::Builder::new()
+            .name("acp-keyboard".into())
+            .spawn(move || {
+                for (prompt, line_kind, reply) in rx {
+                    *kind.lock().unwrap_or_else(|p| p.into_inner()) = line_kind;
+                    let at_prompt = line_kind == LineKind::Prompt;
+                    editing_flag.store(at_prompt, std::sync::atomic::Ordering::SeqCst);
+                    let read = editor.readline(&prompt);
+                    editing_flag.store(false, std::sync::atomic::Ordering::SeqCst);
+                    let answer = match read {
+                        Ok(line) => {
+                            if line_kind == LineKind::Prompt && !line.trim().is_empty() {
+                                let _ = editor.add_history_entry(line.as_str());
+                            }
+                            Answer::Line(line)
+                        }
+                        Err(ReadlineError::Interrupted) => Answer::Interrupted,
+                        Err(_) => Answer::Eof,
+                    };
+                    let _ = reply.send(answer);
+                }
+            })
+            .map_err(|e| format!("cannot start the keyboard thread: {e}"))?;
+        let keyboard = Keyboard {
+            editing,
+            tx,
+            turn: Arc::new(tokio::sync::Mutex::new(())),
+        };
+        Ok(keyboard)
+    }
+
+    /// The flag that is set while the prompt line is being edited.
+    pub fn editing(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.editing.clone()
+    }
+
+    /// Reads one line.
+    pub async fn read(&self, prompt: &str, kind: LineKind) -> Answer {
+        let _one_at_a_time = self.turn.lock().await;
+        let (reply, answer) = oneshot::channel();
+        if self.tx.send((prompt.to_owned(), kind, reply)).is_err() {
+            return Answer::Eof;
+        }
+        answer.await.unwrap_or(Answer::Eof)
+    }
+}
+
+/// Completion for the prompt line.
+struct ChatHelper {
+    commands: CommandList,
+    /// The CLI's own commands, offered after the agent's.
+    local: Vec<(String, String)>,
+    cwd: PathBuf,
+    kind: Arc<Mutex<LineKind>>,
+}
+
+impl Completer for ChatHelper {
+    type Candidate = Pair;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _ctx: &Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
+        if *self.kind.lock().unwrap_or_else(|p| p.into_inner()) != LineKind::Prompt {
+            return Ok((pos, Vec::new()));
+        }
+        let mut commands = self
+            .commands
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        commands.extend(self.local.iter().cloned());
+        Ok(complete(line, pos, &commands, &self.cwd))
+    }
+}
+
+/// Completions for `line` at `pos`: a slash command at the start of the line, or a path
+/// after `@` anywhere. Returns where the replaced word starts and the candidates.
+pub fn complete(
+    line: &str,
+    pos: usize,
+    commands: &[(String, String)],
+    cwd: &Path,
+) -> (usize, Vec<Pair>) {
+    let before = &line[..pos];
+    let start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+    let word = &before[start..];
+    if start == 0 && word.starts_with('/') {
+        let prefix = &word[1..];
+        let pairs = commands
+            .iter()
+            .filter(|(name, _)| name.starts_with(prefix))
+            .map(|(name, description)| Pair {
+                display: format!("/{name}  {description}"),
+                replacement: format!("/{name} "),
+            })
+            .collect();
+        return (0, pairs);
+    }
+    if let Some(path) = word.strip_prefix('@') {
+        return (start, complete_path(path, cwd));
+    }
+    (pos, Vec::new())
+}
+
+/// Files and directories starting with `partial` (relative to `cwd` unless absolute);
+/// directories end with `/` so completion can go on.
+fn complete_path(partial: &str, cwd: &Path) -> Vec<Pair> {
+    let (dir_part, file_part) = match partial.rfind('/') {
+        Some(i) => (&partial[..=i], &partial[i + 1..]),
+        None => ("", partial),
+    };
+    let dir = if dir_part.starts_with('/') {
+        PathBuf::from(dir_part)
+    } else {
+        cwd.join(dir_part)
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut pairs: Vec<Pair> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            if !name.starts_with(file_part)
+                || (name.starts_with('.') && !file_part.starts_with('.'))
+            {
+                return None;
+            }
+            let is_dir = entry.file_type().ok()?.is_dir();
+            let suffix = if is_dir { "/" } else { " " };
+            Some(Pair {
+                display: format!("{name}{}", if is_dir { "/" } else { "" }),
+                replacement: format!("@{dir_part}{name}{suffix}"),
+            })
+        })
+        .collect();
+    pairs.sort_by(|a, b| a.display.cmp(&b.display));
+    pairs
+}
+
+impl Hinter for ChatHelper {
+    type Hint = String;
+}
+impl Highlighter for ChatHelper {
+    fn highlight_prompt<'b, 's: 'b, 'p: 'b>(
+        &'s self,
+        prompt: &'p str,
+        _default: bool,
+    ) -> Cow<'b, str> {
+        Cow::Borrowed(prompt)
+    }
+}
+impl Validator for ChatHelper {}
+impl Helper for ChatHelper {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replacements(pairs: &[Pair]) -> Vec<&str> {
+        pairs.iter().map(|p| p.replacement.as_str()).collect()
+    }
+
+    #[test]
+    fn slash_commands_complete_at_the_start_only() {
+        let commands = vec![
+            ("count".to_owned(), "Count".to_owned()),
+            ("clear".to_owned(), "Clear".to_owned()),
+            ("echo".to_owned(), "Echo".to_owned()),
+        ];
+        let (start, pairs) = complete("/c", 2, &commands, Path::new("/"));
+        assert_eq!(start, 0);
+        assert_eq!(replacements(&pairs), ["/count ", "/clear "]);
+        let (_, pairs) = complete("say /c", 6, &commands, Path::new("/"));
+        assert!(pairs.is_empty());
+    }
+
+    #[test]
+    fn at_paths_complete_from_the_working_directory() {
+        let dir = std::env::temp_dir().join(format!("acp-complete-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("notes.md"), "x").unwrap();
+        std::fs::write(dir.join("src/main.rs"), "x").unwrap();
+        let (start, pairs) = complete("look at @no", 11, &[], &dir);
+        assert_eq!(start, 8);
+        assert_eq!(replacements(&pairs), ["@notes.md "]);
+        let (_, pairs) = complete("@s", 2, &[], &dir);
+        assert_eq!(replacements(&pairs), ["@src/"]);
+        let (_, pairs) = complete("@src/m", 6, &[], &dir);
+        assert_eq!(replacements(&pairs), ["@src/main.rs "]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,217 @@
+//! `acp`: the command line for the Agent Client Protocol.
+//!
+//! * `acp chat [-- AGENT...]`: talk to an agent in the terminal (the built-in demo agent when
+//!   no command is given); `--prompt TEXT` runs one turn for scripts.
+//! * `acp sessions -- AGENT...`: list an agent's sessions.
+//! * `acp agent`: serve the built-in demo agent on stdio (for editors, or `acp trace`).
+//! * `acp trace --out FILE -- AGENT...`: a transparent stdio proxy recording every line.
+//! * `acp trace view FILE [--html OUT]`: a trace as a summary, or as a page.
+//!
+//! Logs go to stderr through `tracing` (`RUST_LOG=debug` for more); stdout carries only the
+//! transcript (or the JSON events, or the proxied protocol).
+
+mod attach;
+mod builtin;
+mod chat;
+mod client;
+mod input;
+mod proto;
+mod sanitize;
+mod trace;
+mod view;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use acp_client::Dialect;
+use clap::{Args, Parser, Subcommand};
+
+/// The command line for the Agent Client Protocol.
+#[derive(Parser, Debug)]
+#[command(name = "acp", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Chat with an agent (the built-in demo agent when no command follows `--`).
+    Chat(ChatArgs),
+    /// List an agent's sessions.
+    Sessions(AgentArgs),
+    /// Serve the built-in demo agent on stdin/stdout.
+    Agent,
+    /// Record an agent's stdio as NDJSON while passing it through unchanged, or view a
+    /// recording (`acp trace view FILE`).
+    Trace(TraceArgs),
+}
+
+/// Which agent and how to talk to it.
+#[derive(Args, Debug)]
+struct AgentArgs {
+    /// Dialects to offer, in order (repeatable or comma-separated: v1, legacy-0.0.9,
+    /// threads). Default: all, newest first.
+    #[arg(long, value_delimiter = ',')]
+    dialect: Vec<Dialect>,
+    /// Seconds each dialect probe waits for the agent's answer.
+    #[arg(long, default_value_t = 10.0)]
+    timeout: f64,
+    /// Working directory of the session and the agent (default: the current one).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// The agent's command line; none for the built-in agent.
+    #[arg(last = true)]
+    agent: Vec<OsString>,
+}
+
+#[derive(Args, Debug)]
+struct ChatArgs {
+    #[command(flatten)]
+    agent: AgentArgs,
+    /// Run one turn with this prompt and exit: 0 for end_turn, 130 cancelled, 3 refusal,
+    /// 4 max_tokens, 5 max_turn_requests, 6 another stop reason, 1 an error.
+    #[arg(long)]
+    prompt: Option<String>,
+    /// With --prompt: one JSON event per line on stdout instead of a transcript.
+    #[arg(long, requires = "prompt")]
+    json: bool,
+    /// Load this session (when the agent supports session/load) instead of starting one.
+    #[arg(long)]
+    load: Option<String>,
+    /// With --prompt: allow what the agent asks (permissions, terminal commands).
+    /// Without it everything is refused.
+    #[arg(long, requires = "prompt")]
+    yes: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+struct TraceArgs {
+    #[command(subcommand)]
+    view: Option<TraceCommand>,
+    /// The NDJSON file to write.
+    #[arg(long, required = true)]
+    out: Option<PathBuf>,
+    /// The agent's command line.
+    #[arg(last = true, required = true)]
+    agent: Vec<OsString>,
+}
+
+#[derive(Subcommand, Debug)]
+enum TraceCommand {
+    /// Summarise a trace on the terminal, or write it as an HTML page.
+    View {
+        /// The trace (NDJSON written by `acp trace`).
+        file: PathBuf,
+        /// Write a self-contained HTML page here.
+        #[arg(long)]
+        html: Option<PathBuf>,
+    },
+}
+
+impl AgentArgs {
+    fn spec(self) -> Result<chat::AgentSpec, String> {
+        if !(self.timeout.is_finite() && self.timeout > 0.0) {
+            return Err(format!(
+                "--timeout must be a positive number of seconds, not {}",
+                self.timeout
+            ));
+        }
+        Ok(chat::AgentSpec {
+            command: self.agent,
+            dialects: self.dialect,
+            timeout: Duration::from_secs_f64(self.timeout.min(3600.0)),
+            cwd: chat::working_directory(self.cwd)?,
+        })
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+}
+
+fn main() {
+    let cli = Cli::parse();
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("acp: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let status = runtime.block_on(run(cli));
+    // Blocking work (the keyboard thread, stdin readers) must not keep us alive.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    std::process::exit(status);
+}
+
+async fn run(cli: Cli) -> i32 {
+    let fail = |e: String| {
+        eprintln!("acp: {e}");
+        chat::EXIT_FAILED
+    };
+    match cli.command {
+        Command::Chat(args) => {
+            let spec = match args.agent.spec() {
+                Ok(spec) => spec,
+                Err(e) => return fail(e),
+            };
+            chat::run(chat::ChatRequest {
+                agent: spec,
+                prompt: args.prompt,
+                json: args.json,
+                load: args.load,
+                allow: args.yes,
+            })
+            .await
+        }
+        Command::Sessions(args) => match args.spec() {
+            Ok(spec) => chat::sessions(spec).await,
+            Err(e) => fail(e),
+        },
+        Command::Agent => serve_builtin().await,
+        Command::Trace(TraceArgs {
+            view: Some(TraceCommand::View { file, html }),
+            ..
+        }) => trace::view::run(&file, html.as_deref()),
+        Command::Trace(TraceArgs {
+            view: None,
+            out,
+            agent,
+        }) => match out {
+            Some(out) => trace::proxy::run(&out, &agent).await,
+            None => fail("--out FILE is required".into()),
+        },
+    }
+}
+
+/// `acp agent`: the built-in agent on stdio, in whichever dialect the client speaks.
+async fn serve_builtin() -> i32 {
+    let mut options = acp_agent::negotiate::NegotiateOptions::default();
+    if let Ok(cwd) = std::env::current_dir() {
+        options = options.with_legacy_cwd(cwd);
+    }
+    match acp_agent::negotiate::serve_stdio(builtin::BuiltinAgent::default(), options).await {
+        Ok(conn) => {
+            conn.closed().await;
+            0
+        }
+        Err(e) => {
+            eprintln!("acp agent: {e}");
+            chat::EXIT_FAILED
+        }
+    }
+}

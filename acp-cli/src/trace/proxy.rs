@@ -1,0 +1,292 @@
+//! `acp trace --out FILE -- AGENT...`: a transparent stdio proxy.
+//!
+//! Put it in front of an agent in an editor's configuration: the editor talks to `acp trace`
+//! exactly as to the agent. Bytes go through unchanged in both directions (each chunk is
+//! written on before it is looked at), the agent's stderr is inherited, SIGINT, SIGTERM,
+//! SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to it, and its exit status becomes
+//! ours (a death by signal is reproduced by dying of the same signal). Every complete line is
+//! recorded as a [`Record`] with its timestamp, direction and place in the order of both
+//! directions (`seq`, taken before the line is passed on); the file is flushed whenever the
+//! proxy goes idle, so a trace of a crashed session is still there.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::process::Command;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+use super::record::{self, Record};
+
+/// A line longer than this is recorded in pieces of this size (memory stays bounded; the
+/// bytes passed through are unaffected).
+pub const MAX_RECORDED_LINE: usize = 16 * 1024 * 1024;
+
+/// Records waiting for the writer; a slow disk slows the proxy rather than growing memory.
+const QUEUE: usize = 4096;
+
+/// The proxy's exit status when it could not run the agent at all.
+pub const EXIT_NOT_STARTED: i32 = 127;
+
+/// Runs the proxy; returns the exit status to use (or does not return: a death by signal is
+/// passed on by dying of it).
+pub async fn run(out: &Path, command: &[OsString]) -> i32 {
+    let Some((program, args)) = command.split_first() else {
+        eprintln!("acp trace: no agent command after --");
+        return 2;
+    };
+    let file = match std::fs::File::create(out) {
+        Ok(file) => file,
+        Err(e) => {
+            eprintln!("acp trace: cannot write {}: {e}", out.display());
+            return EXIT_NOT_STARTED;
+        }
+    };
+    let mut child = match Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        // Its own group: a Ctrl-C in our terminal reaches it once, through us.
+        .process_group(0)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => {
+            eprintln!(
+                "acp trace: cannot start `{}`: {e}",
+                program.to_string_lossy()
+            );
+            return EXIT_NOT_STARTED;
+        }
+    };
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel::<Record>(QUEUE);
+    let writer = tokio::task::spawn_blocking(move || write_records(file, rx));
+    let mut start = Record::new(record::now(), record::START);
+    start.command = Some(
+        command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+    );
+    let _ = tx.send(start).await;
+
+    let seq = Arc::new(AtomicU64::new(0));
+    let child_stdin = child.stdin.take().expect("stdin is piped");
+    let child_stdout = child.stdout.take().expect("stdout is piped");
+    let to_agent = tokio::spawn(pump(
+        tokio::io::stdin(),
+        child_stdin,
+        record::CLIENT_TO_AGENT,
+        tx.clone(),
+        seq.clone(),
+    ));
+    let to_client = tokio::spawn(pump(
+        child_stdout,
+        tokio::io::stdout(),
+        record::AGENT_TO_CLIENT,
+        tx.clone(),
+        seq,
+    ));
+    let forwarder = pid.map(|pid| tokio::spawn(forward_signals(pid)));
+
+    let status = child.wait().await;
+    // Everything the agent wrote before it exited reaches the client and the file.
+    let _ = to_client.await;
+    to_agent.abort();
+    if let Some(forwarder) = forwarder {
+        forwarder.abort();
+    }
+    let mut exit = Record::new(record::now(), record::EXIT);
+    match &status {
+        Ok(status) => {
+            exit.code = status.code();
+            exit.signal = status.signal();
+        }
+        Err(e) => eprintln!("acp trace: waiting for the agent failed: {e}"),
+    }
+    let _ = tx.send(exit).await;
+    drop(tx);
+    if let Ok(Err(e)) = writer.await {
+        eprintln!("acp trace: writing {} failed: {e}", out.display());
+    }
+    match status {
+        Ok(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => code,
+            (None, Some(sig)) => die_of(sig),
+            (None, None) => 1,
+        },
+        Err(_) => 1,
+    }
+}
+
+/// Copies `from` to `to` chunk by chunk, recording each complete line. The two directions
+/// record independently, so the file holds each direction in order and `seq` gives the
+/// order across both.
+async fn pump<R, W>(
+    mut from: R,
+    mut to: W,
+    dir: &'static str,
+    tx: mpsc::Sender<Record>,
+    seq: Arc<AtomicU64>,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut partial: Vec<u8> = Vec::new();
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let chunk = &buf[..n];
+        // Number the chunk's lines before passing it on: a line gets its place in the order
+        // (`seq`) before the peer can answer it, so an answer is never numbered before its
+        // request. Recording waits until the bytes are on their way.
+        let ts = record::now();
+        let mut records = Vec::new();
+        let mut rest = chunk;
+        while let Some(i) = memchr(b'\n', rest) {
+            partial.extend_from_slice(&rest[..i]);
+            rest = &rest[i + 1..];
+            records.push(line_record(ts, dir, &seq, std::mem::take(&mut partial)));
+        }
+        partial.extend_from_slice(rest);
+        while partial.len() > MAX_RECORDED_LINE {
+            let piece: Vec<u8> = partial.drain(..MAX_RECORDED_LINE).collect();
+            records.push(line_record(ts, dir, &seq, piece));
+        }
+        if to.write_all(chunk).await.is_err() || to.flush().await.is_err() {
+            break;
+        }
+        for record in records {
+            if tx.send(record).await.is_err() {
+                return;
+            }
+        }
+    }
+    if !partial.is_empty() {
+        let _ = tx
+            .send(line_record(record::now(), dir, &seq, partial))
+            .await;
+    }
+    // EOF on one side closes the other (the agent sees its stdin end).
+    let _ = to.shutdown().await;
+}
+
+fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
+    haystack.iter().position(|&b| b == needle)
+}
+
+fn line_record(ts: f64, dir: &str, seq: &AtomicU64, mut line: Vec<u8>) -> Record {
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    let mut record = Record::new(ts, dir);
+    record.seq = Some(seq.fetch_add(1, Ordering::Relaxed));
+    tracing::debug!(
+        direction = dir,
+        seq = record.seq,
+        bytes = line.len(),
+        "line"
+    );
+    match String::from_utf8(line) {
+        Ok(text) => record.line = Some(text),
+        Err(e) => {
+            record.line = Some(String::from_utf8_lossy(e.as_bytes()).into_owned());
+            record.lossy = true;
+        }
+    }
+    record
+}
+
+/// Writes records as they come, flushing whenever the queue is empty.
+fn write_records(file: std::fs::File, mut rx: mpsc::Receiver<Record>) -> std::io::Result<()> {
+    let mut out = std::io::BufWriter::new(file);
+    while let Some(record) = rx.blocking_recv() {
+        serde_json::to_writer(&mut out, &record)?;
+        out.write_all(b"\n")?;
+        while let Ok(record) = rx.try_recv() {
+            serde_json::to_writer(&mut out, &record)?;
+            out.write_all(b"\n")?;
+        }
+        out.flush()?;
+    }
+    out.flush()
+}
+
+/// Forwards the usual termination and user signals to the agent.
+async fn forward_signals(pid: u32) {
+    let kinds = [
+        SignalKind::interrupt(),
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+        SignalKind::quit(),
+        SignalKind::user_defined1(),
+        SignalKind::user_defined2(),
+    ];
+    let (tx, mut rx) = mpsc::unbounded_channel::<i32>();
+    for kind in kinds {
+        let Ok(mut stream) = signal(kind) else {
+            continue;
+        };
+        let tx = tx.clone();
+        let number = kind.as_raw_value();
+        tokio::spawn(async move {
+            while stream.recv().await.is_some() {
+                if tx.send(number).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    drop(tx);
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    while let Some(sig) = rx.recv().await {
+        // SAFETY: kill(2) with our child's pid and a valid signal number.
+        unsafe {
+            libc::kill(pid, sig);
+        }
+    }
+}
+
+/// Dies of `sig` (default action), as the agent did; 128+sig if that does not end us.
+fn die_of(sig: i32) -> i32 {
+    let _ = std::io::stdout().flush();
+    // SAFETY: restoring the default action and raising the signal on ourselves.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+    128 + sig
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_numbered_and_repaired_when_not_utf8() {
+        let seq = AtomicU64::new(5);
+        let r = line_record(1.0, record::CLIENT_TO_AGENT, &seq, b"{\"a\":1}\r".to_vec());
+        assert_eq!(
+            (r.seq, r.line.as_deref(), r.lossy),
+            (Some(5), Some("{\"a\":1}"), false)
+        );
+        let r = line_record(1.0, record::AGENT_TO_CLIENT, &seq, vec![b'x', 0xff]);
+        assert_eq!(
+            (r.seq, r.line.as_deref(), r.lossy),
+            (Some(6), Some("x\u{fffd}"), true)
+        );
+    }
+}

@@ -1,0 +1,883 @@
+//! How a session is shown: [`View`] and its two forms, [`Screen`] (a terminal transcript,
+//! with in-place tool-call status and a spinner when stdout is a terminal) and [`JsonEvents`]
+//! (one JSON object per line, for scripts).
+//!
+//! Every piece of agent text goes through [`crate::sanitize::terminal_safe`], and every line
+//! of it starts with a gutter (`"  "`), so nothing the agent sends can reach column 0, where
+//! the UI's own lines (`you>`, `⏺`, `?`) start: it cannot forge them.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use acp_types::v1::*;
+use serde_json::json;
+use unicode_width::UnicodeWidthChar;
+
+use crate::sanitize::terminal_safe;
+
+/// Where the session is shown. Shared between the client (updates, questions) and the
+/// chat loop (turn boundaries); implementations lock internally.
+pub trait View: Send + Sync {
+    /// A `session/update` arrived.
+    fn update(&self, update: &SessionUpdate);
+    /// A UI line (a notice from the CLI itself, not from the agent).
+    fn info(&self, text: &str);
+    /// An error line.
+    fn error(&self, text: &str);
+    /// A question is about to be asked (permission, terminal); the lines say what.
+    fn question(&self, lines: &[String]);
+    /// The answer given to the last question.
+    fn answered(&self, kind: &str, answer: &str);
+    /// Output of a terminal the agent ran through us.
+    fn terminal_output(&self, command: &str, output: &str, exit: Option<u32>);
+    /// The user's prompt (for transcripts; the interactive line is already on screen).
+    fn user(&self, text: &str);
+    /// The turn started.
+    fn turn_started(&self);
+    /// Called every tick while the turn runs (spinner and elapsed time).
+    fn tick(&self);
+    /// The turn ended with this stop reason (or error text), after `elapsed`.
+    fn turn_ended(&self, outcome: &str, elapsed: Duration);
+}
+
+/// Status of a tool call as last shown.
+#[derive(Clone, Debug)]
+struct Tool {
+    title: String,
+    kind: String,
+    status: ToolCallStatus,
+    /// The row its header line is on (see [`Term::row`]).
+    row: u64,
+}
+
+/// What is being streamed on the current line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Block {
+    None,
+    Message,
+    Thought,
+    User,
+}
+
+/// The terminal's state as far as we wrote it.
+struct Term {
+    out: Box<dyn Write + Send>,
+    /// Escape sequences allowed (stdout is a terminal): colours, in-place rewrites, spinner.
+    fancy: bool,
+    /// Terminal width and height.
+    size: (usize, usize),
+    /// Rows written so far (each newline and each wrap counts).
+    row: u64,
+    /// Display width written on the current row.
+    col: usize,
+    block: Block,
+    tools: HashMap<String, Tool>,
+    last_plan: Vec<(String, String)>,
+    spinner: Option<usize>,
+    turn_start: Option<Instant>,
+    /// The last command list shown, so repeats are not.
+    commands: Vec<String>,
+    /// A question is waiting for its answer: no spinner over its prompt.
+    asking: bool,
+    /// Set while the user edits the prompt line: output is held back meanwhile (see
+    /// [`Screen::hold_while_editing`]).
+    editing: Option<Arc<AtomicBool>>,
+    /// Output being collected while the prompt line is edited.
+    capture: Option<Vec<u8>>,
+    /// Output held back until the line is submitted.
+    held: Vec<u8>,
+}
+
+/// The terminal transcript.
+pub struct Screen {
+    term: Mutex<Term>,
+}
+
+const DIM: &str = "\x1b[2m";
+const RESET: &str = "\x1b[0m";
+const RED: &str = "\x1b[31m";
+const GREEN: &str = "\x1b[32m";
+const YELLOW: &str = "\x1b[33m";
+const CYAN: &str = "\x1b[36m";
+const BOLD: &str = "\x1b[1m";
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+impl Screen {
+    /// A screen on stdout; fancy when stdout is a terminal.
+    pub fn stdout() -> Screen {
+        let fancy = std::io::IsTerminal::is_terminal(&std::io::stdout());
+        Screen::new(Box::new(std::io::stdout()), fancy, terminal_size())
+    }
+
+    /// A screen on any writer (tests).
+    pub fn new(out: Box<dyn Write + Send>, fancy: bool, size: (usize, usize)) -> Screen {
+        Screen {
+            term: Mutex::new(Term {
+                out,
+                fancy,
+                size,
+                row: 0,
+                col: 0,
+                block: Block::None,
+                tools: HashMap::new(),
+                last_plan: Vec::new(),
+                spinner: None,
+                turn_start: None,
+                commands: Vec::new(),
+                asking: false,
+                editing: None,
+                capture: None,
+                held: Vec::new(),
+            }),
+        }
+    }
+
+    /// Output that arrives while the user edits the prompt line (an update the agent sends
+    /// between turns) is held back while `editing` is set and shown by
+    /// [`Screen::release_held`] once the line is submitted: written into the line being
+    /// edited it would garble it (and the editor would redraw over it).
+    pub fn hold_while_editing(&self, editing: Arc<AtomicBool>) {
+        self.term.lock().unwrap_or_else(|p| p.into_inner()).editing = Some(editing);
+    }
+
+    /// Shows the output held back while the prompt line was edited.
+    pub fn release_held(&self) {
+        let mut term = self.term.lock().unwrap_or_else(|p| p.into_inner());
+        let held = std::mem::take(&mut term.held);
+        if !held.is_empty() {
+            let _ = term.out.write_all(&held);
+            let _ = term.out.flush();
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut Term) -> R) -> R {
+        let mut term = self.term.lock().unwrap_or_else(|p| p.into_inner());
+        term.clear_spinner();
+        let editing = term
+            .editing
+            .as_ref()
+            .is_some_and(|e| e.load(Ordering::SeqCst));
+        if editing {
+            term.capture = Some(Vec::new());
+        }
+        let r = f(&mut term);
+        if editing {
+            term.newline_if_needed();
+            let captured = term.capture.take().unwrap_or_default();
+            term.held.extend_from_slice(&captured);
+        }
+        let _ = term.out.flush();
+        r
+    }
+}
+
+/// The terminal's columns and rows (80x24 when unknown).
+fn terminal_size() -> (usize, usize) {
+    // SAFETY: TIOCGWINSZ fills a winsize struct we own; failure leaves it zeroed.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    if ok && ws.ws_col > 0 && ws.ws_row > 0 {
+        (ws.ws_col as usize, ws.ws_row as usize)
+    } else {
+        (80, 24)
+    }
+}
+
+impl Term {
+    /// Writes bytes to the terminal, or to the capture held while the prompt is edited.
+    fn emit(&mut self, bytes: &[u8]) {
+        match self.capture.as_mut() {
+            Some(capture) => capture.extend_from_slice(bytes),
+            None => {
+                let _ = self.out.write_all(bytes);
+            }
+        }
+    }
+
+    fn style(&self, style: &str) -> &'static str {
+        if !self.fancy {
+            return "";
+        }
+        match style {
+            "dim" => DIM,
+            "red" => RED,
+            "green" => GREEN,
+            "yellow" => YELLOW,
+            "cyan" => CYAN,
+            "bold" => BOLD,
+            _ => RESET,
+        }
+    }
+
+    /// Writes text that is already safe, counting rows. `\n` ends a row.
+    fn raw(&mut self, text: &str) {
+        self.emit(text.as_bytes());
+        let mut in_escape = false;
+        for c in text.chars() {
+            if in_escape {
+                // Our own escapes are CSI sequences ending in a letter.
+                if c.is_ascii_alphabetic() {
+                    in_escape = false;
+                }
+                continue;
+            }
+            match c {
+                '\x1b' => in_escape = true,
+                '\n' => {
+                    self.row += 1;
+                    self.col = 0;
+                }
+                '\r' => self.col = 0,
+                c => {
+                    let w = if c == '\t' { 8 } else { c.width().unwrap_or(0) };
+                    if self.col + w > self.size.0 {
+                        self.row += 1;
+                        self.col = 0;
+                    }
+                    self.col += w;
+                }
+            }
+        }
+    }
+
+    /// Ends the current row if anything is on it.
+    fn newline_if_needed(&mut self) {
+        if self.col > 0 {
+            self.raw("\n");
+        }
+    }
+
+    /// Starts a UI line at column 0 (ending any streamed block).
+    fn ui_line(&mut self, text: &str) {
+        self.newline_if_needed();
+        self.block = Block::None;
+        self.raw(text);
+        self.raw("\n");
+    }
+
+    /// Streams agent text in `block`, with the gutter at the start of every row.
+    fn stream(&mut self, block: Block, text: &str) {
+        let text = terminal_safe(text);
+        if text.is_empty() {
+            return;
+        }
+        if self.block != block {
+            self.newline_if_needed();
+            self.block = block;
+        }
+        let (style, gutter) = match block {
+            Block::Thought => (self.style("dim"), "  ┊ "),
+            Block::User => (self.style("cyan"), "  > "),
+            _ => ("", "  "),
+        };
+        let reset = if style.is_empty() {
+            ""
+        } else {
+            self.style("reset")
+        };
+        let mut out = String::new();
+        let width = self.size.0.max(8);
+        let mut col = self.col;
+        for c in text.chars() {
+            if col == 0 {
+                out.push_str(gutter);
+                col = gutter.chars().count();
+            }
+            if c == '\n' {
+                out.push('\n');
+                col = 0;
+                continue;
+            }
+            let w = if c == '\t' { 8 } else { c.width().unwrap_or(0) };
+            // Wrap ourselves so every row, wrapped or not, starts with the gutter.
+            if col + w >= width {
+                out.push('\n');
+                out.push_str(gutter);
+                col = gutter.chars().count();
+            }
+            out.push(c);
+            col += w;
+        }
+        self.raw(style);
+        self.raw(&out);
+        self.raw(reset);
+    }
+
+    fn tool_header(&self, tool: &Tool) -> String {
+        let (style, mark) = match tool.status {
+            ToolCallStatus::Pending => ("yellow", "… pending"),
+            ToolCallStatus::InProgress => ("yellow", "⟳ running"),
+            ToolCallStatus::Completed => ("green", "✓ completed"),
+            ToolCallStatus::Failed => ("red", "✗ failed"),
+            ToolCallStatus::Unknown(_) => ("yellow", "? unknown status"),
+        };
+        let title = truncate(
+            &terminal_safe(&tool.title).replace('\n', " "),
+            self.size.0.saturating_sub(30).max(10),
+        );
+        let kind = terminal_safe(&tool.kind);
+        format!(
+            "⏺ {}{title}{} ({kind}) {}{mark}{}",
+            self.style("bold"),
+            self.style("reset"),
+            self.style(style),
+            self.style("reset")
+        )
+    }
+
+    /// Shows a tool call's new status: rewritten in place when its header is still on
+    /// screen, else as a new line.
+    fn tool_status(&mut self, id: &str) {
+        let Some(tool) = self.tools.get(id).cloned() else {
+            return;
+        };
+        let header = self.tool_header(&tool);
+        let distance = self.row.saturating_sub(tool.row);
+        let in_place = self.capture.is_none();
+        if in_place
+            && self.fancy
+            && distance > 0
+            && (distance as usize) < self.size.1.saturating_sub(1)
+        {
+            // Save the cursor, go up to the header, rewrite it, come back.
+            let seq = format!("\x1b7\x1b[{distance}A\r\x1b[2K{header}\x1b8");
+            self.emit(seq.as_bytes());
+        } else {
+            self.newline_if_needed();
+            self.block = Block::None;
+            let row = self.row;
+            self.raw(&header);
+            self.raw("\n");
+            if let Some(t) = self.tools.get_mut(id) {
+                t.row = row;
+            }
+        }
+    }
+
+    fn tool_content(&mut self, content: &[ToolCallContent]) {
+        for item in content {
+            match item {
+                ToolCallContent::Content(c) => {
+                    let text = block_text(&c.content);
+                    for line in terminal_safe(&text).lines() {
+                        self.ui_line(&format!(
+                            "    {}",
+                            truncate(line, self.size.0.saturating_sub(5))
+                        ));
+                    }
+                }
+                ToolCallContent::Diff(d) => {
+                    let path = terminal_safe(&d.path);
+                    self.ui_line(&format!(
+                        "    {}diff {path}{}",
+                        self.style("bold"),
+                        self.style("reset")
+                    ));
+                    for (sign, line) in diff_lines(d.old_text.as_deref().unwrap_or(""), &d.new_text)
+                    {
+                        let style = match sign {
+                            '-' => self.style("red"),
+                            '+' => self.style("green"),
+                            _ => self.style("dim"),
+                        };
+                        let line = truncate(&terminal_safe(&line), self.size.0.saturating_sub(7));
+                        let reset = self.style("reset");
+                        self.ui_line(&format!("    {style}{sign} {line}{reset}"));
+                    }
+                }
+                ToolCallContent::Terminal(t) => {
+                    let id = terminal_safe(&t.terminal_id.0);
+                    self.ui_line(&format!(
+                        "    {}[terminal {id}]{}",
+                        self.style("dim"),
+                        self.style("reset")
+                    ));
+                }
+                ToolCallContent::Unknown(_) => {
+                    self.ui_line("    (content of a kind this client does not know)")
+                }
+            }
+        }
+    }
+
+    fn plan(&mut self, plan: &Plan) {
+        let entries: Vec<(String, String)> = plan
+            .entries
+            .iter()
+            .map(|e| {
+                (
+                    e.status.to_string(),
+                    terminal_safe(&e.content).replace('\n', " "),
+                )
+            })
+            .collect();
+        if entries == self.last_plan {
+            return;
+        }
+        self.last_plan = entries.clone();
+        self.ui_line(&format!(
+            "{}plan{}",
+            self.style("bold"),
+            self.style("reset")
+        ));
+        for (status, content) in entries {
+            let mark = match status.as_str() {
+                "completed" => "☑",
+                "in_progress" => "◐",
+                _ => "☐",
+            };
+            let content = truncate(&content, self.size.0.saturating_sub(6));
+            self.ui_line(&format!("  {mark} {content}"));
+        }
+    }
+
+    /// Erases the spinner: the cursor was left where it was drawn, so erasing to the end of
+    /// the line removes it and nothing else.
+    fn clear_spinner(&mut self) {
+        if self.spinner.is_some() {
+            self.emit(b"\x1b[K");
+            self.spinner = None;
+        }
+    }
+}
+
+/// Cuts `text` to `max` characters, with an ellipsis.
+fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+/// The text of a content block (a placeholder for non-text blocks).
+pub fn block_text(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text(t) => t.text.clone(),
+        ContentBlock::Image(_) => "[image]".to_owned(),
+        ContentBlock::Audio(_) => "[audio]".to_owned(),
+        ContentBlock::ResourceLink(l) => format!("[link {}]", l.uri),
+        ContentBlock::Resource(r) => match &r.resource {
+            EmbeddedResourceResource::TextResourceContents(t) => format!("[resource {}]", t.uri),
+            EmbeddedResourceResource::BlobResourceContents(b) => format!("[resource {}]", b.uri),
+        },
+        ContentBlock::Unknown(_) => "[unknown block]".to_owned(),
+    }
+}
+
+/// A line diff of `old` -> `new`: the common head and tail once as context (`' '`, at most
+/// two lines each), the changed middle as `-` then `+` lines.
+pub fn diff_lines(old: &str, new: &str) -> Vec<(char, String)> {
+    let old: Vec<&str> = old.lines().collect();
+    let new: Vec<&str> = new.lines().collect();
+    let head = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
+    let tail = old[head..]
+        .iter()
+        .rev()
+        .zip(new[head..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut out = Vec::new();
+    for line in &old[head.saturating_sub(2)..head] {
+        out.push((' ', (*line).to_owned()));
+    }
+    for line in &old[head..old.len() - tail] {
+        out.push(('-', (*line).to_owned()));
+    }
+    for line in &new[head..new.len() - tail] {
+        out.push(('+', (*line).to_owned()));
+    }
+    for line in old[old.len() - tail..].iter().take(2) {
+        out.push((' ', (*line).to_owned()));
+    }
+    out
+}
+
+impl View for Screen {
+    fn update(&self, update: &SessionUpdate) {
+        self.with(|t| match update {
+            SessionUpdate::AgentMessageChunk(c) => {
+                t.stream(Block::Message, &block_text(&c.content))
+            }
+            SessionUpdate::AgentThoughtChunk(c) => {
+                t.stream(Block::Thought, &block_text(&c.content))
+            }
+            SessionUpdate::UserMessageChunk(c) => t.stream(Block::User, &block_text(&c.content)),
+            SessionUpdate::ToolCall(call) => {
+                let id = call.tool_call_id.0.clone();
+                t.newline_if_needed();
+                t.block = Block::None;
+                let tool = Tool {
+                    title: call.title.clone(),
+                    kind: call.kind.to_string(),
+                    status: call.status.clone(),
+                    row: t.row,
+                };
+                let header = t.tool_header(&tool);
+                t.tools.insert(id, tool);
+                t.raw(&header);
+                t.raw("\n");
+                t.tool_content(&call.content);
+            }
+            SessionUpdate::ToolCallUpdate(u) => {
+                let id = u.tool_call_id.0.clone();
+                let known = t.tools.contains_key(&id);
+                if !known {
+                    // An update for a call never announced: show it as one.
+                    let tool = Tool {
+                        title: u.title.clone().unwrap_or_else(|| id.clone()),
+                        kind: u
+                            .kind
+                            .as_ref()
+                            .map(|k| k.to_string())
+                            .unwrap_or_else(|| "other".into()),
+                        status: u.status.clone().unwrap_or(ToolCallStatus::Pending),
+                        row: t.row,
+                    };
+                    t.newline_if_needed();
+                    let header = t.tool_header(&tool);
+                    let row = t.row;
+                    t.tools.insert(id.clone(), Tool { row, ..tool });
+                    t.raw(&header);
+                    t.raw("\n");
+                } else {
+                    let tool = t.tools.get_mut(&id).expect("known");
+                    if let Some(title) = &u.title {
+                        tool.title = title.clone();
+                    }
+                    if let Some(status) = &u.status {
+                        tool.status = status.clone();
+                    }
+                    t.tool_status(&id);
+                }
+                if let Some(content) = &u.content {
+                    t.tool_content(content);
+                }
+            }
+            SessionUpdate::Plan(plan) => t.plan(plan),
+            SessionUpdate::AvailableCommandsUpdate(c) => {
+                let names: Vec<String> = c
+                    .available_commands
+                    .iter()
+                    .map(|c| format!("/{}", terminal_safe(&c.name)))
+                    .collect();
+                if names != t.commands {
+                    t.commands = names.clone();
+                    let line = format!(
+                        "{}commands: {}{}",
+                        t.style("dim"),
+                        names.join(" "),
+                        t.style("reset")
+                    );
+                    t.ui_line(&line);
+                }
+            }
+            SessionUpdate::CurrentModeUpdate(m) => {
+                let line = format!(
+                    "{}mode: {}{}",
+                    t.style("cyan"),
+                    terminal_safe(&m.current_mode_id.0),
+                    t.style("reset")
+                );
+                t.ui_line(&line);
+            }
+            SessionUpdate::ConfigOptionUpdate(_) => {}
+            SessionUpdate::SessionInfoUpdate(_) | SessionUpdate::UsageUpdate(_) => {}
+            SessionUpdate::Notice(n) => {
+                let text = serde_json::to_value(n)
+                    .ok()
+                    .and_then(|v| v.get("message").and_then(|m| m.as_str()).map(str::to_owned))
+                    .unwrap_or_else(|| "notice".into());
+                let line = format!(
+                    "{}notice: {}{}",
+                    t.style("yellow"),
+                    terminal_safe(&text).replace('\n', " "),
+                    t.style("reset")
+                );
+                t.ui_line(&line);
+            }
+            SessionUpdate::CompactionUpdate(_) | SessionUpdate::CompactionSummaryChunk(_) => {}
+            SessionUpdate::Unknown(_) => {}
+        });
+    }
+
+    fn info(&self, text: &str) {
+        self.with(|t| {
+            let line = format!("{}{}{}", t.style("dim"), text, t.style("reset"));
+            t.ui_line(&line);
+        });
+    }
+
+    fn error(&self, text: &str) {
+        self.with(|t| {
+            let line = format!(
+                "{}error:{} {}",
+                t.style("red"),
+                t.style("reset"),
+                terminal_safe(text)
+            );
+            t.ui_line(&line);
+        });
+    }
+
+    fn question(&self, lines: &[String]) {
+        self.with(|t| {
+            t.asking = true;
+            for (i, line) in lines.iter().enumerate() {
+                let line = if i == 0 {
+                    format!("{}?{} {line}", t.style("yellow"), t.style("reset"))
+                } else {
+                    format!("  {line}")
+                };
+                t.ui_line(&line);
+            }
+        });
+    }
+
+    fn answered(&self, _kind: &str, _answer: &str) {
+        // The answer is on screen already (typed by the user); count its row.
+        self.with(|t| {
+            t.asking = false;
+            t.row += 1;
+            t.col = 0;
+        });
+    }
+
+    fn terminal_output(&self, command: &str, output: &str, exit: Option<u32>) {
+        self.with(|t| {
+            let head = format!(
+                "    {}$ {}{}",
+                t.style("dim"),
+                terminal_safe(command),
+                t.style("reset")
+            );
+            t.ui_line(&head);
+            for line in terminal_safe(output).lines().take(40) {
+                let line = truncate(line, t.size.0.saturating_sub(7));
+                t.ui_line(&format!("    │ {line}"));
+            }
+            if let Some(code) = exit.filter(|c| *c != 0) {
+                t.ui_line(&format!("    exit code {code}"));
+            }
+        });
+    }
+
+    fn user(&self, text: &str) {
+        self.with(|t| {
+            let line = format!("you> {}", terminal_safe(text).replace('\n', " "));
+            t.ui_line(&line);
+        });
+    }
+
+    fn turn_started(&self) {
+        self.with(|t| {
+            t.turn_start = Some(Instant::now());
+            t.last_plan.clear();
+        });
+    }
+
+    /// Draws the spinner and the elapsed time after the cursor (on the current line, where
+    /// the next output will go), then moves the cursor back, so the next write starts by
+    /// erasing it.
+    fn tick(&self) {
+        let mut t = self.term.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(start) = t.turn_start else { return };
+        let text = format!(
+            " {} working {:.1}s (Ctrl-C cancels)",
+            SPINNER[t.spinner.map_or(0, |f| (f + 1) % SPINNER.len())],
+            start.elapsed().as_secs_f64()
+        );
+        let width = text.chars().count();
+        if !t.fancy || t.asking || t.col + width + 1 >= t.size.0 {
+            return;
+        }
+        let frame = t.spinner.map_or(0, |f| (f + 1) % SPINNER.len());
+        let line = format!("\x1b[K{DIM}{text}{RESET}\x1b[{width}D");
+        let _ = t.out.write_all(line.as_bytes());
+        let _ = t.out.flush();
+        t.spinner = Some(frame);
+    }
+
+    fn turn_ended(&self, outcome: &str, elapsed: Duration) {
+        self.with(|t| {
+            t.turn_start = None;
+            let style = if outcome == "end_turn" {
+                t.style("dim")
+            } else {
+                t.style("yellow")
+            };
+            let line = format!(
+                "{style}── {outcome} · {:.1}s{}",
+                elapsed.as_secs_f64(),
+                t.style("reset")
+            );
+            t.ui_line(&line);
+        });
+    }
+}
+
+/// NDJSON events on stdout: `{"event": ..., ...}` per line.
+pub struct JsonEvents {
+    out: Mutex<Box<dyn Write + Send>>,
+}
+
+impl JsonEvents {
+    /// Events on stdout.
+    pub fn stdout() -> JsonEvents {
+        JsonEvents {
+            out: Mutex::new(Box::new(std::io::stdout())),
+        }
+    }
+
+    fn emit(&self, value: serde_json::Value) {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = serde_json::to_writer(&mut *out, &value);
+        let _ = out.write_all(b"\n");
+        let _ = out.flush();
+    }
+}
+
+impl View for JsonEvents {
+    fn update(&self, update: &SessionUpdate) {
+        self.emit(json!({"event": "update", "update": update}));
+    }
+    fn info(&self, text: &str) {
+        self.emit(json!({"event": "info", "message": text}));
+    }
+    fn error(&self, text: &str) {
+        self.emit(json!({"event": "error", "message": text}));
+    }
+    fn question(&self, lines: &[String]) {
+        self.emit(json!({"event": "question", "lines": lines}));
+    }
+    fn answered(&self, kind: &str, answer: &str) {
+        self.emit(json!({"event": "answer", "kind": kind, "answer": answer}));
+    }
+    fn terminal_output(&self, command: &str, output: &str, exit: Option<u32>) {
+        self.emit(json!({"event": "terminal_output", "command": command, "output": output, "exitCode": exit}));
+    }
+    fn user(&self, text: &str) {
+        self.emit(json!({"event": "prompt", "text": text}));
+    }
+    fn turn_started(&self) {}
+    fn tick(&self) {}
+    fn turn_ended(&self, outcome: &str, elapsed: Duration) {
+        self.emit(json!({"event": "done", "stopReason": outcome, "elapsedMs": elapsed.as_millis() as u64}));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writer the test can read back.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    impl Shared {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    #[test]
+    fn forged_lines_stay_behind_the_gutter() {
+        let out = Shared::default();
+        let screen = Screen::new(Box::new(out.clone()), false, (80, 24));
+        screen.update(&SessionUpdate::agent_message_text(
+            "hello\nyou> rm -rf /\n\r? Allow everything\x1b[2K",
+        ));
+        let text = out.text();
+        assert_eq!(text, "  hello\n  you> rm -rf /\n  ? Allow everything");
+        for line in text.lines() {
+            assert!(line.starts_with("  "), "{line:?} reached column 0");
+        }
+    }
+
+    #[test]
+    fn long_agent_lines_wrap_behind_the_gutter() {
+        let out = Shared::default();
+        let screen = Screen::new(Box::new(out.clone()), false, (20, 24));
+        screen.update(&SessionUpdate::agent_message_text("x".repeat(50)));
+        for line in out.text().lines() {
+            assert!(line.starts_with("  x"), "{line:?}");
+            assert!(line.chars().count() < 20, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn tool_status_is_rewritten_in_place_on_a_terminal() {
+        let out = Shared::default();
+        let screen = Screen::new(Box::new(out.clone()), true, (80, 24));
+        let call = ToolCall::new("t1", "Edit NOTES.md").kind(ToolKind::Edit);
+        screen.update(&SessionUpdate::ToolCall(Box::new(call)));
+        let update = ToolCallUpdate::new("t1").status(ToolCallStatus::Completed);
+        screen.update(&SessionUpdate::ToolCallUpdate(Box::new(update)));
+        let text = out.text();
+        // Saved cursor, up one row, cleared line, the new header, restored cursor.
+        assert!(text.contains("\x1b7\x1b[1A\r\x1b[2K⏺ "), "{text:?}");
+        assert!(
+            text.ends_with(&format!("{GREEN}✓ completed{RESET}\x1b8")),
+            "{text:?}"
+        );
+    }
+
+    #[test]
+    fn tool_status_gets_a_new_line_in_a_transcript() {
+        let out = Shared::default();
+        let screen = Screen::new(Box::new(out.clone()), false, (80, 24));
+        screen.update(&SessionUpdate::ToolCall(Box::new(ToolCall::new(
+            "t1", "Run echo",
+        ))));
+        let update = ToolCallUpdate::new("t1").status(ToolCallStatus::Failed);
+        screen.update(&SessionUpdate::ToolCallUpdate(Box::new(update)));
+        assert_eq!(
+            out.text(),
+            "⏺ Run echo (other) … pending\n⏺ Run echo (other) ✗ failed\n"
+        );
+    }
+
+    #[test]
+    fn diffs_show_the_changed_lines() {
+        assert_eq!(
+            diff_lines("a\nb\nc\n", "a\nB\nc\nd\n"),
+            vec![
+                (' ', "a".to_owned()),
+                ('-', "b".to_owned()),
+                ('-', "c".to_owned()),
+                ('+', "B".to_owned()),
+                ('+', "c".to_owned()),
+                ('+', "d".to_owned()),
+            ]
+        );
+        assert_eq!(
+            diff_lines("x\n", "x\ny\n"),
+            vec![(' ', "x".to_owned()), ('+', "y".to_owned())]
+        );
+    }
+
+    #[test]
+    fn a_plan_is_a_checklist() {
+        let out = Shared::default();
+        let screen = Screen::new(Box::new(out.clone()), false, (80, 24));
+        let plan = Plan::new(vec![
+            crate::proto::plan_entry("one", PlanEntryStatus::Completed),
+            crate::proto::plan_entry("two", PlanEntryStatus::InProgress),
+            crate::proto::plan_entry("three", PlanEntryStatus::Pending),
+        ]);
+        screen.update(&SessionUpdate::Plan(plan));
+        assert_eq!(out.text(), "plan\n  ☑ one\n  ◐ two\n  ☐ three\n");
+    }
+}

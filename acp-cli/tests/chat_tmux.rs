@@ -1,0 +1,269 @@
+//! `acp chat` driven as a person would: in a real terminal (tmux), typing keys and reading
+//! the screen. Against the built-in agent (in process) and the echo agent (a child process).
+
+mod support;
+
+use support::{Scratch, Tmux, acp, echo_agent, have, sh};
+
+fn chat_builtin(name: &str, dir: &Scratch) -> Tmux {
+    Tmux::start(name, &format!("cd {} && {} chat", sh(&dir.0), sh(&acp())))
+}
+
+#[test]
+fn builtin_permission_from_the_keyboard_and_a_refused_terminal() {
+    if !have(
+        "tmux",
+        "builtin_permission_from_the_keyboard_and_a_refused_terminal",
+    ) {
+        return;
+    }
+    let dir = Scratch::new("perm");
+    let t = chat_builtin("perm", &dir);
+    t.wait_for("you>");
+    t.line("hello there");
+    t.wait_for("choose 1-3 >");
+    t.line("1");
+    let screen = t.wait_for("[y]es / [n]o >");
+    assert!(
+        screen.contains("the agent wants to run: echo 'hello from the built-in agent'"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(&format!("in: {}", dir.0.display())),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("environment: inherited, nothing added"),
+        "{screen}"
+    );
+    t.line("n");
+    let screen = t.wait_for("── end_turn");
+    assert!(screen.contains("the user refused to run"), "{screen}");
+    // The edit's header was rewritten in place: one header line, now completed.
+    assert_eq!(
+        screen.matches("Edit NOTES.md (edit)").count(),
+        1,
+        "{screen}"
+    );
+    assert!(
+        screen.contains("Edit NOTES.md (edit) ✓ completed"),
+        "{screen}"
+    );
+    assert!(screen.contains("Run echo (execute) ✗ failed"), "{screen}");
+    assert!(screen.contains("  You said: hello there"), "{screen}");
+    assert!(screen.contains("☑ Reply"), "{screen}");
+    // Allowing the terminal runs it and shows its output.
+    t.line("again");
+    t.wait_for_n("choose 1-3 >", 2);
+    t.line("3");
+    t.wait_for_n("[y]es / [n]o >", 2);
+    t.line("y");
+    let screen = t.wait_for_n("── end_turn", 2);
+    assert!(screen.contains("rejected by the user"), "{screen}");
+    assert!(
+        screen.contains("│ hello from the built-in agent"),
+        "{screen}"
+    );
+    t.send(&["C-d"]);
+    t.wait_for("EXIT=0");
+}
+
+#[test]
+fn builtin_ctrl_c_cancels_mid_stream_and_a_second_quits() {
+    if !have(
+        "tmux",
+        "builtin_ctrl_c_cancels_mid_stream_and_a_second_quits",
+    ) {
+        return;
+    }
+    let dir = Scratch::new("cancel");
+    let t = chat_builtin("cancel", &dir);
+    t.wait_for("you>");
+    t.line("/count 200");
+    t.wait_for(" 3 ");
+    // The spinner with the elapsed time runs after the streamed text.
+    t.wait_for(" working ");
+    t.send(&["C-c"]);
+    let screen = t.wait_for("── cancelled");
+    assert!(
+        screen.contains("cancelling (Ctrl-C again to quit)"),
+        "{screen}"
+    );
+    assert!(!screen.contains(" 200 "), "{screen}");
+    // The spinner was erased when the turn ended.
+    assert!(!screen.contains(" working "), "{screen}");
+    t.wait_for_n("you>", 2);
+    // A second Ctrl-C (at the prompt after the cancelled turn) quits.
+    t.send(&["C-c"]);
+    t.wait_for("EXIT=0");
+    // Mid-turn, two Ctrl-C quit at once.
+    let t = chat_builtin("cancel2", &dir);
+    t.wait_for("you>");
+    t.line("/count 200");
+    t.wait_for(" 2 ");
+    t.send(&["C-c"]);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    t.send(&["C-c"]);
+    t.wait_for("EXIT=");
+}
+
+#[test]
+fn builtin_slash_completion_mode_and_model_switch() {
+    if !have("tmux", "builtin_slash_completion_mode_and_model_switch") {
+        return;
+    }
+    let dir = Scratch::new("slash");
+    std::fs::write(dir.0.join("notes-for-agent.txt"), "one\ntwo\n").unwrap();
+    let t = chat_builtin("slash", &dir);
+    // The agent's commands arrived before the first prompt.
+    let screen = t.wait_for("you>");
+    assert!(screen.contains("commands: /echo /count /help"), "{screen}");
+    t.send(&["/ec", "Tab"]);
+    t.wait_for("you> /echo");
+    t.line("round trip");
+    t.wait_for("  round trip");
+    t.wait_for("── end_turn");
+    // @path completes and attaches (embedded: the agent advertises embeddedContext).
+    t.send(&["-l", "look at @notes-f"]);
+    t.send(&["Tab"]);
+    t.wait_for("you> look at @notes-for-agent.txt");
+    t.send(&["Enter"]);
+    t.wait_for("choose 1-3 >");
+    t.line("2");
+    t.wait_for("[y]es / [n]o >");
+    t.line("y");
+    let screen = t.wait_for_n("── end_turn", 2);
+    assert!(screen.contains("[attached: file://"), "{screen}");
+    assert!(screen.contains("embedded)]"), "{screen}");
+    t.line("/mode");
+    let screen = t.wait_for("* ask");
+    assert!(screen.contains("  code  Code"), "{screen}");
+    t.line("/mode code");
+    t.wait_for("mode: code");
+    t.line("/model demo-slow");
+    t.wait_for("model set to demo-slow");
+    t.line("/mode nonsense");
+    t.wait_for("mode not changed: unknown mode `nonsense`");
+    // In code mode the edit needs no permission: only the terminal is asked.
+    t.line("edit away");
+    t.wait_for_n("[y]es / [n]o >", 2);
+    t.line("y");
+    let screen = t.wait_for_n("── end_turn", 3);
+    assert_eq!(screen.matches("choose 1-3 >").count(), 1, "{screen}");
+    t.line("/quit");
+    t.wait_for("EXIT=0");
+}
+
+#[test]
+fn echo_agent_child_permission_terminal_cancel_completion_and_mode() {
+    if !have(
+        "tmux",
+        "echo_agent_child_permission_terminal_cancel_completion_and_mode",
+    ) {
+        return;
+    }
+    let agent = echo_agent();
+    let dir = Scratch::new("echo");
+    std::fs::write(dir.0.join("hello.txt"), "hello from the file\n").unwrap();
+    let t = Tmux::start(
+        "echo",
+        &format!("cd {} && {} chat -- {}", sh(&dir.0), sh(&acp()), sh(&agent)),
+    );
+    let screen = t.wait_for("you>");
+    assert!(screen.contains("connected to echo-agent"), "{screen}");
+    assert!(screen.contains("commands: /echo"), "{screen}");
+    // Slash completion from the child's available_commands_update.
+    t.send(&["/ec", "Tab"]);
+    t.wait_for("you> /echo");
+    t.send(&["C-u"]);
+    // Permission from the keyboard, then a refused terminal: the echo agent fails the turn.
+    t.line("one two three");
+    t.wait_for("choose 1-2 >");
+    t.line("1");
+    t.wait_for("the agent reads");
+    t.wait_for("[y]es / [n]o >");
+    t.line("n");
+    let screen = t.wait_for("── error");
+    assert!(
+        screen.contains("Read ") && screen.contains("✓ completed"),
+        "{screen}"
+    );
+    assert!(screen.contains("error: the prompt failed"), "{screen}");
+    // Ctrl-C mid-stream.
+    let words = (1..=150)
+        .map(|i| format!("w{i}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    t.line(&words);
+    t.wait_for_n("choose 1-2 >", 2);
+    t.line("1");
+    t.wait_for_n("[y]es / [n]o >", 2);
+    t.line("y");
+    t.wait_for("w5 ");
+    t.send(&["C-c"]);
+    let screen = t.wait_for("── cancelled");
+    // The echo stopped: the agent's lines (behind the gutter) never got to the last word.
+    assert!(
+        !screen
+            .lines()
+            .any(|l| l.starts_with("  ") && l.contains("w150")),
+        "{screen}"
+    );
+    // Mode switch.
+    t.line("/mode code");
+    t.wait_for("mode: code");
+    t.send(&["C-d"]);
+    t.wait_for("EXIT=0");
+}
+
+/// An agent that says something a second after the session started, while the user types.
+const LATE_AGENT: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1}}\n' "$id" ;;
+    *'"session/new"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s1"}}\n' "$id"
+      (sleep 1.5; printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"late news"}}}}\n') & ;;
+  esac
+done
+"#;
+
+#[test]
+fn an_update_between_turns_waits_until_the_typed_line_is_submitted() {
+    if !have(
+        "tmux",
+        "an_update_between_turns_waits_until_the_typed_line_is_submitted",
+    ) {
+        return;
+    }
+    let dir = Scratch::new("late");
+    std::fs::write(dir.0.join("agent.sh"), LATE_AGENT).unwrap();
+    let t = Tmux::start(
+        "late",
+        &format!(
+            "cd {} && {} chat --dialect v1 -- sh agent.sh",
+            sh(&dir.0),
+            sh(&acp())
+        ),
+    );
+    t.wait_for("you>");
+    t.send(&["-l", "/mode"]);
+    t.wait_for("you> /mode");
+    // The update arrives while the line is being typed: the line stays intact.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let screen = t.screen();
+    assert!(!screen.contains("late news"), "{screen}");
+    let last = screen.lines().rfind(|l| !l.trim().is_empty());
+    assert_eq!(last, Some("you> /mode"), "{screen}");
+    // Submitted, the held output shows, then the command's own.
+    t.send(&["Enter"]);
+    let screen = t.wait_for("this agent offers no modes");
+    let news = screen.find("  late news").expect(&screen);
+    assert!(
+        news < screen.find("this agent offers no modes").unwrap(),
+        "{screen}"
+    );
+    t.send(&["C-d"]);
+    t.wait_for("EXIT=0");
+}

@@ -1,0 +1,418 @@
+//! `acp chat --prompt` for scripts, and what happens with agents that misbehave: an agent
+//! that does not exist, one that exits at once, one that writes garbage, one whose text is
+//! full of escape sequences. Each gives one clear error line or a safe rendering, a non-zero
+//! status where the turn failed, and ends (every run has a time limit).
+
+mod support;
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{Scratch, acp};
+
+/// Runs `acp args...` with a time limit; panics if it hangs.
+fn run(args: &[&str], cwd: &std::path::Path) -> Output {
+    let mut child = Command::new(acp())
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("acp {args:?} hung");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn one_turn_prints_a_transcript_and_exits_by_stop_reason() {
+    let dir = Scratch::new("prompt");
+    let out = run(&["chat", "--prompt", "hello script", "--yes"], &dir.0);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("you> hello script"), "{stdout}");
+    assert!(stdout.contains("Allow (--yes)"), "{stdout}");
+    assert!(
+        stdout.contains("│ hello from the built-in agent"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("  You said: hello script"), "{stdout}");
+    assert!(stdout.contains("── end_turn"), "{stdout}");
+    // Not a terminal: no escape sequences in the transcript.
+    assert!(!stdout.contains('\x1b'), "{stdout:?}");
+    // Without --yes everything is refused, and the built-in agent still ends its turn.
+    let out = run(&["chat", "--prompt", "hello"], &dir.0);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("Reject (no --yes)"), "{stdout}");
+    assert!(stdout.contains("rejected by the user"), "{stdout}");
+    assert!(stdout.contains("the user refused to run"), "{stdout}");
+}
+
+#[test]
+fn json_events_are_one_object_per_line() {
+    let dir = Scratch::new("json");
+    let out = run(&["chat", "--prompt", "/echo a b", "--json"], &dir.0);
+    assert_eq!(out.status.code(), Some(0));
+    let events: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect();
+    let chunks: String = events
+        .iter()
+        .filter(|e| e["event"] == "update" && e["update"]["sessionUpdate"] == "agent_message_chunk")
+        .map(|e| e["update"]["content"]["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(chunks, "a b\n");
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "done");
+    assert_eq!(last["stopReason"], "end_turn");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "prompt" && e["text"] == "/echo a b")
+    );
+}
+
+#[test]
+fn logs_go_to_stderr_never_stdout() {
+    let dir = Scratch::new("logs");
+    let mut cmd = Command::new(acp());
+    cmd.args(["chat", "--prompt", "/echo x", "--json"])
+        .current_dir(&dir.0)
+        .env("RUST_LOG", "trace");
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    for line in text(&out.stdout).lines() {
+        serde_json::from_str::<serde_json::Value>(line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+    }
+    assert!(!out.stderr.is_empty(), "RUST_LOG=trace logged nothing");
+}
+
+#[test]
+fn a_missing_agent_is_one_clear_error() {
+    let dir = Scratch::new("missing");
+    let out = run(
+        &[
+            "chat",
+            "--prompt",
+            "hi",
+            "--",
+            "/nonexistent/agent",
+            "--flag",
+        ],
+        &dir.0,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stdout.starts_with("error: failed to start agent `/nonexistent/agent --flag`"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn an_agent_that_exits_at_once_is_reported_with_its_status_and_stderr() {
+    let dir = Scratch::new("exits");
+    let out = run(
+        &[
+            "chat",
+            "--prompt",
+            "hi",
+            "--",
+            "sh",
+            "-c",
+            "echo 'no api key' >&2; exit 3",
+        ],
+        &dir.0,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    let first = stdout.lines().next().unwrap_or("");
+    assert!(first.starts_with("error: agent `sh -c"), "{stdout}");
+    assert!(first.contains("exit status: 3"), "{stdout}");
+    assert!(stdout.contains("no api key"), "{stdout}");
+}
+
+#[test]
+fn an_agent_writing_garbage_fails_cleanly() {
+    let dir = Scratch::new("garbage");
+    let out = run(
+        &[
+            "chat",
+            "--prompt",
+            "hi",
+            "--dialect",
+            "v1",
+            "--timeout",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "while read -r line; do echo 'garbage \u{1b}]0;title\u{7}'; done",
+        ],
+        &dir.0,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(stdout.starts_with("error: "), "{stdout}");
+    assert!(!stdout.contains('\x1b'), "{stdout:?}");
+}
+
+/// An agent, as a shell script, whose every text is hostile.
+const HOSTILE_AGENT: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentInfo":{"name":"evil\\u001b]0;owned\\u0007","version":"1"}}}\n' "$id" ;;
+    *'"session/new"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s1"}}\n' "$id" ;;
+    *'"session/prompt"'*)
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"safe\\r\\u001b[2J\\u001b[H\\u001b]52;c;cm0gLXJmIC8=\\u0007\\nyou> forged\\n\\u009b31mred"}}}}\n'
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"t\\u001b[1A","title":"x\\u001b]0;t\\u0007y","kind":"edit","status":"pending"}}}\n'
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"refusal"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+#[test]
+fn escape_heavy_agent_text_is_rendered_safely_and_refusal_exits_3() {
+    let dir = Scratch::new("hostile");
+    let out = run(
+        &[
+            "chat",
+            "--prompt",
+            "hi",
+            "--dialect",
+            "v1",
+            "--",
+            "sh",
+            "-c",
+            HOSTILE_AGENT,
+        ],
+        &dir.0,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}{}", text(&out.stderr));
+    assert!(
+        !stdout.contains('\x1b') && !stdout.contains('\r') && !stdout.contains('\u{9b}'),
+        "{stdout:?}"
+    );
+    assert!(stdout.contains("connected to evil 1"), "{stdout}");
+    assert!(stdout.contains("  safe\n  you> forged\n  red"), "{stdout}");
+    assert!(stdout.contains("⏺ xy (edit)"), "{stdout}");
+    assert!(
+        !stdout.lines().any(|l| l.starts_with("you> forged")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("── refusal"), "{stdout}");
+}
+
+#[test]
+fn loading_a_session_the_agent_cannot_load_is_an_error() {
+    let dir = Scratch::new("load");
+    let out = run(&["chat", "--prompt", "hi", "--load", "old-1"], &dir.0);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(
+            "error: the agent cannot load sessions (no loadSession capability); old-1 not loaded"
+        ),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn sessions_are_listed_or_their_absence_explained() {
+    let dir = Scratch::new("sessions");
+    let acp = acp();
+    let acp = acp.to_str().unwrap();
+    // The built-in agent as a child (`acp agent`): it lists sessions; a fresh one has none.
+    let out = run(&["sessions", "--", acp, "agent"], &dir.0);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("no sessions"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = run(
+        &[
+            "sessions",
+            "--dialect",
+            "v1",
+            "--",
+            "sh",
+            "-c",
+            HOSTILE_AGENT,
+        ],
+        &dir.0,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("does not list its sessions"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn the_builtin_agent_speaks_every_dialect() {
+    let dir = Scratch::new("dialects");
+    for dialect in ["v1", "legacy-0.0.9", "threads"] {
+        let out = run(
+            &["chat", "--dialect", dialect, "--prompt", "/echo over it"],
+            &dir.0,
+        );
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{dialect}: {stdout}");
+        assert!(stdout.contains(&format!("({dialect})")), "{stdout}");
+        assert!(stdout.contains("  over it"), "{stdout}");
+        assert!(!out.stderr.contains(&0x1b), "no colours in logs to a pipe");
+    }
+}
+
+/// An agent that takes prompts and never answers them, recording what it reads.
+const STUCK_AGENT: &str = r#"
+while IFS= read -r line; do
+  printf '%s\n' "$line" >> seen.log
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1}}\n' "$id" ;;
+    *'"session/new"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s1"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+#[test]
+fn ctrl_c_sends_session_cancel_and_a_second_quits_an_agent_that_ignores_it() {
+    let dir = Scratch::new("stuck");
+    let mut child = Command::new(acp())
+        .args([
+            "chat",
+            "--dialect",
+            "v1",
+            "--prompt",
+            "hi",
+            "--",
+            "sh",
+            "-c",
+            STUCK_AGENT,
+        ])
+        .current_dir(&dir.0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let seen = |what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let log = std::fs::read_to_string(dir.0.join("seen.log")).unwrap_or_default();
+            if log.contains(what) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the agent never saw {what}: {log}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    seen("session/prompt");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    seen("session/cancel");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "a second Ctrl-C did not quit");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let out = child.wait_with_output().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("cancelling (Ctrl-C again to quit)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("second Ctrl-C: quitting"), "{stdout}");
+}
+
+/// An agent that can load session `old-7`: it replays one exchange, then answers prompts.
+const LOADING_AGENT: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}\n' "$id" ;;
+    *'"session/load"'*'"old-7"'*)
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"old-7","update":{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"what was said before"}}}}\n'
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"old-7","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"the old answer"}}}}\n'
+      printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$id" ;;
+    *'"session/load"'*) printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32002,"message":"no such session"}}\n' "$id" ;;
+    *'"session/prompt"'*'"old-7"'*)
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"old-7","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"continuing"}}}}\n'
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"end_turn"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+#[test]
+fn a_loaded_session_replays_its_history_then_takes_the_prompt() {
+    let dir = Scratch::new("loaded");
+    let out = run(
+        &[
+            "chat",
+            "--dialect",
+            "v1",
+            "--load",
+            "old-7",
+            "--prompt",
+            "go on",
+            "--",
+            "sh",
+            "-c",
+            LOADING_AGENT,
+        ],
+        &dir.0,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let replay = stdout.find("  > what was said before").expect(&stdout);
+    let old = stdout.find("  the old answer").expect(&stdout);
+    let new = stdout.find("  continuing").expect(&stdout);
+    assert!(replay < old && old < new, "{stdout}");
+    let out = run(
+        &[
+            "chat",
+            "--dialect",
+            "v1",
+            "--load",
+            "old-8",
+            "--prompt",
+            "go on",
+            "--",
+            "sh",
+            "-c",
+            LOADING_AGENT,
+        ],
+        &dir.0,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("error: session old-8 could not be loaded: no such session")
+    );
+}

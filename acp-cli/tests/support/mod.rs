@@ -1,0 +1,172 @@
+//! Shared by the acp-cli tests: a tmux session to drive `acp chat` as a person would, and
+//! the paths of the binaries under test.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The `acp` binary under test.
+pub fn acp() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_acp"))
+}
+
+/// Whether `program` runs; prints why a test is skipped when it does not.
+pub fn have(program: &str, test: &str) -> bool {
+    let found = Command::new(program)
+        .arg(if program == "tmux" { "-V" } else { "--version" })
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("skipping {test}: `{program}` is not installed (.ci/run installs it)");
+    }
+    found
+}
+
+/// The echo agent example, built on demand into the same target directory.
+pub fn echo_agent() -> PathBuf {
+    let exe = acp();
+    let debug = exe.parent().expect("target dir");
+    let agent = debug.join("examples/echo_agent");
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .args(["-p", "acp-agent", "--example", "echo_agent"])
+        .env("CARGO_TARGET_DIR", debug.parent().expect("target root"))
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building the echo agent failed");
+    assert!(
+        agent.exists(),
+        "{} missing after the build",
+        agent.display()
+    );
+    agent
+}
+
+/// A scratch directory, removed on drop.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("acp-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(std::fs::canonicalize(&dir).unwrap())
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A tmux server of our own (its own socket) running one command in one window.
+pub struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Starts `command` (a shell command line) in a 100x50 window; after it exits the window
+    /// shows `EXIT=<status>` and stays.
+    pub fn start(name: &str, command: &str) -> Tmux {
+        let socket = format!("acp-test-{name}-{}", std::process::id());
+        let tmux = Tmux { socket };
+        // The shell catches Ctrl-C (its children get the default action back) so that it
+        // outlives the program and reports its status.
+        let line = format!("trap 'true' INT; {command}; echo EXIT=$?; sleep 60");
+        let status = tmux
+            .cmd()
+            .args([
+                "new-session",
+                "-d",
+                "-x",
+                "100",
+                "-y",
+                "50",
+                "sh",
+                "-c",
+                &line,
+            ])
+            .status()
+            .expect("tmux runs");
+        assert!(status.success());
+        tmux
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket, "-f", "/dev/null"]);
+        c
+    }
+
+    /// Types `keys` (tmux key names: "Enter", "Tab", "C-c", or literal text).
+    pub fn send(&self, keys: &[&str]) {
+        let status = self
+            .cmd()
+            .arg("send-keys")
+            .arg("-t")
+            .arg("0")
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Types text literally, then Enter.
+    pub fn line(&self, text: &str) {
+        let status = self
+            .cmd()
+            .args(["send-keys", "-t", "0", "-l", text])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        self.send(&["Enter"]);
+    }
+
+    /// The screen and its scrollback.
+    pub fn screen(&self) -> String {
+        let out = self
+            .cmd()
+            .args(["capture-pane", "-p", "-t", "0", "-S", "-2000"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until the screen shows `text` `times` times; panics with the screen after 30 s
+    /// (generous: CI shares two cores with the build).
+    pub fn wait_for_n(&self, text: &str, times: usize) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let screen = self.screen();
+            if screen.matches(text).count() >= times {
+                return screen;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {text:?} (x{times}); the screen:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits until the screen shows `text`.
+    pub fn wait_for(&self, text: &str) -> String {
+        self.wait_for_n(text, 1)
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").status();
+    }
+}
+
+/// Shell-quotes a path for the tmux command line.
+pub fn sh(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
+}
