@@ -584,7 +584,12 @@ impl Terminals {
     ) -> Result<CreateTerminalResponse, Error> {
         let request = self.prepare(&params)?;
         if let TerminalDecision::Deny { reason } = client.approve_terminal(&request).await {
-            return Err(refused(&params, &format!("the client declined: {reason}")));
+            // The application's reason leads: it is what a user interface shows.
+            return Err(
+                Error::invalid_params(format!("declined by the client: {reason}")).with_data(
+                    json!({ "command": params.command, "reason": "declined by the client" }),
+                ),
+            );
         }
         self.start(request)
     }

@@ -299,7 +299,7 @@ async fn terminal_attacks() {
     // The script naming the outside dir was shown to the policy and declined; the outside
     // cwd and the injected env were refused before the policy was asked.
     let messages = escape["messages"].to_string();
-    assert!(messages.contains("the client declined"), "{escape}");
+    assert!(messages.contains("declined by the client"), "{escape}");
     assert!(
         messages.contains("outside the session's directories"),
         "{escape}"

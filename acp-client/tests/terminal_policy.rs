@@ -85,7 +85,7 @@ async fn by_default_nothing_runs_and_the_refusal_says_why() {
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::INVALID_PARAMS);
     assert!(
-        err.message.contains("the client declined"),
+        err.message.contains("declined by the client"),
         "{}",
         err.message
     );
