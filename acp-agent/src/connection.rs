@@ -5,7 +5,7 @@
 use std::sync::{Arc, OnceLock};
 
 use acp_rpc::{
-    CloseReason, Config, Connection, Handler, NotificationContext, Params, RawValue,
+    Arrival, CloseReason, Config, Connection, Handler, NotificationContext, Params, RawValue,
     RequestContext, to_raw,
 };
 use acp_types::v1::*;
@@ -80,6 +80,7 @@ where
     let dispatch = Dispatch {
         agent: Arc::new(agent),
         inner: slot.clone(),
+        awaiting: awaiting.clone(),
     };
     let conn = Connection::new(reader, writer, dispatch, config);
     let inner = Arc::new(Inner {
@@ -104,6 +105,9 @@ where
 struct Dispatch<A> {
     agent: Arc<A>,
     inner: Arc<OnceLock<Arc<Inner>>>,
+    /// Prompts and cancels numbered in arrival order (the arrival hook feeds it; it exists
+    /// before the connection reads its first line).
+    awaiting: Arc<Awaiting>,
 }
 
 /// Reads typed params, honouring the method's null-as-default rule; `-32602` names the field.
@@ -330,6 +334,10 @@ impl<A: Agent> Handler for Dispatch<A> {
         params: Params,
     ) -> Result<Box<RawValue>, Error> {
         self.request(cx, method, params).await
+    }
+
+    fn arrived(&self, arrival: Arrival<'_>) {
+        self.awaiting.announce(arrival);
     }
 
     async fn handle_notification(

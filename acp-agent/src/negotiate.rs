@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! use acp_agent::negotiate::{NegotiateOptions, serve_stdio};
-//! use acp_agent::types::{InitializeRequest, InitializeResponse};
+//! use acp_agent::types::{InitializeRequest, InitializeResponse, ProtocolVersion};
 //! use acp_agent::{Agent, AgentContext, Dialect, Error};
 //!
 //! struct MyAgent;
@@ -12,7 +12,7 @@
 //! impl Agent for MyAgent {
 //!     async fn initialize(&self, _p: InitializeRequest, _cx: &AgentContext)
 //!         -> Result<InitializeResponse, Error> {
-//!         Ok(serde_json::from_value(serde_json::json!({"protocolVersion": 1})).unwrap())
+//!         Ok(InitializeResponse::new(ProtocolVersion::V1))
 //!     }
 //! }
 //!

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use acp_client::fs::SandboxedFs;
 use acp_client::negotiate::NegotiateOptions;
-use acp_client::process::{AgentCommand, AgentProcess};
+use acp_client::process::{AgentCommand, AgentProcess, ProcessError};
 use acp_client::terminal::{TerminalDecision, TerminalRequest, Terminals};
 use acp_client::{Client, Config, Dialect, Error, PromptEvent, async_trait};
 use acp_rpc::{Direction, TapEvent};
@@ -195,8 +195,58 @@ fn workspace_manifest() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml")
 }
 
+type BoxError = Box<dyn std::error::Error>;
+
+/// The scratch workspace, removed when dropped: on success, on every error and on a panic.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
+    // A scratch workspace with one file the demo agent reads.
+    let scratch = Scratch(std::env::temp_dir().join(format!("acp-demo-{}", std::process::id())));
+    let outcome = tokio::select! {
+        outcome = run(&scratch.0) => outcome,
+        _ = tokio::signal::ctrl_c() => Err("interrupted".into()),
+    };
+    drop(scratch);
+    match outcome {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("demo failed: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Why the agent let us down: how it exited (status and stderr tail) if it has, or that it
+/// is still running and what it last wrote to stderr.
+async fn agent_report(agent: &mut AgentProcess) -> String {
+    match tokio::time::timeout(Duration::from_secs(1), agent.wait_exit()).await {
+        Ok(exited) => exited.to_string(),
+        Err(_) => {
+            let tail = agent.stderr_tail();
+            if tail.is_empty() {
+                format!(
+                    "agent `{}` is still running; it wrote nothing to stderr",
+                    agent.command()
+                )
+            } else {
+                format!(
+                    "agent `{}` is still running; last stderr output:\n{tail}",
+                    agent.command()
+                )
+            }
+        }
+    }
+}
+
+async fn run(root: &Path) -> Result<(), BoxError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let custom: Vec<String> = match args.iter().position(|a| a == "--") {
         Some(i) => args[i + 1..].to_vec(),
@@ -215,10 +265,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
-    // A scratch workspace with one file the demo agent reads.
-    let root = std::env::temp_dir().join(format!("acp-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&root)?;
-    let root = std::fs::canonicalize(&root)?;
+    std::fs::create_dir_all(root)?;
+    let root = std::fs::canonicalize(root)?;
     std::fs::write(
         root.join("hello.txt"),
         "Hello from the client's file system!\n",
@@ -245,7 +293,34 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("terminal commands: refused (pass --allow-terminal to let the agent run them)");
     }
     let mut agent_process = AgentProcess::spawn(&command)?;
+    match converse(&mut agent_process, &root, wire, allow_terminal, dialects).await {
+        Ok(()) => {
+            let status = agent_process.shutdown(Duration::from_secs(2)).await?;
+            println!("agent exited: {status}");
+            Ok(())
+        }
+        Err(error) => {
+            // A negotiation error names the stderr tail already: keep only what went wrong.
+            let error = match error.downcast::<ProcessError>() {
+                Ok(process_error) => match *process_error {
+                    ProcessError::Negotiation { error, .. } => error.to_string(),
+                    other => other.to_string(),
+                },
+                Err(other) => other.to_string(),
+            };
+            Err(format!("{error}\n{}", agent_report(&mut agent_process).await).into())
+        }
+    }
+}
 
+/// Negotiates, opens a session and runs one prompt turn, printing the transcript.
+async fn converse(
+    agent_process: &mut AgentProcess,
+    root: &Path,
+    wire: bool,
+    allow_terminal: bool,
+    dialects: Vec<Dialect>,
+) -> Result<(), BoxError> {
     let mut config = Config::default();
     if wire {
         config = config.with_tap(Arc::new(|event: TapEvent<'_>| {
@@ -260,7 +335,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let terminals = Terminals::new();
     let client = DemoClient {
-        fs: SandboxedFs::new([&root])?,
+        fs: SandboxedFs::new([root])?,
         terminals: terminals.clone(),
         allow_terminal,
     };
@@ -281,7 +356,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // A first build of the agent through `cargo run` can take a while (a late answer to an
         // earlier probe still counts, so this only bounds an agent that never answers).
         .with_timeout(Duration::from_secs(60))
-        .with_legacy_fs(SandboxedFs::new([&root])?);
+        .with_legacy_fs(SandboxedFs::new([root])?);
     if !dialects.is_empty() {
         options = options.with_dialects(dialects);
     }
@@ -309,7 +384,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     println!("session {}", session.session_id.0);
     // Commands without a `cwd` run in the session's directory, and a `cwd` must lie inside it.
-    terminals.add_session(session.session_id.clone(), &root, []);
+    terminals.add_session(session.session_id.clone(), root, []);
 
     let prompt = "Please read hello.txt and say hi";
     println!("user: {prompt}");
@@ -326,8 +401,5 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     terminals.close().await;
-    let status = agent_process.shutdown(Duration::from_secs(2)).await?;
-    println!("agent exited: {status}");
-    let _ = std::fs::remove_dir_all(&root);
     Ok(())
 }

@@ -1,405 +1,812 @@
-//! The client's sandbox against a hostile agent, a real child process
-//! (`examples/hostile_agent.rs`, run as this same binary with `ACP_HOSTILE_AGENT=1`) that
-//! attacks in loops under races it runs itself. For each attack:
+//! The client against a hostile agent: this test binary re-runs itself as a fault-injecting
+//! agent (a real child process over real pipes, `HOSTILE_AGENT=<scenario>`), and each
+//! scenario checks that the client neither panics nor hangs, keeps its memory bounded where
+//! that is the point, and gives the application a clear error.
 //!
-//! * no byte of the outside canary file is ever returned (counted by the agent in every
-//!   answer, and by the client in every read it served);
-//! * nothing outside the workspace is created or changed (the canary directory is
-//!   snapshotted before and after);
-//! * no request hangs (the agent counts answers later than 10 s; the whole turn has a
-//!   timeout);
-//! * the client's peak RSS (`VmHWM` of this process) stays bounded where memory is the point.
-//!
-//! A harness-less test (`harness = false`): `main` runs the scenarios one after the other
-//! and panics on the first failure.
+//! `cargo test -p acp-client --test hostile_agent [-- <name filter>]`. Memory is measured as
+//! the growth of this process's peak RSS (`VmHWM`, reset through `/proc/self/clear_refs`
+//! before each scenario that measures it).
 
-#[path = "../examples/hostile_agent.rs"]
-mod agent;
-#[path = "support/mod.rs"]
-mod support;
-
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::io::{BufRead, BufWriter, Write};
 use std::time::{Duration, Instant};
 
-use acp_client::fs::SandboxedFs;
-use acp_client::process::{AgentCommand, AgentProcess};
-use acp_client::terminal::{TerminalConfig, TerminalDecision, TerminalRequest, Terminals};
-use acp_client::{Client, ClientConnection, Config, Error, PromptEvent, async_trait};
-use acp_types::v1::*;
-use serde_json::Value;
-use support::alive;
+use acp_client::process::{AgentCommand, AgentProcess, ProcessError};
+use acp_client::{
+    Client, ClientConnection, Config, Error, ErrorCode, PromptEvent, RequestTimeouts,
+};
+use acp_types::v1::{
+    ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest, SessionNotification,
+};
 
-const SECRET: &str = "CANARY-SECRET-7f3a9c";
+const AGENT_ENV: &str = "HOSTILE_AGENT";
 
-/// The client under test: the built-in handlers, plus a count of served reads that carried
-/// the secret and a record of what the terminal policy was shown.
-struct Sandboxed {
-    fs: SandboxedFs,
-    terminals: Terminals,
-    outside: PathBuf,
-    leaks: AtomicU64,
-    shown: Mutex<Vec<TerminalRequest>>,
+// ---------------------------------------------------------------------------------------
+// The hostile agent (runs in the child)
+// ---------------------------------------------------------------------------------------
+
+struct Wire {
+    input: std::io::BufReader<std::io::Stdin>,
+    out: BufWriter<std::io::Stdout>,
 }
 
-#[async_trait]
-impl Client for Sandboxed {
-    async fn read_text_file(&self, p: ReadTextFileRequest) -> Result<ReadTextFileResponse, Error> {
-        let r = self.fs.read_text_file(p).await;
-        if r.as_ref().is_ok_and(|r| r.content.contains(SECRET)) {
-            self.leaks.fetch_add(1, Ordering::Relaxed);
-        }
-        r
-    }
-    async fn write_text_file(
-        &self,
-        p: WriteTextFileRequest,
-    ) -> Result<WriteTextFileResponse, Error> {
-        self.fs.write_text_file(p).await
-    }
-    /// Like a user reading each command: anything that names the outside directory is
-    /// refused, the rest allowed (so the client's own limits are what is tested).
-    async fn approve_terminal(&self, r: &TerminalRequest) -> TerminalDecision {
-        self.shown.lock().unwrap().push(r.clone());
-        let outside = self.outside.to_string_lossy();
-        if r.args.iter().any(|a| a.contains(&*outside)) {
-            TerminalDecision::deny("it writes outside the workspace")
-        } else {
-            TerminalDecision::Allow
-        }
-    }
-    async fn create_terminal(
-        &self,
-        p: CreateTerminalRequest,
-    ) -> Result<CreateTerminalResponse, Error> {
-        self.terminals.create(p, self).await
-    }
-    async fn terminal_output(
-        &self,
-        p: TerminalOutputRequest,
-    ) -> Result<TerminalOutputResponse, Error> {
-        self.terminals.output(p).await
-    }
-    async fn wait_for_terminal_exit(
-        &self,
-        p: WaitForTerminalExitRequest,
-    ) -> Result<WaitForTerminalExitResponse, Error> {
-        self.terminals.wait_for_exit(p).await
-    }
-    async fn kill_terminal(&self, p: KillTerminalRequest) -> Result<KillTerminalResponse, Error> {
-        self.terminals.kill(p).await
-    }
-    async fn release_terminal(
-        &self,
-        p: ReleaseTerminalRequest,
-    ) -> Result<ReleaseTerminalResponse, Error> {
-        self.terminals.release(p).await
-    }
-}
-
-/// A workspace and a canary directory (with the secret) side by side, removed on drop.
-struct Dirs {
-    base: PathBuf,
-    workspace: PathBuf,
-    outside: PathBuf,
-}
-
-impl Dirs {
-    fn new(tag: &str) -> Dirs {
-        let base = std::env::temp_dir().join(format!("acp-hostile-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&base);
-        let workspace = base.join("workspace");
-        let outside = base.join("outside");
-        std::fs::create_dir_all(&workspace).unwrap();
-        std::fs::create_dir_all(&outside).unwrap();
-        std::fs::write(outside.join("secret.txt"), format!("{SECRET}\n")).unwrap();
-        let base = std::fs::canonicalize(base).unwrap();
-        Dirs {
-            workspace: base.join("workspace"),
-            outside: base.join("outside"),
-            base,
+impl Wire {
+    fn new() -> Self {
+        Wire {
+            input: std::io::BufReader::new(std::io::stdin()),
+            out: BufWriter::with_capacity(1 << 20, std::io::stdout()),
         }
     }
 
-    /// Every entry of the canary directory with its content.
-    fn canary(&self) -> BTreeMap<String, Vec<u8>> {
-        std::fs::read_dir(&self.outside)
-            .unwrap()
-            .flatten()
-            .map(|e| {
-                (
-                    e.file_name().to_string_lossy().into_owned(),
-                    std::fs::read(e.path()).unwrap_or_default(),
-                )
-            })
-            .collect()
+    /// The next request line, parsed (`None` at EOF).
+    fn next(&mut self) -> Option<serde_json::Value> {
+        let mut line = String::new();
+        if self.input.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        serde_json::from_str(&line).ok()
     }
-}
 
-impl Drop for Dirs {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.base);
+    fn send(&mut self, line: &str) {
+        let _ = self.out.write_all(line.as_bytes());
+        let _ = self.out.write_all(b"\n");
+        let _ = self.out.flush();
     }
-}
 
-/// This process's peak RSS in KiB.
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .unwrap()
-}
+    fn send_raw(&mut self, bytes: &[u8]) {
+        let _ = self.out.write_all(bytes);
+        let _ = self.out.flush();
+    }
 
-/// Runs the hostile agent with `attacks` against `client` (one prompt turn), closes the
-/// terminals, and returns the agent's reports by attack.
-async fn run_agent(dirs: &Dirs, attacks: &str, client: Arc<Sandboxed>) -> BTreeMap<String, Value> {
-    let report = dirs.base.join("report.jsonl");
-    let command = AgentCommand::new(std::env::current_exe().unwrap())
-        .env("ACP_HOSTILE_AGENT", "1")
-        .env("HOSTILE_ATTACKS", attacks)
-        .env("HOSTILE_OUTSIDE", &dirs.outside)
-        .env("HOSTILE_REPORT", &report)
-        .env("HOSTILE_SECONDS", "2")
-        .cwd(&dirs.workspace);
-    let mut process = AgentProcess::spawn(&command).unwrap();
-    let (stdout, stdin) = process.take_stdio().unwrap();
-    let conn = ClientConnection::with_client(client.clone(), stdout, stdin, Config::default());
-    let agent = conn.agent().clone();
-    let turn = async {
-        agent.initialize(InitializeRequest::new(1)).await.unwrap();
-        let session = agent
-            .new_session(NewSessionRequest::new(
-                dirs.workspace.to_string_lossy(),
-                Vec::<McpServer>::new(),
-            ))
-            .await
-            .unwrap();
-        client
-            .terminals
-            .add_session(session.session_id.clone(), &dirs.workspace, []);
-        let mut turn = agent.prompt_stream(PromptRequest::new(
-            session.session_id,
-            [ContentBlock::text("attack")],
-        ));
-        while let Some(event) = turn.next().await {
-            if let PromptEvent::Done(result) = event {
-                assert_eq!(result.unwrap().stop_reason, StopReason::EndTurn);
+    /// Reads requests until one of `method`; returns its id as JSON text.
+    fn expect(&mut self, method: &str) -> String {
+        loop {
+            let msg = self.next().unwrap_or_else(|| std::process::exit(0));
+            if msg["method"] == method {
+                return msg["id"].to_string();
             }
         }
-    };
-    tokio::time::timeout(Duration::from_secs(240), turn)
+    }
+
+    fn answer_initialize(&mut self) {
+        let id = self.expect("initialize");
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":1,"agentCapabilities":{{}},"authMethods":[]}}}}"#
+        ));
+    }
+
+    fn answer_new_session(&mut self) {
+        let id = self.expect("session/new");
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"sessionId":"s1"}}}}"#
+        ));
+    }
+
+    fn update(&mut self, text: &str) {
+        let text = serde_json::to_string(text).unwrap();
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":{text}}}}}}}}}"#
+        ));
+    }
+
+    fn end_turn(&mut self, id: &str) {
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"stopReason":"end_turn"}}}}"#
+        ));
+    }
+
+    /// Serves on: initialize, session/new, and prompts answered at once.
+    fn serve(&mut self) {
+        while let Some(msg) = self.next() {
+            let id = msg["id"].to_string();
+            match msg["method"].as_str() {
+                Some("initialize") => self.send(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":1,"agentCapabilities":{{}},"authMethods":[]}}}}"#
+                )),
+                Some("session/new") => self.send(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"sessionId":"s1"}}}}"#
+                )),
+                Some("session/prompt") => self.end_turn(&id),
+                _ => {}
+            }
+        }
+    }
+}
+
+fn big_line(len: usize) -> Vec<u8> {
+    let mut line = Vec::with_capacity(len + 64);
+    line.extend_from_slice(br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":""#);
+    line.resize(len, b'x');
+    line.extend_from_slice(b"\"}}}}\n");
+    line
+}
+
+fn scale() -> usize {
+    std::env::var("HOSTILE_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000)
+}
+
+fn run_agent(scenario: &str) {
+    let mut w = Wire::new();
+    match scenario {
+        "silent_after_initialize" => {
+            w.answer_initialize();
+            while w.next().is_some() {}
+        }
+        "invalid_utf8_before_initialize" => {
+            w.send_raw(b"\xff\xfe{\"jsonrpc\":\"2.0\"}\n\xc3\x28\n");
+            w.serve();
+        }
+        "invalid_utf8_mid_prompt" => {
+            w.answer_initialize();
+            w.answer_new_session();
+            let id = w.expect("session/prompt");
+            w.update("before");
+            w.send_raw(
+                b"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":\"\xff\xff\"}\n",
+            );
+            w.update("after");
+            w.end_turn(&id);
+            w.serve();
+        }
+        "line_200mib" => {
+            // 200 MiB without a line end, then a valid conversation.
+            let chunk = vec![b'x'; 1 << 20];
+            for _ in 0..200 {
+                w.send_raw(&chunk);
+            }
+            w.send_raw(b"\n");
+            w.serve();
+        }
+        "notification_60mib" => {
+            w.answer_initialize();
+            w.answer_new_session();
+            let id = w.expect("session/prompt");
+            w.send_raw(&big_line(60 << 20));
+            w.end_turn(&id);
+            w.serve();
+        }
+        "line_cut_by_eof" => {
+            w.expect("initialize");
+            w.send_raw(br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVer"#);
+            eprintln!("cutting my answer short");
+            std::process::exit(7);
+        }
+        "million_updates" => {
+            w.answer_initialize();
+            w.answer_new_session();
+            let id = w.expect("session/prompt");
+            for i in 0..scale() {
+                w.update(&format!("chunk {i}"));
+            }
+            w.end_turn(&id);
+            w.serve();
+        }
+        "unknown_and_duplicate_ids" => {
+            let id = w.expect("initialize");
+            let ok = r#""result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[]}"#;
+            w.send(&format!(r#"{{"jsonrpc":"2.0","id":999,{ok}}}"#));
+            w.send(&format!(r#"{{"jsonrpc":"2.0","id":"nope",{ok}}}"#));
+            w.send(&format!(r#"{{"jsonrpc":"2.0","id":{id},{ok}}}"#));
+            w.send(&format!(r#"{{"jsonrpc":"2.0","id":{id},{ok}}}"#));
+            w.serve();
+        }
+        "result_and_error" => {
+            let id = w.expect("initialize");
+            w.send(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":1}},"error":{{"code":1,"message":"m"}}}}"#
+            ));
+            // And one for an id nobody waits for: it must not be answered.
+            w.send(r#"{"jsonrpc":"2.0","id":4242,"result":1,"error":{"code":1,"message":"m"}}"#);
+            w.send(r#"{"jsonrpc":"2.0","id":"probe","method":"nope"}"#);
+            // Before the probe's answer the client sends exactly one error: for the bad
+            // response its initialize waited for. The stray one is not answered.
+            let mut errors_before_probe = 0;
+            loop {
+                let Some(msg) = w.next() else {
+                    std::process::exit(2)
+                };
+                if msg.get("method").is_some() {
+                    continue;
+                }
+                if msg["id"] == "probe" {
+                    let ok = msg["error"]["code"] == -32601 && errors_before_probe == 1;
+                    eprintln!("errors before the probe: {errors_before_probe}");
+                    std::process::exit(if ok { 0 } else { 3 });
+                }
+                errors_before_probe += 1;
+            }
+        }
+        "odd_ids_unknown_methods_wrong_params" => {
+            w.answer_initialize();
+            let requests = [
+                (r#"1180591620717411303424"#, "fs/read_text_file", "{}"),
+                ("1.5", "fs/read_text_file", "{}"),
+                ("null", "fs/read_text_file", "{}"),
+                ("{}", "fs/read_text_file", "{}"),
+                ("true", "fs/read_text_file", "{}"),
+                ("-0", "nope", "{}"),
+                (r#""""#, "nope", "{}"),
+                (r#""\u0000\ud800""#, "nope", "{}"),
+                ("7", "session/request_permission", r#"{"sessionId":5}"#),
+                ("8", "fs/read_text_file", r#"[1,2,3]"#),
+                ("9", "_unknown/ext", "{}"),
+            ];
+            for (id, method, params) in requests {
+                w.send(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#
+                ));
+            }
+            // Every request gets exactly one answer; report the codes on stderr, then
+            // answer nothing else but the shutdown (EOF).
+            let mut codes = Vec::new();
+            while codes.len() < requests.len() {
+                let Some(msg) = w.next() else { break };
+                if msg.get("method").is_none() {
+                    codes.push(format!("{}:{}", msg["id"], msg["error"]["code"]));
+                }
+            }
+            eprintln!("codes {}", codes.join(" "));
+            std::process::exit(if codes.len() == requests.len() { 0 } else { 4 });
+        }
+        "deep_nesting" => {
+            let depth = 200_000;
+            let mut line = br#"{"jsonrpc":"2.0","method":"session/update","params":"#.to_vec();
+            line.extend(std::iter::repeat_n(b'[', depth));
+            line.extend(std::iter::repeat_n(b']', depth));
+            line.extend_from_slice(b"}\n");
+            w.send_raw(&line);
+            let mut line =
+                br#"{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":"#.to_vec();
+            line.extend(std::iter::repeat_n(b'{', depth));
+            line.extend_from_slice(b"\n");
+            w.send_raw(&line);
+            w.serve();
+        }
+        "stderr_flood" => {
+            let mut err = std::io::stderr().lock();
+            let line = [b'e'; 1023];
+            for _ in 0..(100 * 1024) {
+                let _ = err.write_all(&line);
+                let _ = err.write_all(b"\n");
+            }
+            let _ = err.write_all(b"the last line\n");
+            drop(err);
+            w.serve();
+        }
+        "exit_mid_prompt" => {
+            w.answer_initialize();
+            w.answer_new_session();
+            w.expect("session/prompt");
+            w.update("about to crash");
+            eprintln!("fatal: out of cheese");
+            std::process::exit(3);
+        }
+        "stdout_closed" => {
+            w.answer_initialize();
+            w.answer_new_session();
+            w.expect("session/prompt");
+            drop(w.out);
+            // SAFETY: closing our own stdout descriptor; nothing else uses it afterwards.
+            unsafe { libc::close(1) };
+            std::thread::sleep(Duration::from_secs(30));
+        }
+        "stdin_closed" => {
+            w.answer_initialize();
+            // SAFETY: closing our own stdin descriptor; nothing reads it afterwards.
+            unsafe { libc::close(0) };
+            std::thread::sleep(Duration::from_secs(30));
+        }
+        "escape_sequences" => {
+            w.answer_initialize();
+            w.answer_new_session();
+            let id = w.expect("session/prompt");
+            w.update("\u{1b}[2J\u{1b}]0;pwned\u{7}\u{1b}[31mred\r\u{0}\u{9b}");
+            w.end_turn(&id);
+            w.serve();
+        }
+        "requests_never_read" => {
+            // Never reads stdin: every answer the client writes stays in the pipe.
+            let n = scale();
+            for i in 0..n {
+                w.out
+                    .write_all(
+                        format!(
+                            r#"{{"jsonrpc":"2.0","id":{i},"method":"fs/read_text_file","params":{{"sessionId":"s1","path":"/nope/{i}"}}}}"#
+                        )
+                        .as_bytes(),
+                    )
+                    .unwrap();
+                w.out.write_all(b"\n").unwrap();
+            }
+            w.out.flush().unwrap();
+            eprintln!("wrote all {n} requests");
+            std::thread::sleep(Duration::from_secs(60));
+        }
+        "leaves_a_helper" => {
+            // A helper in our process group that cleans up on SIGTERM; we exit on EOF.
+            let marker = std::env::var("MARKER").unwrap();
+            // Never waited for on purpose: the helper is meant to outlive this agent.
+            #[allow(clippy::zombie_processes)]
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "trap 'echo cleaned > {marker}; exit 0' TERM; while :; do sleep 0.05; done"
+                ))
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            w.serve();
+        }
+        other => panic!("unknown scenario {other}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The client side (the test process)
+// ---------------------------------------------------------------------------------------
+
+struct Quiet;
+impl Client for Quiet {}
+
+struct Collect(std::sync::Mutex<Vec<SessionNotification>>);
+#[acp_client::async_trait]
+impl Client for Collect {
+    async fn session_update(&self, n: SessionNotification) -> Result<(), Error> {
+        self.0.lock().unwrap().push(n);
+        Ok(())
+    }
+}
+
+fn spawn(scenario: &str) -> AgentProcess {
+    spawn_with(scenario, &[])
+}
+
+fn spawn_with(scenario: &str, env: &[(&str, &str)]) -> AgentProcess {
+    let mut cmd = AgentCommand::new(std::env::current_exe().unwrap()).env(AGENT_ENV, scenario);
+    for (k, v) in env {
+        cmd = cmd.env(*k, *v);
+    }
+    AgentProcess::spawn(&cmd).unwrap()
+}
+
+fn connect(p: &mut AgentProcess) -> ClientConnection {
+    p.connect(Quiet, Config::default()).unwrap()
+}
+
+async fn within<T>(what: &str, secs: u64, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(secs), f)
         .await
-        .expect("the hostile turn ends: no request hung");
-    client.terminals.close().await;
-    conn.close();
-    let _ = process.shutdown(Duration::from_secs(2)).await;
-    std::fs::read_to_string(&report)
-        .unwrap_or_default()
+        .unwrap_or_else(|_| panic!("hung: {what}"))
+}
+
+async fn initialize(conn: &ClientConnection) -> Result<(), Error> {
+    conn.agent()
+        .initialize(InitializeRequest::new(1))
+        .await
+        .map(|_| ())
+}
+
+async fn session(conn: &ClientConnection) -> String {
+    let s = conn
+        .agent()
+        .new_session(NewSessionRequest::new(
+            "/",
+            Vec::<acp_types::v1::McpServer>::new(),
+        ))
+        .await
+        .unwrap();
+    s.session_id.0
+}
+
+fn prompt(session: &str) -> PromptRequest {
+    PromptRequest::new(session.to_owned(), [ContentBlock::text("hi")])
+}
+
+/// Resets the peak RSS so the next [`peak_rss_mib`] measures from now.
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
         .lines()
-        .filter_map(|l| l.strip_prefix("HOSTILE "))
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .map(|v| (v["attack"].as_str().unwrap().to_owned(), v))
-        .collect()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap()
 }
 
-fn client(dirs: &Dirs) -> Arc<Sandboxed> {
-    Arc::new(Sandboxed {
-        fs: SandboxedFs::new([&dirs.workspace]).unwrap(),
-        terminals: Terminals::new()
-            .with_config(TerminalConfig::default().with_max_live_per_session(8)),
-        outside: dirs.outside.clone(),
-        leaks: AtomicU64::new(0),
-        shown: Mutex::new(Vec::new()),
+fn peak_rss_mib() -> u64 {
+    status_kib("VmHWM:") / 1024
+}
+
+fn rss_mib() -> u64 {
+    status_kib("VmRSS:") / 1024
+}
+
+async fn a_silent_agent_times_out_after_the_handshake() {
+    let mut p = spawn("silent_after_initialize");
+    let mut conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    conn.set_request_timeouts(
+        RequestTimeouts::default().method("session/new", Some(Duration::from_millis(300))),
+    );
+    let start = Instant::now();
+    let err = within("session/new", 10, async {
+        conn.agent()
+            .new_session(NewSessionRequest::new(
+                "/",
+                Vec::<acp_types::v1::McpServer>::new(),
+            ))
+            .await
+            .unwrap_err()
     })
-}
-
-fn n(report: &Value, field: &str) -> u64 {
-    report[field]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{field} in {report}"))
-}
-
-/// Every attack answered, none hung, no secret in any answer.
-fn assert_answered_without_leaks(report: &Value) {
-    assert!(n(report, "sent") > 0, "{report}");
-    assert_eq!(n(report, "answered"), n(report, "sent"), "{report}");
-    assert_eq!(n(report, "unanswered"), 0, "{report}");
-    assert_eq!(n(report, "leaked"), 0, "{report}");
-}
-
-async fn file_attacks() {
-    let dirs = Dirs::new("fs");
-    let before = dirs.canary();
-    let client = client(&dirs);
-    let started = Instant::now();
-    let reports = run_agent(&dirs, "fs-race,size-race,fifo", client.clone()).await;
-    let took = started.elapsed();
+    .await;
+    assert_eq!(err.code, ErrorCode::REQUEST_TIMED_OUT, "{err}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+    // The defaults: a minute for ordinary requests, none for those that wait on a person.
+    let d = RequestTimeouts::default();
+    assert_eq!(d.for_method("session/new"), Some(Duration::from_secs(60)));
+    for untimed in [
+        "session/prompt",
+        "authenticate",
+        "session/request_permission",
+    ] {
+        assert_eq!(d.for_method(untimed), None, "{untimed}");
+    }
     assert_eq!(
-        client.leaks.load(Ordering::Relaxed),
-        0,
-        "a read served the secret"
-    );
-    assert_eq!(dirs.canary(), before, "the canary directory changed");
-
-    let race = &reports["fs-race"];
-    assert_answered_without_leaks(race);
-    assert!(n(race, "swaps") > 1000, "the race ran: {race}");
-    assert_eq!(n(race, "createdOutside"), 0, "{race}");
-    // The race does not make every request fail: between swaps the client serves them.
-    assert!(n(race, "readsOk") > 0 && n(race, "writesOk") > 0, "{race}");
-
-    let size = &reports["size-race"];
-    assert_answered_without_leaks(size);
-    assert!(n(size, "swaps") > 1000, "the race ran: {size}");
-    assert_eq!(n(size, "oversized"), 0, "{size}");
-    assert!(n(size, "maxAnswerBytes") < 4096, "{size}");
-
-    let fifo = &reports["fifo"];
-    assert_answered_without_leaks(fifo);
-    assert_eq!(n(fifo, "errors"), n(fifo, "sent"), "{fifo}");
-    assert!(n(fifo, "slowestMs") < 2000, "{fifo}");
-    assert!(
-        fifo["messages"][0]
-            .as_str()
-            .is_some_and(|m| m.contains("not a regular file")),
-        "{fifo}"
-    );
-
-    // The 100 MiB file is never held: far below its size (the old client peaked at 209 MiB).
-    let peak = peak_rss_kib();
-    assert!(peak < 64 * 1024, "client peak RSS {peak} KiB");
-    println!(
-        "file attacks held in {:.1} s, client peak RSS {} KiB\n  {race}\n  {size}\n  {fifo}",
-        took.as_secs_f64(),
-        peak
+        conn.agent().timeouts().for_method("session/new"),
+        Some(Duration::from_millis(300))
     );
 }
 
-async fn terminal_attacks() {
-    let dirs = Dirs::new("term");
-    let before = dirs.canary();
-    let client = client(&dirs);
-    let started = Instant::now();
-    let reports = run_agent(
-        &dirs,
-        "term-escape,term-burst,term-flood,term-setsid,agent-setsid",
-        client.clone(),
+async fn invalid_utf8_before_initialize_is_skipped() {
+    let mut p = spawn("invalid_utf8_before_initialize");
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    within("session", 10, session(&conn)).await;
+}
+
+async fn invalid_utf8_mid_prompt_is_skipped_and_the_turn_completes() {
+    let mut p = spawn("invalid_utf8_mid_prompt");
+    let conn = p
+        .connect(Collect(Default::default()), Config::default())
+        .unwrap();
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    let s = within("session", 10, session(&conn)).await;
+    let (updates, result) = within(
+        "prompt",
+        10,
+        conn.agent().prompt_stream(prompt(&s)).collect(),
     )
     .await;
-    let took = started.elapsed();
-    assert_eq!(dirs.canary(), before, "the canary directory changed");
+    result.unwrap();
+    assert_eq!(updates.len(), 2, "{updates:?}");
+}
 
-    let escape = &reports["term-escape"];
-    assert_answered_without_leaks(escape);
-    assert_eq!(n(escape, "createdOutside"), 0, "{escape}");
-    // The script naming the outside dir was shown to the policy and declined; the outside
-    // cwd and the injected env were refused before the policy was asked.
-    let messages = escape["messages"].to_string();
-    assert!(messages.contains("declined by the client"), "{escape}");
-    assert!(
-        messages.contains("outside the session's directories"),
-        "{escape}"
-    );
-    assert!(
-        messages.contains("environment variables (INJECTED)"),
-        "{escape}"
-    );
-    // Without `cwd`, the command ran in the session's directory, not ours.
+async fn a_200_mib_line_is_skipped_in_bounded_memory() {
+    reset_peak();
+    let before = rss_mib();
+    let mut p = spawn("line_200mib");
+    let conn = connect(&mut p);
+    within("initialize", 120, initialize(&conn)).await.unwrap();
+    let grew = peak_rss_mib().saturating_sub(before);
+    println!("    200 MiB line: peak RSS grew {grew} MiB");
+    // At most the 64 MiB limit is ever assembled (and then dropped).
+    assert!(grew < 100, "peak RSS grew {grew} MiB for a skipped line");
+    // And the memory is given back once the line is skipped.
+    let kept = rss_mib().saturating_sub(before);
+    println!("    200 MiB line: RSS after the skip {kept} MiB above the start");
+    assert!(kept < 32, "{kept} MiB kept after skipping the line");
+}
+
+async fn a_60_mib_update_costs_about_twice_its_size() {
+    let mut p = spawn("notification_60mib");
+    let conn = p
+        .connect(Collect(Default::default()), Config::default())
+        .unwrap();
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    let s = within("session", 10, session(&conn)).await;
+    reset_peak();
+    let before = rss_mib();
+    within("prompt", 120, conn.agent().prompt(prompt(&s)))
+        .await
+        .unwrap();
+    let grew = peak_rss_mib().saturating_sub(before);
+    println!("    60 MiB update: peak RSS grew {grew} MiB");
+    assert!(grew < 200, "peak RSS grew {grew} MiB for a 60 MiB update");
+}
+
+async fn a_line_cut_by_eof_fails_initialize_and_names_the_exit() {
+    let mut p = spawn("line_cut_by_eof");
+    let conn = connect(&mut p);
+    let err = within("initialize", 10, initialize(&conn))
+        .await
+        .unwrap_err();
+    assert!(err.is_connection_closed(), "{err}");
+    let exited = within("exit", 10, p.wait_exit()).await.to_string();
+    assert!(exited.contains("exit status: 7"), "{exited}");
+    assert!(exited.contains("cutting my answer short"), "{exited}");
+}
+
+async fn a_million_updates_stream_through_in_bounded_memory() {
+    let n = scale();
+    let mut p = spawn("million_updates");
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    let s = within("session", 10, session(&conn)).await;
+    reset_peak();
+    let before = rss_mib();
+    let mut stream = conn.agent().prompt_stream(prompt(&s));
+    // A slow consumer at first: the agent must be held back, not buffered.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut updates = 0;
+    let done = within("a million updates", 600, async {
+        loop {
+            match stream.next().await {
+                Some(PromptEvent::Update(_)) => updates += 1,
+                Some(PromptEvent::Done(result)) => break result,
+                None => panic!("stream ended without Done"),
+            }
+        }
+    })
+    .await;
+    done.unwrap();
+    assert_eq!(updates, n);
+    let grew = peak_rss_mib().saturating_sub(before);
+    println!("    {n} updates: peak RSS grew {grew} MiB");
+    assert!(grew < 64, "peak RSS grew {grew} MiB");
+}
+
+async fn responses_to_unknown_and_duplicate_ids_are_ignored() {
+    let mut p = spawn("unknown_and_duplicate_ids");
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    within("session", 10, session(&conn)).await;
+    assert_eq!(conn.peer().pending_requests(), 0);
+}
+
+async fn result_and_error_together_fail_the_caller_and_a_stray_one_is_not_answered() {
+    let mut p = spawn("result_and_error");
+    let conn = connect(&mut p);
+    let err = within("initialize", 10, initialize(&conn))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::INVALID_REQUEST, "{err}");
+    assert!(err.message.contains("both"), "{err}");
+    let exited = within("agent checks", 20, p.wait_exit()).await;
+    let ProcessError::Exited {
+        status,
+        stderr_tail,
+        ..
+    } = &exited
+    else {
+        panic!("{exited}")
+    };
     assert_eq!(
-        escape["defaultCwd"].as_str().unwrap().trim_end(),
-        dirs.workspace.to_string_lossy(),
-        "{escape}"
+        status.code(),
+        Some(0),
+        "the stray response was answered: {stderr_tail}"
     );
-    let shown = client.shown.lock().unwrap().clone();
-    assert!(
-        shown.iter().any(|r| r.command == "sh"
-            && r.args.len() == 2
-            && r.args[1].contains("term-pwned")
-            && r.cwd == dirs.workspace
-            && r.env.is_empty()),
-        "the policy saw the exact command: {shown:?}"
-    );
-    assert!(
-        !shown
-            .iter()
-            .any(|r| !r.env.is_empty() || !r.cwd_inside_roots),
-        "refused requests never reached the policy"
-    );
+    drop(conn);
+}
 
-    let burst = &reports["term-burst"];
-    assert_answered_without_leaks(burst);
-    assert_eq!(n(burst, "started"), 8, "{burst}");
+async fn odd_ids_unknown_methods_and_wrong_params_each_get_one_answer() {
+    let mut p = spawn("odd_ids_unknown_methods_wrong_params");
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    let exited = within("agent checks", 20, p.wait_exit()).await;
+    let ProcessError::Exited {
+        status,
+        stderr_tail,
+        ..
+    } = &exited
+    else {
+        panic!("{exited}")
+    };
+    assert_eq!(status.code(), Some(0), "{stderr_tail}");
+    // 2^70 is named exactly; the unknown method and bad params get their codes.
+    assert!(stderr_tail.contains("null:-32600"), "{stderr_tail}");
+    assert!(stderr_tail.contains("\"\":-32601"), "{stderr_tail}");
     assert!(
-        burst["firstRefusal"]
-            .as_str()
-            .is_some_and(|m| m.contains("already holds 8 terminals")),
-        "{burst}"
+        stderr_tail.contains("7:-32602") || stderr_tail.contains("7:-32601"),
+        "{stderr_tail}"
     );
+    drop(conn);
+}
 
-    let flood = &reports["term-flood"];
-    assert_answered_without_leaks(flood);
-    assert_eq!(n(flood, "outputBytes"), 16 * 1024 * 1024, "{flood}");
-    assert_eq!(flood["truncated"], true, "{flood}");
+async fn deep_nesting_is_refused_without_overflowing_the_stack() {
+    let mut p = spawn("deep_nesting");
+    let conn = connect(&mut p);
+    within("initialize", 20, initialize(&conn)).await.unwrap();
+    within("session", 10, session(&conn)).await;
+}
 
-    let setsid = &reports["term-setsid"];
-    assert_answered_without_leaks(setsid);
-    let pid = u32::try_from(n(setsid, "grandchildPid")).unwrap();
-    // `close` ran: the grandchild that left the group is gone too.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while alive(pid) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+async fn a_stderr_flood_keeps_only_a_bounded_tail() {
+    let mut p = spawn("stderr_flood");
+    let conn = connect(&mut p);
+    within("initialize", 60, initialize(&conn)).await.unwrap();
+    // Let the forwarder catch up with the flood.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !p.stderr_tail().ends_with("the last line") && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(
-        !alive(pid),
-        "the setsid grandchild {pid} outlived the client's cleanup"
-    );
+    let tail = p.stderr_tail();
+    assert!(tail.ends_with("the last line"));
+    assert!(tail.len() <= acp_client::process::STDERR_TAIL_BYTES + 64);
+}
 
-    // The agent's own setsid grandchild is gone too (AgentProcess::shutdown swept it).
-    let agent_setsid = &reports["agent-setsid"];
-    let pid = u32::try_from(n(agent_setsid, "grandchildPid")).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while alive(pid) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(
-        !alive(pid),
-        "the agent's setsid grandchild {pid} outlived its shutdown"
-    );
+async fn an_exit_mid_prompt_fails_the_prompt_and_names_status_and_stderr() {
+    let mut p = spawn("exit_mid_prompt");
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    let s = within("session", 10, session(&conn)).await;
+    let (updates, result) = within(
+        "prompt",
+        10,
+        conn.agent().prompt_stream(prompt(&s)).collect(),
+    )
+    .await;
+    assert_eq!(updates.len(), 1);
+    let err = result.unwrap_err();
+    assert!(err.is_connection_closed(), "{err}");
+    let exited = within("exit", 10, p.wait_exit()).await.to_string();
+    assert!(exited.contains("exit status: 3"), "{exited}");
+    assert!(exited.contains("out of cheese"), "{exited}");
+}
 
-    // 500 MB printed, 16 MiB kept (the old client peaked at 1,440 MiB).
-    let peak = peak_rss_kib();
-    assert!(peak < 160 * 1024, "client peak RSS {peak} KiB");
-    println!(
-        "terminal attacks held in {:.1} s, client peak RSS {} KiB\n  {escape}\n  {burst}\n  {flood}\n  {setsid}",
-        took.as_secs_f64(),
-        peak
+async fn stdout_closed_while_running_fails_the_prompt() {
+    let mut p = spawn("stdout_closed");
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    let s = within("session", 10, session(&conn)).await;
+    let err = within("prompt", 10, conn.agent().prompt(prompt(&s)))
+        .await
+        .unwrap_err();
+    assert!(err.is_connection_closed(), "{err}");
+    within("shutdown", 20, p.shutdown(Duration::from_millis(200)))
+        .await
+        .unwrap();
+}
+
+async fn stdin_closed_while_running_fails_the_next_request() {
+    let mut p = spawn("stdin_closed");
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut conn = conn;
+    conn.set_request_timeouts(RequestTimeouts::new(Some(Duration::from_secs(2))));
+    let err = within("session/new", 10, async {
+        conn.agent()
+            .new_session(NewSessionRequest::new(
+                "/",
+                Vec::<acp_types::v1::McpServer>::new(),
+            ))
+            .await
+            .unwrap_err()
+    })
+    .await;
+    // The write fails (broken pipe) and closes the connection, or the timeout fires.
+    assert!(
+        err.is_connection_closed() || err.code == ErrorCode::REQUEST_TIMED_OUT,
+        "{err}"
     );
+    within("shutdown", 20, p.shutdown(Duration::from_millis(200)))
+        .await
+        .unwrap();
+}
+
+async fn escape_sequences_in_agent_text_arrive_as_data() {
+    let mut p = spawn("escape_sequences");
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    let s = within("session", 10, session(&conn)).await;
+    let (updates, result) = within(
+        "prompt",
+        10,
+        conn.agent().prompt_stream(prompt(&s)).collect(),
+    )
+    .await;
+    result.unwrap();
+    let text = format!("{updates:?}");
+    assert!(text.contains("\\u{1b}[2J"), "{text}");
+}
+
+async fn a_million_requests_from_an_agent_that_never_reads_stay_in_bounded_memory() {
+    let n = scale();
+    reset_peak();
+    let before = rss_mib();
+    let mut p = spawn("requests_never_read");
+    let conn = connect(&mut p);
+    // The client answers until its pipe to the agent is full, then stops reading: the
+    // agent blocks in its writes. Give it time to try.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let grew = peak_rss_mib().saturating_sub(before);
+    println!("    {n} unread requests: peak RSS grew {grew} MiB");
+    assert!(
+        !p.stderr_tail().contains("wrote all"),
+        "the client kept reading"
+    );
+    assert!(grew < 64, "peak RSS grew {grew} MiB");
+    drop(conn);
+    within("shutdown", 20, p.shutdown(Duration::from_millis(200)))
+        .await
+        .unwrap();
+}
+
+async fn shutdown_lets_the_agents_helpers_clean_up() {
+    let dir = std::env::temp_dir().join(format!("acp-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("cleaned");
+    let mut p = spawn_with("leaves_a_helper", &[("MARKER", marker.to_str().unwrap())]);
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let status = within("shutdown", 20, p.shutdown(Duration::from_secs(2)))
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let cleaned = std::fs::read_to_string(&marker).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        cleaned.trim(),
+        "cleaned",
+        "the helper got SIGKILL, not SIGTERM"
+    );
+}
+
+type Scenario = fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
+
+macro_rules! scenarios {
+    ($($name:ident),* $(,)?) => {
+        [$((stringify!($name), (|| Box::pin($name()) as _) as Scenario)),*]
+    };
 }
 
 fn main() {
-    if std::env::var_os("ACP_HOSTILE_AGENT").is_some() {
-        agent::main();
+    if let Ok(scenario) = std::env::var(AGENT_ENV) {
+        run_agent(&scenario);
         return;
     }
-    // `--list`, or a name filter meant for other tests (`cargo test -p acp-client foo`).
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
-    if args.iter().any(|a| a == "--list")
-        || (!filters.is_empty() && !filters.iter().any(|f| "hostile_agent".contains(f.as_str())))
-    {
-        return;
-    }
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(async {
-        file_attacks().await;
-        terminal_attacks().await;
-    });
-    println!("hostile_agent: every attack held");
+    // Memory-measuring scenarios first, each from a reset peak.
+    let all = scenarios![
+        a_million_requests_from_an_agent_that_never_reads_stay_in_bounded_memory,
+        a_million_updates_stream_through_in_bounded_memory,
+        a_200_mib_line_is_skipped_in_bounded_memory,
+        a_60_mib_update_costs_about_twice_its_size,
+        a_silent_agent_times_out_after_the_handshake,
+        invalid_utf8_before_initialize_is_skipped,
+        invalid_utf8_mid_prompt_is_skipped_and_the_turn_completes,
+        a_line_cut_by_eof_fails_initialize_and_names_the_exit,
+        responses_to_unknown_and_duplicate_ids_are_ignored,
+        result_and_error_together_fail_the_caller_and_a_stray_one_is_not_answered,
+        odd_ids_unknown_methods_and_wrong_params_each_get_one_answer,
+        deep_nesting_is_refused_without_overflowing_the_stack,
+        a_stderr_flood_keeps_only_a_bounded_tail,
+        an_exit_mid_prompt_fails_the_prompt_and_names_status_and_stderr,
+        stdout_closed_while_running_fails_the_prompt,
+        stdin_closed_while_running_fails_the_next_request,
+        escape_sequences_in_agent_text_arrive_as_data,
+        shutdown_lets_the_agents_helpers_clean_up,
+    ];
+    for (name, scenario) in all {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        let start = Instant::now();
+        rt.block_on(scenario());
+        println!("test {name} ... ok ({:?})", start.elapsed());
+    }
 }
