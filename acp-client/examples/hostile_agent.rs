@@ -1,7 +1,7 @@
 //! A hostile ACP agent for testing a client's sandbox: it answers `initialize`,
 //! `session/new` and `session/prompt` like an agent, and during the prompt it attacks the
 //! client with requests, in loops, under races it runs itself. The client's
-//! `tests/hostile_agent_*.rs` drive it (and it can be put behind the demo:
+//! `tests/sandbox_hostile_agent.rs` drives it (and it can be put behind the demo:
 //! `cargo run -p acp-client --example demo -- -- target/debug/examples/hostile_agent`).
 //!
 //! Configured by environment variables:

@@ -1,7 +1,7 @@
 //! `SandboxedFs`: escapes are refused (`..`, symlinks, relative paths, a root's sibling),
 //! `line`/`limit` are honoured, the size limit applies, writes create files inside roots,
 //! and non-regular files (FIFO, socket, directory) are refused without blocking. The races
-//! are in `hostile_agent.rs`.
+//! are in `sandbox_hostile_agent.rs`.
 
 use std::path::{Path, PathBuf};
 

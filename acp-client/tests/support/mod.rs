@@ -1,5 +1,5 @@
 //! Helpers shared by the sandbox tests (`fs_sandbox`, `terminal_policy`, `agent_orphans`,
-//! `hostile_agent`): a temporary directory and a process probe.
+//! `sandbox_hostile_agent`): a temporary directory and a process probe.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
