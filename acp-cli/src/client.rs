@@ -4,13 +4,13 @@
 //! agreed to.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp_client::fs::SandboxedFs;
-use acp_client::terminal::Terminals;
+use acp_client::terminal::{TerminalConfig, TerminalDecision, TerminalRequest, Terminals};
 use acp_client::{Client, Error, async_trait};
 use acp_rpc::{Direction, TapEvent, WireTap};
 use acp_types::v1::*;
@@ -131,7 +131,6 @@ struct Inner {
     barrier: Arc<UpdateBarrier>,
     /// Tool call id -> title, to name the call a permission request is about.
     tool_titles: Mutex<HashMap<String, String>>,
-    cwd: PathBuf,
 }
 
 impl CliClient {
@@ -153,12 +152,17 @@ impl CliClient {
                 commands,
                 session,
                 fs,
-                terminals: Terminals::new(),
+                // The user is shown the cwd and the environment and decides, so neither is
+                // refused before asking; commands without a cwd run in `cwd`.
+                terminals: Terminals::new().with_workspace(cwd).with_config(
+                    TerminalConfig::default()
+                        .with_env_allowed(true)
+                        .with_cwd_outside_roots_allowed(true),
+                ),
                 terminal_commands: Mutex::new(HashMap::new()),
                 interrupt: Arc::new(Notify::new()),
                 barrier,
                 tool_titles: Mutex::new(HashMap::new()),
-                cwd: cwd.to_owned(),
             }),
         })
     }
@@ -336,42 +340,46 @@ impl Client for CliClient {
         self.inner.fs.read_text_file(p).await
     }
 
-    async fn create_terminal(
-        &self,
-        mut p: CreateTerminalRequest,
-    ) -> Result<CreateTerminalResponse, Error> {
-        // Without a cwd the command runs in the session's directory, and the user is told so.
-        if p.cwd.is_none() {
-            p = p.cwd(self.inner.cwd.to_string_lossy());
+    /// The terminal policy hook: the user sees exactly what would run and answers.
+    async fn approve_terminal(&self, r: &TerminalRequest) -> TerminalDecision {
+        let mut line = quote(&r.command);
+        for arg in &r.args {
+            line.push(' ');
+            line.push_str(&quote(arg));
         }
-        let command = describe_command(&p);
+        let command = terminal_safe(&line);
         let mut lines = vec![format!("the agent wants to run: {command}")];
-        let cwd = match &p.cwd {
-            Some(cwd) => terminal_safe(cwd),
-            None => String::new(),
-        };
-        lines.push(format!("in: {cwd}"));
-        if p.env.is_empty() {
+        let cwd = terminal_safe(&r.cwd.to_string_lossy());
+        if r.cwd_inside_roots {
+            lines.push(format!("in: {cwd}"));
+        } else {
+            lines.push(format!("in: {cwd} (outside the session's directory)"));
+        }
+        if r.env.is_empty() {
             lines.push("environment: inherited, nothing added".to_owned());
         } else {
-            for var in &p.env {
+            for (name, value) in &r.env {
                 lines.push(format!(
                     "env: {}={}",
-                    terminal_safe(&var.name),
-                    quote(&terminal_safe(&var.value))
+                    terminal_safe(name),
+                    quote(&terminal_safe(value))
                 ));
             }
         }
         match self.ask_yes_no("terminal", lines).await {
-            Some(true) => {}
-            Some(false) => {
-                return Err(Error::invalid_request(format!(
-                    "the user refused to run `{command}`"
-                )));
-            }
-            None => return Err(Error::request_cancelled()),
+            Some(true) => TerminalDecision::Allow,
+            Some(false) => TerminalDecision::deny(format!("the user refused to run `{command}`")),
+            None => TerminalDecision::deny("the user cancelled the question"),
         }
-        let created = self.inner.terminals.create(p).await?;
+    }
+
+    async fn create_terminal(
+        &self,
+        p: CreateTerminalRequest,
+    ) -> Result<CreateTerminalResponse, Error> {
+        // Without a cwd the command runs in the session's directory (`Terminals` does it).
+        let command = describe_command(&p);
+        let created = self.inner.terminals.create(p, self).await?;
         self.inner
             .terminal_commands
             .lock()

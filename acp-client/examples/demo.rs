@@ -9,10 +9,17 @@
 //! cargo run -p acp-client --example demo -- --dialect legacy-0.0.9   # pin a dialect
 //! cargo run -p acp-client --example demo -- -- my-agent --flag   # drive another agent
 //! cargo run -p acp-client --example demo -- --store /tmp/demo-sessions  # run it twice
+//! cargo run -p acp-client --example demo -- --allow-terminal     # let the agent run commands
 //! ```
 //!
 //! With `--store DIR` the echo agent keeps its sessions in DIR; from the second run on, the
 //! demo first loads the newest stored session and prints its replayed conversation.
+//!
+//! Terminal policy: the demo is not interactive, so it cannot ask. By default it does not
+//! offer the `terminal` capability, and refuses any `terminal/create` an agent sends anyway,
+//! printing the exact command it refused; with `--allow-terminal` it offers terminals and
+//! runs commands inside the workspace (printing each one) but still refuses a `cwd` outside
+//! it and environment variables (the `Terminals` defaults).
 //!
 //! By default the agent is `acp-agent`'s `echo_agent` example, started through `cargo run`
 //! (so the first run also builds it). The dialect is negotiated (v1 first, then the legacy
@@ -27,7 +34,7 @@ use std::time::Duration;
 use acp_client::fs::SandboxedFs;
 use acp_client::negotiate::NegotiateOptions;
 use acp_client::process::{AgentCommand, AgentProcess, ProcessError};
-use acp_client::terminal::Terminals;
+use acp_client::terminal::{TerminalDecision, TerminalRequest, Terminals};
 use acp_client::{Client, Config, Dialect, Error, PromptEvent, async_trait};
 use acp_rpc::{Direction, TapEvent};
 use acp_types::v1::*;
@@ -37,10 +44,22 @@ use acp_types::v1::*;
 struct DemoClient {
     fs: SandboxedFs,
     terminals: Terminals,
+    /// `--allow-terminal`: run the commands the agent asks for (inside the workspace).
+    allow_terminal: bool,
 }
 
 #[async_trait]
 impl Client for DemoClient {
+    async fn approve_terminal(&self, request: &TerminalRequest) -> TerminalDecision {
+        if self.allow_terminal {
+            println!("  ! running {request} (--allow-terminal)");
+            TerminalDecision::Allow
+        } else {
+            println!("  ! refused to run {request} (pass --allow-terminal to allow)");
+            TerminalDecision::deny("the demo client runs commands only with --allow-terminal")
+        }
+    }
+
     async fn request_permission(
         &self,
         p: RequestPermissionRequest,
@@ -94,7 +113,7 @@ impl Client for DemoClient {
         p: CreateTerminalRequest,
     ) -> Result<CreateTerminalResponse, Error> {
         println!("  < terminal/create {} {}", p.command, p.args.join(" "));
-        self.terminals.create(p).await
+        self.terminals.create(p, self).await
     }
 
     async fn terminal_output(
@@ -269,6 +288,7 @@ async fn run(root: &Path) -> Result<(), BoxError> {
         .position(|a| a == "--store")
         .map(|i| ours.get(i + 1).ok_or("--store needs a directory"))
         .transpose()?;
+    let allow_terminal = ours.iter().any(|a| a == "--allow-terminal");
     let mut dialects = Vec::new();
     for (i, arg) in ours.iter().enumerate() {
         if arg == "--dialect" {
@@ -307,8 +327,22 @@ async fn run(root: &Path) -> Result<(), BoxError> {
     }
     .cwd(&root);
     println!("spawning the agent (cwd {})", root.display());
+    if allow_terminal {
+        println!("terminal commands: run inside the workspace (--allow-terminal)");
+    } else {
+        println!("terminal commands: refused (pass --allow-terminal to let the agent run them)");
+    }
     let mut agent_process = AgentProcess::spawn(&command)?;
-    match converse(&mut agent_process, &root, wire, dialects, store).await {
+    match converse(
+        &mut agent_process,
+        &root,
+        wire,
+        allow_terminal,
+        dialects,
+        store,
+    )
+    .await
+    {
         Ok(()) => {
             let status = agent_process.shutdown(Duration::from_secs(2)).await?;
             println!("agent exited: {status}");
@@ -333,6 +367,7 @@ async fn converse(
     agent_process: &mut AgentProcess,
     root: &Path,
     wire: bool,
+    allow_terminal: bool,
     dialects: Vec<Dialect>,
     store: Option<&String>,
 ) -> Result<(), BoxError> {
@@ -348,9 +383,11 @@ async fn converse(
             }
         }));
     }
+    let terminals = Terminals::new();
     let client = DemoClient {
         fs: SandboxedFs::new([root])?,
-        terminals: Terminals::new(),
+        terminals: terminals.clone(),
+        allow_terminal,
     };
     let initialize = InitializeRequest::new(ProtocolVersion::V1)
         .client_capabilities(
@@ -358,7 +395,7 @@ async fn converse(
                 .fs(FileSystemCapabilities::new()
                     .read_text_file(true)
                     .write_text_file(true))
-                .terminal(true),
+                .terminal(allow_terminal),
         )
         .client_info(Implementation::new(
             "acp-rs demo client",
@@ -402,6 +439,8 @@ async fn converse(
         })
         .await?;
     println!("session {}", session.session_id.0);
+    // Commands without a `cwd` run in the session's directory, and a `cwd` must lie inside it.
+    terminals.add_session(session.session_id.clone(), root, []);
 
     let prompt = "Please read hello.txt and say hi";
     println!("user: {prompt}");
@@ -416,5 +455,7 @@ async fn converse(
             PromptEvent::Done(result) => println!("stop reason: {}", result?.stop_reason),
         }
     }
+
+    terminals.close().await;
     Ok(())
 }

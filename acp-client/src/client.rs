@@ -60,6 +60,22 @@ pub trait Client: Send + Sync + 'static {
         Err(Error::method_not_found(names::FS_WRITE_TEXT_FILE))
     }
 
+    /// Whether to run a `terminal/create`: called by [`crate::terminal::Terminals::create`]
+    /// with exactly what would run (command, arguments, working directory, environment,
+    /// output limit) after the client's own limits passed. Ask the user here.
+    ///
+    /// Default: refuse, so a client runs nothing an application did not allow.
+    #[cfg(feature = "process")]
+    async fn approve_terminal(
+        &self,
+        request: &crate::terminal::TerminalRequest,
+    ) -> crate::terminal::TerminalDecision {
+        let _ = request;
+        crate::terminal::TerminalDecision::deny(
+            "this client runs no terminal command unless the application allows it",
+        )
+    }
+
     /// `terminal/create`.
     async fn create_terminal(
         &self,

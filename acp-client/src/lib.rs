@@ -17,7 +17,8 @@
 //! * [`process::AgentProcess`] (feature `process`): spawns an agent command with piped
 //!   stdio, forwards its stderr to `tracing`, and kills its whole process group on drop.
 //! * Building blocks for a [`Client`] impl: [`fs::SandboxedFs`] (files restricted to root
-//!   directories) and [`terminal::Terminals`] (feature `process`).
+//!   directories, opened through directory handles) and [`terminal::Terminals`] (feature
+//!   `process`; runs only what [`Client::approve_terminal`] allows).
 //!
 //! ```no_run
 //! use acp_client::{Client, ClientConnection, PromptEvent};
@@ -53,6 +54,8 @@ pub mod legacy;
 pub mod negotiate;
 #[cfg(feature = "process")]
 pub mod process;
+#[cfg(feature = "process")]
+mod reaper;
 #[cfg(feature = "process")]
 pub mod terminal;
 

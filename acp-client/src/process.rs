@@ -6,7 +6,10 @@
 //! messages. The child is the leader of its own process group, and the whole group is
 //! killed when the handle drops, so wrapper launchers (`npx`, `uvx`, shell scripts) do not
 //! leak grandchildren. The group kill runs the system `kill` program
-//! (`kill -s KILL -- -<pgid>`), which keeps this crate free of `libc`/`nix`.
+//! (`kill -s KILL -- -<pgid>`). On Linux, [`AgentProcess::shutdown`] also kills the agent's
+//! descendants that left its group (a `setsid` grandchild): the client is a child subreaper
+//! and the agent's processes carry a cleanup tag in their environment (what is and is not
+//! caught: [`crate::terminal::TerminalConfig::reap_orphans`]).
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -169,6 +172,8 @@ pub struct AgentProcess {
     tail: Arc<Mutex<Tail>>,
     stderr_task: Option<JoinHandle<()>>,
     connection: Option<ClientConnection>,
+    /// Marks the agent's processes so orphans that left its group are found (`reaper`).
+    cleanup_tag: String,
 }
 
 impl std::fmt::Debug for Tail {
@@ -194,6 +199,9 @@ impl AgentProcess {
         if let Some(dir) = &cmd.cwd {
             c.current_dir(dir);
         }
+        let cleanup_tag = crate::reaper::new_marker();
+        crate::reaper::become_subreaper();
+        c.env(crate::reaper::MARKER_ENV, &cleanup_tag);
         let mut child = c.spawn().map_err(|source| ProcessError::Spawn {
             command: command.clone(),
             source,
@@ -250,6 +258,7 @@ impl AgentProcess {
             tail,
             stderr_task,
             connection: None,
+            cleanup_tag,
         })
     }
 
@@ -384,6 +393,12 @@ impl AgentProcess {
             }
         }
         let status = status.expect("waited above");
+        // The processes that left the group (a `setsid` grandchild): see `crate::reaper`.
+        let tags = vec![self.cleanup_tag.clone()];
+        let _ = tokio::task::spawn_blocking(move || {
+            crate::reaper::sweep(&tags, Duration::from_secs(2))
+        })
+        .await;
         status.map_err(|source| ProcessError::Wait {
             command: self.command.clone(),
             source,

@@ -1,15 +1,63 @@
 //! The terminal methods (`terminal/create`, `terminal/output`, `terminal/wait_for_exit`,
 //! `terminal/kill`, `terminal/release`) served by running commands locally: [`Terminals`].
 //!
+//! # Policy: nothing runs unasked
+//!
+//! A `terminal/create` runs an arbitrary program chosen by the agent, so [`Terminals::create`]
+//! first works out exactly what would run ([`TerminalRequest`]: command, arguments, working
+//! directory, environment, output limit) and then:
+//!
+//! 1. a command without `cwd` runs in its **session's** working directory (registered with
+//!    [`Terminals::add_session`], or the [`Terminals::with_workspace`] default), never in the
+//!    client process's own; a session the client knows no directory for is refused;
+//! 2. a `cwd` outside the session's roots (checked after `canonicalize`, so a symlink inside
+//!    the workspace does not count as inside) is refused unless
+//!    [`TerminalConfig::allow_cwd_outside_roots`];
+//! 3. environment variables are refused unless [`TerminalConfig::allow_env`];
+//! 4. at most [`TerminalConfig::max_live_per_session`] unreleased terminals per session;
+//! 5. the application decides: [`crate::Client::approve_terminal`] sees the request and
+//!    returns [`TerminalDecision::Allow`] or [`TerminalDecision::Deny`] with a reason. Its
+//!    default denies, so a client that does nothing runs nothing.
+//!
+//! Every refusal is a `-32602` error whose message says why (and `data.reason`).
+//! These rules are about what the user is asked, not a sandbox: an allowed command can do
+//! anything the user can (including `cd /`).
+//!
+//! # Output and memory
+//!
 //! Output (stdout and stderr interleaved as read) is captured up to the request's
-//! `outputByteLimit` (or [`DEFAULT_OUTPUT_BYTE_LIMIT`]), keeping the **end** of the output:
-//! older bytes are dropped from the front, the cut is moved forward to a UTF-8 character
-//! boundary, and `truncated` becomes `true`. Each command runs in its own process group;
-//! `kill` and `release` kill the whole group (via the system `kill` program).
+//! `outputByteLimit` clamped to [`TerminalConfig::max_output_byte_limit`] (default
+//! [`DEFAULT_MAX_OUTPUT_BYTE_LIMIT`], 16 MiB; [`DEFAULT_OUTPUT_BYTE_LIMIT`] when the request
+//! sets none), keeping the **end** of the output in a ring buffer: older bytes are dropped
+//! from the front, the cut is moved forward to a UTF-8 character boundary, and `truncated`
+//! becomes `true`. Memory per terminal stays at about that limit whatever the command prints.
+//!
+//! # Threat model
+//!
+//! The agent is assumed hostile. Defended: a command the application did not allow never
+//! starts; a command never runs in the client process's own directory by accident, nor
+//! (unless configured) in a directory outside the session's roots or with variables the agent
+//! injected (`LD_PRELOAD`, `PATH`, ...); a burst of `terminal/create` cannot start more than
+//! the per-session cap; a command printing without end cannot grow the client's memory past
+//! about the output maximum per terminal; processes that leave the command's group are still
+//! killed with it where the OS allows (below). Not defended: what an allowed command does
+//! (it runs with the user's rights: the application's policy is the boundary, so show the
+//! user the whole [`TerminalRequest`]); hard links and other file system tricks are the file
+//! system module's concern ([`crate::fs`]).
+//!
+//! # Processes
+//!
+//! Each command runs in its own process group; `kill`, `release`, [`Terminals::close`] and
+//! dropping the last [`Terminals`] clone kill the whole group (SIGKILL). On Linux the client
+//! also becomes a child subreaper (`PR_SET_CHILD_SUBREAPER`), so processes that left the group
+//! (a `setsid` grandchild) are still found and killed then: [`TerminalConfig::reap_orphans`]
+//! says what is and is not caught. Call [`Terminals::close`] before the client exits: a drop
+//! starts the same cleanup in the background, which an exiting process may not finish.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -28,39 +76,200 @@ use tokio::process::Command;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
-use crate::process::kill_process_group;
+use crate::client::Client;
+use crate::reaper;
 
 /// Output limit when the request sets none: 1 MiB.
 pub const DEFAULT_OUTPUT_BYTE_LIMIT: u64 = 1024 * 1024;
 
+/// Default client maximum for a request's `outputByteLimit`: 16 MiB.
+pub const DEFAULT_MAX_OUTPUT_BYTE_LIMIT: u64 = 16 * 1024 * 1024;
+
+/// Default number of unreleased terminals one session may hold.
+pub const DEFAULT_MAX_LIVE_PER_SESSION: usize = 16;
+
+/// The client's limits and standing permissions for terminals.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct TerminalConfig {
+    /// A request's `outputByteLimit` is clamped to this (bytes).
+    pub max_output_byte_limit: u64,
+    /// At most this many unreleased terminals per session; more are refused.
+    pub max_live_per_session: usize,
+    /// Whether a `cwd` outside the session's roots may be put to the application at all.
+    pub allow_cwd_outside_roots: bool,
+    /// Whether requests that set environment variables may be put to the application.
+    pub allow_env: bool,
+    /// Whether the client becomes a child subreaper (Linux) so that processes that left a
+    /// terminal's process group are killed with it. It is process-wide: orphans of every
+    /// child of the client come to it. Processes caught: descendants that called `setsid`
+    /// or `setpgid` and were orphaned, as long as they kept the environment the command got
+    /// (it carries a marker, `ACP_RS_CLEANUP_TAG`). Not caught: a descendant that replaced its
+    /// environment, one whose parent outside the group is still alive at the sweep, one
+    /// that double-forks faster than the sweep's rounds (about 60 ms of quiet), any on
+    /// systems other than Linux. Orphans that exit on their own are reaped by a background
+    /// thread (every 2 s), except a `setsid` one (it leads its own group, like children the
+    /// application may spawn and reap itself): it stays a zombie until the client exits.
+    pub reap_orphans: bool,
+}
+
+impl Default for TerminalConfig {
+    fn default() -> Self {
+        TerminalConfig {
+            max_output_byte_limit: DEFAULT_MAX_OUTPUT_BYTE_LIMIT,
+            max_live_per_session: DEFAULT_MAX_LIVE_PER_SESSION,
+            allow_cwd_outside_roots: false,
+            allow_env: false,
+            reap_orphans: true,
+        }
+    }
+}
+
+impl TerminalConfig {
+    /// Sets [`TerminalConfig::max_output_byte_limit`].
+    #[must_use]
+    pub fn with_max_output_byte_limit(mut self, bytes: u64) -> Self {
+        self.max_output_byte_limit = bytes;
+        self
+    }
+    /// Sets [`TerminalConfig::max_live_per_session`].
+    #[must_use]
+    pub fn with_max_live_per_session(mut self, n: usize) -> Self {
+        self.max_live_per_session = n;
+        self
+    }
+    /// Sets [`TerminalConfig::allow_cwd_outside_roots`].
+    #[must_use]
+    pub fn with_cwd_outside_roots_allowed(mut self, allow: bool) -> Self {
+        self.allow_cwd_outside_roots = allow;
+        self
+    }
+    /// Sets [`TerminalConfig::allow_env`].
+    #[must_use]
+    pub fn with_env_allowed(mut self, allow: bool) -> Self {
+        self.allow_env = allow;
+        self
+    }
+    /// Sets [`TerminalConfig::reap_orphans`].
+    #[must_use]
+    pub fn with_orphan_reaping(mut self, reap: bool) -> Self {
+        self.reap_orphans = reap;
+        self
+    }
+}
+
+/// A `terminal/create` as it would run, shown to [`crate::Client::approve_terminal`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TerminalRequest {
+    /// The session asking.
+    pub session_id: SessionId,
+    /// The program (looked up in `PATH` if it has no slash).
+    pub command: String,
+    /// Its arguments, exactly as they will be passed (no shell involved unless the command
+    /// is one).
+    pub args: Vec<String>,
+    /// The directory it would run in (canonical).
+    pub cwd: PathBuf,
+    /// Whether the agent chose `cwd` (otherwise it is the session's directory).
+    pub cwd_from_agent: bool,
+    /// Whether `cwd` lies inside the session's roots.
+    pub cwd_inside_roots: bool,
+    /// Environment variables it would get on top of the client's own environment.
+    pub env: Vec<(String, String)>,
+    /// The output limit that will apply (after the clamp).
+    pub output_byte_limit: u64,
+}
+
+impl fmt::Display for TerminalRequest {
+    /// One line for a prompt: `run `sh -c 'ls -l'` in /ws (env A=1)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}", shell_quote(&self.command))?;
+        for a in &self.args {
+            write!(f, " {}", shell_quote(a))?;
+        }
+        write!(f, "` in {}", self.cwd.display())?;
+        if !self.cwd_inside_roots {
+            f.write_str(" (outside the session's roots)")?;
+        }
+        if !self.env.is_empty() {
+            f.write_str(" with env")?;
+            for (k, v) in &self.env {
+                write!(f, " {}={}", shell_quote(k), shell_quote(v))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Quotes `s` for display the way a POSIX shell would read it back.
+fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,".contains(&b));
+    if plain {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// What the application answered for a [`TerminalRequest`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TerminalDecision {
+    /// Run it.
+    Allow,
+    /// Do not run it; the reason goes back to the agent in the error message.
+    Deny {
+        /// Why, in words for the agent (and its user).
+        reason: String,
+    },
+}
+
+impl TerminalDecision {
+    /// A refusal with `reason`.
+    pub fn deny(reason: impl Into<String>) -> Self {
+        TerminalDecision::Deny {
+            reason: reason.into(),
+        }
+    }
+}
+
 /// Captured output, keeping the last `limit` bytes.
 #[derive(Debug)]
 struct Output {
-    buf: Vec<u8>,
+    buf: VecDeque<u8>,
     limit: usize,
     truncated: bool,
 }
 
 impl Output {
     fn push(&mut self, data: &[u8]) {
-        self.buf.extend_from_slice(data);
-        if self.buf.len() > self.limit {
-            let mut cut = self.buf.len() - self.limit;
-            // Never start inside a UTF-8 sequence: skip continuation bytes.
-            while cut < self.buf.len() && (self.buf[cut] & 0b1100_0000) == 0b1000_0000 {
-                cut += 1;
-            }
-            self.buf.drain(..cut);
+        // Only the last `limit` bytes of `data` can survive.
+        let kept = &data[data.len().saturating_sub(self.limit)..];
+        let overflow = (self.buf.len() + kept.len()).saturating_sub(self.limit);
+        self.buf.drain(..overflow);
+        self.buf.extend(kept);
+        if overflow > 0 || kept.len() < data.len() {
             self.truncated = true;
+            // Never start inside a UTF-8 sequence: drop continuation bytes.
+            while self
+                .buf
+                .front()
+                .is_some_and(|b| (b & 0b1100_0000) == 0b1000_0000)
+            {
+                self.buf.pop_front();
+            }
         }
     }
 
     /// The text so far; an incomplete trailing sequence is left out while running.
-    fn text(&self, finished: bool) -> String {
-        let bytes = match std::str::from_utf8(&self.buf) {
+    fn text(&mut self, finished: bool) -> String {
+        let buf = self.buf.make_contiguous();
+        let bytes = match std::str::from_utf8(buf) {
             Ok(s) => return s.to_owned(),
-            Err(e) if e.error_len().is_none() && !finished => &self.buf[..e.valid_up_to()],
-            Err(_) => &self.buf[..],
+            Err(e) if e.error_len().is_none() && !finished => &buf[..e.valid_up_to()],
+            Err(_) => &buf[..],
         };
         let mut s = String::from_utf8_lossy(bytes).into_owned();
         if s.len() > self.limit {
@@ -82,18 +291,31 @@ struct Terminal {
     exit: watch::Receiver<Option<TerminalExitStatus>>,
     kill: Arc<Notify>,
     pgid: Option<u32>,
+    marker: String,
+    reap_orphans: bool,
     task: JoinHandle<()>,
 }
 
 impl Terminal {
     /// Kills the command's whole process group (grandchildren may outlive the command
-    /// itself, so this is done even after it exited) and wakes the waiter to kill the child.
+    /// itself, so this is done even after it exited), wakes the waiter to kill the child,
+    /// and sweeps the orphans that left the group (in the background).
     fn kill(&self) {
         if let Some(pgid) = self.pgid {
-            kill_process_group(pgid);
+            kill_group(pgid);
         }
         if self.exit.borrow().is_none() {
             self.kill.notify_one();
+        }
+        if self.reap_orphans {
+            let marker = self.marker.clone();
+            let sweep = move || {
+                reaper::sweep(&[marker], Duration::from_secs(2));
+            };
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => drop(rt.spawn_blocking(sweep)),
+                Err(_) => drop(std::thread::spawn(sweep)),
+            }
         }
     }
 }
@@ -105,11 +327,35 @@ impl Drop for Terminal {
     }
 }
 
-/// Runs the commands of `terminal/*` requests and keeps their output. Cheap to clone; every
-/// terminal is killed when released or when the last clone drops.
+/// SIGKILL to process group `pgid` (never our own group, never 0 or 1).
+fn kill_group(pgid: u32) {
+    let Ok(pgid) = i32::try_from(pgid) else {
+        return;
+    };
+    // SAFETY: getpgrp and kill have no memory-safety preconditions.
+    unsafe {
+        if pgid > 1 && pgid != libc::getpgrp() {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Where a session's commands run: its directory and the roots a `cwd` must lie in.
+#[derive(Clone, Debug)]
+struct Workspace {
+    cwd: PathBuf,
+    roots: Vec<PathBuf>,
+}
+
+/// Runs the commands of `terminal/*` requests under a policy (see the module docs) and keeps
+/// their output. Cheap to clone; every terminal is killed when released or when the last
+/// clone drops.
 #[derive(Clone, Debug, Default)]
 pub struct Terminals {
     inner: Arc<Mutex<HashMap<TerminalId, Arc<Terminal>>>>,
+    sessions: Arc<Mutex<HashMap<SessionId, Workspace>>>,
+    default_workspace: Option<Arc<Workspace>>,
+    config: TerminalConfig,
     next: Arc<AtomicU64>,
 }
 
@@ -132,22 +378,20 @@ fn signal_name(sig: i32) -> String {
 }
 
 fn exit_status(status: std::io::Result<std::process::ExitStatus>) -> TerminalExitStatus {
-    let (exit_code, signal) = match status {
-        Ok(s) => (
-            s.code().and_then(|c| u32::try_from(c).ok()),
-            s.signal().map(signal_name),
-        ),
-        Err(_) => (None, None),
-    };
-    TerminalExitStatus {
-        exit_code,
-        signal,
-        meta: None,
+    let mut exit = TerminalExitStatus::new();
+    if let Ok(s) = status {
+        if let Some(code) = s.code().and_then(|c| u32::try_from(c).ok()) {
+            exit = exit.exit_code(code);
+        }
+        if let Some(sig) = s.signal() {
+            exit = exit.signal(signal_name(sig));
+        }
     }
+    exit
 }
 
 async fn pump(mut r: impl AsyncRead + Unpin, out: Arc<Mutex<Output>>) {
-    let mut buf = vec![0u8; 8192];
+    let mut buf = vec![0u8; 64 * 1024];
     loop {
         match r.read(&mut buf).await {
             Ok(0) | Err(_) => break,
@@ -159,10 +403,75 @@ async fn pump(mut r: impl AsyncRead + Unpin, out: Arc<Mutex<Output>>) {
     }
 }
 
+fn refused(params: &CreateTerminalRequest, why: &str) -> Error {
+    Error::invalid_params(format!(
+        "terminal/create `{}` refused: {why}",
+        params.command
+    ))
+    .with_data(json!({ "command": params.command, "reason": why }))
+}
+
+/// `p` with `.` removed, if it is absolute and has no `..`.
+fn clean_absolute(p: &Path) -> Option<PathBuf> {
+    if !p.is_absolute() || p.components().any(|c| c == Component::ParentDir) {
+        return None;
+    }
+    Some(p.components().filter(|c| *c != Component::CurDir).collect())
+}
+
 impl Terminals {
-    /// An empty manager.
+    /// A manager with the default [`TerminalConfig`] and no workspace yet: register each
+    /// session's directory with [`Terminals::add_session`] (or set a default with
+    /// [`Terminals::with_workspace`]).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Sets the limits and standing permissions.
+    #[must_use]
+    pub fn with_config(mut self, config: TerminalConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The workspace for sessions not registered with [`Terminals::add_session`]: commands
+    /// without `cwd` run in `dir`, and a `cwd` must lie inside it.
+    #[must_use]
+    pub fn with_workspace(mut self, dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+        self.default_workspace = Some(Arc::new(Workspace {
+            cwd: dir.clone(),
+            roots: vec![dir],
+        }));
+        self
+    }
+
+    /// Registers a session's working directory (the `cwd` of its `session/new` or
+    /// `session/load`) and its additional root directories.
+    pub fn add_session(
+        &self,
+        session_id: SessionId,
+        cwd: impl Into<PathBuf>,
+        additional_roots: impl IntoIterator<Item = PathBuf>,
+    ) {
+        let cwd = cwd.into();
+        let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
+        let mut roots = vec![cwd.clone()];
+        roots.extend(
+            additional_roots
+                .into_iter()
+                .map(|r| std::fs::canonicalize(&r).unwrap_or(r)),
+        );
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(session_id, Workspace { cwd, roots });
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &TerminalConfig {
+        &self.config
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TerminalId, Arc<Terminal>>> {
@@ -180,37 +489,148 @@ impl Terminals {
             })
     }
 
-    /// Serves `terminal/create`: starts `command` with `args`, `env` and `cwd` (absolute)
-    /// and returns its id at once.
-    pub async fn create(
+    fn workspace(&self, session: &SessionId) -> Option<Workspace> {
+        let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions
+            .get(session)
+            .cloned()
+            .or_else(|| self.default_workspace.as_deref().cloned())
+    }
+
+    /// Works out what `params` would run and checks it against the configuration (module
+    /// docs, rules 1 to 4); the application's decision is the caller's.
+    pub fn prepare(&self, params: &CreateTerminalRequest) -> Result<TerminalRequest, Error> {
+        let workspace = self.workspace(&params.session_id).ok_or_else(|| {
+            refused(
+                params,
+                &format!(
+                    "the client knows no working directory for session {}",
+                    params.session_id.0
+                ),
+            )
+        })?;
+        let (cwd, cwd_from_agent) = match &params.cwd {
+            None => (workspace.cwd.clone(), false),
+            Some(cwd) => {
+                let clean = clean_absolute(Path::new(cwd))
+                    .ok_or_else(|| refused(params, "cwd must be absolute, without `..`"))?;
+                let canonical = std::fs::canonicalize(&clean)
+                    .map_err(|e| refused(params, &format!("cwd {cwd} cannot be used: {e}")))?;
+                (canonical, true)
+            }
+        };
+        let cwd_inside_roots = workspace.roots.iter().any(|r| cwd.starts_with(r));
+        if !cwd_inside_roots && !self.config.allow_cwd_outside_roots {
+            return Err(refused(
+                params,
+                &format!("cwd {} is outside the session's directories", cwd.display()),
+            ));
+        }
+        if !params.env.is_empty() && !self.config.allow_env {
+            let names: Vec<&str> = params.env.iter().map(|v| v.name.as_str()).collect();
+            return Err(refused(
+                params,
+                &format!(
+                    "setting environment variables ({}) is not allowed",
+                    names.join(", ")
+                ),
+            ));
+        }
+        if params.env.iter().any(|v| v.name == reaper::MARKER_ENV) {
+            return Err(refused(params, "that environment variable is reserved"));
+        }
+        let live = self
+            .lock()
+            .values()
+            .filter(|t| t.session_id == params.session_id)
+            .count();
+        if live >= self.config.max_live_per_session {
+            return Err(refused(
+                params,
+                &format!(
+                    "session {} already holds {live} terminals, the most this client allows; \
+                     release one first",
+                    params.session_id.0
+                ),
+            ));
+        }
+        let output_byte_limit = params
+            .output_byte_limit
+            .unwrap_or(DEFAULT_OUTPUT_BYTE_LIMIT)
+            .min(self.config.max_output_byte_limit);
+        Ok(TerminalRequest {
+            session_id: params.session_id.clone(),
+            command: params.command.clone(),
+            args: params.args.clone(),
+            cwd,
+            cwd_from_agent,
+            cwd_inside_roots,
+            env: params
+                .env
+                .iter()
+                .map(|v| (v.name.clone(), v.value.clone()))
+                .collect(),
+            output_byte_limit,
+        })
+    }
+
+    /// Serves `terminal/create`: checks the request against the configuration, asks
+    /// `client` ([`Client::approve_terminal`]), then starts the command and returns its id at
+    /// once.
+    pub async fn create<C: Client + ?Sized>(
         &self,
         params: CreateTerminalRequest,
+        client: &C,
     ) -> Result<CreateTerminalResponse, Error> {
-        let mut cmd = Command::new(&params.command);
-        cmd.args(&params.args)
-            .envs(params.env.iter().map(|v| (&v.name, &v.value)))
+        let request = self.prepare(&params)?;
+        if let TerminalDecision::Deny { reason } = client.approve_terminal(&request).await {
+            // The application's reason leads: it is what a user interface shows.
+            return Err(
+                Error::invalid_params(format!("declined by the client: {reason}")).with_data(
+                    json!({ "command": params.command, "reason": "declined by the client" }),
+                ),
+            );
+        }
+        self.start(request)
+    }
+
+    /// Starts an approved request (rule 4 is checked again: the approval may have taken a
+    /// while).
+    fn start(&self, request: TerminalRequest) -> Result<CreateTerminalResponse, Error> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let marker = reaper::new_marker();
+        if self.config.reap_orphans {
+            reaper::become_subreaper();
+        }
+        let mut cmd = Command::new(&request.command);
+        cmd.args(&request.args)
+            .envs(request.env.iter().map(|(k, v)| (k, v)))
+            .env(reaper::MARKER_ENV, &marker)
+            .current_dir(&request.cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .process_group(0);
-        if let Some(cwd) = &params.cwd {
-            if !Path::new(cwd).is_absolute() {
-                return Err(Error::invalid_params(format!("cwd {cwd} is not absolute"))
-                    .with_data(json!({ "field": "cwd" })));
-            }
-            cmd.current_dir(cwd);
+        let mut map = self.lock();
+        let live = map
+            .values()
+            .filter(|t| t.session_id == request.session_id)
+            .count();
+        if live >= self.config.max_live_per_session {
+            return Err(Error::invalid_params(format!(
+                "terminal/create `{}` refused: session {} already holds {live} terminals",
+                request.command, request.session_id.0
+            ))
+            .with_data(json!({ "command": request.command, "reason": "too many terminals" })));
         }
         let mut child = cmd.spawn().map_err(|e| {
-            Error::internal_error(format!("failed to start `{}`: {e}", params.command))
-                .with_data(json!({ "command": params.command }))
+            Error::internal_error(format!("failed to start `{}`: {e}", request.command))
+                .with_data(json!({ "command": request.command }))
         })?;
-        let limit = params
-            .output_byte_limit
-            .unwrap_or(DEFAULT_OUTPUT_BYTE_LIMIT)
-            .min(usize::MAX as u64) as usize;
+        let limit = usize::try_from(request.output_byte_limit).unwrap_or(usize::MAX);
         let output = Arc::new(Mutex::new(Output {
-            buf: Vec::new(),
+            buf: VecDeque::new(),
             limit,
             truncated: false,
         }));
@@ -246,25 +666,21 @@ impl Terminals {
             }
             let _ = exit_tx.send(Some(exit_status(status)));
         });
-        let id = TerminalId(format!(
-            "term-{}",
-            self.next.fetch_add(1, Ordering::Relaxed) + 1
-        ));
-        self.lock().insert(
+        let id = TerminalId(format!("term-{n}"));
+        map.insert(
             id.clone(),
             Arc::new(Terminal {
-                session_id: params.session_id,
+                session_id: request.session_id,
                 output,
                 exit: exit_rx,
                 kill,
                 pgid,
+                marker,
+                reap_orphans: self.config.reap_orphans,
                 task,
             }),
         );
-        Ok(CreateTerminalResponse {
-            terminal_id: id,
-            meta: None,
-        })
+        Ok(CreateTerminalResponse::new(id))
     }
 
     /// Serves `terminal/output`: the captured output, whether it was truncated, and the exit
@@ -275,12 +691,11 @@ impl Terminals {
     ) -> Result<TerminalOutputResponse, Error> {
         let t = self.get(&params.session_id, &params.terminal_id)?;
         let exit_status = t.exit.borrow().clone();
-        let out = t.output.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(TerminalOutputResponse {
-            output: out.text(exit_status.is_some()),
-            truncated: out.truncated,
-            exit_status,
-            meta: None,
+        let mut out = t.output.lock().unwrap_or_else(|p| p.into_inner());
+        let response = TerminalOutputResponse::new(out.text(exit_status.is_some()), out.truncated);
+        Ok(match exit_status {
+            Some(status) => response.exit_status(status),
+            None => response,
         })
     }
 
@@ -300,15 +715,18 @@ impl Terminals {
         let status = status.ok_or_else(|| {
             Error::resource_not_found(format!("terminal {} was released", params.terminal_id.0))
         })?;
-        Ok(WaitForTerminalExitResponse {
-            exit_code: status.exit_code,
-            signal: status.signal,
-            meta: None,
-        })
+        let mut response = WaitForTerminalExitResponse::new();
+        if let Some(code) = status.exit_code {
+            response = response.exit_code(code);
+        }
+        if let Some(signal) = status.signal {
+            response = response.signal(signal);
+        }
+        Ok(response)
     }
 
-    /// Serves `terminal/kill`: kills the command (and its process group); the terminal and
-    /// its output stay until released.
+    /// Serves `terminal/kill`: kills the command (and its process group, and the orphans
+    /// that left it); the terminal and its output stay until released.
     pub async fn kill(&self, params: KillTerminalRequest) -> Result<KillTerminalResponse, Error> {
         self.get(&params.session_id, &params.terminal_id)?.kill();
         Ok(KillTerminalResponse::default())
@@ -321,10 +739,29 @@ impl Terminals {
     ) -> Result<ReleaseTerminalResponse, Error> {
         self.get(&params.session_id, &params.terminal_id)?;
         let t = self.lock().remove(&params.terminal_id);
-        if let Some(t) = t {
-            t.kill();
-        }
+        drop(t);
         Ok(ReleaseTerminalResponse::default())
+    }
+
+    /// Releases every terminal and waits (up to about two seconds) until their processes,
+    /// including the orphans that left their groups, are killed. Call it before the client
+    /// exits: a drop only starts the same cleanup in the background, and orphans still
+    /// alive when the client process ends are inherited by init.
+    pub async fn close(&self) {
+        let all: Vec<Arc<Terminal>> = self.lock().drain().map(|(_, t)| t).collect();
+        let markers: Vec<String> = all.iter().map(|t| t.marker.clone()).collect();
+        for t in &all {
+            if let Some(pgid) = t.pgid {
+                kill_group(pgid);
+            }
+        }
+        if self.config.reap_orphans && !markers.is_empty() {
+            let _ = tokio::task::spawn_blocking(move || {
+                reaper::sweep(&markers, Duration::from_secs(2))
+            })
+            .await;
+        }
+        drop(all);
     }
 
     /// Number of terminals not yet released.

@@ -4,7 +4,7 @@
 mod common;
 
 use acp_client::fs::SandboxedFs;
-use acp_client::terminal::Terminals;
+use acp_client::terminal::{TerminalDecision, TerminalRequest, Terminals};
 use acp_client::{Client, ErrorCode, async_trait};
 use acp_rpc::Error;
 use acp_types::v1::*;
@@ -17,6 +17,14 @@ struct Builtins {
 
 #[async_trait]
 impl Client for Builtins {
+    /// Allows what runs inside the workspace, and nothing else.
+    async fn approve_terminal(&self, r: &TerminalRequest) -> TerminalDecision {
+        if r.cwd_inside_roots {
+            TerminalDecision::Allow
+        } else {
+            TerminalDecision::deny("outside the workspace")
+        }
+    }
     async fn read_text_file(&self, p: ReadTextFileRequest) -> Result<ReadTextFileResponse, Error> {
         self.fs.read_text_file(p).await
     }
@@ -30,7 +38,7 @@ impl Client for Builtins {
         &self,
         p: CreateTerminalRequest,
     ) -> Result<CreateTerminalResponse, Error> {
-        self.terminals.create(p).await
+        self.terminals.create(p, self).await
     }
     async fn terminal_output(
         &self,
@@ -60,7 +68,7 @@ async fn an_agent_reads_writes_and_runs_commands_through_the_builtins() {
     let root = std::env::temp_dir().join(format!("acp-client-builtins-{}", std::process::id()));
     std::fs::create_dir_all(&root).unwrap();
     let root = std::fs::canonicalize(&root).unwrap();
-    let terminals = Terminals::new();
+    let terminals = Terminals::new().with_workspace(&root);
     let client = Builtins {
         fs: SandboxedFs::new([&root]).unwrap(),
         terminals: terminals.clone(),

@@ -3,29 +3,53 @@
 
 use std::time::Duration;
 
-use acp_client::ErrorCode;
-use acp_client::terminal::Terminals;
+use acp_client::terminal::{TerminalConfig, TerminalDecision, TerminalRequest, Terminals};
+use acp_client::{Client, Error, ErrorCode, async_trait};
 use acp_types::v1::*;
 
+/// A client that allows every command (the policy itself is tested in `terminal_policy.rs`).
+struct Allow;
+
+#[async_trait]
+impl Client for Allow {
+    async fn approve_terminal(&self, _: &TerminalRequest) -> TerminalDecision {
+        TerminalDecision::Allow
+    }
+}
+
+/// Terminals over the temp dir, with env and any cwd allowed (tested here for their effect).
+fn terminals() -> Terminals {
+    Terminals::new()
+        .with_workspace(std::env::temp_dir())
+        .with_config(
+            TerminalConfig::default()
+                .with_env_allowed(true)
+                .with_cwd_outside_roots_allowed(true),
+        )
+}
+
+/// `create` with the allowing client.
+trait Run {
+    async fn run(&self, req: CreateTerminalRequest) -> Result<CreateTerminalResponse, Error>;
+}
+
+impl Run for Terminals {
+    async fn run(&self, req: CreateTerminalRequest) -> Result<CreateTerminalResponse, Error> {
+        self.create(req, &Allow).await
+    }
+}
+
 fn create(command: &str, args: &[&str], limit: Option<u64>) -> CreateTerminalRequest {
-    CreateTerminalRequest {
-        session_id: "s1".into(),
-        command: command.to_owned(),
-        args: args.iter().map(|s| s.to_string()).collect(),
-        env: vec![],
-        cwd: None,
-        output_byte_limit: limit,
-        meta: None,
+    let r = CreateTerminalRequest::new("s1", command).args(args.iter().copied());
+    match limit {
+        Some(limit) => r.output_byte_limit(limit),
+        None => r,
     }
 }
 
 macro_rules! req {
     ($ty:ident, $id:expr) => {
-        $ty {
-            session_id: "s1".into(),
-            terminal_id: $id.clone(),
-            meta: None,
-        }
+        $ty::new("s1", $id.clone())
     };
 }
 
@@ -46,9 +70,9 @@ async fn run_to_end(
 
 #[tokio::test]
 async fn output_under_the_limit_is_complete_with_exit_code() {
-    let t = Terminals::new();
+    let t = terminals();
     let id = t
-        .create(create(
+        .run(create(
             "sh",
             &["-c", "echo out; echo err >&2; exit 3"],
             None,
@@ -71,10 +95,10 @@ async fn output_under_the_limit_is_complete_with_exit_code() {
 
 #[tokio::test]
 async fn truncation_keeps_the_end_and_cuts_at_a_character_boundary() {
-    let t = Terminals::new();
+    let t = terminals();
     // Ten bytes of two-byte characters; keeping 5 bytes would start mid-character.
     let id = t
-        .create(create("printf", &["ééééé"], Some(5)))
+        .run(create("printf", &["ééééé"], Some(5)))
         .await
         .unwrap()
         .terminal_id;
@@ -85,7 +109,7 @@ async fn truncation_keeps_the_end_and_cuts_at_a_character_boundary() {
     assert!(out.output.len() <= 5);
 
     let id = t
-        .create(create(
+        .run(create(
             "sh",
             &["-c", "for i in 1 2 3 4 5 6 7 8 9; do echo line$i; done"],
             Some(11),
@@ -100,29 +124,24 @@ async fn truncation_keeps_the_end_and_cuts_at_a_character_boundary() {
 
 #[tokio::test]
 async fn env_and_cwd_are_applied() {
-    let t = Terminals::new();
-    let mut req = create("sh", &["-c", "echo $ACP_TEST_VAR; pwd"], None);
-    req.env = vec![EnvVariable {
-        name: "ACP_TEST_VAR".into(),
-        value: "bar".into(),
-        meta: None,
-    }];
-    req.cwd = Some("/".into());
-    let id = t.create(req).await.unwrap().terminal_id;
+    let t = terminals();
+    let req = create("sh", &["-c", "echo $ACP_TEST_VAR; pwd"], None)
+        .env([EnvVariable::new("ACP_TEST_VAR", "bar")])
+        .cwd("/");
+    let id = t.run(req).await.unwrap().terminal_id;
     let (_, out) = run_to_end(&t, &id).await;
     assert_eq!(out.output, "bar\n/\n");
 
-    let mut req = create("pwd", &[], None);
-    req.cwd = Some("relative/dir".into());
-    let err = t.create(req).await.unwrap_err();
+    let req = create("pwd", &[], None).cwd("relative/dir");
+    let err = t.run(req).await.unwrap_err();
     assert_eq!(err.code, ErrorCode::INVALID_PARAMS);
 }
 
 #[tokio::test]
 async fn kill_reports_the_signal_and_keeps_the_output_until_release() {
-    let t = Terminals::new();
+    let t = terminals();
     let id = t
-        .create(create("sh", &["-c", "echo started; exec sleep 30"], None))
+        .run(create("sh", &["-c", "echo started; exec sleep 30"], None))
         .await
         .unwrap()
         .terminal_id;
@@ -154,9 +173,9 @@ async fn kill_reports_the_signal_and_keeps_the_output_until_release() {
 
 #[tokio::test]
 async fn release_of_a_running_command_kills_it_and_pending_waits_end() {
-    let t = Terminals::new();
+    let t = terminals();
     let id = t
-        .create(create("sleep", &["30"], None))
+        .run(create("sleep", &["30"], None))
         .await
         .unwrap()
         .terminal_id;
@@ -181,29 +200,21 @@ async fn release_of_a_running_command_kills_it_and_pending_waits_end() {
 
 #[tokio::test]
 async fn unknown_terminals_and_other_sessions_get_not_found_and_bad_commands_fail() {
-    let t = Terminals::new();
+    let t = terminals();
     let err = t
         .output(req!(TerminalOutputRequest, TerminalId::from("nope")))
         .await
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::RESOURCE_NOT_FOUND);
     assert_eq!(err.data.unwrap()["terminalId"], "nope");
-    let id = t
-        .create(create("true", &[], None))
-        .await
-        .unwrap()
-        .terminal_id;
-    let other = TerminalOutputRequest {
-        session_id: "s2".into(),
-        terminal_id: id,
-        meta: None,
-    };
+    let id = t.run(create("true", &[], None)).await.unwrap().terminal_id;
+    let other = TerminalOutputRequest::new("s2", id);
     assert_eq!(
         t.output(other).await.unwrap_err().code,
         ErrorCode::RESOURCE_NOT_FOUND
     );
     let err = t
-        .create(create("/definitely/not/a/program", &[], None))
+        .run(create("/definitely/not/a/program", &[], None))
         .await
         .unwrap_err();
     assert!(

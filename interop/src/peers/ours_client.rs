@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use acp_client::fs::SandboxedFs;
 use acp_client::process::{AgentCommand, AgentProcess};
-use acp_client::terminal::Terminals;
+use acp_client::terminal::{TerminalDecision, TerminalRequest, Terminals};
 use acp_client::{AgentHandle, Client, ClientConnection, Config, Error, async_trait};
 use acp_types::v1::*;
 use serde_json::{Value, json};
@@ -42,6 +42,16 @@ impl OursClient {
 
 #[async_trait]
 impl Client for OursClient {
+    /// Runs the script's terminal command and nothing else.
+    async fn approve_terminal(&self, r: &TerminalRequest) -> TerminalDecision {
+        let wanted = &script().terminal;
+        if r.command == wanted.command && r.args == wanted.args {
+            TerminalDecision::Allow
+        } else {
+            TerminalDecision::deny("not the interop script's command")
+        }
+    }
+
     async fn session_update(&self, n: SessionNotification) -> Result<(), Error> {
         let turn = self.turn();
         self.out.event(
@@ -113,7 +123,7 @@ impl Client for OursClient {
     ) -> Result<CreateTerminalResponse, Error> {
         self.out
             .event(json!({"event": "terminal_create", "command": p.command, "args": p.args}));
-        self.terminals.create(p).await
+        self.terminals.create(p, self).await
     }
 
     async fn terminal_output(
@@ -160,7 +170,7 @@ pub async fn run(cwd: PathBuf, command: Vec<OsString>) -> Result<(), Box<dyn std
     let client = Arc::new(OursClient {
         out: out.clone(),
         fs: SandboxedFs::new([&cwd])?,
-        terminals: Terminals::new(),
+        terminals: Terminals::new().with_workspace(&cwd),
         turn: Mutex::new(None),
         agent: OnceLock::new(),
         holding: Notify::new(),
