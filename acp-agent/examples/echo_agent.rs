@@ -7,7 +7,9 @@
 //! supports two modes (`ask`, `code`).
 //!
 //! It speaks every dialect this build has (v1, 0.0.9, threads), found from the client's first
-//! message; `--dialects v1,legacy-0.0.9` pins the accepted ones. Run it under an ACP client,
+//! message; `--dialects v1,legacy-0.0.9` pins the accepted ones. `--store DIR` keeps the
+//! sessions of v1 clients in DIR (`acp_agent::store::JsonlStore`), so `session/load`,
+//! `session/list` and `session/resume` work across restarts. Run it under an ACP client,
 //! e.g. `cargo run -p acp-client --example demo` (which spawns it).
 
 use std::collections::HashMap;
@@ -21,6 +23,8 @@ use acp_agent::{Agent, AgentContext, Dialect, Error, PromptContext, SessionHandl
 struct EchoAgent {
     /// Session id -> working directory.
     sessions: Mutex<HashMap<String, String>>,
+    /// Put in session ids so that they stay unique across restarts (with `--store`).
+    id_prefix: String,
 }
 
 enum Step {
@@ -154,7 +158,7 @@ impl Agent for EchoAgent {
     ) -> Result<NewSessionResponse, Error> {
         let id = {
             let mut sessions = self.sessions.lock().unwrap();
-            let id = format!("echo-{}", sessions.len() + 1);
+            let id = format!("echo-{}{}", self.id_prefix, sessions.len() + 1);
             sessions.insert(id.clone(), p.cwd);
             id
         };
@@ -251,7 +255,19 @@ async fn main() {
             }
         }
     }
-    let conn = match serve_stdio(EchoAgent::default(), options).await {
+    let mut agent = EchoAgent::default();
+    if let Some(i) = args.iter().position(|a| a == "--store") {
+        let dir = args.get(i + 1).map(String::as_str).unwrap_or("");
+        match acp_agent::store::JsonlStore::open(dir) {
+            Ok(store) => options = options.with_store(store),
+            Err(e) => {
+                eprintln!("echo_agent: --store {dir:?}: {e}");
+                std::process::exit(1);
+            }
+        }
+        agent.id_prefix = format!("{}-", acp_agent::store::now_rfc3339());
+    }
+    let conn = match serve_stdio(agent, options).await {
         Ok(conn) => conn,
         Err(e) => {
             eprintln!("echo_agent: {e}");

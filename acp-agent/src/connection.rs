@@ -5,7 +5,7 @@
 use std::sync::{Arc, OnceLock};
 
 use acp_rpc::{
-    CloseReason, Config, Connection, Handler, NotificationContext, Params, RawValue,
+    Arrival, CloseReason, Config, Connection, Handler, NotificationContext, Params, RawValue,
     RequestContext, to_raw,
 };
 use acp_types::v1::*;
@@ -19,6 +19,9 @@ use crate::client::ClientHandle;
 use crate::context::{AgentContext, PromptContext};
 use crate::session::SessionHandle;
 use crate::state::{Awaiting, Inner, ordering_tap, probe_session};
+use crate::store::SessionStore;
+use crate::store::record::{Recorder, new_session_meta};
+use crate::store::serve as served;
 
 /// A running agent connection.
 #[derive(Clone, Debug)]
@@ -63,7 +66,43 @@ pub fn serve_stdio<A: Agent>(agent: A) -> AgentConnection {
 
 /// Serves `agent` with a custom [`Config`] (limits, timeouts, wire tap...). Must be called
 /// within a Tokio runtime.
-pub fn serve_with<A, R, W>(agent: A, reader: R, writer: W, mut config: Config) -> AgentConnection
+pub fn serve_with<A, R, W>(agent: A, reader: R, writer: W, config: Config) -> AgentConnection
+where
+    A: Agent,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    serve_inner(agent, reader, writer, config, None)
+}
+
+/// Serves `agent` with its sessions kept in `store` (see [`crate::store`]): the connection
+/// records every session, serves `session/load` (history replayed before the answer),
+/// `session/resume`, `session/list`, `session/close` and `session/delete` wherever the agent
+/// leaves them at their default, and advertises them in `initialize`. Open the store first
+/// ([`crate::store::JsonlStore::open`]) so that an unusable directory is an error at start.
+pub fn serve_with_store<A, S, R, W>(
+    agent: A,
+    store: S,
+    reader: R,
+    writer: W,
+    config: Config,
+) -> AgentConnection
+where
+    A: Agent,
+    S: SessionStore,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    serve_inner(agent, reader, writer, config, Some(Arc::new(store)))
+}
+
+pub(crate) fn serve_inner<A, R, W>(
+    agent: A,
+    reader: R,
+    writer: W,
+    mut config: Config,
+    store: Option<Arc<dyn SessionStore>>,
+) -> AgentConnection
 where
     A: Agent,
     R: AsyncRead + Unpin + Send + 'static,
@@ -80,6 +119,7 @@ where
     let dispatch = Dispatch {
         agent: Arc::new(agent),
         inner: slot.clone(),
+        awaiting: awaiting.clone(),
     };
     let conn = Connection::new(reader, writer, dispatch, config);
     let inner = Arc::new(Inner {
@@ -87,6 +127,7 @@ where
         caps: Default::default(),
         sessions: Default::default(),
         awaiting,
+        recorder: store.map(|s| Arc::new(Recorder::new(s))),
     });
     let _ = slot.set(inner.clone());
     let releaser = inner.clone();
@@ -104,6 +145,9 @@ where
 struct Dispatch<A> {
     agent: Arc<A>,
     inner: Arc<OnceLock<Arc<Inner>>>,
+    /// Prompts and cancels numbered in arrival order (the arrival hook feeds it; it exists
+    /// before the connection reads its first line).
+    awaiting: Arc<Awaiting>,
 }
 
 /// Reads typed params, honouring the method's null-as-default rule; `-32602` names the field.
@@ -205,6 +249,9 @@ impl<A: Agent> Dispatch<A> {
             let requested = p.protocol_version.clone();
             let caps = p.client_capabilities.clone();
             let mut response = agent.initialize(p, &cx).await?;
+            if inner.recorder.is_some() {
+                served::advertise(&mut response);
+            }
             response.protocol_version =
                 ProtocolVersion::negotiate(requested, &[ProtocolVersion::LATEST]);
             inner.set_capabilities(caps);
@@ -221,6 +268,7 @@ impl<A: Agent> Dispatch<A> {
             names::LOGOUT => to_raw(&agent.logout(parse(&params)?, &cx).await?),
             names::SESSION_NEW => {
                 let p: NewSessionRequest = parse(&params)?;
+                let place = (p.cwd.clone(), p.additional_directories.clone());
                 // Ends the creation window even if the request is withdrawn mid-way.
                 struct Creating(Option<Arc<Inner>>);
                 impl Drop for Creating {
@@ -232,7 +280,17 @@ impl<A: Agent> Dispatch<A> {
                 }
                 inner.begin_create();
                 let mut creating = Creating(Some(inner.clone()));
-                let result = agent.new_session(p, &cx).await;
+                let mut result = agent.new_session(p, &cx).await;
+                if let (Ok(response), Some(recorder)) = (&result, &inner.recorder) {
+                    let (cwd, dirs) = place;
+                    let id = response.session_id.clone();
+                    let meta = new_session_meta(id, cwd, dirs, response);
+                    if let Err(e) = recorder.created(meta).await {
+                        result = Err(Error::internal_error(format!(
+                            "the session could not be stored: {e}"
+                        )));
+                    }
+                }
                 creating.0 = None;
                 let created = result
                     .as_ref()
@@ -247,17 +305,29 @@ impl<A: Agent> Dispatch<A> {
                 // Tracked first so history replay (updates before the answer) goes through.
                 let was_known = inner.is_known(&id);
                 inner.track(id.clone());
-                let result = agent.load_session(p, &cx).await;
+                let result = match &inner.recorder {
+                    Some(recorder) => served::load(agent, p, &cx, &inner, recorder).await,
+                    None => agent.load_session(p, &cx).await,
+                };
                 if result.is_err() && !was_known {
                     inner.forget(&id);
                 }
                 to_raw(&result?)
             }
-            names::SESSION_LIST => to_raw(&agent.list_sessions(parse(&params)?, &cx).await?),
+            names::SESSION_LIST => {
+                let p = parse(&params)?;
+                match &inner.recorder {
+                    Some(recorder) => to_raw(&served::list(agent, p, &cx, recorder).await?),
+                    None => to_raw(&agent.list_sessions(p, &cx).await?),
+                }
+            }
             names::SESSION_RESUME => {
                 let p: ResumeSessionRequest = parse(&params)?;
                 let id = p.session_id.clone();
-                let result = agent.resume_session(p, &cx).await?;
+                let result = match &inner.recorder {
+                    Some(recorder) => served::resume(agent, p, &cx, recorder).await?,
+                    None => agent.resume_session(p, &cx).await?,
+                };
                 inner.track(id);
                 to_raw(&result)
             }
@@ -265,26 +335,42 @@ impl<A: Agent> Dispatch<A> {
                 let p: CloseSessionRequest = parse(&params)?;
                 self.known(&inner, &p.session_id)?;
                 let id = p.session_id.clone();
-                let result = agent.close_session(p, &cx).await?;
+                let result = match &inner.recorder {
+                    Some(recorder) => served::close(agent, p, &cx, recorder).await?,
+                    None => agent.close_session(p, &cx).await?,
+                };
                 inner.forget(&id);
                 to_raw(&result)
             }
             names::SESSION_DELETE => {
                 let p: DeleteSessionRequest = parse(&params)?;
                 let id = p.session_id.clone();
-                let result = agent.delete_session(p, &cx).await?;
+                let result = match &inner.recorder {
+                    Some(recorder) => served::delete(agent, p, &cx, recorder).await?,
+                    None => agent.delete_session(p, &cx).await?,
+                };
                 inner.forget(&id);
                 to_raw(&result)
             }
             names::SESSION_SET_MODE => {
                 let p: SetSessionModeRequest = parse(&params)?;
                 self.known(&inner, &p.session_id)?;
-                to_raw(&agent.set_session_mode(p, &cx).await?)
+                let (id, mode) = (p.session_id.clone(), p.mode_id.clone());
+                let response = agent.set_session_mode(p, &cx).await?;
+                if let Some(recorder) = &inner.recorder {
+                    served::mode_set(recorder, &id, mode).await;
+                }
+                to_raw(&response)
             }
             names::SESSION_SET_CONFIG_OPTION => {
                 let p: SetSessionConfigOptionRequest = parse(&params)?;
                 self.known(&inner, &p.session_id)?;
-                to_raw(&agent.set_session_config_option(p, &cx).await?)
+                let id = p.session_id.clone();
+                let response = agent.set_session_config_option(p, &cx).await?;
+                if let Some(recorder) = &inner.recorder {
+                    served::config_set(recorder, &id, response.config_options.clone()).await;
+                }
+                to_raw(&response)
             }
             names::SESSION_PROMPT => {
                 let p: PromptRequest = parse(&params)?;
@@ -295,13 +381,21 @@ impl<A: Agent> Dispatch<A> {
                     return Err(unknown_session(&id));
                 };
                 // Ends the prompt even if the request is withdrawn and this future dropped.
-                struct Running<'a>(&'a Inner, SessionId);
+                // (The turn's recording is written even then.)
+                struct Running<'a>(&'a Inner, SessionId, Option<Arc<Recorder>>);
                 impl Drop for Running<'_> {
                     fn drop(&mut self) {
                         self.0.end_prompt(&self.1);
+                        if let Some(recorder) = self.2.take() {
+                            let id = self.1.clone();
+                            tokio::spawn(async move { recorder.end_prompt(&id).await });
+                        }
                     }
                 }
-                let _running = Running(&inner, id.clone());
+                let mut running = Running(&inner, id.clone(), inner.recorder.clone());
+                if let Some(recorder) = &running.2 {
+                    recorder.begin_prompt(&id, p.prompt.clone());
+                }
                 let pcx = PromptContext {
                     session: SessionHandle::new(cx.client.clone(), id.clone()),
                     cx,
@@ -310,6 +404,9 @@ impl<A: Agent> Dispatch<A> {
                 let result = agent.prompt(p, &pcx).await;
                 // Every update of this prompt is written before its response.
                 sending.wait_idle().await;
+                if let Some(recorder) = running.2.take() {
+                    recorder.end_prompt(&id).await;
+                }
                 to_raw(&result?)
             }
             m if m.starts_with('_') => {
@@ -330,6 +427,10 @@ impl<A: Agent> Handler for Dispatch<A> {
         params: Params,
     ) -> Result<Box<RawValue>, Error> {
         self.request(cx, method, params).await
+    }
+
+    fn arrived(&self, arrival: Arrival<'_>) {
+        self.awaiting.announce(arrival);
     }
 
     async fn handle_notification(

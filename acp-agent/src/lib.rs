@@ -55,10 +55,11 @@ pub mod legacy;
 pub mod negotiate;
 pub mod session;
 mod state;
+pub mod store;
 
 pub use agent::Agent;
 pub use client::ClientHandle;
-pub use connection::{AgentConnection, serve, serve_stdio, serve_with};
+pub use connection::{AgentConnection, serve, serve_stdio, serve_with, serve_with_store};
 pub use context::{AgentContext, PromptContext};
 pub use session::{SessionHandle, ToolCallHandle, tool_call_update};
 

@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! use acp_agent::negotiate::{NegotiateOptions, serve_stdio};
-//! use acp_agent::types::{InitializeRequest, InitializeResponse};
+//! use acp_agent::types::{InitializeRequest, InitializeResponse, ProtocolVersion};
 //! use acp_agent::{Agent, AgentContext, Dialect, Error};
 //!
 //! struct MyAgent;
@@ -12,7 +12,7 @@
 //! impl Agent for MyAgent {
 //!     async fn initialize(&self, _p: InitializeRequest, _cx: &AgentContext)
 //!         -> Result<InitializeResponse, Error> {
-//!         Ok(serde_json::from_value(serde_json::json!({"protocolVersion": 1})).unwrap())
+//!         Ok(InitializeResponse::new(ProtocolVersion::V1))
 //!     }
 //! }
 //!
@@ -45,11 +45,13 @@
 //! premature method.
 
 use std::fmt;
+use std::sync::Arc;
 
 use acp_rpc::probe::{LineProbe, ProbeError};
 use acp_rpc::{CloseReason, Config};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use crate::store::{SessionStore, StoreSlot};
 use crate::{Agent, AgentConnection, Dialect};
 
 /// What [`serve`] accepts, and how it serves each dialect.
@@ -64,6 +66,9 @@ pub struct NegotiateOptions {
     /// How a legacy (0.0.9 or threads) client is served.
     #[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
     pub legacy: crate::legacy::AdapterOptions,
+    /// Where a v1 client's sessions are kept (see [`crate::store`]); `None`: in memory only,
+    /// as the agent keeps them.
+    pub store: Option<StoreSlot>,
 }
 
 impl Default for NegotiateOptions {
@@ -73,6 +78,7 @@ impl Default for NegotiateOptions {
             config: Config::default(),
             #[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
             legacy: Default::default(),
+            store: None,
         }
     }
 }
@@ -82,6 +88,19 @@ impl NegotiateOptions {
     #[must_use]
     pub fn with_dialects(mut self, dialects: impl IntoIterator<Item = Dialect>) -> Self {
         self.dialects = dialects.into_iter().collect();
+        self
+    }
+
+    /// Keeps the sessions in `store` ([`crate::serve_with_store`]), for v1 clients and for
+    /// the sessions behind legacy conversations alike.
+    #[must_use]
+    pub fn with_store(mut self, store: impl SessionStore) -> Self {
+        let slot = StoreSlot(Arc::new(store));
+        #[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
+        {
+            self.legacy.store = Some(slot.clone());
+        }
+        self.store = Some(slot);
         self
     }
 
@@ -302,7 +321,13 @@ where
     let reader = probe.into_reader();
     let config = options.config;
     let inner = match dialect {
-        Dialect::V1 => Inner::V1(crate::serve_with(agent, reader, writer, config)),
+        Dialect::V1 => Inner::V1(crate::connection::serve_inner(
+            agent,
+            reader,
+            writer,
+            config,
+            options.store.map(|s| s.0),
+        )),
         #[cfg(feature = "legacy-0-0-9")]
         Dialect::Legacy009 => Inner::Legacy009(crate::legacy::v0_0_9::serve_v1_with(
             agent,

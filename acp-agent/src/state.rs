@@ -2,13 +2,12 @@
 //! the known sessions with their cancellation tokens, and the two ordering guarantees.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
-use acp_rpc::{Direction, Peer, RequestId, TapEvent, WireTap};
+use acp_rpc::{Arrival, Direction, Peer, RequestId, TapEvent, WireTap};
 use acp_types::NotificationMethod;
-use acp_types::v1::{ClientCapabilities, SessionId, SessionNotification};
-use memchr::memmem;
+use acp_types::v1::{ClientCapabilities, SessionId, SessionNotification, names};
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
@@ -128,8 +127,6 @@ pub(crate) struct Awaiting {
     pub(crate) announced: Mutex<HashMap<SessionId, VecDeque<u64>>>,
     /// Read sequence numbers of `session/cancel` notifications not yet handled.
     pub(crate) cancels: Mutex<HashMap<SessionId, VecDeque<u64>>>,
-    /// The read sequence: prompts and cancels in the order the reader saw them.
-    pub(crate) seq: AtomicU64,
 }
 
 /// Just the session id of some params.
@@ -146,20 +143,6 @@ pub(crate) fn probe_session(params: &str) -> Option<SessionId> {
         .session_id
 }
 
-/// Whether `line` contains `"session/prompt"` or `"session/cancel"` (so it may be such a
-/// message and is worth parsing). This runs on every incoming line, responses included, so
-/// it is one SIMD substring search for their common prefix: a byte-window scan for each
-/// name took ~15% of the time of receiving a 1 MiB response.
-fn mentions_prompt_or_cancel(line: &[u8]) -> bool {
-    const PREFIX: &[u8] = b"\"session/";
-    static FINDER: LazyLock<memmem::Finder<'static>> =
-        LazyLock::new(|| memmem::Finder::new(PREFIX));
-    FINDER.find_iter(line).any(|at| {
-        let rest = &line[at + PREFIX.len()..];
-        rest.starts_with(b"prompt\"") || rest.starts_with(b"cancel\"")
-    })
-}
-
 fn pop(map: &Mutex<HashMap<SessionId, VecDeque<u64>>>, id: &SessionId) -> Option<u64> {
     let mut map = lock(map);
     let queue = map.get_mut(id)?;
@@ -172,33 +155,19 @@ fn pop(map: &Mutex<HashMap<SessionId, VecDeque<u64>>>, id: &SessionId) -> Option
 
 impl Awaiting {
     /// Numbers incoming `session/prompt` requests and `session/cancel` notifications in
-    /// read order (runs on the reader task, before the message is dispatched).
-    fn announce(&self, line: &[u8]) {
-        if !mentions_prompt_or_cancel(line) {
-            return;
-        }
-        #[derive(serde::Deserialize)]
-        struct Probe {
-            method: Option<String>,
-            id: Option<RequestId>,
-            params: Option<SessionProbe>,
-        }
-        let Ok(probe) = serde_json::from_slice::<Probe>(line) else {
-            return;
-        };
-        let Some(SessionProbe {
-            session_id: Some(sid),
-        }) = probe.params
-        else {
-            return;
-        };
-        let map = match (probe.method.as_deref(), probe.id.is_some()) {
-            (Some("session/prompt"), true) => &self.announced,
-            (Some("session/cancel"), false) => &self.cancels,
+    /// read order: acp-rpc's arrival hook ([`acp_rpc::Handler::arrived`]) calls it on the
+    /// reader, before the message is dispatched.
+    pub(crate) fn announce(&self, arrival: Arrival<'_>) {
+        let map = match (arrival.method, arrival.id.is_some()) {
+            (names::SESSION_PROMPT, true) => &self.announced,
+            (names::SESSION_CANCEL, false) => &self.cancels,
             _ => return,
         };
-        let seq = self.seq.fetch_add(1, Ordering::AcqRel) + 1;
-        lock(map).entry(sid).or_default().push_back(seq);
+        let Some(sid) = arrival.params.and_then(probe_session) else {
+            return;
+        };
+        // Numbered from 1: 0 means "no number" to `take_prompt`.
+        lock(map).entry(sid).or_default().push_back(arrival.seq + 1);
     }
 
     /// A read `session/prompt` reached the dispatcher: its read number (0 if unknown).
@@ -219,6 +188,8 @@ pub(crate) struct Inner {
     pub(crate) caps: std::sync::RwLock<Option<Arc<ClientCapabilities>>>,
     pub(crate) sessions: Mutex<Sessions>,
     pub(crate) awaiting: Arc<Awaiting>,
+    /// Records every session in a store, when the agent is served with one.
+    pub(crate) recorder: Option<Arc<crate::store::record::Recorder>>,
 }
 
 /// Wraps the user's tap (if any) with one that reports written `session/new` responses.
@@ -233,8 +204,7 @@ pub(crate) fn ordering_tap(
         }
         let line = match event {
             TapEvent::Line(Direction::Outgoing, line) => line,
-            TapEvent::Line(Direction::Incoming, line) => return awaiting.announce(line),
-            TapEvent::OversizedLine { .. } => return,
+            TapEvent::Line(Direction::Incoming, _) | TapEvent::OversizedLine { .. } => return,
         };
         if awaiting.count.load(Ordering::Acquire) == 0 {
             return;
@@ -345,6 +315,11 @@ impl Inner {
 
     /// Sends (or holds) one `session/update`.
     pub(crate) async fn send_update(&self, n: SessionNotification) -> Result<(), Error> {
+        if let Some(recorder) = &self.recorder {
+            recorder
+                .update(&n, || lock(&self.sessions).creating > 0)
+                .await;
+        }
         let guard = {
             let mut s = lock(&self.sessions);
             let creating = s.creating > 0;
@@ -470,28 +445,5 @@ mod tests {
         assert!(token.is_cancelled());
         let counter = session.sending().clone();
         assert!(Arc::ptr_eq(&counter, session.sending()));
-    }
-
-    /// A cheap filter: a line that quotes either name anywhere is probed (the parse then
-    /// decides), a line that does not is skipped.
-    #[test]
-    fn only_lines_naming_prompt_or_cancel_are_probed() {
-        let prompt = br#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{}}"#;
-        let cancel = br#"{"params":{"sessionId":"s"},"method" : "session/cancel","jsonrpc":"2.0"}"#;
-        assert!(mentions_prompt_or_cancel(prompt));
-        assert!(mentions_prompt_or_cancel(cancel));
-        for other in [
-            &br#"{"jsonrpc":"2.0","id":3,"method":"session/new","params":{}}"#[..],
-            br#"{"jsonrpc":"2.0","id":3,"result":{"content":"session/prompts"}}"#,
-            br#"{"jsonrpc":"2.0","id":3,"result":{"content":"\"session/prompts\""}}"#,
-            b"\"session/",
-            b"",
-        ] {
-            assert!(
-                !mentions_prompt_or_cancel(other),
-                "{}",
-                String::from_utf8_lossy(other)
-            );
-        }
     }
 }

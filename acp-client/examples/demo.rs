@@ -8,7 +8,11 @@
 //! cargo run -p acp-client --example demo -- --wire  # plus every raw line on the wire
 //! cargo run -p acp-client --example demo -- --dialect legacy-0.0.9   # pin a dialect
 //! cargo run -p acp-client --example demo -- -- my-agent --flag   # drive another agent
+//! cargo run -p acp-client --example demo -- --store /tmp/demo-sessions  # run it twice
 //! ```
+//!
+//! With `--store DIR` the echo agent keeps its sessions in DIR; from the second run on, the
+//! demo first loads the newest stored session and prints its replayed conversation.
 //!
 //! By default the agent is `acp-agent`'s `echo_agent` example, started through `cargo run`
 //! (so the first run also builds it). The dialect is negotiated (v1 first, then the legacy
@@ -22,7 +26,7 @@ use std::time::Duration;
 
 use acp_client::fs::SandboxedFs;
 use acp_client::negotiate::NegotiateOptions;
-use acp_client::process::{AgentCommand, AgentProcess};
+use acp_client::process::{AgentCommand, AgentProcess, ProcessError};
 use acp_client::terminal::Terminals;
 use acp_client::{Client, Config, Dialect, Error, PromptEvent, async_trait};
 use acp_rpc::{Direction, TapEvent};
@@ -176,8 +180,83 @@ fn workspace_manifest() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml")
 }
 
+/// Loads the newest session the agent has stored (an earlier run's) and prints its
+/// replayed conversation.
+async fn show_newest_stored_session(agent: &acp_client::AgentHandle) -> Result<(), BoxError> {
+    let listed = agent.list_sessions(ListSessionsRequest::new()).await?;
+    let Some(newest) = listed.sessions.first() else {
+        println!("no stored session yet (run the demo again with the same --store)");
+        return Ok(());
+    };
+    let request = LoadSessionRequest::new(
+        Vec::<McpServer>::new(),
+        newest.cwd.clone(),
+        newest.session_id.clone(),
+    );
+    let loaded = agent.load_session_history(request).await?;
+    println!(
+        "loaded session {} ({} updates replayed):",
+        newest.session_id.0,
+        loaded.history.len()
+    );
+    for update in &loaded.history {
+        println!("  {}", describe(update));
+    }
+    Ok(())
+}
+
+type BoxError = Box<dyn std::error::Error>;
+
+/// The scratch workspace, removed when dropped: on success, on every error and on a panic.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
+    // A scratch workspace with one file the demo agent reads.
+    let scratch = Scratch(std::env::temp_dir().join(format!("acp-demo-{}", std::process::id())));
+    let outcome = tokio::select! {
+        outcome = run(&scratch.0) => outcome,
+        _ = tokio::signal::ctrl_c() => Err("interrupted".into()),
+    };
+    drop(scratch);
+    match outcome {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("demo failed: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Why the agent let us down: how it exited (status and stderr tail) if it has, or that it
+/// is still running and what it last wrote to stderr.
+async fn agent_report(agent: &mut AgentProcess) -> String {
+    match tokio::time::timeout(Duration::from_secs(1), agent.wait_exit()).await {
+        Ok(exited) => exited.to_string(),
+        Err(_) => {
+            let tail = agent.stderr_tail();
+            if tail.is_empty() {
+                format!(
+                    "agent `{}` is still running; it wrote nothing to stderr",
+                    agent.command()
+                )
+            } else {
+                format!(
+                    "agent `{}` is still running; last stderr output:\n{tail}",
+                    agent.command()
+                )
+            }
+        }
+    }
+}
+
+async fn run(root: &Path) -> Result<(), BoxError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let custom: Vec<String> = match args.iter().position(|a| a == "--") {
         Some(i) => args[i + 1..].to_vec(),
@@ -185,6 +264,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let ours = &args[..args.len() - custom.len()];
     let wire = ours.iter().any(|a| a == "--wire");
+    let store = ours
+        .iter()
+        .position(|a| a == "--store")
+        .map(|i| ours.get(i + 1).ok_or("--store needs a directory"))
+        .transpose()?;
     let mut dialects = Vec::new();
     for (i, arg) in ours.iter().enumerate() {
         if arg == "--dialect" {
@@ -195,10 +279,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
-    // A scratch workspace with one file the demo agent reads.
-    let root = std::env::temp_dir().join(format!("acp-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&root)?;
-    let root = std::fs::canonicalize(&root)?;
+    std::fs::create_dir_all(root)?;
+    let root = std::fs::canonicalize(root)?;
     std::fs::write(
         root.join("hello.txt"),
         "Hello from the client's file system!\n",
@@ -206,21 +288,54 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let command = match custom.split_first() {
         Some((program, rest)) => AgentCommand::new(program).args(rest),
-        None => AgentCommand::new("cargo").args([
-            "run".into(),
-            "--quiet".into(),
-            "--manifest-path".into(),
-            workspace_manifest().into_os_string(),
-            "-p".into(),
-            "acp-agent".into(),
-            "--example".into(),
-            "echo_agent".into(),
-        ]),
+        None => AgentCommand::new("cargo")
+            .args([
+                "run".into(),
+                "--quiet".into(),
+                "--manifest-path".into(),
+                workspace_manifest().into_os_string(),
+                "-p".into(),
+                "acp-agent".into(),
+                "--example".into(),
+                "echo_agent".into(),
+            ])
+            .args(
+                store
+                    .into_iter()
+                    .flat_map(|dir| ["--".into(), "--store".into(), dir.clone()]),
+            ),
     }
     .cwd(&root);
     println!("spawning the agent (cwd {})", root.display());
     let mut agent_process = AgentProcess::spawn(&command)?;
+    match converse(&mut agent_process, &root, wire, dialects, store).await {
+        Ok(()) => {
+            let status = agent_process.shutdown(Duration::from_secs(2)).await?;
+            println!("agent exited: {status}");
+            Ok(())
+        }
+        Err(error) => {
+            // A negotiation error names the stderr tail already: keep only what went wrong.
+            let error = match error.downcast::<ProcessError>() {
+                Ok(process_error) => match *process_error {
+                    ProcessError::Negotiation { error, .. } => error.to_string(),
+                    other => other.to_string(),
+                },
+                Err(other) => other.to_string(),
+            };
+            Err(format!("{error}\n{}", agent_report(&mut agent_process).await).into())
+        }
+    }
+}
 
+/// Negotiates, opens a session and runs one prompt turn, printing the transcript.
+async fn converse(
+    agent_process: &mut AgentProcess,
+    root: &Path,
+    wire: bool,
+    dialects: Vec<Dialect>,
+    store: Option<&String>,
+) -> Result<(), BoxError> {
     let mut config = Config::default();
     if wire {
         config = config.with_tap(Arc::new(|event: TapEvent<'_>| {
@@ -234,7 +349,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }));
     }
     let client = DemoClient {
-        fs: SandboxedFs::new([&root])?,
+        fs: SandboxedFs::new([root])?,
         terminals: Terminals::new(),
     };
     let initialize = InitializeRequest::new(ProtocolVersion::V1)
@@ -254,7 +369,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // A first build of the agent through `cargo run` can take a while (a late answer to an
         // earlier probe still counts, so this only bounds an agent that never answers).
         .with_timeout(Duration::from_secs(60))
-        .with_legacy_fs(SandboxedFs::new([&root])?);
+        .with_legacy_fs(SandboxedFs::new([root])?);
     if !dialects.is_empty() {
         options = options.with_dialects(dialects);
     }
@@ -271,6 +386,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|i| i.name.as_str())
             .unwrap_or("(unnamed)")
     );
+
+    if store.is_some() && init.agent_capabilities.load_session {
+        show_newest_stored_session(agent).await?;
+    }
 
     let session = agent
         .new_session(NewSessionRequest {
@@ -295,9 +414,5 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             PromptEvent::Done(result) => println!("stop reason: {}", result?.stop_reason),
         }
     }
-
-    let status = agent_process.shutdown(Duration::from_secs(2)).await?;
-    println!("agent exited: {status}");
-    let _ = std::fs::remove_dir_all(&root);
     Ok(())
 }

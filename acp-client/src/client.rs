@@ -264,7 +264,7 @@ impl<C: Client> Handler for Dispatcher<C> {
 impl<C: Client> Dispatcher<C> {
     /// A `session/update`: to the prompt streams of its session, then to the client.
     async fn session_update(&self, n: SessionNotification) -> Result<(), Error> {
-        self.subscribers.deliver(&n);
+        self.subscribers.deliver(&n).await;
         self.client.session_update(n).await
     }
 }

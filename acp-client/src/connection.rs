@@ -4,8 +4,9 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use acp_rpc::{CloseReason, Config, Connection, Error, Peer};
+use acp_rpc::{CallOptions, CloseReason, Config, Connection, Error, Peer};
 use acp_types::v1::{
     AuthenticateRequest, AuthenticateResponse, CancelNotification, CloseSessionRequest,
     CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse, InitializeRequest,
@@ -59,6 +60,7 @@ impl ClientConnection {
         let agent = AgentHandle {
             peer: conn.peer().clone(),
             subscribers,
+            timeouts: Arc::new(RequestTimeouts::default()),
         };
         ClientConnection { conn, agent }
     }
@@ -78,6 +80,12 @@ impl ClientConnection {
         &self.agent
     }
 
+    /// Replaces the request timeouts of [`ClientConnection::agent`] (handles cloned
+    /// before keep theirs). See [`RequestTimeouts`].
+    pub fn set_request_timeouts(&mut self, timeouts: RequestTimeouts) {
+        self.agent.timeouts = Arc::new(timeouts);
+    }
+
     /// The underlying JSON-RPC peer.
     pub fn peer(&self) -> &Peer {
         self.conn.peer()
@@ -94,11 +102,86 @@ impl ClientConnection {
     }
 }
 
+/// How long each request to the agent may wait for its answer.
+///
+/// A silent agent must not keep the application waiting forever, so every request has a
+/// timeout by default ([`RequestTimeouts::DEFAULT`]), except those whose answer waits on a
+/// person or on work of unbounded length: `session/prompt` (it has cancellation instead),
+/// `authenticate` (a login in a browser) and `session/request_permission` (the user's
+/// choice). Per-method entries override the default; `None` turns a method's timeout off.
+/// A timed-out request fails with `-32001`-style [`acp_rpc::ErrorCode::REQUEST_TIMED_OUT`]
+/// and the agent is sent `$/cancel_request` for it.
+#[derive(Clone, Debug)]
+pub struct RequestTimeouts {
+    default: Option<Duration>,
+    methods: HashMap<String, Option<Duration>>,
+}
+
+impl RequestTimeouts {
+    /// The default timeout of a request to the agent.
+    pub const DEFAULT: Duration = Duration::from_secs(60);
+
+    /// Methods that wait on a person (or run as long as the work takes): no timeout by
+    /// default.
+    pub const UNTIMED: &'static [&'static str] = &[
+        acp_types::v1::names::SESSION_PROMPT,
+        acp_types::v1::names::AUTHENTICATE,
+        acp_types::v1::names::SESSION_REQUEST_PERMISSION,
+    ];
+
+    /// `default` for every method except [`RequestTimeouts::UNTIMED`] (none for those).
+    pub fn new(default: Option<Duration>) -> Self {
+        let methods = Self::UNTIMED
+            .iter()
+            .map(|m| ((*m).to_owned(), None))
+            .collect();
+        RequestTimeouts { default, methods }
+    }
+
+    /// No timeout for any request (the behaviour before timeouts existed).
+    pub fn none() -> Self {
+        RequestTimeouts {
+            default: None,
+            methods: HashMap::new(),
+        }
+    }
+
+    /// Sets the timeout of `method` (`None`: no timeout).
+    #[must_use]
+    pub fn method(mut self, method: impl Into<String>, timeout: Option<Duration>) -> Self {
+        self.methods.insert(method.into(), timeout);
+        self
+    }
+
+    /// The timeout that applies to `method`.
+    pub fn for_method(&self, method: &str) -> Option<Duration> {
+        match self.methods.get(method) {
+            Some(timeout) => *timeout,
+            None => self.default,
+        }
+    }
+
+    fn options(&self, method: &str) -> CallOptions {
+        match self.for_method(method) {
+            Some(after) => CallOptions::default().timeout(after),
+            None => CallOptions::default(),
+        }
+    }
+}
+
+impl Default for RequestTimeouts {
+    /// [`RequestTimeouts::DEFAULT`] for every method except [`RequestTimeouts::UNTIMED`].
+    fn default() -> Self {
+        Self::new(Some(Self::DEFAULT))
+    }
+}
+
 /// A typed, cloneable handle to the agent: one method per v1 agent method.
 #[derive(Clone)]
 pub struct AgentHandle {
     peer: Peer,
     subscribers: Subscribers,
+    timeouts: Arc<RequestTimeouts>,
 }
 
 impl std::fmt::Debug for AgentHandle {
@@ -116,7 +199,20 @@ impl AgentHandle {
     where
         P::Response: Send + 'static,
     {
-        self.peer.typed_request(params).await
+        let options = self.timeouts.options(P::METHOD);
+        self.peer.typed_request_with(params, options).await
+    }
+
+    /// This handle with other request timeouts (see [`RequestTimeouts`]).
+    #[must_use]
+    pub fn with_timeouts(mut self, timeouts: RequestTimeouts) -> Self {
+        self.timeouts = Arc::new(timeouts);
+        self
+    }
+
+    /// The request timeouts this handle applies.
+    pub fn timeouts(&self) -> &RequestTimeouts {
+        &self.timeouts
     }
 
     /// Sends any v1 notification.
@@ -150,12 +246,56 @@ impl AgentHandle {
         self.request(&params).await
     }
 
-    /// `session/load` (the agent replays history as `session/update`s before answering).
+    /// `session/load` (the agent replays history as `session/update`s before answering;
+    /// they reach [`Client::session_update`]). See [`AgentHandle::load_session_history`] to
+    /// get them with the answer.
     pub async fn load_session(
         &self,
         params: LoadSessionRequest,
     ) -> Result<LoadSessionResponse, Error> {
         self.request(&params).await
+    }
+
+    /// `session/load` with the replayed history: every `session/update` of the session that
+    /// arrived before the answer, in order (also passed to [`Client::session_update`]).
+    ///
+    /// The session's route is installed before the request is written, so no replayed update
+    /// can slip past it, and acp-rpc's ordering guarantee (a response is delivered after the
+    /// handlers of the notifications read before it) makes the history complete when the
+    /// answer arrives. The history is held in memory.
+    pub async fn load_session_history(
+        &self,
+        params: LoadSessionRequest,
+    ) -> Result<LoadedSession, Error> {
+        let (tx, mut rx) = mpsc::channel(PROMPT_STREAM_BUFFER);
+        let key = self.subscribers.subscribe(params.session_id.clone(), tx);
+        let route = Route(&self.subscribers, key);
+        let request = self.load_session(params);
+        tokio::pin!(request);
+        let mut history = Vec::new();
+        // Drained while the request runs: the route's buffer is bounded, and a full one makes
+        // the connection wait for it.
+        let response = loop {
+            tokio::select! {
+                biased;
+                Some(event) = rx.recv() => {
+                    if let PromptEvent::Update(update) = event {
+                        history.push(update);
+                    }
+                }
+                response = &mut request => break response,
+            }
+        };
+        drop(route);
+        while let Ok(event) = rx.try_recv() {
+            if let PromptEvent::Update(update) = event {
+                history.push(update);
+            }
+        }
+        Ok(LoadedSession {
+            response: response?,
+            history,
+        })
     }
 
     /// `session/list`.
@@ -220,7 +360,8 @@ impl AgentHandle {
 
     /// An extension request (`method` should start with `_`), raw params and result.
     pub async fn ext_method(&self, method: &str, params: Value) -> Result<Value, Error> {
-        self.peer.request(method, &params).await
+        let options = self.timeouts.options(method);
+        self.peer.request_with(method, &params, options).await
     }
 
     /// An extension notification (`method` should start with `_`).
@@ -234,19 +375,25 @@ impl AgentHandle {
     /// Completeness relies on acp-rpc's **ordering guarantee**: the response to a request is
     /// delivered only after the handlers of all notifications that arrived before it have
     /// completed, so every update the agent wrote before its prompt response is in the stream
-    /// before `Done`. Updates are also passed to [`Client::session_update`] as usual. The
-    /// stream buffers without bound (a bounded buffer would stall the connection's
-    /// notification worker); consume it. Dropping the stream abandons the request (acp-rpc
-    /// sends `$/cancel_request`); use [`AgentHandle::cancel`] for a polite stop.
+    /// before `Done`. Updates are also passed to [`Client::session_update`] as usual.
+    ///
+    /// The stream buffers at most [`PROMPT_STREAM_BUFFER`] updates. When it is full the
+    /// connection waits for the stream to be read (back-pressure: its notification worker
+    /// and then its reader pause, and the agent's writes block on the full pipe), so memory
+    /// stays bounded however fast the agent streams. Keep calling [`PromptStream::next`]
+    /// while the turn runs (or drop the stream): awaiting another request to the same agent
+    /// without reading a full stream would wait forever. Dropping the stream abandons the
+    /// request (acp-rpc sends `$/cancel_request`); use [`AgentHandle::cancel`] for a polite
+    /// stop.
     pub fn prompt_stream(&self, params: PromptRequest) -> PromptStream {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(PROMPT_STREAM_BUFFER);
         let key = self
             .subscribers
             .subscribe(params.session_id.clone(), tx.clone());
         let handle = self.clone();
         let task = tokio::spawn(async move {
             let result = handle.prompt(params).await;
-            let _ = tx.send(PromptEvent::Done(result));
+            let _ = tx.send(PromptEvent::Done(result)).await;
         });
         PromptStream {
             rx,
@@ -255,6 +402,27 @@ impl AgentHandle {
             key,
             done: false,
         }
+    }
+}
+
+/// How many updates a [`PromptStream`] holds before the connection waits for it to be read.
+pub const PROMPT_STREAM_BUFFER: usize = 256;
+
+/// A session loaded with [`AgentHandle::load_session_history`].
+#[derive(Debug)]
+pub struct LoadedSession {
+    /// The agent's answer (modes, config options).
+    pub response: LoadSessionResponse,
+    /// The replayed conversation, in the order the agent sent it.
+    pub history: Vec<SessionUpdate>,
+}
+
+/// A session's update route, removed when dropped (also if the request is abandoned).
+struct Route<'a>(&'a Subscribers, (SessionId, u64));
+
+impl Drop for Route<'_> {
+    fn drop(&mut self) {
+        self.0.unsubscribe(&self.1);
     }
 }
 
@@ -272,7 +440,7 @@ pub enum PromptEvent {
 /// A prompt turn in progress; see [`AgentHandle::prompt_stream`].
 #[derive(Debug)]
 pub struct PromptStream {
-    rx: mpsc::UnboundedReceiver<PromptEvent>,
+    rx: mpsc::Receiver<PromptEvent>,
     task: tokio::task::JoinHandle<()>,
     subscribers: Subscribers,
     key: (SessionId, u64),
@@ -323,7 +491,7 @@ impl Drop for PromptStream {
     }
 }
 
-type SubscriberMap = HashMap<SessionId, Vec<(u64, mpsc::UnboundedSender<PromptEvent>)>>;
+type SubscriberMap = HashMap<SessionId, Vec<(u64, mpsc::Sender<PromptEvent>)>>;
 
 /// Prompt streams waiting for updates, by session.
 #[derive(Clone, Default, Debug)]
@@ -337,11 +505,7 @@ impl Subscribers {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn subscribe(
-        &self,
-        session: SessionId,
-        tx: mpsc::UnboundedSender<PromptEvent>,
-    ) -> (SessionId, u64) {
+    fn subscribe(&self, session: SessionId, tx: mpsc::Sender<PromptEvent>) -> (SessionId, u64) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.lock()
             .entry(session.clone())
@@ -360,13 +524,15 @@ impl Subscribers {
         }
     }
 
-    /// Hands a copy of the update to every stream of its session.
-    pub(crate) fn deliver(&self, n: &SessionNotification) {
-        let map = self.lock();
-        if let Some(list) = map.get(&n.session_id) {
-            for (_, tx) in list {
-                let _ = tx.send(PromptEvent::Update(n.update.clone()));
-            }
+    /// Hands a copy of the update to every stream of its session, waiting while a stream
+    /// is full (a dropped stream fails the send at once).
+    pub(crate) async fn deliver(&self, n: &SessionNotification) {
+        let streams: Vec<mpsc::Sender<PromptEvent>> = match self.lock().get(&n.session_id) {
+            Some(list) => list.iter().map(|(_, tx)| tx.clone()).collect(),
+            None => return,
+        };
+        for tx in streams {
+            let _ = tx.send(PromptEvent::Update(n.update.clone())).await;
         }
     }
 }

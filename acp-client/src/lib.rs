@@ -61,4 +61,7 @@ pub use acp_types::Dialect;
 /// Re-exported so `Client` impls can use `#[async_trait]` without their own dependency.
 pub use async_trait::async_trait;
 pub use client::Client;
-pub use connection::{AgentHandle, ClientConnection, PromptEvent, PromptStream};
+pub use connection::{
+    AgentHandle, ClientConnection, LoadedSession, PROMPT_STREAM_BUFFER, PromptEvent, PromptStream,
+    RequestTimeouts,
+};

@@ -6,17 +6,17 @@
 //! use acp_client::negotiate::NegotiateOptions;
 //! use acp_client::process::{AgentCommand, AgentProcess};
 //! use acp_client::{Client, Dialect};
+//! use acp_types::v1::*;
 //!
 //! struct Printer;
 //! impl Client for Printer {}
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut agent = AgentProcess::spawn(&AgentCommand::new("my-agent"))?;
-//! let options = NegotiateOptions::new(serde_json::from_value(serde_json::json!({
-//!     "protocolVersion": 1,
-//!     "clientCapabilities": {"fs": {"readTextFile": true}}
-//! }))?)
-//! .with_dialects([Dialect::V1, Dialect::Legacy009]);
+//! let init = InitializeRequest::new(ProtocolVersion::V1).client_capabilities(
+//!     ClientCapabilities::new().fs(FileSystemCapabilities::new().read_text_file(true)),
+//! );
+//! let options = NegotiateOptions::new(init).with_dialects([Dialect::V1, Dialect::Legacy009]);
 //! let negotiated = agent.negotiate(Printer, options).await?;
 //! println!("the agent speaks {}", negotiated.dialect);
 //! let conn = negotiated.connection; // v1 from here on, whatever the agent speaks

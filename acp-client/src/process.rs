@@ -343,28 +343,62 @@ impl AgentProcess {
         }
     }
 
-    /// Graceful shutdown: closes the agent's stdin (and the connection made by
-    /// [`AgentProcess::connect`]), waits up to `grace` for it to exit, then kills its process
-    /// group. Returns the exit status.
+    /// Graceful shutdown, in three steps, each given up to `grace`:
+    ///
+    /// 1. closes the agent's stdin (and the connection made by [`AgentProcess::connect`])
+    ///    and waits for the agent to exit by itself;
+    /// 2. if it has not, or helpers it started are still running in its process group,
+    ///    sends SIGTERM to the group and waits for the agent and the group to be gone;
+    /// 3. only then sends SIGKILL to whatever is left.
+    ///
+    /// An agent that exits cleanly on EOF and leaves nothing behind gets no signal at all,
+    /// and helpers get SIGTERM (a chance to clean up their temporary files) before any
+    /// SIGKILL. Returns the agent's exit status. Dropping an `AgentProcess` instead kills
+    /// the group at once.
     pub async fn shutdown(mut self, grace: Duration) -> Result<ExitStatus, ProcessError> {
         self.stdin.take();
         if let Some(conn) = self.connection.take() {
             conn.close();
         }
-        let status = match tokio::time::timeout(grace, self.child.wait()).await {
-            Ok(r) => r,
-            Err(_) => {
-                self.kill_group();
-                let _ = self.child.start_kill();
-                self.child.wait().await
+        let mut status = tokio::time::timeout(grace, self.child.wait()).await.ok();
+        if status.is_none() || self.group_alive() {
+            if let Some(pgid) = self.pgid {
+                signal_process_group(pgid, "TERM");
             }
-        };
-        // Grandchildren may outlive the leader: clean the group up either way.
-        self.kill_group();
+            let deadline = tokio::time::Instant::now() + grace;
+            if status.is_none() {
+                status = tokio::time::timeout_at(deadline, self.child.wait())
+                    .await
+                    .ok();
+            }
+            while self.group_alive() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        }
+        if status.is_none() || self.group_alive() {
+            tracing::debug!(command = %self.command, "agent outlived SIGTERM: SIGKILL");
+            self.kill_group();
+            let _ = self.child.start_kill();
+            if status.is_none() {
+                status = Some(self.child.wait().await);
+            }
+        }
+        let status = status.expect("waited above");
         status.map_err(|source| ProcessError::Wait {
             command: self.command.clone(),
             source,
         })
+    }
+
+    /// Whether any process of the agent's group is still running (zombies waiting to be
+    /// reaped do not count: in a container PID 1 may never reap them).
+    fn group_alive(&self) -> bool {
+        let Some(pgid) = self.pgid else { return false };
+        match group_has_live_process(pgid) {
+            Some(alive) => alive,
+            // No /proc: ask the system (zombies count there).
+            None => signal_process_group(pgid, "0"),
+        }
     }
 
     /// Kills the whole process group now (SIGKILL), without waiting.
@@ -387,16 +421,49 @@ impl AgentProcess {
 /// something other than "signal the group <pgid>" and signals far more than the group
 /// (found the hard way: it took down the test runner's shell).
 pub(crate) fn kill_process_group(pgid: u32) {
+    signal_process_group(pgid, "KILL");
+}
+
+/// Whether `/proc` lists a process of group `pgid` that is not a zombie; `None` without a
+/// readable `/proc`.
+fn group_has_live_process(pgid: u32) -> Option<bool> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let pgid = pgid.to_string();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+        let Some((_, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let mut fields = rest.split(' ');
+        let (state, _ppid, pgrp) = (fields.next(), fields.next(), fields.next());
+        if pgrp == Some(pgid.as_str()) && !matches!(state, Some("Z" | "X")) {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// Sends `signal` (a name such as `TERM`, or `0` to only test for existence) to process
+/// group `pgid` with the system `kill` program; `true` if some process received it.
+fn signal_process_group(pgid: u32, signal: &str) -> bool {
     // 0 would mean our own group and 1 would mean every process: never.
     if pgid <= 1 {
-        return;
+        return false;
     }
-    let _ = std::process::Command::new("kill")
-        .args(["-s", "KILL", "--", &format!("-{pgid}")])
+    std::process::Command::new("kill")
+        .args(["-s", signal, "--", &format!("-{pgid}")])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .status();
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 impl Drop for AgentProcess {

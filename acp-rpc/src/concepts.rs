@@ -33,7 +33,9 @@
 //!   the rest wait for a slot *without* stopping the reader, so responses to the handlers'
 //!   own requests keep arriving (a handler may await a request to the peer while the peer
 //!   does the same: no deadlock). Responses are written as soon as they are ready, in any
-//!   order. Queued requests are held in memory (each is a small task plus its params).
+//!   order. Waiting requests are held in memory (each is a small task plus its params),
+//!   at most [`Config::max_unanswered_requests`](crate::Config::max_unanswered_requests) of
+//!   them (see *Limits and backpressure*).
 //! * Notifications are handled one at a time, in arrival order, by one worker task.
 //! * **Ordering guarantee**: the response to one of our requests is delivered to its caller
 //!   only after the handlers of all notifications that arrived *before* it have completed.
@@ -66,7 +68,7 @@
 //! | input | reply |
 //! | --- | --- |
 //! | malformed JSON, invalid UTF-8 | `-32700`, `id: null` |
-//! | valid JSON that is not a message (wrong types, no method and no result/error, `jsonrpc` missing or not `"2.0"`, null or non-integer/string request id) | `-32600`, `id: null` |
+//! | valid JSON that is not a message (wrong types, no method and no result/error, `jsonrpc` missing, null or non-integer/string request id, named exactly as sent) | `-32600`, `id: null` |
 //! | a batch (JSON array) | `-32600`, `id: null`, "batches are not supported" (like the official TypeScript SDK) |
 //! | a line longer than the limit | `-32600`, `id: null` |
 //! | unknown method | `-32601` with the request's id (unknown notification: logged, ignored) |
@@ -74,7 +76,9 @@
 //! | a handler error | that error |
 //! | a handler panic | `-32603` for that request only |
 //! | a request whose id is still in flight | `-32600` with that id (the first request still gets its own answer) |
-//! | a response for an unknown id | logged, ignored |
+//! | a `jsonrpc` other than `"2.0"` on a request | `-32600` with the request's id |
+//! | a response for an unknown id (malformed ones included) | logged, ignored |
+//! | a malformed response (result and error, neither) to a request of ours | the caller gets the error; `-32600`, `id: null` |
 //!
 //! Local errors: [`ErrorCode::CONNECTION_CLOSED`](crate::ErrorCode::CONNECTION_CLOSED)
 //! (`-32099`) and [`ErrorCode::REQUEST_TIMED_OUT`](crate::ErrorCode::REQUEST_TIMED_OUT)
@@ -83,10 +87,24 @@
 //! # Limits and backpressure
 //!
 //! * [`Config::max_message_size`](crate::Config::max_message_size) (default 64 MiB): a longer
-//!   line is dropped as it streams in, never assembled; the reader holds at most about
-//!   twice the limit (buffer growth) plus one read chunk, and goes on with the next line.
+//!   line is dropped as it streams in, never assembled whole: the reader holds at most the
+//!   limit (what it must read before the line proves too long) plus one read chunk, gives
+//!   that memory back once the line is skipped, and goes on with the next line.
 //! * The outgoing queue is bounded ([`Config::outgoing_queue`](crate::Config::outgoing_queue)):
 //!   when the peer reads slowly, `notify`/`request` (and handler responses) wait.
+//! * **Bounded admission**: at most
+//!   [`Config::max_unanswered_requests`](crate::Config::max_unanswered_requests) (1024)
+//!   incoming requests are read and not yet answered. At the cap the reader stops reading;
+//!   the peer's further writes fill the OS pipe and block it. Nothing is refused or lost:
+//!   reading resumes as answers are queued. A handler awaiting the peer's answer to its own
+//!   request stops counting, so the reader stays free to read that answer.
+//! * **No deadlock between two peers**: a reader stops only at the admission cap, and our
+//!   own requests awaiting answers are capped lower
+//!   ([`Config::max_pending_requests`](crate::Config::max_pending_requests), 512; calls
+//!   made by request handlers excepted, each bounded by a request of the peer's we
+//!   admitted). So a peer on the same defaults never holds enough of our requests to
+//!   reach its cap: its reader never stops for admission, and answers keep flowing both
+//!   ways however many calls each side makes at once (tested with 10,000 each way).
 //!
 //! # Shutdown
 //!

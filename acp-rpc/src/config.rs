@@ -108,9 +108,27 @@ pub struct Config {
     /// Capacity of the outgoing message queue; when full, `notify`/`request` wait
     /// (backpressure). Default 1024 messages.
     pub outgoing_queue: usize,
-    /// Maximum number of incoming request handlers running at once; further requests queue
-    /// (reading goes on). Default 256.
+    /// Maximum number of incoming request handlers running at once; further requests wait
+    /// for a slot (up to [`Config::max_unanswered_requests`] of them). Default 256.
     pub max_concurrent_handlers: usize,
+    /// Maximum number of incoming requests read but not yet answered (their handler is
+    /// queued, running, or its answer waits for room in the outgoing queue). At the cap the
+    /// reader stops reading until one is answered, so a peer that floods us with requests
+    /// and does not read our answers is pushed back by its own full pipe instead of growing
+    /// our memory; no request is refused and no answer is lost. A handler awaiting the
+    /// peer's answer to a request of its own stops counting (the reader must stay free to
+    /// read that answer), so two peers whose handlers call each other cannot deadlock.
+    /// Default 1024.
+    pub max_unanswered_requests: usize,
+    /// Maximum number of our own requests awaiting the peer's answer; further calls wait
+    /// for one to be answered before they are sent. Default 512, half the default
+    /// [`Config::max_unanswered_requests`]: two peers on the defaults never hold more of
+    /// each other's requests than their admission cap, so neither reader ever stops for
+    /// the cap, and their floods cannot deadlock each other. Requests a request handler
+    /// sends while it runs are not counted (they are bounded by the peer's requests we
+    /// admitted, and counting them could deadlock two peers whose handlers call each
+    /// other); notifications in a dialect without them are requests and are counted.
+    pub max_pending_requests: usize,
     /// Capacity of the ordered queue that feeds the notification worker (notifications, and
     /// responses that must wait for them). When full, the reader waits. Default 1024.
     pub ordered_queue: usize,
@@ -146,6 +164,8 @@ impl Default for Config {
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             outgoing_queue: 1024,
             max_concurrent_handlers: 256,
+            max_unanswered_requests: 1024,
+            max_pending_requests: 512,
             ordered_queue: 1024,
             default_timeout: None,
             cancel_on_drop: true,
@@ -164,6 +184,8 @@ impl std::fmt::Debug for Config {
             .field("max_message_size", &self.max_message_size)
             .field("outgoing_queue", &self.outgoing_queue)
             .field("max_concurrent_handlers", &self.max_concurrent_handlers)
+            .field("max_unanswered_requests", &self.max_unanswered_requests)
+            .field("max_pending_requests", &self.max_pending_requests)
             .field("ordered_queue", &self.ordered_queue)
             .field("default_timeout", &self.default_timeout)
             .field("cancel_on_drop", &self.cancel_on_drop)
@@ -193,6 +215,18 @@ impl Config {
     #[must_use]
     pub fn with_max_concurrent_handlers(mut self, n: usize) -> Self {
         self.max_concurrent_handlers = n.max(1);
+        self
+    }
+    /// Sets [`Config::max_unanswered_requests`] (at least 1).
+    #[must_use]
+    pub fn with_max_unanswered_requests(mut self, n: usize) -> Self {
+        self.max_unanswered_requests = n.max(1);
+        self
+    }
+    /// Sets [`Config::max_pending_requests`] (at least 1).
+    #[must_use]
+    pub fn with_max_pending_requests(mut self, n: usize) -> Self {
+        self.max_pending_requests = n.max(1);
         self
     }
     /// Sets [`Config::ordered_queue`] (at least 1).

@@ -5,15 +5,14 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use async_trait::async_trait;
-use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
-use crate::connection::Shared;
 use crate::error::Error;
 use crate::message::RequestId;
 use crate::outgoing::Peer;
 use crate::params::Params;
+use crate::state::Shared;
 
 /// Serves incoming requests and notifications.
 ///
@@ -89,6 +88,18 @@ pub trait Handler: Send + Sync + 'static {
         None
     }
 
+    /// Sees every incoming request and notification in the order they were read, on the
+    /// reader, before any of them is dispatched: requests run concurrently and
+    /// notifications on their own worker, so this is the one place where their arrival
+    /// order is known. A handler that must relate a notification to requests read before
+    /// it (ACP's `session/cancel` stops the prompt read *before* it, not one read after)
+    /// records what it needs here. It runs on the reader: keep it quick, never block.
+    /// `$/cancel_request`, duplicate request ids and lines that are not messages are not
+    /// offered. The default does nothing.
+    fn arrived(&self, arrival: Arrival<'_>) {
+        let _ = arrival;
+    }
+
     /// Handles a notification decoded by [`Handler::decode_notification`]. An error is
     /// only logged. The default drops it as an unknown method.
     async fn handle_decoded_notification(
@@ -99,6 +110,21 @@ pub trait Handler: Send + Sync + 'static {
         let _ = cx;
         Err(Error::method_not_found(notification.method()))
     }
+}
+
+/// An incoming request or notification as [`Handler::arrived`] sees it.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct Arrival<'a> {
+    /// Its place in the arrival order, counting requests and notifications from 0.
+    pub seq: u64,
+    /// The method.
+    pub method: &'a str,
+    /// The id of a request; `None` for a notification.
+    pub id: Option<&'a RequestId>,
+    /// The raw params text (`None` when absent or `null`). For a notification of the usual
+    /// shape (see [`Handler::decode_notification`]) it has not been validated yet.
+    pub params: Option<&'a str>,
 }
 
 /// A notification whose params [`Handler::decode_notification`] decoded in the reader: the
@@ -143,69 +169,7 @@ impl std::fmt::Debug for DecodedNotification {
     }
 }
 
-/// A successful request result: raw JSON, or a value serialized only when its response
-/// is written (straight into the writer's reused buffer).
-///
-/// A value that fails to serialize (or panics doing so) is answered with `-32603`
-/// ("result failed to serialize"), like [`to_raw`](crate::to_raw) in a handler would.
-pub struct Reply(pub(crate) ReplyBody);
-
-pub(crate) enum ReplyBody {
-    Raw(Box<RawValue>),
-    Value(Box<dyn WriteJson>),
-}
-
-/// A value that can write itself as JSON into the writer's buffer.
-pub(crate) trait WriteJson: Send {
-    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()>;
-    fn to_raw(&self) -> serde_json::Result<Box<RawValue>>;
-}
-
-impl<T: Serialize + Send> WriteJson for T {
-    fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
-        serde_json::to_writer(out, self)
-    }
-    fn to_raw(&self) -> serde_json::Result<Box<RawValue>> {
-        serde_json::value::to_raw_value(self)
-    }
-}
-
-impl Reply {
-    /// A value to be serialized when the response is written.
-    pub fn new<T: Serialize + Send + 'static>(value: T) -> Reply {
-        Reply(ReplyBody::Value(Box::new(value)))
-    }
-
-    /// Raw JSON, written as it is (line breaks turned into spaces).
-    pub fn raw(raw: Box<RawValue>) -> Reply {
-        Reply(ReplyBody::Raw(raw))
-    }
-
-    /// The result as raw JSON (`-32603` if the value does not serialize).
-    pub fn into_raw(self) -> Result<Box<RawValue>, Error> {
-        match self.0 {
-            ReplyBody::Raw(raw) => Ok(raw),
-            ReplyBody::Value(value) => value
-                .to_raw()
-                .map_err(|e| Error::internal_error(format!("result failed to serialize: {e}"))),
-        }
-    }
-}
-
-impl From<Box<RawValue>> for Reply {
-    fn from(raw: Box<RawValue>) -> Self {
-        Reply::raw(raw)
-    }
-}
-
-impl std::fmt::Debug for Reply {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.0 {
-            ReplyBody::Raw(raw) => f.debug_tuple("Reply").field(raw).finish(),
-            ReplyBody::Value(_) => f.write_str("Reply(<value>)"),
-        }
-    }
-}
+pub use crate::reply::Reply;
 
 /// A handler that serves nothing: every request gets `-32601`.
 #[async_trait]

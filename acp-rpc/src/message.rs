@@ -110,13 +110,23 @@ pub(crate) enum Parsed<'a> {
     Response(BorrowedResponse<'a>),
 }
 
-/// Why a line is not a message, with the reply it deserves (always sent with `id: null`).
+/// Why a line is not a message, with the reply it deserves.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ParseFailure {
     /// The error to reply with (`-32700` or `-32600`).
     pub error: Error,
     /// For a malformed response: the id it carried, so a waiting caller can be failed.
     pub response_id: Option<RequestId>,
+    /// Whether the line is a response (no `"method"`, a `"result"` or an `"error"`). A
+    /// malformed response is answered only when it names a request of ours that was
+    /// waiting (its caller is told too); to an unknown id it is not answered: answering could
+    /// start a reply loop between two peers, and nobody waits for it.
+    pub is_response: bool,
+    /// For a request that is rejected whole because its `"jsonrpc"` is not `"2.0"`: its id,
+    /// which the error reply echoes so the sender can match it. `None`: the reply has
+    /// `id: null`.
+    pub request_id: Option<RequestId>,
 }
 
 fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
@@ -131,8 +141,8 @@ where
 struct Envelope<'a> {
     #[serde(default, borrow)]
     jsonrpc: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default, deserialize_with = "present")]
-    id: Option<Value>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
     #[serde(default)]
     method: Option<String>,
     #[serde(default, deserialize_with = "present")]
@@ -147,6 +157,8 @@ fn parse_error(e: &serde_json::Error) -> ParseFailure {
     ParseFailure {
         error: Error::parse_error(format!("parse error: {e}")),
         response_id: None,
+        is_response: false,
+        request_id: None,
     }
 }
 
@@ -154,15 +166,27 @@ fn invalid(message: impl Into<String>) -> ParseFailure {
     ParseFailure {
         error: Error::invalid_request(message),
         response_id: None,
+        is_response: false,
+        request_id: None,
     }
 }
 
-fn id_from_value(v: &Value) -> Option<RequestId> {
-    match v {
-        Value::Number(n) => n.as_i64().map(RequestId::Int),
-        Value::String(s) => Some(RequestId::Str(s.clone())),
-        _ => None,
+/// A JSON id as this crate keeps it: an integer that fits `i64` or a string. `None` for
+/// anything else (`null`, a fraction, an integer past `i64`, an object...), which callers
+/// report with the id's text exactly as received (`2^70` stays `1180591620717411303424`,
+/// not a float's rendering).
+fn id_from_raw(raw: &RawValue) -> Option<RequestId> {
+    let text = raw.get();
+    if text.starts_with('"') {
+        return serde_json::from_str::<String>(text)
+            .ok()
+            .map(RequestId::Str);
     }
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<i64>().ok().map(RequestId::Int)
 }
 
 fn non_null(raw: Option<Box<RawValue>>) -> Option<Box<RawValue>> {
@@ -220,11 +244,21 @@ pub(crate) fn parse_line<'a>(
             });
         }
     };
-    match env.jsonrpc.as_deref() {
-        Some("2.0") => {}
-        Some(other) => return Err(invalid(format!("unsupported jsonrpc version {other:?}"))),
-        None if dialect.accept_missing_jsonrpc => {}
-        None => return Err(invalid("missing \"jsonrpc\": \"2.0\"")),
+    let is_response = env.method.is_none() && (env.result.is_some() || env.error.is_some());
+    let version_error = match env.jsonrpc.as_deref() {
+        Some("2.0") => None,
+        // A request of another version still has an id its sender can match: echo it.
+        Some(other) => Some((format!("unsupported jsonrpc version {other:?}"), true)),
+        None if dialect.accept_missing_jsonrpc => None,
+        None => Some(("missing \"jsonrpc\": \"2.0\"".to_owned(), false)),
+    };
+    if let Some((message, echo_id)) = version_error {
+        let mut failure = invalid(message);
+        failure.is_response = is_response;
+        if echo_id && env.method.is_some() {
+            failure.request_id = env.id.and_then(id_from_raw);
+        }
+        return Err(failure);
     }
     if let Some(method) = env.method {
         return match env.id {
@@ -232,28 +266,32 @@ pub(crate) fn parse_line<'a>(
                 method,
                 params: non_null(env.params),
             })),
-            Some(Value::Null) => Err(invalid("request id must not be null")),
-            Some(v) => match id_from_value(&v) {
+            Some(raw) if raw.get() == "null" => Err(invalid("request id must not be null")),
+            Some(raw) => match id_from_raw(raw) {
                 Some(id) => Ok(Parsed::Request(Request {
                     id,
                     method,
                     params: non_null(env.params),
                 })),
                 None => Err(invalid(format!(
-                    "request id must be an integer or a string, got {v}"
+                    "request id must be an integer or a string, got {}",
+                    raw.get()
                 ))),
             },
         };
     }
-    let id = match &env.id {
+    let id = match env.id {
         None => return Err(invalid("message has neither \"method\" nor \"id\"")),
-        Some(Value::Null) => None,
-        Some(v) => match id_from_value(v) {
+        Some(raw) if raw.get() == "null" => None,
+        Some(raw) => match id_from_raw(raw) {
             Some(id) => Some(id),
             None => {
-                return Err(invalid(format!(
-                    "response id must be an integer or a string, got {v}"
-                )));
+                let mut failure = invalid(format!(
+                    "response id must be an integer or a string, got {}",
+                    raw.get()
+                ));
+                failure.is_response = is_response;
+                return Err(failure);
             }
         },
     };
@@ -264,16 +302,17 @@ pub(crate) fn parse_line<'a>(
             Err(e) => Error::internal_error(format!("peer sent a malformed error object: {e}")),
         }),
         (Some(_), Some(_)) => {
-            return Err(ParseFailure {
-                error: Error::invalid_request("response has both \"result\" and \"error\""),
-                response_id: id,
-            });
+            let mut failure = invalid("response has both \"result\" and \"error\"");
+            failure.response_id = id;
+            failure.is_response = true;
+            return Err(failure);
         }
         (None, None) => {
-            return Err(ParseFailure {
-                error: Error::invalid_request("response has neither \"result\" nor \"error\""),
-                response_id: id,
-            });
+            // No method, no result, no error: not recognisably a response (a request that
+            // lost its method, say), so it is answered.
+            let mut failure = invalid("response has neither \"result\" nor \"error\"");
+            failure.response_id = id;
+            return Err(failure);
         }
     };
     Ok(Parsed::Response(BorrowedResponse { id, result }))
@@ -363,7 +402,19 @@ fn write_str(buf: &mut Vec<u8>, s: &str) {
 pub(crate) fn write_raw(buf: &mut Vec<u8>, raw: &str) {
     let start = buf.len();
     buf.extend_from_slice(raw.as_bytes());
-    crate::writer::blank_line_breaks(&mut buf[start..]);
+    blank_line_breaks(&mut buf[start..]);
+}
+
+/// Turns every line break into a space: raw JSON may contain them only as whitespace, and
+/// they would break newline framing.
+pub(crate) fn blank_line_breaks(json: &mut [u8]) {
+    if memchr::memchr2(b'\n', b'\r', json).is_some() {
+        for b in json {
+            if *b == b'\n' || *b == b'\r' {
+                *b = b' ';
+            }
+        }
+    }
 }
 
 /// Writes `,"params":<params>` unless it is null and the dialect omits null params.
@@ -421,7 +472,7 @@ pub(crate) fn write_notification<P: Serialize + ?Sized>(
 }
 
 /// Writes the envelope of a successful response up to and including `"result":`; the
-/// result and a closing `}` follow (see [`crate::writer::Outgoing::Response`]).
+/// result and a closing `}` follow (see `Outgoing::Response` in the state module).
 pub(crate) fn write_response_head(buf: &mut Vec<u8>, dialect: &Dialect, id: Option<&RequestId>) {
     write_head(buf, dialect);
     write_id(buf, id);

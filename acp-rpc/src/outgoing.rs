@@ -12,9 +12,9 @@ use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use crate::connection::{Deliver, Pending, Shared, Waiter, lock};
 use crate::error::{CloseReason, Error, ErrorCode};
 use crate::message::{write_notification, write_request};
+use crate::state::{Deliver, Pending, Shared, Waiter, in_request_handler, lock, release_slot};
 
 /// The method of the cancellation notification (params `{"requestId": <id>}`).
 pub const CANCEL_METHOD: &str = "$/cancel_request";
@@ -161,6 +161,16 @@ impl Peer {
         let shared = &*self.shared;
         let mut buf = Vec::with_capacity(96);
         write_request(&mut buf, &shared.config.dialect, id, method, params)?;
+        // At most `max_pending_requests` of ours await answers, so the peer never holds
+        // more unanswered requests of ours than its admission cap and its reader keeps
+        // reading. A call made by a request handler (an answer in the making) is exempt:
+        // it is bounded by the peer's requests we admitted, and capping it could leave two
+        // peers whose handlers call each other each waiting for the other's slots.
+        let _slot = if in_request_handler() {
+            None
+        } else {
+            Some(shared.outgoing_slot().await?)
+        };
         let (tx, rx) = oneshot::channel();
         let deliver: Deliver = Box::new(CallWaiter {
             tx: Some(tx),
@@ -180,7 +190,7 @@ impl Peer {
         shared.send(buf).await?;
         guard.sent = true;
         // A request handler waiting on the peer does not occupy a concurrency slot.
-        let slot = crate::incoming::release_slot();
+        let slot = release_slot();
         let received = match options.timeout.or(shared.config.default_timeout) {
             None => rx.await,
             Some(after) => match tokio::time::timeout(after, rx).await {
@@ -216,9 +226,10 @@ impl Peer {
         if shared.config.dialect.notifications {
             write_notification(&mut buf, &shared.config.dialect, method, params)?;
         } else {
+            let slot = shared.outgoing_slot().await?;
             let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
             write_request(&mut buf, &shared.config.dialect, id, method, params)?;
-            self.register(id, Pending::Discard)?;
+            self.register(id, Pending::Discard(slot))?;
         }
         shared.send(buf).await
     }

@@ -7,41 +7,16 @@ use std::sync::Arc;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use crate::connection::Shared;
 use crate::error::{CloseReason, Error};
-use crate::handler::{Reply, ReplyBody};
-use crate::incoming::panic_message;
-use crate::message::{RequestId, write_response};
+use crate::message::{blank_line_breaks, write_response};
+use crate::reply::ReplyBody;
+use crate::state::{Outgoing, Shared, panic_message};
 use crate::tap::{Direction, TapEvent};
 
 /// Stop adding ready messages to a batch beyond this many bytes.
 const BATCH_BYTES: usize = 256 * 1024;
 /// Give back buffer memory above this size after a batch.
 const KEEP_CAPACITY: usize = 4 * 1024 * 1024;
-
-/// One message queued for the writer.
-pub(crate) enum Outgoing {
-    /// A complete serialized message (no line end).
-    Frame(Vec<u8>),
-    /// A successful response, its result written straight into the batch buffer (a large
-    /// result gets no frame of its own): `head`, then the result (with any line break
-    /// turned into a space), then `}`. A result that fails to serialize is answered with
-    /// `-32603` instead.
-    Response {
-        /// The envelope up to and including `"result":`.
-        head: Vec<u8>,
-        /// The request's id (for the error answer).
-        id: RequestId,
-        /// The result.
-        body: Reply,
-    },
-}
-
-impl From<Vec<u8>> for Outgoing {
-    fn from(frame: Vec<u8>) -> Self {
-        Outgoing::Frame(frame)
-    }
-}
 
 struct Batch {
     buf: Vec<u8>,
@@ -123,18 +98,6 @@ impl Batch {
         self.buf.clear();
         if self.buf.capacity() > KEEP_CAPACITY {
             self.buf = Vec::with_capacity(64 * 1024);
-        }
-    }
-}
-
-/// Turns every line break into a space: raw JSON may contain them only as whitespace, and
-/// they would break newline framing.
-pub(crate) fn blank_line_breaks(json: &mut [u8]) {
-    if memchr::memchr2(b'\n', b'\r', json).is_some() {
-        for b in json {
-            if *b == b'\n' || *b == b'\r' {
-                *b = b' ';
-            }
         }
     }
 }

@@ -16,12 +16,12 @@ async fn messages_without_jsonrpc_are_accepted_and_replies_can_omit_it() {
     raw.send(b"{\"id\":1,\"method\":\"echo\",\"params\":[1]}\n")
         .await;
     assert_eq!(raw.line().await.unwrap(), r#"{"id":1,"result":[1]}"#);
-    // A present but wrong version is still rejected.
+    // A present but wrong version is still rejected, its id echoed.
     raw.send(b"{\"jsonrpc\":\"1.0\",\"id\":2,\"method\":\"echo\"}\n")
         .await;
     assert_eq!(
         raw.line().await.unwrap(),
-        r#"{"id":null,"error":{"code":-32600,"message":"unsupported jsonrpc version \"1.0\""}}"#
+        r#"{"id":2,"error":{"code":-32600,"message":"unsupported jsonrpc version \"1.0\""}}"#
     );
 }
 

@@ -82,7 +82,22 @@ fn cases() -> Vec<Case> {
         case(
             "wrong jsonrpc version",
             b"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"echo\"}\n",
-            vec![err(null.clone(), -32600, "unsupported jsonrpc version \"1.0\"")],
+            vec![err(json!(1), -32600, "unsupported jsonrpc version \"1.0\"")],
+        ),
+        case(
+            "a wrong jsonrpc version echoes a string id too",
+            b"{\"jsonrpc\":\"1.0\",\"id\":\"a\\\"b\",\"method\":\"echo\"}\n",
+            vec![err(json!("a\"b"), -32600, "unsupported jsonrpc version \"1.0\"")],
+        ),
+        case(
+            "a wrong jsonrpc version on a response is not answered",
+            b"{\"jsonrpc\":\"1.0\",\"id\":77,\"result\":1}\n",
+            vec![],
+        ),
+        case(
+            "an id of 2^70 is reported exactly, not as a float",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1180591620717411303424,\"method\":\"echo\"}\n",
+            vec![err(null.clone(), -32600, "request id must be an integer or a string, got 1180591620717411303424")],
         ),
         case(
             "null request id",
@@ -175,9 +190,9 @@ fn cases() -> Vec<Case> {
             vec![err(null.clone(), -32600, "response has neither \"result\" nor \"error\"")],
         ),
         case(
-            "a response with both result and error",
+            "a response with both result and error (unknown id) is not answered",
             b"{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":1,\"error\":{\"code\":1,\"message\":\"m\"}}\n",
-            vec![err(null.clone(), -32600, "response has both \"result\" and \"error\"")],
+            vec![],
         ),
         case("an empty line", b"\n", vec![]),
         case("a CRLF blank line", b"\r\n", vec![]),

@@ -23,9 +23,8 @@ pub mod v0_0_9 {
     //! ```
     //! use acp_types::legacy::v0_0_9::*;
     //!
-    //! let push: PushToolCallResponse =
-    //!     serde_json::from_str(r#"{"type":"PushToolCallResponse","id":3}"#).unwrap();
-    //! assert_eq!(push.id, ToolCallId(3));
+    //! let push = PushToolCallResponse::new(ToolCallId(3));
+    //! assert_eq!(serde_json::to_string(&push).unwrap(), r#"{"id":3}"#);
     //! ```
     pub use crate::generated::legacy_0_0_9::methods::*;
     pub use crate::generated::legacy_0_0_9::types::*;

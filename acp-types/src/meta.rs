@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 /// meta.insert("vendor.example/trace".into(), json!("abc"));
 /// assert_eq!(meta["vendor.example/trace"], "abc");
 ///
-/// let meta: Meta = serde_json::from_value(json!({"a": 1})).unwrap();
+/// let meta: Meta = [("a".to_string(), json!(1))].into_iter().collect();
 /// assert_eq!(meta.get("a"), Some(&json!(1)));
 /// assert_eq!(serde_json::to_value(&meta).unwrap(), json!({"a": 1}));
 /// ```

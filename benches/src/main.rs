@@ -11,6 +11,8 @@ mod official;
 mod ours;
 mod plan;
 mod raw;
+mod store;
+mod store_sqlite;
 mod table;
 
 use std::path::PathBuf;
@@ -33,6 +35,7 @@ const MEASUREMENT_TIMEOUT: Duration = Duration::from_secs(600);
 
 const USAGE: &str = "\
 usage: acp-bench [options]
+       acp-bench store [options]   (the session store figures; acp-bench store --help)
   --runs N          runs per scenario and implementation; medians are reported (default 5)
   --quick           smaller sizes (a quick look, not for publishing)
   --smoke           tiny sizes, one run (what the test suite runs)
@@ -157,6 +160,12 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some(PEER_ARG) {
         return peer(args.get(1).map_or("", String::as_str));
+    }
+    if args.first().map(String::as_str) == Some(store::STORE_PEER_ARG) {
+        return store::peer(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("store") {
+        return store::main(&args[1..]);
     }
     let options = match Options::parse(&args) {
         Ok(o) => o,

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use acp_agent::store::SessionStore;
 use acp_agent::types::{
     ClientCapabilities, ContentBlock, FileSystemCapabilities, Implementation, InitializeRequest,
     InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
@@ -105,6 +106,18 @@ pub async fn serve_stdio() {
     conn.closed().await;
 }
 
+/// [`serve_stdio`] with the sessions kept in `store`.
+pub async fn serve_stdio_stored(store: Arc<dyn SessionStore>) {
+    let conn = acp_agent::serve_with_store(
+        BenchAgent::default(),
+        store,
+        acp_rpc::stdio::stdin(),
+        acp_rpc::stdio::stdout(),
+        Config::default(),
+    );
+    conn.closed().await;
+}
+
 /// The benchmark client: answers reads, checks chunks.
 pub struct BenchClient {
     check: Arc<ChunkCheck>,
@@ -187,10 +200,27 @@ pub async fn over_stdio(program: &AgentCommand, plan: Plan) -> Result<Outcome, S
 
 /// Runs `plan` against our agent in this process over `tokio::io::duplex`.
 pub async fn over_duplex(plan: Plan) -> Result<Outcome, String> {
+    over_duplex_stored(plan, None).await
+}
+
+/// [`over_duplex`] with the agent's sessions recorded in `store` (when given).
+pub async fn over_duplex_stored(
+    plan: Plan,
+    store: Option<Arc<dyn SessionStore>>,
+) -> Result<Outcome, String> {
     let start = Instant::now();
     let (agent_end, client_end) = tokio::io::duplex(crate::DUPLEX_BUFFER);
     let (read, write) = tokio::io::split(agent_end);
-    let agent = acp_agent::serve(BenchAgent::default(), read, write);
+    let agent = match store {
+        Some(store) => acp_agent::serve_with_store(
+            BenchAgent::default(),
+            store,
+            read,
+            write,
+            Config::default(),
+        ),
+        None => acp_agent::serve(BenchAgent::default(), read, write),
+    };
     let check = Arc::new(ChunkCheck::default());
     let (read, write) = tokio::io::split(client_end);
     let client = BenchClient {

@@ -5,18 +5,24 @@
 
 use std::process::Command;
 
-#[test]
-fn every_scenario_runs_and_checks_what_it_received() {
+/// Runs `acp-bench args...`, asserts it succeeded, returns its stdout.
+fn run_ok(args: &[&str]) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_acp-bench"))
-        .arg("--smoke")
+        .args(args)
         .output()
         .expect("the benchmark binary runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "acp-bench --smoke failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+        "acp-bench {args:?} failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
     );
+    stdout
+}
+
+#[test]
+fn every_scenario_runs_and_checks_what_it_received() {
+    let stdout = run_ok(&["--smoke"]);
     assert!(!stdout.contains("FAILED"), "{stdout}");
     // Every scenario produced its row, with a figure in each column it measures.
     for (row, columns) in [
@@ -57,5 +63,21 @@ fn a_scenario_or_column_that_does_not_exist_is_refused_by_name() {
         assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(named), "{args:?}: {stderr}");
         assert!(output.stdout.is_empty(), "{args:?} measured something");
+    }
+}
+
+/// `acp-bench store --smoke`: both store candidates produce every figure, having checked
+/// that the replay returned every event and the walk every session.
+#[test]
+fn the_store_figures_run_for_both_candidates() {
+    let stdout = run_ok(&["store", "--smoke"]);
+    for store in ["jsonl", "sqlite"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {store} |")))
+            .unwrap_or_else(|| panic!("no row for {store} in\n{stdout}"));
+        // | store | replay | peak | first page | walk | idle memory | stream ratio |
+        assert_eq!(line.split('|').count(), 9, "{line}");
+        assert!(line.contains(" ms |") && line.contains('%'), "{line}");
     }
 }

@@ -9,14 +9,21 @@
 //! - `cargo xtask bench [options]` builds the `acp-bench` harness in release mode and runs it:
 //!   acp-rs side by side with the official crate and a raw serde_json baseline
 //!   (`cargo xtask bench --help` lists the options; `BENCHMARKS.md` explains the table).
+//! - `cargo xtask soak [--lines <n>]` feeds 10^6 (or `n`) mutated lines to an agent and a
+//!   client, in-process and over real pipes, and prints lines/s and peak RSS (the
+//!   `acp-client` `soak` test, whose short form runs in `cargo test`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+#[cfg(test)]
+mod tidy;
+
 const USAGE: &str = "usage:
   cargo xtask codegen [--check]
   cargo xtask interop [--cache <dir>] [--out <dir>] [--keep] [--rust-only] [<cell>...]
-  cargo xtask bench [options]";
+  cargo xtask bench [options]
+  cargo xtask soak [--lines <n>]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -26,6 +33,8 @@ fn main() -> ExitCode {
         ["codegen", "--check"] | ["codegen", "check"] => codegen(true),
         ["interop", rest @ ..] => interop(rest),
         ["bench", options @ ..] => bench(options),
+        ["soak"] => soak("1000000"),
+        ["soak", "--lines", n] => soak(n),
         ["help"] | ["--help"] | ["-h"] => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -43,6 +52,40 @@ fn workspace_root() -> PathBuf {
         .parent()
         .expect("xtask lives inside the workspace")
         .to_path_buf()
+}
+
+/// Runs the full soak: the `acp-client` `soak` test with `ACP_SOAK_LINES` set.
+fn soak(lines: &str) -> ExitCode {
+    if lines.parse::<usize>().is_err() {
+        eprintln!("error: --lines takes a number, got {lines:?}");
+        return ExitCode::from(2);
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let root = workspace_root();
+    let status = Command::new(cargo)
+        .current_dir(&root)
+        .args([
+            "test",
+            "--quiet",
+            "--locked",
+            "-p",
+            "acp-client",
+            "--test",
+            "soak",
+        ])
+        .env("ACP_SOAK_LINES", lines)
+        .status();
+    match status {
+        Ok(s) if s.success() => ExitCode::SUCCESS,
+        Ok(s) => {
+            eprintln!("error: the soak failed ({s})");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("error: cannot run cargo in {}: {e}", root.display());
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Builds and runs `acp-interop matrix` with the given options, through the cargo that runs

@@ -64,12 +64,16 @@ pub struct AdapterOptions {
     /// (`session/new` needs one; neither legacy dialect has one), against which relative
     /// 0.0.9 `path` mentions are resolved. Default: the process's current directory.
     pub cwd: PathBuf,
+    /// Where the sessions behind the conversations are kept (see [`crate::store`]): the
+    /// threads dialect's `getThreads` and `openThread` then list and reload them.
+    pub store: Option<crate::store::StoreSlot>,
 }
 
 impl Default for AdapterOptions {
     fn default() -> Self {
         AdapterOptions {
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            store: None,
         }
     }
 }
@@ -79,6 +83,13 @@ impl AdapterOptions {
     #[must_use]
     pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
         self.cwd = cwd.into();
+        self
+    }
+
+    /// Sets [`AdapterOptions::store`].
+    #[must_use]
+    pub fn with_store(mut self, store: impl crate::store::SessionStore) -> Self {
+        self.store = Some(crate::store::StoreSlot(std::sync::Arc::new(store)));
         self
     }
 }

@@ -48,7 +48,13 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let ((agent_read, agent_write), (bridge_read, bridge_write)) = pipe();
-    let inner_agent = crate::serve(agent, agent_read, agent_write);
+    let inner_agent = crate::connection::serve_inner(
+        agent,
+        agent_read,
+        agent_write,
+        Config::default(),
+        options.store.clone().map(|s| s.0),
+    );
     let threads = Arc::new(Threads::default());
     let editor: Arc<OnceLock<ClientHandle>> = Arc::default();
     let v1_side = acp_rpc::Connection::new(

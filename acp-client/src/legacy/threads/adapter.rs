@@ -212,21 +212,18 @@ impl V1AgentSide {
 
     fn initialize(&self, p: v1::InitializeRequest) -> Result<Box<RawValue>, Error> {
         let _ = self.shared.capabilities.set(p.client_capabilities);
-        let capabilities: v1::AgentCapabilities = serde_json::from_value(json!({
-            "loadSession": true,
-            "sessionCapabilities": { "list": {} }
-        }))
-        .map_err(|e| Error::internal_error(e.to_string()))?;
-        to_raw(&v1::InitializeResponse {
-            protocol_version: v1::ProtocolVersion::negotiate(
+        let capabilities = v1::AgentCapabilities::new()
+            .load_session(true)
+            .session_capabilities(
+                v1::SessionCapabilities::new().list(v1::SessionListCapabilities::new()),
+            );
+        to_raw(
+            &v1::InitializeResponse::new(v1::ProtocolVersion::negotiate(
                 p.protocol_version,
                 &[v1::ProtocolVersion::LATEST],
-            ),
-            agent_capabilities: capabilities,
-            auth_methods: Vec::new(),
-            agent_info: None,
-            meta: None,
-        })
+            ))
+            .agent_capabilities(capabilities),
+        )
     }
 
     async fn load(&self, peer: &Peer, p: v1::LoadSessionRequest) -> Result<Box<RawValue>, Error> {

@@ -1,48 +1,34 @@
-//! Incoming traffic: the reader loop, request dispatch (concurrent, capped, cancellable,
-//! panic-safe) and the ordered notification worker.
+//! The reader: reads and frames lines, parses each once, delivers responses to their
+//! callers and hands requests and notifications to dispatch, in arrival order.
 
-use std::any::Any;
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
-use std::time::Instant;
 
 use bytes::BytesMut;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::codec::Decoder;
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::codec::{Frame, LineCodec};
-use crate::connection::{Deliver, InFlightRequest, Pending, Shared, lock};
-use crate::error::{CloseReason, Error, ErrorCode};
-use crate::handler::{DecodedNotification, Handler, NotificationContext, RequestContext};
+use crate::dispatch::{Ordered, RequestTask, notification_worker};
+use crate::error::{CloseReason, Error};
+use crate::handler::{Arrival, DecodedNotification, Handler};
 use crate::message::{
     BorrowedResponse, Notification, Parsed, Request, RequestId, parse_line, plain_notification,
-    plain_response, write_response, write_response_head,
+    plain_response, write_response,
 };
 use crate::outgoing::{CANCEL_METHOD, Peer};
-use crate::params::Params;
+use crate::state::{InFlightRequest, Pending, Shared, lock, panic_message};
 use crate::tap::{Direction, TapEvent};
-use crate::writer::Outgoing;
 
 const READ_CHUNK: usize = 64 * 1024;
-
-/// Items processed strictly in arrival order by the notification worker.
-enum Ordered {
-    Notification(Notification),
-    /// A notification the handler decoded in the reader.
-    Decoded(DecodedNotification),
-    /// A response that must wait for the notifications before it (its result copied out
-    /// of the line, which the reader reuses).
-    Response(Deliver, Result<Box<RawValue>, Error>),
-}
+/// A read buffer grown past this (by a large line) is replaced by a small one once the
+/// line is gone.
+const KEEP_CAPACITY: usize = 4 * 1024 * 1024;
 
 struct Reader {
     shared: Arc<Shared>,
@@ -51,7 +37,12 @@ struct Reader {
     ordered: mpsc::Sender<Ordered>,
     /// Notifications handed to the worker so far.
     notifications_received: u64,
+    /// Requests and notifications offered to [`Handler::arrived`] so far.
+    arrivals: u64,
     slots: Arc<Semaphore>,
+    /// Admission: one permit per request read and not yet answered (see
+    /// [`Config::max_unanswered_requests`](crate::Config::max_unanswered_requests)).
+    admission: Arc<Semaphore>,
     /// With [`Config::sequential_requests`](crate::Config::sequential_requests): resolves
     /// when the handler of the last request received has returned.
     last_request_done: Option<oneshot::Receiver<()>>,
@@ -76,11 +67,13 @@ pub(crate) async fn read_loop<R>(
     let mut codec = LineCodec::new(shared.config.max_message_size);
     let mut state = Reader {
         slots: Arc::new(Semaphore::new(shared.config.max_concurrent_handlers)),
+        admission: Arc::new(Semaphore::new(shared.config.max_unanswered_requests)),
         shared,
         handler,
         peer,
         ordered,
         notifications_received: 0,
+        arrivals: 0,
         last_request_done: None,
     };
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
@@ -92,6 +85,13 @@ pub(crate) async fn read_loop<R>(
                 Ok(None) => break,
                 Err(e) => unreachable!("the line codec never fails: {e}"),
             }
+        }
+        if buf.capacity() > KEEP_CAPACITY && buf.len() <= READ_CHUNK {
+            // A large line (or the part of an oversized one held until it proved too long)
+            // is gone: give its memory back instead of keeping it for the connection's life.
+            let mut smaller = BytesMut::with_capacity(READ_CHUNK);
+            smaller.extend_from_slice(&buf);
+            buf = smaller;
         }
         if buf.capacity() - buf.len() < READ_CHUNK / 4 {
             buf.reserve(READ_CHUNK);
@@ -125,6 +125,23 @@ struct CancelParams {
 }
 
 impl Reader {
+    /// Offers a request or notification to [`Handler::arrived`], in read order (a panic
+    /// there is caught: the reader must survive it).
+    fn arrived(&mut self, method: &str, id: Option<&RequestId>, params: Option<&str>) {
+        let arrival = Arrival {
+            seq: self.arrivals,
+            method,
+            id,
+            params,
+        };
+        self.arrivals += 1;
+        let handler = &self.handler;
+        if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(|| handler.arrived(arrival)))
+        {
+            tracing::error!(method, panic = %panic_message(&panic), "arrival hook panicked");
+        }
+    }
+
     fn tap(&self, event: TapEvent<'_>) {
         if let Some(tap) = &self.shared.config.tap {
             tap(event);
@@ -161,7 +178,8 @@ impl Reader {
         if self.deliver_plain_response(&line) {
             return;
         }
-        if let Some(decoded) = self.decode_notification(&line) {
+        if let Some((decoded, method, params)) = self.decode_notification(&line) {
+            self.arrived(method, None, Some(params));
             return self.enqueue_notification(Ordered::Decoded(decoded)).await;
         }
         match parse_line(&line, &self.shared.config.dialect) {
@@ -170,6 +188,10 @@ impl Reader {
             Ok(Parsed::Response(resp)) => self.on_response(resp).await,
             Err(failure) => {
                 tracing::warn!(error = %failure.error, "bad message");
+                let waited_for = match &failure.response_id {
+                    Some(RequestId::Int(id)) => lock(&self.shared.pending).map.contains_key(id),
+                    _ => false,
+                };
                 if let Some(RequestId::Int(id)) = failure.response_id {
                     let result = Err(failure.error.clone());
                     self.on_response(BorrowedResponse {
@@ -178,7 +200,11 @@ impl Reader {
                     })
                     .await;
                 }
-                self.reply(None, Err(failure.error)).await;
+                if failure.is_response && !waited_for {
+                    return; // nobody waits for it: answering could start a reply loop
+                }
+                self.reply(failure.request_id.as_ref(), Err(failure.error))
+                    .await;
             }
         }
     }
@@ -228,17 +254,21 @@ impl Reader {
     /// A notification of the usual shape that the handler decodes straight from the line
     /// (see [`Handler::decode_notification`]); `None` sends the line down the ordinary path,
     /// and so does a decoder that panics (the reader must survive it).
-    fn decode_notification(&self, line: &[u8]) -> Option<DecodedNotification> {
+    fn decode_notification<'l>(
+        &self,
+        line: &'l [u8],
+    ) -> Option<(DecodedNotification, &'l str, &'l str)> {
         let (method, params) = plain_notification(line)?;
         if method == CANCEL_METHOD {
             return None;
         }
         let decode = AssertUnwindSafe(|| self.handler.decode_notification(method, params));
-        std::panic::catch_unwind(decode).unwrap_or_else(|panic| {
+        let decoded = std::panic::catch_unwind(decode).unwrap_or_else(|panic| {
             let panic = panic_message(&panic);
             tracing::error!(method, %panic, "notification decoder panicked; handling the line as usual");
             None
-        })
+        })?;
+        Some((decoded, method, params))
     }
 
     /// Hands a notification to the ordered worker.
@@ -267,7 +297,7 @@ impl Reader {
         let pending = lock(&self.shared.pending).map.remove(&id);
         let deliver = match pending {
             Some(Pending::Waiter(deliver)) => deliver,
-            Some(Pending::Discard) => return,
+            Some(Pending::Discard(_slot)) => return,
             None => {
                 tracing::warn!(id, "response for an unknown id: ignored");
                 return;
@@ -307,10 +337,29 @@ impl Reader {
             }
             return;
         }
+        let params = n.params.as_deref().map(RawValue::get);
+        self.arrived(&n.method, None, params);
         self.enqueue_notification(Ordered::Notification(n)).await;
     }
 
     async fn on_request(&mut self, req: Request) {
+        // Bounded admission: at the cap the reader waits here, reading nothing more, so the
+        // peer's writes fill the pipe and block it (the OS pushes back) until we answer.
+        let admitted = match self.admission.clone().try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            Err(_) => {
+                tracing::debug!(
+                    cap = self.shared.config.max_unanswered_requests,
+                    "unanswered request cap reached: reading pauses"
+                );
+                tokio::select! {
+                    biased;
+                    _ = self.shared.shutdown.cancelled() => None,
+                    p = self.admission.clone().acquire_owned() => p.ok(),
+                }
+            }
+        };
+        let Some(admitted) = admitted else { return };
         let token = {
             let mut in_flight = lock(&self.shared.in_flight);
             if in_flight.contains_key(&req.id) {
@@ -331,6 +380,8 @@ impl Reader {
                 Error::invalid_request(format!("request id {} is already in flight", req.id));
             return self.reply(Some(&req.id), Err(error)).await;
         };
+        let params = req.params.as_deref().map(RawValue::get);
+        self.arrived(&req.method, Some(&req.id), params);
         let span = tracing::info_span!("request", method = %req.method, id = %req.id);
         // Sequential requests form a chain: each handler waits for its predecessor's
         // `done` sender to be dropped (when that task ends, however it ends).
@@ -347,234 +398,10 @@ impl Reader {
             handler: self.handler.clone(),
             peer: self.peer.clone(),
             slots: self.slots.clone(),
+            admitted: Some(admitted),
             token,
             notifications_before: self.notifications_received,
         };
         tokio::spawn(task.run(req).instrument(span));
-    }
-}
-
-/// The concurrency slot of the running request handler. A handler that awaits a response
-/// from the peer gives its slot back while waiting (see [`release_slot`]), so the cap
-/// limits handlers that *run*, and cannot deadlock two peers whose handlers call each other.
-pub(crate) struct Slot {
-    slots: Arc<Semaphore>,
-    permit: Mutex<Option<OwnedSemaphorePermit>>,
-}
-
-tokio::task_local! {
-    static SLOT: Arc<Slot>;
-}
-
-/// Gives back the current handler's slot, if called from a request handler holding one.
-/// Dropping the returned guard takes a slot again (waiting for it in [`SlotGuard::reacquire`]).
-pub(crate) fn release_slot() -> Option<SlotGuard> {
-    SLOT.try_with(|slot| {
-        let permit = lock(&slot.permit).take();
-        permit.map(|_| SlotGuard {
-            slot: Some(slot.clone()),
-        })
-    })
-    .ok()
-    .flatten()
-}
-
-/// A released slot, to be taken again.
-pub(crate) struct SlotGuard {
-    slot: Option<Arc<Slot>>,
-}
-
-impl SlotGuard {
-    /// Waits for a free slot and gives it back to the handler.
-    pub(crate) async fn reacquire(mut self) {
-        if let Some(slot) = self.slot.take()
-            && let Ok(permit) = slot.slots.clone().acquire_owned().await
-        {
-            *lock(&slot.permit) = Some(permit);
-        }
-    }
-}
-
-impl Drop for SlotGuard {
-    fn drop(&mut self) {
-        // Abandoned while waiting: take a slot back if one is free (best effort).
-        if let Some(slot) = self.slot.take()
-            && let Ok(permit) = slot.slots.clone().try_acquire_owned()
-        {
-            *lock(&slot.permit) = Some(permit);
-        }
-    }
-}
-
-struct RequestTask {
-    /// Sequential mode: the predecessor's end, awaited before anything else.
-    after: Option<oneshot::Receiver<()>>,
-    /// Sequential mode: dropped when this task ends, releasing the successor.
-    _done: Option<oneshot::Sender<()>>,
-    shared: Arc<Shared>,
-    handler: Arc<dyn Handler>,
-    peer: Peer,
-    slots: Arc<Semaphore>,
-    token: CancellationToken,
-    /// Notifications received before this request, for `notifications_handled`.
-    notifications_before: u64,
-}
-
-impl RequestTask {
-    async fn run(mut self, req: Request) {
-        if let Some(predecessor) = self.after.take() {
-            tokio::select! {
-                biased;
-                _ = self.token.cancelled() => {}
-                _ = predecessor => {}
-            }
-        }
-        let start = Instant::now();
-        let Request { id, method, params } = req;
-        let permit = tokio::select! {
-            biased;
-            _ = self.token.cancelled() => None,
-            p = self.slots.clone().acquire_owned() => p.ok(),
-        };
-        let result = match permit {
-            None => Err(Error::request_cancelled()),
-            Some(permit) => {
-                let slot = Arc::new(Slot {
-                    slots: self.slots.clone(),
-                    permit: Mutex::new(Some(permit)),
-                });
-                let cx = RequestContext {
-                    id: id.clone(),
-                    peer: self.peer.clone(),
-                    cancel: self.token.clone(),
-                    shared: self.shared.clone(),
-                    notifications_before: self.notifications_before,
-                };
-                let fut = self
-                    .handler
-                    .handle_request_reply(cx, &method, Params::new(params));
-                tokio::select! {
-                    biased;
-                    _ = self.token.cancelled() => Err(Error::request_cancelled()),
-                    r = SLOT.scope(slot, CatchUnwind(fut)) => r.unwrap_or_else(|panic| {
-                        let msg = panic_message(&panic);
-                        tracing::error!(panic = %msg, "request handler panicked");
-                        Err(Error::internal_error(format!("handler panicked: {msg}")))
-                    }),
-                }
-            }
-        };
-        lock(&self.shared.in_flight).remove(&id);
-        if self.shared.answer_waiters.load(Ordering::Acquire) > 0 {
-            self.shared.request_answered.notify_waiters();
-        }
-        tracing::debug!(elapsed = ?start.elapsed(), ok = result.is_ok(), "handled");
-        if self.shared.shutdown.is_cancelled() {
-            return;
-        }
-        let dialect = &self.shared.config.dialect;
-        let msg = match result {
-            Ok(reply) => {
-                // The result goes to the writer as it is: copying (or serializing) a large
-                // one into a frame of its own would cost a buffer of its size per response.
-                let mut head = Vec::with_capacity(48);
-                write_response_head(&mut head, dialect, Some(&id));
-                Outgoing::Response {
-                    head,
-                    id,
-                    body: reply,
-                }
-            }
-            Err(error) => {
-                let mut buf = Vec::with_capacity(128);
-                write_response(&mut buf, dialect, Some(&id), &Err(error));
-                Outgoing::Frame(buf)
-            }
-        };
-        let _ = self.shared.send(msg).await;
-    }
-}
-
-async fn notification_worker(
-    mut rx: mpsc::Receiver<Ordered>,
-    handler: Arc<dyn Handler>,
-    peer: Peer,
-    shared: Arc<Shared>,
-) {
-    while let Some(item) = rx.recv().await {
-        match item {
-            Ordered::Response(deliver, result) => match result {
-                Ok(raw) => deliver.deliver(Ok(&raw)),
-                Err(e) => deliver.deliver(Err(e)),
-            },
-            Ordered::Notification(n) => {
-                let cx = NotificationContext { peer: peer.clone() };
-                let fut = handler.handle_notification(cx, &n.method, Params::new(n.params));
-                run_notification(&n.method, fut).await;
-                notification_done(&shared);
-            }
-            Ordered::Decoded(n) => {
-                let method = n.method();
-                let cx = NotificationContext { peer: peer.clone() };
-                run_notification(method, handler.handle_decoded_notification(cx, n)).await;
-                notification_done(&shared);
-            }
-        }
-    }
-}
-
-/// Counts a handled notification and wakes whoever waits for it
-/// ([`RequestContext::notifications_handled`], the reader's overtaking check).
-fn notification_done(shared: &Shared) {
-    shared.notifications_done.fetch_add(1, Ordering::Release);
-    shared.notification_handled.notify_waiters();
-}
-
-/// Runs one notification handler to its end, logging (not propagating) its failure or
-/// panic.
-async fn run_notification<F>(method: &str, fut: F)
-where
-    F: Future<Output = Result<(), Error>> + Unpin,
-{
-    let span = tracing::debug_span!("notification", method = %method);
-    let start = tracing::enabled!(tracing::Level::TRACE).then(Instant::now);
-    match CatchUnwind(fut).instrument(span.clone()).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) if e.code == ErrorCode::METHOD_NOT_FOUND => {
-            span.in_scope(|| tracing::debug!("unknown notification: ignored"));
-        }
-        Ok(Err(e)) => span.in_scope(|| tracing::warn!(error = %e, "notification handler failed")),
-        Err(panic) => span.in_scope(
-            || tracing::error!(panic = %panic_message(&panic), "notification handler panicked"),
-        ),
-    }
-    if let Some(start) = start {
-        span.in_scope(|| tracing::trace!(elapsed = ?start.elapsed(), "handled"));
-    }
-}
-
-/// Catches a panic raised while polling the inner future.
-struct CatchUnwind<F>(F);
-
-impl<F: Future + Unpin> Future for CatchUnwind<F> {
-    type Output = Result<F::Output, Box<dyn Any + Send>>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = &mut self.0;
-        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-            Err(panic) => Poll::Ready(Err(panic)),
-        }
-    }
-}
-
-pub(crate) fn panic_message(panic: &Box<dyn Any + Send>) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_owned()
     }
 }

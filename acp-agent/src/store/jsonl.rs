@@ -1,0 +1,635 @@
+//! [`JsonlStore`]: the embedded on-disk default, append-only JSON Lines in one directory.
+//!
+//! ```text
+//! DIR/LOCK                      held (flock) by the one process that writes the store
+//! DIR/index.jsonl               one line per create / metadata change / delete; replayed at
+//!                               open into the in-memory index (compacted when mostly stale)
+//! DIR/sessions/<name>.jsonl     the history: one StoredEvent per line, appended
+//! DIR/sessions/<name>.meta.json the full metadata (modes, config options), replaced atomically
+//! ```
+//!
+//! Crash safety: every append is one `write` of whole lines to a file opened for appending,
+//! so a process killed at any moment leaves every completed record intact and at worst one
+//! torn last line, which readers ignore with a warning and the next append cuts off first.
+//! A line that does not parse in the middle of a file is reported with its file and byte
+//! offset and skipped. The data reaches the operating system at each append (it survives the
+//! process being killed); it is not `fsync`ed, so a power loss may lose the last records.
+//! A second process opening the same directory is refused with [`StoreError::Locked`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use acp_types::v1::SessionId;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    HistoryCursor, HistoryPage, ListPage, ListQuery, MetaChange, SessionMeta, SessionStore,
+    SessionSummary, StoreError, StoredEvent, decode_cursor, encode_cursor,
+};
+use crate::state::lock;
+
+/// At most this many session files are kept open for appending (the least recently opened
+/// is closed first); an idle session holds no file.
+const OPEN_FILES: usize = 64;
+
+/// The embedded on-disk [`SessionStore`]: needs only a directory (see the module docs for
+/// the layout and the crash-safety rules).
+#[derive(Clone)]
+pub struct JsonlStore {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for JsonlStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonlStore")
+            .field("dir", &self.inner.dir)
+            .finish()
+    }
+}
+
+struct Inner {
+    dir: PathBuf,
+    /// Held for the store's lifetime: the exclusive lock on `DIR/LOCK`.
+    _lock: File,
+    index: Mutex<Index>,
+    /// Open history files, by session, in opening order.
+    open: Mutex<Vec<(SessionId, Arc<Mutex<File>>)>>,
+}
+
+#[derive(Default)]
+struct Index {
+    file: Option<File>,
+    rows: HashMap<SessionId, (u64, SessionSummary)>,
+    order: BTreeMap<u64, SessionId>,
+    next: u64,
+    /// Lines in `index.jsonl` (to know when to compact).
+    lines: usize,
+}
+
+/// One line of `index.jsonl`.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum IndexRecord {
+    /// A session's listing row (creation or change; the last one wins).
+    Put { seq: u64, row: SessionSummary },
+    /// A deleted session.
+    Delete(SessionId),
+}
+
+impl JsonlStore {
+    /// Opens (creating if needed) the store in `dir`. Fails at once, with the path in the
+    /// message, if the directory cannot be created or written, or if another process holds
+    /// it.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let dir = dir.as_ref().to_path_buf();
+        let shown = dir.display().to_string();
+        fs::create_dir_all(dir.join("sessions"))
+            .map_err(|e| StoreError::io(format!("cannot create directory {shown}"), e))?;
+        let lock_path = dir.join("LOCK");
+        let lock_file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| StoreError::io(format!("cannot write in {shown}"), e))?;
+        try_lock(&lock_file).map_err(|e| match e {
+            Some(e) => StoreError::io(format!("cannot lock {}", lock_path.display()), e),
+            None => StoreError::Locked(shown.clone()),
+        })?;
+        let index = read_index(&dir)?;
+        let store = JsonlStore {
+            inner: Arc::new(Inner {
+                dir,
+                _lock: lock_file,
+                index: Mutex::new(index),
+                open: Mutex::default(),
+            }),
+        };
+        store.inner.compact_if_stale()?;
+        Ok(store)
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || f(&inner))
+            .await
+            .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
+    }
+}
+
+#[cfg(unix)]
+fn try_lock(file: &File) -> Result<(), Option<std::io::Error>> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor we own; no memory is passed.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Err(None)
+    } else {
+        Err(Some(err))
+    }
+}
+
+#[cfg(not(unix))]
+fn try_lock(file: &File) -> Result<(), Option<std::io::Error>> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(Some(e)),
+    }
+}
+
+/// The file name (without extension) of a session: the id itself when it is a plain name,
+/// else `h-` and its hex bytes (ids come from peers and must never name a path).
+fn file_stem(id: &SessionId) -> String {
+    let s = id.0.as_str();
+    let plain = !s.is_empty()
+        && s.len() <= 128
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if plain {
+        format!("s-{s}")
+    } else {
+        let mut out = String::with_capacity(2 + s.len() * 2);
+        out.push_str("h-");
+        for b in s.bytes().take(512) {
+            out.push_str(&format!("{b:02x}"));
+        }
+        out
+    }
+}
+
+/// Reads the complete lines of `path` from `offset`: calls `each(line, offset_of_line)`,
+/// ignores a torn last line (no newline) with a warning. Returns the offset after the last
+/// line read and whether it stopped early (when `each` returns `false`).
+fn read_lines(
+    path: &Path,
+    offset: u64,
+    mut each: impl FnMut(&[u8], u64) -> bool,
+) -> Result<(u64, bool), StoreError> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((offset, false)),
+        Err(e) => return Err(StoreError::io(format!("cannot read {}", path.display()), e)),
+    };
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    reader
+        .seek(SeekFrom::Start(offset))
+        .map_err(|e| StoreError::io(format!("cannot read {}", path.display()), e))?;
+    let mut at = offset;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| StoreError::io(format!("cannot read {}", path.display()), e))?;
+        if n == 0 {
+            return Ok((at, false));
+        }
+        if line.last() != Some(&b'\n') {
+            tracing::warn!(
+                file = %path.display(),
+                offset = at,
+                bytes = n,
+                "ignoring a torn last record (the process writing it was interrupted)"
+            );
+            return Ok((at, false));
+        }
+        let start = at;
+        at += n as u64;
+        if !each(&line[..n - 1], start) {
+            return Ok((at, true));
+        }
+    }
+}
+
+/// Cuts a torn last line off `file` (opened for reading and writing) so the next append
+/// starts on a line of its own.
+fn cut_torn_tail(file: &mut File, path: &Path) -> std::io::Result<()> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(());
+    }
+    let mut last = [0u8];
+    file.seek(SeekFrom::Start(len - 1))?;
+    file.read_exact(&mut last)?;
+    if last[0] == b'\n' {
+        return Ok(());
+    }
+    // Find the last newline, reading backwards in blocks.
+    let mut end = len;
+    let mut keep = 0;
+    let mut block = vec![0u8; 8192];
+    while end > 0 {
+        let start = end.saturating_sub(block.len() as u64);
+        let chunk = &mut block[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(chunk)?;
+        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+            keep = start + i as u64 + 1;
+            break;
+        }
+        end = start;
+    }
+    tracing::warn!(
+        file = %path.display(),
+        offset = keep,
+        bytes = len - keep,
+        "cutting off a torn last record before appending"
+    );
+    file.set_len(keep)
+}
+
+fn read_index(dir: &Path) -> Result<Index, StoreError> {
+    let path = dir.join("index.jsonl");
+    let mut index = Index::default();
+    let mut lineno = 0usize;
+    read_lines(&path, 0, |line, offset| {
+        lineno += 1;
+        match serde_json::from_slice::<IndexRecord>(line) {
+            Ok(IndexRecord::Put { seq, row }) => {
+                if let Some((old, _)) = index.rows.get(&row.session_id) {
+                    index.order.remove(old);
+                }
+                index.order.insert(seq, row.session_id.clone());
+                index.rows.insert(row.session_id.clone(), (seq, row));
+                index.next = index.next.max(seq);
+            }
+            Ok(IndexRecord::Delete(id)) => {
+                if let Some((seq, _)) = index.rows.remove(&id) {
+                    index.order.remove(&seq);
+                }
+            }
+            Err(e) => tracing::warn!(
+                file = %path.display(),
+                line = lineno,
+                offset,
+                error = %e,
+                "skipping a corrupt index record"
+            ),
+        }
+        true
+    })?;
+    index.lines = lineno;
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .open(&path)
+        .map_err(|e| StoreError::io(format!("cannot write {}", path.display()), e))?;
+    cut_torn_tail(&mut file, &path)
+        .map_err(|e| StoreError::io(format!("cannot write {}", path.display()), e))?;
+    index.file = Some(file);
+    Ok(index)
+}
+
+fn to_line<T: Serialize>(value: &T, out: &mut Vec<u8>) -> Result<(), StoreError> {
+    serde_json::to_writer(&mut *out, value)
+        .map_err(|e| StoreError::Other(format!("cannot encode a record: {e}")))?;
+    out.push(b'\n');
+    Ok(())
+}
+
+impl Inner {
+    fn history_path(&self, id: &SessionId) -> PathBuf {
+        self.dir
+            .join("sessions")
+            .join(format!("{}.jsonl", file_stem(id)))
+    }
+
+    fn meta_path(&self, id: &SessionId) -> PathBuf {
+        self.dir
+            .join("sessions")
+            .join(format!("{}.meta.json", file_stem(id)))
+    }
+
+    fn index_path(&self) -> PathBuf {
+        self.dir.join("index.jsonl")
+    }
+
+    /// Appends one record to the index file (the caller holds the index lock).
+    fn log(&self, index: &mut Index, record: &IndexRecord) -> Result<(), StoreError> {
+        let mut line = Vec::with_capacity(256);
+        to_line(record, &mut line)?;
+        let file = index
+            .file
+            .as_mut()
+            .ok_or_else(|| StoreError::Other("index file not open".into()))?;
+        file.write_all(&line).map_err(|e| {
+            StoreError::io(format!("cannot write {}", self.index_path().display()), e)
+        })?;
+        index.lines += 1;
+        Ok(())
+    }
+
+    /// Rewrites `index.jsonl` with only the live rows when most of its lines are stale
+    /// (written to a temporary file, then renamed over the old one).
+    fn compact_if_stale(&self) -> Result<(), StoreError> {
+        let mut index = lock(&self.index);
+        if index.lines <= 2 * index.rows.len() + 1024 {
+            return Ok(());
+        }
+        let path = self.index_path();
+        let tmp = self.dir.join("index.jsonl.tmp");
+        let fail = |e| StoreError::io(format!("cannot compact {}", path.display()), e);
+        let mut out = Vec::new();
+        for (seq, id) in &index.order {
+            let row = index.rows[id].1.clone();
+            to_line(&IndexRecord::Put { seq: *seq, row }, &mut out)?;
+        }
+        fs::write(&tmp, &out).map_err(fail)?;
+        fs::rename(&tmp, &path).map_err(fail)?;
+        index.file = Some(OpenOptions::new().append(true).open(&path).map_err(fail)?);
+        index.lines = index.rows.len();
+        Ok(())
+    }
+
+    fn write_meta(&self, meta: &SessionMeta) -> Result<(), StoreError> {
+        let path = self.meta_path(&meta.session_id);
+        let tmp = path.with_extension("json.tmp");
+        let fail = |e| StoreError::io(format!("cannot write {}", path.display()), e);
+        let body = serde_json::to_vec(meta)
+            .map_err(|e| StoreError::Other(format!("cannot encode metadata: {e}")))?;
+        fs::write(&tmp, body).map_err(fail)?;
+        fs::rename(&tmp, &path).map_err(fail)
+    }
+
+    fn read_meta(&self, id: &SessionId) -> Result<Option<SessionMeta>, StoreError> {
+        let Some(row) = lock(&self.index).rows.get(id).map(|(_, r)| r.clone()) else {
+            return Ok(None);
+        };
+        let path = self.meta_path(id);
+        let mut meta = match fs::read(&path) {
+            Ok(bytes) => match serde_json::from_slice::<SessionMeta>(&bytes) {
+                Ok(meta) => meta,
+                Err(e) => {
+                    tracing::warn!(file = %path.display(), error = %e, "corrupt session metadata; using the index row");
+                    SessionMeta::new(id.clone(), row.cwd.clone())
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                SessionMeta::new(id.clone(), row.cwd.clone())
+            }
+            Err(e) => return Err(StoreError::io(format!("cannot read {}", path.display()), e)),
+        };
+        // The index row is the newest word on what a listing shows.
+        meta.title = row.title;
+        meta.created_at = row.created_at;
+        meta.updated_at = row.updated_at;
+        meta.additional_directories = row.additional_directories;
+        Ok(Some(meta))
+    }
+
+    /// The open history file of a session (opened, and its torn tail cut, on first use).
+    fn history_file(&self, id: &SessionId) -> Result<Arc<Mutex<File>>, StoreError> {
+        let mut open = lock(&self.open);
+        if let Some((_, f)) = open.iter().find(|(s, _)| s == id) {
+            return Ok(f.clone());
+        }
+        let path = self.history_path(id);
+        let fail = |e| StoreError::io(format!("cannot write {}", path.display()), e);
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(&path)
+            .map_err(fail)?;
+        cut_torn_tail(&mut file, &path).map_err(fail)?;
+        if open.len() >= OPEN_FILES {
+            open.remove(0);
+        }
+        let file = Arc::new(Mutex::new(file));
+        open.push((id.clone(), file.clone()));
+        Ok(file)
+    }
+
+    fn forget_file(&self, id: &SessionId) {
+        lock(&self.open).retain(|(s, _)| s != id);
+    }
+
+    fn create(&self, meta: SessionMeta) -> Result<(), StoreError> {
+        let mut index = lock(&self.index);
+        if index.rows.contains_key(&meta.session_id) {
+            return Err(StoreError::AlreadyExists(meta.session_id));
+        }
+        self.write_meta(&meta)?;
+        let path = self.history_path(&meta.session_id);
+        File::create(&path)
+            .map_err(|e| StoreError::io(format!("cannot write {}", path.display()), e))?;
+        index.next += 1;
+        let seq = index.next;
+        let row = meta.summary();
+        self.log(
+            &mut index,
+            &IndexRecord::Put {
+                seq,
+                row: row.clone(),
+            },
+        )?;
+        index.order.insert(seq, meta.session_id.clone());
+        index.rows.insert(meta.session_id, (seq, row));
+        Ok(())
+    }
+
+    fn append(&self, id: &SessionId, events: &[StoredEvent]) -> Result<(), StoreError> {
+        if !lock(&self.index).rows.contains_key(id) {
+            return Err(StoreError::NotFound(id.clone()));
+        }
+        let mut buf = Vec::with_capacity(256 * events.len());
+        for event in events {
+            to_line(event, &mut buf)?;
+        }
+        let file = self.history_file(id)?;
+        let mut file = lock(&file);
+        file.write_all(&buf).map_err(|e| {
+            StoreError::io(
+                format!("cannot write {}", self.history_path(id).display()),
+                e,
+            )
+        })
+    }
+
+    fn update_meta(&self, id: &SessionId, change: &MetaChange) -> Result<(), StoreError> {
+        if change.changes_details() {
+            let mut meta = self
+                .read_meta(id)?
+                .ok_or_else(|| StoreError::NotFound(id.clone()))?;
+            meta.apply(change);
+            self.write_meta(&meta)?;
+        }
+        let mut index = lock(&self.index);
+        let (seq, mut row) = index
+            .rows
+            .get(id)
+            .cloned()
+            .ok_or_else(|| StoreError::NotFound(id.clone()))?;
+        row.apply(change);
+        self.log(
+            &mut index,
+            &IndexRecord::Put {
+                seq,
+                row: row.clone(),
+            },
+        )?;
+        index.rows.insert(id.clone(), (seq, row));
+        Ok(())
+    }
+
+    fn history(
+        &self,
+        id: &SessionId,
+        from: HistoryCursor,
+        max: usize,
+    ) -> Result<HistoryPage, StoreError> {
+        if !lock(&self.index).rows.contains_key(id) {
+            return Err(StoreError::NotFound(id.clone()));
+        }
+        let path = self.history_path(id);
+        let mut events = Vec::new();
+        let max = max.max(1);
+        let (end, stopped) = read_lines(&path, from.0, |line, offset| {
+            match serde_json::from_slice::<StoredEvent>(line) {
+                Ok(event) => events.push(event),
+                Err(e) => tracing::warn!(
+                    file = %path.display(),
+                    offset,
+                    error = %e,
+                    "skipping a corrupt history record"
+                ),
+            }
+            events.len() < max
+        })?;
+        Ok(HistoryPage {
+            events,
+            next: stopped.then_some(HistoryCursor(end)),
+        })
+    }
+
+    fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        let before = match &query.cursor {
+            Some(c) => decode_cursor(c)?,
+            None => u64::MAX,
+        };
+        let index = lock(&self.index);
+        let mut page = ListPage::default();
+        for (&seq, id) in index.order.range(..before).rev() {
+            let row = &index.rows[id].1;
+            if query.cwd.as_ref().is_some_and(|cwd| *cwd != row.cwd) {
+                continue;
+            }
+            if page.sessions.len() == query.limit {
+                page.next_cursor = Some(encode_cursor(seq + 1));
+                break;
+            }
+            page.sessions.push(row.clone());
+        }
+        Ok(page)
+    }
+
+    fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
+        let mut index = lock(&self.index);
+        let (seq, _) = index
+            .rows
+            .get(id)
+            .cloned()
+            .ok_or_else(|| StoreError::NotFound(id.clone()))?;
+        self.log(&mut index, &IndexRecord::Delete(id.clone()))?;
+        index.rows.remove(id);
+        index.order.remove(&seq);
+        drop(index);
+        self.forget_file(id);
+        for path in [self.history_path(id), self.meta_path(id)] {
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(StoreError::io(
+                        format!("cannot remove {}", path.display()),
+                        e,
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl SessionStore for JsonlStore {
+    async fn create(&self, meta: SessionMeta) -> Result<(), StoreError> {
+        self.blocking(move |s| s.create(meta)).await
+    }
+
+    async fn append(&self, id: &SessionId, events: Vec<StoredEvent>) -> Result<(), StoreError> {
+        let id = id.clone();
+        self.blocking(move |s| s.append(&id, &events)).await
+    }
+
+    async fn update_meta(&self, id: &SessionId, change: MetaChange) -> Result<(), StoreError> {
+        let id = id.clone();
+        self.blocking(move |s| s.update_meta(&id, &change)).await
+    }
+
+    async fn meta(&self, id: &SessionId) -> Result<Option<SessionMeta>, StoreError> {
+        let id = id.clone();
+        self.blocking(move |s| s.read_meta(&id)).await
+    }
+
+    async fn history(
+        &self,
+        id: &SessionId,
+        from: HistoryCursor,
+        max: usize,
+    ) -> Result<HistoryPage, StoreError> {
+        let id = id.clone();
+        self.blocking(move |s| s.history(&id, from, max)).await
+    }
+
+    async fn list(&self, query: ListQuery) -> Result<ListPage, StoreError> {
+        // In memory: no file is touched.
+        self.inner.list(&query)
+    }
+
+    async fn close(&self, id: &SessionId) -> Result<(), StoreError> {
+        self.inner.forget_file(id);
+        Ok(())
+    }
+
+    async fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
+        let id = id.clone();
+        self.blocking(move |s| s.delete(&id)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Plain ids keep their name; anything that could name a path is hex-encoded, and the two
+    /// forms cannot collide.
+    #[test]
+    fn session_ids_never_name_a_path() {
+        assert_eq!(file_stem(&SessionId("echo-1".into())), "s-echo-1");
+        assert_eq!(file_stem(&SessionId("../x".into())), "h-2e2e2f78");
+        assert_eq!(file_stem(&SessionId("".into())), "h-");
+        assert_ne!(
+            file_stem(&SessionId("h-41".into())),
+            file_stem(&SessionId("A".into()))
+        );
+    }
+}

@@ -1,0 +1,390 @@
+//! Sessions that survive restarts: the [`SessionStore`] trait, an in-memory store
+//! ([`MemoryStore`], for tests) and the embedded on-disk default ([`JsonlStore`], which needs
+//! nothing but a directory).
+//!
+//! Serve an agent with a store ([`crate::serve_with_store`], or
+//! [`crate::negotiate::NegotiateOptions::with_store`]) and the connection records every
+//! session by itself: the prompts the client sent, the `session/update`s the agent sent (text
+//! chunks of one message coalesced, tool calls in their final state, plans), mode, config and
+//! title changes, and `updatedAt`. It then serves `session/load` (the history replayed as
+//! `session/update`s before the answer), `session/resume` (no replay), `session/list` (cursor
+//! pages, filtered by `cwd`), `session/close` (frees what the connection holds) and
+//! `session/delete` (removes it from the store), and advertises `loadSession` and those
+//! session capabilities in `initialize`. An [`crate::Agent`] that implements one of these
+//! methods itself keeps it: the store answers only where the agent's method answers "method
+//! not found" (the trait default).
+//!
+//! # Why JSONL is the default
+//!
+//! Two embedded candidates were measured on the same figures (`acp-bench store`, numbers and
+//! commands in `BENCHMARKS.md`): append-only JSON Lines, one file per session as the CLI
+//! agents keep them, and SQLite through rusqlite (`bundled`). JSONL was chosen: appends are one
+//! `write` of whole lines to a file opened for appending (no journal, no page rewrites), a
+//! replay is a sequential read that streams page by page, a killed process leaves at worst one
+//! torn last line (ignored with a warning), the files are readable with any tool, and it needs
+//! no C build. What SQLite does better (no in-memory index; the listing is a query) matters
+//! only for very many sessions; the index costs on the order of a hundred bytes per stored
+//! session. A networked store (PostgreSQL, for several agent hosts sharing sessions) can
+//! implement the same trait: nothing in it assumes a local file system.
+
+use std::sync::Arc;
+
+use acp_types::v1::{
+    ContentBlock, SessionConfigOption, SessionId, SessionModeId, SessionModeState, SessionUpdate,
+};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+mod jsonl;
+mod memory;
+pub(crate) mod record;
+pub(crate) mod serve;
+mod time;
+
+pub use jsonl::JsonlStore;
+pub use memory::MemoryStore;
+pub use time::now_rfc3339;
+
+/// A shared [`SessionStore`], as the serve options hold it.
+#[derive(Clone)]
+pub struct StoreSlot(pub Arc<dyn SessionStore>);
+
+impl std::fmt::Debug for StoreSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionStore")
+    }
+}
+
+/// One recorded step of a session's history, in the order it happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StoredEvent {
+    /// A prompt the client sent (replayed as one `user_message_chunk` per content block).
+    Prompt(Vec<ContentBlock>),
+    /// A `session/update` the agent sent (text chunks of one message may be coalesced into
+    /// one, and a tool call stored in its final state).
+    Update(SessionUpdate),
+}
+
+impl StoredEvent {
+    /// The `session/update`s that replay this event.
+    pub fn into_updates(self) -> Vec<SessionUpdate> {
+        match self {
+            StoredEvent::Prompt(blocks) => blocks
+                .into_iter()
+                .map(|b| SessionUpdate::UserMessageChunk(acp_types::v1::ContentChunk::new(b)))
+                .collect(),
+            StoredEvent::Update(update) => vec![update],
+        }
+    }
+}
+
+/// What a store keeps about a session besides its history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionMeta {
+    /// The session id.
+    pub session_id: SessionId,
+    /// The working directory the session was created in (`session/list` filters on it).
+    pub cwd: String,
+    /// Further directories of the session.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_directories: Vec<String>,
+    /// The title (from `session_info_update`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// When the session was created (RFC 3339, UTC).
+    pub created_at: String,
+    /// When the session last changed (RFC 3339, UTC).
+    pub updated_at: String,
+    /// The modes and the current one (answered again on load and resume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modes: Option<SessionModeState>,
+    /// The config options with their current values (answered again on load and resume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_options: Option<Vec<SessionConfigOption>>,
+}
+
+impl SessionMeta {
+    /// A new session's metadata, created and updated now.
+    pub fn new(session_id: SessionId, cwd: impl Into<String>) -> Self {
+        let now = now_rfc3339();
+        SessionMeta {
+            session_id,
+            cwd: cwd.into(),
+            additional_directories: Vec::new(),
+            title: None,
+            created_at: now.clone(),
+            updated_at: now,
+            modes: None,
+            config_options: None,
+        }
+    }
+
+    /// The part `session/list` shows.
+    pub fn summary(&self) -> SessionSummary {
+        SessionSummary {
+            session_id: self.session_id.clone(),
+            cwd: self.cwd.clone(),
+            additional_directories: self.additional_directories.clone(),
+            title: self.title.clone(),
+            created_at: self.created_at.clone(),
+            updated_at: self.updated_at.clone(),
+        }
+    }
+
+    /// Applies a change (every store applies changes this one way).
+    pub fn apply(&mut self, change: &MetaChange) {
+        if let Some(title) = &change.title {
+            self.title.clone_from(title);
+        }
+        if let Some(mode) = &change.current_mode
+            && let Some(modes) = &mut self.modes
+        {
+            modes.current_mode_id = mode.clone();
+        }
+        if let Some(options) = &change.config_options {
+            self.config_options = Some(options.clone());
+        }
+        self.updated_at.clone_from(&change.updated_at);
+    }
+}
+
+/// One row of a listing: the fields of `session/list`'s `SessionInfo`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSummary {
+    /// The session id.
+    pub session_id: SessionId,
+    /// The working directory.
+    pub cwd: String,
+    /// Further directories.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_directories: Vec<String>,
+    /// The title, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// When the session was created (RFC 3339).
+    pub created_at: String,
+    /// When the session last changed (RFC 3339).
+    pub updated_at: String,
+}
+
+impl SessionSummary {
+    /// Whether this row changes with `change` (the index holds only these fields).
+    pub fn apply(&mut self, change: &MetaChange) {
+        if let Some(title) = &change.title {
+            self.title.clone_from(title);
+        }
+        self.updated_at.clone_from(&change.updated_at);
+    }
+}
+
+/// A change of a session's metadata. `None` fields stay as they are; `updated_at` is always
+/// set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetaChange {
+    /// A new title (`Some(None)` clears it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<Option<String>>,
+    /// A new current mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_mode: Option<SessionModeId>,
+    /// New config options (the whole list, as `config_option_update` sends it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_options: Option<Vec<SessionConfigOption>>,
+    /// When the change happened (RFC 3339).
+    pub updated_at: String,
+}
+
+impl MetaChange {
+    /// A change that only touches `updatedAt` (now).
+    pub fn touch() -> Self {
+        MetaChange {
+            updated_at: now_rfc3339(),
+            ..MetaChange::default()
+        }
+    }
+
+    /// Whether it changes more than what the index of a listing holds.
+    pub fn changes_details(&self) -> bool {
+        self.current_mode.is_some() || self.config_options.is_some()
+    }
+}
+
+/// Where a history read starts; [`HistoryCursor::START`] for the beginning. Opaque to
+/// callers: a byte offset for [`JsonlStore`], an event number for [`MemoryStore`], a row
+/// number for a database.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryCursor(pub u64);
+
+impl HistoryCursor {
+    /// The beginning of a history.
+    pub const START: HistoryCursor = HistoryCursor(0);
+}
+
+/// A page of history.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HistoryPage {
+    /// The events, in order.
+    pub events: Vec<StoredEvent>,
+    /// Where the next page starts; `None` at the end.
+    pub next: Option<HistoryCursor>,
+}
+
+/// A `session/list` query.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListQuery {
+    /// Only sessions created in this directory.
+    pub cwd: Option<String>,
+    /// Where to continue (a `nextCursor` this store returned).
+    pub cursor: Option<String>,
+    /// At most this many rows.
+    pub limit: usize,
+}
+
+/// A page of a listing, newest session first.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ListPage {
+    /// The rows.
+    pub sessions: Vec<SessionSummary>,
+    /// The cursor of the next page; `None` on the last one.
+    pub next_cursor: Option<String>,
+}
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The store has no session with this id.
+    #[error("session not found: {}", .0.0)]
+    NotFound(SessionId),
+    /// `create` with an id the store already has.
+    #[error("session already exists: {}", .0.0)]
+    AlreadyExists(SessionId),
+    /// Another process holds the store (only one process may write it at a time).
+    #[error(
+        "the session store {0} is in use by another process; a store directory serves one agent process at a time"
+    )]
+    Locked(String),
+    /// The store could not be read or written.
+    #[error("session store {context}: {source}")]
+    Io {
+        /// What the store was doing, with the path.
+        context: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A list cursor this store did not hand out.
+    #[error("invalid cursor {0:?}: pass a nextCursor from a previous session/list")]
+    BadCursor(String),
+    /// Anything else (a networked store's failures).
+    #[error("session store: {0}")]
+    Other(String),
+}
+
+impl StoreError {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        StoreError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+impl From<StoreError> for crate::Error {
+    fn from(e: StoreError) -> Self {
+        match &e {
+            StoreError::NotFound(id) => crate::Error::resource_not_found(e.to_string())
+                .with_data(serde_json::json!({ "sessionId": id })),
+            StoreError::BadCursor(cursor) => crate::Error::invalid_params(e.to_string())
+                .with_data(serde_json::json!({ "cursor": cursor })),
+            _ => crate::Error::internal_error(e.to_string()),
+        }
+    }
+}
+
+/// Where sessions are kept. Async so that a networked store (a database shared by several
+/// agent hosts) fits as well as a local one; nothing here assumes a file system.
+///
+/// Ordering contract: the events of one `append` are stored in order and after those of
+/// every earlier completed `append` of that session; `history` returns them in that order.
+#[async_trait]
+pub trait SessionStore: Send + Sync + 'static {
+    /// Creates a session (`AlreadyExists` if the id is taken).
+    async fn create(&self, meta: SessionMeta) -> Result<(), StoreError>;
+
+    /// Appends events to a session's history (`NotFound` if there is no such session).
+    async fn append(&self, id: &SessionId, events: Vec<StoredEvent>) -> Result<(), StoreError>;
+
+    /// Changes a session's metadata.
+    async fn update_meta(&self, id: &SessionId, change: MetaChange) -> Result<(), StoreError>;
+
+    /// A session's metadata (`None` if there is no such session).
+    async fn meta(&self, id: &SessionId) -> Result<Option<SessionMeta>, StoreError>;
+
+    /// Up to `max` events of a session's history from `from` (page through it to replay a
+    /// long history with bounded memory).
+    async fn history(
+        &self,
+        id: &SessionId,
+        from: HistoryCursor,
+        max: usize,
+    ) -> Result<HistoryPage, StoreError>;
+
+    /// A page of the sessions, newest first, optionally only those of one `cwd`.
+    async fn list(&self, query: ListQuery) -> Result<ListPage, StoreError>;
+
+    /// The session is no longer open on this host: let go of what is held for it (open
+    /// files, caches). Its data stays.
+    async fn close(&self, id: &SessionId) -> Result<(), StoreError>;
+
+    /// Removes a session and its history (`NotFound` if there is no such session).
+    async fn delete(&self, id: &SessionId) -> Result<(), StoreError>;
+}
+
+#[async_trait]
+impl<S: SessionStore + ?Sized> SessionStore for Arc<S> {
+    async fn create(&self, meta: SessionMeta) -> Result<(), StoreError> {
+        (**self).create(meta).await
+    }
+    async fn append(&self, id: &SessionId, events: Vec<StoredEvent>) -> Result<(), StoreError> {
+        (**self).append(id, events).await
+    }
+    async fn update_meta(&self, id: &SessionId, change: MetaChange) -> Result<(), StoreError> {
+        (**self).update_meta(id, change).await
+    }
+    async fn meta(&self, id: &SessionId) -> Result<Option<SessionMeta>, StoreError> {
+        (**self).meta(id).await
+    }
+    async fn history(
+        &self,
+        id: &SessionId,
+        from: HistoryCursor,
+        max: usize,
+    ) -> Result<HistoryPage, StoreError> {
+        (**self).history(id, from, max).await
+    }
+    async fn list(&self, query: ListQuery) -> Result<ListPage, StoreError> {
+        (**self).list(query).await
+    }
+    async fn close(&self, id: &SessionId) -> Result<(), StoreError> {
+        (**self).close(id).await
+    }
+    async fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
+        (**self).delete(id).await
+    }
+}
+
+/// The list cursor both built-in stores hand out: the creation number of the last row
+/// returned (rows go newest first, so the next page has smaller numbers).
+pub(crate) fn encode_cursor(seq: u64) -> String {
+    format!("c{seq}")
+}
+
+pub(crate) fn decode_cursor(cursor: &str) -> Result<u64, StoreError> {
+    cursor
+        .strip_prefix('c')
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| StoreError::BadCursor(cursor.to_owned()))
+}

@@ -1,0 +1,403 @@
+//! Automatic recording: what a connection served with a store writes, and how a turn's
+//! updates are condensed before they are stored.
+//!
+//! During a prompt the updates of the turn are collected in memory and written in one append
+//! when the prompt ends (or when the turn grows past [`FLUSH_EVENTS`]); outside a prompt each
+//! update is written at once. While collecting, consecutive text chunks of one message
+//! become one chunk, a tool call absorbs its `tool_call_update`s (it is stored in its final
+//! state, where it was announced), and consecutive plans keep only the last. Replaying the
+//! result renders the same conversation as the live updates did.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use acp_types::v1::{
+    ContentBlock, ContentChunk, SessionId, SessionNotification, SessionUpdate, ToolCall,
+    ToolCallId, ToolCallUpdate,
+};
+
+use super::{MetaChange, SessionMeta, SessionStore, StoreError, StoredEvent, now_rfc3339};
+use crate::state::lock;
+
+/// A turn longer than this many stored events is written out in parts.
+pub(crate) const FLUSH_EVENTS: usize = 1024;
+
+/// ... or once it holds about this many bytes of text (a long streamed answer is stored in
+/// several chunks, which render the same).
+pub(crate) const FLUSH_BYTES: usize = 1 << 20;
+
+/// Updates kept for a session that is being created (before the store knows it).
+const EARLY_EVENTS: usize = 256;
+
+/// The recorder of one connection.
+pub(crate) struct Recorder {
+    pub(crate) store: Arc<dyn SessionStore>,
+    /// Per session: whether the store has it, and the events not yet written. One map, so
+    /// a streamed chunk costs one lookup.
+    state: Mutex<HashMap<SessionId, Rec>>,
+}
+
+#[derive(Default)]
+struct Rec {
+    /// The store has the session (created, loaded or resumed on this connection); until
+    /// then (while `session/new` runs) its updates wait here.
+    stored: bool,
+    turn: Turn,
+}
+
+#[derive(Default)]
+struct Turn {
+    events: Vec<StoredEvent>,
+    /// Tool call id -> its event's place in `events`.
+    tools: HashMap<ToolCallId, usize>,
+    /// Prompts running for the session.
+    prompts: usize,
+    /// About how many bytes `events` hold (text counted, other updates a flat guess).
+    bytes: usize,
+}
+impl Turn {
+    fn take(&mut self) -> Vec<StoredEvent> {
+        self.tools.clear();
+        self.bytes = 0;
+        std::mem::take(&mut self.events)
+    }
+
+    /// Adds an update, condensing it into the events already collected where it can.
+    fn push(&mut self, update: &SessionUpdate) {
+        use SessionUpdate as U;
+        self.bytes += match update {
+            U::AgentMessageChunk(c) | U::AgentThoughtChunk(c) | U::UserMessageChunk(c) => {
+                match &c.content {
+                    ContentBlock::Text(t) => t.text.len(),
+                    _ => 256,
+                }
+            }
+            _ => 256,
+        };
+        match update {
+            U::AgentMessageChunk(c) | U::AgentThoughtChunk(c) | U::UserMessageChunk(c) => {
+                if let Some(StoredEvent::Update(last)) = self.events.last_mut()
+                    && let Some(prev) = same_kind_chunk(last, update)
+                    && append_text(prev, c)
+                {
+                    return;
+                }
+            }
+            U::ToolCall(call) => {
+                if let Some(&at) = self.tools.get(&call.tool_call_id) {
+                    self.events[at] = StoredEvent::Update(update.clone());
+                    return;
+                }
+                self.tools
+                    .insert(call.tool_call_id.clone(), self.events.len());
+            }
+            U::ToolCallUpdate(change) => {
+                if let Some(&at) = self.tools.get(&change.tool_call_id)
+                    && let StoredEvent::Update(U::ToolCall(call)) = &mut self.events[at]
+                {
+                    apply_tool_update(call, change);
+                    return;
+                }
+            }
+            U::Plan(_) => {
+                if let Some(StoredEvent::Update(last @ U::Plan(_))) = self.events.last_mut() {
+                    *last = update.clone();
+                    return;
+                }
+            }
+            _ => {}
+        }
+        self.events.push(StoredEvent::Update(update.clone()));
+    }
+}
+
+/// The chunk of `last` if it is the same kind of chunk as `next`.
+fn same_kind_chunk<'a>(
+    last: &'a mut SessionUpdate,
+    next: &SessionUpdate,
+) -> Option<&'a mut ContentChunk> {
+    use SessionUpdate as U;
+    match (last, next) {
+        (U::AgentMessageChunk(a), U::AgentMessageChunk(_))
+        | (U::AgentThoughtChunk(a), U::AgentThoughtChunk(_))
+        | (U::UserMessageChunk(a), U::UserMessageChunk(_)) => Some(a),
+        _ => None,
+    }
+}
+
+/// Appends the text of `next` to `prev` when both are plain text of the same message.
+fn append_text(prev: &mut ContentChunk, next: &ContentChunk) -> bool {
+    if prev.message_id != next.message_id || prev.meta != next.meta {
+        return false;
+    }
+    match (&mut prev.content, &next.content) {
+        (ContentBlock::Text(a), ContentBlock::Text(b))
+            if a.annotations == b.annotations && a.meta == b.meta =>
+        {
+            a.text.push_str(&b.text);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Folds a `tool_call_update` into its tool call (fields it sets replace those of the call).
+pub fn apply_tool_update(call: &mut ToolCall, update: &ToolCallUpdate) {
+    if let Some(kind) = &update.kind {
+        call.kind = kind.clone();
+    }
+    if let Some(status) = &update.status {
+        call.status = status.clone();
+    }
+    if let Some(title) = &update.title {
+        call.title.clone_from(title);
+    }
+    if let Some(name) = &update.name {
+        call.name = Some(name.clone());
+    }
+    if let Some(content) = &update.content {
+        call.content.clone_from(content);
+    }
+    if let Some(locations) = &update.locations {
+        call.locations.clone_from(locations);
+    }
+    if let Some(raw) = &update.raw_input {
+        call.raw_input = Some(raw.clone());
+    }
+    if let Some(raw) = &update.raw_output {
+        call.raw_output = Some(raw.clone());
+    }
+}
+
+/// The metadata an update changes, if any (most updates change none: checked before
+/// anything is built, since this runs for every streamed chunk).
+fn meta_change(update: &SessionUpdate) -> Option<MetaChange> {
+    let change = match update {
+        SessionUpdate::CurrentModeUpdate(m) => MetaChange {
+            current_mode: Some(m.current_mode_id.clone()),
+            ..MetaChange::touch()
+        },
+        SessionUpdate::ConfigOptionUpdate(c) => MetaChange {
+            config_options: Some(c.config_options.clone()),
+            ..MetaChange::touch()
+        },
+        SessionUpdate::SessionInfoUpdate(i) => {
+            let mut change = MetaChange {
+                title: Some(i.title.clone()?),
+                ..MetaChange::touch()
+            };
+            if let Some(Some(at)) = &i.updated_at {
+                change.updated_at.clone_from(at);
+            }
+            change
+        }
+        _ => return None,
+    };
+    Some(change)
+}
+
+fn report(what: &str, id: &SessionId, e: &StoreError) {
+    tracing::error!(session = %id.0, error = %e, "session store: could not record {what}");
+}
+
+impl Recorder {
+    pub(crate) fn new(store: Arc<dyn SessionStore>) -> Self {
+        Recorder {
+            store,
+            state: Mutex::default(),
+        }
+    }
+
+    async fn write(&self, id: &SessionId, events: Vec<StoredEvent>) {
+        if events.is_empty() {
+            return;
+        }
+        if let Err(e) = self.store.append(id, events).await {
+            report("a session's history", id, &e);
+        }
+    }
+
+    async fn change(&self, id: &SessionId, change: MetaChange) {
+        if let Err(e) = self.store.update_meta(id, change).await {
+            report("a metadata change", id, &e);
+        }
+    }
+
+    /// Records an update the agent sends. `creating` tells whether a `session/new` is
+    /// running (asked only for a session the store does not know yet): its updates are kept
+    /// until it is created.
+    pub(crate) async fn update(&self, n: &SessionNotification, creating: impl FnOnce() -> bool) {
+        let id = &n.session_id;
+        let (now, change) = {
+            let mut s = lock(&self.state);
+            let rec = match s.get_mut(id) {
+                Some(rec) => rec,
+                None if creating() => s.entry(id.clone()).or_default(),
+                None => {
+                    tracing::debug!(session = %id.0, "update for a session the store does not have; not recorded");
+                    return;
+                }
+            };
+            if !rec.stored && rec.turn.events.len() >= EARLY_EVENTS {
+                tracing::warn!(session = %id.0, "too many updates before the session exists; not recorded");
+                return;
+            }
+            rec.turn.push(&n.update);
+            let turn = &mut rec.turn;
+            if !rec.stored {
+                (Vec::new(), None)
+            } else if turn.prompts == 0
+                || turn.events.len() >= FLUSH_EVENTS
+                || turn.bytes >= FLUSH_BYTES
+            {
+                (turn.take(), meta_change(&n.update))
+            } else {
+                (Vec::new(), meta_change(&n.update))
+            }
+        };
+        self.write(id, now).await;
+        if let Some(change) = change {
+            self.change(id, change).await;
+        }
+    }
+
+    /// A new session: stores it, then writes the updates sent while it was being created.
+    pub(crate) async fn created(&self, meta: SessionMeta) -> Result<(), StoreError> {
+        let id = meta.session_id.clone();
+        self.store.create(meta).await?;
+        let early = {
+            let mut s = lock(&self.state);
+            let rec = s.entry(id.clone()).or_default();
+            rec.stored = true;
+            rec.turn.take()
+        };
+        self.write(&id, early).await;
+        Ok(())
+    }
+
+    /// A session the store has is open on this connection (loaded or resumed).
+    pub(crate) fn attach(&self, id: &SessionId) {
+        lock(&self.state).entry(id.clone()).or_default().stored = true;
+    }
+
+    /// A prompt starts: records it and collects the turn's updates from now on.
+    pub(crate) fn begin_prompt(&self, id: &SessionId, prompt: Vec<ContentBlock>) {
+        let mut s = lock(&self.state);
+        if let Some(rec) = s.get_mut(id).filter(|r| r.stored) {
+            rec.turn.prompts += 1;
+            rec.turn.events.push(StoredEvent::Prompt(prompt));
+        }
+    }
+
+    /// A prompt ended: writes the turn and touches `updatedAt`.
+    pub(crate) async fn end_prompt(&self, id: &SessionId) {
+        let events = {
+            let mut s = lock(&self.state);
+            let Some(rec) = s.get_mut(id).filter(|r| r.stored) else {
+                return;
+            };
+            rec.turn.prompts = rec.turn.prompts.saturating_sub(1);
+            rec.turn.take()
+        };
+        self.write(id, events).await;
+        self.change(id, MetaChange::touch()).await;
+    }
+
+    /// Records a metadata change made by a request (`session/set_mode`, ...).
+    pub(crate) async fn changed(&self, id: &SessionId, change: MetaChange) {
+        if lock(&self.state).get(id).is_some_and(|r| r.stored) {
+            self.change(id, change).await;
+        }
+    }
+
+    /// The session is closed on this connection: writes what is pending and lets go of it.
+    pub(crate) async fn detach(&self, id: &SessionId) -> Result<(), StoreError> {
+        let events = lock(&self.state)
+            .remove(id)
+            .filter(|r| r.stored)
+            .map(|mut r| r.turn.take())
+            .unwrap_or_default();
+        if !events.is_empty() {
+            self.store.append(id, events).await?;
+        }
+        self.store.close(id).await
+    }
+
+    /// The session was deleted: drops what is pending.
+    pub(crate) fn forget(&self, id: &SessionId) {
+        lock(&self.state).remove(id);
+    }
+}
+
+/// A new session's metadata from its request and response.
+pub(crate) fn new_session_meta(
+    id: SessionId,
+    cwd: String,
+    additional_directories: Vec<String>,
+    response: &acp_types::v1::NewSessionResponse,
+) -> SessionMeta {
+    let mut meta = SessionMeta::new(id, cwd);
+    meta.additional_directories = additional_directories;
+    meta.modes.clone_from(&response.modes);
+    meta.config_options.clone_from(&response.config_options);
+    meta.updated_at = now_rfc3339();
+    meta
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use acp_types::v1::{ToolCallStatus, ToolCallUpdate};
+
+    fn texts(events: &[StoredEvent]) -> Vec<String> {
+        events
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect()
+    }
+
+    /// Chunks of one message become one; a change of kind starts a new event; a tool call
+    /// absorbs its updates in place; consecutive plans keep the last.
+    #[test]
+    fn a_turn_is_condensed_without_changing_what_it_renders() {
+        let mut turn = Turn::default();
+        turn.push(&SessionUpdate::agent_thought_text("think "));
+        turn.push(&SessionUpdate::agent_thought_text("more"));
+        turn.push(&SessionUpdate::agent_message_text("Hel"));
+        turn.push(&SessionUpdate::ToolCall(Box::new(ToolCall::new(
+            "t1", "Read",
+        ))));
+        turn.push(&SessionUpdate::agent_message_text("lo"));
+        let mut done = crate::tool_call_update("t1");
+        done.status = Some(ToolCallStatus::Completed);
+        turn.push(&SessionUpdate::ToolCallUpdate(Box::new(done)));
+        turn.push(&SessionUpdate::agent_message_text(" world"));
+        let stray: ToolCallUpdate = crate::tool_call_update("t9");
+        turn.push(&SessionUpdate::ToolCallUpdate(Box::new(stray.clone())));
+        let events = turn.take();
+        let mut call = ToolCall::new("t1", "Read");
+        call.status = ToolCallStatus::Completed;
+        let expected = vec![
+            StoredEvent::Update(SessionUpdate::agent_thought_text("think more")),
+            StoredEvent::Update(SessionUpdate::agent_message_text("Hel")),
+            StoredEvent::Update(SessionUpdate::ToolCall(Box::new(call))),
+            StoredEvent::Update(SessionUpdate::agent_message_text("lo world")),
+            StoredEvent::Update(SessionUpdate::ToolCallUpdate(Box::new(stray))),
+        ];
+        assert_eq!(texts(&events), texts(&expected));
+        assert!(turn.tools.is_empty());
+    }
+
+    /// Chunks with different message ids stay apart.
+    #[test]
+    fn chunks_of_different_messages_stay_apart() {
+        let mut turn = Turn::default();
+        let mut a = ContentChunk::new("a");
+        a.message_id = Some("m1".into());
+        let mut b = ContentChunk::new("b");
+        b.message_id = Some("m2".into());
+        turn.push(&SessionUpdate::AgentMessageChunk(a));
+        turn.push(&SessionUpdate::AgentMessageChunk(b));
+        assert_eq!(turn.events.len(), 2);
+    }
+}

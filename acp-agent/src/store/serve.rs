@@ -1,0 +1,214 @@
+//! The session methods a store answers for an agent that leaves them at their default:
+//! each calls the agent's method first and falls back to the store only when it answers
+//! "method not found", so an agent author can still override any of them.
+
+use acp_types::NotificationMethod;
+use acp_types::v1::*;
+
+use super::record::Recorder;
+use super::{HistoryCursor, ListQuery, MetaChange, SessionMeta, StoreError};
+use crate::agent::Agent;
+use crate::context::AgentContext;
+use crate::state::Inner;
+use crate::{Error, ErrorCode};
+
+/// Events read per page while replaying (the replay's memory does not grow with the
+/// history).
+const REPLAY_PAGE: usize = 256;
+
+/// Rows per `session/list` page.
+pub const LIST_PAGE: usize = 100;
+
+/// Whether the agent left the method at its default.
+fn defaulted<T>(result: &Result<T, Error>) -> bool {
+    matches!(result, Err(e) if e.code == ErrorCode::METHOD_NOT_FOUND)
+}
+
+fn unknown(id: &SessionId) -> Error {
+    StoreError::NotFound(id.clone()).into()
+}
+
+/// Adds what a store provides to the agent's `initialize` answer.
+pub(crate) fn advertise(response: &mut InitializeResponse) {
+    let caps = &mut response.agent_capabilities;
+    caps.load_session = true;
+    let session = &mut caps.session_capabilities;
+    session.list.get_or_insert_with(Default::default);
+    session.resume.get_or_insert_with(Default::default);
+    session.close.get_or_insert_with(Default::default);
+    session.delete.get_or_insert_with(Default::default);
+}
+
+/// A session the agent loaded or resumed itself is recorded from now on (created in the
+/// store if it is not there).
+async fn adopt(recorder: &Recorder, id: &SessionId, cwd: &str) -> Result<(), Error> {
+    if recorder.store.meta(id).await?.is_none() {
+        recorder.created(SessionMeta::new(id.clone(), cwd)).await?;
+    }
+    recorder.attach(id);
+    Ok(())
+}
+
+/// `session/load`: the history replayed as `session/update`s, then the answer. The updates
+/// are queued on the connection before this returns, so all of them are written before the
+/// response.
+pub(crate) async fn load<A: Agent>(
+    agent: &A,
+    params: LoadSessionRequest,
+    cx: &AgentContext,
+    inner: &Inner,
+    recorder: &Recorder,
+) -> Result<LoadSessionResponse, Error> {
+    let id = params.session_id.clone();
+    let cwd = params.cwd.clone();
+    let result = agent.load_session(params, cx).await;
+    if !defaulted(&result) {
+        let response = result?;
+        adopt(recorder, &id, &cwd).await?;
+        return Ok(response);
+    }
+    let meta = recorder
+        .store
+        .meta(&id)
+        .await?
+        .ok_or_else(|| unknown(&id))?;
+    let mut cursor = HistoryCursor::START;
+    loop {
+        let page = recorder.store.history(&id, cursor, REPLAY_PAGE).await?;
+        for event in page.events {
+            for update in event.into_updates() {
+                let n = SessionNotification::new(id.clone(), update);
+                inner.peer.notify(SessionNotification::METHOD, &n).await?;
+            }
+        }
+        match page.next {
+            Some(next) => cursor = next,
+            None => break,
+        }
+    }
+    recorder.attach(&id);
+    let mut response = LoadSessionResponse::new();
+    response.modes = meta.modes;
+    response.config_options = meta.config_options;
+    Ok(response)
+}
+
+/// `session/resume`: the session is open again, without replay.
+pub(crate) async fn resume<A: Agent>(
+    agent: &A,
+    params: ResumeSessionRequest,
+    cx: &AgentContext,
+    recorder: &Recorder,
+) -> Result<ResumeSessionResponse, Error> {
+    let id = params.session_id.clone();
+    let cwd = params.cwd.clone();
+    let result = agent.resume_session(params, cx).await;
+    if !defaulted(&result) {
+        let response = result?;
+        adopt(recorder, &id, &cwd).await?;
+        return Ok(response);
+    }
+    let meta = recorder
+        .store
+        .meta(&id)
+        .await?
+        .ok_or_else(|| unknown(&id))?;
+    recorder.attach(&id);
+    let mut response = ResumeSessionResponse::new();
+    response.modes = meta.modes;
+    response.config_options = meta.config_options;
+    Ok(response)
+}
+
+/// `session/list`: a page of the store, newest first, filtered by `cwd`.
+pub(crate) async fn list<A: Agent>(
+    agent: &A,
+    params: ListSessionsRequest,
+    cx: &AgentContext,
+    recorder: &Recorder,
+) -> Result<ListSessionsResponse, Error> {
+    let query = ListQuery {
+        cwd: params.cwd.clone(),
+        cursor: params.cursor.clone(),
+        limit: LIST_PAGE,
+    };
+    let result = agent.list_sessions(params, cx).await;
+    if !defaulted(&result) {
+        return result;
+    }
+    let page = recorder.store.list(query).await?;
+    let sessions = page.sessions.into_iter().map(|row| {
+        let mut info = SessionInfo::new(row.session_id, row.cwd)
+            .additional_directories(row.additional_directories)
+            .updated_at(row.updated_at);
+        info.title = row.title;
+        info
+    });
+    let mut response = ListSessionsResponse::new(sessions);
+    response.next_cursor = page.next_cursor;
+    Ok(response)
+}
+
+/// `session/close`: the agent's answer (or an empty one), then what is pending is written
+/// and the store lets go of the session.
+pub(crate) async fn close<A: Agent>(
+    agent: &A,
+    params: CloseSessionRequest,
+    cx: &AgentContext,
+    recorder: &Recorder,
+) -> Result<CloseSessionResponse, Error> {
+    let id = params.session_id.clone();
+    let result = agent.close_session(params, cx).await;
+    let response = if defaulted(&result) {
+        CloseSessionResponse::new()
+    } else {
+        result?
+    };
+    recorder.detach(&id).await?;
+    Ok(response)
+}
+
+/// `session/delete`: removed from the store (also after an agent's own delete succeeded).
+pub(crate) async fn delete<A: Agent>(
+    agent: &A,
+    params: DeleteSessionRequest,
+    cx: &AgentContext,
+    recorder: &Recorder,
+) -> Result<DeleteSessionResponse, Error> {
+    let id = params.session_id.clone();
+    let result = agent.delete_session(params, cx).await;
+    let defaulted = defaulted(&result);
+    let response = if defaulted {
+        DeleteSessionResponse::new()
+    } else {
+        result?
+    };
+    recorder.forget(&id);
+    match recorder.store.delete(&id).await {
+        Ok(()) => Ok(response),
+        Err(StoreError::NotFound(_)) if !defaulted => Ok(response),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Records the mode a `session/set_mode` chose.
+pub(crate) async fn mode_set(recorder: &Recorder, id: &SessionId, mode: SessionModeId) {
+    let change = MetaChange {
+        current_mode: Some(mode),
+        ..MetaChange::touch()
+    };
+    recorder.changed(id, change).await;
+}
+
+/// Records the config options a `session/set_config_option` answered with.
+pub(crate) async fn config_set(
+    recorder: &Recorder,
+    id: &SessionId,
+    options: Vec<SessionConfigOption>,
+) {
+    let change = MetaChange {
+        config_options: Some(options),
+        ..MetaChange::touch()
+    };
+    recorder.changed(id, change).await;
+}

@@ -1,0 +1,812 @@
+//! The client against a hostile agent: this test binary re-runs itself as a fault-injecting
+//! agent (a real child process over real pipes, `HOSTILE_AGENT=<scenario>`), and each
+//! scenario checks that the client neither panics nor hangs, keeps its memory bounded where
+//! that is the point, and gives the application a clear error.
+//!
+//! `cargo test -p acp-client --test hostile_agent [-- <name filter>]`. Memory is measured as
+//! the growth of this process's peak RSS (`VmHWM`, reset through `/proc/self/clear_refs`
+//! before each scenario that measures it).
+
+use std::io::{BufRead, BufWriter, Write};
+use std::time::{Duration, Instant};
+
+use acp_client::process::{AgentCommand, AgentProcess, ProcessError};
+use acp_client::{
+    Client, ClientConnection, Config, Error, ErrorCode, PromptEvent, RequestTimeouts,
+};
+use acp_types::v1::{
+    ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest, SessionNotification,
+};
+
+const AGENT_ENV: &str = "HOSTILE_AGENT";
+
+// ---------------------------------------------------------------------------------------
+// The hostile agent (runs in the child)
+// ---------------------------------------------------------------------------------------
+
+struct Wire {
+    input: std::io::BufReader<std::io::Stdin>,
+    out: BufWriter<std::io::Stdout>,
+}
+
+impl Wire {
+    fn new() -> Self {
+        Wire {
+            input: std::io::BufReader::new(std::io::stdin()),
+            out: BufWriter::with_capacity(1 << 20, std::io::stdout()),
+        }
+    }
+
+    /// The next request line, parsed (`None` at EOF).
+    fn next(&mut self) -> Option<serde_json::Value> {
+        let mut line = String::new();
+        if self.input.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        serde_json::from_str(&line).ok()
+    }
+
+    fn send(&mut self, line: &str) {
+        let _ = self.out.write_all(line.as_bytes());
+        let _ = self.out.write_all(b"\n");
+        let _ = self.out.flush();
+    }
+
+    fn send_raw(&mut self, bytes: &[u8]) {
+        let _ = self.out.write_all(bytes);
+        let _ = self.out.flush();
+    }
+
+    /// Reads requests until one of `method`; returns its id as JSON text.
+    fn expect(&mut self, method: &str) -> String {
+        loop {
+            let msg = self.next().unwrap_or_else(|| std::process::exit(0));
+            if msg["method"] == method {
+                return msg["id"].to_string();
+            }
+        }
+    }
+
+    fn answer_initialize(&mut self) {
+        let id = self.expect("initialize");
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":1,"agentCapabilities":{{}},"authMethods":[]}}}}"#
+        ));
+    }
+
+    fn answer_new_session(&mut self) {
+        let id = self.expect("session/new");
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"sessionId":"s1"}}}}"#
+        ));
+    }
+
+    fn update(&mut self, text: &str) {
+        let text = serde_json::to_string(text).unwrap();
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":{text}}}}}}}}}"#
+        ));
+    }
+
+    fn end_turn(&mut self, id: &str) {
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"stopReason":"end_turn"}}}}"#
+        ));
+    }
+
+    /// Serves on: initialize, session/new, and prompts answered at once.
+    fn serve(&mut self) {
+        while let Some(msg) = self.next() {
+            let id = msg["id"].to_string();
+            match msg["method"].as_str() {
+                Some("initialize") => self.send(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":1,"agentCapabilities":{{}},"authMethods":[]}}}}"#
+                )),
+                Some("session/new") => self.send(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"sessionId":"s1"}}}}"#
+                )),
+                Some("session/prompt") => self.end_turn(&id),
+                _ => {}
+            }
+        }
+    }
+}
+
+fn big_line(len: usize) -> Vec<u8> {
+    let mut line = Vec::with_capacity(len + 64);
+    line.extend_from_slice(br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":""#);
+    line.resize(len, b'x');
+    line.extend_from_slice(b"\"}}}}\n");
+    line
+}
+
+fn scale() -> usize {
+    std::env::var("HOSTILE_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000)
+}
+
+fn run_agent(scenario: &str) {
+    let mut w = Wire::new();
+    match scenario {
+        "silent_after_initialize" => {
+            w.answer_initialize();
+            while w.next().is_some() {}
+        }
+        "invalid_utf8_before_initialize" => {
+            w.send_raw(b"\xff\xfe{\"jsonrpc\":\"2.0\"}\n\xc3\x28\n");
+            w.serve();
+        }
+        "invalid_utf8_mid_prompt" => {
+            w.answer_initialize();
+            w.answer_new_session();
+            let id = w.expect("session/prompt");
+            w.update("before");
+            w.send_raw(
+                b"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":\"\xff\xff\"}\n",
+            );
+            w.update("after");
+            w.end_turn(&id);
+            w.serve();
+        }
+        "line_200mib" => {
+            // 200 MiB without a line end, then a valid conversation.
+            let chunk = vec![b'x'; 1 << 20];
+            for _ in 0..200 {
+                w.send_raw(&chunk);
+            }
+            w.send_raw(b"\n");
+            w.serve();
+        }
+        "notification_60mib" => {
+            w.answer_initialize();
+            w.answer_new_session();
+            let id = w.expect("session/prompt");
+            w.send_raw(&big_line(60 << 20));
+            w.end_turn(&id);
+            w.serve();
+        }
+        "line_cut_by_eof" => {
+            w.expect("initialize");
+            w.send_raw(br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVer"#);
+            eprintln!("cutting my answer short");
+            std::process::exit(7);
+        }
+        "million_updates" => {
+            w.answer_initialize();
+            w.answer_new_session();
+            let id = w.expect("session/prompt");
+            for i in 0..scale() {
+                w.update(&format!("chunk {i}"));
+            }
+            w.end_turn(&id);
+            w.serve();
+        }
+        "unknown_and_duplicate_ids" => {
+            let id = w.expect("initialize");
+            let ok = r#""result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[]}"#;
+            w.send(&format!(r#"{{"jsonrpc":"2.0","id":999,{ok}}}"#));
+            w.send(&format!(r#"{{"jsonrpc":"2.0","id":"nope",{ok}}}"#));
+            w.send(&format!(r#"{{"jsonrpc":"2.0","id":{id},{ok}}}"#));
+            w.send(&format!(r#"{{"jsonrpc":"2.0","id":{id},{ok}}}"#));
+            w.serve();
+        }
+        "result_and_error" => {
+            let id = w.expect("initialize");
+            w.send(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":1}},"error":{{"code":1,"message":"m"}}}}"#
+            ));
+            // And one for an id nobody waits for: it must not be answered.
+            w.send(r#"{"jsonrpc":"2.0","id":4242,"result":1,"error":{"code":1,"message":"m"}}"#);
+            w.send(r#"{"jsonrpc":"2.0","id":"probe","method":"nope"}"#);
+            // Before the probe's answer the client sends exactly one error: for the bad
+            // response its initialize waited for. The stray one is not answered.
+            let mut errors_before_probe = 0;
+            loop {
+                let Some(msg) = w.next() else {
+                    std::process::exit(2)
+                };
+                if msg.get("method").is_some() {
+                    continue;
+                }
+                if msg["id"] == "probe" {
+                    let ok = msg["error"]["code"] == -32601 && errors_before_probe == 1;
+                    eprintln!("errors before the probe: {errors_before_probe}");
+                    std::process::exit(if ok { 0 } else { 3 });
+                }
+                errors_before_probe += 1;
+            }
+        }
+        "odd_ids_unknown_methods_wrong_params" => {
+            w.answer_initialize();
+            let requests = [
+                (r#"1180591620717411303424"#, "fs/read_text_file", "{}"),
+                ("1.5", "fs/read_text_file", "{}"),
+                ("null", "fs/read_text_file", "{}"),
+                ("{}", "fs/read_text_file", "{}"),
+                ("true", "fs/read_text_file", "{}"),
+                ("-0", "nope", "{}"),
+                (r#""""#, "nope", "{}"),
+                (r#""\u0000\ud800""#, "nope", "{}"),
+                ("7", "session/request_permission", r#"{"sessionId":5}"#),
+                ("8", "fs/read_text_file", r#"[1,2,3]"#),
+                ("9", "_unknown/ext", "{}"),
+            ];
+            for (id, method, params) in requests {
+                w.send(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#
+                ));
+            }
+            // Every request gets exactly one answer; report the codes on stderr, then
+            // answer nothing else but the shutdown (EOF).
+            let mut codes = Vec::new();
+            while codes.len() < requests.len() {
+                let Some(msg) = w.next() else { break };
+                if msg.get("method").is_none() {
+                    codes.push(format!("{}:{}", msg["id"], msg["error"]["code"]));
+                }
+            }
+            eprintln!("codes {}", codes.join(" "));
+            std::process::exit(if codes.len() == requests.len() { 0 } else { 4 });
+        }
+        "deep_nesting" => {
+            let depth = 200_000;
+            let mut line = br#"{"jsonrpc":"2.0","method":"session/update","params":"#.to_vec();
+            line.extend(std::iter::repeat_n(b'[', depth));
+            line.extend(std::iter::repeat_n(b']', depth));
+            line.extend_from_slice(b"}\n");
+            w.send_raw(&line);
+            let mut line =
+                br#"{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":"#.to_vec();
+            line.extend(std::iter::repeat_n(b'{', depth));
+            line.extend_from_slice(b"\n");
+            w.send_raw(&line);
+            w.serve();
+        }
+        "stderr_flood" => {
+            let mut err = std::io::stderr().lock();
+            let line = [b'e'; 1023];
+            for _ in 0..(100 * 1024) {
+                let _ = err.write_all(&line);
+                let _ = err.write_all(b"\n");
+            }
+            let _ = err.write_all(b"the last line\n");
+            drop(err);
+            w.serve();
+        }
+        "exit_mid_prompt" => {
+            w.answer_initialize();
+            w.answer_new_session();
+            w.expect("session/prompt");
+            w.update("about to crash");
+            eprintln!("fatal: out of cheese");
+            std::process::exit(3);
+        }
+        "stdout_closed" => {
+            w.answer_initialize();
+            w.answer_new_session();
+            w.expect("session/prompt");
+            drop(w.out);
+            // SAFETY: closing our own stdout descriptor; nothing else uses it afterwards.
+            unsafe { libc::close(1) };
+            std::thread::sleep(Duration::from_secs(30));
+        }
+        "stdin_closed" => {
+            w.answer_initialize();
+            // SAFETY: closing our own stdin descriptor; nothing reads it afterwards.
+            unsafe { libc::close(0) };
+            std::thread::sleep(Duration::from_secs(30));
+        }
+        "escape_sequences" => {
+            w.answer_initialize();
+            w.answer_new_session();
+            let id = w.expect("session/prompt");
+            w.update("\u{1b}[2J\u{1b}]0;pwned\u{7}\u{1b}[31mred\r\u{0}\u{9b}");
+            w.end_turn(&id);
+            w.serve();
+        }
+        "requests_never_read" => {
+            // Never reads stdin: every answer the client writes stays in the pipe.
+            let n = scale();
+            for i in 0..n {
+                w.out
+                    .write_all(
+                        format!(
+                            r#"{{"jsonrpc":"2.0","id":{i},"method":"fs/read_text_file","params":{{"sessionId":"s1","path":"/nope/{i}"}}}}"#
+                        )
+                        .as_bytes(),
+                    )
+                    .unwrap();
+                w.out.write_all(b"\n").unwrap();
+            }
+            w.out.flush().unwrap();
+            eprintln!("wrote all {n} requests");
+            std::thread::sleep(Duration::from_secs(60));
+        }
+        "leaves_a_helper" => {
+            // A helper in our process group that cleans up on SIGTERM; we exit on EOF.
+            let marker = std::env::var("MARKER").unwrap();
+            // Never waited for on purpose: the helper is meant to outlive this agent.
+            #[allow(clippy::zombie_processes)]
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "trap 'echo cleaned > {marker}; exit 0' TERM; while :; do sleep 0.05; done"
+                ))
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            w.serve();
+        }
+        other => panic!("unknown scenario {other}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The client side (the test process)
+// ---------------------------------------------------------------------------------------
+
+struct Quiet;
+impl Client for Quiet {}
+
+struct Collect(std::sync::Mutex<Vec<SessionNotification>>);
+#[acp_client::async_trait]
+impl Client for Collect {
+    async fn session_update(&self, n: SessionNotification) -> Result<(), Error> {
+        self.0.lock().unwrap().push(n);
+        Ok(())
+    }
+}
+
+fn spawn(scenario: &str) -> AgentProcess {
+    spawn_with(scenario, &[])
+}
+
+fn spawn_with(scenario: &str, env: &[(&str, &str)]) -> AgentProcess {
+    let mut cmd = AgentCommand::new(std::env::current_exe().unwrap()).env(AGENT_ENV, scenario);
+    for (k, v) in env {
+        cmd = cmd.env(*k, *v);
+    }
+    AgentProcess::spawn(&cmd).unwrap()
+}
+
+fn connect(p: &mut AgentProcess) -> ClientConnection {
+    p.connect(Quiet, Config::default()).unwrap()
+}
+
+async fn within<T>(what: &str, secs: u64, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(secs), f)
+        .await
+        .unwrap_or_else(|_| panic!("hung: {what}"))
+}
+
+async fn initialize(conn: &ClientConnection) -> Result<(), Error> {
+    conn.agent()
+        .initialize(InitializeRequest::new(1))
+        .await
+        .map(|_| ())
+}
+
+async fn session(conn: &ClientConnection) -> String {
+    let s = conn
+        .agent()
+        .new_session(NewSessionRequest::new(
+            "/",
+            Vec::<acp_types::v1::McpServer>::new(),
+        ))
+        .await
+        .unwrap();
+    s.session_id.0
+}
+
+fn prompt(session: &str) -> PromptRequest {
+    PromptRequest::new(session.to_owned(), [ContentBlock::text("hi")])
+}
+
+/// Resets the peak RSS so the next [`peak_rss_mib`] measures from now.
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap()
+}
+
+fn peak_rss_mib() -> u64 {
+    status_kib("VmHWM:") / 1024
+}
+
+fn rss_mib() -> u64 {
+    status_kib("VmRSS:") / 1024
+}
+
+async fn a_silent_agent_times_out_after_the_handshake() {
+    let mut p = spawn("silent_after_initialize");
+    let mut conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    conn.set_request_timeouts(
+        RequestTimeouts::default().method("session/new", Some(Duration::from_millis(300))),
+    );
+    let start = Instant::now();
+    let err = within("session/new", 10, async {
+        conn.agent()
+            .new_session(NewSessionRequest::new(
+                "/",
+                Vec::<acp_types::v1::McpServer>::new(),
+            ))
+            .await
+            .unwrap_err()
+    })
+    .await;
+    assert_eq!(err.code, ErrorCode::REQUEST_TIMED_OUT, "{err}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+    // The defaults: a minute for ordinary requests, none for those that wait on a person.
+    let d = RequestTimeouts::default();
+    assert_eq!(d.for_method("session/new"), Some(Duration::from_secs(60)));
+    for untimed in [
+        "session/prompt",
+        "authenticate",
+        "session/request_permission",
+    ] {
+        assert_eq!(d.for_method(untimed), None, "{untimed}");
+    }
+    assert_eq!(
+        conn.agent().timeouts().for_method("session/new"),
+        Some(Duration::from_millis(300))
+    );
+}
+
+async fn invalid_utf8_before_initialize_is_skipped() {
+    let mut p = spawn("invalid_utf8_before_initialize");
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    within("session", 10, session(&conn)).await;
+}
+
+async fn invalid_utf8_mid_prompt_is_skipped_and_the_turn_completes() {
+    let mut p = spawn("invalid_utf8_mid_prompt");
+    let conn = p
+        .connect(Collect(Default::default()), Config::default())
+        .unwrap();
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    let s = within("session", 10, session(&conn)).await;
+    let (updates, result) = within(
+        "prompt",
+        10,
+        conn.agent().prompt_stream(prompt(&s)).collect(),
+    )
+    .await;
+    result.unwrap();
+    assert_eq!(updates.len(), 2, "{updates:?}");
+}
+
+async fn a_200_mib_line_is_skipped_in_bounded_memory() {
+    reset_peak();
+    let before = rss_mib();
+    let mut p = spawn("line_200mib");
+    let conn = connect(&mut p);
+    within("initialize", 120, initialize(&conn)).await.unwrap();
+    let grew = peak_rss_mib().saturating_sub(before);
+    println!("    200 MiB line: peak RSS grew {grew} MiB");
+    // At most the 64 MiB limit is ever assembled (and then dropped).
+    assert!(grew < 100, "peak RSS grew {grew} MiB for a skipped line");
+    // And the memory is given back once the line is skipped.
+    let kept = rss_mib().saturating_sub(before);
+    println!("    200 MiB line: RSS after the skip {kept} MiB above the start");
+    assert!(kept < 32, "{kept} MiB kept after skipping the line");
+}
+
+async fn a_60_mib_update_costs_about_twice_its_size() {
+    let mut p = spawn("notification_60mib");
+    let conn = p
+        .connect(Collect(Default::default()), Config::default())
+        .unwrap();
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    let s = within("session", 10, session(&conn)).await;
+    reset_peak();
+    let before = rss_mib();
+    within("prompt", 120, conn.agent().prompt(prompt(&s)))
+        .await
+        .unwrap();
+    let grew = peak_rss_mib().saturating_sub(before);
+    println!("    60 MiB update: peak RSS grew {grew} MiB");
+    assert!(grew < 200, "peak RSS grew {grew} MiB for a 60 MiB update");
+}
+
+async fn a_line_cut_by_eof_fails_initialize_and_names_the_exit() {
+    let mut p = spawn("line_cut_by_eof");
+    let conn = connect(&mut p);
+    let err = within("initialize", 10, initialize(&conn))
+        .await
+        .unwrap_err();
+    assert!(err.is_connection_closed(), "{err}");
+    let exited = within("exit", 10, p.wait_exit()).await.to_string();
+    assert!(exited.contains("exit status: 7"), "{exited}");
+    assert!(exited.contains("cutting my answer short"), "{exited}");
+}
+
+async fn a_million_updates_stream_through_in_bounded_memory() {
+    let n = scale();
+    let mut p = spawn("million_updates");
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    let s = within("session", 10, session(&conn)).await;
+    reset_peak();
+    let before = rss_mib();
+    let mut stream = conn.agent().prompt_stream(prompt(&s));
+    // A slow consumer at first: the agent must be held back, not buffered.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut updates = 0;
+    let done = within("a million updates", 600, async {
+        loop {
+            match stream.next().await {
+                Some(PromptEvent::Update(_)) => updates += 1,
+                Some(PromptEvent::Done(result)) => break result,
+                None => panic!("stream ended without Done"),
+            }
+        }
+    })
+    .await;
+    done.unwrap();
+    assert_eq!(updates, n);
+    let grew = peak_rss_mib().saturating_sub(before);
+    println!("    {n} updates: peak RSS grew {grew} MiB");
+    assert!(grew < 64, "peak RSS grew {grew} MiB");
+}
+
+async fn responses_to_unknown_and_duplicate_ids_are_ignored() {
+    let mut p = spawn("unknown_and_duplicate_ids");
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    within("session", 10, session(&conn)).await;
+    assert_eq!(conn.peer().pending_requests(), 0);
+}
+
+async fn result_and_error_together_fail_the_caller_and_a_stray_one_is_not_answered() {
+    let mut p = spawn("result_and_error");
+    let conn = connect(&mut p);
+    let err = within("initialize", 10, initialize(&conn))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::INVALID_REQUEST, "{err}");
+    assert!(err.message.contains("both"), "{err}");
+    let exited = within("agent checks", 20, p.wait_exit()).await;
+    let ProcessError::Exited {
+        status,
+        stderr_tail,
+        ..
+    } = &exited
+    else {
+        panic!("{exited}")
+    };
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "the stray response was answered: {stderr_tail}"
+    );
+    drop(conn);
+}
+
+async fn odd_ids_unknown_methods_and_wrong_params_each_get_one_answer() {
+    let mut p = spawn("odd_ids_unknown_methods_wrong_params");
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    let exited = within("agent checks", 20, p.wait_exit()).await;
+    let ProcessError::Exited {
+        status,
+        stderr_tail,
+        ..
+    } = &exited
+    else {
+        panic!("{exited}")
+    };
+    assert_eq!(status.code(), Some(0), "{stderr_tail}");
+    // 2^70 is named exactly; the unknown method and bad params get their codes.
+    assert!(stderr_tail.contains("null:-32600"), "{stderr_tail}");
+    assert!(stderr_tail.contains("\"\":-32601"), "{stderr_tail}");
+    assert!(
+        stderr_tail.contains("7:-32602") || stderr_tail.contains("7:-32601"),
+        "{stderr_tail}"
+    );
+    drop(conn);
+}
+
+async fn deep_nesting_is_refused_without_overflowing_the_stack() {
+    let mut p = spawn("deep_nesting");
+    let conn = connect(&mut p);
+    within("initialize", 20, initialize(&conn)).await.unwrap();
+    within("session", 10, session(&conn)).await;
+}
+
+async fn a_stderr_flood_keeps_only_a_bounded_tail() {
+    let mut p = spawn("stderr_flood");
+    let conn = connect(&mut p);
+    within("initialize", 60, initialize(&conn)).await.unwrap();
+    // Let the forwarder catch up with the flood.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !p.stderr_tail().ends_with("the last line") && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let tail = p.stderr_tail();
+    assert!(tail.ends_with("the last line"));
+    assert!(tail.len() <= acp_client::process::STDERR_TAIL_BYTES + 64);
+}
+
+async fn an_exit_mid_prompt_fails_the_prompt_and_names_status_and_stderr() {
+    let mut p = spawn("exit_mid_prompt");
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    let s = within("session", 10, session(&conn)).await;
+    let (updates, result) = within(
+        "prompt",
+        10,
+        conn.agent().prompt_stream(prompt(&s)).collect(),
+    )
+    .await;
+    assert_eq!(updates.len(), 1);
+    let err = result.unwrap_err();
+    assert!(err.is_connection_closed(), "{err}");
+    let exited = within("exit", 10, p.wait_exit()).await.to_string();
+    assert!(exited.contains("exit status: 3"), "{exited}");
+    assert!(exited.contains("out of cheese"), "{exited}");
+}
+
+async fn stdout_closed_while_running_fails_the_prompt() {
+    let mut p = spawn("stdout_closed");
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    let s = within("session", 10, session(&conn)).await;
+    let err = within("prompt", 10, conn.agent().prompt(prompt(&s)))
+        .await
+        .unwrap_err();
+    assert!(err.is_connection_closed(), "{err}");
+    within("shutdown", 20, p.shutdown(Duration::from_millis(200)))
+        .await
+        .unwrap();
+}
+
+async fn stdin_closed_while_running_fails_the_next_request() {
+    let mut p = spawn("stdin_closed");
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut conn = conn;
+    conn.set_request_timeouts(RequestTimeouts::new(Some(Duration::from_secs(2))));
+    let err = within("session/new", 10, async {
+        conn.agent()
+            .new_session(NewSessionRequest::new(
+                "/",
+                Vec::<acp_types::v1::McpServer>::new(),
+            ))
+            .await
+            .unwrap_err()
+    })
+    .await;
+    // The write fails (broken pipe) and closes the connection, or the timeout fires.
+    assert!(
+        err.is_connection_closed() || err.code == ErrorCode::REQUEST_TIMED_OUT,
+        "{err}"
+    );
+    within("shutdown", 20, p.shutdown(Duration::from_millis(200)))
+        .await
+        .unwrap();
+}
+
+async fn escape_sequences_in_agent_text_arrive_as_data() {
+    let mut p = spawn("escape_sequences");
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    let s = within("session", 10, session(&conn)).await;
+    let (updates, result) = within(
+        "prompt",
+        10,
+        conn.agent().prompt_stream(prompt(&s)).collect(),
+    )
+    .await;
+    result.unwrap();
+    let text = format!("{updates:?}");
+    assert!(text.contains("\\u{1b}[2J"), "{text}");
+}
+
+async fn a_million_requests_from_an_agent_that_never_reads_stay_in_bounded_memory() {
+    let n = scale();
+    reset_peak();
+    let before = rss_mib();
+    let mut p = spawn("requests_never_read");
+    let conn = connect(&mut p);
+    // The client answers until its pipe to the agent is full, then stops reading: the
+    // agent blocks in its writes. Give it time to try.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let grew = peak_rss_mib().saturating_sub(before);
+    println!("    {n} unread requests: peak RSS grew {grew} MiB");
+    assert!(
+        !p.stderr_tail().contains("wrote all"),
+        "the client kept reading"
+    );
+    assert!(grew < 64, "peak RSS grew {grew} MiB");
+    drop(conn);
+    within("shutdown", 20, p.shutdown(Duration::from_millis(200)))
+        .await
+        .unwrap();
+}
+
+async fn shutdown_lets_the_agents_helpers_clean_up() {
+    let dir = std::env::temp_dir().join(format!("acp-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("cleaned");
+    let mut p = spawn_with("leaves_a_helper", &[("MARKER", marker.to_str().unwrap())]);
+    let conn = connect(&mut p);
+    within("initialize", 10, initialize(&conn)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let status = within("shutdown", 20, p.shutdown(Duration::from_secs(2)))
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let cleaned = std::fs::read_to_string(&marker).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        cleaned.trim(),
+        "cleaned",
+        "the helper got SIGKILL, not SIGTERM"
+    );
+}
+
+type Scenario = fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
+
+macro_rules! scenarios {
+    ($($name:ident),* $(,)?) => {
+        [$((stringify!($name), (|| Box::pin($name()) as _) as Scenario)),*]
+    };
+}
+
+fn main() {
+    if let Ok(scenario) = std::env::var(AGENT_ENV) {
+        run_agent(&scenario);
+        return;
+    }
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // Memory-measuring scenarios first, each from a reset peak.
+    let all = scenarios![
+        a_million_requests_from_an_agent_that_never_reads_stay_in_bounded_memory,
+        a_million_updates_stream_through_in_bounded_memory,
+        a_200_mib_line_is_skipped_in_bounded_memory,
+        a_60_mib_update_costs_about_twice_its_size,
+        a_silent_agent_times_out_after_the_handshake,
+        invalid_utf8_before_initialize_is_skipped,
+        invalid_utf8_mid_prompt_is_skipped_and_the_turn_completes,
+        a_line_cut_by_eof_fails_initialize_and_names_the_exit,
+        responses_to_unknown_and_duplicate_ids_are_ignored,
+        result_and_error_together_fail_the_caller_and_a_stray_one_is_not_answered,
+        odd_ids_unknown_methods_and_wrong_params_each_get_one_answer,
+        deep_nesting_is_refused_without_overflowing_the_stack,
+        a_stderr_flood_keeps_only_a_bounded_tail,
+        an_exit_mid_prompt_fails_the_prompt_and_names_status_and_stderr,
+        stdout_closed_while_running_fails_the_prompt,
+        stdin_closed_while_running_fails_the_next_request,
+        escape_sequences_in_agent_text_arrive_as_data,
+        shutdown_lets_the_agents_helpers_clean_up,
+    ];
+    for (name, scenario) in all {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        let start = Instant::now();
+        rt.block_on(scenario());
+        println!("test {name} ... ok ({:?})", start.elapsed());
+    }
+}

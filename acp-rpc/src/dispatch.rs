@@ -1,0 +1,205 @@
+//! Dispatch: incoming requests each on a task of their own (concurrent, capped,
+//! cancellable, panic-safe) and the ordered notification worker. The reader hands work
+//! here; the results go to the writer's queue.
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use serde_json::value::RawValue;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::error::{Error, ErrorCode};
+use crate::handler::{DecodedNotification, Handler, NotificationContext, RequestContext};
+use crate::message::{Notification, Request, write_response, write_response_head};
+use crate::outgoing::Peer;
+use crate::params::Params;
+use crate::state::{Deliver, Outgoing, SLOT, Shared, Slot, lock, panic_message};
+
+/// Items processed strictly in arrival order by the notification worker.
+pub(crate) enum Ordered {
+    Notification(Notification),
+    /// A notification the handler decoded in the reader.
+    Decoded(DecodedNotification),
+    /// A response that must wait for the notifications before it (its result copied out
+    /// of the line, which the reader reuses).
+    Response(Deliver, Result<Box<RawValue>, Error>),
+}
+
+pub(crate) struct RequestTask {
+    /// Sequential mode: the predecessor's end, awaited before anything else.
+    pub(crate) after: Option<oneshot::Receiver<()>>,
+    /// Sequential mode: dropped when this task ends, releasing the successor.
+    pub(crate) _done: Option<oneshot::Sender<()>>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) handler: Arc<dyn Handler>,
+    pub(crate) peer: Peer,
+    pub(crate) slots: Arc<Semaphore>,
+    /// Its admission permit (released once the answer is queued, or while the handler
+    /// awaits the peer).
+    pub(crate) admitted: Option<OwnedSemaphorePermit>,
+    pub(crate) token: CancellationToken,
+    /// Notifications received before this request, for `notifications_handled`.
+    pub(crate) notifications_before: u64,
+}
+
+impl RequestTask {
+    pub(crate) async fn run(mut self, req: Request) {
+        if let Some(predecessor) = self.after.take() {
+            tokio::select! {
+                biased;
+                _ = self.token.cancelled() => {}
+                _ = predecessor => {}
+            }
+        }
+        let start = Instant::now();
+        let Request { id, method, params } = req;
+        let permit = tokio::select! {
+            biased;
+            _ = self.token.cancelled() => None,
+            p = self.slots.clone().acquire_owned() => p.ok(),
+        };
+        let slot = Arc::new(Slot {
+            slots: self.slots.clone(),
+            permit: Mutex::new(None),
+            admitted: Mutex::new(self.admitted.take()),
+        });
+        let result = match permit {
+            None => Err(Error::request_cancelled()),
+            Some(permit) => {
+                *lock(&slot.permit) = Some(permit);
+                let slot = slot.clone();
+                let cx = RequestContext {
+                    id: id.clone(),
+                    peer: self.peer.clone(),
+                    cancel: self.token.clone(),
+                    shared: self.shared.clone(),
+                    notifications_before: self.notifications_before,
+                };
+                let fut = self
+                    .handler
+                    .handle_request_reply(cx, &method, Params::new(params));
+                tokio::select! {
+                    biased;
+                    _ = self.token.cancelled() => Err(Error::request_cancelled()),
+                    r = SLOT.scope(slot, CatchUnwind(fut)) => r.unwrap_or_else(|panic| {
+                        let msg = panic_message(&panic);
+                        tracing::error!(panic = %msg, "request handler panicked");
+                        Err(Error::internal_error(format!("handler panicked: {msg}")))
+                    }),
+                }
+            }
+        };
+        lock(&self.shared.in_flight).remove(&id);
+        if self.shared.answer_waiters.load(Ordering::Acquire) > 0 {
+            self.shared.request_answered.notify_waiters();
+        }
+        tracing::debug!(elapsed = ?start.elapsed(), ok = result.is_ok(), "handled");
+        if self.shared.shutdown.is_cancelled() {
+            return;
+        }
+        let dialect = &self.shared.config.dialect;
+        let msg = match result {
+            Ok(reply) => {
+                // The result goes to the writer as it is: copying (or serializing) a large
+                // one into a frame of its own would cost a buffer of its size per response.
+                let mut head = Vec::with_capacity(48);
+                write_response_head(&mut head, dialect, Some(&id));
+                Outgoing::Response {
+                    head,
+                    id,
+                    body: reply,
+                }
+            }
+            Err(error) => {
+                let mut buf = Vec::with_capacity(128);
+                write_response(&mut buf, dialect, Some(&id), &Err(error));
+                Outgoing::Frame(buf)
+            }
+        };
+        let _ = self.shared.send(msg).await;
+        // Answered (queued for the writer): the reader may admit another request.
+        drop(slot);
+    }
+}
+
+pub(crate) async fn notification_worker(
+    mut rx: mpsc::Receiver<Ordered>,
+    handler: Arc<dyn Handler>,
+    peer: Peer,
+    shared: Arc<Shared>,
+) {
+    while let Some(item) = rx.recv().await {
+        match item {
+            Ordered::Response(deliver, result) => match result {
+                Ok(raw) => deliver.deliver(Ok(&raw)),
+                Err(e) => deliver.deliver(Err(e)),
+            },
+            Ordered::Notification(n) => {
+                let cx = NotificationContext { peer: peer.clone() };
+                let fut = handler.handle_notification(cx, &n.method, Params::new(n.params));
+                run_notification(&n.method, fut).await;
+                notification_done(&shared);
+            }
+            Ordered::Decoded(n) => {
+                let method = n.method();
+                let cx = NotificationContext { peer: peer.clone() };
+                run_notification(method, handler.handle_decoded_notification(cx, n)).await;
+                notification_done(&shared);
+            }
+        }
+    }
+}
+
+/// Counts a handled notification and wakes whoever waits for it
+/// ([`RequestContext::notifications_handled`], the reader's overtaking check).
+fn notification_done(shared: &Shared) {
+    shared.notifications_done.fetch_add(1, Ordering::Release);
+    shared.notification_handled.notify_waiters();
+}
+
+/// Runs one notification handler to its end, logging (not propagating) its failure or
+/// panic.
+async fn run_notification<F>(method: &str, fut: F)
+where
+    F: Future<Output = Result<(), Error>> + Unpin,
+{
+    let span = tracing::debug_span!("notification", method = %method);
+    let start = tracing::enabled!(tracing::Level::TRACE).then(Instant::now);
+    match CatchUnwind(fut).instrument(span.clone()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) if e.code == ErrorCode::METHOD_NOT_FOUND => {
+            span.in_scope(|| tracing::debug!("unknown notification: ignored"));
+        }
+        Ok(Err(e)) => span.in_scope(|| tracing::warn!(error = %e, "notification handler failed")),
+        Err(panic) => span.in_scope(
+            || tracing::error!(panic = %panic_message(&panic), "notification handler panicked"),
+        ),
+    }
+    if let Some(start) = start {
+        span.in_scope(|| tracing::trace!(elapsed = ?start.elapsed(), "handled"));
+    }
+}
+
+/// Catches a panic raised while polling the inner future.
+struct CatchUnwind<F>(F);
+
+impl<F: Future + Unpin> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn Any + Send>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = &mut self.0;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}

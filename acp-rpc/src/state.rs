@@ -1,0 +1,252 @@
+//! The state every part of a connection shares, and nothing else: the pending map of our
+//! requests, the in-flight map of the peer's, the writer's queue, the shutdown token, and
+//! the concurrency and admission slots of running request handlers. It imports none of the
+//! parts (reader, dispatch, handler, writer), which form a line:
+//! reader -> dispatch -> handler -> writer.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::value::RawValue;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::error::{CloseReason, Error};
+use crate::message::RequestId;
+use crate::reply::Reply;
+
+/// Hands the outcome of one of our requests to its caller. The reader calls it with the
+/// result still in its line buffer, so the caller's type is read from the line directly,
+/// without copying the result out first (see `Peer::call`).
+pub(crate) trait Waiter: Send {
+    /// Decodes a result whose text has not been validated (a response of the usual shape,
+    /// see `message::plain_response`). `true`: it decoded, which proves the text one JSON
+    /// value, and the caller has it. `false`: nothing was delivered; the line then takes the
+    /// ordinary path, which validates it and calls [`Waiter::deliver`].
+    fn try_unvalidated(&mut self, result: &str) -> bool;
+
+    /// Hands the outcome to the caller.
+    fn deliver(self: Box<Self>, result: Result<&RawValue, Error>);
+}
+
+/// A boxed [`Waiter`], as the pending map holds it.
+pub(crate) type Deliver = Box<dyn Waiter>;
+
+/// What waits for the response to one of our requests.
+pub(crate) enum Pending {
+    /// A caller awaiting the result.
+    Waiter(Deliver),
+    /// A fire-and-forget request (legacy dialect notification): the response is dropped,
+    /// and with it the request's outgoing slot.
+    Discard(OwnedSemaphorePermit),
+}
+
+#[derive(Default)]
+pub(crate) struct PendingMap {
+    pub(crate) closed: Option<CloseReason>,
+    pub(crate) map: HashMap<i64, Pending>,
+}
+
+/// State shared by the reader, the writer, handlers and every [`Peer`].
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) out_tx: mpsc::Sender<Outgoing>,
+    pub(crate) next_id: AtomicI64,
+    pub(crate) pending: Mutex<PendingMap>,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) reason: OnceLock<CloseReason>,
+    /// Notifications whose handlers have completed (written by the notification worker).
+    pub(crate) notifications_done: AtomicU64,
+    /// Woken each time `notifications_done` grows (see
+    /// [`RequestContext::notifications_handled`](crate::RequestContext::notifications_handled)).
+    pub(crate) notification_handled: tokio::sync::Notify,
+    /// Incoming requests whose handlers have not answered yet, with the arrival number of
+    /// each (for cancellation, duplicate detection and [`Peer::received_requests_answered`]).
+    pub(crate) in_flight: Mutex<HashMap<RequestId, InFlightRequest>>,
+    /// Callers waiting in [`Peer::received_requests_answered`]; request tasks wake them
+    /// only when there are some.
+    pub(crate) answer_waiters: AtomicUsize,
+    /// Woken when a request handler finishes while `answer_waiters` is not zero.
+    pub(crate) request_answered: tokio::sync::Notify,
+    /// Requests received so far (the arrival number of the next one).
+    pub(crate) requests_received: AtomicU64,
+    /// One permit per outgoing request awaiting its response (see
+    /// [`Config::max_pending_requests`]).
+    pub(crate) outgoing_slots: Arc<Semaphore>,
+}
+
+/// An incoming request being handled.
+pub(crate) struct InFlightRequest {
+    /// Its arrival number (see [`Shared::requests_received`]).
+    pub(crate) seq: u64,
+    /// Cancels its handler.
+    pub(crate) token: CancellationToken,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Shared {
+    /// Ends the connection (first reason wins): fails every pending call at once and
+    /// cancels in-flight handlers, the reader and (after a final flush) the writer.
+    pub(crate) fn shutdown(&self, reason: CloseReason) {
+        let _ = self.reason.set(reason);
+        let reason = self.close_reason().expect("set above");
+        let drained = {
+            let mut pending = lock(&self.pending);
+            if pending.closed.is_none() {
+                pending.closed = Some(reason.clone());
+            }
+            std::mem::take(&mut pending.map)
+        };
+        if !drained.is_empty() {
+            tracing::debug!(count = drained.len(), %reason, "failing pending calls");
+        }
+        for (_, p) in drained {
+            if let Pending::Waiter(deliver) = p {
+                deliver.deliver(Err(Error::connection_closed(&reason)));
+            }
+        }
+        self.shutdown.cancel();
+    }
+
+    pub(crate) fn close_reason(&self) -> Option<CloseReason> {
+        self.reason.get().cloned()
+    }
+
+    pub(crate) async fn closed(&self) -> CloseReason {
+        self.shutdown.cancelled().await;
+        self.close_reason().unwrap_or(CloseReason::Local)
+    }
+
+    /// The error for calls that can no longer be made or answered.
+    pub(crate) fn closed_error(&self) -> Error {
+        Error::connection_closed(&self.close_reason().unwrap_or(CloseReason::Local))
+    }
+
+    /// Waits for a free outgoing request slot; fails once the connection is shutting down.
+    pub(crate) async fn outgoing_slot(&self) -> Result<OwnedSemaphorePermit, Error> {
+        if let Ok(permit) = self.outgoing_slots.clone().try_acquire_owned() {
+            return Ok(permit);
+        }
+        tokio::select! {
+            biased;
+            _ = self.shutdown.cancelled() => Err(self.closed_error()),
+            p = self.outgoing_slots.clone().acquire_owned() => p.map_err(|_| self.closed_error()),
+        }
+    }
+
+    /// Queues one serialized message for the writer, waiting while the queue is full
+    /// (backpressure). Fails once the connection is shutting down.
+    pub(crate) async fn send(&self, msg: impl Into<Outgoing>) -> Result<(), Error> {
+        let msg = msg.into();
+        if self.shutdown.is_cancelled() {
+            return Err(self.closed_error());
+        }
+        tokio::select! {
+            biased;
+            r = self.out_tx.send(msg) => r.map_err(|_| self.closed_error()),
+            _ = self.shutdown.cancelled() => Err(self.closed_error()),
+        }
+    }
+}
+
+/// One message queued for the writer.
+pub(crate) enum Outgoing {
+    /// A complete serialized message (no line end).
+    Frame(Vec<u8>),
+    /// A successful response, its result written straight into the batch buffer (a large
+    /// result gets no frame of its own): `head`, then the result (with any line break
+    /// turned into a space), then `}`. A result that fails to serialize is answered with
+    /// `-32603` instead.
+    Response {
+        /// The envelope up to and including `"result":`.
+        head: Vec<u8>,
+        /// The request's id (for the error answer).
+        id: RequestId,
+        /// The result.
+        body: Reply,
+    },
+}
+
+impl From<Vec<u8>> for Outgoing {
+    fn from(frame: Vec<u8>) -> Self {
+        Outgoing::Frame(frame)
+    }
+}
+
+/// The concurrency slot of the running request handler. A handler that awaits a response
+/// from the peer gives its slot back while waiting (see [`release_slot`]), so the cap
+/// limits handlers that *run*, and cannot deadlock two peers whose handlers call each other.
+/// It gives up its admission permit for good at that point too: the request then waits on
+/// the peer, which the reader must stay free to read.
+pub(crate) struct Slot {
+    pub(crate) slots: Arc<Semaphore>,
+    pub(crate) permit: Mutex<Option<OwnedSemaphorePermit>>,
+    /// The request's admission permit, held until its answer is queued for the writer.
+    pub(crate) admitted: Mutex<Option<OwnedSemaphorePermit>>,
+}
+
+tokio::task_local! {
+    pub(crate) static SLOT: Arc<Slot>;
+}
+
+/// Gives back the current handler's slot, if called from a request handler holding one.
+/// Dropping the returned guard takes a slot again (waiting for it in [`SlotGuard::reacquire`]).
+pub(crate) fn release_slot() -> Option<SlotGuard> {
+    SLOT.try_with(|slot| {
+        drop(lock(&slot.admitted).take());
+        let permit = lock(&slot.permit).take();
+        permit.map(|_| SlotGuard {
+            slot: Some(slot.clone()),
+        })
+    })
+    .ok()
+    .flatten()
+}
+
+/// Whether the current task is running a request handler.
+pub(crate) fn in_request_handler() -> bool {
+    SLOT.try_with(|_| ()).is_ok()
+}
+
+/// A released slot, to be taken again.
+pub(crate) struct SlotGuard {
+    slot: Option<Arc<Slot>>,
+}
+
+impl SlotGuard {
+    /// Waits for a free slot and gives it back to the handler.
+    pub(crate) async fn reacquire(mut self) {
+        if let Some(slot) = self.slot.take()
+            && let Ok(permit) = slot.slots.clone().acquire_owned().await
+        {
+            *lock(&slot.permit) = Some(permit);
+        }
+    }
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        // Abandoned while waiting: take a slot back if one is free (best effort).
+        if let Some(slot) = self.slot.take()
+            && let Ok(permit) = slot.slots.clone().try_acquire_owned()
+        {
+            *lock(&slot.permit) = Some(permit);
+        }
+    }
+}
+
+pub(crate) fn panic_message(panic: &Box<dyn Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
