@@ -31,8 +31,8 @@ use crate::script::script;
 
 /// Decodes a value of the shared script (`peers/script.json`): the same JSON every SDK's peer
 /// sends, so it is read as data, not built here.
-fn from_script<T: DeserializeOwned>(value: &Value) -> Result<T, Error> {
-    serde_json::from_value(value.clone()).map_err(Error::into_internal_error)
+fn from_script<T: DeserializeOwned>(value: Value) -> Result<T, Error> {
+    serde_json::from_value(value).map_err(Error::into_internal_error)
 }
 
 fn code(e: &Error) -> i32 {
@@ -86,7 +86,7 @@ impl Turn {
         let options = script()
             .permission_options
             .iter()
-            .map(from_script)
+            .map(|o| from_script(o.clone()))
             .collect::<Result<Vec<PermissionOption>, _>>()?;
         let request =
             RequestPermissionRequest::new(self.session.clone(), call.clone().into(), options);
@@ -128,7 +128,7 @@ impl Turn {
                 self.report.event(json!({"event": "skipped", "update": kind, "why": format!("client did not advertise {capability}")}));
                 continue;
             }
-            self.send(from_script(update)?)?;
+            self.send(from_script(update.clone())?)?;
         }
         let cwd = lock(&self.state.cwd)
             .get(&self.session)
@@ -335,7 +335,7 @@ pub async fn run(report: Reporter) -> Result<(), Error> {
                     format!("rust-session-{n}")
                 };
                 lock(&s_new.cwd).insert(id.clone(), request.cwd.to_string_lossy().into_owned());
-                let modes: SessionModeState = from_script(&script().modes)?;
+                let modes: SessionModeState = from_script(script().modes.clone())?;
                 responder.respond(NewSessionResponse::new(id).modes(modes))
             },
             agent_client_protocol::on_receive_request!(),
@@ -347,7 +347,7 @@ pub async fn run(report: Reporter) -> Result<(), Error> {
                 let session = request.session_id.0.to_string();
                 lock(&s_load.cwd).insert(session.clone(), request.cwd.to_string_lossy().into_owned());
                 for update in &script().history {
-                    cx.send_notification(SessionNotification::new(session.clone(), from_script(update)?))?;
+                    cx.send_notification(SessionNotification::new(session.clone(), from_script(update.clone())?))?;
                 }
                 r_load.event(json!({"event": "loaded", "sessionId": session}));
                 responder.respond(LoadSessionResponse::new())
