@@ -16,6 +16,13 @@
 //! - [`transcript`], [`checks`] and [`matrix`]: reading a recorded cell, the assertions on it,
 //!   and running the cells.
 //! - [`cache`]: where the npm and PyPI installs live and how they are made.
+//!
+//! The same minimal agent and minimal client are written with both Rust libraries, side by
+//! side, in `interop/examples/`: `minimal_agent_ours.rs` and `minimal_agent_official.rs`
+//! (initialize, session/new, a prompt that streams two chunks, on stdio), and
+//! `minimal_client_ours.rs` and `minimal_client_official.rs` (spawn the agent command given on
+//! the command line, initialize, open a session, prompt once, print the stream and the stop
+//! reason). `tests/minimal_examples.rs` runs each client against each agent.
 
 #![deny(missing_docs)]
 

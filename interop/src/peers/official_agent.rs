@@ -9,11 +9,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ClientCapabilities, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
-    PromptResponse, ReadTextFileRequest, RequestPermissionRequest, SessionNotification,
-    SessionUpdate, StopReason, TerminalOutputRequest, WriteTextFileRequest,
+    AgentCapabilities, CancelNotification, ClientCapabilities, ContentBlock, ContentChunk,
+    CreateTerminalRequest, Implementation, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
+    PermissionOption, PromptCapabilities, PromptRequest, PromptResponse, ReadTextFileRequest,
+    ReleaseTerminalRequest, RequestPermissionOutcome, RequestPermissionRequest, SessionModeState,
+    SessionNotification, SessionUpdate, StopReason, Terminal, TerminalOutputRequest, ToolCall,
+    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ToolKind, WaitForTerminalExitRequest, WriteTextFileRequest,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, RequestCancellation, Stdio, UntypedMessage};
@@ -24,7 +29,9 @@ use tokio::sync::Notify;
 use crate::report::Reporter;
 use crate::script::script;
 
-fn v<T: DeserializeOwned>(value: Value) -> Result<T, Error> {
+/// Decodes a value of the shared script (`peers/script.json`): the same JSON every SDK's peer
+/// sends, so it is read as data, not built here.
+fn from_script<T: DeserializeOwned>(value: Value) -> Result<T, Error> {
     serde_json::from_value(value).map_err(Error::into_internal_error)
 }
 
@@ -53,24 +60,43 @@ struct Turn {
 }
 
 impl Turn {
-    fn send(&self, update: Value) -> Result<(), Error> {
-        let update: SessionUpdate = v(update)?;
+    fn send(&self, update: SessionUpdate) -> Result<(), Error> {
         self.cx
             .send_notification(SessionNotification::new(self.session.clone(), update))
     }
 
-    async fn ask(&self, call: &Value) -> Result<Value, Error> {
-        let request: RequestPermissionRequest = v(json!({
-            "sessionId": self.session,
-            "toolCall": call,
-            "options": script().permission_options,
-        }))?;
-        let response = self.cx.send_request(request).block_task().await?;
-        let outcome = serde_json::to_value(&response.outcome).unwrap_or_default();
+    fn message(&self, text: &str) -> Result<(), Error> {
+        self.send(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+            text.into(),
+        )))
+    }
+
+    fn start(&self, call: &ToolCall) -> Result<(), Error> {
+        self.send(SessionUpdate::ToolCall(call.clone()))
+    }
+
+    fn update(&self, id: &'static str, fields: ToolCallUpdateFields) -> Result<(), Error> {
+        self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            id, fields,
+        )))
+    }
+
+    /// Asks the client about `call` with the script's options; true when it chose an `allow_*`.
+    async fn ask(&self, call: &ToolCall) -> Result<bool, Error> {
+        let options = script()
+            .permission_options
+            .iter()
+            .map(|o| from_script(o.clone()))
+            .collect::<Result<Vec<PermissionOption>, _>>()?;
+        let request =
+            RequestPermissionRequest::new(self.session.clone(), call.clone().into(), options);
+        let outcome = self.cx.send_request(request).block_task().await?.outcome;
         self.report.event(
-            json!({"event": "permission", "toolCallId": call["toolCallId"], "outcome": outcome}),
+            json!({"event": "permission", "toolCallId": call.tool_call_id, "outcome": outcome}),
         );
-        Ok(outcome)
+        Ok(
+            matches!(&outcome, RequestPermissionOutcome::Selected(s) if s.option_id.0.starts_with("allow")),
+        )
     }
 
     async fn probe(&self, name: &str, method: &str, params: Value) -> Result<(), Error> {
@@ -102,7 +128,7 @@ impl Turn {
                 self.report.event(json!({"event": "skipped", "update": kind, "why": format!("client did not advertise {capability}")}));
                 continue;
             }
-            self.send(update.clone())?;
+            self.send(from_script(update.clone())?)?;
         }
         let cwd = lock(&self.state.cwd)
             .get(&self.session)
@@ -110,66 +136,103 @@ impl Turn {
             .unwrap_or_default();
         let read_path = format!("{cwd}/{}", sc.workspace.read_file);
         let write_path = format!("{cwd}/{}", sc.workspace.write_file);
-        let edit = json!({"toolCallId": "edit-1", "title": "Copy hello.txt", "kind": "edit", "status": "pending", "locations": [{"path": read_path}]});
-        self.send(with_kind(&edit, "tool_call"))?;
-        let allowed = self.ask(&edit).await?;
-        if is_allow(&allowed) {
-            self.send(json!({"sessionUpdate": "tool_call_update", "toolCallId": "edit-1", "status": "in_progress"}))?;
+        let edit = ToolCall::new("edit-1", "Copy hello.txt")
+            .kind(ToolKind::Edit)
+            .status(ToolCallStatus::Pending)
+            .locations(vec![ToolCallLocation::new(&read_path)]);
+        self.start(&edit)?;
+        if self.ask(&edit).await? {
+            self.update(
+                "edit-1",
+                ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+            )?;
             let mut content = String::new();
             if caps.fs.read_text_file {
-                let request: ReadTextFileRequest =
-                    v(json!({"sessionId": self.session, "path": read_path}))?;
+                let request = ReadTextFileRequest::new(self.session.clone(), &read_path);
                 content = self.cx.send_request(request).block_task().await?.content;
                 self.report
                     .event(json!({"event": "fs_read", "path": read_path, "content": content}));
             }
             if caps.fs.write_text_file {
-                let request: WriteTextFileRequest = v(
-                    json!({"sessionId": self.session, "path": write_path, "content": format!("{}{content}", sc.workspace.write_prefix)}),
-                )?;
+                let request = WriteTextFileRequest::new(
+                    self.session.clone(),
+                    &write_path,
+                    format!("{}{content}", sc.workspace.write_prefix),
+                );
                 self.cx.send_request(request).block_task().await?;
                 self.report
                     .event(json!({"event": "fs_write", "path": write_path}));
             }
-            self.send(json!({"sessionUpdate": "tool_call_update", "toolCallId": "edit-1", "status": "completed", "content": [text(&content)]}))?;
+            self.update(
+                "edit-1",
+                ToolCallUpdateFields::new()
+                    .status(ToolCallStatus::Completed)
+                    .content(vec![content.into()]),
+            )?;
         }
-        let delete = json!({"toolCallId": "delete-1", "title": "Delete the workspace", "kind": "delete", "status": "pending"});
-        self.send(with_kind(&delete, "tool_call"))?;
-        let rejected = self.ask(&delete).await?;
-        let (status, note) = if is_allow(&rejected) {
-            ("completed", "deleted")
+        let delete = ToolCall::new("delete-1", "Delete the workspace")
+            .kind(ToolKind::Delete)
+            .status(ToolCallStatus::Pending);
+        self.start(&delete)?;
+        let (status, note) = if self.ask(&delete).await? {
+            (ToolCallStatus::Completed, "deleted")
         } else {
-            ("failed", "not allowed")
+            (ToolCallStatus::Failed, "not allowed")
         };
-        self.send(json!({"sessionUpdate": "tool_call_update", "toolCallId": "delete-1", "status": status, "content": [text(note)]}))?;
+        self.update(
+            "delete-1",
+            ToolCallUpdateFields::new()
+                .status(status)
+                .content(vec![note.into()]),
+        )?;
 
         if caps.terminal {
-            let created = self
+            let request = CreateTerminalRequest::new(self.session.clone(), &sc.terminal.command)
+                .args(sc.terminal.args.clone())
+                .output_byte_limit(4096);
+            let terminal = self
                 .cx
-                .send_request(UntypedMessage::new(
-                    "terminal/create",
-                    json!({"sessionId": self.session, "command": sc.terminal.command, "args": sc.terminal.args, "outputByteLimit": 4096}),
-                )?)
+                .send_request(request)
                 .block_task()
-                .await?;
-            let tid = created["terminalId"].clone();
-            self.send(json!({"sessionUpdate": "tool_call", "toolCallId": "term-1", "title": "Run echo", "kind": "execute", "status": "in_progress", "content": [{"type": "terminal", "terminalId": tid}]}))?;
-            let ids = json!({"sessionId": self.session, "terminalId": tid});
+                .await?
+                .terminal_id;
+            self.start(
+                &ToolCall::new("term-1", "Run echo")
+                    .kind(ToolKind::Execute)
+                    .status(ToolCallStatus::InProgress)
+                    .content(vec![ToolCallContent::Terminal(Terminal::new(
+                        terminal.clone(),
+                    ))]),
+            )?;
+            let session = self.session.clone();
             let exit = self
                 .cx
-                .send_request(UntypedMessage::new("terminal/wait_for_exit", ids.clone())?)
+                .send_request(WaitForTerminalExitRequest::new(
+                    session.clone(),
+                    terminal.clone(),
+                ))
+                .block_task()
+                .await?
+                .exit_status;
+            let output = self
+                .cx
+                .send_request(TerminalOutputRequest::new(
+                    session.clone(),
+                    terminal.clone(),
+                ))
                 .block_task()
                 .await?;
-            let request: TerminalOutputRequest = v(ids.clone())?;
-            let output = self.cx.send_request(request).block_task().await?;
             self.cx
-                .send_request(UntypedMessage::new("terminal/release", ids)?)
+                .send_request(ReleaseTerminalRequest::new(session, terminal))
                 .block_task()
                 .await?;
             self.report.event(
-                json!({"event": "terminal", "output": output.output, "exitCode": exit["exitCode"]}),
+                json!({"event": "terminal", "output": output.output, "exitCode": exit.exit_code}),
             );
-            self.send(json!({"sessionUpdate": "tool_call_update", "toolCallId": "term-1", "status": "completed"}))?;
+            self.update(
+                "term-1",
+                ToolCallUpdateFields::new().status(ToolCallStatus::Completed),
+            )?;
         }
 
         self.probe("unknown_method", &sc.unknown_method, json!({}))
@@ -180,16 +243,18 @@ impl Turn {
             json!({"sessionId": self.session}),
         )
         .await?;
-        self.send(json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "done"}}))?;
+        self.message("done")?;
         Ok(PromptResponse::new(StopReason::EndTurn))
     }
 
     async fn cancel_turn(&self) -> Result<PromptResponse, Error> {
         let wake = Arc::new(Notify::new());
         lock(&self.state.cancels).insert(self.session.clone(), wake.clone());
-        self.send(json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "starting a long task"}}))?;
-        let long = json!({"toolCallId": "long-1", "title": "A long task", "kind": "execute", "status": "pending"});
-        self.send(with_kind(&long, "tool_call"))?;
+        self.message("starting a long task")?;
+        let long = ToolCall::new("long-1", "A long task")
+            .kind(ToolKind::Execute)
+            .status(ToolCallStatus::Pending);
+        self.start(&long)?;
         self.ask(&long).await?;
         let via = tokio::select! {
             _ = wake.notified() => "session/cancel",
@@ -197,7 +262,10 @@ impl Turn {
         };
         lock(&self.state.cancels).remove(&self.session);
         self.report.event(json!({"event": "cancelled", "via": via}));
-        self.send(json!({"sessionUpdate": "tool_call_update", "toolCallId": "long-1", "status": "failed"}))?;
+        self.update(
+            "long-1",
+            ToolCallUpdateFields::new().status(ToolCallStatus::Failed),
+        )?;
         Ok(PromptResponse::new(if via == "timeout" {
             StopReason::EndTurn
         } else {
@@ -206,7 +274,7 @@ impl Turn {
     }
 
     async fn hold_turn(&self, cancellation: RequestCancellation) -> Result<PromptResponse, Error> {
-        self.send(json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": script().holding_message}}))?;
+        self.message(&script().holding_message)?;
         tokio::select! {
             _ = cancellation.cancelled() => {
                 self.report.event(json!({"event": "request_cancelled"}));
@@ -218,23 +286,6 @@ impl Turn {
             }
         }
     }
-}
-
-fn text(t: &str) -> Value {
-    json!({"type": "content", "content": {"type": "text", "text": t}})
-}
-
-fn with_kind(call: &Value, kind: &str) -> Value {
-    let mut update = call.clone();
-    update["sessionUpdate"] = json!(kind);
-    update
-}
-
-fn is_allow(outcome: &Value) -> bool {
-    outcome["outcome"] == "selected"
-        && outcome["optionId"]
-            .as_str()
-            .is_some_and(|o| o.starts_with("allow"))
 }
 
 /// Serves the official SDK's interop agent on stdio until the client goes away.
@@ -262,11 +313,15 @@ pub async fn run(report: Reporter) -> Result<(), Error> {
                         _cx: ConnectionTo<Client>| {
                 r_init.event(json!({"event": "initialize", "protocolVersion": request.protocol_version, "clientCapabilities": request.client_capabilities}));
                 *lock(&s_init.caps) = request.client_capabilities.clone();
-                responder.respond(v(json!({
-                    "protocolVersion": 1,
-                    "agentCapabilities": {"loadSession": true, "promptCapabilities": {"image": true, "embeddedContext": true}},
-                    "agentInfo": {"name": "rust-interop-agent", "version": "5.0.0"}
-                }))?)
+                responder.respond(
+                    InitializeResponse::new(ProtocolVersion::V1)
+                        .agent_capabilities(
+                            AgentCapabilities::new().load_session(true).prompt_capabilities(
+                                PromptCapabilities::new().image(true).embedded_context(true),
+                            ),
+                        )
+                        .agent_info(Implementation::new("rust-interop-agent", "5.0.0")),
+                )
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -280,7 +335,8 @@ pub async fn run(report: Reporter) -> Result<(), Error> {
                     format!("rust-session-{n}")
                 };
                 lock(&s_new.cwd).insert(id.clone(), request.cwd.to_string_lossy().into_owned());
-                responder.respond(v(json!({"sessionId": id, "modes": script().modes}))?)
+                let modes: SessionModeState = from_script(script().modes.clone())?;
+                responder.respond(NewSessionResponse::new(id).modes(modes))
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -291,8 +347,7 @@ pub async fn run(report: Reporter) -> Result<(), Error> {
                 let session = request.session_id.0.to_string();
                 lock(&s_load.cwd).insert(session.clone(), request.cwd.to_string_lossy().into_owned());
                 for update in &script().history {
-                    let update: SessionUpdate = v(update.clone())?;
-                    cx.send_notification(SessionNotification::new(session.clone(), update))?;
+                    cx.send_notification(SessionNotification::new(session.clone(), from_script(update.clone())?))?;
                 }
                 r_load.event(json!({"event": "loaded", "sessionId": session}));
                 responder.respond(LoadSessionResponse::new())
@@ -308,12 +363,13 @@ pub async fn run(report: Reporter) -> Result<(), Error> {
                     .iter()
                     .map(|b| serde_json::to_value(b).map(|b| b["type"].clone()).unwrap_or_default())
                     .collect();
-                let words: Vec<String> = request
+                let words: Vec<&str> = request
                     .prompt
                     .iter()
-                    .filter_map(|b| serde_json::to_value(b).ok())
-                    .filter(|b| b["type"] == "text")
-                    .filter_map(|b| b["text"].as_str().map(str::to_owned))
+                    .filter_map(|b| match b {
+                        ContentBlock::Text(t) => Some(t.text.as_str()),
+                        _ => None,
+                    })
                     .collect();
                 let words = words.join(" ");
                 r_prompt.event(json!({"event": "prompt", "blocks": blocks, "text": words}));

@@ -10,29 +10,28 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
+use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, CreateTerminalRequest, CreateTerminalResponse, InitializeRequest,
-    KillTerminalRequest, KillTerminalResponse, LoadSessionRequest, NewSessionRequest,
-    PermissionOptionKind, PromptRequest, ReadTextFileRequest, ReadTextFileResponse,
-    ReleaseTerminalRequest, ReleaseTerminalResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
-    SessionNotification, TerminalExitStatus, TerminalOutputRequest, TerminalOutputResponse,
-    ToolKind, WaitForTerminalExitRequest, WaitForTerminalExitResponse, WriteTextFileRequest,
+    CancelNotification, ClientCapabilities, ClientSessionCapabilities, CompactionCapabilities,
+    ContentBlock, ContentChunk, CreateTerminalRequest, CreateTerminalResponse, EmbeddedResource,
+    EmbeddedResourceResource, FileSystemCapabilities, ImageContent, Implementation,
+    InitializeRequest, KillTerminalRequest, KillTerminalResponse, LoadSessionRequest,
+    NewSessionRequest, NoticeCapabilities, PermissionOptionKind, PromptRequest,
+    ReadTextFileRequest, ReadTextFileResponse, ReleaseTerminalRequest, ReleaseTerminalResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionNotification, SessionUpdate, TerminalExitStatus,
+    TerminalOutputRequest, TerminalOutputResponse, TextResourceContents, ToolKind,
+    WaitForTerminalExitRequest, WaitForTerminalExitResponse, WriteTextFileRequest,
     WriteTextFileResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client, Error, UntypedMessage};
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::sync::{Notify, watch};
 
 use crate::report::Reporter;
 use crate::script::script;
-
-fn v<T: DeserializeOwned>(value: Value) -> Result<T, Error> {
-    serde_json::from_value(value).map_err(Error::into_internal_error)
-}
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -136,11 +135,10 @@ fn create_terminal(
             let _ = pump.await;
         }
         let status = status.ok();
-        let mut exit = TerminalExitStatus::new();
-        exit.exit_code = status
+        let code = status
             .and_then(|s| s.code())
             .and_then(|c| u32::try_from(c).ok());
-        let _ = exit_tx.send(Some(exit));
+        let _ = exit_tx.send(Some(TerminalExitStatus::new().exit_code(code)));
     });
     let id = format!("term-{}", lock(&state.terminals).len() + 1);
     lock(&state.terminals).insert(
@@ -180,11 +178,10 @@ pub async fn run(cwd: PathBuf, command: Vec<OsString>) -> Result<(), Box<dyn std
         .on_receive_notification(
             async move |n: SessionNotification, _cx: ConnectionTo<Agent>| {
                 let turn = st.turn();
-                let update = serde_json::to_value(&n.update).unwrap_or_default();
-                o.event(json!({"event": "update", "turn": turn, "sessionId": n.session_id, "update": update}));
-                if turn == Some("3")
-                    && update["sessionUpdate"] == "agent_message_chunk"
-                    && update["content"]["text"] == script().holding_message.as_str()
+                o.event(json!({"event": "update", "turn": turn, "sessionId": n.session_id, "update": n.update}));
+                if let SessionUpdate::AgentMessageChunk(ContentChunk { content: ContentBlock::Text(text), .. }) = &n.update
+                    && turn == Some("3")
+                    && text.text == script().holding_message
                 {
                     st.holding.notify_one();
                 }
@@ -257,9 +254,7 @@ pub async fn run(cwd: PathBuf, command: Vec<OsString>) -> Result<(), Box<dyn std
                 let (output, truncated, exit) = st_output.terminal(&request.terminal_id.0, |t| {
                     (String::from_utf8_lossy(&lock(&t.output)).into_owned(), *lock(&t.truncated), t.exit.borrow().clone())
                 })?;
-                let mut response = TerminalOutputResponse::new(output, truncated);
-                response.exit_status = exit;
-                responder.respond(response)
+                responder.respond(TerminalOutputResponse::new(output, truncated).exit_status(exit))
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -333,21 +328,29 @@ async fn script_run(
     cwd: &Path,
 ) -> Result<(), Error> {
     let sc = script();
-    let init: InitializeRequest = v(json!({
-        "protocolVersion": 1,
-        "clientCapabilities": {
-            "fs": {"readTextFile": true, "writeTextFile": true},
-            "terminal": true,
-            "session": {"notices": {}, "compaction": {}}
-        },
-        "clientInfo": {"name": "rust-interop-client", "version": "5.0.0"}
-    }))?;
+    let init = InitializeRequest::new(ProtocolVersion::V1)
+        .client_capabilities(
+            ClientCapabilities::new()
+                .fs(FileSystemCapabilities::new()
+                    .read_text_file(true)
+                    .write_text_file(true))
+                .terminal(true)
+                .session(
+                    ClientSessionCapabilities::new()
+                        .notices(NoticeCapabilities::new())
+                        .compaction(CompactionCapabilities::new()),
+                ),
+        )
+        .client_info(Implementation::new("rust-interop-client", "5.0.0"));
     let init = cx.send_request(init).block_task().await?;
     let load = init.agent_capabilities.load_session;
     out.event(json!({"event": "initialized", "protocolVersion": init.protocol_version, "loadSession": load}));
 
-    let new: NewSessionRequest = v(json!({"cwd": cwd, "mcpServers": []}))?;
-    let sid = cx.send_request(new).block_task().await?.session_id;
+    let sid = cx
+        .send_request(NewSessionRequest::new(cwd))
+        .block_task()
+        .await?
+        .session_id;
     out.event(json!({"event": "session", "sessionId": sid}));
     probe(cx, out, "unknown_method", &sc.unknown_method, json!({})).await?;
     probe(
@@ -360,23 +363,28 @@ async fn script_run(
     .await?;
 
     state.set_turn(Some("1"));
-    let first: PromptRequest = v(json!({"sessionId": sid, "prompt": [
-        {"type": "text", "text": sc.prompts.work},
-        {"type": "image", "mimeType": sc.image.mime_type, "data": sc.image.data},
-        {"type": "resource", "resource": {"uri": sc.resource_uri, "mimeType": "text/markdown", "text": sc.resource_text}}
-    ]}))?;
+    let resource = TextResourceContents::new(&sc.resource_text, &sc.resource_uri)
+        .mime_type("text/markdown".to_owned());
+    let first = PromptRequest::new(
+        sid.clone(),
+        vec![
+            ContentBlock::from(&sc.prompts.work),
+            ContentBlock::Image(ImageContent::new(&sc.image.data, &sc.image.mime_type)),
+            ContentBlock::Resource(EmbeddedResource::new(
+                EmbeddedResourceResource::TextResourceContents(resource),
+            )),
+        ],
+    );
     let first = cx.send_request(first).block_task().await?;
     out.event(json!({"event": "stop", "turn": "1", "stopReason": first.stop_reason}));
 
     state.set_turn(Some("2"));
-    let second: PromptRequest =
-        v(json!({"sessionId": sid, "prompt": [{"type": "text", "text": sc.prompts.cancel}]}))?;
+    let second = PromptRequest::new(sid.clone(), vec![ContentBlock::from(&sc.prompts.cancel)]);
     let second = cx.send_request(second).block_task().await?;
     out.event(json!({"event": "stop", "turn": "2", "stopReason": second.stop_reason}));
 
     state.set_turn(Some("3"));
-    let third: PromptRequest =
-        v(json!({"sessionId": sid, "prompt": [{"type": "text", "text": sc.prompts.hold}]}))?;
+    let third = PromptRequest::new(sid.clone(), vec![ContentBlock::from(&sc.prompts.hold)]);
     let sent = cx.send_request(third);
     let handle = sent.cancellation_handle();
     let result = {
@@ -399,9 +407,9 @@ async fn script_run(
 
     if load {
         state.set_turn(Some("load"));
-        let request: LoadSessionRequest =
-            v(json!({"sessionId": sid, "cwd": cwd, "mcpServers": []}))?;
-        cx.send_request(request).block_task().await?;
+        cx.send_request(LoadSessionRequest::new(sid.clone(), cwd))
+            .block_task()
+            .await?;
         out.event(json!({"event": "loaded", "sessionId": sid}));
     }
     state.set_turn(None);
