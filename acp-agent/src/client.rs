@@ -99,10 +99,7 @@ impl ClientHandle {
         params: RequestPermissionRequest,
     ) -> Result<RequestPermissionResponse, Error> {
         let token = self.inner.cancel_token(&params.session_id);
-        let cancelled = RequestPermissionResponse {
-            outcome: RequestPermissionOutcome::Cancelled,
-            meta: None,
-        };
+        let cancelled = RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled);
         match token {
             Some(token) => {
                 if token.is_cancelled() {

@@ -62,7 +62,7 @@ pub use agent::Agent;
 pub use client::ClientHandle;
 pub use connection::{AgentConnection, serve, serve_stdio, serve_with, serve_with_store};
 pub use context::{AgentContext, PromptContext};
-pub use session::{SessionHandle, ToolCallHandle, tool_call_update};
+pub use session::{SessionHandle, ToolCallHandle};
 
 /// Re-exported: connection configuration.
 pub use acp_rpc::Config;

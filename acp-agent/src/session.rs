@@ -50,31 +50,18 @@ impl SessionHandle {
 
     /// `plan`: replaces the whole plan.
     pub async fn plan(&self, entries: Vec<PlanEntry>) -> Result<(), Error> {
-        self.send(SessionUpdate::Plan(Plan {
-            entries,
-            meta: None,
-        }))
-        .await
+        self.send(SessionUpdate::plan(entries)).await
     }
 
     /// `available_commands_update`.
     pub async fn available_commands(&self, commands: Vec<AvailableCommand>) -> Result<(), Error> {
-        self.send(SessionUpdate::AvailableCommandsUpdate(
-            AvailableCommandsUpdate {
-                available_commands: commands,
-                meta: None,
-            },
-        ))
-        .await
+        self.send(SessionUpdate::available_commands_update(commands))
+            .await
     }
 
     /// `current_mode_update`.
     pub async fn current_mode(&self, mode: impl Into<SessionModeId>) -> Result<(), Error> {
-        self.send(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate {
-            current_mode_id: mode.into(),
-            meta: None,
-        }))
-        .await
+        self.send(SessionUpdate::current_mode_update(mode)).await
     }
 
     /// `tool_call`: announces a tool call and returns a handle to update it.
@@ -95,30 +82,13 @@ impl SessionHandle {
     ) -> Result<RequestPermissionOutcome, Error> {
         let response = self
             .client
-            .request_permission(RequestPermissionRequest {
-                session_id: self.id.clone(),
+            .request_permission(RequestPermissionRequest::new(
+                self.id.clone(),
                 tool_call,
                 options,
-                meta: None,
-            })
+            ))
             .await?;
         Ok(response.outcome)
-    }
-}
-
-/// An update of tool call `id` that changes nothing yet.
-pub fn tool_call_update(id: impl Into<ToolCallId>) -> ToolCallUpdate {
-    ToolCallUpdate {
-        tool_call_id: id.into(),
-        kind: None,
-        status: None,
-        title: None,
-        name: None,
-        content: None,
-        locations: None,
-        raw_input: None,
-        raw_output: None,
-        meta: None,
     }
 }
 
@@ -142,7 +112,7 @@ impl ToolCallHandle {
 
     /// An empty update for this call (to fill in and pass to [`ToolCallHandle::update`]).
     pub fn blank(&self) -> ToolCallUpdate {
-        tool_call_update(self.id.clone())
+        ToolCallUpdate::new(self.id.clone())
     }
 
     /// Sends an update (its `toolCallId` is set to this call's).
@@ -155,48 +125,32 @@ impl ToolCallHandle {
 
     /// Changes the status.
     pub async fn status(&self, status: ToolCallStatus) -> Result<(), Error> {
-        self.update(ToolCallUpdate {
-            status: Some(status),
-            ..self.blank()
-        })
-        .await
+        self.update(self.blank().status(status)).await
     }
 
     /// Replaces the content.
     pub async fn content(&self, content: Vec<ToolCallContent>) -> Result<(), Error> {
-        self.update(ToolCallUpdate {
-            content: Some(content),
-            ..self.blank()
-        })
-        .await
+        self.update(self.blank().content(content)).await
     }
 
     /// Replaces the locations.
     pub async fn locations(&self, locations: Vec<ToolCallLocation>) -> Result<(), Error> {
-        self.update(ToolCallUpdate {
-            locations: Some(locations),
-            ..self.blank()
-        })
-        .await
+        self.update(self.blank().locations(locations)).await
     }
 
     /// Status `completed` with the final content.
     pub async fn complete(&self, content: Vec<ToolCallContent>) -> Result<(), Error> {
-        self.update(ToolCallUpdate {
-            status: Some(ToolCallStatus::Completed),
-            content: Some(content),
-            ..self.blank()
-        })
+        self.update(
+            self.blank()
+                .status(ToolCallStatus::Completed)
+                .content(content),
+        )
         .await
     }
 
     /// Status `failed` with content explaining why.
     pub async fn fail(&self, content: Vec<ToolCallContent>) -> Result<(), Error> {
-        self.update(ToolCallUpdate {
-            status: Some(ToolCallStatus::Failed),
-            content: Some(content),
-            ..self.blank()
-        })
-        .await
+        self.update(self.blank().status(ToolCallStatus::Failed).content(content))
+            .await
     }
 }

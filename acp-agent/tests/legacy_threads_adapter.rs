@@ -65,13 +65,11 @@ impl Agent for Reader {
             .await?;
         let read = cx
             .client()
-            .read_text_file(ReadTextFileRequest {
-                session_id: p.session_id.clone(),
-                path: "/home/user/project/README.md".into(),
-                line: Some(1),
-                limit: Some(20),
-                meta: None,
-            })
+            .read_text_file(
+                ReadTextFileRequest::new(p.session_id.clone(), "/home/user/project/README.md")
+                    .line(1)
+                    .limit(20),
+            )
             .await?;
         assert_eq!(read.content, "# Title\nhello\n");
         // Calls a threads editor cannot serve are refused, not lost.

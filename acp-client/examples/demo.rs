@@ -89,10 +89,7 @@ impl Client for DemoClient {
             }
             None => RequestPermissionOutcome::Cancelled,
         };
-        Ok(RequestPermissionResponse {
-            outcome,
-            meta: None,
-        })
+        Ok(RequestPermissionResponse::new(outcome))
     }
 
     async fn read_text_file(&self, p: ReadTextFileRequest) -> Result<ReadTextFileResponse, Error> {
@@ -431,12 +428,7 @@ async fn converse(
     }
 
     let session = agent
-        .new_session(NewSessionRequest {
-            cwd: root.to_string_lossy().into_owned(),
-            additional_directories: Vec::new(),
-            mcp_servers: Vec::new(),
-            meta: None,
-        })
+        .new_session(NewSessionRequest::new(root.to_string_lossy(), []))
         .await?;
     println!("session {}", session.session_id.0);
     // Commands without a `cwd` run in the session's directory, and a `cwd` must lie inside it.
@@ -444,11 +436,10 @@ async fn converse(
 
     let prompt = "Please read hello.txt and say hi";
     println!("user: {prompt}");
-    let mut turn = agent.prompt_stream(PromptRequest {
-        session_id: session.session_id.clone(),
-        prompt: vec![ContentBlock::text(prompt)],
-        meta: None,
-    });
+    let mut turn = agent.prompt_stream(PromptRequest::new(
+        session.session_id.clone(),
+        [ContentBlock::text(prompt)],
+    ));
     while let Some(event) = turn.next().await {
         match event {
             PromptEvent::Update(update) => println!("  {}", describe(&update)),

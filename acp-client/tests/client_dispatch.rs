@@ -85,10 +85,7 @@ async fn bad_params_from_the_agent_get_invalid_params_naming_the_field() {
             &self,
             _p: ReadTextFileRequest,
         ) -> Result<ReadTextFileResponse, Error> {
-            Ok(ReadTextFileResponse {
-                content: "x".into(),
-                meta: None,
-            })
+            Ok(ReadTextFileResponse::new("x"))
         }
     }
     let (_conn, agent) = common::pair(Reader, ());
@@ -128,10 +125,9 @@ impl Client for Shared {
         &self,
         p: RequestPermissionRequest,
     ) -> Result<RequestPermissionResponse, Error> {
-        Ok(RequestPermissionResponse {
-            outcome: RequestPermissionOutcome::selected(p.options[0].option_id.clone()),
-            meta: None,
-        })
+        Ok(RequestPermissionResponse::new(
+            RequestPermissionOutcome::selected(p.options[0].option_id.clone()),
+        ))
     }
     async fn session_update(&self, n: SessionNotification) -> Result<(), Error> {
         self.updates.lock().unwrap().push(n);
@@ -219,11 +215,9 @@ fn chunk_text(u: &SessionUpdate) -> String {
 async fn prompt_stream_yields_every_update_in_order_before_done() {
     let rec = Arc::new(Recorder::default());
     let (conn, _agent) = common::pair(Shared(rec.clone()), Streamer(200));
-    let mut stream = conn.agent().prompt_stream(PromptRequest {
-        session_id: "s1".into(),
-        prompt: vec![ContentBlock::text("go")],
-        meta: None,
-    });
+    let mut stream = conn
+        .agent()
+        .prompt_stream(PromptRequest::new("s1", [ContentBlock::text("go")]));
     let mut texts = Vec::new();
     let mut done = None;
     while let Some(event) = stream.next().await {
@@ -245,11 +239,7 @@ async fn prompt_stream_collect_returns_updates_and_result_and_errors_end_the_str
     let (conn, agent) = common::pair(Nothing, Streamer(3));
     let (updates, result) = conn
         .agent()
-        .prompt_stream(PromptRequest {
-            session_id: "s2".into(),
-            prompt: vec![],
-            meta: None,
-        })
+        .prompt_stream(PromptRequest::new("s2", []))
         .collect()
         .await;
     assert_eq!(updates.len(), 3);
@@ -257,11 +247,7 @@ async fn prompt_stream_collect_returns_updates_and_result_and_errors_end_the_str
     agent.close();
     let (updates, result) = conn
         .agent()
-        .prompt_stream(PromptRequest {
-            session_id: "s2".into(),
-            prompt: vec![],
-            meta: None,
-        })
+        .prompt_stream(PromptRequest::new("s2", []))
         .collect()
         .await;
     assert!(updates.is_empty());

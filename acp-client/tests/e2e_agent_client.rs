@@ -211,10 +211,9 @@ impl Client for FullClient {
         _: RequestPermissionRequest,
     ) -> Result<RequestPermissionResponse, Error> {
         record(&self.log, "session/request_permission");
-        Ok(RequestPermissionResponse {
-            outcome: RequestPermissionOutcome::selected("ok"),
-            meta: None,
-        })
+        Ok(RequestPermissionResponse::new(
+            RequestPermissionOutcome::selected("ok"),
+        ))
     }
     async fn read_text_file(&self, p: ReadTextFileRequest) -> Result<ReadTextFileResponse, Error> {
         record(&self.log, format!("fs/read_text_file {}", p.path));

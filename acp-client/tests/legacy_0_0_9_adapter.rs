@@ -51,10 +51,9 @@ impl Client for Recorder {
             .option_id
             .clone();
         self.permissions.lock().unwrap().push(p);
-        Ok(RequestPermissionResponse {
-            outcome: RequestPermissionOutcome::selected(once),
-            meta: None,
-        })
+        Ok(RequestPermissionResponse::new(
+            RequestPermissionOutcome::selected(once),
+        ))
     }
 }
 
@@ -132,14 +131,13 @@ async fn a_v1_client_drives_a_gemini_like_agent_byte_for_byte() {
         let session = session.clone();
         async move {
             handle
-                .prompt_stream(PromptRequest {
-                    session_id: session,
-                    prompt: v(json!([
+                .prompt_stream(PromptRequest::new(
+                    session,
+                    v::<Vec<ContentBlock>>(json!([
                         {"type": "text", "text": "hi "},
                         {"type": "resource_link", "name": "main.rs", "uri": "file://src/main.rs"}
                     ])),
-                    meta: None,
-                })
+                ))
                 .collect()
                 .await
         }
@@ -221,11 +219,7 @@ async fn a_v1_client_drives_a_gemini_like_agent_byte_for_byte() {
         let session = session.clone();
         async move {
             handle
-                .prompt(PromptRequest {
-                    session_id: session,
-                    prompt: vec![ContentBlock::text("again")],
-                    meta: None,
-                })
+                .prompt(PromptRequest::new(session, [ContentBlock::text("again")]))
                 .await
         }
     });
@@ -233,10 +227,7 @@ async fn a_v1_client_drives_a_gemini_like_agent_byte_for_byte() {
         .expect(r#"{"jsonrpc":"2.0","id":2,"method":"sendUserMessage","params":{"chunks":[{"text":"again"}]}}"#)
         .await;
     handle
-        .cancel(CancelNotification {
-            session_id: session.clone(),
-            meta: None,
-        })
+        .cancel(CancelNotification::new(session.clone()))
         .await
         .unwrap();
     agent
@@ -259,11 +250,7 @@ async fn a_v1_client_drives_a_gemini_like_agent_byte_for_byte() {
         let session = session.clone();
         async move {
             handle
-                .prompt(PromptRequest {
-                    session_id: session,
-                    prompt: vec![ContentBlock::text("fail")],
-                    meta: None,
-                })
+                .prompt(PromptRequest::new(session, [ContentBlock::text("fail")]))
                 .await
         }
     });
@@ -330,11 +317,10 @@ async fn what_a_0_0_9_agent_cannot_do_is_refused_clearly() {
     assert_eq!(again.code, ErrorCode::INVALID_REQUEST);
     // An image cannot be sent: refused before anything is written.
     let refused = handle
-        .prompt(PromptRequest {
-            session_id: session.clone(),
-            prompt: v(json!([{"type": "text", "text": "look"}, {"type": "image", "data": "AA==", "mimeType": "image/png"}])),
-            meta: None,
-        })
+        .prompt(PromptRequest::new(
+            session.clone(),
+            v::<Vec<ContentBlock>>(json!([{"type": "text", "text": "look"}, {"type": "image", "data": "AA==", "mimeType": "image/png"}])),
+        ))
         .await
         .unwrap_err();
     assert_eq!(refused.code, ErrorCode::INVALID_PARAMS);
@@ -349,11 +335,7 @@ async fn what_a_0_0_9_agent_cannot_do_is_refused_clearly() {
     assert_eq!(refused.code, ErrorCode::METHOD_NOT_FOUND);
     // An unknown session.
     let refused = handle
-        .prompt(PromptRequest {
-            session_id: SessionId("other".into()),
-            prompt: vec![ContentBlock::text("x")],
-            meta: None,
-        })
+        .prompt(PromptRequest::new("other", [ContentBlock::text("x")]))
         .await
         .unwrap_err();
     assert_eq!(refused.code, ErrorCode::RESOURCE_NOT_FOUND);
@@ -444,11 +426,7 @@ async fn a_v1_client_and_a_v1_agent_talk_through_the_0_0_9_dialect() {
         .await
         .unwrap()
         .session_id;
-    let mut turn = agent.prompt_stream(PromptRequest {
-        session_id: session,
-        prompt: vec![ContentBlock::text("ping")],
-        meta: None,
-    });
+    let mut turn = agent.prompt_stream(PromptRequest::new(session, [ContentBlock::text("ping")]));
     let mut kinds = Vec::new();
     loop {
         match tokio::time::timeout(Duration::from_secs(5), turn.next())
@@ -500,19 +478,13 @@ impl acp_agent::legacy::v0_0_9::Agent for NativeAgent {
     ) -> Result<(), Error> {
         let pushed = cx
             .client()
-            .push_tool_call(z::PushToolCallParams {
-                label: "Look".into(),
-                icon: z::Icon::FileSearch,
-                content: None,
-                locations: vec![],
-            })
+            .push_tool_call(z::PushToolCallParams::new("Look", z::Icon::FileSearch))
             .await?;
         cx.client()
-            .update_tool_call(z::UpdateToolCallParams {
-                tool_call_id: pushed.id,
-                status: z::ToolCallStatus::Finished,
-                content: None,
-            })
+            .update_tool_call(z::UpdateToolCallParams::new(
+                pushed.id,
+                z::ToolCallStatus::Finished,
+            ))
             .await?;
         let z::UserMessageChunk::Text(text) = &p.chunks[0] else {
             unreachable!()
@@ -542,9 +514,7 @@ impl zero_nine::Client for NativeClient {
         p: z::PushToolCallParams,
     ) -> Result<z::PushToolCallResponse, Error> {
         self.0.lock().unwrap().push(format!("push {}", p.label));
-        Ok(z::PushToolCallResponse {
-            id: z::ToolCallId(7),
-        })
+        Ok(z::PushToolCallResponse::new(z::ToolCallId(7)))
     }
     async fn update_tool_call(&self, p: z::UpdateToolCallParams) -> Result<(), Error> {
         self.0
@@ -566,11 +536,9 @@ async fn the_native_0_0_9_client_and_agent_talk_to_each_other() {
     let init = conn.agent().initialize().await.unwrap();
     assert!(init.is_authenticated);
     conn.agent()
-        .send_user_message(z::SendUserMessageParams {
-            chunks: vec![z::UserMessageChunk::Text(z::TextUserMessageChunk {
-                text: "you".into(),
-            })],
-        })
+        .send_user_message(z::SendUserMessageParams::new([
+            z::TextUserMessageChunk::new("you").into(),
+        ]))
         .await
         .unwrap();
     assert_eq!(
@@ -587,11 +555,7 @@ async fn the_native_0_0_9_client_and_agent_talk_to_each_other() {
     let agent = acp_agent::legacy::v0_0_9::serve(NativeAgent, br, bw);
     let missing = agent
         .client()
-        .read_text_file(z::ReadTextFileParams {
-            path: "/a".into(),
-            line: None,
-            limit: None,
-        })
+        .read_text_file(z::ReadTextFileParams::new("/a"))
         .await
         .unwrap_err();
     assert_eq!(missing.code, ErrorCode::METHOD_NOT_FOUND);

@@ -217,10 +217,10 @@ impl acp_agent::Agent for OurAgent {
                         json!({"sessionId": "s-1", "path": "/work/README.md", "line": 1, "limit": 10}),
                     ))
                     .await?;
-                call.complete(vec![ToolCallContent::Content(Content {
-                    content: ContentBlock::text(format!("read {} bytes", read.content.len())),
-                    meta: None,
-                })])
+                call.complete(vec![ToolCallContent::content(format!(
+                    "read {} bytes",
+                    read.content.len()
+                ))])
                 .await?;
             }
             "confirm" => {
@@ -569,10 +569,7 @@ impl acp_client::Client for OurClient {
             None => RequestPermissionOutcome::Cancelled,
         };
         self.permissions.lock().unwrap().push(p);
-        Ok(RequestPermissionResponse {
-            outcome,
-            meta: None,
-        })
+        Ok(RequestPermissionResponse::new(outcome))
     }
 
     async fn read_text_file(&self, p: ReadTextFileRequest) -> Result<ReadTextFileResponse, Error> {
@@ -596,11 +593,7 @@ impl acp_client::Client for OurClient {
 }
 
 fn prompt(session: &SessionId, blocks: Value) -> PromptRequest {
-    PromptRequest {
-        session_id: session.clone(),
-        prompt: v(blocks),
-        meta: None,
-    }
+    PromptRequest::new(session.clone(), v::<Vec<ContentBlock>>(blocks))
 }
 
 #[tokio::test]
@@ -763,10 +756,7 @@ async fn our_v1_client_drives_their_agent_through_negotiation_and_the_adapter() 
             let first = within("the first chunk", turn.next()).await;
             assert!(matches!(first, Some(acp_client::PromptEvent::Update(_))), "{first:?}");
             handle
-                .cancel(CancelNotification {
-                    session_id: session.clone(),
-                    meta: None,
-                })
+                .cancel(CancelNotification::new(session.clone()))
                 .await
                 .unwrap();
             let (rest, result) = within("the cancelled turn", turn.collect()).await;

@@ -30,11 +30,7 @@ fn new_session() -> NewSessionRequest {
 }
 
 fn prompt(session: &SessionId, text: &str) -> PromptRequest {
-    PromptRequest {
-        session_id: session.clone(),
-        prompt: vec![ContentBlock::text(text)],
-        meta: None,
-    }
+    PromptRequest::new(session.clone(), [ContentBlock::text(text)])
 }
 
 /// The (line, limit) window of each text read a client served.
@@ -373,9 +369,7 @@ impl acp_agent::legacy::threads::Agent for NativeAgent {
         &self,
         _cx: &acp_agent::legacy::threads::Context,
     ) -> Result<t::CreateThreadResponse, Error> {
-        Ok(t::CreateThreadResponse {
-            thread_id: t::ThreadId("n-1".into()),
-        })
+        Ok(t::CreateThreadResponse::new("n-1"))
     }
     async fn send_message(
         &self,
@@ -385,10 +379,7 @@ impl acp_agent::legacy::threads::Agent for NativeAgent {
         cx.client().stream_text(&p.thread_id, "hello ").await?;
         let stat = cx
             .client()
-            .stat(t::StatParams {
-                thread_id: p.thread_id.clone(),
-                path: "/nowhere".into(),
-            })
+            .stat(t::StatParams::new(p.thread_id.clone(), "/nowhere"))
             .await;
         // The native client below does not serve stat: the default answers -32601.
         assert_eq!(stat.unwrap_err().code, acp_rpc::ErrorCode::METHOD_NOT_FOUND);
@@ -418,15 +409,9 @@ async fn the_native_threads_client_and_agent_talk_to_each_other() {
     let client = NativeClient::default();
     let conn = threads_client::connect(client.clone(), br, bw);
     let id = conn.agent().create_thread().await.unwrap().thread_id;
-    let message = t::Message {
-        role: t::Role::User,
-        chunks: vec![t::MessageChunk::Text(t::TextChunk { chunk: "hi".into() })],
-    };
+    let message = t::Message::new(t::Role::User, [t::MessageChunk::text("hi")]);
     conn.agent()
-        .send_message(t::SendMessageParams {
-            thread_id: id,
-            message,
-        })
+        .send_message(t::SendMessageParams::new(id, message))
         .await
         .unwrap();
     assert_eq!(*client.0.lock().unwrap(), "hello world");

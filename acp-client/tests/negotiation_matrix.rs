@@ -162,11 +162,10 @@ async fn negotiate_pair(client: &[Dialect], agent: &[Dialect]) -> Result<Dialect
         .await
         .map_err(|e| format!("session/new: {e}"))?;
     let (updates, result) = agent
-        .prompt_stream(PromptRequest {
-            session_id: session.session_id,
-            prompt: vec![ContentBlock::text("ping")],
-            meta: None,
-        })
+        .prompt_stream(PromptRequest::new(
+            session.session_id,
+            [ContentBlock::text("ping")],
+        ))
         .collect()
         .await;
     assert_eq!(result.unwrap().stop_reason, StopReason::EndTurn);

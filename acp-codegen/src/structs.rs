@@ -113,6 +113,9 @@ pub fn generate(schema: &Schema) -> Result<(Vec<Item>, Signatures), Error> {
                 }
                 if let Some(DefKind::Object(obj)) = schema.def(&name).map(|d| &d.kind) {
                     let fields = rewrite_object(schema, &name, obj, &mut s)?;
+                    // Code outside acp-types builds values through `new` and the builders, so
+                    // a field the schema gains later breaks none of it.
+                    s.attrs.push(syn::parse_quote!(#[non_exhaustive]));
                     let (ctors, params) = constructors::object(&name, &fields)?;
                     signatures.insert(name.clone(), params);
                     items.push(Item::Struct(s));
@@ -188,6 +191,7 @@ pub fn empty_object(def: &crate::model::Def) -> TokenStream {
     quote! {
         #doc
         #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
+        #[non_exhaustive]
         pub struct #name {}
 
         impl #name {

@@ -14,6 +14,22 @@
 //! Forward compatibility is built in: unknown fields are ignored, `_meta` objects ([`Meta`])
 //! survive a round trip, and an unknown enum value, `sessionUpdate` kind or content block type
 //! is kept in an `Unknown` variant instead of failing the whole message.
+//!
+//! # Building values
+//!
+//! Every object type has `new` with its required fields and one builder method per optional
+//! field; tagged unions have a constructor per variant and `From` their bodies. The structs
+//! are `#[non_exhaustive]`, so a field a later schema adds breaks no code that builds values
+//! this way, and a struct literal does not compile outside this crate:
+//!
+//! ```compile_fail,E0639
+//! let caps = acp_types::v1::ClientCapabilities { terminal: true, ..Default::default() };
+//! ```
+//!
+//! ```
+//! let caps = acp_types::v1::ClientCapabilities::new().terminal(true);
+//! # assert!(caps.terminal);
+//! ```
 #![deny(missing_docs)]
 
 mod dialect;

@@ -109,12 +109,7 @@ fn thread_entries_flatten_the_message_beside_the_tag() {
 
 #[test]
 fn optional_file_window_fields_are_omitted_when_unset() {
-    let p = threads::ReadTextFileParams {
-        thread_id: threads::ThreadId("t".into()),
-        path: "/a".into(),
-        line_offset: None,
-        line_limit: Some(20),
-    };
+    let p = threads::ReadTextFileParams::new("t", "/a").line_limit(20);
     assert_eq!(
         serde_json::to_string(&p).unwrap(),
         r#"{"threadId":"t","path":"/a","lineLimit":20}"#

@@ -119,10 +119,7 @@ fn message_enums_route_by_method_and_reject_unknown_ones() {
 
 #[test]
 fn request_and_notification_enums_serialize_as_method_and_params() {
-    let cancel = v1::ClientNotification::SessionCancel(v1::CancelNotification {
-        session_id: "s1".into(),
-        meta: None,
-    });
+    let cancel = v1::ClientNotification::SessionCancel(v1::CancelNotification::new("s1"));
     let json = serde_json::to_value(&cancel).unwrap();
     assert_eq!(
         json,

@@ -124,14 +124,7 @@ impl WithTextMeta for SessionUpdate {
 #[test]
 fn boxed_variants_convert_from_their_body_and_write_the_same_json() {
     // `x-boxed` changes the Rust shape only: the wire form is the body's fields beside the tag.
-    let image: ContentBlock = ImageContent {
-        annotations: None,
-        data: "AAAA".into(),
-        mime_type: "image/png".into(),
-        uri: None,
-        meta: None,
-    }
-    .into();
+    let image: ContentBlock = ImageContent::new("AAAA", "image/png").into();
     assert!(matches!(&image, ContentBlock::Image(i) if i.mime_type == "image/png"));
     assert_eq!(
         serde_json::to_value(&image).unwrap(),

@@ -11,8 +11,8 @@ use acp_agent::store::SessionStore;
 use acp_agent::types::{
     ClientCapabilities, ContentBlock, FileSystemCapabilities, Implementation, InitializeRequest,
     InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    ProtocolVersion, ReadTextFileRequest, ReadTextFileResponse, SessionId, SessionNotification,
-    SessionUpdate, StopReason,
+    ProtocolVersion, ReadTextFileRequest, ReadTextFileResponse, SessionNotification, SessionUpdate,
+    StopReason,
 };
 use acp_agent::{Agent, AgentContext, Error, PromptContext, SessionHandle};
 use acp_client::process::{AgentCommand, AgentProcess};
@@ -84,13 +84,7 @@ impl AgentSide for OurSide {
     }
 
     async fn read(&self, path: String) -> Result<String, String> {
-        let request = ReadTextFileRequest {
-            session_id: self.session.id().clone(),
-            path,
-            line: None,
-            limit: None,
-            meta: None,
-        };
+        let request = ReadTextFileRequest::new(self.session.id().clone(), path);
         self.session
             .client()
             .read_text_file(request)
@@ -127,10 +121,7 @@ pub struct BenchClient {
 impl Client for BenchClient {
     async fn read_text_file(&self, p: ReadTextFileRequest) -> Result<ReadTextFileResponse, Error> {
         match content_for(&p.path) {
-            Some(content) => Ok(ReadTextFileResponse {
-                content,
-                meta: None,
-            }),
+            Some(content) => Ok(ReadTextFileResponse::new(content)),
             None => Err(Error::resource_not_found(p.path)),
         }
     }
@@ -170,11 +161,7 @@ impl ClientSide for AgentHandle {
     }
 
     async fn prompt(&self, session: &str, job: Job) -> Result<Report, String> {
-        let request = PromptRequest {
-            session_id: SessionId(session.to_owned()),
-            prompt: vec![ContentBlock::text(job.to_text())],
-            meta: None,
-        };
+        let request = PromptRequest::new(session, [ContentBlock::text(job.to_text())]);
         let response = AgentHandle::prompt(self, request)
             .await
             .map_err(|e| e.to_string())?;

@@ -404,13 +404,7 @@ mod tests {
             path: SMALL_PATH.into(),
         };
         let raw = serde_json::to_string(&params).unwrap();
-        let our = ours::ReadTextFileRequest {
-            session_id: ours::SessionId("s1".into()),
-            path: SMALL_PATH.into(),
-            line: None,
-            limit: None,
-            meta: None,
-        };
+        let our = ours::ReadTextFileRequest::new("s1", SMALL_PATH);
         assert_eq!(serde_json::to_string(&our).unwrap(), raw);
         let theirs = official::ReadTextFileRequest::new("s1", SMALL_PATH);
         assert_eq!(serde_json::to_string(&theirs).unwrap(), raw);
@@ -419,10 +413,7 @@ mod tests {
             content: SMALL_CONTENT.into(),
         })
         .unwrap();
-        let our = ours::ReadTextFileResponse {
-            content: SMALL_CONTENT.into(),
-            meta: None,
-        };
+        let our = ours::ReadTextFileResponse::new(SMALL_CONTENT);
         assert_eq!(serde_json::to_string(&our).unwrap(), raw);
         let theirs = official::ReadTextFileResponse::new(SMALL_CONTENT);
         assert_eq!(serde_json::to_string(&theirs).unwrap(), raw);

@@ -368,11 +368,11 @@ mod tests {
             "t1", "Read",
         ))));
         turn.push(&SessionUpdate::agent_message_text("lo"));
-        let mut done = crate::tool_call_update("t1");
+        let mut done = ToolCallUpdate::new("t1");
         done.status = Some(ToolCallStatus::Completed);
         turn.push(&SessionUpdate::ToolCallUpdate(Box::new(done)));
         turn.push(&SessionUpdate::agent_message_text(" world"));
-        let stray: ToolCallUpdate = crate::tool_call_update("t9");
+        let stray: ToolCallUpdate = ToolCallUpdate::new("t9");
         turn.push(&SessionUpdate::ToolCallUpdate(Box::new(stray.clone())));
         let events = turn.take();
         let mut call = ToolCall::new("t1", "Read");

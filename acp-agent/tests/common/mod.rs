@@ -169,7 +169,7 @@ impl Agent for FullAgent {
                 Ok(PromptResponse::new(StopReason::EndTurn))
             }
             "permission then wait" => {
-                let tool = acp_agent::tool_call_update("t-perm");
+                let tool = ToolCallUpdate::new("t-perm");
                 let options = vec![v(
                     json!({"optionId": "allow", "name": "Allow", "kind": "allow_once"}),
                 )];

@@ -44,6 +44,7 @@ impl ::std::str::FromStr for ProtocolVersion {
 }
 /// Opens the connection; sent first.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct InitializeParams {
     /// The version the client speaks, its latest. A value that is not a string (a v1 client's integer `1`) reads as the empty string, so the agent can still answer with the version it speaks, as the agents of that time did.
     #[serde(rename = "protocolVersion", deserialize_with = "crate::serde_util::lenient")]
@@ -59,6 +60,7 @@ impl InitializeParams {
 }
 /// The agent's answer to `initialize`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct InitializeResponse {
     /// The requested version if the agent speaks it, otherwise the latest the agent speaks; the client decides whether to go on.
     #[serde(rename = "protocolVersion")]
@@ -119,6 +121,7 @@ impl<'de> ::serde::Deserialize<'de> for AuthenticateResponse {
 }
 /// Text the user typed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct TextUserMessageChunk {
     /// The text.
     pub text: ::std::string::String,
@@ -131,6 +134,7 @@ impl TextUserMessageChunk {
 }
 /// A file or directory the user mentioned (an @-mention).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct PathUserMessageChunk {
     /// The path, as the user wrote it.
     pub path: ::std::string::String,
@@ -162,6 +166,7 @@ impl ::std::convert::From<PathUserMessageChunk> for UserMessageChunk {
 }
 /// A user message for the agent's one conversation.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SendUserMessageParams {
     /// The message, in order.
     pub chunks: ::std::vec::Vec<UserMessageChunk>,
@@ -233,6 +238,7 @@ impl<'de> ::serde::Deserialize<'de> for CancelSendMessageResponse {
 }
 /// Reply text.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct TextAssistantMessageChunk {
     /// The text (Markdown).
     pub text: ::std::string::String,
@@ -245,6 +251,7 @@ impl TextAssistantMessageChunk {
 }
 /// The agent's reasoning, shown apart from the reply.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ThoughtAssistantMessageChunk {
     /// The thought text.
     pub thought: ::std::string::String,
@@ -276,6 +283,7 @@ impl ::std::convert::From<ThoughtAssistantMessageChunk> for AssistantMessageChun
 }
 /// One chunk of the agent's reply.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct StreamAssistantMessageChunkParams {
     /// The chunk, appended to what is shown.
     pub chunk: AssistantMessageChunk,
@@ -397,6 +405,7 @@ impl ::std::convert::TryFrom<String> for ToolCallId {
 }
 /// A place in a file a tool call touches. (The Rust crate of this version also writes `"type": "ToolCallLocation"` here; it is ignored on input.)
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ToolCallLocation {
     /// The file.
     pub path: ::std::string::String,
@@ -424,6 +433,7 @@ impl ToolCallLocation {
 }
 /// Markdown to show inside a tool call.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct MarkdownContent {
     /// The Markdown text.
     pub markdown: ::std::string::String,
@@ -436,6 +446,7 @@ impl MarkdownContent {
 }
 /// A file edit to show as a diff.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct DiffContent {
     /// The edited file.
     pub path: ::std::string::String,
@@ -621,6 +632,7 @@ impl ::std::fmt::Display for ToolCallStatus {
 }
 /// Confirm a file edit.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct EditConfirmation {
     /// More detail, if any.
     #[serde(
@@ -648,6 +660,7 @@ impl EditConfirmation {
 }
 /// Confirm running a command.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ExecuteConfirmation {
     /// The full command line.
     pub command: ::std::string::String,
@@ -685,6 +698,7 @@ impl ExecuteConfirmation {
 }
 /// Confirm calling an MCP tool.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct McpConfirmation {
     /// The MCP server.
     #[serde(rename = "serverName")]
@@ -728,6 +742,7 @@ impl McpConfirmation {
 }
 /// Confirm fetching URLs.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct FetchConfirmation {
     /// The URLs.
     pub urls: ::std::vec::Vec<::std::string::String>,
@@ -765,6 +780,7 @@ impl FetchConfirmation {
 }
 /// Confirm anything else.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct OtherConfirmation {
     /// What is to be confirmed.
     pub description: ::std::string::String,
@@ -1027,6 +1043,7 @@ impl ::std::fmt::Display for ToolCallConfirmationOutcome {
 }
 /// Starts a tool call that needs no confirmation.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct PushToolCallParams {
     /// What the tool call does, shown as its title (Markdown).
     pub label: ::std::string::String,
@@ -1076,6 +1093,7 @@ impl PushToolCallParams {
 }
 /// The id the client gave the new tool call. (The Rust crate of this version also writes `"type": "PushToolCallResponse"`; it is ignored on input.)
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct PushToolCallResponse {
     /// The new tool call's id.
     pub id: ToolCallId,
@@ -1088,6 +1106,7 @@ impl PushToolCallResponse {
 }
 /// Asks the user to confirm a tool call before it runs; the tool call is shown at once.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct RequestToolCallConfirmationParams {
     /// What the tool call does, shown as its title (Markdown).
     pub label: ::std::string::String,
@@ -1141,6 +1160,7 @@ impl RequestToolCallConfirmationParams {
 }
 /// The user's answer and the id the client gave the tool call. (The Rust crate of this version also writes `"type": "RequestToolCallConfirmationResponse"`; it is ignored on input.)
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct RequestToolCallConfirmationResponse {
     /// The tool call's id, for `updateToolCall`.
     pub id: ToolCallId,
@@ -1161,6 +1181,7 @@ impl RequestToolCallConfirmationResponse {
 }
 /// Updates a tool call's status and content.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct UpdateToolCallParams {
     /// The tool call.
     #[serde(rename = "toolCallId")]
@@ -1210,6 +1231,7 @@ impl<'de> ::serde::Deserialize<'de> for UpdateToolCallResponse {
 }
 /// Writes a text file through the editor.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct WriteTextFileParams {
     /// The file, absolute.
     pub path: ::std::string::String,
@@ -1249,6 +1271,7 @@ impl<'de> ::serde::Deserialize<'de> for WriteTextFileResponse {
 }
 /// Reads a text file through the editor (including unsaved changes).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ReadTextFileParams {
     /// The file, absolute.
     pub path: ::std::string::String,
@@ -1289,6 +1312,7 @@ impl ReadTextFileParams {
 }
 /// A text file's contents.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ReadTextFileResponse {
     /// The requested lines.
     pub content: ::std::string::String,

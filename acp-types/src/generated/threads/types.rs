@@ -110,6 +110,7 @@ impl ::std::fmt::Display for Role {
 }
 /// A piece of text.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct TextChunk {
     /// The text; chunks of one message are concatenated in order.
     pub chunk: ::std::string::String,
@@ -207,6 +208,7 @@ impl ::std::convert::From<TextChunk> for MessageChunk {
 }
 /// A whole message: who wrote it and its chunks.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Message {
     /// The author.
     pub role: Role,
@@ -227,6 +229,7 @@ impl Message {
 }
 /// A file the agent read during the conversation, kept in the history.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ReadFileEntry {
     /// An absolute path on the editor's machine.
     pub path: ::std::string::String,
@@ -364,6 +367,7 @@ impl ::std::convert::From<ReadFileEntry> for ThreadEntry {
 }
 /// What a thread list shows about one thread.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ThreadMetadata {
     /// The thread.
     pub id: ThreadId,
@@ -408,6 +412,7 @@ impl<'de> ::serde::Deserialize<'de> for GetThreadsParams {
 }
 /// The agent's threads.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct GetThreadsResponse {
     /// Every thread the agent keeps, in no particular order.
     pub threads: ::std::vec::Vec<ThreadMetadata>,
@@ -441,6 +446,7 @@ impl<'de> ::serde::Deserialize<'de> for CreateThreadParams {
 }
 /// The new thread.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct CreateThreadResponse {
     /// The id the agent chose for the new thread.
     #[serde(rename = "threadId")]
@@ -456,6 +462,7 @@ impl CreateThreadResponse {
 }
 /// Which thread to open.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct OpenThreadParams {
     /// The thread this call is about.
     #[serde(rename = "threadId")]
@@ -490,6 +497,7 @@ impl<'de> ::serde::Deserialize<'de> for OpenThreadResponse {
 }
 /// Which thread's history to read.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct GetThreadEntriesParams {
     /// The thread this call is about.
     #[serde(rename = "threadId")]
@@ -505,6 +513,7 @@ impl GetThreadEntriesParams {
 }
 /// A thread's history, oldest first.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct GetThreadEntriesResponse {
     /// The entries, oldest first.
     pub entries: ::std::vec::Vec<ThreadEntry>,
@@ -519,6 +528,7 @@ impl GetThreadEntriesResponse {
 }
 /// A user message for a thread.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SendMessageParams {
     /// The thread this call is about.
     #[serde(rename = "threadId")]
@@ -559,6 +569,7 @@ impl<'de> ::serde::Deserialize<'de> for SendMessageResponse {
 }
 /// One chunk of the agent's reply.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct StreamMessageChunkParams {
     /// The thread this call is about.
     #[serde(rename = "threadId")]
@@ -599,6 +610,7 @@ impl<'de> ::serde::Deserialize<'de> for StreamMessageChunkResponse {
 }
 /// Read a text file as the editor sees it (including unsaved changes).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ReadTextFileParams {
     /// The thread this call is about.
     #[serde(rename = "threadId")]
@@ -648,6 +660,7 @@ impl ReadTextFileParams {
 }
 /// A text file's contents.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ReadTextFileResponse {
     /// The file's version.
     pub version: FileVersion,
@@ -668,6 +681,7 @@ impl ReadTextFileResponse {
 }
 /// Read a file's bytes.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ReadBinaryFileParams {
     /// The thread this call is about.
     #[serde(rename = "threadId")]
@@ -717,6 +731,7 @@ impl ReadBinaryFileParams {
 }
 /// A file's bytes.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ReadBinaryFileResponse {
     /// The file's version.
     pub version: FileVersion,
@@ -737,6 +752,7 @@ impl ReadBinaryFileResponse {
 }
 /// Ask whether a path exists and what it is.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct StatParams {
     /// The thread this call is about.
     #[serde(rename = "threadId")]
@@ -758,6 +774,7 @@ impl StatParams {
 }
 /// What is at a path.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct StatResponse {
     /// Whether anything exists there.
     pub exists: bool,
@@ -776,6 +793,7 @@ impl StatResponse {
 }
 /// Find files by glob pattern in the editor's project.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct GlobSearchParams {
     /// The thread this call is about.
     #[serde(rename = "threadId")]
@@ -797,6 +815,7 @@ impl GlobSearchParams {
 }
 /// The paths that match.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct GlobSearchResponse {
     /// Absolute paths of the matching files.
     pub matches: ::std::vec::Vec<::std::string::String>,

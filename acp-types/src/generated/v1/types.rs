@@ -3,6 +3,7 @@
 
 /// Params of `initialize`, the first request a client sends: it proposes a protocol version and says what the client can do and who it is.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct InitializeRequest {
     /// The newest protocol version the client speaks.
     #[serde(rename = "protocolVersion")]
@@ -65,6 +66,7 @@ impl InitializeRequest {
 }
 /// Result of `initialize`: the version the agent settled on, its capabilities and the ways a user can authenticate with it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct InitializeResponse {
     /// The client's proposed version if the agent supports it, otherwise the newest version the agent supports. A client that cannot speak it should disconnect.
     #[serde(rename = "protocolVersion")]
@@ -181,6 +183,7 @@ impl ::std::convert::TryFrom<String> for ProtocolVersion {
 }
 /// Identifies a client or agent program (name, version and an optional display title), for display, logs and metrics.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Implementation {
     /// Machine-oriented name of the program; also the display fallback when `title` is missing.
     pub name: ::std::string::String,
@@ -231,6 +234,7 @@ impl Implementation {
 }
 /// Features the client offers to the agent, sent in `initialize`. The agent must only call client methods and use content the client advertised here.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ClientCapabilities {
     /// Which `fs/*` file methods the client serves.
     #[serde(
@@ -336,6 +340,7 @@ impl ::std::default::Default for ClientCapabilities {
 }
 /// The file system methods a client serves to the agent.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct FileSystemCapabilities {
     /// `true` when the client serves `fs/read_text_file`.
     #[serde(
@@ -387,6 +392,7 @@ impl FileSystemCapabilities {
 }
 /// Session-level extensions the client can handle. Each field is a marker: present (even `{}`) means supported, absent or `null` means not.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct ClientSessionCapabilities {
     /// Present when the client understands context-compaction updates addressed by compaction ID.
     #[serde(
@@ -461,6 +467,7 @@ impl ClientSessionCapabilities {
 }
 /// Marker object: sent as `{}` when the client supports the full context-compaction update contract. It has no fields.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct CompactionCapabilities {}
 impl CompactionCapabilities {
     /// The empty value (it has no fields yet; later versions may add optional ones).
@@ -470,6 +477,7 @@ impl CompactionCapabilities {
 }
 /// Which optional kinds of session configuration option the client can display and set.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SessionConfigOptionsCapabilities {
     /// Present when the client handles `type: "boolean"` config options, both in `configOptions` lists and in `session/set_config_option`.
     #[serde(
@@ -511,6 +519,7 @@ impl SessionConfigOptionsCapabilities {
 }
 /// Marker object: sent as `{}` when the client supports boolean (on/off) session config options.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct BooleanConfigOptionCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
@@ -536,6 +545,7 @@ impl BooleanConfigOptionCapabilities {
 }
 /// Marker object: sent as `{}` when the client can present live notices to the user. It has no fields.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct NoticeCapabilities {}
 impl NoticeCapabilities {
     /// The empty value (it has no fields yet; later versions may add optional ones).
@@ -545,6 +555,7 @@ impl NoticeCapabilities {
 }
 /// Kinds of authentication method the client can carry out, beyond the always-available `agent` kind.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct AuthCapabilities {
     /// `true` when the client can rerun the agent's launch command in an interactive terminal, so the agent may offer `terminal` authentication methods.
     #[serde(default, deserialize_with = "crate::serde_util::lenient")]
@@ -579,6 +590,7 @@ impl AuthCapabilities {
 }
 /// The elicitation modes the client supports (forms, URLs). Each field is a marker: present means supported, absent or `null` means not.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct ElicitationCapabilities {
     /// Present when the client can show form elicitations.
     #[serde(
@@ -636,6 +648,7 @@ impl ElicitationCapabilities {
 }
 /// Marker object: sent as `{}` when the client supports form-based elicitation.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct ElicitationFormCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
@@ -661,6 +674,7 @@ impl ElicitationFormCapabilities {
 }
 /// Marker object: sent as `{}` when the client supports URL-based elicitation.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct ElicitationUrlCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
@@ -686,6 +700,7 @@ impl ElicitationUrlCapabilities {
 }
 /// Features the agent offers to the client, returned by `initialize`. The client must only use optional methods and prompt content the agent advertised here.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct AgentCapabilities {
     /// `true` when the agent serves `session/load`.
     #[serde(
@@ -799,6 +814,7 @@ impl ::std::default::Default for AgentCapabilities {
 }
 /// Content the agent accepts in `session/prompt` beyond the baseline `text` and `resource_link` blocks every agent must handle.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct PromptCapabilities {
     /// `true` when prompts may contain `image` blocks.
     #[serde(default, deserialize_with = "crate::serde_util::lenient")]
@@ -855,6 +871,7 @@ impl PromptCapabilities {
 }
 /// MCP server transports the agent supports besides stdio, which every agent must support.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct McpCapabilities {
     /// `true` when `mcpServers` may contain `http` servers.
     #[serde(default, deserialize_with = "crate::serde_util::lenient")]
@@ -898,6 +915,7 @@ impl McpCapabilities {
 }
 /// Optional session features the agent supports. Each field is a marker: present (even `{}`) means supported, absent or `null` means not. `session/load` is advertised by `loadSession` instead.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SessionCapabilities {
     /// Present when the agent serves `session/list`.
     #[serde(
@@ -1006,6 +1024,7 @@ impl SessionCapabilities {
 }
 /// Marker object: sent as `{}` when the agent can list its sessions with `session/list`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SessionListCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
@@ -1031,6 +1050,7 @@ impl SessionListCapabilities {
 }
 /// Marker object: sent as `{}` when the agent can delete listed sessions with `session/delete`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SessionDeleteCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
@@ -1056,6 +1076,7 @@ impl SessionDeleteCapabilities {
 }
 /// Marker object: sent as `{}` when the agent accepts extra workspace roots (`additionalDirectories`) in session requests; with `session/list` it may also report them in `SessionInfo`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SessionAdditionalDirectoriesCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
@@ -1081,6 +1102,7 @@ impl SessionAdditionalDirectoriesCapabilities {
 }
 /// Marker object: sent as `{}` when the agent can resume sessions with `session/resume`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SessionResumeCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
@@ -1106,6 +1128,7 @@ impl SessionResumeCapabilities {
 }
 /// Marker object: sent as `{}` when the agent can close sessions with `session/close`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SessionCloseCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
@@ -1131,6 +1154,7 @@ impl SessionCloseCapabilities {
 }
 /// Optional authentication features of the agent.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct AgentAuthCapabilities {
     /// Present when the agent serves `logout`.
     #[serde(
@@ -1172,6 +1196,7 @@ impl AgentAuthCapabilities {
 }
 /// Marker object: sent as `{}` when the agent serves the `logout` method.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct LogoutCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
@@ -1305,6 +1330,7 @@ impl ::std::convert::From<AuthMethodAgent> for AuthMethod {
 }
 /// An authentication method carried out by running the agent's launch command, with extra arguments and environment, in an interactive terminal. Exit status 0 means success; this method is never passed to `authenticate`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct AuthMethodTerminal {
     /// Identifier of this method.
     pub id: AuthMethodId,
@@ -1403,6 +1429,7 @@ impl AuthMethodTerminal {
 }
 /// An authentication method the agent carries out itself when the client calls `authenticate` with its `id`. This is the default kind.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct AuthMethodAgent {
     /// Identifier of this method, passed back in `authenticate`.
     pub id: AuthMethodId,
@@ -1494,6 +1521,7 @@ impl ::std::str::FromStr for AuthMethodId {
 }
 /// Params of `authenticate`: asks the agent to authenticate with one of the methods it advertised.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct AuthenticateRequest {
     /// The chosen method; must be one listed in the `initialize` result.
     #[serde(rename = "methodId")]
@@ -1523,6 +1551,7 @@ impl AuthenticateRequest {
 }
 /// Result of `authenticate`, sent once authentication succeeded. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct AuthenticateResponse {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
@@ -1548,6 +1577,7 @@ impl AuthenticateResponse {
 }
 /// Params of `logout`: ends the current authenticated session. A `null` params value reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct LogoutRequest {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
@@ -1573,6 +1603,7 @@ impl LogoutRequest {
 }
 /// Result of `logout`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct LogoutResponse {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
@@ -1598,6 +1629,7 @@ impl LogoutResponse {
 }
 /// Params of `session/new`: starts a new conversation in a working directory, with the MCP servers the agent should connect to.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct NewSessionRequest {
     /// Absolute path of the session's working directory, the base for relative paths.
     pub cwd: ::std::string::String,
@@ -1658,6 +1690,7 @@ impl NewSessionRequest {
 }
 /// Result of `session/new`: the new session's ID and its initial modes and configuration options.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct NewSessionResponse {
     /// Identifier of the new session, used in every later request about it.
     #[serde(rename = "sessionId")]
@@ -1897,6 +1930,7 @@ impl ::std::convert::From<McpServerStdio> for McpServer {
 }
 /// An MCP server reached over HTTP.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct McpServerHttp {
     /// Name identifying this server to people.
     pub name: ::std::string::String,
@@ -1936,6 +1970,7 @@ impl McpServerHttp {
 }
 /// An MCP server reached over server-sent events.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct McpServerSse {
     /// Name identifying this server to people.
     pub name: ::std::string::String,
@@ -1975,6 +2010,7 @@ impl McpServerSse {
 }
 /// An MCP server the agent launches as a child process and talks to over stdin/stdout.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct McpServerStdio {
     /// Name identifying this server to people.
     pub name: ::std::string::String,
@@ -2024,6 +2060,7 @@ impl McpServerStdio {
 }
 /// One HTTP header (name and value) sent to an MCP server.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct HttpHeader {
     /// Header name.
     pub name: ::std::string::String,
@@ -2058,6 +2095,7 @@ impl HttpHeader {
 }
 /// A session's available modes together with which one is in effect.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SessionModeState {
     /// The active mode.
     #[serde(rename = "currentModeId")]
@@ -2097,6 +2135,7 @@ impl SessionModeState {
 }
 /// A mode the agent can work in (for example "ask" or "code"), typically changing its prompts, tools or permissions.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SessionMode {
     /// Identifier of the mode, used by `session/set_mode`.
     pub id: SessionModeId,
@@ -2188,6 +2227,7 @@ impl ::std::str::FromStr for SessionModeId {
 }
 /// One configuration setting of a session (a model picker, a reasoning level, a toggle...) with its current value. The `type` field and the kind-specific fields sit beside the common ones.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SessionConfigOption {
     /// Identifier of the option, used by `session/set_config_option`.
     pub id: SessionConfigId,
@@ -2461,6 +2501,7 @@ impl ::std::fmt::Display for SessionConfigOptionCategory {
 }
 /// Fields of a `select` configuration option: the chosen value and the values to choose from.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SessionConfigSelect {
     /// ID of the choice in effect now.
     #[serde(rename = "currentValue")]
@@ -2482,6 +2523,7 @@ impl SessionConfigSelect {
 }
 /// Fields of a `boolean` configuration option.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SessionConfigBoolean {
     /// Whether the option is currently on.
     #[serde(rename = "currentValue")]
@@ -2506,6 +2548,7 @@ pub enum SessionConfigSelectOptions {
 }
 /// One value a `select` option can take.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SessionConfigSelectOption {
     /// Identifier of the value, sent back when the user picks it.
     pub value: SessionConfigValueId,
@@ -2556,6 +2599,7 @@ impl SessionConfigSelectOption {
 }
 /// A named group of values within a `select` option.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SessionConfigSelectGroup {
     /// Identifier of the group.
     pub group: SessionConfigGroupId,
@@ -2677,6 +2721,7 @@ impl ::std::str::FromStr for SessionConfigGroupId {
 }
 /// Params of `session/load`: reopens an earlier session, and the agent replays its history as `session/update` notifications before answering. Requires `loadSession`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct LoadSessionRequest {
     /// MCP servers the agent should connect to for this session (required, may be empty; `null` reads as empty).
     #[serde(
@@ -2742,6 +2787,7 @@ impl LoadSessionRequest {
 }
 /// Result of `session/load`, sent after the history has been replayed. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct LoadSessionResponse {
     /// Available modes and the current one, if the agent has modes.
     #[serde(
@@ -2797,6 +2843,7 @@ impl LoadSessionResponse {
 }
 /// Params of `session/list`: asks for one page of the agent's sessions. Requires `sessionCapabilities.list`. A `null` params value reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct ListSessionsRequest {
     /// Only list sessions whose working directory is this absolute path.
     #[serde(skip_serializing_if = "::std::option::Option::is_none", default)]
@@ -2846,6 +2893,7 @@ impl ListSessionsRequest {
 }
 /// Result of `session/list`: one page of sessions and, if there are more, a cursor for the next page.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ListSessionsResponse {
     /// The sessions on this page. Entries that do not parse are dropped, and a malformed list reads as empty.
     #[serde(deserialize_with = "crate::serde_util::lenient_vec")]
@@ -2892,6 +2940,7 @@ impl ListSessionsResponse {
 }
 /// Summary of one session as reported by `session/list`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SessionInfo {
     /// ID of this session.
     #[serde(rename = "sessionId")]
@@ -2982,6 +3031,7 @@ impl SessionInfo {
 }
 /// Params of `session/delete`: removes a session so it no longer appears in `session/list`. Requires `sessionCapabilities.delete`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct DeleteSessionRequest {
     /// ID of the session being removed.
     #[serde(rename = "sessionId")]
@@ -3011,6 +3061,7 @@ impl DeleteSessionRequest {
 }
 /// Result of `session/delete`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct DeleteSessionResponse {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
@@ -3036,6 +3087,7 @@ impl DeleteSessionResponse {
 }
 /// Params of `session/resume`: reopens an earlier session like `session/load` but without replaying its history. Requires `sessionCapabilities.resume`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ResumeSessionRequest {
     /// ID of the session being reopened.
     #[serde(rename = "sessionId")]
@@ -3110,6 +3162,7 @@ impl ResumeSessionRequest {
 }
 /// Result of `session/resume`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct ResumeSessionResponse {
     /// Available modes and the current one, if the agent has modes.
     #[serde(
@@ -3165,6 +3218,7 @@ impl ResumeSessionResponse {
 }
 /// Params of `session/close`: the agent cancels any work in the session (as for `session/cancel`) and frees its resources. Requires `sessionCapabilities.close`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct CloseSessionRequest {
     /// ID of the session being shut down.
     #[serde(rename = "sessionId")]
@@ -3194,6 +3248,7 @@ impl CloseSessionRequest {
 }
 /// Result of `session/close`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct CloseSessionResponse {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
@@ -3219,6 +3274,7 @@ impl CloseSessionResponse {
 }
 /// Params of `session/set_mode`: switches a session to another of its advertised modes.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SetSessionModeRequest {
     /// The session whose mode changes.
     #[serde(rename = "sessionId")]
@@ -3255,6 +3311,7 @@ impl SetSessionModeRequest {
 }
 /// Result of `session/set_mode`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SetSessionModeResponse {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
@@ -3280,6 +3337,7 @@ impl SetSessionModeResponse {
 }
 /// Params of `session/set_config_option`: changes one configuration option of a session. The new value (and, for booleans, `type`) sits beside the fields below.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SetSessionConfigOptionRequest {
     /// The session whose option changes.
     #[serde(rename = "sessionId")]
@@ -3443,6 +3501,7 @@ impl ::std::convert::From<SessionConfigValueId> for SessionConfigOptionValue {
 }
 /// Fields of a boolean `session/set_config_option` value.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SessionConfigBooleanValue {
     /// The new state of the toggle.
     pub value: bool,
@@ -3455,6 +3514,7 @@ impl SessionConfigBooleanValue {
 }
 /// Fields of a value-ID `session/set_config_option` value.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SessionConfigValueIdValue {
     /// The newly selected value; one of the option's `options`.
     pub value: SessionConfigValueId,
@@ -3467,6 +3527,7 @@ impl SessionConfigValueIdValue {
 }
 /// Result of `session/set_config_option`: every option of the session with its value after the change, since one change may affect others.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SetSessionConfigOptionResponse {
     /// The complete, updated list of options. Entries that do not parse are dropped, and a malformed list reads as empty.
     #[serde(
@@ -3501,6 +3562,7 @@ impl SetSessionConfigOptionResponse {
 }
 /// Params of `session/prompt`: sends a user message to a session and starts a turn. The agent streams progress as `session/update` notifications and answers when the turn ends.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct PromptRequest {
     /// The session that receives the message.
     #[serde(rename = "sessionId")]
@@ -3536,6 +3598,7 @@ impl PromptRequest {
 }
 /// Result of `session/prompt`, sent when the turn is over.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct PromptResponse {
     /// Why the turn ended.
     #[serde(rename = "stopReason")]
@@ -3605,6 +3668,7 @@ impl ::std::fmt::Display for StopReason {
 }
 /// Params of the `session/cancel` notification: asks the agent to stop the session's running turn. The pending `session/prompt` then ends with stop reason `cancelled`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct CancelNotification {
     /// The session whose work should stop.
     #[serde(rename = "sessionId")]
@@ -3634,6 +3698,7 @@ impl CancelNotification {
 }
 /// Params of `session/update`: one streamed event about a session, sent by the agent to the client (mostly while a prompt turn runs). Never answered.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SessionNotification {
     /// Session the update belongs to.
     #[serde(rename = "sessionId")]
@@ -4115,6 +4180,7 @@ impl ::std::convert::From<CompactionSummaryChunk> for SessionUpdate {
 }
 /// A streamed fragment of a user message, agent reply or agent reasoning. Consecutive chunks with the same `messageId` form one message.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ContentChunk {
     /// The fragment's content.
     pub content: ContentBlock,
@@ -4403,6 +4469,7 @@ impl ::std::convert::From<EmbeddedResourceResource> for ContentBlock {
 }
 /// Body of a `text` content block.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct TextContent {
     /// Display and routing hints for this content.
     #[serde(
@@ -4444,6 +4511,7 @@ impl TextContent {
 }
 /// Body of an `image` content block.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ImageContent {
     /// Display and routing hints for this content.
     #[serde(
@@ -4508,6 +4576,7 @@ impl ImageContent {
 }
 /// Body of an `audio` content block.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct AudioContent {
     /// Display and routing hints for this content.
     #[serde(
@@ -4556,6 +4625,7 @@ impl AudioContent {
 }
 /// Body of a `resource_link` content block: a pointer to a resource (file, URL, MCP resource) that is not inlined.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ResourceLink {
     /// Display and routing hints for this content.
     #[serde(
@@ -4665,6 +4735,7 @@ impl ResourceLink {
 }
 /// Body of a `resource` content block: a resource whose contents travel inline, saving the receiver a fetch.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct EmbeddedResource {
     /// Display and routing hints for this content.
     #[serde(
@@ -4725,6 +4796,7 @@ impl ::std::convert::From<BlobResourceContents> for EmbeddedResourceResource {
 }
 /// Contents of a textual resource.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct TextResourceContents {
     /// MIME type of the text, if known.
     #[serde(
@@ -4776,6 +4848,7 @@ impl TextResourceContents {
 }
 /// Contents of a binary resource.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct BlobResourceContents {
     /// The resource's bytes, base64-encoded.
     pub blob: ::std::string::String,
@@ -4827,6 +4900,7 @@ impl BlobResourceContents {
 }
 /// Optional hints (as in MCP) telling the client who content is meant for and how prominent it should be.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct Annotations {
     /// Who the content is intended for; entries that are not valid roles are dropped.
     #[serde(
@@ -4926,6 +5000,7 @@ impl ::std::fmt::Display for Role {
 }
 /// A tool call the agent announces with a `tool_call` update. Later `tool_call_update`s with the same `toolCallId` change it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ToolCall {
     /// Identifier of the call, unique within the session.
     #[serde(rename = "toolCallId")]
@@ -5067,6 +5142,7 @@ impl ToolCall {
 }
 /// A change to a tool call: only `toolCallId` is required, and every field that is present replaces the stored value (absent and `null` both mean unchanged). Also used to describe the call in a permission request.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ToolCallUpdate {
     /// The tool call being changed.
     #[serde(rename = "toolCallId")]
@@ -5529,6 +5605,7 @@ impl ::std::convert::From<TerminalId> for ToolCallContent {
 }
 /// Body of a `content` tool call item: wraps one content block.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Content {
     /// The wrapped block.
     pub content: ContentBlock,
@@ -5557,6 +5634,7 @@ impl Content {
 }
 /// Body of a `diff` tool call item: the old and new text of one file.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Diff {
     /// Absolute path of the changed file.
     pub path: ::std::string::String,
@@ -5609,6 +5687,7 @@ impl Diff {
 }
 /// Body of a `terminal` tool call item: shows the output of a terminal the agent created.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Terminal {
     /// The terminal, as returned by `terminal/create`.
     #[serde(rename = "terminalId")]
@@ -5679,6 +5758,7 @@ impl ::std::str::FromStr for TerminalId {
 }
 /// A file (and optionally a line) a tool call reads or changes.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ToolCallLocation {
     /// Absolute path of the file.
     pub path: ::std::string::String,
@@ -5720,6 +5800,7 @@ impl ToolCallLocation {
 }
 /// The agent's plan for the current work. Each `plan` update carries the complete list and replaces the previous plan.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Plan {
     /// All tasks of the plan with their current status. Entries that fail to parse are dropped, and an unreadable list reads as empty.
     #[serde(deserialize_with = "crate::serde_util::lenient_vec")]
@@ -5749,6 +5830,7 @@ impl Plan {
 }
 /// One task of a plan.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct PlanEntry {
     /// What the task is about, for people.
     pub content: ::std::string::String,
@@ -5851,6 +5933,7 @@ impl ::std::fmt::Display for PlanEntryStatus {
 }
 /// Body of an `available_commands_update`: the complete list of slash commands, replacing the previous one.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct AvailableCommandsUpdate {
     /// The commands. Entries that fail to parse are dropped, and an unreadable list reads as empty.
     #[serde(
@@ -5885,6 +5968,7 @@ impl AvailableCommandsUpdate {
 }
 /// A slash command the user can invoke in the prompt, such as `/create_plan`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct AvailableCommand {
     /// Command name without the slash.
     pub name: ::std::string::String,
@@ -5947,6 +6031,7 @@ impl ::std::convert::From<UnstructuredCommandInput> for AvailableCommandInput {
 }
 /// Free-text command input: whatever follows the command name.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct UnstructuredCommandInput {
     /// Placeholder shown while the user has not typed any input yet.
     pub hint: ::std::string::String,
@@ -5975,6 +6060,7 @@ impl UnstructuredCommandInput {
 }
 /// Body of a `current_mode_update`: the session now runs in another mode.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct CurrentModeUpdate {
     /// The mode now active.
     #[serde(rename = "currentModeId")]
@@ -6004,6 +6090,7 @@ impl CurrentModeUpdate {
 }
 /// Body of a `config_option_update`: the complete set of configuration options with their current values.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ConfigOptionUpdate {
     /// All options. Entries that fail to parse are dropped, and an unreadable list reads as empty.
     #[serde(
@@ -6038,6 +6125,7 @@ impl ConfigOptionUpdate {
 }
 /// Body of a `session_info_update`: a partial change to the session's metadata; fields that are absent stay as they are.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SessionInfoUpdate {
     /// New human-readable session title. The protocol gives an explicit `null` the meaning "clear the title".
     #[serde(
@@ -6097,6 +6185,7 @@ impl SessionInfoUpdate {
 }
 /// Body of a `usage_update`: how full the context window is and, optionally, what the session has cost so far.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct UsageUpdate {
     /// Number of tokens the context window holds right now.
     pub used: u64,
@@ -6141,6 +6230,7 @@ impl UsageUpdate {
 }
 /// An amount spent, with its unit.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Cost {
     /// Total spent on the session so far.
     pub amount: f64,
@@ -6175,6 +6265,7 @@ impl Cost {
 }
 /// Body of a `notice` update: a fire-and-forget message for the user that is not kept in the session history. Agents must not count on it being shown.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Notice {
     /// How prominently to present the notice.
     pub severity: NoticeSeverity,
@@ -6257,6 +6348,7 @@ impl ::std::fmt::Display for NoticeSeverity {
 }
 /// Body of a `compaction_update`: creates a context compaction (the first update for an id fixes its place in the timeline) or patches it. The protocol gives `summary`, `error` and `_meta` patch semantics: absent keeps the stored value, `null` clears it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct CompactionUpdate {
     /// The compaction, as named by the agent; unique within the session.
     #[serde(rename = "compactionId")]
@@ -6417,6 +6509,7 @@ impl CompactionStatus {
 }
 /// Body of a `compaction_summary_chunk`: one content block appended to a compaction's summary, in the order received. An unseen id creates an in-progress compaction.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct CompactionSummaryChunk {
     /// The compaction whose summary grows.
     #[serde(rename = "compactionId")]
@@ -6452,6 +6545,7 @@ impl CompactionSummaryChunk {
 }
 /// Params of `session/request_permission`: the agent asks the user, through the client, whether a tool call may proceed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct RequestPermissionRequest {
     /// Session the tool call runs in.
     #[serde(rename = "sessionId")]
@@ -6492,6 +6586,7 @@ impl RequestPermissionRequest {
 }
 /// Result of `session/request_permission`: what the user decided.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct RequestPermissionResponse {
     /// The decision, or `cancelled` when the turn was cancelled first.
     pub outcome: RequestPermissionOutcome,
@@ -6520,6 +6615,7 @@ impl RequestPermissionResponse {
 }
 /// One choice offered in a permission request.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct PermissionOption {
     /// Identifier returned when the user picks this option.
     #[serde(rename = "optionId")]
@@ -6736,6 +6832,7 @@ impl ::std::convert::From<PermissionOptionId> for RequestPermissionOutcome {
 }
 /// Body of a `selected` outcome.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SelectedPermissionOutcome {
     /// The option the user picked.
     #[serde(rename = "optionId")]
@@ -6765,6 +6862,7 @@ impl SelectedPermissionOutcome {
 }
 /// Params of `fs/read_text_file`: the agent reads a text file through the client, which sees unsaved editor buffers. Only for clients advertising `fs.readTextFile`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ReadTextFileRequest {
     /// Session the read is made for.
     #[serde(rename = "sessionId")]
@@ -6818,6 +6916,7 @@ impl ReadTextFileRequest {
 }
 /// Result of `fs/read_text_file`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ReadTextFileResponse {
     /// The requested text.
     pub content: ::std::string::String,
@@ -6846,6 +6945,7 @@ impl ReadTextFileResponse {
 }
 /// Params of `fs/write_text_file`: the agent writes a whole text file through the client. Only for clients advertising `fs.writeTextFile`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct WriteTextFileRequest {
     /// Session the write is made for.
     #[serde(rename = "sessionId")]
@@ -6885,6 +6985,7 @@ impl WriteTextFileRequest {
 }
 /// Result of `fs/write_text_file`: carries nothing but optional metadata. A `null` result is read as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct WriteTextFileResponse {
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     #[serde(
@@ -6910,6 +7011,7 @@ impl WriteTextFileResponse {
 }
 /// Params of `terminal/create`: the agent asks the client to start a command in a new terminal. Returns at once with the terminal's id; the command keeps running. Only for clients advertising `terminal`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct CreateTerminalRequest {
     /// Session the terminal belongs to.
     #[serde(rename = "sessionId")]
@@ -7007,6 +7109,7 @@ impl CreateTerminalRequest {
 }
 /// Result of `terminal/create`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct CreateTerminalResponse {
     /// The new terminal, for the other `terminal/*` methods and `terminal` tool call content.
     #[serde(rename = "terminalId")]
@@ -7036,6 +7139,7 @@ impl CreateTerminalResponse {
 }
 /// One environment variable to set for a launched process.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct EnvVariable {
     /// Variable name.
     pub name: ::std::string::String,
@@ -7070,6 +7174,7 @@ impl EnvVariable {
 }
 /// Params of `terminal/output`: fetch what a terminal has printed so far, without waiting.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct TerminalOutputRequest {
     /// Session the terminal belongs to.
     #[serde(rename = "sessionId")]
@@ -7106,6 +7211,7 @@ impl TerminalOutputRequest {
 }
 /// Result of `terminal/output`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct TerminalOutputResponse {
     /// Output captured so far (within the byte limit).
     pub output: ::std::string::String,
@@ -7157,6 +7263,7 @@ impl TerminalOutputResponse {
 }
 /// How a terminal's command ended: an exit code, a signal, or (rarely) neither known.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct TerminalExitStatus {
     /// Exit code; absent when the process was killed by a signal.
     #[serde(
@@ -7212,6 +7319,7 @@ impl TerminalExitStatus {
 }
 /// Params of `terminal/release`: kill the command if still running and free the terminal. The id is invalid afterwards, though embedded terminal content may keep showing the output.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ReleaseTerminalRequest {
     /// Session the terminal belongs to.
     #[serde(rename = "sessionId")]
@@ -7248,6 +7356,7 @@ impl ReleaseTerminalRequest {
 }
 /// Result of `terminal/release`: carries nothing but optional metadata. A `null` result is read as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct ReleaseTerminalResponse {
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     #[serde(
@@ -7273,6 +7382,7 @@ impl ReleaseTerminalResponse {
 }
 /// Params of `terminal/wait_for_exit`: answered only once the terminal's command has ended.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct WaitForTerminalExitRequest {
     /// Session the terminal belongs to.
     #[serde(rename = "sessionId")]
@@ -7309,6 +7419,7 @@ impl WaitForTerminalExitRequest {
 }
 /// Result of `terminal/wait_for_exit`: how the command ended (the fields of `TerminalExitStatus`, inline). A `null` result is read as empty, meaning the outcome is unknown.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct WaitForTerminalExitResponse {
     /// Exit code; absent when the process was killed by a signal.
     #[serde(
@@ -7364,6 +7475,7 @@ impl WaitForTerminalExitResponse {
 }
 /// Params of `terminal/kill`: stop the command but keep the terminal, so its output can still be read. Release it later with `terminal/release`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct KillTerminalRequest {
     /// Session the terminal belongs to.
     #[serde(rename = "sessionId")]
@@ -7400,6 +7512,7 @@ impl KillTerminalRequest {
 }
 /// Result of `terminal/kill`: carries nothing but optional metadata. A `null` result is read as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct KillTerminalResponse {
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     #[serde(
@@ -7425,6 +7538,7 @@ impl KillTerminalResponse {
 }
 /// Params of `elicitation/create`: the agent asks the user for input through the client, either with a form the client renders or by sending the user to a URL. The `mode` field and its fields sit beside `message`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct CreateElicitationRequest {
     /// Explains to the user what is being asked and why.
     pub message: ::std::string::String,
@@ -7582,6 +7696,7 @@ impl ::std::convert::From<ElicitationUrlMode> for ElicitationMode {
 }
 /// Fields of a `form` elicitation: the form's schema plus, beside them on the wire, the scope (a session, optionally a tool call, or a request) the elicitation belongs to.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ElicitationFormMode {
     /// The fields to ask for.
     #[serde(rename = "requestedSchema")]
@@ -7604,6 +7719,7 @@ impl ElicitationFormMode {
 }
 /// Fields of a `url` elicitation: where to send the user plus, beside them on the wire, the scope (a session, optionally a tool call, or a request) the elicitation belongs to.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ElicitationUrlMode {
     /// Identifier the agent later quotes in `elicitation/complete`.
     #[serde(rename = "elicitationId")]
@@ -7688,6 +7804,7 @@ impl ::std::convert::From<ElicitationRequestScope> for ElicitationScope {
 }
 /// The session-scope fields of an elicitation: a session and optionally a tool call within it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ElicitationSessionScope {
     /// The session the elicitation belongs to.
     #[serde(rename = "sessionId")]
@@ -7717,6 +7834,7 @@ impl ElicitationSessionScope {
 }
 /// The request-scope field of an elicitation: a JSON-RPC request made outside any session, e.g. during authentication.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ElicitationRequestScope {
     /// The request the elicitation belongs to.
     #[serde(rename = "requestId")]
@@ -7732,6 +7850,7 @@ impl ElicitationRequestScope {
 }
 /// A restricted JSON Schema describing a form: an object whose properties are all of primitive type.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ElicitationSchema {
     /// Always `object`; written even though it is the default.
     #[serde(
@@ -8105,6 +8224,7 @@ impl ::std::convert::From<MultiSelectItems> for ElicitationPropertySchema {
 }
 /// A text form field. With `enum` (plain values) or `oneOf` (titled values) it becomes a single-choice field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct StringPropertySchema {
     /// Label of the field.
     #[serde(
@@ -8300,6 +8420,7 @@ impl ::std::fmt::Display for StringFormat {
 }
 /// One choice of a titled choice field: the value sent back plus the label shown.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct EnumOption {
     /// Value returned when this choice is picked.
     #[serde(rename = "const")]
@@ -8351,6 +8472,7 @@ impl EnumOption {
 }
 /// A floating-point number form field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct NumberPropertySchema {
     /// Label of the field.
     #[serde(
@@ -8439,6 +8561,7 @@ impl NumberPropertySchema {
 }
 /// A whole-number form field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct IntegerPropertySchema {
     /// Label of the field.
     #[serde(
@@ -8527,6 +8650,7 @@ impl IntegerPropertySchema {
 }
 /// A yes/no form field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct BooleanPropertySchema {
     /// Label of the field.
     #[serde(
@@ -8597,6 +8721,7 @@ impl BooleanPropertySchema {
 }
 /// A multiple-choice form field; the answer is an array of the chosen values.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct MultiSelectPropertySchema {
     /// Label of the field.
     #[serde(
@@ -8818,6 +8943,7 @@ impl ::std::convert::From<TitledMultiSelectItems> for MultiSelectItems {
 }
 /// Plain string choices of a multiple-choice field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct StringMultiSelectItems {
     /// The allowed values.
     #[serde(rename = "enum")]
@@ -8854,6 +8980,7 @@ impl StringMultiSelectItems {
 }
 /// Titled choices of a multiple-choice field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct TitledMultiSelectItems {
     /// The allowed values with their labels.
     #[serde(rename = "anyOf")]
@@ -8883,6 +9010,7 @@ impl TitledMultiSelectItems {
 }
 /// Result of `elicitation/create`: what the user did. The `action` field and its fields sit beside `_meta`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct CreateElicitationResponse {
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     #[serde(
@@ -9009,6 +9137,7 @@ impl ::std::convert::From<ElicitationAcceptAction> for ElicitationAction {
 }
 /// Fields of an `accept` action.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct ElicitationAcceptAction {
     /// The answers by field name, matching the requested schema; absent for URL elicitations.
     #[serde(skip_serializing_if = "::std::option::Option::is_none", default)]
@@ -9062,6 +9191,7 @@ pub enum ElicitationContentValue {
 }
 /// Params of `elicitation/complete`: the agent tells the client that a URL elicitation has finished, so it can close any related UI. Never answered.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct CompleteElicitationNotification {
     /// The URL elicitation that finished.
     #[serde(rename = "elicitationId")]
@@ -9091,6 +9221,7 @@ impl CompleteElicitationNotification {
 }
 /// Params of `$/cancel_request`: either side asks the other to abandon a request it sent. The request should still be answered, typically with a `REQUEST_CANCELLED` error.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct CancelRequestNotification {
     /// Id of the request to abandon.
     #[serde(rename = "requestId")]
@@ -9131,6 +9262,7 @@ pub enum RequestId {
 }
 /// A JSON-RPC error object, sent instead of a result when a request fails.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Error {
     /// What kind of failure this is.
     pub code: ErrorCode,
