@@ -31,6 +31,9 @@ pub(crate) enum Ordered {
     /// A response that must wait for the notifications before it (its result copied out
     /// of the line, which the reader reuses).
     Response(Deliver, Result<Box<RawValue>, Error>),
+    /// The peer went away: fail the pending calls only after the notifications read before
+    /// the end were handled, so a prompt's last updates still come before its error.
+    Close(crate::error::CloseReason),
 }
 
 pub(crate) struct RequestTask {
@@ -154,6 +157,7 @@ pub(crate) async fn notification_worker(
                 run_notification(method, handler.handle_decoded_notification(cx, n)).await;
                 notification_done(&shared);
             }
+            Ordered::Close(reason) => shared.shutdown(reason),
         }
     }
 }

@@ -114,9 +114,13 @@ pub(crate) async fn read_loop<R>(
     };
     if let Some(reason) = reason {
         tracing::debug!(%reason, "reader finished");
-        state.shared.shutdown(reason);
+        state.close_after_notifications(reason).await;
     }
 }
+
+/// How long the end of the connection waits for queued notifications to be handled before
+/// pending calls fail regardless.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 #[derive(Deserialize)]
 struct CancelParams {
@@ -243,6 +247,23 @@ impl Reader {
         }
         pending.map.insert(id, Pending::Waiter(waiter));
         false
+    }
+
+    /// Shuts the connection down for `reason` once the notifications already read have been
+    /// handled (the ordering guarantee holds to the end: an update read before the peer went
+    /// away reaches the application before the calls fail). A notification handler that does
+    /// not finish within [`CLOSE_GRACE`] does not hold the calls: they fail then anyway.
+    async fn close_after_notifications(&mut self, reason: CloseReason) {
+        if !self.worker_idle()
+            && self
+                .ordered
+                .send(Ordered::Close(reason.clone()))
+                .await
+                .is_ok()
+        {
+            let _ = tokio::time::timeout(CLOSE_GRACE, self.shared.closed()).await;
+        }
+        self.shared.shutdown(reason);
     }
 
     /// Whether every notification received so far has been handled. The ordering guarantee:

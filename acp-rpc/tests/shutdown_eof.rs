@@ -147,3 +147,29 @@ async fn tied_connections_end_together() {
         .await
         .expect("closing c closes a");
 }
+
+#[tokio::test]
+async fn notifications_read_before_the_end_are_handled_before_pending_calls_fail() {
+    // The peer sends an update and exits at once (an agent crashing mid-prompt): the update
+    // must reach the application before the prompt's call fails, even while its handler is
+    // still busy when the pipe closes.
+    let handler = std::sync::Arc::new(TestHandler {
+        note_delay: Some(Duration::from_millis(300)),
+        ..TestHandler::default()
+    });
+    let (conn, mut raw) = RawPeer::connect(handler.clone(), Config::default());
+    let peer = conn.peer().clone();
+    let call = tokio::spawn(async move { peer.request::<_, Value>("prompt", &()).await });
+    raw.json().await; // the request is on the wire
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"method\":\"note\",\"params\":{\"seq\":0}}\n")
+        .await;
+    drop(raw);
+    let e = call.await.unwrap().unwrap_err();
+    assert!(e.is_connection_closed(), "{e}");
+    assert_eq!(
+        handler.notes.lock().unwrap().as_slice(),
+        &[json!({"seq": 0})],
+        "the call failed before the notification read ahead of the end was handled"
+    );
+    assert_eq!(conn.closed().await, CloseReason::Eof);
+}
