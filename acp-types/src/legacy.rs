@@ -59,10 +59,7 @@ pub mod threads {
     //! ```
     //! use acp_types::legacy::threads::*;
     //!
-    //! let chunk = StreamMessageChunkParams {
-    //!     thread_id: ThreadId("t1".into()),
-    //!     chunk: MessageChunk::Text(TextChunk { chunk: "hi".into() }),
-    //! };
+    //! let chunk = StreamMessageChunkParams::new("t1", MessageChunk::text("hi"));
     //! assert_eq!(
     //!     serde_json::to_string(&chunk).unwrap(),
     //!     r#"{"threadId":"t1","chunk":{"type":"text","chunk":"hi"}}"#
