@@ -30,7 +30,8 @@
 //! [`detect`] (acp-dialects' one detection routine) reads the first message: `initialize`
 //! with an integer `protocolVersion` is v1, with a `"0.0.x"` string the 0.0.9 dialect; a
 //! thread method (`getThreads`, `createThread`, `openThread`, `getThreadEntries`,
-//! `sendMessage`) is the threads dialect, which has no handshake. Anything else (another
+//! `sendMessage`) is the threads dialect, which has no handshake; `initialize` with the string
+//! `"1"`, or a probe session method (`newSession`, `prompt`...), is the probe dialect. Anything else (another
 //! method, a line that is not JSON) says nothing, and the first accepted dialect serves it,
 //! answering as that dialect answers.
 //!
@@ -146,6 +147,9 @@ fn choose(detected: Option<Dialect>, accepted: &[Dialect]) -> Dialect {
         Dialect::Legacy009 => Some(Dialect::V1),
         Dialect::V1 => Some(Dialect::Legacy009),
         Dialect::Threads => None,
+        // A v1 connection answers probe's string `"1"` with the integer 1, which a probe
+        // client can read as "not my version".
+        Dialect::Probe => Some(Dialect::V1),
     };
     let chosen = answers_the_handshake
         .filter(|d| accepted.contains(d))
@@ -286,5 +290,8 @@ mod tests {
         assert_eq!(choose(Some(V1), &[Threads, Legacy009]), Legacy009);
         assert_eq!(choose(Some(Threads), &[Legacy009, V1]), Legacy009);
         assert_eq!(choose(None, &[Threads, V1]), Threads);
+        assert_eq!(choose(Some(Probe), &[V1, Probe]), Probe);
+        assert_eq!(choose(Some(Probe), &[Threads, V1]), V1);
+        assert_eq!(choose(Some(Probe), &[Threads]), Threads);
     }
 }

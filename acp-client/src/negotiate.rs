@@ -33,6 +33,7 @@
 //! | v1 | `initialize` with [`NegotiateOptions::initialize`] | a result with an integer `protocolVersion` |
 //! | 0.0.9 | `initialize` with `"protocolVersion": "0.0.9"` | a result with `"protocolVersion": "0.0.9"` |
 //! | threads | `getThreads` (no `jsonrpc`, `params: null`) | a result |
+//! | probe | `initialize` with `"protocolVersion": "1"` | a result with `"protocolVersion": "1"` |
 //!
 //! An error answer or no answer within [`NegotiateOptions::timeout`] moves on to the next
 //! dialect. The answer's version decides, whichever probe it answers (acp-dialects'
@@ -282,6 +283,10 @@ fn probe_line(dialect: Dialect, id: i64, init: &v1::InitializeRequest) -> Vec<u8
             "params": {"protocolVersion": "0.0.9"}
         }),
         Dialect::Threads => json!({"id": id, "method": "getThreads", "params": null}),
+        Dialect::Probe => json!({
+            "jsonrpc": "2.0", "id": id, "method": "initialize",
+            "params": {"protocolVersion": "1"}
+        }),
     };
     let mut line = serde_json::to_vec(&message).expect("probes serialize");
     line.push(b'\n');
@@ -525,6 +530,9 @@ where
             if legacy == Dialect::Legacy009 {
                 check_0_0_9_answer(&result).map_err(handshake)?;
                 adapter = adapter.with_handshake(result);
+            } else if legacy == Dialect::Probe && answered == Dialect::Probe {
+                check_probe_answer(&result).map_err(handshake)?;
+                adapter = adapter.with_handshake(result);
             }
             crate::legacy::connect_v1(legacy, client, reader, writer, adapter)
                 .expect("only compiled dialects are accepted")
@@ -540,6 +548,20 @@ where
         connection,
         initialize,
     })
+}
+
+/// Checks that a probe `initialize` answer reads as one before the translation is given it.
+fn check_probe_answer(result: &Value) -> Result<(), acp_rpc::Error> {
+    #[cfg(feature = "probe")]
+    if let Err(e) =
+        <acp_types::legacy::probe::InitializeResponse as serde::Deserialize>::deserialize(result)
+    {
+        return Err(acp_rpc::Error::invalid_params(format!(
+            "the agent's initialize answer does not read as probe: {e}"
+        )));
+    }
+    let _ = result;
+    Ok(())
 }
 
 /// Checks that a 0.0.9 `initialize` answer reads as one before the translation is given it.

@@ -54,6 +54,25 @@ impl<H> Connection<H> {
         }
     }
 
+    /// [`Connection::start`] for a dialect with notifications: `handler` serves the peer's
+    /// requests and notifications alike.
+    #[cfg_attr(not(feature = "probe"), allow(dead_code))]
+    pub(crate) fn start_handler(
+        reader: impl Input,
+        writer: impl Output,
+        handler: impl Handler,
+        config: Config,
+        dialect: Dialect,
+        handle: impl FnOnce(Peer) -> H,
+    ) -> Self {
+        let conn = acp_rpc::Connection::new(reader, writer, handler, config.with_dialect(dialect));
+        let peer = conn.peer().clone();
+        Connection {
+            handle: handle(peer.clone()),
+            peer,
+        }
+    }
+
     /// The underlying JSON-RPC peer.
     pub fn peer(&self) -> &Peer {
         &self.peer

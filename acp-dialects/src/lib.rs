@@ -1,7 +1,7 @@
 //! The legacy dialects of ACP, one module each: everything acp-rs knows about a dialect is
 //! written once, in the module named after it.
 //!
-//! A dialect module ([`v0_0_9`], [`threads`]) holds:
+//! A dialect module ([`v0_0_9`], [`threads`], [`probe`]) holds:
 //!
 //! * **its own two sides**, for peers that speak exactly that dialect: the `Agent` trait an
 //!   agent implements with the `ClientHandle` it calls the editor through (`serve`), and the
@@ -23,7 +23,11 @@
 #![warn(missing_docs)]
 // Built without any legacy dialect, the crate only says so: nothing translates.
 #![cfg_attr(
-    not(any(feature = "legacy-0-0-9", feature = "legacy-threads")),
+    not(any(
+        feature = "legacy-0-0-9",
+        feature = "legacy-threads",
+        feature = "probe"
+    )),
     allow(unreachable_code, unused_variables, unused_imports, dead_code)
 )]
 
@@ -50,6 +54,8 @@ impl<T: AsyncWrite + Unpin + Send + 'static> Output for T {}
 
 mod connection;
 pub mod negotiation;
+#[cfg(feature = "probe")]
+pub mod probe;
 #[cfg(feature = "legacy-threads")]
 pub mod threads;
 #[cfg(feature = "legacy-0-0-9")]
@@ -204,6 +210,8 @@ pub fn serve_v1_agent(
         Dialect::Legacy009 => v0_0_9::serve_v1_agent(v1_agent, reader, writer, options),
         #[cfg(feature = "legacy-threads")]
         Dialect::Threads => threads::serve_v1_agent(v1_agent, reader, writer, options),
+        #[cfg(feature = "probe")]
+        Dialect::Probe => probe::serve_v1_agent(v1_agent, reader, writer, options),
         _ => return None,
     };
     Some(Translation { dialect, legacy })
@@ -225,6 +233,8 @@ pub fn drive_for_v1_client(
         Dialect::Legacy009 => v0_0_9::drive_for_v1_client(v1_client, reader, writer, options),
         #[cfg(feature = "legacy-threads")]
         Dialect::Threads => threads::drive_for_v1_client(v1_client, reader, writer, options),
+        #[cfg(feature = "probe")]
+        Dialect::Probe => probe::drive_for_v1_client(v1_client, reader, writer, options),
         _ => return None,
     };
     Some(Translation { dialect, legacy })
@@ -235,6 +245,32 @@ pub fn drive_for_v1_client(
 pub(crate) fn unsupported(dialect: Dialect, method: &str, message: String) -> Error {
     Error::new(ErrorCode::METHOD_NOT_FOUND, message)
         .with_data(serde_json::json!({ "method": method, "dialect": dialect.name() }))
+}
+
+/// Formats seconds since the Unix epoch as an RFC 3339 UTC timestamp.
+#[cfg_attr(
+    not(any(feature = "legacy-threads", feature = "probe")),
+    allow(dead_code)
+)]
+pub(crate) fn rfc3339(secs: u64) -> String {
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// Locks a mutex, recovering the data of a poisoned one (a panicking holder leaves it

@@ -19,8 +19,13 @@ pub const THREADS_FIRST_METHODS: [&str; 5] = [
     "sendMessage",
 ];
 
-/// The dialects this build speaks (this crate's `legacy-0-0-9` and `legacy-threads`
-/// features), newest first.
+/// The session methods a probe agent serves: a first message calling one of them (with no
+/// `initialize` before it) is the probe dialect.
+pub const PROBE_FIRST_METHODS: [&str; 4] =
+    ["newSession", "loadSession", "setSessionMode", "prompt"];
+
+/// The dialects this build speaks (this crate's `legacy-0-0-9`, `legacy-threads` and
+/// `probe` features), newest first.
 pub fn compiled_dialects() -> Vec<Dialect> {
     Dialect::ALL
         .into_iter()
@@ -28,6 +33,7 @@ pub fn compiled_dialects() -> Vec<Dialect> {
             Dialect::V1 => true,
             Dialect::Legacy009 => cfg!(feature = "legacy-0-0-9"),
             Dialect::Threads => cfg!(feature = "legacy-threads"),
+            Dialect::Probe => cfg!(feature = "probe"),
         })
         .collect()
 }
@@ -48,8 +54,9 @@ pub fn accepted(pinned: &[Dialect]) -> Result<Vec<Dialect>, Vec<Dialect>> {
     }
 }
 
-/// The dialect a `protocolVersion` value names exactly: the integer `1` is v1 and
-/// `"0.0.9"` is 0.0.9; anything else (`2`, `"0.0.10"`, `"1"`) names none. A client accepts
+/// The dialect a `protocolVersion` value names exactly: the integer `1` is v1, `"0.0.9"`
+/// is 0.0.9 and the string `"1"` is probe; anything else (`2`, `"0.0.10"`, `"2"`) names
+/// none. A client accepts
 /// an `initialize` answer only for a version named here.
 ///
 /// ```
@@ -60,20 +67,23 @@ pub fn accepted(pinned: &[Dialect]) -> Result<Vec<Dialect>, Vec<Dialect>> {
 /// assert_eq!(dialect_of_version(&json!(1)), Some(Dialect::V1));
 /// assert_eq!(dialect_of_version(&json!(2)), None);
 /// assert_eq!(dialect_of_version(&json!("0.0.9")), Some(Dialect::Legacy009));
+/// assert_eq!(dialect_of_version(&json!("1")), Some(Dialect::Probe));
 /// ```
 pub fn dialect_of_version(version: &Value) -> Option<Dialect> {
     match version {
         Value::Number(n) if n.as_u64() == Some(1) => Some(Dialect::V1),
         Value::String(s) if s == "0.0.9" => Some(Dialect::Legacy009),
+        Value::String(s) if s == "1" => Some(Dialect::Probe),
         _ => None,
     }
 }
 
 /// The dialect a client's first message shows, if it shows one: `initialize` with an
 /// integer `protocolVersion` is v1 (a v1 agent answers any integer with its latest), with a
-/// `"0.0.x"` string the 0.0.9 dialect, with another string v1 again; a thread method
-/// ([`THREADS_FIRST_METHODS`]) is the threads dialect. Anything else (another method, a
-/// line that is not JSON) says nothing.
+/// `"0.0.x"` string the 0.0.9 dialect, with the string `"1"` probe, with another string v1
+/// again; a thread method ([`THREADS_FIRST_METHODS`]) is the threads dialect and a probe
+/// session method ([`PROBE_FIRST_METHODS`]) the probe dialect. Anything else (another
+/// method, a line that is not JSON) says nothing.
 ///
 /// ```
 /// use acp_dialects::Dialect;
@@ -84,6 +94,8 @@ pub fn dialect_of_version(version: &Value) -> Option<Dialect> {
 /// let zero_nine = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"0.0.9"}}"#;
 /// assert_eq!(detect(zero_nine), Some(Dialect::Legacy009));
 /// assert_eq!(detect(br#"{"id":0,"method":"getThreads","params":null}"#), Some(Dialect::Threads));
+/// let probe = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1"}}"#;
+/// assert_eq!(detect(probe), Some(Dialect::Probe));
 /// assert_eq!(detect(b"not json"), None);
 /// ```
 pub fn detect(first_message: &[u8]) -> Option<Dialect> {
@@ -106,6 +118,7 @@ pub fn detect(first_message: &[u8]) -> Option<Dialect> {
             })
         }
         method if THREADS_FIRST_METHODS.contains(&method) => Some(Dialect::Threads),
+        method if PROBE_FIRST_METHODS.contains(&method) => Some(Dialect::Probe),
         _ => None,
     }
 }
@@ -139,7 +152,8 @@ mod tests {
         };
         assert_eq!(detect(init("1").as_bytes()), Some(V1));
         assert_eq!(detect(init("99").as_bytes()), Some(V1));
-        assert_eq!(detect(init(r#""1""#).as_bytes()), Some(V1));
+        assert_eq!(detect(init(r#""1""#).as_bytes()), Some(Probe));
+        assert_eq!(detect(init(r#""2.0""#).as_bytes()), Some(V1));
         assert_eq!(detect(init(r#""0.0.9""#).as_bytes()), Some(Legacy009));
         assert_eq!(detect(init(r#""0.0.11""#).as_bytes()), Some(Legacy009));
         assert_eq!(detect(init("null").as_bytes()), None);
@@ -147,6 +161,10 @@ mod tests {
         for m in THREADS_FIRST_METHODS {
             let line = format!(r#"{{"id":0,"method":"{m}","params":null}}"#);
             assert_eq!(detect(line.as_bytes()), Some(Threads), "{m}");
+        }
+        for m in PROBE_FIRST_METHODS {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":2,"method":"{m}","params":{{}}}}"#);
+            assert_eq!(detect(line.as_bytes()), Some(Probe), "{m}");
         }
         assert_eq!(
             detect(br#"{"jsonrpc":"2.0","id":0,"method":"session/new"}"#),
@@ -163,6 +181,12 @@ mod tests {
         assert_eq!(answer_dialect(&answer(json!(1)), V1), Ok(V1));
         assert_eq!(answer_dialect(&answer(json!(1)), Legacy009), Ok(V1));
         assert_eq!(answer_dialect(&answer(json!("0.0.9")), V1), Ok(Legacy009));
+        assert_eq!(answer_dialect(&answer(json!("1")), V1), Ok(Probe));
+        assert_eq!(answer_dialect(&answer(json!("1")), Probe), Ok(Probe));
+        assert_eq!(
+            answer_dialect(&answer(json!("2")), Probe),
+            Err(r#"protocol version "2""#.into())
+        );
         assert_eq!(
             answer_dialect(&answer(json!(2)), V1),
             Err("protocol version 2".into())

@@ -36,6 +36,10 @@ pub const LEGACY_0_0_9: &str = include_str!("../schemas/legacy-0.0.9.json");
 /// no `jsonrpc` member.
 pub const THREADS: &str = include_str!("../schemas/threads.json");
 
+/// The probe dialect (the probe code-search agent's `--acp`): string `protocolVersion: "1"`,
+/// `newSession`/`prompt`, the reply streamed as `messageChunk` notifications.
+pub const PROBE: &str = include_str!("../schemas/probe.json");
+
 /// Every schema this crate ships, in the order the generator processes them.
 pub const ALL: &[SchemaDocument] = &[
     SchemaDocument {
@@ -52,5 +56,10 @@ pub const ALL: &[SchemaDocument] = &[
         dialect: "threads",
         file_name: "threads.json",
         text: THREADS,
+    },
+    SchemaDocument {
+        dialect: "probe",
+        file_name: "probe.json",
+        text: PROBE,
     },
 ];

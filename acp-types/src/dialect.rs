@@ -20,18 +20,28 @@ pub enum Dialect {
     /// The threads dialect, the first protocol: no handshake, conversation threads, no
     /// `jsonrpc` member.
     Threads,
+    /// The probe dialect (the probe code-search agent's `--acp`): `initialize` with the
+    /// string `protocolVersion: "1"`, `newSession`/`prompt`, the reply streamed as
+    /// `messageChunk` notifications.
+    Probe,
 }
 
 impl Dialect {
     /// Every dialect, newest first (the default preference order).
-    pub const ALL: [Dialect; 3] = [Dialect::V1, Dialect::Legacy009, Dialect::Threads];
+    pub const ALL: [Dialect; 4] = [
+        Dialect::V1,
+        Dialect::Legacy009,
+        Dialect::Threads,
+        Dialect::Probe,
+    ];
 
-    /// The dialect's short name: `v1`, `legacy-0.0.9` or `threads`.
+    /// The dialect's short name: `v1`, `legacy-0.0.9`, `threads` or `probe`.
     pub fn name(self) -> &'static str {
         match self {
             Dialect::V1 => "v1",
             Dialect::Legacy009 => "legacy-0.0.9",
             Dialect::Threads => "threads",
+            Dialect::Probe => "probe",
         }
     }
 }
@@ -50,7 +60,7 @@ impl std::fmt::Display for UnknownDialect {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "unknown dialect `{}` (expected v1, legacy-0.0.9 or threads)",
+            "unknown dialect `{}` (expected v1, legacy-0.0.9, threads or probe)",
             self.0
         )
     }

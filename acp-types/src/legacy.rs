@@ -1,13 +1,15 @@
 //! The legacy dialects real agents and editors shipped before ACP v1, each behind its feature.
 //!
-//! Neither has notifications: every call is a request and is answered. Both number requests
-//! per side from 0, so ids of the two directions collide (a message is a request iff it has a
-//! `method`). Who serves what:
+//! 0.0.9 and threads have no notifications: every call is a request and is answered. Both
+//! number requests per side from 0, so ids of the two directions collide (a message is a
+//! request iff it has a `method`). probe is plain JSON-RPC 2.0 with notifications. Who
+//! serves what:
 //!
 //! | dialect | the agent serves | the editor (client) serves |
 //! | --- | --- | --- |
 //! | [`v0_0_9`] | `initialize`, `authenticate`, `sendUserMessage`, `cancelSendMessage` | `streamAssistantMessageChunk`, `requestToolCallConfirmation`, `pushToolCall`, `updateToolCall`, `writeTextFile`, `readTextFile` |
 //! | [`threads`] | `getThreads`, `createThread`, `openThread`, `getThreadEntries`, `sendMessage` | `streamMessageChunk`, `readTextFile`, `readBinaryFile`, `stat`, `globSearch` |
+//! | [`probe`] | `initialize`, `newSession`, `loadSession`, `setSessionMode`, `prompt`, `cancel` | `readTextFile`, `writeTextFile`; notifications `toolCallProgress`, `messageChunk`, `sessionUpdated` |
 //!
 //! The first description of the threads protocol listed its thread methods as
 //! "agent-initiated" and its file methods as "client-initiated". By what each method does (and
@@ -67,4 +69,41 @@ pub mod threads {
     //! ```
     pub use crate::generated::threads::methods::*;
     pub use crate::generated::threads::types::*;
+}
+
+#[cfg(feature = "probe")]
+pub mod probe {
+    //! The probe dialect: every type of `acp-schema/schemas/probe.json`, its method table
+    //! ([`METHODS`], [`names`]) and its message enums. Unlike the other legacy dialects it
+    //! is plain JSON-RPC 2.0 with notifications (`toolCallProgress`, `messageChunk`,
+    //! `sessionUpdated`, which the editor receives).
+    //!
+    //! ```
+    //! use acp_types::legacy::probe::*;
+    //!
+    //! let chunk = MessageChunkParams::new("abc123", "The authentication system", 0);
+    //! assert_eq!(
+    //!     serde_json::to_string(&chunk).unwrap(),
+    //!     r#"{"sessionId":"abc123","chunk":"The authentication system","index":0}"#
+    //! );
+    //! ```
+    pub use crate::generated::probe::methods::*;
+    pub use crate::generated::probe::types::*;
+
+    /// The version string of this dialect, as sent in `initialize`: the string `"1"`.
+    pub const PROTOCOL_VERSION: &str = "1";
+
+    /// How long a request waits for its answer unless the connection says otherwise: the
+    /// dialect's own default.
+    pub const DEFAULT_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+    impl ProtocolVersion {
+        /// This dialect's version, `"1"`.
+        pub fn current() -> Self {
+            ProtocolVersion(PROTOCOL_VERSION.to_string())
+        }
+    }
+
+    #[cfg(feature = "v1")]
+    pub mod convert;
 }

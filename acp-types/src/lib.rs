@@ -10,6 +10,7 @@
 //! | [`v1`] | `v1` (default) | stable ACP v1: integer `protocolVersion: 1`, sessions |
 //! | `legacy::v0_0_9` | `legacy-0-0-9` | 0.0.9: string `protocolVersion: "0.0.9"`, `pushToolCall` |
 //! | `legacy::threads` | `legacy-threads` | the first protocol: threads, no handshake, no `jsonrpc` |
+//! | `legacy::probe` | `probe` | the probe agent's: string `protocolVersion: "1"`, `newSession`/`prompt`, `messageChunk` |
 //!
 //! Forward compatibility is built in: unknown fields are ignored, `_meta` objects ([`Meta`])
 //! survive a round trip, and an unknown enum value, `sessionUpdate` kind or content block type
@@ -42,7 +43,11 @@ mod generated;
 #[cfg(feature = "v1")]
 pub mod v1;
 
-#[cfg(any(feature = "legacy-0-0-9", feature = "legacy-threads"))]
+#[cfg(any(
+    feature = "legacy-0-0-9",
+    feature = "legacy-threads",
+    feature = "probe"
+))]
 pub mod legacy;
 
 pub use dialect::{Dialect, UnknownDialect};

@@ -19,7 +19,7 @@ use tokio::sync::OnceCell;
 use super::native::{Agent, ClientHandle, Context, serve_with};
 use super::{line_offset_of, prompt_of, session_of, thread_of};
 use crate::connection::{ready, translate};
-use crate::{AdapterOptions, Input, Output, lock, unsupported};
+use crate::{AdapterOptions, Input, Output, lock, rfc3339, unsupported};
 
 /// Serves the v1 agent `v1_agent` starts to a threads editor; see the module docs of
 /// [`super`] for the mapping.
@@ -391,28 +391,6 @@ fn now_rfc3339() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     rfc3339(secs)
-}
-
-/// Formats seconds since the Unix epoch as an RFC 3339 UTC timestamp.
-pub(crate) fn rfc3339(secs: u64) -> String {
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
 
 #[cfg(test)]

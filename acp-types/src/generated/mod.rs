@@ -27,3 +27,12 @@ pub mod threads {
     pub mod types;
     pub mod methods;
 }
+
+#[cfg(feature = "probe")]
+#[rustfmt::skip]
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod probe {
+    //! The probe dialect, generated from `acp-schema/schemas/probe.json`.
+    pub mod types;
+    pub mod methods;
+}

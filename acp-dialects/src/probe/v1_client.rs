@@ -1,0 +1,432 @@
+//! A probe agent behind a v1 client: the translation for the client's role.
+//!
+//! The user's v1 client connection runs on an in-memory pipe; [`V1AgentSide`] is the v1
+//! agent it talks to there, [`ProbeClientSide`] the probe editor the real agent sees.
+//! [`Shared`] is what both share: the client's capabilities, the running turns and the tool
+//! calls already shown.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use acp_rpc::memory::PipeEnd;
+use acp_rpc::{
+    Error, ErrorCode, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
+};
+use acp_types::legacy::probe as p;
+use acp_types::legacy::probe::convert;
+use acp_types::v1;
+use async_trait::async_trait;
+use serde_json::json;
+use tokio::sync::OnceCell;
+
+use super::native::{AgentHandle, Client, connect_with};
+use super::{message_of, meta_of, probe_session_of, session_of, text_of, unsupported_version};
+use crate::connection::{ready, translate};
+use crate::{AdapterOptions, Input, LocalFiles, Output, lock, unsupported};
+
+/// Drives a probe agent for the v1 client `v1_client` starts; see the module docs of
+/// [`super`] for the mapping.
+pub(crate) fn drive_for_v1_client(
+    v1_client: impl FnOnce(PipeEnd) -> Peer,
+    reader: impl Input,
+    writer: impl Output,
+    options: AdapterOptions,
+) -> Peer {
+    let handshake = options
+        .handshake
+        .clone()
+        .and_then(|answer| serde_json::from_value(answer).ok());
+    let config = options.config.clone();
+    let shared = Arc::new(Shared {
+        capabilities: OnceLock::new(),
+        state: Mutex::default(),
+        options,
+    });
+    let both = shared.clone();
+    translate(
+        v1_client,
+        |agent| V1AgentSide {
+            agent,
+            initialized: OnceCell::new_with(handshake),
+            shared: both,
+        },
+        |client| connect_with(ProbeClientSide { client, shared }, reader, writer, config),
+    )
+}
+
+/// What changes as the conversation goes.
+#[derive(Default)]
+struct State {
+    /// Sessions with a prompt running: whether a chunk was streamed, whether it was
+    /// cancelled.
+    turns: HashMap<v1::SessionId, Turn>,
+    /// Tool calls already shown to the client (`tool_call` sent), by session and id.
+    shown: HashSet<(v1::SessionId, String)>,
+    /// The session prompted last: the one file calls without a session are about.
+    last: Option<v1::SessionId>,
+}
+
+#[derive(Default)]
+struct Turn {
+    streamed: bool,
+    cancelled: bool,
+}
+
+/// The state both sides of the translation share.
+struct Shared {
+    /// What the v1 client advertised in `initialize`.
+    capabilities: OnceLock<v1::ClientCapabilities>,
+    state: Mutex<State>,
+    options: AdapterOptions,
+}
+
+/// The v1 modes of a probe session in `mode`: probe's two modes.
+fn modes_of(mode: &p::SessionMode) -> v1::SessionModeState {
+    v1::SessionModeState::new(
+        convert::mode_to_v1(mode),
+        [
+            v1::SessionMode::new("NORMAL", "Normal").description("Answers and acts: the default."),
+            v1::SessionMode::new("PLANNING", "Planning")
+                .description("Analyses and plans without acting."),
+        ],
+    )
+}
+
+/// The v1 agent the user's connection talks to on the pipe.
+struct V1AgentSide {
+    agent: Arc<OnceLock<AgentHandle>>,
+    /// The agent's probe `initialize` answer.
+    initialized: OnceCell<p::InitializeResponse>,
+    shared: Arc<Shared>,
+}
+
+impl V1AgentSide {
+    fn agent(&self) -> Result<&AgentHandle, Error> {
+        ready(&self.agent)
+    }
+
+    async fn initialize(&self, r: v1::InitializeRequest) -> Result<Box<RawValue>, Error> {
+        let _ = self.shared.capabilities.set(r.client_capabilities);
+        let agent = self.agent()?;
+        let answer = self
+            .initialized
+            .get_or_try_init(|| {
+                agent.initialize(p::InitializeParams::new(p::ProtocolVersion::current()))
+            })
+            .await?;
+        if answer.protocol_version.0 != p::PROTOCOL_VERSION {
+            return Err(unsupported_version(&answer.protocol_version.0));
+        }
+        let capabilities =
+            v1::AgentCapabilities::new().load_session(answer.capabilities.session_management);
+        let info = v1::Implementation::new(
+            answer.server_info.name.clone(),
+            answer.server_info.version.clone(),
+        );
+        let version =
+            v1::ProtocolVersion::negotiate(r.protocol_version, &[v1::ProtocolVersion::LATEST]);
+        let mut response = v1::InitializeResponse::new(version)
+            .agent_capabilities(capabilities)
+            .agent_info(info);
+        response.meta = meta_of(&answer.capabilities.tools);
+        to_raw(&response)
+    }
+
+    async fn new_session(&self, _r: v1::NewSessionRequest) -> Result<Box<RawValue>, Error> {
+        let created = self
+            .agent()?
+            .new_session(p::NewSessionParams::new())
+            .await?;
+        let id = session_of(&created.session_id);
+        to_raw(&v1::NewSessionResponse::new(id).modes(modes_of(&created.mode)))
+    }
+
+    async fn load_session(
+        &self,
+        client: &Peer,
+        r: v1::LoadSessionRequest,
+    ) -> Result<Box<RawValue>, Error> {
+        let loaded = self
+            .agent()?
+            .load_session(p::LoadSessionParams::new(probe_session_of(&r.session_id)))
+            .await?;
+        for message in &loaded.history {
+            let text = v1::ContentBlock::text(message.content.clone());
+            let update = match message.role {
+                p::Role::User => v1::SessionUpdate::user_message_chunk(text),
+                p::Role::Assistant => v1::SessionUpdate::agent_message_chunk(text),
+                p::Role::Unknown(ref role) => {
+                    tracing::warn!(role, "a history message of an unknown role was dropped");
+                    continue;
+                }
+            };
+            notify(client, &r.session_id, update).await?;
+        }
+        to_raw(&v1::LoadSessionResponse::new().modes(modes_of(&loaded.mode)))
+    }
+
+    async fn set_mode(&self, r: v1::SetSessionModeRequest) -> Result<Box<RawValue>, Error> {
+        let mode = convert::mode_from_v1(&r.mode_id);
+        self.agent()?
+            .set_session_mode(p::SetSessionModeParams::new(
+                probe_session_of(&r.session_id),
+                mode,
+            ))
+            .await?;
+        to_raw(&v1::SetSessionModeResponse::new())
+    }
+
+    async fn prompt(&self, client: &Peer, r: v1::PromptRequest) -> Result<Box<RawValue>, Error> {
+        let message = message_of(&r.prompt)?;
+        {
+            let mut state = lock(&self.shared.state);
+            if state.turns.contains_key(&r.session_id) {
+                return Err(
+                    Error::invalid_request("a prompt is already running in this session")
+                        .with_data(json!({ "sessionId": r.session_id, "dialect": "probe" })),
+                );
+            }
+            state.turns.insert(r.session_id.clone(), Turn::default());
+            state.last = Some(r.session_id.clone());
+        }
+        struct Running<'a>(&'a Shared, &'a v1::SessionId);
+        impl Drop for Running<'_> {
+            fn drop(&mut self) {
+                lock(&self.0.state).turns.remove(self.1);
+            }
+        }
+        let running = Running(&self.shared, &r.session_id);
+        let answer = self
+            .agent()?
+            .prompt(p::PromptParams::new(
+                probe_session_of(&r.session_id),
+                message,
+            ))
+            .await;
+        let turn = lock(&self.shared.state).turns.remove(&r.session_id);
+        drop(running);
+        let turn = turn.unwrap_or_default();
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(_) if turn.cancelled => {
+                return to_raw(&v1::PromptResponse::new(v1::StopReason::Cancelled));
+            }
+            Err(e) => return Err(e),
+        };
+        let text = text_of(&answer.content);
+        if !turn.streamed && !text.is_empty() {
+            let update = v1::SessionUpdate::agent_message_chunk(v1::ContentBlock::text(text));
+            notify(client, &r.session_id, update).await?;
+        }
+        let stop = if turn.cancelled {
+            v1::StopReason::Cancelled
+        } else {
+            v1::StopReason::EndTurn
+        };
+        to_raw(&v1::PromptResponse::new(stop))
+    }
+
+    async fn cancel(&self, c: v1::CancelNotification) -> Result<(), Error> {
+        match lock(&self.shared.state).turns.get_mut(&c.session_id) {
+            Some(turn) => turn.cancelled = true,
+            None => {
+                tracing::debug!(session = %c.session_id.0, "session/cancel with no prompt running")
+            }
+        }
+        let agent = self.agent()?.clone();
+        let cancel = p::CancelParams::new(probe_session_of(&c.session_id));
+        // The answer is only logged: a notification handler does not wait for it.
+        tokio::spawn(async move {
+            if let Err(e) = agent.cancel(cancel).await {
+                tracing::warn!(error = %e, "the probe agent refused cancel");
+            }
+        });
+        Ok(())
+    }
+}
+
+/// Sends a `session/update` to the user's client (`client`: the translation's v1 peer).
+async fn notify(
+    client: &Peer,
+    session: &v1::SessionId,
+    update: v1::SessionUpdate,
+) -> Result<(), Error> {
+    let n = v1::SessionNotification::new(session.clone(), update);
+    client.notify(v1::names::SESSION_UPDATE, &n).await
+}
+
+#[async_trait]
+impl Handler for V1AgentSide {
+    async fn handle_request(
+        &self,
+        cx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> Result<Box<RawValue>, Error> {
+        match method {
+            v1::names::INITIALIZE => self.initialize(params.parse_request()?).await,
+            v1::names::SESSION_NEW => self.new_session(params.parse_request()?).await,
+            v1::names::SESSION_LOAD => self.load_session(cx.peer(), params.parse_request()?).await,
+            v1::names::SESSION_SET_MODE => self.set_mode(params.parse_request()?).await,
+            v1::names::SESSION_PROMPT => self.prompt(cx.peer(), params.parse_request()?).await,
+            _ => Err(unsupported(
+                crate::Dialect::Probe,
+                method,
+                format!("{method}: a probe agent has no such method"),
+            )),
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        _cx: NotificationContext,
+        method: &str,
+        params: Params,
+    ) -> Result<(), Error> {
+        if method == v1::names::SESSION_CANCEL {
+            self.cancel(params.parse()?).await
+        } else {
+            tracing::debug!(
+                method,
+                "notification from the v1 client dropped: no probe equivalent"
+            );
+            Ok(())
+        }
+    }
+}
+
+/// The probe editor the real agent sees; its calls go to the user's v1 client.
+struct ProbeClientSide {
+    client: Peer,
+    shared: Arc<Shared>,
+}
+
+impl ProbeClientSide {
+    async fn update(&self, session: &p::SessionId, update: v1::SessionUpdate) -> Result<(), Error> {
+        let n = v1::SessionNotification::new(session_of(session), update);
+        self.client.notify(v1::names::SESSION_UPDATE, &n).await
+    }
+
+    fn files(&self) -> v1::FileSystemCapabilities {
+        self.shared
+            .capabilities
+            .get()
+            .map(|c| c.fs.clone())
+            .unwrap_or_default()
+    }
+
+    /// The session a file call is about: the one named, else the one prompted last.
+    fn session(&self, named: Option<&p::SessionId>, method: &str) -> Result<v1::SessionId, Error> {
+        named
+            .map(session_of)
+            .or_else(|| lock(&self.shared.state).last.clone())
+            .ok_or_else(|| {
+                Error::invalid_request(format!(
+                    "{method} before any session: the v1 client has no session to show it in"
+                ))
+            })
+    }
+
+    /// `-32003`: the client serves no such file call and no local files are configured.
+    fn denied(method: &str) -> Error {
+        Error::new(
+            ErrorCode(p::ErrorCode::PERMISSION_DENIED.0),
+            format!("{method}: the editor did not allow this file operation"),
+        )
+        .with_data(json!({ "method": method, "dialect": "probe" }))
+    }
+
+    fn local(&self, method: &str) -> Result<&dyn LocalFiles, Error> {
+        self.shared
+            .options
+            .fs
+            .as_deref()
+            .ok_or_else(|| Self::denied(method))
+    }
+}
+
+#[async_trait]
+impl Client for ProbeClientSide {
+    async fn read_text_file(
+        &self,
+        r: p::ReadTextFileParams,
+    ) -> Result<p::ReadTextFileResponse, Error> {
+        let method = p::names::READ_TEXT_FILE;
+        let session = self.session(r.session_id.as_ref(), method)?;
+        let request = v1::ReadTextFileRequest::new(session, r.path);
+        let answer = if self.files().read_text_file {
+            self.client.typed_request(&request).await?
+        } else {
+            self.local(method)?.read_text_file(request).await?
+        };
+        Ok(p::ReadTextFileResponse::new(answer.content))
+    }
+
+    async fn write_text_file(
+        &self,
+        w: p::WriteTextFileParams,
+    ) -> Result<p::WriteTextFileResponse, Error> {
+        let method = p::names::WRITE_TEXT_FILE;
+        let session = self.session(w.session_id.as_ref(), method)?;
+        let request = v1::WriteTextFileRequest::new(session, w.path, w.content);
+        if self.files().write_text_file {
+            self.client.typed_request(&request).await?;
+        } else {
+            self.local(method)?.write_text_file(request).await?;
+        }
+        Ok(p::WriteTextFileResponse::new().success(true))
+    }
+
+    async fn tool_call_progress(&self, t: p::ToolCallProgressParams) -> Result<(), Error> {
+        let call = t.tool_call;
+        let status = convert::status_to_v1(&call.status);
+        let kind = call.kind.as_deref().map(convert::kind_to_v1);
+        let first = lock(&self.shared.state)
+            .shown
+            .insert((session_of(&t.session_id), call.id.clone()));
+        let update = if first {
+            let mut shown = v1::ToolCall::new(call.id.clone(), call.name.clone())
+                .name(call.name)
+                .status(status);
+            if let Some(kind) = kind {
+                shown = shown.kind(kind);
+            }
+            if let Some(arguments) = call.arguments {
+                shown = shown.raw_input(arguments);
+            }
+            v1::SessionUpdate::ToolCall(Box::new(shown))
+        } else {
+            let mut update = v1::ToolCallUpdate::new(call.id).status(status);
+            if let Some(kind) = kind {
+                update = update.kind(kind);
+            }
+            v1::SessionUpdate::ToolCallUpdate(Box::new(update))
+        };
+        self.update(&t.session_id, update).await
+    }
+
+    async fn message_chunk(&self, m: p::MessageChunkParams) -> Result<(), Error> {
+        if let Some(turn) = lock(&self.shared.state)
+            .turns
+            .get_mut(&session_of(&m.session_id))
+        {
+            turn.streamed = true;
+        }
+        let text = v1::ContentBlock::text(m.chunk);
+        self.update(&m.session_id, v1::SessionUpdate::agent_message_chunk(text))
+            .await
+    }
+
+    async fn session_updated(&self, s: p::SessionUpdatedParams) -> Result<(), Error> {
+        match s.mode {
+            Some(mode) => {
+                let update = v1::SessionUpdate::current_mode_update(convert::mode_to_v1(&mode));
+                self.update(&s.session_id, update).await
+            }
+            None => {
+                tracing::debug!(session = %s.session_id.0, "sessionUpdated without a mode: nothing to show");
+                Ok(())
+            }
+        }
+    }
+}
