@@ -47,6 +47,10 @@ async fn each_dialect_is_detected_from_its_first_message() {
             r#"{"id":0,"method":"createThread","params":null}"#,
             Dialect::Threads,
         ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1"}}"#,
+            Dialect::Probe,
+        ),
     ];
     for (first, dialect) in cases {
         let (mut e, negotiated) = start(&Dialect::ALL, Default::default());

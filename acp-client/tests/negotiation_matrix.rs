@@ -15,7 +15,7 @@ use acp_types::v1::*;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use Dialect::{Legacy009, Threads, V1};
+use Dialect::{Legacy009, Probe, Threads, V1};
 
 fn v<T: serde::de::DeserializeOwned>(j: Value) -> T {
     serde_json::from_value(j).expect("test JSON matches the type")
@@ -25,7 +25,7 @@ fn init() -> InitializeRequest {
     v(json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}}}))
 }
 
-/// Every ordered list of one to three distinct dialects (15 of them).
+/// Every ordered list of one to three distinct dialects (40 of them).
 fn pin_lists() -> Vec<Vec<Dialect>> {
     let all = Dialect::ALL;
     let mut lists = Vec::new();
@@ -99,15 +99,21 @@ fn expected(client: &[Dialect], agent: &[Dialect]) -> Result<Dialect, String> {
             V1 => Some(Legacy009),
             Legacy009 => Some(V1),
             Threads => None,
+            // A v1 connection answers probe's `"1"` with its own version.
+            Probe => Some(V1),
         };
         other.filter(|d| agent.contains(d)).unwrap_or(agent[0])
     };
     for probe in client {
         // Which version (if any) the served dialect answers the probe with.
+        // Every `initialize` gets the v1 and 0.0.9 sides' own version; a probe agent
+        // refuses any version but its `"1"` (-32602 for an integer, -32001 for another
+        // string) and threads' unframed `getThreads` (-32600).
         let answer = match (served, probe) {
-            (V1, V1 | Legacy009) => Some(V1),
-            (Legacy009, V1 | Legacy009) => Some(Legacy009),
+            (V1, V1 | Legacy009 | Probe) => Some(V1),
+            (Legacy009, V1 | Legacy009 | Probe) => Some(Legacy009),
             (Threads, Threads) => Some(Threads),
+            (Probe, Probe) => Some(Probe),
             _ => None,
         };
         if let Some(spoken) = answer {
@@ -181,7 +187,7 @@ async fn negotiate_pair(client: &[Dialect], agent: &[Dialect]) -> Result<Dialect
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_pair_of_pin_lists_ends_in_the_expected_dialect_or_a_clear_error() {
     let lists = pin_lists();
-    assert_eq!(lists.len(), 15);
+    assert_eq!(lists.len(), 40);
     let mut outcomes = std::collections::BTreeMap::new();
     for client in &lists {
         for agent in &lists {
@@ -201,6 +207,7 @@ async fn every_pair_of_pin_lists_ends_in_the_expected_dialect_or_a_clear_error()
         "Ok(V1)",
         "Ok(Legacy009)",
         "Ok(Threads)",
+        "Ok(Probe)",
         "Err(\"unaccepted v1\")",
         "Err(\"unaccepted legacy-0.0.9\")",
         "Err(\"no answer\")",
@@ -230,6 +237,14 @@ async fn notable_pairs_end_as_the_docs_say() {
     assert_eq!(
         negotiate_pair(&[V1, Legacy009, Threads], &[Threads]).await,
         Ok(Threads)
+    );
+    // A probe-only agent refuses the v1 handshake (its version is the string "1"); the
+    // client falls back to probe's own.
+    assert_eq!(negotiate_pair(&[V1, Probe], &[Probe]).await, Ok(Probe));
+    // A probe-only client meets a v1 agent, which answers its own version: refused.
+    assert_eq!(
+        negotiate_pair(&[Probe], &[V1, Legacy009]).await,
+        Err("unaccepted v1".into())
     );
 }
 
@@ -331,18 +346,23 @@ async fn a_silent_agent_ends_the_negotiation_with_every_probe_named() {
         &vec![
             (V1, ProbeOutcome::NoAnswer),
             (Legacy009, ProbeOutcome::NoAnswer),
-            (Threads, ProbeOutcome::NoAnswer)
+            (Threads, ProbeOutcome::NoAnswer),
+            (Probe, ProbeOutcome::NoAnswer)
         ]
     );
     assert_eq!(
         error.to_string(),
-        "no dialect was accepted: v1: no answer; legacy-0.0.9: no answer; threads: no answer"
+        "no dialect was accepted: v1: no answer; legacy-0.0.9: no answer; threads: no answer; probe: no answer"
     );
-    // The threads probe is written as that dialect's editors wrote it.
+    // The threads probe is written as that dialect's editors wrote it, and so is probe's.
     let _ = (seen.recv().await, seen.recv().await);
     assert_eq!(
         seen.recv().await.unwrap(),
         json!({"id": 2, "method": "getThreads", "params": null})
+    );
+    assert_eq!(
+        seen.recv().await.unwrap(),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {"protocolVersion": "1"}})
     );
 }
 
@@ -358,7 +378,7 @@ async fn a_newer_0_0_x_agent_and_a_hang_up_are_clear_errors() {
         .unwrap_err();
     assert_eq!(
         error.to_string(),
-        "the agent speaks protocol version \"0.0.10\", which this client does not accept (it accepts v1, legacy-0.0.9, threads)"
+        "the agent speaks protocol version \"0.0.10\", which this client does not accept (it accepts v1, legacy-0.0.9, threads, probe)"
     );
 
     let (ours, theirs) = tokio::io::duplex(1024);
