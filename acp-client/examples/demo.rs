@@ -25,7 +25,8 @@
 //! (so the first run also builds it). The dialect is negotiated (v1 first, then the legacy
 //! ones); `--dialect` (repeatable, or comma-separated) pins the ones offered, in order. Over
 //! a legacy dialect the same v1 client and agent talk through both adapters, and what the
-//! dialect cannot carry (plans, terminals, a threads editor's permission prompt) is left out.
+//! dialect cannot carry (plans, terminals, a threads or probe editor's permission prompt) is
+//! left out.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
