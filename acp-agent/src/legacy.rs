@@ -1,5 +1,5 @@
 //! The legacy dialects, on the agent side. Each dialect lives in acp-dialects, in the module
-//! named after it (re-exported here: [`v0_0_9`], [`threads`], [`probe`]), with its mapping tables; this
+//! named after it (re-exported here: [`v0_0_9`], [`threads`], [`probe`], [`crow`]), with its mapping tables; this
 //! module only wires it in:
 //!
 //! * **Native**: implement the dialect's own `Agent` trait and `serve` it, for an agent that
@@ -9,6 +9,8 @@
 //! [`crate::negotiate`] picks the dialect from the client's first message and serves the
 //! right one.
 
+#[cfg(feature = "crow")]
+pub use acp_dialects::crow;
 #[cfg(feature = "probe")]
 pub use acp_dialects::probe;
 #[cfg(feature = "legacy-threads")]

@@ -31,7 +31,8 @@
 //! with an integer `protocolVersion` is v1, with a `"0.0.x"` string the 0.0.9 dialect; a
 //! thread method (`getThreads`, `createThread`, `openThread`, `getThreadEntries`,
 //! `sendMessage`) is the threads dialect, which has no handshake; `initialize` with the string
-//! `"1"`, or a probe session method (`newSession`, `prompt`...), is the probe dialect. Anything else (another
+//! `"1"`, or a probe session method (`newSession`, `prompt`...), is the probe dialect; with a
+//! snake_case `protocol_version`, the crow dialect. Anything else (another
 //! method, a line that is not JSON) says nothing, and the first accepted dialect serves it,
 //! answering as that dialect answers.
 //!
@@ -150,6 +151,9 @@ fn choose(detected: Option<Dialect>, accepted: &[Dialect]) -> Dialect {
         // A v1 connection answers probe's string `"1"` with the integer 1, which a probe
         // client can read as "not my version".
         Dialect::Probe => Some(Dialect::V1),
+        // No other dialect reads crow's snake_case handshake: the first accepted answers
+        // with its own clear error.
+        Dialect::Crow => None,
     };
     let chosen = answers_the_handshake
         .filter(|d| accepted.contains(d))
@@ -293,5 +297,7 @@ mod tests {
         assert_eq!(choose(Some(Probe), &[V1, Probe]), Probe);
         assert_eq!(choose(Some(Probe), &[Threads, V1]), V1);
         assert_eq!(choose(Some(Probe), &[Threads]), Threads);
+        assert_eq!(choose(Some(Crow), &[V1, Crow]), Crow);
+        assert_eq!(choose(Some(Crow), &[Probe, V1]), Probe);
     }
 }

@@ -51,6 +51,10 @@ async fn each_dialect_is_detected_from_its_first_message() {
             r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1"}}"#,
             Dialect::Probe,
         ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":1,"client_capabilities":{},"client_info":{"name":"crow-ide","version":"0.1.0"}}}"#,
+            Dialect::Crow,
+        ),
     ];
     for (first, dialect) in cases {
         let (mut e, negotiated) = start(&Dialect::ALL, Default::default());

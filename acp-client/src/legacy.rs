@@ -1,5 +1,5 @@
 //! The legacy dialects, on the client side. Each dialect lives in acp-dialects, in the
-//! module named after it (re-exported here: [`v0_0_9`], [`threads`], [`probe`]), with its mapping
+//! module named after it (re-exported here: [`v0_0_9`], [`threads`], [`probe`], [`crow`]), with its mapping
 //! tables; this module only wires it in:
 //!
 //! * **Native**: implement the dialect's own `Client` trait and `connect` it, for an editor
@@ -10,6 +10,8 @@
 //! [`crate::negotiate`] offers the preferred dialect first and falls back along a pinned list.
 
 pub use acp_dialects::AdapterOptions;
+#[cfg(feature = "crow")]
+pub use acp_dialects::crow;
 #[cfg(feature = "probe")]
 pub use acp_dialects::probe;
 #[cfg(feature = "legacy-threads")]

@@ -34,6 +34,7 @@
 //! | 0.0.9 | `initialize` with `"protocolVersion": "0.0.9"` | a result with `"protocolVersion": "0.0.9"` |
 //! | threads | `getThreads` (no `jsonrpc`, `params: null`) | a result |
 //! | probe | `initialize` with `"protocolVersion": "1"` | a result with `"protocolVersion": "1"` |
+//! | crow | `initialize` with `"protocol_version": 1` (snake_case, `client_info` from [`NegotiateOptions::initialize`]) | a result with `"protocol_version": 1` |
 //!
 //! An error answer or no answer within [`NegotiateOptions::timeout`] moves on to the next
 //! dialect. The answer's version decides, whichever probe it answers (acp-dialects'
@@ -287,6 +288,13 @@ fn probe_line(dialect: Dialect, id: i64, init: &v1::InitializeRequest) -> Vec<u8
             "jsonrpc": "2.0", "id": id, "method": "initialize",
             "params": {"protocolVersion": "1"}
         }),
+        Dialect::Crow => {
+            let mut params = json!({"protocol_version": 1, "client_capabilities": {}});
+            if let Some(info) = &init.client_info {
+                params["client_info"] = json!({"name": info.name, "version": info.version});
+            }
+            json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": params})
+        }
     };
     let mut line = serde_json::to_vec(&message).expect("probes serialize");
     line.push(b'\n');

@@ -161,7 +161,7 @@ async fn a_silent_agent_costs_one_deadline_whatever_the_number_of_dialects() {
 
 #[tokio::test]
 async fn the_deadline_shares_itself_among_the_probes_of_a_quick_timeout() {
-    // Probes time out after 100 ms each: the four are offered and each named, well within
+    // Probes time out after 100 ms each: the five are offered and each named, well within
     // the deadline.
     let (r, w) = scripted_agent(|_| Vec::new());
     let options = NegotiateOptions::new(init())
@@ -171,7 +171,7 @@ async fn the_deadline_shares_itself_among_the_probes_of_a_quick_timeout() {
     let NegotiationError::NoAnswer(tried) = &error else {
         panic!("{error}")
     };
-    assert_eq!(tried.len(), 4);
+    assert_eq!(tried.len(), 5);
 }
 
 #[tokio::test]
@@ -194,7 +194,7 @@ async fn an_agent_answering_a_version_other_than_1_is_not_taken_for_v1() {
         assert_eq!(
             error.to_string(),
             format!(
-                "the agent speaks protocol version {version}, which this client does not accept (it accepts v1, legacy-0.0.9, threads, probe)"
+                "the agent speaks protocol version {version}, which this client does not accept (it accepts v1, legacy-0.0.9, threads, probe, crow)"
             )
         );
     }

@@ -56,7 +56,7 @@ impl<H> Connection<H> {
 
     /// [`Connection::start`] for a dialect with notifications: `handler` serves the peer's
     /// requests and notifications alike.
-    #[cfg_attr(not(feature = "probe"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "probe", feature = "crow")), allow(dead_code))]
     pub(crate) fn start_handler(
         reader: impl Input,
         writer: impl Output,

@@ -1,7 +1,7 @@
 //! The legacy dialects of ACP, one module each: everything acp-rs knows about a dialect is
 //! written once, in the module named after it.
 //!
-//! A dialect module ([`v0_0_9`], [`threads`], [`probe`]) holds:
+//! A dialect module ([`v0_0_9`], [`threads`], [`probe`], [`crow`]) holds:
 //!
 //! * **its own two sides**, for peers that speak exactly that dialect: the `Agent` trait an
 //!   agent implements with the `ClientHandle` it calls the editor through (`serve`), and the
@@ -53,6 +53,8 @@ pub trait Output: AsyncWrite + Unpin + Send + 'static {}
 impl<T: AsyncWrite + Unpin + Send + 'static> Output for T {}
 
 mod connection;
+#[cfg(feature = "crow")]
+pub mod crow;
 pub mod negotiation;
 #[cfg(feature = "probe")]
 pub mod probe;
@@ -212,6 +214,8 @@ pub fn serve_v1_agent(
         Dialect::Threads => threads::serve_v1_agent(v1_agent, reader, writer, options),
         #[cfg(feature = "probe")]
         Dialect::Probe => probe::serve_v1_agent(v1_agent, reader, writer, options),
+        #[cfg(feature = "crow")]
+        Dialect::Crow => crow::serve_v1_agent(v1_agent, reader, writer, options),
         _ => return None,
     };
     Some(Translation { dialect, legacy })
@@ -235,6 +239,8 @@ pub fn drive_for_v1_client(
         Dialect::Threads => threads::drive_for_v1_client(v1_client, reader, writer, options),
         #[cfg(feature = "probe")]
         Dialect::Probe => probe::drive_for_v1_client(v1_client, reader, writer, options),
+        #[cfg(feature = "crow")]
+        Dialect::Crow => crow::drive_for_v1_client(v1_client, reader, writer, options),
         _ => return None,
     };
     Some(Translation { dialect, legacy })

@@ -24,8 +24,8 @@ pub const THREADS_FIRST_METHODS: [&str; 5] = [
 pub const PROBE_FIRST_METHODS: [&str; 4] =
     ["newSession", "loadSession", "setSessionMode", "prompt"];
 
-/// The dialects this build speaks (this crate's `legacy-0-0-9`, `legacy-threads` and
-/// `probe` features), newest first.
+/// The dialects this build speaks (this crate's `legacy-0-0-9`, `legacy-threads`, `probe`
+/// and `crow` features), newest first.
 pub fn compiled_dialects() -> Vec<Dialect> {
     Dialect::ALL
         .into_iter()
@@ -34,6 +34,7 @@ pub fn compiled_dialects() -> Vec<Dialect> {
             Dialect::Legacy009 => cfg!(feature = "legacy-0-0-9"),
             Dialect::Threads => cfg!(feature = "legacy-threads"),
             Dialect::Probe => cfg!(feature = "probe"),
+            Dialect::Crow => cfg!(feature = "crow"),
         })
         .collect()
 }
@@ -82,7 +83,8 @@ pub fn dialect_of_version(version: &Value) -> Option<Dialect> {
 /// integer `protocolVersion` is v1 (a v1 agent answers any integer with its latest), with a
 /// `"0.0.x"` string the 0.0.9 dialect, with the string `"1"` probe, with another string v1
 /// again; a thread method ([`THREADS_FIRST_METHODS`]) is the threads dialect and a probe
-/// session method ([`PROBE_FIRST_METHODS`]) the probe dialect. Anything else (another
+/// session method ([`PROBE_FIRST_METHODS`]) the probe dialect; `initialize` with a
+/// snake_case `protocol_version` (and no `protocolVersion`) is crow. Anything else (another
 /// method, a line that is not JSON) says nothing.
 ///
 /// ```
@@ -96,6 +98,8 @@ pub fn dialect_of_version(version: &Value) -> Option<Dialect> {
 /// assert_eq!(detect(br#"{"id":0,"method":"getThreads","params":null}"#), Some(Dialect::Threads));
 /// let probe = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1"}}"#;
 /// assert_eq!(detect(probe), Some(Dialect::Probe));
+/// let crow = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":1}}"#;
+/// assert_eq!(detect(crow), Some(Dialect::Crow));
 /// assert_eq!(detect(b"not json"), None);
 /// ```
 pub fn detect(first_message: &[u8]) -> Option<Dialect> {
@@ -108,7 +112,11 @@ pub fn detect(first_message: &[u8]) -> Option<Dialect> {
     let probe: Probe = serde_json::from_slice(first_message).ok()?;
     match probe.method.as_deref()? {
         "initialize" => {
-            let version = probe.params.as_ref()?.get("protocolVersion")?;
+            let params = probe.params.as_ref()?;
+            if params.get("protocolVersion").is_none() && params.get("protocol_version").is_some() {
+                return Some(Dialect::Crow);
+            }
+            let version = params.get("protocolVersion")?;
             dialect_of_version(version).or(match version {
                 Value::Number(_) => Some(Dialect::V1),
                 Value::String(s) if s.starts_with("0.0.") => Some(Dialect::Legacy009),
@@ -125,9 +133,19 @@ pub fn detect(first_message: &[u8]) -> Option<Dialect> {
 
 /// The dialect an answer to a client's handshake probe shows: its `protocolVersion` names
 /// it ([`dialect_of_version`]), or, answering the threads probe (`getThreads`), a thread
-/// list. `Err` with the version it names instead (`protocol version 2`), or empty when it
+/// list, or, answering the crow probe, a snake_case `protocol_version` of 1. `Err` with the
+/// version it names instead (`protocol version 2`), or empty when it
 /// names nothing.
 pub fn answer_dialect(result: &Value, probe: Dialect) -> Result<Dialect, String> {
+    if let (None, Some(version)) = (
+        result.get("protocolVersion"),
+        result.get("protocol_version"),
+    ) {
+        return match version {
+            Value::Number(n) if n.as_u64() == Some(1) => Ok(Dialect::Crow),
+            other => Err(format!("crow protocol version {other}")),
+        };
+    }
     match result.get("protocolVersion") {
         Some(version @ (Value::Number(_) | Value::String(_))) => {
             dialect_of_version(version).ok_or_else(|| format!("protocol version {version}"))
@@ -154,6 +172,8 @@ mod tests {
         assert_eq!(detect(init("99").as_bytes()), Some(V1));
         assert_eq!(detect(init(r#""1""#).as_bytes()), Some(Probe));
         assert_eq!(detect(init(r#""2.0""#).as_bytes()), Some(V1));
+        let crow = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":1,"client_capabilities":{},"client_info":{"name":"crow-ide","version":"0.1.0"}}}"#;
+        assert_eq!(detect(crow), Some(Crow));
         assert_eq!(detect(init(r#""0.0.9""#).as_bytes()), Some(Legacy009));
         assert_eq!(detect(init(r#""0.0.11""#).as_bytes()), Some(Legacy009));
         assert_eq!(detect(init("null").as_bytes()), None);
@@ -183,6 +203,14 @@ mod tests {
         assert_eq!(answer_dialect(&answer(json!("0.0.9")), V1), Ok(Legacy009));
         assert_eq!(answer_dialect(&answer(json!("1")), V1), Ok(Probe));
         assert_eq!(answer_dialect(&answer(json!("1")), Probe), Ok(Probe));
+        assert_eq!(
+            answer_dialect(&json!({"protocol_version": 1}), Crow),
+            Ok(Crow)
+        );
+        assert_eq!(
+            answer_dialect(&json!({"protocol_version": 2}), Crow),
+            Err("crow protocol version 2".into())
+        );
         assert_eq!(
             answer_dialect(&answer(json!("2")), Probe),
             Err(r#"protocol version "2""#.into())

@@ -40,6 +40,10 @@ pub const THREADS: &str = include_str!("../schemas/threads.json");
 /// `newSession`/`prompt`, the reply streamed as `messageChunk` notifications.
 pub const PROBE: &str = include_str!("../schemas/probe.json");
 
+/// The crow dialect (the crow agent and IDE): v1 spelled in snake_case, `@type`-tagged
+/// updates, `cancel` as a request.
+pub const CROW: &str = include_str!("../schemas/crow.json");
+
 /// Every schema this crate ships, in the order the generator processes them.
 pub const ALL: &[SchemaDocument] = &[
     SchemaDocument {
@@ -61,5 +65,10 @@ pub const ALL: &[SchemaDocument] = &[
         dialect: "probe",
         file_name: "probe.json",
         text: PROBE,
+    },
+    SchemaDocument {
+        dialect: "crow",
+        file_name: "crow.json",
+        text: CROW,
     },
 ];

@@ -24,24 +24,29 @@ pub enum Dialect {
     /// string `protocolVersion: "1"`, `newSession`/`prompt`, the reply streamed as
     /// `messageChunk` notifications.
     Probe,
+    /// The crow dialect (the crow agent and IDE): v1's methods spelled in snake_case
+    /// (`protocol_version`, `session_id`), `@type`-tagged updates, `cancel` as a request.
+    Crow,
 }
 
 impl Dialect {
     /// Every dialect, newest first (the default preference order).
-    pub const ALL: [Dialect; 4] = [
+    pub const ALL: [Dialect; 5] = [
         Dialect::V1,
         Dialect::Legacy009,
         Dialect::Threads,
         Dialect::Probe,
+        Dialect::Crow,
     ];
 
-    /// The dialect's short name: `v1`, `legacy-0.0.9`, `threads` or `probe`.
+    /// The dialect's short name: `v1`, `legacy-0.0.9`, `threads`, `probe` or `crow`.
     pub fn name(self) -> &'static str {
         match self {
             Dialect::V1 => "v1",
             Dialect::Legacy009 => "legacy-0.0.9",
             Dialect::Threads => "threads",
             Dialect::Probe => "probe",
+            Dialect::Crow => "crow",
         }
     }
 }
@@ -60,7 +65,7 @@ impl std::fmt::Display for UnknownDialect {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "unknown dialect `{}` (expected v1, legacy-0.0.9, threads or probe)",
+            "unknown dialect `{}` (expected v1, legacy-0.0.9, threads, probe or crow)",
             self.0
         )
     }

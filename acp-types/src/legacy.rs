@@ -9,6 +9,7 @@
 //! | --- | --- | --- |
 //! | [`v0_0_9`] | `initialize`, `authenticate`, `sendUserMessage`, `cancelSendMessage` | `streamAssistantMessageChunk`, `requestToolCallConfirmation`, `pushToolCall`, `updateToolCall`, `writeTextFile`, `readTextFile` |
 //! | [`threads`] | `getThreads`, `createThread`, `openThread`, `getThreadEntries`, `sendMessage` | `streamMessageChunk`, `readTextFile`, `readBinaryFile`, `stat`, `globSearch` |
+//! | [`crow`] | `initialize`, `session/new`, `session/load`, `session/prompt`, `cancel`; notification `permission_response` | notification `session/update` |
 //! | [`probe`] | `initialize`, `newSession`, `loadSession`, `setSessionMode`, `prompt`, `cancel` | `readTextFile`, `writeTextFile`; notifications `toolCallProgress`, `messageChunk`, `sessionUpdated` |
 //!
 //! The first description of the threads protocol listed its thread methods as
@@ -103,6 +104,28 @@ pub mod probe {
             ProtocolVersion(PROTOCOL_VERSION.to_string())
         }
     }
+
+    #[cfg(feature = "v1")]
+    pub mod convert;
+}
+
+#[cfg(feature = "crow")]
+pub mod crow {
+    //! The crow dialect: every type of `acp-schema/schemas/crow.json`, its method table
+    //! ([`METHODS`], [`names`]) and its message enums. v1's methods in snake_case, with
+    //! `@type`-tagged updates.
+    //!
+    //! ```
+    //! use acp_types::legacy::crow::*;
+    //!
+    //! let update = SessionUpdateParams::new("uuid-string", SessionUpdate::agent_message_text("hi"));
+    //! assert_eq!(
+    //!     serde_json::to_string(&update).unwrap(),
+    //!     r#"{"sessionId":"uuid-string","update":{"@type":"agent_message_text","text":"hi"}}"#
+    //! );
+    //! ```
+    pub use crate::generated::crow::methods::*;
+    pub use crate::generated::crow::types::*;
 
     #[cfg(feature = "v1")]
     pub mod convert;

@@ -10,6 +10,7 @@
 //! | [`v1`] | `v1` (default) | stable ACP v1: integer `protocolVersion: 1`, sessions |
 //! | `legacy::v0_0_9` | `legacy-0-0-9` | 0.0.9: string `protocolVersion: "0.0.9"`, `pushToolCall` |
 //! | `legacy::threads` | `legacy-threads` | the first protocol: threads, no handshake, no `jsonrpc` |
+//! | `legacy::crow` | `crow` | the crow agent's: v1 in snake_case, `@type`-tagged updates |
 //! | `legacy::probe` | `probe` | the probe agent's: string `protocolVersion: "1"`, `newSession`/`prompt`, `messageChunk` |
 //!
 //! Forward compatibility is built in: unknown fields are ignored, `_meta` objects ([`Meta`])

@@ -36,3 +36,12 @@ pub mod probe {
     pub mod types;
     pub mod methods;
 }
+
+#[cfg(feature = "crow")]
+#[rustfmt::skip]
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod crow {
+    //! The crow dialect, generated from `acp-schema/schemas/crow.json`.
+    pub mod types;
+    pub mod methods;
+}

@@ -1,0 +1,280 @@
+//! A v1 agent in front of a crow editor: the translation for the agent's role.
+//!
+//! The user's v1 agent runs on an in-memory pipe; [`V1Side`] is its client there,
+//! [`CrowSide`] the crow agent the editor talks to. [`Permissions`] is what both share: the
+//! permission requests waiting for the editor's `permission_response`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use acp_rpc::memory::PipeEnd;
+use acp_rpc::{
+    Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
+};
+use acp_types::legacy::crow as c;
+use acp_types::v1;
+use async_trait::async_trait;
+use tokio::sync::oneshot;
+
+use super::native::{Agent, ClientHandle, Context, serve_with};
+use super::{crow_session_of, prompt_to_v1, session_of, update_from_v1};
+use crate::connection::{ready, translate};
+use crate::{AdapterOptions, Input, Output, lock, unsupported};
+
+/// Serves the v1 agent `v1_agent` starts to a crow editor; see the module docs of
+/// [`super`] for the mapping.
+pub(crate) fn serve_v1_agent(
+    v1_agent: impl FnOnce(PipeEnd) -> Peer,
+    reader: impl Input,
+    writer: impl Output,
+    options: AdapterOptions,
+) -> Peer {
+    let permissions = Arc::new(Permissions::default());
+    let waiting = permissions.clone();
+    let config = options.config.clone();
+    translate(
+        v1_agent,
+        |editor| V1Side {
+            permissions: waiting,
+            editor,
+        },
+        |agent| {
+            let side = CrowSide {
+                agent,
+                permissions,
+                options,
+            };
+            serve_with(side, reader, writer, config)
+        },
+    )
+}
+
+/// The permission requests waiting for the editor, by session and tool call: each gets the
+/// chosen option id, or `None` when dismissed or cancelled.
+#[derive(Default)]
+struct Permissions(Mutex<HashMap<(v1::SessionId, String), oneshot::Sender<Option<String>>>>);
+
+impl Permissions {
+    fn answer(&self, session: &v1::SessionId, tool_call: &str, option: Option<String>) -> bool {
+        let waiting = lock(&self.0).remove(&(session.clone(), tool_call.to_string()));
+        waiting.is_some_and(|w| w.send(option).is_ok())
+    }
+
+    /// Cancels every request of a session.
+    fn cancel(&self, session: &v1::SessionId) {
+        lock(&self.0).retain(|(s, _), _| s != session);
+    }
+}
+
+/// The crow agent the editor sees; every call becomes a v1 call to the agent on the pipe.
+struct CrowSide {
+    agent: Peer,
+    permissions: Arc<Permissions>,
+    options: AdapterOptions,
+}
+
+#[async_trait]
+impl Agent for CrowSide {
+    async fn initialize(
+        &self,
+        params: c::InitializeParams,
+        _cx: &Context,
+    ) -> Result<c::InitializeResponse, Error> {
+        let mut init = v1::InitializeRequest::new(v1::ProtocolVersion(params.protocol_version.0));
+        if let Some(info) = params.client_info {
+            let mut client = v1::Implementation::new(info.name, info.version);
+            client.title = info.title;
+            init = init.client_info(client);
+        }
+        let answer = self.agent.typed_request(&init).await?;
+        let caps = &answer.agent_capabilities;
+        let prompt = c::PromptCapabilities::new()
+            .text(true)
+            .image(caps.prompt_capabilities.image)
+            .resource(caps.prompt_capabilities.embedded_context);
+        let mcp = c::McpCapabilities::new()
+            .http(caps.mcp_capabilities.http)
+            .sse(caps.mcp_capabilities.sse);
+        let capabilities = c::AgentCapabilities::new()
+            .prompt_capabilities(prompt)
+            .mcp_capabilities(mcp)
+            .load_session(caps.load_session);
+        let mut response =
+            c::InitializeResponse::new(c::ProtocolVersion(answer.protocol_version.0))
+                .agent_capabilities(capabilities);
+        if let Some(info) = answer.agent_info {
+            let mut agent = c::Implementation::new(info.name, info.version);
+            agent.title = info.title;
+            response = response.agent_info(agent);
+        }
+        Ok(response)
+    }
+
+    async fn session_new(
+        &self,
+        params: c::NewSessionParams,
+        _cx: &Context,
+    ) -> Result<c::NewSessionResponse, Error> {
+        let servers: Vec<v1::McpServer> = params
+            .mcp_servers
+            .into_iter()
+            .filter_map(|s| match serde_json::from_value(s) {
+                Ok(server) => Some(server),
+                Err(e) => {
+                    tracing::warn!(error = %e, "an MCP server that does not read as v1's was dropped");
+                    None
+                }
+            })
+            .collect();
+        let request = v1::NewSessionRequest::new(params.cwd, servers);
+        let created = self.agent.typed_request(&request).await?;
+        Ok(c::NewSessionResponse::new(crow_session_of(
+            &created.session_id,
+        )))
+    }
+
+    async fn session_load(
+        &self,
+        params: c::LoadSessionParams,
+        _cx: &Context,
+    ) -> Result<c::LoadSessionResponse, Error> {
+        let cwd = params
+            .cwd
+            .unwrap_or_else(|| self.options.session_cwd().to_string_lossy().into_owned());
+        let load = v1::LoadSessionRequest::new(
+            Vec::<v1::McpServer>::new(),
+            cwd,
+            session_of(&params.session_id),
+        );
+        self.agent.typed_request(&load).await?;
+        Ok(c::LoadSessionResponse::new())
+    }
+
+    async fn session_prompt(
+        &self,
+        params: c::PromptParams,
+        _cx: &Context,
+    ) -> Result<c::PromptResponse, Error> {
+        let prompt =
+            v1::PromptRequest::new(session_of(&params.session_id), prompt_to_v1(&params.prompt));
+        let answer = self.agent.typed_request(&prompt).await?;
+        Ok(c::PromptResponse::new(c::convert::stop_reason_from_v1(
+            &answer.stop_reason,
+        )))
+    }
+
+    async fn cancel(
+        &self,
+        params: c::CancelParams,
+        _cx: &Context,
+    ) -> Result<c::CancelResponse, Error> {
+        let session = session_of(&params.session_id);
+        self.permissions.cancel(&session);
+        self.agent
+            .notify(
+                v1::names::SESSION_CANCEL,
+                &v1::CancelNotification::new(session),
+            )
+            .await?;
+        Ok(c::CancelResponse::new())
+    }
+
+    async fn permission_response(&self, params: c::PermissionResponseParams) -> Result<(), Error> {
+        let session = session_of(&params.session_id);
+        if !self
+            .permissions
+            .answer(&session, &params.tool_call_id, params.option_id)
+        {
+            tracing::debug!(tool_call = %params.tool_call_id, "a permission_response to no waiting request: ignored");
+        }
+        Ok(())
+    }
+}
+
+/// The v1 client the agent sees on the pipe; its calls go to the crow editor.
+struct V1Side {
+    permissions: Arc<Permissions>,
+    editor: Arc<OnceLock<ClientHandle>>,
+}
+
+impl V1Side {
+    fn editor(&self) -> Result<&ClientHandle, Error> {
+        ready(&self.editor)
+    }
+
+    async fn request_permission(
+        &self,
+        r: v1::RequestPermissionRequest,
+    ) -> Result<Box<RawValue>, Error> {
+        let call = &r.tool_call;
+        let tool_call_id = call.tool_call_id.0.clone();
+        let title = call.title.clone().unwrap_or_else(|| tool_call_id.clone());
+        let options = r.options.iter().enumerate().map(|(i, o)| {
+            c::PermissionOption::new(o.option_id.0.clone(), o.name.clone()).is_primary(i == 0)
+        });
+        let mut ask =
+            c::PermissionRequest::new(tool_call_id.clone(), title).permission_options(options);
+        if let Some(input) = &call.raw_input {
+            ask = ask.arguments(match input {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            });
+        }
+        let (tx, rx) = oneshot::channel();
+        lock(&self.permissions.0).insert((r.session_id.clone(), tool_call_id), tx);
+        let update = c::SessionUpdateParams::new(
+            crow_session_of(&r.session_id),
+            c::SessionUpdate::PermissionRequest(ask),
+        );
+        self.editor()?.session_update(update).await?;
+        let outcome = match rx.await.ok().flatten() {
+            Some(option) => v1::RequestPermissionOutcome::selected(option),
+            None => v1::RequestPermissionOutcome::Cancelled,
+        };
+        to_raw(&v1::RequestPermissionResponse::new(outcome))
+    }
+}
+
+#[async_trait]
+impl Handler for V1Side {
+    async fn handle_request(
+        &self,
+        _cx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> Result<Box<RawValue>, Error> {
+        match method {
+            v1::names::SESSION_REQUEST_PERMISSION => {
+                self.request_permission(params.parse_request()?).await
+            }
+            _ => Err(unsupported(
+                crate::Dialect::Crow,
+                method,
+                format!("{method} cannot be forwarded: a crow editor has no such method"),
+            )),
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        _cx: NotificationContext,
+        method: &str,
+        params: Params,
+    ) -> Result<(), Error> {
+        if method != v1::names::SESSION_UPDATE {
+            tracing::debug!(
+                method,
+                "notification from the v1 agent dropped: no crow equivalent"
+            );
+            return Ok(());
+        }
+        let n: v1::SessionNotification = params.parse()?;
+        match update_from_v1(&n.update) {
+            Some(update) => {
+                let update = c::SessionUpdateParams::new(crow_session_of(&n.session_id), update);
+                self.editor()?.session_update(update).await
+            }
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! A crow agent behind a v1 client: the translation for the client's role.
+//!
+//! The user's v1 client connection runs on an in-memory pipe; [`V1AgentSide`] is the v1
+//! agent it talks to there, [`CrowClientSide`] the crow editor the real agent sees.
+
+use std::sync::{Arc, OnceLock};
+
+use acp_rpc::memory::PipeEnd;
+use acp_rpc::{
+    Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
+};
+use acp_types::legacy::crow as c;
+use acp_types::v1;
+use async_trait::async_trait;
+
+use super::native::{AgentHandle, Client, connect_with};
+use super::{crow_session_of, prompt_from_v1, session_of, update_to_v1};
+use crate::connection::{ready, translate};
+use crate::{AdapterOptions, Input, Output, unsupported};
+
+/// Drives a crow agent for the v1 client `v1_client` starts; see the module docs of
+/// [`super`] for the mapping.
+pub(crate) fn drive_for_v1_client(
+    v1_client: impl FnOnce(PipeEnd) -> Peer,
+    reader: impl Input,
+    writer: impl Output,
+    options: AdapterOptions,
+) -> Peer {
+    let config = options.config.clone();
+    // The crow connection's handle, once started: the v1 side calls the agent through it,
+    // and so does the editor side, to send `permission_response`.
+    let handle = Arc::<OnceLock<Arc<OnceLock<AgentHandle>>>>::default();
+    let for_editor = handle.clone();
+    translate(
+        v1_client,
+        |agent| {
+            let _ = handle.set(agent.clone());
+            V1AgentSide { agent }
+        },
+        |client| {
+            let agent = for_editor.get().cloned().unwrap_or_default();
+            connect_with(CrowClientSide { client, agent }, reader, writer, config)
+        },
+    )
+}
+
+/// The v1 agent the user's connection talks to on the pipe.
+struct V1AgentSide {
+    agent: Arc<OnceLock<AgentHandle>>,
+}
+
+impl V1AgentSide {
+    fn agent(&self) -> Result<&AgentHandle, Error> {
+        ready(&self.agent)
+    }
+
+    async fn initialize(&self, r: v1::InitializeRequest) -> Result<Box<RawValue>, Error> {
+        let mut init = c::InitializeParams::new(c::ProtocolVersion(r.protocol_version.0))
+            .client_capabilities(c::ClientCapabilities::new());
+        if let Some(info) = r.client_info {
+            let mut client = c::Implementation::new(info.name, info.version);
+            client.title = info.title;
+            init = init.client_info(client);
+        }
+        let answer = self.agent()?.initialize(init).await?;
+        let caps = answer.agent_capabilities.clone().unwrap_or_default();
+        let (prompt, mcp) = (
+            caps.prompt_capabilities.unwrap_or_default(),
+            caps.mcp_capabilities.unwrap_or_default(),
+        );
+        let prompt = v1::PromptCapabilities::new()
+            .image(prompt.image)
+            .embedded_context(prompt.resource);
+        let mcp = v1::McpCapabilities::new().http(mcp.http).sse(mcp.sse);
+        let capabilities = v1::AgentCapabilities::new()
+            .load_session(caps.load_session)
+            .prompt_capabilities(prompt)
+            .mcp_capabilities(mcp);
+        let mut response =
+            v1::InitializeResponse::new(v1::ProtocolVersion(answer.protocol_version.0))
+                .agent_capabilities(capabilities);
+        if let Some(info) = answer.agent_info {
+            let mut agent = v1::Implementation::new(info.name, info.version);
+            agent.title = info.title;
+            response = response.agent_info(agent);
+        }
+        to_raw(&response)
+    }
+
+    async fn new_session(&self, r: v1::NewSessionRequest) -> Result<Box<RawValue>, Error> {
+        let servers = r
+            .mcp_servers
+            .iter()
+            .filter_map(|s| serde_json::to_value(s).ok());
+        let request = c::NewSessionParams::new(r.cwd).mcp_servers(servers);
+        let created = self.agent()?.session_new(request).await?;
+        to_raw(&v1::NewSessionResponse::new(session_of(
+            &created.session_id,
+        )))
+    }
+
+    async fn load_session(&self, r: v1::LoadSessionRequest) -> Result<Box<RawValue>, Error> {
+        let request = c::LoadSessionParams::new(crow_session_of(&r.session_id)).cwd(r.cwd);
+        self.agent()?.session_load(request).await?;
+        to_raw(&v1::LoadSessionResponse::new())
+    }
+
+    async fn prompt(&self, r: v1::PromptRequest) -> Result<Box<RawValue>, Error> {
+        let prompt = prompt_from_v1(&r.prompt)?;
+        let request = c::PromptParams::new(crow_session_of(&r.session_id), prompt);
+        let answer = self.agent()?.session_prompt(request).await?;
+        let reason = match answer.stop_reason {
+            c::StopReason::EndTurn => v1::StopReason::EndTurn,
+            c::StopReason::Cancelled => v1::StopReason::Cancelled,
+            c::StopReason::Error => {
+                return Err(Error::internal_error(
+                    "the crow agent ended its turn with stop_reason \"error\"",
+                ));
+            }
+            c::StopReason::Unknown(other) => {
+                tracing::warn!(stop_reason = %other, "an unknown crow stop reason read as end_turn");
+                v1::StopReason::EndTurn
+            }
+        };
+        to_raw(&v1::PromptResponse::new(reason))
+    }
+
+    fn cancel(&self, n: v1::CancelNotification) -> Result<(), Error> {
+        let agent = self.agent()?.clone();
+        let cancel = c::CancelParams::new(crow_session_of(&n.session_id));
+        // The answer is only logged: a notification handler does not wait for it.
+        tokio::spawn(async move {
+            if let Err(e) = agent.cancel(cancel).await {
+                tracing::warn!(error = %e, "the crow agent refused cancel");
+            }
+        });
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Handler for V1AgentSide {
+    async fn handle_request(
+        &self,
+        _cx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> Result<Box<RawValue>, Error> {
+        match method {
+            v1::names::INITIALIZE => self.initialize(params.parse_request()?).await,
+            v1::names::SESSION_NEW => self.new_session(params.parse_request()?).await,
+            v1::names::SESSION_LOAD => self.load_session(params.parse_request()?).await,
+            v1::names::SESSION_PROMPT => self.prompt(params.parse_request()?).await,
+            _ => Err(unsupported(
+                crate::Dialect::Crow,
+                method,
+                format!("{method}: a crow agent has no such method"),
+            )),
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        _cx: NotificationContext,
+        method: &str,
+        params: Params,
+    ) -> Result<(), Error> {
+        if method == v1::names::SESSION_CANCEL {
+            self.cancel(params.parse()?)
+        } else {
+            tracing::debug!(
+                method,
+                "notification from the v1 client dropped: no crow equivalent"
+            );
+            Ok(())
+        }
+    }
+}
+
+/// The crow editor the real agent sees; its updates go to the user's v1 client.
+struct CrowClientSide {
+    client: Peer,
+    agent: Arc<OnceLock<AgentHandle>>,
+}
+
+/// The v1 kind of a crow permission option, guessed from its words (crow options carry
+/// none): a rejection says so in its id or title.
+fn option_kind(option: &c::PermissionOption) -> v1::PermissionOptionKind {
+    let words = format!("{} {}", option.id, option.title).to_lowercase();
+    if words.contains("reject") || words.contains("deny") {
+        v1::PermissionOptionKind::RejectOnce
+    } else {
+        v1::PermissionOptionKind::AllowOnce
+    }
+}
+
+impl CrowClientSide {
+    /// Asks the v1 client for a permission the crow agent asked for, and sends the answer
+    /// back as `permission_response`. Runs on its own task: the notification handler that
+    /// starts it must not wait for the client.
+    fn ask(&self, session: c::SessionId, ask: c::PermissionRequest, agent: AgentHandle) {
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            let mut call =
+                v1::ToolCallUpdate::new(ask.tool_call_id.clone()).title(ask.title.clone());
+            call.raw_input = ask.arguments.clone().map(serde_json::Value::String);
+            let options = ask
+                .permission_options
+                .iter()
+                .map(|o| v1::PermissionOption::new(o.id.clone(), o.title.clone(), option_kind(o)));
+            let request = v1::RequestPermissionRequest::new(session_of(&session), call, options);
+            let option = match client.typed_request(&request).await {
+                Ok(answer) => match answer.outcome {
+                    v1::RequestPermissionOutcome::Selected(s) => Some(s.option_id.0),
+                    _ => None,
+                },
+                Err(e) => {
+                    tracing::warn!(error = %e, "the v1 client did not answer a permission request: dismissed");
+                    None
+                }
+            };
+            let mut response = c::PermissionResponseParams::new(session, ask.tool_call_id);
+            if let Some(option) = option {
+                response = response.option_id(option);
+            }
+            if let Err(e) = agent.permission_response(response).await {
+                tracing::warn!(error = %e, "permission_response could not be sent");
+            }
+        });
+    }
+}
+
+#[async_trait]
+impl Client for CrowClientSide {
+    async fn session_update(&self, params: c::SessionUpdateParams) -> Result<(), Error> {
+        if let c::SessionUpdate::PermissionRequest(ask) = params.update {
+            let agent = ready(&self.agent)?.clone();
+            self.ask(params.session_id, ask, agent);
+            return Ok(());
+        }
+        match update_to_v1(&params.update) {
+            Some(update) => {
+                let n = v1::SessionNotification::new(session_of(&params.session_id), update);
+                self.client.notify(v1::names::SESSION_UPDATE, &n).await
+            }
+            None => Ok(()),
+        }
+    }
+}
