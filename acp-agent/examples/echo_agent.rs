@@ -6,7 +6,7 @@
 //! then echoes the prompt back word by word. It honours `session/cancel` at every step and
 //! supports two modes (`ask`, `code`).
 //!
-//! It speaks every dialect this build has (v1, 0.0.9, threads, probe), found from the client's first
+//! It speaks every dialect this build has (v1, 0.0.9, threads, probe, crow), found from the client's first
 //! message; `--dialects v1,legacy-0.0.9` pins the accepted ones. `--store DIR` keeps the
 //! sessions of v1 clients in DIR (`acp_agent::store::JsonlStore`), so `session/load`,
 //! `session/list` and `session/resume` work across restarts. Run it under an ACP client,

@@ -61,7 +61,8 @@ use crate::{Agent, AgentConnection, Dialect};
 #[non_exhaustive]
 pub struct NegotiateOptions {
     /// The dialects to accept, in preference order. Default: every dialect this build
-    /// speaks (the `legacy-0-0-9` and `legacy-threads` features), newest first.
+    /// speaks (the `legacy-0-0-9`, `legacy-threads`, `probe` and `crow` features), newest
+    /// first.
     pub dialects: Vec<Dialect>,
     /// The connection's configuration (its dialect framing is set by the dialect served).
     pub config: Config,

@@ -218,7 +218,7 @@ async fn a_cancel_stops_the_running_prompt_and_errors_use_the_dialect_codes() {
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     e.send(r#"{"jsonrpc":"2.0","id":5,"method":"cancel","params":{"sessionId":"abc123"}}"#)
         .await;
-    let mut answers = vec![e.line().await, e.line().await];
+    let mut answers = [e.line().await, e.line().await];
     answers.sort();
     let answers: Vec<Value> = answers
         .iter()

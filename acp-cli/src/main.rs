@@ -52,7 +52,7 @@ enum Command {
 #[derive(Args, Debug)]
 struct AgentArgs {
     /// Dialects to offer, in order (repeatable or comma-separated: v1, legacy-0.0.9,
-    /// threads, probe). Default: all, newest first.
+    /// threads, probe, crow). Default: all, newest first.
     #[arg(long, value_delimiter = ',')]
     dialect: Vec<Dialect>,
     /// Seconds each dialect probe waits for the agent's answer.

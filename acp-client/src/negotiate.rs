@@ -88,7 +88,7 @@ pub const DEFAULT_MAX_KEPT_BYTES: usize = 32 * 1024 * 1024;
 #[non_exhaustive]
 pub struct NegotiateOptions {
     /// The dialects to offer, in preference order. Default: every dialect this build speaks
-    /// (the `legacy-0-0-9` and `legacy-threads` features), newest first. Pin one to offer
+    /// (the `legacy-0-0-9`, `legacy-threads`, `probe` and `crow` features), newest first. Pin one to offer
     /// only that one.
     pub dialects: Vec<Dialect>,
     /// The v1 `initialize` request: sent as the v1 probe, and passed to the adapter of a

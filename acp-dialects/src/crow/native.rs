@@ -30,15 +30,14 @@ const SPELLINGS: [&str; 2] = ["session_id", "sessionId"];
 /// Reads a JSON object as `T`, whose session id member is spelled `canonical`: the other
 /// spelling is accepted in its place. `-32602` names the field, as any params error.
 pub fn respelled<T: DeserializeOwned>(mut value: Value, canonical: &str) -> Result<T, Error> {
-    if let Value::Object(members) = &mut value {
-        if !members.contains_key(canonical) {
-            let other = SPELLINGS
-                .iter()
-                .find(|s| **s != canonical && members.contains_key(**s));
-            if let Some(other) = other {
-                let id = members.remove(*other).unwrap_or(Value::Null);
-                members.insert(canonical.to_string(), id);
-            }
+    if let Value::Object(members) = &mut value
+        && !members.contains_key(canonical)
+    {
+        let other = SPELLINGS
+            .iter()
+            .find(|s| **s != canonical && members.contains_key(**s));
+        if let Some(id) = other.and_then(|o| members.remove(*o)) {
+            members.insert(canonical.to_string(), id);
         }
     }
     deserialize_params(&value.to_string())

@@ -49,10 +49,12 @@ pub(crate) fn serve_v1_agent(
     )
 }
 
-/// The permission requests waiting for the editor, by session and tool call: each gets the
-/// chosen option id, or `None` when dismissed or cancelled.
+/// Where a waiting permission request gets the chosen option id, or `None` when dismissed.
+type Answer = oneshot::Sender<Option<String>>;
+
+/// The permission requests waiting for the editor, by session and tool call.
 #[derive(Default)]
-struct Permissions(Mutex<HashMap<(v1::SessionId, String), oneshot::Sender<Option<String>>>>);
+struct Permissions(Mutex<HashMap<(v1::SessionId, String), Answer>>);
 
 impl Permissions {
     fn answer(&self, session: &v1::SessionId, tool_call: &str, option: Option<String>) -> bool {

@@ -336,7 +336,7 @@ struct V1Side {
 /// What one v1 update becomes on the probe wire.
 enum Out {
     Chunk(p::MessageChunkParams),
-    Tool(p::ToolCallProgressParams),
+    Tool(Box<p::ToolCallProgressParams>),
     Mode(p::SessionUpdatedParams),
 }
 
@@ -382,7 +382,10 @@ impl V1Side {
                 };
                 let progress = tool_progress(&call.tool_call_id.0, &shown, false);
                 s.tools.insert(call.tool_call_id.0.clone(), shown);
-                Some(Out::Tool(p::ToolCallProgressParams::new(probe_id.clone(), progress)))
+                Some(Out::Tool(Box::new(p::ToolCallProgressParams::new(
+                    probe_id.clone(),
+                    progress,
+                ))))
             }
             v1::SessionUpdate::ToolCallUpdate(update) => {
                 let shown = s
@@ -408,7 +411,10 @@ impl V1Side {
                     p::ToolCallStatus::Completed | p::ToolCallStatus::Failed
                 );
                 let progress = tool_progress(&update.tool_call_id.0, shown, ended);
-                Some(Out::Tool(p::ToolCallProgressParams::new(probe_id.clone(), progress)))
+                Some(Out::Tool(Box::new(p::ToolCallProgressParams::new(
+                    probe_id.clone(),
+                    progress,
+                ))))
             }
             v1::SessionUpdate::CurrentModeUpdate(mode) => {
                 let mode = convert::mode_from_v1(&mode.current_mode_id);
@@ -428,7 +434,7 @@ impl V1Side {
         let editor = self.editor()?;
         match out.flatten() {
             Some(Out::Chunk(chunk)) => editor.message_chunk(chunk).await,
-            Some(Out::Tool(progress)) => editor.tool_call_progress(progress).await,
+            Some(Out::Tool(progress)) => editor.tool_call_progress(*progress).await,
             Some(Out::Mode(updated)) => editor.session_updated(updated).await,
             None => Ok(()),
         }

@@ -349,11 +349,10 @@ impl InitializeResponse {
 pub struct NewSessionParams {
     /// The working directory, an absolute path.
     pub cwd: ::std::string::String,
-    /// MCP servers for the session (the seed's spelling here is camelCase).
+    /// MCP servers for the session (the seed's spelling here is camelCase); written even when empty, as the seed's editors do.
     #[serde(
         rename = "mcpServers",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty",
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub mcp_servers: ::std::vec::Vec<::serde_json::Value>,
@@ -366,7 +365,7 @@ impl NewSessionParams {
             mcp_servers: ::std::default::Default::default(),
         }
     }
-    /// MCP servers for the session (the seed's spelling here is camelCase).
+    /// MCP servers for the session (the seed's spelling here is camelCase); written even when empty, as the seed's editors do.
     pub fn mcp_servers(
         mut self,
         value: impl ::std::iter::IntoIterator<Item = ::serde_json::Value>,
