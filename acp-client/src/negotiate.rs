@@ -60,11 +60,11 @@
 use std::fmt;
 use std::time::Duration;
 
-use acp_dialects::negotiation::answer_dialect;
+use acp_dialects::negotiation::{answer_dialect, check_handshake_answer, probe_line};
 use acp_rpc::Config;
 use acp_rpc::probe::{LineProbe, ProbeError};
 use acp_types::v1;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use crate::{Client, ClientConnection, Dialect};
@@ -271,21 +271,6 @@ pub struct Negotiated {
     pub connection: ClientConnection,
     /// The agent's answer to `initialize`, in v1 terms.
     pub initialize: v1::InitializeResponse,
-}
-
-/// One probe line for `dialect` with request id `id`.
-fn probe_line(dialect: Dialect, id: i64, init: &v1::InitializeRequest) -> Vec<u8> {
-    let message = match dialect {
-        Dialect::V1 => json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": init}),
-        Dialect::Legacy009 => json!({
-            "jsonrpc": "2.0", "id": id, "method": "initialize",
-            "params": {"protocolVersion": "0.0.9"}
-        }),
-        Dialect::Threads => json!({"id": id, "method": "getThreads", "params": null}),
-    };
-    let mut line = serde_json::to_vec(&message).expect("probes serialize");
-    line.push(b'\n');
-    line
 }
 
 /// What the probe loop found.
@@ -523,7 +508,7 @@ where
         legacy => {
             let mut adapter = options.legacy.with_config(config);
             if legacy == Dialect::Legacy009 {
-                check_0_0_9_answer(&result).map_err(handshake)?;
+                check_handshake_answer(legacy, &result).map_err(handshake)?;
                 adapter = adapter.with_handshake(result);
             }
             crate::legacy::connect_v1(legacy, client, reader, writer, adapter)
@@ -540,18 +525,4 @@ where
         connection,
         initialize,
     })
-}
-
-/// Checks that a 0.0.9 `initialize` answer reads as one before the translation is given it.
-fn check_0_0_9_answer(result: &Value) -> Result<(), acp_rpc::Error> {
-    #[cfg(feature = "legacy-0-0-9")]
-    if let Err(e) =
-        <acp_types::legacy::v0_0_9::InitializeResponse as serde::Deserialize>::deserialize(result)
-    {
-        return Err(acp_rpc::Error::invalid_params(format!(
-            "the agent's initialize answer does not read as 0.0.9: {e}"
-        )));
-    }
-    let _ = result;
-    Ok(())
 }

@@ -486,23 +486,31 @@ mod tests {
 
     #[test]
     fn wire_names_become_snake_case_methods() {
-        assert_eq!(snake_case("sendUserMessage").to_string(), "send_user_message");
+        assert_eq!(
+            snake_case("sendUserMessage").to_string(),
+            "send_user_message"
+        );
         assert_eq!(snake_case("session/new").to_string(), "session_new");
         assert_eq!(snake_case("stat").to_string(), "stat");
     }
 
     #[test]
     fn defaults_follow_x_default() {
-        let s = schema(&[
-            method("a", "Obj", ""),
-            method("b", "Null", r#", "x-default": "accept""#),
-            method("c", "Obj", r#", "x-default": "dialect", "x-handle": false"#),
-        ]
-        .join(","))
+        let s = schema(
+            &[
+                method("a", "Obj", ""),
+                method("b", "Null", r#", "x-default": "accept""#),
+                method("c", "Obj", r#", "x-default": "dialect", "x-handle": false"#),
+            ]
+            .join(","),
+        )
         .unwrap();
         let code = generate(&s, "t").unwrap().to_string();
         assert!(code.contains("not_found :: < Obj , _ >"), "{code}");
-        assert!(code.contains("super :: defaults :: c (params , cx)"), "{code}");
+        assert!(
+            code.contains("super :: defaults :: c (params , cx)"),
+            "{code}"
+        );
         // `c` has no handle method; `a` and `b` do.
         assert!(code.contains("pub async fn a (& self"));
         assert!(code.contains("pub async fn b (& self"));
@@ -513,7 +521,10 @@ mod tests {
     fn accepting_by_default_needs_a_null_result() {
         let s = schema(&method("a", "Obj", r#", "x-default": "accept""#)).unwrap();
         let err = generate(&s, "t").unwrap_err().to_string();
-        assert!(err.contains("x-methods[a]") && err.contains("null result"), "{err}");
+        assert!(
+            err.contains("x-methods[a]") && err.contains("null result"),
+            "{err}"
+        );
         let bad = schema(&method("a", "Obj", r#", "x-default": "maybe""#)).unwrap_err();
         assert!(bad.to_string().contains("x-default"), "{bad}");
     }
