@@ -117,7 +117,7 @@ impl NegotiateOptions {
     }
 }
 
-pub use acp_dialects::negotiation::{compiled_dialects, detect};
+pub use acp_dialects::negotiation::{choose, compiled_dialects, detect};
 
 /// Why [`serve`] could not start a connection.
 #[derive(Debug, thiserror::Error)]
@@ -132,39 +132,6 @@ pub enum NegotiationError {
     /// No dialect to serve: the list is empty or names only dialects this build lacks.
     #[error("no dialect to serve: {0:?} names none this build speaks (it speaks {1:?})")]
     NoDialect(Vec<Dialect>, Vec<Dialect>),
-}
-
-/// Which accepted dialect serves a client that showed `detected`: the detected one when it
-/// is accepted; otherwise the one whose answer tells the client what this agent speaks
-/// (v1 for a 0.0.9 handshake and the reverse), else the first accepted.
-fn choose(detected: Option<Dialect>, accepted: &[Dialect]) -> Dialect {
-    let first = accepted[0];
-    let Some(detected) = detected else {
-        return first;
-    };
-    if accepted.contains(&detected) {
-        return detected;
-    }
-    let answers_the_handshake = match detected {
-        Dialect::Legacy009 => Some(Dialect::V1),
-        Dialect::V1 => Some(Dialect::Legacy009),
-        Dialect::Threads => None,
-        // A v1 connection answers probe's string `"1"` with the integer 1, which a probe
-        // client can read as "not my version".
-        Dialect::Probe => Some(Dialect::V1),
-        // No other dialect reads crow's snake_case handshake: the first accepted answers
-        // with its own clear error.
-        Dialect::Crow => None,
-    };
-    let chosen = answers_the_handshake
-        .filter(|d| accepted.contains(d))
-        .unwrap_or(first);
-    tracing::warn!(
-        client = %detected,
-        serving = %chosen,
-        "the client speaks a dialect this agent does not accept; answering in another"
-    );
-    chosen
 }
 
 /// A connection whose dialect was negotiated: the v1 connection, or a legacy one running the
@@ -280,25 +247,5 @@ where
 impl fmt::Display for NegotiatedConnection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "agent connection speaking {}", self.dialect)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_undetected_or_unaccepted_dialect_is_answered_by_the_one_that_can_say_so() {
-        use Dialect::*;
-        assert_eq!(choose(Some(Legacy009), &[V1, Legacy009]), Legacy009);
-        assert_eq!(choose(Some(Legacy009), &[Threads, V1]), V1);
-        assert_eq!(choose(Some(V1), &[Threads, Legacy009]), Legacy009);
-        assert_eq!(choose(Some(Threads), &[Legacy009, V1]), Legacy009);
-        assert_eq!(choose(None, &[Threads, V1]), Threads);
-        assert_eq!(choose(Some(Probe), &[V1, Probe]), Probe);
-        assert_eq!(choose(Some(Probe), &[Threads, V1]), V1);
-        assert_eq!(choose(Some(Probe), &[Threads]), Threads);
-        assert_eq!(choose(Some(Crow), &[V1, Crow]), Crow);
-        assert_eq!(choose(Some(Crow), &[Probe, V1]), Probe);
     }
 }

@@ -62,11 +62,11 @@
 use std::fmt;
 use std::time::Duration;
 
-use acp_dialects::negotiation::answer_dialect;
+use acp_dialects::negotiation::{answer_dialect, check_handshake_answer, probe_line};
 use acp_rpc::Config;
 use acp_rpc::probe::{LineProbe, ProbeError};
 use acp_types::v1;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use crate::{Client, ClientConnection, Dialect};
@@ -273,32 +273,6 @@ pub struct Negotiated {
     pub connection: ClientConnection,
     /// The agent's answer to `initialize`, in v1 terms.
     pub initialize: v1::InitializeResponse,
-}
-
-/// One probe line for `dialect` with request id `id`.
-fn probe_line(dialect: Dialect, id: i64, init: &v1::InitializeRequest) -> Vec<u8> {
-    let message = match dialect {
-        Dialect::V1 => json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": init}),
-        Dialect::Legacy009 => json!({
-            "jsonrpc": "2.0", "id": id, "method": "initialize",
-            "params": {"protocolVersion": "0.0.9"}
-        }),
-        Dialect::Threads => json!({"id": id, "method": "getThreads", "params": null}),
-        Dialect::Probe => json!({
-            "jsonrpc": "2.0", "id": id, "method": "initialize",
-            "params": {"protocolVersion": "1"}
-        }),
-        Dialect::Crow => {
-            let mut params = json!({"protocol_version": 1, "client_capabilities": {}});
-            if let Some(info) = &init.client_info {
-                params["client_info"] = json!({"name": info.name, "version": info.version});
-            }
-            json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": params})
-        }
-    };
-    let mut line = serde_json::to_vec(&message).expect("probes serialize");
-    line.push(b'\n');
-    line
 }
 
 /// What the probe loop found.
@@ -535,11 +509,8 @@ where
         Dialect::V1 => ClientConnection::new(client, reader, writer, config),
         legacy => {
             let mut adapter = options.legacy.with_config(config);
-            if legacy == Dialect::Legacy009 {
-                check_0_0_9_answer(&result).map_err(handshake)?;
-                adapter = adapter.with_handshake(result);
-            } else if legacy == Dialect::Probe && answered == Dialect::Probe {
-                check_probe_answer(&result).map_err(handshake)?;
+            if legacy == Dialect::Legacy009 || (legacy == Dialect::Probe && answered == legacy) {
+                check_handshake_answer(legacy, &result).map_err(handshake)?;
                 adapter = adapter.with_handshake(result);
             }
             crate::legacy::connect_v1(legacy, client, reader, writer, adapter)
@@ -556,32 +527,4 @@ where
         connection,
         initialize,
     })
-}
-
-/// Checks that a probe `initialize` answer reads as one before the translation is given it.
-fn check_probe_answer(result: &Value) -> Result<(), acp_rpc::Error> {
-    #[cfg(feature = "probe")]
-    if let Err(e) =
-        <acp_types::legacy::probe::InitializeResponse as serde::Deserialize>::deserialize(result)
-    {
-        return Err(acp_rpc::Error::invalid_params(format!(
-            "the agent's initialize answer does not read as probe: {e}"
-        )));
-    }
-    let _ = result;
-    Ok(())
-}
-
-/// Checks that a 0.0.9 `initialize` answer reads as one before the translation is given it.
-fn check_0_0_9_answer(result: &Value) -> Result<(), acp_rpc::Error> {
-    #[cfg(feature = "legacy-0-0-9")]
-    if let Err(e) =
-        <acp_types::legacy::v0_0_9::InitializeResponse as serde::Deserialize>::deserialize(result)
-    {
-        return Err(acp_rpc::Error::invalid_params(format!(
-            "the agent's initialize answer does not read as 0.0.9: {e}"
-        )));
-    }
-    let _ = result;
-    Ok(())
 }

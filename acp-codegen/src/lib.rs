@@ -10,6 +10,10 @@
 //! - `methods.rs`: wire-name constants, the method table, `RequestMethod`/`NotificationMethod`
 //!   bindings and the per-sender message enums, all from the schema's `x-methods`.
 //!
+//! For each legacy dialect of [`NATIVE_SIDES`] it also writes the dialect's own two sides
+//! (native traits with their defaults, dispatch, typed handles, `serve`/`connect`) into
+//! `acp-dialects/src/generated/<module>.rs`, from the same `x-methods`.
+//!
 //! Generation does no file IO: [`generate_all`] returns paths and contents, and
 //! [`sync::sync`] writes or checks them for `cargo xtask codegen [--check]`. Output is formatted with prettyplease and is byte-for-byte
 //! deterministic (definitions keep document order; typify's maps are ordered).
@@ -18,6 +22,7 @@
 mod constructors;
 mod methods;
 pub mod model;
+mod natives;
 mod structs;
 pub mod sync;
 mod unions;
@@ -135,6 +140,33 @@ pub fn module_dir(dialect: &str) -> PathBuf {
     PathBuf::from("acp-types/src/generated").join(dialect.replace(['-', '.'], "_"))
 }
 
+/// The legacy dialects whose own two sides are generated into acp-dialects: the dialect's
+/// name (as in `acp_schema::ALL`) and its module, both in acp-dialects and in
+/// `acp_types::legacy`. The generated file is `acp-dialects/src/generated/<module>.rs`,
+/// included by the hand-written module as its `native` submodule.
+pub const NATIVE_SIDES: &[(&str, &str)] = &[
+    ("legacy-0.0.9", "v0_0_9"),
+    ("threads", "threads"),
+    ("probe", "probe"),
+];
+
+/// Generates the native sides of one dialect's schema (see [`NATIVE_SIDES`]); `module` is the
+/// dialect's module in acp-dialects and in `acp_types::legacy`.
+pub fn generate_native_sides(
+    schema_text: &str,
+    source: &str,
+    module: &str,
+) -> Result<String, Error> {
+    let schema = model::parse(schema_text)?;
+    let tokens = natives::generate(&schema, module)?;
+    let file: syn::File = syn::parse2(tokens).map_err(|e| Error::Render(e.to_string()))?;
+    Ok(format!(
+        "{}{}",
+        header(source, &schema.dialect, "native sides"),
+        prettyplease::unparse(&file)
+    ))
+}
+
 /// Generates every file for every schema in `acp_schema::ALL`.
 pub fn generate_all() -> Result<Vec<GeneratedFile>, Error> {
     let mut files = Vec::new();
@@ -148,6 +180,19 @@ pub fn generate_all() -> Result<Vec<GeneratedFile>, Error> {
         files.push(GeneratedFile {
             path: dir.join("methods.rs"),
             contents: module.methods,
+        });
+    }
+    for &(dialect, module) in NATIVE_SIDES {
+        let doc = acp_schema::ALL
+            .iter()
+            .find(|d| d.dialect == dialect)
+            .ok_or_else(|| Error::Schema {
+                def: dialect.to_string(),
+                message: "NATIVE_SIDES names a dialect that is not in acp_schema::ALL".into(),
+            })?;
+        files.push(GeneratedFile {
+            path: PathBuf::from("acp-dialects/src/generated").join(format!("{module}.rs")),
+            contents: generate_native_sides(doc.text, doc.file_name, module)?,
         });
     }
     Ok(files)

@@ -42,6 +42,24 @@ pub struct Method {
     pub result: Option<String>,
     /// What the method is for.
     pub description: String,
+    /// `x-default`: what a generated native side answers when its implementation does not
+    /// override the method.
+    pub default: NativeDefault,
+    /// `x-handle` (default `true`): whether the generated typed handle gets a method for it
+    /// (`false`: the dialect's module writes that method by hand).
+    pub handle: bool,
+}
+
+/// What a generated native trait method does when it is not overridden (`x-default`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NativeDefault {
+    /// Absent on a request: `-32601` (method not found).
+    NotFound,
+    /// `"accept"`, and absent on a notification: accept and ignore (the result must be a
+    /// null payload).
+    Accept,
+    /// `"dialect"`: the dialect's own answer, `defaults::<method>` of its module.
+    Dialect,
 }
 
 /// A definition of `$defs` with its recognised shape.
@@ -321,6 +339,17 @@ fn parse_method(v: &Value) -> Result<Method, Error> {
         (MethodKind::Notification, Some(_)) => return Err(err("a notification has no `result`")),
         _ => {}
     }
+    let default = match v.get("x-default").and_then(Value::as_str) {
+        None if kind == MethodKind::Notification => NativeDefault::Accept,
+        None => NativeDefault::NotFound,
+        Some("accept") => NativeDefault::Accept,
+        Some("dialect") => NativeDefault::Dialect,
+        Some(other) => {
+            return Err(err(&format!(
+                "`x-default` must be \"accept\" or \"dialect\", not {other:?}"
+            )));
+        }
+    };
     Ok(Method {
         wire,
         side,
@@ -328,6 +357,8 @@ fn parse_method(v: &Value) -> Result<Method, Error> {
         params,
         result,
         description: description(v).unwrap_or_default(),
+        default,
+        handle: v.get("x-handle").and_then(Value::as_bool).unwrap_or(true),
     })
 }
 

@@ -3,14 +3,10 @@
 //! in-memory plumbing a translation runs the user's v1 side on ([`translate`]).
 
 use acp_rpc::memory::{PipeEnd, pipe, tie};
-use acp_rpc::{
-    CloseReason, Config, Dialect, Error, Handler, NotificationContext, Params, Peer, RawValue,
-    RequestContext, RequestId,
-};
+use acp_rpc::{CloseReason, Config, Dialect, Error, Handler, Peer, RequestId};
 use std::sync::{Arc, OnceLock};
 
 use acp_types::RequestMethod;
-use async_trait::async_trait;
 
 use crate::{Input, Output};
 
@@ -31,33 +27,9 @@ pub trait ToClient {}
 
 impl<H> Connection<H> {
     /// Starts an rpc connection speaking `dialect` (which overrides the one in `config`)
-    /// with `handler` serving the peer's requests, and wraps it with the typed handle
-    /// `handle` builds from its [`Peer`].
+    /// with `handler` serving the peer's messages (the generated dispatch of a native side),
+    /// and wraps it with the typed handle `handle` builds from its [`Peer`].
     pub(crate) fn start(
-        reader: impl Input,
-        writer: impl Output,
-        handler: impl Serve,
-        config: Config,
-        dialect: Dialect,
-        handle: impl FnOnce(Peer) -> H,
-    ) -> Self {
-        let conn = acp_rpc::Connection::new(
-            reader,
-            writer,
-            Requests(handler),
-            config.with_dialect(dialect),
-        );
-        let peer = conn.peer().clone();
-        Connection {
-            handle: handle(peer.clone()),
-            peer,
-        }
-    }
-
-    /// [`Connection::start`] for a dialect with notifications: `handler` serves the peer's
-    /// requests and notifications alike.
-    #[cfg_attr(not(any(feature = "probe", feature = "crow")), allow(dead_code))]
-    pub(crate) fn start_handler(
         reader: impl Input,
         writer: impl Output,
         handler: impl Handler,
@@ -129,43 +101,6 @@ impl<H> Context<H> {
 /// The default answer of a native trait method: "method not found" for `P`'s method.
 pub(crate) fn not_found<P: RequestMethod, T>() -> Result<T, Error> {
     Err(Error::method_not_found(P::METHOD))
-}
-
-/// The requests one native side serves (the legacy dialects have no notifications).
-#[async_trait]
-pub(crate) trait Serve: Send + Sync + 'static {
-    /// Answers one request.
-    async fn request(
-        &self,
-        cx: RequestContext,
-        method: &str,
-        params: Params,
-    ) -> Result<Box<RawValue>, Error>;
-}
-
-/// The [`Handler`] of a native side: requests go to its [`Serve`], and an id-less message is
-/// logged and dropped, since the dialect has no notifications.
-pub(crate) struct Requests<S>(pub(crate) S);
-
-#[async_trait]
-impl<S: Serve> Handler for Requests<S> {
-    async fn handle_request(
-        &self,
-        cx: RequestContext,
-        method: &str,
-        params: Params,
-    ) -> Result<Box<RawValue>, Error> {
-        self.0.request(cx, method, params).await
-    }
-
-    async fn handle_notification(
-        &self,
-        _cx: NotificationContext,
-        method: &str,
-        _params: Params,
-    ) -> Result<(), Error> {
-        Err(Error::method_not_found(method))
-    }
 }
 
 /// Runs a translation: the user's v1 side, which `user_side` starts on one end of a fresh

@@ -69,6 +69,9 @@
 //! Every other v1 method is refused with `-32601`; an update of an unknown `@type` is
 //! dropped with a `warn` log.
 
+// The dialect's own sides are written by hand, not generated from the method table like
+// the other dialects': every incoming message is read accepting either spelling of its
+// session id (`respelled`), which the table has no way to say.
 mod native;
 mod v1_agent;
 mod v1_client;

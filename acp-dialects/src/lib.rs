@@ -52,6 +52,7 @@ impl<T: AsyncRead + Unpin + Send + 'static> Input for T {}
 pub trait Output: AsyncWrite + Unpin + Send + 'static {}
 impl<T: AsyncWrite + Unpin + Send + 'static> Output for T {}
 
+mod client_files;
 mod connection;
 #[cfg(feature = "crow")]
 pub mod crow;
@@ -246,10 +247,10 @@ pub fn drive_for_v1_client(
     Some(Translation { dialect, legacy })
 }
 
-/// `-32601` for a call the other side has no way to serve: `message` says why, `data` names
+/// `-32601` for a call the other side has no way to serve, `<method>: <why>`; `data` names
 /// the method and the dialect.
-pub(crate) fn unsupported(dialect: Dialect, method: &str, message: String) -> Error {
-    Error::new(ErrorCode::METHOD_NOT_FOUND, message)
+pub(crate) fn refused(dialect: Dialect, method: &str, why: &str) -> Error {
+    Error::new(ErrorCode::METHOD_NOT_FOUND, format!("{method}: {why}"))
         .with_data(serde_json::json!({ "method": method, "dialect": dialect.name() }))
 }
 
@@ -277,6 +278,12 @@ pub(crate) fn rfc3339(secs: u64) -> String {
         rem % 3600 / 60,
         rem % 60
     )
+}
+
+/// `-32601` for a call of the user's v1 agent that a legacy editor cannot serve,
+/// `<method> cannot be forwarded: <why>`.
+pub(crate) fn not_forwarded(dialect: Dialect, method: &str, why: &str) -> Error {
+    refused(dialect, method, &format!("cannot be forwarded: {why}"))
 }
 
 /// Locks a mutex, recovering the data of a poisoned one (a panicking holder leaves it

@@ -1,11 +1,15 @@
-//! What both sides' version negotiation shares: which dialect a client's first message
-//! shows ([`detect`]), which dialect a `protocolVersion` names ([`dialect_of_version`]),
-//! and which dialects this build speaks ([`compiled_dialects`]).
+//! Everything version negotiation knows about the dialects, for both sides: which dialect a
+//! client's first message shows ([`detect`]) and which accepted one answers it ([`choose`]);
+//! how a client offers a dialect ([`probe_line`]) and which dialect an answer names
+//! ([`answer_dialect`], [`dialect_of_version`], [`check_handshake_answer`]); and which
+//! dialects this build speaks ([`compiled_dialects`], [`accepted`]).
 //!
-//! A new dialect gets its entry here: how its first message is recognised, and how its
-//! handshake answer names it.
+//! A new dialect gets its entry here, and only here: how its first message is recognised,
+//! how it is offered, and how its handshake answer names it. `acp_agent::negotiate` and
+//! `acp_client::negotiate` only read and write the lines.
 
-use serde_json::Value;
+use acp_types::v1;
+use serde_json::{Value, json};
 
 use crate::Dialect;
 
@@ -155,85 +159,92 @@ pub fn answer_dialect(result: &Value, probe: Dialect) -> Result<Dialect, String>
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn detection_reads_the_handshake_or_the_method() {
-        use Dialect::*;
-        let init = |v: &str| {
-            format!(
-                r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":{v}}}}}"#
-            )
-        };
-        assert_eq!(detect(init("1").as_bytes()), Some(V1));
-        assert_eq!(detect(init("99").as_bytes()), Some(V1));
-        assert_eq!(detect(init(r#""1""#).as_bytes()), Some(Probe));
-        assert_eq!(detect(init(r#""2.0""#).as_bytes()), Some(V1));
-        let crow = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":1,"client_capabilities":{},"client_info":{"name":"crow-ide","version":"0.1.0"}}}"#;
-        assert_eq!(detect(crow), Some(Crow));
-        assert_eq!(detect(init(r#""0.0.9""#).as_bytes()), Some(Legacy009));
-        assert_eq!(detect(init(r#""0.0.11""#).as_bytes()), Some(Legacy009));
-        assert_eq!(detect(init("null").as_bytes()), None);
-        assert_eq!(detect(br#"{"id":0,"method":"initialize"}"#), None);
-        for m in THREADS_FIRST_METHODS {
-            let line = format!(r#"{{"id":0,"method":"{m}","params":null}}"#);
-            assert_eq!(detect(line.as_bytes()), Some(Threads), "{m}");
-        }
-        for m in PROBE_FIRST_METHODS {
-            let line = format!(r#"{{"jsonrpc":"2.0","id":2,"method":"{m}","params":{{}}}}"#);
-            assert_eq!(detect(line.as_bytes()), Some(Probe), "{m}");
-        }
-        assert_eq!(
-            detect(br#"{"jsonrpc":"2.0","id":0,"method":"session/new"}"#),
-            None
-        );
-        assert_eq!(detect(br#"[1,2]"#), None);
-        assert_eq!(detect(b"\xff\xfe"), None);
+/// Which accepted dialect serves a client that showed `detected` (the agent side): the
+/// detected one when it is accepted; otherwise the one whose answer tells the client what
+/// this agent speaks (v1 for a 0.0.9 handshake and the reverse), else the first accepted.
+/// `accepted` is never empty ([`accepted`]).
+pub fn choose(detected: Option<Dialect>, accepted: &[Dialect]) -> Dialect {
+    let first = accepted[0];
+    let Some(detected) = detected else {
+        return first;
+    };
+    if accepted.contains(&detected) {
+        return detected;
     }
+    let answers_the_handshake = match detected {
+        Dialect::Legacy009 => Some(Dialect::V1),
+        Dialect::V1 => Some(Dialect::Legacy009),
+        Dialect::Threads => None,
+        // A v1 connection answers probe's string `"1"` with the integer 1, which a probe
+        // client can read as "not my version".
+        Dialect::Probe => Some(Dialect::V1),
+        // No other dialect reads crow's snake_case handshake: the first accepted answers
+        // with its own clear error.
+        Dialect::Crow => None,
+    };
+    let chosen = answers_the_handshake
+        .filter(|d| accepted.contains(d))
+        .unwrap_or(first);
+    tracing::warn!(
+        client = %detected,
+        serving = %chosen,
+        "the client speaks a dialect this agent does not accept; answering in another"
+    );
+    chosen
+}
 
-    #[test]
-    fn an_answer_is_accepted_only_for_a_version_it_names_exactly() {
-        use Dialect::*;
-        let answer = |v: Value| json!({ "protocolVersion": v });
-        assert_eq!(answer_dialect(&answer(json!(1)), V1), Ok(V1));
-        assert_eq!(answer_dialect(&answer(json!(1)), Legacy009), Ok(V1));
-        assert_eq!(answer_dialect(&answer(json!("0.0.9")), V1), Ok(Legacy009));
-        assert_eq!(answer_dialect(&answer(json!("1")), V1), Ok(Probe));
-        assert_eq!(answer_dialect(&answer(json!("1")), Probe), Ok(Probe));
-        assert_eq!(
-            answer_dialect(&json!({"protocol_version": 1}), Crow),
-            Ok(Crow)
-        );
-        assert_eq!(
-            answer_dialect(&json!({"protocol_version": 2}), Crow),
-            Err("crow protocol version 2".into())
-        );
-        assert_eq!(
-            answer_dialect(&answer(json!("2")), Probe),
-            Err(r#"protocol version "2""#.into())
-        );
-        assert_eq!(
-            answer_dialect(&answer(json!(2)), V1),
-            Err("protocol version 2".into())
-        );
-        assert_eq!(
-            answer_dialect(&answer(json!(0)), V1),
-            Err("protocol version 0".into())
-        );
-        assert_eq!(
-            answer_dialect(&answer(json!("0.0.10")), V1),
-            Err(r#"protocol version "0.0.10""#.into())
-        );
-        assert_eq!(
-            answer_dialect(&json!({"threads": []}), Threads),
-            Ok(Threads)
-        );
-        assert_eq!(
-            answer_dialect(&json!({"threads": []}), V1),
-            Err(String::new())
-        );
+/// The line a client offers `dialect` with (the client side), as request `id`, ending in
+/// `\n`: v1's `initialize` with `init`, 0.0.9's `initialize` with `"0.0.9"`, threads'
+/// `getThreads` (no `jsonrpc`, `params: null`), probe's `initialize` with the string `"1"`
+/// and crow's snake_case `initialize` (with `client_info` from `init`), byte for byte as
+/// those dialects' clients sent them.
+pub fn probe_line(dialect: Dialect, id: i64, init: &v1::InitializeRequest) -> Vec<u8> {
+    let message = match dialect {
+        Dialect::V1 => json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": init}),
+        Dialect::Legacy009 => json!({
+            "jsonrpc": "2.0", "id": id, "method": "initialize",
+            "params": {"protocolVersion": "0.0.9"}
+        }),
+        Dialect::Threads => json!({"id": id, "method": "getThreads", "params": null}),
+        Dialect::Probe => json!({
+            "jsonrpc": "2.0", "id": id, "method": "initialize",
+            "params": {"protocolVersion": "1"}
+        }),
+        Dialect::Crow => {
+            let mut params = json!({"protocol_version": 1, "client_capabilities": {}});
+            if let Some(info) = &init.client_info {
+                params["client_info"] = json!({"name": info.name, "version": info.version});
+            }
+            json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": params})
+        }
+    };
+    let mut line = serde_json::to_vec(&message).expect("probes serialize");
+    line.push(b'\n');
+    line
+}
+
+/// Checks that a legacy agent's answer to its dialect's handshake reads as that dialect's
+/// answer before a translation is given it ([`crate::AdapterOptions::handshake`]); `-32602`
+/// saying why when it does not. Dialects without a handshake accept anything.
+pub fn check_handshake_answer(dialect: Dialect, result: &Value) -> Result<(), acp_rpc::Error> {
+    #[cfg(feature = "legacy-0-0-9")]
+    if dialect == Dialect::Legacy009 {
+        use serde::Deserialize;
+        if let Err(e) = acp_types::legacy::v0_0_9::InitializeResponse::deserialize(result) {
+            return Err(acp_rpc::Error::invalid_params(format!(
+                "the agent's initialize answer does not read as 0.0.9: {e}"
+            )));
+        }
     }
+    #[cfg(feature = "probe")]
+    if dialect == Dialect::Probe {
+        use serde::Deserialize;
+        if let Err(e) = acp_types::legacy::probe::InitializeResponse::deserialize(result) {
+            return Err(acp_rpc::Error::invalid_params(format!(
+                "the agent's initialize answer does not read as probe: {e}"
+            )));
+        }
+    }
+    let _ = (dialect, result);
+    Ok(())
 }

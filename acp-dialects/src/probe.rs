@@ -15,10 +15,11 @@
 //! `setSessionMode`, `prompt`), and offers it with `initialize {"protocolVersion": "1"}`
 //! ([`crate::negotiation`]).
 //!
-//! Both sides wait at most 30 seconds for an answer to a request unless the connection's
-//! [`acp_rpc::Config::default_timeout`] says otherwise (the dialect's own default,
-//! [`acp_types::legacy::probe::DEFAULT_REQUEST_TIMEOUT`]): a `prompt` that runs longer
-//! fails with a timeout.
+//! Both translations wait at most 30 seconds for an answer to a request unless the
+//! connection's [`acp_rpc::Config::default_timeout`] says otherwise (the dialect's own
+//! default, [`acp_types::legacy::probe::DEFAULT_REQUEST_TIMEOUT`]): a `prompt` that runs
+//! longer fails with a timeout. The native sides take their [`acp_rpc::Config`] as given:
+//! pass it through [`with_dialect_timeout`] for the dialect's default.
 //!
 //! The tools a probe agent advertises (`capabilities.tools`, with their input schemas) are
 //! data, not behaviour: they travel in the v1 `initialize` answer's `_meta` under
@@ -76,19 +77,37 @@
 //! [`ClientHandle`]; an editor implements [`Client`] (notifications handled in order) and
 //! calls the agent through [`AgentHandle`].
 
+// The dialect's own sides, generated from the method table of its schema.
+#[path = "generated/probe.rs"]
+#[rustfmt::skip]
 mod native;
 mod v1_agent;
 mod v1_client;
 
-use acp_rpc::{Error, ErrorCode};
+use acp_rpc::{Config, Error, ErrorCode};
 use acp_types::legacy::probe as p;
 use acp_types::v1;
 use serde_json::json;
 
 pub use native::{
     Agent, AgentConnection, AgentHandle, Client, ClientConnection, ClientHandle, Context, connect,
-    connect_with, framing, serve, serve_with,
+    connect_with, serve, serve_with,
 };
+
+/// The probe wire: JSON-RPC 2.0 with `"jsonrpc"` required and written, notifications, and
+/// requests numbered from 1 (as the dialect's own client does).
+pub fn framing() -> acp_rpc::Dialect {
+    acp_rpc::Dialect::default()
+}
+
+/// `config` with the dialect's 30 second request timeout when it sets none.
+pub fn with_dialect_timeout(config: Config) -> Config {
+    if config.default_timeout.is_some() {
+        config
+    } else {
+        config.with_default_timeout(Some(p::DEFAULT_REQUEST_TIMEOUT))
+    }
+}
 pub(crate) use v1_agent::serve_v1_agent;
 pub(crate) use v1_client::drive_for_v1_client;
 
@@ -214,6 +233,17 @@ mod tests {
         let err = message_of(&image).unwrap_err();
         assert_eq!(err.code, ErrorCode::INVALID_PARAMS);
         assert!(err.message.contains("prompt[0]"), "{}", err.message);
+    }
+
+    #[test]
+    fn the_dialect_timeout_applies_unless_the_config_sets_one() {
+        let default = with_dialect_timeout(Config::default());
+        assert_eq!(default.default_timeout, Some(p::DEFAULT_REQUEST_TIMEOUT));
+        let mine = Config::default().with_default_timeout(Some(std::time::Duration::from_secs(2)));
+        assert_eq!(
+            with_dialect_timeout(mine).default_timeout,
+            Some(std::time::Duration::from_secs(2))
+        );
     }
 
     #[test]

@@ -66,6 +66,9 @@
 //! [`ClientHandle`]; an editor implements [`Client`] (requests handled one at a time, in
 //! the order sent) and calls the agent through [`AgentHandle`].
 
+// The dialect's own sides, generated from the method table of its schema.
+#[path = "generated/threads.rs"]
+#[rustfmt::skip]
 mod native;
 mod v1_agent;
 mod v1_client;
@@ -81,6 +84,25 @@ pub use native::{
 };
 pub(crate) use v1_agent::serve_v1_agent;
 pub(crate) use v1_client::drive_for_v1_client;
+
+/// The wire of the dialect: [`acp_rpc::Dialect::threads`] (no `jsonrpc` member, no
+/// notifications, ids from 0).
+fn framing() -> acp_rpc::Dialect {
+    acp_rpc::Dialect::threads()
+}
+
+impl ClientHandle {
+    /// `streamMessageChunk` with a text chunk.
+    pub async fn stream_text(
+        &self,
+        thread_id: &t::ThreadId,
+        text: impl Into<String>,
+    ) -> Result<(), Error> {
+        let chunk = t::MessageChunk::text(text);
+        self.stream_message_chunk(t::StreamMessageChunkParams::new(thread_id.clone(), chunk))
+            .await
+    }
+}
 
 // What both translations share, each mapping next to its inverse.
 

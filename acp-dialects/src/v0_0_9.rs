@@ -74,13 +74,16 @@
 //! editor implements [`Client`] (requests handled one at a time, in the order sent) and
 //! calls the agent through [`AgentHandle`].
 
+// The dialect's own sides, generated from the method table of its schema.
+#[path = "generated/v0_0_9.rs"]
+#[rustfmt::skip]
 mod native;
 mod v1_agent;
 mod v1_client;
 
 use std::path::Path;
 
-use acp_rpc::Error;
+use acp_rpc::{Error, ErrorCode};
 use acp_types::legacy::v0_0_9 as z;
 use acp_types::v1;
 use serde_json::json;
@@ -92,6 +95,71 @@ pub use native::{
 pub(crate) use v1_agent::serve_v1_agent;
 pub(crate) use v1_client::drive_for_v1_client;
 pub use v1_client::{AUTH_METHOD_ID, SESSION_ID};
+
+// What the method table cannot say about the native sides.
+
+/// The wire of the dialect: [`acp_rpc::Dialect::legacy_0_0_9`] (`params` omitted when empty,
+/// no notifications, ids from 0 unless [`acp_rpc::Config::first_request_id`] says otherwise).
+fn framing() -> acp_rpc::Dialect {
+    acp_rpc::Dialect::legacy_0_0_9()
+}
+
+/// The default answers of [`Agent`] that are the dialect's own.
+mod defaults {
+    use super::{Context, Error, z};
+
+    /// `initialize`: this dialect's version (`"0.0.9"`, whatever the editor asked for, as
+    /// the dialect's rule says: the editor decides whether it can go on) and
+    /// `isAuthenticated: true`.
+    pub(super) fn initialize(
+        params: z::InitializeParams,
+        cx: &Context,
+    ) -> Result<z::InitializeResponse, Error> {
+        let _ = (params, cx);
+        Ok(z::InitializeResponse::new(
+            z::ProtocolVersion::current(),
+            true,
+        ))
+    }
+}
+
+impl ClientHandle {
+    /// `streamAssistantMessageChunk` with text.
+    pub async fn stream_text(&self, text: impl Into<String>) -> Result<(), Error> {
+        let chunk = z::AssistantMessageChunk::Text(z::TextAssistantMessageChunk::new(text));
+        self.stream_assistant_message_chunk(z::StreamAssistantMessageChunkParams::new(chunk))
+            .await
+    }
+
+    /// `streamAssistantMessageChunk` with a thought.
+    pub async fn stream_thought(&self, thought: impl Into<String>) -> Result<(), Error> {
+        let chunk =
+            z::AssistantMessageChunk::Thought(z::ThoughtAssistantMessageChunk::new(thought));
+        self.stream_assistant_message_chunk(z::StreamAssistantMessageChunkParams::new(chunk))
+            .await
+    }
+}
+
+impl AgentHandle {
+    /// `initialize` with this dialect's version, `"0.0.9"`. Like the dialect's own editors,
+    /// an answer with any other version is an error (`-32600`, saying which): 0.0.x peers
+    /// speak only their exact version.
+    pub async fn initialize(&self) -> Result<z::InitializeResponse, Error> {
+        let params = z::InitializeParams::new(z::ProtocolVersion::current());
+        let answer = self.peer().typed_request(&params).await?;
+        if answer.protocol_version.0 == z::PROTOCOL_VERSION {
+            return Ok(answer);
+        }
+        Err(Error::new(
+            ErrorCode::INVALID_REQUEST,
+            format!(
+                "incompatible versions: the agent speaks {:?}, this client only {:?}",
+                answer.protocol_version.0,
+                z::PROTOCOL_VERSION
+            ),
+        ))
+    }
+}
 
 // The prompt's mapping, each direction next to the other (the rest of the vocabulary is
 // `acp_types::legacy::v0_0_9::convert`'s).

@@ -167,7 +167,7 @@ pub fn serve_with(
     writer: impl Output,
     config: Config,
 ) -> AgentConnection {
-    AgentConnection::start_handler(reader, writer, Dispatch(agent), config, framing(), |peer| {
+    AgentConnection::start(reader, writer, Dispatch(agent), config, framing(), |peer| {
         ClientHandle { peer }
     })
 }
@@ -304,7 +304,7 @@ pub fn connect_with(
     writer: impl Output,
     config: Config,
 ) -> ClientConnection {
-    ClientConnection::start_handler(
+    ClientConnection::start(
         reader,
         writer,
         AgentDispatch(client),

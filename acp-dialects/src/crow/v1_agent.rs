@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 use super::native::{Agent, ClientHandle, Context, serve_with};
 use super::{crow_session_of, prompt_to_v1, session_of, update_from_v1};
 use crate::connection::{ready, translate};
-use crate::{AdapterOptions, Input, Output, lock, unsupported};
+use crate::{AdapterOptions, Input, Output, lock, not_forwarded};
 
 /// Serves the v1 agent `v1_agent` starts to a crow editor; see the module docs of
 /// [`super`] for the mapping.
@@ -249,10 +249,10 @@ impl Handler for V1Side {
             v1::names::SESSION_REQUEST_PERMISSION => {
                 self.request_permission(params.parse_request()?).await
             }
-            _ => Err(unsupported(
+            _ => Err(not_forwarded(
                 crate::Dialect::Crow,
                 method,
-                format!("{method} cannot be forwarded: a crow editor has no such method"),
+                "a crow editor has no such method",
             )),
         }
     }

@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use super::native::{AgentHandle, Client, connect_with};
 use super::{crow_session_of, prompt_from_v1, session_of, update_to_v1};
 use crate::connection::{ready, translate};
-use crate::{AdapterOptions, Input, Output, unsupported};
+use crate::{AdapterOptions, Input, Output, refused};
 
 /// Drives a crow agent for the v1 client `v1_client` starts; see the module docs of
 /// [`super`] for the mapping.
@@ -151,10 +151,10 @@ impl Handler for V1AgentSide {
             v1::names::SESSION_NEW => self.new_session(params.parse_request()?).await,
             v1::names::SESSION_LOAD => self.load_session(params.parse_request()?).await,
             v1::names::SESSION_PROMPT => self.prompt(params.parse_request()?).await,
-            _ => Err(unsupported(
+            _ => Err(refused(
                 crate::Dialect::Crow,
                 method,
-                format!("{method}: a crow agent has no such method"),
+                "a crow agent has no such method",
             )),
         }
     }

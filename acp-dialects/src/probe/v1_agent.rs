@@ -23,7 +23,7 @@ use super::{
     unsupported_version,
 };
 use crate::connection::{ready, translate};
-use crate::{AdapterOptions, Input, Output, lock, unsupported};
+use crate::{AdapterOptions, Input, Output, lock};
 
 /// Serves the v1 agent `v1_agent` starts to a probe editor; see the module docs of
 /// [`super`] for the mapping.
@@ -49,7 +49,7 @@ pub(crate) fn serve_v1_agent(
                 sessions,
                 options,
             };
-            serve_with(side, reader, writer, config)
+            serve_with(side, reader, writer, super::with_dialect_timeout(config))
         },
     )
 }
@@ -492,11 +492,7 @@ fn lines_of(content: &str, line: Option<u32>, limit: Option<u32>) -> String {
 
 /// `-32601` for a v1 client call the probe editor cannot serve, saying why.
 fn not_forwarded(method: &str, why: &str) -> Error {
-    unsupported(
-        crate::Dialect::Probe,
-        method,
-        format!("{method} cannot be forwarded: {why}"),
-    )
+    crate::not_forwarded(crate::Dialect::Probe, method, why)
 }
 
 /// The `sessionUpdate` tag of an update, for logs.

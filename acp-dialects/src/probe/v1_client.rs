@@ -22,7 +22,7 @@ use tokio::sync::OnceCell;
 use super::native::{AgentHandle, Client, connect_with};
 use super::{message_of, meta_of, probe_session_of, session_of, text_of, unsupported_version};
 use crate::connection::{ready, translate};
-use crate::{AdapterOptions, Input, LocalFiles, Output, lock, unsupported};
+use crate::{AdapterOptions, Input, LocalFiles, Output, lock, refused};
 
 /// Drives a probe agent for the v1 client `v1_client` starts; see the module docs of
 /// [`super`] for the mapping.
@@ -50,7 +50,14 @@ pub(crate) fn drive_for_v1_client(
             initialized: OnceCell::new_with(handshake),
             shared: both,
         },
-        |client| connect_with(ProbeClientSide { client, shared }, reader, writer, config),
+        |client| {
+            connect_with(
+                ProbeClientSide { client, shared },
+                reader,
+                writer,
+                super::with_dialect_timeout(config),
+            )
+        },
     )
 }
 
@@ -269,10 +276,10 @@ impl Handler for V1AgentSide {
             v1::names::SESSION_LOAD => self.load_session(cx.peer(), params.parse_request()?).await,
             v1::names::SESSION_SET_MODE => self.set_mode(params.parse_request()?).await,
             v1::names::SESSION_PROMPT => self.prompt(cx.peer(), params.parse_request()?).await,
-            _ => Err(unsupported(
+            _ => Err(refused(
                 crate::Dialect::Probe,
                 method,
-                format!("{method}: a probe agent has no such method"),
+                "a probe agent has no such method",
             )),
         }
     }

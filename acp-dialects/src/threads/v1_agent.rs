@@ -19,7 +19,7 @@ use tokio::sync::OnceCell;
 use super::native::{Agent, ClientHandle, Context, serve_with};
 use super::{line_offset_of, prompt_of, session_of, thread_of};
 use crate::connection::{ready, translate};
-use crate::{AdapterOptions, Input, Output, lock, rfc3339, unsupported};
+use crate::{AdapterOptions, Input, Output, lock, not_forwarded, rfc3339};
 
 /// Serves the v1 agent `v1_agent` starts to a threads editor; see the module docs of
 /// [`super`] for the mapping.
@@ -326,15 +326,6 @@ impl V1Side {
     }
 }
 
-/// `-32601` for a v1 client call the threads editor cannot serve, saying why.
-fn not_forwarded(method: &str, why: &str) -> Error {
-    unsupported(
-        crate::Dialect::Threads,
-        method,
-        format!("{method} cannot be forwarded: {why}"),
-    )
-}
-
 /// The `sessionUpdate` tag of an update, for logs.
 fn update_kind(update: &v1::SessionUpdate) -> &'static str {
     use v1::SessionUpdate as U;
@@ -360,10 +351,15 @@ impl Handler for V1Side {
         match method {
             v1::names::FS_READ_TEXT_FILE => self.read_text_file(params.parse_request()?).await,
             v1::names::SESSION_REQUEST_PERMISSION => Err(not_forwarded(
+                crate::Dialect::Threads,
                 method,
                 "the threads dialect has no permission prompt, so a threads editor cannot be asked",
             )),
-            _ => Err(not_forwarded(method, "a threads editor has no such method")),
+            _ => Err(not_forwarded(
+                crate::Dialect::Threads,
+                method,
+                "a threads editor has no such method",
+            )),
         }
     }
 

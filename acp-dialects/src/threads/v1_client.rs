@@ -16,8 +16,9 @@ use base64::Engine as _;
 
 use super::native::{AgentHandle, Client, connect_with};
 use super::{line_of, message_of, session_of, thread_of};
+use crate::client_files::ClientFiles;
 use crate::connection::{ready, translate};
-use crate::{AdapterOptions, Input, LocalFiles, Output, unsupported as refused};
+use crate::{AdapterOptions, Input, Output, refused};
 
 /// Drives a threads agent for the v1 client `v1_client` starts; see the module docs of
 /// [`super`] for the mapping.
@@ -29,8 +30,8 @@ pub(crate) fn drive_for_v1_client(
 ) -> Peer {
     let config = options.config.clone();
     let shared = Arc::new(Shared {
-        capabilities: OnceLock::new(),
-        options,
+        files: ClientFiles::new(crate::Dialect::Threads, &options, NO_FILES),
+        listed_cwd: listed_cwd(&options),
     });
     let known = shared.clone();
     translate(
@@ -55,15 +56,15 @@ fn listed_cwd(options: &AdapterOptions) -> String {
 }
 
 struct Shared {
-    /// What the v1 client advertised in `initialize`.
-    capabilities: OnceLock<v1::ClientCapabilities>,
-    options: AdapterOptions,
+    /// Where the agent's file calls go.
+    files: ClientFiles,
+    /// The `cwd` of every session in `session/list`.
+    listed_cwd: String,
 }
 
-/// `-32601` for a call the other side cannot serve, saying why.
-fn unsupported(method: &str, why: &str) -> Error {
-    refused(crate::Dialect::Threads, method, format!("{method}: {why}"))
-}
+/// Why a file call is refused when neither the client nor a local file system serves it.
+const NO_FILES: &str =
+    "v1 has no such method and no file system was configured (AdapterOptions::with_fs)";
 
 /// The updates that replay one history entry in `session/load`.
 fn replay(entry: &t::ThreadEntry, index: usize) -> Vec<v1::SessionUpdate> {
@@ -103,7 +104,7 @@ impl V1AgentSide {
     }
 
     fn initialize(&self, p: v1::InitializeRequest) -> Result<Box<RawValue>, Error> {
-        let _ = self.shared.capabilities.set(p.client_capabilities);
+        self.shared.files.advertise(&p.client_capabilities);
         let capabilities = v1::AgentCapabilities::new()
             .load_session(true)
             .session_capabilities(
@@ -137,7 +138,7 @@ impl V1AgentSide {
 
     async fn list(&self) -> Result<Box<RawValue>, Error> {
         let threads = self.agent()?.get_threads().await?;
-        let cwd = listed_cwd(&self.shared.options);
+        let cwd = self.shared.listed_cwd.clone();
         let sessions: Vec<_> = threads
             .threads
             .into_iter()
@@ -182,7 +183,11 @@ impl Handler for V1AgentSide {
                 agent.peer().received_requests_handled().await;
                 to_raw(&v1::PromptResponse::new(v1::StopReason::EndTurn))
             }
-            _ => Err(unsupported(method, "a threads agent has no such method")),
+            _ => Err(refused(
+                crate::Dialect::Threads,
+                method,
+                "a threads agent has no such method",
+            )),
         }
     }
 
@@ -212,24 +217,6 @@ struct ThreadsClientSide {
     shared: Arc<Shared>,
 }
 
-impl ThreadsClientSide {
-    fn fs(&self, method: &str) -> Result<&dyn LocalFiles, Error> {
-        self.shared.options.fs.as_deref().ok_or_else(|| {
-            unsupported(
-                method,
-                "v1 has no such method and no file system was configured (AdapterOptions::with_fs)",
-            )
-        })
-    }
-
-    fn client_reads_files(&self) -> bool {
-        self.shared
-            .capabilities
-            .get()
-            .is_some_and(|c| c.fs.read_text_file)
-    }
-}
-
 #[async_trait]
 impl Client for ThreadsClientSide {
     async fn stream_message_chunk(&self, p: t::StreamMessageChunkParams) -> Result<(), Error> {
@@ -250,13 +237,8 @@ impl Client for ThreadsClientSide {
     ) -> Result<t::ReadTextFileResponse, Error> {
         let mut request = v1::ReadTextFileRequest::new(session_of(&p.thread_id), p.path);
         (request.line, request.limit) = (line_of(p.line_offset), p.line_limit);
-        let read = if self.client_reads_files() {
-            self.client.typed_request(&request).await?
-        } else {
-            self.fs(t::names::READ_TEXT_FILE)?
-                .read_text_file(request)
-                .await?
-        };
+        let files = &self.shared.files;
+        let read = (files.read_text_file(&self.client, t::names::READ_TEXT_FILE, request)).await?;
         Ok(t::ReadTextFileResponse::new(
             t::FileVersion(0),
             read.content,
@@ -268,7 +250,9 @@ impl Client for ThreadsClientSide {
         p: t::ReadBinaryFileParams,
     ) -> Result<t::ReadBinaryFileResponse, Error> {
         let bytes = self
-            .fs(t::names::READ_BINARY_FILE)?
+            .shared
+            .files
+            .local(t::names::READ_BINARY_FILE)?
             .read_bytes(&p.path, p.byte_offset, p.byte_limit)
             .await?;
         let content = base64::engine::general_purpose::STANDARD.encode(bytes);
@@ -276,12 +260,22 @@ impl Client for ThreadsClientSide {
     }
 
     async fn stat(&self, p: t::StatParams) -> Result<t::StatResponse, Error> {
-        let stat = self.fs(t::names::STAT)?.stat(&p.path).await?;
+        let stat = self
+            .shared
+            .files
+            .local(t::names::STAT)?
+            .stat(&p.path)
+            .await?;
         Ok(t::StatResponse::new(stat.exists, stat.is_directory))
     }
 
     async fn glob_search(&self, p: t::GlobSearchParams) -> Result<t::GlobSearchResponse, Error> {
-        let matches = self.fs(t::names::GLOB_SEARCH)?.glob(&p.pattern).await?;
+        let matches = self
+            .shared
+            .files
+            .local(t::names::GLOB_SEARCH)?
+            .glob(&p.pattern)
+            .await?;
         Ok(t::GlobSearchResponse::new(matches))
     }
 }

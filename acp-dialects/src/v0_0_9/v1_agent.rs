@@ -20,7 +20,7 @@ use tokio::sync::OnceCell;
 use super::block_of;
 use super::native::{Agent, ClientHandle, Context, serve_with};
 use crate::connection::{ready, translate};
-use crate::{AdapterOptions, Input, Output, lock, unsupported};
+use crate::{AdapterOptions, Input, Output, lock, not_forwarded};
 
 /// Serves the v1 agent `v1_agent` starts to a 0.0.9 editor; see the module docs of
 /// [`super`] for the mapping.
@@ -72,15 +72,6 @@ struct Conversation {
     tool_calls: Mutex<HashMap<v1::ToolCallId, ShownToolCall>>,
     /// The implicit session, while a `sendUserMessage` runs in it.
     prompting: Mutex<Option<v1::SessionId>>,
-}
-
-/// `-32601` for a v1 client call the 0.0.9 editor cannot serve, saying why.
-fn not_forwarded(method: &str, why: &str) -> Error {
-    unsupported(
-        crate::Dialect::Legacy009,
-        method,
-        format!("{method} cannot be forwarded: {why}"),
-    )
 }
 
 /// The id of an auth method a 0.0.9 `authenticate` can run: one the agent runs itself (the
@@ -422,7 +413,11 @@ impl Handler for V1Side {
             }
             v1::names::FS_READ_TEXT_FILE => self.read_text_file(params.parse_request()?).await,
             v1::names::FS_WRITE_TEXT_FILE => self.write_text_file(params.parse_request()?).await,
-            _ => Err(not_forwarded(method, "a 0.0.9 editor has no such method")),
+            _ => Err(not_forwarded(
+                crate::Dialect::Legacy009,
+                method,
+                "a 0.0.9 editor has no such method",
+            )),
         }
     }
 

@@ -21,8 +21,9 @@ use tokio::sync::OnceCell;
 
 use super::chunks_of;
 use super::native::{AgentHandle, Client, connect_with};
+use crate::client_files::ClientFiles;
 use crate::connection::{ready, translate};
-use crate::{AdapterOptions, Input, LocalFiles, Output, unsupported as refused};
+use crate::{AdapterOptions, Input, Output, refused};
 
 /// The id of the one session a 0.0.9 agent offers (the dialect has a single, implicit
 /// conversation).
@@ -46,11 +47,10 @@ pub(crate) fn drive_for_v1_client(
         .and_then(|answer| serde_json::from_value(answer).ok());
     let config = options.config.clone();
     let conversation = Arc::new(Conversation {
-        capabilities: OnceLock::new(),
+        files: ClientFiles::new(crate::Dialect::Legacy009, &options, NO_FILES),
         session: OnceLock::new(),
         turn: Mutex::new(None),
         next_tool_call: AtomicU64::new(0),
-        options,
     });
     let shared = conversation.clone();
     translate(
@@ -79,16 +79,18 @@ struct Turn {
 
 /// The state both sides of the adapter share.
 struct Conversation {
-    /// What the v1 client advertised in `initialize`.
-    capabilities: OnceLock<v1::ClientCapabilities>,
+    /// Where the agent's file calls go.
+    files: ClientFiles,
     /// The implicit session, once the client created it.
     session: OnceLock<v1::SessionId>,
     /// The turn running in it, if any.
     turn: Mutex<Option<Turn>>,
     /// The next tool call id to hand out (the editor allocates them in 0.0.9).
     next_tool_call: AtomicU64,
-    options: AdapterOptions,
 }
+
+/// Why a file call is refused when neither the client nor a local file system serves it.
+const NO_FILES: &str = "the v1 client does not offer this file method and no file system was configured (AdapterOptions::with_fs)";
 
 impl Conversation {
     fn turn(&self) -> std::sync::MutexGuard<'_, Option<Turn>> {
@@ -128,15 +130,6 @@ fn shown_as_update(call: v1::ToolCall) -> v1::ToolCallUpdate {
     update
 }
 
-/// `-32601` for a call the other side cannot serve, saying why.
-fn unsupported(method: &str, why: &str) -> Error {
-    refused(
-        crate::Dialect::Legacy009,
-        method,
-        format!("{method}: {why}"),
-    )
-}
-
 /// The v1 agent the user's connection talks to on the pipe.
 struct V1AgentSide {
     agent: Arc<OnceLock<AgentHandle>>,
@@ -151,7 +144,7 @@ impl V1AgentSide {
     }
 
     async fn initialize(&self, p: v1::InitializeRequest) -> Result<Box<RawValue>, Error> {
-        let _ = self.conversation.capabilities.set(p.client_capabilities);
+        self.conversation.files.advertise(&p.client_capabilities);
         let agent = self.agent()?;
         let answer = self
             .initialized
@@ -277,7 +270,11 @@ impl Handler for V1AgentSide {
                 self.new_session()
             }
             v1::names::SESSION_PROMPT => self.prompt(params.parse_request()?).await,
-            _ => Err(unsupported(method, "a 0.0.9 agent has no such method")),
+            _ => Err(refused(
+                crate::Dialect::Legacy009,
+                method,
+                "a 0.0.9 agent has no such method",
+            )),
         }
     }
 
@@ -314,23 +311,6 @@ impl ZeroNineClientSide {
                 &v1::SessionNotification::new(session, update),
             )
             .await
-    }
-
-    fn capabilities(&self) -> v1::FileSystemCapabilities {
-        self.conversation
-            .capabilities
-            .get()
-            .map(|c| c.fs.clone())
-            .unwrap_or_default()
-    }
-
-    fn fs(&self, method: &str) -> Result<&dyn LocalFiles, Error> {
-        self.conversation.options.fs.as_deref().ok_or_else(|| {
-            unsupported(
-                method,
-                "the v1 client does not offer this file method and no file system was configured (AdapterOptions::with_fs)",
-            )
-        })
     }
 
     /// The v1 tool call a 0.0.9 one stands for, as first shown.
@@ -434,11 +414,8 @@ impl Client for ZeroNineClientSide {
         let method = z::names::READ_TEXT_FILE;
         let mut request = v1::ReadTextFileRequest::new(self.conversation.session(method)?, p.path);
         (request.line, request.limit) = (p.line, p.limit);
-        let read = if self.capabilities().read_text_file {
-            self.client.typed_request(&request).await?
-        } else {
-            self.fs(method)?.read_text_file(request).await?
-        };
+        let files = &self.conversation.files;
+        let read = files.read_text_file(&self.client, method, request).await?;
         Ok(z::ReadTextFileResponse::new(read.content))
     }
 
@@ -446,11 +423,7 @@ impl Client for ZeroNineClientSide {
         let method = z::names::WRITE_TEXT_FILE;
         let session = self.conversation.session(method)?;
         let request = v1::WriteTextFileRequest::new(session, p.path, p.content);
-        if self.capabilities().write_text_file {
-            let _: v1::WriteTextFileResponse = self.client.typed_request(&request).await?;
-        } else {
-            self.fs(method)?.write_text_file(request).await?;
-        }
-        Ok(())
+        let files = &self.conversation.files;
+        files.write_text_file(&self.client, method, request).await
     }
 }

@@ -1,0 +1,531 @@
+//! Generates a legacy dialect's own two sides from its `x-methods`, for acp-dialects: the
+//! `Agent` trait (what an agent of the dialect serves) with the `ClientHandle` it calls the
+//! editor through, the `Client` trait with its `AgentHandle`, the dispatch of incoming
+//! messages to the traits, and `serve`/`connect` to start either side.
+//!
+//! The file is a module of the dialect's hand-written module in acp-dialects, which supplies
+//! what the table cannot say: `framing()` (the wire's [`acp_rpc::Dialect`]) and, for a
+//! method marked `"x-default": "dialect"`, the default answer `defaults::<method>`.
+
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+
+use crate::Error;
+use crate::model::{DefKind, Method, MethodKind, NativeDefault, Schema, Side};
+use crate::unions::{docs, ident};
+
+/// The Rust method name of a wire name: `sendUserMessage` and `session/new` become
+/// `send_user_message` and `session_new`.
+fn snake_case(wire: &str) -> Ident {
+    let mut out = String::new();
+    for c in wire.chars() {
+        if c.is_ascii_uppercase() {
+            if !out.is_empty() && !out.ends_with('_') {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    ident(out.trim_end_matches('_'))
+}
+
+/// Whether a definition is a null payload (no params, or an empty result).
+fn is_null(schema: &Schema, def: &str) -> bool {
+    schema
+        .def(def)
+        .is_some_and(|d| matches!(d.kind, DefKind::Null))
+}
+
+/// One method as the generated code sees it.
+struct Call<'a> {
+    method: &'a Method,
+    name: Ident,
+    params: Ident,
+    /// The params are a null payload: the Rust methods take none.
+    no_params: bool,
+    /// The result type, `None` for a notification or a null result (the Rust methods
+    /// return `()`).
+    result: Option<Ident>,
+}
+
+impl<'a> Call<'a> {
+    fn new(schema: &Schema, method: &'a Method) -> Self {
+        let result = method
+            .result
+            .as_deref()
+            .filter(|r| !is_null(schema, r))
+            .map(ident);
+        Call {
+            method,
+            name: snake_case(&method.wire),
+            params: ident(&method.params),
+            no_params: is_null(schema, &method.params),
+            result,
+        }
+    }
+
+    fn is_request(&self) -> bool {
+        self.method.kind == MethodKind::Request
+    }
+
+    fn result_type(&self) -> TokenStream {
+        match &self.result {
+            Some(r) => quote!(#r),
+            None => quote!(()),
+        }
+    }
+
+    /// The trait method: its signature and default body. Requests an agent serves get the
+    /// request's [`Context`] (the handle to the editor).
+    fn trait_method(&self, with_cx: bool) -> Result<TokenStream, Error> {
+        let Call { name, params, .. } = self;
+        let ret = self.result_type();
+        let with_cx = with_cx && self.is_request();
+        let mut args = Vec::new();
+        let mut names = Vec::new();
+        if !self.no_params {
+            args.push(quote!(params: #params));
+            names.push(quote!(params));
+        }
+        if with_cx {
+            args.push(quote!(cx: &Context));
+            names.push(quote!(cx));
+        }
+        let unused = match names.len() {
+            0 => quote!(),
+            1 => quote!(let _ = #(#names)*;),
+            _ => quote!(let _ = (#(#names),*);),
+        };
+        let wire = &self.method.wire;
+        let (body, default_doc) = match self.method.default {
+            NativeDefault::NotFound if self.is_request() => (
+                quote!(#unused crate::connection::not_found::<#params, _>()),
+                "The default answers `-32601` (method not found).".to_string(),
+            ),
+            NativeDefault::NotFound | NativeDefault::Accept => {
+                if self.result.is_some() {
+                    return Err(Error::Schema {
+                        def: format!("x-methods[{wire}]"),
+                        message: "`\"x-default\": \"accept\"` needs a null result".into(),
+                    });
+                }
+                (
+                    quote!(#unused Ok(())),
+                    "The default accepts and ignores it.".to_string(),
+                )
+            }
+            NativeDefault::Dialect => (
+                quote!(super::defaults::#name(#(#names),*)),
+                format!("The default is the dialect's own answer (`defaults::{name}`)."),
+            ),
+        };
+        let doc = docs(Some(&format!(
+            "`{wire}`: {}\n\n{default_doc}",
+            self.method.description
+        )));
+        Ok(quote! {
+            #doc
+            async fn #name(&self, #(#args),*) -> ::std::result::Result<#ret, Error> {
+                #body
+            }
+        })
+    }
+
+    /// The dispatch arm: parse the params, call the trait method, write the result.
+    fn dispatch_arm(&self, implementor: &TokenStream, with_cx: bool) -> TokenStream {
+        let Call { name, params, .. } = self;
+        let wire = &self.method.wire;
+        let with_cx = with_cx && self.is_request();
+        let parse = if self.is_request() {
+            quote!(params.parse_request::<#params>()?)
+        } else {
+            quote!(params.parse::<#params>()?)
+        };
+        let mut args = Vec::new();
+        let head = if self.no_params {
+            quote!(#parse;)
+        } else {
+            args.push(quote!(params));
+            quote!(let params = #parse;)
+        };
+        if with_cx {
+            args.push(quote!(&cx));
+        }
+        let call = quote!(#implementor.#name(#(#args),*).await?);
+        let answer = if !self.is_request() {
+            quote!(#call; Ok(()))
+        } else if self.result.is_some() {
+            quote!(to_raw(&#call))
+        } else {
+            let result = ident(self.method.result.as_deref().unwrap_or_default());
+            quote!(#call; to_raw(&#result))
+        };
+        quote!(#wire => { #head #answer })
+    }
+
+    /// The typed handle's method that calls the peer.
+    fn handle_method(&self) -> TokenStream {
+        let Call { name, params, .. } = self;
+        let ret = self.result_type();
+        let (arg, value) = if self.no_params {
+            (quote!(), quote!(&#params))
+        } else {
+            (quote!(params: #params), quote!(&params))
+        };
+        let wire = &self.method.wire;
+        let body = if !self.is_request() {
+            quote!(self.peer.notify(#wire, #value).await)
+        } else if self.result.is_some() {
+            quote!(self.peer.typed_request(#value).await)
+        } else {
+            quote!(self.peer.typed_request(#value).await.map(|_| ()))
+        };
+        let what = if self.is_request() {
+            "waits for the answer"
+        } else {
+            "a notification"
+        };
+        let doc = docs(Some(&format!(
+            "`{wire}` ({what}): {}",
+            self.method.description
+        )));
+        quote! {
+            #doc
+            pub async fn #name(&self, #arg) -> ::std::result::Result<#ret, Error> {
+                #body
+            }
+        }
+    }
+}
+
+/// The calls one role serves: `Side::Protocol` methods are served by both.
+fn served_by<'a>(schema: &'a Schema, side: Side) -> Vec<Call<'a>> {
+    schema
+        .methods
+        .iter()
+        .filter(|m| m.side == side || m.side == Side::Protocol)
+        .map(|m| Call::new(schema, m))
+        .collect()
+}
+
+/// The handler that dispatches incoming messages to one trait's implementation.
+fn dispatch(name: &Ident, bound: &Ident, calls: &[Call], agent: bool) -> TokenStream {
+    let requests: Vec<_> = calls.iter().filter(|c| c.is_request()).collect();
+    let notifications: Vec<_> = calls.iter().filter(|c| !c.is_request()).collect();
+    let implementor = quote!(self.0);
+    let request_arms = requests.iter().map(|c| c.dispatch_arm(&implementor, agent));
+    let notification_arms = notifications
+        .iter()
+        .map(|c| c.dispatch_arm(&implementor, agent));
+    let request_match = arms_or_not_found(request_arms.collect());
+    let notification_match = arms_or_not_found(notification_arms.collect());
+    let context = if agent && !requests.is_empty() {
+        quote! {
+            let cx = Context::new(ClientHandle { peer: rcx.peer().clone() }, rcx.id().clone());
+        }
+    } else {
+        quote!(let _ = rcx;)
+    };
+    let params_used = if requests.is_empty() {
+        quote!(let _ = params;)
+    } else {
+        quote!()
+    };
+    let notification_params_used = if notifications.is_empty() {
+        quote!(let _ = params;)
+    } else {
+        quote!()
+    };
+    quote! {
+        struct #name<T>(T);
+
+        #[async_trait]
+        impl<T: #bound> Handler for #name<T> {
+            async fn handle_request(
+                &self,
+                rcx: RequestContext,
+                method: &str,
+                params: Params,
+            ) -> ::std::result::Result<Box<RawValue>, Error> {
+                #context
+                #params_used
+                #request_match
+            }
+
+            async fn handle_notification(
+                &self,
+                _cx: NotificationContext,
+                method: &str,
+                params: Params,
+            ) -> ::std::result::Result<(), Error> {
+                #notification_params_used
+                #notification_match
+            }
+        }
+    }
+}
+
+/// `match method { <arms> }`, or only "method not found" when there are no arms.
+fn arms_or_not_found(arms: Vec<TokenStream>) -> TokenStream {
+    if arms.is_empty() {
+        quote!(Err(Error::method_not_found(method)))
+    } else {
+        quote! {
+            match method {
+                #( #arms )*
+                _ => Err(Error::method_not_found(method)),
+            }
+        }
+    }
+}
+
+/// Generates the native sides of one legacy dialect; `module` is its module in acp-dialects
+/// and in `acp_types::legacy`.
+pub fn generate(schema: &Schema, module: &str) -> Result<TokenStream, Error> {
+    let dialect = &schema.dialect;
+    let types = ident(module);
+    let agent_calls = served_by(schema, Side::Agent);
+    let client_calls = served_by(schema, Side::Client);
+    let agent_methods = agent_calls
+        .iter()
+        .map(|c| c.trait_method(true))
+        .collect::<Result<Vec<_>, _>>()?;
+    let client_methods = client_calls
+        .iter()
+        .map(|c| c.trait_method(false))
+        .collect::<Result<Vec<_>, _>>()?;
+    let to_client = client_calls
+        .iter()
+        .filter(|c| c.method.handle)
+        .map(Call::handle_method);
+    let to_agent = agent_calls
+        .iter()
+        .filter(|c| c.method.handle)
+        .map(Call::handle_method);
+    let agent_dispatch = dispatch(&ident("AgentDispatch"), &ident("Agent"), &agent_calls, true);
+    let client_dispatch = dispatch(
+        &ident("ClientDispatch"),
+        &ident("Client"),
+        &client_calls,
+        false,
+    );
+
+    let module_doc = format!(
+        "The `{dialect}` dialect's own two sides, generated from its method table: the [`Agent`]\n\
+         trait an agent implements and the [`ClientHandle`] it calls the editor with ([`serve`]),\n\
+         and the [`Client`] trait an editor implements and the [`AgentHandle`] it calls the agent\n\
+         with ([`connect`])."
+    );
+    let module_doc = module_doc.lines().map(|l| format!(" {l}"));
+    let agent_doc = docs(Some(&format!(
+        "What an agent of the `{dialect}` dialect implements: the methods its editor calls.\n\
+         Requests run concurrently, so one is served while another runs."
+    )));
+    let client_doc = docs(Some(&format!(
+        "What an editor of the `{dialect}` dialect implements: the methods its agent calls.\n\
+         Requests are handled one at a time, in the order the agent sent them."
+    )));
+    let serve_doc = docs(Some(&format!(
+        "Serves `agent` to an editor of the `{dialect}` dialect over a reader/writer pair."
+    )));
+    let connect_doc = docs(Some(&format!(
+        "Serves `client` to an agent of the `{dialect}` dialect over its stdout (`reader`) and\n\
+         stdin (`writer`)."
+    )));
+    let agent_conn_doc = docs(Some(&format!("A running `{dialect}` agent connection.")));
+    let client_conn_doc = docs(Some(&format!(
+        "A running `{dialect}` connection to an agent."
+    )));
+
+    Ok(quote! {
+        #( #![doc = #module_doc] )*
+
+        use acp_rpc::{
+            Config, Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext,
+            to_raw,
+        };
+        use acp_types::legacy::#types::*;
+        use async_trait::async_trait;
+
+        use crate::connection::{ToAgent, ToClient};
+        use crate::{Input, Output};
+
+        #agent_doc
+        #[async_trait]
+        pub trait Agent: Send + Sync + 'static {
+            #( #agent_methods )*
+        }
+
+        /// The context of one request the agent serves: [`crate::Context::client`] is the
+        /// typed handle to the editor.
+        pub type Context = crate::Context<ClientHandle>;
+
+        /// A cheap, cloneable, typed handle to the editor's methods.
+        #[derive(Clone, Debug)]
+        pub struct ClientHandle {
+            peer: Peer,
+        }
+
+        impl ToClient for ClientHandle {}
+
+        impl ClientHandle {
+            /// The underlying JSON-RPC peer.
+            pub fn peer(&self) -> &Peer {
+                &self.peer
+            }
+
+            #( #to_client )*
+        }
+
+        #agent_conn_doc
+        pub type AgentConnection = crate::Connection<ClientHandle>;
+
+        #serve_doc
+        pub fn serve(agent: impl Agent, reader: impl Input, writer: impl Output) -> AgentConnection {
+            serve_with(agent, reader, writer, Config::default())
+        }
+
+        /// [`serve`] with a custom [`Config`]; its framing is always the dialect's
+        /// (`framing()` of the dialect's module).
+        pub fn serve_with(
+            agent: impl Agent,
+            reader: impl Input,
+            writer: impl Output,
+            config: Config,
+        ) -> AgentConnection {
+            AgentConnection::start(
+                reader,
+                writer,
+                AgentDispatch(agent),
+                config,
+                super::framing(),
+                |peer| ClientHandle { peer },
+            )
+        }
+
+        #agent_dispatch
+
+        #client_doc
+        #[async_trait]
+        pub trait Client: Send + Sync + 'static {
+            #( #client_methods )*
+        }
+
+        /// A cheap, cloneable, typed handle to the agent's methods.
+        #[derive(Clone, Debug)]
+        pub struct AgentHandle {
+            peer: Peer,
+        }
+
+        impl ToAgent for AgentHandle {}
+
+        impl AgentHandle {
+            /// The underlying JSON-RPC peer.
+            pub fn peer(&self) -> &Peer {
+                &self.peer
+            }
+
+            #( #to_agent )*
+        }
+
+        #client_conn_doc
+        pub type ClientConnection = crate::Connection<AgentHandle>;
+
+        #connect_doc
+        pub fn connect(client: impl Client, reader: impl Input, writer: impl Output) -> ClientConnection {
+            connect_with(client, reader, writer, Config::default())
+        }
+
+        /// [`connect`] with a custom [`Config`]; its framing is always the dialect's
+        /// (`framing()` of the dialect's module), and the agent's requests are always handled
+        /// one at a time in arrival order ([`Config::sequential_requests`]): what an agent
+        /// streams must be shown in the order it was sent.
+        pub fn connect_with(
+            client: impl Client,
+            reader: impl Input,
+            writer: impl Output,
+            config: Config,
+        ) -> ClientConnection {
+            ClientConnection::start(
+                reader,
+                writer,
+                ClientDispatch(client),
+                config.with_sequential_requests(true),
+                super::framing(),
+                |peer| AgentHandle { peer },
+            )
+        }
+
+        #client_dispatch
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema(methods: &str) -> Result<Schema, Error> {
+        crate::model::parse(&format!(
+            r##"{{"x-dialect": "t", "title": "t", "x-methods": [{methods}], "$defs": {{
+                "Null": {{"type": "null"}},
+                "Obj": {{"type": "object", "properties": {{"a": {{"type": "string"}}}}}}
+            }}}}"##
+        ))
+    }
+
+    fn method(wire: &str, result: &str, extra: &str) -> String {
+        format!(
+            r##"{{"method": "{wire}", "side": "agent", "kind": "request",
+                "params": {{"$ref": "#/$defs/Obj"}}, "result": {{"$ref": "#/$defs/{result}"}}{extra}}}"##
+        )
+    }
+
+    #[test]
+    fn wire_names_become_snake_case_methods() {
+        assert_eq!(
+            snake_case("sendUserMessage").to_string(),
+            "send_user_message"
+        );
+        assert_eq!(snake_case("session/new").to_string(), "session_new");
+        assert_eq!(snake_case("stat").to_string(), "stat");
+    }
+
+    #[test]
+    fn defaults_follow_x_default() {
+        let s = schema(
+            &[
+                method("a", "Obj", ""),
+                method("b", "Null", r#", "x-default": "accept""#),
+                method("c", "Obj", r#", "x-default": "dialect", "x-handle": false"#),
+            ]
+            .join(","),
+        )
+        .unwrap();
+        let code = generate(&s, "t").unwrap().to_string();
+        assert!(code.contains("not_found :: < Obj , _ >"), "{code}");
+        assert!(
+            code.contains("super :: defaults :: c (params , cx)"),
+            "{code}"
+        );
+        // `c` has no handle method; `a` and `b` do.
+        assert!(code.contains("pub async fn a (& self"));
+        assert!(code.contains("pub async fn b (& self"));
+        assert!(!code.contains("pub async fn c (& self"));
+    }
+
+    #[test]
+    fn accepting_by_default_needs_a_null_result() {
+        let s = schema(&method("a", "Obj", r#", "x-default": "accept""#)).unwrap();
+        let err = generate(&s, "t").unwrap_err().to_string();
+        assert!(
+            err.contains("x-methods[a]") && err.contains("null result"),
+            "{err}"
+        );
+        let bad = schema(&method("a", "Obj", r#", "x-default": "maybe""#)).unwrap_err();
+        assert!(bad.to_string().contains("x-default"), "{bad}");
+    }
+}
