@@ -47,76 +47,20 @@
 //! premature method.
 
 use std::fmt;
-use std::sync::Arc;
 
+use acp_rpc::CloseReason;
 use acp_rpc::probe::{LineProbe, ProbeError};
-use acp_rpc::{CloseReason, Config};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::store::{SessionStore, StoreSlot};
+use crate::store::StoreSlot;
 use crate::{Agent, AgentConnection, Dialect};
 
-/// What [`serve`] accepts, and how it serves each dialect.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct NegotiateOptions {
-    /// The dialects to accept, in preference order. Default: every dialect this build
-    /// speaks (the `legacy-0-0-9`, `legacy-threads`, `probe` and `crow` features), newest
-    /// first.
-    pub dialects: Vec<Dialect>,
-    /// The connection's configuration (its dialect framing is set by the dialect served).
-    pub config: Config,
-    /// How a legacy (0.0.9 or threads) client is served.
-    pub legacy: crate::legacy::AdapterOptions,
-    /// Where the sessions are kept (see [`crate::store`]), for a v1 client and for the
-    /// sessions behind a legacy conversation alike; `None`: in memory only, as the agent
-    /// keeps them.
-    pub store: Option<StoreSlot>,
-}
+/// What [`serve`] accepts, and how it serves each dialect (acp-dialects' options shared by
+/// both sides, with this side's own part: where the sessions are kept, see
+/// [`crate::store`]; `with_store` keeps them in any [`crate::store::SessionStore`]).
+pub type NegotiateOptions = acp_dialects::negotiation::NegotiateOptions<AgentSide<StoreSlot>>;
 
-impl Default for NegotiateOptions {
-    fn default() -> Self {
-        NegotiateOptions {
-            dialects: compiled_dialects(),
-            config: Config::default(),
-            legacy: Default::default(),
-            store: None,
-        }
-    }
-}
-
-impl NegotiateOptions {
-    /// Sets [`NegotiateOptions::dialects`] (preference order).
-    #[must_use]
-    pub fn with_dialects(mut self, dialects: impl IntoIterator<Item = Dialect>) -> Self {
-        self.dialects = dialects.into_iter().collect();
-        self
-    }
-
-    /// Keeps the sessions in `store` ([`crate::serve_with_store`]), for v1 clients and for
-    /// the sessions behind legacy conversations alike.
-    #[must_use]
-    pub fn with_store(mut self, store: impl SessionStore) -> Self {
-        self.store = Some(StoreSlot(Arc::new(store)));
-        self
-    }
-
-    /// Sets [`NegotiateOptions::config`].
-    #[must_use]
-    pub fn with_config(mut self, config: Config) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// Sets the working directory of the sessions behind legacy conversations (the legacy
-    /// dialects have none; `session/new` needs one).
-    #[must_use]
-    pub fn with_legacy_cwd(mut self, cwd: impl Into<std::path::PathBuf>) -> Self {
-        self.legacy = self.legacy.with_cwd(cwd);
-        self
-    }
-}
-
+pub use acp_dialects::negotiation::AgentSide;
 pub use acp_dialects::negotiation::{choose, compiled_dialects, detect};
 
 /// Why [`serve`] could not start a connection.
@@ -227,7 +171,7 @@ where
             reader,
             writer,
             config,
-            options.store.map(|s| s.0),
+            options.side.store.map(|s| s.0),
         )),
         legacy => Inner::Legacy(
             crate::legacy::serve_translated(
@@ -236,7 +180,7 @@ where
                 reader,
                 writer,
                 legacy_options,
-                options.store.map(|s| s.0),
+                options.side.store.map(|s| s.0),
             )
             .expect("only compiled dialects are accepted"),
         ),

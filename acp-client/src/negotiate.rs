@@ -30,13 +30,13 @@
 //!
 //! | dialect | probe | accepted when the answer is |
 //! | --- | --- | --- |
-//! | v1 | `initialize` with [`NegotiateOptions::initialize`] | a result with an integer `protocolVersion` |
+//! | v1 | `initialize` with [`ClientSide::initialize`] | a result with an integer `protocolVersion` |
 //! | 0.0.9 | `initialize` with `"protocolVersion": "0.0.9"` | a result with `"protocolVersion": "0.0.9"` |
 //! | threads | `getThreads` (no `jsonrpc`, `params: null`) | a result |
 //! | probe | `initialize` with `"protocolVersion": "1"` | a result with `"protocolVersion": "1"` |
-//! | crow | `initialize` with `"protocol_version": 1` (snake_case, `client_info` from [`NegotiateOptions::initialize`]) | a result with `"protocol_version": 1` |
+//! | crow | `initialize` with `"protocol_version": 1` (snake_case, `client_info` from [`ClientSide::initialize`]) | a result with `"protocol_version": 1` |
 //!
-//! An error answer or no answer within [`NegotiateOptions::timeout`] moves on to the next
+//! An error answer or no answer within [`ClientSide::timeout`] moves on to the next
 //! dialect. The answer's version decides, whichever probe it answers (acp-dialects'
 //! `negotiation::answer_dialect`): an agent that answers the v1 probe with `"0.0.9"` (as
 //! Gemini CLI 0.1.x did) speaks 0.0.9, and a v1 agent whose late answer arrives while a
@@ -48,12 +48,12 @@
 //! [`NegotiationError::NoAnswer`], naming what each probe got.
 //!
 //! Never a hang: the whole negotiation, every probe and the handshake through a legacy
-//! translation, ends within [`NegotiateOptions::deadline`] ([`NegotiationError::Deadline`]),
+//! translation, ends within [`ClientSide::deadline`] ([`NegotiationError::Deadline`]),
 //! however many dialects are offered.
 //!
 //! Lines the agent writes before answering (requests, logs on stdout) are kept and handed to
 //! the connection in one piece once the dialect is known, up to
-//! [`NegotiateOptions::max_kept_lines`] lines and [`NegotiateOptions::max_kept_bytes`]
+//! [`ClientSide::max_kept_lines`] lines and [`ClientSide::max_kept_bytes`]
 //! bytes; past either, the negotiation ends with [`NegotiationError::TooMuchBeforeAnswer`].
 //!
 //! After the handshake the connection numbers its own requests after the probes', so a late
@@ -63,7 +63,6 @@ use std::fmt;
 use std::time::Duration;
 
 use acp_dialects::negotiation::{answer_dialect, check_handshake_answer, probe_line};
-use acp_rpc::Config;
 use acp_rpc::probe::{LineProbe, ProbeError};
 use acp_types::v1;
 use serde_json::Value;
@@ -71,108 +70,15 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use crate::{Client, ClientConnection, Dialect};
 
-/// Default time each probe waits for its answer before the next dialect is offered.
-pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// What [`connect`] offers, and how it drives each dialect (acp-dialects' options shared by
+/// both sides, with this side's own part: the v1 `initialize`, the probe timeout, the
+/// overall deadline and the caps on what the agent writes before answering).
+pub type NegotiateOptions = acp_dialects::negotiation::NegotiateOptions<ClientSide>;
 
-/// Default time the whole negotiation may take, however many dialects are offered.
-pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
-
-/// Default cap on the lines the agent writes before it answers (kept for the connection).
-pub const DEFAULT_MAX_KEPT_LINES: usize = 200_000;
-
-/// Default cap on the bytes of those lines.
-pub const DEFAULT_MAX_KEPT_BYTES: usize = 32 * 1024 * 1024;
-
-/// What [`connect`] offers, and how it drives each dialect.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct NegotiateOptions {
-    /// The dialects to offer, in preference order. Default: every dialect this build speaks
-    /// (the `legacy-0-0-9`, `legacy-threads`, `probe` and `crow` features), newest first. Pin one to offer
-    /// only that one.
-    pub dialects: Vec<Dialect>,
-    /// The v1 `initialize` request: sent as the v1 probe, and passed to the adapter of a
-    /// legacy dialect (its capabilities decide which file calls reach the client).
-    pub initialize: v1::InitializeRequest,
-    /// How long each probe waits for an answer before the next dialect is offered (never
-    /// past [`NegotiateOptions::deadline`]). Default [`DEFAULT_PROBE_TIMEOUT`].
-    pub timeout: Duration,
-    /// How long the whole negotiation may take: every probe, and the v1 handshake through
-    /// a legacy translation. Default [`DEFAULT_DEADLINE`].
-    pub deadline: Duration,
-    /// The most lines the agent may write before it answers a probe. Default
-    /// [`DEFAULT_MAX_KEPT_LINES`].
-    pub max_kept_lines: usize,
-    /// The most bytes those lines may take. Default [`DEFAULT_MAX_KEPT_BYTES`].
-    pub max_kept_bytes: usize,
-    /// The connection's configuration (its dialect framing is set by the dialect spoken).
-    pub config: Config,
-    /// How a legacy agent is driven.
-    pub legacy: crate::legacy::AdapterOptions,
-}
-
-impl NegotiateOptions {
-    /// Options offering every compiled dialect, with `initialize` as the v1 handshake.
-    pub fn new(initialize: v1::InitializeRequest) -> Self {
-        NegotiateOptions {
-            dialects: compiled_dialects(),
-            initialize,
-            timeout: DEFAULT_PROBE_TIMEOUT,
-            deadline: DEFAULT_DEADLINE,
-            max_kept_lines: DEFAULT_MAX_KEPT_LINES,
-            max_kept_bytes: DEFAULT_MAX_KEPT_BYTES,
-            config: Config::default(),
-            legacy: Default::default(),
-        }
-    }
-
-    /// Sets [`NegotiateOptions::dialects`] (preference order).
-    #[must_use]
-    pub fn with_dialects(mut self, dialects: impl IntoIterator<Item = Dialect>) -> Self {
-        self.dialects = dialects.into_iter().collect();
-        self
-    }
-
-    /// Sets [`NegotiateOptions::timeout`].
-    #[must_use]
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// Sets [`NegotiateOptions::deadline`].
-    #[must_use]
-    pub fn with_deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = deadline;
-        self
-    }
-
-    /// Sets [`NegotiateOptions::max_kept_lines`] and [`NegotiateOptions::max_kept_bytes`].
-    #[must_use]
-    pub fn with_kept_limits(mut self, lines: usize, bytes: usize) -> Self {
-        self.max_kept_lines = lines;
-        self.max_kept_bytes = bytes;
-        self
-    }
-
-    /// Sets [`NegotiateOptions::config`].
-    #[must_use]
-    pub fn with_config(mut self, config: Config) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// Serves the file calls of legacy agents that the v1 client does not (threads'
-    /// `readBinaryFile`/`stat`/`globSearch`, and reads or writes the client did not
-    /// advertise) from `fs`.
-    #[must_use]
-    pub fn with_legacy_fs(mut self, fs: crate::fs::SandboxedFs) -> Self {
-        self.legacy = self.legacy.with_fs(fs);
-        self
-    }
-}
-
-pub use acp_dialects::negotiation::compiled_dialects;
+pub use acp_dialects::negotiation::{
+    ClientSide, DEFAULT_DEADLINE, DEFAULT_MAX_KEPT_BYTES, DEFAULT_MAX_KEPT_LINES,
+    DEFAULT_PROBE_TIMEOUT, compiled_dialects,
+};
 
 /// What one probe got.
 #[derive(Clone, Debug, PartialEq)]
@@ -223,11 +129,11 @@ pub enum NegotiationError {
     /// The connection started, but its v1 handshake through the legacy adapter failed.
     #[error("the {0} handshake failed: {1}")]
     Handshake(Dialect, acp_rpc::Error),
-    /// The negotiation did not end within [`NegotiateOptions::deadline`].
+    /// The negotiation did not end within [`ClientSide::deadline`].
     #[error("no dialect was agreed within {}: {}", humantime(*.0), .1.iter().map(|(d, o)| format!("{d}: {o}")).collect::<Vec<_>>().join("; "))]
     Deadline(Duration, Vec<(Dialect, ProbeOutcome)>),
-    /// The agent wrote more before answering than [`NegotiateOptions::max_kept_lines`] or
-    /// [`NegotiateOptions::max_kept_bytes`] allow.
+    /// The agent wrote more before answering than [`ClientSide::max_kept_lines`] or
+    /// [`ClientSide::max_kept_bytes`] allow.
     #[error(
         "the agent wrote more than {lines} lines or {bytes} bytes before answering the handshake"
     )]
@@ -299,8 +205,8 @@ impl Kept {
         Kept {
             bytes: Vec::new(),
             lines: 0,
-            max_lines: options.max_kept_lines,
-            max_bytes: options.max_kept_bytes,
+            max_lines: options.side.max_kept_lines,
+            max_bytes: options.side.max_kept_bytes,
         }
     }
 
@@ -409,8 +315,8 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let deadline = tokio::time::Instant::now() + options.deadline;
-    let limit = options.deadline;
+    let deadline = tokio::time::Instant::now() + options.side.deadline;
+    let limit = options.side.deadline;
     let mut tried = Vec::new();
     let negotiation = negotiate(client, reader, writer, options, deadline, &mut tried);
     match tokio::time::timeout_at(deadline, negotiation).await {
@@ -444,10 +350,10 @@ where
         let id = probes.len() as i64;
         probes.push((id, dialect));
         writer
-            .write_all(&probe_line(dialect, id, &options.initialize))
+            .write_all(&probe_line(dialect, id, &options.side.initialize))
             .await?;
         writer.flush().await?;
-        let wait = (tokio::time::Instant::now() + options.timeout).min(deadline);
+        let wait = (tokio::time::Instant::now() + options.side.timeout).min(deadline);
         // Unanswered until known otherwise, should the deadline end the wait.
         tried.push((dialect, ProbeOutcome::NoAnswer));
         match await_answer(&mut probe, &probes, wait, &mut kept).await? {
@@ -468,7 +374,7 @@ where
                 }
                 if tokio::time::Instant::now() >= deadline {
                     return Err(NegotiationError::Deadline(
-                        options.deadline,
+                        options.side.deadline,
                         std::mem::take(tried),
                     ));
                 }
@@ -519,7 +425,7 @@ where
     };
     let initialize = connection
         .agent()
-        .initialize(options.initialize)
+        .initialize(options.side.initialize)
         .await
         .map_err(handshake)?;
     Ok(Negotiated {

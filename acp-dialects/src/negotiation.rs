@@ -2,16 +2,20 @@
 //! client's first message shows ([`detect`]) and which accepted one answers it ([`choose`]);
 //! how a client offers a dialect ([`probe_line`]) and which dialect an answer names
 //! ([`answer_dialect`], [`dialect_of_version`], [`check_handshake_answer`]); and which
-//! dialects this build speaks ([`compiled_dialects`], [`accepted`]).
+//! dialects this build speaks ([`compiled_dialects`], [`accepted`]). [`NegotiateOptions`] is
+//! both sides' options, each side's own part a type parameter.
 //!
 //! A new dialect gets its entry here, and only here: how its first message is recognised,
 //! how it is offered, and how its handshake answer names it. `acp_agent::negotiate` and
 //! `acp_client::negotiate` only read and write the lines.
 
+use std::time::Duration;
+
+use acp_rpc::Config;
 use acp_types::v1;
 use serde_json::{Value, json};
 
-use crate::Dialect;
+use crate::{AdapterOptions, Dialect, LocalFiles};
 
 /// The methods a threads agent serves: a first message calling one of them is the threads
 /// dialect, which has no handshake.
@@ -247,4 +251,165 @@ pub fn check_handshake_answer(dialect: Dialect, result: &Value) -> Result<(), ac
     }
     let _ = (dialect, result);
     Ok(())
+}
+
+/// Default time each client probe waits for its answer before the next dialect is offered.
+pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Default time a client's whole negotiation may take, however many dialects are offered.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Default cap on the lines an agent writes before it answers a probe (kept for the
+/// connection).
+pub const DEFAULT_MAX_KEPT_LINES: usize = 200_000;
+
+/// Default cap on the bytes of those lines.
+pub const DEFAULT_MAX_KEPT_BYTES: usize = 32 * 1024 * 1024;
+
+/// What a negotiation accepts or offers and how it serves each dialect, for either side:
+/// what both sides set is here once, and `S` is what only one side has
+/// ([`AgentSide`] for `acp_agent::negotiate`, [`ClientSide`] for `acp_client::negotiate`).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct NegotiateOptions<S> {
+    /// The dialects to accept (an agent) or offer (a client), in preference order. Default:
+    /// every dialect this build speaks ([`compiled_dialects`]), newest first.
+    pub dialects: Vec<Dialect>,
+    /// The connection's configuration (its framing is set by the dialect spoken).
+    pub config: Config,
+    /// How a legacy peer is translated.
+    pub legacy: AdapterOptions,
+    /// What only this side sets.
+    pub side: S,
+}
+
+impl<S> NegotiateOptions<S> {
+    /// Options for every compiled dialect, with `side` for this side's own settings.
+    pub fn with_side(side: S) -> Self {
+        NegotiateOptions {
+            dialects: compiled_dialects(),
+            config: Config::default(),
+            legacy: AdapterOptions::default(),
+            side,
+        }
+    }
+
+    /// Sets [`NegotiateOptions::dialects`] (preference order).
+    #[must_use]
+    pub fn with_dialects(mut self, dialects: impl IntoIterator<Item = Dialect>) -> Self {
+        self.dialects = dialects.into_iter().collect();
+        self
+    }
+
+    /// Sets [`NegotiateOptions::config`].
+    #[must_use]
+    pub fn with_config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Sets the working directory of the sessions behind legacy conversations
+    /// ([`AdapterOptions::cwd`]).
+    #[must_use]
+    pub fn with_legacy_cwd(mut self, cwd: impl Into<std::path::PathBuf>) -> Self {
+        self.legacy = self.legacy.with_cwd(cwd);
+        self
+    }
+
+    /// Serves the file calls of legacy agents that the v1 client does not (threads'
+    /// `readBinaryFile`/`stat`/`globSearch`, and reads or writes the client did not
+    /// advertise) from `fs` ([`AdapterOptions::fs`]).
+    #[must_use]
+    pub fn with_legacy_fs(mut self, fs: impl LocalFiles) -> Self {
+        self.legacy = self.legacy.with_fs(fs);
+        self
+    }
+}
+
+impl<S: Default> Default for NegotiateOptions<S> {
+    fn default() -> Self {
+        Self::with_side(S::default())
+    }
+}
+
+/// What only an agent's negotiation sets: where the sessions are kept (`St` is the agent
+/// crate's store handle).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct AgentSide<St> {
+    /// Where the sessions are kept, for a v1 client and for the sessions behind a legacy
+    /// conversation alike; `None`: in memory only, as the agent keeps them.
+    pub store: Option<St>,
+}
+
+impl<St> Default for AgentSide<St> {
+    fn default() -> Self {
+        AgentSide { store: None }
+    }
+}
+
+impl<St> NegotiateOptions<AgentSide<St>> {
+    /// Keeps the sessions in `store`, for v1 clients and for the sessions behind legacy
+    /// conversations alike.
+    #[must_use]
+    pub fn with_store(mut self, store: impl Into<St>) -> Self {
+        self.side.store = Some(store.into());
+        self
+    }
+}
+
+/// What only a client's negotiation sets: the v1 handshake it offers, and how long and how
+/// much it waits for an answer.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ClientSide {
+    /// The v1 `initialize` request: sent as the v1 probe, and passed to the translation of a
+    /// legacy dialect (its capabilities decide which file calls reach the client).
+    pub initialize: v1::InitializeRequest,
+    /// How long each probe waits for an answer before the next dialect is offered (never
+    /// past `deadline`). Default [`DEFAULT_PROBE_TIMEOUT`].
+    pub timeout: Duration,
+    /// How long the whole negotiation may take: every probe, and the v1 handshake through
+    /// a legacy translation. Default [`DEFAULT_DEADLINE`].
+    pub deadline: Duration,
+    /// The most lines the agent may write before it answers a probe. Default
+    /// [`DEFAULT_MAX_KEPT_LINES`].
+    pub max_kept_lines: usize,
+    /// The most bytes those lines may take. Default [`DEFAULT_MAX_KEPT_BYTES`].
+    pub max_kept_bytes: usize,
+}
+
+impl NegotiateOptions<ClientSide> {
+    /// Options offering every compiled dialect, with `initialize` as the v1 handshake.
+    pub fn new(initialize: v1::InitializeRequest) -> Self {
+        Self::with_side(ClientSide {
+            initialize,
+            timeout: DEFAULT_PROBE_TIMEOUT,
+            deadline: DEFAULT_DEADLINE,
+            max_kept_lines: DEFAULT_MAX_KEPT_LINES,
+            max_kept_bytes: DEFAULT_MAX_KEPT_BYTES,
+        })
+    }
+
+    /// Sets [`ClientSide::timeout`].
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.side.timeout = timeout;
+        self
+    }
+
+    /// Sets [`ClientSide::deadline`].
+    #[must_use]
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.side.deadline = deadline;
+        self
+    }
+
+    /// Sets [`ClientSide::max_kept_lines`] and [`ClientSide::max_kept_bytes`].
+    #[must_use]
+    pub fn with_kept_limits(mut self, lines: usize, bytes: usize) -> Self {
+        self.side.max_kept_lines = lines;
+        self.side.max_kept_bytes = bytes;
+        self
+    }
 }

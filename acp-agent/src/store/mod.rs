@@ -49,6 +49,12 @@ pub use time::now_rfc3339;
 #[derive(Clone)]
 pub struct StoreSlot(pub Arc<dyn SessionStore>);
 
+impl<S: SessionStore> From<S> for StoreSlot {
+    fn from(store: S) -> Self {
+        StoreSlot(Arc::new(store))
+    }
+}
+
 impl std::fmt::Debug for StoreSlot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("SessionStore")
