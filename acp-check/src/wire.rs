@@ -119,8 +119,9 @@ pub(crate) struct Log {
     pub invalid: Findings,
     /// Agent messages validated.
     pub validated: usize,
-    /// `session/update`s for a session before the agent's answer that created it.
-    pub early_updates: Findings,
+    /// `session/update`s for a session id not announced yet (session, evidence); those
+    /// whose session a later answer announces arrived early ([`Wire::early_updates`]).
+    pub unannounced: Vec<(String, String)>,
 }
 
 /// A bounded list of findings with a count of all of them.
@@ -478,6 +479,18 @@ impl Wire {
         self.shared.seq.load(Ordering::Relaxed)
     }
 
+    /// Updates that arrived before the answer announcing their session (an update for a
+    /// session never announced is a wrong session id, graded elsewhere).
+    pub fn early_updates(&self) -> Vec<String> {
+        let sessions = lock(&self.shared.sessions);
+        lock(&self.shared.log)
+            .unannounced
+            .iter()
+            .filter(|(session, _)| sessions.contains(session))
+            .map(|(_, finding)| finding.clone())
+            .collect()
+    }
+
     /// Runs `f` on the log.
     pub fn with_log<T>(&self, f: impl FnOnce(&Log) -> T) -> T {
         f(&lock(&self.shared.log))
@@ -514,11 +527,15 @@ impl Shared {
                 session: Some(session),
                 update,
                 ..
-            } if method == "session/update" && !lock(&self.sessions).contains(session) => {
-                log.early_updates.push(format!(
+            } if method == "session/update"
+                && !lock(&self.sessions).contains(session)
+                && log.unannounced.len() < MAX_LOG =>
+            {
+                let finding = format!(
                     "a `{}` update for session {session} arrived before the answer that created it",
                     update.as_deref().unwrap_or("?")
-                ));
+                );
+                log.unannounced.push((session.clone(), finding));
             }
             _ => {}
         }

@@ -235,7 +235,10 @@ async fn mcp(run: &Run<'_>, conn: &Conn) -> Outcome {
                     r.describe()
                 ));
             }
-            Ok(_) => tried.push(format!("{transport}: {}", outcome_of(&reply))),
+            Ok(r) => tried.push(match r.error() {
+                Some((code, _)) => format!("{transport}: refused with {code}, not as invalid"),
+                None => format!("{transport}: accepted"),
+            }),
             Err(e) => {
                 return Outcome::fail(format!(
                     "session/new with an MCP server over {transport}: {e}"

@@ -138,10 +138,20 @@ pub(crate) async fn run(run: &mut Run<'_>) {
         },
         Err(e) => Outcome::fail(format!("session/new before authenticate: {e}")),
     };
-    if let Ok(r) = &reply
-        && let Some(id) = super::session_id(r)
-    {
-        *crate::wire::lock(&conn.session) = Some((id, r.result().cloned().unwrap_or_default()));
+    if let Ok(r) = &reply {
+        match super::session_id(r) {
+            Some(id) => {
+                *crate::wire::lock(&conn.session) =
+                    Some((id, r.result().cloned().unwrap_or_default()));
+            }
+            // Refused: authenticate now, so the checks that follow get their sessions.
+            None if r.error().is_some() => {
+                if let Err(e) = run.authenticate(&conn).await {
+                    tracing::debug!("{e}");
+                }
+            }
+            None => {}
+        }
     }
     run.record("handshake.auth_required", started, outcome);
 }

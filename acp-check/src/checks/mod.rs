@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use acp_client::process::AgentProcess;
 use acp_types::v1::{
-    ClientCapabilities, FileSystemCapabilities, Implementation, InitializeRequest,
-    NewSessionRequest,
+    AuthenticateRequest, ClientCapabilities, FileSystemCapabilities, Implementation,
+    InitializeRequest, NewSessionRequest,
 };
 use serde_json::Value;
 
@@ -359,7 +359,7 @@ impl<'a> Run<'a> {
         if let Some((id, _)) = existing {
             return Ok((conn, id));
         }
-        let reply = self.new_session(&conn).await;
+        let reply = self.new_session_authenticated(&conn).await?;
         let reply = reply.map_err(|e| format!("`session/new` got no answer: {e}"))?;
         let id = session_id(&reply)
             .ok_or_else(|| format!("`session/new` gave no session id: {}", reply.describe()))?;
@@ -380,6 +380,45 @@ impl<'a> Run<'a> {
             )
             .client_info(Implementation::new("acp-check", env!("CARGO_PKG_VERSION")));
         self.call(conn, "initialize", to_value(&request)).await
+    }
+
+    /// `session/new`; when the agent wants authentication first (-32000), `authenticate`
+    /// with the first method it offers and `session/new` again.
+    pub async fn new_session_authenticated(
+        &self,
+        conn: &Conn,
+    ) -> Result<Result<Reply, NoReply>, String> {
+        let reply = self.new_session(conn).await;
+        if let Ok(r) = &reply
+            && r.error().is_some_and(|(code, _)| code == -32000)
+        {
+            self.authenticate(conn).await?;
+            return Ok(self.new_session(conn).await);
+        }
+        Ok(reply)
+    }
+
+    /// `authenticate` with the first method the agent advertised.
+    pub async fn authenticate(&self, conn: &Conn) -> Result<(), String> {
+        let init = conn.init();
+        let method = init
+            .pointer("/authMethods/0/id")
+            .and_then(Value::as_str)
+            .ok_or("the agent asks for authentication but advertises no method")?;
+        let reply = self
+            .call(
+                conn,
+                "authenticate",
+                to_value(&AuthenticateRequest::new(method)),
+            )
+            .await;
+        match &reply {
+            Ok(r) if r.error().is_none() => Ok(()),
+            _ => Err(format!(
+                "`authenticate` with `{method}`: {}",
+                outcome_of(&reply)
+            )),
+        }
     }
 
     /// Sends `session/new` in the workspace.

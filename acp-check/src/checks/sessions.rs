@@ -22,7 +22,14 @@ pub(crate) async fn new(run: &mut Run<'_>) {
             return;
         }
     };
-    let reply = run.new_session(&conn).await;
+    let reply = match run.new_session_authenticated(&conn).await {
+        Ok(reply) => reply,
+        Err(e) => {
+            run.record("sessions.new", started, Outcome::skip(e.clone()));
+            run.record("timing.session_new", started, Outcome::skip(e));
+            return;
+        }
+    };
     let bound = run.options.bounds.session_new;
     match &reply {
         Ok(r) => {

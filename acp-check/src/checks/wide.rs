@@ -14,20 +14,19 @@ pub(crate) fn run(run: &mut Run<'_>) {
     let started = Instant::now();
     let mut validated = 0;
     let (mut invalid, mut not_json, mut early) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut invalid_n, mut not_json_n, mut early_n) = (0, 0, 0);
+    let (mut invalid_n, mut not_json_n) = (0, 0);
     let mut asked = Vec::new();
     let mut reads = Vec::new();
     let mut writes = Vec::new();
     let offer = run.options.offer;
     for conn in run.logs() {
+        early.extend(conn.wire.early_updates());
         conn.wire.with_log(|log| {
             validated += log.validated;
             invalid.extend(log.invalid.first.iter().cloned());
             invalid_n += log.invalid.count;
             not_json.extend(log.not_json.first.iter().cloned());
             not_json_n += log.not_json.count;
-            early.extend(log.early_updates.first.iter().cloned());
-            early_n += log.early_updates.count;
             for (i, e) in log.entries.iter().enumerate() {
                 let Kind::Request { method, id, .. } = &e.kind else {
                     continue;
@@ -78,8 +77,8 @@ pub(crate) fn run(run: &mut Run<'_>) {
         Outcome::pass("every line was a JSON-RPC message")
     };
     run.record("robustness.stdout_protocol_only", started, outcome);
-    let outcome = if early_n > 0 {
-        Outcome::fail(findings(&early, early_n))
+    let outcome = if !early.is_empty() {
+        Outcome::fail(findings(&early, early.len()))
     } else {
         Outcome::pass("none")
     };
