@@ -1,14 +1,16 @@
 //! Cancellation: `session/cancel` ends a turn with `cancelled`, `$/cancel_request` gets the
 //! request answered, each within the cancel bound.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use acp_types::v1::{CancelNotification, CancelRequestNotification, PromptRequest};
 use serde_json::Value;
 
-use super::{Run, broke, first_sign, to_value};
+use super::{Conn, Run, broke, first_sign, to_value};
 use crate::client::Permissions;
 use crate::report::{Outcome, millis};
+use crate::wire::Reply;
 
 /// How long the kit waits for a turn to show it started before cancelling anyway.
 const START: Duration = Duration::from_secs(1);
@@ -27,26 +29,49 @@ pub(crate) async fn run(run: &mut Run<'_>) {
     }
 }
 
-async fn session_cancel(run: &mut Run<'_>) -> Outcome {
-    let (conn, session) = match run.session().await {
-        Ok(s) => s,
-        Err(e) => return Outcome::skip(format!("no session: {e}")),
-    };
-    run.client.permissions(Permissions::Hold);
+/// A turn under way: the prompt's request, sent, and the agent seen starting on it.
+struct Started {
+    conn: Arc<Conn>,
+    session: String,
+    id: i64,
+    rx: tokio::sync::oneshot::Receiver<Reply>,
+}
+
+/// Starts a turn with `text` in the run's session and waits until the agent shows it started
+/// (or [`START`] passed).
+async fn start_turn(run: &mut Run<'_>, text: &str) -> Result<Started, Outcome> {
+    let (conn, session) = run
+        .session()
+        .await
+        .map_err(|e| Outcome::skip(format!("no session: {e}")))?;
     let mark = conn.wire.mark();
-    let request = PromptRequest::new(
-        session.as_str(),
-        [run.options.script.cancel.as_str().into()],
-    );
-    let (id, rx) = match conn
+    let request = PromptRequest::new(session.as_str(), [text.into()]);
+    let (id, rx) = conn
         .wire
         .send_request("session/prompt", to_value(&request))
         .await
-    {
-        Ok(sent) => sent,
-        Err(e) => return Outcome::fail(format!("could not send the prompt: {e}")),
-    };
+        .map_err(|e| Outcome::fail(format!("could not send the prompt: {e}")))?;
     first_sign(&conn, mark, START).await;
+    Ok(Started {
+        conn,
+        session,
+        id,
+        rx,
+    })
+}
+
+async fn session_cancel(run: &mut Run<'_>) -> Outcome {
+    run.client.permissions(Permissions::Hold);
+    let text = run.options.script.cancel.clone();
+    let Started {
+        conn,
+        session,
+        id,
+        rx,
+    } = match start_turn(run, &text).await {
+        Ok(started) => started,
+        Err(outcome) => return outcome,
+    };
     let cancelled_at = Instant::now();
     if let Err(e) = conn
         .wire
@@ -85,21 +110,11 @@ async fn session_cancel(run: &mut Run<'_>) -> Outcome {
 }
 
 async fn cancel_request(run: &mut Run<'_>) -> Outcome {
-    let (conn, session) = match run.session().await {
-        Ok(s) => s,
-        Err(e) => return Outcome::skip(format!("no session: {e}")),
+    let text = run.options.script.hold.clone();
+    let Started { conn, id, rx, .. } = match start_turn(run, &text).await {
+        Ok(started) => started,
+        Err(outcome) => return outcome,
     };
-    let mark = conn.wire.mark();
-    let request = PromptRequest::new(session.as_str(), [run.options.script.hold.as_str().into()]);
-    let (id, rx) = match conn
-        .wire
-        .send_request("session/prompt", to_value(&request))
-        .await
-    {
-        Ok(sent) => sent,
-        Err(e) => return Outcome::fail(format!("could not send the prompt: {e}")),
-    };
-    first_sign(&conn, mark, START).await;
     let cancelled_at = Instant::now();
     let notice = CancelRequestNotification::new(id);
     if let Err(e) = conn

@@ -7,7 +7,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::{Run, outcome_of};
-use crate::report::{Outcome, millis};
+use crate::report::Outcome;
 
 /// A version no agent speaks (the largest the field holds).
 const UNSUPPORTED: u16 = u16::MAX;
@@ -69,22 +69,7 @@ pub(crate) async fn run(run: &mut Run<'_>) {
     };
     let reply = run.initialize(&conn, 1).await;
     let bound = run.options.bounds.handshake;
-    match &reply {
-        Ok(r) => {
-            let ms = millis(r.elapsed);
-            let timing = if r.elapsed <= bound {
-                Outcome::pass(format!("{ms} ms (bound {} ms)", millis(bound)))
-            } else {
-                Outcome::fail(format!("{ms} ms, over the bound of {} ms", millis(bound)))
-            };
-            run.record_ms("timing.handshake", ms, timing);
-        }
-        Err(e) => run.record(
-            "timing.handshake",
-            started,
-            Outcome::skip(format!("no answer to time: {e}")),
-        ),
-    }
+    run.record_timing("timing.handshake", started, &reply, bound);
     let result = reply.as_ref().ok().and_then(|r| r.result().cloned());
     let outcome = match (&reply, &result) {
         (Ok(_), Some(result)) => match result.get("protocolVersion") {

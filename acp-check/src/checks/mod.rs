@@ -283,6 +283,24 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// Records a timing check from the answer `reply` (a skip when there was none).
+    pub fn record_timing(
+        &mut self,
+        name: &'static str,
+        started: Instant,
+        reply: &Result<Reply, NoReply>,
+        bound: Duration,
+    ) {
+        match reply {
+            Ok(r) => self.record_ms(name, millis(r.elapsed), within(r.elapsed, bound, "")),
+            Err(e) => self.record(
+                name,
+                started,
+                Outcome::skip(format!("no answer to time: {e}")),
+            ),
+        }
+    }
+
     /// Starts a fresh agent (the current one is retired), not yet initialized.
     pub async fn fresh(&mut self) -> Result<Arc<Conn>, String> {
         self.retire().await;
@@ -456,6 +474,21 @@ impl<'a> Run<'a> {
     /// The logs of every agent of the run.
     pub fn logs(&self) -> impl Iterator<Item = &Arc<Conn>> {
         self.done.iter().chain(self.conn.iter())
+    }
+}
+
+/// A measured time against its bound: `N ms (note), bound B ms` or `..., over the bound`.
+pub(crate) fn within(measured: Duration, bound: Duration, note: &str) -> Outcome {
+    let note = if note.is_empty() {
+        String::new()
+    } else {
+        format!(" ({note})")
+    };
+    let text = format!("{} ms{note}", millis(measured));
+    if measured <= bound {
+        Outcome::pass(format!("{text}, bound {} ms", millis(bound)))
+    } else {
+        Outcome::fail(format!("{text}, over the bound of {} ms", millis(bound)))
     }
 }
 

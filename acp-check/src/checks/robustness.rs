@@ -77,18 +77,11 @@ async fn unknown_method(run: &mut Run<'_>) {
     times.sort();
     let bound = run.options.bounds.round_trip;
     let outcome = match times.get(times.len() / 2) {
-        Some(median) if times.len() == 3 => {
-            let ms = millis(*median);
-            let text = format!("median {} us of 3", median.as_micros());
-            if *median <= bound {
-                Outcome::pass(format!("{text} (bound {} ms)", millis(bound)))
-            } else {
-                Outcome::fail(format!(
-                    "{text}, over the bound of {} ms ({ms} ms)",
-                    millis(bound)
-                ))
-            }
-        }
+        Some(median) if times.len() == 3 => super::within(
+            *median,
+            bound,
+            &format!("median of 3, {} us", median.as_micros()),
+        ),
         _ => Outcome::skip("fewer than 3 answers to time"),
     };
     let ms = times.get(times.len() / 2).map_or(0, |m| millis(*m));

@@ -5,7 +5,7 @@ use std::time::Instant;
 use acp_types::v1::{LoadSessionRequest, PromptRequest};
 
 use super::{GRACE, Run, agent_lines_since, outcome_of, session_id, to_value, updates};
-use crate::report::{Outcome, millis};
+use crate::report::Outcome;
 use crate::wire::Kind;
 
 /// A session id no agent gave out.
@@ -31,22 +31,7 @@ pub(crate) async fn new(run: &mut Run<'_>) {
         }
     };
     let bound = run.options.bounds.session_new;
-    match &reply {
-        Ok(r) => {
-            let ms = millis(r.elapsed);
-            let timing = if r.elapsed <= bound {
-                Outcome::pass(format!("{ms} ms (bound {} ms)", millis(bound)))
-            } else {
-                Outcome::fail(format!("{ms} ms, over the bound of {} ms", millis(bound)))
-            };
-            run.record_ms("timing.session_new", ms, timing);
-        }
-        Err(e) => run.record(
-            "timing.session_new",
-            started,
-            Outcome::skip(format!("no answer to time: {e}")),
-        ),
-    }
+    run.record_timing("timing.session_new", started, &reply, bound);
     let outcome = match reply.as_ref().ok().and_then(session_id) {
         Some(id) => {
             let result = reply

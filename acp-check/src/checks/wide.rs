@@ -1,7 +1,7 @@
 //! Checks graded over everything the agent sent in the run (all its connections): schema,
 //! stdout, what it asked of the client, early updates, and 1 MB file operations.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::Run;
 use crate::report::{Outcome, millis};
@@ -107,12 +107,11 @@ pub(crate) fn run(run: &mut Run<'_>) {
             );
             continue;
         };
-        let text = format!("{worst} ms (slowest of {})", times.len());
-        let outcome = if worst <= millis(bound) {
-            Outcome::pass(format!("{text}, bound {} ms", millis(bound)))
-        } else {
-            Outcome::fail(format!("{text}, over the bound of {} ms", millis(bound)))
-        };
+        let outcome = super::within(
+            Duration::from_millis(worst),
+            bound,
+            &format!("the slowest of {}", times.len()),
+        );
         run.record_ms(name, worst, outcome);
     }
 }
