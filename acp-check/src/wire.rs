@@ -82,6 +82,14 @@ pub(crate) struct Entry {
     pub len: usize,
 }
 
+impl Entry {
+    /// The line for a report: its place in the run's order (the `seq` of `--trace`) and
+    /// its start.
+    pub fn evidence(&self) -> String {
+        format!("[seq {}] {}", self.seq, self.text)
+    }
+}
+
 /// What a line was.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Kind {
@@ -254,7 +262,8 @@ pub(crate) struct Wire {
     shared: Arc<Shared>,
     /// Taken by [`Wire::close`], so the writer ends and the agent sees EOF.
     out: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
-    next_id: AtomicI64,
+    /// Request ids, shared by every connection of a run so a trace never holds one id twice.
+    next_id: Arc<AtomicI64>,
     closed: watch::Receiver<bool>,
     pub client: ClientConnection,
 }
@@ -266,7 +275,7 @@ impl Wire {
         client: Arc<C>,
         from_agent: R,
         to_agent: W,
-        seq: Arc<AtomicU64>,
+        (seq, next_id): (Arc<AtomicU64>, Arc<AtomicI64>),
         trace: Option<TraceSink>,
     ) -> Wire
     where
@@ -353,12 +362,13 @@ impl Wire {
                 let kind = message.as_ref().map_or(Kind::NotJson, kind_of);
                 let (seq, at) = reader_shared.record(Dir::FromAgent, &line, kind.clone());
                 let Some(message) = message else {
-                    lock(&reader_shared.log)
-                        .not_json
-                        .push(format!("`{}`", cut(&String::from_utf8_lossy(&line), 160)));
+                    lock(&reader_shared.log).not_json.push(format!(
+                        "[seq {seq}] `{}`",
+                        cut(&String::from_utf8_lossy(&line), 160)
+                    ));
                     continue;
                 };
-                reader_shared.inspect(&message, &kind, &line);
+                reader_shared.inspect(&message, &kind, &line, seq);
                 match kind {
                     Kind::Response { id, .. } => {
                         let waiting = id
@@ -389,7 +399,7 @@ impl Wire {
         Wire {
             shared,
             out: Mutex::new(Some(out)),
-            next_id: AtomicI64::new(1),
+            next_id,
             closed,
             client,
         }
@@ -504,13 +514,13 @@ impl Wire {
 
 impl Shared {
     /// Validates an agent message against the v1 types and notes early updates.
-    fn inspect(&self, message: &Value, kind: &Kind, line: &[u8]) {
+    fn inspect(&self, message: &Value, kind: &Kind, line: &[u8], seq: u64) {
         let problem = self.validate(message, kind);
         let mut log = lock(&self.log);
         log.validated += 1;
         if let Some(problem) = problem {
             log.invalid.push(format!(
-                "{problem}: `{}`",
+                "[seq {seq}] {problem}: `{}`",
                 cut(&String::from_utf8_lossy(line), 160)
             ));
         }
@@ -532,7 +542,7 @@ impl Shared {
                 && log.unannounced.len() < MAX_LOG =>
             {
                 let finding = format!(
-                    "a `{}` update for session {session} arrived before the answer that created it",
+                    "[seq {seq}] a `{}` update for session {session} arrived before the answer that created it",
                     update.as_deref().unwrap_or("?")
                 );
                 log.unannounced.push((session.clone(), finding));

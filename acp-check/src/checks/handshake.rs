@@ -81,6 +81,9 @@ pub(crate) async fn run(run: &mut Run<'_>) {
         },
         _ => Outcome::fail(outcome_of(&reply)),
     };
+    if let Err(e) = &reply {
+        run.dead(format!("the agent did not answer `initialize`: {e}"));
+    }
     let initialized = outcome.is_pass();
     run.record("handshake.initialize", started, outcome);
     let Some(result) = result.filter(|_| initialized) else {

@@ -16,7 +16,7 @@ mod sessions;
 mod wide;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -206,6 +206,10 @@ pub(crate) struct Run<'a> {
     pub workspace: PathBuf,
     pub client: Arc<CheckClient>,
     seq: Arc<AtomicU64>,
+    ids: Arc<AtomicI64>,
+    /// Why a fresh agent cannot be had (it did not answer `initialize`): later checks skip
+    /// at once instead of each waiting a bound for the same silence.
+    dead: Option<String>,
     results: Vec<CheckResult>,
     conn: Option<Arc<Conn>>,
     done: Vec<Arc<Conn>>,
@@ -223,6 +227,8 @@ impl<'a> Run<'a> {
             client: Arc::new(CheckClient::new(options.offer, workspace.clone())?),
             workspace,
             seq: Arc::new(AtomicU64::new(0)),
+            ids: Arc::new(AtomicI64::new(1)),
+            dead: None,
             results: Vec::new(),
             conn: None,
             done: Vec::new(),
@@ -283,6 +289,11 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// Notes that the agent did not answer `initialize` (see [`Run::ready`]).
+    pub fn dead(&mut self, why: String) {
+        self.dead = Some(why);
+    }
+
     /// Records a timing check from the answer `reply` (a skip when there was none).
     pub fn record_timing(
         &mut self,
@@ -314,7 +325,7 @@ impl<'a> Run<'a> {
             self.client.clone(),
             started.from_agent,
             started.to_agent,
-            self.seq.clone(),
+            (self.seq.clone(), self.ids.clone()),
             self.options.trace.clone(),
         );
         let conn = Arc::new(Conn {
@@ -358,11 +369,18 @@ impl<'a> Run<'a> {
         {
             return Ok(conn.clone());
         }
+        if let Some(why) = &self.dead {
+            return Err(why.clone());
+        }
         let conn = self.fresh().await?;
-        let reply = self
-            .initialize(&conn, 1)
-            .await
-            .map_err(|e| format!("a fresh agent did not answer `initialize`: {e}"))?;
+        let reply = match self.initialize(&conn, 1).await {
+            Ok(reply) => reply,
+            Err(e) => {
+                let why = format!("the agent did not answer `initialize`: {e}");
+                self.dead = Some(why.clone());
+                return Err(why);
+            }
+        };
         match reply.result() {
             Some(result) => *lock(&conn.init) = Some(result.clone()),
             None => return Err(format!("`initialize` failed: {}", reply.describe())),

@@ -95,7 +95,7 @@ pub(crate) fn session_ids(turns: &[Turn], session: &str) -> Outcome {
                 return Outcome::fail(format!(
                     "an update during a turn of session {session} names session {}: {}",
                     id.unwrap_or("(none)"),
-                    e.text
+                    e.evidence()
                 ));
             }
             count += 1;
@@ -109,7 +109,7 @@ fn no_late_updates(turns: &[Turn], session: &str) -> Outcome {
         if let Some((e, _)) = updates(&t.after).find(|(_, id)| *id == Some(session)) {
             return Outcome::fail(format!(
                 "an update arrived after the turn's answer: {}",
-                e.text
+                e.evidence()
             ));
         }
     }
@@ -162,12 +162,15 @@ pub(crate) fn tool_call_ids(turns: &[Turn]) -> Outcome {
             };
             match update.as_str() {
                 "tool_call" if !known.insert(id.clone()) => {
-                    return Outcome::fail(format!("tool call id `{id}` started twice: {}", e.text));
+                    return Outcome::fail(format!(
+                        "tool call id `{id}` started twice: {}",
+                        e.evidence()
+                    ));
                 }
                 "tool_call_update" if !known.contains(id) => {
                     return Outcome::fail(format!(
                         "a tool_call_update for `{id}`, which no tool_call started: {}",
-                        e.text
+                        e.evidence()
                     ));
                 }
                 _ => {}

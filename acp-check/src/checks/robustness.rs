@@ -148,7 +148,7 @@ async fn malformed_line(run: &mut Run<'_>) -> Outcome {
             _ => Some(format!(
                 "the answer to `{}` was {} (expected error -32700 with id null)",
                 String::from_utf8_lossy(MALFORMED),
-                e.text
+                e.evidence()
             )),
         },
         None if conn.wire.is_closed() => Some(format!(

@@ -84,7 +84,7 @@ pub(crate) async fn separate(run: &mut Run<'_>) {
     let stray = updates(&turn.during)
         .chain(updates(&turn.after))
         .find(|(_, id)| *id != Some(second.as_str()))
-        .map(|(e, _)| e.text.clone());
+        .map(|(e, _)| e.evidence());
     let outcome = match (stray, &turn.reply) {
         (Some(line), _) => Outcome::fail(format!(
             "during a turn of session {second}, an update for another session ({first} is the first): {line}"
@@ -128,7 +128,7 @@ pub(crate) async fn unknown_id(run: &mut Run<'_>) {
         Ok(r) if worked.is_some() => Outcome::fail(format!(
             "a prompt for session `{UNKNOWN_SESSION}` (never given out) was worked on before it ended with {}: {}",
             r.describe(),
-            worked.map(|e| e.text).unwrap_or_default()
+            worked.map(|e| e.evidence()).unwrap_or_default()
         )),
         Ok(r) => match r.error() {
             Some((-32002, _)) => Outcome::pass("refused with -32002 (resource not found)"),
@@ -183,7 +183,7 @@ pub(crate) async fn load(run: &mut Run<'_>) {
         .count();
     let late = updates(&lines)
         .find(|(e, _)| e.seq > reply.seq)
-        .map(|(e, _)| e.text.clone());
+        .map(|(e, _)| e.evidence());
     let outcome = match late {
         Some(line) => Outcome::fail(format!("an update after the session/load answer: {line}")),
         None if before == 0 => Outcome::fail(format!(
