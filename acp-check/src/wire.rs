@@ -344,7 +344,7 @@ impl Wire {
         tokio::spawn(async move {
             let mut reader = BufReader::new(from_agent);
             loop {
-                let line = match read_line(&mut reader).await {
+                let line = match read_line(&mut reader, MAX_LINE).await {
                     Ok(Some(Line::Whole(line))) => line,
                     Ok(Some(Line::Oversized(len))) => {
                         let finding = format!("a line of {len} bytes (longer than the kit reads)");
@@ -647,14 +647,15 @@ enum Line {
     Oversized(usize),
 }
 
-/// Reads one line (without its end) of at most [`MAX_LINE`] bytes; a longer one is skipped
-/// to its end without being kept.
+/// Reads one line (without its end) of at most `max` bytes; a longer one is skipped to its
+/// end without being kept.
 async fn read_line<R: AsyncRead + Unpin>(
     reader: &mut BufReader<R>,
+    max: usize,
 ) -> std::io::Result<Option<Line>> {
     let mut buf = Vec::new();
     let n = (&mut *reader)
-        .take(MAX_LINE as u64 + 1)
+        .take(max as u64 + 1)
         .read_until(b'\n', &mut buf)
         .await?;
     if n == 0 {
@@ -667,7 +668,7 @@ async fn read_line<R: AsyncRead + Unpin>(
         }
         return Ok(Some(Line::Whole(buf)));
     }
-    if buf.len() <= MAX_LINE {
+    if buf.len() <= max {
         // The last line, without a newline.
         return Ok(Some(Line::Whole(buf)));
     }
@@ -708,4 +709,63 @@ pub(crate) fn unix_now() -> f64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn lines(input: &'static [u8], max: usize) -> Vec<String> {
+        let mut reader = BufReader::with_capacity(4, input);
+        let mut out = Vec::new();
+        while let Some(line) = read_line(&mut reader, max).await.unwrap() {
+            out.push(match line {
+                Line::Whole(l) => String::from_utf8(l).unwrap(),
+                Line::Oversized(len) => format!("<{len} bytes skipped>"),
+            });
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_skipped_to_its_end_and_reading_goes_on() {
+        assert_eq!(
+            lines(b"short\r\nmuch too long a line\nok\nlast", 8).await,
+            ["short", "<20 bytes skipped>", "ok", "last"]
+        );
+        assert_eq!(
+            lines(b"12345678\n123456789", 8).await,
+            ["12345678", "<9 bytes skipped>"]
+        );
+    }
+
+    #[test]
+    fn lines_are_classified_with_their_session_and_update() {
+        let update = kind_of(
+            &serde_json::json!({"jsonrpc": "2.0", "method": "session/update",
+            "params": {"sessionId": "s1", "update": {"sessionUpdate": "tool_call", "toolCallId": "t1"}}}),
+        );
+        assert_eq!(
+            update,
+            Kind::Notification {
+                method: "session/update".into(),
+                session: Some("s1".into()),
+                update: Some("tool_call".into()),
+                tool_call: Some("t1".into()),
+            }
+        );
+        let answer = kind_of(
+            &serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "x"}}),
+        );
+        assert_eq!(
+            answer,
+            Kind::Response {
+                id: Value::Null,
+                error: Some(-32700),
+                session: None
+            }
+        );
+        assert_eq!(classify(b"not json"), Kind::NotJson);
+        assert_eq!(classify(b"[1]"), Kind::NotJson);
+    }
 }
