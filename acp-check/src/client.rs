@@ -5,6 +5,7 @@
 //! the turn is being cancelled.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use acp_client::fs::SandboxedFs;
 use acp_client::terminal::{TerminalDecision, TerminalRequest, Terminals};
@@ -22,6 +23,8 @@ pub(crate) struct CheckClient {
     /// How permission requests are answered now (the cancellation checks hold them across
     /// their `session/cancel`).
     permissions: watch::Sender<Permissions>,
+    /// How many permission requests were answered `cancelled`.
+    cancelled: AtomicUsize,
 }
 
 /// How the kit answers `session/request_permission`.
@@ -42,7 +45,13 @@ impl CheckClient {
             fs: SandboxedFs::new([&workspace])?,
             terminals: Terminals::new().with_workspace(workspace),
             permissions: watch::channel(Permissions::Allow).0,
+            cancelled: AtomicUsize::new(0),
         })
+    }
+
+    /// How many permission requests have been answered `cancelled` so far.
+    pub fn cancelled_permissions(&self) -> usize {
+        self.cancelled.load(Ordering::Relaxed)
     }
 
     /// Sets how permission requests are answered from now on; waiting ones follow.
@@ -69,6 +78,7 @@ impl Client for CheckClient {
             Err(_) => Permissions::Cancelled,
         };
         if now == Permissions::Cancelled {
+            self.cancelled.fetch_add(1, Ordering::Relaxed);
             return Ok(RequestPermissionResponse::new(
                 RequestPermissionOutcome::Cancelled,
             ));

@@ -62,6 +62,7 @@ async fn start_turn(run: &mut Run<'_>, text: &str) -> Result<Started, Outcome> {
 
 async fn session_cancel(run: &mut Run<'_>) -> Outcome {
     run.client.permissions(Permissions::Hold);
+    let answered_before = run.client.cancelled_permissions();
     let text = run.options.script.cancel.clone();
     let Started {
         conn,
@@ -95,7 +96,8 @@ async fn session_cancel(run: &mut Run<'_>) -> Outcome {
             .and_then(Value::as_str)
         {
             Some("cancelled") => Outcome::pass(format!(
-                "stopReason cancelled {after} ms after session/cancel"
+                "stopReason cancelled {after} ms after session/cancel ({} permission requests answered `cancelled`)",
+                run.client.cancelled_permissions() - answered_before
             )),
             _ => Outcome::fail(format!(
                 "after session/cancel the turn ended with {} (expected stopReason cancelled)",
