@@ -68,6 +68,9 @@ pub struct Bounds {
     /// The most any one step of a check may wait for the agent (default 10 s). A hung agent
     /// costs this once: the next check starts a fresh agent.
     pub check: Duration,
+    /// The most a prompt turn may take (default 30 s; an agent behind a model may need
+    /// more).
+    pub turn: Duration,
     /// `session/cancel` to the `cancelled` answer (default 5 s).
     pub cancel: Duration,
     /// `initialize` (default 2 s).
@@ -86,6 +89,7 @@ impl Default for Bounds {
     fn default() -> Self {
         Bounds {
             check: Duration::from_secs(10),
+            turn: Duration::from_secs(30),
             cancel: Duration::from_secs(5),
             handshake: Duration::from_secs(2),
             session_new: Duration::from_secs(2),

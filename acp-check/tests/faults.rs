@@ -484,6 +484,7 @@ fn options() -> Options {
         offer: Offer::default(),
         bounds: Bounds {
             check: Duration::from_secs(3),
+            turn: Duration::from_secs(5),
             cancel: Duration::from_secs(1),
             handshake: Duration::from_secs(1),
             session_new: Duration::from_secs(1),

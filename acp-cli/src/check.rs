@@ -42,7 +42,7 @@ pub struct CheckArgs {
     /// Record every line in the `acp trace` format (NDJSON).
     #[arg(long)]
     trace: Option<PathBuf>,
-    /// Change a time bound, in milliseconds (repeatable): check, cancel, handshake,
+    /// Change a time bound, in milliseconds (repeatable): check, turn, cancel, handshake,
     /// session_new, round_trip, fs_read, fs_write. Example: --bound cancel=2000.
     #[arg(long, value_name = "NAME=MS")]
     bound: Vec<String>,
@@ -137,6 +137,7 @@ fn bounds(list: &[String]) -> Result<Bounds, String> {
             .ok_or_else(|| format!("--bound {item}: milliseconds from 1 to 3600000"))?;
         let slot = match name {
             "check" => &mut bounds.check,
+            "turn" => &mut bounds.turn,
             "cancel" => &mut bounds.cancel,
             "handshake" => &mut bounds.handshake,
             "session_new" => &mut bounds.session_new,

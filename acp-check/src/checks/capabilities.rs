@@ -91,7 +91,10 @@ async fn prompt_content(run: &Run<'_>, conn: &Conn, session: &str) -> Outcome {
         };
         let text = run.options.script.prompts[0].clone();
         let request = PromptRequest::new(session, [text.into(), block]);
-        let reply = run.call(conn, "session/prompt", to_value(&request)).await;
+        let turn = run.options.bounds.turn;
+        let reply = run
+            .call_within(conn, "session/prompt", to_value(&request), turn)
+            .await;
         match &reply {
             Ok(r) if r.error().is_none() => accepted.push(cap),
             _ => {

@@ -32,7 +32,10 @@ pub(crate) struct Turn {
 pub(crate) async fn turn(run: &Run<'_>, conn: &Conn, session: &str, text: &str) -> Turn {
     let mark = conn.wire.mark();
     let request = PromptRequest::new(session, [text.into()]);
-    let reply = run.call(conn, "session/prompt", to_value(&request)).await;
+    let turn = run.options.bounds.turn;
+    let reply = run
+        .call_within(conn, "session/prompt", to_value(&request), turn)
+        .await;
     let end = match &reply {
         Ok(r) => r.seq,
         Err(_) => u64::MAX,
