@@ -6,6 +6,7 @@
 //! * `acp agent`: serve the built-in demo agent on stdio (for editors, or `acp trace`).
 //! * `acp trace --out FILE -- AGENT...`: a transparent stdio proxy recording every line.
 //! * `acp trace view FILE [--html OUT]`: a trace as a summary, or as a page.
+//! * `acp check [-- AGENT...]`: grade an agent with the conformance kit (`acp-check`).
 //!
 //! Logs go to stderr through `tracing` (`RUST_LOG=debug` for more); stdout carries only the
 //! transcript (or the JSON events, or the proxied protocol).
@@ -13,6 +14,7 @@
 mod attach;
 mod builtin;
 mod chat;
+mod check;
 mod client;
 mod input;
 mod proto;
@@ -46,6 +48,9 @@ enum Command {
     /// Record an agent's stdio as NDJSON while passing it through unchanged, or view a
     /// recording (`acp trace view FILE`).
     Trace(TraceArgs),
+    /// Grade an agent against the protocol (the built-in demo agent when no command follows
+    /// `--`): a table of checks, pass / fail with evidence / skip with the reason.
+    Check(check::CheckArgs),
 }
 
 /// Which agent and how to talk to it.
@@ -183,6 +188,7 @@ async fn run(cli: Cli) -> i32 {
             Err(e) => fail(e),
         },
         Command::Agent => serve_builtin().await,
+        Command::Check(args) => check::run(args).await,
         Command::Trace(TraceArgs {
             view: Some(TraceCommand::View { file, html }),
             ..

@@ -209,7 +209,10 @@ fn line_record(ts: f64, dir: &str, seq: &AtomicU64, mut line: Vec<u8>) -> Record
 }
 
 /// Writes records as they come, flushing whenever the queue is empty.
-fn write_records(file: std::fs::File, mut rx: mpsc::Receiver<Record>) -> std::io::Result<()> {
+pub(crate) fn write_records(
+    file: std::fs::File,
+    mut rx: mpsc::Receiver<Record>,
+) -> std::io::Result<()> {
     let mut out = std::io::BufWriter::new(file);
     while let Some(record) = rx.blocking_recv() {
         serde_json::to_writer(&mut out, &record)?;

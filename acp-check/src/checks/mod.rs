@@ -1,0 +1,587 @@
+//! The checks, one module per part of the protocol, and the run that drives them.
+//!
+//! A run keeps one initialized connection (one agent) for as long as it behaves and starts a
+//! fresh one when a check needs a blank agent (the handshake) or when the last one stopped
+//! answering: every step waits at most its bound, and a step that timed out marks its agent
+//! broken, so a hung agent costs one check's bound and the next check starts clean.
+//! Findings that concern every message (schema, stdout, what was asked of the client, order,
+//! file timings) are made as lines pass ([`crate::wire`]) and graded at the end ([`wide`]).
+
+mod cancel;
+mod capabilities;
+mod handshake;
+mod prompt;
+mod robustness;
+mod sessions;
+mod wide;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use acp_client::process::AgentProcess;
+use acp_types::v1::{
+    AuthenticateRequest, ClientCapabilities, FileSystemCapabilities, Implementation,
+    InitializeRequest, NewSessionRequest,
+};
+use serde_json::Value;
+
+use crate::client::CheckClient;
+use crate::options::Options;
+use crate::report::{CheckResult, Outcome, Report, millis};
+use crate::target::Target;
+use crate::wire::{Entry, Kind, NoReply, Reply, TraceEvent, Wire, lock};
+
+/// A check's name and what passing it means.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckInfo {
+    /// `group.name`, as `--only` and `--skip` take it.
+    pub name: &'static str,
+    /// What the agent must do to pass.
+    pub meaning: &'static str,
+}
+
+/// Every check, in the order a run reports them.
+pub const CHECKS: &[CheckInfo] = &[
+    CheckInfo {
+        name: "handshake.initialize",
+        meaning: "`initialize` is answered with protocol version 1 (the version the kit speaks)",
+    },
+    CheckInfo {
+        name: "handshake.unsupported_version",
+        meaning: "an `initialize` offering a version the agent cannot speak is answered with the agent's latest version, not an error or silence",
+    },
+    CheckInfo {
+        name: "handshake.auth_methods",
+        meaning: "every advertised `authMethods` entry has a non-empty id (unique) and a name",
+    },
+    CheckInfo {
+        name: "handshake.auth_required",
+        meaning: "an agent advertising authentication refuses what needs it before `authenticate` with -32000 (or allows it)",
+    },
+    CheckInfo {
+        name: "sessions.new",
+        meaning: "`session/new` is answered with a non-empty session id",
+    },
+    CheckInfo {
+        name: "prompt.session_ids",
+        meaning: "every `session/update` during a turn belongs to the prompt's session",
+    },
+    CheckInfo {
+        name: "prompt.no_late_updates",
+        meaning: "no `session/update` of a turn arrives after the turn's answer",
+    },
+    CheckInfo {
+        name: "prompt.stop_reason",
+        meaning: "the turn ends with a stop reason from the protocol's set",
+    },
+    CheckInfo {
+        name: "prompt.tool_call_ids",
+        meaning: "tool call ids are unique per session and every `tool_call_update` names a known one",
+    },
+    CheckInfo {
+        name: "sessions.separate",
+        meaning: "two sessions in one connection get different ids and a turn in one sends no update to the other",
+    },
+    CheckInfo {
+        name: "sessions.unknown_id",
+        meaning: "a prompt for a session id the agent never gave is refused with an error (-32002 preferred)",
+    },
+    CheckInfo {
+        name: "capabilities.prompt_content",
+        meaning: "every advertised prompt content kind (image, audio, embedded resource) is accepted in a prompt",
+    },
+    CheckInfo {
+        name: "capabilities.modes",
+        meaning: "every mode `session/new` offers can be set with `session/set_mode`",
+    },
+    CheckInfo {
+        name: "capabilities.config_options",
+        meaning: "every select option `session/new` offers accepts its current value with `session/set_config_option`",
+    },
+    CheckInfo {
+        name: "capabilities.session_methods",
+        meaning: "advertised `session/list`, `session/resume` and `session/close` answer with a result",
+    },
+    CheckInfo {
+        name: "capabilities.mcp",
+        meaning: "a `session/new` with an MCP server of an advertised transport (http, sse) is not refused as invalid",
+    },
+    CheckInfo {
+        name: "sessions.load",
+        meaning: "with `loadSession`: `session/load` replays the history before its answer and nothing after",
+    },
+    CheckInfo {
+        name: "cancel.session_cancel",
+        meaning: "`session/cancel` during a turn (its permission requests answered `cancelled`) ends it with `cancelled` within the bound",
+    },
+    CheckInfo {
+        name: "cancel.cancel_request",
+        meaning: "`$/cancel_request` for a running prompt gets the request answered within the bound",
+    },
+    CheckInfo {
+        name: "robustness.unknown_method",
+        meaning: "an unknown method is answered with -32601",
+    },
+    CheckInfo {
+        name: "robustness.invalid_params",
+        meaning: "a known method with wrong params is answered with -32602",
+    },
+    CheckInfo {
+        name: "robustness.malformed_line",
+        meaning: "a line that is not JSON is answered with -32700 and id null, and the agent keeps serving",
+    },
+    CheckInfo {
+        name: "robustness.stdout_protocol_only",
+        meaning: "every line the agent writes to stdout is a JSON-RPC message (logs belong on stderr)",
+    },
+    CheckInfo {
+        name: "capabilities.offered_only",
+        meaning: "the agent calls no fs or terminal method the client did not offer",
+    },
+    CheckInfo {
+        name: "prompt.no_early_updates",
+        meaning: "no `session/update` for a session arrives before the answer that created it",
+    },
+    CheckInfo {
+        name: "schema.agent_messages",
+        meaning: "every message the agent sends reads as ACP v1 (acp-types, generated from acp-schema's v1 schema)",
+    },
+    CheckInfo {
+        name: "timing.handshake",
+        meaning: "`initialize` is answered within the bound (default 2 s)",
+    },
+    CheckInfo {
+        name: "timing.session_new",
+        meaning: "`session/new` is answered within the bound (default 2 s)",
+    },
+    CheckInfo {
+        name: "timing.round_trip",
+        meaning: "a request the agent can answer at once takes less than the bound (default 500 ms, median of 3)",
+    },
+    CheckInfo {
+        name: "timing.fs_read_1mb",
+        meaning: "a 1 MB `fs/read_text_file` is taken in within the bound (default 1 s): from the agent's request to its next message after the answer",
+    },
+    CheckInfo {
+        name: "timing.fs_write_1mb",
+        meaning: "a 1 MB `fs/write_text_file` completes within the bound (default 2 s): from the agent's request to its next message after the answer",
+    },
+];
+
+/// How long the kit watches for stray updates after an answer.
+const GRACE: Duration = Duration::from_millis(200);
+
+/// One agent and what the kit learned about it.
+pub(crate) struct Conn {
+    pub wire: Wire,
+    process: Mutex<Option<AgentProcess>>,
+    /// The `initialize` result, once answered.
+    pub init: Mutex<Option<Value>>,
+    /// The first session's id and its `session/new` result.
+    pub session: Mutex<Option<(String, Value)>>,
+    broken: AtomicBool,
+}
+
+impl Conn {
+    /// The `initialize` result (an empty object before it is known).
+    pub fn init(&self) -> Value {
+        lock(&self.init).clone().unwrap_or(Value::Null)
+    }
+    /// Whether the advertised capability at `path` (under `agentCapabilities`) is set.
+    pub fn advertises(&self, path: &[&str]) -> Option<Value> {
+        let mut v = self.init().get("agentCapabilities")?.clone();
+        for key in path {
+            v = v.get(key)?.clone();
+        }
+        (!v.is_null() && v != Value::Bool(false)).then_some(v)
+    }
+}
+
+/// A run in progress.
+pub(crate) struct Run<'a> {
+    target: &'a Target,
+    pub options: &'a Options,
+    pub workspace: PathBuf,
+    pub client: Arc<CheckClient>,
+    seq: Arc<AtomicU64>,
+    ids: Arc<AtomicI64>,
+    /// Why a fresh agent cannot be had (it did not answer `initialize`): later checks skip
+    /// at once instead of each waiting a bound for the same silence.
+    dead: Option<String>,
+    results: Vec<CheckResult>,
+    conn: Option<Arc<Conn>>,
+    done: Vec<Arc<Conn>>,
+}
+
+impl<'a> Run<'a> {
+    pub fn new(
+        target: &'a Target,
+        options: &'a Options,
+        workspace: PathBuf,
+    ) -> std::io::Result<Self> {
+        Ok(Run {
+            target,
+            options,
+            client: Arc::new(CheckClient::new(options.offer, workspace.clone())?),
+            workspace,
+            seq: Arc::new(AtomicU64::new(0)),
+            ids: Arc::new(AtomicI64::new(1)),
+            dead: None,
+            results: Vec::new(),
+            conn: None,
+            done: Vec::new(),
+        })
+    }
+
+    /// Runs every selected check.
+    pub async fn all(mut self) -> Report {
+        handshake::unsupported_version(&mut self).await;
+        handshake::run(&mut self).await;
+        sessions::new(&mut self).await;
+        prompt::run(&mut self).await;
+        sessions::separate(&mut self).await;
+        sessions::unknown_id(&mut self).await;
+        capabilities::run(&mut self).await;
+        sessions::load(&mut self).await;
+        cancel::run(&mut self).await;
+        robustness::run(&mut self).await;
+        self.retire().await;
+        wide::run(&mut self);
+        let mut checks = std::mem::take(&mut self.results);
+        // The report follows the table's order, whatever order the checks ran in.
+        checks.sort_by_key(|c| CHECKS.iter().position(|i| i.name == c.name));
+        Report {
+            agent: self.target.describe(),
+            checks,
+        }
+    }
+
+    /// Whether any of `names` is selected (a step only they need is skipped otherwise).
+    pub fn wants(&self, names: &[&str]) -> bool {
+        names.iter().any(|n| self.options.selected(n))
+    }
+
+    /// Records a check's outcome (if it is selected).
+    pub fn record(&mut self, name: &'static str, started: Instant, outcome: Outcome) {
+        self.record_ms(name, millis(started.elapsed()), outcome);
+    }
+
+    /// Records a check's outcome with a measured time.
+    pub fn record_ms(&mut self, name: &'static str, millis: u64, outcome: Outcome) {
+        debug_assert!(
+            CHECKS.iter().any(|c| c.name == name),
+            "{name} is not in CHECKS"
+        );
+        if self.options.selected(name) {
+            tracing::debug!(
+                check = name,
+                outcome = outcome.word(),
+                "{}",
+                outcome.detail()
+            );
+            self.results.push(CheckResult {
+                name,
+                outcome,
+                millis,
+            });
+        }
+    }
+
+    /// Notes that the agent did not answer `initialize` (see [`Run::ready`]).
+    pub fn dead(&mut self, why: String) {
+        self.dead = Some(why);
+    }
+
+    /// Records a timing check from the answer `reply` (a skip when there was none).
+    pub fn record_timing(
+        &mut self,
+        name: &'static str,
+        started: Instant,
+        reply: &Result<Reply, NoReply>,
+        bound: Duration,
+    ) {
+        match reply {
+            Ok(r) => self.record_ms(name, millis(r.elapsed), within(r.elapsed, bound, "")),
+            Err(e) => self.record(
+                name,
+                started,
+                Outcome::skip(format!("no answer to time: {e}")),
+            ),
+        }
+    }
+
+    /// Starts a fresh agent (the current one is retired), not yet initialized.
+    pub async fn fresh(&mut self) -> Result<Arc<Conn>, String> {
+        self.retire().await;
+        let started = self.target.start()?;
+        if let Some(trace) = &self.options.trace {
+            trace(TraceEvent::Start {
+                command: &self.target.argv(),
+            });
+        }
+        let wire = Wire::start(
+            self.client.clone(),
+            started.from_agent,
+            started.to_agent,
+            (self.seq.clone(), self.ids.clone()),
+            self.options.trace.clone(),
+        );
+        let conn = Arc::new(Conn {
+            wire,
+            process: Mutex::new(started.process),
+            init: Mutex::new(None),
+            session: Mutex::new(None),
+            broken: AtomicBool::new(false),
+        });
+        self.conn = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Ends the current agent, if any (its log is kept for the end-of-run checks).
+    pub async fn retire(&mut self) {
+        let Some(conn) = self.conn.take() else { return };
+        conn.wire.close();
+        let process = lock(&conn.process).take();
+        let (code, signal) = match process {
+            Some(process) => match process.shutdown(Duration::from_millis(300)).await {
+                Ok(status) => {
+                    use std::os::unix::process::ExitStatusExt;
+                    (status.code(), status.signal())
+                }
+                Err(_) => (None, None),
+            },
+            None => (None, None),
+        };
+        if let Some(trace) = &self.options.trace {
+            trace(TraceEvent::Exit { code, signal });
+        }
+        self.done.push(conn);
+    }
+
+    /// An initialized agent: the current one if it is healthy, else a fresh one.
+    pub async fn ready(&mut self) -> Result<Arc<Conn>, String> {
+        if let Some(conn) = &self.conn
+            && !conn.broken.load(Ordering::Relaxed)
+            && !conn.wire.is_closed()
+            && lock(&conn.init).is_some()
+        {
+            return Ok(conn.clone());
+        }
+        if let Some(why) = &self.dead {
+            return Err(why.clone());
+        }
+        let conn = self.fresh().await?;
+        let reply = match self.initialize(&conn, 1).await {
+            Ok(reply) => reply,
+            Err(e) => {
+                let why = format!("the agent did not answer `initialize`: {e}");
+                self.dead = Some(why.clone());
+                return Err(why);
+            }
+        };
+        match reply.result() {
+            Some(result) => *lock(&conn.init) = Some(result.clone()),
+            None => return Err(format!("`initialize` failed: {}", reply.describe())),
+        }
+        Ok(conn)
+    }
+
+    /// An initialized agent with a session (made now if there is none).
+    pub async fn session(&mut self) -> Result<(Arc<Conn>, String), String> {
+        let conn = self.ready().await?;
+        let existing = lock(&conn.session).clone();
+        if let Some((id, _)) = existing {
+            return Ok((conn, id));
+        }
+        let reply = self.new_session_authenticated(&conn).await?;
+        let reply = reply.map_err(|e| format!("`session/new` got no answer: {e}"))?;
+        let id = session_id(&reply)
+            .ok_or_else(|| format!("`session/new` gave no session id: {}", reply.describe()))?;
+        *lock(&conn.session) = Some((id.clone(), reply.result().cloned().unwrap_or_default()));
+        Ok((conn, id))
+    }
+
+    /// Sends `initialize` offering `version` and what [`Options::offer`] says.
+    pub async fn initialize(&self, conn: &Conn, version: u16) -> Result<Reply, NoReply> {
+        let offer = self.options.offer;
+        let request = InitializeRequest::new(version)
+            .client_capabilities(
+                ClientCapabilities::new()
+                    .fs(FileSystemCapabilities::new()
+                        .read_text_file(offer.read)
+                        .write_text_file(offer.write))
+                    .terminal(offer.terminal),
+            )
+            .client_info(Implementation::new("acp-check", env!("CARGO_PKG_VERSION")));
+        self.call(conn, "initialize", to_value(&request)).await
+    }
+
+    /// `session/new`; when the agent wants authentication first (-32000), `authenticate`
+    /// with the first method it offers and `session/new` again.
+    pub async fn new_session_authenticated(
+        &self,
+        conn: &Conn,
+    ) -> Result<Result<Reply, NoReply>, String> {
+        let reply = self.new_session(conn).await;
+        if let Ok(r) = &reply
+            && r.error().is_some_and(|(code, _)| code == -32000)
+        {
+            self.authenticate(conn).await?;
+            return Ok(self.new_session(conn).await);
+        }
+        Ok(reply)
+    }
+
+    /// `authenticate` with the first method the agent advertised.
+    pub async fn authenticate(&self, conn: &Conn) -> Result<(), String> {
+        let init = conn.init();
+        let method = init
+            .pointer("/authMethods/0/id")
+            .and_then(Value::as_str)
+            .ok_or("the agent asks for authentication but advertises no method")?;
+        let reply = self
+            .call(
+                conn,
+                "authenticate",
+                to_value(&AuthenticateRequest::new(method)),
+            )
+            .await;
+        match &reply {
+            Ok(r) if r.error().is_none() => Ok(()),
+            _ => Err(format!(
+                "`authenticate` with `{method}`: {}",
+                outcome_of(&reply)
+            )),
+        }
+    }
+
+    /// Sends `session/new` in the workspace.
+    pub async fn new_session(&self, conn: &Conn) -> Result<Reply, NoReply> {
+        let request = NewSessionRequest::new(self.cwd(), []);
+        self.call(conn, "session/new", to_value(&request)).await
+    }
+
+    /// The sessions' working directory.
+    pub fn cwd(&self) -> String {
+        self.workspace.to_string_lossy().into_owned()
+    }
+
+    /// A request bounded by [`crate::Bounds::check`]; a timeout marks the agent broken.
+    pub async fn call(&self, conn: &Conn, method: &str, params: Value) -> Result<Reply, NoReply> {
+        self.call_within(conn, method, params, self.options.bounds.check)
+            .await
+    }
+
+    /// A request bounded by `bound`; a timeout marks the agent broken.
+    pub async fn call_within(
+        &self,
+        conn: &Conn,
+        method: &str,
+        params: Value,
+        bound: Duration,
+    ) -> Result<Reply, NoReply> {
+        let reply = conn.wire.call(method, params, bound).await;
+        if let Err(e) = &reply {
+            broke(conn, e);
+        }
+        reply
+    }
+
+    /// The logs of every agent of the run.
+    pub fn logs(&self) -> impl Iterator<Item = &Arc<Conn>> {
+        self.done.iter().chain(self.conn.iter())
+    }
+}
+
+/// A measured time against its bound: `N ms (note), bound B ms` or `..., over the bound`.
+pub(crate) fn within(measured: Duration, bound: Duration, note: &str) -> Outcome {
+    let note = if note.is_empty() {
+        String::new()
+    } else {
+        format!(" ({note})")
+    };
+    let text = format!("{} ms{note}", millis(measured));
+    if measured <= bound {
+        Outcome::pass(format!("{text}, bound {} ms", millis(bound)))
+    } else {
+        Outcome::fail(format!("{text}, over the bound of {} ms", millis(bound)))
+    }
+}
+
+/// Marks the agent broken after a timeout, so the next check starts a fresh one.
+pub(crate) fn broke(conn: &Conn, e: &NoReply) {
+    if matches!(e, NoReply::Timeout(_)) {
+        conn.broken.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Serializes a request built with the acp-types constructors.
+pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// The `sessionId` of a `session/new` answer.
+pub(crate) fn session_id(reply: &Reply) -> Option<String> {
+    reply
+        .result()?
+        .get("sessionId")?
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// The lines the agent sent from `from` (a [`Wire::mark`]) on.
+pub(crate) fn agent_lines_since(conn: &Conn, from: u64) -> Vec<Entry> {
+    conn.wire.with_log(|log| {
+        log.entries
+            .iter()
+            .filter(|e| e.seq >= from && e.dir == crate::wire::Dir::FromAgent)
+            .cloned()
+            .collect()
+    })
+}
+
+/// `session/update`s in `lines`, with their session ids.
+pub(crate) fn updates(lines: &[Entry]) -> impl Iterator<Item = (&Entry, Option<&str>)> {
+    lines.iter().filter_map(|e| match &e.kind {
+        Kind::Notification {
+            method, session, ..
+        } if method == "session/update" => Some((e, session.as_deref())),
+        _ => None,
+    })
+}
+
+/// Waits until the agent has sent something since `from` (or `max` passed).
+pub(crate) async fn first_sign(conn: &Conn, from: u64, max: Duration) {
+    let until = Instant::now() + max;
+    while Instant::now() < until && !conn.wire.is_closed() {
+        if !agent_lines_since(conn, from).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A describe for a call that got no answer or an answer.
+pub(crate) fn outcome_of(reply: &Result<Reply, NoReply>) -> String {
+    match reply {
+        Ok(reply) => reply.describe(),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Fills `file` in `dir` with 1 MB of text (lines of readable words).
+pub(crate) fn write_megabyte(dir: &Path, file: &str) -> std::io::Result<()> {
+    let mut text = String::with_capacity(1 << 20);
+    let mut n = 0u32;
+    while text.len() < 1 << 20 {
+        n += 1;
+        text.push_str(&format!(
+            "line {n:06}: acp check fills this file to measure a 1 MB read\n"
+        ));
+    }
+    text.truncate(1 << 20);
+    std::fs::write(dir.join(file), text)
+}

@@ -1,0 +1,176 @@
+//! The kit's client: what it answers when the agent asks for files, permission or a
+//! terminal. It serves only what [`Offer`] advertises (the rest is `-32601`; whether the
+//! agent asked at all is `capabilities.offered_only`'s business, read from the wire), and
+//! it answers permission requests the way an editor's user would: allow, or `cancelled` once
+//! the turn is being cancelled.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use acp_client::fs::SandboxedFs;
+use acp_client::terminal::{TerminalDecision, TerminalRequest, Terminals};
+use acp_client::{Client, Error, async_trait};
+use acp_types::v1::*;
+use tokio::sync::watch;
+
+use crate::options::Offer;
+
+/// The client every connection of a run serves.
+pub(crate) struct CheckClient {
+    offer: Offer,
+    fs: SandboxedFs,
+    terminals: Terminals,
+    /// How permission requests are answered now (the cancellation checks hold them across
+    /// their `session/cancel`).
+    permissions: watch::Sender<Permissions>,
+    /// How many permission requests were answered `cancelled`.
+    cancelled: AtomicUsize,
+}
+
+/// How the kit answers `session/request_permission`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Permissions {
+    /// Pick an allow option, as a user who trusts the agent would.
+    Allow,
+    /// Wait (a turn is about to be cancelled).
+    Hold,
+    /// Answer `cancelled`, as a client must once it has cancelled the turn.
+    Cancelled,
+}
+
+impl CheckClient {
+    pub fn new(offer: Offer, workspace: PathBuf) -> std::io::Result<CheckClient> {
+        Ok(CheckClient {
+            offer,
+            fs: SandboxedFs::new([&workspace])?,
+            terminals: Terminals::new().with_workspace(workspace),
+            permissions: watch::channel(Permissions::Allow).0,
+            cancelled: AtomicUsize::new(0),
+        })
+    }
+
+    /// How many permission requests have been answered `cancelled` so far.
+    pub fn cancelled_permissions(&self) -> usize {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// Sets how permission requests are answered from now on; waiting ones follow.
+    pub fn permissions(&self, how: Permissions) {
+        self.permissions.send_replace(how);
+    }
+}
+
+fn not_offered(method: &str) -> Error {
+    Error::method_not_found(method).with_data(serde_json::Value::String(format!(
+        "acp check did not offer {method}"
+    )))
+}
+
+#[async_trait]
+impl Client for CheckClient {
+    async fn request_permission(
+        &self,
+        params: RequestPermissionRequest,
+    ) -> Result<RequestPermissionResponse, Error> {
+        let mut how = self.permissions.subscribe();
+        let now = match how.wait_for(|p| *p != Permissions::Hold).await {
+            Ok(p) => *p,
+            Err(_) => Permissions::Cancelled,
+        };
+        if now == Permissions::Cancelled {
+            self.cancelled.fetch_add(1, Ordering::Relaxed);
+            return Ok(RequestPermissionResponse::new(
+                RequestPermissionOutcome::Cancelled,
+            ));
+        }
+        let pick = [
+            PermissionOptionKind::AllowOnce,
+            PermissionOptionKind::AllowAlways,
+        ]
+        .iter()
+        .find_map(|kind| params.options.iter().find(|o| &o.kind == kind))
+        .or(params.options.first());
+        Ok(RequestPermissionResponse::new(match pick {
+            Some(option) => RequestPermissionOutcome::selected(option.option_id.clone()),
+            None => RequestPermissionOutcome::Cancelled,
+        }))
+    }
+
+    async fn read_text_file(
+        &self,
+        params: ReadTextFileRequest,
+    ) -> Result<ReadTextFileResponse, Error> {
+        if !self.offer.read {
+            return Err(not_offered(names::FS_READ_TEXT_FILE));
+        }
+        self.fs.read_text_file(params).await
+    }
+
+    async fn write_text_file(
+        &self,
+        params: WriteTextFileRequest,
+    ) -> Result<WriteTextFileResponse, Error> {
+        if !self.offer.write {
+            return Err(not_offered(names::FS_WRITE_TEXT_FILE));
+        }
+        self.fs.write_text_file(params).await
+    }
+
+    async fn approve_terminal(&self, _request: &TerminalRequest) -> TerminalDecision {
+        if self.offer.terminal {
+            TerminalDecision::Allow
+        } else {
+            TerminalDecision::deny("acp check did not offer terminals")
+        }
+    }
+
+    async fn create_terminal(
+        &self,
+        params: CreateTerminalRequest,
+    ) -> Result<CreateTerminalResponse, Error> {
+        if !self.offer.terminal {
+            return Err(not_offered(names::TERMINAL_CREATE));
+        }
+        self.terminals.create(params, self).await
+    }
+
+    async fn terminal_output(
+        &self,
+        params: TerminalOutputRequest,
+    ) -> Result<TerminalOutputResponse, Error> {
+        if !self.offer.terminal {
+            return Err(not_offered(names::TERMINAL_OUTPUT));
+        }
+        self.terminals.output(params).await
+    }
+
+    async fn release_terminal(
+        &self,
+        params: ReleaseTerminalRequest,
+    ) -> Result<ReleaseTerminalResponse, Error> {
+        if !self.offer.terminal {
+            return Err(not_offered(names::TERMINAL_RELEASE));
+        }
+        self.terminals.release(params).await
+    }
+
+    async fn wait_for_terminal_exit(
+        &self,
+        params: WaitForTerminalExitRequest,
+    ) -> Result<WaitForTerminalExitResponse, Error> {
+        if !self.offer.terminal {
+            return Err(not_offered(names::TERMINAL_WAIT_FOR_EXIT));
+        }
+        self.terminals.wait_for_exit(params).await
+    }
+
+    async fn kill_terminal(
+        &self,
+        params: KillTerminalRequest,
+    ) -> Result<KillTerminalResponse, Error> {
+        if !self.offer.terminal {
+            return Err(not_offered(names::TERMINAL_KILL));
+        }
+        self.terminals.kill(params).await
+    }
+}

@@ -1,0 +1,229 @@
+//! What a run found: one [`CheckResult`] per check, printed as a table ([`Report::table`]) or
+//! as JSON ([`Report::to_json`]).
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// How one check ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The agent did what the check asks.
+    Pass {
+        /// What was seen (a measured time, a code), possibly empty.
+        note: String,
+    },
+    /// The agent did not; `evidence` says what it did instead (a line, a code, a time).
+    Fail {
+        /// What the agent did, quoted where possible.
+        evidence: String,
+    },
+    /// The check could not run; `reason` says why (not advertised, nothing to look at, a
+    /// step it needs failed).
+    Skip {
+        /// Why the check did not run.
+        reason: String,
+    },
+}
+
+impl Outcome {
+    /// A pass with a note.
+    pub fn pass(note: impl Into<String>) -> Self {
+        Outcome::Pass { note: note.into() }
+    }
+    /// A failure with its evidence.
+    pub fn fail(evidence: impl Into<String>) -> Self {
+        Outcome::Fail {
+            evidence: evidence.into(),
+        }
+    }
+    /// A skip with its reason.
+    pub fn skip(reason: impl Into<String>) -> Self {
+        Outcome::Skip {
+            reason: reason.into(),
+        }
+    }
+    /// Whether this is a failure.
+    pub fn is_fail(&self) -> bool {
+        matches!(self, Outcome::Fail { .. })
+    }
+    /// Whether this is a pass.
+    pub fn is_pass(&self) -> bool {
+        matches!(self, Outcome::Pass { .. })
+    }
+    /// The word for the table: `pass`, `FAIL` or `skip`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Outcome::Pass { .. } => "pass",
+            Outcome::Fail { .. } => "FAIL",
+            Outcome::Skip { .. } => "skip",
+        }
+    }
+    /// The note, evidence or reason.
+    pub fn detail(&self) -> &str {
+        match self {
+            Outcome::Pass { note } => note,
+            Outcome::Fail { evidence } => evidence,
+            Outcome::Skip { reason } => reason,
+        }
+    }
+}
+
+/// One graded check.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckResult {
+    /// The check's name (`group.name`, as `--only` takes it).
+    pub name: &'static str,
+    /// How it ended.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// How long the check took, in milliseconds (for timing checks: the time measured).
+    pub millis: u64,
+}
+
+/// The whole run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    /// The agent, as the user named it.
+    pub agent: String,
+    /// Every check that was selected, in the order they ran.
+    pub checks: Vec<CheckResult>,
+}
+
+impl Report {
+    /// Whether any check failed.
+    pub fn failed(&self) -> bool {
+        self.checks.iter().any(|c| c.outcome.is_fail())
+    }
+
+    /// The names of the failed checks.
+    pub fn failures(&self) -> Vec<&'static str> {
+        self.checks
+            .iter()
+            .filter(|c| c.outcome.is_fail())
+            .map(|c| c.name)
+            .collect()
+    }
+
+    /// The result of the check named `name`, if it was selected.
+    pub fn get(&self, name: &str) -> Option<&CheckResult> {
+        self.checks.iter().find(|c| c.name == name)
+    }
+
+    /// Counts of (pass, fail, skip).
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let mut counts = (0, 0, 0);
+        for c in &self.checks {
+            match c.outcome {
+                Outcome::Pass { .. } => counts.0 += 1,
+                Outcome::Fail { .. } => counts.1 += 1,
+                Outcome::Skip { .. } => counts.2 += 1,
+            }
+        }
+        counts
+    }
+
+    /// The report as a plain-text table (one row per check, details wrapped to one line and
+    /// cut at `width` columns when `width` is given) with a summary line.
+    pub fn table(&self, width: Option<usize>) -> String {
+        let name_width = self.checks.iter().map(|c| c.name.len()).max().unwrap_or(5);
+        let mut out = String::new();
+        let _ = writeln!(out, "acp check: {}", self.agent);
+        let _ = writeln!(
+            out,
+            "{:<name_width$}  {:<4}  {:>7}  detail",
+            "check", "", "ms"
+        );
+        for c in &self.checks {
+            let mut row = format!(
+                "{:<name_width$}  {:<4}  {:>7}  {}",
+                c.name,
+                c.outcome.word(),
+                c.millis,
+                one_line(c.outcome.detail())
+            );
+            if let Some(width) = width {
+                cut(&mut row, width.max(name_width + 20));
+            }
+            out.push_str(&row);
+            out.push('\n');
+        }
+        let (pass, fail, skip) = self.counts();
+        let _ = writeln!(out, "{pass} passed, {fail} failed, {skip} skipped");
+        out
+    }
+
+    /// The report as one JSON document: `{"agent":..,"passed":..,"failed":..,"skipped":..,
+    /// "checks":[{"name":..,"status":"pass"|"fail"|"skip","note"|"evidence"|"reason":..,
+    /// "millis":..}]}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let (pass, fail, skip) = self.counts();
+        serde_json::json!({
+            "agent": self.agent,
+            "passed": pass,
+            "failed": fail,
+            "skipped": skip,
+            "checks": self.checks,
+        })
+    }
+}
+
+/// Newlines and control characters become spaces: agent text cannot break the table (or pass
+/// for a row of its own).
+pub(crate) fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+fn cut(s: &mut String, width: usize) {
+    if let Some((i, _)) = s.char_indices().nth(width) {
+        s.truncate(i.saturating_sub(1));
+        s.push('…');
+    }
+}
+
+/// Milliseconds, saturating.
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_keeps_agent_text_on_one_row_and_the_json_names_each_status() {
+        let report = Report {
+            agent: "a".into(),
+            checks: vec![
+                CheckResult {
+                    name: "x.one",
+                    outcome: Outcome::fail("line 1\nline 2\x1b[31m"),
+                    millis: 3,
+                },
+                CheckResult {
+                    name: "x.two",
+                    outcome: Outcome::skip("not advertised"),
+                    millis: 0,
+                },
+            ],
+        };
+        let table = report.table(None);
+        assert_eq!(table.lines().count(), 5, "{table}");
+        assert!(
+            table.contains("x.one  FAIL        3  line 1 line 2 [31m"),
+            "{table}"
+        );
+        assert!(table.ends_with("0 passed, 1 failed, 1 skipped\n"));
+        let json = report.to_json();
+        assert_eq!(json["failed"], 1);
+        assert_eq!(json["checks"][0]["status"], "fail");
+        assert_eq!(json["checks"][0]["evidence"], "line 1\nline 2\x1b[31m");
+        assert_eq!(json["checks"][1]["reason"], "not advertised");
+        assert!(report.failed());
+        assert_eq!(report.failures(), ["x.one"]);
+    }
+}

@@ -1,0 +1,258 @@
+//! `acp check [-- AGENT...]`: grade an agent with the `acp-check` conformance kit (the
+//! built-in demo agent, in process, when no command is given).
+//!
+//! The report is a table on stdout (or one JSON document with `--json`); the exit status is
+//! 0 when no check failed (failures named with `--allow-fail` excepted), 1 otherwise, 2 for a
+//! usage error. `--trace FILE` keeps every line in the `acp trace` format, so `acp trace view`
+//! opens a failed run at the message that broke it.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use acp_check::{Bounds, Offer, Options, PromptScript, Report, Target, TraceEvent};
+use clap::Args;
+use tokio::sync::mpsc;
+
+use crate::trace::record::{self, Record};
+
+/// Arguments of `acp check`.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Print the report as one JSON document instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Run only these checks or groups (repeatable or comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Skip these checks or groups (repeatable or comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    skip: Vec<String>,
+    /// Failures of these checks do not make the exit status non-zero (they are still shown).
+    #[arg(long, value_delimiter = ',')]
+    allow_fail: Vec<String>,
+    /// What the client offers the agent: read, write, fs, terminal, none (comma-separated).
+    #[arg(long, default_value = "fs")]
+    offer: String,
+    /// A JSON file with the prompts that drive the agent:
+    /// {"prompts": [..], "cancel": "..", "hold": "..", "file": "hello.txt"}.
+    #[arg(long)]
+    prompt_script: Option<PathBuf>,
+    /// Record every line in the `acp trace` format (NDJSON).
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Change a time bound, in milliseconds (repeatable): check, turn, cancel, handshake,
+    /// session_new, round_trip, fs_read, fs_write. Example: --bound cancel=2000.
+    #[arg(long, value_name = "NAME=MS")]
+    bound: Vec<String>,
+    /// List the checks and what each means, and exit.
+    #[arg(long)]
+    list: bool,
+    /// The agent's command line; none for the built-in demo agent (in process).
+    #[arg(last = true)]
+    agent: Vec<OsString>,
+}
+
+/// Runs `acp check`; returns the exit status.
+pub async fn run(args: CheckArgs) -> i32 {
+    if args.list {
+        for check in acp_check::CHECKS {
+            println!("{:<34} {}", check.name, check.meaning);
+        }
+        return 0;
+    }
+    let mut options = match options(&args) {
+        Ok(options) => options,
+        Err(e) => {
+            eprintln!("acp check: {e}");
+            return 2;
+        }
+    };
+    let target = if args.agent.is_empty() {
+        Target::in_process(|r, w| {
+            acp_agent::serve(crate::builtin::BuiltinAgent::default(), r, w);
+        })
+    } else {
+        Target::Command(args.agent.clone())
+    };
+    let writer = match &args.trace {
+        Some(path) => match TraceFile::create(path) {
+            Ok((file, sink)) => {
+                options.trace = Some(sink);
+                Some(file)
+            }
+            Err(e) => {
+                eprintln!("acp check: cannot write {}: {e}", path.display());
+                return 2;
+            }
+        },
+        None => None,
+    };
+    let mut report = acp_check::run(&target, &options).await;
+    if args.agent.is_empty() {
+        report.agent = "built-in demo agent (in process)".into();
+    }
+    drop(options);
+    if let Some(writer) = writer
+        && let Err(e) = writer.finish().await
+    {
+        eprintln!("acp check: writing the trace failed: {e}");
+    }
+    print_report(&report, args.json);
+    status(&report, &args.allow_fail)
+}
+
+fn options(args: &CheckArgs) -> Result<Options, String> {
+    let options = Options {
+        offer: Offer::parse(&args.offer)?,
+        bounds: bounds(&args.bound)?,
+        script: match &args.prompt_script {
+            Some(path) => PromptScript::from_file(path)?,
+            None => PromptScript::default(),
+        },
+        only: args.only.clone(),
+        skip: args.skip.clone(),
+        trace: None,
+    };
+    options.validate()?;
+    for name in &args.allow_fail {
+        if !acp_check::CHECKS.iter().any(|c| c.name == name) {
+            return Err(format!("--allow-fail: no check is named `{name}`"));
+        }
+    }
+    Ok(options)
+}
+
+fn bounds(list: &[String]) -> Result<Bounds, String> {
+    let mut bounds = Bounds::default();
+    for item in list {
+        let (name, ms) = item
+            .split_once('=')
+            .ok_or_else(|| format!("--bound {item}: expected NAME=MS"))?;
+        let ms: u64 = ms
+            .parse()
+            .ok()
+            .filter(|ms| (1..=3_600_000).contains(ms))
+            .ok_or_else(|| format!("--bound {item}: milliseconds from 1 to 3600000"))?;
+        let slot = match name {
+            "check" => &mut bounds.check,
+            "turn" => &mut bounds.turn,
+            "cancel" => &mut bounds.cancel,
+            "handshake" => &mut bounds.handshake,
+            "session_new" => &mut bounds.session_new,
+            "round_trip" => &mut bounds.round_trip,
+            "fs_read" => &mut bounds.file_read,
+            "fs_write" => &mut bounds.file_write,
+            other => return Err(format!("--bound: no bound is named `{other}`")),
+        };
+        *slot = Duration::from_millis(ms);
+    }
+    Ok(bounds)
+}
+
+fn print_report(report: &Report, json: bool) {
+    if json {
+        println!("{}", report.to_json());
+    } else {
+        let width = terminal_width();
+        print!("{}", report.table(width));
+    }
+}
+
+/// 0 unless a check failed that is not allowed to.
+fn status(report: &Report, allowed: &[String]) -> i32 {
+    let blocking: Vec<&str> = report
+        .failures()
+        .into_iter()
+        .filter(|name| !allowed.iter().any(|a| a == name))
+        .collect();
+    if blocking.is_empty() { 0 } else { 1 }
+}
+
+/// The terminal's width when stdout is one (the table is cut to it), else no limit.
+fn terminal_width() -> Option<usize> {
+    if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        return None;
+    }
+    // SAFETY: TIOCGWINSZ fills a winsize struct for a terminal file descriptor.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
+/// The trace file: records go through the `acp trace` writer.
+struct TraceFile {
+    forward: tokio::task::JoinHandle<()>,
+    writer: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl TraceFile {
+    fn create(path: &std::path::Path) -> std::io::Result<(TraceFile, acp_check::TraceSink)> {
+        let file = std::fs::File::create(path)?;
+        let (tx, rx) = mpsc::channel::<Record>(4096);
+        let writer =
+            tokio::task::spawn_blocking(move || crate::trace::proxy::write_records(file, rx));
+        // The sink is called on the kit's tasks and must not block: an unbounded hop first.
+        let (sink_tx, mut sink_rx) = mpsc::unbounded_channel::<Record>();
+        let forward = tokio::spawn(async move {
+            while let Some(record) = sink_rx.recv().await {
+                if tx.send(record).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let sink: acp_check::TraceSink = Arc::new(move |event: TraceEvent<'_>| {
+            let _ = sink_tx.send(to_record(event));
+        });
+        Ok((TraceFile { forward, writer }, sink))
+    }
+
+    /// Waits until every record is written (the sink must be dropped first).
+    async fn finish(mut self) -> std::io::Result<()> {
+        // A task of an agent that never closed may still hold a sink: stop waiting for it.
+        if tokio::time::timeout(Duration::from_secs(2), &mut self.forward)
+            .await
+            .is_err()
+        {
+            self.forward.abort();
+        }
+        self.writer
+            .await
+            .map_err(|e| std::io::Error::other(e.to_string()))?
+    }
+}
+
+fn to_record(event: TraceEvent<'_>) -> Record {
+    match event {
+        TraceEvent::Start { command } => {
+            let mut r = Record::new(record::now(), record::START);
+            r.command = Some(command.to_vec());
+            r
+        }
+        TraceEvent::Line {
+            seq,
+            ts,
+            to_agent,
+            line,
+            lossy,
+        } => {
+            let dir = if to_agent {
+                record::CLIENT_TO_AGENT
+            } else {
+                record::AGENT_TO_CLIENT
+            };
+            let mut r = Record::new(ts, dir);
+            r.seq = Some(seq);
+            r.line = Some(line.to_owned());
+            r.lossy = lossy;
+            r
+        }
+        TraceEvent::Exit { code, signal } => {
+            let mut r = Record::new(record::now(), record::EXIT);
+            r.code = code;
+            r.signal = signal;
+            r
+        }
+    }
+}

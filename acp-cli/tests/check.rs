@@ -1,0 +1,137 @@
+//! `acp check` as a user runs it: the real binary grading real child processes (our echo
+//! agent, and the echo agent behind a shell that prints a log line on stdout first).
+
+mod support;
+
+use std::process::Command;
+
+use support::{Scratch, acp, echo_agent};
+
+fn check(args: &[&str]) -> (i32, String) {
+    let out = Command::new(acp())
+        .arg("check")
+        .args(args)
+        .output()
+        .expect("acp runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn the_echo_agent_passes_every_check_and_the_trace_keeps_the_exchange() {
+    let agent = echo_agent();
+    let dir = Scratch::new("check-echo");
+    let trace = dir.0.join("check.ndjson");
+    let (status, stdout) = check(&[
+        "--json",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--",
+        agent.to_str().unwrap(),
+    ]);
+    assert_eq!(status, 0, "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON document");
+    assert_eq!(report["failed"], 0, "{stdout}");
+    let checks = report["checks"].as_array().unwrap();
+    assert!(checks.len() >= 30, "{stdout}");
+    for name in [
+        "handshake.initialize",
+        "prompt.stop_reason",
+        "cancel.session_cancel",
+        "schema.agent_messages",
+    ] {
+        let check = checks.iter().find(|c| c["name"] == name).unwrap();
+        assert_eq!(check["status"], "pass", "{check}");
+    }
+    // The trace is in the `acp trace` format: start, numbered lines both ways, exit.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records[0]["dir"], "start");
+    assert!(records.iter().any(|r| {
+        r["dir"] == "client_to_agent"
+            && r["line"]
+                .as_str()
+                .unwrap()
+                .contains("\"method\":\"initialize\"")
+    }));
+    assert!(records.iter().any(|r| r["dir"] == "agent_to_client"));
+    assert_eq!(records.last().unwrap()["dir"], "exit");
+    let seqs: Vec<u64> = records.iter().filter_map(|r| r["seq"].as_u64()).collect();
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "seq is one order over the run"
+    );
+    // `acp trace view` reads it.
+    let view = Command::new(acp())
+        .args(["trace", "view"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(
+        view.status.success(),
+        "{}",
+        String::from_utf8_lossy(&view.stderr)
+    );
+}
+
+#[test]
+fn a_log_line_on_stdout_fails_its_check_and_the_exit_status_says_so() {
+    let agent = echo_agent();
+    let script = format!("echo 'starting up'; exec '{}'", agent.display());
+    let (status, stdout) = check(&["--only", "robustness,handshake", "--", "sh", "-c", &script]);
+    assert_eq!(status, 1, "{stdout}");
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("robustness.stdout_protocol_only"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        row.contains("FAIL") && row.contains("`starting up`"),
+        "{row}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("handshake.initialize") && l.contains("pass")),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("sessions.new"),
+        "--only keeps the other groups out: {stdout}"
+    );
+    // An allowed failure is still shown but does not fail the run.
+    let (status, stdout) = check(&[
+        "--only",
+        "robustness",
+        "--allow-fail",
+        "robustness.stdout_protocol_only",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(status, 0, "{stdout}");
+    assert!(stdout.contains("FAIL"), "{stdout}");
+}
+
+#[test]
+fn usage_errors_exit_with_2_and_list_names_every_check() {
+    assert_eq!(check(&["--only", "no_such_check"]).0, 2);
+    assert_eq!(check(&["--bound", "handshake=soon"]).0, 2);
+    assert_eq!(check(&["--offer", "disk"]).0, 2);
+    let (status, list) = check(&["--list"]);
+    assert_eq!(status, 0);
+    assert_eq!(list.lines().count(), 31, "{list}");
+    assert!(list.contains("timing.fs_read_1mb"), "{list}");
+}
+
+#[test]
+fn the_built_in_agent_passes_in_process() {
+    let (status, stdout) = check(&["--skip", "timing"]);
+    assert_eq!(status, 0, "{stdout}");
+    assert!(stdout.contains("built-in demo agent"), "{stdout}");
+}
