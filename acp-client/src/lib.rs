@@ -72,5 +72,5 @@ pub use async_trait::async_trait;
 pub use client::Client;
 pub use connection::{
     AgentHandle, ClientConnection, LoadedSession, PROMPT_STREAM_BUFFER, PromptEvent, PromptStream,
-    RequestTimeouts,
+    RequestTimeouts, SessionEvent, SessionUpdates,
 };
