@@ -34,6 +34,14 @@ pub struct AgentSpec {
     pub timeout: Duration,
     /// The working directory of the session (and of the agent process).
     pub cwd: PathBuf,
+    /// The built-in agent's session store directory.
+    pub store: Option<PathBuf>,
+}
+
+/// Opens (creating it if needed) the built-in agent's session store.
+pub fn open_store(dir: &Path) -> Result<acp_agent::store::JsonlStore, String> {
+    acp_agent::store::JsonlStore::open(dir)
+        .map_err(|e| format!("the session store {}: {e}", dir.display()))
 }
 
 /// What `acp chat` was asked to do.
@@ -110,15 +118,15 @@ pub async fn connect(
         if !spec.dialects.is_empty() {
             agent_options = agent_options.with_dialects(spec.dialects.clone());
         }
+        let agent = match &spec.store {
+            Some(dir) => {
+                agent_options = agent_options.with_store(open_store(dir)?);
+                BuiltinAgent::with_store()
+            }
+            None => BuiltinAgent::default(),
+        };
         let builtin = tokio::spawn(async move {
-            match acp_agent::negotiate::serve(
-                BuiltinAgent::default(),
-                agent_read,
-                agent_write,
-                agent_options,
-            )
-            .await
-            {
+            match acp_agent::negotiate::serve(agent, agent_read, agent_write, agent_options).await {
                 Ok(conn) => {
                     conn.closed().await;
                 }
@@ -501,10 +509,15 @@ async fn run_with(
                     "the agent cannot load sessions (no loadSession capability); {id} not loaded"
                 ));
             }
-            match agent
+            // The replay reaches the view through the client before the answer is
+            // delivered (the connection's ordering guarantee), so it is all inside these two
+            // calls.
+            view.replay(true);
+            let loaded = agent
                 .load_session(proto::load_session_request(id, &cwd_text))
-                .await
-            {
+                .await;
+            view.replay(false);
+            match loaded {
                 Ok(loaded) => (SessionId(id.clone()), loaded.modes, loaded.config_options),
                 Err(e) => {
                     link.shutdown().await;

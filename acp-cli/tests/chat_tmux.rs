@@ -267,3 +267,52 @@ fn an_update_between_turns_waits_until_the_typed_line_is_submitted() {
     t.send(&["C-d"]);
     t.wait_for("EXIT=0");
 }
+
+/// A conversation with the built-in agent kept in a store (`--store`), loaded in a later
+/// run: the earlier turns are shown as they looked live, then the chat goes on.
+#[test]
+fn a_loaded_conversation_is_shown_like_a_live_one_and_goes_on() {
+    if !have(
+        "tmux",
+        "a_loaded_conversation_is_shown_like_a_live_one_and_goes_on",
+    ) {
+        return;
+    }
+    let dir = Scratch::new("loadchat");
+    let store = dir.0.join("store");
+    let chat = |name: &str, extra: &str| {
+        Tmux::start(
+            name,
+            &format!(
+                "cd {} && {} chat --store {}{extra}",
+                sh(&dir.0),
+                sh(&acp()),
+                sh(&store)
+            ),
+        )
+    };
+    let t = chat("loadchat1", "");
+    t.wait_for("you>");
+    t.line("/echo remember the milk");
+    let screen = t.wait_for("── end_turn");
+    let id = screen
+        .lines()
+        .find_map(|l| l.strip_prefix("session "))
+        .expect(&screen)
+        .trim()
+        .to_owned();
+    t.send(&["C-d"]);
+    t.wait_for("EXIT=0");
+    let t = chat("loadchat2", &format!(" --load {id}"));
+    let screen = t.wait_for("── loaded: 1 earlier turn(s)");
+    let typed = screen.find("you> /echo remember the milk").expect(&screen);
+    let said = screen.find("  remember the milk").expect(&screen);
+    let end = screen.find("── loaded").unwrap();
+    assert!(typed < said && said < end, "{screen}");
+    t.wait_for(&format!("session {id}"));
+    t.line("/echo and eggs");
+    let screen = t.wait_for("── end_turn");
+    assert!(screen.contains("  and eggs"), "{screen}");
+    t.send(&["C-d"]);
+    t.wait_for("EXIT=0");
+}
