@@ -151,7 +151,9 @@ impl AgentArgs {
 
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        // The message-flow log (acp_rpc::flow) is asked for with RUST_LOG: a failed request is
+        // already reported on screen by the chat itself.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,acp_rpc::flow=off"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
