@@ -16,7 +16,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use crate::attach;
 use crate::builtin::BuiltinAgent;
 use crate::client::{Answerer, CliClient, SessionView, UpdateBarrier};
-use crate::input::{Answer, CommandList, Keyboard, LineKind};
+use crate::input::{Answer, CommandList, Keyboard, LineKind, ModeList};
 use crate::proto;
 use crate::view::{JsonEvents, Screen, View};
 
@@ -209,6 +209,8 @@ impl Chat {
         let _ = tokio::time::timeout(Duration::ZERO, self.sigint.recv()).await;
         let agent = self.link.agent().clone();
         let interrupt = self.client.interrupt();
+        // Keys typed while the agent streams wait for the next prompt line.
+        let _type_ahead = self.screen.is_some().then(crate::input::TypeAhead::hold);
         self.view.turn_started();
         let start = Instant::now();
         tracing::info!(session = %self.session, "turn started");
@@ -459,11 +461,17 @@ async fn run_with(
 ) -> Result<i32, String> {
     let cwd = request.agent.cwd.clone();
     let commands: CommandList = Arc::default();
+    let mode_list: ModeList = Arc::default();
     let state: Arc<Mutex<SessionView>> = Arc::default();
     let keyboard = match request.prompt {
         Some(_) => None,
         None => {
-            let keyboard = Keyboard::start(commands.clone(), LOCAL_COMMANDS, cwd.clone())?;
+            let keyboard = Keyboard::start(
+                commands.clone(),
+                mode_list.clone(),
+                LOCAL_COMMANDS,
+                cwd.clone(),
+            )?;
             if let Some(screen) = &screen {
                 screen.hold_while_editing(keyboard.editing());
             }
@@ -545,6 +553,7 @@ async fn run_with(
                 .iter()
                 .map(|m| (m.id.0.clone(), crate::sanitize::terminal_safe(&m.name)))
                 .collect();
+            *mode_list.lock().unwrap_or_else(|p| p.into_inner()) = state.modes.clone();
         }
         state.config = config.unwrap_or_default();
     }
