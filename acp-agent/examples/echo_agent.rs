@@ -200,6 +200,14 @@ impl Agent for EchoAgent {
 
     async fn prompt(&self, p: PromptRequest, cx: &PromptContext) -> Result<PromptResponse, Error> {
         let s = cx.session();
+        // A session the store loaded or resumed for us: its cwd comes from the store.
+        let known = self.sessions.lock().unwrap().contains_key(&s.id().0);
+        if !known && let Some(meta) = cx.stored_session(s.id()).await {
+            self.sessions
+                .lock()
+                .unwrap()
+                .insert(s.id().0.clone(), meta.cwd);
+        }
         let text: Vec<String> = p
             .prompt
             .iter()

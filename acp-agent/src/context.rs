@@ -34,6 +34,24 @@ impl AgentContext {
             .then(|| SessionHandle::new(self.client.clone(), id.clone()))
     }
 
+    /// What the session store knows of session `id` (its cwd, title, mode and config
+    /// options), when the agent is served with a store and the store has it; `None`
+    /// otherwise (or if the store cannot be read: logged).
+    ///
+    /// A session the store loaded or resumed for the agent (the default `session/load` and
+    /// `session/resume`) was never seen by the agent's own `new_session`: this is where the
+    /// agent finds its working directory when the session is next prompted.
+    pub async fn stored_session(&self, id: &SessionId) -> Option<crate::store::SessionMeta> {
+        let recorder = self.client.inner.recorder.as_ref()?;
+        match recorder.store.meta(id).await {
+            Ok(meta) => meta,
+            Err(e) => {
+                tracing::warn!(session = %id, error = %e, "the session store could not be read");
+                None
+            }
+        }
+    }
+
     /// The JSON-RPC id of the request being served.
     pub fn request_id(&self) -> &RequestId {
         &self.request_id

@@ -80,6 +80,10 @@ struct Agent {
 
 impl Agent {
     async fn start(store: &Path) -> Agent {
+        Self::start_with(store, json!({"protocolVersion": 1})).await
+    }
+
+    async fn start_with(store: &Path, initialize: Value) -> Agent {
         let mut child = Command::new(example_path())
             .arg("--store")
             .arg(store)
@@ -98,7 +102,7 @@ impl Agent {
         );
         let init: Value = conn
             .peer()
-            .request("initialize", &json!({"protocolVersion": 1}))
+            .request("initialize", &initialize)
             .await
             .unwrap();
         assert_eq!(init["agentCapabilities"]["loadSession"], true, "{init}");
@@ -193,6 +197,39 @@ async fn sessions_survive_an_agent_restart() {
         texts_of(&replay, "user_message_chunk"),
         ["hello world", "again"]
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A session the store loaded (or resumed) for the echo agent has its working directory
+/// after the restart: the agent finds it in the store when the session is prompted.
+#[tokio::test]
+async fn a_loaded_or_resumed_session_keeps_its_working_directory() {
+    let dir = temp_dir("cwd");
+    let first = Agent::start(&dir).await;
+    let session = first.new_session().await;
+    first.prompt(&session, "hello").await.unwrap();
+    first.stop().await;
+    let reads = json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}}});
+    for method in ["session/load", "session/resume"] {
+        let agent = Agent::start_with(&dir, reads.clone()).await;
+        agent
+            .call(
+                method,
+                json!({"sessionId": session, "cwd": "/w", "mcpServers": []}),
+            )
+            .await
+            .unwrap();
+        agent.log.take(&session);
+        agent.prompt(&session, "again").await.unwrap();
+        let updates = agent.log.take(&session);
+        let titles: Vec<&str> = updates
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "tool_call")
+            .filter_map(|u| u["title"].as_str())
+            .collect();
+        assert_eq!(titles, ["Read /w/hello.txt"], "after {method}");
+        agent.stop().await;
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -53,6 +53,9 @@ struct SessionState {
 pub struct BuiltinAgent {
     sessions: Mutex<HashMap<SessionId, SessionState>>,
     next_id: Mutex<u64>,
+    /// Served with a session store (`--store`): session ids carry the start time so they
+    /// stay unique across runs, and the store lists, loads and resumes the sessions.
+    id_prefix: Option<String>,
 }
 
 /// How one step of a turn ended.
@@ -62,6 +65,52 @@ enum Step {
 }
 
 impl BuiltinAgent {
+    /// The agent for a connection served with a session store.
+    pub fn with_store() -> Self {
+        BuiltinAgent {
+            id_prefix: Some(format!("{}-", acp_agent::store::now_rfc3339())),
+            ..Self::default()
+        }
+    }
+
+    /// A session's state, rebuilt from the store for a session it loaded or resumed for
+    /// this agent (the cwd, mode and model it had).
+    async fn restored_state(&self, id: &SessionId, cx: &AgentContext) -> Option<SessionState> {
+        if let Some(state) = self.state(id) {
+            return Some(state);
+        }
+        let meta = cx.stored_session(id).await?;
+        let mode = meta
+            .modes
+            .as_ref()
+            .map(|m| m.current_mode_id.0.clone())
+            .filter(|m| MODES.iter().any(|(id, _, _)| id == m))
+            .unwrap_or_else(|| MODES[0].0.to_owned());
+        let model = meta
+            .config_options
+            .iter()
+            .flatten()
+            .find_map(|o| match &o.kind {
+                SessionConfigKind::Select(select) if o.id.0 == "model" => {
+                    Some(select.current_value.0.clone())
+                }
+                _ => None,
+            })
+            .filter(|m| MODELS.iter().any(|(v, _, _)| v == m))
+            .unwrap_or_else(|| MODELS[0].0.to_owned());
+        let state = SessionState {
+            cwd: meta.cwd,
+            mode,
+            model,
+            turns: 0,
+        };
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), state.clone());
+        Some(state)
+    }
+
     fn state(&self, id: &SessionId) -> Option<SessionState> {
         self.sessions
             .lock()
@@ -353,7 +402,11 @@ impl Agent for BuiltinAgent {
         let id = {
             let mut next = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
             *next += 1;
-            SessionId(format!("builtin-{}", *next))
+            SessionId(format!(
+                "builtin-{}{}",
+                self.id_prefix.as_deref().unwrap_or(""),
+                *next
+            ))
         };
         let state = SessionState {
             cwd: p.cwd,
@@ -389,6 +442,10 @@ impl Agent for BuiltinAgent {
         _p: ListSessionsRequest,
         _cx: &AgentContext,
     ) -> Result<ListSessionsResponse, Error> {
+        if self.id_prefix.is_some() {
+            // The store lists every session it has, from this run and earlier ones.
+            return Err(Error::method_not_found(names::SESSION_LIST));
+        }
         let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         let mut list: Vec<SessionInfo> = sessions
             .iter()
@@ -440,7 +497,7 @@ impl Agent for BuiltinAgent {
     }
 
     async fn prompt(&self, p: PromptRequest, cx: &PromptContext) -> Result<PromptResponse, Error> {
-        let Some(mut state) = self.state(&p.session_id) else {
+        let Some(mut state) = self.restored_state(&p.session_id, cx).await else {
             return Err(Error::resource_not_found(p.session_id.0.clone()));
         };
         state.turns += 1;

@@ -16,7 +16,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use crate::attach;
 use crate::builtin::BuiltinAgent;
 use crate::client::{Answerer, CliClient, SessionView, UpdateBarrier};
-use crate::input::{Answer, CommandList, Keyboard, LineKind};
+use crate::input::{Answer, CommandList, Keyboard, LineKind, ModeList};
 use crate::proto;
 use crate::view::{JsonEvents, Screen, View};
 
@@ -34,6 +34,14 @@ pub struct AgentSpec {
     pub timeout: Duration,
     /// The working directory of the session (and of the agent process).
     pub cwd: PathBuf,
+    /// The built-in agent's session store directory.
+    pub store: Option<PathBuf>,
+}
+
+/// Opens (creating it if needed) the built-in agent's session store.
+pub fn open_store(dir: &Path) -> Result<acp_agent::store::JsonlStore, String> {
+    acp_agent::store::JsonlStore::open(dir)
+        .map_err(|e| format!("the session store {}: {e}", dir.display()))
 }
 
 /// What `acp chat` was asked to do.
@@ -110,15 +118,15 @@ pub async fn connect(
         if !spec.dialects.is_empty() {
             agent_options = agent_options.with_dialects(spec.dialects.clone());
         }
+        let agent = match &spec.store {
+            Some(dir) => {
+                agent_options = agent_options.with_store(open_store(dir)?);
+                BuiltinAgent::with_store()
+            }
+            None => BuiltinAgent::default(),
+        };
         let builtin = tokio::spawn(async move {
-            match acp_agent::negotiate::serve(
-                BuiltinAgent::default(),
-                agent_read,
-                agent_write,
-                agent_options,
-            )
-            .await
-            {
+            match acp_agent::negotiate::serve(agent, agent_read, agent_write, agent_options).await {
                 Ok(conn) => {
                     conn.closed().await;
                 }
@@ -201,6 +209,8 @@ impl Chat {
         let _ = tokio::time::timeout(Duration::ZERO, self.sigint.recv()).await;
         let agent = self.link.agent().clone();
         let interrupt = self.client.interrupt();
+        // Keys typed while the agent streams wait for the next prompt line.
+        let _type_ahead = self.screen.is_some().then(crate::input::TypeAhead::hold);
         self.view.turn_started();
         let start = Instant::now();
         tracing::info!(session = %self.session, "turn started");
@@ -451,11 +461,17 @@ async fn run_with(
 ) -> Result<i32, String> {
     let cwd = request.agent.cwd.clone();
     let commands: CommandList = Arc::default();
+    let mode_list: ModeList = Arc::default();
     let state: Arc<Mutex<SessionView>> = Arc::default();
     let keyboard = match request.prompt {
         Some(_) => None,
         None => {
-            let keyboard = Keyboard::start(commands.clone(), LOCAL_COMMANDS, cwd.clone())?;
+            let keyboard = Keyboard::start(
+                commands.clone(),
+                mode_list.clone(),
+                LOCAL_COMMANDS,
+                cwd.clone(),
+            )?;
             if let Some(screen) = &screen {
                 screen.hold_while_editing(keyboard.editing());
             }
@@ -501,10 +517,15 @@ async fn run_with(
                     "the agent cannot load sessions (no loadSession capability); {id} not loaded"
                 ));
             }
-            match agent
+            // The replay reaches the view through the client before the answer is
+            // delivered (the connection's ordering guarantee), so it is all inside these two
+            // calls.
+            view.replay(true);
+            let loaded = agent
                 .load_session(proto::load_session_request(id, &cwd_text))
-                .await
-            {
+                .await;
+            view.replay(false);
+            match loaded {
                 Ok(loaded) => (SessionId(id.clone()), loaded.modes, loaded.config_options),
                 Err(e) => {
                     link.shutdown().await;
@@ -532,6 +553,7 @@ async fn run_with(
                 .iter()
                 .map(|m| (m.id.0.clone(), crate::sanitize::terminal_safe(&m.name)))
                 .collect();
+            *mode_list.lock().unwrap_or_else(|p| p.into_inner()) = state.modes.clone();
         }
         state.config = config.unwrap_or_default();
     }

@@ -37,6 +37,27 @@ pub enum LineKind {
 /// Commands offered for completion: name and description.
 pub type CommandList = Arc<Mutex<Vec<(String, String)>>>;
 
+/// The agent's modes (id and name), offered after `/mode `.
+pub type ModeList = Arc<Mutex<Vec<(String, String)>>>;
+
+/// Where the prompt history is kept across runs: `$ACP_HISTORY`, else `acp/history` in the
+/// user's data directory (`$XDG_DATA_HOME`, else `~/.local/share`). `None` without either
+/// (no history file is written then).
+pub fn history_path() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("ACP_HISTORY").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/share"))
+        })?;
+    Some(data.join("acp").join("history"))
+}
+
 type Request = (String, LineKind, oneshot::Sender<Answer>);
 
 /// The keyboard, shared by the chat loop and the client's questions.
@@ -54,14 +75,27 @@ impl Keyboard {
     /// `@path` completion starts.
     pub fn start(
         commands: CommandList,
+        modes: ModeList,
         local: impl IntoIterator<Item = (&'static str, &'static str)>,
         cwd: PathBuf,
     ) -> Result<Keyboard, String> {
         let mut editor: Editor<ChatHelper, DefaultHistory> =
             Editor::new().map_err(|e| format!("cannot open the terminal for input: {e}"))?;
+        // The prompts of earlier runs (Up recalls them); a missing or unreadable file is an
+        // empty history, never an error.
+        let history = history_path();
+        if let Some(path) = &history {
+            if let Err(e) = editor.load_history(path) {
+                tracing::debug!(path = %path.display(), error = %e, "no prompt history loaded");
+            }
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+        }
         let kind = Arc::new(Mutex::new(LineKind::Prompt));
         editor.set_helper(Some(ChatHelper {
             commands,
+            modes,
             local: local
                 .into_iter()
                 .map(|(n, d)| (n.to_owned(), d.to_owned()))
@@ -86,6 +120,11 @@ impl Keyboard {
                         Ok(line) => {
                             if line_kind == LineKind::Prompt && !line.trim().is_empty() {
                                 let _ = editor.add_history_entry(line.as_str());
+                                if let Some(path) = &history
+                                    && let Err(e) = editor.append_history(path)
+                                {
+                                    tracing::warn!(path = %path.display(), error = %e, "prompt history not saved");
+                                }
                             }
                             Answer::Line(line)
                         }
@@ -120,9 +159,48 @@ impl Keyboard {
     }
 }
 
+/// While a turn streams, keys typed ahead are not echoed by the terminal (they would land in
+/// the middle of the agent's text); they wait in the terminal's input queue and appear on
+/// the next prompt line, intact, when the editor takes the keyboard back (it switches modes
+/// without flushing input). Ctrl-C still interrupts. Restored on drop; does nothing when
+/// stdin is not a terminal.
+pub struct TypeAhead {
+    saved: Option<libc::termios>,
+}
+
+impl TypeAhead {
+    /// Turns the echo off for the duration of a turn.
+    pub fn hold() -> TypeAhead {
+        // SAFETY: tcgetattr fills a termios we own; failure (not a terminal) leaves it unused.
+        let mut termios: libc::termios = unsafe { std::mem::zeroed() };
+        if unsafe { libc::tcgetattr(libc::STDIN_FILENO, &mut termios) } != 0 {
+            return TypeAhead { saved: None };
+        }
+        let mut quiet = termios;
+        quiet.c_lflag &= !(libc::ECHO | libc::ECHONL);
+        // TCSANOW: nothing typed so far is discarded.
+        if unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &quiet) } != 0 {
+            return TypeAhead { saved: None };
+        }
+        TypeAhead {
+            saved: Some(termios),
+        }
+    }
+}
+
+impl Drop for TypeAhead {
+    fn drop(&mut self) {
+        if let Some(termios) = &self.saved {
+            // SAFETY: restores the attributes read in `hold`.
+            unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, termios) };
+        }
+    }
+}
+
 /// Completion for the prompt line.
 struct ChatHelper {
     commands: CommandList,
+    modes: ModeList,
     /// The CLI's own commands, offered after the agent's.
     local: Vec<(String, String)>,
     cwd: PathBuf,
@@ -147,21 +225,37 @@ impl Completer for ChatHelper {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         commands.extend(self.local.iter().cloned());
-        Ok(complete(line, pos, &commands, &self.cwd))
+        let modes = self.modes.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        Ok(complete(line, pos, &commands, &modes, &self.cwd))
     }
 }
 
-/// Completions for `line` at `pos`: a slash command at the start of the line, or a path
-/// after `@` anywhere. Returns where the replaced word starts and the candidates.
+/// Completions for `line` at `pos`: a slash command at the start of the line, a mode id
+/// after `/mode `, or a path after `@` anywhere. Returns where the replaced word starts and
+/// the candidates.
 pub fn complete(
     line: &str,
     pos: usize,
     commands: &[(String, String)],
+    modes: &[(String, String)],
     cwd: &Path,
 ) -> (usize, Vec<Pair>) {
     let before = &line[..pos];
     let start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
     let word = &before[start..];
+    if let Some(partial) = before.strip_prefix("/mode ")
+        && !partial.contains(char::is_whitespace)
+    {
+        let pairs = modes
+            .iter()
+            .filter(|(id, _)| id.starts_with(partial))
+            .map(|(id, name)| Pair {
+                display: format!("{id}  {name}"),
+                replacement: id.clone(),
+            })
+            .collect();
+        return (start, pairs);
+    }
     if start == 0 && word.starts_with('/') {
         let prefix = &word[1..];
         let pairs = commands
@@ -246,10 +340,29 @@ mod tests {
             ("clear".to_owned(), "Clear".to_owned()),
             ("echo".to_owned(), "Echo".to_owned()),
         ];
-        let (start, pairs) = complete("/c", 2, &commands, Path::new("/"));
+        let (start, pairs) = complete("/c", 2, &commands, &[], Path::new("/"));
         assert_eq!(start, 0);
         assert_eq!(replacements(&pairs), ["/count ", "/clear "]);
-        let (_, pairs) = complete("say /c", 6, &commands, Path::new("/"));
+        let (_, pairs) = complete("say /c", 6, &commands, &[], Path::new("/"));
+        assert!(pairs.is_empty());
+    }
+
+    #[test]
+    fn mode_ids_complete_after_the_mode_command() {
+        let modes = vec![
+            ("ask".to_owned(), "Ask".to_owned()),
+            ("architect".to_owned(), "Architect".to_owned()),
+            ("code".to_owned(), "Code".to_owned()),
+        ];
+        let (start, pairs) = complete("/mode a", 7, &[], &modes, Path::new("/"));
+        assert_eq!(start, 6);
+        assert_eq!(replacements(&pairs), ["ask", "architect"]);
+        let (_, pairs) = complete("/mode ", 6, &[], &modes, Path::new("/"));
+        assert_eq!(pairs.len(), 3);
+        // Only the first argument, and only of /mode.
+        let (_, pairs) = complete("/mode ask a", 11, &[], &modes, Path::new("/"));
+        assert!(pairs.is_empty());
+        let (_, pairs) = complete("say a", 5, &[], &modes, Path::new("/"));
         assert!(pairs.is_empty());
     }
 
@@ -259,12 +372,12 @@ mod tests {
         std::fs::create_dir_all(dir.join("src")).unwrap();
         std::fs::write(dir.join("notes.md"), "x").unwrap();
         std::fs::write(dir.join("src/main.rs"), "x").unwrap();
-        let (start, pairs) = complete("look at @no", 11, &[], &dir);
+        let (start, pairs) = complete("look at @no", 11, &[], &[], &dir);
         assert_eq!(start, 8);
         assert_eq!(replacements(&pairs), ["@notes.md "]);
-        let (_, pairs) = complete("@s", 2, &[], &dir);
+        let (_, pairs) = complete("@s", 2, &[], &[], &dir);
         assert_eq!(replacements(&pairs), ["@src/"]);
-        let (_, pairs) = complete("@src/m", 6, &[], &dir);
+        let (_, pairs) = complete("@src/m", 6, &[], &[], &dir);
         assert_eq!(replacements(&pairs), ["@src/main.rs "]);
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -3,7 +3,9 @@
 //! * `acp chat [-- AGENT...]`: talk to an agent in the terminal (the built-in demo agent when
 //!   no command is given); `--prompt TEXT` runs one turn for scripts.
 //! * `acp sessions -- AGENT...`: list an agent's sessions.
-//! * `acp agent`: serve the built-in demo agent on stdio (for editors, or `acp trace`).
+//! * `acp agent [--store DIR]`: serve the built-in demo agent on stdio (for editors, or
+//!   `acp trace`), its sessions kept in DIR when given (`acp chat --store DIR` does the same
+//!   for the in-process agent; `--load ID` then shows an earlier conversation and goes on).
 //! * `acp trace --out FILE -- AGENT...`: a transparent stdio proxy recording every line.
 //! * `acp trace view FILE [--html OUT]`: a trace as a summary, or as a page.
 //! * `acp check [-- AGENT...]`: grade an agent with the conformance kit (`acp-check`).
@@ -44,7 +46,7 @@ enum Command {
     /// List an agent's sessions.
     Sessions(AgentArgs),
     /// Serve the built-in demo agent on stdin/stdout.
-    Agent,
+    Agent(ServeArgs),
     /// Record an agent's stdio as NDJSON while passing it through unchanged, or view a
     /// recording (`acp trace view FILE`).
     Trace(TraceArgs),
@@ -66,9 +68,21 @@ struct AgentArgs {
     /// Working directory of the session and the agent (default: the current one).
     #[arg(long)]
     cwd: Option<PathBuf>,
+    /// The built-in agent keeps its sessions in this directory (created if missing), so
+    /// `--load` and `acp sessions` find them in later runs. Only for the built-in agent.
+    #[arg(long)]
+    store: Option<PathBuf>,
     /// The agent's command line; none for the built-in agent.
     #[arg(last = true)]
     agent: Vec<OsString>,
+}
+
+#[derive(Args, Debug)]
+struct ServeArgs {
+    /// Keep the sessions in this directory (created if missing): they can be listed,
+    /// loaded and resumed by later runs.
+    #[arg(long)]
+    store: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -124,7 +138,14 @@ impl AgentArgs {
                 self.timeout
             ));
         }
+        if self.store.is_some() && !self.agent.is_empty() {
+            return Err(
+                "--store is for the built-in agent; an agent command keeps its own sessions"
+                    .to_owned(),
+            );
+        }
         Ok(chat::AgentSpec {
+            store: self.store,
             command: self.agent,
             dialects: self.dialect,
             timeout: Duration::from_secs_f64(self.timeout.min(3600.0)),
@@ -135,7 +156,9 @@ impl AgentArgs {
 
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        // The message-flow log (acp_rpc::flow) is asked for with RUST_LOG: a failed request is
+        // already reported on screen by the chat itself.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,acp_rpc::flow=off"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -187,7 +210,7 @@ async fn run(cli: Cli) -> i32 {
             Ok(spec) => chat::sessions(spec).await,
             Err(e) => fail(e),
         },
-        Command::Agent => serve_builtin().await,
+        Command::Agent(args) => serve_builtin(args.store).await,
         Command::Check(args) => check::run(args).await,
         Command::Trace(TraceArgs {
             view: Some(TraceCommand::View { file, html }),
@@ -205,12 +228,23 @@ async fn run(cli: Cli) -> i32 {
 }
 
 /// `acp agent`: the built-in agent on stdio, in whichever dialect the client speaks.
-async fn serve_builtin() -> i32 {
+async fn serve_builtin(store: Option<PathBuf>) -> i32 {
     let mut options = acp_agent::negotiate::NegotiateOptions::default();
     if let Ok(cwd) = std::env::current_dir() {
         options = options.with_legacy_cwd(cwd);
     }
-    match acp_agent::negotiate::serve_stdio(builtin::BuiltinAgent::default(), options).await {
+    let agent = match store.as_deref().map(chat::open_store).transpose() {
+        Ok(Some(store)) => {
+            options = options.with_store(store);
+            builtin::BuiltinAgent::with_store()
+        }
+        Ok(None) => builtin::BuiltinAgent::default(),
+        Err(e) => {
+            eprintln!("acp agent: {e}");
+            return chat::EXIT_FAILED;
+        }
+    };
+    match acp_agent::negotiate::serve_stdio(agent, options).await {
         Ok(conn) => {
             conn.closed().await;
             0

@@ -41,6 +41,11 @@ pub trait View: Send + Sync {
     fn tick(&self);
     /// The turn ended with this stop reason (or error text), after `elapsed`.
     fn turn_ended(&self, outcome: &str, elapsed: Duration);
+    /// A loaded session's history starts (`true`) or has been replayed (`false`): the
+    /// updates in between are an earlier conversation, shown the way it looked live.
+    fn replay(&self, replaying: bool) {
+        let _ = replaying;
+    }
 }
 
 /// Status of a tool call as last shown.
@@ -89,6 +94,8 @@ struct Term {
     capture: Option<Vec<u8>>,
     /// Output held back until the line is submitted.
     held: Vec<u8>,
+    /// A loaded session's history is being shown: the user's earlier prompts count.
+    replayed_turns: Option<usize>,
 }
 
 /// The terminal transcript.
@@ -131,6 +138,7 @@ impl Screen {
                 editing: None,
                 capture: None,
                 held: Vec::new(),
+                replayed_turns: None,
             }),
         }
     }
@@ -506,7 +514,20 @@ impl View for Screen {
             SessionUpdate::AgentThoughtChunk(c) => {
                 t.stream(Block::Thought, &block_text(&c.content))
             }
-            SessionUpdate::UserMessageChunk(c) => t.stream(Block::User, &block_text(&c.content)),
+            SessionUpdate::UserMessageChunk(c) => match t.replayed_turns {
+                // A prompt of the loaded conversation: shown as it was typed, after the
+                // line that ended the turn before it.
+                Some(turns) => {
+                    if turns > 0 {
+                        let line = format!("{}──{}", t.style("dim"), t.style("reset"));
+                        t.ui_line(&line);
+                    }
+                    t.replayed_turns = Some(turns + 1);
+                    let text = block_text(&c.content);
+                    t.ui_line(&format!("you> {}", terminal_safe(&text).replace('\n', " ")));
+                }
+                None => t.stream(Block::User, &block_text(&c.content)),
+            },
             SessionUpdate::ToolCall(call) => {
                 let id = call.tool_call_id.0.clone();
                 t.newline_if_needed();
@@ -713,6 +734,22 @@ impl View for Screen {
             let line = format!(
                 "{style}── {outcome} · {:.1}s{}",
                 elapsed.as_secs_f64(),
+                t.style("reset")
+            );
+            t.ui_line(&line);
+        });
+    }
+
+    fn replay(&self, replaying: bool) {
+        self.with(|t| {
+            if replaying {
+                t.replayed_turns = Some(0);
+                return;
+            }
+            let turns = t.replayed_turns.take().unwrap_or(0);
+            let line = format!(
+                "{}── loaded: {turns} earlier turn(s){}",
+                t.style("dim"),
                 t.style("reset")
             );
             t.ui_line(&line);

@@ -267,3 +267,143 @@ fn an_update_between_turns_waits_until_the_typed_line_is_submitted() {
     t.send(&["C-d"]);
     t.wait_for("EXIT=0");
 }
+
+/// A conversation with the built-in agent kept in a store (`--store`), loaded in a later
+/// run: the earlier turns are shown as they looked live, then the chat goes on.
+#[test]
+fn a_loaded_conversation_is_shown_like_a_live_one_and_goes_on() {
+    if !have(
+        "tmux",
+        "a_loaded_conversation_is_shown_like_a_live_one_and_goes_on",
+    ) {
+        return;
+    }
+    let dir = Scratch::new("loadchat");
+    let store = dir.0.join("store");
+    let chat = |name: &str, extra: &str| {
+        Tmux::start(
+            name,
+            &format!(
+                "cd {} && {} chat --store {}{extra}",
+                sh(&dir.0),
+                sh(&acp()),
+                sh(&store)
+            ),
+        )
+    };
+    let t = chat("loadchat1", "");
+    t.wait_for("you>");
+    t.line("/echo remember the milk");
+    let screen = t.wait_for("── end_turn");
+    let id = screen
+        .lines()
+        .find_map(|l| l.strip_prefix("session "))
+        .expect(&screen)
+        .trim()
+        .to_owned();
+    t.send(&["C-d"]);
+    t.wait_for("EXIT=0");
+    let t = chat("loadchat2", &format!(" --load {id}"));
+    let screen = t.wait_for("── loaded: 1 earlier turn(s)");
+    let typed = screen.find("you> /echo remember the milk").expect(&screen);
+    let said = screen.find("  remember the milk").expect(&screen);
+    let end = screen.find("── loaded").unwrap();
+    assert!(typed < said && said < end, "{screen}");
+    t.wait_for(&format!("session {id}"));
+    t.line("/echo and eggs");
+    let screen = t.wait_for("── end_turn");
+    assert!(screen.contains("  and eggs"), "{screen}");
+    t.send(&["C-d"]);
+    t.wait_for("EXIT=0");
+}
+
+/// Keys typed while the agent streams do not land in its text: they wait, and the next
+/// prompt line shows them intact, ready to submit.
+#[test]
+fn a_line_typed_ahead_during_a_turn_stays_intact_for_the_next_prompt() {
+    if !have(
+        "tmux",
+        "a_line_typed_ahead_during_a_turn_stays_intact_for_the_next_prompt",
+    ) {
+        return;
+    }
+    let dir = Scratch::new("typeahead");
+    let t = chat_builtin("typeahead", &dir);
+    t.wait_for("you>");
+    t.line("/count 12");
+    t.wait_for(" 2 ");
+    t.send(&["-l", "/echo typed ahead"]);
+    let screen = t.wait_for("── end_turn");
+    let streamed = screen
+        .lines()
+        .find(|l| l.starts_with("  1 2"))
+        .expect(&screen);
+    assert_eq!(
+        streamed.trim_end(),
+        "  1 2 3 4 5 6 7 8 9 10 11 12",
+        "{screen}"
+    );
+    t.wait_for("you> /echo typed ahead");
+    t.send(&["Enter"]);
+    let screen = t.wait_for_n("── end_turn", 2);
+    assert!(screen.contains("\n  typed ahead"), "{screen}");
+    t.send(&["C-d"]);
+    t.wait_for("EXIT=0");
+}
+
+/// `/mode ` completes the agent's mode ids.
+#[test]
+fn mode_ids_complete_after_slash_mode() {
+    if !have("tmux", "mode_ids_complete_after_slash_mode") {
+        return;
+    }
+    let dir = Scratch::new("modecomplete");
+    let t = chat_builtin("modecomplete", &dir);
+    t.wait_for("you>");
+    t.send(&["-l", "/mode c"]);
+    t.send(&["Tab"]);
+    t.wait_for("you> /mode code");
+    t.send(&["Enter"]);
+    t.wait_for("mode set to code");
+    t.send(&["C-d"]);
+    t.wait_for("EXIT=0");
+}
+
+/// The prompts of one run are recalled with Up in the next (the history file).
+#[test]
+fn prompt_history_is_kept_across_runs() {
+    if !have("tmux", "prompt_history_is_kept_across_runs") {
+        return;
+    }
+    let dir = Scratch::new("history");
+    let history = dir.0.join("data/acp/history");
+    let chat = |name: &str| {
+        Tmux::start(
+            name,
+            &format!(
+                "cd {} && XDG_DATA_HOME={} ACP_HISTORY= {} chat",
+                sh(&dir.0),
+                sh(&dir.0.join("data")),
+                sh(&acp())
+            ),
+        )
+    };
+    let t = chat("history1");
+    t.wait_for("you>");
+    t.line("/echo from the first run");
+    t.wait_for("── end_turn");
+    t.send(&["C-d"]);
+    t.wait_for("EXIT=0");
+    // In the user's data directory, in rustyline's own format.
+    let saved = std::fs::read_to_string(&history).unwrap();
+    assert!(saved.contains("/echo from the first run"), "{saved}");
+    let t = chat("history2");
+    t.wait_for("you>");
+    t.send(&["Up"]);
+    t.wait_for("you> /echo from the first run");
+    t.send(&["Enter"]);
+    let screen = t.wait_for("── end_turn");
+    assert!(screen.contains("  from the first run"), "{screen}");
+    t.send(&["C-d"]);
+    t.wait_for("EXIT=0");
+}

@@ -391,10 +391,12 @@ fn a_loaded_session_replays_its_history_then_takes_the_prompt() {
     );
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
-    let replay = stdout.find("  > what was said before").expect(&stdout);
+    // The earlier prompt looks as it did when it was typed; the replay ends with a line.
+    let replay = stdout.find("you> what was said before").expect(&stdout);
     let old = stdout.find("  the old answer").expect(&stdout);
+    let end = stdout.find("── loaded: 1 earlier turn(s)").expect(&stdout);
     let new = stdout.find("  continuing").expect(&stdout);
-    assert!(replay < old && old < new, "{stdout}");
+    assert!(replay < old && old < end && end < new, "{stdout}");
     let out = run(
         &[
             "chat",
@@ -414,5 +416,65 @@ fn a_loaded_session_replays_its_history_then_takes_the_prompt() {
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out.stdout).contains("error: session old-8 could not be loaded: no such session")
+    );
+}
+
+/// `acp agent --store DIR` keeps its sessions there: a later agent process lists and loads
+/// them (driven by `acp chat` and `acp sessions` as the client).
+#[test]
+fn the_builtin_agent_served_with_a_store_keeps_its_sessions_across_runs() {
+    let dir = Scratch::new("agent-store");
+    let store = dir.0.join("store");
+    let store = store.to_str().unwrap();
+    let acp_bin = acp();
+    let acp_bin = acp_bin.to_str().unwrap();
+    let agent = ["--", acp_bin, "agent", "--store", store];
+    let first: Vec<&str> = ["chat", "--prompt", "/echo keep me"]
+        .into_iter()
+        .chain(agent)
+        .collect();
+    let out = run(&first, &dir.0);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let listed: Vec<&str> = ["sessions"].into_iter().chain(agent).collect();
+    let out = run(&listed, &dir.0);
+    let list = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{list}{}", text(&out.stderr));
+    let id = list.split('\t').next().unwrap().trim().to_owned();
+    assert!(id.starts_with("builtin-"), "{list}");
+    let again: Vec<&str> = ["chat", "--load", &id, "--prompt", "/echo and more"]
+        .into_iter()
+        .chain(agent)
+        .collect();
+    let out = run(&again, &dir.0);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let before = stdout.find("you> /echo keep me").expect(&stdout);
+    let said = stdout.find("  keep me").expect(&stdout);
+    let end = stdout.find("── loaded: 1 earlier turn(s)").expect(&stdout);
+    let now = stdout.find("  and more").expect(&stdout);
+    assert!(before < said && said < end && end < now, "{stdout}");
+}
+
+#[test]
+fn store_is_refused_with_an_agent_command_and_an_unusable_store_is_one_error() {
+    let dir = Scratch::new("store-bad");
+    let out = run(
+        &["chat", "--store", "x", "--prompt", "hi", "--", "true"],
+        &dir.0,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("--store is for the built-in agent"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::write(dir.0.join("file"), "not a directory").unwrap();
+    let out = run(&["chat", "--store", "file/store", "--prompt", "hi"], &dir.0);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("error: the session store file/store"),
+        "{stdout}"
     );
 }

@@ -256,46 +256,64 @@ impl AgentHandle {
         self.request(&params).await
     }
 
-    /// `session/load` with the replayed history: every `session/update` of the session that
-    /// arrived before the answer, in order (also passed to [`Client::session_update`]).
+    /// `session/load` as the start of the session's update stream: the replayed history
+    /// ([`SessionEvent::Update`]s, in the order the agent sent them), then
+    /// [`SessionEvent::Loaded`] with the agent's answer, then the session's live updates
+    /// (those of later turns) for as long as the stream is kept.
     ///
-    /// The session's route is installed before the request is written, so no replayed update
-    /// can slip past it, and acp-rpc's ordering guarantee (a response is delivered after the
-    /// handlers of the notifications read before it) makes the history complete when the
-    /// answer arrives. The history is held in memory.
+    /// The session's route is installed before the request is written, so no replayed
+    /// update can slip past it (the official Rust SDK's issue #323), and acp-rpc's ordering
+    /// guarantee (a response is delivered after the handlers of the notifications read before
+    /// it) puts every replayed update before `Loaded`. One route carries replay and live
+    /// updates, so their relative order is the agent's; only an update the agent writes
+    /// right after its answer may be seen just before `Loaded` instead of after it.
+    ///
+    /// Memory is bounded like a [`PromptStream`]'s ([`PROMPT_STREAM_BUFFER`] updates, then
+    /// back-pressure): keep reading it while the session is in use, or drop it. Updates
+    /// also reach [`Client::session_update`] as usual.
+    pub fn load_session_stream(&self, params: LoadSessionRequest) -> SessionUpdates {
+        let (tx, rx) = mpsc::channel(PROMPT_STREAM_BUFFER);
+        let key = self
+            .subscribers
+            .subscribe(params.session_id.clone(), tx.clone());
+        let handle = self.clone();
+        let task = tokio::spawn(async move {
+            let result = handle.load_session(params).await;
+            let _ = tx.send(Routed::Loaded(result)).await;
+        });
+        SessionUpdates {
+            rx,
+            task,
+            subscribers: self.subscribers.clone(),
+            key,
+            ended: false,
+        }
+    }
+
+    /// `session/load` with the replayed history collected: every `session/update` of the
+    /// session that arrived before the answer, in order (also passed to
+    /// [`Client::session_update`]). A convenience over [`AgentHandle::load_session_stream`]
+    /// for a history that fits in memory.
     pub async fn load_session_history(
         &self,
         params: LoadSessionRequest,
     ) -> Result<LoadedSession, Error> {
-        let (tx, mut rx) = mpsc::channel(PROMPT_STREAM_BUFFER);
-        let key = self.subscribers.subscribe(params.session_id.clone(), tx);
-        let route = Route(&self.subscribers, key);
-        let request = self.load_session(params);
-        tokio::pin!(request);
+        let mut stream = self.load_session_stream(params);
         let mut history = Vec::new();
-        // Drained while the request runs: the route's buffer is bounded, and a full one makes
-        // the connection wait for it.
-        let response = loop {
-            tokio::select! {
-                biased;
-                Some(event) = rx.recv() => {
-                    if let PromptEvent::Update(update) = event {
-                        history.push(update);
-                    }
+        while let Some(event) = stream.next().await {
+            match event {
+                SessionEvent::Update(update) => history.push(update),
+                SessionEvent::Loaded(response) => {
+                    return Ok(LoadedSession {
+                        response: response?,
+                        history,
+                    });
                 }
-                response = &mut request => break response,
-            }
-        };
-        drop(route);
-        while let Ok(event) = rx.try_recv() {
-            if let PromptEvent::Update(update) = event {
-                history.push(update);
             }
         }
-        Ok(LoadedSession {
-            response: response?,
-            history,
-        })
+        Err(Error::internal_error(
+            "session/load ended without an answer",
+        ))
     }
 
     /// `session/list`.
@@ -393,7 +411,7 @@ impl AgentHandle {
         let handle = self.clone();
         let task = tokio::spawn(async move {
             let result = handle.prompt(params).await;
-            let _ = tx.send(PromptEvent::Done(result)).await;
+            let _ = tx.send(Routed::Prompted(result)).await;
         });
         PromptStream {
             rx,
@@ -417,13 +435,69 @@ pub struct LoadedSession {
     pub history: Vec<SessionUpdate>,
 }
 
-/// A session's update route, removed when dropped (also if the request is abandoned).
-struct Route<'a>(&'a Subscribers, (SessionId, u64));
+/// One item of a [`SessionUpdates`] stream.
+// Updates are the common item, so boxing the large variant would only add allocations.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum SessionEvent {
+    /// A `session/update` of the session: replayed before [`SessionEvent::Loaded`], live
+    /// after it.
+    Update(SessionUpdate),
+    /// The agent answered `session/load` (or failed it: the stream then ends).
+    Loaded(Result<LoadSessionResponse, Error>),
+}
 
-impl Drop for Route<'_> {
-    fn drop(&mut self) {
-        self.0.unsubscribe(&self.1);
+/// A loaded session's updates, replay first; see [`AgentHandle::load_session_stream`].
+/// Dropping it removes the session's route (and abandons a load still running).
+#[derive(Debug)]
+pub struct SessionUpdates {
+    rx: mpsc::Receiver<Routed>,
+    task: tokio::task::JoinHandle<()>,
+    subscribers: Subscribers,
+    key: (SessionId, u64),
+    ended: bool,
+}
+
+impl SessionUpdates {
+    /// The next event: replayed updates, `Loaded`, then live updates; `None` once the load
+    /// failed or the connection ended.
+    pub async fn next(&mut self) -> Option<SessionEvent> {
+        if self.ended {
+            return None;
+        }
+        match self.rx.recv().await {
+            Some(Routed::Update(update)) => Some(SessionEvent::Update(update)),
+            Some(Routed::Loaded(result)) => {
+                if result.is_err() {
+                    self.ended = true;
+                    self.subscribers.unsubscribe(&self.key);
+                }
+                Some(SessionEvent::Loaded(result))
+            }
+            Some(Routed::Prompted(_)) | None => {
+                self.ended = true;
+                None
+            }
+        }
     }
+}
+
+impl Drop for SessionUpdates {
+    fn drop(&mut self) {
+        self.subscribers.unsubscribe(&self.key);
+        self.task.abort();
+    }
+}
+
+/// What a session's route carries: its updates, and the answer of the request that opened
+/// the route.
+// Updates are the common item, so boxing the large variant would only add allocations.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub(crate) enum Routed {
+    Update(SessionUpdate),
+    Prompted(Result<PromptResponse, Error>),
+    Loaded(Result<LoadSessionResponse, Error>),
 }
 
 /// One item of a [`PromptStream`].
@@ -440,7 +514,7 @@ pub enum PromptEvent {
 /// A prompt turn in progress; see [`AgentHandle::prompt_stream`].
 #[derive(Debug)]
 pub struct PromptStream {
-    rx: mpsc::Receiver<PromptEvent>,
+    rx: mpsc::Receiver<Routed>,
     task: tokio::task::JoinHandle<()>,
     subscribers: Subscribers,
     key: (SessionId, u64),
@@ -453,13 +527,14 @@ impl PromptStream {
         if self.done {
             return None;
         }
-        let event = self.rx.recv().await;
-        match &event {
-            Some(PromptEvent::Done(_)) | None => {
-                self.done = true;
-                self.subscribers.unsubscribe(&self.key);
-            }
-            Some(PromptEvent::Update(_)) => {}
+        let event = match self.rx.recv().await {
+            Some(Routed::Update(update)) => Some(PromptEvent::Update(update)),
+            Some(Routed::Prompted(result)) => Some(PromptEvent::Done(result)),
+            Some(Routed::Loaded(_)) | None => None,
+        };
+        if !matches!(event, Some(PromptEvent::Update(_))) {
+            self.done = true;
+            self.subscribers.unsubscribe(&self.key);
         }
         event
     }
@@ -491,7 +566,7 @@ impl Drop for PromptStream {
     }
 }
 
-type SubscriberMap = HashMap<SessionId, Vec<(u64, mpsc::Sender<PromptEvent>)>>;
+type SubscriberMap = HashMap<SessionId, Vec<(u64, mpsc::Sender<Routed>)>>;
 
 /// Prompt streams waiting for updates, by session.
 #[derive(Clone, Default, Debug)]
@@ -505,7 +580,7 @@ impl Subscribers {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn subscribe(&self, session: SessionId, tx: mpsc::Sender<PromptEvent>) -> (SessionId, u64) {
+    fn subscribe(&self, session: SessionId, tx: mpsc::Sender<Routed>) -> (SessionId, u64) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.lock()
             .entry(session.clone())
@@ -527,12 +602,12 @@ impl Subscribers {
     /// Hands a copy of the update to every stream of its session, waiting while a stream
     /// is full (a dropped stream fails the send at once).
     pub(crate) async fn deliver(&self, n: &SessionNotification) {
-        let streams: Vec<mpsc::Sender<PromptEvent>> = match self.lock().get(&n.session_id) {
+        let streams: Vec<mpsc::Sender<Routed>> = match self.lock().get(&n.session_id) {
             Some(list) => list.iter().map(|(_, tx)| tx.clone()).collect(),
             None => return,
         };
         for tx in streams {
-            let _ = tx.send(PromptEvent::Update(n.update.clone())).await;
+            let _ = tx.send(Routed::Update(n.update.clone())).await;
         }
     }
 }

@@ -16,6 +16,9 @@
 //!   stop reason).
 //! * [`process::AgentProcess`] (feature `process`): spawns an agent command with piped
 //!   stdio, forwards its stderr to `tracing`, and kills its whole process group on drop.
+//! * [`restart::SupervisedAgent`] (feature `process`): an agent process that is respawned
+//!   when it dies, with its sessions resumed or loaded again (opt-in; the retry table of
+//!   [`restart::RestartPolicy`]).
 //! * Building blocks for a [`Client`] impl: [`fs::SandboxedFs`] (files restricted to root
 //!   directories, opened through directory handles) and [`terminal::Terminals`] (feature
 //!   `process`; runs only what [`Client::approve_terminal`] allows).
@@ -57,6 +60,8 @@ pub mod process;
 #[cfg(feature = "process")]
 mod reaper;
 #[cfg(feature = "process")]
+pub mod restart;
+#[cfg(feature = "process")]
 pub mod terminal;
 
 pub use acp_rpc::{Config, Error, ErrorCode};
@@ -67,5 +72,5 @@ pub use async_trait::async_trait;
 pub use client::Client;
 pub use connection::{
     AgentHandle, ClientConnection, LoadedSession, PROMPT_STREAM_BUFFER, PromptEvent, PromptStream,
-    RequestTimeouts,
+    RequestTimeouts, SessionEvent, SessionUpdates,
 };

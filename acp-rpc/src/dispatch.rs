@@ -63,6 +63,7 @@ impl RequestTask {
             }
         }
         let start = Instant::now();
+        tracing::info!(target: crate::flow::TARGET, "request started");
         let Request { id, method, params } = req;
         let permit = tokio::select! {
             biased;
@@ -104,7 +105,7 @@ impl RequestTask {
         if self.shared.answer_waiters.load(Ordering::Acquire) > 0 {
             self.shared.request_answered.notify_waiters();
         }
-        tracing::debug!(elapsed = ?start.elapsed(), ok = result.is_ok(), "handled");
+        crate::flow::completed(start.elapsed(), &result);
         if self.shared.shutdown.is_cancelled() {
             return;
         }
@@ -175,7 +176,12 @@ async fn run_notification<F>(method: &str, fut: F)
 where
     F: Future<Output = Result<(), Error>> + Unpin,
 {
-    let span = tracing::debug_span!("notification", method = %method);
+    let span = tracing::debug_span!(
+        target: crate::flow::TARGET,
+        "notification",
+        direction = "incoming",
+        method = %method
+    );
     let start = tracing::enabled!(tracing::Level::TRACE).then(Instant::now);
     match CatchUnwind(fut).instrument(span.clone()).await {
         Ok(Ok(())) => {}

@@ -40,6 +40,7 @@ pub mod config;
 pub mod connection;
 mod dispatch;
 pub mod error;
+pub mod flow;
 pub mod handler;
 pub mod memory;
 pub mod message;

@@ -45,6 +45,32 @@ impl CallOptions {
     }
 }
 
+/// The message-flow events of an outgoing message (see [`crate::flow`]): the request's span
+/// learns its session id and starts at INFO; every message is `sent` at DEBUG.
+fn log_sent(method: &str, id: Option<i64>, line: &[u8], request: bool) {
+    use crate::flow::{TARGET, session_id};
+    let debug = tracing::enabled!(target: TARGET, tracing::Level::DEBUG);
+    let span = tracing::Span::current();
+    if !debug && (!request || span.is_disabled()) {
+        return;
+    }
+    let session = std::str::from_utf8(line).ok().and_then(session_id);
+    if request {
+        if let Some(session) = session {
+            span.record("session_id", session);
+        }
+        tracing::info!(target: TARGET, "request started");
+    }
+    tracing::debug!(
+        target: TARGET,
+        direction = "outgoing",
+        method,
+        message_id = id,
+        session_id = session,
+        "sent"
+    );
+}
+
 /// A cheap, cloneable handle for sending requests and notifications to the peer.
 #[derive(Clone)]
 pub struct Peer {
@@ -131,13 +157,20 @@ impl Peer {
         E: Send + 'static,
     {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let span = tracing::debug_span!("outgoing_request", method, id);
+        let span = tracing::info_span!(
+            target: crate::flow::TARGET,
+            "outgoing_request",
+            direction = "outgoing",
+            method,
+            message_id = id,
+            session_id = tracing::field::Empty,
+        );
         let start = std::time::Instant::now();
         let result = self
             .call(id, method, params, options, decode)
             .instrument(span.clone())
             .await;
-        span.in_scope(|| tracing::debug!(elapsed = ?start.elapsed(), ok = result.is_ok(), "done"));
+        span.in_scope(|| crate::flow::completed(start.elapsed(), &result));
         result
     }
 
@@ -161,6 +194,7 @@ impl Peer {
         let shared = &*self.shared;
         let mut buf = Vec::with_capacity(96);
         write_request(&mut buf, &shared.config.dialect, id, method, params)?;
+        log_sent(method, Some(id), &buf, true);
         // At most `max_pending_requests` of ours await answers, so the peer never holds
         // more unanswered requests of ours than its admission cap and its reader keeps
         // reading. A call made by a request handler (an answer in the making) is exempt:
@@ -225,6 +259,7 @@ impl Peer {
         let mut buf = Vec::with_capacity(96);
         if shared.config.dialect.notifications {
             write_notification(&mut buf, &shared.config.dialect, method, params)?;
+            log_sent(method, None, &buf, false);
         } else {
             let slot = shared.outgoing_slot().await?;
             let id = shared.next_id.fetch_add(1, Ordering::Relaxed);

@@ -132,6 +132,16 @@ impl Reader {
     /// Offers a request or notification to [`Handler::arrived`], in read order (a panic
     /// there is caught: the reader must survive it).
     fn arrived(&mut self, method: &str, id: Option<&RequestId>, params: Option<&str>) {
+        if tracing::enabled!(target: crate::flow::TARGET, tracing::Level::DEBUG) {
+            tracing::debug!(
+                target: crate::flow::TARGET,
+                direction = "incoming",
+                method,
+                message_id = id.map(tracing::field::display),
+                session_id = params.and_then(crate::flow::session_id),
+                "received"
+            );
+        }
         let arrival = Arrival {
             seq: self.arrivals,
             method,
@@ -403,7 +413,19 @@ impl Reader {
         };
         let params = req.params.as_deref().map(RawValue::get);
         self.arrived(&req.method, Some(&req.id), params);
-        let span = tracing::info_span!("request", method = %req.method, id = %req.id);
+        let span = tracing::info_span!(
+            target: crate::flow::TARGET,
+            "request",
+            direction = "incoming",
+            method = req.method.as_str(),
+            message_id = %req.id,
+            session_id = tracing::field::Empty,
+        );
+        if !span.is_disabled()
+            && let Some(session) = params.and_then(crate::flow::session_id)
+        {
+            span.record("session_id", session);
+        }
         // Sequential requests form a chain: each handler waits for its predecessor's
         // `done` sender to be dropped (when that task ends, however it ends).
         let (after, done) = if self.shared.config.sequential_requests {

@@ -14,6 +14,7 @@ mod raw;
 mod store;
 mod store_sqlite;
 mod table;
+mod trace;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,6 +37,7 @@ const MEASUREMENT_TIMEOUT: Duration = Duration::from_secs(600);
 const USAGE: &str = "\
 usage: acp-bench [options]
        acp-bench store [options]   (the session store figures; acp-bench store --help)
+       acp-bench trace [options]   (the acp trace proxy's overhead; acp-bench trace --help)
   --runs N          runs per scenario and implementation; medians are reported (default 5)
   --quick           smaller sizes (a quick look, not for publishing)
   --smoke           tiny sizes, one run (what the test suite runs)
@@ -166,6 +168,9 @@ fn main() -> ExitCode {
     }
     if args.first().map(String::as_str) == Some("store") {
         return store::main(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("trace") {
+        return trace::main(&args[1..]);
     }
     let options = match Options::parse(&args) {
         Ok(o) => o,

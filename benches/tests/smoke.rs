@@ -81,3 +81,28 @@ fn the_store_figures_run_for_both_candidates() {
         assert!(line.contains(" ms |") && line.contains('%'), "{line}");
     }
 }
+
+/// `acp-bench trace --smoke`: the proxy's overhead measured against a direct pipe, every
+/// line recorded. Needs the `acp` binary beside this one (built by `cargo test --workspace`,
+/// or `cargo build -p acp-cli`); without it the test says so and checks nothing else.
+#[test]
+fn the_trace_overhead_runs_side_by_side_with_a_direct_pipe() {
+    let acp = std::path::Path::new(env!("CARGO_BIN_EXE_acp-bench")).with_file_name("acp");
+    if !acp.exists() {
+        eprintln!(
+            "skipped: {} is not built (cargo build -p acp-cli)",
+            acp.display()
+        );
+        return;
+    }
+    let stdout = run_ok(&["trace", "--smoke", "--acp", acp.to_str().unwrap()]);
+    for row in ["| round trip |", "| stream |"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("no row {row} in\n{stdout}"));
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        // | measure | direct | proxied | overhead |: three figures in microseconds.
+        assert!(cells[2..5].iter().all(|c| c.ends_with(" us")), "{line}");
+    }
+}

@@ -14,6 +14,10 @@
 //! A line that does not parse in the middle of a file is reported with its file and byte
 //! offset and skipped. The data reaches the operating system at each append (it survives the
 //! process being killed); it is not `fsync`ed, so a power loss may lose the last records.
+//! That is chosen, not forgotten: an `fsync` per append costs milliseconds on common disks
+//! (more than a whole streamed turn takes to record), the sessions are conversation logs
+//! rather than the user's files, and what a power loss can take is the same torn or missing
+//! tail the reader already survives.
 //! A second process opening the same directory is refused with [`StoreError::Locked`].
 
 use std::collections::{BTreeMap, HashMap};

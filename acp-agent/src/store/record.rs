@@ -7,6 +7,15 @@
 //! become one chunk, a tool call absorbs its `tool_call_update`s (it is stored in its final
 //! state, where it was announced), and consecutive plans keep only the last. Replaying the
 //! result renders the same conversation as the live updates did.
+//!
+//! What a crash costs, by design: a turn is written when it ends (or in parts of
+//! [`FLUSH_EVENTS`] events / [`FLUSH_BYTES`] bytes), so an agent process killed in the middle
+//! of a turn loses that turn's prompt and the updates collected since its last part; every
+//! completed turn is on disk (the kill test in `tests/session_store_process.rs`). Writing
+//! each update as it is sent would keep the partial turn but cost an append per streamed
+//! chunk, which the recording budget (at most 30% of a streaming connection's throughput,
+//! BENCHMARKS.md) does not allow. Durability against power loss is the store's business:
+//! [`super::JsonlStore`] does not `fsync` (its module docs say why that is the trade).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

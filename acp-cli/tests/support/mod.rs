@@ -78,7 +78,13 @@ impl Tmux {
         let tmux = Tmux { socket };
         // The shell catches Ctrl-C (its children get the default action back) so that it
         // outlives the program and reports its status.
-        let line = format!("trap 'true' INT; {command}; echo EXIT=$?; sleep 60");
+        // The prompt history goes to a file of the test's, never the user's (a command may
+        // set ACP_HISTORY itself to share one between runs).
+        let history = std::env::temp_dir().join(format!("{}.history", tmux.socket));
+        let line = format!(
+            "trap 'true' INT; ACP_HISTORY={}; export ACP_HISTORY; {command}; echo EXIT=$?; sleep 60",
+            sh(&history)
+        );
         let status = tmux
             .cmd()
             .args([
@@ -163,6 +169,8 @@ impl Tmux {
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.cmd().arg("kill-server").status();
+        let history = std::env::temp_dir().join(format!("{}.history", self.socket));
+        let _ = std::fs::remove_file(history);
     }
 }
 
