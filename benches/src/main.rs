@@ -30,6 +30,8 @@ const PEER_ARG: &str = "__peer";
 /// The runtime flavor of every tokio runtime in the benchmark processes
 /// (`current` or `multi`), passed on to the agent processes.
 const RT_ENV: &str = "ACP_BENCH_RT";
+/// The most sessions g prompts at once (one measurement keeps every chunk's latency).
+const MAX_MANY: u64 = 10_000;
 /// How long one measurement may take before it counts as failed.
 const MEASUREMENT_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -39,14 +41,19 @@ usage: acp-bench [options]
   --runs N          runs per scenario and implementation; medians are reported (default 5)
   --quick           smaller sizes (a quick look, not for publishing)
   --smoke           tiny sizes, one run (what the test suite runs)
-  --only LIST       scenarios to run, comma separated: a,b,c,d,e,f (default all)
+  --only LIST       scenarios to run, comma separated: a,b,c,d,e,f,g,h (default all)
   --impls LIST      columns to measure, comma separated: ours,official,raw (default all;
                     for profiling one side)
   --transport T     a: duplex or stdio only (default both; for profiling one of them)
   --rt FLAVOR       tokio runtime of both processes: current or multi (default current)
   --chunks N        a: notifications per prompt (default 200000)
   --requests N      b, c: requests (default 20000)
-  --sessions N      e: sessions (default 10000)";
+  --sessions N      e: sessions (default 10000)
+  --many LIST       g: sessions prompted at once, comma separated (default 100,1000)
+  --many-chunks N   g: chunks each of those prompts streams (default 2000)
+  --exchanges N     h: full exchanges per run (default 5)
+  --contend N       N busy threads in the harness for the whole run, the same for every
+                    column: tails under load measured on purpose (default 0)";
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -62,6 +69,10 @@ struct Options {
     big_size: u64,
     sessions: u64,
     handshakes: usize,
+    many: Vec<u64>,
+    many_chunks: u64,
+    exchanges: usize,
+    contend: usize,
     flavor: String,
 }
 
@@ -69,7 +80,7 @@ impl Options {
     fn parse(args: &[String]) -> Result<Options, String> {
         let mut o = Options {
             runs: 5,
-            only: "abcdef".chars().collect(),
+            only: "abcdefgh".chars().collect(),
             impls: vec![Impl::Ours, Impl::Official, Impl::Raw],
             transports: vec![Transport::Duplex, Transport::Stdio],
             chunks: 200_000,
@@ -79,6 +90,10 @@ impl Options {
             big_size: 1 << 20,
             sessions: 10_000,
             handshakes: 5,
+            many: vec![100, 1000],
+            many_chunks: 2000,
+            exchanges: 5,
+            contend: 0,
             flavor: "current".to_owned(),
         };
         let mut args = args.iter();
@@ -94,13 +109,24 @@ impl Options {
                 "--chunks" => o.chunks = num(args.next())?,
                 "--requests" => o.requests = num(args.next())?,
                 "--sessions" => o.sessions = num(args.next())?,
+                "--many" => {
+                    let list = args.next().ok_or("missing value")?;
+                    o.many = Vec::new();
+                    for n in list.split(',') {
+                        o.many
+                            .push(num(Some(&n.trim().to_owned()))?.clamp(1, MAX_MANY));
+                    }
+                }
+                "--many-chunks" => o.many_chunks = num(args.next())?,
+                "--exchanges" => o.exchanges = num(args.next())?.max(1) as usize,
+                "--contend" => o.contend = num(args.next())? as usize,
                 "--only" => {
                     let list = args.next().ok_or("missing value")?;
                     o.only = Vec::new();
                     for name in list.split(',').map(str::trim) {
                         match name.chars().collect::<Vec<_>>()[..] {
-                            [letter @ 'a'..='f'] => o.only.push(letter),
-                            _ => return Err(format!("unknown scenario {name:?} (a to f)")),
+                            [letter @ 'a'..='h'] => o.only.push(letter),
+                            _ => return Err(format!("unknown scenario {name:?} (a to h)")),
                         }
                     }
                 }
@@ -137,6 +163,9 @@ impl Options {
                     o.big_count = 20;
                     o.sessions = 2_000;
                     o.handshakes = 3;
+                    o.many = vec![100];
+                    o.many_chunks = 200;
+                    o.exchanges = 3;
                 }
                 "--smoke" => {
                     o.runs = 1;
@@ -147,6 +176,9 @@ impl Options {
                     o.big_size = 64 * 1024;
                     o.sessions = 100;
                     o.handshakes = 1;
+                    o.many = vec![10];
+                    o.many_chunks = 20;
+                    o.exchanges = 1;
                 }
                 "-h" | "--help" => return Err(String::new()),
                 other => return Err(format!("unknown argument {other}")),
@@ -333,7 +365,7 @@ fn stream_rows(o: &Options, out: &Outcome) -> Result<(u64, f64), String> {
 
 fn scenarios(o: &Options) -> Vec<Scenario> {
     let stream = Plan::Job(Job::Stream { n: o.chunks });
-    vec![
+    let mut all = vec![
         Scenario {
             letter: 'a',
             transport: Transport::Duplex,
@@ -429,7 +461,103 @@ fn scenarios(o: &Options) -> Vec<Scenario> {
             repeat: o.handshakes,
             extract: |_, out| Ok(vec![("f_ms", out.elapsed.as_secs_f64() * 1000.0)]),
         },
-    ]
+        Scenario {
+            letter: 'h',
+            transport: Transport::Stdio,
+            plan: Plan::Exchange,
+            impls: SDKS,
+            repeat: o.exchanges,
+            extract: |_, out| {
+                // 5 updates + the permission + the read, every one answered as expected.
+                let expected = msg::EXCHANGE_UPDATES + 2;
+                if out.report.count != expected || out.report.errors != 0 {
+                    return Err(format!(
+                        "expected {expected} good steps, got {} and {} errors",
+                        out.report.count, out.report.errors
+                    ));
+                }
+                Ok(vec![("h_ms", out.elapsed.as_secs_f64() * 1000.0)])
+            },
+        },
+    ];
+    // g goes before h, in the order of its sizes.
+    let exchange = all.pop();
+    for &sessions in &o.many {
+        all.push(Scenario {
+            letter: 'g',
+            transport: Transport::Stdio,
+            plan: Plan::Many {
+                sessions,
+                chunks: o.many_chunks,
+            },
+            impls: SDKS,
+            repeat: 1,
+            extract: many_rows(sessions),
+        });
+    }
+    all.extend(exchange);
+    all
+}
+
+/// The extractor of g for `sessions` (its rows are named after the size).
+fn many_rows(sessions: u64) -> Extract {
+    fn rows(
+        o: &Options,
+        out: &Outcome,
+        keys: [&'static str; 5],
+    ) -> Result<Vec<(&'static str, f64)>, String> {
+        let figures = out.many.as_ref().ok_or("no per-session figures")?;
+        let expected = figures.sessions * o.many_chunks;
+        if figures.in_order != expected || figures.errors != 0 || out.report.errors != 0 {
+            return Err(format!(
+                "expected {expected} chunks in order, got {} and {} wrong (agent: {} sent, {} failed)",
+                figures.in_order, figures.errors, out.report.count, out.report.errors
+            ));
+        }
+        let median = figures.median_session_p99_ns.max(1) as f64;
+        Ok(vec![
+            (keys[0], per_second(expected, out.elapsed)),
+            (keys[1], median / 1000.0),
+            (keys[2], figures.worst_session_p99_ns as f64 / median),
+            (keys[3], figures.worst_first_chunk_ns as f64 / 1e6),
+            (keys[4], out.after.hwm_kib as f64 / 1024.0),
+        ])
+    }
+    match sessions {
+        100 => |o, out| {
+            rows(
+                o,
+                out,
+                [
+                    "g100_rate",
+                    "g100_p99",
+                    "g100_fair",
+                    "g100_first",
+                    "g100_rss",
+                ],
+            )
+        },
+        1000 => |o, out| {
+            rows(
+                o,
+                out,
+                [
+                    "g1000_rate",
+                    "g1000_p99",
+                    "g1000_fair",
+                    "g1000_first",
+                    "g1000_rss",
+                ],
+            )
+        },
+        _ => |o, out| {
+            rows(
+                o,
+                out,
+                ["gn_rate", "gn_p99", "gn_fair", "gn_first", "gn_rss"],
+            )
+        },
+    }
 }
 
 fn load_average() -> String {
@@ -438,7 +566,31 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".to_owned())
 }
 
+/// `n` threads that keep a core busy each until the returned guard is dropped (`--contend`).
+fn contend(n: usize) -> impl Drop {
+    struct Stop(std::sync::Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for _ in 0..n {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut x = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for _ in 0..10_000 {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+            }
+        });
+    }
+    Stop(stop)
+}
+
 fn bench(o: &Options) -> ExitCode {
+    let _contention = contend(o.contend);
     let load_before = load_average();
     let started = Instant::now();
     let mut results = Results::default();
@@ -489,7 +641,8 @@ fn bench(o: &Options) -> ExitCode {
     let load_after = load_average();
     println!(
         "acp-bench: {} run(s), medians; a: {} chunks; b, c: {} requests (c: {} outstanding); \
-         d: {} x {} bytes; e: {} sessions; f: {} handshake(s) per run; runtime: {}; \
+         d: {} x {} bytes; e: {} sessions; f: {} handshake(s) per run; g: {:?} sessions x {} \
+         chunks; h: {} exchange(s) per run; runtime: {}; contending threads: {}; \
          load average {load_before} before, {load_after} after; {:.0}s\n",
         o.runs,
         o.chunks,
@@ -499,7 +652,11 @@ fn bench(o: &Options) -> ExitCode {
         o.big_size,
         o.sessions,
         o.handshakes,
+        o.many,
+        o.many_chunks,
+        o.exchanges,
         o.flavor,
+        o.contend,
         started.elapsed().as_secs_f64()
     );
     print!("{}", table::render(&results));

@@ -34,6 +34,8 @@ fn every_scenario_runs_and_checks_what_it_received() {
         ("d. 1 MiB responses", 3),
         ("e. idle sessions kept", 2),
         ("f. cold handshake", 3),
+        ("g. sessions at once (--many)", 2),
+        ("h. full exchange (spawn to exit)", 2),
     ] {
         let line = stdout
             .lines()
@@ -51,6 +53,7 @@ fn every_scenario_runs_and_checks_what_it_received() {
 fn a_scenario_or_column_that_does_not_exist_is_refused_by_name() {
     for (args, named) in [
         (["--only", "a,z"], "unknown scenario \"z\""),
+        (["--many", "x"], "bad number"),
         (["--only", "ab"], "unknown scenario \"ab\""),
         (["--impls", "nobody"], "unknown column nobody"),
         (["--runs", "x"], "bad number"),
