@@ -5,6 +5,7 @@
 //! The two-process scenarios re-execute this binary as the agent (`acp-bench __peer
 //! <ours|official|raw>`), so every column talks over real OS pipes to a real child process.
 
+mod foreign;
 mod jobs;
 mod msg;
 mod official;
@@ -42,8 +43,8 @@ usage: acp-bench [options]
   --quick           smaller sizes (a quick look, not for publishing)
   --smoke           tiny sizes, one run (what the test suite runs)
   --only LIST       scenarios to run, comma separated: a,b,c,d,e,f,g,h (default all)
-  --impls LIST      columns to measure, comma separated: ours,official,raw (default all;
-                    for profiling one side)
+  --impls LIST      columns to measure, comma separated: ours,official,ts,py,raw (default
+                    all; ts and py when the interop cache holds their SDKs)
   --transport T     a: duplex or stdio only (default both; for profiling one of them)
   --rt FLAVOR       tokio runtime of both processes: current or multi (default current)
   --chunks N        a: notifications per prompt (default 200000)
@@ -81,7 +82,7 @@ impl Options {
         let mut o = Options {
             runs: 5,
             only: "abcdefgh".chars().collect(),
-            impls: vec![Impl::Ours, Impl::Official, Impl::Raw],
+            impls: table::COLUMNS.to_vec(),
             transports: vec![Transport::Duplex, Transport::Stdio],
             chunks: 200_000,
             requests: 20_000,
@@ -137,6 +138,8 @@ impl Options {
                         o.impls.push(match name.trim() {
                             "ours" => Impl::Ours,
                             "official" => Impl::Official,
+                            "ts" => Impl::Ts,
+                            "py" => Impl::Py,
                             "raw" => Impl::Raw,
                             other => return Err(format!("unknown column {other}")),
                         });
@@ -210,6 +213,24 @@ fn main() -> ExitCode {
         }
     };
     let _ = FLAVOR.set(options.flavor.clone());
+    let mut options = options;
+    let foreign_asked = args.iter().any(|a| a == "--impls");
+    if foreign::installed().is_none()
+        && options
+            .impls
+            .iter()
+            .any(|i| matches!(i, Impl::Ts | Impl::Py))
+    {
+        if foreign_asked {
+            eprintln!("error: {}", foreign::missing_note());
+            return ExitCode::from(2);
+        }
+        eprintln!(
+            "note: skipping the ts and py columns: {}",
+            foreign::missing_note()
+        );
+        options.impls.retain(|i| !matches!(i, Impl::Ts | Impl::Py));
+    }
     bench(&options)
 }
 
@@ -319,6 +340,10 @@ fn measure(imp: Impl, transport: Transport, plan: Plan) -> Result<Outcome, Strin
             official::over_stdio(&program, &[PEER_ARG, "official"], plan),
         ),
         (Impl::Raw, Transport::Stdio) => raw::over_stdio(&program, &[PEER_ARG, "raw"], plan),
+        (Impl::Ts | Impl::Py, Transport::Stdio) => {
+            foreign::over_stdio(imp, plan, MEASUREMENT_TIMEOUT)
+        }
+        (Impl::Ts | Impl::Py, Transport::Duplex) => Err("no in-process duplex".to_owned()),
     }
 }
 
@@ -334,8 +359,14 @@ struct Scenario {
     extract: Extract,
 }
 
+/// The Rust columns and the floor.
 const ALL: &[Impl] = &[Impl::Ours, Impl::Official, Impl::Raw];
+/// Every column: the Rust ones, the floor, and the TypeScript and Python SDK pairs.
+const EVERY: &[Impl] = &[Impl::Ours, Impl::Official, Impl::Ts, Impl::Py, Impl::Raw];
+/// The two Rust SDKs.
 const SDKS: &[Impl] = &[Impl::Ours, Impl::Official];
+/// Every SDK: Rust, TypeScript, Python.
+const ALL_SDKS: &[Impl] = &[Impl::Ours, Impl::Official, Impl::Ts, Impl::Py];
 
 fn check_calls(o: &Outcome, n: u64, bytes_each: u64) -> Result<(), String> {
     let r = &o.report;
@@ -378,7 +409,7 @@ fn scenarios(o: &Options) -> Vec<Scenario> {
             letter: 'a',
             transport: Transport::Stdio,
             plan: stream,
-            impls: ALL,
+            impls: EVERY,
             repeat: 1,
             extract: |o, out| {
                 let rate = stream_rows(o, out)?.1;
@@ -392,7 +423,7 @@ fn scenarios(o: &Options) -> Vec<Scenario> {
             letter: 'b',
             transport: Transport::Stdio,
             plan: Plan::Job(Job::Sequential { n: o.requests }),
-            impls: ALL,
+            impls: EVERY,
             repeat: 1,
             extract: |o, out| {
                 check_calls(out, o.requests, msg::SMALL_CONTENT.len() as u64)?;
@@ -428,7 +459,7 @@ fn scenarios(o: &Options) -> Vec<Scenario> {
                 n: o.big_count,
                 size: o.big_size,
             }),
-            impls: ALL,
+            impls: EVERY,
             repeat: 1,
             extract: |o, out| {
                 check_calls(out, o.big_count, o.big_size)?;
@@ -457,7 +488,7 @@ fn scenarios(o: &Options) -> Vec<Scenario> {
             letter: 'f',
             transport: Transport::Stdio,
             plan: Plan::Handshake,
-            impls: ALL,
+            impls: EVERY,
             repeat: o.handshakes,
             extract: |_, out| Ok(vec![("f_ms", out.elapsed.as_secs_f64() * 1000.0)]),
         },
@@ -465,7 +496,7 @@ fn scenarios(o: &Options) -> Vec<Scenario> {
             letter: 'h',
             transport: Transport::Stdio,
             plan: Plan::Exchange,
-            impls: SDKS,
+            impls: ALL_SDKS,
             repeat: o.exchanges,
             extract: |_, out| {
                 // 5 updates + the permission + the read, every one answered as expected.
@@ -490,7 +521,8 @@ fn scenarios(o: &Options) -> Vec<Scenario> {
                 sessions,
                 chunks: o.many_chunks,
             },
-            impls: SDKS,
+            // The TypeScript and Python pairs stream slowly: they join where it is cheap.
+            impls: if sessions <= 100 { ALL_SDKS } else { SDKS },
             repeat: 1,
             extract: many_rows(sessions),
         });

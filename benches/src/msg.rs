@@ -272,7 +272,7 @@ struct SessionTrack {
 }
 
 /// The figures of the many-sessions scenario (g), from the client's side.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ManyFigures {
     /// Sessions tracked.
     pub sessions: u64,

@@ -2,16 +2,23 @@
 
 use std::collections::BTreeMap;
 
-/// The three columns.
+/// The columns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Impl {
     /// acp-rs.
     Ours,
     /// `agent-client-protocol` 5.0.0.
     Official,
+    /// The official TypeScript SDK, agent and client (`benches/peers/ts`).
+    Ts,
+    /// The official Python SDK, agent and client (`benches/peers/py`).
+    Py,
     /// serde_json over pipes, no RPC layer.
     Raw,
 }
+
+/// Every column, in table order.
+pub const COLUMNS: [Impl; 5] = [Impl::Ours, Impl::Official, Impl::Ts, Impl::Py, Impl::Raw];
 
 impl Impl {
     /// The column name.
@@ -19,6 +26,8 @@ impl Impl {
         match self {
             Impl::Ours => "ours",
             Impl::Official => "official",
+            Impl::Ts => "ts",
+            Impl::Py => "py",
             Impl::Raw => "raw",
         }
     }
@@ -284,17 +293,18 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
 /// The table of medians and ratios, as markdown.
 pub fn render(results: &Results) -> String {
     let mut out = String::from(
-        "| scenario | metric | better | ours | official | raw | ours / official | ours / raw |\n\
-         | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n",
+        "| scenario | metric | better | ours | official | ts | py | raw | ours / official | \
+         ours / ts | ours / py | ours / raw |\n\
+         | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     for row in ROWS {
-        let [ours, official, raw] =
-            [Impl::Ours, Impl::Official, Impl::Raw].map(|i| results.median(row.key, i));
-        if ours.is_none() && official.is_none() && raw.is_none() {
+        let cells = COLUMNS.map(|i| results.median(row.key, i));
+        if cells.iter().all(Option::is_none) {
             continue;
         }
+        let [ours, official, ts, py, raw] = cells;
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             row.scenario,
             row.metric,
             match row.better {
@@ -303,8 +313,12 @@ pub fn render(results: &Results) -> String {
             },
             cell(ours),
             cell(official),
+            cell(ts),
+            cell(py),
             cell(raw),
             ratio(ours, official),
+            ratio(ours, ts),
+            ratio(ours, py),
             ratio(ours, raw),
         ));
     }
@@ -353,6 +367,20 @@ pub fn targets(results: &Results) -> String {
         r.map(|v| (v, v <= 32.0)),
         &|v| format!("{v:.1} MiB"),
     );
+    for (imp, name) in [(Impl::Ts, "TypeScript"), (Impl::Py, "Python")] {
+        let r = div(m("a_stdio", Impl::Ours), m("a_stdio", imp));
+        line(
+            &format!("a, stdio: ours >= 10× the {name} SDK pair"),
+            r.map(|v| (v, v >= 10.0)),
+            &times,
+        );
+        let r = div(m("h_ms", imp), m("h_ms", Impl::Ours));
+        line(
+            &format!("h: ours-ours <= 1/10 of the {name} pair's time"),
+            r.map(|v| (v, v >= 10.0)),
+            &|v| format!("{v:.1}× faster"),
+        );
+    }
     let r = div(m("b_p99", Impl::Ours), m("b_p99", Impl::Official));
     line("b: p99 <= official", r.map(|v| (v, v <= 1.0)), &times);
     let r = m("g1000_rss", Impl::Ours);
@@ -398,7 +426,7 @@ mod tests {
         r.add("c_rate", Impl::Official, 50.0);
         let table = render(&r);
         assert!(table.contains(
-            "| c. 64 outstanding requests | requests/s | higher | 200 | 50.0 | – | 4.00× | – |"
+            "| c. 64 outstanding requests | requests/s | higher | 200 | 50.0 | – | – | – | 4.00× | – | – | – |"
         ));
         assert!(!table.contains("d. 1 MiB"));
     }
