@@ -5,6 +5,7 @@
 //! The two-process scenarios re-execute this binary as the agent (`acp-bench __peer
 //! <ours|official|raw>`), so every column talks over real OS pipes to a real child process.
 
+mod floor;
 mod foreign;
 mod jobs;
 mod msg;
@@ -39,6 +40,7 @@ const MEASUREMENT_TIMEOUT: Duration = Duration::from_secs(600);
 const USAGE: &str = "\
 usage: acp-bench [options]
        acp-bench store [options]   (the session store figures; acp-bench store --help)
+       acp-bench floor [options]   (a line's round trip, blocking vs tokio: b's floor)
   --runs N          runs per scenario and implementation; medians are reported (default 5)
   --quick           smaller sizes (a quick look, not for publishing)
   --smoke           tiny sizes, one run (what the test suite runs)
@@ -201,6 +203,12 @@ fn main() -> ExitCode {
     }
     if args.first().map(String::as_str) == Some("store") {
         return store::main(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some(floor::FLOOR_PEER_ARG) {
+        return floor::peer(args.get(1).map_or("", String::as_str));
+    }
+    if args.first().map(String::as_str) == Some("floor") {
+        return floor::main(&args[1..]);
     }
     let options = match Options::parse(&args) {
         Ok(o) => o,
