@@ -372,7 +372,7 @@ impl AgentProcess {
         let mut status = tokio::time::timeout(grace, self.child.wait()).await.ok();
         if status.is_none() || self.group_alive() {
             if let Some(pgid) = self.pgid {
-                signal_process_group(pgid, "TERM");
+                signal_process_group(pgid, libc::SIGTERM);
             }
             let deadline = tokio::time::Instant::now() + grace;
             if status.is_none() {
@@ -395,8 +395,9 @@ impl AgentProcess {
         let status = status.expect("waited above");
         // The processes that left the group (a `setsid` grandchild): see `crate::reaper`.
         let tags = vec![self.cleanup_tag.clone()];
+        let settled = !self.group_alive();
         let _ = tokio::task::spawn_blocking(move || {
-            crate::reaper::sweep(&tags, Duration::from_secs(2))
+            crate::reaper::sweep(&tags, Duration::from_secs(2), settled)
         })
         .await;
         status.map_err(|source| ProcessError::Wait {
@@ -412,7 +413,7 @@ impl AgentProcess {
         match group_has_live_process(pgid) {
             Some(alive) => alive,
             // No /proc: ask the system (zombies count there).
-            None => signal_process_group(pgid, "0"),
+            None => signal_process_group(pgid, 0),
         }
     }
 
@@ -436,7 +437,7 @@ impl AgentProcess {
 /// something other than "signal the group <pgid>" and signals far more than the group
 /// (found the hard way: it took down the test runner's shell).
 pub(crate) fn kill_process_group(pgid: u32) {
-    signal_process_group(pgid, "KILL");
+    signal_process_group(pgid, libc::SIGKILL);
 }
 
 /// Whether `/proc` lists a process of group `pgid` that is not a zombie; `None` without a
@@ -465,20 +466,19 @@ fn group_has_live_process(pgid: u32) -> Option<bool> {
     Some(false)
 }
 
-/// Sends `signal` (a name such as `TERM`, or `0` to only test for existence) to process
-/// group `pgid` with the system `kill` program; `true` if some process received it.
-fn signal_process_group(pgid: u32, signal: &str) -> bool {
+/// Sends `signal` (`libc::SIGTERM`, `libc::SIGKILL`, or 0 to only test for existence) to
+/// process group `pgid`; `true` if some process received it. A direct kill(2): starting the
+/// system `kill` program instead cost a process spawn (milliseconds) on every shutdown.
+fn signal_process_group(pgid: u32, signal: libc::c_int) -> bool {
     // 0 would mean our own group and 1 would mean every process: never.
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return false;
+    };
     if pgid <= 1 {
         return false;
     }
-    std::process::Command::new("kill")
-        .args(["-s", signal, "--", &format!("-{pgid}")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
+    // SAFETY: kill(2) on a negative pid signals that process group; no memory is involved.
+    unsafe { libc::kill(-pgid, signal) == 0 }
 }
 
 impl Drop for AgentProcess {

@@ -140,7 +140,13 @@ fn has_marker(pid: i32, wanted: &[String]) -> bool {
 /// Kills (SIGKILL) and reaps the orphans carrying one of `markers`, with their process
 /// groups, for up to `budget`; also reaps orphan zombies (see the module docs). Blocking:
 /// run it on the blocking pool. Returns how many processes were killed.
-pub(crate) fn sweep(markers: &[String], budget: Duration) -> usize {
+///
+/// `settled`: every process whose exit could still hand us orphans is known to be gone
+/// (the caller saw the agent and its whole group exit). Orphans are re-parented when their
+/// parent exits, before it can be waited for, so they are ours already and one quiet round
+/// is enough. Otherwise (a group was just sent SIGKILL and may still be dying) the sweep
+/// looks a few more times, 20 ms apart, before it concludes that nothing is left.
+pub(crate) fn sweep(markers: &[String], budget: Duration, settled: bool) -> usize {
     if !become_subreaper() {
         return 0;
     }
@@ -149,7 +155,10 @@ pub(crate) fn sweep(markers: &[String], budget: Duration) -> usize {
     let deadline = Instant::now() + budget;
     let mut killed = 0;
     let mut quiet_rounds = 0;
-    while Instant::now() < deadline && quiet_rounds < 3 {
+    // A kill of ours can make more orphans (the killed one's children): after one, look
+    // again a few times as well.
+    let rounds = |killed: usize| if settled && killed == 0 { 1 } else { 3 };
+    while Instant::now() < deadline && quiet_rounds < rounds(killed) {
         let mut found = false;
         reap_orphan_zombies();
         for child in children() {
@@ -171,7 +180,9 @@ pub(crate) fn sweep(markers: &[String], budget: Duration) -> usize {
             }
         }
         quiet_rounds = if found { 0 } else { quiet_rounds + 1 };
-        std::thread::sleep(Duration::from_millis(20));
+        if quiet_rounds < rounds(killed) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
     killed
 }

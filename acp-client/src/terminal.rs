@@ -310,7 +310,7 @@ impl Terminal {
         if self.reap_orphans {
             let marker = self.marker.clone();
             let sweep = move || {
-                reaper::sweep(&[marker], Duration::from_secs(2));
+                reaper::sweep(&[marker], Duration::from_secs(2), false);
             };
             match tokio::runtime::Handle::try_current() {
                 Ok(rt) => drop(rt.spawn_blocking(sweep)),
@@ -757,7 +757,7 @@ impl Terminals {
         }
         if self.config.reap_orphans && !markers.is_empty() {
             let _ = tokio::task::spawn_blocking(move || {
-                reaper::sweep(&markers, Duration::from_secs(2))
+                reaper::sweep(&markers, Duration::from_secs(2), false)
             })
             .await;
         }

@@ -55,20 +55,27 @@ pub(crate) struct RequestTask {
 
 impl RequestTask {
     pub(crate) async fn run(mut self, req: Request) {
+        // One wait on the request's token for the task's whole life.
+        let cancelled = self.token.clone().cancelled_owned();
+        tokio::pin!(cancelled);
         if let Some(predecessor) = self.after.take() {
             tokio::select! {
                 biased;
-                _ = self.token.cancelled() => {}
+                _ = &mut cancelled => {}
                 _ = predecessor => {}
             }
         }
         let start = Instant::now();
         tracing::info!(target: crate::flow::TARGET, "request started");
         let Request { id, method, params } = req;
-        let permit = tokio::select! {
-            biased;
-            _ = self.token.cancelled() => None,
-            p = self.slots.clone().acquire_owned() => p.ok(),
+        // A free slot needs no wait at all.
+        let permit = match self.slots.clone().try_acquire_owned() {
+            Ok(permit) if !self.token.is_cancelled() => Some(permit),
+            _ => tokio::select! {
+                biased;
+                _ = &mut cancelled => None,
+                p = self.slots.clone().acquire_owned() => p.ok(),
+            },
         };
         let slot = Arc::new(Slot {
             slots: self.slots.clone(),
@@ -92,7 +99,7 @@ impl RequestTask {
                     .handle_request_reply(cx, &method, Params::new(params));
                 tokio::select! {
                     biased;
-                    _ = self.token.cancelled() => Err(Error::request_cancelled()),
+                    _ = &mut cancelled => Err(Error::request_cancelled()),
                     r = SLOT.scope(slot, CatchUnwind(fut)) => r.unwrap_or_else(|panic| {
                         let msg = panic_message(&panic);
                         tracing::error!(panic = %msg, "request handler panicked");

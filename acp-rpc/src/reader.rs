@@ -77,7 +77,10 @@ pub(crate) async fn read_loop<R>(
         last_request_done: None,
     };
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
-    let shutdown = state.shared.shutdown.clone();
+    // One wait on the shutdown token for the reader's whole life (a new one per read would
+    // register and unregister a waiter on every line).
+    let shutdown = state.shared.shutdown.clone().cancelled_owned();
+    tokio::pin!(shutdown);
     let reason = loop {
         loop {
             match codec.decode(&mut buf) {
@@ -98,7 +101,7 @@ pub(crate) async fn read_loop<R>(
         }
         let read = tokio::select! {
             biased;
-            _ = shutdown.cancelled() => break None,
+            _ = &mut shutdown => break None,
             r = reader.read_buf(&mut buf) => r,
         };
         match read {

@@ -147,6 +147,12 @@ impl Shared {
         if self.shutdown.is_cancelled() {
             return Err(self.closed_error());
         }
+        // The common case, a queue with room, costs no wait on the shutdown token.
+        let msg = match self.out_tx.try_send(msg) {
+            Ok(()) => return Ok(()),
+            Err(mpsc::error::TrySendError::Closed(_)) => return Err(self.closed_error()),
+            Err(mpsc::error::TrySendError::Full(msg)) => msg,
+        };
         tokio::select! {
             biased;
             r = self.out_tx.send(msg) => r.map_err(|_| self.closed_error()),

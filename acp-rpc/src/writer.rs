@@ -111,7 +111,10 @@ pub(crate) async fn write_loop<W>(mut w: W, mut rx: mpsc::Receiver<Outgoing>, sh
 where
     W: AsyncWrite + Unpin,
 {
-    let shutdown = shared.shutdown.clone();
+    let token = shared.shutdown.clone();
+    // One wait on the shutdown token for the writer's whole life (see the reader).
+    let shutdown = token.clone().cancelled_owned();
+    tokio::pin!(shutdown);
     let grace = shared.config.shutdown_flush_timeout;
     let mut batch = Batch {
         buf: Vec::with_capacity(64 * 1024),
@@ -121,7 +124,7 @@ where
         let first = tokio::select! {
             biased;
             m = rx.recv() => m,
-            _ = shutdown.cancelled() => None,
+            _ = &mut shutdown => None,
         };
         let Some(first) = first else { break };
         batch.push(&first);
@@ -133,7 +136,7 @@ where
             tokio::select! {
                 biased;
                 r = &mut write => r,
-                _ = shutdown.cancelled() => match tokio::time::timeout(grace, &mut write).await {
+                _ = &mut shutdown => match tokio::time::timeout(grace, &mut write).await {
                     Ok(r) => r,
                     Err(_) => return,
                 },

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use crate::msg::{Job, Report, SMALL_CONTENT, SMALL_PATH, big_path, chunk_text};
+use crate::msg::{
+    EXCHANGE_UPDATES, Job, Report, SMALL_CONTENT, SMALL_PATH, big_path, chunk_text,
+    timed_chunk_text,
+};
 
 /// What a job needs from an agent connection.
 pub trait AgentSide: Clone + Send + Sync + 'static {
@@ -14,6 +17,9 @@ pub trait AgentSide: Clone + Send + Sync + 'static {
     fn chunk(&self, text: String) -> impl Future<Output = Result<(), String>> + Send;
     /// Calls `fs/read_text_file` on the client and returns the content.
     fn read(&self, path: String) -> impl Future<Output = Result<String, String>> + Send;
+    /// Calls `session/request_permission` with an allow and a reject option; `true` when the
+    /// client selected the allow option.
+    fn permission(&self) -> impl Future<Output = Result<bool, String>> + Send;
 }
 
 /// Runs `job` and reports on it (memory included).
@@ -82,6 +88,29 @@ pub async fn run_job<S: AgentSide>(side: &S, job: Job) -> Report {
                 tally(&mut report, answer, size as usize);
             }
             report.set_latencies(&mut samples);
+        }
+        Job::TimedStream { n } => {
+            for i in 0..n {
+                if side.chunk(timed_chunk_text(i)).await.is_err() {
+                    report.errors += n - i;
+                    break;
+                }
+                report.count += 1;
+            }
+        }
+        Job::Exchange => {
+            for i in 0..EXCHANGE_UPDATES {
+                match side.chunk(chunk_text(i)).await {
+                    Ok(()) => report.count += 1,
+                    Err(_) => report.errors += 1,
+                }
+            }
+            match side.permission().await {
+                Ok(true) => report.count += 1,
+                _ => report.errors += 1,
+            }
+            let answer = side.read(SMALL_PATH.to_owned()).await;
+            tally(&mut report, answer, SMALL_CONTENT.len());
         }
         Job::Memory => {}
     }

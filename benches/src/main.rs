@@ -5,6 +5,8 @@
 //! The two-process scenarios re-execute this binary as the agent (`acp-bench __peer
 //! <ours|official|raw>`), so every column talks over real OS pipes to a real child process.
 
+mod floor;
+mod foreign;
 mod jobs;
 mod msg;
 mod official;
@@ -31,6 +33,8 @@ const PEER_ARG: &str = "__peer";
 /// The runtime flavor of every tokio runtime in the benchmark processes
 /// (`current` or `multi`), passed on to the agent processes.
 const RT_ENV: &str = "ACP_BENCH_RT";
+/// The most sessions g prompts at once (one measurement keeps every chunk's latency).
+const MAX_MANY: u64 = 10_000;
 /// How long one measurement may take before it counts as failed.
 const MEASUREMENT_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -38,17 +42,23 @@ const USAGE: &str = "\
 usage: acp-bench [options]
        acp-bench store [options]   (the session store figures; acp-bench store --help)
        acp-bench trace [options]   (the acp trace proxy's overhead; acp-bench trace --help)
+       acp-bench floor [options]   (a line's round trip, blocking vs tokio: b's floor)
   --runs N          runs per scenario and implementation; medians are reported (default 5)
   --quick           smaller sizes (a quick look, not for publishing)
   --smoke           tiny sizes, one run (what the test suite runs)
-  --only LIST       scenarios to run, comma separated: a,b,c,d,e,f (default all)
-  --impls LIST      columns to measure, comma separated: ours,official,raw (default all;
-                    for profiling one side)
+  --only LIST       scenarios to run, comma separated: a,b,c,d,e,f,g,h (default all)
+  --impls LIST      columns to measure, comma separated: ours,official,ts,py,raw (default
+                    all; ts and py when the interop cache holds their SDKs)
   --transport T     a: duplex or stdio only (default both; for profiling one of them)
   --rt FLAVOR       tokio runtime of both processes: current or multi (default current)
   --chunks N        a: notifications per prompt (default 200000)
   --requests N      b, c: requests (default 20000)
-  --sessions N      e: sessions (default 10000)";
+  --sessions N      e: sessions (default 10000)
+  --many LIST       g: sessions prompted at once, comma separated (default 100,1000)
+  --many-chunks N   g: chunks each of those prompts streams (default 2000)
+  --exchanges N     h: full exchanges per run (default 5)
+  --contend N       N busy threads in the harness for the whole run, the same for every
+                    column: tails under load measured on purpose (default 0)";
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -64,6 +74,10 @@ struct Options {
     big_size: u64,
     sessions: u64,
     handshakes: usize,
+    many: Vec<u64>,
+    many_chunks: u64,
+    exchanges: usize,
+    contend: usize,
     flavor: String,
 }
 
@@ -71,8 +85,8 @@ impl Options {
     fn parse(args: &[String]) -> Result<Options, String> {
         let mut o = Options {
             runs: 5,
-            only: "abcdef".chars().collect(),
-            impls: vec![Impl::Ours, Impl::Official, Impl::Raw],
+            only: "abcdefgh".chars().collect(),
+            impls: table::COLUMNS.to_vec(),
             transports: vec![Transport::Duplex, Transport::Stdio],
             chunks: 200_000,
             requests: 20_000,
@@ -81,6 +95,10 @@ impl Options {
             big_size: 1 << 20,
             sessions: 10_000,
             handshakes: 5,
+            many: vec![100, 1000],
+            many_chunks: 2000,
+            exchanges: 5,
+            contend: 0,
             flavor: "current".to_owned(),
         };
         let mut args = args.iter();
@@ -96,13 +114,24 @@ impl Options {
                 "--chunks" => o.chunks = num(args.next())?,
                 "--requests" => o.requests = num(args.next())?,
                 "--sessions" => o.sessions = num(args.next())?,
+                "--many" => {
+                    let list = args.next().ok_or("missing value")?;
+                    o.many = Vec::new();
+                    for n in list.split(',') {
+                        o.many
+                            .push(num(Some(&n.trim().to_owned()))?.clamp(1, MAX_MANY));
+                    }
+                }
+                "--many-chunks" => o.many_chunks = num(args.next())?,
+                "--exchanges" => o.exchanges = num(args.next())?.max(1) as usize,
+                "--contend" => o.contend = num(args.next())? as usize,
                 "--only" => {
                     let list = args.next().ok_or("missing value")?;
                     o.only = Vec::new();
                     for name in list.split(',').map(str::trim) {
                         match name.chars().collect::<Vec<_>>()[..] {
-                            [letter @ 'a'..='f'] => o.only.push(letter),
-                            _ => return Err(format!("unknown scenario {name:?} (a to f)")),
+                            [letter @ 'a'..='h'] => o.only.push(letter),
+                            _ => return Err(format!("unknown scenario {name:?} (a to h)")),
                         }
                     }
                 }
@@ -113,6 +142,8 @@ impl Options {
                         o.impls.push(match name.trim() {
                             "ours" => Impl::Ours,
                             "official" => Impl::Official,
+                            "ts" => Impl::Ts,
+                            "py" => Impl::Py,
                             "raw" => Impl::Raw,
                             other => return Err(format!("unknown column {other}")),
                         });
@@ -139,6 +170,9 @@ impl Options {
                     o.big_count = 20;
                     o.sessions = 2_000;
                     o.handshakes = 3;
+                    o.many = vec![100];
+                    o.many_chunks = 200;
+                    o.exchanges = 3;
                 }
                 "--smoke" => {
                     o.runs = 1;
@@ -149,6 +183,9 @@ impl Options {
                     o.big_size = 64 * 1024;
                     o.sessions = 100;
                     o.handshakes = 1;
+                    o.many = vec![10];
+                    o.many_chunks = 20;
+                    o.exchanges = 1;
                 }
                 "-h" | "--help" => return Err(String::new()),
                 other => return Err(format!("unknown argument {other}")),
@@ -172,6 +209,12 @@ fn main() -> ExitCode {
     if args.first().map(String::as_str) == Some("trace") {
         return trace::main(&args[1..]);
     }
+    if args.first().map(String::as_str) == Some(floor::FLOOR_PEER_ARG) {
+        return floor::peer(args.get(1).map_or("", String::as_str));
+    }
+    if args.first().map(String::as_str) == Some("floor") {
+        return floor::main(&args[1..]);
+    }
     let options = match Options::parse(&args) {
         Ok(o) => o,
         Err(e) => {
@@ -183,6 +226,24 @@ fn main() -> ExitCode {
         }
     };
     let _ = FLAVOR.set(options.flavor.clone());
+    let mut options = options;
+    let foreign_asked = args.iter().any(|a| a == "--impls");
+    if foreign::installed().is_none()
+        && options
+            .impls
+            .iter()
+            .any(|i| matches!(i, Impl::Ts | Impl::Py))
+    {
+        if foreign_asked {
+            eprintln!("error: {}", foreign::missing_note());
+            return ExitCode::from(2);
+        }
+        eprintln!(
+            "note: skipping the ts and py columns: {}",
+            foreign::missing_note()
+        );
+        options.impls.retain(|i| !matches!(i, Impl::Ts | Impl::Py));
+    }
     bench(&options)
 }
 
@@ -292,6 +353,10 @@ fn measure(imp: Impl, transport: Transport, plan: Plan) -> Result<Outcome, Strin
             official::over_stdio(&program, &[PEER_ARG, "official"], plan),
         ),
         (Impl::Raw, Transport::Stdio) => raw::over_stdio(&program, &[PEER_ARG, "raw"], plan),
+        (Impl::Ts | Impl::Py, Transport::Stdio) => {
+            foreign::over_stdio(imp, plan, MEASUREMENT_TIMEOUT)
+        }
+        (Impl::Ts | Impl::Py, Transport::Duplex) => Err("no in-process duplex".to_owned()),
     }
 }
 
@@ -307,8 +372,14 @@ struct Scenario {
     extract: Extract,
 }
 
+/// The Rust columns and the floor.
 const ALL: &[Impl] = &[Impl::Ours, Impl::Official, Impl::Raw];
+/// Every column: the Rust ones, the floor, and the TypeScript and Python SDK pairs.
+const EVERY: &[Impl] = &[Impl::Ours, Impl::Official, Impl::Ts, Impl::Py, Impl::Raw];
+/// The two Rust SDKs.
 const SDKS: &[Impl] = &[Impl::Ours, Impl::Official];
+/// Every SDK: Rust, TypeScript, Python.
+const ALL_SDKS: &[Impl] = &[Impl::Ours, Impl::Official, Impl::Ts, Impl::Py];
 
 fn check_calls(o: &Outcome, n: u64, bytes_each: u64) -> Result<(), String> {
     let r = &o.report;
@@ -338,7 +409,7 @@ fn stream_rows(o: &Options, out: &Outcome) -> Result<(u64, f64), String> {
 
 fn scenarios(o: &Options) -> Vec<Scenario> {
     let stream = Plan::Job(Job::Stream { n: o.chunks });
-    vec![
+    let mut all = vec![
         Scenario {
             letter: 'a',
             transport: Transport::Duplex,
@@ -351,7 +422,7 @@ fn scenarios(o: &Options) -> Vec<Scenario> {
             letter: 'a',
             transport: Transport::Stdio,
             plan: stream,
-            impls: ALL,
+            impls: EVERY,
             repeat: 1,
             extract: |o, out| {
                 let rate = stream_rows(o, out)?.1;
@@ -365,7 +436,7 @@ fn scenarios(o: &Options) -> Vec<Scenario> {
             letter: 'b',
             transport: Transport::Stdio,
             plan: Plan::Job(Job::Sequential { n: o.requests }),
-            impls: ALL,
+            impls: EVERY,
             repeat: 1,
             extract: |o, out| {
                 check_calls(out, o.requests, msg::SMALL_CONTENT.len() as u64)?;
@@ -401,7 +472,7 @@ fn scenarios(o: &Options) -> Vec<Scenario> {
                 n: o.big_count,
                 size: o.big_size,
             }),
-            impls: ALL,
+            impls: EVERY,
             repeat: 1,
             extract: |o, out| {
                 check_calls(out, o.big_count, o.big_size)?;
@@ -430,11 +501,108 @@ fn scenarios(o: &Options) -> Vec<Scenario> {
             letter: 'f',
             transport: Transport::Stdio,
             plan: Plan::Handshake,
-            impls: ALL,
+            impls: EVERY,
             repeat: o.handshakes,
             extract: |_, out| Ok(vec![("f_ms", out.elapsed.as_secs_f64() * 1000.0)]),
         },
-    ]
+        Scenario {
+            letter: 'h',
+            transport: Transport::Stdio,
+            plan: Plan::Exchange,
+            impls: ALL_SDKS,
+            repeat: o.exchanges,
+            extract: |_, out| {
+                // 5 updates + the permission + the read, every one answered as expected.
+                let expected = msg::EXCHANGE_UPDATES + 2;
+                if out.report.count != expected || out.report.errors != 0 {
+                    return Err(format!(
+                        "expected {expected} good steps, got {} and {} errors",
+                        out.report.count, out.report.errors
+                    ));
+                }
+                Ok(vec![("h_ms", out.elapsed.as_secs_f64() * 1000.0)])
+            },
+        },
+    ];
+    // g goes before h, in the order of its sizes.
+    let exchange = all.pop();
+    for &sessions in &o.many {
+        all.push(Scenario {
+            letter: 'g',
+            transport: Transport::Stdio,
+            plan: Plan::Many {
+                sessions,
+                chunks: o.many_chunks,
+            },
+            // The TypeScript and Python pairs stream slowly: they join where it is cheap.
+            impls: if sessions <= 100 { ALL_SDKS } else { SDKS },
+            repeat: 1,
+            extract: many_rows(sessions),
+        });
+    }
+    all.extend(exchange);
+    all
+}
+
+/// The extractor of g for `sessions` (its rows are named after the size).
+fn many_rows(sessions: u64) -> Extract {
+    fn rows(
+        o: &Options,
+        out: &Outcome,
+        keys: [&'static str; 5],
+    ) -> Result<Vec<(&'static str, f64)>, String> {
+        let figures = out.many.as_ref().ok_or("no per-session figures")?;
+        let expected = figures.sessions * o.many_chunks;
+        if figures.in_order != expected || figures.errors != 0 || out.report.errors != 0 {
+            return Err(format!(
+                "expected {expected} chunks in order, got {} and {} wrong (agent: {} sent, {} failed)",
+                figures.in_order, figures.errors, out.report.count, out.report.errors
+            ));
+        }
+        let median = figures.median_session_p99_ns.max(1) as f64;
+        Ok(vec![
+            (keys[0], per_second(expected, out.elapsed)),
+            (keys[1], median / 1000.0),
+            (keys[2], figures.worst_session_p99_ns as f64 / median),
+            (keys[3], figures.worst_first_chunk_ns as f64 / 1e6),
+            (keys[4], out.after.hwm_kib as f64 / 1024.0),
+        ])
+    }
+    match sessions {
+        100 => |o, out| {
+            rows(
+                o,
+                out,
+                [
+                    "g100_rate",
+                    "g100_p99",
+                    "g100_fair",
+                    "g100_first",
+                    "g100_rss",
+                ],
+            )
+        },
+        1000 => |o, out| {
+            rows(
+                o,
+                out,
+                [
+                    "g1000_rate",
+                    "g1000_p99",
+                    "g1000_fair",
+                    "g1000_first",
+                    "g1000_rss",
+                ],
+            )
+        },
+        _ => |o, out| {
+            rows(
+                o,
+                out,
+                ["gn_rate", "gn_p99", "gn_fair", "gn_first", "gn_rss"],
+            )
+        },
+    }
 }
 
 fn load_average() -> String {
@@ -443,7 +611,31 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".to_owned())
 }
 
+/// `n` threads that keep a core busy each until the returned guard is dropped (`--contend`).
+fn contend(n: usize) -> impl Drop {
+    struct Stop(std::sync::Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for _ in 0..n {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut x = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for _ in 0..10_000 {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+            }
+        });
+    }
+    Stop(stop)
+}
+
 fn bench(o: &Options) -> ExitCode {
+    let _contention = contend(o.contend);
     let load_before = load_average();
     let started = Instant::now();
     let mut results = Results::default();
@@ -494,7 +686,8 @@ fn bench(o: &Options) -> ExitCode {
     let load_after = load_average();
     println!(
         "acp-bench: {} run(s), medians; a: {} chunks; b, c: {} requests (c: {} outstanding); \
-         d: {} x {} bytes; e: {} sessions; f: {} handshake(s) per run; runtime: {}; \
+         d: {} x {} bytes; e: {} sessions; f: {} handshake(s) per run; g: {:?} sessions x {} \
+         chunks; h: {} exchange(s) per run; runtime: {}; contending threads: {}; \
          load average {load_before} before, {load_after} after; {:.0}s\n",
         o.runs,
         o.chunks,
@@ -504,7 +697,11 @@ fn bench(o: &Options) -> ExitCode {
         o.big_size,
         o.sessions,
         o.handshakes,
+        o.many,
+        o.many_chunks,
+        o.exchanges,
         o.flavor,
+        o.contend,
         started.elapsed().as_secs_f64()
     );
     print!("{}", table::render(&results));

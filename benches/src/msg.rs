@@ -13,6 +13,12 @@ pub const CWD: &str = "/tmp/acp-bench";
 pub const SMALL_PATH: &str = "/bench/small.rs";
 /// Its content.
 pub const SMALL_CONTENT: &str = "fn main() {\n    println!(\"hello\");\n}\n";
+/// The option id the exchange's permission request offers to allow (h).
+pub const ALLOW_OPTION: &str = "allow";
+/// The option id it offers to reject.
+pub const REJECT_OPTION: &str = "reject";
+/// The tool call the exchange asks permission for.
+pub const PERMISSION_TOOL_CALL: &str = "call-1";
 /// The `_meta` key of the agent's report.
 pub const REPORT_KEY: &str = "acpBench";
 
@@ -52,6 +58,28 @@ pub fn chunk_index(text: &str) -> Option<u64> {
     text.strip_prefix("tok")?.strip_suffix(' ')?.parse().ok()
 }
 
+/// Nanoseconds since the Unix epoch: the wall clock both processes share, so a chunk's
+/// latency can be read across the process boundary (g).
+pub fn unix_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The text of timed chunk `i`, stamped with the moment the agent sent it (g).
+pub fn timed_chunk_text(i: u64) -> String {
+    format!("tok{i}@{} ", unix_nanos())
+}
+
+/// The index and send time a timed chunk text carries.
+pub fn timed_chunk(text: &str) -> Option<(u64, u64)> {
+    let (index, sent) = text
+        .strip_prefix("tok")?
+        .strip_suffix(' ')?
+        .split_once('@')?;
+    Some((index.parse().ok()?, sent.parse().ok()?))
+}
+
 /// A session id shaped like the UUIDs real agents use (36 bytes), unique per `n`.
 pub fn session_id(n: u64) -> String {
     format!(
@@ -88,9 +116,20 @@ pub enum Job {
         /// Bytes per file.
         size: u64,
     },
+    /// Send `n` `agent_message_chunk` updates stamped with their send time (g), then answer.
+    TimedStream {
+        /// How many.
+        n: u64,
+    },
+    /// What a short real turn does (h): 5 `agent_message_chunk` updates, one
+    /// `session/request_permission`, one small `fs/read_text_file`, then answer.
+    Exchange,
     /// Report memory use.
     Memory,
 }
+
+/// How many updates a [`Job::Exchange`] turn streams.
+pub const EXCHANGE_UPDATES: u64 = 5;
 
 impl Job {
     /// The prompt text.
@@ -100,6 +139,8 @@ impl Job {
             Job::Sequential { n } => format!("seq {n}"),
             Job::Concurrent { n, k } => format!("conc {n} {k}"),
             Job::Big { n, size } => format!("big {n} {size}"),
+            Job::TimedStream { n } => format!("tstream {n}"),
+            Job::Exchange => "exchange".to_owned(),
             Job::Memory => "mem".to_owned(),
         }
     }
@@ -120,6 +161,8 @@ impl Job {
                 n: num()?,
                 size: num()?,
             },
+            "tstream" => Job::TimedStream { n: num()? },
+            "exchange" => Job::Exchange,
             "mem" => Job::Memory,
             _ => return None,
         })
@@ -206,14 +249,105 @@ pub fn self_memory() -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
-/// Checks streamed chunks as they arrive: each must carry the next index.
+/// Checks streamed chunks as they arrive: each must carry the next index. With
+/// [`ChunkCheck::track_sessions`] (g) it checks each session's timed chunks separately and
+/// keeps every chunk's latency.
 #[derive(Debug, Default)]
 pub struct ChunkCheck {
     next: std::sync::atomic::AtomicU64,
     errors: std::sync::atomic::AtomicU64,
+    per_session: std::sync::atomic::AtomicBool,
+    sessions: std::sync::Mutex<std::collections::HashMap<String, SessionTrack>>,
+}
+
+/// What arrived for one session in the many-sessions scenario (g).
+#[derive(Debug, Default)]
+struct SessionTrack {
+    next: u64,
+    errors: u64,
+    /// Latency of each chunk: arrival minus the send time it carries (ns).
+    latencies: Vec<u64>,
+    /// When its first chunk arrived (Unix ns).
+    first_at: Option<u64>,
+}
+
+/// The figures of the many-sessions scenario (g), from the client's side.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ManyFigures {
+    /// Sessions tracked.
+    pub sessions: u64,
+    /// Chunks received in order, over all sessions.
+    pub in_order: u64,
+    /// Chunks wrong, out of order, or for a session nobody prompted.
+    pub errors: u64,
+    /// The median over sessions of each session's p99 chunk latency (ns).
+    pub median_session_p99_ns: u64,
+    /// The worst session's p99 chunk latency (ns).
+    pub worst_session_p99_ns: u64,
+    /// The longest wait of any session for its first chunk, from the moment all prompts were
+    /// sent (ns): a session that starves behind the others shows here.
+    pub worst_first_chunk_ns: u64,
 }
 
 impl ChunkCheck {
+    /// Switches to per-session checking of timed chunks for `sessions` (g).
+    pub fn track_sessions(&self, sessions: &[String]) {
+        let mut map = self.sessions.lock().unwrap();
+        map.clear();
+        for s in sessions {
+            map.insert(s.clone(), SessionTrack::default());
+        }
+        self.per_session
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// One chunk arrived for `session` (`None`: not a text chunk).
+    pub fn on_session_chunk(&self, session: &str, text: Option<&str>) {
+        if !self.per_session.load(std::sync::atomic::Ordering::Acquire) {
+            return self.on_chunk(text);
+        }
+        let now = unix_nanos();
+        let mut map = self.sessions.lock().unwrap();
+        let Some(track) = map.get_mut(session) else {
+            self.errors
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return;
+        };
+        match text.and_then(timed_chunk) {
+            Some((index, sent)) if index == track.next => {
+                track.next += 1;
+                track.latencies.push(now.saturating_sub(sent));
+                track.first_at.get_or_insert(now);
+            }
+            _ => track.errors += 1,
+        }
+    }
+
+    /// The per-session figures; `prompted_at` is when the prompts were sent (Unix ns).
+    pub fn many_figures(&self, prompted_at: u64) -> ManyFigures {
+        let mut map = self.sessions.lock().unwrap();
+        let mut figures = ManyFigures {
+            errors: self.errors.load(std::sync::atomic::Ordering::Relaxed),
+            ..ManyFigures::default()
+        };
+        figures.sessions = map.len() as u64;
+        let mut p99s = Vec::with_capacity(map.len());
+        for track in map.values_mut() {
+            figures.in_order += track.next;
+            figures.errors += track.errors;
+            track.latencies.sort_unstable();
+            p99s.push(percentile(&track.latencies, 99.0));
+            let first = track
+                .first_at
+                .map_or(u64::MAX, |t| t.saturating_sub(prompted_at));
+            figures.worst_first_chunk_ns = figures.worst_first_chunk_ns.max(first);
+        }
+        p99s.sort_unstable();
+        figures.median_session_p99_ns = percentile(&p99s, 50.0);
+        figures.worst_session_p99_ns = p99s.last().copied().unwrap_or(0);
+        figures
+    }
+
     /// One chunk arrived (`None`: not a text chunk).
     pub fn on_chunk(&self, text: Option<&str>) {
         use std::sync::atomic::Ordering::Relaxed;
@@ -250,6 +384,8 @@ mod tests {
             Job::Sequential { n: 3 },
             Job::Concurrent { n: 10, k: 4 },
             Job::Big { n: 2, size: 100 },
+            Job::TimedStream { n: 9 },
+            Job::Exchange,
             Job::Memory,
         ] {
             assert_eq!(Job::parse(&job.to_text()), Some(job));
@@ -261,6 +397,31 @@ mod tests {
     fn chunk_texts_carry_their_index() {
         assert_eq!(chunk_index(&chunk_text(123_456)), Some(123_456));
         assert_eq!(chunk_index("tok12"), None);
+    }
+
+    #[test]
+    fn timed_chunks_carry_index_and_send_time() {
+        let (index, sent) = timed_chunk(&timed_chunk_text(42)).unwrap();
+        assert_eq!(index, 42);
+        assert!(sent > 0 && sent <= unix_nanos());
+        assert_eq!(timed_chunk("tok42 "), None);
+    }
+
+    #[test]
+    fn per_session_checking_keeps_sessions_apart_and_flags_strays() {
+        let c = ChunkCheck::default();
+        c.track_sessions(&["s1".to_owned(), "s2".to_owned()]);
+        let start = unix_nanos();
+        for i in 0..3 {
+            c.on_session_chunk("s1", Some(&timed_chunk_text(i)));
+        }
+        c.on_session_chunk("s2", Some(&timed_chunk_text(0)));
+        c.on_session_chunk("s2", Some(&timed_chunk_text(2)));
+        c.on_session_chunk("nobody", Some(&timed_chunk_text(0)));
+        let f = c.many_figures(start);
+        assert_eq!((f.in_order, f.errors), (4, 2));
+        assert!(f.worst_session_p99_ns >= f.median_session_p99_ns);
+        assert!(f.worst_first_chunk_ns < 60_000_000_000);
     }
 
     #[test]

@@ -13,9 +13,11 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     ClientCapabilities, ContentBlock, ContentChunk, FileSystemCapabilities, Implementation,
-    InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
-    PromptResponse, ReadTextFileRequest, ReadTextFileResponse, SessionId, SessionNotification,
-    SessionUpdate, StopReason, TextContent,
+    InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse, PermissionOption,
+    PermissionOptionKind, PromptRequest, PromptResponse, ReadTextFileRequest, ReadTextFileResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionId, SessionNotification, SessionUpdate, StopReason,
+    TextContent, ToolCallUpdate, ToolCallUpdateFields,
 };
 use agent_client_protocol::{
     AcpAgent, AcpAgentConfig, Agent, ByteStreams, Client, ConnectTo, Error, Stdio,
@@ -24,7 +26,10 @@ use agent_client_protocol::{
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::jobs::{AgentSide, run_job};
-use crate::msg::{CWD, ChunkCheck, Job, Report, content_for, session_id};
+use crate::msg::{
+    ALLOW_OPTION, CWD, ChunkCheck, Job, PERMISSION_TOOL_CALL, REJECT_OPTION, Report, content_for,
+    session_id,
+};
 use crate::plan::{ClientSide, Outcome, Plan, run_plan};
 
 fn failure(message: impl std::fmt::Display) -> Error {
@@ -126,6 +131,26 @@ impl AgentSide for OfficialSide {
             .map(|r| r.content)
             .map_err(|e| e.to_string())
     }
+
+    async fn permission(&self) -> Result<bool, String> {
+        let options = vec![
+            PermissionOption::new(ALLOW_OPTION, "Allow", PermissionOptionKind::AllowOnce),
+            PermissionOption::new(REJECT_OPTION, "Reject", PermissionOptionKind::RejectOnce),
+        ];
+        let request = RequestPermissionRequest::new(
+            self.session.clone(),
+            ToolCallUpdate::new(PERMISSION_TOOL_CALL, ToolCallUpdateFields::new()),
+            options,
+        );
+        let response = self
+            .cx
+            .send_request(request)
+            .block_task()
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(matches!(response.outcome,
+            RequestPermissionOutcome::Selected(s) if &*s.option_id.0 == ALLOW_OPTION))
+    }
 }
 
 /// Runs the agent on stdin/stdout with the official `Stdio` adapter (the child's body).
@@ -198,10 +223,25 @@ async fn run_client(
                     },
                     _ => None,
                 };
-                for_updates.on_chunk(text);
+                for_updates.on_session_chunk(&n.session_id.0, text);
                 Ok(())
             },
             on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |request: RequestPermissionRequest, responder, _cx| match request
+                .options
+                .iter()
+                .find(|o| o.kind == PermissionOptionKind::AllowOnce)
+            {
+                Some(allow) => responder.respond(RequestPermissionResponse::new(
+                    RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
+                        allow.option_id.clone(),
+                    )),
+                )),
+                None => responder.respond_with_error(failure("no allow option")),
+            },
+            on_receive_request!(),
         )
         .on_receive_request(
             async move |request: ReadTextFileRequest, responder, _cx| match request
@@ -235,7 +275,12 @@ pub async fn over_stdio(
     for (key, value) in crate::child_env() {
         config = config.env(key, value);
     }
-    run_client(AcpAgent::new(config), plan, start).await
+    let mut outcome = run_client(AcpAgent::new(config), plan, start).await;
+    // `run_client` returns once the connection and its process adapter are gone.
+    if let (Plan::Exchange, Ok(outcome)) = (plan, &mut outcome) {
+        outcome.elapsed = start.elapsed();
+    }
+    outcome
 }
 
 /// Runs `plan` against the official agent in this process over `tokio::io::duplex`.

@@ -10,16 +10,20 @@ use std::time::{Duration, Instant};
 use acp_agent::store::SessionStore;
 use acp_agent::types::{
     ClientCapabilities, ContentBlock, FileSystemCapabilities, Implementation, InitializeRequest,
-    InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    ProtocolVersion, ReadTextFileRequest, ReadTextFileResponse, SessionNotification, SessionUpdate,
-    StopReason,
+    InitializeResponse, NewSessionRequest, NewSessionResponse, PermissionOption,
+    PermissionOptionKind, PromptRequest, PromptResponse, ProtocolVersion, ReadTextFileRequest,
+    ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SessionNotification, SessionUpdate, StopReason, ToolCallUpdate,
 };
 use acp_agent::{Agent, AgentContext, Error, PromptContext, SessionHandle};
 use acp_client::process::{AgentCommand, AgentProcess};
 use acp_client::{AgentHandle, Client, ClientConnection, Config};
 
 use crate::jobs::{AgentSide, run_job};
-use crate::msg::{CWD, ChunkCheck, Job, Report, content_for, session_id};
+use crate::msg::{
+    ALLOW_OPTION, CWD, ChunkCheck, Job, PERMISSION_TOOL_CALL, REJECT_OPTION, Report, content_for,
+    session_id,
+};
 use crate::plan::{ClientSide, Outcome, Plan, run_plan};
 
 /// The benchmark agent: keeps every session it creates (id -> working directory).
@@ -92,6 +96,21 @@ impl AgentSide for OurSide {
             .map(|r| r.content)
             .map_err(|e| e.to_string())
     }
+
+    async fn permission(&self) -> Result<bool, String> {
+        let options = vec![
+            PermissionOption::new(ALLOW_OPTION, "Allow", PermissionOptionKind::AllowOnce),
+            PermissionOption::new(REJECT_OPTION, "Reject", PermissionOptionKind::RejectOnce),
+        ];
+        let outcome = self
+            .session
+            .request_permission(ToolCallUpdate::new(PERMISSION_TOOL_CALL), options)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(
+            matches!(outcome, RequestPermissionOutcome::Selected(s) if s.option_id.0 == ALLOW_OPTION),
+        )
+    }
 }
 
 /// Runs the agent on stdin/stdout until the client closes it (the child process's body).
@@ -126,6 +145,21 @@ impl Client for BenchClient {
         }
     }
 
+    async fn request_permission(
+        &self,
+        p: RequestPermissionRequest,
+    ) -> Result<RequestPermissionResponse, Error> {
+        // The user of a benchmark allows: the first allow option the agent offers.
+        let allow = p
+            .options
+            .iter()
+            .find(|o| o.kind == PermissionOptionKind::AllowOnce)
+            .ok_or_else(|| Error::invalid_params("no allow option"))?;
+        Ok(RequestPermissionResponse::new(
+            RequestPermissionOutcome::selected(allow.option_id.clone()),
+        ))
+    }
+
     async fn session_update(&self, n: SessionNotification) -> Result<(), Error> {
         let text = match &n.update {
             SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
@@ -134,7 +168,7 @@ impl Client for BenchClient {
             },
             _ => None,
         };
-        self.check.on_chunk(text);
+        self.check.on_session_chunk(&n.session_id.0, text);
         Ok(())
     }
 }
@@ -180,8 +214,11 @@ pub async fn over_stdio(program: &AgentCommand, plan: Plan) -> Result<Outcome, S
     let conn = process
         .connect(client, Config::default())
         .map_err(|e| e.to_string())?;
-    let outcome = run_plan(conn.agent(), &check, plan, start).await;
+    let mut outcome = run_plan(conn.agent(), &check, plan, start).await;
     let _ = process.shutdown(Duration::from_secs(5)).await;
+    if let (Plan::Exchange, Ok(outcome)) = (plan, &mut outcome) {
+        outcome.elapsed = start.elapsed();
+    }
     outcome
 }
 

@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use crate::msg::{ChunkCheck, Job, Report};
+use crate::msg::{ChunkCheck, Job, ManyFigures, Report, unix_nanos};
 
 /// What one measurement does after connecting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,6 +15,17 @@ pub enum Plan {
     Job(Job),
     /// `n` more `session/new`, with the agent's memory before and after (e).
     Sessions(u64),
+    /// `sessions` sessions, then one prompt in each at once, each streaming `chunks` timed
+    /// chunks (g).
+    Many {
+        /// Sessions prompted at once.
+        sessions: u64,
+        /// Chunks each prompt streams.
+        chunks: u64,
+    },
+    /// One short real turn ([`Job::Exchange`]), timed from before the agent process was
+    /// spawned until it was shut down (h).
+    Exchange,
 }
 
 /// What one measurement observed.
@@ -30,6 +41,8 @@ pub struct Outcome {
     pub after: Report,
     /// Chunks the client received in order, and chunks that were wrong or out of order.
     pub chunks: (u64, u64),
+    /// The per-session figures (g only).
+    pub many: Option<ManyFigures>,
 }
 
 /// What the plan needs from a client connection.
@@ -65,6 +78,30 @@ pub async fn run_plan<C: ClientSide>(
             outcome.elapsed = t.elapsed();
             outcome.chunks = check.counts();
         }
+        Plan::Many { sessions, chunks } => {
+            let mut ids = Vec::with_capacity(sessions as usize);
+            for _ in 0..sessions {
+                ids.push(client.new_session().await?);
+            }
+            check.track_sessions(&ids);
+            let prompted_at = unix_nanos();
+            let t = Instant::now();
+            let turns = ids
+                .iter()
+                .map(|id| Box::pin(client.prompt(id, Job::TimedStream { n: chunks })));
+            for report in join_all(turns).await {
+                let report = report?;
+                outcome.report.count += report.count;
+                outcome.report.errors += report.errors;
+            }
+            outcome.elapsed = t.elapsed();
+            outcome.many = Some(check.many_figures(prompted_at));
+        }
+        Plan::Exchange => {
+            outcome.report = client.prompt(&session, Job::Exchange).await?;
+            // The caller adds the shutdown and sets the elapsed time.
+            return Ok(outcome);
+        }
         Plan::Sessions(n) => {
             outcome.before = client.prompt(&session, Job::Memory).await?;
             let t = Instant::now();
@@ -77,4 +114,33 @@ pub async fn run_plan<C: ClientSide>(
     }
     outcome.after = client.prompt(&session, Job::Memory).await?;
     Ok(outcome)
+}
+
+/// Runs every future at once on this task and returns their outputs in order (the turns of
+/// g share one client connection, whose futures need not be `Send`).
+pub async fn join_all<F: Future + Unpin>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let mut pending: Vec<Option<F>> = futures.into_iter().map(Some).collect();
+    let mut outputs: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
+    let mut left = pending.len();
+    std::future::poll_fn(|cx| {
+        for (slot, output) in pending.iter_mut().zip(outputs.iter_mut()) {
+            if let Some(future) = slot
+                && let std::task::Poll::Ready(value) = std::pin::Pin::new(future).poll(cx)
+            {
+                *output = Some(value);
+                *slot = None;
+                left -= 1;
+            }
+        }
+        if left == 0 {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    outputs
+        .into_iter()
+        .map(|o| o.expect("every future finished"))
+        .collect()
 }

@@ -2,16 +2,23 @@
 
 use std::collections::BTreeMap;
 
-/// The three columns.
+/// The columns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Impl {
     /// acp-rs.
     Ours,
     /// `agent-client-protocol` 5.0.0.
     Official,
+    /// The official TypeScript SDK, agent and client (`benches/peers/ts`).
+    Ts,
+    /// The official Python SDK, agent and client (`benches/peers/py`).
+    Py,
     /// serde_json over pipes, no RPC layer.
     Raw,
 }
+
+/// Every column, in table order.
+pub const COLUMNS: [Impl; 5] = [Impl::Ours, Impl::Official, Impl::Ts, Impl::Py, Impl::Raw];
 
 impl Impl {
     /// The column name.
@@ -19,6 +26,8 @@ impl Impl {
         match self {
             Impl::Ours => "ours",
             Impl::Official => "official",
+            Impl::Ts => "ts",
+            Impl::Py => "py",
             Impl::Raw => "raw",
         }
     }
@@ -107,6 +116,102 @@ const ROWS: &[Row] = &[
         metric: "ms",
         better: Better::Lower,
     },
+    Row {
+        key: "g100_rate",
+        scenario: "g. 100 sessions at once",
+        metric: "notifications/s",
+        better: Better::Higher,
+    },
+    Row {
+        key: "g100_p99",
+        scenario: "g. 100 sessions (same runs)",
+        metric: "median session's p99 chunk latency µs",
+        better: Better::Lower,
+    },
+    Row {
+        key: "g100_fair",
+        scenario: "g. 100 sessions (same runs)",
+        metric: "worst session's p99 / median session's",
+        better: Better::Lower,
+    },
+    Row {
+        key: "g100_first",
+        scenario: "g. 100 sessions (same runs)",
+        metric: "longest wait for a first chunk ms",
+        better: Better::Lower,
+    },
+    Row {
+        key: "g100_rss",
+        scenario: "g. 100 sessions (same runs)",
+        metric: "agent peak RSS MiB",
+        better: Better::Lower,
+    },
+    Row {
+        key: "g1000_rate",
+        scenario: "g. 1,000 sessions at once",
+        metric: "notifications/s",
+        better: Better::Higher,
+    },
+    Row {
+        key: "g1000_p99",
+        scenario: "g. 1,000 sessions (same runs)",
+        metric: "median session's p99 chunk latency µs",
+        better: Better::Lower,
+    },
+    Row {
+        key: "g1000_fair",
+        scenario: "g. 1,000 sessions (same runs)",
+        metric: "worst session's p99 / median session's",
+        better: Better::Lower,
+    },
+    Row {
+        key: "g1000_first",
+        scenario: "g. 1,000 sessions (same runs)",
+        metric: "longest wait for a first chunk ms",
+        better: Better::Lower,
+    },
+    Row {
+        key: "g1000_rss",
+        scenario: "g. 1,000 sessions (same runs)",
+        metric: "agent peak RSS MiB",
+        better: Better::Lower,
+    },
+    Row {
+        key: "gn_rate",
+        scenario: "g. sessions at once (--many)",
+        metric: "notifications/s",
+        better: Better::Higher,
+    },
+    Row {
+        key: "gn_p99",
+        scenario: "g. sessions (same runs)",
+        metric: "median session's p99 chunk latency µs",
+        better: Better::Lower,
+    },
+    Row {
+        key: "gn_fair",
+        scenario: "g. sessions (same runs)",
+        metric: "worst session's p99 / median session's",
+        better: Better::Lower,
+    },
+    Row {
+        key: "gn_first",
+        scenario: "g. sessions (same runs)",
+        metric: "longest wait for a first chunk ms",
+        better: Better::Lower,
+    },
+    Row {
+        key: "gn_rss",
+        scenario: "g. sessions (same runs)",
+        metric: "agent peak RSS MiB",
+        better: Better::Lower,
+    },
+    Row {
+        key: "h_ms",
+        scenario: "h. full exchange (spawn to exit)",
+        metric: "ms",
+        better: Better::Lower,
+    },
 ];
 
 /// Samples per (row, column).
@@ -188,17 +293,18 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
 /// The table of medians and ratios, as markdown.
 pub fn render(results: &Results) -> String {
     let mut out = String::from(
-        "| scenario | metric | better | ours | official | raw | ours / official | ours / raw |\n\
-         | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n",
+        "| scenario | metric | better | ours | official | ts | py | raw | ours / official | \
+         ours / ts | ours / py | ours / raw |\n\
+         | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     for row in ROWS {
-        let [ours, official, raw] =
-            [Impl::Ours, Impl::Official, Impl::Raw].map(|i| results.median(row.key, i));
-        if ours.is_none() && official.is_none() && raw.is_none() {
+        let cells = COLUMNS.map(|i| results.median(row.key, i));
+        if cells.iter().all(Option::is_none) {
             continue;
         }
+        let [ours, official, ts, py, raw] = cells;
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             row.scenario,
             row.metric,
             match row.better {
@@ -207,8 +313,12 @@ pub fn render(results: &Results) -> String {
             },
             cell(ours),
             cell(official),
+            cell(ts),
+            cell(py),
             cell(raw),
             ratio(ours, official),
+            ratio(ours, ts),
+            ratio(ours, py),
             ratio(ours, raw),
         ));
     }
@@ -237,12 +347,12 @@ pub fn targets(results: &Results) -> String {
     );
     let r = div(m("a_stdio", Impl::Ours), m("a_stdio", Impl::Raw));
     line(
-        "a, stdio: ours >= 60% of raw",
-        r.map(|v| (v, v >= 0.6)),
+        "a, stdio: ours >= 85% of raw",
+        r.map(|v| (v, v >= 0.85)),
         &percent,
     );
     let r = div(m("b_p50", Impl::Ours), m("b_p50", Impl::Raw));
-    line("b: p50 <= 1.3× raw", r.map(|v| (v, v <= 1.3)), &times);
+    line("b: p50 <= 1.15× raw", r.map(|v| (v, v <= 1.15)), &times);
     let r = div(m("d_rate", Impl::Ours), m("d_rate", Impl::Raw));
     line("d: ours >= 80% of raw", r.map(|v| (v, v >= 0.8)), &percent);
     let r = div(m("e_bytes", Impl::Ours), m("e_bytes", Impl::Official));
@@ -256,6 +366,34 @@ pub fn targets(results: &Results) -> String {
         "a: agent peak RSS <= 32 MiB",
         r.map(|v| (v, v <= 32.0)),
         &|v| format!("{v:.1} MiB"),
+    );
+    for (imp, name) in [(Impl::Ts, "TypeScript"), (Impl::Py, "Python")] {
+        let r = div(m("a_stdio", Impl::Ours), m("a_stdio", imp));
+        line(
+            &format!("a, stdio: ours >= 10× the {name} SDK pair"),
+            r.map(|v| (v, v >= 10.0)),
+            &times,
+        );
+        let r = div(m("h_ms", imp), m("h_ms", Impl::Ours));
+        line(
+            &format!("h: ours-ours <= 1/10 of the {name} pair's time"),
+            r.map(|v| (v, v >= 10.0)),
+            &|v| format!("{v:.1}× faster"),
+        );
+    }
+    let r = div(m("b_p99", Impl::Ours), m("b_p99", Impl::Official));
+    line("b: p99 <= official", r.map(|v| (v, v <= 1.0)), &times);
+    let r = m("g1000_rss", Impl::Ours);
+    line(
+        "g, 1,000 sessions: agent peak RSS <= 64 MiB",
+        r.map(|v| (v, v <= 64.0)),
+        &|v| format!("{v:.1} MiB"),
+    );
+    let r = m("g1000_fair", Impl::Ours);
+    line(
+        "g, 1,000 sessions: no session's p99 over 3× the median session's",
+        r.map(|v| (v, v <= 3.0)),
+        &times,
     );
     out
 }
@@ -288,7 +426,7 @@ mod tests {
         r.add("c_rate", Impl::Official, 50.0);
         let table = render(&r);
         assert!(table.contains(
-            "| c. 64 outstanding requests | requests/s | higher | 200 | 50.0 | – | 4.00× | – |"
+            "| c. 64 outstanding requests | requests/s | higher | 200 | 50.0 | – | – | – | 4.00× | – | – | – |"
         ));
         assert!(!table.contains("d. 1 MiB"));
     }

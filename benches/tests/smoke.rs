@@ -22,7 +22,9 @@ fn run_ok(args: &[&str]) -> String {
 
 #[test]
 fn every_scenario_runs_and_checks_what_it_received() {
-    let stdout = run_ok(&["--smoke"]);
+    // The Rust columns and the floor; the TypeScript and Python columns need the interop
+    // install and are run by `.ci/run` after it (`acp-bench --smoke --impls ts,py`).
+    let stdout = run_ok(&["--smoke", "--impls", "ours,official,raw"]);
     assert!(!stdout.contains("FAILED"), "{stdout}");
     // Every scenario produced its row, with a figure in each column it measures.
     for (row, columns) in [
@@ -34,14 +36,16 @@ fn every_scenario_runs_and_checks_what_it_received() {
         ("d. 1 MiB responses", 3),
         ("e. idle sessions kept", 2),
         ("f. cold handshake", 3),
+        ("g. sessions at once (--many)", 2),
+        ("h. full exchange (spawn to exit)", 2),
     ] {
         let line = stdout
             .lines()
             .find(|l| l.starts_with(&format!("| {row} |")))
             .unwrap_or_else(|| panic!("no row {row:?} in\n{stdout}"));
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-        // | scenario | metric | better | ours | official | raw | ...
-        let measured = cells[4..7].iter().filter(|c| **c != "–").count();
+        // | scenario | metric | better | ours | official | ts | py | raw | ...
+        let measured = cells[4..9].iter().filter(|c| **c != "–").count();
         assert_eq!(measured, columns, "{line}");
     }
     assert!(stdout.contains("Targets"), "{stdout}");
@@ -51,6 +55,7 @@ fn every_scenario_runs_and_checks_what_it_received() {
 fn a_scenario_or_column_that_does_not_exist_is_refused_by_name() {
     for (args, named) in [
         (["--only", "a,z"], "unknown scenario \"z\""),
+        (["--many", "x"], "bad number"),
         (["--only", "ab"], "unknown scenario \"ab\""),
         (["--impls", "nobody"], "unknown column nobody"),
         (["--runs", "x"], "bad number"),
