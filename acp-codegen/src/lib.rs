@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 mod constructors;
+mod extra;
 mod methods;
 pub mod model;
 mod structs;

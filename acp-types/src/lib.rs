@@ -11,9 +11,10 @@
 //! | `legacy::v0_0_9` | `legacy-0-0-9` | 0.0.9: string `protocolVersion: "0.0.9"`, `pushToolCall` |
 //! | `legacy::threads` | `legacy-threads` | the first protocol: threads, no handshake, no `jsonrpc` |
 //!
-//! Forward compatibility is built in: unknown fields are ignored, `_meta` objects ([`Meta`])
-//! survive a round trip, and an unknown enum value, `sessionUpdate` kind or content block type
-//! is kept in an `Unknown` variant instead of failing the whole message.
+//! Forward compatibility is built in: fields an object does not know are kept in its `extra`
+//! map ([`Extra`]) and written back unchanged, `_meta` objects ([`Meta`]) survive a round
+//! trip, and an unknown enum value, `sessionUpdate` kind or content block type is kept in an
+//! `Unknown` variant instead of failing the whole message.
 //!
 //! # Building values
 //!
@@ -33,6 +34,7 @@
 #![deny(missing_docs)]
 
 mod dialect;
+mod extra;
 mod meta;
 pub mod methods;
 pub mod serde_util;
@@ -46,5 +48,6 @@ pub mod v1;
 pub mod legacy;
 
 pub use dialect::{Dialect, UnknownDialect};
+pub use extra::{Extra, HasExtra};
 pub use meta::Meta;
 pub use methods::{DecodeError, MethodInfo, MethodKind, NotificationMethod, RequestMethod, Side};
