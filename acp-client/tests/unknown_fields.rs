@@ -14,6 +14,7 @@ use acp_client::{Client, async_trait};
 use acp_rpc::{Error, Handler, Params, RawValue, RequestContext};
 use acp_types::HasExtra;
 use acp_types::v1::*;
+#[cfg(not(feature = "unstable_session_model"))]
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -47,6 +48,7 @@ impl Handler for GeminiLike {
 }
 
 /// How an application that knows gemini's model list reads it, with its own types.
+#[cfg(not(feature = "unstable_session_model"))]
 #[derive(Debug, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 struct Models {
@@ -54,6 +56,7 @@ struct Models {
     current_model_id: String,
 }
 
+#[cfg(not(feature = "unstable_session_model"))]
 #[derive(Debug, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 struct Model {
@@ -61,6 +64,8 @@ struct Model {
     name: String,
 }
 
+// With `unstable_session_model` on, `models` is a typed field instead (tests/unstable_methods.rs).
+#[cfg(not(feature = "unstable_session_model"))]
 #[tokio::test]
 async fn the_client_reads_gemini_models_from_a_new_session_answer_without_any_feature() {
     let seen = Arc::new(Mutex::new(Vec::new()));

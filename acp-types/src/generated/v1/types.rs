@@ -2,6 +2,7 @@
 // Do not edit by hand: change the schema or acp-codegen and regenerate.
 
 /// Params of `initialize`, the first request a client sends: it proposes a protocol version and says what the client can do and who it is.
+/// Params of `initialize`, the first request a client sends: it proposes a protocol version and says what the client can do and who it is.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(remote = "Self")]
 #[non_exhaustive]
@@ -1747,6 +1748,14 @@ pub struct SessionCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Present when the agent serves `session/set_title`. Agents report titles without it; it only says the client may set them.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_set_title")]
+    pub title: ::std::option::Option<SessionTitleCapabilities>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -1762,6 +1771,8 @@ impl SessionCapabilities {
             resume: ::std::default::Default::default(),
             close: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_set_title")]
+            title: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -1808,6 +1819,15 @@ impl SessionCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent serves `session/set_title`. Agents report titles without it; it only says the client may set them.
+    #[cfg(feature = "unstable_session_set_title")]
+    pub fn title(
+        mut self,
+        value: impl ::std::convert::Into<SessionTitleCapabilities>,
+    ) -> Self {
+        self.title = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3240,6 +3260,14 @@ pub struct NewSessionResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// The models the session can use and the one in effect (gemini-cli).
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_model")]
+    pub models: ::std::option::Option<SessionModelState>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -3253,6 +3281,8 @@ impl NewSessionResponse {
             modes: ::std::default::Default::default(),
             config_options: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_model")]
+            models: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -3272,6 +3302,15 @@ impl NewSessionResponse {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// The models the session can use and the one in effect (gemini-cli).
+    #[cfg(feature = "unstable_session_model")]
+    pub fn models(
+        mut self,
+        value: impl ::std::convert::Into<SessionModelState>,
+    ) -> Self {
+        self.models = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -4983,6 +5022,14 @@ pub struct LoadSessionResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// The models the session can use and the one in effect (gemini-cli).
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_model")]
+    pub models: ::std::option::Option<SessionModelState>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -4995,6 +5042,8 @@ impl LoadSessionResponse {
             modes: ::std::default::Default::default(),
             config_options: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_model")]
+            models: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -5014,6 +5063,15 @@ impl LoadSessionResponse {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// The models the session can use and the one in effect (gemini-cli).
+    #[cfg(feature = "unstable_session_model")]
+    pub fn models(
+        mut self,
+        value: impl ::std::convert::Into<SessionModelState>,
+    ) -> Self {
+        self.models = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -6622,6 +6680,14 @@ pub struct PromptResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Tokens the turn used, when the agent reports them.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_end_turn_token_usage")]
+    pub usage: ::std::option::Option<Usage>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -6633,12 +6699,20 @@ impl PromptResponse {
         Self {
             stop_reason: stop_reason.into(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_end_turn_token_usage")]
+            usage: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Tokens the turn used, when the agent reports them.
+    #[cfg(feature = "unstable_end_turn_token_usage")]
+    pub fn usage(mut self, value: impl ::std::convert::Into<Usage>) -> Self {
+        self.usage = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -15887,6 +15961,819 @@ impl ::std::convert::From<i32> for ErrorCode {
         Self(value)
     }
 }
+/// Token counts of a prompt turn.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_end_turn_token_usage")]
+pub struct Usage {
+    /// All tokens, of every kind.
+    #[serde(rename = "totalTokens")]
+    pub total_tokens: u64,
+    /// Tokens read.
+    #[serde(rename = "inputTokens")]
+    pub input_tokens: u64,
+    /// Tokens written.
+    #[serde(rename = "outputTokens")]
+    pub output_tokens: u64,
+    /// Tokens spent reasoning, when reported.
+    #[serde(
+        rename = "thoughtTokens",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub thought_tokens: ::std::option::Option<u64>,
+    /// Tokens read from a cache, when reported.
+    #[serde(
+        rename = "cachedReadTokens",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub cached_read_tokens: ::std::option::Option<u64>,
+    /// Tokens written to a cache, when reported.
+    #[serde(
+        rename = "cachedWriteTokens",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub cached_write_tokens: ::std::option::Option<u64>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_end_turn_token_usage")]
+impl Usage {
+    /// A value from its required fields (`total_tokens`, `input_tokens`, `output_tokens`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(total_tokens: u64, input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            total_tokens: total_tokens,
+            input_tokens: input_tokens,
+            output_tokens: output_tokens,
+            thought_tokens: ::std::default::Default::default(),
+            cached_read_tokens: ::std::default::Default::default(),
+            cached_write_tokens: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Tokens spent reasoning, when reported.
+    pub fn thought_tokens(mut self, value: u64) -> Self {
+        self.thought_tokens = ::std::option::Option::Some(value);
+        self
+    }
+    /// Tokens read from a cache, when reported.
+    pub fn cached_read_tokens(mut self, value: u64) -> Self {
+        self.cached_read_tokens = ::std::option::Option::Some(value);
+        self
+    }
+    /// Tokens written to a cache, when reported.
+    pub fn cached_write_tokens(mut self, value: u64) -> Self {
+        self.cached_write_tokens = ::std::option::Option::Some(value);
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_end_turn_token_usage")]
+impl ::serde::Serialize for Usage {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        Usage::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_end_turn_token_usage")]
+impl<'de> ::serde::Deserialize<'de> for Usage {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| Usage::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_end_turn_token_usage")]
+impl crate::HasExtra for Usage {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_end_turn_token_usage")]
+impl Usage {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the agent lets the client set session titles.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_set_title")]
+pub struct SessionTitleCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl SessionTitleCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl ::serde::Serialize for SessionTitleCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionTitleCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl<'de> ::serde::Deserialize<'de> for SessionTitleCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionTitleCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl crate::HasExtra for SessionTitleCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl SessionTitleCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `session/set_title`. Any session the agent would list can be renamed; an unknown one is `-32002`, a title the agent refuses (for example empty) `-32602`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_set_title")]
+pub struct SetSessionTitleRequest {
+    /// The session to rename.
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    /// The new title (the agent may normalise it).
+    pub title: ::std::string::String,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl SetSessionTitleRequest {
+    /// A value from its required fields (`session_id`, `title`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        title: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            title: title.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl ::serde::Serialize for SetSessionTitleRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetSessionTitleRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl<'de> ::serde::Deserialize<'de> for SetSessionTitleRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetSessionTitleRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl crate::HasExtra for SetSessionTitleRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl SetSessionTitleRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `session/set_title`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_set_title")]
+pub struct SetSessionTitleResponse {
+    /// The title as the agent stored it; show this one.
+    pub title: ::std::string::String,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl SetSessionTitleResponse {
+    /// A value from its required fields (`title`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(title: impl ::std::convert::Into<::std::string::String>) -> Self {
+        Self {
+            title: title.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl ::serde::Serialize for SetSessionTitleResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetSessionTitleResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl<'de> ::serde::Deserialize<'de> for SetSessionTitleResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetSessionTitleResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl crate::HasExtra for SetSessionTitleResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl SetSessionTitleResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::std::convert::From<&str> for ModelId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
+/// Identifier of a model an agent offers.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+#[serde(transparent)]
+#[cfg(feature = "unstable_session_model")]
+pub struct ModelId(pub ::std::string::String);
+#[cfg(feature = "unstable_session_model")]
+impl ::std::ops::Deref for ModelId {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::std::convert::From<::std::string::String> for ModelId {
+    fn from(value: ::std::string::String) -> Self {
+        Self(value)
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::std::fmt::Display for ModelId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::std::str::FromStr for ModelId {
+    type Err = ::std::convert::Infallible;
+    fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(Self(value.to_string()))
+    }
+}
+/// One model a session can use.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_model")]
+pub struct ModelInfo {
+    /// What `session/set_model` takes.
+    #[serde(rename = "modelId")]
+    pub model_id: ModelId,
+    /// Name to show.
+    pub name: ::std::string::String,
+    /// Longer text to show, if any.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub description: ::std::option::Option<::std::string::String>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_model")]
+impl ModelInfo {
+    /// A value from its required fields (`model_id`, `name`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        model_id: impl ::std::convert::Into<ModelId>,
+        name: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            model_id: model_id.into(),
+            name: name.into(),
+            description: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Longer text to show, if any.
+    pub fn description(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::serde::Serialize for ModelInfo {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ModelInfo::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl<'de> ::serde::Deserialize<'de> for ModelInfo {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ModelInfo::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl crate::HasExtra for ModelInfo {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ModelInfo {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// The models a session can use and the one in effect.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_model")]
+pub struct SessionModelState {
+    /// Every model offered. Entries that do not parse are dropped.
+    #[serde(
+        rename = "availableModels",
+        deserialize_with = "crate::serde_util::lenient_vec"
+    )]
+    pub available_models: ::std::vec::Vec<ModelInfo>,
+    /// The model in effect.
+    #[serde(rename = "currentModelId")]
+    pub current_model_id: ModelId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_model")]
+impl SessionModelState {
+    /// A value from its required fields (`available_models`, `current_model_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        available_models: impl ::std::iter::IntoIterator<Item = ModelInfo>,
+        current_model_id: impl ::std::convert::Into<ModelId>,
+    ) -> Self {
+        Self {
+            available_models: available_models.into_iter().collect(),
+            current_model_id: current_model_id.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::serde::Serialize for SessionModelState {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionModelState::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl<'de> ::serde::Deserialize<'de> for SessionModelState {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionModelState::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl crate::HasExtra for SessionModelState {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl SessionModelState {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `session/set_model`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_model")]
+pub struct SetSessionModelRequest {
+    /// The session.
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    /// One of the ids of `models.availableModels`.
+    #[serde(rename = "modelId")]
+    pub model_id: ModelId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_model")]
+impl SetSessionModelRequest {
+    /// A value from its required fields (`session_id`, `model_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        model_id: impl ::std::convert::Into<ModelId>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            model_id: model_id.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::serde::Serialize for SetSessionModelRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetSessionModelRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl<'de> ::serde::Deserialize<'de> for SetSessionModelRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetSessionModelRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl crate::HasExtra for SetSessionModelRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl SetSessionModelRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `session/set_model` (empty).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_model")]
+pub struct SetSessionModelResponse {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_model")]
+impl SetSessionModelResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::serde::Serialize for SetSessionModelResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetSessionModelResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl<'de> ::serde::Deserialize<'de> for SetSessionModelResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetSessionModelResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl crate::HasExtra for SetSessionModelResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl SetSessionModelResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
 impl ::std::convert::From<AuthMethodId> for ::std::string::String {
     fn from(value: AuthMethodId) -> Self {
         value.0
@@ -15904,6 +16791,12 @@ impl ::std::convert::From<ElicitationId> for ::std::string::String {
 }
 impl ::std::convert::From<MessageId> for ::std::string::String {
     fn from(value: MessageId) -> Self {
+        value.0
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::std::convert::From<ModelId> for ::std::string::String {
+    fn from(value: ModelId) -> Self {
         value.0
     }
 }
@@ -15988,6 +16881,8 @@ pub mod defaults {
             list: Default::default(),
             meta: Default::default(),
             resume: Default::default(),
+            #[cfg(feature = "unstable_session_set_title")]
+            title: Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -16058,6 +16953,8 @@ pub mod defaults {
                 list: Default::default(),
                 meta: Default::default(),
                 resume: Default::default(),
+                #[cfg(feature = "unstable_session_set_title")]
+                title: Default::default(),
                 extra: ::std::default::Default::default(),
             },
             extra: ::std::default::Default::default(),
@@ -16100,4 +16997,22 @@ impl ::std::convert::From<ErrorCode> for i32 {
     fn from(value: ErrorCode) -> Self {
         value.0
     }
+}
+#[cfg(feature = "unstable_session_set_title")]
+/// `session/set_title` (unstable, feature `unstable_session_set_title`): Renames a session (offered through `sessionCapabilities.title`).
+impl crate::methods::RequestMethod for SetSessionTitleRequest {
+    const METHOD: &'static str = "session/set_title";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = false;
+    type Response = SetSessionTitleResponse;
+}
+#[cfg(feature = "unstable_session_model")]
+/// `session/set_model` (unstable, feature `unstable_session_model`): Switches a session to one of the models the agent listed in `models` (gemini-cli's model selection).
+impl crate::methods::RequestMethod for SetSessionModelRequest {
+    const METHOD: &'static str = "session/set_model";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = true;
+    type Response = SetSessionModelResponse;
 }
