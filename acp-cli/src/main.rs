@@ -15,6 +15,7 @@ mod builtin;
 mod chat;
 mod client;
 mod input;
+mod offers;
 mod proto;
 mod sanitize;
 mod trace;
