@@ -133,6 +133,31 @@ pub trait Agent: Send + Sync + 'static {
         not_found::<SetSessionConfigOptionRequest, _>()
     }
 
+    /// `session/set_title` (unstable, feature `unstable_session_set_title`): rename a session.
+    /// Advertise it with `sessionCapabilities.title`. Any session the agent would list may be
+    /// named, so this is reached for unknown ids too (answer `-32002` for those).
+    #[cfg(feature = "unstable_session_set_title")]
+    async fn set_session_title(
+        &self,
+        params: SetSessionTitleRequest,
+        cx: &AgentContext,
+    ) -> Result<SetSessionTitleResponse, Error> {
+        let _ = (params, cx);
+        not_found::<SetSessionTitleRequest, _>()
+    }
+
+    /// `session/set_model` (unstable, feature `unstable_session_model`, gemini-cli's model
+    /// selection): switch a known session to one of the models offered in `models`.
+    #[cfg(feature = "unstable_session_model")]
+    async fn set_session_model(
+        &self,
+        params: SetSessionModelRequest,
+        cx: &AgentContext,
+    ) -> Result<SetSessionModelResponse, Error> {
+        let _ = (params, cx);
+        not_found::<SetSessionModelRequest, _>()
+    }
+
     /// `session/prompt` (only reached for a known session). Every update sent for the
     /// session before this returns is written before the response.
     async fn prompt(

@@ -409,6 +409,16 @@ impl<A: Agent> Dispatch<A> {
                 }
                 to_raw(&result?)
             }
+            #[cfg(feature = "unstable_session_set_title")]
+            m if m == SetSessionTitleRequest::METHOD => {
+                to_raw(&agent.set_session_title(parse(&params)?, &cx).await?)
+            }
+            #[cfg(feature = "unstable_session_model")]
+            m if m == SetSessionModelRequest::METHOD => {
+                let p: SetSessionModelRequest = parse(&params)?;
+                self.known(&inner, &p.session_id)?;
+                to_raw(&agent.set_session_model(p, &cx).await?)
+            }
             m if m.starts_with('_') => {
                 let value: serde_json::Value = params.parse()?;
                 to_raw(&agent.ext_method(m, value, &cx).await?)

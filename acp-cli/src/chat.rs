@@ -229,6 +229,9 @@ impl Chat {
                                 duration_ms = start.elapsed().as_millis() as u64,
                                 "turn ended"
                             );
+                            if let Some(line) = crate::offers::usage_line(&response.extra) {
+                                self.view.info(&line);
+                            }
                             self.view.turn_ended(response.stop_reason.as_str(), start.elapsed());
                             TurnEnd::Stopped(response.stop_reason)
                         }
@@ -509,7 +512,7 @@ async fn run_with(
         link.dialect
     ));
     let cwd_text = cwd.to_string_lossy().into_owned();
-    let (session, modes, config) = match &request.load {
+    let (session, modes, config, offered) = match &request.load {
         Some(id) => {
             if !link.init.agent_capabilities.load_session {
                 link.shutdown().await;
@@ -526,7 +529,12 @@ async fn run_with(
                 .await;
             view.replay(false);
             match loaded {
-                Ok(loaded) => (SessionId(id.clone()), loaded.modes, loaded.config_options),
+                Ok(loaded) => (
+                    SessionId(id.clone()),
+                    loaded.modes,
+                    loaded.config_options,
+                    loaded.extra,
+                ),
                 Err(e) => {
                     link.shutdown().await;
                     return Err(format!("session {id} could not be loaded: {}", e.message));
@@ -537,7 +545,12 @@ async fn run_with(
             .new_session(proto::new_session_request(&cwd_text))
             .await
         {
-            Ok(created) => (created.session_id, created.modes, created.config_options),
+            Ok(created) => (
+                created.session_id,
+                created.modes,
+                created.config_options,
+                created.extra,
+            ),
             Err(e) => {
                 link.shutdown().await;
                 return Err(format!("the agent did not start a session: {}", e.message));
@@ -573,6 +586,9 @@ async fn run_with(
         "session {}",
         crate::sanitize::terminal_safe(&session.0)
     ));
+    if let Some(line) = crate::offers::models_line(&offered) {
+        view.info(&line);
+    }
     let mut chat = Chat {
         link,
         client,

@@ -19,6 +19,7 @@ mod chat;
 mod check;
 mod client;
 mod input;
+mod offers;
 mod proto;
 mod sanitize;
 mod trace;

@@ -16,6 +16,10 @@ use acp_types::v1::{
     SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
+#[cfg(feature = "unstable_session_model")]
+use acp_types::v1::{SetSessionModelRequest, SetSessionModelResponse};
+#[cfg(feature = "unstable_session_set_title")]
+use acp_types::v1::{SetSessionTitleRequest, SetSessionTitleResponse};
 use acp_types::{NotificationMethod, RequestMethod};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -314,6 +318,26 @@ impl AgentHandle {
         Err(Error::internal_error(
             "session/load ended without an answer",
         ))
+    }
+
+    /// `session/set_title` (unstable, feature `unstable_session_set_title`; agents advertise
+    /// it with `sessionCapabilities.title`). Returns the title as the agent stored it.
+    #[cfg(feature = "unstable_session_set_title")]
+    pub async fn set_session_title(
+        &self,
+        params: SetSessionTitleRequest,
+    ) -> Result<SetSessionTitleResponse, Error> {
+        self.request(&params).await
+    }
+
+    /// `session/set_model` (unstable, feature `unstable_session_model`): switch to one of the
+    /// models the agent listed in `models` of `session/new` or `session/load`.
+    #[cfg(feature = "unstable_session_model")]
+    pub async fn set_session_model(
+        &self,
+        params: SetSessionModelRequest,
+    ) -> Result<SetSessionModelResponse, Error> {
+        self.request(&params).await
     }
 
     /// `session/list`.

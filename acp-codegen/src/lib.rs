@@ -20,12 +20,14 @@
 #![deny(missing_docs)]
 
 mod constructors;
+mod extra;
 mod methods;
 pub mod model;
 mod natives;
 mod structs;
 pub mod sync;
 mod unions;
+pub mod unstable;
 
 use std::path::PathBuf;
 
@@ -171,7 +173,15 @@ pub fn generate_native_sides(
 pub fn generate_all() -> Result<Vec<GeneratedFile>, Error> {
     let mut files = Vec::new();
     for doc in acp_schema::ALL {
-        let module = generate_dialect(doc.text, doc.file_name)?;
+        let module = if doc.dialect == "v1" {
+            // The unstable overlay joins v1, every piece of it behind its cargo feature.
+            let (merged, overlay) = unstable::merge(doc.text, acp_schema::V1_UNSTABLE)?;
+            let mut module = generate_dialect(&merged, doc.file_name)?;
+            module.types = unstable::gate(&module.types, &overlay)?;
+            module
+        } else {
+            generate_dialect(doc.text, doc.file_name)?
+        };
         let dir = module_dir(doc.dialect);
         files.push(GeneratedFile {
             path: dir.join("types.rs"),

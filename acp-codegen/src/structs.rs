@@ -79,6 +79,19 @@ pub fn generate(schema: &Schema) -> Result<(Vec<Item>, Signatures), Error> {
     let mut file: syn::File =
         syn::parse2(space.to_stream()).map_err(|e| Error::Typify(e.to_string()))?;
     syn::visit_mut::VisitMut::visit_file_mut(&mut DocSpacing, &mut file);
+    let objects: BTreeSet<&str> = schema
+        .defs
+        .iter()
+        .filter(|d| matches!(d.kind, DefKind::Object(_)))
+        .map(|d| d.name.as_str())
+        .collect();
+    syn::visit_mut::VisitMut::visit_file_mut(
+        &mut crate::extra::FillLiterals {
+            objects: &objects,
+            self_type: None,
+        },
+        &mut file,
+    );
 
     let known: BTreeSet<&str> = schema.defs.iter().map(|d| d.name.as_str()).collect();
     let mut items = Vec::new();
@@ -112,7 +125,8 @@ pub fn generate(schema: &Schema) -> Result<(Vec<Item>, Signatures), Error> {
                     )));
                 }
                 if let Some(DefKind::Object(obj)) = schema.def(&name).map(|d| &d.kind) {
-                    let fields = rewrite_object(schema, &name, obj, &mut s)?;
+                    let mut fields = rewrite_object(schema, &name, obj, &mut s)?;
+                    fields.push(crate::extra::add_field(&name, &mut s)?);
                     // Code outside acp-types builds values through `new` and the builders, so
                     // a field the schema gains later breaks none of it.
                     s.attrs.push(syn::parse_quote!(#[non_exhaustive]));
@@ -122,6 +136,9 @@ pub fn generate(schema: &Schema) -> Result<(Vec<Item>, Signatures), Error> {
                     let ctors: syn::File = syn::parse2(ctors)
                         .map_err(|e| Error::Render(format!("{name} constructors: {e}")))?;
                     items.extend(ctors.items);
+                    let keep: syn::File = syn::parse2(crate::extra::impls(&name))
+                        .map_err(|e| Error::Render(format!("{name} extra: {e}")))?;
+                    items.extend(keep.items);
                 } else {
                     items.push(Item::Struct(s));
                 }
@@ -184,22 +201,29 @@ pub fn is_empty_object(obj: &ObjectDef) -> bool {
     obj.props.is_empty() && obj.embedded.is_none()
 }
 
-/// An object without properties: an empty struct that reads any object and writes `{}`.
+/// An object without properties: a struct that reads any object, keeps its fields (all
+/// unknown) and writes them back (`{}` when there were none).
 pub fn empty_object(def: &crate::model::Def) -> TokenStream {
     let name = ident(&def.name);
     let doc = docs(def.description.as_deref());
+    let access = crate::extra::has_extra(&def.name);
     quote! {
         #doc
         #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
+        #[serde(transparent)]
         #[non_exhaustive]
-        pub struct #name {}
+        pub struct #name {
+            /// Fields the schema does not name, kept as received and written back unchanged.
+            pub extra: crate::Extra,
+        }
 
         impl #name {
             /// The empty value (it has no fields yet; later versions may add optional ones).
             pub fn new() -> Self {
-                Self {}
+                Self::default()
             }
         }
+        #access
     }
 }
 

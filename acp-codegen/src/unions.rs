@@ -201,7 +201,11 @@ pub fn tagged_union(
                 };
                 arms.push(quote! {
                     Some(#value) => match <#body as ::serde::Deserialize>::deserialize(&value) {
-                        Ok(body) => Ok(#built),
+                        // The tag belongs to the union, not to the body's unknown fields.
+                        Ok(mut body) => {
+                            crate::HasExtra::extra_fields_mut(&mut body).remove(#tag);
+                            Ok(#built)
+                        }
                         #on_error
                     },
                 });

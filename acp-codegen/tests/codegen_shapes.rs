@@ -43,7 +43,8 @@ fn every_shape_generates_as_recorded() {
         "pub meta: ::std::option::Option<crate::Meta>,",
         "Link(::std::boxed::Box<HttpServer>),",
         ".map(|body| Self::Link(::std::boxed::Box::new(body))),",
-        "Ok(body) => Ok(Self::Link(::std::boxed::Box::new(body))),",
+        "crate::HasExtra::extra_fields_mut(&mut body).remove(\"type\");\n                        Ok(Self::Link(::std::boxed::Box::new(body)))",
+        "pub extra: crate::Extra,",
         "impl ::std::convert::From<HttpServer> for ItemKind {",
     ] {
         assert!(module.types.contains(expected), "missing {expected:?}");

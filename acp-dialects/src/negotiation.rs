@@ -233,8 +233,11 @@ pub fn probe_line(dialect: Dialect, id: i64, init: &v1::InitializeRequest) -> Ve
 pub fn check_handshake_answer(dialect: Dialect, result: &Value) -> Result<(), acp_rpc::Error> {
     #[cfg(feature = "legacy-0-0-9")]
     if dialect == Dialect::Legacy009 {
-        use serde::Deserialize;
-        if let Err(e) = acp_types::legacy::v0_0_9::InitializeResponse::deserialize(result) {
+        if let Err(e) =
+            <acp_types::legacy::v0_0_9::InitializeResponse as serde::Deserialize>::deserialize(
+                result,
+            )
+        {
             return Err(acp_rpc::Error::invalid_params(format!(
                 "the agent's initialize answer does not read as 0.0.9: {e}"
             )));
@@ -242,8 +245,11 @@ pub fn check_handshake_answer(dialect: Dialect, result: &Value) -> Result<(), ac
     }
     #[cfg(feature = "probe")]
     if dialect == Dialect::Probe {
-        use serde::Deserialize;
-        if let Err(e) = acp_types::legacy::probe::InitializeResponse::deserialize(result) {
+        if let Err(e) =
+            <acp_types::legacy::probe::InitializeResponse as serde::Deserialize>::deserialize(
+                result,
+            )
+        {
             return Err(acp_rpc::Error::invalid_params(format!(
                 "the agent's initialize answer does not read as probe: {e}"
             )));

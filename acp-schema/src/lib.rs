@@ -28,6 +28,11 @@ pub struct SchemaDocument {
 /// The stable ACP v1 schema: integer `protocolVersion: 1`, sessions, `session/update`.
 pub const V1: &str = include_str!("../schemas/v1.json");
 
+/// The unstable overlay of v1: items peers already speak that the stable schema lacks, each
+/// naming (in `x-unstable`) the cargo feature of `acp-types` that turns it on. The generator
+/// folds it into [`V1`].
+pub const V1_UNSTABLE: &str = include_str!("../schemas/v1-unstable.json");
+
 /// The 0.0.9 dialect (Gemini CLI `--experimental-acp`, crate `agentic-coding-protocol` 0.0.9):
 /// string `protocolVersion: "0.0.9"`, one implicit conversation, `pushToolCall`.
 pub const LEGACY_0_0_9: &str = include_str!("../schemas/legacy-0.0.9.json");

@@ -13,9 +13,10 @@
 //! | `legacy::crow` | `crow` | the crow agent's: v1 in snake_case, `@type`-tagged updates |
 //! | `legacy::probe` | `probe` | the probe agent's: string `protocolVersion: "1"`, `newSession`/`prompt`, `messageChunk` |
 //!
-//! Forward compatibility is built in: unknown fields are ignored, `_meta` objects ([`Meta`])
-//! survive a round trip, and an unknown enum value, `sessionUpdate` kind or content block type
-//! is kept in an `Unknown` variant instead of failing the whole message.
+//! Forward compatibility is built in: fields an object does not know are kept in its `extra`
+//! map ([`Extra`]) and written back unchanged, `_meta` objects ([`Meta`]) survive a round
+//! trip, and an unknown enum value, `sessionUpdate` kind or content block type is kept in an
+//! `Unknown` variant instead of failing the whole message.
 //!
 //! # Building values
 //!
@@ -35,6 +36,7 @@
 #![deny(missing_docs)]
 
 mod dialect;
+mod extra;
 mod meta;
 pub mod methods;
 pub mod serde_util;
@@ -52,5 +54,6 @@ pub mod v1;
 pub mod legacy;
 
 pub use dialect::{Dialect, UnknownDialect};
+pub use extra::{Extra, HasExtra};
 pub use meta::Meta;
 pub use methods::{DecodeError, MethodInfo, MethodKind, NotificationMethod, RequestMethod, Side};

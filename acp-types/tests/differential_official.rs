@@ -2,8 +2,10 @@
 //!
 //! Every example message under `tests/corpus/v1` is read by our types (through the generated
 //! message enums, exactly as a connection would read it) and by the official crate's types;
-//! both re-serialize, and the two JSON values must be equal. A message one side rejects must
-//! be rejected by the other too.
+//! both re-serialize, and the two JSON values must be equal, except that we also write back the
+//! fields our types do not know (kept in each object's `extra` map), where the official crate
+//! drops them: every key only we write must be in the input at the same place with the same
+//! value. A message one side rejects must be rejected by the other too.
 //!
 //! Deliberate differences are listed in [`DELIBERATE`] with the reason; each is still checked
 //! (our output must match the expectation written there), so it cannot drift silently.
@@ -109,7 +111,7 @@ fn every_corpus_message_reads_and_writes_like_the_official_crate() {
             continue;
         }
         match (&ours, &theirs) {
-            (Ok(a), Ok(b)) if a == b && expect_accept => {}
+            (Ok(a), Ok(b)) if same_or_kept(a, b, value) && expect_accept => {}
             (Err(_), Err(_)) if !expect_accept => {}
             _ => failures.push(format!(
                 "{name}\n   expect: {}\n   ours:   {}\n   theirs: {}",
@@ -131,6 +133,45 @@ fn every_corpus_message_reads_and_writes_like_the_official_crate() {
         files.len(),
         failures.join("\n")
     );
+}
+
+/// `ours` equals `theirs`, except for object keys only `ours` has, which must come unchanged
+/// from `input` (unknown fields we keep and the official crate drops).
+fn same_or_kept(ours: &Value, theirs: &Value, input: &Value) -> bool {
+    match (ours, theirs) {
+        (Value::Object(a), Value::Object(b)) => {
+            let input = input.as_object();
+            a.iter().all(|(k, v)| match b.get(k) {
+                Some(w) => same_or_kept(v, w, input.and_then(|i| i.get(k)).unwrap_or(&Value::Null)),
+                None => input.and_then(|i| i.get(k)) == Some(v),
+            }) && b.keys().all(|k| a.contains_key(k))
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .enumerate()
+                    .all(|(i, (v, w))| same_or_kept(v, w, input.get(i).unwrap_or(&Value::Null)))
+        }
+        _ => ours == theirs,
+    }
+}
+
+#[test]
+fn only_input_fields_may_be_added() {
+    let input = serde_json::json!({"a": 1, "x": {"y": 2}});
+    let theirs = serde_json::json!({"a": 1});
+    assert!(same_or_kept(&input, &theirs, &input));
+    assert!(!same_or_kept(
+        &serde_json::json!({"a": 1, "z": 3}),
+        &theirs,
+        &input
+    ));
+    assert!(!same_or_kept(
+        &serde_json::json!({"a": 2, "x": {"y": 2}}),
+        &theirs,
+        &input
+    ));
 }
 
 fn show(r: &Result<Value, String>) -> String {

@@ -11,16 +11,75 @@ fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(v: Value) -> (T
 }
 
 #[test]
-fn unknown_fields_are_ignored() {
-    let (n, back): (SessionNotification, _) = round_trip(json!({
+fn unknown_fields_are_kept_and_written_back_at_every_level() {
+    let input = json!({
         "sessionId": "s", "futureField": {"x": 1},
         "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi", "alsoNew": true}}
-    }));
+    });
+    let (n, back): (SessionNotification, _) = round_trip(input.clone());
     assert_eq!(n.session_id.0, "s");
+    assert_eq!(n.extra.get("futureField"), Some(&json!({"x": 1})));
+    let SessionUpdate::AgentMessageChunk(chunk) = &n.update else {
+        panic!("a message chunk: {:?}", n.update)
+    };
+    let ContentBlock::Text(text) = &chunk.content else {
+        panic!("a text block")
+    };
+    assert_eq!(text.extra.get("alsoNew"), Some(&json!(true)));
+    assert_eq!(back, input);
+}
+
+#[test]
+fn a_union_tag_that_is_not_the_first_key_is_not_kept_twice() {
+    // The tag comes last, so the union buffers the object and reads the body from it: the
+    // tag must not land in the body's unknown fields (it would be written twice).
+    let input = json!({"sessionId": "s", "update": {"content": {"text": "hi", "type": "text", "n": 1}, "sessionUpdate": "agent_message_chunk", "later": 2}});
+    let (n, _): (SessionNotification, _) = round_trip(input);
+    let SessionUpdate::AgentMessageChunk(chunk) = &n.update else {
+        panic!("a message chunk")
+    };
+    assert_eq!(chunk.extra.len(), 1, "{:?}", chunk.extra);
+    assert_eq!(chunk.extra.get("later"), Some(&json!(2)));
+    let text = serde_json::to_string(&n).unwrap();
+    assert_eq!(text.matches("sessionUpdate").count(), 1, "{text}");
+    assert_eq!(text.matches("\"type\"").count(), 1, "{text}");
+}
+
+#[test]
+fn unknown_fields_of_marker_objects_and_embedded_unions_are_kept() {
+    let input = json!({
+        "protocolVersion": 1,
+        "agentCapabilities": {"sessionCapabilities": {"list": {"paged": true}}, "futureCap": {"on": true}}
+    });
+    let (init, back): (InitializeResponse, _) = round_trip(input);
     assert_eq!(
-        back,
-        json!({"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}})
+        init.agent_capabilities.extra.get("futureCap"),
+        Some(&json!({"on": true}))
     );
+    assert_eq!(back["agentCapabilities"]["futureCap"], json!({"on": true}));
+    assert_eq!(
+        back["agentCapabilities"]["sessionCapabilities"]["list"],
+        json!({"paged": true})
+    );
+}
+
+#[test]
+fn extra_fields_are_built_and_read_through_the_constructors() {
+    let request = NewSessionRequest::new("/w", [])
+        .with_extra("model", json!("m1"))
+        .extra(acp_types::Extra::from_iter([("x", json!(1))]));
+    // `extra` sets the whole map; `with_extra` adds to it.
+    assert_eq!(request.extra.len(), 1);
+    let request = request.with_extra("y", json!(2));
+    assert_eq!(
+        acp_types::HasExtra::extra_fields(&request).get("y"),
+        Some(&json!(2))
+    );
+    assert_eq!(
+        serde_json::to_value(&request).unwrap(),
+        json!({"cwd": "/w", "mcpServers": [], "x": 1, "y": 2})
+    );
+    assert!(NewSessionRequest::new("/w", []).extra.is_empty());
 }
 
 #[test]

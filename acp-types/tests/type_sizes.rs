@@ -16,18 +16,19 @@ use acp_types::v1::{ContentBlock, ContentChunk, SessionNotification, SessionUpda
 #[test]
 fn the_streaming_types_stay_small() {
     for (name, size, bound) in [
-        // 176 bytes when measured (560 with `_meta` inline and nothing boxed).
-        ("SessionNotification", size_of::<SessionNotification>(), 200),
-        // 144: a chunk; the tool-call variants (320 bytes each) are boxed (`x-boxed`).
-        ("SessionUpdate", size_of::<SessionUpdate>(), 168),
-        // 136.
-        ("ContentChunk", size_of::<ContentChunk>(), 160),
-        // 104: text; image, audio and resource bodies are boxed.
-        ("ContentBlock", size_of::<ContentBlock>(), 128),
+        // 208 bytes when measured (560 with `_meta` inline and nothing boxed; 176 before
+        // every object kept its unknown fields, one boxed `Extra` pointer per level).
+        ("SessionNotification", size_of::<SessionNotification>(), 232),
+        // A chunk; the tool-call variants (320 bytes each) are boxed (`x-boxed`).
+        ("SessionUpdate", size_of::<SessionUpdate>(), 184),
+        ("ContentChunk", size_of::<ContentChunk>(), 176),
+        // Text; image, audio and resource bodies are boxed.
+        ("ContentBlock", size_of::<ContentBlock>(), 136),
     ] {
         assert!(
             size <= bound,
             "{name} is {size} bytes, over its bound of {bound}: see this file's header"
         );
+        eprintln!("{name}: {size} bytes (bound {bound})");
     }
 }

@@ -82,6 +82,7 @@ impl ::std::str::FromStr for SessionId {
 }
 /// Who a peer is.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct Implementation {
     /// Its name.
@@ -95,6 +96,10 @@ pub struct Implementation {
     pub title: ::std::option::Option<::std::string::String>,
     /// Its version.
     pub version: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl Implementation {
     /// A value from its required fields (`name`, `version`); the optional ones start absent or at their default and are set with the builder methods.
@@ -106,6 +111,7 @@ impl Implementation {
             name: name.into(),
             title: ::std::default::Default::default(),
             version: version.into(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// A name for people.
@@ -116,19 +122,86 @@ impl Implementation {
         self.title = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for Implementation {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        Implementation::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for Implementation {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| Implementation::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for Implementation {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl Implementation {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// What the editor can do; the seed's editors send `{}`.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(transparent)]
 #[non_exhaustive]
-pub struct ClientCapabilities {}
+pub struct ClientCapabilities {
+    /// Fields the schema does not name, kept as received and written back unchanged.
+    pub extra: crate::Extra,
+}
 impl ClientCapabilities {
     /// The empty value (it has no fields yet; later versions may add optional ones).
     pub fn new() -> Self {
-        Self {}
+        Self::default()
+    }
+}
+impl crate::HasExtra for ClientCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ClientCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Which content the agent takes in a prompt.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PromptCapabilities {
     /// Text.
@@ -140,6 +213,10 @@ pub struct PromptCapabilities {
     /// Embedded resources.
     #[serde(default, deserialize_with = "crate::serde_util::lenient")]
     pub resource: bool,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PromptCapabilities {
     /// A value with every field absent or at its default.
@@ -148,6 +225,7 @@ impl PromptCapabilities {
             text: ::std::default::Default::default(),
             image: ::std::default::Default::default(),
             resource: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Text.
@@ -165,9 +243,53 @@ impl PromptCapabilities {
         self.resource = value;
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PromptCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PromptCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PromptCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PromptCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Which MCP transports the agent can connect to.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct McpCapabilities {
     /// HTTP.
@@ -176,6 +298,10 @@ pub struct McpCapabilities {
     /// Server-sent events.
     #[serde(default, deserialize_with = "crate::serde_util::lenient")]
     pub sse: bool,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl McpCapabilities {
     /// A value with every field absent or at its default.
@@ -183,6 +309,7 @@ impl McpCapabilities {
         Self {
             http: ::std::default::Default::default(),
             sse: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// HTTP.
@@ -195,9 +322,53 @@ impl McpCapabilities {
         self.sse = value;
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for McpCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        McpCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for McpCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| McpCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for McpCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl McpCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// What the agent can do.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct AgentCapabilities {
     /// Prompt content.
@@ -217,6 +388,10 @@ pub struct AgentCapabilities {
     /// `session/load` is served.
     #[serde(default, deserialize_with = "crate::serde_util::lenient")]
     pub load_session: bool,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl AgentCapabilities {
     /// A value with every field absent or at its default.
@@ -225,6 +400,7 @@ impl AgentCapabilities {
             prompt_capabilities: ::std::default::Default::default(),
             mcp_capabilities: ::std::default::Default::default(),
             load_session: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Prompt content.
@@ -248,9 +424,53 @@ impl AgentCapabilities {
         self.load_session = value;
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for AgentCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AgentCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for AgentCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AgentCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for AgentCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl AgentCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// The editor's opening message.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct InitializeParams {
     /// The version the editor speaks.
@@ -269,6 +489,10 @@ pub struct InitializeParams {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub client_info: ::std::option::Option<Implementation>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl InitializeParams {
     /// A value from its required fields (`protocol_version`); the optional ones start absent or at their default and are set with the builder methods.
@@ -277,6 +501,7 @@ impl InitializeParams {
             protocol_version: protocol_version.into(),
             client_capabilities: ::std::default::Default::default(),
             client_info: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// What the editor can do.
@@ -295,9 +520,53 @@ impl InitializeParams {
         self.client_info = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for InitializeParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        InitializeParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for InitializeParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| InitializeParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for InitializeParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl InitializeParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// The agent's answer to `initialize`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct InitializeResponse {
     /// The version the agent speaks.
@@ -316,6 +585,10 @@ pub struct InitializeResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub agent_info: ::std::option::Option<Implementation>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl InitializeResponse {
     /// A value from its required fields (`protocol_version`); the optional ones start absent or at their default and are set with the builder methods.
@@ -324,6 +597,7 @@ impl InitializeResponse {
             protocol_version: protocol_version.into(),
             agent_capabilities: ::std::default::Default::default(),
             agent_info: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// What the agent can do.
@@ -342,9 +616,53 @@ impl InitializeResponse {
         self.agent_info = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for InitializeResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        InitializeResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for InitializeResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| InitializeResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for InitializeResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl InitializeResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Where the new session works.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct NewSessionParams {
     /// The working directory, an absolute path.
@@ -356,6 +674,10 @@ pub struct NewSessionParams {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub mcp_servers: ::std::vec::Vec<::serde_json::Value>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl NewSessionParams {
     /// A value from its required fields (`cwd`); the optional ones start absent or at their default and are set with the builder methods.
@@ -363,6 +685,7 @@ impl NewSessionParams {
         Self {
             cwd: cwd.into(),
             mcp_servers: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// MCP servers for the session (the seed's spelling here is camelCase); written even when empty, as the seed's editors do.
@@ -373,25 +696,118 @@ impl NewSessionParams {
         self.mcp_servers = value.into_iter().collect();
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for NewSessionParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        NewSessionParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for NewSessionParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| NewSessionParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for NewSessionParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl NewSessionParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// The new session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct NewSessionResponse {
     /// The session (the seed's spelling here is camelCase; `session_id` is accepted too).
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl NewSessionResponse {
     /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
         Self {
             session_id: session_id.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for NewSessionResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        NewSessionResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for NewSessionResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| NewSessionResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for NewSessionResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl NewSessionResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// The session to reopen.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct LoadSessionParams {
     /// The session, in the seed's snake_case spelling (`session_id`). Peers also send `sessionId`; either is accepted on input.
@@ -403,6 +819,10 @@ pub struct LoadSessionParams {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub cwd: ::std::option::Option<::std::string::String>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl LoadSessionParams {
     /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -410,6 +830,7 @@ impl LoadSessionParams {
         Self {
             session_id: session_id.into(),
             cwd: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// The working directory.
@@ -420,28 +841,145 @@ impl LoadSessionParams {
         self.cwd = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for LoadSessionParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        LoadSessionParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for LoadSessionParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| LoadSessionParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for LoadSessionParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl LoadSessionParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// `session/load` answers once the history was replayed; the seed shows no members.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(transparent)]
 #[non_exhaustive]
-pub struct LoadSessionResponse {}
+pub struct LoadSessionResponse {
+    /// Fields the schema does not name, kept as received and written back unchanged.
+    pub extra: crate::Extra,
+}
 impl LoadSessionResponse {
     /// The empty value (it has no fields yet; later versions may add optional ones).
     pub fn new() -> Self {
-        Self {}
+        Self::default()
+    }
+}
+impl crate::HasExtra for LoadSessionResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl LoadSessionResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Text.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct TextContent {
     /// The text.
     pub text: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl TextContent {
     /// A value from its required fields (`text`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(text: impl ::std::convert::Into<::std::string::String>) -> Self {
-        Self { text: text.into() }
+        Self {
+            text: text.into(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for TextContent {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        TextContent::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for TextContent {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| TextContent::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for TextContent {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl TextContent {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// One piece of a prompt, told apart by `type`.
@@ -509,7 +1047,10 @@ impl crate::serde_util::TagFirst for ContentBlock {
         match tag.as_deref() {
             Some("text") => {
                 match <TextContent as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Text(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Text(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -531,12 +1072,17 @@ impl ::std::convert::From<TextContent> for ContentBlock {
 }
 /// The user's prompt.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PromptParams {
     /// The session, in the seed's snake_case spelling (`session_id`). Peers also send `sessionId`; either is accepted on input.
     pub session_id: SessionId,
     /// The prompt's content, in order.
     pub prompt: ::std::vec::Vec<ContentBlock>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PromptParams {
     /// A value from its required fields (`session_id`, `prompt`); the optional ones start absent or at their default and are set with the builder methods.
@@ -547,7 +1093,51 @@ impl PromptParams {
         Self {
             session_id: session_id.into(),
             prompt: prompt.into_iter().collect(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PromptParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PromptParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PromptParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PromptParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Why a turn ended.
@@ -584,46 +1174,168 @@ impl ::std::fmt::Display for StopReason {
 }
 /// The end of a turn.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PromptResponse {
     /// Why it ended.
     pub stop_reason: StopReason,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PromptResponse {
     /// A value from its required fields (`stop_reason`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(stop_reason: impl ::std::convert::Into<StopReason>) -> Self {
         Self {
             stop_reason: stop_reason.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PromptResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PromptResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PromptResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PromptResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// The session whose turn to stop.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct CancelParams {
     /// The session, in the seed's snake_case spelling (`session_id`). Peers also send `sessionId`; either is accepted on input.
     pub session_id: SessionId,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl CancelParams {
     /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
         Self {
             session_id: session_id.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for CancelParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CancelParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CancelParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CancelParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for CancelParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CancelParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// `cancel` answers once taken note of; the seed shows no members.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(transparent)]
 #[non_exhaustive]
-pub struct CancelResponse {}
+pub struct CancelResponse {
+    /// Fields the schema does not name, kept as received and written back unchanged.
+    pub extra: crate::Extra,
+}
 impl CancelResponse {
     /// The empty value (it has no fields yet; later versions may add optional ones).
     pub fn new() -> Self {
-        Self {}
+        Self::default()
+    }
+}
+impl crate::HasExtra for CancelResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CancelResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// The editor's decision on a permission request. The seed names the message and not its members; these are acp-rs's reading: the request's session and tool call, and the chosen option (none: the request was dismissed).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PermissionResponseParams {
     /// The session, in the seed's snake_case spelling (`session_id`). Peers also send `sessionId`; either is accepted on input.
@@ -637,6 +1349,10 @@ pub struct PermissionResponseParams {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub option_id: ::std::option::Option<::std::string::String>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PermissionResponseParams {
     /// A value from its required fields (`session_id`, `tool_call_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -648,6 +1364,7 @@ impl PermissionResponseParams {
             session_id: session_id.into(),
             tool_call_id: tool_call_id.into(),
             option_id: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// The chosen option's `id`; absent when the editor dismissed the request.
@@ -656,6 +1373,49 @@ impl PermissionResponseParams {
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         self.option_id = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PermissionResponseParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PermissionResponseParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PermissionResponseParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PermissionResponseParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PermissionResponseParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PermissionResponseParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -697,19 +1457,71 @@ impl ::std::fmt::Display for ToolCallStatus {
 }
 /// A piece of text.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct TextUpdate {
     /// The text, appended to what came before.
     pub text: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl TextUpdate {
     /// A value from its required fields (`text`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(text: impl ::std::convert::Into<::std::string::String>) -> Self {
-        Self { text: text.into() }
+        Self {
+            text: text.into(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for TextUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        TextUpdate::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for TextUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| TextUpdate::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for TextUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl TextUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// A tool call begins.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ToolCallStart {
     /// Names the call.
@@ -730,6 +1542,10 @@ pub struct ToolCallStart {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub status: ::std::option::Option<ToolCallStatus>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ToolCallStart {
     /// A value from its required fields (`tool_call_id`, `title`); the optional ones start absent or at their default and are set with the builder methods.
@@ -742,6 +1558,7 @@ impl ToolCallStart {
             title: title.into(),
             kind: ::std::default::Default::default(),
             status: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Its kind (`execute`, `read`, ...), as v1 names them.
@@ -757,9 +1574,53 @@ impl ToolCallStart {
         self.status = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ToolCallStart {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ToolCallStart::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ToolCallStart {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ToolCallStart::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ToolCallStart {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ToolCallStart {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// A tool call changes.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ToolCallUpdate {
     /// The call.
@@ -778,6 +1639,10 @@ pub struct ToolCallUpdate {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub title: ::std::option::Option<::std::string::String>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ToolCallUpdate {
     /// A value from its required fields (`tool_call_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -786,6 +1651,7 @@ impl ToolCallUpdate {
             tool_call_id: tool_call_id.into(),
             status: ::std::default::Default::default(),
             title: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Its new state.
@@ -799,6 +1665,49 @@ impl ToolCallUpdate {
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         self.title = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ToolCallUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ToolCallUpdate::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ToolCallUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ToolCallUpdate::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ToolCallUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ToolCallUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -868,6 +1777,7 @@ impl ::std::fmt::Display for PlanStatus {
 }
 /// One step of the plan.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PlanEntry {
     /// What the step is.
@@ -876,6 +1786,10 @@ pub struct PlanEntry {
     pub priority: PlanPriority,
     /// Where it is.
     pub status: PlanStatus,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PlanEntry {
     /// A value from its required fields (`content`, `priority`, `status`); the optional ones start absent or at their default and are set with the builder methods.
@@ -888,26 +1802,120 @@ impl PlanEntry {
             content: content.into(),
             priority: priority.into(),
             status: status.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PlanEntry {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanEntry::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PlanEntry {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanEntry::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PlanEntry {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PlanEntry {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// The whole plan, replacing the previous one.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PlanUpdate {
     /// The steps, in order.
     pub entries: ::std::vec::Vec<PlanEntry>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PlanUpdate {
     /// A value from its required fields (`entries`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(entries: impl ::std::iter::IntoIterator<Item = PlanEntry>) -> Self {
         Self {
             entries: entries.into_iter().collect(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PlanUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanUpdate::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PlanUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanUpdate::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PlanUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PlanUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// One answer the editor can give a permission request.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PermissionOption {
     /// Names the option.
@@ -917,6 +1925,10 @@ pub struct PermissionOption {
     /// The option to offer first.
     #[serde(default, deserialize_with = "crate::serde_util::lenient")]
     pub is_primary: bool,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PermissionOption {
     /// A value from its required fields (`id`, `title`); the optional ones start absent or at their default and are set with the builder methods.
@@ -928,6 +1940,7 @@ impl PermissionOption {
             id: id.into(),
             title: title.into(),
             is_primary: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// The option to offer first.
@@ -935,9 +1948,53 @@ impl PermissionOption {
         self.is_primary = value;
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PermissionOption {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PermissionOption::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PermissionOption {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PermissionOption::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PermissionOption {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PermissionOption {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// The agent asks before running a tool call; the editor answers with `permission_response`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PermissionRequest {
     /// The tool call.
@@ -958,6 +2015,10 @@ pub struct PermissionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub permission_options: ::std::vec::Vec<PermissionOption>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PermissionRequest {
     /// A value from its required fields (`tool_call_id`, `title`); the optional ones start absent or at their default and are set with the builder methods.
@@ -970,6 +2031,7 @@ impl PermissionRequest {
             title: title.into(),
             arguments: ::std::default::Default::default(),
             permission_options: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Its arguments, as text.
@@ -986,6 +2048,49 @@ impl PermissionRequest {
         value: impl ::std::iter::IntoIterator<Item = PermissionOption>,
     ) -> Self {
         self.permission_options = value.into_iter().collect();
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PermissionRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PermissionRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PermissionRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PermissionRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PermissionRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PermissionRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -1120,43 +2225,64 @@ impl crate::serde_util::TagFirst for SessionUpdate {
         match tag.as_deref() {
             Some("agent_thought_text") => {
                 match <TextUpdate as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::AgentThoughtText(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("@type");
+                        Ok(Self::AgentThoughtText(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("agent_message_text") => {
                 match <TextUpdate as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::AgentMessageText(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("@type");
+                        Ok(Self::AgentMessageText(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("user_message_text") => {
                 match <TextUpdate as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::UserMessageText(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("@type");
+                        Ok(Self::UserMessageText(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("tool_call_start") => {
                 match <ToolCallStart as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::ToolCallStart(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("@type");
+                        Ok(Self::ToolCallStart(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("tool_call_update") => {
                 match <ToolCallUpdate as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::ToolCallUpdate(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("@type");
+                        Ok(Self::ToolCallUpdate(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("plan_update") => {
                 match <PlanUpdate as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::PlanUpdate(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("@type");
+                        Ok(Self::PlanUpdate(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("permission_request") => {
                 match <PermissionRequest as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::PermissionRequest(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("@type");
+                        Ok(Self::PermissionRequest(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -1233,6 +2359,7 @@ impl ::std::convert::From<PermissionRequest> for SessionUpdate {
 }
 /// An update of a session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionUpdateParams {
     /// The session (the seed's spelling here is camelCase; `session_id` is accepted too).
@@ -1240,6 +2367,10 @@ pub struct SessionUpdateParams {
     pub session_id: SessionId,
     /// What happened.
     pub update: SessionUpdate,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionUpdateParams {
     /// A value from its required fields (`session_id`, `update`); the optional ones start absent or at their default and are set with the builder methods.
@@ -1250,7 +2381,51 @@ impl SessionUpdateParams {
         Self {
             session_id: session_id.into(),
             update: update.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionUpdateParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionUpdateParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionUpdateParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionUpdateParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionUpdateParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionUpdateParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 impl ::std::convert::From<ProtocolVersion> for u16 {

@@ -44,22 +44,72 @@ impl ::std::str::FromStr for ProtocolVersion {
 }
 /// Opens the connection; sent first.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct InitializeParams {
     /// The version the client speaks, its latest. A value that is not a string (a v1 client's integer `1`) reads as the empty string, so the agent can still answer with the version it speaks, as the agents of that time did.
     #[serde(rename = "protocolVersion", deserialize_with = "crate::serde_util::lenient")]
     pub protocol_version: ProtocolVersion,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl InitializeParams {
     /// A value from its required fields (`protocol_version`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(protocol_version: impl ::std::convert::Into<ProtocolVersion>) -> Self {
         Self {
             protocol_version: protocol_version.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for InitializeParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        InitializeParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for InitializeParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| InitializeParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for InitializeParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl InitializeParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// The agent's answer to `initialize`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct InitializeResponse {
     /// The requested version if the agent speaks it, otherwise the latest the agent speaks; the client decides whether to go on.
@@ -68,6 +118,10 @@ pub struct InitializeResponse {
     /// Whether the agent is ready; if not, the client should have the user authenticate (`authenticate`) first.
     #[serde(rename = "isAuthenticated")]
     pub is_authenticated: bool,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl InitializeResponse {
     /// A value from its required fields (`protocol_version`, `is_authenticated`); the optional ones start absent or at their default and are set with the builder methods.
@@ -78,7 +132,51 @@ impl InitializeResponse {
         Self {
             protocol_version: protocol_version.into(),
             is_authenticated: is_authenticated,
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for InitializeResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        InitializeResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for InitializeResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| InitializeResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for InitializeResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl InitializeResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// `authenticate` takes no parameters (peers omit `params`; any given are ignored).
@@ -121,28 +219,130 @@ impl<'de> ::serde::Deserialize<'de> for AuthenticateResponse {
 }
 /// Text the user typed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct TextUserMessageChunk {
     /// The text.
     pub text: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl TextUserMessageChunk {
     /// A value from its required fields (`text`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(text: impl ::std::convert::Into<::std::string::String>) -> Self {
-        Self { text: text.into() }
+        Self {
+            text: text.into(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for TextUserMessageChunk {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        TextUserMessageChunk::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for TextUserMessageChunk {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| TextUserMessageChunk::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for TextUserMessageChunk {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl TextUserMessageChunk {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// A file or directory the user mentioned (an @-mention).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PathUserMessageChunk {
     /// The path, as the user wrote it.
     pub path: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PathUserMessageChunk {
     /// A value from its required fields (`path`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(path: impl ::std::convert::Into<::std::string::String>) -> Self {
-        Self { path: path.into() }
+        Self {
+            path: path.into(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PathUserMessageChunk {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PathUserMessageChunk::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PathUserMessageChunk {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PathUserMessageChunk::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PathUserMessageChunk {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PathUserMessageChunk {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// A piece of a user message: text or a mentioned path, told apart by which key is present.
@@ -166,17 +366,66 @@ impl ::std::convert::From<PathUserMessageChunk> for UserMessageChunk {
 }
 /// A user message for the agent's one conversation.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SendUserMessageParams {
     /// The message, in order.
     pub chunks: ::std::vec::Vec<UserMessageChunk>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SendUserMessageParams {
     /// A value from its required fields (`chunks`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(chunks: impl ::std::iter::IntoIterator<Item = UserMessageChunk>) -> Self {
         Self {
             chunks: chunks.into_iter().collect(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SendUserMessageParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SendUserMessageParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SendUserMessageParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SendUserMessageParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SendUserMessageParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SendUserMessageParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// `sendUserMessage` answers `null` when the agent's whole turn is over; meanwhile the agent calls the client.
@@ -238,28 +487,130 @@ impl<'de> ::serde::Deserialize<'de> for CancelSendMessageResponse {
 }
 /// Reply text.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct TextAssistantMessageChunk {
     /// The text (Markdown).
     pub text: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl TextAssistantMessageChunk {
     /// A value from its required fields (`text`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(text: impl ::std::convert::Into<::std::string::String>) -> Self {
-        Self { text: text.into() }
+        Self {
+            text: text.into(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for TextAssistantMessageChunk {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        TextAssistantMessageChunk::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for TextAssistantMessageChunk {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| TextAssistantMessageChunk::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for TextAssistantMessageChunk {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl TextAssistantMessageChunk {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// The agent's reasoning, shown apart from the reply.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ThoughtAssistantMessageChunk {
     /// The thought text.
     pub thought: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ThoughtAssistantMessageChunk {
     /// A value from its required fields (`thought`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(thought: impl ::std::convert::Into<::std::string::String>) -> Self {
-        Self { thought: thought.into() }
+        Self {
+            thought: thought.into(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ThoughtAssistantMessageChunk {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ThoughtAssistantMessageChunk::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ThoughtAssistantMessageChunk {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ThoughtAssistantMessageChunk::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ThoughtAssistantMessageChunk {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ThoughtAssistantMessageChunk {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// A piece of the agent's reply: text or a thought, told apart by which key is present (a chunk with both is text).
@@ -283,15 +634,66 @@ impl ::std::convert::From<ThoughtAssistantMessageChunk> for AssistantMessageChun
 }
 /// One chunk of the agent's reply.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct StreamAssistantMessageChunkParams {
     /// The chunk, appended to what is shown.
     pub chunk: AssistantMessageChunk,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl StreamAssistantMessageChunkParams {
     /// A value from its required fields (`chunk`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(chunk: impl ::std::convert::Into<AssistantMessageChunk>) -> Self {
-        Self { chunk: chunk.into() }
+        Self {
+            chunk: chunk.into(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for StreamAssistantMessageChunkParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        StreamAssistantMessageChunkParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for StreamAssistantMessageChunkParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| StreamAssistantMessageChunkParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for StreamAssistantMessageChunkParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl StreamAssistantMessageChunkParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// `streamAssistantMessageChunk` answers `null`.
@@ -405,6 +807,7 @@ impl ::std::convert::TryFrom<String> for ToolCallId {
 }
 /// A place in a file a tool call touches. (The Rust crate of this version also writes `"type": "ToolCallLocation"` here; it is ignored on input.)
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ToolCallLocation {
     /// The file.
@@ -416,6 +819,10 @@ pub struct ToolCallLocation {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub line: ::std::option::Option<u32>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ToolCallLocation {
     /// A value from its required fields (`path`); the optional ones start absent or at their default and are set with the builder methods.
@@ -423,6 +830,7 @@ impl ToolCallLocation {
         Self {
             path: path.into(),
             line: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// The line, if one.
@@ -430,22 +838,117 @@ impl ToolCallLocation {
         self.line = ::std::option::Option::Some(value);
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ToolCallLocation {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ToolCallLocation::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ToolCallLocation {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ToolCallLocation::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ToolCallLocation {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ToolCallLocation {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Markdown to show inside a tool call.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct MarkdownContent {
     /// The Markdown text.
     pub markdown: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl MarkdownContent {
     /// A value from its required fields (`markdown`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(markdown: impl ::std::convert::Into<::std::string::String>) -> Self {
-        Self { markdown: markdown.into() }
+        Self {
+            markdown: markdown.into(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for MarkdownContent {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        MarkdownContent::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for MarkdownContent {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| MarkdownContent::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for MarkdownContent {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl MarkdownContent {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// A file edit to show as a diff.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct DiffContent {
     /// The edited file.
@@ -460,6 +963,10 @@ pub struct DiffContent {
     /// The text after the edit.
     #[serde(rename = "newText")]
     pub new_text: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl DiffContent {
     /// A value from its required fields (`path`, `new_text`); the optional ones start absent or at their default and are set with the builder methods.
@@ -471,6 +978,7 @@ impl DiffContent {
             path: path.into(),
             old_text: ::std::default::Default::default(),
             new_text: new_text.into(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// The text before the edit; `null` for a new file. Always written.
@@ -479,6 +987,49 @@ impl DiffContent {
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         self.old_text = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for DiffContent {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        DiffContent::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for DiffContent {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| DiffContent::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for DiffContent {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl DiffContent {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -560,13 +1111,19 @@ impl crate::serde_util::TagFirst for ToolCallContent {
         match tag.as_deref() {
             Some("markdown") => {
                 match <MarkdownContent as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Markdown(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Markdown(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("diff") => {
                 match <DiffContent as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Diff(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Diff(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -632,6 +1189,7 @@ impl ::std::fmt::Display for ToolCallStatus {
 }
 /// Confirm a file edit.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct EditConfirmation {
     /// More detail, if any.
@@ -641,12 +1199,17 @@ pub struct EditConfirmation {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub description: ::std::option::Option<::std::string::String>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl EditConfirmation {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             description: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// More detail, if any.
@@ -657,9 +1220,53 @@ impl EditConfirmation {
         self.description = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for EditConfirmation {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        EditConfirmation::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for EditConfirmation {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| EditConfirmation::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for EditConfirmation {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl EditConfirmation {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Confirm running a command.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ExecuteConfirmation {
     /// The full command line.
@@ -674,6 +1281,10 @@ pub struct ExecuteConfirmation {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub description: ::std::option::Option<::std::string::String>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ExecuteConfirmation {
     /// A value from its required fields (`command`, `root_command`); the optional ones start absent or at their default and are set with the builder methods.
@@ -685,6 +1296,7 @@ impl ExecuteConfirmation {
             command: command.into(),
             root_command: root_command.into(),
             description: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// More detail, if any.
@@ -695,9 +1307,53 @@ impl ExecuteConfirmation {
         self.description = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ExecuteConfirmation {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ExecuteConfirmation::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ExecuteConfirmation {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ExecuteConfirmation::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ExecuteConfirmation {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ExecuteConfirmation {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Confirm calling an MCP tool.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct McpConfirmation {
     /// The MCP server.
@@ -716,6 +1372,10 @@ pub struct McpConfirmation {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub description: ::std::option::Option<::std::string::String>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl McpConfirmation {
     /// A value from its required fields (`server_name`, `tool_name`, `tool_display_name`); the optional ones start absent or at their default and are set with the builder methods.
@@ -729,6 +1389,7 @@ impl McpConfirmation {
             tool_name: tool_name.into(),
             tool_display_name: tool_display_name.into(),
             description: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// More detail, if any.
@@ -739,9 +1400,53 @@ impl McpConfirmation {
         self.description = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for McpConfirmation {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        McpConfirmation::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for McpConfirmation {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| McpConfirmation::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for McpConfirmation {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl McpConfirmation {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Confirm fetching URLs.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct FetchConfirmation {
     /// The URLs.
@@ -753,6 +1458,10 @@ pub struct FetchConfirmation {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub description: ::std::option::Option<::std::string::String>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl FetchConfirmation {
     /// A value from its required fields (`urls`); the optional ones start absent or at their default and are set with the builder methods.
@@ -767,6 +1476,7 @@ impl FetchConfirmation {
                 .map(::std::convert::Into::<::std::string::String>::into)
                 .collect(),
             description: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// More detail, if any.
@@ -777,20 +1487,112 @@ impl FetchConfirmation {
         self.description = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for FetchConfirmation {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        FetchConfirmation::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for FetchConfirmation {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| FetchConfirmation::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for FetchConfirmation {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl FetchConfirmation {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Confirm anything else.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct OtherConfirmation {
     /// What is to be confirmed.
     pub description: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl OtherConfirmation {
     /// A value from its required fields (`description`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(description: impl ::std::convert::Into<::std::string::String>) -> Self {
         Self {
             description: description.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for OtherConfirmation {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        OtherConfirmation::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for OtherConfirmation {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| OtherConfirmation::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for OtherConfirmation {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl OtherConfirmation {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// What kind of action asks for confirmation, told apart by its `type` field; the editor words its question (and its "always" choices) after it.
@@ -904,7 +1706,10 @@ impl crate::serde_util::TagFirst for ToolCallConfirmation {
         match tag.as_deref() {
             Some("edit") => {
                 match <EditConfirmation as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Edit(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Edit(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -912,25 +1717,37 @@ impl crate::serde_util::TagFirst for ToolCallConfirmation {
                 match <ExecuteConfirmation as ::serde::Deserialize>::deserialize(
                     &value,
                 ) {
-                    Ok(body) => Ok(Self::Execute(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Execute(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("mcp") => {
                 match <McpConfirmation as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Mcp(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Mcp(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("fetch") => {
                 match <FetchConfirmation as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Fetch(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Fetch(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("other") => {
                 match <OtherConfirmation as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Other(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Other(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -1043,6 +1860,7 @@ impl ::std::fmt::Display for ToolCallConfirmationOutcome {
 }
 /// Starts a tool call that needs no confirmation.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PushToolCallParams {
     /// What the tool call does, shown as its title (Markdown).
@@ -1063,6 +1881,10 @@ pub struct PushToolCallParams {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub locations: ::std::vec::Vec<ToolCallLocation>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PushToolCallParams {
     /// A value from its required fields (`label`, `icon`); the optional ones start absent or at their default and are set with the builder methods.
@@ -1075,6 +1897,7 @@ impl PushToolCallParams {
             icon: icon.into(),
             content: ::std::default::Default::default(),
             locations: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// What to show inside the tool call, if anything yet.
@@ -1090,22 +1913,117 @@ impl PushToolCallParams {
         self.locations = value.into_iter().collect();
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PushToolCallParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PushToolCallParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PushToolCallParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PushToolCallParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PushToolCallParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PushToolCallParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// The id the client gave the new tool call. (The Rust crate of this version also writes `"type": "PushToolCallResponse"`; it is ignored on input.)
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PushToolCallResponse {
     /// The new tool call's id.
     pub id: ToolCallId,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PushToolCallResponse {
     /// A value from its required fields (`id`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(id: impl ::std::convert::Into<ToolCallId>) -> Self {
-        Self { id: id.into() }
+        Self {
+            id: id.into(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PushToolCallResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PushToolCallResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PushToolCallResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PushToolCallResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PushToolCallResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PushToolCallResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Asks the user to confirm a tool call before it runs; the tool call is shown at once.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct RequestToolCallConfirmationParams {
     /// What the tool call does, shown as its title (Markdown).
@@ -1128,6 +2046,10 @@ pub struct RequestToolCallConfirmationParams {
     pub locations: ::std::vec::Vec<ToolCallLocation>,
     /// What is to be confirmed.
     pub confirmation: ToolCallConfirmation,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl RequestToolCallConfirmationParams {
     /// A value from its required fields (`label`, `icon`, `confirmation`); the optional ones start absent or at their default and are set with the builder methods.
@@ -1142,6 +2064,7 @@ impl RequestToolCallConfirmationParams {
             content: ::std::default::Default::default(),
             locations: ::std::default::Default::default(),
             confirmation: confirmation.into(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// What to show inside the tool call, if anything yet.
@@ -1157,15 +2080,63 @@ impl RequestToolCallConfirmationParams {
         self.locations = value.into_iter().collect();
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for RequestToolCallConfirmationParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        RequestToolCallConfirmationParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for RequestToolCallConfirmationParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| RequestToolCallConfirmationParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for RequestToolCallConfirmationParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl RequestToolCallConfirmationParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// The user's answer and the id the client gave the tool call. (The Rust crate of this version also writes `"type": "RequestToolCallConfirmationResponse"`; it is ignored on input.)
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct RequestToolCallConfirmationResponse {
     /// The tool call's id, for `updateToolCall`.
     pub id: ToolCallId,
     /// The answer.
     pub outcome: ToolCallConfirmationOutcome,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl RequestToolCallConfirmationResponse {
     /// A value from its required fields (`id`, `outcome`); the optional ones start absent or at their default and are set with the builder methods.
@@ -1176,11 +2147,56 @@ impl RequestToolCallConfirmationResponse {
         Self {
             id: id.into(),
             outcome: outcome.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for RequestToolCallConfirmationResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        RequestToolCallConfirmationResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for RequestToolCallConfirmationResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| RequestToolCallConfirmationResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for RequestToolCallConfirmationResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl RequestToolCallConfirmationResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Updates a tool call's status and content.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct UpdateToolCallParams {
     /// The tool call.
@@ -1191,6 +2207,10 @@ pub struct UpdateToolCallParams {
     /// What to show now, replacing what was shown; `null` clears it. Always written; absent on input reads as `null`.
     #[serde(default, deserialize_with = "crate::serde_util::lenient")]
     pub content: ::std::option::Option<ToolCallContent>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl UpdateToolCallParams {
     /// A value from its required fields (`tool_call_id`, `status`); the optional ones start absent or at their default and are set with the builder methods.
@@ -1202,11 +2222,55 @@ impl UpdateToolCallParams {
             tool_call_id: tool_call_id.into(),
             status: status.into(),
             content: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// What to show now, replacing what was shown; `null` clears it. Always written; absent on input reads as `null`.
     pub fn content(mut self, value: impl ::std::convert::Into<ToolCallContent>) -> Self {
         self.content = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for UpdateToolCallParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        UpdateToolCallParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for UpdateToolCallParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| UpdateToolCallParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for UpdateToolCallParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl UpdateToolCallParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -1231,12 +2295,17 @@ impl<'de> ::serde::Deserialize<'de> for UpdateToolCallResponse {
 }
 /// Writes a text file through the editor.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct WriteTextFileParams {
     /// The file, absolute.
     pub path: ::std::string::String,
     /// The whole new text.
     pub content: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl WriteTextFileParams {
     /// A value from its required fields (`path`, `content`); the optional ones start absent or at their default and are set with the builder methods.
@@ -1247,7 +2316,51 @@ impl WriteTextFileParams {
         Self {
             path: path.into(),
             content: content.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for WriteTextFileParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        WriteTextFileParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for WriteTextFileParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| WriteTextFileParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for WriteTextFileParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl WriteTextFileParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// `writeTextFile` answers `null`.
@@ -1271,6 +2384,7 @@ impl<'de> ::serde::Deserialize<'de> for WriteTextFileResponse {
 }
 /// Reads a text file through the editor (including unsaved changes).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ReadTextFileParams {
     /// The file, absolute.
@@ -1289,6 +2403,10 @@ pub struct ReadTextFileParams {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub limit: ::std::option::Option<u32>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ReadTextFileParams {
     /// A value from its required fields (`path`); the optional ones start absent or at their default and are set with the builder methods.
@@ -1297,6 +2415,7 @@ impl ReadTextFileParams {
             path: path.into(),
             line: ::std::default::Default::default(),
             limit: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// First line to return (1-based). Omitted: from the start.
@@ -1309,18 +2428,112 @@ impl ReadTextFileParams {
         self.limit = ::std::option::Option::Some(value);
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ReadTextFileParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ReadTextFileParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ReadTextFileParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ReadTextFileParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ReadTextFileParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ReadTextFileParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// A text file's contents.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ReadTextFileResponse {
     /// The requested lines.
     pub content: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ReadTextFileResponse {
     /// A value from its required fields (`content`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(content: impl ::std::convert::Into<::std::string::String>) -> Self {
-        Self { content: content.into() }
+        Self {
+            content: content.into(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ReadTextFileResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ReadTextFileResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ReadTextFileResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ReadTextFileResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ReadTextFileResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ReadTextFileResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 impl ::std::convert::From<ProtocolVersion> for ::std::string::String {

@@ -124,12 +124,17 @@ impl SessionMode {
 }
 /// Who the agent is.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ServerInfo {
     /// The agent's name.
     pub name: ::std::string::String,
     /// The agent's version.
     pub version: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ServerInfo {
     /// A value from its required fields (`name`, `version`); the optional ones start absent or at their default and are set with the builder methods.
@@ -140,11 +145,56 @@ impl ServerInfo {
         Self {
             name: name.into(),
             version: version.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ServerInfo {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ServerInfo::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ServerInfo {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ServerInfo::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ServerInfo {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ServerInfo {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// A tool the agent says it has: data for the editor to show, nothing the protocol calls.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ToolDefinition {
     /// The tool's name.
@@ -170,6 +220,10 @@ pub struct ToolDefinition {
         default
     )]
     pub input_schema: ::std::option::Option<::serde_json::Value>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ToolDefinition {
     /// A value from its required fields (`name`); the optional ones start absent or at their default and are set with the builder methods.
@@ -179,6 +233,7 @@ impl ToolDefinition {
             kind: ::std::default::Default::default(),
             description: ::std::default::Default::default(),
             input_schema: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// What sort of tool it is (`search`, `query`, `extract`, `execute`...).
@@ -205,9 +260,53 @@ impl ToolDefinition {
         self.input_schema = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ToolDefinition {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ToolDefinition::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ToolDefinition {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ToolDefinition::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ToolDefinition {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ToolDefinition {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// What the agent can do.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct Capabilities {
     /// The tools the agent advertises.
@@ -230,6 +329,10 @@ pub struct Capabilities {
     /// The agent asks before acting on the editor's files.
     #[serde(default, deserialize_with = "crate::serde_util::lenient")]
     pub permissions: bool,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl Capabilities {
     /// A value with every field absent or at its default.
@@ -239,6 +342,7 @@ impl Capabilities {
             session_management: ::std::default::Default::default(),
             streaming: ::std::default::Default::default(),
             permissions: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// The tools the agent advertises.
@@ -264,25 +368,118 @@ impl Capabilities {
         self.permissions = value;
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for Capabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        Capabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for Capabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| Capabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for Capabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl Capabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// The client's opening message.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct InitializeParams {
     /// The version the client speaks: `"1"`.
     #[serde(rename = "protocolVersion")]
     pub protocol_version: ProtocolVersion,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl InitializeParams {
     /// A value from its required fields (`protocol_version`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(protocol_version: impl ::std::convert::Into<ProtocolVersion>) -> Self {
         Self {
             protocol_version: protocol_version.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for InitializeParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        InitializeParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for InitializeParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| InitializeParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for InitializeParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl InitializeParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// The agent's answer to `initialize`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct InitializeResponse {
     /// The version the agent speaks: `"1"`.
@@ -293,6 +490,10 @@ pub struct InitializeResponse {
     pub server_info: ServerInfo,
     /// What the agent can do.
     pub capabilities: Capabilities,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl InitializeResponse {
     /// A value from its required fields (`protocol_version`, `server_info`, `capabilities`); the optional ones start absent or at their default and are set with the builder methods.
@@ -305,21 +506,89 @@ impl InitializeResponse {
             protocol_version: protocol_version.into(),
             server_info: server_info.into(),
             capabilities: capabilities.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for InitializeResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        InitializeResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for InitializeResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| InitializeResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for InitializeResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl InitializeResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// `newSession` takes no parameters; the seed's clients send `{}`.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(transparent)]
 #[non_exhaustive]
-pub struct NewSessionParams {}
+pub struct NewSessionParams {
+    /// Fields the schema does not name, kept as received and written back unchanged.
+    pub extra: crate::Extra,
+}
 impl NewSessionParams {
     /// The empty value (it has no fields yet; later versions may add optional ones).
     pub fn new() -> Self {
-        Self {}
+        Self::default()
+    }
+}
+impl crate::HasExtra for NewSessionParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl NewSessionParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// The new session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct NewSessionResponse {
     /// The session this call is about.
@@ -330,6 +599,10 @@ pub struct NewSessionResponse {
     /// When the session was created, as an RFC 3339 timestamp.
     #[serde(rename = "createdAt")]
     pub created_at: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl NewSessionResponse {
     /// A value from its required fields (`session_id`, `mode`, `created_at`); the optional ones start absent or at their default and are set with the builder methods.
@@ -342,23 +615,116 @@ impl NewSessionResponse {
             session_id: session_id.into(),
             mode: mode.into(),
             created_at: created_at.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for NewSessionResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        NewSessionResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for NewSessionResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| NewSessionResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for NewSessionResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl NewSessionResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Which session to reopen.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct LoadSessionParams {
     /// The session this call is about.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl LoadSessionParams {
     /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
         Self {
             session_id: session_id.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for LoadSessionParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        LoadSessionParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for LoadSessionParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| LoadSessionParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for LoadSessionParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl LoadSessionParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Who wrote a message of the history.
@@ -391,12 +757,17 @@ impl ::std::fmt::Display for Role {
 }
 /// One message of a session's history.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct HistoryMessage {
     /// Its author.
     pub role: Role,
     /// Its text.
     pub content: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl HistoryMessage {
     /// A value from its required fields (`role`, `content`); the optional ones start absent or at their default and are set with the builder methods.
@@ -407,11 +778,56 @@ impl HistoryMessage {
         Self {
             role: role.into(),
             content: content.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for HistoryMessage {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        HistoryMessage::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for HistoryMessage {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| HistoryMessage::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for HistoryMessage {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl HistoryMessage {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// The reopened session and what was said in it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct LoadSessionResponse {
     /// The session this call is about.
@@ -426,6 +842,10 @@ pub struct LoadSessionResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub history: ::std::vec::Vec<HistoryMessage>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl LoadSessionResponse {
     /// A value from its required fields (`session_id`, `mode`); the optional ones start absent or at their default and are set with the builder methods.
@@ -437,6 +857,7 @@ impl LoadSessionResponse {
             session_id: session_id.into(),
             mode: mode.into(),
             history: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// The messages so far, oldest first.
@@ -447,9 +868,53 @@ impl LoadSessionResponse {
         self.history = value.into_iter().collect();
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for LoadSessionResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        LoadSessionResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for LoadSessionResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| LoadSessionResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for LoadSessionResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl LoadSessionResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// The mode to switch a session to.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SetSessionModeParams {
     /// The session this call is about.
@@ -457,6 +922,10 @@ pub struct SetSessionModeParams {
     pub session_id: SessionId,
     /// The new mode.
     pub mode: SessionMode,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SetSessionModeParams {
     /// A value from its required fields (`session_id`, `mode`); the optional ones start absent or at their default and are set with the builder methods.
@@ -467,11 +936,56 @@ impl SetSessionModeParams {
         Self {
             session_id: session_id.into(),
             mode: mode.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SetSessionModeParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetSessionModeParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SetSessionModeParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetSessionModeParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SetSessionModeParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SetSessionModeParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// The session with its new mode.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SetSessionModeResponse {
     /// The session.
@@ -489,6 +1003,10 @@ pub struct SetSessionModeResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub mode: ::std::option::Option<SessionMode>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SetSessionModeResponse {
     /// A value with every field absent or at its default.
@@ -496,6 +1014,7 @@ impl SetSessionModeResponse {
         Self {
             session_id: ::std::default::Default::default(),
             mode: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// The session.
@@ -508,9 +1027,53 @@ impl SetSessionModeResponse {
         self.mode = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SetSessionModeResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetSessionModeResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SetSessionModeResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetSessionModeResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SetSessionModeResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SetSessionModeResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// The user's message for a session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PromptParams {
     /// The session this call is about.
@@ -518,6 +1081,10 @@ pub struct PromptParams {
     pub session_id: SessionId,
     /// What the user wrote.
     pub message: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PromptParams {
     /// A value from its required fields (`session_id`, `message`); the optional ones start absent or at their default and are set with the builder methods.
@@ -528,20 +1095,115 @@ impl PromptParams {
         Self {
             session_id: session_id.into(),
             message: message.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PromptParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PromptParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PromptParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PromptParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Text.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct TextContent {
     /// The text.
     pub text: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl TextContent {
     /// A value from its required fields (`text`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(text: impl ::std::convert::Into<::std::string::String>) -> Self {
-        Self { text: text.into() }
+        Self {
+            text: text.into(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for TextContent {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        TextContent::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for TextContent {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| TextContent::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for TextContent {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl TextContent {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// One piece of the agent's reply, told apart by its `type` field.
@@ -609,7 +1271,10 @@ impl crate::serde_util::TagFirst for ContentBlock {
         match tag.as_deref() {
             Some("text") => {
                 match <TextContent as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Text(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Text(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -631,6 +1296,7 @@ impl ::std::convert::From<TextContent> for ContentBlock {
 }
 /// The agent's whole reply.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PromptResponse {
     /// The session this call is about.
@@ -640,6 +1306,10 @@ pub struct PromptResponse {
     pub content: ::std::vec::Vec<ContentBlock>,
     /// When the turn ended, as an RFC 3339 timestamp.
     pub timestamp: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PromptResponse {
     /// A value from its required fields (`session_id`, `content`, `timestamp`); the optional ones start absent or at their default and are set with the builder methods.
@@ -652,27 +1322,121 @@ impl PromptResponse {
             session_id: session_id.into(),
             content: content.into_iter().collect(),
             timestamp: timestamp.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PromptResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PromptResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PromptResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PromptResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// The session whose work to stop.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct CancelParams {
     /// The session this call is about.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl CancelParams {
     /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
         Self {
             session_id: session_id.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for CancelParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CancelParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CancelParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CancelParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for CancelParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CancelParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// The agent took note of the cancellation.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct CancelResponse {
     /// The session.
@@ -690,6 +1454,10 @@ pub struct CancelResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub cancelled: ::std::option::Option<bool>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl CancelResponse {
     /// A value with every field absent or at its default.
@@ -697,6 +1465,7 @@ impl CancelResponse {
         Self {
             session_id: ::std::default::Default::default(),
             cancelled: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// The session.
@@ -709,9 +1478,53 @@ impl CancelResponse {
         self.cancelled = ::std::option::Option::Some(value);
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for CancelResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CancelResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CancelResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CancelResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for CancelResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CancelResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// A text file to read.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ReadTextFileParams {
     /// The file, as the agent names it (relative paths are the editor's to resolve).
@@ -724,6 +1537,10 @@ pub struct ReadTextFileParams {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub session_id: ::std::option::Option<SessionId>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ReadTextFileParams {
     /// A value from its required fields (`path`); the optional ones start absent or at their default and are set with the builder methods.
@@ -731,6 +1548,7 @@ impl ReadTextFileParams {
         Self {
             path: path.into(),
             session_id: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// The session asking, when the agent says.
@@ -738,22 +1556,117 @@ impl ReadTextFileParams {
         self.session_id = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ReadTextFileParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ReadTextFileParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ReadTextFileParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ReadTextFileParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ReadTextFileParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ReadTextFileParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// A text file's contents.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ReadTextFileResponse {
     /// The text.
     pub content: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ReadTextFileResponse {
     /// A value from its required fields (`content`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(content: impl ::std::convert::Into<::std::string::String>) -> Self {
-        Self { content: content.into() }
+        Self {
+            content: content.into(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ReadTextFileResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ReadTextFileResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ReadTextFileResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ReadTextFileResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ReadTextFileResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ReadTextFileResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// A text file to write.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct WriteTextFileParams {
     /// The file, as the agent names it.
@@ -768,6 +1681,10 @@ pub struct WriteTextFileParams {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub session_id: ::std::option::Option<SessionId>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl WriteTextFileParams {
     /// A value from its required fields (`path`, `content`); the optional ones start absent or at their default and are set with the builder methods.
@@ -779,6 +1696,7 @@ impl WriteTextFileParams {
             path: path.into(),
             content: content.into(),
             session_id: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// The session asking, when the agent says.
@@ -786,9 +1704,53 @@ impl WriteTextFileParams {
         self.session_id = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for WriteTextFileParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        WriteTextFileParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for WriteTextFileParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| WriteTextFileParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for WriteTextFileParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl WriteTextFileParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// The file was written.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct WriteTextFileResponse {
     /// Whether the write succeeded.
@@ -798,17 +1760,65 @@ pub struct WriteTextFileResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub success: ::std::option::Option<bool>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl WriteTextFileResponse {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             success: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Whether the write succeeded.
     pub fn success(mut self, value: bool) -> Self {
         self.success = ::std::option::Option::Some(value);
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for WriteTextFileResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        WriteTextFileResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for WriteTextFileResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| WriteTextFileResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for WriteTextFileResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl WriteTextFileResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -850,6 +1860,7 @@ impl ::std::fmt::Display for ToolCallStatus {
 }
 /// One tool call as `toolCallProgress` reports it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ToolCall {
     /// Names the call within its session.
@@ -894,6 +1905,10 @@ pub struct ToolCall {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub error: ::std::option::Option<::std::string::String>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ToolCall {
     /// A value from its required fields (`id`, `name`, `status`); the optional ones start absent or at their default and are set with the builder methods.
@@ -912,6 +1927,7 @@ impl ToolCall {
             arguments: ::std::default::Default::default(),
             result: ::std::default::Default::default(),
             error: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// The tool's kind, as in its definition.
@@ -956,9 +1972,53 @@ impl ToolCall {
         self.error = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ToolCall {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ToolCall::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ToolCall {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ToolCall::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ToolCall {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ToolCall {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// A tool call's progress.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ToolCallProgressParams {
     /// The session this call is about.
@@ -967,6 +2027,10 @@ pub struct ToolCallProgressParams {
     /// The call.
     #[serde(rename = "toolCall")]
     pub tool_call: ToolCall,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ToolCallProgressParams {
     /// A value from its required fields (`session_id`, `tool_call`); the optional ones start absent or at their default and are set with the builder methods.
@@ -977,11 +2041,56 @@ impl ToolCallProgressParams {
         Self {
             session_id: session_id.into(),
             tool_call: tool_call.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ToolCallProgressParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ToolCallProgressParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ToolCallProgressParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ToolCallProgressParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ToolCallProgressParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ToolCallProgressParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// A piece of the reply.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct MessageChunkParams {
     /// The session this call is about.
@@ -991,6 +2100,10 @@ pub struct MessageChunkParams {
     pub chunk: ::std::string::String,
     /// Its place in the reply, from 0.
     pub index: u64,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl MessageChunkParams {
     /// A value from its required fields (`session_id`, `chunk`, `index`); the optional ones start absent or at their default and are set with the builder methods.
@@ -1003,11 +2116,56 @@ impl MessageChunkParams {
             session_id: session_id.into(),
             chunk: chunk.into(),
             index: index,
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for MessageChunkParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        MessageChunkParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for MessageChunkParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| MessageChunkParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for MessageChunkParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl MessageChunkParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// A session's new state.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionUpdatedParams {
     /// The session this call is about.
@@ -1028,6 +2186,10 @@ pub struct SessionUpdatedParams {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub updated_at: ::std::option::Option<::std::string::String>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionUpdatedParams {
     /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -1036,6 +2198,7 @@ impl SessionUpdatedParams {
             session_id: session_id.into(),
             mode: ::std::default::Default::default(),
             updated_at: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Its mode now.
@@ -1049,6 +2212,49 @@ impl SessionUpdatedParams {
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         self.updated_at = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionUpdatedParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionUpdatedParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionUpdatedParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionUpdatedParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionUpdatedParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionUpdatedParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }

@@ -110,15 +110,66 @@ impl ::std::fmt::Display for Role {
 }
 /// A piece of text.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct TextChunk {
     /// The text; chunks of one message are concatenated in order.
     pub chunk: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl TextChunk {
     /// A value from its required fields (`chunk`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(chunk: impl ::std::convert::Into<::std::string::String>) -> Self {
-        Self { chunk: chunk.into() }
+        Self {
+            chunk: chunk.into(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for TextChunk {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        TextChunk::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for TextChunk {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| TextChunk::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for TextChunk {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl TextChunk {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// A piece of a message, told apart by its `type` field. This dialect only ever had text.
@@ -186,7 +237,10 @@ impl crate::serde_util::TagFirst for MessageChunk {
         match tag.as_deref() {
             Some("text") => {
                 match <TextChunk as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Text(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Text(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -208,12 +262,17 @@ impl ::std::convert::From<TextChunk> for MessageChunk {
 }
 /// A whole message: who wrote it and its chunks.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct Message {
     /// The author.
     pub role: Role,
     /// The message's content, in order.
     pub chunks: ::std::vec::Vec<MessageChunk>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl Message {
     /// A value from its required fields (`role`, `chunks`); the optional ones start absent or at their default and are set with the builder methods.
@@ -224,17 +283,66 @@ impl Message {
         Self {
             role: role.into(),
             chunks: chunks.into_iter().collect(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for Message {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        Message::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for Message {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| Message::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for Message {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl Message {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// A file the agent read during the conversation, kept in the history.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ReadFileEntry {
     /// An absolute path on the editor's machine.
     pub path: ::std::string::String,
     /// The text that was read.
     pub content: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ReadFileEntry {
     /// A value from its required fields (`path`, `content`); the optional ones start absent or at their default and are set with the builder methods.
@@ -245,7 +353,51 @@ impl ReadFileEntry {
         Self {
             path: path.into(),
             content: content.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ReadFileEntry {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ReadFileEntry::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ReadFileEntry {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ReadFileEntry::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ReadFileEntry {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ReadFileEntry {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// One item of a thread's history, told apart by its `type` field.
@@ -324,13 +476,19 @@ impl crate::serde_util::TagFirst for ThreadEntry {
         match tag.as_deref() {
             Some("message") => {
                 match <Message as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Message(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Message(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("readFile") => {
                 match <ReadFileEntry as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::ReadFile(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::ReadFile(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -367,6 +525,7 @@ impl ::std::convert::From<ReadFileEntry> for ThreadEntry {
 }
 /// What a thread list shows about one thread.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ThreadMetadata {
     /// The thread.
@@ -376,6 +535,10 @@ pub struct ThreadMetadata {
     /// When the thread last changed, as an RFC 3339 timestamp (`2025-06-25T12:00:00Z`); Rust peers of the time reject anything else.
     #[serde(rename = "modifiedAt")]
     pub modified_at: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ThreadMetadata {
     /// A value from its required fields (`id`, `title`, `modified_at`); the optional ones start absent or at their default and are set with the builder methods.
@@ -388,7 +551,51 @@ impl ThreadMetadata {
             id: id.into(),
             title: title.into(),
             modified_at: modified_at.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ThreadMetadata {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ThreadMetadata::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ThreadMetadata {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ThreadMetadata::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ThreadMetadata {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ThreadMetadata {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// `getThreads` takes no parameters: `null` (or no `params` member).
@@ -412,17 +619,66 @@ impl<'de> ::serde::Deserialize<'de> for GetThreadsParams {
 }
 /// The agent's threads.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct GetThreadsResponse {
     /// Every thread the agent keeps, in no particular order.
     pub threads: ::std::vec::Vec<ThreadMetadata>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl GetThreadsResponse {
     /// A value from its required fields (`threads`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(threads: impl ::std::iter::IntoIterator<Item = ThreadMetadata>) -> Self {
         Self {
             threads: threads.into_iter().collect(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for GetThreadsResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        GetThreadsResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for GetThreadsResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| GetThreadsResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for GetThreadsResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl GetThreadsResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// `createThread` takes no parameters: `null` (or no `params` member).
@@ -446,34 +702,132 @@ impl<'de> ::serde::Deserialize<'de> for CreateThreadParams {
 }
 /// The new thread.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct CreateThreadResponse {
     /// The id the agent chose for the new thread.
     #[serde(rename = "threadId")]
     pub thread_id: ThreadId,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl CreateThreadResponse {
     /// A value from its required fields (`thread_id`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(thread_id: impl ::std::convert::Into<ThreadId>) -> Self {
         Self {
             thread_id: thread_id.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for CreateThreadResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CreateThreadResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CreateThreadResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CreateThreadResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for CreateThreadResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CreateThreadResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Which thread to open.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct OpenThreadParams {
     /// The thread this call is about.
     #[serde(rename = "threadId")]
     pub thread_id: ThreadId,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl OpenThreadParams {
     /// A value from its required fields (`thread_id`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(thread_id: impl ::std::convert::Into<ThreadId>) -> Self {
         Self {
             thread_id: thread_id.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for OpenThreadParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        OpenThreadParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for OpenThreadParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| OpenThreadParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for OpenThreadParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl OpenThreadParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// `openThread` answers `null` once the thread is open.
@@ -497,37 +851,136 @@ impl<'de> ::serde::Deserialize<'de> for OpenThreadResponse {
 }
 /// Which thread's history to read.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct GetThreadEntriesParams {
     /// The thread this call is about.
     #[serde(rename = "threadId")]
     pub thread_id: ThreadId,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl GetThreadEntriesParams {
     /// A value from its required fields (`thread_id`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(thread_id: impl ::std::convert::Into<ThreadId>) -> Self {
         Self {
             thread_id: thread_id.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for GetThreadEntriesParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        GetThreadEntriesParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for GetThreadEntriesParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| GetThreadEntriesParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for GetThreadEntriesParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl GetThreadEntriesParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// A thread's history, oldest first.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct GetThreadEntriesResponse {
     /// The entries, oldest first.
     pub entries: ::std::vec::Vec<ThreadEntry>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl GetThreadEntriesResponse {
     /// A value from its required fields (`entries`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(entries: impl ::std::iter::IntoIterator<Item = ThreadEntry>) -> Self {
         Self {
             entries: entries.into_iter().collect(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for GetThreadEntriesResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        GetThreadEntriesResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for GetThreadEntriesResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| GetThreadEntriesResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for GetThreadEntriesResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl GetThreadEntriesResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// A user message for a thread.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SendMessageParams {
     /// The thread this call is about.
@@ -535,6 +988,10 @@ pub struct SendMessageParams {
     pub thread_id: ThreadId,
     /// The message; its role is `user`.
     pub message: Message,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SendMessageParams {
     /// A value from its required fields (`thread_id`, `message`); the optional ones start absent or at their default and are set with the builder methods.
@@ -545,7 +1002,51 @@ impl SendMessageParams {
         Self {
             thread_id: thread_id.into(),
             message: message.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SendMessageParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SendMessageParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SendMessageParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SendMessageParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SendMessageParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SendMessageParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// `sendMessage` answers `null` when the agent's whole turn is over; the reply streams meanwhile through `streamMessageChunk`.
@@ -569,6 +1070,7 @@ impl<'de> ::serde::Deserialize<'de> for SendMessageResponse {
 }
 /// One chunk of the agent's reply.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct StreamMessageChunkParams {
     /// The thread this call is about.
@@ -576,6 +1078,10 @@ pub struct StreamMessageChunkParams {
     pub thread_id: ThreadId,
     /// The chunk, appended to the reply shown so far.
     pub chunk: MessageChunk,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl StreamMessageChunkParams {
     /// A value from its required fields (`thread_id`, `chunk`); the optional ones start absent or at their default and are set with the builder methods.
@@ -586,7 +1092,51 @@ impl StreamMessageChunkParams {
         Self {
             thread_id: thread_id.into(),
             chunk: chunk.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for StreamMessageChunkParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        StreamMessageChunkParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for StreamMessageChunkParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| StreamMessageChunkParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for StreamMessageChunkParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl StreamMessageChunkParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// `streamMessageChunk` answers `null`.
@@ -610,6 +1160,7 @@ impl<'de> ::serde::Deserialize<'de> for StreamMessageChunkResponse {
 }
 /// Read a text file as the editor sees it (including unsaved changes).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ReadTextFileParams {
     /// The thread this call is about.
@@ -633,6 +1184,10 @@ pub struct ReadTextFileParams {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub line_limit: ::std::option::Option<u32>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ReadTextFileParams {
     /// A value from its required fields (`thread_id`, `path`); the optional ones start absent or at their default and are set with the builder methods.
@@ -645,6 +1200,7 @@ impl ReadTextFileParams {
             path: path.into(),
             line_offset: ::std::default::Default::default(),
             line_limit: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// First line to return, counting from 0. Omitted: from the start.
@@ -657,15 +1213,63 @@ impl ReadTextFileParams {
         self.line_limit = ::std::option::Option::Some(value);
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ReadTextFileParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ReadTextFileParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ReadTextFileParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ReadTextFileParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ReadTextFileParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ReadTextFileParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// A text file's contents.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ReadTextFileResponse {
     /// The file's version.
     pub version: FileVersion,
     /// The requested lines.
     pub content: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ReadTextFileResponse {
     /// A value from its required fields (`version`, `content`); the optional ones start absent or at their default and are set with the builder methods.
@@ -676,11 +1280,56 @@ impl ReadTextFileResponse {
         Self {
             version: version.into(),
             content: content.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ReadTextFileResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ReadTextFileResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ReadTextFileResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ReadTextFileResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ReadTextFileResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ReadTextFileResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Read a file's bytes.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ReadBinaryFileParams {
     /// The thread this call is about.
@@ -704,6 +1353,10 @@ pub struct ReadBinaryFileParams {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub byte_limit: ::std::option::Option<u64>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ReadBinaryFileParams {
     /// A value from its required fields (`thread_id`, `path`); the optional ones start absent or at their default and are set with the builder methods.
@@ -716,6 +1369,7 @@ impl ReadBinaryFileParams {
             path: path.into(),
             byte_offset: ::std::default::Default::default(),
             byte_limit: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// First byte to return. Omitted: from the start.
@@ -728,15 +1382,63 @@ impl ReadBinaryFileParams {
         self.byte_limit = ::std::option::Option::Some(value);
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ReadBinaryFileParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ReadBinaryFileParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ReadBinaryFileParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ReadBinaryFileParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ReadBinaryFileParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ReadBinaryFileParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// A file's bytes.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ReadBinaryFileResponse {
     /// The file's version.
     pub version: FileVersion,
     /// The bytes, standard base64 with padding.
     pub content: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ReadBinaryFileResponse {
     /// A value from its required fields (`version`, `content`); the optional ones start absent or at their default and are set with the builder methods.
@@ -747,11 +1449,56 @@ impl ReadBinaryFileResponse {
         Self {
             version: version.into(),
             content: content.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ReadBinaryFileResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ReadBinaryFileResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ReadBinaryFileResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ReadBinaryFileResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ReadBinaryFileResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ReadBinaryFileResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Ask whether a path exists and what it is.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct StatParams {
     /// The thread this call is about.
@@ -759,6 +1506,10 @@ pub struct StatParams {
     pub thread_id: ThreadId,
     /// An absolute path on the editor's machine.
     pub path: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl StatParams {
     /// A value from its required fields (`thread_id`, `path`); the optional ones start absent or at their default and are set with the builder methods.
@@ -769,11 +1520,56 @@ impl StatParams {
         Self {
             thread_id: thread_id.into(),
             path: path.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for StatParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        StatParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for StatParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| StatParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for StatParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl StatParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// What is at a path.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct StatResponse {
     /// Whether anything exists there.
@@ -781,6 +1577,10 @@ pub struct StatResponse {
     /// Whether it is a directory.
     #[serde(rename = "isDirectory")]
     pub is_directory: bool,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl StatResponse {
     /// A value from its required fields (`exists`, `is_directory`); the optional ones start absent or at their default and are set with the builder methods.
@@ -788,11 +1588,56 @@ impl StatResponse {
         Self {
             exists: exists,
             is_directory: is_directory,
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for StatResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        StatResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for StatResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| StatResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for StatResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl StatResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Find files by glob pattern in the editor's project.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct GlobSearchParams {
     /// The thread this call is about.
@@ -800,6 +1645,10 @@ pub struct GlobSearchParams {
     pub thread_id: ThreadId,
     /// A glob such as `**/*.md`.
     pub pattern: ::std::string::String,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl GlobSearchParams {
     /// A value from its required fields (`thread_id`, `pattern`); the optional ones start absent or at their default and are set with the builder methods.
@@ -810,15 +1659,64 @@ impl GlobSearchParams {
         Self {
             thread_id: thread_id.into(),
             pattern: pattern.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for GlobSearchParams {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        GlobSearchParams::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for GlobSearchParams {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| GlobSearchParams::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for GlobSearchParams {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl GlobSearchParams {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// The paths that match.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct GlobSearchResponse {
     /// Absolute paths of the matching files.
     pub matches: ::std::vec::Vec<::std::string::String>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl GlobSearchResponse {
     /// A value from its required fields (`matches`); the optional ones start absent or at their default and are set with the builder methods.
@@ -832,7 +1730,51 @@ impl GlobSearchResponse {
                 .into_iter()
                 .map(::std::convert::Into::<::std::string::String>::into)
                 .collect(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for GlobSearchResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        GlobSearchResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for GlobSearchResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| GlobSearchResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for GlobSearchResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl GlobSearchResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 impl ::std::convert::From<FileVersion> for u64 {

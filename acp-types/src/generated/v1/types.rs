@@ -2,7 +2,9 @@
 // Do not edit by hand: change the schema or acp-codegen and regenerate.
 
 /// Params of `initialize`, the first request a client sends: it proposes a protocol version and says what the client can do and who it is.
+/// Params of `initialize`, the first request a client sends: it proposes a protocol version and says what the client can do and who it is.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct InitializeRequest {
     /// The newest protocol version the client speaks.
@@ -31,6 +33,10 @@ pub struct InitializeRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl InitializeRequest {
     /// A value from its required fields (`protocol_version`); the optional ones start absent or at their default and are set with the builder methods.
@@ -40,6 +46,7 @@ impl InitializeRequest {
             client_capabilities: ::std::default::Default::default(),
             client_info: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// What the client supports. Absent (or malformed) means no optional capability at all.
@@ -63,9 +70,53 @@ impl InitializeRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for InitializeRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        InitializeRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for InitializeRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| InitializeRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for InitializeRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl InitializeRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `initialize`: the version the agent settled on, its capabilities and the ways a user can authenticate with it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct InitializeResponse {
     /// The client's proposed version if the agent supports it, otherwise the newest version the agent supports. A client that cannot speak it should disconnect.
@@ -101,6 +152,10 @@ pub struct InitializeResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl InitializeResponse {
     /// A value from its required fields (`protocol_version`); the optional ones start absent or at their default and are set with the builder methods.
@@ -111,6 +166,7 @@ impl InitializeResponse {
             auth_methods: ::std::default::Default::default(),
             agent_info: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// What the agent supports. Absent (or malformed) means only the baseline methods.
@@ -140,6 +196,49 @@ impl InitializeResponse {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for InitializeResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        InitializeResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for InitializeResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| InitializeResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for InitializeResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl InitializeResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -183,6 +282,7 @@ impl ::std::convert::TryFrom<String> for ProtocolVersion {
 }
 /// Identifies a client or agent program (name, version and an optional display title), for display, logs and metrics.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct Implementation {
     /// Machine-oriented name of the program; also the display fallback when `title` is missing.
@@ -204,6 +304,10 @@ pub struct Implementation {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl Implementation {
     /// A value from its required fields (`name`, `version`); the optional ones start absent or at their default and are set with the builder methods.
@@ -216,6 +320,7 @@ impl Implementation {
             title: ::std::default::Default::default(),
             version: version.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Human-friendly name for user interfaces.
@@ -231,9 +336,53 @@ impl Implementation {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for Implementation {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        Implementation::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for Implementation {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| Implementation::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for Implementation {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl Implementation {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Features the client offers to the agent, sent in `initialize`. The agent must only call client methods and use content the client advertised here.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ClientCapabilities {
     /// Which `fs/*` file methods the client serves.
@@ -273,6 +422,10 @@ pub struct ClientCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ClientCapabilities {
     /// A value with every field absent or at its default.
@@ -284,6 +437,7 @@ impl ClientCapabilities {
             auth: ::std::default::Default::default(),
             elicitation: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Which `fs/*` file methods the client serves.
@@ -325,6 +479,49 @@ impl ClientCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ClientCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ClientCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ClientCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ClientCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ClientCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ClientCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 impl ::std::default::Default for ClientCapabilities {
     fn default() -> Self {
@@ -335,11 +532,13 @@ impl ::std::default::Default for ClientCapabilities {
             meta: Default::default(),
             session: Default::default(),
             terminal: Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
 }
 /// The file system methods a client serves to the agent.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct FileSystemCapabilities {
     /// `true` when the client serves `fs/read_text_file`.
@@ -364,6 +563,10 @@ pub struct FileSystemCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl FileSystemCapabilities {
     /// A value with every field absent or at its default.
@@ -372,6 +575,7 @@ impl FileSystemCapabilities {
             read_text_file: ::std::default::Default::default(),
             write_text_file: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// `true` when the client serves `fs/read_text_file`.
@@ -389,9 +593,53 @@ impl FileSystemCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for FileSystemCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        FileSystemCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for FileSystemCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| FileSystemCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for FileSystemCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl FileSystemCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Session-level extensions the client can handle. Each field is a marker: present (even `{}`) means supported, absent or `null` means not.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ClientSessionCapabilities {
     /// Present when the client understands context-compaction updates addressed by compaction ID.
@@ -424,6 +672,10 @@ pub struct ClientSessionCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ClientSessionCapabilities {
     /// A value with every field absent or at its default.
@@ -433,6 +685,7 @@ impl ClientSessionCapabilities {
             config_options: ::std::default::Default::default(),
             notices: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Present when the client understands context-compaction updates addressed by compaction ID.
@@ -464,19 +717,86 @@ impl ClientSessionCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ClientSessionCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ClientSessionCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ClientSessionCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ClientSessionCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ClientSessionCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ClientSessionCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Marker object: sent as `{}` when the client supports the full context-compaction update contract. It has no fields.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(transparent)]
 #[non_exhaustive]
-pub struct CompactionCapabilities {}
+pub struct CompactionCapabilities {
+    /// Fields the schema does not name, kept as received and written back unchanged.
+    pub extra: crate::Extra,
+}
 impl CompactionCapabilities {
     /// The empty value (it has no fields yet; later versions may add optional ones).
     pub fn new() -> Self {
-        Self {}
+        Self::default()
+    }
+}
+impl crate::HasExtra for CompactionCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CompactionCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Which optional kinds of session configuration option the client can display and set.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionConfigOptionsCapabilities {
     /// Present when the client handles `type: "boolean"` config options, both in `configOptions` lists and in `session/set_config_option`.
@@ -494,6 +814,10 @@ pub struct SessionConfigOptionsCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionConfigOptionsCapabilities {
     /// A value with every field absent or at its default.
@@ -501,6 +825,7 @@ impl SessionConfigOptionsCapabilities {
         Self {
             boolean: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Present when the client handles `type: "boolean"` config options, both in `configOptions` lists and in `session/set_config_option`.
@@ -516,9 +841,53 @@ impl SessionConfigOptionsCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionConfigOptionsCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionConfigOptionsCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionConfigOptionsCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionConfigOptionsCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionConfigOptionsCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionConfigOptionsCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Marker object: sent as `{}` when the client supports boolean (on/off) session config options.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct BooleanConfigOptionCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -529,12 +898,17 @@ pub struct BooleanConfigOptionCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl BooleanConfigOptionCapabilities {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -542,19 +916,86 @@ impl BooleanConfigOptionCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for BooleanConfigOptionCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        BooleanConfigOptionCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for BooleanConfigOptionCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| BooleanConfigOptionCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for BooleanConfigOptionCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl BooleanConfigOptionCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Marker object: sent as `{}` when the client can present live notices to the user. It has no fields.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(transparent)]
 #[non_exhaustive]
-pub struct NoticeCapabilities {}
+pub struct NoticeCapabilities {
+    /// Fields the schema does not name, kept as received and written back unchanged.
+    pub extra: crate::Extra,
+}
 impl NoticeCapabilities {
     /// The empty value (it has no fields yet; later versions may add optional ones).
     pub fn new() -> Self {
-        Self {}
+        Self::default()
+    }
+}
+impl crate::HasExtra for NoticeCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl NoticeCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Kinds of authentication method the client can carry out, beyond the always-available `agent` kind.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct AuthCapabilities {
     /// `true` when the client can rerun the agent's launch command in an interactive terminal, so the agent may offer `terminal` authentication methods.
@@ -568,6 +1009,10 @@ pub struct AuthCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl AuthCapabilities {
     /// A value with every field absent or at its default.
@@ -575,6 +1020,7 @@ impl AuthCapabilities {
         Self {
             terminal: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// `true` when the client can rerun the agent's launch command in an interactive terminal, so the agent may offer `terminal` authentication methods.
@@ -587,9 +1033,53 @@ impl AuthCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for AuthCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AuthCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for AuthCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AuthCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for AuthCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl AuthCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// The elicitation modes the client supports (forms, URLs). Each field is a marker: present means supported, absent or `null` means not.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ElicitationCapabilities {
     /// Present when the client can show form elicitations.
@@ -614,6 +1104,10 @@ pub struct ElicitationCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ElicitationCapabilities {
     /// A value with every field absent or at its default.
@@ -622,6 +1116,7 @@ impl ElicitationCapabilities {
             form: ::std::default::Default::default(),
             url: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Present when the client can show form elicitations.
@@ -645,9 +1140,53 @@ impl ElicitationCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ElicitationCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ElicitationCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ElicitationCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ElicitationCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ElicitationCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ElicitationCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Marker object: sent as `{}` when the client supports form-based elicitation.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ElicitationFormCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -658,12 +1197,17 @@ pub struct ElicitationFormCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ElicitationFormCapabilities {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -671,9 +1215,53 @@ impl ElicitationFormCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ElicitationFormCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ElicitationFormCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ElicitationFormCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ElicitationFormCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ElicitationFormCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ElicitationFormCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Marker object: sent as `{}` when the client supports URL-based elicitation.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ElicitationUrlCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -684,12 +1272,17 @@ pub struct ElicitationUrlCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ElicitationUrlCapabilities {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -697,9 +1290,53 @@ impl ElicitationUrlCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ElicitationUrlCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ElicitationUrlCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ElicitationUrlCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ElicitationUrlCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ElicitationUrlCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ElicitationUrlCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Features the agent offers to the client, returned by `initialize`. The client must only use optional methods and prompt content the agent advertised here.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct AgentCapabilities {
     /// `true` when the agent serves `session/load`.
@@ -744,6 +1381,10 @@ pub struct AgentCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl AgentCapabilities {
     /// A value with every field absent or at its default.
@@ -755,6 +1396,7 @@ impl AgentCapabilities {
             session_capabilities: ::std::default::Default::default(),
             auth: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// `true` when the agent serves `session/load`.
@@ -799,6 +1441,49 @@ impl AgentCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for AgentCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AgentCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for AgentCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AgentCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for AgentCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl AgentCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 impl ::std::default::Default for AgentCapabilities {
     fn default() -> Self {
@@ -809,11 +1494,13 @@ impl ::std::default::Default for AgentCapabilities {
             meta: Default::default(),
             prompt_capabilities: defaults::agent_capabilities_prompt_capabilities(),
             session_capabilities: defaults::agent_capabilities_session_capabilities(),
+            extra: ::std::default::Default::default(),
         }
     }
 }
 /// Content the agent accepts in `session/prompt` beyond the baseline `text` and `resource_link` blocks every agent must handle.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PromptCapabilities {
     /// `true` when prompts may contain `image` blocks.
@@ -837,6 +1524,10 @@ pub struct PromptCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PromptCapabilities {
     /// A value with every field absent or at its default.
@@ -846,6 +1537,7 @@ impl PromptCapabilities {
             audio: ::std::default::Default::default(),
             embedded_context: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// `true` when prompts may contain `image` blocks.
@@ -868,9 +1560,53 @@ impl PromptCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PromptCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PromptCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PromptCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PromptCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// MCP server transports the agent supports besides stdio, which every agent must support.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct McpCapabilities {
     /// `true` when `mcpServers` may contain `http` servers.
@@ -887,6 +1623,10 @@ pub struct McpCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl McpCapabilities {
     /// A value with every field absent or at its default.
@@ -895,6 +1635,7 @@ impl McpCapabilities {
             http: ::std::default::Default::default(),
             sse: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// `true` when `mcpServers` may contain `http` servers.
@@ -912,9 +1653,53 @@ impl McpCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for McpCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        McpCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for McpCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| McpCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for McpCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl McpCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Optional session features the agent supports. Each field is a marker: present (even `{}`) means supported, absent or `null` means not. `session/load` is advertised by `loadSession` instead.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionCapabilities {
     /// Present when the agent serves `session/list`.
@@ -963,6 +1748,18 @@ pub struct SessionCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Present when the agent serves `session/set_title`. Agents report titles without it; it only says the client may set them.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_set_title")]
+    pub title: ::std::option::Option<SessionTitleCapabilities>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionCapabilities {
     /// A value with every field absent or at its default.
@@ -974,6 +1771,9 @@ impl SessionCapabilities {
             resume: ::std::default::Default::default(),
             close: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_set_title")]
+            title: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Present when the agent serves `session/list`.
@@ -1021,9 +1821,62 @@ impl SessionCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Present when the agent serves `session/set_title`. Agents report titles without it; it only says the client may set them.
+    #[cfg(feature = "unstable_session_set_title")]
+    pub fn title(
+        mut self,
+        value: impl ::std::convert::Into<SessionTitleCapabilities>,
+    ) -> Self {
+        self.title = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Marker object: sent as `{}` when the agent can list its sessions with `session/list`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionListCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1034,12 +1887,17 @@ pub struct SessionListCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionListCapabilities {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1047,9 +1905,53 @@ impl SessionListCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionListCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionListCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionListCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionListCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionListCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionListCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Marker object: sent as `{}` when the agent can delete listed sessions with `session/delete`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionDeleteCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1060,12 +1962,17 @@ pub struct SessionDeleteCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionDeleteCapabilities {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1073,9 +1980,53 @@ impl SessionDeleteCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionDeleteCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionDeleteCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionDeleteCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionDeleteCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionDeleteCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionDeleteCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Marker object: sent as `{}` when the agent accepts extra workspace roots (`additionalDirectories`) in session requests; with `session/list` it may also report them in `SessionInfo`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionAdditionalDirectoriesCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1086,12 +2037,17 @@ pub struct SessionAdditionalDirectoriesCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionAdditionalDirectoriesCapabilities {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1099,9 +2055,53 @@ impl SessionAdditionalDirectoriesCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionAdditionalDirectoriesCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionAdditionalDirectoriesCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionAdditionalDirectoriesCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionAdditionalDirectoriesCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionAdditionalDirectoriesCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionAdditionalDirectoriesCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Marker object: sent as `{}` when the agent can resume sessions with `session/resume`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionResumeCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1112,12 +2112,17 @@ pub struct SessionResumeCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionResumeCapabilities {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1125,9 +2130,53 @@ impl SessionResumeCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionResumeCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionResumeCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionResumeCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionResumeCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionResumeCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionResumeCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Marker object: sent as `{}` when the agent can close sessions with `session/close`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionCloseCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1138,12 +2187,17 @@ pub struct SessionCloseCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionCloseCapabilities {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1151,9 +2205,53 @@ impl SessionCloseCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionCloseCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionCloseCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionCloseCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionCloseCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionCloseCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionCloseCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Optional authentication features of the agent.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct AgentAuthCapabilities {
     /// Present when the agent serves `logout`.
@@ -1171,6 +2269,10 @@ pub struct AgentAuthCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl AgentAuthCapabilities {
     /// A value with every field absent or at its default.
@@ -1178,6 +2280,7 @@ impl AgentAuthCapabilities {
         Self {
             logout: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Present when the agent serves `logout`.
@@ -1193,9 +2296,53 @@ impl AgentAuthCapabilities {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for AgentAuthCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AgentAuthCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for AgentAuthCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AgentAuthCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for AgentAuthCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl AgentAuthCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Marker object: sent as `{}` when the agent serves the `logout` method.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct LogoutCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1206,17 +2353,65 @@ pub struct LogoutCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl LogoutCapabilities {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for LogoutCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        LogoutCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for LogoutCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| LogoutCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for LogoutCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl LogoutCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -1279,7 +2474,10 @@ impl crate::serde_util::TagFirst for AuthMethod {
         match tag.as_deref() {
             Some("terminal") => {
                 match <AuthMethodTerminal as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Terminal(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Terminal(body))
+                    }
                     Err(error) => {
                         <AuthMethodAgent as ::serde::Deserialize>::deserialize(value)
                             .map(Self::Agent)
@@ -1330,6 +2528,7 @@ impl ::std::convert::From<AuthMethodAgent> for AuthMethod {
 }
 /// An authentication method carried out by running the agent's launch command, with extra arguments and environment, in an interactive terminal. Exit status 0 means success; this method is never passed to `authenticate`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct AuthMethodTerminal {
     /// Identifier of this method.
@@ -1365,6 +2564,10 @@ pub struct AuthMethodTerminal {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl AuthMethodTerminal {
     /// A value from its required fields (`id`, `name`); the optional ones start absent or at their default and are set with the builder methods.
@@ -1379,6 +2582,7 @@ impl AuthMethodTerminal {
             args: ::std::default::Default::default(),
             env: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Longer explanation of the method for the user.
@@ -1426,9 +2630,53 @@ impl AuthMethodTerminal {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for AuthMethodTerminal {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AuthMethodTerminal::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for AuthMethodTerminal {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AuthMethodTerminal::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for AuthMethodTerminal {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl AuthMethodTerminal {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// An authentication method the agent carries out itself when the client calls `authenticate` with its `id`. This is the default kind.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct AuthMethodAgent {
     /// Identifier of this method, passed back in `authenticate`.
@@ -1450,6 +2698,10 @@ pub struct AuthMethodAgent {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl AuthMethodAgent {
     /// A value from its required fields (`id`, `name`); the optional ones start absent or at their default and are set with the builder methods.
@@ -1462,6 +2714,7 @@ impl AuthMethodAgent {
             name: name.into(),
             description: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Longer explanation of the method for the user.
@@ -1475,6 +2728,49 @@ impl AuthMethodAgent {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for AuthMethodAgent {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AuthMethodAgent::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for AuthMethodAgent {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AuthMethodAgent::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for AuthMethodAgent {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl AuthMethodAgent {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -1521,6 +2817,7 @@ impl ::std::str::FromStr for AuthMethodId {
 }
 /// Params of `authenticate`: asks the agent to authenticate with one of the methods it advertised.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct AuthenticateRequest {
     /// The chosen method; must be one listed in the `initialize` result.
@@ -1534,6 +2831,10 @@ pub struct AuthenticateRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl AuthenticateRequest {
     /// A value from its required fields (`method_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -1541,6 +2842,7 @@ impl AuthenticateRequest {
         Self {
             method_id: method_id.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1548,9 +2850,53 @@ impl AuthenticateRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for AuthenticateRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AuthenticateRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for AuthenticateRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AuthenticateRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for AuthenticateRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl AuthenticateRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `authenticate`, sent once authentication succeeded. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct AuthenticateResponse {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1561,12 +2907,17 @@ pub struct AuthenticateResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl AuthenticateResponse {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1574,9 +2925,53 @@ impl AuthenticateResponse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for AuthenticateResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AuthenticateResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for AuthenticateResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AuthenticateResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for AuthenticateResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl AuthenticateResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `logout`: ends the current authenticated session. A `null` params value reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct LogoutRequest {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1587,12 +2982,17 @@ pub struct LogoutRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl LogoutRequest {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1600,9 +3000,53 @@ impl LogoutRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for LogoutRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        LogoutRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for LogoutRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| LogoutRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for LogoutRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl LogoutRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `logout`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct LogoutResponse {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1613,12 +3057,17 @@ pub struct LogoutResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl LogoutResponse {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1626,9 +3075,53 @@ impl LogoutResponse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for LogoutResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        LogoutResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for LogoutResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| LogoutResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for LogoutResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl LogoutResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `session/new`: starts a new conversation in a working directory, with the MCP servers the agent should connect to.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct NewSessionRequest {
     /// Absolute path of the session's working directory, the base for relative paths.
@@ -1655,6 +3148,10 @@ pub struct NewSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl NewSessionRequest {
     /// A value from its required fields (`cwd`, `mcp_servers`); the optional ones start absent or at their default and are set with the builder methods.
@@ -1667,6 +3164,7 @@ impl NewSessionRequest {
             additional_directories: ::std::default::Default::default(),
             mcp_servers: mcp_servers.into_iter().collect(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extra absolute workspace roots that widen the session's file scope without changing `cwd`. Absent, `null` or empty means none.
@@ -1687,9 +3185,53 @@ impl NewSessionRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for NewSessionRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        NewSessionRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for NewSessionRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| NewSessionRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for NewSessionRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl NewSessionRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `session/new`: the new session's ID and its initial modes and configuration options.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct NewSessionResponse {
     /// Identifier of the new session, used in every later request about it.
@@ -1718,6 +3260,18 @@ pub struct NewSessionResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// The models the session can use and the one in effect (gemini-cli).
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_model")]
+    pub models: ::std::option::Option<SessionModelState>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl NewSessionResponse {
     /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -1727,6 +3281,9 @@ impl NewSessionResponse {
             modes: ::std::default::Default::default(),
             config_options: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_model")]
+            models: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Available modes and the current one, if the agent has modes.
@@ -1745,6 +3302,58 @@ impl NewSessionResponse {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// The models the session can use and the one in effect (gemini-cli).
+    #[cfg(feature = "unstable_session_model")]
+    pub fn models(
+        mut self,
+        value: impl ::std::convert::Into<SessionModelState>,
+    ) -> Self {
+        self.models = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for NewSessionResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        NewSessionResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for NewSessionResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| NewSessionResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for NewSessionResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl NewSessionResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -1851,7 +3460,10 @@ impl crate::serde_util::TagFirst for McpServer {
         match tag.as_deref() {
             Some("http") => {
                 match <McpServerHttp as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Http(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Http(body))
+                    }
                     Err(error) => {
                         <McpServerStdio as ::serde::Deserialize>::deserialize(value)
                             .map(Self::Stdio)
@@ -1861,7 +3473,10 @@ impl crate::serde_util::TagFirst for McpServer {
             }
             Some("sse") => {
                 match <McpServerSse as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Sse(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Sse(body))
+                    }
                     Err(error) => {
                         <McpServerStdio as ::serde::Deserialize>::deserialize(value)
                             .map(Self::Stdio)
@@ -1930,6 +3545,7 @@ impl ::std::convert::From<McpServerStdio> for McpServer {
 }
 /// An MCP server reached over HTTP.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct McpServerHttp {
     /// Name identifying this server to people.
@@ -1947,6 +3563,10 @@ pub struct McpServerHttp {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl McpServerHttp {
     /// A value from its required fields (`name`, `url`, `headers`); the optional ones start absent or at their default and are set with the builder methods.
@@ -1960,6 +3580,7 @@ impl McpServerHttp {
             url: url.into(),
             headers: headers.into_iter().collect(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -1967,9 +3588,53 @@ impl McpServerHttp {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for McpServerHttp {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        McpServerHttp::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for McpServerHttp {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| McpServerHttp::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for McpServerHttp {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl McpServerHttp {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// An MCP server reached over server-sent events.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct McpServerSse {
     /// Name identifying this server to people.
@@ -1987,6 +3652,10 @@ pub struct McpServerSse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl McpServerSse {
     /// A value from its required fields (`name`, `url`, `headers`); the optional ones start absent or at their default and are set with the builder methods.
@@ -2000,6 +3669,7 @@ impl McpServerSse {
             url: url.into(),
             headers: headers.into_iter().collect(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -2007,9 +3677,53 @@ impl McpServerSse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for McpServerSse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        McpServerSse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for McpServerSse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| McpServerSse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for McpServerSse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl McpServerSse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// An MCP server the agent launches as a child process and talks to over stdin/stdout.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct McpServerStdio {
     /// Name identifying this server to people.
@@ -2030,6 +3744,10 @@ pub struct McpServerStdio {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl McpServerStdio {
     /// A value from its required fields (`name`, `command`, `args`, `env`); the optional ones start absent or at their default and are set with the builder methods.
@@ -2050,6 +3768,7 @@ impl McpServerStdio {
                 .collect(),
             env: env.into_iter().collect(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -2057,9 +3776,53 @@ impl McpServerStdio {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for McpServerStdio {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        McpServerStdio::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for McpServerStdio {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| McpServerStdio::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for McpServerStdio {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl McpServerStdio {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// One HTTP header (name and value) sent to an MCP server.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct HttpHeader {
     /// Header name.
@@ -2074,6 +3837,10 @@ pub struct HttpHeader {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl HttpHeader {
     /// A value from its required fields (`name`, `value`); the optional ones start absent or at their default and are set with the builder methods.
@@ -2085,6 +3852,7 @@ impl HttpHeader {
             name: name.into(),
             value: value.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -2092,9 +3860,53 @@ impl HttpHeader {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for HttpHeader {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        HttpHeader::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for HttpHeader {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| HttpHeader::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for HttpHeader {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl HttpHeader {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// A session's available modes together with which one is in effect.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionModeState {
     /// The active mode.
@@ -2114,6 +3926,10 @@ pub struct SessionModeState {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionModeState {
     /// A value from its required fields (`current_mode_id`, `available_modes`); the optional ones start absent or at their default and are set with the builder methods.
@@ -2125,6 +3941,7 @@ impl SessionModeState {
             current_mode_id: current_mode_id.into(),
             available_modes: available_modes.into_iter().collect(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -2132,9 +3949,53 @@ impl SessionModeState {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionModeState {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionModeState::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionModeState {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionModeState::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionModeState {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionModeState {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// A mode the agent can work in (for example "ask" or "code"), typically changing its prompts, tools or permissions.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionMode {
     /// Identifier of the mode, used by `session/set_mode`.
@@ -2156,6 +4017,10 @@ pub struct SessionMode {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionMode {
     /// A value from its required fields (`id`, `name`); the optional ones start absent or at their default and are set with the builder methods.
@@ -2168,6 +4033,7 @@ impl SessionMode {
             name: name.into(),
             description: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Longer explanation of the mode for the user.
@@ -2181,6 +4047,49 @@ impl SessionMode {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionMode {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionMode::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionMode {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionMode::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionMode {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionMode {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -2227,6 +4136,7 @@ impl ::std::str::FromStr for SessionModeId {
 }
 /// One configuration setting of a session (a model picker, a reasoning level, a toggle...) with its current value. The `type` field and the kind-specific fields sit beside the common ones.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionConfigOption {
     /// Identifier of the option, used by `session/set_config_option`.
@@ -2258,6 +4168,10 @@ pub struct SessionConfigOption {
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
     #[serde(flatten)]
     pub kind: SessionConfigKind,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionConfigOption {
     /// A value from its required fields (`id`, `name`, `kind`); the optional ones start absent or at their default and are set with the builder methods.
@@ -2273,6 +4187,7 @@ impl SessionConfigOption {
             category: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
             kind: kind.into(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Longer explanation of the option for the user.
@@ -2294,6 +4209,49 @@ impl SessionConfigOption {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionConfigOption {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionConfigOption::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionConfigOption {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionConfigOption::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionConfigOption {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionConfigOption {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -2377,7 +4335,10 @@ impl crate::serde_util::TagFirst for SessionConfigKind {
                 match <SessionConfigSelect as ::serde::Deserialize>::deserialize(
                     &value,
                 ) {
-                    Ok(body) => Ok(Self::Select(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Select(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -2385,7 +4346,10 @@ impl crate::serde_util::TagFirst for SessionConfigKind {
                 match <SessionConfigBoolean as ::serde::Deserialize>::deserialize(
                     &value,
                 ) {
-                    Ok(body) => Ok(Self::Boolean(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Boolean(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -2501,6 +4465,7 @@ impl ::std::fmt::Display for SessionConfigOptionCategory {
 }
 /// Fields of a `select` configuration option: the chosen value and the values to choose from.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionConfigSelect {
     /// ID of the choice in effect now.
@@ -2508,6 +4473,10 @@ pub struct SessionConfigSelect {
     pub current_value: SessionConfigValueId,
     /// The values the user can choose from, flat or grouped.
     pub options: SessionConfigSelectOptions,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionConfigSelect {
     /// A value from its required fields (`current_value`, `options`); the optional ones start absent or at their default and are set with the builder methods.
@@ -2518,23 +4487,116 @@ impl SessionConfigSelect {
         Self {
             current_value: current_value.into(),
             options: options.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionConfigSelect {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionConfigSelect::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionConfigSelect {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionConfigSelect::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionConfigSelect {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionConfigSelect {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Fields of a `boolean` configuration option.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionConfigBoolean {
     /// Whether the option is currently on.
     #[serde(rename = "currentValue")]
     pub current_value: bool,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionConfigBoolean {
     /// A value from its required fields (`current_value`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(current_value: bool) -> Self {
         Self {
             current_value: current_value,
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionConfigBoolean {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionConfigBoolean::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionConfigBoolean {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionConfigBoolean::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionConfigBoolean {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionConfigBoolean {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// The choices of a `select` option: either a flat list of values or a list of named groups of values. Both are JSON arrays; an empty array reads as `Ungrouped`.
@@ -2548,6 +4610,7 @@ pub enum SessionConfigSelectOptions {
 }
 /// One value a `select` option can take.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionConfigSelectOption {
     /// Identifier of the value, sent back when the user picks it.
@@ -2569,6 +4632,10 @@ pub struct SessionConfigSelectOption {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionConfigSelectOption {
     /// A value from its required fields (`value`, `name`); the optional ones start absent or at their default and are set with the builder methods.
@@ -2581,6 +4648,7 @@ impl SessionConfigSelectOption {
             name: name.into(),
             description: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Longer explanation of the value for the user.
@@ -2596,9 +4664,53 @@ impl SessionConfigSelectOption {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionConfigSelectOption {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionConfigSelectOption::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionConfigSelectOption {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionConfigSelectOption::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionConfigSelectOption {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionConfigSelectOption {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// A named group of values within a `select` option.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionConfigSelectGroup {
     /// Identifier of the group.
@@ -2616,6 +4728,10 @@ pub struct SessionConfigSelectGroup {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionConfigSelectGroup {
     /// A value from its required fields (`group`, `name`, `options`); the optional ones start absent or at their default and are set with the builder methods.
@@ -2629,11 +4745,55 @@ impl SessionConfigSelectGroup {
             name: name.into(),
             options: options.into_iter().collect(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionConfigSelectGroup {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionConfigSelectGroup::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionConfigSelectGroup {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionConfigSelectGroup::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionConfigSelectGroup {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionConfigSelectGroup {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -2721,6 +4881,7 @@ impl ::std::str::FromStr for SessionConfigGroupId {
 }
 /// Params of `session/load`: reopens an earlier session, and the agent replays its history as `session/update` notifications before answering. Requires `loadSession`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct LoadSessionRequest {
     /// MCP servers the agent should connect to for this session (required, may be empty; `null` reads as empty).
@@ -2750,6 +4911,10 @@ pub struct LoadSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl LoadSessionRequest {
     /// A value from its required fields (`mcp_servers`, `cwd`, `session_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -2764,6 +4929,7 @@ impl LoadSessionRequest {
             additional_directories: ::std::default::Default::default(),
             session_id: session_id.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extra absolute workspace roots. When non-empty it replaces the session's whole list; absent, `null` or empty activates none.
@@ -2784,9 +4950,53 @@ impl LoadSessionRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for LoadSessionRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        LoadSessionRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for LoadSessionRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| LoadSessionRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for LoadSessionRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl LoadSessionRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `session/load`, sent after the history has been replayed. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct LoadSessionResponse {
     /// Available modes and the current one, if the agent has modes.
@@ -2812,6 +5022,18 @@ pub struct LoadSessionResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// The models the session can use and the one in effect (gemini-cli).
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_model")]
+    pub models: ::std::option::Option<SessionModelState>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl LoadSessionResponse {
     /// A value with every field absent or at its default.
@@ -2820,6 +5042,9 @@ impl LoadSessionResponse {
             modes: ::std::default::Default::default(),
             config_options: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_model")]
+            models: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Available modes and the current one, if the agent has modes.
@@ -2840,9 +5065,62 @@ impl LoadSessionResponse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// The models the session can use and the one in effect (gemini-cli).
+    #[cfg(feature = "unstable_session_model")]
+    pub fn models(
+        mut self,
+        value: impl ::std::convert::Into<SessionModelState>,
+    ) -> Self {
+        self.models = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for LoadSessionResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        LoadSessionResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for LoadSessionResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| LoadSessionResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for LoadSessionResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl LoadSessionResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `session/list`: asks for one page of the agent's sessions. Requires `sessionCapabilities.list`. A `null` params value reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ListSessionsRequest {
     /// Only list sessions whose working directory is this absolute path.
@@ -2859,6 +5137,10 @@ pub struct ListSessionsRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ListSessionsRequest {
     /// A value with every field absent or at its default.
@@ -2867,6 +5149,7 @@ impl ListSessionsRequest {
             cwd: ::std::default::Default::default(),
             cursor: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Only list sessions whose working directory is this absolute path.
@@ -2890,9 +5173,53 @@ impl ListSessionsRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ListSessionsRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ListSessionsRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ListSessionsRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ListSessionsRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ListSessionsRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ListSessionsRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `session/list`: one page of sessions and, if there are more, a cursor for the next page.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ListSessionsResponse {
     /// The sessions on this page. Entries that do not parse are dropped, and a malformed list reads as empty.
@@ -2914,6 +5241,10 @@ pub struct ListSessionsResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ListSessionsResponse {
     /// A value from its required fields (`sessions`); the optional ones start absent or at their default and are set with the builder methods.
@@ -2922,6 +5253,7 @@ impl ListSessionsResponse {
             sessions: sessions.into_iter().collect(),
             next_cursor: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Opaque token to pass as `cursor` for the next page; absent on the last page.
@@ -2937,9 +5269,53 @@ impl ListSessionsResponse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ListSessionsResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ListSessionsResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ListSessionsResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ListSessionsResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ListSessionsResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ListSessionsResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Summary of one session as reported by `session/list`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionInfo {
     /// ID of this session.
@@ -2978,6 +5354,10 @@ pub struct SessionInfo {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionInfo {
     /// A value from its required fields (`session_id`, `cwd`); the optional ones start absent or at their default and are set with the builder methods.
@@ -2992,6 +5372,7 @@ impl SessionInfo {
             title: ::std::default::Default::default(),
             updated_at: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// The session's complete, ordered list of extra absolute workspace roots; absent and empty both mean none. Entries that do not parse are dropped.
@@ -3028,9 +5409,53 @@ impl SessionInfo {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionInfo {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionInfo::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionInfo {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionInfo::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionInfo {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionInfo {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `session/delete`: removes a session so it no longer appears in `session/list`. Requires `sessionCapabilities.delete`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct DeleteSessionRequest {
     /// ID of the session being removed.
@@ -3044,6 +5469,10 @@ pub struct DeleteSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl DeleteSessionRequest {
     /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -3051,6 +5480,7 @@ impl DeleteSessionRequest {
         Self {
             session_id: session_id.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -3058,9 +5488,53 @@ impl DeleteSessionRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for DeleteSessionRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        DeleteSessionRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for DeleteSessionRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| DeleteSessionRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for DeleteSessionRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl DeleteSessionRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `session/delete`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct DeleteSessionResponse {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -3071,12 +5545,17 @@ pub struct DeleteSessionResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl DeleteSessionResponse {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -3084,9 +5563,53 @@ impl DeleteSessionResponse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for DeleteSessionResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        DeleteSessionResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for DeleteSessionResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| DeleteSessionResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for DeleteSessionResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl DeleteSessionResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `session/resume`: reopens an earlier session like `session/load` but without replaying its history. Requires `sessionCapabilities.resume`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ResumeSessionRequest {
     /// ID of the session being reopened.
@@ -3118,6 +5641,10 @@ pub struct ResumeSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ResumeSessionRequest {
     /// A value from its required fields (`session_id`, `cwd`); the optional ones start absent or at their default and are set with the builder methods.
@@ -3131,6 +5658,7 @@ impl ResumeSessionRequest {
             additional_directories: ::std::default::Default::default(),
             mcp_servers: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extra absolute workspace roots. When non-empty it replaces the session's whole list; absent, `null` or empty activates none.
@@ -3159,9 +5687,53 @@ impl ResumeSessionRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ResumeSessionRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ResumeSessionRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ResumeSessionRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ResumeSessionRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ResumeSessionRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ResumeSessionRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `session/resume`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ResumeSessionResponse {
     /// Available modes and the current one, if the agent has modes.
@@ -3187,6 +5759,10 @@ pub struct ResumeSessionResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ResumeSessionResponse {
     /// A value with every field absent or at its default.
@@ -3195,6 +5771,7 @@ impl ResumeSessionResponse {
             modes: ::std::default::Default::default(),
             config_options: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Available modes and the current one, if the agent has modes.
@@ -3215,9 +5792,53 @@ impl ResumeSessionResponse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ResumeSessionResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ResumeSessionResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ResumeSessionResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ResumeSessionResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ResumeSessionResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ResumeSessionResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `session/close`: the agent cancels any work in the session (as for `session/cancel`) and frees its resources. Requires `sessionCapabilities.close`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct CloseSessionRequest {
     /// ID of the session being shut down.
@@ -3231,6 +5852,10 @@ pub struct CloseSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl CloseSessionRequest {
     /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -3238,6 +5863,7 @@ impl CloseSessionRequest {
         Self {
             session_id: session_id.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -3245,9 +5871,53 @@ impl CloseSessionRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for CloseSessionRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CloseSessionRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CloseSessionRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CloseSessionRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for CloseSessionRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CloseSessionRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `session/close`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct CloseSessionResponse {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -3258,12 +5928,17 @@ pub struct CloseSessionResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl CloseSessionResponse {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -3271,9 +5946,53 @@ impl CloseSessionResponse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for CloseSessionResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CloseSessionResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CloseSessionResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CloseSessionResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for CloseSessionResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CloseSessionResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `session/set_mode`: switches a session to another of its advertised modes.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SetSessionModeRequest {
     /// The session whose mode changes.
@@ -3290,6 +6009,10 @@ pub struct SetSessionModeRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SetSessionModeRequest {
     /// A value from its required fields (`session_id`, `mode_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -3301,6 +6024,7 @@ impl SetSessionModeRequest {
             session_id: session_id.into(),
             mode_id: mode_id.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -3308,9 +6032,53 @@ impl SetSessionModeRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SetSessionModeRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetSessionModeRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SetSessionModeRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetSessionModeRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SetSessionModeRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SetSessionModeRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `session/set_mode`. A `null` result reads as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SetSessionModeResponse {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -3321,12 +6089,17 @@ pub struct SetSessionModeResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SetSessionModeResponse {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -3334,9 +6107,53 @@ impl SetSessionModeResponse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SetSessionModeResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetSessionModeResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SetSessionModeResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetSessionModeResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SetSessionModeResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SetSessionModeResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `session/set_config_option`: changes one configuration option of a session. The new value (and, for booleans, `type`) sits beside the fields below.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SetSessionConfigOptionRequest {
     /// The session whose option changes.
@@ -3356,6 +6173,10 @@ pub struct SetSessionConfigOptionRequest {
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
     #[serde(flatten)]
     pub value: SessionConfigOptionValue,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SetSessionConfigOptionRequest {
     /// A value from its required fields (`session_id`, `config_id`, `value`); the optional ones start absent or at their default and are set with the builder methods.
@@ -3369,11 +6190,55 @@ impl SetSessionConfigOptionRequest {
             config_id: config_id.into(),
             meta: ::std::default::Default::default(),
             value: value.into(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SetSessionConfigOptionRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetSessionConfigOptionRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SetSessionConfigOptionRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetSessionConfigOptionRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SetSessionConfigOptionRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SetSessionConfigOptionRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -3442,7 +6307,10 @@ impl crate::serde_util::TagFirst for SessionConfigOptionValue {
                 match <SessionConfigBooleanValue as ::serde::Deserialize>::deserialize(
                     &value,
                 ) {
-                    Ok(body) => Ok(Self::Boolean(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Boolean(body))
+                    }
                     Err(error) => {
                         <SessionConfigValueIdValue as ::serde::Deserialize>::deserialize(
                                 value,
@@ -3501,32 +6369,135 @@ impl ::std::convert::From<SessionConfigValueId> for SessionConfigOptionValue {
 }
 /// Fields of a boolean `session/set_config_option` value.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionConfigBooleanValue {
     /// The new state of the toggle.
     pub value: bool,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionConfigBooleanValue {
     /// A value from its required fields (`value`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(value: bool) -> Self {
-        Self { value: value }
+        Self {
+            value: value,
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionConfigBooleanValue {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionConfigBooleanValue::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionConfigBooleanValue {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionConfigBooleanValue::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionConfigBooleanValue {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionConfigBooleanValue {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Fields of a value-ID `session/set_config_option` value.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionConfigValueIdValue {
     /// The newly selected value; one of the option's `options`.
     pub value: SessionConfigValueId,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionConfigValueIdValue {
     /// A value from its required fields (`value`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(value: impl ::std::convert::Into<SessionConfigValueId>) -> Self {
-        Self { value: value.into() }
+        Self {
+            value: value.into(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionConfigValueIdValue {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionConfigValueIdValue::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionConfigValueIdValue {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionConfigValueIdValue::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionConfigValueIdValue {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionConfigValueIdValue {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Result of `session/set_config_option`: every option of the session with its value after the change, since one change may affect others.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SetSessionConfigOptionResponse {
     /// The complete, updated list of options. Entries that do not parse are dropped, and a malformed list reads as empty.
@@ -3543,6 +6514,10 @@ pub struct SetSessionConfigOptionResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SetSessionConfigOptionResponse {
     /// A value from its required fields (`config_options`); the optional ones start absent or at their default and are set with the builder methods.
@@ -3552,6 +6527,7 @@ impl SetSessionConfigOptionResponse {
         Self {
             config_options: config_options.into_iter().collect(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -3559,9 +6535,53 @@ impl SetSessionConfigOptionResponse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SetSessionConfigOptionResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetSessionConfigOptionResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SetSessionConfigOptionResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetSessionConfigOptionResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SetSessionConfigOptionResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SetSessionConfigOptionResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `session/prompt`: sends a user message to a session and starts a turn. The agent streams progress as `session/update` notifications and answers when the turn ends.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PromptRequest {
     /// The session that receives the message.
@@ -3577,6 +6597,10 @@ pub struct PromptRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PromptRequest {
     /// A value from its required fields (`session_id`, `prompt`); the optional ones start absent or at their default and are set with the builder methods.
@@ -3588,6 +6612,7 @@ impl PromptRequest {
             session_id: session_id.into(),
             prompt: prompt.into_iter().collect(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -3595,9 +6620,53 @@ impl PromptRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PromptRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PromptRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PromptRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PromptRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `session/prompt`, sent when the turn is over.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PromptResponse {
     /// Why the turn ended.
@@ -3611,6 +6680,18 @@ pub struct PromptResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Tokens the turn used, when the agent reports them.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_end_turn_token_usage")]
+    pub usage: ::std::option::Option<Usage>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PromptResponse {
     /// A value from its required fields (`stop_reason`); the optional ones start absent or at their default and are set with the builder methods.
@@ -3618,11 +6699,63 @@ impl PromptResponse {
         Self {
             stop_reason: stop_reason.into(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_end_turn_token_usage")]
+            usage: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Tokens the turn used, when the agent reports them.
+    #[cfg(feature = "unstable_end_turn_token_usage")]
+    pub fn usage(mut self, value: impl ::std::convert::Into<Usage>) -> Self {
+        self.usage = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PromptResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PromptResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PromptResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PromptResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -3668,6 +6801,7 @@ impl ::std::fmt::Display for StopReason {
 }
 /// Params of the `session/cancel` notification: asks the agent to stop the session's running turn. The pending `session/prompt` then ends with stop reason `cancelled`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct CancelNotification {
     /// The session whose work should stop.
@@ -3681,6 +6815,10 @@ pub struct CancelNotification {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl CancelNotification {
     /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -3688,6 +6826,7 @@ impl CancelNotification {
         Self {
             session_id: session_id.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
@@ -3695,9 +6834,53 @@ impl CancelNotification {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for CancelNotification {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CancelNotification::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CancelNotification {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CancelNotification::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for CancelNotification {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CancelNotification {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `session/update`: one streamed event about a session, sent by the agent to the client (mostly while a prompt turn runs). Never answered.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionNotification {
     /// Session the update belongs to.
@@ -3713,6 +6896,10 @@ pub struct SessionNotification {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionNotification {
     /// A value from its required fields (`session_id`, `update`); the optional ones start absent or at their default and are set with the builder methods.
@@ -3724,11 +6911,55 @@ impl SessionNotification {
             session_id: session_id.into(),
             update: update.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionNotification {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionNotification::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionNotification {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionNotification::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionNotification {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionNotification {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -3940,37 +7171,61 @@ impl crate::serde_util::TagFirst for SessionUpdate {
         match tag.as_deref() {
             Some("user_message_chunk") => {
                 match <ContentChunk as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::UserMessageChunk(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::UserMessageChunk(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("agent_message_chunk") => {
                 match <ContentChunk as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::AgentMessageChunk(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::AgentMessageChunk(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("agent_thought_chunk") => {
                 match <ContentChunk as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::AgentThoughtChunk(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::AgentThoughtChunk(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("tool_call") => {
                 match <ToolCall as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::ToolCall(::std::boxed::Box::new(body))),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::ToolCall(::std::boxed::Box::new(body)))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("tool_call_update") => {
                 match <ToolCallUpdate as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::ToolCallUpdate(::std::boxed::Box::new(body))),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::ToolCallUpdate(::std::boxed::Box::new(body)))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("plan") => {
                 match <Plan as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Plan(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::Plan(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -3978,43 +7233,71 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                 match <AvailableCommandsUpdate as ::serde::Deserialize>::deserialize(
                     &value,
                 ) {
-                    Ok(body) => Ok(Self::AvailableCommandsUpdate(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::AvailableCommandsUpdate(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("current_mode_update") => {
                 match <CurrentModeUpdate as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::CurrentModeUpdate(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::CurrentModeUpdate(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("config_option_update") => {
                 match <ConfigOptionUpdate as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::ConfigOptionUpdate(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::ConfigOptionUpdate(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("session_info_update") => {
                 match <SessionInfoUpdate as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::SessionInfoUpdate(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::SessionInfoUpdate(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("usage_update") => {
                 match <UsageUpdate as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::UsageUpdate(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::UsageUpdate(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("notice") => {
                 match <Notice as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Notice(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::Notice(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("compaction_update") => {
                 match <CompactionUpdate as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::CompactionUpdate(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::CompactionUpdate(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -4022,7 +7305,11 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                 match <CompactionSummaryChunk as ::serde::Deserialize>::deserialize(
                     &value,
                 ) {
-                    Ok(body) => Ok(Self::CompactionSummaryChunk(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::CompactionSummaryChunk(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -4180,6 +7467,7 @@ impl ::std::convert::From<CompactionSummaryChunk> for SessionUpdate {
 }
 /// A streamed fragment of a user message, agent reply or agent reasoning. Consecutive chunks with the same `messageId` form one message.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ContentChunk {
     /// The fragment's content.
@@ -4200,6 +7488,10 @@ pub struct ContentChunk {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ContentChunk {
     /// A value from its required fields (`content`); the optional ones start absent or at their default and are set with the builder methods.
@@ -4208,6 +7500,7 @@ impl ContentChunk {
             content: content.into(),
             message_id: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Message this fragment belongs to; a new id starts a new message. Absent when the agent does not track message ids.
@@ -4218,6 +7511,49 @@ impl ContentChunk {
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ContentChunk {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ContentChunk::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ContentChunk {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ContentChunk::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ContentChunk {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ContentChunk {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -4371,31 +7707,46 @@ impl crate::serde_util::TagFirst for ContentBlock {
         match tag.as_deref() {
             Some("text") => {
                 match <TextContent as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Text(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Text(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("image") => {
                 match <ImageContent as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Image(::std::boxed::Box::new(body))),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Image(::std::boxed::Box::new(body)))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("audio") => {
                 match <AudioContent as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Audio(::std::boxed::Box::new(body))),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Audio(::std::boxed::Box::new(body)))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("resource_link") => {
                 match <ResourceLink as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::ResourceLink(::std::boxed::Box::new(body))),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::ResourceLink(::std::boxed::Box::new(body)))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("resource") => {
                 match <EmbeddedResource as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Resource(::std::boxed::Box::new(body))),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Resource(::std::boxed::Box::new(body)))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -4469,6 +7820,7 @@ impl ::std::convert::From<EmbeddedResourceResource> for ContentBlock {
 }
 /// Body of a `text` content block.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct TextContent {
     /// Display and routing hints for this content.
@@ -4488,6 +7840,10 @@ pub struct TextContent {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl TextContent {
     /// A value from its required fields (`text`); the optional ones start absent or at their default and are set with the builder methods.
@@ -4496,6 +7852,7 @@ impl TextContent {
             annotations: ::std::default::Default::default(),
             text: text.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Display and routing hints for this content.
@@ -4508,9 +7865,53 @@ impl TextContent {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for TextContent {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        TextContent::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for TextContent {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| TextContent::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for TextContent {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl TextContent {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Body of an `image` content block.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ImageContent {
     /// Display and routing hints for this content.
@@ -4540,6 +7941,10 @@ pub struct ImageContent {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ImageContent {
     /// A value from its required fields (`data`, `mime_type`); the optional ones start absent or at their default and are set with the builder methods.
@@ -4553,6 +7958,7 @@ impl ImageContent {
             mime_type: mime_type.into(),
             uri: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Display and routing hints for this content.
@@ -4573,9 +7979,53 @@ impl ImageContent {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ImageContent {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ImageContent::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ImageContent {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ImageContent::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ImageContent {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ImageContent {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Body of an `audio` content block.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct AudioContent {
     /// Display and routing hints for this content.
@@ -4598,6 +8048,10 @@ pub struct AudioContent {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl AudioContent {
     /// A value from its required fields (`data`, `mime_type`); the optional ones start absent or at their default and are set with the builder methods.
@@ -4610,6 +8064,7 @@ impl AudioContent {
             data: data.into(),
             mime_type: mime_type.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Display and routing hints for this content.
@@ -4622,9 +8077,53 @@ impl AudioContent {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for AudioContent {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AudioContent::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for AudioContent {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AudioContent::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for AudioContent {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl AudioContent {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Body of a `resource_link` content block: a pointer to a resource (file, URL, MCP resource) that is not inlined.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ResourceLink {
     /// Display and routing hints for this content.
@@ -4675,6 +8174,10 @@ pub struct ResourceLink {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ResourceLink {
     /// A value from its required fields (`name`, `uri`); the optional ones start absent or at their default and are set with the builder methods.
@@ -4691,6 +8194,7 @@ impl ResourceLink {
             title: ::std::default::Default::default(),
             uri: uri.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Display and routing hints for this content.
@@ -4732,9 +8236,53 @@ impl ResourceLink {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ResourceLink {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ResourceLink::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ResourceLink {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ResourceLink::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ResourceLink {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ResourceLink {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Body of a `resource` content block: a resource whose contents travel inline, saving the receiver a fetch.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct EmbeddedResource {
     /// Display and routing hints for this content.
@@ -4754,6 +8302,10 @@ pub struct EmbeddedResource {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl EmbeddedResource {
     /// A value from its required fields (`resource`); the optional ones start absent or at their default and are set with the builder methods.
@@ -4762,6 +8314,7 @@ impl EmbeddedResource {
             annotations: ::std::default::Default::default(),
             resource: resource.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Display and routing hints for this content.
@@ -4772,6 +8325,49 @@ impl EmbeddedResource {
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for EmbeddedResource {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        EmbeddedResource::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for EmbeddedResource {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| EmbeddedResource::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for EmbeddedResource {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl EmbeddedResource {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -4796,6 +8392,7 @@ impl ::std::convert::From<BlobResourceContents> for EmbeddedResourceResource {
 }
 /// Contents of a textual resource.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct TextResourceContents {
     /// MIME type of the text, if known.
@@ -4818,6 +8415,10 @@ pub struct TextResourceContents {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl TextResourceContents {
     /// A value from its required fields (`text`, `uri`); the optional ones start absent or at their default and are set with the builder methods.
@@ -4830,6 +8431,7 @@ impl TextResourceContents {
             text: text.into(),
             uri: uri.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// MIME type of the text, if known.
@@ -4845,9 +8447,53 @@ impl TextResourceContents {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for TextResourceContents {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        TextResourceContents::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for TextResourceContents {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| TextResourceContents::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for TextResourceContents {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl TextResourceContents {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Contents of a binary resource.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct BlobResourceContents {
     /// The resource's bytes, base64-encoded.
@@ -4870,6 +8516,10 @@ pub struct BlobResourceContents {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl BlobResourceContents {
     /// A value from its required fields (`blob`, `uri`); the optional ones start absent or at their default and are set with the builder methods.
@@ -4882,6 +8532,7 @@ impl BlobResourceContents {
             mime_type: ::std::default::Default::default(),
             uri: uri.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// MIME type of the bytes, if known.
@@ -4897,9 +8548,53 @@ impl BlobResourceContents {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for BlobResourceContents {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        BlobResourceContents::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for BlobResourceContents {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| BlobResourceContents::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for BlobResourceContents {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl BlobResourceContents {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Optional hints (as in MCP) telling the client who content is meant for and how prominent it should be.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct Annotations {
     /// Who the content is intended for; entries that are not valid roles are dropped.
@@ -4932,6 +8627,10 @@ pub struct Annotations {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl Annotations {
     /// A value with every field absent or at its default.
@@ -4941,6 +8640,7 @@ impl Annotations {
             last_modified: ::std::default::Default::default(),
             priority: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Who the content is intended for; entries that are not valid roles are dropped.
@@ -4967,6 +8667,49 @@ impl Annotations {
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for Annotations {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        Annotations::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for Annotations {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| Annotations::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for Annotations {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl Annotations {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -5000,6 +8743,7 @@ impl ::std::fmt::Display for Role {
 }
 /// A tool call the agent announces with a `tool_call` update. Later `tool_call_update`s with the same `toolCallId` change it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ToolCall {
     /// Identifier of the call, unique within the session.
@@ -5064,6 +8808,10 @@ pub struct ToolCall {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ToolCall {
     /// A value from its required fields (`tool_call_id`, `title`); the optional ones start absent or at their default and are set with the builder methods.
@@ -5082,6 +8830,7 @@ impl ToolCall {
             raw_input: ::std::default::Default::default(),
             raw_output: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Machine name of the tool, when the agent exposes it.
@@ -5139,9 +8888,53 @@ impl ToolCall {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ToolCall {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ToolCall::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ToolCall {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ToolCall::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ToolCall {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ToolCall {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// A change to a tool call: only `toolCallId` is required, and every field that is present replaces the stored value (absent and `null` both mean unchanged). Also used to describe the call in a permission request.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ToolCallUpdate {
     /// The tool call being changed.
@@ -5211,6 +9004,10 @@ pub struct ToolCallUpdate {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ToolCallUpdate {
     /// A value from its required fields (`tool_call_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -5226,6 +9023,7 @@ impl ToolCallUpdate {
             raw_input: ::std::default::Default::default(),
             raw_output: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// New category.
@@ -5289,6 +9087,49 @@ impl ToolCallUpdate {
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ToolCallUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ToolCallUpdate::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ToolCallUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ToolCallUpdate::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ToolCallUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ToolCallUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -5540,19 +9381,28 @@ impl crate::serde_util::TagFirst for ToolCallContent {
         match tag.as_deref() {
             Some("content") => {
                 match <Content as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Content(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Content(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("diff") => {
                 match <Diff as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Diff(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Diff(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("terminal") => {
                 match <Terminal as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Terminal(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Terminal(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -5605,6 +9455,7 @@ impl ::std::convert::From<TerminalId> for ToolCallContent {
 }
 /// Body of a `content` tool call item: wraps one content block.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct Content {
     /// The wrapped block.
@@ -5617,6 +9468,10 @@ pub struct Content {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl Content {
     /// A value from its required fields (`content`); the optional ones start absent or at their default and are set with the builder methods.
@@ -5624,6 +9479,7 @@ impl Content {
         Self {
             content: content.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -5631,9 +9487,53 @@ impl Content {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for Content {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        Content::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for Content {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| Content::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for Content {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl Content {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Body of a `diff` tool call item: the old and new text of one file.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct Diff {
     /// Absolute path of the changed file.
@@ -5657,6 +9557,10 @@ pub struct Diff {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl Diff {
     /// A value from its required fields (`path`, `new_text`); the optional ones start absent or at their default and are set with the builder methods.
@@ -5669,6 +9573,7 @@ impl Diff {
             old_text: ::std::default::Default::default(),
             new_text: new_text.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Text before the change; absent or `null` when the file is new.
@@ -5684,9 +9589,50 @@ impl Diff {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for Diff {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        Diff::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for Diff {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(deserializer, |d| Diff::deserialize(d))
+    }
+}
+impl crate::HasExtra for Diff {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl Diff {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Body of a `terminal` tool call item: shows the output of a terminal the agent created.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct Terminal {
     /// The terminal, as returned by `terminal/create`.
@@ -5700,6 +9646,10 @@ pub struct Terminal {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl Terminal {
     /// A value from its required fields (`terminal_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -5707,11 +9657,55 @@ impl Terminal {
         Self {
             terminal_id: terminal_id.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for Terminal {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        Terminal::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for Terminal {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| Terminal::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for Terminal {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl Terminal {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -5758,6 +9752,7 @@ impl ::std::str::FromStr for TerminalId {
 }
 /// A file (and optionally a line) a tool call reads or changes.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ToolCallLocation {
     /// Absolute path of the file.
@@ -5777,6 +9772,10 @@ pub struct ToolCallLocation {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ToolCallLocation {
     /// A value from its required fields (`path`); the optional ones start absent or at their default and are set with the builder methods.
@@ -5785,6 +9784,7 @@ impl ToolCallLocation {
             path: path.into(),
             line: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Line within the file, counted from 1.
@@ -5797,9 +9797,53 @@ impl ToolCallLocation {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ToolCallLocation {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ToolCallLocation::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ToolCallLocation {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ToolCallLocation::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ToolCallLocation {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ToolCallLocation {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// The agent's plan for the current work. Each `plan` update carries the complete list and replaces the previous plan.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct Plan {
     /// All tasks of the plan with their current status. Entries that fail to parse are dropped, and an unreadable list reads as empty.
@@ -5813,6 +9857,10 @@ pub struct Plan {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl Plan {
     /// A value from its required fields (`entries`); the optional ones start absent or at their default and are set with the builder methods.
@@ -5820,6 +9868,7 @@ impl Plan {
         Self {
             entries: entries.into_iter().collect(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -5827,9 +9876,50 @@ impl Plan {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for Plan {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        Plan::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for Plan {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(deserializer, |d| Plan::deserialize(d))
+    }
+}
+impl crate::HasExtra for Plan {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl Plan {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// One task of a plan.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PlanEntry {
     /// What the task is about, for people.
@@ -5846,6 +9936,10 @@ pub struct PlanEntry {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PlanEntry {
     /// A value from its required fields (`content`, `priority`, `status`); the optional ones start absent or at their default and are set with the builder methods.
@@ -5859,11 +9953,55 @@ impl PlanEntry {
             priority: priority.into(),
             status: status.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PlanEntry {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanEntry::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PlanEntry {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanEntry::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PlanEntry {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PlanEntry {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -5933,6 +10071,7 @@ impl ::std::fmt::Display for PlanEntryStatus {
 }
 /// Body of an `available_commands_update`: the complete list of slash commands, replacing the previous one.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct AvailableCommandsUpdate {
     /// The commands. Entries that fail to parse are dropped, and an unreadable list reads as empty.
@@ -5949,6 +10088,10 @@ pub struct AvailableCommandsUpdate {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl AvailableCommandsUpdate {
     /// A value from its required fields (`available_commands`); the optional ones start absent or at their default and are set with the builder methods.
@@ -5958,6 +10101,7 @@ impl AvailableCommandsUpdate {
         Self {
             available_commands: available_commands.into_iter().collect(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -5965,9 +10109,53 @@ impl AvailableCommandsUpdate {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for AvailableCommandsUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AvailableCommandsUpdate::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for AvailableCommandsUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AvailableCommandsUpdate::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for AvailableCommandsUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl AvailableCommandsUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// A slash command the user can invoke in the prompt, such as `/create_plan`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct AvailableCommand {
     /// Command name without the slash.
@@ -5989,6 +10177,10 @@ pub struct AvailableCommand {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl AvailableCommand {
     /// A value from its required fields (`name`, `description`); the optional ones start absent or at their default and are set with the builder methods.
@@ -6001,6 +10193,7 @@ impl AvailableCommand {
             description: description.into(),
             input: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// How the command takes input; absent when it takes none.
@@ -6014,6 +10207,49 @@ impl AvailableCommand {
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for AvailableCommand {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AvailableCommand::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for AvailableCommand {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AvailableCommand::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for AvailableCommand {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl AvailableCommand {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -6031,6 +10267,7 @@ impl ::std::convert::From<UnstructuredCommandInput> for AvailableCommandInput {
 }
 /// Free-text command input: whatever follows the command name.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct UnstructuredCommandInput {
     /// Placeholder shown while the user has not typed any input yet.
@@ -6043,6 +10280,10 @@ pub struct UnstructuredCommandInput {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl UnstructuredCommandInput {
     /// A value from its required fields (`hint`); the optional ones start absent or at their default and are set with the builder methods.
@@ -6050,6 +10291,7 @@ impl UnstructuredCommandInput {
         Self {
             hint: hint.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -6057,9 +10299,53 @@ impl UnstructuredCommandInput {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for UnstructuredCommandInput {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        UnstructuredCommandInput::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for UnstructuredCommandInput {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| UnstructuredCommandInput::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for UnstructuredCommandInput {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl UnstructuredCommandInput {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Body of a `current_mode_update`: the session now runs in another mode.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct CurrentModeUpdate {
     /// The mode now active.
@@ -6073,6 +10359,10 @@ pub struct CurrentModeUpdate {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl CurrentModeUpdate {
     /// A value from its required fields (`current_mode_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -6080,6 +10370,7 @@ impl CurrentModeUpdate {
         Self {
             current_mode_id: current_mode_id.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -6087,9 +10378,53 @@ impl CurrentModeUpdate {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for CurrentModeUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CurrentModeUpdate::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CurrentModeUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CurrentModeUpdate::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for CurrentModeUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CurrentModeUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Body of a `config_option_update`: the complete set of configuration options with their current values.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ConfigOptionUpdate {
     /// All options. Entries that fail to parse are dropped, and an unreadable list reads as empty.
@@ -6106,6 +10441,10 @@ pub struct ConfigOptionUpdate {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ConfigOptionUpdate {
     /// A value from its required fields (`config_options`); the optional ones start absent or at their default and are set with the builder methods.
@@ -6115,6 +10454,7 @@ impl ConfigOptionUpdate {
         Self {
             config_options: config_options.into_iter().collect(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -6122,9 +10462,53 @@ impl ConfigOptionUpdate {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ConfigOptionUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ConfigOptionUpdate::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ConfigOptionUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ConfigOptionUpdate::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ConfigOptionUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ConfigOptionUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Body of a `session_info_update`: a partial change to the session's metadata; fields that are absent stay as they are.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SessionInfoUpdate {
     /// New human-readable session title. The protocol gives an explicit `null` the meaning "clear the title".
@@ -6150,6 +10534,10 @@ pub struct SessionInfoUpdate {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SessionInfoUpdate {
     /// A value with every field absent or at its default.
@@ -6158,6 +10546,7 @@ impl SessionInfoUpdate {
             title: ::std::default::Default::default(),
             updated_at: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// New human-readable session title. The protocol gives an explicit `null` the meaning "clear the title".
@@ -6182,9 +10571,53 @@ impl SessionInfoUpdate {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionInfoUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionInfoUpdate::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionInfoUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionInfoUpdate::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionInfoUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionInfoUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Body of a `usage_update`: how full the context window is and, optionally, what the session has cost so far.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct UsageUpdate {
     /// Number of tokens the context window holds right now.
@@ -6206,6 +10639,10 @@ pub struct UsageUpdate {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl UsageUpdate {
     /// A value from its required fields (`used`, `size`); the optional ones start absent or at their default and are set with the builder methods.
@@ -6215,6 +10652,7 @@ impl UsageUpdate {
             size: size,
             cost: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Cumulative cost of the session, when the agent knows it.
@@ -6227,9 +10665,53 @@ impl UsageUpdate {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for UsageUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        UsageUpdate::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for UsageUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| UsageUpdate::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for UsageUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl UsageUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// An amount spent, with its unit.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct Cost {
     /// Total spent on the session so far.
@@ -6244,6 +10726,10 @@ pub struct Cost {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl Cost {
     /// A value from its required fields (`amount`, `currency`); the optional ones start absent or at their default and are set with the builder methods.
@@ -6255,6 +10741,7 @@ impl Cost {
             amount: amount,
             currency: currency.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -6262,9 +10749,50 @@ impl Cost {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for Cost {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        Cost::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for Cost {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(deserializer, |d| Cost::deserialize(d))
+    }
+}
+impl crate::HasExtra for Cost {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl Cost {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Body of a `notice` update: a fire-and-forget message for the user that is not kept in the session history. Agents must not count on it being shown.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct Notice {
     /// How prominently to present the notice.
@@ -6286,6 +10814,10 @@ pub struct Notice {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl Notice {
     /// A value from its required fields (`severity`, `title`); the optional ones start absent or at their default and are set with the builder methods.
@@ -6298,6 +10830,7 @@ impl Notice {
             title: title.into(),
             description: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Optional plain-text details or advice.
@@ -6311,6 +10844,49 @@ impl Notice {
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for Notice {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        Notice::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for Notice {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| Notice::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for Notice {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl Notice {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -6348,6 +10924,7 @@ impl ::std::fmt::Display for NoticeSeverity {
 }
 /// Body of a `compaction_update`: creates a context compaction (the first update for an id fixes its place in the timeline) or patches it. The protocol gives `summary`, `error` and `_meta` patch semantics: absent keeps the stored value, `null` clears it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct CompactionUpdate {
     /// The compaction, as named by the agent; unique within the session.
@@ -6379,6 +10956,10 @@ pub struct CompactionUpdate {
         deserialize_with = "crate::serde_util::null_clears"
     )]
     pub meta: ::std::option::Option<::std::option::Option<crate::Meta>>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl CompactionUpdate {
     /// A value from its required fields (`compaction_id`, `status`); the optional ones start absent or at their default and are set with the builder methods.
@@ -6392,6 +10973,7 @@ impl CompactionUpdate {
             summary: ::std::default::Default::default(),
             error: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Complete new summary for the user, replacing the stored one; blocks that fail to parse are dropped.
@@ -6416,6 +10998,49 @@ impl CompactionUpdate {
     /// `None` writes an explicit `null`, which clears the value on the peer's side.
     pub fn meta(mut self, value: ::std::option::Option<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value);
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for CompactionUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CompactionUpdate::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CompactionUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CompactionUpdate::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for CompactionUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CompactionUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -6509,6 +11134,7 @@ impl CompactionStatus {
 }
 /// Body of a `compaction_summary_chunk`: one content block appended to a compaction's summary, in the order received. An unseen id creates an in-progress compaction.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct CompactionSummaryChunk {
     /// The compaction whose summary grows.
@@ -6524,6 +11150,10 @@ pub struct CompactionSummaryChunk {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl CompactionSummaryChunk {
     /// A value from its required fields (`compaction_id`, `content`); the optional ones start absent or at their default and are set with the builder methods.
@@ -6535,6 +11165,7 @@ impl CompactionSummaryChunk {
             compaction_id: compaction_id.into(),
             content: content.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata for this chunk only.
@@ -6542,9 +11173,53 @@ impl CompactionSummaryChunk {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for CompactionSummaryChunk {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CompactionSummaryChunk::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CompactionSummaryChunk {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CompactionSummaryChunk::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for CompactionSummaryChunk {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CompactionSummaryChunk {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `session/request_permission`: the agent asks the user, through the client, whether a tool call may proceed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct RequestPermissionRequest {
     /// Session the tool call runs in.
@@ -6563,6 +11238,10 @@ pub struct RequestPermissionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl RequestPermissionRequest {
     /// A value from its required fields (`session_id`, `tool_call`, `options`); the optional ones start absent or at their default and are set with the builder methods.
@@ -6576,6 +11255,7 @@ impl RequestPermissionRequest {
             tool_call: tool_call.into(),
             options: options.into_iter().collect(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -6583,9 +11263,53 @@ impl RequestPermissionRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for RequestPermissionRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        RequestPermissionRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for RequestPermissionRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| RequestPermissionRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for RequestPermissionRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl RequestPermissionRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `session/request_permission`: what the user decided.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct RequestPermissionResponse {
     /// The decision, or `cancelled` when the turn was cancelled first.
@@ -6598,6 +11322,10 @@ pub struct RequestPermissionResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl RequestPermissionResponse {
     /// A value from its required fields (`outcome`); the optional ones start absent or at their default and are set with the builder methods.
@@ -6605,6 +11333,7 @@ impl RequestPermissionResponse {
         Self {
             outcome: outcome.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -6612,9 +11341,53 @@ impl RequestPermissionResponse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for RequestPermissionResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        RequestPermissionResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for RequestPermissionResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| RequestPermissionResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for RequestPermissionResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl RequestPermissionResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// One choice offered in a permission request.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct PermissionOption {
     /// Identifier returned when the user picks this option.
@@ -6632,6 +11405,10 @@ pub struct PermissionOption {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl PermissionOption {
     /// A value from its required fields (`option_id`, `name`, `kind`); the optional ones start absent or at their default and are set with the builder methods.
@@ -6645,11 +11422,55 @@ impl PermissionOption {
             name: name.into(),
             kind: kind.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PermissionOption {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PermissionOption::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PermissionOption {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PermissionOption::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PermissionOption {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PermissionOption {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -6805,7 +11626,10 @@ impl crate::serde_util::TagFirst for RequestPermissionOutcome {
                 match <SelectedPermissionOutcome as ::serde::Deserialize>::deserialize(
                     &value,
                 ) {
-                    Ok(body) => Ok(Self::Selected(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("outcome");
+                        Ok(Self::Selected(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -6832,6 +11656,7 @@ impl ::std::convert::From<PermissionOptionId> for RequestPermissionOutcome {
 }
 /// Body of a `selected` outcome.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct SelectedPermissionOutcome {
     /// The option the user picked.
@@ -6845,6 +11670,10 @@ pub struct SelectedPermissionOutcome {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl SelectedPermissionOutcome {
     /// A value from its required fields (`option_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -6852,6 +11681,7 @@ impl SelectedPermissionOutcome {
         Self {
             option_id: option_id.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -6859,9 +11689,53 @@ impl SelectedPermissionOutcome {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SelectedPermissionOutcome {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SelectedPermissionOutcome::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SelectedPermissionOutcome {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SelectedPermissionOutcome::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SelectedPermissionOutcome {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SelectedPermissionOutcome {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `fs/read_text_file`: the agent reads a text file through the client, which sees unsaved editor buffers. Only for clients advertising `fs.readTextFile`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ReadTextFileRequest {
     /// Session the read is made for.
@@ -6883,6 +11757,10 @@ pub struct ReadTextFileRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ReadTextFileRequest {
     /// A value from its required fields (`session_id`, `path`); the optional ones start absent or at their default and are set with the builder methods.
@@ -6896,6 +11774,7 @@ impl ReadTextFileRequest {
             line: ::std::default::Default::default(),
             limit: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// First line to return, counted from 1; absent means the start of the file.
@@ -6913,9 +11792,53 @@ impl ReadTextFileRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ReadTextFileRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ReadTextFileRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ReadTextFileRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ReadTextFileRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ReadTextFileRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ReadTextFileRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `fs/read_text_file`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ReadTextFileResponse {
     /// The requested text.
@@ -6928,6 +11851,10 @@ pub struct ReadTextFileResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ReadTextFileResponse {
     /// A value from its required fields (`content`); the optional ones start absent or at their default and are set with the builder methods.
@@ -6935,6 +11862,7 @@ impl ReadTextFileResponse {
         Self {
             content: content.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -6942,9 +11870,53 @@ impl ReadTextFileResponse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ReadTextFileResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ReadTextFileResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ReadTextFileResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ReadTextFileResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ReadTextFileResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ReadTextFileResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `fs/write_text_file`: the agent writes a whole text file through the client. Only for clients advertising `fs.writeTextFile`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct WriteTextFileRequest {
     /// Session the write is made for.
@@ -6962,6 +11934,10 @@ pub struct WriteTextFileRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl WriteTextFileRequest {
     /// A value from its required fields (`session_id`, `path`, `content`); the optional ones start absent or at their default and are set with the builder methods.
@@ -6975,6 +11951,7 @@ impl WriteTextFileRequest {
             path: path.into(),
             content: content.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -6982,9 +11959,53 @@ impl WriteTextFileRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for WriteTextFileRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        WriteTextFileRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for WriteTextFileRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| WriteTextFileRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for WriteTextFileRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl WriteTextFileRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `fs/write_text_file`: carries nothing but optional metadata. A `null` result is read as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct WriteTextFileResponse {
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -6995,12 +12016,17 @@ pub struct WriteTextFileResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl WriteTextFileResponse {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -7008,9 +12034,53 @@ impl WriteTextFileResponse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for WriteTextFileResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        WriteTextFileResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for WriteTextFileResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| WriteTextFileResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for WriteTextFileResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl WriteTextFileResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `terminal/create`: the agent asks the client to start a command in a new terminal. Returns at once with the terminal's id; the command keeps running. Only for clients advertising `terminal`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct CreateTerminalRequest {
     /// Session the terminal belongs to.
@@ -7050,6 +12120,10 @@ pub struct CreateTerminalRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl CreateTerminalRequest {
     /// A value from its required fields (`session_id`, `command`); the optional ones start absent or at their default and are set with the builder methods.
@@ -7065,6 +12139,7 @@ impl CreateTerminalRequest {
             cwd: ::std::default::Default::default(),
             output_byte_limit: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Arguments of the program. Absent or `null` means none.
@@ -7106,9 +12181,53 @@ impl CreateTerminalRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for CreateTerminalRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CreateTerminalRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CreateTerminalRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CreateTerminalRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for CreateTerminalRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CreateTerminalRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `terminal/create`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct CreateTerminalResponse {
     /// The new terminal, for the other `terminal/*` methods and `terminal` tool call content.
@@ -7122,6 +12241,10 @@ pub struct CreateTerminalResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl CreateTerminalResponse {
     /// A value from its required fields (`terminal_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -7129,6 +12252,7 @@ impl CreateTerminalResponse {
         Self {
             terminal_id: terminal_id.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -7136,9 +12260,53 @@ impl CreateTerminalResponse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for CreateTerminalResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CreateTerminalResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CreateTerminalResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CreateTerminalResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for CreateTerminalResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CreateTerminalResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// One environment variable to set for a launched process.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct EnvVariable {
     /// Variable name.
@@ -7153,6 +12321,10 @@ pub struct EnvVariable {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl EnvVariable {
     /// A value from its required fields (`name`, `value`); the optional ones start absent or at their default and are set with the builder methods.
@@ -7164,6 +12336,7 @@ impl EnvVariable {
             name: name.into(),
             value: value.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -7171,9 +12344,53 @@ impl EnvVariable {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for EnvVariable {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        EnvVariable::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for EnvVariable {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| EnvVariable::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for EnvVariable {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl EnvVariable {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `terminal/output`: fetch what a terminal has printed so far, without waiting.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct TerminalOutputRequest {
     /// Session the terminal belongs to.
@@ -7190,6 +12407,10 @@ pub struct TerminalOutputRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl TerminalOutputRequest {
     /// A value from its required fields (`session_id`, `terminal_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -7201,6 +12422,7 @@ impl TerminalOutputRequest {
             session_id: session_id.into(),
             terminal_id: terminal_id.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -7208,9 +12430,53 @@ impl TerminalOutputRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for TerminalOutputRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        TerminalOutputRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for TerminalOutputRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| TerminalOutputRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for TerminalOutputRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl TerminalOutputRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `terminal/output`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct TerminalOutputResponse {
     /// Output captured so far (within the byte limit).
@@ -7233,6 +12499,10 @@ pub struct TerminalOutputResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl TerminalOutputResponse {
     /// A value from its required fields (`output`, `truncated`); the optional ones start absent or at their default and are set with the builder methods.
@@ -7245,6 +12515,7 @@ impl TerminalOutputResponse {
             truncated: truncated,
             exit_status: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// How the command ended; absent while it is still running.
@@ -7260,9 +12531,53 @@ impl TerminalOutputResponse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for TerminalOutputResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        TerminalOutputResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for TerminalOutputResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| TerminalOutputResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for TerminalOutputResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl TerminalOutputResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// How a terminal's command ended: an exit code, a signal, or (rarely) neither known.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct TerminalExitStatus {
     /// Exit code; absent when the process was killed by a signal.
@@ -7288,6 +12603,10 @@ pub struct TerminalExitStatus {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl TerminalExitStatus {
     /// A value with every field absent or at its default.
@@ -7296,6 +12615,7 @@ impl TerminalExitStatus {
             exit_code: ::std::default::Default::default(),
             signal: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Exit code; absent when the process was killed by a signal.
@@ -7316,9 +12636,53 @@ impl TerminalExitStatus {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for TerminalExitStatus {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        TerminalExitStatus::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for TerminalExitStatus {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| TerminalExitStatus::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for TerminalExitStatus {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl TerminalExitStatus {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `terminal/release`: kill the command if still running and free the terminal. The id is invalid afterwards, though embedded terminal content may keep showing the output.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ReleaseTerminalRequest {
     /// Session the terminal belongs to.
@@ -7335,6 +12699,10 @@ pub struct ReleaseTerminalRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ReleaseTerminalRequest {
     /// A value from its required fields (`session_id`, `terminal_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -7346,6 +12714,7 @@ impl ReleaseTerminalRequest {
             session_id: session_id.into(),
             terminal_id: terminal_id.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -7353,9 +12722,53 @@ impl ReleaseTerminalRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ReleaseTerminalRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ReleaseTerminalRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ReleaseTerminalRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ReleaseTerminalRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ReleaseTerminalRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ReleaseTerminalRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `terminal/release`: carries nothing but optional metadata. A `null` result is read as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ReleaseTerminalResponse {
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -7366,12 +12779,17 @@ pub struct ReleaseTerminalResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ReleaseTerminalResponse {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -7379,9 +12797,53 @@ impl ReleaseTerminalResponse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ReleaseTerminalResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ReleaseTerminalResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ReleaseTerminalResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ReleaseTerminalResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ReleaseTerminalResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ReleaseTerminalResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `terminal/wait_for_exit`: answered only once the terminal's command has ended.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct WaitForTerminalExitRequest {
     /// Session the terminal belongs to.
@@ -7398,6 +12860,10 @@ pub struct WaitForTerminalExitRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl WaitForTerminalExitRequest {
     /// A value from its required fields (`session_id`, `terminal_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -7409,6 +12875,7 @@ impl WaitForTerminalExitRequest {
             session_id: session_id.into(),
             terminal_id: terminal_id.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -7416,9 +12883,53 @@ impl WaitForTerminalExitRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for WaitForTerminalExitRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        WaitForTerminalExitRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for WaitForTerminalExitRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| WaitForTerminalExitRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for WaitForTerminalExitRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl WaitForTerminalExitRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `terminal/wait_for_exit`: how the command ended (the fields of `TerminalExitStatus`, inline). A `null` result is read as empty, meaning the outcome is unknown.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct WaitForTerminalExitResponse {
     /// Exit code; absent when the process was killed by a signal.
@@ -7444,6 +12955,10 @@ pub struct WaitForTerminalExitResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl WaitForTerminalExitResponse {
     /// A value with every field absent or at its default.
@@ -7452,6 +12967,7 @@ impl WaitForTerminalExitResponse {
             exit_code: ::std::default::Default::default(),
             signal: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Exit code; absent when the process was killed by a signal.
@@ -7472,9 +12988,53 @@ impl WaitForTerminalExitResponse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for WaitForTerminalExitResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        WaitForTerminalExitResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for WaitForTerminalExitResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| WaitForTerminalExitResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for WaitForTerminalExitResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl WaitForTerminalExitResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `terminal/kill`: stop the command but keep the terminal, so its output can still be read. Release it later with `terminal/release`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct KillTerminalRequest {
     /// Session the terminal belongs to.
@@ -7491,6 +13051,10 @@ pub struct KillTerminalRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl KillTerminalRequest {
     /// A value from its required fields (`session_id`, `terminal_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -7502,6 +13066,7 @@ impl KillTerminalRequest {
             session_id: session_id.into(),
             terminal_id: terminal_id.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -7509,9 +13074,53 @@ impl KillTerminalRequest {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for KillTerminalRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        KillTerminalRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for KillTerminalRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| KillTerminalRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for KillTerminalRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl KillTerminalRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `terminal/kill`: carries nothing but optional metadata. A `null` result is read as empty.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct KillTerminalResponse {
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -7522,12 +13131,17 @@ pub struct KillTerminalResponse {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl KillTerminalResponse {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -7535,9 +13149,53 @@ impl KillTerminalResponse {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for KillTerminalResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        KillTerminalResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for KillTerminalResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| KillTerminalResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for KillTerminalResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl KillTerminalResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `elicitation/create`: the agent asks the user for input through the client, either with a form the client renders or by sending the user to a URL. The `mode` field and its fields sit beside `message`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct CreateElicitationRequest {
     /// Explains to the user what is being asked and why.
@@ -7553,6 +13211,10 @@ pub struct CreateElicitationRequest {
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
     #[serde(flatten)]
     pub mode: ElicitationMode,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl CreateElicitationRequest {
     /// A value from its required fields (`message`, `mode`); the optional ones start absent or at their default and are set with the builder methods.
@@ -7564,11 +13226,55 @@ impl CreateElicitationRequest {
             message: message.into(),
             meta: ::std::default::Default::default(),
             mode: mode.into(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for CreateElicitationRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CreateElicitationRequest::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CreateElicitationRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CreateElicitationRequest::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for CreateElicitationRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CreateElicitationRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -7652,13 +13358,19 @@ impl crate::serde_util::TagFirst for ElicitationMode {
                 match <ElicitationFormMode as ::serde::Deserialize>::deserialize(
                     &value,
                 ) {
-                    Ok(body) => Ok(Self::Form(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("mode");
+                        Ok(Self::Form(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
             Some("url") => {
                 match <ElicitationUrlMode as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(body) => Ok(Self::Url(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("mode");
+                        Ok(Self::Url(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -7696,6 +13408,7 @@ impl ::std::convert::From<ElicitationUrlMode> for ElicitationMode {
 }
 /// Fields of a `form` elicitation: the form's schema plus, beside them on the wire, the scope (a session, optionally a tool call, or a request) the elicitation belongs to.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ElicitationFormMode {
     /// The fields to ask for.
@@ -7704,6 +13417,10 @@ pub struct ElicitationFormMode {
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
     #[serde(flatten)]
     pub scope: ElicitationScope,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ElicitationFormMode {
     /// A value from its required fields (`requested_schema`, `scope`); the optional ones start absent or at their default and are set with the builder methods.
@@ -7714,11 +13431,56 @@ impl ElicitationFormMode {
         Self {
             requested_schema: requested_schema.into(),
             scope: scope.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ElicitationFormMode {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ElicitationFormMode::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ElicitationFormMode {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ElicitationFormMode::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ElicitationFormMode {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ElicitationFormMode {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// Fields of a `url` elicitation: where to send the user plus, beside them on the wire, the scope (a session, optionally a tool call, or a request) the elicitation belongs to.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ElicitationUrlMode {
     /// Identifier the agent later quotes in `elicitation/complete`.
@@ -7729,6 +13491,10 @@ pub struct ElicitationUrlMode {
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
     #[serde(flatten)]
     pub scope: ElicitationScope,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ElicitationUrlMode {
     /// A value from its required fields (`elicitation_id`, `url`, `scope`); the optional ones start absent or at their default and are set with the builder methods.
@@ -7741,7 +13507,51 @@ impl ElicitationUrlMode {
             elicitation_id: elicitation_id.into(),
             url: url.into(),
             scope: scope.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ElicitationUrlMode {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ElicitationUrlMode::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ElicitationUrlMode {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ElicitationUrlMode::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ElicitationUrlMode {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ElicitationUrlMode {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 impl ::std::convert::From<&str> for ElicitationId {
@@ -7804,6 +13614,7 @@ impl ::std::convert::From<ElicitationRequestScope> for ElicitationScope {
 }
 /// The session-scope fields of an elicitation: a session and optionally a tool call within it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ElicitationSessionScope {
     /// The session the elicitation belongs to.
@@ -7817,6 +13628,10 @@ pub struct ElicitationSessionScope {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub tool_call_id: ::std::option::Option<ToolCallId>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ElicitationSessionScope {
     /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -7824,6 +13639,7 @@ impl ElicitationSessionScope {
         Self {
             session_id: session_id.into(),
             tool_call_id: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// The tool call the elicitation belongs to, if any.
@@ -7831,25 +13647,118 @@ impl ElicitationSessionScope {
         self.tool_call_id = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ElicitationSessionScope {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ElicitationSessionScope::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ElicitationSessionScope {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ElicitationSessionScope::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ElicitationSessionScope {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ElicitationSessionScope {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// The request-scope field of an elicitation: a JSON-RPC request made outside any session, e.g. during authentication.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ElicitationRequestScope {
     /// The request the elicitation belongs to.
     #[serde(rename = "requestId")]
     pub request_id: RequestId,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ElicitationRequestScope {
     /// A value from its required fields (`request_id`); the optional ones start absent or at their default and are set with the builder methods.
     pub fn new(request_id: impl ::std::convert::Into<RequestId>) -> Self {
         Self {
             request_id: request_id.into(),
+            extra: ::std::default::Default::default(),
         }
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ElicitationRequestScope {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ElicitationRequestScope::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ElicitationRequestScope {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ElicitationRequestScope::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ElicitationRequestScope {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ElicitationRequestScope {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
     }
 }
 /// A restricted JSON Schema describing a form: an object whose properties are all of primitive type.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ElicitationSchema {
     /// Always `object`; written even though it is the default.
@@ -7890,6 +13799,10 @@ pub struct ElicitationSchema {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ElicitationSchema {
     /// A value with every field absent or at its default.
@@ -7901,6 +13814,7 @@ impl ElicitationSchema {
             required: ::std::default::Default::default(),
             description: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Always `object`; written even though it is the default.
@@ -7966,6 +13880,49 @@ impl ElicitationSchema {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ElicitationSchema {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ElicitationSchema::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ElicitationSchema {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ElicitationSchema::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ElicitationSchema {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ElicitationSchema {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 impl ::std::default::Default for ElicitationSchema {
     fn default() -> Self {
@@ -7976,6 +13933,7 @@ impl ::std::default::Default for ElicitationSchema {
             required: Default::default(),
             title: Default::default(),
             type_: defaults::elicitation_schema_type(),
+            extra: ::std::default::Default::default(),
         }
     }
 }
@@ -8129,7 +14087,10 @@ impl crate::serde_util::TagFirst for ElicitationPropertySchema {
                 match <StringPropertySchema as ::serde::Deserialize>::deserialize(
                     &value,
                 ) {
-                    Ok(body) => Ok(Self::String(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::String(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -8137,7 +14098,10 @@ impl crate::serde_util::TagFirst for ElicitationPropertySchema {
                 match <NumberPropertySchema as ::serde::Deserialize>::deserialize(
                     &value,
                 ) {
-                    Ok(body) => Ok(Self::Number(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Number(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -8145,7 +14109,10 @@ impl crate::serde_util::TagFirst for ElicitationPropertySchema {
                 match <IntegerPropertySchema as ::serde::Deserialize>::deserialize(
                     &value,
                 ) {
-                    Ok(body) => Ok(Self::Integer(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Integer(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -8153,7 +14120,10 @@ impl crate::serde_util::TagFirst for ElicitationPropertySchema {
                 match <BooleanPropertySchema as ::serde::Deserialize>::deserialize(
                     &value,
                 ) {
-                    Ok(body) => Ok(Self::Boolean(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Boolean(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -8161,7 +14131,10 @@ impl crate::serde_util::TagFirst for ElicitationPropertySchema {
                 match <MultiSelectPropertySchema as ::serde::Deserialize>::deserialize(
                     &value,
                 ) {
-                    Ok(body) => Ok(Self::Array(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Array(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -8224,6 +14197,7 @@ impl ::std::convert::From<MultiSelectItems> for ElicitationPropertySchema {
 }
 /// A text form field. With `enum` (plain values) or `oneOf` (titled values) it becomes a single-choice field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct StringPropertySchema {
     /// Label of the field.
@@ -8289,6 +14263,10 @@ pub struct StringPropertySchema {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl StringPropertySchema {
     /// A value with every field absent or at its default.
@@ -8304,6 +14282,7 @@ impl StringPropertySchema {
             enum_: ::std::default::Default::default(),
             one_of: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Label of the field.
@@ -8381,6 +14360,49 @@ impl StringPropertySchema {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for StringPropertySchema {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        StringPropertySchema::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for StringPropertySchema {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| StringPropertySchema::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for StringPropertySchema {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl StringPropertySchema {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Well-known formats a text field's answer can be required to follow.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
@@ -8420,6 +14442,7 @@ impl ::std::fmt::Display for StringFormat {
 }
 /// One choice of a titled choice field: the value sent back plus the label shown.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct EnumOption {
     /// Value returned when this choice is picked.
@@ -8442,6 +14465,10 @@ pub struct EnumOption {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl EnumOption {
     /// A value from its required fields (`const_`, `title`); the optional ones start absent or at their default and are set with the builder methods.
@@ -8454,6 +14481,7 @@ impl EnumOption {
             title: title.into(),
             description: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Longer explanation of the choice.
@@ -8469,9 +14497,53 @@ impl EnumOption {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for EnumOption {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        EnumOption::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for EnumOption {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| EnumOption::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for EnumOption {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl EnumOption {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// A floating-point number form field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct NumberPropertySchema {
     /// Label of the field.
@@ -8509,6 +14581,10 @@ pub struct NumberPropertySchema {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl NumberPropertySchema {
     /// A value with every field absent or at its default.
@@ -8520,6 +14596,7 @@ impl NumberPropertySchema {
             maximum: ::std::default::Default::default(),
             default: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Label of the field.
@@ -8558,9 +14635,53 @@ impl NumberPropertySchema {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for NumberPropertySchema {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        NumberPropertySchema::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for NumberPropertySchema {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| NumberPropertySchema::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for NumberPropertySchema {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl NumberPropertySchema {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// A whole-number form field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct IntegerPropertySchema {
     /// Label of the field.
@@ -8598,6 +14719,10 @@ pub struct IntegerPropertySchema {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl IntegerPropertySchema {
     /// A value with every field absent or at its default.
@@ -8609,6 +14734,7 @@ impl IntegerPropertySchema {
             maximum: ::std::default::Default::default(),
             default: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Label of the field.
@@ -8647,9 +14773,53 @@ impl IntegerPropertySchema {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for IntegerPropertySchema {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        IntegerPropertySchema::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for IntegerPropertySchema {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| IntegerPropertySchema::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for IntegerPropertySchema {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl IntegerPropertySchema {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// A yes/no form field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct BooleanPropertySchema {
     /// Label of the field.
@@ -8681,6 +14851,10 @@ pub struct BooleanPropertySchema {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl BooleanPropertySchema {
     /// A value with every field absent or at its default.
@@ -8690,6 +14864,7 @@ impl BooleanPropertySchema {
             description: ::std::default::Default::default(),
             default: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Label of the field.
@@ -8718,9 +14893,53 @@ impl BooleanPropertySchema {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for BooleanPropertySchema {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        BooleanPropertySchema::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for BooleanPropertySchema {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| BooleanPropertySchema::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for BooleanPropertySchema {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl BooleanPropertySchema {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// A multiple-choice form field; the answer is an array of the chosen values.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct MultiSelectPropertySchema {
     /// Label of the field.
@@ -8768,6 +14987,10 @@ pub struct MultiSelectPropertySchema {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl MultiSelectPropertySchema {
     /// A value from its required fields (`items`); the optional ones start absent or at their default and are set with the builder methods.
@@ -8780,6 +15003,7 @@ impl MultiSelectPropertySchema {
             items: items.into(),
             default: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Label of the field.
@@ -8826,6 +15050,49 @@ impl MultiSelectPropertySchema {
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for MultiSelectPropertySchema {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        MultiSelectPropertySchema::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for MultiSelectPropertySchema {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| MultiSelectPropertySchema::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for MultiSelectPropertySchema {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl MultiSelectPropertySchema {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -8892,7 +15159,10 @@ impl crate::serde_util::TagFirst for MultiSelectItems {
                 match <StringMultiSelectItems as ::serde::Deserialize>::deserialize(
                     &value,
                 ) {
-                    Ok(body) => Ok(Self::String(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::String(body))
+                    }
                     Err(error) => {
                         <TitledMultiSelectItems as ::serde::Deserialize>::deserialize(
                                 value,
@@ -8943,6 +15213,7 @@ impl ::std::convert::From<TitledMultiSelectItems> for MultiSelectItems {
 }
 /// Plain string choices of a multiple-choice field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct StringMultiSelectItems {
     /// The allowed values.
@@ -8956,6 +15227,10 @@ pub struct StringMultiSelectItems {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl StringMultiSelectItems {
     /// A value from its required fields (`enum_`); the optional ones start absent or at their default and are set with the builder methods.
@@ -8970,6 +15245,7 @@ impl StringMultiSelectItems {
                 .map(::std::convert::Into::<::std::string::String>::into)
                 .collect(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -8977,9 +15253,53 @@ impl StringMultiSelectItems {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for StringMultiSelectItems {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        StringMultiSelectItems::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for StringMultiSelectItems {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| StringMultiSelectItems::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for StringMultiSelectItems {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl StringMultiSelectItems {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Titled choices of a multiple-choice field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct TitledMultiSelectItems {
     /// The allowed values with their labels.
@@ -8993,6 +15313,10 @@ pub struct TitledMultiSelectItems {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl TitledMultiSelectItems {
     /// A value from its required fields (`any_of`); the optional ones start absent or at their default and are set with the builder methods.
@@ -9000,6 +15324,7 @@ impl TitledMultiSelectItems {
         Self {
             any_of: any_of.into_iter().collect(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -9007,9 +15332,53 @@ impl TitledMultiSelectItems {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for TitledMultiSelectItems {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        TitledMultiSelectItems::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for TitledMultiSelectItems {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| TitledMultiSelectItems::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for TitledMultiSelectItems {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl TitledMultiSelectItems {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Result of `elicitation/create`: what the user did. The `action` field and its fields sit beside `_meta`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct CreateElicitationResponse {
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -9023,6 +15392,10 @@ pub struct CreateElicitationResponse {
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
     #[serde(flatten)]
     pub action: ElicitationAction,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl CreateElicitationResponse {
     /// A value from its required fields (`action`); the optional ones start absent or at their default and are set with the builder methods.
@@ -9030,11 +15403,55 @@ impl CreateElicitationResponse {
         Self {
             meta: ::std::default::Default::default(),
             action: action.into(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for CreateElicitationResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CreateElicitationResponse::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CreateElicitationResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CreateElicitationResponse::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for CreateElicitationResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CreateElicitationResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -9113,7 +15530,10 @@ impl crate::serde_util::TagFirst for ElicitationAction {
                 match <ElicitationAcceptAction as ::serde::Deserialize>::deserialize(
                     &value,
                 ) {
-                    Ok(body) => Ok(Self::Accept(body)),
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("action");
+                        Ok(Self::Accept(body))
+                    }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
@@ -9137,6 +15557,7 @@ impl ::std::convert::From<ElicitationAcceptAction> for ElicitationAction {
 }
 /// Fields of an `accept` action.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct ElicitationAcceptAction {
     /// The answers by field name, matching the requested schema; absent for URL elicitations.
@@ -9144,12 +15565,17 @@ pub struct ElicitationAcceptAction {
     pub content: ::std::option::Option<
         ::std::collections::BTreeMap<::std::string::String, ElicitationContentValue>,
     >,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl ElicitationAcceptAction {
     /// A value with every field absent or at its default.
     pub fn new() -> Self {
         Self {
             content: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// The answers by field name, matching the requested schema; absent for URL elicitations.
@@ -9173,6 +15599,49 @@ impl ElicitationAcceptAction {
         );
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for ElicitationAcceptAction {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ElicitationAcceptAction::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for ElicitationAcceptAction {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ElicitationAcceptAction::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for ElicitationAcceptAction {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl ElicitationAcceptAction {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// One answer in an accepted form: whatever JSON type the field asked for. Integers are tried before floating-point numbers.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
@@ -9191,6 +15660,7 @@ pub enum ElicitationContentValue {
 }
 /// Params of `elicitation/complete`: the agent tells the client that a URL elicitation has finished, so it can close any related UI. Never answered.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct CompleteElicitationNotification {
     /// The URL elicitation that finished.
@@ -9204,6 +15674,10 @@ pub struct CompleteElicitationNotification {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl CompleteElicitationNotification {
     /// A value from its required fields (`elicitation_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -9211,6 +15685,7 @@ impl CompleteElicitationNotification {
         Self {
             elicitation_id: elicitation_id.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
@@ -9218,9 +15693,53 @@ impl CompleteElicitationNotification {
         self.meta = ::std::option::Option::Some(value.into());
         self
     }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for CompleteElicitationNotification {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CompleteElicitationNotification::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CompleteElicitationNotification {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CompleteElicitationNotification::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for CompleteElicitationNotification {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CompleteElicitationNotification {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
 }
 /// Params of `$/cancel_request`: either side asks the other to abandon a request it sent. The request should still be answered, typically with a `REQUEST_CANCELLED` error.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct CancelRequestNotification {
     /// Id of the request to abandon.
@@ -9234,6 +15753,10 @@ pub struct CancelRequestNotification {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl CancelRequestNotification {
     /// A value from its required fields (`request_id`); the optional ones start absent or at their default and are set with the builder methods.
@@ -9241,11 +15764,55 @@ impl CancelRequestNotification {
         Self {
             request_id: request_id.into(),
             meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extension metadata (`_meta`). Reserved for implementation-specific data; never infer protocol meaning from its keys.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for CancelRequestNotification {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CancelRequestNotification::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for CancelRequestNotification {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CancelRequestNotification::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for CancelRequestNotification {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl CancelRequestNotification {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -9262,6 +15829,7 @@ pub enum RequestId {
 }
 /// A JSON-RPC error object, sent instead of a result when a request fails.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
 #[non_exhaustive]
 pub struct Error {
     /// What kind of failure this is.
@@ -9271,6 +15839,10 @@ pub struct Error {
     /// Extra details about the failure, any JSON.
     #[serde(skip_serializing_if = "::std::option::Option::is_none", default)]
     pub data: ::std::option::Option<::serde_json::Value>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
 }
 impl Error {
     /// A value from its required fields (`code`, `message`); the optional ones start absent or at their default and are set with the builder methods.
@@ -9282,6 +15854,7 @@ impl Error {
             code: code.into(),
             message: message.into(),
             data: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     /// Extra details about the failure, any JSON.
@@ -9290,6 +15863,49 @@ impl Error {
         value: impl ::std::convert::Into<::serde_json::Value>,
     ) -> Self {
         self.data = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for Error {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        Error::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for Error {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| Error::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for Error {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl Error {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
         self
     }
 }
@@ -9345,6 +15961,819 @@ impl ::std::convert::From<i32> for ErrorCode {
         Self(value)
     }
 }
+/// Token counts of a prompt turn.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_end_turn_token_usage")]
+pub struct Usage {
+    /// All tokens, of every kind.
+    #[serde(rename = "totalTokens")]
+    pub total_tokens: u64,
+    /// Tokens read.
+    #[serde(rename = "inputTokens")]
+    pub input_tokens: u64,
+    /// Tokens written.
+    #[serde(rename = "outputTokens")]
+    pub output_tokens: u64,
+    /// Tokens spent reasoning, when reported.
+    #[serde(
+        rename = "thoughtTokens",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub thought_tokens: ::std::option::Option<u64>,
+    /// Tokens read from a cache, when reported.
+    #[serde(
+        rename = "cachedReadTokens",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub cached_read_tokens: ::std::option::Option<u64>,
+    /// Tokens written to a cache, when reported.
+    #[serde(
+        rename = "cachedWriteTokens",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub cached_write_tokens: ::std::option::Option<u64>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_end_turn_token_usage")]
+impl Usage {
+    /// A value from its required fields (`total_tokens`, `input_tokens`, `output_tokens`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(total_tokens: u64, input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            total_tokens: total_tokens,
+            input_tokens: input_tokens,
+            output_tokens: output_tokens,
+            thought_tokens: ::std::default::Default::default(),
+            cached_read_tokens: ::std::default::Default::default(),
+            cached_write_tokens: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Tokens spent reasoning, when reported.
+    pub fn thought_tokens(mut self, value: u64) -> Self {
+        self.thought_tokens = ::std::option::Option::Some(value);
+        self
+    }
+    /// Tokens read from a cache, when reported.
+    pub fn cached_read_tokens(mut self, value: u64) -> Self {
+        self.cached_read_tokens = ::std::option::Option::Some(value);
+        self
+    }
+    /// Tokens written to a cache, when reported.
+    pub fn cached_write_tokens(mut self, value: u64) -> Self {
+        self.cached_write_tokens = ::std::option::Option::Some(value);
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_end_turn_token_usage")]
+impl ::serde::Serialize for Usage {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        Usage::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_end_turn_token_usage")]
+impl<'de> ::serde::Deserialize<'de> for Usage {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| Usage::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_end_turn_token_usage")]
+impl crate::HasExtra for Usage {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_end_turn_token_usage")]
+impl Usage {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the agent lets the client set session titles.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_set_title")]
+pub struct SessionTitleCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl SessionTitleCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl ::serde::Serialize for SessionTitleCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionTitleCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl<'de> ::serde::Deserialize<'de> for SessionTitleCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionTitleCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl crate::HasExtra for SessionTitleCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl SessionTitleCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `session/set_title`. Any session the agent would list can be renamed; an unknown one is `-32002`, a title the agent refuses (for example empty) `-32602`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_set_title")]
+pub struct SetSessionTitleRequest {
+    /// The session to rename.
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    /// The new title (the agent may normalise it).
+    pub title: ::std::string::String,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl SetSessionTitleRequest {
+    /// A value from its required fields (`session_id`, `title`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        title: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            title: title.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl ::serde::Serialize for SetSessionTitleRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetSessionTitleRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl<'de> ::serde::Deserialize<'de> for SetSessionTitleRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetSessionTitleRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl crate::HasExtra for SetSessionTitleRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl SetSessionTitleRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `session/set_title`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_set_title")]
+pub struct SetSessionTitleResponse {
+    /// The title as the agent stored it; show this one.
+    pub title: ::std::string::String,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl SetSessionTitleResponse {
+    /// A value from its required fields (`title`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(title: impl ::std::convert::Into<::std::string::String>) -> Self {
+        Self {
+            title: title.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl ::serde::Serialize for SetSessionTitleResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetSessionTitleResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl<'de> ::serde::Deserialize<'de> for SetSessionTitleResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetSessionTitleResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl crate::HasExtra for SetSessionTitleResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_set_title")]
+impl SetSessionTitleResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::std::convert::From<&str> for ModelId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
+/// Identifier of a model an agent offers.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+#[serde(transparent)]
+#[cfg(feature = "unstable_session_model")]
+pub struct ModelId(pub ::std::string::String);
+#[cfg(feature = "unstable_session_model")]
+impl ::std::ops::Deref for ModelId {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::std::convert::From<::std::string::String> for ModelId {
+    fn from(value: ::std::string::String) -> Self {
+        Self(value)
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::std::fmt::Display for ModelId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::std::str::FromStr for ModelId {
+    type Err = ::std::convert::Infallible;
+    fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(Self(value.to_string()))
+    }
+}
+/// One model a session can use.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_model")]
+pub struct ModelInfo {
+    /// What `session/set_model` takes.
+    #[serde(rename = "modelId")]
+    pub model_id: ModelId,
+    /// Name to show.
+    pub name: ::std::string::String,
+    /// Longer text to show, if any.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub description: ::std::option::Option<::std::string::String>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_model")]
+impl ModelInfo {
+    /// A value from its required fields (`model_id`, `name`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        model_id: impl ::std::convert::Into<ModelId>,
+        name: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            model_id: model_id.into(),
+            name: name.into(),
+            description: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Longer text to show, if any.
+    pub fn description(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::serde::Serialize for ModelInfo {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ModelInfo::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl<'de> ::serde::Deserialize<'de> for ModelInfo {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ModelInfo::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl crate::HasExtra for ModelInfo {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ModelInfo {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// The models a session can use and the one in effect.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_model")]
+pub struct SessionModelState {
+    /// Every model offered. Entries that do not parse are dropped.
+    #[serde(
+        rename = "availableModels",
+        deserialize_with = "crate::serde_util::lenient_vec"
+    )]
+    pub available_models: ::std::vec::Vec<ModelInfo>,
+    /// The model in effect.
+    #[serde(rename = "currentModelId")]
+    pub current_model_id: ModelId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_model")]
+impl SessionModelState {
+    /// A value from its required fields (`available_models`, `current_model_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        available_models: impl ::std::iter::IntoIterator<Item = ModelInfo>,
+        current_model_id: impl ::std::convert::Into<ModelId>,
+    ) -> Self {
+        Self {
+            available_models: available_models.into_iter().collect(),
+            current_model_id: current_model_id.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::serde::Serialize for SessionModelState {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionModelState::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl<'de> ::serde::Deserialize<'de> for SessionModelState {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionModelState::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl crate::HasExtra for SessionModelState {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl SessionModelState {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `session/set_model`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_model")]
+pub struct SetSessionModelRequest {
+    /// The session.
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    /// One of the ids of `models.availableModels`.
+    #[serde(rename = "modelId")]
+    pub model_id: ModelId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_model")]
+impl SetSessionModelRequest {
+    /// A value from its required fields (`session_id`, `model_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        model_id: impl ::std::convert::Into<ModelId>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            model_id: model_id.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::serde::Serialize for SetSessionModelRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetSessionModelRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl<'de> ::serde::Deserialize<'de> for SetSessionModelRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetSessionModelRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl crate::HasExtra for SetSessionModelRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl SetSessionModelRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `session/set_model` (empty).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_model")]
+pub struct SetSessionModelResponse {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_model")]
+impl SetSessionModelResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::serde::Serialize for SetSessionModelResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetSessionModelResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl<'de> ::serde::Deserialize<'de> for SetSessionModelResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetSessionModelResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl crate::HasExtra for SetSessionModelResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl SetSessionModelResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
 impl ::std::convert::From<AuthMethodId> for ::std::string::String {
     fn from(value: AuthMethodId) -> Self {
         value.0
@@ -9362,6 +16791,12 @@ impl ::std::convert::From<ElicitationId> for ::std::string::String {
 }
 impl ::std::convert::From<MessageId> for ::std::string::String {
     fn from(value: MessageId) -> Self {
+        value.0
+    }
+}
+#[cfg(feature = "unstable_session_model")]
+impl ::std::convert::From<ModelId> for ::std::string::String {
+    fn from(value: ModelId) -> Self {
         value.0
     }
 }
@@ -9418,6 +16853,7 @@ pub mod defaults {
         super::AgentAuthCapabilities {
             logout: Default::default(),
             meta: Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     pub(super) fn agent_capabilities_mcp_capabilities() -> super::McpCapabilities {
@@ -9425,6 +16861,7 @@ pub mod defaults {
             http: false,
             meta: Default::default(),
             sse: false,
+            extra: ::std::default::Default::default(),
         }
     }
     pub(super) fn agent_capabilities_prompt_capabilities() -> super::PromptCapabilities {
@@ -9433,6 +16870,7 @@ pub mod defaults {
             embedded_context: false,
             image: false,
             meta: Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     pub(super) fn agent_capabilities_session_capabilities() -> super::SessionCapabilities {
@@ -9443,12 +16881,16 @@ pub mod defaults {
             list: Default::default(),
             meta: Default::default(),
             resume: Default::default(),
+            #[cfg(feature = "unstable_session_set_title")]
+            title: Default::default(),
+            extra: ::std::default::Default::default(),
         }
     }
     pub(super) fn client_capabilities_auth() -> super::AuthCapabilities {
         super::AuthCapabilities {
             meta: Default::default(),
             terminal: false,
+            extra: ::std::default::Default::default(),
         }
     }
     pub(super) fn client_capabilities_fs() -> super::FileSystemCapabilities {
@@ -9456,6 +16898,7 @@ pub mod defaults {
             meta: Default::default(),
             read_text_file: false,
             write_text_file: false,
+            extra: ::std::default::Default::default(),
         }
     }
     pub(super) fn elicitation_schema_type() -> ElicitationSchemaType {
@@ -9466,16 +16909,19 @@ pub mod defaults {
             auth: super::AuthCapabilities {
                 meta: Default::default(),
                 terminal: false,
+                extra: ::std::default::Default::default(),
             },
             elicitation: Default::default(),
             fs: super::FileSystemCapabilities {
                 meta: Default::default(),
                 read_text_file: false,
                 write_text_file: false,
+                extra: ::std::default::Default::default(),
             },
             meta: Default::default(),
             session: Default::default(),
             terminal: false,
+            extra: ::std::default::Default::default(),
         }
     }
     pub(super) fn initialize_response_agent_capabilities() -> super::AgentCapabilities {
@@ -9483,12 +16929,14 @@ pub mod defaults {
             auth: super::AgentAuthCapabilities {
                 logout: Default::default(),
                 meta: Default::default(),
+                extra: ::std::default::Default::default(),
             },
             load_session: false,
             mcp_capabilities: super::McpCapabilities {
                 http: false,
                 meta: Default::default(),
                 sse: false,
+                extra: ::std::default::Default::default(),
             },
             meta: Default::default(),
             prompt_capabilities: super::PromptCapabilities {
@@ -9496,6 +16944,7 @@ pub mod defaults {
                 embedded_context: false,
                 image: false,
                 meta: Default::default(),
+                extra: ::std::default::Default::default(),
             },
             session_capabilities: super::SessionCapabilities {
                 additional_directories: Default::default(),
@@ -9504,7 +16953,11 @@ pub mod defaults {
                 list: Default::default(),
                 meta: Default::default(),
                 resume: Default::default(),
+                #[cfg(feature = "unstable_session_set_title")]
+                title: Default::default(),
+                extra: ::std::default::Default::default(),
             },
+            extra: ::std::default::Default::default(),
         }
     }
 }
@@ -9544,4 +16997,22 @@ impl ::std::convert::From<ErrorCode> for i32 {
     fn from(value: ErrorCode) -> Self {
         value.0
     }
+}
+#[cfg(feature = "unstable_session_set_title")]
+/// `session/set_title` (unstable, feature `unstable_session_set_title`): Renames a session (offered through `sessionCapabilities.title`).
+impl crate::methods::RequestMethod for SetSessionTitleRequest {
+    const METHOD: &'static str = "session/set_title";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = false;
+    type Response = SetSessionTitleResponse;
+}
+#[cfg(feature = "unstable_session_model")]
+/// `session/set_model` (unstable, feature `unstable_session_model`): Switches a session to one of the models the agent listed in `models` (gemini-cli's model selection).
+impl crate::methods::RequestMethod for SetSessionModelRequest {
+    const METHOD: &'static str = "session/set_model";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = true;
+    type Response = SetSessionModelResponse;
 }

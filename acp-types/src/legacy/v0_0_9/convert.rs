@@ -74,6 +74,7 @@ pub fn content_from_v1(content: &[v1::ToolCallContent]) -> Option<ToolCallConten
             path: diff.path.clone(),
             old_text: diff.old_text.clone(),
             new_text: diff.new_text.clone(),
+            extra: Default::default(),
         }));
     }
     let parts: Vec<String> = content
@@ -88,6 +89,7 @@ pub fn content_from_v1(content: &[v1::ToolCallContent]) -> Option<ToolCallConten
     (!parts.is_empty()).then(|| {
         ToolCallContent::Markdown(MarkdownContent {
             markdown: parts.join("\n\n"),
+            extra: Default::default(),
         })
     })
 }
@@ -115,12 +117,14 @@ pub fn content_to_v1(content: &ToolCallContent) -> Vec<v1::ToolCallContent> {
         ToolCallContent::Markdown(md) => vec![v1::ToolCallContent::Content(v1::Content {
             content: v1::ContentBlock::text(md.markdown.clone()),
             meta: None,
+            extra: Default::default(),
         })],
         ToolCallContent::Diff(diff) => vec![v1::ToolCallContent::Diff(v1::Diff {
             path: diff.path.clone(),
             old_text: diff.old_text.clone(),
             new_text: diff.new_text.clone(),
             meta: None,
+            extra: Default::default(),
         })],
         ToolCallContent::Unknown(_) => Vec::new(),
     }
@@ -131,6 +135,7 @@ pub fn location_from_v1(location: &v1::ToolCallLocation) -> ToolCallLocation {
     ToolCallLocation {
         path: location.path.clone(),
         line: location.line,
+        extra: Default::default(),
     }
 }
 
@@ -140,6 +145,7 @@ pub fn location_to_v1(location: &ToolCallLocation) -> v1::ToolCallLocation {
         path: location.path.clone(),
         line: location.line,
         meta: None,
+        extra: Default::default(),
     }
 }
 
@@ -156,7 +162,10 @@ pub fn confirmation_for(
     let input = |key: &str| raw_input.and_then(|input| input.get(key));
     match kind {
         v1::ToolKind::Edit | v1::ToolKind::Delete | v1::ToolKind::Move => {
-            ToolCallConfirmation::Edit(EditConfirmation { description })
+            ToolCallConfirmation::Edit(EditConfirmation {
+                description,
+                extra: Default::default(),
+            })
         }
         v1::ToolKind::Execute => {
             let command = match input("command") {
@@ -177,6 +186,7 @@ pub fn confirmation_for(
                 command,
                 root_command,
                 description,
+                extra: Default::default(),
             })
         }
         v1::ToolKind::Fetch => {
@@ -188,10 +198,15 @@ pub fn confirmation_for(
                     .collect(),
                 _ => Vec::new(),
             };
-            ToolCallConfirmation::Fetch(FetchConfirmation { urls, description })
+            ToolCallConfirmation::Fetch(FetchConfirmation {
+                urls,
+                description,
+                extra: Default::default(),
+            })
         }
         _ => ToolCallConfirmation::Other(OtherConfirmation {
             description: description.unwrap_or_else(|| "Allow this tool call?".to_string()),
+            extra: Default::default(),
         }),
     }
 }
@@ -206,6 +221,7 @@ pub fn permission_options(confirmation: &ToolCallConfirmation) -> Vec<v1::Permis
         name,
         kind,
         meta: None,
+        extra: Default::default(),
     };
     let always = |name: String| {
         option(
@@ -351,6 +367,7 @@ mod tests {
             tool_name: "t".into(),
             tool_display_name: "Tool".into(),
             description: None,
+            extra: Default::default(),
         });
         let options = permission_options(&mcp);
         let ids: Vec<_> = options.iter().map(|o| o.option_id.0.as_str()).collect();
@@ -414,9 +431,11 @@ mod tests {
             old_text: None,
             new_text: "x".into(),
             meta: None,
+            extra: Default::default(),
         });
         let text = content_to_v1(&ToolCallContent::Markdown(MarkdownContent {
             markdown: "done".into(),
+            extra: Default::default(),
         }))
         .remove(0);
         assert!(matches!(
@@ -426,7 +445,8 @@ mod tests {
         assert_eq!(
             content_from_v1(&[text, diff]),
             Some(ToolCallContent::Markdown(MarkdownContent {
-                markdown: "done\n\nEdited `/a`".into()
+                markdown: "done\n\nEdited `/a`".into(),
+                extra: Default::default(),
             }))
         );
         assert_eq!(content_from_v1(&[]), None);
