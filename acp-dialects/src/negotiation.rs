@@ -232,28 +232,26 @@ pub fn probe_line(dialect: Dialect, id: i64, init: &v1::InitializeRequest) -> Ve
 /// saying why when it does not. Dialects without a handshake accept anything.
 pub fn check_handshake_answer(dialect: Dialect, result: &Value) -> Result<(), acp_rpc::Error> {
     #[cfg(feature = "legacy-0-0-9")]
-    if dialect == Dialect::Legacy009 {
-        if let Err(e) =
+    if dialect == Dialect::Legacy009
+        && let Err(e) =
             <acp_types::legacy::v0_0_9::InitializeResponse as serde::Deserialize>::deserialize(
                 result,
             )
-        {
-            return Err(acp_rpc::Error::invalid_params(format!(
-                "the agent's initialize answer does not read as 0.0.9: {e}"
-            )));
-        }
+    {
+        return Err(acp_rpc::Error::invalid_params(format!(
+            "the agent's initialize answer does not read as 0.0.9: {e}"
+        )));
     }
     #[cfg(feature = "probe")]
-    if dialect == Dialect::Probe {
-        if let Err(e) =
+    if dialect == Dialect::Probe
+        && let Err(e) =
             <acp_types::legacy::probe::InitializeResponse as serde::Deserialize>::deserialize(
                 result,
             )
-        {
-            return Err(acp_rpc::Error::invalid_params(format!(
-                "the agent's initialize answer does not read as probe: {e}"
-            )));
-        }
+    {
+        return Err(acp_rpc::Error::invalid_params(format!(
+            "the agent's initialize answer does not read as probe: {e}"
+        )));
     }
     let _ = (dialect, result);
     Ok(())
