@@ -212,6 +212,10 @@ fn echo_agent_child_permission_terminal_cancel_completion_and_mode() {
     // Mode switch.
     t.line("/mode code");
     t.wait_for("mode: code");
+    // Ctrl-D only once the line editor holds the terminal again: typed while the mode switch
+    // still runs, the terminal's own line discipline takes it as an end of input for nobody.
+    t.wait_for("mode set to code");
+    std::thread::sleep(std::time::Duration::from_millis(300));
     t.send(&["C-d"]);
     t.wait_for("EXIT=0");
 }
