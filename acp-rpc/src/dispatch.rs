@@ -55,8 +55,9 @@ pub(crate) struct RequestTask {
 
 impl RequestTask {
     pub(crate) async fn run(mut self, req: Request) {
-        // One wait on the request's token for the task's whole life.
-        let cancelled = self.token.clone().cancelled_owned();
+        // One wait on the request's token for the task's whole life (borrowed: a clone of a
+        // token costs a lock of its tree).
+        let cancelled = self.token.cancelled();
         tokio::pin!(cancelled);
         if let Some(predecessor) = self.after.take() {
             tokio::select! {
@@ -65,7 +66,7 @@ impl RequestTask {
                 _ = predecessor => {}
             }
         }
-        let start = Instant::now();
+        let start = crate::flow::start();
         tracing::info!(target: crate::flow::TARGET, "request started");
         let Request { id, method, params } = req;
         // A free slot needs no wait at all.
@@ -112,7 +113,7 @@ impl RequestTask {
         if self.shared.answer_waiters.load(Ordering::Acquire) > 0 {
             self.shared.request_answered.notify_waiters();
         }
-        crate::flow::completed(start.elapsed(), &result);
+        crate::flow::completed(start, &result);
         if self.shared.shutdown.is_cancelled() {
             return;
         }

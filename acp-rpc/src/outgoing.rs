@@ -165,12 +165,12 @@ impl Peer {
             message_id = id,
             session_id = tracing::field::Empty,
         );
-        let start = std::time::Instant::now();
+        let start = crate::flow::start();
         let result = self
             .call(id, method, params, options, decode)
             .instrument(span.clone())
             .await;
-        span.in_scope(|| crate::flow::completed(start.elapsed(), &result));
+        span.in_scope(|| crate::flow::completed(start, &result));
         result
     }
 

@@ -1,9 +1,11 @@
 //! The reader: reads and frames lines, parses each once, delivers responses to their
 //! callers and hands requests and notifications to dispatch, in arrival order.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::task::{Context, Waker};
 
 use bytes::BytesMut;
 use serde::Deserialize;
@@ -448,6 +450,15 @@ impl Reader {
             token,
             notifications_before: self.notifications_received,
         };
-        tokio::spawn(task.run(req).instrument(span));
+        // The request's first steps run here, in the reader: a handler that answers without
+        // waiting (most do) is answered before the next line is read, with no task spawned
+        // and no scheduler hop on the way. One that waits goes on as a task of its own, from
+        // where it stopped: the task's first poll registers its real waker (a future must
+        // allow being polled again, and the no-op waker's lost wake-ups are re-checked then).
+        let mut task = Box::pin(task.run(req).instrument(span));
+        let mut cx = Context::from_waker(Waker::noop());
+        if task.as_mut().poll(&mut cx).is_pending() {
+            tokio::spawn(task);
+        }
     }
 }

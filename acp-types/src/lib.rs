@@ -36,6 +36,17 @@
 #![deny(missing_docs)]
 
 mod dialect;
+// Used by the generated dialect modules only: with no dialect feature on, nothing calls it.
+#[cfg_attr(
+    not(any(
+        feature = "v1",
+        feature = "legacy-0-0-9",
+        feature = "legacy-threads",
+        feature = "probe",
+        feature = "crow"
+    )),
+    allow(dead_code)
+)]
 mod extra;
 mod meta;
 pub mod methods;
