@@ -334,26 +334,24 @@ impl Chat {
     /// the agent listed `models`, else through its config option of category `model`.
     async fn model(&self, arg: &str) {
         let choice = self.session_view().model_choice();
+        let nothing = match choice {
+            ModelChoice::None => Some("this agent offers no model choice"),
+            ModelChoice::NotAList => Some("the agent's model option is not a list to pick from"),
+            _ => None,
+        };
+        if let Some(nothing) = nothing {
+            self.view.info(nothing);
+            return;
+        }
         if arg.is_empty() {
-            match choice {
-                ModelChoice::None => self.view.info("this agent offers no model choice"),
-                ModelChoice::NotAList => self
-                    .view
-                    .info("the agent's model option is not a list to pick from"),
-                _ => {
-                    for line in choice.listing() {
-                        self.view.info(&line);
-                    }
-                }
+            for line in choice.listing() {
+                self.view.info(&line);
             }
             return;
         }
         let shown = crate::sanitize::terminal_safe(arg);
         match choice {
-            ModelChoice::None => self.view.info("this agent offers no model choice"),
-            ModelChoice::NotAList => self
-                .view
-                .info("the agent's model option is not a list to pick from"),
+            ModelChoice::None | ModelChoice::NotAList => {}
             ModelChoice::Models(_) => {
                 let request = SetSessionModelRequest::new(self.session.clone(), arg);
                 match self.link.agent().set_session_model(request).await {

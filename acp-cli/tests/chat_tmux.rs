@@ -64,7 +64,7 @@ fn builtin_permission_from_the_keyboard_and_a_refused_terminal() {
         screen.contains("│ hello from the built-in agent"),
         "{screen}"
     );
-    t.send(&["C-d"]);
+    t.end_input();
     t.wait_for("EXIT=0");
 }
 
@@ -212,11 +212,8 @@ fn echo_agent_child_permission_terminal_cancel_completion_and_mode() {
     // Mode switch.
     t.line("/mode code");
     t.wait_for("mode: code");
-    // Ctrl-D only once the line editor holds the terminal again: typed while the mode switch
-    // still runs, the terminal's own line discipline takes it as an end of input for nobody.
     t.wait_for("mode set to code");
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    t.send(&["C-d"]);
+    t.end_input();
     t.wait_for("EXIT=0");
 }
 
@@ -268,7 +265,7 @@ fn an_update_between_turns_waits_until_the_typed_line_is_submitted() {
         news < screen.find("this agent offers no modes").unwrap(),
         "{screen}"
     );
-    t.send(&["C-d"]);
+    t.end_input();
     t.wait_for("EXIT=0");
 }
 
@@ -305,7 +302,7 @@ fn a_loaded_conversation_is_shown_like_a_live_one_and_goes_on() {
         .expect(&screen)
         .trim()
         .to_owned();
-    t.send(&["C-d"]);
+    t.end_input();
     t.wait_for("EXIT=0");
     let t = chat("loadchat2", &format!(" --load {id}"));
     let screen = t.wait_for("── loaded: 1 earlier turn(s)");
@@ -317,7 +314,7 @@ fn a_loaded_conversation_is_shown_like_a_live_one_and_goes_on() {
     t.line("/echo and eggs");
     let screen = t.wait_for("── end_turn");
     assert!(screen.contains("  and eggs"), "{screen}");
-    t.send(&["C-d"]);
+    t.end_input();
     t.wait_for("EXIT=0");
 }
 
@@ -351,7 +348,7 @@ fn a_line_typed_ahead_during_a_turn_stays_intact_for_the_next_prompt() {
     t.send(&["Enter"]);
     let screen = t.wait_for_n("── end_turn", 2);
     assert!(screen.contains("\n  typed ahead"), "{screen}");
-    t.send(&["C-d"]);
+    t.end_input();
     t.wait_for("EXIT=0");
 }
 
@@ -398,7 +395,7 @@ fn prompt_history_is_kept_across_runs() {
     t.wait_for("you>");
     t.line("/echo from the first run");
     t.wait_for("── end_turn");
-    t.send(&["C-d"]);
+    t.end_input();
     t.wait_for("EXIT=0");
     // In the user's data directory, in rustyline's own format.
     let saved = std::fs::read_to_string(&history).unwrap();
@@ -410,7 +407,7 @@ fn prompt_history_is_kept_across_runs() {
     t.send(&["Enter"]);
     let screen = t.wait_for("── end_turn");
     assert!(screen.contains("  from the first run"), "{screen}");
-    t.send(&["C-d"]);
+    t.end_input();
     t.wait_for("EXIT=0");
 }
 
