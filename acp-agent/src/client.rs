@@ -32,6 +32,7 @@ fn missing(method: &str, capability: &str) -> Error {
         CAPABILITY_NOT_ADVERTISED,
         format!("{method} not sent: the client did not advertise the capability {capability}"),
     )
+    // Error `data` is free-form JSON (no schema type): the method and the missing capability.
     .with_data(serde_json::json!({ "method": method, "capability": capability }))
 }
 

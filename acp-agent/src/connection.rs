@@ -185,10 +185,12 @@ fn unsupported_version(params: &Params, error: Error) -> Result<InitializeReques
         }
         _ => return Err(error),
     }
+    // The peer's own params (version patched), decoded like any request: not a literal.
     serde_json::from_value(value).map_err(|_| error)
 }
 
 fn unknown_session(id: &SessionId) -> Error {
+    // Error `data` is free-form JSON (no schema type): the session it is about.
     Error::resource_not_found(format!("session not found: {}", id.0))
         .with_data(serde_json::json!({ "sessionId": id }))
 }
@@ -261,6 +263,7 @@ impl<A: Agent> Dispatch<A> {
             return Err(Error::invalid_request(format!(
                 "{method} received before a successful initialize: send initialize first"
             ))
+            // Error `data` is free-form JSON (no schema type): the method refused.
             .with_data(serde_json::json!({ "method": method })));
         }
         match method {

@@ -4,8 +4,11 @@
 //! It needs no model and no network, and it exercises what a client has to show: a thought,
 //! a plan that is checked off, an edit (a diff) that waits for the user's permission, a
 //! terminal command the client runs for it, and a reply streamed word by word. It advertises
-//! slash commands right after `session/new` (before the first prompt), two modes and a model
-//! option, accepts embedded file context, and honours `session/cancel` at every step.
+//! slash commands right after `session/new` (before the first prompt), two modes, and its
+//! models both ways agents offer them (a config option of category `model`, and gemini-cli's
+//! `models` with `session/set_model`, kept in step); it titles a session after its first
+//! prompt and lets the client rename it (`session/set_title`), accepts embedded file context,
+//! and honours `session/cancel` at every step.
 //!
 //! | prompt | what happens |
 //! | --- | --- |
@@ -15,8 +18,8 @@
 //! | `/help` | the commands, as a reply |
 //!
 //! In mode `ask` (the default) the edit waits for permission; in mode `code` it is applied
-//! (to the demo's imagination: no file is written) without asking. The `model` option picks
-//! the streaming speed.
+//! (to the demo's imagination: no file is written) without asking. The model picks the
+//! streaming speed.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -46,6 +49,17 @@ struct SessionState {
     mode: String,
     model: String,
     turns: usize,
+    /// The session's title: the start of its first prompt, or what the client set.
+    title: Option<String>,
+}
+
+/// The longest title the built-in agent keeps, in characters.
+const TITLE_MAX: usize = 60;
+
+/// A title from a prompt's text: its first line, at most [`TITLE_MAX`] characters.
+fn title_from(text: &str) -> Option<String> {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(line.chars().take(TITLE_MAX).collect())
 }
 
 /// The built-in demo agent.
@@ -103,6 +117,7 @@ impl BuiltinAgent {
             mode,
             model,
             turns: 0,
+            title: meta.title,
         };
         self.sessions
             .lock()
@@ -133,6 +148,27 @@ impl BuiltinAgent {
     fn config_options(model: &str) -> Vec<SessionConfigOption> {
         let models: Vec<(&str, &str)> = MODELS.iter().map(|(v, n, _)| (*v, *n)).collect();
         vec![proto::model_option(model, &models)]
+    }
+
+    /// The same models as `models` (unstable, gemini-cli's shape).
+    fn model_state(model: &str) -> SessionModelState {
+        SessionModelState::new(
+            MODELS
+                .iter()
+                .map(|(id, name, _)| ModelInfo::new(*id, *name)),
+            model,
+        )
+    }
+
+    /// Switches a session's model, checked against [`MODELS`].
+    fn switch_model(&self, id: &SessionId, model: &str) -> Result<(), Error> {
+        if !MODELS.iter().any(|(v, _, _)| *v == model) {
+            return Err(Error::invalid_params(format!(
+                "unknown model `{model}` (the built-in agent has demo-fast and demo-slow)"
+            )));
+        }
+        self.update_state(id, |s| s.model = model.to_owned());
+        Ok(())
     }
 
     fn word_delay(state: &SessionState) -> Duration {
@@ -413,6 +449,7 @@ impl Agent for BuiltinAgent {
             mode: MODES[0].0.to_owned(),
             model: MODELS[0].0.to_owned(),
             turns: 0,
+            title: None,
         };
         self.sessions
             .lock()
@@ -434,7 +471,8 @@ impl Agent for BuiltinAgent {
             id,
             proto::mode_state(&state.mode, modes),
             Self::config_options(&state.model),
-        ))
+        )
+        .models(Self::model_state(&state.model)))
     }
 
     async fn list_sessions(
@@ -449,7 +487,7 @@ impl Agent for BuiltinAgent {
         let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         let mut list: Vec<SessionInfo> = sessions
             .iter()
-            .map(|(id, s)| proto::session_info(id, &s.cwd, s.turns))
+            .map(|(id, s)| proto::session_info(id, &s.cwd, s.title.as_deref(), s.turns))
             .collect();
         list.sort_by(|a, b| a.session_id.0.cmp(&b.session_id.0));
         Ok(proto::list_sessions_response(list))
@@ -487,13 +525,45 @@ impl Agent for BuiltinAgent {
                 )));
             }
         };
-        if !MODELS.iter().any(|(v, _, _)| *v == value) {
-            return Err(Error::invalid_params(format!(
-                "unknown model `{value}` (the built-in agent has demo-fast and demo-slow)"
-            )));
-        }
-        self.update_state(&p.session_id, |s| s.model = value.clone());
+        self.switch_model(&p.session_id, &value)?;
         Ok(proto::set_config_response(Self::config_options(&value)))
+    }
+
+    async fn set_session_model(
+        &self,
+        p: SetSessionModelRequest,
+        cx: &AgentContext,
+    ) -> Result<SetSessionModelResponse, Error> {
+        self.switch_model(&p.session_id, &p.model_id.0)?;
+        // The config option says the same: the client (and a session store) sees it change.
+        cx.client()
+            .send_update(
+                p.session_id,
+                SessionUpdate::ConfigOptionUpdate(proto::config_update(Self::config_options(
+                    &p.model_id.0,
+                ))),
+            )
+            .await?;
+        Ok(SetSessionModelResponse::new())
+    }
+
+    async fn set_session_title(
+        &self,
+        p: SetSessionTitleRequest,
+        cx: &AgentContext,
+    ) -> Result<SetSessionTitleResponse, Error> {
+        if self.restored_state(&p.session_id, cx).await.is_none() {
+            return Err(Error::resource_not_found(p.session_id.0.clone()));
+        }
+        let Some(title) = title_from(&p.title) else {
+            return Err(Error::invalid_params("an empty title"));
+        };
+        self.update_state(&p.session_id, |s| s.title = Some(title.clone()));
+        // Reported like any title change: the client shows it, a session store records it.
+        cx.client()
+            .send_update(p.session_id, proto::title_update(&title))
+            .await?;
+        Ok(SetSessionTitleResponse::new(title))
     }
 
     async fn prompt(&self, p: PromptRequest, cx: &PromptContext) -> Result<PromptResponse, Error> {
@@ -507,6 +577,13 @@ impl Agent for BuiltinAgent {
             ContentBlock::Text(t) => Some(t.text.trim().to_owned()),
             _ => None,
         });
+        // An untitled session is named after its first prompt, as agents do.
+        if state.title.is_none()
+            && let Some(title) = first_text.as_deref().and_then(title_from)
+        {
+            self.update_state(&p.session_id, |s| s.title = Some(title.clone()));
+            s.send(proto::title_update(&title)).await?;
+        }
         let command = first_text
             .as_deref()
             .and_then(|t| t.strip_prefix('/'))
@@ -555,6 +632,19 @@ impl Agent for BuiltinAgent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn titles_are_the_first_line_of_bounded_length() {
+        assert_eq!(
+            title_from("\n  fix the build \nand more").as_deref(),
+            Some("fix the build")
+        );
+        assert_eq!(title_from(" \n\t").as_deref(), None);
+        assert_eq!(
+            title_from(&"é".repeat(100)).map(|t| t.chars().count()),
+            Some(TITLE_MAX)
+        );
+    }
 
     #[test]
     fn attachments_are_described_by_kind() {

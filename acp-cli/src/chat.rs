@@ -16,7 +16,8 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use crate::attach;
 use crate::builtin::BuiltinAgent;
 use crate::client::{Answerer, CliClient, SessionView, UpdateBarrier};
-use crate::input::{Answer, CommandList, Keyboard, LineKind, ModeList};
+use crate::input::{Answer, ArgumentChoices, CommandList, Keyboard, LineKind};
+use crate::offers::ModelChoice;
 use crate::proto;
 use crate::view::{JsonEvents, Screen, View};
 
@@ -229,8 +230,8 @@ impl Chat {
                                 duration_ms = start.elapsed().as_millis() as u64,
                                 "turn ended"
                             );
-                            if let Some(line) = crate::offers::usage_line(&response.extra) {
-                                self.view.info(&line);
+                            if let Some(usage) = &response.usage {
+                                self.view.info(&crate::offers::usage_line(usage));
                             }
                             self.view.turn_ended(response.stop_reason.as_str(), start.elapsed());
                             TurnEnd::Stopped(response.stop_reason)
@@ -329,72 +330,105 @@ impl Chat {
         }
     }
 
-    /// `/model [value]`: lists the models (a config option of category `model`) or picks one.
+    /// `/model [id]`: lists the models or switches to one, through `session/set_model` when
+    /// the agent listed `models`, else through its config option of category `model`.
     async fn model(&self, arg: &str) {
-        let option = {
-            let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            state
-                .config
-                .iter()
-                .find(|o| matches!(o.category, Some(SessionConfigOptionCategory::Model)))
-                .cloned()
+        let choice = self.session_view().model_choice();
+        let nothing = match choice {
+            ModelChoice::None => Some("this agent offers no model choice"),
+            ModelChoice::NotAList => Some("the agent's model option is not a list to pick from"),
+            _ => None,
         };
-        let Some(option) = option else {
-            self.view.info("this agent offers no model choice");
+        if let Some(nothing) = nothing {
+            self.view.info(nothing);
             return;
-        };
-        let SessionConfigKind::Select(select) = &option.kind else {
-            self.view
-                .info("the agent's model option is not a list to pick from");
-            return;
-        };
+        }
         if arg.is_empty() {
-            let values: Vec<(String, String)> = match &select.options {
-                SessionConfigSelectOptions::Ungrouped(list) => list
-                    .iter()
-                    .map(|o| (o.value.0.clone(), o.name.clone()))
-                    .collect(),
-                SessionConfigSelectOptions::Grouped(groups) => groups
-                    .iter()
-                    .flat_map(|g| {
-                        g.options
-                            .iter()
-                            .map(|o| (o.value.0.clone(), o.name.clone()))
-                    })
-                    .collect(),
-            };
-            for (value, name) in values {
-                let mark = if value == select.current_value.0 {
-                    "*"
-                } else {
-                    " "
-                };
-                self.view.info(&format!(
-                    "{mark} {}  {}",
-                    crate::sanitize::terminal_safe(&value),
-                    crate::sanitize::terminal_safe(&name)
-                ));
+            for line in choice.listing() {
+                self.view.info(&line);
             }
             return;
         }
-        let request = proto::set_config_value(&self.session, &option.id.0, arg);
-        match self.link.agent().set_config_option(request).await {
+        let shown = crate::sanitize::terminal_safe(arg);
+        match choice {
+            ModelChoice::None | ModelChoice::NotAList => {}
+            ModelChoice::Models(_) => {
+                let request = SetSessionModelRequest::new(self.session.clone(), arg);
+                match self.link.agent().set_session_model(request).await {
+                    Ok(_) => {
+                        if let Some(models) = &mut self.session_view().models {
+                            models.current_model_id = ModelId(arg.to_owned());
+                        }
+                        self.view.info(&format!("model set to {shown}"));
+                    }
+                    Err(e) => self
+                        .view
+                        .error(&format!("model not changed: {}", e.message)),
+                }
+            }
+            ModelChoice::ConfigOption { id, .. } => {
+                let request = proto::set_config_value(&self.session, &id.0, arg);
+                match self.link.agent().set_config_option(request).await {
+                    Ok(response) => {
+                        self.session_view().config = response.config_options;
+                        self.view.info(&format!("model set to {shown}"));
+                    }
+                    Err(e) => self
+                        .view
+                        .error(&format!("model not changed: {}", e.message)),
+                }
+            }
+        }
+    }
+
+    /// `/title [text]`: shows the session's title or, where the agent lets clients set it
+    /// (`sessionCapabilities.title`), renames the session with `session/set_title`.
+    async fn title(&self, arg: &str) {
+        if arg.is_empty() {
+            let title = self.session_view().title.clone();
+            match title {
+                Some(title) => self
+                    .view
+                    .info(&format!("title: {}", crate::offers::title_text(&title))),
+                None => self.view.info("the agent has not titled this session"),
+            }
+            return;
+        }
+        let settable = self
+            .link
+            .init
+            .agent_capabilities
+            .session_capabilities
+            .title
+            .is_some();
+        if !settable {
+            self.view
+                .info("this agent does not let clients set titles (no sessionCapabilities.title)");
+            return;
+        }
+        let request = SetSessionTitleRequest::new(self.session.clone(), arg);
+        match self.link.agent().set_session_title(request).await {
             Ok(response) => {
-                self.state.lock().unwrap_or_else(|p| p.into_inner()).config =
-                    response.config_options;
-                self.view.info(&format!("model set to {arg}"));
+                let shown = crate::offers::title_text(&response.title);
+                self.session_view().title = Some(response.title);
+                self.view.info(&format!("title set to {shown}"));
             }
             Err(e) => self
                 .view
-                .error(&format!("model not changed: {}", e.message)),
+                .error(&format!("title not changed: {}", e.message)),
         }
+    }
+
+    /// The session's state as the updates left it.
+    fn session_view(&self) -> std::sync::MutexGuard<'_, SessionView> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The interactive loop; returns the exit status.
     async fn interactive(&mut self, keyboard: Keyboard) -> i32 {
         self.view.info(
-            "type a prompt (@path attaches a file, Tab completes); /mode, /model, /quit; \
-             Ctrl-C cancels a turn, Ctrl-D quits",
+            "type a prompt (@path attaches a file, Tab completes); /mode, /model, /title, \
+             /quit; Ctrl-C cancels a turn, Ctrl-D quits",
         );
         loop {
             // A Ctrl-C right after a cancelled turn (before the editor took the keyboard
@@ -419,6 +453,7 @@ impl Chat {
                 "/quit" | "/exit" => return 0,
                 "/mode" => self.mode(arg.trim()).await,
                 "/model" => self.model(arg.trim()).await,
+                "/title" => self.title(arg.trim()).await,
                 _ => {
                     let blocks = self.blocks(text);
                     if let TurnEnd::Quit = self.turn(blocks).await {
@@ -431,9 +466,10 @@ impl Chat {
 }
 
 /// The commands the CLI handles itself, for completion.
-pub const LOCAL_COMMANDS: [(&str, &str); 3] = [
+pub const LOCAL_COMMANDS: [(&str, &str); 4] = [
     ("mode", "list or switch the agent's modes"),
     ("model", "list or switch the agent's models"),
+    ("title", "show or set the session's title"),
     ("quit", "leave acp"),
 ];
 
@@ -464,17 +500,22 @@ async fn run_with(
 ) -> Result<i32, String> {
     let cwd = request.agent.cwd.clone();
     let commands: CommandList = Arc::default();
-    let mode_list: ModeList = Arc::default();
     let state: Arc<Mutex<SessionView>> = Arc::default();
+    let choices: ArgumentChoices = {
+        let state = state.clone();
+        Arc::new(move |command: &str| {
+            let state = state.lock().unwrap_or_else(|p| p.into_inner());
+            match command {
+                "mode" => state.modes.clone(),
+                "model" => state.model_choice().values(),
+                _ => Vec::new(),
+            }
+        })
+    };
     let keyboard = match request.prompt {
         Some(_) => None,
         None => {
-            let keyboard = Keyboard::start(
-                commands.clone(),
-                mode_list.clone(),
-                LOCAL_COMMANDS,
-                cwd.clone(),
-            )?;
+            let keyboard = Keyboard::start(commands.clone(), choices, LOCAL_COMMANDS, cwd.clone())?;
             if let Some(screen) = &screen {
                 screen.hold_while_editing(keyboard.editing());
             }
@@ -512,7 +553,7 @@ async fn run_with(
         link.dialect
     ));
     let cwd_text = cwd.to_string_lossy().into_owned();
-    let (session, modes, config, offered) = match &request.load {
+    let (session, modes, config, models) = match &request.load {
         Some(id) => {
             if !link.init.agent_capabilities.load_session {
                 link.shutdown().await;
@@ -533,7 +574,7 @@ async fn run_with(
                     SessionId(id.clone()),
                     loaded.modes,
                     loaded.config_options,
-                    loaded.extra,
+                    loaded.models,
                 ),
                 Err(e) => {
                     link.shutdown().await;
@@ -549,7 +590,7 @@ async fn run_with(
                 created.session_id,
                 created.modes,
                 created.config_options,
-                created.extra,
+                created.models,
             ),
             Err(e) => {
                 link.shutdown().await;
@@ -566,9 +607,9 @@ async fn run_with(
                 .iter()
                 .map(|m| (m.id.0.clone(), crate::sanitize::terminal_safe(&m.name)))
                 .collect();
-            *mode_list.lock().unwrap_or_else(|p| p.into_inner()) = state.modes.clone();
         }
         state.config = config.unwrap_or_default();
+        state.models = models;
     }
     // Agents send their slash commands with or right after the session's answer: wait a
     // moment for them, so they are shown before the first prompt rather than over it.
@@ -582,12 +623,17 @@ async fn run_with(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     barrier.settle().await;
-    view.info(&format!(
-        "session {}",
-        crate::sanitize::terminal_safe(&session.0)
-    ));
-    if let Some(line) = crate::offers::models_line(&offered) {
-        view.info(&line);
+    let (title, models) = {
+        let state = state.lock().unwrap_or_else(|p| p.into_inner());
+        (state.title.clone(), state.models.clone())
+    };
+    let id = crate::sanitize::terminal_safe(&session.0);
+    view.info(&match title {
+        Some(title) => format!("session {id}: {}", crate::offers::title_text(&title)),
+        None => format!("session {id}"),
+    });
+    if let Some(models) = &models {
+        view.info(&crate::offers::models_line(models));
     }
     let mut chat = Chat {
         link,

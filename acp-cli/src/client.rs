@@ -42,6 +42,17 @@ pub struct SessionView {
     pub modes: Vec<(String, String)>,
     /// The configuration options (models among them).
     pub config: Vec<SessionConfigOption>,
+    /// The models the agent listed in `models` (unstable; gemini-cli), if it did.
+    pub models: Option<SessionModelState>,
+    /// The session's title, as the agent last reported it.
+    pub title: Option<String>,
+}
+
+impl SessionView {
+    /// How the model is chosen in this session.
+    pub fn model_choice(&self) -> crate::offers::ModelChoice {
+        crate::offers::ModelChoice::of(self.models.as_ref(), &self.config)
+    }
 }
 
 /// Keeps questions behind the updates that came before them.
@@ -467,6 +478,15 @@ impl Client for CliClient {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .config = c.config_options.clone();
+            }
+            SessionUpdate::SessionInfoUpdate(info) => {
+                if let Some(title) = &info.title {
+                    inner
+                        .session
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .title = title.clone();
+                }
             }
             _ => {}
         }

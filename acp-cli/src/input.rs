@@ -37,8 +37,13 @@ pub enum LineKind {
 /// Commands offered for completion: name and description.
 pub type CommandList = Arc<Mutex<Vec<(String, String)>>>;
 
-/// The agent's modes (id and name), offered after `/mode `.
-pub type ModeList = Arc<Mutex<Vec<(String, String)>>>;
+/// The choices (id and name) offered for the first argument of one of the CLI's own
+/// commands (`/mode `, `/model `), asked at every completion so they are always current;
+/// empty for a command without choices.
+pub type ArgumentChoices = Arc<dyn Fn(&str) -> Vec<(String, String)> + Send + Sync>;
+
+/// The CLI's commands whose first argument completes from [`ArgumentChoices`].
+const COMMANDS_WITH_CHOICES: [&str; 2] = ["mode", "model"];
 
 /// Where the prompt history is kept across runs: `$ACP_HISTORY`, else `acp/history` in the
 /// user's data directory (`$XDG_DATA_HOME`, else `~/.local/share`). `None` without either
@@ -71,11 +76,11 @@ pub struct Keyboard {
 }
 
 impl Keyboard {
-    /// Starts the editor thread. `commands` is read at every completion; `cwd` is where
-    /// `@path` completion starts.
+    /// Starts the editor thread. `commands` and `choices` are read at every completion;
+    /// `cwd` is where `@path` completion starts.
     pub fn start(
         commands: CommandList,
-        modes: ModeList,
+        choices: ArgumentChoices,
         local: impl IntoIterator<Item = (&'static str, &'static str)>,
         cwd: PathBuf,
     ) -> Result<Keyboard, String> {
@@ -95,7 +100,7 @@ impl Keyboard {
         let kind = Arc::new(Mutex::new(LineKind::Prompt));
         editor.set_helper(Some(ChatHelper {
             commands,
-            modes,
+            choices,
             local: local
                 .into_iter()
                 .map(|(n, d)| (n.to_owned(), d.to_owned()))
@@ -200,7 +205,7 @@ impl Drop for TypeAhead {
 /// Completion for the prompt line.
 struct ChatHelper {
     commands: CommandList,
-    modes: ModeList,
+    choices: ArgumentChoices,
     /// The CLI's own commands, offered after the agent's.
     local: Vec<(String, String)>,
     cwd: PathBuf,
@@ -225,36 +230,45 @@ impl Completer for ChatHelper {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         commands.extend(self.local.iter().cloned());
-        let modes = self.modes.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        Ok(complete(line, pos, &commands, &modes, &self.cwd))
+        let choices = |command: &str| (self.choices)(command);
+        Ok(complete(line, pos, &commands, &choices, &self.cwd))
     }
 }
 
-/// Completions for `line` at `pos`: a slash command at the start of the line, a mode id
-/// after `/mode `, or a path after `@` anywhere. Returns where the replaced word starts and
-/// the candidates.
+/// Completions for `line` at `pos`: a slash command at the start of the line, a choice
+/// (mode id, model id) after `/mode ` or `/model `, or a path after `@` anywhere. Returns
+/// where the replaced word starts and the candidates.
 pub fn complete(
     line: &str,
     pos: usize,
     commands: &[(String, String)],
-    modes: &[(String, String)],
+    choices: &dyn Fn(&str) -> Vec<(String, String)>,
     cwd: &Path,
 ) -> (usize, Vec<Pair>) {
     let before = &line[..pos];
     let start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
     let word = &before[start..];
-    if let Some(partial) = before.strip_prefix("/mode ")
-        && !partial.contains(char::is_whitespace)
-    {
-        let pairs = modes
-            .iter()
-            .filter(|(id, _)| id.starts_with(partial))
-            .map(|(id, name)| Pair {
-                display: format!("{id}  {name}"),
-                replacement: id.clone(),
-            })
-            .collect();
-        return (start, pairs);
+    for command in COMMANDS_WITH_CHOICES {
+        if let Some(partial) = before
+            .strip_prefix('/')
+            .and_then(|rest| rest.strip_prefix(command))
+            .and_then(|rest| rest.strip_prefix(' '))
+            && !partial.contains(char::is_whitespace)
+        {
+            let pairs = choices(command)
+                .into_iter()
+                .filter(|(id, _)| id.starts_with(partial))
+                .map(|(id, name)| Pair {
+                    display: format!(
+                        "{}  {}",
+                        crate::sanitize::terminal_safe(&id),
+                        crate::sanitize::terminal_safe(&name)
+                    ),
+                    replacement: id,
+                })
+                .collect();
+            return (start, pairs);
+        }
     }
     if start == 0 && word.starts_with('/') {
         let prefix = &word[1..];
@@ -340,29 +354,65 @@ mod tests {
             ("clear".to_owned(), "Clear".to_owned()),
             ("echo".to_owned(), "Echo".to_owned()),
         ];
-        let (start, pairs) = complete("/c", 2, &commands, &[], Path::new("/"));
+        let (start, pairs) = complete("/c", 2, &commands, &no_choices, Path::new("/"));
         assert_eq!(start, 0);
         assert_eq!(replacements(&pairs), ["/count ", "/clear "]);
-        let (_, pairs) = complete("say /c", 6, &commands, &[], Path::new("/"));
+        let (_, pairs) = complete("say /c", 6, &commands, &no_choices, Path::new("/"));
         assert!(pairs.is_empty());
+    }
+
+    fn no_choices(_: &str) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    fn choices(command: &str) -> Vec<(String, String)> {
+        let list: &[(&str, &str)] = match command {
+            "mode" => &[("ask", "Ask"), ("architect", "Architect"), ("code", "Code")],
+            "model" => &[
+                ("demo-fast", "Fast"),
+                ("demo-slow", "Slow"),
+                ("big\u{1b}[2J", "Big"),
+            ],
+            _ => &[],
+        };
+        list.iter()
+            .map(|(id, name)| ((*id).to_owned(), (*name).to_owned()))
+            .collect()
     }
 
     #[test]
     fn mode_ids_complete_after_the_mode_command() {
-        let modes = vec![
-            ("ask".to_owned(), "Ask".to_owned()),
-            ("architect".to_owned(), "Architect".to_owned()),
-            ("code".to_owned(), "Code".to_owned()),
-        ];
-        let (start, pairs) = complete("/mode a", 7, &[], &modes, Path::new("/"));
+        let (start, pairs) = complete("/mode a", 7, &[], &choices, Path::new("/"));
         assert_eq!(start, 6);
         assert_eq!(replacements(&pairs), ["ask", "architect"]);
-        let (_, pairs) = complete("/mode ", 6, &[], &modes, Path::new("/"));
+        let (_, pairs) = complete("/mode ", 6, &[], &choices, Path::new("/"));
         assert_eq!(pairs.len(), 3);
         // Only the first argument, and only of /mode.
-        let (_, pairs) = complete("/mode ask a", 11, &[], &modes, Path::new("/"));
+        let (_, pairs) = complete("/mode ask a", 11, &[], &choices, Path::new("/"));
         assert!(pairs.is_empty());
-        let (_, pairs) = complete("say a", 5, &[], &modes, Path::new("/"));
+        let (_, pairs) = complete("say a", 5, &[], &choices, Path::new("/"));
+        assert!(pairs.is_empty());
+    }
+
+    #[test]
+    fn model_ids_complete_after_the_model_command() {
+        let (start, pairs) = complete("/model demo-s", 13, &[], &choices, Path::new("/"));
+        assert_eq!(start, 7);
+        assert_eq!(replacements(&pairs), ["demo-slow"]);
+        let (_, pairs) = complete("/model ", 7, &[], &choices, Path::new("/"));
+        assert_eq!(
+            replacements(&pairs),
+            ["demo-fast", "demo-slow", "big\u{1b}[2J"]
+        );
+        // What the list shows is terminal-safe; the id is sent as the agent gave it.
+        assert_eq!(pairs[2].display, "big  Big");
+        // `/modelx` is not `/model`, and `/mode` offers modes, not models.
+        let (_, pairs) = complete("/modelx d", 9, &[], &choices, Path::new("/"));
+        assert!(pairs.is_empty());
+        let (_, pairs) = complete("/mode d", 7, &[], &choices, Path::new("/"));
+        assert!(pairs.is_empty());
+        // Without a model list, nothing.
+        let (_, pairs) = complete("/model ", 7, &[], &no_choices, Path::new("/"));
         assert!(pairs.is_empty());
     }
 
@@ -372,12 +422,12 @@ mod tests {
         std::fs::create_dir_all(dir.join("src")).unwrap();
         std::fs::write(dir.join("notes.md"), "x").unwrap();
         std::fs::write(dir.join("src/main.rs"), "x").unwrap();
-        let (start, pairs) = complete("look at @no", 11, &[], &[], &dir);
+        let (start, pairs) = complete("look at @no", 11, &[], &no_choices, &dir);
         assert_eq!(start, 8);
         assert_eq!(replacements(&pairs), ["@notes.md "]);
-        let (_, pairs) = complete("@s", 2, &[], &[], &dir);
+        let (_, pairs) = complete("@s", 2, &[], &no_choices, &dir);
         assert_eq!(replacements(&pairs), ["@src/"]);
-        let (_, pairs) = complete("@src/m", 6, &[], &[], &dir);
+        let (_, pairs) = complete("@src/m", 6, &[], &no_choices, &dir);
         assert_eq!(replacements(&pairs), ["@src/main.rs "]);
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -86,7 +86,19 @@ struct ServeArgs {
     store: Option<PathBuf>,
 }
 
+/// The chat's own commands, listed by `acp chat --help`.
+const CHAT_COMMANDS: &str = "\
+In the chat (Tab completes commands, ids and @paths):
+  /mode [ID]     list the agent's modes, or switch to one
+  /model [ID]    list the agent's models, or switch (session/set_model when the agent lists
+                 `models`, else its model config option)
+  /title [TEXT]  show the session's title, or rename the session (when the agent advertises
+                 sessionCapabilities.title)
+  /quit          leave (Ctrl-D too); Ctrl-C cancels a turn, a second Ctrl-C quits
+  @PATH          attach a file to the prompt";
+
 #[derive(Args, Debug)]
+#[command(after_help = CHAT_COMMANDS)]
 struct ChatArgs {
     #[command(flatten)]
     agent: AgentArgs,

@@ -190,7 +190,9 @@ pub fn builtin_initialize_response() -> InitializeResponse {
             AgentCapabilities::new()
                 .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
                 .session_capabilities(
-                    SessionCapabilities::new().list(SessionListCapabilities::new()),
+                    SessionCapabilities::new()
+                        .list(SessionListCapabilities::new())
+                        .title(SessionTitleCapabilities::new()),
                 ),
         )
         .agent_info(Implementation::new(
@@ -215,9 +217,20 @@ pub fn new_session_response(
         .config_options(options)
 }
 
-/// One entry of `session/list`.
-pub fn session_info(id: &SessionId, cwd: &str, turns: usize) -> SessionInfo {
-    SessionInfo::new(id.clone(), cwd).title(format!("{turns} turn(s)"))
+/// One entry of `session/list`: titled, or named by its number of turns.
+pub fn session_info(id: &SessionId, cwd: &str, title: Option<&str>, turns: usize) -> SessionInfo {
+    let title = title.map_or_else(|| format!("{turns} turn(s)"), str::to_owned);
+    SessionInfo::new(id.clone(), cwd).title(title)
+}
+
+/// A `session_info_update` with a new title.
+pub fn title_update(title: &str) -> SessionUpdate {
+    SessionUpdate::SessionInfoUpdate(SessionInfoUpdate::new().title(Some(title.to_owned())))
+}
+
+/// A `config_option_update` with every option as it now stands.
+pub fn config_update(options: Vec<SessionConfigOption>) -> ConfigOptionUpdate {
+    ConfigOptionUpdate::new(options)
 }
 
 /// The answer to `session/list` (one page).

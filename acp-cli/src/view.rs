@@ -607,7 +607,18 @@ impl View for Screen {
                 t.ui_line(&line);
             }
             SessionUpdate::ConfigOptionUpdate(_) => {}
-            SessionUpdate::SessionInfoUpdate(_) | SessionUpdate::UsageUpdate(_) => {}
+            SessionUpdate::SessionInfoUpdate(info) => {
+                // Only a title change is worth a line (`updatedAt` moves with every turn).
+                if let Some(title) = &info.title {
+                    let text = match title {
+                        Some(title) => format!("title: {}", crate::offers::title_text(title)),
+                        None => "title cleared".to_owned(),
+                    };
+                    let line = format!("{}{text}{}", t.style("cyan"), t.style("reset"));
+                    t.ui_line(&line);
+                }
+            }
+            SessionUpdate::UsageUpdate(_) => {}
             SessionUpdate::Notice(n) => {
                 let text = serde_json::to_value(n)
                     .ok()
@@ -841,6 +852,20 @@ mod tests {
         for line in text.lines() {
             assert!(line.starts_with("  "), "{line:?} reached column 0");
         }
+    }
+
+    #[test]
+    fn a_title_change_is_one_line_and_other_session_info_is_quiet() {
+        let out = Shared::default();
+        let screen = Screen::new(Box::new(out.clone()), false, (80, 24));
+        let renamed = SessionInfoUpdate::new().title(Some("Fix\nthe \x1b[2Jbuild".into()));
+        screen.update(&SessionUpdate::SessionInfoUpdate(renamed));
+        let touched = SessionInfoUpdate::new().updated_at(Some("2026-11-24T17:00:00Z".into()));
+        screen.update(&SessionUpdate::SessionInfoUpdate(touched));
+        screen.update(&SessionUpdate::SessionInfoUpdate(
+            SessionInfoUpdate::new().title(None),
+        ));
+        assert_eq!(out.text(), "title: Fix the build\ntitle cleared\n");
     }
 
     #[test]

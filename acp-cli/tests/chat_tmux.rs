@@ -64,7 +64,7 @@ fn builtin_permission_from_the_keyboard_and_a_refused_terminal() {
         screen.contains("│ hello from the built-in agent"),
         "{screen}"
     );
-    t.send(&["C-d"]);
+    t.end_input();
     t.wait_for("EXIT=0");
 }
 
@@ -212,11 +212,8 @@ fn echo_agent_child_permission_terminal_cancel_completion_and_mode() {
     // Mode switch.
     t.line("/mode code");
     t.wait_for("mode: code");
-    // Ctrl-D only once the line editor holds the terminal again: typed while the mode switch
-    // still runs, the terminal's own line discipline takes it as an end of input for nobody.
     t.wait_for("mode set to code");
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    t.send(&["C-d"]);
+    t.end_input();
     t.wait_for("EXIT=0");
 }
 
@@ -268,7 +265,7 @@ fn an_update_between_turns_waits_until_the_typed_line_is_submitted() {
         news < screen.find("this agent offers no modes").unwrap(),
         "{screen}"
     );
-    t.send(&["C-d"]);
+    t.end_input();
     t.wait_for("EXIT=0");
 }
 
@@ -305,7 +302,7 @@ fn a_loaded_conversation_is_shown_like_a_live_one_and_goes_on() {
         .expect(&screen)
         .trim()
         .to_owned();
-    t.send(&["C-d"]);
+    t.end_input();
     t.wait_for("EXIT=0");
     let t = chat("loadchat2", &format!(" --load {id}"));
     let screen = t.wait_for("── loaded: 1 earlier turn(s)");
@@ -317,7 +314,7 @@ fn a_loaded_conversation_is_shown_like_a_live_one_and_goes_on() {
     t.line("/echo and eggs");
     let screen = t.wait_for("── end_turn");
     assert!(screen.contains("  and eggs"), "{screen}");
-    t.send(&["C-d"]);
+    t.end_input();
     t.wait_for("EXIT=0");
 }
 
@@ -351,7 +348,7 @@ fn a_line_typed_ahead_during_a_turn_stays_intact_for_the_next_prompt() {
     t.send(&["Enter"]);
     let screen = t.wait_for_n("── end_turn", 2);
     assert!(screen.contains("\n  typed ahead"), "{screen}");
-    t.send(&["C-d"]);
+    t.end_input();
     t.wait_for("EXIT=0");
 }
 
@@ -369,7 +366,9 @@ fn mode_ids_complete_after_slash_mode() {
     t.wait_for("you> /mode code");
     t.send(&["Enter"]);
     t.wait_for("mode set to code");
-    t.send(&["C-d"]);
+    // `/quit`, not Ctrl-D: typed before the line editor has the terminal back, a line waits
+    // for it, while Ctrl-D would be taken by the terminal's line discipline.
+    t.line("/quit");
     t.wait_for("EXIT=0");
 }
 
@@ -396,7 +395,7 @@ fn prompt_history_is_kept_across_runs() {
     t.wait_for("you>");
     t.line("/echo from the first run");
     t.wait_for("── end_turn");
-    t.send(&["C-d"]);
+    t.end_input();
     t.wait_for("EXIT=0");
     // In the user's data directory, in rustyline's own format.
     let saved = std::fs::read_to_string(&history).unwrap();
@@ -408,6 +407,99 @@ fn prompt_history_is_kept_across_runs() {
     t.send(&["Enter"]);
     let screen = t.wait_for("── end_turn");
     assert!(screen.contains("  from the first run"), "{screen}");
-    t.send(&["C-d"]);
+    t.end_input();
+    t.wait_for("EXIT=0");
+}
+
+/// What the agent offers beyond the basics, used from the keyboard: the built-in agent (served
+/// on stdio by `acp agent`, recorded by `acp trace`) lists models in `models` (switched with
+/// `session/set_model`, the id completed with Tab), titles the session after its first
+/// prompt, and lets the client rename it (`session/set_title`).
+#[test]
+fn models_switch_and_the_title_is_shown_and_set() {
+    if !have("tmux", "models_switch_and_the_title_is_shown_and_set") {
+        return;
+    }
+    let dir = Scratch::new("offers");
+    let trace = dir.0.join("run.ndjson");
+    let t = Tmux::start(
+        "offers",
+        &format!(
+            "cd {dir} && {acp} chat -- {acp} trace --out {trace} -- {acp} agent",
+            dir = sh(&dir.0),
+            acp = sh(&acp()),
+            trace = sh(&trace)
+        ),
+    );
+    let screen = t.wait_for("you>");
+    assert!(
+        screen.contains("models: demo-fast (current), demo-slow"),
+        "{screen}"
+    );
+    t.send(&["-l", "/model demo-s"]);
+    t.send(&["Tab"]);
+    t.wait_for("you> /model demo-slow");
+    t.send(&["Enter"]);
+    t.wait_for("model set to demo-slow");
+    t.line("/model");
+    let screen = t.wait_for("* demo-slow  Demo (slow)");
+    assert!(screen.contains("  demo-fast  Demo (fast)"), "{screen}");
+    t.line("/model turbo");
+    t.wait_for("model not changed: unknown model `turbo`");
+    // Untitled until the first prompt, which names it.
+    t.line("/title");
+    t.wait_for("the agent has not titled this session");
+    t.line("/echo plan the trip");
+    t.wait_for("title: /echo plan the trip");
+    t.wait_for("── end_turn");
+    t.line("/title Trip to Lisbon");
+    t.wait_for("title set to Trip to Lisbon");
+    // The agent reported the change as well (a session_info_update).
+    t.wait_for("title: Trip to Lisbon");
+    t.line("/title");
+    t.wait_for_n("title: Trip to Lisbon", 2);
+    // `/quit` rather than Ctrl-D, which the terminal would swallow if typed before the line
+    // editor is back.
+    t.line("/quit");
+    t.wait_for("EXIT=0");
+    // The switches went over the wire as the unstable requests, answered without error.
+    let recorded = std::fs::read_to_string(&trace).unwrap();
+    let methods: Vec<String> = recorded
+        .lines()
+        .filter_map(|record| {
+            let record: serde_json::Value = serde_json::from_str(record).ok()?;
+            let message: serde_json::Value = serde_json::from_str(record["line"].as_str()?).ok()?;
+            Some(message["method"].as_str()?.to_owned())
+        })
+        .collect();
+    let count = |m: &str| methods.iter().filter(|x| *x == m).count();
+    // demo-slow, then the refused turbo; one rename.
+    assert_eq!(count("session/set_model"), 2, "{methods:?}");
+    assert_eq!(count("session/set_title"), 1, "{methods:?}");
+    assert_eq!(count("session/set_config_option"), 0, "{methods:?}");
+}
+
+/// An agent that offers neither models nor titles gets a clear message, not a request.
+#[test]
+fn model_and_title_commands_say_when_the_agent_offers_nothing() {
+    if !have(
+        "tmux",
+        "model_and_title_commands_say_when_the_agent_offers_nothing",
+    ) {
+        return;
+    }
+    let agent = echo_agent();
+    let dir = Scratch::new("nooffers");
+    let t = Tmux::start(
+        "nooffers",
+        &format!("cd {} && {} chat -- {}", sh(&dir.0), sh(&acp()), sh(&agent)),
+    );
+    let screen = t.wait_for("you>");
+    assert!(!screen.contains("models:"), "{screen}");
+    t.line("/model fast");
+    t.wait_for("this agent offers no model choice");
+    t.line("/title Renamed");
+    t.wait_for("this agent does not let clients set titles (no sessionCapabilities.title)");
+    t.line("/quit");
     t.wait_for("EXIT=0");
 }

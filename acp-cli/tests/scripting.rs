@@ -62,6 +62,27 @@ fn one_turn_prints_a_transcript_and_exits_by_stop_reason() {
     assert!(stdout.contains("the user refused to run"), "{stdout}");
 }
 
+/// `acp chat --help` names the chat's own commands; a scripted turn with the built-in agent
+/// shows the models it offers and the title it gives the session.
+#[test]
+fn help_names_the_chat_commands_and_a_turn_shows_models_and_title() {
+    let dir = Scratch::new("offers");
+    let out = run(&["chat", "--help"], &dir.0);
+    let help = text(&out.stdout);
+    assert!(out.status.success(), "{help}");
+    for command in ["/mode [ID]", "/model [ID]", "/title [TEXT]", "/quit"] {
+        assert!(help.contains(command), "{command} missing from:\n{help}");
+    }
+    let out = run(&["chat", "--prompt", "/echo name me"], &dir.0);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("models: demo-fast (current), demo-slow"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("title: /echo name me"), "{stdout}");
+}
+
 #[test]
 fn json_events_are_one_object_per_line() {
     let dir = Scratch::new("json");

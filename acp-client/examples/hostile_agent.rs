@@ -17,6 +17,12 @@
 //! answered, how many answers carried the secret, how many writes landed outside, the
 //! slowest answer, the client's peak RSS (`VmHWM` of the parent process, which is the
 //! client when it spawned us directly).
+//!
+//! It speaks JSON-RPC itself, line by line, on purpose: it controls exactly when each request
+//! goes out (hundreds in flight, races against its own file swaps), which a connection of
+//! acp-agent would smooth over. The protocol values it sends (params and results) are still
+//! built with acp-types' constructors; only the JSON-RPC envelope around them and its own
+//! report lines are written as JSON here.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -28,6 +34,9 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use acp_types::RequestMethod;
+use acp_types::v1::*;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 /// How long one request may take before it counts as hung.
@@ -48,20 +57,38 @@ impl Peer {
     }
 
     /// Sends a request; the answer (the whole response object) arrives on the receiver.
-    fn request(&self, method: &str, params: Value) -> Receiver<Value> {
+    fn request<R: RequestMethod>(&self, params: &R) -> Receiver<Value> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = channel();
         self.pending.lock().unwrap().insert(id, tx);
-        self.send_line(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        // The JSON-RPC envelope, written by hand (see the module docs); the params are typed.
+        self.send_line(
+            &json!({"jsonrpc": "2.0", "id": id, "method": R::METHOD, "params": to_json(params)}),
+        );
         rx
     }
 
     /// Sends a request and waits for its answer (`None`: no answer within the timeout).
-    fn call(&self, method: &str, params: Value) -> Option<Value> {
-        self.request(method, params)
-            .recv_timeout(ANSWER_TIMEOUT)
-            .ok()
+    fn call<R: RequestMethod>(&self, params: &R) -> Option<Value> {
+        self.request(params).recv_timeout(ANSWER_TIMEOUT).ok()
     }
+
+    /// Answers request `id` with `result`.
+    fn answer(&self, id: Value, result: &impl Serialize) {
+        self.send_line(&json!({"jsonrpc": "2.0", "id": id, "result": to_json(result)}));
+    }
+}
+
+/// A protocol value as JSON (encoding a typed value cannot fail).
+fn to_json(value: &impl Serialize) -> Value {
+    serde_json::to_value(value).expect("a protocol value encodes")
+}
+
+/// The terminal id in a `terminal/create` answer (`None` when it has none, or not a string).
+fn terminal_id(answer: &Value) -> Option<TerminalId> {
+    answer["result"]["terminalId"]
+        .as_str()
+        .map(|id| TerminalId(id.to_owned()))
 }
 
 /// What one attack saw, reported as one JSON line.
@@ -96,6 +123,7 @@ impl Tally {
         Some(v)
     }
 
+    /// The attack's report line (the example's own output, not a protocol value).
     fn report(&self, attack: &str, extra: Value) {
         let mut v = json!({
             "attack": attack,
@@ -190,16 +218,18 @@ struct Ctx {
 
 impl Ctx {
     fn read(&self, path: &Path) -> Receiver<Value> {
-        self.peer.request(
-            "fs/read_text_file",
-            json!({"sessionId": self.session, "path": path_str(path)}),
-        )
+        self.peer
+            .request(&ReadTextFileRequest::new(self.session(), path_str(path)))
     }
     fn write(&self, path: &Path, content: &str) -> Receiver<Value> {
-        self.peer.request(
-            "fs/write_text_file",
-            json!({"sessionId": self.session, "path": path_str(path), "content": content}),
-        )
+        self.peer.request(&WriteTextFileRequest::new(
+            self.session(),
+            path_str(path),
+            content,
+        ))
+    }
+    fn session(&self) -> SessionId {
+        SessionId(self.session.clone())
     }
     fn outside_entries(&self) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(&self.outside)
@@ -322,17 +352,31 @@ fn fifo(cx: &Ctx) {
     tally.report("fifo", json!({"messages": messages}));
 }
 
-fn create_terminal(cx: &Ctx, command: &str, args: &[&str], extra: Value) -> Receiver<Value> {
-    let mut params = json!({"sessionId": cx.session, "command": command, "args": args});
-    if let (Some(p), Value::Object(extra)) = (params.as_object_mut(), extra) {
-        p.extend(extra);
-    }
-    cx.peer.request("terminal/create", params)
+/// `terminal/create` for `command args...`; the attack adds what it tries with the builders.
+fn terminal(cx: &Ctx, command: &str, args: &[&str]) -> CreateTerminalRequest {
+    CreateTerminalRequest::new(cx.session(), command).args(args.iter().map(|a| (*a).to_owned()))
 }
 
-fn terminal_call(cx: &Ctx, method: &str, id: &Value) -> Option<Value> {
+fn create_terminal(cx: &Ctx, request: CreateTerminalRequest) -> Receiver<Value> {
+    cx.peer.request(&request)
+}
+
+/// Waits for the terminal's command to exit.
+fn wait_for_exit(cx: &Ctx, id: &TerminalId) -> Option<Value> {
     cx.peer
-        .call(method, json!({"sessionId": cx.session, "terminalId": id}))
+        .call(&WaitForTerminalExitRequest::new(cx.session(), id.clone()))
+}
+
+/// The terminal's output so far.
+fn terminal_output(cx: &Ctx, id: &TerminalId) -> Option<Value> {
+    cx.peer
+        .call(&TerminalOutputRequest::new(cx.session(), id.clone()))
+}
+
+/// Releases the terminal.
+fn release(cx: &Ctx, id: &TerminalId) -> Option<Value> {
+    cx.peer
+        .call(&ReleaseTerminalRequest::new(cx.session(), id.clone()))
 }
 
 /// Commands that write outside, run outside, and carry an injected variable; one without
@@ -344,20 +388,17 @@ fn term_escape(cx: &Ctx) {
     let script =
         format!("echo pwned > '{outside}/term-pwned'; echo \"$INJECTED\" > '{outside}/term-env'");
     let attempts = [
-        create_terminal(cx, "sh", &["-c", &script], json!({})),
+        create_terminal(cx, terminal(cx, "sh", &["-c", &script])),
         create_terminal(
             cx,
-            "sh",
-            &["-c", "echo pwned > term-cwd"],
-            json!({"cwd": outside}),
+            terminal(cx, "sh", &["-c", "echo pwned > term-cwd"]).cwd(outside.clone()),
         ),
         create_terminal(
             cx,
-            "sh",
-            &["-c", "echo \"$INJECTED\""],
-            json!({"env": [{"name": "INJECTED", "value": "1"}]}),
+            terminal(cx, "sh", &["-c", "echo \"$INJECTED\""])
+                .env([EnvVariable::new("INJECTED", "1")]),
         ),
-        create_terminal(cx, "pwd", &[], json!({})),
+        create_terminal(cx, terminal(cx, "pwd", &[])),
     ];
     let mut ran = 0;
     let mut default_cwd = Value::Null;
@@ -372,13 +413,15 @@ fn term_escape(cx: &Ctx) {
             continue;
         }
         ran += 1;
-        let id = v["result"]["terminalId"].clone();
-        let _ = terminal_call(cx, "terminal/wait_for_exit", &id);
+        let Some(id) = terminal_id(&v) else {
+            continue;
+        };
+        let _ = wait_for_exit(cx, &id);
         if i == 3 {
-            let out = terminal_call(cx, "terminal/output", &id);
+            let out = terminal_output(cx, &id);
             default_cwd = out.map_or(Value::Null, |o| o["result"]["output"].clone());
         }
-        let _ = terminal_call(cx, "terminal/release", &id);
+        let _ = release(cx, &id);
     }
     let after = cx.outside_entries();
     let created_outside = after.iter().filter(|e| !before.contains(e)).count();
@@ -393,14 +436,14 @@ fn term_burst(cx: &Ctx) {
     let mut tally = Tally::default();
     let started = Instant::now();
     let rxs: Vec<_> = (0..300)
-        .map(|_| create_terminal(cx, "sleep", &["30"], json!({})))
+        .map(|_| create_terminal(cx, terminal(cx, "sleep", &["30"])))
         .collect();
     let mut ids = Vec::new();
     let mut message = Value::Null;
     for rx in rxs {
         if let Some(v) = tally.wait(rx, started, &cx.secret) {
             if v.get("result").is_some() {
-                ids.push(v["result"]["terminalId"].clone());
+                ids.extend(terminal_id(&v));
             } else if message.is_null() {
                 message = v["error"]["message"].clone();
             }
@@ -408,7 +451,7 @@ fn term_burst(cx: &Ctx) {
     }
     let started_count = ids.len();
     for id in ids {
-        let _ = terminal_call(cx, "terminal/release", &id);
+        let _ = release(cx, &id);
     }
     tally.report(
         "term-burst",
@@ -422,29 +465,30 @@ fn term_flood(cx: &Ctx) {
     let started = Instant::now();
     let rx = create_terminal(
         cx,
-        "sh",
-        &["-c", "head -c 500000000 /dev/zero | tr '\\0' a"],
-        json!({"outputByteLimit": 1u64 << 62}),
+        terminal(
+            cx,
+            "sh",
+            &["-c", "head -c 500000000 /dev/zero | tr '\\0' a"],
+        )
+        .output_byte_limit(1u64 << 62),
     );
     let mut output_bytes = 0;
     let mut truncated = Value::Null;
     if let Some(v) = tally.wait(rx, started, &cx.secret)
-        && let Some(id) = v["result"].get("terminalId").cloned()
+        && let Some(id) = terminal_id(&v)
     {
-        let exit = cx.peer.request(
-            "terminal/wait_for_exit",
-            json!({"sessionId": cx.session, "terminalId": id}),
-        );
+        let exit = cx
+            .peer
+            .request(&WaitForTerminalExitRequest::new(cx.session(), id.clone()));
         let _ = exit.recv_timeout(Duration::from_secs(120));
-        let out = cx.peer.request(
-            "terminal/output",
-            json!({"sessionId": cx.session, "terminalId": id}),
-        );
+        let out = cx
+            .peer
+            .request(&TerminalOutputRequest::new(cx.session(), id.clone()));
         if let Some(o) = tally.wait(out, Instant::now(), &cx.secret) {
             output_bytes = o["result"]["output"].as_str().map_or(0, str::len);
             truncated = o["result"]["truncated"].clone();
         }
-        let _ = terminal_call(cx, "terminal/release", &id);
+        let _ = release(cx, &id);
     }
     tally.report(
         "term-flood",
@@ -457,13 +501,16 @@ fn term_flood(cx: &Ctx) {
 fn term_setsid(cx: &Ctx) {
     let mut tally = Tally::default();
     let started = Instant::now();
-    let rx = create_terminal(cx, "sh", &["-c", "setsid sleep 300 & echo $!"], json!({}));
+    let rx = create_terminal(
+        cx,
+        terminal(cx, "sh", &["-c", "setsid sleep 300 & echo $!"]),
+    );
     let mut pid = Value::Null;
     if let Some(v) = tally.wait(rx, started, &cx.secret)
-        && let Some(id) = v["result"].get("terminalId").cloned()
+        && let Some(id) = terminal_id(&v)
     {
-        let _ = terminal_call(cx, "terminal/wait_for_exit", &id);
-        if let Some(o) = terminal_call(cx, "terminal/output", &id) {
+        let _ = wait_for_exit(cx, &id);
+        if let Some(o) = terminal_output(cx, &id) {
             pid = o["result"]["output"]
                 .as_str()
                 .and_then(|s| s.trim().parse::<u64>().ok())
@@ -553,17 +600,16 @@ pub fn main() {
                     let _ = tx.send(msg);
                 }
             }
-            (Some("initialize"), Some(id)) => peer.send_line(&json!({"jsonrpc": "2.0", "id": id, "result": {
-                "protocolVersion": 1,
-                "agentCapabilities": {},
-                "authMethods": [],
-                "agentInfo": {"name": "hostile-agent", "version": "0"}
-            }})),
+            (Some("initialize"), Some(id)) => peer.answer(
+                id,
+                &InitializeResponse::new(ProtocolVersion::V1)
+                    .agent_info(Implementation::new("hostile-agent", "0")),
+            ),
             (Some("session/new"), Some(id)) => {
                 if let Some(cwd) = msg["params"]["cwd"].as_str() {
                     workspace = PathBuf::from(cwd);
                 }
-                peer.send_line(&json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": "hostile-1"}}));
+                peer.answer(id, &NewSessionResponse::new("hostile-1"));
             }
             (Some("session/prompt"), Some(id)) => {
                 let cx = Ctx {
@@ -577,9 +623,10 @@ pub fn main() {
                 let attacks = attacks.clone();
                 std::thread::spawn(move || {
                     run_attacks(&cx, &attacks);
-                    cx.peer.send_line(&json!({"jsonrpc": "2.0", "id": id, "result": {"stopReason": "end_turn"}}));
+                    cx.peer.answer(id, &PromptResponse::new(StopReason::EndTurn));
                 });
             }
+            // A JSON-RPC error envelope, written by hand like every envelope here.
             (Some(_), Some(id)) => peer.send_line(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "method not found"}})),
             (Some(_), None) => {}
             (None, None) => {}

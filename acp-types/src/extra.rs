@@ -28,13 +28,15 @@ use serde_json::{Map, Value};
 /// use acp_types::v1::NewSessionResponse;
 /// use serde_json::json;
 ///
+/// // `quota`: a field no schema names (gemini-cli's `models` is one too, until the feature
+/// // `unstable_session_model` types it).
 /// let answer: NewSessionResponse =
-///     serde_json::from_value(json!({"sessionId": "s1", "models": {"currentModelId": "m"}})).unwrap();
-/// assert_eq!(answer.extra.get("models"), Some(&json!({"currentModelId": "m"})));
+///     serde_json::from_value(json!({"sessionId": "s1", "quota": {"remaining": 12}})).unwrap();
+/// assert_eq!(answer.extra.get("quota"), Some(&json!({"remaining": 12})));
 /// // Written back unchanged.
 /// assert_eq!(
 ///     serde_json::to_value(&answer).unwrap(),
-///     json!({"sessionId": "s1", "models": {"currentModelId": "m"}})
+///     json!({"sessionId": "s1", "quota": {"remaining": 12}})
 /// );
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -19,6 +19,7 @@ const SCANNED: &[&str] = &[
     "README.md",
     "acp-agent/src",
     "acp-agent/examples",
+    "acp-check/src",
     "acp-client/src",
     "acp-client/examples",
     "acp-cli/src",

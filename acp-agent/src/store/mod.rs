@@ -300,6 +300,7 @@ impl StoreError {
 
 impl From<StoreError> for crate::Error {
     fn from(e: StoreError) -> Self {
+        // Error `data` is free-form JSON (no schema type): the session or cursor at fault.
         match &e {
             StoreError::NotFound(id) => crate::Error::resource_not_found(e.to_string())
                 .with_data(serde_json::json!({ "sessionId": id })),

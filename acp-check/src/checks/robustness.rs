@@ -2,7 +2,9 @@
 //! of a request any agent can answer at once.
 //!
 //! The requests here are wrong on purpose, so their params are written as raw JSON rather
-//! than built with the acp-types constructors (which cannot build them).
+//! than built with the acp-types constructors (which cannot build them): a method that does
+//! not exist has no params type, wrongly typed params cannot be built, and a malformed line is
+//! bytes. `xtask`'s tidy scan covers this file; none of it decodes JSON into a protocol value.
 
 use std::time::{Duration, Instant};
 
@@ -52,6 +54,7 @@ async fn unknown_method(run: &mut Run<'_>) {
     let mut times = Vec::new();
     let mut first = None;
     for _ in 0..3 {
+        // Raw on purpose: the unknown method has no params type.
         let reply = run.call(&conn, UNKNOWN_METHOD, json!({})).await;
         if let Ok(r) = &reply {
             times.push(r.elapsed);
@@ -93,7 +96,7 @@ async fn invalid_params(run: &mut Run<'_>) -> Outcome {
         Ok(conn) => conn,
         Err(e) => return Outcome::skip(e),
     };
-    // `cwd` must be a string and `mcpServers` a list.
+    // `cwd` must be a string and `mcpServers` a list: wrong on purpose, so raw JSON.
     let reply = run
         .call(
             &conn,
@@ -164,7 +167,7 @@ async fn malformed_line(run: &mut Run<'_>) -> Outcome {
             ))
         }
     };
-    // Still serving? Any answer to a well-formed request will do.
+    // Still serving? Any answer to a well-formed request will do (raw: no params type).
     let reply = run.call(&conn, UNKNOWN_METHOD, json!({})).await;
     match (problem, reply) {
         (Some(problem), _) => Outcome::fail(problem),

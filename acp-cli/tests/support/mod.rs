@@ -164,6 +164,26 @@ impl Tmux {
     pub fn wait_for(&self, text: &str) -> String {
         self.wait_for_n(text, 1)
     }
+
+    /// Ctrl-D (end of input), once the line editor shows an empty prompt line as the last
+    /// line: typed while the CLI still finishes a command or a turn, the terminal's own line
+    /// discipline takes it as an end of input for nobody. (The editor switches the terminal
+    /// to raw mode before it draws the prompt.)
+    pub fn end_input(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let screen = self.screen();
+            let last = screen.lines().rev().find(|l| !l.trim().is_empty());
+            if last.is_some_and(|l| l.trim_end() == "you>") {
+                break;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for an empty prompt line; the screen:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        self.send(&["C-d"]);
+    }
 }
 
 impl Drop for Tmux {
