@@ -289,8 +289,8 @@ impl VisitMut for Gates<'_> {
             && let Some(feature) = self.overlay.defs.get(&name)
         {
             attrs.push(cfg(feature));
-            return;
         }
+        // Inside, fields another feature adds to an overlay definition get their own gate.
         syn::visit_mut::visit_item_mut(self, item);
     }
 

@@ -1756,6 +1756,39 @@ pub struct SessionCapabilities {
     )]
     #[cfg(feature = "unstable_session_set_title")]
     pub title: ::std::option::Option<SessionTitleCapabilities>,
+    /// Present when the agent serves `session/fork`.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_fork")]
+    pub fork: ::std::option::Option<SessionForkCapabilities>,
+    /// Present when the agent serves `session/status`.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_status")]
+    pub status: ::std::option::Option<SessionStatusCapabilities>,
+    /// Present when the agent serves `session/archive` and `session/unarchive`.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_archive")]
+    pub archive: ::std::option::Option<SessionArchiveCapabilities>,
+    /// Present when the agent accepts a client's system prompt on session requests.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub system_prompt: ::std::option::Option<SessionSystemPromptCapabilities>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -1773,6 +1806,14 @@ impl SessionCapabilities {
             meta: ::std::default::Default::default(),
             #[cfg(feature = "unstable_session_set_title")]
             title: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_fork")]
+            fork: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_status")]
+            status: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_archive")]
+            archive: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_system_prompt")]
+            system_prompt: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -1828,6 +1869,42 @@ impl SessionCapabilities {
         value: impl ::std::convert::Into<SessionTitleCapabilities>,
     ) -> Self {
         self.title = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent serves `session/fork`.
+    #[cfg(feature = "unstable_session_fork")]
+    pub fn fork(
+        mut self,
+        value: impl ::std::convert::Into<SessionForkCapabilities>,
+    ) -> Self {
+        self.fork = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent serves `session/status`.
+    #[cfg(feature = "unstable_session_status")]
+    pub fn status(
+        mut self,
+        value: impl ::std::convert::Into<SessionStatusCapabilities>,
+    ) -> Self {
+        self.status = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent serves `session/archive` and `session/unarchive`.
+    #[cfg(feature = "unstable_session_archive")]
+    pub fn archive(
+        mut self,
+        value: impl ::std::convert::Into<SessionArchiveCapabilities>,
+    ) -> Self {
+        self.archive = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent accepts a client's system prompt on session requests.
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub fn system_prompt(
+        mut self,
+        value: impl ::std::convert::Into<SessionSystemPromptCapabilities>,
+    ) -> Self {
+        self.system_prompt = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -2269,6 +2346,14 @@ pub struct AgentAuthCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Present when the agent serves `auth/status`.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_auth_status")]
+    pub status: ::std::option::Option<AuthStatusCapabilities>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -2280,6 +2365,8 @@ impl AgentAuthCapabilities {
         Self {
             logout: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_auth_status")]
+            status: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -2294,6 +2381,15 @@ impl AgentAuthCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent serves `auth/status`.
+    #[cfg(feature = "unstable_auth_status")]
+    pub fn status(
+        mut self,
+        value: impl ::std::convert::Into<AuthStatusCapabilities>,
+    ) -> Self {
+        self.status = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3148,6 +3244,14 @@ pub struct NewSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default
+    )]
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -3164,6 +3268,8 @@ impl NewSessionRequest {
             additional_directories: ::std::default::Default::default(),
             mcp_servers: mcp_servers.into_iter().collect(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_system_prompt")]
+            system_prompt: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -3183,6 +3289,15 @@ impl NewSessionRequest {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub fn system_prompt(
+        mut self,
+        value: impl ::std::convert::Into<SystemPrompt>,
+    ) -> Self {
+        self.system_prompt = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -4911,6 +5026,14 @@ pub struct LoadSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default
+    )]
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -4929,6 +5052,8 @@ impl LoadSessionRequest {
             additional_directories: ::std::default::Default::default(),
             session_id: session_id.into(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_system_prompt")]
+            system_prompt: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -4948,6 +5073,15 @@ impl LoadSessionRequest {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub fn system_prompt(
+        mut self,
+        value: impl ::std::convert::Into<SystemPrompt>,
+    ) -> Self {
+        self.system_prompt = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5137,6 +5271,10 @@ pub struct ListSessionsRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Which sessions to list by archive state (absent: those not archived).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none", default)]
+    #[cfg(feature = "unstable_session_archive")]
+    pub archived: ::std::option::Option<SessionArchiveFilter>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -5149,6 +5287,8 @@ impl ListSessionsRequest {
             cwd: ::std::default::Default::default(),
             cursor: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_archive")]
+            archived: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -5171,6 +5311,15 @@ impl ListSessionsRequest {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Which sessions to list by archive state (absent: those not archived).
+    #[cfg(feature = "unstable_session_archive")]
+    pub fn archived(
+        mut self,
+        value: impl ::std::convert::Into<SessionArchiveFilter>,
+    ) -> Self {
+        self.archived = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5354,6 +5503,14 @@ pub struct SessionInfo {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Whether the session is archived (absent: not reported; agents offering `sessionCapabilities.archive` report it on every session).
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_archive")]
+    pub archived: ::std::option::Option<bool>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -5372,6 +5529,8 @@ impl SessionInfo {
             title: ::std::default::Default::default(),
             updated_at: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_archive")]
+            archived: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -5407,6 +5566,12 @@ impl SessionInfo {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Whether the session is archived (absent: not reported; agents offering `sessionCapabilities.archive` report it on every session).
+    #[cfg(feature = "unstable_session_archive")]
+    pub fn archived(mut self, value: bool) -> Self {
+        self.archived = ::std::option::Option::Some(value);
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5641,6 +5806,14 @@ pub struct ResumeSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default
+    )]
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -5658,6 +5831,8 @@ impl ResumeSessionRequest {
             additional_directories: ::std::default::Default::default(),
             mcp_servers: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_system_prompt")]
+            system_prompt: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -5685,6 +5860,15 @@ impl ResumeSessionRequest {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub fn system_prompt(
+        mut self,
+        value: impl ::std::convert::Into<SystemPrompt>,
+    ) -> Self {
+        self.system_prompt = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -16774,6 +16958,2023 @@ impl SetSessionModelResponse {
         self
     }
 }
+/// Params of `session/fork`: starts a new session from the history of an existing one (for example to summarise it without touching the original). Offered through `sessionCapabilities.fork`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_fork")]
+pub struct ForkSessionRequest {
+    /// The session whose history the new one starts from.
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    /// Absolute path of the new session's working directory.
+    pub cwd: ::std::string::String,
+    /// Extra absolute workspace roots of the new session. Absent, `null` or empty means none.
+    #[serde(
+        rename = "additionalDirectories",
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty",
+        deserialize_with = "crate::serde_util::null_as_default"
+    )]
+    pub additional_directories: ::std::vec::Vec<::std::string::String>,
+    /// MCP servers the agent should connect to for the new session (absent, `null` or empty means none).
+    #[serde(
+        rename = "mcpServers",
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty",
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub mcp_servers: ::std::vec::Vec<McpServer>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default
+    )]
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub system_prompt: ::std::option::Option<SystemPrompt>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_fork")]
+impl ForkSessionRequest {
+    /// A value from its required fields (`session_id`, `cwd`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        cwd: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            cwd: cwd.into(),
+            additional_directories: ::std::default::Default::default(),
+            mcp_servers: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_system_prompt")]
+            system_prompt: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extra absolute workspace roots of the new session. Absent, `null` or empty means none.
+    pub fn additional_directories(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<::std::string::String>,
+        >,
+    ) -> Self {
+        self.additional_directories = value
+            .into_iter()
+            .map(::std::convert::Into::<::std::string::String>::into)
+            .collect();
+        self
+    }
+    /// MCP servers the agent should connect to for the new session (absent, `null` or empty means none).
+    pub fn mcp_servers(
+        mut self,
+        value: impl ::std::iter::IntoIterator<Item = McpServer>,
+    ) -> Self {
+        self.mcp_servers = value.into_iter().collect();
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub fn system_prompt(
+        mut self,
+        value: impl ::std::convert::Into<SystemPrompt>,
+    ) -> Self {
+        self.system_prompt = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl ::serde::Serialize for ForkSessionRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ForkSessionRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl<'de> ::serde::Deserialize<'de> for ForkSessionRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ForkSessionRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl crate::HasExtra for ForkSessionRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl ForkSessionRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `session/fork`: the new session's ID and its initial modes and configuration options.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_fork")]
+pub struct ForkSessionResponse {
+    /// Identifier of the new session.
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    /// Available modes and the current one, if the agent has modes.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub modes: ::std::option::Option<SessionModeState>,
+    /// Configuration options and their current values, if the agent has any. Entries that do not parse are dropped.
+    #[serde(
+        rename = "configOptions",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient_option_vec"
+    )]
+    pub config_options: ::std::option::Option<::std::vec::Vec<SessionConfigOption>>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_fork")]
+impl ForkSessionResponse {
+    /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            modes: ::std::default::Default::default(),
+            config_options: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Available modes and the current one, if the agent has modes.
+    pub fn modes(mut self, value: impl ::std::convert::Into<SessionModeState>) -> Self {
+        self.modes = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Configuration options and their current values, if the agent has any. Entries that do not parse are dropped.
+    pub fn config_options(
+        mut self,
+        value: impl ::std::iter::IntoIterator<Item = SessionConfigOption>,
+    ) -> Self {
+        self.config_options = ::std::option::Option::Some(value.into_iter().collect());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl ::serde::Serialize for ForkSessionResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ForkSessionResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl<'de> ::serde::Deserialize<'de> for ForkSessionResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ForkSessionResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl crate::HasExtra for ForkSessionResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl ForkSessionResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the agent serves `session/fork`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_fork")]
+pub struct SessionForkCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_fork")]
+impl SessionForkCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl ::serde::Serialize for SessionForkCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionForkCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl<'de> ::serde::Deserialize<'de> for SessionForkCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionForkCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl crate::HasExtra for SessionForkCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl SessionForkCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `session/status`: asks whether the agent holds a session in memory. Has no side effect (nothing is loaded, resumed or attached); an unknown session is `-32002`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_status")]
+pub struct SessionStatusRequest {
+    /// The session asked about.
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_status")]
+impl SessionStatusRequest {
+    /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl ::serde::Serialize for SessionStatusRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionStatusRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl<'de> ::serde::Deserialize<'de> for SessionStatusRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionStatusRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl crate::HasExtra for SessionStatusRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl SessionStatusRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Whether the agent holds a session in memory (a snapshot: it may change right after).
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg(feature = "unstable_session_status")]
+pub enum SessionStatus {
+    /// In memory (possibly for another connection: a client that did not create or resume it on its own connection still calls `session/load` or `session/resume` before prompting).
+    #[serde(rename = "open")]
+    Open,
+    /// Known and resumable, but not in memory.
+    #[serde(rename = "saved")]
+    Saved,
+    /// A value this version of the schema does not know, kept as sent.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+#[cfg(feature = "unstable_session_status")]
+impl SessionStatus {
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Open => "open",
+            Self::Saved => "saved",
+            Self::Unknown(other) => other,
+        }
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl ::std::fmt::Display for SessionStatus {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+/// Result of `session/status`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_status")]
+pub struct SessionStatusResponse {
+    /// The session's state.
+    pub status: SessionStatus,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_status")]
+impl SessionStatusResponse {
+    /// A value from its required fields (`status`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(status: impl ::std::convert::Into<SessionStatus>) -> Self {
+        Self {
+            status: status.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl ::serde::Serialize for SessionStatusResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionStatusResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl<'de> ::serde::Deserialize<'de> for SessionStatusResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionStatusResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl crate::HasExtra for SessionStatusResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl SessionStatusResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the agent serves `session/status`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_status")]
+pub struct SessionStatusCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_status")]
+impl SessionStatusCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl ::serde::Serialize for SessionStatusCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionStatusCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl<'de> ::serde::Deserialize<'de> for SessionStatusCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionStatusCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl crate::HasExtra for SessionStatusCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl SessionStatusCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `session/archive`: hides a session from default `session/list` results, keeping its ID and history. An active session is first closed as by `session/close`; archiving an archived session succeeds; an unknown one is `-32002`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_archive")]
+pub struct ArchiveSessionRequest {
+    /// The session to archive.
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ArchiveSessionRequest {
+    /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ::serde::Serialize for ArchiveSessionRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ArchiveSessionRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl<'de> ::serde::Deserialize<'de> for ArchiveSessionRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ArchiveSessionRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl crate::HasExtra for ArchiveSessionRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ArchiveSessionRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `session/archive` (empty).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_archive")]
+pub struct ArchiveSessionResponse {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ArchiveSessionResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ::serde::Serialize for ArchiveSessionResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ArchiveSessionResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl<'de> ::serde::Deserialize<'de> for ArchiveSessionResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ArchiveSessionResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl crate::HasExtra for ArchiveSessionResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ArchiveSessionResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `session/unarchive`: returns a session to default `session/list` results (it is not loaded or resumed). Unarchiving a session that is not archived succeeds; an unknown one is `-32002`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_archive")]
+pub struct UnarchiveSessionRequest {
+    /// The session to unarchive.
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_archive")]
+impl UnarchiveSessionRequest {
+    /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ::serde::Serialize for UnarchiveSessionRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        UnarchiveSessionRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl<'de> ::serde::Deserialize<'de> for UnarchiveSessionRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| UnarchiveSessionRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl crate::HasExtra for UnarchiveSessionRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl UnarchiveSessionRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `session/unarchive` (empty).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_archive")]
+pub struct UnarchiveSessionResponse {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_archive")]
+impl UnarchiveSessionResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ::serde::Serialize for UnarchiveSessionResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        UnarchiveSessionResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl<'de> ::serde::Deserialize<'de> for UnarchiveSessionResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| UnarchiveSessionResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl crate::HasExtra for UnarchiveSessionResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl UnarchiveSessionResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Which sessions `session/list` returns by archive state. An agent answers `-32602` to a value it does not know rather than reading it as `exclude`.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg(feature = "unstable_session_archive")]
+pub enum SessionArchiveFilter {
+    /// Only sessions that are not archived (what an absent filter means).
+    #[serde(rename = "exclude")]
+    Exclude,
+    /// Archived sessions and the others.
+    #[serde(rename = "include")]
+    Include,
+    /// Only archived sessions.
+    #[serde(rename = "only")]
+    Only,
+    /// A value this version of the schema does not know, kept as sent.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+#[cfg(feature = "unstable_session_archive")]
+impl SessionArchiveFilter {
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Exclude => "exclude",
+            Self::Include => "include",
+            Self::Only => "only",
+            Self::Unknown(other) => other,
+        }
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ::std::fmt::Display for SessionArchiveFilter {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+/// Marker: the agent serves `session/archive` and `session/unarchive`, the `archived` filter of `session/list` and `archived` on listed sessions (it must also offer `sessionCapabilities.list`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_archive")]
+pub struct SessionArchiveCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_archive")]
+impl SessionArchiveCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ::serde::Serialize for SessionArchiveCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionArchiveCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl<'de> ::serde::Deserialize<'de> for SessionArchiveCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionArchiveCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl crate::HasExtra for SessionArchiveCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl SessionArchiveCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// How the agent combines a client's system prompt with its own instructions. An agent answers with an error for a mode it does not serve rather than falling back to another.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg(feature = "unstable_session_system_prompt")]
+pub enum SystemPromptMode {
+    /// Added to the agent's own instructions, with system-level precedence (every agent offering `sessionCapabilities.systemPrompt` serves it).
+    #[serde(rename = "append")]
+    Append,
+    /// Replaces the agent's built-in instructions (tools, MCP servers, permissions and configuration are unchanged). Only when the agent offers `sessionCapabilities.systemPrompt.mode.override`.
+    #[serde(rename = "override")]
+    Override,
+    /// A value this version of the schema does not know, kept as sent.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SystemPromptMode {
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Append => "append",
+            Self::Override => "override",
+            Self::Unknown(other) => other,
+        }
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl ::std::fmt::Display for SystemPromptMode {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+/// System-level instructions a client gives a session it creates, loads, resumes or forks. Sent only to agents offering `sessionCapabilities.systemPrompt`; an agent that cannot apply it answers with an error instead of starting the session.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_system_prompt")]
+pub struct SystemPrompt {
+    /// How to combine `content` with the agent's own instructions.
+    pub mode: SystemPromptMode,
+    /// The instructions: `text` blocks (other kinds only once a capability allows them); never empty.
+    pub content: ::std::vec::Vec<ContentBlock>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SystemPrompt {
+    /// A value from its required fields (`mode`, `content`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        mode: impl ::std::convert::Into<SystemPromptMode>,
+        content: impl ::std::iter::IntoIterator<Item = ContentBlock>,
+    ) -> Self {
+        Self {
+            mode: mode.into(),
+            content: content.into_iter().collect(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl ::serde::Serialize for SystemPrompt {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SystemPrompt::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl<'de> ::serde::Deserialize<'de> for SystemPrompt {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SystemPrompt::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl crate::HasExtra for SystemPrompt {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SystemPrompt {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the agent serves the `override` system prompt mode.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_system_prompt")]
+pub struct SessionSystemPromptOverrideCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SessionSystemPromptOverrideCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl ::serde::Serialize for SessionSystemPromptOverrideCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionSystemPromptOverrideCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptOverrideCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionSystemPromptOverrideCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl crate::HasExtra for SessionSystemPromptOverrideCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SessionSystemPromptOverrideCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// System prompt modes the agent serves besides `append`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_system_prompt")]
+pub struct SessionSystemPromptModeCapabilities {
+    /// Present when the agent lets the client replace its built-in instructions.
+    #[serde(
+        rename = "override",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub override_: ::std::option::Option<SessionSystemPromptOverrideCapabilities>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SessionSystemPromptModeCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            override_: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Present when the agent lets the client replace its built-in instructions.
+    pub fn override_(
+        mut self,
+        value: impl ::std::convert::Into<SessionSystemPromptOverrideCapabilities>,
+    ) -> Self {
+        self.override_ = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl ::serde::Serialize for SessionSystemPromptModeCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionSystemPromptModeCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptModeCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionSystemPromptModeCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl crate::HasExtra for SessionSystemPromptModeCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SessionSystemPromptModeCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// The agent accepts `systemPrompt` on `session/new`, `session/load`, `session/resume` and `session/fork`; `{}` means `append` mode only.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_system_prompt")]
+pub struct SessionSystemPromptCapabilities {
+    /// Modes served besides `append` (absent: none).
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub mode: ::std::option::Option<SessionSystemPromptModeCapabilities>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SessionSystemPromptCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            mode: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Modes served besides `append` (absent: none).
+    pub fn mode(
+        mut self,
+        value: impl ::std::convert::Into<SessionSystemPromptModeCapabilities>,
+    ) -> Self {
+        self.mode = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl ::serde::Serialize for SessionSystemPromptCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionSystemPromptCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionSystemPromptCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl crate::HasExtra for SessionSystemPromptCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SessionSystemPromptCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `auth/status`: asks for the agent's authentication state without changing it. Agents never answer it with `auth_required` (`-32000`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_auth_status")]
+pub struct AuthStatusRequest {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthStatusRequest {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl ::serde::Serialize for AuthStatusRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AuthStatusRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl<'de> ::serde::Deserialize<'de> for AuthStatusRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AuthStatusRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl crate::HasExtra for AuthStatusRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthStatusRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Whether the agent can start sessions without the user signing in first. Clients treat values they do not know as `unknown`.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg(feature = "unstable_auth_status")]
+pub enum AuthState {
+    /// Credentials are configured (not necessarily valid).
+    #[serde(rename = "authenticated")]
+    Authenticated,
+    /// The user needs to sign in (credentials missing, expired or known bad).
+    #[serde(rename = "unauthenticated")]
+    Unauthenticated,
+    /// No sign-in is needed (for example a local model).
+    #[serde(rename = "not_required")]
+    NotRequired,
+    /// The agent cannot tell right now (the Rust variant is `Undetermined`: `Unknown` keeps values this schema does not know).
+    #[serde(rename = "unknown")]
+    Undetermined,
+    /// A value this version of the schema does not know, kept as sent.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthState {
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Authenticated => "authenticated",
+            Self::Unauthenticated => "unauthenticated",
+            Self::NotRequired => "not_required",
+            Self::Undetermined => "unknown",
+            Self::Unknown(other) => other,
+        }
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl ::std::fmt::Display for AuthState {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+/// An account or credential the agent has configured, for display only: not a stable identifier, and not to be logged or sent elsewhere.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_auth_status")]
+pub struct AuthAccount {
+    /// Name to show on its own (`Claude Max`, `OpenAI API key`).
+    pub label: ::std::string::String,
+    /// Whether the agent uses this account by default (several may be); absent: not said.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub active: ::std::option::Option<bool>,
+    /// User name, if reported.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub name: ::std::option::Option<::std::string::String>,
+    /// Email address, if reported.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub email: ::std::option::Option<::std::string::String>,
+    /// Organisation, team or workspace, if reported.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub organization: ::std::option::Option<::std::string::String>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthAccount {
+    /// A value from its required fields (`label`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(label: impl ::std::convert::Into<::std::string::String>) -> Self {
+        Self {
+            label: label.into(),
+            active: ::std::default::Default::default(),
+            name: ::std::default::Default::default(),
+            email: ::std::default::Default::default(),
+            organization: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Whether the agent uses this account by default (several may be); absent: not said.
+    pub fn active(mut self, value: bool) -> Self {
+        self.active = ::std::option::Option::Some(value);
+        self
+    }
+    /// User name, if reported.
+    pub fn name(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.name = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Email address, if reported.
+    pub fn email(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.email = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Organisation, team or workspace, if reported.
+    pub fn organization(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.organization = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl ::serde::Serialize for AuthAccount {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AuthAccount::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl<'de> ::serde::Deserialize<'de> for AuthAccount {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AuthAccount::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl crate::HasExtra for AuthAccount {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthAccount {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `auth/status`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_auth_status")]
+pub struct AuthStatusResponse {
+    /// The one field to act on.
+    pub state: AuthState,
+    /// The accounts the agent has configured, for display (absent means none). Entries that do not parse are dropped.
+    #[serde(
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty",
+        deserialize_with = "crate::serde_util::lenient_vec"
+    )]
+    pub accounts: ::std::vec::Vec<AuthAccount>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthStatusResponse {
+    /// A value from its required fields (`state`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(state: impl ::std::convert::Into<AuthState>) -> Self {
+        Self {
+            state: state.into(),
+            accounts: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// The accounts the agent has configured, for display (absent means none). Entries that do not parse are dropped.
+    pub fn accounts(
+        mut self,
+        value: impl ::std::iter::IntoIterator<Item = AuthAccount>,
+    ) -> Self {
+        self.accounts = value.into_iter().collect();
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl ::serde::Serialize for AuthStatusResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AuthStatusResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl<'de> ::serde::Deserialize<'de> for AuthStatusResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AuthStatusResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl crate::HasExtra for AuthStatusResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthStatusResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `auth/status_update`: the agent's authentication state changed (same fields as the `auth/status` result). Sent only by agents offering `auth.status`, after `initialize`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_auth_status")]
+pub struct AuthStatusUpdateNotification {
+    /// The one field to act on.
+    pub state: AuthState,
+    /// The accounts the agent has configured, for display (absent means none). Entries that do not parse are dropped.
+    #[serde(
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty",
+        deserialize_with = "crate::serde_util::lenient_vec"
+    )]
+    pub accounts: ::std::vec::Vec<AuthAccount>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthStatusUpdateNotification {
+    /// A value from its required fields (`state`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(state: impl ::std::convert::Into<AuthState>) -> Self {
+        Self {
+            state: state.into(),
+            accounts: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// The accounts the agent has configured, for display (absent means none). Entries that do not parse are dropped.
+    pub fn accounts(
+        mut self,
+        value: impl ::std::iter::IntoIterator<Item = AuthAccount>,
+    ) -> Self {
+        self.accounts = value.into_iter().collect();
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl ::serde::Serialize for AuthStatusUpdateNotification {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AuthStatusUpdateNotification::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl<'de> ::serde::Deserialize<'de> for AuthStatusUpdateNotification {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AuthStatusUpdateNotification::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl crate::HasExtra for AuthStatusUpdateNotification {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthStatusUpdateNotification {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the agent serves `auth/status` (and may send `auth/status_update`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_auth_status")]
+pub struct AuthStatusCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthStatusCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl ::serde::Serialize for AuthStatusCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AuthStatusCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl<'de> ::serde::Deserialize<'de> for AuthStatusCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AuthStatusCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl crate::HasExtra for AuthStatusCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthStatusCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
 impl ::std::convert::From<AuthMethodId> for ::std::string::String {
     fn from(value: AuthMethodId) -> Self {
         value.0
@@ -16853,6 +19054,8 @@ pub mod defaults {
         super::AgentAuthCapabilities {
             logout: Default::default(),
             meta: Default::default(),
+            #[cfg(feature = "unstable_auth_status")]
+            status: Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -16876,11 +19079,19 @@ pub mod defaults {
     pub(super) fn agent_capabilities_session_capabilities() -> super::SessionCapabilities {
         super::SessionCapabilities {
             additional_directories: Default::default(),
+            #[cfg(feature = "unstable_session_archive")]
+            archive: Default::default(),
             close: Default::default(),
             delete: Default::default(),
+            #[cfg(feature = "unstable_session_fork")]
+            fork: Default::default(),
             list: Default::default(),
             meta: Default::default(),
             resume: Default::default(),
+            #[cfg(feature = "unstable_session_status")]
+            status: Default::default(),
+            #[cfg(feature = "unstable_session_system_prompt")]
+            system_prompt: Default::default(),
             #[cfg(feature = "unstable_session_set_title")]
             title: Default::default(),
             extra: ::std::default::Default::default(),
@@ -16929,6 +19140,8 @@ pub mod defaults {
             auth: super::AgentAuthCapabilities {
                 logout: Default::default(),
                 meta: Default::default(),
+                #[cfg(feature = "unstable_auth_status")]
+                status: Default::default(),
                 extra: ::std::default::Default::default(),
             },
             load_session: false,
@@ -16948,11 +19161,19 @@ pub mod defaults {
             },
             session_capabilities: super::SessionCapabilities {
                 additional_directories: Default::default(),
+                #[cfg(feature = "unstable_session_archive")]
+                archive: Default::default(),
                 close: Default::default(),
                 delete: Default::default(),
+                #[cfg(feature = "unstable_session_fork")]
+                fork: Default::default(),
                 list: Default::default(),
                 meta: Default::default(),
                 resume: Default::default(),
+                #[cfg(feature = "unstable_session_status")]
+                status: Default::default(),
+                #[cfg(feature = "unstable_session_system_prompt")]
+                system_prompt: Default::default(),
                 #[cfg(feature = "unstable_session_set_title")]
                 title: Default::default(),
                 extra: ::std::default::Default::default(),
@@ -17015,4 +19236,56 @@ impl crate::methods::RequestMethod for SetSessionModelRequest {
     const PARAMS_NULL_AS_DEFAULT: bool = false;
     const RESULT_NULL_AS_DEFAULT: bool = true;
     type Response = SetSessionModelResponse;
+}
+#[cfg(feature = "unstable_session_fork")]
+/// `session/fork` (unstable, feature `unstable_session_fork`): Starts a new session from an existing one's history (offered through `sessionCapabilities.fork`).
+impl crate::methods::RequestMethod for ForkSessionRequest {
+    const METHOD: &'static str = "session/fork";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = false;
+    type Response = ForkSessionResponse;
+}
+#[cfg(feature = "unstable_session_status")]
+/// `session/status` (unstable, feature `unstable_session_status`): Reports whether a session is held in memory or only saved (offered through `sessionCapabilities.status`).
+impl crate::methods::RequestMethod for SessionStatusRequest {
+    const METHOD: &'static str = "session/status";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = false;
+    type Response = SessionStatusResponse;
+}
+#[cfg(feature = "unstable_session_archive")]
+/// `session/archive` (unstable, feature `unstable_session_archive`): Archives a session (offered through `sessionCapabilities.archive`).
+impl crate::methods::RequestMethod for ArchiveSessionRequest {
+    const METHOD: &'static str = "session/archive";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = true;
+    type Response = ArchiveSessionResponse;
+}
+#[cfg(feature = "unstable_session_archive")]
+/// `session/unarchive` (unstable, feature `unstable_session_archive`): Unarchives a session (offered through `sessionCapabilities.archive`).
+impl crate::methods::RequestMethod for UnarchiveSessionRequest {
+    const METHOD: &'static str = "session/unarchive";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = true;
+    type Response = UnarchiveSessionResponse;
+}
+#[cfg(feature = "unstable_auth_status")]
+/// `auth/status` (unstable, feature `unstable_auth_status`): Reports whether the user needs to sign in and which accounts are configured (offered through `auth.status`).
+impl crate::methods::RequestMethod for AuthStatusRequest {
+    const METHOD: &'static str = "auth/status";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = true;
+    const RESULT_NULL_AS_DEFAULT: bool = false;
+    type Response = AuthStatusResponse;
+}
+#[cfg(feature = "unstable_auth_status")]
+/// `auth/status_update` (unstable, feature `unstable_auth_status`): The agent's authentication state changed (agents offering `auth.status`).
+impl crate::methods::NotificationMethod for AuthStatusUpdateNotification {
+    const METHOD: &'static str = "auth/status_update";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Client;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
 }
