@@ -203,6 +203,34 @@ impl ClientHandle {
         self.inner.peer.request(method, &params).await
     }
 
+    /// `auth/status_update` (unstable, feature `unstable_auth_status`): the agent's
+    /// authentication state changed. Refused locally (never sent) unless the agent's own
+    /// `initialize` answer advertised `auth.status`, as the protocol allows it only then.
+    #[cfg(feature = "unstable_auth_status")]
+    pub async fn auth_status_update(
+        &self,
+        notification: AuthStatusUpdateNotification,
+    ) -> Result<(), Error> {
+        if !self
+            .inner
+            .auth_status_advertised
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return Err(Error::new(
+                CAPABILITY_NOT_ADVERTISED,
+                "auth/status_update not sent: the agent did not advertise auth.status in its initialize answer",
+            )
+            .with_data(serde_json::json!({
+                "method": AuthStatusUpdateNotification::METHOD,
+                "capability": "auth.status",
+            })));
+        }
+        self.inner
+            .peer
+            .notify(AuthStatusUpdateNotification::METHOD, &notification)
+            .await
+    }
+
     /// An extension notification (`method` should start with `_`).
     pub async fn ext_notification(
         &self,
