@@ -72,7 +72,8 @@ impl ClientHandle {
     ///
     /// The kinds the schema reserves for clients that asked for them are refused locally
     /// (never sent) unless advertised: `notice` needs `session.notices`, `compaction_update`
-    /// and `compaction_summary_chunk` need `session.compaction`. A client without them may not
+    /// and `compaction_summary_chunk` need `session.compaction`, and (unstable, feature
+    /// `unstable_plan_operations`) `plan_update` and `plan_removed` need `plan`. A client without them may not
     /// know these kinds at all (the official Python SDK's client drops them).
     pub async fn session_update(&self, notification: SessionNotification) -> Result<(), Error> {
         if let Some((capability, has)) = update_capability(&notification.update) {
@@ -254,6 +255,10 @@ fn update_capability(update: &SessionUpdate) -> Option<(&'static str, HasCapabil
             Some(("session.compaction", |c| {
                 c.session.as_ref().is_some_and(|s| s.compaction.is_some())
             }))
+        }
+        #[cfg(feature = "unstable_plan_operations")]
+        SessionUpdate::PlanUpdate(_) | SessionUpdate::PlanRemoved(_) => {
+            Some(("plan", |c| c.plan.is_some()))
         }
         _ => None,
     }

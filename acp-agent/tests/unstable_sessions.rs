@@ -351,3 +351,92 @@ async fn auth_status_is_served_and_its_update_needs_the_agents_own_capability() 
         }
     }
 }
+
+/// Sends a `plan_update` and a `plan_removed` from its prompt and keeps what sending gave.
+#[cfg(feature = "unstable_plan_operations")]
+struct Planner(Arc<Mutex<Vec<Result<(), Error>>>>);
+
+#[cfg(feature = "unstable_plan_operations")]
+#[acp_agent::async_trait]
+impl Agent for Planner {
+    async fn initialize(
+        &self,
+        _p: InitializeRequest,
+        _cx: &AgentContext,
+    ) -> Result<InitializeResponse, Error> {
+        Ok(InitializeResponse::new(ProtocolVersion::V1))
+    }
+
+    async fn new_session(
+        &self,
+        _p: NewSessionRequest,
+        _cx: &AgentContext,
+    ) -> Result<NewSessionResponse, Error> {
+        Ok(NewSessionResponse::new("s1"))
+    }
+
+    async fn prompt(&self, _p: PromptRequest, cx: &PromptContext) -> Result<PromptResponse, Error> {
+        let client = cx.client();
+        let update = SessionUpdate::plan_update(PlanUpdateContent::markdown("p1", "- [ ] read"));
+        let sent = client.send_update("s1", update).await;
+        self.0.lock().unwrap().push(sent);
+        let sent = client
+            .send_update("s1", SessionUpdate::plan_removed("p1"))
+            .await;
+        self.0.lock().unwrap().push(sent);
+        Ok(PromptResponse::new(StopReason::EndTurn))
+    }
+}
+
+#[cfg(feature = "unstable_plan_operations")]
+#[tokio::test]
+async fn plan_operations_reach_only_clients_that_advertise_plan() {
+    for advertised in [true, false] {
+        let results = Arc::new(Mutex::new(Vec::new()));
+        let (a, b) = tokio::io::duplex(64 * 1024);
+        let (ar, aw) = tokio::io::split(a);
+        let (br, bw) = tokio::io::split(b);
+        let notes = Notes::default();
+        let pair = Pair {
+            _agent: serve(Planner(results.clone()), ar, aw),
+            client: Connection::new(br, bw, notes.clone(), Config::default()),
+            notes,
+        };
+        let caps = if advertised {
+            json!({"plan": {}})
+        } else {
+            json!({})
+        };
+        pair.call(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": caps}),
+        )
+        .await
+        .unwrap();
+        pair.call("session/new", json!({"cwd": "/w", "mcpServers": []}))
+            .await
+            .unwrap();
+        pair.call("session/prompt", json!({"sessionId": "s1", "prompt": []}))
+            .await
+            .unwrap();
+        let results = std::mem::take(&mut *results.lock().unwrap());
+        assert_eq!(results.len(), 2);
+        let kinds: Vec<Value> = pair
+            .notes()
+            .into_iter()
+            .filter(|(m, _)| m == "session/update")
+            .map(|(_, p)| p["update"]["sessionUpdate"].clone())
+            .collect();
+        if advertised {
+            assert!(results.iter().all(Result::is_ok), "{results:?}");
+            // Every update of a prompt is written before its answer.
+            assert_eq!(kinds, [json!("plan_update"), json!("plan_removed")]);
+        } else {
+            for refused in results {
+                let refused = refused.expect_err("refused locally without `plan`");
+                assert_eq!(refused.code, acp_agent::client::CAPABILITY_NOT_ADVERTISED);
+            }
+            assert!(kinds.is_empty(), "{kinds:?}");
+        }
+    }
+}

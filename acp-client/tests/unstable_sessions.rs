@@ -22,12 +22,20 @@ use acp_rpc::{Error, Handler, Params, RawValue, RequestContext};
 use acp_types::v1::*;
 use serde_json::{Value, json};
 
-/// Keeps the `auth/status_update` notifications it receives.
+/// Keeps the `auth/status_update` notifications and session updates it receives.
 #[derive(Clone, Default)]
-struct Watcher(Arc<Mutex<Vec<AuthStatusUpdateNotification>>>);
+struct Watcher(
+    Arc<Mutex<Vec<AuthStatusUpdateNotification>>>,
+    Arc<Mutex<Vec<SessionUpdate>>>,
+);
 
 #[async_trait]
 impl Client for Watcher {
+    async fn session_update(&self, params: SessionNotification) -> Result<(), Error> {
+        self.1.lock().unwrap().push(params.update);
+        Ok(())
+    }
+
     async fn auth_status_update(&self, params: AuthStatusUpdateNotification) -> Result<(), Error> {
         self.0.lock().unwrap().push(params);
         Ok(())
@@ -71,6 +79,22 @@ impl Handler for Scripted {
                     )
                     .await?;
                 r#"{"state":"authenticated","accounts":[{"label":"Claude Max","active":true,"email":"ada@example.org"}]}"#
+            }
+            "session/prompt" => {
+                // Plans by id, as an agent on `unstable_plan_operations` streams them.
+                for update in [
+                    json!({"sessionUpdate": "plan_update", "plan": {"type": "items", "planId": "p1",
+                        "entries": [{"content": "Read", "priority": "high", "status": "pending"}]}}),
+                    json!({"sessionUpdate": "plan_removed", "planId": "p1"}),
+                ] {
+                    cx.peer()
+                        .notify(
+                            "session/update",
+                            &json!({"sessionId": "s1", "update": update}),
+                        )
+                        .await?;
+                }
+                r#"{"stopReason":"end_turn"}"#
             }
             _ => "{}",
         };
@@ -150,6 +174,29 @@ async fn fork_status_archive_system_prompt_and_auth_status_are_typed() {
     let update = watcher.0.lock().unwrap()[0].clone();
     assert_eq!(update.state, AuthState::Unauthenticated);
     assert_eq!(update.accounts[0].label, "Vertex AI");
+
+    #[cfg(feature = "unstable_plan_operations")]
+    {
+        let turn = agent
+            .prompt(PromptRequest::new("s1", [ContentBlock::text("plan")]))
+            .await
+            .unwrap();
+        assert_eq!(turn.stop_reason, StopReason::EndTurn);
+        let updates = watcher.1.lock().unwrap().clone();
+        match &updates[..] {
+            [
+                SessionUpdate::PlanUpdate(update),
+                SessionUpdate::PlanRemoved(removed),
+            ] => {
+                let PlanUpdateContent::Items(items) = &update.plan else {
+                    panic!("items are typed: {update:?}")
+                };
+                assert_eq!(items.entries[0].content, "Read");
+                assert_eq!(removed.plan_id.0, "p1");
+            }
+            other => panic!("the plan updates arrive typed, in order: {other:?}"),
+        }
+    }
 
     let seen = seen.lock().unwrap();
     let sent = |method: &str| {

@@ -363,3 +363,73 @@ fn auth_status_its_update_and_its_capability_match_the_official_crate() {
     let caps = AgentAuthCapabilities::new().status(AuthStatusCapabilities::new());
     assert_eq!(serde_json::to_value(&caps).unwrap(), json!({"status": {}}));
 }
+
+#[cfg(feature = "unstable_plan_operations")]
+#[test]
+fn plan_operations_match_the_official_crate() {
+    use acp_types::v1::{
+        ClientCapabilities, InitializeRequest, PlanCapabilities, PlanEntry, PlanEntryPriority,
+        PlanEntryStatus, PlanUpdateContent, SessionNotification, SessionUpdate,
+    };
+    use agent_client_protocol_schema::v1 as official;
+    let items = both::<SessionNotification, official::SessionNotification>(json!({
+        "sessionId": "s1",
+        "update": {
+            "sessionUpdate": "plan_update",
+            "plan": {"type": "items", "planId": "p1", "entries": [
+                {"content": "Read the parser", "priority": "high", "status": "in_progress"},
+                {"content": "Fix it", "priority": "medium", "status": "pending"}
+            ]}
+        }
+    }));
+    let SessionUpdate::PlanUpdate(update) = &items.update else {
+        panic!("plan_update is typed: {:?}", items.update)
+    };
+    let PlanUpdateContent::Items(list) = &update.plan else {
+        panic!("items are typed: {:?}", update.plan)
+    };
+    assert_eq!((list.plan_id.0.as_str(), list.entries.len()), ("p1", 2));
+    for content in [
+        json!({"type": "file", "planId": "p2", "uri": "file:///w/PLAN.md"}),
+        json!({"type": "markdown", "planId": "p3", "content": "# Plan\n- [ ] one"}),
+    ] {
+        let n = both::<SessionNotification, official::SessionNotification>(json!({
+            "sessionId": "s1", "update": {"sessionUpdate": "plan_update", "plan": content}
+        }));
+        assert!(matches!(n.update, SessionUpdate::PlanUpdate(_)), "{n:?}");
+    }
+    let removed = both::<SessionNotification, official::SessionNotification>(json!({
+        "sessionId": "s1", "update": {"sessionUpdate": "plan_removed", "planId": "p1"}
+    }));
+    let SessionUpdate::PlanRemoved(gone) = &removed.update else {
+        panic!("plan_removed is typed: {:?}", removed.update)
+    };
+    assert_eq!(gone.plan_id.0, "p1");
+    // The whole-list `plan` update is unchanged beside them.
+    both::<SessionNotification, official::SessionNotification>(json!({
+        "sessionId": "s1", "update": {"sessionUpdate": "plan", "entries": []}
+    }));
+    let init = both::<InitializeRequest, official::InitializeRequest>(
+        json!({"protocolVersion": 1, "clientCapabilities": {"plan": {}}}),
+    );
+    assert!(init.client_capabilities.plan.is_some());
+    // Built with the constructors, each writes what the official crate reads back unchanged.
+    for update in [
+        SessionUpdate::plan_update(PlanUpdateContent::items(
+            "p1",
+            [PlanEntry::new(
+                "Ship",
+                PlanEntryPriority::Low,
+                PlanEntryStatus::Completed,
+            )],
+        )),
+        SessionUpdate::plan_update(PlanUpdateContent::markdown("p2", "- x")),
+        SessionUpdate::plan_removed("p1"),
+    ] {
+        both::<SessionNotification, official::SessionNotification>(
+            serde_json::to_value(SessionNotification::new("s1", update)).unwrap(),
+        );
+    }
+    let caps = ClientCapabilities::new().plan(PlanCapabilities::new());
+    assert_eq!(serde_json::to_value(&caps).unwrap()["plan"], json!({}));
+}

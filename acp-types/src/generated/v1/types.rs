@@ -422,6 +422,14 @@ pub struct ClientCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Present when the client understands `plan_update` and `plan_removed` updates (agents send them only then).
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_plan_operations")]
+    pub plan: ::std::option::Option<PlanCapabilities>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -437,6 +445,8 @@ impl ClientCapabilities {
             auth: ::std::default::Default::default(),
             elicitation: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_plan_operations")]
+            plan: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -477,6 +487,12 @@ impl ClientCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the client understands `plan_update` and `plan_removed` updates (agents send them only then).
+    #[cfg(feature = "unstable_plan_operations")]
+    pub fn plan(mut self, value: impl ::std::convert::Into<PlanCapabilities>) -> Self {
+        self.plan = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -530,6 +546,8 @@ impl ::std::default::Default for ClientCapabilities {
             elicitation: Default::default(),
             fs: defaults::client_capabilities_fs(),
             meta: Default::default(),
+            #[cfg(feature = "unstable_plan_operations")]
+            plan: Default::default(),
             session: Default::default(),
             terminal: Default::default(),
             extra: ::std::default::Default::default(),
@@ -7193,6 +7211,14 @@ pub enum SessionUpdate {
     /// Appends one block to a compaction's summary; only sent to clients advertising `session.compaction`.
     #[serde(rename = "compaction_summary_chunk")]
     CompactionSummaryChunk(CompactionSummaryChunk),
+    /// One plan, named by id, has new content (for clients advertising `plan`).
+    #[serde(rename = "plan_update")]
+    #[cfg(feature = "unstable_plan_operations")]
+    PlanUpdate(PlanUpdate),
+    /// One plan, named by id, is gone (for clients advertising `plan`).
+    #[serde(rename = "plan_removed")]
+    #[cfg(feature = "unstable_plan_operations")]
+    PlanRemoved(PlanRemoved),
     /// A variant this version of the schema does not know, kept as raw JSON.
     #[serde(untagged)]
     Unknown(::serde_json::Value),
@@ -7322,6 +7348,24 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
                         .map(Self::CompactionSummaryChunk),
+                )
+            }
+            #[cfg(feature = "unstable_plan_operations")]
+            "plan_update" => {
+                ::std::result::Result::Ok(
+                    <PlanUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::PlanUpdate),
+                )
+            }
+            #[cfg(feature = "unstable_plan_operations")]
+            "plan_removed" => {
+                ::std::result::Result::Ok(
+                    <PlanRemoved as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::PlanRemoved),
                 )
             }
             _ => ::std::result::Result::Err(rest),
@@ -7497,6 +7541,30 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
+            #[cfg(feature = "unstable_plan_operations")]
+            Some("plan_update") => {
+                match <PlanUpdate as ::serde::Deserialize>::deserialize(&value) {
+                    #[cfg(feature = "unstable_plan_operations")]
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::PlanUpdate(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            #[cfg(feature = "unstable_plan_operations")]
+            Some("plan_removed") => {
+                match <PlanRemoved as ::serde::Deserialize>::deserialize(&value) {
+                    #[cfg(feature = "unstable_plan_operations")]
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::PlanRemoved(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
             Some(_) => Ok(Self::Unknown(value)),
             None => Err(::serde::de::Error::missing_field("sessionUpdate")),
         }
@@ -7583,6 +7651,16 @@ impl SessionUpdate {
     ) -> Self {
         Self::CompactionSummaryChunk(CompactionSummaryChunk::new(compaction_id, content))
     }
+    /// A `plan_update` variant from its body's required fields (see [`PlanUpdate::new`]).
+    #[cfg(feature = "unstable_plan_operations")]
+    pub fn plan_update(plan: impl ::std::convert::Into<PlanUpdateContent>) -> Self {
+        Self::PlanUpdate(PlanUpdate::new(plan))
+    }
+    /// A `plan_removed` variant from its body's required fields (see [`PlanRemoved::new`]).
+    #[cfg(feature = "unstable_plan_operations")]
+    pub fn plan_removed(plan_id: impl ::std::convert::Into<PlanId>) -> Self {
+        Self::PlanRemoved(PlanRemoved::new(plan_id))
+    }
 }
 impl ::std::convert::From<ToolCall> for SessionUpdate {
     fn from(body: ToolCall) -> Self {
@@ -7647,6 +7725,30 @@ impl ::std::convert::From<CompactionUpdate> for SessionUpdate {
 impl ::std::convert::From<CompactionSummaryChunk> for SessionUpdate {
     fn from(body: CompactionSummaryChunk) -> Self {
         Self::CompactionSummaryChunk(body)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<PlanUpdate> for SessionUpdate {
+    fn from(body: PlanUpdate) -> Self {
+        Self::PlanUpdate(body)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<PlanUpdateContent> for SessionUpdate {
+    fn from(plan: PlanUpdateContent) -> Self {
+        Self::PlanUpdate(PlanUpdate::new(plan))
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<PlanRemoved> for SessionUpdate {
+    fn from(body: PlanRemoved) -> Self {
+        Self::PlanRemoved(body)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<PlanId> for SessionUpdate {
+    fn from(plan_id: PlanId) -> Self {
+        Self::PlanRemoved(PlanRemoved::new(plan_id))
     }
 }
 /// A streamed fragment of a user message, agent reply or agent reasoning. Consecutive chunks with the same `messageId` form one message.
@@ -18975,6 +19077,741 @@ impl AuthStatusCapabilities {
         self
     }
 }
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<&str> for PlanId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
+/// Identifier of one plan of a session (a session may hold several).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+#[serde(transparent)]
+#[cfg(feature = "unstable_plan_operations")]
+pub struct PlanId(pub ::std::string::String);
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::ops::Deref for PlanId {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<::std::string::String> for PlanId {
+    fn from(value: ::std::string::String) -> Self {
+        Self(value)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::fmt::Display for PlanId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::str::FromStr for PlanId {
+    type Err = ::std::convert::Infallible;
+    fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(Self(value.to_string()))
+    }
+}
+/// A plan as a list of tasks.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_plan_operations")]
+pub struct PlanItems {
+    /// The plan replaced.
+    #[serde(rename = "planId")]
+    pub plan_id: PlanId,
+    /// All tasks of the plan with their current status; the client replaces that plan's list with it. Entries that fail to parse are dropped, and an unreadable list reads as empty.
+    #[serde(deserialize_with = "crate::serde_util::lenient_vec")]
+    pub entries: ::std::vec::Vec<PlanEntry>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanItems {
+    /// A value from its required fields (`plan_id`, `entries`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        entries: impl ::std::iter::IntoIterator<Item = PlanEntry>,
+    ) -> Self {
+        Self {
+            plan_id: plan_id.into(),
+            entries: entries.into_iter().collect(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::serde::Serialize for PlanItems {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanItems::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl<'de> ::serde::Deserialize<'de> for PlanItems {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanItems::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl crate::HasExtra for PlanItems {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanItems {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A plan kept in a file.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_plan_operations")]
+pub struct PlanFile {
+    /// The plan replaced.
+    #[serde(rename = "planId")]
+    pub plan_id: PlanId,
+    /// Where the plan's file is.
+    pub uri: ::std::string::String,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanFile {
+    /// A value from its required fields (`plan_id`, `uri`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        uri: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            plan_id: plan_id.into(),
+            uri: uri.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::serde::Serialize for PlanFile {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanFile::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl<'de> ::serde::Deserialize<'de> for PlanFile {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanFile::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl crate::HasExtra for PlanFile {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanFile {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A plan written as Markdown.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_plan_operations")]
+pub struct PlanMarkdown {
+    /// The plan replaced.
+    #[serde(rename = "planId")]
+    pub plan_id: PlanId,
+    /// The plan's Markdown text.
+    pub content: ::std::string::String,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanMarkdown {
+    /// A value from its required fields (`plan_id`, `content`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        content: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            plan_id: plan_id.into(),
+            content: content.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::serde::Serialize for PlanMarkdown {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanMarkdown::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl<'de> ::serde::Deserialize<'de> for PlanMarkdown {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanMarkdown::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl crate::HasExtra for PlanMarkdown {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanMarkdown {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// The new content of one plan, told apart by its `type` field.
+#[derive(::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+#[cfg(feature = "unstable_plan_operations")]
+pub enum PlanUpdateContent {
+    /// Tasks with their status.
+    #[serde(rename = "items")]
+    Items(PlanItems),
+    /// A file holding the plan.
+    #[serde(rename = "file")]
+    File(PlanFile),
+    /// Markdown text.
+    #[serde(rename = "markdown")]
+    Markdown(PlanMarkdown),
+    /// A variant this version of the schema does not know, kept as raw JSON.
+    #[serde(untagged)]
+    Unknown(::serde_json::Value),
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl<'de> ::serde::Deserialize<'de> for PlanUpdateContent {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl crate::serde_util::TagFirst for PlanUpdateContent {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = concat!(
+        "an object for ", stringify!(PlanUpdateContent)
+    );
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "items" => {
+                ::std::result::Result::Ok(
+                    <PlanItems as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Items),
+                )
+            }
+            "file" => {
+                ::std::result::Result::Ok(
+                    <PlanFile as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::File),
+                )
+            }
+            "markdown" => {
+                ::std::result::Result::Ok(
+                    <PlanMarkdown as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Markdown),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
+        if !value.is_object() {
+            return ::std::result::Result::Err(
+                ::serde::de::Error::custom(
+                    concat!("expected an object for ", stringify!(PlanUpdateContent)),
+                ),
+            );
+        }
+        let tag = match value.get("type") {
+            ::std::option::Option::None => ::std::option::Option::None,
+            ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                ::std::option::Option::Some(tag.clone())
+            }
+            ::std::option::Option::Some(_) => {
+                return ::std::result::Result::Err(
+                    ::serde::de::Error::custom(
+                        concat!("`", "type", "` must be a string"),
+                    ),
+                );
+            }
+        };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
+        match tag.as_deref() {
+            Some("items") => {
+                match <PlanItems as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Items(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("file") => {
+                match <PlanFile as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::File(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("markdown") => {
+                match <PlanMarkdown as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Markdown(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some(_) => Ok(Self::Unknown(value)),
+            None => Err(::serde::de::Error::missing_field("type")),
+        }
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanUpdateContent {
+    /// A `items` variant from its body's required fields (see [`PlanItems::new`]).
+    pub fn items(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        entries: impl ::std::iter::IntoIterator<Item = PlanEntry>,
+    ) -> Self {
+        Self::Items(PlanItems::new(plan_id, entries))
+    }
+    /// A `file` variant from its body's required fields (see [`PlanFile::new`]).
+    pub fn file(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        uri: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self::File(PlanFile::new(plan_id, uri))
+    }
+    /// A `markdown` variant from its body's required fields (see [`PlanMarkdown::new`]).
+    pub fn markdown(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        content: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self::Markdown(PlanMarkdown::new(plan_id, content))
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<PlanItems> for PlanUpdateContent {
+    fn from(body: PlanItems) -> Self {
+        Self::Items(body)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<PlanFile> for PlanUpdateContent {
+    fn from(body: PlanFile) -> Self {
+        Self::File(body)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<PlanMarkdown> for PlanUpdateContent {
+    fn from(body: PlanMarkdown) -> Self {
+        Self::Markdown(body)
+    }
+}
+/// A `plan_update` session update: one plan, named by its id, has new content.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_plan_operations")]
+pub struct PlanUpdate {
+    /// The plan's new content.
+    pub plan: PlanUpdateContent,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanUpdate {
+    /// A value from its required fields (`plan`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(plan: impl ::std::convert::Into<PlanUpdateContent>) -> Self {
+        Self {
+            plan: plan.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::serde::Serialize for PlanUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanUpdate::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl<'de> ::serde::Deserialize<'de> for PlanUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanUpdate::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl crate::HasExtra for PlanUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A `plan_removed` session update: the plan with this id is gone.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_plan_operations")]
+pub struct PlanRemoved {
+    /// The plan removed.
+    #[serde(rename = "planId")]
+    pub plan_id: PlanId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanRemoved {
+    /// A value from its required fields (`plan_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(plan_id: impl ::std::convert::Into<PlanId>) -> Self {
+        Self {
+            plan_id: plan_id.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::serde::Serialize for PlanRemoved {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanRemoved::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl<'de> ::serde::Deserialize<'de> for PlanRemoved {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanRemoved::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl crate::HasExtra for PlanRemoved {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanRemoved {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the client understands `plan_update` and `plan_removed` session updates.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_plan_operations")]
+pub struct PlanCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::serde::Serialize for PlanCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl<'de> ::serde::Deserialize<'de> for PlanCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl crate::HasExtra for PlanCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
 impl ::std::convert::From<AuthMethodId> for ::std::string::String {
     fn from(value: AuthMethodId) -> Self {
         value.0
@@ -19003,6 +19840,12 @@ impl ::std::convert::From<ModelId> for ::std::string::String {
 }
 impl ::std::convert::From<PermissionOptionId> for ::std::string::String {
     fn from(value: PermissionOptionId) -> Self {
+        value.0
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<PlanId> for ::std::string::String {
+    fn from(value: PlanId) -> Self {
         value.0
     }
 }
@@ -19130,6 +19973,8 @@ pub mod defaults {
                 extra: ::std::default::Default::default(),
             },
             meta: Default::default(),
+            #[cfg(feature = "unstable_plan_operations")]
+            plan: Default::default(),
             session: Default::default(),
             terminal: false,
             extra: ::std::default::Default::default(),
