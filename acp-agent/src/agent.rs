@@ -227,6 +227,43 @@ pub trait Agent: Send + Sync + 'static {
         not_found::<AuthStatusRequest, _>()
     }
 
+    /// `providers/list` (unstable, feature `unstable_llm_providers`): the model providers
+    /// the client may configure. Advertise the three provider methods with `providers`.
+    #[cfg(feature = "unstable_llm_providers")]
+    async fn list_providers(
+        &self,
+        params: ListProvidersRequest,
+        cx: &AgentContext,
+    ) -> Result<ListProvidersResponse, Error> {
+        let _ = (params, cx);
+        not_found::<ListProvidersRequest, _>()
+    }
+
+    /// `providers/set` (unstable, feature `unstable_llm_providers`): replace one provider's
+    /// whole configuration (protocol, base URL, headers, which may hold credentials: keep
+    /// them out of logs).
+    #[cfg(feature = "unstable_llm_providers")]
+    async fn set_provider(
+        &self,
+        params: SetProviderRequest,
+        cx: &AgentContext,
+    ) -> Result<SetProviderResponse, Error> {
+        let _ = (params, cx);
+        not_found::<SetProviderRequest, _>()
+    }
+
+    /// `providers/disable` (unstable, feature `unstable_llm_providers`): disable a provider
+    /// that is not `required`.
+    #[cfg(feature = "unstable_llm_providers")]
+    async fn disable_provider(
+        &self,
+        params: DisableProviderRequest,
+        cx: &AgentContext,
+    ) -> Result<DisableProviderResponse, Error> {
+        let _ = (params, cx);
+        not_found::<DisableProviderRequest, _>()
+    }
+
     /// `session/prompt` (only reached for a known session). Every update sent for the
     /// session before this returns is written before the response.
     async fn prompt(

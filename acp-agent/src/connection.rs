@@ -461,6 +461,18 @@ impl<A: Agent> Dispatch<A> {
             m if m == UnarchiveSessionRequest::METHOD => {
                 to_raw(&agent.unarchive_session(parse(&params)?, &cx).await?)
             }
+            #[cfg(feature = "unstable_llm_providers")]
+            m if m == ListProvidersRequest::METHOD => {
+                to_raw(&agent.list_providers(parse(&params)?, &cx).await?)
+            }
+            #[cfg(feature = "unstable_llm_providers")]
+            m if m == SetProviderRequest::METHOD => {
+                to_raw(&agent.set_provider(parse(&params)?, &cx).await?)
+            }
+            #[cfg(feature = "unstable_llm_providers")]
+            m if m == DisableProviderRequest::METHOD => {
+                to_raw(&agent.disable_provider(parse(&params)?, &cx).await?)
+            }
             #[cfg(feature = "unstable_auth_status")]
             m if m == AuthStatusRequest::METHOD => {
                 to_raw(&agent.auth_status(parse(&params)?, &cx).await?)

@@ -1,6 +1,7 @@
 //! The unstable session lifecycle and auth items an agent serves behind features
 //! (`unstable_session_fork`, `unstable_session_status`, `unstable_session_archive`,
-//! `unstable_session_system_prompt`, `unstable_auth_status`), driven by a raw client over a
+//! `unstable_session_system_prompt`, `unstable_auth_status`; and, when on, `unstable_plan_operations`
+//! and `unstable_llm_providers`), driven by a raw client over a
 //! duplex pipe.
 //!
 //! `cargo test -p acp-agent --features unstable --test unstable_sessions`.
@@ -129,6 +130,44 @@ impl Agent for Lifecycle {
         _cx: &PromptContext,
     ) -> Result<PromptResponse, Error> {
         Ok(PromptResponse::new(StopReason::EndTurn))
+    }
+
+    #[cfg(feature = "unstable_llm_providers")]
+    async fn list_providers(
+        &self,
+        _p: ListProvidersRequest,
+        _cx: &AgentContext,
+    ) -> Result<ListProvidersResponse, Error> {
+        Ok(ListProvidersResponse::new([ProviderInfo::new(
+            "main",
+            [LlmProtocol::Anthropic, LlmProtocol::OpenAi],
+            true,
+        )
+        .current(ProviderCurrentConfig::new(
+            LlmProtocol::Anthropic,
+            "https://api.anthropic.com",
+        ))]))
+    }
+
+    #[cfg(feature = "unstable_llm_providers")]
+    async fn set_provider(
+        &self,
+        p: SetProviderRequest,
+        _cx: &AgentContext,
+    ) -> Result<SetProviderResponse, Error> {
+        if p.api_type != LlmProtocol::OpenAi || !p.headers.contains_key("Authorization") {
+            return Err(Error::invalid_params("unexpected provider configuration"));
+        }
+        Ok(SetProviderResponse::new())
+    }
+
+    #[cfg(feature = "unstable_llm_providers")]
+    async fn disable_provider(
+        &self,
+        _p: DisableProviderRequest,
+        _cx: &AgentContext,
+    ) -> Result<DisableProviderResponse, Error> {
+        Err(Error::invalid_params("the provider main is required"))
     }
 }
 
@@ -439,4 +478,46 @@ async fn plan_operations_reach_only_clients_that_advertise_plan() {
             assert!(kinds.is_empty(), "{kinds:?}");
         }
     }
+}
+
+#[cfg(feature = "unstable_llm_providers")]
+#[tokio::test]
+async fn provider_methods_are_served() {
+    let (agent, _) = lifecycle(true);
+    let pair = Pair::new(agent);
+    pair.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    )
+    .await
+    .unwrap();
+    let list = pair.call("providers/list", json!({})).await.unwrap();
+    assert_eq!(
+        list,
+        json!({"providers": [{"providerId": "main", "supported": ["anthropic", "openai"],
+            "required": true, "current": {"apiType": "anthropic", "baseUrl": "https://api.anthropic.com"}}]})
+    );
+    let set = pair
+        .call(
+            "providers/set",
+            json!({"providerId": "main", "apiType": "openai", "baseUrl": "https://llm.example.org",
+                   "headers": {"Authorization": "Bearer k"}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(set, json!({}));
+    let refused = pair
+        .call("providers/disable", json!({"providerId": "main"}))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::INVALID_PARAMS);
+    // A configuration without its required base URL never reaches the agent.
+    let bad = pair
+        .call(
+            "providers/set",
+            json!({"providerId": "main", "apiType": "openai"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code, ErrorCode::INVALID_PARAMS);
 }

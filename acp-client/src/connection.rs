@@ -23,6 +23,11 @@ use acp_types::v1::{
     SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
+#[cfg(feature = "unstable_llm_providers")]
+use acp_types::v1::{
+    DisableProviderRequest, DisableProviderResponse, ListProvidersRequest, ListProvidersResponse,
+    SetProviderRequest, SetProviderResponse,
+};
 #[cfg(feature = "unstable_session_fork")]
 use acp_types::v1::{ForkSessionRequest, ForkSessionResponse};
 #[cfg(feature = "unstable_session_status")]
@@ -402,6 +407,33 @@ impl AgentHandle {
     #[cfg(feature = "unstable_auth_status")]
     pub async fn auth_status(&self) -> Result<AuthStatusResponse, Error> {
         self.request(&AuthStatusRequest::new()).await
+    }
+
+    /// `providers/list` (unstable, feature `unstable_llm_providers`; agents advertise the
+    /// provider methods with `providers`): the model providers the client may configure.
+    #[cfg(feature = "unstable_llm_providers")]
+    pub async fn list_providers(&self) -> Result<ListProvidersResponse, Error> {
+        self.request(&ListProvidersRequest::new()).await
+    }
+
+    /// `providers/set` (unstable, feature `unstable_llm_providers`): point one provider at
+    /// the client's endpoint (replaces its whole configuration).
+    #[cfg(feature = "unstable_llm_providers")]
+    pub async fn set_provider(
+        &self,
+        params: SetProviderRequest,
+    ) -> Result<SetProviderResponse, Error> {
+        self.request(&params).await
+    }
+
+    /// `providers/disable` (unstable, feature `unstable_llm_providers`): disable a provider
+    /// that is not `required`.
+    #[cfg(feature = "unstable_llm_providers")]
+    pub async fn disable_provider(
+        &self,
+        params: DisableProviderRequest,
+    ) -> Result<DisableProviderResponse, Error> {
+        self.request(&params).await
     }
 
     /// `session/list`.

@@ -1,6 +1,7 @@
 //! The unstable session lifecycle and auth items a client uses behind features
 //! (`unstable_session_fork`, `unstable_session_status`, `unstable_session_archive`,
-//! `unstable_session_system_prompt`, `unstable_auth_status`), against a raw agent that answers
+//! `unstable_session_system_prompt`, `unstable_auth_status`; and, when on, `unstable_plan_operations`
+//! and `unstable_llm_providers`), against a raw agent that answers
 //! with the bytes an agent on the official crate's features writes.
 //!
 //! `cargo test -p acp-client --features unstable --test unstable_sessions`.
@@ -96,6 +97,10 @@ impl Handler for Scripted {
                 }
                 r#"{"stopReason":"end_turn"}"#
             }
+            "providers/list" => {
+                r#"{"providers":[{"providerId":"main","supported":["openai","_local"],"required":false,"current":{"apiType":"openai","baseUrl":"https://api.openai.com/v1"}}]}"#
+            }
+            "providers/disable" => "null",
             _ => "{}",
         };
         Ok(RawValue::from_string(answer.to_owned()).expect("valid JSON"))
@@ -198,6 +203,27 @@ async fn fork_status_archive_system_prompt_and_auth_status_are_typed() {
         }
     }
 
+    #[cfg(feature = "unstable_llm_providers")]
+    {
+        let providers = agent.list_providers().await.unwrap();
+        let main = &providers.providers[0];
+        assert_eq!(
+            main.supported,
+            [LlmProtocol::OpenAi, LlmProtocol::Unknown("_local".into())]
+        );
+        agent
+            .set_provider(
+                SetProviderRequest::new("main", LlmProtocol::OpenAi, "https://llm.example.org")
+                    .headers([("Authorization", "Bearer k")]),
+            )
+            .await
+            .unwrap();
+        agent
+            .disable_provider(DisableProviderRequest::new("main"))
+            .await
+            .expect("a null result reads as the empty one");
+    }
+
     let seen = seen.lock().unwrap();
     let sent = |method: &str| {
         seen.iter()
@@ -219,4 +245,12 @@ async fn fork_status_archive_system_prompt_and_auth_status_are_typed() {
     assert_eq!(sent("session/unarchive"), Some(json!({"sessionId": "s1"})));
     assert_eq!(sent("session/list"), Some(json!({"archived": "include"})));
     assert_eq!(sent("auth/status"), Some(json!({})));
+    #[cfg(feature = "unstable_llm_providers")]
+    assert_eq!(
+        sent("providers/set"),
+        Some(
+            json!({"providerId": "main", "apiType": "openai", "baseUrl": "https://llm.example.org",
+                    "headers": {"Authorization": "Bearer k"}})
+        )
+    );
 }

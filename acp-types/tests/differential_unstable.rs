@@ -433,3 +433,64 @@ fn plan_operations_match_the_official_crate() {
     let caps = ClientCapabilities::new().plan(PlanCapabilities::new());
     assert_eq!(serde_json::to_value(&caps).unwrap()["plan"], json!({}));
 }
+
+#[cfg(feature = "unstable_llm_providers")]
+#[test]
+fn provider_configuration_matches_the_official_crate() {
+    use acp_types::RequestMethod;
+    use acp_types::v1::{
+        AgentCapabilities, DisableProviderRequest, DisableProviderResponse, InitializeResponse,
+        ListProvidersRequest, ListProvidersResponse, LlmProtocol, ProvidersCapabilities,
+        SetProviderRequest, SetProviderResponse,
+    };
+    use agent_client_protocol_schema::v1 as official;
+    both::<ListProvidersRequest, official::ListProvidersRequest>(json!({}));
+    let _: official::ListProvidersRequest = serde_json::from_value(Value::Null).unwrap();
+    const { assert!(<ListProvidersRequest as RequestMethod>::PARAMS_NULL_AS_DEFAULT) };
+    let list = both::<ListProvidersResponse, official::ListProvidersResponse>(json!({
+        "providers": [
+            {"providerId": "main", "supported": ["anthropic", "openai", "bedrock"], "required": true,
+             "current": {"apiType": "anthropic", "baseUrl": "https://api.anthropic.com"}},
+            {"providerId": "spare", "supported": ["vertex", "azure", "_local"], "required": false},
+            {"providerId": "off", "supported": [], "required": false, "current": null}
+        ]
+    }));
+    let main = &list.providers[0];
+    assert_eq!(main.supported[1], LlmProtocol::OpenAi);
+    assert_eq!(
+        main.current.as_ref().map(|c| c.base_url.as_str()),
+        Some("https://api.anthropic.com")
+    );
+    assert_eq!(list.providers[1].supported[2].as_str(), "_local");
+    assert!(list.providers[2].current.is_none());
+    let set = both::<SetProviderRequest, official::SetProviderRequest>(json!({
+        "providerId": "main", "apiType": "openai", "baseUrl": "https://llm.example.org/v1",
+        "headers": {"Authorization": "Bearer k", "X-Team": "a"}
+    }));
+    assert_eq!(set.headers.len(), 2);
+    both::<SetProviderRequest, official::SetProviderRequest>(
+        json!({"providerId": "main", "apiType": "azure", "baseUrl": "https://a"}),
+    );
+    both::<SetProviderResponse, official::SetProviderResponse>(json!({}));
+    both::<DisableProviderRequest, official::DisableProviderRequest>(
+        json!({"providerId": "spare"}),
+    );
+    both::<DisableProviderResponse, official::DisableProviderResponse>(json!({}));
+    assert_eq!(
+        [
+            ListProvidersRequest::METHOD,
+            SetProviderRequest::METHOD,
+            DisableProviderRequest::METHOD
+        ],
+        ["providers/list", "providers/set", "providers/disable"]
+    );
+    let init = both::<InitializeResponse, official::InitializeResponse>(json!({
+        "protocolVersion": 1, "agentCapabilities": {"providers": {}}
+    }));
+    assert!(init.agent_capabilities.providers.is_some());
+    let built = SetProviderRequest::new("main", LlmProtocol::Bedrock, "https://b")
+        .headers([("Authorization", "k")]);
+    both::<SetProviderRequest, official::SetProviderRequest>(serde_json::to_value(&built).unwrap());
+    let caps = AgentCapabilities::new().providers(ProvidersCapabilities::new());
+    assert_eq!(serde_json::to_value(&caps).unwrap()["providers"], json!({}));
+}

@@ -1399,6 +1399,14 @@ pub struct AgentCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Present when the agent lets the client configure its model providers.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_llm_providers")]
+    pub providers: ::std::option::Option<ProvidersCapabilities>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -1414,6 +1422,8 @@ impl AgentCapabilities {
             session_capabilities: ::std::default::Default::default(),
             auth: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_llm_providers")]
+            providers: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -1457,6 +1467,15 @@ impl AgentCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent lets the client configure its model providers.
+    #[cfg(feature = "unstable_llm_providers")]
+    pub fn providers(
+        mut self,
+        value: impl ::std::convert::Into<ProvidersCapabilities>,
+    ) -> Self {
+        self.providers = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -1511,6 +1530,8 @@ impl ::std::default::Default for AgentCapabilities {
             mcp_capabilities: defaults::agent_capabilities_mcp_capabilities(),
             meta: Default::default(),
             prompt_capabilities: defaults::agent_capabilities_prompt_capabilities(),
+            #[cfg(feature = "unstable_llm_providers")]
+            providers: Default::default(),
             session_capabilities: defaults::agent_capabilities_session_capabilities(),
             extra: ::std::default::Default::default(),
         }
@@ -19812,6 +19833,920 @@ impl PlanCapabilities {
         self
     }
 }
+/// The API protocol a model endpoint speaks. Both sides handle values they do not know; names starting with `_` are free for custom use.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg(feature = "unstable_llm_providers")]
+pub enum LlmProtocol {
+    /// Anthropic's API.
+    #[serde(rename = "anthropic")]
+    Anthropic,
+    /// OpenAI's API.
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// Azure OpenAI.
+    #[serde(rename = "azure")]
+    Azure,
+    /// Google Vertex AI.
+    #[serde(rename = "vertex")]
+    Vertex,
+    /// AWS Bedrock.
+    #[serde(rename = "bedrock")]
+    Bedrock,
+    /// A value this version of the schema does not know, kept as sent.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl LlmProtocol {
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Anthropic => "anthropic",
+            Self::OpenAi => "openai",
+            Self::Azure => "azure",
+            Self::Vertex => "vertex",
+            Self::Bedrock => "bedrock",
+            Self::Unknown(other) => other,
+        }
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::std::fmt::Display for LlmProtocol {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::std::convert::From<&str> for ProviderId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
+/// Identifier of one configurable model provider of the agent (`main`, `openai`).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+#[serde(transparent)]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct ProviderId(pub ::std::string::String);
+#[cfg(feature = "unstable_llm_providers")]
+impl ::std::ops::Deref for ProviderId {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::std::convert::From<::std::string::String> for ProviderId {
+    fn from(value: ::std::string::String) -> Self {
+        Self(value)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::std::fmt::Display for ProviderId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::std::str::FromStr for ProviderId {
+    type Err = ::std::convert::Infallible;
+    fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(Self(value.to_string()))
+    }
+}
+/// Where a provider sends requests now (nothing secret).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct ProviderCurrentConfig {
+    /// The protocol in use.
+    #[serde(rename = "apiType")]
+    pub api_type: LlmProtocol,
+    /// The base URL in use.
+    #[serde(rename = "baseUrl")]
+    pub base_url: ::std::string::String,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ProviderCurrentConfig {
+    /// A value from its required fields (`api_type`, `base_url`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        api_type: impl ::std::convert::Into<LlmProtocol>,
+        base_url: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            api_type: api_type.into(),
+            base_url: base_url.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for ProviderCurrentConfig {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ProviderCurrentConfig::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for ProviderCurrentConfig {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ProviderCurrentConfig::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for ProviderCurrentConfig {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ProviderCurrentConfig {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// One provider the client may configure.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct ProviderInfo {
+    /// What `providers/set` and `providers/disable` take.
+    #[serde(rename = "providerId")]
+    pub provider_id: ProviderId,
+    /// The protocols it can speak. Entries that do not parse are dropped.
+    #[serde(deserialize_with = "crate::serde_util::lenient_vec")]
+    pub supported: ::std::vec::Vec<LlmProtocol>,
+    /// Whether it must stay enabled (clients do not call `providers/disable` for it).
+    pub required: bool,
+    /// Its current routing; absent or `null` means it is disabled.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub current: ::std::option::Option<ProviderCurrentConfig>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ProviderInfo {
+    /// A value from its required fields (`provider_id`, `supported`, `required`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        provider_id: impl ::std::convert::Into<ProviderId>,
+        supported: impl ::std::iter::IntoIterator<Item = LlmProtocol>,
+        required: bool,
+    ) -> Self {
+        Self {
+            provider_id: provider_id.into(),
+            supported: supported.into_iter().collect(),
+            required: required,
+            current: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Its current routing; absent or `null` means it is disabled.
+    pub fn current(
+        mut self,
+        value: impl ::std::convert::Into<ProviderCurrentConfig>,
+    ) -> Self {
+        self.current = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for ProviderInfo {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ProviderInfo::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for ProviderInfo {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ProviderInfo::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for ProviderInfo {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ProviderInfo {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `providers/list` (empty).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct ListProvidersRequest {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ListProvidersRequest {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for ListProvidersRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ListProvidersRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for ListProvidersRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ListProvidersRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for ListProvidersRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ListProvidersRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `providers/list`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct ListProvidersResponse {
+    /// The configurable providers with their current routing, for display.
+    pub providers: ::std::vec::Vec<ProviderInfo>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ListProvidersResponse {
+    /// A value from its required fields (`providers`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(providers: impl ::std::iter::IntoIterator<Item = ProviderInfo>) -> Self {
+        Self {
+            providers: providers.into_iter().collect(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for ListProvidersResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ListProvidersResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for ListProvidersResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ListProvidersResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for ListProvidersResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ListProvidersResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `providers/set`: replaces the whole configuration of one provider.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct SetProviderRequest {
+    /// The provider configured.
+    #[serde(rename = "providerId")]
+    pub provider_id: ProviderId,
+    /// The protocol to speak.
+    #[serde(rename = "apiType")]
+    pub api_type: LlmProtocol,
+    /// Where to send requests.
+    #[serde(rename = "baseUrl")]
+    pub base_url: ::std::string::String,
+    /// Every header to send (authorisation, routing and the like); absent means none.
+    #[serde(
+        default,
+        skip_serializing_if = "::std::collections::BTreeMap::is_empty",
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub headers: ::std::collections::BTreeMap<
+        ::std::string::String,
+        ::std::string::String,
+    >,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl SetProviderRequest {
+    /// A value from its required fields (`provider_id`, `api_type`, `base_url`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        provider_id: impl ::std::convert::Into<ProviderId>,
+        api_type: impl ::std::convert::Into<LlmProtocol>,
+        base_url: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            provider_id: provider_id.into(),
+            api_type: api_type.into(),
+            base_url: base_url.into(),
+            headers: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Every header to send (authorisation, routing and the like); absent means none.
+    pub fn headers(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = (
+                impl ::std::convert::Into<::std::string::String>,
+                impl ::std::convert::Into<::std::string::String>,
+            ),
+        >,
+    ) -> Self {
+        self.headers = value
+            .into_iter()
+            .map(|(k, v)| (
+                (::std::convert::Into::<::std::string::String>::into)(k),
+                (::std::convert::Into::<::std::string::String>::into)(v),
+            ))
+            .collect();
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for SetProviderRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetProviderRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for SetProviderRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetProviderRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for SetProviderRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl SetProviderRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `providers/set` (empty).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct SetProviderResponse {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl SetProviderResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for SetProviderResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetProviderResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for SetProviderResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetProviderResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for SetProviderResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl SetProviderResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `providers/disable`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct DisableProviderRequest {
+    /// The provider disabled (never a `required` one).
+    #[serde(rename = "providerId")]
+    pub provider_id: ProviderId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl DisableProviderRequest {
+    /// A value from its required fields (`provider_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(provider_id: impl ::std::convert::Into<ProviderId>) -> Self {
+        Self {
+            provider_id: provider_id.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for DisableProviderRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        DisableProviderRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for DisableProviderRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| DisableProviderRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for DisableProviderRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl DisableProviderRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `providers/disable` (empty).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct DisableProviderResponse {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl DisableProviderResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for DisableProviderResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        DisableProviderResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for DisableProviderResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| DisableProviderResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for DisableProviderResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl DisableProviderResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the agent serves `providers/list`, `providers/set` and `providers/disable`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct ProvidersCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ProvidersCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for ProvidersCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ProvidersCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for ProvidersCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ProvidersCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for ProvidersCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ProvidersCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
 impl ::std::convert::From<AuthMethodId> for ::std::string::String {
     fn from(value: AuthMethodId) -> Self {
         value.0
@@ -19851,6 +20786,12 @@ impl ::std::convert::From<PlanId> for ::std::string::String {
 }
 impl ::std::convert::From<ProtocolVersion> for u16 {
     fn from(value: ProtocolVersion) -> Self {
+        value.0
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::std::convert::From<ProviderId> for ::std::string::String {
+    fn from(value: ProviderId) -> Self {
         value.0
     }
 }
@@ -20004,6 +20945,8 @@ pub mod defaults {
                 meta: Default::default(),
                 extra: ::std::default::Default::default(),
             },
+            #[cfg(feature = "unstable_llm_providers")]
+            providers: Default::default(),
             session_capabilities: super::SessionCapabilities {
                 additional_directories: Default::default(),
                 #[cfg(feature = "unstable_session_archive")]
@@ -20133,4 +21076,31 @@ impl crate::methods::NotificationMethod for AuthStatusUpdateNotification {
     const METHOD: &'static str = "auth/status_update";
     const SERVED_BY: crate::methods::Side = crate::methods::Side::Client;
     const PARAMS_NULL_AS_DEFAULT: bool = false;
+}
+#[cfg(feature = "unstable_llm_providers")]
+/// `providers/list` (unstable, feature `unstable_llm_providers`): Lists the agent's configurable model providers (offered through `providers`).
+impl crate::methods::RequestMethod for ListProvidersRequest {
+    const METHOD: &'static str = "providers/list";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = true;
+    const RESULT_NULL_AS_DEFAULT: bool = false;
+    type Response = ListProvidersResponse;
+}
+#[cfg(feature = "unstable_llm_providers")]
+/// `providers/set` (unstable, feature `unstable_llm_providers`): Points one provider at the client's endpoint (offered through `providers`).
+impl crate::methods::RequestMethod for SetProviderRequest {
+    const METHOD: &'static str = "providers/set";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = true;
+    type Response = SetProviderResponse;
+}
+#[cfg(feature = "unstable_llm_providers")]
+/// `providers/disable` (unstable, feature `unstable_llm_providers`): Disables one provider that is not required (offered through `providers`).
+impl crate::methods::RequestMethod for DisableProviderRequest {
+    const METHOD: &'static str = "providers/disable";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = true;
+    type Response = DisableProviderResponse;
 }
