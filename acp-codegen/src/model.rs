@@ -698,3 +698,29 @@ fn check_references(schema: &Schema) -> Result<(), Error> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod string_enum_tests {
+    use super::*;
+
+    fn enum_doc(members: &str) -> String {
+        format!(
+            r#"{{"x-dialect": "v1", "x-methods": [], "$defs": {{"State": {{"type": "string", "oneOf": [{members}]}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn x_variant_names_a_member_and_unknown_needs_one() {
+        let named = parse(&enum_doc(
+            r#"{"const": "ok"}, {"const": "unknown", "x-variant": "Undetermined"}"#,
+        ))
+        .expect("named");
+        let DefKind::StringEnum(e) = &named.defs[0].kind else {
+            panic!("a string enum")
+        };
+        assert_eq!(e.variants, ["Ok", "Undetermined"]);
+        // `Unknown` keeps the values the schema does not know: a member may not take it.
+        let clash = parse(&enum_doc(r#"{"const": "unknown"}"#)).unwrap_err();
+        assert!(clash.to_string().contains("x-variant"), "{clash}");
+    }
+}
