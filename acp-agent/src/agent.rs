@@ -158,6 +158,112 @@ pub trait Agent: Send + Sync + 'static {
         not_found::<SetSessionModelRequest, _>()
     }
 
+    /// `session/fork` (unstable, feature `unstable_session_fork`): start a new session from
+    /// the history of `params.session_id` (which this connection need not have loaded; answer
+    /// `-32002` for one the agent does not know). Advertise it with `sessionCapabilities.fork`.
+    /// As with `session/new`, updates for the new session sent before this returns are held
+    /// until the answer is written. The session store does not record forked sessions.
+    #[cfg(feature = "unstable_session_fork")]
+    async fn fork_session(
+        &self,
+        params: ForkSessionRequest,
+        cx: &AgentContext,
+    ) -> Result<ForkSessionResponse, Error> {
+        let _ = (params, cx);
+        not_found::<ForkSessionRequest, _>()
+    }
+
+    /// `session/status` (unstable, feature `unstable_session_status`): whether a session is
+    /// in memory (`open`) or only saved. Must have no side effect. Reached for sessions this
+    /// connection does not know too (answer `-32002` for one the agent does not know).
+    /// Advertise it with `sessionCapabilities.status`.
+    #[cfg(feature = "unstable_session_status")]
+    async fn session_status(
+        &self,
+        params: SessionStatusRequest,
+        cx: &AgentContext,
+    ) -> Result<SessionStatusResponse, Error> {
+        let _ = (params, cx);
+        not_found::<SessionStatusRequest, _>()
+    }
+
+    /// `session/archive` (unstable, feature `unstable_session_archive`): hide a session from
+    /// default `session/list` results, closing it first if it is active (the connection then
+    /// forgets it, as after `session/close`). Archiving an archived session succeeds; an
+    /// unknown one is `-32002`. Advertise it with `sessionCapabilities.archive` (together with
+    /// `list`, whose `archived` filter and flags the agent then honours).
+    #[cfg(feature = "unstable_session_archive")]
+    async fn archive_session(
+        &self,
+        params: ArchiveSessionRequest,
+        cx: &AgentContext,
+    ) -> Result<ArchiveSessionResponse, Error> {
+        let _ = (params, cx);
+        not_found::<ArchiveSessionRequest, _>()
+    }
+
+    /// `session/unarchive` (unstable, feature `unstable_session_archive`): list a session by
+    /// default again, without loading it.
+    #[cfg(feature = "unstable_session_archive")]
+    async fn unarchive_session(
+        &self,
+        params: UnarchiveSessionRequest,
+        cx: &AgentContext,
+    ) -> Result<UnarchiveSessionResponse, Error> {
+        let _ = (params, cx);
+        not_found::<UnarchiveSessionRequest, _>()
+    }
+
+    /// `auth/status` (unstable, feature `unstable_auth_status`): whether the user must sign
+    /// in, and the configured accounts. Never answer it with `auth_required`. Advertise it
+    /// with `auth.status`; [`crate::ClientHandle::auth_status_update`] then reports changes.
+    #[cfg(feature = "unstable_auth_status")]
+    async fn auth_status(
+        &self,
+        params: AuthStatusRequest,
+        cx: &AgentContext,
+    ) -> Result<AuthStatusResponse, Error> {
+        let _ = (params, cx);
+        not_found::<AuthStatusRequest, _>()
+    }
+
+    /// `providers/list` (unstable, feature `unstable_llm_providers`): the model providers
+    /// the client may configure. Advertise the three provider methods with `providers`.
+    #[cfg(feature = "unstable_llm_providers")]
+    async fn list_providers(
+        &self,
+        params: ListProvidersRequest,
+        cx: &AgentContext,
+    ) -> Result<ListProvidersResponse, Error> {
+        let _ = (params, cx);
+        not_found::<ListProvidersRequest, _>()
+    }
+
+    /// `providers/set` (unstable, feature `unstable_llm_providers`): replace one provider's
+    /// whole configuration (protocol, base URL, headers, which may hold credentials: keep
+    /// them out of logs).
+    #[cfg(feature = "unstable_llm_providers")]
+    async fn set_provider(
+        &self,
+        params: SetProviderRequest,
+        cx: &AgentContext,
+    ) -> Result<SetProviderResponse, Error> {
+        let _ = (params, cx);
+        not_found::<SetProviderRequest, _>()
+    }
+
+    /// `providers/disable` (unstable, feature `unstable_llm_providers`): disable a provider
+    /// that is not `required`.
+    #[cfg(feature = "unstable_llm_providers")]
+    async fn disable_provider(
+        &self,
+        params: DisableProviderRequest,
+        cx: &AgentContext,
+    ) -> Result<DisableProviderResponse, Error> {
+        let _ = (params, cx);
+        not_found::<DisableProviderRequest, _>()
+    }
+
     /// `session/prompt` (only reached for a known session). Every update sent for the
     /// session before this returns is written before the response.
     async fn prompt(

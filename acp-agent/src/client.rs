@@ -73,7 +73,8 @@ impl ClientHandle {
     ///
     /// The kinds the schema reserves for clients that asked for them are refused locally
     /// (never sent) unless advertised: `notice` needs `session.notices`, `compaction_update`
-    /// and `compaction_summary_chunk` need `session.compaction`. A client without them may not
+    /// and `compaction_summary_chunk` need `session.compaction`, and (unstable, feature
+    /// `unstable_plan_operations`) `plan_update` and `plan_removed` need `plan`. A client without them may not
     /// know these kinds at all (the official Python SDK's client drops them).
     pub async fn session_update(&self, notification: SessionNotification) -> Result<(), Error> {
         if let Some((capability, has)) = update_capability(&notification.update) {
@@ -204,6 +205,34 @@ impl ClientHandle {
         self.inner.peer.request(method, &params).await
     }
 
+    /// `auth/status_update` (unstable, feature `unstable_auth_status`): the agent's
+    /// authentication state changed. Refused locally (never sent) unless the agent's own
+    /// `initialize` answer advertised `auth.status`, as the protocol allows it only then.
+    #[cfg(feature = "unstable_auth_status")]
+    pub async fn auth_status_update(
+        &self,
+        notification: AuthStatusUpdateNotification,
+    ) -> Result<(), Error> {
+        if !self
+            .inner
+            .auth_status_advertised
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return Err(Error::new(
+                CAPABILITY_NOT_ADVERTISED,
+                "auth/status_update not sent: the agent did not advertise auth.status in its initialize answer",
+            )
+            .with_data(serde_json::json!({
+                "method": AuthStatusUpdateNotification::METHOD,
+                "capability": "auth.status",
+            })));
+        }
+        self.inner
+            .peer
+            .notify(AuthStatusUpdateNotification::METHOD, &notification)
+            .await
+    }
+
     /// An extension notification (`method` should start with `_`).
     pub async fn ext_notification(
         &self,
@@ -227,6 +256,10 @@ fn update_capability(update: &SessionUpdate) -> Option<(&'static str, HasCapabil
             Some(("session.compaction", |c| {
                 c.session.as_ref().is_some_and(|s| s.compaction.is_some())
             }))
+        }
+        #[cfg(feature = "unstable_plan_operations")]
+        SessionUpdate::PlanUpdate(_) | SessionUpdate::PlanRemoved(_) => {
+            Some(("plan", |c| c.plan.is_some()))
         }
         _ => None,
     }

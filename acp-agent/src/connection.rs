@@ -128,6 +128,8 @@ where
         sessions: Default::default(),
         awaiting,
         recorder: store.map(|s| Arc::new(Recorder::new(s))),
+        #[cfg(feature = "unstable_auth_status")]
+        auth_status_advertised: Default::default(),
     });
     let _ = slot.set(inner.clone());
     let releaser = inner.clone();
@@ -157,6 +159,18 @@ fn parse<P: RequestMethod>(params: &Params) -> Result<P, Error> {
         acp_rpc::deserialize_params("{}")
     } else {
         params.parse()
+    }
+}
+
+/// Ends the creation window of a `session/new` (or `session/fork`) even if the request is
+/// withdrawn mid-way; set to `None` once the handler returned and the window is ended.
+struct Creating(Option<Arc<Inner>>);
+
+impl Drop for Creating {
+    fn drop(&mut self) {
+        if let Some(inner) = self.0.take() {
+            flush_stray(&inner, inner.end_create(None));
+        }
     }
 }
 
@@ -256,6 +270,11 @@ impl<A: Agent> Dispatch<A> {
             }
             response.protocol_version =
                 ProtocolVersion::negotiate(requested, &[ProtocolVersion::LATEST]);
+            #[cfg(feature = "unstable_auth_status")]
+            inner.auth_status_advertised.store(
+                response.agent_capabilities.auth.status.is_some(),
+                std::sync::atomic::Ordering::Release,
+            );
             inner.set_capabilities(caps);
             return to_raw(&response);
         }
@@ -272,15 +291,6 @@ impl<A: Agent> Dispatch<A> {
             names::SESSION_NEW => {
                 let p: NewSessionRequest = parse(&params)?;
                 let place = (p.cwd.clone(), p.additional_directories.clone());
-                // Ends the creation window even if the request is withdrawn mid-way.
-                struct Creating(Option<Arc<Inner>>);
-                impl Drop for Creating {
-                    fn drop(&mut self) {
-                        if let Some(inner) = self.0.take() {
-                            flush_stray(&inner, inner.end_create(None));
-                        }
-                    }
-                }
                 inner.begin_create();
                 let mut creating = Creating(Some(inner.clone()));
                 let mut result = agent.new_session(p, &cx).await;
@@ -421,6 +431,54 @@ impl<A: Agent> Dispatch<A> {
                 let p: SetSessionModelRequest = parse(&params)?;
                 self.known(&inner, &p.session_id)?;
                 to_raw(&agent.set_session_model(p, &cx).await?)
+            }
+            #[cfg(feature = "unstable_session_fork")]
+            m if m == ForkSessionRequest::METHOD => {
+                // Like `session/new`: updates for the new session wait for the answer.
+                let p: ForkSessionRequest = parse(&params)?;
+                inner.begin_create();
+                let mut creating = Creating(Some(inner.clone()));
+                let result = agent.fork_session(p, &cx).await;
+                creating.0 = None;
+                let created = result
+                    .as_ref()
+                    .ok()
+                    .map(|r| (r.session_id.clone(), rcx.id()));
+                flush_stray(&inner, inner.end_create(created));
+                to_raw(&result?)
+            }
+            #[cfg(feature = "unstable_session_status")]
+            m if m == SessionStatusRequest::METHOD => {
+                to_raw(&agent.session_status(parse(&params)?, &cx).await?)
+            }
+            #[cfg(feature = "unstable_session_archive")]
+            m if m == ArchiveSessionRequest::METHOD => {
+                let p: ArchiveSessionRequest = parse(&params)?;
+                let id = p.session_id.clone();
+                let result = agent.archive_session(p, &cx).await?;
+                // An archived session is closed: its prompts are cancelled, its id forgotten.
+                inner.forget(&id);
+                to_raw(&result)
+            }
+            #[cfg(feature = "unstable_session_archive")]
+            m if m == UnarchiveSessionRequest::METHOD => {
+                to_raw(&agent.unarchive_session(parse(&params)?, &cx).await?)
+            }
+            #[cfg(feature = "unstable_llm_providers")]
+            m if m == ListProvidersRequest::METHOD => {
+                to_raw(&agent.list_providers(parse(&params)?, &cx).await?)
+            }
+            #[cfg(feature = "unstable_llm_providers")]
+            m if m == SetProviderRequest::METHOD => {
+                to_raw(&agent.set_provider(parse(&params)?, &cx).await?)
+            }
+            #[cfg(feature = "unstable_llm_providers")]
+            m if m == DisableProviderRequest::METHOD => {
+                to_raw(&agent.disable_provider(parse(&params)?, &cx).await?)
+            }
+            #[cfg(feature = "unstable_auth_status")]
+            m if m == AuthStatusRequest::METHOD => {
+                to_raw(&agent.auth_status(parse(&params)?, &cx).await?)
             }
             m if m.starts_with('_') => {
                 let value: serde_json::Value = params.parse()?;

@@ -190,6 +190,10 @@ pub(crate) struct Inner {
     pub(crate) awaiting: Arc<Awaiting>,
     /// Records every session in a store, when the agent is served with one.
     pub(crate) recorder: Option<Arc<crate::store::record::Recorder>>,
+    /// Whether the agent's latest `initialize` answer advertised `auth.status` (it may then
+    /// send `auth/status_update`).
+    #[cfg(feature = "unstable_auth_status")]
+    pub(crate) auth_status_advertised: std::sync::atomic::AtomicBool,
 }
 
 /// Wraps the user's tap (if any) with one that reports written `session/new` responses.

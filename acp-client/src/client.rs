@@ -145,6 +145,17 @@ pub trait Client: Send + Sync + 'static {
         Ok(())
     }
 
+    /// `auth/status_update` (notification; unstable, feature `unstable_auth_status`): the
+    /// agent's authentication state changed. Default: ignored.
+    #[cfg(feature = "unstable_auth_status")]
+    async fn auth_status_update(
+        &self,
+        params: acp_types::v1::AuthStatusUpdateNotification,
+    ) -> Result<(), Error> {
+        let _ = params;
+        Ok(())
+    }
+
     /// An `_`-prefixed extension request, with its raw params. Default: `-32601`.
     async fn ext_method(&self, method: &str, params: Value) -> Result<Value, Error> {
         let _ = params;
@@ -248,6 +259,12 @@ impl<C: Client> Handler for Dispatcher<C> {
             names::SESSION_UPDATE => self.session_update(parse_notification(&params)?).await,
             names::ELICITATION_COMPLETE => {
                 c.complete_elicitation(parse_notification(&params)?).await
+            }
+            #[cfg(feature = "unstable_auth_status")]
+            m if m
+                == <acp_types::v1::AuthStatusUpdateNotification as NotificationMethod>::METHOD =>
+            {
+                c.auth_status_update(parse_notification(&params)?).await
             }
             m if m.starts_with('_') => c.ext_notification(m, raw_value(&params)?).await,
             m => Err(Error::method_not_found(m)),

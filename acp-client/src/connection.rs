@@ -7,6 +7,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp_rpc::{CallOptions, CloseReason, Config, Connection, Error, Peer};
+#[cfg(feature = "unstable_session_archive")]
+use acp_types::v1::{
+    ArchiveSessionRequest, ArchiveSessionResponse, UnarchiveSessionRequest,
+    UnarchiveSessionResponse,
+};
+#[cfg(feature = "unstable_auth_status")]
+use acp_types::v1::{AuthStatusRequest, AuthStatusResponse};
 use acp_types::v1::{
     AuthenticateRequest, AuthenticateResponse, CancelNotification, CloseSessionRequest,
     CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse, InitializeRequest,
@@ -16,6 +23,15 @@ use acp_types::v1::{
     SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
+#[cfg(feature = "unstable_llm_providers")]
+use acp_types::v1::{
+    DisableProviderRequest, DisableProviderResponse, ListProvidersRequest, ListProvidersResponse,
+    SetProviderRequest, SetProviderResponse,
+};
+#[cfg(feature = "unstable_session_fork")]
+use acp_types::v1::{ForkSessionRequest, ForkSessionResponse};
+#[cfg(feature = "unstable_session_status")]
+use acp_types::v1::{SessionStatusRequest, SessionStatusResponse};
 #[cfg(feature = "unstable_session_model")]
 use acp_types::v1::{SetSessionModelRequest, SetSessionModelResponse};
 #[cfg(feature = "unstable_session_set_title")]
@@ -337,6 +353,86 @@ impl AgentHandle {
         &self,
         params: SetSessionModelRequest,
     ) -> Result<SetSessionModelResponse, Error> {
+        self.request(&params).await
+    }
+
+    /// `session/fork` (unstable, feature `unstable_session_fork`; agents advertise it with
+    /// `sessionCapabilities.fork`): a new session starting from an existing one's history.
+    /// Its updates reach [`Client::session_update`] like any session's.
+    #[cfg(feature = "unstable_session_fork")]
+    pub async fn fork_session(
+        &self,
+        params: ForkSessionRequest,
+    ) -> Result<ForkSessionResponse, Error> {
+        self.request(&params).await
+    }
+
+    /// `session/status` (unstable, feature `unstable_session_status`; advertised with
+    /// `sessionCapabilities.status`): whether the agent holds the session in memory. A
+    /// snapshot, with no side effect: an `open` session still needs `session/load` or
+    /// `session/resume` on this connection before a prompt.
+    #[cfg(feature = "unstable_session_status")]
+    pub async fn session_status(
+        &self,
+        params: SessionStatusRequest,
+    ) -> Result<SessionStatusResponse, Error> {
+        self.request(&params).await
+    }
+
+    /// `session/archive` (unstable, feature `unstable_session_archive`; advertised with
+    /// `sessionCapabilities.archive`): hide a session from default `session/list` results
+    /// (an active one is closed).
+    #[cfg(feature = "unstable_session_archive")]
+    pub async fn archive_session(
+        &self,
+        params: ArchiveSessionRequest,
+    ) -> Result<ArchiveSessionResponse, Error> {
+        self.request(&params).await
+    }
+
+    /// `session/unarchive` (unstable, feature `unstable_session_archive`): list a session by
+    /// default again (it is not loaded).
+    #[cfg(feature = "unstable_session_archive")]
+    pub async fn unarchive_session(
+        &self,
+        params: UnarchiveSessionRequest,
+    ) -> Result<UnarchiveSessionResponse, Error> {
+        self.request(&params).await
+    }
+
+    /// `auth/status` (unstable, feature `unstable_auth_status`; advertised with
+    /// `auth.status`): whether the user must sign in before starting sessions, and the
+    /// accounts the agent has configured. Changes arrive through
+    /// [`Client::auth_status_update`].
+    #[cfg(feature = "unstable_auth_status")]
+    pub async fn auth_status(&self) -> Result<AuthStatusResponse, Error> {
+        self.request(&AuthStatusRequest::new()).await
+    }
+
+    /// `providers/list` (unstable, feature `unstable_llm_providers`; agents advertise the
+    /// provider methods with `providers`): the model providers the client may configure.
+    #[cfg(feature = "unstable_llm_providers")]
+    pub async fn list_providers(&self) -> Result<ListProvidersResponse, Error> {
+        self.request(&ListProvidersRequest::new()).await
+    }
+
+    /// `providers/set` (unstable, feature `unstable_llm_providers`): point one provider at
+    /// the client's endpoint (replaces its whole configuration).
+    #[cfg(feature = "unstable_llm_providers")]
+    pub async fn set_provider(
+        &self,
+        params: SetProviderRequest,
+    ) -> Result<SetProviderResponse, Error> {
+        self.request(&params).await
+    }
+
+    /// `providers/disable` (unstable, feature `unstable_llm_providers`): disable a provider
+    /// that is not `required`.
+    #[cfg(feature = "unstable_llm_providers")]
+    pub async fn disable_provider(
+        &self,
+        params: DisableProviderRequest,
+    ) -> Result<DisableProviderResponse, Error> {
         self.request(&params).await
     }
 

@@ -148,6 +148,9 @@ impl Prop {
 pub struct StringEnumDef {
     /// The known values with their descriptions.
     pub values: Vec<(String, Option<String>)>,
+    /// The Rust variant name of each value, in the same order (`x-variant`, else the value in
+    /// PascalCase). `Unknown` is taken by the variant that keeps unknown values.
+    pub variants: Vec<String>,
     /// The value absent means, if any.
     pub default: Option<String>,
 }
@@ -422,13 +425,30 @@ fn parse_def(name: &str, v: &Value) -> Result<Def, Error> {
                             .ok_or_else(|| err("each enum member needs a string `const`".into()))
                     })
                     .collect::<Result<Vec<_>, Error>>()?;
+                let variants = v["oneOf"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .zip(&values)
+                    .map(|(m, (c, _))| match m.get("x-variant").and_then(Value::as_str) {
+                        Some(name) => Ok(name.to_string()),
+                        None if pascal_case(c) == "Unknown" => Err(err(format!(
+                            "the value `{c}` would be the variant `Unknown`, which keeps unknown values: name it with `x-variant`"
+                        ))),
+                        None => Ok(pascal_case(c)),
+                    })
+                    .collect::<Result<Vec<_>, Error>>()?;
                 let default = v.get("default").and_then(Value::as_str).map(str::to_string);
                 if let Some(d) = &default
                     && !values.iter().any(|(c, _)| c == d)
                 {
                     return Err(err(format!("default `{d}` is not one of the values")));
                 }
-                DefKind::StringEnum(StringEnumDef { values, default })
+                DefKind::StringEnum(StringEnumDef {
+                    values,
+                    variants,
+                    default,
+                })
             }
             Some("string") => DefKind::StringNewtype,
             Some("integer") => DefKind::IntegerNewtype,
@@ -677,4 +697,30 @@ fn check_references(schema: &Schema) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod string_enum_tests {
+    use super::*;
+
+    fn enum_doc(members: &str) -> String {
+        format!(
+            r#"{{"x-dialect": "v1", "x-methods": [], "$defs": {{"State": {{"type": "string", "oneOf": [{members}]}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn x_variant_names_a_member_and_unknown_needs_one() {
+        let named = parse(&enum_doc(
+            r#"{"const": "ok"}, {"const": "unknown", "x-variant": "Undetermined"}"#,
+        ))
+        .expect("named");
+        let DefKind::StringEnum(e) = &named.defs[0].kind else {
+            panic!("a string enum")
+        };
+        assert_eq!(e.variants, ["Ok", "Undetermined"]);
+        // `Unknown` keeps the values the schema does not know: a member may not take it.
+        let clash = parse(&enum_doc(r#"{"const": "unknown"}"#)).unwrap_err();
+        assert!(clash.to_string().contains("x-variant"), "{clash}");
+    }
 }

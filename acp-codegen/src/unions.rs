@@ -75,15 +75,12 @@ pub fn rust_type(def: &str, schema: &Value) -> Result<TokenStream, Error> {
 pub fn string_enum(def: &Def, e: &StringEnumDef) -> TokenStream {
     let name = ident(&def.name);
     let doc = docs(def.description.as_deref());
-    let variants: Vec<Ident> = e
-        .values
-        .iter()
-        .map(|(v, _)| ident(&crate::model::pascal_case(v)))
-        .collect();
+    let variants: Vec<Ident> = e.variants.iter().map(|v| ident(v)).collect();
     let values: Vec<&str> = e.values.iter().map(|(v, _)| v.as_str()).collect();
     let variant_docs = e.values.iter().map(|(_, d)| docs(d.as_deref()));
     let default_impl = e.default.as_ref().map(|d| {
-        let v = ident(&crate::model::pascal_case(d));
+        let position = e.values.iter().position(|(c, _)| c == d).unwrap_or(0);
+        let v = &variants[position];
         quote! {
             impl ::std::default::Default for #name {
                 fn default() -> Self {

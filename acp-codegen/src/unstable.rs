@@ -36,6 +36,8 @@ pub struct Overlay {
     pub methods: Vec<OverlayMethod>,
     /// New definitions with `x-null-as-default` (a `null` payload reads as the default).
     pub null_as_default: BTreeSet<String>,
+    /// New variants of existing unions: (union, Rust variant name) and the feature.
+    pub variants: BTreeMap<(String, String), String>,
 }
 
 /// One method of the overlay.
@@ -116,6 +118,10 @@ pub fn merge(base_text: &str, overlay_text: &str) -> Result<(String, Overlay), E
         .and_then(Value::as_object)
         .unwrap_or(&empty)
     {
+        if let Some(added) = ext.get("oneOf").and_then(Value::as_array) {
+            extend_union(defs, name, added, &mut out)?;
+            continue;
+        }
         let target = defs
             .get_mut(name)
             .and_then(|d| d.get_mut("properties"))
@@ -160,6 +166,55 @@ pub fn merge(base_text: &str, overlay_text: &str) -> Result<(String, Overlay), E
     }
     let text = serde_json::to_string(&base).map_err(|e| err("(document)", e.to_string()))?;
     Ok((text, out))
+}
+
+/// Appends `added` variants (each with `x-unstable`) to the tagged union `name`.
+fn extend_union(
+    defs: &mut Map<String, Value>,
+    name: &str,
+    added: &[Value],
+    out: &mut Overlay,
+) -> Result<(), Error> {
+    let union = defs
+        .get_mut(name)
+        .ok_or_else(|| err(name, "`x-extend` names no definition of the base schema"))?;
+    let tag = union
+        .get("x-tag")
+        .and_then(Value::as_str)
+        .ok_or_else(|| err(name, "only tagged unions (`x-tag`) take new variants"))?
+        .to_string();
+    let key = if union.get("oneOf").is_some() {
+        "oneOf"
+    } else {
+        "anyOf"
+    };
+    let members = union
+        .get_mut(key)
+        .and_then(Value::as_array_mut)
+        .ok_or_else(|| err(name, "the union has no `oneOf`/`anyOf`"))?;
+    for variant in added {
+        let value = variant
+            .pointer(&format!("/properties/{tag}/const"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| err(name, format!("a new variant has no `{tag}` const")))?;
+        let feature = feature_of(&format!("{name}.{value}"), variant)?;
+        let taken = members.iter().any(|m| {
+            m.pointer(&format!("/properties/{tag}/const"))
+                .and_then(Value::as_str)
+                == Some(value)
+        });
+        if taken {
+            return Err(err(name, format!("`{value}` is already a stable variant")));
+        }
+        let rust = variant
+            .get("x-variant")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| crate::model::pascal_case(value));
+        members.push(variant.clone());
+        out.variants.insert((name.to_string(), rust), feature);
+    }
+    Ok(())
 }
 
 /// Puts the feature gates on a generated types file and appends the overlay's method
@@ -247,6 +302,24 @@ impl Gates<'_> {
             .map(str::to_string)
     }
 
+    /// The feature of an overlay variant of `union` that `tokens` name as `Self::V` or
+    /// `Union::V`.
+    fn variant_mentioned(&self, union: &str, tokens: &TokenStream) -> Option<String> {
+        let text = tokens.to_string().replace(' ', "");
+        let names = |path: &str| {
+            text.match_indices(path).any(|(at, _)| {
+                !text[at + path.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+            })
+        };
+        self.overlay
+            .variants
+            .iter()
+            .find(|((u, v), _)| {
+                u == union && (names(&format!("Self::{v}")) || names(&format!("{union}::{v}")))
+            })
+            .map(|(_, f)| f.clone())
+    }
+
     fn field_feature(&self, ty: &str, field: &str) -> Option<&String> {
         self.overlay
             .fields
@@ -289,8 +362,8 @@ impl VisitMut for Gates<'_> {
             && let Some(feature) = self.overlay.defs.get(&name)
         {
             attrs.push(cfg(feature));
-            return;
         }
+        // Inside, fields another feature adds to an overlay definition get their own gate.
         syn::visit_mut::visit_item_mut(self, item);
     }
 
@@ -310,16 +383,47 @@ impl VisitMut for Gates<'_> {
     fn visit_item_impl_mut(&mut self, i: &mut syn::ItemImpl) {
         let outer = self.self_type.take();
         self.self_type = type_name(&i.self_ty);
+        let inherent = i.trait_.is_none();
         for item in &mut i.items {
             if let syn::ImplItem::Fn(f) = item
                 && let Some(ty) = &self.self_type
-                && let Some(feature) = self.field_feature(ty, &f.sig.ident.to_string())
             {
-                f.attrs.push(cfg(feature));
+                if let Some(feature) = self.field_feature(ty, &f.sig.ident.to_string()) {
+                    f.attrs.push(cfg(feature));
+                } else if inherent
+                    // An inherent function of a union naming an overlay variant is that
+                    // variant's constructor (trait impls only match on it: their arms are
+                    // gated one by one).
+                    && let Some(feature) = self.variant_mentioned(ty, &quote!(#f))
+                {
+                    f.attrs.push(cfg(&feature));
+                }
             }
         }
         syn::visit_mut::visit_item_impl_mut(self, i);
         self.self_type = outer;
+    }
+
+    fn visit_item_enum_mut(&mut self, e: &mut syn::ItemEnum) {
+        let name = e.ident.to_string();
+        for variant in &mut e.variants {
+            if let Some(feature) = self
+                .overlay
+                .variants
+                .get(&(name.clone(), variant.ident.to_string()))
+            {
+                variant.attrs.push(cfg(feature));
+            }
+        }
+    }
+
+    fn visit_arm_mut(&mut self, arm: &mut syn::Arm) {
+        syn::visit_mut::visit_arm_mut(self, arm);
+        if let Some(ty) = &self.self_type
+            && let Some(feature) = self.variant_mentioned(ty, &quote!(#arm))
+        {
+            arm.attrs.push(cfg(&feature));
+        }
     }
 
     fn visit_expr_struct_mut(&mut self, e: &mut syn::ExprStruct) {
@@ -352,6 +456,7 @@ pub fn features(overlay: &Overlay) -> BTreeSet<String> {
         .defs
         .values()
         .chain(overlay.fields.values())
+        .chain(overlay.variants.values())
         .chain(overlay.methods.iter().map(|m| &m.feature))
         .cloned()
         .collect()
@@ -378,6 +483,85 @@ mod tests {
         assert_eq!(gates, 5, "{out}");
         assert!(
             !out.contains("#[cfg(feature = \"unstable_x\")]\n    pub fn a"),
+            "{out}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod variants {
+    use super::*;
+
+    const BASE: &str = r##"{"$defs": {
+        "Body": {"type": "object", "properties": {}},
+        "Update": {"x-tag": "kind", "oneOf": [
+            {"$ref": "#/$defs/Body", "properties": {"kind": {"const": "old"}}, "required": ["kind"]}
+        ]}
+    }}"##;
+
+    #[test]
+    fn new_union_variants_are_appended_and_their_variant_arms_and_constructors_gated() {
+        let overlay = r##"{
+            "$defs": {"NewBody": {"type": "object", "properties": {}, "x-unstable": "unstable_x"}},
+            "x-extend": {"Update": {"oneOf": [
+                {"$ref": "#/$defs/NewBody", "properties": {"kind": {"const": "new_kind"}},
+                 "required": ["kind"], "x-unstable": "unstable_x"}
+            ]}}
+        }"##;
+        let (merged, found) = merge(BASE, overlay).unwrap();
+        let merged: Value = serde_json::from_str(&merged).unwrap();
+        assert_eq!(
+            merged["$defs"]["Update"]["oneOf"].as_array().unwrap().len(),
+            2
+        );
+        assert_eq!(
+            found.variants.get(&("Update".into(), "NewKind".into())),
+            Some(&"unstable_x".to_string())
+        );
+        let text = "pub enum Update { Old(Body), NewKind(NewBody), Unknown(u8) }\n\
+            impl Update { pub fn old() -> Self { Self::Old(Body) } pub fn new_kind() -> Self { Self::NewKind(NewBody) } }\n\
+            impl Tagged for Update { fn direct(tag: &str) -> Option<Self> { match tag { \"old\" => Some(Self::Old(Body)), \"new_kind\" => Some(Self::NewKind(NewBody)), _ => None } } }\n";
+        let out = gate(text, &found).unwrap();
+        // The variant, its constructor and its match arm; `NewBody` itself is the $def's.
+        let gates = out.matches("#[cfg(feature = \"unstable_x\")]").count();
+        assert_eq!(gates, 3, "{out}");
+        assert!(out.contains("fn direct"), "the trait function stays: {out}");
+        assert!(
+            !out.contains("#[cfg(feature = \"unstable_x\")]\n    pub fn old"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_variant_that_is_already_stable_or_has_no_feature_is_refused() {
+        let twice = r##"{"x-extend": {"Update": {"oneOf": [
+            {"$ref": "#/$defs/Body", "properties": {"kind": {"const": "old"}}, "x-unstable": "unstable_x"}
+        ]}}}"##;
+        assert!(merge(BASE, twice).is_err());
+        let unnamed = r##"{"x-extend": {"Update": {"oneOf": [
+            {"$ref": "#/$defs/Body", "properties": {"kind": {"const": "other"}}}
+        ]}}}"##;
+        assert!(merge(BASE, unnamed).is_err());
+    }
+
+    #[test]
+    fn a_field_another_feature_adds_to_an_overlay_definition_is_gated_by_it() {
+        let mut overlay = Overlay::default();
+        overlay.defs.insert("Fork".into(), "unstable_a".into());
+        overlay
+            .fields
+            .insert(("Fork".into(), "prompt".into()), "unstable_b".into());
+        let out = gate(
+            "pub struct Fork { pub id: u8, pub prompt: Option<u8> }\n",
+            &overlay,
+        )
+        .unwrap();
+        assert!(
+            out.contains("#[cfg(feature = \"unstable_a\")]\npub struct Fork"),
+            "{out}"
+        );
+        assert!(
+            out.contains("#[cfg(feature = \"unstable_b\")]\n    pub prompt"),
             "{out}"
         );
     }

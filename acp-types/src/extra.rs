@@ -28,15 +28,14 @@ use serde_json::{Map, Value};
 /// use acp_types::v1::NewSessionResponse;
 /// use serde_json::json;
 ///
-/// // `quota`: a field no schema names (gemini-cli's `models` is one too, until the feature
-/// // `unstable_session_model` types it).
+/// // `quota` is in no schema (`models` would be, with `unstable_session_model` on).
 /// let answer: NewSessionResponse =
-///     serde_json::from_value(json!({"sessionId": "s1", "quota": {"remaining": 12}})).unwrap();
-/// assert_eq!(answer.extra.get("quota"), Some(&json!({"remaining": 12})));
+///     serde_json::from_value(json!({"sessionId": "s1", "quota": {"left": 3}})).unwrap();
+/// assert_eq!(answer.extra.get("quota"), Some(&json!({"left": 3})));
 /// // Written back unchanged.
 /// assert_eq!(
 ///     serde_json::to_value(&answer).unwrap(),
-///     json!({"sessionId": "s1", "quota": {"remaining": 12}})
+///     json!({"sessionId": "s1", "quota": {"left": 3}})
 /// );
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -114,3 +114,383 @@ fn gemini_models_are_typed_and_written_back_unchanged() {
     const { assert!(<SetSessionModelRequest as RequestMethod>::RESULT_NULL_AS_DEFAULT) };
     let _: SetSessionModelResponse = serde_json::from_value(json!({})).unwrap();
 }
+
+#[cfg(feature = "unstable_session_fork")]
+#[test]
+fn fork_and_its_capability_match_the_official_crate() {
+    use acp_types::RequestMethod;
+    use acp_types::v1::{
+        ForkSessionRequest, ForkSessionResponse, InitializeResponse, SessionCapabilities,
+        SessionForkCapabilities,
+    };
+    use agent_client_protocol_schema::v1 as official;
+    let request = both::<ForkSessionRequest, official::ForkSessionRequest>(json!({
+        "sessionId": "s1", "cwd": "/w", "additionalDirectories": ["/lib"],
+        "mcpServers": [{"name": "fs", "command": "/bin/mcp-fs", "args": [], "env": []}]
+    }));
+    assert_eq!(
+        (request.session_id.0.as_str(), request.mcp_servers.len()),
+        ("s1", 1)
+    );
+    assert!(request.extra.is_empty());
+    // Absent lists are empty and not written, by both.
+    both::<ForkSessionRequest, official::ForkSessionRequest>(
+        json!({"sessionId": "s1", "cwd": "/w"}),
+    );
+    let answer = both::<ForkSessionResponse, official::ForkSessionResponse>(json!({
+        "sessionId": "s2",
+        "modes": {"currentModeId": "ask", "availableModes": [{"id": "ask", "name": "Ask"}]}
+    }));
+    assert_eq!(answer.session_id.0, "s2");
+    assert!(answer.modes.is_some());
+    assert_eq!(ForkSessionRequest::METHOD, "session/fork");
+    let init = both::<InitializeResponse, official::InitializeResponse>(json!({
+        "protocolVersion": 1, "agentCapabilities": {"sessionCapabilities": {"fork": {}}}
+    }));
+    assert!(init.agent_capabilities.session_capabilities.fork.is_some());
+    let built = ForkSessionRequest::new("s1", "/w");
+    both::<ForkSessionRequest, official::ForkSessionRequest>(serde_json::to_value(&built).unwrap());
+    let caps = SessionCapabilities::new().fork(SessionForkCapabilities::new());
+    assert_eq!(serde_json::to_value(&caps).unwrap(), json!({"fork": {}}));
+}
+
+#[cfg(feature = "unstable_session_status")]
+#[test]
+fn session_status_matches_the_official_crate() {
+    use acp_types::RequestMethod;
+    use acp_types::v1::{
+        InitializeResponse, SessionStatus, SessionStatusRequest, SessionStatusResponse,
+    };
+    use agent_client_protocol_schema::v1 as official;
+    let request =
+        both::<SessionStatusRequest, official::SessionStatusRequest>(json!({"sessionId": "s1"}));
+    assert_eq!(request.session_id.0, "s1");
+    for (wire, ours) in [
+        ("open", SessionStatus::Open),
+        ("saved", SessionStatus::Saved),
+    ] {
+        let answer =
+            both::<SessionStatusResponse, official::SessionStatusResponse>(json!({"status": wire}));
+        assert_eq!(answer.status, ours);
+    }
+    // A status neither knows yet is kept as sent by both.
+    let future = both::<SessionStatusResponse, official::SessionStatusResponse>(
+        json!({"status": "evicting"}),
+    );
+    assert_eq!(future.status.as_str(), "evicting");
+    assert_eq!(SessionStatusRequest::METHOD, "session/status");
+    let init = both::<InitializeResponse, official::InitializeResponse>(json!({
+        "protocolVersion": 1, "agentCapabilities": {"sessionCapabilities": {"status": {}}}
+    }));
+    assert!(
+        init.agent_capabilities
+            .session_capabilities
+            .status
+            .is_some()
+    );
+    let built = SessionStatusResponse::new(SessionStatus::Saved);
+    both::<SessionStatusResponse, official::SessionStatusResponse>(
+        serde_json::to_value(&built).unwrap(),
+    );
+}
+
+#[cfg(feature = "unstable_session_archive")]
+#[test]
+fn archive_the_list_filter_and_the_archived_flag_match_the_official_crate() {
+    use acp_types::RequestMethod;
+    use acp_types::v1::{
+        ArchiveSessionRequest, ArchiveSessionResponse, InitializeResponse, ListSessionsRequest,
+        ListSessionsResponse, SessionArchiveFilter, UnarchiveSessionRequest,
+        UnarchiveSessionResponse,
+    };
+    use agent_client_protocol_schema::v1 as official;
+    both::<ArchiveSessionRequest, official::ArchiveSessionRequest>(json!({"sessionId": "s1"}));
+    both::<UnarchiveSessionRequest, official::UnarchiveSessionRequest>(
+        json!({"sessionId": "s1", "_meta": {"k": true}}),
+    );
+    both::<ArchiveSessionResponse, official::ArchiveSessionResponse>(json!({}));
+    both::<UnarchiveSessionResponse, official::UnarchiveSessionResponse>(json!({}));
+    // Both read a `null` result as the empty one.
+    const { assert!(<ArchiveSessionRequest as RequestMethod>::RESULT_NULL_AS_DEFAULT) };
+    let _: official::ArchiveSessionResponse = serde_json::from_value(Value::Null).unwrap();
+    assert_eq!(ArchiveSessionRequest::METHOD, "session/archive");
+    assert_eq!(UnarchiveSessionRequest::METHOD, "session/unarchive");
+    for (wire, ours) in [
+        ("exclude", SessionArchiveFilter::Exclude),
+        ("include", SessionArchiveFilter::Include),
+        ("only", SessionArchiveFilter::Only),
+    ] {
+        let list =
+            both::<ListSessionsRequest, official::ListSessionsRequest>(json!({"archived": wire}));
+        assert_eq!(list.archived, Some(ours));
+    }
+    let unfiltered = both::<ListSessionsRequest, official::ListSessionsRequest>(json!({}));
+    assert_eq!(unfiltered.archived, None);
+    let page = both::<ListSessionsResponse, official::ListSessionsResponse>(json!({
+        "sessions": [
+            {"sessionId": "s1", "cwd": "/w", "archived": true},
+            {"sessionId": "s2", "cwd": "/w", "archived": false},
+            {"sessionId": "s3", "cwd": "/w"}
+        ]
+    }));
+    let flags: Vec<_> = page.sessions.iter().map(|s| s.archived).collect();
+    assert_eq!(flags, [Some(true), Some(false), None]);
+    let init = both::<InitializeResponse, official::InitializeResponse>(json!({
+        "protocolVersion": 1,
+        "agentCapabilities": {"sessionCapabilities": {"archive": {}, "list": {}}}
+    }));
+    assert!(
+        init.agent_capabilities
+            .session_capabilities
+            .archive
+            .is_some()
+    );
+    let built = ListSessionsRequest::new().archived(SessionArchiveFilter::Only);
+    both::<ListSessionsRequest, official::ListSessionsRequest>(
+        serde_json::to_value(&built).unwrap(),
+    );
+}
+
+#[cfg(all(
+    feature = "unstable_session_system_prompt",
+    feature = "unstable_session_fork"
+))]
+#[test]
+fn system_prompts_and_their_capability_match_the_official_crate() {
+    use acp_types::v1::{
+        ContentBlock, ForkSessionRequest, InitializeResponse, LoadSessionRequest,
+        NewSessionRequest, ResumeSessionRequest, SessionCapabilities,
+        SessionSystemPromptCapabilities, SessionSystemPromptModeCapabilities,
+        SessionSystemPromptOverrideCapabilities, SystemPrompt, SystemPromptMode,
+    };
+    use agent_client_protocol_schema::v1 as official;
+    let prompt = json!({"mode": "override", "content": [{"type": "text", "text": "Be terse."}]});
+    let new = both::<NewSessionRequest, official::NewSessionRequest>(
+        json!({"cwd": "/w", "mcpServers": [], "systemPrompt": prompt}),
+    );
+    let system = new.system_prompt.as_ref().expect("systemPrompt is typed");
+    assert_eq!(system.mode, SystemPromptMode::Override);
+    assert!(new.extra.is_empty());
+    both::<LoadSessionRequest, official::LoadSessionRequest>(json!({
+        "sessionId": "s1", "cwd": "/w", "mcpServers": [],
+        "systemPrompt": {"mode": "append", "content": [{"type": "text", "text": "x"}]}
+    }));
+    both::<ResumeSessionRequest, official::ResumeSessionRequest>(
+        json!({"sessionId": "s1", "cwd": "/w", "systemPrompt": prompt}),
+    );
+    both::<ForkSessionRequest, official::ForkSessionRequest>(
+        json!({"sessionId": "s1", "cwd": "/w", "systemPrompt": prompt}),
+    );
+    // A mode neither knows is kept, for the agent to refuse.
+    let future = both::<NewSessionRequest, official::NewSessionRequest>(json!({
+        "cwd": "/w", "mcpServers": [],
+        "systemPrompt": {"mode": "prepend", "content": [{"type": "text", "text": "x"}]}
+    }));
+    assert_eq!(future.system_prompt.unwrap().mode.as_str(), "prepend");
+    let init = both::<InitializeResponse, official::InitializeResponse>(json!({
+        "protocolVersion": 1,
+        "agentCapabilities": {"sessionCapabilities": {"systemPrompt": {"mode": {"override": {}}}}}
+    }));
+    let caps = init
+        .agent_capabilities
+        .session_capabilities
+        .system_prompt
+        .expect("typed");
+    assert!(caps.mode.and_then(|m| m.override_).is_some());
+    let built = NewSessionRequest::new("/w", []).system_prompt(SystemPrompt::new(
+        SystemPromptMode::Append,
+        [ContentBlock::text("Answer in French.")],
+    ));
+    both::<NewSessionRequest, official::NewSessionRequest>(serde_json::to_value(&built).unwrap());
+    let caps = SessionCapabilities::new().system_prompt(
+        SessionSystemPromptCapabilities::new().mode(
+            SessionSystemPromptModeCapabilities::new()
+                .override_(SessionSystemPromptOverrideCapabilities::new()),
+        ),
+    );
+    assert_eq!(
+        serde_json::to_value(&caps).unwrap(),
+        json!({"systemPrompt": {"mode": {"override": {}}}})
+    );
+}
+
+#[cfg(feature = "unstable_auth_status")]
+#[test]
+fn auth_status_its_update_and_its_capability_match_the_official_crate() {
+    use acp_types::v1::{
+        AgentAuthCapabilities, AuthAccount, AuthState, AuthStatusCapabilities, AuthStatusRequest,
+        AuthStatusResponse, AuthStatusUpdateNotification, InitializeResponse,
+    };
+    use acp_types::{NotificationMethod, RequestMethod};
+    use agent_client_protocol_schema::v1 as official;
+    both::<AuthStatusRequest, official::AuthStatusRequest>(json!({}));
+    const { assert!(<AuthStatusRequest as RequestMethod>::PARAMS_NULL_AS_DEFAULT) };
+    let _: official::AuthStatusRequest = serde_json::from_value(Value::Null).unwrap();
+    let answer = both::<AuthStatusResponse, official::AuthStatusResponse>(json!({
+        "state": "authenticated",
+        "accounts": [
+            {"label": "Claude Max", "active": true, "name": "Ada", "email": "ada@example.org",
+             "organization": "Analytical Engines"},
+            {"label": "OpenAI API key"}
+        ]
+    }));
+    assert_eq!(answer.state, AuthState::Authenticated);
+    assert_eq!(answer.accounts[0].email.as_deref(), Some("ada@example.org"));
+    for (wire, ours) in [
+        ("unauthenticated", AuthState::Unauthenticated),
+        ("not_required", AuthState::NotRequired),
+        ("unknown", AuthState::Undetermined),
+    ] {
+        let update = both::<AuthStatusUpdateNotification, official::AuthStatusUpdateNotification>(
+            json!({"state": wire}),
+        );
+        assert_eq!(update.state, ours);
+    }
+    // Accounts that do not parse are dropped by both.
+    let lenient = both::<AuthStatusResponse, official::AuthStatusResponse>(
+        json!({"state": "authenticated", "accounts": [{"label": 3}, {"label": "ok"}]}),
+    );
+    assert_eq!(lenient.accounts.len(), 1);
+    assert_eq!(AuthStatusRequest::METHOD, "auth/status");
+    assert_eq!(AuthStatusUpdateNotification::METHOD, "auth/status_update");
+    let init = both::<InitializeResponse, official::InitializeResponse>(json!({
+        "protocolVersion": 1, "agentCapabilities": {"auth": {"status": {}, "logout": {}}}
+    }));
+    assert!(init.agent_capabilities.auth.status.is_some());
+    let built = AuthStatusResponse::new(AuthState::Authenticated)
+        .accounts([AuthAccount::new("Vertex AI").active(true)]);
+    both::<AuthStatusResponse, official::AuthStatusResponse>(serde_json::to_value(&built).unwrap());
+    let caps = AgentAuthCapabilities::new().status(AuthStatusCapabilities::new());
+    assert_eq!(serde_json::to_value(&caps).unwrap(), json!({"status": {}}));
+}
+
+#[cfg(feature = "unstable_plan_operations")]
+#[test]
+fn plan_operations_match_the_official_crate() {
+    use acp_types::v1::{
+        ClientCapabilities, InitializeRequest, PlanCapabilities, PlanEntry, PlanEntryPriority,
+        PlanEntryStatus, PlanUpdateContent, SessionNotification, SessionUpdate,
+    };
+    use agent_client_protocol_schema::v1 as official;
+    let items = both::<SessionNotification, official::SessionNotification>(json!({
+        "sessionId": "s1",
+        "update": {
+            "sessionUpdate": "plan_update",
+            "plan": {"type": "items", "planId": "p1", "entries": [
+                {"content": "Read the parser", "priority": "high", "status": "in_progress"},
+                {"content": "Fix it", "priority": "medium", "status": "pending"}
+            ]}
+        }
+    }));
+    let SessionUpdate::PlanUpdate(update) = &items.update else {
+        panic!("plan_update is typed: {:?}", items.update)
+    };
+    let PlanUpdateContent::Items(list) = &update.plan else {
+        panic!("items are typed: {:?}", update.plan)
+    };
+    assert_eq!((list.plan_id.0.as_str(), list.entries.len()), ("p1", 2));
+    for content in [
+        json!({"type": "file", "planId": "p2", "uri": "file:///w/PLAN.md"}),
+        json!({"type": "markdown", "planId": "p3", "content": "# Plan\n- [ ] one"}),
+    ] {
+        let n = both::<SessionNotification, official::SessionNotification>(json!({
+            "sessionId": "s1", "update": {"sessionUpdate": "plan_update", "plan": content}
+        }));
+        assert!(matches!(n.update, SessionUpdate::PlanUpdate(_)), "{n:?}");
+    }
+    let removed = both::<SessionNotification, official::SessionNotification>(json!({
+        "sessionId": "s1", "update": {"sessionUpdate": "plan_removed", "planId": "p1"}
+    }));
+    let SessionUpdate::PlanRemoved(gone) = &removed.update else {
+        panic!("plan_removed is typed: {:?}", removed.update)
+    };
+    assert_eq!(gone.plan_id.0, "p1");
+    // The whole-list `plan` update is unchanged beside them.
+    both::<SessionNotification, official::SessionNotification>(json!({
+        "sessionId": "s1", "update": {"sessionUpdate": "plan", "entries": []}
+    }));
+    let init = both::<InitializeRequest, official::InitializeRequest>(
+        json!({"protocolVersion": 1, "clientCapabilities": {"plan": {}}}),
+    );
+    assert!(init.client_capabilities.plan.is_some());
+    // Built with the constructors, each writes what the official crate reads back unchanged.
+    for update in [
+        SessionUpdate::plan_update(PlanUpdateContent::items(
+            "p1",
+            [PlanEntry::new(
+                "Ship",
+                PlanEntryPriority::Low,
+                PlanEntryStatus::Completed,
+            )],
+        )),
+        SessionUpdate::plan_update(PlanUpdateContent::markdown("p2", "- x")),
+        SessionUpdate::plan_removed("p1"),
+    ] {
+        both::<SessionNotification, official::SessionNotification>(
+            serde_json::to_value(SessionNotification::new("s1", update)).unwrap(),
+        );
+    }
+    let caps = ClientCapabilities::new().plan(PlanCapabilities::new());
+    assert_eq!(serde_json::to_value(&caps).unwrap()["plan"], json!({}));
+}
+
+#[cfg(feature = "unstable_llm_providers")]
+#[test]
+fn provider_configuration_matches_the_official_crate() {
+    use acp_types::RequestMethod;
+    use acp_types::v1::{
+        AgentCapabilities, DisableProviderRequest, DisableProviderResponse, InitializeResponse,
+        ListProvidersRequest, ListProvidersResponse, LlmProtocol, ProvidersCapabilities,
+        SetProviderRequest, SetProviderResponse,
+    };
+    use agent_client_protocol_schema::v1 as official;
+    both::<ListProvidersRequest, official::ListProvidersRequest>(json!({}));
+    let _: official::ListProvidersRequest = serde_json::from_value(Value::Null).unwrap();
+    const { assert!(<ListProvidersRequest as RequestMethod>::PARAMS_NULL_AS_DEFAULT) };
+    let list = both::<ListProvidersResponse, official::ListProvidersResponse>(json!({
+        "providers": [
+            {"providerId": "main", "supported": ["anthropic", "openai", "bedrock"], "required": true,
+             "current": {"apiType": "anthropic", "baseUrl": "https://api.anthropic.com"}},
+            {"providerId": "spare", "supported": ["vertex", "azure", "_local"], "required": false},
+            {"providerId": "off", "supported": [], "required": false, "current": null}
+        ]
+    }));
+    let main = &list.providers[0];
+    assert_eq!(main.supported[1], LlmProtocol::OpenAi);
+    assert_eq!(
+        main.current.as_ref().map(|c| c.base_url.as_str()),
+        Some("https://api.anthropic.com")
+    );
+    assert_eq!(list.providers[1].supported[2].as_str(), "_local");
+    assert!(list.providers[2].current.is_none());
+    let set = both::<SetProviderRequest, official::SetProviderRequest>(json!({
+        "providerId": "main", "apiType": "openai", "baseUrl": "https://llm.example.org/v1",
+        "headers": {"Authorization": "Bearer k", "X-Team": "a"}
+    }));
+    assert_eq!(set.headers.len(), 2);
+    both::<SetProviderRequest, official::SetProviderRequest>(
+        json!({"providerId": "main", "apiType": "azure", "baseUrl": "https://a"}),
+    );
+    both::<SetProviderResponse, official::SetProviderResponse>(json!({}));
+    both::<DisableProviderRequest, official::DisableProviderRequest>(
+        json!({"providerId": "spare"}),
+    );
+    both::<DisableProviderResponse, official::DisableProviderResponse>(json!({}));
+    assert_eq!(
+        [
+            ListProvidersRequest::METHOD,
+            SetProviderRequest::METHOD,
+            DisableProviderRequest::METHOD
+        ],
+        ["providers/list", "providers/set", "providers/disable"]
+    );
+    let init = both::<InitializeResponse, official::InitializeResponse>(json!({
+        "protocolVersion": 1, "agentCapabilities": {"providers": {}}
+    }));
+    assert!(init.agent_capabilities.providers.is_some());
+    let built = SetProviderRequest::new("main", LlmProtocol::Bedrock, "https://b")
+        .headers([("Authorization", "k")]);
+    both::<SetProviderRequest, official::SetProviderRequest>(serde_json::to_value(&built).unwrap());
+    let caps = AgentCapabilities::new().providers(ProvidersCapabilities::new());
+    assert_eq!(serde_json::to_value(&caps).unwrap()["providers"], json!({}));
+}

@@ -422,6 +422,14 @@ pub struct ClientCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Present when the client understands `plan_update` and `plan_removed` updates (agents send them only then).
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_plan_operations")]
+    pub plan: ::std::option::Option<PlanCapabilities>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -437,6 +445,8 @@ impl ClientCapabilities {
             auth: ::std::default::Default::default(),
             elicitation: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_plan_operations")]
+            plan: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -477,6 +487,12 @@ impl ClientCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the client understands `plan_update` and `plan_removed` updates (agents send them only then).
+    #[cfg(feature = "unstable_plan_operations")]
+    pub fn plan(mut self, value: impl ::std::convert::Into<PlanCapabilities>) -> Self {
+        self.plan = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -530,6 +546,8 @@ impl ::std::default::Default for ClientCapabilities {
             elicitation: Default::default(),
             fs: defaults::client_capabilities_fs(),
             meta: Default::default(),
+            #[cfg(feature = "unstable_plan_operations")]
+            plan: Default::default(),
             session: Default::default(),
             terminal: Default::default(),
             extra: ::std::default::Default::default(),
@@ -1381,6 +1399,14 @@ pub struct AgentCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Present when the agent lets the client configure its model providers.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_llm_providers")]
+    pub providers: ::std::option::Option<ProvidersCapabilities>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -1396,6 +1422,8 @@ impl AgentCapabilities {
             session_capabilities: ::std::default::Default::default(),
             auth: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_llm_providers")]
+            providers: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -1439,6 +1467,15 @@ impl AgentCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent lets the client configure its model providers.
+    #[cfg(feature = "unstable_llm_providers")]
+    pub fn providers(
+        mut self,
+        value: impl ::std::convert::Into<ProvidersCapabilities>,
+    ) -> Self {
+        self.providers = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -1493,6 +1530,8 @@ impl ::std::default::Default for AgentCapabilities {
             mcp_capabilities: defaults::agent_capabilities_mcp_capabilities(),
             meta: Default::default(),
             prompt_capabilities: defaults::agent_capabilities_prompt_capabilities(),
+            #[cfg(feature = "unstable_llm_providers")]
+            providers: Default::default(),
             session_capabilities: defaults::agent_capabilities_session_capabilities(),
             extra: ::std::default::Default::default(),
         }
@@ -1756,6 +1795,39 @@ pub struct SessionCapabilities {
     )]
     #[cfg(feature = "unstable_session_set_title")]
     pub title: ::std::option::Option<SessionTitleCapabilities>,
+    /// Present when the agent serves `session/fork`.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_fork")]
+    pub fork: ::std::option::Option<SessionForkCapabilities>,
+    /// Present when the agent serves `session/status`.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_status")]
+    pub status: ::std::option::Option<SessionStatusCapabilities>,
+    /// Present when the agent serves `session/archive` and `session/unarchive`.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_archive")]
+    pub archive: ::std::option::Option<SessionArchiveCapabilities>,
+    /// Present when the agent accepts a client's system prompt on session requests.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub system_prompt: ::std::option::Option<SessionSystemPromptCapabilities>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -1773,6 +1845,14 @@ impl SessionCapabilities {
             meta: ::std::default::Default::default(),
             #[cfg(feature = "unstable_session_set_title")]
             title: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_fork")]
+            fork: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_status")]
+            status: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_archive")]
+            archive: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_system_prompt")]
+            system_prompt: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -1828,6 +1908,42 @@ impl SessionCapabilities {
         value: impl ::std::convert::Into<SessionTitleCapabilities>,
     ) -> Self {
         self.title = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent serves `session/fork`.
+    #[cfg(feature = "unstable_session_fork")]
+    pub fn fork(
+        mut self,
+        value: impl ::std::convert::Into<SessionForkCapabilities>,
+    ) -> Self {
+        self.fork = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent serves `session/status`.
+    #[cfg(feature = "unstable_session_status")]
+    pub fn status(
+        mut self,
+        value: impl ::std::convert::Into<SessionStatusCapabilities>,
+    ) -> Self {
+        self.status = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent serves `session/archive` and `session/unarchive`.
+    #[cfg(feature = "unstable_session_archive")]
+    pub fn archive(
+        mut self,
+        value: impl ::std::convert::Into<SessionArchiveCapabilities>,
+    ) -> Self {
+        self.archive = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent accepts a client's system prompt on session requests.
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub fn system_prompt(
+        mut self,
+        value: impl ::std::convert::Into<SessionSystemPromptCapabilities>,
+    ) -> Self {
+        self.system_prompt = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -2269,6 +2385,14 @@ pub struct AgentAuthCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Present when the agent serves `auth/status`.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_auth_status")]
+    pub status: ::std::option::Option<AuthStatusCapabilities>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -2280,6 +2404,8 @@ impl AgentAuthCapabilities {
         Self {
             logout: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_auth_status")]
+            status: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -2294,6 +2420,15 @@ impl AgentAuthCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent serves `auth/status`.
+    #[cfg(feature = "unstable_auth_status")]
+    pub fn status(
+        mut self,
+        value: impl ::std::convert::Into<AuthStatusCapabilities>,
+    ) -> Self {
+        self.status = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3148,6 +3283,14 @@ pub struct NewSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default
+    )]
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -3164,6 +3307,8 @@ impl NewSessionRequest {
             additional_directories: ::std::default::Default::default(),
             mcp_servers: mcp_servers.into_iter().collect(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_system_prompt")]
+            system_prompt: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -3183,6 +3328,15 @@ impl NewSessionRequest {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub fn system_prompt(
+        mut self,
+        value: impl ::std::convert::Into<SystemPrompt>,
+    ) -> Self {
+        self.system_prompt = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -4911,6 +5065,14 @@ pub struct LoadSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default
+    )]
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -4929,6 +5091,8 @@ impl LoadSessionRequest {
             additional_directories: ::std::default::Default::default(),
             session_id: session_id.into(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_system_prompt")]
+            system_prompt: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -4948,6 +5112,15 @@ impl LoadSessionRequest {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub fn system_prompt(
+        mut self,
+        value: impl ::std::convert::Into<SystemPrompt>,
+    ) -> Self {
+        self.system_prompt = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5137,6 +5310,10 @@ pub struct ListSessionsRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Which sessions to list by archive state (absent: those not archived).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none", default)]
+    #[cfg(feature = "unstable_session_archive")]
+    pub archived: ::std::option::Option<SessionArchiveFilter>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -5149,6 +5326,8 @@ impl ListSessionsRequest {
             cwd: ::std::default::Default::default(),
             cursor: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_archive")]
+            archived: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -5171,6 +5350,15 @@ impl ListSessionsRequest {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Which sessions to list by archive state (absent: those not archived).
+    #[cfg(feature = "unstable_session_archive")]
+    pub fn archived(
+        mut self,
+        value: impl ::std::convert::Into<SessionArchiveFilter>,
+    ) -> Self {
+        self.archived = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5354,6 +5542,14 @@ pub struct SessionInfo {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Whether the session is archived (absent: not reported; agents offering `sessionCapabilities.archive` report it on every session).
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_archive")]
+    pub archived: ::std::option::Option<bool>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -5372,6 +5568,8 @@ impl SessionInfo {
             title: ::std::default::Default::default(),
             updated_at: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_archive")]
+            archived: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -5407,6 +5605,12 @@ impl SessionInfo {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Whether the session is archived (absent: not reported; agents offering `sessionCapabilities.archive` report it on every session).
+    #[cfg(feature = "unstable_session_archive")]
+    pub fn archived(mut self, value: bool) -> Self {
+        self.archived = ::std::option::Option::Some(value);
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5641,6 +5845,14 @@ pub struct ResumeSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default
+    )]
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -5658,6 +5870,8 @@ impl ResumeSessionRequest {
             additional_directories: ::std::default::Default::default(),
             mcp_servers: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_system_prompt")]
+            system_prompt: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -5685,6 +5899,15 @@ impl ResumeSessionRequest {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub fn system_prompt(
+        mut self,
+        value: impl ::std::convert::Into<SystemPrompt>,
+    ) -> Self {
+        self.system_prompt = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -7009,6 +7232,14 @@ pub enum SessionUpdate {
     /// Appends one block to a compaction's summary; only sent to clients advertising `session.compaction`.
     #[serde(rename = "compaction_summary_chunk")]
     CompactionSummaryChunk(CompactionSummaryChunk),
+    /// One plan, named by id, has new content (for clients advertising `plan`).
+    #[serde(rename = "plan_update")]
+    #[cfg(feature = "unstable_plan_operations")]
+    PlanUpdate(PlanUpdate),
+    /// One plan, named by id, is gone (for clients advertising `plan`).
+    #[serde(rename = "plan_removed")]
+    #[cfg(feature = "unstable_plan_operations")]
+    PlanRemoved(PlanRemoved),
     /// A variant this version of the schema does not know, kept as raw JSON.
     #[serde(untagged)]
     Unknown(::serde_json::Value),
@@ -7138,6 +7369,24 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
                         .map(Self::CompactionSummaryChunk),
+                )
+            }
+            #[cfg(feature = "unstable_plan_operations")]
+            "plan_update" => {
+                ::std::result::Result::Ok(
+                    <PlanUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::PlanUpdate),
+                )
+            }
+            #[cfg(feature = "unstable_plan_operations")]
+            "plan_removed" => {
+                ::std::result::Result::Ok(
+                    <PlanRemoved as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::PlanRemoved),
                 )
             }
             _ => ::std::result::Result::Err(rest),
@@ -7313,6 +7562,30 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
+            #[cfg(feature = "unstable_plan_operations")]
+            Some("plan_update") => {
+                match <PlanUpdate as ::serde::Deserialize>::deserialize(&value) {
+                    #[cfg(feature = "unstable_plan_operations")]
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::PlanUpdate(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            #[cfg(feature = "unstable_plan_operations")]
+            Some("plan_removed") => {
+                match <PlanRemoved as ::serde::Deserialize>::deserialize(&value) {
+                    #[cfg(feature = "unstable_plan_operations")]
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::PlanRemoved(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
             Some(_) => Ok(Self::Unknown(value)),
             None => Err(::serde::de::Error::missing_field("sessionUpdate")),
         }
@@ -7399,6 +7672,16 @@ impl SessionUpdate {
     ) -> Self {
         Self::CompactionSummaryChunk(CompactionSummaryChunk::new(compaction_id, content))
     }
+    /// A `plan_update` variant from its body's required fields (see [`PlanUpdate::new`]).
+    #[cfg(feature = "unstable_plan_operations")]
+    pub fn plan_update(plan: impl ::std::convert::Into<PlanUpdateContent>) -> Self {
+        Self::PlanUpdate(PlanUpdate::new(plan))
+    }
+    /// A `plan_removed` variant from its body's required fields (see [`PlanRemoved::new`]).
+    #[cfg(feature = "unstable_plan_operations")]
+    pub fn plan_removed(plan_id: impl ::std::convert::Into<PlanId>) -> Self {
+        Self::PlanRemoved(PlanRemoved::new(plan_id))
+    }
 }
 impl ::std::convert::From<ToolCall> for SessionUpdate {
     fn from(body: ToolCall) -> Self {
@@ -7463,6 +7746,30 @@ impl ::std::convert::From<CompactionUpdate> for SessionUpdate {
 impl ::std::convert::From<CompactionSummaryChunk> for SessionUpdate {
     fn from(body: CompactionSummaryChunk) -> Self {
         Self::CompactionSummaryChunk(body)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<PlanUpdate> for SessionUpdate {
+    fn from(body: PlanUpdate) -> Self {
+        Self::PlanUpdate(body)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<PlanUpdateContent> for SessionUpdate {
+    fn from(plan: PlanUpdateContent) -> Self {
+        Self::PlanUpdate(PlanUpdate::new(plan))
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<PlanRemoved> for SessionUpdate {
+    fn from(body: PlanRemoved) -> Self {
+        Self::PlanRemoved(body)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<PlanId> for SessionUpdate {
+    fn from(plan_id: PlanId) -> Self {
+        Self::PlanRemoved(PlanRemoved::new(plan_id))
     }
 }
 /// A streamed fragment of a user message, agent reply or agent reasoning. Consecutive chunks with the same `messageId` form one message.
@@ -16774,6 +17081,3672 @@ impl SetSessionModelResponse {
         self
     }
 }
+/// Params of `session/fork`: starts a new session from the history of an existing one (for example to summarise it without touching the original). Offered through `sessionCapabilities.fork`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_fork")]
+pub struct ForkSessionRequest {
+    /// The session whose history the new one starts from.
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    /// Absolute path of the new session's working directory.
+    pub cwd: ::std::string::String,
+    /// Extra absolute workspace roots of the new session. Absent, `null` or empty means none.
+    #[serde(
+        rename = "additionalDirectories",
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty",
+        deserialize_with = "crate::serde_util::null_as_default"
+    )]
+    pub additional_directories: ::std::vec::Vec<::std::string::String>,
+    /// MCP servers the agent should connect to for the new session (absent, `null` or empty means none).
+    #[serde(
+        rename = "mcpServers",
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty",
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub mcp_servers: ::std::vec::Vec<McpServer>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default
+    )]
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub system_prompt: ::std::option::Option<SystemPrompt>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_fork")]
+impl ForkSessionRequest {
+    /// A value from its required fields (`session_id`, `cwd`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        cwd: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            cwd: cwd.into(),
+            additional_directories: ::std::default::Default::default(),
+            mcp_servers: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_system_prompt")]
+            system_prompt: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extra absolute workspace roots of the new session. Absent, `null` or empty means none.
+    pub fn additional_directories(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<::std::string::String>,
+        >,
+    ) -> Self {
+        self.additional_directories = value
+            .into_iter()
+            .map(::std::convert::Into::<::std::string::String>::into)
+            .collect();
+        self
+    }
+    /// MCP servers the agent should connect to for the new session (absent, `null` or empty means none).
+    pub fn mcp_servers(
+        mut self,
+        value: impl ::std::iter::IntoIterator<Item = McpServer>,
+    ) -> Self {
+        self.mcp_servers = value.into_iter().collect();
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[cfg(feature = "unstable_session_system_prompt")]
+    pub fn system_prompt(
+        mut self,
+        value: impl ::std::convert::Into<SystemPrompt>,
+    ) -> Self {
+        self.system_prompt = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl ::serde::Serialize for ForkSessionRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ForkSessionRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl<'de> ::serde::Deserialize<'de> for ForkSessionRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ForkSessionRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl crate::HasExtra for ForkSessionRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl ForkSessionRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `session/fork`: the new session's ID and its initial modes and configuration options.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_fork")]
+pub struct ForkSessionResponse {
+    /// Identifier of the new session.
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    /// Available modes and the current one, if the agent has modes.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub modes: ::std::option::Option<SessionModeState>,
+    /// Configuration options and their current values, if the agent has any. Entries that do not parse are dropped.
+    #[serde(
+        rename = "configOptions",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient_option_vec"
+    )]
+    pub config_options: ::std::option::Option<::std::vec::Vec<SessionConfigOption>>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_fork")]
+impl ForkSessionResponse {
+    /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            modes: ::std::default::Default::default(),
+            config_options: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Available modes and the current one, if the agent has modes.
+    pub fn modes(mut self, value: impl ::std::convert::Into<SessionModeState>) -> Self {
+        self.modes = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Configuration options and their current values, if the agent has any. Entries that do not parse are dropped.
+    pub fn config_options(
+        mut self,
+        value: impl ::std::iter::IntoIterator<Item = SessionConfigOption>,
+    ) -> Self {
+        self.config_options = ::std::option::Option::Some(value.into_iter().collect());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl ::serde::Serialize for ForkSessionResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ForkSessionResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl<'de> ::serde::Deserialize<'de> for ForkSessionResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ForkSessionResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl crate::HasExtra for ForkSessionResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl ForkSessionResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the agent serves `session/fork`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_fork")]
+pub struct SessionForkCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_fork")]
+impl SessionForkCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl ::serde::Serialize for SessionForkCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionForkCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl<'de> ::serde::Deserialize<'de> for SessionForkCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionForkCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl crate::HasExtra for SessionForkCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_fork")]
+impl SessionForkCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `session/status`: asks whether the agent holds a session in memory. Has no side effect (nothing is loaded, resumed or attached); an unknown session is `-32002`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_status")]
+pub struct SessionStatusRequest {
+    /// The session asked about.
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_status")]
+impl SessionStatusRequest {
+    /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl ::serde::Serialize for SessionStatusRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionStatusRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl<'de> ::serde::Deserialize<'de> for SessionStatusRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionStatusRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl crate::HasExtra for SessionStatusRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl SessionStatusRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Whether the agent holds a session in memory (a snapshot: it may change right after).
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg(feature = "unstable_session_status")]
+pub enum SessionStatus {
+    /// In memory (possibly for another connection: a client that did not create or resume it on its own connection still calls `session/load` or `session/resume` before prompting).
+    #[serde(rename = "open")]
+    Open,
+    /// Known and resumable, but not in memory.
+    #[serde(rename = "saved")]
+    Saved,
+    /// A value this version of the schema does not know, kept as sent.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+#[cfg(feature = "unstable_session_status")]
+impl SessionStatus {
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Open => "open",
+            Self::Saved => "saved",
+            Self::Unknown(other) => other,
+        }
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl ::std::fmt::Display for SessionStatus {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+/// Result of `session/status`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_status")]
+pub struct SessionStatusResponse {
+    /// The session's state.
+    pub status: SessionStatus,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_status")]
+impl SessionStatusResponse {
+    /// A value from its required fields (`status`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(status: impl ::std::convert::Into<SessionStatus>) -> Self {
+        Self {
+            status: status.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl ::serde::Serialize for SessionStatusResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionStatusResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl<'de> ::serde::Deserialize<'de> for SessionStatusResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionStatusResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl crate::HasExtra for SessionStatusResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl SessionStatusResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the agent serves `session/status`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_status")]
+pub struct SessionStatusCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_status")]
+impl SessionStatusCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl ::serde::Serialize for SessionStatusCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionStatusCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl<'de> ::serde::Deserialize<'de> for SessionStatusCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionStatusCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl crate::HasExtra for SessionStatusCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_status")]
+impl SessionStatusCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `session/archive`: hides a session from default `session/list` results, keeping its ID and history. An active session is first closed as by `session/close`; archiving an archived session succeeds; an unknown one is `-32002`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_archive")]
+pub struct ArchiveSessionRequest {
+    /// The session to archive.
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ArchiveSessionRequest {
+    /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ::serde::Serialize for ArchiveSessionRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ArchiveSessionRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl<'de> ::serde::Deserialize<'de> for ArchiveSessionRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ArchiveSessionRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl crate::HasExtra for ArchiveSessionRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ArchiveSessionRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `session/archive` (empty).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_archive")]
+pub struct ArchiveSessionResponse {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ArchiveSessionResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ::serde::Serialize for ArchiveSessionResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ArchiveSessionResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl<'de> ::serde::Deserialize<'de> for ArchiveSessionResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ArchiveSessionResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl crate::HasExtra for ArchiveSessionResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ArchiveSessionResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `session/unarchive`: returns a session to default `session/list` results (it is not loaded or resumed). Unarchiving a session that is not archived succeeds; an unknown one is `-32002`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_archive")]
+pub struct UnarchiveSessionRequest {
+    /// The session to unarchive.
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_archive")]
+impl UnarchiveSessionRequest {
+    /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ::serde::Serialize for UnarchiveSessionRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        UnarchiveSessionRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl<'de> ::serde::Deserialize<'de> for UnarchiveSessionRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| UnarchiveSessionRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl crate::HasExtra for UnarchiveSessionRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl UnarchiveSessionRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `session/unarchive` (empty).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_archive")]
+pub struct UnarchiveSessionResponse {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_archive")]
+impl UnarchiveSessionResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ::serde::Serialize for UnarchiveSessionResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        UnarchiveSessionResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl<'de> ::serde::Deserialize<'de> for UnarchiveSessionResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| UnarchiveSessionResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl crate::HasExtra for UnarchiveSessionResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl UnarchiveSessionResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Which sessions `session/list` returns by archive state. An agent answers `-32602` to a value it does not know rather than reading it as `exclude`.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg(feature = "unstable_session_archive")]
+pub enum SessionArchiveFilter {
+    /// Only sessions that are not archived (what an absent filter means).
+    #[serde(rename = "exclude")]
+    Exclude,
+    /// Archived sessions and the others.
+    #[serde(rename = "include")]
+    Include,
+    /// Only archived sessions.
+    #[serde(rename = "only")]
+    Only,
+    /// A value this version of the schema does not know, kept as sent.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+#[cfg(feature = "unstable_session_archive")]
+impl SessionArchiveFilter {
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Exclude => "exclude",
+            Self::Include => "include",
+            Self::Only => "only",
+            Self::Unknown(other) => other,
+        }
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ::std::fmt::Display for SessionArchiveFilter {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+/// Marker: the agent serves `session/archive` and `session/unarchive`, the `archived` filter of `session/list` and `archived` on listed sessions (it must also offer `sessionCapabilities.list`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_archive")]
+pub struct SessionArchiveCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_archive")]
+impl SessionArchiveCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl ::serde::Serialize for SessionArchiveCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionArchiveCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl<'de> ::serde::Deserialize<'de> for SessionArchiveCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionArchiveCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl crate::HasExtra for SessionArchiveCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_archive")]
+impl SessionArchiveCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// How the agent combines a client's system prompt with its own instructions. An agent answers with an error for a mode it does not serve rather than falling back to another.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg(feature = "unstable_session_system_prompt")]
+pub enum SystemPromptMode {
+    /// Added to the agent's own instructions, with system-level precedence (every agent offering `sessionCapabilities.systemPrompt` serves it).
+    #[serde(rename = "append")]
+    Append,
+    /// Replaces the agent's built-in instructions (tools, MCP servers, permissions and configuration are unchanged). Only when the agent offers `sessionCapabilities.systemPrompt.mode.override`.
+    #[serde(rename = "override")]
+    Override,
+    /// A value this version of the schema does not know, kept as sent.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SystemPromptMode {
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Append => "append",
+            Self::Override => "override",
+            Self::Unknown(other) => other,
+        }
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl ::std::fmt::Display for SystemPromptMode {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+/// System-level instructions a client gives a session it creates, loads, resumes or forks. Sent only to agents offering `sessionCapabilities.systemPrompt`; an agent that cannot apply it answers with an error instead of starting the session.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_system_prompt")]
+pub struct SystemPrompt {
+    /// How to combine `content` with the agent's own instructions.
+    pub mode: SystemPromptMode,
+    /// The instructions: `text` blocks (other kinds only once a capability allows them); never empty.
+    pub content: ::std::vec::Vec<ContentBlock>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SystemPrompt {
+    /// A value from its required fields (`mode`, `content`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        mode: impl ::std::convert::Into<SystemPromptMode>,
+        content: impl ::std::iter::IntoIterator<Item = ContentBlock>,
+    ) -> Self {
+        Self {
+            mode: mode.into(),
+            content: content.into_iter().collect(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl ::serde::Serialize for SystemPrompt {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SystemPrompt::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl<'de> ::serde::Deserialize<'de> for SystemPrompt {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SystemPrompt::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl crate::HasExtra for SystemPrompt {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SystemPrompt {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the agent serves the `override` system prompt mode.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_system_prompt")]
+pub struct SessionSystemPromptOverrideCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SessionSystemPromptOverrideCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl ::serde::Serialize for SessionSystemPromptOverrideCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionSystemPromptOverrideCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptOverrideCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionSystemPromptOverrideCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl crate::HasExtra for SessionSystemPromptOverrideCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SessionSystemPromptOverrideCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// System prompt modes the agent serves besides `append`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_system_prompt")]
+pub struct SessionSystemPromptModeCapabilities {
+    /// Present when the agent lets the client replace its built-in instructions.
+    #[serde(
+        rename = "override",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub override_: ::std::option::Option<SessionSystemPromptOverrideCapabilities>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SessionSystemPromptModeCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            override_: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Present when the agent lets the client replace its built-in instructions.
+    pub fn override_(
+        mut self,
+        value: impl ::std::convert::Into<SessionSystemPromptOverrideCapabilities>,
+    ) -> Self {
+        self.override_ = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl ::serde::Serialize for SessionSystemPromptModeCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionSystemPromptModeCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptModeCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionSystemPromptModeCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl crate::HasExtra for SessionSystemPromptModeCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SessionSystemPromptModeCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// The agent accepts `systemPrompt` on `session/new`, `session/load`, `session/resume` and `session/fork`; `{}` means `append` mode only.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_system_prompt")]
+pub struct SessionSystemPromptCapabilities {
+    /// Modes served besides `append` (absent: none).
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub mode: ::std::option::Option<SessionSystemPromptModeCapabilities>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SessionSystemPromptCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            mode: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Modes served besides `append` (absent: none).
+    pub fn mode(
+        mut self,
+        value: impl ::std::convert::Into<SessionSystemPromptModeCapabilities>,
+    ) -> Self {
+        self.mode = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl ::serde::Serialize for SessionSystemPromptCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionSystemPromptCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionSystemPromptCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl crate::HasExtra for SessionSystemPromptCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_system_prompt")]
+impl SessionSystemPromptCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `auth/status`: asks for the agent's authentication state without changing it. Agents never answer it with `auth_required` (`-32000`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_auth_status")]
+pub struct AuthStatusRequest {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthStatusRequest {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl ::serde::Serialize for AuthStatusRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AuthStatusRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl<'de> ::serde::Deserialize<'de> for AuthStatusRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AuthStatusRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl crate::HasExtra for AuthStatusRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthStatusRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Whether the agent can start sessions without the user signing in first. Clients treat values they do not know as `unknown`.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg(feature = "unstable_auth_status")]
+pub enum AuthState {
+    /// Credentials are configured (not necessarily valid).
+    #[serde(rename = "authenticated")]
+    Authenticated,
+    /// The user needs to sign in (credentials missing, expired or known bad).
+    #[serde(rename = "unauthenticated")]
+    Unauthenticated,
+    /// No sign-in is needed (for example a local model).
+    #[serde(rename = "not_required")]
+    NotRequired,
+    /// The agent cannot tell right now (the Rust variant is `Undetermined`: `Unknown` keeps values this schema does not know).
+    #[serde(rename = "unknown")]
+    Undetermined,
+    /// A value this version of the schema does not know, kept as sent.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthState {
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Authenticated => "authenticated",
+            Self::Unauthenticated => "unauthenticated",
+            Self::NotRequired => "not_required",
+            Self::Undetermined => "unknown",
+            Self::Unknown(other) => other,
+        }
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl ::std::fmt::Display for AuthState {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+/// An account or credential the agent has configured, for display only: not a stable identifier, and not to be logged or sent elsewhere.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_auth_status")]
+pub struct AuthAccount {
+    /// Name to show on its own (`Claude Max`, `OpenAI API key`).
+    pub label: ::std::string::String,
+    /// Whether the agent uses this account by default (several may be); absent: not said.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub active: ::std::option::Option<bool>,
+    /// User name, if reported.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub name: ::std::option::Option<::std::string::String>,
+    /// Email address, if reported.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub email: ::std::option::Option<::std::string::String>,
+    /// Organisation, team or workspace, if reported.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub organization: ::std::option::Option<::std::string::String>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthAccount {
+    /// A value from its required fields (`label`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(label: impl ::std::convert::Into<::std::string::String>) -> Self {
+        Self {
+            label: label.into(),
+            active: ::std::default::Default::default(),
+            name: ::std::default::Default::default(),
+            email: ::std::default::Default::default(),
+            organization: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Whether the agent uses this account by default (several may be); absent: not said.
+    pub fn active(mut self, value: bool) -> Self {
+        self.active = ::std::option::Option::Some(value);
+        self
+    }
+    /// User name, if reported.
+    pub fn name(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.name = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Email address, if reported.
+    pub fn email(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.email = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Organisation, team or workspace, if reported.
+    pub fn organization(
+        mut self,
+        value: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        self.organization = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl ::serde::Serialize for AuthAccount {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AuthAccount::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl<'de> ::serde::Deserialize<'de> for AuthAccount {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AuthAccount::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl crate::HasExtra for AuthAccount {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthAccount {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `auth/status`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_auth_status")]
+pub struct AuthStatusResponse {
+    /// The one field to act on.
+    pub state: AuthState,
+    /// The accounts the agent has configured, for display (absent means none). Entries that do not parse are dropped.
+    #[serde(
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty",
+        deserialize_with = "crate::serde_util::lenient_vec"
+    )]
+    pub accounts: ::std::vec::Vec<AuthAccount>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthStatusResponse {
+    /// A value from its required fields (`state`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(state: impl ::std::convert::Into<AuthState>) -> Self {
+        Self {
+            state: state.into(),
+            accounts: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// The accounts the agent has configured, for display (absent means none). Entries that do not parse are dropped.
+    pub fn accounts(
+        mut self,
+        value: impl ::std::iter::IntoIterator<Item = AuthAccount>,
+    ) -> Self {
+        self.accounts = value.into_iter().collect();
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl ::serde::Serialize for AuthStatusResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AuthStatusResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl<'de> ::serde::Deserialize<'de> for AuthStatusResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AuthStatusResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl crate::HasExtra for AuthStatusResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthStatusResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `auth/status_update`: the agent's authentication state changed (same fields as the `auth/status` result). Sent only by agents offering `auth.status`, after `initialize`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_auth_status")]
+pub struct AuthStatusUpdateNotification {
+    /// The one field to act on.
+    pub state: AuthState,
+    /// The accounts the agent has configured, for display (absent means none). Entries that do not parse are dropped.
+    #[serde(
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty",
+        deserialize_with = "crate::serde_util::lenient_vec"
+    )]
+    pub accounts: ::std::vec::Vec<AuthAccount>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthStatusUpdateNotification {
+    /// A value from its required fields (`state`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(state: impl ::std::convert::Into<AuthState>) -> Self {
+        Self {
+            state: state.into(),
+            accounts: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// The accounts the agent has configured, for display (absent means none). Entries that do not parse are dropped.
+    pub fn accounts(
+        mut self,
+        value: impl ::std::iter::IntoIterator<Item = AuthAccount>,
+    ) -> Self {
+        self.accounts = value.into_iter().collect();
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl ::serde::Serialize for AuthStatusUpdateNotification {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AuthStatusUpdateNotification::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl<'de> ::serde::Deserialize<'de> for AuthStatusUpdateNotification {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AuthStatusUpdateNotification::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl crate::HasExtra for AuthStatusUpdateNotification {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthStatusUpdateNotification {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the agent serves `auth/status` (and may send `auth/status_update`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_auth_status")]
+pub struct AuthStatusCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthStatusCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl ::serde::Serialize for AuthStatusCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        AuthStatusCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl<'de> ::serde::Deserialize<'de> for AuthStatusCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| AuthStatusCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl crate::HasExtra for AuthStatusCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_auth_status")]
+impl AuthStatusCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<&str> for PlanId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
+/// Identifier of one plan of a session (a session may hold several).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+#[serde(transparent)]
+#[cfg(feature = "unstable_plan_operations")]
+pub struct PlanId(pub ::std::string::String);
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::ops::Deref for PlanId {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<::std::string::String> for PlanId {
+    fn from(value: ::std::string::String) -> Self {
+        Self(value)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::fmt::Display for PlanId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::str::FromStr for PlanId {
+    type Err = ::std::convert::Infallible;
+    fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(Self(value.to_string()))
+    }
+}
+/// A plan as a list of tasks.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_plan_operations")]
+pub struct PlanItems {
+    /// The plan replaced.
+    #[serde(rename = "planId")]
+    pub plan_id: PlanId,
+    /// All tasks of the plan with their current status; the client replaces that plan's list with it. Entries that fail to parse are dropped, and an unreadable list reads as empty.
+    #[serde(deserialize_with = "crate::serde_util::lenient_vec")]
+    pub entries: ::std::vec::Vec<PlanEntry>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanItems {
+    /// A value from its required fields (`plan_id`, `entries`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        entries: impl ::std::iter::IntoIterator<Item = PlanEntry>,
+    ) -> Self {
+        Self {
+            plan_id: plan_id.into(),
+            entries: entries.into_iter().collect(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::serde::Serialize for PlanItems {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanItems::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl<'de> ::serde::Deserialize<'de> for PlanItems {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanItems::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl crate::HasExtra for PlanItems {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanItems {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A plan kept in a file.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_plan_operations")]
+pub struct PlanFile {
+    /// The plan replaced.
+    #[serde(rename = "planId")]
+    pub plan_id: PlanId,
+    /// Where the plan's file is.
+    pub uri: ::std::string::String,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanFile {
+    /// A value from its required fields (`plan_id`, `uri`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        uri: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            plan_id: plan_id.into(),
+            uri: uri.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::serde::Serialize for PlanFile {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanFile::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl<'de> ::serde::Deserialize<'de> for PlanFile {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanFile::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl crate::HasExtra for PlanFile {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanFile {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A plan written as Markdown.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_plan_operations")]
+pub struct PlanMarkdown {
+    /// The plan replaced.
+    #[serde(rename = "planId")]
+    pub plan_id: PlanId,
+    /// The plan's Markdown text.
+    pub content: ::std::string::String,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanMarkdown {
+    /// A value from its required fields (`plan_id`, `content`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        content: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            plan_id: plan_id.into(),
+            content: content.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::serde::Serialize for PlanMarkdown {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanMarkdown::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl<'de> ::serde::Deserialize<'de> for PlanMarkdown {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanMarkdown::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl crate::HasExtra for PlanMarkdown {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanMarkdown {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// The new content of one plan, told apart by its `type` field.
+#[derive(::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+#[cfg(feature = "unstable_plan_operations")]
+pub enum PlanUpdateContent {
+    /// Tasks with their status.
+    #[serde(rename = "items")]
+    Items(PlanItems),
+    /// A file holding the plan.
+    #[serde(rename = "file")]
+    File(PlanFile),
+    /// Markdown text.
+    #[serde(rename = "markdown")]
+    Markdown(PlanMarkdown),
+    /// A variant this version of the schema does not know, kept as raw JSON.
+    #[serde(untagged)]
+    Unknown(::serde_json::Value),
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl<'de> ::serde::Deserialize<'de> for PlanUpdateContent {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl crate::serde_util::TagFirst for PlanUpdateContent {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = concat!(
+        "an object for ", stringify!(PlanUpdateContent)
+    );
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "items" => {
+                ::std::result::Result::Ok(
+                    <PlanItems as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Items),
+                )
+            }
+            "file" => {
+                ::std::result::Result::Ok(
+                    <PlanFile as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::File),
+                )
+            }
+            "markdown" => {
+                ::std::result::Result::Ok(
+                    <PlanMarkdown as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Markdown),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
+        if !value.is_object() {
+            return ::std::result::Result::Err(
+                ::serde::de::Error::custom(
+                    concat!("expected an object for ", stringify!(PlanUpdateContent)),
+                ),
+            );
+        }
+        let tag = match value.get("type") {
+            ::std::option::Option::None => ::std::option::Option::None,
+            ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                ::std::option::Option::Some(tag.clone())
+            }
+            ::std::option::Option::Some(_) => {
+                return ::std::result::Result::Err(
+                    ::serde::de::Error::custom(
+                        concat!("`", "type", "` must be a string"),
+                    ),
+                );
+            }
+        };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
+        match tag.as_deref() {
+            Some("items") => {
+                match <PlanItems as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Items(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("file") => {
+                match <PlanFile as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::File(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("markdown") => {
+                match <PlanMarkdown as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Markdown(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some(_) => Ok(Self::Unknown(value)),
+            None => Err(::serde::de::Error::missing_field("type")),
+        }
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanUpdateContent {
+    /// A `items` variant from its body's required fields (see [`PlanItems::new`]).
+    pub fn items(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        entries: impl ::std::iter::IntoIterator<Item = PlanEntry>,
+    ) -> Self {
+        Self::Items(PlanItems::new(plan_id, entries))
+    }
+    /// A `file` variant from its body's required fields (see [`PlanFile::new`]).
+    pub fn file(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        uri: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self::File(PlanFile::new(plan_id, uri))
+    }
+    /// A `markdown` variant from its body's required fields (see [`PlanMarkdown::new`]).
+    pub fn markdown(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        content: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self::Markdown(PlanMarkdown::new(plan_id, content))
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<PlanItems> for PlanUpdateContent {
+    fn from(body: PlanItems) -> Self {
+        Self::Items(body)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<PlanFile> for PlanUpdateContent {
+    fn from(body: PlanFile) -> Self {
+        Self::File(body)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<PlanMarkdown> for PlanUpdateContent {
+    fn from(body: PlanMarkdown) -> Self {
+        Self::Markdown(body)
+    }
+}
+/// A `plan_update` session update: one plan, named by its id, has new content.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_plan_operations")]
+pub struct PlanUpdate {
+    /// The plan's new content.
+    pub plan: PlanUpdateContent,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanUpdate {
+    /// A value from its required fields (`plan`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(plan: impl ::std::convert::Into<PlanUpdateContent>) -> Self {
+        Self {
+            plan: plan.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::serde::Serialize for PlanUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanUpdate::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl<'de> ::serde::Deserialize<'de> for PlanUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanUpdate::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl crate::HasExtra for PlanUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A `plan_removed` session update: the plan with this id is gone.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_plan_operations")]
+pub struct PlanRemoved {
+    /// The plan removed.
+    #[serde(rename = "planId")]
+    pub plan_id: PlanId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanRemoved {
+    /// A value from its required fields (`plan_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(plan_id: impl ::std::convert::Into<PlanId>) -> Self {
+        Self {
+            plan_id: plan_id.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::serde::Serialize for PlanRemoved {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanRemoved::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl<'de> ::serde::Deserialize<'de> for PlanRemoved {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanRemoved::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl crate::HasExtra for PlanRemoved {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanRemoved {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the client understands `plan_update` and `plan_removed` session updates.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_plan_operations")]
+pub struct PlanCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl ::serde::Serialize for PlanCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl<'de> ::serde::Deserialize<'de> for PlanCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl crate::HasExtra for PlanCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_plan_operations")]
+impl PlanCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// The API protocol a model endpoint speaks. Both sides handle values they do not know; names starting with `_` are free for custom use.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg(feature = "unstable_llm_providers")]
+pub enum LlmProtocol {
+    /// Anthropic's API.
+    #[serde(rename = "anthropic")]
+    Anthropic,
+    /// OpenAI's API.
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// Azure OpenAI.
+    #[serde(rename = "azure")]
+    Azure,
+    /// Google Vertex AI.
+    #[serde(rename = "vertex")]
+    Vertex,
+    /// AWS Bedrock.
+    #[serde(rename = "bedrock")]
+    Bedrock,
+    /// A value this version of the schema does not know, kept as sent.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl LlmProtocol {
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Anthropic => "anthropic",
+            Self::OpenAi => "openai",
+            Self::Azure => "azure",
+            Self::Vertex => "vertex",
+            Self::Bedrock => "bedrock",
+            Self::Unknown(other) => other,
+        }
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::std::fmt::Display for LlmProtocol {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::std::convert::From<&str> for ProviderId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
+/// Identifier of one configurable model provider of the agent (`main`, `openai`).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+#[serde(transparent)]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct ProviderId(pub ::std::string::String);
+#[cfg(feature = "unstable_llm_providers")]
+impl ::std::ops::Deref for ProviderId {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::std::convert::From<::std::string::String> for ProviderId {
+    fn from(value: ::std::string::String) -> Self {
+        Self(value)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::std::fmt::Display for ProviderId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::std::str::FromStr for ProviderId {
+    type Err = ::std::convert::Infallible;
+    fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(Self(value.to_string()))
+    }
+}
+/// Where a provider sends requests now (nothing secret).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct ProviderCurrentConfig {
+    /// The protocol in use.
+    #[serde(rename = "apiType")]
+    pub api_type: LlmProtocol,
+    /// The base URL in use.
+    #[serde(rename = "baseUrl")]
+    pub base_url: ::std::string::String,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ProviderCurrentConfig {
+    /// A value from its required fields (`api_type`, `base_url`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        api_type: impl ::std::convert::Into<LlmProtocol>,
+        base_url: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            api_type: api_type.into(),
+            base_url: base_url.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for ProviderCurrentConfig {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ProviderCurrentConfig::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for ProviderCurrentConfig {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ProviderCurrentConfig::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for ProviderCurrentConfig {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ProviderCurrentConfig {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// One provider the client may configure.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct ProviderInfo {
+    /// What `providers/set` and `providers/disable` take.
+    #[serde(rename = "providerId")]
+    pub provider_id: ProviderId,
+    /// The protocols it can speak. Entries that do not parse are dropped.
+    #[serde(deserialize_with = "crate::serde_util::lenient_vec")]
+    pub supported: ::std::vec::Vec<LlmProtocol>,
+    /// Whether it must stay enabled (clients do not call `providers/disable` for it).
+    pub required: bool,
+    /// Its current routing; absent or `null` means it is disabled.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub current: ::std::option::Option<ProviderCurrentConfig>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ProviderInfo {
+    /// A value from its required fields (`provider_id`, `supported`, `required`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        provider_id: impl ::std::convert::Into<ProviderId>,
+        supported: impl ::std::iter::IntoIterator<Item = LlmProtocol>,
+        required: bool,
+    ) -> Self {
+        Self {
+            provider_id: provider_id.into(),
+            supported: supported.into_iter().collect(),
+            required: required,
+            current: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Its current routing; absent or `null` means it is disabled.
+    pub fn current(
+        mut self,
+        value: impl ::std::convert::Into<ProviderCurrentConfig>,
+    ) -> Self {
+        self.current = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for ProviderInfo {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ProviderInfo::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for ProviderInfo {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ProviderInfo::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for ProviderInfo {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ProviderInfo {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `providers/list` (empty).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct ListProvidersRequest {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ListProvidersRequest {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for ListProvidersRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ListProvidersRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for ListProvidersRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ListProvidersRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for ListProvidersRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ListProvidersRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `providers/list`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct ListProvidersResponse {
+    /// The configurable providers with their current routing, for display.
+    pub providers: ::std::vec::Vec<ProviderInfo>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ListProvidersResponse {
+    /// A value from its required fields (`providers`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(providers: impl ::std::iter::IntoIterator<Item = ProviderInfo>) -> Self {
+        Self {
+            providers: providers.into_iter().collect(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for ListProvidersResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ListProvidersResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for ListProvidersResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ListProvidersResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for ListProvidersResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ListProvidersResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `providers/set`: replaces the whole configuration of one provider.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct SetProviderRequest {
+    /// The provider configured.
+    #[serde(rename = "providerId")]
+    pub provider_id: ProviderId,
+    /// The protocol to speak.
+    #[serde(rename = "apiType")]
+    pub api_type: LlmProtocol,
+    /// Where to send requests.
+    #[serde(rename = "baseUrl")]
+    pub base_url: ::std::string::String,
+    /// Every header to send (authorisation, routing and the like); absent means none.
+    #[serde(
+        default,
+        skip_serializing_if = "::std::collections::BTreeMap::is_empty",
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub headers: ::std::collections::BTreeMap<
+        ::std::string::String,
+        ::std::string::String,
+    >,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl SetProviderRequest {
+    /// A value from its required fields (`provider_id`, `api_type`, `base_url`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        provider_id: impl ::std::convert::Into<ProviderId>,
+        api_type: impl ::std::convert::Into<LlmProtocol>,
+        base_url: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            provider_id: provider_id.into(),
+            api_type: api_type.into(),
+            base_url: base_url.into(),
+            headers: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Every header to send (authorisation, routing and the like); absent means none.
+    pub fn headers(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = (
+                impl ::std::convert::Into<::std::string::String>,
+                impl ::std::convert::Into<::std::string::String>,
+            ),
+        >,
+    ) -> Self {
+        self.headers = value
+            .into_iter()
+            .map(|(k, v)| (
+                (::std::convert::Into::<::std::string::String>::into)(k),
+                (::std::convert::Into::<::std::string::String>::into)(v),
+            ))
+            .collect();
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for SetProviderRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetProviderRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for SetProviderRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetProviderRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for SetProviderRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl SetProviderRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `providers/set` (empty).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct SetProviderResponse {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl SetProviderResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for SetProviderResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SetProviderResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for SetProviderResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SetProviderResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for SetProviderResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl SetProviderResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `providers/disable`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct DisableProviderRequest {
+    /// The provider disabled (never a `required` one).
+    #[serde(rename = "providerId")]
+    pub provider_id: ProviderId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl DisableProviderRequest {
+    /// A value from its required fields (`provider_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(provider_id: impl ::std::convert::Into<ProviderId>) -> Self {
+        Self {
+            provider_id: provider_id.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for DisableProviderRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        DisableProviderRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for DisableProviderRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| DisableProviderRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for DisableProviderRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl DisableProviderRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `providers/disable` (empty).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct DisableProviderResponse {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl DisableProviderResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for DisableProviderResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        DisableProviderResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for DisableProviderResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| DisableProviderResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for DisableProviderResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl DisableProviderResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the agent serves `providers/list`, `providers/set` and `providers/disable`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_llm_providers")]
+pub struct ProvidersCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ProvidersCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::serde::Serialize for ProvidersCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ProvidersCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl<'de> ::serde::Deserialize<'de> for ProvidersCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ProvidersCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl crate::HasExtra for ProvidersCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ProvidersCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
 impl ::std::convert::From<AuthMethodId> for ::std::string::String {
     fn from(value: AuthMethodId) -> Self {
         value.0
@@ -16805,8 +20778,20 @@ impl ::std::convert::From<PermissionOptionId> for ::std::string::String {
         value.0
     }
 }
+#[cfg(feature = "unstable_plan_operations")]
+impl ::std::convert::From<PlanId> for ::std::string::String {
+    fn from(value: PlanId) -> Self {
+        value.0
+    }
+}
 impl ::std::convert::From<ProtocolVersion> for u16 {
     fn from(value: ProtocolVersion) -> Self {
+        value.0
+    }
+}
+#[cfg(feature = "unstable_llm_providers")]
+impl ::std::convert::From<ProviderId> for ::std::string::String {
+    fn from(value: ProviderId) -> Self {
         value.0
     }
 }
@@ -16853,6 +20838,8 @@ pub mod defaults {
         super::AgentAuthCapabilities {
             logout: Default::default(),
             meta: Default::default(),
+            #[cfg(feature = "unstable_auth_status")]
+            status: Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -16876,11 +20863,19 @@ pub mod defaults {
     pub(super) fn agent_capabilities_session_capabilities() -> super::SessionCapabilities {
         super::SessionCapabilities {
             additional_directories: Default::default(),
+            #[cfg(feature = "unstable_session_archive")]
+            archive: Default::default(),
             close: Default::default(),
             delete: Default::default(),
+            #[cfg(feature = "unstable_session_fork")]
+            fork: Default::default(),
             list: Default::default(),
             meta: Default::default(),
             resume: Default::default(),
+            #[cfg(feature = "unstable_session_status")]
+            status: Default::default(),
+            #[cfg(feature = "unstable_session_system_prompt")]
+            system_prompt: Default::default(),
             #[cfg(feature = "unstable_session_set_title")]
             title: Default::default(),
             extra: ::std::default::Default::default(),
@@ -16919,6 +20914,8 @@ pub mod defaults {
                 extra: ::std::default::Default::default(),
             },
             meta: Default::default(),
+            #[cfg(feature = "unstable_plan_operations")]
+            plan: Default::default(),
             session: Default::default(),
             terminal: false,
             extra: ::std::default::Default::default(),
@@ -16929,6 +20926,8 @@ pub mod defaults {
             auth: super::AgentAuthCapabilities {
                 logout: Default::default(),
                 meta: Default::default(),
+                #[cfg(feature = "unstable_auth_status")]
+                status: Default::default(),
                 extra: ::std::default::Default::default(),
             },
             load_session: false,
@@ -16946,13 +20945,23 @@ pub mod defaults {
                 meta: Default::default(),
                 extra: ::std::default::Default::default(),
             },
+            #[cfg(feature = "unstable_llm_providers")]
+            providers: Default::default(),
             session_capabilities: super::SessionCapabilities {
                 additional_directories: Default::default(),
+                #[cfg(feature = "unstable_session_archive")]
+                archive: Default::default(),
                 close: Default::default(),
                 delete: Default::default(),
+                #[cfg(feature = "unstable_session_fork")]
+                fork: Default::default(),
                 list: Default::default(),
                 meta: Default::default(),
                 resume: Default::default(),
+                #[cfg(feature = "unstable_session_status")]
+                status: Default::default(),
+                #[cfg(feature = "unstable_session_system_prompt")]
+                system_prompt: Default::default(),
                 #[cfg(feature = "unstable_session_set_title")]
                 title: Default::default(),
                 extra: ::std::default::Default::default(),
@@ -17015,4 +21024,83 @@ impl crate::methods::RequestMethod for SetSessionModelRequest {
     const PARAMS_NULL_AS_DEFAULT: bool = false;
     const RESULT_NULL_AS_DEFAULT: bool = true;
     type Response = SetSessionModelResponse;
+}
+#[cfg(feature = "unstable_session_fork")]
+/// `session/fork` (unstable, feature `unstable_session_fork`): Starts a new session from an existing one's history (offered through `sessionCapabilities.fork`).
+impl crate::methods::RequestMethod for ForkSessionRequest {
+    const METHOD: &'static str = "session/fork";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = false;
+    type Response = ForkSessionResponse;
+}
+#[cfg(feature = "unstable_session_status")]
+/// `session/status` (unstable, feature `unstable_session_status`): Reports whether a session is held in memory or only saved (offered through `sessionCapabilities.status`).
+impl crate::methods::RequestMethod for SessionStatusRequest {
+    const METHOD: &'static str = "session/status";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = false;
+    type Response = SessionStatusResponse;
+}
+#[cfg(feature = "unstable_session_archive")]
+/// `session/archive` (unstable, feature `unstable_session_archive`): Archives a session (offered through `sessionCapabilities.archive`).
+impl crate::methods::RequestMethod for ArchiveSessionRequest {
+    const METHOD: &'static str = "session/archive";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = true;
+    type Response = ArchiveSessionResponse;
+}
+#[cfg(feature = "unstable_session_archive")]
+/// `session/unarchive` (unstable, feature `unstable_session_archive`): Unarchives a session (offered through `sessionCapabilities.archive`).
+impl crate::methods::RequestMethod for UnarchiveSessionRequest {
+    const METHOD: &'static str = "session/unarchive";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = true;
+    type Response = UnarchiveSessionResponse;
+}
+#[cfg(feature = "unstable_auth_status")]
+/// `auth/status` (unstable, feature `unstable_auth_status`): Reports whether the user needs to sign in and which accounts are configured (offered through `auth.status`).
+impl crate::methods::RequestMethod for AuthStatusRequest {
+    const METHOD: &'static str = "auth/status";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = true;
+    const RESULT_NULL_AS_DEFAULT: bool = false;
+    type Response = AuthStatusResponse;
+}
+#[cfg(feature = "unstable_auth_status")]
+/// `auth/status_update` (unstable, feature `unstable_auth_status`): The agent's authentication state changed (agents offering `auth.status`).
+impl crate::methods::NotificationMethod for AuthStatusUpdateNotification {
+    const METHOD: &'static str = "auth/status_update";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Client;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+}
+#[cfg(feature = "unstable_llm_providers")]
+/// `providers/list` (unstable, feature `unstable_llm_providers`): Lists the agent's configurable model providers (offered through `providers`).
+impl crate::methods::RequestMethod for ListProvidersRequest {
+    const METHOD: &'static str = "providers/list";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = true;
+    const RESULT_NULL_AS_DEFAULT: bool = false;
+    type Response = ListProvidersResponse;
+}
+#[cfg(feature = "unstable_llm_providers")]
+/// `providers/set` (unstable, feature `unstable_llm_providers`): Points one provider at the client's endpoint (offered through `providers`).
+impl crate::methods::RequestMethod for SetProviderRequest {
+    const METHOD: &'static str = "providers/set";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = true;
+    type Response = SetProviderResponse;
+}
+#[cfg(feature = "unstable_llm_providers")]
+/// `providers/disable` (unstable, feature `unstable_llm_providers`): Disables one provider that is not required (offered through `providers`).
+impl crate::methods::RequestMethod for DisableProviderRequest {
+    const METHOD: &'static str = "providers/disable";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = true;
+    type Response = DisableProviderResponse;
 }
