@@ -15,8 +15,8 @@ use crate::{Input, Output};
 /// ([`Connection::agent`]).
 #[derive(Clone, Debug)]
 pub struct Connection<H> {
-    handle: H,
-    peer: Peer,
+    pub(crate) handle: H,
+    pub(crate) peer: Peer,
 }
 
 /// Marks a typed handle to an agent (the editor's side holds one).

@@ -63,6 +63,7 @@ pub mod negotiation;
 pub mod probe;
 #[cfg(feature = "legacy-threads")]
 pub mod threads;
+mod translate;
 #[cfg(feature = "legacy-0-0-9")]
 pub mod v0_0_9;
 
