@@ -22,12 +22,34 @@ pub(crate) struct V1End<S, H> {
     legacy: Arc<OnceLock<H>>,
 }
 
+/// The end of a translation the legacy peer talks to (it implements the dialect's `Agent`
+/// or `Client`): the shared state (it derefs to it), the peer of the user's v1 side, and
+/// the legacy peer's typed handle `H` (for a call of its own, as crow's answer to a
+/// permission request is).
+pub(crate) struct LegacyEnd<S, H> {
+    state: Arc<S>,
+    legacy: Arc<OnceLock<H>>,
+    /// The user's v1 agent (agent role) or v1 client (client role).
+    pub(crate) v1: Peer,
+}
+
+/// The legacy peer's handle (set before any message can arrive).
+fn ready<H>(slot: &OnceLock<H>) -> Result<&H, Error> {
+    slot.get()
+        .ok_or_else(|| Error::internal_error("the legacy connection is not ready"))
+}
+
 impl<S, H> V1End<S, H> {
-    /// The legacy peer's handle (set before any message can arrive).
+    /// The legacy peer's handle.
     pub(crate) fn legacy(&self) -> Result<&H, Error> {
-        self.legacy
-            .get()
-            .ok_or_else(|| Error::internal_error("the legacy connection is not ready"))
+        ready(&self.legacy)
+    }
+}
+
+impl<S, H> LegacyEnd<S, H> {
+    /// The legacy peer's handle.
+    pub(crate) fn legacy(&self) -> Result<&H, Error> {
+        ready(&self.legacy)
     }
 }
 
@@ -38,15 +60,7 @@ impl<S, H> Deref for V1End<S, H> {
     }
 }
 
-/// The end of a translation the legacy peer talks to (it implements the dialect's `Agent`
-/// or `Client`): the shared state (it derefs to it) and the peer of the user's v1 side.
-pub(crate) struct LegacyEnd<S> {
-    state: Arc<S>,
-    /// The user's v1 agent (agent role) or v1 client (client role).
-    pub(crate) v1: Peer,
-}
-
-impl<S> Deref for LegacyEnd<S> {
+impl<S, H> Deref for LegacyEnd<S, H> {
     type Target = S;
     fn deref(&self) -> &S {
         &self.state
@@ -60,7 +74,7 @@ impl<S> Deref for LegacyEnd<S> {
 pub(crate) fn translate<S, H>(
     user_side: impl FnOnce(PipeEnd) -> Peer,
     state: S,
-    legacy: impl FnOnce(LegacyEnd<S>) -> Connection<H>,
+    legacy: impl FnOnce(LegacyEnd<S, H>) -> Connection<H>,
 ) -> Peer
 where
     S: Send + Sync + 'static,
@@ -80,6 +94,7 @@ where
         .clone();
     let outer = legacy(LegacyEnd {
         state,
+        legacy: slot.clone(),
         v1: v1.clone(),
     });
     let _ = slot.set(outer.handle);

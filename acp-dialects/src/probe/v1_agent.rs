@@ -112,7 +112,7 @@ fn mode_of(modes: Option<&v1::SessionModeState>) -> p::SessionMode {
 
 /// The probe agent the editor sees; every call becomes v1 calls to the agent on the pipe.
 /// The probe agent the editor sees; every call becomes v1 calls to the agent on the pipe.
-type ProbeAgent = LegacyEnd<Sessions>;
+type ProbeAgent = LegacyEnd<Sessions, ClientHandle>;
 
 impl ProbeAgent {
     /// The v1 handshake, done once, before the first call.

@@ -269,7 +269,7 @@ async fn notify(
 }
 
 /// The probe editor the real agent sees; its calls go to the user's v1 client.
-type ProbeEditor = LegacyEnd<Shared>;
+type ProbeEditor = LegacyEnd<Shared, AgentHandle>;
 
 impl ProbeEditor {
     async fn update(&self, session: &p::SessionId, update: v1::SessionUpdate) -> Result<(), Error> {

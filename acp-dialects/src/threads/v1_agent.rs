@@ -98,7 +98,7 @@ fn thread_not_found(id: &str) -> Error {
 }
 
 /// The threads agent the editor sees; every call becomes v1 calls to the agent on the pipe.
-type ThreadsAgent = LegacyEnd<Threads>;
+type ThreadsAgent = LegacyEnd<Threads, ClientHandle>;
 
 impl ThreadsAgent {
     /// The v1 handshake, done once, before the first call (the threads dialect has none).

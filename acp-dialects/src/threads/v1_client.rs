@@ -202,7 +202,7 @@ impl V1Agent {
 }
 
 /// The threads editor the real agent talks to; its calls go to the user's v1 client.
-type ThreadsEditor = LegacyEnd<Shared>;
+type ThreadsEditor = LegacyEnd<Shared, AgentHandle>;
 
 #[async_trait]
 impl Client for ThreadsEditor {

@@ -76,7 +76,7 @@ fn agent_run_auth_method(methods: &[v1::AuthMethod]) -> Option<v1::AuthMethodId>
 }
 
 /// The 0.0.9 agent the editor sees; every call becomes v1 calls to the agent on the pipe.
-type ZeroNineAgent = LegacyEnd<Conversation>;
+type ZeroNineAgent = LegacyEnd<Conversation, ClientHandle>;
 
 impl ZeroNineAgent {
     /// The v1 handshake, done once, on the editor's `initialize` or before its first call.

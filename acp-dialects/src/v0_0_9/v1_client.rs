@@ -262,7 +262,7 @@ impl V1Agent {
 }
 
 /// The 0.0.9 editor the real agent talks to; its calls go to the user's v1 client.
-type ZeroNineEditor = LegacyEnd<Conversation>;
+type ZeroNineEditor = LegacyEnd<Conversation, AgentHandle>;
 
 impl ZeroNineEditor {
     async fn update(&self, method: &str, update: v1::SessionUpdate) -> Result<(), Error> {
