@@ -257,12 +257,20 @@ pub(crate) fn refused(dialect: Dialect, method: &str, why: &str) -> Error {
         .with_data(serde_json::json!({ "method": method, "dialect": dialect.name() }))
 }
 
-/// Formats seconds since the Unix epoch as an RFC 3339 UTC timestamp.
+/// The current time as an RFC 3339 UTC timestamp (`2025-06-25T12:00:00Z`).
 #[cfg_attr(
     not(any(feature = "legacy-threads", feature = "probe")),
     allow(dead_code)
 )]
-pub(crate) fn rfc3339(secs: u64) -> String {
+pub(crate) fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    rfc3339(secs)
+}
+
+/// Formats seconds since the Unix epoch as an RFC 3339 UTC timestamp.
+fn rfc3339(secs: u64) -> String {
     let days = secs / 86_400;
     let rem = secs % 86_400;
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -293,4 +301,16 @@ pub(crate) fn not_forwarded(dialect: Dialect, method: &str, why: &str) -> Error 
 /// consistent: every critical section is a single update).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rfc3339;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_750_852_800), "2025-06-25T12:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    }
 }

@@ -14,11 +14,10 @@ use async_trait::async_trait;
 
 use super::native::{Agent, ClientHandle, Context, serve_with};
 use super::{
-    now_millis, now_rfc3339, probe_session_of, session_not_found, session_of, tools_of,
-    unsupported_version,
+    now_millis, probe_session_of, session_not_found, session_of, tools_of, unsupported_version,
 };
 use crate::translate::{LegacyEnd, OnDrop, V1End, V1Handshake, translate, update_kind, v1_routes};
-use crate::{AdapterOptions, Input, Output, lock};
+use crate::{AdapterOptions, Input, Output, lock, now_rfc3339};
 
 /// Serves the v1 agent `v1_agent` starts to a probe editor; see the module docs of
 /// [`super`] for the mapping.

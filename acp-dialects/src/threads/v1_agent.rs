@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use super::native::{Agent, ClientHandle, Context, serve_with};
 use super::{line_offset_of, prompt_of, session_of, thread_of};
 use crate::translate::{LegacyEnd, OnDrop, V1End, V1Handshake, translate, update_kind, v1_routes};
-use crate::{AdapterOptions, Input, Output, lock, not_forwarded, rfc3339};
+use crate::{AdapterOptions, Input, Output, lock, not_forwarded, now_rfc3339};
 
 /// Serves the v1 agent `v1_agent` starts to a threads editor; see the module docs of
 /// [`super`] for the mapping.
@@ -311,24 +311,9 @@ impl V1Client {
     }
 }
 
-/// The current time as an RFC 3339 UTC timestamp (`2025-06-25T12:00:00Z`).
-fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    rfc3339(secs)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn timestamps_are_rfc3339_utc() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_750_852_800), "2025-06-25T12:00:00Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-    }
 
     #[test]
     fn titles_come_from_the_first_line_of_the_first_message() {
