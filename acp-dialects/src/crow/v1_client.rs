@@ -43,10 +43,6 @@ v1_routes! {
 }
 
 impl V1Agent {
-    fn agent(&self) -> Result<&AgentHandle, Error> {
-        self.legacy()
-    }
-
     async fn initialize(
         &self,
         _cx: &RequestContext,
@@ -59,7 +55,7 @@ impl V1Agent {
             client.title = info.title;
             init = init.client_info(client);
         }
-        let answer = self.agent()?.initialize(init).await?;
+        let answer = self.legacy()?.initialize(init).await?;
         let caps = answer.agent_capabilities.clone().unwrap_or_default();
         let (prompt, mcp) = (
             caps.prompt_capabilities.unwrap_or_default(),
@@ -94,7 +90,7 @@ impl V1Agent {
             .iter()
             .filter_map(|s| serde_json::to_value(s).ok());
         let request = c::NewSessionParams::new(r.cwd).mcp_servers(servers);
-        let created = self.agent()?.session_new(request).await?;
+        let created = self.legacy()?.session_new(request).await?;
         Ok(v1::NewSessionResponse::new(session_of(&created.session_id)))
     }
 
@@ -104,7 +100,7 @@ impl V1Agent {
         r: v1::LoadSessionRequest,
     ) -> Result<v1::LoadSessionResponse, Error> {
         let request = c::LoadSessionParams::new(crow_session_of(&r.session_id)).cwd(r.cwd);
-        self.agent()?.session_load(request).await?;
+        self.legacy()?.session_load(request).await?;
         Ok(v1::LoadSessionResponse::new())
     }
 
@@ -115,7 +111,7 @@ impl V1Agent {
     ) -> Result<v1::PromptResponse, Error> {
         let prompt = prompt_from_v1(&r.prompt)?;
         let request = c::PromptParams::new(crow_session_of(&r.session_id), prompt);
-        let answer = self.agent()?.session_prompt(request).await?;
+        let answer = self.legacy()?.session_prompt(request).await?;
         let reason = match answer.stop_reason {
             c::StopReason::EndTurn => v1::StopReason::EndTurn,
             c::StopReason::Cancelled => v1::StopReason::Cancelled,
@@ -133,7 +129,7 @@ impl V1Agent {
     }
 
     async fn cancel(&self, n: v1::CancelNotification) -> Result<(), Error> {
-        let agent = self.agent()?.clone();
+        let agent = self.legacy()?.clone();
         let cancel = c::CancelParams::new(crow_session_of(&n.session_id));
         // The answer is only logged: a notification handler does not wait for it.
         tokio::spawn(async move {

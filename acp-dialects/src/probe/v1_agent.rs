@@ -318,10 +318,6 @@ enum Out {
 }
 
 impl V1Client {
-    fn editor(&self) -> Result<&ClientHandle, Error> {
-        self.legacy()
-    }
-
     async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
         let id = n.session_id;
         let probe_id = probe_session_of(&id);
@@ -408,7 +404,7 @@ impl V1Client {
                 None
             }
         });
-        let editor = self.editor()?;
+        let editor = self.legacy()?;
         match out.flatten() {
             Some(Out::Chunk(chunk)) => editor.message_chunk(chunk).await,
             Some(Out::Tool(progress)) => editor.tool_call_progress(*progress).await,
@@ -423,7 +419,7 @@ impl V1Client {
         r: v1::ReadTextFileRequest,
     ) -> Result<v1::ReadTextFileResponse, Error> {
         let read = p::ReadTextFileParams::new(r.path).session_id(probe_session_of(&r.session_id));
-        let answer = self.editor()?.read_text_file(read).await?;
+        let answer = self.legacy()?.read_text_file(read).await?;
         let content = lines_of(&answer.content, r.line, r.limit);
         Ok(v1::ReadTextFileResponse::new(content))
     }
@@ -435,7 +431,7 @@ impl V1Client {
     ) -> Result<v1::WriteTextFileResponse, Error> {
         let write = p::WriteTextFileParams::new(w.path, w.content)
             .session_id(probe_session_of(&w.session_id));
-        let answer = self.editor()?.write_text_file(write).await?;
+        let answer = self.legacy()?.write_text_file(write).await?;
         if answer.success == Some(false) {
             return Err(Error::internal_error(
                 "the probe editor answered writeTextFile with success: false",

@@ -102,17 +102,13 @@ v1_routes! {
 }
 
 impl V1Agent {
-    fn agent(&self) -> Result<&AgentHandle, Error> {
-        self.legacy()
-    }
-
     async fn initialize(
         &self,
         _cx: &RequestContext,
         r: v1::InitializeRequest,
     ) -> Result<v1::InitializeResponse, Error> {
         let _ = self.capabilities.set(r.client_capabilities);
-        let agent = self.agent()?;
+        let agent = self.legacy()?;
         let answer = self
             .initialized
             .get_or_try_init(|| {
@@ -143,7 +139,7 @@ impl V1Agent {
         _r: v1::NewSessionRequest,
     ) -> Result<v1::NewSessionResponse, Error> {
         let created = self
-            .agent()?
+            .legacy()?
             .new_session(p::NewSessionParams::new())
             .await?;
         let id = session_of(&created.session_id);
@@ -156,7 +152,7 @@ impl V1Agent {
         r: v1::LoadSessionRequest,
     ) -> Result<v1::LoadSessionResponse, Error> {
         let loaded = self
-            .agent()?
+            .legacy()?
             .load_session(p::LoadSessionParams::new(probe_session_of(&r.session_id)))
             .await?;
         for message in &loaded.history {
@@ -180,7 +176,7 @@ impl V1Agent {
         r: v1::SetSessionModeRequest,
     ) -> Result<v1::SetSessionModeResponse, Error> {
         let mode = convert::mode_from_v1(&r.mode_id);
-        self.agent()?
+        self.legacy()?
             .set_session_mode(p::SetSessionModeParams::new(
                 probe_session_of(&r.session_id),
                 mode,
@@ -210,7 +206,7 @@ impl V1Agent {
             lock(&self.state).turns.remove(&r.session_id);
         });
         let answer = self
-            .agent()?
+            .legacy()?
             .prompt(p::PromptParams::new(
                 probe_session_of(&r.session_id),
                 message,
@@ -246,7 +242,7 @@ impl V1Agent {
                 tracing::debug!(session = %c.session_id.0, "session/cancel with no prompt running")
             }
         }
-        let agent = self.agent()?.clone();
+        let agent = self.legacy()?.clone();
         let cancel = p::CancelParams::new(probe_session_of(&c.session_id));
         // The answer is only logged: a notification handler does not wait for it.
         tokio::spawn(async move {

@@ -111,10 +111,6 @@ v1_routes! {
 }
 
 impl V1Agent {
-    fn agent(&self) -> Result<&AgentHandle, Error> {
-        self.legacy()
-    }
-
     async fn initialize(
         &self,
         _cx: &RequestContext,
@@ -136,7 +132,7 @@ impl V1Agent {
         _cx: &RequestContext,
         _p: v1::NewSessionRequest,
     ) -> Result<v1::NewSessionResponse, Error> {
-        let created = self.agent()?.create_thread().await?;
+        let created = self.legacy()?.create_thread().await?;
         Ok(v1::NewSessionResponse::new(session_of(&created.thread_id)))
     }
 
@@ -146,7 +142,7 @@ impl V1Agent {
         p: v1::PromptRequest,
     ) -> Result<v1::PromptResponse, Error> {
         let message = message_of(&p.prompt)?;
-        let agent = self.agent()?;
+        let agent = self.legacy()?;
         agent
             .send_message(t::SendMessageParams::new(thread_of(&p.session_id), message))
             .await?;
@@ -160,7 +156,7 @@ impl V1Agent {
         cx: &RequestContext,
         p: v1::LoadSessionRequest,
     ) -> Result<v1::LoadSessionResponse, Error> {
-        let agent = self.agent()?;
+        let agent = self.legacy()?;
         let thread_id = thread_of(&p.session_id);
         agent
             .open_thread(t::OpenThreadParams::new(thread_id.clone()))
@@ -186,7 +182,7 @@ impl V1Agent {
         _cx: &RequestContext,
         _p: v1::ListSessionsRequest,
     ) -> Result<v1::ListSessionsResponse, Error> {
-        let threads = self.agent()?.get_threads().await?;
+        let threads = self.legacy()?.get_threads().await?;
         let cwd = self.listed_cwd.clone();
         let sessions: Vec<_> = threads
             .threads

@@ -190,10 +190,6 @@ v1_routes! {
 }
 
 impl V1Client {
-    fn editor(&self) -> Result<&ClientHandle, Error> {
-        self.legacy()
-    }
-
     fn shown(&self, id: &v1::ToolCallId) -> Option<ShownToolCall> {
         lock(&self.tool_calls).get(id).cloned()
     }
@@ -204,7 +200,7 @@ impl V1Client {
 
     async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
         use v1::SessionUpdate as U;
-        let editor = self.editor()?;
+        let editor = self.legacy()?;
         match n.update {
             U::AgentMessageChunk(chunk) => match chunk.content {
                 v1::ContentBlock::Text(text) => editor.stream_text(text.text).await,
@@ -259,7 +255,7 @@ impl V1Client {
             z::PushToolCallParams::new(call.title.clone(), convert::icon_for_kind(&call.kind))
                 .locations(locations.clone());
         push.content = content.clone();
-        let pushed = self.editor()?.push_tool_call(push).await?;
+        let pushed = self.legacy()?.push_tool_call(push).await?;
         let status = convert::status_from_v1(&call.status);
         let shown = ShownToolCall {
             id: pushed.id,
@@ -305,7 +301,7 @@ impl V1Client {
         }
         let mut update = z::UpdateToolCallParams::new(shown.id.clone(), shown.status.clone());
         update.content = shown.content.clone();
-        self.editor()?.update_tool_call(update).await?;
+        self.legacy()?.update_tool_call(update).await?;
         self.remember(id, shown);
         Ok(())
     }
@@ -355,7 +351,7 @@ impl V1Client {
         )
         .locations(locations.clone());
         ask.content = content.clone();
-        let answer = self.editor()?.request_tool_call_confirmation(ask).await?;
+        let answer = self.legacy()?.request_tool_call_confirmation(ask).await?;
         self.remember(
             call.tool_call_id.clone(),
             ShownToolCall {
@@ -380,7 +376,7 @@ impl V1Client {
     ) -> Result<v1::ReadTextFileResponse, Error> {
         let mut read = z::ReadTextFileParams::new(p.path);
         (read.line, read.limit) = (p.line, p.limit);
-        let answer = self.editor()?.read_text_file(read).await?;
+        let answer = self.legacy()?.read_text_file(read).await?;
         Ok(v1::ReadTextFileResponse::new(answer.content))
     }
 
@@ -390,7 +386,7 @@ impl V1Client {
         p: v1::WriteTextFileRequest,
     ) -> Result<v1::WriteTextFileResponse, Error> {
         let write = z::WriteTextFileParams::new(p.path, p.content);
-        self.editor()?.write_text_file(write).await?;
+        self.legacy()?.write_text_file(write).await?;
         Ok(v1::WriteTextFileResponse::default())
     }
 }

@@ -137,17 +137,13 @@ v1_routes! {
 }
 
 impl V1Agent {
-    fn agent(&self) -> Result<&AgentHandle, Error> {
-        self.legacy()
-    }
-
     async fn initialize(
         &self,
         _cx: &RequestContext,
         p: v1::InitializeRequest,
     ) -> Result<v1::InitializeResponse, Error> {
         self.files.advertise(&p.client_capabilities);
-        let agent = self.agent()?;
+        let agent = self.legacy()?;
         let answer = self
             .initialized
             .get_or_try_init(|| agent.initialize())
@@ -177,7 +173,7 @@ impl V1Agent {
             ))
             .with_data(json!({ "field": "methodId" })));
         }
-        self.agent()?.authenticate().await?;
+        self.legacy()?.authenticate().await?;
         Ok(v1::AuthenticateResponse::default())
     }
 
@@ -227,7 +223,7 @@ impl V1Agent {
         let _end = OnDrop(|| {
             self.turn().take();
         });
-        let agent = self.agent()?;
+        let agent = self.legacy()?;
         let result = agent
             .send_user_message(z::SendUserMessageParams::new(chunks))
             .await;
@@ -254,7 +250,7 @@ impl V1Agent {
                 return Ok(());
             }
         }
-        if let Err(e) = self.agent()?.cancel_send_message().await {
+        if let Err(e) = self.legacy()?.cancel_send_message().await {
             tracing::warn!(error = %e, "the agent refused cancelSendMessage");
         }
         Ok(())
