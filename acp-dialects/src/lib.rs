@@ -13,7 +13,10 @@
 //!   `drive_for_v1_client` puts an agent of the dialect behind a v1 client. A translation
 //!   runs the user's v1 side on an in-memory pipe ([`acp_rpc::memory`]) and translates every
 //!   message both ways; what cannot be translated is refused with a clear error or dropped
-//!   with a logged reason, as the tables say.
+//!   with a logged reason, as the tables say. Every translation stands on one skeleton
+//!   (`src/translate.rs`: the pipe, the two ends over the dialect's shared state, the
+//!   routing table of the v1 end), so the dialect's `v1_agent.rs` and `v1_client.rs` hold
+//!   only the mapping.
 //!
 //! [`negotiation`] holds what both sides' version negotiation knows about the dialects
 //! (which dialect a first message or a handshake answer shows, how a client offers one) and
