@@ -33,7 +33,13 @@
         feature = "legacy-threads",
         feature = "probe"
     )),
-    allow(unreachable_code, unused_variables, unused_imports, dead_code)
+    allow(
+        unreachable_code,
+        unused_variables,
+        unused_imports,
+        unused_macros,
+        dead_code
+    )
 )]
 
 use std::fmt;
