@@ -13,7 +13,7 @@ use super::native::{AgentHandle, Client, connect_with};
 use super::{line_of, message_of, session_of, thread_of};
 use crate::client_files::ClientFiles;
 use crate::translate::{LegacyEnd, V1End, translate, v1_routes};
-use crate::{AdapterOptions, Input, Output, refused};
+use crate::{AdapterOptions, Dialect, Input, Output, refused};
 
 /// Drives a threads agent for the v1 client `v1_client` starts; see the module docs of
 /// [`super`] for the mapping.
@@ -25,7 +25,7 @@ pub(crate) fn drive_for_v1_client(
 ) -> Peer {
     let config = options.config.clone();
     let shared = Shared {
-        files: ClientFiles::new(crate::Dialect::Threads, &options, NO_FILES),
+        files: ClientFiles::new(Dialect::Threads, &options, NO_FILES),
         listed_cwd: listed_cwd(&options),
     };
     translate(v1_client, shared, |end| {
@@ -95,11 +95,7 @@ v1_routes! {
         v1::names::SESSION_LIST => list,
         v1::names::SESSION_PROMPT => prompt,
     }
-    refuse |method| refused(
-        crate::Dialect::Threads,
-        method,
-        "a threads agent has no such method",
-    );
+    refuse |method| refused(Dialect::Threads, method, "a threads agent has no such method");
     notifications {}
     drop |method| if method == v1::names::SESSION_CANCEL {
         tracing::warn!(

@@ -16,7 +16,7 @@ use tokio::sync::OnceCell;
 use super::block_of;
 use super::native::{Agent, ClientHandle, Context, serve_with};
 use crate::translate::{LegacyEnd, V1End, V1Handshake, translate, update_kind, v1_routes};
-use crate::{AdapterOptions, Input, Output, lock, not_forwarded};
+use crate::{AdapterOptions, Dialect, Input, Output, lock, not_forwarded};
 
 /// Serves the v1 agent `v1_agent` starts to a 0.0.9 editor; see the module docs of
 /// [`super`] for the mapping.
@@ -180,11 +180,7 @@ v1_routes! {
         v1::names::FS_READ_TEXT_FILE => read_text_file,
         v1::names::FS_WRITE_TEXT_FILE => write_text_file,
     }
-    refuse |method| not_forwarded(
-        crate::Dialect::Legacy009,
-        method,
-        "a 0.0.9 editor has no such method",
-    );
+    refuse |method| not_forwarded(Dialect::Legacy009, method, "a 0.0.9 editor has no such method");
     notifications { v1::names::SESSION_UPDATE => update }
     drop |method| tracing::debug!(method, "notification from the v1 agent dropped: no 0.0.9 equivalent");
 }

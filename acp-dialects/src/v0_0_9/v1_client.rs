@@ -18,7 +18,7 @@ use super::chunks_of;
 use super::native::{AgentHandle, Client, connect_with};
 use crate::client_files::ClientFiles;
 use crate::translate::{LegacyEnd, OnDrop, V1End, translate, v1_routes};
-use crate::{AdapterOptions, Input, Output, lock, refused};
+use crate::{AdapterOptions, Dialect, Input, Output, lock, refused};
 
 /// The id of the one session a 0.0.9 agent offers (the dialect has a single, implicit
 /// conversation).
@@ -42,7 +42,7 @@ pub(crate) fn drive_for_v1_client(
         .and_then(|answer| serde_json::from_value(answer).ok());
     let config = options.config.clone();
     let conversation = Conversation {
-        files: ClientFiles::new(crate::Dialect::Legacy009, &options, NO_FILES),
+        files: ClientFiles::new(Dialect::Legacy009, &options, NO_FILES),
         initialized: OnceCell::new_with(handshake),
         session: OnceLock::new(),
         turn: Mutex::new(None),
@@ -127,11 +127,7 @@ v1_routes! {
         v1::names::SESSION_NEW => new_session,
         v1::names::SESSION_PROMPT => prompt,
     }
-    refuse |method| refused(
-        crate::Dialect::Legacy009,
-        method,
-        "a 0.0.9 agent has no such method",
-    );
+    refuse |method| refused(Dialect::Legacy009, method, "a 0.0.9 agent has no such method");
     notifications { v1::names::SESSION_CANCEL => cancel }
     drop |method| tracing::debug!(method, "notification dropped: a 0.0.9 agent has no equivalent");
 }
