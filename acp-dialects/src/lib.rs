@@ -33,13 +33,7 @@
         feature = "legacy-threads",
         feature = "probe"
     )),
-    allow(
-        unreachable_code,
-        unused_variables,
-        unused_imports,
-        unused_macros,
-        dead_code
-    )
+    allow(unused)
 )]
 
 use std::fmt;
