@@ -128,10 +128,25 @@ impl AdapterOptions {
     }
 
     /// The cwd of the sessions a v1 agent serves to a legacy editor.
-    pub(crate) fn session_cwd(&self) -> PathBuf {
-        self.cwd
-            .clone()
-            .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")))
+    pub(crate) fn session_cwd(&self) -> String {
+        let cwd = self.cwd.clone();
+        let cwd = cwd.unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| "/".into()));
+        cwd.to_string_lossy().into_owned()
+    }
+
+    /// `session/new` for a legacy editor's conversation: in [`AdapterOptions::session_cwd`],
+    /// with no MCP servers (no legacy editor names any).
+    pub(crate) fn new_session(&self) -> v1::NewSessionRequest {
+        v1::NewSessionRequest::new(self.session_cwd(), Vec::<v1::McpServer>::new())
+    }
+
+    /// `session/load` of `id` for a legacy editor, like [`AdapterOptions::new_session`].
+    #[cfg_attr(
+        not(any(feature = "legacy-threads", feature = "probe")),
+        allow(dead_code)
+    )]
+    pub(crate) fn load_session(&self, id: v1::SessionId) -> v1::LoadSessionRequest {
+        v1::LoadSessionRequest::new(Vec::<v1::McpServer>::new(), self.session_cwd(), id)
     }
 }
 

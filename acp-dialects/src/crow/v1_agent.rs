@@ -125,9 +125,7 @@ impl Agent for CrowAgent {
         params: c::LoadSessionParams,
         _cx: &Context,
     ) -> Result<c::LoadSessionResponse, Error> {
-        let cwd = params
-            .cwd
-            .unwrap_or_else(|| self.options.session_cwd().to_string_lossy().into_owned());
+        let cwd = params.cwd.unwrap_or_else(|| self.options.session_cwd());
         let load = v1::LoadSessionRequest::new(
             Vec::<v1::McpServer>::new(),
             cwd,

@@ -119,10 +119,6 @@ impl ProbeAgent {
         self.handshake.done(&self.v1).await
     }
 
-    fn cwd(&self) -> String {
-        self.options.session_cwd().to_string_lossy().into_owned()
-    }
-
     /// A session of this connection, or `-32002`.
     fn known(&self, id: &p::SessionId) -> Result<v1::SessionId, Error> {
         let id = session_of(id);
@@ -167,7 +163,7 @@ impl Agent for ProbeAgent {
         _cx: &Context,
     ) -> Result<p::NewSessionResponse, Error> {
         self.agent().await?;
-        let request = v1::NewSessionRequest::new(self.cwd(), Vec::<v1::McpServer>::new());
+        let request = self.options.new_session();
         let created = self.v1.typed_request(&request).await?;
         let mode = mode_of(created.modes.as_ref());
         self.insert(created.session_id.clone(), mode.clone());
@@ -197,7 +193,7 @@ impl Agent for ProbeAgent {
         }
         // The history the agent replays during the load lands in the new session's state.
         self.insert(id.clone(), p::SessionMode::NORMAL);
-        let load = v1::LoadSessionRequest::new(Vec::<v1::McpServer>::new(), self.cwd(), id.clone());
+        let load = self.options.load_session(id.clone());
         match self.v1.typed_request(&load).await {
             Ok(loaded) => {
                 let mode = mode_of(loaded.modes.as_ref());

@@ -105,10 +105,6 @@ impl ThreadsAgent {
     async fn agent(&self) -> Result<&v1::InitializeResponse, Error> {
         self.handshake.done(&self.v1).await
     }
-
-    fn cwd(&self) -> String {
-        self.options.session_cwd().to_string_lossy().into_owned()
-    }
 }
 
 #[async_trait]
@@ -117,7 +113,7 @@ impl Agent for ThreadsAgent {
         let init = self.agent().await?;
         let mut listed = Vec::new();
         if init.agent_capabilities.session_capabilities.list.is_some() {
-            let request = v1::ListSessionsRequest::new().cwd(self.cwd());
+            let request = v1::ListSessionsRequest::new().cwd(self.options.session_cwd());
             let answer = self.v1.typed_request(&request).await?;
             listed = answer.sessions;
         }
@@ -145,7 +141,7 @@ impl Agent for ThreadsAgent {
 
     async fn create_thread(&self, _cx: &Context) -> Result<t::CreateThreadResponse, Error> {
         self.agent().await?;
-        let new_session = v1::NewSessionRequest::new(self.cwd(), Vec::<v1::McpServer>::new());
+        let new_session = self.options.new_session();
         let created = self.v1.typed_request(&new_session).await?;
         self.insert(created.session_id.clone());
         Ok(t::CreateThreadResponse::new(thread_of(&created.session_id)))
@@ -162,7 +158,7 @@ impl Agent for ThreadsAgent {
         }
         // The history replayed during the load lands in the new thread's entries.
         self.insert(id.clone());
-        let load = v1::LoadSessionRequest::new(Vec::<v1::McpServer>::new(), self.cwd(), id.clone());
+        let load = self.options.load_session(id.clone());
         if let Err(e) = self.v1.typed_request(&load).await {
             lock(&self.known).remove(&id);
             return Err(e);

@@ -3,6 +3,7 @@
 //! implicit session and the tool calls the editor has been shown.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Mutex;
 
 use acp_rpc::memory::PipeEnd;
@@ -89,9 +90,7 @@ impl ZeroNineAgent {
         self.agent().await?;
         self.session
             .get_or_try_init(|| async {
-                let cwd = self.options.session_cwd().to_string_lossy().into_owned();
-                let new_session = v1::NewSessionRequest::new(cwd, Vec::<v1::McpServer>::new());
-                let created = self.v1.typed_request(&new_session).await?;
+                let created = self.v1.typed_request(&self.options.new_session()).await?;
                 Ok::<_, Error>(created.session_id)
             })
             .await
@@ -141,7 +140,7 @@ impl Agent for ZeroNineAgent {
     ) -> Result<(), Error> {
         let session = self.session().await?.clone();
         let cwd = self.options.session_cwd();
-        let prompt = params.chunks.iter().map(|c| block_of(c, &cwd));
+        let prompt = params.chunks.iter().map(|c| block_of(c, Path::new(&cwd)));
         *lock(&self.prompting) = Some(session.clone());
         let result = self
             .v1
