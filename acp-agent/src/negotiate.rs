@@ -27,14 +27,10 @@
 //!
 //! # Detection
 //!
-//! [`detect`] (acp-dialects' one detection routine) reads the first message: `initialize`
-//! with an integer `protocolVersion` is v1, with a `"0.0.x"` string the 0.0.9 dialect; a
-//! thread method (`getThreads`, `createThread`, `openThread`, `getThreadEntries`,
-//! `sendMessage`) is the threads dialect, which has no handshake; `initialize` with the string
-//! `"1"`, or a probe session method (`newSession`, `prompt`...), is the probe dialect; with a
-//! snake_case `protocol_version`, the crow dialect. Anything else (another
-//! method, a line that is not JSON) says nothing, and the first accepted dialect serves it,
-//! answering as that dialect answers.
+//! [`detect`] (acp-dialects' one detection routine) reads the first message; its docs say
+//! what each dialect's first message looks like.
+//! A message that shows no dialect (another method, a line that is not JSON) is served by
+//! the first accepted dialect, answering as that dialect answers.
 //!
 //! # A dialect the agent does not accept
 //!

@@ -62,7 +62,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use acp_dialects::negotiation::{answer_dialect, check_handshake_answer, probe_line};
+use acp_dialects::negotiation::{answer_dialect, probe_line, translation_handshake};
 use acp_rpc::probe::{LineProbe, ProbeError};
 use acp_types::v1;
 use serde_json::Value;
@@ -415,10 +415,8 @@ where
         Dialect::V1 => ClientConnection::new(client, reader, writer, config),
         legacy => {
             let mut adapter = options.legacy.with_config(config);
-            if legacy == Dialect::Legacy009 || (legacy == Dialect::Probe && answered == legacy) {
-                check_handshake_answer(legacy, &result).map_err(handshake)?;
-                adapter = adapter.with_handshake(result);
-            }
+            adapter.handshake =
+                translation_handshake(legacy, answered, result).map_err(handshake)?;
             crate::legacy::connect_v1(legacy, client, reader, writer, adapter)
                 .expect("only compiled dialects are accepted")
         }

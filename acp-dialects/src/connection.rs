@@ -1,10 +1,8 @@
-//! What every dialect module shares: the running connection of a dialect's own side
-//! ([`Connection`]), the context its agent-side requests carry ([`Context`]), and the
-//! in-memory plumbing a translation runs the user's v1 side on ([`translate`]).
+//! What every dialect module's own sides share: the running connection of a dialect's own
+//! side ([`Connection`]) and the context its agent-side requests carry ([`Context`]). The
+//! translations' skeleton is [`crate::translate`].
 
-use acp_rpc::memory::{PipeEnd, pipe, tie};
 use acp_rpc::{CloseReason, Config, Dialect, Error, Handler, Peer, RequestId};
-use std::sync::{Arc, OnceLock};
 
 use acp_types::RequestMethod;
 
@@ -15,8 +13,8 @@ use crate::{Input, Output};
 /// ([`Connection::agent`]).
 #[derive(Clone, Debug)]
 pub struct Connection<H> {
-    handle: H,
-    peer: Peer,
+    pub(crate) handle: H,
+    pub(crate) peer: Peer,
 }
 
 /// Marks a typed handle to an agent (the editor's side holds one).
@@ -101,39 +99,4 @@ impl<H> Context<H> {
 /// The default answer of a native trait method: "method not found" for `P`'s method.
 pub(crate) fn not_found<P: RequestMethod, T>() -> Result<T, Error> {
     Err(Error::method_not_found(P::METHOD))
-}
-
-/// Runs a translation: the user's v1 side, which `user_side` starts on one end of a fresh
-/// in-memory pipe (returning its connection's [`Peer`]); the translation's own v1
-/// connection on the other end, served by the handler `v1_side` builds (given the slot the
-/// legacy connection's handle will be in, to call the legacy peer through); and the legacy
-/// connection `legacy` starts (given the translation's v1 peer, to call the user's side
-/// through). When one of the three ends, all do. Returns the legacy connection's peer.
-pub(crate) fn translate<H, V>(
-    user_side: impl FnOnce(PipeEnd) -> Peer,
-    v1_side: impl FnOnce(Arc<OnceLock<H>>) -> V,
-    legacy: impl FnOnce(Peer) -> Connection<H>,
-) -> Peer
-where
-    H: Clone + Send + Sync + 'static,
-    V: Handler,
-{
-    let slot = Arc::<OnceLock<H>>::default();
-    let (user_end, (read, write)) = pipe();
-    let user = user_side(user_end);
-    let v1 = acp_rpc::Connection::new(read, write, v1_side(slot.clone()), Config::default())
-        .peer()
-        .clone();
-    let outer = legacy(v1.clone());
-    let _ = slot.set(outer.handle);
-    tie(&outer.peer, &v1);
-    tie(&v1, &user);
-    outer.peer
-}
-
-/// The legacy peer's handle once the translation has started (it is set before any message
-/// can arrive).
-pub(crate) fn ready<H>(slot: &OnceLock<H>) -> Result<&H, Error> {
-    slot.get()
-        .ok_or_else(|| Error::internal_error("the legacy connection is not ready"))
 }

@@ -13,7 +13,10 @@
 //!   `drive_for_v1_client` puts an agent of the dialect behind a v1 client. A translation
 //!   runs the user's v1 side on an in-memory pipe ([`acp_rpc::memory`]) and translates every
 //!   message both ways; what cannot be translated is refused with a clear error or dropped
-//!   with a logged reason, as the tables say.
+//!   with a logged reason, as the tables say. Every translation stands on one skeleton
+//!   (`src/translate.rs`: the pipe, the two ends over the dialect's shared state, the
+//!   routing table of the v1 end), so the dialect's `v1_agent.rs` and `v1_client.rs` hold
+//!   only the mapping.
 //!
 //! [`negotiation`] holds what both sides' version negotiation knows about the dialects
 //! (which dialect a first message or a handshake answer shows, how a client offers one) and
@@ -30,7 +33,7 @@
         feature = "legacy-threads",
         feature = "probe"
     )),
-    allow(unreachable_code, unused_variables, unused_imports, dead_code)
+    allow(unused)
 )]
 
 use std::fmt;
@@ -63,6 +66,7 @@ pub mod negotiation;
 pub mod probe;
 #[cfg(feature = "legacy-threads")]
 pub mod threads;
+mod translate;
 #[cfg(feature = "legacy-0-0-9")]
 pub mod v0_0_9;
 
@@ -124,10 +128,25 @@ impl AdapterOptions {
     }
 
     /// The cwd of the sessions a v1 agent serves to a legacy editor.
-    pub(crate) fn session_cwd(&self) -> PathBuf {
-        self.cwd
-            .clone()
-            .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")))
+    pub(crate) fn session_cwd(&self) -> String {
+        let cwd = self.cwd.clone();
+        let cwd = cwd.unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| "/".into()));
+        cwd.to_string_lossy().into_owned()
+    }
+
+    /// `session/new` for a legacy editor's conversation: in [`AdapterOptions::session_cwd`],
+    /// with no MCP servers (no legacy editor names any).
+    pub(crate) fn new_session(&self) -> v1::NewSessionRequest {
+        v1::NewSessionRequest::new(self.session_cwd(), Vec::<v1::McpServer>::new())
+    }
+
+    /// `session/load` of `id` for a legacy editor, like [`AdapterOptions::new_session`].
+    #[cfg_attr(
+        not(any(feature = "legacy-threads", feature = "probe")),
+        allow(dead_code)
+    )]
+    pub(crate) fn load_session(&self, id: v1::SessionId) -> v1::LoadSessionRequest {
+        v1::LoadSessionRequest::new(Vec::<v1::McpServer>::new(), self.session_cwd(), id)
     }
 }
 
@@ -256,12 +275,20 @@ pub(crate) fn refused(dialect: Dialect, method: &str, why: &str) -> Error {
         .with_data(serde_json::json!({ "method": method, "dialect": dialect.name() }))
 }
 
-/// Formats seconds since the Unix epoch as an RFC 3339 UTC timestamp.
+/// The current time as an RFC 3339 UTC timestamp (`2025-06-25T12:00:00Z`).
 #[cfg_attr(
     not(any(feature = "legacy-threads", feature = "probe")),
     allow(dead_code)
 )]
-pub(crate) fn rfc3339(secs: u64) -> String {
+pub(crate) fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    rfc3339(secs)
+}
+
+/// Formats seconds since the Unix epoch as an RFC 3339 UTC timestamp.
+fn rfc3339(secs: u64) -> String {
     let days = secs / 86_400;
     let rem = secs % 86_400;
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -292,4 +319,16 @@ pub(crate) fn not_forwarded(dialect: Dialect, method: &str, why: &str) -> Error 
 /// consistent: every critical section is a single update).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rfc3339;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_750_852_800), "2025-06-25T12:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    }
 }

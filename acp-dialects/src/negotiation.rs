@@ -1,7 +1,7 @@
 //! Everything version negotiation knows about the dialects, for both sides: which dialect a
 //! client's first message shows ([`detect`]) and which accepted one answers it ([`choose`]);
 //! how a client offers a dialect ([`probe_line`]) and which dialect an answer names
-//! ([`answer_dialect`], [`dialect_of_version`], [`check_handshake_answer`]); and which
+//! ([`answer_dialect`], [`dialect_of_version`], [`translation_handshake`]); and which
 //! dialects this build speaks ([`compiled_dialects`], [`accepted`]). [`NegotiateOptions`] is
 //! both sides' options, each side's own part a type parameter.
 //!
@@ -227,10 +227,28 @@ pub fn probe_line(dialect: Dialect, id: i64, init: &v1::InitializeRequest) -> Ve
     line
 }
 
+/// The handshake answer a client's translation of `dialect` is handed
+/// ([`crate::AdapterOptions::handshake`]), given the agent's answer `result` to the probe of
+/// `answered`: 0.0.9's `initialize` answer (whichever probe it answered), probe's when it
+/// answered the probe probe, else none (threads has no handshake; crow's translation does
+/// its own). `-32602` saying why when the answer does not read as that dialect's.
+pub fn translation_handshake(
+    dialect: Dialect,
+    answered: Dialect,
+    result: Value,
+) -> Result<Option<Value>, acp_rpc::Error> {
+    let handed =
+        dialect == Dialect::Legacy009 || (dialect == Dialect::Probe && answered == dialect);
+    if !handed {
+        return Ok(None);
+    }
+    check_handshake_answer(dialect, &result)?;
+    Ok(Some(result))
+}
+
 /// Checks that a legacy agent's answer to its dialect's handshake reads as that dialect's
-/// answer before a translation is given it ([`crate::AdapterOptions::handshake`]); `-32602`
-/// saying why when it does not. Dialects without a handshake accept anything.
-pub fn check_handshake_answer(dialect: Dialect, result: &Value) -> Result<(), acp_rpc::Error> {
+/// answer; `-32602` saying why when it does not. Dialects without a handshake accept anything.
+fn check_handshake_answer(dialect: Dialect, result: &Value) -> Result<(), acp_rpc::Error> {
     #[cfg(feature = "legacy-0-0-9")]
     if dialect == Dialect::Legacy009
         && let Err(e) =

@@ -210,11 +210,6 @@ fn now_millis() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// The current time as an RFC 3339 UTC timestamp, for `createdAt`/`timestamp`/`updatedAt`.
-fn now_rfc3339() -> String {
-    crate::rfc3339(now_millis() / 1000)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,16 +1,12 @@
-//! A v1 agent in front of a crow editor: the translation for the agent's role.
-//!
-//! The user's v1 agent runs on an in-memory pipe; [`V1Side`] is its client there,
-//! [`CrowSide`] the crow agent the editor talks to. [`Permissions`] is what both share: the
+//! A v1 agent in front of a crow editor: the translation for the agent's role, on the
+//! skeleton of [`crate::translate`]. [`Permissions`] is what its two ends share: the
 //! permission requests waiting for the editor's `permission_response`.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Mutex;
 
 use acp_rpc::memory::PipeEnd;
-use acp_rpc::{
-    Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
-};
+use acp_rpc::{Error, Peer, RequestContext};
 use acp_types::legacy::crow as c;
 use acp_types::v1;
 use async_trait::async_trait;
@@ -18,7 +14,7 @@ use tokio::sync::oneshot;
 
 use super::native::{Agent, ClientHandle, Context, serve_with};
 use super::{crow_session_of, prompt_to_v1, session_of, update_from_v1};
-use crate::connection::{ready, translate};
+use crate::translate::{LegacyEnd, V1End, translate, v1_routes};
 use crate::{AdapterOptions, Input, Output, lock, not_forwarded};
 
 /// Serves the v1 agent `v1_agent` starts to a crow editor; see the module docs of
@@ -29,54 +25,43 @@ pub(crate) fn serve_v1_agent(
     writer: impl Output,
     options: AdapterOptions,
 ) -> Peer {
-    let permissions = Arc::new(Permissions::default());
-    let waiting = permissions.clone();
     let config = options.config.clone();
-    translate(
-        v1_agent,
-        |editor| V1Side {
-            permissions: waiting,
-            editor,
-        },
-        |agent| {
-            let side = CrowSide {
-                agent,
-                permissions,
-                options,
-            };
-            serve_with(side, reader, writer, config)
-        },
-    )
+    let permissions = Permissions {
+        waiting: Mutex::default(),
+        options,
+    };
+    translate(v1_agent, permissions, |end| {
+        serve_with(end, reader, writer, config)
+    })
 }
 
 /// Where a waiting permission request gets the chosen option id, or `None` when dismissed.
 type Answer = oneshot::Sender<Option<String>>;
 
-/// The permission requests waiting for the editor, by session and tool call.
-#[derive(Default)]
-struct Permissions(Mutex<HashMap<(v1::SessionId, String), Answer>>);
+/// The state both ends of the translation share: the permission requests waiting for the
+/// editor, by session and tool call.
+struct Permissions {
+    waiting: Mutex<HashMap<(v1::SessionId, String), Answer>>,
+    options: AdapterOptions,
+}
 
 impl Permissions {
     fn answer(&self, session: &v1::SessionId, tool_call: &str, option: Option<String>) -> bool {
-        let waiting = lock(&self.0).remove(&(session.clone(), tool_call.to_string()));
+        let waiting = lock(&self.waiting).remove(&(session.clone(), tool_call.to_string()));
         waiting.is_some_and(|w| w.send(option).is_ok())
     }
 
     /// Cancels every request of a session.
-    fn cancel(&self, session: &v1::SessionId) {
-        lock(&self.0).retain(|(s, _), _| s != session);
+    fn cancel_waiting(&self, session: &v1::SessionId) {
+        lock(&self.waiting).retain(|(s, _), _| s != session);
     }
 }
 
 /// The crow agent the editor sees; every call becomes a v1 call to the agent on the pipe.
-struct CrowSide {
-    agent: Peer,
-    permissions: Arc<Permissions>,
-    options: AdapterOptions,
-}
+type CrowAgent = LegacyEnd<Permissions, ClientHandle>;
 
 #[async_trait]
-impl Agent for CrowSide {
+impl Agent for CrowAgent {
     async fn initialize(
         &self,
         params: c::InitializeParams,
@@ -88,7 +73,7 @@ impl Agent for CrowSide {
             client.title = info.title;
             init = init.client_info(client);
         }
-        let answer = self.agent.typed_request(&init).await?;
+        let answer = self.v1.typed_request(&init).await?;
         let caps = &answer.agent_capabilities;
         let prompt = c::PromptCapabilities::new()
             .text(true)
@@ -129,7 +114,7 @@ impl Agent for CrowSide {
             })
             .collect();
         let request = v1::NewSessionRequest::new(params.cwd, servers);
-        let created = self.agent.typed_request(&request).await?;
+        let created = self.v1.typed_request(&request).await?;
         Ok(c::NewSessionResponse::new(crow_session_of(
             &created.session_id,
         )))
@@ -140,15 +125,13 @@ impl Agent for CrowSide {
         params: c::LoadSessionParams,
         _cx: &Context,
     ) -> Result<c::LoadSessionResponse, Error> {
-        let cwd = params
-            .cwd
-            .unwrap_or_else(|| self.options.session_cwd().to_string_lossy().into_owned());
+        let cwd = params.cwd.unwrap_or_else(|| self.options.session_cwd());
         let load = v1::LoadSessionRequest::new(
             Vec::<v1::McpServer>::new(),
             cwd,
             session_of(&params.session_id),
         );
-        self.agent.typed_request(&load).await?;
+        self.v1.typed_request(&load).await?;
         Ok(c::LoadSessionResponse::new())
     }
 
@@ -159,7 +142,7 @@ impl Agent for CrowSide {
     ) -> Result<c::PromptResponse, Error> {
         let prompt =
             v1::PromptRequest::new(session_of(&params.session_id), prompt_to_v1(&params.prompt));
-        let answer = self.agent.typed_request(&prompt).await?;
+        let answer = self.v1.typed_request(&prompt).await?;
         Ok(c::PromptResponse::new(c::convert::stop_reason_from_v1(
             &answer.stop_reason,
         )))
@@ -171,8 +154,8 @@ impl Agent for CrowSide {
         _cx: &Context,
     ) -> Result<c::CancelResponse, Error> {
         let session = session_of(&params.session_id);
-        self.permissions.cancel(&session);
-        self.agent
+        self.cancel_waiting(&session);
+        self.v1
             .notify(
                 v1::names::SESSION_CANCEL,
                 &v1::CancelNotification::new(session),
@@ -183,10 +166,7 @@ impl Agent for CrowSide {
 
     async fn permission_response(&self, params: c::PermissionResponseParams) -> Result<(), Error> {
         let session = session_of(&params.session_id);
-        if !self
-            .permissions
-            .answer(&session, &params.tool_call_id, params.option_id)
-        {
+        if !self.answer(&session, &params.tool_call_id, params.option_id) {
             tracing::debug!(tool_call = %params.tool_call_id, "a permission_response to no waiting request: ignored");
         }
         Ok(())
@@ -194,20 +174,22 @@ impl Agent for CrowSide {
 }
 
 /// The v1 client the agent sees on the pipe; its calls go to the crow editor.
-struct V1Side {
-    permissions: Arc<Permissions>,
-    editor: Arc<OnceLock<ClientHandle>>,
+type V1Client = V1End<Permissions, ClientHandle>;
+
+v1_routes! {
+    V1Client;
+    requests { v1::names::SESSION_REQUEST_PERMISSION => request_permission }
+    refuse |method| not_forwarded(crate::Dialect::Crow, method, "a crow editor has no such method");
+    notifications { v1::names::SESSION_UPDATE => update }
+    drop |method| tracing::debug!(method, "notification from the v1 agent dropped: no crow equivalent");
 }
 
-impl V1Side {
-    fn editor(&self) -> Result<&ClientHandle, Error> {
-        ready(&self.editor)
-    }
-
+impl V1Client {
     async fn request_permission(
         &self,
+        _cx: &RequestContext,
         r: v1::RequestPermissionRequest,
-    ) -> Result<Box<RawValue>, Error> {
+    ) -> Result<v1::RequestPermissionResponse, Error> {
         let call = &r.tool_call;
         let tool_call_id = call.tool_call_id.0.clone();
         let title = call.title.clone().unwrap_or_else(|| tool_call_id.clone());
@@ -223,58 +205,24 @@ impl V1Side {
             });
         }
         let (tx, rx) = oneshot::channel();
-        lock(&self.permissions.0).insert((r.session_id.clone(), tool_call_id), tx);
+        lock(&self.waiting).insert((r.session_id.clone(), tool_call_id), tx);
         let update = c::SessionUpdateParams::new(
             crow_session_of(&r.session_id),
             c::SessionUpdate::PermissionRequest(ask),
         );
-        self.editor()?.session_update(update).await?;
+        self.legacy()?.session_update(update).await?;
         let outcome = match rx.await.ok().flatten() {
             Some(option) => v1::RequestPermissionOutcome::selected(option),
             None => v1::RequestPermissionOutcome::Cancelled,
         };
-        to_raw(&v1::RequestPermissionResponse::new(outcome))
-    }
-}
-
-#[async_trait]
-impl Handler for V1Side {
-    async fn handle_request(
-        &self,
-        _cx: RequestContext,
-        method: &str,
-        params: Params,
-    ) -> Result<Box<RawValue>, Error> {
-        match method {
-            v1::names::SESSION_REQUEST_PERMISSION => {
-                self.request_permission(params.parse_request()?).await
-            }
-            _ => Err(not_forwarded(
-                crate::Dialect::Crow,
-                method,
-                "a crow editor has no such method",
-            )),
-        }
+        Ok(v1::RequestPermissionResponse::new(outcome))
     }
 
-    async fn handle_notification(
-        &self,
-        _cx: NotificationContext,
-        method: &str,
-        params: Params,
-    ) -> Result<(), Error> {
-        if method != v1::names::SESSION_UPDATE {
-            tracing::debug!(
-                method,
-                "notification from the v1 agent dropped: no crow equivalent"
-            );
-            return Ok(());
-        }
-        let n: v1::SessionNotification = params.parse()?;
+    async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
         match update_from_v1(&n.update) {
             Some(update) => {
                 let update = c::SessionUpdateParams::new(crow_session_of(&n.session_id), update);
-                self.editor()?.session_update(update).await
+                self.legacy()?.session_update(update).await
             }
             None => Ok(()),
         }

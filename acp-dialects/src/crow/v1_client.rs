@@ -1,21 +1,15 @@
-//! A crow agent behind a v1 client: the translation for the client's role.
-//!
-//! The user's v1 client connection runs on an in-memory pipe; [`V1AgentSide`] is the v1
-//! agent it talks to there, [`CrowClientSide`] the crow editor the real agent sees.
-
-use std::sync::{Arc, OnceLock};
+//! A crow agent behind a v1 client: the translation for the client's role, on the
+//! skeleton of [`crate::translate`] (its two ends share no state).
 
 use acp_rpc::memory::PipeEnd;
-use acp_rpc::{
-    Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
-};
+use acp_rpc::{Error, Peer, RequestContext};
 use acp_types::legacy::crow as c;
 use acp_types::v1;
 use async_trait::async_trait;
 
 use super::native::{AgentHandle, Client, connect_with};
 use super::{crow_session_of, prompt_from_v1, session_of, update_to_v1};
-use crate::connection::{ready, translate};
+use crate::translate::{LegacyEnd, V1End, translate, v1_routes};
 use crate::{AdapterOptions, Input, Output, refused};
 
 /// Drives a crow agent for the v1 client `v1_client` starts; see the module docs of
@@ -27,34 +21,33 @@ pub(crate) fn drive_for_v1_client(
     options: AdapterOptions,
 ) -> Peer {
     let config = options.config.clone();
-    // The crow connection's handle, once started: the v1 side calls the agent through it,
-    // and so does the editor side, to send `permission_response`.
-    let handle = Arc::<OnceLock<Arc<OnceLock<AgentHandle>>>>::default();
-    let for_editor = handle.clone();
-    translate(
-        v1_client,
-        |agent| {
-            let _ = handle.set(agent.clone());
-            V1AgentSide { agent }
-        },
-        |client| {
-            let agent = for_editor.get().cloned().unwrap_or_default();
-            connect_with(CrowClientSide { client, agent }, reader, writer, config)
-        },
-    )
+    translate(v1_client, (), |end| {
+        connect_with(end, reader, writer, config)
+    })
 }
 
-/// The v1 agent the user's connection talks to on the pipe.
-struct V1AgentSide {
-    agent: Arc<OnceLock<AgentHandle>>,
-}
+/// The v1 agent the user's connection talks to on the pipe; its calls go to the crow agent.
+type V1Agent = V1End<(), AgentHandle>;
 
-impl V1AgentSide {
-    fn agent(&self) -> Result<&AgentHandle, Error> {
-        ready(&self.agent)
+v1_routes! {
+    V1Agent;
+    requests {
+        v1::names::INITIALIZE => initialize,
+        v1::names::SESSION_NEW => new_session,
+        v1::names::SESSION_LOAD => load_session,
+        v1::names::SESSION_PROMPT => prompt,
     }
+    refuse |method| refused(crate::Dialect::Crow, method, "a crow agent has no such method");
+    notifications { v1::names::SESSION_CANCEL => cancel }
+    drop |method| tracing::debug!(method, "notification from the v1 client dropped: no crow equivalent");
+}
 
-    async fn initialize(&self, r: v1::InitializeRequest) -> Result<Box<RawValue>, Error> {
+impl V1Agent {
+    async fn initialize(
+        &self,
+        _cx: &RequestContext,
+        r: v1::InitializeRequest,
+    ) -> Result<v1::InitializeResponse, Error> {
         let mut init = c::InitializeParams::new(c::ProtocolVersion(r.protocol_version.0))
             .client_capabilities(c::ClientCapabilities::new());
         if let Some(info) = r.client_info {
@@ -62,7 +55,7 @@ impl V1AgentSide {
             client.title = info.title;
             init = init.client_info(client);
         }
-        let answer = self.agent()?.initialize(init).await?;
+        let answer = self.legacy()?.initialize(init).await?;
         let caps = answer.agent_capabilities.clone().unwrap_or_default();
         let (prompt, mcp) = (
             caps.prompt_capabilities.unwrap_or_default(),
@@ -84,31 +77,41 @@ impl V1AgentSide {
             agent.title = info.title;
             response = response.agent_info(agent);
         }
-        to_raw(&response)
+        Ok(response)
     }
 
-    async fn new_session(&self, r: v1::NewSessionRequest) -> Result<Box<RawValue>, Error> {
+    async fn new_session(
+        &self,
+        _cx: &RequestContext,
+        r: v1::NewSessionRequest,
+    ) -> Result<v1::NewSessionResponse, Error> {
         let servers = r
             .mcp_servers
             .iter()
             .filter_map(|s| serde_json::to_value(s).ok());
         let request = c::NewSessionParams::new(r.cwd).mcp_servers(servers);
-        let created = self.agent()?.session_new(request).await?;
-        to_raw(&v1::NewSessionResponse::new(session_of(
-            &created.session_id,
-        )))
+        let created = self.legacy()?.session_new(request).await?;
+        Ok(v1::NewSessionResponse::new(session_of(&created.session_id)))
     }
 
-    async fn load_session(&self, r: v1::LoadSessionRequest) -> Result<Box<RawValue>, Error> {
+    async fn load_session(
+        &self,
+        _cx: &RequestContext,
+        r: v1::LoadSessionRequest,
+    ) -> Result<v1::LoadSessionResponse, Error> {
         let request = c::LoadSessionParams::new(crow_session_of(&r.session_id)).cwd(r.cwd);
-        self.agent()?.session_load(request).await?;
-        to_raw(&v1::LoadSessionResponse::new())
+        self.legacy()?.session_load(request).await?;
+        Ok(v1::LoadSessionResponse::new())
     }
 
-    async fn prompt(&self, r: v1::PromptRequest) -> Result<Box<RawValue>, Error> {
+    async fn prompt(
+        &self,
+        _cx: &RequestContext,
+        r: v1::PromptRequest,
+    ) -> Result<v1::PromptResponse, Error> {
         let prompt = prompt_from_v1(&r.prompt)?;
         let request = c::PromptParams::new(crow_session_of(&r.session_id), prompt);
-        let answer = self.agent()?.session_prompt(request).await?;
+        let answer = self.legacy()?.session_prompt(request).await?;
         let reason = match answer.stop_reason {
             c::StopReason::EndTurn => v1::StopReason::EndTurn,
             c::StopReason::Cancelled => v1::StopReason::Cancelled,
@@ -122,11 +125,11 @@ impl V1AgentSide {
                 v1::StopReason::EndTurn
             }
         };
-        to_raw(&v1::PromptResponse::new(reason))
+        Ok(v1::PromptResponse::new(reason))
     }
 
-    fn cancel(&self, n: v1::CancelNotification) -> Result<(), Error> {
-        let agent = self.agent()?.clone();
+    async fn cancel(&self, n: v1::CancelNotification) -> Result<(), Error> {
+        let agent = self.legacy()?.clone();
         let cancel = c::CancelParams::new(crow_session_of(&n.session_id));
         // The answer is only logged: a notification handler does not wait for it.
         tokio::spawn(async move {
@@ -138,50 +141,8 @@ impl V1AgentSide {
     }
 }
 
-#[async_trait]
-impl Handler for V1AgentSide {
-    async fn handle_request(
-        &self,
-        _cx: RequestContext,
-        method: &str,
-        params: Params,
-    ) -> Result<Box<RawValue>, Error> {
-        match method {
-            v1::names::INITIALIZE => self.initialize(params.parse_request()?).await,
-            v1::names::SESSION_NEW => self.new_session(params.parse_request()?).await,
-            v1::names::SESSION_LOAD => self.load_session(params.parse_request()?).await,
-            v1::names::SESSION_PROMPT => self.prompt(params.parse_request()?).await,
-            _ => Err(refused(
-                crate::Dialect::Crow,
-                method,
-                "a crow agent has no such method",
-            )),
-        }
-    }
-
-    async fn handle_notification(
-        &self,
-        _cx: NotificationContext,
-        method: &str,
-        params: Params,
-    ) -> Result<(), Error> {
-        if method == v1::names::SESSION_CANCEL {
-            self.cancel(params.parse()?)
-        } else {
-            tracing::debug!(
-                method,
-                "notification from the v1 client dropped: no crow equivalent"
-            );
-            Ok(())
-        }
-    }
-}
-
 /// The crow editor the real agent sees; its updates go to the user's v1 client.
-struct CrowClientSide {
-    client: Peer,
-    agent: Arc<OnceLock<AgentHandle>>,
-}
+type CrowEditor = LegacyEnd<(), AgentHandle>;
 
 /// The v1 kind of a crow permission option, guessed from its words (crow options carry
 /// none): a rejection says so in its id or title.
@@ -194,12 +155,12 @@ fn option_kind(option: &c::PermissionOption) -> v1::PermissionOptionKind {
     }
 }
 
-impl CrowClientSide {
+impl CrowEditor {
     /// Asks the v1 client for a permission the crow agent asked for, and sends the answer
     /// back as `permission_response`. Runs on its own task: the notification handler that
     /// starts it must not wait for the client.
     fn ask(&self, session: c::SessionId, ask: c::PermissionRequest, agent: AgentHandle) {
-        let client = self.client.clone();
+        let client = self.v1.clone();
         tokio::spawn(async move {
             let mut call =
                 v1::ToolCallUpdate::new(ask.tool_call_id.clone()).title(ask.title.clone());
@@ -231,17 +192,17 @@ impl CrowClientSide {
 }
 
 #[async_trait]
-impl Client for CrowClientSide {
+impl Client for CrowEditor {
     async fn session_update(&self, params: c::SessionUpdateParams) -> Result<(), Error> {
         if let c::SessionUpdate::PermissionRequest(ask) = params.update {
-            let agent = ready(&self.agent)?.clone();
+            let agent = self.legacy()?.clone();
             self.ask(params.session_id, ask, agent);
             return Ok(());
         }
         match update_to_v1(&params.update) {
             Some(update) => {
                 let n = v1::SessionNotification::new(session_of(&params.session_id), update);
-                self.client.notify(v1::names::SESSION_UPDATE, &n).await
+                self.v1.notify(v1::names::SESSION_UPDATE, &n).await
             }
             None => Ok(()),
         }

@@ -1,29 +1,23 @@
-//! A v1 agent in front of a probe editor: the translation for the agent's role.
-//!
-//! The user's v1 agent runs on an in-memory pipe; [`V1Side`] is its client there,
-//! [`ProbeSide`] the probe agent the editor talks to. [`Sessions`] is what both share: the
-//! sessions this connection knows, their histories, modes and running prompts.
+//! A v1 agent in front of a probe editor: the translation for the agent's role, on the
+//! skeleton of [`crate::translate`]. [`Sessions`] is what its two ends share: the sessions
+//! this connection knows, their histories, modes and running prompts.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Mutex;
 
 use acp_rpc::memory::PipeEnd;
-use acp_rpc::{
-    Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
-};
+use acp_rpc::{Error, Peer, RequestContext};
 use acp_types::legacy::probe as p;
 use acp_types::legacy::probe::convert;
 use acp_types::v1;
 use async_trait::async_trait;
-use tokio::sync::OnceCell;
 
 use super::native::{Agent, ClientHandle, Context, serve_with};
 use super::{
-    now_millis, now_rfc3339, probe_session_of, session_not_found, session_of, tools_of,
-    unsupported_version,
+    now_millis, probe_session_of, session_not_found, session_of, tools_of, unsupported_version,
 };
-use crate::connection::{ready, translate};
-use crate::{AdapterOptions, Input, Output, lock};
+use crate::translate::{LegacyEnd, OnDrop, V1End, V1Handshake, translate, update_kind, v1_routes};
+use crate::{AdapterOptions, Input, Output, lock, now_rfc3339};
 
 /// Serves the v1 agent `v1_agent` starts to a probe editor; see the module docs of
 /// [`super`] for the mapping.
@@ -33,30 +27,23 @@ pub(crate) fn serve_v1_agent(
     writer: impl Output,
     options: AdapterOptions,
 ) -> Peer {
-    let sessions = Arc::new(Sessions::default());
-    let known = sessions.clone();
-    let config = options.config.clone();
-    translate(
-        v1_agent,
-        |editor| V1Side {
-            sessions: known,
-            editor,
-        },
-        |agent| {
-            let side = ProbeSide {
-                agent,
-                initialized: OnceCell::new(),
-                sessions,
-                options,
-            };
-            serve_with(side, reader, writer, super::with_dialect_timeout(config))
-        },
-    )
+    let config = super::with_dialect_timeout(options.config.clone());
+    let sessions = Sessions {
+        handshake: V1Handshake::reading(true),
+        known: Mutex::default(),
+        options,
+    };
+    translate(v1_agent, sessions, |end| {
+        serve_with(end, reader, writer, config)
+    })
 }
 
-/// The sessions this connection knows.
-#[derive(Default)]
-struct Sessions(Mutex<HashMap<v1::SessionId, SessionState>>);
+/// The state both ends of the translation share: the sessions this connection knows.
+struct Sessions {
+    handshake: V1Handshake,
+    known: Mutex<HashMap<v1::SessionId, SessionState>>,
+    options: AdapterOptions,
+}
 
 /// A tool call as first shown, for its later progress reports.
 struct ShownTool {
@@ -103,11 +90,11 @@ impl SessionState {
 
 impl Sessions {
     fn with<T>(&self, id: &v1::SessionId, f: impl FnOnce(&mut SessionState) -> T) -> Option<T> {
-        lock(&self.0).get_mut(id).map(f)
+        lock(&self.known).get_mut(id).map(f)
     }
 
     fn insert(&self, id: v1::SessionId, mode: p::SessionMode) {
-        lock(&self.0)
+        lock(&self.known)
             .entry(id)
             .or_insert_with(|| SessionState::new(mode));
     }
@@ -123,36 +110,19 @@ fn mode_of(modes: Option<&v1::SessionModeState>) -> p::SessionMode {
 }
 
 /// The probe agent the editor sees; every call becomes v1 calls to the agent on the pipe.
-struct ProbeSide {
-    agent: Peer,
-    initialized: OnceCell<v1::InitializeResponse>,
-    sessions: Arc<Sessions>,
-    options: AdapterOptions,
-}
+/// The probe agent the editor sees; every call becomes v1 calls to the agent on the pipe.
+type ProbeAgent = LegacyEnd<Sessions, ClientHandle>;
 
-impl ProbeSide {
+impl ProbeAgent {
     /// The v1 handshake, done once, before the first call.
     async fn agent(&self) -> Result<&v1::InitializeResponse, Error> {
-        self.initialized
-            .get_or_try_init(|| async {
-                let files = v1::FileSystemCapabilities::new()
-                    .read_text_file(true)
-                    .write_text_file(true);
-                let init = v1::InitializeRequest::new(v1::ProtocolVersion::LATEST)
-                    .client_capabilities(v1::ClientCapabilities::new().fs(files));
-                self.agent.typed_request(&init).await
-            })
-            .await
-    }
-
-    fn cwd(&self) -> String {
-        self.options.session_cwd().to_string_lossy().into_owned()
+        self.handshake.done(&self.v1).await
     }
 
     /// A session of this connection, or `-32002`.
     fn known(&self, id: &p::SessionId) -> Result<v1::SessionId, Error> {
         let id = session_of(id);
-        if lock(&self.sessions.0).contains_key(&id) {
+        if lock(&self.known).contains_key(&id) {
             Ok(id)
         } else {
             Err(session_not_found(&id.0))
@@ -161,7 +131,7 @@ impl ProbeSide {
 }
 
 #[async_trait]
-impl Agent for ProbeSide {
+impl Agent for ProbeAgent {
     async fn initialize(
         &self,
         params: p::InitializeParams,
@@ -193,11 +163,10 @@ impl Agent for ProbeSide {
         _cx: &Context,
     ) -> Result<p::NewSessionResponse, Error> {
         self.agent().await?;
-        let request = v1::NewSessionRequest::new(self.cwd(), Vec::<v1::McpServer>::new());
-        let created = self.agent.typed_request(&request).await?;
+        let request = self.options.new_session();
+        let created = self.v1.typed_request(&request).await?;
         let mode = mode_of(created.modes.as_ref());
-        self.sessions
-            .insert(created.session_id.clone(), mode.clone());
+        self.insert(created.session_id.clone(), mode.clone());
         Ok(p::NewSessionResponse::new(
             probe_session_of(&created.session_id),
             mode,
@@ -216,26 +185,25 @@ impl Agent for ProbeSide {
             p::LoadSessionResponse::new(params.session_id.clone(), s.mode.clone())
                 .history(s.history.clone())
         };
-        if let Some(known) = self.sessions.with(&id, answer) {
+        if let Some(known) = self.with(&id, answer) {
             return Ok(known);
         }
         if !init.agent_capabilities.load_session {
             return Err(session_not_found(&id.0));
         }
         // The history the agent replays during the load lands in the new session's state.
-        self.sessions.insert(id.clone(), p::SessionMode::NORMAL);
-        let load = v1::LoadSessionRequest::new(Vec::<v1::McpServer>::new(), self.cwd(), id.clone());
-        match self.agent.typed_request(&load).await {
+        self.insert(id.clone(), p::SessionMode::NORMAL);
+        let load = self.options.load_session(id.clone());
+        match self.v1.typed_request(&load).await {
             Ok(loaded) => {
                 let mode = mode_of(loaded.modes.as_ref());
-                self.sessions.with(&id, |s| s.mode = mode);
+                self.with(&id, |s| s.mode = mode);
                 Ok(self
-                    .sessions
                     .with(&id, answer)
                     .ok_or_else(|| session_not_found(&id.0))?)
             }
             Err(e) => {
-                lock(&self.sessions.0).remove(&id);
+                lock(&self.known).remove(&id);
                 if e.code == acp_rpc::ErrorCode::RESOURCE_NOT_FOUND {
                     Err(session_not_found(&id.0))
                 } else {
@@ -252,9 +220,8 @@ impl Agent for ProbeSide {
     ) -> Result<p::SetSessionModeResponse, Error> {
         let id = self.known(&params.session_id)?;
         let request = v1::SetSessionModeRequest::new(id.clone(), convert::mode_to_v1(&params.mode));
-        self.agent.typed_request(&request).await?;
+        self.v1.typed_request(&request).await?;
         let changed = self
-            .sessions
             .with(&id, |s| s.switch_mode(params.mode.clone()))
             .unwrap_or(false);
         if changed {
@@ -274,24 +241,19 @@ impl Agent for ProbeSide {
         _cx: &Context,
     ) -> Result<p::PromptResponse, Error> {
         let id = self.known(&params.session_id)?;
-        self.sessions.with(&id, |s| {
+        self.with(&id, |s| {
             s.record(p::Role::User, &params.message);
             s.turn = Some((String::new(), 0));
         });
-        struct Turn<'a>(&'a Sessions, &'a v1::SessionId);
-        impl Drop for Turn<'_> {
-            fn drop(&mut self) {
-                self.0.with(self.1, |s| s.turn = None);
-            }
-        }
-        let turn = Turn(&self.sessions, &id);
+        let turn = OnDrop(|| {
+            self.with(&id, |s| s.turn = None);
+        });
         let prompt = v1::PromptRequest::new(id.clone(), [v1::ContentBlock::text(params.message)]);
-        let answer = self.agent.typed_request(&prompt).await?;
+        let answer = self.v1.typed_request(&prompt).await?;
         if answer.stop_reason != v1::StopReason::EndTurn {
             tracing::debug!(stop_reason = %answer.stop_reason.as_str(), "the probe answer has no stop reason: the reply so far is the answer");
         }
         let reply = self
-            .sessions
             .with(&id, |s| s.turn.take().map(|(reply, _)| reply))
             .flatten()
             .unwrap_or_default();
@@ -314,11 +276,8 @@ impl Agent for ProbeSide {
         _cx: &Context,
     ) -> Result<p::CancelResponse, Error> {
         let id = self.known(&params.session_id)?;
-        let running = self
-            .sessions
-            .with(&id, |s| s.turn.is_some())
-            .unwrap_or(false);
-        self.agent
+        let running = self.with(&id, |s| s.turn.is_some()).unwrap_or(false);
+        self.v1
             .notify(v1::names::SESSION_CANCEL, &v1::CancelNotification::new(id))
             .await?;
         Ok(p::CancelResponse::new()
@@ -328,9 +287,23 @@ impl Agent for ProbeSide {
 }
 
 /// The v1 client the agent sees on the pipe; its calls go to the probe editor.
-struct V1Side {
-    sessions: Arc<Sessions>,
-    editor: Arc<OnceLock<ClientHandle>>,
+type V1Client = V1End<Sessions, ClientHandle>;
+
+v1_routes! {
+    V1Client;
+    requests {
+        v1::names::FS_READ_TEXT_FILE => read_text_file,
+        v1::names::FS_WRITE_TEXT_FILE => write_text_file,
+    }
+    refuse |method| match method {
+        v1::names::SESSION_REQUEST_PERMISSION => not_forwarded(
+            method,
+            "a probe editor has no permission prompt (it is told `permissions: false`)",
+        ),
+        _ => not_forwarded(method, "a probe editor has no such method"),
+    };
+    notifications { v1::names::SESSION_UPDATE => update }
+    drop |method| tracing::debug!(method, "notification from the v1 agent dropped: no probe equivalent");
 }
 
 /// What one v1 update becomes on the probe wire.
@@ -340,15 +313,11 @@ enum Out {
     Mode(p::SessionUpdatedParams),
 }
 
-impl V1Side {
-    fn editor(&self) -> Result<&ClientHandle, Error> {
-        ready(&self.editor)
-    }
-
+impl V1Client {
     async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
         let id = n.session_id;
         let probe_id = probe_session_of(&id);
-        let out = self.sessions.with(&id, |s| match &n.update {
+        let out = self.with(&id, |s| match &n.update {
             v1::SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
                 v1::ContentBlock::Text(text) => {
                     s.record(p::Role::Assistant, &text.text);
@@ -427,11 +396,11 @@ impl V1Side {
                 })
             }
             other => {
-                tracing::warn!(session = %id.0, kind = update_kind(other), "the probe dialect has no way to show this session/update; dropped");
+                tracing::warn!(session = %id.0, kind = %update_kind(other), "the probe dialect has no way to show this session/update; dropped");
                 None
             }
         });
-        let editor = self.editor()?;
+        let editor = self.legacy()?;
         match out.flatten() {
             Some(Out::Chunk(chunk)) => editor.message_chunk(chunk).await,
             Some(Out::Tool(progress)) => editor.tool_call_progress(*progress).await,
@@ -440,26 +409,31 @@ impl V1Side {
         }
     }
 
-    async fn read_text_file(&self, r: v1::ReadTextFileRequest) -> Result<Box<RawValue>, Error> {
+    async fn read_text_file(
+        &self,
+        _cx: &RequestContext,
+        r: v1::ReadTextFileRequest,
+    ) -> Result<v1::ReadTextFileResponse, Error> {
         let read = p::ReadTextFileParams::new(r.path).session_id(probe_session_of(&r.session_id));
-        let answer = self.editor()?.read_text_file(read).await?;
-        to_raw(&v1::ReadTextFileResponse::new(lines_of(
-            &answer.content,
-            r.line,
-            r.limit,
-        )))
+        let answer = self.legacy()?.read_text_file(read).await?;
+        let content = lines_of(&answer.content, r.line, r.limit);
+        Ok(v1::ReadTextFileResponse::new(content))
     }
 
-    async fn write_text_file(&self, w: v1::WriteTextFileRequest) -> Result<Box<RawValue>, Error> {
+    async fn write_text_file(
+        &self,
+        _cx: &RequestContext,
+        w: v1::WriteTextFileRequest,
+    ) -> Result<v1::WriteTextFileResponse, Error> {
         let write = p::WriteTextFileParams::new(w.path, w.content)
             .session_id(probe_session_of(&w.session_id));
-        let answer = self.editor()?.write_text_file(write).await?;
+        let answer = self.legacy()?.write_text_file(write).await?;
         if answer.success == Some(false) {
             return Err(Error::internal_error(
                 "the probe editor answered writeTextFile with success: false",
             ));
         }
-        to_raw(&v1::WriteTextFileResponse::new())
+        Ok(v1::WriteTextFileResponse::new())
     }
 }
 
@@ -493,54 +467,6 @@ fn lines_of(content: &str, line: Option<u32>, limit: Option<u32>) -> String {
 /// `-32601` for a v1 client call the probe editor cannot serve, saying why.
 fn not_forwarded(method: &str, why: &str) -> Error {
     crate::not_forwarded(crate::Dialect::Probe, method, why)
-}
-
-/// The `sessionUpdate` tag of an update, for logs.
-fn update_kind(update: &v1::SessionUpdate) -> &'static str {
-    use v1::SessionUpdate as U;
-    match update {
-        U::AgentThoughtChunk(_) => "agent_thought_chunk",
-        U::Plan(_) => "plan",
-        U::AvailableCommandsUpdate(_) => "available_commands_update",
-        _ => "another kind",
-    }
-}
-
-#[async_trait]
-impl Handler for V1Side {
-    async fn handle_request(
-        &self,
-        _cx: RequestContext,
-        method: &str,
-        params: Params,
-    ) -> Result<Box<RawValue>, Error> {
-        match method {
-            v1::names::FS_READ_TEXT_FILE => self.read_text_file(params.parse_request()?).await,
-            v1::names::FS_WRITE_TEXT_FILE => self.write_text_file(params.parse_request()?).await,
-            v1::names::SESSION_REQUEST_PERMISSION => Err(not_forwarded(
-                method,
-                "a probe editor has no permission prompt (it is told `permissions: false`)",
-            )),
-            _ => Err(not_forwarded(method, "a probe editor has no such method")),
-        }
-    }
-
-    async fn handle_notification(
-        &self,
-        _cx: NotificationContext,
-        method: &str,
-        params: Params,
-    ) -> Result<(), Error> {
-        if method == v1::names::SESSION_UPDATE {
-            self.update(params.parse()?).await
-        } else {
-            tracing::debug!(
-                method,
-                "notification from the v1 agent dropped: no probe equivalent"
-            );
-            Ok(())
-        }
-    }
 }
 
 #[cfg(test)]

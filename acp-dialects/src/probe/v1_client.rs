@@ -1,17 +1,12 @@
-//! A probe agent behind a v1 client: the translation for the client's role.
-//!
-//! The user's v1 client connection runs on an in-memory pipe; [`V1AgentSide`] is the v1
-//! agent it talks to there, [`ProbeClientSide`] the probe editor the real agent sees.
-//! [`Shared`] is what both share: the client's capabilities, the running turns and the tool
-//! calls already shown.
+//! A probe agent behind a v1 client: the translation for the client's role, on the
+//! skeleton of [`crate::translate`]. [`Shared`] is what its two ends share: the client's
+//! capabilities, the running turns and the tool calls already shown.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use acp_rpc::memory::PipeEnd;
-use acp_rpc::{
-    Error, ErrorCode, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
-};
+use acp_rpc::{Error, ErrorCode, Peer, RequestContext};
 use acp_types::legacy::probe as p;
 use acp_types::legacy::probe::convert;
 use acp_types::v1;
@@ -21,7 +16,7 @@ use tokio::sync::OnceCell;
 
 use super::native::{AgentHandle, Client, connect_with};
 use super::{message_of, meta_of, probe_session_of, session_of, text_of, unsupported_version};
-use crate::connection::{ready, translate};
+use crate::translate::{LegacyEnd, OnDrop, V1End, translate, v1_routes};
 use crate::{AdapterOptions, Input, LocalFiles, Output, lock, refused};
 
 /// Drives a probe agent for the v1 client `v1_client` starts; see the module docs of
@@ -36,29 +31,16 @@ pub(crate) fn drive_for_v1_client(
         .handshake
         .clone()
         .and_then(|answer| serde_json::from_value(answer).ok());
-    let config = options.config.clone();
-    let shared = Arc::new(Shared {
+    let config = super::with_dialect_timeout(options.config.clone());
+    let shared = Shared {
+        initialized: OnceCell::new_with(handshake),
         capabilities: OnceLock::new(),
         state: Mutex::default(),
         options,
-    });
-    let both = shared.clone();
-    translate(
-        v1_client,
-        |agent| V1AgentSide {
-            agent,
-            initialized: OnceCell::new_with(handshake),
-            shared: both,
-        },
-        |client| {
-            connect_with(
-                ProbeClientSide { client, shared },
-                reader,
-                writer,
-                super::with_dialect_timeout(config),
-            )
-        },
-    )
+    };
+    translate(v1_client, shared, |end| {
+        connect_with(end, reader, writer, config)
+    })
 }
 
 /// What changes as the conversation goes.
@@ -79,8 +61,10 @@ struct Turn {
     cancelled: bool,
 }
 
-/// The state both sides of the translation share.
+/// The state both ends of the translation share.
 struct Shared {
+    /// The agent's probe `initialize` answer.
+    initialized: OnceCell<p::InitializeResponse>,
     /// What the v1 client advertised in `initialize`.
     capabilities: OnceLock<v1::ClientCapabilities>,
     state: Mutex<State>,
@@ -99,22 +83,32 @@ fn modes_of(mode: &p::SessionMode) -> v1::SessionModeState {
     )
 }
 
-/// The v1 agent the user's connection talks to on the pipe.
-struct V1AgentSide {
-    agent: Arc<OnceLock<AgentHandle>>,
-    /// The agent's probe `initialize` answer.
-    initialized: OnceCell<p::InitializeResponse>,
-    shared: Arc<Shared>,
+/// The v1 agent the user's connection talks to on the pipe; its calls go to the probe
+/// agent.
+type V1Agent = V1End<Shared, AgentHandle>;
+
+v1_routes! {
+    V1Agent;
+    requests {
+        v1::names::INITIALIZE => initialize,
+        v1::names::SESSION_NEW => new_session,
+        v1::names::SESSION_LOAD => load_session,
+        v1::names::SESSION_SET_MODE => set_mode,
+        v1::names::SESSION_PROMPT => prompt,
+    }
+    refuse |method| refused(crate::Dialect::Probe, method, "a probe agent has no such method");
+    notifications { v1::names::SESSION_CANCEL => cancel }
+    drop |method| tracing::debug!(method, "notification from the v1 client dropped: no probe equivalent");
 }
 
-impl V1AgentSide {
-    fn agent(&self) -> Result<&AgentHandle, Error> {
-        ready(&self.agent)
-    }
-
-    async fn initialize(&self, r: v1::InitializeRequest) -> Result<Box<RawValue>, Error> {
-        let _ = self.shared.capabilities.set(r.client_capabilities);
-        let agent = self.agent()?;
+impl V1Agent {
+    async fn initialize(
+        &self,
+        _cx: &RequestContext,
+        r: v1::InitializeRequest,
+    ) -> Result<v1::InitializeResponse, Error> {
+        let _ = self.capabilities.set(r.client_capabilities);
+        let agent = self.legacy()?;
         let answer = self
             .initialized
             .get_or_try_init(|| {
@@ -136,25 +130,29 @@ impl V1AgentSide {
             .agent_capabilities(capabilities)
             .agent_info(info);
         response.meta = meta_of(&answer.capabilities.tools);
-        to_raw(&response)
+        Ok(response)
     }
 
-    async fn new_session(&self, _r: v1::NewSessionRequest) -> Result<Box<RawValue>, Error> {
+    async fn new_session(
+        &self,
+        _cx: &RequestContext,
+        _r: v1::NewSessionRequest,
+    ) -> Result<v1::NewSessionResponse, Error> {
         let created = self
-            .agent()?
+            .legacy()?
             .new_session(p::NewSessionParams::new())
             .await?;
         let id = session_of(&created.session_id);
-        to_raw(&v1::NewSessionResponse::new(id).modes(modes_of(&created.mode)))
+        Ok(v1::NewSessionResponse::new(id).modes(modes_of(&created.mode)))
     }
 
     async fn load_session(
         &self,
-        client: &Peer,
+        cx: &RequestContext,
         r: v1::LoadSessionRequest,
-    ) -> Result<Box<RawValue>, Error> {
+    ) -> Result<v1::LoadSessionResponse, Error> {
         let loaded = self
-            .agent()?
+            .legacy()?
             .load_session(p::LoadSessionParams::new(probe_session_of(&r.session_id)))
             .await?;
         for message in &loaded.history {
@@ -167,26 +165,34 @@ impl V1AgentSide {
                     continue;
                 }
             };
-            notify(client, &r.session_id, update).await?;
+            notify(cx.peer(), &r.session_id, update).await?;
         }
-        to_raw(&v1::LoadSessionResponse::new().modes(modes_of(&loaded.mode)))
+        Ok(v1::LoadSessionResponse::new().modes(modes_of(&loaded.mode)))
     }
 
-    async fn set_mode(&self, r: v1::SetSessionModeRequest) -> Result<Box<RawValue>, Error> {
+    async fn set_mode(
+        &self,
+        _cx: &RequestContext,
+        r: v1::SetSessionModeRequest,
+    ) -> Result<v1::SetSessionModeResponse, Error> {
         let mode = convert::mode_from_v1(&r.mode_id);
-        self.agent()?
+        self.legacy()?
             .set_session_mode(p::SetSessionModeParams::new(
                 probe_session_of(&r.session_id),
                 mode,
             ))
             .await?;
-        to_raw(&v1::SetSessionModeResponse::new())
+        Ok(v1::SetSessionModeResponse::new())
     }
 
-    async fn prompt(&self, client: &Peer, r: v1::PromptRequest) -> Result<Box<RawValue>, Error> {
+    async fn prompt(
+        &self,
+        cx: &RequestContext,
+        r: v1::PromptRequest,
+    ) -> Result<v1::PromptResponse, Error> {
         let message = message_of(&r.prompt)?;
         {
-            let mut state = lock(&self.shared.state);
+            let mut state = lock(&self.state);
             if state.turns.contains_key(&r.session_id) {
                 return Err(
                     Error::invalid_request("a prompt is already running in this session")
@@ -196,51 +202,47 @@ impl V1AgentSide {
             state.turns.insert(r.session_id.clone(), Turn::default());
             state.last = Some(r.session_id.clone());
         }
-        struct Running<'a>(&'a Shared, &'a v1::SessionId);
-        impl Drop for Running<'_> {
-            fn drop(&mut self) {
-                lock(&self.0.state).turns.remove(self.1);
-            }
-        }
-        let running = Running(&self.shared, &r.session_id);
+        let running = OnDrop(|| {
+            lock(&self.state).turns.remove(&r.session_id);
+        });
         let answer = self
-            .agent()?
+            .legacy()?
             .prompt(p::PromptParams::new(
                 probe_session_of(&r.session_id),
                 message,
             ))
             .await;
-        let turn = lock(&self.shared.state).turns.remove(&r.session_id);
+        let turn = lock(&self.state).turns.remove(&r.session_id);
         drop(running);
         let turn = turn.unwrap_or_default();
         let answer = match answer {
             Ok(answer) => answer,
             Err(_) if turn.cancelled => {
-                return to_raw(&v1::PromptResponse::new(v1::StopReason::Cancelled));
+                return Ok(v1::PromptResponse::new(v1::StopReason::Cancelled));
             }
             Err(e) => return Err(e),
         };
         let text = text_of(&answer.content);
         if !turn.streamed && !text.is_empty() {
             let update = v1::SessionUpdate::agent_message_chunk(v1::ContentBlock::text(text));
-            notify(client, &r.session_id, update).await?;
+            notify(cx.peer(), &r.session_id, update).await?;
         }
         let stop = if turn.cancelled {
             v1::StopReason::Cancelled
         } else {
             v1::StopReason::EndTurn
         };
-        to_raw(&v1::PromptResponse::new(stop))
+        Ok(v1::PromptResponse::new(stop))
     }
 
     async fn cancel(&self, c: v1::CancelNotification) -> Result<(), Error> {
-        match lock(&self.shared.state).turns.get_mut(&c.session_id) {
+        match lock(&self.state).turns.get_mut(&c.session_id) {
             Some(turn) => turn.cancelled = true,
             None => {
                 tracing::debug!(session = %c.session_id.0, "session/cancel with no prompt running")
             }
         }
-        let agent = self.agent()?.clone();
+        let agent = self.legacy()?.clone();
         let cancel = p::CancelParams::new(probe_session_of(&c.session_id));
         // The answer is only logged: a notification handler does not wait for it.
         tokio::spawn(async move {
@@ -262,61 +264,17 @@ async fn notify(
     client.notify(v1::names::SESSION_UPDATE, &n).await
 }
 
-#[async_trait]
-impl Handler for V1AgentSide {
-    async fn handle_request(
-        &self,
-        cx: RequestContext,
-        method: &str,
-        params: Params,
-    ) -> Result<Box<RawValue>, Error> {
-        match method {
-            v1::names::INITIALIZE => self.initialize(params.parse_request()?).await,
-            v1::names::SESSION_NEW => self.new_session(params.parse_request()?).await,
-            v1::names::SESSION_LOAD => self.load_session(cx.peer(), params.parse_request()?).await,
-            v1::names::SESSION_SET_MODE => self.set_mode(params.parse_request()?).await,
-            v1::names::SESSION_PROMPT => self.prompt(cx.peer(), params.parse_request()?).await,
-            _ => Err(refused(
-                crate::Dialect::Probe,
-                method,
-                "a probe agent has no such method",
-            )),
-        }
-    }
-
-    async fn handle_notification(
-        &self,
-        _cx: NotificationContext,
-        method: &str,
-        params: Params,
-    ) -> Result<(), Error> {
-        if method == v1::names::SESSION_CANCEL {
-            self.cancel(params.parse()?).await
-        } else {
-            tracing::debug!(
-                method,
-                "notification from the v1 client dropped: no probe equivalent"
-            );
-            Ok(())
-        }
-    }
-}
-
 /// The probe editor the real agent sees; its calls go to the user's v1 client.
-struct ProbeClientSide {
-    client: Peer,
-    shared: Arc<Shared>,
-}
+type ProbeEditor = LegacyEnd<Shared, AgentHandle>;
 
-impl ProbeClientSide {
+impl ProbeEditor {
     async fn update(&self, session: &p::SessionId, update: v1::SessionUpdate) -> Result<(), Error> {
         let n = v1::SessionNotification::new(session_of(session), update);
-        self.client.notify(v1::names::SESSION_UPDATE, &n).await
+        self.v1.notify(v1::names::SESSION_UPDATE, &n).await
     }
 
     fn files(&self) -> v1::FileSystemCapabilities {
-        self.shared
-            .capabilities
+        self.capabilities
             .get()
             .map(|c| c.fs.clone())
             .unwrap_or_default()
@@ -326,7 +284,7 @@ impl ProbeClientSide {
     fn session(&self, named: Option<&p::SessionId>, method: &str) -> Result<v1::SessionId, Error> {
         named
             .map(session_of)
-            .or_else(|| lock(&self.shared.state).last.clone())
+            .or_else(|| lock(&self.state).last.clone())
             .ok_or_else(|| {
                 Error::invalid_request(format!(
                     "{method} before any session: the v1 client has no session to show it in"
@@ -344,8 +302,7 @@ impl ProbeClientSide {
     }
 
     fn local(&self, method: &str) -> Result<&dyn LocalFiles, Error> {
-        self.shared
-            .options
+        self.options
             .fs
             .as_deref()
             .ok_or_else(|| Self::denied(method))
@@ -353,7 +310,7 @@ impl ProbeClientSide {
 }
 
 #[async_trait]
-impl Client for ProbeClientSide {
+impl Client for ProbeEditor {
     async fn read_text_file(
         &self,
         r: p::ReadTextFileParams,
@@ -362,7 +319,7 @@ impl Client for ProbeClientSide {
         let session = self.session(r.session_id.as_ref(), method)?;
         let request = v1::ReadTextFileRequest::new(session, r.path);
         let answer = if self.files().read_text_file {
-            self.client.typed_request(&request).await?
+            self.v1.typed_request(&request).await?
         } else {
             self.local(method)?.read_text_file(request).await?
         };
@@ -377,7 +334,7 @@ impl Client for ProbeClientSide {
         let session = self.session(w.session_id.as_ref(), method)?;
         let request = v1::WriteTextFileRequest::new(session, w.path, w.content);
         if self.files().write_text_file {
-            self.client.typed_request(&request).await?;
+            self.v1.typed_request(&request).await?;
         } else {
             self.local(method)?.write_text_file(request).await?;
         }
@@ -388,7 +345,7 @@ impl Client for ProbeClientSide {
         let call = t.tool_call;
         let status = convert::status_to_v1(&call.status);
         let kind = call.kind.as_deref().map(convert::kind_to_v1);
-        let first = lock(&self.shared.state)
+        let first = lock(&self.state)
             .shown
             .insert((session_of(&t.session_id), call.id.clone()));
         let update = if first {
@@ -413,10 +370,7 @@ impl Client for ProbeClientSide {
     }
 
     async fn message_chunk(&self, m: p::MessageChunkParams) -> Result<(), Error> {
-        if let Some(turn) = lock(&self.shared.state)
-            .turns
-            .get_mut(&session_of(&m.session_id))
-        {
+        if let Some(turn) = lock(&self.state).turns.get_mut(&session_of(&m.session_id)) {
             turn.streamed = true;
         }
         let text = v1::ContentBlock::text(m.chunk);

@@ -1,14 +1,9 @@
-//! A threads agent behind a v1 client: the translation for the client's role.
-//!
-//! The user's v1 client connection runs on an in-memory pipe; [`V1AgentSide`] is the
-//! v1 agent it talks to there, [`ThreadsClientSide`] the threads editor the real agent sees.
-
-use std::sync::{Arc, OnceLock};
+//! A threads agent behind a v1 client: the translation for the client's role, on the
+//! skeleton of [`crate::translate`]. [`Shared`] is what its two ends share: where the
+//! agent's file calls go, and the `cwd` sessions are listed with.
 
 use acp_rpc::memory::PipeEnd;
-use acp_rpc::{
-    Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
-};
+use acp_rpc::{Error, Peer, RequestContext};
 use acp_types::legacy::threads as t;
 use acp_types::v1;
 use async_trait::async_trait;
@@ -17,8 +12,8 @@ use base64::Engine as _;
 use super::native::{AgentHandle, Client, connect_with};
 use super::{line_of, message_of, session_of, thread_of};
 use crate::client_files::ClientFiles;
-use crate::connection::{ready, translate};
-use crate::{AdapterOptions, Input, Output, refused};
+use crate::translate::{LegacyEnd, V1End, translate, v1_routes};
+use crate::{AdapterOptions, Dialect, Input, Output, refused};
 
 /// Drives a threads agent for the v1 client `v1_client` starts; see the module docs of
 /// [`super`] for the mapping.
@@ -29,19 +24,13 @@ pub(crate) fn drive_for_v1_client(
     options: AdapterOptions,
 ) -> Peer {
     let config = options.config.clone();
-    let shared = Arc::new(Shared {
-        files: ClientFiles::new(crate::Dialect::Threads, &options, NO_FILES),
+    let shared = Shared {
+        files: ClientFiles::new(Dialect::Threads, &options, NO_FILES),
         listed_cwd: listed_cwd(&options),
-    });
-    let known = shared.clone();
-    translate(
-        v1_client,
-        |agent| V1AgentSide {
-            agent,
-            shared: known,
-        },
-        |client| connect_with(ThreadsClientSide { client, shared }, reader, writer, config),
-    )
+    };
+    translate(v1_client, shared, |end| {
+        connect_with(end, reader, writer, config)
+    })
 }
 
 /// The `cwd` reported for every session in `session/list`: [`AdapterOptions::cwd`], else
@@ -55,6 +44,7 @@ fn listed_cwd(options: &AdapterOptions) -> String {
         .unwrap_or_default()
 }
 
+/// The state both ends of the translation share.
 struct Shared {
     /// Where the agent's file calls go.
     files: ClientFiles,
@@ -92,19 +82,37 @@ fn replay(entry: &t::ThreadEntry, index: usize) -> Vec<v1::SessionUpdate> {
     }
 }
 
-/// The v1 agent the user's connection talks to on the pipe.
-struct V1AgentSide {
-    agent: Arc<OnceLock<AgentHandle>>,
-    shared: Arc<Shared>,
+/// The v1 agent the user's connection talks to on the pipe; its calls go to the threads
+/// agent.
+type V1Agent = V1End<Shared, AgentHandle>;
+
+v1_routes! {
+    V1Agent;
+    requests {
+        v1::names::INITIALIZE => initialize,
+        v1::names::SESSION_NEW => new_session,
+        v1::names::SESSION_LOAD => load,
+        v1::names::SESSION_LIST => list,
+        v1::names::SESSION_PROMPT => prompt,
+    }
+    refuse |method| refused(Dialect::Threads, method, "a threads agent has no such method");
+    notifications {}
+    drop |method| if method == v1::names::SESSION_CANCEL {
+        tracing::warn!(
+            "session/cancel dropped: a threads agent cannot be cancelled, the turn runs to its end"
+        );
+    } else {
+        tracing::debug!(method, "notification dropped: a threads agent has no equivalent");
+    };
 }
 
-impl V1AgentSide {
-    fn agent(&self) -> Result<&AgentHandle, Error> {
-        ready(&self.agent)
-    }
-
-    fn initialize(&self, p: v1::InitializeRequest) -> Result<Box<RawValue>, Error> {
-        self.shared.files.advertise(&p.client_capabilities);
+impl V1Agent {
+    async fn initialize(
+        &self,
+        _cx: &RequestContext,
+        p: v1::InitializeRequest,
+    ) -> Result<v1::InitializeResponse, Error> {
+        self.files.advertise(&p.client_capabilities);
         let capabilities = v1::AgentCapabilities::new()
             .load_session(true)
             .session_capabilities(
@@ -112,11 +120,39 @@ impl V1AgentSide {
             );
         let version =
             v1::ProtocolVersion::negotiate(p.protocol_version, &[v1::ProtocolVersion::LATEST]);
-        to_raw(&v1::InitializeResponse::new(version).agent_capabilities(capabilities))
+        Ok(v1::InitializeResponse::new(version).agent_capabilities(capabilities))
     }
 
-    async fn load(&self, peer: &Peer, p: v1::LoadSessionRequest) -> Result<Box<RawValue>, Error> {
-        let agent = self.agent()?;
+    async fn new_session(
+        &self,
+        _cx: &RequestContext,
+        _p: v1::NewSessionRequest,
+    ) -> Result<v1::NewSessionResponse, Error> {
+        let created = self.legacy()?.create_thread().await?;
+        Ok(v1::NewSessionResponse::new(session_of(&created.thread_id)))
+    }
+
+    async fn prompt(
+        &self,
+        _cx: &RequestContext,
+        p: v1::PromptRequest,
+    ) -> Result<v1::PromptResponse, Error> {
+        let message = message_of(&p.prompt)?;
+        let agent = self.legacy()?;
+        agent
+            .send_message(t::SendMessageParams::new(thread_of(&p.session_id), message))
+            .await?;
+        // Chunks the agent sent before its answer are passed on before the turn ends.
+        agent.peer().received_requests_handled().await;
+        Ok(v1::PromptResponse::new(v1::StopReason::EndTurn))
+    }
+
+    async fn load(
+        &self,
+        cx: &RequestContext,
+        p: v1::LoadSessionRequest,
+    ) -> Result<v1::LoadSessionResponse, Error> {
+        let agent = self.legacy()?;
         let thread_id = thread_of(&p.session_id);
         agent
             .open_thread(t::OpenThreadParams::new(thread_id.clone()))
@@ -126,19 +162,24 @@ impl V1AgentSide {
             .await?;
         for (i, entry) in history.entries.iter().enumerate() {
             for update in replay(entry, i) {
-                peer.notify(
-                    v1::names::SESSION_UPDATE,
-                    &v1::SessionNotification::new(p.session_id.clone(), update),
-                )
-                .await?;
+                cx.peer()
+                    .notify(
+                        v1::names::SESSION_UPDATE,
+                        &v1::SessionNotification::new(p.session_id.clone(), update),
+                    )
+                    .await?;
             }
         }
-        to_raw(&v1::LoadSessionResponse::default())
+        Ok(v1::LoadSessionResponse::default())
     }
 
-    async fn list(&self) -> Result<Box<RawValue>, Error> {
-        let threads = self.agent()?.get_threads().await?;
-        let cwd = self.shared.listed_cwd.clone();
+    async fn list(
+        &self,
+        _cx: &RequestContext,
+        _p: v1::ListSessionsRequest,
+    ) -> Result<v1::ListSessionsResponse, Error> {
+        let threads = self.legacy()?.get_threads().await?;
+        let cwd = self.listed_cwd.clone();
         let sessions: Vec<_> = threads
             .threads
             .into_iter()
@@ -148,77 +189,15 @@ impl V1AgentSide {
                     .updated_at(m.modified_at)
             })
             .collect();
-        to_raw(&v1::ListSessionsResponse::new(sessions))
-    }
-}
-
-#[async_trait]
-impl Handler for V1AgentSide {
-    async fn handle_request(
-        &self,
-        cx: RequestContext,
-        method: &str,
-        params: Params,
-    ) -> Result<Box<RawValue>, Error> {
-        match method {
-            v1::names::INITIALIZE => self.initialize(params.parse_request()?),
-            v1::names::SESSION_NEW => {
-                let _: v1::NewSessionRequest = params.parse_request()?;
-                let created = self.agent()?.create_thread().await?;
-                to_raw(&v1::NewSessionResponse::new(session_of(&created.thread_id)))
-            }
-            v1::names::SESSION_LOAD => self.load(cx.peer(), params.parse_request()?).await,
-            v1::names::SESSION_LIST => {
-                let _: v1::ListSessionsRequest = params.parse_request()?;
-                self.list().await
-            }
-            v1::names::SESSION_PROMPT => {
-                let p: v1::PromptRequest = params.parse_request()?;
-                let message = message_of(&p.prompt)?;
-                let agent = self.agent()?;
-                agent
-                    .send_message(t::SendMessageParams::new(thread_of(&p.session_id), message))
-                    .await?;
-                // Chunks the agent sent before its answer are passed on before the turn ends.
-                agent.peer().received_requests_handled().await;
-                to_raw(&v1::PromptResponse::new(v1::StopReason::EndTurn))
-            }
-            _ => Err(refused(
-                crate::Dialect::Threads,
-                method,
-                "a threads agent has no such method",
-            )),
-        }
-    }
-
-    async fn handle_notification(
-        &self,
-        _cx: NotificationContext,
-        method: &str,
-        _params: Params,
-    ) -> Result<(), Error> {
-        if method == v1::names::SESSION_CANCEL {
-            tracing::warn!(
-                "session/cancel dropped: a threads agent cannot be cancelled, the turn runs to its end"
-            );
-        } else {
-            tracing::debug!(
-                method,
-                "notification dropped: a threads agent has no equivalent"
-            );
-        }
-        Ok(())
+        Ok(v1::ListSessionsResponse::new(sessions))
     }
 }
 
 /// The threads editor the real agent talks to; its calls go to the user's v1 client.
-struct ThreadsClientSide {
-    client: Peer,
-    shared: Arc<Shared>,
-}
+type ThreadsEditor = LegacyEnd<Shared, AgentHandle>;
 
 #[async_trait]
-impl Client for ThreadsClientSide {
+impl Client for ThreadsEditor {
     async fn stream_message_chunk(&self, p: t::StreamMessageChunkParams) -> Result<(), Error> {
         let t::MessageChunk::Text(text) = p.chunk else {
             tracing::warn!("a message chunk of an unknown type was dropped");
@@ -228,7 +207,7 @@ impl Client for ThreadsClientSide {
             session_of(&p.thread_id),
             v1::SessionUpdate::agent_message_text(text.chunk),
         );
-        self.client.notify(v1::names::SESSION_UPDATE, &update).await
+        self.v1.notify(v1::names::SESSION_UPDATE, &update).await
     }
 
     async fn read_text_file(
@@ -237,8 +216,8 @@ impl Client for ThreadsClientSide {
     ) -> Result<t::ReadTextFileResponse, Error> {
         let mut request = v1::ReadTextFileRequest::new(session_of(&p.thread_id), p.path);
         (request.line, request.limit) = (line_of(p.line_offset), p.line_limit);
-        let files = &self.shared.files;
-        let read = (files.read_text_file(&self.client, t::names::READ_TEXT_FILE, request)).await?;
+        let files = &self.files;
+        let read = (files.read_text_file(&self.v1, t::names::READ_TEXT_FILE, request)).await?;
         Ok(t::ReadTextFileResponse::new(
             t::FileVersion(0),
             read.content,
@@ -250,7 +229,6 @@ impl Client for ThreadsClientSide {
         p: t::ReadBinaryFileParams,
     ) -> Result<t::ReadBinaryFileResponse, Error> {
         let bytes = self
-            .shared
             .files
             .local(t::names::READ_BINARY_FILE)?
             .read_bytes(&p.path, p.byte_offset, p.byte_limit)
@@ -260,18 +238,12 @@ impl Client for ThreadsClientSide {
     }
 
     async fn stat(&self, p: t::StatParams) -> Result<t::StatResponse, Error> {
-        let stat = self
-            .shared
-            .files
-            .local(t::names::STAT)?
-            .stat(&p.path)
-            .await?;
+        let stat = self.files.local(t::names::STAT)?.stat(&p.path).await?;
         Ok(t::StatResponse::new(stat.exists, stat.is_directory))
     }
 
     async fn glob_search(&self, p: t::GlobSearchParams) -> Result<t::GlobSearchResponse, Error> {
         let matches = self
-            .shared
             .files
             .local(t::names::GLOB_SEARCH)?
             .glob(&p.pattern)

@@ -1,16 +1,13 @@
-//! A v1 agent in front of a 0.0.9 editor: the translation for the agent's role.
-//!
-//! The user's v1 agent runs on an in-memory pipe; [`V1Side`] is its client there, [`ZeroNineSide`]
-//! the 0.0.9 agent the editor talks to. [`Conversation`] is what both share: the implicit
-//! session and the tool calls the editor has been shown.
+//! A v1 agent in front of a 0.0.9 editor: the translation for the agent's role, on the
+//! skeleton of [`crate::translate`]. [`Conversation`] is what its two ends share: the
+//! implicit session and the tool calls the editor has been shown.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::path::Path;
+use std::sync::Mutex;
 
 use acp_rpc::memory::PipeEnd;
-use acp_rpc::{
-    Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
-};
+use acp_rpc::{Error, Peer, RequestContext};
 use acp_types::legacy::v0_0_9 as z;
 use acp_types::legacy::v0_0_9::convert;
 use acp_types::v1;
@@ -19,8 +16,8 @@ use tokio::sync::OnceCell;
 
 use super::block_of;
 use super::native::{Agent, ClientHandle, Context, serve_with};
-use crate::connection::{ready, translate};
-use crate::{AdapterOptions, Input, Output, lock, not_forwarded};
+use crate::translate::{LegacyEnd, V1End, V1Handshake, translate, update_kind, v1_routes};
+use crate::{AdapterOptions, Dialect, Input, Output, lock, not_forwarded};
 
 /// Serves the v1 agent `v1_agent` starts to a 0.0.9 editor; see the module docs of
 /// [`super`] for the mapping.
@@ -30,24 +27,17 @@ pub(crate) fn serve_v1_agent(
     writer: impl Output,
     options: AdapterOptions,
 ) -> Peer {
-    let conversation = Arc::new(Conversation::default());
-    let shared = conversation.clone();
     let config = options.config.clone();
-    let editor_side = |agent| ZeroNineSide {
-        agent,
-        initialized: OnceCell::new(),
+    let conversation = Conversation {
+        handshake: V1Handshake::reading(true),
         session: OnceCell::new(),
-        conversation,
+        tool_calls: Mutex::default(),
+        prompting: Mutex::default(),
         options,
     };
-    translate(
-        v1_agent,
-        |editor| V1Side {
-            conversation: shared,
-            editor,
-        },
-        |agent| serve_with(editor_side(agent), reader, writer, config),
-    )
+    translate(v1_agent, conversation, |end| {
+        serve_with(end, reader, writer, config)
+    })
 }
 
 /// What the editor has been shown of a v1 tool call, so updates can be completed (0.0.9's
@@ -65,13 +55,16 @@ struct ShownToolCall {
     raw_input: Option<serde_json::Value>,
 }
 
-/// The state both sides of the adapter share.
-#[derive(Default)]
+/// The state both ends of the translation share.
 struct Conversation {
+    handshake: V1Handshake,
+    /// The implicit session of the dialect's one conversation, once created.
+    session: OnceCell<v1::SessionId>,
     /// v1 tool call id -> what the editor shows.
     tool_calls: Mutex<HashMap<v1::ToolCallId, ShownToolCall>>,
     /// The implicit session, while a `sendUserMessage` runs in it.
     prompting: Mutex<Option<v1::SessionId>>,
+    options: AdapterOptions,
 }
 
 /// The id of an auth method a 0.0.9 `authenticate` can run: one the agent runs itself (the
@@ -84,27 +77,12 @@ fn agent_run_auth_method(methods: &[v1::AuthMethod]) -> Option<v1::AuthMethodId>
 }
 
 /// The 0.0.9 agent the editor sees; every call becomes v1 calls to the agent on the pipe.
-struct ZeroNineSide {
-    agent: Peer,
-    initialized: OnceCell<v1::InitializeResponse>,
-    session: OnceCell<v1::SessionId>,
-    conversation: Arc<Conversation>,
-    options: AdapterOptions,
-}
+type ZeroNineAgent = LegacyEnd<Conversation, ClientHandle>;
 
-impl ZeroNineSide {
+impl ZeroNineAgent {
     /// The v1 handshake, done once, on the editor's `initialize` or before its first call.
     async fn agent(&self) -> Result<&v1::InitializeResponse, Error> {
-        self.initialized
-            .get_or_try_init(|| async {
-                let files = v1::FileSystemCapabilities::new()
-                    .read_text_file(true)
-                    .write_text_file(true);
-                let init = v1::InitializeRequest::new(v1::ProtocolVersion::LATEST)
-                    .client_capabilities(v1::ClientCapabilities::new().fs(files));
-                self.agent.typed_request(&init).await
-            })
-            .await
+        self.handshake.done(&self.v1).await
     }
 
     /// The implicit session of the dialect's one conversation, created on first use.
@@ -112,9 +90,7 @@ impl ZeroNineSide {
         self.agent().await?;
         self.session
             .get_or_try_init(|| async {
-                let cwd = self.options.session_cwd().to_string_lossy().into_owned();
-                let new_session = v1::NewSessionRequest::new(cwd, Vec::<v1::McpServer>::new());
-                let created = self.agent.typed_request(&new_session).await?;
+                let created = self.v1.typed_request(&self.options.new_session()).await?;
                 Ok::<_, Error>(created.session_id)
             })
             .await
@@ -122,7 +98,7 @@ impl ZeroNineSide {
 }
 
 #[async_trait]
-impl Agent for ZeroNineSide {
+impl Agent for ZeroNineAgent {
     async fn initialize(
         &self,
         params: z::InitializeParams,
@@ -151,7 +127,7 @@ impl Agent for ZeroNineSide {
                 "the agent offers only auth methods a 0.0.9 editor cannot run (terminal login)",
             ));
         };
-        self.agent
+        self.v1
             .typed_request(&v1::AuthenticateRequest::new(method_id))
             .await
             .map(|_| ())
@@ -164,21 +140,21 @@ impl Agent for ZeroNineSide {
     ) -> Result<(), Error> {
         let session = self.session().await?.clone();
         let cwd = self.options.session_cwd();
-        let prompt = params.chunks.iter().map(|c| block_of(c, &cwd));
-        *lock(&self.conversation.prompting) = Some(session.clone());
+        let prompt = params.chunks.iter().map(|c| block_of(c, Path::new(&cwd)));
+        *lock(&self.prompting) = Some(session.clone());
         let result = self
-            .agent
+            .v1
             .typed_request(&v1::PromptRequest::new(session, prompt))
             .await;
-        *lock(&self.conversation.prompting) = None;
+        *lock(&self.prompting) = None;
         result.map(|_| ())
     }
 
     async fn cancel_send_message(&self, _cx: &Context) -> Result<(), Error> {
-        let running = lock(&self.conversation.prompting).clone();
+        let running = lock(&self.prompting).clone();
         match running {
             Some(session_id) => {
-                self.agent
+                self.v1
                     .notify(
                         v1::names::SESSION_CANCEL,
                         &v1::CancelNotification::new(session_id),
@@ -194,27 +170,32 @@ impl Agent for ZeroNineSide {
 }
 
 /// The v1 client the agent sees on the pipe; its calls go to the 0.0.9 editor.
-struct V1Side {
-    conversation: Arc<Conversation>,
-    editor: Arc<OnceLock<ClientHandle>>,
+type V1Client = V1End<Conversation, ClientHandle>;
+
+v1_routes! {
+    V1Client;
+    requests {
+        v1::names::SESSION_REQUEST_PERMISSION => request_permission,
+        v1::names::FS_READ_TEXT_FILE => read_text_file,
+        v1::names::FS_WRITE_TEXT_FILE => write_text_file,
+    }
+    refuse |method| not_forwarded(Dialect::Legacy009, method, "a 0.0.9 editor has no such method");
+    notifications { v1::names::SESSION_UPDATE => update }
+    drop |method| tracing::debug!(method, "notification from the v1 agent dropped: no 0.0.9 equivalent");
 }
 
-impl V1Side {
-    fn editor(&self) -> Result<&ClientHandle, Error> {
-        ready(&self.editor)
-    }
-
+impl V1Client {
     fn shown(&self, id: &v1::ToolCallId) -> Option<ShownToolCall> {
-        lock(&self.conversation.tool_calls).get(id).cloned()
+        lock(&self.tool_calls).get(id).cloned()
     }
 
     fn remember(&self, id: v1::ToolCallId, shown: ShownToolCall) {
-        lock(&self.conversation.tool_calls).insert(id, shown);
+        lock(&self.tool_calls).insert(id, shown);
     }
 
     async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
         use v1::SessionUpdate as U;
-        let editor = self.editor()?;
+        let editor = self.legacy()?;
         match n.update {
             U::AgentMessageChunk(chunk) => match chunk.content {
                 v1::ContentBlock::Text(text) => editor.stream_text(text.text).await,
@@ -249,10 +230,7 @@ impl V1Side {
                 Ok(())
             }
             other => {
-                let kind = serde_json::to_value(&other)
-                    .ok()
-                    .and_then(|v| v.get("sessionUpdate").cloned())
-                    .unwrap_or_default();
+                let kind = update_kind(&other);
                 tracing::warn!(%kind, "the 0.0.9 dialect has no way to show this session/update; dropped");
                 Ok(())
             }
@@ -272,7 +250,7 @@ impl V1Side {
             z::PushToolCallParams::new(call.title.clone(), convert::icon_for_kind(&call.kind))
                 .locations(locations.clone());
         push.content = content.clone();
-        let pushed = self.editor()?.push_tool_call(push).await?;
+        let pushed = self.legacy()?.push_tool_call(push).await?;
         let status = convert::status_from_v1(&call.status);
         let shown = ShownToolCall {
             id: pushed.id,
@@ -318,7 +296,7 @@ impl V1Side {
         }
         let mut update = z::UpdateToolCallParams::new(shown.id.clone(), shown.status.clone());
         update.content = shown.content.clone();
-        self.editor()?.update_tool_call(update).await?;
+        self.legacy()?.update_tool_call(update).await?;
         self.remember(id, shown);
         Ok(())
     }
@@ -327,8 +305,12 @@ impl V1Side {
     /// names the tool call from then on, and its outcome selects one of the agent's options.
     async fn request_permission(
         &self,
+        cx: &RequestContext,
         p: v1::RequestPermissionRequest,
-    ) -> Result<Box<RawValue>, Error> {
+    ) -> Result<v1::RequestPermissionResponse, Error> {
+        // The tool call this asks about may have been announced just before: let its
+        // pushToolCall go first.
+        cx.notifications_handled().await;
         let shown = self.shown(&p.tool_call.tool_call_id);
         let call = &p.tool_call;
         let title = call
@@ -364,7 +346,7 @@ impl V1Side {
         )
         .locations(locations.clone());
         ask.content = content.clone();
-        let answer = self.editor()?.request_tool_call_confirmation(ask).await?;
+        let answer = self.legacy()?.request_tool_call_confirmation(ask).await?;
         self.remember(
             call.tool_call_id.clone(),
             ShownToolCall {
@@ -377,64 +359,29 @@ impl V1Side {
                 raw_input,
             },
         );
-        to_raw(&v1::RequestPermissionResponse::new(
+        Ok(v1::RequestPermissionResponse::new(
             convert::selection_for_outcome(&answer.outcome, &p.options),
         ))
     }
 
-    async fn read_text_file(&self, p: v1::ReadTextFileRequest) -> Result<Box<RawValue>, Error> {
+    async fn read_text_file(
+        &self,
+        _cx: &RequestContext,
+        p: v1::ReadTextFileRequest,
+    ) -> Result<v1::ReadTextFileResponse, Error> {
         let mut read = z::ReadTextFileParams::new(p.path);
         (read.line, read.limit) = (p.line, p.limit);
-        let answer = self.editor()?.read_text_file(read).await?;
-        to_raw(&v1::ReadTextFileResponse::new(answer.content))
+        let answer = self.legacy()?.read_text_file(read).await?;
+        Ok(v1::ReadTextFileResponse::new(answer.content))
     }
 
-    async fn write_text_file(&self, p: v1::WriteTextFileRequest) -> Result<Box<RawValue>, Error> {
+    async fn write_text_file(
+        &self,
+        _cx: &RequestContext,
+        p: v1::WriteTextFileRequest,
+    ) -> Result<v1::WriteTextFileResponse, Error> {
         let write = z::WriteTextFileParams::new(p.path, p.content);
-        self.editor()?.write_text_file(write).await?;
-        to_raw(&v1::WriteTextFileResponse::default())
-    }
-}
-
-#[async_trait]
-impl Handler for V1Side {
-    async fn handle_request(
-        &self,
-        cx: RequestContext,
-        method: &str,
-        params: Params,
-    ) -> Result<Box<RawValue>, Error> {
-        match method {
-            v1::names::SESSION_REQUEST_PERMISSION => {
-                // The tool call this asks about may have been announced just before: let
-                // its pushToolCall go first.
-                cx.notifications_handled().await;
-                self.request_permission(params.parse_request()?).await
-            }
-            v1::names::FS_READ_TEXT_FILE => self.read_text_file(params.parse_request()?).await,
-            v1::names::FS_WRITE_TEXT_FILE => self.write_text_file(params.parse_request()?).await,
-            _ => Err(not_forwarded(
-                crate::Dialect::Legacy009,
-                method,
-                "a 0.0.9 editor has no such method",
-            )),
-        }
-    }
-
-    async fn handle_notification(
-        &self,
-        _cx: NotificationContext,
-        method: &str,
-        params: Params,
-    ) -> Result<(), Error> {
-        if method == v1::names::SESSION_UPDATE {
-            self.update(params.parse()?).await
-        } else {
-            tracing::debug!(
-                method,
-                "notification from the v1 agent dropped: no 0.0.9 equivalent"
-            );
-            Ok(())
-        }
+        self.legacy()?.write_text_file(write).await?;
+        Ok(v1::WriteTextFileResponse::default())
     }
 }

@@ -1,17 +1,12 @@
-//! A 0.0.9 agent behind a v1 client: the translation for the client's role.
-//!
-//! The user's v1 client connection runs on an in-memory pipe; [`V1AgentSide`] is the
-//! v1 agent it talks to there, [`ZeroNineClientSide`] the 0.0.9 editor the real agent sees.
-//! [`Conversation`] is what both share: the implicit session, the running turn and the tool
-//! call ids the adapter handed out.
+//! A 0.0.9 agent behind a v1 client: the translation for the client's role, on the
+//! skeleton of [`crate::translate`]. [`Conversation`] is what its two ends share: the
+//! implicit session, the running turn and the tool call ids the translation handed out.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use acp_rpc::memory::PipeEnd;
-use acp_rpc::{
-    Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext, to_raw,
-};
+use acp_rpc::{Error, Peer, RequestContext};
 use acp_types::legacy::v0_0_9 as z;
 use acp_types::legacy::v0_0_9::convert;
 use acp_types::v1;
@@ -22,8 +17,8 @@ use tokio::sync::OnceCell;
 use super::chunks_of;
 use super::native::{AgentHandle, Client, connect_with};
 use crate::client_files::ClientFiles;
-use crate::connection::{ready, translate};
-use crate::{AdapterOptions, Input, Output, refused};
+use crate::translate::{LegacyEnd, OnDrop, V1End, translate, v1_routes};
+use crate::{AdapterOptions, Dialect, Input, Output, lock, refused};
 
 /// The id of the one session a 0.0.9 agent offers (the dialect has a single, implicit
 /// conversation).
@@ -46,28 +41,16 @@ pub(crate) fn drive_for_v1_client(
         .clone()
         .and_then(|answer| serde_json::from_value(answer).ok());
     let config = options.config.clone();
-    let conversation = Arc::new(Conversation {
-        files: ClientFiles::new(crate::Dialect::Legacy009, &options, NO_FILES),
+    let conversation = Conversation {
+        files: ClientFiles::new(Dialect::Legacy009, &options, NO_FILES),
+        initialized: OnceCell::new_with(handshake),
         session: OnceLock::new(),
         turn: Mutex::new(None),
         next_tool_call: AtomicU64::new(0),
-    });
-    let shared = conversation.clone();
-    translate(
-        v1_client,
-        |agent| V1AgentSide {
-            agent,
-            initialized: OnceCell::new_with(handshake),
-            conversation: shared,
-        },
-        |client| {
-            let side = ZeroNineClientSide {
-                client,
-                conversation,
-            };
-            connect_with(side, reader, writer, config)
-        },
-    )
+    };
+    translate(v1_client, conversation, |end| {
+        connect_with(end, reader, writer, config)
+    })
 }
 
 /// The running turn of the implicit session.
@@ -77,10 +60,12 @@ struct Turn {
     cancelled: bool,
 }
 
-/// The state both sides of the adapter share.
+/// The state both ends of the translation share.
 struct Conversation {
     /// Where the agent's file calls go.
     files: ClientFiles,
+    /// The agent's 0.0.9 `initialize` answer.
+    initialized: OnceCell<z::InitializeResponse>,
     /// The implicit session, once the client created it.
     session: OnceLock<v1::SessionId>,
     /// The turn running in it, if any.
@@ -94,7 +79,7 @@ const NO_FILES: &str = "the v1 client does not offer this file method and no fil
 
 impl Conversation {
     fn turn(&self) -> std::sync::MutexGuard<'_, Option<Turn>> {
-        self.turn.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.turn)
     }
 
     fn session(&self, method: &str) -> Result<v1::SessionId, Error> {
@@ -130,22 +115,31 @@ fn shown_as_update(call: v1::ToolCall) -> v1::ToolCallUpdate {
     update
 }
 
-/// The v1 agent the user's connection talks to on the pipe.
-struct V1AgentSide {
-    agent: Arc<OnceLock<AgentHandle>>,
-    /// The agent's 0.0.9 `initialize` answer.
-    initialized: OnceCell<z::InitializeResponse>,
-    conversation: Arc<Conversation>,
+/// The v1 agent the user's connection talks to on the pipe; its calls go to the 0.0.9
+/// agent.
+type V1Agent = V1End<Conversation, AgentHandle>;
+
+v1_routes! {
+    V1Agent;
+    requests {
+        v1::names::INITIALIZE => initialize,
+        v1::names::AUTHENTICATE => authenticate,
+        v1::names::SESSION_NEW => new_session,
+        v1::names::SESSION_PROMPT => prompt,
+    }
+    refuse |method| refused(Dialect::Legacy009, method, "a 0.0.9 agent has no such method");
+    notifications { v1::names::SESSION_CANCEL => cancel }
+    drop |method| tracing::debug!(method, "notification dropped: a 0.0.9 agent has no equivalent");
 }
 
-impl V1AgentSide {
-    fn agent(&self) -> Result<&AgentHandle, Error> {
-        ready(&self.agent)
-    }
-
-    async fn initialize(&self, p: v1::InitializeRequest) -> Result<Box<RawValue>, Error> {
-        self.conversation.files.advertise(&p.client_capabilities);
-        let agent = self.agent()?;
+impl V1Agent {
+    async fn initialize(
+        &self,
+        _cx: &RequestContext,
+        p: v1::InitializeRequest,
+    ) -> Result<v1::InitializeResponse, Error> {
+        self.files.advertise(&p.client_capabilities);
+        let agent = self.legacy()?;
         let answer = self
             .initialized
             .get_or_try_init(|| agent.initialize())
@@ -160,22 +154,42 @@ impl V1AgentSide {
         };
         let version =
             v1::ProtocolVersion::negotiate(p.protocol_version, &[v1::ProtocolVersion::LATEST]);
-        to_raw(&v1::InitializeResponse::new(version).auth_methods(auth_methods))
+        Ok(v1::InitializeResponse::new(version).auth_methods(auth_methods))
     }
 
-    fn new_session(&self) -> Result<Box<RawValue>, Error> {
+    async fn authenticate(
+        &self,
+        _cx: &RequestContext,
+        p: v1::AuthenticateRequest,
+    ) -> Result<v1::AuthenticateResponse, Error> {
+        if p.method_id.0 != AUTH_METHOD_ID {
+            return Err(Error::invalid_params(format!(
+                "unknown auth method {:?}: a 0.0.9 agent offers only {AUTH_METHOD_ID:?}",
+                p.method_id.0
+            ))
+            .with_data(json!({ "field": "methodId" })));
+        }
+        self.legacy()?.authenticate().await?;
+        Ok(v1::AuthenticateResponse::default())
+    }
+
+    async fn new_session(
+        &self,
+        _cx: &RequestContext,
+        _p: v1::NewSessionRequest,
+    ) -> Result<v1::NewSessionResponse, Error> {
         let id = v1::SessionId(SESSION_ID.to_string());
-        if self.conversation.session.set(id.clone()).is_err() {
+        if self.session.set(id.clone()).is_err() {
             return Err(Error::invalid_request(
                 "a 0.0.9 agent has one conversation, and its session exists already: start the agent again for a new one",
             )
             .with_data(json!({ "sessionId": id, "dialect": "legacy-0.0.9" })));
         }
-        to_raw(&v1::NewSessionResponse::new(id))
+        Ok(v1::NewSessionResponse::new(id))
     }
 
     fn known(&self, id: &v1::SessionId) -> Result<(), Error> {
-        if self.conversation.session.get() == Some(id) {
+        if self.session.get() == Some(id) {
             Ok(())
         } else {
             Err(
@@ -185,11 +199,15 @@ impl V1AgentSide {
         }
     }
 
-    async fn prompt(&self, p: v1::PromptRequest) -> Result<Box<RawValue>, Error> {
+    async fn prompt(
+        &self,
+        _cx: &RequestContext,
+        p: v1::PromptRequest,
+    ) -> Result<v1::PromptResponse, Error> {
         self.known(&p.session_id)?;
         let chunks = chunks_of(&p.prompt)?;
         {
-            let mut turn = self.conversation.turn();
+            let mut turn = self.turn();
             if turn.is_some() {
                 return Err(Error::invalid_request(
                     "a turn is already running: a 0.0.9 agent takes one message at a time",
@@ -198,114 +216,50 @@ impl V1AgentSide {
             }
             *turn = Some(Turn::default());
         }
-        struct EndTurn<'a>(&'a Conversation);
-        impl Drop for EndTurn<'_> {
-            fn drop(&mut self) {
-                self.0.turn().take();
-            }
-        }
-        let _end = EndTurn(&self.conversation);
-        let agent = self.agent()?;
+        let _end = OnDrop(|| {
+            self.turn().take();
+        });
+        let agent = self.legacy()?;
         let result = agent
             .send_user_message(z::SendUserMessageParams::new(chunks))
             .await;
         // Chunks and tool calls the agent sent before its answer reach the client first.
         agent.peer().received_requests_handled().await;
-        let cancelled = self
-            .conversation
-            .turn()
-            .as_ref()
-            .is_some_and(|t| t.cancelled);
+        let cancelled = self.turn().as_ref().is_some_and(|t| t.cancelled);
         let stop_reason = match result {
             _ if cancelled => v1::StopReason::Cancelled,
             Ok(()) => v1::StopReason::EndTurn,
             Err(e) => return Err(e),
         };
-        to_raw(&v1::PromptResponse::new(stop_reason))
+        Ok(v1::PromptResponse::new(stop_reason))
     }
 
     async fn cancel(&self, p: v1::CancelNotification) -> Result<(), Error> {
-        if self.conversation.session.get() != Some(&p.session_id) {
+        if self.session.get() != Some(&p.session_id) {
             tracing::debug!(session = %p.session_id.0, "session/cancel for an unknown session");
             return Ok(());
         }
-        match self.conversation.turn().as_mut() {
+        match self.turn().as_mut() {
             Some(turn) => turn.cancelled = true,
             None => {
                 tracing::debug!("session/cancel with no turn running: nothing to cancel");
                 return Ok(());
             }
         }
-        if let Err(e) = self.agent()?.cancel_send_message().await {
+        if let Err(e) = self.legacy()?.cancel_send_message().await {
             tracing::warn!(error = %e, "the agent refused cancelSendMessage");
         }
         Ok(())
     }
 }
 
-#[async_trait]
-impl Handler for V1AgentSide {
-    async fn handle_request(
-        &self,
-        _cx: RequestContext,
-        method: &str,
-        params: Params,
-    ) -> Result<Box<RawValue>, Error> {
-        match method {
-            v1::names::INITIALIZE => self.initialize(params.parse_request()?).await,
-            v1::names::AUTHENTICATE => {
-                let p: v1::AuthenticateRequest = params.parse_request()?;
-                if p.method_id.0 != AUTH_METHOD_ID {
-                    return Err(Error::invalid_params(format!(
-                        "unknown auth method {:?}: a 0.0.9 agent offers only {AUTH_METHOD_ID:?}",
-                        p.method_id.0
-                    ))
-                    .with_data(json!({ "field": "methodId" })));
-                }
-                self.agent()?.authenticate().await?;
-                to_raw(&v1::AuthenticateResponse::default())
-            }
-            v1::names::SESSION_NEW => {
-                let _: v1::NewSessionRequest = params.parse_request()?;
-                self.new_session()
-            }
-            v1::names::SESSION_PROMPT => self.prompt(params.parse_request()?).await,
-            _ => Err(refused(
-                crate::Dialect::Legacy009,
-                method,
-                "a 0.0.9 agent has no such method",
-            )),
-        }
-    }
-
-    async fn handle_notification(
-        &self,
-        _cx: NotificationContext,
-        method: &str,
-        params: Params,
-    ) -> Result<(), Error> {
-        if method == v1::names::SESSION_CANCEL {
-            self.cancel(params.parse()?).await
-        } else {
-            tracing::debug!(
-                method,
-                "notification dropped: a 0.0.9 agent has no equivalent"
-            );
-            Ok(())
-        }
-    }
-}
-
 /// The 0.0.9 editor the real agent talks to; its calls go to the user's v1 client.
-struct ZeroNineClientSide {
-    client: Peer,
-    conversation: Arc<Conversation>,
-}
+type ZeroNineEditor = LegacyEnd<Conversation, AgentHandle>;
 
-impl ZeroNineClientSide {
+impl ZeroNineEditor {
     async fn update(&self, method: &str, update: v1::SessionUpdate) -> Result<(), Error> {
-        let session = self.conversation.session(method)?;
-        self.client
+        let session = self.session(method)?;
+        self.v1
             .notify(
                 v1::names::SESSION_UPDATE,
                 &v1::SessionNotification::new(session, update),
@@ -329,7 +283,7 @@ impl ZeroNineClientSide {
 }
 
 #[async_trait]
-impl Client for ZeroNineClientSide {
+impl Client for ZeroNineEditor {
     async fn stream_assistant_message_chunk(
         &self,
         p: z::StreamAssistantMessageChunkParams,
@@ -348,7 +302,7 @@ impl Client for ZeroNineClientSide {
         &self,
         p: z::PushToolCallParams,
     ) -> Result<z::PushToolCallResponse, Error> {
-        let (id, v1_id) = self.conversation.allocate_tool_call();
+        let (id, v1_id) = self.allocate_tool_call();
         let call = Self::tool_call(v1_id, &p, v1::ToolCallStatus::InProgress);
         self.update(
             z::names::PUSH_TOOL_CALL,
@@ -359,7 +313,7 @@ impl Client for ZeroNineClientSide {
     }
 
     async fn update_tool_call(&self, p: z::UpdateToolCallParams) -> Result<(), Error> {
-        if p.tool_call_id.0 >= self.conversation.next_tool_call.load(Ordering::Relaxed) {
+        if p.tool_call_id.0 >= self.next_tool_call.load(Ordering::Relaxed) {
             return Err(Error::invalid_params(format!(
                 "unknown tool call id {}: ids come from pushToolCall or requestToolCallConfirmation",
                 p.tool_call_id.0
@@ -382,10 +336,8 @@ impl Client for ZeroNineClientSide {
         &self,
         p: z::RequestToolCallConfirmationParams,
     ) -> Result<z::RequestToolCallConfirmationResponse, Error> {
-        let session = self
-            .conversation
-            .session(z::names::REQUEST_TOOL_CALL_CONFIRMATION)?;
-        let (id, v1_id) = self.conversation.allocate_tool_call();
+        let session = self.session(z::names::REQUEST_TOOL_CALL_CONFIRMATION)?;
+        let (id, v1_id) = self.allocate_tool_call();
         let mut pushed = z::PushToolCallParams::new(p.label, p.icon).locations(p.locations);
         pushed.content = p.content;
         let mut call = Self::tool_call(v1_id, &pushed, v1::ToolCallStatus::Pending);
@@ -396,7 +348,7 @@ impl Client for ZeroNineClientSide {
         )
         .await?;
         let answer: v1::RequestPermissionResponse = self
-            .client
+            .v1
             .typed_request(&v1::RequestPermissionRequest::new(
                 session,
                 shown_as_update(call),
@@ -412,18 +364,18 @@ impl Client for ZeroNineClientSide {
         p: z::ReadTextFileParams,
     ) -> Result<z::ReadTextFileResponse, Error> {
         let method = z::names::READ_TEXT_FILE;
-        let mut request = v1::ReadTextFileRequest::new(self.conversation.session(method)?, p.path);
+        let mut request = v1::ReadTextFileRequest::new(self.session(method)?, p.path);
         (request.line, request.limit) = (p.line, p.limit);
-        let files = &self.conversation.files;
-        let read = files.read_text_file(&self.client, method, request).await?;
+        let files = &self.files;
+        let read = files.read_text_file(&self.v1, method, request).await?;
         Ok(z::ReadTextFileResponse::new(read.content))
     }
 
     async fn write_text_file(&self, p: z::WriteTextFileParams) -> Result<(), Error> {
         let method = z::names::WRITE_TEXT_FILE;
-        let session = self.conversation.session(method)?;
+        let session = self.session(method)?;
         let request = v1::WriteTextFileRequest::new(session, p.path, p.content);
-        let files = &self.conversation.files;
-        files.write_text_file(&self.client, method, request).await
+        let files = &self.files;
+        files.write_text_file(&self.v1, method, request).await
     }
 }

@@ -1,0 +1,206 @@
+//! The skeleton every translation shares, so a dialect's `v1_agent.rs` and `v1_client.rs`
+//! hold only their mapping: the user's v1 side runs on an in-memory pipe ([`translate`]);
+//! the translation's two ends share one state `S` (the dialect's conversation, sessions,
+//! ids); the [`V1End`] serves the user's v1 side (its routing table is [`v1_routes!`]) and
+//! calls the legacy peer through its typed handle; the [`LegacyEnd`] implements the
+//! dialect's own `Agent` or `Client` trait and calls the user's v1 side through its peer.
+
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
+
+use acp_rpc::memory::{PipeEnd, pipe, tie};
+use acp_rpc::{Config, Error, Handler, Peer};
+use acp_types::v1;
+use tokio::sync::OnceCell;
+
+use crate::Connection;
+
+/// The end of a translation the user's v1 side talks to: the shared state (it derefs to
+/// it) and the legacy peer's typed handle `H`.
+pub(crate) struct V1End<S, H> {
+    state: Arc<S>,
+    legacy: Arc<OnceLock<H>>,
+}
+
+/// The end of a translation the legacy peer talks to (it implements the dialect's `Agent`
+/// or `Client`): the shared state (it derefs to it), the peer of the user's v1 side, and
+/// the legacy peer's typed handle `H` (for a call of its own, as crow's answer to a
+/// permission request is).
+pub(crate) struct LegacyEnd<S, H> {
+    state: Arc<S>,
+    #[cfg_attr(not(feature = "crow"), allow(dead_code))]
+    legacy: Arc<OnceLock<H>>,
+    /// The user's v1 agent (agent role) or v1 client (client role).
+    pub(crate) v1: Peer,
+}
+
+/// The legacy peer's handle (set before any message can arrive).
+fn ready<H>(slot: &OnceLock<H>) -> Result<&H, Error> {
+    slot.get()
+        .ok_or_else(|| Error::internal_error("the legacy connection is not ready"))
+}
+
+impl<S, H> V1End<S, H> {
+    /// The legacy peer's handle.
+    pub(crate) fn legacy(&self) -> Result<&H, Error> {
+        ready(&self.legacy)
+    }
+}
+
+impl<S, H> LegacyEnd<S, H> {
+    /// The legacy peer's handle (today only crow's editor end calls the agent itself).
+    #[cfg_attr(not(feature = "crow"), allow(dead_code))]
+    pub(crate) fn legacy(&self) -> Result<&H, Error> {
+        ready(&self.legacy)
+    }
+}
+
+impl<S, H> Deref for V1End<S, H> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.state
+    }
+}
+
+impl<S, H> Deref for LegacyEnd<S, H> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.state
+    }
+}
+
+/// Runs a translation: the user's v1 side, which `user_side` starts on one end of a fresh
+/// in-memory pipe (returning its connection's [`Peer`]); the [`V1End`] on the other end;
+/// and the legacy connection `legacy` starts with the [`LegacyEnd`]. Both ends share
+/// `state`. When one of the three connections ends, all do. Returns the legacy peer.
+pub(crate) fn translate<S, H>(
+    user_side: impl FnOnce(PipeEnd) -> Peer,
+    state: S,
+    legacy: impl FnOnce(LegacyEnd<S, H>) -> Connection<H>,
+) -> Peer
+where
+    S: Send + Sync + 'static,
+    H: Send + Sync + 'static,
+    V1End<S, H>: Handler,
+{
+    let state = Arc::new(state);
+    let slot = Arc::<OnceLock<H>>::default();
+    let (user_end, (read, write)) = pipe();
+    let user = user_side(user_end);
+    let v1_end = V1End {
+        state: state.clone(),
+        legacy: slot.clone(),
+    };
+    let v1 = acp_rpc::Connection::new(read, write, v1_end, Config::default())
+        .peer()
+        .clone();
+    let outer = legacy(LegacyEnd {
+        state,
+        legacy: slot.clone(),
+        v1: v1.clone(),
+    });
+    let _ = slot.set(outer.handle);
+    tie(&outer.peer, &v1);
+    tie(&v1, &user);
+    outer.peer
+}
+
+/// The v1 `initialize` a translation for a legacy editor performs itself, once, before the
+/// first call that needs the agent (the legacy handshake, where there is one, carries
+/// nothing v1 needs): the latest version, and the file methods the editor serves.
+pub(crate) struct V1Handshake {
+    answer: OnceCell<v1::InitializeResponse>,
+    files: v1::FileSystemCapabilities,
+}
+
+impl V1Handshake {
+    /// A handshake advertising `fs.readTextFile`, and `fs.writeTextFile` when `write`.
+    pub(crate) fn reading(write: bool) -> Self {
+        V1Handshake {
+            answer: OnceCell::new(),
+            files: v1::FileSystemCapabilities::new()
+                .read_text_file(true)
+                .write_text_file(write),
+        }
+    }
+
+    /// The agent's answer, asking it on first use.
+    pub(crate) async fn done(&self, agent: &Peer) -> Result<&v1::InitializeResponse, Error> {
+        self.answer
+            .get_or_try_init(|| async {
+                let capabilities = v1::ClientCapabilities::new().fs(self.files.clone());
+                let init = v1::InitializeRequest::new(v1::ProtocolVersion::LATEST)
+                    .client_capabilities(capabilities);
+                agent.typed_request(&init).await
+            })
+            .await
+    }
+}
+
+/// The `sessionUpdate` tag of a v1 update, for the log line that says it was dropped.
+pub(crate) fn update_kind(update: &v1::SessionUpdate) -> String {
+    let tagged = serde_json::to_value(update).ok();
+    let kind = tagged
+        .as_ref()
+        .and_then(|v| v.get("sessionUpdate")?.as_str());
+    kind.unwrap_or("another kind").to_string()
+}
+
+/// Runs `f` when dropped: ends a turn's bookkeeping however the turn ends (an error, or
+/// the request being cancelled mid-await).
+pub(crate) struct OnDrop<F: FnMut()>(pub(crate) F);
+
+impl<F: FnMut()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}
+
+/// Implements [`acp_rpc::Handler`] for a translation's [`V1End`] from its routing table:
+/// each v1 request method to the end's method mapping it (`async fn(&self,
+/// &RequestContext, Request) -> Result<Response, Error>`; the params are parsed and the
+/// answer serialized here), every other request to the `refuse` error (`-32601` saying
+/// why); each notification to its method (`async fn(&self, Notification) -> Result<(),
+/// Error>`), every other one to `drop` (a log line saying why).
+macro_rules! v1_routes {
+    (
+        $end:ty;
+        requests { $($request:path => $on_request:ident),* $(,)? }
+        refuse |$refused:ident| $refusal:expr;
+        notifications { $($notification:path => $on_notification:ident),* $(,)? }
+        drop |$dropped:ident| $drop:expr $(;)?
+    ) => {
+        #[async_trait::async_trait]
+        impl acp_rpc::Handler for $end {
+            async fn handle_request(
+                &self,
+                cx: acp_rpc::RequestContext,
+                method: &str,
+                params: acp_rpc::Params,
+            ) -> Result<Box<acp_rpc::RawValue>, acp_rpc::Error> {
+                let _ = (&cx, &params);
+                match method {
+                    $($request => acp_rpc::to_raw(&self.$on_request(&cx, params.parse_request()?).await?),)*
+                    $refused => Err($refusal),
+                }
+            }
+
+            async fn handle_notification(
+                &self,
+                _cx: acp_rpc::NotificationContext,
+                method: &str,
+                params: acp_rpc::Params,
+            ) -> Result<(), acp_rpc::Error> {
+                let _ = &params;
+                match method {
+                    $($notification => self.$on_notification(params.parse()?).await,)*
+                    $dropped => {
+                        $drop;
+                        Ok(())
+                    }
+                }
+            }
+        }
+    };
+}
+pub(crate) use v1_routes;
