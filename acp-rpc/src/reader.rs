@@ -450,12 +450,18 @@ impl Reader {
             token,
             notifications_before: self.notifications_received,
         };
-        // The request's first steps run here, in the reader: a handler that answers without
-        // waiting (most do) is answered before the next line is read, with no task spawned
-        // and no scheduler hop on the way. One that waits goes on as a task of its own, from
-        // where it stopped: the task's first poll registers its real waker (a future must
-        // allow being polled again, and the no-op waker's lost wake-ups are re-checked then).
+        // When every notification read before this request has been handled, the request's
+        // first steps run here, in the reader: a handler that answers without waiting (most
+        // do) is answered before the next line is read, with no task spawned and no
+        // scheduler hop on the way. One that waits goes on as a task of its own, from where
+        // it stopped: the task's first poll registers its real waker (a future must allow
+        // being polled again, and the no-op waker's lost wake-ups are re-checked then).
+        // With notifications still queued it is spawned at once, so it cannot overtake them.
         let mut task = Box::pin(task.run(req).instrument(span));
+        if !self.worker_idle() {
+            tokio::spawn(task);
+            return;
+        }
         let mut cx = Context::from_waker(Waker::noop());
         if task.as_mut().poll(&mut cx).is_pending() {
             tokio::spawn(task);
