@@ -456,7 +456,8 @@ impl Reader {
         // scheduler hop on the way. One that waits goes on as a task of its own, from where
         // it stopped: the task's first poll registers its real waker (a future must allow
         // being polled again, and the no-op waker's lost wake-ups are re-checked then).
-        // With notifications still queued it is spawned at once, so it cannot overtake them.
+        // With notifications still queued it is spawned at once, as before: running it here
+        // would start it ahead of notifications that arrived first.
         let mut task = Box::pin(task.run(req).instrument(span));
         if !self.worker_idle() {
             tokio::spawn(task);
