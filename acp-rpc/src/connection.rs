@@ -63,6 +63,7 @@ impl Connection {
             reason: OnceLock::new(),
             notifications_done: AtomicU64::new(0),
             notification_handled: tokio::sync::Notify::new(),
+            notification_waiters: AtomicUsize::new(0),
             in_flight: Mutex::default(),
             answer_waiters: AtomicUsize::new(0),
             request_answered: tokio::sync::Notify::new(),

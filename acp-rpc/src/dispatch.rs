@@ -28,6 +28,9 @@ pub(crate) enum Ordered {
     Notification(Notification),
     /// A notification the handler decoded in the reader.
     Decoded(DecodedNotification),
+    /// A notification whose handler the reader started and which must still finish before
+    /// anything queued after it (see `Reader::enqueue_notification`).
+    Started(NotificationTask),
     /// A response that must wait for the notifications before it (its result copied out
     /// of the line, which the reader reuses).
     Response(Deliver, Result<Box<RawValue>, Error>),
@@ -166,16 +169,14 @@ pub(crate) async fn notification_worker(
                 Ok(raw) => deliver.deliver(Ok(&raw)),
                 Err(e) => deliver.deliver(Err(e)),
             },
-            Ordered::Notification(n) => {
-                let cx = NotificationContext { peer: peer.clone() };
-                let fut = handler.handle_notification(cx, &n.method, Params::new(n.params));
-                run_notification(&n.method, fut).await;
+            Ordered::Notification(_) | Ordered::Decoded(_) => {
+                if let Some(task) = notification_task(item, &handler, &peer) {
+                    task.await;
+                }
                 notification_done(&shared);
             }
-            Ordered::Decoded(n) => {
-                let method = n.method();
-                let cx = NotificationContext { peer: peer.clone() };
-                run_notification(method, handler.handle_decoded_notification(cx, n)).await;
+            Ordered::Started(task) => {
+                task.await;
                 notification_done(&shared);
             }
             Ordered::Close(reason) => shared.shutdown(reason),
@@ -183,11 +184,38 @@ pub(crate) async fn notification_worker(
     }
 }
 
+/// A notification's handler, run to its end (see [`run_notification`]).
+pub(crate) type NotificationTask = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The handler of a notification item (`None` for any other item).
+pub(crate) fn notification_task(
+    item: Ordered,
+    handler: &Arc<dyn Handler>,
+    peer: &Peer,
+) -> Option<NotificationTask> {
+    let cx = NotificationContext { peer: peer.clone() };
+    let handler = handler.clone();
+    match item {
+        Ordered::Notification(n) => Some(Box::pin(async move {
+            let fut = handler.handle_notification(cx, &n.method, Params::new(n.params));
+            run_notification(&n.method, fut).await;
+        })),
+        Ordered::Decoded(n) => Some(Box::pin(async move {
+            let method = n.method();
+            run_notification(method, handler.handle_decoded_notification(cx, n)).await;
+        })),
+        _ => None,
+    }
+}
+
 /// Counts a handled notification and wakes whoever waits for it
-/// ([`RequestContext::notifications_handled`], the reader's overtaking check).
-fn notification_done(shared: &Shared) {
-    shared.notifications_done.fetch_add(1, Ordering::Release);
-    shared.notification_handled.notify_waiters();
+/// ([`RequestContext::notifications_handled`]; the reader's overtaking check reads the
+/// count).
+pub(crate) fn notification_done(shared: &Shared) {
+    shared.notifications_done.fetch_add(1, Ordering::SeqCst);
+    if shared.notification_waiters.load(Ordering::SeqCst) > 0 {
+        shared.notification_handled.notify_waiters();
+    }
 }
 
 /// Runs one notification handler to its end, logging (not propagating) its failure or

@@ -6,12 +6,15 @@
 
 use std::any::Any;
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll, Waker};
 
 use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::config::Config;
 use crate::error::{CloseReason, Error};
@@ -75,6 +78,9 @@ pub(crate) struct Shared {
     /// Woken each time `notifications_done` grows (see
     /// [`RequestContext::notifications_handled`](crate::RequestContext::notifications_handled)).
     pub(crate) notification_handled: tokio::sync::Notify,
+    /// Callers waiting on `notification_handled`; handled notifications wake them only when
+    /// there are some (a wake takes the notifier's lock, once per notification otherwise).
+    pub(crate) notification_waiters: AtomicUsize,
     /// Incoming requests whose handlers have not answered yet, with the arrival number of
     /// each (for cancellation, duplicate detection and [`Peer::received_requests_answered`]).
     pub(crate) in_flight: Mutex<HashMap<RequestId, InFlightRequest>>,
@@ -182,6 +188,51 @@ impl Shared {
             biased;
             r = self.out_tx.send(msg) => r.map_err(|_| self.closed_error()),
             _ = self.shutdown.cancelled() => Err(self.closed_error()),
+        }
+    }
+}
+
+/// The end of the connection, for the reader and writer tasks, which wait on it alongside
+/// every read and write: each poll checks [`Shared::closed`], and the token's own wait (two
+/// locks per poll) is polled only to register a waker the token does not have yet.
+pub(crate) struct ClosedWatch {
+    shared: Arc<Shared>,
+    wait: Pin<Box<WaitForCancellationFutureOwned>>,
+    registered: Option<Waker>,
+}
+
+impl ClosedWatch {
+    pub(crate) fn new(shared: &Arc<Shared>) -> Self {
+        ClosedWatch {
+            wait: Box::pin(shared.shutdown.clone().cancelled_owned()),
+            shared: shared.clone(),
+            registered: None,
+        }
+    }
+}
+
+impl Future for ClosedWatch {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // `closed` is set before the token is cancelled, and cancelling wakes the waker
+        // registered below: a poll that finds it unset and returns `Pending` is woken again.
+        if self.shared.is_closed() {
+            return Poll::Ready(());
+        }
+        if self
+            .registered
+            .as_ref()
+            .is_some_and(|waker| waker.will_wake(cx.waker()))
+        {
+            return Poll::Pending;
+        }
+        match self.wait.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(()),
+            Poll::Pending => {
+                self.registered = Some(cx.waker().clone());
+                Poll::Pending
+            }
         }
     }
 }

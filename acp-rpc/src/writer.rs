@@ -33,7 +33,7 @@ use crate::config::Config;
 use crate::error::{CloseReason, Error};
 use crate::message::{blank_line_breaks, write_response};
 use crate::reply::ReplyBody;
-use crate::state::{Outgoing, Shared, lock, panic_message};
+use crate::state::{ClosedWatch, Outgoing, Shared, lock, panic_message};
 use crate::tap::{Direction, TapEvent};
 
 /// Stop adding ready messages to a batch beyond this many bytes.
@@ -237,9 +237,9 @@ pub(crate) async fn write_loop(rx: mpsc::Receiver<Outgoing>, shared: Arc<Shared>
     lock(&shared.writer).transport = None;
 }
 
-async fn write_until_closed(mut rx: mpsc::Receiver<Outgoing>, shared: &Shared) {
+async fn write_until_closed(mut rx: mpsc::Receiver<Outgoing>, shared: &Arc<Shared>) {
     // One wait on the shutdown token for the writer's whole life (see the reader).
-    let shutdown = shared.shutdown.clone().cancelled_owned();
+    let shutdown = ClosedWatch::new(shared);
     tokio::pin!(shutdown);
     let grace = shared.config.shutdown_flush_timeout;
     loop {
