@@ -233,6 +233,56 @@ impl ClientHandle {
             .await
     }
 
+    /// Refuses a call locally unless the agent's own `initialize` answer advertised
+    /// `mcpCapabilities.acp` (the agent speaks MCP over ACP only then).
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    fn require_mcp_over_acp(&self) -> Result<(), Error> {
+        if self
+            .inner
+            .mcp_acp_advertised
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return Ok(());
+        }
+        Err(Error::new(
+            CAPABILITY_NOT_ADVERTISED,
+            "mcp/message not sent: the agent did not advertise mcpCapabilities.acp in its initialize answer",
+        )
+        .with_data(serde_json::json!({
+            "method": MessageMcpRequest::METHOD,
+            "capability": "mcpCapabilities.acp",
+        })))
+    }
+
+    /// `mcp/message` (request; unstable, feature `unstable_mcp_over_acp`): one inner MCP
+    /// request to a server the client declared with an `acp` entry of `mcpServers`. The
+    /// result is the MCP server's own answer, a result or an MCP error; an `Err` is an ACP
+    /// failure (unknown server, malformed message). Refused locally (never sent) unless the
+    /// agent's own `initialize` answer advertised `mcpCapabilities.acp`.
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    pub async fn mcp_message(
+        &self,
+        params: MessageMcpRequest,
+    ) -> Result<MessageMcpResponse, Error> {
+        self.require_mcp_over_acp()?;
+        self.request(&params).await
+    }
+
+    /// `mcp/message` (notification; unstable, feature `unstable_mcp_over_acp`): an inner MCP
+    /// notification about a running inner request (for example a cancellation). Refused
+    /// locally like [`ClientHandle::mcp_message`].
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    pub async fn mcp_message_notification(
+        &self,
+        notification: MessageMcpNotification,
+    ) -> Result<(), Error> {
+        self.require_mcp_over_acp()?;
+        self.inner
+            .peer
+            .notify(MessageMcpNotification::METHOD, &notification)
+            .await
+    }
+
     /// An extension notification (`method` should start with `_`).
     pub async fn ext_notification(
         &self,

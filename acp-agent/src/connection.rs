@@ -130,6 +130,8 @@ where
         recorder: store.map(|s| Arc::new(Recorder::new(s))),
         #[cfg(feature = "unstable_auth_status")]
         auth_status_advertised: Default::default(),
+        #[cfg(feature = "unstable_mcp_over_acp")]
+        mcp_acp_advertised: Default::default(),
     });
     let _ = slot.set(inner.clone());
     let releaser = inner.clone();
@@ -273,6 +275,11 @@ impl<A: Agent> Dispatch<A> {
             #[cfg(feature = "unstable_auth_status")]
             inner.auth_status_advertised.store(
                 response.agent_capabilities.auth.status.is_some(),
+                std::sync::atomic::Ordering::Release,
+            );
+            #[cfg(feature = "unstable_mcp_over_acp")]
+            inner.mcp_acp_advertised.store(
+                response.agent_capabilities.mcp_capabilities.acp,
                 std::sync::atomic::Ordering::Release,
             );
             inner.set_capabilities(caps);
@@ -480,6 +487,10 @@ impl<A: Agent> Dispatch<A> {
             m if m == AuthStatusRequest::METHOD => {
                 to_raw(&agent.auth_status(parse(&params)?, &cx).await?)
             }
+            #[cfg(feature = "unstable_mcp_over_acp")]
+            m if m == MessageMcpRequest::METHOD => {
+                to_raw(&agent.mcp_message(parse(&params)?, &cx).await?)
+            }
             m if m.starts_with('_') => {
                 let value: serde_json::Value = params.parse()?;
                 to_raw(&agent.ext_method(m, value, &cx).await?)
@@ -511,6 +522,12 @@ impl<A: Agent> Handler for Dispatch<A> {
         params: Params,
     ) -> Result<(), Error> {
         let inner = self.inner().await;
+        #[cfg(feature = "unstable_mcp_over_acp")]
+        if method == MessageMcpNotification::METHOD {
+            let p: MessageMcpNotification = params.parse()?;
+            self.agent.mcp_message_notification(p).await;
+            return Ok(());
+        }
         if method == CancelNotification::METHOD {
             let p: CancelNotification = params.parse()?;
             if !inner.cancel(&p.session_id).await {

@@ -599,7 +599,7 @@ fn parse_object(name: &str, v: &Value) -> Result<ObjectDef, Error> {
             has_default: schema.get("default").is_some(),
             null_clears: flag(schema, "x-null-clears"),
         });
-        if flag(schema, "x-null-clears") && (is_required || !nullable) {
+        if flag(schema, "x-null-clears") && (is_required || !(nullable || is_any_value(schema))) {
             return Err(err(format!(
                 "`{json_name}`: `x-null-clears` needs an optional, nullable property"
             )));
@@ -625,6 +625,13 @@ fn parse_object(name: &str, v: &Value) -> Result<ObjectDef, Error> {
         }
     };
     Ok(ObjectDef { props, embedded })
+}
+
+/// `{}` (with annotations only): any JSON value, `null` included.
+fn is_any_value(schema: &Value) -> bool {
+    ["type", "$ref", "anyOf", "oneOf", "allOf", "const", "enum"]
+        .iter()
+        .all(|k| schema.get(*k).is_none())
 }
 
 /// `{"type": "object" or ["object", "null"], "additionalProperties": true}`: any JSON object.
@@ -697,6 +704,34 @@ fn check_references(schema: &Schema) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod null_clears_tests {
+    use super::*;
+
+    fn doc(data: &str) -> String {
+        format!(
+            r#"{{"x-dialect": "v1", "x-methods": [], "$defs": {{"E": {{"type": "object", "properties": {{"data": {data}}}}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn x_null_clears_takes_nullable_and_any_value_properties_only() {
+        // `{}` holds any value, `null` included, so absent and `null` can differ there too.
+        for ok in [
+            r#"{"x-null-clears": true}"#,
+            r#"{"type": ["string", "null"], "x-null-clears": true}"#,
+        ] {
+            let schema = parse(&doc(ok)).expect(ok);
+            let DefKind::Object(o) = &schema.defs[0].kind else {
+                panic!("an object")
+            };
+            assert!(o.props[0].null_clears, "{ok}");
+        }
+        let refused = parse(&doc(r#"{"type": "string", "x-null-clears": true}"#)).unwrap_err();
+        assert!(refused.to_string().contains("nullable"), "{refused}");
+    }
 }
 
 #[cfg(test)]

@@ -211,7 +211,13 @@ fn extend_union(
             .and_then(Value::as_str)
             .map(str::to_string)
             .unwrap_or_else(|| crate::model::pascal_case(value));
-        members.push(variant.clone());
+        // Tagged variants go before the untagged fallback, which serde wants last (and
+        // which is only tried once every tag failed).
+        let at = members
+            .iter()
+            .position(|m| m.get("x-untagged") == Some(&Value::Bool(true)))
+            .unwrap_or(members.len());
+        members.insert(at, variant.clone());
         out.variants.insert((name.to_string(), rust), feature);
     }
     Ok(())
@@ -529,6 +535,40 @@ mod variants {
         assert!(
             !out.contains("#[cfg(feature = \"unstable_x\")]\n    pub fn old"),
             "{out}"
+        );
+    }
+
+    #[test]
+    fn a_new_tagged_variant_goes_before_the_untagged_fallback() {
+        let base = r##"{"$defs": {
+            "Stdio": {"type": "object", "properties": {}},
+            "Http": {"type": "object", "properties": {}},
+            "Server": {"x-tag": "type", "anyOf": [
+                {"$ref": "#/$defs/Http", "properties": {"type": {"const": "http"}}, "required": ["type"]},
+                {"$ref": "#/$defs/Stdio", "x-untagged": true}
+            ]}
+        }}"##;
+        let overlay = r##"{
+            "$defs": {"Acp": {"type": "object", "properties": {}, "x-unstable": "unstable_x"}},
+            "x-extend": {"Server": {"oneOf": [
+                {"$ref": "#/$defs/Acp", "properties": {"type": {"const": "acp"}},
+                 "required": ["type"], "x-unstable": "unstable_x"}
+            ]}}
+        }"##;
+        let (merged, found) = merge(base, overlay).unwrap();
+        let merged: Value = serde_json::from_str(&merged).unwrap();
+        let order: Vec<&str> = merged["$defs"]["Server"]["anyOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["$ref"].as_str().unwrap())
+            .collect();
+        // serde wants untagged variants last; the fallback is tried only after every tag.
+        assert_eq!(order, ["#/$defs/Http", "#/$defs/Acp", "#/$defs/Stdio"]);
+        assert!(
+            found
+                .variants
+                .contains_key(&("Server".into(), "Acp".into()))
         );
     }
 

@@ -494,3 +494,135 @@ fn provider_configuration_matches_the_official_crate() {
     let caps = AgentCapabilities::new().providers(ProvidersCapabilities::new());
     assert_eq!(serde_json::to_value(&caps).unwrap()["providers"], json!({}));
 }
+
+#[cfg(feature = "unstable_mcp_over_acp")]
+#[test]
+fn mcp_over_acp_matches_the_official_crate() {
+    use acp_types::v1::{
+        InitializeResponse, McpCapabilities, McpError, McpServer, McpServerAcp,
+        MessageMcpNotification, MessageMcpRequest, MessageMcpResponse, MessageMcpResult,
+        NewSessionRequest,
+    };
+    use acp_types::{NotificationMethod, RequestMethod};
+    use agent_client_protocol_schema::v1 as official;
+    // The `acp` transport sits beside the untagged stdio one; both are read as what they are.
+    let new = both::<NewSessionRequest, official::NewSessionRequest>(json!({
+        "cwd": "/w",
+        "mcpServers": [
+            {"type": "acp", "name": "project-tools", "serverId": "srv-1"},
+            {"name": "fs", "command": "/bin/mcp-fs", "args": [], "env": []},
+            {"type": "http", "name": "web", "url": "https://mcp.example.org", "headers": []}
+        ]
+    }));
+    let McpServer::Acp(server) = &new.mcp_servers[0] else {
+        panic!("acp is typed: {:?}", new.mcp_servers[0])
+    };
+    assert_eq!(
+        (server.name.as_str(), server.server_id.0.as_str()),
+        ("project-tools", "srv-1")
+    );
+    assert!(matches!(new.mcp_servers[1], McpServer::Stdio(_)));
+    let built = NewSessionRequest::new("/w", [McpServer::from(McpServerAcp::new("t", "srv-2"))]);
+    both::<NewSessionRequest, official::NewSessionRequest>(serde_json::to_value(&built).unwrap());
+    // The capability: both write `acp` always, as they do `http` and `sse`.
+    let init = both::<InitializeResponse, official::InitializeResponse>(json!({
+        "protocolVersion": 1, "agentCapabilities": {"mcpCapabilities": {"acp": true}}
+    }));
+    assert!(init.agent_capabilities.mcp_capabilities.acp);
+    both::<InitializeResponse, official::InitializeResponse>(
+        json!({"protocolVersion": 1, "agentCapabilities": {"mcpCapabilities": {"http": true}}}),
+    );
+    assert_eq!(
+        serde_json::to_value(McpCapabilities::new().acp(true)).unwrap(),
+        json!({"http": false, "sse": false, "acp": true})
+    );
+    // The request and the notification: same fields, `params` absent or `null` means none.
+    let request = both::<MessageMcpRequest, official::MessageMcpRequest>(json!({
+        "serverId": "srv-1", "requestId": "7", "method": "tools/call",
+        "params": {"name": "grep", "arguments": {"pattern": "fn main"}}
+    }));
+    assert_eq!(request.method, "tools/call");
+    assert_eq!(request.params.as_ref().map(|p| p.len()), Some(2));
+    let bare = both::<MessageMcpRequest, official::MessageMcpRequest>(
+        json!({"serverId": "srv-1", "requestId": "8", "method": "tools/list", "params": null}),
+    );
+    assert!(bare.params.is_none());
+    let progress = both::<MessageMcpNotification, official::MessageMcpNotification>(json!({
+        "serverId": "srv-1", "requestId": "7", "method": "notifications/progress",
+        "params": {"progressToken": "p", "progress": 0.5}
+    }));
+    assert_eq!(progress.request_id.0, "7");
+    for missing in ["serverId", "requestId", "method"] {
+        let mut value = json!({"serverId": "s", "requestId": "r", "method": "m"});
+        value.as_object_mut().unwrap().remove(missing);
+        assert!(serde_json::from_value::<MessageMcpRequest>(value.clone()).is_err());
+        assert!(serde_json::from_value::<official::MessageMcpRequest>(value).is_err());
+    }
+    assert_eq!(
+        (MessageMcpRequest::METHOD, MessageMcpNotification::METHOD),
+        ("mcp/message", "mcp/message")
+    );
+    // The answer: an opaque result (`null` included) or an MCP error whose `data` keeps
+    // absent, `null` and a value apart.
+    for result in [
+        Value::Null,
+        json!(42),
+        json!({"content": [{"type": "text", "text": "ok"}], "isError": false}),
+    ] {
+        let answer = both::<MessageMcpResponse, official::MessageMcpResponse>(
+            json!({"result": result.clone()}),
+        );
+        let MessageMcpResponse::Result(inner) = &answer else {
+            panic!("a result: {answer:?}")
+        };
+        assert_eq!(inner.result, result);
+    }
+    for (error, data) in [
+        (json!({"code": -32602, "message": "no such tool"}), None),
+        (
+            json!({"code": -32602, "message": "no such tool", "data": null}),
+            Some(None),
+        ),
+        (
+            json!({"code": 1, "message": "x", "data": {"tool": "grep"}, "future": [1]}),
+            Some(Some(json!({"tool": "grep"}))),
+        ),
+    ] {
+        let answer = both::<MessageMcpResponse, official::MessageMcpResponse>(
+            json!({"error": error, "_meta": {"k": 1}}),
+        );
+        let MessageMcpResponse::Error(inner) = &answer else {
+            panic!("an error: {answer:?}")
+        };
+        assert_eq!(inner.error.data, data);
+        assert!(inner.meta.is_some());
+    }
+    // Neither a missing outcome nor a malformed error is read, by either.
+    for bad in [
+        json!({}),
+        json!({"_meta": {}}),
+        json!({"error": null}),
+        json!({"error": {"code": 1}}),
+        json!({"error": {"code": "1", "message": "x"}}),
+        Value::Null,
+    ] {
+        assert!(
+            serde_json::from_value::<MessageMcpResponse>(bad.clone()).is_err(),
+            "{bad}"
+        );
+        assert!(serde_json::from_value::<official::MessageMcpResponse>(bad.clone()).is_err());
+    }
+    // Built with the constructors, each writes what the official crate reads back unchanged.
+    for built in [
+        MessageMcpResponse::from(MessageMcpResult::new(Value::Null)),
+        MessageMcpResponse::from(acp_types::v1::MessageMcpError::new(
+            McpError::new(-32000, "boom").data(None),
+        )),
+    ] {
+        both::<MessageMcpResponse, official::MessageMcpResponse>(
+            serde_json::to_value(&built).unwrap(),
+        );
+    }
+    let built = MessageMcpRequest::new("srv-1", "9", "tools/list");
+    both::<MessageMcpRequest, official::MessageMcpRequest>(serde_json::to_value(&built).unwrap());
+}

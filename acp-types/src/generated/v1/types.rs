@@ -1662,6 +1662,10 @@ pub struct McpCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// `true` when `mcpServers` may contain `acp` servers, reached through `mcp/message` on this connection.
+    #[serde(default, deserialize_with = "crate::serde_util::lenient")]
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    pub acp: bool,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -1674,6 +1678,8 @@ impl McpCapabilities {
             http: ::std::default::Default::default(),
             sse: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_mcp_over_acp")]
+            acp: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -1690,6 +1696,12 @@ impl McpCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// `true` when `mcpServers` may contain `acp` servers, reached through `mcp/message` on this connection.
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    pub fn acp(mut self, value: bool) -> Self {
+        self.acp = value;
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3562,6 +3574,10 @@ pub enum McpServer {
     /// Server-sent events transport; only when the agent advertised `mcpCapabilities.sse`.
     #[serde(rename = "sse")]
     Sse(McpServerSse),
+    /// An MCP server that the side declaring it serves over this ACP connection (through `mcp/message`); only when the agent advertised `mcpCapabilities.acp`.
+    #[serde(rename = "acp")]
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    Acp(McpServerAcp),
     /// A local process spoken to over stdin/stdout (written without a `type` field); every agent supports it.
     #[serde(untagged)]
     Stdio(McpServerStdio),
@@ -3638,6 +3654,21 @@ impl crate::serde_util::TagFirst for McpServer {
                     }
                 }
             }
+            #[cfg(feature = "unstable_mcp_over_acp")]
+            Some("acp") => {
+                match <McpServerAcp as ::serde::Deserialize>::deserialize(&value) {
+                    #[cfg(feature = "unstable_mcp_over_acp")]
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Acp(body))
+                    }
+                    Err(error) => {
+                        <McpServerStdio as ::serde::Deserialize>::deserialize(value)
+                            .map(Self::Stdio)
+                            .map_err(|_| ::serde::de::Error::custom(error))
+                    }
+                }
+            }
             Some(_) => {
                 Ok(
                     <McpServerStdio as ::serde::Deserialize>::deserialize(&value)
@@ -3670,6 +3701,14 @@ impl McpServer {
     ) -> Self {
         Self::Sse(McpServerSse::new(name, url, headers))
     }
+    /// A `acp` variant from its body's required fields (see [`McpServerAcp::new`]).
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    pub fn acp(
+        name: impl ::std::convert::Into<::std::string::String>,
+        server_id: impl ::std::convert::Into<McpServerAcpId>,
+    ) -> Self {
+        Self::Acp(McpServerAcp::new(name, server_id))
+    }
     /// The untagged `Stdio` variant from its body's required fields (see [`McpServerStdio::new`]).
     pub fn stdio(
         name: impl ::std::convert::Into<::std::string::String>,
@@ -3690,6 +3729,12 @@ impl ::std::convert::From<McpServerHttp> for McpServer {
 impl ::std::convert::From<McpServerSse> for McpServer {
     fn from(body: McpServerSse) -> Self {
         Self::Sse(body)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<McpServerAcp> for McpServer {
+    fn from(body: McpServerAcp) -> Self {
+        Self::Acp(body)
     }
 }
 impl ::std::convert::From<McpServerStdio> for McpServer {
@@ -20747,6 +20792,696 @@ impl ProvidersCapabilities {
         self
     }
 }
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<&str> for McpServerAcpId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
+/// Identifier of an MCP server reached over ACP, chosen by the side that declares it (unique among the servers it declares on one connection); `mcp/message` uses it to route to that side.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+#[serde(transparent)]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub struct McpServerAcpId(pub ::std::string::String);
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::ops::Deref for McpServerAcpId {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<::std::string::String> for McpServerAcpId {
+    fn from(value: ::std::string::String) -> Self {
+        Self(value)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::fmt::Display for McpServerAcpId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::str::FromStr for McpServerAcpId {
+    type Err = ::std::convert::Infallible;
+    fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(Self(value.to_string()))
+    }
+}
+/// An MCP server served over the ACP connection itself.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub struct McpServerAcp {
+    /// Name identifying this server to people.
+    pub name: ::std::string::String,
+    /// What `mcp/message` names to reach it.
+    #[serde(rename = "serverId")]
+    pub server_id: McpServerAcpId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl McpServerAcp {
+    /// A value from its required fields (`name`, `server_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        name: impl ::std::convert::Into<::std::string::String>,
+        server_id: impl ::std::convert::Into<McpServerAcpId>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            server_id: server_id.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::serde::Serialize for McpServerAcp {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        McpServerAcp::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl<'de> ::serde::Deserialize<'de> for McpServerAcp {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| McpServerAcp::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl crate::HasExtra for McpServerAcp {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl McpServerAcp {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<&str> for McpRequestId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
+/// Identifier of one inner MCP request, chosen by its sender and kept unchanged along the way (not the id of the ACP request that carries it).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+#[serde(transparent)]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub struct McpRequestId(pub ::std::string::String);
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::ops::Deref for McpRequestId {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<::std::string::String> for McpRequestId {
+    fn from(value: ::std::string::String) -> Self {
+        Self(value)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::fmt::Display for McpRequestId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::str::FromStr for McpRequestId {
+    type Err = ::std::convert::Infallible;
+    fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(Self(value.to_string()))
+    }
+}
+/// Params of the `mcp/message` request: one inner MCP request for a server reached over ACP. An unknown server or a malformed message is an ACP error; what the MCP server itself answers, errors included, is the result.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub struct MessageMcpRequest {
+    /// The server the message is for (one declared with an `acp` entry of `mcpServers`).
+    #[serde(rename = "serverId")]
+    pub server_id: McpServerAcpId,
+    /// The inner MCP request this message is, or belongs to.
+    #[serde(rename = "requestId")]
+    pub request_id: McpRequestId,
+    /// The inner MCP method (`tools/call`, `tools/list`).
+    pub method: ::std::string::String,
+    /// The inner MCP params (absent or `null`: none).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none", default)]
+    pub params: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl MessageMcpRequest {
+    /// A value from its required fields (`server_id`, `request_id`, `method`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        server_id: impl ::std::convert::Into<McpServerAcpId>,
+        request_id: impl ::std::convert::Into<McpRequestId>,
+        method: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            server_id: server_id.into(),
+            request_id: request_id.into(),
+            method: method.into(),
+            params: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// The inner MCP params (absent or `null`: none).
+    pub fn params(
+        mut self,
+        value: impl ::std::convert::Into<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.params = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::serde::Serialize for MessageMcpRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        MessageMcpRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl<'de> ::serde::Deserialize<'de> for MessageMcpRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| MessageMcpRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl crate::HasExtra for MessageMcpRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl MessageMcpRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of the `mcp/message` notification: one inner MCP notification about a running inner request (progress, subscription updates).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub struct MessageMcpNotification {
+    /// The server the message is for (one declared with an `acp` entry of `mcpServers`).
+    #[serde(rename = "serverId")]
+    pub server_id: McpServerAcpId,
+    /// The inner MCP request this message is, or belongs to.
+    #[serde(rename = "requestId")]
+    pub request_id: McpRequestId,
+    /// The inner MCP notification method (`notifications/progress`).
+    pub method: ::std::string::String,
+    /// The inner MCP params (absent or `null`: none).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none", default)]
+    pub params: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl MessageMcpNotification {
+    /// A value from its required fields (`server_id`, `request_id`, `method`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        server_id: impl ::std::convert::Into<McpServerAcpId>,
+        request_id: impl ::std::convert::Into<McpRequestId>,
+        method: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            server_id: server_id.into(),
+            request_id: request_id.into(),
+            method: method.into(),
+            params: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// The inner MCP params (absent or `null`: none).
+    pub fn params(
+        mut self,
+        value: impl ::std::convert::Into<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.params = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::serde::Serialize for MessageMcpNotification {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        MessageMcpNotification::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl<'de> ::serde::Deserialize<'de> for MessageMcpNotification {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| MessageMcpNotification::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl crate::HasExtra for MessageMcpNotification {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl MessageMcpNotification {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// An error the MCP server answered, carried inside a successful `mcp/message` result (never an ACP error).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub struct McpError {
+    /// The MCP error code (not an ACP one).
+    pub code: i32,
+    /// The MCP error message.
+    pub message: ::std::string::String,
+    /// More about the error. Absent, `null` and a value are three different things, each written back as read.
+    #[serde(
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub data: ::std::option::Option<::std::option::Option<::serde_json::Value>>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl McpError {
+    /// A value from its required fields (`code`, `message`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        code: i32,
+        message: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            code: code,
+            message: message.into(),
+            data: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// More about the error. Absent, `null` and a value are three different things, each written back as read.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn data(mut self, value: ::std::option::Option<::serde_json::Value>) -> Self {
+        self.data = ::std::option::Option::Some(value);
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::serde::Serialize for McpError {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        McpError::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl<'de> ::serde::Deserialize<'de> for McpError {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| McpError::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl crate::HasExtra for McpError {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl McpError {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// An inner MCP result, passed on without interpretation.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub struct MessageMcpResult {
+    /// The result as the MCP server wrote it, any JSON value including `null` (the key itself must be present).
+    pub result: ::serde_json::Value,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl MessageMcpResult {
+    /// A value from its required fields (`result`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(result: impl ::std::convert::Into<::serde_json::Value>) -> Self {
+        Self {
+            result: result.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::serde::Serialize for MessageMcpResult {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        MessageMcpResult::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl<'de> ::serde::Deserialize<'de> for MessageMcpResult {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| MessageMcpResult::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl crate::HasExtra for MessageMcpResult {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl MessageMcpResult {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// An inner MCP error.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub struct MessageMcpError {
+    /// The MCP server's error (an object, never `null`).
+    pub error: McpError,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl MessageMcpError {
+    /// A value from its required fields (`error`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(error: impl ::std::convert::Into<McpError>) -> Self {
+        Self {
+            error: error.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::serde::Serialize for MessageMcpError {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        MessageMcpError::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl<'de> ::serde::Deserialize<'de> for MessageMcpError {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| MessageMcpError::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl crate::HasExtra for MessageMcpError {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl MessageMcpError {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of the `mcp/message` request: exactly one inner outcome, an MCP result or an MCP error. A result key wins when a peer sends both. ACP errors stay for failures of the carrying itself (unknown server, malformed message).
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(untagged)]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub enum MessageMcpResponse {
+    /// The MCP server answered with a result.
+    Result(MessageMcpResult),
+    /// The MCP server answered with an error.
+    Error(MessageMcpError),
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<MessageMcpResult> for MessageMcpResponse {
+    fn from(value: MessageMcpResult) -> Self {
+        Self::Result(value)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<MessageMcpError> for MessageMcpResponse {
+    fn from(value: MessageMcpError) -> Self {
+        Self::Error(value)
+    }
+}
 impl ::std::convert::From<AuthMethodId> for ::std::string::String {
     fn from(value: AuthMethodId) -> Self {
         value.0
@@ -20759,6 +21494,18 @@ impl ::std::convert::From<CompactionId> for ::std::string::String {
 }
 impl ::std::convert::From<ElicitationId> for ::std::string::String {
     fn from(value: ElicitationId) -> Self {
+        value.0
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<McpRequestId> for ::std::string::String {
+    fn from(value: McpRequestId) -> Self {
+        value.0
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<McpServerAcpId> for ::std::string::String {
+    fn from(value: McpServerAcpId) -> Self {
         value.0
     }
 }
@@ -20845,6 +21592,8 @@ pub mod defaults {
     }
     pub(super) fn agent_capabilities_mcp_capabilities() -> super::McpCapabilities {
         super::McpCapabilities {
+            #[cfg(feature = "unstable_mcp_over_acp")]
+            acp: Default::default(),
             http: false,
             meta: Default::default(),
             sse: false,
@@ -20932,6 +21681,8 @@ pub mod defaults {
             },
             load_session: false,
             mcp_capabilities: super::McpCapabilities {
+                #[cfg(feature = "unstable_mcp_over_acp")]
+                acp: Default::default(),
                 http: false,
                 meta: Default::default(),
                 sse: false,
@@ -21103,4 +21854,20 @@ impl crate::methods::RequestMethod for DisableProviderRequest {
     const PARAMS_NULL_AS_DEFAULT: bool = false;
     const RESULT_NULL_AS_DEFAULT: bool = true;
     type Response = DisableProviderResponse;
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+/// `mcp/message` (unstable, feature `unstable_mcp_over_acp`): Carries one MCP request to an MCP server reached over the ACP connection itself (an `acp` entry of `mcpServers`); the side that declared the server answers it. Sent by the side that uses the server (usually the agent, which then advertises `mcpCapabilities.acp`).
+impl crate::methods::RequestMethod for MessageMcpRequest {
+    const METHOD: &'static str = "mcp/message";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Protocol;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = false;
+    type Response = MessageMcpResponse;
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+/// `mcp/message` (unstable, feature `unstable_mcp_over_acp`): Carries one MCP notification about a running inner MCP request (progress, subscription updates) over the ACP connection; not answered.
+impl crate::methods::NotificationMethod for MessageMcpNotification {
+    const METHOD: &'static str = "mcp/message";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Protocol;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
 }
