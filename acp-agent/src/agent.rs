@@ -162,7 +162,9 @@ pub trait Agent: Send + Sync + 'static {
     /// the history of `params.session_id` (which this connection need not have loaded; answer
     /// `-32002` for one the agent does not know). Advertise it with `sessionCapabilities.fork`.
     /// As with `session/new`, updates for the new session sent before this returns are held
-    /// until the answer is written. The session store does not record forked sessions.
+    /// until the answer is written. Served with a store ([`crate::serve_with_store`]), the
+    /// connection records the new session with a copy of the source's stored history, so it
+    /// can be loaded or resumed later like any other.
     #[cfg(feature = "unstable_session_fork")]
     async fn fork_session(
         &self,

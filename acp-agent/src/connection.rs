@@ -443,9 +443,22 @@ impl<A: Agent> Dispatch<A> {
             m if m == ForkSessionRequest::METHOD => {
                 // Like `session/new`: updates for the new session wait for the answer.
                 let p: ForkSessionRequest = parse(&params)?;
+                // With a store, the request is kept to record the new session (it starts
+                // from a copy of the source's stored history).
+                let request = inner.recorder.is_some().then(|| p.clone());
                 inner.begin_create();
                 let mut creating = Creating(Some(inner.clone()));
-                let result = agent.fork_session(p, &cx).await;
+                let mut result = agent.fork_session(p, &cx).await;
+                if let (Ok(response), Some(recorder), Some(request)) =
+                    (&result, &inner.recorder, &request)
+                {
+                    let meta = crate::store::record::forked_session_meta(request, response);
+                    if let Err(e) = recorder.forked(meta, &request.session_id).await {
+                        result = Err(Error::internal_error(format!(
+                            "the forked session could not be stored: {e}"
+                        )));
+                    }
+                }
                 creating.0 = None;
                 let created = result
                     .as_ref()
