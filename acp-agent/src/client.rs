@@ -74,7 +74,9 @@ impl ClientHandle {
     /// The kinds the schema reserves for clients that asked for them are refused locally
     /// (never sent) unless advertised: `notice` needs `session.notices`, `compaction_update`
     /// and `compaction_summary_chunk` need `session.compaction`, and (unstable, feature
-    /// `unstable_plan_operations`) `plan_update` and `plan_removed` need `plan`. A client without them may not
+    /// `unstable_plan_operations`) `plan_update` and `plan_removed` need `plan`, and (feature
+    /// `unstable_subagents`) `subagent_update`, `session_message` and `session_message_chunk`
+    /// need `subagents`. A client without them may not
     /// know these kinds at all (the official Python SDK's client drops them).
     pub async fn session_update(&self, notification: SessionNotification) -> Result<(), Error> {
         if let Some((capability, has)) = update_capability(&notification.update) {
@@ -311,6 +313,10 @@ fn update_capability(update: &SessionUpdate) -> Option<(&'static str, HasCapabil
         SessionUpdate::PlanUpdate(_) | SessionUpdate::PlanRemoved(_) => {
             Some(("plan", |c| c.plan.is_some()))
         }
+        #[cfg(feature = "unstable_subagents")]
+        SessionUpdate::SubagentUpdate(_)
+        | SessionUpdate::SessionMessage(_)
+        | SessionUpdate::SessionMessageChunk(_) => Some(("subagents", |c| c.subagents.is_some())),
         _ => None,
     }
 }

@@ -518,6 +518,15 @@ fn parse_tagged(name: &str, tag: &str, v: &Value) -> Result<TaggedUnionDef, Erro
                 (None, None) => unreachable!("checked above"),
             },
         };
+        if rust_name == "Unknown" {
+            return Err(err(format!(
+                "a variant would be named `Unknown`, which keeps unknown tags: name it with `x-variant`{}",
+                tag_value
+                    .as_deref()
+                    .map(|t| format!(" (tag `{t}`)"))
+                    .unwrap_or_default()
+            )));
+        }
         variants.push(TaggedVariant {
             tag_value,
             body,
@@ -731,6 +740,32 @@ mod null_clears_tests {
         }
         let refused = parse(&doc(r#"{"type": "string", "x-null-clears": true}"#)).unwrap_err();
         assert!(refused.to_string().contains("nullable"), "{refused}");
+    }
+}
+
+#[cfg(test)]
+mod tagged_variant_name_tests {
+    use super::*;
+
+    #[test]
+    fn a_tag_that_would_be_the_unknown_variant_needs_x_variant() {
+        let doc = |extra: &str| {
+            format!(
+                r##"{{"x-dialect": "v1", "x-methods": [], "$defs": {{
+                    "Body": {{"type": "object", "properties": {{}}}},
+                    "State": {{"x-tag": "state", "oneOf": [
+                        {{"$ref": "#/$defs/Body", "properties": {{"state": {{"const": "unknown"}}}}, "required": ["state"]{extra}}}
+                    ]}}
+                }}}}"##
+            )
+        };
+        let clash = parse(&doc("")).unwrap_err();
+        assert!(clash.to_string().contains("x-variant"), "{clash}");
+        let named = parse(&doc(r#", "x-variant": "Undetermined""#)).expect("named");
+        let DefKind::TaggedUnion(u) = &named.def("State").unwrap().kind else {
+            panic!("a tagged union")
+        };
+        assert_eq!(u.variants[0].rust_name, "Undetermined");
     }
 }
 

@@ -626,3 +626,148 @@ fn mcp_over_acp_matches_the_official_crate() {
     let built = MessageMcpRequest::new("srv-1", "9", "tools/list");
     both::<MessageMcpRequest, official::MessageMcpRequest>(serde_json::to_value(&built).unwrap());
 }
+
+#[cfg(all(
+    feature = "unstable_subagents",
+    feature = "unstable_end_turn_token_usage"
+))]
+#[test]
+fn subagent_updates_match_the_official_crate() {
+    use acp_types::v1::{
+        ClientCapabilities, ContentBlock, IdleStateUpdate, IdleStopReason, InitializeRequest,
+        SessionCancelCapabilities, SessionMessage, SessionNotification, SessionUpdate, StateUpdate,
+        SubagentCapabilities, SubagentSessionCapabilities, SubagentUpdate, UndeterminedStateUpdate,
+        Usage,
+    };
+    use agent_client_protocol_schema::v1 as official;
+    let note = |update: Value| json!({"sessionId": "parent", "update": update});
+    // Each field of a subagent update is a patch: absent, `null` and a value stay apart.
+    let full = both::<SessionNotification, official::SessionNotification>(note(json!({
+        "sessionUpdate": "subagent_update", "sessionId": "child",
+        "title": "Reviewer", "description": null,
+        "capabilities": {"cancel": {}},
+        "state": {"state": "running"},
+        "cwd": "/w/sub", "additionalDirectories": ["/lib"],
+        "_meta": null
+    })));
+    let SessionUpdate::SubagentUpdate(child) = &full.update else {
+        panic!("subagent_update is typed: {:?}", full.update)
+    };
+    assert_eq!(child.session_id.0, "child");
+    assert_eq!(child.title, Some(Some("Reviewer".to_owned())));
+    assert_eq!(child.description, Some(None));
+    assert_eq!(child.meta, Some(None));
+    assert!(matches!(child.state, Some(Some(StateUpdate::Running(_)))));
+    assert!(
+        child
+            .capabilities
+            .as_ref()
+            .and_then(|c| c.as_ref())
+            .is_some_and(|c| c.cancel.is_some())
+    );
+    let bare = both::<SessionNotification, official::SessionNotification>(note(
+        json!({"sessionUpdate": "subagent_update", "sessionId": "child", "state": null}),
+    ));
+    let SessionUpdate::SubagentUpdate(bare) = &bare.update else {
+        panic!("typed")
+    };
+    assert_eq!((bare.title.clone(), bare.state.clone()), (None, Some(None)));
+    // Every state, `unknown` included (ours: `Undetermined`), and a state neither knows.
+    for (state, ours) in [
+        (json!({"state": "idle", "stopReason": "end_turn"}), "idle"),
+        (
+            json!({"state": "idle", "stopReason": "error",
+                "error": {"code": -32603, "message": "crashed"}}),
+            "idle",
+        ),
+        (json!({"state": "idle", "stopReason": "_paused"}), "idle"),
+        (
+            json!({"state": "idle", "stopReason": "max_tokens",
+                "usage": {"totalTokens": 9, "inputTokens": 5, "outputTokens": 4}}),
+            "idle",
+        ),
+        (json!({"state": "idle"}), "idle"),
+        (json!({"state": "requires_action"}), "requires_action"),
+        (
+            json!({"state": "unknown", "_meta": {"source": "worker"}}),
+            "unknown",
+        ),
+        (
+            json!({"state": "_waiting", "detail": {"ticket": 7}}),
+            "other",
+        ),
+    ] {
+        let n = both::<SessionNotification, official::SessionNotification>(note(json!({
+            "sessionUpdate": "subagent_update", "sessionId": "child", "state": state
+        })));
+        let SessionUpdate::SubagentUpdate(u) = &n.update else {
+            panic!("typed")
+        };
+        let got = match u.state.clone().flatten().expect("a state") {
+            StateUpdate::Idle(_) => "idle",
+            StateUpdate::RequiresAction(_) => "requires_action",
+            StateUpdate::Undetermined(_) => "unknown",
+            StateUpdate::Running(_) => "running",
+            _ => "other",
+        };
+        assert_eq!(got, ours, "{state}");
+    }
+    // Messages between sessions and their chunks.
+    let message = both::<SessionNotification, official::SessionNotification>(note(json!({
+        "sessionUpdate": "session_message", "messageId": "m1",
+        "senderSessionId": "parent", "recipientSessionId": "child",
+        "recipientMessageId": null,
+        "content": [{"type": "text", "text": "Review the parser"}]
+    })));
+    let SessionUpdate::SessionMessage(m) = &message.update else {
+        panic!("session_message is typed: {:?}", message.update)
+    };
+    assert_eq!(m.recipient_message_id, Some(None));
+    assert_eq!(m.sender_message_id, None);
+    both::<SessionNotification, official::SessionNotification>(note(json!({
+        "sessionUpdate": "session_message", "messageId": "m1", "content": null
+    })));
+    let chunk = both::<SessionNotification, official::SessionNotification>(note(json!({
+        "sessionUpdate": "session_message_chunk", "messageId": "m1",
+        "content": {"type": "text", "text": "Done."}
+    })));
+    assert!(matches!(
+        chunk.update,
+        SessionUpdate::SessionMessageChunk(_)
+    ));
+    let init = both::<InitializeRequest, official::InitializeRequest>(
+        json!({"protocolVersion": 1, "clientCapabilities": {"subagents": {}}}),
+    );
+    assert!(init.client_capabilities.subagents.is_some());
+    // Built with the constructors, each writes what the official crate reads back unchanged.
+    for update in [
+        SessionUpdate::from(
+            SubagentUpdate::new("child")
+                .title(Some("Tests".to_owned()))
+                .description(None)
+                .capabilities(Some(
+                    SubagentSessionCapabilities::new().cancel(SessionCancelCapabilities::new()),
+                ))
+                .state(Some(StateUpdate::from(
+                    IdleStateUpdate::new()
+                        .stop_reason(IdleStopReason::EndTurn)
+                        .usage(Usage::new(3, 2, 1)),
+                ))),
+        ),
+        SessionUpdate::from(
+            SubagentUpdate::new("child").state(Some(UndeterminedStateUpdate::new().into())),
+        ),
+        SessionUpdate::from(
+            SessionMessage::new("m2")
+                .sender_session_id(Some("child".into()))
+                .content(Some(vec![ContentBlock::text("hi")])),
+        ),
+        SessionUpdate::session_message_chunk("m2", ContentBlock::text("more")),
+    ] {
+        both::<SessionNotification, official::SessionNotification>(
+            serde_json::to_value(SessionNotification::new("parent", update)).unwrap(),
+        );
+    }
+    let caps = ClientCapabilities::new().subagents(SubagentCapabilities::new());
+    assert_eq!(serde_json::to_value(&caps).unwrap()["subagents"], json!({}));
+}
