@@ -368,6 +368,17 @@ impl VisitMut for Gates<'_> {
             && let Some(feature) = self.overlay.defs.get(&name)
         {
             attrs.push(cfg(feature));
+        } else if let syn::Item::Impl(i) = item
+            && i.trait_
+                .as_ref()
+                .and_then(|(path, _)| path.segments.last())
+                .is_some_and(|s| s.ident == "From")
+            && let Some(union) = type_name(&i.self_ty)
+            && let Some(feature) = self.variant_mentioned(&union, &quote!(#i))
+        {
+            // A conversion into an overlay variant from a stable type (`From<SessionId>`
+            // building a variant whose body needs only a session id) exists with the variant.
+            i.attrs.push(cfg(&feature));
         }
         // Inside, fields another feature adds to an overlay definition get their own gate.
         syn::visit_mut::visit_item_mut(self, item);
@@ -526,11 +537,18 @@ mod variants {
         );
         let text = "pub enum Update { Old(Body), NewKind(NewBody), Unknown(u8) }\n\
             impl Update { pub fn old() -> Self { Self::Old(Body) } pub fn new_kind() -> Self { Self::NewKind(NewBody) } }\n\
+            impl From<SessionId> for Update { fn from(id: SessionId) -> Self { Self::NewKind(NewBody::new(id)) } }\n\
+            impl From<Body> for Update { fn from(body: Body) -> Self { Self::Old(body) } }\n\
             impl Tagged for Update { fn direct(tag: &str) -> Option<Self> { match tag { \"old\" => Some(Self::Old(Body)), \"new_kind\" => Some(Self::NewKind(NewBody)), _ => None } } }\n";
         let out = gate(text, &found).unwrap();
-        // The variant, its constructor and its match arm; `NewBody` itself is the $def's.
+        // The variant, its constructor, the conversion from a stable type into it and its
+        // match arm; `NewBody` itself is the $def's.
         let gates = out.matches("#[cfg(feature = \"unstable_x\")]").count();
-        assert_eq!(gates, 3, "{out}");
+        assert_eq!(gates, 4, "{out}");
+        assert!(
+            out.contains("#[cfg(feature = \"unstable_x\")]\nimpl From<SessionId> for Update"),
+            "{out}"
+        );
         assert!(out.contains("fn direct"), "the trait function stays: {out}");
         assert!(
             !out.contains("#[cfg(feature = \"unstable_x\")]\n    pub fn old"),

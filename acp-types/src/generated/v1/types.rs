@@ -7939,6 +7939,7 @@ impl ::std::convert::From<SubagentUpdate> for SessionUpdate {
         Self::SubagentUpdate(::std::boxed::Box::new(body))
     }
 }
+#[cfg(feature = "unstable_subagents")]
 impl ::std::convert::From<SessionId> for SessionUpdate {
     fn from(session_id: SessionId) -> Self {
         Self::SubagentUpdate(::std::boxed::Box::new(SubagentUpdate::new(session_id)))
@@ -7950,6 +7951,7 @@ impl ::std::convert::From<SessionMessage> for SessionUpdate {
         Self::SessionMessage(::std::boxed::Box::new(body))
     }
 }
+#[cfg(feature = "unstable_subagents")]
 impl ::std::convert::From<MessageId> for SessionUpdate {
     fn from(message_id: MessageId) -> Self {
         Self::SessionMessage(::std::boxed::Box::new(SessionMessage::new(message_id)))
