@@ -98,23 +98,29 @@ impl RequestTask {
                 let fut = self
                     .handler
                     .handle_request_reply(cx, &method, Params::new(params));
+                // The handler is polled first: one that answers at once never registers a
+                // wait on its token (a lock of the token and a waiter in its list).
                 tokio::select! {
                     biased;
-                    _ = &mut cancelled => Err(Error::request_cancelled()),
                     r = SLOT.scope(slot, CatchUnwind(fut)) => r.unwrap_or_else(|panic| {
                         let msg = panic_message(&panic);
                         tracing::error!(panic = %msg, "request handler panicked");
                         Err(Error::internal_error(format!("handler panicked: {msg}")))
                     }),
+                    _ = &mut cancelled => Err(Error::request_cancelled()),
                 }
             }
         };
-        lock(&self.shared.in_flight).remove(&id);
+        let answering_others = {
+            let mut in_flight = lock(&self.shared.in_flight);
+            in_flight.remove(&id);
+            !in_flight.is_empty()
+        };
         if self.shared.answer_waiters.load(Ordering::Acquire) > 0 {
             self.shared.request_answered.notify_waiters();
         }
         crate::flow::completed(start, &result);
-        if self.shared.shutdown.is_cancelled() {
+        if self.shared.is_closed() {
             return;
         }
         let dialect = &self.shared.config.dialect;
@@ -136,7 +142,13 @@ impl RequestTask {
                 Outgoing::Frame(buf)
             }
         };
-        let _ = self.shared.send(msg).await;
+        // The answer to a lone request is written straight through; answers to requests
+        // handled together are left to the writer task, which sends them in one write.
+        let _ = if answering_others {
+            self.shared.send(msg).await
+        } else {
+            self.shared.send_now(msg).await
+        };
         // Answered (queued for the writer): the reader may admit another request.
         drop(slot);
     }

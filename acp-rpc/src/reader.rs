@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::codec::Decoder;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::codec::{Frame, LineCodec};
@@ -86,8 +87,18 @@ pub(crate) async fn read_loop<R>(
     let reason = loop {
         loop {
             match codec.decode(&mut buf) {
-                Ok(Some(frame)) => state.on_frame(frame).await,
-                Ok(None) => break,
+                Ok(Some(frame)) => {
+                    let more = memchr::memchr(b'\n', &buf).is_some();
+                    state.shared.more_input_ready.store(more, Ordering::Relaxed);
+                    state.on_frame(frame).await;
+                }
+                Ok(None) => {
+                    state
+                        .shared
+                        .more_input_ready
+                        .store(false, Ordering::Relaxed);
+                    break;
+                }
                 Err(e) => unreachable!("the line codec never fails: {e}"),
             }
         }
@@ -401,7 +412,11 @@ impl Reader {
             if in_flight.contains_key(&req.id) {
                 None
             } else {
-                let token = self.shared.shutdown.child_token();
+                // A root token, not a child of the shutdown token (see `Shared::shutdown`).
+                let token = CancellationToken::new();
+                if self.shared.is_closed() {
+                    token.cancel();
+                }
                 let seq = self.shared.requests_received.fetch_add(1, Ordering::AcqRel);
                 let entry = InFlightRequest {
                     seq,

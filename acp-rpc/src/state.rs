@@ -6,7 +6,7 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::value::RawValue;
@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::error::{CloseReason, Error};
 use crate::message::RequestId;
 use crate::reply::Reply;
+use crate::writer::WriteSide;
 
 /// Hands the outcome of one of our requests to its caller. The reader calls it with the
 /// result still in its line buffer, so the caller's type is read from the line directly,
@@ -54,9 +55,20 @@ pub(crate) struct PendingMap {
 pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) out_tx: mpsc::Sender<Outgoing>,
+    /// The transport and its buffer, shared by the writer task and senders writing
+    /// straight through (see the writer module).
+    pub(crate) writer: Mutex<WriteSide>,
+    /// Wakes the writer task to finish what a sender writing straight through left.
+    pub(crate) writer_wake: tokio::sync::Notify,
+    /// The reader holds another complete line: answers it gives now are left to the writer
+    /// task, so the answers to a burst of requests leave in one write.
+    pub(crate) more_input_ready: AtomicBool,
     pub(crate) next_id: AtomicI64,
     pub(crate) pending: Mutex<PendingMap>,
     pub(crate) shutdown: CancellationToken,
+    /// Set by [`Shared::shutdown`] before anything else: the cheap check of a closed
+    /// connection (the token's own check takes its lock, and every message made it).
+    pub(crate) closed: AtomicBool,
     pub(crate) reason: OnceLock<CloseReason>,
     /// Notifications whose handlers have completed (written by the notification worker).
     pub(crate) notifications_done: AtomicU64,
@@ -95,6 +107,7 @@ impl Shared {
     /// cancels in-flight handlers, the reader and (after a final flush) the writer.
     pub(crate) fn shutdown(&self, reason: CloseReason) {
         let _ = self.reason.set(reason);
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         let reason = self.close_reason().expect("set above");
         let drained = {
             let mut pending = lock(&self.pending);
@@ -112,6 +125,17 @@ impl Shared {
             }
         }
         self.shutdown.cancel();
+        // Each handler's token is a root of its own (a child of the shutdown token would lock
+        // that shared token as it is made and dropped, once per request), so the handlers
+        // still running are cancelled here. One that starts later finds `closed` set.
+        for request in lock(&self.in_flight).values() {
+            request.token.cancel();
+        }
+    }
+
+    /// Whether the connection has ended (or is ending).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::Acquire)
     }
 
     pub(crate) fn close_reason(&self) -> Option<CloseReason> {
@@ -140,11 +164,12 @@ impl Shared {
         }
     }
 
-    /// Queues one serialized message for the writer, waiting while the queue is full
-    /// (backpressure). Fails once the connection is shutting down.
+    /// Queues one serialized message for the writer task, waiting while the queue is full
+    /// (backpressure). Fails once the connection is shutting down. (Messages somebody waits
+    /// on go through `send_now`, in the writer module.)
     pub(crate) async fn send(&self, msg: impl Into<Outgoing>) -> Result<(), Error> {
         let msg = msg.into();
-        if self.shutdown.is_cancelled() {
+        if self.is_closed() {
             return Err(self.closed_error());
         }
         // The common case, a queue with room, costs no wait on the shutdown token.
