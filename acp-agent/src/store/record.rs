@@ -278,13 +278,7 @@ impl Recorder {
     pub(crate) async fn created(&self, meta: SessionMeta) -> Result<(), StoreError> {
         let id = meta.session_id.clone();
         self.store.create(meta).await?;
-        let early = {
-            let mut s = lock(&self.state);
-            let rec = s.entry(id.clone()).or_default();
-            rec.stored = true;
-            rec.turn.take()
-        };
-        self.write(&id, early).await;
+        self.now_stored(&id).await;
         Ok(())
     }
 
@@ -315,14 +309,20 @@ impl Recorder {
                 }
             }
         }
+        self.now_stored(&id).await;
+        Ok(())
+    }
+
+    /// The store has the new session: the updates kept while it was being created are
+    /// written, and later ones go through as usual.
+    async fn now_stored(&self, id: &SessionId) {
         let early = {
             let mut s = lock(&self.state);
             let rec = s.entry(id.clone()).or_default();
             rec.stored = true;
             rec.turn.take()
         };
-        self.write(&id, early).await;
-        Ok(())
+        self.write(id, early).await;
     }
 
     /// A session the store has is open on this connection (loaded or resumed).
