@@ -20,6 +20,13 @@ fn initialize_response_with_capabilities_and_info() {
                 .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true)),
         )
         .agent_info(Implementation::new("echo", "0.1.0").title("Echo agent"));
+    // With `unstable_mcp_over_acp` the MCP capabilities also say `acp`, always, as the
+    // official crate's do under the same feature.
+    let mcp = if cfg!(feature = "unstable_mcp_over_acp") {
+        json!({"http": false, "sse": false, "acp": false})
+    } else {
+        json!({"http": false, "sse": false})
+    };
     assert_eq!(
         wire(&response),
         json!({
@@ -27,7 +34,7 @@ fn initialize_response_with_capabilities_and_info() {
             "agentCapabilities": {
                 "loadSession": true,
                 "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
-                "mcpCapabilities": {"http": false, "sse": false},
+                "mcpCapabilities": mcp,
                 "sessionCapabilities": {},
                 "auth": {}
             },
