@@ -44,8 +44,8 @@
 
 use std::fmt;
 
-use acp_rpc::CloseReason;
 use acp_rpc::probe::{LineProbe, ProbeError};
+use acp_rpc::{CloseReason, Peer};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::store::StoreSlot;
@@ -75,17 +75,13 @@ pub enum NegotiationError {
 }
 
 /// A connection whose dialect was negotiated: the v1 connection, or a legacy one running the
-/// v1 agent through its adapter.
+/// v1 agent through its translation.
 #[derive(Clone, Debug)]
 pub struct NegotiatedConnection {
     dialect: Dialect,
-    inner: Inner,
-}
-
-#[derive(Clone, Debug)]
-enum Inner {
-    V1(AgentConnection),
-    Legacy(crate::legacy::Translation),
+    /// The wire's peer (the legacy connection's, for a translated client).
+    peer: Peer,
+    v1: Option<AgentConnection>,
 }
 
 impl NegotiatedConnection {
@@ -94,29 +90,20 @@ impl NegotiatedConnection {
         self.dialect
     }
 
-    /// The v1 connection, when the client speaks v1 (a legacy client is served through an
-    /// adapter, and its handles speak that dialect).
+    /// The v1 connection, when the client speaks v1 (a legacy client is served through its
+    /// translation, and its handles speak that dialect).
     pub fn v1(&self) -> Option<&AgentConnection> {
-        match &self.inner {
-            Inner::V1(conn) => Some(conn),
-            Inner::Legacy(_) => None,
-        }
+        self.v1.as_ref()
     }
 
     /// Resolves when the connection has ended, with the reason.
     pub async fn closed(&self) -> CloseReason {
-        match &self.inner {
-            Inner::V1(c) => c.closed().await,
-            Inner::Legacy(c) => c.closed().await,
-        }
+        self.peer.closed().await
     }
 
     /// Ends the connection.
     pub fn close(&self) {
-        match &self.inner {
-            Inner::V1(c) => c.close(),
-            Inner::Legacy(c) => c.close(),
-        }
+        self.peer.close();
     }
 }
 
@@ -161,27 +148,26 @@ where
     let reader = probe.into_reader();
     let config = options.config;
     let legacy_options = options.legacy.with_config(config.clone());
-    let inner = match dialect {
-        Dialect::V1 => Inner::V1(crate::connection::serve_inner(
-            agent,
-            reader,
-            writer,
-            config,
-            options.side.store.map(|s| s.0),
-        )),
-        legacy => Inner::Legacy(
-            crate::legacy::serve_translated(
+    let store = options.side.store.map(|s| s.0);
+    let (peer, v1) = match dialect {
+        Dialect::V1 => {
+            let conn = crate::connection::serve_inner(agent, reader, writer, config, store);
+            (conn.peer().clone(), Some(conn))
+        }
+        legacy => {
+            let translation = crate::legacy::serve_translated(
                 legacy,
                 agent,
                 reader,
                 writer,
                 legacy_options,
-                options.side.store.map(|s| s.0),
-            )
-            .expect("only compiled dialects are accepted"),
-        ),
+                store,
+            );
+            let translation = translation.expect("only compiled dialects are accepted");
+            (translation.peer().clone(), None)
+        }
     };
-    Ok(NegotiatedConnection { dialect, inner })
+    Ok(NegotiatedConnection { dialect, peer, v1 })
 }
 
 impl fmt::Display for NegotiatedConnection {

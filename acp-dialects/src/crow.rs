@@ -80,7 +80,8 @@ use acp_rpc::Error;
 use acp_types::legacy::crow as c;
 use acp_types::legacy::crow::convert;
 use acp_types::v1;
-use serde_json::json;
+
+use crate::translate::prompt_pieces;
 
 pub use native::{
     Agent, AgentConnection, AgentHandle, Client, ClientConnection, ClientHandle, Context, connect,
@@ -114,17 +115,10 @@ fn prompt_to_v1(prompt: &[c::ContentBlock]) -> Vec<v1::ContentBlock> {
 
 /// A v1 prompt as crow blocks: text only; anything else is refused, naming the block.
 fn prompt_from_v1(prompt: &[v1::ContentBlock]) -> Result<Vec<c::ContentBlock>, Error> {
-    prompt
-        .iter()
-        .enumerate()
-        .map(|(i, b)| match b {
-            v1::ContentBlock::Text(t) => Ok(c::ContentBlock::text(t.text.clone())),
-            _ => Err(Error::invalid_params(format!(
-                "prompt[{i}]: a crow agent takes text blocks only"
-            ))
-            .with_data(json!({ "field": format!("prompt[{i}]") }))),
-        })
-        .collect()
+    prompt_pieces(prompt, "a crow agent takes text blocks only", |b| match b {
+        v1::ContentBlock::Text(t) => Some(c::ContentBlock::text(t.text.clone())),
+        _ => None,
+    })
 }
 
 /// The text of a v1 chunk, if it is text.

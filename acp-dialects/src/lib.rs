@@ -31,7 +31,8 @@
     not(any(
         feature = "legacy-0-0-9",
         feature = "legacy-threads",
-        feature = "probe"
+        feature = "probe",
+        feature = "crow"
     )),
     allow(unused)
 )]
@@ -275,40 +276,6 @@ pub(crate) fn refused(dialect: Dialect, method: &str, why: &str) -> Error {
         .with_data(serde_json::json!({ "method": method, "dialect": dialect.name() }))
 }
 
-/// The current time as an RFC 3339 UTC timestamp (`2025-06-25T12:00:00Z`).
-#[cfg_attr(
-    not(any(feature = "legacy-threads", feature = "probe")),
-    allow(dead_code)
-)]
-pub(crate) fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    rfc3339(secs)
-}
-
-/// Formats seconds since the Unix epoch as an RFC 3339 UTC timestamp.
-fn rfc3339(secs: u64) -> String {
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 /// `-32601` for a call of the user's v1 agent that a legacy editor cannot serve,
 /// `<method> cannot be forwarded: <why>`.
 pub(crate) fn not_forwarded(dialect: Dialect, method: &str, why: &str) -> Error {
@@ -319,16 +286,4 @@ pub(crate) fn not_forwarded(dialect: Dialect, method: &str, why: &str) -> Error 
 /// consistent: every critical section is a single update).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::rfc3339;
-
-    #[test]
-    fn timestamps_are_rfc3339_utc() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_750_852_800), "2025-06-25T12:00:00Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-    }
 }

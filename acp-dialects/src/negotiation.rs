@@ -232,47 +232,36 @@ pub fn probe_line(dialect: Dialect, id: i64, init: &v1::InitializeRequest) -> Ve
 /// `answered`: 0.0.9's `initialize` answer (whichever probe it answered), probe's when it
 /// answered the probe probe, else none (threads has no handshake; crow's translation does
 /// its own). `-32602` saying why when the answer does not read as that dialect's.
+#[cfg_attr(not(feature = "probe"), allow(unused_variables))]
 pub fn translation_handshake(
     dialect: Dialect,
     answered: Dialect,
     result: Value,
 ) -> Result<Option<Value>, acp_rpc::Error> {
-    let handed =
-        dialect == Dialect::Legacy009 || (dialect == Dialect::Probe && answered == dialect);
-    if !handed {
-        return Ok(None);
-    }
-    check_handshake_answer(dialect, &result)?;
-    Ok(Some(result))
-}
-
-/// Checks that a legacy agent's answer to its dialect's handshake reads as that dialect's
-/// answer; `-32602` saying why when it does not. Dialects without a handshake accept anything.
-fn check_handshake_answer(dialect: Dialect, result: &Value) -> Result<(), acp_rpc::Error> {
-    #[cfg(feature = "legacy-0-0-9")]
-    if dialect == Dialect::Legacy009
-        && let Err(e) =
+    let read: Result<(), serde_json::Error> = match dialect {
+        #[cfg(feature = "legacy-0-0-9")]
+        Dialect::Legacy009 => {
             <acp_types::legacy::v0_0_9::InitializeResponse as serde::Deserialize>::deserialize(
-                result,
+                &result,
             )
-    {
-        return Err(acp_rpc::Error::invalid_params(format!(
-            "the agent's initialize answer does not read as 0.0.9: {e}"
-        )));
-    }
-    #[cfg(feature = "probe")]
-    if dialect == Dialect::Probe
-        && let Err(e) =
+            .map(drop)
+        }
+        #[cfg(feature = "probe")]
+        Dialect::Probe if answered == dialect => {
             <acp_types::legacy::probe::InitializeResponse as serde::Deserialize>::deserialize(
-                result,
+                &result,
             )
-    {
-        return Err(acp_rpc::Error::invalid_params(format!(
-            "the agent's initialize answer does not read as probe: {e}"
-        )));
-    }
-    let _ = (dialect, result);
-    Ok(())
+            .map(drop)
+        }
+        // Threads has no handshake; crow's translation does its own.
+        _ => return Ok(None),
+    };
+    read.map_err(|e| {
+        acp_rpc::Error::invalid_params(format!(
+            "the agent's initialize answer does not read as {dialect}: {e}"
+        ))
+    })?;
+    Ok(Some(result))
 }
 
 /// Default time each client probe waits for its answer before the next dialect is offered.

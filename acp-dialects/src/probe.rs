@@ -89,6 +89,8 @@ use acp_types::legacy::probe as p;
 use acp_types::v1;
 use serde_json::json;
 
+use crate::translate::{prompt_pieces, text_or_mention};
+
 pub use native::{
     Agent, AgentConnection, AgentHandle, Client, ClientConnection, ClientHandle, Context, connect,
     connect_with, serve, serve_with,
@@ -174,22 +176,8 @@ fn session_not_found(id: &str) -> Error {
 /// The v1 prompt as one probe message: text blocks joined by blank lines, resource links as
 /// `@<path>` mentions; anything else is refused, naming the block.
 fn message_of(prompt: &[v1::ContentBlock]) -> Result<String, Error> {
-    let mut parts = Vec::with_capacity(prompt.len());
-    for (i, block) in prompt.iter().enumerate() {
-        parts.push(match block {
-            v1::ContentBlock::Text(text) => text.text.clone(),
-            v1::ContentBlock::ResourceLink(link) => {
-                format!("@{}", link.uri.strip_prefix("file://").unwrap_or(&link.uri))
-            }
-            _ => {
-                return Err(Error::invalid_params(format!(
-                    "prompt[{i}]: a probe agent takes text (and resource links, sent as @mentions) only"
-                ))
-                .with_data(json!({ "field": format!("prompt[{i}]") })));
-            }
-        });
-    }
-    Ok(parts.join("\n\n"))
+    let takes = "a probe agent takes text (and resource links, sent as @mentions) only";
+    Ok(prompt_pieces(prompt, takes, text_or_mention)?.join("\n\n"))
 }
 
 /// The text of a probe reply's content blocks, in order (unknown blocks are skipped).

@@ -73,10 +73,10 @@ mod native;
 mod v1_agent;
 mod v1_client;
 
+use crate::translate::{prompt_pieces, text_or_mention};
 use acp_rpc::Error;
 use acp_types::legacy::threads as t;
 use acp_types::v1;
-use serde_json::json;
 
 pub use native::{
     Agent, AgentConnection, AgentHandle, Client, ClientConnection, ClientHandle, Context, connect,
@@ -141,21 +141,9 @@ fn prompt_of(message: &t::Message) -> Vec<v1::ContentBlock> {
 /// The v1 prompt as one threads message: text blocks become text chunks and resource links
 /// become `@<path>` mentions; anything else is refused, naming the block.
 fn message_of(prompt: &[v1::ContentBlock]) -> Result<t::Message, Error> {
-    let mut chunks = Vec::with_capacity(prompt.len());
-    for (i, block) in prompt.iter().enumerate() {
-        let text = match block {
-            v1::ContentBlock::Text(text) => text.text.clone(),
-            v1::ContentBlock::ResourceLink(link) => {
-                format!("@{}", link.uri.strip_prefix("file://").unwrap_or(&link.uri))
-            }
-            _ => {
-                return Err(Error::invalid_params(format!(
-                    "prompt[{i}]: a threads agent takes text (and resource links, sent as @mentions) only"
-                ))
-                .with_data(json!({ "field": format!("prompt[{i}]") })));
-            }
-        };
-        chunks.push(t::MessageChunk::text(text));
-    }
+    let takes = "a threads agent takes text (and resource links, sent as @mentions) only";
+    let chunks = prompt_pieces(prompt, takes, |b| {
+        text_or_mention(b).map(t::MessageChunk::text)
+    })?;
     Ok(t::Message::new(t::Role::User, chunks))
 }

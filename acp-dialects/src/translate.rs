@@ -137,6 +137,50 @@ impl V1Handshake {
     }
 }
 
+/// Sends `update` about `session` to the user's v1 client (`client`) as `session/update`.
+pub(crate) async fn show(
+    client: &Peer,
+    session: v1::SessionId,
+    update: v1::SessionUpdate,
+) -> Result<(), Error> {
+    let n = v1::SessionNotification::new(session, update);
+    client.notify(v1::names::SESSION_UPDATE, &n).await
+}
+
+/// A v1 prompt as the pieces a legacy agent takes, `piece` mapping each block it can carry;
+/// any other block is refused with `-32602` naming it (`prompt[<i>]: <takes>`).
+pub(crate) fn prompt_pieces<T>(
+    prompt: &[v1::ContentBlock],
+    takes: &str,
+    piece: impl Fn(&v1::ContentBlock) -> Option<T>,
+) -> Result<Vec<T>, Error> {
+    let refused = |i| {
+        Error::invalid_params(format!("prompt[{i}]: {takes}"))
+            .with_data(serde_json::json!({ "field": format!("prompt[{i}]") }))
+    };
+    let pieces = prompt.iter().enumerate();
+    pieces
+        .map(|(i, b)| piece(b).ok_or_else(|| refused(i)))
+        .collect()
+}
+
+/// A text block as its text and a resource link as an `@<path>` mention (the blocks the
+/// threads and probe dialects carry in their plain-text messages).
+#[cfg_attr(
+    not(any(feature = "legacy-threads", feature = "probe")),
+    allow(dead_code)
+)]
+pub(crate) fn text_or_mention(block: &v1::ContentBlock) -> Option<String> {
+    match block {
+        v1::ContentBlock::Text(text) => Some(text.text.clone()),
+        v1::ContentBlock::ResourceLink(link) => Some(format!(
+            "@{}",
+            link.uri.strip_prefix("file://").unwrap_or(&link.uri)
+        )),
+        _ => None,
+    }
+}
+
 /// The `sessionUpdate` tag of a v1 update, for the log line that says it was dropped.
 pub(crate) fn update_kind(update: &v1::SessionUpdate) -> String {
     let tagged = serde_json::to_value(update).ok();

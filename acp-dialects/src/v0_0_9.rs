@@ -86,7 +86,8 @@ use std::path::Path;
 use acp_rpc::{Error, ErrorCode};
 use acp_types::legacy::v0_0_9 as z;
 use acp_types::v1;
-use serde_json::json;
+
+use crate::translate::prompt_pieces;
 
 pub use native::{
     Agent, AgentConnection, AgentHandle, Client, ClientConnection, ClientHandle, Context, connect,
@@ -181,33 +182,19 @@ fn block_of(chunk: &z::UserMessageChunk, cwd: &Path) -> v1::ContentBlock {
 /// resources to `file://` URIs as path mentions, other embedded text as text; images and
 /// audio are refused, naming the block.
 fn chunks_of(prompt: &[v1::ContentBlock]) -> Result<Vec<z::UserMessageChunk>, Error> {
-    let text = |text: String| z::UserMessageChunk::Text(z::TextUserMessageChunk::new(text));
-    let mention = |uri: &str| {
-        let path = uri.strip_prefix("file://")?;
-        Some(z::UserMessageChunk::Path(z::PathUserMessageChunk::new(
-            path,
-        )))
+    let text = |text: &str| z::UserMessageChunk::Text(z::TextUserMessageChunk::new(text));
+    let mention = |uri: &str, or: &str| match uri.strip_prefix("file://") {
+        Some(path) => z::UserMessageChunk::Path(z::PathUserMessageChunk::new(path)),
+        None => text(or),
     };
-    prompt
-        .iter()
-        .enumerate()
-        .map(|(i, block)| match block {
-            v1::ContentBlock::Text(t) => Ok(text(t.text.clone())),
-            v1::ContentBlock::ResourceLink(link) => {
-                Ok(mention(&link.uri).unwrap_or_else(|| text(link.uri.clone())))
-            }
-            v1::ContentBlock::Resource(embedded) => Ok(match &embedded.resource {
-                v1::EmbeddedResourceResource::TextResourceContents(r) => {
-                    mention(&r.uri).unwrap_or_else(|| text(r.text.clone()))
-                }
-                v1::EmbeddedResourceResource::BlobResourceContents(r) => {
-                    mention(&r.uri).unwrap_or_else(|| text(r.uri.clone()))
-                }
-            }),
-            _ => Err(Error::invalid_params(format!(
-                "prompt[{i}]: a 0.0.9 agent takes text and file mentions only"
-            ))
-            .with_data(json!({ "field": format!("prompt[{i}]") }))),
-        })
-        .collect()
+    let takes = "a 0.0.9 agent takes text and file mentions only";
+    prompt_pieces(prompt, takes, |block| match block {
+        v1::ContentBlock::Text(t) => Some(text(&t.text)),
+        v1::ContentBlock::ResourceLink(link) => Some(mention(&link.uri, &link.uri)),
+        v1::ContentBlock::Resource(embedded) => Some(match &embedded.resource {
+            v1::EmbeddedResourceResource::TextResourceContents(r) => mention(&r.uri, &r.text),
+            v1::EmbeddedResourceResource::BlobResourceContents(r) => mention(&r.uri, &r.uri),
+        }),
+        _ => None,
+    })
 }

@@ -9,6 +9,7 @@ use acp_rpc::memory::PipeEnd;
 use acp_rpc::{Error, Peer, RequestContext};
 use acp_types::legacy::probe as p;
 use acp_types::legacy::probe::convert;
+use acp_types::time::now_rfc3339_seconds;
 use acp_types::v1;
 use async_trait::async_trait;
 
@@ -17,7 +18,7 @@ use super::{
     now_millis, probe_session_of, session_not_found, session_of, tools_of, unsupported_version,
 };
 use crate::translate::{LegacyEnd, OnDrop, V1End, V1Handshake, translate, update_kind, v1_routes};
-use crate::{AdapterOptions, Input, Output, lock, now_rfc3339};
+use crate::{AdapterOptions, Input, Output, lock};
 
 /// Serves the v1 agent `v1_agent` starts to a probe editor; see the module docs of
 /// [`super`] for the mapping.
@@ -170,7 +171,7 @@ impl Agent for ProbeAgent {
         Ok(p::NewSessionResponse::new(
             probe_session_of(&created.session_id),
             mode,
-            now_rfc3339(),
+            now_rfc3339_seconds(),
         ))
     }
 
@@ -227,7 +228,7 @@ impl Agent for ProbeAgent {
         if changed {
             let updated = p::SessionUpdatedParams::new(params.session_id.clone())
                 .mode(params.mode.clone())
-                .updated_at(now_rfc3339());
+                .updated_at(now_rfc3339_seconds());
             cx.client().session_updated(updated).await?;
         }
         Ok(p::SetSessionModeResponse::new()
@@ -266,7 +267,7 @@ impl Agent for ProbeAgent {
         Ok(p::PromptResponse::new(
             params.session_id,
             content,
-            now_rfc3339(),
+            now_rfc3339_seconds(),
         ))
     }
 
@@ -391,7 +392,7 @@ impl V1Client {
                     Out::Mode(
                         p::SessionUpdatedParams::new(probe_id.clone())
                             .mode(mode)
-                            .updated_at(now_rfc3339()),
+                            .updated_at(now_rfc3339_seconds()),
                     )
                 })
             }

@@ -8,13 +8,14 @@ use std::sync::Mutex;
 use acp_rpc::memory::PipeEnd;
 use acp_rpc::{Error, Peer, RequestContext};
 use acp_types::legacy::threads as t;
+use acp_types::time::now_rfc3339_seconds;
 use acp_types::v1;
 use async_trait::async_trait;
 
 use super::native::{Agent, ClientHandle, Context, serve_with};
 use super::{line_offset_of, prompt_of, session_of, thread_of};
 use crate::translate::{LegacyEnd, OnDrop, V1End, V1Handshake, translate, update_kind, v1_routes};
-use crate::{AdapterOptions, Input, Output, lock, not_forwarded, now_rfc3339};
+use crate::{AdapterOptions, Input, Output, lock, not_forwarded};
 
 /// Serves the v1 agent `v1_agent` starts to a threads editor; see the module docs of
 /// [`super`] for the mapping.
@@ -55,7 +56,7 @@ impl ThreadState {
     fn new() -> Self {
         ThreadState {
             title: None,
-            modified_at: now_rfc3339(),
+            modified_at: now_rfc3339_seconds(),
             entries: Vec::new(),
             prompting: false,
         }
@@ -69,7 +70,7 @@ impl ThreadState {
             Some(t::ThreadEntry::Message(m)) if m.role == role => m.chunks.push(chunk),
             _ => self.entries.push(t::ThreadEntry::message(role, [chunk])),
         }
-        self.modified_at = now_rfc3339();
+        self.modified_at = now_rfc3339_seconds();
     }
 
     fn metadata(&self, id: &v1::SessionId) -> t::ThreadMetadata {
@@ -127,7 +128,7 @@ impl Agent for ThreadsAgent {
                 let title = info
                     .title
                     .unwrap_or_else(|| format!("Thread {}", info.session_id.0));
-                let modified_at = info.updated_at.unwrap_or_else(now_rfc3339);
+                let modified_at = info.updated_at.unwrap_or_else(now_rfc3339_seconds);
                 out.push(t::ThreadMetadata::new(
                     thread_of(&info.session_id),
                     title,

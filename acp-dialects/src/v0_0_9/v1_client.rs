@@ -17,7 +17,7 @@ use tokio::sync::OnceCell;
 use super::chunks_of;
 use super::native::{AgentHandle, Client, connect_with};
 use crate::client_files::ClientFiles;
-use crate::translate::{LegacyEnd, OnDrop, V1End, translate, v1_routes};
+use crate::translate::{LegacyEnd, OnDrop, V1End, show, translate, v1_routes};
 use crate::{AdapterOptions, Dialect, Input, Output, lock, refused};
 
 /// The id of the one session a 0.0.9 agent offers (the dialect has a single, implicit
@@ -42,7 +42,7 @@ pub(crate) fn drive_for_v1_client(
         .and_then(|answer| serde_json::from_value(answer).ok());
     let config = options.config.clone();
     let conversation = Conversation {
-        files: ClientFiles::new(Dialect::Legacy009, &options, NO_FILES),
+        files: ClientFiles::new(&options, no_files),
         initialized: OnceCell::new_with(handshake),
         session: OnceLock::new(),
         turn: Mutex::new(None),
@@ -74,8 +74,11 @@ struct Conversation {
     next_tool_call: AtomicU64,
 }
 
-/// Why a file call is refused when neither the client nor a local file system serves it.
-const NO_FILES: &str = "the v1 client does not offer this file method and no file system was configured (AdapterOptions::with_fs)";
+/// `-32601` for a file call neither the client nor a local file system serves.
+fn no_files(method: &str) -> Error {
+    let why = "the v1 client does not offer this file method and no file system was configured (AdapterOptions::with_fs)";
+    refused(Dialect::Legacy009, method, why)
+}
 
 impl Conversation {
     fn turn(&self) -> std::sync::MutexGuard<'_, Option<Turn>> {
@@ -258,13 +261,7 @@ type ZeroNineEditor = LegacyEnd<Conversation, AgentHandle>;
 
 impl ZeroNineEditor {
     async fn update(&self, method: &str, update: v1::SessionUpdate) -> Result<(), Error> {
-        let session = self.session(method)?;
-        self.v1
-            .notify(
-                v1::names::SESSION_UPDATE,
-                &v1::SessionNotification::new(session, update),
-            )
-            .await
+        show(&self.v1, self.session(method)?, update).await
     }
 
     /// The v1 tool call a 0.0.9 one stands for, as first shown.
