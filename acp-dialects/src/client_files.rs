@@ -2,6 +2,18 @@
 //! the v1 client for what it advertised in `initialize`, else to
 //! [`crate::AdapterOptions::fs`], else refused with the dialect's error saying why.
 
+// What serves one dialect's file calls may be another's only: a build with only some of them
+// leaves the others' parts unused (the default build, with all, checks for dead code).
+#![cfg_attr(
+    not(all(
+        feature = "legacy-0-0-9",
+        feature = "legacy-threads",
+        feature = "probe",
+        feature = "crow"
+    )),
+    allow(dead_code)
+)]
+
 use std::sync::{Arc, OnceLock};
 
 use acp_rpc::{Error, Peer};
@@ -56,10 +68,6 @@ impl ClientFiles {
     }
 
     /// `fs/write_text_file` on the client when it advertised it, else locally.
-    #[cfg_attr(
-        not(any(feature = "legacy-0-0-9", feature = "probe")),
-        allow(dead_code)
-    )]
     pub(crate) async fn write_text_file(
         &self,
         client: &Peer,

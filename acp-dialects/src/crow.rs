@@ -20,14 +20,10 @@
 //! mapping with a reason to drop or refuse, which is what a dialect module is for. So crow
 //! has its own schema, types and module, like every other dialect, and v1 stays untouched.
 //!
-//! Everything acp-rs knows about it is here:
-//!
-//! * its own sides: implement [`Agent`] and [`serve`] it, or implement [`Client`] and
-//!   [`connect`] it;
-//! * its translation to and from v1 for either role, mapped below.
-//!
-//! Negotiation recognises it by an `initialize` with a snake_case `protocol_version`
-//! member, and offers it with the seed's `initialize` ([`crate::negotiation`]).
+//! Its own sides and its translations to and from v1 are laid out as the crate docs say; the
+//! tables below map them. Negotiation recognises it by an `initialize` with a snake_case
+//! `protocol_version` member, and offers it with the seed's `initialize`
+//! ([`crate::negotiation`]).
 //!
 //! # A v1 agent in front of a crow editor
 //!

@@ -60,16 +60,8 @@ impl<T: AsyncWrite + Unpin + Send + 'static> Output for T {}
 
 mod client_files;
 mod connection;
-#[cfg(feature = "crow")]
-pub mod crow;
 pub mod negotiation;
-#[cfg(feature = "probe")]
-pub mod probe;
-#[cfg(feature = "legacy-threads")]
-pub mod threads;
 mod translate;
-#[cfg(feature = "legacy-0-0-9")]
-pub mod v0_0_9;
 
 pub use connection::{Connection, Context, ToAgent, ToClient};
 
@@ -99,6 +91,16 @@ pub struct AdapterOptions {
     pub handshake: Option<serde_json::Value>,
 }
 
+// What the translations of some dialects share: a build with only some of them leaves
+// part of it unused.
+#[cfg_attr(
+    not(all(
+        feature = "legacy-0-0-9",
+        feature = "legacy-threads",
+        feature = "probe"
+    )),
+    allow(dead_code)
+)]
 impl AdapterOptions {
     /// Sets [`AdapterOptions::config`].
     #[must_use]
@@ -142,10 +144,6 @@ impl AdapterOptions {
     }
 
     /// `session/load` of `id` for a legacy editor, like [`AdapterOptions::new_session`].
-    #[cfg_attr(
-        not(any(feature = "legacy-threads", feature = "probe")),
-        allow(dead_code)
-    )]
     pub(crate) fn load_session(&self, id: v1::SessionId) -> v1::LoadSessionRequest {
         v1::LoadSessionRequest::new(Vec::<v1::McpServer>::new(), self.session_cwd(), id)
     }
@@ -219,54 +217,66 @@ impl Translation {
     }
 }
 
-/// Serves a v1 agent to an editor speaking the legacy `dialect` over `reader`/`writer`:
-/// `v1_agent` starts the user's v1 agent connection on the pipe end it is given and returns
-/// its [`Peer`]. `None` for a dialect this build has no translation for (v1 itself, or one
-/// compiled out).
-pub fn serve_v1_agent(
-    dialect: Dialect,
-    v1_agent: impl FnOnce(PipeEnd) -> Peer,
-    reader: impl Input,
-    writer: impl Output,
-    options: AdapterOptions,
-) -> Option<Translation> {
-    let legacy = match dialect {
-        #[cfg(feature = "legacy-0-0-9")]
-        Dialect::Legacy009 => v0_0_9::serve_v1_agent(v1_agent, reader, writer, options),
-        #[cfg(feature = "legacy-threads")]
-        Dialect::Threads => threads::serve_v1_agent(v1_agent, reader, writer, options),
-        #[cfg(feature = "probe")]
-        Dialect::Probe => probe::serve_v1_agent(v1_agent, reader, writer, options),
-        #[cfg(feature = "crow")]
-        Dialect::Crow => crow::serve_v1_agent(v1_agent, reader, writer, options),
-        _ => return None,
+/// The legacy dialects, each with the feature that compiles it and its module: the one
+/// table the modules, [`serve_v1_agent`], [`drive_for_v1_client`] and
+/// [`negotiation::compiled_dialects`] are written from.
+macro_rules! legacy_dialects {
+    ($($feature:literal => $variant:ident in $module:ident),* $(,)?) => {
+        $(#[cfg(feature = $feature)] pub mod $module;)*
+
+        /// Whether this build speaks `dialect` (v1 always, a legacy one with its feature).
+        pub(crate) fn compiled(dialect: Dialect) -> bool {
+            match dialect {
+                Dialect::V1 => true,
+                $(Dialect::$variant => cfg!(feature = $feature),)*
+            }
+        }
+
+        /// Serves a v1 agent to an editor speaking the legacy `dialect` over
+        /// `reader`/`writer`: `v1_agent` starts the user's v1 agent connection on the pipe
+        /// end it is given and returns its [`Peer`]. `None` for a dialect this build has no
+        /// translation for (v1 itself, or one compiled out).
+        pub fn serve_v1_agent(
+            dialect: Dialect,
+            v1_agent: impl FnOnce(PipeEnd) -> Peer,
+            reader: impl Input,
+            writer: impl Output,
+            options: AdapterOptions,
+        ) -> Option<Translation> {
+            let legacy = match dialect {
+                $(#[cfg(feature = $feature)]
+                Dialect::$variant => $module::serve_v1_agent(v1_agent, reader, writer, options),)*
+                _ => return None,
+            };
+            Some(Translation { dialect, legacy })
+        }
+
+        /// Drives an agent speaking the legacy `dialect` (its stdout is `reader`, its stdin
+        /// `writer`) for a v1 client: `v1_client` starts the user's v1 client connection on
+        /// the pipe end it is given and returns its [`Peer`]. `None` for a dialect this build
+        /// has no translation for.
+        pub fn drive_for_v1_client(
+            dialect: Dialect,
+            v1_client: impl FnOnce(PipeEnd) -> Peer,
+            reader: impl Input,
+            writer: impl Output,
+            options: AdapterOptions,
+        ) -> Option<Translation> {
+            let legacy = match dialect {
+                $(#[cfg(feature = $feature)]
+                Dialect::$variant => $module::drive_for_v1_client(v1_client, reader, writer, options),)*
+                _ => return None,
+            };
+            Some(Translation { dialect, legacy })
+        }
     };
-    Some(Translation { dialect, legacy })
 }
 
-/// Drives an agent speaking the legacy `dialect` (its stdout is `reader`, its stdin
-/// `writer`) for a v1 client: `v1_client` starts the user's v1 client connection on the
-/// pipe end it is given and returns its [`Peer`]. `None` for a dialect this build has no
-/// translation for.
-pub fn drive_for_v1_client(
-    dialect: Dialect,
-    v1_client: impl FnOnce(PipeEnd) -> Peer,
-    reader: impl Input,
-    writer: impl Output,
-    options: AdapterOptions,
-) -> Option<Translation> {
-    let legacy = match dialect {
-        #[cfg(feature = "legacy-0-0-9")]
-        Dialect::Legacy009 => v0_0_9::drive_for_v1_client(v1_client, reader, writer, options),
-        #[cfg(feature = "legacy-threads")]
-        Dialect::Threads => threads::drive_for_v1_client(v1_client, reader, writer, options),
-        #[cfg(feature = "probe")]
-        Dialect::Probe => probe::drive_for_v1_client(v1_client, reader, writer, options),
-        #[cfg(feature = "crow")]
-        Dialect::Crow => crow::drive_for_v1_client(v1_client, reader, writer, options),
-        _ => return None,
-    };
-    Some(Translation { dialect, legacy })
+legacy_dialects! {
+    "legacy-0-0-9" => Legacy009 in v0_0_9,
+    "legacy-threads" => Threads in threads,
+    "probe" => Probe in probe,
+    "crow" => Crow in crow,
 }
 
 /// `-32601` for a call the other side has no way to serve, `<method>: <why>`; `data` names

@@ -37,13 +37,7 @@ pub const PROBE_FIRST_METHODS: [&str; 4] =
 pub fn compiled_dialects() -> Vec<Dialect> {
     Dialect::ALL
         .into_iter()
-        .filter(|d| match d {
-            Dialect::V1 => true,
-            Dialect::Legacy009 => cfg!(feature = "legacy-0-0-9"),
-            Dialect::Threads => cfg!(feature = "legacy-threads"),
-            Dialect::Probe => cfg!(feature = "probe"),
-            Dialect::Crow => cfg!(feature = "crow"),
-        })
+        .filter(|d| crate::compiled(*d))
         .collect()
 }
 
@@ -238,23 +232,26 @@ pub fn translation_handshake(
     answered: Dialect,
     result: Value,
 ) -> Result<Option<Value>, acp_rpc::Error> {
-    let read: Result<(), serde_json::Error> = match dialect {
+    let read = match dialect {
         #[cfg(feature = "legacy-0-0-9")]
-        Dialect::Legacy009 => {
+        Dialect::Legacy009 => Some(
             <acp_types::legacy::v0_0_9::InitializeResponse as serde::Deserialize>::deserialize(
                 &result,
             )
-            .map(drop)
-        }
+            .map(drop),
+        ),
         #[cfg(feature = "probe")]
-        Dialect::Probe if answered == dialect => {
+        Dialect::Probe if answered == dialect => Some(
             <acp_types::legacy::probe::InitializeResponse as serde::Deserialize>::deserialize(
                 &result,
             )
-            .map(drop)
-        }
+            .map(drop),
+        ),
         // Threads has no handshake; crow's translation does its own.
-        _ => return Ok(None),
+        _ => None::<Result<(), serde_json::Error>>,
+    };
+    let Some(read) = read else {
+        return Ok(None);
     };
     read.map_err(|e| {
         acp_rpc::Error::invalid_params(format!(

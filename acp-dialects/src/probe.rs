@@ -2,18 +2,11 @@
 //! (`--acp`). JSON-RPC 2.0 over newline-delimited stdio, `initialize` with the *string*
 //! `protocolVersion: "1"`, un-namespaced camelCase methods (`newSession`, `prompt`), a
 //! `prompt` answered with the whole reply, and the reply streamed meanwhile as
-//! `messageChunk` notifications. Everything acp-rs knows about it is here:
-//!
-//! * its own sides: implement [`Agent`] and [`serve`] it, or implement [`Client`] and
-//!   [`connect`] it;
-//! * its translation to and from v1 for either role, mapped below: a v1 agent in front of a
-//!   probe editor (`acp_agent::legacy::serve_v1`), and a probe agent behind a v1 client
-//!   (`acp_client::legacy::connect_v1`).
-//!
-//! Negotiation recognises it by an `initialize` whose `protocolVersion` is the string `"1"`
-//! or by a first message that is one of its session methods (`newSession`, `loadSession`,
-//! `setSessionMode`, `prompt`), and offers it with `initialize {"protocolVersion": "1"}`
-//! ([`crate::negotiation`]).
+//! `messageChunk` notifications. Its own sides and its translations to and from v1 are laid
+//! out as the crate docs say; the tables below map them. Negotiation recognises it by an
+//! `initialize` whose `protocolVersion` is the string `"1"` or by a first message that is one
+//! of its session methods (`newSession`, `loadSession`, `setSessionMode`, `prompt`), and
+//! offers it with `initialize {"protocolVersion": "1"}` ([`crate::negotiation`]).
 //!
 //! Both translations wait at most 30 seconds for an answer to a request unless the
 //! connection's [`acp_rpc::Config::default_timeout`] says otherwise (the dialect's own

@@ -1,15 +1,9 @@
 //! The threads dialect: the first form of the protocol, with no handshake, conversation
 //! threads, and no `jsonrpc` member (see `acp_types::legacy` for who serves what).
-//! Everything acp-rs knows about it is here:
-//!
-//! * its own sides: implement [`Agent`] and [`serve`] it, or implement [`Client`] and
-//!   [`connect`] it;
-//! * its translation to and from v1 for either role, mapped below: a v1 agent in front of a
-//!   threads editor (`acp_agent::legacy::serve_v1`), and a threads agent behind a v1 client
-//!   (`acp_client::legacy::connect_v1`).
-//!
-//! Negotiation recognises it by a first message that is one of its agent's methods
-//! (`getThreads`, ...), and offers it with `getThreads` ([`crate::negotiation`]).
+//! Its own sides and its translations to and from v1 are laid out as the crate docs say; the
+//! tables below map them. Negotiation recognises it by a first message that is one of its
+//! agent's methods (`getThreads`, ...), and offers it with `getThreads`
+//! ([`crate::negotiation`]).
 //!
 //! # A v1 agent in front of a threads editor
 //!

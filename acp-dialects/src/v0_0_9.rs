@@ -1,14 +1,8 @@
 //! The 0.0.9 dialect: the `pushToolCall` protocol Gemini CLI spoke before v1, with a string
 //! `protocolVersion`, one implicit conversation, and no notifications (see
-//! `acp_types::legacy` for who serves what). Everything acp-rs knows about it is here:
-//!
-//! * its own sides: implement [`Agent`] and [`serve`] it,
-//!   or implement [`Client`] and [`connect`] it;
-//! * its translation to and from v1 for either role, mapped below: a v1 agent in front of a
-//!   0.0.9 editor (`acp_agent::legacy::serve_v1`), and a 0.0.9 agent behind a v1 client
-//!   (`acp_client::legacy::connect_v1`).
-//!
-//! Negotiation recognises it by `initialize` with a `"0.0.x"` string `protocolVersion`
+//! `acp_types::legacy` for who serves what). Its own sides and its translations to and
+//! from v1 are laid out as the crate docs say; the tables below map them. Negotiation
+//! recognises it by `initialize` with a `"0.0.x"` string `protocolVersion`
 //! ([`crate::negotiation`]).
 //!
 //! # A v1 agent in front of a 0.0.9 editor
