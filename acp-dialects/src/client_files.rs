@@ -2,18 +2,6 @@
 //! the v1 client for what it advertised in `initialize`, else to
 //! [`crate::AdapterOptions::fs`], else refused with the dialect's error saying why.
 
-// What serves one dialect's file calls may be another's only: a build with only some of them
-// leaves the others' parts unused (the default build, with all, checks for dead code).
-#![cfg_attr(
-    not(all(
-        feature = "legacy-0-0-9",
-        feature = "legacy-threads",
-        feature = "probe",
-        feature = "crow"
-    )),
-    allow(dead_code)
-)]
-
 use std::sync::{Arc, OnceLock};
 
 use acp_rpc::{Error, Peer};

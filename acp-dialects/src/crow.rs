@@ -178,7 +178,7 @@ fn update_to_v1(update: &c::SessionUpdate) -> Option<v1::SessionUpdate> {
             if let Some(status) = &start.status {
                 call = call.status(convert::status_to_v1(status));
             }
-            Some(v1::SessionUpdate::ToolCall(Box::new(call)))
+            Some(call.into())
         }
         U::ToolCallUpdate(u) => {
             let mut update = v1::ToolCallUpdate::new(u.tool_call_id.clone());
@@ -188,7 +188,7 @@ fn update_to_v1(update: &c::SessionUpdate) -> Option<v1::SessionUpdate> {
             if let Some(title) = &u.title {
                 update = update.title(title.clone());
             }
-            Some(v1::SessionUpdate::ToolCallUpdate(Box::new(update)))
+            Some(update.into())
         }
         U::PlanUpdate(plan) => Some(v1::SessionUpdate::plan(
             plan.entries.iter().map(convert::plan_entry_to_v1),

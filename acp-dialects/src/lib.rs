@@ -36,6 +36,18 @@
     )),
     allow(unused)
 )]
+// What the translations share (the skeleton, the file routing, the options' helpers) each
+// serve some of the dialects: a build with only some leaves part of it unused. The default
+// build, with every dialect, checks for dead code.
+#![cfg_attr(
+    not(all(
+        feature = "legacy-0-0-9",
+        feature = "legacy-threads",
+        feature = "probe",
+        feature = "crow"
+    )),
+    allow(dead_code)
+)]
 
 use std::fmt;
 use std::path::PathBuf;
@@ -91,16 +103,6 @@ pub struct AdapterOptions {
     pub handshake: Option<serde_json::Value>,
 }
 
-// What the translations of some dialects share: a build with only some of them leaves
-// part of it unused.
-#[cfg_attr(
-    not(all(
-        feature = "legacy-0-0-9",
-        feature = "legacy-threads",
-        feature = "probe"
-    )),
-    allow(dead_code)
-)]
 impl AdapterOptions {
     /// Sets [`AdapterOptions::config`].
     #[must_use]

@@ -5,18 +5,6 @@
 //! calls the legacy peer through its typed handle; the [`LegacyEnd`] implements the
 //! dialect's own `Agent` or `Client` trait and calls the user's v1 side through its peer.
 
-// Each part of the skeleton serves some of the dialects: a build with only some of them
-// leaves the others' parts unused (the default build, with all, checks for dead code).
-#![cfg_attr(
-    not(all(
-        feature = "legacy-0-0-9",
-        feature = "legacy-threads",
-        feature = "probe",
-        feature = "crow"
-    )),
-    allow(dead_code)
-)]
-
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 

@@ -111,15 +111,9 @@ fn mode_of(modes: Option<&v1::SessionModeState>) -> p::SessionMode {
 }
 
 /// The probe agent the editor sees; every call becomes v1 calls to the agent on the pipe.
-/// The probe agent the editor sees; every call becomes v1 calls to the agent on the pipe.
 type ProbeAgent = LegacyEnd<Sessions, ClientHandle>;
 
 impl ProbeAgent {
-    /// The v1 handshake, done once, before the first call.
-    async fn agent(&self) -> Result<&v1::InitializeResponse, Error> {
-        self.handshake.done(&self.v1).await
-    }
-
     /// A session of this connection, or `-32002`.
     fn known(&self, id: &p::SessionId) -> Result<v1::SessionId, Error> {
         let id = session_of(id);
@@ -141,7 +135,7 @@ impl Agent for ProbeAgent {
         if params.protocol_version.0 != p::PROTOCOL_VERSION {
             return Err(unsupported_version(&params.protocol_version.0));
         }
-        let init = self.agent().await?;
+        let init = self.handshake.done(&self.v1).await?;
         let server = match &init.agent_info {
             Some(info) => p::ServerInfo::new(info.name.clone(), info.version.clone()),
             None => p::ServerInfo::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
@@ -163,7 +157,7 @@ impl Agent for ProbeAgent {
         _params: p::NewSessionParams,
         _cx: &Context,
     ) -> Result<p::NewSessionResponse, Error> {
-        self.agent().await?;
+        self.handshake.done(&self.v1).await?;
         let request = self.options.new_session();
         let created = self.v1.typed_request(&request).await?;
         let mode = mode_of(created.modes.as_ref());
@@ -180,7 +174,7 @@ impl Agent for ProbeAgent {
         params: p::LoadSessionParams,
         _cx: &Context,
     ) -> Result<p::LoadSessionResponse, Error> {
-        let init = self.agent().await?;
+        let init = self.handshake.done(&self.v1).await?;
         let id = session_of(&params.session_id);
         let answer = |s: &mut SessionState| {
             p::LoadSessionResponse::new(params.session_id.clone(), s.mode.clone())

@@ -326,13 +326,13 @@ impl Client for ProbeEditor {
             if let Some(arguments) = call.arguments {
                 shown = shown.raw_input(arguments);
             }
-            v1::SessionUpdate::ToolCall(Box::new(shown))
+            shown.into()
         } else {
             let mut update = v1::ToolCallUpdate::new(call.id).status(status);
             if let Some(kind) = kind {
                 update = update.kind(kind);
             }
-            v1::SessionUpdate::ToolCallUpdate(Box::new(update))
+            update.into()
         };
         self.update(&t.session_id, update).await
     }

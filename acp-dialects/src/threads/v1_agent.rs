@@ -101,17 +101,10 @@ fn thread_not_found(id: &str) -> Error {
 /// The threads agent the editor sees; every call becomes v1 calls to the agent on the pipe.
 type ThreadsAgent = LegacyEnd<Threads, ClientHandle>;
 
-impl ThreadsAgent {
-    /// The v1 handshake, done once, before the first call (the threads dialect has none).
-    async fn agent(&self) -> Result<&v1::InitializeResponse, Error> {
-        self.handshake.done(&self.v1).await
-    }
-}
-
 #[async_trait]
 impl Agent for ThreadsAgent {
     async fn get_threads(&self, _cx: &Context) -> Result<t::GetThreadsResponse, Error> {
-        let init = self.agent().await?;
+        let init = self.handshake.done(&self.v1).await?;
         let mut listed = Vec::new();
         if init.agent_capabilities.session_capabilities.list.is_some() {
             let request = v1::ListSessionsRequest::new().cwd(self.options.session_cwd());
@@ -141,7 +134,7 @@ impl Agent for ThreadsAgent {
     }
 
     async fn create_thread(&self, _cx: &Context) -> Result<t::CreateThreadResponse, Error> {
-        self.agent().await?;
+        self.handshake.done(&self.v1).await?;
         let new_session = self.options.new_session();
         let created = self.v1.typed_request(&new_session).await?;
         self.insert(created.session_id.clone());
@@ -149,7 +142,7 @@ impl Agent for ThreadsAgent {
     }
 
     async fn open_thread(&self, params: t::OpenThreadParams, _cx: &Context) -> Result<(), Error> {
-        let init = self.agent().await?;
+        let init = self.handshake.done(&self.v1).await?;
         let id = session_of(&params.thread_id);
         if self.knows(&id) {
             return Ok(());
@@ -178,7 +171,7 @@ impl Agent for ThreadsAgent {
     }
 
     async fn send_message(&self, params: t::SendMessageParams, _cx: &Context) -> Result<(), Error> {
-        self.agent().await?;
+        self.handshake.done(&self.v1).await?;
         let id = session_of(&params.thread_id);
         let prompt = prompt_of(&params.message);
         self.with(&id, |s| {

@@ -78,7 +78,7 @@ fn replay(entry: &t::ThreadEntry, index: usize) -> Vec<v1::SessionUpdate> {
                 .kind(v1::ToolKind::Read)
                 .status(v1::ToolCallStatus::Completed)
                 .locations([v1::ToolCallLocation::new(read.path.clone())]);
-            vec![v1::SessionUpdate::ToolCall(Box::new(call))]
+            vec![call.into()]
         }
         t::ThreadEntry::Unknown(_) => Vec::new(),
     }

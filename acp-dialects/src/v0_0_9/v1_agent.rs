@@ -80,14 +80,9 @@ fn agent_run_auth_method(methods: &[v1::AuthMethod]) -> Option<v1::AuthMethodId>
 type ZeroNineAgent = LegacyEnd<Conversation, ClientHandle>;
 
 impl ZeroNineAgent {
-    /// The v1 handshake, done once, on the editor's `initialize` or before its first call.
-    async fn agent(&self) -> Result<&v1::InitializeResponse, Error> {
-        self.handshake.done(&self.v1).await
-    }
-
     /// The implicit session of the dialect's one conversation, created on first use.
     async fn session(&self) -> Result<&v1::SessionId, Error> {
-        self.agent().await?;
+        self.handshake.done(&self.v1).await?;
         self.session
             .get_or_try_init(|| async {
                 let created = self.v1.typed_request(&self.options.new_session()).await?;
@@ -110,7 +105,7 @@ impl Agent for ZeroNineAgent {
                 "initialize asked for another version; answering 0.0.9, the editor decides"
             );
         }
-        let init = self.agent().await?;
+        let init = self.handshake.done(&self.v1).await?;
         Ok(z::InitializeResponse::new(
             z::ProtocolVersion::current(),
             init.auth_methods.is_empty(),
@@ -118,7 +113,7 @@ impl Agent for ZeroNineAgent {
     }
 
     async fn authenticate(&self, _cx: &Context) -> Result<(), Error> {
-        let init = self.agent().await?;
+        let init = self.handshake.done(&self.v1).await?;
         if init.auth_methods.is_empty() {
             return Ok(());
         }

@@ -303,7 +303,7 @@ impl Client for ZeroNineEditor {
         let call = Self::tool_call(v1_id, &p, v1::ToolCallStatus::InProgress);
         self.update(
             z::names::PUSH_TOOL_CALL,
-            v1::SessionUpdate::ToolCall(Box::new(call)),
+            call.into(),
         )
         .await?;
         Ok(z::PushToolCallResponse::new(id))
@@ -324,7 +324,7 @@ impl Client for ZeroNineEditor {
             .content(content.unwrap_or_default());
         self.update(
             z::names::UPDATE_TOOL_CALL,
-            v1::SessionUpdate::ToolCallUpdate(Box::new(update)),
+            update.into(),
         )
         .await
     }
@@ -341,7 +341,7 @@ impl Client for ZeroNineEditor {
         call.raw_input = serde_json::to_value(&p.confirmation).ok();
         self.update(
             z::names::REQUEST_TOOL_CALL_CONFIRMATION,
-            v1::SessionUpdate::ToolCall(Box::new(call.clone())),
+            call.clone().into(),
         )
         .await?;
         let answer: v1::RequestPermissionResponse = self
