@@ -81,10 +81,6 @@ fn no_files(method: &str) -> Error {
 }
 
 impl Conversation {
-    fn turn(&self) -> std::sync::MutexGuard<'_, Option<Turn>> {
-        lock(&self.turn)
-    }
-
     fn session(&self, method: &str) -> Result<v1::SessionId, Error> {
         self.session.get().cloned().ok_or_else(|| {
             Error::invalid_request(format!(
@@ -210,7 +206,7 @@ impl V1Agent {
         self.known(&p.session_id)?;
         let chunks = chunks_of(&p.prompt)?;
         {
-            let mut turn = self.turn();
+            let mut turn = lock(&self.turn);
             if turn.is_some() {
                 return Err(Error::invalid_request(
                     "a turn is already running: a 0.0.9 agent takes one message at a time",
@@ -220,7 +216,7 @@ impl V1Agent {
             *turn = Some(Turn::default());
         }
         let _end = OnDrop(|| {
-            self.turn().take();
+            lock(&self.turn).take();
         });
         let agent = self.legacy()?;
         let result = agent
@@ -228,7 +224,7 @@ impl V1Agent {
             .await;
         // Chunks and tool calls the agent sent before its answer reach the client first.
         agent.peer().received_requests_handled().await;
-        let cancelled = self.turn().as_ref().is_some_and(|t| t.cancelled);
+        let cancelled = lock(&self.turn).as_ref().is_some_and(|t| t.cancelled);
         let stop_reason = match result {
             _ if cancelled => v1::StopReason::Cancelled,
             Ok(()) => v1::StopReason::EndTurn,
@@ -242,7 +238,7 @@ impl V1Agent {
             tracing::debug!(session = %p.session_id.0, "session/cancel for an unknown session");
             return Ok(());
         }
-        match self.turn().as_mut() {
+        match lock(&self.turn).as_mut() {
             Some(turn) => turn.cancelled = true,
             None => {
                 tracing::debug!("session/cancel with no turn running: nothing to cancel");
@@ -301,11 +297,7 @@ impl Client for ZeroNineEditor {
     ) -> Result<z::PushToolCallResponse, Error> {
         let (id, v1_id) = self.allocate_tool_call();
         let call = Self::tool_call(v1_id, &p, v1::ToolCallStatus::InProgress);
-        self.update(
-            z::names::PUSH_TOOL_CALL,
-            call.into(),
-        )
-        .await?;
+        self.update(z::names::PUSH_TOOL_CALL, call.into()).await?;
         Ok(z::PushToolCallResponse::new(id))
     }
 
@@ -322,11 +314,7 @@ impl Client for ZeroNineEditor {
         let update = v1::ToolCallUpdate::new(v1_tool_call_id(&p.tool_call_id))
             .status(convert::status_to_v1(&p.status))
             .content(content.unwrap_or_default());
-        self.update(
-            z::names::UPDATE_TOOL_CALL,
-            update.into(),
-        )
-        .await
+        self.update(z::names::UPDATE_TOOL_CALL, update.into()).await
     }
 
     async fn request_tool_call_confirmation(
