@@ -27,10 +27,8 @@
 //!
 //! # Detection
 //!
-//! [`detect`] (acp-dialects' one detection routine) reads the first message; its docs say
-//! what each dialect's first message looks like.
-//! A message that shows no dialect (another method, a line that is not JSON) is served by
-//! the first accepted dialect, answering as that dialect answers.
+//! [`detect`] reads the first message (its docs say what each dialect's looks like); one
+//! that shows no dialect is served by the first accepted dialect, answering as it answers.
 //!
 //! # A dialect the agent does not accept
 //!

@@ -115,7 +115,7 @@ pub enum NegotiationError {
         accepted: DialectList,
     },
     /// Every dialect was offered and none was answered.
-    #[error("no dialect was accepted: {}", .0.iter().map(|(d, o)| format!("{d}: {o}")).collect::<Vec<_>>().join("; "))]
+    #[error("no dialect was accepted: {}", tried(.0))]
     NoAnswer(Vec<(Dialect, ProbeOutcome)>),
     /// The agent closed its stdout during negotiation.
     #[error("the agent closed the connection during negotiation (after offering {0})")]
@@ -130,7 +130,7 @@ pub enum NegotiationError {
     #[error("the {0} handshake failed: {1}")]
     Handshake(Dialect, acp_rpc::Error),
     /// The negotiation did not end within [`ClientSide::deadline`].
-    #[error("no dialect was agreed within {:?}: {}", .0, .1.iter().map(|(d, o)| format!("{d}: {o}")).collect::<Vec<_>>().join("; "))]
+    #[error("no dialect was agreed within {:?}: {}", .0, tried(.1))]
     Deadline(Duration, Vec<(Dialect, ProbeOutcome)>),
     /// The agent wrote more before answering than [`ClientSide::max_kept_lines`] or
     /// [`ClientSide::max_kept_bytes`] allow.
@@ -143,6 +143,12 @@ pub enum NegotiationError {
         /// The byte cap.
         bytes: usize,
     },
+}
+
+/// What each probe got, `<dialect>: <outcome>; ...`.
+fn tried(outcomes: &[(Dialect, ProbeOutcome)]) -> String {
+    let each: Vec<_> = outcomes.iter().map(|(d, o)| format!("{d}: {o}")).collect();
+    each.join("; ")
 }
 
 /// A list of dialects, displayed comma-separated.

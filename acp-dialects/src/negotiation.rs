@@ -3,10 +3,7 @@
 //! how a client offers a dialect ([`probe_line`]) and which dialect an answer names
 //! ([`answer_dialect`], [`dialect_of_version`], [`translation_handshake`]); and which
 //! dialects this build speaks ([`compiled_dialects`], [`accepted`]). [`NegotiateOptions`] is
-//! both sides' options, each side's own part a type parameter.
-//!
-//! A new dialect gets its entry here, and only here: how its first message is recognised,
-//! how it is offered, and how its handshake answer names it. `acp_agent::negotiate` and
+//! both sides' options, each side's own part a type parameter. `acp_agent::negotiate` and
 //! `acp_client::negotiate` only read and write the lines.
 
 use std::time::Duration;

@@ -73,11 +73,12 @@ impl ThreadState {
         self.modified_at = now_rfc3339_seconds();
     }
 
-    fn metadata(&self, id: &v1::SessionId) -> t::ThreadMetadata {
-        let title = self.title.clone();
-        let title = title.unwrap_or_else(|| format!("Thread {}", id.0));
-        t::ThreadMetadata::new(thread_of(id), title, self.modified_at.clone())
-    }
+}
+
+/// A thread's metadata: its title, else `Thread <id>`.
+fn metadata(id: &v1::SessionId, title: Option<String>, modified_at: String) -> t::ThreadMetadata {
+    let title = title.unwrap_or_else(|| format!("Thread {}", id.0));
+    t::ThreadMetadata::new(thread_of(id), title, modified_at)
 }
 
 impl Threads {
@@ -114,19 +115,12 @@ impl Agent for ThreadsAgent {
         let threads = lock(&self.known);
         let mut out: Vec<t::ThreadMetadata> = threads
             .iter()
-            .map(|(id, state)| state.metadata(id))
+            .map(|(id, s)| metadata(id, s.title.clone(), s.modified_at.clone()))
             .collect();
         for info in listed {
             if !threads.contains_key(&info.session_id) {
-                let title = info
-                    .title
-                    .unwrap_or_else(|| format!("Thread {}", info.session_id.0));
                 let modified_at = info.updated_at.unwrap_or_else(now_rfc3339_seconds);
-                out.push(t::ThreadMetadata::new(
-                    thread_of(&info.session_id),
-                    title,
-                    modified_at,
-                ));
+                out.push(metadata(&info.session_id, info.title, modified_at));
             }
         }
         out.sort_by(|a, b| a.id.0.cmp(&b.id.0));
