@@ -42,9 +42,9 @@
 
 use std::fmt;
 
+use acp_dialects::{Input, Output};
 use acp_rpc::probe::{LineProbe, ProbeError};
 use acp_rpc::{CloseReason, Peer};
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::store::StoreSlot;
 use crate::{Agent, AgentConnection, Dialect};
@@ -116,17 +116,12 @@ pub async fn serve_stdio<A: Agent>(
 /// Waits for the client's first message, detects its dialect ([`detect`]), and serves
 /// `agent` in the accepted dialect that fits (see the module docs). Must be called within a
 /// Tokio runtime.
-pub async fn serve<A, R, W>(
+pub async fn serve<A: Agent>(
     agent: A,
-    reader: R,
-    writer: W,
+    reader: impl Input,
+    writer: impl Output,
     options: NegotiateOptions,
-) -> Result<NegotiatedConnection, NegotiationError>
-where
-    A: Agent,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+) -> Result<NegotiatedConnection, NegotiationError> {
     let accepted = acp_dialects::negotiation::accepted(&options.dialects)
         .map_err(|compiled| NegotiationError::NoDialect(options.dialects.clone(), compiled))?;
     let mut probe = LineProbe::new(reader, options.config.max_message_size);

@@ -63,10 +63,11 @@ use std::fmt;
 use std::time::Duration;
 
 use acp_dialects::negotiation::{answer_dialect, probe_line, translation_handshake};
+use acp_dialects::{Input, Output};
 use acp_rpc::probe::{LineProbe, ProbeError};
 use acp_types::v1;
 use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWriteExt};
 
 use crate::{Client, ClientConnection, Dialect};
 
@@ -297,17 +298,12 @@ async fn await_answer<R: AsyncRead + Unpin>(
 /// Offers the dialects of `options` in turn on the agent's stdin (`writer`), reading its
 /// stdout (`reader`), and starts the connection in the first one the agent answers; see the
 /// module docs. The v1 `initialize` is done: its answer is in [`Negotiated::initialize`].
-pub async fn connect<C, R, W>(
+pub async fn connect<C: Client>(
     client: C,
-    reader: R,
-    writer: W,
+    reader: impl Input,
+    writer: impl Output,
     options: NegotiateOptions,
-) -> Result<Negotiated, NegotiationError>
-where
-    C: Client,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+) -> Result<Negotiated, NegotiationError> {
     let deadline = tokio::time::Instant::now() + options.side.deadline;
     let limit = options.side.deadline;
     let mut tried = Vec::new();
@@ -320,19 +316,14 @@ where
 
 /// [`connect`] without the overall deadline: `tried` records each probe's outcome as it is
 /// known, for the error when the deadline ends it.
-async fn negotiate<C, R, W>(
+async fn negotiate<C: Client>(
     client: C,
-    reader: R,
-    mut writer: W,
+    reader: impl Input,
+    mut writer: impl Output,
     options: NegotiateOptions,
     deadline: tokio::time::Instant,
     tried: &mut Vec<(Dialect, ProbeOutcome)>,
-) -> Result<Negotiated, NegotiationError>
-where
-    C: Client,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+) -> Result<Negotiated, NegotiationError> {
     let accepted = acp_dialects::negotiation::accepted(&options.dialects)
         .map_err(|_| NegotiationError::NoDialect(DialectList(options.dialects.clone())))?;
     let mut probe = LineProbe::new(reader, options.config.max_message_size);
