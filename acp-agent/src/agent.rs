@@ -162,7 +162,9 @@ pub trait Agent: Send + Sync + 'static {
     /// the history of `params.session_id` (which this connection need not have loaded; answer
     /// `-32002` for one the agent does not know). Advertise it with `sessionCapabilities.fork`.
     /// As with `session/new`, updates for the new session sent before this returns are held
-    /// until the answer is written. The session store does not record forked sessions.
+    /// until the answer is written. Served with a store ([`crate::serve_with_store`]), the
+    /// connection records the new session with a copy of the source's stored history, so it
+    /// can be loaded or resumed later like any other.
     #[cfg(feature = "unstable_session_fork")]
     async fn fork_session(
         &self,
@@ -262,6 +264,29 @@ pub trait Agent: Send + Sync + 'static {
     ) -> Result<DisableProviderResponse, Error> {
         let _ = (params, cx);
         not_found::<DisableProviderRequest, _>()
+    }
+
+    /// `mcp/message` (request; unstable, feature `unstable_mcp_over_acp`): one inner MCP
+    /// request for an MCP server this agent declared to the client with an `acp` entry of
+    /// `mcpServers` (the unusual direction; usually the agent is the one calling, with
+    /// [`crate::ClientHandle::mcp_message`]). Answer what the MCP server answered, result or
+    /// MCP error, as the result; keep ACP errors for an unknown server (`-32602`).
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    async fn mcp_message(
+        &self,
+        params: MessageMcpRequest,
+        cx: &AgentContext,
+    ) -> Result<MessageMcpResponse, Error> {
+        let _ = (params, cx);
+        not_found::<MessageMcpRequest, _>()
+    }
+
+    /// `mcp/message` (notification; unstable, feature `unstable_mcp_over_acp`): an inner MCP
+    /// notification (progress, subscription updates) about an inner request this agent sent.
+    /// Runs in notification order, like [`Agent::cancel`]. Ignored by default.
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    async fn mcp_message_notification(&self, params: MessageMcpNotification) {
+        let _ = params;
     }
 
     /// `session/prompt` (only reached for a known session). Every update sent for the

@@ -74,7 +74,9 @@ impl ClientHandle {
     /// The kinds the schema reserves for clients that asked for them are refused locally
     /// (never sent) unless advertised: `notice` needs `session.notices`, `compaction_update`
     /// and `compaction_summary_chunk` need `session.compaction`, and (unstable, feature
-    /// `unstable_plan_operations`) `plan_update` and `plan_removed` need `plan`. A client without them may not
+    /// `unstable_plan_operations`) `plan_update` and `plan_removed` need `plan`, and (feature
+    /// `unstable_subagents`) `subagent_update`, `session_message` and `session_message_chunk`
+    /// need `subagents`. A client without them may not
     /// know these kinds at all (the official Python SDK's client drops them).
     pub async fn session_update(&self, notification: SessionNotification) -> Result<(), Error> {
         if let Some((capability, has)) = update_capability(&notification.update) {
@@ -233,6 +235,56 @@ impl ClientHandle {
             .await
     }
 
+    /// Refuses a call locally unless the agent's own `initialize` answer advertised
+    /// `mcpCapabilities.acp` (the agent speaks MCP over ACP only then).
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    fn require_mcp_over_acp(&self) -> Result<(), Error> {
+        if self
+            .inner
+            .mcp_acp_advertised
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return Ok(());
+        }
+        Err(Error::new(
+            CAPABILITY_NOT_ADVERTISED,
+            "mcp/message not sent: the agent did not advertise mcpCapabilities.acp in its initialize answer",
+        )
+        .with_data(serde_json::json!({
+            "method": MessageMcpRequest::METHOD,
+            "capability": "mcpCapabilities.acp",
+        })))
+    }
+
+    /// `mcp/message` (request; unstable, feature `unstable_mcp_over_acp`): one inner MCP
+    /// request to a server the client declared with an `acp` entry of `mcpServers`. The
+    /// result is the MCP server's own answer, a result or an MCP error; an `Err` is an ACP
+    /// failure (unknown server, malformed message). Refused locally (never sent) unless the
+    /// agent's own `initialize` answer advertised `mcpCapabilities.acp`.
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    pub async fn mcp_message(
+        &self,
+        params: MessageMcpRequest,
+    ) -> Result<MessageMcpResponse, Error> {
+        self.require_mcp_over_acp()?;
+        self.request(&params).await
+    }
+
+    /// `mcp/message` (notification; unstable, feature `unstable_mcp_over_acp`): an inner MCP
+    /// notification about a running inner request (for example a cancellation). Refused
+    /// locally like [`ClientHandle::mcp_message`].
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    pub async fn mcp_message_notification(
+        &self,
+        notification: MessageMcpNotification,
+    ) -> Result<(), Error> {
+        self.require_mcp_over_acp()?;
+        self.inner
+            .peer
+            .notify(MessageMcpNotification::METHOD, &notification)
+            .await
+    }
+
     /// An extension notification (`method` should start with `_`).
     pub async fn ext_notification(
         &self,
@@ -261,6 +313,10 @@ fn update_capability(update: &SessionUpdate) -> Option<(&'static str, HasCapabil
         SessionUpdate::PlanUpdate(_) | SessionUpdate::PlanRemoved(_) => {
             Some(("plan", |c| c.plan.is_some()))
         }
+        #[cfg(feature = "unstable_subagents")]
+        SessionUpdate::SubagentUpdate(_)
+        | SessionUpdate::SessionMessage(_)
+        | SessionUpdate::SessionMessageChunk(_) => Some(("subagents", |c| c.subagents.is_some())),
         _ => None,
     }
 }

@@ -134,6 +134,8 @@ where
         recorder: store.map(|s| Arc::new(Recorder::new(s))),
         #[cfg(feature = "unstable_auth_status")]
         auth_status_advertised: Default::default(),
+        #[cfg(feature = "unstable_mcp_over_acp")]
+        mcp_acp_advertised: Default::default(),
     });
     let _ = slot.set(inner.clone());
     let releaser = inner.clone();
@@ -277,6 +279,11 @@ impl<A: Agent> Dispatch<A> {
             #[cfg(feature = "unstable_auth_status")]
             inner.auth_status_advertised.store(
                 response.agent_capabilities.auth.status.is_some(),
+                std::sync::atomic::Ordering::Release,
+            );
+            #[cfg(feature = "unstable_mcp_over_acp")]
+            inner.mcp_acp_advertised.store(
+                response.agent_capabilities.mcp_capabilities.acp,
                 std::sync::atomic::Ordering::Release,
             );
             inner.set_capabilities(caps);
@@ -440,9 +447,22 @@ impl<A: Agent> Dispatch<A> {
             m if m == ForkSessionRequest::METHOD => {
                 // Like `session/new`: updates for the new session wait for the answer.
                 let p: ForkSessionRequest = parse(&params)?;
+                // With a store, the request is kept to record the new session (it starts
+                // from a copy of the source's stored history).
+                let request = inner.recorder.is_some().then(|| p.clone());
                 inner.begin_create();
                 let mut creating = Creating(Some(inner.clone()));
-                let result = agent.fork_session(p, &cx).await;
+                let mut result = agent.fork_session(p, &cx).await;
+                if let (Ok(response), Some(recorder), Some(request)) =
+                    (&result, &inner.recorder, &request)
+                {
+                    let meta = crate::store::record::forked_session_meta(request, response);
+                    if let Err(e) = recorder.forked(meta, &request.session_id).await {
+                        result = Err(Error::internal_error(format!(
+                            "the forked session could not be stored: {e}"
+                        )));
+                    }
+                }
                 creating.0 = None;
                 let created = result
                     .as_ref()
@@ -484,6 +504,10 @@ impl<A: Agent> Dispatch<A> {
             m if m == AuthStatusRequest::METHOD => {
                 to_raw(&agent.auth_status(parse(&params)?, &cx).await?)
             }
+            #[cfg(feature = "unstable_mcp_over_acp")]
+            m if m == MessageMcpRequest::METHOD => {
+                to_raw(&agent.mcp_message(parse(&params)?, &cx).await?)
+            }
             m if m.starts_with('_') => {
                 let value: serde_json::Value = params.parse()?;
                 to_raw(&agent.ext_method(m, value, &cx).await?)
@@ -515,6 +539,12 @@ impl<A: Agent> Handler for Dispatch<A> {
         params: Params,
     ) -> Result<(), Error> {
         let inner = self.inner().await;
+        #[cfg(feature = "unstable_mcp_over_acp")]
+        if method == MessageMcpNotification::METHOD {
+            let p: MessageMcpNotification = params.parse()?;
+            self.agent.mcp_message_notification(p).await;
+            return Ok(());
+        }
         if method == CancelNotification::METHOD {
             let p: CancelNotification = params.parse()?;
             if !inner.cancel(&p.session_id).await {

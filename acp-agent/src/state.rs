@@ -194,6 +194,10 @@ pub(crate) struct Inner {
     /// send `auth/status_update`).
     #[cfg(feature = "unstable_auth_status")]
     pub(crate) auth_status_advertised: std::sync::atomic::AtomicBool,
+    /// Whether the agent's latest `initialize` answer advertised `mcpCapabilities.acp` (it
+    /// may then send `mcp/message`).
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    pub(crate) mcp_acp_advertised: std::sync::atomic::AtomicBool,
 }
 
 /// Wraps the user's tap (if any) with one that reports written `session/new` responses.

@@ -156,6 +156,33 @@ pub trait Client: Send + Sync + 'static {
         Ok(())
     }
 
+    /// `mcp/message` (request; unstable, feature `unstable_mcp_over_acp`): one inner MCP
+    /// request for an MCP server this client declared with an `acp` entry of `mcpServers`
+    /// (offered to agents advertising `mcpCapabilities.acp`). Answer what the MCP server
+    /// answered, result or MCP error, as the result; keep ACP errors for an unknown server
+    /// (`-32602`). Default: `-32601`.
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    async fn mcp_message(
+        &self,
+        params: acp_types::v1::MessageMcpRequest,
+    ) -> Result<acp_types::v1::MessageMcpResponse, Error> {
+        let _ = params;
+        Err(Error::method_not_found(
+            <acp_types::v1::MessageMcpRequest as RequestMethod>::METHOD,
+        ))
+    }
+
+    /// `mcp/message` (notification; unstable, feature `unstable_mcp_over_acp`): an inner MCP
+    /// notification about a running inner request. Default: ignored.
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    async fn mcp_message_notification(
+        &self,
+        params: acp_types::v1::MessageMcpNotification,
+    ) -> Result<(), Error> {
+        let _ = params;
+        Ok(())
+    }
+
     /// An `_`-prefixed extension request, with its raw params. Default: `-32601`.
     async fn ext_method(&self, method: &str, params: Value) -> Result<Value, Error> {
         let _ = params;
@@ -243,6 +270,10 @@ impl<C: Client> Handler for Dispatcher<C> {
             names::ELICITATION_CREATE => Ok(Reply::new(
                 c.create_elicitation(parse_request(&params)?).await?,
             )),
+            #[cfg(feature = "unstable_mcp_over_acp")]
+            m if m == <acp_types::v1::MessageMcpRequest as RequestMethod>::METHOD => {
+                Ok(Reply::new(c.mcp_message(parse_request(&params)?).await?))
+            }
             m if m.starts_with('_') => Ok(Reply::new(c.ext_method(m, raw_value(&params)?).await?)),
             m => Err(Error::method_not_found(m)),
         }
@@ -265,6 +296,11 @@ impl<C: Client> Handler for Dispatcher<C> {
                 == <acp_types::v1::AuthStatusUpdateNotification as NotificationMethod>::METHOD =>
             {
                 c.auth_status_update(parse_notification(&params)?).await
+            }
+            #[cfg(feature = "unstable_mcp_over_acp")]
+            m if m == <acp_types::v1::MessageMcpNotification as NotificationMethod>::METHOD => {
+                c.mcp_message_notification(parse_notification(&params)?)
+                    .await
             }
             m if m.starts_with('_') => c.ext_notification(m, raw_value(&params)?).await,
             m => Err(Error::method_not_found(m)),

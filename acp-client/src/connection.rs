@@ -30,6 +30,8 @@ use acp_types::v1::{
 };
 #[cfg(feature = "unstable_session_fork")]
 use acp_types::v1::{ForkSessionRequest, ForkSessionResponse};
+#[cfg(feature = "unstable_mcp_over_acp")]
+use acp_types::v1::{MessageMcpNotification, MessageMcpRequest, MessageMcpResponse};
 #[cfg(feature = "unstable_session_status")]
 use acp_types::v1::{SessionStatusRequest, SessionStatusResponse};
 #[cfg(feature = "unstable_session_model")]
@@ -434,6 +436,30 @@ impl AgentHandle {
         params: DisableProviderRequest,
     ) -> Result<DisableProviderResponse, Error> {
         self.request(&params).await
+    }
+
+    /// `mcp/message` (request; unstable, feature `unstable_mcp_over_acp`): one inner MCP
+    /// request to a server the agent declared with an `acp` entry of `mcpServers` (the
+    /// unusual direction: usually the agent calls the client's servers, reaching
+    /// [`Client::mcp_message`]). The result is the MCP server's own answer, a result or an
+    /// MCP error; an `Err` is an ACP failure (unknown server, malformed message).
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    pub async fn mcp_message(
+        &self,
+        params: MessageMcpRequest,
+    ) -> Result<MessageMcpResponse, Error> {
+        self.request(&params).await
+    }
+
+    /// `mcp/message` (notification; unstable, feature `unstable_mcp_over_acp`): an inner MCP
+    /// notification about an inner request the agent sent to one of this client's servers
+    /// (progress, subscription updates).
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    pub async fn mcp_message_notification(
+        &self,
+        notification: MessageMcpNotification,
+    ) -> Result<(), Error> {
+        self.notify(&notification).await
     }
 
     /// `session/list`.

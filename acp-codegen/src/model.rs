@@ -518,6 +518,15 @@ fn parse_tagged(name: &str, tag: &str, v: &Value) -> Result<TaggedUnionDef, Erro
                 (None, None) => unreachable!("checked above"),
             },
         };
+        if rust_name == "Unknown" {
+            return Err(err(format!(
+                "a variant would be named `Unknown`, which keeps unknown tags: name it with `x-variant`{}",
+                tag_value
+                    .as_deref()
+                    .map(|t| format!(" (tag `{t}`)"))
+                    .unwrap_or_default()
+            )));
+        }
         variants.push(TaggedVariant {
             tag_value,
             body,
@@ -599,7 +608,7 @@ fn parse_object(name: &str, v: &Value) -> Result<ObjectDef, Error> {
             has_default: schema.get("default").is_some(),
             null_clears: flag(schema, "x-null-clears"),
         });
-        if flag(schema, "x-null-clears") && (is_required || !nullable) {
+        if flag(schema, "x-null-clears") && (is_required || !(nullable || is_any_value(schema))) {
             return Err(err(format!(
                 "`{json_name}`: `x-null-clears` needs an optional, nullable property"
             )));
@@ -625,6 +634,13 @@ fn parse_object(name: &str, v: &Value) -> Result<ObjectDef, Error> {
         }
     };
     Ok(ObjectDef { props, embedded })
+}
+
+/// `{}` (with annotations only): any JSON value, `null` included.
+fn is_any_value(schema: &Value) -> bool {
+    ["type", "$ref", "anyOf", "oneOf", "allOf", "const", "enum"]
+        .iter()
+        .all(|k| schema.get(*k).is_none())
 }
 
 /// `{"type": "object" or ["object", "null"], "additionalProperties": true}`: any JSON object.
@@ -697,6 +713,60 @@ fn check_references(schema: &Schema) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod null_clears_tests {
+    use super::*;
+
+    fn doc(data: &str) -> String {
+        format!(
+            r#"{{"x-dialect": "v1", "x-methods": [], "$defs": {{"E": {{"type": "object", "properties": {{"data": {data}}}}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn x_null_clears_takes_nullable_and_any_value_properties_only() {
+        // `{}` holds any value, `null` included, so absent and `null` can differ there too.
+        for ok in [
+            r#"{"x-null-clears": true}"#,
+            r#"{"type": ["string", "null"], "x-null-clears": true}"#,
+        ] {
+            let schema = parse(&doc(ok)).expect(ok);
+            let DefKind::Object(o) = &schema.defs[0].kind else {
+                panic!("an object")
+            };
+            assert!(o.props[0].null_clears, "{ok}");
+        }
+        let refused = parse(&doc(r#"{"type": "string", "x-null-clears": true}"#)).unwrap_err();
+        assert!(refused.to_string().contains("nullable"), "{refused}");
+    }
+}
+
+#[cfg(test)]
+mod tagged_variant_name_tests {
+    use super::*;
+
+    #[test]
+    fn a_tag_that_would_be_the_unknown_variant_needs_x_variant() {
+        let doc = |extra: &str| {
+            format!(
+                r##"{{"x-dialect": "v1", "x-methods": [], "$defs": {{
+                    "Body": {{"type": "object", "properties": {{}}}},
+                    "State": {{"x-tag": "state", "oneOf": [
+                        {{"$ref": "#/$defs/Body", "properties": {{"state": {{"const": "unknown"}}}}, "required": ["state"]{extra}}}
+                    ]}}
+                }}}}"##
+            )
+        };
+        let clash = parse(&doc("")).unwrap_err();
+        assert!(clash.to_string().contains("x-variant"), "{clash}");
+        let named = parse(&doc(r#", "x-variant": "Undetermined""#)).expect("named");
+        let DefKind::TaggedUnion(u) = &named.def("State").unwrap().kind else {
+            panic!("a tagged union")
+        };
+        assert_eq!(u.variants[0].rust_name, "Undetermined");
+    }
 }
 
 #[cfg(test)]

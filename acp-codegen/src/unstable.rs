@@ -211,7 +211,13 @@ fn extend_union(
             .and_then(Value::as_str)
             .map(str::to_string)
             .unwrap_or_else(|| crate::model::pascal_case(value));
-        members.push(variant.clone());
+        // Tagged variants go before the untagged fallback, which serde wants last (and
+        // which is only tried once every tag failed).
+        let at = members
+            .iter()
+            .position(|m| m.get("x-untagged") == Some(&Value::Bool(true)))
+            .unwrap_or(members.len());
+        members.insert(at, variant.clone());
         out.variants.insert((name.to_string(), rust), feature);
     }
     Ok(())
@@ -362,6 +368,17 @@ impl VisitMut for Gates<'_> {
             && let Some(feature) = self.overlay.defs.get(&name)
         {
             attrs.push(cfg(feature));
+        } else if let syn::Item::Impl(i) = item
+            && i.trait_
+                .as_ref()
+                .and_then(|(path, _)| path.segments.last())
+                .is_some_and(|s| s.ident == "From")
+            && let Some(union) = type_name(&i.self_ty)
+            && let Some(feature) = self.variant_mentioned(&union, &quote!(#i))
+        {
+            // A conversion into an overlay variant from a stable type (`From<SessionId>`
+            // building a variant whose body needs only a session id) exists with the variant.
+            i.attrs.push(cfg(&feature));
         }
         // Inside, fields another feature adds to an overlay definition get their own gate.
         syn::visit_mut::visit_item_mut(self, item);
@@ -520,15 +537,56 @@ mod variants {
         );
         let text = "pub enum Update { Old(Body), NewKind(NewBody), Unknown(u8) }\n\
             impl Update { pub fn old() -> Self { Self::Old(Body) } pub fn new_kind() -> Self { Self::NewKind(NewBody) } }\n\
+            impl From<SessionId> for Update { fn from(id: SessionId) -> Self { Self::NewKind(NewBody::new(id)) } }\n\
+            impl From<Body> for Update { fn from(body: Body) -> Self { Self::Old(body) } }\n\
             impl Tagged for Update { fn direct(tag: &str) -> Option<Self> { match tag { \"old\" => Some(Self::Old(Body)), \"new_kind\" => Some(Self::NewKind(NewBody)), _ => None } } }\n";
         let out = gate(text, &found).unwrap();
-        // The variant, its constructor and its match arm; `NewBody` itself is the $def's.
+        // The variant, its constructor, the conversion from a stable type into it and its
+        // match arm; `NewBody` itself is the $def's.
         let gates = out.matches("#[cfg(feature = \"unstable_x\")]").count();
-        assert_eq!(gates, 3, "{out}");
+        assert_eq!(gates, 4, "{out}");
+        assert!(
+            out.contains("#[cfg(feature = \"unstable_x\")]\nimpl From<SessionId> for Update"),
+            "{out}"
+        );
         assert!(out.contains("fn direct"), "the trait function stays: {out}");
         assert!(
             !out.contains("#[cfg(feature = \"unstable_x\")]\n    pub fn old"),
             "{out}"
+        );
+    }
+
+    #[test]
+    fn a_new_tagged_variant_goes_before_the_untagged_fallback() {
+        let base = r##"{"$defs": {
+            "Stdio": {"type": "object", "properties": {}},
+            "Http": {"type": "object", "properties": {}},
+            "Server": {"x-tag": "type", "anyOf": [
+                {"$ref": "#/$defs/Http", "properties": {"type": {"const": "http"}}, "required": ["type"]},
+                {"$ref": "#/$defs/Stdio", "x-untagged": true}
+            ]}
+        }}"##;
+        let overlay = r##"{
+            "$defs": {"Acp": {"type": "object", "properties": {}, "x-unstable": "unstable_x"}},
+            "x-extend": {"Server": {"oneOf": [
+                {"$ref": "#/$defs/Acp", "properties": {"type": {"const": "acp"}},
+                 "required": ["type"], "x-unstable": "unstable_x"}
+            ]}}
+        }"##;
+        let (merged, found) = merge(base, overlay).unwrap();
+        let merged: Value = serde_json::from_str(&merged).unwrap();
+        let order: Vec<&str> = merged["$defs"]["Server"]["anyOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["$ref"].as_str().unwrap())
+            .collect();
+        // serde wants untagged variants last; the fallback is tried only after every tag.
+        assert_eq!(order, ["#/$defs/Http", "#/$defs/Acp", "#/$defs/Stdio"]);
+        assert!(
+            found
+                .variants
+                .contains_key(&("Server".into(), "Acp".into()))
         );
     }
 

@@ -1,6 +1,6 @@
 //! A connection: builds the shared state and spawns the reader and writer tasks.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -12,6 +12,7 @@ use crate::error::CloseReason;
 use crate::handler::Handler;
 use crate::outgoing::Peer;
 use crate::state::{PendingMap, Shared};
+use crate::writer::WriteSide;
 
 /// A running JSON-RPC connection over a reader/writer pair.
 ///
@@ -52,12 +53,17 @@ impl Connection {
             .unwrap_or(config.dialect.first_request_id);
         let shared = Arc::new(Shared {
             out_tx,
+            writer: Mutex::new(WriteSide::new(Box::pin(writer))),
+            writer_wake: tokio::sync::Notify::new(),
+            more_input_ready: AtomicBool::new(false),
             next_id: AtomicI64::new(first_id),
             pending: Mutex::new(PendingMap::default()),
             shutdown: CancellationToken::new(),
+            closed: AtomicBool::new(false),
             reason: OnceLock::new(),
             notifications_done: AtomicU64::new(0),
             notification_handled: tokio::sync::Notify::new(),
+            notification_waiters: AtomicUsize::new(0),
             in_flight: Mutex::default(),
             answer_waiters: AtomicUsize::new(0),
             request_answered: tokio::sync::Notify::new(),
@@ -66,7 +72,7 @@ impl Connection {
             config,
         });
         let peer = Peer::new(shared.clone());
-        tokio::spawn(crate::writer::write_loop(writer, out_rx, shared.clone()));
+        tokio::spawn(crate::writer::write_loop(out_rx, shared.clone()));
         tokio::spawn(crate::reader::read_loop(
             reader,
             shared,

@@ -28,6 +28,9 @@ pub(crate) enum Ordered {
     Notification(Notification),
     /// A notification the handler decoded in the reader.
     Decoded(DecodedNotification),
+    /// A notification whose handler the reader started and which must still finish before
+    /// anything queued after it (see `Reader::enqueue_notification`).
+    Started(NotificationTask),
     /// A response that must wait for the notifications before it (its result copied out
     /// of the line, which the reader reuses).
     Response(Deliver, Result<Box<RawValue>, Error>),
@@ -98,23 +101,29 @@ impl RequestTask {
                 let fut = self
                     .handler
                     .handle_request_reply(cx, &method, Params::new(params));
+                // The handler is polled first: one that answers at once never registers a
+                // wait on its token (a lock of the token and a waiter in its list).
                 tokio::select! {
                     biased;
-                    _ = &mut cancelled => Err(Error::request_cancelled()),
                     r = SLOT.scope(slot, CatchUnwind(fut)) => r.unwrap_or_else(|panic| {
                         let msg = panic_message(&panic);
                         tracing::error!(panic = %msg, "request handler panicked");
                         Err(Error::internal_error(format!("handler panicked: {msg}")))
                     }),
+                    _ = &mut cancelled => Err(Error::request_cancelled()),
                 }
             }
         };
-        lock(&self.shared.in_flight).remove(&id);
+        let answering_others = {
+            let mut in_flight = lock(&self.shared.in_flight);
+            in_flight.remove(&id);
+            !in_flight.is_empty()
+        };
         if self.shared.answer_waiters.load(Ordering::Acquire) > 0 {
             self.shared.request_answered.notify_waiters();
         }
         crate::flow::completed(start, &result);
-        if self.shared.shutdown.is_cancelled() {
+        if self.shared.is_closed() {
             return;
         }
         let dialect = &self.shared.config.dialect;
@@ -136,7 +145,13 @@ impl RequestTask {
                 Outgoing::Frame(buf)
             }
         };
-        let _ = self.shared.send(msg).await;
+        // The answer to a lone request is written straight through; answers to requests
+        // handled together are left to the writer task, which sends them in one write.
+        let _ = if answering_others {
+            self.shared.send(msg).await
+        } else {
+            self.shared.send_now(msg).await
+        };
         // Answered (queued for the writer): the reader may admit another request.
         drop(slot);
     }
@@ -154,16 +169,14 @@ pub(crate) async fn notification_worker(
                 Ok(raw) => deliver.deliver(Ok(&raw)),
                 Err(e) => deliver.deliver(Err(e)),
             },
-            Ordered::Notification(n) => {
-                let cx = NotificationContext { peer: peer.clone() };
-                let fut = handler.handle_notification(cx, &n.method, Params::new(n.params));
-                run_notification(&n.method, fut).await;
+            Ordered::Notification(_) | Ordered::Decoded(_) => {
+                if let Some(task) = notification_task(item, &handler, &peer) {
+                    task.await;
+                }
                 notification_done(&shared);
             }
-            Ordered::Decoded(n) => {
-                let method = n.method();
-                let cx = NotificationContext { peer: peer.clone() };
-                run_notification(method, handler.handle_decoded_notification(cx, n)).await;
+            Ordered::Started(task) => {
+                task.await;
                 notification_done(&shared);
             }
             Ordered::Close(reason) => shared.shutdown(reason),
@@ -171,11 +184,38 @@ pub(crate) async fn notification_worker(
     }
 }
 
+/// A notification's handler, run to its end (see [`run_notification`]).
+pub(crate) type NotificationTask = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The handler of a notification item (`None` for any other item).
+pub(crate) fn notification_task(
+    item: Ordered,
+    handler: &Arc<dyn Handler>,
+    peer: &Peer,
+) -> Option<NotificationTask> {
+    let cx = NotificationContext { peer: peer.clone() };
+    let handler = handler.clone();
+    match item {
+        Ordered::Notification(n) => Some(Box::pin(async move {
+            let fut = handler.handle_notification(cx, &n.method, Params::new(n.params));
+            run_notification(&n.method, fut).await;
+        })),
+        Ordered::Decoded(n) => Some(Box::pin(async move {
+            let method = n.method();
+            run_notification(method, handler.handle_decoded_notification(cx, n)).await;
+        })),
+        _ => None,
+    }
+}
+
 /// Counts a handled notification and wakes whoever waits for it
-/// ([`RequestContext::notifications_handled`], the reader's overtaking check).
-fn notification_done(shared: &Shared) {
-    shared.notifications_done.fetch_add(1, Ordering::Release);
-    shared.notification_handled.notify_waiters();
+/// ([`RequestContext::notifications_handled`]; the reader's overtaking check reads the
+/// count).
+pub(crate) fn notification_done(shared: &Shared) {
+    shared.notifications_done.fetch_add(1, Ordering::SeqCst);
+    if shared.notification_waiters.load(Ordering::SeqCst) > 0 {
+        shared.notification_handled.notify_waiters();
+    }
 }
 
 /// Runs one notification handler to its end, logging (not propagating) its failure or

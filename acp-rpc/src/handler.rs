@@ -2,7 +2,7 @@
 
 use std::any::Any;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use serde_json::value::RawValue;
@@ -232,11 +232,27 @@ impl RequestContext {
     /// (a proxy that must forward a `tool_call` before the permission request about it, say)
     /// awaits this first.
     pub async fn notifications_handled(&self) {
+        let shared = &self.shared;
+        if shared.notifications_done.load(Ordering::SeqCst) >= self.notifications_before {
+            return;
+        }
+        // Counted as a waiter while waiting: a handled notification wakes waiters only when
+        // it sees one. The count goes up before each check of `notifications_done`, and the
+        // worker adds to that before reading the count (all sequentially consistent), so
+        // either the check sees the new total or the worker sees this waiter.
+        struct Waiting<'a>(&'a AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        shared.notification_waiters.fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(&shared.notification_waiters);
         loop {
-            let handled = self.shared.notification_handled.notified();
+            let handled = shared.notification_handled.notified();
             tokio::pin!(handled);
             handled.as_mut().enable();
-            if self.shared.notifications_done.load(Ordering::Acquire) >= self.notifications_before
+            if shared.notifications_done.load(Ordering::SeqCst) >= self.notifications_before
                 || self.cancel.is_cancelled()
             {
                 return;

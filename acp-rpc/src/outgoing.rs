@@ -210,7 +210,7 @@ impl Peer {
             tx: Some(tx),
             decode,
         });
-        self.register(id, Pending::Waiter(deliver))?;
+        let awaiting = self.register(id, Pending::Waiter(deliver))?;
         let cancel_on_drop = options
             .cancel_on_drop
             .unwrap_or(shared.config.cancel_on_drop);
@@ -221,7 +221,13 @@ impl Peer {
             sent: false,
             cancel_on_drop,
         };
-        shared.send(buf).await?;
+        // A lone call is written straight through (its caller waits on nothing else); calls
+        // made together are left to the writer task, which sends them in one write.
+        if awaiting == 1 {
+            shared.send_now(buf).await?;
+        } else {
+            shared.send(buf).await?;
+        }
         guard.sent = true;
         // A request handler waiting on the peer does not occupy a concurrency slot.
         let slot = release_slot();
@@ -269,13 +275,15 @@ impl Peer {
         shared.send(buf).await
     }
 
-    fn register(&self, id: i64, pending: Pending) -> Result<(), Error> {
+    /// Records what waits for the answer to request `id`; returns how many of our requests
+    /// await answers now, this one included.
+    fn register(&self, id: i64, pending: Pending) -> Result<usize, Error> {
         let mut map = lock(&self.shared.pending);
         if let Some(reason) = &map.closed {
             return Err(Error::connection_closed(reason));
         }
         map.map.insert(id, pending);
-        Ok(())
+        Ok(map.map.len())
     }
 
     /// Resolves when the connection has ended, with the reason.
@@ -285,7 +293,7 @@ impl Peer {
 
     /// Whether the connection has ended.
     pub fn is_closed(&self) -> bool {
-        self.shared.shutdown.is_cancelled()
+        self.shared.is_closed()
     }
 
     /// Ends the connection locally (see [`crate::Connection::close`]).
@@ -323,7 +331,7 @@ impl Peer {
             tokio::pin!(answered);
             answered.as_mut().enable();
             let earlier_running = lock(&shared.in_flight).values().any(|r| r.seq < target);
-            if !earlier_running || shared.shutdown.is_cancelled() {
+            if !earlier_running || shared.is_closed() {
                 return;
             }
             tokio::select! {
@@ -354,7 +362,7 @@ impl Drop for CallGuard<'_> {
             && self.sent
             && self.cancel_on_drop
             && shared.config.dialect.notifications
-            && !shared.shutdown.is_cancelled())
+            && !shared.is_closed())
         {
             return;
         }

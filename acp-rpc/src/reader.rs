@@ -13,10 +13,13 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::codec::Decoder;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::codec::{Frame, LineCodec};
-use crate::dispatch::{Ordered, RequestTask, notification_worker};
+use crate::dispatch::{
+    Ordered, RequestTask, notification_done, notification_task, notification_worker,
+};
 use crate::error::{CloseReason, Error};
 use crate::handler::{Arrival, DecodedNotification, Handler};
 use crate::message::{
@@ -24,7 +27,7 @@ use crate::message::{
     plain_response, write_response,
 };
 use crate::outgoing::{CANCEL_METHOD, Peer};
-use crate::state::{InFlightRequest, Pending, Shared, lock, panic_message};
+use crate::state::{ClosedWatch, InFlightRequest, Pending, Shared, lock, panic_message};
 use crate::tap::{Direction, TapEvent};
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -81,13 +84,23 @@ pub(crate) async fn read_loop<R>(
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     // One wait on the shutdown token for the reader's whole life (a new one per read would
     // register and unregister a waiter on every line).
-    let shutdown = state.shared.shutdown.clone().cancelled_owned();
+    let shutdown = ClosedWatch::new(&state.shared);
     tokio::pin!(shutdown);
     let reason = loop {
         loop {
             match codec.decode(&mut buf) {
-                Ok(Some(frame)) => state.on_frame(frame).await,
-                Ok(None) => break,
+                Ok(Some(frame)) => {
+                    let more = memchr::memchr(b'\n', &buf).is_some();
+                    state.shared.more_input_ready.store(more, Ordering::Relaxed);
+                    state.on_frame(frame).await;
+                }
+                Ok(None) => {
+                    state
+                        .shared
+                        .more_input_ready
+                        .store(false, Ordering::Relaxed);
+                    break;
+                }
                 Err(e) => unreachable!("the line codec never fails: {e}"),
             }
         }
@@ -308,8 +321,27 @@ impl Reader {
     }
 
     /// Hands a notification to the ordered worker.
-    async fn enqueue_notification(&mut self, item: Ordered) {
-        self.notifications_received += 1;
+    /// Hands a notification to its handler, in arrival order. When every notification read
+    /// before it has been handled, its handler starts here, in the reader: one that finishes
+    /// without waiting (most do) costs no hop through the worker's queue and no wake-up.
+    /// One that waits goes on in the worker, which runs it to its end before anything
+    /// queued after it.
+    async fn enqueue_notification(&mut self, mut item: Ordered) {
+        if self.worker_idle() {
+            if let Some(mut task) = notification_task(item, &self.handler, &self.peer) {
+                let mut cx = Context::from_waker(Waker::noop());
+                self.notifications_received += 1;
+                if task.as_mut().poll(&mut cx).is_ready() {
+                    notification_done(&self.shared);
+                    return;
+                }
+                item = Ordered::Started(task);
+            } else {
+                return;
+            }
+        } else {
+            self.notifications_received += 1;
+        }
         if self.ordered.send(item).await.is_err() {
             tracing::error!("notification worker is gone");
         }
@@ -401,7 +433,11 @@ impl Reader {
             if in_flight.contains_key(&req.id) {
                 None
             } else {
-                let token = self.shared.shutdown.child_token();
+                // A root token, not a child of the shutdown token (see `Shared::shutdown`).
+                let token = CancellationToken::new();
+                if self.shared.is_closed() {
+                    token.cancel();
+                }
                 let seq = self.shared.requests_received.fetch_add(1, Ordering::AcqRel);
                 let entry = InFlightRequest {
                     seq,

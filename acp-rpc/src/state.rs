@@ -6,17 +6,21 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll, Waker};
 
 use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::config::Config;
 use crate::error::{CloseReason, Error};
 use crate::message::RequestId;
 use crate::reply::Reply;
+use crate::writer::WriteSide;
 
 /// Hands the outcome of one of our requests to its caller. The reader calls it with the
 /// result still in its line buffer, so the caller's type is read from the line directly,
@@ -54,15 +58,29 @@ pub(crate) struct PendingMap {
 pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) out_tx: mpsc::Sender<Outgoing>,
+    /// The transport and its buffer, shared by the writer task and senders writing
+    /// straight through (see the writer module).
+    pub(crate) writer: Mutex<WriteSide>,
+    /// Wakes the writer task to finish what a sender writing straight through left.
+    pub(crate) writer_wake: tokio::sync::Notify,
+    /// The reader holds another complete line: answers it gives now are left to the writer
+    /// task, so the answers to a burst of requests leave in one write.
+    pub(crate) more_input_ready: AtomicBool,
     pub(crate) next_id: AtomicI64,
     pub(crate) pending: Mutex<PendingMap>,
     pub(crate) shutdown: CancellationToken,
+    /// Set by [`Shared::shutdown`] before anything else: the cheap check of a closed
+    /// connection (the token's own check takes its lock, and every message made it).
+    pub(crate) closed: AtomicBool,
     pub(crate) reason: OnceLock<CloseReason>,
     /// Notifications whose handlers have completed (written by the notification worker).
     pub(crate) notifications_done: AtomicU64,
     /// Woken each time `notifications_done` grows (see
     /// [`RequestContext::notifications_handled`](crate::RequestContext::notifications_handled)).
     pub(crate) notification_handled: tokio::sync::Notify,
+    /// Callers waiting on `notification_handled`; handled notifications wake them only when
+    /// there are some (a wake takes the notifier's lock, once per notification otherwise).
+    pub(crate) notification_waiters: AtomicUsize,
     /// Incoming requests whose handlers have not answered yet, with the arrival number of
     /// each (for cancellation, duplicate detection and [`Peer::received_requests_answered`]).
     pub(crate) in_flight: Mutex<HashMap<RequestId, InFlightRequest>>,
@@ -95,6 +113,7 @@ impl Shared {
     /// cancels in-flight handlers, the reader and (after a final flush) the writer.
     pub(crate) fn shutdown(&self, reason: CloseReason) {
         let _ = self.reason.set(reason);
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         let reason = self.close_reason().expect("set above");
         let drained = {
             let mut pending = lock(&self.pending);
@@ -112,6 +131,17 @@ impl Shared {
             }
         }
         self.shutdown.cancel();
+        // Each handler's token is a root of its own (a child of the shutdown token would lock
+        // that shared token as it is made and dropped, once per request), so the handlers
+        // still running are cancelled here. One that starts later finds `closed` set.
+        for request in lock(&self.in_flight).values() {
+            request.token.cancel();
+        }
+    }
+
+    /// Whether the connection has ended (or is ending).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::Acquire)
     }
 
     pub(crate) fn close_reason(&self) -> Option<CloseReason> {
@@ -140,11 +170,12 @@ impl Shared {
         }
     }
 
-    /// Queues one serialized message for the writer, waiting while the queue is full
-    /// (backpressure). Fails once the connection is shutting down.
+    /// Queues one serialized message for the writer task, waiting while the queue is full
+    /// (backpressure). Fails once the connection is shutting down. (Messages somebody waits
+    /// on go through `send_now`, in the writer module.)
     pub(crate) async fn send(&self, msg: impl Into<Outgoing>) -> Result<(), Error> {
         let msg = msg.into();
-        if self.shutdown.is_cancelled() {
+        if self.is_closed() {
             return Err(self.closed_error());
         }
         // The common case, a queue with room, costs no wait on the shutdown token.
@@ -157,6 +188,51 @@ impl Shared {
             biased;
             r = self.out_tx.send(msg) => r.map_err(|_| self.closed_error()),
             _ = self.shutdown.cancelled() => Err(self.closed_error()),
+        }
+    }
+}
+
+/// The end of the connection, for the reader and writer tasks, which wait on it alongside
+/// every read and write: each poll checks [`Shared::closed`], and the token's own wait (two
+/// locks per poll) is polled only to register a waker the token does not have yet.
+pub(crate) struct ClosedWatch {
+    shared: Arc<Shared>,
+    wait: Pin<Box<WaitForCancellationFutureOwned>>,
+    registered: Option<Waker>,
+}
+
+impl ClosedWatch {
+    pub(crate) fn new(shared: &Arc<Shared>) -> Self {
+        ClosedWatch {
+            wait: Box::pin(shared.shutdown.clone().cancelled_owned()),
+            shared: shared.clone(),
+            registered: None,
+        }
+    }
+}
+
+impl Future for ClosedWatch {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // `closed` is set before the token is cancelled, and cancelling wakes the waker
+        // registered below: a poll that finds it unset and returns `Pending` is woken again.
+        if self.shared.is_closed() {
+            return Poll::Ready(());
+        }
+        if self
+            .registered
+            .as_ref()
+            .is_some_and(|waker| waker.will_wake(cx.waker()))
+        {
+            return Poll::Pending;
+        }
+        match self.wait.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(()),
+            Poll::Pending => {
+                self.registered = Some(cx.waker().clone());
+                Poll::Pending
+            }
         }
     }
 }

@@ -494,3 +494,280 @@ fn provider_configuration_matches_the_official_crate() {
     let caps = AgentCapabilities::new().providers(ProvidersCapabilities::new());
     assert_eq!(serde_json::to_value(&caps).unwrap()["providers"], json!({}));
 }
+
+#[cfg(feature = "unstable_mcp_over_acp")]
+#[test]
+fn mcp_over_acp_matches_the_official_crate() {
+    use acp_types::v1::{
+        InitializeResponse, McpCapabilities, McpError, McpServer, McpServerAcp,
+        MessageMcpNotification, MessageMcpRequest, MessageMcpResponse, MessageMcpResult,
+        NewSessionRequest,
+    };
+    use acp_types::{NotificationMethod, RequestMethod};
+    use agent_client_protocol_schema::v1 as official;
+    // The `acp` transport sits beside the untagged stdio one; both are read as what they are.
+    let new = both::<NewSessionRequest, official::NewSessionRequest>(json!({
+        "cwd": "/w",
+        "mcpServers": [
+            {"type": "acp", "name": "project-tools", "serverId": "srv-1"},
+            {"name": "fs", "command": "/bin/mcp-fs", "args": [], "env": []},
+            {"type": "http", "name": "web", "url": "https://mcp.example.org", "headers": []}
+        ]
+    }));
+    let McpServer::Acp(server) = &new.mcp_servers[0] else {
+        panic!("acp is typed: {:?}", new.mcp_servers[0])
+    };
+    assert_eq!(
+        (server.name.as_str(), server.server_id.0.as_str()),
+        ("project-tools", "srv-1")
+    );
+    assert!(matches!(new.mcp_servers[1], McpServer::Stdio(_)));
+    let built = NewSessionRequest::new("/w", [McpServer::from(McpServerAcp::new("t", "srv-2"))]);
+    both::<NewSessionRequest, official::NewSessionRequest>(serde_json::to_value(&built).unwrap());
+    // The capability: both write `acp` always, as they do `http` and `sse`.
+    let init = both::<InitializeResponse, official::InitializeResponse>(json!({
+        "protocolVersion": 1, "agentCapabilities": {"mcpCapabilities": {"acp": true}}
+    }));
+    assert!(init.agent_capabilities.mcp_capabilities.acp);
+    both::<InitializeResponse, official::InitializeResponse>(
+        json!({"protocolVersion": 1, "agentCapabilities": {"mcpCapabilities": {"http": true}}}),
+    );
+    assert_eq!(
+        serde_json::to_value(McpCapabilities::new().acp(true)).unwrap(),
+        json!({"http": false, "sse": false, "acp": true})
+    );
+    // The request and the notification: same fields, `params` absent or `null` means none.
+    let request = both::<MessageMcpRequest, official::MessageMcpRequest>(json!({
+        "serverId": "srv-1", "requestId": "7", "method": "tools/call",
+        "params": {"name": "grep", "arguments": {"pattern": "fn main"}}
+    }));
+    assert_eq!(request.method, "tools/call");
+    assert_eq!(request.params.as_ref().map(|p| p.len()), Some(2));
+    let bare = both::<MessageMcpRequest, official::MessageMcpRequest>(
+        json!({"serverId": "srv-1", "requestId": "8", "method": "tools/list", "params": null}),
+    );
+    assert!(bare.params.is_none());
+    let progress = both::<MessageMcpNotification, official::MessageMcpNotification>(json!({
+        "serverId": "srv-1", "requestId": "7", "method": "notifications/progress",
+        "params": {"progressToken": "p", "progress": 0.5}
+    }));
+    assert_eq!(progress.request_id.0, "7");
+    for missing in ["serverId", "requestId", "method"] {
+        let mut value = json!({"serverId": "s", "requestId": "r", "method": "m"});
+        value.as_object_mut().unwrap().remove(missing);
+        assert!(serde_json::from_value::<MessageMcpRequest>(value.clone()).is_err());
+        assert!(serde_json::from_value::<official::MessageMcpRequest>(value).is_err());
+    }
+    assert_eq!(
+        (MessageMcpRequest::METHOD, MessageMcpNotification::METHOD),
+        ("mcp/message", "mcp/message")
+    );
+    // The answer: an opaque result (`null` included) or an MCP error whose `data` keeps
+    // absent, `null` and a value apart.
+    for result in [
+        Value::Null,
+        json!(42),
+        json!({"content": [{"type": "text", "text": "ok"}], "isError": false}),
+    ] {
+        let answer = both::<MessageMcpResponse, official::MessageMcpResponse>(
+            json!({"result": result.clone()}),
+        );
+        let MessageMcpResponse::Result(inner) = &answer else {
+            panic!("a result: {answer:?}")
+        };
+        assert_eq!(inner.result, result);
+    }
+    for (error, data) in [
+        (json!({"code": -32602, "message": "no such tool"}), None),
+        (
+            json!({"code": -32602, "message": "no such tool", "data": null}),
+            Some(None),
+        ),
+        (
+            json!({"code": 1, "message": "x", "data": {"tool": "grep"}, "future": [1]}),
+            Some(Some(json!({"tool": "grep"}))),
+        ),
+    ] {
+        let answer = both::<MessageMcpResponse, official::MessageMcpResponse>(
+            json!({"error": error, "_meta": {"k": 1}}),
+        );
+        let MessageMcpResponse::Error(inner) = &answer else {
+            panic!("an error: {answer:?}")
+        };
+        assert_eq!(inner.error.data, data);
+        assert!(inner.meta.is_some());
+    }
+    // Neither a missing outcome nor a malformed error is read, by either.
+    for bad in [
+        json!({}),
+        json!({"_meta": {}}),
+        json!({"error": null}),
+        json!({"error": {"code": 1}}),
+        json!({"error": {"code": "1", "message": "x"}}),
+        Value::Null,
+    ] {
+        assert!(
+            serde_json::from_value::<MessageMcpResponse>(bad.clone()).is_err(),
+            "{bad}"
+        );
+        assert!(serde_json::from_value::<official::MessageMcpResponse>(bad.clone()).is_err());
+    }
+    // Built with the constructors, each writes what the official crate reads back unchanged.
+    for built in [
+        MessageMcpResponse::from(MessageMcpResult::new(Value::Null)),
+        MessageMcpResponse::from(acp_types::v1::MessageMcpError::new(
+            McpError::new(-32000, "boom").data(None),
+        )),
+    ] {
+        both::<MessageMcpResponse, official::MessageMcpResponse>(
+            serde_json::to_value(&built).unwrap(),
+        );
+    }
+    let built = MessageMcpRequest::new("srv-1", "9", "tools/list");
+    both::<MessageMcpRequest, official::MessageMcpRequest>(serde_json::to_value(&built).unwrap());
+}
+
+#[cfg(all(
+    feature = "unstable_subagents",
+    feature = "unstable_end_turn_token_usage"
+))]
+#[test]
+fn subagent_updates_match_the_official_crate() {
+    use acp_types::v1::{
+        ClientCapabilities, ContentBlock, IdleStateUpdate, IdleStopReason, InitializeRequest,
+        SessionCancelCapabilities, SessionMessage, SessionNotification, SessionUpdate, StateUpdate,
+        SubagentCapabilities, SubagentSessionCapabilities, SubagentUpdate, UndeterminedStateUpdate,
+        Usage,
+    };
+    use agent_client_protocol_schema::v1 as official;
+    let note = |update: Value| json!({"sessionId": "parent", "update": update});
+    // Each field of a subagent update is a patch: absent, `null` and a value stay apart.
+    let full = both::<SessionNotification, official::SessionNotification>(note(json!({
+        "sessionUpdate": "subagent_update", "sessionId": "child",
+        "title": "Reviewer", "description": null,
+        "capabilities": {"cancel": {}},
+        "state": {"state": "running"},
+        "cwd": "/w/sub", "additionalDirectories": ["/lib"],
+        "_meta": null
+    })));
+    let SessionUpdate::SubagentUpdate(child) = &full.update else {
+        panic!("subagent_update is typed: {:?}", full.update)
+    };
+    assert_eq!(child.session_id.0, "child");
+    assert_eq!(child.title, Some(Some("Reviewer".to_owned())));
+    assert_eq!(child.description, Some(None));
+    assert_eq!(child.meta, Some(None));
+    assert!(matches!(child.state, Some(Some(StateUpdate::Running(_)))));
+    assert!(
+        child
+            .capabilities
+            .as_ref()
+            .and_then(|c| c.as_ref())
+            .is_some_and(|c| c.cancel.is_some())
+    );
+    let bare = both::<SessionNotification, official::SessionNotification>(note(
+        json!({"sessionUpdate": "subagent_update", "sessionId": "child", "state": null}),
+    ));
+    let SessionUpdate::SubagentUpdate(bare) = &bare.update else {
+        panic!("typed")
+    };
+    assert_eq!((bare.title.clone(), bare.state.clone()), (None, Some(None)));
+    // Every state, `unknown` included (ours: `Undetermined`), and a state neither knows.
+    for (state, ours) in [
+        (json!({"state": "idle", "stopReason": "end_turn"}), "idle"),
+        (
+            json!({"state": "idle", "stopReason": "error",
+                "error": {"code": -32603, "message": "crashed"}}),
+            "idle",
+        ),
+        (json!({"state": "idle", "stopReason": "_paused"}), "idle"),
+        (
+            json!({"state": "idle", "stopReason": "max_tokens",
+                "usage": {"totalTokens": 9, "inputTokens": 5, "outputTokens": 4}}),
+            "idle",
+        ),
+        (json!({"state": "idle"}), "idle"),
+        (json!({"state": "requires_action"}), "requires_action"),
+        (
+            json!({"state": "unknown", "_meta": {"source": "worker"}}),
+            "unknown",
+        ),
+        (
+            json!({"state": "_waiting", "detail": {"ticket": 7}}),
+            "other",
+        ),
+    ] {
+        let n = both::<SessionNotification, official::SessionNotification>(note(json!({
+            "sessionUpdate": "subagent_update", "sessionId": "child", "state": state
+        })));
+        let SessionUpdate::SubagentUpdate(u) = &n.update else {
+            panic!("typed")
+        };
+        let got = match u.state.clone().flatten().expect("a state") {
+            StateUpdate::Idle(_) => "idle",
+            StateUpdate::RequiresAction(_) => "requires_action",
+            StateUpdate::Undetermined(_) => "unknown",
+            StateUpdate::Running(_) => "running",
+            _ => "other",
+        };
+        assert_eq!(got, ours, "{state}");
+    }
+    // Messages between sessions and their chunks.
+    let message = both::<SessionNotification, official::SessionNotification>(note(json!({
+        "sessionUpdate": "session_message", "messageId": "m1",
+        "senderSessionId": "parent", "recipientSessionId": "child",
+        "recipientMessageId": null,
+        "content": [{"type": "text", "text": "Review the parser"}]
+    })));
+    let SessionUpdate::SessionMessage(m) = &message.update else {
+        panic!("session_message is typed: {:?}", message.update)
+    };
+    assert_eq!(m.recipient_message_id, Some(None));
+    assert_eq!(m.sender_message_id, None);
+    both::<SessionNotification, official::SessionNotification>(note(json!({
+        "sessionUpdate": "session_message", "messageId": "m1", "content": null
+    })));
+    let chunk = both::<SessionNotification, official::SessionNotification>(note(json!({
+        "sessionUpdate": "session_message_chunk", "messageId": "m1",
+        "content": {"type": "text", "text": "Done."}
+    })));
+    assert!(matches!(
+        chunk.update,
+        SessionUpdate::SessionMessageChunk(_)
+    ));
+    let init = both::<InitializeRequest, official::InitializeRequest>(
+        json!({"protocolVersion": 1, "clientCapabilities": {"subagents": {}}}),
+    );
+    assert!(init.client_capabilities.subagents.is_some());
+    // Built with the constructors, each writes what the official crate reads back unchanged.
+    for update in [
+        SessionUpdate::from(
+            SubagentUpdate::new("child")
+                .title(Some("Tests".to_owned()))
+                .description(None)
+                .capabilities(Some(
+                    SubagentSessionCapabilities::new().cancel(SessionCancelCapabilities::new()),
+                ))
+                .state(Some(StateUpdate::from(
+                    IdleStateUpdate::new()
+                        .stop_reason(IdleStopReason::EndTurn)
+                        .usage(Usage::new(3, 2, 1)),
+                ))),
+        ),
+        SessionUpdate::from(
+            SubagentUpdate::new("child").state(Some(UndeterminedStateUpdate::new().into())),
+        ),
+        SessionUpdate::from(
+            SessionMessage::new("m2")
+                .sender_session_id(Some("child".into()))
+                .content(Some(vec![ContentBlock::text("hi")])),
+        ),
+        SessionUpdate::session_message_chunk("m2", ContentBlock::text("more")),
+    ] {
+        both::<SessionNotification, official::SessionNotification>(
+            serde_json::to_value(SessionNotification::new("parent", update)).unwrap(),
+        );
+    }
+    let caps = ClientCapabilities::new().subagents(SubagentCapabilities::new());
+    assert_eq!(serde_json::to_value(&caps).unwrap()["subagents"], json!({}));
+}

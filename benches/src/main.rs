@@ -58,7 +58,10 @@ usage: acp-bench [options]
   --many-chunks N   g: chunks each of those prompts streams (default 2000)
   --exchanges N     h: full exchanges per run (default 5)
   --contend N       N busy threads in the harness for the whole run, the same for every
-                    column: tails under load measured on purpose (default 0)";
+                    column: tails under load measured on purpose (default 0)
+environment:
+  ACP_BENCH_SHOW_SESSIONS=1   g: print the spread of the sessions' p99 chunk latencies and
+                              the five worst sessions (when each got its first chunk)";
 
 /// What to run.
 #[derive(Clone, Debug)]

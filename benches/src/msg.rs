@@ -343,6 +343,30 @@ impl ChunkCheck {
             figures.worst_first_chunk_ns = figures.worst_first_chunk_ns.max(first);
         }
         p99s.sort_unstable();
+        if std::env::var_os("ACP_BENCH_SHOW_SESSIONS").is_some() {
+            let deciles: Vec<String> = [0.0, 10.0, 50.0, 90.0, 95.0, 99.0, 100.0]
+                .iter()
+                .map(|p| format!("p{p}={}us", percentile(&p99s, *p) / 1000))
+                .collect();
+            eprintln!("per-session p99 chunk latency: {}", deciles.join(" "));
+            let mut worst: Vec<(u64, u64)> = map
+                .values()
+                .map(|t| {
+                    (
+                        percentile(&t.latencies, 99.0),
+                        t.first_at.unwrap_or(0).saturating_sub(prompted_at),
+                    )
+                })
+                .collect();
+            worst.sort_unstable();
+            for (p99, first) in worst.iter().rev().take(5) {
+                eprintln!(
+                    "  a worst session: p99 {}us, first chunk after {}ms",
+                    p99 / 1000,
+                    first / 1_000_000
+                );
+            }
+        }
         figures.median_session_p99_ns = percentile(&p99s, 50.0);
         figures.worst_session_p99_ns = p99s.last().copied().unwrap_or(0);
         figures

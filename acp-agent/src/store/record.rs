@@ -35,6 +35,10 @@ pub(crate) const FLUSH_EVENTS: usize = 1024;
 /// several chunks, which render the same).
 pub(crate) const FLUSH_BYTES: usize = 1 << 20;
 
+/// Events read per page while a forked session's history is copied.
+#[cfg(feature = "unstable_session_fork")]
+const COPY_PAGE: usize = 256;
+
 /// Updates kept for a session that is being created (before the store knows it).
 const EARLY_EVENTS: usize = 256;
 
@@ -274,14 +278,51 @@ impl Recorder {
     pub(crate) async fn created(&self, meta: SessionMeta) -> Result<(), StoreError> {
         let id = meta.session_id.clone();
         self.store.create(meta).await?;
+        self.now_stored(&id).await;
+        Ok(())
+    }
+
+    /// A forked session (`session/fork`): stores it with a copy of the source session's
+    /// stored history (the fork starts from it), then writes the updates sent while it was
+    /// being created. A source the store does not have gives an empty history; what the
+    /// source's running turn has not written yet is not part of the copy.
+    #[cfg(feature = "unstable_session_fork")]
+    pub(crate) async fn forked(
+        &self,
+        meta: SessionMeta,
+        source: &SessionId,
+    ) -> Result<(), StoreError> {
+        let id = meta.session_id.clone();
+        let copy = self.store.meta(source).await?.is_some();
+        self.store.create(meta).await?;
+        if copy {
+            // Page by page, so a long history is copied with bounded memory.
+            let mut cursor = super::HistoryCursor::START;
+            loop {
+                let page = self.store.history(source, cursor, COPY_PAGE).await?;
+                if !page.events.is_empty() {
+                    self.store.append(&id, page.events).await?;
+                }
+                match page.next {
+                    Some(next) => cursor = next,
+                    None => break,
+                }
+            }
+        }
+        self.now_stored(&id).await;
+        Ok(())
+    }
+
+    /// The store has the new session: the updates kept while it was being created are
+    /// written, and later ones go through as usual.
+    async fn now_stored(&self, id: &SessionId) {
         let early = {
             let mut s = lock(&self.state);
             let rec = s.entry(id.clone()).or_default();
             rec.stored = true;
             rec.turn.take()
         };
-        self.write(&id, early).await;
-        Ok(())
+        self.write(id, early).await;
     }
 
     /// A session the store has is open on this connection (loaded or resumed).
@@ -345,10 +386,42 @@ pub(crate) fn new_session_meta(
     additional_directories: Vec<String>,
     response: &acp_types::v1::NewSessionResponse,
 ) -> SessionMeta {
+    created_meta(
+        id,
+        cwd,
+        additional_directories,
+        &response.modes,
+        &response.config_options,
+    )
+}
+
+/// A forked session's metadata from its request and response (its own directories; modes
+/// and options as the agent answered them).
+#[cfg(feature = "unstable_session_fork")]
+pub(crate) fn forked_session_meta(
+    request: &acp_types::v1::ForkSessionRequest,
+    response: &acp_types::v1::ForkSessionResponse,
+) -> SessionMeta {
+    created_meta(
+        response.session_id.clone(),
+        request.cwd.clone(),
+        request.additional_directories.clone(),
+        &response.modes,
+        &response.config_options,
+    )
+}
+
+fn created_meta(
+    id: SessionId,
+    cwd: String,
+    additional_directories: Vec<String>,
+    modes: &Option<acp_types::v1::SessionModeState>,
+    config_options: &Option<Vec<acp_types::v1::SessionConfigOption>>,
+) -> SessionMeta {
     let mut meta = SessionMeta::new(id, cwd);
     meta.additional_directories = additional_directories;
-    meta.modes.clone_from(&response.modes);
-    meta.config_options.clone_from(&response.config_options);
+    meta.modes.clone_from(modes);
+    meta.config_options.clone_from(config_options);
     meta.updated_at = now_rfc3339();
     meta
 }

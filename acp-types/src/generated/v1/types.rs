@@ -430,6 +430,14 @@ pub struct ClientCapabilities {
     )]
     #[cfg(feature = "unstable_plan_operations")]
     pub plan: ::std::option::Option<PlanCapabilities>,
+    /// Present when the client understands subagent sessions: `subagent_update`, `session_message` and `session_message_chunk` updates (agents send them only then).
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_subagents")]
+    pub subagents: ::std::option::Option<SubagentCapabilities>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -447,6 +455,8 @@ impl ClientCapabilities {
             meta: ::std::default::Default::default(),
             #[cfg(feature = "unstable_plan_operations")]
             plan: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_subagents")]
+            subagents: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -493,6 +503,15 @@ impl ClientCapabilities {
     #[cfg(feature = "unstable_plan_operations")]
     pub fn plan(mut self, value: impl ::std::convert::Into<PlanCapabilities>) -> Self {
         self.plan = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the client understands subagent sessions: `subagent_update`, `session_message` and `session_message_chunk` updates (agents send them only then).
+    #[cfg(feature = "unstable_subagents")]
+    pub fn subagents(
+        mut self,
+        value: impl ::std::convert::Into<SubagentCapabilities>,
+    ) -> Self {
+        self.subagents = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -549,6 +568,8 @@ impl ::std::default::Default for ClientCapabilities {
             #[cfg(feature = "unstable_plan_operations")]
             plan: Default::default(),
             session: Default::default(),
+            #[cfg(feature = "unstable_subagents")]
+            subagents: Default::default(),
             terminal: Default::default(),
             extra: ::std::default::Default::default(),
         }
@@ -1662,6 +1683,10 @@ pub struct McpCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// `true` when `mcpServers` may contain `acp` servers, reached through `mcp/message` on this connection.
+    #[serde(default, deserialize_with = "crate::serde_util::lenient")]
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    pub acp: bool,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -1674,6 +1699,8 @@ impl McpCapabilities {
             http: ::std::default::Default::default(),
             sse: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_mcp_over_acp")]
+            acp: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -1690,6 +1717,12 @@ impl McpCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// `true` when `mcpServers` may contain `acp` servers, reached through `mcp/message` on this connection.
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    pub fn acp(mut self, value: bool) -> Self {
+        self.acp = value;
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3562,6 +3595,10 @@ pub enum McpServer {
     /// Server-sent events transport; only when the agent advertised `mcpCapabilities.sse`.
     #[serde(rename = "sse")]
     Sse(McpServerSse),
+    /// An MCP server that the side declaring it serves over this ACP connection (through `mcp/message`); only when the agent advertised `mcpCapabilities.acp`.
+    #[serde(rename = "acp")]
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    Acp(McpServerAcp),
     /// A local process spoken to over stdin/stdout (written without a `type` field); every agent supports it.
     #[serde(untagged)]
     Stdio(McpServerStdio),
@@ -3638,6 +3675,21 @@ impl crate::serde_util::TagFirst for McpServer {
                     }
                 }
             }
+            #[cfg(feature = "unstable_mcp_over_acp")]
+            Some("acp") => {
+                match <McpServerAcp as ::serde::Deserialize>::deserialize(&value) {
+                    #[cfg(feature = "unstable_mcp_over_acp")]
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Acp(body))
+                    }
+                    Err(error) => {
+                        <McpServerStdio as ::serde::Deserialize>::deserialize(value)
+                            .map(Self::Stdio)
+                            .map_err(|_| ::serde::de::Error::custom(error))
+                    }
+                }
+            }
             Some(_) => {
                 Ok(
                     <McpServerStdio as ::serde::Deserialize>::deserialize(&value)
@@ -3670,6 +3722,14 @@ impl McpServer {
     ) -> Self {
         Self::Sse(McpServerSse::new(name, url, headers))
     }
+    /// A `acp` variant from its body's required fields (see [`McpServerAcp::new`]).
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    pub fn acp(
+        name: impl ::std::convert::Into<::std::string::String>,
+        server_id: impl ::std::convert::Into<McpServerAcpId>,
+    ) -> Self {
+        Self::Acp(McpServerAcp::new(name, server_id))
+    }
     /// The untagged `Stdio` variant from its body's required fields (see [`McpServerStdio::new`]).
     pub fn stdio(
         name: impl ::std::convert::Into<::std::string::String>,
@@ -3690,6 +3750,12 @@ impl ::std::convert::From<McpServerHttp> for McpServer {
 impl ::std::convert::From<McpServerSse> for McpServer {
     fn from(body: McpServerSse) -> Self {
         Self::Sse(body)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<McpServerAcp> for McpServer {
+    fn from(body: McpServerAcp) -> Self {
+        Self::Acp(body)
     }
 }
 impl ::std::convert::From<McpServerStdio> for McpServer {
@@ -7240,6 +7306,18 @@ pub enum SessionUpdate {
     #[serde(rename = "plan_removed")]
     #[cfg(feature = "unstable_plan_operations")]
     PlanRemoved(PlanRemoved),
+    /// A child session this session started and owns (a subagent) was announced or changed (for clients advertising `subagents`).
+    #[serde(rename = "subagent_update")]
+    #[cfg(feature = "unstable_subagents")]
+    SubagentUpdate(::std::boxed::Box<SubagentUpdate>),
+    /// A message sent to or received from another session was added to this session's transcript or changed (for clients advertising `subagents`).
+    #[serde(rename = "session_message")]
+    #[cfg(feature = "unstable_subagents")]
+    SessionMessage(::std::boxed::Box<SessionMessage>),
+    /// One content block appended to a message exchanged with another session (for clients advertising `subagents`).
+    #[serde(rename = "session_message_chunk")]
+    #[cfg(feature = "unstable_subagents")]
+    SessionMessageChunk(SessionMessageChunk),
     /// A variant this version of the schema does not know, kept as raw JSON.
     #[serde(untagged)]
     Unknown(::serde_json::Value),
@@ -7387,6 +7465,33 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
                         .map(Self::PlanRemoved),
+                )
+            }
+            #[cfg(feature = "unstable_subagents")]
+            "subagent_update" => {
+                ::std::result::Result::Ok(
+                    <SubagentUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(|body| Self::SubagentUpdate(::std::boxed::Box::new(body))),
+                )
+            }
+            #[cfg(feature = "unstable_subagents")]
+            "session_message" => {
+                ::std::result::Result::Ok(
+                    <SessionMessage as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(|body| Self::SessionMessage(::std::boxed::Box::new(body))),
+                )
+            }
+            #[cfg(feature = "unstable_subagents")]
+            "session_message_chunk" => {
+                ::std::result::Result::Ok(
+                    <SessionMessageChunk as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::SessionMessageChunk),
                 )
             }
             _ => ::std::result::Result::Err(rest),
@@ -7586,6 +7691,44 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
+            #[cfg(feature = "unstable_subagents")]
+            Some("subagent_update") => {
+                match <SubagentUpdate as ::serde::Deserialize>::deserialize(&value) {
+                    #[cfg(feature = "unstable_subagents")]
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::SubagentUpdate(::std::boxed::Box::new(body)))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            #[cfg(feature = "unstable_subagents")]
+            Some("session_message") => {
+                match <SessionMessage as ::serde::Deserialize>::deserialize(&value) {
+                    #[cfg(feature = "unstable_subagents")]
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::SessionMessage(::std::boxed::Box::new(body)))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            #[cfg(feature = "unstable_subagents")]
+            Some("session_message_chunk") => {
+                match <SessionMessageChunk as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    #[cfg(feature = "unstable_subagents")]
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::SessionMessageChunk(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
             Some(_) => Ok(Self::Unknown(value)),
             None => Err(::serde::de::Error::missing_field("sessionUpdate")),
         }
@@ -7682,6 +7825,24 @@ impl SessionUpdate {
     pub fn plan_removed(plan_id: impl ::std::convert::Into<PlanId>) -> Self {
         Self::PlanRemoved(PlanRemoved::new(plan_id))
     }
+    /// A `subagent_update` variant from its body's required fields (see [`SubagentUpdate::new`]).
+    #[cfg(feature = "unstable_subagents")]
+    pub fn subagent_update(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self::SubagentUpdate(::std::boxed::Box::new(SubagentUpdate::new(session_id)))
+    }
+    /// A `session_message` variant from its body's required fields (see [`SessionMessage::new`]).
+    #[cfg(feature = "unstable_subagents")]
+    pub fn session_message(message_id: impl ::std::convert::Into<MessageId>) -> Self {
+        Self::SessionMessage(::std::boxed::Box::new(SessionMessage::new(message_id)))
+    }
+    /// A `session_message_chunk` variant from its body's required fields (see [`SessionMessageChunk::new`]).
+    #[cfg(feature = "unstable_subagents")]
+    pub fn session_message_chunk(
+        message_id: impl ::std::convert::Into<MessageId>,
+        content: impl ::std::convert::Into<ContentBlock>,
+    ) -> Self {
+        Self::SessionMessageChunk(SessionMessageChunk::new(message_id, content))
+    }
 }
 impl ::std::convert::From<ToolCall> for SessionUpdate {
     fn from(body: ToolCall) -> Self {
@@ -7770,6 +7931,36 @@ impl ::std::convert::From<PlanRemoved> for SessionUpdate {
 impl ::std::convert::From<PlanId> for SessionUpdate {
     fn from(plan_id: PlanId) -> Self {
         Self::PlanRemoved(PlanRemoved::new(plan_id))
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::std::convert::From<SubagentUpdate> for SessionUpdate {
+    fn from(body: SubagentUpdate) -> Self {
+        Self::SubagentUpdate(::std::boxed::Box::new(body))
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::std::convert::From<SessionId> for SessionUpdate {
+    fn from(session_id: SessionId) -> Self {
+        Self::SubagentUpdate(::std::boxed::Box::new(SubagentUpdate::new(session_id)))
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::std::convert::From<SessionMessage> for SessionUpdate {
+    fn from(body: SessionMessage) -> Self {
+        Self::SessionMessage(::std::boxed::Box::new(body))
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::std::convert::From<MessageId> for SessionUpdate {
+    fn from(message_id: MessageId) -> Self {
+        Self::SessionMessage(::std::boxed::Box::new(SessionMessage::new(message_id)))
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::std::convert::From<SessionMessageChunk> for SessionUpdate {
+    fn from(body: SessionMessageChunk) -> Self {
+        Self::SessionMessageChunk(body)
     }
 }
 /// A streamed fragment of a user message, agent reply or agent reasoning. Consecutive chunks with the same `messageId` form one message.
@@ -20747,6 +20938,2018 @@ impl ProvidersCapabilities {
         self
     }
 }
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<&str> for McpServerAcpId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
+/// Identifier of an MCP server reached over ACP, chosen by the side that declares it (unique among the servers it declares on one connection); `mcp/message` uses it to route to that side.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+#[serde(transparent)]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub struct McpServerAcpId(pub ::std::string::String);
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::ops::Deref for McpServerAcpId {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<::std::string::String> for McpServerAcpId {
+    fn from(value: ::std::string::String) -> Self {
+        Self(value)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::fmt::Display for McpServerAcpId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::str::FromStr for McpServerAcpId {
+    type Err = ::std::convert::Infallible;
+    fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(Self(value.to_string()))
+    }
+}
+/// An MCP server served over the ACP connection itself.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub struct McpServerAcp {
+    /// Name identifying this server to people.
+    pub name: ::std::string::String,
+    /// What `mcp/message` names to reach it.
+    #[serde(rename = "serverId")]
+    pub server_id: McpServerAcpId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl McpServerAcp {
+    /// A value from its required fields (`name`, `server_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        name: impl ::std::convert::Into<::std::string::String>,
+        server_id: impl ::std::convert::Into<McpServerAcpId>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            server_id: server_id.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::serde::Serialize for McpServerAcp {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        McpServerAcp::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl<'de> ::serde::Deserialize<'de> for McpServerAcp {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| McpServerAcp::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl crate::HasExtra for McpServerAcp {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl McpServerAcp {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<&str> for McpRequestId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
+/// Identifier of one inner MCP request, chosen by its sender and kept unchanged along the way (not the id of the ACP request that carries it).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+#[serde(transparent)]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub struct McpRequestId(pub ::std::string::String);
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::ops::Deref for McpRequestId {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<::std::string::String> for McpRequestId {
+    fn from(value: ::std::string::String) -> Self {
+        Self(value)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::fmt::Display for McpRequestId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::str::FromStr for McpRequestId {
+    type Err = ::std::convert::Infallible;
+    fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(Self(value.to_string()))
+    }
+}
+/// Params of the `mcp/message` request: one inner MCP request for a server reached over ACP. An unknown server or a malformed message is an ACP error; what the MCP server itself answers, errors included, is the result.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub struct MessageMcpRequest {
+    /// The server the message is for (one declared with an `acp` entry of `mcpServers`).
+    #[serde(rename = "serverId")]
+    pub server_id: McpServerAcpId,
+    /// The inner MCP request this message is, or belongs to.
+    #[serde(rename = "requestId")]
+    pub request_id: McpRequestId,
+    /// The inner MCP method (`tools/call`, `tools/list`).
+    pub method: ::std::string::String,
+    /// The inner MCP params (absent or `null`: none).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none", default)]
+    pub params: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl MessageMcpRequest {
+    /// A value from its required fields (`server_id`, `request_id`, `method`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        server_id: impl ::std::convert::Into<McpServerAcpId>,
+        request_id: impl ::std::convert::Into<McpRequestId>,
+        method: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            server_id: server_id.into(),
+            request_id: request_id.into(),
+            method: method.into(),
+            params: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// The inner MCP params (absent or `null`: none).
+    pub fn params(
+        mut self,
+        value: impl ::std::convert::Into<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.params = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::serde::Serialize for MessageMcpRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        MessageMcpRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl<'de> ::serde::Deserialize<'de> for MessageMcpRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| MessageMcpRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl crate::HasExtra for MessageMcpRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl MessageMcpRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of the `mcp/message` notification: one inner MCP notification about a running inner request (progress, subscription updates).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub struct MessageMcpNotification {
+    /// The server the message is for (one declared with an `acp` entry of `mcpServers`).
+    #[serde(rename = "serverId")]
+    pub server_id: McpServerAcpId,
+    /// The inner MCP request this message is, or belongs to.
+    #[serde(rename = "requestId")]
+    pub request_id: McpRequestId,
+    /// The inner MCP notification method (`notifications/progress`).
+    pub method: ::std::string::String,
+    /// The inner MCP params (absent or `null`: none).
+    #[serde(skip_serializing_if = "::std::option::Option::is_none", default)]
+    pub params: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl MessageMcpNotification {
+    /// A value from its required fields (`server_id`, `request_id`, `method`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        server_id: impl ::std::convert::Into<McpServerAcpId>,
+        request_id: impl ::std::convert::Into<McpRequestId>,
+        method: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            server_id: server_id.into(),
+            request_id: request_id.into(),
+            method: method.into(),
+            params: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// The inner MCP params (absent or `null`: none).
+    pub fn params(
+        mut self,
+        value: impl ::std::convert::Into<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.params = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::serde::Serialize for MessageMcpNotification {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        MessageMcpNotification::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl<'de> ::serde::Deserialize<'de> for MessageMcpNotification {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| MessageMcpNotification::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl crate::HasExtra for MessageMcpNotification {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl MessageMcpNotification {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// An error the MCP server answered, carried inside a successful `mcp/message` result (never an ACP error).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub struct McpError {
+    /// The MCP error code (not an ACP one).
+    pub code: i32,
+    /// The MCP error message.
+    pub message: ::std::string::String,
+    /// More about the error. Absent, `null` and a value are three different things, each written back as read.
+    #[serde(
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub data: ::std::option::Option<::std::option::Option<::serde_json::Value>>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl McpError {
+    /// A value from its required fields (`code`, `message`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        code: i32,
+        message: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            code: code,
+            message: message.into(),
+            data: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// More about the error. Absent, `null` and a value are three different things, each written back as read.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn data(mut self, value: ::std::option::Option<::serde_json::Value>) -> Self {
+        self.data = ::std::option::Option::Some(value);
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::serde::Serialize for McpError {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        McpError::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl<'de> ::serde::Deserialize<'de> for McpError {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| McpError::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl crate::HasExtra for McpError {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl McpError {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// An inner MCP result, passed on without interpretation.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub struct MessageMcpResult {
+    /// The result as the MCP server wrote it, any JSON value including `null` (the key itself must be present).
+    pub result: ::serde_json::Value,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl MessageMcpResult {
+    /// A value from its required fields (`result`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(result: impl ::std::convert::Into<::serde_json::Value>) -> Self {
+        Self {
+            result: result.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::serde::Serialize for MessageMcpResult {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        MessageMcpResult::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl<'de> ::serde::Deserialize<'de> for MessageMcpResult {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| MessageMcpResult::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl crate::HasExtra for MessageMcpResult {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl MessageMcpResult {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// An inner MCP error.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub struct MessageMcpError {
+    /// The MCP server's error (an object, never `null`).
+    pub error: McpError,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl MessageMcpError {
+    /// A value from its required fields (`error`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(error: impl ::std::convert::Into<McpError>) -> Self {
+        Self {
+            error: error.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::serde::Serialize for MessageMcpError {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        MessageMcpError::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl<'de> ::serde::Deserialize<'de> for MessageMcpError {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| MessageMcpError::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl crate::HasExtra for MessageMcpError {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl MessageMcpError {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of the `mcp/message` request: exactly one inner outcome, an MCP result or an MCP error. A result key wins when a peer sends both. ACP errors stay for failures of the carrying itself (unknown server, malformed message).
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(untagged)]
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub enum MessageMcpResponse {
+    /// The MCP server answered with a result.
+    Result(MessageMcpResult),
+    /// The MCP server answered with an error.
+    Error(MessageMcpError),
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<MessageMcpResult> for MessageMcpResponse {
+    fn from(value: MessageMcpResult) -> Self {
+        Self::Result(value)
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<MessageMcpError> for MessageMcpResponse {
+    fn from(value: MessageMcpError) -> Self {
+        Self::Error(value)
+    }
+}
+/// Marker: the client understands subagent sessions (child announcements and their work state, messages between sessions, and the restrictions on child sessions).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_subagents")]
+pub struct SubagentCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_subagents")]
+impl SubagentCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::serde::Serialize for SubagentCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SubagentCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl<'de> ::serde::Deserialize<'de> for SubagentCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SubagentCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl crate::HasExtra for SubagentCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl SubagentCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the client may cancel a subagent's current work without ending its session.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_subagents")]
+pub struct SessionCancelCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_subagents")]
+impl SessionCancelCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::serde::Serialize for SessionCancelCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionCancelCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl<'de> ::serde::Deserialize<'de> for SessionCancelCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionCancelCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl crate::HasExtra for SessionCancelCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl SessionCancelCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// What the client may change in one subagent session. Each change needs its own entry here: what ordinary sessions allow does not carry over to a child.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_subagents")]
+pub struct SubagentSessionCapabilities {
+    /// Present when the client may cancel the child's current work (the session stays).
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub cancel: ::std::option::Option<SessionCancelCapabilities>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_subagents")]
+impl SubagentSessionCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            cancel: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Present when the client may cancel the child's current work (the session stays).
+    pub fn cancel(
+        mut self,
+        value: impl ::std::convert::Into<SessionCancelCapabilities>,
+    ) -> Self {
+        self.cancel = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::serde::Serialize for SubagentSessionCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SubagentSessionCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl<'de> ::serde::Deserialize<'de> for SubagentSessionCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SubagentSessionCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl crate::HasExtra for SubagentSessionCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl SubagentSessionCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A subagent's foreground work is under way.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_subagents")]
+pub struct RunningStateUpdate {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_subagents")]
+impl RunningStateUpdate {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::serde::Serialize for RunningStateUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        RunningStateUpdate::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl<'de> ::serde::Deserialize<'de> for RunningStateUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| RunningStateUpdate::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl crate::HasExtra for RunningStateUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl RunningStateUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A subagent's foreground work waits for the user to do something.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_subagents")]
+pub struct RequiresActionStateUpdate {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_subagents")]
+impl RequiresActionStateUpdate {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::serde::Serialize for RequiresActionStateUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        RequiresActionStateUpdate::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl<'de> ::serde::Deserialize<'de> for RequiresActionStateUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| RequiresActionStateUpdate::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl crate::HasExtra for RequiresActionStateUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl RequiresActionStateUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// The agent cannot tell right now what a subagent is doing (the state `unknown`). The client stops showing the previous state as current; nothing is cancelled or ended.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_subagents")]
+pub struct UndeterminedStateUpdate {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_subagents")]
+impl UndeterminedStateUpdate {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::serde::Serialize for UndeterminedStateUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        UndeterminedStateUpdate::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl<'de> ::serde::Deserialize<'de> for UndeterminedStateUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| UndeterminedStateUpdate::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl crate::HasExtra for UndeterminedStateUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl UndeterminedStateUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Why a subagent's foreground work stopped: the prompt stop reasons, and `error`. Values this schema does not know (`_`-prefixed ones are free for custom use) are kept as sent, with any fields they bring kept beside them.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg(feature = "unstable_subagents")]
+pub enum IdleStopReason {
+    /// The work ended normally.
+    #[serde(rename = "end_turn")]
+    EndTurn,
+    /// The token limit was reached.
+    #[serde(rename = "max_tokens")]
+    MaxTokens,
+    /// The limit of model requests in one turn was reached.
+    #[serde(rename = "max_turn_requests")]
+    MaxTurnRequests,
+    /// The agent refused to go on.
+    #[serde(rename = "refusal")]
+    Refusal,
+    /// The work was cancelled.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    /// Something failed (the details, if reported, are in `error`).
+    #[serde(rename = "error")]
+    Error,
+    /// A value this version of the schema does not know, kept as sent.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+#[cfg(feature = "unstable_subagents")]
+impl IdleStopReason {
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::EndTurn => "end_turn",
+            Self::MaxTokens => "max_tokens",
+            Self::MaxTurnRequests => "max_turn_requests",
+            Self::Refusal => "refusal",
+            Self::Cancelled => "cancelled",
+            Self::Error => "error",
+            Self::Unknown(other) => other,
+        }
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::std::fmt::Display for IdleStopReason {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+/// A subagent is ready for another prompt (it is not ended: a new message makes it run again).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_subagents")]
+pub struct IdleStateUpdate {
+    /// Why the work stopped; absent, `null` or malformed means not reported.
+    #[serde(
+        rename = "stopReason",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub stop_reason: ::std::option::Option<IdleStopReason>,
+    /// With `stopReason` `error`: the failure as a JSON-RPC error object, when reported.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub error: ::std::option::Option<Error>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Tokens the finished work used, when reported.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_end_turn_token_usage")]
+    pub usage: ::std::option::Option<Usage>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_subagents")]
+impl IdleStateUpdate {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            stop_reason: ::std::default::Default::default(),
+            error: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_end_turn_token_usage")]
+            usage: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Why the work stopped; absent, `null` or malformed means not reported.
+    pub fn stop_reason(
+        mut self,
+        value: impl ::std::convert::Into<IdleStopReason>,
+    ) -> Self {
+        self.stop_reason = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// With `stopReason` `error`: the failure as a JSON-RPC error object, when reported.
+    pub fn error(mut self, value: impl ::std::convert::Into<Error>) -> Self {
+        self.error = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Tokens the finished work used, when reported.
+    #[cfg(feature = "unstable_end_turn_token_usage")]
+    pub fn usage(mut self, value: impl ::std::convert::Into<Usage>) -> Self {
+        self.usage = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::serde::Serialize for IdleStateUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        IdleStateUpdate::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl<'de> ::serde::Deserialize<'de> for IdleStateUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| IdleStateUpdate::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl crate::HasExtra for IdleStateUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl IdleStateUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// What a subagent is doing now, told apart by its `state` field. Each snapshot replaces the previous one whole.
+#[derive(::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(tag = "state")]
+#[cfg(feature = "unstable_subagents")]
+pub enum StateUpdate {
+    /// Working.
+    #[serde(rename = "running")]
+    Running(RunningStateUpdate),
+    /// Waiting for a prompt.
+    #[serde(rename = "idle")]
+    Idle(IdleStateUpdate),
+    /// Waiting for the user.
+    #[serde(rename = "requires_action")]
+    RequiresAction(RequiresActionStateUpdate),
+    /// Not known right now (the Rust variant is `Undetermined`: `Unknown` keeps states this schema does not know).
+    #[serde(rename = "unknown")]
+    Undetermined(UndeterminedStateUpdate),
+    /// A variant this version of the schema does not know, kept as raw JSON.
+    #[serde(untagged)]
+    Unknown(::serde_json::Value),
+}
+#[cfg(feature = "unstable_subagents")]
+impl<'de> ::serde::Deserialize<'de> for StateUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl crate::serde_util::TagFirst for StateUpdate {
+    const TAG: &'static str = "state";
+    const EXPECTING: &'static str = concat!("an object for ", stringify!(StateUpdate));
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "running" => {
+                ::std::result::Result::Ok(
+                    <RunningStateUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Running),
+                )
+            }
+            "idle" => {
+                ::std::result::Result::Ok(
+                    <IdleStateUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Idle),
+                )
+            }
+            "requires_action" => {
+                ::std::result::Result::Ok(
+                    <RequiresActionStateUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::RequiresAction),
+                )
+            }
+            "unknown" => {
+                ::std::result::Result::Ok(
+                    <UndeterminedStateUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Undetermined),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
+        if !value.is_object() {
+            return ::std::result::Result::Err(
+                ::serde::de::Error::custom(
+                    concat!("expected an object for ", stringify!(StateUpdate)),
+                ),
+            );
+        }
+        let tag = match value.get("state") {
+            ::std::option::Option::None => ::std::option::Option::None,
+            ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                ::std::option::Option::Some(tag.clone())
+            }
+            ::std::option::Option::Some(_) => {
+                return ::std::result::Result::Err(
+                    ::serde::de::Error::custom(
+                        concat!("`", "state", "` must be a string"),
+                    ),
+                );
+            }
+        };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
+        match tag.as_deref() {
+            Some("running") => {
+                match <RunningStateUpdate as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("state");
+                        Ok(Self::Running(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("idle") => {
+                match <IdleStateUpdate as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("state");
+                        Ok(Self::Idle(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("requires_action") => {
+                match <RequiresActionStateUpdate as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("state");
+                        Ok(Self::RequiresAction(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("unknown") => {
+                match <UndeterminedStateUpdate as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("state");
+                        Ok(Self::Undetermined(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some(_) => Ok(Self::Unknown(value)),
+            None => Err(::serde::de::Error::missing_field("state")),
+        }
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl StateUpdate {
+    /// A `running` variant from its body's required fields (see [`RunningStateUpdate::new`]).
+    pub fn running() -> Self {
+        Self::Running(RunningStateUpdate::new())
+    }
+    /// A `idle` variant from its body's required fields (see [`IdleStateUpdate::new`]).
+    pub fn idle() -> Self {
+        Self::Idle(IdleStateUpdate::new())
+    }
+    /// A `requires_action` variant from its body's required fields (see [`RequiresActionStateUpdate::new`]).
+    pub fn requires_action() -> Self {
+        Self::RequiresAction(RequiresActionStateUpdate::new())
+    }
+    /// A `unknown` variant from its body's required fields (see [`UndeterminedStateUpdate::new`]).
+    pub fn undetermined() -> Self {
+        Self::Undetermined(UndeterminedStateUpdate::new())
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::std::convert::From<RunningStateUpdate> for StateUpdate {
+    fn from(body: RunningStateUpdate) -> Self {
+        Self::Running(body)
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::std::convert::From<IdleStateUpdate> for StateUpdate {
+    fn from(body: IdleStateUpdate) -> Self {
+        Self::Idle(body)
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::std::convert::From<RequiresActionStateUpdate> for StateUpdate {
+    fn from(body: RequiresActionStateUpdate) -> Self {
+        Self::RequiresAction(body)
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::std::convert::From<UndeterminedStateUpdate> for StateUpdate {
+    fn from(body: UndeterminedStateUpdate) -> Self {
+        Self::Undetermined(body)
+    }
+}
+/// A `subagent_update` session update: announces a child session owned by this one, or changes what is known of it. Every optional field is a patch: absent leaves it as it was, `null` clears it, a value replaces it.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_subagents")]
+pub struct SubagentUpdate {
+    /// The child session (used for it in every ACP message).
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    /// Name the parent gives the child, for display (not necessarily unique).
+    #[serde(
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub title: ::std::option::Option<::std::option::Option<::std::string::String>>,
+    /// What the child is for, for display.
+    #[serde(
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub description: ::std::option::Option<::std::option::Option<::std::string::String>>,
+    /// What the client may change in the child (a value replaces the whole set; never set or cleared: nothing).
+    #[serde(
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub capabilities: ::std::option::Option<
+        ::std::option::Option<SubagentSessionCapabilities>,
+    >,
+    /// What the child is doing now (cleared: not known, without claiming it is idle).
+    #[serde(
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub state: ::std::option::Option<::std::option::Option<StateUpdate>>,
+    /// The child's absolute working directory (unset: the parent's).
+    #[serde(
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub cwd: ::std::option::Option<::std::option::Option<::std::string::String>>,
+    /// The child's extra absolute workspace roots; a value replaces the whole list (unset: the parent's).
+    #[serde(
+        rename = "additionalDirectories",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub additional_directories: ::std::option::Option<
+        ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    >,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present. Absent leaves the metadata as it was; `null` removes it.
+    #[serde(
+        rename = "_meta",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub meta: ::std::option::Option<::std::option::Option<crate::Meta>>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_subagents")]
+impl SubagentUpdate {
+    /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            title: ::std::default::Default::default(),
+            description: ::std::default::Default::default(),
+            capabilities: ::std::default::Default::default(),
+            state: ::std::default::Default::default(),
+            cwd: ::std::default::Default::default(),
+            additional_directories: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Name the parent gives the child, for display (not necessarily unique).
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn title(mut self, value: ::std::option::Option<::std::string::String>) -> Self {
+        self.title = ::std::option::Option::Some(value);
+        self
+    }
+    /// What the child is for, for display.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn description(
+        mut self,
+        value: ::std::option::Option<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value);
+        self
+    }
+    /// What the client may change in the child (a value replaces the whole set; never set or cleared: nothing).
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn capabilities(
+        mut self,
+        value: ::std::option::Option<SubagentSessionCapabilities>,
+    ) -> Self {
+        self.capabilities = ::std::option::Option::Some(value);
+        self
+    }
+    /// What the child is doing now (cleared: not known, without claiming it is idle).
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn state(mut self, value: ::std::option::Option<StateUpdate>) -> Self {
+        self.state = ::std::option::Option::Some(value);
+        self
+    }
+    /// The child's absolute working directory (unset: the parent's).
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn cwd(mut self, value: ::std::option::Option<::std::string::String>) -> Self {
+        self.cwd = ::std::option::Option::Some(value);
+        self
+    }
+    /// The child's extra absolute workspace roots; a value replaces the whole list (unset: the parent's).
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn additional_directories(
+        mut self,
+        value: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    ) -> Self {
+        self.additional_directories = ::std::option::Option::Some(value);
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present. Absent leaves the metadata as it was; `null` removes it.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn meta(mut self, value: ::std::option::Option<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value);
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::serde::Serialize for SubagentUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SubagentUpdate::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl<'de> ::serde::Deserialize<'de> for SubagentUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SubagentUpdate::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl crate::HasExtra for SubagentUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl SubagentUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A `session_message` session update: a message this session sent to or received from another session was added or changed. Optional fields are patches: absent leaves them, `null` clears them, a value replaces them.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_subagents")]
+pub struct SessionMessage {
+    /// The message within this session's transcript.
+    #[serde(rename = "messageId")]
+    pub message_id: MessageId,
+    /// The session that sent it.
+    #[serde(
+        rename = "senderSessionId",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub sender_session_id: ::std::option::Option<::std::option::Option<SessionId>>,
+    /// The session that receives it.
+    #[serde(
+        rename = "recipientSessionId",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub recipient_session_id: ::std::option::Option<::std::option::Option<SessionId>>,
+    /// On a received message: the id of the same message in the sender's transcript (may arrive later than the content).
+    #[serde(
+        rename = "senderMessageId",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub sender_message_id: ::std::option::Option<::std::option::Option<MessageId>>,
+    /// On a sent message: the id of the same message in the recipient's transcript (may arrive later than the content).
+    #[serde(
+        rename = "recipientMessageId",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub recipient_message_id: ::std::option::Option<::std::option::Option<MessageId>>,
+    /// The whole content (`null` or `[]` clears it). Blocks that do not parse are dropped.
+    #[serde(
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears_vec"
+    )]
+    pub content: ::std::option::Option<
+        ::std::option::Option<::std::vec::Vec<ContentBlock>>,
+    >,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present. Absent leaves the metadata as it was; `null` removes it.
+    #[serde(
+        rename = "_meta",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub meta: ::std::option::Option<::std::option::Option<crate::Meta>>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_subagents")]
+impl SessionMessage {
+    /// A value from its required fields (`message_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(message_id: impl ::std::convert::Into<MessageId>) -> Self {
+        Self {
+            message_id: message_id.into(),
+            sender_session_id: ::std::default::Default::default(),
+            recipient_session_id: ::std::default::Default::default(),
+            sender_message_id: ::std::default::Default::default(),
+            recipient_message_id: ::std::default::Default::default(),
+            content: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// The session that sent it.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn sender_session_id(mut self, value: ::std::option::Option<SessionId>) -> Self {
+        self.sender_session_id = ::std::option::Option::Some(value);
+        self
+    }
+    /// The session that receives it.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn recipient_session_id(
+        mut self,
+        value: ::std::option::Option<SessionId>,
+    ) -> Self {
+        self.recipient_session_id = ::std::option::Option::Some(value);
+        self
+    }
+    /// On a received message: the id of the same message in the sender's transcript (may arrive later than the content).
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn sender_message_id(mut self, value: ::std::option::Option<MessageId>) -> Self {
+        self.sender_message_id = ::std::option::Option::Some(value);
+        self
+    }
+    /// On a sent message: the id of the same message in the recipient's transcript (may arrive later than the content).
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn recipient_message_id(
+        mut self,
+        value: ::std::option::Option<MessageId>,
+    ) -> Self {
+        self.recipient_message_id = ::std::option::Option::Some(value);
+        self
+    }
+    /// The whole content (`null` or `[]` clears it). Blocks that do not parse are dropped.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn content(
+        mut self,
+        value: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
+    ) -> Self {
+        self.content = ::std::option::Option::Some(value);
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present. Absent leaves the metadata as it was; `null` removes it.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn meta(mut self, value: ::std::option::Option<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value);
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::serde::Serialize for SessionMessage {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionMessage::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl<'de> ::serde::Deserialize<'de> for SessionMessage {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionMessage::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl crate::HasExtra for SessionMessage {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl SessionMessage {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A `session_message_chunk` session update: one content block appended to a message exchanged with another session (who sent it comes with `session_message`, before or after).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_subagents")]
+pub struct SessionMessageChunk {
+    /// The message the block belongs to.
+    #[serde(rename = "messageId")]
+    pub message_id: MessageId,
+    /// The block appended.
+    pub content: ContentBlock,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_subagents")]
+impl SessionMessageChunk {
+    /// A value from its required fields (`message_id`, `content`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        message_id: impl ::std::convert::Into<MessageId>,
+        content: impl ::std::convert::Into<ContentBlock>,
+    ) -> Self {
+        Self {
+            message_id: message_id.into(),
+            content: content.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl ::serde::Serialize for SessionMessageChunk {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionMessageChunk::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl<'de> ::serde::Deserialize<'de> for SessionMessageChunk {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionMessageChunk::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl crate::HasExtra for SessionMessageChunk {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_subagents")]
+impl SessionMessageChunk {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
 impl ::std::convert::From<AuthMethodId> for ::std::string::String {
     fn from(value: AuthMethodId) -> Self {
         value.0
@@ -20759,6 +22962,18 @@ impl ::std::convert::From<CompactionId> for ::std::string::String {
 }
 impl ::std::convert::From<ElicitationId> for ::std::string::String {
     fn from(value: ElicitationId) -> Self {
+        value.0
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<McpRequestId> for ::std::string::String {
+    fn from(value: McpRequestId) -> Self {
+        value.0
+    }
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+impl ::std::convert::From<McpServerAcpId> for ::std::string::String {
+    fn from(value: McpServerAcpId) -> Self {
         value.0
     }
 }
@@ -20845,6 +23060,8 @@ pub mod defaults {
     }
     pub(super) fn agent_capabilities_mcp_capabilities() -> super::McpCapabilities {
         super::McpCapabilities {
+            #[cfg(feature = "unstable_mcp_over_acp")]
+            acp: Default::default(),
             http: false,
             meta: Default::default(),
             sse: false,
@@ -20917,6 +23134,8 @@ pub mod defaults {
             #[cfg(feature = "unstable_plan_operations")]
             plan: Default::default(),
             session: Default::default(),
+            #[cfg(feature = "unstable_subagents")]
+            subagents: Default::default(),
             terminal: false,
             extra: ::std::default::Default::default(),
         }
@@ -20932,6 +23151,8 @@ pub mod defaults {
             },
             load_session: false,
             mcp_capabilities: super::McpCapabilities {
+                #[cfg(feature = "unstable_mcp_over_acp")]
+                acp: Default::default(),
                 http: false,
                 meta: Default::default(),
                 sse: false,
@@ -21103,4 +23324,20 @@ impl crate::methods::RequestMethod for DisableProviderRequest {
     const PARAMS_NULL_AS_DEFAULT: bool = false;
     const RESULT_NULL_AS_DEFAULT: bool = true;
     type Response = DisableProviderResponse;
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+/// `mcp/message` (unstable, feature `unstable_mcp_over_acp`): Carries one MCP request to an MCP server reached over the ACP connection itself (an `acp` entry of `mcpServers`); the side that declared the server answers it. Sent by the side that uses the server (usually the agent, which then advertises `mcpCapabilities.acp`).
+impl crate::methods::RequestMethod for MessageMcpRequest {
+    const METHOD: &'static str = "mcp/message";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Protocol;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = false;
+    type Response = MessageMcpResponse;
+}
+#[cfg(feature = "unstable_mcp_over_acp")]
+/// `mcp/message` (unstable, feature `unstable_mcp_over_acp`): Carries one MCP notification about a running inner MCP request (progress, subscription updates) over the ACP connection; not answered.
+impl crate::methods::NotificationMethod for MessageMcpNotification {
+    const METHOD: &'static str = "mcp/message";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Protocol;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
 }
