@@ -45,6 +45,10 @@ impl AgentConnection {
     pub fn close(&self) {
         self.conn.close();
     }
+
+    pub(crate) fn peer(&self) -> &acp_rpc::Peer {
+        self.conn.peer()
+    }
 }
 
 /// Serves `agent` over a reader/writer pair with the default [`Config`].

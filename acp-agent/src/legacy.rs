@@ -1,13 +1,8 @@
-//! The legacy dialects, on the agent side. Each dialect lives in acp-dialects, in the module
-//! named after it (re-exported here: [`v0_0_9`], [`threads`], [`probe`], [`crow`]), with its mapping tables; this
-//! module only wires it in:
-//!
-//! * **Native**: implement the dialect's own `Agent` trait and `serve` it, for an agent that
-//!   speaks exactly that dialect.
-//! * **Translated**: [`serve_v1`] runs one v1 [`crate::Agent`] for an editor of that dialect.
-//!
-//! [`crate::negotiate`] picks the dialect from the client's first message and serves the
-//! right one.
+//! The legacy dialects, on the agent side: each lives in acp-dialects, in the module named
+//! after it (re-exported here: [`v0_0_9`], [`threads`], [`probe`], [`crow`]), with its own
+//! `Agent` trait and its mapping tables; [`serve_v1`] runs one v1 [`crate::Agent`] for an
+//! editor of that dialect, and [`crate::negotiate`] picks the dialect from the client's first
+//! message.
 
 #[cfg(feature = "crow")]
 pub use acp_dialects::crow;

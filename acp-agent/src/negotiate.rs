@@ -27,10 +27,8 @@
 //!
 //! # Detection
 //!
-//! [`detect`] (acp-dialects' one detection routine) reads the first message; its docs say
-//! what each dialect's first message looks like.
-//! A message that shows no dialect (another method, a line that is not JSON) is served by
-//! the first accepted dialect, answering as that dialect answers.
+//! [`detect`] reads the first message (its docs say what each dialect's looks like); one
+//! that shows no dialect is served by the first accepted dialect, answering as it answers.
 //!
 //! # A dialect the agent does not accept
 //!
@@ -44,9 +42,9 @@
 
 use std::fmt;
 
-use acp_rpc::CloseReason;
+use acp_dialects::{Input, Output};
 use acp_rpc::probe::{LineProbe, ProbeError};
-use tokio::io::{AsyncRead, AsyncWrite};
+use acp_rpc::{CloseReason, Peer};
 
 use crate::store::StoreSlot;
 use crate::{Agent, AgentConnection, Dialect};
@@ -75,17 +73,13 @@ pub enum NegotiationError {
 }
 
 /// A connection whose dialect was negotiated: the v1 connection, or a legacy one running the
-/// v1 agent through its adapter.
+/// v1 agent through its translation.
 #[derive(Clone, Debug)]
 pub struct NegotiatedConnection {
     dialect: Dialect,
-    inner: Inner,
-}
-
-#[derive(Clone, Debug)]
-enum Inner {
-    V1(AgentConnection),
-    Legacy(crate::legacy::Translation),
+    /// The wire's peer (the legacy connection's, for a translated client).
+    peer: Peer,
+    v1: Option<AgentConnection>,
 }
 
 impl NegotiatedConnection {
@@ -94,29 +88,20 @@ impl NegotiatedConnection {
         self.dialect
     }
 
-    /// The v1 connection, when the client speaks v1 (a legacy client is served through an
-    /// adapter, and its handles speak that dialect).
+    /// The v1 connection, when the client speaks v1 (a legacy client is served through its
+    /// translation, and its handles speak that dialect).
     pub fn v1(&self) -> Option<&AgentConnection> {
-        match &self.inner {
-            Inner::V1(conn) => Some(conn),
-            Inner::Legacy(_) => None,
-        }
+        self.v1.as_ref()
     }
 
     /// Resolves when the connection has ended, with the reason.
     pub async fn closed(&self) -> CloseReason {
-        match &self.inner {
-            Inner::V1(c) => c.closed().await,
-            Inner::Legacy(c) => c.closed().await,
-        }
+        self.peer.closed().await
     }
 
     /// Ends the connection.
     pub fn close(&self) {
-        match &self.inner {
-            Inner::V1(c) => c.close(),
-            Inner::Legacy(c) => c.close(),
-        }
+        self.peer.close();
     }
 }
 
@@ -131,17 +116,12 @@ pub async fn serve_stdio<A: Agent>(
 /// Waits for the client's first message, detects its dialect ([`detect`]), and serves
 /// `agent` in the accepted dialect that fits (see the module docs). Must be called within a
 /// Tokio runtime.
-pub async fn serve<A, R, W>(
+pub async fn serve<A: Agent>(
     agent: A,
-    reader: R,
-    writer: W,
+    reader: impl Input,
+    writer: impl Output,
     options: NegotiateOptions,
-) -> Result<NegotiatedConnection, NegotiationError>
-where
-    A: Agent,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+) -> Result<NegotiatedConnection, NegotiationError> {
     let accepted = acp_dialects::negotiation::accepted(&options.dialects)
         .map_err(|compiled| NegotiationError::NoDialect(options.dialects.clone(), compiled))?;
     let mut probe = LineProbe::new(reader, options.config.max_message_size);
@@ -161,27 +141,26 @@ where
     let reader = probe.into_reader();
     let config = options.config;
     let legacy_options = options.legacy.with_config(config.clone());
-    let inner = match dialect {
-        Dialect::V1 => Inner::V1(crate::connection::serve_inner(
-            agent,
-            reader,
-            writer,
-            config,
-            options.side.store.map(|s| s.0),
-        )),
-        legacy => Inner::Legacy(
-            crate::legacy::serve_translated(
+    let store = options.side.store.map(|s| s.0);
+    let (peer, v1) = match dialect {
+        Dialect::V1 => {
+            let conn = crate::connection::serve_inner(agent, reader, writer, config, store);
+            (conn.peer().clone(), Some(conn))
+        }
+        legacy => {
+            let translation = crate::legacy::serve_translated(
                 legacy,
                 agent,
                 reader,
                 writer,
                 legacy_options,
-                options.side.store.map(|s| s.0),
-            )
-            .expect("only compiled dialects are accepted"),
-        ),
+                store,
+            );
+            let translation = translation.expect("only compiled dialects are accepted");
+            (translation.peer().clone(), None)
+        }
     };
-    Ok(NegotiatedConnection { dialect, inner })
+    Ok(NegotiatedConnection { dialect, peer, v1 })
 }
 
 impl fmt::Display for NegotiatedConnection {

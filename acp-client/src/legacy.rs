@@ -1,13 +1,7 @@
-//! The legacy dialects, on the client side. Each dialect lives in acp-dialects, in the
-//! module named after it (re-exported here: [`v0_0_9`], [`threads`], [`probe`], [`crow`]), with its mapping
-//! tables; this module only wires it in:
-//!
-//! * **Native**: implement the dialect's own `Client` trait and `connect` it, for an editor
-//!   that speaks exactly that dialect, with a typed handle to the agent's methods.
-//! * **Translated**: [`connect_v1`] drives an agent of that dialect with one v1
-//!   [`crate::Client`] and gives back an ordinary [`ClientConnection`].
-//!
-//! [`crate::negotiate`] offers the preferred dialect first and falls back along a pinned list.
+//! The legacy dialects, on the client side: each lives in acp-dialects, in the module named
+//! after it (re-exported here: [`v0_0_9`], [`threads`], [`probe`], [`crow`]), with its own
+//! `Client` trait and its mapping tables; [`connect_v1`] drives an agent of that dialect with
+//! one v1 [`crate::Client`], and [`crate::negotiate`] offers the dialects along a pinned list.
 
 pub use acp_dialects::AdapterOptions;
 #[cfg(feature = "crow")]

@@ -63,10 +63,11 @@ use std::fmt;
 use std::time::Duration;
 
 use acp_dialects::negotiation::{answer_dialect, probe_line, translation_handshake};
+use acp_dialects::{Input, Output};
 use acp_rpc::probe::{LineProbe, ProbeError};
 use acp_types::v1;
 use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWriteExt};
 
 use crate::{Client, ClientConnection, Dialect};
 
@@ -115,7 +116,7 @@ pub enum NegotiationError {
         accepted: DialectList,
     },
     /// Every dialect was offered and none was answered.
-    #[error("no dialect was accepted: {}", .0.iter().map(|(d, o)| format!("{d}: {o}")).collect::<Vec<_>>().join("; "))]
+    #[error("no dialect was accepted: {}", tried(.0))]
     NoAnswer(Vec<(Dialect, ProbeOutcome)>),
     /// The agent closed its stdout during negotiation.
     #[error("the agent closed the connection during negotiation (after offering {0})")]
@@ -130,7 +131,7 @@ pub enum NegotiationError {
     #[error("the {0} handshake failed: {1}")]
     Handshake(Dialect, acp_rpc::Error),
     /// The negotiation did not end within [`ClientSide::deadline`].
-    #[error("no dialect was agreed within {}: {}", humantime(*.0), .1.iter().map(|(d, o)| format!("{d}: {o}")).collect::<Vec<_>>().join("; "))]
+    #[error("no dialect was agreed within {:?}: {}", .0, tried(.1))]
     Deadline(Duration, Vec<(Dialect, ProbeOutcome)>),
     /// The agent wrote more before answering than [`ClientSide::max_kept_lines`] or
     /// [`ClientSide::max_kept_bytes`] allow.
@@ -145,13 +146,10 @@ pub enum NegotiationError {
     },
 }
 
-/// A duration as people write it: `250ms`, `60s`.
-fn humantime(d: Duration) -> String {
-    if d.subsec_millis() == 0 {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{}ms", d.as_millis())
-    }
+/// What each probe got, `<dialect>: <outcome>; ...`.
+fn tried(outcomes: &[(Dialect, ProbeOutcome)]) -> String {
+    let each: Vec<_> = outcomes.iter().map(|(d, o)| format!("{d}: {o}")).collect();
+    each.join("; ")
 }
 
 /// A list of dialects, displayed comma-separated.
@@ -179,16 +177,6 @@ pub struct Negotiated {
     pub connection: ClientConnection,
     /// The agent's answer to `initialize`, in v1 terms.
     pub initialize: v1::InitializeResponse,
-}
-
-/// What the probe loop found.
-enum Found {
-    /// The agent speaks this dialect: its answer, to the probe of which dialect.
-    Dialect(Dialect, Value, Dialect),
-    /// The agent speaks a version no dialect here covers.
-    Version(String),
-    /// This probe is done without a dialect.
-    Outcome(ProbeOutcome),
 }
 
 /// The lines the agent wrote before answering, kept for the connection in the order read,
@@ -231,20 +219,26 @@ impl Kept {
     }
 }
 
-/// Reads until an answer to one of `probes` (ids and dialects), `deadline`, or EOF. Lines
-/// that are not answers to a probe (agent requests, logs on stdout) are kept in `kept`,
-/// to be read by the connection.
+/// An answer naming a dialect: the dialect it names, the result, and the probe it answered.
+type Found = (Dialect, Value, Dialect);
+
+/// Reads until an answer to one of `probes` (ids and dialects) or `deadline`; `Ok(Err(_))`
+/// when the last probe is done without a dialect. Lines that are not answers to a probe
+/// (agent requests, logs on stdout) are kept in `kept`, to be read by the connection. An
+/// answer naming a version outside `accepted`'s dialects, or EOF, ends the negotiation.
 async fn await_answer<R: AsyncRead + Unpin>(
     probe: &mut LineProbe<R>,
     probes: &[(i64, Dialect)],
+    accepted: &[Dialect],
     deadline: tokio::time::Instant,
     kept: &mut Kept,
-) -> Result<Option<Found>, NegotiationError> {
+) -> Result<Result<Found, ProbeOutcome>, NegotiationError> {
+    let current = probes.last().expect("a probe was sent").1;
     loop {
         let line = match tokio::time::timeout_at(deadline, probe.next_line()).await {
-            Err(_) => return Ok(Some(Found::Outcome(ProbeOutcome::NoAnswer))),
+            Err(_) => return Ok(Err(ProbeOutcome::NoAnswer)),
             Ok(Ok(Some(line))) => line,
-            Ok(Ok(None)) => return Ok(None),
+            Ok(Ok(None)) => return Err(NegotiationError::Closed(current)),
             Ok(Err(ProbeError::Io(e))) => return Err(e.into()),
             Ok(Err(ProbeError::TooLong(max))) => {
                 return Err(std::io::Error::other(format!(
@@ -253,7 +247,6 @@ async fn await_answer<R: AsyncRead + Unpin>(
                 .into());
             }
         };
-        let current = probes.last().expect("a probe was sent").1;
         // An error with `id: null` refuses what was sent last (the agent could not read its
         // id: a v1 agent refusing the threads probe, which has no `jsonrpc`).
         let answer: Option<(Option<i64>, Value)> = serde_json::from_slice::<Value>(&line)
@@ -268,15 +261,13 @@ async fn await_answer<R: AsyncRead + Unpin>(
             kept.push(&line)?;
             continue;
         };
-        let dialect = match id {
+        let dialect = match id.map(|id| probes.iter().find(|(p, _)| *p == id)) {
             None => current,
-            Some(id) => match probes.iter().find(|(p, _)| *p == id) {
-                Some(&(_, dialect)) => dialect,
-                None => {
-                    tracing::debug!(id, "an answer to no probe: ignored");
-                    continue;
-                }
-            },
+            Some(Some(&(_, dialect))) => dialect,
+            Some(None) => {
+                tracing::debug!(id, "an answer to no probe: ignored");
+                continue;
+            }
         };
         if let Some(error) = answer.get("error") {
             let error: acp_rpc::Error =
@@ -285,7 +276,7 @@ async fn await_answer<R: AsyncRead + Unpin>(
                 });
             tracing::debug!(%dialect, %error, "probe refused");
             if dialect == current {
-                return Ok(Some(Found::Outcome(ProbeOutcome::Refused(error))));
+                return Ok(Err(ProbeOutcome::Refused(error)));
             }
             continue;
         }
@@ -293,28 +284,26 @@ async fn await_answer<R: AsyncRead + Unpin>(
             .get_mut("result")
             .map(Value::take)
             .unwrap_or(Value::Null);
-        return Ok(Some(match answer_dialect(&result, dialect) {
-            Ok(spoken) => Found::Dialect(spoken, result, dialect),
-            Err(version) if !version.is_empty() => Found::Version(version),
-            Err(_) => Found::Outcome(ProbeOutcome::Unrecognised(result)),
-        }));
+        return match answer_dialect(&result, dialect) {
+            Ok(spoken) => Ok(Ok((spoken, result, dialect))),
+            Err(version) if !version.is_empty() => Err(NegotiationError::Unaccepted {
+                speaks: version,
+                accepted: DialectList(accepted.to_vec()),
+            }),
+            Err(_) => Ok(Err(ProbeOutcome::Unrecognised(result))),
+        };
     }
 }
 
 /// Offers the dialects of `options` in turn on the agent's stdin (`writer`), reading its
 /// stdout (`reader`), and starts the connection in the first one the agent answers; see the
 /// module docs. The v1 `initialize` is done: its answer is in [`Negotiated::initialize`].
-pub async fn connect<C, R, W>(
+pub async fn connect<C: Client>(
     client: C,
-    reader: R,
-    writer: W,
+    reader: impl Input,
+    writer: impl Output,
     options: NegotiateOptions,
-) -> Result<Negotiated, NegotiationError>
-where
-    C: Client,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+) -> Result<Negotiated, NegotiationError> {
     let deadline = tokio::time::Instant::now() + options.side.deadline;
     let limit = options.side.deadline;
     let mut tried = Vec::new();
@@ -327,19 +316,14 @@ where
 
 /// [`connect`] without the overall deadline: `tried` records each probe's outcome as it is
 /// known, for the error when the deadline ends it.
-async fn negotiate<C, R, W>(
+async fn negotiate<C: Client>(
     client: C,
-    reader: R,
-    mut writer: W,
+    reader: impl Input,
+    mut writer: impl Output,
     options: NegotiateOptions,
     deadline: tokio::time::Instant,
     tried: &mut Vec<(Dialect, ProbeOutcome)>,
-) -> Result<Negotiated, NegotiationError>
-where
-    C: Client,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+) -> Result<Negotiated, NegotiationError> {
     let accepted = acp_dialects::negotiation::accepted(&options.dialects)
         .map_err(|_| NegotiationError::NoDialect(DialectList(options.dialects.clone())))?;
     let mut probe = LineProbe::new(reader, options.config.max_message_size);
@@ -356,22 +340,14 @@ where
         let wait = (tokio::time::Instant::now() + options.side.timeout).min(deadline);
         // Unanswered until known otherwise, should the deadline end the wait.
         tried.push((dialect, ProbeOutcome::NoAnswer));
-        match await_answer(&mut probe, &probes, wait, &mut kept).await? {
-            Some(Found::Dialect(spoken, result, answered)) => {
+        match await_answer(&mut probe, &probes, &accepted, wait, &mut kept).await? {
+            Ok(answer) => {
                 tried.pop();
-                found = Some((spoken, result, answered));
+                found = Some(answer);
                 break;
             }
-            Some(Found::Version(speaks)) => {
-                return Err(NegotiationError::Unaccepted {
-                    speaks,
-                    accepted: DialectList(accepted),
-                });
-            }
-            Some(Found::Outcome(outcome)) => {
-                if let Some(last) = tried.last_mut() {
-                    last.1 = outcome;
-                }
+            Err(outcome) => {
+                tried.last_mut().expect("pushed above").1 = outcome;
                 if tokio::time::Instant::now() >= deadline {
                     return Err(NegotiationError::Deadline(
                         options.side.deadline,
@@ -379,7 +355,6 @@ where
                     ));
                 }
             }
-            None => return Err(NegotiationError::Closed(dialect)),
         }
     }
     let Some((dialect, result, answered)) = found else {

@@ -1,28 +1,26 @@
 //! Where a legacy agent's file calls go when a v1 client drives it, for every dialect: to
 //! the v1 client for what it advertised in `initialize`, else to
-//! [`crate::AdapterOptions::fs`], else refused with `-32601` saying why.
+//! [`crate::AdapterOptions::fs`], else refused with the dialect's error saying why.
 
 use std::sync::{Arc, OnceLock};
 
 use acp_rpc::{Error, Peer};
 use acp_types::v1;
 
-use crate::{AdapterOptions, Dialect, LocalFiles, refused};
+use crate::{AdapterOptions, LocalFiles};
 
 /// The file access behind a translation for a v1 client.
 pub(crate) struct ClientFiles {
-    dialect: Dialect,
     /// What the v1 client advertised in `initialize`.
     advertised: OnceLock<v1::FileSystemCapabilities>,
     fs: Option<Arc<dyn LocalFiles>>,
-    /// Why a call is refused when neither serves it (after `<method>: `).
-    refusal: &'static str,
+    /// The dialect's error for a call of `method` that neither serves.
+    refusal: fn(&str) -> Error,
 }
 
 impl ClientFiles {
-    pub(crate) fn new(dialect: Dialect, options: &AdapterOptions, refusal: &'static str) -> Self {
+    pub(crate) fn new(options: &AdapterOptions, refusal: fn(&str) -> Error) -> Self {
         ClientFiles {
-            dialect,
             advertised: OnceLock::new(),
             fs: options.fs.clone(),
             refusal,
@@ -40,9 +38,7 @@ impl ClientFiles {
 
     /// The local file access, for `method`, which the v1 client does not serve.
     pub(crate) fn local(&self, method: &str) -> Result<&dyn LocalFiles, Error> {
-        self.fs
-            .as_deref()
-            .ok_or_else(|| refused(self.dialect, method, self.refusal))
+        self.fs.as_deref().ok_or_else(|| (self.refusal)(method))
     }
 
     /// `fs/read_text_file` on the client when it advertised it, else locally.

@@ -20,14 +20,10 @@
 //! mapping with a reason to drop or refuse, which is what a dialect module is for. So crow
 //! has its own schema, types and module, like every other dialect, and v1 stays untouched.
 //!
-//! Everything acp-rs knows about it is here:
-//!
-//! * its own sides: implement [`Agent`] and [`serve`] it, or implement [`Client`] and
-//!   [`connect`] it;
-//! * its translation to and from v1 for either role, mapped below.
-//!
-//! Negotiation recognises it by an `initialize` with a snake_case `protocol_version`
-//! member, and offers it with the seed's `initialize` ([`crate::negotiation`]).
+//! Its own sides and its translations to and from v1 are laid out as the crate docs say; the
+//! tables below map them. Negotiation recognises it by an `initialize` with a snake_case
+//! `protocol_version` member, and offers it with the seed's `initialize`
+//! ([`crate::negotiation`]).
 //!
 //! # A v1 agent in front of a crow editor
 //!
@@ -80,7 +76,8 @@ use acp_rpc::Error;
 use acp_types::legacy::crow as c;
 use acp_types::legacy::crow::convert;
 use acp_types::v1;
-use serde_json::json;
+
+use crate::translate::prompt_pieces;
 
 pub use native::{
     Agent, AgentConnection, AgentHandle, Client, ClientConnection, ClientHandle, Context, connect,
@@ -114,17 +111,10 @@ fn prompt_to_v1(prompt: &[c::ContentBlock]) -> Vec<v1::ContentBlock> {
 
 /// A v1 prompt as crow blocks: text only; anything else is refused, naming the block.
 fn prompt_from_v1(prompt: &[v1::ContentBlock]) -> Result<Vec<c::ContentBlock>, Error> {
-    prompt
-        .iter()
-        .enumerate()
-        .map(|(i, b)| match b {
-            v1::ContentBlock::Text(t) => Ok(c::ContentBlock::text(t.text.clone())),
-            _ => Err(Error::invalid_params(format!(
-                "prompt[{i}]: a crow agent takes text blocks only"
-            ))
-            .with_data(json!({ "field": format!("prompt[{i}]") }))),
-        })
-        .collect()
+    prompt_pieces(prompt, "a crow agent takes text blocks only", |b| match b {
+        v1::ContentBlock::Text(t) => Some(c::ContentBlock::text(t.text.clone())),
+        _ => None,
+    })
 }
 
 /// The text of a v1 chunk, if it is text.
@@ -188,7 +178,7 @@ fn update_to_v1(update: &c::SessionUpdate) -> Option<v1::SessionUpdate> {
             if let Some(status) = &start.status {
                 call = call.status(convert::status_to_v1(status));
             }
-            Some(v1::SessionUpdate::ToolCall(Box::new(call)))
+            Some(call.into())
         }
         U::ToolCallUpdate(u) => {
             let mut update = v1::ToolCallUpdate::new(u.tool_call_id.clone());
@@ -198,7 +188,7 @@ fn update_to_v1(update: &c::SessionUpdate) -> Option<v1::SessionUpdate> {
             if let Some(title) = &u.title {
                 update = update.title(title.clone());
             }
-            Some(v1::SessionUpdate::ToolCallUpdate(Box::new(update)))
+            Some(update.into())
         }
         U::PlanUpdate(plan) => Some(v1::SessionUpdate::plan(
             plan.entries.iter().map(convert::plan_entry_to_v1),

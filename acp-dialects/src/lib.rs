@@ -31,9 +31,22 @@
     not(any(
         feature = "legacy-0-0-9",
         feature = "legacy-threads",
-        feature = "probe"
+        feature = "probe",
+        feature = "crow"
     )),
     allow(unused)
+)]
+// What the translations share (the skeleton, the file routing, the options' helpers) each
+// serve some of the dialects: a build with only some leaves part of it unused. The default
+// build, with every dialect, checks for dead code.
+#![cfg_attr(
+    not(all(
+        feature = "legacy-0-0-9",
+        feature = "legacy-threads",
+        feature = "probe",
+        feature = "crow"
+    )),
+    allow(dead_code)
 )]
 
 use std::fmt;
@@ -59,16 +72,8 @@ impl<T: AsyncWrite + Unpin + Send + 'static> Output for T {}
 
 mod client_files;
 mod connection;
-#[cfg(feature = "crow")]
-pub mod crow;
 pub mod negotiation;
-#[cfg(feature = "probe")]
-pub mod probe;
-#[cfg(feature = "legacy-threads")]
-pub mod threads;
 mod translate;
-#[cfg(feature = "legacy-0-0-9")]
-pub mod v0_0_9;
 
 pub use connection::{Connection, Context, ToAgent, ToClient};
 
@@ -141,10 +146,6 @@ impl AdapterOptions {
     }
 
     /// `session/load` of `id` for a legacy editor, like [`AdapterOptions::new_session`].
-    #[cfg_attr(
-        not(any(feature = "legacy-threads", feature = "probe")),
-        allow(dead_code)
-    )]
     pub(crate) fn load_session(&self, id: v1::SessionId) -> v1::LoadSessionRequest {
         v1::LoadSessionRequest::new(Vec::<v1::McpServer>::new(), self.session_cwd(), id)
     }
@@ -218,54 +219,66 @@ impl Translation {
     }
 }
 
-/// Serves a v1 agent to an editor speaking the legacy `dialect` over `reader`/`writer`:
-/// `v1_agent` starts the user's v1 agent connection on the pipe end it is given and returns
-/// its [`Peer`]. `None` for a dialect this build has no translation for (v1 itself, or one
-/// compiled out).
-pub fn serve_v1_agent(
-    dialect: Dialect,
-    v1_agent: impl FnOnce(PipeEnd) -> Peer,
-    reader: impl Input,
-    writer: impl Output,
-    options: AdapterOptions,
-) -> Option<Translation> {
-    let legacy = match dialect {
-        #[cfg(feature = "legacy-0-0-9")]
-        Dialect::Legacy009 => v0_0_9::serve_v1_agent(v1_agent, reader, writer, options),
-        #[cfg(feature = "legacy-threads")]
-        Dialect::Threads => threads::serve_v1_agent(v1_agent, reader, writer, options),
-        #[cfg(feature = "probe")]
-        Dialect::Probe => probe::serve_v1_agent(v1_agent, reader, writer, options),
-        #[cfg(feature = "crow")]
-        Dialect::Crow => crow::serve_v1_agent(v1_agent, reader, writer, options),
-        _ => return None,
+/// The legacy dialects, each with the feature that compiles it and its module: the one
+/// table the modules, [`serve_v1_agent`], [`drive_for_v1_client`] and
+/// [`negotiation::compiled_dialects`] are written from.
+macro_rules! legacy_dialects {
+    ($($feature:literal => $variant:ident in $module:ident),* $(,)?) => {
+        $(#[cfg(feature = $feature)] pub mod $module;)*
+
+        /// Whether this build speaks `dialect` (v1 always, a legacy one with its feature).
+        pub(crate) fn compiled(dialect: Dialect) -> bool {
+            match dialect {
+                Dialect::V1 => true,
+                $(Dialect::$variant => cfg!(feature = $feature),)*
+            }
+        }
+
+        /// Serves a v1 agent to an editor speaking the legacy `dialect` over
+        /// `reader`/`writer`: `v1_agent` starts the user's v1 agent connection on the pipe
+        /// end it is given and returns its [`Peer`]. `None` for a dialect this build has no
+        /// translation for (v1 itself, or one compiled out).
+        pub fn serve_v1_agent(
+            dialect: Dialect,
+            v1_agent: impl FnOnce(PipeEnd) -> Peer,
+            reader: impl Input,
+            writer: impl Output,
+            options: AdapterOptions,
+        ) -> Option<Translation> {
+            let legacy = match dialect {
+                $(#[cfg(feature = $feature)]
+                Dialect::$variant => $module::serve_v1_agent(v1_agent, reader, writer, options),)*
+                _ => return None,
+            };
+            Some(Translation { dialect, legacy })
+        }
+
+        /// Drives an agent speaking the legacy `dialect` (its stdout is `reader`, its stdin
+        /// `writer`) for a v1 client: `v1_client` starts the user's v1 client connection on
+        /// the pipe end it is given and returns its [`Peer`]. `None` for a dialect this build
+        /// has no translation for.
+        pub fn drive_for_v1_client(
+            dialect: Dialect,
+            v1_client: impl FnOnce(PipeEnd) -> Peer,
+            reader: impl Input,
+            writer: impl Output,
+            options: AdapterOptions,
+        ) -> Option<Translation> {
+            let legacy = match dialect {
+                $(#[cfg(feature = $feature)]
+                Dialect::$variant => $module::drive_for_v1_client(v1_client, reader, writer, options),)*
+                _ => return None,
+            };
+            Some(Translation { dialect, legacy })
+        }
     };
-    Some(Translation { dialect, legacy })
 }
 
-/// Drives an agent speaking the legacy `dialect` (its stdout is `reader`, its stdin
-/// `writer`) for a v1 client: `v1_client` starts the user's v1 client connection on the
-/// pipe end it is given and returns its [`Peer`]. `None` for a dialect this build has no
-/// translation for.
-pub fn drive_for_v1_client(
-    dialect: Dialect,
-    v1_client: impl FnOnce(PipeEnd) -> Peer,
-    reader: impl Input,
-    writer: impl Output,
-    options: AdapterOptions,
-) -> Option<Translation> {
-    let legacy = match dialect {
-        #[cfg(feature = "legacy-0-0-9")]
-        Dialect::Legacy009 => v0_0_9::drive_for_v1_client(v1_client, reader, writer, options),
-        #[cfg(feature = "legacy-threads")]
-        Dialect::Threads => threads::drive_for_v1_client(v1_client, reader, writer, options),
-        #[cfg(feature = "probe")]
-        Dialect::Probe => probe::drive_for_v1_client(v1_client, reader, writer, options),
-        #[cfg(feature = "crow")]
-        Dialect::Crow => crow::drive_for_v1_client(v1_client, reader, writer, options),
-        _ => return None,
-    };
-    Some(Translation { dialect, legacy })
+legacy_dialects! {
+    "legacy-0-0-9" => Legacy009 in v0_0_9,
+    "legacy-threads" => Threads in threads,
+    "probe" => Probe in probe,
+    "crow" => Crow in crow,
 }
 
 /// `-32601` for a call the other side has no way to serve, `<method>: <why>`; `data` names
@@ -273,40 +286,6 @@ pub fn drive_for_v1_client(
 pub(crate) fn refused(dialect: Dialect, method: &str, why: &str) -> Error {
     Error::new(ErrorCode::METHOD_NOT_FOUND, format!("{method}: {why}"))
         .with_data(serde_json::json!({ "method": method, "dialect": dialect.name() }))
-}
-
-/// The current time as an RFC 3339 UTC timestamp (`2025-06-25T12:00:00Z`).
-#[cfg_attr(
-    not(any(feature = "legacy-threads", feature = "probe")),
-    allow(dead_code)
-)]
-pub(crate) fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    rfc3339(secs)
-}
-
-/// Formats seconds since the Unix epoch as an RFC 3339 UTC timestamp.
-fn rfc3339(secs: u64) -> String {
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
 
 /// `-32601` for a call of the user's v1 agent that a legacy editor cannot serve,
@@ -319,16 +298,4 @@ pub(crate) fn not_forwarded(dialect: Dialect, method: &str, why: &str) -> Error 
 /// consistent: every critical section is a single update).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::rfc3339;
-
-    #[test]
-    fn timestamps_are_rfc3339_utc() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_750_852_800), "2025-06-25T12:00:00Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-    }
 }

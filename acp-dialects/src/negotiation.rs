@@ -3,10 +3,7 @@
 //! how a client offers a dialect ([`probe_line`]) and which dialect an answer names
 //! ([`answer_dialect`], [`dialect_of_version`], [`translation_handshake`]); and which
 //! dialects this build speaks ([`compiled_dialects`], [`accepted`]). [`NegotiateOptions`] is
-//! both sides' options, each side's own part a type parameter.
-//!
-//! A new dialect gets its entry here, and only here: how its first message is recognised,
-//! how it is offered, and how its handshake answer names it. `acp_agent::negotiate` and
+//! both sides' options, each side's own part a type parameter. `acp_agent::negotiate` and
 //! `acp_client::negotiate` only read and write the lines.
 
 use std::time::Duration;
@@ -37,13 +34,7 @@ pub const PROBE_FIRST_METHODS: [&str; 4] =
 pub fn compiled_dialects() -> Vec<Dialect> {
     Dialect::ALL
         .into_iter()
-        .filter(|d| match d {
-            Dialect::V1 => true,
-            Dialect::Legacy009 => cfg!(feature = "legacy-0-0-9"),
-            Dialect::Threads => cfg!(feature = "legacy-threads"),
-            Dialect::Probe => cfg!(feature = "probe"),
-            Dialect::Crow => cfg!(feature = "crow"),
-        })
+        .filter(|d| crate::compiled(*d))
         .collect()
 }
 
@@ -232,47 +223,39 @@ pub fn probe_line(dialect: Dialect, id: i64, init: &v1::InitializeRequest) -> Ve
 /// `answered`: 0.0.9's `initialize` answer (whichever probe it answered), probe's when it
 /// answered the probe probe, else none (threads has no handshake; crow's translation does
 /// its own). `-32602` saying why when the answer does not read as that dialect's.
+#[cfg_attr(not(feature = "probe"), allow(unused_variables))]
 pub fn translation_handshake(
     dialect: Dialect,
     answered: Dialect,
     result: Value,
 ) -> Result<Option<Value>, acp_rpc::Error> {
-    let handed =
-        dialect == Dialect::Legacy009 || (dialect == Dialect::Probe && answered == dialect);
-    if !handed {
-        return Ok(None);
-    }
-    check_handshake_answer(dialect, &result)?;
-    Ok(Some(result))
-}
-
-/// Checks that a legacy agent's answer to its dialect's handshake reads as that dialect's
-/// answer; `-32602` saying why when it does not. Dialects without a handshake accept anything.
-fn check_handshake_answer(dialect: Dialect, result: &Value) -> Result<(), acp_rpc::Error> {
-    #[cfg(feature = "legacy-0-0-9")]
-    if dialect == Dialect::Legacy009
-        && let Err(e) =
+    let read = match dialect {
+        #[cfg(feature = "legacy-0-0-9")]
+        Dialect::Legacy009 => Some(
             <acp_types::legacy::v0_0_9::InitializeResponse as serde::Deserialize>::deserialize(
-                result,
+                &result,
             )
-    {
-        return Err(acp_rpc::Error::invalid_params(format!(
-            "the agent's initialize answer does not read as 0.0.9: {e}"
-        )));
-    }
-    #[cfg(feature = "probe")]
-    if dialect == Dialect::Probe
-        && let Err(e) =
+            .map(drop),
+        ),
+        #[cfg(feature = "probe")]
+        Dialect::Probe if answered == dialect => Some(
             <acp_types::legacy::probe::InitializeResponse as serde::Deserialize>::deserialize(
-                result,
+                &result,
             )
-    {
-        return Err(acp_rpc::Error::invalid_params(format!(
-            "the agent's initialize answer does not read as probe: {e}"
-        )));
-    }
-    let _ = (dialect, result);
-    Ok(())
+            .map(drop),
+        ),
+        // Threads has no handshake; crow's translation does its own.
+        _ => None::<Result<(), serde_json::Error>>,
+    };
+    let Some(read) = read else {
+        return Ok(None);
+    };
+    read.map_err(|e| {
+        acp_rpc::Error::invalid_params(format!(
+            "the agent's initialize answer does not read as {dialect}: {e}"
+        ))
+    })?;
+    Ok(Some(result))
 }
 
 /// Default time each client probe waits for its answer before the next dialect is offered.

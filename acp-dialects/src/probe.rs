@@ -2,18 +2,11 @@
 //! (`--acp`). JSON-RPC 2.0 over newline-delimited stdio, `initialize` with the *string*
 //! `protocolVersion: "1"`, un-namespaced camelCase methods (`newSession`, `prompt`), a
 //! `prompt` answered with the whole reply, and the reply streamed meanwhile as
-//! `messageChunk` notifications. Everything acp-rs knows about it is here:
-//!
-//! * its own sides: implement [`Agent`] and [`serve`] it, or implement [`Client`] and
-//!   [`connect`] it;
-//! * its translation to and from v1 for either role, mapped below: a v1 agent in front of a
-//!   probe editor (`acp_agent::legacy::serve_v1`), and a probe agent behind a v1 client
-//!   (`acp_client::legacy::connect_v1`).
-//!
-//! Negotiation recognises it by an `initialize` whose `protocolVersion` is the string `"1"`
-//! or by a first message that is one of its session methods (`newSession`, `loadSession`,
-//! `setSessionMode`, `prompt`), and offers it with `initialize {"protocolVersion": "1"}`
-//! ([`crate::negotiation`]).
+//! `messageChunk` notifications. Its own sides and its translations to and from v1 are laid
+//! out as the crate docs say; the tables below map them. Negotiation recognises it by an
+//! `initialize` whose `protocolVersion` is the string `"1"` or by a first message that is one
+//! of its session methods (`newSession`, `loadSession`, `setSessionMode`, `prompt`), and
+//! offers it with `initialize {"protocolVersion": "1"}` ([`crate::negotiation`]).
 //!
 //! Both translations wait at most 30 seconds for an answer to a request unless the
 //! connection's [`acp_rpc::Config::default_timeout`] says otherwise (the dialect's own
@@ -88,6 +81,8 @@ use acp_rpc::{Config, Error, ErrorCode};
 use acp_types::legacy::probe as p;
 use acp_types::v1;
 use serde_json::json;
+
+use crate::translate::{prompt_pieces, text_or_mention};
 
 pub use native::{
     Agent, AgentConnection, AgentHandle, Client, ClientConnection, ClientHandle, Context, connect,
@@ -174,22 +169,8 @@ fn session_not_found(id: &str) -> Error {
 /// The v1 prompt as one probe message: text blocks joined by blank lines, resource links as
 /// `@<path>` mentions; anything else is refused, naming the block.
 fn message_of(prompt: &[v1::ContentBlock]) -> Result<String, Error> {
-    let mut parts = Vec::with_capacity(prompt.len());
-    for (i, block) in prompt.iter().enumerate() {
-        parts.push(match block {
-            v1::ContentBlock::Text(text) => text.text.clone(),
-            v1::ContentBlock::ResourceLink(link) => {
-                format!("@{}", link.uri.strip_prefix("file://").unwrap_or(&link.uri))
-            }
-            _ => {
-                return Err(Error::invalid_params(format!(
-                    "prompt[{i}]: a probe agent takes text (and resource links, sent as @mentions) only"
-                ))
-                .with_data(json!({ "field": format!("prompt[{i}]") })));
-            }
-        });
-    }
-    Ok(parts.join("\n\n"))
+    let takes = "a probe agent takes text (and resource links, sent as @mentions) only";
+    Ok(prompt_pieces(prompt, takes, text_or_mention)?.join("\n\n"))
 }
 
 /// The text of a probe reply's content blocks, in order (unknown blocks are skipped).

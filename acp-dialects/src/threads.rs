@@ -1,15 +1,9 @@
 //! The threads dialect: the first form of the protocol, with no handshake, conversation
 //! threads, and no `jsonrpc` member (see `acp_types::legacy` for who serves what).
-//! Everything acp-rs knows about it is here:
-//!
-//! * its own sides: implement [`Agent`] and [`serve`] it, or implement [`Client`] and
-//!   [`connect`] it;
-//! * its translation to and from v1 for either role, mapped below: a v1 agent in front of a
-//!   threads editor (`acp_agent::legacy::serve_v1`), and a threads agent behind a v1 client
-//!   (`acp_client::legacy::connect_v1`).
-//!
-//! Negotiation recognises it by a first message that is one of its agent's methods
-//! (`getThreads`, ...), and offers it with `getThreads` ([`crate::negotiation`]).
+//! Its own sides and its translations to and from v1 are laid out as the crate docs say; the
+//! tables below map them. Negotiation recognises it by a first message that is one of its
+//! agent's methods (`getThreads`, ...), and offers it with `getThreads`
+//! ([`crate::negotiation`]).
 //!
 //! # A v1 agent in front of a threads editor
 //!
@@ -73,10 +67,10 @@ mod native;
 mod v1_agent;
 mod v1_client;
 
+use crate::translate::{prompt_pieces, text_or_mention};
 use acp_rpc::Error;
 use acp_types::legacy::threads as t;
 use acp_types::v1;
-use serde_json::json;
 
 pub use native::{
     Agent, AgentConnection, AgentHandle, Client, ClientConnection, ClientHandle, Context, connect,
@@ -141,21 +135,9 @@ fn prompt_of(message: &t::Message) -> Vec<v1::ContentBlock> {
 /// The v1 prompt as one threads message: text blocks become text chunks and resource links
 /// become `@<path>` mentions; anything else is refused, naming the block.
 fn message_of(prompt: &[v1::ContentBlock]) -> Result<t::Message, Error> {
-    let mut chunks = Vec::with_capacity(prompt.len());
-    for (i, block) in prompt.iter().enumerate() {
-        let text = match block {
-            v1::ContentBlock::Text(text) => text.text.clone(),
-            v1::ContentBlock::ResourceLink(link) => {
-                format!("@{}", link.uri.strip_prefix("file://").unwrap_or(&link.uri))
-            }
-            _ => {
-                return Err(Error::invalid_params(format!(
-                    "prompt[{i}]: a threads agent takes text (and resource links, sent as @mentions) only"
-                ))
-                .with_data(json!({ "field": format!("prompt[{i}]") })));
-            }
-        };
-        chunks.push(t::MessageChunk::text(text));
-    }
+    let takes = "a threads agent takes text (and resource links, sent as @mentions) only";
+    let chunks = prompt_pieces(prompt, takes, |b| {
+        text_or_mention(b).map(t::MessageChunk::text)
+    })?;
     Ok(t::Message::new(t::Role::User, chunks))
 }

@@ -28,7 +28,6 @@ pub(crate) struct V1End<S, H> {
 /// permission request is).
 pub(crate) struct LegacyEnd<S, H> {
     state: Arc<S>,
-    #[cfg_attr(not(feature = "crow"), allow(dead_code))]
     legacy: Arc<OnceLock<H>>,
     /// The user's v1 agent (agent role) or v1 client (client role).
     pub(crate) v1: Peer,
@@ -49,7 +48,6 @@ impl<S, H> V1End<S, H> {
 
 impl<S, H> LegacyEnd<S, H> {
     /// The legacy peer's handle (today only crow's editor end calls the agent itself).
-    #[cfg_attr(not(feature = "crow"), allow(dead_code))]
     pub(crate) fn legacy(&self) -> Result<&H, Error> {
         ready(&self.legacy)
     }
@@ -134,6 +132,46 @@ impl V1Handshake {
                 agent.typed_request(&init).await
             })
             .await
+    }
+}
+
+/// Sends `update` about `session` to the user's v1 client (`client`) as `session/update`.
+pub(crate) async fn show(
+    client: &Peer,
+    session: v1::SessionId,
+    update: v1::SessionUpdate,
+) -> Result<(), Error> {
+    let n = v1::SessionNotification::new(session, update);
+    client.notify(v1::names::SESSION_UPDATE, &n).await
+}
+
+/// A v1 prompt as the pieces a legacy agent takes, `piece` mapping each block it can carry;
+/// any other block is refused with `-32602` naming it (`prompt[<i>]: <takes>`).
+pub(crate) fn prompt_pieces<T>(
+    prompt: &[v1::ContentBlock],
+    takes: &str,
+    piece: impl Fn(&v1::ContentBlock) -> Option<T>,
+) -> Result<Vec<T>, Error> {
+    let refused = |i| {
+        Error::invalid_params(format!("prompt[{i}]: {takes}"))
+            .with_data(serde_json::json!({ "field": format!("prompt[{i}]") }))
+    };
+    let pieces = prompt.iter().enumerate();
+    pieces
+        .map(|(i, b)| piece(b).ok_or_else(|| refused(i)))
+        .collect()
+}
+
+/// A text block as its text and a resource link as an `@<path>` mention (the blocks the
+/// threads and probe dialects carry in their plain-text messages).
+pub(crate) fn text_or_mention(block: &v1::ContentBlock) -> Option<String> {
+    match block {
+        v1::ContentBlock::Text(text) => Some(text.text.clone()),
+        v1::ContentBlock::ResourceLink(link) => Some(format!(
+            "@{}",
+            link.uri.strip_prefix("file://").unwrap_or(&link.uri)
+        )),
+        _ => None,
     }
 }
 

@@ -1,14 +1,8 @@
 //! The 0.0.9 dialect: the `pushToolCall` protocol Gemini CLI spoke before v1, with a string
 //! `protocolVersion`, one implicit conversation, and no notifications (see
-//! `acp_types::legacy` for who serves what). Everything acp-rs knows about it is here:
-//!
-//! * its own sides: implement [`Agent`] and [`serve`] it,
-//!   or implement [`Client`] and [`connect`] it;
-//! * its translation to and from v1 for either role, mapped below: a v1 agent in front of a
-//!   0.0.9 editor (`acp_agent::legacy::serve_v1`), and a 0.0.9 agent behind a v1 client
-//!   (`acp_client::legacy::connect_v1`).
-//!
-//! Negotiation recognises it by `initialize` with a `"0.0.x"` string `protocolVersion`
+//! `acp_types::legacy` for who serves what). Its own sides and its translations to and
+//! from v1 are laid out as the crate docs say; the tables below map them. Negotiation
+//! recognises it by `initialize` with a `"0.0.x"` string `protocolVersion`
 //! ([`crate::negotiation`]).
 //!
 //! # A v1 agent in front of a 0.0.9 editor
@@ -86,7 +80,8 @@ use std::path::Path;
 use acp_rpc::{Error, ErrorCode};
 use acp_types::legacy::v0_0_9 as z;
 use acp_types::v1;
-use serde_json::json;
+
+use crate::translate::prompt_pieces;
 
 pub use native::{
     Agent, AgentConnection, AgentHandle, Client, ClientConnection, ClientHandle, Context, connect,
@@ -181,33 +176,19 @@ fn block_of(chunk: &z::UserMessageChunk, cwd: &Path) -> v1::ContentBlock {
 /// resources to `file://` URIs as path mentions, other embedded text as text; images and
 /// audio are refused, naming the block.
 fn chunks_of(prompt: &[v1::ContentBlock]) -> Result<Vec<z::UserMessageChunk>, Error> {
-    let text = |text: String| z::UserMessageChunk::Text(z::TextUserMessageChunk::new(text));
-    let mention = |uri: &str| {
-        let path = uri.strip_prefix("file://")?;
-        Some(z::UserMessageChunk::Path(z::PathUserMessageChunk::new(
-            path,
-        )))
+    let text = |text: &str| z::UserMessageChunk::Text(z::TextUserMessageChunk::new(text));
+    let mention = |uri: &str, or: &str| match uri.strip_prefix("file://") {
+        Some(path) => z::UserMessageChunk::Path(z::PathUserMessageChunk::new(path)),
+        None => text(or),
     };
-    prompt
-        .iter()
-        .enumerate()
-        .map(|(i, block)| match block {
-            v1::ContentBlock::Text(t) => Ok(text(t.text.clone())),
-            v1::ContentBlock::ResourceLink(link) => {
-                Ok(mention(&link.uri).unwrap_or_else(|| text(link.uri.clone())))
-            }
-            v1::ContentBlock::Resource(embedded) => Ok(match &embedded.resource {
-                v1::EmbeddedResourceResource::TextResourceContents(r) => {
-                    mention(&r.uri).unwrap_or_else(|| text(r.text.clone()))
-                }
-                v1::EmbeddedResourceResource::BlobResourceContents(r) => {
-                    mention(&r.uri).unwrap_or_else(|| text(r.uri.clone()))
-                }
-            }),
-            _ => Err(Error::invalid_params(format!(
-                "prompt[{i}]: a 0.0.9 agent takes text and file mentions only"
-            ))
-            .with_data(json!({ "field": format!("prompt[{i}]") }))),
-        })
-        .collect()
+    let takes = "a 0.0.9 agent takes text and file mentions only";
+    prompt_pieces(prompt, takes, |block| match block {
+        v1::ContentBlock::Text(t) => Some(text(&t.text)),
+        v1::ContentBlock::ResourceLink(link) => Some(mention(&link.uri, &link.uri)),
+        v1::ContentBlock::Resource(embedded) => Some(match &embedded.resource {
+            v1::EmbeddedResourceResource::TextResourceContents(r) => mention(&r.uri, &r.text),
+            v1::EmbeddedResourceResource::BlobResourceContents(r) => mention(&r.uri, &r.uri),
+        }),
+        _ => None,
+    })
 }

@@ -51,6 +51,7 @@ mod extra;
 mod meta;
 pub mod methods;
 pub mod serde_util;
+pub mod time;
 
 mod generated;
 
@@ -60,7 +61,8 @@ pub mod v1;
 #[cfg(any(
     feature = "legacy-0-0-9",
     feature = "legacy-threads",
-    feature = "probe"
+    feature = "probe",
+    feature = "crow"
 ))]
 pub mod legacy;
 

@@ -39,11 +39,10 @@ mod jsonl;
 mod memory;
 pub(crate) mod record;
 pub(crate) mod serve;
-mod time;
 
+pub use acp_types::time::now_rfc3339;
 pub use jsonl::JsonlStore;
 pub use memory::MemoryStore;
-pub use time::now_rfc3339;
 
 /// A shared [`SessionStore`], as the serve options hold it.
 #[derive(Clone)]

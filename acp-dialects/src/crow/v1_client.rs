@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use super::native::{AgentHandle, Client, connect_with};
 use super::{crow_session_of, prompt_from_v1, session_of, update_to_v1};
-use crate::translate::{LegacyEnd, V1End, translate, v1_routes};
+use crate::translate::{LegacyEnd, V1End, show, translate, v1_routes};
 use crate::{AdapterOptions, Input, Output, refused};
 
 /// Drives a crow agent for the v1 client `v1_client` starts; see the module docs of
@@ -200,10 +200,7 @@ impl Client for CrowEditor {
             return Ok(());
         }
         match update_to_v1(&params.update) {
-            Some(update) => {
-                let n = v1::SessionNotification::new(session_of(&params.session_id), update);
-                self.v1.notify(v1::names::SESSION_UPDATE, &n).await
-            }
+            Some(update) => show(&self.v1, session_of(&params.session_id), update).await,
             None => Ok(()),
         }
     }

@@ -9,6 +9,7 @@ use acp_rpc::memory::PipeEnd;
 use acp_rpc::{Error, Peer, RequestContext};
 use acp_types::legacy::probe as p;
 use acp_types::legacy::probe::convert;
+use acp_types::time::now_rfc3339_seconds;
 use acp_types::v1;
 use async_trait::async_trait;
 
@@ -17,7 +18,7 @@ use super::{
     now_millis, probe_session_of, session_not_found, session_of, tools_of, unsupported_version,
 };
 use crate::translate::{LegacyEnd, OnDrop, V1End, V1Handshake, translate, update_kind, v1_routes};
-use crate::{AdapterOptions, Input, Output, lock, now_rfc3339};
+use crate::{AdapterOptions, Input, Output, lock};
 
 /// Serves the v1 agent `v1_agent` starts to a probe editor; see the module docs of
 /// [`super`] for the mapping.
@@ -110,15 +111,9 @@ fn mode_of(modes: Option<&v1::SessionModeState>) -> p::SessionMode {
 }
 
 /// The probe agent the editor sees; every call becomes v1 calls to the agent on the pipe.
-/// The probe agent the editor sees; every call becomes v1 calls to the agent on the pipe.
 type ProbeAgent = LegacyEnd<Sessions, ClientHandle>;
 
 impl ProbeAgent {
-    /// The v1 handshake, done once, before the first call.
-    async fn agent(&self) -> Result<&v1::InitializeResponse, Error> {
-        self.handshake.done(&self.v1).await
-    }
-
     /// A session of this connection, or `-32002`.
     fn known(&self, id: &p::SessionId) -> Result<v1::SessionId, Error> {
         let id = session_of(id);
@@ -140,7 +135,7 @@ impl Agent for ProbeAgent {
         if params.protocol_version.0 != p::PROTOCOL_VERSION {
             return Err(unsupported_version(&params.protocol_version.0));
         }
-        let init = self.agent().await?;
+        let init = self.handshake.done(&self.v1).await?;
         let server = match &init.agent_info {
             Some(info) => p::ServerInfo::new(info.name.clone(), info.version.clone()),
             None => p::ServerInfo::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
@@ -162,7 +157,7 @@ impl Agent for ProbeAgent {
         _params: p::NewSessionParams,
         _cx: &Context,
     ) -> Result<p::NewSessionResponse, Error> {
-        self.agent().await?;
+        self.handshake.done(&self.v1).await?;
         let request = self.options.new_session();
         let created = self.v1.typed_request(&request).await?;
         let mode = mode_of(created.modes.as_ref());
@@ -170,7 +165,7 @@ impl Agent for ProbeAgent {
         Ok(p::NewSessionResponse::new(
             probe_session_of(&created.session_id),
             mode,
-            now_rfc3339(),
+            now_rfc3339_seconds(),
         ))
     }
 
@@ -179,7 +174,7 @@ impl Agent for ProbeAgent {
         params: p::LoadSessionParams,
         _cx: &Context,
     ) -> Result<p::LoadSessionResponse, Error> {
-        let init = self.agent().await?;
+        let init = self.handshake.done(&self.v1).await?;
         let id = session_of(&params.session_id);
         let answer = |s: &mut SessionState| {
             p::LoadSessionResponse::new(params.session_id.clone(), s.mode.clone())
@@ -227,7 +222,7 @@ impl Agent for ProbeAgent {
         if changed {
             let updated = p::SessionUpdatedParams::new(params.session_id.clone())
                 .mode(params.mode.clone())
-                .updated_at(now_rfc3339());
+                .updated_at(now_rfc3339_seconds());
             cx.client().session_updated(updated).await?;
         }
         Ok(p::SetSessionModeResponse::new()
@@ -266,7 +261,7 @@ impl Agent for ProbeAgent {
         Ok(p::PromptResponse::new(
             params.session_id,
             content,
-            now_rfc3339(),
+            now_rfc3339_seconds(),
         ))
     }
 
@@ -391,7 +386,7 @@ impl V1Client {
                     Out::Mode(
                         p::SessionUpdatedParams::new(probe_id.clone())
                             .mode(mode)
-                            .updated_at(now_rfc3339()),
+                            .updated_at(now_rfc3339_seconds()),
                     )
                 })
             }

@@ -3,7 +3,7 @@
 //! capabilities, the running turns and the tool calls already shown.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use acp_rpc::memory::PipeEnd;
 use acp_rpc::{Error, ErrorCode, Peer, RequestContext};
@@ -16,8 +16,9 @@ use tokio::sync::OnceCell;
 
 use super::native::{AgentHandle, Client, connect_with};
 use super::{message_of, meta_of, probe_session_of, session_of, text_of, unsupported_version};
-use crate::translate::{LegacyEnd, OnDrop, V1End, translate, v1_routes};
-use crate::{AdapterOptions, Input, LocalFiles, Output, lock, refused};
+use crate::client_files::ClientFiles;
+use crate::translate::{LegacyEnd, OnDrop, V1End, show, translate, v1_routes};
+use crate::{AdapterOptions, Input, Output, lock, refused};
 
 /// Drives a probe agent for the v1 client `v1_client` starts; see the module docs of
 /// [`super`] for the mapping.
@@ -34,9 +35,8 @@ pub(crate) fn drive_for_v1_client(
     let config = super::with_dialect_timeout(options.config.clone());
     let shared = Shared {
         initialized: OnceCell::new_with(handshake),
-        capabilities: OnceLock::new(),
+        files: ClientFiles::new(&options, denied),
         state: Mutex::default(),
-        options,
     };
     translate(v1_client, shared, |end| {
         connect_with(end, reader, writer, config)
@@ -65,10 +65,9 @@ struct Turn {
 struct Shared {
     /// The agent's probe `initialize` answer.
     initialized: OnceCell<p::InitializeResponse>,
-    /// What the v1 client advertised in `initialize`.
-    capabilities: OnceLock<v1::ClientCapabilities>,
+    /// Where the agent's file calls go.
+    files: ClientFiles,
     state: Mutex<State>,
-    options: AdapterOptions,
 }
 
 /// The v1 modes of a probe session in `mode`: probe's two modes.
@@ -107,7 +106,7 @@ impl V1Agent {
         _cx: &RequestContext,
         r: v1::InitializeRequest,
     ) -> Result<v1::InitializeResponse, Error> {
-        let _ = self.capabilities.set(r.client_capabilities);
+        self.files.advertise(&r.client_capabilities);
         let agent = self.legacy()?;
         let answer = self
             .initialized
@@ -165,7 +164,7 @@ impl V1Agent {
                     continue;
                 }
             };
-            notify(cx.peer(), &r.session_id, update).await?;
+            show(cx.peer(), r.session_id.clone(), update).await?;
         }
         Ok(v1::LoadSessionResponse::new().modes(modes_of(&loaded.mode)))
     }
@@ -225,7 +224,7 @@ impl V1Agent {
         let text = text_of(&answer.content);
         if !turn.streamed && !text.is_empty() {
             let update = v1::SessionUpdate::agent_message_chunk(v1::ContentBlock::text(text));
-            notify(cx.peer(), &r.session_id, update).await?;
+            show(cx.peer(), r.session_id.clone(), update).await?;
         }
         let stop = if turn.cancelled {
             v1::StopReason::Cancelled
@@ -254,30 +253,12 @@ impl V1Agent {
     }
 }
 
-/// Sends a `session/update` to the user's client (`client`: the translation's v1 peer).
-async fn notify(
-    client: &Peer,
-    session: &v1::SessionId,
-    update: v1::SessionUpdate,
-) -> Result<(), Error> {
-    let n = v1::SessionNotification::new(session.clone(), update);
-    client.notify(v1::names::SESSION_UPDATE, &n).await
-}
-
 /// The probe editor the real agent sees; its calls go to the user's v1 client.
 type ProbeEditor = LegacyEnd<Shared, AgentHandle>;
 
 impl ProbeEditor {
     async fn update(&self, session: &p::SessionId, update: v1::SessionUpdate) -> Result<(), Error> {
-        let n = v1::SessionNotification::new(session_of(session), update);
-        self.v1.notify(v1::names::SESSION_UPDATE, &n).await
-    }
-
-    fn files(&self) -> v1::FileSystemCapabilities {
-        self.capabilities
-            .get()
-            .map(|c| c.fs.clone())
-            .unwrap_or_default()
+        show(&self.v1, session_of(session), update).await
     }
 
     /// The session a file call is about: the one named, else the one prompted last.
@@ -291,22 +272,15 @@ impl ProbeEditor {
                 ))
             })
     }
+}
 
-    /// `-32003`: the client serves no such file call and no local files are configured.
-    fn denied(method: &str) -> Error {
-        Error::new(
-            ErrorCode(p::ErrorCode::PERMISSION_DENIED.0),
-            format!("{method}: the editor did not allow this file operation"),
-        )
-        .with_data(json!({ "method": method, "dialect": "probe" }))
-    }
-
-    fn local(&self, method: &str) -> Result<&dyn LocalFiles, Error> {
-        self.options
-            .fs
-            .as_deref()
-            .ok_or_else(|| Self::denied(method))
-    }
+/// `-32003`: the client serves no such file call and no local files are configured.
+fn denied(method: &str) -> Error {
+    Error::new(
+        ErrorCode(p::ErrorCode::PERMISSION_DENIED.0),
+        format!("{method}: the editor did not allow this file operation"),
+    )
+    .with_data(json!({ "method": method, "dialect": "probe" }))
 }
 
 #[async_trait]
@@ -318,11 +292,7 @@ impl Client for ProbeEditor {
         let method = p::names::READ_TEXT_FILE;
         let session = self.session(r.session_id.as_ref(), method)?;
         let request = v1::ReadTextFileRequest::new(session, r.path);
-        let answer = if self.files().read_text_file {
-            self.v1.typed_request(&request).await?
-        } else {
-            self.local(method)?.read_text_file(request).await?
-        };
+        let answer = self.files.read_text_file(&self.v1, method, request).await?;
         Ok(p::ReadTextFileResponse::new(answer.content))
     }
 
@@ -333,11 +303,9 @@ impl Client for ProbeEditor {
         let method = p::names::WRITE_TEXT_FILE;
         let session = self.session(w.session_id.as_ref(), method)?;
         let request = v1::WriteTextFileRequest::new(session, w.path, w.content);
-        if self.files().write_text_file {
-            self.v1.typed_request(&request).await?;
-        } else {
-            self.local(method)?.write_text_file(request).await?;
-        }
+        self.files
+            .write_text_file(&self.v1, method, request)
+            .await?;
         Ok(p::WriteTextFileResponse::new().success(true))
     }
 
@@ -358,13 +326,13 @@ impl Client for ProbeEditor {
             if let Some(arguments) = call.arguments {
                 shown = shown.raw_input(arguments);
             }
-            v1::SessionUpdate::ToolCall(Box::new(shown))
+            shown.into()
         } else {
             let mut update = v1::ToolCallUpdate::new(call.id).status(status);
             if let Some(kind) = kind {
                 update = update.kind(kind);
             }
-            v1::SessionUpdate::ToolCallUpdate(Box::new(update))
+            update.into()
         };
         self.update(&t.session_id, update).await
     }

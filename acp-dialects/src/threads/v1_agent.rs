@@ -8,13 +8,14 @@ use std::sync::Mutex;
 use acp_rpc::memory::PipeEnd;
 use acp_rpc::{Error, Peer, RequestContext};
 use acp_types::legacy::threads as t;
+use acp_types::time::now_rfc3339_seconds;
 use acp_types::v1;
 use async_trait::async_trait;
 
 use super::native::{Agent, ClientHandle, Context, serve_with};
 use super::{line_offset_of, prompt_of, session_of, thread_of};
 use crate::translate::{LegacyEnd, OnDrop, V1End, V1Handshake, translate, update_kind, v1_routes};
-use crate::{AdapterOptions, Input, Output, lock, not_forwarded, now_rfc3339};
+use crate::{AdapterOptions, Input, Output, lock, not_forwarded};
 
 /// Serves the v1 agent `v1_agent` starts to a threads editor; see the module docs of
 /// [`super`] for the mapping.
@@ -55,7 +56,7 @@ impl ThreadState {
     fn new() -> Self {
         ThreadState {
             title: None,
-            modified_at: now_rfc3339(),
+            modified_at: now_rfc3339_seconds(),
             entries: Vec::new(),
             prompting: false,
         }
@@ -69,14 +70,15 @@ impl ThreadState {
             Some(t::ThreadEntry::Message(m)) if m.role == role => m.chunks.push(chunk),
             _ => self.entries.push(t::ThreadEntry::message(role, [chunk])),
         }
-        self.modified_at = now_rfc3339();
+        self.modified_at = now_rfc3339_seconds();
     }
 
-    fn metadata(&self, id: &v1::SessionId) -> t::ThreadMetadata {
-        let title = self.title.clone();
-        let title = title.unwrap_or_else(|| format!("Thread {}", id.0));
-        t::ThreadMetadata::new(thread_of(id), title, self.modified_at.clone())
-    }
+}
+
+/// A thread's metadata: its title, else `Thread <id>`.
+fn metadata(id: &v1::SessionId, title: Option<String>, modified_at: String) -> t::ThreadMetadata {
+    let title = title.unwrap_or_else(|| format!("Thread {}", id.0));
+    t::ThreadMetadata::new(thread_of(id), title, modified_at)
 }
 
 impl Threads {
@@ -100,17 +102,10 @@ fn thread_not_found(id: &str) -> Error {
 /// The threads agent the editor sees; every call becomes v1 calls to the agent on the pipe.
 type ThreadsAgent = LegacyEnd<Threads, ClientHandle>;
 
-impl ThreadsAgent {
-    /// The v1 handshake, done once, before the first call (the threads dialect has none).
-    async fn agent(&self) -> Result<&v1::InitializeResponse, Error> {
-        self.handshake.done(&self.v1).await
-    }
-}
-
 #[async_trait]
 impl Agent for ThreadsAgent {
     async fn get_threads(&self, _cx: &Context) -> Result<t::GetThreadsResponse, Error> {
-        let init = self.agent().await?;
+        let init = self.handshake.done(&self.v1).await?;
         let mut listed = Vec::new();
         if init.agent_capabilities.session_capabilities.list.is_some() {
             let request = v1::ListSessionsRequest::new().cwd(self.options.session_cwd());
@@ -120,19 +115,12 @@ impl Agent for ThreadsAgent {
         let threads = lock(&self.known);
         let mut out: Vec<t::ThreadMetadata> = threads
             .iter()
-            .map(|(id, state)| state.metadata(id))
+            .map(|(id, s)| metadata(id, s.title.clone(), s.modified_at.clone()))
             .collect();
         for info in listed {
             if !threads.contains_key(&info.session_id) {
-                let title = info
-                    .title
-                    .unwrap_or_else(|| format!("Thread {}", info.session_id.0));
-                let modified_at = info.updated_at.unwrap_or_else(now_rfc3339);
-                out.push(t::ThreadMetadata::new(
-                    thread_of(&info.session_id),
-                    title,
-                    modified_at,
-                ));
+                let modified_at = info.updated_at.unwrap_or_else(now_rfc3339_seconds);
+                out.push(metadata(&info.session_id, info.title, modified_at));
             }
         }
         out.sort_by(|a, b| a.id.0.cmp(&b.id.0));
@@ -140,7 +128,7 @@ impl Agent for ThreadsAgent {
     }
 
     async fn create_thread(&self, _cx: &Context) -> Result<t::CreateThreadResponse, Error> {
-        self.agent().await?;
+        self.handshake.done(&self.v1).await?;
         let new_session = self.options.new_session();
         let created = self.v1.typed_request(&new_session).await?;
         self.insert(created.session_id.clone());
@@ -148,7 +136,7 @@ impl Agent for ThreadsAgent {
     }
 
     async fn open_thread(&self, params: t::OpenThreadParams, _cx: &Context) -> Result<(), Error> {
-        let init = self.agent().await?;
+        let init = self.handshake.done(&self.v1).await?;
         let id = session_of(&params.thread_id);
         if self.knows(&id) {
             return Ok(());
@@ -177,7 +165,7 @@ impl Agent for ThreadsAgent {
     }
 
     async fn send_message(&self, params: t::SendMessageParams, _cx: &Context) -> Result<(), Error> {
-        self.agent().await?;
+        self.handshake.done(&self.v1).await?;
         let id = session_of(&params.thread_id);
         let prompt = prompt_of(&params.message);
         self.with(&id, |s| {

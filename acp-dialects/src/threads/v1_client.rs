@@ -12,7 +12,7 @@ use base64::Engine as _;
 use super::native::{AgentHandle, Client, connect_with};
 use super::{line_of, message_of, session_of, thread_of};
 use crate::client_files::ClientFiles;
-use crate::translate::{LegacyEnd, V1End, translate, v1_routes};
+use crate::translate::{LegacyEnd, V1End, show, translate, v1_routes};
 use crate::{AdapterOptions, Dialect, Input, Output, refused};
 
 /// Drives a threads agent for the v1 client `v1_client` starts; see the module docs of
@@ -25,7 +25,7 @@ pub(crate) fn drive_for_v1_client(
 ) -> Peer {
     let config = options.config.clone();
     let shared = Shared {
-        files: ClientFiles::new(Dialect::Threads, &options, NO_FILES),
+        files: ClientFiles::new(&options, no_files),
         listed_cwd: listed_cwd(&options),
     };
     translate(v1_client, shared, |end| {
@@ -52,9 +52,11 @@ struct Shared {
     listed_cwd: String,
 }
 
-/// Why a file call is refused when neither the client nor a local file system serves it.
-const NO_FILES: &str =
-    "v1 has no such method and no file system was configured (AdapterOptions::with_fs)";
+/// `-32601` for a file call neither the client nor a local file system serves.
+fn no_files(method: &str) -> Error {
+    let why = "v1 has no such method and no file system was configured (AdapterOptions::with_fs)";
+    refused(Dialect::Threads, method, why)
+}
 
 /// The updates that replay one history entry in `session/load`.
 fn replay(entry: &t::ThreadEntry, index: usize) -> Vec<v1::SessionUpdate> {
@@ -76,7 +78,7 @@ fn replay(entry: &t::ThreadEntry, index: usize) -> Vec<v1::SessionUpdate> {
                 .kind(v1::ToolKind::Read)
                 .status(v1::ToolCallStatus::Completed)
                 .locations([v1::ToolCallLocation::new(read.path.clone())]);
-            vec![v1::SessionUpdate::ToolCall(Box::new(call))]
+            vec![call.into()]
         }
         t::ThreadEntry::Unknown(_) => Vec::new(),
     }
@@ -162,12 +164,7 @@ impl V1Agent {
             .await?;
         for (i, entry) in history.entries.iter().enumerate() {
             for update in replay(entry, i) {
-                cx.peer()
-                    .notify(
-                        v1::names::SESSION_UPDATE,
-                        &v1::SessionNotification::new(p.session_id.clone(), update),
-                    )
-                    .await?;
+                show(cx.peer(), p.session_id.clone(), update).await?;
             }
         }
         Ok(v1::LoadSessionResponse::default())
@@ -203,11 +200,8 @@ impl Client for ThreadsEditor {
             tracing::warn!("a message chunk of an unknown type was dropped");
             return Ok(());
         };
-        let update = v1::SessionNotification::new(
-            session_of(&p.thread_id),
-            v1::SessionUpdate::agent_message_text(text.chunk),
-        );
-        self.v1.notify(v1::names::SESSION_UPDATE, &update).await
+        let update = v1::SessionUpdate::agent_message_text(text.chunk);
+        show(&self.v1, session_of(&p.thread_id), update).await
     }
 
     async fn read_text_file(

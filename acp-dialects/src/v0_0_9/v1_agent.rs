@@ -40,19 +40,14 @@ pub(crate) fn serve_v1_agent(
     })
 }
 
-/// What the editor has been shown of a v1 tool call, so updates can be completed (0.0.9's
-/// `updateToolCall` always carries a status, and its content replaces what was shown).
+/// What the editor has been shown of a v1 tool call: the id the editor chose for it, and
+/// the call as the agent has described it so far (0.0.9's `updateToolCall` always carries
+/// a status, and its content replaces what was shown, so every update is sent whole; a
+/// later permission request falls back on it).
 #[derive(Clone)]
 struct ShownToolCall {
-    /// The id the editor chose for it.
     id: z::ToolCallId,
-    title: String,
-    kind: v1::ToolKind,
-    status: z::ToolCallStatus,
-    content: Option<z::ToolCallContent>,
-    locations: Vec<z::ToolCallLocation>,
-    /// The v1 raw input, for the confirmation of a later permission request.
-    raw_input: Option<serde_json::Value>,
+    call: v1::ToolCall,
 }
 
 /// The state both ends of the translation share.
@@ -80,14 +75,9 @@ fn agent_run_auth_method(methods: &[v1::AuthMethod]) -> Option<v1::AuthMethodId>
 type ZeroNineAgent = LegacyEnd<Conversation, ClientHandle>;
 
 impl ZeroNineAgent {
-    /// The v1 handshake, done once, on the editor's `initialize` or before its first call.
-    async fn agent(&self) -> Result<&v1::InitializeResponse, Error> {
-        self.handshake.done(&self.v1).await
-    }
-
     /// The implicit session of the dialect's one conversation, created on first use.
     async fn session(&self) -> Result<&v1::SessionId, Error> {
-        self.agent().await?;
+        self.handshake.done(&self.v1).await?;
         self.session
             .get_or_try_init(|| async {
                 let created = self.v1.typed_request(&self.options.new_session()).await?;
@@ -110,7 +100,7 @@ impl Agent for ZeroNineAgent {
                 "initialize asked for another version; answering 0.0.9, the editor decides"
             );
         }
-        let init = self.agent().await?;
+        let init = self.handshake.done(&self.v1).await?;
         Ok(z::InitializeResponse::new(
             z::ProtocolVersion::current(),
             init.auth_methods.is_empty(),
@@ -118,7 +108,7 @@ impl Agent for ZeroNineAgent {
     }
 
     async fn authenticate(&self, _cx: &Context) -> Result<(), Error> {
-        let init = self.agent().await?;
+        let init = self.handshake.done(&self.v1).await?;
         if init.auth_methods.is_empty() {
             return Ok(());
         }
@@ -189,8 +179,8 @@ impl V1Client {
         lock(&self.tool_calls).get(id).cloned()
     }
 
-    fn remember(&self, id: v1::ToolCallId, shown: ShownToolCall) {
-        lock(&self.tool_calls).insert(id, shown);
+    fn remember(&self, shown: ShownToolCall) {
+        lock(&self.tool_calls).insert(shown.call.tool_call_id.clone(), shown);
     }
 
     async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
@@ -240,69 +230,47 @@ impl V1Client {
     /// `tool_call` -> `pushToolCall` (plus `updateToolCall` when it is already over, since
     /// a pushed call shows as running).
     async fn push(&self, call: v1::ToolCall) -> Result<(), Error> {
-        let content = convert::content_from_v1(&call.content);
-        let locations: Vec<_> = call
-            .locations
-            .iter()
-            .map(convert::location_from_v1)
-            .collect();
-        let mut push =
-            z::PushToolCallParams::new(call.title.clone(), convert::icon_for_kind(&call.kind))
-                .locations(locations.clone());
-        push.content = content.clone();
+        let locations = call.locations.iter().map(convert::location_from_v1);
+        let icon = convert::icon_for_kind(&call.kind);
+        let mut push = z::PushToolCallParams::new(call.title.clone(), icon).locations(locations);
+        push.content = convert::content_from_v1(&call.content);
         let pushed = self.legacy()?.push_tool_call(push).await?;
-        let status = convert::status_from_v1(&call.status);
-        let shown = ShownToolCall {
-            id: pushed.id,
-            title: call.title,
-            kind: call.kind,
-            status: z::ToolCallStatus::Running,
-            content,
-            locations,
-            raw_input: call.raw_input,
-        };
-        self.remember(call.tool_call_id.clone(), shown.clone());
-        if status != z::ToolCallStatus::Running {
-            self.send_update(call.tool_call_id, shown, Some(status), None)
-                .await?;
+        let shown = ShownToolCall { id: pushed.id, call };
+        self.remember(shown.clone());
+        if convert::status_from_v1(&shown.call.status) != z::ToolCallStatus::Running {
+            self.send_update(shown).await?;
         }
         Ok(())
     }
 
     /// `tool_call_update` -> `updateToolCall`, completed with what the editor already shows.
     async fn update_tool_call(&self, update: v1::ToolCallUpdate) -> Result<(), Error> {
-        let Some(shown) = self.shown(&update.tool_call_id) else {
+        let Some(mut shown) = self.shown(&update.tool_call_id) else {
             tracing::warn!(id = %update.tool_call_id.0, "tool_call_update for a tool call the editor was never shown; dropped");
             return Ok(());
         };
-        let status = update.status.as_ref().map(convert::status_from_v1);
-        let content = update.content.as_deref().map(convert::content_from_v1);
-        self.send_update(update.tool_call_id, shown, status, content)
-            .await
+        if let Some(status) = update.status {
+            shown.call.status = status;
+        }
+        if let Some(content) = update.content {
+            shown.call.content = content;
+        }
+        self.send_update(shown).await
     }
 
-    async fn send_update(
-        &self,
-        id: v1::ToolCallId,
-        mut shown: ShownToolCall,
-        status: Option<z::ToolCallStatus>,
-        content: Option<Option<z::ToolCallContent>>,
-    ) -> Result<(), Error> {
-        if let Some(status) = status {
-            shown.status = status;
-        }
-        if let Some(content) = content {
-            shown.content = content;
-        }
-        let mut update = z::UpdateToolCallParams::new(shown.id.clone(), shown.status.clone());
-        update.content = shown.content.clone();
+    /// `updateToolCall` with everything the editor shows of `shown`.
+    async fn send_update(&self, shown: ShownToolCall) -> Result<(), Error> {
+        let status = convert::status_from_v1(&shown.call.status);
+        let mut update = z::UpdateToolCallParams::new(shown.id.clone(), status);
+        update.content = convert::content_from_v1(&shown.call.content);
         self.legacy()?.update_tool_call(update).await?;
-        self.remember(id, shown);
+        self.remember(shown);
         Ok(())
     }
 
-    /// `session/request_permission` -> `requestToolCallConfirmation`; the editor's answer
-    /// names the tool call from then on, and its outcome selects one of the agent's options.
+    /// `session/request_permission` -> `requestToolCallConfirmation`, with what the request
+    /// leaves out taken from the announced call; the editor's answer names the tool call
+    /// from then on, and its outcome selects one of the agent's options.
     async fn request_permission(
         &self,
         cx: &RequestContext,
@@ -311,54 +279,24 @@ impl V1Client {
         // The tool call this asks about may have been announced just before: let its
         // pushToolCall go first.
         cx.notifications_handled().await;
-        let shown = self.shown(&p.tool_call.tool_call_id);
-        let call = &p.tool_call;
-        let title = call
-            .title
-            .clone()
-            .or_else(|| shown.as_ref().map(|s| s.title.clone()))
-            .unwrap_or_else(|| "Tool call".to_string());
-        let kind = call
-            .kind
-            .clone()
-            .or_else(|| shown.as_ref().map(|s| s.kind.clone()))
-            .unwrap_or(v1::ToolKind::Other);
-        let content = match &call.content {
-            Some(content) => convert::content_from_v1(content),
-            None => shown.as_ref().and_then(|s| s.content.clone()),
-        };
-        let locations = match &call.locations {
-            Some(locations) => locations.iter().map(convert::location_from_v1).collect(),
-            None => shown
-                .as_ref()
-                .map(|s| s.locations.clone())
-                .unwrap_or_default(),
-        };
-        let raw_input = call
-            .raw_input
-            .clone()
-            .or_else(|| shown.and_then(|s| s.raw_input));
-        let confirmation = convert::confirmation_for(&kind, &title, raw_input.as_ref());
-        let mut ask = z::RequestToolCallConfirmationParams::new(
-            title.clone(),
-            convert::icon_for_kind(&kind),
-            confirmation,
-        )
-        .locations(locations.clone());
-        ask.content = content.clone();
+        let asked = p.tool_call;
+        let shown = self.shown(&asked.tool_call_id).map(|s| s.call);
+        let mut call = shown.unwrap_or_else(|| v1::ToolCall::new(asked.tool_call_id, "Tool call"));
+        call.title = asked.title.unwrap_or(call.title);
+        call.kind = asked.kind.unwrap_or(call.kind);
+        call.content = asked.content.unwrap_or(call.content);
+        call.locations = asked.locations.unwrap_or(call.locations);
+        call.raw_input = asked.raw_input.or(call.raw_input);
+        // Confirmed or not, the call shows as running from here (0.0.9 has no pending).
+        call.status = v1::ToolCallStatus::InProgress;
+        let confirmation = convert::confirmation_for(&call.kind, &call.title, call.raw_input.as_ref());
+        let icon = convert::icon_for_kind(&call.kind);
+        let locations = call.locations.iter().map(convert::location_from_v1);
+        let mut ask = z::RequestToolCallConfirmationParams::new(call.title.clone(), icon, confirmation)
+            .locations(locations);
+        ask.content = convert::content_from_v1(&call.content);
         let answer = self.legacy()?.request_tool_call_confirmation(ask).await?;
-        self.remember(
-            call.tool_call_id.clone(),
-            ShownToolCall {
-                id: answer.id,
-                title,
-                kind,
-                status: z::ToolCallStatus::Running,
-                content,
-                locations,
-                raw_input,
-            },
-        );
+        self.remember(ShownToolCall { id: answer.id, call });
         Ok(v1::RequestPermissionResponse::new(
             convert::selection_for_outcome(&answer.outcome, &p.options),
         ))

@@ -17,7 +17,7 @@ use tokio::sync::OnceCell;
 use super::chunks_of;
 use super::native::{AgentHandle, Client, connect_with};
 use crate::client_files::ClientFiles;
-use crate::translate::{LegacyEnd, OnDrop, V1End, translate, v1_routes};
+use crate::translate::{LegacyEnd, OnDrop, V1End, show, translate, v1_routes};
 use crate::{AdapterOptions, Dialect, Input, Output, lock, refused};
 
 /// The id of the one session a 0.0.9 agent offers (the dialect has a single, implicit
@@ -42,7 +42,7 @@ pub(crate) fn drive_for_v1_client(
         .and_then(|answer| serde_json::from_value(answer).ok());
     let config = options.config.clone();
     let conversation = Conversation {
-        files: ClientFiles::new(Dialect::Legacy009, &options, NO_FILES),
+        files: ClientFiles::new(&options, no_files),
         initialized: OnceCell::new_with(handshake),
         session: OnceLock::new(),
         turn: Mutex::new(None),
@@ -74,14 +74,13 @@ struct Conversation {
     next_tool_call: AtomicU64,
 }
 
-/// Why a file call is refused when neither the client nor a local file system serves it.
-const NO_FILES: &str = "the v1 client does not offer this file method and no file system was configured (AdapterOptions::with_fs)";
+/// `-32601` for a file call neither the client nor a local file system serves.
+fn no_files(method: &str) -> Error {
+    let why = "the v1 client does not offer this file method and no file system was configured (AdapterOptions::with_fs)";
+    refused(Dialect::Legacy009, method, why)
+}
 
 impl Conversation {
-    fn turn(&self) -> std::sync::MutexGuard<'_, Option<Turn>> {
-        lock(&self.turn)
-    }
-
     fn session(&self, method: &str) -> Result<v1::SessionId, Error> {
         self.session.get().cloned().ok_or_else(|| {
             Error::invalid_request(format!(
@@ -207,7 +206,7 @@ impl V1Agent {
         self.known(&p.session_id)?;
         let chunks = chunks_of(&p.prompt)?;
         {
-            let mut turn = self.turn();
+            let mut turn = lock(&self.turn);
             if turn.is_some() {
                 return Err(Error::invalid_request(
                     "a turn is already running: a 0.0.9 agent takes one message at a time",
@@ -217,7 +216,7 @@ impl V1Agent {
             *turn = Some(Turn::default());
         }
         let _end = OnDrop(|| {
-            self.turn().take();
+            lock(&self.turn).take();
         });
         let agent = self.legacy()?;
         let result = agent
@@ -225,7 +224,7 @@ impl V1Agent {
             .await;
         // Chunks and tool calls the agent sent before its answer reach the client first.
         agent.peer().received_requests_handled().await;
-        let cancelled = self.turn().as_ref().is_some_and(|t| t.cancelled);
+        let cancelled = lock(&self.turn).as_ref().is_some_and(|t| t.cancelled);
         let stop_reason = match result {
             _ if cancelled => v1::StopReason::Cancelled,
             Ok(()) => v1::StopReason::EndTurn,
@@ -239,7 +238,7 @@ impl V1Agent {
             tracing::debug!(session = %p.session_id.0, "session/cancel for an unknown session");
             return Ok(());
         }
-        match self.turn().as_mut() {
+        match lock(&self.turn).as_mut() {
             Some(turn) => turn.cancelled = true,
             None => {
                 tracing::debug!("session/cancel with no turn running: nothing to cancel");
@@ -258,13 +257,7 @@ type ZeroNineEditor = LegacyEnd<Conversation, AgentHandle>;
 
 impl ZeroNineEditor {
     async fn update(&self, method: &str, update: v1::SessionUpdate) -> Result<(), Error> {
-        let session = self.session(method)?;
-        self.v1
-            .notify(
-                v1::names::SESSION_UPDATE,
-                &v1::SessionNotification::new(session, update),
-            )
-            .await
+        show(&self.v1, self.session(method)?, update).await
     }
 
     /// The v1 tool call a 0.0.9 one stands for, as first shown.
@@ -304,11 +297,7 @@ impl Client for ZeroNineEditor {
     ) -> Result<z::PushToolCallResponse, Error> {
         let (id, v1_id) = self.allocate_tool_call();
         let call = Self::tool_call(v1_id, &p, v1::ToolCallStatus::InProgress);
-        self.update(
-            z::names::PUSH_TOOL_CALL,
-            v1::SessionUpdate::ToolCall(Box::new(call)),
-        )
-        .await?;
+        self.update(z::names::PUSH_TOOL_CALL, call.into()).await?;
         Ok(z::PushToolCallResponse::new(id))
     }
 
@@ -325,11 +314,7 @@ impl Client for ZeroNineEditor {
         let update = v1::ToolCallUpdate::new(v1_tool_call_id(&p.tool_call_id))
             .status(convert::status_to_v1(&p.status))
             .content(content.unwrap_or_default());
-        self.update(
-            z::names::UPDATE_TOOL_CALL,
-            v1::SessionUpdate::ToolCallUpdate(Box::new(update)),
-        )
-        .await
+        self.update(z::names::UPDATE_TOOL_CALL, update.into()).await
     }
 
     async fn request_tool_call_confirmation(
@@ -344,7 +329,7 @@ impl Client for ZeroNineEditor {
         call.raw_input = serde_json::to_value(&p.confirmation).ok();
         self.update(
             z::names::REQUEST_TOOL_CALL_CONFIRMATION,
-            v1::SessionUpdate::ToolCall(Box::new(call.clone())),
+            call.clone().into(),
         )
         .await?;
         let answer: v1::RequestPermissionResponse = self
