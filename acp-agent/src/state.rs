@@ -80,18 +80,32 @@ impl Session {
 pub(crate) struct InFlight {
     count: AtomicUsize,
     idle: Notify,
+    /// Callers in `wait_idle`. A send that brings the count to zero wakes them only when
+    /// there are some: each update is a send, and a wake takes the notifier's lock.
+    waiters: AtomicUsize,
 }
 
 impl InFlight {
     pub(crate) fn enter(self: &Arc<Self>) -> InFlightGuard {
-        self.count.fetch_add(1, Ordering::AcqRel);
+        self.count.fetch_add(1, Ordering::SeqCst);
         InFlightGuard(self.clone())
     }
 
     pub(crate) async fn wait_idle(&self) {
+        struct Waiting<'a>(&'a AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        // Counted before the count is checked, and the last send reads this after bringing
+        // the count to zero (all sequentially consistent): either the check sees zero or the
+        // send sees this waiter, whose `notified` (created before the check) it then wakes.
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(&self.waiters);
         loop {
             let notified = self.idle.notified();
-            if self.count.load(Ordering::Acquire) == 0 {
+            if self.count.load(Ordering::SeqCst) == 0 {
                 return;
             }
             notified.await;
@@ -103,7 +117,9 @@ pub(crate) struct InFlightGuard(Arc<InFlight>);
 
 impl Drop for InFlightGuard {
     fn drop(&mut self) {
-        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1
+            && self.0.waiters.load(Ordering::SeqCst) > 0
+        {
             self.0.idle.notify_waiters();
         }
     }
