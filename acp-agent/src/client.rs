@@ -36,6 +36,19 @@ fn missing(method: &str, capability: &str) -> Error {
     .with_data(serde_json::json!({ "method": method, "capability": capability }))
 }
 
+/// The refusal of a call the agent's own `initialize` answer did not advertise (unstable
+/// methods that only make sense when the agent offers them), shaped like [`missing`].
+#[cfg(any(feature = "unstable_auth_status", feature = "unstable_mcp_over_acp"))]
+fn not_offered(method: &str, capability: &str) -> Error {
+    Error::new(
+        CAPABILITY_NOT_ADVERTISED,
+        format!(
+            "{method} not sent: the agent did not advertise {capability} in its initialize answer"
+        ),
+    )
+    .with_data(serde_json::json!({ "method": method, "capability": capability }))
+}
+
 impl ClientHandle {
     /// The client's capabilities, once `initialize` has succeeded (a repeated `initialize`
     /// replaces them).
@@ -220,14 +233,10 @@ impl ClientHandle {
             .auth_status_advertised
             .load(std::sync::atomic::Ordering::Acquire)
         {
-            return Err(Error::new(
-                CAPABILITY_NOT_ADVERTISED,
-                "auth/status_update not sent: the agent did not advertise auth.status in its initialize answer",
-            )
-            .with_data(serde_json::json!({
-                "method": AuthStatusUpdateNotification::METHOD,
-                "capability": "auth.status",
-            })));
+            return Err(not_offered(
+                AuthStatusUpdateNotification::METHOD,
+                "auth.status",
+            ));
         }
         self.inner
             .peer
@@ -246,14 +255,10 @@ impl ClientHandle {
         {
             return Ok(());
         }
-        Err(Error::new(
-            CAPABILITY_NOT_ADVERTISED,
-            "mcp/message not sent: the agent did not advertise mcpCapabilities.acp in its initialize answer",
-        )
-        .with_data(serde_json::json!({
-            "method": MessageMcpRequest::METHOD,
-            "capability": "mcpCapabilities.acp",
-        })))
+        Err(not_offered(
+            MessageMcpRequest::METHOD,
+            "mcpCapabilities.acp",
+        ))
     }
 
     /// `mcp/message` (request; unstable, feature `unstable_mcp_over_acp`): one inner MCP
