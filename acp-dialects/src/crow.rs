@@ -69,8 +69,8 @@
 // the other dialects': every incoming message is read accepting either spelling of its
 // session id (`respelled`), which the table has no way to say.
 mod native;
-mod v1_agent;
-mod v1_client;
+pub(crate) mod v1_agent;
+pub(crate) mod v1_client;
 
 use acp_rpc::Error;
 use acp_types::legacy::crow as c;
@@ -83,8 +83,6 @@ pub use native::{
     Agent, AgentConnection, AgentHandle, Client, ClientConnection, ClientHandle, Context, connect,
     connect_with, framing, respelled, serve, serve_with,
 };
-pub(crate) use v1_agent::serve_v1_agent;
-pub(crate) use v1_client::drive_for_v1_client;
 
 // What both translations share, each mapping next to its inverse.
 

@@ -219,11 +219,15 @@ impl Translation {
     }
 }
 
-/// The legacy dialects, each with the feature that compiles it and its module: the one
-/// table the modules, [`serve_v1_agent`], [`drive_for_v1_client`] and
-/// [`negotiation::compiled_dialects`] are written from.
+/// The legacy dialects, each with the feature that compiles it, its module and, where the
+/// dialect adjusts its wire's configuration, the function that does: the one table the
+/// modules, [`serve_v1_agent`], [`drive_for_v1_client`] and
+/// [`negotiation::compiled_dialects`] are written from. Each translation starts the same
+/// way: the state of the module's `v1_agent.rs` or `v1_client.rs` (its `state`, built from
+/// the options), and the dialect's own side (`serve_with` or `connect_with`) on the legacy
+/// wire, handed to [`translate::translate`].
 macro_rules! legacy_dialects {
-    ($($feature:literal => $variant:ident in $module:ident),* $(,)?) => {
+    ($($feature:literal => $variant:ident in $module:ident $(with $config:path)?),* $(,)?) => {
         $(#[cfg(feature = $feature)] pub mod $module;)*
 
         /// Whether this build speaks `dialect` (v1 always, a legacy one with its feature).
@@ -237,7 +241,8 @@ macro_rules! legacy_dialects {
         /// Serves a v1 agent to an editor speaking the legacy `dialect` over
         /// `reader`/`writer`: `v1_agent` starts the user's v1 agent connection on the pipe
         /// end it is given and returns its [`Peer`]. `None` for a dialect this build has no
-        /// translation for (v1 itself, or one compiled out).
+        /// translation for (v1 itself, or one compiled out). The dialect's module docs hold
+        /// the mapping.
         pub fn serve_v1_agent(
             dialect: Dialect,
             v1_agent: impl FnOnce(PipeEnd) -> Peer,
@@ -245,9 +250,15 @@ macro_rules! legacy_dialects {
             writer: impl Output,
             options: AdapterOptions,
         ) -> Option<Translation> {
+            let config = options.config.clone();
             let legacy = match dialect {
                 $(#[cfg(feature = $feature)]
-                Dialect::$variant => $module::serve_v1_agent(v1_agent, reader, writer, options),)*
+                Dialect::$variant => {
+                    $(let config = $config(config);)?
+                    translate::translate(v1_agent, $module::v1_agent::state(options), |end| {
+                        $module::serve_with(end, reader, writer, config)
+                    })
+                })*
                 _ => return None,
             };
             Some(Translation { dialect, legacy })
@@ -256,7 +267,7 @@ macro_rules! legacy_dialects {
         /// Drives an agent speaking the legacy `dialect` (its stdout is `reader`, its stdin
         /// `writer`) for a v1 client: `v1_client` starts the user's v1 client connection on
         /// the pipe end it is given and returns its [`Peer`]. `None` for a dialect this build
-        /// has no translation for.
+        /// has no translation for. The dialect's module docs hold the mapping.
         pub fn drive_for_v1_client(
             dialect: Dialect,
             v1_client: impl FnOnce(PipeEnd) -> Peer,
@@ -264,9 +275,15 @@ macro_rules! legacy_dialects {
             writer: impl Output,
             options: AdapterOptions,
         ) -> Option<Translation> {
+            let config = options.config.clone();
             let legacy = match dialect {
                 $(#[cfg(feature = $feature)]
-                Dialect::$variant => $module::drive_for_v1_client(v1_client, reader, writer, options),)*
+                Dialect::$variant => {
+                    $(let config = $config(config);)?
+                    translate::translate(v1_client, $module::v1_client::state(options), |end| {
+                        $module::connect_with(end, reader, writer, config)
+                    })
+                })*
                 _ => return None,
             };
             Some(Translation { dialect, legacy })
@@ -277,7 +294,7 @@ macro_rules! legacy_dialects {
 legacy_dialects! {
     "legacy-0-0-9" => Legacy009 in v0_0_9,
     "legacy-threads" => Threads in threads,
-    "probe" => Probe in probe,
+    "probe" => Probe in probe with probe::with_dialect_timeout,
     "crow" => Crow in crow,
 }
 

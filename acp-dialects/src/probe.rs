@@ -74,8 +74,8 @@
 #[path = "generated/probe.rs"]
 #[rustfmt::skip]
 mod native;
-mod v1_agent;
-mod v1_client;
+pub(crate) mod v1_agent;
+pub(crate) mod v1_client;
 
 use acp_rpc::{Config, Error, ErrorCode};
 use acp_types::legacy::probe as p;
@@ -103,8 +103,6 @@ pub fn with_dialect_timeout(config: Config) -> Config {
         config.with_default_timeout(Some(p::DEFAULT_REQUEST_TIMEOUT))
     }
 }
-pub(crate) use v1_agent::serve_v1_agent;
-pub(crate) use v1_client::drive_for_v1_client;
 
 /// The `_meta` key of a v1 `initialize` answer that holds the tools a probe agent
 /// advertises (an array of probe tool definitions), in both translations.

@@ -64,8 +64,8 @@
 #[path = "generated/threads.rs"]
 #[rustfmt::skip]
 mod native;
-mod v1_agent;
-mod v1_client;
+pub(crate) mod v1_agent;
+pub(crate) mod v1_client;
 
 use crate::translate::{prompt_pieces, text_or_mention};
 use acp_rpc::Error;
@@ -76,8 +76,6 @@ pub use native::{
     Agent, AgentConnection, AgentHandle, Client, ClientConnection, ClientHandle, Context, connect,
     connect_with, serve, serve_with,
 };
-pub(crate) use v1_agent::serve_v1_agent;
-pub(crate) use v1_client::drive_for_v1_client;
 
 /// The wire of the dialect: [`acp_rpc::Dialect::threads`] (no `jsonrpc` member, no
 /// notifications, ids from 0).

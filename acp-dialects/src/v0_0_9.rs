@@ -72,8 +72,8 @@
 #[path = "generated/v0_0_9.rs"]
 #[rustfmt::skip]
 mod native;
-mod v1_agent;
-mod v1_client;
+pub(crate) mod v1_agent;
+pub(crate) mod v1_client;
 
 use std::path::Path;
 
@@ -87,8 +87,6 @@ pub use native::{
     Agent, AgentConnection, AgentHandle, Client, ClientConnection, ClientHandle, Context, connect,
     connect_with, serve, serve_with,
 };
-pub(crate) use v1_agent::serve_v1_agent;
-pub(crate) use v1_client::drive_for_v1_client;
 pub use v1_client::{AUTH_METHOD_ID, SESSION_ID};
 
 // What the method table cannot say about the native sides.

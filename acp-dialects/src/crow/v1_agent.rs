@@ -5,34 +5,23 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use acp_rpc::memory::PipeEnd;
-use acp_rpc::{Error, Peer, RequestContext};
+use acp_rpc::{Error, RequestContext};
 use acp_types::legacy::crow as c;
 use acp_types::v1;
 use async_trait::async_trait;
 use tokio::sync::oneshot;
 
-use super::native::{Agent, ClientHandle, Context, serve_with};
+use super::native::{Agent, ClientHandle, Context};
 use super::{crow_session_of, prompt_to_v1, session_of, update_from_v1};
-use crate::translate::{LegacyEnd, V1End, translate, v1_routes};
-use crate::{AdapterOptions, Input, Output, lock, not_forwarded};
+use crate::translate::{LegacyEnd, V1End, v1_routes};
+use crate::{AdapterOptions, lock, not_forwarded};
 
-/// Serves the v1 agent `v1_agent` starts to a crow editor; see the module docs of
-/// [`super`] for the mapping.
-pub(crate) fn serve_v1_agent(
-    v1_agent: impl FnOnce(PipeEnd) -> Peer,
-    reader: impl Input,
-    writer: impl Output,
-    options: AdapterOptions,
-) -> Peer {
-    let config = options.config.clone();
-    let permissions = Permissions {
+/// What the two ends of a v1 agent in front of a crow editor share, built from `options`.
+pub(crate) fn state(options: AdapterOptions) -> Permissions {
+    Permissions {
         waiting: Mutex::default(),
         options,
-    };
-    translate(v1_agent, permissions, |end| {
-        serve_with(end, reader, writer, config)
-    })
+    }
 }
 
 /// Where a waiting permission request gets the chosen option id, or `None` when dismissed.
@@ -40,7 +29,7 @@ type Answer = oneshot::Sender<Option<String>>;
 
 /// The state both ends of the translation share: the permission requests waiting for the
 /// editor, by session and tool call.
-struct Permissions {
+pub(crate) struct Permissions {
     waiting: Mutex<HashMap<(v1::SessionId, String), Answer>>,
     options: AdapterOptions,
 }

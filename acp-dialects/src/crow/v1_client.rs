@@ -1,30 +1,18 @@
 //! A crow agent behind a v1 client: the translation for the client's role, on the
 //! skeleton of [`crate::translate`] (its two ends share no state).
 
-use acp_rpc::memory::PipeEnd;
-use acp_rpc::{Error, Peer, RequestContext};
+use acp_rpc::{Error, RequestContext};
 use acp_types::legacy::crow as c;
 use acp_types::v1;
 use async_trait::async_trait;
 
-use super::native::{AgentHandle, Client, connect_with};
+use super::native::{AgentHandle, Client};
 use super::{crow_session_of, prompt_from_v1, session_of, update_to_v1};
-use crate::translate::{LegacyEnd, V1End, show, translate, v1_routes};
-use crate::{AdapterOptions, Input, Output, refused};
+use crate::translate::{LegacyEnd, V1End, show, v1_routes};
+use crate::{AdapterOptions, refused};
 
-/// Drives a crow agent for the v1 client `v1_client` starts; see the module docs of
-/// [`super`] for the mapping.
-pub(crate) fn drive_for_v1_client(
-    v1_client: impl FnOnce(PipeEnd) -> Peer,
-    reader: impl Input,
-    writer: impl Output,
-    options: AdapterOptions,
-) -> Peer {
-    let config = options.config.clone();
-    translate(v1_client, (), |end| {
-        connect_with(end, reader, writer, config)
-    })
-}
+/// The two ends of a crow agent behind a v1 client share nothing.
+pub(crate) fn state(_options: AdapterOptions) {}
 
 /// The v1 agent the user's connection talks to on the pipe; its calls go to the crow agent.
 type V1Agent = V1End<(), AgentHandle>;

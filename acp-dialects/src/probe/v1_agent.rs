@@ -5,42 +5,31 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use acp_rpc::memory::PipeEnd;
-use acp_rpc::{Error, Peer, RequestContext};
+use acp_rpc::{Error, RequestContext};
 use acp_types::legacy::probe as p;
 use acp_types::legacy::probe::convert;
 use acp_types::time::now_rfc3339_seconds;
 use acp_types::v1;
 use async_trait::async_trait;
 
-use super::native::{Agent, ClientHandle, Context, serve_with};
+use super::native::{Agent, ClientHandle, Context};
 use super::{
     now_millis, probe_session_of, session_not_found, session_of, tools_of, unsupported_version,
 };
-use crate::translate::{LegacyEnd, OnDrop, V1End, V1Handshake, translate, update_kind, v1_routes};
-use crate::{AdapterOptions, Input, Output, lock};
+use crate::translate::{LegacyEnd, OnDrop, V1End, V1Handshake, update_kind, v1_routes};
+use crate::{AdapterOptions, lock};
 
-/// Serves the v1 agent `v1_agent` starts to a probe editor; see the module docs of
-/// [`super`] for the mapping.
-pub(crate) fn serve_v1_agent(
-    v1_agent: impl FnOnce(PipeEnd) -> Peer,
-    reader: impl Input,
-    writer: impl Output,
-    options: AdapterOptions,
-) -> Peer {
-    let config = super::with_dialect_timeout(options.config.clone());
-    let sessions = Sessions {
+/// What the two ends of a v1 agent in front of a probe editor share, built from `options`.
+pub(crate) fn state(options: AdapterOptions) -> Sessions {
+    Sessions {
         handshake: V1Handshake::reading(true),
         known: Mutex::default(),
         options,
-    };
-    translate(v1_agent, sessions, |end| {
-        serve_with(end, reader, writer, config)
-    })
+    }
 }
 
 /// The state both ends of the translation share: the sessions this connection knows.
-struct Sessions {
+pub(crate) struct Sessions {
     handshake: V1Handshake,
     known: Mutex<HashMap<v1::SessionId, SessionState>>,
     options: AdapterOptions,

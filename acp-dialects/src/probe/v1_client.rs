@@ -5,8 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
-use acp_rpc::memory::PipeEnd;
-use acp_rpc::{Error, ErrorCode, Peer, RequestContext};
+use acp_rpc::{Error, ErrorCode, RequestContext};
 use acp_types::legacy::probe as p;
 use acp_types::legacy::probe::convert;
 use acp_types::v1;
@@ -14,33 +13,23 @@ use async_trait::async_trait;
 use serde_json::json;
 use tokio::sync::OnceCell;
 
-use super::native::{AgentHandle, Client, connect_with};
+use super::native::{AgentHandle, Client};
 use super::{message_of, meta_of, probe_session_of, session_of, text_of, unsupported_version};
 use crate::client_files::ClientFiles;
-use crate::translate::{LegacyEnd, OnDrop, V1End, show, translate, v1_routes};
-use crate::{AdapterOptions, Input, Output, lock, refused};
+use crate::translate::{LegacyEnd, OnDrop, V1End, show, v1_routes};
+use crate::{AdapterOptions, lock, refused};
 
-/// Drives a probe agent for the v1 client `v1_client` starts; see the module docs of
-/// [`super`] for the mapping.
-pub(crate) fn drive_for_v1_client(
-    v1_client: impl FnOnce(PipeEnd) -> Peer,
-    reader: impl Input,
-    writer: impl Output,
-    options: AdapterOptions,
-) -> Peer {
+/// What the two ends of a probe agent behind a v1 client share, built from `options`.
+pub(crate) fn state(options: AdapterOptions) -> Shared {
     let handshake = options
         .handshake
         .clone()
         .and_then(|answer| serde_json::from_value(answer).ok());
-    let config = super::with_dialect_timeout(options.config.clone());
-    let shared = Shared {
+    Shared {
         initialized: OnceCell::new_with(handshake),
         files: ClientFiles::new(&options, denied),
         state: Mutex::default(),
-    };
-    translate(v1_client, shared, |end| {
-        connect_with(end, reader, writer, config)
-    })
+    }
 }
 
 /// What changes as the conversation goes.
@@ -62,7 +51,7 @@ struct Turn {
 }
 
 /// The state both ends of the translation share.
-struct Shared {
+pub(crate) struct Shared {
     /// The agent's probe `initialize` answer.
     initialized: OnceCell<p::InitializeResponse>,
     /// Where the agent's file calls go.

@@ -5,40 +5,29 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use acp_rpc::memory::PipeEnd;
-use acp_rpc::{Error, Peer, RequestContext};
+use acp_rpc::{Error, RequestContext};
 use acp_types::legacy::threads as t;
 use acp_types::time::now_rfc3339_seconds;
 use acp_types::v1;
 use async_trait::async_trait;
 
-use super::native::{Agent, ClientHandle, Context, serve_with};
+use super::native::{Agent, ClientHandle, Context};
 use super::{line_offset_of, prompt_of, session_of, thread_of};
-use crate::translate::{LegacyEnd, OnDrop, V1End, V1Handshake, translate, update_kind, v1_routes};
-use crate::{AdapterOptions, Input, Output, lock, not_forwarded};
+use crate::translate::{LegacyEnd, OnDrop, V1End, V1Handshake, update_kind, v1_routes};
+use crate::{AdapterOptions, lock, not_forwarded};
 
-/// Serves the v1 agent `v1_agent` starts to a threads editor; see the module docs of
-/// [`super`] for the mapping.
-pub(crate) fn serve_v1_agent(
-    v1_agent: impl FnOnce(PipeEnd) -> Peer,
-    reader: impl Input,
-    writer: impl Output,
-    options: AdapterOptions,
-) -> Peer {
-    let config = options.config.clone();
-    let threads = Threads {
+/// What the two ends of a v1 agent in front of a threads editor share, built from `options`.
+pub(crate) fn state(options: AdapterOptions) -> Threads {
+    Threads {
         handshake: V1Handshake::reading(false),
         known: Mutex::default(),
         options,
-    };
-    translate(v1_agent, threads, |end| {
-        serve_with(end, reader, writer, config)
-    })
+    }
 }
 
 /// The state both ends of the translation share: the threads this connection knows, with
 /// what the editor can ask about them.
-struct Threads {
+pub(crate) struct Threads {
     handshake: V1Handshake,
     known: Mutex<HashMap<v1::SessionId, ThreadState>>,
     options: AdapterOptions,

@@ -2,35 +2,24 @@
 //! skeleton of [`crate::translate`]. [`Shared`] is what its two ends share: where the
 //! agent's file calls go, and the `cwd` sessions are listed with.
 
-use acp_rpc::memory::PipeEnd;
-use acp_rpc::{Error, Peer, RequestContext};
+use acp_rpc::{Error, RequestContext};
 use acp_types::legacy::threads as t;
 use acp_types::v1;
 use async_trait::async_trait;
 use base64::Engine as _;
 
-use super::native::{AgentHandle, Client, connect_with};
+use super::native::{AgentHandle, Client};
 use super::{line_of, message_of, session_of, thread_of};
 use crate::client_files::ClientFiles;
-use crate::translate::{LegacyEnd, V1End, show, translate, v1_routes};
-use crate::{AdapterOptions, Dialect, Input, Output, refused};
+use crate::translate::{LegacyEnd, V1End, show, v1_routes};
+use crate::{AdapterOptions, Dialect, refused};
 
-/// Drives a threads agent for the v1 client `v1_client` starts; see the module docs of
-/// [`super`] for the mapping.
-pub(crate) fn drive_for_v1_client(
-    v1_client: impl FnOnce(PipeEnd) -> Peer,
-    reader: impl Input,
-    writer: impl Output,
-    options: AdapterOptions,
-) -> Peer {
-    let config = options.config.clone();
-    let shared = Shared {
+/// What the two ends of a threads agent behind a v1 client share, built from `options`.
+pub(crate) fn state(options: AdapterOptions) -> Shared {
+    Shared {
         files: ClientFiles::new(&options, no_files),
         listed_cwd: listed_cwd(&options),
-    };
-    translate(v1_client, shared, |end| {
-        connect_with(end, reader, writer, config)
-    })
+    }
 }
 
 /// The `cwd` reported for every session in `session/list`: [`AdapterOptions::cwd`], else
@@ -45,7 +34,7 @@ fn listed_cwd(options: &AdapterOptions) -> String {
 }
 
 /// The state both ends of the translation share.
-struct Shared {
+pub(crate) struct Shared {
     /// Where the agent's file calls go.
     files: ClientFiles,
     /// The `cwd` of every session in `session/list`.

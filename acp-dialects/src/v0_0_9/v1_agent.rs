@@ -6,8 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
-use acp_rpc::memory::PipeEnd;
-use acp_rpc::{Error, Peer, RequestContext};
+use acp_rpc::{Error, RequestContext};
 use acp_types::legacy::v0_0_9 as z;
 use acp_types::legacy::v0_0_9::convert;
 use acp_types::v1;
@@ -15,29 +14,19 @@ use async_trait::async_trait;
 use tokio::sync::OnceCell;
 
 use super::block_of;
-use super::native::{Agent, ClientHandle, Context, serve_with};
-use crate::translate::{LegacyEnd, V1End, V1Handshake, translate, update_kind, v1_routes};
-use crate::{AdapterOptions, Dialect, Input, Output, lock, not_forwarded};
+use super::native::{Agent, ClientHandle, Context};
+use crate::translate::{LegacyEnd, V1End, V1Handshake, update_kind, v1_routes};
+use crate::{AdapterOptions, Dialect, lock, not_forwarded};
 
-/// Serves the v1 agent `v1_agent` starts to a 0.0.9 editor; see the module docs of
-/// [`super`] for the mapping.
-pub(crate) fn serve_v1_agent(
-    v1_agent: impl FnOnce(PipeEnd) -> Peer,
-    reader: impl Input,
-    writer: impl Output,
-    options: AdapterOptions,
-) -> Peer {
-    let config = options.config.clone();
-    let conversation = Conversation {
+/// What the two ends of a v1 agent in front of a 0.0.9 editor share, built from `options`.
+pub(crate) fn state(options: AdapterOptions) -> Conversation {
+    Conversation {
         handshake: V1Handshake::reading(true),
         session: OnceCell::new(),
         tool_calls: Mutex::default(),
         prompting: Mutex::default(),
         options,
-    };
-    translate(v1_agent, conversation, |end| {
-        serve_with(end, reader, writer, config)
-    })
+    }
 }
 
 /// What the editor has been shown of a v1 tool call: the id the editor chose for it, and
@@ -51,7 +40,7 @@ struct ShownToolCall {
 }
 
 /// The state both ends of the translation share.
-struct Conversation {
+pub(crate) struct Conversation {
     handshake: V1Handshake,
     /// The implicit session of the dialect's one conversation, once created.
     session: OnceCell<v1::SessionId>,

@@ -5,8 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use acp_rpc::memory::PipeEnd;
-use acp_rpc::{Error, Peer, RequestContext};
+use acp_rpc::{Error, RequestContext};
 use acp_types::legacy::v0_0_9 as z;
 use acp_types::legacy::v0_0_9::convert;
 use acp_types::v1;
@@ -15,10 +14,10 @@ use serde_json::json;
 use tokio::sync::OnceCell;
 
 use super::chunks_of;
-use super::native::{AgentHandle, Client, connect_with};
+use super::native::{AgentHandle, Client};
 use crate::client_files::ClientFiles;
-use crate::translate::{LegacyEnd, OnDrop, V1End, show, translate, v1_routes};
-use crate::{AdapterOptions, Dialect, Input, Output, lock, refused};
+use crate::translate::{LegacyEnd, OnDrop, V1End, show, v1_routes};
+use crate::{AdapterOptions, Dialect, lock, refused};
 
 /// The id of the one session a 0.0.9 agent offers (the dialect has a single, implicit
 /// conversation).
@@ -28,29 +27,19 @@ pub const SESSION_ID: &str = "legacy-0.0.9";
 /// authenticated; `authenticate` with it runs the agent's own login flow.
 pub const AUTH_METHOD_ID: &str = "agent-login";
 
-/// Drives a 0.0.9 agent for the v1 client `v1_client` starts; see the module docs of
-/// [`super`] for the mapping.
-pub(crate) fn drive_for_v1_client(
-    v1_client: impl FnOnce(PipeEnd) -> Peer,
-    reader: impl Input,
-    writer: impl Output,
-    options: AdapterOptions,
-) -> Peer {
+/// What the two ends of a 0.0.9 agent behind a v1 client share, built from `options`.
+pub(crate) fn state(options: AdapterOptions) -> Conversation {
     let handshake = options
         .handshake
         .clone()
         .and_then(|answer| serde_json::from_value(answer).ok());
-    let config = options.config.clone();
-    let conversation = Conversation {
+    Conversation {
         files: ClientFiles::new(&options, no_files),
         initialized: OnceCell::new_with(handshake),
         session: OnceLock::new(),
         turn: Mutex::new(None),
         next_tool_call: AtomicU64::new(0),
-    };
-    translate(v1_client, conversation, |end| {
-        connect_with(end, reader, writer, config)
-    })
+    }
 }
 
 /// The running turn of the implicit session.
@@ -61,7 +50,7 @@ struct Turn {
 }
 
 /// The state both ends of the translation share.
-struct Conversation {
+pub(crate) struct Conversation {
     /// Where the agent's file calls go.
     files: ClientFiles,
     /// The agent's 0.0.9 `initialize` answer.
