@@ -15,52 +15,35 @@ use tokio::sync::OnceCell;
 
 use crate::Connection;
 
-/// The end of a translation the user's v1 side talks to: the shared state (it derefs to
-/// it) and the legacy peer's typed handle `H`.
-pub(crate) struct V1End<S, H> {
+/// One end of a translation: the state both ends share (it derefs to it), the legacy
+/// peer's typed handle `H`, and `V`: nothing on the [`V1End`], the user's v1 side's peer on
+/// the [`LegacyEnd`].
+pub(crate) struct End<S, H, V> {
     state: Arc<S>,
     legacy: Arc<OnceLock<H>>,
+    /// The user's v1 agent (agent role) or v1 client (client role), on the [`LegacyEnd`].
+    pub(crate) v1: V,
 }
+
+/// The end of a translation the user's v1 side talks to (its routing table is
+/// [`v1_routes!`]); it calls the legacy peer.
+pub(crate) type V1End<S, H> = End<S, H, ()>;
 
 /// The end of a translation the legacy peer talks to (it implements the dialect's `Agent`
-/// or `Client`): the shared state (it derefs to it), the peer of the user's v1 side, and
-/// the legacy peer's typed handle `H` (for a call of its own, as crow's answer to a
-/// permission request is).
-pub(crate) struct LegacyEnd<S, H> {
-    state: Arc<S>,
-    legacy: Arc<OnceLock<H>>,
-    /// The user's v1 agent (agent role) or v1 client (client role).
-    pub(crate) v1: Peer,
-}
+/// or `Client`); it calls the user's v1 side through `v1`, and the legacy peer itself when
+/// it must (as crow's answer to a permission request does).
+pub(crate) type LegacyEnd<S, H> = End<S, H, Peer>;
 
-/// The legacy peer's handle (set before any message can arrive).
-fn ready<H>(slot: &OnceLock<H>) -> Result<&H, Error> {
-    slot.get()
-        .ok_or_else(|| Error::internal_error("the legacy connection is not ready"))
-}
-
-impl<S, H> V1End<S, H> {
-    /// The legacy peer's handle.
+impl<S, H, V> End<S, H, V> {
+    /// The legacy peer's handle (set before any message can arrive).
     pub(crate) fn legacy(&self) -> Result<&H, Error> {
-        ready(&self.legacy)
+        self.legacy
+            .get()
+            .ok_or_else(|| Error::internal_error("the legacy connection is not ready"))
     }
 }
 
-impl<S, H> LegacyEnd<S, H> {
-    /// The legacy peer's handle (today only crow's editor end calls the agent itself).
-    pub(crate) fn legacy(&self) -> Result<&H, Error> {
-        ready(&self.legacy)
-    }
-}
-
-impl<S, H> Deref for V1End<S, H> {
-    type Target = S;
-    fn deref(&self) -> &S {
-        &self.state
-    }
-}
-
-impl<S, H> Deref for LegacyEnd<S, H> {
+impl<S, H, V> Deref for End<S, H, V> {
     type Target = S;
     fn deref(&self) -> &S {
         &self.state
@@ -88,6 +71,7 @@ where
     let v1_end = V1End {
         state: state.clone(),
         legacy: slot.clone(),
+        v1: (),
     };
     let v1 = acp_rpc::Connection::new(read, write, v1_end, Config::default())
         .peer()
