@@ -91,18 +91,6 @@ fn v1_tool_call_id(id: &z::ToolCallId) -> v1::ToolCallId {
     v1::ToolCallId(format!("tool-{}", id.0))
 }
 
-/// A tool call as first shown, as the update a permission request carries.
-fn shown_as_update(call: v1::ToolCall) -> v1::ToolCallUpdate {
-    let mut update = v1::ToolCallUpdate::new(call.tool_call_id)
-        .kind(call.kind)
-        .status(call.status)
-        .title(call.title)
-        .content(call.content)
-        .locations(call.locations);
-    update.raw_input = call.raw_input;
-    update
-}
-
 /// The v1 agent the user's connection talks to on the pipe; its calls go to the 0.0.9
 /// agent.
 type V1Agent = V1End<Conversation, AgentHandle>;
@@ -325,7 +313,7 @@ impl Client for ZeroNineEditor {
             .v1
             .typed_request(&v1::RequestPermissionRequest::new(
                 session,
-                shown_as_update(call),
+                call,
                 convert::permission_options(&p.confirmation),
             ))
             .await?;
