@@ -81,26 +81,19 @@ pub use acp_dialects::negotiation::{
     DEFAULT_PROBE_TIMEOUT, compiled_dialects,
 };
 
-/// What one probe got.
-#[derive(Clone, Debug, PartialEq)]
+/// What one probe got, when it found no dialect.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProbeOutcome {
     /// No answer within the timeout.
+    #[error("no answer")]
     NoAnswer,
     /// An error answer.
+    #[error("refused: {0}")]
     Refused(acp_rpc::Error),
     /// A result that says nothing about the dialect.
+    #[error("an answer naming no dialect: {0}")]
     Unrecognised(Value),
-}
-
-impl fmt::Display for ProbeOutcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ProbeOutcome::NoAnswer => f.write_str("no answer"),
-            ProbeOutcome::Refused(e) => write!(f, "refused: {e}"),
-            ProbeOutcome::Unrecognised(v) => write!(f, "an answer naming no dialect: {v}"),
-        }
-    }
 }
 
 /// Why [`connect`] found no dialect to speak.
