@@ -21,8 +21,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use acp_types::v1::{
-    ContentBlock, ContentChunk, SessionId, SessionNotification, SessionUpdate, ToolCall,
-    ToolCallId, ToolCallUpdate,
+    ContentBlock, ContentChunk, SessionId, SessionNotification, SessionUpdate, ToolCallId,
 };
 
 use super::{MetaChange, SessionMeta, SessionStore, StoreError, StoredEvent, now_rfc3339};
@@ -108,7 +107,7 @@ impl Turn {
                 if let Some(&at) = self.tools.get(&change.tool_call_id)
                     && let StoredEvent::Update(U::ToolCall(call)) = &mut self.events[at]
                 {
-                    apply_tool_update(call, change);
+                    call.apply_update(change);
                     return;
                 }
             }
@@ -151,34 +150,6 @@ fn append_text(prev: &mut ContentChunk, next: &ContentChunk) -> bool {
             true
         }
         _ => false,
-    }
-}
-
-/// Folds a `tool_call_update` into its tool call (fields it sets replace those of the call).
-pub fn apply_tool_update(call: &mut ToolCall, update: &ToolCallUpdate) {
-    if let Some(kind) = &update.kind {
-        call.kind = kind.clone();
-    }
-    if let Some(status) = &update.status {
-        call.status = status.clone();
-    }
-    if let Some(title) = &update.title {
-        call.title.clone_from(title);
-    }
-    if let Some(name) = &update.name {
-        call.name = Some(name.clone());
-    }
-    if let Some(content) = &update.content {
-        call.content.clone_from(content);
-    }
-    if let Some(locations) = &update.locations {
-        call.locations.clone_from(locations);
-    }
-    if let Some(raw) = &update.raw_input {
-        call.raw_input = Some(raw.clone());
-    }
-    if let Some(raw) = &update.raw_output {
-        call.raw_output = Some(raw.clone());
     }
 }
 
@@ -429,7 +400,7 @@ fn created_meta(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use acp_types::v1::{ToolCallStatus, ToolCallUpdate};
+    use acp_types::v1::{ToolCall, ToolCallStatus, ToolCallUpdate};
 
     fn texts(events: &[StoredEvent]) -> Vec<String> {
         events

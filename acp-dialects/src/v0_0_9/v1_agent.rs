@@ -238,12 +238,7 @@ impl V1Client {
             tracing::warn!(id = %update.tool_call_id.0, "tool_call_update for a tool call the editor was never shown; dropped");
             return Ok(());
         };
-        if let Some(status) = update.status {
-            shown.call.status = status;
-        }
-        if let Some(content) = update.content {
-            shown.call.content = content;
-        }
+        shown.call.apply_update(&update);
         self.send_update(shown).await
     }
 
@@ -270,12 +265,9 @@ impl V1Client {
         cx.notifications_handled().await;
         let asked = p.tool_call;
         let shown = self.shown(&asked.tool_call_id).map(|s| s.call);
-        let mut call = shown.unwrap_or_else(|| v1::ToolCall::new(asked.tool_call_id, "Tool call"));
-        call.title = asked.title.unwrap_or(call.title);
-        call.kind = asked.kind.unwrap_or(call.kind);
-        call.content = asked.content.unwrap_or(call.content);
-        call.locations = asked.locations.unwrap_or(call.locations);
-        call.raw_input = asked.raw_input.or(call.raw_input);
+        let mut call =
+            shown.unwrap_or_else(|| v1::ToolCall::new(asked.tool_call_id.clone(), "Tool call"));
+        call.apply_update(&asked);
         // Confirmed or not, the call shows as running from here (0.0.9 has no pending).
         call.status = v1::ToolCallStatus::InProgress;
         let confirmation = convert::confirmation_for(&call.kind, &call.title, call.raw_input.as_ref());

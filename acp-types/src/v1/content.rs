@@ -1,7 +1,8 @@
 //! Conveniences the schema cannot express. Everything with a rule behind it (`new` with the
 //! required fields, builder methods, `Union::variant(...)`, `From<Body>`) is generated; what
 //! stays here is a choice the generator could not make: which content block a bare string
-//! means, and the text-chunk updates agents send most.
+//! means, the text-chunk updates agents send most, and how a tool call and its updates
+//! fold into one another.
 
 use super::*;
 
@@ -33,6 +34,38 @@ impl SessionUpdate {
     /// A `user_message_chunk` with text (used when replaying history).
     pub fn user_message_text(text: impl Into<String>) -> Self {
         Self::user_message_chunk(ContentBlock::text(text))
+    }
+}
+
+impl ToolCall {
+    /// Folds a `tool_call_update` into the call it updates: the fields the update sets
+    /// replace the call's, as a client showing the call applies them (the inverse of
+    /// `From<ToolCall> for ToolCallUpdate`).
+    pub fn apply_update(&mut self, update: &ToolCallUpdate) {
+        if let Some(kind) = &update.kind {
+            self.kind = kind.clone();
+        }
+        if let Some(status) = &update.status {
+            self.status = status.clone();
+        }
+        if let Some(title) = &update.title {
+            self.title.clone_from(title);
+        }
+        if let Some(name) = &update.name {
+            self.name = Some(name.clone());
+        }
+        if let Some(content) = &update.content {
+            self.content.clone_from(content);
+        }
+        if let Some(locations) = &update.locations {
+            self.locations.clone_from(locations);
+        }
+        if let Some(raw) = &update.raw_input {
+            self.raw_input = Some(raw.clone());
+        }
+        if let Some(raw) = &update.raw_output {
+            self.raw_output = Some(raw.clone());
+        }
     }
 }
 
