@@ -65,6 +65,7 @@ use std::time::Duration;
 use acp_dialects::negotiation::{answer_dialect, probe_line, translation_handshake};
 use acp_dialects::{Input, Output};
 use acp_rpc::probe::{LineProbe, ProbeError};
+use acp_rpc::{Message, RequestId};
 use acp_types::v1;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWriteExt};
@@ -240,43 +241,34 @@ async fn await_answer<R: AsyncRead + Unpin>(
                 .into());
             }
         };
-        // An error with `id: null` refuses what was sent last (the agent could not read its
-        // id: a v1 agent refusing the threads probe, which has no `jsonrpc`).
-        let answer: Option<(Option<i64>, Value)> = serde_json::from_slice::<Value>(&line)
-            .ok()
-            .filter(|v| v.get("method").is_none())
-            .and_then(|v| match v.get("id")? {
-                Value::Null if v.get("error").is_some() => Some((None, v)),
-                id => Some((Some(id.as_i64()?), v)),
-            });
-        let Some((id, mut answer)) = answer else {
+        // Any dialect's answer: threads' has no `jsonrpc`.
+        let framing = acp_rpc::Dialect::default().accept_missing_jsonrpc(true);
+        let Ok(Message::Response(response)) = Message::parse(&line, &framing) else {
             tracing::trace!("not an answer to a probe: kept for the connection");
             kept.push(&line)?;
             continue;
         };
-        let dialect = match id.map(|id| probes.iter().find(|(p, _)| *p == id)) {
-            None => current,
-            Some(Some(&(_, dialect))) => dialect,
-            Some(None) => {
-                tracing::debug!(id, "an answer to no probe: ignored");
+        // An error with `id: null` refuses what was sent last (the agent could not read its
+        // id: a v1 agent refusing the threads probe, which has no `jsonrpc`).
+        let dialect = match (&response.id, &response.result) {
+            (None, Err(_)) => Some(current),
+            (Some(RequestId::Int(id)), _) => probes.iter().find(|(p, _)| p == id).map(|p| p.1),
+            _ => None,
+        };
+        let Some(dialect) = dialect else {
+            tracing::debug!(id = ?response.id, "an answer to no probe: ignored");
+            continue;
+        };
+        let result = match response.result {
+            Ok(result) => serde_json::from_str(result.get()).unwrap_or(Value::Null),
+            Err(error) => {
+                tracing::debug!(%dialect, %error, "probe refused");
+                if dialect == current {
+                    return Ok(Err(ProbeOutcome::Refused(error)));
+                }
                 continue;
             }
         };
-        if let Some(error) = answer.get("error") {
-            let error: acp_rpc::Error =
-                serde_json::from_value(error.clone()).unwrap_or_else(|_| {
-                    acp_rpc::Error::internal_error(format!("unreadable error {error}"))
-                });
-            tracing::debug!(%dialect, %error, "probe refused");
-            if dialect == current {
-                return Ok(Err(ProbeOutcome::Refused(error)));
-            }
-            continue;
-        }
-        let result = answer
-            .get_mut("result")
-            .map(Value::take)
-            .unwrap_or(Value::Null);
         return match answer_dialect(&result, dialect) {
             Ok(spoken) => Ok(Ok((spoken, result, dialect))),
             Err(version) if !version.is_empty() => Err(NegotiationError::Unaccepted {
