@@ -86,16 +86,6 @@ pub use native::{
 
 // What both translations share, each mapping next to its inverse.
 
-/// The v1 session a crow session is: the ids are the same string.
-fn session_of(id: &c::SessionId) -> v1::SessionId {
-    v1::SessionId(id.0.clone())
-}
-
-/// The crow session a v1 session is.
-fn crow_session_of(id: &v1::SessionId) -> c::SessionId {
-    c::SessionId(id.0.clone())
-}
-
 /// A crow prompt as v1 blocks (a block of an unknown type is kept as its JSON text).
 fn prompt_to_v1(prompt: &[c::ContentBlock]) -> Vec<v1::ContentBlock> {
     prompt

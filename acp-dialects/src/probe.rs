@@ -110,16 +110,6 @@ pub const TOOLS_META_KEY: &str = "probe.tools";
 
 // What both translations share, each mapping next to its inverse.
 
-/// The v1 session a probe session is: the ids are the same string.
-fn session_of(id: &p::SessionId) -> v1::SessionId {
-    v1::SessionId(id.0.clone())
-}
-
-/// The probe session a v1 session is.
-fn probe_session_of(id: &v1::SessionId) -> p::SessionId {
-    p::SessionId(id.0.clone())
-}
-
 /// The advertised tools a v1 `initialize` answer carries in its `_meta`.
 fn tools_of(meta: Option<&acp_types::Meta>) -> Vec<p::ToolDefinition> {
     meta.and_then(|m| m.get(TOOLS_META_KEY))

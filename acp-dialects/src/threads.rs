@@ -98,16 +98,6 @@ impl ClientHandle {
 
 // What both translations share, each mapping next to its inverse.
 
-/// The v1 session a thread is: the ids are the same string.
-fn session_of(id: &t::ThreadId) -> v1::SessionId {
-    v1::SessionId(id.0.clone())
-}
-
-/// The thread a v1 session is.
-fn thread_of(id: &v1::SessionId) -> t::ThreadId {
-    t::ThreadId(id.0.clone())
-}
-
 /// A v1 line (counted from 1) as a threads line offset (counted from 0).
 fn line_offset_of(line: Option<u32>) -> Option<u32> {
     line.map(|l| l.saturating_sub(1))

@@ -122,7 +122,7 @@ impl V1Handshake {
 /// Sends `update` about `session` to the user's v1 client (`client`) as `session/update`.
 pub(crate) async fn show(
     client: &Peer,
-    session: v1::SessionId,
+    session: impl Into<v1::SessionId>,
     update: v1::SessionUpdate,
 ) -> Result<(), Error> {
     let n = v1::SessionNotification::new(session, update);

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use tokio::sync::oneshot;
 
 use super::native::{Agent, ClientHandle, Context};
-use super::{crow_session_of, prompt_to_v1, session_of, update_from_v1};
+use super::{prompt_to_v1, update_from_v1};
 use crate::translate::{LegacyEnd, V1End, v1_routes};
 use crate::{AdapterOptions, lock, not_forwarded};
 
@@ -104,9 +104,7 @@ impl Agent for CrowAgent {
             .collect();
         let request = v1::NewSessionRequest::new(params.cwd, servers);
         let created = self.v1.typed_request(&request).await?;
-        Ok(c::NewSessionResponse::new(crow_session_of(
-            &created.session_id,
-        )))
+        Ok(c::NewSessionResponse::new(created.session_id.as_str()))
     }
 
     async fn session_load(
@@ -118,7 +116,7 @@ impl Agent for CrowAgent {
         let load = v1::LoadSessionRequest::new(
             Vec::<v1::McpServer>::new(),
             cwd,
-            session_of(&params.session_id),
+            params.session_id.as_str(),
         );
         self.v1.typed_request(&load).await?;
         Ok(c::LoadSessionResponse::new())
@@ -130,7 +128,7 @@ impl Agent for CrowAgent {
         _cx: &Context,
     ) -> Result<c::PromptResponse, Error> {
         let prompt =
-            v1::PromptRequest::new(session_of(&params.session_id), prompt_to_v1(&params.prompt));
+            v1::PromptRequest::new(params.session_id.as_str(), prompt_to_v1(&params.prompt));
         let answer = self.v1.typed_request(&prompt).await?;
         Ok(c::PromptResponse::new(c::convert::stop_reason_from_v1(
             &answer.stop_reason,
@@ -142,7 +140,7 @@ impl Agent for CrowAgent {
         params: c::CancelParams,
         _cx: &Context,
     ) -> Result<c::CancelResponse, Error> {
-        let session = session_of(&params.session_id);
+        let session = v1::SessionId::from(params.session_id.as_str());
         self.cancel_waiting(&session);
         self.v1
             .notify(
@@ -154,7 +152,7 @@ impl Agent for CrowAgent {
     }
 
     async fn permission_response(&self, params: c::PermissionResponseParams) -> Result<(), Error> {
-        let session = session_of(&params.session_id);
+        let session = v1::SessionId::from(params.session_id.as_str());
         if !self.answer(&session, &params.tool_call_id, params.option_id) {
             tracing::debug!(tool_call = %params.tool_call_id, "a permission_response to no waiting request: ignored");
         }
@@ -196,7 +194,7 @@ impl V1Client {
         let (tx, rx) = oneshot::channel();
         lock(&self.waiting).insert((r.session_id.clone(), tool_call_id), tx);
         let update = c::SessionUpdateParams::new(
-            crow_session_of(&r.session_id),
+            r.session_id.as_str(),
             c::SessionUpdate::PermissionRequest(ask),
         );
         self.legacy()?.session_update(update).await?;
@@ -210,7 +208,7 @@ impl V1Client {
     async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
         match update_from_v1(&n.update) {
             Some(update) => {
-                let update = c::SessionUpdateParams::new(crow_session_of(&n.session_id), update);
+                let update = c::SessionUpdateParams::new(n.session_id.as_str(), update);
                 self.legacy()?.session_update(update).await
             }
             None => Ok(()),

@@ -7,7 +7,7 @@ use acp_types::v1;
 use async_trait::async_trait;
 
 use super::native::{AgentHandle, Client};
-use super::{crow_session_of, prompt_from_v1, session_of, update_to_v1};
+use super::{prompt_from_v1, update_to_v1};
 use crate::translate::{LegacyEnd, V1End, show, v1_routes};
 use crate::{AdapterOptions, refused};
 
@@ -79,7 +79,7 @@ impl V1Agent {
             .filter_map(|s| serde_json::to_value(s).ok());
         let request = c::NewSessionParams::new(r.cwd).mcp_servers(servers);
         let created = self.legacy()?.session_new(request).await?;
-        Ok(v1::NewSessionResponse::new(session_of(&created.session_id)))
+        Ok(v1::NewSessionResponse::new(created.session_id.as_str()))
     }
 
     async fn load_session(
@@ -87,7 +87,7 @@ impl V1Agent {
         _cx: &RequestContext,
         r: v1::LoadSessionRequest,
     ) -> Result<v1::LoadSessionResponse, Error> {
-        let request = c::LoadSessionParams::new(crow_session_of(&r.session_id)).cwd(r.cwd);
+        let request = c::LoadSessionParams::new(r.session_id.as_str()).cwd(r.cwd);
         self.legacy()?.session_load(request).await?;
         Ok(v1::LoadSessionResponse::new())
     }
@@ -98,7 +98,7 @@ impl V1Agent {
         r: v1::PromptRequest,
     ) -> Result<v1::PromptResponse, Error> {
         let prompt = prompt_from_v1(&r.prompt)?;
-        let request = c::PromptParams::new(crow_session_of(&r.session_id), prompt);
+        let request = c::PromptParams::new(r.session_id.as_str(), prompt);
         let answer = self.legacy()?.session_prompt(request).await?;
         let reason = match answer.stop_reason {
             c::StopReason::EndTurn => v1::StopReason::EndTurn,
@@ -118,7 +118,7 @@ impl V1Agent {
 
     async fn cancel(&self, n: v1::CancelNotification) -> Result<(), Error> {
         let agent = self.legacy()?.clone();
-        let cancel = c::CancelParams::new(crow_session_of(&n.session_id));
+        let cancel = c::CancelParams::new(n.session_id.as_str());
         // The answer is only logged: a notification handler does not wait for it.
         tokio::spawn(async move {
             if let Err(e) = agent.cancel(cancel).await {
@@ -157,7 +157,7 @@ impl CrowEditor {
                 .permission_options
                 .iter()
                 .map(|o| v1::PermissionOption::new(o.id.clone(), o.title.clone(), option_kind(o)));
-            let request = v1::RequestPermissionRequest::new(session_of(&session), call, options);
+            let request = v1::RequestPermissionRequest::new(session.as_str(), call, options);
             let option = match client.typed_request(&request).await {
                 Ok(answer) => match answer.outcome {
                     v1::RequestPermissionOutcome::Selected(s) => Some(s.option_id.0),
@@ -188,7 +188,7 @@ impl Client for CrowEditor {
             return Ok(());
         }
         match update_to_v1(&params.update) {
-            Some(update) => show(&self.v1, session_of(&params.session_id), update).await,
+            Some(update) => show(&self.v1, params.session_id.as_str(), update).await,
             None => Ok(()),
         }
     }

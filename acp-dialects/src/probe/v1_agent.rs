@@ -14,7 +14,7 @@ use async_trait::async_trait;
 
 use super::native::{Agent, ClientHandle, Context};
 use super::{
-    now_millis, probe_session_of, session_not_found, session_of, tools_of, unsupported_version,
+    now_millis, session_not_found, tools_of, unsupported_version,
 };
 use crate::translate::{LegacyEnd, OnDrop, V1End, V1Handshake, update_kind, v1_routes};
 use crate::{AdapterOptions, lock};
@@ -105,7 +105,7 @@ type ProbeAgent = LegacyEnd<Sessions, ClientHandle>;
 impl ProbeAgent {
     /// A session of this connection, or `-32002`.
     fn known(&self, id: &p::SessionId) -> Result<v1::SessionId, Error> {
-        let id = session_of(id);
+        let id = v1::SessionId::from(id.as_str());
         if lock(&self.known).contains_key(&id) {
             Ok(id)
         } else {
@@ -152,7 +152,7 @@ impl Agent for ProbeAgent {
         let mode = mode_of(created.modes.as_ref());
         self.insert(created.session_id.clone(), mode.clone());
         Ok(p::NewSessionResponse::new(
-            probe_session_of(&created.session_id),
+            created.session_id.as_str(),
             mode,
             now_rfc3339_seconds(),
         ))
@@ -164,7 +164,7 @@ impl Agent for ProbeAgent {
         _cx: &Context,
     ) -> Result<p::LoadSessionResponse, Error> {
         let init = self.handshake.done(&self.v1).await?;
-        let id = session_of(&params.session_id);
+        let id = v1::SessionId::from(params.session_id.as_str());
         let answer = |s: &mut SessionState| {
             p::LoadSessionResponse::new(params.session_id.clone(), s.mode.clone())
                 .history(s.history.clone())
@@ -300,7 +300,7 @@ enum Out {
 impl V1Client {
     async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
         let id = n.session_id;
-        let probe_id = probe_session_of(&id);
+        let probe_id = p::SessionId::from(id.as_str());
         let out = self.with(&id, |s| match &n.update {
             v1::SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
                 v1::ContentBlock::Text(text) => {
@@ -398,7 +398,7 @@ impl V1Client {
         _cx: &RequestContext,
         r: v1::ReadTextFileRequest,
     ) -> Result<v1::ReadTextFileResponse, Error> {
-        let read = p::ReadTextFileParams::new(r.path).session_id(probe_session_of(&r.session_id));
+        let read = p::ReadTextFileParams::new(r.path).session_id(r.session_id.as_str());
         let answer = self.legacy()?.read_text_file(read).await?;
         let content = lines_of(&answer.content, r.line, r.limit);
         Ok(v1::ReadTextFileResponse::new(content))
@@ -410,7 +410,7 @@ impl V1Client {
         w: v1::WriteTextFileRequest,
     ) -> Result<v1::WriteTextFileResponse, Error> {
         let write = p::WriteTextFileParams::new(w.path, w.content)
-            .session_id(probe_session_of(&w.session_id));
+            .session_id(w.session_id.as_str());
         let answer = self.legacy()?.write_text_file(write).await?;
         if answer.success == Some(false) {
             return Err(Error::internal_error(

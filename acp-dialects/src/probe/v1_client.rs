@@ -14,7 +14,7 @@ use serde_json::json;
 use tokio::sync::OnceCell;
 
 use super::native::{AgentHandle, Client};
-use super::{message_of, meta_of, probe_session_of, session_of, text_of, unsupported_version};
+use super::{message_of, meta_of, text_of, unsupported_version};
 use crate::client_files::ClientFiles;
 use crate::translate::{LegacyEnd, OnDrop, V1End, show, v1_routes};
 use crate::{AdapterOptions, lock, refused};
@@ -130,7 +130,7 @@ impl V1Agent {
             .legacy()?
             .new_session(p::NewSessionParams::new())
             .await?;
-        let id = session_of(&created.session_id);
+        let id = v1::SessionId::from(created.session_id.as_str());
         Ok(v1::NewSessionResponse::new(id).modes(modes_of(&created.mode)))
     }
 
@@ -141,7 +141,7 @@ impl V1Agent {
     ) -> Result<v1::LoadSessionResponse, Error> {
         let loaded = self
             .legacy()?
-            .load_session(p::LoadSessionParams::new(probe_session_of(&r.session_id)))
+            .load_session(p::LoadSessionParams::new(r.session_id.as_str()))
             .await?;
         for message in &loaded.history {
             let text = v1::ContentBlock::text(message.content.clone());
@@ -166,7 +166,7 @@ impl V1Agent {
         let mode = convert::mode_from_v1(&r.mode_id);
         self.legacy()?
             .set_session_mode(p::SetSessionModeParams::new(
-                probe_session_of(&r.session_id),
+                r.session_id.as_str(),
                 mode,
             ))
             .await?;
@@ -196,7 +196,7 @@ impl V1Agent {
         let answer = self
             .legacy()?
             .prompt(p::PromptParams::new(
-                probe_session_of(&r.session_id),
+                r.session_id.as_str(),
                 message,
             ))
             .await;
@@ -231,7 +231,7 @@ impl V1Agent {
             }
         }
         let agent = self.legacy()?.clone();
-        let cancel = p::CancelParams::new(probe_session_of(&c.session_id));
+        let cancel = p::CancelParams::new(c.session_id.as_str());
         // The answer is only logged: a notification handler does not wait for it.
         tokio::spawn(async move {
             if let Err(e) = agent.cancel(cancel).await {
@@ -247,13 +247,13 @@ type ProbeEditor = LegacyEnd<Shared, AgentHandle>;
 
 impl ProbeEditor {
     async fn update(&self, session: &p::SessionId, update: v1::SessionUpdate) -> Result<(), Error> {
-        show(&self.v1, session_of(session), update).await
+        show(&self.v1, session.as_str(), update).await
     }
 
     /// The session a file call is about: the one named, else the one prompted last.
     fn session(&self, named: Option<&p::SessionId>, method: &str) -> Result<v1::SessionId, Error> {
         named
-            .map(session_of)
+            .map(|id| v1::SessionId::from(id.as_str()))
             .or_else(|| lock(&self.state).last.clone())
             .ok_or_else(|| {
                 Error::invalid_request(format!(
@@ -304,7 +304,7 @@ impl Client for ProbeEditor {
         let kind = call.kind.as_deref().map(convert::kind_to_v1);
         let first = lock(&self.state)
             .shown
-            .insert((session_of(&t.session_id), call.id.clone()));
+            .insert((t.session_id.as_str().into(), call.id.clone()));
         let update = if first {
             let mut shown = v1::ToolCall::new(call.id.clone(), call.name.clone())
                 .name(call.name)
@@ -327,7 +327,7 @@ impl Client for ProbeEditor {
     }
 
     async fn message_chunk(&self, m: p::MessageChunkParams) -> Result<(), Error> {
-        if let Some(turn) = lock(&self.state).turns.get_mut(&session_of(&m.session_id)) {
+        if let Some(turn) = lock(&self.state).turns.get_mut(&v1::SessionId::from(m.session_id.as_str())) {
             turn.streamed = true;
         }
         let text = v1::ContentBlock::text(m.chunk);

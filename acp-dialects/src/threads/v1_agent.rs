@@ -12,7 +12,7 @@ use acp_types::v1;
 use async_trait::async_trait;
 
 use super::native::{Agent, ClientHandle, Context};
-use super::{line_offset_of, prompt_of, session_of, thread_of};
+use super::{line_offset_of, prompt_of};
 use crate::translate::{LegacyEnd, OnDrop, V1End, V1Handshake, update_kind, v1_routes};
 use crate::{AdapterOptions, lock, not_forwarded};
 
@@ -67,7 +67,7 @@ impl ThreadState {
 /// A thread's metadata: its title, else `Thread <id>`.
 fn metadata(id: &v1::SessionId, title: Option<String>, modified_at: String) -> t::ThreadMetadata {
     let title = title.unwrap_or_else(|| format!("Thread {}", id.0));
-    t::ThreadMetadata::new(thread_of(id), title, modified_at)
+    t::ThreadMetadata::new(id.as_str(), title, modified_at)
 }
 
 impl Threads {
@@ -121,12 +121,12 @@ impl Agent for ThreadsAgent {
         let new_session = self.options.new_session();
         let created = self.v1.typed_request(&new_session).await?;
         self.insert(created.session_id.clone());
-        Ok(t::CreateThreadResponse::new(thread_of(&created.session_id)))
+        Ok(t::CreateThreadResponse::new(created.session_id.as_str()))
     }
 
     async fn open_thread(&self, params: t::OpenThreadParams, _cx: &Context) -> Result<(), Error> {
         let init = self.handshake.done(&self.v1).await?;
-        let id = session_of(&params.thread_id);
+        let id = v1::SessionId::from(params.thread_id.as_str());
         if self.knows(&id) {
             return Ok(());
         }
@@ -148,14 +148,14 @@ impl Agent for ThreadsAgent {
         params: t::GetThreadEntriesParams,
         _cx: &Context,
     ) -> Result<t::GetThreadEntriesResponse, Error> {
-        let id = session_of(&params.thread_id);
+        let id = v1::SessionId::from(params.thread_id.as_str());
         self.with(&id, |s| t::GetThreadEntriesResponse::new(s.entries.clone()))
             .ok_or_else(|| thread_not_found(&id.0))
     }
 
     async fn send_message(&self, params: t::SendMessageParams, _cx: &Context) -> Result<(), Error> {
         self.handshake.done(&self.v1).await?;
-        let id = session_of(&params.thread_id);
+        let id = v1::SessionId::from(params.thread_id.as_str());
         let prompt = prompt_of(&params.message);
         self.with(&id, |s| {
             for block in &prompt {
@@ -258,7 +258,7 @@ impl V1Client {
             }
         };
         if let Some(text) = stream {
-            self.legacy()?.stream_text(&thread_of(&id), text).await?;
+            self.legacy()?.stream_text(&t::ThreadId::from(id.as_str()), text).await?;
         }
         Ok(())
     }
@@ -271,7 +271,7 @@ impl V1Client {
         let answer = self
             .legacy()?
             .read_text_file({
-                let mut read = t::ReadTextFileParams::new(thread_of(&p.session_id), p.path.clone());
+                let mut read = t::ReadTextFileParams::new(p.session_id.as_str(), p.path.clone());
                 (read.line_offset, read.line_limit) = (line_offset_of(p.line), p.limit);
                 read
             })

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use base64::Engine as _;
 
 use super::native::{AgentHandle, Client};
-use super::{line_of, message_of, session_of, thread_of};
+use super::{line_of, message_of};
 use crate::client_files::ClientFiles;
 use crate::translate::{LegacyEnd, V1End, show, v1_routes};
 use crate::{AdapterOptions, Dialect, refused};
@@ -120,7 +120,7 @@ impl V1Agent {
         _p: v1::NewSessionRequest,
     ) -> Result<v1::NewSessionResponse, Error> {
         let created = self.legacy()?.create_thread().await?;
-        Ok(v1::NewSessionResponse::new(session_of(&created.thread_id)))
+        Ok(v1::NewSessionResponse::new(created.thread_id.as_str()))
     }
 
     async fn prompt(
@@ -131,7 +131,7 @@ impl V1Agent {
         let message = message_of(&p.prompt)?;
         let agent = self.legacy()?;
         agent
-            .send_message(t::SendMessageParams::new(thread_of(&p.session_id), message))
+            .send_message(t::SendMessageParams::new(p.session_id.as_str(), message))
             .await?;
         // Chunks the agent sent before its answer are passed on before the turn ends.
         agent.peer().received_requests_handled().await;
@@ -144,7 +144,7 @@ impl V1Agent {
         p: v1::LoadSessionRequest,
     ) -> Result<v1::LoadSessionResponse, Error> {
         let agent = self.legacy()?;
-        let thread_id = thread_of(&p.session_id);
+        let thread_id = t::ThreadId::from(p.session_id.as_str());
         agent
             .open_thread(t::OpenThreadParams::new(thread_id.clone()))
             .await?;
@@ -170,7 +170,7 @@ impl V1Agent {
             .threads
             .into_iter()
             .map(|m| {
-                v1::SessionInfo::new(session_of(&m.id), cwd.clone())
+                v1::SessionInfo::new(m.id.as_str(), cwd.clone())
                     .title(m.title)
                     .updated_at(m.modified_at)
             })
@@ -190,14 +190,14 @@ impl Client for ThreadsEditor {
             return Ok(());
         };
         let update = v1::SessionUpdate::agent_message_text(text.chunk);
-        show(&self.v1, session_of(&p.thread_id), update).await
+        show(&self.v1, p.thread_id.as_str(), update).await
     }
 
     async fn read_text_file(
         &self,
         p: t::ReadTextFileParams,
     ) -> Result<t::ReadTextFileResponse, Error> {
-        let mut request = v1::ReadTextFileRequest::new(session_of(&p.thread_id), p.path);
+        let mut request = v1::ReadTextFileRequest::new(p.thread_id.as_str(), p.path);
         (request.line, request.limit) = (line_of(p.line_offset), p.line_limit);
         let files = &self.files;
         let read = (files.read_text_file(&self.v1, t::names::READ_TEXT_FILE, request)).await?;
