@@ -268,14 +268,9 @@ impl V1Client {
         _cx: &RequestContext,
         p: v1::ReadTextFileRequest,
     ) -> Result<v1::ReadTextFileResponse, Error> {
-        let answer = self
-            .legacy()?
-            .read_text_file({
-                let mut read = t::ReadTextFileParams::new(p.session_id.as_str(), p.path.clone());
-                (read.line_offset, read.line_limit) = (line_offset_of(p.line), p.limit);
-                read
-            })
-            .await?;
+        let mut read = t::ReadTextFileParams::new(p.session_id.as_str(), p.path.clone());
+        (read.line_offset, read.line_limit) = (line_offset_of(p.line), p.limit);
+        let answer = self.legacy()?.read_text_file(read).await?;
         self.with(&p.session_id, |s| {
             let entry = t::ThreadEntry::read_file(p.path.clone(), answer.content.clone());
             s.entries.push(entry);
