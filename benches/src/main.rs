@@ -61,7 +61,9 @@ usage: acp-bench [options]
                     column: tails under load measured on purpose (default 0)
 environment:
   ACP_BENCH_SHOW_SESSIONS=1   g: print the spread of the sessions' p99 chunk latencies and
-                              the five worst sessions (when each got its first chunk)";
+                              the five worst sessions (when each got its first chunk)
+  ACP_BENCH_DUMP_CHUNKS=FILE  g: write every chunk received to FILE, one line each:
+                              session, arrival and latency (µs), the session's p99";
 
 /// What to run.
 #[derive(Clone, Debug)]

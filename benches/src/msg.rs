@@ -257,7 +257,64 @@ pub struct ChunkCheck {
     next: std::sync::atomic::AtomicU64,
     errors: std::sync::atomic::AtomicU64,
     per_session: std::sync::atomic::AtomicBool,
-    sessions: std::sync::Mutex<std::collections::HashMap<String, SessionTrack>>,
+    /// Keep each chunk's arrival time too (`ACP_BENCH_DUMP_CHUNKS`).
+    keep_arrivals: std::sync::atomic::AtomicBool,
+    sessions: std::sync::Mutex<std::collections::HashMap<String, SessionTrack, SessionIdHash>>,
+}
+
+/// The hasher of [`ChunkCheck`]'s session table: FNV-1a, a few instructions per byte. The
+/// measuring client looks up a session for every chunk g streams; with std's SipHash that
+/// lookup was about a tenth of the client's time in g (`perf record` over `--only g --many
+/// 1000 --impls ours`), work of the harness, not of the library measured. The keys are the
+/// session ids the agent chose; nothing hostile reaches this table.
+type SessionIdHash = std::hash::BuildHasherDefault<Fnv1a>;
+
+/// FNV-1a over the bytes written (see [`SessionIdHash`]).
+#[derive(Debug)]
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv1a {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The environment variable naming a file to which g writes every chunk it received: one
+/// line per chunk, `session arrival_us latency_us session_p99_us` (the session's number in
+/// this run, arrival in µs after the prompts were sent). For looking at how the sessions
+/// shared the stream over time; the last g measurement of a run wins.
+pub const DUMP_CHUNKS_VAR: &str = "ACP_BENCH_DUMP_CHUNKS";
+
+/// Writes the chunks of every session to `path` (see [`DUMP_CHUNKS_VAR`]).
+fn dump_chunks(
+    sessions: &std::collections::HashMap<String, SessionTrack, SessionIdHash>,
+    prompted_at: u64,
+    path: &std::path::Path,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for (number, track) in sessions.values().enumerate() {
+        let mut sorted = track.latencies.clone();
+        sorted.sort_unstable();
+        let p99 = percentile(&sorted, 99.0) / 1000;
+        for (arrived, latency) in track.arrivals.iter().zip(&track.latencies) {
+            let arrived = arrived.saturating_sub(prompted_at) / 1000;
+            writeln!(out, "{number} {arrived} {} {p99}", latency / 1000)?;
+        }
+    }
+    out.flush()
 }
 
 /// What arrived for one session in the many-sessions scenario (g).
@@ -269,6 +326,8 @@ struct SessionTrack {
     latencies: Vec<u64>,
     /// When its first chunk arrived (Unix ns).
     first_at: Option<u64>,
+    /// When each chunk arrived (Unix ns), kept only for `ACP_BENCH_DUMP_CHUNKS`.
+    arrivals: Vec<u64>,
 }
 
 /// The figures of the many-sessions scenario (g), from the client's side.
@@ -292,6 +351,10 @@ pub struct ManyFigures {
 impl ChunkCheck {
     /// Switches to per-session checking of timed chunks for `sessions` (g).
     pub fn track_sessions(&self, sessions: &[String]) {
+        self.keep_arrivals.store(
+            std::env::var_os(DUMP_CHUNKS_VAR).is_some(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         let mut map = self.sessions.lock().unwrap();
         map.clear();
         for s in sessions {
@@ -317,6 +380,12 @@ impl ChunkCheck {
             Some((index, sent)) if index == track.next => {
                 track.next += 1;
                 track.latencies.push(now.saturating_sub(sent));
+                if self
+                    .keep_arrivals
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                {
+                    track.arrivals.push(now);
+                }
                 track.first_at.get_or_insert(now);
             }
             _ => track.errors += 1,
@@ -331,6 +400,11 @@ impl ChunkCheck {
             ..ManyFigures::default()
         };
         figures.sessions = map.len() as u64;
+        if let Some(path) = std::env::var_os(DUMP_CHUNKS_VAR) {
+            if let Err(e) = dump_chunks(&map, prompted_at, std::path::Path::new(&path)) {
+                eprintln!("acp-bench: {DUMP_CHUNKS_VAR}: {e}");
+            }
+        }
         let mut p99s = Vec::with_capacity(map.len());
         for track in map.values_mut() {
             figures.in_order += track.next;
@@ -446,6 +520,37 @@ mod tests {
         assert_eq!((f.in_order, f.errors), (4, 2));
         assert!(f.worst_session_p99_ns >= f.median_session_p99_ns);
         assert!(f.worst_first_chunk_ns < 60_000_000_000);
+    }
+
+    #[test]
+    fn the_chunk_dump_has_one_line_per_chunk_received_in_order() {
+        let c = ChunkCheck::default();
+        c.track_sessions(&["s1".to_owned(), "s2".to_owned()]);
+        c.keep_arrivals
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let start = unix_nanos();
+        for i in 0..3 {
+            c.on_session_chunk("s1", Some(&timed_chunk_text(i)));
+        }
+        c.on_session_chunk("s2", Some(&timed_chunk_text(0)));
+        c.on_session_chunk("s2", Some(&timed_chunk_text(5))); // out of order: not a chunk received
+        let path = std::env::temp_dir().join(format!("acp-bench-dump-{}", std::process::id()));
+        dump_chunks(&c.sessions.lock().unwrap(), start, &path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let lines: Vec<Vec<u64>> = text
+            .lines()
+            .map(|l| l.split(' ').map(|f| f.parse().unwrap()).collect())
+            .collect();
+        assert_eq!(lines.len(), 4);
+        assert!(lines.iter().all(|fields| fields.len() == 4));
+        let mut per_session = std::collections::HashMap::new();
+        for fields in &lines {
+            *per_session.entry(fields[0]).or_insert(0) += 1;
+        }
+        let mut counts: Vec<u32> = per_session.into_values().collect();
+        counts.sort_unstable();
+        assert_eq!(counts, [1, 3]);
     }
 
     #[test]
