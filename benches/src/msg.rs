@@ -400,10 +400,10 @@ impl ChunkCheck {
             ..ManyFigures::default()
         };
         figures.sessions = map.len() as u64;
-        if let Some(path) = std::env::var_os(DUMP_CHUNKS_VAR) {
-            if let Err(e) = dump_chunks(&map, prompted_at, std::path::Path::new(&path)) {
-                eprintln!("acp-bench: {DUMP_CHUNKS_VAR}: {e}");
-            }
+        if let Some(path) = std::env::var_os(DUMP_CHUNKS_VAR)
+            && let Err(e) = dump_chunks(&map, prompted_at, std::path::Path::new(&path))
+        {
+            eprintln!("acp-bench: {DUMP_CHUNKS_VAR}: {e}");
         }
         let mut p99s = Vec::with_capacity(map.len());
         for track in map.values_mut() {
