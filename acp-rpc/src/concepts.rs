@@ -92,6 +92,10 @@
 //!   that memory back once the line is skipped, and goes on with the next line.
 //! * The outgoing queue is bounded ([`Config::outgoing_queue`](crate::Config::outgoing_queue)):
 //!   when the peer reads slowly, `notify`/`request` (and handler responses) wait.
+//!   Senders share it fairly: the room the writer makes goes first to those waiting, and a
+//!   sender that finds room while others wait yields to them after a short run of messages,
+//!   so many sessions streaming at once all progress instead of one streaming to its end
+//!   while the others' next updates wait.
 //! * **Bounded admission**: at most
 //!   [`Config::max_unanswered_requests`](crate::Config::max_unanswered_requests) (1024)
 //!   incoming requests are read and not yet answered. At the cap the reader stops reading;

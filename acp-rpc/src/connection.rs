@@ -66,6 +66,8 @@ impl Connection {
             notification_waiters: AtomicUsize::new(0),
             in_flight: Mutex::default(),
             answer_waiters: AtomicUsize::new(0),
+            queue_waiters: AtomicUsize::new(0),
+            sends_past_waiters: AtomicUsize::new(0),
             request_answered: tokio::sync::Notify::new(),
             requests_received: AtomicU64::new(0),
             outgoing_slots: Arc::new(Semaphore::new(config.max_pending_requests)),
