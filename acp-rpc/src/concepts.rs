@@ -93,7 +93,8 @@
 //! * The outgoing queue is bounded ([`Config::outgoing_queue`](crate::Config::outgoing_queue)):
 //!   when the peer reads slowly, `notify`/`request` (and handler responses) wait.
 //!   Senders share it fairly: the room the writer makes goes first to those waiting, and a
-//!   sender that finds room while others wait yields to them after a short run of messages,
+//!   sender that finds room while others wait yields to them once it has taken its share of
+//!   the queue (its capacity over the senders waiting and itself),
 //!   so many sessions streaming at once all progress instead of one streaming to its end
 //!   while the others' next updates wait.
 //! * **Bounded admission**: at most

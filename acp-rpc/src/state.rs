@@ -208,24 +208,22 @@ impl Shared {
     /// all of it, came back first in the line, and so took it again on every batch: one
     /// session streamed to its end while every other one got a message per batch (with
     /// 1,000 sessions on the defaults, the first 256 took 1.8 s to stream what later ones
-    /// streamed in 2 ms). So a sender that finds room while others wait steps back (yields
-    /// to them) after [`FAIR_RUN`] such messages. With nobody waiting this costs one atomic
-    /// load per message.
+    /// streamed in 2 ms). So a sender that finds room while others wait takes no more than
+    /// its share of the queue (its capacity over the senders waiting and itself) before it
+    /// steps back (yields to them). With nobody waiting this costs one atomic load per
+    /// message.
     async fn step_back_if_others_wait(&self) {
-        if self.queue_waiters.load(Ordering::Relaxed) == 0 {
+        let waiting = self.queue_waiters.load(Ordering::Relaxed);
+        if waiting == 0 {
             return;
         }
-        if self.sends_past_waiters.fetch_add(1, Ordering::Relaxed) + 1 >= FAIR_RUN {
+        let share = (self.config.outgoing_queue / (waiting + 1)).max(1);
+        if self.sends_past_waiters.fetch_add(1, Ordering::Relaxed) + 1 >= share {
             self.sends_past_waiters.store(0, Ordering::Relaxed);
             tokio::task::yield_now().await;
         }
     }
 }
-
-/// How many messages a sender may queue without waiting while other senders wait for room,
-/// before it steps back for them (see [`Shared::send`]). Long enough that a burst stays one
-/// run of work, short enough that a full queue is shared among many senders.
-const FAIR_RUN: usize = 16;
 
 /// One waiter counted in an [`AtomicUsize`] for as long as it lives (also when the waiting
 /// future is dropped).

@@ -1,8 +1,8 @@
 //! Fair sharing of the outgoing queue: senders streaming at once (an agent's sessions, each
 //! sending updates in a loop) all make progress while the queue is full. Room the writer makes
-//! goes first to the senders waiting for it; one that finds room while others wait takes only a
-//! short run of messages before it lets them go, so no sender streams to its end while the
-//! others' next messages wait.
+//! goes first to the senders waiting for it; one that finds room while others wait takes no
+//! more than its share of the queue before it lets them go, so no sender streams to its end
+//! while the others' next messages wait.
 
 mod common;
 
@@ -41,13 +41,13 @@ async fn senders_streaming_at_once_all_progress_while_the_queue_is_full() {
             first_done = Some(delivered.clone());
         }
     }
-    // When the first sender had all its messages out, every other one had a fair part of its
-    // own out too (with one sender taking all the room the writer makes, the others had a
-    // handful each).
+    // When the first sender had all its messages out, every other one had a good part of its
+    // own out too: perfectly even sharing would have them all near the end, and with one
+    // sender taking all the room the writer makes they had 7 each.
     let at_first_end = first_done.unwrap();
     let least = *at_first_end.iter().min().unwrap();
     assert!(
-        least >= EACH / 2,
+        least >= EACH / 3,
         "when the first sender finished, the others had delivered only {at_first_end:?} of {EACH}"
     );
 }
