@@ -5,6 +5,7 @@
 //! the field as a `serde_json::Value` first, so a bad value can be dropped without the parser
 //! losing its place in the message.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -169,13 +170,16 @@ impl<'de, T: TagFirst> Visitor<'de> for TagFirstVisitor<T> {
         match map.next_key_seed(KeyUnlessTag(T::TAG))? {
             None => {}
             Some(None) => {
-                let tag: Value = map.next_value()?;
-                if let Value::String(name) = &tag {
-                    match T::direct(name, map) {
+                let tag = match map.next_value_seed(TagValue)? {
+                    TagRead::Name(name) => match T::direct(&name, map) {
                         Ok(result) => return result,
-                        Err(rest) => map = rest,
-                    }
-                }
+                        Err(rest) => {
+                            map = rest;
+                            Value::String(name.into_owned())
+                        }
+                    },
+                    TagRead::Other(value) => value,
+                };
                 object.insert(T::TAG.to_owned(), tag);
             }
             Some(Some(key)) => {
@@ -187,6 +191,77 @@ impl<'de, T: TagFirst> Visitor<'de> for TagFirstVisitor<T> {
             object.insert(key, value);
         }
         T::from_value(Value::Object(object))
+    }
+}
+
+/// The tag's value as read by [`TagValue`]: a name (borrowed from the input unless it has
+/// escapes), or anything else as a [`Value`] for [`TagFirst::from_value`] to report.
+enum TagRead<'de> {
+    Name(Cow<'de, str>),
+    Other(Value),
+}
+
+/// Reads the tag's value without allocating when it is a string without escapes: every
+/// tagged union read (each `session/update` holds two) used to allocate its tag's name.
+struct TagValue;
+
+impl<'de> DeserializeSeed<'de> for TagValue {
+    type Value = TagRead<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TagValue {
+    type Value = TagRead<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(TagRead::Name(Cow::Borrowed(v)))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(TagRead::Name(Cow::Owned(v.to_owned())))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(TagRead::Name(Cow::Owned(v)))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(TagRead::Other(Value::Bool(v)))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(TagRead::Other(Value::from(v)))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(TagRead::Other(Value::from(v)))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(TagRead::Other(Value::from(v)))
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(TagRead::Other(Value::Null))
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(TagRead::Other(Value::Null))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq)).map(TagRead::Other)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Value::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(TagRead::Other)
     }
 }
 

@@ -96,6 +96,31 @@ fn bad_objects_are_rejected_in_either_order() {
 }
 
 #[test]
+fn a_tag_written_with_escapes_names_the_same_variant() {
+    let text = r#"{"sessionUpdate":"agent_message\u005fchunk","content":{"type":"te\u0078t","text":"hi"}}"#;
+    let update: SessionUpdate = serde_json::from_str(text).unwrap();
+    assert_eq!(update, SessionUpdate::agent_message_text("hi"));
+}
+
+#[test]
+fn a_tag_of_any_other_json_type_is_rejected_in_either_order() {
+    for tag in [
+        "null",
+        "true",
+        "-3",
+        "18446744073709551615",
+        "2.5",
+        "[1,2]",
+        r#"{"a":1}"#,
+    ] {
+        let text = format!(r#"{{"sessionUpdate":{tag},"content":{{"type":"text","text":"x"}}}}"#);
+        for e in fails_both::<SessionUpdate>(&text) {
+            assert!(e.contains("must be a string"), "{tag}: {e}");
+        }
+    }
+}
+
+#[test]
 fn errors_in_a_directly_read_body_point_into_the_text() {
     let text = r#"{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":5}}}"#;
     let e = serde_json::from_str::<SessionNotification>(text).unwrap_err();
