@@ -25,9 +25,7 @@ use crate::state::{Deliver, Outgoing, SLOT, Shared, Slot, lock, panic_message};
 
 /// Items processed strictly in arrival order by the notification worker.
 pub(crate) enum Ordered {
-    Notification(Notification),
-    /// A notification the handler decoded in the reader.
-    Decoded(DecodedNotification),
+    Notification(IncomingNotification),
     /// A notification whose handler the reader started and which must still finish before
     /// anything queued after it (see `Reader::enqueue_notification`).
     Started(NotificationTask),
@@ -169,10 +167,8 @@ pub(crate) async fn notification_worker(
                 Ok(raw) => deliver.deliver(Ok(&raw)),
                 Err(e) => deliver.deliver(Err(e)),
             },
-            Ordered::Notification(_) | Ordered::Decoded(_) => {
-                if let Some(task) = notification_task(item, &handler, &peer) {
-                    task.await;
-                }
+            Ordered::Notification(n) => {
+                notification_task(n, &handler, &peer).await;
                 notification_done(&shared);
             }
             Ordered::Started(task) => {
@@ -187,24 +183,30 @@ pub(crate) async fn notification_worker(
 /// A notification's handler, run to its end (see [`run_notification`]).
 pub(crate) type NotificationTask = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// The handler of a notification item (`None` for any other item).
+/// A notification as the reader hands it on: its params as text, or decoded in the reader
+/// by [`Handler::decode_notification`].
+pub(crate) enum IncomingNotification {
+    Raw(Notification),
+    Decoded(DecodedNotification),
+}
+
+/// The handler of a notification (see [`run_notification`]).
 pub(crate) fn notification_task(
-    item: Ordered,
+    notification: IncomingNotification,
     handler: &Arc<dyn Handler>,
     peer: &Peer,
-) -> Option<NotificationTask> {
+) -> NotificationTask {
     let cx = NotificationContext { peer: peer.clone() };
     let handler = handler.clone();
-    match item {
-        Ordered::Notification(n) => Some(Box::pin(async move {
+    match notification {
+        IncomingNotification::Raw(n) => Box::pin(async move {
             let fut = handler.handle_notification(cx, &n.method, Params::new(n.params));
             run_notification(&n.method, fut).await;
-        })),
-        Ordered::Decoded(n) => Some(Box::pin(async move {
+        }),
+        IncomingNotification::Decoded(n) => Box::pin(async move {
             let method = n.method();
             run_notification(method, handler.handle_decoded_notification(cx, n)).await;
-        })),
-        _ => None,
+        }),
     }
 }
 

@@ -18,7 +18,8 @@ use tracing::Instrument;
 
 use crate::codec::{Frame, LineCodec};
 use crate::dispatch::{
-    Ordered, RequestTask, notification_done, notification_task, notification_worker,
+    IncomingNotification, Ordered, RequestTask, notification_done, notification_task,
+    notification_worker,
 };
 use crate::error::{CloseReason, Error};
 use crate::handler::{Arrival, DecodedNotification, Handler};
@@ -212,7 +213,9 @@ impl Reader {
         }
         if let Some((decoded, method, params)) = self.decode_notification(&line) {
             self.arrived(method, None, Some(params));
-            return self.enqueue_notification(Ordered::Decoded(decoded)).await;
+            return self
+                .enqueue_notification(IncomingNotification::Decoded(decoded))
+                .await;
         }
         match parse_line(&line, &self.shared.config.dialect) {
             Ok(Parsed::Request(req)) => self.on_request(req).await,
@@ -320,28 +323,27 @@ impl Reader {
         Some((decoded, method, params))
     }
 
-    /// Hands a notification to the ordered worker.
     /// Hands a notification to its handler, in arrival order. When every notification read
     /// before it has been handled, its handler starts here, in the reader: one that finishes
     /// without waiting (most do) costs no hop through the worker's queue and no wake-up.
     /// One that waits goes on in the worker, which runs it to its end before anything
     /// queued after it.
-    async fn enqueue_notification(&mut self, mut item: Ordered) {
-        if self.worker_idle() {
-            if let Some(mut task) = notification_task(item, &self.handler, &self.peer) {
-                let mut cx = Context::from_waker(Waker::noop());
-                self.notifications_received += 1;
-                if task.as_mut().poll(&mut cx).is_ready() {
-                    notification_done(&self.shared);
-                    return;
-                }
-                item = Ordered::Started(task);
-            } else {
+    async fn enqueue_notification(&mut self, notification: IncomingNotification) {
+        // Idle means every notification received so far is handled: checked before this
+        // one is counted.
+        let idle = self.worker_idle();
+        self.notifications_received += 1;
+        let item = if idle {
+            let mut task = notification_task(notification, &self.handler, &self.peer);
+            let mut cx = Context::from_waker(Waker::noop());
+            if task.as_mut().poll(&mut cx).is_ready() {
+                notification_done(&self.shared);
                 return;
             }
+            Ordered::Started(task)
         } else {
-            self.notifications_received += 1;
-        }
+            Ordered::Notification(notification)
+        };
         if self.ordered.send(item).await.is_err() {
             tracing::error!("notification worker is gone");
         }
@@ -407,7 +409,8 @@ impl Reader {
         }
         let params = n.params.as_deref().map(RawValue::get);
         self.arrived(&n.method, None, params);
-        self.enqueue_notification(Ordered::Notification(n)).await;
+        self.enqueue_notification(IncomingNotification::Raw(n))
+            .await;
     }
 
     async fn on_request(&mut self, req: Request) {
