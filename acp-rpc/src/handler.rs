@@ -2,7 +2,7 @@
 
 use std::any::Any;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use async_trait::async_trait;
 use serde_json::value::RawValue;
@@ -240,14 +240,7 @@ impl RequestContext {
         // it sees one. The count goes up before each check of `notifications_done`, and the
         // worker adds to that before reading the count (all sequentially consistent), so
         // either the check sees the new total or the worker sees this waiter.
-        struct Waiting<'a>(&'a AtomicUsize);
-        impl Drop for Waiting<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, Ordering::SeqCst);
-            }
-        }
-        shared.notification_waiters.fetch_add(1, Ordering::SeqCst);
-        let _waiting = Waiting(&shared.notification_waiters);
+        let _waiting = crate::state::CountedWait::new(&shared.notification_waiters);
         loop {
             let handled = shared.notification_handled.notified();
             tokio::pin!(handled);

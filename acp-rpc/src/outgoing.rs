@@ -14,7 +14,9 @@ use tracing::Instrument;
 
 use crate::error::{CloseReason, Error, ErrorCode};
 use crate::message::{write_notification, write_request};
-use crate::state::{Deliver, Pending, Shared, Waiter, in_request_handler, lock, release_slot};
+use crate::state::{
+    CountedWait, Deliver, Pending, Shared, Waiter, in_request_handler, lock, release_slot,
+};
 
 /// The method of the cancellation notification (params `{"requestId": <id>}`).
 pub const CANCEL_METHOD: &str = "$/cancel_request";
@@ -318,14 +320,7 @@ impl Peer {
     pub async fn received_requests_handled(&self) {
         let target = self.shared.requests_received.load(Ordering::Acquire);
         let shared = &self.shared;
-        shared.answer_waiters.fetch_add(1, Ordering::AcqRel);
-        struct Waiting<'a>(&'a Shared);
-        impl Drop for Waiting<'_> {
-            fn drop(&mut self) {
-                self.0.answer_waiters.fetch_sub(1, Ordering::AcqRel);
-            }
-        }
-        let _waiting = Waiting(shared);
+        let _waiting = CountedWait::new(&shared.answer_waiters);
         loop {
             let answered = shared.request_answered.notified();
             tokio::pin!(answered);

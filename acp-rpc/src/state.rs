@@ -226,19 +226,22 @@ impl Shared {
 }
 
 /// One waiter counted in an [`AtomicUsize`] for as long as it lives (also when the waiting
-/// future is dropped).
-struct CountedWait<'a>(&'a AtomicUsize);
+/// future is dropped): the waiter counts that let a notifier skip its wake-up when nobody
+/// waits. Sequentially consistent, so a waiter that counts itself and then checks its
+/// condition, against a notifier that changes the condition and then reads the count,
+/// cannot both miss each other.
+pub(crate) struct CountedWait<'a>(&'a AtomicUsize);
 
 impl<'a> CountedWait<'a> {
-    fn new(count: &'a AtomicUsize) -> Self {
-        count.fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn new(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
         CountedWait(count)
     }
 }
 
 impl Drop for CountedWait<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
