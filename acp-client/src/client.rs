@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use acp_rpc::{
-    DecodedNotification, Error, Handler, NotificationContext, Params, RawValue, Reply,
-    RequestContext,
+    Error, Handler, NotificationContext, Params, RawValue, Reply, RequestContext,
+    StartedNotification,
 };
 use acp_types::v1::{
     CompleteElicitationNotification, CreateElicitationRequest, CreateElicitationResponse,
@@ -307,26 +307,24 @@ impl<C: Client> Handler for Dispatcher<C> {
         }
     }
     /// `session/update` is the one notification that comes in streams (a prompt's every
-    /// chunk), so the reader parses it straight from the line: one pass over the text
-    /// instead of two. Anything that does not parse goes the ordinary way, where a bad
-    /// message gets its usual error.
-    fn decode_notification(&self, method: &str, params: &str) -> Option<DecodedNotification> {
+    /// chunk), so the reader parses it straight from the line into the future that handles
+    /// it: one pass over the text instead of two, and the value is neither boxed nor copied
+    /// on its way. Anything that does not parse goes the ordinary way, where a bad message
+    /// gets its usual error.
+    fn start_notification(
+        self: Arc<Self>,
+        _cx: NotificationContext,
+        method: &str,
+        params: &str,
+    ) -> Option<StartedNotification> {
         if method != names::SESSION_UPDATE {
             return None;
         }
         let n: SessionNotification = serde_json::from_str(params).ok()?;
-        Some(DecodedNotification::new(names::SESSION_UPDATE, n))
-    }
-
-    async fn handle_decoded_notification(
-        &self,
-        _cx: NotificationContext,
-        notification: DecodedNotification,
-    ) -> Result<(), Error> {
-        match notification.into_params::<SessionNotification>() {
-            Ok(n) => self.session_update(n).await,
-            Err(other) => Err(Error::method_not_found(other.method())),
-        }
+        Some(StartedNotification::new(
+            names::SESSION_UPDATE,
+            async move { self.session_update(n).await },
+        ))
     }
 }
 

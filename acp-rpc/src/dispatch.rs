@@ -14,10 +14,9 @@ use std::time::Instant;
 use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 use crate::error::{Error, ErrorCode};
-use crate::handler::{DecodedNotification, Handler, NotificationContext, RequestContext};
+use crate::handler::{Handler, NotificationContext, RequestContext, StartedNotification};
 use crate::message::{Notification, Request, write_response, write_response_head};
 use crate::outgoing::Peer;
 use crate::params::Params;
@@ -25,10 +24,9 @@ use crate::state::{Deliver, Outgoing, SLOT, Shared, Slot, lock, panic_message};
 
 /// Items processed strictly in arrival order by the notification worker.
 pub(crate) enum Ordered {
-    Notification(IncomingNotification),
-    /// A notification whose handler the reader started and which must still finish before
-    /// anything queued after it (see `Reader::enqueue_notification`).
-    Started(NotificationTask),
+    /// A notification's handler: not started yet, or started by the reader and still to
+    /// finish before anything queued after it (see `Reader::enqueue_notification`).
+    Notification(NotificationRun),
     /// A response that must wait for the notifications before it (its result copied out
     /// of the line, which the reader reuses).
     Response(Deliver, Result<Box<RawValue>, Error>),
@@ -155,58 +153,19 @@ impl RequestTask {
     }
 }
 
-pub(crate) async fn notification_worker(
-    mut rx: mpsc::Receiver<Ordered>,
-    handler: Arc<dyn Handler>,
-    peer: Peer,
-    shared: Arc<Shared>,
-) {
+pub(crate) async fn notification_worker(mut rx: mpsc::Receiver<Ordered>, shared: Arc<Shared>) {
     while let Some(item) = rx.recv().await {
         match item {
             Ordered::Response(deliver, result) => match result {
                 Ok(raw) => deliver.deliver(Ok(&raw)),
                 Err(e) => deliver.deliver(Err(e)),
             },
-            Ordered::Notification(n) => {
-                notification_task(n, &handler, &peer).await;
-                notification_done(&shared);
-            }
-            Ordered::Started(task) => {
-                task.await;
+            Ordered::Notification(run) => {
+                run.await;
                 notification_done(&shared);
             }
             Ordered::Close(reason) => shared.shutdown(reason),
         }
-    }
-}
-
-/// A notification's handler, run to its end (see [`run_notification`]).
-pub(crate) type NotificationTask = Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// A notification as the reader hands it on: its params as text, or decoded in the reader
-/// by [`Handler::decode_notification`].
-pub(crate) enum IncomingNotification {
-    Raw(Notification),
-    Decoded(DecodedNotification),
-}
-
-/// The handler of a notification (see [`run_notification`]).
-pub(crate) fn notification_task(
-    notification: IncomingNotification,
-    handler: &Arc<dyn Handler>,
-    peer: &Peer,
-) -> NotificationTask {
-    let cx = NotificationContext { peer: peer.clone() };
-    let handler = handler.clone();
-    match notification {
-        IncomingNotification::Raw(n) => Box::pin(async move {
-            let fut = handler.handle_notification(cx, &n.method, Params::new(n.params));
-            run_notification(&n.method, fut).await;
-        }),
-        IncomingNotification::Decoded(n) => Box::pin(async move {
-            let method = n.method();
-            run_notification(method, handler.handle_decoded_notification(cx, n)).await;
-        }),
     }
 }
 
@@ -220,31 +179,87 @@ pub(crate) fn notification_done(shared: &Shared) {
     }
 }
 
-/// Runs one notification handler to its end, logging (not propagating) its failure or
-/// panic.
-async fn run_notification<F>(method: &str, fut: F)
-where
-    F: Future<Output = Result<(), Error>> + Unpin,
-{
-    let span = tracing::debug_span!(
-        target: crate::flow::TARGET,
-        "notification",
-        direction = "incoming",
-        method = %method
-    );
-    let start = tracing::enabled!(tracing::Level::TRACE).then(Instant::now);
-    match CatchUnwind(fut).instrument(span.clone()).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) if e.code == ErrorCode::METHOD_NOT_FOUND => {
-            span.in_scope(|| tracing::debug!("unknown notification: ignored"));
-        }
-        Ok(Err(e)) => span.in_scope(|| tracing::warn!(error = %e, "notification handler failed")),
-        Err(panic) => span.in_scope(
-            || tracing::error!(panic = %panic_message(&panic), "notification handler panicked"),
-        ),
+/// A notification's handler, run to its end: its failure or panic is logged, never
+/// propagated. It owns everything it needs and is `Unpin`, so the reader can poll it in
+/// place and, should it wait, move it to the worker as it is (no box, no hop when it
+/// finishes at once, which most do).
+pub(crate) struct NotificationRun {
+    future: Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>,
+    /// Named when the notification is read (the name need not be kept for it).
+    span: tracing::Span,
+    /// When the first poll began, with TRACE logging on.
+    start: Option<Instant>,
+    polled: bool,
+}
+
+impl NotificationRun {
+    /// A notification given to [`Handler::handle_notification`] (its params as text).
+    pub(crate) fn raw(n: Notification, handler: &Arc<dyn Handler>, peer: &Peer) -> Self {
+        let cx = NotificationContext { peer: peer.clone() };
+        let handler = handler.clone();
+        let span = Self::span(&n.method);
+        let Notification { method, params } = n;
+        let future = Box::pin(async move {
+            handler
+                .handle_notification(cx, &method, Params::new(params))
+                .await
+        });
+        Self::new(future, span)
     }
-    if let Some(start) = start {
-        span.in_scope(|| tracing::trace!(elapsed = ?start.elapsed(), "handled"));
+
+    /// A notification whose handler [`Handler::start_notification`] started.
+    pub(crate) fn started(started: StartedNotification) -> Self {
+        Self::new(started.future, Self::span(started.method))
+    }
+
+    fn new(
+        future: Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>,
+        span: tracing::Span,
+    ) -> Self {
+        NotificationRun {
+            future,
+            span,
+            start: None,
+            polled: false,
+        }
+    }
+
+    fn span(method: &str) -> tracing::Span {
+        tracing::debug_span!(
+            target: crate::flow::TARGET,
+            "notification",
+            direction = "incoming",
+            method = %method
+        )
+    }
+}
+
+impl Future for NotificationRun {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        if !this.polled {
+            this.polled = true;
+            this.start = tracing::enabled!(tracing::Level::TRACE).then(Instant::now);
+        }
+        let _entered = this.span.enter();
+        let future = &mut this.future;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(Ok(()))) => {}
+            Ok(Poll::Ready(Err(e))) if e.code == ErrorCode::METHOD_NOT_FOUND => {
+                tracing::debug!("unknown notification: ignored");
+            }
+            Ok(Poll::Ready(Err(e))) => tracing::warn!(error = %e, "notification handler failed"),
+            Err(panic) => {
+                tracing::error!(panic = %panic_message(&panic), "notification handler panicked")
+            }
+        }
+        if let Some(start) = this.start {
+            tracing::trace!(elapsed = ?start.elapsed(), "handled");
+        }
+        Poll::Ready(())
     }
 }
 

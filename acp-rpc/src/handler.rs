@@ -1,6 +1,8 @@
 //! The user side of incoming traffic: the [`Handler`] trait and the contexts it receives.
 
 use std::any::Any;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -72,7 +74,8 @@ pub trait Handler: Send + Sync + 'static {
     /// of once by the envelope parser and again by yours, and the params are never copied
     /// out as raw JSON. A decoded notification goes to
     /// [`Handler::handle_decoded_notification`], in arrival order with every other
-    /// notification. Return `None` (the default) to receive it in
+    /// notification (both are called by the default [`Handler::start_notification`], which
+    /// does the same in one step). Return `None` (the default) to receive it in
     /// [`Handler::handle_notification`] as usual.
     ///
     /// It is offered only lines of the usual shape
@@ -109,6 +112,68 @@ pub trait Handler: Send + Sync + 'static {
     ) -> Result<(), Error> {
         let _ = cx;
         Err(Error::method_not_found(notification.method()))
+    }
+
+    /// Decodes a notification of the usual shape and starts its handler in one step: what
+    /// the reader calls for every such line. `None` sends the line down the ordinary path,
+    /// as with [`Handler::decode_notification`], whose rules (unvalidated `params`, parse
+    /// all of it, never offered `$/cancel_request`) hold here too. The returned handler
+    /// runs in arrival order with every other notification, exactly as
+    /// [`Handler::handle_decoded_notification`] would.
+    ///
+    /// The default calls [`Handler::decode_notification`] and hands its result to
+    /// [`Handler::handle_decoded_notification`]. Override it when one notification kind
+    /// comes in streams: the handler then owns the decoded value inside its own future, so
+    /// the value is not boxed on its way (as a [`DecodedNotification`]) and the future is
+    /// not boxed twice (once by `async_trait`, once to own the handler), which is two
+    /// allocations and two copies of the value fewer per notification.
+    fn start_notification(
+        self: Arc<Self>,
+        cx: NotificationContext,
+        method: &str,
+        params: &str,
+    ) -> Option<StartedNotification> {
+        let decoded = self.decode_notification(method, params)?;
+        let method = decoded.method();
+        Some(StartedNotification::new(method, async move {
+            self.handle_decoded_notification(cx, decoded).await
+        }))
+    }
+}
+
+/// A notification's handler as [`Handler::start_notification`] returns it: the method's
+/// name (for logs) and the future that handles it, owning everything it needs. Nothing
+/// runs until the connection polls it, in the notification's turn.
+pub struct StartedNotification {
+    pub(crate) method: &'static str,
+    pub(crate) future: Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>,
+}
+
+impl StartedNotification {
+    /// The handler of a notification of `method` (a `'static` name, so passing it on costs
+    /// no allocation). An `Err` it returns is only logged, as from
+    /// [`Handler::handle_notification`].
+    pub fn new(
+        method: &'static str,
+        future: impl Future<Output = Result<(), Error>> + Send + 'static,
+    ) -> Self {
+        StartedNotification {
+            method,
+            future: Box::pin(future),
+        }
+    }
+
+    /// The method's name.
+    pub fn method(&self) -> &'static str {
+        self.method
+    }
+}
+
+impl std::fmt::Debug for StartedNotification {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StartedNotification")
+            .field("method", &self.method)
+            .finish_non_exhaustive()
     }
 }
 

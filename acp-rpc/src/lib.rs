@@ -59,7 +59,9 @@ pub use codec::{Frame, LineCodec};
 pub use config::{Config, DEFAULT_MAX_MESSAGE_SIZE, Dialect};
 pub use connection::Connection;
 pub use error::{CloseReason, Error, ErrorCode};
-pub use handler::{Arrival, DecodedNotification, Handler, NotificationContext, RequestContext};
+pub use handler::{
+    Arrival, DecodedNotification, Handler, NotificationContext, RequestContext, StartedNotification,
+};
 pub use message::{Message, Notification, ParseFailure, Request, RequestId, Response};
 pub use outgoing::{CANCEL_METHOD, CallOptions, Peer};
 pub use params::{Params, deserialize_params, to_raw};

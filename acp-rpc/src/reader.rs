@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Waker};
@@ -18,11 +19,10 @@ use tracing::Instrument;
 
 use crate::codec::{Frame, LineCodec};
 use crate::dispatch::{
-    IncomingNotification, Ordered, RequestTask, notification_done, notification_task,
-    notification_worker,
+    NotificationRun, Ordered, RequestTask, notification_done, notification_worker,
 };
 use crate::error::{CloseReason, Error};
-use crate::handler::{Arrival, DecodedNotification, Handler};
+use crate::handler::{Arrival, Handler, NotificationContext, StartedNotification};
 use crate::message::{
     BorrowedResponse, Notification, Parsed, Request, RequestId, parse_line, plain_notification,
     plain_response, write_response,
@@ -64,12 +64,7 @@ pub(crate) async fn read_loop<R>(
     R: AsyncRead + Unpin,
 {
     let (ordered, ordered_rx) = mpsc::channel(shared.config.ordered_queue);
-    tokio::spawn(notification_worker(
-        ordered_rx,
-        handler.clone(),
-        peer.clone(),
-        shared.clone(),
-    ));
+    tokio::spawn(notification_worker(ordered_rx, shared.clone()));
     let mut codec = LineCodec::new(shared.config.max_message_size);
     let mut state = Reader {
         slots: Arc::new(Semaphore::new(shared.config.max_concurrent_handlers)),
@@ -211,10 +206,10 @@ impl Reader {
         if self.deliver_plain_response(&line) {
             return;
         }
-        if let Some((decoded, method, params)) = self.decode_notification(&line) {
+        if let Some((started, method, params)) = self.start_notification(&line) {
             self.arrived(method, None, Some(params));
             return self
-                .enqueue_notification(IncomingNotification::Decoded(decoded))
+                .enqueue_notification(NotificationRun::started(started))
                 .await;
         }
         match parse_line(&line, &self.shared.config.dialect) {
@@ -303,24 +298,29 @@ impl Reader {
         self.shared.notifications_done.load(Ordering::Acquire) == self.notifications_received
     }
 
-    /// A notification of the usual shape that the handler decodes straight from the line
-    /// (see [`Handler::decode_notification`]); `None` sends the line down the ordinary path,
-    /// and so does a decoder that panics (the reader must survive it).
-    fn decode_notification<'l>(
+    /// A notification of the usual shape whose handler the handler decodes and starts
+    /// straight from the line (see [`Handler::start_notification`]); `None` sends the line
+    /// down the ordinary path, and so does a decoder that panics (the reader must survive
+    /// it).
+    fn start_notification<'l>(
         &self,
         line: &'l [u8],
-    ) -> Option<(DecodedNotification, &'l str, &'l str)> {
+    ) -> Option<(StartedNotification, &'l str, &'l str)> {
         let (method, params) = plain_notification(line)?;
         if method == CANCEL_METHOD {
             return None;
         }
-        let decode = AssertUnwindSafe(|| self.handler.decode_notification(method, params));
-        let decoded = std::panic::catch_unwind(decode).unwrap_or_else(|panic| {
+        let cx = NotificationContext {
+            peer: self.peer.clone(),
+        };
+        let handler = self.handler.clone();
+        let start = AssertUnwindSafe(|| handler.start_notification(cx, method, params));
+        let started = std::panic::catch_unwind(start).unwrap_or_else(|panic| {
             let panic = panic_message(&panic);
             tracing::error!(method, %panic, "notification decoder panicked; handling the line as usual");
             None
         })?;
-        Some((decoded, method, params))
+        Some((started, method, params))
     }
 
     /// Hands a notification to its handler, in arrival order. When every notification read
@@ -328,23 +328,19 @@ impl Reader {
     /// without waiting (most do) costs no hop through the worker's queue and no wake-up.
     /// One that waits goes on in the worker, which runs it to its end before anything
     /// queued after it.
-    async fn enqueue_notification(&mut self, notification: IncomingNotification) {
+    async fn enqueue_notification(&mut self, mut run: NotificationRun) {
         // Idle means every notification received so far is handled: checked before this
         // one is counted.
         let idle = self.worker_idle();
         self.notifications_received += 1;
-        let item = if idle {
-            let mut task = notification_task(notification, &self.handler, &self.peer);
+        if idle {
             let mut cx = Context::from_waker(Waker::noop());
-            if task.as_mut().poll(&mut cx).is_ready() {
+            if Pin::new(&mut run).poll(&mut cx).is_ready() {
                 notification_done(&self.shared);
                 return;
             }
-            Ordered::Started(task)
-        } else {
-            Ordered::Notification(notification)
-        };
-        if self.ordered.send(item).await.is_err() {
+        }
+        if self.ordered.send(Ordered::Notification(run)).await.is_err() {
             tracing::error!("notification worker is gone");
         }
     }
@@ -409,8 +405,8 @@ impl Reader {
         }
         let params = n.params.as_deref().map(RawValue::get);
         self.arrived(&n.method, None, params);
-        self.enqueue_notification(IncomingNotification::Raw(n))
-            .await;
+        let run = NotificationRun::raw(n, &self.handler, &self.peer);
+        self.enqueue_notification(run).await;
     }
 
     async fn on_request(&mut self, req: Request) {

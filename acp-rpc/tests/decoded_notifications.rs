@@ -1,13 +1,15 @@
-//! `Handler::decode_notification`: notifications of the usual shape are decoded in the
-//! reader (one pass over the line) and handled in arrival order with every other
-//! notification; everything else (another key order, malformed JSON, params the decoder
-//! refuses, a decoder that panics) takes the ordinary path with its ordinary answers.
+//! `Handler::decode_notification` and `Handler::start_notification`: notifications of the
+//! usual shape are decoded in the reader (one pass over the line) and handled in arrival
+//! order with every other notification; everything else (another key order, malformed
+//! JSON, params the decoder refuses, a decoder that panics) takes the ordinary path with
+//! its ordinary answers.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use acp_rpc::{
     Config, Connection, DecodedNotification, Error, Handler, NotificationContext, Params, RawValue,
-    RequestContext, async_trait, to_raw,
+    RequestContext, StartedNotification, async_trait, to_raw,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -83,13 +85,18 @@ impl Handler for Recorder {
     }
 }
 
-/// Sends `lines`, then asks for what the handler saw; returns that and every other line
-/// the connection wrote back.
+/// Sends `lines` to a [`Recorder`], then asks for what it saw; returns that and every other
+/// line the connection wrote back.
 async fn exchange(lines: &[&str]) -> (Vec<String>, Vec<Value>) {
+    exchange_with(Recorder::default(), lines).await
+}
+
+/// [`exchange`] with any handler that answers `seen`.
+async fn exchange_with(handler: impl Handler, lines: &[&str]) -> (Vec<String>, Vec<Value>) {
     let (x, y) = tokio::io::duplex(64 * 1024);
     let (xr, xw) = tokio::io::split(x);
     let (yr, mut yw) = tokio::io::split(y);
-    let _conn = Connection::new(xr, xw, Recorder::default(), Config::default());
+    let _conn = Connection::new(xr, xw, handler, Config::default());
     for line in lines {
         yw.write_all(format!("{line}\n").as_bytes()).await.unwrap();
     }
@@ -226,4 +233,136 @@ async fn cancel_requests_are_never_offered_to_the_decoder() {
     let v: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(v["id"], 2);
     assert_eq!(v["error"]["code"], json!(-32601));
+}
+
+/// A [`Recorder`] that starts its notifications itself ([`Handler::start_notification`]):
+/// `tick` finishes at once, `slow` waits a while first, `fails` returns an error, `crash`
+/// panics when polled and `boom` panics while starting.
+#[derive(Default)]
+struct Starter {
+    recorder: Arc<Recorder>,
+}
+
+#[async_trait]
+impl Handler for Starter {
+    async fn handle_request(
+        &self,
+        cx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> Result<Box<RawValue>, Error> {
+        self.recorder.handle_request(cx, method, params).await
+    }
+
+    async fn handle_notification(
+        &self,
+        cx: NotificationContext,
+        method: &str,
+        params: Params,
+    ) -> Result<(), Error> {
+        self.recorder.handle_notification(cx, method, params).await
+    }
+
+    fn decode_notification(&self, _: &str, _: &str) -> Option<DecodedNotification> {
+        panic!("start_notification is overridden: the reader never decodes apart")
+    }
+
+    fn start_notification(
+        self: Arc<Self>,
+        _cx: NotificationContext,
+        method: &str,
+        params: &str,
+    ) -> Option<StartedNotification> {
+        let note: Note = serde_json::from_str(params).ok()?;
+        let recorder = self.recorder.clone();
+        let started = match method {
+            "tick" => StartedNotification::new("tick", async move {
+                recorder.push(format!("tick {}", note.n));
+                Ok(())
+            }),
+            "slow" => StartedNotification::new("slow", async move {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                recorder.push(format!("slow {}", note.n));
+                Ok(())
+            }),
+            "fails" => StartedNotification::new("fails", async move {
+                recorder.push(format!("fails {}", note.n));
+                Err(Error::internal_error("this one fails"))
+            }),
+            "crash" => StartedNotification::new("crash", async move {
+                recorder.push(format!("crash {}", note.n));
+                panic!("handler bug")
+            }),
+            "boom" => panic!("decoder bug"),
+            _ => return None,
+        };
+        assert_eq!(started.method(), method);
+        Some(started)
+    }
+}
+
+#[tokio::test]
+async fn started_notifications_keep_arrival_order_even_when_one_waits() {
+    let (seen, other) = exchange_with(
+        Starter::default(),
+        &[
+            r#"{"jsonrpc":"2.0","method":"tick","params":{"n":1}}"#,
+            r#"{"jsonrpc":"2.0","method":"slow","params":{"n":2}}"#,
+            r#"{"jsonrpc":"2.0","method":"tick","params":{"n":3}}"#,
+            r#"{"jsonrpc":"2.0","method":"other","params":{"n":4}}"#,
+            r#"{"jsonrpc":"2.0","method":"slow","params":{"n":5}}"#,
+            r#"{"jsonrpc":"2.0","method":"tick","params":{"n":6}}"#,
+        ],
+    )
+    .await;
+    assert_eq!(
+        seen,
+        [
+            "tick 1",
+            "slow 2",
+            "tick 3",
+            r#"raw other {"n":4}"#,
+            "slow 5",
+            "tick 6"
+        ]
+    );
+    assert!(other.is_empty(), "{other:?}");
+}
+
+#[tokio::test]
+async fn a_started_notification_that_fails_or_panics_is_logged_and_the_next_one_runs() {
+    let (seen, other) = exchange_with(
+        Starter::default(),
+        &[
+            r#"{"jsonrpc":"2.0","method":"fails","params":{"n":1}}"#,
+            r#"{"jsonrpc":"2.0","method":"crash","params":{"n":2}}"#,
+            r#"{"jsonrpc":"2.0","method":"slow","params":{"n":3}}"#,
+            r#"{"jsonrpc":"2.0","method":"crash","params":{"n":4}}"#,
+            r#"{"jsonrpc":"2.0","method":"tick","params":{"n":5}}"#,
+        ],
+    )
+    .await;
+    assert_eq!(seen, ["fails 1", "crash 2", "slow 3", "crash 4", "tick 5"]);
+    assert!(
+        other.is_empty(),
+        "a notification's failure is never answered: {other:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_panic_while_starting_leaves_the_line_to_the_ordinary_path() {
+    let (seen, other) = exchange_with(
+        Starter::default(),
+        &[
+            r#"{"jsonrpc":"2.0","method":"boom","params":{"n":1}}"#,
+            r#"{"jsonrpc":"2.0","method":"tick","params":{"n":2}}"#,
+            r#"{"jsonrpc":"2.0","method":"tick","params":{"n":"two"}}"#,
+        ],
+    )
+    .await;
+    assert_eq!(
+        seen,
+        [r#"raw boom {"n":1}"#, "tick 2", r#"raw tick {"n":"two"}"#]
+    );
+    assert!(other.is_empty(), "{other:?}");
 }
