@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::error::CloseReason;
 use crate::handler::Handler;
 use crate::outgoing::Peer;
-use crate::state::{PendingMap, Shared};
+use crate::state::{FrameSizeHint, PendingMap, Shared};
 use crate::writer::WriteSide;
 
 /// A running JSON-RPC connection over a reader/writer pair.
@@ -71,6 +71,8 @@ impl Connection {
             request_answered: tokio::sync::Notify::new(),
             requests_received: AtomicU64::new(0),
             outgoing_slots: Arc::new(Semaphore::new(config.max_pending_requests)),
+            request_size: FrameSizeHint::new(),
+            notification_size: FrameSizeHint::new(),
             config,
         });
         let peer = Peer::new(shared.clone());

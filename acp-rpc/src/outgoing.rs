@@ -6,20 +6,27 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
 use crate::error::{CloseReason, Error, ErrorCode};
-use crate::message::{write_notification, write_request};
+use crate::message::{RequestId, write_notification, write_request};
 use crate::state::{
     CountedWait, Deliver, Pending, Shared, Waiter, in_request_handler, lock, release_slot,
 };
 
 /// The method of the cancellation notification (params `{"requestId": <id>}`).
 pub const CANCEL_METHOD: &str = "$/cancel_request";
+
+/// The params of [`CANCEL_METHOD`]: which request to cancel.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct CancelParams {
+    #[serde(rename = "requestId")]
+    pub(crate) request_id: RequestId,
+}
 
 /// Per-call options for [`Peer::request_with`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -194,8 +201,9 @@ impl Peer {
         E: Send + 'static,
     {
         let shared = &*self.shared;
-        let mut buf = Vec::with_capacity(96);
+        let mut buf = shared.request_size.buffer();
         write_request(&mut buf, &shared.config.dialect, id, method, params)?;
+        shared.request_size.record(buf.len());
         log_sent(method, Some(id), &buf, true);
         // At most `max_pending_requests` of ours await answers, so the peer never holds
         // more unanswered requests of ours than its admission cap and its reader keeps
@@ -264,9 +272,10 @@ impl Peer {
         P: Serialize + ?Sized,
     {
         let shared = &*self.shared;
-        let mut buf = Vec::with_capacity(96);
+        let mut buf = shared.notification_size.buffer();
         if shared.config.dialect.notifications {
             write_notification(&mut buf, &shared.config.dialect, method, params)?;
+            shared.notification_size.record(buf.len());
             log_sent(method, None, &buf, false);
         } else {
             let slot = shared.outgoing_slot().await?;
@@ -362,7 +371,9 @@ impl Drop for CallGuard<'_> {
             return;
         }
         let mut buf = Vec::with_capacity(64);
-        let params = serde_json::json!({ "requestId": self.id });
+        let params = CancelParams {
+            request_id: RequestId::Int(self.id),
+        };
         if write_notification(&mut buf, &shared.config.dialect, CANCEL_METHOD, &params).is_err() {
             return;
         }

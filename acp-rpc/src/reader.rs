@@ -9,7 +9,6 @@ use std::sync::atomic::Ordering;
 use std::task::{Context, Waker};
 
 use bytes::BytesMut;
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -27,7 +26,7 @@ use crate::message::{
     BorrowedResponse, Notification, Parsed, Request, RequestId, parse_line, plain_notification,
     plain_response, write_response,
 };
-use crate::outgoing::{CANCEL_METHOD, Peer};
+use crate::outgoing::{CANCEL_METHOD, CancelParams, Peer};
 use crate::state::{ClosedWatch, InFlightRequest, Pending, Shared, lock, panic_message};
 use crate::tap::{Direction, TapEvent};
 
@@ -135,12 +134,6 @@ pub(crate) async fn read_loop<R>(
 /// How long the end of the connection waits for queued notifications to be handled before
 /// pending calls fail regardless.
 const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
-
-#[derive(Deserialize)]
-struct CancelParams {
-    #[serde(rename = "requestId")]
-    request_id: RequestId,
-}
 
 impl Reader {
     /// Offers a request or notification to [`Handler::arrived`], in read order (a panic

@@ -100,6 +100,47 @@ pub(crate) struct Shared {
     /// One permit per outgoing request awaiting its response (see
     /// [`Config::max_pending_requests`]).
     pub(crate) outgoing_slots: Arc<Semaphore>,
+    /// How large our next request's frame will likely be (see [`FrameSizeHint`]).
+    pub(crate) request_size: FrameSizeHint,
+    /// How large our next notification's frame will likely be.
+    pub(crate) notification_size: FrameSizeHint,
+}
+
+/// The capacity a new outgoing frame starts with: about the size of the previous frame of
+/// its kind. A stream of similar messages (a prompt's chunks) then serializes each into a
+/// buffer that fits, where a fixed small start grew it twice per message, each growth a
+/// reallocation and a copy. The hint is bounded ([`FrameSizeHint::MAX`]), so a frame
+/// queued behind a large one wastes at most that much.
+pub(crate) struct FrameSizeHint(AtomicUsize);
+
+impl FrameSizeHint {
+    const MIN: usize = 96;
+    const MAX: usize = 4096;
+
+    pub(crate) fn new() -> Self {
+        FrameSizeHint(AtomicUsize::new(Self::MIN))
+    }
+
+    /// An empty buffer with the hinted capacity.
+    pub(crate) fn buffer(&self) -> Vec<u8> {
+        Vec::with_capacity(self.0.load(Ordering::Relaxed))
+    }
+
+    /// Remembers the length of a frame just serialized. The hint stays while frames fit it
+    /// and fill more than half of it, so small differences (a counter's digits) do not
+    /// move it; otherwise it becomes the length with a quarter to spare.
+    pub(crate) fn record(&self, len: usize) {
+        let hint = self.0.load(Ordering::Relaxed);
+        if len <= hint && len > hint / 2 {
+            return;
+        }
+        let new = (len + len / 4)
+            .next_multiple_of(64)
+            .clamp(Self::MIN, Self::MAX);
+        if new != hint {
+            self.0.store(new, Ordering::Relaxed);
+        }
+    }
 }
 
 /// An incoming request being handled.
@@ -383,5 +424,30 @@ pub(crate) fn panic_message(panic: &Box<dyn Any + Send>) -> String {
         s.clone()
     } else {
         "non-string panic payload".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FrameSizeHint;
+
+    #[test]
+    fn a_frame_size_hint_fits_the_last_frame_with_room_and_stays_bounded() {
+        let hint = FrameSizeHint::new();
+        assert_eq!(hint.buffer().capacity(), FrameSizeHint::MIN);
+        hint.record(200);
+        let fits = hint.buffer().capacity();
+        assert!(fits >= 200 + 32, "room for a few more bytes: {fits}");
+        // A frame a few bytes longer or shorter keeps the hint.
+        hint.record(209);
+        assert_eq!(hint.buffer().capacity(), fits);
+        hint.record(190);
+        assert_eq!(hint.buffer().capacity(), fits);
+        // A huge frame does not make every later buffer huge.
+        hint.record(10 * 1024 * 1024);
+        assert_eq!(hint.buffer().capacity(), FrameSizeHint::MAX);
+        // And the hint follows the frames back down.
+        hint.record(10);
+        assert_eq!(hint.buffer().capacity(), FrameSizeHint::MIN);
     }
 }
