@@ -34,6 +34,9 @@ pub struct LineCodec {
     next_index: usize,
     /// `Some(n)`: discarding an oversized line of which `n` bytes were dropped so far.
     discarding: Option<usize>,
+    /// Lines that are not UTF-8 become [`Frame::InvalidUtf8`]; off only for this crate's
+    /// reader (see [`LineCodec::leaving_utf8_to_the_caller`]).
+    check_utf8: bool,
 }
 
 impl LineCodec {
@@ -43,7 +46,16 @@ impl LineCodec {
             max_len,
             next_index: 0,
             discarding: None,
+            check_utf8: true,
         }
+    }
+
+    /// The same codec, except that its [`Frame::Line`]s are **not** checked to be UTF-8:
+    /// for the connection's reader, which turns each line into text itself and would
+    /// otherwise check every byte twice.
+    pub(crate) fn leaving_utf8_to_the_caller(mut self) -> Self {
+        self.check_utf8 = false;
+        self
     }
 
     /// The line length limit.
@@ -51,7 +63,7 @@ impl LineCodec {
         self.max_len
     }
 
-    fn finish_line(mut line: BytesMut) -> Option<Frame> {
+    fn finish_line(&self, mut line: BytesMut) -> Option<Frame> {
         if line.last() == Some(&b'\n') {
             line.truncate(line.len() - 1);
         }
@@ -64,7 +76,7 @@ impl LineCodec {
         if line.iter().all(u8::is_ascii_whitespace) {
             return None;
         }
-        if std::str::from_utf8(&line).is_err() {
+        if self.check_utf8 && std::str::from_utf8(&line).is_err() {
             return Some(Frame::InvalidUtf8);
         }
         Some(Frame::Line(line.freeze()))
@@ -109,7 +121,7 @@ impl Decoder for LineCodec {
                     if content_len > self.max_len {
                         return Ok(Some(Frame::Oversized { len: content_len }));
                     }
-                    match Self::finish_line(line) {
+                    match self.finish_line(line) {
                         Some(frame) => return Ok(Some(frame)),
                         None => continue,
                     }
@@ -142,7 +154,7 @@ impl Decoder for LineCodec {
             if line.len() > self.max_len {
                 return Ok(Some(Frame::Oversized { len: line.len() }));
             }
-            if let Some(frame) = Self::finish_line(line) {
+            if let Some(frame) = self.finish_line(line) {
                 return Ok(Some(frame));
             }
         }
@@ -237,6 +249,16 @@ mod tests {
         let mut c = LineCodec::new(100);
         let frames = decode_all(&mut c, &[b"\xff\xfe\n{}\n"]);
         assert_eq!(frames, vec![Frame::InvalidUtf8, line("{}")]);
+    }
+
+    #[test]
+    fn leaving_utf8_to_the_caller_passes_any_bytes_on_as_a_line() {
+        let mut c = LineCodec::new(100).leaving_utf8_to_the_caller();
+        let frames = decode_all(&mut c, &[b"\xff\xfe\n{}\n"]);
+        assert_eq!(
+            frames,
+            vec![Frame::Line(Bytes::from_static(b"\xff\xfe")), line("{}")]
+        );
     }
 
     #[test]

@@ -205,6 +205,16 @@ impl Message {
     // allocation for nothing.
     #[allow(clippy::result_large_err)]
     pub fn parse(line: &[u8], dialect: &Dialect) -> Result<Message, ParseFailure> {
+        let line = match std::str::from_utf8(line) {
+            Ok(line) => line,
+            // Not JSON either: serde_json words where it goes wrong.
+            Err(_) => {
+                return Err(match serde_json::from_slice::<IgnoredAny>(line) {
+                    Err(e) => parse_error(&e),
+                    Ok(_) => invalid("line is not valid UTF-8"),
+                });
+            }
+        };
         Ok(match parse_line(line, dialect)? {
             Parsed::Request(r) => Message::Request(r),
             Parsed::Notification(n) => Message::Notification(n),
@@ -216,26 +226,24 @@ impl Message {
     }
 }
 
-/// [`Message::parse`], leaving a response's result in the line.
+/// [`Message::parse`] of a line known to be UTF-8 (so its strings are not checked again),
+/// leaving a response's result in the line.
 #[allow(clippy::result_large_err)]
-pub(crate) fn parse_line<'a>(
-    line: &'a [u8],
-    dialect: &Dialect,
-) -> Result<Parsed<'a>, ParseFailure> {
-    let first = line.iter().find(|b| !b.is_ascii_whitespace()).copied();
+pub(crate) fn parse_line<'a>(line: &'a str, dialect: &Dialect) -> Result<Parsed<'a>, ParseFailure> {
+    let first = line.bytes().find(|b| !b.is_ascii_whitespace());
     if first == Some(b'[') {
-        return match serde_json::from_slice::<IgnoredAny>(line) {
+        return match serde_json::from_str::<IgnoredAny>(line) {
             Ok(_) => Err(invalid("batches are not supported")),
             Err(e) => Err(parse_error(&e)),
         };
     }
-    let env: Envelope<'_> = match serde_json::from_slice(line) {
+    let env: Envelope<'_> = match serde_json::from_str(line) {
         Ok(env) => env,
         Err(e) => {
             return Err(match e.classify() {
                 serde_json::error::Category::Data => {
                     // Valid JSON of the wrong shape, or a syntax error after a shape error?
-                    match serde_json::from_slice::<IgnoredAny>(line) {
+                    match serde_json::from_str::<IgnoredAny>(line) {
                         Ok(_) => invalid(format!("invalid message: {e}")),
                         Err(e) => parse_error(&e),
                     }
@@ -328,21 +336,19 @@ pub(crate) fn parse_line<'a>(
 /// must) has validated the line; anything else goes through [`parse_line`].
 ///
 /// [`Handler::decode_notification`]: crate::Handler::decode_notification
-pub(crate) fn plain_notification(line: &[u8]) -> Option<(&str, &str)> {
-    const HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":""#;
-    const PARAMS: &[u8] = br#","params":"#;
+pub(crate) fn plain_notification(line: &str) -> Option<(&str, &str)> {
+    const HEAD: &str = r#"{"jsonrpc":"2.0","method":""#;
+    const PARAMS: &str = r#","params":"#;
     let rest = line.strip_prefix(HEAD)?;
-    let end = memchr::memchr(b'"', rest)?;
+    // (The quote is ASCII, so `end` is a character boundary.)
+    let end = memchr::memchr(b'"', rest.as_bytes())?;
     let method = &rest[..end];
-    if method.iter().any(|&b| b == b'\\' || b < 0x20) {
+    if method.bytes().any(|b| b == b'\\' || b < 0x20) {
         return None;
     }
     let body = rest[end + 1..].strip_prefix(PARAMS)?;
-    let body = body.trim_ascii_end().strip_suffix(b"}")?;
-    Some((
-        std::str::from_utf8(method).ok()?,
-        std::str::from_utf8(body).ok()?,
-    ))
+    let body = body.trim_ascii_end().strip_suffix('}')?;
+    Some((method, body))
 }
 
 /// The id and result text of a successful response written the usual way,
@@ -351,26 +357,27 @@ pub(crate) fn plain_notification(line: &[u8]) -> Option<(&str, &str)> {
 ///
 /// The result text is not validated: the line is a well-formed response exactly when it is
 /// one JSON value, which a full parse of it (the caller's decode) proves.
-pub(crate) fn plain_response(line: &[u8]) -> Option<(i64, &str)> {
-    const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
-    const RESULT: &[u8] = br#","result":"#;
+pub(crate) fn plain_response(line: &str) -> Option<(i64, &str)> {
+    const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &str = r#","result":"#;
     let rest = line.strip_prefix(HEAD)?;
+    // (Digits and minus signs are ASCII, so `digits_end` is a character boundary.)
     let digits_end = rest
-        .iter()
-        .position(|&b| b != b'-' && !b.is_ascii_digit())?;
+        .bytes()
+        .position(|b| b != b'-' && !b.is_ascii_digit())?;
     let digits = &rest[..digits_end];
     // JSON's integer grammar, `-?(0|[1-9][0-9]*)`: no leading zeros, no lone minus.
-    let unsigned = digits.strip_prefix(b"-").unwrap_or(digits);
+    let unsigned = digits.strip_prefix('-').unwrap_or(digits);
     if unsigned.is_empty()
-        || unsigned.contains(&b'-')
-        || (unsigned.len() > 1 && unsigned[0] == b'0')
+        || unsigned.contains('-')
+        || (unsigned.len() > 1 && unsigned.starts_with('0'))
     {
         return None;
     }
-    let id = std::str::from_utf8(digits).ok()?.parse::<i64>().ok()?;
+    let id = digits.parse::<i64>().ok()?;
     let body = rest[digits_end..].strip_prefix(RESULT)?;
-    let body = body.trim_ascii_end().strip_suffix(b"}")?;
-    Some((id, std::str::from_utf8(body).ok()?))
+    let body = body.trim_ascii_end().strip_suffix('}')?;
+    Some((id, body))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -508,7 +515,7 @@ mod tests {
     #[test]
     fn plain_response_splits_only_the_usual_shape_with_a_json_integer_id() {
         fn split(line: &str) -> Option<(i64, &str)> {
-            plain_response(line.as_bytes())
+            plain_response(line)
         }
         assert_eq!(
             split(r#"{"jsonrpc":"2.0","id":42,"result":{"content":"x"}}"#),
@@ -540,7 +547,7 @@ mod tests {
     #[test]
     fn plain_notification_splits_only_the_usual_shape() {
         fn split(line: &str) -> Option<(&str, &str)> {
-            plain_notification(line.as_bytes())
+            plain_notification(line)
         }
         assert_eq!(
             split(r#"{"jsonrpc":"2.0","method":"session/update","params":{"a":[1]}} "#),

@@ -64,7 +64,7 @@ pub(crate) async fn read_loop<R>(
 {
     let (ordered, ordered_rx) = mpsc::channel(shared.config.ordered_queue);
     tokio::spawn(notification_worker(ordered_rx, shared.clone()));
-    let mut codec = LineCodec::new(shared.config.max_message_size);
+    let mut codec = LineCodec::new(shared.config.max_message_size).leaving_utf8_to_the_caller();
     let mut state = Reader {
         slots: Arc::new(Semaphore::new(shared.config.max_concurrent_handlers)),
         admission: Arc::new(Semaphore::new(shared.config.max_unanswered_requests)),
@@ -175,6 +175,13 @@ impl Reader {
         let _ = self.shared.send(buf).await;
     }
 
+    async fn skip_invalid_utf8(&self) {
+        self.tap(TapEvent::Line(Direction::Incoming, b"<invalid UTF-8>"));
+        tracing::warn!("skipped a line that is not UTF-8");
+        self.reply(None, Err(Error::parse_error("line is not valid UTF-8")))
+            .await
+    }
+
     async fn on_frame(&mut self, frame: Frame) {
         let line = match frame {
             Frame::Line(line) => line,
@@ -187,25 +194,24 @@ impl Reader {
                 ));
                 return self.reply(None, Err(error)).await;
             }
-            Frame::InvalidUtf8 => {
-                self.tap(TapEvent::Line(Direction::Incoming, b"<invalid UTF-8>"));
-                tracing::warn!("skipped a line that is not UTF-8");
-                return self
-                    .reply(None, Err(Error::parse_error("line is not valid UTF-8")))
-                    .await;
-            }
+            // (This reader's codec leaves the check to the line below.)
+            Frame::InvalidUtf8 => return self.skip_invalid_utf8().await,
         };
-        self.tap(TapEvent::Line(Direction::Incoming, &line));
-        if self.deliver_plain_response(&line) {
+        // The one check that the line is text: everything below reads it as `str`.
+        let Ok(line) = std::str::from_utf8(&line) else {
+            return self.skip_invalid_utf8().await;
+        };
+        self.tap(TapEvent::Line(Direction::Incoming, line.as_bytes()));
+        if self.deliver_plain_response(line) {
             return;
         }
-        if let Some((started, method, params)) = self.start_notification(&line) {
+        if let Some((started, method, params)) = self.start_notification(line) {
             self.arrived(method, None, Some(params));
             return self
                 .enqueue_notification(NotificationRun::started(started))
                 .await;
         }
-        match parse_line(&line, &self.shared.config.dialect) {
+        match parse_line(line, &self.shared.config.dialect) {
             Ok(Parsed::Request(req)) => self.on_request(req).await,
             Ok(Parsed::Notification(n)) => self.on_notification(n).await,
             Ok(Parsed::Response(resp)) => self.on_response(resp).await,
@@ -237,7 +243,7 @@ impl Reader {
     /// `false` leaves the line to the ordinary path: another shape, notifications still
     /// queued before it (the ordering guarantee), no caller waiting, or a result that does
     /// not decode (the ordinary path validates it and delivers the error).
-    fn deliver_plain_response(&mut self, line: &[u8]) -> bool {
+    fn deliver_plain_response(&mut self, line: &str) -> bool {
         let Some((id, result)) = plain_response(line) else {
             return false;
         };
@@ -297,7 +303,7 @@ impl Reader {
     /// it).
     fn start_notification<'l>(
         &self,
-        line: &'l [u8],
+        line: &'l str,
     ) -> Option<(StartedNotification, &'l str, &'l str)> {
         let (method, params) = plain_notification(line)?;
         if method == CANCEL_METHOD {

@@ -55,6 +55,16 @@ fn cases() -> Vec<Case> {
             vec![err(null.clone(), -32700, "line is not valid UTF-8")],
         ),
         case(
+            "invalid UTF-8 in the params of a notification of the usual shape",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"note\",\"params\":{\"text\":\"\xc3\x28\"}}\n",
+            vec![err(null.clone(), -32700, "line is not valid UTF-8")],
+        ),
+        case(
+            "invalid UTF-8 in the result of a response of the usual shape",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\xe2\x82\"}\n",
+            vec![err(null.clone(), -32700, "line is not valid UTF-8")],
+        ),
+        case(
             "a number is not a message",
             b"42\n",
             vec![err(null.clone(), -32600, "invalid message: invalid type: integer `42`, expected struct Envelope at line 1 column 2")],
