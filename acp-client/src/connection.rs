@@ -2,7 +2,7 @@
 //! agent method) and [`PromptStream`], a prompt turn as a stream of its updates.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -719,6 +719,10 @@ type SubscriberMap = HashMap<SessionId, Vec<(u64, mpsc::Sender<Routed>)>>;
 pub(crate) struct Subscribers {
     inner: Arc<Mutex<SubscriberMap>>,
     next: Arc<AtomicU64>,
+    /// How many streams the map holds, changed under its lock: with none (a client that
+    /// takes its updates in `Client::session_update` alone), an update costs one load
+    /// instead of a lock of the map.
+    streams: Arc<AtomicUsize>,
 }
 
 impl Subscribers {
@@ -728,17 +732,19 @@ impl Subscribers {
 
     fn subscribe(&self, session: SessionId, tx: mpsc::Sender<Routed>) -> (SessionId, u64) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.lock()
-            .entry(session.clone())
-            .or_default()
-            .push((id, tx));
+        let mut map = self.lock();
+        map.entry(session.clone()).or_default().push((id, tx));
+        self.streams.fetch_add(1, Ordering::SeqCst);
         (session, id)
     }
 
     fn unsubscribe(&self, key: &(SessionId, u64)) {
         let mut map = self.lock();
         if let Some(list) = map.get_mut(&key.0) {
+            let before = list.len();
             list.retain(|(id, _)| *id != key.1);
+            self.streams
+                .fetch_sub(before - list.len(), Ordering::SeqCst);
             if list.is_empty() {
                 map.remove(&key.0);
             }
@@ -748,6 +754,10 @@ impl Subscribers {
     /// Hands a copy of the update to every stream of its session, waiting while a stream
     /// is full (a dropped stream fails the send at once).
     pub(crate) async fn deliver(&self, n: &SessionNotification) {
+        // A stream subscribes before its prompt is sent, so before any update of it is read.
+        if self.streams.load(Ordering::SeqCst) == 0 {
+            return;
+        }
         let streams: Vec<mpsc::Sender<Routed>> = match self.lock().get(&n.session_id) {
             Some(list) => list.iter().map(|(_, tx)| tx.clone()).collect(),
             None => return,
@@ -755,5 +765,55 @@ impl Subscribers {
         for tx in streams {
             let _ = tx.send(Routed::Update(n.update.clone())).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn update(session: &str, text: &str) -> SessionNotification {
+        SessionNotification::new(session, SessionUpdate::agent_message_text(text))
+    }
+
+    fn texts(rx: &mut mpsc::Receiver<Routed>) -> Vec<String> {
+        let mut got = Vec::new();
+        while let Ok(Routed::Update(SessionUpdate::AgentMessageChunk(chunk))) = rx.try_recv() {
+            if let acp_types::v1::ContentBlock::Text(t) = chunk.content {
+                got.push(t.text);
+            }
+        }
+        got
+    }
+
+    #[tokio::test]
+    async fn updates_reach_the_streams_subscribed_at_the_time_and_no_others() {
+        let subscribers = Subscribers::default();
+        let (a_tx, mut a) = mpsc::channel(8);
+        let (b_tx, mut b) = mpsc::channel(8);
+        let a_key = subscribers.subscribe("s1".into(), a_tx);
+        let b_key = subscribers.subscribe("s1".into(), b_tx);
+        subscribers.deliver(&update("s1", "one")).await;
+        subscribers.deliver(&update("s2", "elsewhere")).await;
+        assert_eq!(texts(&mut a), ["one"]);
+        assert_eq!(texts(&mut b), ["one"]);
+
+        // Unsubscribing twice counts once.
+        subscribers.unsubscribe(&a_key);
+        subscribers.unsubscribe(&a_key);
+        subscribers.deliver(&update("s1", "two")).await;
+        assert_eq!(texts(&mut a), Vec::<String>::new());
+        assert_eq!(texts(&mut b), ["two"]);
+
+        subscribers.unsubscribe(&b_key);
+        assert_eq!(subscribers.streams.load(Ordering::SeqCst), 0);
+        subscribers.deliver(&update("s1", "nobody")).await;
+        assert_eq!(texts(&mut b), Vec::<String>::new());
+
+        // With none left, a new stream still gets what comes after it subscribed.
+        let (c_tx, mut c) = mpsc::channel(8);
+        let _c_key = subscribers.subscribe("s1".into(), c_tx);
+        subscribers.deliver(&update("s1", "three")).await;
+        assert_eq!(texts(&mut c), ["three"]);
     }
 }
