@@ -26,7 +26,7 @@ pub(crate) trait WriteJson: Send {
 
 impl<T: Serialize + Send> WriteJson for T {
     fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
-        serde_json::to_writer(out, self)
+        serde_json::to_writer(crate::message::JsonOut(out), self)
     }
     fn to_raw(&self) -> serde_json::Result<Box<RawValue>> {
         serde_json::value::to_raw_value(self)
