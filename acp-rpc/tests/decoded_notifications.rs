@@ -301,68 +301,61 @@ impl Handler for Starter {
     }
 }
 
+/// What a [`Starter`] saw of `lines`; a notification is never answered, whatever its end.
+async fn started(lines: &[&str]) -> Vec<String> {
+    let (seen, other) = exchange_with(Starter::default(), lines).await;
+    assert!(
+        other.is_empty(),
+        "notifications are never answered: {other:?}"
+    );
+    seen
+}
+
 #[tokio::test]
 async fn started_notifications_keep_arrival_order_even_when_one_waits() {
-    let (seen, other) = exchange_with(
-        Starter::default(),
-        &[
-            r#"{"jsonrpc":"2.0","method":"tick","params":{"n":1}}"#,
-            r#"{"jsonrpc":"2.0","method":"slow","params":{"n":2}}"#,
-            r#"{"jsonrpc":"2.0","method":"tick","params":{"n":3}}"#,
-            r#"{"jsonrpc":"2.0","method":"other","params":{"n":4}}"#,
-            r#"{"jsonrpc":"2.0","method":"slow","params":{"n":5}}"#,
-            r#"{"jsonrpc":"2.0","method":"tick","params":{"n":6}}"#,
-        ],
-    )
+    let seen = started(&[
+        r#"{"jsonrpc":"2.0","method":"tick","params":{"n":1}}"#,
+        r#"{"jsonrpc":"2.0","method":"slow","params":{"n":2}}"#,
+        r#"{"jsonrpc":"2.0","method":"tick","params":{"n":3}}"#,
+        r#"{"jsonrpc":"2.0","method":"other","params":{"n":4}}"#,
+        r#"{"jsonrpc":"2.0","method":"slow","params":{"n":5}}"#,
+        r#"{"jsonrpc":"2.0","method":"tick","params":{"n":6}}"#,
+    ])
     .await;
-    assert_eq!(
-        seen,
-        [
-            "tick 1",
-            "slow 2",
-            "tick 3",
-            r#"raw other {"n":4}"#,
-            "slow 5",
-            "tick 6"
-        ]
-    );
-    assert!(other.is_empty(), "{other:?}");
+    let expected = [
+        "tick 1",
+        "slow 2",
+        "tick 3",
+        r#"raw other {"n":4}"#,
+        "slow 5",
+        "tick 6",
+    ];
+    assert_eq!(seen, expected);
 }
 
 #[tokio::test]
 async fn a_started_notification_that_fails_or_panics_is_logged_and_the_next_one_runs() {
-    let (seen, other) = exchange_with(
-        Starter::default(),
-        &[
-            r#"{"jsonrpc":"2.0","method":"fails","params":{"n":1}}"#,
-            r#"{"jsonrpc":"2.0","method":"crash","params":{"n":2}}"#,
-            r#"{"jsonrpc":"2.0","method":"slow","params":{"n":3}}"#,
-            r#"{"jsonrpc":"2.0","method":"crash","params":{"n":4}}"#,
-            r#"{"jsonrpc":"2.0","method":"tick","params":{"n":5}}"#,
-        ],
-    )
+    let seen = started(&[
+        r#"{"jsonrpc":"2.0","method":"fails","params":{"n":1}}"#,
+        r#"{"jsonrpc":"2.0","method":"crash","params":{"n":2}}"#,
+        r#"{"jsonrpc":"2.0","method":"slow","params":{"n":3}}"#,
+        r#"{"jsonrpc":"2.0","method":"crash","params":{"n":4}}"#,
+        r#"{"jsonrpc":"2.0","method":"tick","params":{"n":5}}"#,
+    ])
     .await;
     assert_eq!(seen, ["fails 1", "crash 2", "slow 3", "crash 4", "tick 5"]);
-    assert!(
-        other.is_empty(),
-        "a notification's failure is never answered: {other:?}"
-    );
 }
 
 #[tokio::test]
 async fn a_panic_while_starting_leaves_the_line_to_the_ordinary_path() {
-    let (seen, other) = exchange_with(
-        Starter::default(),
-        &[
-            r#"{"jsonrpc":"2.0","method":"boom","params":{"n":1}}"#,
-            r#"{"jsonrpc":"2.0","method":"tick","params":{"n":2}}"#,
-            r#"{"jsonrpc":"2.0","method":"tick","params":{"n":"two"}}"#,
-        ],
-    )
+    let seen = started(&[
+        r#"{"jsonrpc":"2.0","method":"boom","params":{"n":1}}"#,
+        r#"{"jsonrpc":"2.0","method":"tick","params":{"n":2}}"#,
+        r#"{"jsonrpc":"2.0","method":"tick","params":{"n":"two"}}"#,
+    ])
     .await;
     assert_eq!(
         seen,
         [r#"raw boom {"n":1}"#, "tick 2", r#"raw tick {"n":"two"}"#]
     );
-    assert!(other.is_empty(), "{other:?}");
 }
