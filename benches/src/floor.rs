@@ -2,7 +2,11 @@
 //! JSON and no RPC layer, blocking threads against tokio's current-thread runtime. This is
 //! what scenario b sits on: the gap between the two is what an async runtime costs per
 //! round trip (a wake-up through epoll on each side instead of a blocking read), which no
-//! RPC layer on tokio can win back. BENCHMARKS.md compares b's figures with it.
+//! RPC layer on tokio can win back. A third row adds b's typed work and nothing else: on
+//! tokio, one side writes an `fs/read_text_file` request made from acp-types values, the
+//! other parses it into them and answers with a typed response, which the first parses.
+//! What b takes beyond that row is the RPC engine's. BENCHMARKS.md compares b's figures
+//! with all three.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, ExitCode, Stdio};
@@ -10,7 +14,10 @@ use std::time::Instant;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
-use crate::msg::percentile;
+use acp_types::v1::{ReadTextFileRequest, ReadTextFileResponse};
+
+use crate::msg::{SMALL_CONTENT, SMALL_PATH, content_for, percentile, session_id};
+use crate::raw::{Answer, InMessage, OutMessage};
 
 /// The argument that turns this binary into the echoing peer of the floor.
 pub const FLOOR_PEER_ARG: &str = "__floor_peer";
@@ -21,9 +28,11 @@ const LINE: &[u8] = br#"{"jsonrpc":"2.0","id":12345,"result":{"content":"fn main
 const USAGE: &str = "\
 usage: acp-bench floor [--requests N] [--runs N]
   round trips of one line to a child process that echoes it, over its stdin/stdout:
-  blocking threads on both sides, then tokio current-thread runtimes on both sides";
+  blocking threads on both sides, then tokio current-thread runtimes on both sides; then,
+  on tokio, a typed fs/read_text_file request and its typed answer (acp-types values
+  through serde_json, no RPC engine)";
 
-/// The echoing child: `blocking` or `tokio`.
+/// The echoing child, `blocking` or `tokio`, or the typed answering child, `typed`.
 pub fn peer(kind: &str) -> ExitCode {
     match kind {
         "blocking" => {
@@ -62,6 +71,37 @@ pub fn peer(kind: &str) -> ExitCode {
                 }
             }
         }),
+        "typed" => crate::runtime().block_on(async {
+            let mut input = tokio::io::BufReader::new(acp_rpc::stdio::stdin());
+            let mut output = acp_rpc::stdio::stdout();
+            let mut line = Vec::new();
+            let mut answer = Vec::new();
+            loop {
+                line.clear();
+                match input.read_until(b'\n', &mut line).await {
+                    Ok(0) | Err(_) => return ExitCode::SUCCESS,
+                    Ok(_) => {}
+                }
+                let Ok(request) = serde_json::from_slice::<InMessage<ReadTextFileRequest>>(&line)
+                else {
+                    return ExitCode::FAILURE;
+                };
+                let content = content_for(&request.params.path).unwrap_or_default();
+                let result = Answer {
+                    jsonrpc: "2.0".to_owned(),
+                    id: request.id.unwrap_or(0),
+                    result: ReadTextFileResponse::new(content),
+                };
+                answer.clear();
+                if serde_json::to_writer(&mut answer, &result).is_err() {
+                    return ExitCode::FAILURE;
+                }
+                answer.push(b'\n');
+                if output.write_all(&answer).await.is_err() || output.flush().await.is_err() {
+                    return ExitCode::FAILURE;
+                }
+            }
+        }),
         other => {
             eprintln!("unknown floor peer {other:?}");
             ExitCode::from(2)
@@ -83,17 +123,20 @@ fn blocking(n: usize) -> Result<Vec<u64>, String> {
     let mut child = spawn("blocking")?;
     let mut to = child.stdin.take().expect("piped");
     let mut from = BufReader::new(child.stdout.take().expect("piped"));
+    let mut framed = LINE.to_vec();
+    framed.push(b'\n');
     let mut samples = Vec::with_capacity(n);
     let mut line = Vec::new();
     for _ in 0..n {
         let t = Instant::now();
-        to.write_all(LINE).map_err(|e| e.to_string())?;
-        to.write_all(b"\n").map_err(|e| e.to_string())?;
+        // One write, as every other row and scenario b make (the child's pipe is
+        // unbuffered: two writes were two system calls).
+        to.write_all(&framed).map_err(|e| e.to_string())?;
         line.clear();
         from.read_until(b'\n', &mut line)
             .map_err(|e| e.to_string())?;
         samples.push(t.elapsed().as_nanos() as u64);
-        if line.len() != LINE.len() + 1 {
+        if line.len() != framed.len() {
             return Err(format!("echo of {} bytes", line.len()));
         }
     }
@@ -135,6 +178,51 @@ fn on_tokio(n: usize) -> Result<Vec<u64>, String> {
     })
 }
 
+/// Round-trip samples (ns) of a typed `fs/read_text_file` request and answer, on tokio
+/// current-thread runtimes on both sides, with no RPC engine in between.
+fn typed(n: usize) -> Result<Vec<u64>, String> {
+    crate::runtime().block_on(async {
+        let mut child = tokio::process::Command::new(crate::exe())
+            .args([FLOOR_PEER_ARG, "typed"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start the floor peer: {e}"))?;
+        let mut to = child.stdin.take().expect("piped");
+        let mut from = tokio::io::BufReader::new(child.stdout.take().expect("piped"));
+        let session = session_id(0);
+        let mut samples = Vec::with_capacity(n);
+        let mut request = Vec::new();
+        let mut line = Vec::new();
+        for i in 0..n as u64 {
+            let t = Instant::now();
+            let message = OutMessage {
+                jsonrpc: "2.0",
+                id: Some(i),
+                method: "fs/read_text_file",
+                params: ReadTextFileRequest::new(session.as_str(), SMALL_PATH),
+            };
+            request.clear();
+            serde_json::to_writer(&mut request, &message).map_err(|e| e.to_string())?;
+            request.push(b'\n');
+            to.write_all(&request).await.map_err(|e| e.to_string())?;
+            line.clear();
+            from.read_until(b'\n', &mut line)
+                .await
+                .map_err(|e| e.to_string())?;
+            let answer: Answer<ReadTextFileResponse> =
+                serde_json::from_slice(&line).map_err(|e| format!("answer: {e}"))?;
+            samples.push(t.elapsed().as_nanos() as u64);
+            if answer.id != i || answer.result.content.len() != SMALL_CONTENT.len() {
+                return Err(format!("wrong answer {}", String::from_utf8_lossy(&line)));
+            }
+        }
+        drop(to);
+        let _ = child.wait().await;
+        Ok(samples)
+    })
+}
+
 /// `acp-bench floor`.
 pub fn main(args: &[String]) -> ExitCode {
     let mut requests = 20_000usize;
@@ -162,6 +250,10 @@ pub fn main(args: &[String]) -> ExitCode {
             blocking as fn(usize) -> Result<Vec<u64>, String>,
         ),
         ("tokio current-thread, both sides", on_tokio),
+        (
+            "tokio, a typed request and answer (acp-types values, no RPC engine)",
+            typed,
+        ),
     ] {
         let mut p50s = Vec::new();
         let mut p99s = Vec::new();

@@ -19,11 +19,11 @@ const BUF: usize = 64 * 1024;
 /// An outgoing request or notification (borrowed, as a program builds it).
 #[derive(Serialize)]
 pub struct OutMessage<'a, P> {
-    jsonrpc: &'a str,
+    pub(crate) jsonrpc: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    id: Option<u64>,
-    method: &'a str,
-    params: P,
+    pub(crate) id: Option<u64>,
+    pub(crate) method: &'a str,
+    pub(crate) params: P,
 }
 
 /// An incoming request or notification (owned, as it comes off the wire).
@@ -32,18 +32,18 @@ pub struct InMessage<P> {
     #[allow(dead_code)]
     jsonrpc: String,
     #[serde(default)]
-    id: Option<u64>,
+    pub(crate) id: Option<u64>,
     #[allow(dead_code)]
     method: String,
-    params: P,
+    pub(crate) params: P,
 }
 
 /// A response, either way.
 #[derive(Serialize, Deserialize)]
 pub struct Answer<R> {
-    jsonrpc: String,
-    id: u64,
-    result: R,
+    pub(crate) jsonrpc: String,
+    pub(crate) id: u64,
+    pub(crate) result: R,
 }
 
 /// `session/update` params with an `agent_message_chunk`, for writing.

@@ -111,3 +111,27 @@ fn the_trace_overhead_runs_side_by_side_with_a_direct_pipe() {
         assert!(cells[2..5].iter().all(|c| c.ends_with(" us")), "{line}");
     }
 }
+
+/// `acp-bench floor`: every row of b's floor is measured, the typed one having checked each
+/// answer's id and content.
+#[test]
+fn the_floor_measures_each_of_its_rows() {
+    let stdout = run_ok(&["floor", "--runs", "1", "--requests", "50"]);
+    for row in [
+        "| blocking threads, both sides |",
+        "| tokio current-thread, both sides |",
+        "| tokio, a typed request and answer (acp-types values, no RPC engine) |",
+    ] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("no row {row}:\n{stdout}"));
+        let figures: Vec<f64> = line
+            .split('|')
+            .skip(2)
+            .filter_map(|cell| cell.trim().parse().ok())
+            .collect();
+        assert_eq!(figures.len(), 2, "p50 and p99: {line}");
+        assert!(figures.iter().all(|f| *f > 0.0), "{line}");
+    }
+}
