@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, ErrorCode};
 use crate::handler::{Handler, NotificationContext, RequestContext, StartedNotification};
-use crate::message::{Notification, Request, write_response, write_response_head};
+use crate::message::{Notification, Request, write_response};
 use crate::outgoing::Peer;
 use crate::params::Params;
 use crate::state::{Deliver, Outgoing, SLOT, Shared, Slot, lock, panic_message};
@@ -127,13 +127,7 @@ impl RequestTask {
             Ok(reply) => {
                 // The result goes to the writer as it is: copying (or serializing) a large
                 // one into a frame of its own would cost a buffer of its size per response.
-                let mut head = Vec::with_capacity(48);
-                write_response_head(&mut head, dialect, Some(&id));
-                Outgoing::Response {
-                    head,
-                    id,
-                    body: reply,
-                }
+                Outgoing::Response { id, body: reply }
             }
             Err(error) => {
                 let mut buf = Vec::with_capacity(128);

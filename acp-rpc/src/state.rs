@@ -336,13 +336,12 @@ pub(crate) enum Outgoing {
     /// A complete serialized message (no line end).
     Frame(Vec<u8>),
     /// A successful response, its result written straight into the batch buffer (a large
-    /// result gets no frame of its own): `head`, then the result (with any line break
-    /// turned into a space), then `}`. A result that fails to serialize is answered with
+    /// result gets no frame of its own): the envelope up to `"result":`, then the result
+    /// (with any line break turned into a space), then `}`. A result that fails to serialize is answered with
     /// `-32603` instead.
     Response {
-        /// The envelope up to and including `"result":`.
-        head: Vec<u8>,
-        /// The request's id (for the error answer).
+        /// The request's id (the envelope is written around the result in the writer's
+        /// buffer, so an answer costs no buffer of its own).
         id: RequestId,
         /// The result.
         body: Reply,

@@ -31,7 +31,7 @@ use tokio::sync::mpsc;
 
 use crate::config::Config;
 use crate::error::{CloseReason, Error};
-use crate::message::{blank_line_breaks, write_response};
+use crate::message::{blank_line_breaks, write_response, write_response_head};
 use crate::reply::ReplyBody;
 use crate::state::{ClosedWatch, Outgoing, Shared, lock, panic_message};
 use crate::tap::{Direction, TapEvent};
@@ -122,9 +122,9 @@ fn append(buf: &mut Vec<u8>, msg: &Outgoing, config: &Config) {
             buf.extend_from_slice(msg);
             buf.push(b'\n');
         }
-        Outgoing::Response { head, id, body } => {
+        Outgoing::Response { id, body } => {
             let start = buf.len();
-            buf.extend_from_slice(head);
+            write_response_head(buf, &config.dialect, Some(id));
             let body_start = buf.len();
             let written = match &body.0 {
                 ReplyBody::Raw(raw) => {
