@@ -207,11 +207,17 @@ impl Message {
     pub fn parse(line: &[u8], dialect: &Dialect) -> Result<Message, ParseFailure> {
         let line = match std::str::from_utf8(line) {
             Ok(line) => line,
-            // Not JSON either: serde_json words where it goes wrong.
+            // Not JSON either: serde_json words where it goes wrong (a `Value`, unlike
+            // `IgnoredAny`, checks the bytes of every string).
             Err(_) => {
-                return Err(match serde_json::from_slice::<IgnoredAny>(line) {
+                return Err(match serde_json::from_slice::<Value>(line) {
                     Err(e) => parse_error(&e),
-                    Ok(_) => invalid("line is not valid UTF-8"),
+                    Ok(_) => ParseFailure {
+                        error: Error::parse_error("line is not valid UTF-8"),
+                        response_id: None,
+                        is_response: false,
+                        request_id: None,
+                    },
                 });
             }
         };
@@ -546,6 +552,24 @@ pub(crate) fn write_response(
 #[cfg(test)]
 mod tests {
     use super::{JsonOut, plain_notification, plain_response};
+
+    #[test]
+    fn message_parse_answers_bytes_that_are_not_utf8_with_a_parse_error() {
+        let dialect = crate::Dialect::default();
+        for line in [
+            &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}"[..],
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":[\"\xc3\x28\"]}",
+            b"\xfe{}",
+        ] {
+            let failure = super::Message::parse(line, &dialect).expect_err("not UTF-8");
+            assert_eq!(failure.error.code, crate::ErrorCode::PARSE_ERROR, "{line:?}");
+            assert!(
+                failure.error.message.starts_with("parse error: "),
+                "{}",
+                failure.error.message
+            );
+        }
+    }
 
     #[test]
     fn json_out_appends_pieces_of_every_length_exactly() {
