@@ -63,6 +63,22 @@ impl LineCodec {
         self.max_len
     }
 
+    /// The length of the next line of `buf` (its line end excluded) when it is an ordinary
+    /// one that can be read where it lies: the codec is between lines, the line ends within
+    /// the limit with a bare `\n`, and it starts with `{` (so it has no BOM and is not
+    /// blank). The caller reads `buf[..len]` and then drops `len + 1` bytes, which is what
+    /// [`Decoder::decode`] would have done, less the copy of the line's handle. `None`
+    /// leaves the line to `decode`.
+    pub(crate) fn plain_line_len(&self, buf: &[u8]) -> Option<usize> {
+        if self.discarding.is_some() || self.next_index != 0 || buf.first() != Some(&b'{') {
+            return None;
+        }
+        let limit = buf.len().min(self.max_len.saturating_add(1));
+        let len = memchr::memchr(b'\n', &buf[..limit])?;
+        // (`len` is at least 1: the line starts with `{`.)
+        (buf[len - 1] != b'\r').then_some(len)
+    }
+
     fn finish_line(&self, mut line: BytesMut) -> Option<Frame> {
         if line.last() == Some(&b'\n') {
             line.truncate(line.len() - 1);
@@ -249,6 +265,38 @@ mod tests {
         let mut c = LineCodec::new(100);
         let frames = decode_all(&mut c, &[b"\xff\xfe\n{}\n"]);
         assert_eq!(frames, vec![Frame::InvalidUtf8, line("{}")]);
+    }
+
+    #[test]
+    fn a_plain_line_is_found_in_place_only_when_decode_would_return_it_unchanged() {
+        let c = LineCodec::new(8);
+        assert_eq!(c.plain_line_len(b"{\"a\":1}\nrest"), Some(7));
+        assert_eq!(
+            c.plain_line_len(b"{\"a\":12}\n"),
+            Some(8),
+            "exactly the limit"
+        );
+        for other in [
+            &b"{\"ab\":12}\n"[..], // one over the limit: decode reports it
+            b"{\"a\":1}\r\n",      // CRLF: decode strips the CR
+            b"\xef\xbb\xbf{}\n",   // BOM
+            b"  {}\n",             // leading blanks
+            b"\n",                 // blank line
+            b"{\"a\":1",           // no line end yet
+        ] {
+            assert_eq!(c.plain_line_len(other), None, "{other:?}");
+        }
+        // Between lines only: not while a line is half read or an oversized one skipped.
+        let mut c = LineCodec::new(8);
+        let mut buf = BytesMut::from(&b"{\"a\""[..]);
+        assert_eq!(c.decode(&mut buf).unwrap(), None);
+        buf.extend_from_slice(b":1}\n");
+        assert_eq!(c.plain_line_len(&buf), None);
+        assert_eq!(c.decode(&mut buf).unwrap(), Some(line("{\"a\":1}")));
+        let mut buf = BytesMut::from(&b"{\"abcdefghij\":1}"[..]);
+        assert_eq!(c.decode(&mut buf).unwrap(), None);
+        buf.extend_from_slice(b"\n{}\n");
+        assert_eq!(c.plain_line_len(&buf), None);
     }
 
     #[test]

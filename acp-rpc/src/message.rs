@@ -562,7 +562,11 @@ mod tests {
             b"\xfe{}",
         ] {
             let failure = super::Message::parse(line, &dialect).expect_err("not UTF-8");
-            assert_eq!(failure.error.code, crate::ErrorCode::PARSE_ERROR, "{line:?}");
+            assert_eq!(
+                failure.error.code,
+                crate::ErrorCode::PARSE_ERROR,
+                "{line:?}"
+            );
             assert!(
                 failure.error.message.starts_with("parse error: "),
                 "{}",

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Waker};
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -83,6 +83,14 @@ pub(crate) async fn read_loop<R>(
     tokio::pin!(shutdown);
     let reason = loop {
         loop {
+            // An ordinary line is read where it lies, and then dropped from the buffer.
+            if let Some(len) = codec.plain_line_len(&buf) {
+                let more = memchr::memchr(b'\n', &buf[len + 1..]).is_some();
+                state.shared.more_input_ready.store(more, Ordering::Relaxed);
+                state.on_line(&buf[..len]).await;
+                buf.advance(len + 1);
+                continue;
+            }
             match codec.decode(&mut buf) {
                 Ok(Some(frame)) => {
                     let more = memchr::memchr(b'\n', &buf).is_some();
@@ -183,8 +191,8 @@ impl Reader {
     }
 
     async fn on_frame(&mut self, frame: Frame) {
-        let line = match frame {
-            Frame::Line(line) => line,
+        match frame {
+            Frame::Line(line) => self.on_line(&line).await,
             Frame::Oversized { len } => {
                 self.tap(TapEvent::OversizedLine { len });
                 tracing::warn!(len, "skipped an oversized line");
@@ -194,11 +202,16 @@ impl Reader {
                 ));
                 return self.reply(None, Err(error)).await;
             }
-            // (This reader's codec leaves the check to the line below.)
-            Frame::InvalidUtf8 => return self.skip_invalid_utf8().await,
-        };
+            // (This reader's codec leaves the check to `on_line`.)
+            Frame::InvalidUtf8 => self.skip_invalid_utf8().await,
+        }
+    }
+
+    /// One line (line end, BOM and blank lines already dealt with), not yet known to be
+    /// text.
+    async fn on_line(&mut self, line: &[u8]) {
         // The one check that the line is text: everything below reads it as `str`.
-        let Ok(line) = std::str::from_utf8(&line) else {
+        let Ok(line) = std::str::from_utf8(line) else {
             return self.skip_invalid_utf8().await;
         };
         self.tap(TapEvent::Line(Direction::Incoming, line.as_bytes()));
