@@ -147,75 +147,84 @@ fn blocking(n: usize) -> Result<Vec<u64>, String> {
 
 /// Round-trip samples (ns) with a tokio current-thread runtime on this side too.
 fn on_tokio(n: usize) -> Result<Vec<u64>, String> {
-    crate::runtime().block_on(async {
-        let mut child = tokio::process::Command::new(crate::exe())
-            .args([FLOOR_PEER_ARG, "tokio"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start the floor peer: {e}"))?;
-        let mut to = child.stdin.take().expect("piped");
-        let mut from = tokio::io::BufReader::new(child.stdout.take().expect("piped"));
-        let mut framed = LINE.to_vec();
-        framed.push(b'\n');
-        let mut samples = Vec::with_capacity(n);
-        let mut line = Vec::new();
-        for _ in 0..n {
-            let t = Instant::now();
-            to.write_all(&framed).await.map_err(|e| e.to_string())?;
-            line.clear();
-            from.read_until(b'\n', &mut line)
-                .await
-                .map_err(|e| e.to_string())?;
-            samples.push(t.elapsed().as_nanos() as u64);
-            if line.len() != framed.len() {
-                return Err(format!("echo of {} bytes", line.len()));
+    let mut framed = LINE.to_vec();
+    framed.push(b'\n');
+    tokio_round_trips(
+        "tokio",
+        n,
+        |_, line| line.extend_from_slice(&framed),
+        |_, echo| {
+            if echo.len() == framed.len() {
+                Ok(())
+            } else {
+                Err(format!("echo of {} bytes", echo.len()))
             }
-        }
-        drop(to);
-        let _ = child.wait().await;
-        Ok(samples)
-    })
+        },
+    )
 }
 
 /// Round-trip samples (ns) of a typed `fs/read_text_file` request and answer, on tokio
 /// current-thread runtimes on both sides, with no RPC engine in between.
 fn typed(n: usize) -> Result<Vec<u64>, String> {
-    crate::runtime().block_on(async {
-        let mut child = tokio::process::Command::new(crate::exe())
-            .args([FLOOR_PEER_ARG, "typed"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start the floor peer: {e}"))?;
-        let mut to = child.stdin.take().expect("piped");
-        let mut from = tokio::io::BufReader::new(child.stdout.take().expect("piped"));
-        let session = session_id(0);
-        let mut samples = Vec::with_capacity(n);
-        let mut request = Vec::new();
-        let mut line = Vec::new();
-        for i in 0..n as u64 {
-            let t = Instant::now();
+    let session = session_id(0);
+    tokio_round_trips(
+        "typed",
+        n,
+        |i, line| {
             let message = OutMessage {
                 jsonrpc: "2.0",
                 id: Some(i),
                 method: "fs/read_text_file",
                 params: ReadTextFileRequest::new(session.as_str(), SMALL_PATH),
             };
-            request.clear();
-            serde_json::to_writer(&mut request, &message).map_err(|e| e.to_string())?;
-            request.push(b'\n');
-            to.write_all(&request).await.map_err(|e| e.to_string())?;
+            serde_json::to_writer(&mut *line, &message).expect("a request serializes");
+            line.push(b'\n');
+        },
+        |i, line| {
+            let answer: Answer<ReadTextFileResponse> =
+                serde_json::from_slice(line).map_err(|e| format!("answer: {e}"))?;
+            if answer.id == i && answer.result.content.len() == SMALL_CONTENT.len() {
+                Ok(())
+            } else {
+                Err(format!("wrong answer {}", String::from_utf8_lossy(line)))
+            }
+        },
+    )
+}
+
+/// `n` round trips with the floor peer `kind` on tokio current-thread runtimes: each writes
+/// the line `request` makes for round trip `i` (line end included) and reads one line back,
+/// which `check` judges. Both are timed: they are the work of the round trip.
+fn tokio_round_trips(
+    kind: &str,
+    n: usize,
+    mut request: impl FnMut(u64, &mut Vec<u8>),
+    check: impl Fn(u64, &[u8]) -> Result<(), String>,
+) -> Result<Vec<u64>, String> {
+    crate::runtime().block_on(async {
+        let mut child = tokio::process::Command::new(crate::exe())
+            .args([FLOOR_PEER_ARG, kind])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start the floor peer: {e}"))?;
+        let mut to = child.stdin.take().expect("piped");
+        let mut from = tokio::io::BufReader::new(child.stdout.take().expect("piped"));
+        let mut samples = Vec::with_capacity(n);
+        let mut out = Vec::new();
+        let mut line = Vec::new();
+        for i in 0..n as u64 {
+            let t = Instant::now();
+            out.clear();
+            request(i, &mut out);
+            to.write_all(&out).await.map_err(|e| e.to_string())?;
             line.clear();
             from.read_until(b'\n', &mut line)
                 .await
                 .map_err(|e| e.to_string())?;
-            let answer: Answer<ReadTextFileResponse> =
-                serde_json::from_slice(&line).map_err(|e| format!("answer: {e}"))?;
+            let checked = check(i, &line);
             samples.push(t.elapsed().as_nanos() as u64);
-            if answer.id != i || answer.result.content.len() != SMALL_CONTENT.len() {
-                return Err(format!("wrong answer {}", String::from_utf8_lossy(&line)));
-            }
+            checked?;
         }
         drop(to);
         let _ = child.wait().await;
