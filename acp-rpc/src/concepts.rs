@@ -26,7 +26,7 @@
 //! per-connection counter starting at 1. Incoming ids (integer or string) are echoed
 //! exactly; `null` appears only in error replies to lines we could not attribute.
 //!
-//! # Concurrency and the ordering guarantee
+//! # Concurrency
 //!
 //! * Incoming requests each run on their own task, concurrently, at most
 //!   [`Config::max_concurrent_handlers`](crate::Config::max_concurrent_handlers) at once;
@@ -37,16 +37,40 @@
 //!   at most [`Config::max_unanswered_requests`](crate::Config::max_unanswered_requests) of
 //!   them (see *Limits and backpressure*).
 //! * Notifications are handled one at a time, in arrival order, by one worker task.
-//! * **Ordering guarantee**: the response to one of our requests is delivered to its caller
-//!   only after the handlers of all notifications that arrived *before* it have completed.
-//!   So a client has processed every `session/update` of a prompt before the prompt's
-//!   result returns. Implementation: responses that arrive while notifications are still
-//!   queued go through the same FIFO as the notifications; when the worker is idle they are
-//!   delivered directly by the reader.
-//! * **Cost**: a slow notification handler delays every later response (and, once the
-//!   ordered queue of [`Config::ordered_queue`](crate::Config::ordered_queue) items is full,
-//!   reading). A notification handler must not await a request to the peer: that response
-//!   would wait for the handler itself. Spawn a task for such work.
+//!
+//! # Ordering
+//!
+//! The engine keeps order itself, on every transport; nothing above it need read wire
+//! lines to keep it (taps are for logging and tracing). Four guarantees:
+//!
+//! 1. **Notifications before answers.** The response to one of our requests is delivered
+//!    to its caller only after the handlers of all notifications that arrived *before* it
+//!    have completed. So a client has processed every `session/update` of a prompt before
+//!    the prompt's result returns. Implementation: responses that arrive while
+//!    notifications are still queued go through the same FIFO as the notifications; when
+//!    the worker is idle they are delivered directly by the reader.
+//! 2. **Notifications before requests, where the handler asks.** A request whose method
+//!    [`Handler::waits_for_earlier_notifications`](crate::Handler::waits_for_earlier_notifications)
+//!    names reaches its handler only after every notification read before it has been
+//!    handled: ACP's `session/request_permission` about a tool call comes after the
+//!    `session/update` that announced the call (acp-client orders every request an agent
+//!    sends). The wait has no timeout and counts no lines: it ends when the notification
+//!    worker has handled those notifications (or the request is cancelled). Other requests
+//!    start at once; a handler can still wait by hand with
+//!    [`RequestContext::notifications_handled`](crate::RequestContext::notifications_handled).
+//! 3. **A handler learns when its response is on the wire.**
+//!    [`RequestContext::response_written`](crate::RequestContext::response_written) resolves
+//!    once the response has been written to the transport and flushed (or fails when the
+//!    connection ends first). ACP's agent holds a new session's updates until its
+//!    `session/new` answer is out this way.
+//! 4. **Nothing overtakes a written response.** Every message leaves through one writer in
+//!    the order it was sent (queued or written straight through, see the writer), so
+//!    whatever the application sends once a response was written follows it on the wire.
+//!
+//! * **Cost**: a slow notification handler delays every later response and ordered
+//!   request (and, once the ordered queue of [`Config::ordered_queue`](crate::Config::ordered_queue)
+//!   items is full, reading). A notification handler must not await a request to the
+//!   peer: that response would wait for the handler itself. Spawn a task for such work.
 //!
 //! # Cancellation
 //!

@@ -68,6 +68,12 @@ impl RequestTask {
         let start = crate::flow::start();
         tracing::info!(target: crate::flow::TARGET, "request started");
         let Request { id, method, params } = req;
+        // Ordered after the notifications read before it, when the handler asks for that.
+        if self.handler.waits_for_earlier_notifications(&method) {
+            self.shared
+                .notifications_handled(self.notifications_before, &self.token)
+                .await;
+        }
         // A free slot needs no wait at all.
         let permit = match self.slots.clone().try_acquire_owned() {
             Ok(permit) if !self.token.is_cancelled() => Some(permit),
@@ -81,6 +87,7 @@ impl RequestTask {
             slots: self.slots.clone(),
             permit: Mutex::new(None),
             admitted: Mutex::new(self.admitted.take()),
+            written: Mutex::new(Some(Vec::new())),
         });
         let result = match permit {
             None => Err(Error::request_cancelled()),
@@ -93,6 +100,7 @@ impl RequestTask {
                     cancel: self.token.clone(),
                     shared: self.shared.clone(),
                     notifications_before: self.notifications_before,
+                    slot: slot.clone(),
                 };
                 let fut = self
                     .handler
@@ -119,7 +127,9 @@ impl RequestTask {
             self.shared.request_answered.notify_waiters();
         }
         crate::flow::completed(start, &result);
+        let written = slot.take_written();
         if self.shared.is_closed() {
+            slot.release();
             return;
         }
         let dialect = &self.shared.config.dialect;
@@ -134,7 +144,8 @@ impl RequestTask {
                 write_response(&mut buf, dialect, Some(&id), &Err(error));
                 Outgoing::Frame(buf)
             }
-        };
+        }
+        .signalled(written);
         // The answer to a lone request is written straight through; answers to requests
         // handled together are left to the writer task, which sends them in one write.
         let _ = if answering_others {
@@ -143,7 +154,7 @@ impl RequestTask {
             self.shared.send_now(msg).await
         };
         // Answered (queued for the writer): the reader may admit another request.
-        drop(slot);
+        slot.release();
     }
 }
 

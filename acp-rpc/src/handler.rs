@@ -4,17 +4,18 @@ use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::task::Poll;
 
 use async_trait::async_trait;
 use serde_json::value::RawValue;
+use tokio::sync::oneshot;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::error::Error;
 use crate::message::RequestId;
 use crate::outgoing::Peer;
 use crate::params::Params;
-use crate::state::Shared;
+use crate::state::{Shared, Slot, lock};
 
 /// Serves incoming requests and notifications.
 ///
@@ -89,6 +90,21 @@ pub trait Handler: Send + Sync + 'static {
     fn decode_notification(&self, method: &str, params: &str) -> Option<DecodedNotification> {
         let _ = (method, params);
         None
+    }
+
+    /// Whether a request of `method` is handed to [`Handler::handle_request`] only after
+    /// every notification the peer sent before it has been handled (see `concepts`,
+    /// *Ordering*). Requests otherwise run as soon as they are read, concurrently with the
+    /// notification worker, so a request's handler could see the world before the
+    /// notifications sent ahead of it: ACP's `session/request_permission` about a tool call
+    /// announced by the `session/update` just before it, say. The wait has no timeout and
+    /// counts no lines: it ends when the notification worker has handled them (or the
+    /// request is cancelled). A slow notification handler delays such requests too. The
+    /// default is `false` (the engine knows no methods); acp-client answers `true` for
+    /// every request an agent sends.
+    fn waits_for_earlier_notifications(&self, method: &str) -> bool {
+        let _ = method;
+        false
     }
 
     /// Sees every incoming request and notification in the order they were read, on the
@@ -249,6 +265,8 @@ pub struct RequestContext {
     pub(crate) shared: Arc<Shared>,
     /// How many notifications had arrived when this request did.
     pub(crate) notifications_before: u64,
+    /// The request's slot, where waits for its answer's write are registered.
+    pub(crate) slot: Arc<Slot>,
 }
 
 impl std::fmt::Debug for RequestContext {
@@ -297,28 +315,63 @@ impl RequestContext {
     /// (a proxy that must forward a `tool_call` before the permission request about it, say)
     /// awaits this first.
     pub async fn notifications_handled(&self) {
-        let shared = &self.shared;
-        if shared.notifications_done.load(Ordering::SeqCst) >= self.notifications_before {
-            return;
+        self.shared
+            .notifications_handled(self.notifications_before, &self.cancel)
+            .await;
+    }
+
+    /// Resolves once this request's response has been written to the transport and
+    /// flushed: what a handler needs when something it sends later must not reach the peer
+    /// before the response (ACP's `session/new` answer names a session, and the session's
+    /// first updates must follow it). Ask for it while the handler runs, and await it after
+    /// the handler returned (in a spawned task: the response is written only once the
+    /// handler is done). Anything sent once it has resolved goes after the response on the
+    /// wire (the writer keeps one order; see `concepts`).
+    ///
+    /// Fails with `-32099` when the connection ends before the response is written (the
+    /// request was cancelled by a closing connection), and with `-32603` when asked for
+    /// after the handler has returned.
+    pub fn response_written(&self) -> ResponseWritten {
+        let (tx, rx) = oneshot::channel();
+        let registered = match lock(&self.slot.written).as_mut() {
+            Some(waits) => {
+                waits.push(tx);
+                true
+            }
+            None => false,
+        };
+        ResponseWritten {
+            rx: registered.then_some(rx),
+            shared: self.shared.clone(),
         }
-        // Counted as a waiter while waiting: a handled notification wakes waiters only when
-        // it sees one. The count goes up before each check of `notifications_done`, and the
-        // worker adds to that before reading the count (all sequentially consistent), so
-        // either the check sees the new total or the worker sees this waiter.
-        let _waiting = crate::state::CountedWait::new(&shared.notification_waiters);
-        loop {
-            let handled = shared.notification_handled.notified();
-            tokio::pin!(handled);
-            handled.as_mut().enable();
-            if shared.notifications_done.load(Ordering::SeqCst) >= self.notifications_before
-                || self.cancel.is_cancelled()
-            {
-                return;
-            }
-            tokio::select! {
-                () = handled => {}
-                () = self.cancel.cancelled() => return,
-            }
+    }
+}
+
+/// The future of [`RequestContext::response_written`].
+#[must_use = "a future does nothing unless awaited"]
+pub struct ResponseWritten {
+    rx: Option<oneshot::Receiver<()>>,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for ResponseWritten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponseWritten").finish_non_exhaustive()
+    }
+}
+
+impl Future for ResponseWritten {
+    type Output = Result<(), Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
+        let Some(rx) = self.rx.as_mut() else {
+            return Poll::Ready(Err(Error::internal_error(
+                "response_written was asked for after the request's handler returned",
+            )));
+        };
+        match std::task::ready!(Pin::new(rx).poll(cx)) {
+            Ok(()) => Poll::Ready(Ok(())),
+            Err(_) => Poll::Ready(Err(self.shared.closed_error())),
         }
     }
 }

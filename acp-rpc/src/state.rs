@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 
 use serde_json::value::RawValue;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::config::Config;
@@ -186,6 +186,32 @@ impl Shared {
         }
     }
 
+    /// Resolves once `before` notifications from the peer have been handled (or `cancel`
+    /// fires): what a request read after them waits for (see
+    /// [`RequestContext::notifications_handled`](crate::RequestContext::notifications_handled)).
+    pub(crate) async fn notifications_handled(&self, before: u64, cancel: &CancellationToken) {
+        if self.notifications_done.load(Ordering::SeqCst) >= before {
+            return;
+        }
+        // Counted as a waiter while waiting: a handled notification wakes waiters only when
+        // it sees one. The count goes up before each check of `notifications_done`, and the
+        // worker adds to that before reading the count (all sequentially consistent), so
+        // either the check sees the new total or the worker sees this waiter.
+        let _waiting = CountedWait::new(&self.notification_waiters);
+        loop {
+            let handled = self.notification_handled.notified();
+            tokio::pin!(handled);
+            handled.as_mut().enable();
+            if self.notifications_done.load(Ordering::SeqCst) >= before || cancel.is_cancelled() {
+                return;
+            }
+            tokio::select! {
+                () = handled => {}
+                () = cancel.cancelled() => return,
+            }
+        }
+    }
+
     /// Whether the connection has ended (or is ending).
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(std::sync::atomic::Ordering::Acquire)
@@ -346,6 +372,22 @@ pub(crate) enum Outgoing {
         /// The result.
         body: Reply,
     },
+    /// A message whose sender wants to know when it is on the wire (see
+    /// [`RequestContext::response_written`](crate::RequestContext::response_written)): each
+    /// sender is told once the write that carries it has been flushed.
+    Signalled(Box<Outgoing>, Vec<oneshot::Sender<()>>),
+}
+
+impl Outgoing {
+    /// This message, with `written` told once it has been written and flushed (dropped
+    /// unsent if it never is, so its receiver learns that too).
+    pub(crate) fn signalled(self, written: Vec<oneshot::Sender<()>>) -> Outgoing {
+        if written.is_empty() {
+            self
+        } else {
+            Outgoing::Signalled(Box::new(self), written)
+        }
+    }
 }
 
 impl From<Vec<u8>> for Outgoing {
@@ -364,6 +406,27 @@ pub(crate) struct Slot {
     pub(crate) permit: Mutex<Option<OwnedSemaphorePermit>>,
     /// The request's admission permit, held until its answer is queued for the writer.
     pub(crate) admitted: Mutex<Option<OwnedSemaphorePermit>>,
+    /// Told when the request's answer has been written (see
+    /// [`RequestContext::response_written`](crate::RequestContext::response_written)).
+    /// `None` once the answer has been handed to the writer: a wait asked for later fails
+    /// at once instead of never resolving.
+    pub(crate) written: Mutex<Option<Vec<oneshot::Sender<()>>>>,
+}
+
+impl Slot {
+    /// The waits for the answer's write, taken as the answer goes to the writer; a wait
+    /// asked for after this fails at once.
+    pub(crate) fn take_written(&self) -> Vec<oneshot::Sender<()>> {
+        lock(&self.written).take().unwrap_or_default()
+    }
+
+    /// The request is answered (its answer queued, or the connection gone): the slot and
+    /// the admission permit go back now, even while somebody still holds a
+    /// [`RequestContext`](crate::RequestContext) of it.
+    pub(crate) fn release(&self) {
+        drop(lock(&self.permit).take());
+        drop(lock(&self.admitted).take());
+    }
 }
 
 tokio::task_local! {

@@ -27,7 +27,7 @@ use std::sync::{Arc, TryLockError};
 use std::task::{Context, Poll, Waker, ready};
 
 use tokio::io::AsyncWrite;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Config;
 use crate::error::{CloseReason, Error};
@@ -51,6 +51,8 @@ pub(crate) struct WriteSide {
     written: usize,
     /// Bytes were written since the last flush.
     unflushed: bool,
+    /// Told once `buf` is written and flushed: the senders of signalled messages in it.
+    on_written: Vec<oneshot::Sender<()>>,
 }
 
 impl WriteSide {
@@ -60,7 +62,24 @@ impl WriteSide {
             buf: Vec::with_capacity(64 * 1024),
             written: 0,
             unflushed: false,
+            on_written: Vec::new(),
         }
+    }
+
+    /// Serializes one message onto the end of the buffer, with its line end.
+    fn push(&mut self, msg: Outgoing, config: &Config) {
+        match msg {
+            Outgoing::Signalled(msg, signals) => {
+                append(&mut self.buf, &msg, config);
+                self.on_written.extend(signals);
+            }
+            msg => append(&mut self.buf, &msg, config),
+        }
+    }
+
+    /// The buffer will never be written: whoever waits to hear it was learns that now.
+    fn abandon(&mut self) {
+        self.on_written.clear();
     }
 
     /// Nothing is waiting to be written or flushed.
@@ -70,6 +89,24 @@ impl WriteSide {
 
     /// Writes and flushes the buffer; on success it is empty again.
     fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let result = ready!(self.poll_write_all(cx));
+        if result.is_err() {
+            self.abandon();
+            return Poll::Ready(result);
+        }
+        for written in self.on_written.drain(..) {
+            let _ = written.send(());
+        }
+        self.buf.clear();
+        self.written = 0;
+        if self.buf.capacity() > KEEP_CAPACITY {
+            self.buf = Vec::with_capacity(64 * 1024);
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Writes the rest of the buffer and flushes.
+    fn poll_write_all(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let Some(transport) = &mut self.transport else {
             return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
         };
@@ -85,11 +122,6 @@ impl WriteSide {
             ready!(transport.as_mut().poll_flush(cx))?;
             self.unflushed = false;
         }
-        self.buf.clear();
-        self.written = 0;
-        if self.buf.capacity() > KEEP_CAPACITY {
-            self.buf = Vec::with_capacity(64 * 1024);
-        }
         Poll::Ready(Ok(()))
     }
 
@@ -103,7 +135,7 @@ impl WriteSide {
                 break;
             }
             match rx.try_recv() {
-                Ok(msg) => append(&mut self.buf, &msg, config),
+                Ok(msg) => self.push(msg, config),
                 Err(_) => break,
             }
         }
@@ -122,6 +154,7 @@ fn append(buf: &mut Vec<u8>, msg: &Outgoing, config: &Config) {
             buf.extend_from_slice(msg);
             buf.push(b'\n');
         }
+        Outgoing::Signalled(msg, _) => append(buf, msg, config),
         Outgoing::Response { id, body } => {
             let start = buf.len();
             write_response_head(buf, &config.dialect, Some(id));
@@ -185,8 +218,7 @@ impl Shared {
                 && side.idle()
                 && self.queue_empty()
             {
-                append(&mut side.buf, &msg, &self.config);
-                drop(msg);
+                side.push(msg, &self.config);
                 // Never wait here: a partial write is finished by the writer task.
                 let mut cx = Context::from_waker(Waker::noop());
                 return match side.poll_drain(&mut cx) {
@@ -217,8 +249,7 @@ impl Shared {
         }
         match rx.poll_recv(cx) {
             Poll::Ready(Some(msg)) => {
-                append(&mut side.buf, &msg, &self.config);
-                drop(msg);
+                side.push(msg, &self.config);
                 side.fill(rx, &self.config);
                 Poll::Ready(true)
             }
@@ -234,7 +265,9 @@ impl Shared {
 
 pub(crate) async fn write_loop(rx: mpsc::Receiver<Outgoing>, shared: Arc<Shared>) {
     write_until_closed(rx, &shared).await;
-    lock(&shared.writer).transport = None;
+    let mut side = lock(&shared.writer);
+    side.transport = None;
+    side.abandon();
 }
 
 async fn write_until_closed(mut rx: mpsc::Receiver<Outgoing>, shared: &Arc<Shared>) {
