@@ -121,6 +121,12 @@
 //!   the queue (its capacity over the senders waiting and itself),
 //!   so many sessions streaming at once all progress instead of one streaming to its end
 //!   while the others' next updates wait.
+//! * **A peer that stops reading**: output that waits while the transport takes not one
+//!   byte of it for [`Config::write_stall_timeout`](crate::Config::write_stall_timeout)
+//!   (30 s) ends the connection with
+//!   [`CloseReason::WriteStalled`](crate::CloseReason::WriteStalled); every pending call
+//!   fails with an error that names the stall, so a process blocked on such a peer can
+//!   exit. A slow reader that takes some bytes now and then is never cut off.
 //! * **Bounded admission**: at most
 //!   [`Config::max_unanswered_requests`](crate::Config::max_unanswered_requests) (1024)
 //!   incoming requests are read and not yet answered. At the cap the reader stops reading;
@@ -137,7 +143,7 @@
 //!
 //! # Shutdown
 //!
-//! EOF, a read error, a write error (the peer closed its input) or
+//! EOF, a read error, a write error (the peer closed its input), a write stall or
 //! [`Connection::close`](crate::Connection::close) end the connection: every pending
 //! outgoing call fails at once with `-32099`, in-flight request handlers are cancelled
 //! (and not answered), queued output is flushed within

@@ -140,6 +140,14 @@ pub struct Config {
     /// How long the writer may keep flushing queued output once the connection is ending.
     /// Default 1 s.
     pub shutdown_flush_timeout: Duration,
+    /// How long output may wait on a peer that takes none of it before the connection ends
+    /// with [`CloseReason::WriteStalled`](crate::CloseReason::WriteStalled): a peer that
+    /// stops reading (hung, or flooding us while it never reads our answers) would
+    /// otherwise block our writes, and every caller waiting on them, forever. Only a write
+    /// that makes *no* progress counts: a slow reader that takes some bytes now and then
+    /// resets the clock. The end fails every pending call with an error that names the
+    /// stall. Default 30 s; `None` waits forever.
+    pub write_stall_timeout: Option<Duration>,
     /// Dialect framing knobs.
     pub dialect: Dialect,
     /// Optional wire tap receiving every raw line in both directions.
@@ -170,6 +178,7 @@ impl Default for Config {
             default_timeout: None,
             cancel_on_drop: true,
             shutdown_flush_timeout: Duration::from_secs(1),
+            write_stall_timeout: Some(Duration::from_secs(30)),
             dialect: Dialect::default(),
             tap: None,
             first_request_id: None,
@@ -190,6 +199,7 @@ impl std::fmt::Debug for Config {
             .field("default_timeout", &self.default_timeout)
             .field("cancel_on_drop", &self.cancel_on_drop)
             .field("shutdown_flush_timeout", &self.shutdown_flush_timeout)
+            .field("write_stall_timeout", &self.write_stall_timeout)
             .field("dialect", &self.dialect)
             .field("tap", &self.tap.is_some())
             .field("first_request_id", &self.first_request_id)
@@ -251,6 +261,12 @@ impl Config {
     #[must_use]
     pub fn with_shutdown_flush_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_flush_timeout = timeout;
+        self
+    }
+    /// Sets [`Config::write_stall_timeout`] (`None`: wait forever).
+    #[must_use]
+    pub fn with_write_stall_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.write_stall_timeout = timeout;
         self
     }
     /// Sets [`Config::dialect`].

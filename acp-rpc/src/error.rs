@@ -191,6 +191,13 @@ pub enum CloseReason {
     /// Writing failed (typically: the peer closed its input).
     #[error("write error: {0}")]
     WriteError(String),
+    /// The peer stopped reading: output waited and not one byte of it could be written for
+    /// [`Config::write_stall_timeout`](crate::Config::write_stall_timeout).
+    #[error(
+        "the peer stopped reading: nothing could be written to it for {} ms (the write stall timeout)",
+        .0.as_millis()
+    )]
+    WriteStalled(std::time::Duration),
     /// [`crate::Connection::close`] or [`crate::Peer::close`] was called.
     #[error("closed locally")]
     Local,

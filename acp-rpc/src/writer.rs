@@ -18,7 +18,7 @@
 //! has left the queue but is not yet in the buffer: a message written straight through was
 //! sent after everything already written or waiting.
 
-use std::future::poll_fn;
+use std::future::{Future, poll_fn};
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
@@ -53,6 +53,8 @@ pub(crate) struct WriteSide {
     unflushed: bool,
     /// Told once `buf` is written and flushed: the senders of signalled messages in it.
     on_written: Vec<oneshot::Sender<()>>,
+    /// Bytes the transport has taken so far (the stall watch looks for progress).
+    progress: u64,
 }
 
 impl WriteSide {
@@ -63,6 +65,7 @@ impl WriteSide {
             written: 0,
             unflushed: false,
             on_written: Vec::new(),
+            progress: 0,
         }
     }
 
@@ -116,6 +119,7 @@ impl WriteSide {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }
             self.written += n;
+            self.progress += n as u64;
             self.unflushed = true;
         }
         if self.unflushed {
@@ -263,6 +267,31 @@ impl Shared {
     }
 }
 
+/// Drives a write to its end, unless the transport takes not one byte of it for
+/// [`Config::write_stall_timeout`]: then the stall is the error. A write the transport takes
+/// at once costs no timer.
+async fn written_or_stalled<F: Future<Output = io::Result<()>>>(
+    mut write: Pin<&mut F>,
+    shared: &Shared,
+) -> Result<io::Result<()>, CloseReason> {
+    if let Poll::Ready(r) = poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await {
+        return Ok(r);
+    }
+    let Some(limit) = shared.config.write_stall_timeout else {
+        return Ok(write.await);
+    };
+    loop {
+        let before = lock(&shared.writer).progress;
+        match tokio::time::timeout(limit, write.as_mut()).await {
+            Ok(r) => return Ok(r),
+            Err(_) if lock(&shared.writer).progress == before => {
+                return Err(CloseReason::WriteStalled(limit));
+            }
+            Err(_) => {}
+        }
+    }
+}
+
 pub(crate) async fn write_loop(rx: mpsc::Receiver<Outgoing>, shared: Arc<Shared>) {
     write_until_closed(rx, &shared).await;
     let mut side = lock(&shared.writer);
@@ -290,7 +319,14 @@ async fn write_until_closed(mut rx: mpsc::Receiver<Outgoing>, shared: &Arc<Share
             tokio::pin!(write);
             tokio::select! {
                 biased;
-                r = &mut write => r,
+                r = written_or_stalled(write.as_mut(), shared) => match r {
+                    Ok(r) => r,
+                    Err(stalled) => {
+                        tracing::warn!(reason = %stalled, "ending the connection");
+                        shared.shutdown(stalled);
+                        return;
+                    }
+                },
                 () = &mut shutdown => match tokio::time::timeout(grace, &mut write).await {
                     Ok(r) => r,
                     Err(_) => return,

@@ -53,7 +53,9 @@ impl Handler for Ordered {
                 });
                 tokio::time::sleep(Duration::from_millis(2)).await;
                 if id % 3 == 0 {
-                    Err(Error::invalid_params("ids divisible by 3 fail (on purpose)"))
+                    Err(Error::invalid_params(
+                        "ids divisible by 3 fail (on purpose)",
+                    ))
                 } else {
                     to_raw(&id)
                 }
