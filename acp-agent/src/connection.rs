@@ -6,19 +6,18 @@ use std::sync::{Arc, OnceLock};
 
 use acp_rpc::{
     Arrival, CloseReason, Config, Connection, Handler, NotificationContext, Params, RawValue,
-    RequestContext, to_raw,
+    RequestContext, ResponseWritten, to_raw,
 };
 use acp_types::v1::*;
 use acp_types::{NotificationMethod, RequestMethod};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
 
 use crate::Error;
 use crate::agent::Agent;
 use crate::client::ClientHandle;
 use crate::context::{AgentContext, PromptContext};
 use crate::session::SessionHandle;
-use crate::state::{Awaiting, Inner, ordering_tap, probe_session};
+use crate::state::{Awaiting, Inner, probe_session};
 use crate::store::SessionStore;
 use crate::store::record::{Recorder, new_session_meta};
 use crate::store::serve as served;
@@ -104,7 +103,7 @@ pub(crate) fn serve_inner<A, R, W>(
     agent: A,
     reader: R,
     writer: W,
-    mut config: Config,
+    config: Config,
     store: Option<Arc<dyn SessionStore>>,
 ) -> AgentConnection
 where
@@ -113,12 +112,6 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let awaiting = Arc::new(Awaiting::default());
-    let (written_tx, mut written_rx) = mpsc::unbounded_channel();
-    config.tap = Some(ordering_tap(
-        config.tap.take(),
-        awaiting.clone(),
-        written_tx,
-    ));
     let slot: Arc<OnceLock<Arc<Inner>>> = Arc::default();
     let dispatch = Dispatch {
         agent: Arc::new(agent),
@@ -138,12 +131,6 @@ where
         mcp_acp_advertised: Default::default(),
     });
     let _ = slot.set(inner.clone());
-    let releaser = inner.clone();
-    tokio::spawn(async move {
-        while let Some(id) = written_rx.recv().await {
-            releaser.release(id).await;
-        }
-    });
     AgentConnection {
         conn,
         client: ClientHandle { inner },
@@ -177,6 +164,21 @@ impl Drop for Creating {
         if let Some(inner) = self.0.take() {
             flush_stray(&inner, inner.end_create(None));
         }
+    }
+}
+
+/// Ends the creation window of a `session/new` (or `session/fork`) whose handler returned:
+/// a new session's updates are held until the response (`written`) is on the wire, then
+/// released in order; updates no new session claimed go out now.
+fn end_creating(inner: &Arc<Inner>, created: Option<SessionId>, written: ResponseWritten) {
+    flush_stray(inner, inner.end_create(created.clone()));
+    if let Some(id) = created {
+        let inner = inner.clone();
+        tokio::spawn(async move {
+            // Written, or the connection is gone: either way nothing need wait any more.
+            let _ = written.await;
+            inner.release(id).await;
+        });
     }
 }
 
@@ -302,6 +304,7 @@ impl<A: Agent> Dispatch<A> {
             names::SESSION_NEW => {
                 let p: NewSessionRequest = parse(&params)?;
                 let place = (p.cwd.clone(), p.additional_directories.clone());
+                let written = rcx.response_written();
                 inner.begin_create();
                 let mut creating = Creating(Some(inner.clone()));
                 let mut result = agent.new_session(p, &cx).await;
@@ -316,11 +319,8 @@ impl<A: Agent> Dispatch<A> {
                     }
                 }
                 creating.0 = None;
-                let created = result
-                    .as_ref()
-                    .ok()
-                    .map(|r| (r.session_id.clone(), rcx.id()));
-                flush_stray(&inner, inner.end_create(created));
+                let created = result.as_ref().ok().map(|r| r.session_id.clone());
+                end_creating(&inner, created, written);
                 to_raw(&result?)
             }
             names::SESSION_LOAD => {
@@ -450,6 +450,7 @@ impl<A: Agent> Dispatch<A> {
                 // With a store, the request is kept to record the new session (it starts
                 // from a copy of the source's stored history).
                 let request = inner.recorder.is_some().then(|| p.clone());
+                let written = rcx.response_written();
                 inner.begin_create();
                 let mut creating = Creating(Some(inner.clone()));
                 let mut result = agent.fork_session(p, &cx).await;
@@ -464,11 +465,8 @@ impl<A: Agent> Dispatch<A> {
                     }
                 }
                 creating.0 = None;
-                let created = result
-                    .as_ref()
-                    .ok()
-                    .map(|r| (r.session_id.clone(), rcx.id()));
-                flush_stray(&inner, inner.end_create(created));
+                let created = result.as_ref().ok().map(|r| r.session_id.clone());
+                end_creating(&inner, created, written);
                 to_raw(&result?)
             }
             #[cfg(feature = "unstable_session_status")]

@@ -5,10 +5,10 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use acp_rpc::{Arrival, Direction, Peer, RequestId, TapEvent, WireTap};
+use acp_rpc::{Arrival, Peer};
 use acp_types::NotificationMethod;
 use acp_types::v1::{ClientCapabilities, SessionId, SessionNotification, names};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::Error;
@@ -134,11 +134,9 @@ pub(crate) struct Sessions {
     pub(crate) unclaimed: HashMap<SessionId, Vec<SessionNotification>>,
 }
 
-/// `session/new` responses we wait to see written (JSON id -> session), fed by the tap.
+/// Prompts and cancels numbered in the order they were read, fed by acp-rpc's arrival hook.
 #[derive(Default)]
 pub(crate) struct Awaiting {
-    pub(crate) count: AtomicUsize,
-    pub(crate) ids: Mutex<HashMap<String, SessionId>>,
     /// Read sequence numbers of `session/prompt` requests read but not yet started.
     pub(crate) announced: Mutex<HashMap<SessionId, VecDeque<u64>>>,
     /// Read sequence numbers of `session/cancel` notifications not yet handled.
@@ -216,46 +214,6 @@ pub(crate) struct Inner {
     pub(crate) mcp_acp_advertised: std::sync::atomic::AtomicBool,
 }
 
-/// Wraps the user's tap (if any) with one that reports written `session/new` responses.
-pub(crate) fn ordering_tap(
-    user: Option<WireTap>,
-    awaiting: Arc<Awaiting>,
-    written: mpsc::UnboundedSender<SessionId>,
-) -> WireTap {
-    Arc::new(move |event: TapEvent<'_>| {
-        if let Some(user) = &user {
-            user(event);
-        }
-        let line = match event {
-            TapEvent::Line(Direction::Outgoing, line) => line,
-            TapEvent::Line(Direction::Incoming, _) | TapEvent::OversizedLine { .. } => return,
-        };
-        if awaiting.count.load(Ordering::Acquire) == 0 {
-            return;
-        }
-        #[derive(serde::Deserialize)]
-        struct Probe {
-            id: Option<RequestId>,
-            method: Option<serde::de::IgnoredAny>,
-        }
-        let Ok(probe) = serde_json::from_slice::<Probe>(line) else {
-            return;
-        };
-        let (Some(id), None) = (probe.id, probe.method) else {
-            return;
-        };
-        let key = id_key(&id);
-        if let Some(session) = lock(&awaiting.ids).remove(&key) {
-            awaiting.count.fetch_sub(1, Ordering::AcqRel);
-            let _ = written.send(session);
-        }
-    })
-}
-
-pub(crate) fn id_key(id: &RequestId) -> String {
-    serde_json::to_string(id).unwrap_or_default()
-}
-
 impl Inner {
     pub(crate) fn capabilities(&self) -> Option<Arc<ClientCapabilities>> {
         self.caps.read().unwrap_or_else(|p| p.into_inner()).clone()
@@ -291,20 +249,15 @@ impl Inner {
     }
 
     /// A `session/new` handler ended; on success the session is tracked with its updates
-    /// held until the response (request `request`) has been written. Returns updates that
-    /// no session claimed, to be sent now.
-    pub(crate) fn end_create(
-        &self,
-        created: Option<(SessionId, &RequestId)>,
-    ) -> Vec<SessionNotification> {
+    /// held until the response has been written (the caller then calls
+    /// [`Inner::release`]). Returns updates that no session claimed, to be sent now.
+    pub(crate) fn end_create(&self, created: Option<SessionId>) -> Vec<SessionNotification> {
         let mut s = lock(&self.sessions);
         s.creating = s.creating.saturating_sub(1);
-        if let Some((id, request)) = created {
+        if let Some(id) = created {
             let held = s.unclaimed.remove(&id).unwrap_or_default();
             let held = held.into_iter().map(|n| (n, None)).collect();
-            s.known.insert(id.clone(), Session::new(Some(held)));
-            lock(&self.awaiting.ids).insert(id_key(request), id);
-            self.awaiting.count.fetch_add(1, Ordering::AcqRel);
+            s.known.insert(id, Session::new(Some(held)));
         }
         if s.creating == 0 {
             s.unclaimed.drain().flat_map(|(_, v)| v).collect()
