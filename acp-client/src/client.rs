@@ -30,7 +30,9 @@ use crate::connection::Subscribers;
 /// fs and terminal methods.
 ///
 /// Notification methods run one at a time in arrival order and must not await a request to
-/// the agent (spawn a task for that); request methods run concurrently.
+/// the agent (spawn a task for that); request methods run concurrently, each started only
+/// once every notification the agent sent before it has been handled (so a permission
+/// question never reaches you before the `session/update` that announced its tool call).
 #[async_trait]
 pub trait Client: Send + Sync + 'static {
     /// `session/request_permission`: ask the user to pick one of the options.
@@ -233,6 +235,15 @@ impl<C: Client> Handler for Dispatcher<C> {
         self.handle_request_reply(cx, method, params)
             .await?
             .into_raw()
+    }
+
+    /// Every request of the agent's waits until the `session/update`s (and other
+    /// notifications) sent before it have been handled: a permission question about a tool
+    /// call reaches [`Client::request_permission`] after the update that announced the call
+    /// reached [`Client::session_update`] and the prompt streams (see acp-rpc's `concepts`,
+    /// *Ordering*).
+    fn waits_for_earlier_notifications(&self, _method: &str) -> bool {
+        true
     }
 
     /// Results go out unserialized: the writer serializes them into its own buffer (a

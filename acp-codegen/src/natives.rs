@@ -240,11 +240,24 @@ fn dispatch(name: &Ident, bound: &Ident, calls: &[Call], agent: bool) -> TokenSt
     } else {
         quote!()
     };
+    // The editor's side answers the agent's requests only after the notifications the
+    // agent sent before them (acp-rpc's ordering guarantee, as acp-client asks for it).
+    let ordered = if agent {
+        quote!()
+    } else {
+        quote! {
+            fn waits_for_earlier_notifications(&self, _method: &str) -> bool {
+                true
+            }
+        }
+    };
     quote! {
         struct #name<T>(T);
 
         #[async_trait]
         impl<T: #bound> Handler for #name<T> {
+            #ordered
+
             async fn handle_request(
                 &self,
                 rcx: RequestContext,

@@ -318,6 +318,12 @@ struct AgentDispatch<C>(C);
 
 #[async_trait]
 impl<C: Client> Handler for AgentDispatch<C> {
+    /// The agent's requests wait for the notifications it sent before them (acp-rpc's
+    /// ordering guarantee, as acp-client asks for it).
+    fn waits_for_earlier_notifications(&self, _method: &str) -> bool {
+        true
+    }
+
     async fn handle_notification(
         &self,
         _cx: NotificationContext,

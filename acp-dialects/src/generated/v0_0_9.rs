@@ -313,6 +313,9 @@ pub fn connect_with(
 struct ClientDispatch<T>(T);
 #[async_trait]
 impl<T: Client> Handler for ClientDispatch<T> {
+    fn waits_for_earlier_notifications(&self, _method: &str) -> bool {
+        true
+    }
     async fn handle_request(
         &self,
         rcx: RequestContext,
