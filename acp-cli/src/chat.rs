@@ -15,7 +15,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::attach;
 use crate::builtin::BuiltinAgent;
-use crate::client::{Answerer, CliClient, SessionView, UpdateBarrier};
+use crate::client::{Answerer, CliClient, SessionView};
 use crate::input::{Answer, ArgumentChoices, CommandList, Keyboard, LineKind};
 use crate::offers::ModelChoice;
 use crate::proto;
@@ -100,15 +100,8 @@ impl Link {
 }
 
 /// Starts the agent (built-in or a child process) and negotiates a dialect with it.
-pub async fn connect(
-    spec: &AgentSpec,
-    client: CliClient,
-    barrier: &Arc<UpdateBarrier>,
-) -> Result<Link, String> {
-    let config = acp_client::Config::default().with_tap(barrier.tap());
-    let mut options = NegotiateOptions::new(proto::initialize_request())
-        .with_timeout(spec.timeout)
-        .with_config(config);
+pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String> {
+    let mut options = NegotiateOptions::new(proto::initialize_request()).with_timeout(spec.timeout);
     if !spec.dialects.is_empty() {
         options = options.with_dialects(spec.dialects.clone());
     }
@@ -528,18 +521,16 @@ async fn run_with(
             allow: request.allow,
         },
     };
-    let barrier = UpdateBarrier::new();
     let client = CliClient::new(
         view.clone(),
         answerer,
         commands.clone(),
         state.clone(),
         &cwd,
-        barrier.clone(),
     )?;
     let sigint =
         signal(SignalKind::interrupt()).map_err(|e| format!("cannot catch Ctrl-C: {e}"))?;
-    let link = connect(&request.agent, client.clone(), &barrier).await?;
+    let link = connect(&request.agent, client.clone()).await?;
     let agent = link.agent().clone();
     let name = link
         .init
@@ -622,7 +613,6 @@ async fn run_with(
     {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    barrier.settle().await;
     let (title, models) = {
         let state = state.lock().unwrap_or_else(|p| p.into_inner());
         (state.title.clone(), state.models.clone())
@@ -665,14 +655,12 @@ async fn run_with(
 /// `acp sessions`: lists the agent's sessions (every page); returns the exit status.
 pub async fn sessions(spec: AgentSpec) -> i32 {
     let view: Arc<dyn View> = Arc::new(Screen::stdout());
-    let barrier = UpdateBarrier::new();
     let client = match CliClient::new(
         view.clone(),
         Answerer::Policy { allow: false },
         Arc::default(),
         Arc::default(),
         &spec.cwd,
-        barrier.clone(),
     ) {
         Ok(client) => client,
         Err(e) => {
@@ -680,7 +668,7 @@ pub async fn sessions(spec: AgentSpec) -> i32 {
             return EXIT_FAILED;
         }
     };
-    let link = match connect(&spec, client, &barrier).await {
+    let link = match connect(&spec, client).await {
         Ok(link) => link,
         Err(e) => {
             view.error(e.lines().next().unwrap_or("failed"));

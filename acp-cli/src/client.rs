@@ -5,16 +5,13 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use acp_client::fs::SandboxedFs;
 use acp_client::terminal::{TerminalConfig, TerminalDecision, TerminalRequest, Terminals};
 use acp_client::{Client, Error, async_trait};
-use acp_rpc::{Direction, TapEvent, WireTap};
 use acp_types::v1::*;
-use tokio::sync::{Notify, watch};
+use tokio::sync::Notify;
 
 use crate::input::{Answer, CommandList, Keyboard, LineKind};
 use crate::proto;
@@ -55,73 +52,6 @@ impl SessionView {
     }
 }
 
-/// Keeps questions behind the updates that came before them.
-///
-/// Requests from the agent are handled at once, concurrently, while `session/update`s are
-/// handled in order by one worker; so a permission request could be shown before the tool
-/// call it is about. The connection's wire tap counts each `session/update` line as it is
-/// read, the client counts each one it has shown, and a question first waits (briefly) until
-/// every update read before it has been shown.
-#[derive(Default)]
-pub struct UpdateBarrier {
-    read: AtomicU64,
-    shown: Mutex<Option<watch::Sender<u64>>>,
-}
-
-impl UpdateBarrier {
-    /// A barrier with nothing read or shown.
-    pub fn new() -> Arc<UpdateBarrier> {
-        let (tx, _) = watch::channel(0);
-        Arc::new(UpdateBarrier {
-            read: AtomicU64::new(0),
-            shown: Mutex::new(Some(tx)),
-        })
-    }
-
-    /// The wire tap that counts incoming `session/update` lines.
-    pub fn tap(self: &Arc<Self>) -> WireTap {
-        let me = self.clone();
-        Arc::new(move |event: TapEvent<'_>| {
-            if let TapEvent::Line(Direction::Incoming, line) = event
-                && contains(line, b"\"session/update\"")
-            {
-                me.read.fetch_add(1, Ordering::Relaxed);
-            }
-        })
-    }
-
-    fn shown_one(&self) {
-        if let Some(tx) = self
-            .shown
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-        {
-            tx.send_modify(|n| *n += 1);
-        }
-    }
-
-    /// Waits until every update read so far has been shown (at most half a second: an
-    /// update that did not parse is never shown).
-    pub async fn settle(&self) {
-        let target = self.read.load(Ordering::Relaxed);
-        let rx = self
-            .shown
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map(watch::Sender::subscribe);
-        if let Some(mut rx) = rx {
-            let _ = tokio::time::timeout(Duration::from_millis(500), rx.wait_for(|n| *n >= target))
-                .await;
-        }
-    }
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
-}
-
 /// The CLI's client.
 #[derive(Clone)]
 pub struct CliClient {
@@ -139,7 +69,6 @@ struct Inner {
     terminal_commands: Mutex<HashMap<String, String>>,
     /// Signalled when the user presses Ctrl-C at a question: the turn is to be cancelled.
     interrupt: Arc<Notify>,
-    barrier: Arc<UpdateBarrier>,
     /// Tool call id -> title, to name the call a permission request is about.
     tool_titles: Mutex<HashMap<String, String>>,
 }
@@ -152,7 +81,6 @@ impl CliClient {
         commands: CommandList,
         session: Arc<Mutex<SessionView>>,
         cwd: &Path,
-        barrier: Arc<UpdateBarrier>,
     ) -> Result<CliClient, String> {
         let fs = SandboxedFs::new([cwd])
             .map_err(|e| format!("cannot use {} as the working directory: {e}", cwd.display()))?;
@@ -172,7 +100,6 @@ impl CliClient {
                 ),
                 terminal_commands: Mutex::new(HashMap::new()),
                 interrupt: Arc::new(Notify::new()),
-                barrier,
                 tool_titles: Mutex::new(HashMap::new()),
             }),
         })
@@ -186,7 +113,6 @@ impl CliClient {
     /// Asks a yes/no question; `None` when the user pressed Ctrl-C or the keyboard is gone.
     async fn ask_yes_no(&self, kind: &str, lines: Vec<String>) -> Option<bool> {
         let inner = &self.inner;
-        inner.barrier.settle().await;
         inner.view.question(&lines);
         let answer = match &inner.answerer {
             Answerer::Policy { allow } => {
@@ -271,7 +197,6 @@ impl Client for CliClient {
         p: RequestPermissionRequest,
     ) -> Result<RequestPermissionResponse, Error> {
         let inner = &self.inner;
-        inner.barrier.settle().await;
         let id = &p.tool_call.tool_call_id.0;
         let title = p.tool_call.title.clone().unwrap_or_else(|| {
             inner
@@ -491,7 +416,6 @@ impl Client for CliClient {
             _ => {}
         }
         inner.view.update(&n.update);
-        inner.barrier.shown_one();
         Ok(())
     }
 }
