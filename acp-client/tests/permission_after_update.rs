@@ -37,7 +37,11 @@ impl Client for Recorder {
         if let SessionUpdate::ToolCall(call) = n.update {
             // A notification handler that takes a moment now and then (as one that draws on
             // a screen does), so the worker falls behind the reader.
-            if self.updates.fetch_add(1, Ordering::SeqCst) % 50 == 0 {
+            if self
+                .updates
+                .fetch_add(1, Ordering::SeqCst)
+                .is_multiple_of(50)
+            {
                 tokio::time::sleep(Duration::from_millis(2)).await;
             } else {
                 tokio::task::yield_now().await;

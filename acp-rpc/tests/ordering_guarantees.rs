@@ -52,7 +52,7 @@ impl Handler for Ordered {
                     }
                 });
                 tokio::time::sleep(Duration::from_millis(2)).await;
-                if id % 3 == 0 {
+                if id.is_multiple_of(3) {
                     Err(Error::invalid_params(
                         "ids divisible by 3 fail (on purpose)",
                     ))
@@ -204,7 +204,7 @@ async fn what_is_sent_once_a_response_is_written_follows_it_on_the_wire() {
         } else {
             let id = message["id"].as_u64().unwrap();
             // Failures are signalled too.
-            if id % 3 == 0 {
+            if id.is_multiple_of(3) {
                 assert_eq!(message["error"]["code"], -32602, "{message}");
             } else {
                 assert_eq!(message["result"], id, "{message}");
