@@ -242,7 +242,7 @@ async fn await_answer<R: AsyncRead + Unpin>(
             }
         };
         // Any dialect's answer: threads' has no `jsonrpc`.
-        let framing = acp_rpc::Dialect::default().accept_missing_jsonrpc(true);
+        let framing = acp_rpc::Framing::default().accept_missing_jsonrpc(true);
         let Ok(Message::Response(response)) = Message::parse(&line, &framing) else {
             tracing::trace!("not an answer to a probe: kept for the connection");
             kept.push(&line)?;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use acp_agent::{Agent, AgentContext, PromptContext};
 use acp_client::Client;
-use acp_rpc::{Config, Dialect, Message, RequestId};
+use acp_rpc::{Config, Framing, Message, RequestId};
 use acp_types::v1::{
     InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
     PromptResponse, StopReason,
@@ -205,7 +205,7 @@ fn expected_reply(line: &[u8]) -> Option<RequestId> {
     // The framing refuses a line that is not UTF-8 as a whole (`id: null`), before any
     // parse; serde_json alone would skip invalid bytes inside unknown members.
     std::str::from_utf8(line).ok()?;
-    match Message::parse(line, &Dialect::default()) {
+    match Message::parse(line, &Framing::default()) {
         Ok(Message::Request(r)) => Some(r.id),
         // A request of another JSON-RPC version is refused with its id echoed.
         Err(failure) => failure.request_id,

@@ -4,7 +4,7 @@
 //! messages to the traits, and `serve`/`connect` to start either side.
 //!
 //! The file is a module of the dialect's hand-written module in acp-dialects, which supplies
-//! what the table cannot say: `framing()` (the wire's [`acp_rpc::Dialect`]) and, for a
+//! what the table cannot say: `framing()` (the wire's [`acp_rpc::Framing`]) and, for a
 //! method marked `"x-default": "dialect"`, the default answer `defaults::<method>`.
 
 use proc_macro2::{Ident, TokenStream};

@@ -2,7 +2,7 @@
 //! side ([`Connection`]) and the context its agent-side requests carry ([`Context`]). The
 //! translations' skeleton is [`crate::translate`].
 
-use acp_rpc::{CloseReason, Config, Dialect, Error, Handler, Peer, RequestId};
+use acp_rpc::{CloseReason, Config, Error, Framing, Handler, Peer, RequestId};
 
 use acp_types::RequestMethod;
 
@@ -32,10 +32,10 @@ impl<H> Connection<H> {
         writer: impl Output,
         handler: impl Handler,
         config: Config,
-        dialect: Dialect,
+        framing: Framing,
         handle: impl FnOnce(Peer) -> H,
     ) -> Self {
-        let conn = acp_rpc::Connection::new(reader, writer, handler, config.with_dialect(dialect));
+        let conn = acp_rpc::Connection::new(reader, writer, handler, config.with_framing(framing));
         let peer = conn.peer().clone();
         Connection {
             handle: handle(peer.clone()),

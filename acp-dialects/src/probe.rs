@@ -91,8 +91,8 @@ pub use native::{
 
 /// The probe wire: JSON-RPC 2.0 with `"jsonrpc"` required and written, notifications, and
 /// requests numbered from 1 (as the dialect's own client does).
-pub fn framing() -> acp_rpc::Dialect {
-    acp_rpc::Dialect::default()
+pub fn framing() -> acp_rpc::Framing {
+    acp_rpc::Framing::default()
 }
 
 /// `config` with the dialect's 30 second request timeout when it sets none.

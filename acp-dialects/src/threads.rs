@@ -77,10 +77,15 @@ pub use native::{
     connect_with, serve, serve_with,
 };
 
-/// The wire of the dialect: [`acp_rpc::Dialect::threads`] (no `jsonrpc` member, no
-/// notifications, ids from 0).
-fn framing() -> acp_rpc::Dialect {
-    acp_rpc::Dialect::threads()
+/// The wire of the dialect: no `"jsonrpc"` member on output (accepted on input), `params`
+/// always written (`null` when empty), no notifications (every call is a request), ids
+/// from 0.
+pub fn framing() -> acp_rpc::Framing {
+    acp_rpc::Framing::default()
+        .accept_missing_jsonrpc(true)
+        .emit_jsonrpc(false)
+        .notifications(false)
+        .first_request_id(0)
 }
 
 impl ClientHandle {

@@ -91,10 +91,15 @@ pub use v1_client::{AUTH_METHOD_ID, SESSION_ID};
 
 // What the method table cannot say about the native sides.
 
-/// The wire of the dialect: [`acp_rpc::Dialect::legacy_0_0_9`] (`params` omitted when empty,
-/// no notifications, ids from 0 unless [`acp_rpc::Config::first_request_id`] says otherwise).
-fn framing() -> acp_rpc::Dialect {
-    acp_rpc::Dialect::legacy_0_0_9()
+/// The wire of the dialect: `"jsonrpc": "2.0"` written on every message but not required on
+/// input, `params` omitted when empty, no notifications (every call is a request), ids from 0
+/// unless [`acp_rpc::Config::first_request_id`] says otherwise.
+pub fn framing() -> acp_rpc::Framing {
+    acp_rpc::Framing::default()
+        .accept_missing_jsonrpc(true)
+        .omit_null_params(true)
+        .notifications(false)
+        .first_request_id(0)
 }
 
 /// The default answers of [`Agent`] that are the dialect's own.

@@ -1,4 +1,4 @@
-//! Connection configuration: limits, timeouts, the wire tap and the dialect framing knobs.
+//! Connection configuration: limits, timeouts, the wire tap and the framing knobs.
 
 use std::time::Duration;
 
@@ -7,10 +7,13 @@ use crate::tap::WireTap;
 /// Default maximum size of one message (one line), 64 MiB.
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 * 1024 * 1024;
 
-/// Framing knobs for protocol dialects. The defaults are strict JSON-RPC 2.0.
+/// How JSON-RPC is written and read on one wire: the knobs in which the protocol's dialects
+/// differ (the legacy ones leave out `"jsonrpc"`, have no notifications, count ids from 0).
+/// The defaults are strict JSON-RPC 2.0. Each dialect's preset lives with the dialect, in
+/// acp-dialects (`acp_types::Dialect` names the dialects themselves).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
-pub struct Dialect {
+pub struct Framing {
     /// Accept incoming messages without `"jsonrpc": "2.0"` (a present but different value
     /// is still rejected). Default `false`.
     pub accept_missing_jsonrpc: bool,
@@ -29,9 +32,9 @@ pub struct Dialect {
     pub first_request_id: i64,
 }
 
-impl Default for Dialect {
+impl Default for Framing {
     fn default() -> Self {
-        Dialect {
+        Framing {
             accept_missing_jsonrpc: false,
             emit_jsonrpc: true,
             omit_null_params: false,
@@ -41,54 +44,32 @@ impl Default for Dialect {
     }
 }
 
-impl Dialect {
-    /// The framing of the 0.0.9 (`pushToolCall`) dialect: `"jsonrpc": "2.0"` written on every
-    /// message but not required on input, null params left out, no notifications (every call
-    /// is a request), requests numbered from 0.
-    pub fn legacy_0_0_9() -> Self {
-        Dialect::default()
-            .accept_missing_jsonrpc(true)
-            .omit_null_params(true)
-            .notifications(false)
-            .first_request_id(0)
-    }
-
-    /// The framing of the threads dialect: no `"jsonrpc"` member on output (accepted on
-    /// input), `params` always written (`null` when empty), no notifications, requests
-    /// numbered from 0.
-    pub fn threads() -> Self {
-        Dialect::default()
-            .accept_missing_jsonrpc(true)
-            .emit_jsonrpc(false)
-            .notifications(false)
-            .first_request_id(0)
-    }
-
-    /// Sets [`Dialect::accept_missing_jsonrpc`].
+impl Framing {
+    /// Sets [`Framing::accept_missing_jsonrpc`].
     #[must_use]
     pub fn accept_missing_jsonrpc(mut self, yes: bool) -> Self {
         self.accept_missing_jsonrpc = yes;
         self
     }
-    /// Sets [`Dialect::emit_jsonrpc`].
+    /// Sets [`Framing::emit_jsonrpc`].
     #[must_use]
     pub fn emit_jsonrpc(mut self, yes: bool) -> Self {
         self.emit_jsonrpc = yes;
         self
     }
-    /// Sets [`Dialect::omit_null_params`].
+    /// Sets [`Framing::omit_null_params`].
     #[must_use]
     pub fn omit_null_params(mut self, yes: bool) -> Self {
         self.omit_null_params = yes;
         self
     }
-    /// Sets [`Dialect::notifications`].
+    /// Sets [`Framing::notifications`].
     #[must_use]
     pub fn notifications(mut self, yes: bool) -> Self {
         self.notifications = yes;
         self
     }
-    /// Sets [`Dialect::first_request_id`].
+    /// Sets [`Framing::first_request_id`].
     #[must_use]
     pub fn first_request_id(mut self, id: i64) -> Self {
         self.first_request_id = id;
@@ -148,12 +129,12 @@ pub struct Config {
     /// resets the clock. The end fails every pending call with an error that names the
     /// stall. Default 30 s; `None` waits forever.
     pub write_stall_timeout: Option<Duration>,
-    /// Dialect framing knobs.
-    pub dialect: Dialect,
+    /// How messages are framed on this wire (strict JSON-RPC 2.0 by default).
+    pub framing: Framing,
     /// Optional wire tap receiving every raw line in both directions.
     pub tap: Option<WireTap>,
     /// When set, the id of the first outgoing request, overriding
-    /// [`Dialect::first_request_id`]: negotiation sets it past the ids its probes used, so a
+    /// [`Framing::first_request_id`]: negotiation sets it past the ids its probes used, so a
     /// late answer to a probe cannot be taken for the answer to a real request.
     pub first_request_id: Option<i64>,
     /// Whether incoming requests are handled one at a time, in arrival order (each handler
@@ -179,7 +160,7 @@ impl Default for Config {
             cancel_on_drop: true,
             shutdown_flush_timeout: Duration::from_secs(1),
             write_stall_timeout: Some(Duration::from_secs(30)),
-            dialect: Dialect::default(),
+            framing: Framing::default(),
             tap: None,
             first_request_id: None,
             sequential_requests: false,
@@ -200,7 +181,7 @@ impl std::fmt::Debug for Config {
             .field("cancel_on_drop", &self.cancel_on_drop)
             .field("shutdown_flush_timeout", &self.shutdown_flush_timeout)
             .field("write_stall_timeout", &self.write_stall_timeout)
-            .field("dialect", &self.dialect)
+            .field("framing", &self.framing)
             .field("tap", &self.tap.is_some())
             .field("first_request_id", &self.first_request_id)
             .field("sequential_requests", &self.sequential_requests)
@@ -269,10 +250,10 @@ impl Config {
         self.write_stall_timeout = timeout;
         self
     }
-    /// Sets [`Config::dialect`].
+    /// Sets [`Config::framing`].
     #[must_use]
-    pub fn with_dialect(mut self, dialect: Dialect) -> Self {
-        self.dialect = dialect;
+    pub fn with_framing(mut self, framing: Framing) -> Self {
+        self.framing = framing;
         self
     }
     /// Sets [`Config::first_request_id`].

@@ -50,7 +50,7 @@ impl Connection {
         let (out_tx, out_rx) = mpsc::channel(config.outgoing_queue);
         let first_id = config
             .first_request_id
-            .unwrap_or(config.dialect.first_request_id);
+            .unwrap_or(config.framing.first_request_id);
         let shared = Arc::new(Shared {
             out_tx,
             writer: Mutex::new(WriteSide::new(Box::pin(writer))),

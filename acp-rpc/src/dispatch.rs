@@ -132,7 +132,7 @@ impl RequestTask {
             slot.release();
             return;
         }
-        let dialect = &self.shared.config.dialect;
+        let framing = &self.shared.config.framing;
         let msg = match result {
             Ok(reply) => {
                 // The result goes to the writer as it is: copying (or serializing) a large
@@ -141,7 +141,7 @@ impl RequestTask {
             }
             Err(error) => {
                 let mut buf = Vec::with_capacity(128);
-                write_response(&mut buf, dialect, Some(&id), &Err(error));
+                write_response(&mut buf, framing, Some(&id), &Err(error));
                 Outgoing::Frame(buf)
             }
         }

@@ -56,7 +56,7 @@ mod typed;
 mod writer;
 
 pub use codec::{Frame, LineCodec};
-pub use config::{Config, DEFAULT_MAX_MESSAGE_SIZE, Dialect};
+pub use config::{Config, DEFAULT_MAX_MESSAGE_SIZE, Framing};
 pub use connection::Connection;
 pub use error::{CloseReason, Error, ErrorCode};
 pub use handler::{

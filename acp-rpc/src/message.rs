@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::config::Dialect;
+use crate::config::Framing;
 use crate::error::Error;
 
 /// A request id: an integer or a string, echoed exactly as received.
@@ -204,7 +204,7 @@ impl Message {
     // `preserve_order` is on elsewhere in the build; boxing it would cost every bad line an
     // allocation for nothing.
     #[allow(clippy::result_large_err)]
-    pub fn parse(line: &[u8], dialect: &Dialect) -> Result<Message, ParseFailure> {
+    pub fn parse(line: &[u8], framing: &Framing) -> Result<Message, ParseFailure> {
         let line = match std::str::from_utf8(line) {
             Ok(line) => line,
             // Not JSON either: serde_json words where it goes wrong (a `Value`, unlike
@@ -221,7 +221,7 @@ impl Message {
                 });
             }
         };
-        Ok(match parse_line(line, dialect)? {
+        Ok(match parse_line(line, framing)? {
             Parsed::Request(r) => Message::Request(r),
             Parsed::Notification(n) => Message::Notification(n),
             Parsed::Response(r) => Message::Response(Response {
@@ -235,7 +235,7 @@ impl Message {
 /// [`Message::parse`] of a line known to be UTF-8 (so its strings are not checked again),
 /// leaving a response's result in the line.
 #[allow(clippy::result_large_err)]
-pub(crate) fn parse_line<'a>(line: &'a str, dialect: &Dialect) -> Result<Parsed<'a>, ParseFailure> {
+pub(crate) fn parse_line<'a>(line: &'a str, framing: &Framing) -> Result<Parsed<'a>, ParseFailure> {
     let first = line.bytes().find(|b| !b.is_ascii_whitespace());
     if first == Some(b'[') {
         return match serde_json::from_str::<IgnoredAny>(line) {
@@ -263,7 +263,7 @@ pub(crate) fn parse_line<'a>(line: &'a str, dialect: &Dialect) -> Result<Parsed<
         Some("2.0") => None,
         // A request of another version still has an id its sender can match: echo it.
         Some(other) => Some((format!("unsupported jsonrpc version {other:?}"), true)),
-        None if dialect.accept_missing_jsonrpc => None,
+        None if framing.accept_missing_jsonrpc => None,
         None => Some(("missing \"jsonrpc\": \"2.0\"".to_owned(), false)),
     };
     if let Some((message, echo_id)) = version_error {
@@ -390,9 +390,9 @@ pub(crate) fn plain_response(line: &str) -> Option<(i64, &str)> {
 // Writing
 // ---------------------------------------------------------------------------------------
 
-fn write_head(buf: &mut Vec<u8>, dialect: &Dialect) {
+fn write_head(buf: &mut Vec<u8>, framing: &Framing) {
     buf.push(b'{');
-    if dialect.emit_jsonrpc {
+    if framing.emit_jsonrpc {
         buf.extend_from_slice(br#""jsonrpc":"2.0","#);
     }
 }
@@ -470,7 +470,7 @@ pub(crate) fn blank_line_breaks(json: &mut [u8]) {
 fn write_params<P: Serialize + ?Sized>(
     buf: &mut Vec<u8>,
     params: &P,
-    dialect: &Dialect,
+    framing: &Framing,
 ) -> Result<(), Error> {
     let mark = buf.len();
     buf.extend_from_slice(br#","params":"#);
@@ -481,7 +481,7 @@ fn write_params<P: Serialize + ?Sized>(
             "params failed to serialize: {e}"
         )));
     }
-    if dialect.omit_null_params && &buf[value_start..] == b"null" {
+    if framing.omit_null_params && &buf[value_start..] == b"null" {
         buf.truncate(mark);
     }
     Ok(())
@@ -490,16 +490,16 @@ fn write_params<P: Serialize + ?Sized>(
 /// Serializes a request envelope into `buf`.
 pub(crate) fn write_request<P: Serialize + ?Sized>(
     buf: &mut Vec<u8>,
-    dialect: &Dialect,
+    framing: &Framing,
     id: i64,
     method: &str,
     params: &P,
 ) -> Result<(), Error> {
-    write_head(buf, dialect);
+    write_head(buf, framing);
     write_id(buf, Some(&RequestId::Int(id)));
     buf.extend_from_slice(br#","method":"#);
     write_str(buf, method);
-    write_params(buf, params, dialect)?;
+    write_params(buf, params, framing)?;
     buf.push(b'}');
     Ok(())
 }
@@ -507,22 +507,22 @@ pub(crate) fn write_request<P: Serialize + ?Sized>(
 /// Serializes a notification envelope into `buf`.
 pub(crate) fn write_notification<P: Serialize + ?Sized>(
     buf: &mut Vec<u8>,
-    dialect: &Dialect,
+    framing: &Framing,
     method: &str,
     params: &P,
 ) -> Result<(), Error> {
-    write_head(buf, dialect);
+    write_head(buf, framing);
     buf.extend_from_slice(br#""method":"#);
     write_str(buf, method);
-    write_params(buf, params, dialect)?;
+    write_params(buf, params, framing)?;
     buf.push(b'}');
     Ok(())
 }
 
 /// Writes the envelope of a successful response up to and including `"result":`; the
 /// result and a closing `}` follow (see `Outgoing::Response` in the state module).
-pub(crate) fn write_response_head(buf: &mut Vec<u8>, dialect: &Dialect, id: Option<&RequestId>) {
-    write_head(buf, dialect);
+pub(crate) fn write_response_head(buf: &mut Vec<u8>, framing: &Framing, id: Option<&RequestId>) {
+    write_head(buf, framing);
     write_id(buf, id);
     buf.extend_from_slice(br#","result":"#);
 }
@@ -530,11 +530,11 @@ pub(crate) fn write_response_head(buf: &mut Vec<u8>, dialect: &Dialect, id: Opti
 /// Serializes a response envelope into `buf`.
 pub(crate) fn write_response(
     buf: &mut Vec<u8>,
-    dialect: &Dialect,
+    framing: &Framing,
     id: Option<&RequestId>,
     result: &Result<Box<RawValue>, Error>,
 ) {
-    write_head(buf, dialect);
+    write_head(buf, framing);
     write_id(buf, id);
     match result {
         Ok(raw) => {
@@ -555,13 +555,13 @@ mod tests {
 
     #[test]
     fn message_parse_answers_bytes_that_are_not_utf8_with_a_parse_error() {
-        let dialect = crate::Dialect::default();
+        let framing = crate::Framing::default();
         for line in [
             &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}"[..],
             b"{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":[\"\xc3\x28\"]}",
             b"\xfe{}",
         ] {
-            let failure = super::Message::parse(line, &dialect).expect_err("not UTF-8");
+            let failure = super::Message::parse(line, &framing).expect_err("not UTF-8");
             assert_eq!(
                 failure.error.code,
                 crate::ErrorCode::PARSE_ERROR,

@@ -202,7 +202,7 @@ impl Peer {
     {
         let shared = &*self.shared;
         let mut buf = shared.request_size.buffer();
-        write_request(&mut buf, &shared.config.dialect, id, method, params)?;
+        write_request(&mut buf, &shared.config.framing, id, method, params)?;
         shared.request_size.record(buf.len());
         log_sent(method, Some(id), &buf, true);
         // At most `max_pending_requests` of ours await answers, so the peer never holds
@@ -265,7 +265,7 @@ impl Peer {
 
     /// Sends a notification. Waits while the outgoing queue is full (backpressure).
     ///
-    /// In a dialect without notifications ([`crate::Dialect::notifications`] = `false`) it
+    /// In a dialect without notifications ([`crate::Framing::notifications`] = `false`) it
     /// is sent as a request whose response is ignored.
     pub async fn notify<P>(&self, method: &str, params: &P) -> Result<(), Error>
     where
@@ -273,14 +273,14 @@ impl Peer {
     {
         let shared = &*self.shared;
         let mut buf = shared.notification_size.buffer();
-        if shared.config.dialect.notifications {
-            write_notification(&mut buf, &shared.config.dialect, method, params)?;
+        if shared.config.framing.notifications {
+            write_notification(&mut buf, &shared.config.framing, method, params)?;
             shared.notification_size.record(buf.len());
             log_sent(method, None, &buf, false);
         } else {
             let slot = shared.outgoing_slot().await?;
             let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-            write_request(&mut buf, &shared.config.dialect, id, method, params)?;
+            write_request(&mut buf, &shared.config.framing, id, method, params)?;
             self.register(id, Pending::Discard(slot))?;
         }
         shared.send(buf).await
@@ -365,7 +365,7 @@ impl Drop for CallGuard<'_> {
         if !(removed
             && self.sent
             && self.cancel_on_drop
-            && shared.config.dialect.notifications
+            && shared.config.framing.notifications
             && !shared.is_closed())
         {
             return;
@@ -374,7 +374,7 @@ impl Drop for CallGuard<'_> {
         let params = CancelParams {
             request_id: RequestId::Int(self.id),
         };
-        if write_notification(&mut buf, &shared.config.dialect, CANCEL_METHOD, &params).is_err() {
+        if write_notification(&mut buf, &shared.config.framing, CANCEL_METHOD, &params).is_err() {
             return;
         }
         tracing::debug!(id = self.id, "request abandoned: sending {CANCEL_METHOD}");

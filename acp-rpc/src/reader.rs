@@ -179,7 +179,7 @@ impl Reader {
 
     async fn reply(&self, id: Option<&RequestId>, result: Result<Box<RawValue>, Error>) {
         let mut buf = Vec::with_capacity(128);
-        write_response(&mut buf, &self.shared.config.dialect, id, &result);
+        write_response(&mut buf, &self.shared.config.framing, id, &result);
         let _ = self.shared.send(buf).await;
     }
 
@@ -224,7 +224,7 @@ impl Reader {
                 .enqueue_notification(NotificationRun::started(started))
                 .await;
         }
-        match parse_line(line, &self.shared.config.dialect) {
+        match parse_line(line, &self.shared.config.framing) {
             Ok(Parsed::Request(req)) => self.on_request(req).await,
             Ok(Parsed::Notification(n)) => self.on_notification(n).await,
             Ok(Parsed::Response(resp)) => self.on_response(resp).await,

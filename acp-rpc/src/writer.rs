@@ -161,7 +161,7 @@ fn append(buf: &mut Vec<u8>, msg: &Outgoing, config: &Config) {
         Outgoing::Signalled(msg, _) => append(buf, msg, config),
         Outgoing::Response { id, body } => {
             let start = buf.len();
-            write_response_head(buf, &config.dialect, Some(id));
+            write_response_head(buf, &config.framing, Some(id));
             let body_start = buf.len();
             let written = match &body.0 {
                 ReplyBody::Raw(raw) => {
@@ -188,7 +188,7 @@ fn append(buf: &mut Vec<u8>, msg: &Outgoing, config: &Config) {
                     tracing::error!(%id, error = %message, "answering with -32603");
                     buf.truncate(start);
                     let error = Err(Error::internal_error(message));
-                    write_response(buf, &config.dialect, Some(id), &error);
+                    write_response(buf, &config.framing, Some(id), &error);
                 }
             }
             if let Some(tap) = &config.tap {

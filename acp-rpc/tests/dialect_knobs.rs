@@ -1,18 +1,18 @@
-//! Dialect framing knobs, id spaces per direction, the wire tap and typed helpers.
+//! Framing knobs, id spaces per direction, the wire tap and typed helpers.
 
 mod common;
 
-use acp_rpc::{Config, Dialect, Direction, ErrorCode};
+use acp_rpc::{Config, Direction, ErrorCode, Framing};
 use common::{RawPeer, TestHandler};
 use serde_json::{Value, json};
 
 #[tokio::test]
 async fn messages_without_jsonrpc_are_accepted_and_replies_can_omit_it() {
-    let dialect = Dialect::default()
+    let dialect = Framing::default()
         .accept_missing_jsonrpc(true)
         .emit_jsonrpc(false);
     let (_conn, mut raw) =
-        RawPeer::connect(TestHandler::new(), Config::default().with_dialect(dialect));
+        RawPeer::connect(TestHandler::new(), Config::default().with_framing(dialect));
     raw.send(b"{\"id\":1,\"method\":\"echo\",\"params\":[1]}\n")
         .await;
     assert_eq!(raw.line().await.unwrap(), r#"{"id":1,"result":[1]}"#);
@@ -27,9 +27,9 @@ async fn messages_without_jsonrpc_are_accepted_and_replies_can_omit_it() {
 
 #[tokio::test]
 async fn null_params_can_be_omitted_on_output() {
-    let dialect = Dialect::default().omit_null_params(true);
+    let dialect = Framing::default().omit_null_params(true);
     let (conn, mut raw) =
-        RawPeer::connect(TestHandler::new(), Config::default().with_dialect(dialect));
+        RawPeer::connect(TestHandler::new(), Config::default().with_framing(dialect));
     conn.peer().notify("a", &()).await.unwrap();
     conn.peer().notify("b", &Option::<u8>::None).await.unwrap();
     conn.peer().notify("c", &json!({})).await.unwrap();
@@ -49,9 +49,9 @@ async fn null_params_can_be_omitted_on_output() {
 
 #[tokio::test]
 async fn without_notifications_notify_sends_a_request_and_ignores_its_response() {
-    let dialect = Dialect::default().notifications(false);
+    let dialect = Framing::default().notifications(false);
     let (conn, mut raw) =
-        RawPeer::connect(TestHandler::new(), Config::default().with_dialect(dialect));
+        RawPeer::connect(TestHandler::new(), Config::default().with_framing(dialect));
     conn.peer().notify("log", &"hi").await.unwrap();
     assert_eq!(
         raw.line().await.unwrap(),
@@ -141,7 +141,7 @@ async fn an_error_response_reaches_the_caller_as_the_same_error() {
 async fn the_legacy_presets_frame_requests_as_their_peers_did() {
     let (conn, mut raw) = RawPeer::connect(
         TestHandler::new(),
-        Config::default().with_dialect(Dialect::legacy_0_0_9()),
+        Config::default().with_framing(legacy_0_0_9()),
     );
     conn.peer().notify("cancelSendMessage", &()).await.unwrap();
     assert_eq!(
@@ -158,7 +158,7 @@ async fn the_legacy_presets_frame_requests_as_their_peers_did() {
 
     let (conn, mut raw) = RawPeer::connect(
         TestHandler::new(),
-        Config::default().with_dialect(Dialect::threads()),
+        Config::default().with_framing(threads()),
     );
     let peer = conn.peer().clone();
     tokio::spawn(async move { peer.request::<_, Value>("getThreads", &()).await });
@@ -222,4 +222,22 @@ async fn a_panic_while_reading_a_result_reaches_the_caller_and_spares_the_connec
     raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"ok\":true}}\n")
         .await;
     assert_eq!(call.await.unwrap().unwrap(), json!({"ok": true}));
+}
+
+/// The 0.0.9 dialect's framing (acp-dialects holds the preset; the engine only has knobs).
+fn legacy_0_0_9() -> Framing {
+    Framing::default()
+        .accept_missing_jsonrpc(true)
+        .omit_null_params(true)
+        .notifications(false)
+        .first_request_id(0)
+}
+
+/// The threads dialect's framing.
+fn threads() -> Framing {
+    Framing::default()
+        .accept_missing_jsonrpc(true)
+        .emit_jsonrpc(false)
+        .notifications(false)
+        .first_request_id(0)
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use acp_rpc::{Config, Dialect};
+use acp_rpc::{Config, Framing};
 use common::{RawPeer, TestHandler};
 use serde_json::{Value, json};
 
@@ -338,7 +338,7 @@ async fn a_response_missing_its_result_fails_the_waiting_call_instead_of_hanging
 /// The table's expected replies as a legacy framing writes them: no `"jsonrpc"` member when
 /// the dialect does not emit it, and the two cases about a missing `"jsonrpc"` accepted as
 /// those dialects' peers sent them.
-fn legacy_expectations(case: &Case, dialect: &Dialect) -> Vec<Value> {
+fn legacy_expectations(case: &Case, dialect: &Framing) -> Vec<Value> {
     let mut replies = match case.name {
         "missing jsonrpc" => vec![json!({"jsonrpc": "2.0", "id": 1, "result": null})],
         "an empty object is not a message" => vec![err(
@@ -358,10 +358,10 @@ fn legacy_expectations(case: &Case, dialect: &Dialect) -> Vec<Value> {
 
 #[tokio::test]
 async fn every_bad_input_is_answered_in_each_legacy_framing_and_the_connection_keeps_serving() {
-    for dialect in [Dialect::legacy_0_0_9(), Dialect::threads()] {
+    for dialect in [legacy_0_0_9(), threads()] {
         let config = Config::default()
             .with_max_message_size(1024)
-            .with_dialect(dialect.clone());
+            .with_framing(dialect.clone());
         let (_conn, mut raw) = RawPeer::connect(TestHandler::new(), config);
         let mut failures = Vec::new();
         for (n, case) in cases().into_iter().enumerate() {
@@ -379,4 +379,22 @@ async fn every_bad_input_is_answered_in_each_legacy_framing_and_the_connection_k
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
+}
+
+/// The 0.0.9 dialect's framing (acp-dialects holds the preset; the engine only has knobs).
+fn legacy_0_0_9() -> Framing {
+    Framing::default()
+        .accept_missing_jsonrpc(true)
+        .omit_null_params(true)
+        .notifications(false)
+        .first_request_id(0)
+}
+
+/// The threads dialect's framing.
+fn threads() -> Framing {
+    Framing::default()
+        .accept_missing_jsonrpc(true)
+        .emit_jsonrpc(false)
+        .notifications(false)
+        .first_request_id(0)
 }

@@ -20,8 +20,8 @@ use crate::connection::{ToAgent, ToClient, not_found};
 use crate::{Input, Output};
 
 /// The crow wire: JSON-RPC 2.0, as v1 frames it.
-pub fn framing() -> acp_rpc::Dialect {
-    acp_rpc::Dialect::default()
+pub fn framing() -> acp_rpc::Framing {
+    acp_rpc::Framing::default()
 }
 
 /// The two spellings of a session id the seed's peers use.
