@@ -6,15 +6,17 @@
 //!
 //! Implement [`Agent`] (only `initialize` is required), then run it with [`serve_stdio`] (or
 //! [`serve`] over any reader/writer pair) for v1 clients, or with
-//! [`negotiate::serve_stdio`] to serve v1, 0.0.9 and threads clients alike (the dialect is
-//! detected from the client's first message; [`legacy`] wires in the dialects of
+//! [`negotiate::serve_stdio`] to serve clients of every dialect compiled in (v1,
+//! legacy-0.0.9, threads, probe and crow; the dialect is detected from the client's first
+//! message; [`legacy`] wires in the dialects of
 //! acp-dialects, each with its mapping tables and native traits for agents that speak it
 //! directly). The connection answers requests sent before
 //! `initialize`, negotiates the protocol version, tracks sessions (`-32002` for unknown
 //! ones), turns `session/cancel` into the prompt's cancellation token, refuses client calls
 //! the client did not advertise, and keeps updates in order: an update for a new session is
-//! never written before the `session/new` response, and every update of a prompt is written
-//! before the prompt's response.
+//! never written before the `session/new` response (acp-rpc tells the connection when that
+//! response is on the wire), and every update of a prompt is written before the prompt's
+//! response.
 //!
 //! ```no_run
 //! use acp_agent::{Agent, AgentContext, Error, PromptContext, serve_stdio};

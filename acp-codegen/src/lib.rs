@@ -4,9 +4,9 @@
 //! generator writes two files into `acp-types/src/generated/<dialect>/`:
 //!
 //! - `types.rs`: every definition. Objects and newtypes come from [typify]; enums, unions and
-//!   integer codes are generated here with `quote`, because typify gets them wrong (see
-//!   `../shared/reference/typify-notes.md`): it makes tagged unions untagged, loses open enums,
-//!   ignores our `x-` annotations and merges colliding names.
+//!   integer codes are generated here with `quote`, because typify gets them wrong: it makes
+//!   tagged unions untagged, loses open enums, ignores our `x-` annotations and merges
+//!   colliding names.
 //! - `methods.rs`: wire-name constants, the method table, `RequestMethod`/`NotificationMethod`
 //!   bindings and the per-sender message enums, all from the schema's `x-methods`.
 //!
@@ -15,8 +15,8 @@
 //! `acp-dialects/src/generated/<module>.rs`, from the same `x-methods`.
 //!
 //! Generation does no file IO: [`generate_all`] returns paths and contents, and
-//! [`sync::sync`] writes or checks them for `cargo xtask codegen [--check]`. Output is formatted with prettyplease and is byte-for-byte
-//! deterministic (definitions keep document order; typify's maps are ordered).
+//! [`sync::sync`] writes or checks them for `cargo xtask codegen [--check]`. Output is
+//! formatted with prettyplease and is byte-for-byte deterministic (definitions keep document order; typify's maps are ordered).
 #![deny(missing_docs)]
 
 mod constructors;

@@ -4,11 +4,13 @@
 //! are dropped as they arrive, so it is never assembled in memory) and reported as
 //! [`Frame::Oversized`]; a line that is not UTF-8 is reported as [`Frame::InvalidUtf8`].
 //! A trailing `\r` is stripped, a leading UTF-8 BOM is skipped, and blank lines (empty or
-//! only ASCII whitespace) are skipped. The dispatch layer only sees [`Frame`]s, so another
-//! transport could be added by writing another codec.
+//! only ASCII whitespace) are skipped. It decodes only: the writer frames outgoing messages
+//! itself (one line each, in its own buffer). The connection's reader reads ordinary lines in
+//! place in its buffer and leaves everything else (CRLF, BOM, blanks, oversized or half-read
+//! lines) to this codec.
 
-use bytes::{BufMut, Bytes, BytesMut};
-use tokio_util::codec::{Decoder, Encoder};
+use bytes::{Bytes, BytesMut};
+use tokio_util::codec::Decoder;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
@@ -175,19 +177,6 @@ impl Decoder for LineCodec {
             }
         }
         Ok(None)
-    }
-}
-
-impl Encoder<&[u8]> for LineCodec {
-    type Error = std::io::Error;
-
-    /// Appends `item` and a `\n`. The caller guarantees `item` contains no line break
-    /// (compact JSON never does; raw values are sanitised when written).
-    fn encode(&mut self, item: &[u8], dst: &mut BytesMut) -> Result<(), std::io::Error> {
-        dst.reserve(item.len() + 1);
-        dst.put_slice(item);
-        dst.put_u8(b'\n');
-        Ok(())
     }
 }
 

@@ -3,9 +3,10 @@
 //! # Framing
 //!
 //! One JSON-RPC message per line (`\n`; a trailing `\r` is stripped). A leading UTF-8 BOM
-//! is skipped, blank lines are skipped. The [`LineCodec`](crate::LineCodec) turns bytes into
-//! [`Frame`](crate::Frame)s and is the only part that knows about lines: dispatch works on
-//! frames, so another transport needs only another codec. Output is compact JSON; raw
+//! is skipped, blank lines are skipped. The reader reads an ordinary line where it lies in
+//! its buffer and leaves every other case to the [`LineCodec`](crate::LineCodec), which
+//! turns bytes into [`Frame`](crate::Frame)s; the writer writes one line per message.
+//! Dispatch works on whole messages, whatever carried them. Output is compact JSON; raw
 //! values returned by handlers have any (whitespace) line break replaced by a space so they
 //! cannot break framing. The writer drains every message that is ready into one reused
 //! buffer and flushes once per batch.
@@ -13,7 +14,7 @@
 //! Each line is parsed once into an envelope; `params` stay [`RawValue`](crate::RawValue)s
 //! until the handler knows their type, and a response's `result` is parsed into the caller's
 //! type where it lies in the line. A handler that receives streams of one notification can
-//! skip the envelope pass: [`Handler::decode_notification`](crate::Handler::decode_notification)
+//! skip the envelope pass: [`Handler::start_notification`](crate::Handler::start_notification)
 //! is offered notifications written the usual way (`{"jsonrpc":"2.0","method":...,"params":...}`)
 //! and parses their params straight from the line, which validates it; anything it does not
 //! parse goes the ordinary way.

@@ -1,6 +1,5 @@
 //! The user side of incoming traffic: the [`Handler`] trait and the contexts it receives.
 
-use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -69,29 +68,6 @@ pub trait Handler: Send + Sync + 'static {
         Err(Error::method_not_found(method))
     }
 
-    /// Decodes the params of notification `method` in the reader, while they still lie in
-    /// the line, for handlers that receive many notifications of one kind (a client's
-    /// `session/update` stream): the line is then read once, by your typed parser, instead
-    /// of once by the envelope parser and again by yours, and the params are never copied
-    /// out as raw JSON. A decoded notification goes to
-    /// [`Handler::handle_decoded_notification`], in arrival order with every other
-    /// notification (both are called by the default [`Handler::start_notification`], which
-    /// does the same in one step). Return `None` (the default) to receive it in
-    /// [`Handler::handle_notification`] as usual.
-    ///
-    /// It is offered only lines of the usual shape
-    /// `{"jsonrpc":"2.0","method":"<method>","params":<params>}` (how this crate and the
-    /// official SDKs write notifications); `params` is the text after `"params":` up to the
-    /// line's closing brace and **has not been validated**. Parse all of it
-    /// ([`serde_json::from_str`] does, and rejects trailing text) and return `None` on any
-    /// failure: the line then takes the ordinary path, which answers malformed JSON with
-    /// `-32700` and gives a well-formed notification to `handle_notification`, where a
-    /// params error is reported as usual. `$/cancel_request` is never offered.
-    fn decode_notification(&self, method: &str, params: &str) -> Option<DecodedNotification> {
-        let _ = (method, params);
-        None
-    }
-
     /// Whether a request of `method` is handed to [`Handler::handle_request`] only after
     /// every notification the peer sent before it has been handled (see `concepts`,
     /// *Ordering*). Requests otherwise run as soon as they are read, concurrently with the
@@ -119,41 +95,32 @@ pub trait Handler: Send + Sync + 'static {
         let _ = arrival;
     }
 
-    /// Handles a notification decoded by [`Handler::decode_notification`]. An error is
-    /// only logged. The default drops it as an unknown method.
-    async fn handle_decoded_notification(
-        &self,
-        cx: NotificationContext,
-        notification: DecodedNotification,
-    ) -> Result<(), Error> {
-        let _ = cx;
-        Err(Error::method_not_found(notification.method()))
-    }
-
-    /// Decodes a notification of the usual shape and starts its handler in one step: what
-    /// the reader calls for every such line. `None` sends the line down the ordinary path,
-    /// as with [`Handler::decode_notification`], whose rules (unvalidated `params`, parse
-    /// all of it, never offered `$/cancel_request`) hold here too. The returned handler
-    /// runs in arrival order with every other notification, exactly as
-    /// [`Handler::handle_decoded_notification`] would.
+    /// Decodes a notification's params in the reader, while they still lie in the line,
+    /// and starts its handler: for handlers that receive many notifications of one kind (a
+    /// client's `session/update` stream). The line is then read once, by your typed
+    /// parser, instead of once by the envelope parser and again by yours; the params are
+    /// never copied out as raw JSON, and the handler owns the decoded value inside its own
+    /// future (no box for the value, no second box for the future). The returned handler
+    /// runs in arrival order with every other notification. Return `None` (the default)
+    /// to receive the notification in [`Handler::handle_notification`] as usual.
     ///
-    /// The default calls [`Handler::decode_notification`] and hands its result to
-    /// [`Handler::handle_decoded_notification`]. Override it when one notification kind
-    /// comes in streams: the handler then owns the decoded value inside its own future, so
-    /// the value is not boxed on its way (as a [`DecodedNotification`]) and the future is
-    /// not boxed twice (once by `async_trait`, once to own the handler), which is two
-    /// allocations and two copies of the value fewer per notification.
+    /// It is offered only lines of the usual shape
+    /// `{"jsonrpc":"2.0","method":"<method>","params":<params>}` (how this crate and the
+    /// official SDKs write notifications); `params` is the text after `"params":` up to the
+    /// line's closing brace and **has not been validated**. Parse all of it
+    /// ([`serde_json::from_str`] does, and rejects trailing text) and return `None` on any
+    /// failure: the line then takes the ordinary path, which answers malformed JSON with
+    /// `-32700` and gives a well-formed notification to `handle_notification`, where a
+    /// params error is reported as usual. `$/cancel_request` is never offered. A panic here
+    /// is caught, and the line takes the ordinary path too.
     fn start_notification(
         self: Arc<Self>,
         cx: NotificationContext,
         method: &str,
         params: &str,
     ) -> Option<StartedNotification> {
-        let decoded = self.decode_notification(method, params)?;
-        let method = decoded.method();
-        Some(StartedNotification::new(method, async move {
-            self.handle_decoded_notification(cx, decoded).await
-        }))
+        let _ = (cx, method, params);
+        None
     }
 }
 
@@ -204,50 +171,8 @@ pub struct Arrival<'a> {
     /// The id of a request; `None` for a notification.
     pub id: Option<&'a RequestId>,
     /// The raw params text (`None` when absent or `null`). For a notification of the usual
-    /// shape (see [`Handler::decode_notification`]) it has not been validated yet.
+    /// shape (see [`Handler::start_notification`]) it has not been validated yet.
     pub params: Option<&'a str>,
-}
-
-/// A notification whose params [`Handler::decode_notification`] decoded in the reader: the
-/// method's name and the decoded value, whatever type the handler chose.
-pub struct DecodedNotification {
-    method: &'static str,
-    params: Box<dyn Any + Send>,
-}
-
-impl DecodedNotification {
-    /// A decoded notification of `method` (a `'static` name, so passing it on costs no
-    /// allocation).
-    pub fn new<T: Any + Send>(method: &'static str, params: T) -> Self {
-        DecodedNotification {
-            method,
-            params: Box::new(params),
-        }
-    }
-
-    /// The method's name.
-    pub fn method(&self) -> &'static str {
-        self.method
-    }
-
-    /// The decoded params, if they are a `T` (otherwise the notification comes back).
-    pub fn into_params<T: Any>(self) -> Result<T, Self> {
-        match self.params.downcast::<T>() {
-            Ok(params) => Ok(*params),
-            Err(params) => Err(DecodedNotification {
-                method: self.method,
-                params,
-            }),
-        }
-    }
-}
-
-impl std::fmt::Debug for DecodedNotification {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DecodedNotification")
-            .field("method", &self.method)
-            .finish_non_exhaustive()
-    }
 }
 
 pub use crate::reply::Reply;

@@ -60,8 +60,7 @@ pub use config::{Config, DEFAULT_MAX_MESSAGE_SIZE, Framing};
 pub use connection::Connection;
 pub use error::{CloseReason, Error, ErrorCode};
 pub use handler::{
-    Arrival, DecodedNotification, Handler, NotificationContext, RequestContext, ResponseWritten,
-    StartedNotification,
+    Arrival, Handler, NotificationContext, RequestContext, ResponseWritten, StartedNotification,
 };
 pub use message::{Message, Notification, ParseFailure, Request, RequestId, Response};
 pub use outgoing::{CANCEL_METHOD, CallOptions, Peer};

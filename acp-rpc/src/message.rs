@@ -338,10 +338,10 @@ pub(crate) fn parse_line<'a>(line: &'a str, framing: &Framing) -> Result<Parsed<
 /// control characters.
 ///
 /// The params text is not validated. The line is a well-formed notification exactly when
-/// it is one JSON value, so a caller that parses all of it (as [`Handler::decode_notification`]
+/// it is one JSON value, so a caller that parses all of it (as [`Handler::start_notification`]
 /// must) has validated the line; anything else goes through [`parse_line`].
 ///
-/// [`Handler::decode_notification`]: crate::Handler::decode_notification
+/// [`Handler::start_notification`]: crate::Handler::start_notification
 pub(crate) fn plain_notification(line: &str) -> Option<(&str, &str)> {
     const HEAD: &str = r#"{"jsonrpc":"2.0","method":""#;
     const PARAMS: &str = r#","params":"#;

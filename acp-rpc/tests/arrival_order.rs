@@ -7,8 +7,8 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use acp_rpc::{
-    Arrival, Config, DecodedNotification, Error, Handler, NotificationContext, Params, RawValue,
-    RequestContext, async_trait, to_raw,
+    Arrival, Config, Error, Handler, NotificationContext, Params, RawValue, RequestContext,
+    StartedNotification, async_trait, to_raw,
 };
 use common::RawPeer;
 
@@ -51,16 +51,19 @@ impl Handler for Rec {
         Ok(())
     }
 
-    fn decode_notification(&self, method: &str, params: &str) -> Option<DecodedNotification> {
-        (method == "fast").then(|| DecodedNotification::new("fast", params.len()))
-    }
-
-    async fn handle_decoded_notification(
-        &self,
+    fn start_notification(
+        self: Arc<Self>,
         _cx: NotificationContext,
-        _n: DecodedNotification,
-    ) -> Result<(), Error> {
-        Ok(())
+        method: &str,
+        params: &str,
+    ) -> Option<StartedNotification> {
+        let len = params.len();
+        (method == "fast").then(|| {
+            StartedNotification::new("fast", async move {
+                let _ = len;
+                Ok(())
+            })
+        })
     }
 }
 

@@ -1,5 +1,4 @@
-//! `Handler::decode_notification` and `Handler::start_notification`: notifications of the
-//! usual shape are decoded in the reader (one pass over the line) and handled in arrival
+//! `Handler::start_notification`: notifications of the usual shape are decoded in the reader (one pass over the line) and handled in arrival
 //! order with every other notification; everything else (another key order, malformed
 //! JSON, params the decoder refuses, a decoder that panics) takes the ordinary path with
 //! its ordinary answers.
@@ -8,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp_rpc::{
-    Config, Connection, DecodedNotification, Error, Handler, NotificationContext, Params, RawValue,
-    RequestContext, StartedNotification, async_trait, to_raw,
+    Config, Connection, Error, Handler, NotificationContext, Params, RawValue, RequestContext,
+    StartedNotification, async_trait, to_raw,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -60,28 +59,23 @@ impl Handler for Recorder {
         Ok(())
     }
 
-    fn decode_notification(&self, method: &str, params: &str) -> Option<DecodedNotification> {
+    fn start_notification(
+        self: Arc<Self>,
+        _cx: NotificationContext,
+        method: &str,
+        params: &str,
+    ) -> Option<StartedNotification> {
         match method {
             "note" => {
                 let note: Note = serde_json::from_str(params).ok()?;
-                Some(DecodedNotification::new("note", note))
+                Some(StartedNotification::new("note", async move {
+                    self.push(format!("decoded {}", note.n));
+                    Ok(())
+                }))
             }
             "boom" => panic!("decoder bug"),
             _ => None,
         }
-    }
-
-    async fn handle_decoded_notification(
-        &self,
-        _cx: NotificationContext,
-        notification: DecodedNotification,
-    ) -> Result<(), Error> {
-        assert_eq!(notification.method(), "note");
-        let note = notification
-            .into_params::<Note>()
-            .expect("the decoder made a Note");
-        self.push(format!("decoded {}", note.n));
-        Ok(())
     }
 }
 
@@ -205,19 +199,29 @@ async fn a_panicking_decoder_leaves_the_line_to_the_ordinary_path_and_the_reader
 
 #[tokio::test]
 async fn cancel_requests_are_never_offered_to_the_decoder() {
-    struct DecodesEverything;
+    /// Records every method it is offered (and decodes none).
+    #[derive(Default)]
+    struct Offered(Mutex<Vec<String>>);
     #[async_trait]
-    impl Handler for DecodesEverything {
-        fn decode_notification(&self, _: &str, _: &str) -> Option<DecodedNotification> {
-            panic!("offered a $/cancel_request")
+    impl Handler for Offered {
+        fn start_notification(
+            self: Arc<Self>,
+            _cx: NotificationContext,
+            method: &str,
+            _params: &str,
+        ) -> Option<StartedNotification> {
+            self.0.lock().unwrap().push(method.to_owned());
+            None
         }
     }
+    let offered = Arc::new(Offered::default());
     let (x, y) = tokio::io::duplex(4096);
     let (xr, xw) = tokio::io::split(x);
     let (yr, mut yw) = tokio::io::split(y);
-    let _conn = Connection::new(xr, xw, DecodesEverything, Config::default());
+    let _conn = Connection::new(xr, xw, Shared(offered.clone()), Config::default());
     yw.write_all(
-        b"{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\",\"params\":{\"requestId\":1}}\n",
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\",\"params\":{\"requestId\":1}}\n\
+          {\"jsonrpc\":\"2.0\",\"method\":\"note\",\"params\":{\"n\":1}}\n",
     )
     .await
     .unwrap();
@@ -233,6 +237,23 @@ async fn cancel_requests_are_never_offered_to_the_decoder() {
     let v: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(v["id"], 2);
     assert_eq!(v["error"]["code"], json!(-32601));
+    // The ordinary notification after it was offered; the cancel request never was.
+    assert_eq!(*offered.0.lock().unwrap(), ["note"]);
+}
+
+/// Forwards to a shared handler (the connection owns its handler; the test keeps a view).
+struct Shared<H>(Arc<H>);
+
+#[async_trait]
+impl<H: Handler> Handler for Shared<H> {
+    fn start_notification(
+        self: Arc<Self>,
+        cx: NotificationContext,
+        method: &str,
+        params: &str,
+    ) -> Option<StartedNotification> {
+        self.0.clone().start_notification(cx, method, params)
+    }
 }
 
 /// A [`Recorder`] that starts its notifications itself ([`Handler::start_notification`]):
@@ -261,10 +282,6 @@ impl Handler for Starter {
         params: Params,
     ) -> Result<(), Error> {
         self.recorder.handle_notification(cx, method, params).await
-    }
-
-    fn decode_notification(&self, _: &str, _: &str) -> Option<DecodedNotification> {
-        panic!("start_notification is overridden: the reader never decodes apart")
     }
 
     fn start_notification(
