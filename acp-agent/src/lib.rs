@@ -59,6 +59,7 @@ pub mod negotiate;
 pub mod session;
 mod state;
 pub mod store;
+mod sync;
 
 pub use agent::Agent;
 pub use client::ClientHandle;

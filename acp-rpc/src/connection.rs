@@ -12,7 +12,7 @@ use crate::error::CloseReason;
 use crate::handler::Handler;
 use crate::outgoing::Peer;
 use crate::state::{FrameSizeHint, PendingMap, Shared};
-use crate::writer::WriteSide;
+use crate::write_side::WriteSide;
 
 /// A running JSON-RPC connection over a reader/writer pair.
 ///

@@ -15,12 +15,14 @@ use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::error::panic_message;
 use crate::error::{Error, ErrorCode};
 use crate::handler::{Handler, NotificationContext, RequestContext, StartedNotification};
 use crate::message::{Notification, Request, write_response};
 use crate::outgoing::Peer;
 use crate::params::Params;
-use crate::state::{Deliver, Outgoing, SLOT, Shared, Slot, lock, panic_message};
+use crate::queued::Outgoing;
+use crate::state::{Deliver, SLOT, Shared, Slot, lock};
 
 /// Items processed strictly in arrival order by the notification worker.
 pub(crate) enum Ordered {

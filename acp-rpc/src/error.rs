@@ -202,3 +202,15 @@ pub enum CloseReason {
     #[error("closed locally")]
     Local,
 }
+
+/// The message of a caught panic (a handler's, a hook's, a serializer's), for logs and
+/// `-32603` answers.
+pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}

@@ -47,12 +47,14 @@ pub mod message;
 pub mod outgoing;
 pub mod params;
 pub mod probe;
+mod queued;
 mod reader;
 mod reply;
 mod state;
 pub mod stdio;
 pub mod tap;
 mod typed;
+mod write_side;
 mod writer;
 
 pub use codec::{Frame, LineCodec};

@@ -20,6 +20,7 @@ use crate::codec::{Frame, LineCodec};
 use crate::dispatch::{
     NotificationRun, Ordered, RequestTask, notification_done, notification_worker,
 };
+use crate::error::panic_message;
 use crate::error::{CloseReason, Error};
 use crate::handler::{Arrival, Handler, NotificationContext, StartedNotification};
 use crate::message::{
@@ -27,7 +28,7 @@ use crate::message::{
     plain_response, write_response,
 };
 use crate::outgoing::{CANCEL_METHOD, CancelParams, Peer};
-use crate::state::{ClosedWatch, InFlightRequest, Pending, Shared, lock, panic_message};
+use crate::state::{ClosedWatch, InFlightRequest, Pending, Shared, lock};
 use crate::tap::{Direction, TapEvent};
 
 const READ_CHUNK: usize = 64 * 1024;

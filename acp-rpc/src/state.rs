@@ -2,9 +2,9 @@
 //! requests, the in-flight map of the peer's, the writer's queue, the shutdown token, and
 //! the concurrency and admission slots of running request handlers. It imports none of the
 //! parts (reader, dispatch, handler, writer), which form a line:
-//! reader -> dispatch -> handler -> writer.
+//! reader -> dispatch -> handler -> writer; only what they hand each other (the queued
+//! message, the write buffer).
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -19,8 +19,8 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use crate::config::Config;
 use crate::error::{CloseReason, Error};
 use crate::message::RequestId;
-use crate::reply::Reply;
-use crate::writer::WriteSide;
+use crate::queued::Outgoing;
+use crate::write_side::WriteSide;
 
 /// Hands the outcome of one of our requests to its caller. The reader calls it with the
 /// result still in its line buffer, so the caller's type is read from the line directly,
@@ -357,45 +357,6 @@ impl Future for ClosedWatch {
     }
 }
 
-/// One message queued for the writer.
-pub(crate) enum Outgoing {
-    /// A complete serialized message (no line end).
-    Frame(Vec<u8>),
-    /// A successful response, its result written straight into the batch buffer (a large
-    /// result gets no frame of its own): the envelope up to `"result":`, then the result
-    /// (with any line break turned into a space), then `}`. A result that fails to serialize is answered with
-    /// `-32603` instead.
-    Response {
-        /// The request's id (the envelope is written around the result in the writer's
-        /// buffer, so an answer costs no buffer of its own).
-        id: RequestId,
-        /// The result.
-        body: Reply,
-    },
-    /// A message whose sender wants to know when it is on the wire (see
-    /// [`RequestContext::response_written`](crate::RequestContext::response_written)): each
-    /// sender is told once the write that carries it has been flushed.
-    Signalled(Box<Outgoing>, Vec<oneshot::Sender<()>>),
-}
-
-impl Outgoing {
-    /// This message, with `written` told once it has been written and flushed (dropped
-    /// unsent if it never is, so its receiver learns that too).
-    pub(crate) fn signalled(self, written: Vec<oneshot::Sender<()>>) -> Outgoing {
-        if written.is_empty() {
-            self
-        } else {
-            Outgoing::Signalled(Box::new(self), written)
-        }
-    }
-}
-
-impl From<Vec<u8>> for Outgoing {
-    fn from(frame: Vec<u8>) -> Self {
-        Outgoing::Frame(frame)
-    }
-}
-
 /// The concurrency slot of the running request handler. A handler that awaits a response
 /// from the peer gives its slot back while waiting (see [`release_slot`]), so the cap
 /// limits handlers that *run*, and cannot deadlock two peers whose handlers call each other.
@@ -476,16 +437,6 @@ impl Drop for SlotGuard {
         {
             *lock(&slot.permit) = Some(permit);
         }
-    }
-}
-
-pub(crate) fn panic_message(panic: &Box<dyn Any + Send>) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_owned()
     }
 }
 

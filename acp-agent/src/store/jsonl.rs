@@ -34,7 +34,7 @@ use super::{
     HistoryCursor, HistoryPage, ListPage, ListQuery, MetaChange, SessionMeta, SessionStore,
     SessionSummary, StoreError, StoredEvent, decode_cursor, encode_cursor,
 };
-use crate::state::lock;
+use crate::sync::lock;
 
 /// At most this many session files are kept open for appending (the least recently opened
 /// is closed first); an idle session holds no file.

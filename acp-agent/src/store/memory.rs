@@ -11,7 +11,7 @@ use super::{
     HistoryCursor, HistoryPage, ListPage, ListQuery, MetaChange, SessionMeta, SessionStore,
     StoreError, StoredEvent, decode_cursor, encode_cursor,
 };
-use crate::state::lock;
+use crate::sync::lock;
 
 /// A [`SessionStore`] in memory (lost when the process ends).
 #[derive(Debug, Default)]

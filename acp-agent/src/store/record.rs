@@ -25,7 +25,7 @@ use acp_types::v1::{
 };
 
 use super::{MetaChange, SessionMeta, SessionStore, StoreError, StoredEvent, now_rfc3339};
-use crate::state::lock;
+use crate::sync::lock;
 
 /// A turn longer than this many stored events is written out in parts.
 pub(crate) const FLUSH_EVENTS: usize = 1024;

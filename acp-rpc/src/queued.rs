@@ -1,0 +1,46 @@
+//! What the writer is handed: one message queued for the transport, serialized or to be
+//! serialized into the writer's buffer.
+
+use tokio::sync::oneshot;
+
+use crate::message::RequestId;
+use crate::reply::Reply;
+
+/// One message queued for the writer.
+pub(crate) enum Outgoing {
+    /// A complete serialized message (no line end).
+    Frame(Vec<u8>),
+    /// A successful response, its result written straight into the batch buffer (a large
+    /// result gets no frame of its own): the envelope up to `"result":`, then the result
+    /// (with any line break turned into a space), then `}`. A result that fails to serialize is answered with
+    /// `-32603` instead.
+    Response {
+        /// The request's id (the envelope is written around the result in the writer's
+        /// buffer, so an answer costs no buffer of its own).
+        id: RequestId,
+        /// The result.
+        body: Reply,
+    },
+    /// A message whose sender wants to know when it is on the wire (see
+    /// [`RequestContext::response_written`](crate::RequestContext::response_written)): each
+    /// sender is told once the write that carries it has been flushed.
+    Signalled(Box<Outgoing>, Vec<oneshot::Sender<()>>),
+}
+
+impl Outgoing {
+    /// This message, with `written` told once it has been written and flushed (dropped
+    /// unsent if it never is, so its receiver learns that too).
+    pub(crate) fn signalled(self, written: Vec<oneshot::Sender<()>>) -> Outgoing {
+        if written.is_empty() {
+            self
+        } else {
+            Outgoing::Signalled(Box::new(self), written)
+        }
+    }
+}
+
+impl From<Vec<u8>> for Outgoing {
+    fn from(frame: Vec<u8>) -> Self {
+        Outgoing::Frame(frame)
+    }
+}
