@@ -1,0 +1,2 @@
+== claude-script: HOME=/work/realagents/home/claude-226393288 ANTHROPIC_BASE_URL=http://127.0.0.1:18101 ANTHROPIC_API_KEY=sk-ant-dummy-offline CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 IS_SANDBOX=1 /work/realagents/acp check --prompt-script /work/wt-realagents/interop/real-agents/prompt-script.json -- claude-agent-acp
+exit status 1
