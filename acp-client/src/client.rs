@@ -19,7 +19,7 @@ use acp_types::{NotificationMethod, RequestMethod};
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::connection::Subscribers;
+use crate::stream::Subscribers;
 
 /// The client side of ACP v1: one method per request or notification an agent sends.
 ///

@@ -53,6 +53,7 @@ pub mod connection;
 #[cfg(feature = "process")]
 pub mod cookbook;
 pub mod fs;
+pub mod handle;
 pub mod legacy;
 pub mod negotiate;
 #[cfg(feature = "process")]
@@ -61,6 +62,7 @@ pub mod process;
 mod reaper;
 #[cfg(feature = "process")]
 pub mod restart;
+pub mod stream;
 #[cfg(feature = "process")]
 pub mod terminal;
 
@@ -70,7 +72,8 @@ pub use acp_types::Dialect;
 /// Re-exported so `Client` impls can use `#[async_trait]` without their own dependency.
 pub use async_trait::async_trait;
 pub use client::Client;
-pub use connection::{
-    AgentHandle, ClientConnection, LoadedSession, PROMPT_STREAM_BUFFER, PromptEvent, PromptStream,
-    RequestTimeouts, SessionEvent, SessionUpdates,
+pub use connection::ClientConnection;
+pub use handle::{AgentHandle, RequestTimeouts};
+pub use stream::{
+    LoadedSession, PROMPT_STREAM_BUFFER, PromptEvent, PromptStream, SessionEvent, SessionUpdates,
 };

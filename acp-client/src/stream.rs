@@ -1,0 +1,265 @@
+//! A prompt turn as a stream of its updates ([`PromptStream`]), a session's updates as a
+//! stream ([`SessionUpdates`]), and the routing of incoming `session/update`s to them.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use acp_rpc::Error;
+use acp_types::v1::{
+    LoadSessionResponse, PromptResponse, SessionId, SessionNotification, SessionUpdate,
+};
+use tokio::sync::mpsc;
+
+/// How many updates a [`PromptStream`] holds before the connection waits for it to be read.
+pub const PROMPT_STREAM_BUFFER: usize = 256;
+
+/// A session loaded with [`AgentHandle::load_session_history`](crate::AgentHandle::load_session_history).
+#[derive(Debug)]
+pub struct LoadedSession {
+    /// The agent's answer (modes, config options).
+    pub response: LoadSessionResponse,
+    /// The replayed conversation, in the order the agent sent it.
+    pub history: Vec<SessionUpdate>,
+}
+
+/// One item of a [`SessionUpdates`] stream.
+// Updates are the common item, so boxing the large variant would only add allocations.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum SessionEvent {
+    /// A `session/update` of the session: replayed before [`SessionEvent::Loaded`], live
+    /// after it.
+    Update(SessionUpdate),
+    /// The agent answered `session/load` (or failed it: the stream then ends).
+    Loaded(Result<LoadSessionResponse, Error>),
+}
+
+/// A loaded session's updates, replay first; see [`AgentHandle::load_session_stream`](crate::AgentHandle::load_session_stream).
+/// Dropping it removes the session's route (and abandons a load still running).
+#[derive(Debug)]
+pub struct SessionUpdates {
+    pub(crate) rx: mpsc::Receiver<Routed>,
+    pub(crate) task: tokio::task::JoinHandle<()>,
+    pub(crate) subscribers: Subscribers,
+    pub(crate) key: (SessionId, u64),
+    pub(crate) ended: bool,
+}
+
+impl SessionUpdates {
+    /// The next event: replayed updates, `Loaded`, then live updates; `None` once the load
+    /// failed or the connection ended.
+    pub async fn next(&mut self) -> Option<SessionEvent> {
+        if self.ended {
+            return None;
+        }
+        match self.rx.recv().await {
+            Some(Routed::Update(update)) => Some(SessionEvent::Update(update)),
+            Some(Routed::Loaded(result)) => {
+                if result.is_err() {
+                    self.ended = true;
+                    self.subscribers.unsubscribe(&self.key);
+                }
+                Some(SessionEvent::Loaded(result))
+            }
+            Some(Routed::Prompted(_)) | None => {
+                self.ended = true;
+                None
+            }
+        }
+    }
+}
+
+impl Drop for SessionUpdates {
+    fn drop(&mut self) {
+        self.subscribers.unsubscribe(&self.key);
+        self.task.abort();
+    }
+}
+
+/// What a session's route carries: its updates, and the answer of the request that opened
+/// the route.
+// Updates are the common item, so boxing the large variant would only add allocations.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub(crate) enum Routed {
+    Update(SessionUpdate),
+    Prompted(Result<PromptResponse, Error>),
+    Loaded(Result<LoadSessionResponse, Error>),
+}
+
+/// One item of a [`PromptStream`].
+// Updates are the common item, so boxing the large variant would only add allocations.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum PromptEvent {
+    /// A `session/update` of the prompted session.
+    Update(SessionUpdate),
+    /// The turn is over: the prompt's result (the stop reason) or its error. Always last.
+    Done(Result<PromptResponse, Error>),
+}
+
+/// A prompt turn in progress; see [`AgentHandle::prompt_stream`](crate::AgentHandle::prompt_stream).
+#[derive(Debug)]
+pub struct PromptStream {
+    pub(crate) rx: mpsc::Receiver<Routed>,
+    pub(crate) task: tokio::task::JoinHandle<()>,
+    pub(crate) subscribers: Subscribers,
+    pub(crate) key: (SessionId, u64),
+    pub(crate) done: bool,
+}
+
+impl PromptStream {
+    /// The next event: updates in arrival order, then `Done`, then `None`.
+    pub async fn next(&mut self) -> Option<PromptEvent> {
+        if self.done {
+            return None;
+        }
+        let event = match self.rx.recv().await {
+            Some(Routed::Update(update)) => Some(PromptEvent::Update(update)),
+            Some(Routed::Prompted(result)) => Some(PromptEvent::Done(result)),
+            Some(Routed::Loaded(_)) | None => None,
+        };
+        if !matches!(event, Some(PromptEvent::Update(_))) {
+            self.done = true;
+            self.subscribers.unsubscribe(&self.key);
+        }
+        event
+    }
+
+    /// Drains the stream: every update, then the result.
+    pub async fn collect(mut self) -> (Vec<SessionUpdate>, Result<PromptResponse, Error>) {
+        let mut updates = Vec::new();
+        while let Some(event) = self.next().await {
+            match event {
+                PromptEvent::Update(u) => updates.push(u),
+                PromptEvent::Done(result) => return (updates, result),
+            }
+        }
+        (
+            updates,
+            Err(Error::internal_error(
+                "prompt stream ended without a result",
+            )),
+        )
+    }
+}
+
+impl Drop for PromptStream {
+    fn drop(&mut self) {
+        self.subscribers.unsubscribe(&self.key);
+        if !self.done {
+            self.task.abort();
+        }
+    }
+}
+
+type SubscriberMap = HashMap<SessionId, Vec<(u64, mpsc::Sender<Routed>)>>;
+
+/// Prompt streams waiting for updates, by session.
+#[derive(Clone, Default, Debug)]
+pub(crate) struct Subscribers {
+    inner: Arc<Mutex<SubscriberMap>>,
+    next: Arc<AtomicU64>,
+    /// How many streams the map holds, changed under its lock: with none (a client that
+    /// takes its updates in `Client::session_update` alone), an update costs one load
+    /// instead of a lock of the map.
+    streams: Arc<AtomicUsize>,
+}
+
+impl Subscribers {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SubscriberMap> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn subscribe(
+        &self,
+        session: SessionId,
+        tx: mpsc::Sender<Routed>,
+    ) -> (SessionId, u64) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut map = self.lock();
+        map.entry(session.clone()).or_default().push((id, tx));
+        self.streams.fetch_add(1, Ordering::SeqCst);
+        (session, id)
+    }
+
+    fn unsubscribe(&self, key: &(SessionId, u64)) {
+        let mut map = self.lock();
+        if let Some(list) = map.get_mut(&key.0) {
+            let before = list.len();
+            list.retain(|(id, _)| *id != key.1);
+            self.streams
+                .fetch_sub(before - list.len(), Ordering::SeqCst);
+            if list.is_empty() {
+                map.remove(&key.0);
+            }
+        }
+    }
+
+    /// Hands a copy of the update to every stream of its session, waiting while a stream
+    /// is full (a dropped stream fails the send at once).
+    pub(crate) async fn deliver(&self, n: &SessionNotification) {
+        // A stream subscribes before its prompt is sent, so before any update of it is read.
+        if self.streams.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let streams: Vec<mpsc::Sender<Routed>> = match self.lock().get(&n.session_id) {
+            Some(list) => list.iter().map(|(_, tx)| tx.clone()).collect(),
+            None => return,
+        };
+        for tx in streams {
+            let _ = tx.send(Routed::Update(n.update.clone())).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn update(session: &str, text: &str) -> SessionNotification {
+        SessionNotification::new(session, SessionUpdate::agent_message_text(text))
+    }
+
+    fn texts(rx: &mut mpsc::Receiver<Routed>) -> Vec<String> {
+        let mut got = Vec::new();
+        while let Ok(Routed::Update(SessionUpdate::AgentMessageChunk(chunk))) = rx.try_recv() {
+            if let acp_types::v1::ContentBlock::Text(t) = chunk.content {
+                got.push(t.text);
+            }
+        }
+        got
+    }
+
+    #[tokio::test]
+    async fn updates_reach_the_streams_subscribed_at_the_time_and_no_others() {
+        let subscribers = Subscribers::default();
+        let (a_tx, mut a) = mpsc::channel(8);
+        let (b_tx, mut b) = mpsc::channel(8);
+        let a_key = subscribers.subscribe("s1".into(), a_tx);
+        let b_key = subscribers.subscribe("s1".into(), b_tx);
+        subscribers.deliver(&update("s1", "one")).await;
+        subscribers.deliver(&update("s2", "elsewhere")).await;
+        assert_eq!(texts(&mut a), ["one"]);
+        assert_eq!(texts(&mut b), ["one"]);
+
+        // Unsubscribing twice counts once.
+        subscribers.unsubscribe(&a_key);
+        subscribers.unsubscribe(&a_key);
+        subscribers.deliver(&update("s1", "two")).await;
+        assert_eq!(texts(&mut a), Vec::<String>::new());
+        assert_eq!(texts(&mut b), ["two"]);
+
+        subscribers.unsubscribe(&b_key);
+        assert_eq!(subscribers.streams.load(Ordering::SeqCst), 0);
+        subscribers.deliver(&update("s1", "nobody")).await;
+        assert_eq!(texts(&mut b), Vec::<String>::new());
+
+        // With none left, a new stream still gets what comes after it subscribed.
+        let (c_tx, mut c) = mpsc::channel(8);
+        let _c_key = subscribers.subscribe("s1".into(), c_tx);
+        subscribers.deliver(&update("s1", "three")).await;
+        assert_eq!(texts(&mut c), ["three"]);
+    }
+}
