@@ -1,13 +1,16 @@
 //! Cleaning up the processes a terminal command or an agent leaves behind after they leave
-//! its process group (a `setsid` grandchild, a double-forked daemon), on Linux.
+//! its process group (a `setsid` grandchild, a double-forked daemon), on Linux, and the one
+//! helper that signals a process group ([`signal_group`]).
 //!
 //! The client process makes itself a *child subreaper* (`PR_SET_CHILD_SUBREAPER`): an
 //! orphan among its descendants is reparented to it instead of to init, so it can still be
-//! found (its parent is us) and killed. Each terminal command is started with a marker in its
+//! found (its parent is us) and stopped. Each terminal command is started with a marker in its
 //! environment ([`MARKER_ENV`]` = <client pid>.<sequence number>`; agent processes get one
-//! too), which its descendants inherit; a sweep kills the direct children of ours that carry
-//! the marker (and their process groups), reaps them, and repeats while killing them orphans
-//! more.
+//! too), which its descendants inherit; a sweep stops the direct children of ours that carry
+//! the marker (and their process groups), reaps them, and repeats while stopping them orphans
+//! more. Orphans are stopped the way [`crate::process::AgentProcess::shutdown`] stops the
+//! helpers in the agent's group: SIGTERM, a grace period to exit (and remove their
+//! temporary files), and SIGKILL only for what is still running after it.
 //!
 //! What is caught: descendants that left the group (by `setsid` or `setpgid`) and whose
 //! parent died, as long as they kept the inherited environment. What is not: a descendant
@@ -19,7 +22,7 @@
 //! children (it is in a process group led by someone else and not in ours) is reaped by a
 //! background thread every two seconds and by each sweep; a `setsid` orphan (it leads its own
 //! group, like a child the application may have spawned) that exits on its own before a
-//! sweep killed it stays a zombie until the client exits.
+//! sweep stopped it stays a zombie until the client exits.
 
 use std::time::{Duration, Instant};
 
@@ -89,41 +92,38 @@ struct Child {
     zombie: bool,
 }
 
-/// Our direct children (from `/proc/<pid>/stat`).
+/// Our direct children, found by reading the `stat` of every process in `/proc`.
 fn children() -> Vec<Child> {
-    let me = std::process::id() as i32;
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
-        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let mut fields = after.split_whitespace();
-        let state = fields.next().unwrap_or("");
-        let ppid: i32 = fields.next().and_then(|f| f.parse().ok()).unwrap_or(0);
-        let pgrp: i32 = fields.next().and_then(|f| f.parse().ok()).unwrap_or(0);
-        if ppid == me {
-            out.push(Child {
-                pid,
-                pgrp,
-                zombie: state == "Z",
-            });
-        }
-    }
-    out
+    dir.flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(child)
+        .collect()
+}
+
+/// What `/proc/<pid>/stat` says of `pid`: `(state, ppid, pgrp)`; `None` once it is gone.
+fn stat(pid: i32) -> Option<(char, i32, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
+    let after = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, ppid, pgrp))
+}
+
+/// `pid` as a [`Child`], if it is still a child of ours.
+fn child(pid: i32) -> Option<Child> {
+    let me = std::process::id() as i32;
+    let (state, ppid, pgrp) = stat(pid)?;
+    (ppid == me).then_some(Child {
+        pid,
+        pgrp,
+        zombie: state == 'Z',
+    })
 }
 
 fn has_marker(pid: i32, wanted: &[String]) -> bool {
@@ -137,54 +137,155 @@ fn has_marker(pid: i32, wanted: &[String]) -> bool {
     })
 }
 
-/// Kills (SIGKILL) and reaps the orphans carrying one of `markers`, with their process
-/// groups, for up to `budget`; also reaps orphan zombies (see the module docs). Blocking:
-/// run it on the blocking pool. Returns how many processes were killed.
+/// How long a sweep goes on finding new orphans (beyond the grace of its last round).
+const SWEEP_BUDGET: Duration = Duration::from_secs(2);
+
+/// Stops and reaps the orphans carrying one of `markers`, with their process groups: SIGTERM,
+/// up to `grace` for them (and their groups) to exit, then SIGKILL; and again for the orphans
+/// that stopping them makes, for up to [`SWEEP_BUDGET`] plus a grace. Also reaps orphan
+/// zombies (see the module docs). Blocking: run it on the blocking pool. Returns how many
+/// orphans it stopped.
 ///
 /// `settled`: every process whose exit could still hand us orphans is known to be gone
 /// (the caller saw the agent and its whole group exit). Orphans are re-parented when their
 /// parent exits, before it can be waited for, so they are ours already and one quiet round
 /// is enough. Otherwise (a group was just sent SIGKILL and may still be dying) the sweep
 /// looks a few more times, 20 ms apart, before it concludes that nothing is left.
-pub(crate) fn sweep(markers: &[String], budget: Duration, settled: bool) -> usize {
+pub(crate) fn sweep(markers: &[String], grace: Duration, settled: bool) -> usize {
     if !become_subreaper() {
         return 0;
     }
-    // SAFETY: getpgrp has no preconditions.
-    let our_group = unsafe { libc::getpgrp() };
-    let deadline = Instant::now() + budget;
-    let mut killed = 0;
+    let deadline = Instant::now() + SWEEP_BUDGET + grace;
+    let mut stopped = 0;
     let mut quiet_rounds = 0;
-    // A kill of ours can make more orphans (the killed one's children): after one, look
-    // again a few times as well.
-    let rounds = |killed: usize| if settled && killed == 0 { 1 } else { 3 };
-    while Instant::now() < deadline && quiet_rounds < rounds(killed) {
-        let mut found = false;
+    // Stopping one can make more orphans (its children): after one, look again a few times
+    // as well.
+    let rounds = |stopped: usize| if settled && stopped == 0 { 1 } else { 3 };
+    while Instant::now() < deadline && quiet_rounds < rounds(stopped) {
         reap_orphan_zombies();
-        for child in children() {
-            if child.zombie || !has_marker(child.pid, markers) {
-                continue;
-            }
-            found = true;
-            killed += 1;
-            // SAFETY: plain kill(2) calls; the group is never ours nor 0/1.
-            unsafe {
-                if child.pgrp > 1 && child.pgrp != our_group {
-                    libc::kill(-child.pgrp, libc::SIGKILL);
-                }
-                libc::kill(child.pid, libc::SIGKILL);
-            }
-            let until = Instant::now() + Duration::from_millis(500);
-            while !reap(child.pid) && Instant::now() < until {
-                std::thread::sleep(Duration::from_millis(2));
-            }
+        let found: Vec<Child> = children()
+            .into_iter()
+            .filter(|child| !child.zombie && has_marker(child.pid, markers))
+            .collect();
+        if found.is_empty() {
+            quiet_rounds += 1;
+        } else {
+            quiet_rounds = 0;
+            stopped += found.len();
+            terminate(&found, grace);
         }
-        quiet_rounds = if found { 0 } else { quiet_rounds + 1 };
-        if quiet_rounds < rounds(killed) {
+        if quiet_rounds < rounds(stopped) {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    killed
+    stopped
+}
+
+/// SIGTERM to `orphans` and their process groups, up to `grace` for all of them to exit,
+/// SIGKILL to what is left; then reaps them.
+fn terminate(orphans: &[Child], grace: Duration) {
+    // SAFETY: getpgrp has no preconditions.
+    let our_group = unsafe { libc::getpgrp() };
+    // Their own groups only: never ours (`signal_group` refuses it too).
+    let group = |child: &Child| {
+        u32::try_from(child.pgrp)
+            .ok()
+            .filter(|_| child.pgrp != our_group)
+    };
+    let signal = |signal: libc::c_int, pending: &[&Child]| {
+        for child in pending {
+            if let Some(pgrp) = group(child) {
+                signal_group(pgrp, signal);
+            }
+            // SAFETY: kill(2) on a child of ours that was not reaped yet (so its pid cannot
+            // have been reused).
+            unsafe { libc::kill(child.pid, signal) };
+        }
+    };
+    let all: Vec<&Child> = orphans.iter().collect();
+    signal(libc::SIGTERM, &all);
+    let until = Instant::now() + grace;
+    let mut left: Vec<&Child> = all.clone();
+    let mut exited = Vec::new();
+    loop {
+        left.retain(|child| {
+            if !exited.contains(&child.pid) && reap(child.pid) {
+                exited.push(child.pid);
+            }
+            !exited.contains(&child.pid) || group(child).is_some_and(group_alive)
+        });
+        if left.is_empty() || Instant::now() >= until {
+            break;
+        }
+        // Their children exit as zombies of ours (reparented): reap those too.
+        reap_orphan_zombies();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if !left.is_empty() {
+        tracing::debug!(
+            orphans = left.len(),
+            ?grace,
+            "orphans outlived SIGTERM: SIGKILL"
+        );
+        let unreaped: Vec<&Child> = left
+            .iter()
+            .copied()
+            .filter(|child| !exited.contains(&child.pid))
+            .collect();
+        for child in &left {
+            if let Some(pgrp) = group(child) {
+                signal_group(pgrp, libc::SIGKILL);
+            }
+        }
+        signal(libc::SIGKILL, &unreaped);
+    }
+    for child in orphans {
+        let until = Instant::now() + Duration::from_millis(500);
+        while !exited.contains(&child.pid) && !reap(child.pid) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+/// Sends `signal` (`libc::SIGTERM`, `libc::SIGKILL`, or 0 to only test for existence) to
+/// process group `pgid` with kill(2); `true` if some process received it. Never to group 0
+/// (ours, for kill(2)), 1 (every process) or our own group. The one place that signals a
+/// group: agent processes, terminals and orphans all go through it.
+pub(crate) fn signal_group(pgid: u32, signal: libc::c_int) -> bool {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return false;
+    };
+    // SAFETY: getpgrp has no preconditions.
+    if pgid <= 1 || pgid == unsafe { libc::getpgrp() } {
+        return false;
+    }
+    // SAFETY: kill(2) on a negative pid signals that process group; no memory is involved.
+    unsafe { libc::kill(-pgid, signal) == 0 }
+}
+
+/// Whether some process of group `pgid` is still running (zombies waiting to be reaped do
+/// not count: in a container PID 1 may never reap them).
+pub(crate) fn group_alive(pgid: u32) -> bool {
+    match group_has_live_process(pgid) {
+        Some(alive) => alive,
+        // No /proc: ask the system (zombies count there).
+        None => signal_group(pgid, 0),
+    }
+}
+
+/// Whether `/proc` lists a process of group `pgid` that is not a zombie; `None` without a
+/// readable `/proc`.
+fn group_has_live_process(pgid: u32) -> Option<bool> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let pgid = pgid as i32;
+    Some(entries.flatten().any(|entry| {
+        entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<i32>().ok())
+            .and_then(stat)
+            .is_some_and(|(state, _, pgrp)| pgrp == pgid && !matches!(state, 'Z' | 'X'))
+    }))
 }
 
 /// Reaps `pid` if it has exited; true when it is gone.
