@@ -364,9 +364,10 @@ impl AgentProcess {
     /// Then, on Linux, the agent's descendants that left its group and were orphaned (a
     /// `setsid` helper) get the same: SIGTERM, up to `grace` to exit, SIGKILL.
     ///
-    /// An agent that exits cleanly on EOF and leaves nothing behind gets no signal at all,
-    /// and helpers get SIGTERM (a chance to clean up their temporary files) before any
-    /// SIGKILL. Returns the agent's exit status. Dropping an `AgentProcess` instead kills
+    /// An agent that exits cleanly on EOF and leaves nothing behind gets no signal at all
+    /// and costs nothing beyond its own exit (no timer, no walk of every process in
+    /// `/proc`: a look at the client's own children); helpers get SIGTERM (a chance to
+    /// clean up their temporary files) before any SIGKILL. Returns the agent's exit status. Dropping an `AgentProcess` instead kills
     /// the group at once.
     pub async fn shutdown(mut self, grace: Duration) -> Result<ExitStatus, ProcessError> {
         self.stdin.take();
@@ -398,9 +399,13 @@ impl AgentProcess {
         }
         let status = status.expect("waited above");
         // The processes that left the group (a `setsid` grandchild): see `crate::reaper`.
+        // When the group is gone, its orphans are ours already: if none is running, there
+        // is nothing to sweep.
         let tags = vec![self.cleanup_tag.clone()];
         let settled = !self.group_alive();
-        let _ = tokio::task::spawn_blocking(move || reaper::sweep(&tags, grace, settled)).await;
+        if !settled || reaper::has_marked_orphans(&tags) {
+            let _ = tokio::task::spawn_blocking(move || reaper::sweep(&tags, grace, settled)).await;
+        }
         status.map_err(|source| ProcessError::Wait {
             command: self.command.clone(),
             source,

@@ -23,6 +23,10 @@
 //! background thread every two seconds and by each sweep; a `setsid` orphan (it leads its own
 //! group, like a child the application may have spawned) that exits on its own before a
 //! sweep stopped it stays a zombie until the client exits.
+//!
+//! Our direct children are listed from `/proc/self/task/*/children` (as many reads as we have
+//! threads), not by reading the `stat` of every process on the system; without that file (a
+//! kernel built without `CONFIG_PROC_CHILDREN`) the sweep falls back to walking `/proc`.
 
 use std::time::{Duration, Instant};
 
@@ -92,8 +96,43 @@ struct Child {
     zombie: bool,
 }
 
-/// Our direct children, found by reading the `stat` of every process in `/proc`.
+/// Our direct children.
 fn children() -> Vec<Child> {
+    match child_pids() {
+        Some(pids) => pids.into_iter().filter_map(child).collect(),
+        None => all_children(),
+    }
+}
+
+/// The pids our threads' `/proc/self/task/<tid>/children` list; `None` if the kernel has no
+/// such file. The files are read twice and the lists merged: the kernel walks a thread's
+/// children one by one, and a child reaped during the walk (by a thread of ours) can make
+/// it skip the next one; two walks both skipping the same orphan would take two such reaps.
+fn child_pids() -> Option<Vec<i32>> {
+    let mut pids = Vec::new();
+    let mut found_file = false;
+    for _ in 0..2 {
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+            return None;
+        };
+        for task in tasks.flatten() {
+            let Ok(list) = std::fs::read_to_string(task.path().join("children")) else {
+                continue;
+            };
+            found_file = true;
+            pids.extend(
+                list.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
+        }
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    found_file.then_some(pids)
+}
+
+/// Our direct children, found by reading the `stat` of every process in `/proc`.
+fn all_children() -> Vec<Child> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -139,6 +178,16 @@ fn has_marker(pid: i32, wanted: &[String]) -> bool {
 
 /// How long a sweep goes on finding new orphans (beyond the grace of its last round).
 const SWEEP_BUDGET: Duration = Duration::from_secs(2);
+
+/// Whether one of our children that are still running carries one of `markers`: the orphans
+/// a [`sweep`] would stop. Cheap (it reads our own children's entries in `/proc`, not every
+/// process's), so a clean exit that left nothing behind costs no sweep.
+pub(crate) fn has_marked_orphans(markers: &[String]) -> bool {
+    become_subreaper()
+        && children()
+            .iter()
+            .any(|child| !child.zombie && has_marker(child.pid, markers))
+}
 
 /// Stops and reaps the orphans carrying one of `markers`, with their process groups: SIGTERM,
 /// up to `grace` for them (and their groups) to exit, then SIGKILL; and again for the orphans
@@ -264,13 +313,13 @@ pub(crate) fn signal_group(pgid: u32, signal: libc::c_int) -> bool {
 }
 
 /// Whether some process of group `pgid` is still running (zombies waiting to be reaped do
-/// not count: in a container PID 1 may never reap them).
+/// not count: in a container PID 1 may never reap them). A group with no process at all is
+/// told by one kill(2) (signal 0); only a group that still has one is looked up in `/proc`.
 pub(crate) fn group_alive(pgid: u32) -> bool {
-    match group_has_live_process(pgid) {
-        Some(alive) => alive,
-        // No /proc: ask the system (zombies count there).
-        None => signal_group(pgid, 0),
+    if !signal_group(pgid, 0) {
+        return false;
     }
+    group_has_live_process(pgid).unwrap_or(true)
 }
 
 /// Whether `/proc` lists a process of group `pgid` that is not a zombie; `None` without a
@@ -294,4 +343,66 @@ fn reap(pid: i32) -> bool {
     // SAFETY: waitpid on one specific pid of ours, without blocking.
     let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
     r == pid || r == -1
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// Two `sleep 30` children of this process, killed and reaped on drop.
+    struct Sleepers(Vec<std::process::Child>);
+
+    impl Sleepers {
+        fn spawn(env: &[(&str, &str)]) -> Sleepers {
+            Sleepers(
+                (0..2)
+                    .map(|_| {
+                        std::process::Command::new("sleep")
+                            .arg("30")
+                            .envs(env.iter().copied())
+                            .spawn()
+                            .unwrap()
+                    })
+                    .collect(),
+            )
+        }
+        fn pids(&self) -> Vec<i32> {
+            self.0.iter().map(|c| c.id() as i32).collect()
+        }
+    }
+
+    impl Drop for Sleepers {
+        fn drop(&mut self) {
+            for child in &mut self.0 {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+
+    #[test]
+    fn our_children_are_listed_from_our_own_tasks_and_agree_with_the_walk_of_proc() {
+        let sleepers = Sleepers::spawn(&[]);
+        assert!(
+            child_pids().is_some(),
+            "no /proc/self/task/*/children: every sweep walks all of /proc"
+        );
+        let listed: Vec<i32> = children().iter().map(|c| c.pid).collect();
+        let walked: Vec<i32> = all_children().iter().map(|c| c.pid).collect();
+        for pid in sleepers.pids() {
+            assert!(listed.contains(&pid), "{pid} not in {listed:?}");
+            assert!(walked.contains(&pid), "{pid} not in {walked:?}");
+        }
+    }
+
+    #[test]
+    fn a_running_child_with_the_marker_is_found_and_one_without_is_not() {
+        let marker = new_marker();
+        let other = new_marker();
+        let sleepers = Sleepers::spawn(&[(MARKER_ENV, marker.as_str())]);
+        assert!(has_marked_orphans(std::slice::from_ref(&marker)));
+        assert!(!has_marked_orphans(&[other]));
+        drop(sleepers);
+        assert!(!has_marked_orphans(&[marker]));
+    }
 }
