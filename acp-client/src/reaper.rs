@@ -314,12 +314,19 @@ pub(crate) fn signal_group(pgid: u32, signal: libc::c_int) -> bool {
 
 /// Whether some process of group `pgid` is still running (zombies waiting to be reaped do
 /// not count: in a container PID 1 may never reap them). A group with no process at all is
-/// told by one kill(2) (signal 0); only a group that still has one is looked up in `/proc`.
+/// told by one kill(2) (signal 0, failing with `ESRCH`); only a group that still has one
+/// (or that we may not signal: `EPERM`) is looked up in `/proc`.
 pub(crate) fn group_alive(pgid: u32) -> bool {
-    if !signal_group(pgid, 0) {
+    let Ok(id) = libc::pid_t::try_from(pgid) else {
+        return false;
+    };
+    if id <= 1 {
         return false;
     }
-    group_has_live_process(pgid).unwrap_or(true)
+    // SAFETY: kill(2) with signal 0 only checks that group `id` exists.
+    let gone = unsafe { libc::kill(-id, 0) } == -1
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    !gone && group_has_live_process(pgid).unwrap_or(true)
 }
 
 /// Whether `/proc` lists a process of group `pgid` that is not a zombie; `None` without a
@@ -393,6 +400,34 @@ mod tests {
             assert!(listed.contains(&pid), "{pid} not in {listed:?}");
             assert!(walked.contains(&pid), "{pid} not in {walked:?}");
         }
+    }
+
+    #[test]
+    fn a_group_is_alive_while_it_runs_a_process_and_not_as_a_zombie_nor_once_gone() {
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = child.id();
+        assert!(group_alive(pgid));
+        // SAFETY: kill(2) on our own child, not yet reaped.
+        unsafe { libc::kill(pgid as i32, libc::SIGKILL) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while stat(pgid as i32).is_none_or(|(state, _, _)| state != 'Z') {
+            assert!(
+                Instant::now() < deadline,
+                "the killed child never became a zombie"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(!group_alive(pgid), "a group of one zombie counted as alive");
+        child.wait().unwrap();
+        assert!(
+            !group_alive(pgid),
+            "a group with no process counted as alive"
+        );
     }
 
     #[test]
