@@ -293,7 +293,7 @@ pub async fn over_stdio(
             marks.push(("returned", start + outcome.elapsed));
             let watch = exit_watch.lock().unwrap_or_else(|p| p.into_inner()).take();
             if let Some(died) = watch.and_then(ExitWatch::died_at) {
-                marks.push(("agent exit", died));
+                marks.push(("agent exit", died.min(start + outcome.elapsed)));
             }
             crate::phases::record("official", start, &marks);
         }

@@ -228,7 +228,7 @@ pub async fn over_stdio(program: &AgentCommand, plan: Plan) -> Result<Outcome, S
             marks.push(("spawn", spawned));
             marks.push(("returned", start + outcome.elapsed));
             if let Some(died) = watch.and_then(crate::phases::ExitWatch::died_at) {
-                marks.push(("agent exit", died));
+                marks.push(("agent exit", died.min(start + outcome.elapsed)));
             }
             crate::phases::record("ours", start, &marks);
         }

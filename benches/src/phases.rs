@@ -5,7 +5,10 @@
 //! `AcpAgent` spawns inside its connect, so its `initialize` includes the spawn),
 //! `initialize`, `session/new`, `prompt`, `agent exit` (when the agent process died, seen
 //! by a thread blocked on a pidfd of it, so not when anyone reaped it) and `returned` (the
-//! shutdown call or the connection returned). One line per exchange is printed, each figure
+//! shutdown call or the connection returned). The watching thread notes the death when it
+//! gets a core again, which on a busy machine can be after the client already returned:
+//! `agent exit` is then taken as `returned` (the client cannot return before the death it
+//! waits for), so it is an upper bound, and `returned` after it a lower one. One line per exchange is printed, each figure
 //! the time since the previous mark, and the medians per column at the end.
 
 use std::collections::BTreeMap;
