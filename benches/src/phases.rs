@@ -8,7 +8,9 @@
 //! shutdown call or the connection returned). The watching thread notes the death when it
 //! gets a core again, which on a busy machine can be after the client already returned:
 //! `agent exit` is then taken as `returned` (the client cannot return before the death it
-//! waits for), so it is an upper bound, and `returned` after it a lower one. One line per exchange is printed, each figure
+//! waits for), so it is an upper bound, and `returned` after it (then 0) a lower one. When
+//! the client's part is below that resolution, read `agent exit` + `returned` together:
+//! the time from the prompt's answer to the client's return, printed as `ending`. One line per exchange is printed, each figure
 //! the time since the previous mark, and the medians per column at the end.
 
 use std::collections::BTreeMap;
@@ -19,13 +21,14 @@ use std::time::Instant;
 pub const SHOW_PHASES_VAR: &str = "ACP_BENCH_SHOW_PHASES";
 
 /// The phases' names, in their order.
-const ORDER: [&str; 7] = [
+const ORDER: [&str; 8] = [
     "spawn",
     "initialize",
     "session/new",
     "prompt",
     "agent exit",
     "returned",
+    "ending",
     "total",
 ];
 
@@ -42,7 +45,8 @@ static SEEN: Mutex<BTreeMap<&'static str, BTreeMap<&'static str, Vec<f64>>>> =
 /// is when the measurement began (before the spawn).
 pub fn record(column: &'static str, start: Instant, marks: &[(&'static str, Instant)]) {
     let mut marks = marks.to_vec();
-    marks.sort_by_key(|(_, at)| *at);
+    // A death clamped to the return goes before it.
+    marks.sort_by_key(|(name, at)| (*at, *name == "returned"));
     let mut line = format!("h phases {column}:");
     let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
     let phases = seen.entry(column).or_default();
@@ -52,6 +56,12 @@ pub fn record(column: &'static str, start: Instant, marks: &[(&'static str, Inst
         line.push_str(&format!(" {name} {ms:.3}"));
         phases.entry(name).or_default().push(ms);
         previous = *at;
+    }
+    // From the prompt's answer to the return: the agent's exit and the client's part.
+    if let Some((_, answered)) = marks.iter().find(|(name, _)| *name == "prompt") {
+        let ending = previous.duration_since(*answered).as_secs_f64() * 1000.0;
+        line.push_str(&format!(" | ending {ending:.3}"));
+        phases.entry("ending").or_default().push(ending);
     }
     let total = previous.duration_since(start).as_secs_f64() * 1000.0;
     line.push_str(&format!(" | total {total:.3} ms"));

@@ -102,8 +102,8 @@ fn the_phases_of_h_are_traced_for_both_rust_columns() {
             .find(|l| l.starts_with(column))
             .unwrap_or_else(|| panic!("no medians of {column} in\n{stdout}"));
         assert!(
-            medians.split_whitespace().count() == 8,
-            "a column and 7 figures: {medians}"
+            medians.split_whitespace().count() == 9,
+            "a column and 8 figures: {medians}"
         );
     }
 }
