@@ -147,6 +147,60 @@ fn signals_are_forwarded_and_a_death_by_signal_passes_through() {
     assert_eq!(records(&out).last().unwrap()["signal"], libc::SIGUSR1);
 }
 
+/// Issue 32: behind the proxy the agent runs in a process group of its own, so a helper it
+/// started is outside the group `AgentProcess` signals; once the agent is gone the helper
+/// is an orphan of the client, which must stop it the way it stops the group: SIGTERM and
+/// time to clean up (here: write a marker) before any SIGKILL.
+#[tokio::test]
+async fn an_agents_helper_behind_the_proxy_gets_sigterm_before_sigkill() {
+    use acp_client::process::{AgentCommand, AgentProcess};
+    let dir = Scratch::new("trace-helper");
+    let marker = dir.0.join("cleaned");
+    let pidfile = dir.0.join("helper.pid");
+    let helper = format!(
+        "trap \"echo cleaned > {}; exit 0\" TERM; echo $$ > {}; while :; do sleep 0.05; done",
+        marker.display(),
+        pidfile.display()
+    );
+    // The helper lets go of the agent's stdout, or the proxy would wait for it to close.
+    let agent = format!("sh -c '{helper}' > /dev/null 2>&1 & cat > /dev/null");
+    let command = AgentCommand::new(acp())
+        .arg("trace")
+        .arg("--out")
+        .arg(dir.0.join("t.ndjson"))
+        .args(["--", "sh", "-c", &agent]);
+    let process = AgentProcess::spawn(&command).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let pid: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the helper never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    process.shutdown(Duration::from_secs(2)).await.unwrap();
+    // SAFETY: kill(2) with signal 0 only asks whether the helper still exists.
+    let survived = unsafe { libc::kill(pid, 0) } == 0
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        });
+    if survived {
+        // SAFETY: killing the escaped test process by its pid.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(!survived, "the helper {pid} outlived shutdown");
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap_or_default().trim(),
+        "cleaned",
+        "the helper got SIGKILL without a SIGTERM and a grace period first"
+    );
+}
+
 #[test]
 fn a_missing_agent_is_a_clear_error() {
     let dir = Scratch::new("trace-missing");

@@ -4,12 +4,12 @@
 //! by line to `tracing` (target `acp_client::agent_stderr`) while a bounded tail (the last
 //! [`STDERR_TAIL_LINES`] lines, at most [`STDERR_TAIL_BYTES`] bytes) is kept for error
 //! messages. The child is the leader of its own process group, and the whole group is
-//! killed when the handle drops, so wrapper launchers (`npx`, `uvx`, shell scripts) do not
-//! leak grandchildren. The group kill runs the system `kill` program
-//! (`kill -s KILL -- -<pgid>`). On Linux, [`AgentProcess::shutdown`] also kills the agent's
-//! descendants that left its group (a `setsid` grandchild): the client is a child subreaper
-//! and the agent's processes carry a cleanup tag in their environment (what is and is not
-//! caught: [`crate::terminal::TerminalConfig::reap_orphans`]).
+//! killed (SIGKILL, with kill(2)) when the handle drops, so wrapper launchers (`npx`, `uvx`,
+//! shell scripts) do not leak grandchildren. On Linux, [`AgentProcess::shutdown`] also stops
+//! the agent's descendants that left its group (a `setsid` grandchild), with the same
+//! SIGTERM, grace, SIGKILL as the group: the client is a child subreaper and the agent's
+//! processes carry a cleanup tag in their environment (what is and is not caught:
+//! [`crate::terminal::TerminalConfig::reap_orphans`]).
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -26,6 +26,7 @@ use tokio::task::JoinHandle;
 
 use crate::client::Client;
 use crate::connection::ClientConnection;
+use crate::reaper;
 
 /// Lines of stderr kept for error messages.
 pub const STDERR_TAIL_LINES: usize = 64;
@@ -199,9 +200,9 @@ impl AgentProcess {
         if let Some(dir) = &cmd.cwd {
             c.current_dir(dir);
         }
-        let cleanup_tag = crate::reaper::new_marker();
-        crate::reaper::become_subreaper();
-        c.env(crate::reaper::MARKER_ENV, &cleanup_tag);
+        let cleanup_tag = reaper::new_marker();
+        reaper::become_subreaper();
+        c.env(reaper::MARKER_ENV, &cleanup_tag);
         let mut child = c.spawn().map_err(|source| ProcessError::Spawn {
             command: command.clone(),
             source,
@@ -360,9 +361,13 @@ impl AgentProcess {
     ///    sends SIGTERM to the group and waits for the agent and the group to be gone;
     /// 3. only then sends SIGKILL to whatever is left.
     ///
-    /// An agent that exits cleanly on EOF and leaves nothing behind gets no signal at all,
-    /// and helpers get SIGTERM (a chance to clean up their temporary files) before any
-    /// SIGKILL. Returns the agent's exit status. Dropping an `AgentProcess` instead kills
+    /// Then, on Linux, the agent's descendants that left its group and were orphaned (a
+    /// `setsid` helper) get the same: SIGTERM, up to `grace` to exit, SIGKILL.
+    ///
+    /// An agent that exits cleanly on EOF and leaves nothing behind gets no signal at all
+    /// and costs nothing beyond its own exit (no timer, no walk of every process in
+    /// `/proc`: a look at the client's own children); helpers get SIGTERM (a chance to
+    /// clean up their temporary files) before any SIGKILL. Returns the agent's exit status. Dropping an `AgentProcess` instead kills
     /// the group at once.
     pub async fn shutdown(mut self, grace: Duration) -> Result<ExitStatus, ProcessError> {
         self.stdin.take();
@@ -372,7 +377,7 @@ impl AgentProcess {
         let mut status = tokio::time::timeout(grace, self.child.wait()).await.ok();
         if status.is_none() || self.group_alive() {
             if let Some(pgid) = self.pgid {
-                signal_process_group(pgid, libc::SIGTERM);
+                reaper::signal_group(pgid, libc::SIGTERM);
             }
             let deadline = tokio::time::Instant::now() + grace;
             if status.is_none() {
@@ -394,12 +399,13 @@ impl AgentProcess {
         }
         let status = status.expect("waited above");
         // The processes that left the group (a `setsid` grandchild): see `crate::reaper`.
+        // When the group is gone, its orphans are ours already: if none is running, there
+        // is nothing to sweep.
         let tags = vec![self.cleanup_tag.clone()];
         let settled = !self.group_alive();
-        let _ = tokio::task::spawn_blocking(move || {
-            crate::reaper::sweep(&tags, Duration::from_secs(2), settled)
-        })
-        .await;
+        if !settled || reaper::has_marked_orphans(&tags) {
+            let _ = tokio::task::spawn_blocking(move || reaper::sweep(&tags, grace, settled)).await;
+        }
         status.map_err(|source| ProcessError::Wait {
             command: self.command.clone(),
             source,
@@ -407,14 +413,9 @@ impl AgentProcess {
     }
 
     /// Whether any process of the agent's group is still running (zombies waiting to be
-    /// reaped do not count: in a container PID 1 may never reap them).
+    /// reaped do not count).
     fn group_alive(&self) -> bool {
-        let Some(pgid) = self.pgid else { return false };
-        match group_has_live_process(pgid) {
-            Some(alive) => alive,
-            // No /proc: ask the system (zombies count there).
-            None => signal_process_group(pgid, 0),
-        }
+        self.pgid.is_some_and(reaper::group_alive)
     }
 
     /// Kills the whole process group now (SIGKILL), without waiting.
@@ -425,60 +426,9 @@ impl AgentProcess {
 
     fn kill_group(&self) {
         if let Some(pgid) = self.pgid {
-            kill_process_group(pgid);
+            reaper::signal_group(pgid, libc::SIGKILL);
         }
     }
-}
-
-/// Sends SIGKILL to process group `pgid` by running `kill -s KILL -- -<pgid>`; failures (the
-/// group is already gone, no `kill` program) are ignored.
-///
-/// The `--` is essential: procps-ng's `kill` reads `kill -KILL -<pgid>` (no `--`) as
-/// something other than "signal the group <pgid>" and signals far more than the group
-/// (found the hard way: it took down the test runner's shell).
-pub(crate) fn kill_process_group(pgid: u32) {
-    signal_process_group(pgid, libc::SIGKILL);
-}
-
-/// Whether `/proc` lists a process of group `pgid` that is not a zombie; `None` without a
-/// readable `/proc`.
-fn group_has_live_process(pgid: u32) -> Option<bool> {
-    let entries = std::fs::read_dir("/proc").ok()?;
-    let pgid = pgid.to_string();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
-        let Some((_, rest)) = stat.rsplit_once(") ") else {
-            continue;
-        };
-        let mut fields = rest.split(' ');
-        let (state, _ppid, pgrp) = (fields.next(), fields.next(), fields.next());
-        if pgrp == Some(pgid.as_str()) && !matches!(state, Some("Z" | "X")) {
-            return Some(true);
-        }
-    }
-    Some(false)
-}
-
-/// Sends `signal` (`libc::SIGTERM`, `libc::SIGKILL`, or 0 to only test for existence) to
-/// process group `pgid`; `true` if some process received it. A direct kill(2): starting the
-/// system `kill` program instead cost a process spawn (milliseconds) on every shutdown.
-fn signal_process_group(pgid: u32, signal: libc::c_int) -> bool {
-    // 0 would mean our own group and 1 would mean every process: never.
-    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
-        return false;
-    };
-    if pgid <= 1 {
-        return false;
-    }
-    // SAFETY: kill(2) on a negative pid signals that process group; no memory is involved.
-    unsafe { libc::kill(-pgid, signal) == 0 }
 }
 
 impl Drop for AgentProcess {

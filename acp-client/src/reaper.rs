@@ -1,13 +1,16 @@
 //! Cleaning up the processes a terminal command or an agent leaves behind after they leave
-//! its process group (a `setsid` grandchild, a double-forked daemon), on Linux.
+//! its process group (a `setsid` grandchild, a double-forked daemon), on Linux, and the one
+//! helper that signals a process group ([`signal_group`]).
 //!
 //! The client process makes itself a *child subreaper* (`PR_SET_CHILD_SUBREAPER`): an
 //! orphan among its descendants is reparented to it instead of to init, so it can still be
-//! found (its parent is us) and killed. Each terminal command is started with a marker in its
+//! found (its parent is us) and stopped. Each terminal command is started with a marker in its
 //! environment ([`MARKER_ENV`]` = <client pid>.<sequence number>`; agent processes get one
-//! too), which its descendants inherit; a sweep kills the direct children of ours that carry
-//! the marker (and their process groups), reaps them, and repeats while killing them orphans
-//! more.
+//! too), which its descendants inherit; a sweep stops the direct children of ours that carry
+//! the marker (and their process groups), reaps them, and repeats while stopping them orphans
+//! more. Orphans are stopped the way [`crate::process::AgentProcess::shutdown`] stops the
+//! helpers in the agent's group: SIGTERM, a grace period to exit (and remove their
+//! temporary files), and SIGKILL only for what is still running after it.
 //!
 //! What is caught: descendants that left the group (by `setsid` or `setpgid`) and whose
 //! parent died, as long as they kept the inherited environment. What is not: a descendant
@@ -19,7 +22,11 @@
 //! children (it is in a process group led by someone else and not in ours) is reaped by a
 //! background thread every two seconds and by each sweep; a `setsid` orphan (it leads its own
 //! group, like a child the application may have spawned) that exits on its own before a
-//! sweep killed it stays a zombie until the client exits.
+//! sweep stopped it stays a zombie until the client exits.
+//!
+//! Our direct children are listed from `/proc/self/task/*/children` (as many reads as we have
+//! threads), not by reading the `stat` of every process on the system; without that file (a
+//! kernel built without `CONFIG_PROC_CHILDREN`) the sweep falls back to walking `/proc`.
 
 use std::time::{Duration, Instant};
 
@@ -89,41 +96,73 @@ struct Child {
     zombie: bool,
 }
 
-/// Our direct children (from `/proc/<pid>/stat`).
+/// Our direct children.
 fn children() -> Vec<Child> {
-    let me = std::process::id() as i32;
+    match child_pids() {
+        Some(pids) => pids.into_iter().filter_map(child).collect(),
+        None => all_children(),
+    }
+}
+
+/// The pids our threads' `/proc/self/task/<tid>/children` list; `None` if the kernel has no
+/// such file. The files are read twice and the lists merged: the kernel walks a thread's
+/// children one by one, and a child reaped during the walk (by a thread of ours) can make
+/// it skip the next one; two walks both skipping the same orphan would take two such reaps.
+fn child_pids() -> Option<Vec<i32>> {
+    let mut pids = Vec::new();
+    let mut found_file = false;
+    for _ in 0..2 {
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+            return None;
+        };
+        for task in tasks.flatten() {
+            let Ok(list) = std::fs::read_to_string(task.path().join("children")) else {
+                continue;
+            };
+            found_file = true;
+            pids.extend(
+                list.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
+        }
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    found_file.then_some(pids)
+}
+
+/// Our direct children, found by reading the `stat` of every process in `/proc`.
+fn all_children() -> Vec<Child> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
-        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let mut fields = after.split_whitespace();
-        let state = fields.next().unwrap_or("");
-        let ppid: i32 = fields.next().and_then(|f| f.parse().ok()).unwrap_or(0);
-        let pgrp: i32 = fields.next().and_then(|f| f.parse().ok()).unwrap_or(0);
-        if ppid == me {
-            out.push(Child {
-                pid,
-                pgrp,
-                zombie: state == "Z",
-            });
-        }
-    }
-    out
+    dir.flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(child)
+        .collect()
+}
+
+/// What `/proc/<pid>/stat` says of `pid`: `(state, ppid, pgrp)`; `None` once it is gone.
+fn stat(pid: i32) -> Option<(char, i32, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
+    let after = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, ppid, pgrp))
+}
+
+/// `pid` as a [`Child`], if it is still a child of ours.
+fn child(pid: i32) -> Option<Child> {
+    let me = std::process::id() as i32;
+    let (state, ppid, pgrp) = stat(pid)?;
+    (ppid == me).then_some(Child {
+        pid,
+        pgrp,
+        zombie: state == 'Z',
+    })
 }
 
 fn has_marker(pid: i32, wanted: &[String]) -> bool {
@@ -137,54 +176,172 @@ fn has_marker(pid: i32, wanted: &[String]) -> bool {
     })
 }
 
-/// Kills (SIGKILL) and reaps the orphans carrying one of `markers`, with their process
-/// groups, for up to `budget`; also reaps orphan zombies (see the module docs). Blocking:
-/// run it on the blocking pool. Returns how many processes were killed.
+/// How long a sweep goes on finding new orphans (beyond the grace of its last round).
+const SWEEP_BUDGET: Duration = Duration::from_secs(2);
+
+/// Whether one of our children that are still running carries one of `markers`: the orphans
+/// a [`sweep`] would stop. Cheap (it reads our own children's entries in `/proc`, not every
+/// process's), so a clean exit that left nothing behind costs no sweep.
+pub(crate) fn has_marked_orphans(markers: &[String]) -> bool {
+    become_subreaper()
+        && children()
+            .iter()
+            .any(|child| !child.zombie && has_marker(child.pid, markers))
+}
+
+/// Stops and reaps the orphans carrying one of `markers`, with their process groups: SIGTERM,
+/// up to `grace` for them (and their groups) to exit, then SIGKILL; and again for the orphans
+/// that stopping them makes, for up to [`SWEEP_BUDGET`] plus a grace. Also reaps orphan
+/// zombies (see the module docs). Blocking: run it on the blocking pool. Returns how many
+/// orphans it stopped.
 ///
 /// `settled`: every process whose exit could still hand us orphans is known to be gone
 /// (the caller saw the agent and its whole group exit). Orphans are re-parented when their
 /// parent exits, before it can be waited for, so they are ours already and one quiet round
 /// is enough. Otherwise (a group was just sent SIGKILL and may still be dying) the sweep
 /// looks a few more times, 20 ms apart, before it concludes that nothing is left.
-pub(crate) fn sweep(markers: &[String], budget: Duration, settled: bool) -> usize {
+pub(crate) fn sweep(markers: &[String], grace: Duration, settled: bool) -> usize {
     if !become_subreaper() {
         return 0;
     }
-    // SAFETY: getpgrp has no preconditions.
-    let our_group = unsafe { libc::getpgrp() };
-    let deadline = Instant::now() + budget;
-    let mut killed = 0;
+    let deadline = Instant::now() + SWEEP_BUDGET + grace;
+    let mut stopped = 0;
     let mut quiet_rounds = 0;
-    // A kill of ours can make more orphans (the killed one's children): after one, look
-    // again a few times as well.
-    let rounds = |killed: usize| if settled && killed == 0 { 1 } else { 3 };
-    while Instant::now() < deadline && quiet_rounds < rounds(killed) {
-        let mut found = false;
+    // Stopping one can make more orphans (its children): after one, look again a few times
+    // as well.
+    let rounds = |stopped: usize| if settled && stopped == 0 { 1 } else { 3 };
+    while Instant::now() < deadline && quiet_rounds < rounds(stopped) {
         reap_orphan_zombies();
-        for child in children() {
-            if child.zombie || !has_marker(child.pid, markers) {
-                continue;
-            }
-            found = true;
-            killed += 1;
-            // SAFETY: plain kill(2) calls; the group is never ours nor 0/1.
-            unsafe {
-                if child.pgrp > 1 && child.pgrp != our_group {
-                    libc::kill(-child.pgrp, libc::SIGKILL);
-                }
-                libc::kill(child.pid, libc::SIGKILL);
-            }
-            let until = Instant::now() + Duration::from_millis(500);
-            while !reap(child.pid) && Instant::now() < until {
-                std::thread::sleep(Duration::from_millis(2));
-            }
+        let found: Vec<Child> = children()
+            .into_iter()
+            .filter(|child| !child.zombie && has_marker(child.pid, markers))
+            .collect();
+        if found.is_empty() {
+            quiet_rounds += 1;
+        } else {
+            quiet_rounds = 0;
+            stopped += found.len();
+            terminate(&found, grace);
         }
-        quiet_rounds = if found { 0 } else { quiet_rounds + 1 };
-        if quiet_rounds < rounds(killed) {
+        if quiet_rounds < rounds(stopped) {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    killed
+    stopped
+}
+
+/// SIGTERM to `orphans` and their process groups, up to `grace` for all of them to exit,
+/// SIGKILL to what is left; then reaps them.
+fn terminate(orphans: &[Child], grace: Duration) {
+    // SAFETY: getpgrp has no preconditions.
+    let our_group = unsafe { libc::getpgrp() };
+    // Their own groups only: never ours (`signal_group` refuses it too).
+    let group = |child: &Child| {
+        u32::try_from(child.pgrp)
+            .ok()
+            .filter(|_| child.pgrp != our_group)
+    };
+    let signal = |signal: libc::c_int, pending: &[&Child]| {
+        for child in pending {
+            if let Some(pgrp) = group(child) {
+                signal_group(pgrp, signal);
+            }
+            // SAFETY: kill(2) on a child of ours that was not reaped yet (so its pid cannot
+            // have been reused).
+            unsafe { libc::kill(child.pid, signal) };
+        }
+    };
+    let all: Vec<&Child> = orphans.iter().collect();
+    signal(libc::SIGTERM, &all);
+    let until = Instant::now() + grace;
+    let mut left: Vec<&Child> = all.clone();
+    let mut exited = Vec::new();
+    loop {
+        left.retain(|child| {
+            if !exited.contains(&child.pid) && reap(child.pid) {
+                exited.push(child.pid);
+            }
+            !exited.contains(&child.pid) || group(child).is_some_and(group_alive)
+        });
+        if left.is_empty() || Instant::now() >= until {
+            break;
+        }
+        // Their children exit as zombies of ours (reparented): reap those too.
+        reap_orphan_zombies();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if !left.is_empty() {
+        tracing::debug!(
+            orphans = left.len(),
+            ?grace,
+            "orphans outlived SIGTERM: SIGKILL"
+        );
+        let unreaped: Vec<&Child> = left
+            .iter()
+            .copied()
+            .filter(|child| !exited.contains(&child.pid))
+            .collect();
+        for child in &left {
+            if let Some(pgrp) = group(child) {
+                signal_group(pgrp, libc::SIGKILL);
+            }
+        }
+        signal(libc::SIGKILL, &unreaped);
+    }
+    for child in orphans {
+        let until = Instant::now() + Duration::from_millis(500);
+        while !exited.contains(&child.pid) && !reap(child.pid) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+/// Sends `signal` (`libc::SIGTERM`, `libc::SIGKILL`, or 0 to only test for existence) to
+/// process group `pgid` with kill(2); `true` if some process received it. Never to group 0
+/// (ours, for kill(2)), 1 (every process) or our own group. The one place that signals a
+/// group: agent processes, terminals and orphans all go through it.
+pub(crate) fn signal_group(pgid: u32, signal: libc::c_int) -> bool {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return false;
+    };
+    // SAFETY: getpgrp has no preconditions.
+    if pgid <= 1 || pgid == unsafe { libc::getpgrp() } {
+        return false;
+    }
+    // SAFETY: kill(2) on a negative pid signals that process group; no memory is involved.
+    unsafe { libc::kill(-pgid, signal) == 0 }
+}
+
+/// Whether some process of group `pgid` is still running (zombies waiting to be reaped do
+/// not count: in a container PID 1 may never reap them). A group with no process at all is
+/// told by one kill(2) (signal 0, failing with `ESRCH`); only a group that still has one
+/// (or that we may not signal: `EPERM`) is looked up in `/proc`.
+pub(crate) fn group_alive(pgid: u32) -> bool {
+    let Ok(id) = libc::pid_t::try_from(pgid) else {
+        return false;
+    };
+    if id <= 1 {
+        return false;
+    }
+    // SAFETY: kill(2) with signal 0 only checks that group `id` exists.
+    let gone = unsafe { libc::kill(-id, 0) } == -1
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    !gone && group_has_live_process(pgid).unwrap_or(true)
+}
+
+/// Whether `/proc` lists a process of group `pgid` that is not a zombie; `None` without a
+/// readable `/proc`.
+fn group_has_live_process(pgid: u32) -> Option<bool> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let pgid = pgid as i32;
+    Some(entries.flatten().any(|entry| {
+        entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<i32>().ok())
+            .and_then(stat)
+            .is_some_and(|(state, _, pgrp)| pgrp == pgid && !matches!(state, 'Z' | 'X'))
+    }))
 }
 
 /// Reaps `pid` if it has exited; true when it is gone.
@@ -193,4 +350,94 @@ fn reap(pid: i32) -> bool {
     // SAFETY: waitpid on one specific pid of ours, without blocking.
     let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
     r == pid || r == -1
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// Two `sleep 30` children of this process, killed and reaped on drop.
+    struct Sleepers(Vec<std::process::Child>);
+
+    impl Sleepers {
+        fn spawn(env: &[(&str, &str)]) -> Sleepers {
+            Sleepers(
+                (0..2)
+                    .map(|_| {
+                        std::process::Command::new("sleep")
+                            .arg("30")
+                            .envs(env.iter().copied())
+                            .spawn()
+                            .unwrap()
+                    })
+                    .collect(),
+            )
+        }
+        fn pids(&self) -> Vec<i32> {
+            self.0.iter().map(|c| c.id() as i32).collect()
+        }
+    }
+
+    impl Drop for Sleepers {
+        fn drop(&mut self) {
+            for child in &mut self.0 {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+
+    #[test]
+    fn our_children_are_listed_from_our_own_tasks_and_agree_with_the_walk_of_proc() {
+        let sleepers = Sleepers::spawn(&[]);
+        assert!(
+            child_pids().is_some(),
+            "no /proc/self/task/*/children: every sweep walks all of /proc"
+        );
+        let listed: Vec<i32> = children().iter().map(|c| c.pid).collect();
+        let walked: Vec<i32> = all_children().iter().map(|c| c.pid).collect();
+        for pid in sleepers.pids() {
+            assert!(listed.contains(&pid), "{pid} not in {listed:?}");
+            assert!(walked.contains(&pid), "{pid} not in {walked:?}");
+        }
+    }
+
+    #[test]
+    fn a_group_is_alive_while_it_runs_a_process_and_not_as_a_zombie_nor_once_gone() {
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = child.id();
+        assert!(group_alive(pgid));
+        // SAFETY: kill(2) on our own child, not yet reaped.
+        unsafe { libc::kill(pgid as i32, libc::SIGKILL) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while stat(pgid as i32).is_none_or(|(state, _, _)| state != 'Z') {
+            assert!(
+                Instant::now() < deadline,
+                "the killed child never became a zombie"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(!group_alive(pgid), "a group of one zombie counted as alive");
+        child.wait().unwrap();
+        assert!(
+            !group_alive(pgid),
+            "a group with no process counted as alive"
+        );
+    }
+
+    #[test]
+    fn a_running_child_with_the_marker_is_found_and_one_without_is_not() {
+        let marker = new_marker();
+        let other = new_marker();
+        let sleepers = Sleepers::spawn(&[(MARKER_ENV, marker.as_str())]);
+        assert!(has_marked_orphans(std::slice::from_ref(&marker)));
+        assert!(!has_marked_orphans(&[other]));
+        drop(sleepers);
+        assert!(!has_marked_orphans(&[marker]));
+    }
 }

@@ -50,8 +50,9 @@
 //! Each command runs in its own process group; `kill`, `release`, [`Terminals::close`] and
 //! dropping the last [`Terminals`] clone kill the whole group (SIGKILL). On Linux the client
 //! also becomes a child subreaper (`PR_SET_CHILD_SUBREAPER`), so processes that left the group
-//! (a `setsid` grandchild) are still found and killed then: [`TerminalConfig::reap_orphans`]
-//! says what is and is not caught. Call [`Terminals::close`] before the client exits: a drop
+//! (a `setsid` grandchild) are still found and stopped then, SIGTERM first and SIGKILL after
+//! [`ORPHAN_GRACE`] (they are not what the agent asked to kill, and may hold temporary
+//! files): [`TerminalConfig::reap_orphans`] says what is and is not caught. Call [`Terminals::close`] before the client exits: a drop
 //! starts the same cleanup in the background, which an exiting process may not finish.
 
 use std::collections::{HashMap, VecDeque};
@@ -88,6 +89,10 @@ pub const DEFAULT_MAX_OUTPUT_BYTE_LIMIT: u64 = 16 * 1024 * 1024;
 /// Default number of unreleased terminals one session may hold.
 pub const DEFAULT_MAX_LIVE_PER_SESSION: usize = 16;
 
+/// How long the processes that left a killed command's group get between SIGTERM and
+/// SIGKILL (see [`TerminalConfig::reap_orphans`]).
+pub const ORPHAN_GRACE: Duration = Duration::from_millis(500);
+
 /// The client's limits and standing permissions for terminals.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -101,7 +106,8 @@ pub struct TerminalConfig {
     /// Whether requests that set environment variables may be put to the application.
     pub allow_env: bool,
     /// Whether the client becomes a child subreaper (Linux) so that processes that left a
-    /// terminal's process group are killed with it. It is process-wide: orphans of every
+    /// terminal's process group are stopped with it (SIGTERM, then SIGKILL after
+    /// [`ORPHAN_GRACE`] for those still running). It is process-wide: orphans of every
     /// child of the client come to it. Processes caught: descendants that called `setsid`
     /// or `setpgid` and were orphaned, as long as they kept the environment the command got
     /// (it carries a marker, `ACP_RS_CLEANUP_TAG`). Not caught: a descendant that replaced its
@@ -310,7 +316,7 @@ impl Terminal {
         if self.reap_orphans {
             let marker = self.marker.clone();
             let sweep = move || {
-                reaper::sweep(&[marker], Duration::from_secs(2), false);
+                reaper::sweep(&[marker], ORPHAN_GRACE, false);
             };
             match tokio::runtime::Handle::try_current() {
                 Ok(rt) => drop(rt.spawn_blocking(sweep)),
@@ -329,15 +335,7 @@ impl Drop for Terminal {
 
 /// SIGKILL to process group `pgid` (never our own group, never 0 or 1).
 fn kill_group(pgid: u32) {
-    let Ok(pgid) = i32::try_from(pgid) else {
-        return;
-    };
-    // SAFETY: getpgrp and kill have no memory-safety preconditions.
-    unsafe {
-        if pgid > 1 && pgid != libc::getpgrp() {
-            libc::kill(-pgid, libc::SIGKILL);
-        }
-    }
+    reaper::signal_group(pgid, libc::SIGKILL);
 }
 
 /// Where a session's commands run: its directory and the roots a `cwd` must lie in.
@@ -743,8 +741,9 @@ impl Terminals {
         Ok(ReleaseTerminalResponse::default())
     }
 
-    /// Releases every terminal and waits (up to about two seconds) until their processes,
-    /// including the orphans that left their groups, are killed. Call it before the client
+    /// Releases every terminal and waits (up to about two seconds, plus [`ORPHAN_GRACE`] for
+    /// each generation of orphans that outlives SIGTERM) until their processes, including
+    /// the orphans that left their groups, are gone. Call it before the client
     /// exits: a drop only starts the same cleanup in the background, and orphans still
     /// alive when the client process ends are inherited by init.
     pub async fn close(&self) {
@@ -756,10 +755,9 @@ impl Terminals {
             }
         }
         if self.config.reap_orphans && !markers.is_empty() {
-            let _ = tokio::task::spawn_blocking(move || {
-                reaper::sweep(&markers, Duration::from_secs(2), false)
-            })
-            .await;
+            let _ =
+                tokio::task::spawn_blocking(move || reaper::sweep(&markers, ORPHAN_GRACE, false))
+                    .await;
         }
         drop(all);
     }

@@ -1,7 +1,7 @@
 //! The terminal policy: nothing runs unless the application allows it, commands without
 //! `cwd` run in the session's directory, a `cwd` outside the roots and env vars are refused
 //! unless configured, `outputByteLimit` is clamped, live terminals per session are capped,
-//! and a `setsid` grandchild is killed with its terminal.
+//! and a `setsid` grandchild is stopped with its terminal (SIGTERM first, then SIGKILL).
 
 use std::path::{Path, PathBuf};
 
@@ -361,6 +361,34 @@ async fn a_setsid_grandchild_is_killed_on_release_and_on_close() {
     assert!(
         gone_within(pid, Duration::from_secs(5)).await,
         "{pid} survived close"
+    );
+}
+
+#[tokio::test]
+async fn a_setsid_grandchild_gets_sigterm_and_time_to_clean_up_before_sigkill() {
+    let ws = TempDir::new("setsid-term");
+    let marker = ws.path().join("cleaned");
+    let t = session_terminals(ws.path());
+    // The shell stays until its group is killed; then its grandchild, outside the group, is
+    // an orphan that cleans up on SIGTERM.
+    let script = format!(
+        "setsid sh -c 'trap \"echo cleaned > {}; exit 0\" TERM; echo $$; \
+         while :; do sleep 0.05; done' & wait",
+        marker.display()
+    );
+    let (_id, pid) = grandchild(&t, &script).await;
+    assert!(alive(pid));
+    t.close().await;
+    let survived = !gone_within(pid, Duration::from_secs(5)).await;
+    if survived {
+        // SAFETY: killing the escaped test process by its pid.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    assert!(!survived, "{pid} survived close");
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap_or_default().trim(),
+        "cleaned",
+        "the orphan got SIGKILL without a SIGTERM and a grace period first"
     );
 }
 

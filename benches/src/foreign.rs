@@ -129,6 +129,7 @@ pub fn over_stdio(imp: Impl, plan: Plan, timeout: Duration) -> Result<Outcome, S
         after: printed.after.unwrap_or_default(),
         chunks: (printed.chunks[0], printed.chunks[1]),
         many: printed.many,
+        marks: Vec::new(),
     })
 }
 

@@ -11,6 +11,7 @@ mod jobs;
 mod msg;
 mod official;
 mod ours;
+mod phases;
 mod plan;
 mod raw;
 mod store;
@@ -63,7 +64,10 @@ environment:
   ACP_BENCH_SHOW_SESSIONS=1   g: print the spread of the sessions' p99 chunk latencies and
                               the five worst sessions (when each got its first chunk)
   ACP_BENCH_DUMP_CHUNKS=FILE  g: write every chunk received to FILE, one line each:
-                              session, arrival and latency (µs), the session's p99";
+                              session, arrival and latency (µs), the session's p99
+  ACP_BENCH_SHOW_PHASES=1     h: print where each exchange's time went (spawn, initialize,
+                              session/new, prompt, the agent's exit, the client's return)
+                              and the medians per column at the end";
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -712,6 +716,11 @@ fn bench(o: &Options) -> ExitCode {
     print!("{}", table::render(&results));
     println!();
     print!("{}", table::targets(&results));
+    let phases = phases::summary();
+    if !phases.is_empty() {
+        println!();
+        print!("{phases}");
+    }
     if failures.is_empty() {
         ExitCode::SUCCESS
     } else {

@@ -30,6 +30,7 @@ use crate::msg::{
     ALLOW_OPTION, CWD, ChunkCheck, Job, PERMISSION_TOOL_CALL, REJECT_OPTION, Report, content_for,
     session_id,
 };
+use crate::phases::ExitWatch;
 use crate::plan::{ClientSide, Outcome, Plan, run_plan};
 
 fn failure(message: impl std::fmt::Display) -> Error {
@@ -203,11 +204,13 @@ impl ClientSide for OfficialClient {
     }
 }
 
-/// Runs `plan` with the official client over `transport`.
+/// Runs `plan` with the official client over `transport`. With the phase trace on, an h
+/// run leaves the watch of the agent's exit in `exit_watch`.
 async fn run_client(
     transport: impl ConnectTo<Client> + 'static,
     plan: Plan,
     start: Instant,
+    exit_watch: &Mutex<Option<ExitWatch>>,
 ) -> Result<Outcome, String> {
     let check = Arc::new(ChunkCheck::default());
     let for_updates = check.clone();
@@ -255,6 +258,11 @@ async fn run_client(
             on_receive_request!(),
         )
         .connect_with(transport, async |cx: ConnectionTo<Agent>| {
+            // The agent process of the phase trace (h), found before it can exit.
+            let watch = (plan == Plan::Exchange && crate::phases::enabled())
+                .then(|| crate::phases::only_child().and_then(crate::phases::ExitWatch::start))
+                .flatten();
+            *exit_watch.lock().unwrap_or_else(|p| p.into_inner()) = watch;
             Ok(run_plan(&OfficialClient { cx }, &check, plan, start).await)
         })
         .await
@@ -275,10 +283,20 @@ pub async fn over_stdio(
     for (key, value) in crate::child_env() {
         config = config.env(key, value);
     }
-    let mut outcome = run_client(AcpAgent::new(config), plan, start).await;
+    let exit_watch = Mutex::new(None);
+    let mut outcome = run_client(AcpAgent::new(config), plan, start, &exit_watch).await;
     // `run_client` returns once the connection and its process adapter are gone.
     if let (Plan::Exchange, Ok(outcome)) = (plan, &mut outcome) {
         outcome.elapsed = start.elapsed();
+        if crate::phases::enabled() {
+            let mut marks = outcome.marks.clone();
+            marks.push(("returned", start + outcome.elapsed));
+            let watch = exit_watch.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(died) = watch.and_then(ExitWatch::died_at) {
+                marks.push(("agent exit", died.min(start + outcome.elapsed)));
+            }
+            crate::phases::record("official", start, &marks);
+        }
     }
     outcome
 }
@@ -294,6 +312,7 @@ pub async fn over_duplex(plan: Plan) -> Result<Outcome, String> {
         ByteStreams::new(write.compat_write(), read.compat()),
         plan,
         start,
+        &Mutex::new(None),
     )
     .await;
     agent.abort();

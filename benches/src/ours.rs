@@ -207,6 +207,11 @@ impl ClientSide for AgentHandle {
 pub async fn over_stdio(program: &AgentCommand, plan: Plan) -> Result<Outcome, String> {
     let start = Instant::now();
     let mut process = AgentProcess::spawn(program).map_err(|e| e.to_string())?;
+    let spawned = Instant::now();
+    let trace = plan == Plan::Exchange && crate::phases::enabled();
+    let watch = trace
+        .then(|| process.id().and_then(crate::phases::ExitWatch::start))
+        .flatten();
     let check = Arc::new(ChunkCheck::default());
     let client = BenchClient {
         check: check.clone(),
@@ -218,6 +223,15 @@ pub async fn over_stdio(program: &AgentCommand, plan: Plan) -> Result<Outcome, S
     let _ = process.shutdown(Duration::from_secs(5)).await;
     if let (Plan::Exchange, Ok(outcome)) = (plan, &mut outcome) {
         outcome.elapsed = start.elapsed();
+        if trace {
+            let mut marks = outcome.marks.clone();
+            marks.push(("spawn", spawned));
+            marks.push(("returned", start + outcome.elapsed));
+            if let Some(died) = watch.and_then(crate::phases::ExitWatch::died_at) {
+                marks.push(("agent exit", died.min(start + outcome.elapsed)));
+            }
+            crate::phases::record("ours", start, &marks);
+        }
     }
     outcome
 }

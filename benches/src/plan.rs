@@ -43,6 +43,9 @@ pub struct Outcome {
     pub chunks: (u64, u64),
     /// The per-session figures (g only).
     pub many: Option<ManyFigures>,
+    /// When each step ended (h only, for `ACP_BENCH_SHOW_PHASES`): `initialize`,
+    /// `session/new`, `prompt`; the caller adds its own.
+    pub marks: Vec<(&'static str, Instant)>,
 }
 
 /// What the plan needs from a client connection.
@@ -64,11 +67,13 @@ pub async fn run_plan<C: ClientSide>(
 ) -> Result<Outcome, String> {
     client.initialize().await?;
     let mut outcome = Outcome::default();
+    outcome.marks.push(("initialize", Instant::now()));
     if plan == Plan::Handshake {
         outcome.elapsed = start.elapsed();
         return Ok(outcome);
     }
     let session = client.new_session().await?;
+    outcome.marks.push(("session/new", Instant::now()));
     match plan {
         Plan::Handshake => unreachable!("answered above"),
         Plan::Job(job) => {
@@ -99,6 +104,7 @@ pub async fn run_plan<C: ClientSide>(
         }
         Plan::Exchange => {
             outcome.report = client.prompt(&session, Job::Exchange).await?;
+            outcome.marks.push(("prompt", Instant::now()));
             // The caller adds the shutdown and sets the elapsed time.
             return Ok(outcome);
         }

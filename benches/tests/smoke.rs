@@ -51,6 +51,63 @@ fn every_scenario_runs_and_checks_what_it_received() {
     assert!(stdout.contains("Targets"), "{stdout}");
 }
 
+/// `ACP_BENCH_SHOW_PHASES=1`: h prints where each exchange's time went, for both Rust
+/// columns, and the medians of every phase at the end.
+#[test]
+fn the_phases_of_h_are_traced_for_both_rust_columns() {
+    let output = Command::new(env!("CARGO_BIN_EXE_acp-bench"))
+        .args(["--smoke", "--only", "h", "--impls", "ours,official"])
+        .env("ACP_BENCH_SHOW_PHASES", "1")
+        .output()
+        .expect("the benchmark binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    for (column, phases) in [
+        (
+            "ours",
+            &[
+                "spawn",
+                "initialize",
+                "session/new",
+                "prompt",
+                "agent exit",
+                "returned",
+            ][..],
+        ),
+        (
+            "official",
+            &[
+                "initialize",
+                "session/new",
+                "prompt",
+                "agent exit",
+                "returned",
+            ][..],
+        ),
+    ] {
+        let line = stderr
+            .lines()
+            .find(|l| l.starts_with(&format!("h phases {column}:")))
+            .unwrap_or_else(|| panic!("no phases of {column} in\n{stderr}"));
+        for phase in phases {
+            assert!(
+                line.contains(&format!(" {phase} ")),
+                "{phase} missing: {line}"
+            );
+        }
+        let medians = stdout
+            .lines()
+            .skip_while(|l| !l.starts_with("h phases (medians"))
+            .find(|l| l.starts_with(column))
+            .unwrap_or_else(|| panic!("no medians of {column} in\n{stdout}"));
+        assert!(
+            medians.split_whitespace().count() == 9,
+            "a column and 8 figures: {medians}"
+        );
+    }
+}
+
 #[test]
 fn a_scenario_or_column_that_does_not_exist_is_refused_by_name() {
     for (args, named) in [
