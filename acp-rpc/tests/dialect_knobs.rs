@@ -3,7 +3,7 @@
 mod common;
 
 use acp_rpc::{Config, Direction, ErrorCode, Framing};
-use common::{RawPeer, TestHandler};
+use common::{RawPeer, TestHandler, legacy_0_0_9, threads};
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -222,22 +222,4 @@ async fn a_panic_while_reading_a_result_reaches_the_caller_and_spares_the_connec
     raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"ok\":true}}\n")
         .await;
     assert_eq!(call.await.unwrap().unwrap(), json!({"ok": true}));
-}
-
-/// The 0.0.9 dialect's framing (acp-dialects holds the preset; the engine only has knobs).
-fn legacy_0_0_9() -> Framing {
-    Framing::default()
-        .accept_missing_jsonrpc(true)
-        .omit_null_params(true)
-        .notifications(false)
-        .first_request_id(0)
-}
-
-/// The threads dialect's framing.
-fn threads() -> Framing {
-    Framing::default()
-        .accept_missing_jsonrpc(true)
-        .emit_jsonrpc(false)
-        .notifications(false)
-        .first_request_id(0)
 }

@@ -6,6 +6,8 @@
 //! 2. a handler learns when its response is on the wire (`RequestContext::response_written`);
 //! 3. nothing sent after that overtakes the response.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,6 +16,7 @@ use acp_rpc::{
     Config, Connection, Error, ErrorCode, Handler, NotificationContext, Params, RawValue,
     RequestContext, async_trait, to_raw,
 };
+use common::Shared;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
 
@@ -89,33 +92,10 @@ struct Raw {
 
 impl Raw {
     fn connect(handler: Arc<Ordered>, buffer: usize) -> (Connection, Raw) {
-        struct Forward(Arc<Ordered>);
-        #[async_trait]
-        impl Handler for Forward {
-            fn waits_for_earlier_notifications(&self, method: &str) -> bool {
-                self.0.waits_for_earlier_notifications(method)
-            }
-            async fn handle_request(
-                &self,
-                cx: RequestContext,
-                method: &str,
-                params: Params,
-            ) -> Result<Box<RawValue>, Error> {
-                self.0.handle_request(cx, method, params).await
-            }
-            async fn handle_notification(
-                &self,
-                cx: NotificationContext,
-                method: &str,
-                params: Params,
-            ) -> Result<(), Error> {
-                self.0.handle_notification(cx, method, params).await
-            }
-        }
         let (x, y) = tokio::io::duplex(buffer);
         let (xr, xw) = tokio::io::split(x);
         let (yr, yw) = tokio::io::split(y);
-        let conn = Connection::new(xr, xw, Forward(handler), Config::default());
+        let conn = Connection::new(xr, xw, Shared(handler), Config::default());
         let raw = Raw {
             reader: BufReader::new(yr),
             writer: yw,

@@ -4,7 +4,7 @@
 mod common;
 
 use acp_rpc::{Config, Framing};
-use common::{RawPeer, TestHandler};
+use common::{RawPeer, TestHandler, legacy_0_0_9, threads};
 use serde_json::{Value, json};
 
 struct Case {
@@ -379,22 +379,4 @@ async fn every_bad_input_is_answered_in_each_legacy_framing_and_the_connection_k
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
-}
-
-/// The 0.0.9 dialect's framing (acp-dialects holds the preset; the engine only has knobs).
-fn legacy_0_0_9() -> Framing {
-    Framing::default()
-        .accept_missing_jsonrpc(true)
-        .omit_null_params(true)
-        .notifications(false)
-        .first_request_id(0)
-}
-
-/// The threads dialect's framing.
-fn threads() -> Framing {
-    Framing::default()
-        .accept_missing_jsonrpc(true)
-        .emit_jsonrpc(false)
-        .notifications(false)
-        .first_request_id(0)
 }

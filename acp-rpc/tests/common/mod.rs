@@ -182,6 +182,10 @@ pub struct Shared<H>(pub Arc<H>);
 
 #[async_trait]
 impl<H: Handler> Handler for Shared<H> {
+    fn waits_for_earlier_notifications(&self, method: &str) -> bool {
+        self.0.waits_for_earlier_notifications(method)
+    }
+
     async fn handle_request(
         &self,
         cx: RequestContext,
@@ -299,4 +303,23 @@ impl RawPeer {
             before.push(v);
         }
     }
+}
+
+/// The 0.0.9 dialect's framing, built from the engine's knobs (acp-dialects holds the
+/// preset the sides use).
+pub fn legacy_0_0_9() -> acp_rpc::Framing {
+    acp_rpc::Framing::default()
+        .accept_missing_jsonrpc(true)
+        .omit_null_params(true)
+        .notifications(false)
+        .first_request_id(0)
+}
+
+/// The threads dialect's framing.
+pub fn threads() -> acp_rpc::Framing {
+    acp_rpc::Framing::default()
+        .accept_missing_jsonrpc(true)
+        .emit_jsonrpc(false)
+        .notifications(false)
+        .first_request_id(0)
 }
