@@ -56,9 +56,7 @@
 //! starts the same cleanup in the background, which an exiting process may not finish.
 
 use std::collections::{HashMap, VecDeque};
-use std::fmt;
-use std::os::unix::process::ExitStatusExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -67,18 +65,23 @@ use std::time::Duration;
 use acp_rpc::Error;
 use acp_types::v1::{
     CreateTerminalRequest, CreateTerminalResponse, KillTerminalRequest, KillTerminalResponse,
-    ReleaseTerminalRequest, ReleaseTerminalResponse, SessionId, TerminalExitStatus, TerminalId,
-    TerminalOutputRequest, TerminalOutputResponse, WaitForTerminalExitRequest,
-    WaitForTerminalExitResponse,
+    ReleaseTerminalRequest, ReleaseTerminalResponse, SessionId, TerminalId, TerminalOutputRequest,
+    TerminalOutputResponse, WaitForTerminalExitRequest, WaitForTerminalExitResponse,
 };
 use serde_json::json;
-use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
 use crate::client::Client;
 use crate::reaper;
+
+mod policy;
+mod process;
+
+pub use policy::{TerminalConfig, TerminalDecision, TerminalRequest};
+use policy::{clean_absolute, refused};
+use process::{Output, Terminal, exit_status, kill_group, pump};
 
 /// Output limit when the request sets none: 1 MiB.
 pub const DEFAULT_OUTPUT_BYTE_LIMIT: u64 = 1024 * 1024;
@@ -92,252 +95,6 @@ pub const DEFAULT_MAX_LIVE_PER_SESSION: usize = 16;
 /// How long the processes that left a killed command's group get between SIGTERM and
 /// SIGKILL (see [`TerminalConfig::reap_orphans`]).
 pub const ORPHAN_GRACE: Duration = Duration::from_millis(500);
-
-/// The client's limits and standing permissions for terminals.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct TerminalConfig {
-    /// A request's `outputByteLimit` is clamped to this (bytes).
-    pub max_output_byte_limit: u64,
-    /// At most this many unreleased terminals per session; more are refused.
-    pub max_live_per_session: usize,
-    /// Whether a `cwd` outside the session's roots may be put to the application at all.
-    pub allow_cwd_outside_roots: bool,
-    /// Whether requests that set environment variables may be put to the application.
-    pub allow_env: bool,
-    /// Whether the client becomes a child subreaper (Linux) so that processes that left a
-    /// terminal's process group are stopped with it (SIGTERM, then SIGKILL after
-    /// [`ORPHAN_GRACE`] for those still running). It is process-wide: orphans of every
-    /// child of the client come to it. Processes caught: descendants that called `setsid`
-    /// or `setpgid` and were orphaned, as long as they kept the environment the command got
-    /// (it carries a marker, `ACP_RS_CLEANUP_TAG`). Not caught: a descendant that replaced its
-    /// environment, one whose parent outside the group is still alive at the sweep, one
-    /// that double-forks faster than the sweep's rounds (about 60 ms of quiet), any on
-    /// systems other than Linux. Orphans that exit on their own are reaped by a background
-    /// thread (every 2 s), except a `setsid` one (it leads its own group, like children the
-    /// application may spawn and reap itself): it stays a zombie until the client exits.
-    pub reap_orphans: bool,
-}
-
-impl Default for TerminalConfig {
-    fn default() -> Self {
-        TerminalConfig {
-            max_output_byte_limit: DEFAULT_MAX_OUTPUT_BYTE_LIMIT,
-            max_live_per_session: DEFAULT_MAX_LIVE_PER_SESSION,
-            allow_cwd_outside_roots: false,
-            allow_env: false,
-            reap_orphans: true,
-        }
-    }
-}
-
-impl TerminalConfig {
-    /// Sets [`TerminalConfig::max_output_byte_limit`].
-    #[must_use]
-    pub fn with_max_output_byte_limit(mut self, bytes: u64) -> Self {
-        self.max_output_byte_limit = bytes;
-        self
-    }
-    /// Sets [`TerminalConfig::max_live_per_session`].
-    #[must_use]
-    pub fn with_max_live_per_session(mut self, n: usize) -> Self {
-        self.max_live_per_session = n;
-        self
-    }
-    /// Sets [`TerminalConfig::allow_cwd_outside_roots`].
-    #[must_use]
-    pub fn with_cwd_outside_roots_allowed(mut self, allow: bool) -> Self {
-        self.allow_cwd_outside_roots = allow;
-        self
-    }
-    /// Sets [`TerminalConfig::allow_env`].
-    #[must_use]
-    pub fn with_env_allowed(mut self, allow: bool) -> Self {
-        self.allow_env = allow;
-        self
-    }
-    /// Sets [`TerminalConfig::reap_orphans`].
-    #[must_use]
-    pub fn with_orphan_reaping(mut self, reap: bool) -> Self {
-        self.reap_orphans = reap;
-        self
-    }
-}
-
-/// A `terminal/create` as it would run, shown to [`crate::Client::approve_terminal`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TerminalRequest {
-    /// The session asking.
-    pub session_id: SessionId,
-    /// The program (looked up in `PATH` if it has no slash).
-    pub command: String,
-    /// Its arguments, exactly as they will be passed (no shell involved unless the command
-    /// is one).
-    pub args: Vec<String>,
-    /// The directory it would run in (canonical).
-    pub cwd: PathBuf,
-    /// Whether the agent chose `cwd` (otherwise it is the session's directory).
-    pub cwd_from_agent: bool,
-    /// Whether `cwd` lies inside the session's roots.
-    pub cwd_inside_roots: bool,
-    /// Environment variables it would get on top of the client's own environment.
-    pub env: Vec<(String, String)>,
-    /// The output limit that will apply (after the clamp).
-    pub output_byte_limit: u64,
-}
-
-impl fmt::Display for TerminalRequest {
-    /// One line for a prompt: `run `sh -c 'ls -l'` in /ws (env A=1)`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "`{}", shell_quote(&self.command))?;
-        for a in &self.args {
-            write!(f, " {}", shell_quote(a))?;
-        }
-        write!(f, "` in {}", self.cwd.display())?;
-        if !self.cwd_inside_roots {
-            f.write_str(" (outside the session's roots)")?;
-        }
-        if !self.env.is_empty() {
-            f.write_str(" with env")?;
-            for (k, v) in &self.env {
-                write!(f, " {}={}", shell_quote(k), shell_quote(v))?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Quotes `s` for display the way a POSIX shell would read it back.
-fn shell_quote(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,".contains(&b));
-    if plain {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
-/// What the application answered for a [`TerminalRequest`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TerminalDecision {
-    /// Run it.
-    Allow,
-    /// Do not run it; the reason goes back to the agent in the error message.
-    Deny {
-        /// Why, in words for the agent (and its user).
-        reason: String,
-    },
-}
-
-impl TerminalDecision {
-    /// A refusal with `reason`.
-    pub fn deny(reason: impl Into<String>) -> Self {
-        TerminalDecision::Deny {
-            reason: reason.into(),
-        }
-    }
-}
-
-/// Captured output, keeping the last `limit` bytes.
-#[derive(Debug)]
-struct Output {
-    buf: VecDeque<u8>,
-    limit: usize,
-    truncated: bool,
-}
-
-impl Output {
-    fn push(&mut self, data: &[u8]) {
-        // Only the last `limit` bytes of `data` can survive.
-        let kept = &data[data.len().saturating_sub(self.limit)..];
-        let overflow = (self.buf.len() + kept.len()).saturating_sub(self.limit);
-        self.buf.drain(..overflow);
-        self.buf.extend(kept);
-        if overflow > 0 || kept.len() < data.len() {
-            self.truncated = true;
-            // Never start inside a UTF-8 sequence: drop continuation bytes.
-            while self
-                .buf
-                .front()
-                .is_some_and(|b| (b & 0b1100_0000) == 0b1000_0000)
-            {
-                self.buf.pop_front();
-            }
-        }
-    }
-
-    /// The text so far; an incomplete trailing sequence is left out while running.
-    fn text(&mut self, finished: bool) -> String {
-        let buf = self.buf.make_contiguous();
-        let bytes = match std::str::from_utf8(buf) {
-            Ok(s) => return s.to_owned(),
-            Err(e) if e.error_len().is_none() && !finished => &buf[..e.valid_up_to()],
-            Err(_) => &buf[..],
-        };
-        let mut s = String::from_utf8_lossy(bytes).into_owned();
-        if s.len() > self.limit {
-            // Replacement characters can grow the text: cut at a boundary again.
-            let mut cut = s.len() - self.limit;
-            while !s.is_char_boundary(cut) {
-                cut += 1;
-            }
-            s.drain(..cut);
-        }
-        s
-    }
-}
-
-#[derive(Debug)]
-struct Terminal {
-    session_id: SessionId,
-    output: Arc<Mutex<Output>>,
-    exit: watch::Receiver<Option<TerminalExitStatus>>,
-    kill: Arc<Notify>,
-    pgid: Option<u32>,
-    marker: String,
-    reap_orphans: bool,
-    task: JoinHandle<()>,
-}
-
-impl Terminal {
-    /// Kills the command's whole process group (grandchildren may outlive the command
-    /// itself, so this is done even after it exited), wakes the waiter to kill the child,
-    /// and sweeps the orphans that left the group (in the background).
-    fn kill(&self) {
-        if let Some(pgid) = self.pgid {
-            kill_group(pgid);
-        }
-        if self.exit.borrow().is_none() {
-            self.kill.notify_one();
-        }
-        if self.reap_orphans {
-            let marker = self.marker.clone();
-            let sweep = move || {
-                reaper::sweep(&[marker], ORPHAN_GRACE, false);
-            };
-            match tokio::runtime::Handle::try_current() {
-                Ok(rt) => drop(rt.spawn_blocking(sweep)),
-                Err(_) => drop(std::thread::spawn(sweep)),
-            }
-        }
-    }
-}
-
-impl Drop for Terminal {
-    fn drop(&mut self) {
-        self.kill();
-        self.task.abort();
-    }
-}
-
-/// SIGKILL to process group `pgid` (never our own group, never 0 or 1).
-fn kill_group(pgid: u32) {
-    reaper::signal_group(pgid, libc::SIGKILL);
-}
-
 /// Where a session's commands run: its directory and the roots a `cwd` must lie in.
 #[derive(Clone, Debug)]
 struct Workspace {
@@ -355,66 +112,6 @@ pub struct Terminals {
     default_workspace: Option<Arc<Workspace>>,
     config: TerminalConfig,
     next: Arc<AtomicU64>,
-}
-
-fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        4 => "SIGILL",
-        6 => "SIGABRT",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        14 => "SIGALRM",
-        15 => "SIGTERM",
-        _ => return format!("SIG{sig}"),
-    };
-    name.to_owned()
-}
-
-fn exit_status(status: std::io::Result<std::process::ExitStatus>) -> TerminalExitStatus {
-    let mut exit = TerminalExitStatus::new();
-    if let Ok(s) = status {
-        if let Some(code) = s.code().and_then(|c| u32::try_from(c).ok()) {
-            exit = exit.exit_code(code);
-        }
-        if let Some(sig) = s.signal() {
-            exit = exit.signal(signal_name(sig));
-        }
-    }
-    exit
-}
-
-async fn pump(mut r: impl AsyncRead + Unpin, out: Arc<Mutex<Output>>) {
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match r.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => out
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(&buf[..n]),
-        }
-    }
-}
-
-fn refused(params: &CreateTerminalRequest, why: &str) -> Error {
-    Error::invalid_params(format!(
-        "terminal/create `{}` refused: {why}",
-        params.command
-    ))
-    .with_data(json!({ "command": params.command, "reason": why }))
-}
-
-/// `p` with `.` removed, if it is absolute and has no `..`.
-fn clean_absolute(p: &Path) -> Option<PathBuf> {
-    if !p.is_absolute() || p.components().any(|c| c == Component::ParentDir) {
-        return None;
-    }
-    Some(p.components().filter(|c| *c != Component::CurDir).collect())
 }
 
 impl Terminals {
