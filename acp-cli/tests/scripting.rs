@@ -499,3 +499,52 @@ fn store_is_refused_with_an_agent_command_and_an_unusable_store_is_one_error() {
         "{stdout}"
     );
 }
+
+/// An agent that, like Claude, sends several `tool_call_update`s per tool call with the same
+/// status (adding its input, then its content), then one that completes it.
+const CHATTY_TOOL_AGENT: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentInfo":{"name":"chatty","version":"1"}}}\n' "$id" ;;
+    *'"session/new"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s1"}}\n' "$id" ;;
+    *'"session/prompt"'*)
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"t1","title":"Read","kind":"read","status":"pending"}}}\n'
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"pending","rawInput":{"path":"NOTES.md"}}}}\n'
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","title":"Read NOTES.md","status":"pending"}}}\n'
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"pending"}}}\n'
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed"}}}\n'
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed"}}}\n'
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"end_turn"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+/// Issue 32: every `tool_call_update` printed a new "⏺ ... pending" line; a transcript shows
+/// a tool call's line once per status.
+#[test]
+fn a_tool_call_is_printed_once_per_status_however_many_updates_it_gets() {
+    let dir = Scratch::new("chatty-tool");
+    let out = run(
+        &[
+            "chat",
+            "--prompt",
+            "hi",
+            "--dialect",
+            "v1",
+            "--",
+            "sh",
+            "-c",
+            CHATTY_TOOL_AGENT,
+        ],
+        &dir.0,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let tool_lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("⏺ ")).collect();
+    assert_eq!(
+        tool_lines,
+        ["⏺ Read (read) … pending", "⏺ Read NOTES.md (read) ✓ completed"],
+        "{stdout}"
+    );
+}
