@@ -157,6 +157,13 @@ pub async fn connect(
             builtin: None,
         }),
         Err(error) => {
+            // An agent that answered with a version we did not offer: that answer is the
+            // reason (it exits only because we hung up).
+            if let acp_client::process::ProcessError::Negotiation { error: e, .. } = &error
+                && matches!(**e, acp_client::negotiate::NegotiationError::Unaccepted { .. })
+            {
+                return Err(error.to_string());
+            }
             // An agent that died says more by its exit than by the failed handshake.
             let exited =
                 tokio::time::timeout(Duration::from_millis(500), process.wait_exit()).await;

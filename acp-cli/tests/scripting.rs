@@ -548,3 +548,30 @@ fn a_tool_call_is_printed_once_per_status_however_many_updates_it_gets() {
         "{stdout}"
     );
 }
+
+/// Issue 32: offered a version it does not know, Claude's agent answers `2` with a v2-shaped
+/// result. `acp chat --dialect v1` offers only 1 and says so in one line.
+#[test]
+fn an_agent_answering_a_version_we_did_not_offer_is_one_plain_error() {
+    let dir = Scratch::new("version-2");
+    let agent = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":2,"agent":{"name":"claude"},"capabilities":{}}}\n' "$id"
+done
+"#;
+    let out = run(
+        &[
+            "chat", "--prompt", "hi", "--dialect", "v1", "--", "sh", "-c", agent,
+        ],
+        &dir.0,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains(
+            "the agent answered protocol version 2, which we did not offer (we offered protocol version 1)"
+        ),
+        "{stdout}"
+    );
+}
