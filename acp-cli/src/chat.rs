@@ -632,15 +632,15 @@ async fn run_with(
     barrier.settle().await;
     let (title, models) = {
         let state = state.lock().unwrap_or_else(|p| p.into_inner());
-        (state.title.clone(), state.models.clone())
+        (state.title.clone(), state.model_choice())
     };
     let id = crate::sanitize::terminal_safe(&session.0);
     view.info(&match title {
         Some(title) => format!("session {id}: {}", crate::offers::title_text(&title)),
         None => format!("session {id}"),
     });
-    if let Some(models) = &models {
-        view.info(&crate::offers::models_line(models));
+    if let Some(line) = crate::offers::models_line(&models) {
+        view.info(&line);
     }
     let mut chat = Chat {
         link,

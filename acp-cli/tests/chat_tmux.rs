@@ -412,8 +412,9 @@ fn prompt_history_is_kept_across_runs() {
 }
 
 /// What the agent offers beyond the basics, used from the keyboard: the built-in agent (served
-/// on stdio by `acp agent`, recorded by `acp trace`) lists models in `models` (switched with
-/// `session/set_model`, the id completed with Tab), titles the session after its first
+/// on stdio by `acp agent`, recorded by `acp trace`) offers models as a config option of
+/// category `model` (switched with `session/set_config_option`, the id completed with Tab),
+/// titles the session after its first
 /// prompt, and lets the client rename it (`session/set_title`).
 #[test]
 fn models_switch_and_the_title_is_shown_and_set() {
@@ -462,7 +463,8 @@ fn models_switch_and_the_title_is_shown_and_set() {
     // editor is back.
     t.line("/quit");
     t.wait_for("EXIT=0");
-    // The switches went over the wire as the unstable requests, answered without error.
+    // The switches went over the wire as config option requests (the title as the unstable
+    // request), answered without error.
     let recorded = std::fs::read_to_string(&trace).unwrap();
     let methods: Vec<String> = recorded
         .lines()
@@ -474,9 +476,9 @@ fn models_switch_and_the_title_is_shown_and_set() {
         .collect();
     let count = |m: &str| methods.iter().filter(|x| *x == m).count();
     // demo-slow, then the refused turbo; one rename.
-    assert_eq!(count("session/set_model"), 2, "{methods:?}");
+    assert_eq!(count("session/set_config_option"), 2, "{methods:?}");
     assert_eq!(count("session/set_title"), 1, "{methods:?}");
-    assert_eq!(count("session/set_config_option"), 0, "{methods:?}");
+    assert_eq!(count("session/set_model"), 0, "{methods:?}");
 }
 
 /// An agent that offers neither models nor titles gets a clear message, not a request.
