@@ -385,7 +385,9 @@ async fn deleting_a_session_that_is_not_there_succeeds_silently() {
     let store = Arc::new(MemoryStore::new());
     let mut wire = Wire::serve(Streamer::default(), store.clone());
     wire.init().await;
-    let ghost = wire.ok("session/delete", json!({"sessionId": "ghost"})).await;
+    let ghost = wire
+        .ok("session/delete", json!({"sessionId": "ghost"}))
+        .await;
     assert_eq!(ghost, json!({}));
     let id = wire.new_session("/w").await;
     wire.ok("session/delete", json!({"sessionId": id})).await;

@@ -514,7 +514,11 @@ impl Agent for BuiltinAgent {
         let more = matching.len() > LIST_PAGE;
         matching.truncate(LIST_PAGE);
         let next = more
-            .then(|| matching.last().map(|(id, _)| format!("{CURSOR_PREFIX}{}", id.0)))
+            .then(|| {
+                matching
+                    .last()
+                    .map(|(id, _)| format!("{CURSOR_PREFIX}{}", id.0))
+            })
             .flatten();
         let list: Vec<SessionInfo> = matching
             .iter()
@@ -694,13 +698,19 @@ mod tests {
         /// The whole answer (`result` or `error`) to a request; notifications are skipped.
         async fn call(&mut self, method: &str, params: Value) -> Value {
             self.next += 1;
-            let request = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
+            let request =
+                json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
             self.out
                 .write_all(format!("{request}\n").as_bytes())
                 .await
                 .unwrap();
             loop {
-                let line = self.lines.next_line().await.unwrap().expect("the agent answers");
+                let line = self
+                    .lines
+                    .next_line()
+                    .await
+                    .unwrap()
+                    .expect("the agent answers");
                 let message: Value = serde_json::from_str(&line).unwrap();
                 if message["id"] == json!(self.next) {
                     return message;
@@ -756,7 +766,10 @@ mod tests {
         let (a, pages) = wire.list_all(json!({"cwd": "/a"})).await;
         assert_eq!(pages, 2);
         assert_eq!(a.len(), LIST_PAGE + 5);
-        let in_a: Vec<String> = in_a.iter().map(|v| v.as_str().unwrap().to_owned()).collect();
+        let in_a: Vec<String> = in_a
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect();
         assert_eq!(a, in_a, "oldest first, each once");
         let (b, pages) = wire.list_all(json!({"cwd": "/b"})).await;
         assert_eq!((b.len(), pages), (3, 1));

@@ -927,7 +927,8 @@ mod tests {
         let out = Shared::default();
         let screen = Screen::new(Box::new(out.clone()), false, (80, 24));
         screen.update(&SessionUpdate::ToolCall(Box::new(ToolCall::new(
-            "t1", "Read file",
+            "t1",
+            "Read file",
         ))));
         for title in ["Read NOTES.md", "Read NOTES.md", "Read NOTES.md (40 lines)"] {
             let update = ToolCallUpdate::new("t1")
@@ -952,7 +953,8 @@ mod tests {
         let out = Shared::default();
         let screen = Screen::new(Box::new(out.clone()), true, (80, 24));
         screen.update(&SessionUpdate::ToolCall(Box::new(ToolCall::new(
-            "t1", "Read file",
+            "t1",
+            "Read file",
         ))));
         for _ in 0..3 {
             let update = ToolCallUpdate::new("t1")
@@ -962,7 +964,11 @@ mod tests {
         }
         let text = out.text();
         assert_eq!(text.matches('\n').count(), 1, "{text:?}");
-        assert_eq!(text.matches("\x1b7\x1b[1A\r\x1b[2K⏺ ").count(), 3, "{text:?}");
+        assert_eq!(
+            text.matches("\x1b7\x1b[1A\r\x1b[2K⏺ ").count(),
+            3,
+            "{text:?}"
+        );
     }
 
     #[test]
