@@ -56,8 +56,8 @@ pub struct ChatRequest {
     pub json: bool,
     /// Load this session instead of creating one.
     pub load: Option<String>,
-    /// Without a keyboard: allow (`true`) or refuse what the agent asks.
-    pub allow: bool,
+    /// Without a keyboard: what to grant of what the agent asks.
+    pub allow: acp_client::permission::PermissionPolicy,
 }
 
 /// The running agent: its connection, its handshake answer, and what keeps it alive.
@@ -160,7 +160,10 @@ pub async fn connect(
             // An agent that answered with a version we did not offer: that answer is the
             // reason (it exits only because we hung up).
             if let acp_client::process::ProcessError::Negotiation { error: e, .. } = &error
-                && matches!(**e, acp_client::negotiate::NegotiationError::Unaccepted { .. })
+                && matches!(
+                    **e,
+                    acp_client::negotiate::NegotiationError::Unaccepted { .. }
+                )
             {
                 return Err(error.to_string());
             }
@@ -675,7 +678,9 @@ pub async fn sessions(spec: AgentSpec) -> i32 {
     let barrier = UpdateBarrier::new();
     let client = match CliClient::new(
         view.clone(),
-        Answerer::Policy { allow: false },
+        Answerer::Policy {
+            allow: acp_client::permission::PermissionPolicy::Refuse,
+        },
         Arc::default(),
         Arc::default(),
         &spec.cwd,

@@ -544,7 +544,10 @@ fn a_tool_call_is_printed_once_per_status_however_many_updates_it_gets() {
     let tool_lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("⏺ ")).collect();
     assert_eq!(
         tool_lines,
-        ["⏺ Read (read) … pending", "⏺ Read NOTES.md (read) ✓ completed"],
+        [
+            "⏺ Read (read) … pending",
+            "⏺ Read NOTES.md (read) ✓ completed"
+        ],
         "{stdout}"
     );
 }
@@ -562,7 +565,15 @@ done
 "#;
     let out = run(
         &[
-            "chat", "--prompt", "hi", "--dialect", "v1", "--", "sh", "-c", agent,
+            "chat",
+            "--prompt",
+            "hi",
+            "--dialect",
+            "v1",
+            "--",
+            "sh",
+            "-c",
+            agent,
         ],
         &dir.0,
     );
@@ -574,4 +585,71 @@ done
         ),
         "{stdout}"
     );
+}
+
+/// An agent that asks permission once per turn with the options in `$1` (a JSON array) and
+/// then says which option the client chose (`chose <optionId>`, or `chose cancelled`).
+const ASKING_AGENT: &str = r#"
+while IFS= read -r line; do
+  case "$line" in
+    *'"id":"perm-1"'*)
+      chosen=$(printf '%s' "$line" | sed -n 's/.*"optionId":"\([^"]*\)".*/\1/p')
+      [ -n "$chosen" ] || chosen=cancelled
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"chose %s"}}}}\n' "$chosen"
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"end_turn"}}\n' "$prompt"
+      continue ;;
+  esac
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1}}\n' "$id" ;;
+    *'"session/new"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s1"}}\n' "$id" ;;
+    *'"session/prompt"'*)
+      prompt=$id
+      printf '{"jsonrpc":"2.0","id":"perm-1","method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t1","title":"Edit NOTES.md"},"options":%s}}\n' "$1" ;;
+  esac
+done
+"#;
+
+/// Runs one scripted turn against [`ASKING_AGENT`] offering `options`; the transcript.
+fn ask_with(options: &str, flags: &[&str]) -> String {
+    let dir = Scratch::new("asking");
+    let mut args = vec!["chat", "--prompt", "edit it", "--dialect", "v1"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--", "sh", "-c", ASKING_AGENT, "asking-agent", options]);
+    let out = run(&args, &dir.0);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    stdout
+}
+
+/// Issue 32: Qwen lists its "always" options first and `--yes` answered "Always Allow in
+/// project", a permanent grant. `--yes` takes the one-time allow; an agent that offers none
+/// is refused (and told why) unless `--yes-always` is given; without `--yes` the refusal is
+/// `reject_once`, else `reject_always`, else `cancelled`.
+#[test]
+fn yes_grants_only_the_one_action_whatever_the_order_of_the_options() {
+    let qwen = r#"[{"optionId":"always","name":"Always Allow in project","kind":"allow_always"},{"optionId":"once","name":"Allow once","kind":"allow_once"},{"optionId":"never","name":"Always reject","kind":"reject_always"},{"optionId":"reject","name":"Reject","kind":"reject_once"}]"#;
+    let stdout = ask_with(qwen, &["--yes"]);
+    assert!(stdout.contains("Allow once (--yes)"), "{stdout}");
+    assert!(stdout.contains("chose once"), "{stdout}");
+    let stdout = ask_with(qwen, &[]);
+    assert!(stdout.contains("chose reject"), "{stdout}");
+    let stdout = ask_with(qwen, &["--yes-always"]);
+    assert!(stdout.contains("chose once"), "{stdout}");
+
+    let always_only = r#"[{"optionId":"always","name":"Always Allow","kind":"allow_always"},{"optionId":"never","name":"Always reject","kind":"reject_always"}]"#;
+    let stdout = ask_with(always_only, &["--yes"]);
+    assert!(stdout.contains("chose never"), "{stdout}");
+    assert!(
+        stdout.contains("the agent offers no one-time allow (allow_once)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("--yes-always"), "{stdout}");
+    let stdout = ask_with(always_only, &["--yes-always"]);
+    assert!(stdout.contains("Always Allow (--yes-always)"), "{stdout}");
+    assert!(stdout.contains("chose always"), "{stdout}");
+
+    let allow_only = r#"[{"optionId":"once","name":"Allow","kind":"allow_once"}]"#;
+    let stdout = ask_with(allow_only, &[]);
+    assert!(stdout.contains("chose cancelled"), "{stdout}");
 }
