@@ -971,6 +971,35 @@ mod tests {
         );
     }
 
+    /// Once the line has scrolled off the screen it cannot be rewritten: updates that keep
+    /// the status print nothing, a new status prints the line once more.
+    #[test]
+    fn a_scrolled_away_tool_line_is_printed_again_only_for_a_new_status() {
+        let out = Shared::default();
+        let screen = Screen::new(Box::new(out.clone()), true, (100, 50));
+        screen.update(&SessionUpdate::ToolCall(Box::new(ToolCall::new(
+            "t1",
+            "Read file",
+        ))));
+        for i in 0..60 {
+            screen.update(&SessionUpdate::agent_message_text(format!("row {i}\n")));
+        }
+        for _ in 0..3 {
+            let update = ToolCallUpdate::new("t1")
+                .title("Read NOTES.md")
+                .status(ToolCallStatus::Pending);
+            screen.update(&SessionUpdate::ToolCallUpdate(Box::new(update)));
+        }
+        let update = ToolCallUpdate::new("t1").status(ToolCallStatus::Completed);
+        screen.update(&SessionUpdate::ToolCallUpdate(Box::new(update)));
+        let text = out.text();
+        assert_eq!(text.matches("⏺ ").count(), 2, "{text:?}");
+        assert!(
+            !text.contains("\x1b7"),
+            "no rewrite that cannot reach: {text:?}"
+        );
+    }
+
     #[test]
     fn diffs_show_the_changed_lines() {
         assert_eq!(
