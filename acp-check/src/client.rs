@@ -171,3 +171,44 @@ impl Client for CheckClient {
         self.terminals.kill(params).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(kinds: &[(&str, PermissionOptionKind)]) -> RequestPermissionRequest {
+        let options = kinds
+            .iter()
+            .map(|(id, kind)| PermissionOption::new(*id, *id, kind.clone()))
+            .collect::<Vec<_>>();
+        RequestPermissionRequest::new("s1", ToolCallUpdate::new("t1"), options)
+    }
+
+    async fn answer(client: &CheckClient, kinds: &[(&str, PermissionOptionKind)]) -> String {
+        let response = client.request_permission(ask(kinds)).await.unwrap();
+        serde_json::to_value(&response.outcome).unwrap().to_string()
+    }
+
+    /// Issue 32: the kit took `allow_always` when the agent offered no `allow_once`, and the
+    /// first option of any kind when it offered neither. It grants only once, whatever the
+    /// options' order (Qwen lists "always" first), and refuses an agent that offers only
+    /// "always" grants.
+    #[tokio::test]
+    async fn permission_requests_are_allowed_once_never_always() {
+        use PermissionOptionKind as K;
+        let dir = std::env::temp_dir();
+        let client = CheckClient::new(Offer::default(), dir).unwrap();
+        let qwen = [
+            ("always", K::AllowAlways),
+            ("once", K::AllowOnce),
+            ("reject", K::RejectOnce),
+        ];
+        assert!(answer(&client, &qwen).await.contains("\"once\""));
+        let always_only = [("always", K::AllowAlways), ("never", K::RejectAlways)];
+        assert!(answer(&client, &always_only).await.contains("\"never\""));
+        let nothing_fits = [("always", K::AllowAlways)];
+        assert!(answer(&client, &nothing_fits).await.contains("cancelled"));
+        client.permissions(Permissions::Cancelled);
+        assert!(answer(&client, &qwen).await.contains("cancelled"));
+    }
+}
