@@ -350,7 +350,8 @@ async fn list_pages_with_cursors_and_filters_by_cwd() {
     assert_eq!(bad["error"]["code"], -32602, "{bad}");
 }
 
-/// Unknown sessions on load, resume and delete: `-32002` with the id in `data`.
+/// Unknown sessions on load and resume: `-32002` with the id in `data` (delete is
+/// [`deleting_a_session_that_is_not_there_succeeds_silently`]).
 #[tokio::test]
 async fn unknown_sessions_are_32002_with_the_session_id() {
     let mut wire = Wire::serve(Streamer::default(), MemoryStore::new());
@@ -361,7 +362,6 @@ async fn unknown_sessions_are_32002_with_the_session_id() {
             json!({"sessionId": "ghost", "cwd": "/w", "mcpServers": []}),
         ),
         ("session/resume", json!({"sessionId": "ghost", "cwd": "/w"})),
-        ("session/delete", json!({"sessionId": "ghost"})),
     ] {
         let (_, response) = wire.call(method, params).await;
         assert_eq!(response["error"]["code"], -32002, "{method}: {response}");
@@ -375,6 +375,25 @@ async fn unknown_sessions_are_32002_with_the_session_id() {
         )
         .await;
     assert_eq!(prompt["error"]["code"], -32002);
+}
+
+/// The spec: deleting a session that never existed, or was already deleted, SHOULD succeed
+/// silently (a client retrying a delete, or two clients deleting the same session, must not
+/// see an error).
+#[tokio::test]
+async fn deleting_a_session_that_is_not_there_succeeds_silently() {
+    let store = Arc::new(MemoryStore::new());
+    let mut wire = Wire::serve(Streamer::default(), store.clone());
+    wire.init().await;
+    let ghost = wire
+        .ok("session/delete", json!({"sessionId": "ghost"}))
+        .await;
+    assert_eq!(ghost, json!({}));
+    let id = wire.new_session("/w").await;
+    wire.ok("session/delete", json!({"sessionId": id})).await;
+    let again = wire.ok("session/delete", json!({"sessionId": id})).await;
+    assert_eq!(again, json!({}));
+    assert!(store.meta(&SessionId(id.clone())).await.unwrap().is_none());
 }
 
 /// `session/close` forgets the session on the connection (it can be loaded again);

@@ -1,13 +1,16 @@
 //! The kit's client: what it answers when the agent asks for files, permission or a
 //! terminal. It serves only what [`Offer`] advertises (the rest is `-32601`; whether the
 //! agent asked at all is `capabilities.offered_only`'s business, read from the wire), and
-//! it answers permission requests the way an editor's user would: allow, or `cancelled` once
-//! the turn is being cancelled.
+//! it answers permission requests the way a careful editor's user would: allow this one
+//! action (`allow_once`, never an "always" option: an agent that offers no one-time allow is
+//! refused, by `acp_client::permission`'s rule), or `cancelled` once the turn is being
+//! cancelled.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use acp_client::fs::SandboxedFs;
+use acp_client::permission::{PermissionPolicy, choose_permission};
 use acp_client::terminal::{TerminalDecision, TerminalRequest, Terminals};
 use acp_client::{Client, Error, async_trait};
 use acp_types::v1::*;
@@ -30,7 +33,8 @@ pub(crate) struct CheckClient {
 /// How the kit answers `session/request_permission`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Permissions {
-    /// Pick an allow option, as a user who trusts the agent would.
+    /// Allow the one action (`allow_once`), as a user who trusts the agent would; refuse
+    /// when the agent offers no one-time allow.
     Allow,
     /// Wait (a turn is about to be cancelled).
     Hold,
@@ -83,17 +87,10 @@ impl Client for CheckClient {
                 RequestPermissionOutcome::Cancelled,
             ));
         }
-        let pick = [
-            PermissionOptionKind::AllowOnce,
-            PermissionOptionKind::AllowAlways,
-        ]
-        .iter()
-        .find_map(|kind| params.options.iter().find(|o| &o.kind == kind))
-        .or(params.options.first());
-        Ok(RequestPermissionResponse::new(match pick {
-            Some(option) => RequestPermissionOutcome::selected(option.option_id.clone()),
-            None => RequestPermissionOutcome::Cancelled,
-        }))
+        let choice = choose_permission(&params.options, PermissionPolicy::AllowOnce);
+        Ok(RequestPermissionResponse::new(
+            choice.outcome(&params.options),
+        ))
     }
 
     async fn read_text_file(
@@ -172,5 +169,46 @@ impl Client for CheckClient {
             return Err(not_offered(names::TERMINAL_KILL));
         }
         self.terminals.kill(params).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(kinds: &[(&str, PermissionOptionKind)]) -> RequestPermissionRequest {
+        let options = kinds
+            .iter()
+            .map(|(id, kind)| PermissionOption::new(*id, *id, kind.clone()))
+            .collect::<Vec<_>>();
+        RequestPermissionRequest::new("s1", ToolCallUpdate::new("t1"), options)
+    }
+
+    async fn answer(client: &CheckClient, kinds: &[(&str, PermissionOptionKind)]) -> String {
+        let response = client.request_permission(ask(kinds)).await.unwrap();
+        serde_json::to_value(&response.outcome).unwrap().to_string()
+    }
+
+    /// Issue 32: the kit took `allow_always` when the agent offered no `allow_once`, and the
+    /// first option of any kind when it offered neither. It grants only once, whatever the
+    /// options' order (Qwen lists "always" first), and refuses an agent that offers only
+    /// "always" grants.
+    #[tokio::test]
+    async fn permission_requests_are_allowed_once_never_always() {
+        use PermissionOptionKind as K;
+        let dir = std::env::temp_dir();
+        let client = CheckClient::new(Offer::default(), dir).unwrap();
+        let qwen = [
+            ("always", K::AllowAlways),
+            ("once", K::AllowOnce),
+            ("reject", K::RejectOnce),
+        ];
+        assert!(answer(&client, &qwen).await.contains("\"once\""));
+        let always_only = [("always", K::AllowAlways), ("never", K::RejectAlways)];
+        assert!(answer(&client, &always_only).await.contains("\"never\""));
+        let nothing_fits = [("always", K::AllowAlways)];
+        assert!(answer(&client, &nothing_fits).await.contains("cancelled"));
+        client.permissions(Permissions::Cancelled);
+        assert!(answer(&client, &qwen).await.contains("cancelled"));
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! It plays the editor: it starts the agent (a command as a child process, or an agent in
 //! this process), speaks ACP v1 to it, and grades what it sees, check by check, as pass,
-//! fail (with the evidence: the line, the code, the time) or skip (with the reason, e.g. a
-//! capability the agent does not advertise). [`CHECKS`] lists every check and what passing
+//! fail (with the evidence: the line, the code), skip (with the reason, e.g. a capability
+//! the agent does not advertise) or timing miss (a timing check over its bound; counted apart
+//! from protocol failures, see [`Report::timing_misses`], because a loaded machine misses
+//! bounds a healthy agent meets). [`CHECKS`] lists every check and what passing
 //! means; `acp check` (in `acp-cli`) prints the same report as a table or as JSON.
 //!
 //! ```no_run

@@ -26,6 +26,14 @@ pub enum Outcome {
         /// Why the check did not run.
         reason: String,
     },
+    /// A timing check measured more than its bound: the agent did the right thing, slowly.
+    /// Reported apart from protocol failures, because a loaded machine (a cold start on a
+    /// busy CI runner) misses bounds a healthy agent meets; it still fails a run unless
+    /// allowed (`acp check --timing-misses-ok`, or `--allow-fail NAME`).
+    TimingMiss {
+        /// The time measured and the bound.
+        evidence: String,
+    },
 }
 
 impl Outcome {
@@ -45,27 +53,42 @@ impl Outcome {
             reason: reason.into(),
         }
     }
-    /// Whether this is a failure.
+    /// A timing miss with its evidence (the time measured and the bound).
+    pub fn timing_miss(evidence: impl Into<String>) -> Self {
+        Outcome::TimingMiss {
+            evidence: evidence.into(),
+        }
+    }
+    /// Whether this fails the run by default: a protocol failure or a timing miss.
     pub fn is_fail(&self) -> bool {
+        matches!(self, Outcome::Fail { .. } | Outcome::TimingMiss { .. })
+    }
+    /// Whether this is a protocol failure (the agent did the wrong thing).
+    pub fn is_protocol_failure(&self) -> bool {
         matches!(self, Outcome::Fail { .. })
+    }
+    /// Whether this is a timing miss (the right thing, over its time bound).
+    pub fn is_timing_miss(&self) -> bool {
+        matches!(self, Outcome::TimingMiss { .. })
     }
     /// Whether this is a pass.
     pub fn is_pass(&self) -> bool {
         matches!(self, Outcome::Pass { .. })
     }
-    /// The word for the table: `pass`, `FAIL` or `skip`.
+    /// The word for the table: `pass`, `FAIL`, `skip` or `SLOW` (a timing miss).
     pub fn word(&self) -> &'static str {
         match self {
             Outcome::Pass { .. } => "pass",
             Outcome::Fail { .. } => "FAIL",
             Outcome::Skip { .. } => "skip",
+            Outcome::TimingMiss { .. } => "SLOW",
         }
     }
     /// The note, evidence or reason.
     pub fn detail(&self) -> &str {
         match self {
             Outcome::Pass { note } => note,
-            Outcome::Fail { evidence } => evidence,
+            Outcome::Fail { evidence } | Outcome::TimingMiss { evidence } => evidence,
             Outcome::Skip { reason } => reason,
         }
     }
@@ -93,16 +116,30 @@ pub struct Report {
 }
 
 impl Report {
-    /// Whether any check failed.
+    /// Whether any check failed: a protocol failure or a timing miss.
     pub fn failed(&self) -> bool {
         self.checks.iter().any(|c| c.outcome.is_fail())
     }
 
-    /// The names of the failed checks.
+    /// The names of the failed checks: protocol failures and timing misses.
     pub fn failures(&self) -> Vec<&'static str> {
+        self.names(Outcome::is_fail)
+    }
+
+    /// The names of the checks the agent failed by doing the wrong thing.
+    pub fn protocol_failures(&self) -> Vec<&'static str> {
+        self.names(Outcome::is_protocol_failure)
+    }
+
+    /// The names of the timing checks over their bound.
+    pub fn timing_misses(&self) -> Vec<&'static str> {
+        self.names(Outcome::is_timing_miss)
+    }
+
+    fn names(&self, which: impl Fn(&Outcome) -> bool) -> Vec<&'static str> {
         self.checks
             .iter()
-            .filter(|c| c.outcome.is_fail())
+            .filter(|c| which(&c.outcome))
             .map(|c| c.name)
             .collect()
     }
@@ -112,7 +149,8 @@ impl Report {
         self.checks.iter().find(|c| c.name == name)
     }
 
-    /// Counts of (pass, fail, skip).
+    /// Counts of (pass, protocol failure, skip); timing misses are
+    /// [`Report::timing_misses`].
     pub fn counts(&self) -> (usize, usize, usize) {
         let mut counts = (0, 0, 0);
         for c in &self.checks {
@@ -120,13 +158,16 @@ impl Report {
                 Outcome::Pass { .. } => counts.0 += 1,
                 Outcome::Fail { .. } => counts.1 += 1,
                 Outcome::Skip { .. } => counts.2 += 1,
+                Outcome::TimingMiss { .. } => {}
             }
         }
         counts
     }
 
     /// The report as a plain-text table (one row per check, details wrapped to one line and
-    /// cut at `width` columns when `width` is given) with a summary line.
+    /// cut at `width` columns when `width` is given) with a summary line:
+    /// `N passed, N failed, N timing misses, N skipped`, where `failed` counts protocol
+    /// failures only (`1 timing miss` in the singular).
     pub fn table(&self, width: Option<usize>) -> String {
         let name_width = self.checks.iter().map(|c| c.name.len()).max().unwrap_or(5);
         let mut out = String::new();
@@ -151,19 +192,26 @@ impl Report {
             out.push('\n');
         }
         let (pass, fail, skip) = self.counts();
-        let _ = writeln!(out, "{pass} passed, {fail} failed, {skip} skipped");
+        let slow = self.timing_misses().len();
+        let misses = if slow == 1 { "miss" } else { "misses" };
+        let _ = writeln!(
+            out,
+            "{pass} passed, {fail} failed, {slow} timing {misses}, {skip} skipped"
+        );
         out
     }
 
-    /// The report as one JSON document: `{"agent":..,"passed":..,"failed":..,"skipped":..,
-    /// "checks":[{"name":..,"status":"pass"|"fail"|"skip","note"|"evidence"|"reason":..,
-    /// "millis":..}]}`.
+    /// The report as one JSON document: `{"agent":..,"passed":..,"failed":..,
+    /// "timing_misses":..,"skipped":..,"checks":[{"name":..,"status":"pass"|"fail"|"skip"|
+    /// "timing_miss","note"|"evidence"|"reason":..,"millis":..}]}` (`failed` counts protocol
+    /// failures only).
     pub fn to_json(&self) -> serde_json::Value {
         let (pass, fail, skip) = self.counts();
         serde_json::json!({
             "agent": self.agent,
             "passed": pass,
             "failed": fail,
+            "timing_misses": self.timing_misses().len(),
             "skipped": skip,
             "checks": self.checks,
         })
@@ -217,7 +265,7 @@ mod tests {
             table.contains("x.one  FAIL        3  line 1 line 2 [31m"),
             "{table}"
         );
-        assert!(table.ends_with("0 passed, 1 failed, 1 skipped\n"));
+        assert!(table.ends_with("0 passed, 1 failed, 0 timing misses, 1 skipped\n"));
         let json = report.to_json();
         assert_eq!(json["failed"], 1);
         assert_eq!(json["checks"][0]["status"], "fail");

@@ -127,8 +127,9 @@ pub(crate) struct Log {
     pub invalid: Findings,
     /// Agent messages validated.
     pub validated: usize,
-    /// `session/update`s for a session id not announced yet (session, evidence); those
-    /// whose session a later answer announces arrived early ([`Wire::early_updates`]).
+    /// `session/update`s of turn content for a session id not announced yet (session,
+    /// evidence); those whose session a later answer announces arrived early
+    /// ([`Wire::early_updates`]). Session metadata may arrive at any time.
     pub unannounced: Vec<(String, String)>,
 }
 
@@ -455,6 +456,19 @@ impl Wire {
         }
     }
 
+    /// Waits up to `bound` for an answer, keeping the request pending when none comes: the
+    /// receiver is handed back, to wait again with [`Wire::wait`].
+    pub async fn wait_keeping(
+        &self,
+        mut rx: oneshot::Receiver<Reply>,
+        bound: Duration,
+    ) -> Result<Reply, oneshot::Receiver<Reply>> {
+        match tokio::time::timeout(bound, &mut rx).await {
+            Ok(Ok(reply)) => Ok(reply),
+            _ => Err(rx),
+        }
+    }
+
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), NoReply> {
         let message = serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params});
@@ -538,6 +552,7 @@ impl Shared {
                 update,
                 ..
             } if method == "session/update"
+                && crate::checks::is_turn_content(update.as_deref())
                 && !lock(&self.sessions).contains(session)
                 && log.unannounced.len() < MAX_LOG =>
             {

@@ -56,6 +56,14 @@ enum Fault {
     InvalidMessage,
     DropCancelledAnswer,
     SlowUnknownMethod,
+    // Not faults: what the protocol allows, which the kit must not fail.
+    /// Session metadata (available commands, a title, the mode, config options) before the
+    /// `session/new` answer, after a turn's answer and after the `session/load` answer.
+    MetadataAtAnyTime,
+    /// No `$/cancel_request` (it is optional): the kit's line never reaches the agent.
+    NoCancelRequest,
+    // And a fault that looks like the last: turn content after the `session/load` answer.
+    ContentAfterLoad,
 }
 
 const CANCEL_PROMPT: &str = "please start something long";
@@ -205,6 +213,16 @@ impl Agent for Probe {
                     SessionUpdate::agent_message_text("earlier"),
                 )
                 .await?;
+        }
+        let after = if self.is(Fault::MetadataAtAnyTime) {
+            Some(metadata(0))
+        } else if self.is(Fault::ContentAfterLoad) {
+            Some(SessionUpdate::agent_message_text("replayed late"))
+        } else {
+            None
+        };
+        if let Some(update) = after {
+            later(cx.client().clone(), p.session_id.0.clone(), vec![update]);
         }
         Ok(LoadSessionResponse::new())
     }
@@ -391,10 +409,56 @@ impl Agent for Probe {
                     .await;
             });
         }
+        if self.is(Fault::MetadataAtAnyTime) {
+            later(
+                cx.client().clone(),
+                session.clone(),
+                (1..5).map(metadata).collect(),
+            );
+        }
         if first_turn && self.is(Fault::UnknownStopReason) {
             return Ok(PromptResponse::new(StopReason::Unknown("finished".into())));
         }
         Ok(PromptResponse::new(StopReason::EndTurn))
+    }
+}
+
+/// Session metadata, which may arrive at any time: commands, a title, the mode, config
+/// options, by `n`.
+fn metadata(n: usize) -> SessionUpdate {
+    match n % 4 {
+        0 => SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new([
+            AvailableCommand::new("plan", "Plan the work"),
+        ])),
+        1 => SessionUpdate::SessionInfoUpdate(
+            SessionInfoUpdate::new().title(Some("Copy hello.txt".into())),
+        ),
+        2 => SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new("ask")),
+        _ => SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new([])),
+    }
+}
+
+/// Sends `updates` for `session` 30 ms from now: after the answer being written.
+fn later(client: acp_agent::ClientHandle, session: String, updates: Vec<SessionUpdate>) {
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        for update in updates {
+            let _ = client.send_update(session.clone(), update).await;
+        }
+    });
+}
+
+/// Drops the kit's `$/cancel_request` lines on their way to the agent
+/// ([`Fault::NoCancelRequest`]); everything else passes unchanged.
+async fn filter_in(fault: Fault, from: tokio::io::DuplexStream, mut to: tokio::io::DuplexStream) {
+    let mut lines = BufReader::new(from).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if fault == Fault::NoCancelRequest && line.contains("\"$/cancel_request\"") {
+            continue;
+        }
+        if to.write_all(format!("{line}\n").as_bytes()).await.is_err() {
+            return;
+        }
     }
 }
 
@@ -451,6 +515,14 @@ async fn filter(fault: Fault, from: tokio::io::DuplexStream, mut to: tokio::io::
                 let request = json!({"jsonrpc": "2.0", "id": "probe-terminal", "method": "terminal/create", "params": create});
                 out.push(request.to_string());
             }
+            Fault::MetadataAtAnyTime => {
+                if let Some(id) = message.pointer("/result/sessionId").and_then(Value::as_str) {
+                    let early = SessionNotification::new(id, metadata(0));
+                    let early =
+                        json!({"jsonrpc": "2.0", "method": "session/update", "params": early});
+                    out.insert(0, early.to_string());
+                }
+            }
             Fault::EarlyUpdate => {
                 if let Some(id) = message.pointer("/result/sessionId").and_then(Value::as_str) {
                     let early =
@@ -472,8 +544,10 @@ async fn filter(fault: Fault, from: tokio::io::DuplexStream, mut to: tokio::io::
 }
 
 fn target(fault: Fault) -> Target {
-    Target::in_process(move |agent_in, kit_out| {
+    Target::in_process(move |kit_in, kit_out| {
         let (agent_out, filtered) = tokio::io::duplex(1 << 20);
+        let (filtered_in, agent_in) = tokio::io::duplex(1 << 20);
+        tokio::spawn(filter_in(fault, kit_in, filtered_in));
         acp_agent::serve(Probe::new(fault), agent_in, agent_out);
         tokio::spawn(filter(fault, filtered, kit_out));
     })
@@ -576,6 +650,7 @@ fault_tests! {
     an_update_before_its_session_exists: EarlyUpdate => "prompt.no_early_updates";
     a_message_that_is_not_v1: InvalidMessage => "schema.agent_messages";
     a_slow_round_trip: SlowUnknownMethod => "timing.round_trip";
+    turn_content_after_the_load_answer: ContentAfterLoad => "sessions.load";
 }
 
 /// The cancelled request is never answered: that check costs its bound (1 s here), the agent
@@ -602,6 +677,76 @@ async fn a_hung_request_costs_one_bound_and_the_run_goes_on() {
         );
     }
     assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+/// Issue 32: session metadata (available commands, a title, the mode, config options) may
+/// arrive at any time, before the answer that created the session, after a turn's answer, after
+/// the `session/load` answer; only turn content counts as early or late.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_metadata_at_any_time_fails_no_check() {
+    let report = grade(Fault::MetadataAtAnyTime).await;
+    assert!(report.failures().is_empty(), "{}", report.table(None));
+    for name in [
+        "prompt.no_late_updates",
+        "prompt.no_early_updates",
+        "sessions.load",
+    ] {
+        assert!(
+            report.get(name).unwrap().outcome.is_pass(),
+            "{name}:\n{}",
+            report.table(None)
+        );
+    }
+}
+
+/// Issue 32: `$/cancel_request` is optional. An agent that does not implement it answers the
+/// withdrawn prompt when the kit falls back to `session/cancel`: a skip with the reason, not a
+/// failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_without_cancel_request_is_skipped_with_the_reason() {
+    let report = grade(Fault::NoCancelRequest).await;
+    assert!(report.failures().is_empty(), "{}", report.table(None));
+    let outcome = &report.get("cancel.cancel_request").unwrap().outcome;
+    assert_eq!(outcome.word(), "skip", "{}", report.table(None));
+    assert!(
+        outcome
+            .detail()
+            .contains("does not implement `$/cancel_request`"),
+        "{}",
+        report.table(None)
+    );
+}
+
+/// Issue 32: a timing miss is reported as its own class, apart from protocol failures: a slow
+/// machine does not read as a broken agent (it still fails the run unless allowed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timing_miss_is_its_own_class() {
+    let report = grade(Fault::SlowInitialize).await;
+    assert_eq!(
+        report.timing_misses(),
+        ["timing.handshake"],
+        "{}",
+        report.table(None)
+    );
+    assert!(
+        report.protocol_failures().is_empty(),
+        "{}",
+        report.table(None)
+    );
+    assert!(report.failed());
+    let table = report.table(None);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("timing.handshake "))
+        .unwrap();
+    assert!(row.contains(" SLOW "), "{table}");
+    let summary = table.lines().last().unwrap();
+    assert!(
+        summary.contains(" passed, 0 failed, 1 timing miss, "),
+        "{table}"
+    );
+    assert_eq!(report.to_json()["timing_misses"], 1);
+    assert_eq!(report.to_json()["failed"], 0);
 }
 
 /// Every check has a fault test above (or is the hung-request test's owner).

@@ -5,8 +5,10 @@
 //! a plan that is checked off, an edit (a diff) that waits for the user's permission, a
 //! terminal command the client runs for it, and a reply streamed word by word. It advertises
 //! slash commands right after `session/new` (before the first prompt), two modes, and its
-//! models both ways agents offer them (a config option of category `model`, and gemini-cli's
-//! `models` with `session/set_model`, kept in step); it titles a session after its first
+//! models as the official schema has them: a session config option of category `model`. (It
+//! does not put gemini-cli's `models` at the root of its answers, where the spec forbids
+//! custom fields; it still accepts gemini's `session/set_model`, kept in step with the
+//! option, for clients that send it.) It titles a session after its first
 //! prompt and lets the client rename it (`session/set_title`), accepts embedded file context,
 //! and honours `session/cancel` at every step.
 //!
@@ -41,6 +43,25 @@ const MODELS: [(&str, &str, u64); 2] = [
     ("demo-fast", "Demo (fast)", 25),
     ("demo-slow", "Demo (slow)", 150),
 ];
+
+/// How many sessions one `session/list` page holds.
+const LIST_PAGE: usize = 50;
+
+/// What starts every `session/list` cursor the built-in agent gives.
+const CURSOR_PREFIX: &str = "after:";
+
+/// A session id's place in creation order: ids are `builtin-<n>`, so by length, then text.
+fn order_key(id: &str) -> (usize, &str) {
+    (id.len(), id)
+}
+
+/// The place after which a cursor's page starts, if it is one of ours.
+fn cursor_key(cursor: &str) -> Option<(usize, &str)> {
+    cursor
+        .strip_prefix(CURSOR_PREFIX)
+        .filter(|id| !id.is_empty())
+        .map(order_key)
+}
 
 /// Per-session state.
 #[derive(Clone, Debug)]
@@ -148,16 +169,6 @@ impl BuiltinAgent {
     fn config_options(model: &str) -> Vec<SessionConfigOption> {
         let models: Vec<(&str, &str)> = MODELS.iter().map(|(v, n, _)| (*v, *n)).collect();
         vec![proto::model_option(model, &models)]
-    }
-
-    /// The same models as `models` (unstable, gemini-cli's shape).
-    fn model_state(model: &str) -> SessionModelState {
-        SessionModelState::new(
-            MODELS
-                .iter()
-                .map(|(id, name, _)| ModelInfo::new(*id, *name)),
-            model,
-        )
     }
 
     /// Switches a session's model, checked against [`MODELS`].
@@ -471,26 +482,53 @@ impl Agent for BuiltinAgent {
             id,
             proto::mode_state(&state.mode, modes),
             Self::config_options(&state.model),
-        )
-        .models(Self::model_state(&state.model)))
+        ))
     }
 
+    /// The sessions of this run, oldest first, [`LIST_PAGE`] a page: only those whose `cwd`
+    /// is the request's when it names one (none match: an empty list), from the request's
+    /// cursor on. The cursor is opaque to the client: the id of the last session of the page
+    /// before, so a page stays right when sessions are created or deleted between pages.
     async fn list_sessions(
         &self,
-        _p: ListSessionsRequest,
+        p: ListSessionsRequest,
         _cx: &AgentContext,
     ) -> Result<ListSessionsResponse, Error> {
         if self.id_prefix.is_some() {
             // The store lists every session it has, from this run and earlier ones.
             return Err(Error::method_not_found(names::SESSION_LIST));
         }
+        let after = match p.cursor.as_deref() {
+            None => None,
+            Some(cursor) => Some(cursor_key(cursor).ok_or_else(|| {
+                Error::invalid_params(format!("`{cursor}` is not a cursor this agent gave"))
+            })?),
+        };
         let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        let mut list: Vec<SessionInfo> = sessions
+        let mut matching: Vec<(&SessionId, &SessionState)> = sessions
+            .iter()
+            .filter(|(_, s)| p.cwd.as_ref().is_none_or(|cwd| *cwd == s.cwd))
+            .filter(|(id, _)| after.as_ref().is_none_or(|after| order_key(&id.0) > *after))
+            .collect();
+        matching.sort_by_key(|(id, _)| order_key(&id.0));
+        let more = matching.len() > LIST_PAGE;
+        matching.truncate(LIST_PAGE);
+        let next = more
+            .then(|| {
+                matching
+                    .last()
+                    .map(|(id, _)| format!("{CURSOR_PREFIX}{}", id.0))
+            })
+            .flatten();
+        let list: Vec<SessionInfo> = matching
             .iter()
             .map(|(id, s)| proto::session_info(id, &s.cwd, s.title.as_deref(), s.turns))
             .collect();
-        list.sort_by(|a, b| a.session_id.0.cmp(&b.session_id.0));
-        Ok(proto::list_sessions_response(list))
+        let response = proto::list_sessions_response(list);
+        Ok(match next {
+            Some(next) => response.next_cursor(next),
+            None => response,
+        })
     }
 
     async fn set_session_mode(
@@ -632,6 +670,132 @@ impl Agent for BuiltinAgent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Value, json};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
+
+    /// The built-in agent served over an in-memory pipe, spoken to in JSON lines.
+    struct Wire {
+        lines: tokio::io::Lines<BufReader<ReadHalf<DuplexStream>>>,
+        out: WriteHalf<DuplexStream>,
+        next: i64,
+    }
+
+    impl Wire {
+        async fn start() -> Wire {
+            let (client, agent) = tokio::io::duplex(1 << 20);
+            let (agent_read, agent_write) = tokio::io::split(agent);
+            acp_agent::serve(BuiltinAgent::default(), agent_read, agent_write);
+            let (read, out) = tokio::io::split(client);
+            let mut wire = Wire {
+                lines: BufReader::new(read).lines(),
+                out,
+                next: 0,
+            };
+            wire.call("initialize", json!({"protocolVersion": 1})).await;
+            wire
+        }
+
+        /// The whole answer (`result` or `error`) to a request; notifications are skipped.
+        async fn call(&mut self, method: &str, params: Value) -> Value {
+            self.next += 1;
+            let request =
+                json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
+            self.out
+                .write_all(format!("{request}\n").as_bytes())
+                .await
+                .unwrap();
+            loop {
+                let line = self
+                    .lines
+                    .next_line()
+                    .await
+                    .unwrap()
+                    .expect("the agent answers");
+                let message: Value = serde_json::from_str(&line).unwrap();
+                if message["id"] == json!(self.next) {
+                    return message;
+                }
+            }
+        }
+
+        async fn new_session(&mut self, cwd: &str) -> Value {
+            let answer = self
+                .call("session/new", json!({"cwd": cwd, "mcpServers": []}))
+                .await;
+            answer["result"].clone()
+        }
+
+        /// Every page of `session/list` with `params` (plus the cursor): the ids, and how many
+        /// pages there were.
+        async fn list_all(&mut self, params: Value) -> (Vec<String>, usize) {
+            let mut ids = Vec::new();
+            let mut pages = 0;
+            let mut cursor = Value::Null;
+            loop {
+                let mut params = params.clone();
+                if !cursor.is_null() {
+                    params["cursor"] = cursor.clone();
+                }
+                let page = self.call("session/list", params).await;
+                let page = &page["result"];
+                pages += 1;
+                for s in page["sessions"].as_array().expect("a list") {
+                    ids.push(s["sessionId"].as_str().unwrap().to_owned());
+                }
+                cursor = page["nextCursor"].clone();
+                if cursor.is_null() {
+                    return (ids, pages);
+                }
+            }
+        }
+    }
+
+    /// Issue 32: `session/list` returned every session, ignoring `cwd` and the cursor. The
+    /// spec: only sessions with a matching `cwd`, an empty array when none match; pages
+    /// follow `nextCursor`.
+    #[tokio::test]
+    async fn session_list_filters_by_cwd_and_pages_with_a_cursor() {
+        let mut wire = Wire::start().await;
+        let mut in_a = Vec::new();
+        for i in 0..LIST_PAGE + 5 {
+            in_a.push(wire.new_session("/a").await["sessionId"].clone());
+            if i % 20 == 0 {
+                wire.new_session("/b").await;
+            }
+        }
+        let (a, pages) = wire.list_all(json!({"cwd": "/a"})).await;
+        assert_eq!(pages, 2);
+        assert_eq!(a.len(), LIST_PAGE + 5);
+        let in_a: Vec<String> = in_a
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(a, in_a, "oldest first, each once");
+        let (b, pages) = wire.list_all(json!({"cwd": "/b"})).await;
+        assert_eq!((b.len(), pages), (3, 1));
+        let none = wire.call("session/list", json!({"cwd": "/nowhere"})).await;
+        assert_eq!(none["result"]["sessions"], json!([]), "{none}");
+        assert!(none["result"].get("nextCursor").is_none(), "{none}");
+        let (all, pages) = wire.list_all(json!({})).await;
+        assert_eq!((all.len(), pages), (LIST_PAGE + 8, 2));
+        let bad = wire.call("session/list", json!({"cursor": "nope"})).await;
+        assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    }
+
+    /// Issue 32: the answer to `session/new` carried gemini-cli's `models` at its root, where
+    /// the spec forbids custom fields; the models are a config option of category `model`.
+    #[tokio::test]
+    async fn models_are_offered_as_a_config_option_not_at_the_root() {
+        let mut wire = Wire::start().await;
+        let new = wire.new_session("/a").await;
+        assert!(new.get("models").is_none(), "{new}");
+        let options = new["configOptions"].as_array().expect("config options");
+        let model = options
+            .iter()
+            .find(|o| o["category"] == "model")
+            .expect("a model option");
+        assert_eq!(model["currentValue"], "demo-fast", "{model}");
+    }
 
     #[test]
     fn titles_are_the_first_line_of_bounded_length() {

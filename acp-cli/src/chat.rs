@@ -56,8 +56,8 @@ pub struct ChatRequest {
     pub json: bool,
     /// Load this session instead of creating one.
     pub load: Option<String>,
-    /// Without a keyboard: allow (`true`) or refuse what the agent asks.
-    pub allow: bool,
+    /// Without a keyboard: what to grant of what the agent asks.
+    pub allow: acp_client::permission::PermissionPolicy,
 }
 
 /// The running agent: its connection, its handshake answer, and what keeps it alive.
@@ -150,6 +150,16 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
             builtin: None,
         }),
         Err(error) => {
+            // An agent that answered with a version we did not offer: that answer is the
+            // reason (it exits only because we hung up).
+            if let acp_client::process::ProcessError::Negotiation { error: e, .. } = &error
+                && matches!(
+                    **e,
+                    acp_client::negotiate::NegotiationError::Unaccepted { .. }
+                )
+            {
+                return Err(error.to_string());
+            }
             // An agent that died says more by its exit than by the failed handshake.
             let exited =
                 tokio::time::timeout(Duration::from_millis(500), process.wait_exit()).await;
@@ -615,15 +625,15 @@ async fn run_with(
     }
     let (title, models) = {
         let state = state.lock().unwrap_or_else(|p| p.into_inner());
-        (state.title.clone(), state.models.clone())
+        (state.title.clone(), state.model_choice())
     };
     let id = crate::sanitize::terminal_safe(&session.0);
     view.info(&match title {
         Some(title) => format!("session {id}: {}", crate::offers::title_text(&title)),
         None => format!("session {id}"),
     });
-    if let Some(models) = &models {
-        view.info(&crate::offers::models_line(models));
+    if let Some(line) = crate::offers::models_line(&models) {
+        view.info(&line);
     }
     let mut chat = Chat {
         link,
@@ -657,7 +667,9 @@ pub async fn sessions(spec: AgentSpec) -> i32 {
     let view: Arc<dyn View> = Arc::new(Screen::stdout());
     let client = match CliClient::new(
         view.clone(),
-        Answerer::Policy { allow: false },
+        Answerer::Policy {
+            allow: acp_client::permission::PermissionPolicy::Refuse,
+        },
         Arc::default(),
         Arc::default(),
         &spec.cwd,

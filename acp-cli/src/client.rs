@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use acp_client::fs::SandboxedFs;
+use acp_client::permission::{PermissionPolicy, choose_permission};
 use acp_client::terminal::{TerminalConfig, TerminalDecision, TerminalRequest, Terminals};
 use acp_client::{Client, Error, async_trait};
 use acp_types::v1::*;
@@ -23,10 +24,12 @@ use crate::view::View;
 pub enum Answerer {
     /// The user, at the keyboard.
     Keyboard(Keyboard),
-    /// A fixed policy: allow (the first allow option, run terminals) or refuse.
+    /// A fixed policy (`--yes`, `--yes-always`, or neither): permission requests are
+    /// answered by [`acp_client::permission::choose_permission`] (never more than a one-time
+    /// allow unless `--yes-always`); terminal commands run when the policy allows.
     Policy {
-        /// Whether to allow.
-        allow: bool,
+        /// What to grant.
+        allow: PermissionPolicy,
     },
 }
 
@@ -116,12 +119,12 @@ impl CliClient {
         inner.view.question(&lines);
         let answer = match &inner.answerer {
             Answerer::Policy { allow } => {
-                inner.view.info(if *allow {
+                inner.view.info(if allow.allows() {
                     "yes (--yes)"
                 } else {
                     "no (no --yes)"
                 });
-                Some(*allow)
+                Some(allow.allows())
             }
             Answerer::Keyboard(keyboard) => loop {
                 match keyboard.read("[y]es / [n]o > ", LineKind::Answer).await {
@@ -222,21 +225,27 @@ impl Client for CliClient {
         inner.view.question(&lines);
         let choice = match &inner.answerer {
             Answerer::Policy { allow } => {
-                let wanted = |o: &&PermissionOption| {
-                    let allows = matches!(
-                        o.kind,
-                        PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways
-                    );
-                    allows == *allow
-                };
-                let choice = p.options.iter().position(|o| wanted(&o));
-                if let Some(i) = choice {
-                    let why = if *allow { "--yes" } else { "no --yes" };
-                    inner
-                        .view
-                        .info(&format!("{} ({why})", terminal_safe(&p.options[i].name)));
+                let choice = choose_permission(&p.options, *allow);
+                if choice.no_allow_offered {
+                    inner.view.info(match allow {
+                        PermissionPolicy::AllowOnce => "the agent offers no one-time allow (allow_once): refused, since --yes grants one action at a time (--yes-always may grant an allow_always option)",
+                        _ => "the agent offers no allow option: refused",
+                    });
                 }
-                choice
+                let why = match allow {
+                    PermissionPolicy::AllowOnce => "--yes",
+                    PermissionPolicy::AllowAlways => "--yes-always",
+                    PermissionPolicy::Refuse => "no --yes",
+                };
+                match choice.option {
+                    Some(i) => inner
+                        .view
+                        .info(&format!("{} ({why})", terminal_safe(&p.options[i].name))),
+                    None => inner
+                        .view
+                        .info(&format!("no option to refuse with: cancelled ({why})")),
+                }
+                choice.option
             }
             Answerer::Keyboard(keyboard) => {
                 let prompt = format!("choose 1-{} > ", p.options.len());

@@ -30,6 +30,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use acp_client::Dialect;
+use acp_client::permission::PermissionPolicy;
 use clap::{Args, Parser, Subcommand};
 
 /// The command line for the Agent Client Protocol.
@@ -112,10 +113,16 @@ struct ChatArgs {
     /// Load this session (when the agent supports session/load) instead of starting one.
     #[arg(long)]
     load: Option<String>,
-    /// With --prompt: allow what the agent asks (permissions, terminal commands).
-    /// Without it everything is refused.
+    /// With --prompt: allow what the agent asks (terminal commands, and permission requests
+    /// with the agent's one-time `allow_once` option, never an "always" one; an agent that
+    /// offers no one-time allow is refused, with the reason shown). Without it everything is
+    /// refused (`reject_once`, else `reject_always`, else `cancelled`).
     #[arg(long, requires = "prompt")]
     yes: bool,
+    /// With --prompt: as --yes, and where the agent offers no one-time allow, grant its
+    /// `allow_always` option: a permanent grant, which --yes never gives.
+    #[arg(long, requires = "prompt")]
+    yes_always: bool,
 }
 
 #[derive(Args, Debug)]
@@ -215,7 +222,11 @@ async fn run(cli: Cli) -> i32 {
                 prompt: args.prompt,
                 json: args.json,
                 load: args.load,
-                allow: args.yes,
+                allow: match (args.yes, args.yes_always) {
+                    (_, true) => PermissionPolicy::AllowAlways,
+                    (true, false) => PermissionPolicy::AllowOnce,
+                    (false, false) => PermissionPolicy::Refuse,
+                },
             })
             .await
         }

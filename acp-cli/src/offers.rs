@@ -105,26 +105,28 @@ impl ModelChoice {
     }
 }
 
-/// `models: a (current), b` when the session's answer lists models.
-pub fn models_line(models: &SessionModelState) -> String {
-    let current = &models.current_model_id.0;
-    let names: Vec<String> = models
-        .available_models
+/// `models: a (current), b` when the session offers models (in `models` or as a config
+/// option of category `model`); `model: x` when it names only the current one; `None` when
+/// it offers no list.
+pub fn models_line(choice: &ModelChoice) -> Option<String> {
+    let current = choice.current()?;
+    let names: Vec<String> = choice
+        .values()
         .iter()
-        .map(|m| {
-            let id = terminal_safe(&m.model_id.0);
-            if &m.model_id.0 == current {
+        .map(|(value, _)| {
+            let id = terminal_safe(value);
+            if value == current {
                 format!("{id} (current)")
             } else {
                 id
             }
         })
         .collect();
-    if names.is_empty() {
+    Some(if names.is_empty() {
         format!("model: {}", terminal_safe(current))
     } else {
         format!("models: {}", names.join(", "))
-    }
+    })
 }
 
 /// `tokens: 1500 (in 1200, out 300)` for the turn's reported usage.
@@ -163,14 +165,19 @@ mod tests {
     #[test]
     fn models_and_usage_lines_are_terminal_safe() {
         // Control characters a hostile agent sends never reach the terminal.
+        let gemini = ModelChoice::Models(gemini_models());
         assert_eq!(
-            models_line(&gemini_models()),
-            "models: pro (current), flash"
+            models_line(&gemini).as_deref(),
+            Some("models: pro (current), flash")
         );
+        let solo = ModelChoice::Models(SessionModelState::new([], "solo"));
+        assert_eq!(models_line(&solo).as_deref(), Some("model: solo"));
+        let option = ModelChoice::of(None, &[model_option("slow")]);
         assert_eq!(
-            models_line(&SessionModelState::new([], "solo")),
-            "model: solo"
+            models_line(&option).as_deref(),
+            Some("models: fast, slow (current)")
         );
+        assert_eq!(models_line(&ModelChoice::None), None);
         assert_eq!(
             usage_line(&Usage::new(15, 10, 5)),
             "tokens: 15 (in 10, out 5)"

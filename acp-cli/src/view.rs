@@ -336,9 +336,11 @@ impl Term {
         )
     }
 
-    /// Shows a tool call's new status: rewritten in place when its header is still on
-    /// screen, else as a new line.
-    fn tool_status(&mut self, id: &str) {
+    /// Shows a tool call's header after an update: rewritten in place when it is still on
+    /// screen, else printed again, as a new line, only when `status_changed` (agents send
+    /// several updates per call with the same status: Claude three or four, each adding
+    /// content or raw input; a transcript shows a call once per status).
+    fn tool_status(&mut self, id: &str, status_changed: bool) {
         let Some(tool) = self.tools.get(id).cloned() else {
             return;
         };
@@ -353,7 +355,7 @@ impl Term {
             // Save the cursor, go up to the header, rewrite it, come back.
             let seq = format!("\x1b7\x1b[{distance}A\r\x1b[2K{header}\x1b8");
             self.emit(seq.as_bytes());
-        } else {
+        } else if status_changed {
             self.newline_if_needed();
             self.block = Block::None;
             let row = self.row;
@@ -566,14 +568,17 @@ impl View for Screen {
                     t.raw(&header);
                     t.raw("\n");
                 } else {
-                    let tool = t.tools.get_mut(&id).expect("known");
-                    if let Some(title) = &u.title {
-                        tool.title = title.clone();
+                    let mut status_changed = false;
+                    if let Some(tool) = t.tools.get_mut(&id) {
+                        if let Some(title) = &u.title {
+                            tool.title = title.clone();
+                        }
+                        if let Some(status) = &u.status {
+                            status_changed = *status != tool.status;
+                            tool.status = status.clone();
+                        }
                     }
-                    if let Some(status) = &u.status {
-                        tool.status = status.clone();
-                    }
-                    t.tool_status(&id);
+                    t.tool_status(&id, status_changed);
                 }
                 if let Some(content) = &u.content {
                     t.tool_content(content);
@@ -912,6 +917,86 @@ mod tests {
         assert_eq!(
             out.text(),
             "⏺ Run echo (other) … pending\n⏺ Run echo (other) ✗ failed\n"
+        );
+    }
+
+    /// Issue 32: Claude sends three or four `tool_call_update`s per call with the same
+    /// status; a transcript showed a new "⏺ ... pending" line for each.
+    #[test]
+    fn updates_that_keep_the_status_print_no_new_line_in_a_transcript() {
+        let out = Shared::default();
+        let screen = Screen::new(Box::new(out.clone()), false, (80, 24));
+        screen.update(&SessionUpdate::ToolCall(Box::new(ToolCall::new(
+            "t1",
+            "Read file",
+        ))));
+        for title in ["Read NOTES.md", "Read NOTES.md", "Read NOTES.md (40 lines)"] {
+            let update = ToolCallUpdate::new("t1")
+                .title(title)
+                .status(ToolCallStatus::Pending);
+            screen.update(&SessionUpdate::ToolCallUpdate(Box::new(update)));
+        }
+        let update = ToolCallUpdate::new("t1").status(ToolCallStatus::Completed);
+        screen.update(&SessionUpdate::ToolCallUpdate(Box::new(update)));
+        let update = ToolCallUpdate::new("t1").status(ToolCallStatus::Completed);
+        screen.update(&SessionUpdate::ToolCallUpdate(Box::new(update)));
+        assert_eq!(
+            out.text(),
+            "⏺ Read file (other) … pending\n⏺ Read NOTES.md (40 lines) (other) ✓ completed\n"
+        );
+    }
+
+    /// On a terminal an update that keeps the status still refreshes the line in place (a
+    /// new title shows), and adds no line.
+    #[test]
+    fn updates_that_keep_the_status_rewrite_the_line_in_place_on_a_terminal() {
+        let out = Shared::default();
+        let screen = Screen::new(Box::new(out.clone()), true, (80, 24));
+        screen.update(&SessionUpdate::ToolCall(Box::new(ToolCall::new(
+            "t1",
+            "Read file",
+        ))));
+        for _ in 0..3 {
+            let update = ToolCallUpdate::new("t1")
+                .title("Read NOTES.md")
+                .status(ToolCallStatus::Pending);
+            screen.update(&SessionUpdate::ToolCallUpdate(Box::new(update)));
+        }
+        let text = out.text();
+        assert_eq!(text.matches('\n').count(), 1, "{text:?}");
+        assert_eq!(
+            text.matches("\x1b7\x1b[1A\r\x1b[2K⏺ ").count(),
+            3,
+            "{text:?}"
+        );
+    }
+
+    /// Once the line has scrolled off the screen it cannot be rewritten: updates that keep
+    /// the status print nothing, a new status prints the line once more.
+    #[test]
+    fn a_scrolled_away_tool_line_is_printed_again_only_for_a_new_status() {
+        let out = Shared::default();
+        let screen = Screen::new(Box::new(out.clone()), true, (100, 50));
+        screen.update(&SessionUpdate::ToolCall(Box::new(ToolCall::new(
+            "t1",
+            "Read file",
+        ))));
+        for i in 0..60 {
+            screen.update(&SessionUpdate::agent_message_text(format!("row {i}\n")));
+        }
+        for _ in 0..3 {
+            let update = ToolCallUpdate::new("t1")
+                .title("Read NOTES.md")
+                .status(ToolCallStatus::Pending);
+            screen.update(&SessionUpdate::ToolCallUpdate(Box::new(update)));
+        }
+        let update = ToolCallUpdate::new("t1").status(ToolCallStatus::Completed);
+        screen.update(&SessionUpdate::ToolCallUpdate(Box::new(update)));
+        let text = out.text();
+        assert_eq!(text.matches("⏺ ").count(), 2, "{text:?}");
+        assert!(
+            !text.contains("\x1b7"),
+            "no rewrite that cannot reach: {text:?}"
         );
     }
 

@@ -412,8 +412,9 @@ fn prompt_history_is_kept_across_runs() {
 }
 
 /// What the agent offers beyond the basics, used from the keyboard: the built-in agent (served
-/// on stdio by `acp agent`, recorded by `acp trace`) lists models in `models` (switched with
-/// `session/set_model`, the id completed with Tab), titles the session after its first
+/// on stdio by `acp agent`, recorded by `acp trace`) offers models as a config option of
+/// category `model` (switched with `session/set_config_option`, the id completed with Tab),
+/// titles the session after its first
 /// prompt, and lets the client rename it (`session/set_title`).
 #[test]
 fn models_switch_and_the_title_is_shown_and_set() {
@@ -462,7 +463,8 @@ fn models_switch_and_the_title_is_shown_and_set() {
     // editor is back.
     t.line("/quit");
     t.wait_for("EXIT=0");
-    // The switches went over the wire as the unstable requests, answered without error.
+    // The switches went over the wire as config option requests (the title as the unstable
+    // request), answered without error.
     let recorded = std::fs::read_to_string(&trace).unwrap();
     let methods: Vec<String> = recorded
         .lines()
@@ -474,9 +476,9 @@ fn models_switch_and_the_title_is_shown_and_set() {
         .collect();
     let count = |m: &str| methods.iter().filter(|x| *x == m).count();
     // demo-slow, then the refused turbo; one rename.
-    assert_eq!(count("session/set_model"), 2, "{methods:?}");
+    assert_eq!(count("session/set_config_option"), 2, "{methods:?}");
     assert_eq!(count("session/set_title"), 1, "{methods:?}");
-    assert_eq!(count("session/set_config_option"), 0, "{methods:?}");
+    assert_eq!(count("session/set_model"), 0, "{methods:?}");
 }
 
 /// An agent that offers neither models nor titles gets a clear message, not a request.
@@ -502,4 +504,86 @@ fn model_and_title_commands_say_when_the_agent_offers_nothing() {
     t.wait_for("this agent does not let clients set titles (no sessionCapabilities.title)");
     t.line("/quit");
     t.wait_for("EXIT=0");
+}
+
+/// An agent that, like Claude, sends several `tool_call_update`s per tool call with the same
+/// status, then one that completes it.
+const CHATTY_TOOL_AGENT: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1}}\n' "$id" ;;
+    *'"session/new"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s1"}}\n' "$id" ;;
+    *'"session/prompt"'*)
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"t1","title":"Read","kind":"read","status":"pending"}}}\n'
+      i=0
+      while [ "$i" -lt "${1:-0}" ]; do
+        i=$((i + 1))
+        printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"row %s\\n"}}}}\n' "$i"
+      done
+      for i in 1 2 3; do
+        sleep 0.1
+        printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","title":"Read NOTES.md","status":"pending"}}}\n'
+      done
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed"}}}\n'
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"end_turn"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+/// Runs `acp chat` in tmux against [`CHATTY_TOOL_AGENT`] writing `rows` lines of text
+/// between the tool call and its updates; the screen (and scrollback) after one turn.
+fn chatty_turn(name: &str, rows: usize) -> String {
+    let dir = Scratch::new(name);
+    let agent = dir.0.join("agent.sh");
+    std::fs::write(&agent, CHATTY_TOOL_AGENT).unwrap();
+    let t = Tmux::start(
+        name,
+        &format!(
+            "cd {} && {} chat --dialect v1 -- sh {} {rows}",
+            sh(&dir.0),
+            sh(&acp()),
+            sh(&agent)
+        ),
+    );
+    t.wait_for("you>");
+    t.line("read it");
+    let screen = t.wait_for("── end_turn");
+    t.line("/quit");
+    t.wait_for("EXIT=0");
+    screen
+}
+
+/// Issue 32: each `tool_call_update` printed a new "⏺ ... pending" line. In a terminal the
+/// tool call keeps one line, rewritten in place as its title and status change, while that
+/// line is on screen; once it has scrolled away, it is printed again only when its status
+/// changes. (A terminal already rewrote in place before the fix, so this guards the
+/// terminal's behaviour; the transcript tests in `scripting.rs` and `view.rs` are the ones
+/// that failed before it.)
+#[test]
+fn a_tool_call_keeps_one_line_however_many_updates_it_gets() {
+    if !have(
+        "tmux",
+        "a_tool_call_keeps_one_line_however_many_updates_it_gets",
+    ) {
+        return;
+    }
+    let screen = chatty_turn("chatty", 0);
+    assert_eq!(screen.matches("⏺ ").count(), 1, "{screen}");
+    assert!(
+        screen.contains("⏺ Read NOTES.md (read) ✓ completed"),
+        "{screen}"
+    );
+    // 60 rows of text push the line off the 50-row window: three updates that keep the
+    // status print nothing, the completion prints the line once more.
+    let screen = chatty_turn("chatty-scrolled", 60);
+    let lines: Vec<&str> = screen.lines().filter(|l| l.starts_with("⏺ ")).collect();
+    assert_eq!(
+        lines,
+        [
+            "⏺ Read (read) … pending",
+            "⏺ Read NOTES.md (read) ✓ completed"
+        ],
+        "{screen}"
+    );
 }

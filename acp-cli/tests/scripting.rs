@@ -499,3 +499,157 @@ fn store_is_refused_with_an_agent_command_and_an_unusable_store_is_one_error() {
         "{stdout}"
     );
 }
+
+/// An agent that, like Claude, sends several `tool_call_update`s per tool call with the same
+/// status (adding its input, then its content), then one that completes it.
+const CHATTY_TOOL_AGENT: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentInfo":{"name":"chatty","version":"1"}}}\n' "$id" ;;
+    *'"session/new"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s1"}}\n' "$id" ;;
+    *'"session/prompt"'*)
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"t1","title":"Read","kind":"read","status":"pending"}}}\n'
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"pending","rawInput":{"path":"NOTES.md"}}}}\n'
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","title":"Read NOTES.md","status":"pending"}}}\n'
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"pending"}}}\n'
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed"}}}\n'
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed"}}}\n'
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"end_turn"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+/// Issue 32: every `tool_call_update` printed a new "⏺ ... pending" line; a transcript shows
+/// a tool call's line once per status.
+#[test]
+fn a_tool_call_is_printed_once_per_status_however_many_updates_it_gets() {
+    let dir = Scratch::new("chatty-tool");
+    let out = run(
+        &[
+            "chat",
+            "--prompt",
+            "hi",
+            "--dialect",
+            "v1",
+            "--",
+            "sh",
+            "-c",
+            CHATTY_TOOL_AGENT,
+        ],
+        &dir.0,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let tool_lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("⏺ ")).collect();
+    assert_eq!(
+        tool_lines,
+        [
+            "⏺ Read (read) … pending",
+            "⏺ Read NOTES.md (read) ✓ completed"
+        ],
+        "{stdout}"
+    );
+}
+
+/// Issue 32: offered a version it does not know, Claude's agent answers `2` with a v2-shaped
+/// result. `acp chat --dialect v1` offers only 1 and says so in one line.
+#[test]
+fn an_agent_answering_a_version_we_did_not_offer_is_one_plain_error() {
+    let dir = Scratch::new("version-2");
+    let agent = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":2,"agent":{"name":"claude"},"capabilities":{}}}\n' "$id"
+done
+"#;
+    let out = run(
+        &[
+            "chat",
+            "--prompt",
+            "hi",
+            "--dialect",
+            "v1",
+            "--",
+            "sh",
+            "-c",
+            agent,
+        ],
+        &dir.0,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains(
+            "the agent answered protocol version 2, which we did not offer (we offered protocol version 1)"
+        ),
+        "{stdout}"
+    );
+}
+
+/// An agent that asks permission once per turn with the options in `$1` (a JSON array) and
+/// then says which option the client chose (`chose <optionId>`, or `chose cancelled`).
+const ASKING_AGENT: &str = r#"
+while IFS= read -r line; do
+  case "$line" in
+    *'"id":"perm-1"'*)
+      chosen=$(printf '%s' "$line" | sed -n 's/.*"optionId":"\([^"]*\)".*/\1/p')
+      [ -n "$chosen" ] || chosen=cancelled
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"chose %s"}}}}\n' "$chosen"
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"end_turn"}}\n' "$prompt"
+      continue ;;
+  esac
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1}}\n' "$id" ;;
+    *'"session/new"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s1"}}\n' "$id" ;;
+    *'"session/prompt"'*)
+      prompt=$id
+      printf '{"jsonrpc":"2.0","id":"perm-1","method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t1","title":"Edit NOTES.md"},"options":%s}}\n' "$1" ;;
+  esac
+done
+"#;
+
+/// Runs one scripted turn against [`ASKING_AGENT`] offering `options`; the transcript.
+fn ask_with(options: &str, flags: &[&str]) -> String {
+    let dir = Scratch::new("asking");
+    let mut args = vec!["chat", "--prompt", "edit it", "--dialect", "v1"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--", "sh", "-c", ASKING_AGENT, "asking-agent", options]);
+    let out = run(&args, &dir.0);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    stdout
+}
+
+/// Issue 32: Qwen lists its "always" options first and `--yes` answered "Always Allow in
+/// project", a permanent grant. `--yes` takes the one-time allow; an agent that offers none
+/// is refused (and told why) unless `--yes-always` is given; without `--yes` the refusal is
+/// `reject_once`, else `reject_always`, else `cancelled`.
+#[test]
+fn yes_grants_only_the_one_action_whatever_the_order_of_the_options() {
+    let qwen = r#"[{"optionId":"always","name":"Always Allow in project","kind":"allow_always"},{"optionId":"once","name":"Allow once","kind":"allow_once"},{"optionId":"never","name":"Always reject","kind":"reject_always"},{"optionId":"reject","name":"Reject","kind":"reject_once"}]"#;
+    let stdout = ask_with(qwen, &["--yes"]);
+    assert!(stdout.contains("Allow once (--yes)"), "{stdout}");
+    assert!(stdout.contains("chose once"), "{stdout}");
+    let stdout = ask_with(qwen, &[]);
+    assert!(stdout.contains("chose reject"), "{stdout}");
+    let stdout = ask_with(qwen, &["--yes-always"]);
+    assert!(stdout.contains("chose once"), "{stdout}");
+
+    let always_only = r#"[{"optionId":"always","name":"Always Allow","kind":"allow_always"},{"optionId":"never","name":"Always reject","kind":"reject_always"}]"#;
+    let stdout = ask_with(always_only, &["--yes"]);
+    assert!(stdout.contains("chose never"), "{stdout}");
+    assert!(
+        stdout.contains("the agent offers no one-time allow (allow_once)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("--yes-always"), "{stdout}");
+    let stdout = ask_with(always_only, &["--yes-always"]);
+    assert!(stdout.contains("Always Allow (--yes-always)"), "{stdout}");
+    assert!(stdout.contains("chose always"), "{stdout}");
+
+    let allow_only = r#"[{"optionId":"once","name":"Allow","kind":"allow_once"}]"#;
+    let stdout = ask_with(allow_only, &[]);
+    assert!(stdout.contains("chose cancelled"), "{stdout}");
+}

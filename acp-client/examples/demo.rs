@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use acp_client::fs::SandboxedFs;
 use acp_client::negotiate::NegotiateOptions;
+use acp_client::permission::{PermissionPolicy, choose_permission};
 use acp_client::process::{AgentCommand, AgentProcess, ProcessError};
 use acp_client::terminal::{TerminalDecision, TerminalRequest, Terminals};
 use acp_client::{Client, Config, Dialect, Error, PromptEvent, async_trait};
@@ -70,27 +71,21 @@ impl Client for DemoClient {
             .title
             .clone()
             .unwrap_or_else(|| p.tool_call.tool_call_id.0.clone());
-        let choice = p
-            .options
-            .iter()
-            .find(|o| {
-                matches!(
-                    o.kind,
-                    PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways
-                )
-            })
-            .or(p.options.first());
-        let outcome = match choice {
-            Some(option) => {
-                println!(
-                    "  ? permission for \"{title}\": answering \"{}\"",
-                    option.name
-                );
-                RequestPermissionOutcome::selected(option.option_id.clone())
-            }
-            None => RequestPermissionOutcome::Cancelled,
-        };
-        Ok(RequestPermissionResponse::new(outcome))
+        // The one action only: never an "always" option, whatever the options' order.
+        let choice = choose_permission(&p.options, PermissionPolicy::AllowOnce);
+        match choice.option {
+            Some(i) => println!(
+                "  ? permission for \"{title}\": answering \"{}\"{}",
+                p.options[i].name,
+                if choice.no_allow_offered {
+                    " (the agent offers no one-time allow)"
+                } else {
+                    ""
+                }
+            ),
+            None => println!("  ? permission for \"{title}\": cancelled (no option fits)"),
+        }
+        Ok(RequestPermissionResponse::new(choice.outcome(&p.options)))
     }
 
     async fn read_text_file(&self, p: ReadTextFileRequest) -> Result<ReadTextFileResponse, Error> {

@@ -19,6 +19,9 @@
 //! * [`restart::SupervisedAgent`] (feature `process`): an agent process that is respawned
 //!   when it dies, with its sessions resumed or loaded again (opt-in; the retry table of
 //!   [`restart::RestartPolicy`]).
+//! * [`permission::choose_permission`]: the option a policy (allow once, allow always,
+//!   refuse) answers a permission request with, picked by kind, never by place: scripts and
+//!   demo clients never grant more than they were asked to.
 //! * Building blocks for a [`Client`] impl: [`fs::SandboxedFs`] (files restricted to root
 //!   directories, opened through directory handles) and [`terminal::Terminals`] (feature
 //!   `process`; runs only what [`Client::approve_terminal`] allows).
@@ -56,6 +59,7 @@ pub mod fs;
 pub mod handle;
 pub mod legacy;
 pub mod negotiate;
+pub mod permission;
 #[cfg(feature = "process")]
 pub mod process;
 #[cfg(feature = "process")]

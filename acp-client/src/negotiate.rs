@@ -101,8 +101,12 @@ pub enum ProbeOutcome {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NegotiationError {
-    /// The agent answered with a dialect or version that is not accepted.
-    #[error("the agent speaks {speaks}, which this client does not accept (it accepts {accepted})")]
+    /// The agent answered with a dialect or version that is not accepted (Claude's agent,
+    /// offered a version it does not know, answers `2` with a v2-shaped result).
+    #[error(
+        "the agent answered {speaks}, which we did not offer (we offered {})",
+        offered(.accepted)
+    )]
     Unaccepted {
         /// What the agent speaks, as it said it (`v1`, `legacy-0.0.9`, `0.0.10`...).
         speaks: String,
@@ -144,6 +148,23 @@ pub enum NegotiationError {
 fn tried(outcomes: &[(Dialect, ProbeOutcome)]) -> String {
     let each: Vec<_> = outcomes.iter().map(|(d, o)| format!("{d}: {o}")).collect();
     each.join("; ")
+}
+
+/// What the client offered, for an error: v1 as `protocol version 1` (the number the agent
+/// answers with), the legacy dialects by name.
+fn offered(accepted: &DialectList) -> String {
+    if accepted.0.is_empty() {
+        return "nothing".into();
+    }
+    let each: Vec<String> = accepted
+        .0
+        .iter()
+        .map(|d| match d {
+            Dialect::V1 => "protocol version 1".to_owned(),
+            other => other.name().to_owned(),
+        })
+        .collect();
+    each.join(", ")
 }
 
 /// A list of dialects, displayed comma-separated.

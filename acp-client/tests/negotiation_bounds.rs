@@ -174,6 +174,34 @@ async fn the_deadline_shares_itself_among_the_probes_of_a_quick_timeout() {
     assert_eq!(tried.len(), 5);
 }
 
+/// Issue 32: offered protocol version 65535, Claude's agent answers `2` with a v2-shaped
+/// result. A client that offered only 1 says plainly that the agent answered a version it did
+/// not offer, and which one it offered.
+#[tokio::test]
+async fn an_agent_answering_a_version_we_did_not_offer_is_named_in_the_error() {
+    let (r, w) = scripted_agent(|msg| {
+        vec![
+            json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                "protocolVersion": 2,
+                "agent": {"name": "claude-code", "version": "2.0.0"},
+                "capabilities": {"sessions": {"load": true}, "prompt": {"image": true}},
+                "auth": {"methods": []}
+            }})
+            .to_string(),
+        ]
+    });
+    let options = NegotiateOptions::new(init()).with_dialects(vec![Dialect::V1]);
+    let error = connect(Quiet, r, w, options).await.unwrap_err();
+    assert!(
+        matches!(error, NegotiationError::Unaccepted { .. }),
+        "{error}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "the agent answered protocol version 2, which we did not offer (we offered protocol version 1)"
+    );
+}
+
 #[tokio::test]
 async fn an_agent_answering_a_version_other_than_1_is_not_taken_for_v1() {
     for version in [json!(2), json!(0), json!(99)] {
@@ -194,7 +222,7 @@ async fn an_agent_answering_a_version_other_than_1_is_not_taken_for_v1() {
         assert_eq!(
             error.to_string(),
             format!(
-                "the agent speaks protocol version {version}, which this client does not accept (it accepts v1, legacy-0.0.9, threads, probe, crow)"
+                "the agent answered protocol version {version}, which we did not offer (we offered protocol version 1, legacy-0.0.9, threads, probe, crow)"
             )
         );
     }

@@ -388,7 +388,7 @@ async fn a_newer_0_0_x_agent_and_a_hang_up_are_clear_errors() {
         .unwrap_err();
     assert_eq!(
         error.to_string(),
-        "the agent speaks protocol version \"0.0.10\", which this client does not accept (it accepts v1, legacy-0.0.9, threads, probe, crow)"
+        "the agent answered protocol version \"0.0.10\", which we did not offer (we offered protocol version 1, legacy-0.0.9, threads, probe, crow)"
     );
 
     let (ours, theirs) = tokio::io::duplex(1024);

@@ -9,7 +9,8 @@
 //! title changes, and `updatedAt`. It then serves `session/load` (the history replayed as
 //! `session/update`s before the answer), `session/resume` (no replay), `session/list` (cursor
 //! pages, filtered by `cwd`), `session/close` (frees what the connection holds) and
-//! `session/delete` (removes it from the store), and advertises `loadSession` and those
+//! `session/delete` (removes it from the store; a session it does not have is deleted
+//! silently, as the spec asks), and advertises `loadSession` and those
 //! session capabilities in `initialize`. An [`crate::Agent`] that implements one of these
 //! methods itself keeps it: the store answers only where the agent's method answers "method
 //! not found" (the trait default).

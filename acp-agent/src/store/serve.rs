@@ -169,6 +169,8 @@ pub(crate) async fn close<A: Agent>(
 }
 
 /// `session/delete`: removed from the store (also after an agent's own delete succeeded).
+/// A session the store does not have (never created, or already deleted) is no error: the
+/// spec says such a delete SHOULD succeed silently, so a retried delete is harmless.
 pub(crate) async fn delete<A: Agent>(
     agent: &A,
     params: DeleteSessionRequest,
@@ -177,8 +179,7 @@ pub(crate) async fn delete<A: Agent>(
 ) -> Result<DeleteSessionResponse, Error> {
     let id = params.session_id.clone();
     let result = agent.delete_session(params, cx).await;
-    let defaulted = defaulted(&result);
-    let response = if defaulted {
+    let response = if defaulted(&result) {
         DeleteSessionResponse::new()
     } else {
         result?
@@ -186,7 +187,7 @@ pub(crate) async fn delete<A: Agent>(
     recorder.forget(&id);
     match recorder.store.delete(&id).await {
         Ok(()) => Ok(response),
-        Err(StoreError::NotFound(_)) if !defaulted => Ok(response),
+        Err(StoreError::NotFound(_)) => Ok(response),
         Err(e) => Err(e.into()),
     }
 }

@@ -1,5 +1,6 @@
 //! Cancellation: `session/cancel` ends a turn with `cancelled`, `$/cancel_request` gets the
-//! request answered, each within the cancel bound.
+//! request answered (with -32800 or its normal result; it is optional), each within the
+//! cancel bound.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -111,9 +112,19 @@ async fn session_cancel(run: &mut Run<'_>) -> Outcome {
     }
 }
 
+/// `cancel.cancel_request`. `$/cancel_request` is optional: an agent may answer the withdrawn
+/// request with `-32800` or with its normal result (the turn's stop reason). An agent that
+/// does not implement it keeps the turn going; after the bound the kit sends `session/cancel`,
+/// and a turn that then ends is a skip with that reason. Anything else fails: another error,
+/// a result that is not a prompt's, or no answer even after the `session/cancel`.
 async fn cancel_request(run: &mut Run<'_>) -> Outcome {
     let text = run.options.script.hold.clone();
-    let Started { conn, id, rx, .. } = match start_turn(run, &text).await {
+    let Started {
+        conn,
+        session,
+        id,
+        rx,
+    } = match start_turn(run, &text).await {
         Ok(started) => started,
         Err(outcome) => return outcome,
     };
@@ -126,16 +137,89 @@ async fn cancel_request(run: &mut Run<'_>) -> Outcome {
     {
         return Outcome::fail(format!("could not send $/cancel_request: {e}"));
     }
-    let reply = conn.wire.wait(id, rx, run.options.bounds.cancel).await;
-    let after = millis(cancelled_at.elapsed());
-    match reply {
-        Ok(r) => Outcome::pass(format!(
-            "answered with {} {after} ms after $/cancel_request",
-            r.describe()
-        )),
+    let bound = run.options.bounds.cancel;
+    let (reply, rx) = match conn.wire.wait_keeping(rx, bound).await {
+        Ok(reply) => (Some(reply), None),
+        Err(rx) => (None, Some(rx)),
+    };
+    if let Some(reply) = reply {
+        let after = millis(cancelled_at.elapsed());
+        return match withdrawn_answer(&reply) {
+            Answer::Cancelled(how) => Outcome::pass(format!(
+                "answered with {how} {after} ms after $/cancel_request"
+            )),
+            Answer::Normal(stop) => Outcome::skip(format!(
+                "the agent does not implement `$/cancel_request` (optional): it answered the withdrawn prompt with its normal result, stopReason {stop}, {after} ms later"
+            )),
+            Answer::Wrong => Outcome::fail(format!(
+                "the withdrawn prompt was answered with {} (expected -32800 or the prompt's normal result)",
+                reply.describe()
+            )),
+        };
+    }
+    // No answer within the bound: end the turn the way every agent must support.
+    let Some(rx) = rx else {
+        return Outcome::fail("no answer and no way to wait for one");
+    };
+    if let Err(e) = conn
+        .wire
+        .notify(
+            "session/cancel",
+            to_value(&CancelNotification::new(session.as_str())),
+        )
+        .await
+    {
+        return Outcome::fail(format!(
+            "no answer within {} ms of $/cancel_request, and session/cancel could not be sent: {e}",
+            millis(bound)
+        ));
+    }
+    match conn.wire.wait(id, rx, bound).await {
+        Ok(reply) => match withdrawn_answer(&reply) {
+            Answer::Cancelled(how) | Answer::Normal(how) => Outcome::skip(format!(
+                "the agent does not implement `$/cancel_request` (optional): no answer within {} ms of it; the turn ended ({how}) at the session/cancel sent after",
+                millis(bound)
+            )),
+            Answer::Wrong => Outcome::fail(format!(
+                "no answer within {} ms of $/cancel_request; after session/cancel the prompt was answered with {}",
+                millis(bound),
+                reply.describe()
+            )),
+        },
         Err(e) => {
             broke(&conn, &e);
-            Outcome::fail(format!("the prompt whose request was cancelled: {e}"))
+            Outcome::fail(format!(
+                "the prompt whose request was cancelled, then the session cancelled: {e}"
+            ))
         }
+    }
+}
+
+/// How a withdrawn prompt was answered.
+enum Answer {
+    /// `-32800`, or the turn stopped `cancelled`: the agent acted on the cancellation.
+    Cancelled(String),
+    /// The prompt's normal result with another stop reason (the agent ignored it).
+    Normal(String),
+    /// Anything else: another error, or a result without a stop reason.
+    Wrong,
+}
+
+fn withdrawn_answer(reply: &Reply) -> Answer {
+    if let Some((code, _)) = reply.error() {
+        return if code == -32800 {
+            Answer::Cancelled("-32800".into())
+        } else {
+            Answer::Wrong
+        };
+    }
+    match reply
+        .result()
+        .and_then(|r| r.get("stopReason"))
+        .and_then(Value::as_str)
+    {
+        Some("cancelled") => Answer::Cancelled("stopReason cancelled".into()),
+        Some(stop) => Answer::Normal(stop.to_owned()),
+        None => Answer::Wrong,
     }
 }

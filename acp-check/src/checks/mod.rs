@@ -70,7 +70,7 @@ pub const CHECKS: &[CheckInfo] = &[
     },
     CheckInfo {
         name: "prompt.no_late_updates",
-        meaning: "no `session/update` of a turn arrives after the turn's answer",
+        meaning: "no turn content (message, thought and user chunks, tool calls and their updates, plans) arrives after the turn's answer; session metadata (commands, title, mode, config options, usage) may arrive at any time",
     },
     CheckInfo {
         name: "prompt.stop_reason",
@@ -110,7 +110,7 @@ pub const CHECKS: &[CheckInfo] = &[
     },
     CheckInfo {
         name: "sessions.load",
-        meaning: "with `loadSession`: `session/load` replays the history before its answer and nothing after",
+        meaning: "with `loadSession`: `session/load` replays the history before its answer and no turn content after it (session metadata may arrive at any time)",
     },
     CheckInfo {
         name: "cancel.session_cancel",
@@ -118,7 +118,7 @@ pub const CHECKS: &[CheckInfo] = &[
     },
     CheckInfo {
         name: "cancel.cancel_request",
-        meaning: "`$/cancel_request` for a running prompt gets the request answered within the bound",
+        meaning: "`$/cancel_request` for a running prompt gets the request answered within the bound, with -32800 or its normal result (skipped when the agent does not implement it: the prompt ends only at the `session/cancel` that follows; a hang fails)",
     },
     CheckInfo {
         name: "robustness.unknown_method",
@@ -142,7 +142,7 @@ pub const CHECKS: &[CheckInfo] = &[
     },
     CheckInfo {
         name: "prompt.no_early_updates",
-        meaning: "no `session/update` for a session arrives before the answer that created it",
+        meaning: "no turn content for a session arrives before the answer that created it (session metadata may arrive at any time)",
     },
     CheckInfo {
         name: "schema.agent_messages",
@@ -495,7 +495,8 @@ impl<'a> Run<'a> {
     }
 }
 
-/// A measured time against its bound: `N ms (note), bound B ms` or `..., over the bound`.
+/// A measured time against its bound: `N ms (note), bound B ms`, or a timing miss `...,
+/// over the bound`.
 pub(crate) fn within(measured: Duration, bound: Duration, note: &str) -> Outcome {
     let note = if note.is_empty() {
         String::new()
@@ -506,7 +507,7 @@ pub(crate) fn within(measured: Duration, bound: Duration, note: &str) -> Outcome
     if measured <= bound {
         Outcome::pass(format!("{text}, bound {} ms", millis(bound)))
     } else {
-        Outcome::fail(format!("{text}, over the bound of {} ms", millis(bound)))
+        Outcome::timing_miss(format!("{text}, over the bound of {} ms", millis(bound)))
     }
 }
 
@@ -541,6 +542,32 @@ pub(crate) fn agent_lines_since(conn: &Conn, from: u64) -> Vec<Entry> {
             .cloned()
             .collect()
     })
+}
+
+/// The `session/update` kinds that are a turn's content: only these count as early or late.
+/// Session metadata (`available_commands_update`, `session_info_update`,
+/// `current_mode_update`, `config_option_update`, `usage_update`, and kinds the kit does not
+/// know) describes the session, not a turn, and may arrive at any time.
+const TURN_CONTENT: &[&str] = &[
+    "user_message_chunk",
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "tool_call",
+    "tool_call_update",
+    "plan",
+];
+
+/// Whether an update of kind `kind` (its `sessionUpdate`) is turn content ([`TURN_CONTENT`]).
+pub(crate) fn is_turn_content(kind: Option<&str>) -> bool {
+    kind.is_some_and(|k| TURN_CONTENT.contains(&k))
+}
+
+/// Whether `entry` is a `session/update` carrying turn content.
+pub(crate) fn carries_turn_content(entry: &Entry) -> bool {
+    match &entry.kind {
+        Kind::Notification { update, .. } => is_turn_content(update.as_deref()),
+        _ => false,
+    }
 }
 
 /// `session/update`s in `lines`, with their session ids.

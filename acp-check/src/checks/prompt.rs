@@ -109,9 +109,12 @@ pub(crate) fn session_ids(turns: &[Turn], session: &str) -> Outcome {
 
 fn no_late_updates(turns: &[Turn], session: &str) -> Outcome {
     for t in turns {
-        if let Some((e, _)) = updates(&t.after).find(|(_, id)| *id == Some(session)) {
+        // Session metadata (commands, a title...) may come at any time; turn content may not.
+        if let Some((e, _)) =
+            updates(&t.after).find(|(e, id)| *id == Some(session) && super::carries_turn_content(e))
+        {
             return Outcome::fail(format!(
-                "an update arrived after the turn's answer: {}",
+                "turn content arrived after the turn's answer: {}",
                 e.evidence()
             ));
         }
@@ -120,7 +123,7 @@ fn no_late_updates(turns: &[Turn], session: &str) -> Outcome {
         return Outcome::skip("no turn was answered");
     }
     Outcome::pass(format!(
-        "none within {} ms of each of {} answers",
+        "no turn content within {} ms of each of {} answers",
         GRACE.as_millis(),
         turns.len()
     ))

@@ -200,13 +200,24 @@ pub async fn run(cwd: PathBuf, command: Vec<OsString>) -> Result<(), Box<dyn std
                     o_perm.event(json!({"event": "permission", "turn": turn, "toolCallId": request.tool_call.tool_call_id, "outcome": "cancelled"}));
                     return responder.respond(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled));
                 }
-                let want = if request.tool_call.fields.kind == Some(ToolKind::Delete) {
-                    PermissionOptionKind::RejectOnce
-                } else {
-                    PermissionOptionKind::AllowOnce
-                };
-                let Some(option) = request.options.iter().find(|o| o.kind == want).or(request.options.first()) else {
+                // acp_client::permission's rule, on the official crate's types: refuse a
+                // delete (reject_once, else reject_always), allow anything else once (never an
+                // "always" option; refused when there is no one-time allow).
+                if request.options.is_empty() {
                     return responder.respond_with_error(Error::invalid_params());
+                }
+                let find = |kind: PermissionOptionKind| request.options.iter().find(|o| o.kind == kind);
+                let allow = if request.tool_call.fields.kind == Some(ToolKind::Delete) {
+                    None
+                } else {
+                    find(PermissionOptionKind::AllowOnce)
+                };
+                let Some(option) = allow
+                    .or_else(|| find(PermissionOptionKind::RejectOnce))
+                    .or_else(|| find(PermissionOptionKind::RejectAlways))
+                else {
+                    o_perm.event(json!({"event": "permission", "turn": turn, "toolCallId": request.tool_call.tool_call_id, "outcome": "cancelled"}));
+                    return responder.respond(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled));
                 };
                 o_perm.event(json!({"event": "permission", "turn": turn, "toolCallId": request.tool_call.tool_call_id, "outcome": "selected", "optionId": option.option_id}));
                 responder.respond(RequestPermissionResponse::new(RequestPermissionOutcome::Selected(

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use acp_client::fs::SandboxedFs;
+use acp_client::permission::{PermissionPolicy, choose_permission};
 use acp_client::process::{AgentCommand, AgentProcess};
 use acp_client::terminal::{TerminalDecision, TerminalRequest, Terminals};
 use acp_client::{AgentHandle, Client, ClientConnection, Config, Error, async_trait};
@@ -87,21 +88,21 @@ impl Client for OursClient {
                 RequestPermissionOutcome::Cancelled,
             ));
         }
-        let want = if p.tool_call.kind == Some(ToolKind::Delete) {
-            PermissionOptionKind::RejectOnce
+        if p.options.is_empty() {
+            return Err(Error::invalid_params("no permission options"));
+        }
+        // Refuse a delete, allow anything else once; never an "always" option.
+        let policy = if p.tool_call.kind == Some(ToolKind::Delete) {
+            PermissionPolicy::Refuse
         } else {
-            PermissionOptionKind::AllowOnce
+            PermissionPolicy::AllowOnce
         };
-        let option = p
-            .options
-            .iter()
-            .find(|o| o.kind == want)
-            .or(p.options.first())
-            .ok_or_else(|| Error::invalid_params("no permission options"))?;
-        self.out.event(json!({"event": "permission", "turn": turn, "toolCallId": p.tool_call.tool_call_id, "outcome": "selected", "optionId": option.option_id}));
-        Ok(RequestPermissionResponse::new(
-            RequestPermissionOutcome::selected(option.option_id.clone()),
-        ))
+        let choice = choose_permission(&p.options, policy);
+        match choice.option {
+            Some(i) => self.out.event(json!({"event": "permission", "turn": turn, "toolCallId": p.tool_call.tool_call_id, "outcome": "selected", "optionId": p.options[i].option_id})),
+            None => self.out.event(json!({"event": "permission", "turn": turn, "toolCallId": p.tool_call.tool_call_id, "outcome": "cancelled"})),
+        }
+        Ok(RequestPermissionResponse::new(choice.outcome(&p.options)))
     }
 
     async fn read_text_file(&self, p: ReadTextFileRequest) -> Result<ReadTextFileResponse, Error> {
