@@ -100,6 +100,8 @@ pub(crate) enum Kind {
         method: String,
         /// Its `params.sessionId`, if any.
         session: Option<String>,
+        /// `session/request_permission`: the `toolCall.toolCallId` it asks about.
+        tool_call: Option<String>,
     },
     Notification {
         method: String,
@@ -628,13 +630,15 @@ fn kind_of(message: &Value) -> Kind {
         v.as_str().map(str::to_owned)
     };
     match (message.get("method").and_then(Value::as_str), id) {
-        (Some(method), Some(id)) => Kind::Request {
-            id,
-            method: method.to_owned(),
-            session: message
-                .get("params")
-                .and_then(|p| str_at(p, &["sessionId"])),
-        },
+        (Some(method), Some(id)) => {
+            let params = message.get("params").unwrap_or(&Value::Null);
+            Kind::Request {
+                id,
+                method: method.to_owned(),
+                session: str_at(params, &["sessionId"]),
+                tool_call: str_at(params, &["toolCall", "toolCallId"]),
+            }
+        }
         (Some(method), None) => {
             let params = message.get("params").unwrap_or(&Value::Null);
             Kind::Notification {

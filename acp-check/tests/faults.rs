@@ -62,6 +62,12 @@ enum Fault {
     MetadataAtAnyTime,
     /// No `$/cancel_request` (it is optional): the kit's line never reaches the agent.
     NoCancelRequest,
+    /// During a turn, metadata (a title) for another session of the connection, as a real
+    /// agent's late command list for a session an earlier check opened.
+    MetadataForOtherSession,
+    /// A tool call first named by the permission request about it, then updated (gemini-cli
+    /// asks before it starts a call that needs confirmation).
+    ToolCallAskedFirst,
     // And a fault that looks like the last: turn content after the `session/load` answer.
     ContentAfterLoad,
 }
@@ -330,6 +336,25 @@ impl Agent for Probe {
             return Ok(PromptResponse::new(StopReason::EndTurn));
         }
         s.thought_chunk("reading the file").await?;
+        if first_turn && self.is(Fault::MetadataForOtherSession) {
+            cx.client().send_update("elsewhere", metadata(1)).await?;
+        }
+        if first_turn && self.is(Fault::ToolCallAskedFirst) {
+            let options = vec![PermissionOption::new(
+                "go",
+                "Go",
+                PermissionOptionKind::AllowOnce,
+            )];
+            let _ = s
+                .request_permission(ToolCallUpdate::new("asked-first"), options)
+                .await?;
+            s.send(
+                ToolCallUpdate::new("asked-first")
+                    .status(ToolCallStatus::Completed)
+                    .into(),
+            )
+            .await?;
+        }
         if first_turn && self.is(Fault::UpdateForOtherSession) {
             cx.client()
                 .send_update(
@@ -696,6 +721,28 @@ async fn session_metadata_at_any_time_fails_no_check() {
             "{name}:\n{}",
             report.table(None)
         );
+    }
+}
+
+/// Issue 32, found running the kit against real agents: metadata for another session of the
+/// connection during a turn (qwen-code's late command list), and a tool call first named by
+/// the permission request about it (gemini-cli), are what the protocol allows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_for_another_session_and_tool_calls_named_by_a_question_fail_no_check() {
+    for fault in [Fault::MetadataForOtherSession, Fault::ToolCallAskedFirst] {
+        let report = grade(fault).await;
+        assert!(
+            report.failures().is_empty(),
+            "{fault:?}:\n{}",
+            report.table(None)
+        );
+        for name in ["prompt.session_ids", "prompt.tool_call_ids"] {
+            assert!(
+                report.get(name).unwrap().outcome.is_pass(),
+                "{fault:?} {name}:\n{}",
+                report.table(None)
+            );
+        }
     }
 }
 

@@ -66,7 +66,7 @@ pub const CHECKS: &[CheckInfo] = &[
     },
     CheckInfo {
         name: "prompt.session_ids",
-        meaning: "every `session/update` during a turn belongs to the prompt's session",
+        meaning: "every `session/update` of turn content during a turn belongs to the prompt's session; session metadata for another session of the connection may come at any time",
     },
     CheckInfo {
         name: "prompt.no_late_updates",
@@ -78,7 +78,7 @@ pub const CHECKS: &[CheckInfo] = &[
     },
     CheckInfo {
         name: "prompt.tool_call_ids",
-        meaning: "tool call ids are unique per session and every `tool_call_update` names a known one",
+        meaning: "tool call ids are unique per session and every `tool_call_update` names one a `tool_call` started or a `session/request_permission` asked about",
     },
     CheckInfo {
         name: "sessions.separate",
