@@ -54,7 +54,7 @@ pub(super) struct Term {
     /// A question is waiting for its answer: no spinner over its prompt.
     pub(super) asking: bool,
     /// Set while the user edits the prompt line: output is held back meanwhile (see
-    /// [`Screen::hold_while_editing`]).
+    /// [`Screen::hold_while_editing`](super::Screen::hold_while_editing)).
     pub(super) editing: Option<Arc<AtomicBool>>,
     /// Output being collected while the prompt line is edited.
     pub(super) capture: Option<Vec<u8>>,
