@@ -1,49 +1,25 @@
-//! `acp chat` and `acp sessions`: connecting to an agent (the built-in one in process, or a
-//! command as a child process), the interactive loop, one scripted turn, and session lists.
+//! `acp chat`: the interactive loop and one scripted turn, on a [`Link`] to the agent
+//! (`crate::link`).
 
-use std::ffi::OsString;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use acp_client::negotiate::NegotiateOptions;
-use acp_client::process::{AgentCommand, AgentProcess};
-use acp_client::{AgentHandle, ClientConnection, Dialect};
 use acp_types::v1::*;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::attach;
-use crate::builtin::BuiltinAgent;
 use crate::client::{Answerer, CliClient, SessionView};
 use crate::input::{Answer, ArgumentChoices, CommandList, Keyboard, LineKind};
 use crate::offers::ModelChoice;
 use crate::proto;
 use crate::view::{JsonEvents, Screen, View};
 
+pub use crate::link::{AgentSpec, open_store, working_directory};
+use crate::link::{Link, connect};
+
 /// Exit status of a failed run (the agent could not be started, the turn errored).
 pub const EXIT_FAILED: i32 = 1;
-
-/// How to reach the agent.
-#[derive(Clone, Debug)]
-pub struct AgentSpec {
-    /// The agent's command line; empty for the built-in agent.
-    pub command: Vec<OsString>,
-    /// Dialects to offer, in order (all compiled ones when empty).
-    pub dialects: Vec<Dialect>,
-    /// How long each dialect probe waits for the agent's answer.
-    pub timeout: Duration,
-    /// The working directory of the session (and of the agent process).
-    pub cwd: PathBuf,
-    /// The built-in agent's session store directory.
-    pub store: Option<PathBuf>,
-}
-
-/// Opens (creating it if needed) the built-in agent's session store.
-pub fn open_store(dir: &Path) -> Result<acp_agent::store::JsonlStore, String> {
-    acp_agent::store::JsonlStore::open(dir)
-        .map_err(|e| format!("the session store {}: {e}", dir.display()))
-}
 
 /// What `acp chat` was asked to do.
 #[derive(Clone, Debug)]
@@ -58,117 +34,6 @@ pub struct ChatRequest {
     pub load: Option<String>,
     /// Without a keyboard: what to grant of what the agent asks.
     pub allow: acp_client::permission::PermissionPolicy,
-}
-
-/// The running agent: its connection, its handshake answer, and what keeps it alive.
-pub struct Link {
-    /// The v1 connection.
-    pub connection: ClientConnection,
-    /// The agent's `initialize` answer.
-    pub init: InitializeResponse,
-    /// The dialect spoken.
-    pub dialect: Dialect,
-    process: Option<AgentProcess>,
-    builtin: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl Link {
-    /// The agent handle.
-    pub fn agent(&self) -> &AgentHandle {
-        self.connection.agent()
-    }
-
-    /// Why the agent went away, if it did: its exit status and stderr tail.
-    async fn death(&mut self) -> Option<String> {
-        let process = self.process.as_mut()?;
-        let exited = tokio::time::timeout(Duration::from_secs(2), process.wait_exit())
-            .await
-            .ok()?;
-        Some(exited.to_string())
-    }
-
-    /// Closes the connection and ends the agent (politely, then by force).
-    pub async fn shutdown(mut self) {
-        self.connection.close();
-        if let Some(process) = self.process.take() {
-            let _ = process.shutdown(Duration::from_secs(2)).await;
-        }
-        if let Some(task) = self.builtin.take() {
-            task.abort();
-        }
-    }
-}
-
-/// Starts the agent (built-in or a child process) and negotiates a dialect with it.
-pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String> {
-    let mut options = NegotiateOptions::new(proto::initialize_request()).with_timeout(spec.timeout);
-    if !spec.dialects.is_empty() {
-        options = options.with_dialects(spec.dialects.clone());
-    }
-    let Some((program, args)) = spec.command.split_first() else {
-        let (client_side, agent_side) = tokio::io::duplex(1 << 20);
-        let (agent_read, agent_write) = tokio::io::split(agent_side);
-        let mut agent_options = acp_agent::negotiate::NegotiateOptions::default();
-        if !spec.dialects.is_empty() {
-            agent_options = agent_options.with_dialects(spec.dialects.clone());
-        }
-        let agent = match &spec.store {
-            Some(dir) => {
-                agent_options = agent_options.with_store(open_store(dir)?);
-                BuiltinAgent::with_store()
-            }
-            None => BuiltinAgent::default(),
-        };
-        let builtin = tokio::spawn(async move {
-            match acp_agent::negotiate::serve(agent, agent_read, agent_write, agent_options).await {
-                Ok(conn) => {
-                    conn.closed().await;
-                }
-                Err(e) => tracing::error!("built-in agent: {e}"),
-            }
-        });
-        let (read, write) = tokio::io::split(client_side);
-        let negotiated = acp_client::negotiate::connect(client, read, write, options)
-            .await
-            .map_err(|e| format!("the built-in agent: {e}"))?;
-        return Ok(Link {
-            dialect: negotiated.dialect,
-            connection: negotiated.connection,
-            init: negotiated.initialize,
-            process: None,
-            builtin: Some(builtin),
-        });
-    };
-    let command = AgentCommand::new(program).args(args).cwd(&spec.cwd);
-    let mut process = AgentProcess::spawn(&command).map_err(|e| e.to_string())?;
-    match process.negotiate(client, options).await {
-        Ok(negotiated) => Ok(Link {
-            dialect: negotiated.dialect,
-            connection: negotiated.connection,
-            init: negotiated.initialize,
-            process: Some(process),
-            builtin: None,
-        }),
-        Err(error) => {
-            // An agent that answered with a version we did not offer: that answer is the
-            // reason (it exits only because we hung up).
-            if let acp_client::process::ProcessError::Negotiation { error: e, .. } = &error
-                && matches!(
-                    **e,
-                    acp_client::negotiate::NegotiationError::Unaccepted { .. }
-                )
-            {
-                return Err(error.to_string());
-            }
-            // An agent that died says more by its exit than by the failed handshake.
-            let exited =
-                tokio::time::timeout(Duration::from_millis(500), process.wait_exit()).await;
-            Err(match exited {
-                Ok(exit) => exit.to_string(),
-                Err(_) => error.to_string(),
-            })
-        }
-    }
 }
 
 /// The exit status for a stop reason: 0 for `end_turn`, 130 for `cancelled` (as for
@@ -660,98 +525,4 @@ async fn run_with(
     };
     chat.link.shutdown().await;
     Ok(status)
-}
-
-/// `acp sessions`: lists the agent's sessions (every page); returns the exit status.
-pub async fn sessions(spec: AgentSpec) -> i32 {
-    let view: Arc<dyn View> = Arc::new(Screen::stdout());
-    let client = match CliClient::new(
-        view.clone(),
-        Answerer::Policy {
-            allow: acp_client::permission::PermissionPolicy::Refuse,
-        },
-        Arc::default(),
-        Arc::default(),
-        &spec.cwd,
-    ) {
-        Ok(client) => client,
-        Err(e) => {
-            view.error(&e);
-            return EXIT_FAILED;
-        }
-    };
-    let link = match connect(&spec, client).await {
-        Ok(link) => link,
-        Err(e) => {
-            view.error(e.lines().next().unwrap_or("failed"));
-            return EXIT_FAILED;
-        }
-    };
-    if link
-        .init
-        .agent_capabilities
-        .session_capabilities
-        .list
-        .is_none()
-    {
-        view.error("the agent does not list its sessions (no sessionCapabilities.list)");
-        link.shutdown().await;
-        return EXIT_FAILED;
-    }
-    let mut cursor = None;
-    let mut count = 0usize;
-    // A bound on pages: an agent that hands out cursors forever must not keep us here.
-    for _ in 0..1000 {
-        match link
-            .agent()
-            .list_sessions(proto::list_sessions_request(cursor.take()))
-            .await
-        {
-            Ok(page) => {
-                for s in &page.sessions {
-                    count += 1;
-                    // A closed stdout (`| head`) ends the listing, not the program.
-                    if writeln!(std::io::stdout(), "{}", session_line(s)).is_err() {
-                        link.shutdown().await;
-                        return 0;
-                    }
-                }
-                match page.next_cursor {
-                    Some(next) => cursor = Some(next),
-                    None => break,
-                }
-            }
-            Err(e) => {
-                view.error(&format!("session/list failed: {}", e.message));
-                link.shutdown().await;
-                return EXIT_FAILED;
-            }
-        }
-    }
-    if count == 0 {
-        view.info("no sessions");
-    }
-    link.shutdown().await;
-    0
-}
-
-/// One session as a line: id, working directory, title, last update.
-fn session_line(s: &SessionInfo) -> String {
-    let safe = |t: &str| crate::sanitize::terminal_safe(t).replace(['\n', '\t'], " ");
-    format!(
-        "{}\t{}\t{}\t{}",
-        safe(&s.session_id.0),
-        safe(&s.cwd),
-        s.title.as_deref().map(safe).unwrap_or_default(),
-        s.updated_at.as_deref().map(safe).unwrap_or_default()
-    )
-}
-
-/// The working directory: `--cwd` or the current one, made absolute.
-pub fn working_directory(cwd: Option<PathBuf>) -> Result<PathBuf, String> {
-    let dir = match cwd {
-        Some(dir) => dir,
-        None => std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?,
-    };
-    std::fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", Path::new(&dir).display()))
 }

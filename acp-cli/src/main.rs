@@ -19,9 +19,11 @@ mod chat;
 mod check;
 mod client;
 mod input;
+mod link;
 mod offers;
 mod proto;
 mod sanitize;
+mod sessions;
 mod trace;
 mod view;
 
@@ -231,7 +233,7 @@ async fn run(cli: Cli) -> i32 {
             .await
         }
         Command::Sessions(args) => match args.spec() {
-            Ok(spec) => chat::sessions(spec).await,
+            Ok(spec) => sessions::sessions(spec).await,
             Err(e) => fail(e),
         },
         Command::Agent(args) => serve_builtin(args.store).await,

@@ -1,0 +1,157 @@
+//! Reaching an agent: where it is ([`AgentSpec`]), starting it (the built-in one in process,
+//! or a command as a child process) and negotiating a dialect ([`connect`]), and the
+//! connection that results ([`Link`]).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use acp_client::negotiate::NegotiateOptions;
+use acp_client::process::{AgentCommand, AgentProcess};
+use acp_client::{AgentHandle, ClientConnection, Dialect};
+use acp_types::v1::*;
+
+use crate::builtin::BuiltinAgent;
+use crate::client::CliClient;
+use crate::proto;
+
+/// How to reach the agent.
+#[derive(Clone, Debug)]
+pub struct AgentSpec {
+    /// The agent's command line; empty for the built-in agent.
+    pub command: Vec<OsString>,
+    /// Dialects to offer, in order (all compiled ones when empty).
+    pub dialects: Vec<Dialect>,
+    /// How long each dialect probe waits for the agent's answer.
+    pub timeout: Duration,
+    /// The working directory of the session (and of the agent process).
+    pub cwd: PathBuf,
+    /// The built-in agent's session store directory.
+    pub store: Option<PathBuf>,
+}
+
+/// Opens (creating it if needed) the built-in agent's session store.
+pub fn open_store(dir: &Path) -> Result<acp_agent::store::JsonlStore, String> {
+    acp_agent::store::JsonlStore::open(dir)
+        .map_err(|e| format!("the session store {}: {e}", dir.display()))
+}
+
+/// The running agent: its connection, its handshake answer, and what keeps it alive.
+pub struct Link {
+    /// The v1 connection.
+    pub connection: ClientConnection,
+    /// The agent's `initialize` answer.
+    pub init: InitializeResponse,
+    /// The dialect spoken.
+    pub dialect: Dialect,
+    process: Option<AgentProcess>,
+    builtin: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Link {
+    /// The agent handle.
+    pub fn agent(&self) -> &AgentHandle {
+        self.connection.agent()
+    }
+
+    /// Why the agent went away, if it did: its exit status and stderr tail.
+    pub(crate) async fn death(&mut self) -> Option<String> {
+        let process = self.process.as_mut()?;
+        let exited = tokio::time::timeout(Duration::from_secs(2), process.wait_exit())
+            .await
+            .ok()?;
+        Some(exited.to_string())
+    }
+
+    /// Closes the connection and ends the agent (politely, then by force).
+    pub async fn shutdown(mut self) {
+        self.connection.close();
+        if let Some(process) = self.process.take() {
+            let _ = process.shutdown(Duration::from_secs(2)).await;
+        }
+        if let Some(task) = self.builtin.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Starts the agent (built-in or a child process) and negotiates a dialect with it.
+pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String> {
+    let mut options = NegotiateOptions::new(proto::initialize_request()).with_timeout(spec.timeout);
+    if !spec.dialects.is_empty() {
+        options = options.with_dialects(spec.dialects.clone());
+    }
+    let Some((program, args)) = spec.command.split_first() else {
+        let (client_side, agent_side) = tokio::io::duplex(1 << 20);
+        let (agent_read, agent_write) = tokio::io::split(agent_side);
+        let mut agent_options = acp_agent::negotiate::NegotiateOptions::default();
+        if !spec.dialects.is_empty() {
+            agent_options = agent_options.with_dialects(spec.dialects.clone());
+        }
+        let agent = match &spec.store {
+            Some(dir) => {
+                agent_options = agent_options.with_store(open_store(dir)?);
+                BuiltinAgent::with_store()
+            }
+            None => BuiltinAgent::default(),
+        };
+        let builtin = tokio::spawn(async move {
+            match acp_agent::negotiate::serve(agent, agent_read, agent_write, agent_options).await {
+                Ok(conn) => {
+                    conn.closed().await;
+                }
+                Err(e) => tracing::error!("built-in agent: {e}"),
+            }
+        });
+        let (read, write) = tokio::io::split(client_side);
+        let negotiated = acp_client::negotiate::connect(client, read, write, options)
+            .await
+            .map_err(|e| format!("the built-in agent: {e}"))?;
+        return Ok(Link {
+            dialect: negotiated.dialect,
+            connection: negotiated.connection,
+            init: negotiated.initialize,
+            process: None,
+            builtin: Some(builtin),
+        });
+    };
+    let command = AgentCommand::new(program).args(args).cwd(&spec.cwd);
+    let mut process = AgentProcess::spawn(&command).map_err(|e| e.to_string())?;
+    match process.negotiate(client, options).await {
+        Ok(negotiated) => Ok(Link {
+            dialect: negotiated.dialect,
+            connection: negotiated.connection,
+            init: negotiated.initialize,
+            process: Some(process),
+            builtin: None,
+        }),
+        Err(error) => {
+            // An agent that answered with a version we did not offer: that answer is the
+            // reason (it exits only because we hung up).
+            if let acp_client::process::ProcessError::Negotiation { error: e, .. } = &error
+                && matches!(
+                    **e,
+                    acp_client::negotiate::NegotiationError::Unaccepted { .. }
+                )
+            {
+                return Err(error.to_string());
+            }
+            // An agent that died says more by its exit than by the failed handshake.
+            let exited =
+                tokio::time::timeout(Duration::from_millis(500), process.wait_exit()).await;
+            Err(match exited {
+                Ok(exit) => exit.to_string(),
+                Err(_) => error.to_string(),
+            })
+        }
+    }
+}
+
+/// The working directory: `--cwd` or the current one, made absolute.
+pub fn working_directory(cwd: Option<PathBuf>) -> Result<PathBuf, String> {
+    let dir = match cwd {
+        Some(dir) => dir,
+        None => std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?,
+    };
+    std::fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", Path::new(&dir).display()))
+}
