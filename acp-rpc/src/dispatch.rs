@@ -15,8 +15,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::error::panic_message;
-use crate::error::{Error, ErrorCode};
+use crate::error::{Error, ErrorCode, panic_message};
 use crate::handler::{Handler, NotificationContext, RequestContext, StartedNotification};
 use crate::message::{Notification, Request, write_response};
 use crate::outgoing::Peer;

@@ -20,8 +20,7 @@ use crate::codec::{Frame, LineCodec};
 use crate::dispatch::{
     NotificationRun, Ordered, RequestTask, notification_done, notification_worker,
 };
-use crate::error::panic_message;
-use crate::error::{CloseReason, Error};
+use crate::error::{CloseReason, Error, panic_message};
 use crate::handler::{Arrival, Handler, NotificationContext, StartedNotification};
 use crate::message::{
     BorrowedResponse, Notification, Parsed, Request, RequestId, parse_line, plain_notification,
