@@ -105,9 +105,17 @@
 //! | a response for an unknown id (malformed ones included) | logged, ignored |
 //! | a malformed response (result and error, neither) to a request of ours | the caller gets the error; `-32600`, `id: null` |
 //!
-//! Local errors: [`ErrorCode::CONNECTION_CLOSED`](crate::ErrorCode::CONNECTION_CLOSED)
-//! (`-32099`) and [`ErrorCode::REQUEST_TIMED_OUT`](crate::ErrorCode::REQUEST_TIMED_OUT)
-//! (`-32098`).
+//! Local errors, made by this crate for the caller and never sent by a peer:
+//! [`ErrorCode::CONNECTION_CLOSED`](crate::ErrorCode::CONNECTION_CLOSED) (`-32099`: the
+//! connection ended before the answer) and
+//! [`ErrorCode::REQUEST_TIMED_OUT`](crate::ErrorCode::REQUEST_TIMED_OUT) (`-32098`: the
+//! call's timeout passed; the peer is sent `$/cancel_request`). A side crate's local refusal
+//! (acp-agent's `CAPABILITY_NOT_ADVERTISED`) uses the code the peer would have answered.
+//!
+//! Which error type a user sees: this [`Error`](crate::Error), everywhere: the result of
+//! every call, what every handler and trait method answers with (acp-agent and acp-client
+//! re-export it as their `Error`). `acp_types::v1::Error` is the schema's error object, data
+//! inside a message (with unknown fields kept); the two convert with `From`.
 //!
 //! # Limits and backpressure
 //!

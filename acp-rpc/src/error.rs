@@ -84,6 +84,27 @@ pub struct Error {
     pub data: Option<Value>,
 }
 
+/// The schema's error object (data inside a message) as the error handlers answer with.
+/// Fields the schema does not name (`extra`) are dropped.
+impl From<acp_types::v1::Error> for Error {
+    fn from(e: acp_types::v1::Error) -> Self {
+        Error {
+            code: ErrorCode(e.code.0),
+            message: e.message,
+            data: e.data,
+        }
+    }
+}
+
+/// An error as the schema's error object, to hold it as data.
+impl From<Error> for acp_types::v1::Error {
+    fn from(e: Error) -> Self {
+        let mut out = acp_types::v1::Error::new(acp_types::v1::ErrorCode(e.code.0), e.message);
+        out.data = e.data;
+        out
+    }
+}
+
 impl Error {
     /// An error with the given code and message and no data.
     pub fn new(code: impl Into<ErrorCode>, message: impl Into<String>) -> Self {
@@ -212,5 +233,21 @@ pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
         s.clone()
     } else {
         "non-string panic payload".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_error_object_and_the_engine_error_convert_both_ways() {
+        let engine = Error::resource_not_found("session not found: s1")
+            .with_data(serde_json::json!({ "sessionId": "s1" }));
+        let object: acp_types::v1::Error = engine.clone().into();
+        assert_eq!(object.code.0, -32002);
+        assert_eq!(object.message, "session not found: s1");
+        assert_eq!(object.data, engine.data);
+        assert_eq!(Error::from(object), engine);
     }
 }

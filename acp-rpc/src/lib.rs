@@ -52,6 +52,7 @@ mod reader;
 mod reply;
 mod state;
 pub mod stdio;
+pub mod sync;
 pub mod tap;
 mod typed;
 mod write_side;

@@ -151,9 +151,7 @@ pub(crate) struct InFlightRequest {
     pub(crate) token: CancellationToken,
 }
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+pub(crate) use crate::sync::lock;
 
 impl Shared {
     /// Ends the connection (first reason wins): fails every pending call at once and

@@ -1,7 +1,7 @@
 //! Typed calls: methods bound to their params and result types by `acp-types`
 //! ([`RequestMethod`]), so a caller names a params value and gets the method's result type.
 
-use acp_types::RequestMethod;
+use acp_types::{NotificationMethod, RequestMethod};
 
 use crate::{CallOptions, Error, Params, Peer};
 
@@ -42,7 +42,21 @@ impl Params {
     /// Reads these params as the request `P`, honouring the method's "`null` params read as
     /// the default" rule (absent params count as `null`). `-32602` names the field.
     pub fn parse_request<P: RequestMethod>(&self) -> Result<P, Error> {
-        if P::PARAMS_NULL_AS_DEFAULT && self.raw().is_none_or(|r| r.get().trim() == "null") {
+        self.parse_or_default(P::PARAMS_NULL_AS_DEFAULT)
+    }
+
+    /// Reads these params as the notification `P`, with the same rule as
+    /// [`Params::parse_request`].
+    pub fn parse_notification<P: NotificationMethod>(&self) -> Result<P, Error> {
+        self.parse_or_default(P::PARAMS_NULL_AS_DEFAULT)
+    }
+
+    /// The one place that says what "`null` params read as the default" means.
+    fn parse_or_default<P: serde::de::DeserializeOwned>(
+        &self,
+        null_as_default: bool,
+    ) -> Result<P, Error> {
+        if null_as_default && self.raw().is_none_or(|r| r.get().trim() == "null") {
             crate::deserialize_params("{}")
         } else {
             self.parse()
