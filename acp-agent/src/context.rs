@@ -5,7 +5,7 @@ use acp_rpc::RequestId;
 use acp_types::v1::{ClientCapabilities, SessionId};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
-use crate::client::ClientHandle;
+use crate::handle::ClientHandle;
 use crate::session::SessionHandle;
 
 /// The context of one incoming request.

@@ -50,10 +50,19 @@
 #![deny(missing_docs)]
 
 mod agent;
-pub mod client;
+/// The handle's old module path, kept for one release: use [`crate::handle`] (or the
+/// items at the crate root).
+#[doc(hidden)]
+pub mod client {
+    pub use crate::handle::{CAPABILITY_NOT_ADVERTISED, ClientHandle};
+}
 mod connection;
 mod context;
 pub mod cookbook;
+mod dispatch;
+#[rustfmt::skip]
+mod generated;
+pub mod handle;
 pub mod legacy;
 pub mod negotiate;
 pub mod session;
@@ -62,9 +71,9 @@ pub mod store;
 mod sync;
 
 pub use agent::Agent;
-pub use client::ClientHandle;
 pub use connection::{AgentConnection, serve, serve_stdio, serve_with, serve_with_store};
 pub use context::{AgentContext, PromptContext};
+pub use handle::{CAPABILITY_NOT_ADVERTISED, ClientHandle};
 pub use session::{SessionHandle, ToolCallHandle};
 
 /// Re-exported: connection configuration.

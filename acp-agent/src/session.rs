@@ -4,7 +4,7 @@
 use acp_types::v1::*;
 
 use crate::Error;
-use crate::client::ClientHandle;
+use crate::handle::ClientHandle;
 
 /// A handle to one session, for streaming `session/update`s (cheap to clone).
 #[derive(Clone, Debug)]

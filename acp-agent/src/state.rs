@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use acp_rpc::{Arrival, Peer};
 use acp_types::NotificationMethod;
-use acp_types::v1::{ClientCapabilities, SessionId, SessionNotification, names};
+use acp_types::v1::{AgentCapabilities, ClientCapabilities, SessionId, SessionNotification, names};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -201,14 +201,9 @@ pub(crate) struct Inner {
     pub(crate) awaiting: Arc<Awaiting>,
     /// Records every session in a store, when the agent is served with one.
     pub(crate) recorder: Option<Arc<crate::store::record::Recorder>>,
-    /// Whether the agent's latest `initialize` answer advertised `auth.status` (it may then
-    /// send `auth/status_update`).
-    #[cfg(feature = "unstable_auth_status")]
-    pub(crate) auth_status_advertised: std::sync::atomic::AtomicBool,
-    /// Whether the agent's latest `initialize` answer advertised `mcpCapabilities.acp` (it
-    /// may then send `mcp/message`).
-    #[cfg(feature = "unstable_mcp_over_acp")]
-    pub(crate) mcp_acp_advertised: std::sync::atomic::AtomicBool,
+    /// What the agent itself advertised in its latest `initialize` answer (some methods
+    /// the agent may send only when it offered them, such as `auth/status_update`).
+    pub(crate) offered: std::sync::RwLock<Option<Arc<AgentCapabilities>>>,
 }
 
 impl Inner {
@@ -216,9 +211,18 @@ impl Inner {
         self.caps.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Records the capabilities of a successful `initialize`; a repeated `initialize`
-    /// replaces those of the one before.
-    pub(crate) fn set_capabilities(&self, caps: ClientCapabilities) {
+    /// What the agent advertised in its latest `initialize` answer (`None` before).
+    pub(crate) fn offered(&self) -> Option<Arc<AgentCapabilities>> {
+        self.offered
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Records both sides' capabilities of a successful `initialize`; a repeated
+    /// `initialize` replaces those of the one before.
+    pub(crate) fn set_capabilities(&self, caps: ClientCapabilities, offered: AgentCapabilities) {
+        *self.offered.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(offered));
         *self.caps.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(caps));
     }
 

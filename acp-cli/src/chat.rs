@@ -187,7 +187,7 @@ impl Chat {
         match self
             .link
             .agent()
-            .set_mode(proto::set_mode(&self.session, arg))
+            .set_session_mode(proto::set_mode(&self.session, arg))
             .await
         {
             Ok(_) => {
@@ -236,7 +236,7 @@ impl Chat {
             }
             ModelChoice::ConfigOption { id, .. } => {
                 let request = proto::set_config_value(&self.session, &id.0, arg);
-                match self.link.agent().set_config_option(request).await {
+                match self.link.agent().set_session_config_option(request).await {
                     Ok(response) => {
                         self.session_view().config = response.config_options;
                         self.view.info(&format!("model set to {shown}"));

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use acp_rpc::{CloseReason, Config, Connection, Peer};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::client::{Client, Dispatcher};
+use crate::client::Client;
+use crate::dispatch::Dispatcher;
 use crate::handle::{AgentHandle, RequestTimeouts};
 use crate::stream::Subscribers;
 

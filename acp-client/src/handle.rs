@@ -1,42 +1,17 @@
-//! [`AgentHandle`]: typed calls to every v1 agent method, each with its timeout
-//! ([`RequestTimeouts`]), and prompt turns as streams ([`crate::stream`]).
+//! [`AgentHandle`]: the client's handle to the agent. Its typed calls, one per v1 agent
+//! method, are generated (`generated/agent_handle.rs`); here are what they rely on (each
+//! request's timeout, [`RequestTimeouts`]) and what the schema cannot say: prompt turns and
+//! session loads as streams ([`crate::stream`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use acp_rpc::{CallOptions, Error, Peer};
-#[cfg(feature = "unstable_session_archive")]
 use acp_types::v1::{
-    ArchiveSessionRequest, ArchiveSessionResponse, UnarchiveSessionRequest,
-    UnarchiveSessionResponse,
+    LoadSessionRequest, PromptRequest, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
-#[cfg(feature = "unstable_auth_status")]
-use acp_types::v1::{AuthStatusRequest, AuthStatusResponse};
-use acp_types::v1::{
-    AuthenticateRequest, AuthenticateResponse, CancelNotification, CloseSessionRequest,
-    CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse, InitializeRequest,
-    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, LogoutRequest, LogoutResponse, NewSessionRequest, NewSessionResponse,
-    PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
-    SetSessionModeResponse,
-};
-#[cfg(feature = "unstable_llm_providers")]
-use acp_types::v1::{
-    DisableProviderRequest, DisableProviderResponse, ListProvidersRequest, ListProvidersResponse,
-    SetProviderRequest, SetProviderResponse,
-};
-#[cfg(feature = "unstable_session_fork")]
-use acp_types::v1::{ForkSessionRequest, ForkSessionResponse};
-#[cfg(feature = "unstable_mcp_over_acp")]
-use acp_types::v1::{MessageMcpNotification, MessageMcpRequest, MessageMcpResponse};
-#[cfg(feature = "unstable_session_status")]
-use acp_types::v1::{SessionStatusRequest, SessionStatusResponse};
-#[cfg(feature = "unstable_session_model")]
-use acp_types::v1::{SetSessionModelRequest, SetSessionModelResponse};
-#[cfg(feature = "unstable_session_set_title")]
-use acp_types::v1::{SetSessionTitleRequest, SetSessionTitleResponse};
 use acp_types::{NotificationMethod, RequestMethod};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -164,42 +139,6 @@ impl AgentHandle {
         self.peer.notify(P::METHOD, params).await
     }
 
-    /// `initialize`.
-    pub async fn initialize(&self, params: InitializeRequest) -> Result<InitializeResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `authenticate`.
-    pub async fn authenticate(
-        &self,
-        params: AuthenticateRequest,
-    ) -> Result<AuthenticateResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `logout`.
-    pub async fn logout(&self, params: LogoutRequest) -> Result<LogoutResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `session/new`.
-    pub async fn new_session(
-        &self,
-        params: NewSessionRequest,
-    ) -> Result<NewSessionResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `session/load` (the agent replays history as `session/update`s before answering;
-    /// they reach [`Client::session_update`](crate::Client::session_update)). See [`AgentHandle::load_session_history`] to
-    /// get them with the answer.
-    pub async fn load_session(
-        &self,
-        params: LoadSessionRequest,
-    ) -> Result<LoadSessionResponse, Error> {
-        self.request(&params).await
-    }
-
     /// `session/load` as the start of the session's update stream: the replayed history
     /// ([`SessionEvent::Update`]s, in the order the agent sent them), then
     /// [`SessionEvent::Loaded`] with the agent's answer, then the session's live updates
@@ -260,188 +199,30 @@ impl AgentHandle {
         ))
     }
 
-    /// `session/set_title` (unstable, feature `unstable_session_set_title`; agents advertise
-    /// it with `sessionCapabilities.title`). Returns the title as the agent stored it.
-    #[cfg(feature = "unstable_session_set_title")]
-    pub async fn set_session_title(
-        &self,
-        params: SetSessionTitleRequest,
-    ) -> Result<SetSessionTitleResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `session/set_model` (unstable, feature `unstable_session_model`): switch to one of the
-    /// models the agent listed in `models` of `session/new` or `session/load`.
-    #[cfg(feature = "unstable_session_model")]
-    pub async fn set_session_model(
-        &self,
-        params: SetSessionModelRequest,
-    ) -> Result<SetSessionModelResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `session/fork` (unstable, feature `unstable_session_fork`; agents advertise it with
-    /// `sessionCapabilities.fork`): a new session starting from an existing one's history.
-    /// Its updates reach [`Client::session_update`](crate::Client::session_update) like any session's.
-    #[cfg(feature = "unstable_session_fork")]
-    pub async fn fork_session(
-        &self,
-        params: ForkSessionRequest,
-    ) -> Result<ForkSessionResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `session/status` (unstable, feature `unstable_session_status`; advertised with
-    /// `sessionCapabilities.status`): whether the agent holds the session in memory. A
-    /// snapshot, with no side effect: an `open` session still needs `session/load` or
-    /// `session/resume` on this connection before a prompt.
-    #[cfg(feature = "unstable_session_status")]
-    pub async fn session_status(
-        &self,
-        params: SessionStatusRequest,
-    ) -> Result<SessionStatusResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `session/archive` (unstable, feature `unstable_session_archive`; advertised with
-    /// `sessionCapabilities.archive`): hide a session from default `session/list` results
-    /// (an active one is closed).
-    #[cfg(feature = "unstable_session_archive")]
-    pub async fn archive_session(
-        &self,
-        params: ArchiveSessionRequest,
-    ) -> Result<ArchiveSessionResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `session/unarchive` (unstable, feature `unstable_session_archive`): list a session by
-    /// default again (it is not loaded).
-    #[cfg(feature = "unstable_session_archive")]
-    pub async fn unarchive_session(
-        &self,
-        params: UnarchiveSessionRequest,
-    ) -> Result<UnarchiveSessionResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `auth/status` (unstable, feature `unstable_auth_status`; advertised with
-    /// `auth.status`): whether the user must sign in before starting sessions, and the
-    /// accounts the agent has configured. Changes arrive through
-    /// [`Client::auth_status_update`](crate::Client::auth_status_update).
-    #[cfg(feature = "unstable_auth_status")]
-    pub async fn auth_status(&self) -> Result<AuthStatusResponse, Error> {
-        self.request(&AuthStatusRequest::new()).await
-    }
-
-    /// `providers/list` (unstable, feature `unstable_llm_providers`; agents advertise the
-    /// provider methods with `providers`): the model providers the client may configure.
-    #[cfg(feature = "unstable_llm_providers")]
-    pub async fn list_providers(&self) -> Result<ListProvidersResponse, Error> {
-        self.request(&ListProvidersRequest::new()).await
-    }
-
-    /// `providers/set` (unstable, feature `unstable_llm_providers`): point one provider at
-    /// the client's endpoint (replaces its whole configuration).
-    #[cfg(feature = "unstable_llm_providers")]
-    pub async fn set_provider(
-        &self,
-        params: SetProviderRequest,
-    ) -> Result<SetProviderResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `providers/disable` (unstable, feature `unstable_llm_providers`): disable a provider
-    /// that is not `required`.
-    #[cfg(feature = "unstable_llm_providers")]
-    pub async fn disable_provider(
-        &self,
-        params: DisableProviderRequest,
-    ) -> Result<DisableProviderResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `mcp/message` (request; unstable, feature `unstable_mcp_over_acp`): one inner MCP
-    /// request to a server the agent declared with an `acp` entry of `mcpServers` (the
-    /// unusual direction: usually the agent calls the client's servers, reaching
-    /// [`Client::mcp_message`](crate::Client::mcp_message)). The result is the MCP server's own answer, a result or an
-    /// MCP error; an `Err` is an ACP failure (unknown server, malformed message).
-    #[cfg(feature = "unstable_mcp_over_acp")]
-    pub async fn mcp_message(
-        &self,
-        params: MessageMcpRequest,
-    ) -> Result<MessageMcpResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `mcp/message` (notification; unstable, feature `unstable_mcp_over_acp`): an inner MCP
-    /// notification about an inner request the agent sent to one of this client's servers
-    /// (progress, subscription updates).
-    #[cfg(feature = "unstable_mcp_over_acp")]
-    pub async fn mcp_message_notification(
-        &self,
-        notification: MessageMcpNotification,
-    ) -> Result<(), Error> {
-        self.notify(&notification).await
-    }
-
-    /// `session/list`.
-    pub async fn list_sessions(
-        &self,
-        params: ListSessionsRequest,
-    ) -> Result<ListSessionsResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `session/resume`.
-    pub async fn resume_session(
-        &self,
-        params: ResumeSessionRequest,
-    ) -> Result<ResumeSessionResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `session/close`.
-    pub async fn close_session(
-        &self,
-        params: CloseSessionRequest,
-    ) -> Result<CloseSessionResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `session/delete`.
-    pub async fn delete_session(
-        &self,
-        params: DeleteSessionRequest,
-    ) -> Result<DeleteSessionResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `session/set_mode`.
+    /// `session/set_mode`: the old name of [`AgentHandle::set_session_mode`], kept for one
+    /// release.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `set_session_mode`, named like the `Agent` trait method"
+    )]
     pub async fn set_mode(
         &self,
         params: SetSessionModeRequest,
     ) -> Result<SetSessionModeResponse, Error> {
-        self.request(&params).await
+        self.set_session_mode(params).await
     }
 
-    /// `session/set_config_option`.
+    /// `session/set_config_option`: the old name of
+    /// [`AgentHandle::set_session_config_option`], kept for one release.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `set_session_config_option`, named like the `Agent` trait method"
+    )]
     pub async fn set_config_option(
         &self,
         params: SetSessionConfigOptionRequest,
     ) -> Result<SetSessionConfigOptionResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `session/prompt`: the plain request. Updates reach [`Client::session_update`](crate::Client::session_update); see
-    /// [`AgentHandle::prompt_stream`] to receive them with the result.
-    pub async fn prompt(&self, params: PromptRequest) -> Result<PromptResponse, Error> {
-        self.request(&params).await
-    }
-
-    /// `session/cancel` (a notification): asks the agent to end the session's turn; the
-    /// pending prompt then answers with `stopReason: "cancelled"`.
-    pub async fn cancel(&self, params: CancelNotification) -> Result<(), Error> {
-        self.notify(&params).await
+        self.set_session_config_option(params).await
     }
 
     /// An extension request (`method` should start with `_`), raw params and result.

@@ -55,7 +55,10 @@ pub mod client;
 pub mod connection;
 #[cfg(feature = "process")]
 pub mod cookbook;
+mod dispatch;
 pub mod fs;
+#[rustfmt::skip]
+mod generated;
 pub mod handle;
 pub mod legacy;
 pub mod negotiate;

@@ -274,9 +274,7 @@ impl<C: Client> std::fmt::Debug for SupervisedAgent<C> {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use acp_rpc::sync::lock;
 
 impl<C: Client> SupervisedAgent<C> {
     /// Spawns `command`, negotiates with `options`, and starts watching it. The first start

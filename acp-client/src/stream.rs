@@ -169,7 +169,7 @@ pub(crate) struct Subscribers {
 
 impl Subscribers {
     fn lock(&self) -> std::sync::MutexGuard<'_, SubscriberMap> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        acp_rpc::sync::lock(&self.inner)
     }
 
     pub(crate) fn subscribe(

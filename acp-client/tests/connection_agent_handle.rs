@@ -79,12 +79,12 @@ async fn every_agent_method_reaches_the_agent_and_decodes_its_result() {
     check(&log, "session/delete", &p);
 
     let p: SetSessionModeRequest = typed(json!({"sessionId": "s1", "modeId": "ask"}));
-    a.set_mode(p.clone()).await.unwrap();
+    a.set_session_mode(p.clone()).await.unwrap();
     check(&log, "session/set_mode", &p);
 
     let p: SetSessionConfigOptionRequest =
         typed(json!({"sessionId": "s1", "configId": "model", "value": "fast"}));
-    let r = a.set_config_option(p.clone()).await.unwrap();
+    let r = a.set_session_config_option(p.clone()).await.unwrap();
     check(&log, "session/set_config_option", &p);
     assert!(r.config_options.is_empty());
 

@@ -328,11 +328,11 @@ async fn every_v1_method_goes_through_between_our_agent_and_our_client() {
         .await
         .unwrap();
     agent
-        .set_mode(j(json!({"sessionId": "s1", "modeId": "code"})))
+        .set_session_mode(j(json!({"sessionId": "s1", "modeId": "code"})))
         .await
         .unwrap();
     agent
-        .set_config_option(j(
+        .set_session_config_option(j(
             json!({"sessionId": "s1", "configId": "model", "value": "fast"}),
         ))
         .await

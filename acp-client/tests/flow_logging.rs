@@ -98,7 +98,7 @@ async fn every_message_is_logged_with_its_session_and_each_request_with_its_dura
         .await
         .unwrap();
     let failed = agent
-        .set_mode(SetSessionModeRequest::new(session.clone(), "fast"))
+        .set_session_mode(SetSessionModeRequest::new(session.clone(), "fast"))
         .await;
     assert!(failed.is_err());
     conn.close();

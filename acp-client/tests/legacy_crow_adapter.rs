@@ -261,7 +261,7 @@ async fn a_v1_client_drives_a_crow_agent_byte_for_byte() {
         .unwrap_err();
     assert_eq!(refused.code, acp_rpc::ErrorCode::INVALID_PARAMS);
     let refused = agent
-        .set_mode(SetSessionModeRequest::new(session, "code"))
+        .set_session_mode(SetSessionModeRequest::new(session, "code"))
         .await
         .unwrap_err();
     assert_eq!(refused.code, acp_rpc::ErrorCode::METHOD_NOT_FOUND);

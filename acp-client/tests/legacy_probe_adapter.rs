@@ -178,7 +178,7 @@ async fn a_v1_client_drives_a_probe_agent_byte_for_byte() {
         let session = session.clone();
         async move {
             agent
-                .set_mode(SetSessionModeRequest::new(session, "PLANNING"))
+                .set_session_mode(SetSessionModeRequest::new(session, "PLANNING"))
                 .await
         }
     });

@@ -246,7 +246,7 @@ async fn a_v1_client_drives_a_threads_agent_byte_for_byte() {
     assert!(refused.message.contains("prompt[1]"), "{refused}");
     // Methods a threads agent lacks are refused by the adapter.
     let refused = handle
-        .set_mode(v(json!({"sessionId": "thread-1", "modeId": "x"})))
+        .set_session_mode(v(json!({"sessionId": "thread-1", "modeId": "x"})))
         .await
         .unwrap_err();
     assert_eq!(refused.code, acp_rpc::ErrorCode::METHOD_NOT_FOUND);

@@ -166,7 +166,7 @@ async fn fork_status_archive_system_prompt_and_auth_status_are_typed() {
     let flags: Vec<_> = listed.sessions.iter().map(|s| s.archived).collect();
     assert_eq!(flags, [Some(true), Some(false)]);
 
-    let auth = agent.auth_status().await.unwrap();
+    let auth = agent.auth_status(AuthStatusRequest::new()).await.unwrap();
     assert_eq!(auth.state, AuthState::Authenticated);
     assert_eq!(auth.accounts[0].active, Some(true));
     tokio::time::timeout(Duration::from_secs(10), async {
@@ -205,7 +205,10 @@ async fn fork_status_archive_system_prompt_and_auth_status_are_typed() {
 
     #[cfg(feature = "unstable_llm_providers")]
     {
-        let providers = agent.list_providers().await.unwrap();
+        let providers = agent
+            .list_providers(ListProvidersRequest::new())
+            .await
+            .unwrap();
         let main = &providers.providers[0];
         assert_eq!(
             main.supported,

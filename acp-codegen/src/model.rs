@@ -220,6 +220,17 @@ impl Schema {
     pub fn def(&self, name: &str) -> Option<&Def> {
         self.defs.iter().find(|d| d.name == name)
     }
+
+    /// The entries of `x-methods` as written, in the order of [`Schema::methods`] (for the
+    /// annotations a generator reads itself, such as v1's `x-rust`).
+    pub fn raw_methods(&self) -> impl Iterator<Item = &Value> {
+        self.document
+            .get("x-methods")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+    }
 }
 
 /// The definition name of a local `$ref` (`#/$defs/Name`).
@@ -306,7 +317,7 @@ pub fn parse(text: &str) -> Result<Schema, Error> {
     Ok(schema)
 }
 
-fn parse_method(v: &Value) -> Result<Method, Error> {
+pub(crate) fn parse_method(v: &Value) -> Result<Method, Error> {
     let wire = v
         .get("method")
         .and_then(Value::as_str)

@@ -40,20 +40,20 @@ fn is_null(schema: &Schema, def: &str) -> bool {
         .is_some_and(|d| matches!(d.kind, DefKind::Null))
 }
 
-/// One method as the generated code sees it.
-struct Call<'a> {
-    method: &'a Method,
-    name: Ident,
-    params: Ident,
+/// One method as the generated code sees it (the legacy natives and the v1 sides).
+pub(crate) struct Call<'a> {
+    pub method: &'a Method,
+    pub name: Ident,
+    pub params: Ident,
     /// The params are a null payload: the Rust methods take none.
-    no_params: bool,
+    pub no_params: bool,
     /// The result type, `None` for a notification or a null result (the Rust methods
     /// return `()`).
-    result: Option<Ident>,
+    pub result: Option<Ident>,
 }
 
 impl<'a> Call<'a> {
-    fn new(schema: &Schema, method: &'a Method) -> Self {
+    pub fn new(schema: &Schema, method: &'a Method) -> Self {
         let result = method
             .result
             .as_deref()
@@ -72,7 +72,7 @@ impl<'a> Call<'a> {
         self.method.kind == MethodKind::Request
     }
 
-    fn result_type(&self) -> TokenStream {
+    pub fn result_type(&self) -> TokenStream {
         match &self.result {
             Some(r) => quote!(#r),
             None => quote!(()),

@@ -70,7 +70,7 @@ fn feature_of(def: &str, v: &Value) -> Result<String, Error> {
 }
 
 /// `snake_case` of a camelCase wire name, as typify names the field.
-fn snake(name: &str) -> String {
+pub(crate) fn snake(name: &str) -> String {
     let mut out = String::new();
     for (i, c) in name.trim_start_matches('_').chars().enumerate() {
         if c.is_ascii_uppercase() {

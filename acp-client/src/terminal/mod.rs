@@ -170,7 +170,7 @@ impl Terminals {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TerminalId, Arc<Terminal>>> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        acp_rpc::sync::lock(&self.inner)
     }
 
     fn get(&self, session: &SessionId, id: &TerminalId) -> Result<Arc<Terminal>, Error> {

@@ -1,0 +1,252 @@
+//! acp-client's generated files: the [`Client`] trait, its dispatch, and the methods of the
+//! `AgentHandle` a client calls the agent with.
+//!
+//! What the generated code expects of acp-client (hand-written): `crate::dispatch::Dispatcher`
+//! with `Dispatcher::client` and a `<name>_hook` for every client method marked
+//! `"serve": "hook"`; `crate::handle::AgentHandle` with `request` and `notify`;
+//! `crate::terminal` (feature `process`) for the terminal approval the trait carries.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use serde_json::Value;
+
+use super::{SideFile, V1Call, module_index, served_by};
+use crate::Error;
+use crate::model::{Method, Schema, Side};
+
+/// The three files and their index.
+pub(super) fn generate(
+    schema: &Schema,
+    overlay: &[(Method, Value)],
+) -> Result<Vec<SideFile>, Error> {
+    let served = served_by(schema, overlay, Side::Client)?;
+    let called = served_by(schema, overlay, Side::Agent)?;
+    if let Some(c) = served
+        .iter()
+        .chain(&called)
+        .find(|c| c.rust.call_hook && c.method().side != Side::Client)
+    {
+        return Err(Error::Schema {
+            def: format!("x-methods[{}].x-rust", c.method().wire),
+            message: "`\"call\": \"hook\"` is for the agent's calls to client methods".into(),
+        });
+    }
+    Ok(vec![
+        SideFile {
+            path: "acp-client/src/generated/mod.rs",
+            what: "module index",
+            tokens: module_index(&[
+                ("pub(crate)", "client", "The `Client` trait."),
+                ("", "dispatch", "Incoming messages to the `Client`."),
+                (
+                    "",
+                    "agent_handle",
+                    "The `AgentHandle`'s calls to the agent.",
+                ),
+            ]),
+        },
+        SideFile {
+            path: "acp-client/src/generated/client.rs",
+            what: "the Client trait",
+            tokens: client_trait(&served),
+        },
+        SideFile {
+            path: "acp-client/src/generated/dispatch.rs",
+            what: "the client's dispatch",
+            tokens: dispatch(&served),
+        },
+        SideFile {
+            path: "acp-client/src/generated/agent_handle.rs",
+            what: "the client's handle to the agent",
+            tokens: agent_handle(&called),
+        },
+    ])
+}
+
+fn client_trait(served: &[V1Call]) -> TokenStream {
+    let methods = served.iter().map(trait_method);
+    quote! {
+        use acp_rpc::Error;
+        use acp_types::v1::*;
+        use async_trait::async_trait;
+        use serde_json::Value;
+
+        /// The client side of ACP v1: one method per request or notification an agent sends.
+        ///
+        /// Every request method defaults to "method not found" (`-32601`); the notifications
+        /// default to ignoring the message. Implement what you advertise in your
+        /// `clientCapabilities`; the [`crate::fs::SandboxedFs`] and
+        /// [`crate::terminal::Terminals`] building blocks serve the fs and terminal methods.
+        ///
+        /// Notification methods run one at a time in arrival order and must not await a
+        /// request to the agent (spawn a task for that); request methods run concurrently,
+        /// each started only once every notification the agent sent before it has been
+        /// handled (so a permission question never reaches you before the `session/update`
+        /// that announced its tool call).
+        ///
+        /// Generated from the method table (acp-schema's `v1.json` and `v1-unstable.json`):
+        /// a method added there appears here with its default.
+        #[async_trait]
+        pub trait Client: Send + Sync + 'static {
+            #(#methods)*
+
+            /// Whether to run a `terminal/create`: called by
+            /// [`crate::terminal::Terminals::create`] with exactly what would run (command,
+            /// arguments, working directory, environment, output limit) after the client's
+            /// own limits passed. Ask the user here.
+            ///
+            /// Default: refuse, so a client runs nothing an application did not allow.
+            #[cfg(feature = "process")]
+            async fn approve_terminal(
+                &self,
+                request: &crate::terminal::TerminalRequest,
+            ) -> crate::terminal::TerminalDecision {
+                let _ = request;
+                crate::terminal::TerminalDecision::deny(
+                    "this client runs no terminal command unless the application allows it",
+                )
+            }
+
+            /// An `_`-prefixed extension request, with its raw params. Default: `-32601`.
+            async fn ext_method(&self, method: &str, params: Value) -> Result<Value, Error> {
+                let _ = params;
+                Err(Error::method_not_found(method))
+            }
+
+            /// An `_`-prefixed extension notification. Default: ignored.
+            async fn ext_notification(&self, method: &str, params: Value) -> Result<(), Error> {
+                let _ = (method, params);
+                Ok(())
+            }
+        }
+    }
+}
+
+fn trait_method(c: &V1Call) -> TokenStream {
+    let name = c.name();
+    let params = &c.call.params;
+    let gate = c.gate();
+    if !c.is_request() {
+        let doc = c.doc(&[c.rust.doc.as_deref(), Some("Default: ignored.")]);
+        return quote! {
+            #doc
+            #gate
+            async fn #name(&self, params: #params) -> Result<(), Error> {
+                let _ = params;
+                Ok(())
+            }
+        };
+    }
+    let ret = c.call.result_type();
+    let wire = c.wire_const();
+    let doc = c.doc(&[
+        c.rust.doc.as_deref(),
+        Some("Default: `-32601` (method not found)."),
+    ]);
+    quote! {
+        #doc
+        #gate
+        async fn #name(&self, params: #params) -> Result<#ret, Error> {
+            let _ = params;
+            Err(Error::method_not_found(#wire))
+        }
+    }
+}
+
+fn dispatch(served: &[V1Call]) -> TokenStream {
+    let requests = served.iter().filter(|c| c.is_request()).map(|c| {
+        let (wire, gate, params, name) = (&c.method().wire, c.gate(), &c.call.params, c.name());
+        let call = if c.rust.serve_hook {
+            let hook = c.hook();
+            quote!(self.#hook(params).await?)
+        } else {
+            quote!(client.#name(params).await?)
+        };
+        quote! {
+            #gate
+            #wire => {
+                let params = params.parse_request::<#params>()?;
+                Ok(Reply::new(#call))
+            }
+        }
+    });
+    let notifications = served.iter().filter(|c| !c.is_request()).map(|c| {
+        let (wire, gate, params, name) = (&c.method().wire, c.gate(), &c.call.params, c.name());
+        let call = if c.rust.serve_hook {
+            let hook = c.hook();
+            quote!(self.#hook(params).await)
+        } else {
+            quote!(client.#name(params).await)
+        };
+        quote! {
+            #gate
+            #wire => {
+                let params = params.parse_notification::<#params>()?;
+                #call
+            }
+        }
+    });
+    quote! {
+        use acp_rpc::{Error, Params, Reply};
+        use acp_types::v1::*;
+
+        use crate::client::Client;
+        use crate::dispatch::Dispatcher;
+
+        impl<C: Client> Dispatcher<C> {
+            /// Routes a request to its [`Client`] method (or hook). Results go out
+            /// unserialized ([`Reply`]): the writer serializes them into its own buffer.
+            pub(crate) async fn route_request(&self, method: &str, params: Params) -> Result<Reply, Error> {
+                let client = &*self.client;
+                match method {
+                    #(#requests)*
+                    m if m.starts_with('_') => {
+                        Ok(Reply::new(client.ext_method(m, params.parse()?).await?))
+                    }
+                    m => Err(Error::method_not_found(m)),
+                }
+            }
+
+            /// Routes a notification to its [`Client`] method (or hook).
+            pub(crate) async fn route_notification(&self, method: &str, params: Params) -> Result<(), Error> {
+                let client = &*self.client;
+                match method {
+                    #(#notifications)*
+                    m if m.starts_with('_') => client.ext_notification(m, params.parse()?).await,
+                    m => Err(Error::method_not_found(m)),
+                }
+            }
+        }
+    }
+}
+
+fn agent_handle(called: &[V1Call]) -> TokenStream {
+    let methods = called.iter().map(|c| {
+        let (name, params, gate) = (c.name(), &c.call.params, c.gate());
+        let doc = c.doc(&[c.rust.call_doc.as_deref()]);
+        let (ret, send) = if c.is_request() {
+            (c.call.result_type(), quote!(self.request(&params).await))
+        } else {
+            (quote!(()), quote!(self.notify(&params).await))
+        };
+        quote! {
+            #doc
+            #gate
+            pub async fn #name(&self, params: #params) -> Result<#ret, Error> {
+                #send
+            }
+        }
+    });
+    quote! {
+        use acp_rpc::Error;
+        use acp_types::v1::*;
+
+        use crate::handle::AgentHandle;
+
+        /// The agent's methods, one per v1 method an agent serves, each with its timeout
+        /// ([`crate::RequestTimeouts`]).
+        impl AgentHandle {
+            #(#methods)*
+        }
+    }
+}
