@@ -51,7 +51,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use acp_rpc::memory::PipeEnd;
 use acp_rpc::{CloseReason, Config, Error, ErrorCode, Peer};
@@ -311,8 +311,4 @@ pub(crate) fn not_forwarded(dialect: Dialect, method: &str, why: &str) -> Error 
     refused(dialect, method, &format!("cannot be forwarded: {why}"))
 }
 
-/// Locks a mutex, recovering the data of a poisoned one (a panicking holder leaves it
-/// consistent: every critical section is a single update).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+pub(crate) use acp_rpc::sync::lock;

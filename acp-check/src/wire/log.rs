@@ -2,7 +2,6 @@
 //! [`Entry`], [`Kind`]), what the kit's calls got back ([`Reply`], [`NoReply`]), and the
 //! bounded findings the checks read.
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -215,9 +214,7 @@ pub(crate) fn kind_of(message: &Value) -> Kind {
     }
 }
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+pub(crate) use acp_rpc::sync::lock;
 
 /// The first `max` characters of `s` (with `…` when cut).
 pub(crate) fn cut(s: &str, max: usize) -> String {

@@ -48,9 +48,7 @@ struct State {
     cancels: Mutex<HashMap<String, Arc<Notify>>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use acp_rpc::sync::lock;
 
 struct Turn {
     cx: ConnectionTo<Client>,

@@ -33,9 +33,7 @@ use tokio::sync::{Notify, watch};
 use crate::report::Reporter;
 use crate::script::script;
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use acp_rpc::sync::lock;
 
 /// A terminal: a real child process with its output collected up to a byte limit.
 struct Term {
