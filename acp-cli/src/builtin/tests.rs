@@ -1,0 +1,158 @@
+//! The built-in agent's tests.
+
+use super::turn::describe_prompt;
+use super::*;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
+
+/// The built-in agent served over an in-memory pipe, spoken to in JSON lines.
+struct Wire {
+    lines: tokio::io::Lines<BufReader<ReadHalf<DuplexStream>>>,
+    out: WriteHalf<DuplexStream>,
+    next: i64,
+}
+
+impl Wire {
+    async fn start() -> Wire {
+        let (client, agent) = tokio::io::duplex(1 << 20);
+        let (agent_read, agent_write) = tokio::io::split(agent);
+        acp_agent::serve(BuiltinAgent::default(), agent_read, agent_write);
+        let (read, out) = tokio::io::split(client);
+        let mut wire = Wire {
+            lines: BufReader::new(read).lines(),
+            out,
+            next: 0,
+        };
+        wire.call("initialize", json!({"protocolVersion": 1})).await;
+        wire
+    }
+
+    /// The whole answer (`result` or `error`) to a request; notifications are skipped.
+    async fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let request =
+            json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
+        self.out
+            .write_all(format!("{request}\n").as_bytes())
+            .await
+            .unwrap();
+        loop {
+            let line = self
+                .lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("the agent answers");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == json!(self.next) {
+                return message;
+            }
+        }
+    }
+
+    async fn new_session(&mut self, cwd: &str) -> Value {
+        let answer = self
+            .call("session/new", json!({"cwd": cwd, "mcpServers": []}))
+            .await;
+        answer["result"].clone()
+    }
+
+    /// Every page of `session/list` with `params` (plus the cursor): the ids, and how many
+    /// pages there were.
+    async fn list_all(&mut self, params: Value) -> (Vec<String>, usize) {
+        let mut ids = Vec::new();
+        let mut pages = 0;
+        let mut cursor = Value::Null;
+        loop {
+            let mut params = params.clone();
+            if !cursor.is_null() {
+                params["cursor"] = cursor.clone();
+            }
+            let page = self.call("session/list", params).await;
+            let page = &page["result"];
+            pages += 1;
+            for s in page["sessions"].as_array().expect("a list") {
+                ids.push(s["sessionId"].as_str().unwrap().to_owned());
+            }
+            cursor = page["nextCursor"].clone();
+            if cursor.is_null() {
+                return (ids, pages);
+            }
+        }
+    }
+}
+
+/// Issue 32: `session/list` returned every session, ignoring `cwd` and the cursor. The
+/// spec: only sessions with a matching `cwd`, an empty array when none match; pages
+/// follow `nextCursor`.
+#[tokio::test]
+async fn session_list_filters_by_cwd_and_pages_with_a_cursor() {
+    let mut wire = Wire::start().await;
+    let mut in_a = Vec::new();
+    for i in 0..LIST_PAGE + 5 {
+        in_a.push(wire.new_session("/a").await["sessionId"].clone());
+        if i % 20 == 0 {
+            wire.new_session("/b").await;
+        }
+    }
+    let (a, pages) = wire.list_all(json!({"cwd": "/a"})).await;
+    assert_eq!(pages, 2);
+    assert_eq!(a.len(), LIST_PAGE + 5);
+    let in_a: Vec<String> = in_a
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(a, in_a, "oldest first, each once");
+    let (b, pages) = wire.list_all(json!({"cwd": "/b"})).await;
+    assert_eq!((b.len(), pages), (3, 1));
+    let none = wire.call("session/list", json!({"cwd": "/nowhere"})).await;
+    assert_eq!(none["result"]["sessions"], json!([]), "{none}");
+    assert!(none["result"].get("nextCursor").is_none(), "{none}");
+    let (all, pages) = wire.list_all(json!({})).await;
+    assert_eq!((all.len(), pages), (LIST_PAGE + 8, 2));
+    let bad = wire.call("session/list", json!({"cursor": "nope"})).await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+}
+
+/// Issue 32: the answer to `session/new` carried gemini-cli's `models` at its root, where
+/// the spec forbids custom fields; the models are a config option of category `model`.
+#[tokio::test]
+async fn models_are_offered_as_a_config_option_not_at_the_root() {
+    let mut wire = Wire::start().await;
+    let new = wire.new_session("/a").await;
+    assert!(new.get("models").is_none(), "{new}");
+    let options = new["configOptions"].as_array().expect("config options");
+    let model = options
+        .iter()
+        .find(|o| o["category"] == "model")
+        .expect("a model option");
+    assert_eq!(model["currentValue"], "demo-fast", "{model}");
+}
+
+#[test]
+fn titles_are_the_first_line_of_bounded_length() {
+    assert_eq!(
+        title_from("\n  fix the build \nand more").as_deref(),
+        Some("fix the build")
+    );
+    assert_eq!(title_from(" \n\t").as_deref(), None);
+    assert_eq!(
+        title_from(&"é".repeat(100)).map(|t| t.chars().count()),
+        Some(TITLE_MAX)
+    );
+}
+
+#[test]
+fn attachments_are_described_by_kind() {
+    let prompt = vec![
+        ContentBlock::text(" hi "),
+        proto::embedded_text("file:///a.txt".into(), "1\n2\n".into()),
+        proto::resource_link("file:///b.bin".into(), "b.bin".into(), Some(3)),
+    ];
+    let (text, attachments) = describe_prompt(&prompt);
+    assert_eq!(text, "hi");
+    assert_eq!(
+        attachments,
+        ["file:///a.txt (2 lines, embedded)", "file:///b.bin (link)"]
+    );
+}
