@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::checks::CHECKS;
 use crate::wire::TraceSink;
 
 /// What the kit's client advertises in `initialize` (`clientCapabilities`). Anything the
@@ -186,18 +185,6 @@ impl std::fmt::Debug for Options {
 }
 
 impl Options {
-    /// Checks that every name in `only` and `skip` names a check or a group.
-    pub fn validate(&self) -> Result<(), String> {
-        for name in self.only.iter().chain(&self.skip) {
-            if !CHECKS.iter().any(|c| matches(name, c.name)) {
-                return Err(format!(
-                    "no check or group is named `{name}` (`acp check --list` shows them)"
-                ));
-            }
-        }
-        Ok(())
-    }
-
     /// Whether the check named `name` is selected.
     pub fn selected(&self, name: &str) -> bool {
         (self.only.is_empty() || self.only.iter().any(|o| matches(o, name)))
@@ -206,7 +193,7 @@ impl Options {
 }
 
 /// `pattern` is the check's full name or its group (the part before the dot).
-fn matches(pattern: &str, name: &str) -> bool {
+pub(crate) fn matches(pattern: &str, name: &str) -> bool {
     pattern == name
         || name
             .split_once('.')

@@ -42,6 +42,22 @@ pub struct CheckInfo {
     pub meaning: &'static str,
 }
 
+/// Written here rather than beside the other options, so that the options do not depend
+/// on the checks that read them.
+impl Options {
+    /// Checks that every name in `only` and `skip` names a check or a group.
+    pub fn validate(&self) -> Result<(), String> {
+        for name in self.only.iter().chain(&self.skip) {
+            if !CHECKS.iter().any(|c| crate::options::matches(name, c.name)) {
+                return Err(format!(
+                    "no check or group is named `{name}` (`acp check --list` shows them)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Every check, in the order a run reports them.
 pub const CHECKS: &[CheckInfo] = &[
     CheckInfo {
