@@ -43,10 +43,16 @@ const EARLY_EVENTS: usize = 256;
 
 /// The recorder of one connection.
 pub(crate) struct Recorder {
-    pub(crate) store: Arc<dyn SessionStore>,
+    /// The store, until the connection ends ([`Recorder::release`]): the connection's
+    /// state (and with it this recorder) lives as long as any handle to it (an
+    /// `AgentConnection` kept after `close()`, a `ClientHandle` an agent task kept), so the
+    /// store must not live as long as they do (a `JsonlStore` would stay locked).
+    store: std::sync::RwLock<Option<Arc<dyn SessionStore>>>,
     /// Per session: whether the store has it, and the events not yet written. One map, so
     /// a streamed chunk costs one lookup.
     state: Mutex<HashMap<SessionId, Rec>>,
+    /// Set once [`Recorder::release`] has finished (a second caller waits for the first).
+    released: tokio::sync::OnceCell<()>,
 }
 
 #[derive(Default)]
@@ -187,22 +193,64 @@ fn report(what: &str, id: &SessionId, e: &StoreError) {
 impl Recorder {
     pub(crate) fn new(store: Arc<dyn SessionStore>) -> Self {
         Recorder {
-            store,
+            store: std::sync::RwLock::new(Some(store)),
             state: Mutex::default(),
+            released: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// The store, or an error once the connection has ended and let go of it.
+    pub(crate) fn store(&self) -> Result<Arc<dyn SessionStore>, StoreError> {
+        self.live_store()
+            .ok_or_else(|| StoreError::Other("the connection has ended".into()))
+    }
+
+    fn live_store(&self) -> Option<Arc<dyn SessionStore>> {
+        self.store.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The connection ended: writes what the running turns collected, then lets go of the
+    /// store (later calls fail with an error; calls already running finish first). Called
+    /// by whoever sees the end first; the others wait until it is done.
+    pub(crate) async fn release(&self) {
+        self.released
+            .get_or_init(|| async {
+                let pending: Vec<(SessionId, Vec<StoredEvent>)> = {
+                    let mut s = lock(&self.state);
+                    s.iter_mut()
+                        .filter(|(_, r)| r.stored)
+                        .map(|(id, r)| (id.clone(), r.turn.take()))
+                        .filter(|(_, events)| !events.is_empty())
+                        .collect()
+                };
+                for (id, events) in pending {
+                    self.write(&id, events).await;
+                }
+                lock(&self.state).clear();
+                self.store.write().unwrap_or_else(|p| p.into_inner()).take();
+            })
+            .await;
     }
 
     async fn write(&self, id: &SessionId, events: Vec<StoredEvent>) {
         if events.is_empty() {
             return;
         }
-        if let Err(e) = self.store.append(id, events).await {
+        // After the connection let go of the store (a cancelled turn ending late): nothing
+        // to write to, and what the turn held was written by `release`.
+        let Some(store) = self.live_store() else {
+            return;
+        };
+        if let Err(e) = store.append(id, events).await {
             report("a session's history", id, &e);
         }
     }
 
     async fn change(&self, id: &SessionId, change: MetaChange) {
-        if let Err(e) = self.store.update_meta(id, change).await {
+        let Some(store) = self.live_store() else {
+            return;
+        };
+        if let Err(e) = store.update_meta(id, change).await {
             report("a metadata change", id, &e);
         }
     }
@@ -248,7 +296,7 @@ impl Recorder {
     /// A new session: stores it, then writes the updates sent while it was being created.
     pub(crate) async fn created(&self, meta: SessionMeta) -> Result<(), StoreError> {
         let id = meta.session_id.clone();
-        self.store.create(meta).await?;
+        self.store()?.create(meta).await?;
         self.now_stored(&id).await;
         Ok(())
     }
@@ -264,15 +312,16 @@ impl Recorder {
         source: &SessionId,
     ) -> Result<(), StoreError> {
         let id = meta.session_id.clone();
-        let copy = self.store.meta(source).await?.is_some();
-        self.store.create(meta).await?;
+        let store = self.store()?;
+        let copy = store.meta(source).await?.is_some();
+        store.create(meta).await?;
         if copy {
             // Page by page, so a long history is copied with bounded memory.
             let mut cursor = super::HistoryCursor::START;
             loop {
-                let page = self.store.history(source, cursor, COPY_PAGE).await?;
+                let page = store.history(source, cursor, COPY_PAGE).await?;
                 if !page.events.is_empty() {
-                    self.store.append(&id, page.events).await?;
+                    store.append(&id, page.events).await?;
                 }
                 match page.next {
                     Some(next) => cursor = next,
@@ -338,10 +387,11 @@ impl Recorder {
             .filter(|r| r.stored)
             .map(|mut r| r.turn.take())
             .unwrap_or_default();
+        let store = self.store()?;
         if !events.is_empty() {
-            self.store.append(id, events).await?;
+            store.append(id, events).await?;
         }
-        self.store.close(id).await
+        store.close(id).await
     }
 
     /// The session was deleted: drops what is pending.

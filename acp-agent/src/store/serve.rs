@@ -42,7 +42,7 @@ pub(crate) fn advertise(response: &mut InitializeResponse) {
 /// A session the agent loaded or resumed itself is recorded from now on (created in the
 /// store if it is not there).
 async fn adopt(recorder: &Recorder, id: &SessionId, cwd: &str) -> Result<(), Error> {
-    if recorder.store.meta(id).await?.is_none() {
+    if recorder.store()?.meta(id).await?.is_none() {
         recorder.created(SessionMeta::new(id.clone(), cwd)).await?;
     }
     recorder.attach(id);
@@ -68,13 +68,13 @@ pub(crate) async fn load<A: Agent>(
         return Ok(response);
     }
     let meta = recorder
-        .store
+        .store()?
         .meta(&id)
         .await?
         .ok_or_else(|| unknown(&id))?;
     let mut cursor = HistoryCursor::START;
     loop {
-        let page = recorder.store.history(&id, cursor, REPLAY_PAGE).await?;
+        let page = recorder.store()?.history(&id, cursor, REPLAY_PAGE).await?;
         for event in page.events {
             for update in event.into_updates() {
                 let n = SessionNotification::new(id.clone(), update);
@@ -109,7 +109,7 @@ pub(crate) async fn resume<A: Agent>(
         return Ok(response);
     }
     let meta = recorder
-        .store
+        .store()?
         .meta(&id)
         .await?
         .ok_or_else(|| unknown(&id))?;
@@ -136,7 +136,7 @@ pub(crate) async fn list<A: Agent>(
     if !defaulted(&result) {
         return result;
     }
-    let page = recorder.store.list(query).await?;
+    let page = recorder.store()?.list(query).await?;
     let sessions = page.sessions.into_iter().map(|row| {
         let mut info = SessionInfo::new(row.session_id, row.cwd)
             .additional_directories(row.additional_directories)
@@ -185,7 +185,7 @@ pub(crate) async fn delete<A: Agent>(
         result?
     };
     recorder.forget(&id);
-    match recorder.store.delete(&id).await {
+    match recorder.store()?.delete(&id).await {
         Ok(()) => Ok(response),
         Err(StoreError::NotFound(_)) => Ok(response),
         Err(e) => Err(e.into()),
