@@ -36,6 +36,8 @@ use acp_types::v1::{
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "test-support")]
+pub mod conformance;
 mod jsonl;
 mod memory;
 pub(crate) mod record;
@@ -70,7 +72,26 @@ pub enum StoredEvent {
     /// A `session/update` the agent sent (text chunks of one message may be coalesced into
     /// one, and a tool call stored in its final state).
     Update(SessionUpdate),
+    /// The end of a turn: its prompt returned. A prompt with no end before the next prompt
+    /// (or the end of the history) is a turn that was interrupted, its agent process killed
+    /// mid-turn; `session/load` marks it so (see [`INTERRUPTED_META`]). Replays as nothing.
+    TurnEnd(TurnEnd),
 }
+
+/// How a turn ended ([`StoredEvent::TurnEnd`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnEnd {
+    /// The prompt's stop reason (`end_turn`, `cancelled`, ...); `None` when the prompt
+    /// failed with an error instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+}
+
+/// The `_meta` key of the `agent_message_chunk` that `session/load` replays after the
+/// events of an interrupted turn (value `true`): the client can tell the turn never
+/// finished (the chunk's text says so for a client that does not look).
+pub const INTERRUPTED_META: &str = "acp-rs/turnInterrupted";
 
 impl StoredEvent {
     /// The `session/update`s that replay this event.
@@ -81,6 +102,7 @@ impl StoredEvent {
                 .map(|b| SessionUpdate::UserMessageChunk(acp_types::v1::ContentChunk::new(b)))
                 .collect(),
             StoredEvent::Update(update) => vec![update],
+            StoredEvent::TurnEnd(_) => Vec::new(),
         }
     }
 }
