@@ -365,7 +365,7 @@ async fn a_closed_connection_lets_go_of_its_store_while_handles_live() {
     agent.close();
     agent.closed().await;
     let store = JsonlStore::open(&dir).expect("reopens at once after close()");
-    assert_eq!(all(&store, &sid("s1")).await.len(), 2);
+    assert_eq!(all(&store, &sid("s1")).await.len(), 3, "prompt, chunk, end");
     drop((store, kept, agent));
 
     // The same when the client hangs up (the agent never calls close()).

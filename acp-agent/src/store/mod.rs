@@ -131,6 +131,11 @@ pub struct SessionMeta {
     /// The config options with their current values (answered again on load and resume).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_options: Option<Vec<SessionConfigOption>>,
+    /// Whether the history ends each turn with a [`StoredEvent::TurnEnd`] (every session
+    /// recorded since those markers exist; `false` for older ones, whose turns are then
+    /// never taken for interrupted).
+    #[serde(default)]
+    pub turn_markers: bool,
 }
 
 impl SessionMeta {
@@ -146,6 +151,7 @@ impl SessionMeta {
             updated_at: now,
             modes: None,
             config_options: None,
+            turn_markers: true,
         }
     }
 
@@ -239,6 +245,29 @@ impl MetaChange {
     pub fn changes_details(&self) -> bool {
         self.current_mode.is_some() || self.config_options.is_some()
     }
+}
+
+/// When the connection's recorder hands a turn's events to its store (see
+/// [`SessionStore::durability`]). What each costs is measured in BENCHMARKS.md
+/// (`store_durability` in acp-agent's tests).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// Each update of a turn is appended before it is sent to the client, so an agent
+    /// process killed mid-turn keeps every event the client saw (the turn then has no
+    /// end marker and replays as interrupted). For [`JsonlStore`] one `write` per event,
+    /// which reaches the operating system but not the disk (a power loss may take the
+    /// tail). The default.
+    #[default]
+    Event,
+    /// [`Durability::Event`], and at the end of each turn the store makes the session's
+    /// history durable against a power loss ([`SessionStore::sync`]: `fsync` for
+    /// [`JsonlStore`]; a database commit is durable already).
+    EventSyncTurn,
+    /// A turn's events are collected (text chunks of one message coalesced, a tool call in
+    /// its final state) and appended when it ends (or in parts of about a thousand events
+    /// or a megabyte): the fewest writes, but a process killed mid-turn loses the turn so
+    /// far.
+    Turn,
 }
 
 /// Where a history read starts; [`HistoryCursor::START`] for the beginning. Opaque to
@@ -370,6 +399,20 @@ pub trait SessionStore: Send + Sync + 'static {
 
     /// Removes a session and its history (`NotFound` if there is no such session).
     async fn delete(&self, id: &SessionId) -> Result<(), StoreError>;
+
+    /// When a connection recording into this store writes a turn's events (see
+    /// [`Durability`]). Stores choose it at open; the default is [`Durability::Event`].
+    fn durability(&self) -> Durability {
+        Durability::Event
+    }
+
+    /// Makes what was appended to the session so far durable against a power loss (called
+    /// at the end of each turn with [`Durability::EventSyncTurn`]). The default does
+    /// nothing: right for a store whose appends are durable when they return.
+    async fn sync(&self, id: &SessionId) -> Result<(), StoreError> {
+        let _ = id;
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -402,6 +445,12 @@ impl<S: SessionStore + ?Sized> SessionStore for Arc<S> {
     }
     async fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
         (**self).delete(id).await
+    }
+    fn durability(&self) -> Durability {
+        (**self).durability()
+    }
+    async fn sync(&self, id: &SessionId) -> Result<(), StoreError> {
+        (**self).sync(id).await
     }
 }
 

@@ -1,21 +1,24 @@
-//! Automatic recording: what a connection served with a store writes, and how a turn's
-//! updates are condensed before they are stored.
+//! Automatic recording: what a connection served with a store writes, and when.
 //!
-//! During a prompt the updates of the turn are collected in memory and written in one append
-//! when the prompt ends (or when the turn grows past [`FLUSH_EVENTS`]); outside a prompt each
-//! update is written at once. While collecting, consecutive text chunks of one message
-//! become one chunk, a tool call absorbs its `tool_call_update`s (it is stored in its final
-//! state, where it was announced), and consecutive plans keep only the last. Replaying the
-//! result renders the same conversation as the live updates did.
+//! When a turn's updates reach the store is the store's [`Durability`]:
 //!
-//! What a crash costs, by design: a turn is written when it ends (or in parts of
-//! [`FLUSH_EVENTS`] events / [`FLUSH_BYTES`] bytes), so an agent process killed in the middle
-//! of a turn loses that turn's prompt and the updates collected since its last part; every
-//! completed turn is on disk (the kill test in `tests/session_store_process.rs`). Writing
-//! each update as it is sent would keep the partial turn but cost an append per streamed
-//! chunk, which the recording budget (at most 30% of a streaming connection's throughput,
-//! BENCHMARKS.md) does not allow. Durability against power loss is the store's business:
-//! [`super::JsonlStore`] does not `fsync` (its module docs say why that is the trade).
+//! * [`Durability::Event`] (the default) and [`Durability::EventSyncTurn`]: the prompt and
+//!   each update of the turn are appended *before* the update is sent to the client, so an
+//!   agent process killed mid-turn (`kill -9`) keeps every event the client saw. The turn's
+//!   end is appended as a [`StoredEvent::TurnEnd`] when its prompt returns; a turn without
+//!   one is replayed by `session/load` followed by a chunk marked
+//!   [`super::INTERRUPTED_META`]. `EventSyncTurn` also asks the store to make the session
+//!   durable against a power loss at each turn's end ([`SessionStore::sync`]).
+//! * [`Durability::Turn`]: the turn's updates are collected in memory and appended in one
+//!   write when the prompt ends (or in parts of [`FLUSH_EVENTS`] events / [`FLUSH_BYTES`]
+//!   bytes). While collecting, consecutive text chunks of one message become one chunk, a
+//!   tool call absorbs its `tool_call_update`s (it is stored in its final state, where it
+//!   was announced), and consecutive plans keep only the last. The fewest writes; a killed
+//!   process loses the turn so far.
+//!
+//! Outside a prompt each update is written at once. Replaying either form renders the same
+//! conversation as the live updates did. What each setting costs is in BENCHMARKS.md
+//! (measured by the ignored test `store_durability_cost`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,7 +27,10 @@ use acp_types::v1::{
     ContentBlock, ContentChunk, SessionId, SessionNotification, SessionUpdate, ToolCallId,
 };
 
-use super::{MetaChange, SessionMeta, SessionStore, StoreError, StoredEvent, now_rfc3339};
+use super::{
+    Durability, MetaChange, SessionMeta, SessionStore, StoreError, StoredEvent, TurnEnd,
+    now_rfc3339,
+};
 use crate::sync::lock;
 
 /// A turn longer than this many stored events is written out in parts.
@@ -53,6 +59,8 @@ pub(crate) struct Recorder {
     state: Mutex<HashMap<SessionId, Rec>>,
     /// Set once [`Recorder::release`] has finished (a second caller waits for the first).
     released: tokio::sync::OnceCell<()>,
+    /// When a turn's events are written (the store's choice).
+    durability: Durability,
 }
 
 #[derive(Default)]
@@ -193,6 +201,7 @@ fn report(what: &str, id: &SessionId, e: &StoreError) {
 impl Recorder {
     pub(crate) fn new(store: Arc<dyn SessionStore>) -> Self {
         Recorder {
+            durability: store.durability(),
             store: std::sync::RwLock::new(Some(store)),
             state: Mutex::default(),
             released: tokio::sync::OnceCell::new(),
@@ -279,6 +288,7 @@ impl Recorder {
             if !rec.stored {
                 (Vec::new(), None)
             } else if turn.prompts == 0
+                || self.durability != Durability::Turn
                 || turn.events.len() >= FLUSH_EVENTS
                 || turn.bytes >= FLUSH_BYTES
             {
@@ -359,17 +369,34 @@ impl Recorder {
         }
     }
 
-    /// A prompt ended: writes the turn and touches `updatedAt`.
-    pub(crate) async fn end_prompt(&self, id: &SessionId) {
+    /// A prompt ended (with this stop reason; `None` if it failed or was withdrawn):
+    /// writes what the turn still holds and its end marker, syncs the store when the
+    /// durability asks for it, and touches `updatedAt`.
+    pub(crate) async fn end_prompt(
+        &self,
+        id: &SessionId,
+        stop_reason: Option<&acp_types::v1::StopReason>,
+    ) {
         let events = {
             let mut s = lock(&self.state);
             let Some(rec) = s.get_mut(id).filter(|r| r.stored) else {
                 return;
             };
             rec.turn.prompts = rec.turn.prompts.saturating_sub(1);
-            rec.turn.take()
+            let mut events = rec.turn.take();
+            let stop_reason = stop_reason
+                .and_then(|r| serde_json::to_value(r).ok())
+                .and_then(|v| v.as_str().map(str::to_owned));
+            events.push(StoredEvent::TurnEnd(TurnEnd { stop_reason }));
+            events
         };
         self.write(id, events).await;
+        if self.durability == Durability::EventSyncTurn
+            && let Some(store) = self.live_store()
+            && let Err(e) = store.sync(id).await
+        {
+            report("the end of a turn durably", id, &e);
+        }
         self.change(id, MetaChange::touch()).await;
     }
 

@@ -6,7 +6,9 @@ use acp_types::NotificationMethod;
 use acp_types::v1::*;
 
 use super::record::Recorder;
-use super::{HistoryCursor, ListQuery, MetaChange, SessionMeta, StoreError};
+use super::{
+    HistoryCursor, INTERRUPTED_META, ListQuery, MetaChange, SessionMeta, StoreError, StoredEvent,
+};
 use crate::agent::Agent;
 use crate::context::AgentContext;
 use crate::state::Inner;
@@ -73,12 +75,25 @@ pub(crate) async fn load<A: Agent>(
         .await?
         .ok_or_else(|| unknown(&id))?;
     let mut cursor = HistoryCursor::START;
+    // A prompt whose turn has not ended yet in the history read so far.
+    let mut open_turn = false;
+    let send = |update: SessionUpdate| {
+        let n = SessionNotification::new(id.clone(), update);
+        async move { inner.peer.notify(SessionNotification::METHOD, &n).await }
+    };
     loop {
         let page = recorder.store()?.history(&id, cursor, REPLAY_PAGE).await?;
         for event in page.events {
+            match &event {
+                StoredEvent::Prompt(_) if open_turn && meta.turn_markers => {
+                    send(interrupted()).await?;
+                }
+                StoredEvent::Prompt(_) => open_turn = true,
+                StoredEvent::TurnEnd(_) => open_turn = false,
+                StoredEvent::Update(_) => {}
+            }
             for update in event.into_updates() {
-                let n = SessionNotification::new(id.clone(), update);
-                inner.peer.notify(SessionNotification::METHOD, &n).await?;
+                send(update).await?;
             }
         }
         match page.next {
@@ -86,11 +101,28 @@ pub(crate) async fn load<A: Agent>(
             None => break,
         }
     }
+    if open_turn && meta.turn_markers {
+        send(interrupted()).await?;
+    }
     recorder.attach(&id);
     let mut response = LoadSessionResponse::new();
     response.modes = meta.modes;
     response.config_options = meta.config_options;
     Ok(response)
+}
+
+/// What `session/load` replays after the events of a turn that never ended (its agent
+/// process died mid-turn): a chunk saying so, marked [`INTERRUPTED_META`] in its `_meta`.
+fn interrupted() -> SessionUpdate {
+    let chunk = serde_json::json!({
+        "content": {"type": "text", "text": "\n[turn interrupted: the agent stopped before it ended]\n"},
+        "_meta": {INTERRUPTED_META: true},
+    });
+    match serde_json::from_value(chunk) {
+        Ok(chunk) => SessionUpdate::AgentMessageChunk(chunk),
+        // The literal above is a valid chunk; this arm only keeps a panic off the path.
+        Err(_) => SessionUpdate::agent_message_text("[turn interrupted]"),
+    }
 }
 
 /// `session/resume`: the session is open again, without replay.
