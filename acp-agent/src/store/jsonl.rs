@@ -44,6 +44,10 @@ use files::{cut_torn_tail, file_stem, read_lines, try_lock};
 /// is closed first); an idle session holds no file.
 const OPEN_FILES: usize = 64;
 
+/// Appends up to this many bytes to an open file are written in place, not on the blocking
+/// pool (see `Inner::try_append_in_place`).
+const IN_PLACE_BYTES: usize = 16 * 1024;
+
 /// The embedded on-disk [`SessionStore`]: needs only a directory (see the module docs for
 /// the layout and the crash-safety rules).
 #[derive(Clone)]
@@ -189,6 +193,15 @@ fn read_index(dir: &Path) -> Result<Index, StoreError> {
         .map_err(|e| StoreError::io(format!("cannot write {}", path.display()), e))?;
     index.file = Some(file);
     Ok(index)
+}
+
+/// Events as the lines of one append.
+fn encode_events(events: &[StoredEvent]) -> Result<Vec<u8>, StoreError> {
+    let mut buf = Vec::with_capacity(256 * events.len());
+    for event in events {
+        to_line(event, &mut buf)?;
+    }
+    Ok(buf)
 }
 
 fn to_line<T: Serialize>(value: &T, out: &mut Vec<u8>) -> Result<(), StoreError> {
@@ -343,13 +356,44 @@ impl Inner {
         if !lock(&self.index).rows.contains_key(id) {
             return Err(StoreError::NotFound(id.clone()));
         }
-        let mut buf = Vec::with_capacity(256 * events.len());
-        for event in events {
-            to_line(event, &mut buf)?;
-        }
+        let buf = encode_events(events)?;
         let file = self.history_file(id)?;
-        let mut file = lock(&file);
-        file.write_all(&buf).map_err(|e| {
+        self.write_history(id, &file, &buf)
+    }
+
+    /// An append small enough to write where it is asked (on the caller's thread, not the
+    /// blocking pool) to a session whose file is open already: one `write` of a few
+    /// hundred bytes into the page cache costs microseconds, where the hop to the blocking
+    /// pool and back costs tens (per streamed event with [`Durability::Event`]). `None`:
+    /// take the blocking path (a file to open, a large batch).
+    fn try_append_in_place(
+        &self,
+        id: &SessionId,
+        events: &[StoredEvent],
+    ) -> Option<Result<(), StoreError>> {
+        let file = lock(&self.open)
+            .iter()
+            .find(|(s, _)| s == id)
+            .map(|(_, f)| f.clone())?;
+        if !lock(&self.index).rows.contains_key(id) {
+            return Some(Err(StoreError::NotFound(id.clone())));
+        }
+        let buf = match encode_events(events) {
+            Ok(buf) if buf.len() <= IN_PLACE_BYTES => buf,
+            Ok(_) => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(self.write_history(id, &file, &buf))
+    }
+
+    fn write_history(
+        &self,
+        id: &SessionId,
+        file: &Mutex<File>,
+        buf: &[u8],
+    ) -> Result<(), StoreError> {
+        let mut file = lock(file);
+        file.write_all(buf).map_err(|e| {
             StoreError::io(
                 format!("cannot write {}", self.history_path(id).display()),
                 e,
@@ -488,6 +532,9 @@ impl SessionStore for JsonlStore {
     }
 
     async fn append(&self, id: &SessionId, events: Vec<StoredEvent>) -> Result<(), StoreError> {
+        if let Some(done) = self.inner.try_append_in_place(id, &events) {
+            return done;
+        }
         let id = id.clone();
         self.blocking(move |s| s.append(&id, &events)).await
     }

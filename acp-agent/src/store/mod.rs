@@ -39,6 +39,8 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "test-support")]
 pub mod conformance;
 mod jsonl;
+#[cfg(feature = "test-support")]
+pub mod measure;
 mod memory;
 pub(crate) mod record;
 pub(crate) mod serve;
