@@ -25,8 +25,15 @@
 //! torn last line (ignored with a warning), the files are readable with any tool, and it needs
 //! no C build. What SQLite does better (no in-memory index; the listing is a query) matters
 //! only for very many sessions; the index costs on the order of a hundred bytes per stored
-//! session. A networked store (PostgreSQL, for several agent hosts sharing sessions) can
-//! implement the same trait: nothing in it assumes a local file system.
+//! session. A networked store implements the same trait (nothing in it assumes a local file
+//! system): `acp-store-postgres` keeps sessions in PostgreSQL for several agent hosts.
+//!
+//! # When a turn is written, and what survives a crash
+//!
+//! A store's [`Durability`] says when the connection writes a turn's events (by default each
+//! before it is sent, so a `kill -9` keeps what the client saw); see the `record` module
+//! for how, and BENCHMARKS.md for what each setting costs. Every store is checked by the
+//! same suite, `store::conformance` (feature `test-support`).
 
 use std::sync::Arc;
 
