@@ -277,6 +277,13 @@ pub enum Durability {
     /// or a megabyte): the fewest writes, but a process killed mid-turn loses the turn so
     /// far.
     Turn,
+    /// Collected as with [`Durability::Turn`], and also written when an update arrives
+    /// while the oldest unwritten one is older than this: a networked store pays one round
+    /// trip per interval, not per streamed event, and a killed process loses what was
+    /// collected since the last write (at most the interval's worth while the turn
+    /// streams; a turn that pauses keeps its last events unwritten until it goes on or
+    /// ends).
+    Interval(std::time::Duration),
 }
 
 /// Where a history read starts; [`HistoryCursor::START`] for the beginning. Opaque to

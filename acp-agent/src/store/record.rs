@@ -11,7 +11,8 @@
 //!   durable against a power loss at each turn's end ([`SessionStore::sync`]).
 //! * [`Durability::Turn`]: the turn's updates are collected in memory and appended in one
 //!   write when the prompt ends (or in parts of [`FLUSH_EVENTS`] events / [`FLUSH_BYTES`]
-//!   bytes). While collecting, consecutive text chunks of one message become one chunk, a
+//!   bytes). [`Durability::Interval`] collects the same way and also writes what it holds
+//!   when an update arrives and the oldest unwritten one is older than the interval. While collecting, consecutive text chunks of one message become one chunk, a
 //!   tool call absorbs its `tool_call_update`s (it is stored in its final state, where it
 //!   was announced), and consecutive plans keep only the last. The fewest writes; a killed
 //!   process loses the turn so far.
@@ -80,12 +81,26 @@ struct Turn {
     prompts: usize,
     /// About how many bytes `events` hold (text counted, other updates a flat guess).
     bytes: usize,
+    /// When the oldest event not yet written was collected (for [`Durability::Interval`]).
+    since: Option<std::time::Instant>,
 }
 impl Turn {
     fn take(&mut self) -> Vec<StoredEvent> {
         self.tools.clear();
         self.bytes = 0;
+        self.since = None;
         std::mem::take(&mut self.events)
+    }
+
+    /// Whether the oldest unwritten event is `interval` old.
+    fn due(&mut self, interval: std::time::Duration) -> bool {
+        match self.since {
+            Some(since) => since.elapsed() >= interval,
+            None => {
+                self.since = Some(std::time::Instant::now());
+                interval.is_zero()
+            }
+        }
     }
 
     /// Adds an update, condensing it into the events already collected where it can.
@@ -208,6 +223,14 @@ impl Recorder {
         }
     }
 
+    /// Whether each update of a turn is written before it is sent.
+    fn writes_each_event(&self) -> bool {
+        matches!(
+            self.durability,
+            Durability::Event | Durability::EventSyncTurn
+        )
+    }
+
     /// The store, or an error once the connection has ended and let go of it.
     pub(crate) fn store(&self) -> Result<Arc<dyn SessionStore>, StoreError> {
         self.live_store()
@@ -288,7 +311,8 @@ impl Recorder {
             if !rec.stored {
                 (Vec::new(), None)
             } else if turn.prompts == 0
-                || self.durability != Durability::Turn
+                || self.writes_each_event()
+                || matches!(self.durability, Durability::Interval(d) if turn.due(d))
                 || turn.events.len() >= FLUSH_EVENTS
                 || turn.bytes >= FLUSH_BYTES
             {
@@ -516,6 +540,51 @@ mod tests {
         ];
         assert_eq!(texts(&events), texts(&expected));
         assert!(turn.tools.is_empty());
+    }
+
+    /// `Interval`: updates of a turn wait until one arrives while the oldest unwritten is
+    /// older than the interval; then all go at once, and the turn's end writes the rest.
+    #[tokio::test]
+    async fn interval_durability_writes_when_the_oldest_unwritten_event_is_due() {
+        use crate::store::{HistoryCursor, MemoryStore};
+        let interval = std::time::Duration::from_millis(100);
+        let store = Arc::new(MemoryStore::new().with_durability(Durability::Interval(interval)));
+        let recorder = Recorder::new(store.clone());
+        let id = SessionId("i".into());
+        recorder
+            .created(SessionMeta::new(id.clone(), "/w"))
+            .await
+            .unwrap();
+        let stored = || async {
+            store
+                .history(&id, HistoryCursor::START, 100)
+                .await
+                .unwrap()
+                .events
+                .len()
+        };
+        let chunk =
+            |t: &str| SessionNotification::new(id.clone(), SessionUpdate::agent_message_text(t));
+        recorder.begin_prompt(&id, vec![ContentBlock::text("q")]);
+        recorder.update(&chunk("a"), || false).await;
+        recorder.update(&chunk("b"), || false).await;
+        assert_eq!(stored().await, 0, "not due yet");
+        tokio::time::sleep(interval + std::time::Duration::from_millis(20)).await;
+        recorder.update(&chunk("c"), || false).await;
+        // The prompt and the three chunks, coalesced into one.
+        assert_eq!(stored().await, 2);
+        recorder.update(&chunk("d"), || false).await;
+        assert_eq!(stored().await, 2, "a new window starts");
+        recorder
+            .end_prompt(&id, Some(&acp_types::v1::StopReason::EndTurn))
+            .await;
+        let events = store
+            .history(&id, HistoryCursor::START, 100)
+            .await
+            .unwrap()
+            .events;
+        assert_eq!(events.len(), 4, "{events:?}");
+        assert!(matches!(events[3], StoredEvent::TurnEnd(_)));
     }
 
     /// Chunks with different message ids stay apart.
