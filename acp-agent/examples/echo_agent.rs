@@ -9,7 +9,7 @@
 //! It speaks every dialect this build has (v1, 0.0.9, threads, probe, crow), found from the client's first
 //! message; `--dialects v1,legacy-0.0.9` pins the accepted ones. `--store DIR` keeps the
 //! sessions of v1 clients in DIR (`acp_agent::store::JsonlStore`), so `session/load`,
-//! `session/list` and `session/resume` work across restarts; `--durability event|event-sync-turn|turn`
+//! `session/list` and `session/resume` work across restarts; `--durability event|event-sync-turn|turn|<N>ms`
 //! chooses when a turn is written (`acp_agent::store::Durability`, default `event`). Run it under an ACP client,
 //! e.g. `cargo run -p acp-client --example demo` (which spawns it).
 
@@ -273,9 +273,17 @@ async fn main() {
                 Some("event") => acp_agent::store::Durability::Event,
                 Some("event-sync-turn") => acp_agent::store::Durability::EventSyncTurn,
                 Some("turn") => acp_agent::store::Durability::Turn,
+                Some(ms)
+                    if ms
+                        .strip_suffix("ms")
+                        .is_some_and(|n| n.parse::<u64>().is_ok()) =>
+                {
+                    let n = ms.trim_end_matches("ms").parse().unwrap_or(0);
+                    acp_agent::store::Durability::Interval(Duration::from_millis(n))
+                }
                 other => {
                     eprintln!(
-                        "echo_agent: --durability {other:?}: expected event, event-sync-turn or turn"
+                        "echo_agent: --durability {other:?}: expected event, event-sync-turn, turn or <N>ms"
                     );
                     std::process::exit(2);
                 }
