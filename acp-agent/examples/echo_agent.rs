@@ -269,22 +269,14 @@ async fn main() {
         let dir = args.get(i + 1).map(String::as_str).unwrap_or("");
         let durability = match args.iter().position(|a| a == "--durability") {
             None => acp_agent::store::Durability::default(),
-            Some(i) => match args.get(i + 1).map(String::as_str) {
-                Some("event") => acp_agent::store::Durability::Event,
-                Some("event-sync-turn") => acp_agent::store::Durability::EventSyncTurn,
-                Some("turn") => acp_agent::store::Durability::Turn,
-                Some(ms)
-                    if ms
-                        .strip_suffix("ms")
-                        .is_some_and(|n| n.parse::<u64>().is_ok()) =>
-                {
-                    let n = ms.trim_end_matches("ms").parse().unwrap_or(0);
-                    acp_agent::store::Durability::Interval(Duration::from_millis(n))
+            Some(i) => match args.get(i + 1).map(|a| a.parse()) {
+                Some(Ok(durability)) => durability,
+                Some(Err(e)) => {
+                    eprintln!("echo_agent: --durability: {e}");
+                    std::process::exit(2);
                 }
-                other => {
-                    eprintln!(
-                        "echo_agent: --durability {other:?}: expected event, event-sync-turn, turn or <N>ms"
-                    );
+                None => {
+                    eprintln!("echo_agent: --durability needs a value");
                     std::process::exit(2);
                 }
             },

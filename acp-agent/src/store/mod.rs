@@ -286,6 +286,29 @@ pub enum Durability {
     Interval(std::time::Duration),
 }
 
+impl std::str::FromStr for Durability {
+    type Err = String;
+
+    /// `event`, `event-sync-turn`, `turn`, or an interval in milliseconds (`50ms`), as
+    /// command lines take it.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "event" => Ok(Durability::Event),
+            "event-sync-turn" => Ok(Durability::EventSyncTurn),
+            "turn" => Ok(Durability::Turn),
+            other => other
+                .strip_suffix("ms")
+                .and_then(|n| n.parse::<u64>().ok())
+                .map(|n| Durability::Interval(std::time::Duration::from_millis(n)))
+                .ok_or_else(|| {
+                    format!(
+                        "unknown durability {other:?}: expected event, event-sync-turn, turn or <N>ms"
+                    )
+                }),
+        }
+    }
+}
+
 /// Where a history read starts; [`HistoryCursor::START`] for the beginning. Opaque to
 /// callers: a byte offset for [`JsonlStore`], an event number for [`MemoryStore`], a row
 /// number for a database.
