@@ -89,6 +89,12 @@ struct ServeArgs {
     /// listed, loaded and resumed by later runs. Default: `ACP_STORE`, if set.
     #[arg(long)]
     store: Option<OsString>,
+    /// When a turn is written to the store: `event` (each update before it is sent: a
+    /// killed agent keeps what the client saw; the default), `event-sync-turn` (and an
+    /// fsync per turn), `turn` (at its end), or `<N>ms` (batches at most N ms apart, for a
+    /// database). Default: `ACP_STORE_DURABILITY`, else `event`.
+    #[arg(long)]
+    durability: Option<acp_agent::store::Durability>,
 }
 
 /// The chat's own commands, listed by `acp chat --help`.
@@ -242,7 +248,17 @@ async fn run(cli: Cli) -> i32 {
             let store = args
                 .store
                 .or_else(|| std::env::var_os("ACP_STORE").filter(|v| !v.is_empty()));
-            serve_builtin(store).await
+            let durability = match args.durability {
+                Some(d) => d,
+                None => match std::env::var("ACP_STORE_DURABILITY") {
+                    Ok(text) if !text.is_empty() => match text.parse() {
+                        Ok(d) => d,
+                        Err(e) => return fail(format!("ACP_STORE_DURABILITY: {e}")),
+                    },
+                    _ => Default::default(),
+                },
+            };
+            serve_builtin(store, durability).await
         }
         Command::Check(args) => check::run(args).await,
         Command::Trace(TraceArgs {
@@ -263,25 +279,28 @@ async fn run(cli: Cli) -> i32 {
 /// The store `--store` names: a PostgreSQL database for a `postgres://` or `postgresql://`
 /// URL, else a `JsonlStore` directory. An unreachable database or an unusable directory is
 /// an error here, before anything is served.
-async fn open_any_store(spec: &std::ffi::OsStr) -> Result<acp_agent::store::StoreSlot, String> {
+async fn open_any_store(
+    spec: &std::ffi::OsStr,
+    durability: acp_agent::store::Durability,
+) -> Result<acp_agent::store::StoreSlot, String> {
     let text = spec.to_string_lossy();
     if text.starts_with("postgres://") || text.starts_with("postgresql://") {
         let store = acp_store_postgres::PostgresStore::open(&text)
             .await
             .map_err(|e| format!("the session store: {e}"))?;
-        return Ok(store.into());
+        return Ok(store.with_durability(durability).into());
     }
-    chat::open_store(std::path::Path::new(spec)).map(Into::into)
+    chat::open_store(std::path::Path::new(spec)).map(|s| s.with_durability(durability).into())
 }
 
 /// `acp agent`: the built-in agent on stdio, in whichever dialect the client speaks.
-async fn serve_builtin(store: Option<OsString>) -> i32 {
+async fn serve_builtin(store: Option<OsString>, durability: acp_agent::store::Durability) -> i32 {
     let mut options = acp_agent::negotiate::NegotiateOptions::default();
     if let Ok(cwd) = std::env::current_dir() {
         options = options.with_legacy_cwd(cwd);
     }
     let opened = match store {
-        Some(spec) => open_any_store(&spec).await.map(Some),
+        Some(spec) => open_any_store(&spec, durability).await.map(Some),
         None => Ok(None),
     };
     let agent = match opened {

@@ -215,3 +215,31 @@ async fn kill_9_mid_turn_then_another_process_loads_it_and_the_database_restarts
         .unwrap();
     assert_eq!(done["stopReason"], "end_turn");
 }
+
+/// `--durability` and `ACP_STORE_DURABILITY` take `event`, `event-sync-turn`, `turn` or
+/// `<N>ms`; anything else stops `acp agent` before it serves, saying what is expected.
+#[tokio::test]
+async fn a_bad_durability_is_refused_at_start() {
+    let flag = Command::new(acp())
+        .args(["agent", "--durability", "sometimes"])
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(flag.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&flag.stderr);
+    assert!(
+        err.contains("expected event, event-sync-turn, turn or <N>ms"),
+        "{err}"
+    );
+    let env = Command::new(acp())
+        .arg("agent")
+        .env("ACP_STORE_DURABILITY", "5s")
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(env.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&env.stderr);
+    assert!(err.contains("ACP_STORE_DURABILITY"), "{err}");
+}
