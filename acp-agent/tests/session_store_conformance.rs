@@ -25,3 +25,18 @@ mod jsonl {
 
     acp_agent::session_store_conformance!(async { fresh() });
 }
+
+/// The macro runs every case the suite lists (a case added to `CASES` but not to the macro
+/// would silently never run).
+#[test]
+fn the_macro_runs_every_case() {
+    let source = include_str!("../src/store/conformance.rs");
+    let cases = source
+        .split("(@cases $make;")
+        .nth(1)
+        .and_then(|rest| rest.split(");").next())
+        .expect("the macro's case list");
+    for case in acp_agent::store::conformance::CASES {
+        assert!(cases.contains(case), "{case} is not in the macro");
+    }
+}

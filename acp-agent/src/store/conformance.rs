@@ -459,7 +459,8 @@ pub async fn hostile_ids_are_plain_data<S: SessionStore>(store: S) {
 }
 
 /// Expands into one `#[tokio::test]` per case of [`crate::store::conformance`], each given
-/// a fresh store from `$make` (an expression of a future that returns the store).
+/// a fresh store from `$make` (an expression of a future that returns the store). The
+/// calling crate needs tokio with `macros` and `rt-multi-thread` among its dev-dependencies.
 #[macro_export]
 macro_rules! session_store_conformance {
     ($make:expr) => {
