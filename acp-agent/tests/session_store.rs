@@ -519,9 +519,11 @@ async fn event_durability_replays_each_update_as_sent_and_marks_an_interrupted_t
 
     // A session recorded before the markers existed: no turn is taken for interrupted.
     let old = SessionId("old".into());
-    let mut meta = SessionMeta::new(old.clone(), "/w");
-    meta.turn_markers = false;
-    store.create(meta).await.unwrap();
+    // (`SessionMeta::new` leaves `turn_markers` false, as such sessions have it.)
+    store
+        .create(SessionMeta::new(old.clone(), "/w"))
+        .await
+        .unwrap();
     store
         .append(
             &old,

@@ -140,9 +140,10 @@ pub struct SessionMeta {
     /// The config options with their current values (answered again on load and resume).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_options: Option<Vec<SessionConfigOption>>,
-    /// Whether the history ends each turn with a [`StoredEvent::TurnEnd`] (every session
-    /// recorded since those markers exist; `false` for older ones, whose turns are then
-    /// never taken for interrupted).
+    /// Whether the history ends each turn with a [`StoredEvent::TurnEnd`]: set for the
+    /// sessions a connection creates (it writes the markers); `false` from
+    /// [`SessionMeta::new`] and for sessions recorded before the markers existed, whose
+    /// turns are then never taken for interrupted.
     #[serde(default)]
     pub turn_markers: bool,
 }
@@ -160,7 +161,7 @@ impl SessionMeta {
             updated_at: now,
             modes: None,
             config_options: None,
-            turn_markers: true,
+            turn_markers: false,
         }
     }
 

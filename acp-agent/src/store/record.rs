@@ -491,6 +491,8 @@ fn created_meta(
     config_options: &Option<Vec<acp_types::v1::SessionConfigOption>>,
 ) -> SessionMeta {
     let mut meta = SessionMeta::new(id, cwd);
+    // This connection ends every turn it records with a marker.
+    meta.turn_markers = true;
     meta.additional_directories = additional_directories;
     meta.modes.clone_from(modes);
     meta.config_options.clone_from(config_options);

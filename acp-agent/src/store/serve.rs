@@ -45,7 +45,10 @@ pub(crate) fn advertise(response: &mut InitializeResponse) {
 /// store if it is not there).
 async fn adopt(recorder: &Recorder, id: &SessionId, cwd: &str) -> Result<(), Error> {
     if recorder.store()?.meta(id).await?.is_none() {
-        recorder.created(SessionMeta::new(id.clone(), cwd)).await?;
+        // New to the store, so its whole history will have the turn markers.
+        let mut meta = SessionMeta::new(id.clone(), cwd);
+        meta.turn_markers = true;
+        recorder.created(meta).await?;
     }
     recorder.attach(id);
     Ok(())
