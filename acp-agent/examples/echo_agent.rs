@@ -9,7 +9,8 @@
 //! It speaks every dialect this build has (v1, 0.0.9, threads, probe, crow), found from the client's first
 //! message; `--dialects v1,legacy-0.0.9` pins the accepted ones. `--store DIR` keeps the
 //! sessions of v1 clients in DIR (`acp_agent::store::JsonlStore`), so `session/load`,
-//! `session/list` and `session/resume` work across restarts. Run it under an ACP client,
+//! `session/list` and `session/resume` work across restarts; `--durability event|event-sync-turn|turn|<N>ms`
+//! chooses when a turn is written (`acp_agent::store::Durability`, default `event`). Run it under an ACP client,
 //! e.g. `cargo run -p acp-client --example demo` (which spawns it).
 
 use std::collections::HashMap;
@@ -266,8 +267,22 @@ async fn main() {
     let mut agent = EchoAgent::default();
     if let Some(i) = args.iter().position(|a| a == "--store") {
         let dir = args.get(i + 1).map(String::as_str).unwrap_or("");
+        let durability = match args.iter().position(|a| a == "--durability") {
+            None => acp_agent::store::Durability::default(),
+            Some(i) => match args.get(i + 1).map(|a| a.parse()) {
+                Some(Ok(durability)) => durability,
+                Some(Err(e)) => {
+                    eprintln!("echo_agent: --durability: {e}");
+                    std::process::exit(2);
+                }
+                None => {
+                    eprintln!("echo_agent: --durability needs a value");
+                    std::process::exit(2);
+                }
+            },
+        };
         match acp_agent::store::JsonlStore::open(dir) {
-            Ok(store) => options = options.with_store(store),
+            Ok(store) => options = options.with_store(store.with_durability(durability)),
             Err(e) => {
                 eprintln!("echo_agent: --store {dir:?}: {e}");
                 std::process::exit(1);

@@ -26,9 +26,15 @@ impl AgentConnection {
         &self.client
     }
 
-    /// Resolves when the connection has ended, with the reason.
+    /// Resolves when the connection has ended, with the reason. With a session store, the
+    /// connection has let go of it by then (what running turns collected is written first),
+    /// even while handles to the connection live on.
     pub async fn closed(&self) -> CloseReason {
-        self.conn.closed().await
+        let reason = self.conn.closed().await;
+        if let Some(recorder) = &self.client.inner.recorder {
+            recorder.release().await;
+        }
+        reason
     }
 
     /// Ends the connection.
@@ -119,6 +125,15 @@ where
         offered: Default::default(),
     });
     let _ = slot.set(inner.clone());
+    if let Some(recorder) = inner.recorder.clone() {
+        // The store is let go of when the connection ends, not when the last handle to
+        // its state does (see `Recorder::release`).
+        let peer = conn.peer().clone();
+        tokio::spawn(async move {
+            peer.closed().await;
+            recorder.release().await;
+        });
+    }
     AgentConnection {
         conn,
         client: ClientHandle { inner },

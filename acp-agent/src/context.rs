@@ -43,7 +43,11 @@ impl AgentContext {
     /// agent finds its working directory when the session is next prompted.
     pub async fn stored_session(&self, id: &SessionId) -> Option<crate::store::SessionMeta> {
         let recorder = self.client.inner.recorder.as_ref()?;
-        match recorder.store.meta(id).await {
+        let meta = match recorder.store() {
+            Ok(store) => store.meta(id).await,
+            Err(e) => Err(e),
+        };
+        match meta {
             Ok(meta) => meta,
             Err(e) => {
                 tracing::warn!(session = %id, error = %e, "the session store could not be read");

@@ -317,7 +317,7 @@ impl<A: Agent> Dispatch<A> {
                 self.0.end_prompt(&self.1);
                 if let Some(recorder) = self.2.take() {
                     let id = self.1.clone();
-                    tokio::spawn(async move { recorder.end_prompt(&id).await });
+                    tokio::spawn(async move { recorder.end_prompt(&id, None).await });
                 }
             }
         }
@@ -334,7 +334,8 @@ impl<A: Agent> Dispatch<A> {
         // Every update of this prompt is written before its response.
         sending.wait_idle().await;
         if let Some(recorder) = running.2.take() {
-            recorder.end_prompt(&id).await;
+            let stop = result.as_ref().ok().map(|r| &r.stop_reason);
+            recorder.end_prompt(&id, stop).await;
         }
         result
     }

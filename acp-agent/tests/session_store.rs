@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use acp_agent::store::{MemoryStore, SessionStore};
+use acp_agent::store::{
+    Durability, INTERRUPTED_META, MemoryStore, SessionMeta, SessionStore, StoredEvent,
+};
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentConnection, AgentContext, Config, Error, PromptContext};
 use serde::de::DeserializeOwned;
@@ -190,10 +192,11 @@ fn updates(messages: &[Value]) -> Vec<Value> {
 /// A conversation recorded on one connection is replayed on another (the restart stand-in;
 /// the on-disk store across real processes is in `session_store_process.rs`): every update
 /// before the load response, text chunks coalesced, the tool call in its final state, the
-/// last plan, the prompt as a user message, and the mode chosen since in the answer.
+/// last plan, the prompt as a user message, and the mode chosen since in the answer (with
+/// `Durability::Turn`, which condenses a turn before writing it).
 #[tokio::test]
 async fn load_replays_the_recorded_conversation_before_the_answer() {
-    let store = Arc::new(MemoryStore::new());
+    let store = Arc::new(MemoryStore::new().with_durability(Durability::Turn));
     let mut first = Wire::serve(Streamer::default(), store.clone());
     first.init().await;
     let id = first.new_session("/w").await;
@@ -446,4 +449,93 @@ async fn capabilities_are_advertised_and_the_agent_can_override() {
     let list = wire.ok("session/list", json!({})).await;
     assert_eq!(list["_meta"]["by"], "agent");
     assert_eq!(list["sessions"], json!([]));
+}
+
+/// With the default `Durability::Event` every update is stored as it was sent: the replay
+/// of a turn is its live updates one for one, in order, and the turn ends with a marker
+/// (no interrupted chunk). A turn with no end marker (what a `kill -9` mid-turn leaves) is
+/// replayed with its events and then a chunk marked `INTERRUPTED_META`, before the next
+/// turn.
+#[tokio::test]
+async fn event_durability_replays_each_update_as_sent_and_marks_an_interrupted_turn() {
+    let store = Arc::new(MemoryStore::new());
+    let mut first = Wire::serve(Streamer::default(), store.clone());
+    first.init().await;
+    let id = first.new_session("/w").await;
+    let (live, _) = first
+        .call(
+            "session/prompt",
+            json!({"sessionId": id, "prompt": [{"type": "text", "text": "hello big world"}]}),
+        )
+        .await;
+    // (The commands update sent while the session was created may arrive here too.)
+    let live: Vec<Value> = updates(&live)
+        .into_iter()
+        .filter(|u| u["sessionUpdate"] != "available_commands_update")
+        .collect();
+    let mut second = Wire::serve(Streamer::default(), store.clone());
+    second.init().await;
+    let (before, _) = second
+        .call(
+            "session/load",
+            json!({"sessionId": id, "cwd": "/w", "mcpServers": []}),
+        )
+        .await;
+    let replay = updates(&before);
+    // The commands update sent while the session was created, the prompt, then the turn.
+    assert_eq!(replay[1]["sessionUpdate"], "user_message_chunk");
+    assert_eq!(replay[2..], live[..], "the turn replays as it streamed");
+    assert!(!replay.iter().any(|u| u["_meta"][INTERRUPTED_META] == true));
+
+    // A turn cut off mid-way (its prompt and two chunks, no end), then a later turn.
+    let sid = SessionId(id.clone());
+    let cut = vec![
+        StoredEvent::Prompt(vec![ContentBlock::text("cut")]),
+        StoredEvent::Update(SessionUpdate::agent_message_text("par")),
+        StoredEvent::Update(SessionUpdate::agent_message_text("tial")),
+    ];
+    store.append(&sid, cut.clone()).await.unwrap();
+    store.append(&sid, cut).await.unwrap();
+    let mut third = Wire::serve(Streamer::default(), store.clone());
+    third.init().await;
+    let (before, _) = third
+        .call(
+            "session/load",
+            json!({"sessionId": id, "cwd": "/w", "mcpServers": []}),
+        )
+        .await;
+    let replay = updates(&before);
+    let marks: Vec<usize> = replay
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| u["_meta"][INTERRUPTED_META] == true)
+        .map(|(i, _)| i)
+        .collect();
+    let n = replay.len();
+    // ... "cut", "par", "tial", (mark), "cut", "par", "tial", (mark)
+    assert_eq!(marks, [n - 5, n - 1], "after each cut turn: {replay:#?}");
+    assert_eq!(replay[n - 6]["content"]["text"], "tial");
+    assert_eq!(replay[n - 4]["content"]["text"], "cut");
+
+    // A session recorded before the markers existed: no turn is taken for interrupted.
+    let old = SessionId("old".into());
+    // (`SessionMeta::new` leaves `turn_markers` false, as such sessions have it.)
+    store
+        .create(SessionMeta::new(old.clone(), "/w"))
+        .await
+        .unwrap();
+    store
+        .append(
+            &old,
+            vec![StoredEvent::Prompt(vec![ContentBlock::text("q")])],
+        )
+        .await
+        .unwrap();
+    let (before, _) = third
+        .call(
+            "session/load",
+            json!({"sessionId": "old", "cwd": "/w", "mcpServers": []}),
+        )
+        .await;
+    assert_eq!(updates(&before).len(), 1);
 }

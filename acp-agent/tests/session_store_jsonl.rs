@@ -271,3 +271,108 @@ async fn delete_removes_files_and_hostile_ids_stay_inside() {
     assert!(store.meta(&hostile).await.unwrap().is_none());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An agent that creates `s1` and answers each prompt with one chunk.
+struct OneChunk;
+
+#[acp_agent::async_trait]
+impl acp_agent::Agent for OneChunk {
+    async fn initialize(
+        &self,
+        _p: acp_agent::types::InitializeRequest,
+        _cx: &acp_agent::AgentContext,
+    ) -> Result<acp_agent::types::InitializeResponse, acp_agent::Error> {
+        Ok(acp_agent::types::InitializeResponse::new(
+            acp_agent::types::ProtocolVersion::V1,
+        ))
+    }
+
+    async fn new_session(
+        &self,
+        _p: acp_agent::types::NewSessionRequest,
+        _cx: &acp_agent::AgentContext,
+    ) -> Result<acp_agent::types::NewSessionResponse, acp_agent::Error> {
+        Ok(acp_agent::types::NewSessionResponse::new("s1"))
+    }
+
+    async fn prompt(
+        &self,
+        _p: acp_agent::types::PromptRequest,
+        cx: &acp_agent::PromptContext,
+    ) -> Result<acp_agent::types::PromptResponse, acp_agent::Error> {
+        cx.session().message_chunk("hi").await?;
+        Ok(acp_agent::types::PromptResponse::new(
+            acp_agent::types::StopReason::EndTurn,
+        ))
+    }
+}
+
+/// A client that ignores what the agent sends.
+struct Deaf;
+
+#[acp_rpc::async_trait]
+impl acp_rpc::Handler for Deaf {
+    async fn handle_request(
+        &self,
+        _cx: acp_rpc::RequestContext,
+        method: &str,
+        _params: acp_rpc::Params,
+    ) -> Result<Box<acp_rpc::RawValue>, acp_agent::Error> {
+        Err(acp_agent::Error::method_not_found(method))
+    }
+}
+
+/// Serves `OneChunk` with a store on `dir` and runs a turn; returns the agent's connection
+/// and the client's.
+async fn served_turn(dir: &Path) -> (acp_agent::AgentConnection, acp_rpc::Connection) {
+    use serde_json::{Value, json};
+    let store = JsonlStore::open(dir).unwrap();
+    let (a, b) = tokio::io::duplex(64 * 1024);
+    let (ar, aw) = tokio::io::split(a);
+    let (br, bw) = tokio::io::split(b);
+    let agent = acp_agent::serve_with_store(OneChunk, store, ar, aw, acp_agent::Config::default());
+    let client = acp_rpc::Connection::new(br, bw, Deaf, acp_agent::Config::default());
+    let peer = client.peer();
+    let _: Value = peer
+        .request("initialize", &json!({"protocolVersion": 1}))
+        .await
+        .unwrap();
+    let _: Value = peer
+        .request("session/new", &json!({"cwd": "/w", "mcpServers": []}))
+        .await
+        .unwrap();
+    let _: Value = peer
+        .request(
+            "session/prompt",
+            &json!({"sessionId": "s1", "prompt": [{"type": "text", "text": "x"}]}),
+        )
+        .await
+        .unwrap();
+    (agent, client)
+}
+
+/// The close-then-reopen leak: the connection's state lives as long as any handle to it
+/// (the `AgentConnection` itself, a `ClientHandle` an agent task kept), and it used to hold
+/// the store, so a `JsonlStore` reopened in the same process after `close()` stayed locked
+/// for as long as such a handle lived. Now the store is let go of when the connection
+/// ends: once `closed()` returns the directory opens again, handles or not, and what was
+/// recorded is there.
+#[tokio::test]
+async fn a_closed_connection_lets_go_of_its_store_while_handles_live() {
+    let dir = temp_dir("close-reopen");
+    let (agent, _client) = served_turn(&dir).await;
+    let kept = agent.client().clone();
+    agent.close();
+    agent.closed().await;
+    let store = JsonlStore::open(&dir).expect("reopens at once after close()");
+    assert_eq!(all(&store, &sid("s1")).await.len(), 3, "prompt, chunk, end");
+    drop((store, kept, agent));
+
+    // The same when the client hangs up (the agent never calls close()).
+    let (agent, client) = served_turn(&dir.join("eof")).await;
+    client.close();
+    agent.closed().await;
+    JsonlStore::open(dir.join("eof")).expect("reopens after the client hung up");
+    drop(agent);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -22,6 +22,16 @@ impl Log {
     fn take(&self, session: &str) -> Vec<Value> {
         self.0.lock().unwrap().remove(session).unwrap_or_default()
     }
+
+    /// The updates received so far for `session` (kept).
+    fn peek(&self, session: &str) -> Vec<Value> {
+        self.0
+            .lock()
+            .unwrap()
+            .get(session)
+            .cloned()
+            .unwrap_or_default()
+    }
 }
 
 #[acp_rpc::async_trait]
@@ -84,9 +94,14 @@ impl Agent {
     }
 
     async fn start_with(store: &Path, initialize: Value) -> Agent {
+        Self::start_args(store, initialize, &[]).await
+    }
+
+    async fn start_args(store: &Path, initialize: Value, args: &[&str]) -> Agent {
         let mut child = Command::new(example_path())
             .arg("--store")
             .arg(store)
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -234,8 +249,8 @@ async fn a_loaded_or_resumed_session_keeps_its_working_directory() {
 }
 
 /// `kill -9` while four sessions append turn after turn: after a restart every turn whose
-/// answer arrived is in its session's history exactly once and in order, at most the turn
-/// in flight is there besides, and a torn record left at the end of a file is ignored.
+/// answer arrived is in its session's history exactly once, whole and in order, at most the
+/// turn in flight is there besides, and a torn record left at the end of a file is ignored.
 #[tokio::test]
 async fn kill_9_under_load_loses_no_completed_turn() {
     let dir = temp_dir("kill9");
@@ -301,9 +316,10 @@ async fn kill_9_under_load_loses_no_completed_turn() {
         if let Some(extra) = prompts.get(completed.len()) {
             assert_eq!(*extra, format!("turn-{}", completed.len()), "{session}");
         }
-        // Each stored turn is whole: its echo follows its prompt.
+        // Each completed turn is whole: its echo follows its prompt. (The turn in flight
+        // is kept as far as it streamed, and replays as interrupted.)
         let said = texts_of(&replay, "agent_message_chunk").concat();
-        for p in &prompts {
+        for p in &prompts[..completed.len()] {
             assert!(
                 said.contains(&format!("{p} ")),
                 "{session}: {p} not echoed in {said:?}"
@@ -371,4 +387,72 @@ async fn an_unusable_store_directory_fails_at_start() {
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `kill -9` in the middle of a streamed turn, with each durability that records as it
+/// streams: after a restart, `session/load` replays every chunk the client had received of
+/// that turn (at most one more: an event is stored before it is sent), then a chunk marked
+/// interrupted; the turn that finished before it is whole and not marked.
+#[tokio::test]
+async fn kill_9_mid_turn_keeps_every_event_the_client_saw() {
+    for durability in ["event", "event-sync-turn"] {
+        let dir = temp_dir(&format!("midturn-{durability}"));
+        let init = json!({"protocolVersion": 1});
+        let mut agent = Agent::start_args(&dir, init.clone(), &["--durability", durability]).await;
+        let session = agent.new_session().await;
+        agent.prompt(&session, "first turn").await.unwrap();
+        agent.log.take(&session);
+        let words: Vec<String> = (0..400).map(|i| format!("w{i}")).collect();
+        let peer = agent.conn.peer().clone();
+        let params =
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": words.join(" ")}]});
+        let running = tokio::spawn(async move {
+            let _ = peer.request::<_, Value>("session/prompt", &params).await;
+        });
+        let streamed = |log: &Log| {
+            texts_of(&log.peek(&session), "agent_message_chunk")
+                .into_iter()
+                .filter(|t| t.starts_with('w'))
+                .collect::<Vec<_>>()
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while streamed(&agent.log).len() < 30 {
+            assert!(tokio::time::Instant::now() < deadline, "the turn streams");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        agent.child.start_kill().unwrap();
+        agent.child.wait().await.unwrap();
+        let seen = streamed(&agent.log);
+        running.await.unwrap();
+        assert!(seen.len() < words.len(), "killed mid-turn");
+
+        let after = Agent::start_args(&dir, init, &["--durability", durability]).await;
+        let replay = after.load(&session).await;
+        let prompts = texts_of(&replay, "user_message_chunk");
+        assert_eq!(prompts.len(), 2, "{durability}: {prompts:?}");
+        let stored: Vec<String> = texts_of(&replay, "agent_message_chunk")
+            .into_iter()
+            .filter(|t| t.starts_with('w'))
+            .collect();
+        assert!(
+            stored.len() == seen.len() || stored.len() == seen.len() + 1,
+            "{durability}: saw {}, stored {}",
+            seen.len(),
+            stored.len()
+        );
+        assert_eq!(stored[..seen.len()], seen[..], "{durability}");
+        let marks: Vec<usize> = replay
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| u["_meta"]["acp-rs/turnInterrupted"] == true)
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(
+            marks,
+            [replay.len() - 1],
+            "{durability}: one mark, at the end"
+        );
+        after.stop().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -13,16 +13,17 @@
 //! torn last line, which readers ignore with a warning and the next append cuts off first.
 //! A line that does not parse in the middle of a file is reported with its file and byte
 //! offset and skipped. The data reaches the operating system at each append (it survives the
-//! process being killed); it is not `fsync`ed, so a power loss may lose the last records.
-//! That is chosen, not forgotten: an `fsync` per append costs milliseconds on common disks
-//! (more than a whole streamed turn takes to record), the sessions are conversation logs
-//! rather than the user's files, and what a power loss can take is the same torn or missing
-//! tail the reader already survives.
+//! process being killed). It is `fsync`ed only with [`Durability::EventSyncTurn`], once per
+//! turn (the history file and the index): by default a power loss may lose the last records.
+//! That is chosen, not forgotten: an `fsync` costs milliseconds on common disks (more than a
+//! whole streamed turn takes to record; BENCHMARKS.md has the figures), the sessions are
+//! conversation logs rather than the user's files, and what a power loss can take is the
+//! same torn or missing tail the reader already survives.
 //! A second process opening the same directory is refused with [`StoreError::Locked`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -31,26 +32,35 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    HistoryCursor, HistoryPage, ListPage, ListQuery, MetaChange, SessionMeta, SessionStore,
-    SessionSummary, StoreError, StoredEvent, decode_cursor, encode_cursor,
+    Durability, HistoryCursor, HistoryPage, ListPage, ListQuery, MetaChange, SessionMeta,
+    SessionStore, SessionSummary, StoreError, StoredEvent, decode_cursor, encode_cursor,
 };
 use crate::sync::lock;
+
+mod files;
+use files::{cut_torn_tail, file_stem, read_lines, try_lock};
 
 /// At most this many session files are kept open for appending (the least recently opened
 /// is closed first); an idle session holds no file.
 const OPEN_FILES: usize = 64;
+
+/// Appends up to this many bytes to an open file are written in place, not on the blocking
+/// pool (see `Inner::try_append_in_place`).
+const IN_PLACE_BYTES: usize = 16 * 1024;
 
 /// The embedded on-disk [`SessionStore`]: needs only a directory (see the module docs for
 /// the layout and the crash-safety rules).
 #[derive(Clone)]
 pub struct JsonlStore {
     inner: Arc<Inner>,
+    durability: Durability,
 }
 
 impl std::fmt::Debug for JsonlStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JsonlStore")
             .field("dir", &self.inner.dir)
+            .field("durability", &self.durability)
             .finish()
     }
 }
@@ -112,9 +122,18 @@ impl JsonlStore {
                 index: Mutex::new(index),
                 open: Mutex::default(),
             }),
+            durability: Durability::default(),
         };
         store.inner.compact_if_stale()?;
         Ok(store)
+    }
+
+    /// The same store, recorded into with `durability` (see [`Durability`]; the default is
+    /// [`Durability::Event`]). [`Durability::EventSyncTurn`] `fsync`s the session's history
+    /// and the index at the end of each turn.
+    pub fn with_durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
     }
 
     /// The store's directory.
@@ -131,132 +150,6 @@ impl JsonlStore {
             .await
             .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
     }
-}
-
-#[cfg(unix)]
-fn try_lock(file: &File) -> Result<(), Option<std::io::Error>> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock on a descriptor we own; no memory is passed.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = std::io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        Err(None)
-    } else {
-        Err(Some(err))
-    }
-}
-
-#[cfg(not(unix))]
-fn try_lock(file: &File) -> Result<(), Option<std::io::Error>> {
-    match file.try_lock() {
-        Ok(()) => Ok(()),
-        Err(std::fs::TryLockError::WouldBlock) => Err(None),
-        Err(std::fs::TryLockError::Error(e)) => Err(Some(e)),
-    }
-}
-
-/// The file name (without extension) of a session: the id itself when it is a plain name,
-/// else `h-` and its hex bytes (ids come from peers and must never name a path).
-fn file_stem(id: &SessionId) -> String {
-    let s = id.0.as_str();
-    let plain = !s.is_empty()
-        && s.len() <= 128
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if plain {
-        format!("s-{s}")
-    } else {
-        let mut out = String::with_capacity(2 + s.len() * 2);
-        out.push_str("h-");
-        for b in s.bytes().take(512) {
-            out.push_str(&format!("{b:02x}"));
-        }
-        out
-    }
-}
-
-/// Reads the complete lines of `path` from `offset`: calls `each(line, offset_of_line)`,
-/// ignores a torn last line (no newline) with a warning. Returns the offset after the last
-/// line read and whether it stopped early (when `each` returns `false`).
-fn read_lines(
-    path: &Path,
-    offset: u64,
-    mut each: impl FnMut(&[u8], u64) -> bool,
-) -> Result<(u64, bool), StoreError> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((offset, false)),
-        Err(e) => return Err(StoreError::io(format!("cannot read {}", path.display()), e)),
-    };
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
-    reader
-        .seek(SeekFrom::Start(offset))
-        .map_err(|e| StoreError::io(format!("cannot read {}", path.display()), e))?;
-    let mut at = offset;
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| StoreError::io(format!("cannot read {}", path.display()), e))?;
-        if n == 0 {
-            return Ok((at, false));
-        }
-        if line.last() != Some(&b'\n') {
-            tracing::warn!(
-                file = %path.display(),
-                offset = at,
-                bytes = n,
-                "ignoring a torn last record (the process writing it was interrupted)"
-            );
-            return Ok((at, false));
-        }
-        let start = at;
-        at += n as u64;
-        if !each(&line[..n - 1], start) {
-            return Ok((at, true));
-        }
-    }
-}
-
-/// Cuts a torn last line off `file` (opened for reading and writing) so the next append
-/// starts on a line of its own.
-fn cut_torn_tail(file: &mut File, path: &Path) -> std::io::Result<()> {
-    let len = file.metadata()?.len();
-    if len == 0 {
-        return Ok(());
-    }
-    let mut last = [0u8];
-    file.seek(SeekFrom::Start(len - 1))?;
-    file.read_exact(&mut last)?;
-    if last[0] == b'\n' {
-        return Ok(());
-    }
-    // Find the last newline, reading backwards in blocks.
-    let mut end = len;
-    let mut keep = 0;
-    let mut block = vec![0u8; 8192];
-    while end > 0 {
-        let start = end.saturating_sub(block.len() as u64);
-        let chunk = &mut block[..(end - start) as usize];
-        file.seek(SeekFrom::Start(start))?;
-        file.read_exact(chunk)?;
-        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
-            keep = start + i as u64 + 1;
-            break;
-        }
-        end = start;
-    }
-    tracing::warn!(
-        file = %path.display(),
-        offset = keep,
-        bytes = len - keep,
-        "cutting off a torn last record before appending"
-    );
-    file.set_len(keep)
 }
 
 fn read_index(dir: &Path) -> Result<Index, StoreError> {
@@ -300,6 +193,15 @@ fn read_index(dir: &Path) -> Result<Index, StoreError> {
         .map_err(|e| StoreError::io(format!("cannot write {}", path.display()), e))?;
     index.file = Some(file);
     Ok(index)
+}
+
+/// Events as the lines of one append.
+fn encode_events(events: &[StoredEvent]) -> Result<Vec<u8>, StoreError> {
+    let mut buf = Vec::with_capacity(256 * events.len());
+    for event in events {
+        to_line(event, &mut buf)?;
+    }
+    Ok(buf)
 }
 
 fn to_line<T: Serialize>(value: &T, out: &mut Vec<u8>) -> Result<(), StoreError> {
@@ -454,13 +356,44 @@ impl Inner {
         if !lock(&self.index).rows.contains_key(id) {
             return Err(StoreError::NotFound(id.clone()));
         }
-        let mut buf = Vec::with_capacity(256 * events.len());
-        for event in events {
-            to_line(event, &mut buf)?;
-        }
+        let buf = encode_events(events)?;
         let file = self.history_file(id)?;
-        let mut file = lock(&file);
-        file.write_all(&buf).map_err(|e| {
+        self.write_history(id, &file, &buf)
+    }
+
+    /// An append small enough to write where it is asked (on the caller's thread, not the
+    /// blocking pool) to a session whose file is open already: one `write` of a few
+    /// hundred bytes into the page cache costs microseconds, where the hop to the blocking
+    /// pool and back costs tens (per streamed event with [`Durability::Event`]). `None`:
+    /// take the blocking path (a file to open, a large batch).
+    fn try_append_in_place(
+        &self,
+        id: &SessionId,
+        events: &[StoredEvent],
+    ) -> Option<Result<(), StoreError>> {
+        let file = lock(&self.open)
+            .iter()
+            .find(|(s, _)| s == id)
+            .map(|(_, f)| f.clone())?;
+        if !lock(&self.index).rows.contains_key(id) {
+            return Some(Err(StoreError::NotFound(id.clone())));
+        }
+        let buf = match encode_events(events) {
+            Ok(buf) if buf.len() <= IN_PLACE_BYTES => buf,
+            Ok(_) => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(self.write_history(id, &file, &buf))
+    }
+
+    fn write_history(
+        &self,
+        id: &SessionId,
+        file: &Mutex<File>,
+        buf: &[u8],
+    ) -> Result<(), StoreError> {
+        let mut file = lock(file);
+        file.write_all(buf).map_err(|e| {
             StoreError::io(
                 format!("cannot write {}", self.history_path(id).display()),
                 e,
@@ -545,6 +478,25 @@ impl Inner {
         Ok(page)
     }
 
+    /// Flushes the session's history file and the index to the disk.
+    fn sync(&self, id: &SessionId) -> Result<(), StoreError> {
+        if !lock(&self.index).rows.contains_key(id) {
+            return Err(StoreError::NotFound(id.clone()));
+        }
+        let file = self.history_file(id)?;
+        let path = self.history_path(id);
+        lock(&file)
+            .sync_data()
+            .map_err(|e| StoreError::io(format!("cannot sync {}", path.display()), e))?;
+        let index = lock(&self.index);
+        if let Some(file) = &index.file {
+            file.sync_data().map_err(|e| {
+                StoreError::io(format!("cannot sync {}", self.index_path().display()), e)
+            })?;
+        }
+        Ok(())
+    }
+
     fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
         let mut index = lock(&self.index);
         let (seq, _) = index
@@ -580,6 +532,9 @@ impl SessionStore for JsonlStore {
     }
 
     async fn append(&self, id: &SessionId, events: Vec<StoredEvent>) -> Result<(), StoreError> {
+        if let Some(done) = self.inner.try_append_in_place(id, &events) {
+            return done;
+        }
         let id = id.clone();
         self.blocking(move |s| s.append(&id, &events)).await
     }
@@ -617,6 +572,15 @@ impl SessionStore for JsonlStore {
     async fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
         let id = id.clone();
         self.blocking(move |s| s.delete(&id)).await
+    }
+
+    fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    async fn sync(&self, id: &SessionId) -> Result<(), StoreError> {
+        let id = id.clone();
+        self.blocking(move |s| s.sync(&id)).await
     }
 }
 

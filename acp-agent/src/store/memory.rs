@@ -8,8 +8,8 @@ use acp_types::v1::SessionId;
 use async_trait::async_trait;
 
 use super::{
-    HistoryCursor, HistoryPage, ListPage, ListQuery, MetaChange, SessionMeta, SessionStore,
-    StoreError, StoredEvent, decode_cursor, encode_cursor,
+    Durability, HistoryCursor, HistoryPage, ListPage, ListQuery, MetaChange, SessionMeta,
+    SessionStore, StoreError, StoredEvent, decode_cursor, encode_cursor,
 };
 use crate::sync::lock;
 
@@ -17,6 +17,7 @@ use crate::sync::lock;
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     state: Mutex<State>,
+    durability: Durability,
 }
 
 #[derive(Debug, Default)]
@@ -38,6 +39,13 @@ impl MemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The store, recorded into with `durability` (what a connection would do with a
+    /// durable store of that setting; nothing here survives the process anyway).
+    pub fn with_durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
     }
 }
 
@@ -129,5 +137,9 @@ impl SessionStore for MemoryStore {
         let stored = s.sessions.remove(id).ok_or_else(|| not_found(id))?;
         s.order.remove(&stored.seq);
         Ok(())
+    }
+
+    fn durability(&self) -> Durability {
+        self.durability
     }
 }

@@ -25,8 +25,15 @@
 //! torn last line (ignored with a warning), the files are readable with any tool, and it needs
 //! no C build. What SQLite does better (no in-memory index; the listing is a query) matters
 //! only for very many sessions; the index costs on the order of a hundred bytes per stored
-//! session. A networked store (PostgreSQL, for several agent hosts sharing sessions) can
-//! implement the same trait: nothing in it assumes a local file system.
+//! session. A networked store implements the same trait (nothing in it assumes a local file
+//! system): `acp-store-postgres` keeps sessions in PostgreSQL for several agent hosts.
+//!
+//! # When a turn is written, and what survives a crash
+//!
+//! A store's [`Durability`] says when the connection writes a turn's events (by default each
+//! before it is sent, so a `kill -9` keeps what the client saw); see the `record` module
+//! for how, and BENCHMARKS.md for what each setting costs. Every store is checked by the
+//! same suite, `store::conformance` (feature `test-support`).
 
 use std::sync::Arc;
 
@@ -36,7 +43,11 @@ use acp_types::v1::{
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "test-support")]
+pub mod conformance;
 mod jsonl;
+#[cfg(feature = "test-support")]
+pub mod measure;
 mod memory;
 pub(crate) mod record;
 pub(crate) mod serve;
@@ -70,7 +81,26 @@ pub enum StoredEvent {
     /// A `session/update` the agent sent (text chunks of one message may be coalesced into
     /// one, and a tool call stored in its final state).
     Update(SessionUpdate),
+    /// The end of a turn: its prompt returned. A prompt with no end before the next prompt
+    /// (or the end of the history) is a turn that was interrupted, its agent process killed
+    /// mid-turn; `session/load` marks it so (see [`INTERRUPTED_META`]). Replays as nothing.
+    TurnEnd(TurnEnd),
 }
+
+/// How a turn ended ([`StoredEvent::TurnEnd`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnEnd {
+    /// The prompt's stop reason (`end_turn`, `cancelled`, ...); `None` when the prompt
+    /// failed with an error instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+}
+
+/// The `_meta` key of the `agent_message_chunk` that `session/load` replays after the
+/// events of an interrupted turn (value `true`): the client can tell the turn never
+/// finished (the chunk's text says so for a client that does not look).
+pub const INTERRUPTED_META: &str = "acp-rs/turnInterrupted";
 
 impl StoredEvent {
     /// The `session/update`s that replay this event.
@@ -81,6 +111,7 @@ impl StoredEvent {
                 .map(|b| SessionUpdate::UserMessageChunk(acp_types::v1::ContentChunk::new(b)))
                 .collect(),
             StoredEvent::Update(update) => vec![update],
+            StoredEvent::TurnEnd(_) => Vec::new(),
         }
     }
 }
@@ -109,6 +140,12 @@ pub struct SessionMeta {
     /// The config options with their current values (answered again on load and resume).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_options: Option<Vec<SessionConfigOption>>,
+    /// Whether the history ends each turn with a [`StoredEvent::TurnEnd`]: set for the
+    /// sessions a connection creates (it writes the markers); `false` from
+    /// [`SessionMeta::new`] and for sessions recorded before the markers existed, whose
+    /// turns are then never taken for interrupted.
+    #[serde(default)]
+    pub turn_markers: bool,
 }
 
 impl SessionMeta {
@@ -124,6 +161,7 @@ impl SessionMeta {
             updated_at: now,
             modes: None,
             config_options: None,
+            turn_markers: false,
         }
     }
 
@@ -216,6 +254,59 @@ impl MetaChange {
     /// Whether it changes more than what the index of a listing holds.
     pub fn changes_details(&self) -> bool {
         self.current_mode.is_some() || self.config_options.is_some()
+    }
+}
+
+/// When the connection's recorder hands a turn's events to its store (see
+/// [`SessionStore::durability`]). What each costs is measured in BENCHMARKS.md
+/// (`store_durability` in acp-agent's tests).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// Each update of a turn is appended before it is sent to the client, so an agent
+    /// process killed mid-turn keeps every event the client saw (the turn then has no
+    /// end marker and replays as interrupted). For [`JsonlStore`] one `write` per event,
+    /// which reaches the operating system but not the disk (a power loss may take the
+    /// tail). The default.
+    #[default]
+    Event,
+    /// [`Durability::Event`], and at the end of each turn the store makes the session's
+    /// history durable against a power loss ([`SessionStore::sync`]: `fsync` for
+    /// [`JsonlStore`]; a database commit is durable already).
+    EventSyncTurn,
+    /// A turn's events are collected (text chunks of one message coalesced, a tool call in
+    /// its final state) and appended when it ends (or in parts of about a thousand events
+    /// or a megabyte): the fewest writes, but a process killed mid-turn loses the turn so
+    /// far.
+    Turn,
+    /// Collected as with [`Durability::Turn`], and also written when an update arrives
+    /// while the oldest unwritten one is older than this: a networked store pays one round
+    /// trip per interval, not per streamed event, and a killed process loses what was
+    /// collected since the last write (at most the interval's worth while the turn
+    /// streams; a turn that pauses keeps its last events unwritten until it goes on or
+    /// ends).
+    Interval(std::time::Duration),
+}
+
+impl std::str::FromStr for Durability {
+    type Err = String;
+
+    /// `event`, `event-sync-turn`, `turn`, or an interval in milliseconds (`50ms`), as
+    /// command lines take it.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "event" => Ok(Durability::Event),
+            "event-sync-turn" => Ok(Durability::EventSyncTurn),
+            "turn" => Ok(Durability::Turn),
+            other => other
+                .strip_suffix("ms")
+                .and_then(|n| n.parse::<u64>().ok())
+                .map(|n| Durability::Interval(std::time::Duration::from_millis(n)))
+                .ok_or_else(|| {
+                    format!(
+                        "unknown durability {other:?}: expected event, event-sync-turn, turn or <N>ms"
+                    )
+                }),
+        }
     }
 }
 
@@ -348,6 +439,20 @@ pub trait SessionStore: Send + Sync + 'static {
 
     /// Removes a session and its history (`NotFound` if there is no such session).
     async fn delete(&self, id: &SessionId) -> Result<(), StoreError>;
+
+    /// When a connection recording into this store writes a turn's events (see
+    /// [`Durability`]). Stores choose it at open; the default is [`Durability::Event`].
+    fn durability(&self) -> Durability {
+        Durability::Event
+    }
+
+    /// Makes what was appended to the session so far durable against a power loss (called
+    /// at the end of each turn with [`Durability::EventSyncTurn`]). The default does
+    /// nothing: right for a store whose appends are durable when they return.
+    async fn sync(&self, id: &SessionId) -> Result<(), StoreError> {
+        let _ = id;
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -380,6 +485,12 @@ impl<S: SessionStore + ?Sized> SessionStore for Arc<S> {
     }
     async fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
         (**self).delete(id).await
+    }
+    fn durability(&self) -> Durability {
+        (**self).durability()
+    }
+    async fn sync(&self, id: &SessionId) -> Result<(), StoreError> {
+        (**self).sync(id).await
     }
 }
 

@@ -1,21 +1,25 @@
-//! Automatic recording: what a connection served with a store writes, and how a turn's
-//! updates are condensed before they are stored.
+//! Automatic recording: what a connection served with a store writes, and when.
 //!
-//! During a prompt the updates of the turn are collected in memory and written in one append
-//! when the prompt ends (or when the turn grows past [`FLUSH_EVENTS`]); outside a prompt each
-//! update is written at once. While collecting, consecutive text chunks of one message
-//! become one chunk, a tool call absorbs its `tool_call_update`s (it is stored in its final
-//! state, where it was announced), and consecutive plans keep only the last. Replaying the
-//! result renders the same conversation as the live updates did.
+//! When a turn's updates reach the store is the store's [`Durability`]:
 //!
-//! What a crash costs, by design: a turn is written when it ends (or in parts of
-//! [`FLUSH_EVENTS`] events / [`FLUSH_BYTES`] bytes), so an agent process killed in the middle
-//! of a turn loses that turn's prompt and the updates collected since its last part; every
-//! completed turn is on disk (the kill test in `tests/session_store_process.rs`). Writing
-//! each update as it is sent would keep the partial turn but cost an append per streamed
-//! chunk, which the recording budget (at most 30% of a streaming connection's throughput,
-//! BENCHMARKS.md) does not allow. Durability against power loss is the store's business:
-//! [`super::JsonlStore`] does not `fsync` (its module docs say why that is the trade).
+//! * [`Durability::Event`] (the default) and [`Durability::EventSyncTurn`]: the prompt and
+//!   each update of the turn are appended *before* the update is sent to the client, so an
+//!   agent process killed mid-turn (`kill -9`) keeps every event the client saw. The turn's
+//!   end is appended as a [`StoredEvent::TurnEnd`] when its prompt returns; a turn without
+//!   one is replayed by `session/load` followed by a chunk marked
+//!   [`super::INTERRUPTED_META`]. `EventSyncTurn` also asks the store to make the session
+//!   durable against a power loss at each turn's end ([`SessionStore::sync`]).
+//! * [`Durability::Turn`]: the turn's updates are collected in memory and appended in one
+//!   write when the prompt ends (or in parts of [`FLUSH_EVENTS`] events / [`FLUSH_BYTES`]
+//!   bytes). [`Durability::Interval`] collects the same way and also writes what it holds
+//!   when an update arrives and the oldest unwritten one is older than the interval. While collecting, consecutive text chunks of one message become one chunk, a
+//!   tool call absorbs its `tool_call_update`s (it is stored in its final state, where it
+//!   was announced), and consecutive plans keep only the last. The fewest writes; a killed
+//!   process loses the turn so far.
+//!
+//! Outside a prompt each update is written at once. Replaying either form renders the same
+//! conversation as the live updates did. What each setting costs is in BENCHMARKS.md
+//! (measured by the ignored test `store_durability_cost`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,7 +28,10 @@ use acp_types::v1::{
     ContentBlock, ContentChunk, SessionId, SessionNotification, SessionUpdate, ToolCallId,
 };
 
-use super::{MetaChange, SessionMeta, SessionStore, StoreError, StoredEvent, now_rfc3339};
+use super::{
+    Durability, MetaChange, SessionMeta, SessionStore, StoreError, StoredEvent, TurnEnd,
+    now_rfc3339,
+};
 use crate::sync::lock;
 
 /// A turn longer than this many stored events is written out in parts.
@@ -43,10 +50,18 @@ const EARLY_EVENTS: usize = 256;
 
 /// The recorder of one connection.
 pub(crate) struct Recorder {
-    pub(crate) store: Arc<dyn SessionStore>,
+    /// The store, until the connection ends ([`Recorder::release`]): the connection's
+    /// state (and with it this recorder) lives as long as any handle to it (an
+    /// `AgentConnection` kept after `close()`, a `ClientHandle` an agent task kept), so the
+    /// store must not live as long as they do (a `JsonlStore` would stay locked).
+    store: std::sync::RwLock<Option<Arc<dyn SessionStore>>>,
     /// Per session: whether the store has it, and the events not yet written. One map, so
     /// a streamed chunk costs one lookup.
     state: Mutex<HashMap<SessionId, Rec>>,
+    /// Set once [`Recorder::release`] has finished (a second caller waits for the first).
+    released: tokio::sync::OnceCell<()>,
+    /// When a turn's events are written (the store's choice).
+    durability: Durability,
 }
 
 #[derive(Default)]
@@ -66,12 +81,26 @@ struct Turn {
     prompts: usize,
     /// About how many bytes `events` hold (text counted, other updates a flat guess).
     bytes: usize,
+    /// When the oldest event not yet written was collected (for [`Durability::Interval`]).
+    since: Option<std::time::Instant>,
 }
 impl Turn {
     fn take(&mut self) -> Vec<StoredEvent> {
         self.tools.clear();
         self.bytes = 0;
+        self.since = None;
         std::mem::take(&mut self.events)
+    }
+
+    /// Whether the oldest unwritten event is `interval` old.
+    fn due(&mut self, interval: std::time::Duration) -> bool {
+        match self.since {
+            Some(since) => since.elapsed() >= interval,
+            None => {
+                self.since = Some(std::time::Instant::now());
+                interval.is_zero()
+            }
+        }
     }
 
     /// Adds an update, condensing it into the events already collected where it can.
@@ -187,22 +216,73 @@ fn report(what: &str, id: &SessionId, e: &StoreError) {
 impl Recorder {
     pub(crate) fn new(store: Arc<dyn SessionStore>) -> Self {
         Recorder {
-            store,
+            durability: store.durability(),
+            store: std::sync::RwLock::new(Some(store)),
             state: Mutex::default(),
+            released: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// Whether each update of a turn is written before it is sent.
+    fn writes_each_event(&self) -> bool {
+        matches!(
+            self.durability,
+            Durability::Event | Durability::EventSyncTurn
+        )
+    }
+
+    /// The store, or an error once the connection has ended and let go of it.
+    pub(crate) fn store(&self) -> Result<Arc<dyn SessionStore>, StoreError> {
+        self.live_store()
+            .ok_or_else(|| StoreError::Other("the connection has ended".into()))
+    }
+
+    fn live_store(&self) -> Option<Arc<dyn SessionStore>> {
+        self.store.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The connection ended: writes what the running turns collected, then lets go of the
+    /// store (later calls fail with an error; calls already running finish first). Called
+    /// by whoever sees the end first; the others wait until it is done.
+    pub(crate) async fn release(&self) {
+        self.released
+            .get_or_init(|| async {
+                let pending: Vec<(SessionId, Vec<StoredEvent>)> = {
+                    let mut s = lock(&self.state);
+                    s.iter_mut()
+                        .filter(|(_, r)| r.stored)
+                        .map(|(id, r)| (id.clone(), r.turn.take()))
+                        .filter(|(_, events)| !events.is_empty())
+                        .collect()
+                };
+                for (id, events) in pending {
+                    self.write(&id, events).await;
+                }
+                lock(&self.state).clear();
+                self.store.write().unwrap_or_else(|p| p.into_inner()).take();
+            })
+            .await;
     }
 
     async fn write(&self, id: &SessionId, events: Vec<StoredEvent>) {
         if events.is_empty() {
             return;
         }
-        if let Err(e) = self.store.append(id, events).await {
+        // After the connection let go of the store (a cancelled turn ending late): nothing
+        // to write to, and what the turn held was written by `release`.
+        let Some(store) = self.live_store() else {
+            return;
+        };
+        if let Err(e) = store.append(id, events).await {
             report("a session's history", id, &e);
         }
     }
 
     async fn change(&self, id: &SessionId, change: MetaChange) {
-        if let Err(e) = self.store.update_meta(id, change).await {
+        let Some(store) = self.live_store() else {
+            return;
+        };
+        if let Err(e) = store.update_meta(id, change).await {
             report("a metadata change", id, &e);
         }
     }
@@ -231,6 +311,8 @@ impl Recorder {
             if !rec.stored {
                 (Vec::new(), None)
             } else if turn.prompts == 0
+                || self.writes_each_event()
+                || matches!(self.durability, Durability::Interval(d) if turn.due(d))
                 || turn.events.len() >= FLUSH_EVENTS
                 || turn.bytes >= FLUSH_BYTES
             {
@@ -248,7 +330,7 @@ impl Recorder {
     /// A new session: stores it, then writes the updates sent while it was being created.
     pub(crate) async fn created(&self, meta: SessionMeta) -> Result<(), StoreError> {
         let id = meta.session_id.clone();
-        self.store.create(meta).await?;
+        self.store()?.create(meta).await?;
         self.now_stored(&id).await;
         Ok(())
     }
@@ -264,15 +346,16 @@ impl Recorder {
         source: &SessionId,
     ) -> Result<(), StoreError> {
         let id = meta.session_id.clone();
-        let copy = self.store.meta(source).await?.is_some();
-        self.store.create(meta).await?;
+        let store = self.store()?;
+        let copy = store.meta(source).await?.is_some();
+        store.create(meta).await?;
         if copy {
             // Page by page, so a long history is copied with bounded memory.
             let mut cursor = super::HistoryCursor::START;
             loop {
-                let page = self.store.history(source, cursor, COPY_PAGE).await?;
+                let page = store.history(source, cursor, COPY_PAGE).await?;
                 if !page.events.is_empty() {
-                    self.store.append(&id, page.events).await?;
+                    store.append(&id, page.events).await?;
                 }
                 match page.next {
                     Some(next) => cursor = next,
@@ -310,17 +393,34 @@ impl Recorder {
         }
     }
 
-    /// A prompt ended: writes the turn and touches `updatedAt`.
-    pub(crate) async fn end_prompt(&self, id: &SessionId) {
+    /// A prompt ended (with this stop reason; `None` if it failed or was withdrawn):
+    /// writes what the turn still holds and its end marker, syncs the store when the
+    /// durability asks for it, and touches `updatedAt`.
+    pub(crate) async fn end_prompt(
+        &self,
+        id: &SessionId,
+        stop_reason: Option<&acp_types::v1::StopReason>,
+    ) {
         let events = {
             let mut s = lock(&self.state);
             let Some(rec) = s.get_mut(id).filter(|r| r.stored) else {
                 return;
             };
             rec.turn.prompts = rec.turn.prompts.saturating_sub(1);
-            rec.turn.take()
+            let mut events = rec.turn.take();
+            let stop_reason = stop_reason
+                .and_then(|r| serde_json::to_value(r).ok())
+                .and_then(|v| v.as_str().map(str::to_owned));
+            events.push(StoredEvent::TurnEnd(TurnEnd { stop_reason }));
+            events
         };
         self.write(id, events).await;
+        if self.durability == Durability::EventSyncTurn
+            && let Some(store) = self.live_store()
+            && let Err(e) = store.sync(id).await
+        {
+            report("the end of a turn durably", id, &e);
+        }
         self.change(id, MetaChange::touch()).await;
     }
 
@@ -338,10 +438,11 @@ impl Recorder {
             .filter(|r| r.stored)
             .map(|mut r| r.turn.take())
             .unwrap_or_default();
+        let store = self.store()?;
         if !events.is_empty() {
-            self.store.append(id, events).await?;
+            store.append(id, events).await?;
         }
-        self.store.close(id).await
+        store.close(id).await
     }
 
     /// The session was deleted: drops what is pending.
@@ -390,6 +491,8 @@ fn created_meta(
     config_options: &Option<Vec<acp_types::v1::SessionConfigOption>>,
 ) -> SessionMeta {
     let mut meta = SessionMeta::new(id, cwd);
+    // This connection ends every turn it records with a marker.
+    meta.turn_markers = true;
     meta.additional_directories = additional_directories;
     meta.modes.clone_from(modes);
     meta.config_options.clone_from(config_options);
@@ -439,6 +542,51 @@ mod tests {
         ];
         assert_eq!(texts(&events), texts(&expected));
         assert!(turn.tools.is_empty());
+    }
+
+    /// `Interval`: updates of a turn wait until one arrives while the oldest unwritten is
+    /// older than the interval; then all go at once, and the turn's end writes the rest.
+    #[tokio::test]
+    async fn interval_durability_writes_when_the_oldest_unwritten_event_is_due() {
+        use crate::store::{HistoryCursor, MemoryStore};
+        let interval = std::time::Duration::from_millis(100);
+        let store = Arc::new(MemoryStore::new().with_durability(Durability::Interval(interval)));
+        let recorder = Recorder::new(store.clone());
+        let id = SessionId("i".into());
+        recorder
+            .created(SessionMeta::new(id.clone(), "/w"))
+            .await
+            .unwrap();
+        let stored = || async {
+            store
+                .history(&id, HistoryCursor::START, 100)
+                .await
+                .unwrap()
+                .events
+                .len()
+        };
+        let chunk =
+            |t: &str| SessionNotification::new(id.clone(), SessionUpdate::agent_message_text(t));
+        recorder.begin_prompt(&id, vec![ContentBlock::text("q")]);
+        recorder.update(&chunk("a"), || false).await;
+        recorder.update(&chunk("b"), || false).await;
+        assert_eq!(stored().await, 0, "not due yet");
+        tokio::time::sleep(interval + std::time::Duration::from_millis(20)).await;
+        recorder.update(&chunk("c"), || false).await;
+        // The prompt and the three chunks, coalesced into one.
+        assert_eq!(stored().await, 2);
+        recorder.update(&chunk("d"), || false).await;
+        assert_eq!(stored().await, 2, "a new window starts");
+        recorder
+            .end_prompt(&id, Some(&acp_types::v1::StopReason::EndTurn))
+            .await;
+        let events = store
+            .history(&id, HistoryCursor::START, 100)
+            .await
+            .unwrap()
+            .events;
+        assert_eq!(events.len(), 4, "{events:?}");
+        assert!(matches!(events[3], StoredEvent::TurnEnd(_)));
     }
 
     /// Chunks with different message ids stay apart.

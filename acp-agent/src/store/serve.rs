@@ -6,7 +6,9 @@ use acp_types::NotificationMethod;
 use acp_types::v1::*;
 
 use super::record::Recorder;
-use super::{HistoryCursor, ListQuery, MetaChange, SessionMeta, StoreError};
+use super::{
+    HistoryCursor, INTERRUPTED_META, ListQuery, MetaChange, SessionMeta, StoreError, StoredEvent,
+};
 use crate::agent::Agent;
 use crate::context::AgentContext;
 use crate::state::Inner;
@@ -42,8 +44,11 @@ pub(crate) fn advertise(response: &mut InitializeResponse) {
 /// A session the agent loaded or resumed itself is recorded from now on (created in the
 /// store if it is not there).
 async fn adopt(recorder: &Recorder, id: &SessionId, cwd: &str) -> Result<(), Error> {
-    if recorder.store.meta(id).await?.is_none() {
-        recorder.created(SessionMeta::new(id.clone(), cwd)).await?;
+    if recorder.store()?.meta(id).await?.is_none() {
+        // New to the store, so its whole history will have the turn markers.
+        let mut meta = SessionMeta::new(id.clone(), cwd);
+        meta.turn_markers = true;
+        recorder.created(meta).await?;
     }
     recorder.attach(id);
     Ok(())
@@ -68,17 +73,30 @@ pub(crate) async fn load<A: Agent>(
         return Ok(response);
     }
     let meta = recorder
-        .store
+        .store()?
         .meta(&id)
         .await?
         .ok_or_else(|| unknown(&id))?;
     let mut cursor = HistoryCursor::START;
+    // A prompt whose turn has not ended yet in the history read so far.
+    let mut open_turn = false;
+    let send = |update: SessionUpdate| {
+        let n = SessionNotification::new(id.clone(), update);
+        async move { inner.peer.notify(SessionNotification::METHOD, &n).await }
+    };
     loop {
-        let page = recorder.store.history(&id, cursor, REPLAY_PAGE).await?;
+        let page = recorder.store()?.history(&id, cursor, REPLAY_PAGE).await?;
         for event in page.events {
+            match &event {
+                StoredEvent::Prompt(_) if open_turn && meta.turn_markers => {
+                    send(interrupted()).await?;
+                }
+                StoredEvent::Prompt(_) => open_turn = true,
+                StoredEvent::TurnEnd(_) => open_turn = false,
+                StoredEvent::Update(_) => {}
+            }
             for update in event.into_updates() {
-                let n = SessionNotification::new(id.clone(), update);
-                inner.peer.notify(SessionNotification::METHOD, &n).await?;
+                send(update).await?;
             }
         }
         match page.next {
@@ -86,11 +104,28 @@ pub(crate) async fn load<A: Agent>(
             None => break,
         }
     }
+    if open_turn && meta.turn_markers {
+        send(interrupted()).await?;
+    }
     recorder.attach(&id);
     let mut response = LoadSessionResponse::new();
     response.modes = meta.modes;
     response.config_options = meta.config_options;
     Ok(response)
+}
+
+/// What `session/load` replays after the events of a turn that never ended (its agent
+/// process died mid-turn): a chunk saying so, marked [`INTERRUPTED_META`] in its `_meta`.
+fn interrupted() -> SessionUpdate {
+    let chunk = serde_json::json!({
+        "content": {"type": "text", "text": "\n[turn interrupted: the agent stopped before it ended]\n"},
+        "_meta": {INTERRUPTED_META: true},
+    });
+    match serde_json::from_value(chunk) {
+        Ok(chunk) => SessionUpdate::AgentMessageChunk(chunk),
+        // The literal above is a valid chunk; this arm only keeps a panic off the path.
+        Err(_) => SessionUpdate::agent_message_text("[turn interrupted]"),
+    }
 }
 
 /// `session/resume`: the session is open again, without replay.
@@ -109,7 +144,7 @@ pub(crate) async fn resume<A: Agent>(
         return Ok(response);
     }
     let meta = recorder
-        .store
+        .store()?
         .meta(&id)
         .await?
         .ok_or_else(|| unknown(&id))?;
@@ -136,7 +171,7 @@ pub(crate) async fn list<A: Agent>(
     if !defaulted(&result) {
         return result;
     }
-    let page = recorder.store.list(query).await?;
+    let page = recorder.store()?.list(query).await?;
     let sessions = page.sessions.into_iter().map(|row| {
         let mut info = SessionInfo::new(row.session_id, row.cwd)
             .additional_directories(row.additional_directories)
@@ -185,7 +220,7 @@ pub(crate) async fn delete<A: Agent>(
         result?
     };
     recorder.forget(&id);
-    match recorder.store.delete(&id).await {
+    match recorder.store()?.delete(&id).await {
         Ok(()) => Ok(response),
         Err(StoreError::NotFound(_)) => Ok(response),
         Err(e) => Err(e.into()),

@@ -1,0 +1,191 @@
+//! A real PostgreSQL for the tests: Debian's server binaries (`apt-get install postgresql`),
+//! a cluster made with `initdb` in a temporary directory, started with `pg_ctl` on a free
+//! loopback port (never a system service), and stopped when the test process exits.
+//!
+//! Without the binaries the tests skip with a loud message, except under CI (`CI=true`),
+//! where they fail: `.ci/run` installs them.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// A running test server.
+pub struct Server {
+    pub bin: PathBuf,
+    pub data: PathBuf,
+    pub port: u16,
+}
+
+/// The server's directory, for the exit hook (statics are not dropped).
+static STOP: Mutex<Option<(PathBuf, PathBuf)>> = Mutex::new(None);
+
+extern "C" fn stop_at_exit() {
+    let taken = STOP.lock().map(|mut s| s.take()).unwrap_or(None);
+    if let Some((bin, data)) = taken {
+        let _ = as_postgres(&bin.join("pg_ctl"))
+            .args(["stop", "-m", "immediate", "-w", "-D"])
+            .arg(&data)
+            .output();
+        let _ = std::fs::remove_dir_all(data.parent().unwrap_or(&data));
+    }
+}
+
+/// The newest `/usr/lib/postgresql/<version>/bin` with `initdb`, or `$PG_BIN`.
+fn server_bin() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("PG_BIN") {
+        return Some(PathBuf::from(dir));
+    }
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let version: u32 = e.file_name().to_str()?.parse().ok()?;
+            let bin = e.path().join("bin");
+            bin.join("initdb").exists().then_some((version, bin))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, bin)| bin)
+}
+
+/// A command that runs as the `postgres` user when we are root (the server refuses root).
+fn as_postgres(program: &Path) -> Command {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(program);
+        c
+    } else {
+        Command::new(program)
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a free loopback port");
+    listener.local_addr().unwrap().port()
+}
+
+fn run(mut c: Command, what: &str) {
+    let out = c.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl Server {
+    /// Starts a server in a fresh temporary cluster; `None` (after a loud message) when
+    /// the binaries are missing outside CI.
+    pub fn start() -> Option<Server> {
+        let Some(bin) = server_bin() else {
+            let msg = "PostgreSQL server binaries not found (/usr/lib/postgresql/*/bin/initdb): \
+                       `apt-get install -y postgresql`, or set PG_BIN";
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!("{msg} (CI installs them: .ci/run)");
+            }
+            eprintln!("\n!!! SKIPPED: {msg} !!!\n");
+            return None;
+        };
+        let root = std::env::temp_dir().join(format!("acp-pg-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        let data = root.join("data");
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            run(
+                {
+                    let mut c = Command::new("chown");
+                    c.arg("postgres:postgres").arg(&root);
+                    c
+                },
+                "chown the test cluster's directory",
+            );
+        }
+        let mut initdb = as_postgres(&bin.join("initdb"));
+        initdb
+            .args(["-A", "trust", "-U", "acp", "-E", "UTF8", "--no-sync", "-D"])
+            .arg(&data);
+        run(initdb, "initdb");
+        let port = free_port();
+        let options = format!(
+            "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c fsync=off",
+            root.display()
+        );
+        let mut start = as_postgres(&bin.join("pg_ctl"));
+        start
+            .args(["start", "-w", "-t", "30", "-D"])
+            .arg(&data)
+            .args(["-l"])
+            .arg(root.join("log"))
+            .args(["-o", &options]);
+        run(start, "pg_ctl start");
+        let first = STOP
+            .lock()
+            .unwrap()
+            .replace((bin.clone(), data.clone()))
+            .is_none();
+        if first {
+            // SAFETY: registers a plain extern "C" function.
+            unsafe { libc::atexit(stop_at_exit) };
+        }
+        Some(Server { bin, data, port })
+    }
+
+    /// The URL of database `db` on this server.
+    pub fn url(&self, db: &str) -> String {
+        format!("postgres://acp@127.0.0.1:{}/{db}", self.port)
+    }
+
+    /// A new, empty database.
+    pub fn fresh_db(&self) -> String {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let name = format!("t{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        let mut c = Command::new(self.bin.join("createdb"));
+        c.args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &self.port.to_string(),
+            "-U",
+            "acp",
+            &name,
+        ]);
+        run(c, "createdb");
+        self.url(&name)
+    }
+
+    /// Stops the server (fast), as a database that goes away.
+    pub fn stop(&self) {
+        let mut c = as_postgres(&self.bin.join("pg_ctl"));
+        c.args(["stop", "-m", "fast", "-w", "-D"]).arg(&self.data);
+        run(c, "pg_ctl stop");
+    }
+
+    /// Starts it again on the same port.
+    pub fn restart(&self) {
+        let root = self.data.parent().unwrap();
+        let options = format!(
+            "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c fsync=off",
+            self.port,
+            root.display()
+        );
+        let mut c = as_postgres(&self.bin.join("pg_ctl"));
+        c.args(["start", "-w", "-t", "30", "-D"])
+            .arg(&self.data)
+            .arg("-l")
+            .arg(root.join("log"))
+            .args(["-o", &options]);
+        run(c, "pg_ctl start (again)");
+    }
+}
+
+/// The server shared by the tests of one test binary (started on first use).
+pub fn shared() -> Option<&'static Server> {
+    static SERVER: OnceLock<Option<Server>> = OnceLock::new();
+    SERVER.get_or_init(Server::start).as_ref()
+}
