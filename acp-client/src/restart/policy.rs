@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use acp_rpc::{Error, ErrorCode};
 
+#[cfg(doc)]
+use super::SupervisedAgent;
+
 /// How a failure is retried; see the module docs for the defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryRule {
