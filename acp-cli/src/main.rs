@@ -264,7 +264,7 @@ async fn run(cli: Cli) -> i32 {
         Command::Trace(TraceArgs {
             view: Some(TraceCommand::View { file, html }),
             ..
-        }) => trace::view::run(&file, html.as_deref()),
+        }) => trace::view(&file, html.as_deref()),
         Command::Trace(TraceArgs {
             view: None,
             out,

@@ -3,7 +3,6 @@
 //! ([`super::html`]).
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
 use std::path::Path;
 
 use serde::Serialize;
@@ -474,35 +473,6 @@ pub fn summary(a: &Analysis, name: &str) -> String {
         }
     }
     crate::sanitize::terminal_safe(&s)
-}
-
-/// `acp trace view`: prints the summary (and writes the page); 0 when the file read cleanly,
-/// 1 when it has unreadable lines or could not be read.
-pub fn run(file: &Path, html: Option<&Path>) -> i32 {
-    let trace = match load(file) {
-        Ok(trace) => trace,
-        Err(e) => {
-            eprintln!("acp trace view: {e}");
-            return 1;
-        }
-    };
-    let analysis = analyse(&trace);
-    let name = file.display().to_string();
-    // A closed stdout (`| head`) is not an error worth a panic: stop writing.
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(summary(&analysis, &name).as_bytes());
-    if let Some(out) = html {
-        let page = super::html::page(&analysis, &name);
-        if let Err(e) = std::fs::write(out, page) {
-            eprintln!("acp trace view: cannot write {}: {e}", out.display());
-            return 1;
-        }
-        let _ = writeln!(stdout, "\npage written to {}", out.display());
-    }
-    for problem in &trace.problems {
-        eprintln!("acp trace view: {name}: {problem}");
-    }
-    i32::from(!trace.problems.is_empty())
 }
 
 #[cfg(test)]
