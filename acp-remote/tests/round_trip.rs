@@ -1,0 +1,127 @@
+//! Whole conversations through both profiles against an in-process agent: initialize,
+//! session/new, a prompt with streamed updates, a permission request and a file read
+//! answered by the client; several connections at once, each with its own sessions.
+
+mod support;
+
+use std::sync::atomic::Ordering;
+
+use acp_remote::{BearerToken, ConnectOptions, Profile, Server, connect_client};
+use support::{TestAgent, TestClient, converse, within};
+
+const TOKEN: &str = "test-token-0123456789";
+
+async fn server() -> acp_remote::RunningServer {
+    Server::in_process(TestAgent::default)
+        .authenticator(BearerToken::new(TOKEN).unwrap())
+        .bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap()
+}
+
+async fn round_trip(url: &str) {
+    let client = TestClient::default();
+    let options = ConnectOptions::new().token(TOKEN);
+    let conn = connect_client(client.clone(), url, &options, Default::default())
+        .await
+        .unwrap();
+    let (_, text) = within(10, converse(&conn)).await;
+    assert_eq!(text, "alpha\nbeta\ngamma\n");
+    assert_eq!(client.permissions.load(Ordering::Relaxed), 1);
+    assert_eq!(client.reads.load(Ordering::Relaxed), 1);
+    conn.close();
+}
+
+#[tokio::test]
+async fn streamable_http_round_trip() {
+    let server = server().await;
+    round_trip(&server.url()).await;
+    server.shutdown();
+}
+
+#[tokio::test]
+async fn websocket_round_trip() {
+    let server = server().await;
+    let url = server.url().replace("http://", "ws://");
+    round_trip(&url).await;
+    server.shutdown();
+}
+
+#[tokio::test]
+async fn the_profile_option_overrides_the_scheme() {
+    let server = server().await;
+    let options = ConnectOptions::new()
+        .token(TOKEN)
+        .profile(Profile::WebSocket);
+    let link = acp_remote::connect(&server.url(), &options).await.unwrap();
+    assert_eq!(link.profile, Profile::WebSocket);
+    server.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_connections_over_both_profiles_at_once() {
+    let server = server().await;
+    let http = server.url();
+    let ws = http.replace("http://", "ws://");
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let url = if i % 2 == 0 { http.clone() } else { ws.clone() };
+        tasks.push(tokio::spawn(async move { round_trip(&url).await }));
+    }
+    for task in tasks {
+        within(20, task).await.unwrap();
+    }
+    // Each connection ended with its client (DELETE or the socket's close).
+    within(5, async {
+        while server.connections() > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    server.shutdown();
+}
+
+#[tokio::test]
+async fn a_wrong_token_fails_initialize_over_http_and_the_upgrade_over_websocket() {
+    let server = server().await;
+    let options = ConnectOptions::new().token("wrong");
+    let conn = connect_client(
+        TestClient::default(),
+        &server.url(),
+        &options,
+        Default::default(),
+    )
+    .await
+    .unwrap();
+    let error = within(5, conn.agent().initialize(support::init()))
+        .await
+        .unwrap_err();
+    assert!(error.message.contains("401"), "{error:?}");
+    let ws = server.url().replace("http://", "ws://");
+    let error = acp_remote::connect(&ws, &options).await.unwrap_err();
+    assert!(
+        matches!(error, acp_remote::Error::Refused { status: 401, .. }),
+        "{error:?}"
+    );
+    server.shutdown();
+}
+
+#[tokio::test]
+async fn listening_beyond_loopback_without_a_credential_is_refused() {
+    let refused = Server::in_process(TestAgent::default)
+        .bind("0.0.0.0:0".parse().unwrap())
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("without a credential"),
+        "{refused}"
+    );
+    // Loopback without one is fine (local development).
+    let local = Server::in_process(TestAgent::default)
+        .bind("[::1]:0".parse().unwrap())
+        .await;
+    if let Ok(local) = local {
+        assert!(local.url().starts_with("http://[::1]:"));
+        local.shutdown();
+    }
+}
