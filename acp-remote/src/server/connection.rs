@@ -67,7 +67,7 @@ pub(crate) struct Conn {
     pub(crate) id: String,
     pub(crate) identity: Identity,
     /// WebSocket: every message goes to the one stream.
-    websocket: bool,
+    pub(crate) websocket: bool,
     to_agent: mpsc::Sender<Bytes>,
     routing: std::sync::Mutex<Routing>,
     pub(crate) main: Arc<Outbox>,
@@ -144,7 +144,7 @@ impl Conn {
                     () = reader.closed.cancelled() => None,
                 };
                 match line {
-                    Some(Ok(line)) => reader.from_agent(line),
+                    Some(Ok(line)) => reader.route(line),
                     Some(Err(error)) => {
                         tracing::warn!(conn = %reader.id, %error, "agent output unreadable");
                         break;
@@ -213,7 +213,7 @@ impl Conn {
     /// Forwards one client message (a JSON object) to the agent. `session` is the POST's
     /// `Acp-Session-Id`. A request refused by a limit is answered with a JSON-RPC error on
     /// the connection stream, not forwarded.
-    pub(crate) async fn from_client(
+    pub(crate) async fn forward_to_agent(
         &self,
         message: Value,
         session: Option<&str>,
@@ -275,7 +275,7 @@ impl Conn {
     }
 
     /// Routes one line of the agent's output.
-    fn from_agent(&self, line: String) {
+    fn route(&self, line: String) {
         let Ok(message) = serde_json::from_str::<Value>(&line) else {
             tracing::warn!(conn = %self.id, "agent wrote a line that is not JSON; dropped");
             return;

@@ -219,11 +219,12 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
-    /// The connection `id` if it exists and belongs to `who`.
+    /// The Streamable HTTP connection `id` if it exists and belongs to `who` (a WebSocket
+    /// connection is reachable through its socket only).
     pub(crate) fn conn(&self, id: &str, who: &Identity) -> Option<Arc<Conn>> {
         lock(&self.conns)
             .get(id)
-            .filter(|c| &c.identity == who && !c.closed.is_cancelled())
+            .filter(|c| &c.identity == who && !c.websocket && !c.closed.is_cancelled())
             .cloned()
     }
 

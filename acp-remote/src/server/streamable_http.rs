@@ -101,7 +101,7 @@ pub(crate) async fn post(
     let Some(conn) = shared.conn(&connection, &who) else {
         return text(StatusCode::NOT_FOUND, "unknown connection\n");
     };
-    match conn.from_client(message, session.as_deref()).await {
+    match conn.forward_to_agent(message, session.as_deref()).await {
         Ok(()) => text(StatusCode::ACCEPTED, ""),
         Err(Refused::UnknownSession) => text(StatusCode::NOT_FOUND, "unknown session\n"),
         Err(Refused::Closed) => text(StatusCode::NOT_FOUND, "unknown connection\n"),
@@ -116,7 +116,7 @@ async fn initialize(shared: &Arc<Shared>, who: Identity, message: Value) -> Resp
     };
     let id = message.get("id").cloned().unwrap_or(Value::Null);
     let answer = conn.expect_initialize(&id);
-    if conn.from_client(message, None).await.is_err() {
+    if conn.forward_to_agent(message, None).await.is_err() {
         conn.close("agent gone before initialize");
         shared.release();
         return text(StatusCode::BAD_GATEWAY, "no agent available\n");
@@ -214,6 +214,7 @@ async fn pump(conn: Arc<Conn>, outbox: Arc<Outbox>, tx: mpsc::Sender<Bytes>) {
     loop {
         let next = tokio::select! {
             m = outbox.next(generation) => m,
+            () = tx.closed() => return,
             () = tokio::time::sleep(KEEPALIVE) => {
                 if tx.send(Bytes::from_static(b": keepalive\n\n")).await.is_err() {
                     return;

@@ -123,7 +123,7 @@ where
                 conn.touch();
                 match serde_json::from_str::<Value>(&text) {
                     Ok(message @ Value::Object(_)) => {
-                        if conn.from_client(message, None).await.is_err() {
+                        if conn.forward_to_agent(message, None).await.is_err() {
                             return;
                         }
                     }

@@ -4,6 +4,9 @@
 
 #![allow(dead_code)]
 
+pub mod raw;
+pub mod wire;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
