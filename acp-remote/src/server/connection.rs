@@ -115,7 +115,9 @@ impl Conn {
         });
         let mut input = agent.input;
         let writer = conn.clone();
+        let closer = CloseOnDrop(conn.clone(), "the agent's input closed");
         tokio::spawn(async move {
+            let _closer = closer;
             loop {
                 let message = tokio::select! {
                     m = rx.recv() => m,
@@ -132,11 +134,12 @@ impl Conn {
                 }
             }
             drop(input);
-            writer.close("the agent's input closed");
         });
         let reader = conn.clone();
         let max = conn.limits.max_message_bytes;
+        let closer = CloseOnDrop(conn.clone(), "the agent's output ended");
         tokio::spawn(async move {
+            let _closer = closer;
             let mut lines = FramedRead::new(agent.output, LinesCodec::new_with_max_length(max));
             loop {
                 let line = tokio::select! {
@@ -152,7 +155,6 @@ impl Conn {
                     None => break,
                 }
             }
-            reader.close("the agent's output ended");
         });
         conn
     }
@@ -344,6 +346,16 @@ pub(crate) fn refusal(id: &Value, message: &str) -> Bytes {
         "error": {"code": LIMIT_CODE, "message": message},
     });
     Bytes::from(error.to_string())
+}
+
+/// Ends the connection when a pump ends, however it ends (a panic included): a connection
+/// never outlives either direction of its agent.
+struct CloseOnDrop(Arc<Conn>, &'static str);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close(self.1);
+    }
 }
 
 /// Keeps a connection counted as read while it lives.

@@ -40,21 +40,27 @@ impl Outbox {
     /// Queues a message; returns the connection's queued bytes after it.
     pub(crate) fn push(&self, message: Bytes) -> usize {
         let len = message.len();
-        {
+        let queued = {
             let mut inner = lock(&self.inner);
             if inner.closed {
                 return self.budget.load(Ordering::Relaxed);
             }
+            // Counted before a reader can take it, so the count never goes below zero.
+            let queued = self.budget.fetch_add(len, Ordering::Relaxed) + len;
             inner.queue.push_back(message);
-        }
+            queued
+        };
         self.notify.notify_waiters();
-        self.budget.fetch_add(len, Ordering::Relaxed) + len
+        queued
     }
 
     /// Puts back at the front a message its reader took but could not deliver.
     pub(crate) fn unpop(&self, message: Bytes) {
-        self.budget.fetch_add(message.len(), Ordering::Relaxed);
-        lock(&self.inner).queue.push_front(message);
+        let mut inner = lock(&self.inner);
+        if !inner.closed {
+            self.budget.fetch_add(message.len(), Ordering::Relaxed);
+            inner.queue.push_front(message);
+        }
     }
 
     /// Makes a new reader the only one: the previous reader's [`Outbox::next`] ends.
@@ -120,5 +126,37 @@ mod tests {
         assert_eq!(budget.load(Ordering::Relaxed), 0);
         outbox.close();
         assert!(outbox.next(second).await.is_none());
+    }
+
+    /// A reader taking messages while they are pushed from another thread: the count of
+    /// queued bytes never goes below zero (it used to be decremented before it was
+    /// incremented, and overflowed).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_byte_count_stays_exact_under_a_concurrent_reader() {
+        let budget = Arc::new(AtomicUsize::new(0));
+        let outbox = Arc::new(Outbox::new(budget.clone()));
+        let generation = outbox.attach();
+        let reader = {
+            let outbox = outbox.clone();
+            tokio::spawn(async move {
+                for _ in 0..20_000 {
+                    outbox.next(generation).await.unwrap();
+                }
+            })
+        };
+        let writer = {
+            let outbox = outbox.clone();
+            std::thread::spawn(move || {
+                for _ in 0..20_000 {
+                    outbox.push(Bytes::from_static(b"abc"));
+                }
+            })
+        };
+        writer.join().unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(20), reader)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(budget.load(Ordering::Relaxed), 0);
     }
 }
