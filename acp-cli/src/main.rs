@@ -3,6 +3,8 @@
 //! * `acp chat [-- AGENT...]`: talk to an agent in the terminal (the built-in demo agent when
 //!   no command is given); `--prompt TEXT` runs one turn for scripts.
 //! * `acp sessions -- AGENT...`: list an agent's sessions.
+//! * `acp serve [--listen ADDR] [-- AGENT...]`: serve an agent (the built-in one without a
+//!   command) over the network, Streamable HTTP and WebSocket, with a bearer token.
 //! * `acp agent [--store DIR]`: serve the built-in demo agent on stdio (for editors, or
 //!   `acp trace`), its sessions kept in DIR when given (`acp chat --store DIR` does the same
 //!   for the in-process agent; `--load ID` then shows an earlier conversation and goes on).
@@ -23,6 +25,7 @@ mod link;
 mod offers;
 mod proto;
 mod sanitize;
+mod serve;
 mod sessions;
 mod trace;
 mod view;
@@ -51,6 +54,9 @@ enum Command {
     Sessions(AgentArgs),
     /// Serve the built-in demo agent on stdin/stdout.
     Agent(ServeArgs),
+    /// Serve an agent over the network (Streamable HTTP and WebSocket on one `/acp`
+    /// endpoint): the built-in demo agent, or each connection its own AGENT process.
+    Serve(serve::ServeArgs),
     /// Record an agent's stdio as NDJSON while passing it through unchanged, or view a
     /// recording (`acp trace view FILE`).
     Trace(TraceArgs),
@@ -76,6 +82,16 @@ struct AgentArgs {
     /// `--load` and `acp sessions` find them in later runs. Only for the built-in agent.
     #[arg(long)]
     store: Option<PathBuf>,
+    /// A remote agent's endpoint (`http://HOST:PORT/acp` for Streamable HTTP,
+    /// `ws://HOST:PORT/acp` for WebSocket), as `acp serve` prints it.
+    #[arg(long, conflicts_with_all = ["agent", "store"])]
+    url: Option<String>,
+    /// With --url: speak the WebSocket profile even for an http:// URL.
+    #[arg(long, requires = "url")]
+    ws: bool,
+    /// With --url: the bearer token is the first line of this file (else `ACP_TOKEN`).
+    #[arg(long, requires = "url")]
+    token_file: Option<PathBuf>,
     /// The agent's command line; none for the built-in agent.
     #[arg(last = true)]
     agent: Vec<OsString>,
@@ -166,7 +182,16 @@ impl AgentArgs {
                     .to_owned(),
             );
         }
+        let remote = match self.url {
+            Some(url) => Some(chat::RemoteSpec {
+                url,
+                websocket: self.ws,
+                token: serve::token(self.token_file.as_deref())?,
+            }),
+            None => None,
+        };
         Ok(chat::AgentSpec {
+            remote,
             store: self.store,
             command: self.agent,
             dialects: self.dialect,
@@ -237,6 +262,7 @@ async fn run(cli: Cli) -> i32 {
             Err(e) => fail(e),
         },
         Command::Agent(args) => serve_builtin(args.store).await,
+        Command::Serve(args) => serve::run(args).await,
         Command::Check(args) => check::run(args).await,
         Command::Trace(TraceArgs {
             view: Some(TraceCommand::View { file, html }),

@@ -102,6 +102,15 @@ pub enum Error {
     WebSocket(String),
 }
 
+/// A fresh bearer token: 256 random bits from the OS, hex (for a server started without one,
+/// which then prints it for its users).
+pub fn random_token() -> Result<String, Error> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| Error::Config(format!("no OS randomness for a token: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// A connection id: 128 random bits from the OS, hex; `None` if the OS has no randomness
 /// to give (the connection is then refused rather than given a guessable id).
 pub(crate) fn new_id() -> Option<String> {
