@@ -125,3 +125,50 @@ async fn listening_beyond_loopback_without_a_credential_is_refused() {
         local.shutdown();
     }
 }
+
+/// The server goes away mid-turn: the pending prompt resolves with an error (no hang), over
+/// either profile.
+async fn server_killed_mid_stream(websocket: bool) {
+    use acp_agent::types::*;
+    let server = server().await;
+    let url = if websocket {
+        server.url().replace("http://", "ws://")
+    } else {
+        server.url()
+    };
+    let options = ConnectOptions::new().token(TOKEN);
+    let conn = connect_client(TestClient::default(), &url, &options, Default::default())
+        .await
+        .unwrap();
+    let agent = conn.agent();
+    within(5, agent.initialize(support::init())).await.unwrap();
+    let session = within(5, agent.new_session(NewSessionRequest::new("/w", [])))
+        .await
+        .unwrap();
+    let mut turn = agent.prompt_stream(PromptRequest::new(session.session_id, ["slow".into()]));
+    // The turn is streaming: one update arrived.
+    assert!(matches!(within(5, turn.next()).await, Some(acp_client::PromptEvent::Update(_))));
+    server.shutdown();
+    let end = within(10, async {
+        loop {
+            match turn.next().await {
+                Some(acp_client::PromptEvent::Update(_)) => continue,
+                Some(acp_client::PromptEvent::Done(result)) => return Some(result),
+                None => return None,
+            }
+        }
+    })
+    .await;
+    assert!(!matches!(end, Some(Ok(_))), "the turn cannot end well: {end:?}");
+    within(10, conn.closed()).await;
+}
+
+#[tokio::test]
+async fn a_server_killed_mid_stream_fails_the_pending_turn_over_http() {
+    server_killed_mid_stream(false).await;
+}
+
+#[tokio::test]
+async fn a_server_killed_mid_stream_fails_the_pending_turn_over_websocket() {
+    server_killed_mid_stream(true).await;
+}
