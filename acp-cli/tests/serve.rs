@@ -170,3 +170,52 @@ fn serve_refuses_an_empty_token_file() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("empty"));
 }
+
+/// `acp check --url URL [--ws] --token-file F` with a time limit.
+fn check(scratch: &Scratch, url: &str, extra: &[&str], token_file: &str) -> Output {
+    let mut child = Command::new(acp())
+        .args([
+            "check",
+            "--timing-misses-ok",
+            "--url",
+            url,
+            "--token-file",
+            token_file,
+        ])
+        .args(extra)
+        .current_dir(&scratch.0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("acp check --url {url} {extra:?} hung");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The conformance kit through the gateway gives the verdicts it gives over stdio: no check
+/// fails over either profile (malformed lines, unknown sessions and cancellation included).
+#[test]
+fn check_grades_a_gateway_agent_over_both_profiles_as_over_stdio() {
+    let scratch = Scratch::new("serve-check");
+    let token_file = scratch.0.join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let acp = acp();
+    let server = Serve::start(&scratch, &token_file, &[acp.to_str().unwrap(), "agent"]);
+    let file = token_file.to_str().unwrap();
+    for extra in [&[][..], &["--ws"][..]] {
+        let out = check(&scratch, &server.url, extra, file);
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{extra:?}: {report}");
+        assert!(report.contains(" 0 failed"), "{extra:?}: {report}");
+    }
+}

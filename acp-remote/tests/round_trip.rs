@@ -147,7 +147,10 @@ async fn server_killed_mid_stream(websocket: bool) {
         .unwrap();
     let mut turn = agent.prompt_stream(PromptRequest::new(session.session_id, ["slow".into()]));
     // The turn is streaming: one update arrived.
-    assert!(matches!(within(5, turn.next()).await, Some(acp_client::PromptEvent::Update(_))));
+    assert!(matches!(
+        within(5, turn.next()).await,
+        Some(acp_client::PromptEvent::Update(_))
+    ));
     server.shutdown();
     let end = within(10, async {
         loop {
@@ -159,7 +162,10 @@ async fn server_killed_mid_stream(websocket: bool) {
         }
     })
     .await;
-    assert!(!matches!(end, Some(Ok(_))), "the turn cannot end well: {end:?}");
+    assert!(
+        !matches!(end, Some(Ok(_))),
+        "the turn cannot end well: {end:?}"
+    );
     within(10, conn.closed()).await;
 }
 

@@ -237,10 +237,15 @@ impl Remote {
 /// A JSON-RPC error answering `id`, made on this side for a request the transport could not
 /// deliver, so the caller's pending call resolves with the reason.
 pub(crate) fn local_error(id: &Value, message: &str) -> Bytes {
+    error_with_code(id, -32000, message)
+}
+
+/// A JSON-RPC error answer with its code.
+pub(crate) fn error_with_code(id: &Value, code: i64, message: &str) -> Bytes {
     let error = serde_json::json!({
         "jsonrpc": "2.0",
         "id": id,
-        "error": {"code": -32000, "message": message},
+        "error": {"code": code, "message": message},
     });
     Bytes::from(error.to_string())
 }

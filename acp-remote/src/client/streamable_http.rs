@@ -25,7 +25,7 @@ use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, LinesCodec};
 use tokio_util::sync::CancellationToken;
 
-use super::{Remote, local_error};
+use super::{Remote, error_with_code, local_error};
 use crate::sync::lock;
 use crate::{Error, HEADER_CONNECTION_ID, HEADER_SESSION_ID};
 
@@ -243,6 +243,12 @@ async fn posts(
         };
         let Some(Ok(line)) = line else { break };
         let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            // What a stdio agent answers to a line that is not JSON (the server would only
+            // say 400).
+            let error = error_with_code(&Value::Null, -32700, "parse error");
+            if link.inbound.send(error).await.is_err() {
+                break;
+            }
             continue;
         };
         if !post(&link, &mut sender, message, Bytes::from(line)).await {
@@ -296,10 +302,17 @@ async fn post(
             link.request(Method::POST, session.as_deref(), body.clone())
         })
         .await;
-    let failure = match result {
-        Ok(response) if response.status() == StatusCode::ACCEPTED => None,
-        Ok(response) => Some(status_message(response).await),
-        Err(error) => Some(format!("the server could not be reached: {error}")),
+    let (failure, code) = match result {
+        Ok(response) if response.status() == StatusCode::ACCEPTED => (None, 0),
+        // A session this connection does not have: what an agent answers for one (-32002).
+        Ok(response) if response.status() == StatusCode::NOT_FOUND && session.is_some() => {
+            (Some(status_message(response).await), -32002)
+        }
+        Ok(response) => (Some(status_message(response).await), -32000),
+        Err(error) => (
+            Some(format!("the server could not be reached: {error}")),
+            -32000,
+        ),
     };
     match failure {
         None => {
@@ -311,7 +324,8 @@ async fn post(
         Some(why) => {
             tracing::warn!(%why, ?method, "message not delivered");
             if let Some(id) = id {
-                return link.inbound.send(local_error(&id, &why)).await.is_ok();
+                let error = error_with_code(&id, code, &why);
+                return link.inbound.send(error).await.is_ok();
             }
             true
         }

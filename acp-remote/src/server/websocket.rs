@@ -128,13 +128,18 @@ where
                         }
                     }
                     Ok(Value::Array(_)) => {
-                        let error = invalid("JSON-RPC batches are not supported");
+                        let error = invalid(-32600, "JSON-RPC batches are not supported");
                         if sink.send(error).await.is_err() {
                             return;
                         }
                     }
-                    _ => {
-                        if sink.send(invalid("not one JSON-RPC message")).await.is_err() {
+                    Ok(_) => {
+                        if sink.send(invalid(-32600, "not one JSON-RPC message")).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => {
+                        if sink.send(invalid(-32700, "parse error")).await.is_err() {
                             return;
                         }
                     }
@@ -162,12 +167,12 @@ fn close(code: CloseCode, reason: &'static str) -> Message {
     }))
 }
 
-/// A JSON-RPC "invalid request" error with a null id.
-fn invalid(message: &str) -> Message {
+/// A JSON-RPC error with a null id (-32700 parse error, -32600 invalid request).
+fn invalid(code: i64, message: &str) -> Message {
     let error = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
-        "error": {"code": -32600, "message": message},
+        "error": {"code": code, "message": message},
     });
     Message::text(error.to_string())
 }
