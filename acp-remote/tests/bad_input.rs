@@ -352,3 +352,66 @@ async fn an_idle_connection_and_one_whose_client_never_reads_are_closed() {
     }
     server.shutdown();
 }
+
+/// Reads until the server closes the socket; whatever it wrote first.
+async fn until_closed(socket: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 1024];
+    loop {
+        match socket.read(&mut chunk).await {
+            Ok(0) | Err(_) => return String::from_utf8_lossy(&seen).into_owned(),
+            Ok(n) => seen.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+#[tokio::test]
+async fn slow_clients_are_cut_off_and_sockets_are_bounded() {
+    use tokio::io::AsyncWriteExt;
+    let mut limits = Limits::default();
+    limits.header_timeout = Duration::from_millis(300);
+    limits.body_timeout = Duration::from_millis(300);
+    let server = server(limits).await;
+    let addr = server.local_addr();
+    // Slow-loris headers: half a request line, then nothing: the socket is closed.
+    let mut loris = tokio::net::TcpStream::connect(addr).await.unwrap();
+    loris
+        .write_all(b"POST /acp HTTP/1.1\r\nHost: t")
+        .await
+        .unwrap();
+    within(5, until_closed(&mut loris)).await;
+    // Slow body: the headers promise 100 bytes, 10 come: 408.
+    let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /acp HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\""
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    let answer = within(5, until_closed(&mut slow)).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    server.shutdown();
+    // Sockets: three held open (mid-headers), the fourth is closed at once; once they go,
+    // the server serves again.
+    let mut limits = Limits::default();
+    limits.max_sockets = 3;
+    let server = self::server(limits).await;
+    let addr = server.local_addr();
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap();
+        held.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut fourth = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let _ = fourth
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        .await;
+    assert_eq!(within(5, until_closed(&mut fourth)).await, "");
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let health = send(addr, &request("GET", "/healthz", &[], "")).await;
+    assert_eq!(health.status, 200);
+    server.shutdown();
+}
