@@ -34,6 +34,7 @@ pub(crate) async fn start(remote: Arc<Remote>, bridge: DuplexStream) -> Result<(
         .map_err(Error::Io)?;
     let _ = tcp.set_nodelay(true);
     let config = WebSocketConfig::default()
+        .read_buffer_size(crate::server::READ_BUFFER)
         .max_message_size(Some(remote.max))
         .max_frame_size(Some(remote.max));
     let (ws, response) = tokio_tungstenite::client_async_with_config(request, tcp, Some(config))

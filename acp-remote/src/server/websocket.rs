@@ -18,7 +18,7 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
 use super::connection::Conn;
-use super::{Body, Shared, text};
+use super::{Body, READ_BUFFER, Shared, text};
 use crate::HEADER_CONNECTION_ID;
 use crate::security::{Identity, Limits};
 
@@ -33,6 +33,7 @@ pub(crate) fn is_upgrade(headers: &HeaderMap) -> bool {
 /// The frame and message limits of a socket.
 pub(crate) fn config(limits: &Limits) -> WebSocketConfig {
     WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER)
         .max_message_size(Some(limits.max_message_bytes))
         .max_frame_size(Some(limits.max_message_bytes))
 }
