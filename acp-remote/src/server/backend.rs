@@ -47,6 +47,9 @@ pub(crate) struct Running {
 pub(crate) enum Guard {
     InProcess(AgentConnection),
     Gateway(Box<AgentProcess>),
+    /// Nothing to end (tests driving a connection by hand).
+    #[cfg(test)]
+    Nothing,
 }
 
 impl Guard {
@@ -55,6 +58,8 @@ impl Guard {
     pub(crate) fn end(self) {
         match self {
             Guard::InProcess(conn) => conn.close(),
+            #[cfg(test)]
+            Guard::Nothing => {}
             Guard::Gateway(child) => {
                 tokio::spawn(async move {
                     let pid = child.id();

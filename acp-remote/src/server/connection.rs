@@ -31,6 +31,10 @@ use crate::sync::lock;
 pub(crate) const LIMIT_CODE: i64 = -32000;
 /// Messages queued towards the agent before a POST waits.
 const TO_AGENT_QUEUE: usize = 64;
+/// Client requests the agent has not answered yet, per connection; past it a request is
+/// answered with a JSON-RPC error instead of forwarded (memory stays bounded even with an
+/// agent that never answers).
+const MAX_PENDING: usize = 4096;
 
 /// Where the answer to a client's request goes.
 enum Pending {
@@ -246,6 +250,14 @@ impl Conn {
                         .as_ref()
                         .is_some_and(|s| !routing.sessions.contains_key(s)));
             if let Some(id) = id
+                && routing.pending.len() >= MAX_PENDING
+            {
+                drop(routing);
+                let error = refusal(id, "too many requests in flight on this connection");
+                self.push(&self.main, error);
+                return Ok(());
+            }
+            if let Some(id) = id
                 && adds
                 && routing.sessions.len() + routing.creating
                     >= self.limits.max_sessions_per_connection
@@ -365,5 +377,52 @@ impl Drop for ReaderGuard {
     fn drop(&mut self) {
         self.0.attached.fetch_sub(1, Ordering::Relaxed);
         self.0.touch();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::backend::{Guard, Running};
+
+    /// A connection whose agent reads everything and answers nothing.
+    fn silent() -> (Arc<Conn>, tokio::io::DuplexStream) {
+        let (ours, theirs) = tokio::io::duplex(1 << 20);
+        let (output, input) = tokio::io::split(ours);
+        let agent = Running {
+            output: Box::new(output),
+            input: Box::new(input),
+            guard: Guard::Nothing,
+        };
+        let conn = Conn::start(
+            "c".into(),
+            Identity("t".into()),
+            false,
+            agent,
+            Arc::default(),
+        );
+        (conn, theirs)
+    }
+
+    #[tokio::test]
+    async fn requests_in_flight_are_bounded() {
+        use tokio::io::AsyncReadExt;
+        let (conn, mut agent) = silent();
+        // The agent side drains what it is sent, never answering.
+        tokio::spawn(async move {
+            let mut sink = vec![0u8; 1 << 16];
+            while agent.read(&mut sink).await.is_ok_and(|n| n > 0) {}
+        });
+        let generation = conn.main.attach();
+        for id in 0..MAX_PENDING + 1 {
+            let request = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "x/y"});
+            conn.forward_to_agent(request, None).await.unwrap();
+        }
+        let refused = conn.main.next(generation).await.unwrap();
+        let refused: Value = serde_json::from_slice(&refused).unwrap();
+        assert_eq!(refused["id"], MAX_PENDING);
+        assert_eq!(refused["error"]["code"], LIMIT_CODE);
+        assert_eq!(lock(&conn.routing).pending.len(), MAX_PENDING);
+        conn.close("test");
     }
 }
