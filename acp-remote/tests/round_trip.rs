@@ -178,3 +178,83 @@ async fn a_server_killed_mid_stream_fails_the_pending_turn_over_http() {
 async fn a_server_killed_mid_stream_fails_the_pending_turn_over_websocket() {
     server_killed_mid_stream(true).await;
 }
+
+/// A load balancer's stickiness cookie: a proxy in front of the server sets `lb=node-1` on the
+/// first response of each TCP connection; the client sends it back on every later request
+/// (the SSE streams' connections included), so all of a connection's requests can be routed
+/// to one node.
+#[tokio::test]
+async fn the_client_sends_back_the_cookies_a_load_balancer_sets() {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = server().await;
+    let upstream = server.local_addr();
+    let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/acp", proxy.local_addr().unwrap());
+    let (requests, with_cookie) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (r, c) = (requests.clone(), with_cookie.clone());
+    tokio::spawn(async move {
+        while let Ok((client, _)) = proxy.accept().await {
+            let backend = tokio::net::TcpStream::connect(upstream).await.unwrap();
+            let (mut client_read, mut client_write) = client.into_split();
+            let (mut backend_read, mut backend_write) = backend.into_split();
+            let (r, c) = (r.clone(), c.clone());
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 1 << 16];
+                while let Ok(n) = client_read.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    let text = String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase();
+                    if text.contains(" /acp http/1.1") {
+                        r.fetch_add(1, Ordering::Relaxed);
+                        if text.contains("cookie: lb=node-1") {
+                            c.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    if backend_write.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 1 << 16];
+                let mut first = true;
+                while let Ok(n) = backend_read.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut out = buf[..n].to_vec();
+                    if first && let Some(i) = out.windows(2).position(|w| w == b"\r\n") {
+                        let cookie = b"\r\nSet-Cookie: lb=node-1; Path=/; HttpOnly";
+                        out.splice(i..i, cookie.iter().copied());
+                    }
+                    first = false;
+                    if client_write.write_all(&out).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    let options = ConnectOptions::new().token(TOKEN);
+    let conn = connect_client(TestClient::default(), &url, &options, Default::default())
+        .await
+        .unwrap();
+    let (_, text) = within(10, converse(&conn)).await;
+    assert_eq!(text, "alpha\nbeta\ngamma\n");
+    let (total, sticky) = (
+        requests.load(Ordering::Relaxed),
+        with_cookie.load(Ordering::Relaxed),
+    );
+    // Every request after the first (initialize, which got the cookie) carried it.
+    assert!(total >= 5, "{total} requests");
+    assert_eq!(
+        sticky,
+        total - 1,
+        "{sticky} of {total} requests carried the cookie"
+    );
+    conn.close();
+    server.shutdown();
+}
