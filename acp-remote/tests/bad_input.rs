@@ -306,7 +306,7 @@ async fn an_oversized_websocket_message_closes_with_1009() {
 #[tokio::test]
 async fn an_idle_connection_and_one_whose_client_never_reads_are_closed() {
     let mut limits = Limits::default();
-    limits.idle_timeout = Duration::from_millis(300);
+    limits.idle_timeout = Duration::from_secs(1);
     limits.max_buffered_bytes = 2048;
     let server = server(limits).await;
     let addr = server.local_addr();

@@ -161,7 +161,7 @@ async fn no_leaks() {
 
 async fn killed() {
     let mut limits = Limits::default();
-    limits.idle_timeout = Duration::from_millis(300);
+    limits.idle_timeout = Duration::from_secs(1);
     let server = gateway(limits).await;
     let addr = server.local_addr();
     // Client A, raw: a session and a slow turn it reads one event of, then it dies.
