@@ -3,8 +3,9 @@
 //! * `acp chat [-- AGENT...]`: talk to an agent in the terminal (the built-in demo agent when
 //!   no command is given); `--prompt TEXT` runs one turn for scripts.
 //! * `acp sessions -- AGENT...`: list an agent's sessions.
-//! * `acp serve [--listen ADDR] [-- AGENT...]`: serve an agent (the built-in one without a
-//!   command) over the network, Streamable HTTP and WebSocket, with a bearer token.
+//! * `acp serve [--listen ADDR] [--store DIR] [-- AGENT...]`: serve an agent (the built-in
+//!   one without a command) over the network, Streamable HTTP and WebSocket, with a bearer
+//!   token; `acp chat`, `acp sessions` and `acp check` reach it with `--url`.
 //! * `acp agent [--store DIR]`: serve the built-in demo agent on stdio (for editors, or
 //!   `acp trace`), its sessions kept in DIR when given (`acp chat --store DIR` does the same
 //!   for the in-process agent; `--load ID` then shows an earlier conversation and goes on).

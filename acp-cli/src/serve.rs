@@ -32,6 +32,11 @@ pub struct ServeArgs {
     /// random token, printed).
     #[arg(long)]
     token_file: Option<PathBuf>,
+    /// The built-in agent keeps its sessions in this directory (created if missing), shared
+    /// by every connection: a client that comes back loads or resumes them. Only for the
+    /// built-in agent.
+    #[arg(long, conflicts_with = "agent")]
+    store: Option<PathBuf>,
     /// Let browser pages of this origin call (repeatable); others are refused.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origin: Vec<String>,
@@ -80,10 +85,26 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     };
     let auth = BearerToken::new(&token).map_err(|e| e.to_string())?;
     let (builder, what) = match args.agent.split_first() {
-        None => (
-            Server::in_process(BuiltinAgent::default),
-            "the built-in demo agent".to_owned(),
-        ),
+        None => match &args.store {
+            None => (
+                Server::in_process(BuiltinAgent::default),
+                "the built-in demo agent".to_owned(),
+            ),
+            Some(dir) => {
+                let store = crate::chat::open_store(dir)?;
+                let serve = move |read, write| {
+                    acp_agent::serve_with_store(
+                        BuiltinAgent::with_store(),
+                        store.clone(),
+                        read,
+                        write,
+                        acp_agent::Config::default(),
+                    )
+                };
+                let what = format!("the built-in demo agent (sessions in {})", dir.display());
+                (Server::in_process_with(serve), what)
+            }
+        },
         Some((program, rest)) => {
             let command = AgentCommand::new(program).args(rest);
             let shown: Vec<_> = args.agent.iter().map(|a| a.to_string_lossy()).collect();

@@ -18,9 +18,19 @@ struct Serve {
 
 impl Serve {
     fn start(scratch: &Scratch, token_file: &std::path::Path, agent: &[&str]) -> Serve {
+        Serve::start_with(scratch, token_file, &[], agent)
+    }
+
+    fn start_with(
+        scratch: &Scratch,
+        token_file: &std::path::Path,
+        options: &[&str],
+        agent: &[&str],
+    ) -> Serve {
         let mut cmd = Command::new(acp());
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--token-file"])
             .arg(token_file)
+            .args(options)
             .current_dir(&scratch.0)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -79,10 +89,16 @@ impl Drop for Serve {
 
 /// `acp chat --url URL [extra] --prompt TEXT --yes` with a time limit.
 fn chat(scratch: &Scratch, url: &str, extra: &[&str], token: Option<&str>) -> Output {
+    let mut args = vec!["chat", "--url", url];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--prompt", "hello remote", "--yes"]);
+    acp_run(scratch, &args, token)
+}
+
+/// `acp ARGS...` with ACP_TOKEN set to `token` (or unset) and a time limit.
+fn acp_run(scratch: &Scratch, args: &[&str], token: Option<&str>) -> Output {
     let mut cmd = Command::new(acp());
-    cmd.args(["chat", "--url", url])
-        .args(extra)
-        .args(["--prompt", "hello remote", "--yes"])
+    cmd.args(args)
         .current_dir(&scratch.0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -99,7 +115,7 @@ fn chat(scratch: &Scratch, url: &str, extra: &[&str], token: Option<&str>) -> Ou
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("acp chat --url {url} {extra:?} hung");
+            panic!("acp {args:?} hung");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -217,5 +233,41 @@ fn check_grades_a_gateway_agent_over_both_profiles_as_over_stdio() {
         let report = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{extra:?}: {report}");
         assert!(report.contains(" 0 failed"), "{extra:?}: {report}");
+    }
+}
+
+/// `acp serve --store DIR`: a session made over one connection is listed over another
+/// (`acp sessions --url`) and loaded, with its history, over either profile
+/// (`acp chat --url --load`: `session/load` with `Acp-Session-Id`, its stream opened after).
+#[test]
+fn serve_with_a_store_lists_and_loads_sessions_over_both_profiles() {
+    let scratch = Scratch::new("serve-store");
+    let token_file = scratch.0.join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let store = scratch.0.join("sessions");
+    let server = Serve::start_with(
+        &scratch,
+        &token_file,
+        &["--store", store.to_str().unwrap()],
+        &[],
+    );
+    let token = Some("s3cret-token");
+    check_turn(&chat(&scratch, &server.url, &[], token), "first turn");
+    let listed = acp_run(&scratch, &["sessions", "--url", &server.url], token);
+    let listing = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(listed.status.success(), "{listing}");
+    let id = listing
+        .split_whitespace()
+        .next()
+        .expect("one session listed")
+        .to_owned();
+    assert!(listing.contains("hello remote"), "{listing}");
+    for profile in [&[][..], &["--ws"][..]] {
+        let mut extra = profile.to_vec();
+        extra.extend_from_slice(&["--load", &id]);
+        let out = chat(&scratch, &server.url, &extra, token);
+        check_turn(&out, "loaded");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("earlier turn"), "{profile:?}: {stdout}");
     }
 }

@@ -96,6 +96,23 @@ impl Server {
         ServerBuilder::new(Backend::in_process(make))
     }
 
+    /// Serves in process however `serve` says: it gets the agent's end of an in-memory pipe
+    /// per remote connection and starts a connection on it, for what
+    /// [`Server::in_process`] does not cover (a session store shared by every connection
+    /// with [`acp_agent::serve_with_store`], a [`acp_agent::Config`], dialect negotiation).
+    pub fn in_process_with<F>(serve: F) -> ServerBuilder
+    where
+        F: Fn(
+                tokio::io::ReadHalf<tokio::io::DuplexStream>,
+                tokio::io::WriteHalf<tokio::io::DuplexStream>,
+            ) -> acp_agent::AgentConnection
+            + Send
+            + Sync
+            + 'static,
+    {
+        ServerBuilder::new(Backend::InProcess(Arc::new(serve)))
+    }
+
     /// Serves a stdio agent command: one child process per remote connection, started at
     /// `initialize` and ended (then reaped) with the connection. Its stderr goes to this
     /// process's log (`tracing`), never to the remote client.
