@@ -415,3 +415,39 @@ async fn slow_clients_are_cut_off_and_sockets_are_bounded() {
     assert_eq!(health.status, 200);
     server.shutdown();
 }
+
+/// An agent that refuses every `initialize`.
+struct Refuser;
+
+#[acp_agent::async_trait]
+impl acp_agent::Agent for Refuser {
+    async fn initialize(
+        &self,
+        _: acp_agent::types::InitializeRequest,
+        _: &acp_agent::AgentContext,
+    ) -> Result<acp_agent::types::InitializeResponse, acp_agent::Error> {
+        Err(acp_agent::Error::new(
+            acp_agent::ErrorCode::INVALID_PARAMS,
+            "no",
+        ))
+    }
+}
+
+#[tokio::test]
+async fn a_refused_initialize_is_answered_and_leaves_no_connection() {
+    let server = acp_remote::Server::in_process(|| Refuser)
+        .authenticator(acp_remote::BearerToken::new(TOKEN).unwrap())
+        .bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let r = send(
+        server.local_addr(),
+        &request("POST", "/acp", &[AUTH, JSON], INIT),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert!(r.body.contains("\"error\""), "{r:?}");
+    assert_eq!(r.header("acp-connection-id"), None);
+    assert_eq!(server.connections(), 0);
+    server.shutdown();
+}

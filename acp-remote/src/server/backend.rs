@@ -61,7 +61,12 @@ impl Guard {
             #[cfg(test)]
             Guard::Nothing => {}
             Guard::Gateway(child) => {
-                tokio::spawn(async move {
+                // Outside a runtime (a connection dropped as its runtime shuts down) the
+                // child is killed by its drop instead.
+                let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                    return;
+                };
+                runtime.spawn(async move {
                     let pid = child.id();
                     match child.shutdown(CHILD_GRACE).await {
                         Ok(status) => tracing::debug!(?pid, %status, "gateway agent reaped"),

@@ -155,12 +155,15 @@ async fn initialize(shared: &Arc<Shared>, who: Identity, message: Value) -> Resp
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    if failed {
-        conn.close("initialize refused");
-        shared.release();
-    } else if let Ok(value) = HeaderValue::from_str(&conn.id) {
-        shared.register(&conn);
-        response.headers_mut().insert(HEADER_CONNECTION_ID, value);
+    match (failed, HeaderValue::from_str(&conn.id)) {
+        (false, Ok(value)) => {
+            shared.register(&conn);
+            response.headers_mut().insert(HEADER_CONNECTION_ID, value);
+        }
+        _ => {
+            conn.close("initialize refused");
+            shared.release();
+        }
     }
     response
 }
