@@ -1,5 +1,5 @@
 //! `acp check [-- AGENT...]`: grade an agent with the `acp-check` conformance kit (the
-//! built-in demo agent, in process, when no command is given).
+//! built-in demo agent, in process, when no command is given; a remote agent with `--url`).
 //!
 //! The report is a table on stdout (or one JSON document with `--json`); the exit status is
 //! 0 when no check failed (failures named with `--allow-fail` excepted), 1 otherwise, 2 for a
@@ -57,6 +57,16 @@ pub struct CheckArgs {
     /// List the checks and what each means, and exit.
     #[arg(long)]
     list: bool,
+    /// Grade a remote agent at this endpoint (`http://HOST:PORT/acp`, or `ws://` for the
+    /// WebSocket profile), as `acp serve` prints it.
+    #[arg(long, conflicts_with = "agent")]
+    url: Option<String>,
+    /// With --url: speak the WebSocket profile even for an http:// URL.
+    #[arg(long, requires = "url")]
+    ws: bool,
+    /// With --url: the bearer token is the first line of this file (else `ACP_TOKEN`).
+    #[arg(long, requires = "url")]
+    token_file: Option<PathBuf>,
     /// The agent's command line; none for the built-in demo agent (in process).
     #[arg(last = true)]
     agent: Vec<OsString>,
@@ -77,7 +87,15 @@ pub async fn run(args: CheckArgs) -> i32 {
             return 2;
         }
     };
-    let target = if args.agent.is_empty() {
+    let target = if let Some(url) = &args.url {
+        match remote_target(url, args.ws, args.token_file.as_deref()) {
+            Ok(target) => target,
+            Err(e) => {
+                eprintln!("acp check: {e}");
+                return 2;
+            }
+        }
+    } else if args.agent.is_empty() {
         Target::in_process(|r, w| {
             acp_agent::serve(crate::builtin::BuiltinAgent::default(), r, w);
         })
@@ -98,7 +116,9 @@ pub async fn run(args: CheckArgs) -> i32 {
         None => None,
     };
     let mut report = acp_check::run(&target, &options).await;
-    if args.agent.is_empty() {
+    if let Some(url) = &args.url {
+        report.agent = url.clone();
+    } else if args.agent.is_empty() {
         report.agent = "built-in demo agent (in process)".into();
     }
     drop(options);
@@ -109,6 +129,44 @@ pub async fn run(args: CheckArgs) -> i32 {
     }
     print_report(&report, args.json);
     status(&report, &args.allow_fail, args.timing_misses_ok)
+}
+
+/// A remote agent as a check target: each connection the kit opens is a new remote
+/// connection, its bytes copied both ways between the kit's pipe and the remote link.
+fn remote_target(
+    url: &str,
+    ws: bool,
+    token_file: Option<&std::path::Path>,
+) -> Result<Target, String> {
+    let mut connect = acp_remote::ConnectOptions::new();
+    if let Some(token) = crate::serve::token(token_file)? {
+        connect = connect.token(token);
+    }
+    if ws {
+        connect = connect.profile(acp_remote::Profile::WebSocket);
+    }
+    let url = url.to_owned();
+    Ok(Target::in_process(
+        move |mut agent_stdin, mut agent_stdout| {
+            let (url, connect) = (url.clone(), connect.clone());
+            tokio::spawn(async move {
+                let link = match acp_remote::connect(&url, &connect).await {
+                    Ok(link) => link,
+                    Err(e) => {
+                        tracing::error!("{url}: {e}");
+                        return;
+                    }
+                };
+                let (mut reader, mut writer) = (link.reader, link.writer);
+                let to_remote = async move {
+                    let _ = tokio::io::copy(&mut agent_stdin, &mut writer).await;
+                    let _ = tokio::io::AsyncWriteExt::shutdown(&mut writer).await;
+                };
+                let from_remote = tokio::io::copy(&mut reader, &mut agent_stdout);
+                let _ = tokio::join!(to_remote, from_remote);
+            });
+        },
+    ))
 }
 
 fn options(args: &CheckArgs) -> Result<Options, String> {

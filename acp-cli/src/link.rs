@@ -28,6 +28,29 @@ pub struct AgentSpec {
     pub cwd: PathBuf,
     /// The built-in agent's session store directory.
     pub store: Option<PathBuf>,
+    /// A remote agent (`--url`) instead of a command or the built-in one.
+    pub remote: Option<RemoteSpec>,
+}
+
+/// A remote agent: its endpoint, the profile and the credential.
+#[derive(Clone)]
+pub struct RemoteSpec {
+    /// `http://HOST:PORT/acp` or `ws://HOST:PORT/acp`.
+    pub url: String,
+    /// Speak the WebSocket profile whatever the URL's scheme.
+    pub websocket: bool,
+    /// The bearer token (`--token-file` or `ACP_TOKEN`).
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for RemoteSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteSpec")
+            .field("url", &self.url)
+            .field("websocket", &self.websocket)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 /// Opens (creating it if needed) the built-in agent's session store.
@@ -80,6 +103,9 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
     let mut options = NegotiateOptions::new(proto::initialize_request()).with_timeout(spec.timeout);
     if !spec.dialects.is_empty() {
         options = options.with_dialects(spec.dialects.clone());
+    }
+    if let Some(remote) = &spec.remote {
+        return connect_remote(remote, client, options).await;
     }
     let Some((program, args)) = spec.command.split_first() else {
         let (client_side, agent_side) = tokio::io::duplex(1 << 20);
@@ -145,6 +171,35 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
             })
         }
     }
+}
+
+/// Reaches a remote agent (`--url`): v1 only, the one dialect the network transport carries.
+async fn connect_remote(
+    remote: &RemoteSpec,
+    client: CliClient,
+    options: NegotiateOptions,
+) -> Result<Link, String> {
+    let mut connect = acp_remote::ConnectOptions::new();
+    if let Some(token) = &remote.token {
+        connect = connect.token(token);
+    }
+    if remote.websocket {
+        connect = connect.profile(acp_remote::Profile::WebSocket);
+    }
+    let link = acp_remote::connect(&remote.url, &connect)
+        .await
+        .map_err(|e| format!("{}: {e}", remote.url))?;
+    let options = options.with_dialects(vec![Dialect::V1]);
+    let negotiated = acp_client::negotiate::connect(client, link.reader, link.writer, options)
+        .await
+        .map_err(|e| format!("{}: {e}", remote.url))?;
+    Ok(Link {
+        dialect: negotiated.dialect,
+        connection: negotiated.connection,
+        init: negotiated.initialize,
+        process: None,
+        builtin: None,
+    })
 }
 
 /// The working directory: `--cwd` or the current one, made absolute.

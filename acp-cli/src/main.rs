@@ -3,6 +3,9 @@
 //! * `acp chat [-- AGENT...]`: talk to an agent in the terminal (the built-in demo agent when
 //!   no command is given); `--prompt TEXT` runs one turn for scripts.
 //! * `acp sessions -- AGENT...`: list an agent's sessions.
+//! * `acp serve [--listen ADDR] [--store DIR] [-- AGENT...]`: serve an agent (the built-in
+//!   one without a command) over the network, Streamable HTTP and WebSocket, with a bearer
+//!   token; `acp chat`, `acp sessions` and `acp check` reach it with `--url`.
 //! * `acp agent [--store DIR|postgres://...]`: serve the built-in demo agent on stdio (for
 //!   editors, or `acp trace`), its sessions kept in DIR or a PostgreSQL database when given
 //!   (or `ACP_STORE`; `acp chat --store DIR` does the same for the in-process agent;
@@ -24,6 +27,7 @@ mod link;
 mod offers;
 mod proto;
 mod sanitize;
+mod serve;
 mod sessions;
 mod trace;
 mod view;
@@ -52,6 +56,9 @@ enum Command {
     Sessions(AgentArgs),
     /// Serve the built-in demo agent on stdin/stdout.
     Agent(ServeArgs),
+    /// Serve an agent over the network (Streamable HTTP and WebSocket on one `/acp`
+    /// endpoint): the built-in demo agent, or each connection its own AGENT process.
+    Serve(serve::ServeArgs),
     /// Record an agent's stdio as NDJSON while passing it through unchanged, or view a
     /// recording (`acp trace view FILE`).
     Trace(TraceArgs),
@@ -77,6 +84,16 @@ struct AgentArgs {
     /// `--load` and `acp sessions` find them in later runs. Only for the built-in agent.
     #[arg(long)]
     store: Option<PathBuf>,
+    /// A remote agent's endpoint (`http://HOST:PORT/acp` for Streamable HTTP,
+    /// `ws://HOST:PORT/acp` for WebSocket), as `acp serve` prints it.
+    #[arg(long, conflicts_with_all = ["agent", "store"])]
+    url: Option<String>,
+    /// With --url: speak the WebSocket profile even for an http:// URL.
+    #[arg(long, requires = "url")]
+    ws: bool,
+    /// With --url: the bearer token is the first line of this file (else `ACP_TOKEN`).
+    #[arg(long, requires = "url")]
+    token_file: Option<PathBuf>,
     /// The agent's command line; none for the built-in agent.
     #[arg(last = true)]
     agent: Vec<OsString>,
@@ -174,7 +191,16 @@ impl AgentArgs {
                     .to_owned(),
             );
         }
+        let remote = match self.url {
+            Some(url) => Some(chat::RemoteSpec {
+                url,
+                websocket: self.ws,
+                token: serve::token(self.token_file.as_deref())?,
+            }),
+            None => None,
+        };
         Ok(chat::AgentSpec {
+            remote,
             store: self.store,
             command: self.agent,
             dialects: self.dialect,
@@ -260,6 +286,7 @@ async fn run(cli: Cli) -> i32 {
             };
             serve_builtin(store, durability).await
         }
+        Command::Serve(args) => serve::run(args).await,
         Command::Check(args) => check::run(args).await,
         Command::Trace(TraceArgs {
             view: Some(TraceCommand::View { file, html }),

@@ -22,6 +22,7 @@ const SCANNED: &[&str] = &[
     "acp-check/src",
     "acp-client/src",
     "acp-client/examples",
+    "acp-remote/src",
     "acp-cli/src",
     "acp-rpc/src",
     "acp-types/src/v1",

@@ -1,0 +1,163 @@
+//! `acp serve`: an agent on the network, both profiles of the remote transport on one `/acp`
+//! endpoint (acp-remote): the built-in demo agent in process, or a stdio agent command run
+//! once per connection. Always with a bearer token: `--token-file`, else `ACP_TOKEN`, else a
+//! fresh one printed with the command that connects.
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use acp_client::process::AgentCommand;
+use acp_remote::{BearerToken, Server};
+use clap::Args;
+
+use crate::builtin::BuiltinAgent;
+use crate::chat::EXIT_FAILED;
+
+/// The environment variable holding the bearer token when no `--token-file` is given.
+pub const TOKEN_ENV: &str = "ACP_TOKEN";
+
+const SERVE_AFTER: &str = "\
+Every request needs `Authorization: Bearer TOKEN`; `GET /healthz` answers 200 without it.
+TLS is not done here: put a TLS-terminating proxy in front for anything beyond a trusted
+network (docs/DEPLOYMENT.md). Ctrl-C stops the server and every agent it started.";
+
+#[derive(Args, Debug)]
+#[command(after_help = SERVE_AFTER)]
+pub struct ServeArgs {
+    /// The address to listen on (port 0: any free port, printed).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// The bearer token is the first line of this file (else `ACP_TOKEN`, else a fresh
+    /// random token, printed).
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// The built-in agent keeps its sessions in this directory (created if missing), shared
+    /// by every connection: a client that comes back loads or resumes them. Only for the
+    /// built-in agent.
+    #[arg(long, conflicts_with = "agent")]
+    store: Option<PathBuf>,
+    /// Let browser pages of this origin call (repeatable); others are refused.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+    /// The agent's command line, started once per connection; none for the built-in agent.
+    #[arg(last = true)]
+    agent: Vec<OsString>,
+}
+
+/// The bearer token from `file` (its first line), else from `ACP_TOKEN`; `None` if neither.
+pub fn token(file: Option<&Path>) -> Result<Option<String>, String> {
+    if let Some(file) = file {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("--token-file {}: {e}", file.display()))?;
+        let token = text.lines().next().unwrap_or_default().trim().to_owned();
+        if token.is_empty() {
+            return Err(format!(
+                "--token-file {}: the file is empty",
+                file.display()
+            ));
+        }
+        return Ok(Some(token));
+    }
+    Ok(std::env::var(TOKEN_ENV)
+        .ok()
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty()))
+}
+
+/// Runs the server until Ctrl-C or SIGTERM.
+pub async fn run(args: ServeArgs) -> i32 {
+    match serve(args).await {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("acp serve: {e}");
+            EXIT_FAILED
+        }
+    }
+}
+
+async fn serve(args: ServeArgs) -> Result<(), String> {
+    let given = token(args.token_file.as_deref())?;
+    let generated = given.is_none();
+    let token = match given {
+        Some(token) => token,
+        None => acp_remote::random_token().map_err(|e| e.to_string())?,
+    };
+    let auth = BearerToken::new(&token).map_err(|e| e.to_string())?;
+    let (builder, what) = match args.agent.split_first() {
+        None => match &args.store {
+            None => (
+                Server::in_process(BuiltinAgent::default),
+                "the built-in demo agent".to_owned(),
+            ),
+            Some(dir) => {
+                let store = crate::chat::open_store(dir)?;
+                let serve = move |read, write| {
+                    acp_agent::serve_with_store(
+                        BuiltinAgent::with_store(),
+                        store.clone(),
+                        read,
+                        write,
+                        acp_agent::Config::default(),
+                    )
+                };
+                let what = format!("the built-in demo agent (sessions in {})", dir.display());
+                (Server::in_process_with(serve), what)
+            }
+        },
+        Some((program, rest)) => {
+            let command = AgentCommand::new(program).args(rest);
+            let shown: Vec<_> = args.agent.iter().map(|a| a.to_string_lossy()).collect();
+            (
+                Server::gateway(command),
+                format!("`{}`, one process per connection", shown.join(" ")),
+            )
+        }
+    };
+    let mut builder = builder.authenticator(auth);
+    for origin in args.allow_origin {
+        builder = builder.allow_origin(origin);
+    }
+    let server = builder
+        .bind(args.listen)
+        .await
+        .map_err(|e| format!("{}: {e}", args.listen))?;
+    let url = server.url();
+    let credential = match (&args.token_file, generated) {
+        (Some(file), _) => format!("--token-file {}", file.display()),
+        (None, false) => format!("(with {TOKEN_ENV} set)"),
+        (None, true) => String::new(),
+    };
+    let prefix = if generated {
+        format!("{TOKEN_ENV}={token} ")
+    } else {
+        String::new()
+    };
+    println!(
+        "acp serve: {what} on {url} (WebSocket: {})",
+        url.replace("http://", "ws://")
+    );
+    println!("connect with:");
+    println!("  {prefix}acp chat --url {url} {credential}");
+    if generated {
+        println!("(a fresh token; give --token-file or {TOKEN_ENV} to choose it)");
+    }
+    stopped().await;
+    server.shutdown();
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn stopped() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

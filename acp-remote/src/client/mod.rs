@@ -1,0 +1,292 @@
+//! The client: reach a remote agent at `http://HOST/acp` (Streamable HTTP) or `ws://HOST/acp`
+//! (WebSocket) and get a byte pipe of JSON lines, the same thing a stdio agent gives, so
+//! [`acp_client::ClientConnection`] runs over it unchanged. Cookies the server sets are sent
+//! back (sticky sessions behind a load balancer).
+
+mod streamable_http;
+mod websocket;
+
+use std::sync::{Arc, Mutex};
+
+use acp_client::{Client, ClientConnection, Config};
+use bytes::Bytes;
+use hyper::HeaderMap;
+use hyper::header::{HeaderValue, SET_COOKIE};
+use serde_json::Value;
+use tokio::io::{DuplexStream, ReadHalf, WriteHalf};
+
+use crate::Error;
+use acp_rpc::sync::lock;
+
+/// Bytes buffered each way between the connection and the transport.
+const PIPE_BYTES: usize = 256 * 1024;
+
+/// Which profile of the RFD to speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Profile {
+    /// POST for the client's messages, SSE streams for the agent's.
+    StreamableHttp,
+    /// One WebSocket, a text frame per message.
+    WebSocket,
+}
+
+/// How to reach the server: the credential and the profile.
+#[derive(Clone, Default)]
+pub struct ConnectOptions {
+    token: Option<String>,
+    profile: Option<Profile>,
+    max_message_bytes: Option<usize>,
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("profile", &self.profile)
+            .finish()
+    }
+}
+
+impl ConnectOptions {
+    /// No credential, the profile the URL's scheme names.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sends `Authorization: Bearer <token>` on every request (trimmed).
+    pub fn token(mut self, token: impl AsRef<str>) -> Self {
+        self.token = Some(token.as_ref().trim().to_owned());
+        self
+    }
+
+    /// Speaks this profile whatever the URL's scheme (`http://` or `ws://`) says.
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.profile = Some(profile);
+        self
+    }
+
+    /// The largest message accepted from the server (default 64 MiB).
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = Some(bytes);
+        self
+    }
+
+    fn max(&self) -> usize {
+        self.max_message_bytes.unwrap_or(64 * 1024 * 1024)
+    }
+}
+
+/// A connected transport: JSON lines from the agent on `reader`, to the agent on `writer`.
+///
+/// Hand both to [`ClientConnection::new`]. Closing the writer (closing that connection) ends
+/// the remote connection (a `DELETE` over HTTP, a close frame over WebSocket); the reader ends
+/// when the server ends the connection.
+#[derive(Debug)]
+pub struct RemoteLink {
+    /// The agent's messages, one JSON object per line.
+    pub reader: ReadHalf<DuplexStream>,
+    /// The client's messages, one JSON object per line.
+    pub writer: WriteHalf<DuplexStream>,
+    /// The profile in use.
+    pub profile: Profile,
+}
+
+/// Connects to `url` (`http://HOST:PORT/acp` or `ws://HOST:PORT/acp`). Over WebSocket the
+/// socket is open when this returns; over HTTP the server is reached (TCP) and the
+/// connection is created by the first message, `initialize`.
+///
+/// `https://` and `wss://` are refused: this crate does not do TLS; run a local TLS proxy.
+pub async fn connect(url: &str, options: &ConnectOptions) -> Result<RemoteLink, Error> {
+    let target = Target::parse(url)?;
+    let profile = options.profile.unwrap_or(if target.websocket {
+        Profile::WebSocket
+    } else {
+        Profile::StreamableHttp
+    });
+    let (app, bridge) = tokio::io::duplex(PIPE_BYTES);
+    let shared = Arc::new(Remote {
+        target,
+        token: options.token.clone(),
+        cookies: Mutex::new(Vec::new()),
+        max: options.max(),
+    });
+    match profile {
+        Profile::WebSocket => websocket::start(shared, bridge).await?,
+        Profile::StreamableHttp => streamable_http::start(shared, bridge).await?,
+    }
+    let (reader, writer) = tokio::io::split(app);
+    Ok(RemoteLink {
+        reader,
+        writer,
+        profile,
+    })
+}
+
+/// Connects to `url` and runs `client` over it: the same [`ClientConnection`] (and
+/// [`acp_client::AgentHandle`]) as over stdio. `initialize` is yours to send.
+pub async fn connect_client<C: Client>(
+    client: C,
+    url: &str,
+    options: &ConnectOptions,
+    config: Config,
+) -> Result<ClientConnection, Error> {
+    let link = connect(url, options).await?;
+    Ok(ClientConnection::new(
+        client,
+        link.reader,
+        link.writer,
+        config,
+    ))
+}
+
+/// Where the endpoint is.
+#[derive(Clone, Debug)]
+pub(crate) struct Target {
+    websocket: bool,
+    /// `host:port`, for the `Host` header and for connecting.
+    authority: String,
+    path: String,
+}
+
+impl Target {
+    fn parse(url: &str) -> Result<Target, Error> {
+        let (websocket, rest) = if let Some(rest) = url.strip_prefix("http://") {
+            (false, rest)
+        } else if let Some(rest) = url.strip_prefix("ws://") {
+            (true, rest)
+        } else if url.starts_with("https://") || url.starts_with("wss://") {
+            return Err(Error::Config(
+                "https:// and wss:// need TLS, which acp-remote does not do: connect through a \
+                 local TLS proxy, or use http:// on a trusted network"
+                    .into(),
+            ));
+        } else {
+            return Err(Error::Config(format!(
+                "`{url}` is not an http:// or ws:// URL"
+            )));
+        };
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/acp"),
+        };
+        if authority.is_empty() || authority.contains('@') {
+            return Err(Error::Config(format!("`{url}` has no usable host")));
+        }
+        let has_port = match authority.rfind(']') {
+            Some(end) => authority[end..].contains(':'),
+            None => authority.contains(':'),
+        };
+        let authority = if has_port {
+            authority.to_owned()
+        } else {
+            format!("{authority}:80")
+        };
+        Ok(Target {
+            websocket,
+            authority,
+            path: path.to_owned(),
+        })
+    }
+}
+
+/// What both profiles share: the target, the credential and the cookie jar.
+#[derive(Debug)]
+pub(crate) struct Remote {
+    target: Target,
+    token: Option<String>,
+    cookies: Mutex<Vec<(String, String)>>,
+    max: usize,
+}
+
+impl Remote {
+    /// Keeps the cookies a response sets (name and value; attributes are not needed to send
+    /// them back to the one server this client talks to).
+    fn keep_cookies(&self, headers: &HeaderMap) {
+        let mut jar = lock(&self.cookies);
+        for set in headers.get_all(SET_COOKIE) {
+            let Ok(set) = set.to_str() else { continue };
+            let pair = set.split(';').next().unwrap_or_default();
+            let Some((name, value)) = pair.split_once('=') else {
+                continue;
+            };
+            let (name, value) = (name.trim().to_owned(), value.trim().to_owned());
+            jar.retain(|(n, _)| n != &name);
+            if !value.is_empty() {
+                jar.push((name, value));
+            }
+        }
+    }
+
+    /// The `Cookie` header to send, if any cookie was set.
+    fn cookie_header(&self) -> Option<HeaderValue> {
+        let jar = lock(&self.cookies);
+        if jar.is_empty() {
+            return None;
+        }
+        let line: Vec<String> = jar.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        HeaderValue::from_str(&line.join("; ")).ok()
+    }
+
+    /// The `Authorization` header to send, if a token was given.
+    fn authorization(&self) -> Option<HeaderValue> {
+        let token = self.token.as_ref()?;
+        HeaderValue::from_str(&format!("Bearer {token}")).ok()
+    }
+}
+
+/// A JSON-RPC error answering `id`, made on this side for a request the transport could not
+/// deliver, so the caller's pending call resolves with the reason.
+pub(crate) fn local_error(id: &Value, message: &str) -> Bytes {
+    error_with_code(id, -32000, message)
+}
+
+/// A JSON-RPC error answer with its code.
+pub(crate) fn error_with_code(id: &Value, code: i64, message: &str) -> Bytes {
+    let error = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": code, "message": message},
+    });
+    Bytes::from(error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_name_the_profile_the_host_and_the_path() {
+        let t = Target::parse("http://127.0.0.1:8080/acp").unwrap();
+        assert!(!t.websocket);
+        assert_eq!(t.authority, "127.0.0.1:8080");
+        assert_eq!(t.path, "/acp");
+        let t = Target::parse("ws://[::1]").unwrap();
+        assert!(t.websocket);
+        assert_eq!(t.authority, "[::1]:80");
+        assert_eq!(t.path, "/acp");
+        assert!(Target::parse("https://example.com/acp").is_err());
+        assert!(Target::parse("ftp://example.com").is_err());
+        assert!(Target::parse("http://user@example.com/").is_err());
+    }
+
+    #[test]
+    fn cookies_are_kept_and_replaced_by_name() {
+        let remote = Remote {
+            target: Target::parse("http://127.0.0.1:1/acp").unwrap(),
+            token: None,
+            cookies: Mutex::new(Vec::new()),
+            max: 1,
+        };
+        let mut headers = HeaderMap::new();
+        headers.append(
+            SET_COOKIE,
+            HeaderValue::from_static("lb=a; Path=/; HttpOnly"),
+        );
+        headers.append(SET_COOKIE, HeaderValue::from_static("other=1"));
+        remote.keep_cookies(&headers);
+        let mut again = HeaderMap::new();
+        again.append(SET_COOKIE, HeaderValue::from_static("lb=b"));
+        remote.keep_cookies(&again);
+        assert_eq!(remote.cookie_header().unwrap(), "other=1; lb=b");
+    }
+}

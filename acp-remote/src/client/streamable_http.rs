@@ -1,0 +1,441 @@
+//! The Streamable HTTP profile of the client: each message the connection writes is POSTed
+//! (`initialize` first, whose 200 answer names the connection), and the agent's messages are
+//! read from SSE streams: the connection stream, opened after `initialize`, and one stream per
+//! session, opened when `session/new` (or `session/fork`) answers with its id or when a
+//! `session/load`/`session/resume` is sent. A message about a session is POSTed with its
+//! `Acp-Session-Id` (a request's `params.sessionId`; for an answer to the agent, the session
+//! whose stream carried the agent's request).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::StreamExt;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
+use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, COOKIE, HOST, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::io::{AsyncWriteExt, DuplexStream};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_util::codec::{FramedRead, LinesCodec};
+use tokio_util::sync::CancellationToken;
+
+use super::{Remote, error_with_code, local_error};
+use crate::{Error, HEADER_CONNECTION_ID, HEADER_SESSION_ID};
+use acp_rpc::sync::lock;
+
+/// Time the goodbye `DELETE` may take.
+const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The state the POST loop and the stream readers share.
+struct Link {
+    remote: Arc<Remote>,
+    connection: Mutex<Option<String>>,
+    /// Sessions whose stream is open (or opening).
+    streams: Mutex<HashSet<String>>,
+    /// The agent's pending requests: id -> the session whose stream carried it.
+    agent_requests: Mutex<HashMap<String, String>>,
+    /// Ids of `session/new`/`session/fork` sent and not answered.
+    creating: Mutex<HashSet<String>>,
+    /// To the connection: the agent's messages, one per line.
+    inbound: mpsc::Sender<Bytes>,
+    stop: CancellationToken,
+}
+
+/// Checks the server is reachable, then starts the POST loop over `bridge`.
+pub(crate) async fn start(remote: Arc<Remote>, bridge: DuplexStream) -> Result<(), Error> {
+    let sender = open(&remote).await.map_err(Error::Io)?;
+    let (read, mut write) = tokio::io::split(bridge);
+    let (inbound, mut rx) = mpsc::channel::<Bytes>(64);
+    let link = Arc::new(Link {
+        remote,
+        connection: Mutex::new(None),
+        streams: Mutex::new(HashSet::new()),
+        agent_requests: Mutex::new(HashMap::new()),
+        creating: Mutex::new(HashSet::new()),
+        inbound,
+        stop: CancellationToken::new(),
+    });
+    let stop = link.stop.clone();
+    tokio::spawn(async move {
+        loop {
+            let message = tokio::select! {
+                m = rx.recv() => m,
+                () = stop.cancelled() => None,
+            };
+            let Some(message) = message else { break };
+            let written = async {
+                write.write_all(&message).await?;
+                write.write_all(b"\n").await
+            };
+            if written.await.is_err() {
+                break;
+            }
+        }
+        let _ = write.shutdown().await;
+    });
+    tokio::spawn(posts(link, sender, read));
+    Ok(())
+}
+
+/// A fresh HTTP/1.1 connection to the server.
+async fn open(remote: &Remote) -> std::io::Result<SendRequest<Full<Bytes>>> {
+    let tcp = TcpStream::connect(&remote.target.authority).await?;
+    let _ = tcp.set_nodelay(true);
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+        .await
+        .map_err(std::io::Error::other)?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(sender)
+}
+
+impl Link {
+    /// A request to the endpoint with the credential, the cookies and the ids.
+    fn request(&self, method: Method, session: Option<&str>, body: Bytes) -> Request<Full<Bytes>> {
+        let remote = &self.remote;
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = method.clone();
+        *req.uri_mut() = remote.target.path.parse().unwrap_or_default();
+        let headers = req.headers_mut();
+        if let Ok(host) = HeaderValue::from_str(&remote.target.authority) {
+            headers.insert(HOST, host);
+        }
+        if let Some(auth) = remote.authorization() {
+            headers.insert(AUTHORIZATION, auth);
+        }
+        if let Some(cookies) = remote.cookie_header() {
+            headers.insert(COOKIE, cookies);
+        }
+        if method == Method::POST {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        } else if method == Method::GET {
+            headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        }
+        let connection = lock(&self.connection).clone();
+        if let Some(id) = connection.and_then(|c| HeaderValue::from_str(&c).ok()) {
+            headers.insert(HEADER_CONNECTION_ID, id);
+        }
+        if let Some(id) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
+            headers.insert(HEADER_SESSION_ID, id);
+        }
+        req
+    }
+
+    /// Sends on `sender`, reopening it once if the server closed it.
+    async fn send(
+        &self,
+        sender: &mut SendRequest<Full<Bytes>>,
+        req: impl Fn() -> Request<Full<Bytes>>,
+    ) -> Result<Response<Incoming>, String> {
+        if sender.ready().await.is_err() {
+            *sender = open(&self.remote).await.map_err(|e| e.to_string())?;
+        }
+        let response = sender
+            .send_request(req())
+            .await
+            .map_err(|e| e.to_string())?;
+        self.remote.keep_cookies(response.headers());
+        Ok(response)
+    }
+
+    /// Opens the SSE stream of `session` (or the connection's) unless it is open.
+    fn open_stream(self: &Arc<Self>, session: Option<String>) {
+        if let Some(s) = &session
+            && !lock(&self.streams).insert(s.clone())
+        {
+            return;
+        }
+        tokio::spawn(self.clone().read_stream(session));
+    }
+
+    /// Reads one SSE stream into the connection until it ends. The connection stream's end
+    /// ends the link (the server has ended the connection).
+    async fn read_stream(self: Arc<Self>, session: Option<String>) {
+        let stop = self.stop.clone();
+        tokio::select! {
+            () = self.read_events(session.as_deref()) => {}
+            () = stop.cancelled() => {}
+        }
+        match session {
+            None => self.stop.cancel(),
+            Some(s) => {
+                lock(&self.streams).remove(&s);
+            }
+        }
+    }
+
+    async fn read_events(self: &Arc<Self>, session: Option<&str>) {
+        let Ok(mut sender) = open(&self.remote).await else {
+            return;
+        };
+        let Ok(response) = self
+            .send(&mut sender, || {
+                self.request(Method::GET, session, Bytes::new())
+            })
+            .await
+        else {
+            return;
+        };
+        if response.status() != StatusCode::OK {
+            tracing::warn!(status = %response.status(), ?session, "stream refused");
+            return;
+        }
+        let mut body = response.into_body().into_data_stream();
+        let mut buffer = BytesMut::new();
+        while let Some(Ok(chunk)) = body.next().await {
+            buffer.extend_from_slice(&chunk);
+            while let Some(end) = find_event_end(&buffer) {
+                let event = buffer.split_to(end.0);
+                let _ = buffer.split_to(end.1);
+                if let Some(data) = event_data(&event)
+                    && !self.deliver(data, session).await
+                {
+                    return;
+                }
+            }
+            if buffer.len() > self.remote.max {
+                tracing::warn!("an SSE event over the size limit; stream dropped");
+                return;
+            }
+        }
+    }
+
+    /// Hands one of the agent's messages to the connection, noting what later POSTs need.
+    async fn deliver(self: &Arc<Self>, data: String, session: Option<&str>) -> bool {
+        if let Ok(message) = serde_json::from_str::<Value>(&data) {
+            let id = message.get("id").map(Value::to_string);
+            if message.get("method").is_some() {
+                if let (Some(id), Some(s)) = (id, session) {
+                    lock(&self.agent_requests).insert(id, s.to_owned());
+                }
+            } else if let Some(id) = id
+                && lock(&self.creating).remove(&id)
+                && let Some(s) = message
+                    .get("result")
+                    .and_then(|r| r.get("sessionId"))
+                    .and_then(Value::as_str)
+            {
+                self.open_stream(Some(s.to_owned()));
+            }
+        }
+        self.inbound.send(Bytes::from(data)).await.is_ok()
+    }
+}
+
+/// The POST loop: each line the connection writes, in order, one POST each.
+async fn posts(
+    link: Arc<Link>,
+    mut sender: SendRequest<Full<Bytes>>,
+    read: tokio::io::ReadHalf<DuplexStream>,
+) {
+    let mut lines = FramedRead::new(read, LinesCodec::new_with_max_length(link.remote.max));
+    loop {
+        let line = tokio::select! {
+            l = lines.next() => l,
+            () = link.stop.cancelled() => None,
+        };
+        let Some(Ok(line)) = line else { break };
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            // What a stdio agent answers to a line that is not JSON (the server would only
+            // say 400).
+            let error = error_with_code(&Value::Null, -32700, "parse error");
+            if link.inbound.send(error).await.is_err() {
+                break;
+            }
+            continue;
+        };
+        if !post(&link, &mut sender, message, Bytes::from(line)).await {
+            break;
+        }
+    }
+    if lock(&link.connection).is_some() && !link.stop.is_cancelled() {
+        let goodbye = link.send(&mut sender, || {
+            link.request(Method::DELETE, None, Bytes::new())
+        });
+        let _ = tokio::time::timeout(DELETE_TIMEOUT, goodbye).await;
+    }
+    link.stop.cancel();
+}
+
+/// POSTs one message; `false` when the connection is gone.
+async fn post(
+    link: &Arc<Link>,
+    sender: &mut SendRequest<Full<Bytes>>,
+    message: Value,
+    body: Bytes,
+) -> bool {
+    let method = message.get("method").and_then(Value::as_str);
+    let id = message.get("id").filter(|_| method.is_some()).cloned();
+    let connected = lock(&link.connection).is_some();
+    if !connected {
+        let Some(id) = id.clone().filter(|_| method == Some("initialize")) else {
+            if let Some(id) = &id {
+                let error = local_error(id, "not connected: send initialize first");
+                return link.inbound.send(error).await.is_ok();
+            }
+            return true;
+        };
+        return initialize(link, sender, &id, body).await;
+    }
+    let session = match method {
+        Some(_) => message
+            .get("params")
+            .and_then(|p| p.get("sessionId"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        None => message
+            .get("id")
+            .and_then(|id| lock(&link.agent_requests).remove(&id.to_string())),
+    };
+    if let (Some(id), Some("session/new" | "session/fork")) = (&id, method) {
+        lock(&link.creating).insert(id.to_string());
+    }
+    let result = link
+        .send(sender, || {
+            link.request(Method::POST, session.as_deref(), body.clone())
+        })
+        .await;
+    let (failure, code) = match result {
+        Ok(response) if response.status() == StatusCode::ACCEPTED => (None, 0),
+        // A session this connection does not have: what an agent answers for one (-32002).
+        Ok(response) if response.status() == StatusCode::NOT_FOUND && session.is_some() => {
+            (Some(status_message(response).await), -32002)
+        }
+        Ok(response) => (Some(status_message(response).await), -32000),
+        Err(error) => (
+            Some(format!("the server could not be reached: {error}")),
+            -32000,
+        ),
+    };
+    match failure {
+        None => {
+            if let Some(s) = session {
+                link.open_stream(Some(s));
+            }
+            true
+        }
+        Some(why) => {
+            tracing::warn!(%why, ?method, "message not delivered");
+            if let Some(id) = id {
+                let error = error_with_code(&id, code, &why);
+                return link.inbound.send(error).await.is_ok();
+            }
+            true
+        }
+    }
+}
+
+/// POSTs `initialize`: its 200 answer names the connection, then the connection stream opens.
+async fn initialize(
+    link: &Arc<Link>,
+    sender: &mut SendRequest<Full<Bytes>>,
+    id: &Value,
+    body: Bytes,
+) -> bool {
+    let result = link
+        .send(sender, || link.request(Method::POST, None, body.clone()))
+        .await;
+    let response = match result {
+        Ok(response) => response,
+        Err(error) => {
+            let why = format!("the server could not be reached: {error}");
+            return link.inbound.send(local_error(id, &why)).await.is_ok();
+        }
+    };
+    if response.status() != StatusCode::OK {
+        let why = status_message(response).await;
+        return link.inbound.send(local_error(id, &why)).await.is_ok();
+    }
+    let connection = response
+        .headers()
+        .get(HEADER_CONNECTION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let answer = match response.into_body().collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(error) => {
+            let why = format!("the answer to initialize was cut: {error}");
+            return link.inbound.send(local_error(id, &why)).await.is_ok();
+        }
+    };
+    if let Some(connection) = connection {
+        *lock(&link.connection) = Some(connection);
+        link.open_stream(None);
+    }
+    link.inbound.send(answer).await.is_ok()
+}
+
+/// "the server answered 404 Not Found: unknown session", from a refused POST.
+async fn status_message(response: Response<Incoming>) -> String {
+    let status = response.status();
+    let body = tokio::time::timeout(Duration::from_secs(2), response.into_body().collect()).await;
+    let text = match body {
+        Ok(Ok(body)) => {
+            let bytes = body.to_bytes();
+            String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+                .trim()
+                .to_owned()
+        }
+        _ => String::new(),
+    };
+    format!("the server answered {status}: {text}")
+}
+
+/// Where the first event of `buffer` ends: (its length, the separator's length).
+fn find_event_end(buffer: &[u8]) -> Option<(usize, usize)> {
+    let lf = buffer.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
+    let crlf = buffer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| (i, 4));
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The `data:` lines of one SSE event, joined by newlines (`None` for a comment only).
+fn event_data(event: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(event).ok()?;
+    let mut data: Option<String> = None;
+    for line in text.lines() {
+        let Some(value) = line.strip_prefix("data:") else {
+            continue;
+        };
+        let value = value.strip_prefix(' ').unwrap_or(value);
+        match &mut data {
+            Some(d) => {
+                d.push('\n');
+                d.push_str(value);
+            }
+            None => data = Some(value.to_owned()),
+        }
+    }
+    data
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_events_are_split_and_their_data_joined() {
+        let stream =
+            b": keepalive\n\ndata: {\"a\":1}\n\nevent: message\r\ndata: x\r\ndata: y\r\n\r\n";
+        let (end, sep) = find_event_end(stream).unwrap();
+        assert_eq!(event_data(&stream[..end]), None);
+        let rest = &stream[end + sep..];
+        let (end, sep) = find_event_end(rest).unwrap();
+        assert_eq!(event_data(&rest[..end]).unwrap(), "{\"a\":1}");
+        let rest = &rest[end + sep..];
+        let (end, _) = find_event_end(rest).unwrap();
+        assert_eq!(event_data(&rest[..end]).unwrap(), "x\ny");
+    }
+}

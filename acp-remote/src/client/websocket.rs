@@ -1,0 +1,92 @@
+//! The WebSocket profile of the client: one socket, one text frame per message, both ways.
+
+use std::sync::Arc;
+
+use futures_util::{SinkExt, StreamExt};
+use hyper::header::{AUTHORIZATION, COOKIE};
+use tokio::io::{AsyncWriteExt, DuplexStream};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_util::codec::{FramedRead, LinesCodec};
+
+use super::Remote;
+use crate::Error;
+
+/// Opens the socket (failing here on a refused upgrade: 401, 403, 503...) and starts moving
+/// frames between it and `bridge`.
+pub(crate) async fn start(remote: Arc<Remote>, bridge: DuplexStream) -> Result<(), Error> {
+    let target = &remote.target;
+    let url = format!("ws://{}{}", target.authority, target.path);
+    let mut request = url
+        .as_str()
+        .into_client_request()
+        .map_err(|e| Error::Config(format!("`{url}`: {e}")))?;
+    if let Some(auth) = remote.authorization() {
+        request.headers_mut().insert(AUTHORIZATION, auth);
+    }
+    if let Some(cookies) = remote.cookie_header() {
+        request.headers_mut().insert(COOKIE, cookies);
+    }
+    let tcp = TcpStream::connect(&target.authority)
+        .await
+        .map_err(Error::Io)?;
+    let _ = tcp.set_nodelay(true);
+    let config = WebSocketConfig::default()
+        .read_buffer_size(crate::server::READ_BUFFER)
+        .max_message_size(Some(remote.max))
+        .max_frame_size(Some(remote.max));
+    let (ws, response) = tokio_tungstenite::client_async_with_config(request, tcp, Some(config))
+        .await
+        .map_err(|e| match e {
+            tungstenite::Error::Http(response) => Error::Refused {
+                status: response.status().as_u16(),
+                message: response
+                    .body()
+                    .as_deref()
+                    .map(|b| {
+                        String::from_utf8_lossy(&b[..b.len().min(200)])
+                            .trim()
+                            .to_owned()
+                    })
+                    .unwrap_or_default(),
+            },
+            other => Error::WebSocket(other.to_string()),
+        })?;
+    remote.keep_cookies(response.headers());
+    let (mut sink, mut stream) = ws.split();
+    let (read, mut write) = tokio::io::split(bridge);
+    let max = remote.max;
+    tokio::spawn(async move {
+        let mut lines = FramedRead::new(read, LinesCodec::new_with_max_length(max));
+        while let Some(Ok(line)) = lines.next().await {
+            if sink.send(Message::text(line)).await.is_err() {
+                return;
+            }
+        }
+        let _ = sink.send(Message::Close(None)).await;
+    });
+    tokio::spawn(async move {
+        while let Some(Ok(frame)) = stream.next().await {
+            let text = match frame {
+                Message::Text(text) => text,
+                Message::Close(_) => break,
+                _ => continue,
+            };
+            if text.contains('\n') {
+                tracing::warn!("the server sent a frame with a raw newline; dropped");
+                continue;
+            }
+            let written = async {
+                write.write_all(text.as_bytes()).await?;
+                write.write_all(b"\n").await
+            };
+            if written.await.is_err() {
+                break;
+            }
+        }
+        let _ = write.shutdown().await;
+    });
+    Ok(())
+}

@@ -1,0 +1,199 @@
+//! Security: who may call ([`Authenticator`], [`BearerToken`]), from which browser origins,
+//! and how much ([`Limits`]). The server is secure by default: every request on `/acp` needs
+//! a credential, cross-origin browser requests are refused unless their origin is listed, and
+//! every resource a remote peer can make the server hold has a bound.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::HeaderMap;
+use hyper::header::AUTHORIZATION;
+
+/// Who a request comes from, as an [`Authenticator`] names it.
+///
+/// A connection belongs to the identity that created it: a request naming the connection
+/// with another identity is answered 404, as if the connection did not exist.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Identity(pub String);
+
+/// Decides whether a request may reach the agent, from its headers.
+///
+/// Implement it for anything the bearer token does not cover (mTLS identities forwarded by a
+/// proxy, signed cookies, an SSO header). It runs on every request to `/acp` (POST, GET, the
+/// WebSocket upgrade and DELETE); `None` answers 401.
+pub trait Authenticator: Send + Sync + 'static {
+    /// The caller's identity, or `None` to refuse the request (401).
+    fn authenticate(&self, headers: &HeaderMap) -> Option<Identity>;
+}
+
+/// The default authenticator: one shared secret sent as `Authorization: Bearer <token>`.
+///
+/// Compared in constant time. Every holder of the token is the same [`Identity`]
+/// (`"bearer"`), so connections still cannot reach each other's sessions (those are keyed by
+/// connection), but a token holder who learns another connection's id may end it. Give
+/// different users different credentials with your own [`Authenticator`].
+#[derive(Clone)]
+pub struct BearerToken {
+    token: Arc<str>,
+}
+
+impl BearerToken {
+    /// A bearer token authenticator. Surrounding whitespace (a token file's trailing newline)
+    /// is trimmed. Fails on an empty token, which would let everyone in.
+    pub fn new(token: impl AsRef<str>) -> Result<Self, crate::Error> {
+        let token = token.as_ref().trim();
+        if token.is_empty() {
+            return Err(crate::Error::Config("the bearer token is empty".into()));
+        }
+        Ok(BearerToken {
+            token: token.into(),
+        })
+    }
+}
+
+impl fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BearerToken(<redacted>)")
+    }
+}
+
+impl Authenticator for BearerToken {
+    fn authenticate(&self, headers: &HeaderMap) -> Option<Identity> {
+        let value = headers.get(AUTHORIZATION)?.as_bytes();
+        let presented = value
+            .strip_prefix(b"Bearer ")
+            .or_else(|| value.strip_prefix(b"bearer "))?;
+        constant_time_eq(presented, self.token.as_bytes()).then(|| Identity("bearer".into()))
+    }
+}
+
+/// No credential at all: allowed only on a loopback address (the server refuses to start
+/// otherwise), for local development and tests.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoAuth;
+
+impl Authenticator for NoAuth {
+    fn authenticate(&self, _headers: &HeaderMap) -> Option<Identity> {
+        Some(Identity("anonymous".into()))
+    }
+}
+
+/// Equal lengths and equal bytes, in a time that depends only on the lengths.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The bounds on what one remote peer, and all of them, can make the server hold.
+///
+/// Each bound, when hit, gets a clear answer: an HTTP status (413, 503, 408), a JSON-RPC
+/// error on the connection's stream, or a WebSocket close code. Nothing is dropped silently.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Largest POST body or WebSocket message, in bytes (413 over HTTP, close code 1009 over
+    /// WebSocket). Also the longest line an agent may write.
+    pub max_message_bytes: usize,
+    /// ACP connections open at once, over both profiles (503 for the next `initialize` or
+    /// upgrade).
+    pub max_connections: usize,
+    /// Sessions one connection may create or load (a JSON-RPC error `-32000` answers the
+    /// next `session/new`, `session/load` or `session/resume`).
+    pub max_sessions_per_connection: usize,
+    /// A connection with no request and no open stream for this long is closed (its agent
+    /// ended).
+    pub idle_timeout: Duration,
+    /// Bytes of agent output one connection may hold for a client that does not read its
+    /// streams; over it the connection is closed.
+    pub max_buffered_bytes: usize,
+    /// TCP connections open at once; past it new sockets are closed at once.
+    pub max_sockets: usize,
+    /// Time a client has to send a request's headers (slow-loris guard).
+    pub header_timeout: Duration,
+    /// Time a client has to send a POST body once its headers arrived (408 after).
+    pub body_timeout: Duration,
+    /// Time the agent has to answer `initialize` (504 after, the connection is dropped).
+    pub initialize_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_message_bytes: 4 * 1024 * 1024,
+            max_connections: 256,
+            max_sessions_per_connection: 64,
+            idle_timeout: Duration::from_secs(600),
+            max_buffered_bytes: 16 * 1024 * 1024,
+            max_sockets: 1024,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            initialize_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl Limits {
+    /// The defaults: 4 MiB messages, 256 connections, 64 sessions per connection, 10 minutes
+    /// idle, 16 MiB buffered per connection, 1024 sockets, 10 s for headers, 30 s for a body
+    /// and for `initialize`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// The browser origins allowed to call (CORS). Empty: any request carrying an `Origin`
+/// header is refused with 403, so a web page the user visits cannot drive their agent.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Origins(pub(crate) Vec<String>);
+
+impl Origins {
+    /// Whether a request with these headers may go on: no `Origin` (not a browser, or a
+    /// same-origin navigation), or a listed one.
+    pub(crate) fn allows(&self, headers: &HeaderMap) -> Result<Option<String>, ()> {
+        let Some(origin) = headers.get(hyper::header::ORIGIN) else {
+            return Ok(None);
+        };
+        let origin = origin.to_str().map_err(|_| ())?;
+        if self.0.iter().any(|o| o == origin) {
+            Ok(Some(origin.to_owned()))
+        } else {
+            Err(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyper::header::HeaderValue;
+
+    fn with_auth(value: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(AUTHORIZATION, HeaderValue::from_str(value).unwrap());
+        h
+    }
+
+    #[test]
+    fn bearer_token_accepts_only_the_exact_token() {
+        let auth = BearerToken::new("s3cret\n").unwrap();
+        assert!(auth.authenticate(&with_auth("Bearer s3cret")).is_some());
+        assert!(auth.authenticate(&with_auth("Bearer s3cre")).is_none());
+        assert!(auth.authenticate(&with_auth("Bearer s3cret2")).is_none());
+        assert!(auth.authenticate(&with_auth("Basic s3cret")).is_none());
+        assert!(auth.authenticate(&HeaderMap::new()).is_none());
+    }
+
+    #[test]
+    fn an_empty_token_is_refused() {
+        assert!(BearerToken::new("  \n").is_err());
+    }
+
+    #[test]
+    fn the_token_is_not_printed() {
+        let auth = BearerToken::new("s3cret").unwrap();
+        assert!(!format!("{auth:?}").contains("s3cret"));
+    }
+}

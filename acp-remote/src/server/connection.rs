@@ -1,0 +1,428 @@
+//! One ACP connection of the server ("Connections and sessions" in the RFD): the agent behind
+//! it, the pumps to and from the agent, and the routing of the agent's messages to the
+//! connection-scoped stream or to a session's stream.
+//!
+//! Routing reads the JSON: a request or notification of the agent goes to the stream of the
+//! session its `params.sessionId` names when this connection knows that session, else to the
+//! connection stream; an answer goes where the request it answers asked (the session named by
+//! the POST's `Acp-Session-Id`, else the connection stream). One task reads the agent's output
+//! in order and pushes to the streams in that order, so each stream keeps the agent's order.
+//! Sessions are keyed by connection: another connection's session id names nothing here.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::{FramedRead, LinesCodec};
+use tokio_util::sync::CancellationToken;
+
+use super::backend::{Guard, Running};
+use super::outbox::Outbox;
+use crate::security::{Identity, Limits};
+use acp_rpc::sync::lock;
+
+/// JSON-RPC code of a refusal by the transport (a limit reached).
+pub(crate) const LIMIT_CODE: i64 = -32000;
+/// Messages queued towards the agent before a POST waits.
+const TO_AGENT_QUEUE: usize = 64;
+/// Client requests the agent has not answered yet, per connection; past it a request is
+/// answered with a JSON-RPC error instead of forwarded (memory stays bounded even with an
+/// agent that never answers).
+const MAX_PENDING: usize = 4096;
+
+/// Where the answer to a client's request goes.
+enum Pending {
+    /// `initialize` over HTTP: the POST waits for it.
+    Initialize(oneshot::Sender<Bytes>),
+    /// The stream of `session` (the POST's `Acp-Session-Id`), else the connection stream;
+    /// `creates` when it is a `session/new` or `session/fork`, whose answer registers the
+    /// session it names.
+    Answer {
+        session: Option<String>,
+        creates: bool,
+    },
+}
+
+#[derive(Default)]
+struct Routing {
+    sessions: HashMap<String, Arc<Outbox>>,
+    pending: HashMap<String, Pending>,
+    /// `session/new`/`session/fork` sent and not yet answered (they count against the limit).
+    creating: usize,
+}
+
+/// Why a client message was not forwarded.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The named session is not one of this connection's (404).
+    UnknownSession,
+    /// The connection has ended (404).
+    Closed,
+}
+
+/// One ACP connection: its agent, routing state and streams.
+pub(crate) struct Conn {
+    pub(crate) id: String,
+    pub(crate) identity: Identity,
+    /// WebSocket: every message goes to the one stream.
+    pub(crate) websocket: bool,
+    to_agent: mpsc::Sender<Bytes>,
+    routing: std::sync::Mutex<Routing>,
+    pub(crate) main: Arc<Outbox>,
+    budget: Arc<AtomicUsize>,
+    pub(crate) closed: CancellationToken,
+    last_seen: std::sync::Mutex<Instant>,
+    /// Readers attached (SSE streams or the WebSocket): a connection with one is not idle.
+    attached: AtomicUsize,
+    guard: std::sync::Mutex<Option<Guard>>,
+    limits: Arc<Limits>,
+    ended: AtomicBool,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn").field("id", &self.id).finish()
+    }
+}
+
+impl Conn {
+    /// Starts the pumps between the agent and the new connection.
+    pub(crate) fn start(
+        id: String,
+        identity: Identity,
+        websocket: bool,
+        agent: Running,
+        limits: Arc<Limits>,
+    ) -> Arc<Conn> {
+        let (to_agent, mut rx) = mpsc::channel::<Bytes>(TO_AGENT_QUEUE);
+        let budget = Arc::new(AtomicUsize::new(0));
+        let conn = Arc::new(Conn {
+            id,
+            identity,
+            websocket,
+            to_agent,
+            routing: std::sync::Mutex::new(Routing::default()),
+            main: Arc::new(Outbox::new(budget.clone())),
+            budget,
+            closed: CancellationToken::new(),
+            last_seen: std::sync::Mutex::new(Instant::now()),
+            attached: AtomicUsize::new(0),
+            guard: std::sync::Mutex::new(Some(agent.guard)),
+            limits,
+            ended: AtomicBool::new(false),
+        });
+        let mut input = agent.input;
+        let writer = conn.clone();
+        let closer = CloseOnDrop(conn.clone(), "the agent's input closed");
+        tokio::spawn(async move {
+            let _closer = closer;
+            loop {
+                let message = tokio::select! {
+                    m = rx.recv() => m,
+                    () = writer.closed.cancelled() => None,
+                };
+                let Some(message) = message else { break };
+                let written = async {
+                    input.write_all(&message).await?;
+                    input.write_all(b"\n").await?;
+                    input.flush().await
+                };
+                if written.await.is_err() {
+                    break;
+                }
+            }
+            drop(input);
+        });
+        let reader = conn.clone();
+        let max = conn.limits.max_message_bytes;
+        let closer = CloseOnDrop(conn.clone(), "the agent's output ended");
+        tokio::spawn(async move {
+            let _closer = closer;
+            let mut lines = FramedRead::new(agent.output, LinesCodec::new_with_max_length(max));
+            loop {
+                let line = tokio::select! {
+                    l = lines.next() => l,
+                    () = reader.closed.cancelled() => None,
+                };
+                match line {
+                    Some(Ok(line)) => reader.route(line),
+                    Some(Err(error)) => {
+                        tracing::warn!(conn = %reader.id, %error, "agent output unreadable");
+                        break;
+                    }
+                    None => break,
+                }
+            }
+        });
+        conn
+    }
+
+    /// Marks activity (a request or a frame), for the idle timeout.
+    pub(crate) fn touch(&self) {
+        *lock(&self.last_seen) = Instant::now();
+    }
+
+    /// Whether the connection has had no request and no reader for the idle timeout.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.attached.load(Ordering::Relaxed) == 0
+            && lock(&self.last_seen).elapsed() >= self.limits.idle_timeout
+    }
+
+    /// Counts a reader for as long as the returned guard lives.
+    pub(crate) fn reader(self: &Arc<Self>) -> ReaderGuard {
+        self.attached.fetch_add(1, Ordering::Relaxed);
+        self.touch();
+        ReaderGuard(self.clone())
+    }
+
+    /// Ends the connection: streams end, the agent is ended (a gateway child reaped).
+    pub(crate) fn close(&self, why: &str) {
+        if self.ended.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        tracing::debug!(conn = %self.id, why, "connection closed");
+        self.closed.cancel();
+        self.main.close();
+        let sessions: Vec<_> = lock(&self.routing)
+            .sessions
+            .drain()
+            .map(|(_, o)| o)
+            .collect();
+        for outbox in sessions {
+            outbox.close();
+        }
+        if let Some(guard) = lock(&self.guard).take() {
+            guard.end();
+        }
+    }
+
+    /// The outbox of one of this connection's sessions.
+    pub(crate) fn session(&self, id: &str) -> Option<Arc<Outbox>> {
+        lock(&self.routing).sessions.get(id).cloned()
+    }
+
+    /// Registers `initialize`'s id: its answer comes back through the returned receiver.
+    pub(crate) fn expect_initialize(&self, id: &Value) -> oneshot::Receiver<Bytes> {
+        let (tx, rx) = oneshot::channel();
+        lock(&self.routing)
+            .pending
+            .insert(id.to_string(), Pending::Initialize(tx));
+        rx
+    }
+
+    /// Forwards one client message (a JSON object) to the agent. `session` is the POST's
+    /// `Acp-Session-Id`. A request refused by a limit is answered with a JSON-RPC error on
+    /// the connection stream, not forwarded.
+    pub(crate) async fn forward_to_agent(
+        &self,
+        message: Value,
+        session: Option<&str>,
+    ) -> Result<(), Refused> {
+        if self.closed.is_cancelled() {
+            return Err(Refused::Closed);
+        }
+        self.touch();
+        let method = message.get("method").and_then(Value::as_str);
+        let id = message.get("id").filter(|_| method.is_some());
+        let named = session.map(str::to_owned).or_else(|| {
+            let p = message.get("params")?.get("sessionId")?.as_str()?;
+            Some(p.to_owned())
+        });
+        let opens = matches!(method, Some("session/load" | "session/resume"));
+        let creates = matches!(method, Some("session/new" | "session/fork"));
+        {
+            let mut routing = lock(&self.routing);
+            if let Some(header) = session
+                && !opens
+                && !routing.sessions.contains_key(header)
+            {
+                return Err(Refused::UnknownSession);
+            }
+            let adds = creates
+                || (opens
+                    && named
+                        .as_ref()
+                        .is_some_and(|s| !routing.sessions.contains_key(s)));
+            if let Some(id) = id
+                && routing.pending.len() >= MAX_PENDING
+            {
+                drop(routing);
+                let error = refusal(id, "too many requests in flight on this connection");
+                self.push(&self.main, error);
+                return Ok(());
+            }
+            if let Some(id) = id
+                && adds
+                && routing.sessions.len() + routing.creating
+                    >= self.limits.max_sessions_per_connection
+            {
+                drop(routing);
+                let error = refusal(id, "this connection has reached its session limit");
+                self.push(&self.main, error);
+                return Ok(());
+            }
+            if opens && let Some(s) = &named {
+                let budget = self.budget.clone();
+                routing
+                    .sessions
+                    .entry(s.clone())
+                    .or_insert_with(|| Arc::new(Outbox::new(budget)));
+            }
+            if let Some(id) = id {
+                let session = session.filter(|_| !self.websocket).map(str::to_owned);
+                routing.creating += usize::from(creates);
+                // `or_insert`: `initialize`'s waiter, registered first, stays.
+                routing
+                    .pending
+                    .entry(id.to_string())
+                    .or_insert(Pending::Answer { session, creates });
+            }
+        }
+        let line = Bytes::from(serde_json::to_vec(&message).unwrap_or_default());
+        self.to_agent.send(line).await.map_err(|_| Refused::Closed)
+    }
+
+    /// Routes one line of the agent's output.
+    fn route(&self, line: String) {
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            tracing::warn!(conn = %self.id, "agent wrote a line that is not JSON; dropped");
+            return;
+        };
+        let bytes = Bytes::from(line);
+        let target = {
+            let mut routing = lock(&self.routing);
+            if message.get("method").is_some() {
+                let session = message
+                    .get("params")
+                    .and_then(|p| p.get("sessionId"))
+                    .and_then(Value::as_str);
+                match session.and_then(|s| routing.sessions.get(s)) {
+                    Some(outbox) if !self.websocket => outbox.clone(),
+                    _ => self.main.clone(),
+                }
+            } else {
+                let key = message.get("id").map(Value::to_string).unwrap_or_default();
+                match routing.pending.remove(&key) {
+                    Some(Pending::Initialize(tx)) => {
+                        let _ = tx.send(bytes);
+                        return;
+                    }
+                    Some(Pending::Answer { session, creates }) => {
+                        if creates {
+                            routing.creating = routing.creating.saturating_sub(1);
+                            let created = message
+                                .get("result")
+                                .and_then(|r| r.get("sessionId"))
+                                .and_then(Value::as_str);
+                            if let Some(s) = created {
+                                let budget = self.budget.clone();
+                                routing
+                                    .sessions
+                                    .entry(s.to_owned())
+                                    .or_insert_with(|| Arc::new(Outbox::new(budget)));
+                            }
+                        }
+                        match session.and_then(|s| routing.sessions.get(&s)) {
+                            Some(outbox) => outbox.clone(),
+                            None => self.main.clone(),
+                        }
+                    }
+                    None => self.main.clone(),
+                }
+            }
+        };
+        self.push(&target, bytes);
+    }
+
+    /// Queues a message for a stream; a client that lets the connection's queues outgrow
+    /// the limit loses the connection (memory stays bounded).
+    fn push(&self, outbox: &Outbox, message: Bytes) {
+        if outbox.push(message) > self.limits.max_buffered_bytes {
+            tracing::warn!(conn = %self.id, "the client does not read its streams; closing");
+            self.close("buffer limit");
+        }
+    }
+}
+
+/// A JSON-RPC error answer to `id` for a request the transport refused.
+pub(crate) fn refusal(id: &Value, message: &str) -> Bytes {
+    let error = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": LIMIT_CODE, "message": message},
+    });
+    Bytes::from(error.to_string())
+}
+
+/// Ends the connection when a pump ends, however it ends (a panic included): a connection
+/// never outlives either direction of its agent.
+struct CloseOnDrop(Arc<Conn>, &'static str);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close(self.1);
+    }
+}
+
+/// Keeps a connection counted as read while it lives.
+pub(crate) struct ReaderGuard(Arc<Conn>);
+
+impl Drop for ReaderGuard {
+    fn drop(&mut self) {
+        self.0.attached.fetch_sub(1, Ordering::Relaxed);
+        self.0.touch();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::backend::{Guard, Running};
+
+    /// A connection whose agent reads everything and answers nothing.
+    fn silent() -> (Arc<Conn>, tokio::io::DuplexStream) {
+        let (ours, theirs) = tokio::io::duplex(1 << 20);
+        let (output, input) = tokio::io::split(ours);
+        let agent = Running {
+            output: Box::new(output),
+            input: Box::new(input),
+            guard: Guard::Nothing,
+        };
+        let conn = Conn::start(
+            "c".into(),
+            Identity("t".into()),
+            false,
+            agent,
+            Arc::default(),
+        );
+        (conn, theirs)
+    }
+
+    #[tokio::test]
+    async fn requests_in_flight_are_bounded() {
+        use tokio::io::AsyncReadExt;
+        let (conn, mut agent) = silent();
+        // The agent side drains what it is sent, never answering.
+        tokio::spawn(async move {
+            let mut sink = vec![0u8; 1 << 16];
+            while agent.read(&mut sink).await.is_ok_and(|n| n > 0) {}
+        });
+        let generation = conn.main.attach();
+        for id in 0..MAX_PENDING + 1 {
+            let request = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "x/y"});
+            conn.forward_to_agent(request, None).await.unwrap();
+        }
+        let refused = conn.main.next(generation).await.unwrap();
+        let refused: Value = serde_json::from_slice(&refused).unwrap();
+        assert_eq!(refused["id"], MAX_PENDING);
+        assert_eq!(refused["error"]["code"], LIMIT_CODE);
+        assert_eq!(lock(&conn.routing).pending.len(), MAX_PENDING);
+        conn.close("test");
+    }
+}

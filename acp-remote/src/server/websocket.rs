@@ -1,0 +1,179 @@
+//! The WebSocket profile of the server: `GET /acp` with `Upgrade: websocket` starts a
+//! connection (the 101 carries `Acp-Connection-Id`); each text frame is one JSON-RPC message
+//! both ways, `initialize` first. A binary frame closes with 1003, a message over the size
+//! limit with 1009, a batch is answered with a JSON-RPC error.
+
+use std::sync::Arc;
+
+use futures_util::{SinkExt, StreamExt};
+use hyper::body::Incoming;
+use hyper::header::{CONNECTION, HeaderMap, HeaderValue, SEC_WEBSOCKET_ACCEPT, UPGRADE};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
+
+use super::connection::Conn;
+use super::{Body, READ_BUFFER, Shared, text};
+use crate::HEADER_CONNECTION_ID;
+use crate::security::{Identity, Limits};
+
+/// Whether a GET asks for the WebSocket profile.
+pub(crate) fn is_upgrade(headers: &HeaderMap) -> bool {
+    headers
+        .get(UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+}
+
+/// The frame and message limits of a socket.
+pub(crate) fn config(limits: &Limits) -> WebSocketConfig {
+    WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER)
+        .max_message_size(Some(limits.max_message_bytes))
+        .max_frame_size(Some(limits.max_message_bytes))
+}
+
+/// `GET /acp` with `Upgrade: websocket`.
+pub(crate) fn upgrade(
+    shared: &Arc<Shared>,
+    who: Identity,
+    mut req: Request<Incoming>,
+) -> Response<Body> {
+    let headers = req.headers();
+    let key = headers
+        .get("sec-websocket-key")
+        .map(|k| k.as_bytes().to_vec());
+    let version_ok = headers
+        .get("sec-websocket-version")
+        .is_some_and(|v| v.as_bytes() == b"13");
+    let upgrade_ok = headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| {
+            v.split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+        });
+    let (Some(key), true, true) = (key, version_ok, upgrade_ok) else {
+        return text(StatusCode::BAD_REQUEST, "not a WebSocket upgrade\n");
+    };
+    let conn = match shared.open(who, true) {
+        Ok(conn) => conn,
+        Err(status) => return text(status, "no agent available\n"),
+    };
+    shared.register(&conn);
+    let Ok(id) = HeaderValue::from_str(&conn.id) else {
+        conn.close("bad id");
+        return text(StatusCode::INTERNAL_SERVER_ERROR, "\n");
+    };
+    let on_upgrade = hyper::upgrade::on(&mut req);
+    let config = config(&shared.limits);
+    let running = conn.clone();
+    tokio::spawn(async move {
+        match on_upgrade.await {
+            Ok(upgraded) => {
+                let io = TokioIo::new(upgraded);
+                let ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
+                serve(&running, ws).await;
+            }
+            Err(error) => tracing::debug!(%error, "websocket upgrade failed"),
+        }
+        running.close("websocket closed");
+    });
+    let mut response = text(StatusCode::SWITCHING_PROTOCOLS, "");
+    let headers = response.headers_mut();
+    headers.insert(CONNECTION, HeaderValue::from_static("upgrade"));
+    headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
+    if let Ok(accept) = HeaderValue::from_str(&derive_accept_key(&key)) {
+        headers.insert(SEC_WEBSOCKET_ACCEPT, accept);
+    }
+    headers.insert(HEADER_CONNECTION_ID, id);
+    response
+}
+
+/// Moves frames both ways until either side ends.
+async fn serve<S>(conn: &Arc<Conn>, ws: WebSocketStream<S>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let (mut sink, mut stream) = ws.split();
+    let _reading = conn.reader();
+    let generation = conn.main.attach();
+    loop {
+        tokio::select! {
+            frame = stream.next() => {
+                let text = match frame {
+                    Some(Ok(Message::Text(text))) => text,
+                    Some(Ok(Message::Binary(_))) => {
+                        let _ = sink.send(close(CloseCode::Unsupported, "text frames only")).await;
+                        return;
+                    }
+                    Some(Ok(Message::Close(_))) | None => return,
+                    Some(Ok(_)) => continue,
+                    Some(Err(tokio_tungstenite::tungstenite::Error::Capacity(_))) => {
+                        let _ = sink.send(close(CloseCode::Size, "message too large")).await;
+                        return;
+                    }
+                    Some(Err(_)) => return,
+                };
+                conn.touch();
+                match serde_json::from_str::<Value>(&text) {
+                    Ok(message @ Value::Object(_)) => {
+                        if conn.forward_to_agent(message, None).await.is_err() {
+                            return;
+                        }
+                    }
+                    Ok(Value::Array(_)) => {
+                        let error = invalid(-32600, "JSON-RPC batches are not supported");
+                        if sink.send(error).await.is_err() {
+                            return;
+                        }
+                    }
+                    Ok(_) => {
+                        if sink.send(invalid(-32600, "not one JSON-RPC message")).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => {
+                        if sink.send(invalid(-32700, "parse error")).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+            out = conn.main.next(generation) => {
+                let Some(out) = out else {
+                    let _ = sink.send(close(CloseCode::Away, "connection ended")).await;
+                    return;
+                };
+                let Ok(out) = Utf8Bytes::try_from(out) else { continue };
+                if sink.send(Message::Text(out)).await.is_err() {
+                    return;
+                }
+                conn.touch();
+            }
+        }
+    }
+}
+
+fn close(code: CloseCode, reason: &'static str) -> Message {
+    Message::Close(Some(CloseFrame {
+        code,
+        reason: reason.into(),
+    }))
+}
+
+/// A JSON-RPC error with a null id (-32700 parse error, -32600 invalid request).
+fn invalid(code: i64, message: &str) -> Message {
+    let error = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": code, "message": message},
+    });
+    Message::text(error.to_string())
+}

@@ -1,0 +1,215 @@
+//! The gateway: a stdio agent command behind the server, one child per connection. Runs
+//! itself as that agent (`ACP_REMOTE_TEST_AGENT=1`), which writes a secret to its stderr.
+//! Checks: whole conversations over both profiles, each connection its own child; nothing of
+//! the agent's stderr or of the server's paths reaches a client; a client killed mid-stream
+//! leaves the other connections going and its child is reaped.
+
+mod support;
+
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use acp_client::process::AgentCommand;
+use acp_remote::{BearerToken, ConnectOptions, Limits, RunningServer, Server, connect_client};
+use support::raw::{event_with, open, request, send};
+use support::{TestAgent, TestClient, converse, within};
+
+const TOKEN: &str = "test-token-0123456789";
+const AUTH: (&str, &str) = ("Authorization", "Bearer test-token-0123456789");
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+const SSE: (&str, &str) = ("Accept", "text/event-stream");
+const SECRET: &str = "SECRET-STDERR /home/secret/keys";
+const INIT: &str =
+    r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#;
+
+fn main() {
+    if std::env::var_os("ACP_REMOTE_TEST_AGENT").is_some() {
+        eprintln!("{SECRET}");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async { acp_agent::serve_stdio(TestAgent::default()).closed().await });
+        return;
+    }
+    type Test = fn() -> Pin<Box<dyn Future<Output = ()>>>;
+    let tests: [(&str, Test); 3] = [
+        (
+            "gateway_round_trips_over_both_profiles_one_child_each",
+            || Box::pin(round_trips()),
+        ),
+        (
+            "nothing_of_the_agent_stderr_or_paths_reaches_a_client",
+            || Box::pin(no_leaks()),
+        ),
+        (
+            "a_client_killed_mid_stream_leaves_others_going_and_its_child_is_reaped",
+            || Box::pin(killed()),
+        ),
+    ];
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let (mut passed, mut failed) = (0, 0);
+    for (name, test) in tests {
+        if filter.as_deref().is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(test())));
+        runtime.shutdown_timeout(Duration::from_secs(5));
+        if outcome.is_ok() {
+            println!("test {name} ... ok");
+            passed += 1;
+        } else {
+            println!("test {name} ... FAILED");
+            failed += 1;
+        }
+    }
+    println!("\n{passed} passed, {failed} failed");
+    if failed > 0 {
+        std::process::exit(1);
+    }
+}
+
+fn command() -> AgentCommand {
+    AgentCommand::new(std::env::current_exe().unwrap()).env("ACP_REMOTE_TEST_AGENT", "1")
+}
+
+async fn gateway(limits: Limits) -> RunningServer {
+    Server::gateway(command())
+        .authenticator(BearerToken::new(TOKEN).unwrap())
+        .limits(limits)
+        .bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap()
+}
+
+/// Waits (bounded) until process `pid` is gone: reaped, not a zombie.
+async fn reaped(pid: &str) -> bool {
+    let path = format!("/proc/{pid}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if !Path::new(&path).exists() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+async fn round_trips() {
+    let server = gateway(Limits::default()).await;
+    let options = ConnectOptions::new().token(TOKEN);
+    let mut pids = Vec::new();
+    for url in [server.url(), server.url().replace("http://", "ws://")] {
+        let conn = connect_client(TestClient::default(), &url, &options, Default::default())
+            .await
+            .unwrap();
+        let (pid, text) = within(20, converse(&conn)).await;
+        assert_eq!(text, "alpha\nbeta\ngamma\n");
+        assert_ne!(pid, std::process::id().to_string(), "the agent is a child");
+        conn.close();
+        pids.push(pid);
+    }
+    assert_ne!(pids[0], pids[1], "one child per connection");
+    for pid in &pids {
+        assert!(
+            reaped(pid).await,
+            "child {pid} reaped after its connection closed"
+        );
+    }
+    server.shutdown();
+}
+
+async fn no_leaks() {
+    let server = gateway(Limits::default()).await;
+    let r = send(
+        server.local_addr(),
+        &request("POST", "/acp", &[AUTH, JSON], INIT),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert!(
+        !r.body.contains("SECRET") && !r.headers.contains("secret"),
+        "{r:?}"
+    );
+    server.shutdown();
+    // An agent that cannot start: a plain 502, without the path tried.
+    let missing = Server::gateway(AgentCommand::new("/nonexistent/secret-dir/agent"))
+        .authenticator(BearerToken::new(TOKEN).unwrap())
+        .bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let r = send(
+        missing.local_addr(),
+        &request("POST", "/acp", &[AUTH, JSON], INIT),
+    )
+    .await;
+    assert_eq!(r.status, 502);
+    assert!(
+        !r.body.contains("secret-dir") && !r.body.contains("nonexistent"),
+        "{r:?}"
+    );
+    missing.shutdown();
+}
+
+async fn killed() {
+    let mut limits = Limits::default();
+    limits.idle_timeout = Duration::from_secs(1);
+    let server = gateway(limits).await;
+    let addr = server.local_addr();
+    // Client A, raw: a session and a slow turn it reads one event of, then it dies.
+    let init = send(addr, &request("POST", "/acp", &[AUTH, JSON], INIT)).await;
+    let answer: serde_json::Value = serde_json::from_str(&init.body).unwrap();
+    let pid = answer["result"]["agentInfo"]["version"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let conn = init.header("acp-connection-id").unwrap();
+    let c = ("Acp-Connection-Id", conn.as_str());
+    let (_, mut main) = open(addr, &request("GET", "/acp", &[AUTH, SSE, c], "")).await;
+    let new =
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}"#;
+    assert_eq!(
+        send(addr, &request("POST", "/acp", &[AUTH, JSON, c], new))
+            .await
+            .status,
+        202
+    );
+    let created: serde_json::Value =
+        serde_json::from_str(&event_with(&mut main, "sessionId").await).unwrap();
+    let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let s = ("Acp-Session-Id", session.as_str());
+    let (_, mut stream) = open(addr, &request("GET", "/acp", &[AUTH, SSE, c, s], "")).await;
+    let slow = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{{"sessionId":"{session}","prompt":[{{"type":"text","text":"slow"}}]}}}}"#
+    );
+    assert_eq!(
+        send(addr, &request("POST", "/acp", &[AUTH, JSON, c, s], &slow))
+            .await
+            .status,
+        202
+    );
+    event_with(&mut stream, "tick 0").await;
+    // Client B, over WebSocket, starts while A is mid-stream.
+    let options = ConnectOptions::new().token(TOKEN);
+    let ws = server.url().replace("http://", "ws://");
+    let b = connect_client(TestClient::default(), &ws, &options, Default::default())
+        .await
+        .unwrap();
+    drop((main, stream));
+    let (b_pid, text) = within(20, converse(&b)).await;
+    assert_eq!(text, "alpha\nbeta\ngamma\n");
+    assert!(reaped(&pid).await, "A's child {pid} reaped after A died");
+    // B's child lives on until B goes; then it is reaped too.
+    assert!(Path::new(&format!("/proc/{b_pid}")).exists());
+    b.close();
+    assert!(reaped(&b_pid).await, "B's child {b_pid} reaped");
+    server.shutdown();
+}
