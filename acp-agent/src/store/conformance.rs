@@ -17,12 +17,31 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use acp_types::v1::{ContentBlock, SessionId, SessionUpdate};
+use acp_types::v1::{
+    ContentBlock, SessionConfigId, SessionConfigKind, SessionConfigOption, SessionConfigSelect,
+    SessionConfigSelectOption, SessionConfigSelectOptions, SessionConfigValueId, SessionId,
+    SessionMode, SessionModeId, SessionModeState, SessionUpdate,
+};
 
 use super::{
     HistoryCursor, ListQuery, MetaChange, SessionMeta, SessionStore, StoreError, StoredEvent,
     TurnEnd,
 };
+
+/// A `model` select option with `small` and `large`, `current` selected.
+fn model_option(current: &str) -> SessionConfigOption {
+    let values = [("small", "Small"), ("large", "Large")].map(|(value, name)| {
+        SessionConfigSelectOption::new(SessionConfigValueId(value.into()), name)
+    });
+    SessionConfigOption::new(
+        SessionConfigId("model".into()),
+        "Model",
+        SessionConfigKind::Select(SessionConfigSelect::new(
+            SessionConfigValueId(current.into()),
+            SessionConfigSelectOptions::Ungrouped(values.into()),
+        )),
+    )
+}
 
 /// Every case's name, in the order the macro runs them (for a harness that lists them).
 pub const CASES: &[&str] = &[
@@ -111,20 +130,14 @@ async fn list_ids<S: SessionStore + ?Sized>(
 fn rich_meta(id: &str, cwd: &str) -> SessionMeta {
     let mut meta = SessionMeta::new(sid(id), cwd);
     meta.additional_directories = vec!["/lib".into(), "/docs".into()];
-    meta.modes = Some(
-        serde_json::from_value(serde_json::json!({
-            "currentModeId": "ask",
-            "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]
-        }))
-        .expect("modes"),
-    );
-    meta.config_options = Some(
-        serde_json::from_value(serde_json::json!([{
-            "id": "model", "name": "Model", "type": "select", "currentValue": "small",
-            "options": [{"value": "small", "name": "Small"}, {"value": "large", "name": "Large"}]
-        }]))
-        .expect("config options"),
-    );
+    meta.modes = Some(SessionModeState::new(
+        SessionModeId("ask".into()),
+        vec![
+            SessionMode::new(SessionModeId("ask".into()), "Ask"),
+            SessionMode::new(SessionModeId("code".into()), "Code"),
+        ],
+    ));
+    meta.config_options = Some(vec![model_option("small")]);
     meta
 }
 
@@ -213,12 +226,7 @@ pub async fn resume_answers_the_metadata_again<S: SessionStore>(store: S) {
     };
     let at = change.updated_at.clone();
     store.update_meta(&id, change).await.unwrap();
-    let options: Vec<acp_types::v1::SessionConfigOption> =
-        serde_json::from_value(serde_json::json!([{
-            "id": "model", "name": "Model", "type": "select", "currentValue": "large",
-            "options": [{"value": "small", "name": "Small"}, {"value": "large", "name": "Large"}]
-        }]))
-        .unwrap();
+    let options = vec![model_option("large")];
     store
         .update_meta(
             &id,
