@@ -4,3 +4,15 @@
 //! is in the dispatcher (`dispatch.rs`).
 
 pub use crate::generated::client::Client;
+
+/// Every client decides on its terminals through [`Client::approve_terminal`].
+#[cfg(feature = "process")]
+#[async_trait::async_trait]
+impl<C: Client + ?Sized> crate::terminal::ApproveTerminal for C {
+    async fn approve(
+        &self,
+        request: &crate::terminal::TerminalRequest,
+    ) -> crate::terminal::TerminalDecision {
+        self.approve_terminal(request).await
+    }
+}

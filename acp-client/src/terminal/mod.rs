@@ -73,7 +73,6 @@ use tokio::process::Command;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
-use crate::client::Client;
 use crate::reaper;
 
 mod policy;
@@ -100,6 +99,15 @@ pub const ORPHAN_GRACE: Duration = Duration::from_millis(500);
 struct Workspace {
     cwd: PathBuf,
     roots: Vec<PathBuf>,
+}
+
+/// Who decides whether a `terminal/create` runs. Every [`crate::Client`] is one (its
+/// [`approve_terminal`](crate::Client::approve_terminal)), so [`Terminals::create`] takes the
+/// client itself; the trait is separate so that terminals need nothing else of the client.
+#[async_trait::async_trait]
+pub trait ApproveTerminal: Send + Sync {
+    /// Whether `request` may run.
+    async fn approve(&self, request: &TerminalRequest) -> TerminalDecision;
 }
 
 /// Runs the commands of `terminal/*` requests under a policy (see the module docs) and keeps
@@ -270,15 +278,15 @@ impl Terminals {
     }
 
     /// Serves `terminal/create`: checks the request against the configuration, asks
-    /// `client` ([`Client::approve_terminal`]), then starts the command and returns its id at
-    /// once.
-    pub async fn create<C: Client + ?Sized>(
+    /// `client` ([`crate::Client::approve_terminal`]: pass the client itself), then starts
+    /// the command and returns its id at once.
+    pub async fn create<A: ApproveTerminal + ?Sized>(
         &self,
         params: CreateTerminalRequest,
-        client: &C,
+        client: &A,
     ) -> Result<CreateTerminalResponse, Error> {
         let request = self.prepare(&params)?;
-        if let TerminalDecision::Deny { reason } = client.approve_terminal(&request).await {
+        if let TerminalDecision::Deny { reason } = client.approve(&request).await {
             // The application's reason leads: it is what a user interface shows.
             return Err(
                 Error::invalid_params(format!("declined by the client: {reason}")).with_data(
