@@ -115,7 +115,8 @@
 //! Which error type a user sees: this [`Error`](crate::Error), everywhere: the result of
 //! every call, what every handler and trait method answers with (acp-agent and acp-client
 //! re-export it as their `Error`). `acp_types::v1::Error` is the schema's error object, data
-//! inside a message (with unknown fields kept); the two convert with `From`.
+//! inside a message (with unknown fields kept); the two convert with `From` (feature `v1`,
+//! which acp-agent and acp-client turn on).
 //!
 //! # Limits and backpressure
 //!

@@ -85,7 +85,8 @@ pub struct Error {
 }
 
 /// The schema's error object (data inside a message) as the error handlers answer with.
-/// Fields the schema does not name (`extra`) are dropped.
+/// Fields the schema does not name (`extra`) are dropped. (Feature `v1`.)
+#[cfg(feature = "v1")]
 impl From<acp_types::v1::Error> for Error {
     fn from(e: acp_types::v1::Error) -> Self {
         Error {
@@ -96,7 +97,8 @@ impl From<acp_types::v1::Error> for Error {
     }
 }
 
-/// An error as the schema's error object, to hold it as data.
+/// An error as the schema's error object, to hold it as data. (Feature `v1`.)
+#[cfg(feature = "v1")]
 impl From<Error> for acp_types::v1::Error {
     fn from(e: Error) -> Self {
         let mut out = acp_types::v1::Error::new(acp_types::v1::ErrorCode(e.code.0), e.message);
@@ -236,7 +238,7 @@ pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "v1"))]
 mod tests {
     use super::*;
 
