@@ -32,11 +32,12 @@ pub struct ServeArgs {
     /// random token, printed).
     #[arg(long)]
     token_file: Option<PathBuf>,
-    /// The built-in agent keeps its sessions in this directory (created if missing), shared
-    /// by every connection: a client that comes back loads or resumes them. Only for the
+    /// The built-in agent's sessions, shared by every connection (and, in a PostgreSQL
+    /// database, by every `acp serve` host using it): a client that comes back, to this host
+    /// or another behind the same load balancer, loads or resumes them. Only for the
     /// built-in agent.
-    #[arg(long, conflicts_with = "agent")]
-    store: Option<PathBuf>,
+    #[command(flatten)]
+    store: crate::store::StoreArgs,
     /// Let browser pages of this origin call (repeatable); others are refused.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origin: Vec<String>,
@@ -84,14 +85,19 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         None => acp_remote::random_token().map_err(|e| e.to_string())?,
     };
     let auth = BearerToken::new(&token).map_err(|e| e.to_string())?;
+    if args.store.store.is_some() && !args.agent.is_empty() {
+        return Err(
+            "--store is for the built-in agent; an agent command keeps its own sessions".into(),
+        );
+    }
     let (builder, what) = match args.agent.split_first() {
-        None => match &args.store {
+        None => match args.store.open().await? {
             None => (
                 Server::in_process(BuiltinAgent::default),
                 "the built-in demo agent".to_owned(),
             ),
-            Some(dir) => {
-                let store = crate::chat::open_store(dir)?;
+            Some((store, shown)) => {
+                let store = store.0;
                 let serve = move |read, write| {
                     acp_agent::serve_with_store(
                         BuiltinAgent::with_store(),
@@ -101,7 +107,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                         acp_agent::Config::default(),
                     )
                 };
-                let what = format!("the built-in demo agent (sessions in {})", dir.display());
+                let what = format!("the built-in demo agent (sessions in {shown})");
                 (Server::in_process_with(serve), what)
             }
         },

@@ -1,8 +1,13 @@
 //! `acp serve` and `acp chat --url`, end to end with real processes on loopback: the
 //! built-in agent in process and a gateway to `acp agent`, over Streamable HTTP and
-//! WebSocket; a wrong token refused; the URL printed with the real port.
+//! WebSocket; a wrong token refused; the URL printed with the real port; and two hosts on
+//! one PostgreSQL store behind a real HAProxy (Debian's package), where a session made on
+//! one host is listed by both and loaded through the balancer after its host went away.
 
 mod support;
+
+#[path = "../../acp-store-postgres/tests/support/mod.rs"]
+mod pg;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
@@ -270,4 +275,146 @@ fn serve_with_a_store_lists_and_loads_sessions_over_both_profiles() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("earlier turn"), "{profile:?}: {stdout}");
     }
+}
+
+/// A running HAProxy in front of `hosts` (`127.0.0.1:PORT` each): round robin, a cookie
+/// that keeps one client's HTTP requests on one host, `/healthz` checks, and requests sent
+/// elsewhere when a host is gone. Killed on drop.
+struct Balancer {
+    child: Child,
+    url: String,
+}
+
+impl Balancer {
+    fn start(scratch: &Scratch, hosts: &[&str]) -> Option<Balancer> {
+        let installed = Command::new("haproxy")
+            .arg("-v")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !installed {
+            let msg = "haproxy is not installed (`apt-get install haproxy`; .ci/run installs it)";
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!("{msg}");
+            }
+            eprintln!("\n!!! SKIPPED the load-balanced deployment test: {msg} !!!\n");
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let servers: String = hosts
+            .iter()
+            .enumerate()
+            .map(|(i, host)| format!("  server h{i} {host} check cookie h{i}\n"))
+            .collect();
+        let config = format!(
+            "global\n  maxconn 256\n\
+             defaults\n  mode http\n  timeout connect 2s\n  timeout client 60s\n  \
+             timeout server 60s\n  timeout tunnel 60s\n  option redispatch\n  retries 3\n\
+             frontend acp\n  bind 127.0.0.1:{port}\n  default_backend hosts\n\
+             backend hosts\n  balance roundrobin\n  cookie ACPHOST insert indirect nocache\n  \
+             option httpchk GET /healthz\n  default-server inter 200ms fall 1 rise 1\n{servers}"
+        );
+        let file = scratch.0.join("haproxy.cfg");
+        std::fs::write(&file, config).unwrap();
+        let child = Command::new("haproxy")
+            .arg("-db")
+            .arg("-f")
+            .arg(&file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("haproxy starts");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "haproxy did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(Balancer {
+            child,
+            url: format!("http://127.0.0.1:{port}/acp"),
+        })
+    }
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The session ids `acp sessions --url url` lists, newest first.
+fn listed(scratch: &Scratch, url: &str, token: Option<&str>) -> Vec<String> {
+    let out = acp_run(scratch, &["sessions", "--url", url], token);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The deployment docs/DEPLOYMENT.md describes, for real: two `acp serve` hosts sharing one
+/// PostgreSQL store behind HAProxy. Sessions made through the balancer (over both profiles)
+/// are listed by each host; after the host that made them stops, the balancer sends the
+/// client to the other, which loads them with their history.
+#[test]
+fn two_hosts_behind_a_load_balancer_share_sessions_and_survive_one_going_away() {
+    let Some(postgres) = pg::shared() else { return };
+    let scratch = Scratch::new("serve-balanced");
+    let token_file = scratch.0.join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let db = postgres.fresh_db();
+    let store = ["--store", db.as_str()];
+    let first = Serve::start_with(&scratch, &token_file, &store, &[]);
+    let second = Serve::start_with(&scratch, &token_file, &store, &[]);
+    let host = |url: &str| {
+        url.trim_start_matches("http://")
+            .trim_end_matches("/acp")
+            .to_owned()
+    };
+    let (first_host, second_host) = (host(&first.url), host(&second.url));
+    let Some(balancer) = Balancer::start(&scratch, &[&first_host, &second_host]) else {
+        return;
+    };
+    let token = Some("s3cret-token");
+    // Four turns, so that round robin gives each host some, over both profiles (the HTTP
+    // profile's requests stay on one host through the balancer's cookie).
+    for profile in [&[][..], &["--ws"][..], &[][..], &["--ws"][..]] {
+        check_turn(
+            &chat(&scratch, &balancer.url, profile, token),
+            "through the balancer",
+        );
+    }
+    let on_first = listed(&scratch, &first.url, token);
+    let on_second = listed(&scratch, &second.url, token);
+    assert_eq!(
+        on_first.len(),
+        4,
+        "every session in the shared store: {on_first:?}"
+    );
+    assert_eq!(on_first, on_second, "both hosts list the same sessions");
+
+    drop(first);
+    for (id, profile) in on_second.iter().zip([&[][..], &["--ws"][..]]) {
+        let mut extra = profile.to_vec();
+        extra.extend_from_slice(&["--load", id]);
+        let out = chat(&scratch, &balancer.url, &extra, token);
+        check_turn(&out, "loaded after a host went away");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("earlier turn"), "{profile:?}: {stdout}");
+    }
+    drop(balancer);
+    drop(second);
 }
