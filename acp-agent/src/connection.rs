@@ -121,7 +121,7 @@ where
         caps: Default::default(),
         sessions: Default::default(),
         awaiting,
-        recorder: store.map(|s| Arc::new(Recorder::new(s))),
+        recorder: store.map(Recorder::new),
         offered: Default::default(),
     });
     let _ = slot.set(inner.clone());

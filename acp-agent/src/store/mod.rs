@@ -278,12 +278,10 @@ pub enum Durability {
     /// or a megabyte): the fewest writes, but a process killed mid-turn loses the turn so
     /// far.
     Turn,
-    /// Collected as with [`Durability::Turn`], and also written when an update arrives
-    /// while the oldest unwritten one is older than this: a networked store pays one round
-    /// trip per interval, not per streamed event, and a killed process loses what was
-    /// collected since the last write (at most the interval's worth while the turn
-    /// streams; a turn that pauses keeps its last events unwritten until it goes on or
-    /// ends).
+    /// Collected as with [`Durability::Turn`], and also written once the oldest unwritten
+    /// event is this old (when the next update arrives, or from a timer when the turn
+    /// pauses): a networked store pays one round trip per interval, not per streamed event,
+    /// and a killed process loses at most the last interval's worth of what the client saw.
     Interval(std::time::Duration),
 }
 

@@ -12,17 +12,24 @@
 //! * [`Durability::Turn`]: the turn's updates are collected in memory and appended in one
 //!   write when the prompt ends (or in parts of [`FLUSH_EVENTS`] events / [`FLUSH_BYTES`]
 //!   bytes). [`Durability::Interval`] collects the same way and also writes what it holds
-//!   when an update arrives and the oldest unwritten one is older than the interval. While collecting, consecutive text chunks of one message become one chunk, a
+//!   once the oldest unwritten event is as old as the interval: when the next update
+//!   arrives, or from a timer when the turn pauses (a tool call that runs for minutes does
+//!   not keep the turn's events from the store). While collecting, consecutive text chunks
+//!   of one message become one chunk, a
 //!   tool call absorbs its `tool_call_update`s (it is stored in its final state, where it
 //!   was announced), and consecutive plans keep only the last. The fewest writes; a killed
 //!   process loses the turn so far.
+//!
+//! A session's writes go one at a time, each taking what has been collected so far, so the
+//! store receives its events in the order they were sent whichever path writes them.
 //!
 //! Outside a prompt each update is written at once. Replaying either form renders the same
 //! conversation as the live updates did. What each setting costs is in BENCHMARKS.md
 //! (measured by the ignored test `store_durability_cost`).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use acp_types::v1::{
     ContentBlock, ContentChunk, SessionId, SessionNotification, SessionUpdate, ToolCallId,
@@ -62,6 +69,9 @@ pub(crate) struct Recorder {
     released: tokio::sync::OnceCell<()>,
     /// When a turn's events are written (the store's choice).
     durability: Durability,
+    /// This recorder, for the timers of [`Durability::Interval`] (which must not keep it
+    /// alive).
+    me: Weak<Recorder>,
 }
 
 #[derive(Default)]
@@ -70,6 +80,9 @@ struct Rec {
     /// then (while `session/new` runs) its updates wait here.
     stored: bool,
     turn: Turn,
+    /// Held while the session's collected events are taken and written, so two writes of
+    /// one session never overtake each other.
+    writing: Arc<tokio::sync::Mutex<()>>,
 }
 
 #[derive(Default)]
@@ -214,13 +227,49 @@ fn report(what: &str, id: &SessionId, e: &StoreError) {
 }
 
 impl Recorder {
-    pub(crate) fn new(store: Arc<dyn SessionStore>) -> Self {
-        Recorder {
+    pub(crate) fn new(store: Arc<dyn SessionStore>) -> Arc<Self> {
+        Arc::new_cyclic(|me| Recorder {
             durability: store.durability(),
             store: std::sync::RwLock::new(Some(store)),
             state: Mutex::default(),
             released: tokio::sync::OnceCell::new(),
-        }
+            me: me.clone(),
+        })
+    }
+
+    /// Writes what the session has collected, after any write of it already under way.
+    async fn flush(&self, id: &SessionId) {
+        let Some(gate) = lock(&self.state).get(id).map(|r| r.writing.clone()) else {
+            return;
+        };
+        let _writing = gate.lock().await;
+        let events = lock(&self.state)
+            .get_mut(id)
+            .filter(|r| r.stored)
+            .map(|r| r.turn.take())
+            .unwrap_or_default();
+        self.write(id, events).await;
+    }
+
+    /// [`Durability::Interval`]: a turn that pauses has its collected events written once
+    /// the oldest of them is `interval` old, even if no other update comes.
+    fn flush_when_due(&self, id: SessionId, interval: Duration) {
+        let me = self.me.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(interval).await;
+            let Some(recorder) = me.upgrade() else {
+                return;
+            };
+            let due = lock(&recorder.state).get(&id).is_some_and(|r| {
+                r.stored
+                    && r.turn
+                        .since
+                        .is_some_and(|since| since.elapsed() >= interval)
+            });
+            if due {
+                recorder.flush(&id).await;
+            }
+        });
     }
 
     /// Whether each update of a turn is written before it is sent.
@@ -292,7 +341,7 @@ impl Recorder {
     /// until it is created.
     pub(crate) async fn update(&self, n: &SessionNotification, creating: impl FnOnce() -> bool) {
         let id = &n.session_id;
-        let (now, change) = {
+        let (now, change, timer) = {
             let mut s = lock(&self.state);
             let rec = match s.get_mut(id) {
                 Some(rec) => rec,
@@ -308,20 +357,31 @@ impl Recorder {
             }
             rec.turn.push(&n.update);
             let turn = &mut rec.turn;
+            // The first event of a new window arms the window's timer.
+            let opens_window = turn.since.is_none();
             if !rec.stored {
-                (Vec::new(), None)
+                (false, None, None)
             } else if turn.prompts == 0
                 || self.writes_each_event()
                 || matches!(self.durability, Durability::Interval(d) if turn.due(d))
                 || turn.events.len() >= FLUSH_EVENTS
                 || turn.bytes >= FLUSH_BYTES
             {
-                (turn.take(), meta_change(&n.update))
+                (true, meta_change(&n.update), None)
             } else {
-                (Vec::new(), meta_change(&n.update))
+                let timer = match self.durability {
+                    Durability::Interval(d) if opens_window => Some(d),
+                    _ => None,
+                };
+                (false, meta_change(&n.update), timer)
             }
         };
-        self.write(id, now).await;
+        if now {
+            self.flush(id).await;
+        }
+        if let Some(interval) = timer {
+            self.flush_when_due(id.clone(), interval);
+        }
         if let Some(change) = change {
             self.change(id, change).await;
         }
@@ -370,13 +430,8 @@ impl Recorder {
     /// The store has the new session: the updates kept while it was being created are
     /// written, and later ones go through as usual.
     async fn now_stored(&self, id: &SessionId) {
-        let early = {
-            let mut s = lock(&self.state);
-            let rec = s.entry(id.clone()).or_default();
-            rec.stored = true;
-            rec.turn.take()
-        };
-        self.write(id, early).await;
+        lock(&self.state).entry(id.clone()).or_default().stored = true;
+        self.flush(id).await;
     }
 
     /// A session the store has is open on this connection (loaded or resumed).
@@ -401,20 +456,20 @@ impl Recorder {
         id: &SessionId,
         stop_reason: Option<&acp_types::v1::StopReason>,
     ) {
-        let events = {
+        {
             let mut s = lock(&self.state);
             let Some(rec) = s.get_mut(id).filter(|r| r.stored) else {
                 return;
             };
             rec.turn.prompts = rec.turn.prompts.saturating_sub(1);
-            let mut events = rec.turn.take();
             let stop_reason = stop_reason
                 .and_then(|r| serde_json::to_value(r).ok())
                 .and_then(|v| v.as_str().map(str::to_owned));
-            events.push(StoredEvent::TurnEnd(TurnEnd { stop_reason }));
-            events
-        };
-        self.write(id, events).await;
+            rec.turn
+                .events
+                .push(StoredEvent::TurnEnd(TurnEnd { stop_reason }));
+        }
+        self.flush(id).await;
         if self.durability == Durability::EventSyncTurn
             && let Some(store) = self.live_store()
             && let Err(e) = store.sync(id).await
@@ -501,104 +556,4 @@ fn created_meta(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use acp_types::v1::{ToolCall, ToolCallStatus, ToolCallUpdate};
-
-    fn texts(events: &[StoredEvent]) -> Vec<String> {
-        events
-            .iter()
-            .map(|e| serde_json::to_string(e).unwrap())
-            .collect()
-    }
-
-    /// Chunks of one message become one; a change of kind starts a new event; a tool call
-    /// absorbs its updates in place; consecutive plans keep the last.
-    #[test]
-    fn a_turn_is_condensed_without_changing_what_it_renders() {
-        let mut turn = Turn::default();
-        turn.push(&SessionUpdate::agent_thought_text("think "));
-        turn.push(&SessionUpdate::agent_thought_text("more"));
-        turn.push(&SessionUpdate::agent_message_text("Hel"));
-        turn.push(&SessionUpdate::ToolCall(Box::new(ToolCall::new(
-            "t1", "Read",
-        ))));
-        turn.push(&SessionUpdate::agent_message_text("lo"));
-        let mut done = ToolCallUpdate::new("t1");
-        done.status = Some(ToolCallStatus::Completed);
-        turn.push(&SessionUpdate::ToolCallUpdate(Box::new(done)));
-        turn.push(&SessionUpdate::agent_message_text(" world"));
-        let stray: ToolCallUpdate = ToolCallUpdate::new("t9");
-        turn.push(&SessionUpdate::ToolCallUpdate(Box::new(stray.clone())));
-        let events = turn.take();
-        let mut call = ToolCall::new("t1", "Read");
-        call.status = ToolCallStatus::Completed;
-        let expected = vec![
-            StoredEvent::Update(SessionUpdate::agent_thought_text("think more")),
-            StoredEvent::Update(SessionUpdate::agent_message_text("Hel")),
-            StoredEvent::Update(SessionUpdate::ToolCall(Box::new(call))),
-            StoredEvent::Update(SessionUpdate::agent_message_text("lo world")),
-            StoredEvent::Update(SessionUpdate::ToolCallUpdate(Box::new(stray))),
-        ];
-        assert_eq!(texts(&events), texts(&expected));
-        assert!(turn.tools.is_empty());
-    }
-
-    /// `Interval`: updates of a turn wait until one arrives while the oldest unwritten is
-    /// older than the interval; then all go at once, and the turn's end writes the rest.
-    #[tokio::test]
-    async fn interval_durability_writes_when_the_oldest_unwritten_event_is_due() {
-        use crate::store::{HistoryCursor, MemoryStore};
-        let interval = std::time::Duration::from_millis(100);
-        let store = Arc::new(MemoryStore::new().with_durability(Durability::Interval(interval)));
-        let recorder = Recorder::new(store.clone());
-        let id = SessionId("i".into());
-        recorder
-            .created(SessionMeta::new(id.clone(), "/w"))
-            .await
-            .unwrap();
-        let stored = || async {
-            store
-                .history(&id, HistoryCursor::START, 100)
-                .await
-                .unwrap()
-                .events
-                .len()
-        };
-        let chunk =
-            |t: &str| SessionNotification::new(id.clone(), SessionUpdate::agent_message_text(t));
-        recorder.begin_prompt(&id, vec![ContentBlock::text("q")]);
-        recorder.update(&chunk("a"), || false).await;
-        recorder.update(&chunk("b"), || false).await;
-        assert_eq!(stored().await, 0, "not due yet");
-        tokio::time::sleep(interval + std::time::Duration::from_millis(20)).await;
-        recorder.update(&chunk("c"), || false).await;
-        // The prompt and the three chunks, coalesced into one.
-        assert_eq!(stored().await, 2);
-        recorder.update(&chunk("d"), || false).await;
-        assert_eq!(stored().await, 2, "a new window starts");
-        recorder
-            .end_prompt(&id, Some(&acp_types::v1::StopReason::EndTurn))
-            .await;
-        let events = store
-            .history(&id, HistoryCursor::START, 100)
-            .await
-            .unwrap()
-            .events;
-        assert_eq!(events.len(), 4, "{events:?}");
-        assert!(matches!(events[3], StoredEvent::TurnEnd(_)));
-    }
-
-    /// Chunks with different message ids stay apart.
-    #[test]
-    fn chunks_of_different_messages_stay_apart() {
-        let mut turn = Turn::default();
-        let mut a = ContentChunk::new("a");
-        a.message_id = Some("m1".into());
-        let mut b = ContentChunk::new("b");
-        b.message_id = Some("m2".into());
-        turn.push(&SessionUpdate::AgentMessageChunk(a));
-        turn.push(&SessionUpdate::AgentMessageChunk(b));
-        assert_eq!(turn.events.len(), 2);
-    }
-}
+mod tests;
