@@ -117,6 +117,12 @@ pub struct Limits {
     pub body_timeout: Duration,
     /// Time the agent has to answer `initialize` (504 after, the connection is dropped).
     pub initialize_timeout: Duration,
+    /// Over WebSocket: after this long without a frame from the client the server sends a
+    /// ping, and a client that sends nothing (not even the pong every WebSocket library
+    /// answers with) for another such interval is gone: its connection is closed (1001) and
+    /// its agent ended, instead of a half-open TCP connection holding them until the idle
+    /// timeout.
+    pub websocket_ping_interval: Duration,
 }
 
 impl Default for Limits {
@@ -131,6 +137,7 @@ impl Default for Limits {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             initialize_timeout: Duration::from_secs(30),
+            websocket_ping_interval: Duration::from_secs(30),
         }
     }
 }
@@ -138,7 +145,7 @@ impl Default for Limits {
 impl Limits {
     /// The defaults: 4 MiB messages, 256 connections, 64 sessions per connection, 10 minutes
     /// idle, 16 MiB buffered per connection, 1024 sockets, 10 s for headers, 30 s for a body
-    /// and for `initialize`.
+    /// and for `initialize`, a WebSocket ping after 30 s of silence.
     pub fn new() -> Self {
         Self::default()
     }

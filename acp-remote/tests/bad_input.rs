@@ -1,6 +1,7 @@
 //! The raw-HTTP bad-input table: each bad request gets its status and the server keeps
 //! serving; every limit answers clearly (413, 503, a JSON-RPC error, close code 1009), and
-//! idle connections and clients that never read are closed.
+//! idle connections, clients that never read and WebSocket clients that stop answering pings
+//! are closed.
 
 mod support;
 
@@ -350,6 +351,87 @@ async fn an_idle_connection_and_one_whose_client_never_reads_are_closed() {
         .await;
         assert_eq!(r.status, 404);
     }
+    server.shutdown();
+}
+
+/// A WebSocket client that reads (and so answers pings, as every WebSocket library does) is
+/// kept across many ping intervals and still served; one that goes silent is pinged, then
+/// closed with 1001, and its connection ends.
+#[tokio::test]
+async fn a_websocket_client_that_stops_answering_pings_is_closed() {
+    let mut limits = Limits::default();
+    limits.websocket_ping_interval = Duration::from_millis(100);
+    let server = server(limits).await;
+
+    let (mut alive, _) = websocket(&server).await;
+    let mut pings = 0;
+    let listening = within(5, async {
+        let until = tokio::time::Instant::now() + Duration::from_millis(800);
+        while let Ok(frame) = tokio::time::timeout_at(until, alive.next()).await {
+            match frame {
+                Some(Ok(Message::Ping(_))) => pings += 1,
+                Some(Ok(Message::Close(frame))) => panic!("closed while answering: {frame:?}"),
+                Some(Ok(_)) => {}
+                other => panic!("socket ended: {other:?}"),
+            }
+        }
+    });
+    listening.await;
+    assert!(pings >= 3, "pinged while silent: {pings}");
+    assert_eq!(server.connections(), 1);
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#;
+    alive.send(Message::text(init)).await.unwrap();
+    assert_eq!(answer(&mut alive, 1).await["result"]["protocolVersion"], 1);
+    drop(alive);
+    within(5, async {
+        while server.connections() > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+
+    // Silent: nothing read (so no pong) for longer than two intervals.
+    let (mut silent, _) = websocket(&server).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut seen = Vec::new();
+    let code = within(5, async {
+        loop {
+            match silent.next().await {
+                Some(Ok(Message::Close(frame))) => return frame.map(|f| u16::from(f.code)),
+                Some(Ok(frame)) => seen.push(frame),
+                _ => return None,
+            }
+        }
+    })
+    .await;
+    assert_eq!(code, Some(1001), "after {seen:?}");
+    assert!(matches!(seen.first(), Some(Message::Ping(_))), "{seen:?}");
+    within(5, async {
+        while server.connections() > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    server.shutdown();
+}
+
+/// acp-remote's own client answers the pings while its application is quiet: idle for many
+/// intervals, then a whole conversation.
+#[tokio::test]
+async fn the_remote_client_answers_pings_while_its_application_is_quiet() {
+    let mut limits = Limits::default();
+    limits.websocket_ping_interval = Duration::from_millis(100);
+    let server = server(limits).await;
+    let url = format!("ws://{}/acp", server.local_addr());
+    let options = acp_remote::ConnectOptions::new().token(TOKEN);
+    let client = support::TestClient::default();
+    let conn = acp_remote::connect_client(client, &url, &options, Default::default())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(server.connections(), 1, "still open after 7 intervals");
+    let (_, text) = within(10, support::converse(&conn)).await;
+    assert!(!text.is_empty());
     server.shutdown();
 }
 

@@ -1,7 +1,11 @@
 //! The WebSocket profile of the server: `GET /acp` with `Upgrade: websocket` starts a
 //! connection (the 101 carries `Acp-Connection-Id`); each text frame is one JSON-RPC message
 //! both ways, `initialize` first. A binary frame closes with 1003, a message over the size
-//! limit with 1009, a batch is answered with a JSON-RPC error.
+//! limit with 1009, a batch is answered with a JSON-RPC error. A client silent for a
+//! [`Limits::websocket_ping_interval`] is pinged, and closed with 1001 if it stays silent
+//! for another.
+
+use std::time::Duration;
 
 use std::sync::Arc;
 
@@ -73,13 +77,14 @@ pub(crate) fn upgrade(
     };
     let on_upgrade = hyper::upgrade::on(&mut req);
     let config = config(&shared.limits);
+    let ping_interval = shared.limits.websocket_ping_interval;
     let running = conn.clone();
     tokio::spawn(async move {
         match on_upgrade.await {
             Ok(upgraded) => {
                 let io = TokioIo::new(upgraded);
                 let ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
-                serve(&running, ws).await;
+                serve(&running, ws, ping_interval).await;
             }
             Err(error) => tracing::debug!(%error, "websocket upgrade failed"),
         }
@@ -96,17 +101,37 @@ pub(crate) fn upgrade(
     response
 }
 
-/// Moves frames both ways until either side ends.
-async fn serve<S>(conn: &Arc<Conn>, ws: WebSocketStream<S>)
+/// Moves frames both ways until either side ends, pinging a silent client.
+async fn serve<S>(conn: &Arc<Conn>, ws: WebSocketStream<S>, ping_interval: Duration)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
     let (mut sink, mut stream) = ws.split();
     let _reading = conn.reader();
     let generation = conn.main.attach();
+    // When the client has been silent long enough; `pinged`: the ping went out already.
+    let silence = tokio::time::sleep(ping_interval);
+    tokio::pin!(silence);
+    let mut pinged = false;
     loop {
         tokio::select! {
+            () = &mut silence => {
+                if pinged {
+                    tracing::debug!(connection = %conn.id, "no answer to a ping; closing");
+                    let _ = sink.send(close(CloseCode::Away, "no answer to ping")).await;
+                    return;
+                }
+                if sink.send(Message::Ping(Default::default())).await.is_err() {
+                    return;
+                }
+                pinged = true;
+                silence.as_mut().reset(tokio::time::Instant::now() + ping_interval);
+            }
             frame = stream.next() => {
+                if let Some(Ok(_)) = &frame {
+                    pinged = false;
+                    silence.as_mut().reset(tokio::time::Instant::now() + ping_interval);
+                }
                 let text = match frame {
                     Some(Ok(Message::Text(text))) => text,
                     Some(Ok(Message::Binary(_))) => {
