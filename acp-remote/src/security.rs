@@ -123,6 +123,11 @@ pub struct Limits {
     /// its agent ended, instead of a half-open TCP connection holding them until the idle
     /// timeout.
     pub websocket_ping_interval: Duration,
+    /// Messages (requests, notifications and answers) one connection may send per second,
+    /// with bursts of up to as many: past it a POST is answered `429` (with `Retry-After`)
+    /// and a WebSocket message with a JSON-RPC error, and the message is not forwarded, so
+    /// one client cannot flood its agent (or a gateway's child) faster than it can work.
+    pub max_messages_per_second: u32,
 }
 
 impl Default for Limits {
@@ -138,6 +143,7 @@ impl Default for Limits {
             body_timeout: Duration::from_secs(30),
             initialize_timeout: Duration::from_secs(30),
             websocket_ping_interval: Duration::from_secs(30),
+            max_messages_per_second: 1000,
         }
     }
 }
@@ -145,9 +151,43 @@ impl Default for Limits {
 impl Limits {
     /// The defaults: 4 MiB messages, 256 connections, 64 sessions per connection, 10 minutes
     /// idle, 16 MiB buffered per connection, 1024 sockets, 10 s for headers, 30 s for a body
-    /// and for `initialize`, a WebSocket ping after 30 s of silence.
+    /// and for `initialize`, a WebSocket ping after 30 s of silence, 1000 messages a second
+    /// per connection.
     pub fn new() -> Self {
         Self::default()
+    }
+}
+
+/// A token bucket: `rate` tokens a second, at most `rate` held (a second's burst).
+#[derive(Debug)]
+pub(crate) struct RateBucket {
+    rate: f64,
+    tokens: f64,
+    last: std::time::Instant,
+}
+
+impl RateBucket {
+    pub(crate) fn new(per_second: u32) -> Self {
+        let rate = f64::from(per_second.max(1));
+        RateBucket {
+            rate,
+            tokens: rate,
+            last: std::time::Instant::now(),
+        }
+    }
+
+    /// Takes one token if there is one.
+    pub(crate) fn take(&mut self) -> bool {
+        let now = std::time::Instant::now();
+        let refill = now.duration_since(self.last).as_secs_f64() * self.rate;
+        self.tokens = (self.tokens + refill).min(self.rate);
+        self.last = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
     }
 }
 

@@ -64,6 +64,8 @@ pub(crate) enum Refused {
     UnknownSession,
     /// The connection has ended (404).
     Closed,
+    /// Over [`Limits::max_messages_per_second`] (429, or a JSON-RPC error over WebSocket).
+    RateLimited,
 }
 
 /// One ACP connection: its agent, routing state and streams.
@@ -83,6 +85,8 @@ pub(crate) struct Conn {
     guard: std::sync::Mutex<Option<Guard>>,
     limits: Arc<Limits>,
     ended: AtomicBool,
+    /// [`Limits::max_messages_per_second`].
+    rate: std::sync::Mutex<crate::security::RateBucket>,
 }
 
 impl std::fmt::Debug for Conn {
@@ -114,6 +118,9 @@ impl Conn {
             last_seen: std::sync::Mutex::new(Instant::now()),
             attached: AtomicUsize::new(0),
             guard: std::sync::Mutex::new(Some(agent.guard)),
+            rate: std::sync::Mutex::new(crate::security::RateBucket::new(
+                limits.max_messages_per_second,
+            )),
             limits,
             ended: AtomicBool::new(false),
         });
@@ -226,6 +233,9 @@ impl Conn {
     ) -> Result<(), Refused> {
         if self.closed.is_cancelled() {
             return Err(Refused::Closed);
+        }
+        if !lock(&self.rate).take() {
+            return Err(Refused::RateLimited);
         }
         self.touch();
         let method = message.get("method").and_then(Value::as_str);

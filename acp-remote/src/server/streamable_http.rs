@@ -105,6 +105,17 @@ pub(crate) async fn post(
         Ok(()) => text(StatusCode::ACCEPTED, ""),
         Err(Refused::UnknownSession) => text(StatusCode::NOT_FOUND, "unknown session\n"),
         Err(Refused::Closed) => text(StatusCode::NOT_FOUND, "unknown connection\n"),
+        Err(Refused::RateLimited) => {
+            let mut response = text(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too many messages on this connection; slow down\n",
+            );
+            response.headers_mut().insert(
+                hyper::header::RETRY_AFTER,
+                hyper::header::HeaderValue::from_static("1"),
+            );
+            response
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
-use super::connection::Conn;
+use super::connection::{Conn, Refused};
 use super::{Body, READ_BUFFER, Shared, text};
 use crate::HEADER_CONNECTION_ID;
 use crate::security::{Identity, Limits};
@@ -149,8 +149,21 @@ where
                 conn.touch();
                 match serde_json::from_str::<Value>(&text) {
                     Ok(message @ Value::Object(_)) => {
-                        if conn.forward_to_agent(message, None).await.is_err() {
-                            return;
+                        // The error answers a request; anything else gets a null id.
+                        let id = match message.get("method") {
+                            Some(_) => message.get("id").cloned().unwrap_or(Value::Null),
+                            None => Value::Null,
+                        };
+                        match conn.forward_to_agent(message, None).await {
+                            Ok(()) => {}
+                            Err(Refused::RateLimited) => {
+                                let refused = super::connection::refusal(&id, "too many messages on this connection; slow down");
+                                let Ok(refused) = Utf8Bytes::try_from(refused) else { continue };
+                                if sink.send(Message::Text(refused)).await.is_err() {
+                                    return;
+                                }
+                            }
+                            Err(_) => return,
                         }
                     }
                     Ok(Value::Array(_)) => {
