@@ -123,10 +123,11 @@ pub struct Limits {
     /// its agent ended, instead of a half-open TCP connection holding them until the idle
     /// timeout.
     pub websocket_ping_interval: Duration,
-    /// Messages (requests, notifications and answers) one connection may send per second,
-    /// with bursts of up to as many: past it a POST is answered `429` (with `Retry-After`)
-    /// and a WebSocket message with a JSON-RPC error, and the message is not forwarded, so
-    /// one client cannot flood its agent (or a gateway's child) faster than it can work.
+    /// Requests and notifications one connection may send per second, with bursts of up to
+    /// as many: past it a POST is answered `429` (with `Retry-After`) and a WebSocket
+    /// message with a JSON-RPC error, and the message is not forwarded, so one client cannot
+    /// flood its agent (or a gateway's child) faster than it can work. Answers to the
+    /// agent's requests are never held back.
     pub max_messages_per_second: u32,
 }
 

@@ -234,11 +234,13 @@ impl Conn {
         if self.closed.is_cancelled() {
             return Err(Refused::Closed);
         }
-        if !lock(&self.rate).take() {
+        let method = message.get("method").and_then(Value::as_str);
+        // Answers to the agent's own requests are never held back (the agent would wait for
+        // them); their number follows the agent's requests anyway.
+        if method.is_some() && !lock(&self.rate).take() {
             return Err(Refused::RateLimited);
         }
         self.touch();
-        let method = message.get("method").and_then(Value::as_str);
         let id = message.get("id").filter(|_| method.is_some());
         let named = session.map(str::to_owned).or_else(|| {
             let p = message.get("params")?.get("sessionId")?.as_str()?;
