@@ -47,6 +47,32 @@ pub fn echo_agent() -> PathBuf {
     agent
 }
 
+/// acp-agent's `mcp_test_server` example (an MCP server on rmcp's server side), built on
+/// demand into the same target directory.
+pub fn mcp_test_server() -> PathBuf {
+    let exe = acp();
+    let debug = exe.parent().expect("target dir");
+    let server = debug.join("examples/mcp_test_server");
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .args([
+            "-p",
+            "acp-agent",
+            "--features",
+            "mcp",
+            "--example",
+            "mcp_test_server",
+        ])
+        .env("CARGO_TARGET_DIR", debug.parent().expect("target root"))
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building the MCP test server failed");
+    server
+}
+
 /// A scratch directory, removed on drop.
 pub struct Scratch(pub PathBuf);
 
