@@ -397,3 +397,71 @@ async fn dropping_the_connector_kills_the_servers() {
         assert!(wait_gone(pid, false).await, "{pid} survived the drop");
     }
 }
+
+/// Figures for the notes (run by hand, release or debug):
+/// `cargo build -p acp-agent --features mcp --example mcp_test_server && cargo test -p acp-agent --features mcp --test mcp_connector -- --ignored --nocapture figures`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "figures, run by hand"]
+async fn figures_start_round_trip_and_restart() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    const CALLS: u32 = 500;
+
+    let servers = [stdio("a", &[]), stdio("b", &[]), stdio("c", &[])];
+    let started = Instant::now();
+    let connector = McpConnector::start(&servers, McpConfig::default());
+    let start_returned = started.elapsed();
+    let listed = connector.tools().await;
+    let all_listed = started.elapsed();
+    assert!(listed.iter().all(|(_, t)| t.is_ok()));
+    eprintln!(
+        "figure: McpConnector::start returned in {start_returned:?}; 3 stdio servers' tools listed after {all_listed:?}"
+    );
+
+    let cancel = CancellationToken::new();
+    let a = args(json!({"text": "ping"}));
+    let t = Instant::now();
+    for _ in 0..CALLS {
+        connector
+            .call_tool("a", "echo", a.clone(), &cancel)
+            .await
+            .unwrap();
+    }
+    let through = t.elapsed() / CALLS;
+
+    let mut cmd = tokio::process::Command::new(server_path());
+    cmd.kill_on_drop(true);
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+    let direct = ().serve(transport).await.unwrap();
+    let t = Instant::now();
+    for _ in 0..CALLS {
+        let mut p = CallToolRequestParams::new("echo");
+        p.arguments = a.clone();
+        direct.peer().call_tool(p).await.unwrap();
+    }
+    let plain = t.elapsed() / CALLS;
+    eprintln!(
+        "figure: echo round trip through the connector {through:?}, direct rmcp client {plain:?} (mean of {CALLS})"
+    );
+    let _ = direct.cancel().await;
+
+    let dir = temp_dir("figures");
+    let marker = dir.join("crashed");
+    let config = McpConfig::default().restart_backoff(Duration::from_millis(100));
+    let fragile = McpConnector::start(
+        &[stdio("f", &["--crash-once", marker.to_str().unwrap()])],
+        config,
+    );
+    let _ = fragile
+        .call_tool("f", "crash", None, &cancel)
+        .await
+        .unwrap_err();
+    let t = Instant::now();
+    fragile.call_tool("f", "echo", None, &cancel).await.unwrap();
+    eprintln!(
+        "figure: a crashed server answered again {:?} after its failed call (the 100 ms backoff runs from the crash)",
+        t.elapsed()
+    );
+    fragile.close().await;
+    connector.close().await;
+}
