@@ -465,3 +465,108 @@ async fn figures_start_round_trip_and_restart() {
     fragile.close().await;
     connector.close().await;
 }
+
+/// The interop cache where `cargo xtask interop` installs the npm packages (the same rule as
+/// interop/src/cache.rs).
+fn interop_npm() -> PathBuf {
+    let cache = std::env::var_os("ACP_INTEROP_CACHE")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME")
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                .unwrap_or_else(std::env::temp_dir)
+                .join("acp-rs-interop")
+        });
+    cache.join("npm")
+}
+
+/// The official TypeScript SDK's reference server, `@modelcontextprotocol/server-everything`
+/// over stdio, from the interop cache: tools listed, called with arguments, text, image and
+/// structured results. Ignored in the plain test run (CI installs the cache afterwards, with
+/// `cargo xtask interop`, then runs it: .ci/run); skips with the reason when the cache lacks
+/// it, and fails instead under `CI=true`.
+#[tokio::test]
+#[ignore = "needs the interop npm cache: cargo xtask interop"]
+async fn the_reference_server_everything_is_listed_and_called() {
+    let script =
+        interop_npm().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    if !script.is_file() {
+        let msg = format!("{} missing: run `cargo xtask interop`", script.display());
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{msg} (CI installs it before this test: .ci/run)");
+        }
+        eprintln!("\n!!! SKIPPED: {msg} !!!\n");
+        return;
+    }
+    let server = McpServer::Stdio(McpServerStdio::new(
+        "everything",
+        "node",
+        [script.to_string_lossy().into_owned(), "stdio".into()],
+        [],
+    ));
+    let connector = McpConnector::start(&[server], McpConfig::default());
+    let (_, tools) = connector.tools().await.remove(0);
+    let tools = tools.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    for tool in [
+        "echo",
+        "get-sum",
+        "get-tiny-image",
+        "get-structured-content",
+    ] {
+        assert!(names.contains(&tool), "{tool} missing from {names:?}");
+    }
+    let cancel = CancellationToken::new();
+    let r = connector
+        .call_tool(
+            "everything",
+            "echo",
+            args(json!({"message": "hi"})),
+            &cancel,
+        )
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), "Echo: hi");
+    let r = connector
+        .call_tool(
+            "everything",
+            "get-sum",
+            args(json!({"a": 2, "b": 40})),
+            &cancel,
+        )
+        .await
+        .unwrap();
+    assert!(text_of(&r).contains("42"), "{r:?}");
+    let r = connector
+        .call_tool("everything", "get-tiny-image", None, &cancel)
+        .await
+        .unwrap();
+    let content = serde_json::to_value(acp_agent::mcp::result_content(&r)).unwrap();
+    assert!(
+        content
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["content"]["type"] == "image"),
+        "{content}"
+    );
+    let r = connector
+        .call_tool(
+            "everything",
+            "get-structured-content",
+            args(json!({"location": "Chicago"})),
+            &cancel,
+        )
+        .await
+        .unwrap();
+    assert!(
+        r.structured_content
+            .as_ref()
+            .is_some_and(|s| s["temperature"].is_number()),
+        "{r:?}"
+    );
+    connector.close().await;
+}
