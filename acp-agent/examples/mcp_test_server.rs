@@ -8,13 +8,16 @@
 //!   exist yet, and creates it, so the restarted server answers normally (without this flag
 //!   every `crash` call exits);
 //! - `--pid-file FILE`: writes its process id there, then the grandchild's (one a line);
+//! - `--http`: serves streamable HTTP on 127.0.0.1 (a free port) instead of stdio, and prints
+//!   `http://127.0.0.1:PORT/mcp` as its first stdout line;
 //! - `--grandchild`: starts a `sleep 300` in its process group, the orphan a careless
 //!   shutdown would leave behind.
 //!
 //! Tools: `echo {text}` (text back), `add {a, b}` (text and structured content), `image` (a
 //! one-pixel PNG), `resource` (an embedded text resource), `sleep {ms}` (answers after that
 //! long), `flood {bytes}` (a text of that size), `fail` (a tool error), `crash` (see above),
-//! `env {name}` (the value of an environment variable).
+//! `env {name}` (the value of an environment variable), `header {name}` (the value of a
+//! header of the HTTP request, in `--http` mode).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -84,13 +87,18 @@ impl ServerHandler for TestServer {
                 "An environment variable",
                 json!({"name": {"type": "string"}}),
             ),
+            tool(
+                "header",
+                "An HTTP request header",
+                json!({"name": {"type": "string"}}),
+            ),
         ]))
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let result = match request.name.as_ref() {
             "echo" => {
@@ -135,6 +143,15 @@ impl ServerHandler for TestServer {
                 let value = std::env::var(name).unwrap_or_default();
                 CallToolResult::success(vec![ContentBlock::text(value)])
             }
+            "header" => {
+                let name = arg(&request, "name").and_then(Value::as_str).unwrap_or("");
+                let parts = context.extensions.get::<http::request::Parts>();
+                let value = parts
+                    .and_then(|p| p.headers.get(name))
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                CallToolResult::success(vec![ContentBlock::text(value)])
+            }
             other => return Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
         };
         Ok(result.into())
@@ -169,6 +186,10 @@ async fn main() {
     if let Some(ms) = value_after(&args, "--slow-start").and_then(|v| v.parse().ok()) {
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
+    if args.iter().any(|a| a == "--http") {
+        serve_http().await;
+        return;
+    }
     let server = TestServer {
         crash_marker: value_after(&args, "--crash-once"),
     };
@@ -177,4 +198,33 @@ async fn main() {
         std::process::exit(2);
     };
     let _ = running.waiting().await;
+}
+
+/// Streamable HTTP on a free 127.0.0.1 port, one hyper connection task per client.
+async fn serve_http() {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+
+    let service = StreamableHttpService::new(
+        || Ok(TestServer { crash_marker: None }),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("address");
+    println!("http://{addr}/mcp");
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let service = hyper_util::service::TowerToHyperService::new(service.clone());
+        tokio::spawn(async move {
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, service)
+                .await;
+        });
+    }
 }

@@ -330,20 +330,31 @@ async fn three_servers_start_concurrently_and_a_slow_one_holds_up_nobody() {
     assert!(
         listed
             .iter()
-            .all(|(_, t)| t.as_ref().is_ok_and(|t| t.len() == 9))
+            .all(|(_, t)| t.as_ref().is_ok_and(|t| t.len() == 10))
     );
     assert!(all < Duration::from_millis(3000), "{all:?}");
     connector.close().await;
 }
 
 #[tokio::test]
-async fn http_and_sse_servers_are_refused_as_not_advertised() {
+async fn sse_servers_and_http_ones_without_the_feature_are_refused_as_not_advertised() {
     let caps = mcp_capabilities();
-    assert!(!caps.sse && !caps.http);
-    let servers = [
-        McpServer::Http(McpServerHttp::new("web", "http://127.0.0.1:9/mcp", [])),
-        McpServer::Sse(McpServerSse::new("old", "http://127.0.0.1:9/sse", [])),
-    ];
+    assert!(!caps.sse);
+    assert_eq!(caps.http, cfg!(feature = "mcp-http"));
+    let mut servers = vec![McpServer::Sse(McpServerSse::new(
+        "old",
+        "http://127.0.0.1:9/sse",
+        [],
+    ))];
+    let mut expected = vec!["sse"];
+    if !caps.http {
+        servers.push(McpServer::Http(McpServerHttp::new(
+            "web",
+            "http://127.0.0.1:9/mcp",
+            [],
+        )));
+        expected.push("http");
+    }
     let connector = McpConnector::start(&servers, McpConfig::default());
     let listed = connector.tools().await;
     let transports: Vec<_> = listed
@@ -353,7 +364,7 @@ async fn http_and_sse_servers_are_refused_as_not_advertised() {
             other => panic!("{other:?}"),
         })
         .collect();
-    assert_eq!(transports, ["http", "sse"]);
+    assert_eq!(transports, expected);
 }
 
 #[tokio::test]

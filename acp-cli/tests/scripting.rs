@@ -679,7 +679,9 @@ fn mcp_config_servers_are_listed_and_called_as_tool_calls_by_the_builtin_agent()
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("not passed: web"), "{stdout}");
     assert!(
-        stdout.contains("- tester: echo, add, image, resource, sleep, flood, fail, crash, env"),
+        stdout.contains(
+            "- tester: echo, add, image, resource, sleep, flood, fail, crash, env, header"
+        ),
         "{stdout}"
     );
     assert!(

@@ -61,6 +61,25 @@ impl McpConnector {
             let (base, transport) = describe(server);
             let name = unique_name(&mut taken, &base);
             let stderr = StderrTail::default();
+            #[cfg(feature = "mcp-http")]
+            if let McpServer::Http(spec) = server {
+                let (tx, rx) = watch::channel(State::Starting);
+                let supervisor = super::http::HttpSupervisor {
+                    name: name.clone(),
+                    spec: spec.clone(),
+                    config: config.clone(),
+                    state: tx,
+                    shutdown: shutdown.child_token(),
+                };
+                tasks.push(tokio::spawn(supervisor.run()));
+                slots.push(Slot {
+                    name,
+                    state: rx,
+                    group: None,
+                    stderr,
+                });
+                continue;
+            }
             let McpServer::Stdio(spec) = server else {
                 let (_tx, rx) = watch::channel(State::Failed(McpError::Unsupported {
                     server: name.clone(),

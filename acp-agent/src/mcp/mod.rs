@@ -11,8 +11,12 @@
 //!   bounded tail that failures quote. A server that exits after it was ready is restarted with
 //!   a doubling backoff, at most [`McpConfig::max_restarts`] times; a server that fails to start
 //!   (no such program, no `initialize` answer in time) is not retried.
-//! - **http and sse servers** are refused with [`McpError::Unsupported`]; [`mcp_capabilities`]
-//!   advertises `http: false, sse: false` accordingly (SSE is deprecated by the MCP spec).
+//! - **http servers** (feature `mcp-http`) are reached over rmcp's streamable HTTP client with
+//!   their headers, plain `http://` only (no TLS stack is linked); a server whose MCP session
+//!   ends is marked unavailable, not retried. Without the feature they are refused with
+//!   [`McpError::Unsupported`].
+//! - **sse servers** are always refused (SSE is deprecated by the MCP spec).
+//!   [`mcp_capabilities`] advertises what this build connects.
 //! - **Tools** are named `server/tool` ([`McpTool::qualified`]). Server names are made unique
 //!   within a session: a second server called `fs` becomes `fs~2`, and so on. A tool name may
 //!   itself contain `/`: [`McpConnector::resolve`] matches the longest server-name prefix.
@@ -29,6 +33,8 @@
 mod acp_tool;
 mod connector;
 mod error;
+#[cfg(feature = "mcp-http")]
+mod http;
 mod server;
 
 pub use acp_tool::{McpPermission, result_content, run_as_tool_call};
@@ -43,8 +49,10 @@ use crate::types::McpCapabilities;
 /// The MCP transports this build of acp-agent connects, as the agent advertises them in
 /// `agentCapabilities.mcpCapabilities` (stdio is always supported and not listed).
 pub fn mcp_capabilities() -> McpCapabilities {
-    // http and sse are not connected by this build; both stay false.
-    McpCapabilities::new()
+    // sse is never connected; http only with the `mcp-http` feature.
+    let mut caps = McpCapabilities::new();
+    caps.http = cfg!(feature = "mcp-http");
+    caps
 }
 
 /// The bounds of a connector: how long servers may take, how much they may send, how often
