@@ -157,10 +157,15 @@ fn attachments_are_described_by_kind() {
     );
 }
 
-/// acp-agent's `mcp_test_server` example, built on demand into this target directory.
+/// acp-agent's `mcp_test_server` example, built into this target directory when missing
+/// (`cargo test --workspace` builds it, as acp-cli turns on acp-agent's `mcp`).
 fn mcp_test_server() -> String {
     let exe = std::env::current_exe().unwrap();
     let debug = exe.parent().unwrap().parent().unwrap();
+    let server = debug.join("examples/mcp_test_server");
+    if server.exists() {
+        return server.to_string_lossy().into_owned();
+    }
     let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = std::process::Command::new(cargo)
