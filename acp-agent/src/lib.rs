@@ -64,6 +64,8 @@ mod dispatch;
 mod generated;
 pub mod handle;
 pub mod legacy;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod negotiate;
 pub mod session;
 mod state;

@@ -17,6 +17,8 @@
 //! | anything | the full demo turn above, then an echo of the prompt and its attachments |
 //! | `/echo TEXT` | the text streamed back, nothing else |
 //! | `/count [N]` | counts to N (default 30) slowly: a long turn to cancel |
+//! | `/mcp` | the session's MCP servers (from `session/new`) with their tools |
+//! | `/mcp SERVER TOOL {json}` | calls that tool (asking permission in mode `ask`) as a tool call |
 //! | `/help` | the commands, as a reply |
 //!
 //! In mode `ask` (the default) the edit waits for permission; in mode `code` it is applied
@@ -24,14 +26,16 @@
 //! streaming speed.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use acp_agent::mcp::{McpConfig, McpConnector};
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentContext, Error, PromptContext};
 
 use crate::proto;
 
+mod mcp;
 mod turn;
 
 use turn::Step;
@@ -95,6 +99,9 @@ pub struct BuiltinAgent {
     /// Served with a session store (`--store`): session ids carry the start time so they
     /// stay unique across runs, and the store lists, loads and resumes the sessions.
     id_prefix: Option<String>,
+    /// Each session's MCP servers, started in the background at `session/new` and stopped
+    /// (process groups killed) when the agent is dropped with its connection.
+    mcp: Mutex<HashMap<SessionId, Arc<McpConnector>>>,
 }
 
 impl BuiltinAgent {
@@ -143,6 +150,15 @@ impl BuiltinAgent {
             .unwrap_or_else(|p| p.into_inner())
             .insert(id.clone(), state.clone());
         Some(state)
+    }
+
+    /// The MCP connector of a session that was given servers.
+    fn connector(&self, id: &SessionId) -> Option<Arc<McpConnector>> {
+        self.mcp
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned()
     }
 
     fn state(&self, id: &SessionId) -> Option<SessionState> {
@@ -194,6 +210,11 @@ fn commands() -> Vec<AvailableCommand> {
             "Count slowly (a long turn to cancel)",
             Some("how far"),
         ),
+        proto::command(
+            "mcp",
+            "List the session's MCP servers and tools, or call one: /mcp SERVER TOOL {json}",
+            Some("server tool {json arguments}"),
+        ),
         proto::command("help", "What the built-in agent can do", None),
     ]
 }
@@ -222,6 +243,14 @@ impl Agent for BuiltinAgent {
                 *next
             ))
         };
+        if !p.mcp_servers.is_empty() {
+            // Started in the background: the answer to session/new does not wait for them.
+            let connector = McpConnector::start(&p.mcp_servers, McpConfig::default());
+            self.mcp
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id.clone(), Arc::new(connector));
+        }
         let state = SessionState {
             cwd: p.cwd,
             mode: MODES[0].0.to_owned(),
@@ -417,6 +446,7 @@ impl Agent for BuiltinAgent {
                 }
                 stop
             }
+            Some(("mcp", rest)) => self.mcp_command(cx, &state, rest).await?,
             Some(("help", _)) => {
                 let mut text = String::from("Commands:");
                 for c in commands() {

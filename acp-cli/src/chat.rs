@@ -34,6 +34,8 @@ pub struct ChatRequest {
     pub load: Option<String>,
     /// Without a keyboard: what to grant of what the agent asks.
     pub allow: acp_client::permission::PermissionPolicy,
+    /// The MCP servers to pass in session/new (from `--mcp-config`).
+    pub mcp_servers: Vec<McpServer>,
 }
 
 /// The exit status for a stop reason: 0 for `end_turn`, 130 for `cancelled` (as for
@@ -419,6 +421,13 @@ async fn run_with(
         link.dialect
     ));
     let cwd_text = cwd.to_string_lossy().into_owned();
+    let (mcp_servers, warning) = crate::mcp_config::supported(
+        request.mcp_servers.clone(),
+        &link.init.agent_capabilities.mcp_capabilities,
+    );
+    if let Some(warning) = warning {
+        view.info(&format!("warning: {warning}"));
+    }
     let (session, modes, config, models) = match &request.load {
         Some(id) => {
             if !link.init.agent_capabilities.load_session {
@@ -449,7 +458,7 @@ async fn run_with(
             }
         }
         None => match agent
-            .new_session(proto::new_session_request(&cwd_text))
+            .new_session(proto::new_session_request(&cwd_text, mcp_servers))
             .await
         {
             Ok(created) => (

@@ -25,6 +25,7 @@ mod check;
 mod client;
 mod input;
 mod link;
+mod mcp_config;
 mod offers;
 mod proto;
 mod sanitize;
@@ -144,6 +145,11 @@ struct ChatArgs {
     /// `allow_always` option: a permanent grant, which --yes never gives.
     #[arg(long, requires = "prompt")]
     yes_always: bool,
+    /// Pass the MCP servers of this file (`{"mcpServers": {NAME: {command, args, env} |
+    /// {url, headers}}}`, as MCP clients write it) in session/new; those of transports the
+    /// agent does not advertise are left out with a warning.
+    #[arg(long, value_name = "FILE")]
+    mcp_config: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -247,8 +253,14 @@ async fn run(cli: Cli) -> i32 {
                 Ok(spec) => spec,
                 Err(e) => return fail(e),
             };
+            let mcp_servers = match args.mcp_config.as_deref().map(mcp_config::read) {
+                None => Vec::new(),
+                Some(Ok(servers)) => servers,
+                Some(Err(e)) => return fail(e),
+            };
             chat::run(chat::ChatRequest {
                 agent: spec,
+                mcp_servers,
                 prompt: args.prompt,
                 json: args.json,
                 load: args.load,

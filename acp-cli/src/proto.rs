@@ -16,8 +16,8 @@ pub fn initialize_request() -> InitializeRequest {
 }
 
 /// `session/new` in `cwd` with no MCP servers.
-pub fn new_session_request(cwd: &str) -> NewSessionRequest {
-    NewSessionRequest::new(cwd, Vec::<McpServer>::new())
+pub fn new_session_request(cwd: &str, mcp_servers: Vec<McpServer>) -> NewSessionRequest {
+    NewSessionRequest::new(cwd, mcp_servers)
 }
 
 /// `session/load` of `id` in `cwd`.
@@ -189,6 +189,7 @@ pub fn builtin_initialize_response() -> InitializeResponse {
         .agent_capabilities(
             AgentCapabilities::new()
                 .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                .mcp_capabilities(acp_agent::mcp::mcp_capabilities())
                 .session_capabilities(
                     SessionCapabilities::new()
                         .list(SessionListCapabilities::new())

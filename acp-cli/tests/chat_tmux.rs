@@ -117,7 +117,10 @@ fn builtin_slash_completion_mode_and_model_switch() {
     let t = chat_builtin("slash", &dir);
     // The agent's commands arrived before the first prompt.
     let screen = t.wait_for("you>");
-    assert!(screen.contains("commands: /echo /count /help"), "{screen}");
+    assert!(
+        screen.contains("commands: /echo /count /mcp /help"),
+        "{screen}"
+    );
     t.send(&["/ec", "Tab"]);
     t.wait_for("you> /echo");
     t.line("round trip");

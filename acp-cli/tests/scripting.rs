@@ -8,7 +8,7 @@ mod support;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{Scratch, acp};
+use support::{Scratch, acp, mcp_test_server};
 
 /// Runs `acp args...` with a time limit; panics if it hangs.
 fn run(args: &[&str], cwd: &std::path::Path) -> Output {
@@ -652,4 +652,93 @@ fn yes_grants_only_the_one_action_whatever_the_order_of_the_options() {
     let allow_only = r#"[{"optionId":"once","name":"Allow","kind":"allow_once"}]"#;
     let stdout = ask_with(allow_only, &[]);
     assert!(stdout.contains("chose cancelled"), "{stdout}");
+}
+
+/// `acp chat --mcp-config FILE` passes the file's stdio servers in session/new (an http one
+/// the built-in agent does not advertise is named in a warning); the built-in agent's `/mcp`
+/// lists each server with its tools or why it has none, and `/mcp SERVER TOOL {json}` runs
+/// the tool as a tool call after asking permission: completed with its result, failed when
+/// refused or when the server crashes mid-call, and the turn ends either way. No server
+/// process outlives `acp`.
+#[test]
+fn mcp_config_servers_are_listed_and_called_as_tool_calls_by_the_builtin_agent() {
+    let dir = Scratch::new("mcp");
+    let server = mcp_test_server();
+    let pids = dir.0.join("pids");
+    let config = serde_json::json!({"mcpServers": {
+        "tester": {"command": server, "args": ["--pid-file", pids], "env": {"ACP_MCP_TEST_VALUE": "from the config"}},
+        "web": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer x"}},
+        "ghost": {"command": "/nonexistent/mcp-server"},
+    }});
+    let file = dir.0.join("mcp.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let file = file.to_str().unwrap();
+
+    let out = run(&["chat", "--prompt", "/mcp", "--mcp-config", file], &dir.0);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("not passed: web"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "- tester: echo, add, image, resource, sleep, flood, fail, crash, env, header"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("- ghost: unavailable: MCP server \"ghost\": cannot start"),
+        "{stdout}"
+    );
+
+    let call = r#"/mcp tester env {"name": "ACP_MCP_TEST_VALUE"}"#;
+    let out = run(
+        &["chat", "--prompt", call, "--mcp-config", file, "--yes"],
+        &dir.0,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("the agent asks permission: tester/env"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("tester/env (other) ✓ completed"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("from the config"), "{stdout}");
+
+    let out = run(&["chat", "--prompt", call, "--mcp-config", file], &dir.0);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("tester/env (other) ✗ failed"), "{stdout}");
+    assert!(stdout.contains("rejected by the user"), "{stdout}");
+    assert!(stdout.contains("── end_turn"), "{stdout}");
+
+    let out = run(
+        &[
+            "chat",
+            "--prompt",
+            "/mcp tester crash",
+            "--mcp-config",
+            file,
+            "--yes",
+        ],
+        &dir.0,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("tester/crash (other) ✗ failed"), "{stdout}");
+    assert!(stdout.contains("crashing on purpose"), "{stdout}");
+    assert!(stdout.contains("── end_turn"), "{stdout}");
+
+    // Every run's server is gone once acp has exited (the last run wrote the pid file last).
+    let pid = std::fs::read_to_string(&pids).unwrap();
+    let pid = pid.lines().next().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat.contains(") Z") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "MCP server {pid} outlived acp");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -156,3 +156,73 @@ fn attachments_are_described_by_kind() {
         ["file:///a.txt (2 lines, embedded)", "file:///b.bin (link)"]
     );
 }
+
+/// acp-agent's `mcp_test_server` example, built into this target directory when missing
+/// (`cargo test --workspace` builds it, as acp-cli turns on acp-agent's `mcp`).
+fn mcp_test_server() -> String {
+    let exe = std::env::current_exe().unwrap();
+    let debug = exe.parent().unwrap().parent().unwrap();
+    let server = debug.join("examples/mcp_test_server");
+    if server.exists() {
+        return server.to_string_lossy().into_owned();
+    }
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args(["build", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .args([
+            "-p",
+            "acp-agent",
+            "--features",
+            "mcp",
+            "--example",
+            "mcp_test_server",
+        ])
+        .env("CARGO_TARGET_DIR", debug.parent().unwrap())
+        .status()
+        .unwrap();
+    assert!(status.success(), "building the MCP test server failed");
+    debug
+        .join("examples/mcp_test_server")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `session/new` answers before the session's MCP servers are up (one of them takes 1.5 s
+/// to start); the first `/mcp` waits for all of them. Prints both times.
+#[tokio::test]
+async fn session_new_does_not_wait_for_its_mcp_servers() {
+    let server = mcp_test_server();
+    let stdio = |name: &str, args: &[&str]| json!({"name": name, "command": server, "args": args, "env": []});
+    let mut wire = Wire::start().await;
+    let started = std::time::Instant::now();
+    let created = wire
+        .call(
+            "session/new",
+            json!({"cwd": "/tmp", "mcpServers": [stdio("a", &[]), stdio("b", &[]), stdio("slow", &["--slow-start", "1500"])]}),
+        )
+        .await;
+    let answered = started.elapsed();
+    let id = created["result"]["sessionId"].clone();
+    assert!(id.is_string(), "{created}");
+    assert!(
+        answered < Duration::from_millis(1000),
+        "session/new took {answered:?}"
+    );
+    let turn = wire
+        .call(
+            "session/prompt",
+            json!({"sessionId": id, "prompt": [{"type": "text", "text": "/mcp"}]}),
+        )
+        .await;
+    let listed = started.elapsed();
+    assert_eq!(turn["result"]["stopReason"], "end_turn", "{turn}");
+    assert!(
+        listed >= Duration::from_millis(1500),
+        "/mcp did not wait: {listed:?}"
+    );
+    eprintln!(
+        "figure: session/new answered in {answered:?}; /mcp listed 3 servers (one starting in 1.5 s) {listed:?} after session/new was sent"
+    );
+}

@@ -51,6 +51,36 @@ pub fn echo_agent() -> PathBuf {
     agent
 }
 
+/// acp-agent's `mcp_test_server` example (an MCP server on rmcp's server side), built into
+/// the same target directory when it is not there yet (`cargo test --workspace` builds it:
+/// acp-cli turns on acp-agent's `mcp`; a rebuild here would recompile acp-agent).
+pub fn mcp_test_server() -> PathBuf {
+    let exe = acp();
+    let debug = exe.parent().expect("target dir");
+    let server = debug.join("examples/mcp_test_server");
+    if server.exists() {
+        return server;
+    }
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .args([
+            "-p",
+            "acp-agent",
+            "--features",
+            "mcp",
+            "--example",
+            "mcp_test_server",
+        ])
+        .env("CARGO_TARGET_DIR", debug.parent().expect("target root"))
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building the MCP test server failed");
+    server
+}
+
 /// A scratch directory, removed on drop.
 pub struct Scratch(pub PathBuf);
 

@@ -1,0 +1,123 @@
+//! MCP servers of a session, connected through rmcp (the official Rust MCP SDK): the
+//! `mcpServers` an editor passes in `session/new`, started, supervised, listed and called.
+//!
+//! [`McpConnector::start`] takes the session's [`McpServer`](crate::types::McpServer) list and
+//! returns at once: every server starts concurrently in the background, so `session/new` is
+//! never held up. The first use ([`McpConnector::tools`], [`McpConnector::call_tool`]) waits
+//! for the server it needs, within [`McpConfig::start_timeout`].
+//!
+//! - **stdio servers** are child processes in their own process group, with exactly the
+//!   environment variables the client gave added to the agent's. Their stderr is read into a
+//!   bounded tail that failures quote. A server that exits after it was ready is restarted with
+//!   a doubling backoff, at most [`McpConfig::max_restarts`] times; a server that fails to start
+//!   (no such program, no `initialize` answer in time) is not retried.
+//! - **http servers** (feature `mcp-http`) are reached over rmcp's streamable HTTP client with
+//!   their headers, plain `http://` only (no TLS stack is linked); a server whose MCP session
+//!   ends is marked unavailable, not retried. Without the feature they are refused with
+//!   [`McpError::Unsupported`].
+//! - **sse servers** are always refused (SSE is deprecated by the MCP spec).
+//!   [`mcp_capabilities`] advertises what this build connects.
+//! - **Tools** are named `server/tool` ([`McpTool::qualified`]). Server names are made unique
+//!   within a session: a second server called `fs` becomes `fs~2`, and so on. A tool name may
+//!   itself contain `/`: [`McpConnector::resolve`] matches the longest server-name prefix.
+//! - **Calls** are bounded by [`McpConfig::call_timeout`] and [`McpConfig::max_output_bytes`]
+//!   and end early when their [`CancellationToken`](tokio_util::sync::CancellationToken) fires
+//!   (tie it to `session/cancel`, see [`PromptContext::cancellation_token`](crate::PromptContext::cancellation_token)):
+//!   rmcp then sends the server `notifications/cancelled`.
+//! - **Failures** come back as [`McpError`], never as a panic or a dead session.
+//! - **Shutdown**: [`McpConnector::close`] (or dropping the connector) kills every server's
+//!   process group and reaps the processes.
+//!
+//! [`run_as_tool_call`] shows one MCP tool call to the client as an ACP tool call.
+
+mod acp_tool;
+mod connector;
+mod error;
+#[cfg(feature = "mcp-http")]
+mod http;
+mod server;
+
+pub use acp_tool::{McpPermission, result_content, run_as_tool_call};
+pub use connector::{McpConnector, McpTool};
+pub use error::McpError;
+pub use rmcp::model::{CallToolResult, JsonObject};
+
+use std::time::Duration;
+
+use crate::types::McpCapabilities;
+
+/// The MCP transports this build of acp-agent connects, as the agent advertises them in
+/// `agentCapabilities.mcpCapabilities` (stdio is always supported and not listed).
+pub fn mcp_capabilities() -> McpCapabilities {
+    // sse is never connected; http only with the `mcp-http` feature.
+    let mut caps = McpCapabilities::new();
+    caps.http = cfg!(feature = "mcp-http");
+    caps
+}
+
+/// The bounds of a connector: how long servers may take, how much they may send, how often
+/// they are restarted.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct McpConfig {
+    /// How long a server has to start, answer `initialize` and list its tools (10 s).
+    pub start_timeout: Duration,
+    /// How long one tool call may take (60 s).
+    pub call_timeout: Duration,
+    /// The largest tool result accepted, in bytes of JSON (1 MiB).
+    pub max_output_bytes: usize,
+    /// The largest single message read from a server; longer lines are dropped (4 MiB).
+    pub max_message_bytes: usize,
+    /// How many times a crashed server is restarted over the connector's life (3).
+    pub max_restarts: u32,
+    /// The wait before the first restart, doubled for each further one (100 ms).
+    pub restart_backoff: Duration,
+    /// How many bytes of a server's stderr are kept for error messages (4 KiB).
+    pub stderr_tail_bytes: usize,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            start_timeout: Duration::from_secs(10),
+            call_timeout: Duration::from_secs(60),
+            max_output_bytes: 1 << 20,
+            max_message_bytes: 4 << 20,
+            max_restarts: 3,
+            restart_backoff: Duration::from_millis(100),
+            stderr_tail_bytes: 4096,
+        }
+    }
+}
+
+impl McpConfig {
+    /// Sets [`McpConfig::start_timeout`].
+    pub fn start_timeout(mut self, value: Duration) -> Self {
+        self.start_timeout = value;
+        self
+    }
+
+    /// Sets [`McpConfig::call_timeout`].
+    pub fn call_timeout(mut self, value: Duration) -> Self {
+        self.call_timeout = value;
+        self
+    }
+
+    /// Sets [`McpConfig::max_output_bytes`].
+    pub fn max_output_bytes(mut self, value: usize) -> Self {
+        self.max_output_bytes = value;
+        self
+    }
+
+    /// Sets [`McpConfig::max_restarts`].
+    pub fn max_restarts(mut self, value: u32) -> Self {
+        self.max_restarts = value;
+        self
+    }
+
+    /// Sets [`McpConfig::restart_backoff`].
+    pub fn restart_backoff(mut self, value: Duration) -> Self {
+        self.restart_backoff = value;
+        self
+    }
+}
