@@ -106,6 +106,30 @@ impl<'a> MessageEvent<'a> {
         }
     }
 
+    /// A message event from a transport that moves messages itself (acp-remote's gateway
+    /// routes lines between a remote client and an agent process, and tells an observer
+    /// about them with this). `text` is where [`MessageEvent::session_id`] looks: the line,
+    /// or the params.
+    pub fn new_external(
+        direction: Direction,
+        kind: MessageKind,
+        method: Option<&'a str>,
+        id: Option<&'a RequestId>,
+        size: usize,
+        text: &'a [u8],
+    ) -> Self {
+        Self::new(direction, kind, method, id, size, text)
+    }
+
+    /// The text of the message as the engine has it: the whole line, or only the params of
+    /// a notification decoded straight from the line (see
+    /// [`Handler::start_notification`](crate::Handler::start_notification)); empty for
+    /// lines that are not UTF-8 or too long. For a scan with [`crate::flow::string_field`],
+    /// never for parsing on the hot path.
+    pub fn text(&self) -> &'a str {
+        std::str::from_utf8(self.text).unwrap_or("")
+    }
+
     /// The message's `sessionId` (the first one in its text: the params' of a request or
     /// notification, the result's of a `session/new` answer), found by a scan of the text
     /// when asked for, never by parsing; `None` without one or when it holds escapes.
@@ -133,6 +157,26 @@ pub struct RequestEvent<'a> {
     /// code of the local error: [`ErrorCode::REQUEST_TIMED_OUT`],
     /// [`ErrorCode::CONNECTION_CLOSED`]).
     pub outcome: Result<(), ErrorCode>,
+}
+
+impl<'a> RequestEvent<'a> {
+    /// A request event from a transport that moves messages itself (see
+    /// [`MessageEvent::new_external`]).
+    pub fn new(
+        direction: Direction,
+        method: &'a str,
+        id: &'a RequestId,
+        latency: Duration,
+        outcome: Result<(), ErrorCode>,
+    ) -> Self {
+        RequestEvent {
+            direction,
+            method,
+            id,
+            latency,
+            outcome,
+        }
+    }
 }
 
 /// Receives a connection's events. Both methods default to doing nothing.
