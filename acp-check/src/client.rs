@@ -121,54 +121,10 @@ impl Client for CheckClient {
         }
     }
 
-    async fn create_terminal(
-        &self,
-        params: CreateTerminalRequest,
-    ) -> Result<CreateTerminalResponse, Error> {
-        if !self.offer.terminal {
-            return Err(not_offered(names::TERMINAL_CREATE));
-        }
-        self.terminals.create(params, self).await
-    }
-
-    async fn terminal_output(
-        &self,
-        params: TerminalOutputRequest,
-    ) -> Result<TerminalOutputResponse, Error> {
-        if !self.offer.terminal {
-            return Err(not_offered(names::TERMINAL_OUTPUT));
-        }
-        self.terminals.output(params).await
-    }
-
-    async fn release_terminal(
-        &self,
-        params: ReleaseTerminalRequest,
-    ) -> Result<ReleaseTerminalResponse, Error> {
-        if !self.offer.terminal {
-            return Err(not_offered(names::TERMINAL_RELEASE));
-        }
-        self.terminals.release(params).await
-    }
-
-    async fn wait_for_terminal_exit(
-        &self,
-        params: WaitForTerminalExitRequest,
-    ) -> Result<WaitForTerminalExitResponse, Error> {
-        if !self.offer.terminal {
-            return Err(not_offered(names::TERMINAL_WAIT_FOR_EXIT));
-        }
-        self.terminals.wait_for_exit(params).await
-    }
-
-    async fn kill_terminal(
-        &self,
-        params: KillTerminalRequest,
-    ) -> Result<KillTerminalResponse, Error> {
-        if !self.offer.terminal {
-            return Err(not_offered(names::TERMINAL_KILL));
-        }
-        self.terminals.kill(params).await
+    /// The terminal methods, served by the trait's defaults only when `--offer` offered
+    /// terminals (otherwise `-32601`, as for any method a client does not serve).
+    fn terminals(&self) -> Option<&Terminals> {
+        self.offer.terminal.then_some(&self.terminals)
     }
 }
 

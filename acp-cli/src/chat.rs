@@ -15,7 +15,7 @@ use crate::offers::ModelChoice;
 use crate::proto;
 use crate::view::{JsonEvents, Screen, View};
 
-pub use crate::link::{AgentSpec, RemoteSpec, open_store, working_directory};
+pub use crate::link::{AgentSpec, RemoteSpec, working_directory};
 use crate::link::{Link, connect};
 
 /// Exit status of a failed run (the agent could not be started, the turn errored).

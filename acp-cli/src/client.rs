@@ -318,6 +318,12 @@ impl Client for CliClient {
         }
     }
 
+    /// `terminal/output` and `terminal/kill` go to the terminals as they are; create, wait
+    /// and release (below) also keep the command line the view shows with its output.
+    fn terminals(&self) -> Option<&Terminals> {
+        Some(&self.inner.terminals)
+    }
+
     async fn create_terminal(
         &self,
         p: CreateTerminalRequest,
@@ -331,13 +337,6 @@ impl Client for CliClient {
             .unwrap_or_else(|p| p.into_inner())
             .insert(created.terminal_id.0.clone(), command);
         Ok(created)
-    }
-
-    async fn terminal_output(
-        &self,
-        p: TerminalOutputRequest,
-    ) -> Result<TerminalOutputResponse, Error> {
-        self.inner.terminals.output(p).await
     }
 
     async fn wait_for_terminal_exit(
@@ -366,10 +365,6 @@ impl Client for CliClient {
                 .terminal_output(&command, &output.output, exit.exit_code);
         }
         Ok(exit)
-    }
-
-    async fn kill_terminal(&self, p: KillTerminalRequest) -> Result<KillTerminalResponse, Error> {
-        self.inner.terminals.kill(p).await
     }
 
     async fn release_terminal(

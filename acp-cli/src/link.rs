@@ -26,8 +26,8 @@ pub struct AgentSpec {
     pub timeout: Duration,
     /// The working directory of the session (and of the agent process).
     pub cwd: PathBuf,
-    /// The built-in agent's session store directory.
-    pub store: Option<PathBuf>,
+    /// The built-in agent's session store: a directory or a `postgres://` URL.
+    pub store: Option<OsString>,
     /// A remote agent (`--url`) instead of a command or the built-in one.
     pub remote: Option<RemoteSpec>,
 }
@@ -51,12 +51,6 @@ impl std::fmt::Debug for RemoteSpec {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .finish()
     }
-}
-
-/// Opens (creating it if needed) the built-in agent's session store.
-pub fn open_store(dir: &Path) -> Result<acp_agent::store::JsonlStore, String> {
-    acp_agent::store::JsonlStore::open(dir)
-        .map_err(|e| format!("the session store {}: {e}", dir.display()))
 }
 
 /// The running agent: its connection, its handshake answer, and what keeps it alive.
@@ -115,8 +109,9 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
             agent_options = agent_options.with_dialects(spec.dialects.clone());
         }
         let agent = match &spec.store {
-            Some(dir) => {
-                agent_options = agent_options.with_store(open_store(dir)?);
+            Some(spec) => {
+                let store = crate::store::open_any_store(spec, Default::default()).await?;
+                agent_options = agent_options.with_store(store);
                 BuiltinAgent::with_store()
             }
             None => BuiltinAgent::default(),

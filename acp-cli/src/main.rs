@@ -3,12 +3,13 @@
 //! * `acp chat [-- AGENT...]`: talk to an agent in the terminal (the built-in demo agent when
 //!   no command is given); `--prompt TEXT` runs one turn for scripts.
 //! * `acp sessions -- AGENT...`: list an agent's sessions.
-//! * `acp serve [--listen ADDR] [--store DIR] [-- AGENT...]`: serve an agent (the built-in
-//!   one without a command) over the network, Streamable HTTP and WebSocket, with a bearer
-//!   token; `acp chat`, `acp sessions` and `acp check` reach it with `--url`.
+//! * `acp serve [--listen ADDR] [--store DIR|postgres://...] [-- AGENT...]`: serve an agent
+//!   (the built-in one without a command) over the network, Streamable HTTP and WebSocket,
+//!   with a bearer token; `acp chat`, `acp sessions` and `acp check` reach it with `--url`.
+//!   Hosts given one PostgreSQL store share their sessions (docs/DEPLOYMENT.md).
 //! * `acp agent [--store DIR|postgres://...]`: serve the built-in demo agent on stdio (for
 //!   editors, or `acp trace`), its sessions kept in DIR or a PostgreSQL database when given
-//!   (or `ACP_STORE`; `acp chat --store DIR` does the same for the in-process agent;
+//!   (or `ACP_STORE`; `acp chat --store DIR|postgres://...` does the same for the in-process agent;
 //!   `--load ID` then shows an earlier conversation and goes on).
 //! * `acp trace --out FILE -- AGENT...`: a transparent stdio proxy recording every line.
 //! * `acp trace view FILE [--html OUT]`: a trace as a summary, or as a page.
@@ -29,6 +30,7 @@ mod proto;
 mod sanitize;
 mod serve;
 mod sessions;
+mod store;
 mod trace;
 mod view;
 
@@ -55,7 +57,7 @@ enum Command {
     /// List an agent's sessions.
     Sessions(AgentArgs),
     /// Serve the built-in demo agent on stdin/stdout.
-    Agent(ServeArgs),
+    Agent(AgentCommandArgs),
     /// Serve an agent over the network (Streamable HTTP and WebSocket on one `/acp`
     /// endpoint): the built-in demo agent, or each connection its own AGENT process.
     Serve(serve::ServeArgs),
@@ -80,10 +82,11 @@ struct AgentArgs {
     /// Working directory of the session and the agent (default: the current one).
     #[arg(long)]
     cwd: Option<PathBuf>,
-    /// The built-in agent keeps its sessions in this directory (created if missing), so
-    /// `--load` and `acp sessions` find them in later runs. Only for the built-in agent.
+    /// The built-in agent keeps its sessions in this directory (created if missing), or in
+    /// the PostgreSQL database of a `postgres://` URL, so `--load` and `acp sessions` find
+    /// them in later runs. Only for the built-in agent.
     #[arg(long)]
-    store: Option<PathBuf>,
+    store: Option<OsString>,
     /// A remote agent's endpoint (`http://HOST:PORT/acp` for Streamable HTTP,
     /// `ws://HOST:PORT/acp` for WebSocket), as `acp serve` prints it.
     #[arg(long, conflicts_with_all = ["agent", "store"])]
@@ -100,18 +103,9 @@ struct AgentArgs {
 }
 
 #[derive(Args, Debug)]
-struct ServeArgs {
-    /// Keep the sessions in this directory (created if missing), or in the PostgreSQL
-    /// database of a `postgres://` URL (shared by every agent process using it): they can be
-    /// listed, loaded and resumed by later runs. Default: `ACP_STORE`, if set.
-    #[arg(long)]
-    store: Option<OsString>,
-    /// When a turn is written to the store: `event` (each update before it is sent: a
-    /// killed agent keeps what the client saw; the default), `event-sync-turn` (and an
-    /// fsync per turn), `turn` (at its end), or `<N>ms` (batches at most N ms apart, for a
-    /// database). Default: `ACP_STORE_DURABILITY`, else `event`.
-    #[arg(long)]
-    durability: Option<acp_agent::store::Durability>,
+struct AgentCommandArgs {
+    #[command(flatten)]
+    store: store::StoreArgs,
 }
 
 /// The chat's own commands, listed by `acp chat --help`.
@@ -270,22 +264,7 @@ async fn run(cli: Cli) -> i32 {
             Ok(spec) => sessions::sessions(spec).await,
             Err(e) => fail(e),
         },
-        Command::Agent(args) => {
-            let store = args
-                .store
-                .or_else(|| std::env::var_os("ACP_STORE").filter(|v| !v.is_empty()));
-            let durability = match args.durability {
-                Some(d) => d,
-                None => match std::env::var("ACP_STORE_DURABILITY") {
-                    Ok(text) if !text.is_empty() => match text.parse() {
-                        Ok(d) => d,
-                        Err(e) => return fail(format!("ACP_STORE_DURABILITY: {e}")),
-                    },
-                    _ => Default::default(),
-                },
-            };
-            serve_builtin(store, durability).await
-        }
+        Command::Agent(args) => serve_builtin(args.store).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Check(args) => check::run(args).await,
         Command::Trace(TraceArgs {
@@ -303,35 +282,14 @@ async fn run(cli: Cli) -> i32 {
     }
 }
 
-/// The store `--store` names: a PostgreSQL database for a `postgres://` or `postgresql://`
-/// URL, else a `JsonlStore` directory. An unreachable database or an unusable directory is
-/// an error here, before anything is served.
-async fn open_any_store(
-    spec: &std::ffi::OsStr,
-    durability: acp_agent::store::Durability,
-) -> Result<acp_agent::store::StoreSlot, String> {
-    let text = spec.to_string_lossy();
-    if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-        let store = acp_store_postgres::PostgresStore::open(&text)
-            .await
-            .map_err(|e| format!("the session store: {e}"))?;
-        return Ok(store.with_durability(durability).into());
-    }
-    chat::open_store(std::path::Path::new(spec)).map(|s| s.with_durability(durability).into())
-}
-
 /// `acp agent`: the built-in agent on stdio, in whichever dialect the client speaks.
-async fn serve_builtin(store: Option<OsString>, durability: acp_agent::store::Durability) -> i32 {
+async fn serve_builtin(store: store::StoreArgs) -> i32 {
     let mut options = acp_agent::negotiate::NegotiateOptions::default();
     if let Ok(cwd) = std::env::current_dir() {
         options = options.with_legacy_cwd(cwd);
     }
-    let opened = match store {
-        Some(spec) => open_any_store(&spec, durability).await.map(Some),
-        None => Ok(None),
-    };
-    let agent = match opened {
-        Ok(Some(store)) => {
+    let agent = match store.open().await {
+        Ok(Some((store, _))) => {
             options = options.with_store(store);
             builtin::BuiltinAgent::with_store()
         }

@@ -33,11 +33,12 @@ pub struct ServeArgs {
     /// random token, printed).
     #[arg(long)]
     token_file: Option<PathBuf>,
-    /// The built-in agent keeps its sessions in this directory (created if missing), shared
-    /// by every connection: a client that comes back loads or resumes them. Only for the
+    /// The built-in agent's sessions, shared by every connection (and, in a PostgreSQL
+    /// database, by every `acp serve` host using it): a client that comes back, to this host
+    /// or another behind the same load balancer, loads or resumes them. Only for the
     /// built-in agent.
-    #[arg(long, conflicts_with = "agent")]
-    store: Option<PathBuf>,
+    #[command(flatten)]
+    store: crate::store::StoreArgs,
     /// Count and serve Prometheus metrics at `GET /metrics` (behind the token, like `/acp`):
     /// connections, sessions, requests by method and outcome, latencies, notifications by
     /// kind, bytes, agent processes.
@@ -90,14 +91,19 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         None => acp_remote::random_token().map_err(|e| e.to_string())?,
     };
     let auth = BearerToken::new(&token).map_err(|e| e.to_string())?;
+    if args.store.store.is_some() && !args.agent.is_empty() {
+        return Err(
+            "--store is for the built-in agent; an agent command keeps its own sessions".into(),
+        );
+    }
     let (builder, what) = match args.agent.split_first() {
-        None => match &args.store {
+        None => match args.store.open().await? {
             None => (
                 Server::in_process(BuiltinAgent::default),
                 "the built-in demo agent".to_owned(),
             ),
-            Some(dir) => {
-                let store = crate::chat::open_store(dir)?;
+            Some((store, shown)) => {
+                let store = store.0;
                 let serve = move |read, write| {
                     acp_agent::serve_with_store(
                         BuiltinAgent::with_store(),
@@ -107,7 +113,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                         acp_agent::Config::default(),
                     )
                 };
-                let what = format!("the built-in demo agent (sessions in {})", dir.display());
+                let what = format!("the built-in demo agent (sessions in {shown})");
                 (Server::in_process_with(serve), what)
             }
         },

@@ -7,58 +7,16 @@
 
 #[path = "../../acp-store-postgres/tests/support/mod.rs"]
 mod pg;
+mod support;
 
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp_agent::Error;
-use acp_rpc::{Config, Connection, Handler, NotificationContext, Params, RawValue, RequestContext};
+use acp_rpc::{Config, Connection};
 use serde_json::{Value, json};
+use support::{UpdateLog as Log, acp};
 use tokio::process::{Child, Command};
-
-fn acp() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_BIN_EXE_acp"))
-}
-
-/// Logs every `session/update`; answers no request.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<Value>>>);
-
-#[acp_rpc::async_trait]
-impl Handler for Log {
-    async fn handle_request(
-        &self,
-        _cx: RequestContext,
-        method: &str,
-        _p: Params,
-    ) -> Result<Box<RawValue>, Error> {
-        Err(Error::method_not_found(method))
-    }
-
-    async fn handle_notification(
-        &self,
-        _cx: NotificationContext,
-        _m: &str,
-        params: Params,
-    ) -> Result<(), Error> {
-        let p: Value = params.parse()?;
-        self.0.lock().unwrap().push(p["update"].clone());
-        Ok(())
-    }
-}
-
-impl Log {
-    fn texts(&self) -> Vec<String> {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
-            .filter_map(|u| u["content"]["text"].as_str().map(str::to_owned))
-            .collect()
-    }
-}
 
 struct Agent {
     child: Child,

@@ -1,8 +1,13 @@
 //! `acp serve` and `acp chat --url`, end to end with real processes on loopback: the
 //! built-in agent in process and a gateway to `acp agent`, over Streamable HTTP and
-//! WebSocket; a wrong token refused; the URL printed with the real port.
+//! WebSocket; a wrong token refused; the URL printed with the real port; and two hosts on
+//! one PostgreSQL store behind a real HAProxy (Debian's package), where a session made on
+//! one host is listed by both and loaded through the balancer after its host went away.
 
 mod support;
+
+#[path = "../../acp-store-postgres/tests/support/mod.rs"]
+mod pg;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
@@ -10,10 +15,11 @@ use std::time::{Duration, Instant};
 
 use support::{Scratch, acp};
 
-/// A running `acp serve`, stopped (SIGTERM) on drop.
+/// A running `acp serve`, stopped (SIGTERM) on drop unless killed.
 struct Serve {
     child: Child,
     url: String,
+    killed: bool,
 }
 
 impl Serve {
@@ -28,7 +34,11 @@ impl Serve {
         agent: &[&str],
     ) -> Serve {
         let mut cmd = Command::new(acp());
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--token-file"])
+        cmd.arg("serve");
+        if !options.contains(&"--listen") {
+            cmd.args(["--listen", "127.0.0.1:0"]);
+        }
+        cmd.arg("--token-file")
             .arg(token_file)
             .args(options)
             .current_dir(&scratch.0)
@@ -64,12 +74,32 @@ impl Serve {
             "{hint}"
         );
         assert!(!url.ends_with(":0/acp"), "the real port is printed: {url}");
-        Serve { child, url }
+        Serve {
+            child,
+            url,
+            killed: false,
+        }
+    }
+
+    /// `kill -9`: the host dies mid-whatever, as in a crash.
+    fn kill_9(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.killed = true;
+    }
+
+    /// `host:port`.
+    fn host(&self) -> String {
+        let url = self.url.trim_start_matches("http://");
+        url.trim_end_matches("/acp").to_owned()
     }
 }
 
 impl Drop for Serve {
     fn drop(&mut self) {
+        if self.killed {
+            return;
+        }
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
@@ -333,4 +363,257 @@ fn serve_with_a_store_lists_and_loads_sessions_over_both_profiles() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("earlier turn"), "{profile:?}: {stdout}");
     }
+}
+
+/// A running HAProxy in front of `hosts` (`127.0.0.1:PORT` each): round robin, a cookie
+/// that keeps one client's HTTP requests on one host, `/healthz` checks, and requests sent
+/// elsewhere when a host is gone. Killed on drop.
+struct Balancer {
+    child: Child,
+    url: String,
+}
+
+impl Balancer {
+    fn start(scratch: &Scratch, hosts: &[&str]) -> Option<Balancer> {
+        let installed = Command::new("haproxy")
+            .arg("-v")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !installed {
+            let msg = "haproxy is not installed (`apt-get install haproxy`; .ci/run installs it)";
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!("{msg}");
+            }
+            eprintln!("\n!!! SKIPPED the load-balanced deployment test: {msg} !!!\n");
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let servers: String = hosts
+            .iter()
+            .enumerate()
+            .map(|(i, host)| format!("  server h{i} {host} check cookie h{i}\n"))
+            .collect();
+        let config = format!(
+            "global\n  maxconn 256\n\
+             defaults\n  mode http\n  timeout connect 2s\n  timeout client 60s\n  \
+             timeout server 60s\n  timeout tunnel 60s\n  option redispatch\n  retries 3\n\
+             frontend acp\n  bind 127.0.0.1:{port}\n  default_backend hosts\n\
+             backend hosts\n  balance roundrobin\n  cookie ACPHOST insert indirect nocache\n  \
+             option httpchk GET /healthz\n  default-server inter 200ms fall 1 rise 1\n{servers}"
+        );
+        let file = scratch.0.join("haproxy.cfg");
+        std::fs::write(&file, config).unwrap();
+        let child = Command::new("haproxy")
+            .arg("-db")
+            .arg("-f")
+            .arg(&file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("haproxy starts");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "haproxy did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(Balancer {
+            child,
+            url: format!("http://127.0.0.1:{port}/acp"),
+        })
+    }
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The session ids `acp sessions --url url` lists, newest first.
+fn listed(scratch: &Scratch, url: &str, token: Option<&str>) -> Vec<String> {
+    let out = acp_run(scratch, &["sessions", "--url", url], token);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The deployment docs/DEPLOYMENT.md describes, for real: two `acp serve` hosts sharing one
+/// PostgreSQL store behind HAProxy. Sessions made through the balancer (over both profiles)
+/// are listed by each host; after the host that made them stops, the balancer sends the
+/// client to the other, which loads them with their history.
+#[test]
+fn two_hosts_behind_a_load_balancer_share_sessions_and_survive_one_going_away() {
+    let Some(postgres) = pg::shared() else { return };
+    let scratch = Scratch::new("serve-balanced");
+    let token_file = scratch.0.join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let db = postgres.fresh_db();
+    let store = ["--store", db.as_str()];
+    let first = Serve::start_with(&scratch, &token_file, &store, &[]);
+    let second = Serve::start_with(&scratch, &token_file, &store, &[]);
+    let host = |url: &str| {
+        url.trim_start_matches("http://")
+            .trim_end_matches("/acp")
+            .to_owned()
+    };
+    let (first_host, second_host) = (host(&first.url), host(&second.url));
+    let Some(balancer) = Balancer::start(&scratch, &[&first_host, &second_host]) else {
+        return;
+    };
+    let token = Some("s3cret-token");
+    // Four turns, so that round robin gives each host some, over both profiles (the HTTP
+    // profile's requests stay on one host through the balancer's cookie).
+    for profile in [&[][..], &["--ws"][..], &[][..], &["--ws"][..]] {
+        check_turn(
+            &chat(&scratch, &balancer.url, profile, token),
+            "through the balancer",
+        );
+    }
+    let on_first = listed(&scratch, &first.url, token);
+    let on_second = listed(&scratch, &second.url, token);
+    assert_eq!(
+        on_first.len(),
+        4,
+        "every session in the shared store: {on_first:?}"
+    );
+    assert_eq!(on_first, on_second, "both hosts list the same sessions");
+
+    drop(first);
+    for (id, profile) in on_second.iter().zip([&[][..], &["--ws"][..]]) {
+        let mut extra = profile.to_vec();
+        extra.extend_from_slice(&["--load", id]);
+        let out = chat(&scratch, &balancer.url, &extra, token);
+        check_turn(&out, "loaded after a host went away");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("earlier turn"), "{profile:?}: {stdout}");
+    }
+    drop(balancer);
+    drop(second);
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// An ACP connection through the balancer (Streamable HTTP, cookies kept), initialized.
+async fn through(balancer: &Balancer, log: &support::UpdateLog) -> acp_rpc::Connection {
+    let options = acp_remote::ConnectOptions::new().token("s3cret-token");
+    let link = acp_remote::connect(&balancer.url, &options).await.unwrap();
+    let config = acp_rpc::Config::default().with_default_timeout(Some(Duration::from_secs(30)));
+    let conn = acp_rpc::Connection::new(link.reader, link.writer, log.clone(), config);
+    let _: serde_json::Value = conn
+        .peer()
+        .request("initialize", &serde_json::json!({"protocolVersion": 1}))
+        .await
+        .unwrap();
+    conn
+}
+
+/// The crash the deployment exists for: the host running a turn is killed with `kill -9`
+/// while a second host joins the balancer. The client's next connection lands on the new
+/// host, which lists the session, replays every chunk the client had seen (the turn marked
+/// interrupted) and runs a new turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_killed_mid_turn_leaves_its_session_to_a_host_that_joined_the_balancer() {
+    use serde_json::{Value, json};
+    let Some(postgres) = pg::shared() else { return };
+    let scratch = Scratch::new("serve-crash");
+    let token_file = scratch.0.join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let db = postgres.fresh_db();
+    let joining = format!("127.0.0.1:{}", free_port());
+    let mut first = Serve::start_with(&scratch, &token_file, &["--store", &db], &[]);
+    // The second host is in the balancer's list but not running yet: all goes to the first.
+    let Some(balancer) = Balancer::start(&scratch, &[&first.host(), &joining]) else {
+        return;
+    };
+    let log = support::UpdateLog::default();
+    let conn = through(&balancer, &log).await;
+    let cwd = scratch.0.to_str().unwrap();
+    let created: Value = conn
+        .peer()
+        .request("session/new", &json!({"cwd": cwd, "mcpServers": []}))
+        .await
+        .unwrap();
+    let id = created["sessionId"].as_str().unwrap().to_owned();
+    let peer = conn.peer().clone();
+    let prompt = json!({"sessionId": id, "prompt": [{"type": "text", "text": "/count 200"}]});
+    let running = tokio::spawn(async move {
+        let _ = peer.request::<_, Value>("session/prompt", &prompt).await;
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while log.texts().len() < 5 {
+        assert!(tokio::time::Instant::now() < deadline, "the turn streams");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let second = Serve::start_with(
+        &scratch,
+        &token_file,
+        &["--listen", &joining, "--store", &db],
+        &[],
+    );
+    first.kill_9();
+    let seen = log.texts();
+    tokio::time::timeout(Duration::from_secs(30), running)
+        .await
+        .expect("the cut-off turn ends for the client")
+        .unwrap();
+
+    let log = support::UpdateLog::default();
+    let conn = through(&balancer, &log).await;
+    let list: Value = conn
+        .peer()
+        .request("session/list", &json!({"cwd": cwd}))
+        .await
+        .unwrap();
+    assert_eq!(list["sessions"][0]["sessionId"], id.as_str(), "{list}");
+    let _: Value = conn
+        .peer()
+        .request(
+            "session/load",
+            &json!({"sessionId": id, "cwd": cwd, "mcpServers": []}),
+        )
+        .await
+        .unwrap();
+    let replayed = log.texts();
+    assert!(
+        replayed.len() >= seen.len(),
+        "saw {seen:?}, replayed {replayed:?}"
+    );
+    assert_eq!(
+        replayed[..seen.len()],
+        seen[..],
+        "every chunk the client saw"
+    );
+    let last = log.0.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(last["_meta"]["acp-rs/turnInterrupted"], true, "{last}");
+    let done: Value = conn
+        .peer()
+        .request(
+            "session/prompt",
+            &json!({"sessionId": id, "prompt": [{"type": "text", "text": "/count 2"}]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done["stopReason"], "end_turn");
+    drop(conn);
+    drop(balancer);
+    drop(second);
 }

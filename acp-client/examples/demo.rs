@@ -101,37 +101,17 @@ impl Client for DemoClient {
         self.fs.write_text_file(p).await
     }
 
+    /// The other terminal methods: the trait's defaults, served by these terminals.
+    fn terminals(&self) -> Option<&Terminals> {
+        Some(&self.terminals)
+    }
+
     async fn create_terminal(
         &self,
         p: CreateTerminalRequest,
     ) -> Result<CreateTerminalResponse, Error> {
         println!("  < terminal/create {} {}", p.command, p.args.join(" "));
         self.terminals.create(p, self).await
-    }
-
-    async fn terminal_output(
-        &self,
-        p: TerminalOutputRequest,
-    ) -> Result<TerminalOutputResponse, Error> {
-        self.terminals.output(p).await
-    }
-
-    async fn wait_for_terminal_exit(
-        &self,
-        p: WaitForTerminalExitRequest,
-    ) -> Result<WaitForTerminalExitResponse, Error> {
-        self.terminals.wait_for_exit(p).await
-    }
-
-    async fn kill_terminal(&self, p: KillTerminalRequest) -> Result<KillTerminalResponse, Error> {
-        self.terminals.kill(p).await
-    }
-
-    async fn release_terminal(
-        &self,
-        p: ReleaseTerminalRequest,
-    ) -> Result<ReleaseTerminalResponse, Error> {
-        self.terminals.release(p).await
     }
 }
 

@@ -49,7 +49,7 @@ use crate::process::{AgentCommand, AgentProcess, ProcessError};
 use crate::{AgentHandle, Client, ClientConnection, Dialect};
 
 mod policy;
-mod relay;
+pub(crate) mod relay;
 
 pub use policy::{
     Backoff, FailureKind, RestartPolicy, RetryRule, SessionRestore, SupervisorStatus,

@@ -1,13 +1,12 @@
 //! `SandboxedFs` and `Terminals` used inside a `Client` impl, driven over the wire by a raw
-//! agent connection: results and sandbox errors travel as ACP responses.
+//! agent connection: results and sandbox errors travel as ACP responses. The impl only hands
+//! the two building blocks to the trait (`file_system`, `terminals`): the defaults do the rest.
 
 mod common;
 
 use acp_client::fs::SandboxedFs;
 use acp_client::terminal::{TerminalDecision, TerminalRequest, Terminals};
 use acp_client::{Client, ErrorCode, async_trait};
-use acp_rpc::Error;
-use acp_types::v1::*;
 use serde_json::{Value, json};
 
 struct Builtins {
@@ -25,41 +24,12 @@ impl Client for Builtins {
             TerminalDecision::deny("outside the workspace")
         }
     }
-    async fn read_text_file(&self, p: ReadTextFileRequest) -> Result<ReadTextFileResponse, Error> {
-        self.fs.read_text_file(p).await
+    // Every fs and terminal method is served by the trait's defaults, from these two.
+    fn file_system(&self) -> Option<&SandboxedFs> {
+        Some(&self.fs)
     }
-    async fn write_text_file(
-        &self,
-        p: WriteTextFileRequest,
-    ) -> Result<WriteTextFileResponse, Error> {
-        self.fs.write_text_file(p).await
-    }
-    async fn create_terminal(
-        &self,
-        p: CreateTerminalRequest,
-    ) -> Result<CreateTerminalResponse, Error> {
-        self.terminals.create(p, self).await
-    }
-    async fn terminal_output(
-        &self,
-        p: TerminalOutputRequest,
-    ) -> Result<TerminalOutputResponse, Error> {
-        self.terminals.output(p).await
-    }
-    async fn wait_for_terminal_exit(
-        &self,
-        p: WaitForTerminalExitRequest,
-    ) -> Result<WaitForTerminalExitResponse, Error> {
-        self.terminals.wait_for_exit(p).await
-    }
-    async fn kill_terminal(&self, p: KillTerminalRequest) -> Result<KillTerminalResponse, Error> {
-        self.terminals.kill(p).await
-    }
-    async fn release_terminal(
-        &self,
-        p: ReleaseTerminalRequest,
-    ) -> Result<ReleaseTerminalResponse, Error> {
-        self.terminals.release(p).await
+    fn terminals(&self) -> Option<&Terminals> {
+        Some(&self.terminals)
     }
 }
 

@@ -53,12 +53,6 @@ impl Client for Sandboxed {
         }
         r
     }
-    async fn write_text_file(
-        &self,
-        p: WriteTextFileRequest,
-    ) -> Result<WriteTextFileResponse, Error> {
-        self.fs.write_text_file(p).await
-    }
     /// Like a user reading each command: anything that names the outside directory is
     /// refused, the rest allowed (so the client's own limits are what is tested).
     async fn approve_terminal(&self, r: &TerminalRequest) -> TerminalDecision {
@@ -70,32 +64,12 @@ impl Client for Sandboxed {
             TerminalDecision::Allow
         }
     }
-    async fn create_terminal(
-        &self,
-        p: CreateTerminalRequest,
-    ) -> Result<CreateTerminalResponse, Error> {
-        self.terminals.create(p, self).await
+    // `fs/write_text_file` and every terminal method: the trait's defaults, from these.
+    fn file_system(&self) -> Option<&SandboxedFs> {
+        Some(&self.fs)
     }
-    async fn terminal_output(
-        &self,
-        p: TerminalOutputRequest,
-    ) -> Result<TerminalOutputResponse, Error> {
-        self.terminals.output(p).await
-    }
-    async fn wait_for_terminal_exit(
-        &self,
-        p: WaitForTerminalExitRequest,
-    ) -> Result<WaitForTerminalExitResponse, Error> {
-        self.terminals.wait_for_exit(p).await
-    }
-    async fn kill_terminal(&self, p: KillTerminalRequest) -> Result<KillTerminalResponse, Error> {
-        self.terminals.kill(p).await
-    }
-    async fn release_terminal(
-        &self,
-        p: ReleaseTerminalRequest,
-    ) -> Result<ReleaseTerminalResponse, Error> {
-        self.terminals.release(p).await
+    fn terminals(&self) -> Option<&Terminals> {
+        Some(&self.terminals)
     }
 }
 

@@ -249,3 +249,105 @@ async fn readyz_follows_the_connection_limit_and_the_readiness_checks() {
     assert_eq!(r.status, 404);
     server.shutdown();
 }
+
+/// An agent whose every prompt streams `CHUNKS` message chunks (acp-bench's scenario a, in
+/// smaller).
+#[derive(Default)]
+struct Streamer;
+
+const CHUNKS: usize = 50_000;
+
+#[acp_agent::async_trait]
+impl acp_agent::Agent for Streamer {
+    async fn initialize(
+        &self,
+        _: acp_agent::types::InitializeRequest,
+        _: &acp_agent::AgentContext,
+    ) -> Result<acp_agent::types::InitializeResponse, acp_agent::Error> {
+        Ok(acp_agent::types::InitializeResponse::new(
+            acp_agent::types::ProtocolVersion::V1,
+        ))
+    }
+    async fn new_session(
+        &self,
+        _: acp_agent::types::NewSessionRequest,
+        _: &acp_agent::AgentContext,
+    ) -> Result<acp_agent::types::NewSessionResponse, acp_agent::Error> {
+        Ok(acp_agent::types::NewSessionResponse::new("s-1"))
+    }
+    async fn prompt(
+        &self,
+        _: acp_agent::types::PromptRequest,
+        cx: &acp_agent::PromptContext,
+    ) -> Result<acp_agent::types::PromptResponse, acp_agent::Error> {
+        for _ in 0..CHUNKS {
+            cx.session().message_chunk("chunk of text ").await?;
+        }
+        Ok(acp_agent::types::PromptResponse::new(
+            acp_agent::types::StopReason::EndTurn,
+        ))
+    }
+}
+
+/// One streamed turn over WebSocket through a server with or without metrics: seconds.
+async fn streamed_turn(metrics: bool) -> f64 {
+    use acp_agent::types::*;
+    let mut builder = Server::in_process(Streamer::default);
+    if metrics {
+        builder = builder.metrics(Metrics::new());
+    }
+    let server = builder.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let url = server.url().replace("http://", "ws://");
+    let conn = connect_client(
+        TestClient::default(),
+        &url,
+        &ConnectOptions::new(),
+        Default::default(),
+    )
+    .await
+    .unwrap();
+    let agent = conn.agent();
+    agent.initialize(support::init()).await.unwrap();
+    let session = agent
+        .new_session(NewSessionRequest::new("/w", []))
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut turn = agent.prompt_stream(PromptRequest::new(session.session_id, ["go".into()]));
+    let mut chunks = 0;
+    while let Some(event) = turn.next().await {
+        match event {
+            acp_client::PromptEvent::Update(_) => chunks += 1,
+            acp_client::PromptEvent::Done(done) => {
+                done.unwrap();
+            }
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    assert_eq!(chunks, CHUNKS);
+    conn.close();
+    server.shutdown();
+    seconds
+}
+
+/// The cost of metrics on a stream through `acp serve`'s server (by hand, in release):
+/// `cargo test --release -p acp-remote --test operations -- --ignored --nocapture metrics_overhead`.
+/// Runs with and without metrics alternate; prints the medians and their ratio.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, run by hand in release"]
+async fn metrics_overhead_on_a_streamed_turn() {
+    let (mut off, mut on) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        off.push(streamed_turn(false).await);
+        on.push(streamed_turn(true).await);
+    }
+    off.sort_by(f64::total_cmp);
+    on.sort_by(f64::total_cmp);
+    let (off, on) = (off[2], on[2]);
+    println!(
+        "{CHUNKS} chunks over WebSocket: metrics off {:.0} chunks/s, on {:.0} chunks/s, on/off {:.1}%",
+        CHUNKS as f64 / off,
+        CHUNKS as f64 / on,
+        off / on * 100.0
+    );
+}

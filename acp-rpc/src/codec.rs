@@ -28,6 +28,27 @@ pub enum Frame {
     InvalidUtf8,
 }
 
+/// What [`LineCodec`] finds in the bytes before any UTF-8 check: the connection's reader,
+/// which turns each line into text itself (checking every byte once), reads these, and
+/// [`Decoder::decode`] turns them into [`Frame`]s.
+#[derive(Debug)]
+pub(crate) enum RawFrame {
+    /// A complete line without line end or BOM, not yet known to be text.
+    Line(BytesMut),
+    /// A line longer than the limit was skipped; `len` is its length (without line end).
+    Oversized { len: usize },
+}
+
+impl RawFrame {
+    fn checked(self) -> Frame {
+        match self {
+            RawFrame::Line(line) if std::str::from_utf8(&line).is_err() => Frame::InvalidUtf8,
+            RawFrame::Line(line) => Frame::Line(line.freeze()),
+            RawFrame::Oversized { len } => Frame::Oversized { len },
+        }
+    }
+}
+
 /// The bounded newline codec.
 #[derive(Clone, Debug)]
 pub struct LineCodec {
@@ -36,9 +57,6 @@ pub struct LineCodec {
     next_index: usize,
     /// `Some(n)`: discarding an oversized line of which `n` bytes were dropped so far.
     discarding: Option<usize>,
-    /// Lines that are not UTF-8 become [`Frame::InvalidUtf8`]; off only for this crate's
-    /// reader (see [`LineCodec::leaving_utf8_to_the_caller`]).
-    check_utf8: bool,
 }
 
 impl LineCodec {
@@ -48,16 +66,7 @@ impl LineCodec {
             max_len,
             next_index: 0,
             discarding: None,
-            check_utf8: true,
         }
-    }
-
-    /// The same codec, except that its [`Frame::Line`]s are **not** checked to be UTF-8:
-    /// for the connection's reader, which turns each line into text itself and would
-    /// otherwise check every byte twice.
-    pub(crate) fn leaving_utf8_to_the_caller(mut self) -> Self {
-        self.check_utf8 = false;
-        self
     }
 
     /// The line length limit.
@@ -81,7 +90,7 @@ impl LineCodec {
         (buf[len - 1] != b'\r').then_some(len)
     }
 
-    fn finish_line(&self, mut line: BytesMut) -> Option<Frame> {
+    fn finish_line(&self, mut line: BytesMut) -> Option<RawFrame> {
         if line.last() == Some(&b'\n') {
             line.truncate(line.len() - 1);
         }
@@ -94,18 +103,12 @@ impl LineCodec {
         if line.iter().all(u8::is_ascii_whitespace) {
             return None;
         }
-        if self.check_utf8 && std::str::from_utf8(&line).is_err() {
-            return Some(Frame::InvalidUtf8);
-        }
-        Some(Frame::Line(line.freeze()))
+        Some(RawFrame::Line(line))
     }
-}
 
-impl Decoder for LineCodec {
-    type Item = Frame;
-    type Error = std::io::Error;
-
-    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, std::io::Error> {
+    /// The next line or skipped line of `buf`, unchecked for UTF-8; `None` when `buf` holds
+    /// no complete line yet.
+    pub(crate) fn next_raw(&mut self, buf: &mut BytesMut) -> Option<RawFrame> {
         loop {
             if let Some(dropped) = self.discarding {
                 match memchr::memchr(b'\n', buf) {
@@ -114,12 +117,12 @@ impl Decoder for LineCodec {
                         self.discarding = None;
                         self.next_index = 0;
                         // (A `\r` before the `\n` is counted: the length is informative.)
-                        return Ok(Some(Frame::Oversized { len: dropped + i }));
+                        return Some(RawFrame::Oversized { len: dropped + i });
                     }
                     None => {
                         self.discarding = Some(dropped + buf.len());
                         buf.clear();
-                        return Ok(None);
+                        return None;
                     }
                 }
             }
@@ -137,10 +140,10 @@ impl Decoder for LineCodec {
                         i
                     };
                     if content_len > self.max_len {
-                        return Ok(Some(Frame::Oversized { len: content_len }));
+                        return Some(RawFrame::Oversized { len: content_len });
                     }
                     match self.finish_line(line) {
-                        Some(frame) => return Ok(Some(frame)),
+                        Some(frame) => return Some(frame),
                         None => continue,
                     }
                 }
@@ -151,32 +154,46 @@ impl Decoder for LineCodec {
                 }
                 None => {
                     self.next_index = buf.len();
-                    return Ok(None);
+                    return None;
                 }
             }
         }
     }
 
-    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, std::io::Error> {
-        if let Some(frame) = self.decode(buf)? {
-            return Ok(Some(frame));
+    /// [`LineCodec::next_raw`] at the end of input: the last line may have no line end.
+    pub(crate) fn next_raw_eof(&mut self, buf: &mut BytesMut) -> Option<RawFrame> {
+        if let Some(frame) = self.next_raw(buf) {
+            return Some(frame);
         }
         if let Some(dropped) = self.discarding.take() {
             let len = dropped + buf.len();
             buf.clear();
-            return Ok(Some(Frame::Oversized { len }));
+            return Some(RawFrame::Oversized { len });
         }
         self.next_index = 0;
         while !buf.is_empty() {
             let line = buf.split();
             if line.len() > self.max_len {
-                return Ok(Some(Frame::Oversized { len: line.len() }));
+                return Some(RawFrame::Oversized { len: line.len() });
             }
             if let Some(frame) = self.finish_line(line) {
-                return Ok(Some(frame));
+                return Some(frame);
             }
         }
-        Ok(None)
+        None
+    }
+}
+
+impl Decoder for LineCodec {
+    type Item = Frame;
+    type Error = std::io::Error;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, std::io::Error> {
+        Ok(self.next_raw(buf).map(RawFrame::checked))
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, std::io::Error> {
+        Ok(self.next_raw_eof(buf).map(RawFrame::checked))
     }
 }
 
@@ -289,12 +306,23 @@ mod tests {
     }
 
     #[test]
-    fn leaving_utf8_to_the_caller_passes_any_bytes_on_as_a_line() {
-        let mut c = LineCodec::new(100).leaving_utf8_to_the_caller();
-        let frames = decode_all(&mut c, &[b"\xff\xfe\n{}\n"]);
+    fn raw_frames_pass_any_bytes_on_as_a_line_for_the_reader_to_check() {
+        let mut c = LineCodec::new(4);
+        let mut buf = BytesMut::from(&b"\xff\xfe\n{\"long\":1}\n{}"[..]);
+        let mut frames = Vec::new();
+        while let Some(frame) = c.next_raw_eof(&mut buf) {
+            frames.push(match frame {
+                RawFrame::Line(line) => Ok(line.freeze()),
+                RawFrame::Oversized { len } => Err(len),
+            });
+        }
         assert_eq!(
             frames,
-            vec![Frame::Line(Bytes::from_static(b"\xff\xfe")), line("{}")]
+            vec![
+                Ok(Bytes::from_static(b"\xff\xfe")),
+                Err(10),
+                Ok(Bytes::from_static(b"{}"))
+            ]
         );
     }
 

@@ -12,11 +12,10 @@ use bytes::{Buf, BytesMut};
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{Semaphore, mpsc, oneshot};
-use tokio_util::codec::Decoder;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::codec::{Frame, LineCodec};
+use crate::codec::{LineCodec, RawFrame};
 use crate::dispatch::{
     NotificationRun, Ordered, RequestTask, notification_done, notification_worker,
 };
@@ -65,7 +64,7 @@ pub(crate) async fn read_loop<R>(
 {
     let (ordered, ordered_rx) = mpsc::channel(shared.config.ordered_queue);
     tokio::spawn(notification_worker(ordered_rx, shared.clone()));
-    let mut codec = LineCodec::new(shared.config.max_message_size).leaving_utf8_to_the_caller();
+    let mut codec = LineCodec::new(shared.config.max_message_size);
     let mut state = Reader {
         slots: Arc::new(Semaphore::new(shared.config.max_concurrent_handlers)),
         admission: Arc::new(Semaphore::new(shared.config.max_unanswered_requests)),
@@ -92,20 +91,19 @@ pub(crate) async fn read_loop<R>(
                 buf.advance(len + 1);
                 continue;
             }
-            match codec.decode(&mut buf) {
-                Ok(Some(frame)) => {
+            match codec.next_raw(&mut buf) {
+                Some(frame) => {
                     let more = memchr::memchr(b'\n', &buf).is_some();
                     state.shared.more_input_ready.store(more, Ordering::Relaxed);
                     state.on_frame(frame).await;
                 }
-                Ok(None) => {
+                None => {
                     state
                         .shared
                         .more_input_ready
                         .store(false, Ordering::Relaxed);
                     break;
                 }
-                Err(e) => unreachable!("the line codec never fails: {e}"),
             }
         }
         if buf.capacity() > KEEP_CAPACITY && buf.len() <= READ_CHUNK {
@@ -125,7 +123,7 @@ pub(crate) async fn read_loop<R>(
         };
         match read {
             Ok(0) => {
-                while let Ok(Some(frame)) = codec.decode_eof(&mut buf) {
+                while let Some(frame) = codec.next_raw_eof(&mut buf) {
                     state.on_frame(frame).await;
                 }
                 break Some(CloseReason::Eof);
@@ -207,10 +205,10 @@ impl Reader {
             .await
     }
 
-    async fn on_frame(&mut self, frame: Frame) {
+    async fn on_frame(&mut self, frame: RawFrame) {
         match frame {
-            Frame::Line(line) => self.on_line(&line).await,
-            Frame::Oversized { len } => {
+            RawFrame::Line(line) => self.on_line(&line).await,
+            RawFrame::Oversized { len } => {
                 self.tap(TapEvent::OversizedLine { len });
                 self.observe(MessageKind::Invalid, None, None, len, b"");
                 tracing::warn!(len, "skipped an oversized line");
@@ -218,12 +216,7 @@ impl Reader {
                 let error = Error::invalid_request(format!(
                     "message of {len} bytes exceeds the maximum of {max} bytes"
                 ));
-                return self.reply(None, Err(error)).await;
-            }
-            // (This reader's codec leaves the check to `on_line`.)
-            Frame::InvalidUtf8 => {
-                self.observe(MessageKind::Invalid, None, None, 0, b"");
-                self.skip_invalid_utf8().await
+                self.reply(None, Err(error)).await
             }
         }
     }

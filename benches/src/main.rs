@@ -15,6 +15,10 @@ mod phases;
 mod plan;
 mod raw;
 mod store;
+// The PostgreSQL server `acp-bench store` measures on: the tests' own (initdb and pg_ctl in a
+// temporary directory, a free loopback port, stopped at exit).
+#[path = "../../acp-store-postgres/tests/support/mod.rs"]
+mod pg;
 mod store_sqlite;
 mod table;
 mod trace;

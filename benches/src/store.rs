@@ -1,7 +1,11 @@
-//! `acp-bench store`: the figures behind the choice of the embedded session store, for both
-//! candidates (`jsonl`: `acp_agent::store::JsonlStore`, `sqlite`: [`SqliteStore`]) side by
-//! side in one run.
+//! `acp-bench store`: the session store figures, side by side in one run: the embedded
+//! candidates (`jsonl`: `acp_agent::store::JsonlStore`, `sqlite`: [`SqliteStore`]) and the
+//! store for several hosts (`postgres`: `acp_store_postgres::PostgresStore`, on a PostgreSQL
+//! server the run starts from Debian's binaries in a temporary directory, as the tests do;
+//! left out with a note when they are missing).
 //!
+//! - **append**: events per second written into a fresh store in batches of four (one
+//!   recorded turn each), the way a connection appends a turn.
 //! - **replay**: `session/load` of a stored session of `--events` events (a recorded
 //!   conversation: prompt, thought, tool call, answer, repeated), timed at the client until
 //!   the answer with every replayed update received, and the agent process's peak resident
@@ -11,16 +15,20 @@
 //! - **idle memory**: the agent process's resident memory after `initialize` with the store
 //!   of `--sessions` sessions, minus the same with an empty store, per session.
 //! - **stream**: scenario a (one prompt streaming `--chunks` `agent_message_chunk`s, in
-//!   process over duplex) with the store attached, as a ratio of a without a store.
+//!   process over duplex) with the store attached, as a ratio of a without a store, at each
+//!   durability setting (PostgreSQL `event`, a round trip per chunk, on at most 5,000
+//!   chunks so that the run ends).
 //!
 //! Each figure is the median of `--runs` runs; every agent process is fresh.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use acp_agent::store::{JsonlStore, SessionMeta, SessionStore, StoreError, StoredEvent};
+use acp_agent::store::{
+    Durability, JsonlStore, SessionMeta, SessionStore, StoreError, StoredEvent,
+};
 use acp_agent::types::{
     ContentBlock, InitializeRequest, ListSessionsRequest, LoadSessionRequest, McpServer,
     ProtocolVersion, SessionId, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus,
@@ -29,6 +37,7 @@ use acp_client::process::{AgentCommand, AgentProcess};
 use acp_client::{Client, Config};
 
 use crate::msg::{CWD, Job};
+use crate::pg;
 use crate::plan::Plan;
 use crate::store_sqlite::SqliteStore;
 
@@ -47,15 +56,19 @@ usage: acp-bench store [options]
 enum Backend {
     Jsonl,
     Sqlite,
+    Postgres,
 }
 
+const INTERVAL_50MS: Durability = Durability::Interval(Duration::from_millis(50));
+
 impl Backend {
-    const ALL: [Backend; 2] = [Backend::Jsonl, Backend::Sqlite];
+    const ALL: [Backend; 3] = [Backend::Jsonl, Backend::Sqlite, Backend::Postgres];
 
     fn name(self) -> &'static str {
         match self {
             Backend::Jsonl => "jsonl",
             Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
         }
     }
 
@@ -63,11 +76,50 @@ impl Backend {
         Backend::ALL.into_iter().find(|b| b.name() == s)
     }
 
-    fn open(self, dir: &Path) -> Result<Arc<dyn SessionStore>, StoreError> {
+    /// Opens the store at `at`: a directory for the embedded stores, a database URL for
+    /// PostgreSQL. (The SQLite candidate writes each append as it comes: it has no setting.)
+    async fn open(
+        self,
+        at: &str,
+        durability: Durability,
+    ) -> Result<Arc<dyn SessionStore>, StoreError> {
         Ok(match self {
-            Backend::Jsonl => Arc::new(JsonlStore::open(dir)?),
-            Backend::Sqlite => Arc::new(SqliteStore::open(dir)?),
+            Backend::Jsonl => {
+                Arc::new(JsonlStore::open(Path::new(at))?.with_durability(durability))
+            }
+            Backend::Sqlite => Arc::new(SqliteStore::open(Path::new(at))?),
+            Backend::Postgres => Arc::new(
+                acp_store_postgres::PostgresStore::open(at)
+                    .await?
+                    .with_durability(durability),
+            ),
         })
+    }
+
+    /// The durability settings the stream figure is taken at.
+    fn durabilities(self) -> &'static [Durability] {
+        match self {
+            Backend::Jsonl => &[
+                Durability::Event,
+                Durability::EventSyncTurn,
+                INTERVAL_50MS,
+                Durability::Turn,
+            ],
+            Backend::Sqlite => &[Durability::Event],
+            Backend::Postgres => &[Durability::Event, INTERVAL_50MS, Durability::Turn],
+        }
+    }
+}
+
+/// Where a figure's store lives: a fresh directory under `root`, or a fresh database.
+fn place(backend: Backend, root: &Path, name: &str, server: Option<&pg::Server>) -> String {
+    match (backend, server) {
+        (Backend::Postgres, Some(server)) => server.fresh_db(),
+        _ => {
+            let dir = root.join(backend.name()).join(name);
+            let _ = std::fs::remove_dir_all(&dir);
+            dir.to_string_lossy().into_owned()
+        }
     }
 }
 
@@ -109,21 +161,22 @@ fn parse(args: &[String]) -> Result<Options, String> {
     Ok(o)
 }
 
-/// The body of a store-backed agent process: `__store-peer <backend> <dir>`.
+/// The body of a store-backed agent process: `__store-peer <backend> <dir or URL>`.
 pub fn peer(args: &[String]) -> ExitCode {
-    let (Some(backend), Some(dir)) = (args.first().and_then(|b| Backend::parse(b)), args.get(1))
+    let (Some(backend), Some(at)) = (args.first().and_then(|b| Backend::parse(b)), args.get(1))
     else {
-        eprintln!("usage: {STORE_PEER_ARG} <jsonl|sqlite> DIR");
+        eprintln!("usage: {STORE_PEER_ARG} <jsonl|sqlite|postgres> <DIR|URL>");
         return ExitCode::from(2);
     };
-    let store = match backend.open(Path::new(dir)) {
+    let runtime = crate::runtime();
+    let store = match runtime.block_on(backend.open(at, Durability::default())) {
         Ok(store) => store,
         Err(e) => {
             eprintln!("store peer: {e}");
             return ExitCode::FAILURE;
         }
     };
-    crate::runtime().block_on(crate::ours::serve_stdio_stored(store));
+    runtime.block_on(crate::ours::serve_stdio_stored(store));
     ExitCode::SUCCESS
 }
 
@@ -150,8 +203,11 @@ fn turn(i: u64) -> [StoredEvent; 4] {
 }
 
 /// A store with one session of `events` events (`long`).
-async fn prepare_history(backend: Backend, dir: &Path, events: u64) -> Result<(), String> {
-    let store = backend.open(dir).map_err(|e| e.to_string())?;
+async fn prepare_history(backend: Backend, at: &str, events: u64) -> Result<(), String> {
+    let store = backend
+        .open(at, Durability::default())
+        .await
+        .map_err(|e| e.to_string())?;
     let id = SessionId("long".into());
     store
         .create(SessionMeta::new(id.clone(), CWD))
@@ -170,8 +226,11 @@ async fn prepare_history(backend: Backend, dir: &Path, events: u64) -> Result<()
 }
 
 /// A store with `n` sessions (one turn each), half in [`CWD`], half elsewhere.
-async fn prepare_sessions(backend: Backend, dir: &Path, n: u64) -> Result<(), String> {
-    let store = backend.open(dir).map_err(|e| e.to_string())?;
+async fn prepare_sessions(backend: Backend, at: &str, n: u64) -> Result<(), String> {
+    let store = backend
+        .open(at, Durability::default())
+        .await
+        .map_err(|e| e.to_string())?;
     for i in 0..n {
         let id = SessionId(crate::msg::session_id(i));
         let cwd = if i % 2 == 0 { CWD } else { "/tmp/elsewhere" };
@@ -208,12 +267,12 @@ fn memory_of(pid: u32) -> (u64, u64) {
 /// A fresh store-backed agent process, initialized.
 async fn start_agent(
     backend: Backend,
-    dir: &Path,
+    at: &str,
 ) -> Result<(AgentProcess, acp_client::ClientConnection, u32), String> {
     let command = AgentCommand::new(crate::exe())
         .arg(STORE_PEER_ARG)
         .arg(backend.name())
-        .arg(dir.as_os_str().to_owned());
+        .arg(at);
     let mut process = AgentProcess::spawn(&command).map_err(|e| e.to_string())?;
     let pid = process.id().ok_or("no pid")?;
     let conn = process
@@ -236,8 +295,8 @@ struct ReplayRun {
     updates: usize,
 }
 
-async fn replay_once(backend: Backend, dir: &Path) -> Result<ReplayRun, String> {
-    let (process, conn, pid) = start_agent(backend, dir).await?;
+async fn replay_once(backend: Backend, at: &str) -> Result<ReplayRun, String> {
+    let (process, conn, pid) = start_agent(backend, at).await?;
     // Reset the peak to the current resident size, then read it after the load.
     std::fs::write(format!("/proc/{pid}/clear_refs"), "5").map_err(|e| e.to_string())?;
     let (before, _) = memory_of(pid);
@@ -266,8 +325,8 @@ struct ListRun {
     idle_rss_kib: u64,
 }
 
-async fn list_once(backend: Backend, dir: &Path) -> Result<ListRun, String> {
-    let (process, conn, pid) = start_agent(backend, dir).await?;
+async fn list_once(backend: Backend, at: &str) -> Result<ListRun, String> {
+    let (process, conn, pid) = start_agent(backend, at).await?;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let (idle_rss_kib, _) = memory_of(pid);
     let agent = conn.agent();
@@ -309,11 +368,23 @@ async fn list_once(backend: Backend, dir: &Path) -> Result<ListRun, String> {
     })
 }
 
-async fn stream_once(store: Option<(Backend, PathBuf)>, chunks: u64) -> Result<f64, String> {
-    let store = match &store {
-        Some((backend, dir)) => {
-            let _ = std::fs::remove_dir_all(dir);
-            Some(backend.open(dir).map_err(|e| e.to_string())?)
+/// One streamed prompt's chunks per second; `store`: the backend, where its store is (a
+/// directory is emptied first), and the durability.
+async fn stream_once(
+    store: Option<(Backend, &str, Durability)>,
+    chunks: u64,
+) -> Result<f64, String> {
+    let store = match store {
+        Some((backend, at, durability)) => {
+            if backend != Backend::Postgres {
+                let _ = std::fs::remove_dir_all(at);
+            }
+            Some(
+                backend
+                    .open(at, durability)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            )
         }
         None => None,
     };
@@ -358,25 +429,36 @@ pub fn main(args: &[String]) -> ExitCode {
 async fn run(o: &Options) -> Result<(), String> {
     let root = std::env::temp_dir().join(format!("acp-bench-store-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
+    let server = pg::Server::start();
+    if server.is_none() {
+        eprintln!("(the postgres rows are left out: no PostgreSQL server binaries)");
+    }
     println!(
         "acp-bench store: runs {}, replay {} events, list {} sessions, stream {} chunks",
         o.runs, o.events, o.sessions, o.chunks
     );
     println!(
-        "| store | replay {} events | agent peak over idle while replaying | list: first page | list: full walk | idle memory per stored session | stream with store / without |",
+        "| store | append (batches of 4) | replay {} events | agent peak over idle while replaying | list: first page | list: full walk | idle memory per stored session |",
         o.events
     );
     println!("| --- | --- | --- | --- | --- | --- | --- |");
-    for backend in Backend::ALL {
-        let base = root.join(backend.name());
-        let (history, many, empty) = (base.join("history"), base.join("many"), base.join("empty"));
+    let backends: Vec<Backend> = Backend::ALL
+        .into_iter()
+        .filter(|b| *b != Backend::Postgres || server.is_some())
+        .collect();
+    let mut streams = Vec::new();
+    for &backend in &backends {
+        let at = |name: &str| place(backend, &root, name, server.as_ref());
+        let (history, many, empty) = (at("history"), at("many"), at("empty"));
         let t = Instant::now();
         prepare_history(backend, &history, o.events).await?;
         let history_write = t.elapsed();
         let t = Instant::now();
         prepare_sessions(backend, &many, o.sessions).await?;
         let sessions_write = t.elapsed();
-        std::fs::create_dir_all(&empty).map_err(|e| e.to_string())?;
+        if backend != Backend::Postgres {
+            std::fs::create_dir_all(&empty).map_err(|e| e.to_string())?;
+        }
         eprintln!(
             "{}: wrote {} events in {} ({} appends), {} sessions in {}",
             backend.name(),
@@ -405,28 +487,6 @@ async fn run(o: &Options) -> Result<(), String> {
             lists.push(l);
             empties.push(list_once(backend, &empty).await?.idle_rss_kib);
         }
-        // The stream figure is the noisiest (one in-process prompt, well under a second):
-        // more pairs, alternating which goes first, and the ratio of the medians.
-        let mut with_rates = Vec::new();
-        let mut without_rates = Vec::new();
-        for pair in 0..(2 * o.runs + 1) {
-            let dir = base.join("stream");
-            if pair % 2 == 0 {
-                without_rates.push(stream_once(None, o.chunks).await?);
-                with_rates.push(stream_once(Some((backend, dir)), o.chunks).await?);
-            } else {
-                with_rates.push(stream_once(Some((backend, dir)), o.chunks).await?);
-                without_rates.push(stream_once(None, o.chunks).await?);
-            }
-        }
-        let with = median(with_rates.clone());
-        let without = median(without_rates.clone());
-        eprintln!(
-            "{}: stream medians {with:.0} chunks/s with the store, {without:.0} without (with: {:?}; without: {:?})",
-            backend.name(),
-            with_rates.iter().map(|r| *r as u64).collect::<Vec<_>>(),
-            without_rates.iter().map(|r| *r as u64).collect::<Vec<_>>(),
-        );
         let replay = median(replays.iter().map(|r| r.elapsed).collect());
         let peak = median(replays.iter().map(|r| r.peak_over_kib).collect());
         let first = median(lists.iter().map(|l| l.first_page).collect());
@@ -434,14 +494,10 @@ async fn run(o: &Options) -> Result<(), String> {
         let idle_many = median(lists.iter().map(|l| l.idle_rss_kib).collect());
         let idle_empty = median(empties);
         let per_session = (idle_many as f64 - idle_empty as f64) * 1024.0 / o.sessions as f64;
-        let ratio = with / without;
-        // On a shared machine the runs split into disturbed and undisturbed ones; the best
-        // run of each side compares the undisturbed ones.
-        let best = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
-        let best_ratio = best(&with_rates) / best(&without_rates);
         println!(
-            "| {} | {} | {} KiB | {} | {} | {:.0} B ({} KiB vs {} KiB empty) | {:.0}% (best runs {:.0}%) |",
+            "| {} | {:.0} events/s | {} | {} KiB | {} | {} | {:.0} B ({} KiB vs {} KiB empty) |",
             backend.name(),
+            o.events as f64 / history_write.as_secs_f64(),
             ms(replay),
             peak,
             ms(first),
@@ -449,10 +505,71 @@ async fn run(o: &Options) -> Result<(), String> {
             per_session,
             idle_many,
             idle_empty,
+        );
+        for &durability in backend.durabilities() {
+            let chunks = if backend == Backend::Postgres && durability == Durability::Event {
+                o.chunks.min(5_000)
+            } else {
+                o.chunks
+            };
+            // A fresh store for every prompt (the bench agent's session id is always the same).
+            let fresh = || at("stream");
+            let ratio = stream_ratio(o, backend, &fresh, durability, chunks).await?;
+            streams.push((backend, durability, chunks, ratio));
+        }
+    }
+    println!();
+    println!("| store | durability | chunks | stream with store / without (medians; best runs) |");
+    println!("| --- | --- | --- | --- |");
+    for (backend, durability, chunks, (ratio, best)) in streams {
+        let setting = match backend {
+            Backend::Sqlite => "(none: each append written)".to_owned(),
+            _ => format!("{durability:?}"),
+        };
+        println!(
+            "| {} | {setting} | {chunks} | {:.1}% ({:.1}%) |",
+            backend.name(),
             ratio * 100.0,
-            best_ratio * 100.0
+            best * 100.0
         );
     }
     let _ = std::fs::remove_dir_all(&root);
     Ok(())
+}
+
+/// Scenario a with the store over scenario a without: the ratio of the medians and of the
+/// best runs. The noisiest figure (one in-process prompt, well under a second): more pairs,
+/// alternating which goes first.
+async fn stream_ratio(
+    o: &Options,
+    backend: Backend,
+    fresh: &dyn Fn() -> String,
+    durability: Durability,
+    chunks: u64,
+) -> Result<(f64, f64), String> {
+    let mut with_rates = Vec::new();
+    let mut without_rates = Vec::new();
+    for pair in 0..(2 * o.runs + 1) {
+        let at = fresh();
+        let with = Some((backend, at.as_str(), durability));
+        if pair % 2 == 0 {
+            without_rates.push(stream_once(None, chunks).await?);
+            with_rates.push(stream_once(with, chunks).await?);
+        } else {
+            with_rates.push(stream_once(with, chunks).await?);
+            without_rates.push(stream_once(None, chunks).await?);
+        }
+    }
+    let with = median(with_rates.clone());
+    let without = median(without_rates.clone());
+    eprintln!(
+        "{} {durability:?}: stream medians {with:.0} chunks/s with the store, {without:.0} without (with: {:?}; without: {:?})",
+        backend.name(),
+        with_rates.iter().map(|r| *r as u64).collect::<Vec<_>>(),
+        without_rates.iter().map(|r| *r as u64).collect::<Vec<_>>(),
+    );
+    // On a shared machine the runs split into disturbed and undisturbed ones; the best run
+    // of each side compares the undisturbed ones.
+    let best = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    Ok((with / without, best(&with_rates) / best(&without_rates)))
 }

@@ -5,7 +5,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use acp_rpc::{Error, Handler, NotificationContext, Params, RawValue, RequestContext};
+use serde_json::Value;
 
 /// The `acp` binary under test.
 pub fn acp() -> PathBuf {
@@ -197,4 +201,43 @@ impl Drop for Tmux {
 /// Shell-quotes a path for the tmux command line.
 pub fn sh(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
+}
+
+/// Logs every `session/update`; answers no request.
+#[derive(Clone, Default)]
+pub struct UpdateLog(pub Arc<Mutex<Vec<Value>>>);
+
+#[acp_rpc::async_trait]
+impl Handler for UpdateLog {
+    async fn handle_request(
+        &self,
+        _cx: RequestContext,
+        method: &str,
+        _p: Params,
+    ) -> Result<Box<RawValue>, Error> {
+        Err(Error::method_not_found(method))
+    }
+
+    async fn handle_notification(
+        &self,
+        _cx: NotificationContext,
+        _m: &str,
+        params: Params,
+    ) -> Result<(), Error> {
+        let p: Value = params.parse()?;
+        self.0.lock().unwrap().push(p["update"].clone());
+        Ok(())
+    }
+}
+
+impl UpdateLog {
+    pub fn texts(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+            .filter_map(|u| u["content"]["text"].as_str().map(str::to_owned))
+            .collect()
+    }
 }

@@ -10,7 +10,8 @@ use serde_json::Value;
 /// Every request method defaults to "method not found" (`-32601`); the notifications
 /// default to ignoring the message. Implement what you advertise in your
 /// `clientCapabilities`; the [`crate::fs::SandboxedFs`] and
-/// [`crate::terminal::Terminals`] building blocks serve the fs and terminal methods.
+/// [`crate::terminal::Terminals`] building blocks serve the fs and terminal methods
+/// when [`Client::file_system`] and [`Client::terminals`] return them.
 ///
 /// Notification methods run one at a time in arrival order and must not await a
 /// request to the agent (spawn a task for that); request methods run concurrently,
@@ -38,11 +39,14 @@ pub trait Client: Send + Sync + 'static {
     }
     /// `fs/read_text_file`: Reads a text file as the editor sees it (including unsaved changes).
     ///
-    /// Default: `-32601` (method not found).
+    /// Default: served by [`Client::file_system`] when it returns one, otherwise `-32601` (method not found).
     async fn read_text_file(
         &self,
         params: ReadTextFileRequest,
     ) -> Result<ReadTextFileResponse, Error> {
+        if let Some(block) = self.file_system() {
+            return block.read_text_file(params).await;
+        }
         let _ = params;
         Err(
             Error::method_not_found(
@@ -52,11 +56,14 @@ pub trait Client: Send + Sync + 'static {
     }
     /// `fs/write_text_file`: Writes a text file through the editor.
     ///
-    /// Default: `-32601` (method not found).
+    /// Default: served by [`Client::file_system`] when it returns one, otherwise `-32601` (method not found).
     async fn write_text_file(
         &self,
         params: WriteTextFileRequest,
     ) -> Result<WriteTextFileResponse, Error> {
+        if let Some(block) = self.file_system() {
+            return block.write_text_file(params).await;
+        }
         let _ = params;
         Err(
             Error::method_not_found(
@@ -66,11 +73,15 @@ pub trait Client: Send + Sync + 'static {
     }
     /// `terminal/create`: Starts a command in a terminal the client owns and returns its id at once.
     ///
-    /// Default: `-32601` (method not found).
+    /// Default: served by [`Client::terminals`] when it returns one, otherwise `-32601` (method not found).
     async fn create_terminal(
         &self,
         params: CreateTerminalRequest,
     ) -> Result<CreateTerminalResponse, Error> {
+        #[cfg(feature = "process")]
+        if let Some(block) = self.terminals() {
+            return block.create(params, self).await;
+        }
         let _ = params;
         Err(
             Error::method_not_found(
@@ -80,11 +91,15 @@ pub trait Client: Send + Sync + 'static {
     }
     /// `terminal/output`: Reads what a terminal has printed so far and whether it has exited.
     ///
-    /// Default: `-32601` (method not found).
+    /// Default: served by [`Client::terminals`] when it returns one, otherwise `-32601` (method not found).
     async fn terminal_output(
         &self,
         params: TerminalOutputRequest,
     ) -> Result<TerminalOutputResponse, Error> {
+        #[cfg(feature = "process")]
+        if let Some(block) = self.terminals() {
+            return block.output(params).await;
+        }
         let _ = params;
         Err(
             Error::method_not_found(
@@ -94,11 +109,15 @@ pub trait Client: Send + Sync + 'static {
     }
     /// `terminal/release`: Kills the terminal's command if still running and frees the terminal.
     ///
-    /// Default: `-32601` (method not found).
+    /// Default: served by [`Client::terminals`] when it returns one, otherwise `-32601` (method not found).
     async fn release_terminal(
         &self,
         params: ReleaseTerminalRequest,
     ) -> Result<ReleaseTerminalResponse, Error> {
+        #[cfg(feature = "process")]
+        if let Some(block) = self.terminals() {
+            return block.release(params).await;
+        }
         let _ = params;
         Err(
             Error::method_not_found(
@@ -108,11 +127,15 @@ pub trait Client: Send + Sync + 'static {
     }
     /// `terminal/wait_for_exit`: Waits until the terminal's command exits and returns how it exited.
     ///
-    /// Default: `-32601` (method not found).
+    /// Default: served by [`Client::terminals`] when it returns one, otherwise `-32601` (method not found).
     async fn wait_for_terminal_exit(
         &self,
         params: WaitForTerminalExitRequest,
     ) -> Result<WaitForTerminalExitResponse, Error> {
+        #[cfg(feature = "process")]
+        if let Some(block) = self.terminals() {
+            return block.wait_for_exit(params).await;
+        }
         let _ = params;
         Err(
             Error::method_not_found(
@@ -122,11 +145,15 @@ pub trait Client: Send + Sync + 'static {
     }
     /// `terminal/kill`: Kills the terminal's command but keeps the terminal and its output.
     ///
-    /// Default: `-32601` (method not found).
+    /// Default: served by [`Client::terminals`] when it returns one, otherwise `-32601` (method not found).
     async fn kill_terminal(
         &self,
         params: KillTerminalRequest,
     ) -> Result<KillTerminalResponse, Error> {
+        #[cfg(feature = "process")]
+        if let Some(block) = self.terminals() {
+            return block.kill(params).await;
+        }
         let _ = params;
         Err(
             Error::method_not_found(
@@ -213,6 +240,15 @@ pub trait Client: Send + Sync + 'static {
     ) -> Result<(), Error> {
         let _ = params;
         Ok(())
+    }
+    #[doc = "The sandboxed file system that serves `fs/*` requests: return `Some` and the `fs` methods need no code of yours (override one to log or gate it, and call the block from there).\n\nDefault: `None`, and the `fs` methods answer `-32601`."]
+    fn file_system(&self) -> Option<&crate::fs::SandboxedFs> {
+        None
+    }
+    #[doc = "The terminals that serve `terminal/*` requests: return `Some` and the terminal methods need no code of yours; each `terminal/create` still asks [`Client::approve_terminal`] (override a method to log or gate it, and call the block from there).\n\nDefault: `None`, and the terminal methods answer `-32601`."]
+    #[cfg(feature = "process")]
+    fn terminals(&self) -> Option<&crate::terminal::Terminals> {
+        None
     }
     /// Whether to run a `terminal/create`: called by
     /// [`crate::terminal::Terminals::create`] with exactly what would run (command,

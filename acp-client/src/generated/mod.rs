@@ -7,3 +7,5 @@ pub(crate) mod client;
 mod dispatch;
 /// The `AgentHandle`'s calls to the agent.
 mod agent_handle;
+/// The supervisor's relay: every `Client` method handed on to the application's.
+mod relay;

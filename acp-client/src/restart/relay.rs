@@ -1,5 +1,6 @@
 //! The application's [`Client`] as every connection of a [`super::SupervisedAgent`] sees it:
-//! shared across restarts, with the replayed updates of sessions being reloaded held back.
+//! shared across restarts, with the replayed updates of sessions being reloaded held back
+//! (its `impl Client` is generated: `generated/relay.rs`).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -7,100 +8,102 @@ use std::sync::{Arc, Mutex};
 use acp_rpc::Error;
 use acp_rpc::sync::lock;
 use acp_types::v1::*;
-use async_trait::async_trait;
-use serde_json::Value;
 
 use crate::Client;
 
 /// The application's client, shared by every connection the supervisor makes, with the
 /// updates of sessions being reloaded held back.
-pub(super) struct Relay<C: Client> {
-    pub(super) client: Arc<C>,
+pub(crate) struct Relay<C: Client> {
+    pub(crate) client: Arc<C>,
     /// Sessions being reloaded: their replayed updates are not passed on.
     pub(super) muted: Mutex<HashSet<SessionId>>,
 }
 
 /// A connection's view of the [`Relay`].
-pub(super) struct Shared<C: Client>(pub(super) Arc<Relay<C>>);
+pub(crate) struct Shared<C: Client>(pub(crate) Arc<Relay<C>>);
 
-#[async_trait]
-impl<C: Client> Client for Shared<C> {
-    async fn request_permission(
+impl<C: Client> Shared<C> {
+    /// `session/update`, the one method not simply handed on (the rest are in the generated
+    /// `impl Client for Shared`): the replayed updates of a session being reloaded are held
+    /// back.
+    pub(crate) async fn session_update_hook(
         &self,
-        params: RequestPermissionRequest,
-    ) -> Result<RequestPermissionResponse, Error> {
-        self.0.client.request_permission(params).await
-    }
-    async fn read_text_file(
-        &self,
-        params: ReadTextFileRequest,
-    ) -> Result<ReadTextFileResponse, Error> {
-        self.0.client.read_text_file(params).await
-    }
-    async fn write_text_file(
-        &self,
-        params: WriteTextFileRequest,
-    ) -> Result<WriteTextFileResponse, Error> {
-        self.0.client.write_text_file(params).await
-    }
-    async fn approve_terminal(
-        &self,
-        request: &crate::terminal::TerminalRequest,
-    ) -> crate::terminal::TerminalDecision {
-        self.0.client.approve_terminal(request).await
-    }
-    async fn create_terminal(
-        &self,
-        params: CreateTerminalRequest,
-    ) -> Result<CreateTerminalResponse, Error> {
-        self.0.client.create_terminal(params).await
-    }
-    async fn terminal_output(
-        &self,
-        params: TerminalOutputRequest,
-    ) -> Result<TerminalOutputResponse, Error> {
-        self.0.client.terminal_output(params).await
-    }
-    async fn release_terminal(
-        &self,
-        params: ReleaseTerminalRequest,
-    ) -> Result<ReleaseTerminalResponse, Error> {
-        self.0.client.release_terminal(params).await
-    }
-    async fn wait_for_terminal_exit(
-        &self,
-        params: WaitForTerminalExitRequest,
-    ) -> Result<WaitForTerminalExitResponse, Error> {
-        self.0.client.wait_for_terminal_exit(params).await
-    }
-    async fn kill_terminal(
-        &self,
-        params: KillTerminalRequest,
-    ) -> Result<KillTerminalResponse, Error> {
-        self.0.client.kill_terminal(params).await
-    }
-    async fn create_elicitation(
-        &self,
-        params: CreateElicitationRequest,
-    ) -> Result<CreateElicitationResponse, Error> {
-        self.0.client.create_elicitation(params).await
-    }
-    async fn session_update(&self, params: SessionNotification) -> Result<(), Error> {
+        params: SessionNotification,
+    ) -> Result<(), Error> {
         if lock(&self.0.muted).contains(&params.session_id) {
             return Ok(());
         }
         self.0.client.session_update(params).await
     }
-    async fn complete_elicitation(
-        &self,
-        params: CompleteElicitationNotification,
-    ) -> Result<(), Error> {
-        self.0.client.complete_elicitation(params).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records which of its methods were called.
+    #[derive(Default)]
+    struct Recording(Mutex<Vec<&'static str>>);
+
+    #[async_trait::async_trait]
+    impl Client for Recording {
+        async fn session_update(&self, _: SessionNotification) -> Result<(), Error> {
+            lock(&self.0).push("session/update");
+            Ok(())
+        }
+        async fn kill_terminal(
+            &self,
+            _: KillTerminalRequest,
+        ) -> Result<KillTerminalResponse, Error> {
+            lock(&self.0).push("terminal/kill");
+            Ok(KillTerminalResponse::new())
+        }
+        #[cfg(feature = "unstable_mcp_over_acp")]
+        async fn mcp_message(&self, _: MessageMcpRequest) -> Result<MessageMcpResponse, Error> {
+            lock(&self.0).push("mcp/message");
+            Err(Error::internal_error("recorded"))
+        }
+        async fn ext_notification(&self, _: &str, _: serde_json::Value) -> Result<(), Error> {
+            lock(&self.0).push("_ext");
+            Ok(())
+        }
     }
-    async fn ext_method(&self, method: &str, params: Value) -> Result<Value, Error> {
-        self.0.client.ext_method(method, params).await
+
+    fn update(session: &str) -> SessionNotification {
+        SessionNotification::new(
+            SessionId::from(session),
+            SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from("hi"))),
+        )
     }
-    async fn ext_notification(&self, method: &str, params: Value) -> Result<(), Error> {
-        self.0.client.ext_notification(method, params).await
+
+    #[tokio::test]
+    async fn the_relay_hands_every_method_on_and_holds_back_only_muted_updates() {
+        let client = Arc::new(Recording::default());
+        let relay = Shared(Arc::new(Relay {
+            client: client.clone(),
+            muted: Mutex::new(HashSet::from([SessionId::from("reloading")])),
+        }));
+        relay.session_update(update("reloading")).await.unwrap();
+        relay.session_update(update("live")).await.unwrap();
+        let kill = KillTerminalRequest::new(SessionId::from("live"), TerminalId::from("t"));
+        relay.kill_terminal(kill).await.unwrap();
+        relay
+            .ext_notification("_ext", serde_json::Value::Null)
+            .await
+            .unwrap();
+        #[cfg_attr(not(feature = "unstable_mcp_over_acp"), allow(unused_mut))]
+        let mut expected = vec!["session/update", "terminal/kill", "_ext"];
+        #[cfg(feature = "unstable_mcp_over_acp")]
+        {
+            // Unstable methods too: the relay is generated from the same method table.
+            let message: MessageMcpRequest = serde_json::from_value(serde_json::json!({
+                "serverId": "s", "requestId": "r1", "method": "tools/list"
+            }))
+            .unwrap();
+            let e = relay.mcp_message(message).await.unwrap_err();
+            assert_eq!(e.message, "recorded");
+            expected.push("mcp/message");
+        }
+        assert_eq!(*lock(&client.0), expected);
     }
 }

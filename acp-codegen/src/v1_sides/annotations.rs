@@ -36,6 +36,19 @@ pub struct RustSide {
     pub doc: Option<String>,
     /// `"call-doc"`: more documentation for the handle method.
     pub call_doc: Option<String>,
+    /// `"builtin": "terminals.create"`: the client trait method's default hands the request
+    /// to a building block of acp-client that the application may provide (see
+    /// `client::BUILTINS`), and answers "method not found" only when it provides none.
+    pub builtin: Option<Builtin>,
+}
+
+/// Which building block serves a client method by default, and with which of its methods.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Builtin {
+    /// The building block (`terminals`, `fs`).
+    pub provider: String,
+    /// Its method that serves the request (`create`).
+    pub call: String,
 }
 
 /// Reads the `x-rust` of `method` (`raw` is its `x-methods` entry as written).
@@ -60,6 +73,7 @@ pub fn parse(method: &Method, raw: &Value) -> Result<RustSide, Error> {
         "offered",
         "doc",
         "call-doc",
+        "builtin",
     ];
     if let Some(unknown) = v.keys().find(|k| !KEYS.contains(&k.as_str())) {
         return Err(err(&format!("unknown key `{unknown}`")));
@@ -88,6 +102,12 @@ pub fn parse(method: &Method, raw: &Value) -> Result<RustSide, Error> {
         offered: text("offered"),
         doc: text("doc"),
         call_doc: text("call-doc"),
+        builtin: match text("builtin") {
+            None => None,
+            Some(b) => Some(parse_builtin(&b).ok_or_else(|| {
+                err("`builtin` is `block.method` in snake_case (`terminals.create`)")
+            })?),
+        },
     };
     let request = method.kind == MethodKind::Request;
     if side.prompt_context && !(side.serve_hook && method.side == Side::Agent) {
@@ -106,12 +126,24 @@ pub fn parse(method: &Method, raw: &Value) -> Result<RustSide, Error> {
             "`capability` gates the agent's calls to client methods only",
         ));
     }
+    if side.builtin.is_some() && !(method.side == Side::Client && request) {
+        return Err(err("`builtin` serves requests to the client only"));
+    }
     if side.offered.is_some() && method.side == Side::Agent {
         return Err(err(
             "`offered` gates the agent's own calls to the client only",
         ));
     }
     Ok(side)
+}
+
+fn parse_builtin(text: &str) -> Option<Builtin> {
+    let snake = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+    let (provider, call) = text.split_once('.')?;
+    (snake(provider) && snake(call)).then(|| Builtin {
+        provider: provider.to_string(),
+        call: call.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -142,9 +174,16 @@ mod tests {
             Side::Client,
             MethodKind::Request,
             r#"{"name": "read_it", "session": "known", "required": true, "call": "hook",
-                "capability": "fs.read", "doc": "d", "call-doc": "c"}"#,
+                "capability": "fs.read", "doc": "d", "call-doc": "c", "builtin": "fs.read_it"}"#,
         )
         .unwrap();
+        assert_eq!(
+            side.builtin,
+            Some(Builtin {
+                provider: "fs".into(),
+                call: "read_it".into()
+            })
+        );
         assert_eq!(side.name, "read_it");
         assert!(side.known_session && side.required && side.call_hook && !side.serve_hook);
         assert_eq!(side.capability.as_deref(), Some("fs.read"));
@@ -205,6 +244,18 @@ mod tests {
                 MethodKind::Request,
                 r#"{"name": "a", "offered": "x"}"#,
                 "own calls",
+            ),
+            (
+                Side::Agent,
+                MethodKind::Request,
+                r#"{"name": "a", "builtin": "fs.read"}"#,
+                "requests to the client",
+            ),
+            (
+                Side::Client,
+                MethodKind::Request,
+                r#"{"name": "a", "builtin": "fs"}"#,
+                "block.method",
             ),
         ];
         for (side, kind, rust, expected) in cases {
