@@ -231,9 +231,11 @@ fn serve_with_metrics_counts_the_gateway_agents_and_turns() {
     let acp = acp();
     let agent = [acp.to_str().unwrap(), "agent"];
     let server = Serve::start_with(&scratch, &token_file, &["--metrics"], &agent);
+    // Over WebSocket: the connection ends with the chat's socket when it exits (over HTTP it
+    // ends with the chat's goodbye DELETE, which a quickly exiting chat may not get out).
     for _ in 0..2 {
-        let out = chat(&scratch, &server.url, &[], Some("s3cret-token"));
-        check_turn(&out, "http");
+        let out = chat(&scratch, &server.url, &["--ws"], Some("s3cret-token"));
+        check_turn(&out, "ws");
     }
     let (status, _) = http_get(&server.url, "/readyz", "");
     assert!(status.contains(" 200 "), "{status}");
