@@ -64,8 +64,33 @@ pub fn serve_stdio<A: Agent>(agent: A) -> AgentConnection {
     serve(agent, acp_rpc::stdio::stdin(), acp_rpc::stdio::stdout())
 }
 
-/// Serves `agent` with a custom [`Config`] (limits, timeouts, wire tap...). Must be called
-/// within a Tokio runtime.
+/// Serves `agent` with a custom [`Config`] (limits, timeouts, wire tap, observer...). Must be
+/// called within a Tokio runtime.
+///
+/// An observer (see [`acp_rpc::observe`]) is told about every message and finished request,
+/// for your own metrics or OpenTelemetry:
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use acp_agent::Config;
+/// use acp_rpc::observe::{MessageEvent, Observer};
+///
+/// #[derive(Default)]
+/// struct BytesOut(AtomicU64);
+/// impl Observer for BytesOut {
+///     fn message(&self, e: &MessageEvent<'_>) {
+///         if e.direction == acp_rpc::Direction::Outgoing {
+///             self.0.fetch_add(e.size as u64, Ordering::Relaxed);
+///         }
+///     }
+/// }
+/// # fn run(agent: impl acp_agent::Agent) {
+/// let out = Arc::new(BytesOut::default());
+/// let config = Config::default().with_observer(out.clone());
+/// let conn = acp_agent::serve_with(agent, tokio::io::stdin(), tokio::io::stdout(), config);
+/// # let _ = conn; }
+/// ```
 pub fn serve_with<A, R, W>(agent: A, reader: R, writer: W, config: Config) -> AgentConnection
 where
     A: Agent,

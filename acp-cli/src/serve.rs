@@ -18,7 +18,8 @@ use crate::chat::EXIT_FAILED;
 pub const TOKEN_ENV: &str = "ACP_TOKEN";
 
 const SERVE_AFTER: &str = "\
-Every request needs `Authorization: Bearer TOKEN`; `GET /healthz` answers 200 without it.
+Every request needs `Authorization: Bearer TOKEN`, `GET /metrics` (with --metrics) too;
+`GET /healthz` (alive) and `GET /readyz` (under the connection limit) answer without it.
 TLS is not done here: put a TLS-terminating proxy in front for anything beyond a trusted
 network (docs/DEPLOYMENT.md). Ctrl-C stops the server and every agent it started.";
 
@@ -38,6 +39,11 @@ pub struct ServeArgs {
     /// built-in agent.
     #[command(flatten)]
     store: crate::store::StoreArgs,
+    /// Count and serve Prometheus metrics at `GET /metrics` (behind the token, like `/acp`):
+    /// connections, sessions, requests by method and outcome, latencies, notifications by
+    /// kind, bytes, agent processes.
+    #[arg(long)]
+    metrics: bool,
     /// Let browser pages of this origin call (repeatable); others are refused.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origin: Vec<String>,
@@ -121,6 +127,9 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         }
     };
     let mut builder = builder.authenticator(auth);
+    if args.metrics {
+        builder = builder.metrics(acp_remote::Metrics::new());
+    }
     for origin in args.allow_origin {
         builder = builder.allow_origin(origin);
     }
@@ -147,6 +156,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     println!("  {prefix}acp chat --url {url} {credential}");
     if generated {
         println!("(a fresh token; give --token-file or {TOKEN_ENV} to choose it)");
+    }
+    if args.metrics {
+        let base = url.trim_end_matches("/acp");
+        println!("metrics: {base}/metrics (with the token); readiness: {base}/readyz");
     }
     stopped().await;
     server.shutdown();

@@ -202,6 +202,71 @@ fn serve_an_agent_command_as_a_gateway_and_chat_over_both_profiles() {
     serve_and_chat("serve-gateway", &[acp.to_str().unwrap(), "agent"]);
 }
 
+/// `GET path` on the server of `url` with the bearer token: the status line and the body.
+fn http_get(url: &str, path: &str, token: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let host = url.trim_start_matches("http://").trim_end_matches("/acp");
+    let mut socket = std::net::TcpStream::connect(host).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\
+         Connection: close\r\n\r\n"
+    );
+    socket.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    socket.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_owned(), body.to_owned())
+}
+
+/// `acp serve --metrics` in front of a gateway: each chat starts an `acp agent` process, and
+/// `/metrics` counts them and their turns (the series as Prometheus text).
+#[test]
+fn serve_with_metrics_counts_the_gateway_agents_and_turns() {
+    let scratch = Scratch::new("serve-metrics");
+    let token_file = scratch.0.join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let acp = acp();
+    let agent = [acp.to_str().unwrap(), "agent"];
+    let server = Serve::start_with(&scratch, &token_file, &["--metrics"], &agent);
+    // Over WebSocket: the connection ends with the chat's socket when it exits (over HTTP it
+    // ends with the chat's goodbye DELETE, which a quickly exiting chat may not get out).
+    for _ in 0..2 {
+        let out = chat(&scratch, &server.url, &["--ws"], Some("s3cret-token"));
+        check_turn(&out, "ws");
+    }
+    let (status, _) = http_get(&server.url, "/readyz", "");
+    assert!(status.contains(" 200 "), "{status}");
+    let (status, _) = http_get(&server.url, "/metrics", "wrong");
+    assert!(status.contains(" 401 "), "{status}");
+    let value = |text: &str, series: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .map(|v| v.trim().parse::<f64>().unwrap())
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let (status, text) = http_get(&server.url, "/metrics", "s3cret-token");
+        assert!(status.contains(" 200 "), "{status}");
+        // The agents end with their connections (reaped in the background).
+        if value(&text, "acp_agent_processes") == Some(0.0) || Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(value(&text, "acp_agent_processes"), Some(0.0), "{text}");
+    assert_eq!(
+        value(&text, "acp_agent_processes_started_total"),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(value(&text, "acp_connections_total"), Some(2.0), "{text}");
+    let prompts = "acp_requests_total{method=\"session/prompt\",outcome=\"ok\"}";
+    assert_eq!(value(&text, prompts), Some(2.0), "{text}");
+}
+
 #[test]
 fn serve_refuses_an_empty_token_file() {
     let scratch = Scratch::new("serve-empty-token");

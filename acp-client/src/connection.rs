@@ -23,6 +23,33 @@ pub struct ClientConnection {
 impl ClientConnection {
     /// Starts serving `client` over `reader`/`writer` (the agent's stdout and stdin). Must
     /// be called inside a Tokio runtime.
+    ///
+    /// The [`Config`] carries an observer too, told about every message and finished request
+    /// (see [`acp_rpc::observe`]), for your own metrics:
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use acp_client::{Client, ClientConnection, Config};
+    /// use acp_rpc::observe::{Observer, RequestEvent};
+    ///
+    /// #[derive(Default)]
+    /// struct SlowPrompts(AtomicU64);
+    /// impl Observer for SlowPrompts {
+    ///     fn request(&self, e: &RequestEvent<'_>) {
+    ///         if e.method == "session/prompt" && e.latency.as_secs() >= 60 {
+    ///             self.0.fetch_add(1, Ordering::Relaxed);
+    ///         }
+    ///     }
+    /// }
+    /// struct Quiet;
+    /// impl Client for Quiet {}
+    ///
+    /// # async fn run(out: tokio::process::ChildStdout, inp: tokio::process::ChildStdin) {
+    /// let slow = Arc::new(SlowPrompts::default());
+    /// let conn = ClientConnection::new(Quiet, out, inp, Config::default().with_observer(slow.clone()));
+    /// # let _ = conn; }
+    /// ```
     pub fn new<C, R, W>(client: C, reader: R, writer: W, config: Config) -> Self
     where
         C: Client,

@@ -5,7 +5,9 @@
 //!   value, and so one set of sessions, per remote connection) or a stdio agent command as a
 //!   gateway (one child process per remote connection, ended and reaped with it). Both
 //!   profiles on the same endpoint: Streamable HTTP (POST, GET as SSE, DELETE) and WebSocket
-//!   (GET with `Upgrade`). `GET /healthz` answers 200 without a credential.
+//!   (GET with `Upgrade`). `GET /healthz` (alive) and `GET /readyz` (under the connection
+//!   limit, every [`ReadinessCheck`] passing) answer without a credential; `GET /metrics`
+//!   serves [`Metrics`] in the Prometheus text format when they are on.
 //! * [`connect`] / [`connect_client`]: reach such an endpoint (`http://HOST/acp` or
 //!   `ws://HOST/acp`) and get the same [`acp_client::ClientConnection`] and
 //!   [`acp_client::AgentHandle`] as over stdio.
@@ -64,12 +66,14 @@
 #![deny(missing_docs)]
 
 mod client;
+pub mod metrics;
 mod security;
 mod server;
 
 pub use client::{ConnectOptions, Profile, RemoteLink, connect, connect_client};
+pub use metrics::Metrics;
 pub use security::{Authenticator, BearerToken, Identity, Limits, NoAuth};
-pub use server::{RunningServer, Server, ServerBuilder};
+pub use server::{ReadinessCheck, RunningServer, Server, ServerBuilder};
 
 /// The header naming the connection (set by the server on `initialize`'s answer and on the
 /// WebSocket's 101, sent by the client on every later request).

@@ -1,7 +1,9 @@
-//! Connection configuration: limits, timeouts, the wire tap and the framing knobs.
+//! Connection configuration: limits, timeouts, the wire tap, the observer and the framing
+//! knobs.
 
 use std::time::Duration;
 
+use crate::observe::SharedObserver;
 use crate::tap::WireTap;
 
 /// Default maximum size of one message (one line), 64 MiB.
@@ -133,6 +135,9 @@ pub struct Config {
     pub framing: Framing,
     /// Optional wire tap receiving every raw line in both directions.
     pub tap: Option<WireTap>,
+    /// Optional observer told about every message and every finished request (see
+    /// [`crate::observe`]). Default `None`: no clock read, no call.
+    pub observer: Option<SharedObserver>,
     /// When set, the id of the first outgoing request, overriding
     /// [`Framing::first_request_id`]: negotiation sets it past the ids its probes used, so a
     /// late answer to a probe cannot be taken for the answer to a real request.
@@ -162,6 +167,7 @@ impl Default for Config {
             write_stall_timeout: Some(Duration::from_secs(30)),
             framing: Framing::default(),
             tap: None,
+            observer: None,
             first_request_id: None,
             sequential_requests: false,
         }
@@ -183,6 +189,7 @@ impl std::fmt::Debug for Config {
             .field("write_stall_timeout", &self.write_stall_timeout)
             .field("framing", &self.framing)
             .field("tap", &self.tap.is_some())
+            .field("observer", &self.observer.is_some())
             .field("first_request_id", &self.first_request_id)
             .field("sequential_requests", &self.sequential_requests)
             .finish()
@@ -272,6 +279,12 @@ impl Config {
     #[must_use]
     pub fn with_tap(mut self, tap: WireTap) -> Self {
         self.tap = Some(tap);
+        self
+    }
+    /// Sets [`Config::observer`].
+    #[must_use]
+    pub fn with_observer(mut self, observer: SharedObserver) -> Self {
+        self.observer = Some(observer);
         self
     }
 }

@@ -18,10 +18,12 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{Error, ErrorCode, panic_message};
 use crate::handler::{Handler, NotificationContext, RequestContext, StartedNotification};
 use crate::message::{Notification, Request, write_response};
+use crate::observe::{MessageKind, RequestEvent};
 use crate::outgoing::Peer;
 use crate::params::Params;
 use crate::queued::Outgoing;
 use crate::state::{Deliver, SLOT, Shared, Slot, lock};
+use crate::tap::Direction;
 
 /// Items processed strictly in arrival order by the notification worker.
 pub(crate) enum Ordered {
@@ -51,6 +53,8 @@ pub(crate) struct RequestTask {
     pub(crate) token: CancellationToken,
     /// Notifications received before this request, for `notifications_handled`.
     pub(crate) notifications_before: u64,
+    /// When it was read, if an observer wants its latency.
+    pub(crate) received: Option<Instant>,
 }
 
 impl RequestTask {
@@ -128,6 +132,16 @@ impl RequestTask {
             self.shared.request_answered.notify_waiters();
         }
         crate::flow::completed(start, &result);
+        if let (Some(observer), Some(received)) = (&self.shared.config.observer, self.received) {
+            let event = RequestEvent {
+                direction: Direction::Incoming,
+                method: &method,
+                id: &id,
+                latency: received.elapsed(),
+                outcome: result.as_ref().map(|_| ()).map_err(|e| e.code),
+            };
+            crate::observe::request(&**observer, &event);
+        }
         let written = slot.take_written();
         if self.shared.is_closed() {
             slot.release();
@@ -143,6 +157,8 @@ impl RequestTask {
             Err(error) => {
                 let mut buf = Vec::with_capacity(128);
                 write_response(&mut buf, framing, Some(&id), &Err(error));
+                let config = &self.shared.config;
+                crate::observe::sent(config, MessageKind::Response, None, Some(&id), &buf);
                 Outgoing::Frame(buf)
             }
         }

@@ -27,13 +27,29 @@ pub const TARGET: &str = "acp_rpc::flow";
 /// parsing: the first `"sessionId"` key followed by a string value. `None` without one, or
 /// when it holds escapes (not worth decoding for a log field).
 pub fn session_id(text: &str) -> Option<&str> {
-    let key = "\"sessionId\"";
-    let start = text.find(key)? + key.len();
-    let rest = text[start..].trim_start().strip_prefix(':')?.trim_start();
-    let rest = rest.strip_prefix('"')?;
-    let end = rest.find('"')?;
-    let value = &rest[..end];
-    (!value.contains('\\')).then_some(value)
+    string_field(text, "sessionId")
+}
+
+/// The string value of the first `"key"` in `text` that is followed by `:` and a string,
+/// found by a scan, without parsing (so the key may be nested anywhere). `None` without
+/// one, or when the value holds escapes. What [`session_id`] uses, for other such fields
+/// (a `session/update`'s `sessionUpdate` kind).
+pub fn string_field<'t>(text: &'t str, key: &str) -> Option<&'t str> {
+    for (at, _) in text.match_indices(key) {
+        let quoted = text[..at].ends_with('"') && text[at + key.len()..].starts_with('"');
+        if !quoted {
+            continue;
+        }
+        let rest = text[at + key.len() + 1..].trim_start();
+        let Some(rest) = rest.strip_prefix(':') else {
+            continue;
+        };
+        let rest = rest.trim_start().strip_prefix('"')?;
+        let end = rest.find('"')?;
+        let value = &rest[..end];
+        return (!value.contains('\\')).then_some(value);
+    }
+    None
 }
 
 /// Whether a request that ended with `error` failed (ERROR) or just had an expected answer
@@ -95,5 +111,16 @@ mod tests {
         assert_eq!(session_id(r#"{"sessionId":7}"#), None);
         assert_eq!(session_id(r#"{"sessionId":"a\"b"}"#), None);
         assert_eq!(session_id(r#"{"sessionId":"#), None);
+        assert_eq!(
+            string_field(
+                r#"{"x":"sessionUpdate","update":{"sessionUpdate":"plan"}}"#,
+                "sessionUpdate"
+            ),
+            Some("plan")
+        );
+        assert_eq!(
+            string_field(r#"{"mySessionUpdate":"x"}"#, "sessionUpdate"),
+            None
+        );
     }
 }

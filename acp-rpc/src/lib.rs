@@ -44,6 +44,7 @@ pub mod flow;
 pub mod handler;
 pub mod memory;
 pub mod message;
+pub mod observe;
 pub mod outgoing;
 pub mod params;
 pub mod probe;
@@ -66,6 +67,7 @@ pub use handler::{
     Arrival, Handler, NotificationContext, RequestContext, ResponseWritten, StartedNotification,
 };
 pub use message::{Message, Notification, ParseFailure, Request, RequestId, Response};
+pub use observe::{MessageEvent, MessageKind, Observer, RequestEvent};
 pub use outgoing::{CANCEL_METHOD, CallOptions, Peer};
 pub use params::{Params, deserialize_params, to_raw};
 pub use reply::Reply;

@@ -14,9 +14,11 @@ use tracing::Instrument;
 
 use crate::error::{CloseReason, Error, ErrorCode};
 use crate::message::{RequestId, write_notification, write_request};
+use crate::observe::{self, MessageKind, RequestEvent};
 use crate::state::{
     CountedWait, Deliver, Pending, Shared, Waiter, in_request_handler, lock, release_slot,
 };
+use crate::tap::Direction;
 
 /// The method of the cancellation notification (params `{"requestId": <id>}`).
 pub const CANCEL_METHOD: &str = "$/cancel_request";
@@ -175,11 +177,25 @@ impl Peer {
             session_id = tracing::field::Empty,
         );
         let start = crate::flow::start();
+        let observed = self.shared.config.observer.as_ref().map(|observer| {
+            let sent = start.unwrap_or_else(std::time::Instant::now);
+            (observer, sent)
+        });
         let result = self
             .call(id, method, params, options, decode)
             .instrument(span.clone())
             .await;
         span.in_scope(|| crate::flow::completed(start, &result));
+        if let Some((observer, sent)) = observed {
+            let event = RequestEvent {
+                direction: Direction::Outgoing,
+                method,
+                id: &RequestId::Int(id),
+                latency: sent.elapsed(),
+                outcome: result.as_ref().map(|_| ()).map_err(|e| e.code),
+            };
+            crate::observe::request(&**observer, &event);
+        }
         result
     }
 
@@ -205,6 +221,16 @@ impl Peer {
         write_request(&mut buf, &shared.config.framing, id, method, params)?;
         shared.request_size.record(buf.len());
         log_sent(method, Some(id), &buf, true);
+        if shared.config.observer.is_some() {
+            let id = RequestId::Int(id);
+            observe::sent(
+                &shared.config,
+                MessageKind::Request,
+                Some(method),
+                Some(&id),
+                &buf,
+            );
+        }
         // At most `max_pending_requests` of ours await answers, so the peer never holds
         // more unanswered requests of ours than its admission cap and its reader keeps
         // reading. A call made by a request handler (an answer in the making) is exempt:
@@ -277,10 +303,22 @@ impl Peer {
             write_notification(&mut buf, &shared.config.framing, method, params)?;
             shared.notification_size.record(buf.len());
             log_sent(method, None, &buf, false);
+            observe::sent(
+                &shared.config,
+                MessageKind::Notification,
+                Some(method),
+                None,
+                &buf,
+            );
         } else {
             let slot = shared.outgoing_slot().await?;
             let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
             write_request(&mut buf, &shared.config.framing, id, method, params)?;
+            if shared.config.observer.is_some() {
+                let id = RequestId::Int(id);
+                let kind = MessageKind::Request;
+                observe::sent(&shared.config, kind, Some(method), Some(&id), &buf);
+            }
             self.register(id, Pending::Discard(slot))?;
         }
         shared.send(buf).await
@@ -378,6 +416,8 @@ impl Drop for CallGuard<'_> {
             return;
         }
         tracing::debug!(id = self.id, "request abandoned: sending {CANCEL_METHOD}");
+        let kind = MessageKind::Notification;
+        observe::sent(&shared.config, kind, Some(CANCEL_METHOD), None, &buf);
         match shared.out_tx.try_send(buf.into()) {
             Ok(()) => {}
             Err(tokio::sync::mpsc::error::TrySendError::Full(buf)) => {

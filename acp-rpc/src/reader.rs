@@ -25,6 +25,7 @@ use crate::message::{
     BorrowedResponse, Notification, Parsed, Request, RequestId, parse_line, plain_notification,
     plain_response, write_response,
 };
+use crate::observe::{MessageEvent, MessageKind};
 use crate::outgoing::{CANCEL_METHOD, CancelParams, Peer};
 use crate::state::{ClosedWatch, InFlightRequest, Pending, Shared, lock};
 use crate::tap::{Direction, TapEvent};
@@ -169,6 +170,21 @@ impl Reader {
         }
     }
 
+    /// Tells the observer, if any, about a message read (`text`: where its session id is).
+    fn observe(
+        &self,
+        kind: MessageKind,
+        method: Option<&str>,
+        id: Option<&RequestId>,
+        size: usize,
+        text: &[u8],
+    ) {
+        if let Some(observer) = &self.shared.config.observer {
+            let event = MessageEvent::new(Direction::Incoming, kind, method, id, size, text);
+            crate::observe::message(&**observer, &event);
+        }
+    }
+
     fn tap(&self, event: TapEvent<'_>) {
         if let Some(tap) = &self.shared.config.tap {
             tap(event);
@@ -178,6 +194,7 @@ impl Reader {
     async fn reply(&self, id: Option<&RequestId>, result: Result<Box<RawValue>, Error>) {
         let mut buf = Vec::with_capacity(128);
         write_response(&mut buf, &self.shared.config.framing, id, &result);
+        crate::observe::sent(&self.shared.config, MessageKind::Response, None, id, &buf);
         let _ = self.shared.send(buf).await;
     }
 
@@ -193,6 +210,7 @@ impl Reader {
             RawFrame::Line(line) => self.on_line(&line).await,
             RawFrame::Oversized { len } => {
                 self.tap(TapEvent::OversizedLine { len });
+                self.observe(MessageKind::Invalid, None, None, len, b"");
                 tracing::warn!(len, "skipped an oversized line");
                 let max = self.shared.config.max_message_size;
                 let error = Error::invalid_request(format!(
@@ -208,6 +226,7 @@ impl Reader {
     async fn on_line(&mut self, line: &[u8]) {
         // The one check that the line is text: everything below reads it as `str`.
         let Ok(line) = std::str::from_utf8(line) else {
+            self.observe(MessageKind::Invalid, None, None, line.len(), b"");
             return self.skip_invalid_utf8().await;
         };
         self.tap(TapEvent::Line(Direction::Incoming, line.as_bytes()));
@@ -215,16 +234,49 @@ impl Reader {
             return;
         }
         if let Some((started, method, params)) = self.start_notification(line) {
+            let size = line.len();
+            self.observe(
+                MessageKind::Notification,
+                Some(method),
+                None,
+                size,
+                params.as_bytes(),
+            );
             self.arrived(method, None, Some(params));
             return self
                 .enqueue_notification(NotificationRun::started(started))
                 .await;
         }
         match parse_line(line, &self.shared.config.framing) {
-            Ok(Parsed::Request(req)) => self.on_request(req).await,
-            Ok(Parsed::Notification(n)) => self.on_notification(n).await,
-            Ok(Parsed::Response(resp)) => self.on_response(resp).await,
+            Ok(Parsed::Request(req)) => {
+                let (kind, size) = (MessageKind::Request, line.len());
+                self.observe(
+                    kind,
+                    Some(&req.method),
+                    Some(&req.id),
+                    size,
+                    line.as_bytes(),
+                );
+                self.on_request(req).await
+            }
+            Ok(Parsed::Notification(n)) => {
+                let (kind, size) = (MessageKind::Notification, line.len());
+                self.observe(kind, Some(&n.method), None, size, line.as_bytes());
+                self.on_notification(n).await
+            }
+            Ok(Parsed::Response(resp)) => {
+                let (kind, size) = (MessageKind::Response, line.len());
+                self.observe(kind, None, resp.id.as_ref(), size, line.as_bytes());
+                self.on_response(resp).await
+            }
             Err(failure) => {
+                self.observe(
+                    MessageKind::Invalid,
+                    None,
+                    None,
+                    line.len(),
+                    line.as_bytes(),
+                );
                 tracing::warn!(error = %failure.error, "bad message");
                 let waited_for = match &failure.response_id {
                     Some(RequestId::Int(id)) => lock(&self.shared.pending).map.contains_key(id),
@@ -270,6 +322,7 @@ impl Reader {
             None => return false,
         };
         if waiter.try_unvalidated(result) {
+            self.observe_plain_response(id, line);
             return true;
         }
         let mut pending = lock(&self.shared.pending);
@@ -277,10 +330,25 @@ impl Reader {
             // Shut down meanwhile: the map was drained without this caller.
             drop(pending);
             waiter.deliver(Err(self.shared.closed_error()));
+            self.observe_plain_response(id, line);
             return true;
         }
         pending.map.insert(id, Pending::Waiter(waiter));
         false
+    }
+
+    fn observe_plain_response(&self, id: i64, line: &str) {
+        if self.shared.config.observer.is_some() {
+            let id = RequestId::Int(id);
+            let size = line.len();
+            self.observe(
+                MessageKind::Response,
+                None,
+                Some(&id),
+                size,
+                line.as_bytes(),
+            );
+        }
     }
 
     /// Shuts the connection down for `reason` once the notifications already read have been
@@ -492,6 +560,12 @@ impl Reader {
             admitted: Some(admitted),
             token,
             notifications_before: self.notifications_received,
+            received: self
+                .shared
+                .config
+                .observer
+                .is_some()
+                .then(std::time::Instant::now),
         };
         // When every notification read before this request has been handled, the request's
         // first steps run here, in the reader: a handler that answers without waiting (most

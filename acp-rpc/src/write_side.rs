@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::config::Config;
 use crate::error::{Error, panic_message};
 use crate::message::{blank_line_breaks, write_response, write_response_head};
+use crate::observe::MessageKind;
 use crate::queued::Outgoing;
 use crate::reply::ReplyBody;
 use crate::tap::{Direction, TapEvent};
@@ -175,6 +176,7 @@ fn append(buf: &mut Vec<u8>, msg: &Outgoing, config: &Config) {
             if let Some(tap) = &config.tap {
                 tap(TapEvent::Line(Direction::Outgoing, &buf[start..]));
             }
+            crate::observe::sent(config, MessageKind::Response, None, Some(id), &buf[start..]);
             buf.push(b'\n');
         }
     }

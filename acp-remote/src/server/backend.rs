@@ -53,9 +53,14 @@ pub(crate) enum Guard {
 }
 
 impl Guard {
+    /// Whether the agent is a child process (the gateway).
+    pub(crate) fn is_process(&self) -> bool {
+        matches!(self, Guard::Gateway(_))
+    }
+
     /// Ends the agent: the in-process connection is closed; the child gets EOF, then
     /// SIGTERM, then SIGKILL, and is reaped (in the background).
-    pub(crate) fn end(self) {
+    pub(crate) fn end(self, metrics: Option<Arc<crate::Metrics>>) {
         match self {
             Guard::InProcess(conn) => conn.close(),
             #[cfg(test)]
@@ -64,6 +69,9 @@ impl Guard {
                 // Outside a runtime (a connection dropped as its runtime shuts down) the
                 // child is killed by its drop instead.
                 let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                    if let Some(metrics) = metrics {
+                        metrics.agent_ended();
+                    }
                     return;
                 };
                 runtime.spawn(async move {
@@ -71,6 +79,9 @@ impl Guard {
                     match child.shutdown(CHILD_GRACE).await {
                         Ok(status) => tracing::debug!(?pid, %status, "gateway agent reaped"),
                         Err(error) => tracing::warn!(?pid, %error, "gateway agent shutdown"),
+                    }
+                    if let Some(metrics) = metrics {
+                        metrics.agent_ended();
                     }
                 });
             }

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -24,8 +24,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::backend::{Guard, Running};
 use super::outbox::Outbox;
+use crate::metrics::Metrics;
 use crate::security::{Identity, Limits};
+use acp_rpc::observe::{MessageEvent, MessageKind, Observer, RequestEvent};
 use acp_rpc::sync::lock;
+use acp_rpc::{Direction, ErrorCode, RequestId};
 
 /// JSON-RPC code of a refusal by the transport (a limit reached).
 pub(crate) const LIMIT_CODE: i64 = -32000;
@@ -35,6 +38,13 @@ const TO_AGENT_QUEUE: usize = 64;
 /// answered with a JSON-RPC error instead of forwarded (memory stays bounded even with an
 /// agent that never answers).
 const MAX_PENDING: usize = 4096;
+
+/// A client request the agent has not answered yet, with what the metrics need of it.
+struct Waiting {
+    to: Pending,
+    /// With metrics on: when it was forwarded, and its method.
+    timing: Option<(Instant, String)>,
+}
 
 /// Where the answer to a client's request goes.
 enum Pending {
@@ -52,7 +62,7 @@ enum Pending {
 #[derive(Default)]
 struct Routing {
     sessions: HashMap<String, Arc<Outbox>>,
-    pending: HashMap<String, Pending>,
+    pending: HashMap<String, Waiting>,
     /// `session/new`/`session/fork` sent and not yet answered (they count against the limit).
     creating: usize,
 }
@@ -87,6 +97,7 @@ pub(crate) struct Conn {
     ended: AtomicBool,
     /// [`Limits::max_messages_per_second`].
     rate: std::sync::Mutex<crate::security::RateBucket>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl std::fmt::Debug for Conn {
@@ -103,6 +114,7 @@ impl Conn {
         websocket: bool,
         agent: Running,
         limits: Arc<Limits>,
+        metrics: Option<Arc<Metrics>>,
     ) -> Arc<Conn> {
         let (to_agent, mut rx) = mpsc::channel::<Bytes>(TO_AGENT_QUEUE);
         let budget = Arc::new(AtomicUsize::new(0));
@@ -123,6 +135,7 @@ impl Conn {
             )),
             limits,
             ended: AtomicBool::new(false),
+            metrics,
         });
         let mut input = agent.input;
         let writer = conn.clone();
@@ -201,11 +214,14 @@ impl Conn {
             .drain()
             .map(|(_, o)| o)
             .collect();
+        if let Some(metrics) = &self.metrics {
+            metrics.connection_closed(sessions.len());
+        }
         for outbox in sessions {
             outbox.close();
         }
         if let Some(guard) = lock(&self.guard).take() {
-            guard.end();
+            guard.end(self.metrics.clone());
         }
     }
 
@@ -217,9 +233,11 @@ impl Conn {
     /// Registers `initialize`'s id: its answer comes back through the returned receiver.
     pub(crate) fn expect_initialize(&self, id: &Value) -> oneshot::Receiver<Bytes> {
         let (tx, rx) = oneshot::channel();
-        lock(&self.routing)
-            .pending
-            .insert(id.to_string(), Pending::Initialize(tx));
+        let waiting = Waiting {
+            to: Pending::Initialize(tx),
+            timing: None,
+        };
+        lock(&self.routing).pending.insert(id.to_string(), waiting);
         rx
     }
 
@@ -281,22 +299,35 @@ impl Conn {
             }
             if opens && let Some(s) = &named {
                 let budget = self.budget.clone();
-                routing
-                    .sessions
-                    .entry(s.clone())
-                    .or_insert_with(|| Arc::new(Outbox::new(budget)));
+                if !routing.sessions.contains_key(s) {
+                    routing
+                        .sessions
+                        .insert(s.clone(), Arc::new(Outbox::new(budget)));
+                    if let Some(metrics) = &self.metrics {
+                        metrics.session_opened();
+                    }
+                }
             }
             if let Some(id) = id {
                 let session = session.filter(|_| !self.websocket).map(str::to_owned);
                 routing.creating += usize::from(creates);
-                // `or_insert`: `initialize`'s waiter, registered first, stays.
-                routing
-                    .pending
-                    .entry(id.to_string())
-                    .or_insert(Pending::Answer { session, creates });
+                let timing = self
+                    .metrics
+                    .as_ref()
+                    .zip(method)
+                    .map(|(_, m)| (Instant::now(), m.to_owned()));
+                // `initialize`'s waiter, registered first, stays (and gets its timing).
+                let waiting = routing.pending.entry(id.to_string()).or_insert(Waiting {
+                    to: Pending::Answer { session, creates },
+                    timing: None,
+                });
+                waiting.timing = timing;
             }
         }
         let line = Bytes::from(serde_json::to_vec(&message).unwrap_or_default());
+        if let Some(metrics) = &self.metrics {
+            observe_message(metrics, Direction::Incoming, &message, &line);
+        }
         self.to_agent.send(line).await.map_err(|_| Refused::Closed)
     }
 
@@ -306,6 +337,9 @@ impl Conn {
             tracing::warn!(conn = %self.id, "agent wrote a line that is not JSON; dropped");
             return;
         };
+        if let Some(metrics) = &self.metrics {
+            observe_message(metrics, Direction::Outgoing, &message, line.as_bytes());
+        }
         let bytes = Bytes::from(line);
         let target = {
             let mut routing = lock(&self.routing);
@@ -320,7 +354,13 @@ impl Conn {
                 }
             } else {
                 let key = message.get("id").map(Value::to_string).unwrap_or_default();
-                match routing.pending.remove(&key) {
+                let waiting = routing.pending.remove(&key).map(|w| {
+                    if let (Some(metrics), Some((since, method))) = (&self.metrics, &w.timing) {
+                        observe_answer(metrics, &message, method, since.elapsed());
+                    }
+                    w.to
+                });
+                match waiting {
                     Some(Pending::Initialize(tx)) => {
                         let _ = tx.send(bytes);
                         return;
@@ -332,12 +372,16 @@ impl Conn {
                                 .get("result")
                                 .and_then(|r| r.get("sessionId"))
                                 .and_then(Value::as_str);
-                            if let Some(s) = created {
+                            if let Some(s) = created
+                                && !routing.sessions.contains_key(s)
+                            {
                                 let budget = self.budget.clone();
                                 routing
                                     .sessions
-                                    .entry(s.to_owned())
-                                    .or_insert_with(|| Arc::new(Outbox::new(budget)));
+                                    .insert(s.to_owned(), Arc::new(Outbox::new(budget)));
+                                if let Some(metrics) = &self.metrics {
+                                    metrics.session_opened();
+                                }
                             }
                         }
                         match session.and_then(|s| routing.sessions.get(&s)) {
@@ -359,6 +403,43 @@ impl Conn {
             tracing::warn!(conn = %self.id, "the client does not read its streams; closing");
             self.close("buffer limit");
         }
+    }
+}
+
+/// Tells the metrics about one message routed (`direction` as the remote client sees the
+/// server: `Incoming` from the client), from the JSON routing has parsed anyway.
+fn observe_message(metrics: &Metrics, direction: Direction, message: &Value, line: &[u8]) {
+    let method = message.get("method").and_then(Value::as_str);
+    let id = request_id(message);
+    let kind = match (method, &id) {
+        (Some(_), Some(_)) => MessageKind::Request,
+        (Some(_), None) => MessageKind::Notification,
+        (None, _) => MessageKind::Response,
+    };
+    let event = MessageEvent::new_external(direction, kind, method, id.as_ref(), line.len(), line);
+    metrics.message(&event);
+}
+
+/// Tells the metrics a client request was answered, `latency` after it was forwarded.
+fn observe_answer(metrics: &Metrics, answer: &Value, method: &str, latency: Duration) {
+    let outcome = match answer.get("error") {
+        None => Ok(()),
+        Some(error) => {
+            let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
+            Err(ErrorCode(i32::try_from(code).unwrap_or(0)))
+        }
+    };
+    let Some(id) = request_id(answer) else { return };
+    let event = RequestEvent::new(Direction::Incoming, method, &id, latency, outcome);
+    metrics.request(&event);
+}
+
+/// A message's integer or string id.
+fn request_id(message: &Value) -> Option<RequestId> {
+    match message.get("id")? {
+        Value::Number(n) => n.as_i64().map(RequestId::Int),
+        Value::String(s) => Some(RequestId::Str(s.clone())),
+        _ => None,
     }
 }
 
@@ -412,6 +493,7 @@ mod tests {
             false,
             agent,
             Arc::default(),
+            None,
         );
         (conn, theirs)
     }

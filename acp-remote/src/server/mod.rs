@@ -1,6 +1,6 @@
 //! The server: one `/acp` endpoint speaking both profiles of the RFD (Streamable HTTP and
 //! WebSocket) in front of an in-process [`acp_agent::Agent`] or a stdio agent command, plus
-//! `GET /healthz`.
+//! `GET /healthz`, `GET /readyz` and `GET /metrics` (see `ops.rs`).
 //!
 //! ```no_run
 //! use acp_remote::{BearerToken, Server};
@@ -23,6 +23,7 @@
 
 mod backend;
 mod connection;
+mod ops;
 mod outbox;
 mod streamable_http;
 mod websocket;
@@ -46,11 +47,13 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::metrics::Metrics;
 use crate::security::{Authenticator, Identity, Limits, NoAuth, Origins};
 use crate::{Error, HEADER_CONNECTION_ID, HEADER_SESSION_ID};
 use acp_rpc::sync::lock;
 use backend::Backend;
 use connection::Conn;
+pub use ops::ReadinessCheck;
 
 /// The response body type of every answer.
 pub(crate) type Body = BoxBody<Bytes, Infallible>;
@@ -68,6 +71,8 @@ pub struct ServerBuilder {
     auth: Option<Arc<dyn Authenticator>>,
     origins: Vec<String>,
     limits: Limits,
+    metrics: Option<Arc<Metrics>>,
+    readiness: ops::Checks,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -77,6 +82,8 @@ impl std::fmt::Debug for ServerBuilder {
             .field("auth", &self.auth.is_some())
             .field("origins", &self.origins)
             .field("limits", &self.limits)
+            .field("metrics", &self.metrics.is_some())
+            .field("readiness", &self.readiness.len())
             .finish()
     }
 }
@@ -128,7 +135,25 @@ impl ServerBuilder {
             auth: None,
             origins: Vec::new(),
             limits: Limits::default(),
+            metrics: None,
+            readiness: Vec::new(),
         }
+    }
+
+    /// Counts into `metrics` and serves them at `GET /metrics` (Prometheus text format,
+    /// behind the credential like `/acp`; see [`crate::metrics`]). Off by default: without
+    /// it nothing is counted and `/metrics` is 404.
+    pub fn metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Adds a condition to `GET /readyz` (which is ready, 200, when the server is under its
+    /// connection limit and every check passes, else 503): a session store being reachable,
+    /// say. A closure `|| async { Ok(()) }` is one.
+    pub fn readiness(mut self, check: impl ReadinessCheck) -> Self {
+        self.readiness.push(Arc::new(check));
+        self
     }
 
     /// Who may call (required unless the server listens on loopback only): a
@@ -171,6 +196,8 @@ impl ServerBuilder {
             auth,
             origins: Origins(self.origins),
             limits: Arc::new(self.limits),
+            metrics: self.metrics,
+            readiness: self.readiness,
             conns: std::sync::Mutex::new(HashMap::new()),
             reserved: AtomicUsize::new(0),
             stop: CancellationToken::new(),
@@ -225,6 +252,8 @@ pub(crate) struct Shared {
     auth: Arc<dyn Authenticator>,
     origins: Origins,
     pub(crate) limits: Arc<Limits>,
+    pub(crate) metrics: Option<Arc<Metrics>>,
+    readiness: ops::Checks,
     conns: std::sync::Mutex<HashMap<String, Arc<Conn>>>,
     /// Connections open or being opened (for the connection limit).
     reserved: AtomicUsize,
@@ -254,6 +283,9 @@ impl Shared {
     pub(crate) fn open(&self, who: Identity, websocket: bool) -> Result<Arc<Conn>, StatusCode> {
         if self.reserved.fetch_add(1, Ordering::SeqCst) >= self.limits.max_connections {
             self.reserved.fetch_sub(1, Ordering::SeqCst);
+            if let Some(metrics) = &self.metrics {
+                metrics.connection_refused("limit");
+            }
             return Err(StatusCode::SERVICE_UNAVAILABLE);
         }
         let Some(id) = crate::new_id() else {
@@ -266,10 +298,20 @@ impl Shared {
             Err(error) => {
                 self.reserved.fetch_sub(1, Ordering::SeqCst);
                 tracing::error!(%error, "could not start the agent");
+                if let Some(metrics) = &self.metrics {
+                    metrics.connection_refused("agent_start");
+                }
                 return Err(StatusCode::BAD_GATEWAY);
             }
         };
-        let conn = Conn::start(id, who, websocket, agent, self.limits.clone());
+        if let Some(metrics) = &self.metrics {
+            metrics.connection_opened();
+            if agent.guard.is_process() {
+                metrics.agent_started();
+            }
+        }
+        let metrics = self.metrics.clone();
+        let conn = Conn::start(id, who, websocket, agent, self.limits.clone(), metrics);
         Ok(conn)
     }
 
@@ -357,7 +399,11 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     if req.uri().path() == "/healthz" && req.method() == Method::GET {
         return text(StatusCode::OK, "ok\n");
     }
-    if req.uri().path() != "/acp" {
+    if req.uri().path() == "/readyz" && req.method() == Method::GET {
+        return ops::readyz(&shared).await;
+    }
+    let metrics = req.uri().path() == "/metrics" && req.method() == Method::GET;
+    if req.uri().path() != "/acp" && !metrics {
         return text(StatusCode::NOT_FOUND, "not found\n");
     }
     let origin = match shared.origins.allows(req.headers()) {
@@ -378,6 +424,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
         return response;
     };
     let mut response = match *req.method() {
+        _ if metrics => ops::metrics(&shared, header(&req, "accept")),
         Method::POST => streamable_http::post(&shared, who, req).await,
         Method::GET if websocket::is_upgrade(req.headers()) => {
             websocket::upgrade(&shared, who, req)

@@ -1,0 +1,223 @@
+//! Observing a connection: one callback per message and one per finished request, for
+//! metrics, dashboards or OpenTelemetry without a wire tap.
+//!
+//! Install an [`Observer`] with [`Config::with_observer`](crate::Config::with_observer). The
+//! engine tells it about every message it reads or writes ([`Observer::message`]: direction,
+//! kind, method, id, size in bytes, time, and the session id on demand) and about every
+//! request when its answer is known ([`Observer::request`]: method, latency, outcome), both
+//! for the requests the peer sends us and for the ones we send. The [`crate::flow`] spans stay
+//! the logging face; the observer is the counting face.
+//!
+//! Cost: without an observer, one `Option` check per message and per request. With one, a
+//! clock read per event and the callback itself; nothing is parsed again for it (the session
+//! id is looked for in the text only when [`MessageEvent::session_id`] is called).
+//!
+//! The callbacks run on the connection's reader and writer tasks (and on request tasks):
+//! keep them quick (atomic counters, a bounded channel send), never block in them. A panic in
+//! one is caught and logged; the connection goes on.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use acp_rpc::observe::{MessageEvent, Observer, RequestEvent};
+//! use acp_rpc::Config;
+//!
+//! #[derive(Default)]
+//! struct Counts {
+//!     bytes: AtomicU64,
+//!     failed: AtomicU64,
+//! }
+//!
+//! impl Observer for Counts {
+//!     fn message(&self, event: &MessageEvent<'_>) {
+//!         self.bytes.fetch_add(event.size as u64, Ordering::Relaxed);
+//!     }
+//!     fn request(&self, event: &RequestEvent<'_>) {
+//!         if event.outcome.is_err() {
+//!             self.failed.fetch_add(1, Ordering::Relaxed);
+//!         }
+//!     }
+//! }
+//!
+//! let counts = Arc::new(Counts::default());
+//! let config = Config::default().with_observer(counts.clone());
+//! # let _ = config;
+//! ```
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::{ErrorCode, panic_message};
+use crate::message::RequestId;
+use crate::tap::Direction;
+
+/// What kind of message an event is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum MessageKind {
+    /// A request (it has a method and an id).
+    Request,
+    /// A notification (a method, no id).
+    Notification,
+    /// A response (an id, a result or an error; no method).
+    Response,
+    /// An incoming line that is not a valid message (answered with an error, or skipped).
+    Invalid,
+}
+
+/// One message read or written.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct MessageEvent<'a> {
+    /// Read from the peer or written to it.
+    pub direction: Direction,
+    /// Request, notification, response or invalid.
+    pub kind: MessageKind,
+    /// The method of a request or notification; `None` for responses and invalid lines.
+    pub method: Option<&'a str>,
+    /// The id of a request or response; `None` for notifications (and `id: null`).
+    pub id: Option<&'a RequestId>,
+    /// The size of the line in bytes, without its line end.
+    pub size: usize,
+    /// When the engine read it (after framing) or queued it for writing.
+    pub at: Instant,
+    /// The text the session id is looked for in (the line or its params).
+    text: &'a [u8],
+}
+
+impl<'a> MessageEvent<'a> {
+    pub(crate) fn new(
+        direction: Direction,
+        kind: MessageKind,
+        method: Option<&'a str>,
+        id: Option<&'a RequestId>,
+        size: usize,
+        text: &'a [u8],
+    ) -> Self {
+        MessageEvent {
+            direction,
+            kind,
+            method,
+            id,
+            size,
+            at: Instant::now(),
+            text,
+        }
+    }
+
+    /// A message event from a transport that moves messages itself (acp-remote's gateway
+    /// routes lines between a remote client and an agent process, and tells an observer
+    /// about them with this). `text` is where [`MessageEvent::session_id`] looks: the line,
+    /// or the params.
+    pub fn new_external(
+        direction: Direction,
+        kind: MessageKind,
+        method: Option<&'a str>,
+        id: Option<&'a RequestId>,
+        size: usize,
+        text: &'a [u8],
+    ) -> Self {
+        Self::new(direction, kind, method, id, size, text)
+    }
+
+    /// The text of the message as the engine has it: the whole line, or only the params of
+    /// a notification decoded straight from the line (see
+    /// [`Handler::start_notification`](crate::Handler::start_notification)); empty for
+    /// lines that are not UTF-8 or too long. For a scan with [`crate::flow::string_field`],
+    /// never for parsing on the hot path.
+    pub fn text(&self) -> &'a str {
+        std::str::from_utf8(self.text).unwrap_or("")
+    }
+
+    /// The message's `sessionId` (the first one in its text: the params' of a request or
+    /// notification, the result's of a `session/new` answer), found by a scan of the text
+    /// when asked for, never by parsing; `None` without one or when it holds escapes.
+    pub fn session_id(&self) -> Option<&'a str> {
+        let text = std::str::from_utf8(self.text).ok()?;
+        crate::flow::session_id(text)
+    }
+}
+
+/// A request whose answer is known.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct RequestEvent<'a> {
+    /// `Incoming`: the peer asked and we answered. `Outgoing`: we asked and the peer
+    /// answered (or the call failed: timeout, closed connection).
+    pub direction: Direction,
+    /// The request's method.
+    pub method: &'a str,
+    /// The request's id.
+    pub id: &'a RequestId,
+    /// From reading the request to queuing its answer (incoming), or from sending it to
+    /// receiving the answer (outgoing).
+    pub latency: Duration,
+    /// `Ok` or the error code of the answer (for an outgoing call that never got one, the
+    /// code of the local error: [`ErrorCode::REQUEST_TIMED_OUT`],
+    /// [`ErrorCode::CONNECTION_CLOSED`]).
+    pub outcome: Result<(), ErrorCode>,
+}
+
+impl<'a> RequestEvent<'a> {
+    /// A request event from a transport that moves messages itself (see
+    /// [`MessageEvent::new_external`]).
+    pub fn new(
+        direction: Direction,
+        method: &'a str,
+        id: &'a RequestId,
+        latency: Duration,
+        outcome: Result<(), ErrorCode>,
+    ) -> Self {
+        RequestEvent {
+            direction,
+            method,
+            id,
+            latency,
+            outcome,
+        }
+    }
+}
+
+/// Receives a connection's events. Both methods default to doing nothing.
+pub trait Observer: Send + Sync + 'static {
+    /// A message was read or is being written.
+    fn message(&self, event: &MessageEvent<'_>) {
+        let _ = event;
+    }
+    /// A request's answer is known.
+    fn request(&self, event: &RequestEvent<'_>) {
+        let _ = event;
+    }
+}
+
+/// An installed observer, shared by every connection it is given to.
+pub type SharedObserver = Arc<dyn Observer>;
+
+/// Tells the observer of `config`, if any, about a message being written.
+pub(crate) fn sent(
+    config: &crate::Config,
+    kind: MessageKind,
+    method: Option<&str>,
+    id: Option<&RequestId>,
+    line: &[u8],
+) {
+    if let Some(observer) = &config.observer {
+        let event = MessageEvent::new(Direction::Outgoing, kind, method, id, line.len(), line);
+        message(&**observer, &event);
+    }
+}
+
+/// Calls `observer` with a message event, catching a panic (the connection must survive it).
+pub(crate) fn message(observer: &dyn Observer, event: &MessageEvent<'_>) {
+    if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(|| observer.message(event))) {
+        tracing::error!(panic = %panic_message(&panic), "observer panicked");
+    }
+}
+
+/// Calls `observer` with a request event, catching a panic.
+pub(crate) fn request(observer: &dyn Observer, event: &RequestEvent<'_>) {
+    if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(|| observer.request(event))) {
+        tracing::error!(panic = %panic_message(&panic), "observer panicked");
+    }
+}
