@@ -1861,6 +1861,14 @@ pub struct SessionCapabilities {
     )]
     #[cfg(feature = "unstable_session_system_prompt")]
     pub system_prompt: ::std::option::Option<SessionSystemPromptCapabilities>,
+    /// Present when the agent serves `session/options` and accepts `configOptions` on session setup requests.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_options")]
+    pub options: ::std::option::Option<SessionOptionsCapabilities>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -1886,6 +1894,8 @@ impl SessionCapabilities {
             archive: ::std::default::Default::default(),
             #[cfg(feature = "unstable_session_system_prompt")]
             system_prompt: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_options")]
+            options: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -1977,6 +1987,15 @@ impl SessionCapabilities {
         value: impl ::std::convert::Into<SessionSystemPromptCapabilities>,
     ) -> Self {
         self.system_prompt = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the agent serves `session/options` and accepts `configOptions` on session setup requests.
+    #[cfg(feature = "unstable_session_options")]
+    pub fn options(
+        mut self,
+        value: impl ::std::convert::Into<SessionOptionsCapabilities>,
+    ) -> Self {
+        self.options = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3324,6 +3343,15 @@ pub struct NewSessionRequest {
     )]
     #[cfg(feature = "unstable_session_system_prompt")]
     pub system_prompt: ::std::option::Option<SystemPrompt>,
+    /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
+    #[serde(
+        rename = "configOptions",
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty",
+        deserialize_with = "crate::serde_util::null_as_default"
+    )]
+    #[cfg(feature = "unstable_session_options")]
+    pub config_options: ::std::vec::Vec<InitialSessionConfigOption>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -3342,6 +3370,8 @@ impl NewSessionRequest {
             meta: ::std::default::Default::default(),
             #[cfg(feature = "unstable_session_system_prompt")]
             system_prompt: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_options")]
+            config_options: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -3370,6 +3400,15 @@ impl NewSessionRequest {
         value: impl ::std::convert::Into<SystemPrompt>,
     ) -> Self {
         self.system_prompt = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
+    #[cfg(feature = "unstable_session_options")]
+    pub fn config_options(
+        mut self,
+        value: impl ::std::iter::IntoIterator<Item = InitialSessionConfigOption>,
+    ) -> Self {
+        self.config_options = value.into_iter().collect();
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5139,6 +5178,15 @@ pub struct LoadSessionRequest {
     )]
     #[cfg(feature = "unstable_session_system_prompt")]
     pub system_prompt: ::std::option::Option<SystemPrompt>,
+    /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
+    #[serde(
+        rename = "configOptions",
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty",
+        deserialize_with = "crate::serde_util::null_as_default"
+    )]
+    #[cfg(feature = "unstable_session_options")]
+    pub config_options: ::std::vec::Vec<InitialSessionConfigOption>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -5159,6 +5207,8 @@ impl LoadSessionRequest {
             meta: ::std::default::Default::default(),
             #[cfg(feature = "unstable_session_system_prompt")]
             system_prompt: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_options")]
+            config_options: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -5187,6 +5237,15 @@ impl LoadSessionRequest {
         value: impl ::std::convert::Into<SystemPrompt>,
     ) -> Self {
         self.system_prompt = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
+    #[cfg(feature = "unstable_session_options")]
+    pub fn config_options(
+        mut self,
+        value: impl ::std::iter::IntoIterator<Item = InitialSessionConfigOption>,
+    ) -> Self {
+        self.config_options = value.into_iter().collect();
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5919,6 +5978,15 @@ pub struct ResumeSessionRequest {
     )]
     #[cfg(feature = "unstable_session_system_prompt")]
     pub system_prompt: ::std::option::Option<SystemPrompt>,
+    /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
+    #[serde(
+        rename = "configOptions",
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty",
+        deserialize_with = "crate::serde_util::null_as_default"
+    )]
+    #[cfg(feature = "unstable_session_options")]
+    pub config_options: ::std::vec::Vec<InitialSessionConfigOption>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -5938,6 +6006,8 @@ impl ResumeSessionRequest {
             meta: ::std::default::Default::default(),
             #[cfg(feature = "unstable_session_system_prompt")]
             system_prompt: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_options")]
+            config_options: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -5974,6 +6044,15 @@ impl ResumeSessionRequest {
         value: impl ::std::convert::Into<SystemPrompt>,
     ) -> Self {
         self.system_prompt = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
+    #[cfg(feature = "unstable_session_options")]
+    pub fn config_options(
+        mut self,
+        value: impl ::std::iter::IntoIterator<Item = InitialSessionConfigOption>,
+    ) -> Self {
+        self.config_options = value.into_iter().collect();
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -22950,6 +23029,410 @@ impl SessionMessageChunk {
         self
     }
 }
+/// Marker: the agent serves `session/options` and accepts initial config option values (`configOptions`) on `session/new`, `session/load` and `session/resume`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_options")]
+pub struct SessionOptionsCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_options")]
+impl SessionOptionsCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl ::serde::Serialize for SessionOptionsCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionOptionsCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl<'de> ::serde::Deserialize<'de> for SessionOptionsCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionOptionsCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl crate::HasExtra for SessionOptionsCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl SessionOptionsCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `session/options`: asks which config options (and modes) a session would start with, without creating, loading or resuming one, and without side effects.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_options")]
+pub struct SessionOptionsRequest {
+    /// The working directory to resolve options for (an absolute path).
+    pub cwd: ::std::string::String,
+    /// More workspace roots to resolve options for (absolute paths); absent and `null` mean none.
+    #[serde(
+        rename = "additionalDirectories",
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty",
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub additional_directories: ::std::vec::Vec<::std::string::String>,
+    /// The existing session to resolve options for (as `session/load` or `session/resume` would); absent or `null`: a new session. An unknown one is `-32002`.
+    #[serde(
+        rename = "sessionId",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub session_id: ::std::option::Option<SessionId>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_options")]
+impl SessionOptionsRequest {
+    /// A value from its required fields (`cwd`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(cwd: impl ::std::convert::Into<::std::string::String>) -> Self {
+        Self {
+            cwd: cwd.into(),
+            additional_directories: ::std::default::Default::default(),
+            session_id: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// More workspace roots to resolve options for (absolute paths); absent and `null` mean none.
+    pub fn additional_directories(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<::std::string::String>,
+        >,
+    ) -> Self {
+        self.additional_directories = value
+            .into_iter()
+            .map(::std::convert::Into::<::std::string::String>::into)
+            .collect();
+        self
+    }
+    /// The existing session to resolve options for (as `session/load` or `session/resume` would); absent or `null`: a new session. An unknown one is `-32002`.
+    pub fn session_id(mut self, value: impl ::std::convert::Into<SessionId>) -> Self {
+        self.session_id = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl ::serde::Serialize for SessionOptionsRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionOptionsRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl<'de> ::serde::Deserialize<'de> for SessionOptionsRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionOptionsRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl crate::HasExtra for SessionOptionsRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl SessionOptionsRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `session/options`: a snapshot of what a session would start with; the session setup answer has the options it actually starts with.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_options")]
+pub struct SessionOptionsResponse {
+    /// The modes the session would start with, if the agent has modes.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub modes: ::std::option::Option<SessionModeState>,
+    /// The config options the session would start with. Entries that do not parse are dropped.
+    #[serde(
+        rename = "configOptions",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient_option_vec"
+    )]
+    pub config_options: ::std::option::Option<::std::vec::Vec<SessionConfigOption>>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_options")]
+impl SessionOptionsResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            modes: ::std::default::Default::default(),
+            config_options: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// The modes the session would start with, if the agent has modes.
+    pub fn modes(mut self, value: impl ::std::convert::Into<SessionModeState>) -> Self {
+        self.modes = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// The config options the session would start with. Entries that do not parse are dropped.
+    pub fn config_options(
+        mut self,
+        value: impl ::std::iter::IntoIterator<Item = SessionConfigOption>,
+    ) -> Self {
+        self.config_options = ::std::option::Option::Some(value.into_iter().collect());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl ::serde::Serialize for SessionOptionsResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionOptionsResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl<'de> ::serde::Deserialize<'de> for SessionOptionsResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionOptionsResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl crate::HasExtra for SessionOptionsResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl SessionOptionsResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// An initial value for a config option, sent on session setup requests: `session/set_config_option` without `sessionId`. The agent applies the entries in order and ignores one whose option is unknown, whose `type` does not match or whose value is not allowed.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_options")]
+pub struct InitialSessionConfigOption {
+    /// The option to set.
+    #[serde(rename = "configId")]
+    pub config_id: SessionConfigId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
+    #[serde(flatten)]
+    pub value: SessionConfigOptionValue,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_options")]
+impl InitialSessionConfigOption {
+    /// A value from its required fields (`config_id`, `value`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        config_id: impl ::std::convert::Into<SessionConfigId>,
+        value: impl ::std::convert::Into<SessionConfigOptionValue>,
+    ) -> Self {
+        Self {
+            config_id: config_id.into(),
+            meta: ::std::default::Default::default(),
+            value: value.into(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl ::serde::Serialize for InitialSessionConfigOption {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        InitialSessionConfigOption::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl<'de> ::serde::Deserialize<'de> for InitialSessionConfigOption {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| InitialSessionConfigOption::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl crate::HasExtra for InitialSessionConfigOption {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl InitialSessionConfigOption {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
 impl ::std::convert::From<AuthMethodId> for ::std::string::String {
     fn from(value: AuthMethodId) -> Self {
         value.0
@@ -23088,6 +23571,8 @@ pub mod defaults {
             fork: Default::default(),
             list: Default::default(),
             meta: Default::default(),
+            #[cfg(feature = "unstable_session_options")]
+            options: Default::default(),
             resume: Default::default(),
             #[cfg(feature = "unstable_session_status")]
             status: Default::default(),
@@ -23178,6 +23663,8 @@ pub mod defaults {
                 fork: Default::default(),
                 list: Default::default(),
                 meta: Default::default(),
+                #[cfg(feature = "unstable_session_options")]
+                options: Default::default(),
                 resume: Default::default(),
                 #[cfg(feature = "unstable_session_status")]
                 status: Default::default(),
@@ -23340,4 +23827,13 @@ impl crate::methods::NotificationMethod for MessageMcpNotification {
     const METHOD: &'static str = "mcp/message";
     const SERVED_BY: crate::methods::Side = crate::methods::Side::Protocol;
     const PARAMS_NULL_AS_DEFAULT: bool = false;
+}
+#[cfg(feature = "unstable_session_options")]
+/// `session/options` (unstable, feature `unstable_session_options`): Reports the config options and modes a session would start with, without creating or resuming one (offered through `sessionCapabilities.options`).
+impl crate::methods::RequestMethod for SessionOptionsRequest {
+    const METHOD: &'static str = "session/options";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = true;
+    type Response = SessionOptionsResponse;
 }
