@@ -324,10 +324,7 @@ fn archive_the_list_filter_and_the_archived_flag_match_the_official_crate() {
     );
 }
 
-#[cfg(all(
-    feature = "unstable_session_system_prompt",
-    feature = "unstable_session_fork"
-))]
+#[cfg(feature = "unstable_session_fork")]
 #[test]
 fn system_prompts_and_their_capability_match_the_official_crate() {
     use acp_types::v1::{

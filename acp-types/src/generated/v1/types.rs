@@ -1812,6 +1812,14 @@ pub struct SessionCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub close: ::std::option::Option<SessionCloseCapabilities>,
+    /// Present when the agent accepts a client's system prompt on session requests.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub system_prompt: ::std::option::Option<SessionSystemPromptCapabilities>,
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
         rename = "_meta",
@@ -1852,15 +1860,6 @@ pub struct SessionCapabilities {
     )]
     #[cfg(feature = "unstable_session_archive")]
     pub archive: ::std::option::Option<SessionArchiveCapabilities>,
-    /// Present when the agent accepts a client's system prompt on session requests.
-    #[serde(
-        rename = "systemPrompt",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    #[cfg(feature = "unstable_session_system_prompt")]
-    pub system_prompt: ::std::option::Option<SessionSystemPromptCapabilities>,
     /// Present when the agent serves `session/options` and accepts `configOptions` on session setup requests.
     #[serde(
         skip_serializing_if = "::std::option::Option::is_none",
@@ -1883,6 +1882,7 @@ impl SessionCapabilities {
             additional_directories: ::std::default::Default::default(),
             resume: ::std::default::Default::default(),
             close: ::std::default::Default::default(),
+            system_prompt: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
             #[cfg(feature = "unstable_session_set_title")]
             title: ::std::default::Default::default(),
@@ -1892,8 +1892,6 @@ impl SessionCapabilities {
             status: ::std::default::Default::default(),
             #[cfg(feature = "unstable_session_archive")]
             archive: ::std::default::Default::default(),
-            #[cfg(feature = "unstable_session_system_prompt")]
-            system_prompt: ::std::default::Default::default(),
             #[cfg(feature = "unstable_session_options")]
             options: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
@@ -1939,6 +1937,14 @@ impl SessionCapabilities {
         self.close = ::std::option::Option::Some(value.into());
         self
     }
+    /// Present when the agent accepts a client's system prompt on session requests.
+    pub fn system_prompt(
+        mut self,
+        value: impl ::std::convert::Into<SessionSystemPromptCapabilities>,
+    ) -> Self {
+        self.system_prompt = ::std::option::Option::Some(value.into());
+        self
+    }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
@@ -1978,15 +1984,6 @@ impl SessionCapabilities {
         value: impl ::std::convert::Into<SessionArchiveCapabilities>,
     ) -> Self {
         self.archive = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Present when the agent accepts a client's system prompt on session requests.
-    #[cfg(feature = "unstable_session_system_prompt")]
-    pub fn system_prompt(
-        mut self,
-        value: impl ::std::convert::Into<SessionSystemPromptCapabilities>,
-    ) -> Self {
-        self.system_prompt = ::std::option::Option::Some(value.into());
         self
     }
     /// Present when the agent serves `session/options` and accepts `configOptions` on session setup requests.
@@ -2032,6 +2029,264 @@ impl crate::HasExtra for SessionCapabilities {
     }
 }
 impl SessionCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// The agent accepts `systemPrompt` on `session/new`, `session/load`, `session/resume` and `session/fork`; `{}` means `append` mode only.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct SessionSystemPromptCapabilities {
+    /// Modes served besides `append` (absent: none).
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub mode: ::std::option::Option<SessionSystemPromptModeCapabilities>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl SessionSystemPromptCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            mode: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Modes served besides `append` (absent: none).
+    pub fn mode(
+        mut self,
+        value: impl ::std::convert::Into<SessionSystemPromptModeCapabilities>,
+    ) -> Self {
+        self.mode = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionSystemPromptCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionSystemPromptCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionSystemPromptCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionSystemPromptCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionSystemPromptCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// System prompt modes the agent serves besides `append`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct SessionSystemPromptModeCapabilities {
+    /// Present when the agent lets the client replace its built-in instructions.
+    #[serde(
+        rename = "override",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub override_: ::std::option::Option<SessionSystemPromptOverrideCapabilities>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl SessionSystemPromptModeCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            override_: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Present when the agent lets the client replace its built-in instructions.
+    pub fn override_(
+        mut self,
+        value: impl ::std::convert::Into<SessionSystemPromptOverrideCapabilities>,
+    ) -> Self {
+        self.override_ = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionSystemPromptModeCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionSystemPromptModeCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptModeCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionSystemPromptModeCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionSystemPromptModeCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionSystemPromptModeCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the agent serves the `override` system prompt mode.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct SessionSystemPromptOverrideCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl SessionSystemPromptOverrideCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionSystemPromptOverrideCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionSystemPromptOverrideCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptOverrideCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionSystemPromptOverrideCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionSystemPromptOverrideCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionSystemPromptOverrideCapabilities {
     /// Adds one field the schema does not name (written after the known ones).
     pub fn with_extra(
         mut self,
@@ -3327,6 +3582,13 @@ pub struct NewSessionRequest {
         deserialize_with = "crate::serde_util::null_as_default"
     )]
     pub mcp_servers: ::std::vec::Vec<McpServer>,
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default
+    )]
+    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
         rename = "_meta",
@@ -3335,14 +3597,6 @@ pub struct NewSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
-    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
-    #[serde(
-        rename = "systemPrompt",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default
-    )]
-    #[cfg(feature = "unstable_session_system_prompt")]
-    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
     #[serde(
         rename = "configOptions",
@@ -3367,9 +3621,8 @@ impl NewSessionRequest {
             cwd: cwd.into(),
             additional_directories: ::std::default::Default::default(),
             mcp_servers: mcp_servers.into_iter().collect(),
-            meta: ::std::default::Default::default(),
-            #[cfg(feature = "unstable_session_system_prompt")]
             system_prompt: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
             #[cfg(feature = "unstable_session_options")]
             config_options: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
@@ -3388,18 +3641,17 @@ impl NewSessionRequest {
             .collect();
         self
     }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
     /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
-    #[cfg(feature = "unstable_session_system_prompt")]
     pub fn system_prompt(
         mut self,
         value: impl ::std::convert::Into<SystemPrompt>,
     ) -> Self {
         self.system_prompt = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
         self
     }
     /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
@@ -3453,6 +3705,118 @@ impl NewSessionRequest {
     ) -> Self {
         self.extra.insert(key, value);
         self
+    }
+}
+/// System-level instructions a client gives a session it creates, loads, resumes or forks. Sent only to agents offering `sessionCapabilities.systemPrompt`; an agent that cannot apply it answers with an error instead of starting the session.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct SystemPrompt {
+    /// How to combine `content` with the agent's own instructions.
+    pub mode: SystemPromptMode,
+    /// The instructions: `text` blocks (other kinds only once a capability allows them); never empty.
+    pub content: ::std::vec::Vec<ContentBlock>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl SystemPrompt {
+    /// A value from its required fields (`mode`, `content`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        mode: impl ::std::convert::Into<SystemPromptMode>,
+        content: impl ::std::iter::IntoIterator<Item = ContentBlock>,
+    ) -> Self {
+        Self {
+            mode: mode.into(),
+            content: content.into_iter().collect(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SystemPrompt {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SystemPrompt::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SystemPrompt {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SystemPrompt::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SystemPrompt {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SystemPrompt {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// How the agent combines a client's system prompt with its own instructions. An agent answers with an error for a mode it does not serve rather than falling back to another.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum SystemPromptMode {
+    /// Added to the agent's own instructions, with system-level precedence (every agent offering `sessionCapabilities.systemPrompt` serves it).
+    #[serde(rename = "append")]
+    Append,
+    /// Replaces the agent's built-in instructions (tools, MCP servers, permissions and configuration are unchanged). Only when the agent offers `sessionCapabilities.systemPrompt.mode.override`.
+    #[serde(rename = "override")]
+    Override,
+    /// A value this version of the schema does not know, kept as sent.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+impl SystemPromptMode {
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Append => "append",
+            Self::Override => "override",
+            Self::Unknown(other) => other,
+        }
+    }
+}
+impl ::std::fmt::Display for SystemPromptMode {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 /// Result of `session/new`: the new session's ID and its initial modes and configuration options.
@@ -5162,6 +5526,13 @@ pub struct LoadSessionRequest {
     /// ID of the session being reopened.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default
+    )]
+    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
         rename = "_meta",
@@ -5170,14 +5541,6 @@ pub struct LoadSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
-    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
-    #[serde(
-        rename = "systemPrompt",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default
-    )]
-    #[cfg(feature = "unstable_session_system_prompt")]
-    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
     #[serde(
         rename = "configOptions",
@@ -5204,9 +5567,8 @@ impl LoadSessionRequest {
             cwd: cwd.into(),
             additional_directories: ::std::default::Default::default(),
             session_id: session_id.into(),
-            meta: ::std::default::Default::default(),
-            #[cfg(feature = "unstable_session_system_prompt")]
             system_prompt: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
             #[cfg(feature = "unstable_session_options")]
             config_options: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
@@ -5225,18 +5587,17 @@ impl LoadSessionRequest {
             .collect();
         self
     }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
     /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
-    #[cfg(feature = "unstable_session_system_prompt")]
     pub fn system_prompt(
         mut self,
         value: impl ::std::convert::Into<SystemPrompt>,
     ) -> Self {
         self.system_prompt = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
         self
     }
     /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
@@ -5962,6 +6323,13 @@ pub struct ResumeSessionRequest {
         deserialize_with = "crate::serde_util::null_as_default"
     )]
     pub mcp_servers: ::std::vec::Vec<McpServer>,
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default
+    )]
+    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
         rename = "_meta",
@@ -5970,14 +6338,6 @@ pub struct ResumeSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
-    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
-    #[serde(
-        rename = "systemPrompt",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default
-    )]
-    #[cfg(feature = "unstable_session_system_prompt")]
-    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
     #[serde(
         rename = "configOptions",
@@ -6003,9 +6363,8 @@ impl ResumeSessionRequest {
             cwd: cwd.into(),
             additional_directories: ::std::default::Default::default(),
             mcp_servers: ::std::default::Default::default(),
-            meta: ::std::default::Default::default(),
-            #[cfg(feature = "unstable_session_system_prompt")]
             system_prompt: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
             #[cfg(feature = "unstable_session_options")]
             config_options: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
@@ -6032,18 +6391,17 @@ impl ResumeSessionRequest {
         self.mcp_servers = value.into_iter().collect();
         self
     }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
     /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
-    #[cfg(feature = "unstable_session_system_prompt")]
     pub fn system_prompt(
         mut self,
         value: impl ::std::convert::Into<SystemPrompt>,
     ) -> Self {
         self.system_prompt = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
         self
     }
     /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
@@ -17378,6 +17736,13 @@ pub struct ForkSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub mcp_servers: ::std::vec::Vec<McpServer>,
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default
+    )]
+    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
         rename = "_meta",
@@ -17386,14 +17751,6 @@ pub struct ForkSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
-    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
-    #[serde(
-        rename = "systemPrompt",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default
-    )]
-    #[cfg(feature = "unstable_session_system_prompt")]
-    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -17411,9 +17768,8 @@ impl ForkSessionRequest {
             cwd: cwd.into(),
             additional_directories: ::std::default::Default::default(),
             mcp_servers: ::std::default::Default::default(),
-            meta: ::std::default::Default::default(),
-            #[cfg(feature = "unstable_session_system_prompt")]
             system_prompt: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -17438,18 +17794,17 @@ impl ForkSessionRequest {
         self.mcp_servers = value.into_iter().collect();
         self
     }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
     /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
-    #[cfg(feature = "unstable_session_system_prompt")]
     pub fn system_prompt(
         mut self,
         value: impl ::std::convert::Into<SystemPrompt>,
     ) -> Self {
         self.system_prompt = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -18415,403 +18770,6 @@ impl crate::HasExtra for SessionArchiveCapabilities {
 }
 #[cfg(feature = "unstable_session_archive")]
 impl SessionArchiveCapabilities {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// How the agent combines a client's system prompt with its own instructions. An agent answers with an error for a mode it does not serve rather than falling back to another.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
-#[cfg(feature = "unstable_session_system_prompt")]
-pub enum SystemPromptMode {
-    /// Added to the agent's own instructions, with system-level precedence (every agent offering `sessionCapabilities.systemPrompt` serves it).
-    #[serde(rename = "append")]
-    Append,
-    /// Replaces the agent's built-in instructions (tools, MCP servers, permissions and configuration are unchanged). Only when the agent offers `sessionCapabilities.systemPrompt.mode.override`.
-    #[serde(rename = "override")]
-    Override,
-    /// A value this version of the schema does not know, kept as sent.
-    #[serde(untagged)]
-    Unknown(::std::string::String),
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SystemPromptMode {
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::Append => "append",
-            Self::Override => "override",
-            Self::Unknown(other) => other,
-        }
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl ::std::fmt::Display for SystemPromptMode {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-/// System-level instructions a client gives a session it creates, loads, resumes or forks. Sent only to agents offering `sessionCapabilities.systemPrompt`; an agent that cannot apply it answers with an error instead of starting the session.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_session_system_prompt")]
-pub struct SystemPrompt {
-    /// How to combine `content` with the agent's own instructions.
-    pub mode: SystemPromptMode,
-    /// The instructions: `text` blocks (other kinds only once a capability allows them); never empty.
-    pub content: ::std::vec::Vec<ContentBlock>,
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SystemPrompt {
-    /// A value from its required fields (`mode`, `content`); the optional ones start absent or at their default and are set with the builder methods.
-    pub fn new(
-        mode: impl ::std::convert::Into<SystemPromptMode>,
-        content: impl ::std::iter::IntoIterator<Item = ContentBlock>,
-    ) -> Self {
-        Self {
-            mode: mode.into(),
-            content: content.into_iter().collect(),
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl ::serde::Serialize for SystemPrompt {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        SystemPrompt::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl<'de> ::serde::Deserialize<'de> for SystemPrompt {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| SystemPrompt::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl crate::HasExtra for SystemPrompt {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SystemPrompt {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// Marker: the agent serves the `override` system prompt mode.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_session_system_prompt")]
-pub struct SessionSystemPromptOverrideCapabilities {
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SessionSystemPromptOverrideCapabilities {
-    /// A value with every field absent or at its default.
-    pub fn new() -> Self {
-        Self {
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl ::serde::Serialize for SessionSystemPromptOverrideCapabilities {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        SessionSystemPromptOverrideCapabilities::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptOverrideCapabilities {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| SessionSystemPromptOverrideCapabilities::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl crate::HasExtra for SessionSystemPromptOverrideCapabilities {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SessionSystemPromptOverrideCapabilities {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// System prompt modes the agent serves besides `append`.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_session_system_prompt")]
-pub struct SessionSystemPromptModeCapabilities {
-    /// Present when the agent lets the client replace its built-in instructions.
-    #[serde(
-        rename = "override",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub override_: ::std::option::Option<SessionSystemPromptOverrideCapabilities>,
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SessionSystemPromptModeCapabilities {
-    /// A value with every field absent or at its default.
-    pub fn new() -> Self {
-        Self {
-            override_: ::std::default::Default::default(),
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Present when the agent lets the client replace its built-in instructions.
-    pub fn override_(
-        mut self,
-        value: impl ::std::convert::Into<SessionSystemPromptOverrideCapabilities>,
-    ) -> Self {
-        self.override_ = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl ::serde::Serialize for SessionSystemPromptModeCapabilities {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        SessionSystemPromptModeCapabilities::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptModeCapabilities {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| SessionSystemPromptModeCapabilities::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl crate::HasExtra for SessionSystemPromptModeCapabilities {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SessionSystemPromptModeCapabilities {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// The agent accepts `systemPrompt` on `session/new`, `session/load`, `session/resume` and `session/fork`; `{}` means `append` mode only.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_session_system_prompt")]
-pub struct SessionSystemPromptCapabilities {
-    /// Modes served besides `append` (absent: none).
-    #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub mode: ::std::option::Option<SessionSystemPromptModeCapabilities>,
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SessionSystemPromptCapabilities {
-    /// A value with every field absent or at its default.
-    pub fn new() -> Self {
-        Self {
-            mode: ::std::default::Default::default(),
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Modes served besides `append` (absent: none).
-    pub fn mode(
-        mut self,
-        value: impl ::std::convert::Into<SessionSystemPromptModeCapabilities>,
-    ) -> Self {
-        self.mode = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl ::serde::Serialize for SessionSystemPromptCapabilities {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        SessionSystemPromptCapabilities::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptCapabilities {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| SessionSystemPromptCapabilities::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl crate::HasExtra for SessionSystemPromptCapabilities {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SessionSystemPromptCapabilities {
     /// Adds one field the schema does not name (written after the known ones).
     pub fn with_extra(
         mut self,
@@ -23576,7 +23534,6 @@ pub mod defaults {
             resume: Default::default(),
             #[cfg(feature = "unstable_session_status")]
             status: Default::default(),
-            #[cfg(feature = "unstable_session_system_prompt")]
             system_prompt: Default::default(),
             #[cfg(feature = "unstable_session_set_title")]
             title: Default::default(),
@@ -23668,7 +23625,6 @@ pub mod defaults {
                 resume: Default::default(),
                 #[cfg(feature = "unstable_session_status")]
                 status: Default::default(),
-                #[cfg(feature = "unstable_session_system_prompt")]
                 system_prompt: Default::default(),
                 #[cfg(feature = "unstable_session_set_title")]
                 title: Default::default(),
