@@ -101,6 +101,9 @@ impl Handler for Scripted {
                 r#"{"providers":[{"providerId":"main","supported":["openai","_local"],"required":false,"current":{"apiType":"openai","baseUrl":"https://api.openai.com/v1"}}]}"#
             }
             "providers/disable" => "null",
+            "session/options" => {
+                r#"{"configOptions":[{"id":"model","name":"Model","type":"select","currentValue":"fast","options":[{"value":"fast","name":"Fast"}]}]}"#
+            }
             _ => "{}",
         };
         Ok(RawValue::from_string(answer.to_owned()).expect("valid JSON"))
@@ -255,5 +258,43 @@ async fn fork_status_archive_system_prompt_and_auth_status_are_typed() {
             json!({"providerId": "main", "apiType": "openai", "baseUrl": "https://llm.example.org",
                     "headers": {"Authorization": "Bearer k"}})
         )
+    );
+}
+
+#[cfg(feature = "unstable_session_options")]
+#[tokio::test]
+async fn session_options_and_initial_config_values_are_typed() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (client, _agent) = common::pair(Watcher::default(), Scripted { seen: seen.clone() });
+    let agent = client.agent();
+    agent
+        .initialize(InitializeRequest::new(ProtocolVersion::V1))
+        .await
+        .unwrap();
+    let snapshot = agent
+        .session_options(SessionOptionsRequest::new("/w").session_id(SessionId("s1".into())))
+        .await
+        .unwrap();
+    let options = snapshot.config_options.expect("configOptions is typed");
+    assert_eq!(options[0].id.0, "model");
+    let initial = [InitialSessionConfigOption::new(
+        SessionConfigId("web".into()),
+        SessionConfigOptionValue::boolean(true),
+    )];
+    agent
+        .new_session(NewSessionRequest::new("/w", []).config_options(initial))
+        .await
+        .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen[1],
+        (
+            "session/options".to_owned(),
+            json!({"cwd": "/w", "sessionId": "s1"})
+        )
+    );
+    assert_eq!(
+        seen[2].1["configOptions"],
+        json!([{"configId": "web", "type": "boolean", "value": true}])
     );
 }

@@ -22,6 +22,7 @@
 #![deny(missing_docs)]
 
 mod constructors;
+pub mod drift;
 mod extra;
 mod methods;
 pub mod model;

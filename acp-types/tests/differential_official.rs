@@ -1,4 +1,4 @@
-//! Differential test against the official Rust crate `agent-client-protocol-schema` 1.15.1.
+//! Differential test against the official Rust crate `agent-client-protocol-schema` 1.17.0.
 //!
 //! Every example message under `tests/corpus/v1` is read by our types (through the generated
 //! message enums, exactly as a connection would read it) and by the official crate's types;

@@ -1,4 +1,4 @@
-//! The unstable items against the official crate (`agent-client-protocol-schema` 1.15.1 with
+//! The unstable items against the official crate (`agent-client-protocol-schema` 1.17.0 with
 //! the same features on): each sample reads through our type and theirs, and both write the
 //! same JSON. Our side must also have read the item into its typed field (not kept it as an
 //! unknown field in `extra`).
@@ -194,6 +194,79 @@ fn session_status_matches_the_official_crate() {
     );
 }
 
+#[cfg(feature = "unstable_session_options")]
+#[test]
+fn session_options_initial_values_and_the_capability_match_the_official_crate() {
+    use acp_types::RequestMethod;
+    use acp_types::v1::{
+        InitialSessionConfigOption, InitializeResponse, LoadSessionRequest, NewSessionRequest,
+        ResumeSessionRequest, SessionCapabilities, SessionConfigOptionValue,
+        SessionOptionsCapabilities, SessionOptionsRequest, SessionOptionsResponse,
+    };
+    use agent_client_protocol_schema::v1 as official;
+    let request = both::<SessionOptionsRequest, official::SessionOptionsRequest>(json!({
+        "cwd": "/w", "additionalDirectories": ["/lib"], "sessionId": "s1"
+    }));
+    assert_eq!(request.additional_directories, ["/lib"]);
+    assert_eq!(request.session_id.map(|id| id.0).as_deref(), Some("s1"));
+    // `null` directories mean none, as absent does.
+    let bare = both::<SessionOptionsRequest, official::SessionOptionsRequest>(
+        json!({"cwd": "/w", "additionalDirectories": null}),
+    );
+    assert!(bare.additional_directories.is_empty() && bare.session_id.is_none());
+    assert_eq!(SessionOptionsRequest::METHOD, "session/options");
+    let answer = both::<SessionOptionsResponse, official::SessionOptionsResponse>(json!({
+        "modes": {"currentModeId": "ask", "availableModes": [{"id": "ask", "name": "Ask"}]},
+        "configOptions": [{"id": "model", "name": "Model", "type": "select",
+            "currentValue": "fast", "options": [{"value": "fast", "name": "Fast"}]}]
+    }));
+    assert!(answer.modes.is_some());
+    assert_eq!(answer.config_options.map(|o| o.len()), Some(1));
+    both::<SessionOptionsResponse, official::SessionOptionsResponse>(json!({}));
+
+    // Initial values on the three session setup requests: a select value (no `type`) and a
+    // boolean one, in order.
+    let initial = json!([
+        {"configId": "model", "value": "fast"},
+        {"configId": "web", "type": "boolean", "value": true}
+    ]);
+    let new = both::<NewSessionRequest, official::NewSessionRequest>(
+        json!({"cwd": "/w", "mcpServers": [], "configOptions": initial}),
+    );
+    assert_eq!(new.config_options.len(), 2);
+    assert!(new.extra.is_empty());
+    assert!(matches!(
+        new.config_options[1].value,
+        SessionConfigOptionValue::Boolean(_)
+    ));
+    both::<LoadSessionRequest, official::LoadSessionRequest>(
+        json!({"sessionId": "s1", "cwd": "/w", "mcpServers": [], "configOptions": initial}),
+    );
+    both::<ResumeSessionRequest, official::ResumeSessionRequest>(
+        json!({"sessionId": "s1", "cwd": "/w", "configOptions": null}),
+    );
+    let built = NewSessionRequest::new("/w", []).config_options([
+        InitialSessionConfigOption::new("model", SessionConfigOptionValue::value_id("fast")),
+        InitialSessionConfigOption::new("web", SessionConfigOptionValue::boolean(false)),
+    ]);
+    both::<NewSessionRequest, official::NewSessionRequest>(serde_json::to_value(&built).unwrap());
+
+    let init = both::<InitializeResponse, official::InitializeResponse>(json!({
+        "protocolVersion": 1, "agentCapabilities": {"sessionCapabilities": {"options": {}}}
+    }));
+    assert!(
+        init.agent_capabilities
+            .session_capabilities
+            .options
+            .is_some()
+    );
+    assert_eq!(
+        serde_json::to_value(SessionCapabilities::new().options(SessionOptionsCapabilities::new()))
+            .unwrap(),
+        json!({"options": {}})
+    );
+}
+
 #[cfg(feature = "unstable_session_archive")]
 #[test]
 fn archive_the_list_filter_and_the_archived_flag_match_the_official_crate() {
@@ -251,10 +324,7 @@ fn archive_the_list_filter_and_the_archived_flag_match_the_official_crate() {
     );
 }
 
-#[cfg(all(
-    feature = "unstable_session_system_prompt",
-    feature = "unstable_session_fork"
-))]
+#[cfg(feature = "unstable_session_fork")]
 #[test]
 fn system_prompts_and_their_capability_match_the_official_crate() {
     use acp_types::v1::{

@@ -1,5 +1,5 @@
 //! Property test against the official crate: arbitrary values of our v1 types survive a trip
-//! through `agent-client-protocol-schema` 1.15.1 unchanged.
+//! through `agent-client-protocol-schema` 1.17.0 unchanged.
 //!
 //! Values are drawn from our own schema (`acp_schema::V1`): a strategy walks a method's params
 //! or result definition and produces any JSON the schema allows (every union variant, optional

@@ -195,3 +195,20 @@ fn errors_build_with_code_message_and_data() {
         json!({"code": -32602, "message": "bad path", "data": {"path": "x"}})
     );
 }
+
+/// `systemPrompt` is stable v1 since the official schema crate 1.17.0: typed with no feature.
+#[test]
+fn system_prompt_is_stable_v1() {
+    let request = NewSessionRequest::new("/w", []).system_prompt(SystemPrompt::new(
+        SystemPromptMode::Append,
+        [ContentBlock::text("Answer in French.")],
+    ));
+    assert_eq!(
+        wire(&request)["systemPrompt"],
+        json!({"mode": "append", "content": [{"type": "text", "text": "Answer in French."}]})
+    );
+    let read: NewSessionRequest = serde_json::from_value(wire(&request)).unwrap();
+    assert!(read.extra.is_empty() && read.system_prompt.is_some());
+    let caps = SessionCapabilities::new().system_prompt(SessionSystemPromptCapabilities::new());
+    assert_eq!(wire(caps), json!({"systemPrompt": {}}));
+}

@@ -1,4 +1,4 @@
-//! `acp-bench`: acp-rs side by side with the official `agent-client-protocol` crate (5.0.0)
+//! `acp-bench`: acp-rs side by side with the official `agent-client-protocol` crate (5.2.0)
 //! and a raw serde_json baseline, in one run, printed as a table of medians and ratios.
 //! Run it with `cargo xtask bench` (release build); `BENCHMARKS.md` explains the numbers.
 //!

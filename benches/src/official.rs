@@ -1,4 +1,4 @@
-//! The official crate (`agent-client-protocol` 5.0.0) doing the same work, written the way
+//! The official crate (`agent-client-protocol` 5.2.0) doing the same work, written the way
 //! its documentation shows: `Agent.v1()` with typed request handlers that spawn the work
 //! that talks back to the client, served over its own `Stdio` adapter; `Client.v1()` with
 //! typed handlers, connected to the agent through its own `AcpAgent` process adapter.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 pub enum Impl {
     /// acp-rs.
     Ours,
-    /// `agent-client-protocol` 5.0.0.
+    /// `agent-client-protocol` 5.2.0.
     Official,
     /// The official TypeScript SDK, agent and client (`benches/peers/ts`).
     Ts,

@@ -1,4 +1,4 @@
-//! The minimal agent with the official crate (`agent-client-protocol` 5.0.0): answers
+//! The minimal agent with the official crate (`agent-client-protocol` 5.2.0): answers
 //! `initialize`, `session/new`, and streams two text chunks for every prompt before ending the
 //! turn. Served on stdio.
 //!

@@ -1,4 +1,4 @@
-//! The minimal client with the official crate (`agent-client-protocol` 5.0.0): spawns the
+//! The minimal client with the official crate (`agent-client-protocol` 5.2.0): spawns the
 //! agent command given on the command line, initializes (offering file reads inside the
 //! current directory), creates a session, sends one text prompt and prints every streamed text
 //! chunk and the stop reason.

@@ -21,7 +21,7 @@ pub enum Sdk {
     TypeScript,
     /// `agent-client-protocol` 0.12.1 (PyPI).
     Python,
-    /// `agent-client-protocol` 5.0.0 (crates.io).
+    /// `agent-client-protocol` 5.2.0 (crates.io).
     Rust,
 }
 

@@ -9,6 +9,8 @@
 //! - `cargo xtask bench [options]` builds the `acp-bench` harness in release mode and runs it:
 //!   acp-rs side by side with the official crate and a raw serde_json baseline
 //!   (`cargo xtask bench --help` lists the options; `BENCHMARKS.md` explains the table).
+//! - `cargo xtask drift [--latest]` lists what the official schema JSON and schema crate have
+//!   that our schemas lack, against the pinned releases (offline; CI) or the newest ones.
 //! - `cargo xtask soak [--lines <n>]` feeds 10^6 (or `n`) mutated lines to an agent and a
 //!   client, in-process and over real pipes, and prints lines/s and peak RSS (the
 //!   `acp-client` `soak` test, whose short form runs in `cargo test`).
@@ -16,6 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+mod drift;
 #[cfg(test)]
 mod tidy;
 
@@ -23,6 +26,7 @@ const USAGE: &str = "usage:
   cargo xtask codegen [--check]
   cargo xtask interop [--cache <dir>] [--out <dir>] [--keep] [--rust-only] [<cell>...]
   cargo xtask bench [options]
+  cargo xtask drift [--latest]
   cargo xtask soak [--lines <n>]";
 
 fn main() -> ExitCode {
@@ -33,6 +37,8 @@ fn main() -> ExitCode {
         ["codegen", "--check"] | ["codegen", "check"] => codegen(true),
         ["interop", rest @ ..] => interop(rest),
         ["bench", options @ ..] => bench(options),
+        ["drift"] => drift::run(&workspace_root(), false),
+        ["drift", "--latest"] => drift::run(&workspace_root(), true),
         ["soak"] => soak("1000000"),
         ["soak", "--lines", n] => soak(n),
         ["help"] | ["--help"] | ["-h"] => {

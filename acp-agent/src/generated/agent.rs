@@ -434,6 +434,26 @@ pub trait Agent: Send + Sync + 'static {
     async fn mcp_message_notification(&self, params: MessageMcpNotification) {
         let _ = params;
     }
+    /// `session/options`: Reports the config options and modes a session would start with, without creating or resuming one (offered through `sessionCapabilities.options`).
+    ///
+    /// Must have no side effect: create, load or resume nothing, send no `session/update`. `params.session_id`, when set, need not be loaded on this connection (answer `-32002` for one the agent does not know). Advertise it with `sessionCapabilities.options`.
+    ///
+    /// The default answers `-32601` (method not found).
+    ///
+    /// Unstable: needs the cargo feature `unstable_session_options`.
+    #[cfg(feature = "unstable_session_options")]
+    async fn session_options(
+        &self,
+        params: SessionOptionsRequest,
+        cx: &AgentContext,
+    ) -> Result<SessionOptionsResponse, Error> {
+        let _ = (params, cx);
+        Err(
+            Error::method_not_found(
+                <SessionOptionsRequest as acp_types::RequestMethod>::METHOD,
+            ),
+        )
+    }
     /// A request whose method starts with `_` (an extension), with its raw params.
     /// The default answers `-32601` (method not found).
     async fn ext_method(

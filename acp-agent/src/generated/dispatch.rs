@@ -121,6 +121,11 @@ impl<A: Agent> Dispatch<A> {
                 let params = params.parse_request::<MessageMcpRequest>()?;
                 to_raw(&agent.mcp_message(params, &call.cx).await?)
             }
+            #[cfg(feature = "unstable_session_options")]
+            "session/options" => {
+                let params = params.parse_request::<SessionOptionsRequest>()?;
+                to_raw(&agent.session_options(params, &call.cx).await?)
+            }
             m if m.starts_with('_') => {
                 let value: serde_json::Value = params.parse()?;
                 to_raw(&agent.ext_method(m, value, &call.cx).await?)

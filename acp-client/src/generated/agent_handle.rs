@@ -227,4 +227,16 @@ impl AgentHandle {
     ) -> Result<(), Error> {
         self.notify(&params).await
     }
+    /// `session/options`: Reports the config options and modes a session would start with, without creating or resuming one (offered through `sessionCapabilities.options`).
+    ///
+    /// A snapshot: the session setup answer has the options a session actually starts with.
+    ///
+    /// Unstable: needs the cargo feature `unstable_session_options`.
+    #[cfg(feature = "unstable_session_options")]
+    pub async fn session_options(
+        &self,
+        params: SessionOptionsRequest,
+    ) -> Result<SessionOptionsResponse, Error> {
+        self.request(&params).await
+    }
 }

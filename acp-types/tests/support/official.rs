@@ -1,4 +1,4 @@
-//! Bridge to the official `agent-client-protocol-schema` crate (version 1.15.1) for
+//! Bridge to the official `agent-client-protocol-schema` crate (version 1.17.0) for
 //! differential tests.
 //!
 //! [`official_roundtrip`] deserializes a JSON value into the official params or result type

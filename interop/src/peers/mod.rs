@@ -2,7 +2,7 @@
 //!
 //! - ours: [`ours_agent`] (acp-agent) and [`ours_client`] (acp-client), the sides under test;
 //! - the official Rust SDK's: [`official_agent`] and [`official_client`]
-//!   (`agent-client-protocol` 5.0.0).
+//!   (`agent-client-protocol` 5.2.0).
 //!
 //! Agents take `[--report <file>]` (stdout is their protocol channel); clients take
 //! `--cwd <workspace> -- <agent command...>` and print their events on stdout. All follow

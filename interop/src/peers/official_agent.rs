@@ -1,4 +1,4 @@
-//! The official Rust SDK's agent in the matrix (`agent-client-protocol` 5.0.0):
+//! The official Rust SDK's agent in the matrix (`agent-client-protocol` 5.2.0):
 //! `acp-interop rust-agent [--report <file>]`.
 //!
 //! Built the way that SDK's docs say: a `Agent.v1()` builder with typed handlers; a prompt
@@ -318,7 +318,7 @@ pub async fn run(report: Reporter) -> Result<(), Error> {
                                 PromptCapabilities::new().image(true).embedded_context(true),
                             ),
                         )
-                        .agent_info(Implementation::new("rust-interop-agent", "5.0.0")),
+                        .agent_info(Implementation::new("rust-interop-agent", "5.2.0")),
                 )
             },
             agent_client_protocol::on_receive_request!(),

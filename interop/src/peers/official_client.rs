@@ -1,4 +1,4 @@
-//! The official Rust SDK's client in the matrix (`agent-client-protocol` 5.0.0):
+//! The official Rust SDK's client in the matrix (`agent-client-protocol` 5.2.0):
 //! `acp-interop rust-client --cwd <workspace> -- <agent command...>`.
 //!
 //! A `Client.v1()` builder with typed handlers (permission, fs, terminals, `session/update`)
@@ -350,7 +350,7 @@ async fn script_run(
                         .compaction(CompactionCapabilities::new()),
                 ),
         )
-        .client_info(Implementation::new("rust-interop-client", "5.0.0"));
+        .client_info(Implementation::new("rust-interop-client", "5.2.0"));
     let init = cx.send_request(init).block_task().await?;
     let load = init.agent_capabilities.load_session;
     out.event(json!({"event": "initialized", "protocolVersion": init.protocol_version, "loadSession": load}));

@@ -1812,6 +1812,14 @@ pub struct SessionCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub close: ::std::option::Option<SessionCloseCapabilities>,
+    /// Present when the agent accepts a client's system prompt on session requests.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub system_prompt: ::std::option::Option<SessionSystemPromptCapabilities>,
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
         rename = "_meta",
@@ -1852,15 +1860,14 @@ pub struct SessionCapabilities {
     )]
     #[cfg(feature = "unstable_session_archive")]
     pub archive: ::std::option::Option<SessionArchiveCapabilities>,
-    /// Present when the agent accepts a client's system prompt on session requests.
+    /// Present when the agent serves `session/options` and accepts `configOptions` on session setup requests.
     #[serde(
-        rename = "systemPrompt",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    #[cfg(feature = "unstable_session_system_prompt")]
-    pub system_prompt: ::std::option::Option<SessionSystemPromptCapabilities>,
+    #[cfg(feature = "unstable_session_options")]
+    pub options: ::std::option::Option<SessionOptionsCapabilities>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -1875,6 +1882,7 @@ impl SessionCapabilities {
             additional_directories: ::std::default::Default::default(),
             resume: ::std::default::Default::default(),
             close: ::std::default::Default::default(),
+            system_prompt: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
             #[cfg(feature = "unstable_session_set_title")]
             title: ::std::default::Default::default(),
@@ -1884,8 +1892,8 @@ impl SessionCapabilities {
             status: ::std::default::Default::default(),
             #[cfg(feature = "unstable_session_archive")]
             archive: ::std::default::Default::default(),
-            #[cfg(feature = "unstable_session_system_prompt")]
-            system_prompt: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_options")]
+            options: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -1929,6 +1937,14 @@ impl SessionCapabilities {
         self.close = ::std::option::Option::Some(value.into());
         self
     }
+    /// Present when the agent accepts a client's system prompt on session requests.
+    pub fn system_prompt(
+        mut self,
+        value: impl ::std::convert::Into<SessionSystemPromptCapabilities>,
+    ) -> Self {
+        self.system_prompt = ::std::option::Option::Some(value.into());
+        self
+    }
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
@@ -1970,13 +1986,13 @@ impl SessionCapabilities {
         self.archive = ::std::option::Option::Some(value.into());
         self
     }
-    /// Present when the agent accepts a client's system prompt on session requests.
-    #[cfg(feature = "unstable_session_system_prompt")]
-    pub fn system_prompt(
+    /// Present when the agent serves `session/options` and accepts `configOptions` on session setup requests.
+    #[cfg(feature = "unstable_session_options")]
+    pub fn options(
         mut self,
-        value: impl ::std::convert::Into<SessionSystemPromptCapabilities>,
+        value: impl ::std::convert::Into<SessionOptionsCapabilities>,
     ) -> Self {
-        self.system_prompt = ::std::option::Option::Some(value.into());
+        self.options = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -2013,6 +2029,264 @@ impl crate::HasExtra for SessionCapabilities {
     }
 }
 impl SessionCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// The agent accepts `systemPrompt` on `session/new`, `session/load`, `session/resume` and `session/fork`; `{}` means `append` mode only.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct SessionSystemPromptCapabilities {
+    /// Modes served besides `append` (absent: none).
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub mode: ::std::option::Option<SessionSystemPromptModeCapabilities>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl SessionSystemPromptCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            mode: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Modes served besides `append` (absent: none).
+    pub fn mode(
+        mut self,
+        value: impl ::std::convert::Into<SessionSystemPromptModeCapabilities>,
+    ) -> Self {
+        self.mode = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionSystemPromptCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionSystemPromptCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionSystemPromptCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionSystemPromptCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionSystemPromptCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// System prompt modes the agent serves besides `append`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct SessionSystemPromptModeCapabilities {
+    /// Present when the agent lets the client replace its built-in instructions.
+    #[serde(
+        rename = "override",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub override_: ::std::option::Option<SessionSystemPromptOverrideCapabilities>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl SessionSystemPromptModeCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            override_: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Present when the agent lets the client replace its built-in instructions.
+    pub fn override_(
+        mut self,
+        value: impl ::std::convert::Into<SessionSystemPromptOverrideCapabilities>,
+    ) -> Self {
+        self.override_ = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionSystemPromptModeCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionSystemPromptModeCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptModeCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionSystemPromptModeCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionSystemPromptModeCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionSystemPromptModeCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the agent serves the `override` system prompt mode.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct SessionSystemPromptOverrideCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl SessionSystemPromptOverrideCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionSystemPromptOverrideCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionSystemPromptOverrideCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptOverrideCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionSystemPromptOverrideCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionSystemPromptOverrideCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionSystemPromptOverrideCapabilities {
     /// Adds one field the schema does not name (written after the known ones).
     pub fn with_extra(
         mut self,
@@ -3308,6 +3582,13 @@ pub struct NewSessionRequest {
         deserialize_with = "crate::serde_util::null_as_default"
     )]
     pub mcp_servers: ::std::vec::Vec<McpServer>,
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default
+    )]
+    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
         rename = "_meta",
@@ -3316,14 +3597,15 @@ pub struct NewSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
-    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
     #[serde(
-        rename = "systemPrompt",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default
+        rename = "configOptions",
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty",
+        deserialize_with = "crate::serde_util::null_as_default"
     )]
-    #[cfg(feature = "unstable_session_system_prompt")]
-    pub system_prompt: ::std::option::Option<SystemPrompt>,
+    #[cfg(feature = "unstable_session_options")]
+    pub config_options: ::std::vec::Vec<InitialSessionConfigOption>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -3339,9 +3621,10 @@ impl NewSessionRequest {
             cwd: cwd.into(),
             additional_directories: ::std::default::Default::default(),
             mcp_servers: mcp_servers.into_iter().collect(),
-            meta: ::std::default::Default::default(),
-            #[cfg(feature = "unstable_session_system_prompt")]
             system_prompt: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_options")]
+            config_options: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -3358,18 +3641,26 @@ impl NewSessionRequest {
             .collect();
         self
     }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
     /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
-    #[cfg(feature = "unstable_session_system_prompt")]
     pub fn system_prompt(
         mut self,
         value: impl ::std::convert::Into<SystemPrompt>,
     ) -> Self {
         self.system_prompt = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
+    #[cfg(feature = "unstable_session_options")]
+    pub fn config_options(
+        mut self,
+        value: impl ::std::iter::IntoIterator<Item = InitialSessionConfigOption>,
+    ) -> Self {
+        self.config_options = value.into_iter().collect();
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3414,6 +3705,118 @@ impl NewSessionRequest {
     ) -> Self {
         self.extra.insert(key, value);
         self
+    }
+}
+/// System-level instructions a client gives a session it creates, loads, resumes or forks. Sent only to agents offering `sessionCapabilities.systemPrompt`; an agent that cannot apply it answers with an error instead of starting the session.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct SystemPrompt {
+    /// How to combine `content` with the agent's own instructions.
+    pub mode: SystemPromptMode,
+    /// The instructions: `text` blocks (other kinds only once a capability allows them); never empty.
+    pub content: ::std::vec::Vec<ContentBlock>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl SystemPrompt {
+    /// A value from its required fields (`mode`, `content`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        mode: impl ::std::convert::Into<SystemPromptMode>,
+        content: impl ::std::iter::IntoIterator<Item = ContentBlock>,
+    ) -> Self {
+        Self {
+            mode: mode.into(),
+            content: content.into_iter().collect(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SystemPrompt {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SystemPrompt::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SystemPrompt {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SystemPrompt::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SystemPrompt {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SystemPrompt {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// How the agent combines a client's system prompt with its own instructions. An agent answers with an error for a mode it does not serve rather than falling back to another.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum SystemPromptMode {
+    /// Added to the agent's own instructions, with system-level precedence (every agent offering `sessionCapabilities.systemPrompt` serves it).
+    #[serde(rename = "append")]
+    Append,
+    /// Replaces the agent's built-in instructions (tools, MCP servers, permissions and configuration are unchanged). Only when the agent offers `sessionCapabilities.systemPrompt.mode.override`.
+    #[serde(rename = "override")]
+    Override,
+    /// A value this version of the schema does not know, kept as sent.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+impl SystemPromptMode {
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Append => "append",
+            Self::Override => "override",
+            Self::Unknown(other) => other,
+        }
+    }
+}
+impl ::std::fmt::Display for SystemPromptMode {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 /// Result of `session/new`: the new session's ID and its initial modes and configuration options.
@@ -5123,6 +5526,13 @@ pub struct LoadSessionRequest {
     /// ID of the session being reopened.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default
+    )]
+    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
         rename = "_meta",
@@ -5131,14 +5541,15 @@ pub struct LoadSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
-    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
     #[serde(
-        rename = "systemPrompt",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default
+        rename = "configOptions",
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty",
+        deserialize_with = "crate::serde_util::null_as_default"
     )]
-    #[cfg(feature = "unstable_session_system_prompt")]
-    pub system_prompt: ::std::option::Option<SystemPrompt>,
+    #[cfg(feature = "unstable_session_options")]
+    pub config_options: ::std::vec::Vec<InitialSessionConfigOption>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -5156,9 +5567,10 @@ impl LoadSessionRequest {
             cwd: cwd.into(),
             additional_directories: ::std::default::Default::default(),
             session_id: session_id.into(),
-            meta: ::std::default::Default::default(),
-            #[cfg(feature = "unstable_session_system_prompt")]
             system_prompt: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_options")]
+            config_options: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -5175,18 +5587,26 @@ impl LoadSessionRequest {
             .collect();
         self
     }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
     /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
-    #[cfg(feature = "unstable_session_system_prompt")]
     pub fn system_prompt(
         mut self,
         value: impl ::std::convert::Into<SystemPrompt>,
     ) -> Self {
         self.system_prompt = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
+    #[cfg(feature = "unstable_session_options")]
+    pub fn config_options(
+        mut self,
+        value: impl ::std::iter::IntoIterator<Item = InitialSessionConfigOption>,
+    ) -> Self {
+        self.config_options = value.into_iter().collect();
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5903,6 +6323,13 @@ pub struct ResumeSessionRequest {
         deserialize_with = "crate::serde_util::null_as_default"
     )]
     pub mcp_servers: ::std::vec::Vec<McpServer>,
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default
+    )]
+    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
         rename = "_meta",
@@ -5911,14 +6338,15 @@ pub struct ResumeSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
-    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
     #[serde(
-        rename = "systemPrompt",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default
+        rename = "configOptions",
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty",
+        deserialize_with = "crate::serde_util::null_as_default"
     )]
-    #[cfg(feature = "unstable_session_system_prompt")]
-    pub system_prompt: ::std::option::Option<SystemPrompt>,
+    #[cfg(feature = "unstable_session_options")]
+    pub config_options: ::std::vec::Vec<InitialSessionConfigOption>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -5935,9 +6363,10 @@ impl ResumeSessionRequest {
             cwd: cwd.into(),
             additional_directories: ::std::default::Default::default(),
             mcp_servers: ::std::default::Default::default(),
-            meta: ::std::default::Default::default(),
-            #[cfg(feature = "unstable_session_system_prompt")]
             system_prompt: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_options")]
+            config_options: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -5962,18 +6391,26 @@ impl ResumeSessionRequest {
         self.mcp_servers = value.into_iter().collect();
         self
     }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
     /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
-    #[cfg(feature = "unstable_session_system_prompt")]
     pub fn system_prompt(
         mut self,
         value: impl ::std::convert::Into<SystemPrompt>,
     ) -> Self {
         self.system_prompt = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
+    #[cfg(feature = "unstable_session_options")]
+    pub fn config_options(
+        mut self,
+        value: impl ::std::iter::IntoIterator<Item = InitialSessionConfigOption>,
+    ) -> Self {
+        self.config_options = value.into_iter().collect();
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17299,6 +17736,13 @@ pub struct ForkSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub mcp_servers: ::std::vec::Vec<McpServer>,
+    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
+    #[serde(
+        rename = "systemPrompt",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default
+    )]
+    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     #[serde(
         rename = "_meta",
@@ -17307,14 +17751,6 @@ pub struct ForkSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
-    /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
-    #[serde(
-        rename = "systemPrompt",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default
-    )]
-    #[cfg(feature = "unstable_session_system_prompt")]
-    pub system_prompt: ::std::option::Option<SystemPrompt>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -17332,9 +17768,8 @@ impl ForkSessionRequest {
             cwd: cwd.into(),
             additional_directories: ::std::default::Default::default(),
             mcp_servers: ::std::default::Default::default(),
-            meta: ::std::default::Default::default(),
-            #[cfg(feature = "unstable_session_system_prompt")]
             system_prompt: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -17359,18 +17794,17 @@ impl ForkSessionRequest {
         self.mcp_servers = value.into_iter().collect();
         self
     }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
     /// Instructions for the session (absent: the agent's own). Only for agents offering `sessionCapabilities.systemPrompt`.
-    #[cfg(feature = "unstable_session_system_prompt")]
     pub fn system_prompt(
         mut self,
         value: impl ::std::convert::Into<SystemPrompt>,
     ) -> Self {
         self.system_prompt = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -18336,403 +18770,6 @@ impl crate::HasExtra for SessionArchiveCapabilities {
 }
 #[cfg(feature = "unstable_session_archive")]
 impl SessionArchiveCapabilities {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// How the agent combines a client's system prompt with its own instructions. An agent answers with an error for a mode it does not serve rather than falling back to another.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
-#[cfg(feature = "unstable_session_system_prompt")]
-pub enum SystemPromptMode {
-    /// Added to the agent's own instructions, with system-level precedence (every agent offering `sessionCapabilities.systemPrompt` serves it).
-    #[serde(rename = "append")]
-    Append,
-    /// Replaces the agent's built-in instructions (tools, MCP servers, permissions and configuration are unchanged). Only when the agent offers `sessionCapabilities.systemPrompt.mode.override`.
-    #[serde(rename = "override")]
-    Override,
-    /// A value this version of the schema does not know, kept as sent.
-    #[serde(untagged)]
-    Unknown(::std::string::String),
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SystemPromptMode {
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::Append => "append",
-            Self::Override => "override",
-            Self::Unknown(other) => other,
-        }
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl ::std::fmt::Display for SystemPromptMode {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-/// System-level instructions a client gives a session it creates, loads, resumes or forks. Sent only to agents offering `sessionCapabilities.systemPrompt`; an agent that cannot apply it answers with an error instead of starting the session.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_session_system_prompt")]
-pub struct SystemPrompt {
-    /// How to combine `content` with the agent's own instructions.
-    pub mode: SystemPromptMode,
-    /// The instructions: `text` blocks (other kinds only once a capability allows them); never empty.
-    pub content: ::std::vec::Vec<ContentBlock>,
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SystemPrompt {
-    /// A value from its required fields (`mode`, `content`); the optional ones start absent or at their default and are set with the builder methods.
-    pub fn new(
-        mode: impl ::std::convert::Into<SystemPromptMode>,
-        content: impl ::std::iter::IntoIterator<Item = ContentBlock>,
-    ) -> Self {
-        Self {
-            mode: mode.into(),
-            content: content.into_iter().collect(),
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl ::serde::Serialize for SystemPrompt {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        SystemPrompt::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl<'de> ::serde::Deserialize<'de> for SystemPrompt {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| SystemPrompt::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl crate::HasExtra for SystemPrompt {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SystemPrompt {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// Marker: the agent serves the `override` system prompt mode.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_session_system_prompt")]
-pub struct SessionSystemPromptOverrideCapabilities {
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SessionSystemPromptOverrideCapabilities {
-    /// A value with every field absent or at its default.
-    pub fn new() -> Self {
-        Self {
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl ::serde::Serialize for SessionSystemPromptOverrideCapabilities {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        SessionSystemPromptOverrideCapabilities::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptOverrideCapabilities {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| SessionSystemPromptOverrideCapabilities::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl crate::HasExtra for SessionSystemPromptOverrideCapabilities {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SessionSystemPromptOverrideCapabilities {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// System prompt modes the agent serves besides `append`.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_session_system_prompt")]
-pub struct SessionSystemPromptModeCapabilities {
-    /// Present when the agent lets the client replace its built-in instructions.
-    #[serde(
-        rename = "override",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub override_: ::std::option::Option<SessionSystemPromptOverrideCapabilities>,
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SessionSystemPromptModeCapabilities {
-    /// A value with every field absent or at its default.
-    pub fn new() -> Self {
-        Self {
-            override_: ::std::default::Default::default(),
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Present when the agent lets the client replace its built-in instructions.
-    pub fn override_(
-        mut self,
-        value: impl ::std::convert::Into<SessionSystemPromptOverrideCapabilities>,
-    ) -> Self {
-        self.override_ = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl ::serde::Serialize for SessionSystemPromptModeCapabilities {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        SessionSystemPromptModeCapabilities::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptModeCapabilities {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| SessionSystemPromptModeCapabilities::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl crate::HasExtra for SessionSystemPromptModeCapabilities {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SessionSystemPromptModeCapabilities {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// The agent accepts `systemPrompt` on `session/new`, `session/load`, `session/resume` and `session/fork`; `{}` means `append` mode only.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_session_system_prompt")]
-pub struct SessionSystemPromptCapabilities {
-    /// Modes served besides `append` (absent: none).
-    #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub mode: ::std::option::Option<SessionSystemPromptModeCapabilities>,
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SessionSystemPromptCapabilities {
-    /// A value with every field absent or at its default.
-    pub fn new() -> Self {
-        Self {
-            mode: ::std::default::Default::default(),
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Modes served besides `append` (absent: none).
-    pub fn mode(
-        mut self,
-        value: impl ::std::convert::Into<SessionSystemPromptModeCapabilities>,
-    ) -> Self {
-        self.mode = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl ::serde::Serialize for SessionSystemPromptCapabilities {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        SessionSystemPromptCapabilities::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl<'de> ::serde::Deserialize<'de> for SessionSystemPromptCapabilities {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| SessionSystemPromptCapabilities::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl crate::HasExtra for SessionSystemPromptCapabilities {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_session_system_prompt")]
-impl SessionSystemPromptCapabilities {
     /// Adds one field the schema does not name (written after the known ones).
     pub fn with_extra(
         mut self,
@@ -22950,6 +22987,410 @@ impl SessionMessageChunk {
         self
     }
 }
+/// Marker: the agent serves `session/options` and accepts initial config option values (`configOptions`) on `session/new`, `session/load` and `session/resume`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_options")]
+pub struct SessionOptionsCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_options")]
+impl SessionOptionsCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl ::serde::Serialize for SessionOptionsCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionOptionsCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl<'de> ::serde::Deserialize<'de> for SessionOptionsCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionOptionsCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl crate::HasExtra for SessionOptionsCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl SessionOptionsCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of `session/options`: asks which config options (and modes) a session would start with, without creating, loading or resuming one, and without side effects.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_options")]
+pub struct SessionOptionsRequest {
+    /// The working directory to resolve options for (an absolute path).
+    pub cwd: ::std::string::String,
+    /// More workspace roots to resolve options for (absolute paths); absent and `null` mean none.
+    #[serde(
+        rename = "additionalDirectories",
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty",
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub additional_directories: ::std::vec::Vec<::std::string::String>,
+    /// The existing session to resolve options for (as `session/load` or `session/resume` would); absent or `null`: a new session. An unknown one is `-32002`.
+    #[serde(
+        rename = "sessionId",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub session_id: ::std::option::Option<SessionId>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_options")]
+impl SessionOptionsRequest {
+    /// A value from its required fields (`cwd`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(cwd: impl ::std::convert::Into<::std::string::String>) -> Self {
+        Self {
+            cwd: cwd.into(),
+            additional_directories: ::std::default::Default::default(),
+            session_id: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// More workspace roots to resolve options for (absolute paths); absent and `null` mean none.
+    pub fn additional_directories(
+        mut self,
+        value: impl ::std::iter::IntoIterator<
+            Item = impl ::std::convert::Into<::std::string::String>,
+        >,
+    ) -> Self {
+        self.additional_directories = value
+            .into_iter()
+            .map(::std::convert::Into::<::std::string::String>::into)
+            .collect();
+        self
+    }
+    /// The existing session to resolve options for (as `session/load` or `session/resume` would); absent or `null`: a new session. An unknown one is `-32002`.
+    pub fn session_id(mut self, value: impl ::std::convert::Into<SessionId>) -> Self {
+        self.session_id = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl ::serde::Serialize for SessionOptionsRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionOptionsRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl<'de> ::serde::Deserialize<'de> for SessionOptionsRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionOptionsRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl crate::HasExtra for SessionOptionsRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl SessionOptionsRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of `session/options`: a snapshot of what a session would start with; the session setup answer has the options it actually starts with.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_options")]
+pub struct SessionOptionsResponse {
+    /// The modes the session would start with, if the agent has modes.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub modes: ::std::option::Option<SessionModeState>,
+    /// The config options the session would start with. Entries that do not parse are dropped.
+    #[serde(
+        rename = "configOptions",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient_option_vec"
+    )]
+    pub config_options: ::std::option::Option<::std::vec::Vec<SessionConfigOption>>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_options")]
+impl SessionOptionsResponse {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            modes: ::std::default::Default::default(),
+            config_options: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// The modes the session would start with, if the agent has modes.
+    pub fn modes(mut self, value: impl ::std::convert::Into<SessionModeState>) -> Self {
+        self.modes = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// The config options the session would start with. Entries that do not parse are dropped.
+    pub fn config_options(
+        mut self,
+        value: impl ::std::iter::IntoIterator<Item = SessionConfigOption>,
+    ) -> Self {
+        self.config_options = ::std::option::Option::Some(value.into_iter().collect());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl ::serde::Serialize for SessionOptionsResponse {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionOptionsResponse::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl<'de> ::serde::Deserialize<'de> for SessionOptionsResponse {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionOptionsResponse::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl crate::HasExtra for SessionOptionsResponse {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl SessionOptionsResponse {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// An initial value for a config option, sent on session setup requests: `session/set_config_option` without `sessionId`. The agent applies the entries in order and ignores one whose option is unknown, whose `type` does not match or whose value is not allowed.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_options")]
+pub struct InitialSessionConfigOption {
+    /// The option to set.
+    #[serde(rename = "configId")]
+    pub config_id: SessionConfigId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
+    #[serde(flatten)]
+    pub value: SessionConfigOptionValue,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_options")]
+impl InitialSessionConfigOption {
+    /// A value from its required fields (`config_id`, `value`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        config_id: impl ::std::convert::Into<SessionConfigId>,
+        value: impl ::std::convert::Into<SessionConfigOptionValue>,
+    ) -> Self {
+        Self {
+            config_id: config_id.into(),
+            meta: ::std::default::Default::default(),
+            value: value.into(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl ::serde::Serialize for InitialSessionConfigOption {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        InitialSessionConfigOption::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl<'de> ::serde::Deserialize<'de> for InitialSessionConfigOption {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| InitialSessionConfigOption::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl crate::HasExtra for InitialSessionConfigOption {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_options")]
+impl InitialSessionConfigOption {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
 impl ::std::convert::From<AuthMethodId> for ::std::string::String {
     fn from(value: AuthMethodId) -> Self {
         value.0
@@ -23088,10 +23529,11 @@ pub mod defaults {
             fork: Default::default(),
             list: Default::default(),
             meta: Default::default(),
+            #[cfg(feature = "unstable_session_options")]
+            options: Default::default(),
             resume: Default::default(),
             #[cfg(feature = "unstable_session_status")]
             status: Default::default(),
-            #[cfg(feature = "unstable_session_system_prompt")]
             system_prompt: Default::default(),
             #[cfg(feature = "unstable_session_set_title")]
             title: Default::default(),
@@ -23178,10 +23620,11 @@ pub mod defaults {
                 fork: Default::default(),
                 list: Default::default(),
                 meta: Default::default(),
+                #[cfg(feature = "unstable_session_options")]
+                options: Default::default(),
                 resume: Default::default(),
                 #[cfg(feature = "unstable_session_status")]
                 status: Default::default(),
-                #[cfg(feature = "unstable_session_system_prompt")]
                 system_prompt: Default::default(),
                 #[cfg(feature = "unstable_session_set_title")]
                 title: Default::default(),
@@ -23340,4 +23783,13 @@ impl crate::methods::NotificationMethod for MessageMcpNotification {
     const METHOD: &'static str = "mcp/message";
     const SERVED_BY: crate::methods::Side = crate::methods::Side::Protocol;
     const PARAMS_NULL_AS_DEFAULT: bool = false;
+}
+#[cfg(feature = "unstable_session_options")]
+/// `session/options` (unstable, feature `unstable_session_options`): Reports the config options and modes a session would start with, without creating or resuming one (offered through `sessionCapabilities.options`).
+impl crate::methods::RequestMethod for SessionOptionsRequest {
+    const METHOD: &'static str = "session/options";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = true;
+    type Response = SessionOptionsResponse;
 }
