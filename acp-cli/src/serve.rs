@@ -72,6 +72,23 @@ pub fn token(file: Option<&Path>) -> Result<Option<String>, String> {
         .filter(|t| !t.is_empty()))
 }
 
+/// The readiness check of a served store: one listing that matches nothing (an indexed
+/// query for PostgreSQL, memory for a directory).
+async fn store_reachable(
+    store: std::sync::Arc<dyn acp_agent::store::SessionStore>,
+) -> Result<(), String> {
+    let probe = acp_agent::store::ListQuery {
+        cwd: Some("/ readiness probe: no such directory".into()),
+        cursor: None,
+        limit: 1,
+    };
+    store
+        .list(probe)
+        .await
+        .map(drop)
+        .map_err(|e| format!("the session store: {e}"))
+}
+
 /// Runs the server until Ctrl-C or SIGTERM.
 pub async fn run(args: ServeArgs) -> i32 {
     match serve(args).await {
@@ -96,6 +113,8 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             "--store is for the built-in agent; an agent command keeps its own sessions".into(),
         );
     }
+    // The store, for `/readyz`: a host whose database is gone says so to its load balancer.
+    let mut readiness_store = None;
     let (builder, what) = match args.agent.split_first() {
         None => match args.store.open().await? {
             None => (
@@ -104,6 +123,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             ),
             Some((store, shown)) => {
                 let store = store.0;
+                readiness_store = Some(store.clone());
                 let serve = move |read, write| {
                     acp_agent::serve_with_store(
                         BuiltinAgent::with_store(),
@@ -127,6 +147,9 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         }
     };
     let mut builder = builder.authenticator(auth);
+    if let Some(store) = readiness_store {
+        builder = builder.readiness(move || store_reachable(store.clone()));
+    }
     if args.metrics {
         builder = builder.metrics(acp_remote::Metrics::new());
     }

@@ -368,7 +368,7 @@ fn serve_with_a_store_lists_and_loads_sessions_over_both_profiles() {
 }
 
 /// A running HAProxy in front of `hosts` (`127.0.0.1:PORT` each): round robin, a cookie
-/// that keeps one client's HTTP requests on one host, `/healthz` checks, and requests sent
+/// that keeps one client's HTTP requests on one host, `/readyz` checks, and requests sent
 /// elsewhere when a host is gone. Killed on drop.
 struct Balancer {
     child: Child,
@@ -405,7 +405,7 @@ impl Balancer {
              timeout server 60s\n  timeout tunnel 60s\n  option redispatch\n  retries 3\n\
              frontend acp\n  bind 127.0.0.1:{port}\n  default_backend hosts\n\
              backend hosts\n  balance roundrobin\n  cookie ACPHOST insert indirect nocache\n  \
-             option httpchk GET /healthz\n  default-server inter 200ms fall 1 rise 1\n{servers}"
+             option httpchk GET /readyz\n  default-server inter 200ms fall 1 rise 1\n{servers}"
         );
         let file = scratch.0.join("haproxy.cfg");
         std::fs::write(&file, config).unwrap();
@@ -618,4 +618,56 @@ async fn a_host_killed_mid_turn_leaves_its_session_to_a_host_that_joined_the_bal
     drop(conn);
     drop(balancer);
     drop(second);
+}
+
+/// The status of `GET path` on `host` (`127.0.0.1:PORT`), without credentials.
+fn status_of(host: &str, path: &str) -> u16 {
+    use std::io::{Read, Write};
+    let mut socket = std::net::TcpStream::connect(host).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        socket,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = socket.read_to_string(&mut answer);
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {answer:?}"))
+}
+
+/// `/readyz` of `acp serve --store postgres://` follows the database: 503 while it is
+/// stopped (so a load balancer sends clients elsewhere), 200 again when it is back, while
+/// `/healthz` (alive) stays 200 throughout.
+#[test]
+fn readyz_follows_the_session_store() {
+    // A server of its own: it is stopped here, which the other tests must not see.
+    let Some(postgres) = pg::Server::start() else {
+        return;
+    };
+    let scratch = Scratch::new("serve-readyz");
+    let token_file = scratch.0.join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let db = postgres.fresh_db();
+    let server = Serve::start_with(&scratch, &token_file, &["--store", &db], &[]);
+    let host = server.host();
+    assert_eq!(status_of(&host, "/readyz"), 200);
+    postgres.stop();
+    assert_eq!(status_of(&host, "/readyz"), 503);
+    assert_eq!(status_of(&host, "/healthz"), 200);
+    postgres.restart();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while status_of(&host, "/readyz") != 200 {
+        assert!(
+            Instant::now() < deadline,
+            "ready again once the database is back"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(server);
 }

@@ -19,12 +19,15 @@ pub struct Server {
     pub port: u16,
 }
 
-/// The server's directory, for the exit hook (statics are not dropped).
-static STOP: Mutex<Option<(PathBuf, PathBuf)>> = Mutex::new(None);
+/// Every server this process started, for the exit hook (statics are not dropped).
+static STOP: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
 
 extern "C" fn stop_at_exit() {
-    let taken = STOP.lock().map(|mut s| s.take()).unwrap_or(None);
-    if let Some((bin, data)) = taken {
+    let taken = STOP
+        .lock()
+        .map(|mut s| std::mem::take(&mut *s))
+        .unwrap_or_default();
+    for (bin, data) in taken {
         let _ = as_postgres(&bin.join("pg_ctl"))
             .args(["stop", "-m", "immediate", "-w", "-D"])
             .arg(&data)
@@ -91,7 +94,10 @@ impl Server {
             eprintln!("\n!!! SKIPPED: {msg} !!!\n");
             return None;
         };
-        let root = std::env::temp_dir().join(format!("acp-pg-{}", std::process::id()));
+        // One directory per server: a test may start its own beside the shared one.
+        static STARTED: AtomicU64 = AtomicU64::new(0);
+        let n = STARTED.fetch_add(1, Ordering::Relaxed);
+        let root = std::env::temp_dir().join(format!("acp-pg-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
         let data = root.join("data");
@@ -124,11 +130,11 @@ impl Server {
             .arg(root.join("log"))
             .args(["-o", &options]);
         run(start, "pg_ctl start");
-        let first = STOP
-            .lock()
-            .unwrap()
-            .replace((bin.clone(), data.clone()))
-            .is_none();
+        let first = {
+            let mut stop = STOP.lock().unwrap();
+            stop.push((bin.clone(), data.clone()));
+            stop.len() == 1
+        };
         if first {
             // SAFETY: registers a plain extern "C" function.
             unsafe { libc::atexit(stop_at_exit) };
