@@ -63,6 +63,8 @@ pub struct Link {
     pub dialect: Dialect,
     process: Option<AgentProcess>,
     builtin: Option<tokio::task::JoinHandle<()>>,
+    /// A remote agent's transport, done once its goodbye went out.
+    remote: Option<acp_remote::Finished>,
 }
 
 impl Link {
@@ -83,6 +85,12 @@ impl Link {
     /// Closes the connection and ends the agent (politely, then by force).
     pub async fn shutdown(mut self) {
         self.connection.close();
+        if let Some(remote) = self.remote.take() {
+            // The goodbye (`DELETE`, a close frame) must reach the server before this
+            // process exits, or the server keeps the connection and its agent until its
+            // idle timeout.
+            let _ = tokio::time::timeout(Duration::from_secs(3), remote.wait()).await;
+        }
         if let Some(process) = self.process.take() {
             let _ = process.shutdown(Duration::from_secs(2)).await;
         }
@@ -134,6 +142,7 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
             init: negotiated.initialize,
             process: None,
             builtin: Some(builtin),
+            remote: None,
         });
     };
     let command = AgentCommand::new(program).args(args).cwd(&spec.cwd);
@@ -145,6 +154,7 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
             init: negotiated.initialize,
             process: Some(process),
             builtin: None,
+            remote: None,
         }),
         Err(error) => {
             // An agent that answered with a version we did not offer: that answer is the
@@ -184,6 +194,7 @@ async fn connect_remote(
     let link = acp_remote::connect(&remote.url, &connect)
         .await
         .map_err(|e| format!("{}: {e}", remote.url))?;
+    let finished = link.finished.clone();
     let options = options.with_dialects(vec![Dialect::V1]);
     let negotiated = acp_client::negotiate::connect(client, link.reader, link.writer, options)
         .await
@@ -194,6 +205,7 @@ async fn connect_remote(
         init: negotiated.initialize,
         process: None,
         builtin: None,
+        remote: Some(finished),
     })
 }
 

@@ -231,10 +231,11 @@ fn serve_with_metrics_counts_the_gateway_agents_and_turns() {
     let acp = acp();
     let agent = [acp.to_str().unwrap(), "agent"];
     let server = Serve::start_with(&scratch, &token_file, &["--metrics"], &agent);
-    // Over WebSocket: the connection ends with the chat's socket when it exits (over HTTP it
-    // ends with the chat's goodbye DELETE, which a quickly exiting chat may not get out).
-    for _ in 0..2 {
-        let out = chat(&scratch, &server.url, &["--ws"], Some("s3cret-token"));
+    // The connection ends with the chat: its close frame over WebSocket, its goodbye
+    // `DELETE` over HTTP (which the chat waits to get out before it exits), and the agent
+    // process with it.
+    for profile in [&["--ws"][..], &[][..]] {
+        let out = chat(&scratch, &server.url, profile, Some("s3cret-token"));
         check_turn(&out, "ws");
     }
     let (status, _) = http_get(&server.url, "/readyz", "");
@@ -250,7 +251,8 @@ fn serve_with_metrics_counts_the_gateway_agents_and_turns() {
     let text = loop {
         let (status, text) = http_get(&server.url, "/metrics", "s3cret-token");
         assert!(status.contains(" 200 "), "{status}");
-        // The agents end with their connections (reaped in the background).
+        // The agents end with their connections (reaped in the background), well before the
+        // idle timeout (10 minutes).
         if value(&text, "acp_agent_processes") == Some(0.0) || Instant::now() > deadline {
             break text;
         }

@@ -89,6 +89,22 @@ pub struct RemoteLink {
     pub writer: WriteHalf<DuplexStream>,
     /// The profile in use.
     pub profile: Profile,
+    /// Resolves once the connection is over after the writer closed: a program about to exit
+    /// waits for it (with a bound) so that its goodbye (`DELETE`, a close frame) reaches the
+    /// server, which otherwise keeps the connection and its agent until the idle timeout.
+    pub finished: Finished,
+}
+
+/// The end of a [`RemoteLink`]: see [`RemoteLink::finished`].
+#[derive(Clone, Debug)]
+pub struct Finished(tokio_util::sync::CancellationToken);
+
+impl Finished {
+    /// Waits until the goodbye went out (or was given up on: it takes at most two seconds),
+    /// or the server ended the connection.
+    pub async fn wait(&self) {
+        self.0.cancelled().await;
+    }
 }
 
 /// Connects to `url` (`http://HOST:PORT/acp` or `ws://HOST:PORT/acp`). Over WebSocket the
@@ -110,15 +126,16 @@ pub async fn connect(url: &str, options: &ConnectOptions) -> Result<RemoteLink, 
         cookies: Mutex::new(Vec::new()),
         max: options.max(),
     });
-    match profile {
+    let over = match profile {
         Profile::WebSocket => websocket::start(shared, bridge).await?,
         Profile::StreamableHttp => streamable_http::start(shared, bridge).await?,
-    }
+    };
     let (reader, writer) = tokio::io::split(app);
     Ok(RemoteLink {
         reader,
         writer,
         profile,
+        finished: Finished(over),
     })
 }
 

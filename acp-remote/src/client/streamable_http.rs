@@ -48,7 +48,12 @@ struct Link {
 }
 
 /// Checks the server is reachable, then starts the POST loop over `bridge`.
-pub(crate) async fn start(remote: Arc<Remote>, bridge: DuplexStream) -> Result<(), Error> {
+/// Starts the pumps; the token is cancelled once the connection is over (the goodbye
+/// `DELETE` sent or given up on, or the server gone).
+pub(crate) async fn start(
+    remote: Arc<Remote>,
+    bridge: DuplexStream,
+) -> Result<CancellationToken, Error> {
     let sender = open(&remote).await.map_err(Error::Io)?;
     let (read, mut write) = tokio::io::split(bridge);
     let (inbound, mut rx) = mpsc::channel::<Bytes>(64);
@@ -79,8 +84,9 @@ pub(crate) async fn start(remote: Arc<Remote>, bridge: DuplexStream) -> Result<(
         }
         let _ = write.shutdown().await;
     });
+    let over = link.stop.clone();
     tokio::spawn(posts(link, sender, read));
-    Ok(())
+    Ok(over)
 }
 
 /// A fresh HTTP/1.1 connection to the server.

@@ -10,13 +10,18 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::codec::{FramedRead, LinesCodec};
+use tokio_util::sync::CancellationToken;
 
 use super::Remote;
 use crate::Error;
 
 /// Opens the socket (failing here on a refused upgrade: 401, 403, 503...) and starts moving
-/// frames between it and `bridge`.
-pub(crate) async fn start(remote: Arc<Remote>, bridge: DuplexStream) -> Result<(), Error> {
+/// frames between it and `bridge`; the token is cancelled once the close frame went out (or
+/// the socket failed).
+pub(crate) async fn start(
+    remote: Arc<Remote>,
+    bridge: DuplexStream,
+) -> Result<CancellationToken, Error> {
     let target = &remote.target;
     let url = format!("ws://{}{}", target.authority, target.path);
     let mut request = url
@@ -58,7 +63,10 @@ pub(crate) async fn start(remote: Arc<Remote>, bridge: DuplexStream) -> Result<(
     let (mut sink, mut stream) = ws.split();
     let (read, mut write) = tokio::io::split(bridge);
     let max = remote.max;
+    let over = CancellationToken::new();
+    let done = over.clone().drop_guard();
     tokio::spawn(async move {
+        let _done = done;
         let mut lines = FramedRead::new(read, LinesCodec::new_with_max_length(max));
         while let Some(Ok(line)) = lines.next().await {
             if sink.send(Message::text(line)).await.is_err() {
@@ -88,5 +96,5 @@ pub(crate) async fn start(remote: Arc<Remote>, bridge: DuplexStream) -> Result<(
         }
         let _ = write.shutdown().await;
     });
-    Ok(())
+    Ok(over)
 }

@@ -487,12 +487,16 @@ mod tests {
             input: Box::new(input),
             guard: Guard::Nothing,
         };
+        // No message rate limit here (tests/bad_input.rs covers it): the tests send
+        // thousands of messages at once.
+        let mut limits = Limits::default();
+        limits.max_messages_per_second = u32::MAX;
         let conn = Conn::start(
             "c".into(),
             Identity("t".into()),
             false,
             agent,
-            Arc::default(),
+            Arc::new(limits),
             None,
         );
         (conn, theirs)
