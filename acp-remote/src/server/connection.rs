@@ -489,8 +489,10 @@ mod tests {
         };
         // No message rate limit here (tests/bad_input.rs covers it): the tests send
         // thousands of messages at once.
-        let mut limits = Limits::default();
-        limits.max_messages_per_second = u32::MAX;
+        let limits = Limits {
+            max_messages_per_second: u32::MAX,
+            ..Limits::default()
+        };
         let conn = Conn::start(
             "c".into(),
             Identity("t".into()),
