@@ -128,19 +128,41 @@ fn a_scenario_or_column_that_does_not_exist_is_refused_by_name() {
     }
 }
 
-/// `acp-bench store --smoke`: both store candidates produce every figure, having checked
-/// that the replay returned every event and the walk every session.
+/// `acp-bench store --smoke`: every store produces every figure (the embedded candidates
+/// and PostgreSQL, whose server the run starts from Debian's binaries; CI installs them),
+/// having checked that the replay returned every event and the walk every session, and the
+/// stream figure comes at each durability setting.
 #[test]
-fn the_store_figures_run_for_both_candidates() {
+fn the_store_figures_run_for_every_store_and_durability() {
     let stdout = run_ok(&["store", "--smoke"]);
-    for store in ["jsonl", "sqlite"] {
-        let line = stdout
+    let postgres = std::env::var("CI").is_ok_and(|v| v == "true")
+        || std::path::Path::new("/usr/lib/postgresql").exists();
+    let stores: &[&str] = if postgres {
+        &["jsonl", "sqlite", "postgres"]
+    } else {
+        &["jsonl", "sqlite"]
+    };
+    for store in stores {
+        let rows: Vec<&str> = stdout
             .lines()
-            .find(|l| l.starts_with(&format!("| {store} |")))
-            .unwrap_or_else(|| panic!("no row for {store} in\n{stdout}"));
-        // | store | replay | peak | first page | walk | idle memory | stream ratio |
-        assert_eq!(line.split('|').count(), 9, "{line}");
-        assert!(line.contains(" ms |") && line.contains('%'), "{line}");
+            .filter(|l| l.starts_with(&format!("| {store} |")))
+            .collect();
+        // | store | append | replay | peak | first page | walk | idle memory |
+        let figures = rows
+            .iter()
+            .find(|l| l.contains("events/s"))
+            .unwrap_or_else(|| panic!("no figures for {store} in\n{stdout}"));
+        assert_eq!(figures.split('|').count(), 9, "{figures}");
+        assert!(figures.contains(" ms |"), "{figures}");
+        // | store | durability | chunks | stream ratio |
+        let streams: Vec<&&str> = rows.iter().filter(|l| l.ends_with("%) |")).collect();
+        assert!(
+            !streams.is_empty(),
+            "no stream figure for {store} in\n{stdout}"
+        );
+        for row in streams {
+            assert_eq!(row.split('|').count(), 6, "{row}");
+        }
     }
 }
 
