@@ -517,17 +517,27 @@ fn free_port() -> u16 {
 }
 
 /// An ACP connection through the balancer (Streamable HTTP, cookies kept), initialized.
+/// While the balancer has no host up yet (`503`: a host just joined and its first health
+/// check is still to come), the client tries again, as a reconnecting editor would.
 async fn through(balancer: &Balancer, log: &support::UpdateLog) -> acp_rpc::Connection {
     let options = acp_remote::ConnectOptions::new().token("s3cret-token");
-    let link = acp_remote::connect(&balancer.url, &options).await.unwrap();
-    let config = acp_rpc::Config::default().with_default_timeout(Some(Duration::from_secs(30)));
-    let conn = acp_rpc::Connection::new(link.reader, link.writer, log.clone(), config);
-    let _: serde_json::Value = conn
-        .peer()
-        .request("initialize", &serde_json::json!({"protocolVersion": 1}))
-        .await
-        .unwrap();
-    conn
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let link = acp_remote::connect(&balancer.url, &options).await.unwrap();
+        let config = acp_rpc::Config::default().with_default_timeout(Some(Duration::from_secs(30)));
+        let conn = acp_rpc::Connection::new(link.reader, link.writer, log.clone(), config);
+        let initialized: Result<serde_json::Value, _> = conn
+            .peer()
+            .request("initialize", &serde_json::json!({"protocolVersion": 1}))
+            .await;
+        match initialized {
+            Ok(_) => return conn,
+            Err(e) if e.message.contains("503") && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("initialize through the balancer: {e:?}"),
+        }
+    }
 }
 
 /// The crash the deployment exists for: the host running a turn is killed with `kill -9`
