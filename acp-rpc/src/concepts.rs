@@ -83,7 +83,10 @@
 //! * Incoming: `$/cancel_request` is handled by the engine itself (the handler never sees
 //!   it). The handler's future is dropped, its
 //!   [`RequestContext::cancelled`](crate::RequestContext::cancelled) fires, and the request
-//!   is answered with `-32800`. Cancelling a finished or unknown request is a no-op.
+//!   is answered with `-32800`. The reader reads on only once that answer is queued, so
+//!   it goes out before the answer to anything read after the `$/cancel_request` (a peer
+//!   may hang up as soon as its next request is answered). Cancelling a finished or
+//!   unknown request is a no-op.
 //!
 //! # Errors
 //!

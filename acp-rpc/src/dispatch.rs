@@ -123,10 +123,12 @@ impl RequestTask {
                 }
             }
         };
-        let answering_others = {
+        // Removed before the answer is queued, so the peer may reuse the id as soon as it
+        // reads the answer. A reader waiting on a withdrawal is told once it is queued.
+        let (answering_others, _answer_queued) = {
             let mut in_flight = lock(&self.shared.in_flight);
-            in_flight.remove(&id);
-            !in_flight.is_empty()
+            let entry = in_flight.remove(&id);
+            (!in_flight.is_empty(), entry.and_then(|e| e.answer_queued))
         };
         if self.shared.answer_waiters.load(Ordering::Acquire) > 0 {
             self.shared.request_answered.notify_waiters();

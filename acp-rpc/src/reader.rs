@@ -461,20 +461,7 @@ impl Reader {
         if n.method == CANCEL_METHOD {
             let text = n.params.as_deref().map_or("null", RawValue::get);
             match serde_json::from_str::<CancelParams>(text) {
-                Ok(p) => {
-                    let token = lock(&self.shared.in_flight)
-                        .get(&p.request_id)
-                        .map(|r| r.token.clone());
-                    match token {
-                        Some(token) => {
-                            tracing::debug!(id = %p.request_id, "peer cancelled request");
-                            token.cancel();
-                        }
-                        None => {
-                            tracing::debug!(id = %p.request_id, "cancel for a finished request")
-                        }
-                    }
-                }
+                Ok(p) => self.withdraw(&p.request_id).await,
                 Err(e) => tracing::warn!("malformed {CANCEL_METHOD}: {e}"),
             }
             return;
@@ -483,6 +470,40 @@ impl Reader {
         self.arrived(&n.method, None, params);
         let run = NotificationRun::raw(n, &self.handler, &self.peer);
         self.enqueue_notification(run).await;
+    }
+
+    /// The peer's `$/cancel_request`: cancels the request's handler and waits until its
+    /// answer (`-32800`, or the result it had already reached) is queued, before reading
+    /// on. So a withdrawn request is answered ahead of anything read after the withdrawal:
+    /// a peer that cancels, sends one more request and hangs up once that is answered
+    /// still gets its `-32800` (the next request's first steps run here in the reader and
+    /// would otherwise answer first).
+    async fn withdraw(&mut self, id: &RequestId) {
+        let queued = {
+            let mut in_flight = lock(&self.shared.in_flight);
+            match in_flight.get_mut(id) {
+                Some(request) if request.answer_queued.is_none() => {
+                    let (queued, answered) = oneshot::channel();
+                    request.answer_queued = Some(queued);
+                    request.token.cancel();
+                    Some(answered)
+                }
+                // Withdrawn twice: the first withdrawal already waited.
+                Some(_) => None,
+                None => {
+                    tracing::debug!(id = %id, "cancel for a finished request");
+                    return;
+                }
+            }
+        };
+        tracing::debug!(id = %id, "peer cancelled request");
+        if let Some(answered) = queued {
+            tokio::select! {
+                biased;
+                _ = answered => {}
+                () = self.shared.shutdown.cancelled() => {}
+            }
+        }
     }
 
     async fn on_request(&mut self, req: Request) {
@@ -517,6 +538,7 @@ impl Reader {
                 let entry = InFlightRequest {
                     seq,
                     token: token.clone(),
+                    answer_queued: None,
                 };
                 in_flight.insert(req.id.clone(), entry);
                 Some(token)

@@ -149,6 +149,10 @@ pub(crate) struct InFlightRequest {
     pub(crate) seq: u64,
     /// Cancels its handler.
     pub(crate) token: CancellationToken,
+    /// Set when the peer withdraws the request (`$/cancel_request`): dropped by the
+    /// request's task once its answer (`-32800`) is queued, which the reader waits for
+    /// before it reads on (see `Reader::withdraw`).
+    pub(crate) answer_queued: Option<oneshot::Sender<()>>,
 }
 
 pub(crate) use crate::sync::lock;

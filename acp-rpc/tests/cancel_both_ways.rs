@@ -91,6 +91,49 @@ async fn incoming_cancel_request_drops_the_handler_and_answers_minus_32800_with_
     assert!(raw.until_probe(1).await.is_empty());
 }
 
+/// A peer that withdraws a request, sends another and hangs up once that one is answered
+/// (an editor moving on) must still get the `-32800`: the withdrawn request is answered
+/// before anything read after the withdrawal, even a request answered at once in the
+/// reader itself.
+#[tokio::test]
+async fn a_withdrawn_request_is_answered_before_any_request_read_after_the_withdrawal() {
+    for round in 0..50 {
+        let (_conn, mut raw) = RawPeer::connect(TestHandler::new(), Config::default());
+        raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wait_cancel\"}\n")
+            .await;
+        assert!(raw.until_probe(0).await.is_empty());
+        // The withdrawal and the next request in one write: the reader sees them together.
+        raw.send(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\",\"params\":{\"requestId\":1}}\n\
+              {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"echo\",\"params\":2}\n",
+        )
+        .await;
+        assert_eq!(
+            raw.json().await,
+            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32800, "message": "request cancelled"}}),
+            "round {round}: the withdrawn request was not answered first"
+        );
+        assert_eq!(
+            raw.json().await,
+            json!({"jsonrpc": "2.0", "id": 2, "result": 2})
+        );
+    }
+}
+
+/// Withdrawing a request twice answers it once.
+#[tokio::test]
+async fn a_request_withdrawn_twice_is_answered_once() {
+    let (_conn, mut raw) = RawPeer::connect(TestHandler::new(), Config::default());
+    raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"wait_cancel\"}\n")
+        .await;
+    assert!(raw.until_probe(0).await.is_empty());
+    let cancel =
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\",\"params\":{\"requestId\":1}}\n";
+    raw.send(&[&cancel[..], &cancel[..]].concat()).await;
+    assert_eq!(raw.json().await["error"]["code"], -32800);
+    assert!(raw.until_probe(1).await.is_empty());
+}
+
 #[tokio::test]
 async fn cancelling_an_already_finished_request_is_a_no_op() {
     let (_conn, mut raw) = RawPeer::connect(TestHandler::new(), Config::default());
