@@ -1,12 +1,15 @@
-//! Surviving an agent that dies: [`SupervisedAgent`] respawns the agent process, negotiates
+//! Surviving an agent that dies: [`SupervisedAgent`] respawns the agent process (or, for an
+//! agent reached through a [`Connector`], such as a remote one, connects again), negotiates
 //! again and restores the sessions it had, so the application keeps its session ids.
 //!
-//! A bare [`AgentProcess`] never restarts anything: a dead agent is a closed connection. A
-//! [`SupervisedAgent`] is the opt-in: it watches the connection, and when the agent goes away
-//! it recovers by itself ([`RestartPolicy::default`]) or when asked
-//! ([`RestartPolicy::manual`] and [`SupervisedAgent::reconnect`]). Recovery is
+//! A bare [`AgentProcess`](crate::process::AgentProcess) never restarts anything: a dead
+//! agent is a closed connection. A [`SupervisedAgent`] is the opt-in: it watches the
+//! connection, and when the agent goes away it recovers by itself
+//! ([`RestartPolicy::default`]) or when asked ([`RestartPolicy::manual`] and
+//! [`SupervisedAgent::reconnect`]). Recovery is
 //!
-//! 1. spawn the same command again and negotiate (the same [`NegotiateOptions`]);
+//! 1. spawn the same command again (or connect again) and negotiate (the same
+//!    [`NegotiateOptions`]);
 //! 2. for every session opened through the supervisor: `session/resume` when the new agent
 //!    advertises `sessionCapabilities.resume`, `session/load` when it advertises
 //!    `loadSession` (the replayed history is *not* passed to the [`Client`] again: the
@@ -45,16 +48,19 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::negotiate::NegotiateOptions;
-use crate::process::{AgentCommand, AgentProcess, ProcessError};
+use crate::process::{AgentCommand, ProcessError};
 use crate::{AgentHandle, Client, ClientConnection, Dialect};
 
 mod policy;
 pub(crate) mod relay;
+mod source;
 
 pub use policy::{
     Backoff, FailureKind, RestartPolicy, RetryRule, SessionRestore, SupervisorStatus,
 };
-use relay::{Relay, Shared};
+use relay::Relay;
+pub use source::{Connector, Transport};
+use source::{Live, Source};
 
 /// A session the supervisor restores after a restart.
 #[derive(Clone, Debug)]
@@ -64,15 +70,8 @@ struct OpenSession {
     mcp_servers: Vec<McpServer>,
 }
 
-struct Live {
-    process: Option<AgentProcess>,
-    connection: ClientConnection,
-    initialize: InitializeResponse,
-    dialect: Dialect,
-}
-
 struct Inner<C: Client> {
-    command: AgentCommand,
+    source: Source,
     options: NegotiateOptions,
     policy: RestartPolicy,
     client: Arc<Relay<C>>,
@@ -104,7 +103,7 @@ impl<C: Client> Clone for SupervisedAgent<C> {
 impl<C: Client> std::fmt::Debug for SupervisedAgent<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SupervisedAgent")
-            .field("command", &self.inner.command)
+            .field("source", &self.inner.source)
             .field("status", &*self.inner.status.borrow())
             .finish()
     }
@@ -125,7 +124,39 @@ impl<C: Client> SupervisedAgent<C> {
             client: Arc::new(client),
             muted: Mutex::default(),
         });
-        let live = spawn_live(&command, &client, &options).await?;
+        let live = source::start_command(&command, &client, &options).await?;
+        let source = Source::Command(command);
+        Ok(Self::supervise(source, client, live, options, policy).await)
+    }
+
+    /// Like [`SupervisedAgent::start`] for an agent reached through `connector` (a remote
+    /// agent: `acp_remote::RemoteConnector`): connects, negotiates with `options`, and
+    /// connects again when the connection is lost, then resumes or loads the sessions as
+    /// after a restart (the remote-transport RFD's reconnection: a new `initialize`, then
+    /// `session/resume` or `session/load`). The first connection is not retried.
+    pub async fn connect(
+        connector: impl Connector,
+        client: C,
+        options: NegotiateOptions,
+        policy: RestartPolicy,
+    ) -> Result<SupervisedAgent<C>, Error> {
+        let source = Source::Connector(Arc::new(connector));
+        let client = Arc::new(Relay {
+            client: Arc::new(client),
+            muted: Mutex::default(),
+        });
+        let live = source::start(&source, &client, &options).await?;
+        Ok(Self::supervise(source, client, live, options, policy).await)
+    }
+
+    /// Starts watching the first live agent.
+    async fn supervise(
+        source: Source,
+        client: Arc<Relay<C>>,
+        live: Live,
+        options: NegotiateOptions,
+        policy: RestartPolicy,
+    ) -> SupervisedAgent<C> {
         let handle = (
             live.connection.agent().clone(),
             live.initialize.clone(),
@@ -133,7 +164,7 @@ impl<C: Client> SupervisedAgent<C> {
         );
         let (status, _) = watch::channel(SupervisorStatus::Running { restarts: 0 });
         let inner = Arc::new(Inner {
-            command,
+            source,
             options,
             policy,
             client,
@@ -147,7 +178,7 @@ impl<C: Client> SupervisedAgent<C> {
         let connection = live.connection.clone();
         *inner.live.lock().await = Some(live);
         watch_connection(Arc::downgrade(&inner), connection);
-        Ok(SupervisedAgent { inner })
+        SupervisedAgent { inner }
     }
 
     /// The handle to the agent running now (a restart replaces it; requests sent on an old
@@ -305,7 +336,9 @@ impl<C: Client> SupervisedAgent<C> {
         recover(&self.inner, "reconnect requested".to_owned()).await
     }
 
-    /// Stops supervising and shuts the agent down (see [`AgentProcess::shutdown`]).
+    /// Stops supervising and shuts the agent down (see
+    /// [`AgentProcess::shutdown`](crate::process::AgentProcess::shutdown)); a connector's
+    /// transport gets up to `grace` to say goodbye (see [`Transport::finished`]).
     pub async fn shutdown(self, grace: Duration) {
         self.inner.status.send_replace(SupervisorStatus::Stopped);
         let live = self.inner.live.lock().await.take();
@@ -313,6 +346,9 @@ impl<C: Client> SupervisedAgent<C> {
             live.connection.close();
             if let Some(process) = live.process {
                 let _ = process.shutdown(grace).await;
+            }
+            if let Some(finished) = live.finished {
+                let _ = tokio::time::timeout(grace, finished).await;
             }
         }
     }
@@ -327,23 +363,6 @@ fn restart_error(session: &SessionId, what: &str, mut data: Value) -> Error {
     .with_data(json!({ "restart": data }))
 }
 
-async fn spawn_live<C: Client>(
-    command: &AgentCommand,
-    client: &Arc<Relay<C>>,
-    options: &NegotiateOptions,
-) -> Result<Live, ProcessError> {
-    let mut process = AgentProcess::spawn(command)?;
-    let negotiated = process
-        .negotiate(Shared(client.clone()), options.clone())
-        .await?;
-    Ok(Live {
-        process: Some(process),
-        connection: negotiated.connection,
-        initialize: negotiated.initialize,
-        dialect: negotiated.dialect,
-    })
-}
-
 /// Waits for `connection` to close, then restarts (automatic policy) or marks the agent as
 /// waiting for [`SupervisedAgent::reconnect`].
 fn watch_connection<C: Client>(inner: std::sync::Weak<Inner<C>>, connection: ClientConnection) {
@@ -354,7 +373,7 @@ fn watch_connection<C: Client>(inner: std::sync::Weak<Inner<C>>, connection: Cli
             return;
         }
         let reason = format!("the connection closed: {reason}");
-        tracing::warn!(command = %inner.command.program.to_string_lossy(), %reason, "agent went away");
+        tracing::warn!(agent = %inner.source.describe(), %reason, "agent went away");
         if inner.policy.automatic {
             let _ = recover(&inner, reason).await;
         } else {
@@ -434,9 +453,7 @@ async fn recover<C: Client>(inner: &Arc<Inner<C>>, reason: String) -> Result<(),
 async fn attempt<C: Client>(
     inner: &Arc<Inner<C>>,
 ) -> Result<(Live, Vec<(SessionId, SessionRestore)>), Error> {
-    let live = spawn_live(&inner.command, &inner.client, &inner.options)
-        .await
-        .map_err(|e| Error::new(ErrorCode::CONNECTION_CLOSED, e.to_string()))?;
+    let live = source::start(&inner.source, &inner.client, &inner.options).await?;
     let caps = &live.initialize.agent_capabilities;
     let resume = caps.session_capabilities.resume.is_some();
     let load = caps.load_session;

@@ -70,7 +70,9 @@ pub mod metrics;
 mod security;
 mod server;
 
-pub use client::{ConnectOptions, Finished, Profile, RemoteLink, connect, connect_client};
+pub use client::{
+    ConnectOptions, Finished, Profile, RemoteConnector, RemoteLink, connect, connect_client,
+};
 pub use metrics::Metrics;
 pub use security::{Authenticator, BearerToken, Identity, Limits, NoAuth};
 pub use server::{ReadinessCheck, RunningServer, Server, ServerBuilder};

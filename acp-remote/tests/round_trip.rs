@@ -258,3 +258,245 @@ async fn the_client_sends_back_the_cookies_a_load_balancer_sets() {
     conn.close();
     server.shutdown();
 }
+
+/// An agent whose sessions live in a store every server shares (as `acp serve --store`
+/// hosts do): a restarted server's agent resumes them.
+#[derive(Clone, Default)]
+struct StoredAgent {
+    sessions: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[acp_agent::async_trait]
+impl acp_agent::Agent for StoredAgent {
+    async fn initialize(
+        &self,
+        _: acp_agent::types::InitializeRequest,
+        _: &acp_agent::AgentContext,
+    ) -> Result<acp_agent::types::InitializeResponse, acp_agent::Error> {
+        use acp_agent::types::*;
+        Ok(
+            InitializeResponse::new(ProtocolVersion::V1).agent_capabilities(
+                AgentCapabilities::new().session_capabilities(
+                    SessionCapabilities::new().resume(SessionResumeCapabilities::new()),
+                ),
+            ),
+        )
+    }
+
+    async fn new_session(
+        &self,
+        _: acp_agent::types::NewSessionRequest,
+        _: &acp_agent::AgentContext,
+    ) -> Result<acp_agent::types::NewSessionResponse, acp_agent::Error> {
+        let mut sessions = self.sessions.lock().unwrap();
+        let id = format!("stored-{}", sessions.len());
+        sessions.push(id.clone());
+        Ok(acp_agent::types::NewSessionResponse::new(id))
+    }
+
+    async fn resume_session(
+        &self,
+        p: acp_agent::types::ResumeSessionRequest,
+        _: &acp_agent::AgentContext,
+    ) -> Result<acp_agent::types::ResumeSessionResponse, acp_agent::Error> {
+        if self.sessions.lock().unwrap().contains(&p.session_id.0) {
+            Ok(acp_agent::types::ResumeSessionResponse::new())
+        } else {
+            Err(acp_agent::Error::resource_not_found(format!(
+                "no session {}",
+                p.session_id
+            )))
+        }
+    }
+
+    async fn prompt(
+        &self,
+        p: acp_agent::types::PromptRequest,
+        cx: &acp_agent::PromptContext,
+    ) -> Result<acp_agent::types::PromptResponse, acp_agent::Error> {
+        use acp_agent::types::*;
+        if matches!(p.prompt.first(), Some(ContentBlock::Text(t)) if t.text == "slow") {
+            // Held until the server goes away (bounded).
+            tokio::select! {
+                _ = cx.cancelled() => return Ok(PromptResponse::new(StopReason::Cancelled)),
+                _ = tokio::time::sleep(std::time::Duration::from_secs(20)) => {}
+            }
+        }
+        cx.session().message_chunk("done").await?;
+        Ok(PromptResponse::new(StopReason::EndTurn))
+    }
+}
+
+async fn stored_server(
+    addr: std::net::SocketAddr,
+    agent: &StoredAgent,
+    token: &str,
+) -> acp_remote::RunningServer {
+    let agent = agent.clone();
+    // The port the previous server listened on is free once its accept loop has ended.
+    within(10, async {
+        loop {
+            let agent = agent.clone();
+            let bound = Server::in_process(move || agent.clone())
+                .authenticator(BearerToken::new(token).unwrap())
+                .bind(addr)
+                .await;
+            match bound {
+                Ok(server) => return server,
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            }
+        }
+    })
+    .await
+}
+
+/// The negotiation of the tests: v1, with file reading advertised.
+fn negotiate() -> acp_client::negotiate::NegotiateOptions {
+    acp_client::negotiate::NegotiateOptions::new(support::init())
+}
+
+/// A policy that retries an unreachable server for a few seconds.
+fn patient() -> acp_client::restart::RestartPolicy {
+    use acp_client::restart::{Backoff, RestartPolicy, RetryRule};
+    RestartPolicy {
+        timeout: RetryRule {
+            retries: 20,
+            backoff: Backoff::Exponential {
+                first: std::time::Duration::from_millis(25),
+            },
+        },
+        ..RestartPolicy::default()
+    }
+}
+
+/// The server restarts under a supervised client: the turn in flight fails naming the
+/// reconnection, the client connects again (a new `initialize`), resumes its session on the
+/// new server and goes on with the same session id, over either profile.
+async fn a_supervised_client_reconnects_and_resumes(websocket: bool) {
+    use acp_agent::types::*;
+    use acp_client::restart::{SessionRestore, SupervisedAgent, SupervisorStatus};
+    use acp_remote::RemoteConnector;
+
+    let agent = StoredAgent::default();
+    let first = stored_server("127.0.0.1:0".parse().unwrap(), &agent, TOKEN).await;
+    let addr = first.local_addr();
+    let scheme = if websocket { "ws" } else { "http" };
+    let connector = RemoteConnector::new(
+        format!("{scheme}://{addr}/acp"),
+        ConnectOptions::new().token(TOKEN),
+    );
+    let supervised = within(
+        10,
+        SupervisedAgent::connect(connector, TestClient::default(), negotiate(), patient()),
+    )
+    .await
+    .expect("connect");
+    let session = within(5, supervised.new_session(NewSessionRequest::new("/w", [])))
+        .await
+        .unwrap()
+        .session_id;
+    let turn = within(
+        5,
+        supervised.prompt(PromptRequest::new(session.clone(), ["hi".into()])),
+    )
+    .await
+    .unwrap();
+    assert_eq!(turn.stop_reason, StopReason::EndTurn);
+
+    let held = tokio::spawn({
+        let supervised = supervised.clone();
+        let session = session.clone();
+        async move {
+            supervised
+                .prompt(PromptRequest::new(session, ["slow".into()]))
+                .await
+        }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    first.shutdown();
+    let second = stored_server(addr, &agent, TOKEN).await;
+
+    let error = within(15, held)
+        .await
+        .unwrap()
+        .expect_err("the held turn fails");
+    assert_eq!(error.code, acp_rpc::ErrorCode::CONNECTION_CLOSED, "{error}");
+    let data = error.data.clone().unwrap_or_default();
+    assert_eq!(data["restart"]["session"], "resumed", "{error}: {data}");
+    assert_eq!(
+        supervised.status(),
+        SupervisorStatus::Running { restarts: 1 }
+    );
+    assert_eq!(
+        supervised.last_restore(),
+        vec![(session.clone(), SessionRestore::Resumed)]
+    );
+    // The same session id goes on, on the new server.
+    let turn = within(
+        5,
+        supervised.prompt(PromptRequest::new(session.clone(), ["again".into()])),
+    )
+    .await
+    .unwrap();
+    assert_eq!(turn.stop_reason, StopReason::EndTurn);
+    assert_eq!(second.connections(), 1);
+    within(5, supervised.shutdown(std::time::Duration::from_secs(2))).await;
+    // The goodbye reached the server: the connection is gone, not left to its idle timeout.
+    within(5, async {
+        while second.connections() > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_supervised_client_reconnects_and_resumes_over_http() {
+    a_supervised_client_reconnects_and_resumes(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_supervised_client_reconnects_and_resumes_over_websocket() {
+    a_supervised_client_reconnects_and_resumes(true).await;
+}
+
+/// A server that comes back refusing the credential: the supervisor does not retry (the
+/// user must act) and says why, over either profile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_credential_on_reconnection_is_not_retried() {
+    use acp_client::restart::{FailureKind, SupervisedAgent, SupervisorStatus};
+    use acp_remote::RemoteConnector;
+
+    for scheme in ["http", "ws"] {
+        let agent = StoredAgent::default();
+        let first = stored_server("127.0.0.1:0".parse().unwrap(), &agent, TOKEN).await;
+        let addr = first.local_addr();
+        let connector = RemoteConnector::new(
+            format!("{scheme}://{addr}/acp"),
+            ConnectOptions::new().token(TOKEN),
+        );
+        let supervised = within(
+            10,
+            SupervisedAgent::connect(connector, TestClient::default(), negotiate(), patient()),
+        )
+        .await
+        .expect("connect");
+        let mut status = supervised.watch_status();
+        first.shutdown();
+        let _second = stored_server(addr, &agent, "another-token-0123456789").await;
+        let failed = within(15, async {
+            loop {
+                if let SupervisorStatus::Failed { error } = status.borrow_and_update().clone() {
+                    return error;
+                }
+                status.changed().await.expect("the supervisor is alive");
+            }
+        })
+        .await;
+        assert_eq!(
+            FailureKind::of(&failed),
+            FailureKind::Authentication,
+            "{scheme}: {failed}"
+        );
+    }
+}

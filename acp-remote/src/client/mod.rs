@@ -1,10 +1,16 @@
 //! The client: reach a remote agent at `http://HOST/acp` (Streamable HTTP) or `ws://HOST/acp`
 //! (WebSocket) and get a byte pipe of JSON lines, the same thing a stdio agent gives, so
 //! [`acp_client::ClientConnection`] runs over it unchanged. Cookies the server sets are sent
-//! back (sticky sessions behind a load balancer).
+//! back (sticky sessions behind a load balancer). `https://` and `wss://` go over TLS
+//! (rustls, feature `tls`, on by default), trusting the OS's root certificates and any the
+//! application adds ([`ConnectOptions::root_certificates_pem`]).
 
+mod reconnect;
+mod stream;
 mod streamable_http;
 mod websocket;
+
+pub use reconnect::RemoteConnector;
 
 use std::sync::{Arc, Mutex};
 
@@ -16,6 +22,7 @@ use serde_json::Value;
 use tokio::io::{DuplexStream, ReadHalf, WriteHalf};
 
 use crate::Error;
+use acp_rpc::ErrorCode;
 use acp_rpc::sync::lock;
 
 /// Bytes buffered each way between the connection and the transport.
@@ -36,6 +43,7 @@ pub struct ConnectOptions {
     token: Option<String>,
     profile: Option<Profile>,
     max_message_bytes: Option<usize>,
+    root_certificates: Vec<Vec<u8>>,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -43,6 +51,7 @@ impl std::fmt::Debug for ConnectOptions {
         f.debug_struct("ConnectOptions")
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("profile", &self.profile)
+            .field("root_certificates", &self.root_certificates.len())
             .finish()
     }
 }
@@ -68,6 +77,14 @@ impl ConnectOptions {
     /// The largest message accepted from the server (default 64 MiB).
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_message_bytes = Some(bytes);
+        self
+    }
+
+    /// Also trusts the certificates in `pem` (PEM, one or more) for `https://` and `wss://`:
+    /// a private certificate authority, or a server's self-signed certificate. The OS's
+    /// root certificates stay trusted.
+    pub fn root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.root_certificates.push(pem.into());
         self
     }
 
@@ -107,11 +124,10 @@ impl Finished {
     }
 }
 
-/// Connects to `url` (`http://HOST:PORT/acp` or `ws://HOST:PORT/acp`). Over WebSocket the
-/// socket is open when this returns; over HTTP the server is reached (TCP) and the
-/// connection is created by the first message, `initialize`.
-///
-/// `https://` and `wss://` are refused: this crate does not do TLS; run a local TLS proxy.
+/// Connects to `url` (`http://HOST:PORT/acp` or `ws://HOST:PORT/acp`, `https://` and
+/// `wss://` over TLS). Over WebSocket the socket is open when this returns; over HTTP the
+/// server is reached (TCP, and TLS) and the connection is created by the first message,
+/// `initialize`.
 pub async fn connect(url: &str, options: &ConnectOptions) -> Result<RemoteLink, Error> {
     let target = Target::parse(url)?;
     let profile = options.profile.unwrap_or(if target.websocket {
@@ -120,8 +136,15 @@ pub async fn connect(url: &str, options: &ConnectOptions) -> Result<RemoteLink, 
         Profile::StreamableHttp
     });
     let (app, bridge) = tokio::io::duplex(PIPE_BYTES);
+    #[cfg(feature = "tls")]
+    let tls = match target.secure {
+        true => Some(stream::tls::config(&options.root_certificates)?),
+        false => None,
+    };
     let shared = Arc::new(Remote {
         target,
+        #[cfg(feature = "tls")]
+        tls,
         token: options.token.clone(),
         cookies: Mutex::new(Vec::new()),
         max: options.max(),
@@ -160,6 +183,11 @@ pub async fn connect_client<C: Client>(
 #[derive(Clone, Debug)]
 pub(crate) struct Target {
     websocket: bool,
+    /// `https://` or `wss://`: TLS over the TCP connection.
+    secure: bool,
+    /// The host as the URL names it (for the certificate check).
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
+    host: String,
     /// `host:port`, for the `Host` header and for connecting.
     authority: String,
     path: String,
@@ -167,19 +195,18 @@ pub(crate) struct Target {
 
 impl Target {
     fn parse(url: &str) -> Result<Target, Error> {
-        let (websocket, rest) = if let Some(rest) = url.strip_prefix("http://") {
-            (false, rest)
-        } else if let Some(rest) = url.strip_prefix("ws://") {
-            (true, rest)
-        } else if url.starts_with("https://") || url.starts_with("wss://") {
-            return Err(Error::Config(
-                "https:// and wss:// need TLS, which acp-remote does not do: connect through a \
-                 local TLS proxy, or use http:// on a trusted network"
-                    .into(),
-            ));
-        } else {
+        let schemes = [
+            ("http://", false, false),
+            ("ws://", true, false),
+            ("https://", false, true),
+            ("wss://", true, true),
+        ];
+        let Some((websocket, secure, rest)) = schemes
+            .iter()
+            .find_map(|&(scheme, ws, tls)| Some((ws, tls, url.strip_prefix(scheme)?)))
+        else {
             return Err(Error::Config(format!(
-                "`{url}` is not an http:// or ws:// URL"
+                "`{url}` is not an http://, https://, ws:// or wss:// URL"
             )));
         };
         let (authority, path) = match rest.find('/') {
@@ -189,17 +216,21 @@ impl Target {
         if authority.is_empty() || authority.contains('@') {
             return Err(Error::Config(format!("`{url}` has no usable host")));
         }
-        let has_port = match authority.rfind(']') {
-            Some(end) => authority[end..].contains(':'),
-            None => authority.contains(':'),
+        let port_at = match authority.rfind(']') {
+            Some(end) => authority[end..].rfind(':').map(|i| end + i),
+            None => authority.rfind(':'),
         };
-        let authority = if has_port {
-            authority.to_owned()
-        } else {
-            format!("{authority}:80")
+        let (host, authority) = match port_at {
+            Some(i) => (authority[..i].to_owned(), authority.to_owned()),
+            None => {
+                let port = if secure { 443 } else { 80 };
+                (authority.to_owned(), format!("{authority}:{port}"))
+            }
         };
         Ok(Target {
             websocket,
+            secure,
+            host,
             authority,
             path: path.to_owned(),
         })
@@ -210,6 +241,9 @@ impl Target {
 #[derive(Debug)]
 pub(crate) struct Remote {
     target: Target,
+    /// The TLS configuration, for a secure URL.
+    #[cfg(feature = "tls")]
+    tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
     token: Option<String>,
     cookies: Mutex<Vec<(String, String)>>,
     max: usize,
@@ -252,9 +286,24 @@ impl Remote {
 }
 
 /// A JSON-RPC error answering `id`, made on this side for a request the transport could not
-/// deliver, so the caller's pending call resolves with the reason.
+/// deliver (the server unreachable, or the connection gone), so the caller's pending call
+/// resolves with the reason; the code is the local "connection closed" one, which a
+/// supervisor treats as an unreachable agent (retried).
 pub(crate) fn local_error(id: &Value, message: &str) -> Bytes {
-    error_with_code(id, -32000, message)
+    error_with_code(id, ErrorCode::CONNECTION_CLOSED.0.into(), message)
+}
+
+/// The JSON-RPC code for a request the server refused with `status`: a refused credential
+/// is ACP's "authentication required" (not worth retrying), a message the server will not
+/// take is an invalid request, an overloaded or restarting server (5xx, or 404 for a
+/// connection it no longer knows) is the connection being gone (worth retrying).
+pub(crate) fn code_for_status(status: u16) -> ErrorCode {
+    match status {
+        401 | 403 => ErrorCode::AUTH_REQUIRED,
+        400 | 406 | 413 | 415 | 501 => ErrorCode::INVALID_REQUEST,
+        404 | 500..=599 => ErrorCode::CONNECTION_CLOSED,
+        _ => ErrorCode::INTERNAL_ERROR,
+    }
 }
 
 /// A JSON-RPC error answer with its code.
@@ -281,7 +330,13 @@ mod tests {
         assert!(t.websocket);
         assert_eq!(t.authority, "[::1]:80");
         assert_eq!(t.path, "/acp");
-        assert!(Target::parse("https://example.com/acp").is_err());
+        let t = Target::parse("https://agents.example.com/acp").unwrap();
+        assert!(t.secure && !t.websocket);
+        assert_eq!(t.host, "agents.example.com");
+        assert_eq!(t.authority, "agents.example.com:443");
+        let t = Target::parse("wss://[::1]:8443/x").unwrap();
+        assert!(t.secure && t.websocket);
+        assert_eq!((t.host.as_str(), t.path.as_str()), ("[::1]", "/x"));
         assert!(Target::parse("ftp://example.com").is_err());
         assert!(Target::parse("http://user@example.com/").is_err());
     }
@@ -290,6 +345,8 @@ mod tests {
     fn cookies_are_kept_and_replaced_by_name() {
         let remote = Remote {
             target: Target::parse("http://127.0.0.1:1/acp").unwrap(),
+            #[cfg(feature = "tls")]
+            tls: None,
             token: None,
             cookies: Mutex::new(Vec::new()),
             max: 1,

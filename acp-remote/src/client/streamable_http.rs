@@ -20,13 +20,13 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::io::{AsyncWriteExt, DuplexStream};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, LinesCodec};
 use tokio_util::sync::CancellationToken;
 
-use super::{Remote, error_with_code, local_error};
+use super::{Remote, code_for_status, error_with_code, local_error};
 use crate::{Error, HEADER_CONNECTION_ID, HEADER_SESSION_ID};
+use acp_rpc::ErrorCode;
 use acp_rpc::sync::lock;
 
 /// Time the goodbye `DELETE` may take.
@@ -54,7 +54,7 @@ pub(crate) async fn start(
     remote: Arc<Remote>,
     bridge: DuplexStream,
 ) -> Result<CancellationToken, Error> {
-    let sender = open(&remote).await.map_err(Error::Io)?;
+    let sender = open(&remote).await?;
     let (read, mut write) = tokio::io::split(bridge);
     let (inbound, mut rx) = mpsc::channel::<Bytes>(64);
     let link = Arc::new(Link {
@@ -90,12 +90,11 @@ pub(crate) async fn start(
 }
 
 /// A fresh HTTP/1.1 connection to the server.
-async fn open(remote: &Remote) -> std::io::Result<SendRequest<Full<Bytes>>> {
-    let tcp = TcpStream::connect(&remote.target.authority).await?;
-    let _ = tcp.set_nodelay(true);
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+async fn open(remote: &Remote) -> Result<SendRequest<Full<Bytes>>, Error> {
+    let stream = super::stream::open(remote).await?;
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
-        .map_err(std::io::Error::other)?;
+        .map_err(|e| Error::Io(std::io::Error::other(e)))?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -314,10 +313,13 @@ async fn post(
         Ok(response) if response.status() == StatusCode::NOT_FOUND && session.is_some() => {
             (Some(status_message(response).await), -32002)
         }
-        Ok(response) => (Some(status_message(response).await), -32000),
+        Ok(response) => {
+            let code = i64::from(code_for_status(response.status().as_u16()).0);
+            (Some(status_message(response).await), code)
+        }
         Err(error) => (
             Some(format!("the server could not be reached: {error}")),
-            -32000,
+            i64::from(ErrorCode::CONNECTION_CLOSED.0),
         ),
     };
     match failure {
@@ -356,8 +358,13 @@ async fn initialize(
         }
     };
     if response.status() != StatusCode::OK {
+        let code = i64::from(code_for_status(response.status().as_u16()).0);
         let why = status_message(response).await;
-        return link.inbound.send(local_error(id, &why)).await.is_ok();
+        return link
+            .inbound
+            .send(error_with_code(id, code, &why))
+            .await
+            .is_ok();
     }
     let connection = response
         .headers()

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use futures_util::{SinkExt, StreamExt};
 use hyper::header::{AUTHORIZATION, COOKIE};
 use tokio::io::{AsyncWriteExt, DuplexStream};
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
@@ -23,6 +22,7 @@ pub(crate) async fn start(
     bridge: DuplexStream,
 ) -> Result<CancellationToken, Error> {
     let target = &remote.target;
+    // The handshake's request line and `Host` (TLS, for `wss://`, is the stream's business).
     let url = format!("ws://{}{}", target.authority, target.path);
     let mut request = url
         .as_str()
@@ -34,15 +34,12 @@ pub(crate) async fn start(
     if let Some(cookies) = remote.cookie_header() {
         request.headers_mut().insert(COOKIE, cookies);
     }
-    let tcp = TcpStream::connect(&target.authority)
-        .await
-        .map_err(Error::Io)?;
-    let _ = tcp.set_nodelay(true);
+    let stream = super::stream::open(&remote).await?;
     let config = WebSocketConfig::default()
         .read_buffer_size(crate::server::READ_BUFFER)
         .max_message_size(Some(remote.max))
         .max_frame_size(Some(remote.max));
-    let (ws, response) = tokio_tungstenite::client_async_with_config(request, tcp, Some(config))
+    let (ws, response) = tokio_tungstenite::client_async_with_config(request, stream, Some(config))
         .await
         .map_err(|e| match e {
             tungstenite::Error::Http(response) => Error::Refused {
