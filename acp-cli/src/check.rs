@@ -58,15 +58,11 @@ pub struct CheckArgs {
     #[arg(long)]
     list: bool,
     /// Grade a remote agent at this endpoint (`http://HOST:PORT/acp`, or `ws://` for the
-    /// WebSocket profile), as `acp serve` prints it.
+    /// WebSocket profile; `https://` and `wss://` over TLS), as `acp serve` prints it.
     #[arg(long, conflicts_with = "agent")]
     url: Option<String>,
-    /// With --url: speak the WebSocket profile even for an http:// URL.
-    #[arg(long, requires = "url")]
-    ws: bool,
-    /// With --url: the bearer token is the first line of this file (else `ACP_TOKEN`).
-    #[arg(long, requires = "url")]
-    token_file: Option<PathBuf>,
+    #[command(flatten)]
+    remote: crate::remote::RemoteArgs,
     /// The agent's command line; none for the built-in demo agent (in process).
     #[arg(last = true)]
     agent: Vec<OsString>,
@@ -88,7 +84,7 @@ pub async fn run(args: CheckArgs) -> i32 {
         }
     };
     let target = if let Some(url) = &args.url {
-        match remote_target(url, args.ws, args.token_file.as_deref()) {
+        match remote_target(url, &args.remote) {
             Ok(target) => target,
             Err(e) => {
                 eprintln!("acp check: {e}");
@@ -133,18 +129,8 @@ pub async fn run(args: CheckArgs) -> i32 {
 
 /// A remote agent as a check target: each connection the kit opens is a new remote
 /// connection, its bytes copied both ways between the kit's pipe and the remote link.
-fn remote_target(
-    url: &str,
-    ws: bool,
-    token_file: Option<&std::path::Path>,
-) -> Result<Target, String> {
-    let mut connect = acp_remote::ConnectOptions::new();
-    if let Some(token) = crate::serve::token(token_file)? {
-        connect = connect.token(token);
-    }
-    if ws {
-        connect = connect.profile(acp_remote::Profile::WebSocket);
-    }
+fn remote_target(url: &str, remote: &crate::remote::RemoteArgs) -> Result<Target, String> {
+    let connect = remote.connect_options()?;
     let url = url.to_owned();
     Ok(Target::in_process(
         move |mut agent_stdin, mut agent_stdout| {

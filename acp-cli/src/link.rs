@@ -32,25 +32,14 @@ pub struct AgentSpec {
     pub remote: Option<RemoteSpec>,
 }
 
-/// A remote agent: its endpoint, the profile and the credential.
-#[derive(Clone)]
+/// A remote agent: its endpoint and how to reach it (profile, credential, trusted roots;
+/// the token is redacted from `Debug`).
+#[derive(Clone, Debug)]
 pub struct RemoteSpec {
-    /// `http://HOST:PORT/acp` or `ws://HOST:PORT/acp`.
+    /// `http://HOST:PORT/acp` or `ws://HOST:PORT/acp` (`https://`, `wss://`).
     pub url: String,
-    /// Speak the WebSocket profile whatever the URL's scheme.
-    pub websocket: bool,
-    /// The bearer token (`--token-file` or `ACP_TOKEN`).
-    pub token: Option<String>,
-}
-
-impl std::fmt::Debug for RemoteSpec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RemoteSpec")
-            .field("url", &self.url)
-            .field("websocket", &self.websocket)
-            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
-            .finish()
-    }
+    /// The connection options.
+    pub options: acp_remote::ConnectOptions,
 }
 
 /// The running agent: its connection, its handshake answer, and what keeps it alive.
@@ -184,14 +173,7 @@ async fn connect_remote(
     client: CliClient,
     options: NegotiateOptions,
 ) -> Result<Link, String> {
-    let mut connect = acp_remote::ConnectOptions::new();
-    if let Some(token) = &remote.token {
-        connect = connect.token(token);
-    }
-    if remote.websocket {
-        connect = connect.profile(acp_remote::Profile::WebSocket);
-    }
-    let link = acp_remote::connect(&remote.url, &connect)
+    let link = acp_remote::connect(&remote.url, &remote.options)
         .await
         .map_err(|e| format!("{}: {e}", remote.url))?;
     let finished = link.finished.clone();

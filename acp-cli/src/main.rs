@@ -28,6 +28,7 @@ mod link;
 mod mcp_config;
 mod offers;
 mod proto;
+mod remote;
 mod sanitize;
 mod serve;
 mod sessions;
@@ -89,15 +90,12 @@ struct AgentArgs {
     #[arg(long)]
     store: Option<OsString>,
     /// A remote agent's endpoint (`http://HOST:PORT/acp` for Streamable HTTP,
-    /// `ws://HOST:PORT/acp` for WebSocket), as `acp serve` prints it.
+    /// `ws://HOST:PORT/acp` for WebSocket; `https://` and `wss://` over TLS), as `acp serve`
+    /// prints it.
     #[arg(long, conflicts_with_all = ["agent", "store"])]
     url: Option<String>,
-    /// With --url: speak the WebSocket profile even for an http:// URL.
-    #[arg(long, requires = "url")]
-    ws: bool,
-    /// With --url: the bearer token is the first line of this file (else `ACP_TOKEN`).
-    #[arg(long, requires = "url")]
-    token_file: Option<PathBuf>,
+    #[command(flatten)]
+    remote: remote::RemoteArgs,
     /// The agent's command line; none for the built-in agent.
     #[arg(last = true)]
     agent: Vec<OsString>,
@@ -194,8 +192,7 @@ impl AgentArgs {
         let remote = match self.url {
             Some(url) => Some(chat::RemoteSpec {
                 url,
-                websocket: self.ws,
-                token: serve::token(self.token_file.as_deref())?,
+                options: self.remote.connect_options()?,
             }),
             None => None,
         };

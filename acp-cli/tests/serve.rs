@@ -379,6 +379,102 @@ struct Balancer {
 
 impl Balancer {
     fn start(scratch: &Scratch, hosts: &[&str]) -> Option<Balancer> {
+        let servers: String = hosts
+            .iter()
+            .enumerate()
+            .map(|(i, host)| format!("  server h{i} {host} check cookie h{i}\n"))
+            .collect();
+        Balancer::launch(scratch, "http", |port| {
+            format!(
+                "global\n  maxconn 256\n\
+                 defaults\n  mode http\n  timeout connect 2s\n  timeout client 60s\n  \
+                 timeout server 60s\n  timeout tunnel 60s\n  option redispatch\n  retries 3\n\
+                 frontend acp\n  bind 127.0.0.1:{port}\n  default_backend hosts\n\
+                 backend hosts\n  balance roundrobin\n  cookie ACPHOST insert indirect nocache\n  \
+                 option httpchk GET /readyz\n  default-server inter 200ms fall 1 rise 1\n{servers}"
+            )
+        })
+    }
+
+    /// HAProxy terminating TLS in front of `host`, as docs/DEPLOYMENT.md has it, with a
+    /// certificate for 127.0.0.1 issued by a throwaway certificate authority (Debian's
+    /// `openssl`); returns the proxy and the authority's certificate (PEM) to trust.
+    fn tls(scratch: &Scratch, host: &str) -> Option<(Balancer, std::path::PathBuf)> {
+        let dir = &scratch.0;
+        let openssl = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(dir)
+                .output()
+                .expect("openssl runs (Debian's openssl package)");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        let mut ca = vec!["req", "-x509", "-days", "2", "-subj", "/CN=acp test CA"];
+        ca.extend_from_slice(&ec);
+        ca.extend_from_slice(&["-keyout", "ca.key", "-out", "ca.pem"]);
+        openssl(&ca);
+        let mut csr = vec!["req", "-subj", "/CN=127.0.0.1"];
+        csr.extend_from_slice(&ec);
+        csr.extend_from_slice(&["-keyout", "host.key", "-out", "host.csr"]);
+        openssl(&csr);
+        std::fs::write(
+            dir.join("host.ext"),
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+        )
+        .unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "host.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "host.ext",
+            "-out",
+            "host.crt",
+        ]);
+        let mut pem = std::fs::read(dir.join("host.crt")).unwrap();
+        pem.extend(std::fs::read(dir.join("host.key")).unwrap());
+        let pem_file = dir.join("host.pem");
+        std::fs::write(&pem_file, pem).unwrap();
+        let pem_file = pem_file.display().to_string();
+        let balancer = Balancer::launch(scratch, "https", |port| {
+            format!(
+                "global\n  maxconn 64\n\
+                 defaults\n  mode http\n  timeout connect 2s\n  timeout client 60s\n  \
+                 timeout server 60s\n  timeout tunnel 60s\n\
+                 frontend tls\n  bind 127.0.0.1:{port} ssl crt {pem_file} alpn http/1.1\n  \
+                 default_backend host\n\
+                 backend host\n  server h0 {host}\n"
+            )
+        })?;
+        Some((balancer, dir.join("ca.pem")))
+    }
+
+    /// Runs HAProxy with the configuration `config` makes for its port; `None` (the test
+    /// skipped) when HAProxy is not installed outside CI.
+    fn launch(
+        scratch: &Scratch,
+        scheme: &str,
+        config: impl FnOnce(u16) -> String,
+    ) -> Option<Balancer> {
         let installed = Command::new("haproxy")
             .arg("-v")
             .output()
@@ -396,21 +492,8 @@ impl Balancer {
             .local_addr()
             .unwrap()
             .port();
-        let servers: String = hosts
-            .iter()
-            .enumerate()
-            .map(|(i, host)| format!("  server h{i} {host} check cookie h{i}\n"))
-            .collect();
-        let config = format!(
-            "global\n  maxconn 256\n\
-             defaults\n  mode http\n  timeout connect 2s\n  timeout client 60s\n  \
-             timeout server 60s\n  timeout tunnel 60s\n  option redispatch\n  retries 3\n\
-             frontend acp\n  bind 127.0.0.1:{port}\n  default_backend hosts\n\
-             backend hosts\n  balance roundrobin\n  cookie ACPHOST insert indirect nocache\n  \
-             option httpchk GET /readyz\n  default-server inter 200ms fall 1 rise 1\n{servers}"
-        );
         let file = scratch.0.join("haproxy.cfg");
-        std::fs::write(&file, config).unwrap();
+        std::fs::write(&file, config(port)).unwrap();
         let child = Command::new("haproxy")
             .arg("-db")
             .arg("-f")
@@ -430,7 +513,7 @@ impl Balancer {
         }
         Some(Balancer {
             child,
-            url: format!("http://127.0.0.1:{port}/acp"),
+            url: format!("{scheme}://127.0.0.1:{port}/acp"),
         })
     }
 }
@@ -439,6 +522,47 @@ impl Drop for Balancer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// `acp chat` reaches an `acp serve` behind a TLS-terminating proxy at `https://` and
+/// `wss://`, trusting the proxy's certificate authority given with `--ca-file`; without it
+/// the certificate is refused, with a reason, before any credential is sent.
+#[test]
+fn chat_over_tls_through_a_terminating_proxy_with_a_private_certificate_authority() {
+    let scratch = Scratch::new("serve-tls");
+    let token_file = scratch.0.join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let server = Serve::start(&scratch, &token_file, &[]);
+    let host = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/acp")
+        .to_owned();
+    let Some((proxy, ca)) = Balancer::tls(&scratch, &host) else {
+        return;
+    };
+    let ca = ca.to_str().unwrap();
+    let token = Some("s3cret-token");
+    check_turn(
+        &chat(&scratch, &proxy.url, &["--ca-file", ca], token),
+        "https",
+    );
+    let wss = proxy.url.replace("https://", "wss://");
+    check_turn(&chat(&scratch, &wss, &["--ca-file", ca], token), "wss");
+    check_turn(
+        &chat(&scratch, &proxy.url, &["--ws", "--ca-file", ca], token),
+        "https with --ws",
+    );
+    for url in [&proxy.url, &wss] {
+        let refused = chat(&scratch, url, &[], token);
+        assert_eq!(refused.status.code(), Some(1), "{url}");
+        let said =
+            String::from_utf8_lossy(&refused.stdout) + String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            said.contains("certificate") && said.contains("UnknownIssuer"),
+            "{url}: {said}"
+        );
     }
 }
 
