@@ -369,28 +369,42 @@ fn patient() -> acp_client::restart::RestartPolicy {
     }
 }
 
+/// A first server with a [`StoredAgent`], and a supervised client connected to it over
+/// `scheme` (`http` or `ws`).
+async fn supervised_client(
+    scheme: &str,
+) -> (
+    StoredAgent,
+    acp_remote::RunningServer,
+    acp_client::restart::SupervisedAgent<TestClient>,
+) {
+    let agent = StoredAgent::default();
+    let first = stored_server("127.0.0.1:0".parse().unwrap(), &agent, TOKEN).await;
+    let url = format!("{scheme}://{}/acp", first.local_addr());
+    let connector = acp_remote::RemoteConnector::new(url, ConnectOptions::new().token(TOKEN));
+    let supervised = within(
+        10,
+        acp_client::restart::SupervisedAgent::connect(
+            connector,
+            TestClient::default(),
+            negotiate(),
+            patient(),
+        ),
+    )
+    .await
+    .expect("connect");
+    (agent, first, supervised)
+}
+
 /// The server restarts under a supervised client: the turn in flight fails naming the
 /// reconnection, the client connects again (a new `initialize`), resumes its session on the
 /// new server and goes on with the same session id, over either profile.
 async fn a_supervised_client_reconnects_and_resumes(websocket: bool) {
     use acp_agent::types::*;
-    use acp_client::restart::{SessionRestore, SupervisedAgent, SupervisorStatus};
-    use acp_remote::RemoteConnector;
+    use acp_client::restart::{SessionRestore, SupervisorStatus};
 
-    let agent = StoredAgent::default();
-    let first = stored_server("127.0.0.1:0".parse().unwrap(), &agent, TOKEN).await;
+    let (agent, first, supervised) = supervised_client(if websocket { "ws" } else { "http" }).await;
     let addr = first.local_addr();
-    let scheme = if websocket { "ws" } else { "http" };
-    let connector = RemoteConnector::new(
-        format!("{scheme}://{addr}/acp"),
-        ConnectOptions::new().token(TOKEN),
-    );
-    let supervised = within(
-        10,
-        SupervisedAgent::connect(connector, TestClient::default(), negotiate(), patient()),
-    )
-    .await
-    .expect("connect");
     let session = within(5, supervised.new_session(NewSessionRequest::new("/w", [])))
         .await
         .unwrap()
@@ -464,23 +478,11 @@ async fn a_supervised_client_reconnects_and_resumes_over_websocket() {
 /// user must act) and says why, over either profile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_credential_on_reconnection_is_not_retried() {
-    use acp_client::restart::{FailureKind, SupervisedAgent, SupervisorStatus};
-    use acp_remote::RemoteConnector;
+    use acp_client::restart::{FailureKind, SupervisorStatus};
 
     for scheme in ["http", "ws"] {
-        let agent = StoredAgent::default();
-        let first = stored_server("127.0.0.1:0".parse().unwrap(), &agent, TOKEN).await;
+        let (agent, first, supervised) = supervised_client(scheme).await;
         let addr = first.local_addr();
-        let connector = RemoteConnector::new(
-            format!("{scheme}://{addr}/acp"),
-            ConnectOptions::new().token(TOKEN),
-        );
-        let supervised = within(
-            10,
-            SupervisedAgent::connect(connector, TestClient::default(), negotiate(), patient()),
-        )
-        .await
-        .expect("connect");
         let mut status = supervised.watch_status();
         first.shutdown();
         let _second = stored_server(addr, &agent, "another-token-0123456789").await;
