@@ -2,7 +2,9 @@
 //! itself as that agent (`ACP_REMOTE_TEST_AGENT=1`), which writes a secret to its stderr.
 //! Checks: whole conversations over both profiles, each connection its own child; nothing of
 //! the agent's stderr or of the server's paths reaches a client; a client killed mid-stream
-//! leaves the other connections going and its child is reaped.
+//! leaves the other connections going and its child is reaped; an agent that writes junk
+//! (a line over the message limit, one that is not UTF-8, one that is not JSON, an answer to
+//! nothing) has it skipped, as a client over stdio skips it, and the turn completes.
 
 mod support;
 
@@ -24,18 +26,25 @@ const SECRET: &str = "SECRET-STDERR /home/secret/keys";
 const INIT: &str =
     r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#;
 
+/// The gateway's message limit in the junk test, and the junk line that goes over it.
+const SMALL_LIMIT: usize = 64 * 1024;
+
 fn main() {
-    if std::env::var_os("ACP_REMOTE_TEST_AGENT").is_some() {
+    if let Ok(mode) = std::env::var("ACP_REMOTE_TEST_AGENT") {
         eprintln!("{SECRET}");
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        runtime.block_on(async { acp_agent::serve_stdio(TestAgent::default()).closed().await });
+        if mode == "junk" {
+            runtime.block_on(junk_agent());
+        } else {
+            runtime.block_on(async { acp_agent::serve_stdio(TestAgent::default()).closed().await });
+        }
         return;
     }
     type Test = fn() -> Pin<Box<dyn Future<Output = ()>>>;
-    let tests: [(&str, Test); 3] = [
+    let tests: [(&str, Test); 4] = [
         (
             "gateway_round_trips_over_both_profiles_one_child_each",
             || Box::pin(round_trips()),
@@ -47,6 +56,10 @@ fn main() {
         (
             "a_client_killed_mid_stream_leaves_others_going_and_its_child_is_reaped",
             || Box::pin(killed()),
+        ),
+        (
+            "an_agent_writing_junk_has_it_skipped_and_the_turn_completes_over_both_profiles",
+            || Box::pin(junk()),
         ),
     ];
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
@@ -79,6 +92,39 @@ fn main() {
 
 fn command() -> AgentCommand {
     AgentCommand::new(std::env::current_exe().unwrap()).env("ACP_REMOTE_TEST_AGENT", "1")
+}
+
+/// The test agent, with junk written before each answer that ends a turn: a line over
+/// [`SMALL_LIMIT`], a line that is not UTF-8, one that is not JSON, and an answer to a
+/// request nobody sent.
+async fn junk_agent() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    // The agent writes into one end of the pipe; the relay reads the other and adds junk.
+    let (agent_out, relay_in) = tokio::io::duplex(1 << 20);
+    let conn = acp_agent::serve(TestAgent::default(), tokio::io::stdin(), agent_out);
+    let mut lines = BufReader::new(relay_in).lines();
+    let mut stdout = tokio::io::stdout();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line.contains("\"stopReason\"") {
+            let mut junk = vec![b'x'; SMALL_LIMIT * 4];
+            junk.push(b'\n');
+            junk.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\xfe\"}\n");
+            junk.extend_from_slice(b"not json at all\n");
+            junk.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":424242,\"result\":{}}\n");
+            if stdout.write_all(&junk).await.is_err() {
+                break;
+            }
+        }
+        let written = async {
+            stdout.write_all(line.as_bytes()).await?;
+            stdout.write_all(b"\n").await?;
+            stdout.flush().await
+        };
+        if written.await.is_err() {
+            break;
+        }
+    }
+    conn.close();
 }
 
 async fn gateway(limits: Limits) -> RunningServer {
@@ -211,5 +257,26 @@ async fn killed() {
     assert!(Path::new(&format!("/proc/{b_pid}")).exists());
     b.close();
     assert!(reaped(&b_pid).await, "B's child {b_pid} reaped");
+    server.shutdown();
+}
+
+async fn junk() {
+    let mut limits = Limits::default();
+    limits.max_message_bytes = SMALL_LIMIT;
+    let server = Server::gateway(command().env("ACP_REMOTE_TEST_AGENT", "junk"))
+        .authenticator(BearerToken::new(TOKEN).unwrap())
+        .limits(limits)
+        .bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let options = ConnectOptions::new().token(TOKEN);
+    for url in [server.url(), server.url().replace("http://", "ws://")] {
+        let conn = connect_client(TestClient::default(), &url, &options, Default::default())
+            .await
+            .unwrap();
+        let (_, text) = within(20, converse(&conn)).await;
+        assert_eq!(text, "alpha\nbeta\ngamma\n", "{url}");
+        conn.close();
+    }
     server.shutdown();
 }

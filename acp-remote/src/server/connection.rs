@@ -14,12 +14,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use acp_rpc::Frame;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::codec::{FramedRead, LinesCodec};
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
 use super::backend::{Guard, Running};
@@ -164,14 +165,26 @@ impl Conn {
         let closer = CloseOnDrop(conn.clone(), "the agent's output ended");
         tokio::spawn(async move {
             let _closer = closer;
-            let mut lines = FramedRead::new(agent.output, LinesCodec::new_with_max_length(max));
+            // acp-rpc's bounded codec, as a client over stdio reads an agent: a line over the
+            // limit is skipped without being assembled, one that is not UTF-8 is skipped, and
+            // the connection goes on (only a failed read of the pipe ends it).
+            let mut lines = FramedRead::new(agent.output, acp_rpc::LineCodec::new(max));
             loop {
-                let line = tokio::select! {
+                let frame = tokio::select! {
                     l = lines.next() => l,
                     () = reader.closed.cancelled() => None,
                 };
-                match line {
-                    Some(Ok(line)) => reader.route(line),
+                match frame {
+                    // Checked UTF-8 already: the lossy conversion only copies.
+                    Some(Ok(Frame::Line(line))) => {
+                        reader.route(String::from_utf8_lossy(&line).into_owned())
+                    }
+                    Some(Ok(Frame::Oversized { len })) => {
+                        tracing::warn!(conn = %reader.id, len, max, "agent wrote a line over the message limit; skipped");
+                    }
+                    Some(Ok(Frame::InvalidUtf8)) => {
+                        tracing::warn!(conn = %reader.id, "agent wrote a line that is not UTF-8; skipped");
+                    }
                     Some(Err(error)) => {
                         tracing::warn!(conn = %reader.id, %error, "agent output unreadable");
                         break;
