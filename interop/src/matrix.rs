@@ -44,6 +44,11 @@ pub enum Transport {
     Http,
     /// The WebSocket profile of the same server.
     WebSocket,
+    /// Streamable HTTP to acp-remote's server serving our agent in process (what `acp serve`
+    /// does with its built-in agent); the recording relay sits in the server's pipe.
+    HttpInProcess,
+    /// The WebSocket profile of that server.
+    WebSocketInProcess,
 }
 
 impl Transport {
@@ -53,7 +58,14 @@ impl Transport {
             Transport::Stdio => "",
             Transport::Http => "-over-http",
             Transport::WebSocket => "-over-ws",
+            Transport::HttpInProcess => "-over-http-in-process",
+            Transport::WebSocketInProcess => "-over-ws-in-process",
         }
+    }
+
+    /// Whether the client connects over WebSocket.
+    pub fn websocket(self) -> bool {
+        matches!(self, Transport::WebSocket | Transport::WebSocketInProcess)
     }
 }
 
@@ -119,6 +131,15 @@ pub fn remote_cells() -> Vec<Cell> {
         agent: Sdk::TypeScript,
         transport: Transport::Http,
     });
+    for transport in [Transport::HttpInProcess, Transport::WebSocketInProcess] {
+        for client in [Sdk::Rust, Sdk::TypeScript] {
+            cells.push(Cell {
+                client,
+                agent: Sdk::Ours,
+                transport,
+            });
+        }
+    }
     cells
 }
 
@@ -278,11 +299,31 @@ fn reach(
     if cell.transport == Transport::Stdio {
         return Ok((AgentTarget::Spawn(tap), None));
     }
-    let command = peers.server_command(cell.agent, tap)?;
+    let command = match cell.transport {
+        Transport::HttpInProcess | Transport::WebSocketInProcess if cell.agent == Sdk::Ours => {
+            os(&[
+                &peers.exe,
+                &"ours-server",
+                &"--listen",
+                &"127.0.0.1:0",
+                &"--token",
+                &REMOTE_TOKEN,
+                &"--in-process",
+                &dir,
+            ])
+        }
+        Transport::HttpInProcess | Transport::WebSocketInProcess => {
+            return Err("only our agent is served in process".into());
+        }
+        Transport::Stdio | Transport::Http | Transport::WebSocket => {
+            peers.server_command(cell.agent, tap)?
+        }
+    };
     let server = ServerProcess::start(&command, &dir.join("server.stderr"))?;
-    let url = match cell.transport {
-        Transport::WebSocket => server.url.replacen("http://", "ws://", 1),
-        Transport::Stdio | Transport::Http => server.url.clone(),
+    let url = if cell.transport.websocket() {
+        server.url.replacen("http://", "ws://", 1)
+    } else {
+        server.url.clone()
     };
     let target = AgentTarget::Remote {
         url,
@@ -442,7 +483,8 @@ pub fn run_cell(cell: Cell, peers: &Peers, dir: &Path) -> CellOutcome {
     };
     // Agents outlive a crashed client only until their stdin closes; never let one linger.
     kill_group(child.id());
-    let agent_killed_by_server = cell.transport != Transport::Stdio && cell.agent == Sdk::Rust;
+    let agent_killed_by_server =
+        matches!(cell.transport, Transport::Http | Transport::WebSocket) && cell.agent == Sdk::Rust;
     if let Some(server) = server {
         // The client's goodbye ended the remote connection; the server is ending the agent
         // (EOF first), and the tap writes its exit status: wait for it, bounded. (The

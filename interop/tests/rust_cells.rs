@@ -103,3 +103,13 @@ fn our_remote_client_against_our_gateway_over_streamable_http() {
 fn our_remote_client_against_our_gateway_over_websocket() {
     run_over(Sdk::Ours, Sdk::Ours, Transport::WebSocket);
 }
+
+#[test]
+fn the_official_http_client_against_our_agent_in_process_over_streamable_http() {
+    run_over(Sdk::Rust, Sdk::Ours, Transport::HttpInProcess);
+}
+
+#[test]
+fn the_official_http_client_against_our_agent_in_process_over_websocket() {
+    run_over(Sdk::Rust, Sdk::Ours, Transport::WebSocketInProcess);
+}

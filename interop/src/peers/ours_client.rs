@@ -26,7 +26,7 @@ use crate::script::script;
 
 /// How the connection ends: the child is shut down, or the remote goodbye goes out.
 enum End {
-    Process(AgentProcess),
+    Process(Box<AgentProcess>),
     Remote(acp_remote::Finished),
 }
 
@@ -171,7 +171,7 @@ pub async fn run(cwd: PathBuf, target: AgentTarget) -> Result<(), Box<dyn std::e
             let (stdout, stdin) = process.take_stdio().ok_or("the agent's stdio was taken")?;
             let conn =
                 ClientConnection::with_client(client.clone(), stdout, stdin, Config::default());
-            (conn, End::Process(process))
+            (conn, End::Process(Box::new(process)))
         }
         AgentTarget::Remote { url, token } => {
             let link = acp_remote::connect(&url, &ConnectOptions::new().token(token)).await?;

@@ -9,6 +9,13 @@
 //!   `AcpAgent` per connection: their gateway. It has no authentication of its own; the token
 //!   our client sends is ignored.
 //!
+//! - `acp-interop ours-server --listen <addr> --token <t> --in-process <dir>`: acp-remote's
+//!   [`Server::in_process_with`] serving our scripted agent in this process (what `acp serve`
+//!   without a command does with the built-in agent), the recording relay spliced into each
+//!   connection's pipe ([`crate::tap::WireLog`]): `<dir>/wire.jsonl`,
+//!   `<dir>/agent.report.jsonl`, and `<dir>/agent.status` (`0` once both directions of the
+//!   connection reached EOF). One connection per run: the transcript has no connection column.
+//!
 //! Both print one JSON line on stdout once they listen, `{"url": "http://127.0.0.1:PORT/acp"}`,
 //! and serve until killed or until their stdin closes. The agent command is the recording tap
 //! in front of a scripted agent, so a remote cell's agent-side wire is recorded and checked as
@@ -23,6 +30,10 @@ use agent_client_protocol::{AcpAgent, AcpAgentConfig};
 use agent_client_protocol_http::AcpHttpServer;
 use serde_json::json;
 use tokio::io::AsyncReadExt;
+
+use crate::peers::ours_agent;
+use crate::report::Reporter;
+use crate::tap::WireLog;
 
 /// Where a client finds its agent.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,14 +91,17 @@ pub struct ServerArgs {
     pub listen: SocketAddr,
     /// The bearer token (ours requires it; the official server has no authentication).
     pub token: String,
-    /// The agent command, one process per remote connection.
+    /// The agent command, one process per remote connection (empty with `in_process`).
     pub command: Vec<OsString>,
+    /// Serve our scripted agent in process, its files in this directory.
+    pub in_process: Option<std::path::PathBuf>,
 }
 
 impl ServerArgs {
-    /// Parses `--listen <addr> [--token <token>] -- <agent command...>`.
+    /// Parses `--listen <addr> [--token <token>] (-- <agent command...> | --in-process <dir>)`.
     pub fn parse(args: &[OsString]) -> Result<ServerArgs, String> {
         let mut listen = None;
+        let mut in_process = None;
         let mut token = String::from("interop");
         let mut it = args.iter();
         while let Some(arg) = it.next() {
@@ -110,6 +124,9 @@ impl ServerArgs {
                         .to_string_lossy()
                         .into_owned();
                 }
+                Some("--in-process") => {
+                    in_process = Some(it.next().ok_or("--in-process needs a directory")?.into());
+                }
                 Some("--") => {
                     let command: Vec<OsString> = it.cloned().collect();
                     if command.is_empty() {
@@ -119,12 +136,23 @@ impl ServerArgs {
                         listen: listen.ok_or("--listen is required")?,
                         token,
                         command,
+                        in_process: None,
                     });
                 }
                 _ => return Err(format!("unexpected server argument {arg:?}")),
             }
         }
-        Err("no agent command (`-- <agent command...>`)".into())
+        match in_process {
+            Some(dir) => Ok(ServerArgs {
+                listen: listen.ok_or("--listen is required")?,
+                token,
+                command: Vec::new(),
+                in_process: Some(dir),
+            }),
+            None => {
+                Err("no agent command (`-- <agent command...>` or `--in-process <dir>`)".into())
+            }
+        }
     }
 }
 
@@ -137,10 +165,30 @@ async fn announce_and_wait(url: String) {
     while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
 }
 
-/// `acp-interop ours-server`: acp-remote's gateway (what `acp serve -- <command>` runs).
+/// `acp-interop ours-server`: acp-remote's gateway (what `acp serve -- <command>` runs), or
+/// our agent in process (what `acp serve` runs with the built-in agent).
 pub async fn ours_server(args: ServerArgs) -> Result<(), Box<dyn std::error::Error>> {
-    let (program, rest) = args.command.split_first().ok_or("no agent command")?;
-    let server = Server::gateway(AgentCommand::new(program).args(rest.iter().cloned()))
+    let builder = match &args.in_process {
+        Some(dir) => {
+            let wire = WireLog::create(&dir.join("wire.jsonl"))?;
+            let report = Reporter::file(Some(dir.join("agent.report.jsonl")));
+            let status = dir.join("agent.status");
+            Server::in_process_with(move |read, write| {
+                let (read, write, relayed) = wire.splice(read, write);
+                let status = status.clone();
+                tokio::spawn(async move {
+                    relayed.await;
+                    let _ = std::fs::write(&status, "0");
+                });
+                ours_agent::serve_pipe(report.clone(), read, write)
+            })
+        }
+        None => {
+            let (program, rest) = args.command.split_first().ok_or("no agent command")?;
+            Server::gateway(AgentCommand::new(program).args(rest.iter().cloned()))
+        }
+    };
+    let server = builder
         .authenticator(BearerToken::new(args.token)?)
         .bind(args.listen)
         .await?;
