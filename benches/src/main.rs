@@ -14,6 +14,7 @@ mod ours;
 mod phases;
 mod plan;
 mod raw;
+mod remote;
 mod store;
 // The PostgreSQL server `acp-bench store` measures on: the tests' own (initdb and pg_ctl in a
 // temporary directory, a free loopback port, stopped at exit).
@@ -48,6 +49,8 @@ usage: acp-bench [options]
        acp-bench store [options]   (the session store figures; acp-bench store --help)
        acp-bench trace [options]   (the acp trace proxy's overhead; acp-bench trace --help)
        acp-bench floor [options]   (a line's round trip, blocking vs tokio: b's floor)
+       acp-bench remote [options]  (a and b over WebSocket and Streamable HTTP, ours and the
+                                   official http crate's, and 1,000 idle connections)
   --runs N          runs per scenario and implementation; medians are reported (default 5)
   --quick           smaller sizes (a quick look, not for publishing)
   --smoke           tiny sizes, one run (what the test suite runs)
@@ -218,6 +221,12 @@ fn main() -> ExitCode {
     }
     if args.first().map(String::as_str) == Some("store") {
         return store::main(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some(remote::REMOTE_PEER_ARG) {
+        return remote::peer(args.get(1).map_or("", String::as_str));
+    }
+    if args.first().map(String::as_str) == Some("remote") {
+        return remote::main(&args[1..]);
     }
     if args.first().map(String::as_str) == Some("trace") {
         return trace::main(&args[1..]);

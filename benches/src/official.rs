@@ -23,6 +23,7 @@ use agent_client_protocol::{
     AcpAgent, AcpAgentConfig, Agent, ByteStreams, Client, ConnectTo, Error, Stdio,
     on_receive_notification, on_receive_request,
 };
+use agent_client_protocol_http::HttpClient;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::jobs::{AgentSide, run_job};
@@ -46,6 +47,12 @@ struct Sessions {
 
 /// Serves the benchmark agent over `transport` until the client goes away.
 pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Error> {
+    agent().connect_to(transport).await
+}
+
+/// The benchmark agent as a component (what `agent-client-protocol-http`'s server makes one
+/// of per connection).
+pub fn agent() -> impl ConnectTo<Client> + 'static {
     let sessions = Arc::new(Sessions::default());
     let for_new = sessions.clone();
     let for_prompt = sessions;
@@ -103,8 +110,6 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static) -> Result<(), Err
             },
             on_receive_request!(),
         )
-        .connect_to(transport)
-        .await
 }
 
 /// A job's view of the official agent connection.
@@ -299,6 +304,53 @@ pub async fn over_stdio(
         }
     }
     outcome
+}
+
+/// Runs `plan` with the official client over `agent-client-protocol-http`'s `HttpClient`
+/// (`http://` Streamable HTTP, `ws://` WebSocket) sending `token` as a bearer token.
+pub async fn over_remote(url: &str, token: &str, plan: Plan) -> Result<Outcome, String> {
+    let start = Instant::now();
+    let transport = http_client(url, token)?;
+    run_client(transport, plan, start, &Mutex::new(None)).await
+}
+
+/// The official remote client for `url`, direct (no proxy), with a bearer token.
+pub fn http_client(url: &str, token: &str) -> Result<HttpClient, String> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let auth = format!("Bearer {token}")
+        .parse()
+        .map_err(|e| format!("{e}"))?;
+    headers.insert(reqwest::header::AUTHORIZATION, auth);
+    HttpClient::builder_with_endpoint(url)
+        .configure_http(|http| http.no_proxy().default_headers(headers))
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// Opens a connection with the official client, `initialize`s, and holds it open until
+/// `release` is notified (an idle connection of the 1,000). `ready` hears once it is open.
+pub async fn hold_idle(
+    transport: HttpClient,
+    ready: tokio::sync::mpsc::Sender<Result<(), String>>,
+    release: Arc<tokio::sync::Notify>,
+) {
+    let result = Client
+        .v1()
+        .name("acp-bench-idle")
+        .connect_with(transport, async |cx: ConnectionTo<Agent>| {
+            let client = OfficialClient { cx };
+            let init = client.initialize().await;
+            let ok = init.is_ok();
+            let _ = ready.send(init).await;
+            if ok {
+                release.notified().await;
+            }
+            Ok(())
+        })
+        .await;
+    if let Err(e) = result {
+        let _ = ready.try_send(Err(e.to_string()));
+    }
 }
 
 /// Runs `plan` against the official agent in this process over `tokio::io::duplex`.

@@ -236,6 +236,40 @@ pub async fn over_stdio(program: &AgentCommand, plan: Plan) -> Result<Outcome, S
     outcome
 }
 
+/// Runs `plan` against our agent behind acp-remote's server at `url` (`http://` Streamable
+/// HTTP, `ws://` WebSocket), reached with `acp_remote::connect`.
+pub async fn over_remote(url: &str, token: &str, plan: Plan) -> Result<Outcome, String> {
+    let start = Instant::now();
+    let options = acp_remote::ConnectOptions::new().token(token);
+    let link = acp_remote::connect(url, &options)
+        .await
+        .map_err(|e| e.to_string())?;
+    let check = Arc::new(ChunkCheck::default());
+    let client = BenchClient {
+        check: check.clone(),
+    };
+    let conn = ClientConnection::new(client, link.reader, link.writer, Config::default());
+    let outcome = run_plan(conn.agent(), &check, plan, start).await;
+    conn.close();
+    let _ = tokio::time::timeout(Duration::from_secs(2), link.finished.wait()).await;
+    outcome
+}
+
+/// Opens a connection to `url` with our client and `initialize`s it (an idle connection of
+/// the 1,000); dropping what it returns ends it.
+pub async fn open_idle(url: &str, token: &str) -> Result<ClientConnection, String> {
+    let options = acp_remote::ConnectOptions::new().token(token);
+    let link = acp_remote::connect(url, &options)
+        .await
+        .map_err(|e| e.to_string())?;
+    let client = BenchClient {
+        check: Arc::new(ChunkCheck::default()),
+    };
+    let conn = ClientConnection::new(client, link.reader, link.writer, Config::default());
+    ClientSide::initialize(conn.agent()).await?;
+    Ok(conn)
+}
+
 /// Runs `plan` against our agent in this process over `tokio::io::duplex`.
 pub async fn over_duplex(plan: Plan) -> Result<Outcome, String> {
     over_duplex_stored(plan, None).await

@@ -214,3 +214,39 @@ fn the_floor_measures_each_of_its_rows() {
         assert!(figures.iter().all(|f| *f > 0.0), "{line}");
     }
 }
+
+/// `acp-bench remote --smoke`: a and b run in every column (ours over stdio, WebSocket and
+/// Streamable HTTP; the official `agent-client-protocol-http` client and server over both),
+/// each having checked every chunk and answer, and the idle-connection figures come for both
+/// servers and profiles. Timing is never judged here.
+#[test]
+fn the_remote_figures_run_in_every_column() {
+    let stdout = run_ok(&["remote", "--smoke"]);
+    assert!(!stdout.contains("FAILED"), "{stdout}");
+    for row in ["a. chunks/s", "b. p99 µs"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {row}")))
+            .unwrap_or_else(|| panic!("no row {row:?} in\n{stdout}"));
+        let figures: Vec<f64> = line
+            .split('|')
+            .skip(2)
+            .filter_map(|c| c.trim().parse().ok())
+            .collect();
+        assert_eq!(figures.len(), 5, "{line}");
+        assert!(figures.iter().all(|f| *f > 0.0), "{line}");
+    }
+    for server in ["ours ws", "ours http", "official ws", "official http"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {server} |")))
+            .unwrap_or_else(|| panic!("no idle row for {server} in\n{stdout}"));
+        let figures: Vec<f64> = line
+            .split('|')
+            .skip(2)
+            .filter_map(|c| c.trim().parse().ok())
+            .collect();
+        assert_eq!(figures.len(), 2, "{line}");
+    }
+    assert!(stdout.contains("Ratios:"), "{stdout}");
+}

@@ -15,6 +15,9 @@
 //! - [`report`]: the event lines the Rust peers write.
 //! - [`transcript`], [`checks`] and [`matrix`]: reading a recorded cell, the assertions on it,
 //!   and running the cells.
+//! - [`server`]: the server process of a remote cell (a client reaching its agent over
+//!   Streamable HTTP or WebSocket through acp-remote's gateway or the official
+//!   `agent-client-protocol-http` server, the agent behind it still recorded by the tap).
 //! - [`cache`]: where the npm and PyPI installs live and how they are made.
 //!
 //! The same minimal agent and minimal client are written with both Rust libraries, side by
@@ -32,5 +35,6 @@ pub mod matrix;
 pub mod peers;
 pub mod report;
 pub mod script;
+pub mod server;
 pub mod tap;
 pub mod transcript;

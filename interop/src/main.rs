@@ -6,12 +6,15 @@
 //! acp-interop tap --wire <file> --stderr <file> -- <agent command...>
 //! acp-interop ours-agent | rust-agent [--report <file>]
 //! acp-interop ours-client | rust-client --cwd <workspace> -- <agent command...>
+//! acp-interop ours-client | rust-client --cwd <workspace> --url <url> --token <token>
+//! acp-interop ours-server | rust-server --listen <addr> [--token <token>] -- <agent command...>
 //! ```
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use acp_interop::peers::remote::{AgentTarget, ServerArgs};
 use acp_interop::report::Reporter;
 use acp_interop::{matrix, peers, tap};
 
@@ -19,7 +22,9 @@ const USAGE: &str = "usage:
   acp-interop matrix [--cache <dir>] [--out <dir>] [--keep] [--rust-only] [<cell>...]
   acp-interop tap --wire <file> --stderr <file> -- <agent command...>
   acp-interop ours-agent | rust-agent [--report <file>]
-  acp-interop ours-client | rust-client --cwd <workspace> -- <agent command...>";
+  acp-interop ours-client | rust-client --cwd <workspace> -- <agent command...>
+  acp-interop ours-client | rust-client --cwd <workspace> --url <url> --token <token>
+  acp-interop ours-server | rust-server --listen <addr> [--token <token>] -- <agent command...>";
 
 /// `--report <file>` of an agent.
 fn agent_report(args: &[OsString]) -> Result<Reporter, String> {
@@ -30,14 +35,12 @@ fn agent_report(args: &[OsString]) -> Result<Reporter, String> {
     }
 }
 
-/// `--cwd <dir> -- <command...>` of a client.
-fn client_args(args: &[OsString]) -> Result<(PathBuf, Vec<OsString>), String> {
+/// `--cwd <dir> -- <command...>` (or `--cwd <dir> --url <url> --token <token>`) of a client.
+fn client_args(args: &[OsString]) -> Result<(PathBuf, AgentTarget), String> {
     match args {
-        [flag, cwd, dashes, command @ ..]
-            if flag == "--cwd" && dashes == "--" && !command.is_empty() =>
-        {
-            Ok((PathBuf::from(cwd), command.to_vec()))
-        }
+        [flag, cwd, rest @ ..] if flag == "--cwd" => AgentTarget::parse(rest)
+            .map(|target| (PathBuf::from(cwd), target))
+            .map_err(|e| format!("{e}\n{USAGE}")),
         _ => Err(format!("unexpected client arguments {args:?}\n{USAGE}")),
     }
 }
@@ -99,6 +102,20 @@ fn main() -> ExitCode {
                 Err(e) => fail(format!("rust-client: {e}")),
             },
             Err(e) => fail(e),
+        },
+        "ours-server" | "rust-server" => match ServerArgs::parse(rest) {
+            Ok(args) => {
+                let served = if command == "ours-server" {
+                    runtime().block_on(peers::remote::ours_server(args))
+                } else {
+                    runtime().block_on(peers::remote::rust_server(args))
+                };
+                match served {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => fail(format!("{}: {e}", command.to_string_lossy())),
+                }
+            }
+            Err(e) => fail(format!("{e}\n{USAGE}")),
         },
         "help" | "--help" | "-h" => {
             println!("{USAGE}");

@@ -21,29 +21,82 @@ use serde_json::{Value, json};
 
 use crate::cache::{self, Installed};
 use crate::checks::{self, CellRun, Check, Sdk};
+use crate::peers::remote::AgentTarget;
 use crate::script::script;
+use crate::server::ServerProcess;
 use crate::tap::{Record, Side};
 use crate::transcript::{Wire, events, read_events};
+
+/// The bearer token of the remote cells' servers.
+pub const REMOTE_TOKEN: &str = "interop-token";
 
 /// How long one cell may run before its processes are killed.
 pub const CELL_TIMEOUT: Duration = Duration::from_secs(90);
 
-/// One cell: a client SDK against an agent SDK.
+/// How a cell's client reaches its agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// The client spawns the agent (through the tap) and speaks over its stdio.
+    Stdio,
+    /// Streamable HTTP to the agent SDK's server, which spawns the agent (through the tap) per
+    /// connection: acp-remote's gateway for our agent, `agent-client-protocol-http`'s server
+    /// for the official Rust agent.
+    Http,
+    /// The WebSocket profile of the same server.
+    WebSocket,
+    /// Streamable HTTP to acp-remote's server serving our agent in process (what `acp serve`
+    /// does with its built-in agent); the recording relay sits in the server's pipe.
+    HttpInProcess,
+    /// The WebSocket profile of that server.
+    WebSocketInProcess,
+}
+
+impl Transport {
+    /// The cell-name suffix (empty for stdio).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Transport::Stdio => "",
+            Transport::Http => "-over-http",
+            Transport::WebSocket => "-over-ws",
+            Transport::HttpInProcess => "-over-http-in-process",
+            Transport::WebSocketInProcess => "-over-ws-in-process",
+        }
+    }
+
+    /// Whether the client connects over WebSocket.
+    pub fn websocket(self) -> bool {
+        matches!(self, Transport::WebSocket | Transport::WebSocketInProcess)
+    }
+}
+
+/// One cell: a client SDK against an agent SDK, over a transport.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cell {
     /// Who wrote the client.
     pub client: Sdk,
-    /// Who wrote the agent.
+    /// Who wrote the agent (and, over the network, the server in front of it).
     pub agent: Sdk,
+    /// How they meet.
+    pub transport: Transport,
 }
 
 impl Cell {
-    /// `<client>-client-x-<agent>-agent`.
+    /// A stdio cell.
+    pub fn stdio(client: Sdk, agent: Sdk) -> Cell {
+        Cell {
+            client,
+            agent,
+            transport: Transport::Stdio,
+        }
+    }
+
+    /// `<client>-client-x-<agent>-agent[-over-http|-over-ws]`.
     pub fn name(&self) -> String {
         format!(
-            "{}-client-x-{}-agent",
+            "{}-client-x-{}-agent{}",
             self.client.name(),
-            self.agent.name()
+            self.agent.name(),
+            self.transport.suffix()
         )
     }
 
@@ -53,25 +106,54 @@ impl Cell {
     }
 }
 
+/// The remote cells: the official Rust and TypeScript clients against our server (acp-remote's
+/// gateway, what `acp serve -- <command>` runs), our client against the official Rust server
+/// and the TypeScript SDK's server, and ours against ours, over both profiles (the TypeScript
+/// server over Streamable HTTP only: its WebSocket side needs the `ws` package).
+pub fn remote_cells() -> Vec<Cell> {
+    let mut cells = Vec::new();
+    for transport in [Transport::Http, Transport::WebSocket] {
+        for (client, agent) in [
+            (Sdk::Rust, Sdk::Ours),
+            (Sdk::Ours, Sdk::Rust),
+            (Sdk::TypeScript, Sdk::Ours),
+            (Sdk::Ours, Sdk::Ours),
+        ] {
+            cells.push(Cell {
+                client,
+                agent,
+                transport,
+            });
+        }
+    }
+    cells.push(Cell {
+        client: Sdk::Ours,
+        agent: Sdk::TypeScript,
+        transport: Transport::Http,
+    });
+    for transport in [Transport::HttpInProcess, Transport::WebSocketInProcess] {
+        for client in [Sdk::Rust, Sdk::TypeScript] {
+            cells.push(Cell {
+                client,
+                agent: Sdk::Ours,
+                transport,
+            });
+        }
+    }
+    cells
+}
+
 /// Every cell, in the order they run.
 pub fn all_cells() -> Vec<Cell> {
     let mut cells = Vec::new();
     for agent in [Sdk::TypeScript, Sdk::Python, Sdk::Rust] {
-        cells.push(Cell {
-            client: Sdk::Ours,
-            agent,
-        });
+        cells.push(Cell::stdio(Sdk::Ours, agent));
     }
     for client in [Sdk::TypeScript, Sdk::Python, Sdk::Rust] {
-        cells.push(Cell {
-            client,
-            agent: Sdk::Ours,
-        });
+        cells.push(Cell::stdio(client, Sdk::Ours));
     }
-    cells.push(Cell {
-        client: Sdk::Ours,
-        agent: Sdk::Ours,
-    });
+    cells.push(Cell::stdio(Sdk::Ours, Sdk::Ours));
+    cells.extend(remote_cells());
     cells
 }
 
@@ -127,12 +209,49 @@ impl Peers {
         })
     }
 
-    /// The command line of a client working in `cwd` and spawning `agent`.
+    /// The command line of the server in front of an `sdk` agent spawned by `agent`, for the
+    /// remote cells: acp-remote's gateway (ours), `agent-client-protocol-http`'s server (Rust),
+    /// the TypeScript SDK's `experimental/server` (`peers/ts/server.mjs`).
+    pub fn server_command(&self, sdk: Sdk, agent: Vec<OsString>) -> Result<Vec<OsString>, String> {
+        let which = match sdk {
+            Sdk::Ours => "ours-server",
+            Sdk::Rust => "rust-server",
+            Sdk::TypeScript => {
+                let npm = &self.installed(sdk)?.npm;
+                let server = cache::peers_dir().join("ts/server.mjs");
+                let mut command = os(&[
+                    &"node",
+                    &server,
+                    &"--modules",
+                    npm,
+                    &"--listen",
+                    &"0",
+                    &"--",
+                ]);
+                command.extend(agent);
+                return Ok(command);
+            }
+            Sdk::Python => return Err("the Python SDK's server is not in the matrix".into()),
+        };
+        let mut command = os(&[
+            &self.exe,
+            &which,
+            &"--listen",
+            &"127.0.0.1:0",
+            &"--token",
+            &REMOTE_TOKEN,
+            &"--",
+        ]);
+        command.extend(agent);
+        Ok(command)
+    }
+
+    /// The command line of a client working in `cwd` and reaching its agent at `target`.
     pub fn client_command(
         &self,
         sdk: Sdk,
         cwd: &Path,
-        agent: Vec<OsString>,
+        target: &AgentTarget,
     ) -> Result<Vec<OsString>, String> {
         let peers = cache::peers_dir();
         let script = peers.join("script.json");
@@ -142,8 +261,12 @@ impl Peers {
             Sdk::TypeScript => {
                 let npm = &self.installed(sdk)?.npm;
                 let client = peers.join("ts/client.mjs");
-                os(&[
-                    &"node",
+                let mut command = os(&[&"node"]);
+                // Node 20's WebSocket (for the SDK's ws-client) is behind a flag.
+                if matches!(target, AgentTarget::Remote { url, .. } if url.starts_with("ws://")) {
+                    command.push("--experimental-websocket".into());
+                }
+                command.extend(os(&[
                     &client,
                     &"--modules",
                     npm,
@@ -151,7 +274,8 @@ impl Peers {
                     &script,
                     &"--cwd",
                     &cwd,
-                ])
+                ]));
+                command
             }
             Sdk::Python => {
                 let python = &self.installed(sdk)?.python;
@@ -159,10 +283,53 @@ impl Peers {
                 os(&[python, &client, &"--script", &script, &"--cwd", &cwd])
             }
         };
-        command.push("--".into());
-        command.extend(agent);
+        command.extend(target.to_args());
         Ok(command)
     }
+}
+
+/// How the client of `cell` reaches the agent command `tap`: directly (stdio), or through a
+/// server started here (the remote cells).
+fn reach(
+    cell: Cell,
+    peers: &Peers,
+    dir: &Path,
+    tap: Vec<OsString>,
+) -> Result<(AgentTarget, Option<ServerProcess>), String> {
+    if cell.transport == Transport::Stdio {
+        return Ok((AgentTarget::Spawn(tap), None));
+    }
+    let command = match cell.transport {
+        Transport::HttpInProcess | Transport::WebSocketInProcess if cell.agent == Sdk::Ours => {
+            os(&[
+                &peers.exe,
+                &"ours-server",
+                &"--listen",
+                &"127.0.0.1:0",
+                &"--token",
+                &REMOTE_TOKEN,
+                &"--in-process",
+                &dir,
+            ])
+        }
+        Transport::HttpInProcess | Transport::WebSocketInProcess => {
+            return Err("only our agent is served in process".into());
+        }
+        Transport::Stdio | Transport::Http | Transport::WebSocket => {
+            peers.server_command(cell.agent, tap)?
+        }
+    };
+    let server = ServerProcess::start(&command, &dir.join("server.stderr"))?;
+    let url = if cell.transport.websocket() {
+        server.url.replacen("http://", "ws://", 1)
+    } else {
+        server.url.clone()
+    };
+    let target = AgentTarget::Remote {
+        url,
+        token: REMOTE_TOKEN.to_owned(),
+    };
+    Ok((target, Some(server)))
 }
 
 /// What a cell produced.
@@ -205,7 +372,8 @@ impl CellOutcome {
     }
 }
 
-fn kill_group(pgid: u32) {
+/// Kills process group `pgid` (never 0 or 1).
+pub fn kill_group(pgid: u32) {
     if pgid > 1 {
         let _ = Command::new("kill")
             .args(["-s", "KILL", "--", &format!("-{pgid}")])
@@ -234,9 +402,9 @@ pub fn run_cell(cell: Cell, peers: &Peers, dir: &Path) -> CellOutcome {
         );
     }
     let workspace = std::fs::canonicalize(&workspace).unwrap_or(workspace);
-    let commands = peers
+    let tap = peers
         .agent_command(cell.agent, &dir.join("agent.report.jsonl"))
-        .and_then(|agent| {
+        .map(|agent| {
             let mut tap = os(&[
                 &peers.exe,
                 &"tap",
@@ -249,9 +417,13 @@ pub fn run_cell(cell: Cell, peers: &Peers, dir: &Path) -> CellOutcome {
                 &"--",
             ]);
             tap.extend(agent);
-            peers.client_command(cell.client, &workspace, tap)
+            tap
         });
-    let command = match commands {
+    let (target, server) = match tap.and_then(|tap| reach(cell, peers, dir, tap)) {
+        Ok(t) => t,
+        Err(e) => return CellOutcome::failed(cell, dir, e, start.elapsed()),
+    };
+    let command = match peers.client_command(cell.client, &workspace, &target) {
         Ok(c) => c,
         Err(e) => return CellOutcome::failed(cell, dir, e, start.elapsed()),
     };
@@ -311,6 +483,22 @@ pub fn run_cell(cell: Cell, peers: &Peers, dir: &Path) -> CellOutcome {
     };
     // Agents outlive a crashed client only until their stdin closes; never let one linger.
     kill_group(child.id());
+    let agent_killed_by_server =
+        matches!(cell.transport, Transport::Http | Transport::WebSocket) && cell.agent == Sdk::Rust;
+    if let Some(server) = server {
+        // The client's goodbye ended the remote connection; the server is ending the agent
+        // (EOF first), and the tap writes its exit status: wait for it, bounded. (The
+        // official Rust server kills it instead: no status will come.)
+        let status = dir.join("agent.status");
+        let waiting = Instant::now();
+        while !agent_killed_by_server
+            && !status.exists()
+            && waiting.elapsed() < Duration::from_secs(5)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        server.stop();
+    }
     let elapsed = start.elapsed();
     let wire = match Wire::read(&dir.join("wire.jsonl")) {
         Ok(w) => w,
@@ -336,6 +524,7 @@ pub fn run_cell(cell: Cell, peers: &Peers, dir: &Path) -> CellOutcome {
         agent_events: &agent_events,
         client_exit,
         agent_exit,
+        agent_killed_by_server,
         workspace: &workspace,
     };
     let checks = checks::run(&run);

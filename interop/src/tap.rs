@@ -168,6 +168,52 @@ async fn relay(
     }
 }
 
+/// A wire transcript written in this process, for an agent served in process (behind
+/// acp-remote's server): [`WireLog::splice`] puts the same recording relay as the tap's between
+/// a connection's pipe and the agent.
+#[derive(Clone)]
+pub struct WireLog(Arc<Mutex<Recorder>>);
+
+impl WireLog {
+    /// Creates (truncates) the transcript at `path`.
+    pub fn create(path: &std::path::Path) -> std::io::Result<WireLog> {
+        Ok(WireLog(Arc::new(Mutex::new(Recorder {
+            file: File::create(path)?,
+            seq: 0,
+            start: Instant::now(),
+        }))))
+    }
+
+    /// Relays between the connection's end of a pipe (`from_client`, `to_client`) and the
+    /// returned agent's end, recording every line; the future ends once both directions
+    /// reached EOF.
+    pub fn splice(
+        &self,
+        from_client: impl AsyncRead + Unpin + Send + 'static,
+        to_client: impl AsyncWrite + Unpin + Send + 'static,
+    ) -> (
+        tokio::io::ReadHalf<tokio::io::DuplexStream>,
+        tokio::io::WriteHalf<tokio::io::DuplexStream>,
+        impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        let (agent_end, relay_end) = tokio::io::duplex(256 * 1024);
+        let (relay_read, relay_write) = tokio::io::split(relay_end);
+        let to_agent = tokio::spawn(relay(
+            Side::Client,
+            from_client,
+            relay_write,
+            self.0.clone(),
+        ));
+        let from_agent = tokio::spawn(relay(Side::Agent, relay_read, to_client, self.0.clone()));
+        let (read, write) = tokio::io::split(agent_end);
+        let done = async move {
+            let _ = to_agent.await;
+            let _ = from_agent.await;
+        };
+        (read, write, done)
+    }
+}
+
 /// Runs the tap; returns the agent's exit code (1 if it could not be started or was killed).
 pub async fn run(args: TapArgs) -> i32 {
     let recorder = match File::create(&args.wire) {

@@ -25,10 +25,7 @@ struct Recording {
 
 impl Recording {
     fn take() -> Recording {
-        let cell = Cell {
-            client: Sdk::Ours,
-            agent: Sdk::Ours,
-        };
+        let cell = Cell::stdio(Sdk::Ours, Sdk::Ours);
         let peers = Peers {
             exe: PathBuf::from(env!("CARGO_BIN_EXE_acp-interop")),
             installed: None,
@@ -70,6 +67,7 @@ impl Recording {
             agent_events: &self.agent_events,
             client_exit: Some(0),
             agent_exit: Some(0),
+            agent_killed_by_server: false,
             workspace: &self.workspace,
         })
     }

@@ -1,16 +1,29 @@
 //! The cells of the interop matrix that need only Rust, as plain tests: our client against the
 //! official Rust SDK's agent, the official Rust SDK's client against our agent, and ours against
-//! ours. Each runs real processes through the recording tap and makes every wire assertion of
-//! the matrix. The TypeScript and Python cells and the schema validation need the npm and PyPI
+//! ours, over stdio and over both remote profiles (the official `agent-client-protocol-http`
+//! client against acp-remote's gateway, our client against the official server). Each runs
+//! real processes through the recording tap and makes every wire assertion of the matrix. The TypeScript and Python cells and the schema validation need the npm and PyPI
 //! installs: `cargo xtask interop` runs them (and these cells again).
 
 use std::path::PathBuf;
 
+// The official http crate's departures from the RFD, in this binary (one link step).
+#[path = "remote/deviations.rs"]
+mod deviations;
+
 use acp_interop::checks::Sdk;
-use acp_interop::matrix::{Cell, Peers, run_cell};
+use acp_interop::matrix::{Cell, Peers, Transport, run_cell};
 
 fn run(client: Sdk, agent: Sdk) {
-    let cell = Cell { client, agent };
+    run_over(client, agent, Transport::Stdio);
+}
+
+fn run_over(client: Sdk, agent: Sdk, transport: Transport) {
+    let cell = Cell {
+        client,
+        agent,
+        transport,
+    };
     let peers = Peers {
         exe: PathBuf::from(env!("CARGO_BIN_EXE_acp-interop")),
         installed: None,
@@ -59,4 +72,44 @@ fn the_official_rust_client_against_our_agent() {
 #[test]
 fn our_client_against_our_agent() {
     run(Sdk::Ours, Sdk::Ours);
+}
+
+#[test]
+fn the_official_http_client_against_our_gateway_over_streamable_http() {
+    run_over(Sdk::Rust, Sdk::Ours, Transport::Http);
+}
+
+#[test]
+fn the_official_http_client_against_our_gateway_over_websocket() {
+    run_over(Sdk::Rust, Sdk::Ours, Transport::WebSocket);
+}
+
+#[test]
+fn our_remote_client_against_the_official_http_server_over_streamable_http() {
+    run_over(Sdk::Ours, Sdk::Rust, Transport::Http);
+}
+
+#[test]
+fn our_remote_client_against_the_official_http_server_over_websocket() {
+    run_over(Sdk::Ours, Sdk::Rust, Transport::WebSocket);
+}
+
+#[test]
+fn our_remote_client_against_our_gateway_over_streamable_http() {
+    run_over(Sdk::Ours, Sdk::Ours, Transport::Http);
+}
+
+#[test]
+fn our_remote_client_against_our_gateway_over_websocket() {
+    run_over(Sdk::Ours, Sdk::Ours, Transport::WebSocket);
+}
+
+#[test]
+fn the_official_http_client_against_our_agent_in_process_over_streamable_http() {
+    run_over(Sdk::Rust, Sdk::Ours, Transport::HttpInProcess);
+}
+
+#[test]
+fn the_official_http_client_against_our_agent_in_process_over_websocket() {
+    run_over(Sdk::Rust, Sdk::Ours, Transport::WebSocketInProcess);
 }

@@ -1,8 +1,11 @@
 // The TypeScript interop client, built with @agentclientprotocol/sdk 2.x builder apps.
 //
 //   node client.mjs --modules <npm prefix> --script <script.json> --cwd <workspace> -- <agent command...>
+//   node client.mjs --modules <npm prefix> --script <script.json> --cwd <workspace> --url <url> --token <token>
 //
-// Spawns the agent, runs initialize -> error probes -> session/new -> prompt (text, image and
+// Spawns the agent (or reaches it with the SDK's experimental remote clients: `http://` with
+// `experimental/http-client`, `ws://` with `experimental/ws-client` over Node's WebSocket, which
+// Node 20 has behind `--experimental-websocket`), runs initialize -> error probes -> session/new -> prompt (text, image and
 // resource blocks) -> a second prompt it cancels with session/cancel -> a third it withdraws
 // with $/cancel_request -> session/load, serving permission, fs and terminal requests, and
 // prints every event (each update it receives included) as one JSON line on stdout.
@@ -16,7 +19,7 @@ const opts = parseArgs(process.argv.slice(2));
 const acp = await importFrom(opts.modules, "@agentclientprotocol/sdk");
 const script = loadScript(opts.script);
 const cwd = path.resolve(opts.cwd);
-if (opts.rest.length === 0) throw new Error("no agent command after --");
+if (opts.rest.length === 0 && !opts.url) throw new Error("no agent command after -- (or --url)");
 
 const out = (event) => process.stdout.write(JSON.stringify(event) + "\n");
 const state = { turn: null, holdAbort: null };
@@ -63,9 +66,32 @@ function terminal(id) {
   return term;
 }
 
-const child = spawn(opts.rest[0], opts.rest.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
-const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
-const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+/** Node's WebSocket (undici) with the constructor shape the SDK expects (`ws`'s: headers). */
+function nodeWebSocket() {
+  if (typeof globalThis.WebSocket !== "function") throw new Error("no WebSocket: run node with --experimental-websocket");
+  return class extends globalThis.WebSocket {
+    constructor(url, protocols, options) {
+      super(url, { protocols, headers: options?.headers });
+    }
+  };
+}
+
+async function remoteStream(url, token) {
+  const headers = { Authorization: `Bearer ${token}` };
+  if (url.startsWith("ws://") || url.startsWith("wss://")) {
+    const ws = await importFrom(opts.modules, "@agentclientprotocol/sdk/experimental/ws-client");
+    return ws.createWebSocketStream(url, { headers, WebSocket: nodeWebSocket() });
+  }
+  const http = await importFrom(opts.modules, "@agentclientprotocol/sdk/experimental/http-client");
+  return http.createHttpStream(url, { headers });
+}
+
+const child = opts.url ? null : spawn(opts.rest[0], opts.rest.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
+const exited = child ? new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal }))) : null;
+const stream = child
+  ? acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout))
+  : await remoteStream(opts.url, opts.token);
+if (!child) out({ event: "connected", url: opts.url });
 
 const app = acp
   .client({ name: "ts-interop-client" })
@@ -183,12 +209,18 @@ await app.connectWith(stream, async (agent) => {
   }
   state.turn = null;
 });
-// The connection is over: end the agent's stdin so it sees EOF and exits.
-child.stdin.end();
-
-let timer;
-const status = await Promise.race([exited, new Promise((resolve) => (timer = setTimeout(() => resolve(null), 5000)))]);
-clearTimeout(timer);
-if (status === null) child.kill("SIGKILL");
-out({ event: "agent_exit", code: status?.code ?? null, signal: status?.signal ?? null });
+if (child) {
+  // The connection is over: end the agent's stdin so it sees EOF and exits.
+  child.stdin.end();
+  let timer;
+  const status = await Promise.race([exited, new Promise((resolve) => (timer = setTimeout(() => resolve(null), 5000)))]);
+  clearTimeout(timer);
+  if (status === null) child.kill("SIGKILL");
+  out({ event: "agent_exit", code: status?.code ?? null, signal: status?.signal ?? null });
+} else {
+  // Remote: the connection's end (DELETE / close frame) ends the server's agent process; the tap
+  // behind the server records its exit.
+  out({ event: "agent_exit", code: null, signal: null, note: "remote" });
+}
 out({ event: "done" });
+process.exit(0);

@@ -4,11 +4,15 @@
 //! - the official Rust SDK's: [`official_agent`] and [`official_client`]
 //!   (`agent-client-protocol` 5.2.0).
 //!
+//! - [`remote`]: the servers of the remote cells (acp-remote's gateway and the official
+//!   `agent-client-protocol-http` one) and [`remote::AgentTarget`].
+//!
 //! Agents take `[--report <file>]` (stdout is their protocol channel); clients take
-//! `--cwd <workspace> -- <agent command...>` and print their events on stdout. All follow
-//! [`crate::script`].
+//! `--cwd <workspace> -- <agent command...>` (or `--url <url> --token <token>`) and print their
+//! events on stdout. All follow [`crate::script`].
 
 pub mod official_agent;
 pub mod official_client;
 pub mod ours_agent;
 pub mod ours_client;
+pub mod remote;

@@ -1,11 +1,13 @@
 //! The official Rust SDK's client in the matrix (`agent-client-protocol` 5.2.0):
-//! `acp-interop rust-client --cwd <workspace> -- <agent command...>`.
+//! `acp-interop rust-client --cwd <workspace> -- <agent command...>`, or
+//! `… --url <url> --token <token>` to reach a remote agent with the official
+//! `agent-client-protocol-http` 5.0.0 client (`HttpClient`: HTTP/SSE for `http://`, WebSocket
+//! for `ws://`), the token sent as `Authorization: Bearer` on every request.
 //!
 //! A `Client.v1()` builder with typed handlers (permission, fs, terminals, `session/update`)
 //! connected to an `AcpAgent` child process; the script runs in the `connect_with` future.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -25,11 +27,15 @@ use agent_client_protocol::v1::schema::{
     WriteTextFileResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
-use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client, Error, UntypedMessage};
+use agent_client_protocol::{
+    AcpAgent, AcpAgentConfig, Agent, Client, ConnectTo, Error, UntypedMessage,
+};
+use agent_client_protocol_http::HttpClient;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::sync::{Notify, watch};
 
+use crate::peers::remote::AgentTarget;
 use crate::report::Reporter;
 use crate::script::script;
 
@@ -152,13 +158,36 @@ fn create_terminal(
 }
 
 /// Runs the client script against the agent `command`, in workspace `cwd`.
-pub async fn run(cwd: PathBuf, command: Vec<OsString>) -> Result<(), Box<dyn std::error::Error>> {
+pub async fn run(cwd: PathBuf, target: AgentTarget) -> Result<(), Box<dyn std::error::Error>> {
+    match target {
+        AgentTarget::Spawn(command) => {
+            let (program, args) = command.split_first().ok_or("no agent command after --")?;
+            let agent = AcpAgent::new(
+                AcpAgentConfig::new(program)
+                    .args(args.iter().map(|a| a.to_string_lossy().into_owned())),
+            );
+            drive(cwd, agent).await
+        }
+        AgentTarget::Remote { url, token } => {
+            let mut headers = reqwest::header::HeaderMap::new();
+            headers.insert(
+                reqwest::header::AUTHORIZATION,
+                format!("Bearer {token}").parse()?,
+            );
+            let agent = HttpClient::builder_with_endpoint(&url)
+                .configure_http(|http| http.no_proxy().default_headers(headers))
+                .build()?;
+            drive(cwd, agent).await
+        }
+    }
+}
+
+async fn drive(
+    cwd: PathBuf,
+    agent: impl ConnectTo<Client> + 'static,
+) -> Result<(), Box<dyn std::error::Error>> {
     let out = Reporter::stdout();
     let cwd = std::fs::canonicalize(cwd)?;
-    let (program, args) = command.split_first().ok_or("no agent command after --")?;
-    let agent = AcpAgent::new(
-        AcpAgentConfig::new(program).args(args.iter().map(|a| a.to_string_lossy().into_owned())),
-    );
     let state = Arc::new(State::default());
 
     let (st, o) = (state.clone(), out.clone());

@@ -327,6 +327,26 @@ impl Agent for OursAgent {
     }
 }
 
+/// Serves our interop agent in process on a pipe (behind acp-remote's server); its `closed`
+/// event goes to the report when the connection ends.
+pub fn serve_pipe(
+    report: Reporter,
+    reader: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    writer: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+) -> acp_agent::AgentConnection {
+    let agent = OursAgent {
+        report: report.clone(),
+        sessions: Mutex::default(),
+    };
+    let conn = acp_agent::serve(agent, reader, writer);
+    let watch = conn.clone();
+    tokio::spawn(async move {
+        let reason = watch.closed().await;
+        report.event(json!({"event": "closed", "sdk": "ours", "reason": reason.to_string()}));
+    });
+    conn
+}
+
 /// Serves our interop agent on stdio until the client goes away.
 pub async fn run(report: Reporter) {
     let agent = OursAgent {

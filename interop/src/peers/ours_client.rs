@@ -1,10 +1,11 @@
 //! Our client in the matrix, built on acp-client:
-//! `acp-interop ours-client --cwd <workspace> -- <agent command...>`.
+//! `acp-interop ours-client --cwd <workspace> -- <agent command...>`, or
+//! `… --url <url> --token <token>` to reach a remote agent through acp-remote's `connect`
+//! (Streamable HTTP for `http://`, WebSocket for `ws://`).
 //!
-//! It spawns the agent with `AgentProcess`, serves files with `SandboxedFs` and terminals with
+//! It spawns the agent with `AgentProcess` (or connects), serves files with `SandboxedFs` and terminals with
 //! `Terminals`, and runs the client script, printing every event as a JSON line on stdout.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -14,12 +15,20 @@ use acp_client::permission::{PermissionPolicy, choose_permission};
 use acp_client::process::{AgentCommand, AgentProcess};
 use acp_client::terminal::{TerminalDecision, TerminalRequest, Terminals};
 use acp_client::{AgentHandle, Client, ClientConnection, Config, Error, async_trait};
+use acp_remote::ConnectOptions;
 use acp_types::v1::*;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
+use crate::peers::remote::AgentTarget;
 use crate::report::Reporter;
 use crate::script::script;
+
+/// How the connection ends: the child is shut down, or the remote goodbye goes out.
+enum End {
+    Process(Box<AgentProcess>),
+    Remote(acp_remote::Finished),
+}
 
 struct OursClient {
     out: Reporter,
@@ -142,12 +151,10 @@ async fn probe(out: &Reporter, conn: &ClientConnection, name: &str, method: &str
 }
 
 /// Runs the client script against the agent `command`, in workspace `cwd`.
-pub async fn run(cwd: PathBuf, command: Vec<OsString>) -> Result<(), Box<dyn std::error::Error>> {
+pub async fn run(cwd: PathBuf, target: AgentTarget) -> Result<(), Box<dyn std::error::Error>> {
     let out = Reporter::stdout();
     let sc = script();
     let cwd = std::fs::canonicalize(cwd)?;
-    let (program, args) = command.split_first().ok_or("no agent command after --")?;
-    let mut process = AgentProcess::spawn(&AgentCommand::new(program).args(args.iter().cloned()))?;
     let client = Arc::new(OursClient {
         out: out.clone(),
         fs: SandboxedFs::new([&cwd])?,
@@ -156,8 +163,30 @@ pub async fn run(cwd: PathBuf, command: Vec<OsString>) -> Result<(), Box<dyn std
         agent: OnceLock::new(),
         holding: Notify::new(),
     });
-    let (stdout, stdin) = process.take_stdio().ok_or("the agent's stdio was taken")?;
-    let conn = ClientConnection::with_client(client.clone(), stdout, stdin, Config::default());
+    let (conn, end) = match target {
+        AgentTarget::Spawn(command) => {
+            let (program, args) = command.split_first().ok_or("no agent command after --")?;
+            let mut process =
+                AgentProcess::spawn(&AgentCommand::new(program).args(args.iter().cloned()))?;
+            let (stdout, stdin) = process.take_stdio().ok_or("the agent's stdio was taken")?;
+            let conn =
+                ClientConnection::with_client(client.clone(), stdout, stdin, Config::default());
+            (conn, End::Process(Box::new(process)))
+        }
+        AgentTarget::Remote { url, token } => {
+            let link = acp_remote::connect(&url, &ConnectOptions::new().token(token)).await?;
+            out.event(
+                json!({"event": "connected", "url": url, "profile": format!("{:?}", link.profile)}),
+            );
+            let conn = ClientConnection::with_client(
+                client.clone(),
+                link.reader,
+                link.writer,
+                Config::default(),
+            );
+            (conn, End::Remote(link.finished))
+        }
+    };
     let agent = conn.agent().clone();
     let _ = client.agent.set(agent.clone());
 
@@ -246,8 +275,18 @@ pub async fn run(cwd: PathBuf, command: Vec<OsString>) -> Result<(), Box<dyn std
     }
     client.set_turn(None);
     conn.close();
-    let status = process.shutdown(Duration::from_secs(5)).await?;
-    out.event(json!({"event": "agent_exit", "code": status.code(), "signal": null}));
+    match end {
+        End::Process(process) => {
+            let status = process.shutdown(Duration::from_secs(5)).await?;
+            out.event(json!({"event": "agent_exit", "code": status.code(), "signal": null}));
+        }
+        End::Remote(finished) => {
+            // The goodbye (DELETE or close frame) ends the server's agent process; the tap
+            // behind the server records its exit.
+            let _ = tokio::time::timeout(Duration::from_secs(5), finished.wait()).await;
+            out.event(json!({"event": "agent_exit", "code": null, "signal": null, "note": "remote: the tap behind the server records the agent's exit"}));
+        }
+    }
     out.event(json!({"event": "done"}));
     Ok(())
 }

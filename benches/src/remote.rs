@@ -1,0 +1,491 @@
+//! `acp-bench remote`: the remote transport's figures, in one run, on loopback.
+//!
+//! Scenario a (a prompt streaming `--chunks` `agent_message_chunk` updates, chunks/s) and b
+//! (`--requests` sequential `fs/read_text_file` calls from the agent, p99 latency) with our
+//! client against our agent behind acp-remote's server over WebSocket and over Streamable
+//! HTTP, with the official client against the official agent behind
+//! `agent-client-protocol-http`'s server over both, and ours over stdio as the reference;
+//! then `--idle` connections held open on one server of each (initialized, idle): the
+//! server's memory per idle connection, and b's p99 on one more connection while they stay
+//! open.
+//!
+//! Each server runs in a child process (`acp-bench __remote_peer ours|official`) on a free
+//! 127.0.0.1 port, so the memory is the server's alone. Medians of `--runs` runs.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use acp_remote::{BearerToken, Limits, Server};
+use agent_client_protocol_http::AcpHttpServer;
+
+use crate::msg::{self, Job};
+use crate::plan::{Outcome, Plan};
+use crate::table::Impl;
+
+/// The argument that turns this binary into a remote server process.
+pub const REMOTE_PEER_ARG: &str = "__remote_peer";
+/// The bearer token of the benchmark servers (ours checks it; the official one has none).
+const TOKEN: &str = "acp-bench";
+/// How long opening the idle connections may take in all.
+const IDLE_OPEN_TIMEOUT: Duration = Duration::from_secs(120);
+
+const USAGE: &str = "\
+usage: acp-bench remote [options]
+  --runs N       runs per figure; medians are reported (default 3)
+  --chunks N     a: notifications per prompt (default 50000)
+  --requests N   b: sequential requests (default 5000)
+  --idle N       idle connections held open on one server (default 1000, at most 5000)
+  --smoke        tiny sizes, one run (what the test suite runs)";
+
+#[derive(Clone, Debug)]
+struct Options {
+    runs: usize,
+    chunks: u64,
+    requests: u64,
+    idle: usize,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> Result<Options, String> {
+        let mut o = Options {
+            runs: 3,
+            chunks: 50_000,
+            requests: 5_000,
+            idle: 1000,
+        };
+        let mut it = args.iter();
+        let num = |it: &mut std::slice::Iter<'_, String>| -> Result<u64, String> {
+            it.next()
+                .ok_or("missing value")?
+                .replace('_', "")
+                .parse::<u64>()
+                .map_err(|e| e.to_string())
+        };
+        while let Some(arg) = it.next() {
+            match arg.as_str() {
+                "--runs" => o.runs = num(&mut it)?.max(1) as usize,
+                "--chunks" => o.chunks = num(&mut it)?.max(1),
+                "--requests" => o.requests = num(&mut it)?.max(1),
+                "--idle" => o.idle = num(&mut it)?.min(5000) as usize,
+                "--smoke" => {
+                    o.runs = 1;
+                    o.chunks = 200;
+                    o.requests = 100;
+                    o.idle = 20;
+                }
+                "-h" | "--help" => return Err(String::new()),
+                other => return Err(format!("unknown argument {other}")),
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// Whose client and server, over which profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Column {
+    OursStdio,
+    OursWs,
+    OursHttp,
+    OfficialWs,
+    OfficialHttp,
+}
+
+impl Column {
+    const ALL: [Column; 5] = [
+        Column::OursStdio,
+        Column::OursWs,
+        Column::OursHttp,
+        Column::OfficialWs,
+        Column::OfficialHttp,
+    ];
+
+    fn title(self) -> &'static str {
+        match self {
+            Column::OursStdio => "ours stdio",
+            Column::OursWs => "ours ws",
+            Column::OursHttp => "ours http",
+            Column::OfficialWs => "official ws",
+            Column::OfficialHttp => "official http",
+        }
+    }
+
+    fn server(self) -> Option<&'static str> {
+        match self {
+            Column::OursStdio => None,
+            Column::OursWs | Column::OursHttp => Some("ours"),
+            Column::OfficialWs | Column::OfficialHttp => Some("official"),
+        }
+    }
+
+    fn websocket(self) -> bool {
+        matches!(self, Column::OursWs | Column::OfficialWs)
+    }
+}
+
+/// A server child process.
+struct ServerChild {
+    child: Child,
+    url: String,
+}
+
+impl ServerChild {
+    fn start(kind: &str) -> Result<ServerChild, String> {
+        let mut child = Command::new(crate::exe())
+            .args([REMOTE_PEER_ARG, kind])
+            .envs(crate::child_env())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start the {kind} server: {e}"))?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default();
+        let url = line.trim().to_owned();
+        if !url.starts_with("http://127.0.0.1:") {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("the {kind} server printed {line:?}, not its URL"));
+        }
+        Ok(ServerChild { child, url })
+    }
+
+    fn url(&self, websocket: bool) -> String {
+        if websocket {
+            self.url.replacen("http://", "ws://", 1)
+        } else {
+            self.url.clone()
+        }
+    }
+
+    /// Resident memory of the server process (KiB).
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for ServerChild {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(3) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The body of a server process: serve the benchmark agent on a free loopback port, print
+/// the URL, stop when stdin closes.
+pub fn peer(kind: &str) -> ExitCode {
+    let rt = crate::runtime();
+    let served = rt.block_on(async {
+        let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
+        match kind {
+            "ours" => {
+                let mut limits = Limits::default();
+                limits.max_connections = 10_000;
+                limits.max_sockets = 20_000;
+                let server = Server::in_process(crate::ours::BenchAgent::default)
+                    .authenticator(BearerToken::new(TOKEN).map_err(|e| e.to_string())?)
+                    .limits(limits)
+                    .bind(addr)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                println!("{}", server.url());
+                wait_for_stdin_eof().await;
+                server.shutdown();
+                Ok(())
+            }
+            "official" => {
+                let router = AcpHttpServer::new(crate::official::agent).into_router();
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let local = listener.local_addr().map_err(|e| e.to_string())?;
+                let serving = tokio::spawn(async move { axum::serve(listener, router).await });
+                println!("http://{local}/acp");
+                wait_for_stdin_eof().await;
+                serving.abort();
+                Ok(())
+            }
+            other => Err(format!("unknown remote peer {other:?}")),
+        }
+    });
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("remote peer: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn wait_for_stdin_eof() {
+    use tokio::io::AsyncReadExt;
+    let mut stdin = tokio::io::stdin();
+    let mut buf = [0u8; 64];
+    while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
+}
+
+/// One measurement of `plan` in `column` (a fresh server for each).
+fn measure(column: Column, plan: Plan) -> Result<Outcome, String> {
+    let Some(kind) = column.server() else {
+        return crate::measure(Impl::Ours, crate::Transport::Stdio, plan);
+    };
+    let server = ServerChild::start(kind)?;
+    let url = server.url(column.websocket());
+    run_on(kind, &url, plan)
+}
+
+fn run_on(kind: &str, url: &str, plan: Plan) -> Result<Outcome, String> {
+    let url = url.to_owned();
+    if kind == "ours" {
+        crate::timed(crate::runtime(), async move {
+            crate::ours::over_remote(&url, TOKEN, plan).await
+        })
+    } else {
+        crate::timed(crate::runtime(), async move {
+            crate::official::over_remote(&url, TOKEN, plan).await
+        })
+    }
+}
+
+fn a_rate(o: &Options, out: &Outcome) -> Result<f64, String> {
+    if out.chunks != (o.chunks, 0) || out.report.count != o.chunks {
+        return Err(format!(
+            "expected {} chunks in order, got {} in order and {} wrong",
+            o.chunks, out.chunks.0, out.chunks.1
+        ));
+    }
+    Ok(o.chunks as f64 / out.elapsed.as_secs_f64().max(1e-9))
+}
+
+fn b_p99(o: &Options, out: &Outcome) -> Result<f64, String> {
+    let r = &out.report;
+    let each = msg::SMALL_CONTENT.len() as u64;
+    if r.count != o.requests || r.errors != 0 || r.bytes != o.requests * each {
+        return Err(format!(
+            "expected {} good answers, got {} calls, {} errors",
+            o.requests, r.count, r.errors
+        ));
+    }
+    Ok(r.p99_ns as f64 / 1000.0)
+}
+
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(|a, b| a.total_cmp(b));
+    Some(values[values.len() / 2])
+}
+
+/// Medians of `runs` runs of `plan` in `column`, each judged by `figure`.
+fn figure(
+    o: &Options,
+    column: Column,
+    plan: Plan,
+    figure: fn(&Options, &Outcome) -> Result<f64, String>,
+) -> Result<f64, String> {
+    let mut values = Vec::new();
+    for _ in 0..o.runs {
+        let out = measure(column, plan)?;
+        values.push(figure(o, &out)?);
+    }
+    median(values).ok_or_else(|| "no run".to_owned())
+}
+
+/// What `--idle` open connections cost one server, and b's p99 beside them.
+struct IdleFigures {
+    kib_per_connection: f64,
+    b_p99_us: f64,
+}
+
+fn idle(o: &Options, column: Column) -> Result<IdleFigures, String> {
+    let kind = column.server().ok_or("no server")?;
+    let server = ServerChild::start(kind)?;
+    let url = server.url(column.websocket());
+    let n = o.idle;
+    let before = server.rss_kib();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let b = Plan::Job(Job::Sequential { n: o.requests });
+    rt.block_on(async {
+        let release = Arc::new(tokio::sync::Notify::new());
+        let mut ours = Vec::new();
+        let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel(n.max(1));
+        let deadline = Instant::now() + IDLE_OPEN_TIMEOUT;
+        for _ in 0..n {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "opening {n} connections took over {IDLE_OPEN_TIMEOUT:?}"
+                ));
+            }
+            if kind == "ours" {
+                ours.push(crate::ours::open_idle(&url, TOKEN).await?);
+            } else {
+                let transport = crate::official::http_client(&url, TOKEN)?;
+                tokio::spawn(crate::official::hold_idle(
+                    transport,
+                    ready_tx.clone(),
+                    release.clone(),
+                ));
+                tokio::time::timeout(Duration::from_secs(10), ready_rx.recv())
+                    .await
+                    .map_err(|_| "an idle connection did not open".to_owned())?
+                    .ok_or("an idle connection ended")??;
+            }
+        }
+        // Let the server settle (buffers, lazily grown tables) before reading its memory.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let after = server.rss_kib();
+        let out = tokio::time::timeout(crate::MEASUREMENT_TIMEOUT, async {
+            if kind == "ours" {
+                crate::ours::over_remote(&url, TOKEN, b).await
+            } else {
+                crate::official::over_remote(&url, TOKEN, b).await
+            }
+        })
+        .await
+        .map_err(|_| "b timed out".to_owned())??;
+        release.notify_waiters();
+        for conn in ours {
+            conn.close();
+        }
+        Ok(IdleFigures {
+            kib_per_connection: after.saturating_sub(before) as f64 / n.max(1) as f64,
+            b_p99_us: b_p99(o, &out)?,
+        })
+    })
+}
+
+fn cell(v: &Result<f64, String>, digits: usize) -> String {
+    match v {
+        Ok(v) => format!("{v:.digits$}"),
+        Err(_) => "FAILED".to_owned(),
+    }
+}
+
+fn ratio(a: &Result<f64, String>, b: &Result<f64, String>) -> String {
+    match (a, b) {
+        (Ok(a), Ok(b)) if *b > 0.0 => format!("{:.2}x", a / b),
+        _ => "–".to_owned(),
+    }
+}
+
+/// `acp-bench remote`.
+pub fn main(args: &[String]) -> ExitCode {
+    let o = match Options::parse(args) {
+        Ok(o) => o,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("error: {e}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let started = Instant::now();
+    let a = Plan::Job(Job::Stream { n: o.chunks });
+    let b = Plan::Job(Job::Sequential { n: o.requests });
+    let mut failed = false;
+    let mut rows_a = Vec::new();
+    let mut rows_b = Vec::new();
+    for column in Column::ALL {
+        let ra = figure(&o, column, a, a_rate);
+        let rb = figure(&o, column, b, b_p99);
+        for (what, r) in [("a", &ra), ("b", &rb)] {
+            if let Err(e) = r {
+                eprintln!("{what} {}: FAILED: {e}", column.title());
+                failed = true;
+            }
+        }
+        rows_a.push(ra);
+        rows_b.push(rb);
+    }
+    println!(
+        "\n## acp-bench remote (loopback; a: {} chunks, b: {} requests, medians of {} runs)\n",
+        o.chunks, o.requests, o.runs
+    );
+    let titles: Vec<&str> = Column::ALL.iter().map(|c| c.title()).collect();
+    println!("| figure | {} |", titles.join(" | "));
+    println!("|---|{}", "---|".repeat(titles.len()));
+    let line = |name: &str, rows: &[Result<f64, String>], digits| {
+        let cells: Vec<String> = rows.iter().map(|r| cell(r, digits)).collect();
+        println!("| {name} | {} |", cells.join(" | "));
+    };
+    line("a. chunks/s (higher is better)", &rows_a, 0);
+    line("b. p99 µs (lower is better)", &rows_b, 1);
+    // Column order: ours stdio, ours ws, ours http, official ws, official http.
+    println!("\nRatios:");
+    println!(
+        "- a over WebSocket: {} of ours over stdio (target >= 0.50x), {} the official crate's WebSocket (target >= 10x)",
+        ratio(&rows_a[1], &rows_a[0]),
+        ratio(&rows_a[1], &rows_a[3])
+    );
+    println!(
+        "- a over Streamable HTTP: {} of ours over stdio, {} the official crate's HTTP",
+        ratio(&rows_a[2], &rows_a[0]),
+        ratio(&rows_a[2], &rows_a[4])
+    );
+    println!(
+        "- b p99, ours / official (target <= 1.00x): WebSocket {}, Streamable HTTP {}",
+        ratio(&rows_b[1], &rows_b[3]),
+        ratio(&rows_b[2], &rows_b[4])
+    );
+    println!(
+        "\n{} idle connections on one server (each initialized):\n",
+        o.idle
+    );
+    println!("| server, profile | server RSS per idle connection (KiB) | b p99 beside them (µs) |");
+    println!("|---|---|---|");
+    for column in [
+        Column::OursWs,
+        Column::OursHttp,
+        Column::OfficialWs,
+        Column::OfficialHttp,
+    ] {
+        match idle(&o, column) {
+            Ok(f) => println!(
+                "| {} | {:.1} | {:.1} |",
+                column.title(),
+                f.kib_per_connection,
+                f.b_p99_us
+            ),
+            Err(e) => {
+                eprintln!("idle {}: FAILED: {e}", column.title());
+                println!("| {} | FAILED | FAILED |", column.title());
+                failed = true;
+            }
+        }
+    }
+    println!("\n(took {:.1}s)", started.elapsed().as_secs_f64());
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
