@@ -345,14 +345,23 @@ async fn a_tool_list_change_is_followed() {
     };
     assert!(!names().await.contains(&"extra".to_owned()));
     let cancel = CancellationToken::new();
-    connector.call_tool("t", "grow", None, &cancel).await.unwrap();
+    connector
+        .call_tool("t", "grow", None, &cancel)
+        .await
+        .unwrap();
     // notifications/tools/list_changed makes the connector list the tools again.
     let started = Instant::now();
     while !names().await.contains(&"extra".to_owned()) {
-        assert!(started.elapsed() < Duration::from_secs(10), "never refreshed");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "never refreshed"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let r = connector.call_tool("t", "extra", None, &cancel).await.unwrap();
+    let r = connector
+        .call_tool("t", "extra", None, &cancel)
+        .await
+        .unwrap();
     assert_eq!(text_of(&r), "extra ran");
     connector.close().await;
 }

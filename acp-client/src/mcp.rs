@@ -35,8 +35,8 @@ use tokio::sync::{mpsc, oneshot};
 use crate::AgentHandle;
 use acp_rpc::Error;
 use acp_types::v1::{
-    McpError, McpServer, McpServerAcp, MessageMcpError, MessageMcpNotification,
-    MessageMcpRequest, MessageMcpResponse, MessageMcpResult,
+    McpError, McpServer, McpServerAcp, MessageMcpError, MessageMcpNotification, MessageMcpRequest,
+    MessageMcpResponse, MessageMcpResult,
 };
 
 /// How many inner requests one hosted server may have running at once.
@@ -176,10 +176,7 @@ impl McpHost {
     }
 
     fn servers(&self) -> std::sync::MutexGuard<'_, HashMap<String, Hosted>> {
-        self.inner
-            .servers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        self.inner.servers.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -314,7 +311,11 @@ async fn ask_agent(
     back: mpsc::WeakSender<ClientJsonRpcMessage>,
 ) {
     let answer = match agent {
-        None => error(&id, METHOD_NOT_FOUND, format!("{method}: no agent attached")),
+        None => error(
+            &id,
+            METHOD_NOT_FOUND,
+            format!("{method}: no agent attached"),
+        ),
         Some(agent) => {
             let text = match &id {
                 Value::String(s) => s.clone(),

@@ -41,7 +41,10 @@ struct Slot {
     stderr: StderrTail,
     /// An `acp` server's id and the way in for the notifications the client sends about it.
     #[cfg(feature = "unstable_mcp_over_acp")]
-    acp: Option<(String, tokio::sync::mpsc::Sender<rmcp::model::ServerJsonRpcMessage>)>,
+    acp: Option<(
+        String,
+        tokio::sync::mpsc::Sender<rmcp::model::ServerJsonRpcMessage>,
+    )>,
 }
 
 impl Slot {
@@ -79,7 +82,11 @@ impl McpConnector {
     /// an `mcp/message` to the client that declared the server. The agent must advertise
     /// `mcpCapabilities.acp` (see [`mcp_capabilities`](super::mcp_capabilities)) and hand the
     /// client's `mcp/message` notifications to [`McpConnector::deliver`].
-    pub fn start_with_client(servers: &[McpServer], config: McpConfig, client: &ClientHandle) -> Self {
+    pub fn start_with_client(
+        servers: &[McpServer],
+        config: McpConfig,
+        client: &ClientHandle,
+    ) -> Self {
         Self::starting(servers, config, Some(client))
     }
 

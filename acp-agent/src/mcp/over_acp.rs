@@ -99,11 +99,12 @@ impl AcpSupervisor {
             }
             Err(_) => {
                 closed.cancel();
-                self.state.send_replace(State::Failed(McpError::StartTimeout {
-                    server: self.name.clone(),
-                    after: bound,
-                    stderr: String::new(),
-                }));
+                self.state
+                    .send_replace(State::Failed(McpError::StartTimeout {
+                        server: self.name.clone(),
+                        after: bound,
+                        stderr: String::new(),
+                    }));
                 return;
             }
         };
@@ -176,7 +177,12 @@ impl Carrier {
     }
 
     /// One carried request, answered (with an MCP error at worst) unless the session closed.
-    async fn request(self: Arc<Self>, id: Value, method: String, params: Option<Map<String, Value>>) {
+    async fn request(
+        self: Arc<Self>,
+        id: Value,
+        method: String,
+        params: Option<Map<String, Value>>,
+    ) {
         let mut call = MessageMcpRequest::new(self.server_id.as_str(), id_text(&id), method);
         call.params = params;
         let answer = tokio::select! {
@@ -191,11 +197,13 @@ impl Carrier {
                 json!({"jsonrpc": "2.0", "id": id, "error": e.error})
             }
             Ok(Err(e)) => error(&id, format!("mcp/message failed: {e}")),
-            Err(_) => error(&id, format!("mcp/message: no answer within {:?}", self.bound)),
+            Err(_) => error(
+                &id,
+                format!("mcp/message: no answer within {:?}", self.bound),
+            ),
         };
-        let message = serde_json::from_value(message).or_else(|e| {
-            serde_json::from_value(error(&id, format!("not an MCP answer: {e}")))
-        });
+        let message = serde_json::from_value(message)
+            .or_else(|e| serde_json::from_value(error(&id, format!("not an MCP answer: {e}"))));
         if let Ok(message) = message {
             let _ = self.replies.send(message).await;
         }

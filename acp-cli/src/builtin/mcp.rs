@@ -1,7 +1,7 @@
 //! The built-in agent's `/mcp` command over the session's MCP servers (connected by
 //! acp-agent's connector when the session starts): `/mcp` lists every server with its tools,
-//! `/mcp SERVER TOOL {json}` calls one tool as an ACP tool call, after asking permission in
-//! mode `ask`.
+//! `/mcp SERVER TOOL {json}` calls one tool as an ACP tool call, after asking permission
+//! (in every mode).
 
 use acp_agent::mcp::{McpError, McpPermission, run_as_tool_call};
 use acp_agent::types::*;
@@ -59,11 +59,9 @@ impl BuiltinAgent {
                 }
             },
         };
-        let permission = if state.mode == "ask" {
-            McpPermission::Ask
-        } else {
-            McpPermission::Skip
-        };
+        // Every mode asks: `code` skips the demo edit's question, not a tool of someone
+        // else's server.
+        let permission = McpPermission::Ask;
         let outcome = run_as_tool_call(
             s,
             &connector,

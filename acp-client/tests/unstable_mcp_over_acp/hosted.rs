@@ -174,7 +174,11 @@ async fn session(
     answer: Answer,
     servers: Vec<McpServer>,
     config: McpConfig,
-) -> (Arc<McpConnector>, ClientConnection, acp_agent::AgentConnection) {
+) -> (
+    Arc<McpConnector>,
+    ClientConnection,
+    acp_agent::AgentConnection,
+) {
     let (client_io, agent_io) = tokio::io::duplex(64 * 1024);
     let (agent_read, agent_write) = tokio::io::split(agent_io);
     let (client_read, client_write) = tokio::io::split(client_io);
@@ -198,7 +202,11 @@ async fn session(
         .new_session(NewSessionRequest::new("/work", servers))
         .await
         .unwrap();
-    let connector = shared.lock().unwrap().clone().expect("session/new connected");
+    let connector = shared
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("session/new connected");
     (connector, conn, served)
 }
 
@@ -222,21 +230,35 @@ async fn the_agents_connector_lists_and_calls_the_tools_of_an_rmcp_server_the_cl
     let listed = connector.tools().await;
     let (server, tools) = &listed[0];
     assert_eq!(server, "editor");
-    let names: Vec<String> = tools.as_ref().unwrap().iter().map(|t| t.qualified.clone()).collect();
+    let names: Vec<String> = tools
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|t| t.qualified.clone())
+        .collect();
     assert_eq!(names, ["editor/echo", "editor/fail", "editor/grow"]);
 
     let cancel = CancellationToken::new();
     let args = json!({"text": "hi"}).as_object().cloned();
-    let echoed = connector.call_tool("editor", "echo", args, &cancel).await.unwrap();
+    let echoed = connector
+        .call_tool("editor", "echo", args, &cancel)
+        .await
+        .unwrap();
     assert_eq!(text(&echoed), "editor: hi");
 
     // A tool error is the tool's answer, not a failure of the carrying.
-    let failed = connector.call_tool("editor", "fail", None, &cancel).await.unwrap();
+    let failed = connector
+        .call_tool("editor", "fail", None, &cancel)
+        .await
+        .unwrap();
     assert_eq!(failed.is_error, Some(true));
     assert_eq!(text(&failed), "failed on purpose");
 
     // The server's list_changed travels back as an `mcp/message` notification.
-    connector.call_tool("editor", "grow", None, &cancel).await.unwrap();
+    connector
+        .call_tool("editor", "grow", None, &cancel)
+        .await
+        .unwrap();
     let grown = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
             let tools = connector.tools().await.remove(0).1.unwrap();
@@ -249,11 +271,17 @@ async fn the_agents_connector_lists_and_calls_the_tools_of_an_rmcp_server_the_cl
     .await
     .expect("the tool list is refreshed after list_changed");
     assert_eq!(grown, 4);
-    let extra = connector.call_tool("editor", "extra", None, &cancel).await.unwrap();
+    let extra = connector
+        .call_tool("editor", "extra", None, &cancel)
+        .await
+        .unwrap();
     assert_eq!(text(&extra), "extra ran");
 
     let unknown = connector.call_tool("editor", "nope", None, &cancel).await;
-    assert!(matches!(unknown, Err(McpError::UnknownTool { .. })), "{unknown:?}");
+    assert!(
+        matches!(unknown, Err(McpError::UnknownTool { .. })),
+        "{unknown:?}"
+    );
 }
 
 #[tokio::test]
@@ -268,12 +296,20 @@ async fn the_host_refuses_unknown_servers_and_passes_on_the_servers_own_errors()
         .unwrap_err();
     assert_eq!(unknown.code, acp_rpc::ErrorCode::INVALID_PARAMS);
     let params = serde_json::Map::from_iter([("name".to_owned(), json!(42))]);
-    let malformed = MessageMcpRequest::new(offered.server_id.clone(), "2", "tools/call").params(params);
+    let malformed =
+        MessageMcpRequest::new(offered.server_id.clone(), "2", "tools/call").params(params);
     // What the MCP server answers, errors included, is the result (here: not initialized).
     let answered = host.handle_message(malformed).await.unwrap();
-    assert!(matches!(answered, MessageMcpResponse::Error(_)), "{answered:?}");
+    assert!(
+        matches!(answered, MessageMcpResponse::Error(_)),
+        "{answered:?}"
+    );
     // A notification for no server is dropped, not a panic.
-    host.handle_notification(MessageMcpNotification::new("elsewhere", "", "notifications/x"));
+    host.handle_notification(MessageMcpNotification::new(
+        "elsewhere",
+        "",
+        "notifications/x",
+    ));
 }
 
 #[tokio::test]
@@ -291,10 +327,17 @@ async fn clients_that_answer_garbage_an_error_or_nothing_end_as_typed_errors() {
         let (connector, conn, _agent) = session(answer, vec![server], config.clone()).await;
         let listed = connector.tools().await.remove(0).1;
         assert!(
-            matches!(listed, Err(McpError::Initialize { .. } | McpError::StartTimeout { .. })),
+            matches!(
+                listed,
+                Err(McpError::Initialize { .. } | McpError::StartTimeout { .. })
+            ),
             "a client answering {what}: {listed:?}"
         );
-        assert!(started.elapsed() < Duration::from_secs(5), "{what}: {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{what}: {:?}",
+            started.elapsed()
+        );
         // The connection still serves after it.
         conn.agent()
             .new_session(NewSessionRequest::new("/work", vec![]))
