@@ -36,9 +36,11 @@
 //! - **Shutdown**: [`McpConnector::close`] (or dropping the connector) kills every server's
 //!   process group and reaps the processes.
 //!
-//! [`run_as_tool_call`] shows one MCP tool call to the client as an ACP tool call.
+//! [`run_as_tool_call`] shows one MCP tool call to the client as an ACP tool call;
+//! [`mcp_command`] is the `/mcp` prompt command of the demo agents built on it.
 
 mod acp_tool;
+mod command;
 mod connector;
 mod error;
 #[cfg(feature = "mcp-http")]
@@ -48,6 +50,7 @@ mod over_acp;
 mod server;
 
 pub use acp_tool::{McpPermission, result_content, run_as_tool_call};
+pub use command::mcp_command;
 pub use connector::{McpConnector, McpTool};
 pub use error::McpError;
 pub use rmcp::model::{CallToolResult, JsonObject};
