@@ -350,6 +350,10 @@ fn describe(server: &McpServer) -> (String, String) {
             let kind = v.get("type").and_then(Value::as_str).unwrap_or("unknown");
             (name.to_owned(), kind.to_owned())
         }
+        // A variant acp-types has from another crate's feature (`acp` when acp-types'
+        // `unstable_mcp_over_acp` is on but this crate's is not): refused as unsupported.
+        #[allow(unreachable_patterns)]
+        _ => ("unnamed".to_owned(), "unknown".to_owned()),
     }
 }
 
