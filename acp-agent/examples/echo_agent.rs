@@ -12,6 +12,11 @@
 //! `session/list` and `session/resume` work across restarts; `--durability event|event-sync-turn|turn|<N>ms`
 //! chooses when a turn is written (`acp_agent::store::Durability`, default `event`). Run it under an ACP client,
 //! e.g. `cargo run -p acp-client --example demo` (which spawns it).
+//!
+//! Built with the feature `mcp`, it connects the MCP servers of `session/new` (and of
+//! `session/load` and `session/resume`), stdio ones (http too with `mcp-http`), and the
+//! prompt `/mcp` lists them with their tools; `/mcp SERVER TOOL {json}` calls one as a tool
+//! call after asking permission (acp-agent's `mcp::mcp_command`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -24,6 +29,9 @@ use acp_agent::{Agent, AgentContext, Dialect, Error, PromptContext, SessionHandl
 struct EchoAgent {
     /// Session id -> working directory.
     sessions: Mutex<HashMap<String, String>>,
+    /// Session id -> its MCP servers (killed when the agent goes with its connection).
+    #[cfg(feature = "mcp")]
+    mcp: Mutex<HashMap<String, std::sync::Arc<acp_agent::mcp::McpConnector>>>,
     /// Put in session ids so that they stay unique across restarts (with `--store`).
     id_prefix: String,
 }
@@ -34,6 +42,42 @@ enum Step {
 }
 
 impl EchoAgent {
+    /// Starts a session's MCP servers in the background, in place of those it had.
+    #[cfg(feature = "mcp")]
+    fn connect_mcp(&self, id: &str, servers: &[McpServer], cx: &AgentContext) {
+        use acp_agent::mcp::{McpConfig, McpConnector};
+        let connector = McpConnector::start_with_client(servers, McpConfig::default(), cx.client());
+        let mut mcp = self.mcp.lock().unwrap();
+        mcp.insert(id.to_owned(), std::sync::Arc::new(connector));
+    }
+
+    #[cfg(not(feature = "mcp"))]
+    fn connect_mcp(&self, _id: &str, _servers: &[McpServer], _cx: &AgentContext) {}
+
+    /// `/mcp`: acp-agent's command over the session's servers.
+    #[cfg(feature = "mcp")]
+    async fn mcp(&self, cx: &PromptContext, s: &SessionHandle, rest: &str) -> Result<Step, Error> {
+        let connector = self.mcp.lock().unwrap().get(&s.id().0).cloned();
+        let cancel = cx.cancellation_token();
+        let call_id = format!("mcp-{}", cx.request_id());
+        match acp_agent::mcp::mcp_command(s, connector.as_deref(), call_id, rest, &cancel).await? {
+            true => Ok(Step::Cancelled),
+            false => Ok(Step::Done),
+        }
+    }
+
+    #[cfg(not(feature = "mcp"))]
+    async fn mcp(
+        &self,
+        _cx: &PromptContext,
+        s: &SessionHandle,
+        _rest: &str,
+    ) -> Result<Step, Error> {
+        s.message_chunk("This echo agent was built without MCP (feature `mcp`).\n")
+            .await?;
+        Ok(Step::Done)
+    }
+
     async fn read_file(&self, cx: &PromptContext, s: &SessionHandle) -> Result<Step, Error> {
         let readable = cx
             .client_capabilities()
@@ -148,8 +192,13 @@ impl Agent for EchoAgent {
         _p: InitializeRequest,
         _cx: &AgentContext,
     ) -> Result<InitializeResponse, Error> {
-        Ok(InitializeResponse::new(ProtocolVersion::V1)
-            .agent_info(Implementation::new("echo-agent", env!("CARGO_PKG_VERSION"))))
+        let response = InitializeResponse::new(ProtocolVersion::V1)
+            .agent_info(Implementation::new("echo-agent", env!("CARGO_PKG_VERSION")));
+        #[cfg(feature = "mcp")]
+        let response = response.agent_capabilities(
+            AgentCapabilities::new().mcp_capabilities(acp_agent::mcp::mcp_capabilities()),
+        );
+        Ok(response)
     }
 
     async fn new_session(
@@ -163,14 +212,18 @@ impl Agent for EchoAgent {
             sessions.insert(id.clone(), p.cwd);
             id
         };
+        self.connect_mcp(&id, &p.mcp_servers, cx);
         // Held by the SDK until the response below has been written.
         cx.client()
             .send_update(
                 id.as_str(),
-                SessionUpdate::available_commands_update([AvailableCommand::new(
-                    "echo",
-                    "Echo the prompt back",
-                )]),
+                SessionUpdate::available_commands_update([
+                    AvailableCommand::new("echo", "Echo the prompt back"),
+                    AvailableCommand::new(
+                        "mcp",
+                        "List the session's MCP servers, or call a tool: /mcp SERVER TOOL {json}",
+                    ),
+                ]),
             )
             .await?;
         Ok(NewSessionResponse::new(id).modes(SessionModeState::new(
@@ -180,6 +233,31 @@ impl Agent for EchoAgent {
                 SessionMode::new("code", "Code"),
             ],
         )))
+    }
+
+    /// Connects the request's MCP servers, then leaves the replay to the store (answering
+    /// MethodNotFound lets a store serve `session/load`).
+    async fn load_session(
+        &self,
+        p: LoadSessionRequest,
+        cx: &AgentContext,
+    ) -> Result<LoadSessionResponse, Error> {
+        if cx.stored_session(&p.session_id).await.is_some() {
+            self.connect_mcp(&p.session_id.0, &p.mcp_servers, cx);
+        }
+        Err(Error::method_not_found(names::SESSION_LOAD))
+    }
+
+    /// As `session/load`, without the replay.
+    async fn resume_session(
+        &self,
+        p: ResumeSessionRequest,
+        cx: &AgentContext,
+    ) -> Result<ResumeSessionResponse, Error> {
+        if cx.stored_session(&p.session_id).await.is_some() {
+            self.connect_mcp(&p.session_id.0, &p.mcp_servers, cx);
+        }
+        Err(Error::method_not_found(names::SESSION_RESUME))
     }
 
     async fn set_session_mode(
@@ -218,6 +296,14 @@ impl Agent for EchoAgent {
             })
             .collect();
         let text = text.join(" ");
+        if let Some(rest) =
+            (text.trim().strip_prefix("/mcp")).filter(|r| r.is_empty() || r.starts_with(' '))
+        {
+            return Ok(PromptResponse::new(match self.mcp(cx, s, rest).await? {
+                Step::Done => StopReason::EndTurn,
+                Step::Cancelled => StopReason::Cancelled,
+            }));
+        }
         s.thought_chunk("The user said something; I will echo it.")
             .await?;
         let pending =

@@ -17,9 +17,11 @@
 //! one-pixel PNG), `resource` (an embedded text resource), `sleep {ms}` (answers after that
 //! long), `flood {bytes}` (a text of that size), `fail` (a tool error), `crash` (see above),
 //! `env {name}` (the value of an environment variable), `header {name}` (the value of a
-//! header of the HTTP request, in `--http` mode).
+//! header of the HTTP request, in `--http` mode), `grow` (adds the tool `extra` and sends
+//! `notifications/tools/list_changed`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::*;
@@ -33,6 +35,8 @@ const PIXEL: &str =
 
 struct TestServer {
     crash_marker: Option<String>,
+    /// Set by `grow`: the tool `extra` is listed too.
+    grown: AtomicBool,
 }
 
 fn tool(name: &'static str, description: &'static str, props: Value) -> Tool {
@@ -49,7 +53,12 @@ fn arg<'a>(request: &'a CallToolRequestParams, name: &str) -> Option<&'a Value> 
 
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
     }
 
     async fn list_tools(
@@ -57,7 +66,7 @@ impl ServerHandler for TestServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![
+        let mut tools = vec![
             tool(
                 "echo",
                 "Says the text back",
@@ -92,7 +101,12 @@ impl ServerHandler for TestServer {
                 "An HTTP request header",
                 json!({"name": {"type": "string"}}),
             ),
-        ]))
+            tool("grow", "Adds the tool extra", json!({})),
+        ];
+        if self.grown.load(Ordering::SeqCst) {
+            tools.push(tool("extra", "There since grow", json!({})));
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -152,6 +166,17 @@ impl ServerHandler for TestServer {
                     .unwrap_or("");
                 CallToolResult::success(vec![ContentBlock::text(value)])
             }
+            "grow" => {
+                self.grown.store(true, Ordering::SeqCst);
+                let changed = ToolListChangedNotification {
+                    method: Default::default(),
+                    extensions: Default::default(),
+                };
+                let note = ServerNotification::ToolListChangedNotification(changed);
+                let _ = context.peer.send_notification(note).await;
+                CallToolResult::success(vec![ContentBlock::text("grown")])
+            }
+            "extra" => CallToolResult::success(vec![ContentBlock::text("extra ran")]),
             other => return Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
         };
         Ok(result.into())
@@ -192,6 +217,7 @@ async fn main() {
     }
     let server = TestServer {
         crash_marker: value_after(&args, "--crash-once"),
+        grown: AtomicBool::new(false),
     };
     let Ok(running) = server.serve(rmcp::transport::stdio()).await else {
         eprintln!("mcp_test_server: initialize failed");
@@ -206,7 +232,12 @@ async fn serve_http() {
     use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
     let service = StreamableHttpService::new(
-        || Ok(TestServer { crash_marker: None }),
+        || {
+            Ok(TestServer {
+                crash_marker: None,
+                grown: AtomicBool::new(false),
+            })
+        },
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );

@@ -330,9 +330,39 @@ async fn three_servers_start_concurrently_and_a_slow_one_holds_up_nobody() {
     assert!(
         listed
             .iter()
-            .all(|(_, t)| t.as_ref().is_ok_and(|t| t.len() == 10))
+            .all(|(_, t)| t.as_ref().is_ok_and(|t| t.len() == 11))
     );
     assert!(all < Duration::from_millis(3000), "{all:?}");
+    connector.close().await;
+}
+
+#[tokio::test]
+async fn a_tool_list_change_is_followed() {
+    let connector = McpConnector::start(&[stdio("t", &[])], McpConfig::default());
+    let names = async || -> Vec<String> {
+        let tools = connector.tools().await.remove(0).1.unwrap();
+        tools.into_iter().map(|t| t.name).collect()
+    };
+    assert!(!names().await.contains(&"extra".to_owned()));
+    let cancel = CancellationToken::new();
+    connector
+        .call_tool("t", "grow", None, &cancel)
+        .await
+        .unwrap();
+    // notifications/tools/list_changed makes the connector list the tools again.
+    let started = Instant::now();
+    while !names().await.contains(&"extra".to_owned()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "never refreshed"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let r = connector
+        .call_tool("t", "extra", None, &cancel)
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), "extra ran");
     connector.close().await;
 }
 

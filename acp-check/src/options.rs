@@ -169,6 +169,10 @@ pub struct Options {
     pub skip: Vec<String>,
     /// Receives every line that crosses the wire (for `--trace`).
     pub trace: Option<TraceSink>,
+    /// The MCP servers passed in every `session/new` of the run (`acp check --mcp-config`):
+    /// stdio ones always, `http` and `sse` ones only when the agent advertises them in
+    /// `mcpCapabilities`, other kinds never.
+    pub mcp_servers: Vec<acp_types::v1::McpServer>,
 }
 
 impl std::fmt::Debug for Options {

@@ -18,7 +18,7 @@
 //! | `/echo TEXT` | the text streamed back, nothing else |
 //! | `/count [N]` | counts to N (default 30) slowly: a long turn to cancel |
 //! | `/mcp` | the session's MCP servers (from `session/new`) with their tools |
-//! | `/mcp SERVER TOOL {json}` | calls that tool (asking permission in mode `ask`) as a tool call |
+//! | `/mcp SERVER TOOL {json}` | calls that tool, after asking permission (in every mode), as a tool call |
 //! | `/help` | the commands, as a reply |
 //!
 //! In mode `ask` (the default) the edit waits for permission; in mode `code` it is applied
@@ -152,6 +152,18 @@ impl BuiltinAgent {
         Some(state)
     }
 
+    /// Starts the MCP servers a session was given (in the background: the answer does not
+    /// wait for them), in place of those it had.
+    fn connect_mcp(&self, id: &SessionId, servers: &[McpServer], cx: &AgentContext) {
+        let mut mcp = self.mcp.lock().unwrap_or_else(|p| p.into_inner());
+        if servers.is_empty() {
+            mcp.remove(id);
+            return;
+        }
+        let connector = McpConnector::start_with_client(servers, McpConfig::default(), cx.client());
+        mcp.insert(id.clone(), Arc::new(connector));
+    }
+
     /// The MCP connector of a session that was given servers.
     fn connector(&self, id: &SessionId) -> Option<Arc<McpConnector>> {
         self.mcp
@@ -243,14 +255,7 @@ impl Agent for BuiltinAgent {
                 *next
             ))
         };
-        if !p.mcp_servers.is_empty() {
-            // Started in the background: the answer to session/new does not wait for them.
-            let connector = McpConnector::start(&p.mcp_servers, McpConfig::default());
-            self.mcp
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id.clone(), Arc::new(connector));
-        }
+        self.connect_mcp(&id, &p.mcp_servers, cx);
         let state = SessionState {
             cwd: p.cwd,
             mode: MODES[0].0.to_owned(),
@@ -285,6 +290,31 @@ impl Agent for BuiltinAgent {
     /// is the request's when it names one (none match: an empty list), from the request's
     /// cursor on. The cursor is opaque to the client: the id of the last session of the page
     /// before, so a page stays right when sessions are created or deleted between pages.
+    /// Connects the servers of the request to a session the store has, then leaves the
+    /// replay to the store (an agent answering MethodNotFound lets the store serve it).
+    async fn load_session(
+        &self,
+        p: LoadSessionRequest,
+        cx: &AgentContext,
+    ) -> Result<LoadSessionResponse, Error> {
+        if self.restored_state(&p.session_id, cx).await.is_some() {
+            self.connect_mcp(&p.session_id, &p.mcp_servers, cx);
+        }
+        Err(Error::method_not_found(names::SESSION_LOAD))
+    }
+
+    /// As `session/load`, without the replay.
+    async fn resume_session(
+        &self,
+        p: ResumeSessionRequest,
+        cx: &AgentContext,
+    ) -> Result<ResumeSessionResponse, Error> {
+        if self.restored_state(&p.session_id, cx).await.is_some() {
+            self.connect_mcp(&p.session_id, &p.mcp_servers, cx);
+        }
+        Err(Error::method_not_found(names::SESSION_RESUME))
+    }
+
     async fn list_sessions(
         &self,
         p: ListSessionsRequest,

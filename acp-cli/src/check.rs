@@ -54,6 +54,11 @@ pub struct CheckArgs {
     /// session_new, round_trip, fs_read, fs_write. Example: --bound cancel=2000.
     #[arg(long, value_name = "NAME=MS")]
     bound: Vec<String>,
+    /// Pass the MCP servers of this file (the `{"mcpServers": {..}}` of `acp chat
+    /// --mcp-config`) in every session/new; those of transports the agent does not
+    /// advertise are left out.
+    #[arg(long, value_name = "FILE")]
+    mcp_config: Option<PathBuf>,
     /// List the checks and what each means, and exit.
     #[arg(long)]
     list: bool,
@@ -166,6 +171,10 @@ fn options(args: &CheckArgs) -> Result<Options, String> {
         only: args.only.clone(),
         skip: args.skip.clone(),
         trace: None,
+        mcp_servers: match &args.mcp_config {
+            Some(path) => crate::mcp_config::read(path)?,
+            None => Vec::new(),
+        },
     };
     options.validate()?;
     for name in &args.allow_fail {

@@ -5,7 +5,7 @@ mod support;
 
 use std::process::Command;
 
-use support::{Scratch, acp, echo_agent, sh};
+use support::{Scratch, acp, echo_agent, mcp_test_server, sh};
 
 fn check(args: &[&str]) -> (i32, String) {
     let out = Command::new(acp())
@@ -170,4 +170,47 @@ fn a_timing_miss_is_reported_apart_and_fails_the_run_unless_timing_misses_are_ok
     let (status, stdout) = check(&ok);
     assert_eq!(status, 0, "{stdout}");
     assert!(stdout.contains(" SLOW "), "still shown: {stdout}");
+}
+
+/// `--mcp-config` passes the file's servers in session/new; the echo agent connects them, and
+/// its `/mcp` (the first prompt of the script) lists them with their tools.
+#[test]
+fn mcp_config_servers_reach_the_echo_agent() {
+    let agent = echo_agent();
+    let server = mcp_test_server();
+    let dir = Scratch::new("check-mcp");
+    let config = dir.0.join("mcp.json");
+    let servers = serde_json::json!({"mcpServers": {"tools": {"command": server, "args": []}}});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let script = dir.0.join("script.json");
+    let prompts = serde_json::json!({"prompts": ["/mcp", "please read hello.txt"]});
+    std::fs::write(&script, prompts.to_string()).unwrap();
+    let trace = dir.0.join("check.ndjson");
+    let (status, stdout) = check(&[
+        "--json",
+        "--only",
+        "handshake,prompt",
+        "--mcp-config",
+        config.to_str().unwrap(),
+        "--prompt-script",
+        script.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+        "--",
+        agent.to_str().unwrap(),
+    ]);
+    assert_eq!(status, 0, "{stdout}");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let session_new = text
+        .lines()
+        .find(|l| l.contains(r#"\"method\":\"session/new\""#))
+        .expect("a session/new in the trace");
+    assert!(
+        session_new.contains(r#"\"name\":\"tools\"}]"#),
+        "{session_new}"
+    );
+    assert!(
+        text.contains("- tools: echo, add"),
+        "the echo agent listed the server's tools"
+    );
 }

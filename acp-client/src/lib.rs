@@ -61,6 +61,8 @@ pub mod fs;
 mod generated;
 pub mod handle;
 pub mod legacy;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod negotiate;
 pub mod permission;
 #[cfg(feature = "process")]

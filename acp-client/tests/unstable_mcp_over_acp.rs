@@ -6,6 +6,9 @@
 #![cfg(feature = "unstable_mcp_over_acp")]
 
 mod common;
+#[cfg(feature = "mcp")]
+#[path = "unstable_mcp_over_acp/hosted.rs"]
+mod hosted;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

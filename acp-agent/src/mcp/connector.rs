@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::server::{Group, Live, State, StderrTail, Supervisor};
 use super::{McpConfig, McpError};
+use crate::ClientHandle;
 use crate::types::McpServer;
 
 /// One tool of one server.
@@ -38,6 +39,25 @@ struct Slot {
     state: watch::Receiver<State>,
     group: Option<Group>,
     stderr: StderrTail,
+    /// An `acp` server's id and the way in for the notifications the client sends about it.
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    acp: Option<(
+        String,
+        tokio::sync::mpsc::Sender<rmcp::model::ServerJsonRpcMessage>,
+    )>,
+}
+
+impl Slot {
+    fn new(name: String, state: watch::Receiver<State>, stderr: StderrTail) -> Self {
+        Self {
+            name,
+            state,
+            group: None,
+            stderr,
+            #[cfg(feature = "unstable_mcp_over_acp")]
+            acp: None,
+        }
+    }
 }
 
 /// The MCP servers of one session (see the [module docs](super)).
@@ -51,8 +71,28 @@ pub struct McpConnector {
 impl McpConnector {
     /// Starts every server of `servers` in the background and returns at once. Needs a tokio
     /// runtime. Servers of transports this build does not connect are kept as failed slots, so
-    /// using them says why.
+    /// using them says why; so are `acp` servers, which need the client: see
+    /// [`McpConnector::start_with_client`].
     pub fn start(servers: &[McpServer], config: McpConfig) -> Self {
+        Self::starting(servers, config, None)
+    }
+
+    /// [`McpConnector::start`], with `acp` servers (MCP over ACP, feature
+    /// `unstable_mcp_over_acp`) reached through `client`: each inner MCP message travels as
+    /// an `mcp/message` to the client that declared the server. The agent must advertise
+    /// `mcpCapabilities.acp` (see [`mcp_capabilities`](super::mcp_capabilities)) and hand the
+    /// client's `mcp/message` notifications to [`McpConnector::deliver`].
+    pub fn start_with_client(
+        servers: &[McpServer],
+        config: McpConfig,
+        client: &ClientHandle,
+    ) -> Self {
+        Self::starting(servers, config, Some(client))
+    }
+
+    fn starting(servers: &[McpServer], config: McpConfig, client: Option<&ClientHandle>) -> Self {
+        #[cfg(not(feature = "unstable_mcp_over_acp"))]
+        let _ = client;
         let shutdown = CancellationToken::new();
         let mut taken = HashSet::new();
         let mut slots = Vec::new();
@@ -72,12 +112,26 @@ impl McpConnector {
                     shutdown: shutdown.child_token(),
                 };
                 tasks.push(tokio::spawn(supervisor.run()));
-                slots.push(Slot {
-                    name,
-                    state: rx,
-                    group: None,
-                    stderr,
-                });
+                slots.push(Slot::new(name, rx, stderr));
+                continue;
+            }
+            #[cfg(feature = "unstable_mcp_over_acp")]
+            if let (McpServer::Acp(spec), Some(client)) = (server, client) {
+                let (tx, rx) = watch::channel(State::Starting);
+                let (inbox_tx, inbox_rx) = tokio::sync::mpsc::channel(super::over_acp::INBOX);
+                let supervisor = super::over_acp::AcpSupervisor {
+                    name: name.clone(),
+                    server_id: spec.server_id.0.clone(),
+                    client: client.clone(),
+                    config: config.clone(),
+                    state: tx,
+                    inbox: inbox_rx,
+                    shutdown: shutdown.child_token(),
+                };
+                tasks.push(tokio::spawn(supervisor.run()));
+                let mut slot = Slot::new(name, rx, stderr);
+                slot.acp = Some((spec.server_id.0.clone(), inbox_tx));
+                slots.push(slot);
                 continue;
             }
             let McpServer::Stdio(spec) = server else {
@@ -85,12 +139,7 @@ impl McpConnector {
                     server: name.clone(),
                     transport,
                 }));
-                slots.push(Slot {
-                    name,
-                    state: rx,
-                    group: None,
-                    stderr,
-                });
+                slots.push(Slot::new(name, rx, stderr));
                 continue;
             };
             let (tx, rx) = watch::channel(State::Starting);
@@ -105,12 +154,9 @@ impl McpConnector {
                 shutdown: shutdown.child_token(),
             };
             tasks.push(tokio::spawn(supervisor.run()));
-            slots.push(Slot {
-                name,
-                state: rx,
-                group: Some(group),
-                stderr,
-            });
+            let mut slot = Slot::new(name, rx, stderr);
+            slot.group = Some(group);
+            slots.push(slot);
         }
         Self {
             slots,
@@ -170,7 +216,7 @@ impl McpConnector {
             live = self.ready(slot) => live?,
             _ = cancel.cancelled() => return Err(McpError::Cancelled),
         };
-        if !live.tools.iter().any(|t| t.name == tool) {
+        if !live.tools().iter().any(|t| t.name == tool) {
             return Err(McpError::UnknownTool {
                 server: slot.name.clone(),
                 tool: tool.to_owned(),
@@ -218,6 +264,31 @@ impl McpConnector {
             });
         }
         Ok(result)
+    }
+
+    /// Hands an `mcp/message` notification the client sent (`notifications/tools/list_changed`,
+    /// progress) to the `acp` server it names; `false` when no server of this connector has
+    /// that id (another session's, perhaps). Never waits: when the server's inbox is full the
+    /// notification is dropped.
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    pub fn deliver(&self, notification: &crate::types::MessageMcpNotification) -> bool {
+        let Some((_, inbox)) = self
+            .slots
+            .iter()
+            .filter_map(|s| s.acp.as_ref())
+            .find(|(id, _)| *id == notification.server_id.0)
+        else {
+            return false;
+        };
+        match super::over_acp::inner_notification(notification) {
+            Some(message) => {
+                if inbox.try_send(message).is_err() {
+                    tracing::warn!(server = %notification.server_id.0, "MCP notification dropped");
+                }
+            }
+            None => tracing::debug!(method = %notification.method, "not an MCP notification"),
+        }
+        true
     }
 
     /// Stops every server: kills their process groups and waits until the processes are
@@ -279,6 +350,10 @@ fn describe(server: &McpServer) -> (String, String) {
             let kind = v.get("type").and_then(Value::as_str).unwrap_or("unknown");
             (name.to_owned(), kind.to_owned())
         }
+        // A variant acp-types has from another crate's feature (`acp` when acp-types'
+        // `unstable_mcp_over_acp` is on but this crate's is not): refused as unsupported.
+        #[allow(unreachable_patterns)]
+        _ => ("unnamed".to_owned(), "unknown".to_owned()),
     }
 }
 
@@ -295,7 +370,7 @@ fn unique_name(taken: &mut HashSet<String>, base: &str) -> String {
 }
 
 fn list(server: &str, live: &Live) -> Vec<McpTool> {
-    live.tools
+    live.tools()
         .iter()
         .map(|t| McpTool {
             server: server.to_owned(),

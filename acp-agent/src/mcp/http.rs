@@ -13,7 +13,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::server::{Live, State};
+use super::server::{Live, State, Watcher};
 use super::{McpConfig, McpError};
 use crate::types::McpServerHttp;
 
@@ -68,7 +68,7 @@ impl HttpSupervisor {
 
     async fn connect(
         &self,
-    ) -> Result<rmcp::service::RunningService<rmcp::RoleClient, ()>, McpError> {
+    ) -> Result<rmcp::service::RunningService<rmcp::RoleClient, Watcher>, McpError> {
         let mut headers = HashMap::new();
         for h in &self.spec.headers {
             let name = HeaderName::from_bytes(h.name.as_bytes());
@@ -81,15 +81,18 @@ impl HttpSupervisor {
         let config = StreamableHttpClientTransportConfig::with_uri(self.spec.url.clone())
             .custom_headers(headers);
         let transport = StreamableHttpClientTransport::from_config(config);
-        let service = ().serve(transport).await.map_err(|e| self.error(e.to_string()))?;
-        let tools = service
-            .peer()
-            .list_all_tools()
+        let service = Watcher::new(&self.name, &self.config)
+            .serve(transport)
             .await
-            .map_err(|e| self.error(format!("tools/list: {e}")))?;
+            .map_err(|e| self.error(e.to_string()))?;
+        service
+            .service()
+            .list(service.peer())
+            .await
+            .map_err(|e| self.error(e))?;
         let live = Live {
             peer: service.peer().clone(),
-            tools,
+            tools: service.service().tools.clone(),
         };
         self.state.send_replace(State::Ready(Arc::new(live)));
         Ok(service)

@@ -16,7 +16,15 @@
 //!   ends is marked unavailable, not retried. Without the feature they are refused with
 //!   [`McpError::Unsupported`].
 //! - **sse servers** are always refused (SSE is deprecated by the MCP spec).
+//! - **acp servers** (MCP over ACP, feature `unstable_mcp_over_acp`) are served by the client
+//!   itself: started with [`McpConnector::start_with_client`], every inner MCP message goes
+//!   over the ACP connection as an `mcp/message` (each request bounded by
+//!   [`McpConfig::call_timeout`]), and the agent hands the client's `mcp/message`
+//!   notifications to [`McpConnector::deliver`]. Not restarted. Without the feature, or
+//!   started with [`McpConnector::start`], they are refused with [`McpError::Unsupported`].
 //!   [`mcp_capabilities`] advertises what this build connects.
+//! - **Tool-list changes**: on `notifications/tools/list_changed` the connector lists the
+//!   server's tools again; [`McpConnector::tools`] and calls see the new list.
 //! - **Tools** are named `server/tool` ([`McpTool::qualified`]). Server names are made unique
 //!   within a session: a second server called `fs` becomes `fs~2`, and so on. A tool name may
 //!   itself contain `/`: [`McpConnector::resolve`] matches the longest server-name prefix.
@@ -28,16 +36,21 @@
 //! - **Shutdown**: [`McpConnector::close`] (or dropping the connector) kills every server's
 //!   process group and reaps the processes.
 //!
-//! [`run_as_tool_call`] shows one MCP tool call to the client as an ACP tool call.
+//! [`run_as_tool_call`] shows one MCP tool call to the client as an ACP tool call;
+//! [`mcp_command`] is the `/mcp` prompt command of the demo agents built on it.
 
 mod acp_tool;
+mod command;
 mod connector;
 mod error;
 #[cfg(feature = "mcp-http")]
 mod http;
+#[cfg(feature = "unstable_mcp_over_acp")]
+mod over_acp;
 mod server;
 
 pub use acp_tool::{McpPermission, result_content, run_as_tool_call};
+pub use command::mcp_command;
 pub use connector::{McpConnector, McpTool};
 pub use error::McpError;
 pub use rmcp::model::{CallToolResult, JsonObject};
@@ -52,6 +65,10 @@ pub fn mcp_capabilities() -> McpCapabilities {
     // sse is never connected; http only with the `mcp-http` feature.
     let mut caps = McpCapabilities::new();
     caps.http = cfg!(feature = "mcp-http");
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    {
+        caps.acp = true;
+    }
     caps
 }
 

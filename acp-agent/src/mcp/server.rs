@@ -4,13 +4,13 @@
 use std::collections::VecDeque;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use rmcp::model::Tool;
-use rmcp::service::{Peer, RunningService};
+use rmcp::service::{NotificationContext, Peer, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 use tokio::sync::watch;
@@ -30,10 +30,60 @@ pub(super) enum State {
     Failed(McpError),
 }
 
-/// A running server: the rmcp peer to call and the tools it listed.
+/// A running server: the rmcp peer to call and the tools it listed (kept current by its
+/// [`Watcher`]).
 pub(super) struct Live {
     pub(super) peer: Peer<RoleClient>,
-    pub(super) tools: Vec<Tool>,
+    pub(super) tools: ToolList,
+}
+
+impl Live {
+    /// The server's tools as last listed.
+    pub(super) fn tools(&self) -> Vec<Tool> {
+        self.tools.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// A server's tools, replaced whole when the server says they changed.
+pub(super) type ToolList = Arc<RwLock<Vec<Tool>>>;
+
+/// The rmcp client handler of every server: on `notifications/tools/list_changed` it lists
+/// the tools again (within the start bound) and replaces the server's [`ToolList`]; a listing
+/// that fails keeps the old list.
+pub(super) struct Watcher {
+    pub(super) server: String,
+    pub(super) tools: ToolList,
+    pub(super) bound: Duration,
+}
+
+impl Watcher {
+    pub(super) fn new(server: &str, config: &McpConfig) -> Self {
+        Self {
+            server: server.to_owned(),
+            tools: ToolList::default(),
+            bound: config.start_timeout,
+        }
+    }
+
+    /// Lists the tools and keeps them.
+    pub(super) async fn list(&self, peer: &Peer<RoleClient>) -> Result<(), String> {
+        let tools = tokio::time::timeout(self.bound, peer.list_all_tools())
+            .await
+            .map_err(|_| format!("tools/list: no answer within {:?}", self.bound))?
+            .map_err(|e| format!("tools/list: {e}"))?;
+        *self.tools.write().unwrap_or_else(|e| e.into_inner()) = tools;
+        Ok(())
+    }
+}
+
+impl ClientHandler for Watcher {
+    // rmcp runs each notification handler in a task of its own, so listing here does not
+    // hold up the service loop that delivers the answer.
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        if let Err(e) = self.list(&context.peer).await {
+            tracing::warn!(server = %self.server, "MCP tool list not refreshed: {e}");
+        }
+    }
 }
 
 /// The last bytes a server wrote to stderr.
@@ -150,7 +200,10 @@ impl Supervisor {
     }
 
     /// Spawns the process, does the handshake and lists the tools, all within the start bound.
-    async fn start(&self, child: &mut Child) -> Result<RunningService<RoleClient, ()>, McpError> {
+    async fn start(
+        &self,
+        child: &mut Child,
+    ) -> Result<RunningService<RoleClient, Watcher>, McpError> {
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(self.initialize_error("no stdin/stdout pipes"));
         };
@@ -167,15 +220,16 @@ impl Supervisor {
         let transport = AsyncRwTransport::new_client(stdout, stdin)
             .with_max_line_length(self.config.max_message_bytes);
         let handshake = async {
-            let service =
-                ().serve(transport)
-                    .await
-                    .map_err(|e| self.initialize_error(e.to_string()))?;
-            let tools = service
-                .peer()
-                .list_all_tools()
+            let service = Watcher::new(&self.name, &self.config)
+                .serve(transport)
                 .await
-                .map_err(|e| self.initialize_error(format!("tools/list: {e}")))?;
+                .map_err(|e| self.initialize_error(e.to_string()))?;
+            let watcher = service.service();
+            watcher
+                .list(service.peer())
+                .await
+                .map_err(|e| self.initialize_error(e))?;
+            let tools = watcher.tools.clone();
             Ok::<_, McpError>((service, tools))
         };
         let bound = self.config.start_timeout;

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use acp_client::process::AgentProcess;
 use acp_types::v1::{
     AuthenticateRequest, ClientCapabilities, FileSystemCapabilities, Implementation,
-    InitializeRequest, NewSessionRequest,
+    InitializeRequest, McpServer, NewSessionRequest,
 };
 use serde_json::Value;
 
@@ -323,9 +323,21 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Sends `session/new` in the workspace.
+    /// Sends `session/new` in the workspace, with the run's MCP servers of the transports
+    /// the agent advertises.
     pub async fn new_session(&self, conn: &Conn) -> Result<Reply, NoReply> {
-        let request = NewSessionRequest::new(self.cwd(), []);
+        let init = conn.init();
+        let takes = |kind: &str| {
+            let pointer = format!("/agentCapabilities/mcpCapabilities/{kind}");
+            init.pointer(&pointer).and_then(Value::as_bool) == Some(true)
+        };
+        let servers = self.options.mcp_servers.iter().filter(|s| match s {
+            McpServer::Stdio(_) => true,
+            McpServer::Http(_) => takes("http"),
+            McpServer::Sse(_) => takes("sse"),
+            _ => false,
+        });
+        let request = NewSessionRequest::new(self.cwd(), servers.cloned());
         self.call(conn, "session/new", to_value(&request)).await
     }
 

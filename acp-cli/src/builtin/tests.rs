@@ -10,6 +10,14 @@ struct Wire {
     lines: tokio::io::Lines<BufReader<ReadHalf<DuplexStream>>>,
     out: WriteHalf<DuplexStream>,
     next: i64,
+    /// The text of the agent's message chunks so far.
+    said: String,
+    /// The option picked when the agent asks for permission (`allow` or `reject`).
+    permit: &'static str,
+    /// How many times the agent asked for permission.
+    asked: usize,
+    /// The statuses of the tool call updates so far.
+    statuses: Vec<String>,
 }
 
 impl Wire {
@@ -17,14 +25,45 @@ impl Wire {
         let (client, agent) = tokio::io::duplex(1 << 20);
         let (agent_read, agent_write) = tokio::io::split(agent);
         acp_agent::serve(BuiltinAgent::default(), agent_read, agent_write);
+        Self::over(client).await
+    }
+
+    /// The built-in agent served with an in-memory session store (it loads and resumes).
+    async fn start_with_store() -> Wire {
+        let (client, agent) = tokio::io::duplex(1 << 20);
+        let (agent_read, agent_write) = tokio::io::split(agent);
+        let store = acp_agent::store::MemoryStore::new();
+        let config = acp_agent::Config::default();
+        acp_agent::serve_with_store(
+            BuiltinAgent::with_store(),
+            store,
+            agent_read,
+            agent_write,
+            config,
+        );
+        Self::over(client).await
+    }
+
+    async fn over(client: DuplexStream) -> Wire {
         let (read, out) = tokio::io::split(client);
         let mut wire = Wire {
             lines: BufReader::new(read).lines(),
             out,
             next: 0,
+            said: String::new(),
+            permit: "allow",
+            asked: 0,
+            statuses: Vec::new(),
         };
         wire.call("initialize", json!({"protocolVersion": 1})).await;
         wire
+    }
+
+    async fn send(&mut self, message: Value) {
+        self.out
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
     }
 
     /// The whole answer (`result` or `error`) to a request; notifications are skipped.
@@ -32,10 +71,7 @@ impl Wire {
         self.next += 1;
         let request =
             json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
-        self.out
-            .write_all(format!("{request}\n").as_bytes())
-            .await
-            .unwrap();
+        self.send(request).await;
         loop {
             let line = self
                 .lines
@@ -44,7 +80,23 @@ impl Wire {
                 .unwrap()
                 .expect("the agent answers");
             let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == json!(self.next) {
+            if message["method"] == "session/request_permission" {
+                self.asked += 1;
+                let outcome = json!({"outcome": "selected", "optionId": self.permit});
+                let answer =
+                    json!({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": outcome}});
+                self.send(answer).await;
+                continue;
+            }
+            let update = &message["params"]["update"];
+            if let Some(status) = update["status"].as_str() {
+                self.statuses.push(status.to_owned());
+            }
+            if update["sessionUpdate"] == "agent_message_chunk" {
+                self.said
+                    .push_str(update["content"]["text"].as_str().unwrap_or_default());
+            }
+            if message["id"] == json!(self.next) && message.get("method").is_none() {
                 return message;
             }
         }
@@ -225,4 +277,66 @@ async fn session_new_does_not_wait_for_its_mcp_servers() {
     eprintln!(
         "figure: session/new answered in {answered:?}; /mcp listed 3 servers (one starting in 1.5 s) {listed:?} after session/new was sent"
     );
+}
+
+/// `session/load` and `session/resume` connect the servers they are given, as `session/new`
+/// does: `/mcp` lists them after each.
+#[tokio::test]
+async fn session_load_and_resume_connect_their_mcp_servers() {
+    let server = mcp_test_server();
+    let stdio = |name: &str| json!({"name": name, "command": server, "args": [], "env": []});
+    let mut wire = Wire::start_with_store().await;
+    let id = wire.new_session("/tmp").await["sessionId"].clone();
+    for (method, name) in [("session/load", "loaded"), ("session/resume", "resumed")] {
+        let params = json!({"sessionId": id, "cwd": "/tmp", "mcpServers": [stdio(name)]});
+        let answer = wire.call(method, params).await;
+        assert!(answer.get("result").is_some(), "{method}: {answer}");
+        wire.said.clear();
+        let prompt = json!({"sessionId": id, "prompt": [{"type": "text", "text": "/mcp"}]});
+        let turn = wire.call("session/prompt", prompt).await;
+        assert_eq!(turn["result"]["stopReason"], "end_turn", "{turn}");
+        assert!(
+            wire.said.contains(&format!("- {name}: echo")),
+            "{method}: {}",
+            wire.said
+        );
+    }
+}
+
+/// `/mcp SERVER TOOL` asks permission before calling, in mode `code` too; a rejection is a
+/// failed tool call and the turn still ends.
+#[tokio::test]
+async fn mcp_tool_calls_ask_permission_in_every_mode() {
+    let server = mcp_test_server();
+    let mut wire = Wire::start().await;
+    let servers = json!([{"name": "t", "command": server, "args": [], "env": []}]);
+    let created = wire
+        .call("session/new", json!({"cwd": "/tmp", "mcpServers": servers}))
+        .await;
+    let id = created["result"]["sessionId"].clone();
+    let call = json!({"sessionId": id, "prompt": [{"type": "text", "text": "/mcp t echo {\"text\": \"hello\"}"}]});
+    for (mode, permit) in [("ask", "allow"), ("code", "allow"), ("code", "reject")] {
+        let set = json!({"sessionId": id, "modeId": mode});
+        assert!(
+            wire.call("session/set_mode", set)
+                .await
+                .get("result")
+                .is_some()
+        );
+        let asked = wire.asked;
+        wire.permit = permit;
+        let turn = wire.call("session/prompt", call.clone()).await;
+        assert_eq!(turn["result"]["stopReason"], "end_turn", "{turn}");
+        assert_eq!(wire.asked, asked + 1, "mode {mode}: asked once");
+        let want = if permit == "allow" {
+            "completed"
+        } else {
+            "failed"
+        };
+        assert_eq!(
+            wire.statuses.last().map(String::as_str),
+            Some(want),
+            "{mode} {permit}"
+        );
+    }
 }

@@ -28,7 +28,8 @@ pub fn have(program: &str, test: &str) -> bool {
     found
 }
 
-/// The echo agent example, built on demand into the same target directory.
+/// The echo agent example with its MCP connector (feature `mcp`), built on demand into the
+/// same target directory.
 pub fn echo_agent() -> PathBuf {
     let exe = acp();
     let debug = exe.parent().expect("target dir");
@@ -38,7 +39,14 @@ pub fn echo_agent() -> PathBuf {
     let status = Command::new(cargo)
         .args(["build", "--quiet", "--manifest-path"])
         .arg(&manifest)
-        .args(["-p", "acp-agent", "--example", "echo_agent"])
+        .args([
+            "-p",
+            "acp-agent",
+            "--features",
+            "mcp",
+            "--example",
+            "echo_agent",
+        ])
         .env("CARGO_TARGET_DIR", debug.parent().expect("target root"))
         .status()
         .expect("cargo runs");
