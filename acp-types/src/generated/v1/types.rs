@@ -711,6 +711,23 @@ pub struct ClientSessionCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Present when the client can offer prompt suggestions (`prompt_suggestions_update`; agents send them only then).
+    #[serde(
+        rename = "promptSuggestions",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_prompt_suggestions")]
+    pub prompt_suggestions: ::std::option::Option<PromptSuggestionsCapabilities>,
+    /// Present when the client handles `cursor_update` session updates (agents send them only then).
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_cursors")]
+    pub cursors: ::std::option::Option<SessionCursorsCapabilities>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -724,6 +741,10 @@ impl ClientSessionCapabilities {
             config_options: ::std::default::Default::default(),
             notices: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_prompt_suggestions")]
+            prompt_suggestions: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_cursors")]
+            cursors: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -754,6 +775,24 @@ impl ClientSessionCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the client can offer prompt suggestions (`prompt_suggestions_update`; agents send them only then).
+    #[cfg(feature = "unstable_prompt_suggestions")]
+    pub fn prompt_suggestions(
+        mut self,
+        value: impl ::std::convert::Into<PromptSuggestionsCapabilities>,
+    ) -> Self {
+        self.prompt_suggestions = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the client handles `cursor_update` session updates (agents send them only then).
+    #[cfg(feature = "unstable_session_cursors")]
+    pub fn cursors(
+        mut self,
+        value: impl ::std::convert::Into<SessionCursorsCapabilities>,
+    ) -> Self {
+        self.cursors = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5065,6 +5104,10 @@ pub enum SessionConfigOptionCategory {
     /// Picks the thinking or reasoning level.
     #[serde(rename = "thought_level")]
     ThoughtLevel,
+    /// Picks the response speed (a fast mode toggle, for instance).
+    #[serde(rename = "speed")]
+    #[cfg(feature = "unstable_speed_config_category")]
+    Speed,
     /// A value this version of the schema does not know, kept as sent.
     #[serde(untagged)]
     Unknown(::std::string::String),
@@ -5077,6 +5120,8 @@ impl SessionConfigOptionCategory {
             Self::Model => "model",
             Self::ModelConfig => "model_config",
             Self::ThoughtLevel => "thought_level",
+            #[cfg(feature = "unstable_speed_config_category")]
+            Self::Speed => "speed",
             Self::Unknown(other) => other,
         }
     }
@@ -7755,6 +7800,14 @@ pub enum SessionUpdate {
     #[serde(rename = "session_message_chunk")]
     #[cfg(feature = "unstable_subagents")]
     SessionMessageChunk(SessionMessageChunk),
+    /// Replaces the session's prompt suggestions (for clients advertising `session.promptSuggestions`).
+    #[serde(rename = "prompt_suggestions_update")]
+    #[cfg(feature = "unstable_prompt_suggestions")]
+    PromptSuggestionsUpdate(PromptSuggestionsUpdate),
+    /// A session cursor was announced or what accepts it changed (for clients advertising `session.cursors`).
+    #[serde(rename = "cursor_update")]
+    #[cfg(feature = "unstable_session_cursors")]
+    CursorUpdate(CursorUpdate),
     /// A variant this version of the schema does not know, kept as raw JSON.
     #[serde(untagged)]
     Unknown(::serde_json::Value),
@@ -7929,6 +7982,24 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
                         .map(Self::SessionMessageChunk),
+                )
+            }
+            #[cfg(feature = "unstable_prompt_suggestions")]
+            "prompt_suggestions_update" => {
+                ::std::result::Result::Ok(
+                    <PromptSuggestionsUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::PromptSuggestionsUpdate),
+                )
+            }
+            #[cfg(feature = "unstable_session_cursors")]
+            "cursor_update" => {
+                ::std::result::Result::Ok(
+                    <CursorUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::CursorUpdate),
                 )
             }
             _ => ::std::result::Result::Err(rest),
@@ -8166,6 +8237,32 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
+            #[cfg(feature = "unstable_prompt_suggestions")]
+            Some("prompt_suggestions_update") => {
+                match <PromptSuggestionsUpdate as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    #[cfg(feature = "unstable_prompt_suggestions")]
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::PromptSuggestionsUpdate(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            #[cfg(feature = "unstable_session_cursors")]
+            Some("cursor_update") => {
+                match <CursorUpdate as ::serde::Deserialize>::deserialize(&value) {
+                    #[cfg(feature = "unstable_session_cursors")]
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::CursorUpdate(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
             Some(_) => Ok(Self::Unknown(value)),
             None => Err(::serde::de::Error::missing_field("sessionUpdate")),
         }
@@ -8279,6 +8376,18 @@ impl SessionUpdate {
         content: impl ::std::convert::Into<ContentBlock>,
     ) -> Self {
         Self::SessionMessageChunk(SessionMessageChunk::new(message_id, content))
+    }
+    /// A `prompt_suggestions_update` variant from its body's required fields (see [`PromptSuggestionsUpdate::new`]).
+    #[cfg(feature = "unstable_prompt_suggestions")]
+    pub fn prompt_suggestions_update(
+        suggestions: impl ::std::iter::IntoIterator<Item = PromptSuggestion>,
+    ) -> Self {
+        Self::PromptSuggestionsUpdate(PromptSuggestionsUpdate::new(suggestions))
+    }
+    /// A `cursor_update` variant from its body's required fields (see [`CursorUpdate::new`]).
+    #[cfg(feature = "unstable_session_cursors")]
+    pub fn cursor_update(cursor_id: impl ::std::convert::Into<CursorId>) -> Self {
+        Self::CursorUpdate(CursorUpdate::new(cursor_id))
     }
 }
 impl ::std::convert::From<ToolCall> for SessionUpdate {
@@ -8398,6 +8507,24 @@ impl ::std::convert::From<MessageId> for SessionUpdate {
 impl ::std::convert::From<SessionMessageChunk> for SessionUpdate {
     fn from(body: SessionMessageChunk) -> Self {
         Self::SessionMessageChunk(body)
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl ::std::convert::From<PromptSuggestionsUpdate> for SessionUpdate {
+    fn from(body: PromptSuggestionsUpdate) -> Self {
+        Self::PromptSuggestionsUpdate(body)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::convert::From<CursorUpdate> for SessionUpdate {
+    fn from(body: CursorUpdate) -> Self {
+        Self::CursorUpdate(body)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::convert::From<CursorId> for SessionUpdate {
+    fn from(cursor_id: CursorId) -> Self {
+        Self::CursorUpdate(CursorUpdate::new(cursor_id))
     }
 }
 /// A streamed fragment of a user message, agent reply or agent reasoning. Consecutive chunks with the same `messageId` form one message.
@@ -17751,6 +17878,15 @@ pub struct ForkSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fork at this cursor: the new session's history is the source's history before it (absent: the whole session). Only a cursor the agent announced on the source session that now accepts `fork`; the agent answers `-32602` for any other.
+    #[serde(
+        rename = "cursorId",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_cursors")]
+    pub cursor_id: ::std::option::Option<CursorId>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -17770,6 +17906,8 @@ impl ForkSessionRequest {
             mcp_servers: ::std::default::Default::default(),
             system_prompt: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_cursors")]
+            cursor_id: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -17805,6 +17943,12 @@ impl ForkSessionRequest {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fork at this cursor: the new session's history is the source's history before it (absent: the whole session). Only a cursor the agent announced on the source session that now accepts `fork`; the agent answers `-32602` for any other.
+    #[cfg(feature = "unstable_session_cursors")]
+    pub fn cursor_id(mut self, value: impl ::std::convert::Into<CursorId>) -> Self {
+        self.cursor_id = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -23391,6 +23535,1485 @@ impl InitialSessionConfigOption {
         self
     }
 }
+/// A prompt the agent predicts the user will send next; the client may send `prompt` unchanged as the `prompt` of `session/prompt`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_prompt_suggestions")]
+pub struct PromptSuggestion {
+    /// The suggested prompt (at least one block): `text` and `resource_link` blocks, and other kinds only when both the agent's prompt capabilities and the client's `session.promptSuggestions` allow them.
+    pub prompt: ::std::vec::Vec<ContentBlock>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestion {
+    /// A value from its required fields (`prompt`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(prompt: impl ::std::iter::IntoIterator<Item = ContentBlock>) -> Self {
+        Self {
+            prompt: prompt.into_iter().collect(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl ::serde::Serialize for PromptSuggestion {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptSuggestion::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl<'de> ::serde::Deserialize<'de> for PromptSuggestion {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptSuggestion::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl crate::HasExtra for PromptSuggestion {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestion {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A `prompt_suggestions_update` session update: replaces the session's list of prompt suggestions (a session starts with none; an empty list withdraws them). Not part of the session's history: agents do not replay it.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_prompt_suggestions")]
+pub struct PromptSuggestionsUpdate {
+    /// The suggestions, most likely first; a suggestion that does not parse is dropped, not the update.
+    #[serde(deserialize_with = "crate::serde_util::skip_invalid_items")]
+    pub suggestions: ::std::vec::Vec<PromptSuggestion>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsUpdate {
+    /// A value from its required fields (`suggestions`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        suggestions: impl ::std::iter::IntoIterator<Item = PromptSuggestion>,
+    ) -> Self {
+        Self {
+            suggestions: suggestions.into_iter().collect(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl ::serde::Serialize for PromptSuggestionsUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptSuggestionsUpdate::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl<'de> ::serde::Deserialize<'de> for PromptSuggestionsUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptSuggestionsUpdate::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl crate::HasExtra for PromptSuggestionsUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// The client can offer prompt suggestions (`prompt_suggestions_update`): `{}` means suggestions made of `text` and `resource_link` blocks; the fields opt in to more block kinds (named as the agent's prompt capabilities).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_prompt_suggestions")]
+pub struct PromptSuggestionsCapabilities {
+    /// Present when suggestions may include `image` blocks.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub image: ::std::option::Option<PromptSuggestionsImageCapabilities>,
+    /// Present when suggestions may include `audio` blocks.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub audio: ::std::option::Option<PromptSuggestionsAudioCapabilities>,
+    /// Present when suggestions may include `resource` (embedded) blocks.
+    #[serde(
+        rename = "embeddedContext",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub embedded_context: ::std::option::Option<
+        PromptSuggestionsEmbeddedContextCapabilities,
+    >,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            image: ::std::default::Default::default(),
+            audio: ::std::default::Default::default(),
+            embedded_context: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Present when suggestions may include `image` blocks.
+    pub fn image(
+        mut self,
+        value: impl ::std::convert::Into<PromptSuggestionsImageCapabilities>,
+    ) -> Self {
+        self.image = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when suggestions may include `audio` blocks.
+    pub fn audio(
+        mut self,
+        value: impl ::std::convert::Into<PromptSuggestionsAudioCapabilities>,
+    ) -> Self {
+        self.audio = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when suggestions may include `resource` (embedded) blocks.
+    pub fn embedded_context(
+        mut self,
+        value: impl ::std::convert::Into<PromptSuggestionsEmbeddedContextCapabilities>,
+    ) -> Self {
+        self.embedded_context = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl ::serde::Serialize for PromptSuggestionsCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptSuggestionsCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl<'de> ::serde::Deserialize<'de> for PromptSuggestionsCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptSuggestionsCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl crate::HasExtra for PromptSuggestionsCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: prompt suggestions may include `image` content blocks.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_prompt_suggestions")]
+pub struct PromptSuggestionsImageCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsImageCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl ::serde::Serialize for PromptSuggestionsImageCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptSuggestionsImageCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl<'de> ::serde::Deserialize<'de> for PromptSuggestionsImageCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptSuggestionsImageCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl crate::HasExtra for PromptSuggestionsImageCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsImageCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: prompt suggestions may include `audio` content blocks.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_prompt_suggestions")]
+pub struct PromptSuggestionsAudioCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsAudioCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl ::serde::Serialize for PromptSuggestionsAudioCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptSuggestionsAudioCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl<'de> ::serde::Deserialize<'de> for PromptSuggestionsAudioCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptSuggestionsAudioCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl crate::HasExtra for PromptSuggestionsAudioCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsAudioCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: prompt suggestions may include `resource` content blocks.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_prompt_suggestions")]
+pub struct PromptSuggestionsEmbeddedContextCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsEmbeddedContextCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl ::serde::Serialize for PromptSuggestionsEmbeddedContextCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptSuggestionsEmbeddedContextCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl<'de> ::serde::Deserialize<'de> for PromptSuggestionsEmbeddedContextCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptSuggestionsEmbeddedContextCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl crate::HasExtra for PromptSuggestionsEmbeddedContextCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsEmbeddedContextCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::convert::From<&str> for CursorId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
+/// Names one session cursor within its session; made by the agent, never reused for another position. Clients do not parse or build it.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+#[serde(transparent)]
+#[cfg(feature = "unstable_session_cursors")]
+pub struct CursorId(pub ::std::string::String);
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::ops::Deref for CursorId {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::convert::From<::std::string::String> for CursorId {
+    fn from(value: ::std::string::String) -> Self {
+        Self(value)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::fmt::Display for CursorId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::str::FromStr for CursorId {
+    type Err = ::std::convert::Infallible;
+    fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(Self(value.to_string()))
+    }
+}
+/// On which side of the anchored entity a session cursor is. Unknown values are kept; a client that does not know one cannot place the cursor.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg(feature = "unstable_session_cursors")]
+pub enum CursorAnchorPosition {
+    /// Just before the entity: the history before the cursor does not include it.
+    #[serde(rename = "before")]
+    Before,
+    /// Just after the entity: the history before the cursor includes it and nothing after it.
+    #[serde(rename = "after")]
+    After,
+    /// A value this version of the schema does not know, kept as sent.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorAnchorPosition {
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Before => "before",
+            Self::After => "after",
+            Self::Unknown(other) => other,
+        }
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::fmt::Display for CursorAnchorPosition {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+/// A session cursor next to a message.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_cursors")]
+pub struct CursorMessageAnchor {
+    /// The anchored message.
+    #[serde(rename = "messageId")]
+    pub message_id: MessageId,
+    /// On which side of the message the cursor is.
+    pub position: CursorAnchorPosition,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorMessageAnchor {
+    /// A value from its required fields (`message_id`, `position`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        message_id: impl ::std::convert::Into<MessageId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self {
+            message_id: message_id.into(),
+            position: position.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::serde::Serialize for CursorMessageAnchor {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CursorMessageAnchor::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl<'de> ::serde::Deserialize<'de> for CursorMessageAnchor {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CursorMessageAnchor::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl crate::HasExtra for CursorMessageAnchor {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorMessageAnchor {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A session cursor next to a tool call.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_cursors")]
+pub struct CursorToolCallAnchor {
+    /// The anchored tool call.
+    #[serde(rename = "toolCallId")]
+    pub tool_call_id: ToolCallId,
+    /// On which side of the tool call the cursor is.
+    pub position: CursorAnchorPosition,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorToolCallAnchor {
+    /// A value from its required fields (`tool_call_id`, `position`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        tool_call_id: impl ::std::convert::Into<ToolCallId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self {
+            tool_call_id: tool_call_id.into(),
+            position: position.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::serde::Serialize for CursorToolCallAnchor {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CursorToolCallAnchor::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl<'de> ::serde::Deserialize<'de> for CursorToolCallAnchor {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CursorToolCallAnchor::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl crate::HasExtra for CursorToolCallAnchor {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorToolCallAnchor {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A session cursor next to a compaction.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_cursors")]
+pub struct CursorCompactionAnchor {
+    /// The anchored compaction.
+    #[serde(rename = "compactionId")]
+    pub compaction_id: CompactionId,
+    /// On which side of the compaction the cursor is.
+    pub position: CursorAnchorPosition,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorCompactionAnchor {
+    /// A value from its required fields (`compaction_id`, `position`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        compaction_id: impl ::std::convert::Into<CompactionId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self {
+            compaction_id: compaction_id.into(),
+            position: position.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::serde::Serialize for CursorCompactionAnchor {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CursorCompactionAnchor::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl<'de> ::serde::Deserialize<'de> for CursorCompactionAnchor {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CursorCompactionAnchor::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl crate::HasExtra for CursorCompactionAnchor {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorCompactionAnchor {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Where a session cursor is, relative to an entity the client holds, chosen by `type`. An anchor of a type this schema does not know is kept as sent (`Unknown`); the client cannot place such a cursor and does not guess.
+#[derive(::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+#[cfg(feature = "unstable_session_cursors")]
+pub enum CursorAnchor {
+    /// Next to a user message.
+    #[serde(rename = "user_message")]
+    UserMessage(CursorMessageAnchor),
+    /// Next to an agent message.
+    #[serde(rename = "agent_message")]
+    AgentMessage(CursorMessageAnchor),
+    /// Next to an agent thought.
+    #[serde(rename = "agent_thought")]
+    AgentThought(CursorMessageAnchor),
+    /// Next to a message exchanged with another session.
+    #[serde(rename = "session_message")]
+    SessionMessage(CursorMessageAnchor),
+    /// Next to a tool call.
+    #[serde(rename = "tool_call")]
+    ToolCall(CursorToolCallAnchor),
+    /// Next to a context compaction.
+    #[serde(rename = "compaction")]
+    Compaction(CursorCompactionAnchor),
+    /// A variant this version of the schema does not know, kept as raw JSON.
+    #[serde(untagged)]
+    Unknown(::serde_json::Value),
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl<'de> ::serde::Deserialize<'de> for CursorAnchor {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl crate::serde_util::TagFirst for CursorAnchor {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = concat!("an object for ", stringify!(CursorAnchor));
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "user_message" => {
+                ::std::result::Result::Ok(
+                    <CursorMessageAnchor as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::UserMessage),
+                )
+            }
+            "agent_message" => {
+                ::std::result::Result::Ok(
+                    <CursorMessageAnchor as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::AgentMessage),
+                )
+            }
+            "agent_thought" => {
+                ::std::result::Result::Ok(
+                    <CursorMessageAnchor as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::AgentThought),
+                )
+            }
+            "session_message" => {
+                ::std::result::Result::Ok(
+                    <CursorMessageAnchor as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::SessionMessage),
+                )
+            }
+            "tool_call" => {
+                ::std::result::Result::Ok(
+                    <CursorToolCallAnchor as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::ToolCall),
+                )
+            }
+            "compaction" => {
+                ::std::result::Result::Ok(
+                    <CursorCompactionAnchor as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Compaction),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
+        if !value.is_object() {
+            return ::std::result::Result::Err(
+                ::serde::de::Error::custom(
+                    concat!("expected an object for ", stringify!(CursorAnchor)),
+                ),
+            );
+        }
+        let tag = match value.get("type") {
+            ::std::option::Option::None => ::std::option::Option::None,
+            ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                ::std::option::Option::Some(tag.clone())
+            }
+            ::std::option::Option::Some(_) => {
+                return ::std::result::Result::Err(
+                    ::serde::de::Error::custom(
+                        concat!("`", "type", "` must be a string"),
+                    ),
+                );
+            }
+        };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
+        match tag.as_deref() {
+            Some("user_message") => {
+                match <CursorMessageAnchor as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::UserMessage(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("agent_message") => {
+                match <CursorMessageAnchor as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::AgentMessage(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("agent_thought") => {
+                match <CursorMessageAnchor as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::AgentThought(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("session_message") => {
+                match <CursorMessageAnchor as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::SessionMessage(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("tool_call") => {
+                match <CursorToolCallAnchor as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::ToolCall(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("compaction") => {
+                match <CursorCompactionAnchor as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Compaction(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some(_) => Ok(Self::Unknown(value)),
+            None => Err(::serde::de::Error::missing_field("type")),
+        }
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorAnchor {
+    /// A `user_message` variant from its body's required fields (see [`CursorMessageAnchor::new`]).
+    pub fn user_message(
+        message_id: impl ::std::convert::Into<MessageId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self::UserMessage(CursorMessageAnchor::new(message_id, position))
+    }
+    /// A `agent_message` variant from its body's required fields (see [`CursorMessageAnchor::new`]).
+    pub fn agent_message(
+        message_id: impl ::std::convert::Into<MessageId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self::AgentMessage(CursorMessageAnchor::new(message_id, position))
+    }
+    /// A `agent_thought` variant from its body's required fields (see [`CursorMessageAnchor::new`]).
+    pub fn agent_thought(
+        message_id: impl ::std::convert::Into<MessageId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self::AgentThought(CursorMessageAnchor::new(message_id, position))
+    }
+    /// A `session_message` variant from its body's required fields (see [`CursorMessageAnchor::new`]).
+    pub fn session_message(
+        message_id: impl ::std::convert::Into<MessageId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self::SessionMessage(CursorMessageAnchor::new(message_id, position))
+    }
+    /// A `tool_call` variant from its body's required fields (see [`CursorToolCallAnchor::new`]).
+    pub fn tool_call(
+        tool_call_id: impl ::std::convert::Into<ToolCallId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self::ToolCall(CursorToolCallAnchor::new(tool_call_id, position))
+    }
+    /// A `compaction` variant from its body's required fields (see [`CursorCompactionAnchor::new`]).
+    pub fn compaction(
+        compaction_id: impl ::std::convert::Into<CompactionId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self::Compaction(CursorCompactionAnchor::new(compaction_id, position))
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::convert::From<CursorToolCallAnchor> for CursorAnchor {
+    fn from(body: CursorToolCallAnchor) -> Self {
+        Self::ToolCall(body)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::convert::From<CursorCompactionAnchor> for CursorAnchor {
+    fn from(body: CursorCompactionAnchor) -> Self {
+        Self::Compaction(body)
+    }
+}
+/// Marker: the client may fork the session at this cursor (`session/fork` with `cursorId`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_cursors")]
+pub struct CursorForkCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorForkCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::serde::Serialize for CursorForkCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CursorForkCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl<'de> ::serde::Deserialize<'de> for CursorForkCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CursorForkCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl crate::HasExtra for CursorForkCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorForkCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// The methods that accept a session cursor now (none when empty).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_cursors")]
+pub struct CursorCapabilities {
+    /// Present when `session/fork` accepts this cursor.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub fork: ::std::option::Option<CursorForkCapabilities>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            fork: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Present when `session/fork` accepts this cursor.
+    pub fn fork(
+        mut self,
+        value: impl ::std::convert::Into<CursorForkCapabilities>,
+    ) -> Self {
+        self.fork = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::serde::Serialize for CursorCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CursorCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl<'de> ::serde::Deserialize<'de> for CursorCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CursorCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl crate::HasExtra for CursorCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A `cursor_update` session update: announces a session cursor (one position in the session's timeline) or changes what accepts it. The first update for an id carries `anchor`, which never changes afterwards.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_cursors")]
+pub struct CursorUpdate {
+    /// The cursor, unique within the session.
+    #[serde(rename = "cursorId")]
+    pub cursor_id: CursorId,
+    /// What accepts the cursor: absent leaves it as it was, `null` clears it, a value replaces it (a new cursor starts with none).
+    #[serde(
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub capabilities: ::std::option::Option<::std::option::Option<CursorCapabilities>>,
+    /// Where the cursor is: required on the first update for a cursor; absent and `null` keep the stored anchor.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub anchor: ::std::option::Option<CursorAnchor>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present. Absent leaves the metadata as it was; `null` removes it.
+    #[serde(
+        rename = "_meta",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub meta: ::std::option::Option<::std::option::Option<crate::Meta>>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorUpdate {
+    /// A value from its required fields (`cursor_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(cursor_id: impl ::std::convert::Into<CursorId>) -> Self {
+        Self {
+            cursor_id: cursor_id.into(),
+            capabilities: ::std::default::Default::default(),
+            anchor: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// What accepts the cursor: absent leaves it as it was, `null` clears it, a value replaces it (a new cursor starts with none).
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn capabilities(
+        mut self,
+        value: ::std::option::Option<CursorCapabilities>,
+    ) -> Self {
+        self.capabilities = ::std::option::Option::Some(value);
+        self
+    }
+    /// Where the cursor is: required on the first update for a cursor; absent and `null` keep the stored anchor.
+    pub fn anchor(mut self, value: impl ::std::convert::Into<CursorAnchor>) -> Self {
+        self.anchor = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present. Absent leaves the metadata as it was; `null` removes it.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn meta(mut self, value: ::std::option::Option<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value);
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::serde::Serialize for CursorUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CursorUpdate::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl<'de> ::serde::Deserialize<'de> for CursorUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CursorUpdate::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl crate::HasExtra for CursorUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker object: sent as `{}` when the client handles `cursor_update` session updates. It has no fields.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(transparent)]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_cursors")]
+pub struct SessionCursorsCapabilities {
+    /// Fields the schema does not name, kept as received and written back unchanged.
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl SessionCursorsCapabilities {
+    /// The empty value (it has no fields yet; later versions may add optional ones).
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl crate::HasExtra for SessionCursorsCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl SessionCursorsCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
 impl ::std::convert::From<AuthMethodId> for ::std::string::String {
     fn from(value: AuthMethodId) -> Self {
         value.0
@@ -23398,6 +25021,12 @@ impl ::std::convert::From<AuthMethodId> for ::std::string::String {
 }
 impl ::std::convert::From<CompactionId> for ::std::string::String {
     fn from(value: CompactionId) -> Self {
+        value.0
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::convert::From<CursorId> for ::std::string::String {
+    fn from(value: CursorId) -> Self {
         value.0
     }
 }
