@@ -177,11 +177,9 @@ fn update_capability(update: &SessionUpdate) -> Option<(&'static str, HasCapabil
                 c.session.as_ref().is_some_and(|s| s.compaction.is_some())
             }))
         }
-        #[cfg(feature = "unstable_plan_operations")]
         SessionUpdate::PlanUpdate(_) | SessionUpdate::PlanRemoved(_) => {
             Some(("plan", |c| c.plan.is_some()))
         }
-        #[cfg(feature = "unstable_subagents")]
         SessionUpdate::SubagentUpdate(_)
         | SessionUpdate::SessionMessage(_)
         | SessionUpdate::SessionMessageChunk(_) => Some(("subagents", |c| c.subagents.is_some())),

@@ -1,6 +1,7 @@
 //! `session/update` kinds the schema reserves for clients that advertised a capability
 //! (`notice` needs `session.notices`, `compaction_update` and `compaction_summary_chunk` need
-//! `session.compaction`) are refused locally, never sent, when the client did not advertise
+//! `session.compaction`, and since schema 1.20.0 `plan_update`/`plan_removed` need `plan` and
+//! the subagent kinds `subagents`) are refused locally, never sent, when the client did not advertise
 //! it: the official Python client (which cannot advertise them) drops them, as the interop
 //! matrix showed. With their features on, so are `prompt_suggestions_update` (needs
 //! `session.promptSuggestions`) and `cursor_update` (needs `session.cursors`).
@@ -39,6 +40,9 @@ impl Agent for GatedAgent {
             json!({"sessionUpdate": "notice", "severity": "info", "title": "heads up"}),
             json!({"sessionUpdate": "compaction_summary_chunk", "compactionId": "c1", "content": {"type": "text", "text": "sum"}}),
             json!({"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "completed"}),
+            // Stable since schema 1.20.0: typed and gated with no feature on.
+            json!({"sessionUpdate": "plan_removed", "planId": "p1"}),
+            json!({"sessionUpdate": "subagent_update", "sessionId": "child"}),
         ] {
             let kind = update["sessionUpdate"].clone();
             match cx.session().send(v(update)).await {
@@ -91,25 +95,30 @@ async fn gated_updates_are_refused_without_the_capability_and_never_sent() {
     assert_eq!(kinds, ["agent_message_chunk"], "only the report went out");
     assert_eq!(
         report,
-        r#""notice" -32601 "session.notices"; "compaction_summary_chunk" -32601 "session.compaction"; "compaction_update" -32601 "session.compaction""#
+        r#""notice" -32601 "session.notices"; "compaction_summary_chunk" -32601 "session.compaction"; "compaction_update" -32601 "session.compaction"; "plan_removed" -32601 "plan"; "subagent_update" -32601 "subagents""#
     );
 }
 
 #[tokio::test]
 async fn gated_updates_are_sent_to_a_client_that_advertised_them() {
-    let (kinds, report) = run(json!({"session": {"notices": {}, "compaction": {}}})).await;
+    let (kinds, report) = run(json!({
+        "session": {"notices": {}, "compaction": {}}, "plan": {}, "subagents": {}
+    }))
+    .await;
     assert_eq!(
         kinds,
         [
             "notice",
             "compaction_summary_chunk",
             "compaction_update",
+            "plan_removed",
+            "subagent_update",
             "agent_message_chunk"
         ]
     );
     assert_eq!(
         report,
-        r#""notice" sent; "compaction_summary_chunk" sent; "compaction_update" sent"#
+        r#""notice" sent; "compaction_summary_chunk" sent; "compaction_update" sent; "plan_removed" sent; "subagent_update" sent"#
     );
 }
 
