@@ -149,6 +149,8 @@ struct UnstableGatedAgent;
     feature = "unstable_session_cursors"
 ))]
 #[acp_agent::async_trait]
+// Each update is pushed behind its own feature, so `vec![..]` cannot list them.
+#[allow(clippy::vec_init_then_push)]
 impl Agent for UnstableGatedAgent {
     async fn initialize(
         &self,
