@@ -177,14 +177,22 @@ fn update_capability(update: &SessionUpdate) -> Option<(&'static str, HasCapabil
                 c.session.as_ref().is_some_and(|s| s.compaction.is_some())
             }))
         }
-        #[cfg(feature = "unstable_plan_operations")]
         SessionUpdate::PlanUpdate(_) | SessionUpdate::PlanRemoved(_) => {
             Some(("plan", |c| c.plan.is_some()))
         }
-        #[cfg(feature = "unstable_subagents")]
         SessionUpdate::SubagentUpdate(_)
         | SessionUpdate::SessionMessage(_)
         | SessionUpdate::SessionMessageChunk(_) => Some(("subagents", |c| c.subagents.is_some())),
+        #[cfg(feature = "unstable_prompt_suggestions")]
+        SessionUpdate::PromptSuggestionsUpdate(_) => Some(("session.promptSuggestions", |c| {
+            c.session
+                .as_ref()
+                .is_some_and(|s| s.prompt_suggestions.is_some())
+        })),
+        #[cfg(feature = "unstable_session_cursors")]
+        SessionUpdate::CursorUpdate(_) => Some(("session.cursors", |c| {
+            c.session.as_ref().is_some_and(|s| s.cursors.is_some())
+        })),
         _ => None,
     }
 }

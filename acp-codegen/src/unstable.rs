@@ -38,6 +38,9 @@ pub struct Overlay {
     pub null_as_default: BTreeSet<String>,
     /// New variants of existing unions: (union, Rust variant name) and the feature.
     pub variants: BTreeMap<(String, String), String>,
+    /// String enums that got new values: their inherent functions (`as_str`) match on every
+    /// value, so only the match arms are gated, never the function.
+    pub value_enums: BTreeSet<String>,
 }
 
 /// One method of the overlay.
@@ -178,10 +181,18 @@ fn extend_union(
     let union = defs
         .get_mut(name)
         .ok_or_else(|| err(name, "`x-extend` names no definition of the base schema"))?;
+    if union.get("x-tag").is_none() && union.get("type") == Some(&Value::from("string")) {
+        return extend_string_enum(union, name, added, out);
+    }
     let tag = union
         .get("x-tag")
         .and_then(Value::as_str)
-        .ok_or_else(|| err(name, "only tagged unions (`x-tag`) take new variants"))?
+        .ok_or_else(|| {
+            err(
+                name,
+                "only tagged unions (`x-tag`) and string enums take new variants",
+            )
+        })?
         .to_string();
     let key = if union.get("oneOf").is_some() {
         "oneOf"
@@ -219,6 +230,42 @@ fn extend_union(
             .unwrap_or(members.len());
         members.insert(at, variant.clone());
         out.variants.insert((name.to_string(), rust), feature);
+    }
+    Ok(())
+}
+
+/// Appends `added` values (each `{"const": "value"}` with `x-unstable`) to the string enum
+/// `name` (shape 4): the `speed` category of `SessionConfigOptionCategory`.
+fn extend_string_enum(
+    union: &mut Value,
+    name: &str,
+    added: &[Value],
+    out: &mut Overlay,
+) -> Result<(), Error> {
+    let members = union
+        .get_mut("oneOf")
+        .and_then(Value::as_array_mut)
+        .ok_or_else(|| err(name, "the string enum has no `oneOf`"))?;
+    for value in added {
+        let text = value
+            .get("const")
+            .and_then(Value::as_str)
+            .ok_or_else(|| err(name, "a new value has no `const`"))?;
+        let feature = feature_of(&format!("{name}.{text}"), value)?;
+        if members
+            .iter()
+            .any(|m| m.get("const").and_then(Value::as_str) == Some(text))
+        {
+            return Err(err(name, format!("`{text}` is already a stable value")));
+        }
+        let rust = value
+            .get("x-variant")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| crate::model::pascal_case(text));
+        members.push(value.clone());
+        out.variants.insert((name.to_string(), rust), feature);
+        out.value_enums.insert(name.to_string());
     }
     Ok(())
 }
@@ -408,6 +455,7 @@ impl VisitMut for Gates<'_> {
                 if let Some(feature) = self.field_feature(ty, &f.sig.ident.to_string()) {
                     f.attrs.push(cfg(feature));
                 } else if inherent
+                    && !self.overlay.value_enums.contains(ty)
                     // An inherent function of a union naming an overlay variant is that
                     // variant's constructor (trait impls only match on it: their arms are
                     // gated one by one).
@@ -588,6 +636,31 @@ mod variants {
                 .variants
                 .contains_key(&("Server".into(), "Acp".into()))
         );
+    }
+
+    #[test]
+    fn a_new_string_enum_value_is_appended_and_its_variant_and_arms_gated() {
+        let base = r##"{"$defs": {"Category": {"type": "string", "oneOf": [
+            {"const": "mode", "description": "m"}
+        ]}}}"##;
+        let overlay = r##"{"x-extend": {"Category": {"oneOf": [
+            {"const": "speed", "description": "s", "x-unstable": "unstable_x"}
+        ]}}}"##;
+        let (merged, found) = merge(base, overlay).unwrap();
+        let merged: Value = serde_json::from_str(&merged).unwrap();
+        assert_eq!(merged["$defs"]["Category"]["oneOf"][1]["const"], "speed");
+        let types = "pub enum Category { Mode, Speed, Unknown(String) }\n\
+            impl Category { pub fn as_str(&self) -> &str { match self { Self::Mode => \"mode\", Self::Speed => \"speed\", Self::Unknown(o) => o } } }\n";
+        let out = gate(types, &found).unwrap();
+        assert_eq!(
+            out.matches("#[cfg(feature = \"unstable_x\")]").count(),
+            2,
+            "{out}"
+        );
+        let twice = r##"{"x-extend": {"Category": {"oneOf": [
+            {"const": "mode", "x-unstable": "unstable_x"}
+        ]}}}"##;
+        assert!(merge(base, twice).is_err());
     }
 
     #[test]

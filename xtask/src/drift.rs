@@ -3,7 +3,8 @@
 //! Pinned (the default, offline, what CI runs): the official schema JSON of the npm package
 //! `@agentclientprotocol/sdk` at the version `interop/peers/ts/package.json` pins, from the
 //! interop cache that `cargo xtask interop` fills, and the `unstable_*` features of the Rust
-//! schema crate `agent-client-protocol-schema` at the version acp-types' dev-dependency pins,
+//! schema crate `agent-client-protocol-schema` at the version `differential/Cargo.toml` pins
+//! (the newest acp-rs is tested against; the workspace's lock holds 1.17.0 for 5.2.0),
 //! from cargo's registry sources. Every difference must be explained in
 //! `acp-schema/drift-allow.txt`; an unexplained difference or a stale entry fails.
 //!
@@ -139,14 +140,18 @@ fn crate_features(root: &Path, latest: bool) -> Result<(String, Vec<String>), St
             .to_string();
         return Ok((version, drift::cargo_info_features(&info)));
     }
-    let toml = read(&root.join("acp-types/Cargo.toml"))?;
-    let version = pinned(&toml, SCHEMA_CRATE).ok_or("acp-types does not pin the schema crate")?;
+    // The newest schema crate acp-rs is tested against: the differential crate's pin (outside
+    // the workspace, whose lock holds the =1.17.0 that agent-client-protocol 5.2.0 needs).
+    let differential = root.join("differential");
+    let toml = read(&differential.join("Cargo.toml"))?;
+    let version =
+        pinned(&toml, SCHEMA_CRATE).ok_or("differential/ does not pin the schema crate")?;
     if registry_crate(SCHEMA_CRATE, &version).is_none() {
-        // The lock file names it; fetch it if this machine never built the tests.
+        // Its lock file names it; fetch it if this machine never built the tests.
         output(
             Command::new(&cargo)
                 .args(["fetch", "--locked"])
-                .current_dir(root),
+                .current_dir(&differential),
         )?;
     }
     let dir = registry_crate(SCHEMA_CRATE, &version).ok_or(format!(

@@ -133,7 +133,7 @@ impl ClientHandle {
     ///
     /// For a session whose `session/new` response is not written yet the update is queued and sent right after it.
     ///
-    /// The kinds the schema reserves for clients that asked for them are refused locally (never sent) unless advertised: `notice` needs `session.notices`, `compaction_update` and `compaction_summary_chunk` need `session.compaction`, and (unstable, feature `unstable_plan_operations`) `plan_update` and `plan_removed` need `plan`, and (feature `unstable_subagents`) `subagent_update`, `session_message` and `session_message_chunk` need `subagents`. A client without them may not know these kinds at all (the official Python SDK's client drops them).
+    /// The kinds the schema reserves for clients that asked for them are refused locally (never sent) unless advertised: `notice` needs `session.notices`, `compaction_update` and `compaction_summary_chunk` need `session.compaction`, `plan_update` and `plan_removed` need `plan`, `subagent_update`, `session_message` and `session_message_chunk` need `subagents`, and (unstable, feature `unstable_prompt_suggestions`) `prompt_suggestions_update` needs `session.promptSuggestions`, and (feature `unstable_session_cursors`) `cursor_update` needs `session.cursors`. A client without them may not know these kinds at all (the official Python SDK's client drops them).
     pub async fn session_update(
         &self,
         params: SessionNotification,

@@ -428,7 +428,6 @@ pub struct ClientCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    #[cfg(feature = "unstable_plan_operations")]
     pub plan: ::std::option::Option<PlanCapabilities>,
     /// Present when the client understands subagent sessions: `subagent_update`, `session_message` and `session_message_chunk` updates (agents send them only then).
     #[serde(
@@ -436,7 +435,6 @@ pub struct ClientCapabilities {
         default,
         deserialize_with = "crate::serde_util::lenient"
     )]
-    #[cfg(feature = "unstable_subagents")]
     pub subagents: ::std::option::Option<SubagentCapabilities>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
@@ -453,9 +451,7 @@ impl ClientCapabilities {
             auth: ::std::default::Default::default(),
             elicitation: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
-            #[cfg(feature = "unstable_plan_operations")]
             plan: ::std::default::Default::default(),
-            #[cfg(feature = "unstable_subagents")]
             subagents: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
@@ -500,13 +496,11 @@ impl ClientCapabilities {
         self
     }
     /// Present when the client understands `plan_update` and `plan_removed` updates (agents send them only then).
-    #[cfg(feature = "unstable_plan_operations")]
     pub fn plan(mut self, value: impl ::std::convert::Into<PlanCapabilities>) -> Self {
         self.plan = ::std::option::Option::Some(value.into());
         self
     }
     /// Present when the client understands subagent sessions: `subagent_update`, `session_message` and `session_message_chunk` updates (agents send them only then).
-    #[cfg(feature = "unstable_subagents")]
     pub fn subagents(
         mut self,
         value: impl ::std::convert::Into<SubagentCapabilities>,
@@ -565,10 +559,8 @@ impl ::std::default::Default for ClientCapabilities {
             elicitation: Default::default(),
             fs: defaults::client_capabilities_fs(),
             meta: Default::default(),
-            #[cfg(feature = "unstable_plan_operations")]
             plan: Default::default(),
             session: Default::default(),
-            #[cfg(feature = "unstable_subagents")]
             subagents: Default::default(),
             terminal: Default::default(),
             extra: ::std::default::Default::default(),
@@ -711,6 +703,23 @@ pub struct ClientSessionCapabilities {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Present when the client can offer prompt suggestions (`prompt_suggestions_update`; agents send them only then).
+    #[serde(
+        rename = "promptSuggestions",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_prompt_suggestions")]
+    pub prompt_suggestions: ::std::option::Option<PromptSuggestionsCapabilities>,
+    /// Present when the client handles `cursor_update` session updates (agents send them only then).
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_cursors")]
+    pub cursors: ::std::option::Option<SessionCursorsCapabilities>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -724,6 +733,10 @@ impl ClientSessionCapabilities {
             config_options: ::std::default::Default::default(),
             notices: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_prompt_suggestions")]
+            prompt_suggestions: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_cursors")]
+            cursors: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -754,6 +767,24 @@ impl ClientSessionCapabilities {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the client can offer prompt suggestions (`prompt_suggestions_update`; agents send them only then).
+    #[cfg(feature = "unstable_prompt_suggestions")]
+    pub fn prompt_suggestions(
+        mut self,
+        value: impl ::std::convert::Into<PromptSuggestionsCapabilities>,
+    ) -> Self {
+        self.prompt_suggestions = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when the client handles `cursor_update` session updates (agents send them only then).
+    #[cfg(feature = "unstable_session_cursors")]
+    pub fn cursors(
+        mut self,
+        value: impl ::std::convert::Into<SessionCursorsCapabilities>,
+    ) -> Self {
+        self.cursors = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5065,6 +5096,10 @@ pub enum SessionConfigOptionCategory {
     /// Picks the thinking or reasoning level.
     #[serde(rename = "thought_level")]
     ThoughtLevel,
+    /// Picks the response speed (a fast mode toggle, for instance).
+    #[serde(rename = "speed")]
+    #[cfg(feature = "unstable_speed_config_category")]
+    Speed,
     /// A value this version of the schema does not know, kept as sent.
     #[serde(untagged)]
     Unknown(::std::string::String),
@@ -5077,6 +5112,8 @@ impl SessionConfigOptionCategory {
             Self::Model => "model",
             Self::ModelConfig => "model_config",
             Self::ThoughtLevel => "thought_level",
+            #[cfg(feature = "unstable_speed_config_category")]
+            Self::Speed => "speed",
             Self::Unknown(other) => other,
         }
     }
@@ -7737,24 +7774,27 @@ pub enum SessionUpdate {
     CompactionSummaryChunk(CompactionSummaryChunk),
     /// One plan, named by id, has new content (for clients advertising `plan`).
     #[serde(rename = "plan_update")]
-    #[cfg(feature = "unstable_plan_operations")]
     PlanUpdate(PlanUpdate),
     /// One plan, named by id, is gone (for clients advertising `plan`).
     #[serde(rename = "plan_removed")]
-    #[cfg(feature = "unstable_plan_operations")]
     PlanRemoved(PlanRemoved),
     /// A child session this session started and owns (a subagent) was announced or changed (for clients advertising `subagents`).
     #[serde(rename = "subagent_update")]
-    #[cfg(feature = "unstable_subagents")]
     SubagentUpdate(::std::boxed::Box<SubagentUpdate>),
     /// A message sent to or received from another session was added to this session's transcript or changed (for clients advertising `subagents`).
     #[serde(rename = "session_message")]
-    #[cfg(feature = "unstable_subagents")]
     SessionMessage(::std::boxed::Box<SessionMessage>),
     /// One content block appended to a message exchanged with another session (for clients advertising `subagents`).
     #[serde(rename = "session_message_chunk")]
-    #[cfg(feature = "unstable_subagents")]
     SessionMessageChunk(SessionMessageChunk),
+    /// Replaces the session's prompt suggestions (for clients advertising `session.promptSuggestions`).
+    #[serde(rename = "prompt_suggestions_update")]
+    #[cfg(feature = "unstable_prompt_suggestions")]
+    PromptSuggestionsUpdate(PromptSuggestionsUpdate),
+    /// A session cursor was announced or what accepts it changed (for clients advertising `session.cursors`).
+    #[serde(rename = "cursor_update")]
+    #[cfg(feature = "unstable_session_cursors")]
+    CursorUpdate(CursorUpdate),
     /// A variant this version of the schema does not know, kept as raw JSON.
     #[serde(untagged)]
     Unknown(::serde_json::Value),
@@ -7886,7 +7926,6 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                         .map(Self::CompactionSummaryChunk),
                 )
             }
-            #[cfg(feature = "unstable_plan_operations")]
             "plan_update" => {
                 ::std::result::Result::Ok(
                     <PlanUpdate as ::serde::Deserialize>::deserialize(
@@ -7895,7 +7934,6 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                         .map(Self::PlanUpdate),
                 )
             }
-            #[cfg(feature = "unstable_plan_operations")]
             "plan_removed" => {
                 ::std::result::Result::Ok(
                     <PlanRemoved as ::serde::Deserialize>::deserialize(
@@ -7904,7 +7942,6 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                         .map(Self::PlanRemoved),
                 )
             }
-            #[cfg(feature = "unstable_subagents")]
             "subagent_update" => {
                 ::std::result::Result::Ok(
                     <SubagentUpdate as ::serde::Deserialize>::deserialize(
@@ -7913,7 +7950,6 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                         .map(|body| Self::SubagentUpdate(::std::boxed::Box::new(body))),
                 )
             }
-            #[cfg(feature = "unstable_subagents")]
             "session_message" => {
                 ::std::result::Result::Ok(
                     <SessionMessage as ::serde::Deserialize>::deserialize(
@@ -7922,13 +7958,30 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                         .map(|body| Self::SessionMessage(::std::boxed::Box::new(body))),
                 )
             }
-            #[cfg(feature = "unstable_subagents")]
             "session_message_chunk" => {
                 ::std::result::Result::Ok(
                     <SessionMessageChunk as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
                         .map(Self::SessionMessageChunk),
+                )
+            }
+            #[cfg(feature = "unstable_prompt_suggestions")]
+            "prompt_suggestions_update" => {
+                ::std::result::Result::Ok(
+                    <PromptSuggestionsUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::PromptSuggestionsUpdate),
+                )
+            }
+            #[cfg(feature = "unstable_session_cursors")]
+            "cursor_update" => {
+                ::std::result::Result::Ok(
+                    <CursorUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::CursorUpdate),
                 )
             }
             _ => ::std::result::Result::Err(rest),
@@ -8104,10 +8157,8 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
-            #[cfg(feature = "unstable_plan_operations")]
             Some("plan_update") => {
                 match <PlanUpdate as ::serde::Deserialize>::deserialize(&value) {
-                    #[cfg(feature = "unstable_plan_operations")]
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
@@ -8116,10 +8167,8 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
-            #[cfg(feature = "unstable_plan_operations")]
             Some("plan_removed") => {
                 match <PlanRemoved as ::serde::Deserialize>::deserialize(&value) {
-                    #[cfg(feature = "unstable_plan_operations")]
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
@@ -8128,10 +8177,8 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
-            #[cfg(feature = "unstable_subagents")]
             Some("subagent_update") => {
                 match <SubagentUpdate as ::serde::Deserialize>::deserialize(&value) {
-                    #[cfg(feature = "unstable_subagents")]
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
@@ -8140,10 +8187,8 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
-            #[cfg(feature = "unstable_subagents")]
             Some("session_message") => {
                 match <SessionMessage as ::serde::Deserialize>::deserialize(&value) {
-                    #[cfg(feature = "unstable_subagents")]
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
@@ -8152,16 +8197,40 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
             }
-            #[cfg(feature = "unstable_subagents")]
             Some("session_message_chunk") => {
                 match <SessionMessageChunk as ::serde::Deserialize>::deserialize(
                     &value,
                 ) {
-                    #[cfg(feature = "unstable_subagents")]
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
                         Ok(Self::SessionMessageChunk(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            #[cfg(feature = "unstable_prompt_suggestions")]
+            Some("prompt_suggestions_update") => {
+                match <PromptSuggestionsUpdate as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    #[cfg(feature = "unstable_prompt_suggestions")]
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::PromptSuggestionsUpdate(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            #[cfg(feature = "unstable_session_cursors")]
+            Some("cursor_update") => {
+                match <CursorUpdate as ::serde::Deserialize>::deserialize(&value) {
+                    #[cfg(feature = "unstable_session_cursors")]
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body)
+                            .remove("sessionUpdate");
+                        Ok(Self::CursorUpdate(body))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -8253,32 +8322,39 @@ impl SessionUpdate {
         Self::CompactionSummaryChunk(CompactionSummaryChunk::new(compaction_id, content))
     }
     /// A `plan_update` variant from its body's required fields (see [`PlanUpdate::new`]).
-    #[cfg(feature = "unstable_plan_operations")]
     pub fn plan_update(plan: impl ::std::convert::Into<PlanUpdateContent>) -> Self {
         Self::PlanUpdate(PlanUpdate::new(plan))
     }
     /// A `plan_removed` variant from its body's required fields (see [`PlanRemoved::new`]).
-    #[cfg(feature = "unstable_plan_operations")]
     pub fn plan_removed(plan_id: impl ::std::convert::Into<PlanId>) -> Self {
         Self::PlanRemoved(PlanRemoved::new(plan_id))
     }
     /// A `subagent_update` variant from its body's required fields (see [`SubagentUpdate::new`]).
-    #[cfg(feature = "unstable_subagents")]
     pub fn subagent_update(session_id: impl ::std::convert::Into<SessionId>) -> Self {
         Self::SubagentUpdate(::std::boxed::Box::new(SubagentUpdate::new(session_id)))
     }
     /// A `session_message` variant from its body's required fields (see [`SessionMessage::new`]).
-    #[cfg(feature = "unstable_subagents")]
     pub fn session_message(message_id: impl ::std::convert::Into<MessageId>) -> Self {
         Self::SessionMessage(::std::boxed::Box::new(SessionMessage::new(message_id)))
     }
     /// A `session_message_chunk` variant from its body's required fields (see [`SessionMessageChunk::new`]).
-    #[cfg(feature = "unstable_subagents")]
     pub fn session_message_chunk(
         message_id: impl ::std::convert::Into<MessageId>,
         content: impl ::std::convert::Into<ContentBlock>,
     ) -> Self {
         Self::SessionMessageChunk(SessionMessageChunk::new(message_id, content))
+    }
+    /// A `prompt_suggestions_update` variant from its body's required fields (see [`PromptSuggestionsUpdate::new`]).
+    #[cfg(feature = "unstable_prompt_suggestions")]
+    pub fn prompt_suggestions_update(
+        suggestions: impl ::std::iter::IntoIterator<Item = PromptSuggestion>,
+    ) -> Self {
+        Self::PromptSuggestionsUpdate(PromptSuggestionsUpdate::new(suggestions))
+    }
+    /// A `cursor_update` variant from its body's required fields (see [`CursorUpdate::new`]).
+    #[cfg(feature = "unstable_session_cursors")]
+    pub fn cursor_update(cursor_id: impl ::std::convert::Into<CursorId>) -> Self {
+        Self::CursorUpdate(CursorUpdate::new(cursor_id))
     }
 }
 impl ::std::convert::From<ToolCall> for SessionUpdate {
@@ -8346,58 +8422,67 @@ impl ::std::convert::From<CompactionSummaryChunk> for SessionUpdate {
         Self::CompactionSummaryChunk(body)
     }
 }
-#[cfg(feature = "unstable_plan_operations")]
 impl ::std::convert::From<PlanUpdate> for SessionUpdate {
     fn from(body: PlanUpdate) -> Self {
         Self::PlanUpdate(body)
     }
 }
-#[cfg(feature = "unstable_plan_operations")]
 impl ::std::convert::From<PlanUpdateContent> for SessionUpdate {
     fn from(plan: PlanUpdateContent) -> Self {
         Self::PlanUpdate(PlanUpdate::new(plan))
     }
 }
-#[cfg(feature = "unstable_plan_operations")]
 impl ::std::convert::From<PlanRemoved> for SessionUpdate {
     fn from(body: PlanRemoved) -> Self {
         Self::PlanRemoved(body)
     }
 }
-#[cfg(feature = "unstable_plan_operations")]
 impl ::std::convert::From<PlanId> for SessionUpdate {
     fn from(plan_id: PlanId) -> Self {
         Self::PlanRemoved(PlanRemoved::new(plan_id))
     }
 }
-#[cfg(feature = "unstable_subagents")]
 impl ::std::convert::From<SubagentUpdate> for SessionUpdate {
     fn from(body: SubagentUpdate) -> Self {
         Self::SubagentUpdate(::std::boxed::Box::new(body))
     }
 }
-#[cfg(feature = "unstable_subagents")]
 impl ::std::convert::From<SessionId> for SessionUpdate {
     fn from(session_id: SessionId) -> Self {
         Self::SubagentUpdate(::std::boxed::Box::new(SubagentUpdate::new(session_id)))
     }
 }
-#[cfg(feature = "unstable_subagents")]
 impl ::std::convert::From<SessionMessage> for SessionUpdate {
     fn from(body: SessionMessage) -> Self {
         Self::SessionMessage(::std::boxed::Box::new(body))
     }
 }
-#[cfg(feature = "unstable_subagents")]
 impl ::std::convert::From<MessageId> for SessionUpdate {
     fn from(message_id: MessageId) -> Self {
         Self::SessionMessage(::std::boxed::Box::new(SessionMessage::new(message_id)))
     }
 }
-#[cfg(feature = "unstable_subagents")]
 impl ::std::convert::From<SessionMessageChunk> for SessionUpdate {
     fn from(body: SessionMessageChunk) -> Self {
         Self::SessionMessageChunk(body)
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl ::std::convert::From<PromptSuggestionsUpdate> for SessionUpdate {
+    fn from(body: PromptSuggestionsUpdate) -> Self {
+        Self::PromptSuggestionsUpdate(body)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::convert::From<CursorUpdate> for SessionUpdate {
+    fn from(body: CursorUpdate) -> Self {
+        Self::CursorUpdate(body)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::convert::From<CursorId> for SessionUpdate {
+    fn from(cursor_id: CursorId) -> Self {
+        Self::CursorUpdate(CursorUpdate::new(cursor_id))
     }
 }
 /// A streamed fragment of a user message, agent reply or agent reasoning. Consecutive chunks with the same `messageId` form one message.
@@ -16896,6 +16981,1943 @@ impl ::std::convert::From<i32> for ErrorCode {
         Self(value)
     }
 }
+impl ::std::convert::From<&str> for PlanId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
+/// Identifier of one plan of a session (a session may hold several).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+#[serde(transparent)]
+pub struct PlanId(pub ::std::string::String);
+impl ::std::ops::Deref for PlanId {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+impl ::std::convert::From<::std::string::String> for PlanId {
+    fn from(value: ::std::string::String) -> Self {
+        Self(value)
+    }
+}
+impl ::std::fmt::Display for PlanId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+impl ::std::str::FromStr for PlanId {
+    type Err = ::std::convert::Infallible;
+    fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(Self(value.to_string()))
+    }
+}
+/// A plan as a list of tasks.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct PlanItems {
+    /// The plan replaced.
+    #[serde(rename = "planId")]
+    pub plan_id: PlanId,
+    /// All tasks of the plan with their current status; the client replaces that plan's list with it. Entries that fail to parse are dropped, and an unreadable list reads as empty.
+    #[serde(deserialize_with = "crate::serde_util::lenient_vec")]
+    pub entries: ::std::vec::Vec<PlanEntry>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl PlanItems {
+    /// A value from its required fields (`plan_id`, `entries`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        entries: impl ::std::iter::IntoIterator<Item = PlanEntry>,
+    ) -> Self {
+        Self {
+            plan_id: plan_id.into(),
+            entries: entries.into_iter().collect(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PlanItems {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanItems::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PlanItems {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanItems::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PlanItems {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PlanItems {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A plan kept in a file.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct PlanFile {
+    /// The plan replaced.
+    #[serde(rename = "planId")]
+    pub plan_id: PlanId,
+    /// Where the plan's file is.
+    pub uri: ::std::string::String,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl PlanFile {
+    /// A value from its required fields (`plan_id`, `uri`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        uri: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            plan_id: plan_id.into(),
+            uri: uri.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PlanFile {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanFile::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PlanFile {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanFile::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PlanFile {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PlanFile {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A plan written as Markdown.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct PlanMarkdown {
+    /// The plan replaced.
+    #[serde(rename = "planId")]
+    pub plan_id: PlanId,
+    /// The plan's Markdown text.
+    pub content: ::std::string::String,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl PlanMarkdown {
+    /// A value from its required fields (`plan_id`, `content`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        content: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            plan_id: plan_id.into(),
+            content: content.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PlanMarkdown {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanMarkdown::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PlanMarkdown {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanMarkdown::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PlanMarkdown {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PlanMarkdown {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// The new content of one plan, told apart by its `type` field.
+#[derive(::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+pub enum PlanUpdateContent {
+    /// Tasks with their status.
+    #[serde(rename = "items")]
+    Items(PlanItems),
+    /// A file holding the plan.
+    #[serde(rename = "file")]
+    File(PlanFile),
+    /// Markdown text.
+    #[serde(rename = "markdown")]
+    Markdown(PlanMarkdown),
+    /// A variant this version of the schema does not know, kept as raw JSON.
+    #[serde(untagged)]
+    Unknown(::serde_json::Value),
+}
+impl<'de> ::serde::Deserialize<'de> for PlanUpdateContent {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for PlanUpdateContent {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = concat!(
+        "an object for ", stringify!(PlanUpdateContent)
+    );
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "items" => {
+                ::std::result::Result::Ok(
+                    <PlanItems as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Items),
+                )
+            }
+            "file" => {
+                ::std::result::Result::Ok(
+                    <PlanFile as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::File),
+                )
+            }
+            "markdown" => {
+                ::std::result::Result::Ok(
+                    <PlanMarkdown as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Markdown),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
+        if !value.is_object() {
+            return ::std::result::Result::Err(
+                ::serde::de::Error::custom(
+                    concat!("expected an object for ", stringify!(PlanUpdateContent)),
+                ),
+            );
+        }
+        let tag = match value.get("type") {
+            ::std::option::Option::None => ::std::option::Option::None,
+            ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                ::std::option::Option::Some(tag.clone())
+            }
+            ::std::option::Option::Some(_) => {
+                return ::std::result::Result::Err(
+                    ::serde::de::Error::custom(
+                        concat!("`", "type", "` must be a string"),
+                    ),
+                );
+            }
+        };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
+        match tag.as_deref() {
+            Some("items") => {
+                match <PlanItems as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Items(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("file") => {
+                match <PlanFile as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::File(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("markdown") => {
+                match <PlanMarkdown as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Markdown(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some(_) => Ok(Self::Unknown(value)),
+            None => Err(::serde::de::Error::missing_field("type")),
+        }
+    }
+}
+impl PlanUpdateContent {
+    /// A `items` variant from its body's required fields (see [`PlanItems::new`]).
+    pub fn items(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        entries: impl ::std::iter::IntoIterator<Item = PlanEntry>,
+    ) -> Self {
+        Self::Items(PlanItems::new(plan_id, entries))
+    }
+    /// A `file` variant from its body's required fields (see [`PlanFile::new`]).
+    pub fn file(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        uri: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self::File(PlanFile::new(plan_id, uri))
+    }
+    /// A `markdown` variant from its body's required fields (see [`PlanMarkdown::new`]).
+    pub fn markdown(
+        plan_id: impl ::std::convert::Into<PlanId>,
+        content: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self::Markdown(PlanMarkdown::new(plan_id, content))
+    }
+}
+impl ::std::convert::From<PlanItems> for PlanUpdateContent {
+    fn from(body: PlanItems) -> Self {
+        Self::Items(body)
+    }
+}
+impl ::std::convert::From<PlanFile> for PlanUpdateContent {
+    fn from(body: PlanFile) -> Self {
+        Self::File(body)
+    }
+}
+impl ::std::convert::From<PlanMarkdown> for PlanUpdateContent {
+    fn from(body: PlanMarkdown) -> Self {
+        Self::Markdown(body)
+    }
+}
+/// A `plan_update` session update: one plan, named by its id, has new content.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct PlanUpdate {
+    /// The plan's new content.
+    pub plan: PlanUpdateContent,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl PlanUpdate {
+    /// A value from its required fields (`plan`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(plan: impl ::std::convert::Into<PlanUpdateContent>) -> Self {
+        Self {
+            plan: plan.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PlanUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanUpdate::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PlanUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanUpdate::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PlanUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PlanUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A `plan_removed` session update: the plan with this id is gone.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct PlanRemoved {
+    /// The plan removed.
+    #[serde(rename = "planId")]
+    pub plan_id: PlanId,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl PlanRemoved {
+    /// A value from its required fields (`plan_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(plan_id: impl ::std::convert::Into<PlanId>) -> Self {
+        Self {
+            plan_id: plan_id.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PlanRemoved {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanRemoved::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PlanRemoved {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanRemoved::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PlanRemoved {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PlanRemoved {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the client understands `plan_update` and `plan_removed` session updates.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct PlanCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl PlanCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for PlanCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PlanCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for PlanCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PlanCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for PlanCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl PlanCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the client understands subagent sessions (child announcements and their work state, messages between sessions, and the restrictions on child sessions).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct SubagentCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl SubagentCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SubagentCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SubagentCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SubagentCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SubagentCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SubagentCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SubagentCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: the client may cancel a subagent's current work without ending its session.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct SessionCancelCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl SessionCancelCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionCancelCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionCancelCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionCancelCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionCancelCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionCancelCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionCancelCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// What the client may change in one subagent session. Each change needs its own entry here: what ordinary sessions allow does not carry over to a child.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct SubagentSessionCapabilities {
+    /// Present when the client may cancel the child's current work (the session stays).
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub cancel: ::std::option::Option<SessionCancelCapabilities>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl SubagentSessionCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            cancel: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Present when the client may cancel the child's current work (the session stays).
+    pub fn cancel(
+        mut self,
+        value: impl ::std::convert::Into<SessionCancelCapabilities>,
+    ) -> Self {
+        self.cancel = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SubagentSessionCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SubagentSessionCapabilities::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SubagentSessionCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SubagentSessionCapabilities::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SubagentSessionCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SubagentSessionCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A subagent's foreground work is under way.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct RunningStateUpdate {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl RunningStateUpdate {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for RunningStateUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        RunningStateUpdate::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for RunningStateUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| RunningStateUpdate::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for RunningStateUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl RunningStateUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A subagent's foreground work waits for the user to do something.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct RequiresActionStateUpdate {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl RequiresActionStateUpdate {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for RequiresActionStateUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        RequiresActionStateUpdate::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for RequiresActionStateUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| RequiresActionStateUpdate::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for RequiresActionStateUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl RequiresActionStateUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// The agent cannot tell right now what a subagent is doing (the state `unknown`). The client stops showing the previous state as current; nothing is cancelled or ended.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct UndeterminedStateUpdate {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl UndeterminedStateUpdate {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for UndeterminedStateUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        UndeterminedStateUpdate::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for UndeterminedStateUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| UndeterminedStateUpdate::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for UndeterminedStateUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl UndeterminedStateUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Why a subagent's foreground work stopped: the prompt stop reasons, and `error`. Values this schema does not know (`_`-prefixed ones are free for custom use) are kept as sent, with any fields they bring kept beside them.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum IdleStopReason {
+    /// The work ended normally.
+    #[serde(rename = "end_turn")]
+    EndTurn,
+    /// The token limit was reached.
+    #[serde(rename = "max_tokens")]
+    MaxTokens,
+    /// The limit of model requests in one turn was reached.
+    #[serde(rename = "max_turn_requests")]
+    MaxTurnRequests,
+    /// The agent refused to go on.
+    #[serde(rename = "refusal")]
+    Refusal,
+    /// The work was cancelled.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    /// Something failed (the details, if reported, are in `error`).
+    #[serde(rename = "error")]
+    Error,
+    /// A value this version of the schema does not know, kept as sent.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+impl IdleStopReason {
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::EndTurn => "end_turn",
+            Self::MaxTokens => "max_tokens",
+            Self::MaxTurnRequests => "max_turn_requests",
+            Self::Refusal => "refusal",
+            Self::Cancelled => "cancelled",
+            Self::Error => "error",
+            Self::Unknown(other) => other,
+        }
+    }
+}
+impl ::std::fmt::Display for IdleStopReason {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+/// A subagent is ready for another prompt (it is not ended: a new message makes it run again).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct IdleStateUpdate {
+    /// Why the work stopped; absent, `null` or malformed means not reported.
+    #[serde(
+        rename = "stopReason",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub stop_reason: ::std::option::Option<IdleStopReason>,
+    /// With `stopReason` `error`: the failure as a JSON-RPC error object, when reported.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub error: ::std::option::Option<Error>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Tokens the finished work used, when reported.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_end_turn_token_usage")]
+    pub usage: ::std::option::Option<Usage>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl IdleStateUpdate {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            stop_reason: ::std::default::Default::default(),
+            error: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_end_turn_token_usage")]
+            usage: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Why the work stopped; absent, `null` or malformed means not reported.
+    pub fn stop_reason(
+        mut self,
+        value: impl ::std::convert::Into<IdleStopReason>,
+    ) -> Self {
+        self.stop_reason = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// With `stopReason` `error`: the failure as a JSON-RPC error object, when reported.
+    pub fn error(mut self, value: impl ::std::convert::Into<Error>) -> Self {
+        self.error = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Tokens the finished work used, when reported.
+    #[cfg(feature = "unstable_end_turn_token_usage")]
+    pub fn usage(mut self, value: impl ::std::convert::Into<Usage>) -> Self {
+        self.usage = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for IdleStateUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        IdleStateUpdate::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for IdleStateUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| IdleStateUpdate::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for IdleStateUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl IdleStateUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// What a subagent is doing now, told apart by its `state` field. Each snapshot replaces the previous one whole.
+#[derive(::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(tag = "state")]
+pub enum StateUpdate {
+    /// Working.
+    #[serde(rename = "running")]
+    Running(RunningStateUpdate),
+    /// Waiting for a prompt.
+    #[serde(rename = "idle")]
+    Idle(IdleStateUpdate),
+    /// Waiting for the user.
+    #[serde(rename = "requires_action")]
+    RequiresAction(RequiresActionStateUpdate),
+    /// Not known right now (the Rust variant is `Undetermined`: `Unknown` keeps states this schema does not know).
+    #[serde(rename = "unknown")]
+    Undetermined(UndeterminedStateUpdate),
+    /// A variant this version of the schema does not know, kept as raw JSON.
+    #[serde(untagged)]
+    Unknown(::serde_json::Value),
+}
+impl<'de> ::serde::Deserialize<'de> for StateUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+impl crate::serde_util::TagFirst for StateUpdate {
+    const TAG: &'static str = "state";
+    const EXPECTING: &'static str = concat!("an object for ", stringify!(StateUpdate));
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "running" => {
+                ::std::result::Result::Ok(
+                    <RunningStateUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Running),
+                )
+            }
+            "idle" => {
+                ::std::result::Result::Ok(
+                    <IdleStateUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Idle),
+                )
+            }
+            "requires_action" => {
+                ::std::result::Result::Ok(
+                    <RequiresActionStateUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::RequiresAction),
+                )
+            }
+            "unknown" => {
+                ::std::result::Result::Ok(
+                    <UndeterminedStateUpdate as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Undetermined),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
+        if !value.is_object() {
+            return ::std::result::Result::Err(
+                ::serde::de::Error::custom(
+                    concat!("expected an object for ", stringify!(StateUpdate)),
+                ),
+            );
+        }
+        let tag = match value.get("state") {
+            ::std::option::Option::None => ::std::option::Option::None,
+            ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                ::std::option::Option::Some(tag.clone())
+            }
+            ::std::option::Option::Some(_) => {
+                return ::std::result::Result::Err(
+                    ::serde::de::Error::custom(
+                        concat!("`", "state", "` must be a string"),
+                    ),
+                );
+            }
+        };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
+        match tag.as_deref() {
+            Some("running") => {
+                match <RunningStateUpdate as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("state");
+                        Ok(Self::Running(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("idle") => {
+                match <IdleStateUpdate as ::serde::Deserialize>::deserialize(&value) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("state");
+                        Ok(Self::Idle(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("requires_action") => {
+                match <RequiresActionStateUpdate as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("state");
+                        Ok(Self::RequiresAction(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("unknown") => {
+                match <UndeterminedStateUpdate as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("state");
+                        Ok(Self::Undetermined(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some(_) => Ok(Self::Unknown(value)),
+            None => Err(::serde::de::Error::missing_field("state")),
+        }
+    }
+}
+impl StateUpdate {
+    /// A `running` variant from its body's required fields (see [`RunningStateUpdate::new`]).
+    pub fn running() -> Self {
+        Self::Running(RunningStateUpdate::new())
+    }
+    /// A `idle` variant from its body's required fields (see [`IdleStateUpdate::new`]).
+    pub fn idle() -> Self {
+        Self::Idle(IdleStateUpdate::new())
+    }
+    /// A `requires_action` variant from its body's required fields (see [`RequiresActionStateUpdate::new`]).
+    pub fn requires_action() -> Self {
+        Self::RequiresAction(RequiresActionStateUpdate::new())
+    }
+    /// A `unknown` variant from its body's required fields (see [`UndeterminedStateUpdate::new`]).
+    pub fn undetermined() -> Self {
+        Self::Undetermined(UndeterminedStateUpdate::new())
+    }
+}
+impl ::std::convert::From<RunningStateUpdate> for StateUpdate {
+    fn from(body: RunningStateUpdate) -> Self {
+        Self::Running(body)
+    }
+}
+impl ::std::convert::From<IdleStateUpdate> for StateUpdate {
+    fn from(body: IdleStateUpdate) -> Self {
+        Self::Idle(body)
+    }
+}
+impl ::std::convert::From<RequiresActionStateUpdate> for StateUpdate {
+    fn from(body: RequiresActionStateUpdate) -> Self {
+        Self::RequiresAction(body)
+    }
+}
+impl ::std::convert::From<UndeterminedStateUpdate> for StateUpdate {
+    fn from(body: UndeterminedStateUpdate) -> Self {
+        Self::Undetermined(body)
+    }
+}
+/// A `subagent_update` session update: announces a child session owned by this one, or changes what is known of it. Every optional field is a patch: absent leaves it as it was, `null` clears it, a value replaces it.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct SubagentUpdate {
+    /// The child session (used for it in every ACP message).
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    /// Name the parent gives the child, for display (not necessarily unique).
+    #[serde(
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub title: ::std::option::Option<::std::option::Option<::std::string::String>>,
+    /// What the child is for, for display.
+    #[serde(
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub description: ::std::option::Option<::std::option::Option<::std::string::String>>,
+    /// What the client may change in the child (a value replaces the whole set; never set or cleared: nothing).
+    #[serde(
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub capabilities: ::std::option::Option<
+        ::std::option::Option<SubagentSessionCapabilities>,
+    >,
+    /// What the child is doing now (cleared: not known, without claiming it is idle).
+    #[serde(
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub state: ::std::option::Option<::std::option::Option<StateUpdate>>,
+    /// The child's absolute working directory (unset: the parent's).
+    #[serde(
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub cwd: ::std::option::Option<::std::option::Option<::std::string::String>>,
+    /// The child's extra absolute workspace roots; a value replaces the whole list (unset: the parent's).
+    #[serde(
+        rename = "additionalDirectories",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub additional_directories: ::std::option::Option<
+        ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    >,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present. Absent leaves the metadata as it was; `null` removes it.
+    #[serde(
+        rename = "_meta",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub meta: ::std::option::Option<::std::option::Option<crate::Meta>>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl SubagentUpdate {
+    /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            title: ::std::default::Default::default(),
+            description: ::std::default::Default::default(),
+            capabilities: ::std::default::Default::default(),
+            state: ::std::default::Default::default(),
+            cwd: ::std::default::Default::default(),
+            additional_directories: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Name the parent gives the child, for display (not necessarily unique).
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn title(mut self, value: ::std::option::Option<::std::string::String>) -> Self {
+        self.title = ::std::option::Option::Some(value);
+        self
+    }
+    /// What the child is for, for display.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn description(
+        mut self,
+        value: ::std::option::Option<::std::string::String>,
+    ) -> Self {
+        self.description = ::std::option::Option::Some(value);
+        self
+    }
+    /// What the client may change in the child (a value replaces the whole set; never set or cleared: nothing).
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn capabilities(
+        mut self,
+        value: ::std::option::Option<SubagentSessionCapabilities>,
+    ) -> Self {
+        self.capabilities = ::std::option::Option::Some(value);
+        self
+    }
+    /// What the child is doing now (cleared: not known, without claiming it is idle).
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn state(mut self, value: ::std::option::Option<StateUpdate>) -> Self {
+        self.state = ::std::option::Option::Some(value);
+        self
+    }
+    /// The child's absolute working directory (unset: the parent's).
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn cwd(mut self, value: ::std::option::Option<::std::string::String>) -> Self {
+        self.cwd = ::std::option::Option::Some(value);
+        self
+    }
+    /// The child's extra absolute workspace roots; a value replaces the whole list (unset: the parent's).
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn additional_directories(
+        mut self,
+        value: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    ) -> Self {
+        self.additional_directories = ::std::option::Option::Some(value);
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present. Absent leaves the metadata as it was; `null` removes it.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn meta(mut self, value: ::std::option::Option<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value);
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SubagentUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SubagentUpdate::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SubagentUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SubagentUpdate::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SubagentUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SubagentUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A `session_message` session update: a message this session sent to or received from another session was added or changed. Optional fields are patches: absent leaves them, `null` clears them, a value replaces them.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct SessionMessage {
+    /// The message within this session's transcript.
+    #[serde(rename = "messageId")]
+    pub message_id: MessageId,
+    /// The session that sent it.
+    #[serde(
+        rename = "senderSessionId",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub sender_session_id: ::std::option::Option<::std::option::Option<SessionId>>,
+    /// The session that receives it.
+    #[serde(
+        rename = "recipientSessionId",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub recipient_session_id: ::std::option::Option<::std::option::Option<SessionId>>,
+    /// On a received message: the id of the same message in the sender's transcript (may arrive later than the content).
+    #[serde(
+        rename = "senderMessageId",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub sender_message_id: ::std::option::Option<::std::option::Option<MessageId>>,
+    /// On a sent message: the id of the same message in the recipient's transcript (may arrive later than the content).
+    #[serde(
+        rename = "recipientMessageId",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub recipient_message_id: ::std::option::Option<::std::option::Option<MessageId>>,
+    /// The whole content (`null` or `[]` clears it). Blocks that do not parse are dropped.
+    #[serde(
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears_vec"
+    )]
+    pub content: ::std::option::Option<
+        ::std::option::Option<::std::vec::Vec<ContentBlock>>,
+    >,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present. Absent leaves the metadata as it was; `null` removes it.
+    #[serde(
+        rename = "_meta",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub meta: ::std::option::Option<::std::option::Option<crate::Meta>>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl SessionMessage {
+    /// A value from its required fields (`message_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(message_id: impl ::std::convert::Into<MessageId>) -> Self {
+        Self {
+            message_id: message_id.into(),
+            sender_session_id: ::std::default::Default::default(),
+            recipient_session_id: ::std::default::Default::default(),
+            sender_message_id: ::std::default::Default::default(),
+            recipient_message_id: ::std::default::Default::default(),
+            content: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// The session that sent it.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn sender_session_id(mut self, value: ::std::option::Option<SessionId>) -> Self {
+        self.sender_session_id = ::std::option::Option::Some(value);
+        self
+    }
+    /// The session that receives it.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn recipient_session_id(
+        mut self,
+        value: ::std::option::Option<SessionId>,
+    ) -> Self {
+        self.recipient_session_id = ::std::option::Option::Some(value);
+        self
+    }
+    /// On a received message: the id of the same message in the sender's transcript (may arrive later than the content).
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn sender_message_id(mut self, value: ::std::option::Option<MessageId>) -> Self {
+        self.sender_message_id = ::std::option::Option::Some(value);
+        self
+    }
+    /// On a sent message: the id of the same message in the recipient's transcript (may arrive later than the content).
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn recipient_message_id(
+        mut self,
+        value: ::std::option::Option<MessageId>,
+    ) -> Self {
+        self.recipient_message_id = ::std::option::Option::Some(value);
+        self
+    }
+    /// The whole content (`null` or `[]` clears it). Blocks that do not parse are dropped.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn content(
+        mut self,
+        value: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
+    ) -> Self {
+        self.content = ::std::option::Option::Some(value);
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present. Absent leaves the metadata as it was; `null` removes it.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn meta(mut self, value: ::std::option::Option<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value);
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionMessage {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionMessage::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionMessage {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionMessage::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionMessage {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionMessage {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A `session_message_chunk` session update: one content block appended to a message exchanged with another session (who sent it comes with `session_message`, before or after).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+pub struct SessionMessageChunk {
+    /// The message the block belongs to.
+    #[serde(rename = "messageId")]
+    pub message_id: MessageId,
+    /// The block appended.
+    pub content: ContentBlock,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+impl SessionMessageChunk {
+    /// A value from its required fields (`message_id`, `content`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        message_id: impl ::std::convert::Into<MessageId>,
+        content: impl ::std::convert::Into<ContentBlock>,
+    ) -> Self {
+        Self {
+            message_id: message_id.into(),
+            content: content.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+impl ::serde::Serialize for SessionMessageChunk {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        SessionMessageChunk::serialize(self, serializer)
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SessionMessageChunk {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| SessionMessageChunk::deserialize(d),
+        )
+    }
+}
+impl crate::HasExtra for SessionMessageChunk {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+impl SessionMessageChunk {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
 /// Token counts of a prompt turn.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(remote = "Self")]
@@ -17751,6 +19773,15 @@ pub struct ForkSessionRequest {
         deserialize_with = "crate::serde_util::lenient"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
+    /// Fork at this cursor: the new session's history is the source's history before it (absent: the whole session). Only a cursor the agent announced on the source session that now accepts `fork`; the agent answers `-32602` for any other.
+    #[serde(
+        rename = "cursorId",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    #[cfg(feature = "unstable_session_cursors")]
+    pub cursor_id: ::std::option::Option<CursorId>,
     /// Fields the schema does not name, kept as received and written back unchanged after
     /// the known ones (empty unless the peer sent some).
     #[serde(flatten, skip_deserializing)]
@@ -17770,6 +19801,8 @@ impl ForkSessionRequest {
             mcp_servers: ::std::default::Default::default(),
             system_prompt: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
+            #[cfg(feature = "unstable_session_cursors")]
+            cursor_id: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
     }
@@ -17805,6 +19838,12 @@ impl ForkSessionRequest {
     /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
     pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
         self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fork at this cursor: the new session's history is the source's history before it (absent: the whole session). Only a cursor the agent announced on the source session that now accepts `fork`; the agent answers `-32602` for any other.
+    #[cfg(feature = "unstable_session_cursors")]
+    pub fn cursor_id(mut self, value: impl ::std::convert::Into<CursorId>) -> Self {
+        self.cursor_id = ::std::option::Option::Some(value.into());
         self
     }
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -19316,741 +21355,6 @@ impl crate::HasExtra for AuthStatusCapabilities {
 }
 #[cfg(feature = "unstable_auth_status")]
 impl AuthStatusCapabilities {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl ::std::convert::From<&str> for PlanId {
-    fn from(value: &str) -> Self {
-        Self(value.to_owned())
-    }
-}
-/// Identifier of one plan of a session (a session may hold several).
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-#[serde(transparent)]
-#[cfg(feature = "unstable_plan_operations")]
-pub struct PlanId(pub ::std::string::String);
-#[cfg(feature = "unstable_plan_operations")]
-impl ::std::ops::Deref for PlanId {
-    type Target = ::std::string::String;
-    fn deref(&self) -> &::std::string::String {
-        &self.0
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl ::std::convert::From<::std::string::String> for PlanId {
-    fn from(value: ::std::string::String) -> Self {
-        Self(value)
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl ::std::fmt::Display for PlanId {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl ::std::str::FromStr for PlanId {
-    type Err = ::std::convert::Infallible;
-    fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
-        Ok(Self(value.to_string()))
-    }
-}
-/// A plan as a list of tasks.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_plan_operations")]
-pub struct PlanItems {
-    /// The plan replaced.
-    #[serde(rename = "planId")]
-    pub plan_id: PlanId,
-    /// All tasks of the plan with their current status; the client replaces that plan's list with it. Entries that fail to parse are dropped, and an unreadable list reads as empty.
-    #[serde(deserialize_with = "crate::serde_util::lenient_vec")]
-    pub entries: ::std::vec::Vec<PlanEntry>,
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl PlanItems {
-    /// A value from its required fields (`plan_id`, `entries`); the optional ones start absent or at their default and are set with the builder methods.
-    pub fn new(
-        plan_id: impl ::std::convert::Into<PlanId>,
-        entries: impl ::std::iter::IntoIterator<Item = PlanEntry>,
-    ) -> Self {
-        Self {
-            plan_id: plan_id.into(),
-            entries: entries.into_iter().collect(),
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl ::serde::Serialize for PlanItems {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        PlanItems::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl<'de> ::serde::Deserialize<'de> for PlanItems {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| PlanItems::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl crate::HasExtra for PlanItems {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl PlanItems {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// A plan kept in a file.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_plan_operations")]
-pub struct PlanFile {
-    /// The plan replaced.
-    #[serde(rename = "planId")]
-    pub plan_id: PlanId,
-    /// Where the plan's file is.
-    pub uri: ::std::string::String,
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl PlanFile {
-    /// A value from its required fields (`plan_id`, `uri`); the optional ones start absent or at their default and are set with the builder methods.
-    pub fn new(
-        plan_id: impl ::std::convert::Into<PlanId>,
-        uri: impl ::std::convert::Into<::std::string::String>,
-    ) -> Self {
-        Self {
-            plan_id: plan_id.into(),
-            uri: uri.into(),
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl ::serde::Serialize for PlanFile {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        PlanFile::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl<'de> ::serde::Deserialize<'de> for PlanFile {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| PlanFile::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl crate::HasExtra for PlanFile {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl PlanFile {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// A plan written as Markdown.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_plan_operations")]
-pub struct PlanMarkdown {
-    /// The plan replaced.
-    #[serde(rename = "planId")]
-    pub plan_id: PlanId,
-    /// The plan's Markdown text.
-    pub content: ::std::string::String,
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl PlanMarkdown {
-    /// A value from its required fields (`plan_id`, `content`); the optional ones start absent or at their default and are set with the builder methods.
-    pub fn new(
-        plan_id: impl ::std::convert::Into<PlanId>,
-        content: impl ::std::convert::Into<::std::string::String>,
-    ) -> Self {
-        Self {
-            plan_id: plan_id.into(),
-            content: content.into(),
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl ::serde::Serialize for PlanMarkdown {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        PlanMarkdown::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl<'de> ::serde::Deserialize<'de> for PlanMarkdown {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| PlanMarkdown::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl crate::HasExtra for PlanMarkdown {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl PlanMarkdown {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// The new content of one plan, told apart by its `type` field.
-#[derive(::serde::Serialize, Clone, Debug, PartialEq)]
-#[serde(tag = "type")]
-#[cfg(feature = "unstable_plan_operations")]
-pub enum PlanUpdateContent {
-    /// Tasks with their status.
-    #[serde(rename = "items")]
-    Items(PlanItems),
-    /// A file holding the plan.
-    #[serde(rename = "file")]
-    File(PlanFile),
-    /// Markdown text.
-    #[serde(rename = "markdown")]
-    Markdown(PlanMarkdown),
-    /// A variant this version of the schema does not know, kept as raw JSON.
-    #[serde(untagged)]
-    Unknown(::serde_json::Value),
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl<'de> ::serde::Deserialize<'de> for PlanUpdateContent {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::serde_util::deserialize_tag_first(deserializer)
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl crate::serde_util::TagFirst for PlanUpdateContent {
-    const TAG: &'static str = "type";
-    const EXPECTING: &'static str = concat!(
-        "an object for ", stringify!(PlanUpdateContent)
-    );
-    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
-        tag: &str,
-        rest: A,
-    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
-        match tag {
-            "items" => {
-                ::std::result::Result::Ok(
-                    <PlanItems as ::serde::Deserialize>::deserialize(
-                            ::serde::de::value::MapAccessDeserializer::new(rest),
-                        )
-                        .map(Self::Items),
-                )
-            }
-            "file" => {
-                ::std::result::Result::Ok(
-                    <PlanFile as ::serde::Deserialize>::deserialize(
-                            ::serde::de::value::MapAccessDeserializer::new(rest),
-                        )
-                        .map(Self::File),
-                )
-            }
-            "markdown" => {
-                ::std::result::Result::Ok(
-                    <PlanMarkdown as ::serde::Deserialize>::deserialize(
-                            ::serde::de::value::MapAccessDeserializer::new(rest),
-                        )
-                        .map(Self::Markdown),
-                )
-            }
-            _ => ::std::result::Result::Err(rest),
-        }
-    }
-    fn from_value<E: ::serde::de::Error>(
-        value: ::serde_json::Value,
-    ) -> ::std::result::Result<Self, E> {
-        if !value.is_object() {
-            return ::std::result::Result::Err(
-                ::serde::de::Error::custom(
-                    concat!("expected an object for ", stringify!(PlanUpdateContent)),
-                ),
-            );
-        }
-        let tag = match value.get("type") {
-            ::std::option::Option::None => ::std::option::Option::None,
-            ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
-                ::std::option::Option::Some(tag.clone())
-            }
-            ::std::option::Option::Some(_) => {
-                return ::std::result::Result::Err(
-                    ::serde::de::Error::custom(
-                        concat!("`", "type", "` must be a string"),
-                    ),
-                );
-            }
-        };
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::{Err, Ok};
-        match tag.as_deref() {
-            Some("items") => {
-                match <PlanItems as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(mut body) => {
-                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
-                        Ok(Self::Items(body))
-                    }
-                    Err(error) => Err(::serde::de::Error::custom(error)),
-                }
-            }
-            Some("file") => {
-                match <PlanFile as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(mut body) => {
-                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
-                        Ok(Self::File(body))
-                    }
-                    Err(error) => Err(::serde::de::Error::custom(error)),
-                }
-            }
-            Some("markdown") => {
-                match <PlanMarkdown as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(mut body) => {
-                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
-                        Ok(Self::Markdown(body))
-                    }
-                    Err(error) => Err(::serde::de::Error::custom(error)),
-                }
-            }
-            Some(_) => Ok(Self::Unknown(value)),
-            None => Err(::serde::de::Error::missing_field("type")),
-        }
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl PlanUpdateContent {
-    /// A `items` variant from its body's required fields (see [`PlanItems::new`]).
-    pub fn items(
-        plan_id: impl ::std::convert::Into<PlanId>,
-        entries: impl ::std::iter::IntoIterator<Item = PlanEntry>,
-    ) -> Self {
-        Self::Items(PlanItems::new(plan_id, entries))
-    }
-    /// A `file` variant from its body's required fields (see [`PlanFile::new`]).
-    pub fn file(
-        plan_id: impl ::std::convert::Into<PlanId>,
-        uri: impl ::std::convert::Into<::std::string::String>,
-    ) -> Self {
-        Self::File(PlanFile::new(plan_id, uri))
-    }
-    /// A `markdown` variant from its body's required fields (see [`PlanMarkdown::new`]).
-    pub fn markdown(
-        plan_id: impl ::std::convert::Into<PlanId>,
-        content: impl ::std::convert::Into<::std::string::String>,
-    ) -> Self {
-        Self::Markdown(PlanMarkdown::new(plan_id, content))
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl ::std::convert::From<PlanItems> for PlanUpdateContent {
-    fn from(body: PlanItems) -> Self {
-        Self::Items(body)
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl ::std::convert::From<PlanFile> for PlanUpdateContent {
-    fn from(body: PlanFile) -> Self {
-        Self::File(body)
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl ::std::convert::From<PlanMarkdown> for PlanUpdateContent {
-    fn from(body: PlanMarkdown) -> Self {
-        Self::Markdown(body)
-    }
-}
-/// A `plan_update` session update: one plan, named by its id, has new content.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_plan_operations")]
-pub struct PlanUpdate {
-    /// The plan's new content.
-    pub plan: PlanUpdateContent,
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl PlanUpdate {
-    /// A value from its required fields (`plan`); the optional ones start absent or at their default and are set with the builder methods.
-    pub fn new(plan: impl ::std::convert::Into<PlanUpdateContent>) -> Self {
-        Self {
-            plan: plan.into(),
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl ::serde::Serialize for PlanUpdate {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        PlanUpdate::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl<'de> ::serde::Deserialize<'de> for PlanUpdate {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| PlanUpdate::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl crate::HasExtra for PlanUpdate {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl PlanUpdate {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// A `plan_removed` session update: the plan with this id is gone.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_plan_operations")]
-pub struct PlanRemoved {
-    /// The plan removed.
-    #[serde(rename = "planId")]
-    pub plan_id: PlanId,
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl PlanRemoved {
-    /// A value from its required fields (`plan_id`); the optional ones start absent or at their default and are set with the builder methods.
-    pub fn new(plan_id: impl ::std::convert::Into<PlanId>) -> Self {
-        Self {
-            plan_id: plan_id.into(),
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl ::serde::Serialize for PlanRemoved {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        PlanRemoved::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl<'de> ::serde::Deserialize<'de> for PlanRemoved {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| PlanRemoved::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl crate::HasExtra for PlanRemoved {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl PlanRemoved {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// Marker: the client understands `plan_update` and `plan_removed` session updates.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_plan_operations")]
-pub struct PlanCapabilities {
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl PlanCapabilities {
-    /// A value with every field absent or at its default.
-    pub fn new() -> Self {
-        Self {
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl ::serde::Serialize for PlanCapabilities {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        PlanCapabilities::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl<'de> ::serde::Deserialize<'de> for PlanCapabilities {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| PlanCapabilities::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl crate::HasExtra for PlanCapabilities {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_plan_operations")]
-impl PlanCapabilities {
     /// Adds one field the schema does not name (written after the known ones).
     pub fn with_extra(
         mut self,
@@ -21665,1328 +22969,6 @@ impl ::std::convert::From<MessageMcpError> for MessageMcpResponse {
         Self::Error(value)
     }
 }
-/// Marker: the client understands subagent sessions (child announcements and their work state, messages between sessions, and the restrictions on child sessions).
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_subagents")]
-pub struct SubagentCapabilities {
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_subagents")]
-impl SubagentCapabilities {
-    /// A value with every field absent or at its default.
-    pub fn new() -> Self {
-        Self {
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl ::serde::Serialize for SubagentCapabilities {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        SubagentCapabilities::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl<'de> ::serde::Deserialize<'de> for SubagentCapabilities {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| SubagentCapabilities::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl crate::HasExtra for SubagentCapabilities {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl SubagentCapabilities {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// Marker: the client may cancel a subagent's current work without ending its session.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_subagents")]
-pub struct SessionCancelCapabilities {
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_subagents")]
-impl SessionCancelCapabilities {
-    /// A value with every field absent or at its default.
-    pub fn new() -> Self {
-        Self {
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl ::serde::Serialize for SessionCancelCapabilities {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        SessionCancelCapabilities::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl<'de> ::serde::Deserialize<'de> for SessionCancelCapabilities {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| SessionCancelCapabilities::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl crate::HasExtra for SessionCancelCapabilities {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl SessionCancelCapabilities {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// What the client may change in one subagent session. Each change needs its own entry here: what ordinary sessions allow does not carry over to a child.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_subagents")]
-pub struct SubagentSessionCapabilities {
-    /// Present when the client may cancel the child's current work (the session stays).
-    #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub cancel: ::std::option::Option<SessionCancelCapabilities>,
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_subagents")]
-impl SubagentSessionCapabilities {
-    /// A value with every field absent or at its default.
-    pub fn new() -> Self {
-        Self {
-            cancel: ::std::default::Default::default(),
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Present when the client may cancel the child's current work (the session stays).
-    pub fn cancel(
-        mut self,
-        value: impl ::std::convert::Into<SessionCancelCapabilities>,
-    ) -> Self {
-        self.cancel = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl ::serde::Serialize for SubagentSessionCapabilities {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        SubagentSessionCapabilities::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl<'de> ::serde::Deserialize<'de> for SubagentSessionCapabilities {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| SubagentSessionCapabilities::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl crate::HasExtra for SubagentSessionCapabilities {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl SubagentSessionCapabilities {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// A subagent's foreground work is under way.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_subagents")]
-pub struct RunningStateUpdate {
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_subagents")]
-impl RunningStateUpdate {
-    /// A value with every field absent or at its default.
-    pub fn new() -> Self {
-        Self {
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl ::serde::Serialize for RunningStateUpdate {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        RunningStateUpdate::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl<'de> ::serde::Deserialize<'de> for RunningStateUpdate {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| RunningStateUpdate::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl crate::HasExtra for RunningStateUpdate {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl RunningStateUpdate {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// A subagent's foreground work waits for the user to do something.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_subagents")]
-pub struct RequiresActionStateUpdate {
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_subagents")]
-impl RequiresActionStateUpdate {
-    /// A value with every field absent or at its default.
-    pub fn new() -> Self {
-        Self {
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl ::serde::Serialize for RequiresActionStateUpdate {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        RequiresActionStateUpdate::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl<'de> ::serde::Deserialize<'de> for RequiresActionStateUpdate {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| RequiresActionStateUpdate::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl crate::HasExtra for RequiresActionStateUpdate {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl RequiresActionStateUpdate {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// The agent cannot tell right now what a subagent is doing (the state `unknown`). The client stops showing the previous state as current; nothing is cancelled or ended.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_subagents")]
-pub struct UndeterminedStateUpdate {
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_subagents")]
-impl UndeterminedStateUpdate {
-    /// A value with every field absent or at its default.
-    pub fn new() -> Self {
-        Self {
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl ::serde::Serialize for UndeterminedStateUpdate {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        UndeterminedStateUpdate::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl<'de> ::serde::Deserialize<'de> for UndeterminedStateUpdate {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| UndeterminedStateUpdate::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl crate::HasExtra for UndeterminedStateUpdate {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl UndeterminedStateUpdate {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// Why a subagent's foreground work stopped: the prompt stop reasons, and `error`. Values this schema does not know (`_`-prefixed ones are free for custom use) are kept as sent, with any fields they bring kept beside them.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
-#[cfg(feature = "unstable_subagents")]
-pub enum IdleStopReason {
-    /// The work ended normally.
-    #[serde(rename = "end_turn")]
-    EndTurn,
-    /// The token limit was reached.
-    #[serde(rename = "max_tokens")]
-    MaxTokens,
-    /// The limit of model requests in one turn was reached.
-    #[serde(rename = "max_turn_requests")]
-    MaxTurnRequests,
-    /// The agent refused to go on.
-    #[serde(rename = "refusal")]
-    Refusal,
-    /// The work was cancelled.
-    #[serde(rename = "cancelled")]
-    Cancelled,
-    /// Something failed (the details, if reported, are in `error`).
-    #[serde(rename = "error")]
-    Error,
-    /// A value this version of the schema does not know, kept as sent.
-    #[serde(untagged)]
-    Unknown(::std::string::String),
-}
-#[cfg(feature = "unstable_subagents")]
-impl IdleStopReason {
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::EndTurn => "end_turn",
-            Self::MaxTokens => "max_tokens",
-            Self::MaxTurnRequests => "max_turn_requests",
-            Self::Refusal => "refusal",
-            Self::Cancelled => "cancelled",
-            Self::Error => "error",
-            Self::Unknown(other) => other,
-        }
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl ::std::fmt::Display for IdleStopReason {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-/// A subagent is ready for another prompt (it is not ended: a new message makes it run again).
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_subagents")]
-pub struct IdleStateUpdate {
-    /// Why the work stopped; absent, `null` or malformed means not reported.
-    #[serde(
-        rename = "stopReason",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub stop_reason: ::std::option::Option<IdleStopReason>,
-    /// With `stopReason` `error`: the failure as a JSON-RPC error object, when reported.
-    #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub error: ::std::option::Option<Error>,
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Tokens the finished work used, when reported.
-    #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    #[cfg(feature = "unstable_end_turn_token_usage")]
-    pub usage: ::std::option::Option<Usage>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_subagents")]
-impl IdleStateUpdate {
-    /// A value with every field absent or at its default.
-    pub fn new() -> Self {
-        Self {
-            stop_reason: ::std::default::Default::default(),
-            error: ::std::default::Default::default(),
-            meta: ::std::default::Default::default(),
-            #[cfg(feature = "unstable_end_turn_token_usage")]
-            usage: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Why the work stopped; absent, `null` or malformed means not reported.
-    pub fn stop_reason(
-        mut self,
-        value: impl ::std::convert::Into<IdleStopReason>,
-    ) -> Self {
-        self.stop_reason = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// With `stopReason` `error`: the failure as a JSON-RPC error object, when reported.
-    pub fn error(mut self, value: impl ::std::convert::Into<Error>) -> Self {
-        self.error = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Tokens the finished work used, when reported.
-    #[cfg(feature = "unstable_end_turn_token_usage")]
-    pub fn usage(mut self, value: impl ::std::convert::Into<Usage>) -> Self {
-        self.usage = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl ::serde::Serialize for IdleStateUpdate {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        IdleStateUpdate::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl<'de> ::serde::Deserialize<'de> for IdleStateUpdate {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| IdleStateUpdate::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl crate::HasExtra for IdleStateUpdate {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl IdleStateUpdate {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// What a subagent is doing now, told apart by its `state` field. Each snapshot replaces the previous one whole.
-#[derive(::serde::Serialize, Clone, Debug, PartialEq)]
-#[serde(tag = "state")]
-#[cfg(feature = "unstable_subagents")]
-pub enum StateUpdate {
-    /// Working.
-    #[serde(rename = "running")]
-    Running(RunningStateUpdate),
-    /// Waiting for a prompt.
-    #[serde(rename = "idle")]
-    Idle(IdleStateUpdate),
-    /// Waiting for the user.
-    #[serde(rename = "requires_action")]
-    RequiresAction(RequiresActionStateUpdate),
-    /// Not known right now (the Rust variant is `Undetermined`: `Unknown` keeps states this schema does not know).
-    #[serde(rename = "unknown")]
-    Undetermined(UndeterminedStateUpdate),
-    /// A variant this version of the schema does not know, kept as raw JSON.
-    #[serde(untagged)]
-    Unknown(::serde_json::Value),
-}
-#[cfg(feature = "unstable_subagents")]
-impl<'de> ::serde::Deserialize<'de> for StateUpdate {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::serde_util::deserialize_tag_first(deserializer)
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl crate::serde_util::TagFirst for StateUpdate {
-    const TAG: &'static str = "state";
-    const EXPECTING: &'static str = concat!("an object for ", stringify!(StateUpdate));
-    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
-        tag: &str,
-        rest: A,
-    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
-        match tag {
-            "running" => {
-                ::std::result::Result::Ok(
-                    <RunningStateUpdate as ::serde::Deserialize>::deserialize(
-                            ::serde::de::value::MapAccessDeserializer::new(rest),
-                        )
-                        .map(Self::Running),
-                )
-            }
-            "idle" => {
-                ::std::result::Result::Ok(
-                    <IdleStateUpdate as ::serde::Deserialize>::deserialize(
-                            ::serde::de::value::MapAccessDeserializer::new(rest),
-                        )
-                        .map(Self::Idle),
-                )
-            }
-            "requires_action" => {
-                ::std::result::Result::Ok(
-                    <RequiresActionStateUpdate as ::serde::Deserialize>::deserialize(
-                            ::serde::de::value::MapAccessDeserializer::new(rest),
-                        )
-                        .map(Self::RequiresAction),
-                )
-            }
-            "unknown" => {
-                ::std::result::Result::Ok(
-                    <UndeterminedStateUpdate as ::serde::Deserialize>::deserialize(
-                            ::serde::de::value::MapAccessDeserializer::new(rest),
-                        )
-                        .map(Self::Undetermined),
-                )
-            }
-            _ => ::std::result::Result::Err(rest),
-        }
-    }
-    fn from_value<E: ::serde::de::Error>(
-        value: ::serde_json::Value,
-    ) -> ::std::result::Result<Self, E> {
-        if !value.is_object() {
-            return ::std::result::Result::Err(
-                ::serde::de::Error::custom(
-                    concat!("expected an object for ", stringify!(StateUpdate)),
-                ),
-            );
-        }
-        let tag = match value.get("state") {
-            ::std::option::Option::None => ::std::option::Option::None,
-            ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
-                ::std::option::Option::Some(tag.clone())
-            }
-            ::std::option::Option::Some(_) => {
-                return ::std::result::Result::Err(
-                    ::serde::de::Error::custom(
-                        concat!("`", "state", "` must be a string"),
-                    ),
-                );
-            }
-        };
-        use ::std::option::Option::{None, Some};
-        use ::std::result::Result::{Err, Ok};
-        match tag.as_deref() {
-            Some("running") => {
-                match <RunningStateUpdate as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(mut body) => {
-                        crate::HasExtra::extra_fields_mut(&mut body).remove("state");
-                        Ok(Self::Running(body))
-                    }
-                    Err(error) => Err(::serde::de::Error::custom(error)),
-                }
-            }
-            Some("idle") => {
-                match <IdleStateUpdate as ::serde::Deserialize>::deserialize(&value) {
-                    Ok(mut body) => {
-                        crate::HasExtra::extra_fields_mut(&mut body).remove("state");
-                        Ok(Self::Idle(body))
-                    }
-                    Err(error) => Err(::serde::de::Error::custom(error)),
-                }
-            }
-            Some("requires_action") => {
-                match <RequiresActionStateUpdate as ::serde::Deserialize>::deserialize(
-                    &value,
-                ) {
-                    Ok(mut body) => {
-                        crate::HasExtra::extra_fields_mut(&mut body).remove("state");
-                        Ok(Self::RequiresAction(body))
-                    }
-                    Err(error) => Err(::serde::de::Error::custom(error)),
-                }
-            }
-            Some("unknown") => {
-                match <UndeterminedStateUpdate as ::serde::Deserialize>::deserialize(
-                    &value,
-                ) {
-                    Ok(mut body) => {
-                        crate::HasExtra::extra_fields_mut(&mut body).remove("state");
-                        Ok(Self::Undetermined(body))
-                    }
-                    Err(error) => Err(::serde::de::Error::custom(error)),
-                }
-            }
-            Some(_) => Ok(Self::Unknown(value)),
-            None => Err(::serde::de::Error::missing_field("state")),
-        }
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl StateUpdate {
-    /// A `running` variant from its body's required fields (see [`RunningStateUpdate::new`]).
-    pub fn running() -> Self {
-        Self::Running(RunningStateUpdate::new())
-    }
-    /// A `idle` variant from its body's required fields (see [`IdleStateUpdate::new`]).
-    pub fn idle() -> Self {
-        Self::Idle(IdleStateUpdate::new())
-    }
-    /// A `requires_action` variant from its body's required fields (see [`RequiresActionStateUpdate::new`]).
-    pub fn requires_action() -> Self {
-        Self::RequiresAction(RequiresActionStateUpdate::new())
-    }
-    /// A `unknown` variant from its body's required fields (see [`UndeterminedStateUpdate::new`]).
-    pub fn undetermined() -> Self {
-        Self::Undetermined(UndeterminedStateUpdate::new())
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl ::std::convert::From<RunningStateUpdate> for StateUpdate {
-    fn from(body: RunningStateUpdate) -> Self {
-        Self::Running(body)
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl ::std::convert::From<IdleStateUpdate> for StateUpdate {
-    fn from(body: IdleStateUpdate) -> Self {
-        Self::Idle(body)
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl ::std::convert::From<RequiresActionStateUpdate> for StateUpdate {
-    fn from(body: RequiresActionStateUpdate) -> Self {
-        Self::RequiresAction(body)
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl ::std::convert::From<UndeterminedStateUpdate> for StateUpdate {
-    fn from(body: UndeterminedStateUpdate) -> Self {
-        Self::Undetermined(body)
-    }
-}
-/// A `subagent_update` session update: announces a child session owned by this one, or changes what is known of it. Every optional field is a patch: absent leaves it as it was, `null` clears it, a value replaces it.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_subagents")]
-pub struct SubagentUpdate {
-    /// The child session (used for it in every ACP message).
-    #[serde(rename = "sessionId")]
-    pub session_id: SessionId,
-    /// Name the parent gives the child, for display (not necessarily unique).
-    #[serde(
-        default,
-        skip_serializing_if = "::std::option::Option::is_none",
-        deserialize_with = "crate::serde_util::null_clears"
-    )]
-    pub title: ::std::option::Option<::std::option::Option<::std::string::String>>,
-    /// What the child is for, for display.
-    #[serde(
-        default,
-        skip_serializing_if = "::std::option::Option::is_none",
-        deserialize_with = "crate::serde_util::null_clears"
-    )]
-    pub description: ::std::option::Option<::std::option::Option<::std::string::String>>,
-    /// What the client may change in the child (a value replaces the whole set; never set or cleared: nothing).
-    #[serde(
-        default,
-        skip_serializing_if = "::std::option::Option::is_none",
-        deserialize_with = "crate::serde_util::null_clears"
-    )]
-    pub capabilities: ::std::option::Option<
-        ::std::option::Option<SubagentSessionCapabilities>,
-    >,
-    /// What the child is doing now (cleared: not known, without claiming it is idle).
-    #[serde(
-        default,
-        skip_serializing_if = "::std::option::Option::is_none",
-        deserialize_with = "crate::serde_util::null_clears"
-    )]
-    pub state: ::std::option::Option<::std::option::Option<StateUpdate>>,
-    /// The child's absolute working directory (unset: the parent's).
-    #[serde(
-        default,
-        skip_serializing_if = "::std::option::Option::is_none",
-        deserialize_with = "crate::serde_util::null_clears"
-    )]
-    pub cwd: ::std::option::Option<::std::option::Option<::std::string::String>>,
-    /// The child's extra absolute workspace roots; a value replaces the whole list (unset: the parent's).
-    #[serde(
-        rename = "additionalDirectories",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none",
-        deserialize_with = "crate::serde_util::null_clears"
-    )]
-    pub additional_directories: ::std::option::Option<
-        ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-    >,
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present. Absent leaves the metadata as it was; `null` removes it.
-    #[serde(
-        rename = "_meta",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none",
-        deserialize_with = "crate::serde_util::null_clears"
-    )]
-    pub meta: ::std::option::Option<::std::option::Option<crate::Meta>>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_subagents")]
-impl SubagentUpdate {
-    /// A value from its required fields (`session_id`); the optional ones start absent or at their default and are set with the builder methods.
-    pub fn new(session_id: impl ::std::convert::Into<SessionId>) -> Self {
-        Self {
-            session_id: session_id.into(),
-            title: ::std::default::Default::default(),
-            description: ::std::default::Default::default(),
-            capabilities: ::std::default::Default::default(),
-            state: ::std::default::Default::default(),
-            cwd: ::std::default::Default::default(),
-            additional_directories: ::std::default::Default::default(),
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Name the parent gives the child, for display (not necessarily unique).
-    ///
-    /// `None` writes an explicit `null`, which clears the value on the peer's side.
-    pub fn title(mut self, value: ::std::option::Option<::std::string::String>) -> Self {
-        self.title = ::std::option::Option::Some(value);
-        self
-    }
-    /// What the child is for, for display.
-    ///
-    /// `None` writes an explicit `null`, which clears the value on the peer's side.
-    pub fn description(
-        mut self,
-        value: ::std::option::Option<::std::string::String>,
-    ) -> Self {
-        self.description = ::std::option::Option::Some(value);
-        self
-    }
-    /// What the client may change in the child (a value replaces the whole set; never set or cleared: nothing).
-    ///
-    /// `None` writes an explicit `null`, which clears the value on the peer's side.
-    pub fn capabilities(
-        mut self,
-        value: ::std::option::Option<SubagentSessionCapabilities>,
-    ) -> Self {
-        self.capabilities = ::std::option::Option::Some(value);
-        self
-    }
-    /// What the child is doing now (cleared: not known, without claiming it is idle).
-    ///
-    /// `None` writes an explicit `null`, which clears the value on the peer's side.
-    pub fn state(mut self, value: ::std::option::Option<StateUpdate>) -> Self {
-        self.state = ::std::option::Option::Some(value);
-        self
-    }
-    /// The child's absolute working directory (unset: the parent's).
-    ///
-    /// `None` writes an explicit `null`, which clears the value on the peer's side.
-    pub fn cwd(mut self, value: ::std::option::Option<::std::string::String>) -> Self {
-        self.cwd = ::std::option::Option::Some(value);
-        self
-    }
-    /// The child's extra absolute workspace roots; a value replaces the whole list (unset: the parent's).
-    ///
-    /// `None` writes an explicit `null`, which clears the value on the peer's side.
-    pub fn additional_directories(
-        mut self,
-        value: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-    ) -> Self {
-        self.additional_directories = ::std::option::Option::Some(value);
-        self
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present. Absent leaves the metadata as it was; `null` removes it.
-    ///
-    /// `None` writes an explicit `null`, which clears the value on the peer's side.
-    pub fn meta(mut self, value: ::std::option::Option<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value);
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl ::serde::Serialize for SubagentUpdate {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        SubagentUpdate::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl<'de> ::serde::Deserialize<'de> for SubagentUpdate {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| SubagentUpdate::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl crate::HasExtra for SubagentUpdate {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl SubagentUpdate {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// A `session_message` session update: a message this session sent to or received from another session was added or changed. Optional fields are patches: absent leaves them, `null` clears them, a value replaces them.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_subagents")]
-pub struct SessionMessage {
-    /// The message within this session's transcript.
-    #[serde(rename = "messageId")]
-    pub message_id: MessageId,
-    /// The session that sent it.
-    #[serde(
-        rename = "senderSessionId",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none",
-        deserialize_with = "crate::serde_util::null_clears"
-    )]
-    pub sender_session_id: ::std::option::Option<::std::option::Option<SessionId>>,
-    /// The session that receives it.
-    #[serde(
-        rename = "recipientSessionId",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none",
-        deserialize_with = "crate::serde_util::null_clears"
-    )]
-    pub recipient_session_id: ::std::option::Option<::std::option::Option<SessionId>>,
-    /// On a received message: the id of the same message in the sender's transcript (may arrive later than the content).
-    #[serde(
-        rename = "senderMessageId",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none",
-        deserialize_with = "crate::serde_util::null_clears"
-    )]
-    pub sender_message_id: ::std::option::Option<::std::option::Option<MessageId>>,
-    /// On a sent message: the id of the same message in the recipient's transcript (may arrive later than the content).
-    #[serde(
-        rename = "recipientMessageId",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none",
-        deserialize_with = "crate::serde_util::null_clears"
-    )]
-    pub recipient_message_id: ::std::option::Option<::std::option::Option<MessageId>>,
-    /// The whole content (`null` or `[]` clears it). Blocks that do not parse are dropped.
-    #[serde(
-        default,
-        skip_serializing_if = "::std::option::Option::is_none",
-        deserialize_with = "crate::serde_util::null_clears_vec"
-    )]
-    pub content: ::std::option::Option<
-        ::std::option::Option<::std::vec::Vec<ContentBlock>>,
-    >,
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present. Absent leaves the metadata as it was; `null` removes it.
-    #[serde(
-        rename = "_meta",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none",
-        deserialize_with = "crate::serde_util::null_clears"
-    )]
-    pub meta: ::std::option::Option<::std::option::Option<crate::Meta>>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_subagents")]
-impl SessionMessage {
-    /// A value from its required fields (`message_id`); the optional ones start absent or at their default and are set with the builder methods.
-    pub fn new(message_id: impl ::std::convert::Into<MessageId>) -> Self {
-        Self {
-            message_id: message_id.into(),
-            sender_session_id: ::std::default::Default::default(),
-            recipient_session_id: ::std::default::Default::default(),
-            sender_message_id: ::std::default::Default::default(),
-            recipient_message_id: ::std::default::Default::default(),
-            content: ::std::default::Default::default(),
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// The session that sent it.
-    ///
-    /// `None` writes an explicit `null`, which clears the value on the peer's side.
-    pub fn sender_session_id(mut self, value: ::std::option::Option<SessionId>) -> Self {
-        self.sender_session_id = ::std::option::Option::Some(value);
-        self
-    }
-    /// The session that receives it.
-    ///
-    /// `None` writes an explicit `null`, which clears the value on the peer's side.
-    pub fn recipient_session_id(
-        mut self,
-        value: ::std::option::Option<SessionId>,
-    ) -> Self {
-        self.recipient_session_id = ::std::option::Option::Some(value);
-        self
-    }
-    /// On a received message: the id of the same message in the sender's transcript (may arrive later than the content).
-    ///
-    /// `None` writes an explicit `null`, which clears the value on the peer's side.
-    pub fn sender_message_id(mut self, value: ::std::option::Option<MessageId>) -> Self {
-        self.sender_message_id = ::std::option::Option::Some(value);
-        self
-    }
-    /// On a sent message: the id of the same message in the recipient's transcript (may arrive later than the content).
-    ///
-    /// `None` writes an explicit `null`, which clears the value on the peer's side.
-    pub fn recipient_message_id(
-        mut self,
-        value: ::std::option::Option<MessageId>,
-    ) -> Self {
-        self.recipient_message_id = ::std::option::Option::Some(value);
-        self
-    }
-    /// The whole content (`null` or `[]` clears it). Blocks that do not parse are dropped.
-    ///
-    /// `None` writes an explicit `null`, which clears the value on the peer's side.
-    pub fn content(
-        mut self,
-        value: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
-    ) -> Self {
-        self.content = ::std::option::Option::Some(value);
-        self
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present. Absent leaves the metadata as it was; `null` removes it.
-    ///
-    /// `None` writes an explicit `null`, which clears the value on the peer's side.
-    pub fn meta(mut self, value: ::std::option::Option<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value);
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl ::serde::Serialize for SessionMessage {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        SessionMessage::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl<'de> ::serde::Deserialize<'de> for SessionMessage {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| SessionMessage::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl crate::HasExtra for SessionMessage {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl SessionMessage {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
-/// A `session_message_chunk` session update: one content block appended to a message exchanged with another session (who sent it comes with `session_message`, before or after).
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
-#[serde(remote = "Self")]
-#[non_exhaustive]
-#[cfg(feature = "unstable_subagents")]
-pub struct SessionMessageChunk {
-    /// The message the block belongs to.
-    #[serde(rename = "messageId")]
-    pub message_id: MessageId,
-    /// The block appended.
-    pub content: ContentBlock,
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    #[serde(
-        rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
-        default,
-        deserialize_with = "crate::serde_util::lenient"
-    )]
-    pub meta: ::std::option::Option<crate::Meta>,
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    #[serde(flatten, skip_deserializing)]
-    pub extra: crate::Extra,
-}
-#[cfg(feature = "unstable_subagents")]
-impl SessionMessageChunk {
-    /// A value from its required fields (`message_id`, `content`); the optional ones start absent or at their default and are set with the builder methods.
-    pub fn new(
-        message_id: impl ::std::convert::Into<MessageId>,
-        content: impl ::std::convert::Into<ContentBlock>,
-    ) -> Self {
-        Self {
-            message_id: message_id.into(),
-            content: content.into(),
-            meta: ::std::default::Default::default(),
-            extra: ::std::default::Default::default(),
-        }
-    }
-    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
-    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
-        self
-    }
-    /// Fields the schema does not name, kept as received and written back unchanged after
-    /// the known ones (empty unless the peer sent some).
-    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
-        self.extra = value.into();
-        self
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl ::serde::Serialize for SessionMessageChunk {
-    fn serialize<S: ::serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> ::std::result::Result<S::Ok, S::Error> {
-        SessionMessageChunk::serialize(self, serializer)
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl<'de> ::serde::Deserialize<'de> for SessionMessageChunk {
-    fn deserialize<D: ::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
-        crate::extra::deserialize_keeping_unknown(
-            deserializer,
-            |d| SessionMessageChunk::deserialize(d),
-        )
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl crate::HasExtra for SessionMessageChunk {
-    fn extra_fields(&self) -> &crate::Extra {
-        &self.extra
-    }
-    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
-        &mut self.extra
-    }
-}
-#[cfg(feature = "unstable_subagents")]
-impl SessionMessageChunk {
-    /// Adds one field the schema does not name (written after the known ones).
-    pub fn with_extra(
-        mut self,
-        key: impl ::std::convert::Into<::std::string::String>,
-        value: ::serde_json::Value,
-    ) -> Self {
-        self.extra.insert(key, value);
-        self
-    }
-}
 /// Marker: the agent serves `session/options` and accepts initial config option values (`configOptions`) on `session/new`, `session/load` and `session/resume`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[serde(remote = "Self")]
@@ -23391,6 +23373,1485 @@ impl InitialSessionConfigOption {
         self
     }
 }
+/// A prompt the agent predicts the user will send next; the client may send `prompt` unchanged as the `prompt` of `session/prompt`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_prompt_suggestions")]
+pub struct PromptSuggestion {
+    /// The suggested prompt (at least one block): `text` and `resource_link` blocks, and other kinds only when both the agent's prompt capabilities and the client's `session.promptSuggestions` allow them.
+    pub prompt: ::std::vec::Vec<ContentBlock>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestion {
+    /// A value from its required fields (`prompt`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(prompt: impl ::std::iter::IntoIterator<Item = ContentBlock>) -> Self {
+        Self {
+            prompt: prompt.into_iter().collect(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl ::serde::Serialize for PromptSuggestion {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptSuggestion::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl<'de> ::serde::Deserialize<'de> for PromptSuggestion {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptSuggestion::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl crate::HasExtra for PromptSuggestion {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestion {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A `prompt_suggestions_update` session update: replaces the session's list of prompt suggestions (a session starts with none; an empty list withdraws them). Not part of the session's history: agents do not replay it.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_prompt_suggestions")]
+pub struct PromptSuggestionsUpdate {
+    /// The suggestions, most likely first; a suggestion that does not parse is dropped, not the update.
+    #[serde(deserialize_with = "crate::serde_util::skip_invalid_items")]
+    pub suggestions: ::std::vec::Vec<PromptSuggestion>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsUpdate {
+    /// A value from its required fields (`suggestions`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        suggestions: impl ::std::iter::IntoIterator<Item = PromptSuggestion>,
+    ) -> Self {
+        Self {
+            suggestions: suggestions.into_iter().collect(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl ::serde::Serialize for PromptSuggestionsUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptSuggestionsUpdate::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl<'de> ::serde::Deserialize<'de> for PromptSuggestionsUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptSuggestionsUpdate::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl crate::HasExtra for PromptSuggestionsUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// The client can offer prompt suggestions (`prompt_suggestions_update`): `{}` means suggestions made of `text` and `resource_link` blocks; the fields opt in to more block kinds (named as the agent's prompt capabilities).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_prompt_suggestions")]
+pub struct PromptSuggestionsCapabilities {
+    /// Present when suggestions may include `image` blocks.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub image: ::std::option::Option<PromptSuggestionsImageCapabilities>,
+    /// Present when suggestions may include `audio` blocks.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub audio: ::std::option::Option<PromptSuggestionsAudioCapabilities>,
+    /// Present when suggestions may include `resource` (embedded) blocks.
+    #[serde(
+        rename = "embeddedContext",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub embedded_context: ::std::option::Option<
+        PromptSuggestionsEmbeddedContextCapabilities,
+    >,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            image: ::std::default::Default::default(),
+            audio: ::std::default::Default::default(),
+            embedded_context: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Present when suggestions may include `image` blocks.
+    pub fn image(
+        mut self,
+        value: impl ::std::convert::Into<PromptSuggestionsImageCapabilities>,
+    ) -> Self {
+        self.image = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when suggestions may include `audio` blocks.
+    pub fn audio(
+        mut self,
+        value: impl ::std::convert::Into<PromptSuggestionsAudioCapabilities>,
+    ) -> Self {
+        self.audio = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Present when suggestions may include `resource` (embedded) blocks.
+    pub fn embedded_context(
+        mut self,
+        value: impl ::std::convert::Into<PromptSuggestionsEmbeddedContextCapabilities>,
+    ) -> Self {
+        self.embedded_context = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl ::serde::Serialize for PromptSuggestionsCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptSuggestionsCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl<'de> ::serde::Deserialize<'de> for PromptSuggestionsCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptSuggestionsCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl crate::HasExtra for PromptSuggestionsCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: prompt suggestions may include `image` content blocks.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_prompt_suggestions")]
+pub struct PromptSuggestionsImageCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsImageCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl ::serde::Serialize for PromptSuggestionsImageCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptSuggestionsImageCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl<'de> ::serde::Deserialize<'de> for PromptSuggestionsImageCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptSuggestionsImageCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl crate::HasExtra for PromptSuggestionsImageCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsImageCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: prompt suggestions may include `audio` content blocks.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_prompt_suggestions")]
+pub struct PromptSuggestionsAudioCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsAudioCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl ::serde::Serialize for PromptSuggestionsAudioCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptSuggestionsAudioCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl<'de> ::serde::Deserialize<'de> for PromptSuggestionsAudioCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptSuggestionsAudioCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl crate::HasExtra for PromptSuggestionsAudioCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsAudioCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker: prompt suggestions may include `resource` content blocks.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_prompt_suggestions")]
+pub struct PromptSuggestionsEmbeddedContextCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsEmbeddedContextCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl ::serde::Serialize for PromptSuggestionsEmbeddedContextCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        PromptSuggestionsEmbeddedContextCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl<'de> ::serde::Deserialize<'de> for PromptSuggestionsEmbeddedContextCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| PromptSuggestionsEmbeddedContextCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl crate::HasExtra for PromptSuggestionsEmbeddedContextCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_prompt_suggestions")]
+impl PromptSuggestionsEmbeddedContextCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::convert::From<&str> for CursorId {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
+/// Names one session cursor within its session; made by the agent, never reused for another position. Clients do not parse or build it.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+#[serde(transparent)]
+#[cfg(feature = "unstable_session_cursors")]
+pub struct CursorId(pub ::std::string::String);
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::ops::Deref for CursorId {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::convert::From<::std::string::String> for CursorId {
+    fn from(value: ::std::string::String) -> Self {
+        Self(value)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::fmt::Display for CursorId {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::str::FromStr for CursorId {
+    type Err = ::std::convert::Infallible;
+    fn from_str(value: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(Self(value.to_string()))
+    }
+}
+/// On which side of the anchored entity a session cursor is. Unknown values are kept; a client that does not know one cannot place the cursor.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg(feature = "unstable_session_cursors")]
+pub enum CursorAnchorPosition {
+    /// Just before the entity: the history before the cursor does not include it.
+    #[serde(rename = "before")]
+    Before,
+    /// Just after the entity: the history before the cursor includes it and nothing after it.
+    #[serde(rename = "after")]
+    After,
+    /// A value this version of the schema does not know, kept as sent.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorAnchorPosition {
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Before => "before",
+            Self::After => "after",
+            Self::Unknown(other) => other,
+        }
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::fmt::Display for CursorAnchorPosition {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+/// A session cursor next to a message.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_cursors")]
+pub struct CursorMessageAnchor {
+    /// The anchored message.
+    #[serde(rename = "messageId")]
+    pub message_id: MessageId,
+    /// On which side of the message the cursor is.
+    pub position: CursorAnchorPosition,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorMessageAnchor {
+    /// A value from its required fields (`message_id`, `position`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        message_id: impl ::std::convert::Into<MessageId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self {
+            message_id: message_id.into(),
+            position: position.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::serde::Serialize for CursorMessageAnchor {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CursorMessageAnchor::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl<'de> ::serde::Deserialize<'de> for CursorMessageAnchor {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CursorMessageAnchor::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl crate::HasExtra for CursorMessageAnchor {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorMessageAnchor {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A session cursor next to a tool call.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_cursors")]
+pub struct CursorToolCallAnchor {
+    /// The anchored tool call.
+    #[serde(rename = "toolCallId")]
+    pub tool_call_id: ToolCallId,
+    /// On which side of the tool call the cursor is.
+    pub position: CursorAnchorPosition,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorToolCallAnchor {
+    /// A value from its required fields (`tool_call_id`, `position`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        tool_call_id: impl ::std::convert::Into<ToolCallId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self {
+            tool_call_id: tool_call_id.into(),
+            position: position.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::serde::Serialize for CursorToolCallAnchor {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CursorToolCallAnchor::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl<'de> ::serde::Deserialize<'de> for CursorToolCallAnchor {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CursorToolCallAnchor::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl crate::HasExtra for CursorToolCallAnchor {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorToolCallAnchor {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A session cursor next to a compaction.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_cursors")]
+pub struct CursorCompactionAnchor {
+    /// The anchored compaction.
+    #[serde(rename = "compactionId")]
+    pub compaction_id: CompactionId,
+    /// On which side of the compaction the cursor is.
+    pub position: CursorAnchorPosition,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorCompactionAnchor {
+    /// A value from its required fields (`compaction_id`, `position`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(
+        compaction_id: impl ::std::convert::Into<CompactionId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self {
+            compaction_id: compaction_id.into(),
+            position: position.into(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::serde::Serialize for CursorCompactionAnchor {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CursorCompactionAnchor::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl<'de> ::serde::Deserialize<'de> for CursorCompactionAnchor {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CursorCompactionAnchor::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl crate::HasExtra for CursorCompactionAnchor {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorCompactionAnchor {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Where a session cursor is, relative to an entity the client holds, chosen by `type`. An anchor of a type this schema does not know is kept as sent (`Unknown`); the client cannot place such a cursor and does not guess.
+#[derive(::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+#[cfg(feature = "unstable_session_cursors")]
+pub enum CursorAnchor {
+    /// Next to a user message.
+    #[serde(rename = "user_message")]
+    UserMessage(CursorMessageAnchor),
+    /// Next to an agent message.
+    #[serde(rename = "agent_message")]
+    AgentMessage(CursorMessageAnchor),
+    /// Next to an agent thought.
+    #[serde(rename = "agent_thought")]
+    AgentThought(CursorMessageAnchor),
+    /// Next to a message exchanged with another session.
+    #[serde(rename = "session_message")]
+    SessionMessage(CursorMessageAnchor),
+    /// Next to a tool call.
+    #[serde(rename = "tool_call")]
+    ToolCall(CursorToolCallAnchor),
+    /// Next to a context compaction.
+    #[serde(rename = "compaction")]
+    Compaction(CursorCompactionAnchor),
+    /// A variant this version of the schema does not know, kept as raw JSON.
+    #[serde(untagged)]
+    Unknown(::serde_json::Value),
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl<'de> ::serde::Deserialize<'de> for CursorAnchor {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::serde_util::deserialize_tag_first(deserializer)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl crate::serde_util::TagFirst for CursorAnchor {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = concat!("an object for ", stringify!(CursorAnchor));
+    fn direct<'de, A: ::serde::de::MapAccess<'de>>(
+        tag: &str,
+        rest: A,
+    ) -> ::std::result::Result<::std::result::Result<Self, A::Error>, A> {
+        match tag {
+            "user_message" => {
+                ::std::result::Result::Ok(
+                    <CursorMessageAnchor as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::UserMessage),
+                )
+            }
+            "agent_message" => {
+                ::std::result::Result::Ok(
+                    <CursorMessageAnchor as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::AgentMessage),
+                )
+            }
+            "agent_thought" => {
+                ::std::result::Result::Ok(
+                    <CursorMessageAnchor as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::AgentThought),
+                )
+            }
+            "session_message" => {
+                ::std::result::Result::Ok(
+                    <CursorMessageAnchor as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::SessionMessage),
+                )
+            }
+            "tool_call" => {
+                ::std::result::Result::Ok(
+                    <CursorToolCallAnchor as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::ToolCall),
+                )
+            }
+            "compaction" => {
+                ::std::result::Result::Ok(
+                    <CursorCompactionAnchor as ::serde::Deserialize>::deserialize(
+                            ::serde::de::value::MapAccessDeserializer::new(rest),
+                        )
+                        .map(Self::Compaction),
+                )
+            }
+            _ => ::std::result::Result::Err(rest),
+        }
+    }
+    fn from_value<E: ::serde::de::Error>(
+        value: ::serde_json::Value,
+    ) -> ::std::result::Result<Self, E> {
+        if !value.is_object() {
+            return ::std::result::Result::Err(
+                ::serde::de::Error::custom(
+                    concat!("expected an object for ", stringify!(CursorAnchor)),
+                ),
+            );
+        }
+        let tag = match value.get("type") {
+            ::std::option::Option::None => ::std::option::Option::None,
+            ::std::option::Option::Some(::serde_json::Value::String(tag)) => {
+                ::std::option::Option::Some(tag.clone())
+            }
+            ::std::option::Option::Some(_) => {
+                return ::std::result::Result::Err(
+                    ::serde::de::Error::custom(
+                        concat!("`", "type", "` must be a string"),
+                    ),
+                );
+            }
+        };
+        use ::std::option::Option::{None, Some};
+        use ::std::result::Result::{Err, Ok};
+        match tag.as_deref() {
+            Some("user_message") => {
+                match <CursorMessageAnchor as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::UserMessage(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("agent_message") => {
+                match <CursorMessageAnchor as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::AgentMessage(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("agent_thought") => {
+                match <CursorMessageAnchor as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::AgentThought(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("session_message") => {
+                match <CursorMessageAnchor as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::SessionMessage(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("tool_call") => {
+                match <CursorToolCallAnchor as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::ToolCall(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some("compaction") => {
+                match <CursorCompactionAnchor as ::serde::Deserialize>::deserialize(
+                    &value,
+                ) {
+                    Ok(mut body) => {
+                        crate::HasExtra::extra_fields_mut(&mut body).remove("type");
+                        Ok(Self::Compaction(body))
+                    }
+                    Err(error) => Err(::serde::de::Error::custom(error)),
+                }
+            }
+            Some(_) => Ok(Self::Unknown(value)),
+            None => Err(::serde::de::Error::missing_field("type")),
+        }
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorAnchor {
+    /// A `user_message` variant from its body's required fields (see [`CursorMessageAnchor::new`]).
+    pub fn user_message(
+        message_id: impl ::std::convert::Into<MessageId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self::UserMessage(CursorMessageAnchor::new(message_id, position))
+    }
+    /// A `agent_message` variant from its body's required fields (see [`CursorMessageAnchor::new`]).
+    pub fn agent_message(
+        message_id: impl ::std::convert::Into<MessageId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self::AgentMessage(CursorMessageAnchor::new(message_id, position))
+    }
+    /// A `agent_thought` variant from its body's required fields (see [`CursorMessageAnchor::new`]).
+    pub fn agent_thought(
+        message_id: impl ::std::convert::Into<MessageId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self::AgentThought(CursorMessageAnchor::new(message_id, position))
+    }
+    /// A `session_message` variant from its body's required fields (see [`CursorMessageAnchor::new`]).
+    pub fn session_message(
+        message_id: impl ::std::convert::Into<MessageId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self::SessionMessage(CursorMessageAnchor::new(message_id, position))
+    }
+    /// A `tool_call` variant from its body's required fields (see [`CursorToolCallAnchor::new`]).
+    pub fn tool_call(
+        tool_call_id: impl ::std::convert::Into<ToolCallId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self::ToolCall(CursorToolCallAnchor::new(tool_call_id, position))
+    }
+    /// A `compaction` variant from its body's required fields (see [`CursorCompactionAnchor::new`]).
+    pub fn compaction(
+        compaction_id: impl ::std::convert::Into<CompactionId>,
+        position: impl ::std::convert::Into<CursorAnchorPosition>,
+    ) -> Self {
+        Self::Compaction(CursorCompactionAnchor::new(compaction_id, position))
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::convert::From<CursorToolCallAnchor> for CursorAnchor {
+    fn from(body: CursorToolCallAnchor) -> Self {
+        Self::ToolCall(body)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::convert::From<CursorCompactionAnchor> for CursorAnchor {
+    fn from(body: CursorCompactionAnchor) -> Self {
+        Self::Compaction(body)
+    }
+}
+/// Marker: the client may fork the session at this cursor (`session/fork` with `cursorId`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_cursors")]
+pub struct CursorForkCapabilities {
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorForkCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::serde::Serialize for CursorForkCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CursorForkCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl<'de> ::serde::Deserialize<'de> for CursorForkCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CursorForkCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl crate::HasExtra for CursorForkCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorForkCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// The methods that accept a session cursor now (none when empty).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_cursors")]
+pub struct CursorCapabilities {
+    /// Present when `session/fork` accepts this cursor.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub fork: ::std::option::Option<CursorForkCapabilities>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorCapabilities {
+    /// A value with every field absent or at its default.
+    pub fn new() -> Self {
+        Self {
+            fork: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// Present when `session/fork` accepts this cursor.
+    pub fn fork(
+        mut self,
+        value: impl ::std::convert::Into<CursorForkCapabilities>,
+    ) -> Self {
+        self.fork = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::serde::Serialize for CursorCapabilities {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CursorCapabilities::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl<'de> ::serde::Deserialize<'de> for CursorCapabilities {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CursorCapabilities::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl crate::HasExtra for CursorCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// A `cursor_update` session update: announces a session cursor (one position in the session's timeline) or changes what accepts it. The first update for an id carries `anchor`, which never changes afterwards.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_cursors")]
+pub struct CursorUpdate {
+    /// The cursor, unique within the session.
+    #[serde(rename = "cursorId")]
+    pub cursor_id: CursorId,
+    /// What accepts the cursor: absent leaves it as it was, `null` clears it, a value replaces it (a new cursor starts with none).
+    #[serde(
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub capabilities: ::std::option::Option<::std::option::Option<CursorCapabilities>>,
+    /// Where the cursor is: required on the first update for a cursor; absent and `null` keep the stored anchor.
+    #[serde(
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub anchor: ::std::option::Option<CursorAnchor>,
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present. Absent leaves the metadata as it was; `null` removes it.
+    #[serde(
+        rename = "_meta",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none",
+        deserialize_with = "crate::serde_util::null_clears"
+    )]
+    pub meta: ::std::option::Option<::std::option::Option<crate::Meta>>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorUpdate {
+    /// A value from its required fields (`cursor_id`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(cursor_id: impl ::std::convert::Into<CursorId>) -> Self {
+        Self {
+            cursor_id: cursor_id.into(),
+            capabilities: ::std::default::Default::default(),
+            anchor: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// What accepts the cursor: absent leaves it as it was, `null` clears it, a value replaces it (a new cursor starts with none).
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn capabilities(
+        mut self,
+        value: ::std::option::Option<CursorCapabilities>,
+    ) -> Self {
+        self.capabilities = ::std::option::Option::Some(value);
+        self
+    }
+    /// Where the cursor is: required on the first update for a cursor; absent and `null` keep the stored anchor.
+    pub fn anchor(mut self, value: impl ::std::convert::Into<CursorAnchor>) -> Self {
+        self.anchor = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata (ACP's reserved `_meta` field). Peers may put any keys here; do not rely on particular keys being present. Absent leaves the metadata as it was; `null` removes it.
+    ///
+    /// `None` writes an explicit `null`, which clears the value on the peer's side.
+    pub fn meta(mut self, value: ::std::option::Option<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value);
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::serde::Serialize for CursorUpdate {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        CursorUpdate::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl<'de> ::serde::Deserialize<'de> for CursorUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| CursorUpdate::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl crate::HasExtra for CursorUpdate {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl CursorUpdate {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Marker object: sent as `{}` when the client handles `cursor_update` session updates. It has no fields.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(transparent)]
+#[non_exhaustive]
+#[cfg(feature = "unstable_session_cursors")]
+pub struct SessionCursorsCapabilities {
+    /// Fields the schema does not name, kept as received and written back unchanged.
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl SessionCursorsCapabilities {
+    /// The empty value (it has no fields yet; later versions may add optional ones).
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl crate::HasExtra for SessionCursorsCapabilities {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl SessionCursorsCapabilities {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
 impl ::std::convert::From<AuthMethodId> for ::std::string::String {
     fn from(value: AuthMethodId) -> Self {
         value.0
@@ -23398,6 +24859,12 @@ impl ::std::convert::From<AuthMethodId> for ::std::string::String {
 }
 impl ::std::convert::From<CompactionId> for ::std::string::String {
     fn from(value: CompactionId) -> Self {
+        value.0
+    }
+}
+#[cfg(feature = "unstable_session_cursors")]
+impl ::std::convert::From<CursorId> for ::std::string::String {
+    fn from(value: CursorId) -> Self {
         value.0
     }
 }
@@ -23434,7 +24901,6 @@ impl ::std::convert::From<PermissionOptionId> for ::std::string::String {
         value.0
     }
 }
-#[cfg(feature = "unstable_plan_operations")]
 impl ::std::convert::From<PlanId> for ::std::string::String {
     fn from(value: PlanId) -> Self {
         value.0
@@ -23573,10 +25039,8 @@ pub mod defaults {
                 extra: ::std::default::Default::default(),
             },
             meta: Default::default(),
-            #[cfg(feature = "unstable_plan_operations")]
             plan: Default::default(),
             session: Default::default(),
-            #[cfg(feature = "unstable_subagents")]
             subagents: Default::default(),
             terminal: false,
             extra: ::std::default::Default::default(),
