@@ -20,7 +20,9 @@ pub const TOKEN_ENV: &str = "ACP_TOKEN";
 const SERVE_AFTER: &str = "\
 Every request needs `Authorization: Bearer TOKEN`, `GET /metrics` (with --metrics) too;
 `GET /healthz` (alive) and `GET /readyz` (under the connection limit) answer without it.
-TLS is not done here: put a TLS-terminating proxy in front for anything beyond a trusted
+With --dashboard, `GET /` is a live dashboard of every connection's messages (the page of
+`acp trace --serve`; open it as /?token=TOKEN: a browser cannot send the header), request
+ids shown as CONNECTION:ID. TLS is not done here: put a TLS-terminating proxy in front for anything beyond a trusted
 network (docs/DEPLOYMENT.md). Ctrl-C stops the server and every agent it started.";
 
 #[derive(Args, Debug)]
@@ -44,6 +46,10 @@ pub struct ServeArgs {
     /// kind, bytes, agent processes.
     #[arg(long)]
     metrics: bool,
+    /// Serve a live dashboard at `GET /` (behind the token, given as `/?token=TOKEN`): the
+    /// messages of every connection as `acp trace --serve` shows them, newest 5000 kept.
+    #[arg(long)]
+    dashboard: bool,
     /// Let browser pages of this origin call (repeatable); others are refused.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origin: Vec<String>,
@@ -153,6 +159,12 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     if args.metrics {
         builder = builder.metrics(acp_remote::Metrics::new());
     }
+    if args.dashboard {
+        let live = crate::trace::live::Live::new(format!("acp serve: {what}"));
+        builder = builder
+            .observe(crate::trace::live::ServeObserver::factory(live.clone()))
+            .dashboard(live);
+    }
     for origin in args.allow_origin {
         builder = builder.allow_origin(origin);
     }
@@ -183,6 +195,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     if args.metrics {
         let base = url.trim_end_matches("/acp");
         println!("metrics: {base}/metrics (with the token); readiness: {base}/readyz");
+    }
+    if args.dashboard {
+        let base = url.trim_end_matches("acp");
+        println!("dashboard: {base}?token=TOKEN");
     }
     stopped().await;
     server.shutdown();

@@ -66,11 +66,13 @@
 #![deny(missing_docs)]
 
 mod client;
+pub mod live;
 pub mod metrics;
 mod security;
 mod server;
 
 pub use client::{ConnectOptions, Finished, Profile, RemoteLink, connect, connect_client};
+pub use live::{LiveFeed, LiveServer, serve_live};
 pub use metrics::Metrics;
 pub use security::{Authenticator, BearerToken, Identity, Limits, NoAuth};
 pub use server::{ReadinessCheck, RunningServer, Server, ServerBuilder};
