@@ -786,3 +786,87 @@ fn the_live_page_follows_turns_as_they_happen() {
     );
     assert_eq!(links, "", "the page loads nothing");
 }
+
+/// `GET path` with `Host: host` on `addr`: the status line.
+fn status(addr: &str, path: &str, host: &str) -> String {
+    use std::io::{BufRead, BufReader};
+    let mut socket = std::net::TcpStream::connect(addr).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        socket,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut line = String::new();
+    BufReader::new(socket).read_line(&mut line).unwrap();
+    line
+}
+
+/// `acp trace --serve ADDR [--token-file F] -- cat`: the address it printed.
+fn live_proxy(
+    dir: &std::path::Path,
+    serve: &str,
+    token: Option<&str>,
+) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    let mut cmd = Command::new(acp());
+    cmd.args(["trace", "--serve", serve]);
+    if let Some(token) = token {
+        let file = dir.join("token");
+        std::fs::write(&file, format!("{token}\n")).unwrap();
+        cmd.arg("--token-file").arg(file);
+    }
+    let mut child = cmd
+        .args(["--", "cat"])
+        .env_remove("ACP_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    (child, first)
+}
+
+/// Who may see the live page: loopback callers naming a loopback host when there is no
+/// token (a DNS-rebound page names another), token holders when there is one, and nobody
+/// beyond loopback without a token.
+#[test]
+fn the_live_page_is_loopback_only_unless_a_token_is_given() {
+    let dir = Scratch::new("trace-live-auth");
+    let (mut open, printed) = live_proxy(&dir.0, "0.0.0.0:0", None);
+    assert!(printed.contains("refusing to serve"), "{printed}");
+    assert_eq!(wait(&mut open).code(), Some(127));
+
+    let (mut child, printed) = live_proxy(&dir.0, "127.0.0.1:0", None);
+    let addr = printed
+        .trim()
+        .trim_start_matches("acp trace: live page at http://")
+        .trim_end_matches('/')
+        .to_owned();
+    assert!(status(&addr, "/", &addr).contains(" 200 "));
+    assert!(status(&addr, "/", "localhost:1").contains(" 200 "));
+    assert!(status(&addr, "/", "evil.example:80").contains(" 401 "));
+    assert!(status(&addr, "/nothing", &addr).contains(" 404 "));
+    drop(child.stdin.take());
+    assert_eq!(wait(&mut child).code(), Some(0));
+
+    let (mut child, printed) = live_proxy(&dir.0, "127.0.0.1:0", Some("t0ken/+x"));
+    assert!(printed.trim().ends_with("/?token=TOKEN"), "{printed}");
+    let addr = printed
+        .trim()
+        .trim_start_matches("acp trace: live page at http://")
+        .trim_end_matches("/?token=TOKEN")
+        .to_owned();
+    assert!(status(&addr, "/", &addr).contains(" 401 "));
+    assert!(status(&addr, "/?token=wrong", &addr).contains(" 401 "));
+    assert!(status(&addr, "/?token=t0ken%2F%2Bx", &addr).contains(" 200 "));
+    assert!(status(&addr, "/events?token=t0ken%2F%2Bx", &addr).contains(" 200 "));
+    drop(child.stdin.take());
+    assert_eq!(wait(&mut child).code(), Some(0));
+}
