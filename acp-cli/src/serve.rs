@@ -43,7 +43,7 @@ pub struct ServeArgs {
     store: crate::store::StoreArgs,
     /// Count and serve Prometheus metrics at `GET /metrics` (behind the token, like `/acp`):
     /// connections, sessions, requests by method and outcome, latencies, notifications by
-    /// kind, bytes, agent processes.
+    /// kind, bytes, agent processes, and with --store the store's operations and errors.
     #[arg(long)]
     metrics: bool,
     /// Serve a live dashboard at `GET /` (behind the token, given as `/?token=TOKEN`): the
@@ -121,6 +121,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     }
     // The store, for `/readyz`: a host whose database is gone says so to its load balancer.
     let mut readiness_store = None;
+    let metrics = args.metrics.then(acp_remote::Metrics::new);
     let (builder, what) = match args.agent.split_first() {
         None => match args.store.open().await? {
             None => (
@@ -128,8 +129,13 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                 "the built-in demo agent".to_owned(),
             ),
             Some((store, shown)) => {
-                let store = store.0;
+                let mut store = store.0;
                 readiness_store = Some(store.clone());
+                if let Some(metrics) = &metrics {
+                    // The agents' operations are counted, the readiness probes are not.
+                    let metered = acp_remote::MeteredStore::new(store, metrics.clone());
+                    store = std::sync::Arc::new(metered);
+                }
                 let serve = move |read, write| {
                     acp_agent::serve_with_store(
                         BuiltinAgent::with_store(),
@@ -156,8 +162,8 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     if let Some(store) = readiness_store {
         builder = builder.readiness(move || store_reachable(store.clone()));
     }
-    if args.metrics {
-        builder = builder.metrics(acp_remote::Metrics::new());
+    if let Some(metrics) = metrics {
+        builder = builder.metrics(metrics);
     }
     if args.dashboard {
         let live = crate::trace::live::Live::new(format!("acp serve: {what}"));

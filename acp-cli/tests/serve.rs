@@ -386,7 +386,8 @@ fn check_grades_a_gateway_agent_over_both_profiles_as_over_stdio() {
 
 /// `acp serve --store DIR`: a session made over one connection is listed over another
 /// (`acp sessions --url`) and loaded, with its history, over either profile
-/// (`acp chat --url --load`: `session/load` with `Acp-Session-Id`, its stream opened after).
+/// (`acp chat --url --load`: `session/load` with `Acp-Session-Id`, its stream opened after);
+/// `/metrics` counts the store's operations (no session id in a label).
 #[test]
 fn serve_with_a_store_lists_and_loads_sessions_over_both_profiles() {
     let scratch = Scratch::new("serve-store");
@@ -396,7 +397,7 @@ fn serve_with_a_store_lists_and_loads_sessions_over_both_profiles() {
     let server = Serve::start_with(
         &scratch,
         &token_file,
-        &["--store", store.to_str().unwrap()],
+        &["--store", store.to_str().unwrap(), "--metrics"],
         &[],
     );
     let token = Some("s3cret-token");
@@ -418,6 +419,38 @@ fn serve_with_a_store_lists_and_loads_sessions_over_both_profiles() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("earlier turn"), "{profile:?}: {stdout}");
     }
+    let missing = chat(&scratch, &server.url, &["--load", "no-such-session"], token);
+    assert!(!missing.status.success());
+    let (status, text) = http_get(&server.url, "/metrics", "s3cret-token");
+    assert!(status.contains(" 200 "), "{status}");
+    let count = |series: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .map_or(0.0, |v| v.trim().parse::<f64>().unwrap())
+    };
+    let ops = "acp_store_operations_total";
+    assert!(
+        count(&format!("{ops}{{operation=\"create\",outcome=\"ok\"}}")) == 1.0,
+        "{text}"
+    );
+    assert!(
+        count(&format!("{ops}{{operation=\"append\",outcome=\"ok\"}}")) >= 3.0,
+        "{text}"
+    );
+    assert!(
+        count(&format!("{ops}{{operation=\"list\",outcome=\"ok\"}}")) >= 1.0,
+        "{text}"
+    );
+    // Its `meta` answered "no such session": a lookup that worked (errors are counted by
+    // their kind, acp-remote's metered_store tests).
+    assert!(
+        count(&format!("{ops}{{operation=\"meta\",outcome=\"ok\"}}")) >= 3.0,
+        "{text}"
+    );
+    assert!(
+        !text.contains("no-such-session"),
+        "no session id as a label"
+    );
 }
 
 /// A running HAProxy in front of `hosts` (`127.0.0.1:PORT` each): round robin, a cookie

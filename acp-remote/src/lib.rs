@@ -70,12 +70,14 @@
 
 mod client;
 pub mod live;
+mod metered_store;
 pub mod metrics;
 mod security;
 mod server;
 
 pub use client::{ConnectOptions, Finished, Profile, RemoteLink, connect, connect_client};
 pub use live::{LiveFeed, LiveServer, serve_live};
+pub use metered_store::MeteredStore;
 pub use metrics::Metrics;
 pub use security::{Authenticator, BearerToken, Identity, Limits, NoAuth};
 pub use server::{ReadinessCheck, RunningServer, Server, ServerBuilder};
