@@ -299,7 +299,7 @@ mod tests {
 
     /// A million messages through the window: it never holds more than its limit, nor more
     /// than its byte bound. The short form runs in CI; the full one by hand:
-    /// `cargo test -p acp-cli --release -- --ignored million_messages`.
+    /// `cargo test -p acp-cli --bin acp --release -- --ignored million_messages`.
     fn flood(count: u64) -> Window {
         let mut w = Window::new(LIMIT);
         let mut peak = 0;
