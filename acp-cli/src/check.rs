@@ -260,8 +260,9 @@ impl TraceFile {
     fn create(path: &std::path::Path) -> std::io::Result<(TraceFile, acp_check::TraceSink)> {
         let file = std::fs::File::create(path)?;
         let (tx, rx) = mpsc::channel::<Record>(4096);
-        let writer =
-            tokio::task::spawn_blocking(move || crate::trace::proxy::write_records(file, rx));
+        let writer = tokio::task::spawn_blocking(move || {
+            crate::trace::proxy::write_records(Some(file), None, rx)
+        });
         // The sink is called on the kit's tasks and must not block: an unbounded hop first.
         let (sink_tx, mut sink_rx) = mpsc::unbounded_channel::<Record>();
         let forward = tokio::spawn(async move {

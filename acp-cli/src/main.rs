@@ -11,7 +11,8 @@
 //!   editors, or `acp trace`), its sessions kept in DIR or a PostgreSQL database when given
 //!   (or `ACP_STORE`; `acp chat --store DIR|postgres://...` does the same for the in-process agent;
 //!   `--load ID` then shows an earlier conversation and goes on).
-//! * `acp trace --out FILE -- AGENT...`: a transparent stdio proxy recording every line.
+//! * `acp trace --out FILE -- AGENT...`: a transparent stdio proxy recording every line;
+//!   `--serve ADDR` shows the run live in a browser (`--out` then optional).
 //! * `acp trace view FILE [--html OUT]`: a trace as a summary, or as a page.
 //! * `acp check [-- AGENT...]`: grade an agent with the conformance kit (`acp-check`).
 //!
@@ -150,14 +151,37 @@ struct ChatArgs {
     mcp_config: Option<PathBuf>,
 }
 
+/// `acp trace --help`, after the options.
+const TRACE_AFTER: &str = "\
+--serve ADDR serves a live dashboard at http://ADDR/ while the agent runs: the page of
+`acp trace view --html` (sequence, request/response pairs with latency, notifications by
+session and kind, errors, message rate, latency per method, session health), redrawn as
+messages flow (server-sent events from /events; nothing from the network), with a
+Pause/Follow button. It holds the newest 5000 messages (older ones leave the window; the
+count of all is shown), each reduced to what the page reads, so memory stays bounded
+however long the run. Loopback only, unless a token is given (--token-file, else ACP_TOKEN):
+then any address, and the page is opened as http://ADDR/?token=TOKEN. The address is
+printed on stderr; stdout stays the agent's.";
+
 #[derive(Args, Debug)]
-#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = TRACE_AFTER
+)]
 struct TraceArgs {
     #[command(subcommand)]
     view: Option<TraceCommand>,
-    /// The NDJSON file to write.
-    #[arg(long, required = true)]
+    /// The NDJSON file to write (required unless --serve).
+    #[arg(long, required_unless_present = "serve")]
     out: Option<PathBuf>,
+    /// Serve a live dashboard of the run on this address (`127.0.0.1:0`: any free port).
+    #[arg(long, value_name = "ADDR")]
+    serve: Option<std::net::SocketAddr>,
+    /// With --serve: viewers need the token in the first line of this file (else
+    /// `ACP_TOKEN`, else none and loopback only).
+    #[arg(long, requires = "serve")]
+    token_file: Option<PathBuf>,
     /// The agent's command line.
     #[arg(last = true, required = true)]
     agent: Vec<OsString>,
@@ -283,12 +307,33 @@ async fn run(cli: Cli) -> i32 {
         Command::Trace(TraceArgs {
             view: None,
             out,
+            serve,
+            token_file,
             agent,
-        }) => match out {
-            Some(out) => trace::proxy::run(&out, &agent).await,
-            None => fail("--out FILE is required".into()),
-        },
+        }) => {
+            let serve = match serve.map(|addr| trace_serve(addr, token_file.as_deref())) {
+                None => None,
+                Some(Ok(serve)) => Some(serve),
+                Some(Err(e)) => return fail(e),
+            };
+            if out.is_none() && serve.is_none() {
+                return fail("--out FILE or --serve ADDR is required".into());
+            }
+            trace::proxy::run(out.as_deref(), serve, &agent).await
+        }
     }
+}
+
+/// `acp trace --serve ADDR`: where, and the token if one is given.
+fn trace_serve(
+    addr: std::net::SocketAddr,
+    token_file: Option<&std::path::Path>,
+) -> Result<trace::proxy::Serve, String> {
+    let auth = match serve::token(token_file)? {
+        Some(token) => Some(acp_remote::BearerToken::new(token).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    Ok(trace::proxy::Serve { addr, auth })
 }
 
 /// `acp agent`: the built-in agent on stdio, in whichever dialect the client speaks.

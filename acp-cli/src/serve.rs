@@ -20,7 +20,9 @@ pub const TOKEN_ENV: &str = "ACP_TOKEN";
 const SERVE_AFTER: &str = "\
 Every request needs `Authorization: Bearer TOKEN`, `GET /metrics` (with --metrics) too;
 `GET /healthz` (alive) and `GET /readyz` (under the connection limit) answer without it.
-TLS is not done here: put a TLS-terminating proxy in front for anything beyond a trusted
+With --dashboard, `GET /` is a live dashboard of every connection's messages (the page of
+`acp trace --serve`; open it as /?token=TOKEN: a browser cannot send the header), request
+ids shown as CONNECTION:ID. TLS is not done here: put a TLS-terminating proxy in front for anything beyond a trusted
 network (docs/DEPLOYMENT.md). Ctrl-C stops the server and every agent it started.";
 
 #[derive(Args, Debug)]
@@ -41,9 +43,13 @@ pub struct ServeArgs {
     store: crate::store::StoreArgs,
     /// Count and serve Prometheus metrics at `GET /metrics` (behind the token, like `/acp`):
     /// connections, sessions, requests by method and outcome, latencies, notifications by
-    /// kind, bytes, agent processes.
+    /// kind, bytes, agent processes, and with --store the store's operations and errors.
     #[arg(long)]
     metrics: bool,
+    /// Serve a live dashboard at `GET /` (behind the token, given as `/?token=TOKEN`): the
+    /// messages of every connection as `acp trace --serve` shows them, newest 5000 kept.
+    #[arg(long)]
+    dashboard: bool,
     /// Let browser pages of this origin call (repeatable); others are refused.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origin: Vec<String>,
@@ -115,6 +121,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     }
     // The store, for `/readyz`: a host whose database is gone says so to its load balancer.
     let mut readiness_store = None;
+    let metrics = args.metrics.then(acp_remote::Metrics::new);
     let (builder, what) = match args.agent.split_first() {
         None => match args.store.open().await? {
             None => (
@@ -122,8 +129,13 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                 "the built-in demo agent".to_owned(),
             ),
             Some((store, shown)) => {
-                let store = store.0;
+                let mut store = store.0;
                 readiness_store = Some(store.clone());
+                if let Some(metrics) = &metrics {
+                    // The agents' operations are counted, the readiness probes are not.
+                    let metered = acp_remote::MeteredStore::new(store, metrics.clone());
+                    store = std::sync::Arc::new(metered);
+                }
                 let serve = move |read, write| {
                     acp_agent::serve_with_store(
                         BuiltinAgent::with_store(),
@@ -150,8 +162,14 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     if let Some(store) = readiness_store {
         builder = builder.readiness(move || store_reachable(store.clone()));
     }
-    if args.metrics {
-        builder = builder.metrics(acp_remote::Metrics::new());
+    if let Some(metrics) = metrics {
+        builder = builder.metrics(metrics);
+    }
+    if args.dashboard {
+        let live = crate::trace::live::Live::new(format!("acp serve: {what}"));
+        builder = builder
+            .observe(crate::trace::live::ServeObserver::factory(live.clone()))
+            .dashboard(live);
     }
     for origin in args.allow_origin {
         builder = builder.allow_origin(origin);
@@ -183,6 +201,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     if args.metrics {
         let base = url.trim_end_matches("/acp");
         println!("metrics: {base}/metrics (with the token); readiness: {base}/readyz");
+    }
+    if args.dashboard {
+        let base = url.trim_end_matches("acp");
+        println!("dashboard: {base}?token=TOKEN");
     }
     stopped().await;
     server.shutdown();

@@ -221,8 +221,33 @@ fn http_get(url: &str, path: &str, token: &str) -> (String, String) {
     (head.lines().next().unwrap().to_owned(), body.to_owned())
 }
 
-/// `acp serve --metrics` in front of a gateway: each chat starts an `acp agent` process, and
-/// `/metrics` counts them and their turns (the series as Prometheus text).
+/// The first event of the SSE stream at `path` (no Authorization header: the token, if any,
+/// is in the query, as a browser page gives it).
+fn first_event(url: &str, path: &str) -> serde_json::Value {
+    use std::io::{BufRead, Write};
+    let host = url.trim_start_matches("http://").trim_end_matches("/acp");
+    let mut socket = std::net::TcpStream::connect(host).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n");
+    socket.write_all(request.as_bytes()).unwrap();
+    let mut lines = BufReader::new(socket).lines();
+    let status = lines.next().unwrap().unwrap();
+    assert!(status.contains(" 200 "), "{status}");
+    for line in lines {
+        let line = line.unwrap();
+        // Chunked: the event's line is whole in one chunk.
+        if let Some(data) = line.strip_prefix("data: ") {
+            return serde_json::from_str(data).unwrap();
+        }
+    }
+    panic!("the stream ended without an event");
+}
+
+/// `acp serve --metrics --dashboard` in front of a gateway: each chat starts an `acp agent`
+/// process, `/metrics` counts them and their turns (the series as Prometheus text), and the
+/// dashboard's events show both connections' turns, their ids told apart.
 #[test]
 fn serve_with_metrics_counts_the_gateway_agents_and_turns() {
     let scratch = Scratch::new("serve-metrics");
@@ -230,7 +255,7 @@ fn serve_with_metrics_counts_the_gateway_agents_and_turns() {
     std::fs::write(&token_file, "s3cret-token\n").unwrap();
     let acp = acp();
     let agent = [acp.to_str().unwrap(), "agent"];
-    let server = Serve::start_with(&scratch, &token_file, &["--metrics"], &agent);
+    let server = Serve::start_with(&scratch, &token_file, &["--metrics", "--dashboard"], &agent);
     // The connection ends with the chat: its close frame over WebSocket, its goodbye
     // `DELETE` over HTTP (which the chat waits to get out before it exits), and the agent
     // process with it.
@@ -267,6 +292,32 @@ fn serve_with_metrics_counts_the_gateway_agents_and_turns() {
     assert_eq!(value(&text, "acp_connections_total"), Some(2.0), "{text}");
     let prompts = "acp_requests_total{method=\"session/prompt\",outcome=\"ok\"}";
     assert_eq!(value(&text, prompts), Some(2.0), "{text}");
+
+    // The dashboard: behind the token, which a browser gives in the query.
+    let (status, _) = http_get(&server.url, "/", "wrong");
+    assert!(status.contains(" 401 "), "{status}");
+    let (status, _) = http_get(&server.url, "/events?token=wrong", "");
+    assert!(status.contains(" 401 "), "{status}");
+    let (status, page) = http_get(&server.url, "/?token=s3cret-token", "");
+    assert!(status.contains(" 200 "), "{status}");
+    assert!(page.contains("<title>acp live: acp serve"), "{page}");
+    assert!(page.contains("EventSource('events'+location.search)"));
+    let data = first_event(&server.url, "/events?token=s3cret-token");
+    assert_eq!(data["requests"]["session/prompt"]["requests"], 2, "{data}");
+    assert_eq!(data["requests"]["session/prompt"]["errors"], 0, "{data}");
+    assert!(data["live"]["total"].as_u64().unwrap() >= 10, "{data}");
+    let ids: Vec<&str> = data["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["method"] == "session/prompt" && m["kind"] == "request")
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.len() == 2 && ids[0].starts_with("\"1:") && ids[1].starts_with("\"2:"),
+        "prompt ids by connection: {ids:?}"
+    );
+    assert_eq!(data["problems"], serde_json::json!([]), "{data}");
 }
 
 #[test]
@@ -335,7 +386,8 @@ fn check_grades_a_gateway_agent_over_both_profiles_as_over_stdio() {
 
 /// `acp serve --store DIR`: a session made over one connection is listed over another
 /// (`acp sessions --url`) and loaded, with its history, over either profile
-/// (`acp chat --url --load`: `session/load` with `Acp-Session-Id`, its stream opened after).
+/// (`acp chat --url --load`: `session/load` with `Acp-Session-Id`, its stream opened after);
+/// `/metrics` counts the store's operations (no session id in a label).
 #[test]
 fn serve_with_a_store_lists_and_loads_sessions_over_both_profiles() {
     let scratch = Scratch::new("serve-store");
@@ -345,7 +397,7 @@ fn serve_with_a_store_lists_and_loads_sessions_over_both_profiles() {
     let server = Serve::start_with(
         &scratch,
         &token_file,
-        &["--store", store.to_str().unwrap()],
+        &["--store", store.to_str().unwrap(), "--metrics"],
         &[],
     );
     let token = Some("s3cret-token");
@@ -367,6 +419,38 @@ fn serve_with_a_store_lists_and_loads_sessions_over_both_profiles() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("earlier turn"), "{profile:?}: {stdout}");
     }
+    let missing = chat(&scratch, &server.url, &["--load", "no-such-session"], token);
+    assert!(!missing.status.success());
+    let (status, text) = http_get(&server.url, "/metrics", "s3cret-token");
+    assert!(status.contains(" 200 "), "{status}");
+    let count = |series: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .map_or(0.0, |v| v.trim().parse::<f64>().unwrap())
+    };
+    let ops = "acp_store_operations_total";
+    assert!(
+        count(&format!("{ops}{{operation=\"create\",outcome=\"ok\"}}")) == 1.0,
+        "{text}"
+    );
+    assert!(
+        count(&format!("{ops}{{operation=\"append\",outcome=\"ok\"}}")) >= 3.0,
+        "{text}"
+    );
+    assert!(
+        count(&format!("{ops}{{operation=\"list\",outcome=\"ok\"}}")) >= 1.0,
+        "{text}"
+    );
+    // Its `meta` answered "no such session": a lookup that worked (errors are counted by
+    // their kind, acp-remote's metered_store tests).
+    assert!(
+        count(&format!("{ops}{{operation=\"meta\",outcome=\"ok\"}}")) >= 3.0,
+        "{text}"
+    );
+    assert!(
+        !text.contains("no-such-session"),
+        "no session id as a label"
+    );
 }
 
 /// A running HAProxy in front of `hosts` (`127.0.0.1:PORT` each): round robin, a cookie

@@ -7,7 +7,10 @@
 //!   profiles on the same endpoint: Streamable HTTP (POST, GET as SSE, DELETE) and WebSocket
 //!   (GET with `Upgrade`). `GET /healthz` (alive) and `GET /readyz` (under the connection
 //!   limit, every [`ReadinessCheck`] passing) answer without a credential; `GET /metrics`
-//!   serves [`Metrics`] in the Prometheus text format when they are on.
+//!   serves [`Metrics`] in the Prometheus text format when they are on;
+//!   [`ServerBuilder::observe`] tells an observer of your own about every routed message,
+//!   and [`ServerBuilder::dashboard`] serves a live page ([`live`]) at `GET /`.
+//! * [`serve_live`]: the same live page on an address of its own.
 //! * [`connect`] / [`connect_client`]: reach such an endpoint (`http://HOST/acp` or
 //!   `ws://HOST/acp`) and get the same [`acp_client::ClientConnection`] and
 //!   [`acp_client::AgentHandle`] as over stdio.
@@ -66,6 +69,8 @@
 #![deny(missing_docs)]
 
 mod client;
+pub mod live;
+mod metered_store;
 pub mod metrics;
 mod security;
 mod server;
@@ -73,6 +78,8 @@ mod server;
 pub use client::{
     ConnectOptions, Finished, Profile, RemoteConnector, RemoteLink, connect, connect_client,
 };
+pub use live::{LiveFeed, LiveServer, serve_live};
+pub use metered_store::MeteredStore;
 pub use metrics::Metrics;
 pub use security::{Authenticator, BearerToken, Identity, Limits, NoAuth};
 pub use server::{ReadinessCheck, RunningServer, Server, ServerBuilder};

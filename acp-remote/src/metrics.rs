@@ -21,6 +21,8 @@
 //! | `acp_notifications_total` | `method`, `kind` | notifications; `kind` is a `session/update`'s `sessionUpdate` |
 //! | `acp_agent_processes` | | gateway agent processes running |
 //! | `acp_agent_processes_started_total` | | gateway agent processes started |
+//! | `acp_store_operations_total` | `operation`, `outcome` | session store operations ([`crate::MeteredStore`]): `ok` or the error's kind |
+//! | `acp_store_operation_duration_seconds` | `operation` | their duration |
 //!
 //! Label values are bounded: `method` is one of the protocol's methods or `other`, `kind`
 //! one of the session update kinds or `other`, `outcome` `ok`, a standard error code or
@@ -100,7 +102,19 @@ struct ReasonLabel {
     reason: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StoreLabels {
+    operation: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OperationLabel {
+    operation: &'static str,
+}
+
 type Histograms = Family<MethodLabel, Histogram, fn() -> Histogram>;
+type StoreHistograms = Family<OperationLabel, Histogram, fn() -> Histogram>;
 
 /// A server's metrics: an [`Observer`] of its connections plus the server's own counts
 /// (connections, sessions, agent processes). Cheap to update (atomics and a short lock per
@@ -119,6 +133,8 @@ pub struct Metrics {
     notifications: Family<NotificationLabels, Counter>,
     agent_processes: Gauge,
     agent_processes_started: Counter,
+    store_operations: Family<StoreLabels, Counter>,
+    store_durations: StoreHistograms,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -130,6 +146,11 @@ impl std::fmt::Debug for Metrics {
 fn duration_histogram() -> Histogram {
     // 1 ms to about 4.4 minutes: a prompt turn runs for minutes.
     Histogram::new(exponential_buckets(0.001, 2.0, 19))
+}
+
+fn store_histogram() -> Histogram {
+    // 10 us to about 5 s: an append to a local file up to a slow database.
+    Histogram::new(exponential_buckets(0.00001, 4.0, 10))
 }
 
 impl Metrics {
@@ -206,6 +227,19 @@ impl Metrics {
             "Gateway agent processes started",
             agent_processes_started.clone(),
         );
+        let store_operations = Family::<StoreLabels, Counter>::default();
+        registry.register(
+            "store_operations",
+            "Session store operations, by operation and outcome (ok or the error's kind)",
+            store_operations.clone(),
+        );
+        let store_durations: StoreHistograms = Family::new_with_constructor(store_histogram);
+        registry.register_with_unit(
+            "store_operation_duration",
+            "Time a session store operation took",
+            Unit::Seconds,
+            store_durations.clone(),
+        );
         Arc::new(Metrics {
             registry,
             connections_open,
@@ -220,6 +254,8 @@ impl Metrics {
             notifications,
             agent_processes,
             agent_processes_started,
+            store_operations,
+            store_durations,
         })
     }
 
@@ -289,6 +325,21 @@ impl Metrics {
 
     pub(crate) fn agent_ended(&self) {
         self.agent_processes.dec();
+    }
+
+    /// One store operation (`operation` and `outcome` from fixed sets, see
+    /// [`crate::MeteredStore`]).
+    pub(crate) fn store_operation(
+        &self,
+        operation: &'static str,
+        outcome: &'static str,
+        took: std::time::Duration,
+    ) {
+        let labels = StoreLabels { operation, outcome };
+        self.store_operations.get_or_create(&labels).inc();
+        self.store_durations
+            .get_or_create(&OperationLabel { operation })
+            .observe(took.as_secs_f64());
     }
 }
 

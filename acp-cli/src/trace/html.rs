@@ -1,13 +1,32 @@
 //! The trace as one self-contained HTML page: the analysis embedded as JSON, drawn by an
-//! inline script into SVG and tables. No network, no CDN, no external file.
+//! inline script into SVG and tables. No network, no CDN, no external file. The live page
+//! ([`live_page`], `acp trace --serve` and `acp serve --dashboard`) is the same page and the
+//! same drawing code, fed by server-sent events from the page's own address instead of the
+//! embedded JSON.
 //!
 //! Sections (each with an id, and elements with classes a test or a stylesheet can find):
 //! `#sequence` (a sequence diagram, `.lane` per side, `.msg` per message, `.error` on error
 //! responses), `#pairs` (`.pair` rows: request, response, latency), `#notifications`
 //! (grouped by session and kind), `#timeline` (message rates), `#histograms` (latency per
-//! method), `#sessions` (`.health` per session), `#errors`, `#problems`.
+//! method), `#sessions` (`.health` per session), `#errors`, `#problems`. The live page adds
+//! `#live` (the pause/follow button `#follow` and the status `#live-status`).
 
 use super::view::Analysis;
+
+/// The content security policy of both pages: nothing from the network (the live page may
+/// open its own `events`).
+const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src data:";
+
+/// The sections, in order, after the title.
+const BODY: &str = "<div id=\"overview\"></div>\
+<h2>Sequence</h2><div id=\"sequence\"></div>\
+<h2>Requests and responses</h2><div id=\"pairs\"></div>\
+<h2>Notifications by session and kind</h2><div id=\"notifications\"></div>\
+<h2>Message rate</h2><div id=\"timeline\"></div>\
+<h2>Latency per method</h2><div id=\"histograms\"></div>\
+<h2>Sessions</h2><div id=\"sessions\"></div>\
+<h2>Errors</h2><div id=\"errors\"></div>\
+<h2>Problems in the file</h2><div id=\"problems\"></div>";
 
 /// The page for `analysis` of the trace `name`.
 pub fn page(analysis: &Analysis, name: &str) -> String {
@@ -17,21 +36,50 @@ pub fn page(analysis: &Analysis, name: &str) -> String {
     let title = escape(name);
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\
+<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\
 <title>acp trace: {title}</title><style>{STYLE}</style></head><body>\
-<h1>acp trace <code>{title}</code></h1><div id=\"overview\"></div>\
-<h2>Sequence</h2><div id=\"sequence\"></div>\
-<h2>Requests and responses</h2><div id=\"pairs\"></div>\
-<h2>Notifications by session and kind</h2><div id=\"notifications\"></div>\
-<h2>Message rate</h2><div id=\"timeline\"></div>\
-<h2>Latency per method</h2><div id=\"histograms\"></div>\
-<h2>Sessions</h2><div id=\"sessions\"></div>\
-<h2>Errors</h2><div id=\"errors\"></div>\
-<h2>Problems in the file</h2><div id=\"problems\"></div>\
+<h1>acp trace <code>{title}</code></h1>{BODY}\
 <script id=\"trace-data\" type=\"application/json\">{data}</script>\
-<script>{SCRIPT}</script></body></html>\n"
+<script>{SCRIPT}\nrender(JSON.parse(document.getElementById('trace-data').textContent));</script></body></html>\n"
     )
 }
+
+/// The live page of `name` (an agent's command line, a server's address): drawn from the
+/// events at `events` (relative, with the page's own query string, so a `?token=` goes
+/// along), with a pause/follow button. Follow (the default) redraws on every event and keeps
+/// the newest messages of the sequence in view; pause keeps the view still (events are
+/// still received, and drawn when following again).
+pub fn live_page(name: &str) -> String {
+    let title = escape(name);
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\
+<title>acp live: {title}</title><style>{STYLE}{LIVE_STYLE}</style></head><body data-live=\"connecting\">\
+<h1>acp live <code>{title}</code></h1>\
+<div id=\"live\"><button id=\"follow\" type=\"button\" aria-pressed=\"false\">Pause</button> \
+<span id=\"live-status\" role=\"status\">connecting</span></div>{BODY}\
+<script>{SCRIPT}{LIVE_SCRIPT}</script></body></html>\n"
+    )
+}
+
+const LIVE_STYLE: &str = r#"
+#live{position:sticky;top:0;background:#fafafa;padding:6px 0;border-bottom:1px solid #ddd;z-index:1}
+#sequence{max-height:520px;overflow:auto}button{font:inherit;padding:2px 12px}
+"#;
+
+/// Subscribes to `events` and redraws with `render` while following.
+const LIVE_SCRIPT: &str = r#"
+(function(){
+let paused=false,latest=null,received=0,drawn=0;
+const btn=document.getElementById('follow'),st=document.getElementById('live-status'),seq=document.getElementById('sequence');
+function status(){const total=latest&&latest.live?latest.live.total:0;st.textContent=(paused?'paused: showing '+drawn+' of '+total+' messages; ':'following: ')+total+' messages, '+received+' update(s)';document.body.setAttribute('data-live',paused?'paused':'following');}
+function draw(){if(!latest)return;render(latest);drawn=latest.live?latest.live.total:0;seq.scrollTop=seq.scrollHeight;}
+btn.addEventListener('click',()=>{paused=!paused;btn.textContent=paused?'Follow':'Pause';btn.setAttribute('aria-pressed',String(paused));if(!paused)draw();status();});
+const es=new EventSource('events'+location.search);
+es.onmessage=e=>{try{latest=JSON.parse(e.data);}catch(_){return;}received++;if(!paused)draw();status();};
+es.onerror=()=>{st.textContent='disconnected (the agent or server has stopped?); retrying';document.body.setAttribute('data-live','disconnected');};
+})();
+"#;
 
 /// HTML-escapes text for element content and attributes.
 pub fn escape(text: &str) -> String {
@@ -57,22 +105,24 @@ details{margin:4px 0}summary{cursor:pointer}.note{color:#666}
 "#;
 
 const SCRIPT: &str = r#"
-(function(){
-const d=JSON.parse(document.getElementById('trace-data').textContent);
 const NS='http://www.w3.org/2000/svg';
+const SECTIONS=['overview','sequence','pairs','notifications','timeline','histograms','sessions','errors','problems'];
 function el(tag,attrs,text){const e=document.createElement(tag);for(const k in attrs||{})e.setAttribute(k,attrs[k]);if(text!==undefined)e.textContent=text;return e;}
 function sv(tag,attrs,text){const e=document.createElementNS(NS,tag);for(const k in attrs||{})e.setAttribute(k,attrs[k]);if(text!==undefined)e.textContent=text;return e;}
 function ms(v){return v==null?'-':v.toFixed(2)+' ms';}
 function q(sorted,p){if(!sorted.length)return null;const r=Math.min(sorted.length,Math.max(1,Math.ceil(p*sorted.length)));return sorted[r-1];}
 function table(head,rows,cls){const t=el('table');const h=el('tr');head.forEach(x=>h.appendChild(el('th',{},x)));t.appendChild(h);rows.forEach(r=>{const tr=el('tr',{class:(cls&&cls(r.row))||''});r.cells.forEach((c,i)=>tr.appendChild(el('td',{class:typeof c==='number'?'num':''},String(c))));if(r.attrs)for(const k in r.attrs)tr.setAttribute(k,r.attrs[k]);t.appendChild(tr);});return t;}
+function render(d){
+SECTIONS.forEach(id=>document.getElementById(id).replaceChildren());
 const msgs=d.messages||[];
 // Overview.
 const ov=document.getElementById('overview');
 const c2a=msgs.filter(m=>m.dir==='c2a').length;
 ov.appendChild(el('p',{},msgs.length+' messages ('+c2a+' client to agent, '+(msgs.length-c2a)+' agent to client) over '+(d.duration/1000).toFixed(2)+' s'+(d.command?'; agent: '+d.command.join(' '):'')+(d.exit?'; '+d.exit:'')));
+if(d.live)ov.appendChild(el('p',{class:'live-window'},'live: '+d.live.total+' messages so far; the last '+msgs.length+' shown (window of '+d.live.limit+')'));
 // Sequence diagram.
 const seq=document.getElementById('sequence');
-const MAX=1500,shown=msgs.slice(0,MAX),W=760,L=140,R=620,ROW=22,H=60+shown.length*ROW;
+const MAX=1500,shown=d.live?msgs.slice(-MAX):msgs.slice(0,MAX),W=760,L=140,R=620,ROW=22,H=60+shown.length*ROW;
 const svg=sv('svg',{width:W,height:H,viewBox:'0 0 '+W+' '+H,role:'img','aria-label':'sequence diagram'});
 [['client',L],['agent',R]].forEach(([name,x])=>{const g=sv('g',{class:'lane','data-lane':name});g.appendChild(sv('text',{x:x,y:16,'text-anchor':'middle','font-weight':'bold'},name));g.appendChild(sv('line',{x1:x,y1:24,x2:x,y2:H-8}));svg.appendChild(g);});
 shown.forEach((m,i)=>{const y=40+i*ROW;const from=m.dir==='c2a'?L:R,to=m.dir==='c2a'?R:L;
@@ -84,7 +134,7 @@ shown.forEach((m,i)=>{const y=40+i*ROW;const from=m.dir==='c2a'?L:R,to=m.dir==='
  g.appendChild(sv('text',{x:4,y:y+4,fill:'#888'},(m.t/1000).toFixed(3)+'s'));
  svg.appendChild(g);});
 seq.appendChild(svg);
-if(msgs.length>MAX)seq.appendChild(el('p',{class:'note'},'first '+MAX+' of '+msgs.length+' messages shown'));
+if(msgs.length>MAX)seq.appendChild(el('p',{class:'note'},(d.live?'last ':'first ')+MAX+' of '+msgs.length+' messages shown'));
 // Pairs.
 const reqs=msgs.map((m,i)=>[m,i]).filter(([m])=>m.kind==='request');
 document.getElementById('pairs').appendChild(table(['line','direction','method','id','latency','result'],reqs.map(([m])=>{const r=m.pair!=null?msgs[m.pair]:null;return {row:r,attrs:{class:'pair'+(r&&r.kind==='error'?' error':'')},cells:[m.line,m.dir==='c2a'?'client → agent':'agent → client',m.method,m.id,ms(m.latency),r?(r.kind==='error'?'error '+r.error:'ok (line '+r.line+')'):'no answer']};})));
@@ -119,7 +169,7 @@ document.getElementById('errors').appendChild(errs.length?table(['line','method'
 const pr=d.problems||[];const pb=document.getElementById('problems');
 if(pr.length){const ul=el('ul');pr.forEach(p=>ul.appendChild(el('li',{class:'problem error'},p)));pb.appendChild(ul);}else pb.appendChild(el('p',{class:'note'},'none'));
 document.body.setAttribute('data-rendered','yes');
-})();
+}
 "#;
 
 #[cfg(test)]

@@ -1,15 +1,19 @@
 //! `acp trace`: record an agent's stdio ([`proxy`]) and look at a recording ([`view`](mod@view),
 //! [`html`]). A trace file holds one JSON object per line ([`record`]). The analysis
 //! ([`view`](mod@view)) knows nothing of its renderings: the terminal summary and the page
-//! ([`html`]) both read it, and [`view()`] puts them together for `acp trace view`.
+//! ([`html`]) both read it, and [`view()`] puts them together for `acp trace view`. The live
+//! dashboard (`acp trace --serve`, `acp serve --dashboard`) draws the same analysis of a
+//! bounded [`window`] of the run on the same page, fed as it goes ([`live`]).
 
 use std::io::Write;
 use std::path::Path;
 
 pub mod html;
+pub mod live;
 pub mod proxy;
 pub mod record;
 pub mod view;
+pub mod window;
 
 /// `acp trace view`: prints the summary (and writes the page); 0 when the file read cleanly,
 /// 1 when it has unreadable lines or could not be read.

@@ -8,6 +8,9 @@
 //! recorded as a [`Record`] with its timestamp, direction and place in the order of both
 //! directions (`seq`, taken before the line is passed on); the file is flushed whenever the
 //! proxy goes idle, so a trace of a crashed session is still there.
+//!
+//! With `--serve ADDR` the same records also feed a live page ([`super::live`]) on ADDR for
+//! as long as the agent runs; `--out` is then optional.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -34,18 +37,53 @@ const QUEUE: usize = 4096;
 /// The proxy's exit status when it could not run the agent at all.
 pub const EXIT_NOT_STARTED: i32 = 127;
 
+/// Where `acp trace --serve` serves its live page, and who may look.
+#[derive(Debug)]
+pub struct Serve {
+    /// The address (loopback unless `auth` is given).
+    pub addr: std::net::SocketAddr,
+    /// The token every viewer must give (`?token=`), if any.
+    pub auth: Option<acp_remote::BearerToken>,
+}
+
 /// Runs the proxy; returns the exit status to use (or does not return: a death by signal is
 /// passed on by dying of it).
-pub async fn run(out: &Path, command: &[OsString]) -> i32 {
+pub async fn run(out: Option<&Path>, serve: Option<Serve>, command: &[OsString]) -> i32 {
     let Some((program, args)) = command.split_first() else {
         eprintln!("acp trace: no agent command after --");
         return 2;
     };
-    let file = match std::fs::File::create(out) {
-        Ok(file) => file,
-        Err(e) => {
-            eprintln!("acp trace: cannot write {}: {e}", out.display());
+    let file = match out.map(std::fs::File::create) {
+        None => None,
+        Some(Ok(file)) => Some(file),
+        Some(Err(e)) => {
+            eprintln!(
+                "acp trace: cannot write {}: {e}",
+                out.unwrap_or(Path::new("")).display()
+            );
             return EXIT_NOT_STARTED;
+        }
+    };
+    let shown: Vec<_> = command.iter().map(|a| a.to_string_lossy()).collect();
+    let live = match serve {
+        None => None,
+        Some(serve) => {
+            let live = super::live::Live::new(shown.join(" "));
+            let token = serve.auth.is_some();
+            let auth = serve
+                .auth
+                .map(|a| Arc::new(a) as Arc<dyn acp_remote::Authenticator>);
+            match acp_remote::serve_live(serve.addr, live.clone(), auth).await {
+                Ok(server) => {
+                    let hint = if token { "?token=TOKEN" } else { "" };
+                    eprintln!("acp trace: live page at {}{hint}", server.url());
+                    Some(live)
+                }
+                Err(e) => {
+                    eprintln!("acp trace: --serve {}: {e}", serve.addr);
+                    return EXIT_NOT_STARTED;
+                }
+            }
         }
     };
     let mut child = match Command::new(program)
@@ -68,7 +106,7 @@ pub async fn run(out: &Path, command: &[OsString]) -> i32 {
     };
     let pid = child.id();
     let (tx, rx) = mpsc::channel::<Record>(QUEUE);
-    let writer = tokio::task::spawn_blocking(move || write_records(file, rx));
+    let writer = tokio::task::spawn_blocking(move || write_records(file, live, rx));
     let mut start = Record::new(record::now(), record::START);
     start.command = Some(
         command
@@ -114,7 +152,7 @@ pub async fn run(out: &Path, command: &[OsString]) -> i32 {
     }
     let _ = tx.send(exit).await;
     drop(tx);
-    if let Ok(Err(e)) = writer.await {
+    if let (Ok(Err(e)), Some(out)) = (writer.await, out) {
         eprintln!("acp trace: writing {} failed: {e}", out.display());
     }
     match status {
@@ -208,22 +246,41 @@ fn line_record(ts: f64, dir: &str, seq: &AtomicU64, mut line: Vec<u8>) -> Record
     record
 }
 
-/// Writes records as they come, flushing whenever the queue is empty.
+/// Writes records as they come to the file (flushed whenever the queue is empty) and the
+/// live window. A file that fails to write is given up (its error returned at the end)
+/// while a live window goes on; without one, the error ends the recording.
 pub(crate) fn write_records(
-    file: std::fs::File,
+    file: Option<std::fs::File>,
+    live: Option<Arc<super::live::Live>>,
     mut rx: mpsc::Receiver<Record>,
 ) -> std::io::Result<()> {
-    let mut out = std::io::BufWriter::new(file);
-    while let Some(record) = rx.blocking_recv() {
-        serde_json::to_writer(&mut out, &record)?;
-        out.write_all(b"\n")?;
-        while let Ok(record) = rx.try_recv() {
-            serde_json::to_writer(&mut out, &record)?;
-            out.write_all(b"\n")?;
-        }
-        out.flush()?;
+    fn write(out: &mut std::io::BufWriter<std::fs::File>, record: &Record) -> std::io::Result<()> {
+        serde_json::to_writer(&mut *out, record)?;
+        out.write_all(b"\n")
     }
-    out.flush()
+    let mut out = file.map(std::io::BufWriter::new);
+    let mut failed = Ok(());
+    while let Some(first) = rx.blocking_recv() {
+        let mut next = Some(first);
+        while let Some(record) = next {
+            if let Some(live) = &live {
+                live.push(&record);
+            }
+            if let Some(Err(e)) = out.as_mut().map(|o| write(o, &record)) {
+                failed = Err(e);
+                out = None;
+            }
+            next = rx.try_recv().ok();
+        }
+        if let Some(Err(e)) = out.as_mut().map(std::io::Write::flush) {
+            failed = Err(e);
+            out = None;
+        }
+        if failed.is_err() && live.is_none() {
+            return failed;
+        }
+    }
+    failed
 }
 
 /// Forwards the usual termination and user signals to the agent.

@@ -17,6 +17,9 @@ pub struct Trace {
     pub records: Vec<(usize, Record)>,
     /// "line N: what is wrong" for every line that is not a record.
     pub problems: Vec<String>,
+    /// The records start mid-run (a live window that let its oldest go): a response to a
+    /// request before them is expected, not a problem.
+    pub partial: bool,
 }
 
 /// Reads a trace file. Only an unreadable file is an error; bad lines are `problems`.
@@ -126,6 +129,18 @@ pub struct Analysis {
     pub exit: Option<String>,
     /// Problems: unreadable lines, lines that are not JSON-RPC, unmatched responses.
     pub problems: Vec<String>,
+    /// For a live window: how much of the run it holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live: Option<LiveWindow>,
+}
+
+/// What a live window ([`super::window`]) holds of the run.
+#[derive(Clone, Debug, Serialize)]
+pub struct LiveWindow {
+    /// Messages seen since the start.
+    pub total: u64,
+    /// The most messages the window keeps (the newest).
+    pub limit: usize,
 }
 
 /// The value at quantile `q` of sorted `values` (nearest rank).
@@ -277,6 +292,7 @@ pub fn analyse(trace: &Trace) -> Analysis {
                             }
                         }
                     }
+                    None if trace.partial => {}
                     None => problems.push(format!(
                         "line {line_no}: a response (id {id}) to no request in the trace"
                     )),
@@ -320,6 +336,7 @@ pub fn analyse(trace: &Trace) -> Analysis {
         command,
         exit,
         problems,
+        live: None,
     }
 }
 

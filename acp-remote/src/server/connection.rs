@@ -27,7 +27,7 @@ use super::backend::{Guard, Running};
 use super::outbox::Outbox;
 use crate::metrics::Metrics;
 use crate::security::{Identity, Limits};
-use acp_rpc::observe::{MessageEvent, MessageKind, Observer, RequestEvent};
+use acp_rpc::observe::{MessageEvent, MessageKind, Observer, RequestEvent, SharedObserver};
 use acp_rpc::sync::lock;
 use acp_rpc::{Direction, ErrorCode, RequestId};
 
@@ -39,6 +39,28 @@ const TO_AGENT_QUEUE: usize = 64;
 /// answered with a JSON-RPC error instead of forwarded (memory stays bounded even with an
 /// agent that never answers).
 const MAX_PENDING: usize = 4096;
+
+/// Who is told about a connection's traffic: the server's metrics and the observer of
+/// [`crate::ServerBuilder::observe`].
+pub(crate) struct Observers {
+    pub(crate) metrics: Option<Arc<Metrics>>,
+    pub(crate) other: Option<SharedObserver>,
+}
+
+impl Observers {
+    fn any(&self) -> bool {
+        self.metrics.is_some() || self.other.is_some()
+    }
+
+    fn each(&self, mut f: impl FnMut(&dyn Observer)) {
+        if let Some(metrics) = &self.metrics {
+            f(metrics.as_ref());
+        }
+        if let Some(other) = &self.other {
+            f(other.as_ref());
+        }
+    }
+}
 
 /// A client request the agent has not answered yet, with what the metrics need of it.
 struct Waiting {
@@ -99,6 +121,7 @@ pub(crate) struct Conn {
     /// [`Limits::max_messages_per_second`].
     rate: std::sync::Mutex<crate::security::RateBucket>,
     metrics: Option<Arc<Metrics>>,
+    observers: Observers,
 }
 
 impl std::fmt::Debug for Conn {
@@ -115,7 +138,7 @@ impl Conn {
         websocket: bool,
         agent: Running,
         limits: Arc<Limits>,
-        metrics: Option<Arc<Metrics>>,
+        observers: Observers,
     ) -> Arc<Conn> {
         let (to_agent, mut rx) = mpsc::channel::<Bytes>(TO_AGENT_QUEUE);
         let budget = Arc::new(AtomicUsize::new(0));
@@ -136,7 +159,8 @@ impl Conn {
             )),
             limits,
             ended: AtomicBool::new(false),
-            metrics,
+            metrics: observers.metrics.clone(),
+            observers,
         });
         let mut input = agent.input;
         let writer = conn.clone();
@@ -324,11 +348,9 @@ impl Conn {
             if let Some(id) = id {
                 let session = session.filter(|_| !self.websocket).map(str::to_owned);
                 routing.creating += usize::from(creates);
-                let timing = self
-                    .metrics
-                    .as_ref()
-                    .zip(method)
-                    .map(|(_, m)| (Instant::now(), m.to_owned()));
+                let timing = method
+                    .filter(|_| self.observers.any())
+                    .map(|m| (Instant::now(), m.to_owned()));
                 // `initialize`'s waiter, registered first, stays (and gets its timing).
                 let waiting = routing.pending.entry(id.to_string()).or_insert(Waiting {
                     to: Pending::Answer { session, creates },
@@ -338,9 +360,8 @@ impl Conn {
             }
         }
         let line = Bytes::from(serde_json::to_vec(&message).unwrap_or_default());
-        if let Some(metrics) = &self.metrics {
-            observe_message(metrics, Direction::Incoming, &message, &line);
-        }
+        self.observers
+            .each(|o| observe_message(o, Direction::Incoming, &message, &line));
         self.to_agent.send(line).await.map_err(|_| Refused::Closed)
     }
 
@@ -350,9 +371,8 @@ impl Conn {
             tracing::warn!(conn = %self.id, "agent wrote a line that is not JSON; dropped");
             return;
         };
-        if let Some(metrics) = &self.metrics {
-            observe_message(metrics, Direction::Outgoing, &message, line.as_bytes());
-        }
+        self.observers
+            .each(|o| observe_message(o, Direction::Outgoing, &message, line.as_bytes()));
         let bytes = Bytes::from(line);
         let target = {
             let mut routing = lock(&self.routing);
@@ -368,8 +388,10 @@ impl Conn {
             } else {
                 let key = message.get("id").map(Value::to_string).unwrap_or_default();
                 let waiting = routing.pending.remove(&key).map(|w| {
-                    if let (Some(metrics), Some((since, method))) = (&self.metrics, &w.timing) {
-                        observe_answer(metrics, &message, method, since.elapsed());
+                    if let Some((since, method)) = &w.timing {
+                        let latency = since.elapsed();
+                        self.observers
+                            .each(|o| observe_answer(o, &message, method, latency));
                     }
                     w.to
                 });
@@ -421,7 +443,7 @@ impl Conn {
 
 /// Tells the metrics about one message routed (`direction` as the remote client sees the
 /// server: `Incoming` from the client), from the JSON routing has parsed anyway.
-fn observe_message(metrics: &Metrics, direction: Direction, message: &Value, line: &[u8]) {
+fn observe_message(observer: &dyn Observer, direction: Direction, message: &Value, line: &[u8]) {
     let method = message.get("method").and_then(Value::as_str);
     let id = request_id(message);
     let kind = match (method, &id) {
@@ -430,11 +452,11 @@ fn observe_message(metrics: &Metrics, direction: Direction, message: &Value, lin
         (None, _) => MessageKind::Response,
     };
     let event = MessageEvent::new_external(direction, kind, method, id.as_ref(), line.len(), line);
-    metrics.message(&event);
+    observer.message(&event);
 }
 
 /// Tells the metrics a client request was answered, `latency` after it was forwarded.
-fn observe_answer(metrics: &Metrics, answer: &Value, method: &str, latency: Duration) {
+fn observe_answer(observer: &dyn Observer, answer: &Value, method: &str, latency: Duration) {
     let outcome = match answer.get("error") {
         None => Ok(()),
         Some(error) => {
@@ -444,7 +466,7 @@ fn observe_answer(metrics: &Metrics, answer: &Value, method: &str, latency: Dura
     };
     let Some(id) = request_id(answer) else { return };
     let event = RequestEvent::new(Direction::Incoming, method, &id, latency, outcome);
-    metrics.request(&event);
+    observer.request(&event);
 }
 
 /// A message's integer or string id.
@@ -512,7 +534,10 @@ mod tests {
             false,
             agent,
             Arc::new(limits),
-            None,
+            Observers {
+                metrics: None,
+                other: None,
+            },
         );
         (conn, theirs)
     }

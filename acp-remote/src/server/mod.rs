@@ -47,13 +47,16 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::live::LiveFeed;
 use crate::metrics::Metrics;
 use crate::security::{Authenticator, Identity, Limits, NoAuth, Origins};
 use crate::{Error, HEADER_CONNECTION_ID, HEADER_SESSION_ID};
+use acp_rpc::observe::SharedObserver;
 use acp_rpc::sync::lock;
 use backend::Backend;
 use connection::Conn;
 pub use ops::ReadinessCheck;
+pub(crate) use streamable_http::SseBody;
 
 /// The response body type of every answer.
 pub(crate) type Body = BoxBody<Bytes, Infallible>;
@@ -73,7 +76,12 @@ pub struct ServerBuilder {
     limits: Limits,
     metrics: Option<Arc<Metrics>>,
     readiness: ops::Checks,
+    dashboard: Option<Arc<dyn LiveFeed>>,
+    observers: Option<ObserverFactory>,
 }
+
+/// Makes the observer of one new connection.
+pub(crate) type ObserverFactory = Arc<dyn Fn() -> SharedObserver + Send + Sync>;
 
 impl std::fmt::Debug for ServerBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -84,6 +92,8 @@ impl std::fmt::Debug for ServerBuilder {
             .field("limits", &self.limits)
             .field("metrics", &self.metrics.is_some())
             .field("readiness", &self.readiness.len())
+            .field("dashboard", &self.dashboard.is_some())
+            .field("observers", &self.observers.is_some())
             .finish()
     }
 }
@@ -137,7 +147,27 @@ impl ServerBuilder {
             limits: Limits::default(),
             metrics: None,
             readiness: Vec::new(),
+            dashboard: None,
+            observers: None,
         }
+    }
+
+    /// Serves a live page at `GET /` and its events at `GET /events` (behind the
+    /// credential like `/acp`, which a browser may give as `?token=TOKEN`; see
+    /// [`crate::live`]). Feed it with [`ServerBuilder::observe`].
+    pub fn dashboard(mut self, feed: Arc<dyn LiveFeed>) -> Self {
+        self.dashboard = Some(feed);
+        self
+    }
+
+    /// Tells an observer about every message routed between remote clients and agents
+    /// (`Incoming`: from a client towards its agent) and every client request answered,
+    /// the same events [`ServerBuilder::metrics`] counts. `make` is called once per new
+    /// connection, so an observer can tell connections apart (request ids repeat across
+    /// them). It runs on the routing task: keep it quick.
+    pub fn observe(mut self, make: impl Fn() -> SharedObserver + Send + Sync + 'static) -> Self {
+        self.observers = Some(Arc::new(make));
+        self
     }
 
     /// Counts into `metrics` and serves them at `GET /metrics` (Prometheus text format,
@@ -198,6 +228,8 @@ impl ServerBuilder {
             limits: Arc::new(self.limits),
             metrics: self.metrics,
             readiness: self.readiness,
+            dashboard: self.dashboard,
+            observers: self.observers,
             conns: std::sync::Mutex::new(HashMap::new()),
             reserved: AtomicUsize::new(0),
             stop: CancellationToken::new(),
@@ -254,6 +286,8 @@ pub(crate) struct Shared {
     pub(crate) limits: Arc<Limits>,
     pub(crate) metrics: Option<Arc<Metrics>>,
     readiness: ops::Checks,
+    dashboard: Option<Arc<dyn LiveFeed>>,
+    observers: Option<ObserverFactory>,
     conns: std::sync::Mutex<HashMap<String, Arc<Conn>>>,
     /// Connections open or being opened (for the connection limit).
     reserved: AtomicUsize,
@@ -310,8 +344,11 @@ impl Shared {
                 metrics.agent_started();
             }
         }
-        let metrics = self.metrics.clone();
-        let conn = Conn::start(id, who, websocket, agent, self.limits.clone(), metrics);
+        let observers = connection::Observers {
+            metrics: self.metrics.clone(),
+            other: self.observers.as_ref().map(|make| make()),
+        };
+        let conn = Conn::start(id, who, websocket, agent, self.limits.clone(), observers);
         Ok(conn)
     }
 
@@ -403,6 +440,20 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
         return ops::readyz(&shared).await;
     }
     let metrics = req.uri().path() == "/metrics" && req.method() == Method::GET;
+    let live = shared
+        .dashboard
+        .as_ref()
+        .filter(|_| crate::live::is_live_path(req.uri().path()));
+    if let Some(feed) = live {
+        if shared.origins.allows(req.headers()).is_err() {
+            return text(StatusCode::FORBIDDEN, "cross-origin request refused\n");
+        }
+        if crate::live::authenticate(shared.auth.as_ref(), &req).is_none() {
+            return crate::live::refused();
+        }
+        return crate::live::respond(feed, &req)
+            .unwrap_or_else(|| text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n"));
+    }
     if req.uri().path() != "/acp" && !metrics {
         return text(StatusCode::NOT_FOUND, "not found\n");
     }

@@ -271,7 +271,7 @@ pub(crate) fn delete(
 
 /// An SSE response body fed by [`pump`]; dropped by hyper when the client goes away, which
 /// ends the pump.
-struct SseBody(mpsc::Receiver<Bytes>);
+pub(crate) struct SseBody(pub(crate) mpsc::Receiver<Bytes>);
 
 impl hyper::body::Body for SseBody {
     type Data = Bytes;
