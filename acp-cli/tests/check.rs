@@ -205,10 +205,13 @@ fn mcp_config_servers_reach_the_echo_agent() {
         .lines()
         .find(|l| l.contains(r#"\"method\":\"session/new\""#))
         .expect("a session/new in the trace");
-    assert!(
-        session_new.contains(r#"\"name\":\"tools\"}]"#),
-        "{session_new}"
-    );
+    let record: serde_json::Value = serde_json::from_str(session_new).unwrap();
+    let message: serde_json::Value =
+        serde_json::from_str(record["line"].as_str().expect("the line")).unwrap();
+    let passed = &message["params"]["mcpServers"];
+    assert_eq!(passed.as_array().map(Vec::len), Some(1), "{session_new}");
+    assert_eq!(passed[0]["name"], "tools", "{session_new}");
+    assert_eq!(passed[0]["command"], server.to_str().unwrap(), "{session_new}");
     assert!(
         text.contains("- tools: echo, add"),
         "the echo agent listed the server's tools"

@@ -194,6 +194,23 @@ fn object(doc: &Value, s: &Value, depth: u32) -> BoxedStrategy<Value> {
         .boxed()
 }
 
+/// Whether `value` holds an idle subagent state with `error` but a `stopReason` other than
+/// `error`. The schema says `error` goes with `stopReason: "error"` only, so such a value is
+/// no valid message, and there the crates differ by design: the official one models `error`
+/// inside that variant and drops it elsewhere, ours keeps any field as sent (lossless).
+fn idle_error_without_error_stop(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => {
+            let stray = map.get("state").and_then(Value::as_str) == Some("idle")
+                && map.contains_key("error")
+                && map.get("stopReason").and_then(Value::as_str) != Some("error");
+            stray || map.values().any(idle_error_without_error_stop)
+        }
+        Value::Array(items) => items.iter().any(idle_error_without_error_stop),
+        _ => false,
+    }
+}
+
 #[test]
 fn arbitrary_values_of_our_types_survive_the_official_crate_unchanged() {
     let doc = schema();
@@ -212,6 +229,7 @@ fn arbitrary_values_of_our_types_survive_the_official_crate_unchanged() {
             });
             runner
                 .run(&strategy, |value| {
+                    prop_assume!(!idle_error_without_error_stop(&value));
                     let our_json = ours(method, part, &value).map_err(|e| {
                         TestCaseError::fail(format!("{method} {part}: ours rejected {value}: {e}"))
                     })?;
