@@ -211,7 +211,11 @@ fn mcp_config_servers_reach_the_echo_agent() {
     let passed = &message["params"]["mcpServers"];
     assert_eq!(passed.as_array().map(Vec::len), Some(1), "{session_new}");
     assert_eq!(passed[0]["name"], "tools", "{session_new}");
-    assert_eq!(passed[0]["command"], server.to_str().unwrap(), "{session_new}");
+    assert_eq!(
+        passed[0]["command"],
+        server.to_str().unwrap(),
+        "{session_new}"
+    );
     assert!(
         text.contains("- tools: echo, add"),
         "the echo agent listed the server's tools"
