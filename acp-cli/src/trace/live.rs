@@ -2,7 +2,7 @@
 //! record ([`Live::push`]: from the trace proxy's writer, or from `acp serve`'s observer,
 //! [`ServeObserver`]), and served by acp-remote ([`acp_remote::live`]) as the page of
 //! [`super::html::live_page`] plus server-sent events carrying the window's analysis
-//! ([`super::window::Window::analysis`]), the same analysis `acp trace view` draws.
+//! ([`super::window::Snapshot::analysis`]), the same analysis `acp trace view` draws.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -111,7 +111,7 @@ impl Window {
         }
     }
 
-    /// What [`Window::analysis`] needs, taken quickly (under a lock, say): the trace, the
+    /// What [`Snapshot::analysis`] needs, taken quickly (under a lock, say): the trace, the
     /// run's command line and how much of the run the window holds.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
