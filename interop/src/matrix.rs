@@ -108,8 +108,7 @@ impl Cell {
 
 /// The remote cells: the official Rust and TypeScript clients against our server (acp-remote's
 /// gateway, what `acp serve -- <command>` runs), our client against the official Rust server
-/// and the TypeScript SDK's server, and ours against ours, over both profiles (the TypeScript
-/// server over Streamable HTTP only: its WebSocket side needs the `ws` package).
+/// and the TypeScript SDK's server, and ours against ours, over both profiles.
 pub fn remote_cells() -> Vec<Cell> {
     let mut cells = Vec::new();
     for transport in [Transport::Http, Transport::WebSocket] {
@@ -117,6 +116,7 @@ pub fn remote_cells() -> Vec<Cell> {
             (Sdk::Rust, Sdk::Ours),
             (Sdk::Ours, Sdk::Rust),
             (Sdk::TypeScript, Sdk::Ours),
+            (Sdk::Ours, Sdk::TypeScript),
             (Sdk::Ours, Sdk::Ours),
         ] {
             cells.push(Cell {
@@ -126,11 +126,6 @@ pub fn remote_cells() -> Vec<Cell> {
             });
         }
     }
-    cells.push(Cell {
-        client: Sdk::Ours,
-        agent: Sdk::TypeScript,
-        transport: Transport::Http,
-    });
     for transport in [Transport::HttpInProcess, Transport::WebSocketInProcess] {
         for client in [Sdk::Rust, Sdk::TypeScript] {
             cells.push(Cell {

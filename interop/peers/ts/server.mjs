@@ -5,10 +5,12 @@
 // `AcpServer` from `@agentclientprotocol/sdk/experimental/server` behind Node's http server
 // (`experimental/node`'s `createNodeHttpHandler`) on 127.0.0.1, one agent process per remote
 // connection (its stdio joined to the connection's stream, its stdin ended when the connection
-// ends). Streamable HTTP only: the SDK's WebSocket side needs the `ws` package's server, which the
-// interop install does not have. No authentication (the SDK leaves it to the host); the client's
-// bearer token is ignored. Prints `{"url": "http://127.0.0.1:PORT/acp"}` once it listens and
-// serves until its stdin closes.
+// ends). Both profiles on one endpoint: Streamable HTTP through `createNodeHttpHandler`, and the
+// WebSocket profile through `createNodeWebSocketUpgradeHandler` with the `ws` package's server
+// (the SDK's documented pairing: `new WebSocketServer({ noServer: true })`). No authentication
+// (the SDK leaves it to the host); the client's bearer token is ignored. Prints
+// `{"url": "http://127.0.0.1:PORT/acp"}` once it listens (a WebSocket client uses the same URL
+// with `ws://`) and serves until its stdin closes.
 import { spawn } from "node:child_process";
 import http from "node:http";
 import { Readable, Writable } from "node:stream";
@@ -18,7 +20,12 @@ const opts = parseArgs(process.argv.slice(2), ["modules"]);
 if (opts.rest.length === 0) throw new Error("no agent command after --");
 const acp = await importFrom(opts.modules, "@agentclientprotocol/sdk");
 const { AcpServer } = await importFrom(opts.modules, "@agentclientprotocol/sdk/experimental/server");
-const { createNodeHttpHandler } = await importFrom(opts.modules, "@agentclientprotocol/sdk/experimental/node");
+const { createNodeHttpHandler, createNodeWebSocketUpgradeHandler } = await importFrom(
+  opts.modules,
+  "@agentclientprotocol/sdk/experimental/node",
+);
+// `ws` is CommonJS: resolved by `require`, its classes are on the default export.
+const { WebSocketServer } = (await importFrom(opts.modules, "ws")).default;
 
 const children = new Set();
 
@@ -36,6 +43,7 @@ const gateway = {
 
 const server = new AcpServer({ createAgent: () => gateway });
 const listener = http.createServer(createNodeHttpHandler(server));
+listener.on("upgrade", createNodeWebSocketUpgradeHandler(server, new WebSocketServer({ noServer: true })));
 listener.listen(Number(opts.listen ?? 0), "127.0.0.1", () => {
   const { port } = listener.address();
   process.stdout.write(JSON.stringify({ url: `http://127.0.0.1:${port}/acp` }) + "\n");
