@@ -115,7 +115,7 @@ async fn session() -> (ClientConnection, HostingClient, SessionId, String) {
     let McpServer::Acp(acp) = &offered else {
         panic!("an acp server")
     };
-    let server_id = acp.server_id.clone();
+    let server_id = acp.server_id.0.clone();
     let session = conn
         .agent()
         .new_session(NewSessionRequest::new("/tmp", vec![offered]))
