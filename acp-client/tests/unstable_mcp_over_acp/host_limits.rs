@@ -58,7 +58,7 @@ async fn initialized() -> (McpHost, String, Arc<AtomicUsize>, watch::Sender<bool
     let McpServer::Acp(offered) = host.offer("gate", server) else {
         panic!("an acp server")
     };
-    let id = offered.server_id.clone();
+    let id = offered.server_id.0.clone();
     let init = object(json!({"protocolVersion": "2025-06-18", "capabilities": {},
                              "clientInfo": {"name": "test", "version": "1"}}));
     let answer = host
