@@ -16,7 +16,9 @@
 //! Built with the feature `mcp`, it connects the MCP servers of `session/new` (and of
 //! `session/load` and `session/resume`), stdio ones (http too with `mcp-http`), and the
 //! prompt `/mcp` lists them with their tools; `/mcp SERVER TOOL {json}` calls one as a tool
-//! call after asking permission (acp-agent's `mcp::mcp_command`).
+//! call after asking permission (acp-agent's `mcp::mcp_command`). With
+//! `unstable_mcp_over_acp` too, the client's own (`acp`) servers are reached over this
+//! connection: its `mcp/message` requests and notifications go to the session's connector.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -49,6 +51,13 @@ impl EchoAgent {
         let connector = McpConnector::start_with_client(servers, McpConfig::default(), cx.client());
         let mut mcp = self.mcp.lock().unwrap();
         mcp.insert(id.to_owned(), std::sync::Arc::new(connector));
+    }
+
+    /// The connector of the session that was given the `acp` server `server_id`.
+    #[cfg(all(feature = "mcp", feature = "unstable_mcp_over_acp"))]
+    fn serving(&self, server_id: &str) -> Option<std::sync::Arc<acp_agent::mcp::McpConnector>> {
+        let mcp = self.mcp.lock().unwrap();
+        mcp.values().find(|c| c.serves(server_id)).cloned()
     }
 
     #[cfg(not(feature = "mcp"))]
@@ -275,6 +284,32 @@ impl Agent for EchoAgent {
             s.current_mode(p.mode_id).await?;
         }
         Ok(SetSessionModeResponse::new())
+    }
+
+    /// A request of one of the client's MCP servers to this agent (`ping`, `roots/list`...),
+    /// answered by the connector of the session that was given the server.
+    #[cfg(all(feature = "mcp", feature = "unstable_mcp_over_acp"))]
+    async fn mcp_message(
+        &self,
+        p: MessageMcpRequest,
+        _cx: &AgentContext,
+    ) -> Result<MessageMcpResponse, Error> {
+        let connector = self.serving(&p.server_id.0);
+        match connector {
+            Some(connector) => connector.answer(p).await,
+            None => Err(Error::invalid_params(format!(
+                "no MCP server {} in any session",
+                p.server_id.0
+            ))),
+        }
+    }
+
+    /// A notification of one of the client's MCP servers (`notifications/tools/list_changed`).
+    #[cfg(all(feature = "mcp", feature = "unstable_mcp_over_acp"))]
+    async fn mcp_message_notification(&self, p: MessageMcpNotification) {
+        if let Some(connector) = self.serving(&p.server_id.0) {
+            connector.deliver(&p);
+        }
     }
 
     async fn prompt(&self, p: PromptRequest, cx: &PromptContext) -> Result<PromptResponse, Error> {

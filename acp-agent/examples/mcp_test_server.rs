@@ -9,7 +9,8 @@
 //!   every `crash` call exits);
 //! - `--pid-file FILE`: writes its process id there, then the grandchild's (one a line);
 //! - `--http`: serves streamable HTTP on 127.0.0.1 (a free port) instead of stdio, and prints
-//!   `http://127.0.0.1:PORT/mcp` as its first stdout line;
+//!   `http://127.0.0.1:PORT/mcp` as its first stdout line; with `--tls CERT KEY` (PEM files)
+//!   too, HTTPS (rustls on ring), printing `https://127.0.0.1:PORT/mcp`;
 //! - `--grandchild`: starts a `sleep 300` in its process group, the orphan a careless
 //!   shutdown would leave behind.
 //!
@@ -212,7 +213,11 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
     if args.iter().any(|a| a == "--http") {
-        serve_http().await;
+        let tls = args.iter().position(|a| a == "--tls").map(|i| {
+            let file = |n: usize| std::fs::read(&args[i + n]).expect("--tls CERT KEY: readable");
+            tls_acceptor(&file(1), &file(2))
+        });
+        serve_http(tls).await;
         return;
     }
     let server = TestServer {
@@ -226,8 +231,29 @@ async fn main() {
     let _ = running.waiting().await;
 }
 
-/// Streamable HTTP on a free 127.0.0.1 port, one hyper connection task per client.
-async fn serve_http() {
+/// A TLS acceptor (rustls on ring) for the certificate chain and key in PEM.
+fn tls_acceptor(cert: &[u8], key: &[u8]) -> tokio_rustls::TlsAcceptor {
+    use tokio_rustls::rustls;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    let chain: Vec<_> = CertificateDer::pem_slice_iter(cert)
+        .collect::<Result<_, _>>()
+        .expect("PEM certificates");
+    let key = PrivateKeyDer::from_pem_slice(key).expect("a PEM private key");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .expect("a usable certificate and key");
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
+}
+
+/// Streamable HTTP on a free 127.0.0.1 port (over TLS when given an acceptor), one hyper
+/// connection task per client.
+async fn serve_http(tls: Option<tokio_rustls::TlsAcceptor>) {
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
     use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
@@ -245,17 +271,30 @@ async fn serve_http() {
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("address");
-    println!("http://{addr}/mcp");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    println!("{scheme}://{addr}/mcp");
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
         let service = hyper_util::service::TowerToHyperService::new(service.clone());
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let io = hyper_util::rt::TokioIo::new(stream);
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(io, service)
-                .await;
+            let http = hyper::server::conn::http1::Builder::new();
+            match tls {
+                None => {
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    let _ = http.serve_connection(io, service).await;
+                }
+                Some(tls) => {
+                    // A client that refuses the certificate ends the handshake here.
+                    let Ok(stream) = tls.accept(stream).await else {
+                        return;
+                    };
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    let _ = http.serve_connection(io, service).await;
+                }
+            }
         });
     }
 }

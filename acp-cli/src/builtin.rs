@@ -492,6 +492,18 @@ impl Agent for BuiltinAgent {
         };
         Ok(PromptResponse::new(stop))
     }
+
+    async fn mcp_message(
+        &self,
+        p: MessageMcpRequest,
+        _cx: &AgentContext,
+    ) -> Result<MessageMcpResponse, Error> {
+        self.mcp_request(p).await
+    }
+
+    async fn mcp_message_notification(&self, p: MessageMcpNotification) {
+        self.mcp_notification(p);
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,9 @@
 
 mod common;
 #[cfg(feature = "mcp")]
+#[path = "unstable_mcp_over_acp/host_limits.rs"]
+mod host_limits;
+#[cfg(feature = "mcp")]
 #[path = "unstable_mcp_over_acp/hosted.rs"]
 mod hosted;
 

@@ -39,12 +39,9 @@ struct Slot {
     state: watch::Receiver<State>,
     group: Option<Group>,
     stderr: StderrTail,
-    /// An `acp` server's id and the way in for the notifications the client sends about it.
+    /// An `acp` server's way in for what the client sends about it.
     #[cfg(feature = "unstable_mcp_over_acp")]
-    acp: Option<(
-        String,
-        tokio::sync::mpsc::Sender<rmcp::model::ServerJsonRpcMessage>,
-    )>,
+    acp: Option<super::over_acp::Route>,
 }
 
 impl Slot {
@@ -119,6 +116,7 @@ impl McpConnector {
             if let (McpServer::Acp(spec), Some(client)) = (server, client) {
                 let (tx, rx) = watch::channel(State::Starting);
                 let (inbox_tx, inbox_rx) = tokio::sync::mpsc::channel(super::over_acp::INBOX);
+                let asked = super::over_acp::Asked::default();
                 let supervisor = super::over_acp::AcpSupervisor {
                     name: name.clone(),
                     server_id: spec.server_id.0.clone(),
@@ -126,11 +124,16 @@ impl McpConnector {
                     config: config.clone(),
                     state: tx,
                     inbox: inbox_rx,
+                    asked: asked.clone(),
                     shutdown: shutdown.child_token(),
                 };
                 tasks.push(tokio::spawn(supervisor.run()));
                 let mut slot = Slot::new(name, rx, stderr);
-                slot.acp = Some((spec.server_id.0.clone(), inbox_tx));
+                slot.acp = Some(super::over_acp::Route {
+                    server_id: spec.server_id.0.clone(),
+                    inbox: inbox_tx,
+                    asked,
+                });
                 slots.push(slot);
                 continue;
             }
@@ -272,23 +275,60 @@ impl McpConnector {
     /// notification is dropped.
     #[cfg(feature = "unstable_mcp_over_acp")]
     pub fn deliver(&self, notification: &crate::types::MessageMcpNotification) -> bool {
-        let Some((_, inbox)) = self
-            .slots
-            .iter()
-            .filter_map(|s| s.acp.as_ref())
-            .find(|(id, _)| *id == notification.server_id.0)
-        else {
+        let Some(route) = self.route(&notification.server_id.0) else {
             return false;
         };
         match super::over_acp::inner_notification(notification) {
             Some(message) => {
-                if inbox.try_send(message).is_err() {
+                if route.inbox.try_send(message).is_err() {
                     tracing::warn!(server = %notification.server_id.0, "MCP notification dropped");
                 }
             }
             None => tracing::debug!(method = %notification.method, "not an MCP notification"),
         }
         true
+    }
+
+    /// Whether `server_id` is the id of an `acp` server of this connector: the agent asks each
+    /// session's connector, to find the one an `mcp/message` of the client is for.
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    pub fn serves(&self, server_id: &str) -> bool {
+        self.route(server_id).is_some()
+    }
+
+    /// Answers an `mcp/message` request the client sent: a request of one of this connector's
+    /// `acp` servers to the agent (`ping`, `roots/list`, sampling, elicitation). The agent's
+    /// MCP client answers it as it does for any server: `ping` with `{}`, `roots/list` with no
+    /// roots, elicitation declined, anything else with MCP's "method not found"; a server no
+    /// longer connected, or no answer within [`McpConfig::call_timeout`], is an MCP error.
+    /// ACP errors: no `acp` server with that id here (`-32602`), a request id already waiting
+    /// (`-32602`), more than [`MAX_ASKED`](super::MAX_ASKED) waiting (`-32603`).
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    pub async fn answer(
+        &self,
+        request: crate::types::MessageMcpRequest,
+    ) -> Result<crate::types::MessageMcpResponse, crate::Error> {
+        let server_id = request.server_id.0.clone();
+        let slot = self
+            .slots
+            .iter()
+            .find(|s| s.acp.as_ref().is_some_and(|r| r.server_id == server_id));
+        let Some((slot, route)) = slot.and_then(|s| Some((s, s.acp.as_ref()?))) else {
+            return Err(crate::Error::invalid_params(format!(
+                "no MCP server {server_id} in this session"
+            )));
+        };
+        route
+            .answer(request, &slot.state, self.config.call_timeout)
+            .await
+    }
+
+    #[cfg(feature = "unstable_mcp_over_acp")]
+    fn route(&self, server_id: &str) -> Option<&super::over_acp::Route> {
+        self.slots
+            .iter()
+            .filter_map(|s| s.acp.as_ref())
+            .find(|r| r.server_id == server_id)
     }
 
     /// Stops every server: kills their process groups and waits until the processes are

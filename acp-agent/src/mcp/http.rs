@@ -1,7 +1,7 @@
 //! One `http` MCP server (feature `mcp-http`): rmcp's streamable HTTP client with the
 //! server's headers, the handshake and tool listing within the start bound, and the server
 //! marked unavailable once its MCP session ends. It is not restarted: a failing HTTP server is
-//! reported, not retried.
+//! reported, not retried. `https://` goes over rustls with ring (see the `tls` module).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -80,7 +80,9 @@ impl HttpSupervisor {
         }
         let config = StreamableHttpClientTransportConfig::with_uri(self.spec.url.clone())
             .custom_headers(headers);
-        let transport = StreamableHttpClientTransport::from_config(config);
+        let client =
+            super::tls::client(&self.config.root_certificates).map_err(|e| self.error(e))?;
+        let transport = StreamableHttpClientTransport::with_client(client, config);
         let service = Watcher::new(&self.name, &self.config)
             .serve(transport)
             .await

@@ -12,15 +12,18 @@
 //!   a doubling backoff, at most [`McpConfig::max_restarts`] times; a server that fails to start
 //!   (no such program, no `initialize` answer in time) is not retried.
 //! - **http servers** (feature `mcp-http`) are reached over rmcp's streamable HTTP client with
-//!   their headers, plain `http://` only (no TLS stack is linked); a server whose MCP session
-//!   ends is marked unavailable, not retried. Without the feature they are refused with
+//!   their headers, `http://` and `https://` (rustls with ring, trusting the OS's roots and
+//!   [`McpConfig::root_certificates`]); a server whose MCP session ends is marked
+//!   unavailable, not retried. Without the feature they are refused with
 //!   [`McpError::Unsupported`].
 //! - **sse servers** are always refused (SSE is deprecated by the MCP spec).
 //! - **acp servers** (MCP over ACP, feature `unstable_mcp_over_acp`) are served by the client
 //!   itself: started with [`McpConnector::start_with_client`], every inner MCP message goes
 //!   over the ACP connection as an `mcp/message` (each request bounded by
 //!   [`McpConfig::call_timeout`]), and the agent hands the client's `mcp/message`
-//!   notifications to [`McpConnector::deliver`]. Not restarted. Without the feature, or
+//!   notifications to [`McpConnector::deliver`] and its `mcp/message` requests (the server's
+//!   requests of the agent: `ping`, `roots/list`...) to [`McpConnector::answer`], finding
+//!   the session's connector with [`McpConnector::serves`]. Not restarted. Without the feature, or
 //!   started with [`McpConnector::start`], they are refused with [`McpError::Unsupported`].
 //!   [`mcp_capabilities`] advertises what this build connects.
 //! - **Tool-list changes**: on `notifications/tools/list_changed` the connector lists the
@@ -48,11 +51,15 @@ mod http;
 #[cfg(feature = "unstable_mcp_over_acp")]
 mod over_acp;
 mod server;
+#[cfg(feature = "mcp-http")]
+mod tls;
 
 pub use acp_tool::{McpPermission, result_content, run_as_tool_call};
 pub use command::mcp_command;
 pub use connector::{McpConnector, McpTool};
 pub use error::McpError;
+#[cfg(feature = "unstable_mcp_over_acp")]
+pub use over_acp::MAX_ASKED;
 pub use rmcp::model::{CallToolResult, JsonObject};
 
 use std::time::Duration;
@@ -91,6 +98,9 @@ pub struct McpConfig {
     pub restart_backoff: Duration,
     /// How many bytes of a server's stderr are kept for error messages (4 KiB).
     pub stderr_tail_bytes: usize,
+    /// PEM certificates trusted for `https://` servers besides the OS's roots (a private
+    /// CA); none by default. Feature `mcp-http`.
+    pub root_certificates: Vec<Vec<u8>>,
 }
 
 impl Default for McpConfig {
@@ -103,6 +113,7 @@ impl Default for McpConfig {
             max_restarts: 3,
             restart_backoff: Duration::from_millis(100),
             stderr_tail_bytes: 4096,
+            root_certificates: Vec::new(),
         }
     }
 }
@@ -129,6 +140,12 @@ impl McpConfig {
     /// Sets [`McpConfig::max_restarts`].
     pub fn max_restarts(mut self, value: u32) -> Self {
         self.max_restarts = value;
+        self
+    }
+
+    /// Adds PEM certificates to [`McpConfig::root_certificates`].
+    pub fn root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.root_certificates.push(pem.into());
         self
     }
 
