@@ -26,7 +26,7 @@
 //!
 //! #[acp_agent::async_trait]
 //! impl Proxy for Log {
-//!     async fn from_predecessor(&self, _cx: &ProxyContext, request: Message) -> RequestStep {
+//!     async fn request_from_predecessor(&self, _cx: &ProxyContext, request: Message) -> RequestStep {
 //!         eprintln!("-> {}", request.method);
 //!         RequestStep::Forward(request)
 //!     }
@@ -100,13 +100,13 @@ pub enum NotificationStep {
 #[async_trait]
 pub trait Proxy: Send + Sync + 'static {
     /// A request from the predecessor (the client's side), going to the successor.
-    async fn from_predecessor(&self, cx: &ProxyContext, request: Message) -> RequestStep {
+    async fn request_from_predecessor(&self, cx: &ProxyContext, request: Message) -> RequestStep {
         let _ = cx;
         RequestStep::Forward(request)
     }
 
     /// A request from the successor (the agent's side), going to the predecessor.
-    async fn from_successor(&self, cx: &ProxyContext, request: Message) -> RequestStep {
+    async fn request_from_successor(&self, cx: &ProxyContext, request: Message) -> RequestStep {
         let _ = cx;
         RequestStep::Forward(request)
     }
@@ -253,7 +253,7 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
                     method: envelope.method,
                     params: raw_params(envelope.params)?,
                 };
-                match self.proxy.from_successor(&pcx, request).await {
+                match self.proxy.request_from_successor(&pcx, request).await {
                     RequestStep::Forward(request) => pcx.request_predecessor(request).await,
                     RequestStep::Answer(answer) => answer,
                 }
@@ -263,7 +263,7 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
                     method: method.to_string(),
                     params: params.into_raw(),
                 };
-                match self.proxy.from_predecessor(&pcx, request).await {
+                match self.proxy.request_from_predecessor(&pcx, request).await {
                     RequestStep::Forward(request) => pcx.request_successor(request).await,
                     RequestStep::Answer(answer) => answer,
                 }

@@ -434,7 +434,6 @@ fn auth_status_its_update_and_its_capability_match_the_official_crate() {
     assert_eq!(serde_json::to_value(&caps).unwrap(), json!({"status": {}}));
 }
 
-#[cfg(feature = "unstable_plan_operations")]
 #[test]
 fn plan_operations_match_the_official_crate() {
     use acp_types::v1::{
@@ -697,10 +696,7 @@ fn mcp_over_acp_matches_the_official_crate() {
     both::<MessageMcpRequest, official::MessageMcpRequest>(serde_json::to_value(&built).unwrap());
 }
 
-#[cfg(all(
-    feature = "unstable_subagents",
-    feature = "unstable_end_turn_token_usage"
-))]
+#[cfg(feature = "unstable_end_turn_token_usage")]
 #[test]
 fn subagent_updates_match_the_official_crate() {
     use acp_types::v1::{

@@ -25,7 +25,7 @@ struct Tagger;
 
 #[acp_agent::async_trait]
 impl Proxy for Tagger {
-    async fn from_predecessor(&self, _cx: &ProxyContext, request: Message) -> RequestStep {
+    async fn request_from_predecessor(&self, _cx: &ProxyContext, request: Message) -> RequestStep {
         if request.method == "_proxy/ping" {
             return RequestStep::Answer(acp_rpc::to_raw(&json!({"pong": true})));
         }
@@ -63,10 +63,9 @@ impl Proxy for Tagger {
     }
 }
 
-fn pipe() -> (
-    (ReadHalf<DuplexStream>, WriteHalf<DuplexStream>),
-    (ReadHalf<DuplexStream>, WriteHalf<DuplexStream>),
-) {
+type End = (ReadHalf<DuplexStream>, WriteHalf<DuplexStream>);
+
+fn pipe() -> (End, End) {
     let (a, b) = duplex(64 * 1024);
     (split(a), split(b))
 }
