@@ -56,6 +56,8 @@ mod agent;
 pub mod client {
     pub use crate::handle::{CAPABILITY_NOT_ADVERTISED, ClientHandle};
 }
+#[cfg(feature = "unstable_proxy_chains")]
+pub mod conductor;
 mod connection;
 mod context;
 pub mod cookbook;
@@ -67,6 +69,8 @@ pub mod legacy;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod negotiate;
+#[cfg(feature = "unstable_proxy_chains")]
+pub mod proxy;
 pub mod session;
 mod state;
 pub mod store;

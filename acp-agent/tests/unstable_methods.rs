@@ -9,6 +9,9 @@
 ))]
 
 mod common;
+#[cfg(feature = "unstable_proxy_chains")]
+#[path = "unstable_methods/proxy_chain.rs"]
+mod proxy_chain;
 
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentContext, Error, PromptContext};

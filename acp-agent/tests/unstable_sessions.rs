@@ -392,10 +392,8 @@ async fn auth_status_is_served_and_its_update_needs_the_agents_own_capability() 
 }
 
 /// Sends a `plan_update` and a `plan_removed` from its prompt and keeps what sending gave.
-#[cfg(feature = "unstable_plan_operations")]
 struct Planner(Arc<Mutex<Vec<Result<(), Error>>>>);
 
-#[cfg(feature = "unstable_plan_operations")]
 #[acp_agent::async_trait]
 impl Agent for Planner {
     async fn initialize(
@@ -427,7 +425,6 @@ impl Agent for Planner {
     }
 }
 
-#[cfg(feature = "unstable_plan_operations")]
 #[tokio::test]
 async fn plan_operations_reach_only_clients_that_advertise_plan() {
     for advertised in [true, false] {

@@ -24,6 +24,7 @@ mod builtin;
 mod chat;
 mod check;
 mod client;
+mod conduct;
 mod input;
 mod link;
 mod mcp_config;
@@ -70,6 +71,13 @@ enum Command {
     /// Grade an agent against the protocol (the built-in demo agent when no command follows
     /// `--`): a table of checks, pass / fail with evidence / skip with the reason.
     Check(check::CheckArgs),
+    /// Serve a proxy chain as one agent on stdin/stdout: `acp conduct -- PROXY... -- AGENT`
+    /// spawns each component (separated by `--`; the last one the agent) and routes between
+    /// them (unstable: proxy chains).
+    Conduct(conduct::ConductArgs),
+    /// Serve a demo proxy for `acp conduct`: forwards everything, prefixing the agent's
+    /// message text.
+    TagProxy(conduct::TagProxyArgs),
 }
 
 /// Which agent and how to talk to it.
@@ -300,6 +308,8 @@ async fn run(cli: Cli) -> i32 {
         Command::Agent(args) => serve_builtin(args.store).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Check(args) => check::run(args).await,
+        Command::Conduct(args) => conduct::run(args).await,
+        Command::TagProxy(args) => conduct::tag_proxy(args).await,
         Command::Trace(TraceArgs {
             view: Some(TraceCommand::View { file, html }),
             ..

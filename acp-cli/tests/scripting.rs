@@ -743,3 +743,72 @@ fn mcp_config_servers_are_listed_and_called_as_tool_calls_by_the_builtin_agent()
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A proxy chain from the command line: `acp chat` -> `acp conduct` -> `acp tag-proxy` ->
+/// the built-in agent completes a turn, the permission request crossing the chain both
+/// ways, the agent's text tagged by the proxy.
+#[test]
+fn a_turn_crosses_a_proxy_chain_of_child_processes() {
+    let dir = Scratch::new("chain");
+    let acp = acp();
+    let acp = acp.to_str().unwrap();
+    let out = run(
+        &[
+            "chat",
+            "--prompt",
+            "hello script",
+            "--yes",
+            "--dialect",
+            "v1",
+            "--",
+            acp,
+            "conduct",
+            "--",
+            acp,
+            "tag-proxy",
+            "--prefix",
+            "<tag>",
+            "--",
+            acp,
+            "agent",
+        ],
+        &dir.0,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("Allow (--yes)"), "{stdout}");
+    assert!(stdout.contains("<tag>"), "{stdout}");
+    assert!(stdout.contains("── end_turn"), "{stdout}");
+}
+
+/// A proxy that exits as soon as it is spoken to fails the chat with one clear error naming
+/// it, and `acp conduct` reaps the agent it started (the run ends within its time limit).
+#[test]
+fn a_proxy_that_dies_fails_the_chat_with_its_name() {
+    let dir = Scratch::new("chain-dies");
+    let acp = acp();
+    let acp = acp.to_str().unwrap();
+    let out = run(
+        &[
+            "chat",
+            "--prompt",
+            "hi",
+            "--dialect",
+            "v1",
+            "--",
+            acp,
+            "conduct",
+            "--",
+            "sh",
+            "-c",
+            "read line; exit 3",
+            "--",
+            acp,
+            "agent",
+        ],
+        &dir.0,
+    );
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("read line; exit 3"), "{all}");
+}

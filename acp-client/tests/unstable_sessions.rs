@@ -183,7 +183,6 @@ async fn fork_status_archive_system_prompt_and_auth_status_are_typed() {
     assert_eq!(update.state, AuthState::Unauthenticated);
     assert_eq!(update.accounts[0].label, "Vertex AI");
 
-    #[cfg(feature = "unstable_plan_operations")]
     {
         let turn = agent
             .prompt(PromptRequest::new("s1", [ContentBlock::text("plan")]))

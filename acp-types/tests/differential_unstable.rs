@@ -434,7 +434,6 @@ fn auth_status_its_update_and_its_capability_match_the_official_crate() {
     assert_eq!(serde_json::to_value(&caps).unwrap(), json!({"status": {}}));
 }
 
-#[cfg(feature = "unstable_plan_operations")]
 #[test]
 fn plan_operations_match_the_official_crate() {
     use acp_types::v1::{
@@ -697,10 +696,7 @@ fn mcp_over_acp_matches_the_official_crate() {
     both::<MessageMcpRequest, official::MessageMcpRequest>(serde_json::to_value(&built).unwrap());
 }
 
-#[cfg(all(
-    feature = "unstable_subagents",
-    feature = "unstable_end_turn_token_usage"
-))]
+#[cfg(feature = "unstable_end_turn_token_usage")]
 #[test]
 fn subagent_updates_match_the_official_crate() {
     use acp_types::v1::{
@@ -840,4 +836,100 @@ fn subagent_updates_match_the_official_crate() {
     }
     let caps = ClientCapabilities::new().subagents(SubagentCapabilities::new());
     assert_eq!(serde_json::to_value(&caps).unwrap()["subagents"], json!({}));
+}
+
+#[cfg(feature = "unstable_proxy_chains")]
+#[test]
+fn proxy_chain_envelopes_match_the_official_crate() {
+    use acp_types::v1::{
+        InitializeProxyRequest, InitializeProxyResponse, InitializeRequest, InitializeResponse,
+        ProxySuccessorNotification, ProxySuccessorRequest, ProxySuccessorResponse,
+    };
+    use acp_types::{NotificationMethod, RequestMethod};
+    use agent_client_protocol_schema::v1 as official;
+    // `proxy/initialize` carries exactly `initialize`'s params and result (upstream's
+    // transparent wrappers), so ours reuses those types.
+    let init = both::<InitializeProxyRequest, official::InitializeProxyRequest>(
+        json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}}}),
+    );
+    let InitializeProxyRequest::Initialize(inner) = init;
+    assert!(inner.client_capabilities.fs.read_text_file);
+    both::<InitializeProxyResponse, official::InitializeProxyResponse>(
+        json!({"protocolVersion": 1, "agentCapabilities": {"loadSession": true}}),
+    );
+    let built = InitializeProxyRequest::from(InitializeRequest::new(1));
+    both::<InitializeProxyRequest, official::InitializeProxyRequest>(
+        serde_json::to_value(&built).unwrap(),
+    );
+    // The chain's answer, any `initialize` answer.
+    let answer = InitializeProxyResponse::from(InitializeResponse::new(1));
+    assert_eq!(
+        serde_json::to_value(&answer).unwrap()["protocolVersion"],
+        json!(1)
+    );
+    // The request envelope: the wrapped params are forwarded as they are (object or array),
+    // the hop's own `_meta` beside them.
+    let request = both::<ProxySuccessorRequest, official::ProxySuccessorRequest>(json!({
+        "method": "session/prompt",
+        "params": {"sessionId": "s1", "prompt": [], "_meta": {"inner": 1}},
+        "_meta": {"hop": "a"}
+    }));
+    assert_eq!(request.method, "session/prompt");
+    assert_eq!(
+        request.params.as_ref().unwrap()["_meta"],
+        json!({"inner": 1})
+    );
+    assert_eq!(request.meta.as_ref().unwrap().get("hop"), Some(&json!("a")));
+    assert!(request.extra.is_empty());
+    let array = both::<ProxySuccessorRequest, official::ProxySuccessorRequest>(
+        json!({"method": "_x/batch", "params": [1, 2]}),
+    );
+    assert_eq!(array.params, Some(json!([1, 2])));
+    let bare = both::<ProxySuccessorRequest, official::ProxySuccessorRequest>(
+        json!({"method": "session/list"}),
+    );
+    assert!(bare.params.is_none());
+    // A `_meta` of the wrong shape is dropped by both, not a failed envelope.
+    both::<ProxySuccessorRequest, official::ProxySuccessorRequest>(
+        json!({"method": "session/list", "_meta": 5}),
+    );
+    // Without `method` neither reads it.
+    assert!(serde_json::from_value::<ProxySuccessorRequest>(json!({"params": {}})).is_err());
+    assert!(
+        serde_json::from_value::<official::ProxySuccessorRequest>(json!({"params": {}})).is_err()
+    );
+    let note = both::<ProxySuccessorNotification, official::ProxySuccessorNotification>(json!({
+        "method": "session/update",
+        "params": {"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk",
+                   "content": {"type": "text", "text": "hi"}}}
+    }));
+    assert_eq!(note.method, "session/update");
+    // The result is the wrapped request's result, whatever JSON it is.
+    for result in [
+        json!({"stopReason": "end_turn"}),
+        json!(null),
+        json!([1]),
+        json!("x"),
+    ] {
+        let ours = both::<ProxySuccessorResponse, official::ProxySuccessorResponse>(result.clone());
+        assert_eq!(ours, ProxySuccessorResponse::Value(result));
+    }
+    // Built with the constructors, they write what the official crate reads back unchanged.
+    let built = ProxySuccessorRequest::new("session/cancel").params(json!({"sessionId": "s1"}));
+    both::<ProxySuccessorRequest, official::ProxySuccessorRequest>(
+        serde_json::to_value(&built).unwrap(),
+    );
+    // The method tables know both methods, the envelope both ways.
+    assert_eq!(
+        <InitializeProxyRequest as RequestMethod>::METHOD,
+        "proxy/initialize"
+    );
+    assert_eq!(
+        <ProxySuccessorRequest as RequestMethod>::METHOD,
+        "proxy/successor"
+    );
+    assert_eq!(
+        <ProxySuccessorNotification as NotificationMethod>::METHOD,
+        "proxy/successor"
+    );
 }

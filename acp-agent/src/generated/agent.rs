@@ -454,6 +454,57 @@ pub trait Agent: Send + Sync + 'static {
             ),
         )
     }
+    /// `proxy/initialize`: Sent by a conductor instead of `initialize` to a component of a proxy chain that has a successor: the component runs as a proxy. Params and result are exactly `initialize`'s; before answering, the proxy sends `initialize` to its successor through `proxy/successor` and answers with the capabilities of the chain from itself onward, never changing `protocolVersion`.
+    ///
+    /// Only a proxy serves it (acp-agent's `proxy` module does); an ordinary agent answers `-32601`.
+    ///
+    /// The default answers `-32601` (method not found).
+    ///
+    /// Unstable: needs the cargo feature `unstable_proxy_chains`.
+    #[cfg(feature = "unstable_proxy_chains")]
+    async fn proxy_initialize(
+        &self,
+        params: InitializeProxyRequest,
+        cx: &AgentContext,
+    ) -> Result<InitializeProxyResponse, Error> {
+        let _ = (params, cx);
+        Err(
+            Error::method_not_found(
+                <InitializeProxyRequest as acp_types::RequestMethod>::METHOD,
+            ),
+        )
+    }
+    /// `proxy/successor`: Carries one request between a proxy and its successor through the conductor: a proxy sends it to forward a request to its successor, the conductor sends it to deliver a request coming from the successor. The wrapped request's result or error is this request's result or error. Cancelling it (`$/cancel_request` with its id) cancels it on this hop only.
+    ///
+    /// Only a conductor or a proxy serves it; other peers answer `-32601`.
+    ///
+    /// The default answers `-32601` (method not found).
+    ///
+    /// Unstable: needs the cargo feature `unstable_proxy_chains`.
+    #[cfg(feature = "unstable_proxy_chains")]
+    async fn proxy_successor(
+        &self,
+        params: ProxySuccessorRequest,
+        cx: &AgentContext,
+    ) -> Result<ProxySuccessorResponse, Error> {
+        let _ = (params, cx);
+        Err(
+            Error::method_not_found(
+                <ProxySuccessorRequest as acp_types::RequestMethod>::METHOD,
+            ),
+        )
+    }
+    /// `proxy/successor` (notification): Carries one notification between a proxy and its successor through the conductor, both ways.
+    ///
+    /// Runs in notification order. Ignored by default.
+    ///
+    /// Ignored by default.
+    ///
+    /// Unstable: needs the cargo feature `unstable_proxy_chains`.
+    #[cfg(feature = "unstable_proxy_chains")]
+    async fn proxy_successor_notification(&self, params: ProxySuccessorNotification) {
+        let _ = params;
+    }
     /// A request whose method starts with `_` (an extension), with its raw params.
     /// The default answers `-32601` (method not found).
     async fn ext_method(

@@ -126,6 +126,16 @@ impl<A: Agent> Dispatch<A> {
                 let params = params.parse_request::<SessionOptionsRequest>()?;
                 to_raw(&agent.session_options(params, &call.cx).await?)
             }
+            #[cfg(feature = "unstable_proxy_chains")]
+            "proxy/initialize" => {
+                let params = params.parse_request::<InitializeProxyRequest>()?;
+                to_raw(&agent.proxy_initialize(params, &call.cx).await?)
+            }
+            #[cfg(feature = "unstable_proxy_chains")]
+            "proxy/successor" => {
+                let params = params.parse_request::<ProxySuccessorRequest>()?;
+                to_raw(&agent.proxy_successor(params, &call.cx).await?)
+            }
             m if m.starts_with('_') => {
                 let value: serde_json::Value = params.parse()?;
                 to_raw(&agent.ext_method(m, value, &call.cx).await?)
@@ -150,6 +160,14 @@ impl<A: Agent> Dispatch<A> {
                 let params = params.parse_notification::<MessageMcpNotification>()?;
                 {
                     agent.mcp_message_notification(params).await;
+                    Ok(())
+                }
+            }
+            #[cfg(feature = "unstable_proxy_chains")]
+            "proxy/successor" => {
+                let params = params.parse_notification::<ProxySuccessorNotification>()?;
+                {
+                    agent.proxy_successor_notification(params).await;
                     Ok(())
                 }
             }

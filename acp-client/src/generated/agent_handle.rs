@@ -239,4 +239,40 @@ impl AgentHandle {
     ) -> Result<SessionOptionsResponse, Error> {
         self.request(&params).await
     }
+    /// `proxy/initialize`: Sent by a conductor instead of `initialize` to a component of a proxy chain that has a successor: the component runs as a proxy. Params and result are exactly `initialize`'s; before answering, the proxy sends `initialize` to its successor through `proxy/successor` and answers with the capabilities of the chain from itself onward, never changing `protocolVersion`.
+    ///
+    /// What a conductor sends to a component that has a successor, instead of `initialize`.
+    ///
+    /// Unstable: needs the cargo feature `unstable_proxy_chains`.
+    #[cfg(feature = "unstable_proxy_chains")]
+    pub async fn proxy_initialize(
+        &self,
+        params: InitializeProxyRequest,
+    ) -> Result<InitializeProxyResponse, Error> {
+        self.request(&params).await
+    }
+    /// `proxy/successor`: Carries one request between a proxy and its successor through the conductor: a proxy sends it to forward a request to its successor, the conductor sends it to deliver a request coming from the successor. The wrapped request's result or error is this request's result or error. Cancelling it (`$/cancel_request` with its id) cancels it on this hop only.
+    ///
+    /// The result is the wrapped request's result, the error its error (or the conductor's own, when the successor is gone).
+    ///
+    /// Unstable: needs the cargo feature `unstable_proxy_chains`.
+    #[cfg(feature = "unstable_proxy_chains")]
+    pub async fn proxy_successor(
+        &self,
+        params: ProxySuccessorRequest,
+    ) -> Result<ProxySuccessorResponse, Error> {
+        self.request(&params).await
+    }
+    /// `proxy/successor` (notification): Carries one notification between a proxy and its successor through the conductor, both ways.
+    ///
+    /// One wrapped notification for the successor (from a proxy) or from it (from a conductor).
+    ///
+    /// Unstable: needs the cargo feature `unstable_proxy_chains`.
+    #[cfg(feature = "unstable_proxy_chains")]
+    pub async fn proxy_successor_notification(
+        &self,
+        params: ProxySuccessorNotification,
+    ) -> Result<(), Error> {
+        self.notify(&params).await
+    }
 }

@@ -241,6 +241,40 @@ pub trait Client: Send + Sync + 'static {
         let _ = params;
         Ok(())
     }
+    /// `proxy/successor`: Carries one request between a proxy and its successor through the conductor: a proxy sends it to forward a request to its successor, the conductor sends it to deliver a request coming from the successor. The wrapped request's result or error is this request's result or error. Cancelling it (`$/cancel_request` with its id) cancels it on this hop only.
+    ///
+    /// Only a conductor or a proxy serves it; other peers answer `-32601`.
+    ///
+    /// Default: `-32601` (method not found).
+    ///
+    /// Unstable: needs the cargo feature `unstable_proxy_chains`.
+    #[cfg(feature = "unstable_proxy_chains")]
+    async fn proxy_successor(
+        &self,
+        params: ProxySuccessorRequest,
+    ) -> Result<ProxySuccessorResponse, Error> {
+        let _ = params;
+        Err(
+            Error::method_not_found(
+                <ProxySuccessorRequest as acp_types::RequestMethod>::METHOD,
+            ),
+        )
+    }
+    /// `proxy/successor` (notification): Carries one notification between a proxy and its successor through the conductor, both ways.
+    ///
+    /// Runs in notification order. Ignored by default.
+    ///
+    /// Default: ignored.
+    ///
+    /// Unstable: needs the cargo feature `unstable_proxy_chains`.
+    #[cfg(feature = "unstable_proxy_chains")]
+    async fn proxy_successor_notification(
+        &self,
+        params: ProxySuccessorNotification,
+    ) -> Result<(), Error> {
+        let _ = params;
+        Ok(())
+    }
     #[doc = "The sandboxed file system that serves `fs/*` requests: return `Some` and the `fs` methods need no code of yours (override one to log or gate it, and call the block from there).\n\nDefault: `None`, and the `fs` methods answer `-32601`."]
     fn file_system(&self) -> Option<&crate::fs::SandboxedFs> {
         None

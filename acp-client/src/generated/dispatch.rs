@@ -56,6 +56,11 @@ impl<C: Client> Dispatcher<C> {
                 let params = params.parse_request::<MessageMcpRequest>()?;
                 Ok(Reply::new(client.mcp_message(params).await?))
             }
+            #[cfg(feature = "unstable_proxy_chains")]
+            "proxy/successor" => {
+                let params = params.parse_request::<ProxySuccessorRequest>()?;
+                Ok(Reply::new(client.proxy_successor(params).await?))
+            }
             m if m.starts_with('_') => {
                 Ok(Reply::new(client.ext_method(m, params.parse()?).await?))
             }
@@ -89,6 +94,11 @@ impl<C: Client> Dispatcher<C> {
             "mcp/message" => {
                 let params = params.parse_notification::<MessageMcpNotification>()?;
                 client.mcp_message_notification(params).await
+            }
+            #[cfg(feature = "unstable_proxy_chains")]
+            "proxy/successor" => {
+                let params = params.parse_notification::<ProxySuccessorNotification>()?;
+                client.proxy_successor_notification(params).await
             }
             m if m.starts_with('_') => client.ext_notification(m, params.parse()?).await,
             m => Err(Error::method_not_found(m)),

@@ -94,6 +94,20 @@ impl<C: Client> Client for Shared<C> {
     ) -> Result<(), Error> {
         self.0.client.mcp_message_notification(params).await
     }
+    #[cfg(feature = "unstable_proxy_chains")]
+    async fn proxy_successor(
+        &self,
+        params: ProxySuccessorRequest,
+    ) -> Result<ProxySuccessorResponse, Error> {
+        self.0.client.proxy_successor(params).await
+    }
+    #[cfg(feature = "unstable_proxy_chains")]
+    async fn proxy_successor_notification(
+        &self,
+        params: ProxySuccessorNotification,
+    ) -> Result<(), Error> {
+        self.0.client.proxy_successor_notification(params).await
+    }
     async fn approve_terminal(
         &self,
         request: &crate::terminal::TerminalRequest,

@@ -24852,6 +24852,234 @@ impl SessionCursorsCapabilities {
         self
     }
 }
+/// Params of the `proxy/successor` request: one request travelling between a proxy and its successor through the conductor, wrapped whole.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_proxy_chains")]
+pub struct ProxySuccessorRequest {
+    /// The wrapped request's method.
+    pub method: ::std::string::String,
+    /// The wrapped request's params (an object or an array, with the wrapped message's own `_meta` inside), forwarded unchanged; absent: none.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none", default)]
+    pub params: ::std::option::Option<::serde_json::Value>,
+    /// Extension metadata of this hop's envelope (ACP's reserved `_meta` field); the conductor does not copy it to the next hop. Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_proxy_chains")]
+impl ProxySuccessorRequest {
+    /// A value from its required fields (`method`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(method: impl ::std::convert::Into<::std::string::String>) -> Self {
+        Self {
+            method: method.into(),
+            params: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// The wrapped request's params (an object or an array, with the wrapped message's own `_meta` inside), forwarded unchanged; absent: none.
+    pub fn params(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Value>,
+    ) -> Self {
+        self.params = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata of this hop's envelope (ACP's reserved `_meta` field); the conductor does not copy it to the next hop. Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_proxy_chains")]
+impl ::serde::Serialize for ProxySuccessorRequest {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ProxySuccessorRequest::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_proxy_chains")]
+impl<'de> ::serde::Deserialize<'de> for ProxySuccessorRequest {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ProxySuccessorRequest::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_proxy_chains")]
+impl crate::HasExtra for ProxySuccessorRequest {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_proxy_chains")]
+impl ProxySuccessorRequest {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Params of the `proxy/successor` notification: one notification travelling between a proxy and its successor through the conductor, wrapped whole.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(remote = "Self")]
+#[non_exhaustive]
+#[cfg(feature = "unstable_proxy_chains")]
+pub struct ProxySuccessorNotification {
+    /// The wrapped notification's method.
+    pub method: ::std::string::String,
+    /// The wrapped notification's params (an object or an array, with the wrapped message's own `_meta` inside), forwarded unchanged; absent: none.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none", default)]
+    pub params: ::std::option::Option<::serde_json::Value>,
+    /// Extension metadata of this hop's envelope (ACP's reserved `_meta` field); the conductor does not copy it to the next hop. Peers may put any keys here; do not rely on particular keys being present.
+    #[serde(
+        rename = "_meta",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default,
+        deserialize_with = "crate::serde_util::lenient"
+    )]
+    pub meta: ::std::option::Option<crate::Meta>,
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    #[serde(flatten, skip_deserializing)]
+    pub extra: crate::Extra,
+}
+#[cfg(feature = "unstable_proxy_chains")]
+impl ProxySuccessorNotification {
+    /// A value from its required fields (`method`); the optional ones start absent or at their default and are set with the builder methods.
+    pub fn new(method: impl ::std::convert::Into<::std::string::String>) -> Self {
+        Self {
+            method: method.into(),
+            params: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+            extra: ::std::default::Default::default(),
+        }
+    }
+    /// The wrapped notification's params (an object or an array, with the wrapped message's own `_meta` inside), forwarded unchanged; absent: none.
+    pub fn params(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Value>,
+    ) -> Self {
+        self.params = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Extension metadata of this hop's envelope (ACP's reserved `_meta` field); the conductor does not copy it to the next hop. Peers may put any keys here; do not rely on particular keys being present.
+    pub fn meta(mut self, value: impl ::std::convert::Into<crate::Meta>) -> Self {
+        self.meta = ::std::option::Option::Some(value.into());
+        self
+    }
+    /// Fields the schema does not name, kept as received and written back unchanged after
+    /// the known ones (empty unless the peer sent some).
+    pub fn extra(mut self, value: impl ::std::convert::Into<crate::Extra>) -> Self {
+        self.extra = value.into();
+        self
+    }
+}
+#[cfg(feature = "unstable_proxy_chains")]
+impl ::serde::Serialize for ProxySuccessorNotification {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::std::result::Result<S::Ok, S::Error> {
+        ProxySuccessorNotification::serialize(self, serializer)
+    }
+}
+#[cfg(feature = "unstable_proxy_chains")]
+impl<'de> ::serde::Deserialize<'de> for ProxySuccessorNotification {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::extra::deserialize_keeping_unknown(
+            deserializer,
+            |d| ProxySuccessorNotification::deserialize(d),
+        )
+    }
+}
+#[cfg(feature = "unstable_proxy_chains")]
+impl crate::HasExtra for ProxySuccessorNotification {
+    fn extra_fields(&self) -> &crate::Extra {
+        &self.extra
+    }
+    fn extra_fields_mut(&mut self) -> &mut crate::Extra {
+        &mut self.extra
+    }
+}
+#[cfg(feature = "unstable_proxy_chains")]
+impl ProxySuccessorNotification {
+    /// Adds one field the schema does not name (written after the known ones).
+    pub fn with_extra(
+        mut self,
+        key: impl ::std::convert::Into<::std::string::String>,
+        value: ::serde_json::Value,
+    ) -> Self {
+        self.extra.insert(key, value);
+        self
+    }
+}
+/// Result of the `proxy/successor` request: the wrapped request's result, the same JSON value.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(untagged)]
+#[cfg(feature = "unstable_proxy_chains")]
+pub enum ProxySuccessorResponse {
+    /// The wrapped request's result, any JSON value.
+    Value(::serde_json::Value),
+}
+/// Params of `proxy/initialize`: exactly `initialize`'s params (a wrapper only so that the method has a type of its own).
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(untagged)]
+#[cfg(feature = "unstable_proxy_chains")]
+pub enum InitializeProxyRequest {
+    /// The `initialize` params the conductor would have sent.
+    Initialize(InitializeRequest),
+}
+#[cfg(feature = "unstable_proxy_chains")]
+impl ::std::convert::From<InitializeRequest> for InitializeProxyRequest {
+    fn from(value: InitializeRequest) -> Self {
+        Self::Initialize(value)
+    }
+}
+/// Result of `proxy/initialize`: exactly `initialize`'s result, the capabilities of the chain from this proxy onward.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(untagged)]
+#[cfg(feature = "unstable_proxy_chains")]
+pub enum InitializeProxyResponse {
+    /// The `initialize` result of the chain from this proxy onward.
+    Initialize(InitializeResponse),
+}
+#[cfg(feature = "unstable_proxy_chains")]
+impl ::std::convert::From<InitializeResponse> for InitializeProxyResponse {
+    fn from(value: InitializeResponse) -> Self {
+        Self::Initialize(value)
+    }
+}
 impl ::std::convert::From<AuthMethodId> for ::std::string::String {
     fn from(value: AuthMethodId) -> Self {
         value.0
@@ -25256,4 +25484,29 @@ impl crate::methods::RequestMethod for SessionOptionsRequest {
     const PARAMS_NULL_AS_DEFAULT: bool = false;
     const RESULT_NULL_AS_DEFAULT: bool = true;
     type Response = SessionOptionsResponse;
+}
+#[cfg(feature = "unstable_proxy_chains")]
+/// `proxy/initialize` (unstable, feature `unstable_proxy_chains`): Sent by a conductor instead of `initialize` to a component of a proxy chain that has a successor: the component runs as a proxy. Params and result are exactly `initialize`'s; before answering, the proxy sends `initialize` to its successor through `proxy/successor` and answers with the capabilities of the chain from itself onward, never changing `protocolVersion`.
+impl crate::methods::RequestMethod for InitializeProxyRequest {
+    const METHOD: &'static str = "proxy/initialize";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Agent;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = false;
+    type Response = InitializeProxyResponse;
+}
+#[cfg(feature = "unstable_proxy_chains")]
+/// `proxy/successor` (unstable, feature `unstable_proxy_chains`): Carries one request between a proxy and its successor through the conductor: a proxy sends it to forward a request to its successor, the conductor sends it to deliver a request coming from the successor. The wrapped request's result or error is this request's result or error. Cancelling it (`$/cancel_request` with its id) cancels it on this hop only.
+impl crate::methods::RequestMethod for ProxySuccessorRequest {
+    const METHOD: &'static str = "proxy/successor";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Protocol;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
+    const RESULT_NULL_AS_DEFAULT: bool = false;
+    type Response = ProxySuccessorResponse;
+}
+#[cfg(feature = "unstable_proxy_chains")]
+/// `proxy/successor` (unstable, feature `unstable_proxy_chains`): Carries one notification between a proxy and its successor through the conductor, both ways.
+impl crate::methods::NotificationMethod for ProxySuccessorNotification {
+    const METHOD: &'static str = "proxy/successor";
+    const SERVED_BY: crate::methods::Side = crate::methods::Side::Protocol;
+    const PARAMS_NULL_AS_DEFAULT: bool = false;
 }
