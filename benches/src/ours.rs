@@ -304,19 +304,3 @@ pub async fn over_duplex_stored(
     agent.close();
     outcome
 }
-
-/// Runs `plan` against the agent served at `url` (an `acp serve` endpoint) with `token`.
-pub async fn over_remote(url: &str, token: &str, plan: Plan) -> Result<Outcome, String> {
-    let start = Instant::now();
-    let check = Arc::new(ChunkCheck::default());
-    let client = BenchClient {
-        check: check.clone(),
-    };
-    let options = acp_remote::ConnectOptions::new().token(token);
-    let conn = acp_remote::connect_client(client, url, &options, Config::default())
-        .await
-        .map_err(|e| format!("{url}: {e}"))?;
-    let outcome = run_plan(conn.agent(), &check, plan, start).await;
-    conn.close();
-    outcome
-}

@@ -205,7 +205,11 @@ fn the_serve_overhead_runs_with_metrics_and_dashboard_off_and_on() {
         return;
     }
     let stdout = run_ok(&["serve", "--smoke", "--acp", acp.to_str().unwrap()]);
-    for row in ["metrics and dashboard off", "metrics and dashboard on", "on / off throughput"] {
+    for row in [
+        "metrics and dashboard off",
+        "metrics and dashboard on",
+        "on / off throughput",
+    ] {
         let line = stdout
             .lines()
             .find(|l| l.trim_start().starts_with(row))
