@@ -163,10 +163,10 @@ mod tests {
         let tag = |line: &str, n| skeleton_tagged(line, Some(n));
         assert_eq!(
             tag(r#"{"id":3,"method":"m"}"#, 2),
-            r#"{"jsonrpc":"2.0","method":"m","id":"2:3"}"#
+            r#"{"id":"2:3","jsonrpc":"2.0","method":"m"}"#
         );
-        assert_eq!(tag(r#"{"id":"a"}"#, 1), r#"{"jsonrpc":"2.0","id":"1:a"}"#);
-        assert_eq!(tag(r#"{"id":null}"#, 1), r#"{"jsonrpc":"2.0","id":null}"#);
+        assert_eq!(tag(r#"{"id":"a"}"#, 1), r#"{"id":"1:a","jsonrpc":"2.0"}"#);
+        assert_eq!(tag(r#"{"id":null}"#, 1), r#"{"id":null,"jsonrpc":"2.0"}"#);
         assert_eq!(
             tag(r#"{"method":"n"}"#, 1),
             r#"{"jsonrpc":"2.0","method":"n"}"#
@@ -205,7 +205,7 @@ mod tests {
         let (_, data) = live.next(0).await;
         assert!(data.contains("\"total\":2"), "{data}");
         assert!(data.contains("\"dropped\":3"), "{data}");
-        assert!(data.contains("\"id\":\"1:1\""), "{data}");
+        assert!(data.contains(r#""id":"\"1:1\"""#), "{data}");
     }
 
     #[tokio::test]
