@@ -15,6 +15,7 @@ mod phases;
 mod plan;
 mod raw;
 mod remote;
+mod serve;
 mod store;
 // The PostgreSQL server `acp-bench store` measures on: the tests' own (initdb and pg_ctl in a
 // temporary directory, a free loopback port, stopped at exit).
@@ -35,7 +36,7 @@ use crate::table::{Impl, Results};
 /// Buffer size of the in-process duplex pipes.
 pub(crate) const DUPLEX_BUFFER: usize = 64 * 1024;
 /// The argument that turns this binary into an agent process.
-const PEER_ARG: &str = "__peer";
+pub(crate) const PEER_ARG: &str = "__peer";
 /// The runtime flavor of every tokio runtime in the benchmark processes
 /// (`current` or `multi`), passed on to the agent processes.
 const RT_ENV: &str = "ACP_BENCH_RT";
@@ -48,6 +49,7 @@ const USAGE: &str = "\
 usage: acp-bench [options]
        acp-bench store [options]   (the session store figures; acp-bench store --help)
        acp-bench trace [options]   (the acp trace proxy's overhead; acp-bench trace --help)
+       acp-bench serve [options]   (acp serve with metrics and dashboard on vs off)
        acp-bench floor [options]   (a line's round trip, blocking vs tokio: b's floor)
        acp-bench remote [options]  (a and b over WebSocket and Streamable HTTP, ours and the
                                    official http crate's, and 1,000 idle connections)
@@ -227,6 +229,9 @@ fn main() -> ExitCode {
     }
     if args.first().map(String::as_str) == Some("remote") {
         return remote::main(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("serve") {
+        return serve::main(&args[1..]);
     }
     if args.first().map(String::as_str) == Some("trace") {
         return trace::main(&args[1..]);

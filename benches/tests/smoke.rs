@@ -191,6 +191,38 @@ fn the_trace_overhead_runs_side_by_side_with_a_direct_pipe() {
     }
 }
 
+/// `acp-bench serve --smoke`: scenario a through `acp serve`, metrics and dashboard off and
+/// on (with a viewer following the dashboard), each timed. Needs the `acp` binary beside
+/// this one, as the trace figure does.
+#[test]
+fn the_serve_overhead_runs_with_metrics_and_dashboard_off_and_on() {
+    let acp = std::path::Path::new(env!("CARGO_BIN_EXE_acp-bench")).with_file_name("acp");
+    if !acp.exists() {
+        eprintln!(
+            "skipped: {} is not built (cargo build -p acp-cli)",
+            acp.display()
+        );
+        return;
+    }
+    let stdout = run_ok(&["serve", "--smoke", "--acp", acp.to_str().unwrap()]);
+    for row in [
+        "metrics and dashboard off",
+        "metrics and dashboard on",
+        "on / off throughput",
+    ] {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(row))
+            .unwrap_or_else(|| panic!("no row {row} in\n{stdout}"));
+        let figure: f64 = line[line.find(row).unwrap() + row.len()..]
+            .split_whitespace()
+            .next()
+            .and_then(|f| f.parse().ok())
+            .unwrap_or_else(|| panic!("no figure in {line}"));
+        assert!(figure > 0.0, "{line}");
+    }
+}
+
 /// `acp-bench floor`: every row of b's floor is measured, the typed one having checked each
 /// answer's id and content.
 #[test]

@@ -3,6 +3,12 @@
 //! [`ServeObserver`]), and served by acp-remote ([`acp_remote::live`]) as the page of
 //! [`super::html::live_page`] plus server-sent events carrying the window's analysis
 //! ([`super::window::Snapshot::analysis`]), the same analysis `acp trace view` draws.
+//!
+//! `acp serve`'s observer runs on each connection's routing task, so it does the least it
+//! can there: one pass over the line cuts it to its skeleton (a few hundred bytes at most),
+//! and the skeleton goes into a bounded queue ([`QUEUE`]) that one task drains into the
+//! window in batches. When the queue is full the message is dropped and counted (the page
+//! shows the count): the dashboard falls behind, the connections never wait for it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,10 +19,17 @@ use acp_remote::LiveFeed;
 use acp_rpc::Direction;
 use acp_rpc::observe::{MessageEvent, Observer};
 use acp_rpc::sync::lock;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use super::record::{self, Record};
-use super::window::{LIMIT, Window};
+use super::window::{LIMIT, Window, skeleton_tagged};
+
+/// Skeletons queued between `acp serve`'s connections and the window: at most
+/// `QUEUE * ENTRY_BYTES` (about 17 MB) however big the messages, typically a few hundred KB.
+pub const QUEUE: usize = 2048;
+
+/// Skeletons moved into the window under one lock.
+const BATCH: usize = 256;
 
 /// A live run: its window and a version that moves on with every record.
 #[derive(Debug)]
@@ -40,6 +53,19 @@ impl Live {
     /// Takes one record.
     pub fn push(&self, record: &Record) {
         lock(&self.window).push(record);
+        self.version.send_modify(|v| *v += 1);
+    }
+
+    /// Takes a batch of messages already cut to skeletons, and a count of messages dropped
+    /// before them; the version moves once.
+    fn push_batch(&self, batch: &mut Vec<Kept>, dropped: u64) {
+        {
+            let mut window = lock(&self.window);
+            window.dropped(dropped);
+            for kept in batch.drain(..) {
+                window.push_skeleton(kept.ts, kept.dir, None, kept.skeleton);
+            }
+        }
         self.version.send_modify(|v| *v += 1);
     }
 }
@@ -66,24 +92,46 @@ impl LiveFeed for Live {
     }
 }
 
+/// One message for the window, cut on the routing task.
+struct Kept {
+    ts: f64,
+    dir: &'static str,
+    skeleton: String,
+}
+
 /// `acp serve --dashboard`: one per remote connection, turning the server's routed messages
-/// into records of the live window. Request ids repeat across connections, so each
+/// into entries of the live window. Request ids repeat across connections, so each
 /// connection's ids are shown as `N:ID` (N numbers the connections from 1).
 pub struct ServeObserver {
-    live: Arc<Live>,
+    queue: mpsc::Sender<Kept>,
+    dropped: Arc<AtomicU64>,
     connection: u64,
 }
 
 impl ServeObserver {
-    /// The observer factory for `live`: connection numbers from 1.
+    /// The observer factory for `live`: connection numbers from 1. Starts the task that
+    /// fills the window (on the current tokio runtime); it ends when the factory and every
+    /// observer it made are gone.
     pub fn factory(live: Arc<Live>) -> impl Fn() -> acp_rpc::observe::SharedObserver {
+        let (queue, rx) = mpsc::channel(QUEUE);
+        let dropped = Arc::new(AtomicU64::new(0));
+        tokio::spawn(fill(live, rx, dropped.clone()));
         let next = AtomicU64::new(1);
         move || {
             Arc::new(ServeObserver {
-                live: live.clone(),
+                queue: queue.clone(),
+                dropped: dropped.clone(),
                 connection: next.fetch_add(1, Ordering::Relaxed),
             })
         }
+    }
+}
+
+/// Drains the queue into the window, a batch per lock.
+async fn fill(live: Arc<Live>, mut rx: mpsc::Receiver<Kept>, dropped: Arc<AtomicU64>) {
+    let mut batch = Vec::with_capacity(BATCH);
+    while rx.recv_many(&mut batch, BATCH).await > 0 {
+        live.push_batch(&mut batch, dropped.swap(0, Ordering::Relaxed));
     }
 }
 
@@ -93,26 +141,16 @@ impl Observer for ServeObserver {
             Direction::Incoming => record::CLIENT_TO_AGENT,
             Direction::Outgoing => record::AGENT_TO_CLIENT,
         };
-        let mut r = Record::new(record::now(), dir);
-        r.line = Some(tag_id(event.text(), self.connection));
-        self.live.push(&r);
-    }
-}
-
-/// The line with its id (if any) replaced by the string `"N:ID"`.
-fn tag_id(text: &str, connection: u64) -> String {
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(serde_json::Value::Object(mut obj)) => {
-            if let Some(id) = obj.get_mut("id").filter(|id| !id.is_null()) {
-                let shown = match &*id {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                *id = serde_json::Value::String(format!("{connection}:{shown}"));
-            }
-            serde_json::Value::Object(obj).to_string()
-        }
-        _ => text.to_owned(),
+        // Only a permit is taken before the work: a full queue costs no parse.
+        let Ok(permit) = self.queue.try_reserve() else {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        permit.send(Kept {
+            ts: record::now(),
+            dir,
+            skeleton: skeleton_tagged(event.text(), Some(self.connection)),
+        });
     }
 }
 
@@ -122,13 +160,52 @@ mod tests {
 
     #[test]
     fn ids_are_tagged_with_their_connection() {
+        let tag = |line: &str, n| skeleton_tagged(line, Some(n));
         assert_eq!(
-            tag_id(r#"{"id":3,"method":"m"}"#, 2),
-            r#"{"id":"2:3","method":"m"}"#
+            tag(r#"{"id":3,"method":"m"}"#, 2),
+            r#"{"id":"2:3","jsonrpc":"2.0","method":"m"}"#
         );
-        assert_eq!(tag_id(r#"{"id":"a"}"#, 1), r#"{"id":"1:a"}"#);
-        assert_eq!(tag_id(r#"{"method":"n"}"#, 1), r#"{"method":"n"}"#);
-        assert_eq!(tag_id("not json", 1), "not json");
+        assert_eq!(tag(r#"{"id":"a"}"#, 1), r#"{"id":"1:a","jsonrpc":"2.0"}"#);
+        assert_eq!(tag(r#"{"id":null}"#, 1), r#"{"id":null,"jsonrpc":"2.0"}"#);
+        assert_eq!(
+            tag(r#"{"method":"n"}"#, 1),
+            r#"{"jsonrpc":"2.0","method":"n"}"#
+        );
+        assert_eq!(tag("not json", 1), "not json");
+    }
+
+    /// The observer never waits: with the queue full (nothing draining it) a message is
+    /// dropped and counted, and the count reaches the page's data once the queue drains.
+    #[tokio::test]
+    async fn a_full_queue_drops_and_counts_instead_of_waiting() {
+        let live = Live::new("t");
+        let (queue, rx) = mpsc::channel(2);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let observer = ServeObserver {
+            queue,
+            dropped: dropped.clone(),
+            connection: 1,
+        };
+        let line =
+            br#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s"}}"#;
+        for _ in 0..5 {
+            let event = MessageEvent::new_external(
+                Direction::Incoming,
+                acp_rpc::observe::MessageKind::Request,
+                Some("session/prompt"),
+                None,
+                line.len(),
+                line,
+            );
+            observer.message(&event);
+        }
+        assert_eq!(dropped.load(Ordering::Relaxed), 3);
+        drop(observer);
+        fill(live.clone(), rx, dropped).await;
+        let (_, data) = live.next(0).await;
+        assert!(data.contains("\"total\":2"), "{data}");
+        assert!(data.contains("\"dropped\":3"), "{data}");
+        assert!(data.contains(r#""id":"\"1:1\"""#), "{data}");
     }
 
     #[tokio::test]

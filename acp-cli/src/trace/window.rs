@@ -32,6 +32,8 @@ pub struct Window {
     messages: VecDeque<(usize, Record)>,
     limit: usize,
     total: u64,
+    /// Messages shed before they reached the window ([`Window::dropped`]).
+    dropped: u64,
     bytes: usize,
     start: Option<Record>,
     exit: Option<Record>,
@@ -44,6 +46,7 @@ impl Window {
             messages: VecDeque::with_capacity(limit.min(1024)),
             limit: limit.max(1),
             total: 0,
+            dropped: 0,
             bytes: 0,
             start: None,
             exit: None,
@@ -57,21 +60,33 @@ impl Window {
             record::START => self.start = Some(r.clone()),
             record::EXIT => self.exit = Some(r.clone()),
             _ => {
-                self.total += 1;
-                let mut kept = Record::new(r.ts, &r.dir);
-                kept.seq = Some(r.seq.unwrap_or(self.total));
                 let line = skeleton(r.line.as_deref().unwrap_or(""));
-                debug_assert!(line.len() <= ENTRY_BYTES);
-                self.bytes += line.len();
-                kept.line = Some(line);
-                if self.messages.len() == self.limit
-                    && let Some((_, old)) = self.messages.pop_front()
-                {
-                    self.bytes -= old.line.map_or(0, |l| l.len());
-                }
-                self.messages.push_back((self.total as usize, kept));
+                self.push_skeleton(r.ts, &r.dir, r.seq, line);
             }
         }
+    }
+
+    /// Takes one protocol message already cut to its skeleton ([`skeleton_tagged`]), seen
+    /// at `ts` going `dir`; `seq` defaults to its number since the start.
+    pub fn push_skeleton(&mut self, ts: f64, dir: &str, seq: Option<u64>, line: String) {
+        self.total += 1;
+        let mut kept = Record::new(ts, dir);
+        kept.seq = Some(seq.unwrap_or(self.total));
+        debug_assert!(line.len() <= ENTRY_BYTES);
+        self.bytes += line.len();
+        kept.line = Some(line);
+        if self.messages.len() == self.limit
+            && let Some((_, old)) = self.messages.pop_front()
+        {
+            self.bytes -= old.line.map_or(0, |l| l.len());
+        }
+        self.messages.push_back((self.total as usize, kept));
+    }
+
+    /// Counts `n` messages that never reached the window (its feed fell behind and shed
+    /// them rather than slow the connection down); the page shows the count.
+    pub fn dropped(&mut self, n: u64) {
+        self.dropped += n;
     }
 
     /// Messages held now.
@@ -120,6 +135,7 @@ impl Window {
             live: LiveWindow {
                 total: self.total,
                 limit: self.limit,
+                dropped: self.dropped,
             },
         }
     }
@@ -182,6 +198,27 @@ fn string_at(obj: &Value, path: &[&str]) -> Option<Value> {
 
 /// The skeleton of one protocol line (see the module doc).
 pub fn skeleton(line: &str) -> String {
+    skeleton_tagged(line, None)
+}
+
+/// [`skeleton`], with the id (if any, and not null) shown as the string `"N:ID"` when
+/// `connection` is `Some(N)` (`acp serve` numbers its connections: ids repeat across them).
+///
+/// One pass over the line, allocating only what it keeps: the fields the skeleton needs are
+/// borrowed as raw JSON and everything else is skipped unparsed. (A line this cannot read,
+/// such as one with a duplicate key, goes through a full parse instead, with the same result.)
+pub fn skeleton_tagged(line: &str, connection: Option<u64>) -> String {
+    if line.trim_start().starts_with('{')
+        && let Ok(parts) = serde_json::from_str::<parts::Message<'_>>(line)
+        && let Some(out) = parts.skeleton(connection)
+    {
+        return out;
+    }
+    skeleton_full(line, connection)
+}
+
+/// [`skeleton_tagged`] by a full parse of the line.
+fn skeleton_full(line: &str, connection: Option<u64>) -> String {
     let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
         return cut(line).to_owned();
     };
@@ -192,7 +229,7 @@ pub fn skeleton(line: &str) -> String {
         out.insert("method".into(), cut_value(method));
     }
     if let Some(id) = obj.get("id") {
-        out.insert("id".into(), cut_value(id));
+        out.insert("id".into(), tagged(cut_value(id), id, connection));
     }
     let mut params = Map::new();
     if let Some(s) = string_at(&obj, &["params", "sessionId"]) {
@@ -224,6 +261,159 @@ pub fn skeleton(line: &str) -> String {
         out.insert("error".into(), Value::Object(e));
     }
     Value::Object(out).to_string()
+}
+
+/// `kept` (the cut id), or the id `full` shown as `"N:ID"` for `connection` N.
+fn tagged(kept: Value, full: &Value, connection: Option<u64>) -> Value {
+    let Some(connection) = connection.filter(|_| !full.is_null()) else {
+        return kept;
+    };
+    let shown = match full {
+        Value::String(s) => format!("{connection}:{s}"),
+        other => format!("{connection}:{other}"),
+    };
+    Value::String(cut(&shown).to_owned())
+}
+
+/// The one-pass reading of [`skeleton_tagged`]: each field the skeleton keeps, as the raw
+/// JSON text it is in the line (present even when `null`); the rest is skipped.
+mod parts {
+    use serde::{Deserialize, Deserializer};
+    use serde_json::value::RawValue;
+    use serde_json::{Map, Value};
+
+    use super::{cut, cut_value, tagged};
+
+    /// A field kept as its raw text, `null` included (`Option`'s own reading would turn
+    /// `null` into `None`, and the skeleton keeps `"id":null`).
+    fn raw<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+        <&RawValue>::deserialize(d).map(Some)
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Message<'a> {
+        #[serde(default, borrow, deserialize_with = "raw")]
+        method: Option<&'a RawValue>,
+        #[serde(default, borrow, deserialize_with = "raw")]
+        id: Option<&'a RawValue>,
+        #[serde(default, borrow, deserialize_with = "raw")]
+        params: Option<&'a RawValue>,
+        #[serde(default, borrow, deserialize_with = "raw")]
+        result: Option<&'a RawValue>,
+        #[serde(default, borrow, deserialize_with = "raw")]
+        error: Option<&'a RawValue>,
+    }
+
+    #[derive(Deserialize)]
+    struct Params<'a> {
+        #[serde(default, borrow, rename = "sessionId", deserialize_with = "raw")]
+        session_id: Option<&'a RawValue>,
+        #[serde(default, borrow, deserialize_with = "raw")]
+        update: Option<&'a RawValue>,
+    }
+
+    #[derive(Deserialize)]
+    struct Update<'a> {
+        #[serde(default, borrow, rename = "sessionUpdate", deserialize_with = "raw")]
+        session_update: Option<&'a RawValue>,
+    }
+
+    #[derive(Deserialize)]
+    struct Outcome<'a> {
+        #[serde(default, borrow, rename = "sessionId", deserialize_with = "raw")]
+        session_id: Option<&'a RawValue>,
+    }
+
+    #[derive(Deserialize)]
+    struct Error<'a> {
+        #[serde(default, borrow, deserialize_with = "raw")]
+        code: Option<&'a RawValue>,
+        #[serde(default, borrow, deserialize_with = "raw")]
+        message: Option<&'a RawValue>,
+    }
+
+    /// An object's fields, when `raw` is an object (else none of them).
+    fn object<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<Option<T>, ()> {
+        match raw {
+            Some(raw) if raw.get().starts_with('{') => {
+                serde_json::from_str(raw.get()).map(Some).map_err(drop)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// A string field, cut; `None` when absent or not a string.
+    fn string(raw: Option<&RawValue>) -> Result<Option<Value>, ()> {
+        match raw {
+            Some(raw) if raw.get().starts_with('"') => {
+                let s: std::borrow::Cow<'_, str> = serde_json::from_str(raw.get()).map_err(drop)?;
+                Ok(Some(Value::String(cut(&s).to_owned())))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Any field, cut as [`cut_value`] cuts it.
+    fn value(raw: &RawValue) -> Result<(Value, Value), ()> {
+        let full: Value = serde_json::from_str(raw.get()).map_err(drop)?;
+        Ok((cut_value(&full), full))
+    }
+
+    impl Message<'_> {
+        /// The skeleton, the same as the full parse's; `None` when a part is unreadable
+        /// this way (a duplicate key, say), for the full parse to decide.
+        pub(super) fn skeleton(&self, connection: Option<u64>) -> Option<String> {
+            self.build(connection).ok()
+        }
+
+        fn build(&self, connection: Option<u64>) -> Result<String, ()> {
+            let mut out = Map::new();
+            out.insert("jsonrpc".into(), Value::String("2.0".into()));
+            if let Some(method) = self.method {
+                out.insert("method".into(), value(method)?.0);
+            }
+            if let Some(id) = self.id {
+                let (kept, full) = value(id)?;
+                out.insert("id".into(), tagged(kept, &full, connection));
+            }
+            let mut params = Map::new();
+            if let Some(p) = object::<Params<'_>>(self.params)? {
+                if let Some(s) = string(p.session_id)? {
+                    params.insert("sessionId".into(), s);
+                }
+                let update = object::<Update<'_>>(p.update)?;
+                if let Some(kind) = string(update.and_then(|u| u.session_update))? {
+                    let mut update = Map::new();
+                    update.insert("sessionUpdate".into(), kind);
+                    params.insert("update".into(), Value::Object(update));
+                }
+            }
+            if !params.is_empty() {
+                out.insert("params".into(), Value::Object(params));
+            }
+            if self.result.is_some() {
+                let outcome = object::<Outcome<'_>>(self.result)?;
+                let result = match string(outcome.and_then(|o| o.session_id))? {
+                    Some(s) => Value::Object(Map::from_iter([("sessionId".to_owned(), s)])),
+                    None => Value::Null,
+                };
+                out.insert("result".into(), result);
+            }
+            if self.error.is_some() {
+                let mut e = Map::new();
+                if let Some(error) = object::<Error<'_>>(self.error)? {
+                    if let Some(code) = error.code {
+                        e.insert("code".into(), value(code)?.0);
+                    }
+                    if let Some(message) = string(error.message)? {
+                        e.insert("message".into(), message);
+                    }
+                }
+                out.insert("error".into(), Value::Object(e));
+            }
+            Ok(Value::Object(out).to_string())
+        }
+    }
 }
 
 #[cfg(test)]
@@ -266,6 +456,44 @@ mod tests {
         // Not an object: kept as the start of the line (the analysis calls it invalid).
         assert_eq!(skeleton(&"[1,2,3]".repeat(1000)).len(), FIELD_BYTES);
         assert_eq!(skeleton("é".repeat(500).as_str()).len(), FIELD_BYTES);
+    }
+
+    /// The one-pass reading gives what the full parse gives, on every shape a field can
+    /// take (and falls back to it on what it cannot read, such as a duplicate key).
+    #[test]
+    fn the_one_pass_skeleton_equals_the_full_parse() {
+        let lines = [
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s\"1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a\nb"}}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{"sessionId":"s2","modes":[1,{"a":2}]}}"#,
+            r#"{"jsonrpc":"2.0","id":"x","result":{"stopReason":"end_turn"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"result":null}"#,
+            r#"{"jsonrpc":"2.0","id":{"odd":[1,2]},"method":3,"params":[1,"s"]}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"error":{"code":-32602,"message":"bad \u00e9","data":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"error":"not an object"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"error":{"code":"x","message":5}}"#,
+            r#"{"method":"m","params":{"sessionId":5,"update":[1]}}"#,
+            r#"{"method":"m","params":{"update":{"sessionUpdate":null}},"result":[]}"#,
+            r#"{"id":1,"id":2,"method":"dup"}"#,
+            r#"{"method":"m","params":{"sessionId":"a","sessionId":"b"}}"#,
+            r#"  {"method":"spaces"}  "#,
+            r#"{"method":"m"} trailing"#,
+            r#"[1,2]"#,
+            "",
+        ];
+        for line in lines {
+            for connection in [None, Some(3)] {
+                assert_eq!(
+                    skeleton_tagged(line, connection),
+                    skeleton_full(line, connection),
+                    "{line}"
+                );
+            }
+        }
+        let long = "y".repeat(1000);
+        let line = format!(r#"{{"id":"{long}","method":"{long}"}}"#);
+        let kept = skeleton_tagged(&line, Some(12));
+        assert_eq!(kept, skeleton_full(&line, Some(12)));
+        assert!(kept.contains(r#""id":"12:yyy"#), "{kept}");
     }
 
     #[test]
