@@ -9,11 +9,18 @@
 //! and the skeleton goes into a bounded queue ([`QUEUE`]) that one task drains into the
 //! window in batches. When the queue is full the message is dropped and counted (the page
 //! shows the count): the dashboard falls behind, the connections never wait for it.
+//!
+//! Each update a viewer gets is the analysis of the whole window (up to [`LIMIT`] messages),
+//! which costs milliseconds when the window is full. So the updates are paced by what they
+//! cost: after an analysis that took `c`, the next one waits at least `REST_PER_COST * c`,
+//! which keeps the dashboard to about 5% of a core per viewer however fast the messages come
+//! (and to the stream's own minimum interval when they come slowly).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use acp_remote::LiveFeed;
 use acp_rpc::Direction;
@@ -31,12 +38,18 @@ pub const QUEUE: usize = 2048;
 /// Skeletons moved into the window under one lock.
 const BATCH: usize = 256;
 
+/// How long a viewer's next analysis waits, in multiples of what the last one cost: 19 keeps
+/// the analysis to 1/20 of the time.
+const REST_PER_COST: u32 = 19;
+
 /// A live run: its window and a version that moves on with every record.
 #[derive(Debug)]
 pub struct Live {
     name: String,
     window: Mutex<Window>,
     version: watch::Sender<u64>,
+    /// What the last analysis took, in microseconds (paces the next: [`REST_PER_COST`]).
+    last_cost_micros: AtomicU64,
 }
 
 impl Live {
@@ -47,6 +60,7 @@ impl Live {
             window: Mutex::new(Window::new(LIMIT)),
             // Version 1 before any record: a viewer gets the empty state at once.
             version: watch::Sender::new(1),
+            last_cost_micros: AtomicU64::new(0),
         })
     }
 
@@ -70,6 +84,13 @@ impl Live {
     }
 }
 
+impl Live {
+    /// How long the next analysis waits: [`REST_PER_COST`] times what the last one took.
+    fn rest(&self) -> Duration {
+        Duration::from_micros(self.last_cost_micros.load(Ordering::Relaxed)) * REST_PER_COST
+    }
+}
+
 impl LiveFeed for Live {
     fn page(&self) -> String {
         super::html::live_page(&self.name)
@@ -79,14 +100,19 @@ impl LiveFeed for Live {
         let mut versions = self.version.subscribe();
         Box::pin(async move {
             // The sender lives as long as `self`: this cannot fail while we are borrowed.
-            let version = match versions.wait_for(|v| *v > seen).await {
-                Ok(v) => *v,
-                Err(_) => seen,
-            };
+            if versions.wait_for(|v| *v > seen).await.is_err() {
+                return (seen, "{}".to_owned());
+            }
+            tokio::time::sleep(self.rest()).await;
+            // The newest version after the rest, and the window as it is then.
+            let version = *versions.borrow();
+            let started = Instant::now();
             // Analyse outside the lock: the proxy's writer keeps going meanwhile.
             let snapshot = lock(&self.window).snapshot();
             let data =
                 serde_json::to_string(&snapshot.analysis()).unwrap_or_else(|_| "{}".to_owned());
+            let cost = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+            self.last_cost_micros.store(cost, Ordering::Relaxed);
             (version, data)
         })
     }
@@ -206,6 +232,20 @@ mod tests {
         assert!(data.contains("\"total\":2"), "{data}");
         assert!(data.contains("\"dropped\":3"), "{data}");
         assert!(data.contains(r#""id":"\"1:1\"""#), "{data}");
+    }
+
+    /// Updates are paced by what they cost: after an analysis that took 5 ms the next one
+    /// rests 95 ms first, and its own cost then paces the one after it.
+    #[tokio::test]
+    async fn the_next_update_rests_in_proportion_to_what_the_last_one_cost() {
+        let live = Live::new("t");
+        live.last_cost_micros.store(5_000, Ordering::Relaxed);
+        assert_eq!(live.rest(), Duration::from_millis(95));
+        let started = Instant::now();
+        let (version, data) = live.next(0).await;
+        assert!(started.elapsed() >= Duration::from_millis(95));
+        assert_eq!(version, 1, "{data}");
+        assert_ne!(live.last_cost_micros.load(Ordering::Relaxed), 5_000);
     }
 
     #[tokio::test]
