@@ -7,9 +7,9 @@
 //! Who may look: the same rule as `/acp`. With an [`Authenticator`] every request needs its
 //! credential; a browser cannot set an `Authorization` header on a page load or an
 //! `EventSource`, so the token may also come as `?token=TOKEN` (the page passes it on to
-//! `/events`). Without one, [`serve_live`] listens on loopback only and answers only requests
-//! whose `Host` is a loopback name (a page of another site, resolved to 127.0.0.1 by DNS
-//! rebinding, is refused).
+//! `/events`). Without one, both [`serve_live`] and a [`Server`] listen on loopback only and
+//! the page answers only requests whose `Host` is a loopback name (a page of another site,
+//! resolved to 127.0.0.1 by DNS rebinding, is refused).
 //!
 //! Memory and time stay bounded: the feed holds its own bounded state, each stream sends at
 //! most one event per [`MIN_INTERVAL`] (the latest state; states in between are skipped),
@@ -187,7 +187,7 @@ pub(crate) fn authenticate(auth: &dyn Authenticator, req: &Request<Incoming>) ->
 }
 
 /// Whether the request names a loopback host (`localhost`, `127.x`, `[::1]`).
-fn loopback_host(headers: &HeaderMap) -> bool {
+pub(crate) fn loopback_host(headers: &HeaderMap) -> bool {
     let Some(host) = headers.get(HOST).and_then(|h| h.to_str().ok()) else {
         return false;
     };

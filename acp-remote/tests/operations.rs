@@ -351,3 +351,56 @@ async fn metrics_overhead_on_a_streamed_turn() {
         off / on * 100.0
     );
 }
+
+/// A page that never changes, for the dashboard's access rules.
+struct StillPage;
+
+impl acp_remote::LiveFeed for StillPage {
+    fn page(&self) -> String {
+        "<!doctype html><title>still</title>".to_owned()
+    }
+
+    fn next(
+        &self,
+        _seen: u64,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = (u64, String)> + Send + '_>> {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// A server without a credential (loopback only) serves its dashboard only to requests that
+/// name a loopback host: a page of another site whose name resolves to 127.0.0.1 (DNS
+/// rebinding) sends its own name as `Host` and is refused, with or without an `Origin`.
+#[tokio::test]
+async fn without_a_credential_the_dashboard_answers_only_loopback_host_names() {
+    let server = Server::in_process(TestAgent::default)
+        .dashboard(Arc::new(StillPage))
+        .bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    let get = |host: String| async move {
+        let bytes = format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        send(addr, bytes.as_bytes()).await
+    };
+    for host in [
+        format!("127.0.0.1:{}", addr.port()),
+        format!("localhost:{}", addr.port()),
+    ] {
+        let r = get(host.clone()).await;
+        assert_eq!(r.status, 200, "{host}: {}", r.body);
+        assert!(r.body.contains("<title>still</title>"), "{}", r.body);
+    }
+    for host in [
+        format!("rebound.example:{}", addr.port()),
+        "10.0.0.1".to_owned(),
+    ] {
+        let r = get(host.clone()).await;
+        assert_eq!(r.status, 401, "{host}: {}", r.body);
+        assert!(!r.body.contains("still"), "{}", r.body);
+    }
+    // The health check of the same server is not affected.
+    let r = send(addr, &request("GET", "/healthz", &[], "")).await;
+    assert_eq!(r.status, 200);
+    server.shutdown();
+}

@@ -153,8 +153,9 @@ impl ServerBuilder {
     }
 
     /// Serves a live page at `GET /` and its events at `GET /events` (behind the
-    /// credential like `/acp`, which a browser may give as `?token=TOKEN`; see
-    /// [`crate::live`]). Feed it with [`ServerBuilder::observe`].
+    /// credential like `/acp`, which a browser may give as `?token=TOKEN`; without a
+    /// credential, only to requests naming a loopback host; see [`crate::live`]). Feed it
+    /// with [`ServerBuilder::observe`].
     pub fn dashboard(mut self, feed: Arc<dyn LiveFeed>) -> Self {
         self.dashboard = Some(feed);
         self
@@ -209,6 +210,7 @@ impl ServerBuilder {
     /// Listens on `addr` and serves until [`RunningServer::shutdown`]. Refuses to listen on
     /// anything but a loopback address without an authenticator.
     pub async fn bind(self, addr: SocketAddr) -> Result<RunningServer, Error> {
+        let credential_free = self.auth.is_none();
         let auth = match self.auth {
             Some(auth) => auth,
             None if addr.ip().is_loopback() => Arc::new(NoAuth),
@@ -224,6 +226,7 @@ impl ServerBuilder {
         let shared = Arc::new(Shared {
             backend: self.backend,
             auth,
+            credential_free,
             origins: Origins(self.origins),
             limits: Arc::new(self.limits),
             metrics: self.metrics,
@@ -282,6 +285,9 @@ impl RunningServer {
 pub(crate) struct Shared {
     backend: Backend,
     auth: Arc<dyn Authenticator>,
+    /// No credential was configured (a loopback server): the dashboard then answers only
+    /// requests that name a loopback host, as [`crate::live::serve_live`] does.
+    credential_free: bool,
     origins: Origins,
     pub(crate) limits: Arc<Limits>,
     pub(crate) metrics: Option<Arc<Metrics>>,
@@ -448,7 +454,15 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
         if shared.origins.allows(req.headers()).is_err() {
             return text(StatusCode::FORBIDDEN, "cross-origin request refused\n");
         }
-        if crate::live::authenticate(shared.auth.as_ref(), &req).is_none() {
+        // Without a credential, a page of another site whose name resolves to 127.0.0.1 (DNS
+        // rebinding) could read the dashboard as its own origin: browsers send no `Origin` on
+        // a same-origin GET, but the `Host` it names is not a loopback one.
+        let allowed = if shared.credential_free {
+            crate::live::loopback_host(req.headers())
+        } else {
+            crate::live::authenticate(shared.auth.as_ref(), &req).is_some()
+        };
+        if !allowed {
             return crate::live::refused();
         }
         return crate::live::respond(feed, &req)
