@@ -186,18 +186,31 @@ mod tests {
 
     #[test]
     fn ids_are_tagged_with_their_connection() {
-        let tag = |line: &str, n| skeleton_tagged(line, Some(n));
+        // Compared as JSON values: the key order of a skeleton follows serde_json's map,
+        // sorted in acp-cli's own build and in insertion order when a workspace build turns
+        // on `preserve_order`.
+        let tag = |line: &str, n| {
+            let skeleton = skeleton_tagged(line, Some(n));
+            serde_json::from_str::<serde_json::Value>(&skeleton).expect(&skeleton)
+        };
+        let json = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
         assert_eq!(
             tag(r#"{"id":3,"method":"m"}"#, 2),
-            r#"{"id":"2:3","jsonrpc":"2.0","method":"m"}"#
+            json(r#"{"id":"2:3","jsonrpc":"2.0","method":"m"}"#)
         );
-        assert_eq!(tag(r#"{"id":"a"}"#, 1), r#"{"id":"1:a","jsonrpc":"2.0"}"#);
-        assert_eq!(tag(r#"{"id":null}"#, 1), r#"{"id":null,"jsonrpc":"2.0"}"#);
+        assert_eq!(
+            tag(r#"{"id":"a"}"#, 1),
+            json(r#"{"id":"1:a","jsonrpc":"2.0"}"#)
+        );
+        assert_eq!(
+            tag(r#"{"id":null}"#, 1),
+            json(r#"{"id":null,"jsonrpc":"2.0"}"#)
+        );
         assert_eq!(
             tag(r#"{"method":"n"}"#, 1),
-            r#"{"jsonrpc":"2.0","method":"n"}"#
+            json(r#"{"jsonrpc":"2.0","method":"n"}"#)
         );
-        assert_eq!(tag("not json", 1), "not json");
+        assert_eq!(skeleton_tagged("not json", Some(1)), "not json");
     }
 
     /// The observer never waits: with the queue full (nothing draining it) a message is
