@@ -9,11 +9,11 @@
 //! work.
 
 use std::ffi::OsString;
-use std::process::Stdio;
 use std::time::Duration;
 
 use acp_agent::conductor::{Component, conduct};
 use acp_agent::proxy::{Message, NotificationStep, Proxy, ProxyContext, serve_proxy_stdio};
+use acp_client::process::{AgentCommand, AgentProcess};
 use clap::Args;
 use serde_json::Value;
 
@@ -33,6 +33,9 @@ pub struct TagProxyArgs {
     #[arg(long, default_value = "[proxy] ")]
     pub prefix: String,
 }
+
+/// How long a component has to exit after SIGTERM at the end of the chain.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// Splits the words after the first `--` into command lines at each further `--`.
 fn components(words: &[OsString]) -> Result<Vec<Vec<OsString>>, String> {
@@ -59,31 +62,22 @@ pub async fn run(args: ConductArgs) -> i32 {
     let mut children = Vec::new();
     let mut parts = Vec::new();
     for words in &chain {
-        let name = words
-            .iter()
-            .map(|w| w.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ");
-        let spawned = tokio::process::Command::new(&words[0])
-            .args(&words[1..])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn();
-        let mut child = match spawned {
+        // acp-client's process handling: its own process group, a bounded stderr tail, and
+        // SIGTERM, a grace, then SIGKILL for the whole group at the end.
+        let command = AgentCommand::new(&words[0]).args(&words[1..]);
+        let mut child = match AgentProcess::spawn(&command) {
             Ok(child) => child,
             Err(e) => {
-                eprintln!("acp conduct: cannot start `{name}`: {e}");
+                eprintln!("acp conduct: {e}");
                 return 1;
             }
         };
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            eprintln!("acp conduct: `{name}` has no stdio");
+        let Some((stdout, stdin)) = child.take_stdio() else {
+            eprintln!("acp conduct: `{}` has no stdio", child.command());
             return 1;
         };
         parts.push(Component {
-            name: format!("`{name}`"),
+            name: format!("`{}`", child.command()),
             reader: Box::new(stdout),
             writer: Box::new(stdin),
         });
@@ -104,14 +98,13 @@ pub async fn run(args: ConductArgs) -> i32 {
     conductor.closed().await;
     let mut status = 0;
     for mut child in children {
-        // A component that already exited failed the chain; the others are stopped.
-        match child.try_wait() {
-            Ok(Some(_)) => status = 1,
-            _ => {
-                let _ = child.start_kill();
-            }
+        // A component that already exited failed the chain (say how, with its stderr tail);
+        // the others are stopped.
+        if let Some(exited) = child.check_exited().await {
+            eprintln!("acp conduct: {exited}");
+            status = 1;
         }
-        let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+        let _ = child.shutdown(SHUTDOWN_GRACE).await;
     }
     status
 }
