@@ -5,10 +5,22 @@
 //! `session/load`/`session/resume` is sent. A message about a session is POSTed with its
 //! `Acp-Session-Id` (a request's `params.sessionId`; for an answer to the agent, the session
 //! whose stream carried the agent's request).
+//!
+//! # Order across streams
+//!
+//! The RFD sends the answer to `session/load` (and `session/resume`) on the connection stream
+//! and the history the agent replays before it on the session stream: two TCP connections, so
+//! nothing on the wire says which came first. Two things keep the agent's order here:
+//! - the session stream is opened, and accepted by the server, *before* the reattach request
+//!   is POSTed (as the TypeScript SDK's client does), so the replay is never parked on the
+//!   server waiting for a stream;
+//! - the reattach answer is held until the session stream has been quiet for
+//!   [`REATTACH_QUIET`] (at most [`REATTACH_HOLD_MAX`]): updates written before the answer
+//!   but still in flight on the other socket are delivered first.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
@@ -20,7 +32,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::io::{AsyncWriteExt, DuplexStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::{FramedRead, LinesCodec};
 use tokio_util::sync::CancellationToken;
 
@@ -32,6 +44,17 @@ use acp_rpc::sync::lock;
 /// Time the goodbye `DELETE` may take.
 const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How long a session stream must have carried nothing before the answer to a
+/// `session/load`/`session/resume` of that session is delivered (see the module docs).
+pub const REATTACH_QUIET: Duration = Duration::from_millis(50);
+
+/// The longest a reattach answer is held for a session stream that keeps talking.
+pub const REATTACH_HOLD_MAX: Duration = Duration::from_secs(2);
+
+/// How long a reattach request waits for its session stream to be accepted before it is
+/// POSTed anyway (the stream then opens after the POST, as for other requests).
+const STREAM_OPEN_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The state the POST loop and the stream readers share.
 struct Link {
     remote: Arc<Remote>,
@@ -42,6 +65,10 @@ struct Link {
     agent_requests: Mutex<HashMap<String, String>>,
     /// Ids of `session/new`/`session/fork` sent and not answered.
     creating: Mutex<HashSet<String>>,
+    /// Ids of `session/load`/`session/resume` sent and not answered -> their session.
+    reattaching: Mutex<HashMap<String, String>>,
+    /// When each session stream last carried an event.
+    last_event: Mutex<HashMap<String, Instant>>,
     /// To the connection: the agent's messages, one per line.
     inbound: mpsc::Sender<Bytes>,
     stop: CancellationToken,
@@ -63,6 +90,8 @@ pub(crate) async fn start(
         streams: Mutex::new(HashSet::new()),
         agent_requests: Mutex::new(HashMap::new()),
         creating: Mutex::new(HashSet::new()),
+        reattaching: Mutex::new(HashMap::new()),
+        last_event: Mutex::new(HashMap::new()),
         inbound,
         stop: CancellationToken::new(),
     });
@@ -150,33 +179,47 @@ impl Link {
         Ok(response)
     }
 
-    /// Opens the SSE stream of `session` (or the connection's) unless it is open.
-    fn open_stream(self: &Arc<Self>, session: Option<String>) {
+    /// Opens the SSE stream of `session` (or the connection's) unless it is open. The receiver
+    /// (`None` when the stream was open already) hears `true` once the server has accepted the
+    /// GET, `false` if it refused it or could not be reached.
+    fn open_stream(self: &Arc<Self>, session: Option<String>) -> Option<oneshot::Receiver<bool>> {
         if let Some(s) = &session
             && !lock(&self.streams).insert(s.clone())
         {
-            return;
+            return None;
         }
-        tokio::spawn(self.clone().read_stream(session));
+        let (opened, accepted) = oneshot::channel();
+        tokio::spawn(self.clone().read_stream(session, opened));
+        Some(accepted)
     }
 
     /// Reads one SSE stream into the connection until it ends. The connection stream's end
     /// ends the link (the server has ended the connection).
-    async fn read_stream(self: Arc<Self>, session: Option<String>) {
+    async fn read_stream(self: Arc<Self>, session: Option<String>, opened: oneshot::Sender<bool>) {
         let stop = self.stop.clone();
+        let mut opened = Some(opened);
         tokio::select! {
-            () = self.read_events(session.as_deref()) => {}
+            () = self.read_events(session.as_deref(), &mut opened) => {}
             () = stop.cancelled() => {}
         }
         match session {
             None => self.stop.cancel(),
             Some(s) => {
                 lock(&self.streams).remove(&s);
+                lock(&self.last_event).remove(&s);
             }
+        }
+        // Told only now, so that a caller reopening after a refusal finds the stream closed.
+        if let Some(opened) = opened {
+            let _ = opened.send(false);
         }
     }
 
-    async fn read_events(self: &Arc<Self>, session: Option<&str>) {
+    async fn read_events(
+        self: &Arc<Self>,
+        session: Option<&str>,
+        opened: &mut Option<oneshot::Sender<bool>>,
+    ) {
         let Ok(mut sender) = open(&self.remote).await else {
             return;
         };
@@ -191,6 +234,9 @@ impl Link {
         if response.status() != StatusCode::OK {
             tracing::warn!(status = %response.status(), ?session, "stream refused");
             return;
+        }
+        if let Some(opened) = opened.take() {
+            let _ = opened.send(true);
         }
         let mut body = response.into_body().into_data_stream();
         let mut buffer = BytesMut::new();
@@ -212,22 +258,50 @@ impl Link {
         }
     }
 
+    /// Waits, for the answer to a reattach of `session`, until that session's stream has
+    /// carried nothing for [`REATTACH_QUIET`] (at most [`REATTACH_HOLD_MAX`]).
+    async fn settle(&self, session: &str) {
+        let start = Instant::now();
+        let deadline = start + REATTACH_HOLD_MAX;
+        loop {
+            let last = lock(&self.last_event).get(session).copied();
+            let quiet_since = last.map_or(start, |l| l.max(start));
+            let now = Instant::now();
+            let quiet = now.saturating_duration_since(quiet_since);
+            if quiet >= REATTACH_QUIET || now >= deadline {
+                return;
+            }
+            let wait = (REATTACH_QUIET - quiet).min(deadline - now);
+            tokio::time::sleep(wait).await;
+        }
+    }
+
     /// Hands one of the agent's messages to the connection, noting what later POSTs need.
     async fn deliver(self: &Arc<Self>, data: String, session: Option<&str>) -> bool {
+        if let Some(s) = session {
+            lock(&self.last_event).insert(s.to_owned(), Instant::now());
+        }
         if let Ok(message) = serde_json::from_str::<Value>(&data) {
             let id = message.get("id").map(Value::to_string);
             if message.get("method").is_some() {
                 if let (Some(id), Some(s)) = (id, session) {
                     lock(&self.agent_requests).insert(id, s.to_owned());
                 }
-            } else if let Some(id) = id
-                && lock(&self.creating).remove(&id)
-                && let Some(s) = message
-                    .get("result")
-                    .and_then(|r| r.get("sessionId"))
-                    .and_then(Value::as_str)
-            {
-                self.open_stream(Some(s.to_owned()));
+            } else if let Some(id) = id {
+                if lock(&self.creating).remove(&id)
+                    && let Some(s) = message
+                        .get("result")
+                        .and_then(|r| r.get("sessionId"))
+                        .and_then(Value::as_str)
+                {
+                    self.open_stream(Some(s.to_owned()));
+                }
+                let reattached = lock(&self.reattaching).remove(&id);
+                if let Some(s) = reattached
+                    && session.is_none()
+                {
+                    self.settle(&s).await;
+                }
             }
         }
         self.inbound.send(Bytes::from(data)).await.is_ok()
@@ -302,6 +376,14 @@ async fn post(
     if let (Some(id), Some("session/new" | "session/fork")) = (&id, method) {
         lock(&link.creating).insert(id.to_string());
     }
+    if let (Some(id), Some("session/load" | "session/resume"), Some(s)) = (&id, method, &session) {
+        lock(&link.reattaching).insert(id.to_string(), s.clone());
+        // The replay must find its stream open (see the module docs). A server that refuses
+        // a stream for a session it has not loaded yet gets it again after the POST.
+        if let Some(accepted) = link.open_stream(Some(s.clone())) {
+            let _ = tokio::time::timeout(STREAM_OPEN_TIMEOUT, accepted).await;
+        }
+    }
     let result = link
         .send(sender, || {
             link.request(Method::POST, session.as_deref(), body.clone())
@@ -332,6 +414,7 @@ async fn post(
         Some(why) => {
             tracing::warn!(%why, ?method, "message not delivered");
             if let Some(id) = id {
+                lock(&link.reattaching).remove(&id.to_string());
                 let error = error_with_code(&id, code, &why);
                 return link.inbound.send(error).await.is_ok();
             }
