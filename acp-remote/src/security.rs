@@ -106,9 +106,14 @@ pub struct Limits {
     /// A connection with no request and no open stream for this long is closed (its agent
     /// ended).
     pub idle_timeout: Duration,
-    /// Bytes of agent output one connection may hold for a client that does not read its
-    /// streams; over it the connection is closed.
+    /// Bytes of agent output one connection may hold for its client. At it the server stops
+    /// reading the agent's output until the client takes some (backpressure: the agent's
+    /// writes wait, nothing is dropped and the connection stays).
     pub max_buffered_bytes: usize,
+    /// How long a connection held at [`Limits::max_buffered_bytes`] waits for its client to
+    /// take any output: a client that takes none for this long has stopped reading (or never
+    /// opened the stream the output is for), and its connection is closed.
+    pub max_output_stall: Duration,
     /// TCP connections open at once; past it new sockets are closed at once.
     pub max_sockets: usize,
     /// Time a client has to send a request's headers (slow-loris guard).
@@ -139,6 +144,7 @@ impl Default for Limits {
             max_sessions_per_connection: 64,
             idle_timeout: Duration::from_secs(600),
             max_buffered_bytes: 16 * 1024 * 1024,
+            max_output_stall: Duration::from_secs(60),
             max_sockets: 1024,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
@@ -151,7 +157,8 @@ impl Default for Limits {
 
 impl Limits {
     /// The defaults: 4 MiB messages, 256 connections, 64 sessions per connection, 10 minutes
-    /// idle, 16 MiB buffered per connection, 1024 sockets, 10 s for headers, 30 s for a body
+    /// idle, 16 MiB buffered per connection (then the agent waits, for up to 60 s of a
+    /// client taking nothing), 1024 sockets, 10 s for headers, 30 s for a body
     /// and for `initialize`, a WebSocket ping after 30 s of silence, 1000 messages a second
     /// per connection.
     pub fn new() -> Self {

@@ -309,12 +309,14 @@ async fn an_idle_connection_and_one_whose_client_never_reads_are_closed() {
     let mut limits = Limits::default();
     limits.idle_timeout = Duration::from_secs(1);
     limits.max_buffered_bytes = 2048;
+    limits.max_output_stall = Duration::from_millis(500);
     let server = server(limits).await;
     let addr = server.local_addr();
     // Idle: nothing for longer than the timeout.
     let idle = initialize(addr, AUTH).await;
     // Never reads: a session whose stream is never opened, and a turn writing far more than
-    // the buffer holds.
+    // the buffer holds: the agent is held at the limit, and once the client has taken nothing
+    // for the stall time the connection is closed.
     let (conn, session, stream) = with_session(addr).await;
     drop(stream);
     let slow = format!(
@@ -351,6 +353,70 @@ async fn an_idle_connection_and_one_whose_client_never_reads_are_closed() {
         .await;
         assert_eq!(r.status, 404);
     }
+    server.shutdown();
+}
+
+/// Backpressure, not loss: a client that opens its session stream only after its agent has
+/// written far more than the connection may hold still gets every message of the turn, in
+/// order, and the answer; the agent was made to wait meanwhile.
+#[tokio::test]
+async fn a_client_that_reads_late_gets_all_of_its_turn() {
+    let mut limits = Limits::default();
+    limits.max_buffered_bytes = 2048;
+    limits.max_output_stall = Duration::from_secs(5);
+    let server = server(limits).await;
+    let addr = server.local_addr();
+    let (conn, session, _stream) = with_session(addr).await;
+    let ids = [
+        AUTH,
+        JSON,
+        ("Acp-Connection-Id", conn.as_str()),
+        ("Acp-Session-Id", session.as_str()),
+    ];
+    let slow = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{{"sessionId":"{session}","prompt":[{{"type":"text","text":"slow"}}]}}}}"#
+    );
+    let posted = send(addr, &request("POST", "/acp", &ids, &slow)).await;
+    assert_eq!(posted.status, 202);
+    // A second of 20 ms ticks (some 150 bytes each) is well over the 2 KiB limit.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (r, mut stream) = support::raw::open(
+        addr,
+        &request(
+            "GET",
+            "/acp",
+            &[
+                AUTH,
+                SSE,
+                ("Acp-Connection-Id", conn.as_str()),
+                ("Acp-Session-Id", session.as_str()),
+            ],
+            "",
+        ),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let seen = within(20, async {
+        use tokio::io::AsyncReadExt;
+        let mut seen = r.body.clone().into_bytes();
+        while !String::from_utf8_lossy(&seen).contains("stopReason") {
+            let mut chunk = [0u8; 4096];
+            let n = stream.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the stream ended before the turn's answer");
+            seen.extend_from_slice(&chunk[..n]);
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    })
+    .await;
+    let mut at = 0;
+    for i in 0..200 {
+        let tick = format!("\"tick {i}\\n\"");
+        let found = seen[at..].find(&tick);
+        assert!(found.is_some(), "{tick} missing or out of order");
+        at += found.unwrap();
+    }
+    assert!(seen.contains(r#""stopReason":"end_turn""#), "{seen}");
+    assert_eq!(server.connections(), 1);
     server.shutdown();
 }
 

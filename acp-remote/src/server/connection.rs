@@ -24,7 +24,7 @@ use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
 use super::backend::{Guard, Running};
-use super::outbox::Outbox;
+use super::outbox::{Budget, Outbox};
 use crate::metrics::Metrics;
 use crate::security::{Identity, Limits};
 use acp_rpc::observe::{MessageEvent, MessageKind, Observer, RequestEvent, SharedObserver};
@@ -110,7 +110,7 @@ pub(crate) struct Conn {
     to_agent: mpsc::Sender<Bytes>,
     routing: std::sync::Mutex<Routing>,
     pub(crate) main: Arc<Outbox>,
-    budget: Arc<AtomicUsize>,
+    budget: Arc<Budget>,
     pub(crate) closed: CancellationToken,
     last_seen: std::sync::Mutex<Instant>,
     /// Readers attached (SSE streams or the WebSocket): a connection with one is not idle.
@@ -141,7 +141,7 @@ impl Conn {
         observers: Observers,
     ) -> Arc<Conn> {
         let (to_agent, mut rx) = mpsc::channel::<Bytes>(TO_AGENT_QUEUE);
-        let budget = Arc::new(AtomicUsize::new(0));
+        let budget = Arc::new(Budget::default());
         let conn = Arc::new(Conn {
             id,
             identity,
@@ -201,7 +201,10 @@ impl Conn {
                 match frame {
                     // Checked UTF-8 already: the lossy conversion only copies.
                     Some(Ok(Frame::Line(line))) => {
-                        reader.route(String::from_utf8_lossy(&line).into_owned())
+                        reader.route(String::from_utf8_lossy(&line).into_owned());
+                        if !reader.room_for_more().await {
+                            break;
+                        }
                     }
                     Some(Ok(Frame::Oversized { len })) => {
                         tracing::warn!(conn = %reader.id, len, max, "agent wrote a line over the message limit; skipped");
@@ -431,13 +434,37 @@ impl Conn {
         self.push(&target, bytes);
     }
 
-    /// Queues a message for a stream; a client that lets the connection's queues outgrow
-    /// the limit loses the connection (memory stays bounded).
+    /// Queues a message for a stream. The agent's output is held at
+    /// [`Limits::max_buffered_bytes`] by [`Conn::room_for_more`]; what the server adds itself
+    /// (refusals of a client's requests) may pass it, up to twice the limit, where the
+    /// connection is closed (memory stays bounded whatever the client does).
     fn push(&self, outbox: &Outbox, message: Bytes) {
-        if outbox.push(message) > self.limits.max_buffered_bytes {
+        if outbox.push(message) > self.limits.max_buffered_bytes.saturating_mul(2) {
             tracing::warn!(conn = %self.id, "the client does not read its streams; closing");
             self.close("buffer limit");
         }
+    }
+
+    /// Backpressure: while the connection holds [`Limits::max_buffered_bytes`] of output its
+    /// client has not taken, the agent's output is not read (a process agent's pipe fills
+    /// and its writes wait). `false`, with the connection closed, when the client took
+    /// nothing for [`Limits::max_output_stall`]: it stopped reading, or never opened the
+    /// stream the output is for.
+    async fn room_for_more(&self) -> bool {
+        let limit = self.limits.max_buffered_bytes;
+        if self.budget.queued() < limit {
+            return true;
+        }
+        let stall = self.limits.max_output_stall;
+        let room = tokio::select! {
+            room = self.budget.room_below(limit, stall) => room,
+            () = self.closed.cancelled() => return false,
+        };
+        if !room {
+            tracing::warn!(conn = %self.id, ?stall, "the client took none of its output; closing");
+            self.close("output stalled");
+        }
+        room
     }
 }
 

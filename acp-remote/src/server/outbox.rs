@@ -5,12 +5,60 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::Notify;
 
 use acp_rpc::sync::lock;
+
+/// The bytes queued in every outbox of one connection, and the signal that its client took
+/// some: what lets the server stop reading the agent while its client falls behind.
+#[derive(Debug, Default)]
+pub(crate) struct Budget {
+    queued: AtomicUsize,
+    /// Set while the router waits for room, so that readers only signal when someone listens.
+    waiting: AtomicBool,
+    taken: Notify,
+}
+
+impl Budget {
+    /// Bytes queued now.
+    pub(crate) fn queued(&self) -> usize {
+        self.queued.load(Ordering::SeqCst)
+    }
+
+    /// Waits until fewer than `limit` bytes are queued. `false` if the client took nothing
+    /// for `stall` (each message it takes starts the wait again).
+    pub(crate) async fn room_below(&self, limit: usize, stall: Duration) -> bool {
+        loop {
+            let taken = self.taken.notified();
+            tokio::pin!(taken);
+            taken.as_mut().enable();
+            self.waiting.store(true, Ordering::SeqCst);
+            if self.queued() < limit {
+                self.waiting.store(false, Ordering::SeqCst);
+                return true;
+            }
+            if tokio::time::timeout(stall, taken).await.is_err() {
+                self.waiting.store(false, Ordering::SeqCst);
+                return false;
+            }
+        }
+    }
+
+    fn add(&self, len: usize) -> usize {
+        self.queued.fetch_add(len, Ordering::SeqCst) + len
+    }
+
+    fn take(&self, len: usize) {
+        self.queued.fetch_sub(len, Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) {
+            self.taken.notify_waiters();
+        }
+    }
+}
 
 #[derive(Debug, Default)]
 struct Inner {
@@ -25,11 +73,11 @@ pub(crate) struct Outbox {
     inner: std::sync::Mutex<Inner>,
     notify: Notify,
     /// Bytes queued in every outbox of the connection.
-    budget: Arc<AtomicUsize>,
+    budget: Arc<Budget>,
 }
 
 impl Outbox {
-    pub(crate) fn new(budget: Arc<AtomicUsize>) -> Self {
+    pub(crate) fn new(budget: Arc<Budget>) -> Self {
         Outbox {
             inner: std::sync::Mutex::new(Inner::default()),
             notify: Notify::new(),
@@ -43,10 +91,10 @@ impl Outbox {
         let queued = {
             let mut inner = lock(&self.inner);
             if inner.closed {
-                return self.budget.load(Ordering::Relaxed);
+                return self.budget.queued();
             }
             // Counted before a reader can take it, so the count never goes below zero.
-            let queued = self.budget.fetch_add(len, Ordering::Relaxed) + len;
+            let queued = self.budget.add(len);
             inner.queue.push_back(message);
             queued
         };
@@ -58,7 +106,7 @@ impl Outbox {
     pub(crate) fn unpop(&self, message: Bytes) {
         let mut inner = lock(&self.inner);
         if !inner.closed {
-            self.budget.fetch_add(message.len(), Ordering::Relaxed);
+            self.budget.add(message.len());
             inner.queue.push_front(message);
         }
     }
@@ -80,7 +128,7 @@ impl Outbox {
             let mut inner = lock(&self.inner);
             inner.closed = true;
             let dropped: usize = inner.queue.drain(..).map(|m| m.len()).sum();
-            self.budget.fetch_sub(dropped, Ordering::Relaxed);
+            self.budget.take(dropped);
         }
         self.notify.notify_waiters();
     }
@@ -98,7 +146,8 @@ impl Outbox {
                     return None;
                 }
                 if let Some(message) = inner.queue.pop_front() {
-                    self.budget.fetch_sub(message.len(), Ordering::Relaxed);
+                    drop(inner);
+                    self.budget.take(message.len());
                     return Some(message);
                 }
             }
@@ -113,17 +162,17 @@ mod tests {
 
     #[tokio::test]
     async fn messages_come_out_in_order_and_a_new_reader_replaces_the_old() {
-        let budget = Arc::new(AtomicUsize::new(0));
+        let budget = Arc::new(Budget::default());
         let outbox = Outbox::new(budget.clone());
         let first = outbox.attach();
         outbox.push(Bytes::from_static(b"1"));
         outbox.push(Bytes::from_static(b"22"));
-        assert_eq!(budget.load(Ordering::Relaxed), 3);
+        assert_eq!(budget.queued(), 3);
         assert_eq!(outbox.next(first).await.unwrap(), "1");
         let second = outbox.attach();
         assert!(outbox.next(first).await.is_none());
         assert_eq!(outbox.next(second).await.unwrap(), "22");
-        assert_eq!(budget.load(Ordering::Relaxed), 0);
+        assert_eq!(budget.queued(), 0);
         outbox.close();
         assert!(outbox.next(second).await.is_none());
     }
@@ -133,7 +182,7 @@ mod tests {
     /// incremented, and overflowed).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_byte_count_stays_exact_under_a_concurrent_reader() {
-        let budget = Arc::new(AtomicUsize::new(0));
+        let budget = Arc::new(Budget::default());
         let outbox = Arc::new(Outbox::new(budget.clone()));
         let generation = outbox.attach();
         let reader = {
@@ -157,6 +206,36 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(budget.load(Ordering::Relaxed), 0);
+        assert_eq!(budget.queued(), 0);
+    }
+
+    /// The router's wait for room: over when a reader takes enough, `false` when nothing is
+    /// taken for the stall time, however long the wait has lasted before.
+    #[tokio::test]
+    async fn room_comes_when_the_reader_takes_and_a_stall_ends_the_wait() {
+        let budget = Arc::new(Budget::default());
+        let outbox = Arc::new(Outbox::new(budget.clone()));
+        let generation = outbox.attach();
+        for _ in 0..4 {
+            outbox.push(Bytes::from_static(b"0123456789"));
+        }
+        let stall = Duration::from_millis(300);
+        let reader = {
+            let outbox = outbox.clone();
+            tokio::spawn(async move {
+                // Slower in total than the stall time, but never stalling that long.
+                for _ in 0..3 {
+                    tokio::time::sleep(Duration::from_millis(150)).await;
+                    outbox.next(generation).await.unwrap();
+                }
+            })
+        };
+        assert!(budget.room_below(11, stall).await);
+        assert_eq!(budget.queued(), 10);
+        reader.await.unwrap();
+        outbox.push(Bytes::from_static(b"0123456789"));
+        let started = std::time::Instant::now();
+        assert!(!budget.room_below(11, stall).await);
+        assert!(started.elapsed() >= stall);
     }
 }
