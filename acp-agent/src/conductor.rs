@@ -52,15 +52,37 @@ pub struct Component {
 pub struct Conductor {
     client: Connection,
     components: Vec<Connection>,
+    /// The connection whose end ended the chain (0: the client; 1..: the components).
+    first_ended: watch::Receiver<Option<usize>>,
+    names: Arc<Vec<String>>,
+}
+
+/// Why a chain ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChainEnd {
+    /// The client went away (closed its side): the normal end of a session.
+    ClientLeft,
+    /// A component ended first; its name (as [`Component::name`] gave it).
+    ComponentEnded(String),
 }
 
 impl Conductor {
     /// Resolves when the chain is over: the client's connection closed, or a component's
-    /// (every connection is closed then).
-    pub async fn closed(&self) {
+    /// (every connection is closed then). Says which came first, so that a command running
+    /// the chain can tell a session that ended from a component that failed it (whose
+    /// process exiting once its connection closed is then no failure).
+    pub async fn closed(&self) -> ChainEnd {
         self.client.closed().await;
         for c in &self.components {
             c.close();
+        }
+        let mut first = self.first_ended.clone();
+        // The watcher is gone only after it recorded an end, so an error leaves it recorded.
+        let _ = first.wait_for(Option::is_some).await;
+        let index = first.borrow().unwrap_or(0);
+        match index {
+            0 => ChainEnd::ClientLeft,
+            i => ChainEnd::ComponentEnded(self.names.get(i).cloned().unwrap_or_default()),
         }
     }
 }
@@ -80,6 +102,17 @@ impl Routes {
             .map_err(|_| Error::internal_error("the conductor is shutting down"))?;
         Ok(peers.clone().expect("waited for Some"))
     }
+}
+
+/// [`conduct`] for the client on this process's stdin and stdout (a conductor is a stdio
+/// agent to its editor), with the default configuration.
+pub fn conduct_stdio(components: Vec<Component>) -> Result<Conductor, Error> {
+    conduct(
+        Box::new(acp_rpc::stdio::stdin()),
+        Box::new(acp_rpc::stdio::stdout()),
+        components,
+        Config::default(),
+    )
 }
 
 /// Runs a chain: `client` is the connection of the client the chain serves, `components`
@@ -115,30 +148,38 @@ pub fn conduct(
     let mut peers = vec![client.peer().clone()];
     peers.extend(components.iter().map(|c| c.peer().clone()));
     let _ = tx.send(Some(Arc::new(peers.clone())));
+    let (ended_tx, first_ended) = watch::channel(None);
     // A component that ends ends the chain: the client's waiting requests are answered with
     // the error first (a short grace), then everything is closed.
     tokio::spawn(async move {
         let _keep = tx;
         let ends = peers.iter().map(|p| Box::pin(p.closed()));
-        let _ = futures_select_all(ends).await;
+        let (_, first) = futures_select_all(ends).await;
+        let _ = ended_tx.send(Some(first));
         let _ = tokio::time::timeout(Duration::from_secs(2), peers[0].received_requests_handled())
             .await;
         for p in &peers {
             p.close();
         }
     });
-    Ok(Conductor { client, components })
+    Ok(Conductor {
+        client,
+        components,
+        first_ended,
+        names,
+    })
 }
 
-/// The first of several futures to resolve (tokio has no `select_all` of its own).
+/// The first of several futures to resolve, and its position (tokio has no `select_all` of
+/// its own).
 async fn futures_select_all<F: std::future::Future + Unpin>(
     futures: impl Iterator<Item = F>,
-) -> F::Output {
+) -> (F::Output, usize) {
     let mut futures: Vec<F> = futures.collect();
     std::future::poll_fn(move |cx| {
-        for f in futures.iter_mut() {
+        for (i, f) in futures.iter_mut().enumerate() {
             if let std::task::Poll::Ready(v) = std::pin::Pin::new(f).poll(cx) {
-                return std::task::Poll::Ready(v);
+                return std::task::Poll::Ready((v, i));
             }
         }
         std::task::Poll::Pending

@@ -11,9 +11,9 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
-use acp_agent::conductor::{Component, conduct};
+use acp_agent::conductor::{ChainEnd, Component, conduct_stdio};
 use acp_agent::proxy::{Message, NotificationStep, Proxy, ProxyContext, serve_proxy_stdio};
-use acp_client::process::{AgentCommand, AgentProcess};
+use acp_client::process::{AgentCommand, ProcessChain};
 use clap::Args;
 use serde_json::Value;
 
@@ -59,54 +59,41 @@ pub async fn run(args: ConductArgs) -> i32 {
             return 1;
         }
     };
-    let mut children = Vec::new();
-    let mut parts = Vec::new();
-    for words in &chain {
-        // acp-client's process handling: its own process group, a bounded stderr tail, and
-        // SIGTERM, a grace, then SIGKILL for the whole group at the end.
-        let command = AgentCommand::new(&words[0]).args(&words[1..]);
-        let mut child = match AgentProcess::spawn(&command) {
-            Ok(child) => child,
-            Err(e) => {
-                eprintln!("acp conduct: {e}");
-                return 1;
-            }
-        };
-        let Some((stdout, stdin)) = child.take_stdio() else {
-            eprintln!("acp conduct: `{}` has no stdio", child.command());
+    let commands: Vec<AgentCommand> = chain
+        .iter()
+        .map(|words| AgentCommand::new(&words[0]).args(&words[1..]))
+        .collect();
+    // acp-client's process handling: each its own process group, a bounded stderr tail, and
+    // SIGTERM, a grace, then SIGKILL for every group at the end.
+    let (children, members) = match ProcessChain::spawn(&commands) {
+        Ok(started) => started,
+        Err(e) => {
+            eprintln!("acp conduct: {e}");
             return 1;
-        };
-        parts.push(Component {
-            name: format!("`{}`", child.command()),
-            reader: Box::new(stdout),
-            writer: Box::new(stdin),
-        });
-        children.push(child);
-    }
-    let conductor = match conduct(
-        Box::new(acp_rpc::stdio::stdin()),
-        Box::new(acp_rpc::stdio::stdout()),
-        parts,
-        acp_rpc::Config::default(),
-    ) {
+        }
+    };
+    let parts = members
+        .into_iter()
+        .map(|m| Component {
+            name: format!("`{}`", m.command),
+            reader: Box::new(m.stdout),
+            writer: Box::new(m.stdin),
+        })
+        .collect();
+    let conductor = match conduct_stdio(parts) {
         Ok(conductor) => conductor,
         Err(e) => {
             eprintln!("acp conduct: {}", e.message);
             return 1;
         }
     };
-    conductor.closed().await;
-    let mut status = 0;
-    for mut child in children {
-        // A component that already exited failed the chain (say how, with its stderr tail);
-        // the others are stopped.
-        if let Some(exited) = child.check_exited().await {
-            eprintln!("acp conduct: {exited}");
-            status = 1;
-        }
-        let _ = child.shutdown(SHUTDOWN_GRACE).await;
+    // A component that ended first failed the chain (how it exited, with its stderr tail, is
+    // said); once the client has left, components ending on their closed input are normal.
+    let failed = conductor.closed().await != ChainEnd::ClientLeft;
+    for exited in children.shutdown(failed, SHUTDOWN_GRACE).await {
+        eprintln!("acp conduct: {exited}");
     }
-    status
+    i32::from(failed)
 }
 
 /// The demo proxy: prefixes the text of every `agent_message_chunk` going to the client.

@@ -812,3 +812,51 @@ fn a_proxy_that_dies_fails_the_chat_with_its_name() {
     assert_ne!(out.status.code(), Some(0), "{all}");
     assert!(all.contains("read line; exit 3"), "{all}");
 }
+
+/// `acp conduct` as an editor's agent: once its client closes its side, the chain's
+/// components exit on their closed input and `acp conduct` exits 0 (a session that ended is
+/// no failure); a component that ends first makes it exit 1, naming it.
+#[test]
+fn acp_conduct_exits_0_when_its_client_leaves_and_1_when_a_component_fails_first() {
+    use std::io::{BufRead, BufReader, Write};
+    let acp = acp();
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#;
+    let conduct = |chain: &[&str]| {
+        let mut child = Command::new(&acp)
+            .arg("conduct")
+            .arg("--")
+            .args(chain)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("acp conduct starts");
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "{init}").unwrap();
+        stdin.flush().unwrap();
+        let mut answer = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut answer)
+            .unwrap();
+        drop(stdin);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "acp conduct did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        (answer, status.code(), stderr)
+    };
+    let acp = acp.to_str().unwrap();
+    let (answer, code, stderr) = conduct(&[acp, "tag-proxy", "--", acp, "agent"]);
+    assert!(answer.contains("\"protocolVersion\":1"), "{answer}{stderr}");
+    assert_eq!(code, Some(0), "{stderr}");
+    let (answer, code, stderr) = conduct(&["sh", "-c", "read line; exit 3", "--", acp, "agent"]);
+    assert!(answer.contains("\"error\""), "{answer}");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("read line; exit 3"), "{stderr}");
+}

@@ -431,6 +431,62 @@ impl AgentProcess {
     }
 }
 
+/// The processes of a chain started together (a proxy chain's components: `acp conduct`
+/// and the interop matrix's conductor): spawned in order, each an [`AgentProcess`], and
+/// stopped together with [`AgentProcess::shutdown`]'s steps.
+#[derive(Debug, Default)]
+pub struct ProcessChain {
+    children: Vec<AgentProcess>,
+}
+
+/// One started member of a [`ProcessChain`]: its command line and its stdio.
+#[derive(Debug)]
+pub struct ChainMember {
+    /// The command line, for errors and logs.
+    pub command: String,
+    /// What it writes.
+    pub stdout: ChildStdout,
+    /// What it reads.
+    pub stdin: ChildStdin,
+}
+
+impl ProcessChain {
+    /// Starts every command, in order; if one cannot start, those already started are killed
+    /// (their handles drop) and the error says which.
+    pub fn spawn(
+        commands: &[AgentCommand],
+    ) -> Result<(ProcessChain, Vec<ChainMember>), ProcessError> {
+        let mut chain = ProcessChain::default();
+        let mut members = Vec::new();
+        for command in commands {
+            let mut child = AgentProcess::spawn(command)?;
+            let (stdout, stdin) = child.take_stdio().ok_or(ProcessError::StdioTaken)?;
+            members.push(ChainMember {
+                command: child.command().to_owned(),
+                stdout,
+                stdin,
+            });
+            chain.children.push(child);
+        }
+        Ok((chain, members))
+    }
+
+    /// Stops every member (each given `grace` per step). With `report_exits` (a member ended
+    /// the chain), also returns how each one that had already exited exited, with its stderr
+    /// tail; otherwise members ending on their closed input are the normal end and nothing
+    /// is returned.
+    pub async fn shutdown(self, report_exits: bool, grace: Duration) -> Vec<ProcessError> {
+        let mut exits = Vec::new();
+        for mut child in self.children {
+            if report_exits && let Some(exited) = child.check_exited().await {
+                exits.push(exited);
+            }
+            let _ = child.shutdown(grace).await;
+        }
+        exits
+    }
+}
+
 impl Drop for AgentProcess {
     fn drop(&mut self) {
         if let Some(conn) = self.connection.take() {

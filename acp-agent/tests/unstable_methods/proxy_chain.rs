@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use acp_agent::conductor::{Component, Conductor, conduct};
+use acp_agent::conductor::{ChainEnd, Component, Conductor, conduct};
 use acp_agent::proxy::{Message, NotificationStep, Proxy, ProxyContext, RequestStep, serve_proxy};
 use acp_rpc::{Config, Connection, Direction};
 use acp_types::v1::{
@@ -375,9 +375,29 @@ async fn a_component_that_goes_away_fails_the_waiting_turn_with_its_name_and_end
         .unwrap()
         .unwrap_err();
     assert!(err.message.contains("proxy `tagger`"), "{err:?}");
-    tokio::time::timeout(Duration::from_secs(10), c.conductor.closed())
+    let end = tokio::time::timeout(Duration::from_secs(10), c.conductor.closed())
         .await
         .expect("the chain ends");
+    assert_eq!(end, ChainEnd::ComponentEnded("proxy `tagger`".into()));
+}
+
+/// The client leaving is the normal end: the conductor says so (so `acp conduct` exits 0
+/// although its components then exit on their closed input).
+#[tokio::test]
+async fn the_client_leaving_ends_the_chain_as_a_normal_end() {
+    let c = chain(Recorder::default());
+    call(
+        &c.client,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    )
+    .await
+    .unwrap();
+    c.client.close();
+    let end = tokio::time::timeout(Duration::from_secs(10), c.conductor.closed())
+        .await
+        .expect("the chain ends");
+    assert_eq!(end, ChainEnd::ClientLeft);
 }
 
 #[tokio::test]
