@@ -137,16 +137,24 @@ pub struct CellRun<'a> {
 }
 
 /// The wire messages of our deliberate error probes (exempt from schema validation: they
-/// are invalid on purpose).
+/// are invalid on purpose), plain or, on the hops of a proxy chain, wrapped in
+/// `proxy/successor`.
 pub fn probe_messages(wire: &Wire) -> Vec<&Message> {
     let sc = script();
+    let is_probe = |method: Option<&str>, params: &Value| match method {
+        Some(method) if method == sc.unknown_method => true,
+        Some("session/prompt") => params["prompt"].is_string(),
+        Some("fs/read_text_file") => params.get("path").is_none(),
+        _ => false,
+    };
     wire.messages
         .iter()
         .filter(|m| match m.method() {
-            Some(method) if method == sc.unknown_method => true,
-            Some("session/prompt") => m.params()["prompt"].is_string(),
-            Some("fs/read_text_file") => m.params().get("path").is_none(),
-            _ => false,
+            Some("proxy/successor") => {
+                let wrapped = m.params();
+                is_probe(wrapped["method"].as_str(), &wrapped["params"])
+            }
+            method => is_probe(method, m.params()),
         })
         .collect()
 }

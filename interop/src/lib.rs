@@ -18,6 +18,8 @@
 //! - [`server`]: the server process of a remote cell (a client reaching its agent over
 //!   Streamable HTTP or WebSocket through acp-remote's gateway or the official
 //!   `agent-client-protocol-http` server, the agent behind it still recorded by the tap).
+//! - [`chain`]: the proxy-chain cells (a conductor, two proxies and the agent, ours and the
+//!   official crates' mixed, every hop recorded).
 //! - [`cache`]: where the npm and PyPI installs live and how they are made.
 //!
 //! The same minimal agent and minimal client are written with both Rust libraries, side by
@@ -30,6 +32,7 @@
 #![deny(missing_docs)]
 
 pub mod cache;
+pub mod chain;
 pub mod checks;
 pub mod matrix;
 pub mod peers;

@@ -8,6 +8,8 @@
 //! acp-interop ours-client | rust-client --cwd <workspace> -- <agent command...>
 //! acp-interop ours-client | rust-client --cwd <workspace> --url <url> --token <token>
 //! acp-interop ours-server | rust-server --listen <addr> [--token <token>] -- <agent command...>
+//! acp-interop ours-conductor | rust-conductor --chain <file: a JSON list of command lines>
+//! acp-interop ours-proxy | rust-proxy
 //! ```
 
 use std::ffi::OsString;
@@ -24,7 +26,9 @@ const USAGE: &str = "usage:
   acp-interop ours-agent | rust-agent [--report <file>]
   acp-interop ours-client | rust-client --cwd <workspace> -- <agent command...>
   acp-interop ours-client | rust-client --cwd <workspace> --url <url> --token <token>
-  acp-interop ours-server | rust-server --listen <addr> [--token <token>] -- <agent command...>";
+  acp-interop ours-server | rust-server --listen <addr> [--token <token>] -- <agent command...>
+  acp-interop ours-conductor | rust-conductor --chain <file: a JSON list of command lines>
+  acp-interop ours-proxy | rust-proxy";
 
 /// `--report <file>` of an agent.
 fn agent_report(args: &[OsString]) -> Result<Reporter, String> {
@@ -117,6 +121,33 @@ fn main() -> ExitCode {
             }
             Err(e) => fail(format!("{e}\n{USAGE}")),
         },
+        "ours-conductor" | "rust-conductor" => {
+            let chain = match rest {
+                [flag, file] if flag == "--chain" => {
+                    peers::chain::read_chain(std::path::Path::new(file))
+                }
+                _ => Err(format!("unexpected conductor arguments {rest:?}\n{USAGE}")),
+            };
+            match chain {
+                Ok(chain) => {
+                    let code = if command == "ours-conductor" {
+                        runtime().block_on(peers::chain::ours_conductor(chain))
+                    } else {
+                        runtime().block_on(peers::chain::rust_conductor(chain))
+                    };
+                    ExitCode::from(u8::try_from(code).unwrap_or(1))
+                }
+                Err(e) => fail(e),
+            }
+        }
+        "ours-proxy" | "rust-proxy" if rest.is_empty() => {
+            let code = if command == "ours-proxy" {
+                runtime().block_on(peers::chain::ours_proxy())
+            } else {
+                runtime().block_on(peers::chain::rust_proxy())
+            };
+            ExitCode::from(u8::try_from(code).unwrap_or(1))
+        }
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             ExitCode::SUCCESS

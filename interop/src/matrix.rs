@@ -49,6 +49,11 @@ pub enum Transport {
     HttpInProcess,
     /// The WebSocket profile of that server.
     WebSocketInProcess,
+    /// Over stdio to acp-agent's conductor, which runs two proxies and the agent
+    /// ([`crate::chain`]).
+    ViaOursConductor,
+    /// Over stdio to the official `agent-client-protocol-conductor`, running the same.
+    ViaRustConductor,
 }
 
 impl Transport {
@@ -60,6 +65,17 @@ impl Transport {
             Transport::WebSocket => "-over-ws",
             Transport::HttpInProcess => "-over-http-in-process",
             Transport::WebSocketInProcess => "-over-ws-in-process",
+            Transport::ViaOursConductor => "-via-ours-conductor",
+            Transport::ViaRustConductor => "-via-rust-conductor",
+        }
+    }
+
+    /// The conductor of a proxy-chain cell.
+    pub fn conductor(self) -> Option<Sdk> {
+        match self {
+            Transport::ViaOursConductor => Some(Sdk::Ours),
+            Transport::ViaRustConductor => Some(Sdk::Rust),
+            _ => None,
         }
     }
 
@@ -90,7 +106,7 @@ impl Cell {
         }
     }
 
-    /// `<client>-client-x-<agent>-agent[-over-http|-over-ws]`.
+    /// `<client>-client-x-<agent>-agent[-over-http|-over-ws|-via-<sdk>-conductor|...]`.
     pub fn name(&self) -> String {
         format!(
             "{}-client-x-{}-agent{}",
@@ -138,6 +154,24 @@ pub fn remote_cells() -> Vec<Cell> {
     cells
 }
 
+/// The proxy-chain cells ([`crate::chain`]): our client through the official conductor
+/// (proxies ours, then theirs) to our agent; our client and the official client through
+/// ours (proxies theirs, then ours) to the official agent and to ours.
+pub fn chain_cells() -> Vec<Cell> {
+    [
+        (Sdk::Ours, Sdk::Ours, Transport::ViaRustConductor),
+        (Sdk::Ours, Sdk::Rust, Transport::ViaOursConductor),
+        (Sdk::Rust, Sdk::Ours, Transport::ViaOursConductor),
+    ]
+    .into_iter()
+    .map(|(client, agent, transport)| Cell {
+        client,
+        agent,
+        transport,
+    })
+    .collect()
+}
+
 /// Every cell, in the order they run.
 pub fn all_cells() -> Vec<Cell> {
     let mut cells = Vec::new();
@@ -149,6 +183,7 @@ pub fn all_cells() -> Vec<Cell> {
     }
     cells.push(Cell::stdio(Sdk::Ours, Sdk::Ours));
     cells.extend(remote_cells());
+    cells.extend(chain_cells());
     cells
 }
 
@@ -291,7 +326,7 @@ fn reach(
     dir: &Path,
     tap: Vec<OsString>,
 ) -> Result<(AgentTarget, Option<ServerProcess>), String> {
-    if cell.transport == Transport::Stdio {
+    if cell.transport == Transport::Stdio || cell.transport.conductor().is_some() {
         return Ok((AgentTarget::Spawn(tap), None));
     }
     let command = match cell.transport {
@@ -310,9 +345,11 @@ fn reach(
         Transport::HttpInProcess | Transport::WebSocketInProcess => {
             return Err("only our agent is served in process".into());
         }
-        Transport::Stdio | Transport::Http | Transport::WebSocket => {
-            peers.server_command(cell.agent, tap)?
-        }
+        Transport::Stdio
+        | Transport::Http
+        | Transport::WebSocket
+        | Transport::ViaOursConductor
+        | Transport::ViaRustConductor => peers.server_command(cell.agent, tap)?,
     };
     let server = ServerProcess::start(&command, &dir.join("server.stderr"))?;
     let url = if cell.transport.websocket() {
@@ -399,6 +436,11 @@ pub fn run_cell(cell: Cell, peers: &Peers, dir: &Path) -> CellOutcome {
     let workspace = std::fs::canonicalize(&workspace).unwrap_or(workspace);
     let tap = peers
         .agent_command(cell.agent, &dir.join("agent.report.jsonl"))
+        .and_then(|agent| match cell.transport.conductor() {
+            // A chain: the client's tap wraps the conductor, which runs the agent.
+            Some(conductor) => crate::chain::command(&peers.exe, conductor, cell.agent, agent, dir),
+            None => Ok(agent),
+        })
         .map(|agent| {
             let mut tap = os(&[
                 &peers.exe,
@@ -522,7 +564,12 @@ pub fn run_cell(cell: Cell, peers: &Peers, dir: &Path) -> CellOutcome {
         agent_killed_by_server,
         workspace: &workspace,
     };
-    let checks = checks::run(&run);
+    let mut checks = checks::run(&run);
+    if let Some(conductor) = cell.transport.conductor() {
+        checks.push(crate::chain::check(&crate::chain::hops(
+            conductor, cell.agent, dir,
+        )));
+    }
     let delivered = events(&client_events, "update")
         .filter_map(|e| e["update"]["sessionUpdate"].as_str().map(str::to_owned))
         .collect();
@@ -602,9 +649,51 @@ const SELF_TEST: &[(Side, &str, bool)] = &[
 
 const SELF_TEST_CELL: &str = "validator-self-test";
 
-fn write_self_test(path: &Path) -> Result<(), String> {
+/// The same for the hop of a proxy chain (`schema.unstable.json`, any envelope, wrapped
+/// messages checked): the conductor is the client side, the proxy the agent side.
+const HOP_SELF_TEST: &[(Side, &str, bool)] = &[
+    (
+        Side::Client,
+        r#"{"jsonrpc":"2.0","id":0,"method":"proxy/initialize","params":{"protocolVersion":1}}"#,
+        true,
+    ),
+    (
+        Side::Agent,
+        r#"{"jsonrpc":"2.0","id":5,"method":"proxy/successor","params":{"method":"initialize","params":{"protocolVersion":1}}}"#,
+        true,
+    ),
+    (
+        Side::Client,
+        r#"{"jsonrpc":"2.0","id":5,"result":{"protocolVersion":1}}"#,
+        true,
+    ),
+    (
+        Side::Agent,
+        r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#,
+        true,
+    ),
+    (
+        Side::Agent,
+        r#"{"jsonrpc":"2.0","id":6,"method":"proxy/successor","params":{"method":"session/prompt","params":{"sessionId":"s"}}}"#,
+        false,
+    ),
+    (
+        Side::Client,
+        r#"{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"video"}}}}"#,
+        false,
+    ),
+    (
+        Side::Client,
+        r#"{"jsonrpc":"2.0","id":6,"result":{"stopReason":"sideways"}}"#,
+        false,
+    ),
+];
+
+const HOP_SELF_TEST_CELL: &str = "validator-self-test-hop";
+
+fn write_self_test(path: &Path, lines: &[(Side, &str, bool)]) -> Result<(), String> {
     let mut text = String::new();
-    for (n, (from, line, _)) in SELF_TEST.iter().enumerate() {
+    for (n, (from, line, _)) in lines.iter().enumerate() {
         let record = Record {
             seq: n as u64 + 1,
             us: 0,
@@ -619,7 +708,7 @@ fn write_self_test(path: &Path) -> Result<(), String> {
 }
 
 /// Whether the validator judged the self-test transcript exactly right.
-fn check_self_test(result: &Value) -> Result<(), String> {
+fn check_self_test(result: &Value, lines: &[(Side, &str, bool)]) -> Result<(), String> {
     let failed: BTreeSet<u64> = ["client", "agent"]
         .iter()
         .flat_map(|side| {
@@ -630,7 +719,7 @@ fn check_self_test(result: &Value) -> Result<(), String> {
         })
         .filter_map(|f| f["seq"].as_u64())
         .collect();
-    let expected: BTreeSet<u64> = SELF_TEST
+    let expected: BTreeSet<u64> = lines
         .iter()
         .enumerate()
         .filter(|(_, (_, _, valid))| !valid)
@@ -653,8 +742,14 @@ pub fn validate_schema(
     out: &Path,
 ) -> Result<(), String> {
     let self_test = out.join("validator-self-test.jsonl");
-    write_self_test(&self_test)?;
-    let mut cells = vec![json!({"name": SELF_TEST_CELL, "wire": self_test, "exempt": []})];
+    write_self_test(&self_test, SELF_TEST)?;
+    let hop_self_test = out.join("validator-self-test-hop.jsonl");
+    write_self_test(&hop_self_test, HOP_SELF_TEST)?;
+    let mut cells = vec![
+        json!({"name": SELF_TEST_CELL, "wire": self_test, "exempt": []}),
+        json!({"name": HOP_SELF_TEST_CELL, "wire": hop_self_test, "exempt": [],
+            "schema": "unstable", "hop": true}),
+    ];
     for o in outcomes.iter() {
         let Ok(wire) = Wire::read(&o.dir.join("wire.jsonl")) else {
             continue;
@@ -666,6 +761,10 @@ pub fn validate_schema(
         cells.push(
             json!({"name": o.cell.name(), "wire": o.dir.join("wire.jsonl"), "exempt": exempt}),
         );
+        if let Some(conductor) = o.cell.transport.conductor() {
+            let hops = crate::chain::hops(conductor, o.cell.agent, &o.dir);
+            cells.extend(crate::chain::validator_entries(&o.cell.name(), &hops));
+        }
     }
     let list = out.join("validate-cells.json");
     std::fs::write(&list, Value::from(cells).to_string())
@@ -687,7 +786,8 @@ pub fn validate_schema(
     }
     let report: Value = serde_json::from_slice(&output.stdout)
         .map_err(|e| format!("unreadable validator output: {e}"))?;
-    check_self_test(&report["cells"][SELF_TEST_CELL])?;
+    check_self_test(&report["cells"][SELF_TEST_CELL], SELF_TEST)?;
+    check_self_test(&report["cells"][HOP_SELF_TEST_CELL], HOP_SELF_TEST)?;
     let schema = report["schema"].as_str().unwrap_or("?");
     for o in outcomes.iter_mut() {
         let result = &report["cells"][o.cell.name()];
@@ -701,31 +801,56 @@ pub fn validate_schema(
         }
         let mut problems = Vec::new();
         let mut checked = 0;
-        for (side, sdk) in [("client", o.cell.client), ("agent", o.cell.agent)] {
-            let failures = result[side]["failures"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            let lines = failures.iter().map(|f| {
-                format!(
-                    "{side} #{}: {}: {}",
-                    f["seq"],
-                    f["what"].as_str().unwrap_or("?"),
-                    f["errors"]
-                )
-            });
-            if sdk == Sdk::Ours {
-                checked += result[side]["checked"].as_u64().unwrap_or(0);
-                problems.extend(lines);
-            } else {
-                o.notes.extend(
-                    lines.map(|l| format!("the {} {l} (official SDK, not ours)", sdk.name())),
-                );
+        // On a chain cell's first hop the agent side is the conductor.
+        let agent_side = o.cell.transport.conductor().unwrap_or(o.cell.agent);
+        let mut hops = vec![(String::new(), result, o.cell.client, agent_side)];
+        if let Some(conductor) = o.cell.transport.conductor() {
+            let name = o.cell.name();
+            for (i, hop) in crate::chain::hops(conductor, o.cell.agent, &o.dir)
+                .iter()
+                .enumerate()
+            {
+                let label = hop.label(i);
+                let result = &report["cells"][format!("{name}/{label}")];
+                if result.is_null() {
+                    problems.push(format!("{label}: no transcript to validate"));
+                    continue;
+                }
+                hops.push((format!("{label}: "), result, hop.conductor, hop.component));
+            }
+        }
+        for (hop, result, client, agent) in hops {
+            for (side, sdk) in [("client", client), ("agent", agent)] {
+                let failures = result[side]["failures"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                let lines = failures.iter().map(|f| {
+                    format!(
+                        "{hop}{side} #{}: {}: {}",
+                        f["seq"],
+                        f["what"].as_str().unwrap_or("?"),
+                        f["errors"]
+                    )
+                });
+                if sdk == Sdk::Ours {
+                    checked += result[side]["checked"].as_u64().unwrap_or(0);
+                    problems.extend(lines);
+                } else {
+                    o.notes.extend(
+                        lines.map(|l| format!("the {} {l} (official SDK, not ours)", sdk.name())),
+                    );
+                }
             }
         }
         let detail = if problems.is_empty() {
+            let hops = if o.cell.transport.conductor().is_some() {
+                " (the proxy hops against schema.unstable.json)"
+            } else {
+                ""
+            };
             format!(
-                "all {checked} messages of ours valid against {schema} ({} definitions)",
+                "all {checked} messages of ours valid against {schema} ({} definitions){hops}",
                 report["definitions"]
             )
         } else {

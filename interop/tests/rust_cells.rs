@@ -1,7 +1,8 @@
 //! The cells of the interop matrix that need only Rust, as plain tests: our client against the
 //! official Rust SDK's agent, the official Rust SDK's client against our agent, and ours against
 //! ours, over stdio and over both remote profiles (the official `agent-client-protocol-http`
-//! client against acp-remote's gateway, our client against the official server). Each runs
+//! client against acp-remote's gateway, our client against the official server), and through
+//! proxy chains (our conductor and the official one, a proxy of each library). Each runs
 //! real processes through the recording tap and makes every wire assertion of the matrix. The TypeScript and Python cells and the schema validation need the npm and PyPI
 //! installs: `cargo xtask interop` runs them (and these cells again).
 
@@ -112,4 +113,19 @@ fn the_official_http_client_against_our_agent_in_process_over_streamable_http() 
 #[test]
 fn the_official_http_client_against_our_agent_in_process_over_websocket() {
     run_over(Sdk::Rust, Sdk::Ours, Transport::WebSocketInProcess);
+}
+
+#[test]
+fn our_client_through_the_official_conductor_and_both_proxies_to_our_agent() {
+    run_over(Sdk::Ours, Sdk::Ours, Transport::ViaRustConductor);
+}
+
+#[test]
+fn our_client_through_our_conductor_and_both_proxies_to_the_official_agent() {
+    run_over(Sdk::Ours, Sdk::Rust, Transport::ViaOursConductor);
+}
+
+#[test]
+fn the_official_client_through_our_conductor_and_both_proxies_to_our_agent() {
+    run_over(Sdk::Rust, Sdk::Ours, Transport::ViaOursConductor);
 }

@@ -1,27 +1,28 @@
 // Validates recorded wire transcripts against the official ACP v1 JSON Schema, read from the
-// installed npm package (`@agentclientprotocol/sdk/schema/v1/schema.json`), never vendored.
+// installed npm package (`@agentclientprotocol/sdk/schema/v1/schema.json`, and
+// `schema.unstable.json` for the hops of a proxy chain), never vendored.
 //
 //   node validate.mjs --modules <npm prefix> -- <cells.json>
 //
-// cells.json: [{ "name", "wire": "<wire.jsonl>", "exempt": [seq...] }]. Every message of both
-// sides is checked against the definition its position calls for: the envelope of the side
-// that wrote it (`Agent` / `Client` / `ProtocolLevel` in the schema's root `anyOf`), request
-// and notification params by method (`x-method`), results by the method of the request they
-// answer, errors against `Error`. `exempt` lists the deliberately invalid probes. Prints one
-// JSON object: { "<cell>": { "client": {checked, failures}, "agent": {checked, failures} } }.
+// cells.json: [{ "name", "wire": "<wire.jsonl>", "exempt": [seq...], "schema"?: "unstable",
+// "hop"?: true }]. Every message of both sides is checked against the definition its position
+// calls for: the envelope of the side that wrote it (`Agent` / `Client` / `ProtocolLevel` in the
+// schema's root `anyOf`), request and notification params by method (`x-method`), results by
+// the method of the request they answer, errors against `Error`. `exempt` lists the
+// deliberately invalid probes. A `hop` (a conductor and one component of a proxy chain) carries
+// messages of every role, so its envelope is any of the root's; a `proxy/successor` envelope is
+// checked and so is the message it wraps (params by the wrapped method, and the answer to a
+// wrapped request by that method's result). Prints one JSON object:
+// { "<cell>": { "client": {checked, failures}, "agent": {checked, failures} } }.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { importFrom, parseArgs } from "./common.mjs";
 
 const opts = parseArgs(process.argv.slice(2), ["modules"]);
 const require = createRequire(`${opts.modules}/package.json`);
-const schemaPath = require.resolve("@agentclientprotocol/sdk/schema/v1/schema.json");
-const schema = JSON.parse(readFileSync(schemaPath, "utf8"));
 const { default: Ajv2020 } = await importFrom(opts.modules, "ajv/dist/2020.js");
 const { default: addFormats } = await importFrom(opts.modules, "ajv-formats");
 
-const ajv = new Ajv2020({ strict: false, allErrors: true });
-addFormats(ajv);
 const ranges = {
   int32: [-(2 ** 31), 2 ** 31 - 1],
   uint16: [0, 2 ** 16 - 1],
@@ -29,33 +30,55 @@ const ranges = {
   int64: [-(2 ** 63), 2 ** 63],
   uint64: [0, 2 ** 64],
 };
-for (const [name, [lo, hi]] of Object.entries(ranges)) {
-  ajv.addFormat(name, { type: "number", validate: (n) => Number.isInteger(n) && n >= lo && n <= hi });
-}
-for (const name of ["double", "float"]) ajv.addFormat(name, { type: "number", validate: () => true });
-ajv.addSchema(schema, "acp");
 
-/** Definitions by method: params (requests and notifications) and results. */
-const params = new Map();
-const results = new Map();
-for (const [name, def] of Object.entries(schema.$defs)) {
-  const method = def["x-method"];
-  if (!method) continue;
-  (name.endsWith("Response") ? results : params).set(method, name);
-}
-const envelopeIndex = Object.fromEntries(schema.anyOf.map((e, i) => [e.title, i]));
-for (const title of ["Agent", "Client", "ProtocolLevel"]) {
-  if (!(title in envelopeIndex)) throw new Error(`the schema's root anyOf has no ${title} envelope`);
+/** One schema file, compiled: its definitions by method and its envelopes. */
+function loadSchema(file) {
+  const path = require.resolve(`@agentclientprotocol/sdk/schema/v1/${file}`);
+  const schema = JSON.parse(readFileSync(path, "utf8"));
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats(ajv);
+  for (const [name, [lo, hi]] of Object.entries(ranges)) {
+    ajv.addFormat(name, { type: "number", validate: (n) => Number.isInteger(n) && n >= lo && n <= hi });
+  }
+  for (const name of ["double", "float"]) ajv.addFormat(name, { type: "number", validate: () => true });
+  ajv.addSchema(schema, "acp");
+  // Definitions by method: request params, notification params (`proxy/successor` is both)
+  // and results.
+  const requests = new Map();
+  const notifications = new Map();
+  const results = new Map();
+  for (const [name, def] of Object.entries(schema.$defs)) {
+    const method = def["x-method"];
+    if (!method) continue;
+    if (name.endsWith("Response")) results.set(method, name);
+    else if (name.endsWith("Notification")) notifications.set(method, name);
+    else requests.set(method, name);
+  }
+  const envelopeIndex = Object.fromEntries(schema.anyOf.map((e, i) => [e.title, i]));
+  for (const title of ["Agent", "Client", "ProtocolLevel"]) {
+    if (!(title in envelopeIndex)) throw new Error(`${file}: the root anyOf has no ${title} envelope`);
+  }
+  const compiled = new Map();
+  const validator = (ref) => {
+    if (!compiled.has(ref)) compiled.set(ref, ajv.compile({ $ref: ref }));
+    return compiled.get(ref);
+  };
+  const paramsOf = (method, isRequest) =>
+    (isRequest ? requests.get(method) : notifications.get(method)) ??
+    (isRequest ? notifications.get(method) : requests.get(method));
+  return { path, schema, envelopeIndex, results, paramsOf, validator };
 }
 
-const compiled = new Map();
-function validator(ref) {
-  if (!compiled.has(ref)) compiled.set(ref, ajv.compile({ $ref: ref }));
-  return compiled.get(ref);
-}
+const stable = loadSchema("schema.json");
+const schemas = { stable, unstable: null };
+const schemaFor = (cell) => {
+  if (cell.schema !== "unstable") return stable;
+  schemas.unstable ??= loadSchema("schema.unstable.json");
+  return schemas.unstable;
+};
 
-function check(ref, value, what, failures, seq) {
-  const validate = validator(ref);
+function check(s, ref, value, what, failures, seq) {
+  const validate = s.validator(ref);
   if (!validate(value)) {
     const errors = validate.errors.slice(0, 5).map((e) => `${e.instancePath || "/"} ${e.message}`);
     failures.push({ seq, what, errors });
@@ -63,6 +86,7 @@ function check(ref, value, what, failures, seq) {
 }
 
 function validateCell(cell) {
+  const s = schemaFor(cell);
   const exempt = new Set(cell.exempt ?? []);
   const records = readFileSync(cell.wire, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
   const msgs = records.map((r) => {
@@ -72,11 +96,13 @@ function validateCell(cell) {
     } catch {}
     return { ...r, json };
   });
-  // Requests by (sender, id) so a response finds its method.
+  // Requests by (sender, id) so a response finds its method (a wrapped request's method for
+  // a `proxy/successor` request).
   const requests = new Map();
   for (const m of msgs) {
     if (m.json && m.json.method !== undefined && m.json.id !== undefined) {
-      requests.set(`${m.from}:${JSON.stringify(m.json.id)}`, m.json.method);
+      const method = m.json.method === "proxy/successor" && cell.hop ? m.json.params?.method : m.json.method;
+      requests.set(`${m.from}:${JSON.stringify(m.json.id)}`, method);
     }
   }
   const out = { client: { checked: 0, failures: [], exempt: 0 }, agent: { checked: 0, failures: [], exempt: 0 } };
@@ -93,24 +119,35 @@ function validateCell(cell) {
       f.push({ seq: m.seq, what: "not a JSON object", errors: [m.line.slice(0, 200)] });
       continue;
     }
-    const envelope = j.method === "$/cancel_request" ? "ProtocolLevel" : m.from === "agent" ? "Agent" : "Client";
-    check(`acp#/anyOf/${envelopeIndex[envelope]}`, j, `${envelope} envelope`, f, m.seq);
+    if (cell.hop) {
+      check(s, "acp#", j, "message (any envelope)", f, m.seq);
+    } else {
+      const envelope = j.method === "$/cancel_request" ? "ProtocolLevel" : m.from === "agent" ? "Agent" : "Client";
+      check(s, `acp#/anyOf/${s.envelopeIndex[envelope]}`, j, `${envelope} envelope`, f, m.seq);
+    }
     if (j.method !== undefined) {
-      const def = params.get(j.method);
-      if (!def) {
-        f.push({ seq: m.seq, what: `method ${j.method}`, errors: ["not a v1 method"] });
-      } else {
-        check(`acp#/$defs/${def}`, j.params, `${j.method} params (${def})`, f, m.seq);
+      const isRequest = j.id !== undefined;
+      const checkParams = (method, params, what) => {
+        const def = s.paramsOf(method, isRequest);
+        if (!def) {
+          f.push({ seq: m.seq, what: `method ${method}`, errors: ["not a v1 method"] });
+        } else {
+          check(s, `acp#/$defs/${def}`, params, `${what}${method} params (${def})`, f, m.seq);
+        }
+      };
+      checkParams(j.method, j.params, "");
+      if (j.method === "proxy/successor" && cell.hop && typeof j.params?.method === "string") {
+        checkParams(j.params.method, j.params.params, "wrapped ");
       }
     } else if ("result" in j || "error" in j) {
       const other = m.from === "agent" ? "client" : "agent";
       const method = requests.get(`${other}:${JSON.stringify(j.id)}`);
       if ("error" in j) {
-        check("acp#/$defs/Error", j.error, "error object", f, m.seq);
+        check(s, "acp#/$defs/Error", j.error, "error object", f, m.seq);
       } else if (!method) {
         f.push({ seq: m.seq, what: "result", errors: [`answers id ${JSON.stringify(j.id)}, which the ${other} never used`] });
-      } else if (results.has(method)) {
-        check(`acp#/$defs/${results.get(method)}`, j.result, `${method} result (${results.get(method)})`, f, m.seq);
+      } else if (s.results.has(method)) {
+        check(s, `acp#/$defs/${s.results.get(method)}`, j.result, `${method} result (${s.results.get(method)})`, f, m.seq);
       } else {
         f.push({ seq: m.seq, what: `${method} result`, errors: ["no result definition for this method"] });
       }
@@ -120,6 +157,6 @@ function validateCell(cell) {
 }
 
 const cells = JSON.parse(readFileSync(opts.rest[0], "utf8"));
-const report = { schema: schemaPath, definitions: Object.keys(schema.$defs).length, cells: {} };
+const report = { schema: stable.path, definitions: Object.keys(stable.schema.$defs).length, cells: {} };
 for (const cell of cells) report.cells[cell.name] = validateCell(cell);
 process.stdout.write(JSON.stringify(report) + "\n");

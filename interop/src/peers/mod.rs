@@ -4,6 +4,8 @@
 //! - the official Rust SDK's: [`official_agent`] and [`official_client`]
 //!   (`agent-client-protocol` 5.2.0).
 //!
+//! - [`chain`]: the conductors and pass-through proxies of the proxy-chain cells, ours and
+//!   the official crates'.
 //! - [`remote`]: the servers of the remote cells (acp-remote's gateway and the official
 //!   `agent-client-protocol-http` one) and [`remote::AgentTarget`].
 //!
@@ -11,6 +13,7 @@
 //! `--cwd <workspace> -- <agent command...>` (or `--url <url> --token <token>`) and print their
 //! events on stdout. All follow [`crate::script`].
 
+pub mod chain;
 pub mod official_agent;
 pub mod official_client;
 pub mod ours_agent;
