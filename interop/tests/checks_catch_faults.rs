@@ -55,6 +55,16 @@ impl Recording {
 
     /// The checks of this recording after `fault` changed its records and events.
     fn checks_with(&self, fault: impl FnOnce(&mut Vec<Record>, &mut Vec<Value>)) -> Vec<Check> {
+        self.checks_of(false, fault)
+    }
+
+    /// The same, as if a server in front of the agent had killed it at the connection's end
+    /// (`agent_killed_by_server`).
+    fn checks_of(
+        &self,
+        agent_killed_by_server: bool,
+        fault: impl FnOnce(&mut Vec<Record>, &mut Vec<Value>),
+    ) -> Vec<Check> {
         let mut records = self.records.clone();
         let mut client_events = self.client_events.clone();
         fault(&mut records, &mut client_events);
@@ -67,7 +77,7 @@ impl Recording {
             agent_events: &self.agent_events,
             client_exit: Some(0),
             agent_exit: Some(0),
-            agent_killed_by_server: false,
+            agent_killed_by_server,
             workspace: &self.workspace,
         })
     }
@@ -258,6 +268,23 @@ fn every_check_catches_its_fault() {
         &checks,
         "cancel-request",
         "a withdrawn prompt answered end_turn",
+    );
+
+    // The -32800 never written: a fault of the agent, unless a server killed the agent at
+    // the connection's end before it could write it (its report says it cancelled the turn).
+    let unanswered = |records: &mut Vec<Record>, _: &mut Vec<Value>| {
+        let i = find(records, |j| j["error"]["code"] == -32800);
+        records.remove(i);
+    };
+    assert_caught(
+        &rec.checks_with(unanswered),
+        "cancel-request",
+        "a withdrawn prompt never answered",
+    );
+    let killed = rec.checks_of(true, unanswered);
+    assert!(
+        !failed(&killed).contains(&"cancel-request"),
+        "an agent killed by its server before answering the withdrawn prompt: {killed:?}"
     );
 
     let checks = rec.checks_with(|records, _| {
