@@ -190,8 +190,9 @@ struct TraceArgs {
     /// `ACP_TOKEN`, else none and loopback only).
     #[arg(long, requires = "serve")]
     token_file: Option<PathBuf>,
-    /// The agent's command line.
-    #[arg(last = true, required = true)]
+    /// The agent's command line: after `--`, or simply last (`acp trace --out F acp agent`),
+    /// which lets a trace sit inside an `acp conduct` chain, whose components `--` separates.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     agent: Vec<OsString>,
 }
 

@@ -860,3 +860,46 @@ fn acp_conduct_exits_0_when_its_client_leaves_and_1_when_a_component_fails_first
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("read line; exit 3"), "{stderr}");
 }
+
+/// `acp trace` in the middle of a chain: wrapping the proxy (its command simply last, no
+/// `--`, which `acp conduct` would take for a separator), it records the conductor's hop to
+/// the proxy, `proxy/initialize` and the `proxy/successor` envelopes, and the turn goes on.
+#[test]
+fn a_trace_inside_a_chain_records_the_hop_to_a_proxy() {
+    let dir = Scratch::new("chain-trace");
+    let acp = acp();
+    let acp = acp.to_str().unwrap();
+    let hop = dir.0.join("hop.ndjson");
+    let out = run(
+        &[
+            "chat",
+            "--prompt",
+            "hello script",
+            "--yes",
+            "--dialect",
+            "v1",
+            "--",
+            acp,
+            "conduct",
+            "--",
+            acp,
+            "trace",
+            "--out",
+            hop.to_str().unwrap(),
+            acp,
+            "tag-proxy",
+            "--prefix",
+            "<tag>",
+            "--",
+            acp,
+            "agent",
+        ],
+        &dir.0,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("<tag>"), "{stdout}");
+    let recorded = std::fs::read_to_string(&hop).expect("the trace of the hop");
+    assert!(recorded.contains("proxy/initialize"), "{recorded}");
+    assert!(recorded.contains("proxy/successor"), "{recorded}");
+}
