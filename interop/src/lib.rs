@@ -13,8 +13,8 @@
 //! - [`peers`]: the Rust peers: ours (built on acp-agent / acp-client) and the official Rust
 //!   SDK's. The TypeScript and Python peers live in `peers/ts` and `peers/py`.
 //! - [`report`]: the event lines the Rust peers write.
-//! - [`transcript`], [`checks`] and [`matrix`]: reading a recorded cell, the assertions on it,
-//!   and running the cells.
+//! - [`transcript`], [`checks`], [`matrix`] and [`validate`]: reading a recorded cell, the
+//!   assertions on it, running the cells, and validating them against the official schema.
 //! - [`server`]: the server process of a remote cell (a client reaching its agent over
 //!   Streamable HTTP or WebSocket through acp-remote's gateway or the official
 //!   `agent-client-protocol-http` server, the agent behind it still recorded by the tap).
@@ -41,3 +41,4 @@ pub mod script;
 pub mod server;
 pub mod tap;
 pub mod transcript;
+pub mod validate;

@@ -17,14 +17,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-
 use crate::cache::{self, Installed};
 use crate::checks::{self, CellRun, Check, Sdk};
 use crate::peers::remote::AgentTarget;
 use crate::script::script;
 use crate::server::ServerProcess;
-use crate::tap::{Record, Side};
+
 use crate::transcript::{Wire, events, read_events};
 
 /// The bearer token of the remote cells' servers.
@@ -371,7 +369,7 @@ pub struct CellOutcome {
     pub cell: Cell,
     /// Its files.
     pub dir: PathBuf,
-    /// The assertions (schema validation is added by [`validate_schema`]).
+    /// The assertions (schema validation is added by [`crate::validate::validate_schema`]).
     pub checks: Vec<Check>,
     /// What the official SDKs put on the wire that their own schema rejects (information,
     /// not failures: they are not ours to fix).
@@ -585,7 +583,7 @@ pub fn run_cell(cell: Cell, peers: &Peers, dir: &Path) -> CellOutcome {
     outcome
 }
 
-fn write_checks(outcome: &CellOutcome) {
+pub(crate) fn write_checks(outcome: &CellOutcome) {
     let mut text = format!(
         "{} {} ({:.1}s)\n",
         if outcome.passed() { "PASS" } else { "FAIL" },
@@ -605,265 +603,6 @@ fn write_checks(outcome: &CellOutcome) {
         let _ = writeln!(text, "  note {n}");
     }
     let _ = std::fs::write(outcome.dir.join("checks.txt"), text);
-}
-
-/// A transcript the validator must judge exactly so (`true`: valid), run before the cells so
-/// a validator that accepts anything cannot pass them.
-const SELF_TEST: &[(Side, &str, bool)] = &[
-    (
-        Side::Client,
-        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#,
-        true,
-    ),
-    (
-        Side::Agent,
-        r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"1"}}"#,
-        false,
-    ),
-    (
-        Side::Agent,
-        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"video"}}}"#,
-        false,
-    ),
-    (
-        Side::Client,
-        r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s"}}"#,
-        false,
-    ),
-    (
-        Side::Agent,
-        r#"{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}"#,
-        true,
-    ),
-    (
-        Side::Agent,
-        r#"{"jsonrpc":"2.0","id":1,"error":{"code":"bad","message":"x"}}"#,
-        false,
-    ),
-    (
-        Side::Client,
-        r#"{"method":"session/cancel","params":{"sessionId":"s"}}"#,
-        false,
-    ),
-];
-
-const SELF_TEST_CELL: &str = "validator-self-test";
-
-/// The same for the hop of a proxy chain (`schema.unstable.json`, any envelope, wrapped
-/// messages checked): the conductor is the client side, the proxy the agent side.
-const HOP_SELF_TEST: &[(Side, &str, bool)] = &[
-    (
-        Side::Client,
-        r#"{"jsonrpc":"2.0","id":0,"method":"proxy/initialize","params":{"protocolVersion":1}}"#,
-        true,
-    ),
-    (
-        Side::Agent,
-        r#"{"jsonrpc":"2.0","id":5,"method":"proxy/successor","params":{"method":"initialize","params":{"protocolVersion":1}}}"#,
-        true,
-    ),
-    (
-        Side::Client,
-        r#"{"jsonrpc":"2.0","id":5,"result":{"protocolVersion":1}}"#,
-        true,
-    ),
-    (
-        Side::Agent,
-        r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#,
-        true,
-    ),
-    (
-        Side::Agent,
-        r#"{"jsonrpc":"2.0","id":6,"method":"proxy/successor","params":{"method":"session/prompt","params":{"sessionId":"s"}}}"#,
-        false,
-    ),
-    (
-        Side::Client,
-        r#"{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"video"}}}}"#,
-        false,
-    ),
-    (
-        Side::Client,
-        r#"{"jsonrpc":"2.0","id":6,"result":{"stopReason":"sideways"}}"#,
-        false,
-    ),
-];
-
-const HOP_SELF_TEST_CELL: &str = "validator-self-test-hop";
-
-fn write_self_test(path: &Path, lines: &[(Side, &str, bool)]) -> Result<(), String> {
-    let mut text = String::new();
-    for (n, (from, line, _)) in lines.iter().enumerate() {
-        let record = Record {
-            seq: n as u64 + 1,
-            us: 0,
-            from: *from,
-            line: (*line).to_owned(),
-            partial: false,
-        };
-        text.push_str(&serde_json::to_string(&record).map_err(|e| e.to_string())?);
-        text.push('\n');
-    }
-    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
-}
-
-/// Whether the validator judged the self-test transcript exactly right.
-fn check_self_test(result: &Value, lines: &[(Side, &str, bool)]) -> Result<(), String> {
-    let failed: BTreeSet<u64> = ["client", "agent"]
-        .iter()
-        .flat_map(|side| {
-            result[side]["failures"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
-        .filter_map(|f| f["seq"].as_u64())
-        .collect();
-    let expected: BTreeSet<u64> = lines
-        .iter()
-        .enumerate()
-        .filter(|(_, (_, _, valid))| !valid)
-        .map(|(n, _)| n as u64 + 1)
-        .collect();
-    if failed == expected {
-        Ok(())
-    } else {
-        Err(format!(
-            "the schema validator failed its self-test: it rejected lines {failed:?}, the invalid ones are {expected:?}"
-        ))
-    }
-}
-
-/// Validates every cell's wire against the official schema from the installed npm package,
-/// adding a `schema` check (our side's messages) and notes (the official side's).
-pub fn validate_schema(
-    outcomes: &mut [CellOutcome],
-    installed: &Installed,
-    out: &Path,
-) -> Result<(), String> {
-    let self_test = out.join("validator-self-test.jsonl");
-    write_self_test(&self_test, SELF_TEST)?;
-    let hop_self_test = out.join("validator-self-test-hop.jsonl");
-    write_self_test(&hop_self_test, HOP_SELF_TEST)?;
-    let mut cells = vec![
-        json!({"name": SELF_TEST_CELL, "wire": self_test, "exempt": []}),
-        json!({"name": HOP_SELF_TEST_CELL, "wire": hop_self_test, "exempt": [],
-            "schema": "unstable", "hop": true}),
-    ];
-    for o in outcomes.iter() {
-        let Ok(wire) = Wire::read(&o.dir.join("wire.jsonl")) else {
-            continue;
-        };
-        let exempt: Vec<u64> = checks::probe_messages(&wire)
-            .iter()
-            .map(|m| m.seq)
-            .collect();
-        cells.push(
-            json!({"name": o.cell.name(), "wire": o.dir.join("wire.jsonl"), "exempt": exempt}),
-        );
-        if let Some(conductor) = o.cell.transport.conductor() {
-            let hops = crate::chain::hops(conductor, o.cell.agent, &o.dir);
-            cells.extend(crate::chain::validator_entries(&o.cell.name(), &hops));
-        }
-    }
-    let list = out.join("validate-cells.json");
-    std::fs::write(&list, Value::from(cells).to_string())
-        .map_err(|e| format!("writing {}: {e}", list.display()))?;
-    let output = Command::new("node")
-        .arg(cache::peers_dir().join("ts/validate.mjs"))
-        .arg("--modules")
-        .arg(&installed.npm)
-        .arg("--")
-        .arg(&list)
-        .output()
-        .map_err(|e| format!("cannot run node: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "schema validation failed to run ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    let report: Value = serde_json::from_slice(&output.stdout)
-        .map_err(|e| format!("unreadable validator output: {e}"))?;
-    check_self_test(&report["cells"][SELF_TEST_CELL], SELF_TEST)?;
-    check_self_test(&report["cells"][HOP_SELF_TEST_CELL], HOP_SELF_TEST)?;
-    let schema = report["schema"].as_str().unwrap_or("?");
-    for o in outcomes.iter_mut() {
-        let result = &report["cells"][o.cell.name()];
-        if result.is_null() {
-            o.checks.push(Check {
-                name: "schema",
-                ok: false,
-                detail: "no wire transcript to validate".into(),
-            });
-            continue;
-        }
-        let mut problems = Vec::new();
-        let mut checked = 0;
-        // On a chain cell's first hop the agent side is the conductor.
-        let agent_side = o.cell.transport.conductor().unwrap_or(o.cell.agent);
-        let mut hops = vec![(String::new(), result, o.cell.client, agent_side)];
-        if let Some(conductor) = o.cell.transport.conductor() {
-            let name = o.cell.name();
-            for (i, hop) in crate::chain::hops(conductor, o.cell.agent, &o.dir)
-                .iter()
-                .enumerate()
-            {
-                let label = hop.label(i);
-                let result = &report["cells"][format!("{name}/{label}")];
-                if result.is_null() {
-                    problems.push(format!("{label}: no transcript to validate"));
-                    continue;
-                }
-                hops.push((format!("{label}: "), result, hop.conductor, hop.component));
-            }
-        }
-        for (hop, result, client, agent) in hops {
-            for (side, sdk) in [("client", client), ("agent", agent)] {
-                let failures = result[side]["failures"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default();
-                let lines = failures.iter().map(|f| {
-                    format!(
-                        "{hop}{side} #{}: {}: {}",
-                        f["seq"],
-                        f["what"].as_str().unwrap_or("?"),
-                        f["errors"]
-                    )
-                });
-                if sdk == Sdk::Ours {
-                    checked += result[side]["checked"].as_u64().unwrap_or(0);
-                    problems.extend(lines);
-                } else {
-                    o.notes.extend(
-                        lines.map(|l| format!("the {} {l} (official SDK, not ours)", sdk.name())),
-                    );
-                }
-            }
-        }
-        let detail = if problems.is_empty() {
-            let hops = if o.cell.transport.conductor().is_some() {
-                " (the proxy hops against schema.unstable.json)"
-            } else {
-                ""
-            };
-            format!(
-                "all {checked} messages of ours valid against {schema} ({} definitions){hops}",
-                report["definitions"]
-            )
-        } else {
-            problems.join("; ")
-        };
-        o.checks.push(Check {
-            name: "schema",
-            ok: problems.is_empty(),
-            detail,
-        });
-        write_checks(o);
-    }
-    Ok(())
 }
 
 /// Options of `acp-interop matrix`.
@@ -972,7 +711,7 @@ pub fn main(options: Options) -> ExitCode {
     }
     match &peers.installed {
         Some(installed) => {
-            if let Err(e) = validate_schema(&mut outcomes, installed, &out) {
+            if let Err(e) = crate::validate::validate_schema(&mut outcomes, installed, &out) {
                 eprintln!("interop: {e}");
                 for o in &mut outcomes {
                     o.checks.push(Check {
