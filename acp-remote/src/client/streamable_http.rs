@@ -279,7 +279,16 @@ impl Link {
     /// Hands one of the agent's messages to the connection, noting what later POSTs need.
     async fn deliver(self: &Arc<Self>, data: String, session: Option<&str>) -> bool {
         if let Some(s) = session {
-            lock(&self.last_event).insert(s.to_owned(), Instant::now());
+            // Every event of a session stream passes here: stamp in place, allocate a key
+            // only for a stream's first event.
+            let now = Instant::now();
+            let mut last = lock(&self.last_event);
+            match last.get_mut(s) {
+                Some(at) => *at = now,
+                None => {
+                    last.insert(s.to_owned(), now);
+                }
+            }
         }
         if let Ok(message) = serde_json::from_str::<Value>(&data) {
             let id = message.get("id").map(Value::to_string);
