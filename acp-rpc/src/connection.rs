@@ -59,6 +59,7 @@ impl Connection {
             next_id: AtomicI64::new(first_id),
             pending: Mutex::new(PendingMap::default()),
             shutdown: CancellationToken::new(),
+            writer_finished: CancellationToken::new(),
             closed: AtomicBool::new(false),
             reason: OnceLock::new(),
             notifications_done: AtomicU64::new(0),
@@ -66,6 +67,7 @@ impl Connection {
             notification_waiters: AtomicUsize::new(0),
             in_flight: Mutex::default(),
             answer_waiters: AtomicUsize::new(0),
+            answers_being_queued: AtomicUsize::new(0),
             queue_waiters: AtomicUsize::new(0),
             sends_past_waiters: AtomicUsize::new(0),
             request_answered: tokio::sync::Notify::new(),
@@ -94,6 +96,12 @@ impl Connection {
     /// Resolves when the connection has ended, with the reason.
     pub async fn closed(&self) -> CloseReason {
         self.peer.closed().await
+    }
+
+    /// Resolves once the connection has ended and its output is done (see
+    /// [`Peer::finished`]): what to await before the process exits.
+    pub async fn finished(&self) -> CloseReason {
+        self.peer.finished().await
     }
 
     /// Ends the connection locally: pending calls fail, handlers are cancelled, queued

@@ -128,11 +128,15 @@ impl RequestTask {
         let (answering_others, _answer_queued) = {
             let mut in_flight = lock(&self.shared.in_flight);
             let entry = in_flight.remove(&id);
+            self.shared
+                .answers_being_queued
+                .fetch_add(1, Ordering::SeqCst);
             (!in_flight.is_empty(), entry.and_then(|e| e.answer_queued))
         };
-        if self.shared.answer_waiters.load(Ordering::Acquire) > 0 {
-            self.shared.request_answered.notify_waiters();
-        }
+        // Whoever waits for the answers to what it sent is told once this one is queued
+        // (or dropped with the connection), not before: a caller that closes the
+        // connection then must not lose it.
+        let _queued = AnswerQueued(&self.shared);
         crate::flow::completed(start, &result);
         if let (Some(observer), Some(received)) = (&self.shared.config.observer, self.received) {
             let event = RequestEvent {
@@ -174,6 +178,19 @@ impl RequestTask {
         };
         // Answered (queued for the writer): the reader may admit another request.
         slot.release();
+    }
+}
+
+/// Ends a request's count in [`Shared::answers_being_queued`] once its answer is queued (or
+/// given up), and wakes those waiting for answers.
+struct AnswerQueued<'a>(&'a Shared);
+
+impl Drop for AnswerQueued<'_> {
+    fn drop(&mut self) {
+        self.0.answers_being_queued.fetch_sub(1, Ordering::SeqCst);
+        if self.0.answer_waiters.load(Ordering::SeqCst) > 0 {
+            self.0.request_answered.notify_waiters();
+        }
     }
 }
 

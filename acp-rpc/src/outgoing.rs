@@ -340,6 +340,16 @@ impl Peer {
         self.shared.closed().await
     }
 
+    /// Resolves once the connection has ended *and* its output is done: what was queued
+    /// for the peer is written (or given up after
+    /// [`Config::shutdown_flush_timeout`](crate::Config::shutdown_flush_timeout)) and the
+    /// transport is shut down. [`Peer::closed`] resolves as the connection starts to end,
+    /// before the writer task has flushed; a process about to exit awaits this instead, so
+    /// its last answers reach the peer rather than dying with the runtime.
+    pub async fn finished(&self) -> CloseReason {
+        self.shared.finished().await
+    }
+
     /// Whether the connection has ended.
     pub fn is_closed(&self) -> bool {
         self.shared.is_closed()
@@ -356,7 +366,8 @@ impl Peer {
     }
 
     /// Resolves once the handler of every request received from the peer so far has
-    /// finished (or the connection has ended).
+    /// finished and its answer is queued for the peer (or the connection has ended), so a
+    /// caller may close the connection then without losing an answer.
     ///
     /// The legacy dialects send as *requests* what v1 sends as notifications (message
     /// chunks, tool-call updates), and their agents may send them without waiting for the
@@ -372,7 +383,11 @@ impl Peer {
             let answered = shared.request_answered.notified();
             tokio::pin!(answered);
             answered.as_mut().enable();
-            let earlier_running = lock(&shared.in_flight).values().any(|r| r.seq < target);
+            // An answer being queued may be one of the earlier requests' (no longer in
+            // `in_flight`): waited for too. The count is raised under the lock that removed
+            // the request, so each request is seen in one place or the other.
+            let earlier_running = lock(&shared.in_flight).values().any(|r| r.seq < target)
+                || shared.answers_being_queued.load(Ordering::SeqCst) > 0;
             if !earlier_running || shared.is_closed() {
                 return;
             }

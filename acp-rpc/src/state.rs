@@ -69,6 +69,9 @@ pub(crate) struct Shared {
     pub(crate) next_id: AtomicI64,
     pub(crate) pending: Mutex<PendingMap>,
     pub(crate) shutdown: CancellationToken,
+    /// Cancelled when the writer task has ended: what was queued is written (or given up
+    /// after [`Config::shutdown_flush_timeout`]) and the transport is shut down.
+    pub(crate) writer_finished: CancellationToken,
     /// Set by [`Shared::shutdown`] before anything else: the cheap check of a closed
     /// connection (the token's own check takes its lock, and every message made it).
     pub(crate) closed: AtomicBool,
@@ -82,18 +85,22 @@ pub(crate) struct Shared {
     /// there are some (a wake takes the notifier's lock, once per notification otherwise).
     pub(crate) notification_waiters: AtomicUsize,
     /// Incoming requests whose handlers have not answered yet, with the arrival number of
-    /// each (for cancellation, duplicate detection and [`Peer::received_requests_answered`]).
+    /// each (for cancellation, duplicate detection and [`Peer::received_requests_handled`](crate::Peer::received_requests_handled)).
     pub(crate) in_flight: Mutex<HashMap<RequestId, InFlightRequest>>,
-    /// Callers waiting in [`Peer::received_requests_answered`]; request tasks wake them
+    /// Callers waiting in [`Peer::received_requests_handled`](crate::Peer::received_requests_handled); request tasks wake them
     /// only when there are some.
     pub(crate) answer_waiters: AtomicUsize,
+    /// Answers on their way to the outgoing queue: their requests have left `in_flight`
+    /// (so the peer may reuse the id) but the answer is not queued yet. Counted from under
+    /// the `in_flight` lock, so a request is always in one of the two.
+    pub(crate) answers_being_queued: AtomicUsize,
     /// Senders waiting for room in the outgoing queue, counted until their message is in
     /// (see [`Shared::send`]).
     pub(crate) queue_waiters: AtomicUsize,
     /// Messages queued without waiting while others waited, since a sender last stepped
     /// back for them (see [`Shared::send`]).
     pub(crate) sends_past_waiters: AtomicUsize,
-    /// Woken when a request handler finishes while `answer_waiters` is not zero.
+    /// Woken when an answer is queued while `answer_waiters` is not zero.
     pub(crate) request_answered: tokio::sync::Notify,
     /// Requests received so far (the arrival number of the next one).
     pub(crate) requests_received: AtomicU64,
@@ -226,6 +233,12 @@ impl Shared {
     pub(crate) async fn closed(&self) -> CloseReason {
         self.shutdown.cancelled().await;
         self.close_reason().unwrap_or(CloseReason::Local)
+    }
+
+    pub(crate) async fn finished(&self) -> CloseReason {
+        let reason = self.closed().await;
+        self.writer_finished.cancelled().await;
+        reason
     }
 
     /// The error for calls that can no longer be made or answered.

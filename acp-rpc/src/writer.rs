@@ -126,9 +126,12 @@ async fn written_or_stalled<F: Future<Output = io::Result<()>>>(
 
 pub(crate) async fn write_loop(rx: mpsc::Receiver<Outgoing>, shared: Arc<Shared>) {
     write_until_closed(rx, &shared).await;
-    let mut side = lock(&shared.writer);
-    side.transport = None;
-    side.abandon();
+    {
+        let mut side = lock(&shared.writer);
+        side.transport = None;
+        side.abandon();
+    }
+    shared.writer_finished.cancel();
 }
 
 async fn write_until_closed(mut rx: mpsc::Receiver<Outgoing>, shared: &Arc<Shared>) {

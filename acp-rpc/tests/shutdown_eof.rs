@@ -173,3 +173,69 @@ async fn notifications_read_before_the_end_are_handled_before_pending_calls_fail
     );
     assert_eq!(conn.closed().await, CloseReason::Eof);
 }
+
+/// `finished` is what a process awaits before it exits: once it resolves, every queued
+/// message has been written, though the runtime (and with it the writer task) is dropped at
+/// once. `closed` alone resolves as the end begins, before the writer has run.
+#[test]
+fn finished_means_the_queued_output_is_written_before_the_runtime_goes() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (conn, raw) = runtime.block_on(async {
+        let (conn, raw) = RawPeer::connect(TestHandler::new(), Config::default());
+        for i in 0..100 {
+            conn.peer().notify("n", &i).await.unwrap();
+        }
+        conn.close();
+        assert_eq!(conn.finished().await, CloseReason::Local);
+        (conn, raw)
+    });
+    drop(runtime);
+    drop(conn);
+    let mut raw = raw;
+    let lines = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let mut lines = 0;
+            while raw.line().await.is_some() {
+                lines += 1;
+            }
+            lines
+        });
+    assert_eq!(lines, 100);
+}
+
+/// `received_requests_handled` resolves once the answers are queued, not merely once the
+/// handlers returned: closing the connection right then still sends every answer (a
+/// conductor closes its client this way once a dying component's error is answered).
+#[test]
+fn closing_once_the_received_requests_are_handled_loses_no_answer() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        for round in 0..300 {
+            let handler = TestHandler::new();
+            let (conn, mut raw) = RawPeer::connect(handler.clone(), Config::default());
+            raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"fail\"}\n")
+                .await;
+            // Once the handler has run (the request was read), wait for its answer, close.
+            while handler.max_running.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                tokio::task::yield_now().await;
+            }
+            conn.peer().received_requests_handled().await;
+            conn.close();
+            let answer = raw.line().await;
+            assert!(
+                answer.as_deref().is_some_and(|a| a.contains("\"id\":1")),
+                "round {round}: the answer was lost: {answer:?}"
+            );
+        }
+    });
+}
