@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acp_rpc::{
-    CallOptions, Config, Connection, Error, ErrorCode, Handler, NotificationContext, Params, Peer,
-    RawValue, RequestContext,
+    CallOptions, CloseReason, Config, Connection, Error, ErrorCode, Handler, NotificationContext,
+    Params, Peer, RawValue, RequestContext,
 };
 use acp_types::v1::{ProxySuccessorNotification, ProxySuccessorRequest};
 use async_trait::async_trait;
@@ -62,8 +62,24 @@ pub struct Conductor {
 pub enum ChainEnd {
     /// The client went away (closed its side): the normal end of a session.
     ClientLeft,
-    /// A component ended first; its name (as [`Component::name`] gave it).
-    ComponentEnded(String),
+    /// A component ended first.
+    ComponentEnded {
+        /// Its position in the chain as given to [`conduct`] (0: the first proxy).
+        index: usize,
+        /// Its name, as [`Component::name`] gave it.
+        name: String,
+    },
+}
+
+impl ChainEnd {
+    /// The position of the component that ended the chain, if one did (a process chain
+    /// waits for that process's exit to report it).
+    pub fn component(&self) -> Option<usize> {
+        match self {
+            ChainEnd::ClientLeft => None,
+            ChainEnd::ComponentEnded { index, .. } => Some(*index),
+        }
+    }
 }
 
 impl Conductor {
@@ -72,7 +88,10 @@ impl Conductor {
     /// the chain can tell a session that ended from a component that failed it (whose
     /// process exiting once its connection closed is then no failure).
     pub async fn closed(&self) -> ChainEnd {
-        self.client.closed().await;
+        // Finished, not just closed: the answers the client is owed (an error for a request
+        // a dying component left unanswered) are written before a process running the chain
+        // exits.
+        self.client.finished().await;
         for c in &self.components {
             c.close();
         }
@@ -82,7 +101,10 @@ impl Conductor {
         let index = first.borrow().unwrap_or(0);
         match index {
             0 => ChainEnd::ClientLeft,
-            i => ChainEnd::ComponentEnded(self.names.get(i).cloned().unwrap_or_default()),
+            i => ChainEnd::ComponentEnded {
+                index: i - 1,
+                name: self.names.get(i).cloned().unwrap_or_default(),
+            },
         }
     }
 }
@@ -154,8 +176,7 @@ pub fn conduct(
     tokio::spawn(async move {
         let _keep = tx;
         let ends = peers.iter().map(|p| Box::pin(p.closed()));
-        let (_, first) = futures_select_all(ends).await;
-        let _ = ended_tx.send(Some(first));
+        let _ = ended_tx.send(Some(first_end(ends).await));
         let _ = tokio::time::timeout(Duration::from_secs(2), peers[0].received_requests_handled())
             .await;
         for p in &peers {
@@ -170,19 +191,33 @@ pub fn conduct(
     })
 }
 
-/// The first of several futures to resolve, and its position (tokio has no `select_all` of
-/// its own).
-async fn futures_select_all<F: std::future::Future + Unpin>(
-    futures: impl Iterator<Item = F>,
-) -> (F::Output, usize) {
+/// Which connection ended the chain, given the `closed()` futures of every connection (0
+/// the client, 1.. the components): the first to resolve, except that of those found ended
+/// together, a component that ended on its own (not closed by us) wins over the client.
+///
+/// A component that dies fails its client's waiting request at once, and a client that then
+/// leaves can close its connection before this task is polled again; both are seen ended in
+/// one poll, and the chain ended because of the component. A component closed locally was
+/// closed because the client left, so it never wins.
+async fn first_end<F>(futures: impl Iterator<Item = F>) -> usize
+where
+    F: std::future::Future<Output = CloseReason> + Unpin,
+{
     let mut futures: Vec<F> = futures.collect();
     std::future::poll_fn(move |cx| {
+        let mut ended = Vec::new();
         for (i, f) in futures.iter_mut().enumerate() {
-            if let std::task::Poll::Ready(v) = std::pin::Pin::new(f).poll(cx) {
-                return std::task::Poll::Ready((v, i));
+            if let std::task::Poll::Ready(reason) = std::pin::Pin::new(f).poll(cx) {
+                ended.push((i, reason));
             }
         }
-        std::task::Poll::Pending
+        let own_end = ended
+            .iter()
+            .find(|(i, reason)| *i > 0 && !matches!(reason, CloseReason::Local));
+        match own_end.or(ended.first()) {
+            Some((i, _)) => std::task::Poll::Ready(*i),
+            None => std::task::Poll::Pending,
+        }
     })
     .await
 }
@@ -322,4 +357,51 @@ fn json(params: Option<Box<RawValue>>) -> Result<Option<serde_json::Value>, Erro
 
 fn empty_object() -> Box<RawValue> {
     RawValue::from_string("{}".to_string()).expect("`{}` is JSON")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::{Future, pending, ready};
+    use std::pin::Pin;
+
+    use super::*;
+
+    type End = Pin<Box<dyn Future<Output = CloseReason> + Send>>;
+
+    fn ended(reason: CloseReason) -> End {
+        Box::pin(ready(reason))
+    }
+
+    fn open() -> End {
+        Box::pin(pending())
+    }
+
+    #[tokio::test]
+    async fn a_component_that_died_wins_over_a_client_that_left_in_the_same_instant() {
+        let ends = vec![ended(CloseReason::Eof), open(), ended(CloseReason::Eof)];
+        assert_eq!(first_end(ends.into_iter()).await, 2);
+        let ends = vec![
+            ended(CloseReason::Eof),
+            ended(CloseReason::WriteError("pipe".into())),
+        ];
+        assert_eq!(first_end(ends.into_iter()).await, 1);
+    }
+
+    #[tokio::test]
+    async fn components_we_closed_after_the_client_left_do_not_count() {
+        let ends = vec![
+            ended(CloseReason::Eof),
+            ended(CloseReason::Local),
+            ended(CloseReason::Local),
+        ];
+        assert_eq!(first_end(ends.into_iter()).await, 0);
+        let ends = vec![ended(CloseReason::Eof), open()];
+        assert_eq!(first_end(ends.into_iter()).await, 0);
+    }
+
+    #[tokio::test]
+    async fn a_component_ending_alone_ends_the_chain() {
+        let ends = vec![open(), open(), ended(CloseReason::Eof)];
+        assert_eq!(first_end(ends.into_iter()).await, 2);
+    }
 }

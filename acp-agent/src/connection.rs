@@ -26,11 +26,13 @@ impl AgentConnection {
         &self.client
     }
 
-    /// Resolves when the connection has ended, with the reason. With a session store, the
-    /// connection has let go of it by then (what running turns collected is written first),
-    /// even while handles to the connection live on.
+    /// Resolves when the connection has ended, with the reason, and its output is done
+    /// (what was queued for the client is written, see [`acp_rpc::Peer::finished`]), so a
+    /// process may exit right after. With a session store, the connection has let go of it
+    /// by then (what running turns collected is written first), even while handles to the
+    /// connection live on.
     pub async fn closed(&self) -> CloseReason {
-        let reason = self.conn.closed().await;
+        let reason = self.conn.finished().await;
         if let Some(recorder) = &self.client.inner.recorder {
             recorder.release().await;
         }

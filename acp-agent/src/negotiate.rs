@@ -94,9 +94,11 @@ impl NegotiatedConnection {
         self.v1.as_ref()
     }
 
-    /// Resolves when the connection has ended, with the reason.
+    /// Resolves when the connection has ended, with the reason, and its output is done
+    /// (what was queued for the client is written, see [`acp_rpc::Peer::finished`]), so a
+    /// process may exit right after.
     pub async fn closed(&self) -> CloseReason {
-        self.peer.closed().await
+        self.peer.finished().await
     }
 
     /// Ends the connection.

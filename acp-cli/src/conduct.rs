@@ -11,7 +11,7 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
-use acp_agent::conductor::{ChainEnd, Component, conduct_stdio};
+use acp_agent::conductor::{Component, conduct_stdio};
 use acp_agent::proxy::{Message, NotificationStep, Proxy, ProxyContext, serve_proxy_stdio};
 use acp_client::process::{AgentCommand, ProcessChain};
 use clap::Args;
@@ -89,11 +89,11 @@ pub async fn run(args: ConductArgs) -> i32 {
     };
     // A component that ended first failed the chain (how it exited, with its stderr tail, is
     // said); once the client has left, components ending on their closed input are normal.
-    let failed = conductor.closed().await != ChainEnd::ClientLeft;
-    for exited in children.shutdown(failed, SHUTDOWN_GRACE).await {
+    let ended = conductor.closed().await.component();
+    for exited in children.shutdown(ended, SHUTDOWN_GRACE).await {
         eprintln!("acp conduct: {exited}");
     }
-    i32::from(failed)
+    i32::from(ended.is_some())
 }
 
 /// The demo proxy: prefixes the text of every `agent_message_chunk` going to the client.
@@ -132,7 +132,7 @@ pub async fn tag_proxy(args: TagProxyArgs) -> i32 {
     let conn = serve_proxy_stdio(Tag {
         prefix: args.prefix,
     });
-    conn.closed().await;
+    conn.finished().await;
     0
 }
 

@@ -106,9 +106,11 @@ impl ClientConnection {
         self.conn.peer()
     }
 
-    /// Resolves when the connection has ended, with the reason.
+    /// Resolves when the connection has ended, with the reason, and its output is done
+    /// (what was queued for the agent is written, see [`acp_rpc::Peer::finished`]), so a
+    /// process may exit right after.
     pub async fn closed(&self) -> CloseReason {
-        self.conn.closed().await
+        self.conn.finished().await
     }
 
     /// Ends the connection: pending calls fail, queued output is flushed, the agent sees EOF.

@@ -471,16 +471,23 @@ impl ProcessChain {
         Ok((chain, members))
     }
 
-    /// Stops every member (each given `grace` per step). With `report_exits` (a member ended
-    /// the chain), also returns how each one that had already exited exited, with its stderr
-    /// tail; otherwise members ending on their closed input are the normal end and nothing
-    /// is returned.
-    pub async fn shutdown(self, report_exits: bool, grace: Duration) -> Vec<ProcessError> {
+    /// Stops every member (each given `grace` per step). With `ended`, the position of the
+    /// member whose end ended the chain, also returns how it exited (its exit is awaited, up
+    /// to `grace`: its output can close a moment before its exit status exists) and how any
+    /// other member that had already exited did, each with its stderr tail. Without it (the
+    /// client left), members ending on their closed input are the normal end and nothing is
+    /// returned.
+    pub async fn shutdown(self, ended: Option<usize>, grace: Duration) -> Vec<ProcessError> {
         let mut exits = Vec::new();
-        for mut child in self.children {
-            if report_exits && let Some(exited) = child.check_exited().await {
-                exits.push(exited);
-            }
+        for (i, mut child) in self.children.into_iter().enumerate() {
+            let exited = if ended == Some(i) {
+                tokio::time::timeout(grace, child.wait_exit()).await.ok()
+            } else if ended.is_some() {
+                child.check_exited().await
+            } else {
+                None
+            };
+            exits.extend(exited);
             let _ = child.shutdown(grace).await;
         }
         exits

@@ -5,7 +5,9 @@
 use std::time::{Duration, Instant};
 
 use acp_client::Client;
-use acp_client::process::{AgentCommand, AgentProcess, ProcessError, STDERR_TAIL_LINES};
+use acp_client::process::{
+    AgentCommand, AgentProcess, ProcessChain, ProcessError, STDERR_TAIL_LINES,
+};
 use acp_rpc::Config;
 use acp_types::v1::InitializeRequest;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -226,4 +228,45 @@ async fn the_agents_stdio_pipes_get_the_large_buffer() {
     drop(stdin);
     drop(stdout);
     let _ = agent.shutdown(std::time::Duration::from_secs(5)).await;
+}
+
+/// A chain member whose end ended the chain is reported with how it exited, even when its
+/// output closed well before its exit status existed (a process closes its files before it
+/// exits; `acp conduct` once printed nothing about the component that failed its chain).
+#[tokio::test]
+async fn a_chain_reports_the_member_that_ended_it_even_if_it_exits_after_closing_its_output() {
+    let commands = [
+        sh("exec >&-; echo going >&2; sleep 0.3; exit 3"),
+        sh("cat >/dev/null"),
+    ];
+    let (chain, members) = ProcessChain::spawn(&commands).unwrap();
+    let mut members = members.into_iter();
+    let mut first = BufReader::new(members.next().unwrap().stdout);
+    let _second_still_open = members.next().unwrap();
+    let mut line = String::new();
+    assert_eq!(
+        first.read_line(&mut line).await.unwrap(),
+        0,
+        "its output closed"
+    );
+    let exits = chain.shutdown(Some(0), Duration::from_secs(1)).await;
+    assert_eq!(exits.len(), 1, "{exits:?}");
+    let text = exits[0].to_string();
+    assert!(text.contains("exit status: 3"), "{text}");
+    assert!(text.contains("going"), "{text}");
+}
+
+/// Without a member that ended it (the client left), the members' exits are the normal end
+/// and nothing is reported.
+#[tokio::test]
+async fn a_chain_the_client_left_reports_nothing() {
+    let commands = [sh("exit 3"), sh("cat >/dev/null")];
+    let (chain, _members) = ProcessChain::spawn(&commands).unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        chain
+            .shutdown(None, Duration::from_secs(5))
+            .await
+            .is_empty()
+    );
 }

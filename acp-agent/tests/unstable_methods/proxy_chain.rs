@@ -378,7 +378,14 @@ async fn a_component_that_goes_away_fails_the_waiting_turn_with_its_name_and_end
     let end = tokio::time::timeout(Duration::from_secs(10), c.conductor.closed())
         .await
         .expect("the chain ends");
-    assert_eq!(end, ChainEnd::ComponentEnded("proxy `tagger`".into()));
+    assert_eq!(
+        end,
+        ChainEnd::ComponentEnded {
+            index: 0,
+            name: "proxy `tagger`".into()
+        }
+    );
+    assert_eq!(end.component(), Some(0));
 }
 
 /// The client leaving is the normal end: the conductor says so (so `acp conduct` exits 0

@@ -14,7 +14,7 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
-use acp_agent::conductor::{ChainEnd, Component, conduct_stdio};
+use acp_agent::conductor::{Component, conduct_stdio};
 use acp_agent::proxy::{Proxy, serve_proxy_stdio};
 use acp_client::process::{AgentCommand, ProcessChain};
 use agent_client_protocol::{AcpAgent, Stdio};
@@ -75,11 +75,11 @@ pub async fn ours_conductor(chain: Vec<Vec<OsString>>) -> i32 {
     };
     // A component that ended first failed the chain (how it exited, with its stderr tail, is
     // said); once the client has left, components ending on their closed input are normal.
-    let failed = conductor.closed().await != ChainEnd::ClientLeft;
-    for exited in children.shutdown(failed, SHUTDOWN_GRACE).await {
+    let ended = conductor.closed().await.component();
+    for exited in children.shutdown(ended, SHUTDOWN_GRACE).await {
         eprintln!("ours-conductor: {exited}");
     }
-    i32::from(failed)
+    i32::from(ended.is_some())
 }
 
 /// The official conductor between our stdio and the chain (it spawns and ends the
@@ -114,7 +114,7 @@ impl Proxy for PassThrough {}
 
 /// `acp-interop ours-proxy`: forwards everything until its conductor leaves.
 pub async fn ours_proxy() -> i32 {
-    serve_proxy_stdio(PassThrough).closed().await;
+    serve_proxy_stdio(PassThrough).finished().await;
     0
 }
 
