@@ -226,7 +226,11 @@ fn closing_once_the_received_requests_are_handled_loses_no_answer() {
             raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"fail\"}\n")
                 .await;
             // Once the handler has run (the request was read), wait for its answer, close.
-            while handler.max_running.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            while handler
+                .max_running
+                .load(std::sync::atomic::Ordering::SeqCst)
+                == 0
+            {
                 tokio::task::yield_now().await;
             }
             conn.peer().received_requests_handled().await;
