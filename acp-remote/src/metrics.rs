@@ -29,7 +29,7 @@
 //! `error`. No session or connection id is ever a label. A gateway's agent process is never
 //! restarted (it lives and ends with its connection), so there is no restart count.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use acp_rpc::observe::{MessageEvent, MessageKind, Observer, RequestEvent};
 use acp_rpc::{Direction, ErrorCode};
@@ -135,6 +135,20 @@ pub struct Metrics {
     agent_processes_started: Counter,
     store_operations: Family<StoreLabels, Counter>,
     store_durations: StoreHistograms,
+    hot: HotCounters,
+}
+
+/// The counters every message touches, each taken from its family once: a family lookup
+/// hashes the labels and takes a lock, too much for every chunk of a streamed answer. A
+/// counter is created (and shows in the exposition) when first counted, as before.
+#[derive(Default)]
+struct HotCounters {
+    /// By direction (received, sent) and kind ([`kind_index`]).
+    messages: [[OnceLock<Counter>; 4]; 2],
+    /// Bytes by direction.
+    bytes: [OnceLock<Counter>; 2],
+    /// `session/update` notifications by kind: [`UPDATE_KINDS`], then `other`.
+    updates: [OnceLock<Counter>; UPDATE_KINDS.len() + 1],
 }
 
 impl std::fmt::Debug for Metrics {
@@ -256,6 +270,7 @@ impl Metrics {
             agent_processes_started,
             store_operations,
             store_durations,
+            hot: HotCounters::default(),
         })
     }
 
@@ -384,40 +399,78 @@ fn outcome_label(outcome: Result<(), ErrorCode>) -> &'static str {
     }
 }
 
-/// A `session/update`'s kind, from a scan of its text.
-fn update_kind(event: &MessageEvent<'_>) -> &'static str {
+/// A `session/update`'s kind, from a scan of its text: its position in [`UPDATE_KINDS`]
+/// (`UPDATE_KINDS.len()` for `other`) and its label.
+fn update_kind(event: &MessageEvent<'_>) -> (usize, &'static str) {
+    let other = (UPDATE_KINDS.len(), "other");
     let Some(kind) = acp_rpc::flow::string_field(event.text(), "sessionUpdate") else {
-        return "other";
+        return other;
     };
     UPDATE_KINDS
         .iter()
-        .find(|k| **k == kind)
-        .copied()
-        .unwrap_or("other")
+        .position(|k| *k == kind)
+        .map_or(other, |i| (i, UPDATE_KINDS[i]))
+}
+
+fn direction_index(direction: Direction) -> usize {
+    match direction {
+        Direction::Incoming => 0,
+        Direction::Outgoing => 1,
+    }
+}
+
+fn kind_index(kind: MessageKind) -> usize {
+    match kind {
+        MessageKind::Request => 0,
+        MessageKind::Notification => 1,
+        MessageKind::Response => 2,
+        _ => 3,
+    }
 }
 
 impl Observer for Metrics {
     fn message(&self, event: &MessageEvent<'_>) {
         let direction = direction_label(event.direction);
-        let labels = MessageLabels {
-            direction,
-            kind: kind_label(event.kind),
-        };
-        self.messages.get_or_create(&labels).inc();
-        self.bytes
-            .get_or_create(&DirectionLabel { direction })
+        let d = direction_index(event.direction);
+        self.hot.messages[d][kind_index(event.kind)]
+            .get_or_init(|| {
+                let labels = MessageLabels {
+                    direction,
+                    kind: kind_label(event.kind),
+                };
+                self.messages.get_or_create(&labels).clone()
+            })
+            .inc();
+        self.hot.bytes[d]
+            .get_or_init(|| {
+                let labels = DirectionLabel { direction };
+                self.bytes.get_or_create(&labels).clone()
+            })
             .inc_by(event.size as u64);
-        if event.kind == MessageKind::Notification
-            && let Some(method) = event.method
-        {
-            let method = method_label(method);
-            let kind = if method == "session/update" {
-                update_kind(event)
-            } else {
-                "none"
-            };
-            let labels = NotificationLabels { method, kind };
-            self.notifications.get_or_create(&labels).inc();
+        if event.kind != MessageKind::Notification {
+            return;
+        }
+        match event.method {
+            Some("session/update") => {
+                let (i, kind) = update_kind(event);
+                self.hot.updates[i]
+                    .get_or_init(|| {
+                        let labels = NotificationLabels {
+                            method: "session/update",
+                            kind,
+                        };
+                        self.notifications.get_or_create(&labels).clone()
+                    })
+                    .inc();
+            }
+            Some(method) => {
+                let labels = NotificationLabels {
+                    method: method_label(method),
+                    kind: "none",
+                };
+                self.notifications.get_or_create(&labels).inc();
+            }
+            None => {}
         }
     }
 
@@ -454,7 +507,7 @@ mod tests {
             text.len(),
             text,
         );
-        assert_eq!(update_kind(&event), "tool_call");
+        assert_eq!(update_kind(&event), (3, "tool_call"));
         let text = br#"{"update":{"sessionUpdate":"made_up_kind"}}"#;
         let event = MessageEvent::new_external(
             Direction::Outgoing,
@@ -464,6 +517,6 @@ mod tests {
             text.len(),
             text,
         );
-        assert_eq!(update_kind(&event), "other");
+        assert_eq!(update_kind(&event), (UPDATE_KINDS.len(), "other"));
     }
 }

@@ -119,7 +119,7 @@ const msgs=d.messages||[];
 const ov=document.getElementById('overview');
 const c2a=msgs.filter(m=>m.dir==='c2a').length;
 ov.appendChild(el('p',{},msgs.length+' messages ('+c2a+' client to agent, '+(msgs.length-c2a)+' agent to client) over '+(d.duration/1000).toFixed(2)+' s'+(d.command?'; agent: '+d.command.join(' '):'')+(d.exit?'; '+d.exit:'')));
-if(d.live)ov.appendChild(el('p',{class:'live-window'},'live: '+d.live.total+' messages so far; the last '+msgs.length+' shown (window of '+d.live.limit+')'+(d.live.dropped?'; '+d.live.dropped+' dropped (the dashboard fell behind; the connections were not slowed)':'')));
+if(d.live)ov.appendChild(el('p',{class:'live-window'},'live: '+d.live.total+' messages so far; the last '+msgs.length+' shown (window of '+d.live.limit+')'));
 // Sequence diagram.
 const seq=document.getElementById('sequence');
 const MAX=1500,shown=d.live?msgs.slice(-MAX):msgs.slice(0,MAX),W=760,L=140,R=620,ROW=22,H=60+shown.length*ROW;

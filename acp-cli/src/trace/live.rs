@@ -5,10 +5,10 @@
 //! ([`super::window::Snapshot::analysis`]), the same analysis `acp trace view` draws.
 //!
 //! `acp serve`'s observer runs on each connection's routing task, so it does the least it
-//! can there: one pass over the line cuts it to its skeleton (a few hundred bytes at most),
-//! and the skeleton goes into a bounded queue ([`QUEUE`]) that one task drains into the
-//! window in batches. When the queue is full the message is dropped and counted (the page
-//! shows the count): the dashboard falls behind, the connections never wait for it.
+//! can there: the line is copied into the window as it is (a lock held for a push), and is
+//! cut to its skeleton only when a viewer's update analyses the window. Nothing wakes a task
+//! per message: the window's version is an atomic, and a viewer waiting for the next
+//! version is woken only while it waits.
 //!
 //! Each update a viewer gets is the analysis of the whole window (up to [`LIMIT`] messages),
 //! which costs milliseconds when the window is full. So the updates are paced by what they
@@ -18,7 +18,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,17 +26,10 @@ use acp_remote::LiveFeed;
 use acp_rpc::Direction;
 use acp_rpc::observe::{MessageEvent, Observer};
 use acp_rpc::sync::lock;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::Notify;
 
 use super::record::{self, Record};
-use super::window::{LIMIT, Window, skeleton_tagged};
-
-/// Skeletons queued between `acp serve`'s connections and the window: at most
-/// `QUEUE * ENTRY_BYTES` (about 17 MB) however big the messages, typically a few hundred KB.
-pub const QUEUE: usize = 2048;
-
-/// Skeletons moved into the window under one lock.
-const BATCH: usize = 256;
+use super::window::{LIMIT, Window};
 
 /// How long a viewer's next analysis waits, in multiples of what the last one cost: 19 keeps
 /// the analysis to 1/20 of the time.
@@ -47,7 +40,11 @@ const REST_PER_COST: u32 = 19;
 pub struct Live {
     name: String,
     window: Mutex<Window>,
-    version: watch::Sender<u64>,
+    /// Moves on with every record; 1 before any (a viewer gets the empty state at once).
+    version: AtomicU64,
+    /// Viewers waiting for the version to move: only then does a record wake anyone.
+    waiting: AtomicUsize,
+    changed: Notify,
     /// What the last analysis took, in microseconds (paces the next: [`REST_PER_COST`]).
     last_cost_micros: AtomicU64,
 }
@@ -58,8 +55,9 @@ impl Live {
         Arc::new(Live {
             name: name.into(),
             window: Mutex::new(Window::new(LIMIT)),
-            // Version 1 before any record: a viewer gets the empty state at once.
-            version: watch::Sender::new(1),
+            version: AtomicU64::new(1),
+            waiting: AtomicUsize::new(0),
+            changed: Notify::new(),
             last_cost_micros: AtomicU64::new(0),
         })
     }
@@ -67,24 +65,43 @@ impl Live {
     /// Takes one record.
     pub fn push(&self, record: &Record) {
         lock(&self.window).push(record);
-        self.version.send_modify(|v| *v += 1);
+        self.moved_on();
     }
 
-    /// Takes a batch of messages already cut to skeletons, and a count of messages dropped
-    /// before them; the version moves once.
-    fn push_batch(&self, batch: &mut Vec<Kept>, dropped: u64) {
-        {
-            let mut window = lock(&self.window);
-            window.dropped(dropped);
-            for kept in batch.drain(..) {
-                window.push_skeleton(kept.ts, kept.dir, None, kept.skeleton);
-            }
+    /// Takes one protocol line of `acp serve`'s connection `connection` (see
+    /// [`Window::push_line`]).
+    fn push_line(&self, ts: f64, dir: &'static str, connection: u64, line: &str) {
+        lock(&self.window).push_line(ts, dir, connection, line);
+        self.moved_on();
+    }
+
+    /// A new version; wakes the viewers waiting for one (sequentially consistent with their
+    /// count and their check of the version: either they see the new version, or this sees
+    /// them waiting).
+    fn moved_on(&self) {
+        self.version.fetch_add(1, Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            self.changed.notify_waiters();
         }
-        self.version.send_modify(|v| *v += 1);
     }
-}
 
-impl Live {
+    /// Waits until the version is past `seen` and returns it.
+    async fn past(&self, seen: u64) -> u64 {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let version = loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let version = self.version.load(Ordering::SeqCst);
+            if version > seen {
+                break version;
+            }
+            changed.await;
+        };
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        version
+    }
+
     /// How long the next analysis waits: [`REST_PER_COST`] times what the last one took.
     fn rest(&self) -> Duration {
         Duration::from_micros(self.last_cost_micros.load(Ordering::Relaxed)) * REST_PER_COST
@@ -97,18 +114,16 @@ impl LiveFeed for Live {
     }
 
     fn next(&self, seen: u64) -> Pin<Box<dyn Future<Output = (u64, String)> + Send + '_>> {
-        let mut versions = self.version.subscribe();
         Box::pin(async move {
-            // The sender lives as long as `self`: this cannot fail while we are borrowed.
-            if versions.wait_for(|v| *v > seen).await.is_err() {
-                return (seen, "{}".to_owned());
-            }
+            self.past(seen).await;
             tokio::time::sleep(self.rest()).await;
             // The newest version after the rest, and the window as it is then.
-            let version = *versions.borrow();
             let started = Instant::now();
-            // Analyse outside the lock: the proxy's writer keeps going meanwhile.
-            let snapshot = lock(&self.window).snapshot();
+            let (version, snapshot) = {
+                let window = lock(&self.window);
+                (self.version.load(Ordering::SeqCst), window.snapshot())
+            };
+            // Analyse outside the lock: the connections keep pushing meanwhile.
             let data =
                 serde_json::to_string(&snapshot.analysis()).unwrap_or_else(|_| "{}".to_owned());
             let cost = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -118,46 +133,24 @@ impl LiveFeed for Live {
     }
 }
 
-/// One message for the window, cut on the routing task.
-struct Kept {
-    ts: f64,
-    dir: &'static str,
-    skeleton: String,
-}
-
-/// `acp serve --dashboard`: one per remote connection, turning the server's routed messages
-/// into entries of the live window. Request ids repeat across connections, so each
-/// connection's ids are shown as `N:ID` (N numbers the connections from 1).
+/// `acp serve --dashboard`: one per remote connection, putting the server's routed messages
+/// into the live window. Request ids repeat across connections, so each connection's ids
+/// are shown as `N:ID` (N numbers the connections from 1).
 pub struct ServeObserver {
-    queue: mpsc::Sender<Kept>,
-    dropped: Arc<AtomicU64>,
+    live: Arc<Live>,
     connection: u64,
 }
 
 impl ServeObserver {
-    /// The observer factory for `live`: connection numbers from 1. Starts the task that
-    /// fills the window (on the current tokio runtime); it ends when the factory and every
-    /// observer it made are gone.
+    /// The observer factory for `live`: connection numbers from 1.
     pub fn factory(live: Arc<Live>) -> impl Fn() -> acp_rpc::observe::SharedObserver {
-        let (queue, rx) = mpsc::channel(QUEUE);
-        let dropped = Arc::new(AtomicU64::new(0));
-        tokio::spawn(fill(live, rx, dropped.clone()));
         let next = AtomicU64::new(1);
         move || {
             Arc::new(ServeObserver {
-                queue: queue.clone(),
-                dropped: dropped.clone(),
+                live: live.clone(),
                 connection: next.fetch_add(1, Ordering::Relaxed),
             })
         }
-    }
-}
-
-/// Drains the queue into the window, a batch per lock.
-async fn fill(live: Arc<Live>, mut rx: mpsc::Receiver<Kept>, dropped: Arc<AtomicU64>) {
-    let mut batch = Vec::with_capacity(BATCH);
-    while rx.recv_many(&mut batch, BATCH).await > 0 {
-        live.push_batch(&mut batch, dropped.swap(0, Ordering::Relaxed));
     }
 }
 
@@ -167,84 +160,87 @@ impl Observer for ServeObserver {
             Direction::Incoming => record::CLIENT_TO_AGENT,
             Direction::Outgoing => record::AGENT_TO_CLIENT,
         };
-        // Only a permit is taken before the work: a full queue costs no parse.
-        let Ok(permit) = self.queue.try_reserve() else {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-            return;
-        };
-        permit.send(Kept {
-            ts: record::now(),
-            dir,
-            skeleton: skeleton_tagged(event.text(), Some(self.connection)),
-        });
+        self.live
+            .push_line(record::now(), dir, self.connection, event.text());
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use acp_rpc::observe::MessageKind;
 
-    #[test]
-    fn ids_are_tagged_with_their_connection() {
-        // Compared as JSON values: the key order of a skeleton follows serde_json's map,
-        // sorted in acp-cli's own build and in insertion order when a workspace build turns
-        // on `preserve_order`.
-        let tag = |line: &str, n| {
-            let skeleton = skeleton_tagged(line, Some(n));
-            serde_json::from_str::<serde_json::Value>(&skeleton).expect(&skeleton)
-        };
-        let json = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
-        assert_eq!(
-            tag(r#"{"id":3,"method":"m"}"#, 2),
-            json(r#"{"id":"2:3","jsonrpc":"2.0","method":"m"}"#)
-        );
-        assert_eq!(
-            tag(r#"{"id":"a"}"#, 1),
-            json(r#"{"id":"1:a","jsonrpc":"2.0"}"#)
-        );
-        assert_eq!(
-            tag(r#"{"id":null}"#, 1),
-            json(r#"{"id":null,"jsonrpc":"2.0"}"#)
-        );
-        assert_eq!(
-            tag(r#"{"method":"n"}"#, 1),
-            json(r#"{"jsonrpc":"2.0","method":"n"}"#)
-        );
-        assert_eq!(skeleton_tagged("not json", Some(1)), "not json");
+    fn event(line: &[u8]) -> MessageEvent<'_> {
+        MessageEvent::new_external(
+            Direction::Incoming,
+            MessageKind::Request,
+            Some("session/prompt"),
+            None,
+            line.len(),
+            line,
+        )
     }
 
-    /// The observer never waits: with the queue full (nothing draining it) a message is
-    /// dropped and counted, and the count reaches the page's data once the queue drains.
+    /// Each connection's ids are shown as `N:ID`, the lines cut to their skeletons when the
+    /// window is analysed.
     #[tokio::test]
-    async fn a_full_queue_drops_and_counts_instead_of_waiting() {
+    async fn ids_are_tagged_with_their_connection() {
         let live = Live::new("t");
-        let (queue, rx) = mpsc::channel(2);
-        let dropped = Arc::new(AtomicU64::new(0));
-        let observer = ServeObserver {
-            queue,
-            dropped: dropped.clone(),
-            connection: 1,
-        };
-        let line =
-            br#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s"}}"#;
-        for _ in 0..5 {
-            let event = MessageEvent::new_external(
-                Direction::Incoming,
-                acp_rpc::observe::MessageKind::Request,
-                Some("session/prompt"),
-                None,
-                line.len(),
-                line,
-            );
-            observer.message(&event);
-        }
-        assert_eq!(dropped.load(Ordering::Relaxed), 3);
-        drop(observer);
-        fill(live.clone(), rx, dropped).await;
+        let make = ServeObserver::factory(live.clone());
+        let (first, second) = (make(), make());
+        let line = br#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"a long prompt the skeleton leaves out"}]}}"#;
+        first.message(&event(line));
+        second.message(&event(line));
         let (_, data) = live.next(0).await;
-        assert!(data.contains("\"total\":2"), "{data}");
-        assert!(data.contains("\"dropped\":3"), "{data}");
         assert!(data.contains(r#""id":"\"1:1\"""#), "{data}");
+        assert!(data.contains(r#""id":"\"2:1\"""#), "{data}");
+        assert!(data.contains("\"total\":2"), "{data}");
+        assert!(!data.contains("a long prompt"), "{data}");
+    }
+
+    /// The window stays bounded whatever comes: a line too long to hold as it is is cut
+    /// to its skeleton on the way in.
+    #[tokio::test]
+    async fn a_huge_line_is_cut_on_the_way_in() {
+        let live = Live::new("t");
+        let observer = ServeObserver::factory(live.clone())();
+        let big = "x".repeat(1 << 20);
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{{"sessionId":"s","text":"{big}"}}}}"#
+        );
+        for _ in 0..LIMIT + 10 {
+            observer.message(&event(line.as_bytes()));
+        }
+        let snapshot = lock(&live.window).snapshot();
+        let data = serde_json::to_string(&snapshot.analysis()).unwrap();
+        assert!(
+            data.contains(&format!("\"total\":{}", LIMIT + 10)),
+            "{}",
+            &data[..200]
+        );
+        assert!(!data.contains("xxxx"));
+    }
+
+    /// A viewer waiting for the next version is woken by a record; nothing is woken when
+    /// nobody waits.
+    #[tokio::test]
+    async fn a_waiting_viewer_is_woken_by_the_next_record() {
+        let live = Live::new("t");
+        let (v1, _) = live.next(0).await;
+        let waiter = {
+            let live = live.clone();
+            tokio::spawn(async move { live.past(v1).await })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished());
+        assert_eq!(live.waiting.load(Ordering::SeqCst), 1);
+        ServeObserver::factory(live.clone())().message(&event(br#"{"id":1,"method":"m"}"#));
+        let seen = tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .expect("woken")
+            .unwrap();
+        assert!(seen > v1);
+        assert_eq!(live.waiting.load(Ordering::SeqCst), 0);
     }
 
     /// Updates are paced by what they cost: after an analysis that took 5 ms the next one

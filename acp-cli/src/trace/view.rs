@@ -141,9 +141,6 @@ pub struct LiveWindow {
     pub total: u64,
     /// The most messages the window keeps (the newest).
     pub limit: usize,
-    /// Messages the window never got: its feed fell behind and shed them rather than slow
-    /// the connections down (`acp serve --dashboard` under load).
-    pub dropped: u64,
 }
 
 /// The value at quantile `q` of sorted `values` (nearest rank).

@@ -8,8 +8,16 @@
 //! that is not a JSON object is kept as its first [`FIELD_BYTES`] bytes (still not one). So
 //! an entry is at most [`ENTRY_BYTES`] and the window at most [`LIMIT`] entries. The analysis
 //! ([`super::view::analyse`]) reads the window as a trace that may start mid-run.
+//!
+//! A line no longer than [`ENTRY_BYTES`] may be held as it is ([`Window::push_line`]) and
+//! cut to its skeleton only when the window is analysed ([`Snapshot::analysis`], out of any
+//! lock): `acp serve`'s connections hand every message over on their routing task, where a
+//! copy costs less than a parse, and the analysis, paced by what it costs, reads each line
+//! at most a few times rather than every message once as it passes.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -26,14 +34,58 @@ pub const FIELD_BYTES: usize = 200;
 /// length once JSON-escaped, plus the keys.
 pub const ENTRY_BYTES: usize = 7 * 6 * FIELD_BYTES + 256;
 
+/// What the window holds of one message.
+#[derive(Clone, Debug)]
+enum Held {
+    /// Its skeleton.
+    Skeleton(String),
+    /// The line itself (at most [`ENTRY_BYTES`]), from connection `connection` of a server
+    /// (its ids are shown as `N:ID`); cut to its skeleton at analysis.
+    Line { text: Arc<str>, connection: u64 },
+}
+
+impl Held {
+    fn len(&self) -> usize {
+        match self {
+            Held::Skeleton(s) => s.len(),
+            Held::Line { text, .. } => text.len(),
+        }
+    }
+
+    fn skeleton(&self) -> String {
+        match self {
+            Held::Skeleton(s) => s.clone(),
+            Held::Line { text, connection } => skeleton_tagged(text, Some(*connection)),
+        }
+    }
+}
+
+/// One message of the window.
+#[derive(Clone, Debug)]
+struct Entry {
+    /// Its number since the start of the run.
+    number: usize,
+    ts: f64,
+    dir: Cow<'static, str>,
+    seq: u64,
+    held: Held,
+}
+
+impl Entry {
+    fn record(&self) -> (usize, Record) {
+        let mut r = Record::new(self.ts, &self.dir);
+        r.seq = Some(self.seq);
+        r.line = Some(self.held.skeleton());
+        (self.number, r)
+    }
+}
+
 /// The newest messages of a run, plus its start and exit.
 #[derive(Debug)]
 pub struct Window {
-    messages: VecDeque<(usize, Record)>,
+    messages: VecDeque<Entry>,
     limit: usize,
     total: u64,
-    /// Messages shed before they reached the window ([`Window::dropped`]).
-    dropped: u64,
     bytes: usize,
     start: Option<Record>,
     exit: Option<Record>,
@@ -46,7 +98,6 @@ impl Window {
             messages: VecDeque::with_capacity(limit.min(1024)),
             limit: limit.max(1),
             total: 0,
-            dropped: 0,
             bytes: 0,
             start: None,
             exit: None,
@@ -59,34 +110,49 @@ impl Window {
         match r.dir.as_str() {
             record::START => self.start = Some(r.clone()),
             record::EXIT => self.exit = Some(r.clone()),
-            _ => {
+            dir => {
                 let line = skeleton(r.line.as_deref().unwrap_or(""));
-                self.push_skeleton(r.ts, &r.dir, r.seq, line);
+                let dir = match dir {
+                    record::CLIENT_TO_AGENT => Cow::Borrowed(record::CLIENT_TO_AGENT),
+                    record::AGENT_TO_CLIENT => Cow::Borrowed(record::AGENT_TO_CLIENT),
+                    other => Cow::Owned(other.to_owned()),
+                };
+                self.push_held(r.ts, dir, r.seq, Held::Skeleton(line));
             }
         }
     }
 
-    /// Takes one protocol message already cut to its skeleton ([`skeleton_tagged`]), seen
-    /// at `ts` going `dir`; `seq` defaults to its number since the start.
-    pub fn push_skeleton(&mut self, ts: f64, dir: &str, seq: Option<u64>, line: String) {
-        self.total += 1;
-        let mut kept = Record::new(ts, dir);
-        kept.seq = Some(seq.unwrap_or(self.total));
-        debug_assert!(line.len() <= ENTRY_BYTES);
-        self.bytes += line.len();
-        kept.line = Some(line);
-        if self.messages.len() == self.limit
-            && let Some((_, old)) = self.messages.pop_front()
-        {
-            self.bytes -= old.line.map_or(0, |l| l.len());
-        }
-        self.messages.push_back((self.total as usize, kept));
+    /// Takes one protocol line of connection `connection` (its ids shown as `N:ID`), seen at
+    /// `ts` going `dir`: held as it is when it is no longer than [`ENTRY_BYTES`] (cut to its
+    /// skeleton at analysis), else cut now.
+    pub fn push_line(&mut self, ts: f64, dir: &'static str, connection: u64, line: &str) {
+        let held = if line.len() <= ENTRY_BYTES {
+            Held::Line {
+                text: Arc::from(line),
+                connection,
+            }
+        } else {
+            Held::Skeleton(skeleton_tagged(line, Some(connection)))
+        };
+        self.push_held(ts, Cow::Borrowed(dir), None, held);
     }
 
-    /// Counts `n` messages that never reached the window (its feed fell behind and shed
-    /// them rather than slow the connection down); the page shows the count.
-    pub fn dropped(&mut self, n: u64) {
-        self.dropped += n;
+    fn push_held(&mut self, ts: f64, dir: Cow<'static, str>, seq: Option<u64>, held: Held) {
+        self.total += 1;
+        debug_assert!(held.len() <= ENTRY_BYTES);
+        self.bytes += held.len();
+        if self.messages.len() == self.limit
+            && let Some(old) = self.messages.pop_front()
+        {
+            self.bytes -= old.held.len();
+        }
+        self.messages.push_back(Entry {
+            number: self.total as usize,
+            ts,
+            dir,
+            seq: seq.unwrap_or(self.total),
+            held,
+        });
     }
 
     /// Messages held now.
@@ -95,7 +161,7 @@ impl Window {
         self.messages.len()
     }
 
-    /// Bytes of the skeletons held now.
+    /// Bytes of the skeletons and lines held now.
     #[cfg(test)]
     pub fn bytes(&self) -> usize {
         self.bytes
@@ -107,35 +173,17 @@ impl Window {
         self.total
     }
 
-    /// The window as a trace (line numbers are message numbers since the start).
-    pub fn trace(&self) -> Trace {
-        let partial = self.total > self.messages.len() as u64;
-        let mut records = Vec::with_capacity(self.messages.len() + 2);
-        // The start's time would stretch the timeline over messages no longer held.
-        if let Some(start) = self.start.as_ref().filter(|_| !partial) {
-            records.push((0, start.clone()));
-        }
-        records.extend(self.messages.iter().cloned());
-        if let Some(exit) = &self.exit {
-            records.push((self.total as usize + 1, exit.clone()));
-        }
-        Trace {
-            records,
-            problems: Vec::new(),
-            partial,
-        }
-    }
-
-    /// What [`Snapshot::analysis`] needs, taken quickly (under a lock, say): the trace, the
-    /// run's command line and how much of the run the window holds.
+    /// What [`Snapshot::analysis`] needs, taken quickly (under a lock, say): the messages
+    /// (lines are shared, not copied), the start and exit, and how much of the run the
+    /// window holds.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
-            trace: self.trace(),
-            command: self.start.as_ref().and_then(|s| s.command.clone()),
+            messages: self.messages.iter().cloned().collect(),
+            start: self.start.clone(),
+            exit: self.exit.clone(),
             live: LiveWindow {
                 total: self.total,
                 limit: self.limit,
-                dropped: self.dropped,
             },
         }
     }
@@ -150,17 +198,38 @@ impl Window {
 /// A copy of a window's content ([`Window::snapshot`]).
 #[derive(Debug)]
 pub struct Snapshot {
-    trace: Trace,
-    command: Option<Vec<String>>,
+    messages: Vec<Entry>,
+    start: Option<Record>,
+    exit: Option<Record>,
     live: LiveWindow,
 }
 
 impl Snapshot {
+    /// The window as a trace (line numbers are message numbers since the start), each
+    /// message cut to its skeleton.
+    fn trace(&self) -> Trace {
+        let partial = self.live.total > self.messages.len() as u64;
+        let mut records = Vec::with_capacity(self.messages.len() + 2);
+        // The start's time would stretch the timeline over messages no longer held.
+        if let Some(start) = self.start.as_ref().filter(|_| !partial) {
+            records.push((0, start.clone()));
+        }
+        records.extend(self.messages.iter().map(Entry::record));
+        if let Some(exit) = &self.exit {
+            records.push((self.live.total as usize + 1, exit.clone()));
+        }
+        Trace {
+            records,
+            problems: Vec::new(),
+            partial,
+        }
+    }
+
     /// The analysis of the copy (the slow part, out of any lock).
     pub fn analysis(self) -> Analysis {
-        let mut analysis = view::analyse(&self.trace);
+        let mut analysis = view::analyse(&self.trace());
         if analysis.command.is_none() {
-            analysis.command = self.command;
+            analysis.command = self.start.and_then(|s| s.command);
         }
         analysis.live = Some(self.live);
         analysis
