@@ -211,6 +211,8 @@ mod tests {
         for _ in 0..LIMIT + 10 {
             observer.message(&event(line.as_bytes()));
         }
+        let held = lock(&live.window).bytes();
+        assert!(held <= LIMIT * 300, "{held} bytes held");
         let snapshot = lock(&live.window).snapshot();
         let data = serde_json::to_string(&snapshot.analysis()).unwrap();
         assert!(
