@@ -38,7 +38,13 @@ usage: acp-bench remote [options]
   --chunks N     a: notifications per prompt (default 50000)
   --requests N   b: sequential requests (default 5000)
   --idle N       idle connections held open on one server (default 1000, at most 5000)
-  --smoke        tiny sizes, one run (what the test suite runs)";
+  --smoke        tiny sizes, one run (what the test suite runs)
+  --only LIST    only these columns, comma-separated: ours-stdio, ours-ws, ours-http,
+                 official-ws, official-http, ts-ws, ts-http (the others show `skipped`;
+                 for profiling one path)
+
+The TypeScript server columns need the SDK the interop matrix installs (`cargo xtask interop`);
+without it they are skipped.";
 
 #[derive(Clone, Debug)]
 struct Options {
@@ -46,6 +52,8 @@ struct Options {
     chunks: u64,
     requests: u64,
     idle: usize,
+    /// The columns to measure (`--only`); the others show `skipped`.
+    only: Option<Vec<String>>,
 }
 
 impl Options {
@@ -55,6 +63,7 @@ impl Options {
             chunks: 50_000,
             requests: 5_000,
             idle: 1000,
+            only: None,
         };
         let mut it = args.iter();
         let num = |it: &mut std::slice::Iter<'_, String>| -> Result<u64, String> {
@@ -69,7 +78,15 @@ impl Options {
                 "--runs" => o.runs = num(&mut it)?.max(1) as usize,
                 "--chunks" => o.chunks = num(&mut it)?.max(1),
                 "--requests" => o.requests = num(&mut it)?.max(1),
-                "--idle" => o.idle = num(&mut it)?.min(5000) as usize,
+                "--idle" => o.idle = num(&mut it)?.min(5000) as usize, // 0: none
+                "--only" => {
+                    let list = it.next().ok_or("missing value")?;
+                    let names: Vec<String> = list.split(',').map(|c| c.trim().to_owned()).collect();
+                    if let Some(bad) = names.iter().find(|n| Column::named(n).is_none()) {
+                        return Err(format!("unknown column {bad:?}"));
+                    }
+                    o.only = Some(names);
+                }
                 "--smoke" => {
                     o.runs = 1;
                     o.chunks = 200;
@@ -92,15 +109,21 @@ enum Column {
     OursHttp,
     OfficialWs,
     OfficialHttp,
+    /// Our client against the TypeScript SDK's experimental server (`AcpServer` behind
+    /// Node's http server, interop/peers/ts/server.mjs) in front of the TypeScript bench agent.
+    TsWs,
+    TsHttp,
 }
 
 impl Column {
-    const ALL: [Column; 5] = [
+    const ALL: [Column; 7] = [
         Column::OursStdio,
         Column::OursWs,
         Column::OursHttp,
         Column::OfficialWs,
         Column::OfficialHttp,
+        Column::TsWs,
+        Column::TsHttp,
     ];
 
     fn title(self) -> &'static str {
@@ -110,6 +133,8 @@ impl Column {
             Column::OursHttp => "ours http",
             Column::OfficialWs => "official ws",
             Column::OfficialHttp => "official http",
+            Column::TsWs => "ts server ws",
+            Column::TsHttp => "ts server http",
         }
     }
 
@@ -118,11 +143,29 @@ impl Column {
             Column::OursStdio => None,
             Column::OursWs | Column::OursHttp => Some("ours"),
             Column::OfficialWs | Column::OfficialHttp => Some("official"),
+            Column::TsWs | Column::TsHttp => Some("ts"),
+        }
+    }
+
+    /// The column `--only` names `name`.
+    fn named(name: &str) -> Option<Column> {
+        Column::ALL.into_iter().find(|c| c.short_name() == name)
+    }
+
+    fn short_name(self) -> &'static str {
+        match self {
+            Column::OursStdio => "ours-stdio",
+            Column::OursWs => "ours-ws",
+            Column::OursHttp => "ours-http",
+            Column::OfficialWs => "official-ws",
+            Column::OfficialHttp => "official-http",
+            Column::TsWs => "ts-ws",
+            Column::TsHttp => "ts-http",
         }
     }
 
     fn websocket(self) -> bool {
-        matches!(self, Column::OursWs | Column::OfficialWs)
+        matches!(self, Column::OursWs | Column::OfficialWs | Column::TsWs)
     }
 }
 
@@ -134,9 +177,16 @@ struct ServerChild {
 
 impl ServerChild {
     fn start(kind: &str) -> Result<ServerChild, String> {
-        let mut child = Command::new(crate::exe())
-            .args([REMOTE_PEER_ARG, kind])
-            .envs(crate::child_env())
+        let mut command = if kind == "ts" {
+            ts_server()?
+        } else {
+            let mut command = Command::new(crate::exe());
+            command
+                .args([REMOTE_PEER_ARG, kind])
+                .envs(crate::child_env());
+            command
+        };
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -150,7 +200,11 @@ impl ServerChild {
             let _ = tx.send(line);
         });
         let line = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default();
-        let url = line.trim().to_owned();
+        // The TypeScript server prints `{"url": "..."}`, ours and the official one the URL.
+        let url = serde_json::from_str::<serde_json::Value>(&line)
+            .ok()
+            .and_then(|v| Some(v.get("url")?.as_str()?.to_owned()))
+            .unwrap_or_else(|| line.trim().to_owned());
         if !url.starts_with("http://127.0.0.1:") {
             let _ = child.kill();
             let _ = child.wait();
@@ -192,6 +246,21 @@ impl Drop for ServerChild {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The TypeScript SDK's server (the interop matrix's gateway script) in front of the
+/// TypeScript bench agent, from the SDK the interop matrix installed.
+fn ts_server() -> Result<Command, String> {
+    let installed = crate::foreign::installed().ok_or_else(crate::foreign::missing_note)?;
+    let modules = installed.npm.to_string_lossy().into_owned();
+    let peers = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut command = Command::new("node");
+    command
+        .arg(peers.join("../interop/peers/ts/server.mjs"))
+        .args(["--modules", &modules, "--listen", "0", "--", "node"])
+        .arg(peers.join("peers/ts/agent.mjs"))
+        .args(["--modules", &modules]);
+    Ok(command)
 }
 
 /// The body of a server process: serve the benchmark agent on a free loopback port, print
@@ -259,7 +328,7 @@ fn measure(column: Column, plan: Plan) -> Result<Outcome, String> {
 
 fn run_on(kind: &str, url: &str, plan: Plan) -> Result<Outcome, String> {
     let url = url.to_owned();
-    if kind == "ours" {
+    if kind != "official" {
         crate::timed(crate::runtime(), async move {
             crate::ours::over_remote(&url, TOKEN, plan).await
         })
@@ -382,9 +451,13 @@ fn idle(o: &Options, column: Column) -> Result<IdleFigures, String> {
     })
 }
 
+/// What a column that could not run here shows.
+const SKIPPED: &str = "skipped";
+
 fn cell(v: &Result<f64, String>, digits: usize) -> String {
     match v {
         Ok(v) => format!("{v:.digits$}"),
+        Err(e) if e == SKIPPED => SKIPPED.to_owned(),
         Err(_) => "FAILED".to_owned(),
     }
 }
@@ -414,7 +487,24 @@ pub fn main(args: &[String]) -> ExitCode {
     let mut failed = false;
     let mut rows_a = Vec::new();
     let mut rows_b = Vec::new();
+    let mut skipped = None;
     for column in Column::ALL {
+        let chosen = o
+            .only
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|n| n == column.short_name()));
+        if !chosen {
+            rows_a.push(Err(SKIPPED.to_owned()));
+            rows_b.push(Err(SKIPPED.to_owned()));
+            continue;
+        }
+        if column.server() == Some("ts") && crate::foreign::installed().is_none() {
+            // Not a failure: the SDK comes with the interop matrix's set-up.
+            skipped = Some(crate::foreign::missing_note());
+            rows_a.push(Err(SKIPPED.to_owned()));
+            rows_b.push(Err(SKIPPED.to_owned()));
+            continue;
+        }
         let ra = figure(&o, column, a, a_rate);
         let rb = figure(&o, column, b, b_p99);
         for (what, r) in [("a", &ra), ("b", &rb)] {
@@ -425,6 +515,9 @@ pub fn main(args: &[String]) -> ExitCode {
         }
         rows_a.push(ra);
         rows_b.push(rb);
+    }
+    if let Some(note) = &skipped {
+        eprintln!("the TypeScript server columns are skipped: {note}");
     }
     println!(
         "\n## acp-bench remote (loopback; a: {} chunks, b: {} requests, medians of {} runs)\n",
@@ -439,7 +532,7 @@ pub fn main(args: &[String]) -> ExitCode {
     };
     line("a. chunks/s (higher is better)", &rows_a, 0);
     line("b. p99 µs (lower is better)", &rows_b, 1);
-    // Column order: ours stdio, ours ws, ours http, official ws, official http.
+    // Column order: ours stdio, ours ws, ours http, official ws, official http, ts ws, ts http.
     println!("\nRatios:");
     println!(
         "- a over WebSocket: {} of ours over stdio (target >= 0.50x), {} the official crate's WebSocket (target >= 10x)",
@@ -457,7 +550,18 @@ pub fn main(args: &[String]) -> ExitCode {
         ratio(&rows_b[2], &rows_b[4])
     );
     println!(
-        "\n{} idle connections on one server (each initialized):\n",
+        "- a, our server / the TypeScript SDK's (each with its own SDK's agent, our client): WebSocket {}, Streamable HTTP {}",
+        ratio(&rows_a[1], &rows_a[5]),
+        ratio(&rows_a[2], &rows_a[6])
+    );
+    println!(
+        "- b p99, ours / the TypeScript SDK's server: WebSocket {}, Streamable HTTP {}",
+        ratio(&rows_b[1], &rows_b[5]),
+        ratio(&rows_b[2], &rows_b[6])
+    );
+    println!(
+        "\n{} idle connections on one server (each initialized; not the TypeScript server's, \
+         which starts an agent process per connection):\n",
         o.idle
     );
     println!("| server, profile | server RSS per idle connection (KiB) | b p99 beside them (µs) |");
@@ -468,6 +572,14 @@ pub fn main(args: &[String]) -> ExitCode {
         Column::OfficialWs,
         Column::OfficialHttp,
     ] {
+        if o.idle == 0
+            || o.only
+                .as_ref()
+                .is_some_and(|only| !only.iter().any(|n| n == column.short_name()))
+        {
+            println!("| {} | skipped | skipped |", column.title());
+            continue;
+        }
         match idle(&o, column) {
             Ok(f) => println!(
                 "| {} | {:.1} | {:.1} |",

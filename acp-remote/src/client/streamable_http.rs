@@ -37,6 +37,7 @@ use tokio_util::codec::{FramedRead, LinesCodec};
 use tokio_util::sync::CancellationToken;
 
 use super::{Remote, code_for_status, error_with_code, local_error};
+use crate::envelope::Envelope;
 use crate::{Error, HEADER_CONNECTION_ID, HEADER_SESSION_ID};
 use acp_rpc::ErrorCode;
 use acp_rpc::sync::lock;
@@ -290,18 +291,15 @@ impl Link {
                 }
             }
         }
-        if let Ok(message) = serde_json::from_str::<Value>(&data) {
-            let id = message.get("id").map(Value::to_string);
-            if message.get("method").is_some() {
+        if let Some(message) = Envelope::read(&data) {
+            let id = message.id_key();
+            if message.method.is_some() {
                 if let (Some(id), Some(s)) = (id, session) {
                     lock(&self.agent_requests).insert(id, s.to_owned());
                 }
             } else if let Some(id) = id {
                 if lock(&self.creating).remove(&id)
-                    && let Some(s) = message
-                        .get("result")
-                        .and_then(|r| r.get("sessionId"))
-                        .and_then(Value::as_str)
+                    && let Some(s) = message.result_session.as_deref()
                 {
                     self.open_stream(Some(s.to_owned()));
                 }
@@ -493,17 +491,20 @@ async fn status_message(response: Response<Incoming>) -> String {
     format!("the server answered {status}: {text}")
 }
 
-/// Where the first event of `buffer` ends: (its length, the separator's length).
+/// Where the first event of `buffer` ends (a blank line, `\n\n` or `\r\n\r\n`): (its
+/// length, the separator's length). One pass over the line ends, so a chunk of many events
+/// is split in time linear in its size.
 fn find_event_end(buffer: &[u8]) -> Option<(usize, usize)> {
-    let lf = buffer.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
-    let crlf = buffer
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|i| (i, 4));
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
-        (a, b) => a.or(b),
+    for i in memchr::memchr_iter(b'\n', buffer) {
+        let next = &buffer[i + 1..];
+        if next.starts_with(b"\n") {
+            return Some((i, 2));
+        }
+        if i > 0 && buffer[i - 1] == b'\r' && next.starts_with(b"\r\n") {
+            return Some((i - 1, 4));
+        }
     }
+    None
 }
 
 /// The `data:` lines of one SSE event, joined by newlines (`None` for a comment only).
@@ -542,5 +543,10 @@ mod tests {
         let rest = &rest[end + sep..];
         let (end, _) = find_event_end(rest).unwrap();
         assert_eq!(event_data(&rest[..end]).unwrap(), "x\ny");
+        // An event not yet ended waits for more; the earliest separator of either kind wins.
+        assert_eq!(find_event_end(b"data: x\r\n\r"), None);
+        assert_eq!(find_event_end(b"data: x\n"), None);
+        assert_eq!(find_event_end(b"data: a\r\n\r\ndata: b\n\n"), Some((7, 4)));
+        assert_eq!(find_event_end(b"data: a\n\ndata: b\r\n\r\n"), Some((7, 2)));
     }
 }

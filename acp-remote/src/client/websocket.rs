@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use hyper::header::{AUTHORIZATION, COOKIE};
 use tokio::io::{AsyncWriteExt, DuplexStream};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -73,23 +73,47 @@ pub(crate) async fn start(
         let _ = sink.send(Message::Close(None)).await;
     });
     tokio::spawn(async move {
-        while let Some(Ok(frame)) = stream.next().await {
-            let text = match frame {
-                Message::Text(text) => text,
-                Message::Close(_) => break,
-                _ => continue,
-            };
-            if text.contains('\n') {
-                tracing::warn!("the server sent a frame with a raw newline; dropped");
-                continue;
+        // The frames that have arrived, as lines, handed to the connection in one write: a
+        // burst of updates wakes its reader once, not once per frame.
+        let mut lines = Vec::with_capacity(crate::server::WRITE_BATCH_BYTES);
+        let mut next = stream.next().await;
+        'frames: while let Some(Ok(frame)) = next {
+            let mut ended = false;
+            let mut frame = Some(frame);
+            while let Some(current) = frame.take() {
+                match current {
+                    Message::Text(text) if text.contains('\n') => {
+                        tracing::warn!("the server sent a frame with a raw newline; dropped");
+                    }
+                    Message::Text(text) => {
+                        lines.extend_from_slice(text.as_bytes());
+                        lines.push(b'\n');
+                    }
+                    Message::Close(_) => {
+                        ended = true;
+                        break;
+                    }
+                    _ => {}
+                }
+                if lines.len() < crate::server::WRITE_BATCH_BYTES {
+                    frame = match stream.next().now_or_never() {
+                        Some(Some(Ok(more))) => Some(more),
+                        Some(_) => {
+                            ended = true;
+                            None
+                        }
+                        None => None,
+                    };
+                }
             }
-            let written = async {
-                write.write_all(text.as_bytes()).await?;
-                write.write_all(b"\n").await
-            };
-            if written.await.is_err() {
+            if write.write_all(&lines).await.is_err() {
+                break 'frames;
+            }
+            lines.clear();
+            if ended {
                 break;
             }
+            next = stream.next().await;
         }
         let _ = write.shutdown().await;
     });

@@ -25,11 +25,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::backend::{Guard, Running};
 use super::outbox::{Budget, Outbox};
+use crate::envelope::Envelope;
 use crate::metrics::Metrics;
 use crate::security::{Identity, Limits};
 use acp_rpc::observe::{MessageEvent, MessageKind, Observer, RequestEvent, SharedObserver};
 use acp_rpc::sync::lock;
-use acp_rpc::{Direction, ErrorCode, RequestId};
+use acp_rpc::{Direction, ErrorCode};
 
 /// JSON-RPC code of a refusal by the transport (a limit reached).
 pub(crate) const LIMIT_CODE: i64 = -32000;
@@ -201,7 +202,7 @@ impl Conn {
                 match frame {
                     // Checked UTF-8 already: the lossy conversion only copies.
                     Some(Ok(Frame::Line(line))) => {
-                        reader.route(String::from_utf8_lossy(&line).into_owned());
+                        reader.route(line);
                         if !reader.room_for_more().await {
                             break;
                         }
@@ -363,33 +364,40 @@ impl Conn {
             }
         }
         let line = Bytes::from(serde_json::to_vec(&message).unwrap_or_default());
-        self.observers
-            .each(|o| observe_message(o, Direction::Incoming, &message, &line));
+        self.observers.each(|o| {
+            observe_message(o, Direction::Incoming, &Envelope::of_value(&message), &line)
+        });
         self.to_agent.send(line).await.map_err(|_| Refused::Closed)
     }
 
-    /// Routes one line of the agent's output.
-    fn route(&self, line: String) {
-        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+    /// Routes one line of the agent's output (checked UTF-8 by the codec): read in one
+    /// pass for its method, id and session ([`Envelope`]), and queued as it is.
+    fn route(&self, line: Bytes) {
+        let Ok(text) = std::str::from_utf8(&line) else {
+            tracing::warn!(conn = %self.id, "agent wrote a line that is not UTF-8; dropped");
+            return;
+        };
+        let Some(message) = Envelope::read(text) else {
             tracing::warn!(conn = %self.id, "agent wrote a line that is not JSON; dropped");
             return;
         };
         self.observers
-            .each(|o| observe_message(o, Direction::Outgoing, &message, line.as_bytes()));
-        let bytes = Bytes::from(line);
+            .each(|o| observe_message(o, Direction::Outgoing, &message, &line));
+        // On a WebSocket everything the agent sends unasked goes down the one socket.
+        if self.websocket && message.method.is_some() {
+            self.push(&self.main, line);
+            return;
+        }
         let target = {
             let mut routing = lock(&self.routing);
-            if message.get("method").is_some() {
-                let session = message
-                    .get("params")
-                    .and_then(|p| p.get("sessionId"))
-                    .and_then(Value::as_str);
+            if message.method.is_some() {
+                let session = message.params_session.as_deref();
                 match session.and_then(|s| routing.sessions.get(s)) {
                     Some(outbox) if !self.websocket => outbox.clone(),
                     _ => self.main.clone(),
                 }
             } else {
-                let key = message.get("id").map(Value::to_string).unwrap_or_default();
+                let key = message.id_key().unwrap_or_default();
                 let waiting = routing.pending.remove(&key).map(|w| {
                     if let Some((since, method)) = &w.timing {
                         let latency = since.elapsed();
@@ -400,17 +408,13 @@ impl Conn {
                 });
                 match waiting {
                     Some(Pending::Initialize(tx)) => {
-                        let _ = tx.send(bytes);
+                        let _ = tx.send(line.clone());
                         return;
                     }
                     Some(Pending::Answer { session, creates }) => {
                         if creates {
                             routing.creating = routing.creating.saturating_sub(1);
-                            let created = message
-                                .get("result")
-                                .and_then(|r| r.get("sessionId"))
-                                .and_then(Value::as_str);
-                            if let Some(s) = created
+                            if let Some(s) = message.result_session.as_deref()
                                 && !routing.sessions.contains_key(s)
                             {
                                 let budget = self.budget.clone();
@@ -431,7 +435,7 @@ impl Conn {
                 }
             }
         };
-        self.push(&target, bytes);
+        self.push(&target, line);
     }
 
     /// Queues a message for a stream. The agent's output is held at
@@ -469,11 +473,16 @@ impl Conn {
 }
 
 /// Tells the metrics about one message routed (`direction` as the remote client sees the
-/// server: `Incoming` from the client), from the JSON routing has parsed anyway.
-fn observe_message(observer: &dyn Observer, direction: Direction, message: &Value, line: &[u8]) {
-    let method = message.get("method").and_then(Value::as_str);
-    let id = request_id(message);
-    let kind = match (method, &id) {
+/// server: `Incoming` from the client), from what routing has read anyway.
+fn observe_message(
+    observer: &dyn Observer,
+    direction: Direction,
+    message: &Envelope<'_>,
+    line: &[u8],
+) {
+    let method = message.method_name();
+    let id = message.request_id();
+    let kind = match (&message.method, &id) {
         (Some(_), Some(_)) => MessageKind::Request,
         (Some(_), None) => MessageKind::Notification,
         (None, _) => MessageKind::Response,
@@ -483,26 +492,18 @@ fn observe_message(observer: &dyn Observer, direction: Direction, message: &Valu
 }
 
 /// Tells the metrics a client request was answered, `latency` after it was forwarded.
-fn observe_answer(observer: &dyn Observer, answer: &Value, method: &str, latency: Duration) {
-    let outcome = match answer.get("error") {
+fn observe_answer(observer: &dyn Observer, answer: &Envelope<'_>, method: &str, latency: Duration) {
+    let outcome = match answer.error {
         None => Ok(()),
-        Some(error) => {
-            let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
-            Err(ErrorCode(i32::try_from(code).unwrap_or(0)))
-        }
+        Some(code) => Err(ErrorCode(
+            code.and_then(|c| i32::try_from(c).ok()).unwrap_or(0),
+        )),
     };
-    let Some(id) = request_id(answer) else { return };
+    let Some(id) = answer.request_id() else {
+        return;
+    };
     let event = RequestEvent::new(Direction::Incoming, method, &id, latency, outcome);
     observer.request(&event);
-}
-
-/// A message's integer or string id.
-fn request_id(message: &Value) -> Option<RequestId> {
-    match message.get("id")? {
-        Value::Number(n) => n.as_i64().map(RequestId::Int),
-        Value::String(s) => Some(RequestId::Str(s.clone())),
-        _ => None,
-    }
 }
 
 /// A JSON-RPC error answer to `id` for a request the transport refused.

@@ -65,6 +65,11 @@ pub(crate) type Body = BoxBody<Bytes, Infallible>;
 /// every socket: an idle connection cost 250 KiB with both ends in one process).
 pub(crate) const READ_BUFFER: usize = 8 * 1024;
 
+/// The most of a connection's queued output a stream's writer takes at once (one flush of
+/// WebSocket frames, one chunk of SSE events): a burst of updates leaves in few writes, and
+/// the first of a burst never waits for more.
+pub(crate) const WRITE_BATCH_BYTES: usize = 64 * 1024;
+
 /// How often idle connections are looked for.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 

@@ -72,6 +72,9 @@ struct Inner {
 pub(crate) struct Outbox {
     inner: std::sync::Mutex<Inner>,
     notify: Notify,
+    /// Readers waiting in [`Outbox::next_batch`]: a push wakes only when there are some (a
+    /// stream's reader is mostly busy writing while a turn streams).
+    waiting: AtomicUsize,
     /// Bytes queued in every outbox of the connection.
     budget: Arc<Budget>,
 }
@@ -81,6 +84,7 @@ impl Outbox {
         Outbox {
             inner: std::sync::Mutex::new(Inner::default()),
             notify: Notify::new(),
+            waiting: AtomicUsize::new(0),
             budget,
         }
     }
@@ -98,7 +102,11 @@ impl Outbox {
             inner.queue.push_back(message);
             queued
         };
-        self.notify.notify_waiters();
+        // Sequentially consistent with the reader's count and its look at the queue (under
+        // the lock): either it sees this message, or this sees it waiting.
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            self.notify.notify_waiters();
+        }
         queued
     }
 
@@ -133,9 +141,18 @@ impl Outbox {
         self.notify.notify_waiters();
     }
 
-    /// The next message for the reader of `generation`, or `None` once the outbox is closed
-    /// or another reader attached.
-    pub(crate) async fn next(&self, generation: u64) -> Option<Bytes> {
+    /// Waits for the messages of the reader of `generation` and moves them into `batch`:
+    /// every one queued, oldest first, until `max_bytes` are taken (at least one message,
+    /// however big). `false` once the outbox is closed or another reader attached. Taking
+    /// what is queued at once, rather than a message per call, lets the reader write it in
+    /// one go: one flush or one chunk for a burst of updates.
+    pub(crate) async fn next_batch(
+        &self,
+        generation: u64,
+        max_bytes: usize,
+        batch: &mut Vec<Bytes>,
+    ) -> bool {
+        let _waiting = Waiting::new(&self.waiting);
         loop {
             let notified = self.notify.notified();
             tokio::pin!(notified);
@@ -143,16 +160,50 @@ impl Outbox {
             {
                 let mut inner = lock(&self.inner);
                 if inner.closed || inner.generation != generation {
-                    return None;
+                    return false;
                 }
-                if let Some(message) = inner.queue.pop_front() {
+                let (before, mut taken) = (batch.len(), 0);
+                while taken < max_bytes
+                    && let Some(message) = inner.queue.pop_front()
+                {
+                    taken += message.len();
+                    batch.push(message);
+                }
+                if batch.len() > before {
                     drop(inner);
-                    self.budget.take(message.len());
-                    return Some(message);
+                    self.budget.take(taken);
+                    return true;
                 }
             }
             notified.await;
         }
+    }
+
+    /// The next message for the reader of `generation`, or `None` once the outbox is closed
+    /// or another reader attached.
+    #[cfg(test)]
+    pub(crate) async fn next(&self, generation: u64) -> Option<Bytes> {
+        let mut batch = Vec::with_capacity(1);
+        self.next_batch(generation, 1, &mut batch)
+            .await
+            .then(|| batch.pop())
+            .flatten()
+    }
+}
+
+/// Counts a reader in [`Outbox::next_batch`] while it lives.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

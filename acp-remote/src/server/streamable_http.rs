@@ -225,26 +225,42 @@ pub(crate) fn get(shared: &Arc<Shared>, who: Identity, req: Request<Incoming>) -
 async fn pump(conn: Arc<Conn>, outbox: Arc<Outbox>, tx: mpsc::Sender<Bytes>) {
     let _reading = conn.reader();
     let generation = outbox.attach();
+    let keepalive = tokio::time::sleep(KEEPALIVE);
+    tokio::pin!(keepalive);
+    let mut batch = Vec::new();
     loop {
-        let next = tokio::select! {
-            m = outbox.next(generation) => m,
+        let more = tokio::select! {
+            more = outbox.next_batch(generation, super::WRITE_BATCH_BYTES, &mut batch) => more,
             () = tx.closed() => return,
-            () = tokio::time::sleep(KEEPALIVE) => {
+            () = &mut keepalive => {
                 if tx.send(Bytes::from_static(b": keepalive\n\n")).await.is_err() {
                     return;
                 }
+                keepalive.as_mut().reset(tokio::time::Instant::now() + KEEPALIVE);
                 continue;
             }
         };
-        let Some(message) = next else { return };
-        let mut event = Vec::with_capacity(message.len() + 8);
-        event.extend_from_slice(b"data: ");
-        event.extend_from_slice(&message);
-        event.extend_from_slice(b"\n\n");
-        if tx.send(Bytes::from(event)).await.is_err() {
-            outbox.unpop(message);
+        if !more {
             return;
         }
+        // Every message taken, as one chunk of `data:` events.
+        let size: usize = batch.iter().map(|m| m.len() + 8).sum();
+        let mut events = Vec::with_capacity(size);
+        for message in &batch {
+            events.extend_from_slice(b"data: ");
+            events.extend_from_slice(message);
+            events.extend_from_slice(b"\n\n");
+        }
+        if tx.send(Bytes::from(events)).await.is_err() {
+            for message in batch.drain(..).rev() {
+                outbox.unpop(message);
+            }
+            return;
+        }
+        batch.clear();
+        keepalive
+            .as_mut()
+            .reset(tokio::time::Instant::now() + KEEPALIVE);
         conn.touch();
     }
 }

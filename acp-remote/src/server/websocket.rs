@@ -113,6 +113,7 @@ where
     let silence = tokio::time::sleep(ping_interval);
     tokio::pin!(silence);
     let mut pinged = false;
+    let mut out = Vec::new();
     loop {
         tokio::select! {
             () = &mut silence => {
@@ -184,13 +185,19 @@ where
                     }
                 }
             }
-            out = conn.main.next(generation) => {
-                let Some(out) = out else {
+            more = conn.main.next_batch(generation, super::WRITE_BATCH_BYTES, &mut out) => {
+                if !more {
                     let _ = sink.send(close(CloseCode::Away, "connection ended")).await;
                     return;
-                };
-                let Ok(out) = Utf8Bytes::try_from(out) else { continue };
-                if sink.send(Message::Text(out)).await.is_err() {
+                }
+                // A frame each, one flush for all that was queued.
+                for message in out.drain(..) {
+                    let Ok(message) = Utf8Bytes::try_from(message) else { continue };
+                    if sink.feed(Message::Text(message)).await.is_err() {
+                        return;
+                    }
+                }
+                if sink.flush().await.is_err() {
                     return;
                 }
                 conn.touch();
