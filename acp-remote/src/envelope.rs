@@ -125,6 +125,35 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
     T::deserialize(d).map(Some)
 }
 
+/// The arms of a visitor that reads every other kind of JSON value (an array, a number, a
+/// boolean, `null`) as `$none`, consuming it.
+macro_rules! other_kinds_read_as {
+    ($none:expr) => {
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok($none)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($none)
+        }
+    };
+}
+
 /// A value that is kept as its string when it is one.
 struct AnyString<'a>(Option<Cow<'a, str>>);
 
@@ -149,28 +178,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for AnyString<'a> {
                 while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
                 Ok(AnyString(None))
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(AnyString(None))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(AnyString(None))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(AnyString(None))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(AnyString(None))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(AnyString(None))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(AnyString(None))
-            }
+            other_kinds_read_as!(AnyString(None));
         }
         d.deserialize_any(V)
     }
@@ -201,34 +209,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for SessionOf<'a> {
                 }
                 Ok(SessionOf(session.flatten()))
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(SessionOf(None))
-            }
-            fn visit_borrowed_str<E>(self, _: &'de str) -> Result<Self::Value, E> {
-                Ok(SessionOf(None))
-            }
             fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
                 Ok(SessionOf(None))
             }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(SessionOf(None))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(SessionOf(None))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(SessionOf(None))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(SessionOf(None))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(SessionOf(None))
-            }
+            other_kinds_read_as!(SessionOf(None));
         }
         d.deserialize_any(V)
     }

@@ -32,6 +32,9 @@ const TOKEN: &str = "acp-bench";
 /// How long opening the idle connections may take in all.
 const IDLE_OPEN_TIMEOUT: Duration = Duration::from_secs(120);
 
+mod column;
+use column::Column;
+
 const USAGE: &str = "\
 usage: acp-bench remote [options]
   --runs N       runs per figure; medians are reported (default 3)
@@ -98,74 +101,6 @@ impl Options {
             }
         }
         Ok(o)
-    }
-}
-
-/// Whose client and server, over which profile.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Column {
-    OursStdio,
-    OursWs,
-    OursHttp,
-    OfficialWs,
-    OfficialHttp,
-    /// Our client against the TypeScript SDK's experimental server (`AcpServer` behind
-    /// Node's http server, interop/peers/ts/server.mjs) in front of the TypeScript bench agent.
-    TsWs,
-    TsHttp,
-}
-
-impl Column {
-    const ALL: [Column; 7] = [
-        Column::OursStdio,
-        Column::OursWs,
-        Column::OursHttp,
-        Column::OfficialWs,
-        Column::OfficialHttp,
-        Column::TsWs,
-        Column::TsHttp,
-    ];
-
-    fn title(self) -> &'static str {
-        match self {
-            Column::OursStdio => "ours stdio",
-            Column::OursWs => "ours ws",
-            Column::OursHttp => "ours http",
-            Column::OfficialWs => "official ws",
-            Column::OfficialHttp => "official http",
-            Column::TsWs => "ts server ws",
-            Column::TsHttp => "ts server http",
-        }
-    }
-
-    fn server(self) -> Option<&'static str> {
-        match self {
-            Column::OursStdio => None,
-            Column::OursWs | Column::OursHttp => Some("ours"),
-            Column::OfficialWs | Column::OfficialHttp => Some("official"),
-            Column::TsWs | Column::TsHttp => Some("ts"),
-        }
-    }
-
-    /// The column `--only` names `name`.
-    fn named(name: &str) -> Option<Column> {
-        Column::ALL.into_iter().find(|c| c.short_name() == name)
-    }
-
-    fn short_name(self) -> &'static str {
-        match self {
-            Column::OursStdio => "ours-stdio",
-            Column::OursWs => "ours-ws",
-            Column::OursHttp => "ours-http",
-            Column::OfficialWs => "official-ws",
-            Column::OfficialHttp => "official-http",
-            Column::TsWs => "ts-ws",
-            Column::TsHttp => "ts-http",
-        }
-    }
-
-    fn websocket(self) -> bool {
-        matches!(self, Column::OursWs | Column::OfficialWs | Column::TsWs)
     }
 }
 

@@ -194,10 +194,14 @@ impl Conn {
             // limit is skipped without being assembled, one that is not UTF-8 is skipped, and
             // the connection goes on (only a failed read of the pipe ends it).
             let mut lines = FramedRead::new(agent.output, acp_rpc::LineCodec::new(max));
+            // One wait on the end for the whole loop: a wait made per line would register
+            // with the token (a lock) and leave it again every time.
+            let ended = reader.closed.cancelled();
+            tokio::pin!(ended);
             loop {
                 let frame = tokio::select! {
                     l = lines.next() => l,
-                    () = reader.closed.cancelled() => None,
+                    () = &mut ended => None,
                 };
                 match frame {
                     // Checked UTF-8 already: the lossy conversion only copies.
