@@ -124,14 +124,29 @@ async fn written_or_stalled<F: Future<Output = io::Result<()>>>(
     }
 }
 
-pub(crate) async fn write_loop(rx: mpsc::Receiver<Outgoing>, shared: Arc<Shared>) {
-    write_until_closed(rx, &shared).await;
-    {
+pub(crate) fn write_loop(
+    rx: mpsc::Receiver<Outgoing>,
+    shared: Arc<Shared>,
+) -> impl Future<Output = ()> + Send {
+    // Made with the task, not on its first poll: however the task ends (its runtime dropping
+    // it, even before it ever ran), `finished` waiters are freed.
+    let finished = FinishedOnDrop(shared.clone());
+    async move {
+        let _finished = finished;
+        write_until_closed(rx, &shared).await;
         let mut side = lock(&shared.writer);
         side.transport = None;
         side.abandon();
     }
-    shared.writer_finished.cancel();
+}
+
+/// Tells [`Shared::finished`] waiters the writer is done, when the writer task ends.
+struct FinishedOnDrop(Arc<Shared>);
+
+impl Drop for FinishedOnDrop {
+    fn drop(&mut self) {
+        self.0.writer_finished.cancel();
+    }
 }
 
 async fn write_until_closed(mut rx: mpsc::Receiver<Outgoing>, shared: &Arc<Shared>) {

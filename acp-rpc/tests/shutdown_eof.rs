@@ -243,3 +243,26 @@ fn closing_once_the_received_requests_are_handled_loses_no_answer() {
         }
     });
 }
+
+/// A writer task dropped with its runtime still frees `finished` waiters: they must not wait
+/// for a flush that can no longer happen.
+#[test]
+fn finished_resolves_when_the_writer_task_is_dropped_with_its_runtime() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // Closed before the writer task ever ran; then its runtime goes, dropping the task.
+    let (conn, _raw) = runtime.block_on(async {
+        let (conn, raw) = RawPeer::connect(TestHandler::new(), Config::default());
+        conn.close();
+        (conn, raw)
+    });
+    drop(runtime);
+    let reason = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async { tokio::time::timeout(Duration::from_secs(5), conn.finished()).await });
+    assert_eq!(reason.expect("finished resolved"), CloseReason::Local);
+}
