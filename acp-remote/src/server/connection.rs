@@ -204,7 +204,7 @@ impl Conn {
                     () = &mut ended => None,
                 };
                 match frame {
-                    // Checked UTF-8 already: the lossy conversion only copies.
+                    // Checked UTF-8 already: routed as the codec's bytes, not copied.
                     Some(Ok(Frame::Line(line))) => {
                         reader.route(line);
                         if !reader.room_for_more().await {
@@ -397,8 +397,8 @@ impl Conn {
             if message.method.is_some() {
                 let session = message.params_session.as_deref();
                 match session.and_then(|s| routing.sessions.get(s)) {
-                    Some(outbox) if !self.websocket => outbox.clone(),
-                    _ => self.main.clone(),
+                    Some(outbox) => outbox.clone(),
+                    None => self.main.clone(),
                 }
             } else {
                 let key = message.id_key().unwrap_or_default();
