@@ -77,13 +77,14 @@ mod security;
 mod server;
 
 pub use client::{
-    ConnectOptions, Finished, Profile, RemoteConnector, RemoteLink, connect, connect_client,
+    ConnectOptions, Finished, LinkReader, Profile, RemoteConnector, RemoteLink, connect,
+    connect_client,
 };
 pub use live::{LiveFeed, LiveServer, serve_live};
 pub use metered_store::MeteredStore;
 pub use metrics::Metrics;
 pub use security::{Authenticator, BearerToken, Identity, Limits, NoAuth};
-pub use server::{ReadinessCheck, RunningServer, Server, ServerBuilder};
+pub use server::{AgentInput, AgentOutput, ReadinessCheck, RunningServer, Server, ServerBuilder};
 
 /// The header naming the connection (set by the server on `initialize`'s answer and on the
 /// WebSocket's 101, sent by the client on every later request).

@@ -12,14 +12,16 @@ mod websocket;
 
 pub use reconnect::RemoteConnector;
 
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
 use acp_client::{Client, ClientConnection, Config};
 use bytes::Bytes;
 use hyper::HeaderMap;
 use hyper::header::{HeaderValue, SET_COOKIE};
 use serde_json::Value;
-use tokio::io::{DuplexStream, ReadHalf, WriteHalf};
+use tokio::io::{AsyncRead, DuplexStream, ReadBuf, ReadHalf, WriteHalf};
 
 use crate::Error;
 use acp_rpc::ErrorCode;
@@ -101,7 +103,7 @@ impl ConnectOptions {
 #[derive(Debug)]
 pub struct RemoteLink {
     /// The agent's messages, one JSON object per line.
-    pub reader: ReadHalf<DuplexStream>,
+    pub reader: LinkReader,
     /// The client's messages, one JSON object per line.
     pub writer: WriteHalf<DuplexStream>,
     /// The profile in use.
@@ -110,6 +112,31 @@ pub struct RemoteLink {
     /// waits for it (with a bound) so that its goodbye (`DELETE`, a close frame) reaches the
     /// server, which otherwise keeps the connection and its agent until the idle timeout.
     pub finished: Finished,
+}
+
+/// The agent's messages as JSON lines ([`RemoteLink::reader`]). Over WebSocket the
+/// connection reading it reads the socket's frames itself, each copied once into its buffer;
+/// over Streamable HTTP the streams' events come through a pipe.
+#[derive(Debug)]
+pub struct LinkReader(Lines);
+
+#[derive(Debug)]
+enum Lines {
+    Frames(websocket::FrameLines),
+    Pipe(ReadHalf<DuplexStream>),
+}
+
+impl AsyncRead for LinkReader {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match &mut self.get_mut().0 {
+            Lines::Frames(frames) => Pin::new(frames).poll_read(cx, buf),
+            Lines::Pipe(pipe) => Pin::new(pipe).poll_read(cx, buf),
+        }
+    }
 }
 
 /// The end of a [`RemoteLink`]: see [`RemoteLink::finished`].
@@ -149,11 +176,18 @@ pub async fn connect(url: &str, options: &ConnectOptions) -> Result<RemoteLink, 
         cookies: Mutex::new(Vec::new()),
         max: options.max(),
     });
-    let over = match profile {
-        Profile::WebSocket => websocket::start(shared, bridge).await?,
-        Profile::StreamableHttp => streamable_http::start(shared, bridge).await?,
+    let (app_reader, writer) = tokio::io::split(app);
+    let (over, reader) = match profile {
+        Profile::WebSocket => {
+            let (from_app, _) = tokio::io::split(bridge);
+            let (over, frames) = websocket::start(shared, from_app).await?;
+            (over, LinkReader(Lines::Frames(frames)))
+        }
+        Profile::StreamableHttp => {
+            let over = streamable_http::start(shared, bridge).await?;
+            (over, LinkReader(Lines::Pipe(app_reader)))
+        }
     };
-    let (reader, writer) = tokio::io::split(app);
     Ok(RemoteLink {
         reader,
         writer,

@@ -1,10 +1,17 @@
 //! The WebSocket profile of the client: one socket, one text frame per message, both ways.
+//! The server's frames are read by the connection itself ([`FrameLines`]); what the
+//! connection writes goes through a pipe to the task that sends it.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use futures_util::{FutureExt, SinkExt, StreamExt};
+use bytes::Bytes;
+use futures_util::stream::SplitStream;
+use futures_util::{SinkExt, StreamExt};
 use hyper::header::{AUTHORIZATION, COOKIE};
-use tokio::io::{AsyncWriteExt, DuplexStream};
+use tokio::io::{AsyncRead, DuplexStream, ReadBuf, ReadHalf};
+use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
@@ -12,15 +19,16 @@ use tokio_util::codec::{FramedRead, LinesCodec};
 use tokio_util::sync::CancellationToken;
 
 use super::Remote;
+use super::stream::Io;
 use crate::Error;
 
-/// Opens the socket (failing here on a refused upgrade: 401, 403, 503...) and starts moving
-/// frames between it and `bridge`; the token is cancelled once the close frame went out (or
-/// the socket failed).
+/// Opens the socket (failing here on a refused upgrade: 401, 403, 503...), starts sending
+/// the lines written to `bridge` as frames and returns the server's frames as lines; the
+/// token is cancelled once the close frame went out (or the socket failed).
 pub(crate) async fn start(
     remote: Arc<Remote>,
-    bridge: DuplexStream,
-) -> Result<CancellationToken, Error> {
+    bridge: ReadHalf<DuplexStream>,
+) -> Result<(CancellationToken, FrameLines), Error> {
     let target = &remote.target;
     // The handshake's request line and `Host` (TLS, for `wss://`, is the stream's business).
     let url = format!("ws://{}{}", target.authority, target.path);
@@ -57,14 +65,13 @@ pub(crate) async fn start(
             other => Error::WebSocket(other.to_string()),
         })?;
     remote.keep_cookies(response.headers());
-    let (mut sink, mut stream) = ws.split();
-    let (read, mut write) = tokio::io::split(bridge);
+    let (mut sink, stream) = ws.split();
     let max = remote.max;
     let over = CancellationToken::new();
     let done = over.clone().drop_guard();
     tokio::spawn(async move {
         let _done = done;
-        let mut lines = FramedRead::new(read, LinesCodec::new_with_max_length(max));
+        let mut lines = FramedRead::new(bridge, LinesCodec::new_with_max_length(max));
         while let Some(Ok(line)) = lines.next().await {
             if sink.send(Message::text(line)).await.is_err() {
                 return;
@@ -72,50 +79,138 @@ pub(crate) async fn start(
         }
         let _ = sink.send(Message::Close(None)).await;
     });
-    tokio::spawn(async move {
-        // The frames that have arrived, as lines, handed to the connection in one write: a
-        // burst of updates wakes its reader once, not once per frame.
-        let mut lines = Vec::with_capacity(crate::server::WRITE_BATCH_BYTES);
-        let mut next = stream.next().await;
-        'frames: while let Some(Ok(frame)) = next {
-            let mut ended = false;
-            let mut frame = Some(frame);
-            while let Some(current) = frame.take() {
-                match current {
-                    Message::Text(text) if text.contains('\n') => {
-                        tracing::warn!("the server sent a frame with a raw newline; dropped");
-                    }
-                    Message::Text(text) => {
-                        lines.extend_from_slice(text.as_bytes());
-                        lines.push(b'\n');
-                    }
-                    Message::Close(_) => {
-                        ended = true;
-                        break;
-                    }
-                    _ => {}
-                }
-                if lines.len() < crate::server::WRITE_BATCH_BYTES {
-                    frame = match stream.next().now_or_never() {
-                        Some(Some(Ok(more))) => Some(more),
-                        Some(_) => {
-                            ended = true;
-                            None
-                        }
-                        None => None,
-                    };
-                }
-            }
-            if write.write_all(&lines).await.is_err() {
-                break 'frames;
-            }
-            lines.clear();
-            if ended {
-                break;
-            }
-            next = stream.next().await;
+    Ok((over, FrameLines::new(stream)))
+}
+
+/// The server's frames as the JSON lines a connection reads: each text frame is copied once,
+/// straight into the connection's read buffer, with its newline. A frame with a raw newline
+/// (which would read as two lines) is dropped; ping, pong and binary frames are not messages;
+/// a close frame, the end of the socket or a failed read ends the lines.
+pub(crate) struct FrameLines {
+    frames: SplitStream<WebSocketStream<Box<dyn Io>>>,
+    /// The frame being copied out, and how much of it has been.
+    current: Bytes,
+    copied: usize,
+    /// The current frame's newline is still to be copied.
+    newline_due: bool,
+    ended: bool,
+}
+
+impl FrameLines {
+    fn new(frames: SplitStream<WebSocketStream<Box<dyn Io>>>) -> Self {
+        FrameLines {
+            frames,
+            current: Bytes::new(),
+            copied: 0,
+            newline_due: false,
+            ended: false,
         }
-        let _ = write.shutdown().await;
-    });
-    Ok(over)
+    }
+}
+
+impl std::fmt::Debug for FrameLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameLines")
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AsyncRead for FrameLines {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        loop {
+            let left = &this.current[this.copied..];
+            let n = left.len().min(buf.remaining());
+            buf.put_slice(&left[..n]);
+            this.copied += n;
+            if this.copied < this.current.len() {
+                return Poll::Ready(Ok(()));
+            }
+            if this.newline_due {
+                if buf.remaining() == 0 {
+                    return Poll::Ready(Ok(()));
+                }
+                buf.put_slice(b"\n");
+                this.newline_due = false;
+            }
+            // Nothing filled and nothing to come: the end of the lines.
+            if this.ended || buf.remaining() == 0 {
+                return Poll::Ready(Ok(()));
+            }
+            let frame = match this.frames.poll_next_unpin(cx) {
+                Poll::Pending if buf.filled().len() > before => return Poll::Ready(Ok(())),
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(frame) => frame,
+            };
+            match frame {
+                Some(Ok(Message::Text(text))) if text.contains('\n') => {
+                    tracing::warn!("the server sent a frame with a raw newline; dropped");
+                }
+                Some(Ok(Message::Text(text))) => {
+                    this.current = text.into();
+                    this.copied = 0;
+                    this.newline_due = true;
+                }
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => this.ended = true,
+                Some(Ok(_)) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, BufReader};
+    use tokio_tungstenite::tungstenite::protocol::Role;
+
+    use super::*;
+
+    /// A server socket and the client's lines of the other end, over an in-memory pipe.
+    async fn pair() -> (WebSocketStream<DuplexStream>, FrameLines) {
+        let (server, client) = tokio::io::duplex(1 << 16);
+        let server = WebSocketStream::from_raw_socket(server, Role::Server, None).await;
+        let client: Box<dyn Io> = Box::new(client);
+        let client = WebSocketStream::from_raw_socket(client, Role::Client, None).await;
+        let (_, frames) = client.split();
+        (server, FrameLines::new(frames))
+    }
+
+    #[tokio::test]
+    async fn frames_become_lines_whatever_the_size_of_the_reads() {
+        let (mut server, lines) = pair().await;
+        let long = format!(r#"{{"b":"{}"}}"#, "x".repeat(1000));
+        for frame in [
+            Message::text(r#"{"a":1}"#),
+            Message::Ping(Bytes::from_static(b"p")),
+            Message::text(long.clone()),
+            Message::Binary(Bytes::from_static(b"not a message")),
+            Message::text("{\"split\":\n1}"),
+            Message::text(r#"{"c":3}"#),
+            Message::Close(None),
+        ] {
+            server.send(frame).await.unwrap();
+        }
+        // Reads of 7 bytes: frames and their newlines cut anywhere.
+        let mut read = String::new();
+        BufReader::with_capacity(7, lines)
+            .read_to_string(&mut read)
+            .await
+            .unwrap();
+        assert_eq!(read, format!("{{\"a\":1}}\n{long}\n{{\"c\":3}}\n"));
+    }
+
+    #[tokio::test]
+    async fn the_lines_end_when_the_socket_does() {
+        let (server, mut lines) = pair().await;
+        drop(server);
+        let mut read = Vec::new();
+        lines.read_to_end(&mut read).await.unwrap();
+        assert!(read.is_empty());
+    }
 }

@@ -1,6 +1,8 @@
-//! The agent behind one remote connection: an [`acp_agent::Agent`] served in process over an
-//! in-memory pipe, or a stdio agent command spawned as a child (the gateway). Either way the
-//! connection sees a byte pipe of JSON lines, so routing is the same for both.
+//! The agent behind one remote connection: an [`acp_agent::Agent`] served in process, or a
+//! stdio agent command spawned as a child (the gateway). Either way the connection writes the
+//! client's messages to it as JSON lines and routes the lines it writes; a child's come from
+//! its stdout, an in-process agent's connection writes straight into the router
+//! ([`super::agent_output`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,14 +11,14 @@ use acp_agent::{Agent, AgentConnection};
 use acp_client::process::{AgentCommand, AgentProcess};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-/// Bytes buffered each way in the in-process pipe.
+use super::agent_output::{AgentInput, AgentOutput};
+
+/// Bytes buffered in the in-process pipe to the agent.
 const PIPE_BYTES: usize = 256 * 1024;
 /// Time a gateway child has to exit after its stdin closed, then after SIGTERM.
 const CHILD_GRACE: Duration = Duration::from_secs(2);
 
-type Make = dyn Fn(PipeRead, PipeWrite) -> AgentConnection + Send + Sync;
-type PipeRead = tokio::io::ReadHalf<tokio::io::DuplexStream>;
-type PipeWrite = tokio::io::WriteHalf<tokio::io::DuplexStream>;
+type Make = dyn Fn(AgentInput, AgentOutput) -> AgentConnection + Send + Sync;
 
 /// What serves each remote connection.
 #[derive(Clone)]
@@ -38,33 +40,32 @@ impl std::fmt::Debug for Backend {
 
 /// The agent's end of a running connection: its output, its input and what keeps it alive.
 pub(crate) struct Running {
-    pub(crate) output: Box<dyn AsyncRead + Send + Unpin>,
+    pub(crate) output: Output,
     pub(crate) input: Box<dyn AsyncWrite + Send + Unpin>,
-    pub(crate) guard: Guard,
+    /// The child of a gateway; an in-process agent's comes when it starts (with its output).
+    pub(crate) guard: Option<Guard>,
+}
+
+/// Where the agent's output comes from.
+pub(crate) enum Output {
+    /// Lines to read (a gateway child's stdout).
+    Pipe(Box<dyn AsyncRead + Send + Unpin>),
+    /// An in-process agent, started once the connection gives it its output.
+    InProcess(Box<dyn FnOnce(AgentOutput) -> AgentConnection + Send>),
 }
 
 /// Ends the agent when the connection ends.
 pub(crate) enum Guard {
     InProcess(AgentConnection),
     Gateway(Box<AgentProcess>),
-    /// Nothing to end (tests driving a connection by hand).
-    #[cfg(test)]
-    Nothing,
 }
 
 impl Guard {
-    /// Whether the agent is a child process (the gateway).
-    pub(crate) fn is_process(&self) -> bool {
-        matches!(self, Guard::Gateway(_))
-    }
-
     /// Ends the agent: the in-process connection is closed; the child gets EOF, then
     /// SIGTERM, then SIGKILL, and is reaped (in the background).
     pub(crate) fn end(self, metrics: Option<Arc<crate::Metrics>>) {
         match self {
             Guard::InProcess(conn) => conn.close(),
-            #[cfg(test)]
-            Guard::Nothing => {}
             Guard::Gateway(child) => {
                 // Outside a runtime (a connection dropped as its runtime shuts down) the
                 // child is killed by its drop instead.
@@ -106,14 +107,13 @@ impl Backend {
     pub(crate) fn start(&self) -> Result<Running, String> {
         match self {
             Backend::InProcess(make) => {
-                let (ours, theirs) = tokio::io::duplex(PIPE_BYTES);
-                let (their_read, their_write) = tokio::io::split(theirs);
-                let conn = make(their_read, their_write);
-                let (output, input) = tokio::io::split(ours);
+                // The client's messages go to the agent through a pipe; its output needs none.
+                let (input, theirs) = tokio::io::duplex(PIPE_BYTES);
+                let make = make.clone();
                 Ok(Running {
-                    output: Box::new(output),
+                    output: Output::InProcess(Box::new(move |output| make(theirs, output))),
                     input: Box::new(input),
-                    guard: Guard::InProcess(conn),
+                    guard: None,
                 })
             }
             Backend::Gateway(cmd) => {
@@ -122,9 +122,9 @@ impl Backend {
                     .take_stdio()
                     .ok_or_else(|| "the agent's stdio is missing".to_owned())?;
                 Ok(Running {
-                    output: Box::new(stdout),
+                    output: Output::Pipe(Box::new(stdout)),
                     input: Box::new(stdin),
-                    guard: Guard::Gateway(Box::new(child)),
+                    guard: Some(Guard::Gateway(Box::new(child))),
                 })
             }
         }

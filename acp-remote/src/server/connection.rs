@@ -14,16 +14,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use acp_rpc::Frame;
 use bytes::Bytes;
-use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
-use super::backend::{Guard, Running};
+use super::agent_output::{self, AgentOutput, CloseOnDrop};
+use super::backend::{Guard, Output, Running};
 use super::outbox::{Budget, Outbox};
 use crate::envelope::Envelope;
 use crate::metrics::Metrics;
@@ -34,6 +32,9 @@ use acp_rpc::{Direction, ErrorCode};
 
 /// JSON-RPC code of a refusal by the transport (a limit reached).
 pub(crate) const LIMIT_CODE: i64 = -32000;
+/// How acp-rpc's writer begins a notification (`write_head`, then the method; a request has its
+/// id first): pinned by `the_engine_writes_notifications_as_the_fast_path_expects` below.
+const ENGINE_METHOD_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":"#;
 /// Messages queued towards the agent before a POST waits.
 const TO_AGENT_QUEUE: usize = 64;
 /// Client requests the agent has not answered yet, per connection; past it a request is
@@ -117,7 +118,7 @@ pub(crate) struct Conn {
     /// Readers attached (SSE streams or the WebSocket): a connection with one is not idle.
     attached: AtomicUsize,
     guard: std::sync::Mutex<Option<Guard>>,
-    limits: Arc<Limits>,
+    pub(crate) limits: Arc<Limits>,
     ended: AtomicBool,
     /// [`Limits::max_messages_per_second`].
     rate: std::sync::Mutex<crate::security::RateBucket>,
@@ -154,7 +155,7 @@ impl Conn {
             closed: CancellationToken::new(),
             last_seen: std::sync::Mutex::new(Instant::now()),
             attached: AtomicUsize::new(0),
-            guard: std::sync::Mutex::new(Some(agent.guard)),
+            guard: std::sync::Mutex::new(agent.guard),
             rate: std::sync::Mutex::new(crate::security::RateBucket::new(
                 limits.max_messages_per_second,
             )),
@@ -185,46 +186,19 @@ impl Conn {
             }
             drop(input);
         });
-        let reader = conn.clone();
-        let max = conn.limits.max_message_bytes;
-        let closer = CloseOnDrop(conn.clone(), "the agent's output ended");
-        tokio::spawn(async move {
-            let _closer = closer;
-            // acp-rpc's bounded codec, as a client over stdio reads an agent: a line over the
-            // limit is skipped without being assembled, one that is not UTF-8 is skipped, and
-            // the connection goes on (only a failed read of the pipe ends it).
-            let mut lines = FramedRead::new(agent.output, acp_rpc::LineCodec::new(max));
-            // One wait on the end for the whole loop: a wait made per line would register
-            // with the token (a lock) and leave it again every time.
-            let ended = reader.closed.cancelled();
-            tokio::pin!(ended);
-            loop {
-                let frame = tokio::select! {
-                    l = lines.next() => l,
-                    () = &mut ended => None,
-                };
-                match frame {
-                    // Checked UTF-8 already: routed as the codec's bytes, not copied.
-                    Some(Ok(Frame::Line(line))) => {
-                        reader.route(line);
-                        if !reader.room_for_more().await {
-                            break;
-                        }
-                    }
-                    Some(Ok(Frame::Oversized { len })) => {
-                        tracing::warn!(conn = %reader.id, len, max, "agent wrote a line over the message limit; skipped");
-                    }
-                    Some(Ok(Frame::InvalidUtf8)) => {
-                        tracing::warn!(conn = %reader.id, "agent wrote a line that is not UTF-8; skipped");
-                    }
-                    Some(Err(error)) => {
-                        tracing::warn!(conn = %reader.id, %error, "agent output unreadable");
-                        break;
-                    }
-                    None => break,
+        match agent.output {
+            Output::Pipe(output) => agent_output::pump_from_pipe(conn.clone(), output),
+            Output::InProcess(start) => {
+                let started = start(AgentOutput::new(conn.clone()));
+                *lock(&conn.guard) = Some(Guard::InProcess(started));
+                // Closed while the agent started (its input failed at once): end it too.
+                if conn.ended.load(Ordering::SeqCst)
+                    && let Some(guard) = lock(&conn.guard).take()
+                {
+                    guard.end(None);
                 }
             }
-        });
+        }
         conn
     }
 
@@ -376,7 +350,21 @@ impl Conn {
 
     /// Routes one line of the agent's output (checked UTF-8 by the codec): read in one
     /// pass for its method, id and session ([`Envelope`]), and queued as it is.
-    fn route(&self, line: Bytes) {
+    ///
+    /// `trusted`: the line is `serde_json`'s output (an agent served in process, through
+    /// acp-rpc's writer), so it is JSON. On a WebSocket with no observer, such a line that
+    /// begins as acp-rpc writes a notification goes down the socket unread: it goes there
+    /// whatever else it holds, and reading a streamed chunk to its end was the largest cost
+    /// of routing it.
+    pub(crate) fn route(&self, line: Bytes, trusted: bool) {
+        if trusted
+            && self.websocket
+            && !self.observers.any()
+            && line.starts_with(ENGINE_METHOD_HEAD)
+        {
+            self.push(&self.main, line);
+            return;
+        }
         let Ok(text) = std::str::from_utf8(&line) else {
             tracing::warn!(conn = %self.id, "agent wrote a line that is not UTF-8; dropped");
             return;
@@ -453,12 +441,17 @@ impl Conn {
         }
     }
 
+    /// Whether the agent's output may be read on now (see [`Conn::room_for_more`]).
+    pub(crate) fn has_room(&self) -> bool {
+        self.budget.queued() < self.limits.max_buffered_bytes
+    }
+
     /// Backpressure: while the connection holds [`Limits::max_buffered_bytes`] of output its
     /// client has not taken, the agent's output is not read (a process agent's pipe fills
     /// and its writes wait). `false`, with the connection closed, when the client took
     /// nothing for [`Limits::max_output_stall`]: it stopped reading, or never opened the
     /// stream the output is for.
-    async fn room_for_more(&self) -> bool {
+    pub(crate) async fn room_for_more(&self) -> bool {
         let limit = self.limits.max_buffered_bytes;
         if self.budget.queued() < limit {
             return true;
@@ -520,16 +513,6 @@ pub(crate) fn refusal(id: &Value, message: &str) -> Bytes {
     Bytes::from(error.to_string())
 }
 
-/// Ends the connection when a pump ends, however it ends (a panic included): a connection
-/// never outlives either direction of its agent.
-struct CloseOnDrop(Arc<Conn>, &'static str);
-
-impl Drop for CloseOnDrop {
-    fn drop(&mut self) {
-        self.0.close(self.1);
-    }
-}
-
 /// Keeps a connection counted as read while it lives.
 pub(crate) struct ReaderGuard(Arc<Conn>);
 
@@ -543,16 +526,16 @@ impl Drop for ReaderGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::backend::{Guard, Running};
+    use crate::server::backend::{Output, Running};
 
     /// A connection whose agent reads everything and answers nothing.
     fn silent() -> (Arc<Conn>, tokio::io::DuplexStream) {
         let (ours, theirs) = tokio::io::duplex(1 << 20);
         let (output, input) = tokio::io::split(ours);
         let agent = Running {
-            output: Box::new(output),
+            output: Output::Pipe(Box::new(output)),
             input: Box::new(input),
-            guard: Guard::Nothing,
+            guard: None,
         };
         // No message rate limit here (tests/bad_input.rs covers it): the tests send
         // thousands of messages at once.
@@ -572,6 +555,26 @@ mod tests {
             },
         );
         (conn, theirs)
+    }
+
+    #[tokio::test]
+    async fn the_engine_writes_notifications_as_the_fast_path_expects() {
+        use tokio::io::AsyncBufReadExt;
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        let (read, write) = tokio::io::split(ours);
+        let engine = acp_rpc::Connection::new(read, write, (), acp_rpc::Config::default());
+        let update = serde_json::json!({"sessionId": "s", "update": {"sessionUpdate": "x"}});
+        engine
+            .peer()
+            .notify("session/update", &update)
+            .await
+            .unwrap();
+        let mut lines = tokio::io::BufReader::new(theirs).lines();
+        let line = lines.next_line().await.unwrap().unwrap();
+        assert!(line.as_bytes().starts_with(ENGINE_METHOD_HEAD), "{line}");
+        let read: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(read["method"], "session/update");
+        engine.close();
     }
 
     #[tokio::test]

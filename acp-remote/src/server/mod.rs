@@ -21,6 +21,7 @@
 //! # Ok(()) }
 //! ```
 
+mod agent_output;
 mod backend;
 mod connection;
 mod ops;
@@ -53,7 +54,8 @@ use crate::security::{Authenticator, Identity, Limits, NoAuth, Origins};
 use crate::{Error, HEADER_CONNECTION_ID, HEADER_SESSION_ID};
 use acp_rpc::observe::SharedObserver;
 use acp_rpc::sync::lock;
-use backend::Backend;
+pub use agent_output::{AgentInput, AgentOutput};
+use backend::{Backend, Guard};
 use connection::Conn;
 pub use ops::ReadinessCheck;
 pub(crate) use streamable_http::SseBody;
@@ -118,19 +120,14 @@ impl Server {
         ServerBuilder::new(Backend::in_process(make))
     }
 
-    /// Serves in process however `serve` says: it gets the agent's end of an in-memory pipe
-    /// per remote connection and starts a connection on it, for what
-    /// [`Server::in_process`] does not cover (a session store shared by every connection
-    /// with [`acp_agent::serve_with_store`], a [`acp_agent::Config`], dialect negotiation).
+    /// Serves in process however `serve` says: it gets the agent's reader and writer per
+    /// remote connection ([`AgentInput`], [`AgentOutput`]) and starts a connection on them,
+    /// for what [`Server::in_process`] does not cover (a session store shared by every
+    /// connection with [`acp_agent::serve_with_store`], a [`acp_agent::Config`], dialect
+    /// negotiation).
     pub fn in_process_with<F>(serve: F) -> ServerBuilder
     where
-        F: Fn(
-                tokio::io::ReadHalf<tokio::io::DuplexStream>,
-                tokio::io::WriteHalf<tokio::io::DuplexStream>,
-            ) -> acp_agent::AgentConnection
-            + Send
-            + Sync
-            + 'static,
+        F: Fn(AgentInput, AgentOutput) -> acp_agent::AgentConnection + Send + Sync + 'static,
     {
         ServerBuilder::new(Backend::InProcess(Arc::new(serve)))
     }
@@ -351,7 +348,7 @@ impl Shared {
         };
         if let Some(metrics) = &self.metrics {
             metrics.connection_opened();
-            if agent.guard.is_process() {
+            if matches!(agent.guard, Some(Guard::Gateway(_))) {
                 metrics.agent_started();
             }
         }
