@@ -10,7 +10,8 @@
 //! open.
 //!
 //! Each server runs in a child process (`acp-bench __remote_peer ours|official`) on a free
-//! 127.0.0.1 port, so the memory is the server's alone. Medians of `--runs` runs.
+//! 127.0.0.1 port, so the memory is the server's alone. Medians of `--runs` runs, after
+//! `--warmup` runs per figure that are checked and not counted.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -38,6 +39,8 @@ use column::Column;
 const USAGE: &str = "\
 usage: acp-bench remote [options]
   --runs N       runs per figure; medians are reported (default 3)
+  --warmup N     runs per figure before those, checked but not counted (default 1): the
+                 first connection of a column pays for the client's cold start
   --chunks N     a: notifications per prompt (default 50000)
   --requests N   b: sequential requests (default 5000)
   --idle N       idle connections held open on one server (default 1000, at most 5000)
@@ -52,6 +55,8 @@ without it they are skipped.";
 #[derive(Clone, Debug)]
 struct Options {
     runs: usize,
+    /// Runs made and judged before the counted ones, per figure and column.
+    warmup: usize,
     chunks: u64,
     requests: u64,
     idle: usize,
@@ -63,6 +68,7 @@ impl Options {
     fn parse(args: &[String]) -> Result<Options, String> {
         let mut o = Options {
             runs: 3,
+            warmup: 1,
             chunks: 50_000,
             requests: 5_000,
             idle: 1000,
@@ -79,6 +85,7 @@ impl Options {
         while let Some(arg) = it.next() {
             match arg.as_str() {
                 "--runs" => o.runs = num(&mut it)?.max(1) as usize,
+                "--warmup" => o.warmup = num(&mut it)?.min(100) as usize,
                 "--chunks" => o.chunks = num(&mut it)?.max(1),
                 "--requests" => o.requests = num(&mut it)?.max(1),
                 "--idle" => o.idle = num(&mut it)?.min(5000) as usize, // 0: none
@@ -92,6 +99,7 @@ impl Options {
                 }
                 "--smoke" => {
                     o.runs = 1;
+                    o.warmup = 0;
                     o.chunks = 200;
                     o.requests = 100;
                     o.idle = 20;
@@ -304,7 +312,8 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     Some(values[values.len() / 2])
 }
 
-/// Medians of `runs` runs of `plan` in `column`, each judged by `figure`.
+/// Medians of `runs` runs of `plan` in `column`, each judged by `figure`, after `warmup`
+/// runs judged the same way and not counted.
 fn figure(
     o: &Options,
     column: Column,
@@ -312,9 +321,12 @@ fn figure(
     figure: fn(&Options, &Outcome) -> Result<f64, String>,
 ) -> Result<f64, String> {
     let mut values = Vec::new();
-    for _ in 0..o.runs {
+    for run in 0..o.warmup + o.runs {
         let out = measure(column, plan)?;
-        values.push(figure(o, &out)?);
+        let value = figure(o, &out)?;
+        if run >= o.warmup {
+            values.push(value);
+        }
     }
     median(values).ok_or_else(|| "no run".to_owned())
 }
@@ -455,8 +467,8 @@ pub fn main(args: &[String]) -> ExitCode {
         eprintln!("the TypeScript server columns are skipped: {note}");
     }
     println!(
-        "\n## acp-bench remote (loopback; a: {} chunks, b: {} requests, medians of {} runs)\n",
-        o.chunks, o.requests, o.runs
+        "\n## acp-bench remote (loopback; a: {} chunks, b: {} requests, medians of {} runs after {} warm-up)\n",
+        o.chunks, o.requests, o.runs, o.warmup
     );
     let titles: Vec<&str> = Column::ALL.iter().map(|c| c.title()).collect();
     println!("| figure | {} |", titles.join(" | "));
