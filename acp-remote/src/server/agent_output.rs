@@ -204,39 +204,19 @@ mod tests {
     use tokio::io::AsyncWriteExt;
 
     use super::*;
-    use crate::security::{Identity, Limits};
-    use crate::server::backend::{Output, Running};
-    use crate::server::connection::Observers;
+    use crate::security::Limits;
+    use crate::server::connection::tests::over_pipe;
 
-    /// A connection (not a WebSocket) whose agent output the test writes by hand, holding
-    /// `buffered` bytes before the agent waits; the pipe end keeps its other pump alive.
+    /// A connection whose agent output the test writes by hand, holding `buffered` bytes
+    /// before the agent waits; the pipe end keeps its other pump alive.
     fn connection(buffered: usize) -> (Arc<Conn>, AgentOutput, tokio::io::DuplexStream) {
-        let (ours, theirs) = tokio::io::duplex(1 << 16);
-        let (output, input) = tokio::io::split(ours);
-        let agent = Running {
-            output: Output::Pipe(Box::new(output)),
-            input: Box::new(input),
-            guard: None,
-        };
-        let limits = Limits {
+        let (conn, pipe) = over_pipe(Limits {
             max_buffered_bytes: buffered,
             max_message_bytes: 256,
             max_output_stall: Duration::from_secs(5),
             ..Limits::default()
-        };
-        let observers = Observers {
-            metrics: None,
-            other: None,
-        };
-        let conn = Conn::start(
-            "c".into(),
-            Identity("t".into()),
-            false,
-            agent,
-            limits.into(),
-            observers,
-        );
-        (conn.clone(), AgentOutput::new(conn), theirs)
+        });
+        (conn.clone(), AgentOutput::new(conn), pipe)
     }
 
     fn note(method: &str) -> String {

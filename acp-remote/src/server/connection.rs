@@ -351,11 +351,9 @@ impl Conn {
     /// Routes one line of the agent's output (checked UTF-8 by the codec): read in one
     /// pass for its method, id and session ([`Envelope`]), and queued as it is.
     ///
-    /// `trusted`: the line is `serde_json`'s output (an agent served in process, through
-    /// acp-rpc's writer), so it is JSON. On a WebSocket with no observer, such a line that
-    /// begins as acp-rpc writes a notification goes down the socket unread: it goes there
-    /// whatever else it holds, and reading a streamed chunk to its end was the largest cost
-    /// of routing it.
+    /// `trusted`: the line is acp-rpc's `serde_json` output (an in-process agent), so JSON.
+    /// On a WebSocket with no observer, one that begins as acp-rpc writes a notification goes
+    /// down the socket unread (reading a streamed chunk to its end cost the most).
     pub(crate) fn route(&self, line: Bytes, trusted: bool) {
         if trusted
             && self.websocket
@@ -524,12 +522,13 @@ impl Drop for ReaderGuard {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::server::backend::{Output, Running};
 
-    /// A connection whose agent reads everything and answers nothing.
-    fn silent() -> (Arc<Conn>, tokio::io::DuplexStream) {
+    /// A connection (not a WebSocket, no observer) whose agent is the other end of the
+    /// returned pipe: the agent's input and output, for a test to drive by hand.
+    pub(crate) fn over_pipe(limits: Limits) -> (Arc<Conn>, tokio::io::DuplexStream) {
         let (ours, theirs) = tokio::io::duplex(1 << 20);
         let (output, input) = tokio::io::split(ours);
         let agent = Running {
@@ -537,24 +536,23 @@ mod tests {
             input: Box::new(input),
             guard: None,
         };
+        let observers = Observers {
+            metrics: None,
+            other: None,
+        };
+        let identity = Identity("t".into());
+        let conn = Conn::start("c".into(), identity, false, agent, limits.into(), observers);
+        (conn, theirs)
+    }
+
+    /// A connection whose agent reads everything and answers nothing.
+    fn silent() -> (Arc<Conn>, tokio::io::DuplexStream) {
         // No message rate limit here (tests/bad_input.rs covers it): the tests send
         // thousands of messages at once.
-        let limits = Limits {
+        over_pipe(Limits {
             max_messages_per_second: u32::MAX,
             ..Limits::default()
-        };
-        let conn = Conn::start(
-            "c".into(),
-            Identity("t".into()),
-            false,
-            agent,
-            Arc::new(limits),
-            Observers {
-                metrics: None,
-                other: None,
-            },
-        );
-        (conn, theirs)
+        })
     }
 
     #[tokio::test]
