@@ -179,8 +179,7 @@ pub async fn connect(url: &str, options: &ConnectOptions) -> Result<RemoteLink, 
     let (app_reader, writer) = tokio::io::split(app);
     let (over, reader) = match profile {
         Profile::WebSocket => {
-            let (from_app, _) = tokio::io::split(bridge);
-            let (over, frames) = websocket::start(shared, from_app).await?;
+            let (over, frames) = websocket::start(shared, bridge).await?;
             (over, LinkReader(Lines::Frames(frames)))
         }
         Profile::StreamableHttp => {

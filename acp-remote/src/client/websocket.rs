@@ -10,7 +10,7 @@ use bytes::Bytes;
 use futures_util::stream::SplitStream;
 use futures_util::{SinkExt, StreamExt};
 use hyper::header::{AUTHORIZATION, COOKIE};
-use tokio::io::{AsyncRead, DuplexStream, ReadBuf, ReadHalf};
+use tokio::io::{AsyncRead, DuplexStream, ReadBuf};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -27,7 +27,7 @@ use crate::Error;
 /// token is cancelled once the close frame went out (or the socket failed).
 pub(crate) async fn start(
     remote: Arc<Remote>,
-    bridge: ReadHalf<DuplexStream>,
+    bridge: DuplexStream,
 ) -> Result<(CancellationToken, FrameLines), Error> {
     let target = &remote.target;
     // The handshake's request line and `Host` (TLS, for `wss://`, is the stream's business).

@@ -450,11 +450,10 @@ impl Conn {
     /// nothing for [`Limits::max_output_stall`]: it stopped reading, or never opened the
     /// stream the output is for.
     pub(crate) async fn room_for_more(&self) -> bool {
-        let limit = self.limits.max_buffered_bytes;
-        if self.budget.queued() < limit {
+        if self.has_room() {
             return true;
         }
-        let stall = self.limits.max_output_stall;
+        let (limit, stall) = (self.limits.max_buffered_bytes, self.limits.max_output_stall);
         let room = tokio::select! {
             room = self.budget.room_below(limit, stall) => room,
             () = self.closed.cancelled() => return false,
