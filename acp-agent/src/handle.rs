@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use acp_types::v1::*;
 use acp_types::{NotificationMethod, RequestMethod};
+use tokio_util::either::Either;
 
 use crate::Error;
 use crate::state::Inner;
@@ -102,24 +103,31 @@ impl ClientHandle {
     }
 
     /// `session/update` from a session id and an update.
-    pub async fn send_update(
+    pub fn send_update(
         &self,
         session_id: impl Into<SessionId>,
         update: SessionUpdate,
-    ) -> Result<(), Error> {
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
         self.session_update(SessionNotification::new(session_id, update))
-            .await
     }
 
     /// [`ClientHandle::session_update`]: the kind's capability, then the session's queue.
-    pub(crate) async fn session_update_hook(
+    ///
+    /// The check is made now (it reads the client's capabilities) and the send's own
+    /// future returned, with no layer around it that would hold the notification a second
+    /// time (see [`SessionHandle::send`](crate::SessionHandle::send)).
+    pub(crate) fn session_update_hook(
         &self,
         notification: SessionNotification,
-    ) -> Result<(), Error> {
-        if let Some((capability, has)) = update_capability(&notification.update) {
-            self.require(SessionNotification::METHOD, capability, has)?;
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        let refused = update_capability(&notification.update).and_then(|(capability, has)| {
+            self.require(SessionNotification::METHOD, capability, has)
+                .err()
+        });
+        match refused {
+            Some(error) => Either::Left(std::future::ready(Err(error))),
+            None => Either::Right(self.inner.send_update(notification)),
         }
-        self.inner.send_update(notification).await
     }
 
     /// [`ClientHandle::request_permission`]: answered `cancelled` at once when the session's

@@ -29,39 +29,63 @@ impl SessionHandle {
     }
 
     /// Sends any update for this session.
-    pub async fn send(&self, update: SessionUpdate) -> Result<(), Error> {
-        self.client.send_update(self.id.clone(), update).await
+    ///
+    /// This and the helpers below return the send's own future rather than one around it:
+    /// an update streams on every chunk, and each layer of `async fn` would copy the update
+    /// into a larger future.
+    pub fn send(
+        &self,
+        update: SessionUpdate,
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        self.client.send_update(self.id.clone(), update)
     }
 
     /// `agent_message_chunk` with a text block.
-    pub async fn message_chunk(&self, text: impl Into<String>) -> Result<(), Error> {
-        self.send(SessionUpdate::agent_message_text(text)).await
+    pub fn message_chunk(
+        &self,
+        text: impl Into<String>,
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        self.send(SessionUpdate::agent_message_text(text))
     }
 
     /// `agent_thought_chunk` with a text block.
-    pub async fn thought_chunk(&self, text: impl Into<String>) -> Result<(), Error> {
-        self.send(SessionUpdate::agent_thought_text(text)).await
+    pub fn thought_chunk(
+        &self,
+        text: impl Into<String>,
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        self.send(SessionUpdate::agent_thought_text(text))
     }
 
     /// `user_message_chunk` with a text block (history replay in `session/load`).
-    pub async fn user_chunk(&self, text: impl Into<String>) -> Result<(), Error> {
-        self.send(SessionUpdate::user_message_text(text)).await
+    pub fn user_chunk(
+        &self,
+        text: impl Into<String>,
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        self.send(SessionUpdate::user_message_text(text))
     }
 
     /// `plan`: replaces the whole plan.
-    pub async fn plan(&self, entries: Vec<PlanEntry>) -> Result<(), Error> {
-        self.send(SessionUpdate::plan(entries)).await
+    pub fn plan(
+        &self,
+        entries: Vec<PlanEntry>,
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        self.send(SessionUpdate::plan(entries))
     }
 
     /// `available_commands_update`.
-    pub async fn available_commands(&self, commands: Vec<AvailableCommand>) -> Result<(), Error> {
+    pub fn available_commands(
+        &self,
+        commands: Vec<AvailableCommand>,
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
         self.send(SessionUpdate::available_commands_update(commands))
-            .await
     }
 
     /// `current_mode_update`.
-    pub async fn current_mode(&self, mode: impl Into<SessionModeId>) -> Result<(), Error> {
-        self.send(SessionUpdate::current_mode_update(mode)).await
+    pub fn current_mode(
+        &self,
+        mode: impl Into<SessionModeId>,
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        self.send(SessionUpdate::current_mode_update(mode))
     }
 
     /// `tool_call`: announces a tool call and returns a handle to update it.
@@ -152,5 +176,47 @@ impl ToolCallHandle {
     pub async fn fail(&self, content: Vec<ToolCallContent>) -> Result<(), Error> {
         self.update(self.blank().status(ToolCallStatus::Failed).content(content))
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::{size_of, size_of_val};
+
+    use acp_types::v1::*;
+
+    struct Silent;
+
+    #[async_trait::async_trait]
+    impl crate::Agent for Silent {
+        async fn initialize(
+            &self,
+            params: InitializeRequest,
+            _: &crate::AgentContext,
+        ) -> Result<InitializeResponse, crate::Error> {
+            Ok(InitializeResponse::new(params.protocol_version))
+        }
+    }
+
+    /// A streamed update's future holds the update about once: every chunk's future is made
+    /// and moved by each caller up the stack. While each layer (`message_chunk`, `send`,
+    /// `send_update`, `session_update`, its hook, the state's send, the engine's notify)
+    /// was an `async fn` holding its arguments again, it was 2,032 bytes, copied several
+    /// times per chunk (a tenth of a WebSocket server's time in `acp-bench remote`).
+    #[tokio::test]
+    async fn an_update_future_holds_the_update_about_once() {
+        let (agent_in, _client_out) = tokio::io::duplex(64);
+        let (agent_out, _client_in) = tokio::io::duplex(64);
+        let conn = crate::serve(Silent, agent_in, agent_out);
+        let session = super::SessionHandle::new(conn.client().clone(), SessionId::from("s"));
+        let update = size_of::<SessionNotification>();
+        let chunk = size_of_val(&session.message_chunk("tok"));
+        let send = size_of_val(&session.send(SessionUpdate::agent_message_text("tok")));
+        for (what, size) in [("message_chunk", chunk), ("send", send)] {
+            assert!(
+                size <= 3 * update,
+                "{what}'s future is {size} bytes, over three notifications ({update} each)"
+            );
+        }
     }
 }

@@ -291,37 +291,47 @@ impl Inner {
         }
     }
 
-    /// Sends (or holds) one `session/update`.
-    pub(crate) async fn send_update(&self, n: SessionNotification) -> Result<(), Error> {
-        if let Some(recorder) = &self.recorder {
-            recorder
-                .update(&n, || lock(&self.sessions).creating > 0)
-                .await;
-        }
-        let guard = {
-            let mut s = lock(&self.sessions);
-            let creating = s.creating > 0;
-            match s.known.get_mut(&n.session_id) {
-                Some(session) => {
-                    let guard = session.sending().enter();
-                    match session.held.as_mut() {
-                        Some(held) => {
-                            held.push((n, Some(guard)));
-                            return Ok(());
-                        }
-                        None => Some(guard),
-                    }
-                }
-                None if creating => {
-                    s.unclaimed.entry(n.session_id.clone()).or_default().push(n);
-                    return Ok(());
-                }
-                None => None,
+    /// Sends (or holds) one `session/update`. An `async` block rather than an `async fn`,
+    /// which would keep a second copy of `n` in its future.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn's future holds its arguments twice"
+    )]
+    pub(crate) fn send_update(
+        &self,
+        n: SessionNotification,
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        async move {
+            if let Some(recorder) = &self.recorder {
+                // Boxed: the store's write is a large future, and every streamed update's future
+                // (and each copy of it on the way up) would carry it.
+                Box::pin(recorder.update(&n, || lock(&self.sessions).creating > 0)).await;
             }
-        };
-        let result = self.peer.notify(SessionNotification::METHOD, &n).await;
-        drop(guard);
-        result
+            let guard = {
+                let mut s = lock(&self.sessions);
+                let creating = s.creating > 0;
+                match s.known.get_mut(&n.session_id) {
+                    Some(session) => {
+                        let guard = session.sending().enter();
+                        match session.held.as_mut() {
+                            Some(held) => {
+                                held.push((n, Some(guard)));
+                                return Ok(());
+                            }
+                            None => Some(guard),
+                        }
+                    }
+                    None if creating => {
+                        s.unclaimed.entry(n.session_id.clone()).or_default().push(n);
+                        return Ok(());
+                    }
+                    None => None,
+                }
+            };
+            let result = self.peer.notify(SessionNotification::METHOD, &n).await;
+            drop(guard);
+            result
+        }
     }
 
     /// The session's current cancellation token.

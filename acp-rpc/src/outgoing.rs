@@ -311,16 +311,34 @@ impl Peer {
                 &buf,
             );
         } else {
-            let slot = shared.outgoing_slot().await?;
-            let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-            write_request(&mut buf, &shared.config.framing, id, method, params)?;
-            if shared.config.observer.is_some() {
-                let id = RequestId::Int(id);
-                let kind = MessageKind::Request;
-                observe::sent(&shared.config, kind, Some(method), Some(&id), &buf);
-            }
-            self.register(id, Pending::Discard(slot))?;
+            // Boxed, as the wait for a request slot is a large future that every
+            // notification's future would otherwise carry for the dialects that have them.
+            return Box::pin(self.notify_as_request(buf, method, params)).await;
         }
+        shared.send(buf).await
+    }
+
+    /// [`Peer::notify`] in a dialect without notifications: a request whose answer is
+    /// discarded, sent once a request slot is free.
+    async fn notify_as_request<P>(
+        &self,
+        mut buf: Vec<u8>,
+        method: &str,
+        params: &P,
+    ) -> Result<(), Error>
+    where
+        P: Serialize + ?Sized,
+    {
+        let shared = &*self.shared;
+        let slot = shared.outgoing_slot().await?;
+        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+        write_request(&mut buf, &shared.config.framing, id, method, params)?;
+        if shared.config.observer.is_some() {
+            let id = RequestId::Int(id);
+            let kind = MessageKind::Request;
+            observe::sent(&shared.config, kind, Some(method), Some(&id), &buf);
+        }
+        self.register(id, Pending::Discard(slot))?;
         shared.send(buf).await
     }
 

@@ -275,6 +275,15 @@ impl Shared {
             Err(mpsc::error::TrySendError::Closed(_)) => return Err(self.closed_error()),
             Err(mpsc::error::TrySendError::Full(msg)) => msg,
         };
+        // Boxed: the wait is a large future (the queue's and the shutdown token's waits), and
+        // every future that sends holds this one; kept inline it made a streamed update's
+        // future (and the copies of it each caller makes) kilobytes large for a path taken
+        // once per queue's worth of messages.
+        Box::pin(self.send_when_room(msg)).await
+    }
+
+    /// [`Shared::send`] when the queue is full: waits for room or the shutdown.
+    async fn send_when_room(&self, msg: Outgoing) -> Result<(), Error> {
         let _waiting = CountedWait::new(&self.queue_waiters);
         tokio::select! {
             biased;

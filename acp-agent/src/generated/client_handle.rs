@@ -11,11 +11,13 @@ impl ClientHandle {
     /// `session/request_permission`: Asks the user to choose among options before a tool call runs.
     ///
     /// If the session is cancelled (`session/cancel`) while the request is pending, it resolves at once with the `cancelled` outcome (and the request is withdrawn with `$/cancel_request`).
-    pub async fn request_permission(
+    pub fn request_permission(
         &self,
         params: RequestPermissionRequest,
-    ) -> Result<RequestPermissionResponse, Error> {
-        self.request_permission_hook(params).await
+    ) -> impl std::future::Future<
+        Output = Result<RequestPermissionResponse, Error>,
+    > + Send + '_ {
+        self.request_permission_hook(params)
     }
     /// `fs/read_text_file`: Reads a text file as the editor sees it (including unsaved changes).
     ///
@@ -134,11 +136,11 @@ impl ClientHandle {
     /// For a session whose `session/new` response is not written yet the update is queued and sent right after it.
     ///
     /// The kinds the schema reserves for clients that asked for them are refused locally (never sent) unless advertised: `notice` needs `session.notices`, `compaction_update` and `compaction_summary_chunk` need `session.compaction`, `plan_update` and `plan_removed` need `plan`, `subagent_update`, `session_message` and `session_message_chunk` need `subagents`, and (unstable, feature `unstable_prompt_suggestions`) `prompt_suggestions_update` needs `session.promptSuggestions`, and (feature `unstable_session_cursors`) `cursor_update` needs `session.cursors`. A client without them may not know these kinds at all (the official Python SDK's client drops them).
-    pub async fn session_update(
+    pub fn session_update(
         &self,
         params: SessionNotification,
-    ) -> Result<(), Error> {
-        self.session_update_hook(params).await
+    ) -> impl std::future::Future<Output = Result<(), Error>> + Send + '_ {
+        self.session_update_hook(params)
     }
     /// `elicitation/complete` (notification): Tells the client that a URL elicitation finished out of band.
     pub async fn complete_elicitation(

@@ -304,6 +304,22 @@ fn handle_method(schema: &Schema, c: &V1Call) -> Result<TokenStream, Error> {
     } else {
         (quote!(()), quote!(self.notify(&params).await))
     };
+    if c.rust.call_hook && checks.is_empty() {
+        // The hook's own future, not one around it: a call's future is held (and moved) by
+        // every caller up the stack, and a wrapper layer would add the parameters' size to it
+        // (a streamed `session/update` is on this path for every chunk).
+        let hook = c.hook();
+        return Ok(quote! {
+            #doc
+            #gate
+            pub fn #name(
+                &self,
+                params: #params,
+            ) -> impl std::future::Future<Output = Result<#ret, Error>> + Send + '_ {
+                self.#hook(params)
+            }
+        });
+    }
     let body = if c.rust.call_hook {
         let hook = c.hook();
         quote!(self.#hook(params).await)
