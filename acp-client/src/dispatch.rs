@@ -87,8 +87,21 @@ impl<C: Client> Handler for Dispatcher<C> {
 
 impl<C: Client> Dispatcher<C> {
     /// A `session/update`: to the prompt streams of its session, then to the client.
-    pub(crate) async fn session_update_hook(&self, n: SessionNotification) -> Result<(), Error> {
-        self.subscribers.deliver(&n).await;
-        self.client.session_update(n).await
+    ///
+    ///
+    /// An `async` block, not an `async fn`, which would hold a second copy of the
+    /// notification in its future (this one is made and moved for every streamed chunk).
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn's future holds its arguments twice"
+    )]
+    pub(crate) fn session_update_hook(
+        &self,
+        n: SessionNotification,
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        async move {
+            self.subscribers.deliver(&n).await;
+            self.client.session_update(n).await
+        }
     }
 }

@@ -209,7 +209,14 @@ impl Subscribers {
             None => return,
         };
         for tx in streams {
-            let _ = tx.send(Routed::Update(n.update.clone())).await;
+            match tx.try_send(Routed::Update(n.update.clone())) {
+                // Boxed: the wait holds the update and the channel's wait, a large future
+                // that the common case (room in the stream) need not carry.
+                Err(mpsc::error::TrySendError::Full(update)) => {
+                    let _ = Box::pin(tx.send(update)).await;
+                }
+                Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+            }
         }
     }
 }
