@@ -152,6 +152,10 @@ impl AsyncWrite for AgentOutput {
         // Line by line, and no further than the room lasts: the rest of a write the writer
         // hands over again, and waits for room then (the connection holds at most one line
         // over its limit, as when a pipe is read).
+        // One buffer for the whole write, the lines cut out of it and shared with it (a
+        // buffer per line, which `BytesMut` makes once the previous line's bytes are
+        // shared, cost two allocations a message).
+        this.partial.reserve(data.len());
         let mut written = 0;
         while written < data.len() {
             let rest = &data[written..];
@@ -165,6 +169,10 @@ impl AsyncWrite for AgentOutput {
             if routed && !this.conn.has_room() {
                 break;
             }
+        }
+        if this.partial.is_empty() {
+            // Lets the buffer go with the last of its lines (an idle connection keeps none).
+            this.partial = BytesMut::new();
         }
         Poll::Ready(Ok(written))
     }
