@@ -248,6 +248,34 @@ mod tests {
         assert_eq!(next(&conn, generation).await, note("b"));
     }
 
+    /// The lines of a write are cut out of one buffer (they were a buffer each, two
+    /// allocations a message), and the buffer is let go when no partial line is left.
+    #[tokio::test]
+    async fn the_lines_of_a_write_share_one_buffer_that_is_let_go_after_it() {
+        let (conn, mut out, _pipe) = connection(1 << 20);
+        let generation = conn.main.attach();
+        let lines = [note("a"), note("b"), note("c")];
+        out.write_all(format!("{}\n", lines.join("\n")).as_bytes())
+            .await
+            .unwrap();
+        let mut taken = Vec::new();
+        for line in &lines {
+            let message = conn.main.next(generation).await.expect("a message");
+            assert_eq!(message, line.as_bytes());
+            taken.push(message);
+        }
+        for pair in taken.windows(2) {
+            // Each line starts right after the previous one and its newline.
+            assert_eq!(
+                pair[1].as_ptr(),
+                pair[0].as_ptr().wrapping_add(pair[0].len() + 1)
+            );
+        }
+        assert_eq!(out.partial.capacity(), 0, "no buffer kept between writes");
+        out.write_all(b"{\"half").await.unwrap();
+        assert_eq!(&out.partial[..], b"{\"half", "a partial line is kept");
+    }
+
     #[tokio::test]
     async fn a_line_over_the_limit_is_skipped_and_the_next_one_routed() {
         let (conn, mut out, _pipe) = connection(1 << 20);
