@@ -88,7 +88,6 @@ impl<C: Client> Handler for Dispatcher<C> {
 impl<C: Client> Dispatcher<C> {
     /// A `session/update`: to the prompt streams of its session, then to the client.
     ///
-    ///
     /// An `async` block, not an `async fn`, which would hold a second copy of the
     /// notification in its future (this one is made and moved for every streamed chunk).
     #[allow(

@@ -149,13 +149,13 @@ impl AsyncWrite for AgentOutput {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         ready!(this.poll_room(cx))?;
-        // Line by line, and no further than the room lasts: the rest of a write the writer
-        // hands over again, and waits for room then (the connection holds at most one line
-        // over its limit, as when a pipe is read).
         // One buffer for the whole write, the lines cut out of it and shared with it (a
         // buffer per line, which `BytesMut` makes once the previous line's bytes are
         // shared, cost two allocations a message).
         this.partial.reserve(data.len());
+        // Line by line, and no further than the room lasts: the rest of a write the writer
+        // hands over again, and waits for room then (the connection holds at most one line
+        // over its limit, as when a pipe is read).
         let mut written = 0;
         while written < data.len() {
             let rest = &data[written..];
