@@ -190,10 +190,9 @@ impl<A: Agent> Dispatch<A> {
         let handler = self.agent.new_session(p, &call.cx);
         let record = async |recorder: &Arc<Recorder>, response: &NewSessionResponse| {
             let meta = new_session_meta(response.session_id.clone(), cwd, dirs, response);
-            recorder
-                .created(meta)
-                .await
-                .map_err(|e| Error::internal_error(format!("the session could not be stored: {e}")))
+            recorder.created(meta).await.map_err(|e| {
+                Error::internal_error(format!("the session could not be stored: {}", e.for_peer()))
+            })
         };
         self.creating(call, |r| &r.session_id, handler, record)
             .await
@@ -366,7 +365,10 @@ impl<A: Agent> Dispatch<A> {
                 .forked(meta, &request.session_id)
                 .await
                 .map_err(|e| {
-                    Error::internal_error(format!("the forked session could not be stored: {e}"))
+                    Error::internal_error(format!(
+                        "the forked session could not be stored: {}",
+                        e.for_peer()
+                    ))
                 })
         };
         self.creating(call, |r| &r.session_id, handler, record)

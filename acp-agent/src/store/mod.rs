@@ -376,9 +376,32 @@ pub enum StoreError {
     /// Anything else (a networked store's failures).
     #[error("session store: {0}")]
     Other(String),
+    /// A backend's failure (a database unreachable, a query refused), told twice: `public`
+    /// for the peer whose call failed, without the backend's host, port, database or user;
+    /// `detail` for the server's log and the library's caller (what `Display` shows).
+    #[error("session store: {detail}")]
+    Backend {
+        /// What failed and its kind, for a remote client.
+        public: String,
+        /// The whole story, for the operator.
+        detail: String,
+    },
 }
 
 impl StoreError {
+    /// What the peer whose call failed may read of this error: a [`StoreError::Backend`]'s
+    /// `public` part (its `detail`, naming where the backend is, goes to the log here, at
+    /// warn), every other error whole.
+    pub fn for_peer(&self) -> String {
+        match self {
+            StoreError::Backend { public, detail } => {
+                tracing::warn!(error = %detail, "session store failed");
+                format!("session store: {public}")
+            }
+            other => other.to_string(),
+        }
+    }
+
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         StoreError::Io {
             context: context.into(),
@@ -395,7 +418,7 @@ impl From<StoreError> for crate::Error {
                 .with_data(serde_json::json!({ "sessionId": id })),
             StoreError::BadCursor(cursor) => crate::Error::invalid_params(e.to_string())
                 .with_data(serde_json::json!({ "cursor": cursor })),
-            _ => crate::Error::internal_error(e.to_string()),
+            _ => crate::Error::internal_error(e.for_peer()),
         }
     }
 }
