@@ -51,9 +51,14 @@ use acp_types::v1::SessionId;
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 
+mod connect;
 mod migrate;
+mod redact;
+mod tls;
 
+pub use connect::SslMode;
 pub use migrate::SCHEMA_VERSION;
+pub use redact::redact;
 
 /// Connections the pool keeps at most, unless [`PostgresStore::open_with`] says otherwise.
 pub const DEFAULT_POOL_SIZE: usize = 8;
@@ -100,23 +105,7 @@ fn describe(config: &tokio_postgres::Config) -> String {
     format!("postgres://{host}:{port}/{db}")
 }
 
-/// A PostgreSQL error as a store error: the server's own message when it sent one.
-pub(crate) fn pg_error(what: &str, target: &str, e: &tokio_postgres::Error) -> StoreError {
-    let detail = match e.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => {
-            let mut text = e.to_string();
-            let mut source = std::error::Error::source(e);
-            while let Some(s) = source {
-                text.push_str(": ");
-                text.push_str(&s.to_string());
-                source = s.source();
-            }
-            text
-        }
-    };
-    StoreError::Other(format!("PostgreSQL {target}: {what}: {detail}"))
-}
+pub(crate) use connect::pg_error;
 
 impl PostgresStore {
     /// Connects to the database at `url` (`postgres://user:password@host:port/db`, or the
@@ -128,9 +117,11 @@ impl PostgresStore {
 
     /// [`PostgresStore::open`] with a pool of at most `pool_size` connections (at least 1).
     pub async fn open_with(url: &str, pool_size: usize) -> Result<Self, StoreError> {
-        let mut config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e| StoreError::Other(format!("not a PostgreSQL connection string: {e}")))?;
+        let connect::Prepared {
+            mut config,
+            tls,
+            mode,
+        } = connect::prepare(url).map_err(StoreError::Other)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -138,9 +129,10 @@ impl PostgresStore {
             config.application_name("acp-store-postgres");
         }
         let target = describe(&config);
+        tracing::debug!(%target, sslmode = mode.as_str(), "connecting to the session store");
         let manager = Manager::from_config(
             config,
-            tokio_postgres::NoTls,
+            tls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -152,7 +144,7 @@ impl PostgresStore {
             .create_timeout(Some(CONNECT_TIMEOUT))
             .recycle_timeout(Some(CONNECT_TIMEOUT))
             .build()
-            .map_err(|e| StoreError::Other(format!("PostgreSQL {target}: {e}")))?;
+            .map_err(|e| StoreError::Other(redact(&format!("PostgreSQL {target}: {e}"))))?;
         let store = PostgresStore {
             pool,
             target,
@@ -178,35 +170,15 @@ impl PostgresStore {
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
-        self.pool.get().await.map_err(|e| {
-            StoreError::Other(format!(
-                "cannot reach PostgreSQL at {}: {}",
-                self.target,
-                pool_error(&e)
-            ))
-        })
+        self.pool
+            .get()
+            .await
+            .map_err(|e| connect::pool_error(&self.target, &e))
     }
 
     fn err(&self, what: &str) -> impl Fn(tokio_postgres::Error) -> StoreError + '_ {
         let what = what.to_owned();
         move |e| pg_error(&what, &self.target, &e)
-    }
-}
-
-/// A pool error with its cause (deadpool's own text stops at "backend error").
-fn pool_error(e: &deadpool_postgres::PoolError) -> String {
-    match e {
-        deadpool_postgres::PoolError::Backend(e) => {
-            let mut text = e.to_string();
-            let mut source = std::error::Error::source(e);
-            while let Some(s) = source {
-                text.push_str(": ");
-                text.push_str(&s.to_string());
-                source = s.source();
-            }
-            text
-        }
-        other => other.to_string(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The database away: unreachable at open is a clear error at once; gone mid-session, the
 //! connection answers the store's methods with a JSON-RPC error naming PostgreSQL (no hang,
-//! no crash) while prompts go on; back again, the same store and connection recover.
+//! no crash) but not where it is (host, port, database, user: the server's log has those)
+//! while prompts go on; back again, the same store and connection recover.
 //! (Its own server: stopping it must not disturb the other test binaries.)
 
 mod support;
@@ -90,8 +91,16 @@ async fn the_database_going_away_mid_session_is_an_error_and_its_return_recovers
     let Some(server) = support::Server::start() else {
         return;
     };
-    let url = server.fresh_db();
+    let db = "outage_named_db";
+    let url = server.named_db(db);
     let store = PostgresStore::open(&url).await.unwrap();
+    // What a remote client may not learn of the database.
+    let hidden = [server.port.to_string(), db.to_owned(), "acp".to_owned()];
+    let shows_nothing = |message: &str| {
+        for secret in &hidden {
+            assert!(!message.contains(secret.as_str()), "{secret} in {message}");
+        }
+    };
     let (a, b) = tokio::io::duplex(64 * 1024);
     let (ar, aw) = tokio::io::split(a);
     let (br, bw) = tokio::io::split(b);
@@ -121,6 +130,18 @@ async fn the_database_going_away_mid_session_is_an_error_and_its_return_recovers
     let err = call("session/list", json!({})).await.unwrap_err();
     assert_eq!(err.code, acp_agent::ErrorCode::INTERNAL_ERROR, "{err:?}");
     assert!(err.message.contains("PostgreSQL"), "{}", err.message);
+    shows_nothing(&err.message);
+    assert!(err.data.is_none(), "{err:?}");
+    // A new session whose record cannot be made: the same.
+    let err = call("session/new", json!({"cwd": "/w", "mcpServers": []}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.message.contains("could not be stored"),
+        "{}",
+        err.message
+    );
+    shows_nothing(&err.message);
     let err = call(
         "session/load",
         json!({"sessionId": "outage", "cwd": "/w", "mcpServers": []}),
@@ -128,6 +149,7 @@ async fn the_database_going_away_mid_session_is_an_error_and_its_return_recovers
     .await
     .unwrap_err();
     assert!(err.message.contains("PostgreSQL"), "{}", err.message);
+    shows_nothing(&err.message);
     // A prompt still runs (what cannot be recorded is logged).
     call("session/prompt", prompt.clone()).await.unwrap();
 

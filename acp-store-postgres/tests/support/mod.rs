@@ -17,6 +17,16 @@ pub struct Server {
     pub bin: PathBuf,
     pub data: PathBuf,
     pub port: u16,
+    /// Its TLS material, when started with [`Server::start_tls`].
+    pub tls: Option<Tls>,
+}
+
+/// The certificates of a server with `ssl = on`, made with `openssl` in its directory.
+pub struct Tls {
+    /// The authority that signed the server's certificate (PEM), to trust.
+    pub ca: PathBuf,
+    /// Another authority, which signed nothing of this server (PEM).
+    pub other_ca: PathBuf,
 }
 
 /// Every server this process started, for the exit hook (statics are not dropped).
@@ -85,6 +95,16 @@ impl Server {
     /// Starts a server in a fresh temporary cluster; `None` (after a loud message) when
     /// the binaries are missing outside CI.
     pub fn start() -> Option<Server> {
+        Self::start_with(false)
+    }
+
+    /// [`Server::start`] with `ssl = on`: a certificate for `localhost` and `127.0.0.1`
+    /// signed by a throwaway authority (see [`Tls`]).
+    pub fn start_tls() -> Option<Server> {
+        Self::start_with(true)
+    }
+
+    fn start_with(tls: bool) -> Option<Server> {
         let Some(bin) = server_bin() else {
             let msg = "PostgreSQL server binaries not found (/usr/lib/postgresql/*/bin/initdb): \
                        `apt-get install -y postgresql`, or set PG_BIN";
@@ -117,6 +137,7 @@ impl Server {
             .args(["-A", "trust", "-U", "acp", "-E", "UTF8", "--no-sync", "-D"])
             .arg(&data);
         run(initdb, "initdb");
+        let tls = tls.then(|| make_tls(&root, &data));
         let port = free_port();
         let options = format!(
             "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c fsync=off",
@@ -139,7 +160,12 @@ impl Server {
             // SAFETY: registers a plain extern "C" function.
             unsafe { libc::atexit(stop_at_exit) };
         }
-        Some(Server { bin, data, port })
+        Some(Server {
+            bin,
+            data,
+            port,
+            tls,
+        })
     }
 
     /// The URL of database `db` on this server.
@@ -150,7 +176,11 @@ impl Server {
     /// A new, empty database.
     pub fn fresh_db(&self) -> String {
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let name = format!("t{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        self.named_db(&format!("t{}", NEXT.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    /// A new, empty database named `name`; its URL.
+    pub fn named_db(&self, name: &str) -> String {
         let mut c = Command::new(self.bin.join("createdb"));
         c.args([
             "-h",
@@ -159,10 +189,10 @@ impl Server {
             &self.port.to_string(),
             "-U",
             "acp",
-            &name,
+            name,
         ]);
         run(c, "createdb");
-        self.url(&name)
+        self.url(name)
     }
 
     /// Stops the server (fast), as a database that goes away.
@@ -187,6 +217,118 @@ impl Server {
             .arg(root.join("log"))
             .args(["-o", &options]);
         run(c, "pg_ctl start (again)");
+    }
+}
+
+/// Runs `openssl` with `args` in `dir`.
+fn openssl(dir: &Path, args: &[&str]) {
+    let mut c = Command::new("openssl");
+    c.args(args).current_dir(dir);
+    run(c, &format!("openssl {args:?} (Debian's openssl package)"));
+}
+
+/// A throwaway authority `NAME.pem` (key `NAME.key`) in `dir`, as acp-cli's HAProxy test
+/// makes one.
+fn make_authority(dir: &Path, name: &str) {
+    let key = format!("{name}.key");
+    let pem = format!("{name}.pem");
+    let subject = format!("/CN=acp test {name}");
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-days",
+            "2",
+            "-subj",
+            &subject,
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            &key,
+            "-out",
+            &pem,
+        ],
+    );
+}
+
+/// The CA, another CA and a server certificate for `localhost`/`127.0.0.1` in `root`, and
+/// `ssl = on` with them in the cluster's configuration.
+fn make_tls(root: &Path, data: &Path) -> Tls {
+    make_authority(root, "ca");
+    make_authority(root, "other");
+    openssl(
+        root,
+        &[
+            "req",
+            "-subj",
+            "/CN=localhost",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ],
+    );
+    std::fs::write(
+        root.join("server.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
+         extendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    openssl(
+        root,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.crt",
+        ],
+    );
+    // The server reads its key only when the key is its own and private.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let mut c = Command::new("chown");
+        c.arg("postgres:postgres")
+            .arg(root.join("server.key"))
+            .arg(root.join("server.crt"));
+        run(c, "chown the server's key");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        root.join("server.key"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let conf = data.join("postgresql.conf");
+    let mut text = std::fs::read_to_string(&conf).unwrap();
+    text.push_str(&format!(
+        "\nssl = on\nssl_cert_file = '{}'\nssl_key_file = '{}'\n",
+        root.join("server.crt").display(),
+        root.join("server.key").display()
+    ));
+    std::fs::write(&conf, text).unwrap();
+    Tls {
+        ca: root.join("ca.pem"),
+        other_ca: root.join("other.pem"),
     }
 }
 
