@@ -20,7 +20,7 @@ use crate::tls::{MakeRustlsConnect, Verify};
 
 /// How much TLS a connection has, as libpq's `sslmode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SslMode {
+pub(crate) enum SslMode {
     /// Never TLS.
     Disable,
     /// TLS when the server offers it, else in plain; no certificate check (the default).
@@ -36,7 +36,7 @@ pub enum SslMode {
 
 impl SslMode {
     /// The libpq spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SslMode::Disable => "disable",
             SslMode::Prefer => "prefer",

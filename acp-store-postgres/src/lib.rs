@@ -16,6 +16,31 @@
 //! went away comes back, and every call in between fails with an error naming the cause
 //! (which the connection answers as a JSON-RPC error).
 //!
+//! # TLS and passwords
+//!
+//! The connection string is libpq's, a URL or `key=value` pairs, TLS included: `sslmode`
+//! `disable`, `prefer` (the default: TLS when the server offers it), `require` (TLS, the
+//! certificate not checked), `verify-ca` (its chain checked against `sslrootcert`) and
+//! `verify-full` (the chain and the host name); `sslrootcert=FILE` (PEM) or `system`.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), acp_agent::store::StoreError> {
+//! let store = acp_store_postgres::PostgresStore::open(
+//!     "postgres://acp@db.internal/acp?sslmode=verify-full&sslrootcert=/etc/acp/db-ca.pem",
+//! )
+//! .await?;
+//! # let _ = store; Ok(()) }
+//! ```
+//!
+//! TLS is rustls with the ring provider; client certificates and channel binding are not
+//! supported. A missing password is taken from `PGPASSWORD`, as libpq does. An unknown
+//! `sslmode` or an unusable root file is an error at open, before anything connects.
+//!
+//! A password never appears in this crate's errors ([`redact`] hides it in each form, and is
+//! there for the caller's own messages). A failure once the store is open is a
+//! [`StoreError::Backend`]: its `Display` (for the log, for the caller) names the server,
+//! while what a remote client is sent names only the operation and the kind of failure.
+//!
 //! # Isolation, operation by operation
 //!
 //! Everything runs at PostgreSQL's default, READ COMMITTED, each operation one statement
@@ -56,7 +81,6 @@ mod migrate;
 mod redact;
 mod tls;
 
-pub use connect::SslMode;
 pub use migrate::SCHEMA_VERSION;
 pub use redact::redact;
 
@@ -109,8 +133,9 @@ pub(crate) use connect::pg_error;
 
 impl PostgresStore {
     /// Connects to the database at `url` (`postgres://user:password@host:port/db`, or the
-    /// `key=value` form) with a pool of [`DEFAULT_POOL_SIZE`] connections, and brings its
-    /// schema up to date. Fails at once, naming the server, when it cannot connect.
+    /// `key=value` form; TLS as its `sslmode` says, see the crate docs) with a pool of
+    /// [`DEFAULT_POOL_SIZE`] connections, and brings its schema up to date. Fails at once,
+    /// naming the server, when it cannot connect.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
         Self::open_with(url, DEFAULT_POOL_SIZE).await
     }
