@@ -13,12 +13,15 @@ pub const STORE_ENV: &str = "ACP_STORE";
 /// The durability named when no `--durability` is given.
 pub const DURABILITY_ENV: &str = "ACP_STORE_DURABILITY";
 
-/// `--store` and `--durability`, with their environment fallbacks.
-#[derive(Args, Debug, Clone, Default)]
+/// `--store` and `--durability`, with their environment fallbacks. `Debug` shows the
+/// store as [`describe`] does (no password).
+#[derive(Args, Clone, Default)]
 pub struct StoreArgs {
     /// Keep the built-in agent's sessions in this directory (created if missing), or in the
     /// PostgreSQL database of a `postgres://` URL (shared by every agent process and host
-    /// using it): they can be listed, loaded and resumed by later runs. Default:
+    /// using it): they can be listed, loaded and resumed by later runs. TLS to the database
+    /// as libpq: `?sslmode=verify-full&sslrootcert=ca.pem` (also `disable`, `prefer`, the
+    /// default, `require`, `verify-ca`); the password may come from `PGPASSWORD`. Default:
     /// `ACP_STORE`, if set.
     #[arg(long)]
     pub store: Option<OsString>,
@@ -28,6 +31,15 @@ pub struct StoreArgs {
     /// database). Default: `ACP_STORE_DURABILITY`, else `event`.
     #[arg(long)]
     pub durability: Option<Durability>,
+}
+
+impl std::fmt::Debug for StoreArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreArgs")
+            .field("store", &self.store.as_deref().map(describe))
+            .field("durability", &self.durability)
+            .finish()
+    }
 }
 
 impl StoreArgs {
@@ -72,7 +84,7 @@ pub async fn open_any_store(spec: &OsStr, durability: Durability) -> Result<Stor
     if is_database(&text) {
         let store = acp_store_postgres::PostgresStore::open(&text)
             .await
-            .map_err(|e| format!("the session store: {e}"))?;
+            .map_err(|e| acp_store_postgres::redact(&format!("the session store: {e}")))?;
         return Ok(store.with_durability(durability).into());
     }
     open_directory(Path::new(spec)).map(|s| s.with_durability(durability).into())
@@ -87,20 +99,10 @@ fn is_database(spec: &str) -> bool {
     spec.starts_with("postgres://") || spec.starts_with("postgresql://")
 }
 
-/// How a store is named in messages: a database URL without its password.
+/// How a store is named in messages and logs: its password hidden, in whichever form it
+/// is written (see [`acp_store_postgres::redact`], the one place that knows them).
 pub fn describe(spec: &OsStr) -> String {
-    let text = spec.to_string_lossy();
-    if !is_database(&text) {
-        return text.into_owned();
-    }
-    let (scheme, rest) = text.split_once("://").unwrap_or(("postgres", &text));
-    match rest.split_once('@') {
-        Some((user_info, host)) => {
-            let user = user_info.split(':').next().unwrap_or_default();
-            format!("{scheme}://{user}@{host}")
-        }
-        None => text.into_owned(),
-    }
+    acp_store_postgres::redact(&spec.to_string_lossy())
 }
 
 #[cfg(test)]
@@ -110,7 +112,14 @@ mod tests {
     #[test]
     fn a_database_url_is_shown_without_its_password() {
         let shown = describe(OsStr::new("postgres://acp:s3cret@127.0.0.1:5432/acp"));
-        assert_eq!(shown, "postgres://acp@127.0.0.1:5432/acp");
+        assert_eq!(shown, "postgres://acp:***@127.0.0.1:5432/acp");
+        let shown = describe(OsStr::new("postgres://127.0.0.1/acp?password=s3cret"));
+        assert_eq!(shown, "postgres://127.0.0.1/acp?password=***");
+        let args = StoreArgs {
+            store: Some("postgres://acp:s3cret@db/acp".into()),
+            durability: None,
+        };
+        assert!(!format!("{args:?}").contains("s3cret"));
         assert_eq!(describe(OsStr::new("/var/lib/acp")), "/var/lib/acp");
         assert_eq!(
             describe(OsStr::new("postgresql://127.0.0.1/acp")),

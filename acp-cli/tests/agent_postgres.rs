@@ -201,3 +201,75 @@ async fn a_bad_durability_is_refused_at_start() {
     let err = String::from_utf8_lossy(&env.stderr);
     assert!(err.contains("ACP_STORE_DURABILITY"), "{err}");
 }
+
+/// A database password shows nowhere `acp` writes, in any of its forms (in the URL, as a
+/// query parameter, in `PGPASSWORD`), and an unknown `sslmode` stops it at start.
+#[tokio::test]
+async fn a_password_never_shows_and_an_unknown_sslmode_is_refused_at_start() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let secrets = ["url-s3cret", "param-s3cret", "env-s3cret"];
+    for (query, expected) in [
+        ("password=param-s3cret", "cannot reach PostgreSQL"),
+        (
+            "sslmode=verify-fully&password=param-s3cret",
+            "unknown sslmode \"verify-fully\"",
+        ),
+    ] {
+        let url = format!("postgres://acp:url-s3cret@127.0.0.1:{port}/acp?{query}");
+        let out = tokio::time::timeout(
+            Duration::from_secs(30),
+            Command::new(acp())
+                .args(["agent", "--store", &url])
+                .env("PGPASSWORD", "env-s3cret")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .output(),
+        )
+        .await
+        .expect("exits by itself")
+        .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{query}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expected), "{err}");
+        for secret in secrets {
+            assert!(!err.contains(secret), "{secret} in {err}");
+        }
+    }
+}
+
+/// `acp serve` names its store at start with the password hidden.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acp_serve_shows_its_store_without_the_password() {
+    use tokio::io::AsyncBufReadExt;
+    let Some(server) = pg::Server::start() else {
+        return;
+    };
+    // Trust authentication: the password is sent and ignored.
+    let url = server
+        .fresh_db()
+        .replace("postgres://acp@", "postgres://acp:serve-s3cret@");
+    let mut child = Command::new(acp())
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", &url])
+        .env_remove("ACP_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("acp serve starts")
+        .unwrap()
+        .expect("a line");
+    assert!(first.contains("postgres://acp:***@127.0.0.1:"), "{first}");
+    assert!(!first.contains("serve-s3cret"), "{first}");
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+}
