@@ -207,3 +207,50 @@ async fn an_unknown_sslmode_or_a_missing_root_file_is_a_clear_error_at_open() {
     .to_string();
     assert!(err.contains("sslrootcert /nonexistent/root.pem"), "{err}");
 }
+
+/// A role that signs in with a password (SCRAM-SHA-256, the server's default) over a
+/// verified TLS connection, as a real deployment has it; a wrong password is refused
+/// without being shown.
+#[tokio::test]
+async fn a_password_role_signs_in_over_verified_tls_and_a_wrong_password_is_not_shown() {
+    let Some(server) = tls_server() else { return };
+    let tls = server.tls.as_ref().unwrap();
+    let role = support::PASSWORD_ROLE;
+    let db = server.fresh_db();
+    let db = db.rsplit('/').next().unwrap().to_owned();
+    let (admin, connection) = tokio_postgres::connect(
+        &format!(
+            "host=127.0.0.1 port={} user=acp dbname=postgres",
+            server.port
+        ),
+        tokio_postgres::NoTls,
+    )
+    .await
+    .unwrap();
+    tokio::spawn(connection);
+    admin
+        .batch_execute(&format!(
+            "CREATE ROLE {role} LOGIN PASSWORD 'right-pw'; ALTER DATABASE {db} OWNER TO {role}"
+        ))
+        .await
+        .unwrap();
+    let spec = |password: &str, app: &str| {
+        format!(
+            "postgres://{role}:{password}@localhost:{}/{db}?hostaddr=127.0.0.1&application_name={app}\
+             &sslmode=verify-full&sslrootcert={}",
+            server.port,
+            root(&tls.ca)
+        )
+    };
+    let app = app_name();
+    let _store = PostgresStore::open(&spec("right-pw", &app))
+        .await
+        .expect("SCRAM over TLS");
+    assert!(uses_tls(server, &app).await);
+    let err = PostgresStore::open(&spec("wrong-pw", &app_name()))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("password authentication failed"), "{err}");
+    assert!(!err.contains("wrong-pw"), "{err}");
+}

@@ -1,6 +1,8 @@
 //! A real PostgreSQL for the tests: Debian's server binaries (`apt-get install postgresql`),
 //! a cluster made with `initdb` in a temporary directory, started with `pg_ctl` on a free
 //! loopback port (never a system service), and stopped when the test process exits.
+//! [`Server::start_tls`] starts one with `ssl = on` and a certificate that a throwaway
+//! authority (made with the `openssl` command in the same directory) issued.
 //!
 //! Without the binaries the tests skip with a loud message, except under CI (`CI=true`),
 //! where they fail: `.ci/run` installs them.
@@ -20,6 +22,10 @@ pub struct Server {
     /// Its TLS material, when started with [`Server::start_tls`].
     pub tls: Option<Tls>,
 }
+
+/// The role of a TLS server that signs in with a password (SCRAM), and only over TLS; the
+/// test creates it.
+pub const PASSWORD_ROLE: &str = "pwuser";
 
 /// The certificates of a server with `ssl = on`, made with `openssl` in its directory.
 pub struct Tls {
@@ -326,6 +332,17 @@ fn make_tls(root: &Path, data: &Path) -> Tls {
         root.join("server.key").display()
     ));
     std::fs::write(&conf, text).unwrap();
+    // One role that must sign in with a password (SCRAM), over TLS only: a real set-up.
+    let hba = data.join("pg_hba.conf");
+    let rules = std::fs::read_to_string(&hba).unwrap();
+    std::fs::write(
+        &hba,
+        format!(
+            "hostssl all {PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\n\
+             hostnossl all {PASSWORD_ROLE} 127.0.0.1/32 reject\n{rules}"
+        ),
+    )
+    .unwrap();
     Tls {
         ca: root.join("ca.pem"),
         other_ca: root.join("other.pem"),
