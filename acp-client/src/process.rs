@@ -40,8 +40,13 @@ pub struct AgentCommand {
     pub program: OsString,
     /// Its arguments.
     pub args: Vec<OsString>,
-    /// Extra environment variables (added to the inherited environment).
+    /// Extra environment variables (added to the inherited environment, or with
+    /// `env_clear` the whole of it).
     pub env: Vec<(OsString, OsString)>,
+    /// Start from an empty environment instead of this process's: the child sees only
+    /// `env` (and the cleanup tag [`AgentProcess::spawn`] adds), so secrets in this
+    /// process's environment stay here (`acp serve`'s gateway children).
+    pub env_clear: bool,
     /// Working directory (inherited when `None`).
     pub cwd: Option<PathBuf>,
 }
@@ -70,6 +75,13 @@ impl AgentCommand {
     #[must_use]
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
         self.env.push((key.into(), value.into()));
+        self
+    }
+    /// Starts the child from an empty environment: only the variables given with
+    /// [`AgentCommand::env`] reach it.
+    #[must_use]
+    pub fn env_clear(mut self) -> Self {
+        self.env_clear = true;
         self
     }
     /// Sets the working directory.
@@ -190,6 +202,9 @@ impl AgentProcess {
     pub fn spawn(cmd: &AgentCommand) -> Result<AgentProcess, ProcessError> {
         let command = cmd.describe();
         let mut c = Command::new(&cmd.program);
+        if cmd.env_clear {
+            c.env_clear();
+        }
         c.args(&cmd.args)
             .envs(cmd.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
