@@ -47,6 +47,11 @@ pub struct AgentCommand {
     /// `env` (and the cleanup tag [`AgentProcess::spawn`] adds), so secrets in this
     /// process's environment stay here (`acp serve`'s gateway children).
     pub env_clear: bool,
+    /// Start the child in a session of its own (`setsid`), not only a process group of its
+    /// own: it has no controlling terminal, so nothing it runs can read from or push input
+    /// into (`TIOCSTI`) the terminal this process runs in. It leads its process group either
+    /// way, so shutdown and the group kill are the same.
+    pub new_session: bool,
     /// Working directory (inherited when `None`).
     pub cwd: Option<PathBuf>,
 }
@@ -82,6 +87,13 @@ impl AgentCommand {
     #[must_use]
     pub fn env_clear(mut self) -> Self {
         self.env_clear = true;
+        self
+    }
+    /// Starts the child in a session of its own, without a controlling terminal (see the
+    /// field `new_session`).
+    #[must_use]
+    pub fn new_session(mut self) -> Self {
+        self.new_session = true;
         self
     }
     /// Sets the working directory.
@@ -210,8 +222,20 @@ impl AgentProcess {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
+            .kill_on_drop(true);
+        if cmd.new_session {
+            // SAFETY: setsid(2) is async-signal-safe and touches no memory of this process.
+            unsafe {
+                c.pre_exec(|| {
+                    if libc::setsid() == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        } else {
+            c.process_group(0);
+        }
         if let Some(dir) = &cmd.cwd {
             c.current_dir(dir);
         }

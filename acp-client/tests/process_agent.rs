@@ -312,3 +312,23 @@ async fn env_names(command: &AgentCommand) -> Vec<String> {
     }
     names
 }
+
+/// `new_session`: the child leads a session of its own (no controlling terminal) and, as
+/// without it, its own process group; without it, it stays in this process's session.
+#[tokio::test]
+async fn a_child_in_a_new_session_leads_its_session_and_its_group() {
+    // SAFETY: getsid and getpgid only read the process table.
+    let ids = |pid: i32| unsafe { (libc::getsid(pid), libc::getpgid(pid)) };
+    let ours = ids(0).0;
+    let own = AgentProcess::spawn(&sh("sleep 30").new_session()).unwrap();
+    let pid = own.id().unwrap() as i32;
+    assert_eq!(ids(pid), (pid, pid));
+    let shared = AgentProcess::spawn(&sh("sleep 30")).unwrap();
+    let pid = shared.id().unwrap() as i32;
+    assert_eq!(ids(pid), (ours, pid));
+    // Both are stopped the same way.
+    for child in [own, shared] {
+        let status = child.shutdown(Duration::from_millis(200)).await.unwrap();
+        assert!(!status.success());
+    }
+}
