@@ -2,8 +2,9 @@
 //! (the allow-list and `--pass-env`, never `ACP_TOKEN` or `ACP_STORE`, `ACP_IDENTITY` set)
 //! and `--sandbox` (Debian's bubblewrap): an agent that tries to write outside the served
 //! root, read the token file and credentials, and see the host's processes fails at each,
-//! while a normal turn works. Without `bwrap` the sandbox test is skipped (under `CI=true` it
-//! fails), and `--sandbox` is a clear error at start.
+//! while a normal turn works (the built-in agent's, and acp-agent's echo agent's). Without
+//! `bwrap` the sandbox tests are skipped (under `CI=true` they fail), and `--sandbox` is a
+//! clear error at start.
 
 mod support;
 
@@ -97,6 +98,13 @@ fn acp_run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
 
 /// One turn with `acp chat --url`: the built-in agent behind the gateway echoes it.
 fn turn(dir: &Path, url: &str) {
+    let stdout = chat(dir, url);
+    assert!(stdout.contains("You said: hello remote"), "{stdout}");
+}
+
+/// `acp chat --url URL --prompt "hello remote" --yes`, which must succeed and end its
+/// turn; what it printed.
+fn chat(dir: &Path, url: &str) -> String {
     let out = acp_run(
         dir,
         &["chat", "--url", url, "--prompt", "hello remote", "--yes"],
@@ -109,8 +117,8 @@ fn turn(dir: &Path, url: &str) {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("You said: hello remote"), "{stdout}");
     assert!(stdout.contains("end_turn"), "{stdout}");
+    stdout.into_owned()
 }
 
 /// A directory outside /tmp (which the sandbox replaces), so what the agent may not reach
@@ -382,4 +390,25 @@ fn zombie_children(pid: u32) -> Vec<u32> {
         }
     }
     zombies
+}
+
+/// acp-agent's echo agent (a plan, a file read through the client, a terminal command run
+/// through the client) has a whole turn from its sandbox.
+#[test]
+fn the_echo_agent_has_a_whole_turn_in_the_sandbox() {
+    if !bwrap_works("the --sandbox echo agent test") {
+        return;
+    }
+    let agent = support::echo_agent();
+    let dir = HostDir::new("echo");
+    let server = Serve::start(
+        &dir.0,
+        &["--sandbox"],
+        &[("ACP_TOKEN", TOKEN)],
+        &[agent.to_str().unwrap()],
+    );
+    let stdout = chat(&dir.0, &server.url);
+    assert!(stdout.contains("connected to echo-agent"), "{stdout}");
+    assert!(stdout.contains("hello from a terminal"), "{stdout}");
+    assert!(stdout.contains("hello remote"), "{stdout}");
 }
