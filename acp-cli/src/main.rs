@@ -31,6 +31,7 @@ mod mcp_config;
 mod offers;
 mod proto;
 mod remote;
+mod sandbox;
 mod sanitize;
 mod serve;
 mod sessions;

@@ -7,7 +7,6 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use acp_client::process::AgentCommand;
 use acp_remote::{BearerToken, Server};
 use clap::Args;
 
@@ -53,6 +52,9 @@ pub struct ServeArgs {
     /// Let browser pages of this origin call (repeatable); others are refused.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origin: Vec<String>,
+    /// `--sandbox` and `--pass-env`: what an agent command's processes can reach.
+    #[command(flatten)]
+    gateway: crate::sandbox::GatewayArgs,
     /// The agent's command line, started once per connection; none for the built-in agent.
     #[arg(last = true)]
     agent: Vec<OsString>,
@@ -119,6 +121,13 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             "--store is for the built-in agent; an agent command keeps its own sessions".into(),
         );
     }
+    if args.gateway.any() && args.agent.is_empty() {
+        return Err(
+            "--sandbox and --pass-env are for an agent command (`-- AGENT...`): the \
+                    built-in agent runs in this process"
+                .into(),
+        );
+    }
     // The store, for `/readyz`: a host whose database is gone says so to its load balancer.
     let mut readiness_store = None;
     let metrics = args.metrics.then(acp_remote::Metrics::new);
@@ -149,12 +158,27 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                 (Server::in_process_with(serve), what)
             }
         },
-        Some((program, rest)) => {
-            let command = AgentCommand::new(program).args(rest);
+        Some(_) => {
+            let gateway = crate::sandbox::Gateway {
+                args: &args.gateway,
+                // root: the current directory until `--root` is wired here.
+                root: std::env::current_dir().map_err(|e| format!("the current directory: {e}"))?,
+                token_file: args.token_file.as_deref(),
+                store: args.store.spec(),
+            };
+            let command = crate::sandbox::gateway_command(&args.agent, gateway).await?;
             let shown: Vec<_> = args.agent.iter().map(|a| a.to_string_lossy()).collect();
+            let sandboxed = if args.gateway.sandbox {
+                ", sandboxed"
+            } else {
+                ""
+            };
             (
-                Server::gateway(command),
-                format!("`{}`, one process per connection", shown.join(" ")),
+                Server::gateway_with(command),
+                format!(
+                    "`{}`, one process per connection{sandboxed}",
+                    shown.join(" ")
+                ),
             )
         }
     };

@@ -40,8 +40,18 @@ pub struct AgentCommand {
     pub program: OsString,
     /// Its arguments.
     pub args: Vec<OsString>,
-    /// Extra environment variables (added to the inherited environment).
+    /// Extra environment variables (added to the inherited environment, or with
+    /// `env_clear` the whole of it).
     pub env: Vec<(OsString, OsString)>,
+    /// Start from an empty environment instead of this process's: the child sees only
+    /// `env` (and the cleanup tag [`AgentProcess::spawn`] adds), so secrets in this
+    /// process's environment stay here (`acp serve`'s gateway children).
+    pub env_clear: bool,
+    /// Start the child in a session of its own (`setsid`), not only a process group of its
+    /// own: it has no controlling terminal, so nothing it runs can read from or push input
+    /// into (`TIOCSTI`) the terminal this process runs in. It leads its process group either
+    /// way, so shutdown and the group kill are the same.
+    pub new_session: bool,
     /// Working directory (inherited when `None`).
     pub cwd: Option<PathBuf>,
 }
@@ -70,6 +80,20 @@ impl AgentCommand {
     #[must_use]
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
         self.env.push((key.into(), value.into()));
+        self
+    }
+    /// Starts the child from an empty environment: only the variables given with
+    /// [`AgentCommand::env`] reach it.
+    #[must_use]
+    pub fn env_clear(mut self) -> Self {
+        self.env_clear = true;
+        self
+    }
+    /// Starts the child in a session of its own, without a controlling terminal (see the
+    /// field `new_session`).
+    #[must_use]
+    pub fn new_session(mut self) -> Self {
+        self.new_session = true;
         self
     }
     /// Sets the working directory.
@@ -190,13 +214,28 @@ impl AgentProcess {
     pub fn spawn(cmd: &AgentCommand) -> Result<AgentProcess, ProcessError> {
         let command = cmd.describe();
         let mut c = Command::new(&cmd.program);
+        if cmd.env_clear {
+            c.env_clear();
+        }
         c.args(&cmd.args)
             .envs(cmd.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
+            .kill_on_drop(true);
+        if cmd.new_session {
+            // SAFETY: setsid(2) is async-signal-safe and touches no memory of this process.
+            unsafe {
+                c.pre_exec(|| {
+                    if libc::setsid() == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        } else {
+            c.process_group(0);
+        }
         if let Some(dir) = &cmd.cwd {
             c.current_dir(dir);
         }

@@ -270,3 +270,65 @@ async fn a_chain_the_client_left_reports_nothing() {
             .is_empty()
     );
 }
+
+/// `env_clear`: the child sees the variables given and none of this process's (the cleanup
+/// tag aside), so a secret in the parent's environment stays there.
+#[tokio::test]
+async fn a_cleared_environment_holds_only_the_given_variables() {
+    assert!(
+        std::env::var_os("PATH").is_some(),
+        "the test runs with a PATH"
+    );
+    let cleared = AgentCommand::new("/bin/sh")
+        .arg("-c")
+        .arg("env")
+        .env("GIVEN", "yes")
+        .env_clear();
+    let names = env_names(&cleared).await;
+    // `sh` itself may add PWD, SHLVL and `_`; the cleanup tag is the process module's.
+    let others: Vec<_> = names
+        .iter()
+        .filter(|n| !["GIVEN", "PWD", "SHLVL", "_", "ACP_RS_CLEANUP_TAG"].contains(&n.as_str()))
+        .collect();
+    assert!(names.contains(&"GIVEN".to_owned()), "{names:?}");
+    assert!(others.is_empty(), "nothing inherited: {names:?}");
+    // Without it, this process's environment is inherited.
+    let inherited = env_names(&AgentCommand::new("/bin/sh").arg("-c").arg("env")).await;
+    assert!(inherited.contains(&"PATH".to_owned()), "{inherited:?}");
+}
+
+/// The names of the variables `command` (which runs `env`) prints.
+async fn env_names(command: &AgentCommand) -> Vec<String> {
+    let mut p = AgentProcess::spawn(command).unwrap();
+    let (stdout, _stdin) = p.take_stdio().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let mut names = Vec::new();
+    while let Some(line) = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .expect("env ends")
+        .unwrap()
+    {
+        names.push(line.split('=').next().unwrap_or_default().to_owned());
+    }
+    names
+}
+
+/// `new_session`: the child leads a session of its own (no controlling terminal) and, as
+/// without it, its own process group; without it, it stays in this process's session.
+#[tokio::test]
+async fn a_child_in_a_new_session_leads_its_session_and_its_group() {
+    // SAFETY: getsid and getpgid only read the process table.
+    let ids = |pid: i32| unsafe { (libc::getsid(pid), libc::getpgid(pid)) };
+    let ours = ids(0).0;
+    let own = AgentProcess::spawn(&sh("sleep 30").new_session()).unwrap();
+    let pid = own.id().unwrap() as i32;
+    assert_eq!(ids(pid), (pid, pid));
+    let shared = AgentProcess::spawn(&sh("sleep 30")).unwrap();
+    let pid = shared.id().unwrap() as i32;
+    assert_eq!(ids(pid), (ours, pid));
+    // Both are stopped the same way.
+    for child in [own, shared] {
+        let status = child.shutdown(Duration::from_millis(200)).await.unwrap();
+        assert!(!status.success());
+    }
+}

@@ -4,7 +4,8 @@
 //! the agent's stderr or of the server's paths reaches a client; a client killed mid-stream
 //! leaves the other connections going and its child is reaped; an agent that writes junk
 //! (a line over the message limit, one that is not UTF-8, one that is not JSON, an answer to
-//! nothing) has it skipped, as a client over stdio skips it, and the turn completes.
+//! nothing) has it skipped, as a client over stdio skips it, and the turn completes; a
+//! command made per identity (`Server::gateway_with`) gets that identity in `ACP_IDENTITY`.
 
 mod support;
 
@@ -44,7 +45,7 @@ fn main() {
         return;
     }
     type Test = fn() -> Pin<Box<dyn Future<Output = ()>>>;
-    let tests: [(&str, Test); 4] = [
+    let tests: [(&str, Test); 5] = [
         (
             "gateway_round_trips_over_both_profiles_one_child_each",
             || Box::pin(round_trips()),
@@ -60,6 +61,10 @@ fn main() {
         (
             "an_agent_writing_junk_has_it_skipped_and_the_turn_completes_over_both_profiles",
             || Box::pin(junk()),
+        ),
+        (
+            "a_command_made_per_identity_gets_that_identity_in_its_environment",
+            || Box::pin(per_identity()),
         ),
     ];
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
@@ -279,4 +284,62 @@ async fn junk() {
         conn.close();
     }
     server.shutdown();
+}
+
+/// Two tokens, two identities: `alice-token` is `alice`, `bob-token` is `bob`.
+struct TwoUsers;
+
+impl acp_remote::Authenticator for TwoUsers {
+    fn authenticate(&self, headers: &hyper::HeaderMap) -> Option<acp_remote::Identity> {
+        let value = headers.get("authorization")?.to_str().ok()?;
+        let name = value.strip_prefix("Bearer ")?.strip_suffix("-token")?;
+        ["alice", "bob"]
+            .contains(&name)
+            .then(|| acp_remote::Identity(name.to_owned()))
+    }
+}
+
+async fn per_identity() {
+    let dir = std::env::temp_dir().join(format!("acp-remote-identity-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let reports = dir.clone();
+    // Each child writes `ACP_IDENTITY` and what its command was made for, then is the agent.
+    let server = Server::gateway_with(move |who| {
+        let report = reports.join(format!("{}.txt", who.0));
+        AgentCommand::new("/bin/sh")
+            .arg("-c")
+            .arg(r#"printf '%s %s' "$ACP_IDENTITY" "$MADE_FOR" > "$0" && exec "$1""#)
+            .arg(report)
+            .arg(std::env::current_exe().unwrap())
+            .env("ACP_REMOTE_TEST_AGENT", "1")
+            .env("MADE_FOR", &who.0)
+            // The server's value wins over one the command set.
+            .env(Server::IDENTITY_ENV, "forged")
+    })
+    .authenticator(TwoUsers)
+    .bind("127.0.0.1:0".parse().unwrap())
+    .await
+    .unwrap();
+    for name in ["alice", "bob"] {
+        let options = ConnectOptions::new().token(format!("{name}-token"));
+        let conn = connect_client(
+            TestClient::default(),
+            &server.url(),
+            &options,
+            Default::default(),
+        )
+        .await
+        .unwrap();
+        let (_, text) = within(20, converse(&conn)).await;
+        assert_eq!(text, "alpha\nbeta\ngamma\n");
+        conn.close();
+        let report = std::fs::read_to_string(dir.join(format!("{name}.txt"))).unwrap();
+        assert_eq!(report, format!("{name} {name}"));
+    }
+    assert!(
+        std::env::var_os(Server::IDENTITY_ENV).is_none(),
+        "set in the children only"
+    );
+    server.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -12,6 +12,7 @@ use acp_client::process::{AgentCommand, AgentProcess};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::agent_output::{AgentInput, AgentOutput};
+use crate::security::Identity;
 
 /// Bytes buffered in the in-process pipe to the agent.
 const PIPE_BYTES: usize = 256 * 1024;
@@ -20,20 +21,23 @@ const CHILD_GRACE: Duration = Duration::from_secs(2);
 
 type Make = dyn Fn(AgentInput, AgentOutput) -> AgentConnection + Send + Sync;
 
+/// Builds a gateway child's command for the identity of the connection it serves.
+pub(crate) type MakeCommand = dyn Fn(&Identity) -> AgentCommand + Send + Sync;
+
 /// What serves each remote connection.
 #[derive(Clone)]
 pub(crate) enum Backend {
     /// A fresh agent value per connection, served in process.
     InProcess(Arc<Make>),
-    /// One child process per connection.
-    Gateway(Arc<AgentCommand>),
+    /// One child process per connection, its command made for the connection's identity.
+    Gateway(Arc<MakeCommand>),
 }
 
 impl std::fmt::Debug for Backend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Backend::InProcess(_) => f.write_str("InProcess"),
-            Backend::Gateway(cmd) => f.debug_tuple("Gateway").field(cmd).finish(),
+            Backend::Gateway(_) => f.write_str("Gateway"),
         }
     }
 }
@@ -102,9 +106,9 @@ impl Backend {
         }))
     }
 
-    /// Starts the agent for a new connection. The error is for the server's log only: it may
-    /// name paths of this machine.
-    pub(crate) fn start(&self) -> Result<Running, String> {
+    /// Starts the agent for a new connection of `who`. The error is for the server's log
+    /// only: it may name paths of this machine.
+    pub(crate) fn start(&self, who: &Identity) -> Result<Running, String> {
         match self {
             Backend::InProcess(make) => {
                 // The client's messages go to the agent through a pipe; its output needs none.
@@ -116,8 +120,10 @@ impl Backend {
                     guard: None,
                 })
             }
-            Backend::Gateway(cmd) => {
-                let mut child = AgentProcess::spawn(cmd).map_err(|e| e.to_string())?;
+            Backend::Gateway(make) => {
+                // Set last, so it is the one the child sees whatever `make` put there.
+                let cmd = make(who).env(super::Server::IDENTITY_ENV, &who.0);
+                let mut child = AgentProcess::spawn(&cmd).map_err(|e| e.to_string())?;
                 let (stdout, stdin) = child
                     .take_stdio()
                     .ok_or_else(|| "the agent's stdio is missing".to_owned())?;

@@ -132,10 +132,25 @@ impl Server {
         ServerBuilder::new(Backend::InProcess(Arc::new(serve)))
     }
 
+    /// The environment variable naming a gateway child's [`Identity`] (its `.0`): set in
+    /// that child's environment only, never in this process's, so an agent can keep each
+    /// identity's files apart.
+    pub const IDENTITY_ENV: &'static str = "ACP_IDENTITY";
+
     /// Serves a stdio agent command: one child process per remote connection, started at
     /// `initialize` and ended (then reaped) with the connection. Its stderr goes to this
-    /// process's log (`tracing`), never to the remote client.
+    /// process's log (`tracing`), never to the remote client. The child gets the
+    /// connection's identity in [`Server::IDENTITY_ENV`].
     pub fn gateway(command: AgentCommand) -> ServerBuilder {
+        Server::gateway_with(move |_: &Identity| command.clone())
+    }
+
+    /// Serves a stdio agent command made per connection from the connection's [`Identity`]
+    /// (its own working directory, sandbox or environment), otherwise as
+    /// [`Server::gateway`]: [`Server::IDENTITY_ENV`] is added to what `command` makes.
+    pub fn gateway_with(
+        command: impl Fn(&Identity) -> AgentCommand + Send + Sync + 'static,
+    ) -> ServerBuilder {
         ServerBuilder::new(Backend::Gateway(Arc::new(command)))
     }
 }
@@ -335,7 +350,7 @@ impl Shared {
             tracing::error!("no OS randomness for a connection id");
             return Err(StatusCode::SERVICE_UNAVAILABLE);
         };
-        let agent = match self.backend.start() {
+        let agent = match self.backend.start(&who) {
             Ok(agent) => agent,
             Err(error) => {
                 self.reserved.fetch_sub(1, Ordering::SeqCst);
