@@ -187,6 +187,13 @@ impl McpPolicy {
                 "mcpServers is not a list of MCP servers".into(),
             ));
         };
+        // The bound first: its error does not depend on what the entries hold.
+        if list.len() > self.max_servers {
+            return Err(PolicyError::TooMany {
+                given: list.len(),
+                max: self.max_servers,
+            });
+        }
         let mut read = Vec::with_capacity(list.len());
         for entry in list {
             match serde_json::from_value::<McpServer>(entry.clone()) {
@@ -700,9 +707,17 @@ mod tests {
                 .await
                 .is_err()
         );
-        let acp = serde_json::json!([{"type": "acp", "name": "own", "id": "s1"}]);
+        let acp = serde_json::json!([{"type": "acp", "name": "own", "serverId": "s1"}]);
         policy.check_json(&acp).await.unwrap();
         policy.check_json(&serde_json::json!([])).await.unwrap();
+        let many = serde_json::json!([{"type": "carrier-pigeon"}, {"type": "carrier-pigeon"}]);
+        let err = policy
+            .clone()
+            .max_servers(1)
+            .check_json(&many)
+            .await
+            .unwrap_err();
+        assert_eq!(err, PolicyError::TooMany { given: 2, max: 1 });
     }
 
     #[test]

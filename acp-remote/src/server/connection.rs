@@ -290,14 +290,13 @@ impl Conn {
         self.touch();
         if let Some(guard) = self.guard_sessions.get()
             && method.is_some_and(super::guard::SessionGuard::guards)
+            && let Err(why) = guard.admit(&mut message, &self.identity).await
         {
-            if let Err(why) = guard.admit(&mut message, &self.identity).await {
-                tracing::info!(conn = %self.id, %why, "session request refused");
-                if let Some(id) = message.get("id") {
-                    self.push(&self.main, super::guard::refusal(id, &why));
-                }
-                return Ok(());
+            tracing::info!(conn = %self.id, %why, "session request refused");
+            if let Some(id) = message.get("id") {
+                self.push(&self.main, super::guard::refusal(id, &why));
             }
+            return Ok(());
         }
         let method = message.get("method").and_then(Value::as_str);
         let id = message.get("id").filter(|_| method.is_some());
