@@ -104,3 +104,27 @@ impl reqwest::dns::Resolve for Checked {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use reqwest::dns::{Name, Resolve};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn the_resolver_keeps_only_the_addresses_the_policy_allows() {
+        // `localhost` resolves to loopback addresses only: none is left.
+        let policy = Arc::new(McpPolicy::new());
+        let refused = Checked(policy).resolve(Name::from_str("localhost").unwrap());
+        let err = refused.await.err().expect("localhost refused");
+        assert!(err.to_string().contains("localhost"), "{err}");
+        // A host an allowed prefix names may resolve anywhere.
+        let policy = McpPolicy::new().allow_url("http://localhost:1/").unwrap();
+        let allowed = Checked(Arc::new(policy)).resolve(Name::from_str("localhost").unwrap());
+        let addrs: Vec<_> = allowed.await.unwrap().collect();
+        assert!(addrs.iter().all(|a| a.ip().is_loopback()), "{addrs:?}");
+        assert!(!addrs.is_empty());
+    }
+}
