@@ -197,7 +197,10 @@ impl McpPolicy {
         let mut read = Vec::with_capacity(list.len());
         for entry in list {
             match serde_json::from_value::<McpServer>(entry.clone()) {
-                Ok(server) => read.push(server),
+                Ok(server) => {
+                    ambiguous(entry, &server)?;
+                    read.push(server);
+                }
                 Err(e) => {
                     let name = entry.get("name").and_then(|n| n.as_str()).unwrap_or("?");
                     return Err(PolicyError::Refused(format!(
@@ -343,6 +346,24 @@ impl McpPolicy {
             });
         trusted || refused_address(addr).is_none()
     }
+}
+
+/// An entry another reader could take for another transport than this one does (a
+/// `command` on an http server, a `url` on a stdio one, either on an `acp` one): an agent
+/// behind a gateway reads the entry with its own parser, which must not find a command or an
+/// address the check never saw.
+fn ambiguous(entry: &serde_json::Value, server: &McpServer) -> Result<(), PolicyError> {
+    let has = |key: &str| entry.get(key).is_some();
+    let stdio = matches!(server, McpServer::Stdio(_));
+    let web = matches!(server, McpServer::Http(_) | McpServer::Sse(_));
+    if (has("command") && !stdio) || (has("url") && !web) {
+        let name = entry.get("name").and_then(|n| n.as_str()).unwrap_or("?");
+        return Err(PolicyError::Refused(format!(
+            "MCP server {name:?} names both a command and a URL, or either with another \
+             transport; refused"
+        )));
+    }
+    Ok(())
 }
 
 fn refused_url(name: &str, url: &str, why: &str) -> PolicyError {
@@ -710,6 +731,20 @@ mod tests {
         let acp = serde_json::json!([{"type": "acp", "name": "own", "serverId": "s1"}]);
         policy.check_json(&acp).await.unwrap();
         policy.check_json(&serde_json::json!([])).await.unwrap();
+        // Fields another parser would read as another transport.
+        let both = serde_json::json!([{"type": "http", "name": "b", "url": "https://8.8.8.8/",
+            "headers": [], "command": "/bin/sh", "args": [], "env": []}]);
+        let err = policy.check_json(&both).await.unwrap_err();
+        assert!(
+            err.to_string().contains("both a command and a URL"),
+            "{err}"
+        );
+        let acp_cmd = serde_json::json!([{"type": "acp", "name": "own", "serverId": "s1",
+            "command": "/bin/sh"}]);
+        assert!(policy.check_json(&acp_cmd).await.is_err());
+        let public = serde_json::json!([{"type": "http", "name": "p", "url": "https://8.8.8.8/",
+            "headers": []}]);
+        policy.check_json(&public).await.unwrap();
         let many = serde_json::json!([{"type": "carrier-pigeon"}, {"type": "carrier-pigeon"}]);
         let err = policy
             .clone()
