@@ -66,7 +66,6 @@ mod dispatch;
 mod generated;
 pub mod handle;
 pub mod legacy;
-#[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod negotiate;
 #[cfg(feature = "unstable_proxy_chains")]

@@ -142,6 +142,31 @@ async fn tools_are_listed_namespaced_and_called_with_arguments_and_env() {
 }
 
 #[tokio::test]
+async fn stdio_servers_do_not_inherit_the_token_or_the_store() {
+    // SAFETY: no other test of this binary reads or writes these variables; std's own
+    // environment lock orders this with the spawns of other tests.
+    unsafe {
+        std::env::set_var("ACP_TOKEN", "the host's secret");
+        std::env::set_var("ACP_STORE", "postgres://user:pw@db/acp");
+        std::env::set_var("ACP_MCP_TEST_INHERITED", "kept");
+    }
+    let mut spec = McpServerStdio::new("tester", server_path(), Vec::<String>::new(), []);
+    spec.env = vec![EnvVariable::new("ACP_STORE", "the client's own")];
+    let connector = McpConnector::start(&[McpServer::Stdio(spec)], McpConfig::default());
+    let cancel = CancellationToken::new();
+    let mut seen = Vec::new();
+    for name in ["ACP_TOKEN", "ACP_STORE", "ACP_MCP_TEST_INHERITED"] {
+        let r = connector
+            .call_tool("tester", "env", args(json!({"name": name})), &cancel)
+            .await
+            .unwrap();
+        seen.push(text_of(&r));
+    }
+    assert_eq!(seen, ["", "the client's own", "kept"]);
+    connector.close().await;
+}
+
+#[tokio::test]
 async fn results_become_acp_content_text_image_resource_and_structured() {
     let connector = McpConnector::start(&[stdio("t", &[])], McpConfig::default());
     let cancel = CancellationToken::new();

@@ -102,6 +102,9 @@ pub struct BuiltinAgent {
     /// Each session's MCP servers, started in the background at `session/new` and stopped
     /// (process groups killed) when the agent is dropped with its connection.
     mcp: Mutex<HashMap<SessionId, Arc<McpConnector>>>,
+    /// The connectors' bounds, and the MCP policy their HTTP client is held to when served
+    /// to remote clients (`acp serve`).
+    mcp_config: McpConfig,
 }
 
 impl BuiltinAgent {
@@ -111,6 +114,13 @@ impl BuiltinAgent {
             id_prefix: Some(format!("{}-", acp_agent::store::now_rfc3339())),
             ..Self::default()
         }
+    }
+
+    /// Holds the HTTP MCP servers' connections to `policy` (`acp serve`: every address
+    /// checked when connecting, redirects too); the requests were checked by the server.
+    pub fn mcp_policy(mut self, policy: acp_agent::mcp::McpPolicy) -> Self {
+        self.mcp_config = self.mcp_config.policy(policy);
+        self
     }
 
     /// A session's state, rebuilt from the store for a session it loaded or resumed for
@@ -160,7 +170,8 @@ impl BuiltinAgent {
             mcp.remove(id);
             return;
         }
-        let connector = McpConnector::start_with_client(servers, McpConfig::default(), cx.client());
+        let connector =
+            McpConnector::start_with_client(servers, self.mcp_config.clone(), cx.client());
         mcp.insert(id.clone(), Arc::new(connector));
     }
 

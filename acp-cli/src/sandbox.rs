@@ -405,6 +405,8 @@ pub struct Gateway<'a> {
     pub args: &'a GatewayArgs,
     /// The served root (for the sandbox).
     pub root: PathBuf,
+    /// Each identity's agent writes under `root/NAME` instead (`--root-per-identity`).
+    pub root_per_identity: bool,
     /// The token file, hidden in the sandbox.
     pub token_file: Option<&'a Path>,
     /// The session store named in this process's environment or flags, hidden in the
@@ -425,7 +427,7 @@ pub async fn gateway_command(
     let policy = EnvPolicy::new(&gateway.args.pass_env)?;
     let mut command = AgentCommand::new(program).args(rest).env_clear();
     command.env = policy.filter(std::env::vars_os());
-    let plan = if gateway.args.sandbox {
+    let sandbox = if gateway.args.sandbox {
         let bwrap = on_path("bwrap").ok_or(
             "--sandbox needs bubblewrap: `bwrap` is not on PATH (Debian and Ubuntu: apt-get \
              install bubblewrap)",
@@ -439,14 +441,53 @@ pub async fn gateway_command(
         hidden.extend(store.map(PathBuf::from));
         let plan = SandboxPlan::new(bwrap, &gateway.root, &hidden)?;
         plan.probe(&command.env).await?;
-        Some(plan)
+        Some(Sandbox {
+            plan,
+            hidden,
+            per_identity: gateway.root_per_identity,
+        })
     } else {
         None
     };
-    Ok(move |_: &Identity| match &plan {
-        Some(plan) => plan.wrap(&command),
+    Ok(move |who: &Identity| match &sandbox {
+        Some(sandbox) => sandbox.wrap(&command, who),
         None => command.clone(),
     })
+}
+
+/// The sandbox of every connection's agent: one plan, or one per identity under the root.
+struct Sandbox {
+    plan: SandboxPlan,
+    hidden: Vec<PathBuf>,
+    per_identity: bool,
+}
+
+impl Sandbox {
+    /// `command` in the plan for `who`: with a root per identity, writable only under
+    /// `ROOT/NAME` (created here). An identity whose name cannot be a directory, or whose
+    /// directory cannot be made, gets a command that cannot start: the connection is refused
+    /// (`502`) and the reason is logged, rather than the agent getting the whole root.
+    fn wrap(&self, command: &AgentCommand, who: &Identity) -> AgentCommand {
+        if !self.per_identity {
+            return self.plan.wrap(command);
+        }
+        match self.plan_for(who) {
+            Ok(plan) => plan.wrap(command),
+            Err(e) => {
+                tracing::error!(identity = %who.0, "no sandbox for this identity: {e}");
+                AgentCommand::new("/nonexistent/acp-serve: no sandbox for this identity")
+            }
+        }
+    }
+
+    fn plan_for(&self, who: &Identity) -> Result<SandboxPlan, String> {
+        let name = who
+            .dir_name()
+            .ok_or_else(|| format!("{:?} is not a usable directory name", who.0))?;
+        let root = self.plan.root.join(name);
+        std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+        SandboxPlan::new(self.plan.bwrap.clone(), &root, &self.hidden)
+    }
 }
 
 #[cfg(test)]
@@ -534,6 +575,50 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::canonicalize(dir).unwrap()
+    }
+
+    #[test]
+    fn with_a_root_per_identity_each_agent_writes_under_its_own_directory_only() {
+        let base = dir("per-identity");
+        let root = base.join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        let token = root.join("token");
+        std::fs::write(&token, "t").unwrap();
+        let hidden = vec![token.clone()];
+        let plan = SandboxPlan::new("/usr/bin/bwrap".into(), &root, &hidden).unwrap();
+        let sandbox = Sandbox {
+            plan,
+            hidden,
+            per_identity: true,
+        };
+        let agent = AgentCommand::new("agent");
+        let command = sandbox.wrap(&agent, &Identity("alice".into()));
+        let alice = std::fs::canonicalize(root.join("alice")).expect("alice's root is made");
+        let args: Vec<String> = command
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let bind = args
+            .iter()
+            .position(|a| a == "--bind")
+            .expect("a writable bind");
+        assert_eq!(args[bind + 1], alice.to_string_lossy(), "{args:?}");
+        assert!(
+            args.iter()
+                .all(|a| a != &root.canonicalize().unwrap().to_string_lossy()),
+            "the whole root is not bound: {args:?}"
+        );
+        let refused = sandbox.wrap(&agent, &Identity("../bob".into()));
+        assert!(
+            refused
+                .program
+                .to_string_lossy()
+                .starts_with("/nonexistent/"),
+            "an identity that cannot be a directory gets no agent: {:?}",
+            refused.program
+        );
+        assert!(!base.join("bob").exists());
     }
 
     #[test]

@@ -22,7 +22,14 @@ Every request needs `Authorization: Bearer TOKEN`, `GET /metrics` (with --metric
 With --dashboard, `GET /` is a live dashboard of every connection's messages (the page of
 `acp trace --serve`; open it as /?token=TOKEN: a browser cannot send the header), request
 ids shown as CONNECTION:ID. TLS is not done here: put a TLS-terminating proxy in front for anything beyond a trusted
-network (docs/DEPLOYMENT.md). Ctrl-C stops the server and every agent it started.";
+network (docs/DEPLOYMENT.md). Ctrl-C stops the server and every agent it started.
+
+A remote client's `session/new`, `session/load` and `session/resume` are checked before the
+agent sees them (the built-in agent and an agent command alike): its stdio MCP servers are
+refused unless --mcp-allow-command names the program, its http/sse ones when their address is
+loopback, link-local, private or unresolvable unless under an --mcp-allow-url prefix, at most
+--mcp-max-servers of them; its `cwd` and `additionalDirectories` must lie under --root. A
+refusal is a JSON-RPC error -32602 saying which flag would allow it.";
 
 #[derive(Args, Debug)]
 #[command(after_help = SERVE_AFTER)]
@@ -55,6 +62,8 @@ pub struct ServeArgs {
     /// `--sandbox` and `--pass-env`: what an agent command's processes can reach.
     #[command(flatten)]
     gateway: crate::sandbox::GatewayArgs,
+    #[command(flatten)]
+    hosting: HostingArgs,
     /// The agent's command line, started once per connection; none for the built-in agent.
     #[arg(last = true)]
     agent: Vec<OsString>,
@@ -109,6 +118,7 @@ pub async fn run(args: ServeArgs) -> i32 {
 }
 
 async fn serve(args: ServeArgs) -> Result<(), String> {
+    let hosting = args.hosting.read()?;
     let given = token(args.token_file.as_deref())?;
     let generated = given.is_none();
     let token = match given {
@@ -133,10 +143,13 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let metrics = args.metrics.then(acp_remote::Metrics::new);
     let (builder, what) = match args.agent.split_first() {
         None => match args.store.open().await? {
-            None => (
-                Server::in_process(BuiltinAgent::default),
-                "the built-in demo agent".to_owned(),
-            ),
+            None => {
+                let policy = hosting.mcp.clone();
+                (
+                    Server::in_process(move || BuiltinAgent::default().mcp_policy(policy.clone())),
+                    "the built-in demo agent".to_owned(),
+                )
+            }
             Some((store, shown)) => {
                 let mut store = store.0;
                 readiness_store = Some(store.clone());
@@ -145,9 +158,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                     let metered = acp_remote::MeteredStore::new(store, metrics.clone());
                     store = std::sync::Arc::new(metered);
                 }
+                let policy = hosting.mcp.clone();
                 let serve = move |read, write| {
                     acp_agent::serve_with_store(
-                        BuiltinAgent::with_store(),
+                        BuiltinAgent::with_store().mcp_policy(policy.clone()),
                         store.clone(),
                         read,
                         write,
@@ -161,8 +175,8 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         Some(_) => {
             let gateway = crate::sandbox::Gateway {
                 args: &args.gateway,
-                // root: the current directory until `--root` is wired here.
-                root: std::env::current_dir().map_err(|e| format!("the current directory: {e}"))?,
+                root: hosting.root.clone(),
+                root_per_identity: hosting.per_identity,
                 token_file: args.token_file.as_deref(),
                 store: args.store.spec(),
             };
@@ -182,7 +196,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             )
         }
     };
-    let mut builder = builder.authenticator(auth);
+    let mut builder = hosting.apply(builder.authenticator(auth));
     if let Some(store) = readiness_store {
         builder = builder.readiness(move || store_reachable(store.clone()));
     }
@@ -247,5 +261,92 @@ async fn stopped() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+    }
+}
+
+/// What a remote client's session requests may ask of the host: the MCP policy and the
+/// served root (applied by acp-remote's session guard, in process and as a gateway).
+#[derive(Args, Debug)]
+struct HostingArgs {
+    /// Let remote clients' stdio MCP servers run this program (an exact absolute path;
+    /// repeatable; arguments are the client's). Allow an MCP server, never a shell or an
+    /// interpreter.
+    #[arg(long = "mcp-allow-command", value_name = "PATH")]
+    mcp_allow_command: Vec<PathBuf>,
+    /// Let remote clients' http/sse MCP servers under this URL prefix be reached whatever
+    /// their address (repeatable; `http://127.0.0.1:9000/`, `https://mcp.example.com/x`).
+    #[arg(long = "mcp-allow-url", value_name = "PREFIX")]
+    mcp_allow_url: Vec<String>,
+    /// Add the servers of this MCP config file (`{"mcpServers": {...}}`, as for `acp chat`)
+    /// to every session; the host's own servers are not checked.
+    #[arg(long = "mcp-config", value_name = "FILE")]
+    mcp_config: Option<PathBuf>,
+    /// The most MCP servers one session request may name (the --mcp-config ones not
+    /// counted).
+    #[arg(long = "mcp-max-servers", value_name = "N", default_value_t = acp_agent::mcp::policy::DEFAULT_MAX_SERVERS)]
+    mcp_max_servers: usize,
+    /// Sessions (their `cwd` and `additionalDirectories`) must lie under this directory
+    /// [default: the directory acp serve starts in].
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Each identity's sessions lie under ROOT/<identity name> instead, created on first use.
+    #[arg(long)]
+    root_per_identity: bool,
+}
+
+/// [`HostingArgs`], read and checked.
+struct Hosting {
+    mcp: acp_agent::mcp::McpPolicy,
+    root: PathBuf,
+    per_identity: bool,
+}
+
+impl HostingArgs {
+    /// The policy and the root; `Err` (a clear message, at start) for a missing or
+    /// malformed --mcp-config, an unusable prefix, a relative command or a missing root.
+    fn read(self) -> Result<Hosting, String> {
+        let mut mcp = acp_agent::mcp::McpPolicy::new().max_servers(self.mcp_max_servers);
+        for command in self.mcp_allow_command {
+            if !command.is_absolute() {
+                return Err(format!(
+                    "--mcp-allow-command {}: give the program's absolute path",
+                    command.display()
+                ));
+            }
+            mcp = mcp.allow_command(command);
+        }
+        for prefix in &self.mcp_allow_url {
+            mcp = mcp.allow_url(prefix).map_err(|e| e.to_string())?;
+        }
+        if let Some(file) = &self.mcp_config {
+            for server in crate::mcp_config::read(file).map_err(|e| format!("--mcp-config: {e}"))? {
+                mcp = mcp.host_server(server);
+            }
+        }
+        let root = match self.root {
+            Some(root) => root,
+            None => std::env::current_dir().map_err(|e| format!("the current directory: {e}"))?,
+        };
+        if !root.is_dir() {
+            return Err(format!("--root {}: no such directory", root.display()));
+        }
+        let root =
+            std::path::absolute(&root).map_err(|e| format!("--root {}: {e}", root.display()))?;
+        Ok(Hosting {
+            mcp,
+            root,
+            per_identity: self.root_per_identity,
+        })
+    }
+}
+
+impl Hosting {
+    fn apply(self, builder: acp_remote::ServerBuilder) -> acp_remote::ServerBuilder {
+        let builder = builder.mcp_policy(self.mcp).root(self.root);
+        if self.per_identity {
+            builder.root_per_identity()
+        } else {
+            builder
+        }
     }
 }

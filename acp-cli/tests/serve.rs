@@ -374,7 +374,17 @@ fn check_grades_a_gateway_agent_over_both_profiles_as_over_stdio() {
     let token_file = scratch.0.join("token");
     std::fs::write(&token_file, "s3cret-token\n").unwrap();
     let acp = acp();
-    let server = Serve::start(&scratch, &token_file, &[acp.to_str().unwrap(), "agent"]);
+    // acp check's workspace is a fresh directory in the temporary directory, and its MCP
+    // capability check names an http server on the discard port, which the host must allow.
+    let tmp = std::env::temp_dir();
+    let root = [
+        "--root",
+        tmp.to_str().unwrap(),
+        "--mcp-allow-url",
+        "http://127.0.0.1:9/",
+    ];
+    let agent = [acp.to_str().unwrap(), "agent"];
+    let server = Serve::start_with(&scratch, &token_file, &root, &agent);
     let file = token_file.to_str().unwrap();
     for extra in [&[][..], &["--ws"][..]] {
         let out = check(&scratch, &server.url, extra, file);

@@ -108,6 +108,31 @@ fn bytes_pass_unchanged_both_ways_and_every_line_is_recorded_in_order() {
 }
 
 #[test]
+fn the_trace_file_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Scratch::new("trace-mode");
+    let fresh = dir.0.join("fresh.ndjson");
+    let old = dir.0.join("old.ndjson");
+    std::fs::write(&old, "an earlier trace\n").unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+    for out in [&fresh, &old] {
+        let mut child = Command::new(acp())
+            .args(["trace", "--out"])
+            .arg(out)
+            .args(["--", "sh", "-c", "exit 0"])
+            .current_dir(&dir.0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        assert!(wait(&mut child).success());
+        let mode = std::fs::metadata(out).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}: {mode:o}", out.display());
+        assert!(!std::fs::read_to_string(out).unwrap().contains("earlier"));
+    }
+}
+
+#[test]
 fn signals_are_forwarded_and_a_death_by_signal_passes_through() {
     let dir = Scratch::new("trace-signals");
     let out = dir.0.join("t.ndjson");

@@ -18,7 +18,10 @@
 //! Secure by default: a credential on every request ([`BearerToken`] or your own
 //! [`Authenticator`], else 401), browser origins refused unless listed, a connection's
 //! sessions reachable only through that connection, [`Limits`] on sizes, counts and idle
-//! time, and a server that will not listen beyond loopback without a credential. TLS is not
+//! time, a remote client's MCP servers held to an [`acp_agent::mcp::McpPolicy`] before the
+//! agent sees them (no stdio server, no address that is not public:
+//! [`ServerBuilder::mcp_policy`]; sessions under a served root with [`ServerBuilder::root`]),
+//! and a server that will not listen beyond loopback without a credential. TLS is not
 //! terminated here: put a proxy in front (see `docs/DEPLOYMENT.md`).
 //!
 //! ```

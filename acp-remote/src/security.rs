@@ -17,6 +17,22 @@ use hyper::header::AUTHORIZATION;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Identity(pub String);
 
+impl Identity {
+    /// The identity's name as one directory name (for a root per identity), or `None` when
+    /// it cannot be one safely: empty, over 128 bytes, starting with `.`, or holding anything
+    /// but ASCII letters, digits, `.`, `_` and `-`.
+    pub fn dir_name(&self) -> Option<&str> {
+        let name = &self.0;
+        let safe = !name.is_empty()
+            && name.len() <= 128
+            && !name.starts_with('.')
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+        safe.then_some(name.as_str())
+    }
+}
+
 /// Decides whether a request may reach the agent, from its headers.
 ///
 /// Implement it for anything the bearer token does not cover (mTLS identities forwarded by a

@@ -46,7 +46,9 @@ fn serve(acp: &PathBuf, on: bool, dir: &std::path::Path) -> Result<Served, Strin
     let mut command = Command::new(acp);
     command
         .args(["serve", "--listen", "127.0.0.1:0", "--token-file"])
-        .arg(&token);
+        .arg(&token)
+        // The sessions' cwd (`msg::CWD`) lies under /tmp, not where the bench runs.
+        .args(["--root", "/tmp"]);
     if on {
         command.args(["--metrics", "--dashboard"]);
     }

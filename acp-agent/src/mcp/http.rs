@@ -80,8 +80,15 @@ impl HttpSupervisor {
         }
         let config = StreamableHttpClientTransportConfig::with_uri(self.spec.url.clone())
             .custom_headers(headers);
+        if let Some(policy) = &self.config.policy {
+            // An address literal never reaches the resolver: checked here.
+            policy
+                .check_url_now(&self.spec.url)
+                .map_err(|why| self.error(format!("{} is refused: {why}", self.spec.url)))?;
+        }
         let client =
-            super::tls::client(&self.config.root_certificates).map_err(|e| self.error(e))?;
+            super::tls::client(&self.config.root_certificates, self.config.policy.as_ref())
+                .map_err(|e| self.error(e))?;
         let transport = StreamableHttpClientTransport::with_client(client, config);
         let service = Watcher::new(&self.name, &self.config)
             .serve(transport)

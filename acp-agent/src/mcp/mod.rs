@@ -1,5 +1,8 @@
 //! MCP servers of a session, connected through rmcp (the official Rust MCP SDK): the
-//! `mcpServers` an editor passes in `session/new`, started, supervised, listed and called.
+//! `mcpServers` an editor passes in `session/new`, started, supervised, listed and called
+//! (feature `mcp`), and what a remote client may ask a hosted agent for ([`McpPolicy`], in
+//! every build: a transport serving an agent over the network applies it, see the
+//! [`policy`] module).
 //!
 //! [`McpConnector::start`] takes the session's [`McpServer`](crate::types::McpServer) list and
 //! returns at once: every server starts concurrently in the background, so `session/new` is
@@ -7,13 +10,17 @@
 //! for the server it needs, within [`McpConfig::start_timeout`].
 //!
 //! - **stdio servers** are child processes in their own process group, with exactly the
-//!   environment variables the client gave added to the agent's. Their stderr is read into a
+//!   environment variables the client gave added to the agent's, less `ACP_TOKEN` and
+//!   `ACP_STORE` (the credential and the session store of `acp serve`: a server is someone
+//!   else's program and gets neither, unless the client's entry sets them itself). Their stderr is read into a
 //!   bounded tail that failures quote. A server that exits after it was ready is restarted with
 //!   a doubling backoff, at most [`McpConfig::max_restarts`] times; a server that fails to start
 //!   (no such program, no `initialize` answer in time) is not retried.
 //! - **http servers** (feature `mcp-http`) are reached over rmcp's streamable HTTP client with
 //!   their headers, `http://` and `https://` (rustls with ring, trusting the OS's roots and
-//!   [`McpConfig::root_certificates`]); a server whose MCP session ends is marked
+//!   [`McpConfig::root_certificates`]). With [`McpConfig::policy`] every address the client
+//!   connects to (after resolving, so a name that changed its answer is caught) and every
+//!   redirect is held to the policy; a server whose MCP session ends is marked
 //!   unavailable, not retried. Without the feature they are refused with
 //!   [`McpError::Unsupported`].
 //! - **sse servers** are always refused (SSE is deprecated by the MCP spec).
@@ -42,30 +49,48 @@
 //! [`run_as_tool_call`] shows one MCP tool call to the client as an ACP tool call;
 //! [`mcp_command`] is the `/mcp` prompt command of the demo agents built on it.
 
+// Without the feature only the policy is here: the links above name the connector.
+#![cfg_attr(not(feature = "mcp"), allow(rustdoc::broken_intra_doc_links))]
+
+#[cfg(feature = "mcp")]
 mod acp_tool;
+#[cfg(feature = "mcp")]
 mod command;
+#[cfg(feature = "mcp")]
 mod connector;
+#[cfg(feature = "mcp")]
 mod error;
 #[cfg(feature = "mcp-http")]
 mod http;
 #[cfg(feature = "unstable_mcp_over_acp")]
 mod over_acp;
+pub mod policy;
+#[cfg(feature = "mcp")]
 mod server;
 #[cfg(feature = "mcp-http")]
 mod tls;
 
+#[cfg(feature = "mcp")]
 pub use acp_tool::{McpPermission, result_content, run_as_tool_call};
+#[cfg(feature = "mcp")]
 pub use command::mcp_command;
+#[cfg(feature = "mcp")]
 pub use connector::{McpConnector, McpTool};
+#[cfg(feature = "mcp")]
 pub use error::McpError;
 #[cfg(feature = "unstable_mcp_over_acp")]
 pub use over_acp::MAX_ASKED;
+pub use policy::{McpPolicy, PolicyError};
+#[cfg(feature = "mcp")]
 pub use rmcp::model::{CallToolResult, JsonObject};
 
+#[cfg(feature = "mcp")]
 use std::time::Duration;
 
+#[cfg(feature = "mcp")]
 use crate::types::McpCapabilities;
 
+#[cfg(feature = "mcp")]
 /// The MCP transports this build of acp-agent connects, as the agent advertises them in
 /// `agentCapabilities.mcpCapabilities` (stdio is always supported and not listed).
 pub fn mcp_capabilities() -> McpCapabilities {
@@ -79,6 +104,7 @@ pub fn mcp_capabilities() -> McpCapabilities {
     caps
 }
 
+#[cfg(feature = "mcp")]
 /// The bounds of a connector: how long servers may take, how much they may send, how often
 /// they are restarted.
 #[derive(Clone, Debug)]
@@ -101,8 +127,15 @@ pub struct McpConfig {
     /// PEM certificates trusted for `https://` servers besides the OS's roots (a private
     /// CA); none by default. Feature `mcp-http`.
     pub root_certificates: Vec<Vec<u8>>,
+    /// What `http` servers may be reached (feature `mcp-http`): with a policy, every address
+    /// the HTTP client connects to is checked after resolving
+    /// ([`McpPolicy::connect_allowed`]), and every redirect is held to
+    /// [`McpPolicy::check_url_now`] (and resolved and checked in turn). `None` (the default,
+    /// for an agent whose servers are its own user's): no check.
+    pub policy: Option<std::sync::Arc<McpPolicy>>,
 }
 
+#[cfg(feature = "mcp")]
 impl Default for McpConfig {
     fn default() -> Self {
         Self {
@@ -114,10 +147,12 @@ impl Default for McpConfig {
             restart_backoff: Duration::from_millis(100),
             stderr_tail_bytes: 4096,
             root_certificates: Vec::new(),
+            policy: None,
         }
     }
 }
 
+#[cfg(feature = "mcp")]
 impl McpConfig {
     /// Sets [`McpConfig::start_timeout`].
     pub fn start_timeout(mut self, value: Duration) -> Self {
@@ -146,6 +181,12 @@ impl McpConfig {
     /// Adds PEM certificates to [`McpConfig::root_certificates`].
     pub fn root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.root_certificates.push(pem.into());
+        self
+    }
+
+    /// Sets [`McpConfig::policy`].
+    pub fn policy(mut self, policy: McpPolicy) -> Self {
+        self.policy = Some(std::sync::Arc::new(policy));
         self
     }
 

@@ -19,6 +19,11 @@ use tokio_util::sync::CancellationToken;
 use super::{McpConfig, McpError};
 use crate::types::McpServerStdio;
 
+/// The agent's environment variables a stdio server does not inherit: `acp serve`'s bearer
+/// token and session store (a server is another party's program). The client's entry may
+/// still set them.
+pub(super) const WITHHELD_ENV: [&str; 2] = ["ACP_TOKEN", "ACP_STORE"];
+
 /// A server's current state, watched by callers waiting for it.
 #[derive(Clone)]
 pub(super) enum State {
@@ -269,6 +274,9 @@ impl Supervisor {
 
     fn spawn(&self) -> Result<Child, McpError> {
         let mut cmd = Command::new(&self.spec.command);
+        for secret in WITHHELD_ENV {
+            cmd.env_remove(secret);
+        }
         cmd.args(&self.spec.args)
             .envs(self.spec.env.iter().map(|v| (&v.name, &v.value)))
             .stdin(Stdio::piped())

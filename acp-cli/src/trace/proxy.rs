@@ -46,6 +46,20 @@ pub struct Serve {
     pub auth: Option<acp_remote::BearerToken>,
 }
 
+/// Creates (or truncates) the trace file readable by its owner only (`0600`, an existing
+/// file's mode included): a trace holds every prompt and every file the agent read.
+fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    Ok(file)
+}
+
 /// Runs the proxy; returns the exit status to use (or does not return: a death by signal is
 /// passed on by dying of it).
 pub async fn run(out: Option<&Path>, serve: Option<Serve>, command: &[OsString]) -> i32 {
@@ -53,7 +67,7 @@ pub async fn run(out: Option<&Path>, serve: Option<Serve>, command: &[OsString])
         eprintln!("acp trace: no agent command after --");
         return 2;
     };
-    let file = match out.map(std::fs::File::create) {
+    let file = match out.map(private_file) {
         None => None,
         Some(Ok(file)) => Some(file),
         Some(Err(e)) => {

@@ -124,6 +124,8 @@ pub(crate) struct Conn {
     rate: std::sync::Mutex<crate::security::RateBucket>,
     metrics: Option<Arc<Metrics>>,
     observers: Observers,
+    /// The session guard (MCP policy, served root), set once after start.
+    guard_sessions: std::sync::OnceLock<Arc<super::guard::SessionGuard>>,
 }
 
 impl std::fmt::Debug for Conn {
@@ -163,6 +165,7 @@ impl Conn {
             ended: AtomicBool::new(false),
             metrics: observers.metrics.clone(),
             observers,
+            guard_sessions: std::sync::OnceLock::new(),
         });
         let mut input = agent.input;
         let writer = conn.clone();
@@ -200,6 +203,13 @@ impl Conn {
             }
         }
         conn
+    }
+
+    /// Holds this connection's session requests to `guard` (before any is forwarded).
+    pub(crate) fn set_guard(&self, guard: Option<Arc<super::guard::SessionGuard>>) {
+        if let Some(guard) = guard {
+            let _ = self.guard_sessions.set(guard);
+        }
     }
 
     /// Marks activity (a request or a frame), for the idle timeout.
@@ -265,7 +275,7 @@ impl Conn {
     /// the connection stream, not forwarded.
     pub(crate) async fn forward_to_agent(
         &self,
-        message: Value,
+        mut message: Value,
         session: Option<&str>,
     ) -> Result<(), Refused> {
         if self.closed.is_cancelled() {
@@ -278,6 +288,17 @@ impl Conn {
             return Err(Refused::RateLimited);
         }
         self.touch();
+        if let Some(guard) = self.guard_sessions.get()
+            && method.is_some_and(super::guard::SessionGuard::guards)
+            && let Err(why) = guard.admit(&mut message, &self.identity).await
+        {
+            tracing::info!(conn = %self.id, %why, "session request refused");
+            if let Some(id) = message.get("id") {
+                self.push(&self.main, super::guard::refusal(id, &why));
+            }
+            return Ok(());
+        }
+        let method = message.get("method").and_then(Value::as_str);
         let id = message.get("id").filter(|_| method.is_some());
         let named = session.map(str::to_owned).or_else(|| {
             let p = message.get("params")?.get("sessionId")?.as_str()?;

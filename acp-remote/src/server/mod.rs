@@ -24,6 +24,7 @@
 mod agent_output;
 mod backend;
 mod connection;
+mod guard;
 mod ops;
 mod outbox;
 mod streamable_http;
@@ -85,6 +86,8 @@ pub struct ServerBuilder {
     readiness: ops::Checks,
     dashboard: Option<Arc<dyn LiveFeed>>,
     observers: Option<ObserverFactory>,
+    /// The session guard's settings (MCP policy, served root): see `guard.rs`.
+    guard: guard::Settings,
 }
 
 /// Makes the observer of one new connection.
@@ -101,6 +104,7 @@ impl std::fmt::Debug for ServerBuilder {
             .field("readiness", &self.readiness.len())
             .field("dashboard", &self.dashboard.is_some())
             .field("observers", &self.observers.is_some())
+            .field("guard", &self.guard)
             .finish()
     }
 }
@@ -166,6 +170,7 @@ impl ServerBuilder {
             readiness: Vec::new(),
             dashboard: None,
             observers: None,
+            guard: guard::Settings::default(),
         }
     }
 
@@ -238,6 +243,7 @@ impl ServerBuilder {
                 )));
             }
         };
+        let guard = self.guard.build()?;
         let listener = TcpListener::bind(addr).await.map_err(Error::Io)?;
         let local = listener.local_addr().map_err(Error::Io)?;
         let shared = Arc::new(Shared {
@@ -250,6 +256,7 @@ impl ServerBuilder {
             readiness: self.readiness,
             dashboard: self.dashboard,
             observers: self.observers,
+            guard,
             conns: std::sync::Mutex::new(HashMap::new()),
             reserved: AtomicUsize::new(0),
             stop: CancellationToken::new(),
@@ -311,6 +318,7 @@ pub(crate) struct Shared {
     readiness: ops::Checks,
     dashboard: Option<Arc<dyn LiveFeed>>,
     observers: Option<ObserverFactory>,
+    guard: Option<Arc<guard::SessionGuard>>,
     conns: std::sync::Mutex<HashMap<String, Arc<Conn>>>,
     /// Connections open or being opened (for the connection limit).
     reserved: AtomicUsize,
@@ -372,6 +380,7 @@ impl Shared {
             other: self.observers.as_ref().map(|make| make()),
         };
         let conn = Conn::start(id, who, websocket, agent, self.limits.clone(), observers);
+        conn.set_guard(self.guard.clone());
         Ok(conn)
     }
 
