@@ -130,10 +130,10 @@ mod tests {
         // Read slowly but steadily: each wait is shorter than the timeout.
         let reader = tokio::spawn(async move {
             use tokio::io::AsyncReadExt;
-            let mut buf = [0u8; 64];
-            for _ in 0..8 {
+            let (mut buf, mut taken) = ([0u8; 64], 0);
+            while taken < 64 * 6 {
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                let _ = theirs.read(&mut buf).await;
+                taken += theirs.read(&mut buf).await.unwrap();
             }
             theirs
         });
