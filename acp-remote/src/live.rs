@@ -13,7 +13,9 @@
 //!
 //! Memory and time stay bounded: the feed holds its own bounded state, each stream sends at
 //! most one event per [`MIN_INTERVAL`] (the latest state; states in between are skipped),
-//! and [`serve_live`] takes at most [`MAX_VIEWERS`] sockets at once.
+//! [`serve_live`] takes at most [`MAX_VIEWERS`] sockets at once, and at most
+//! [`MAX_EVENT_STREAMS`] event streams are open at once on either (past it `GET /events` is
+//! answered `503`).
 //!
 //! [`Server`]: crate::Server
 //! [`ServerBuilder::dashboard`]: crate::ServerBuilder::dashboard
@@ -44,6 +46,21 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(200);
 
 /// Sockets [`serve_live`] serves at once (page loads and event streams together).
 pub const MAX_VIEWERS: usize = 32;
+
+/// Event streams (`GET /events`) open at once on one server, a [`crate::Server`]'s dashboard
+/// or [`serve_live`]: each costs an analysis of the feed per update, so the next one past it
+/// is answered `503` ("too many viewers") rather than slowing every viewer and the server.
+pub const MAX_EVENT_STREAMS: usize = 16;
+
+/// The open event streams of one server, against [`MAX_EVENT_STREAMS`].
+#[derive(Clone, Debug)]
+pub(crate) struct Viewers(Arc<tokio::sync::Semaphore>);
+
+impl Default for Viewers {
+    fn default() -> Self {
+        Viewers(Arc::new(tokio::sync::Semaphore::new(MAX_EVENT_STREAMS)))
+    }
+}
 
 /// A comment sent on a quiet stream, so dead viewers are noticed.
 const KEEPALIVE: Duration = Duration::from_secs(15);
@@ -115,6 +132,7 @@ async fn accept(
     stop: CancellationToken,
 ) {
     let sockets = Arc::new(tokio::sync::Semaphore::new(MAX_VIEWERS));
+    let viewers = Viewers::default();
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -127,10 +145,10 @@ async fn accept(
         let Ok(permit) = sockets.clone().try_acquire_owned() else {
             continue;
         };
-        let (feed, auth) = (feed.clone(), auth.clone());
+        let (feed, auth, viewers) = (feed.clone(), auth.clone(), viewers.clone());
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-                let (feed, auth) = (feed.clone(), auth.clone());
+                let (feed, auth, viewers) = (feed.clone(), auth.clone(), viewers.clone());
                 async move {
                     let allowed = match &auth {
                         Some(auth) => authenticate(auth.as_ref(), &req).is_some(),
@@ -139,7 +157,7 @@ async fn accept(
                     let response = if !allowed {
                         refused()
                     } else {
-                        respond(&feed, &req)
+                        respond(&feed, &viewers, &req)
                             .unwrap_or_else(|| text(StatusCode::NOT_FOUND, "not found\n"))
                     };
                     Ok::<_, Infallible>(response)
@@ -230,8 +248,12 @@ fn query_param(query: &str, name: &str) -> Option<String> {
 }
 
 /// The answer to `GET /` or `GET /events`, after the credential check; `None` for any
-/// other request.
-pub(crate) fn respond(feed: &Arc<dyn LiveFeed>, req: &Request<Incoming>) -> Option<Response<Body>> {
+/// other request. An event stream past [`MAX_EVENT_STREAMS`] of `viewers` is answered `503`.
+pub(crate) fn respond(
+    feed: &Arc<dyn LiveFeed>,
+    viewers: &Viewers,
+    req: &Request<Incoming>,
+) -> Option<Response<Body>> {
     if req.method() != Method::GET {
         return None;
     }
@@ -249,8 +271,18 @@ pub(crate) fn respond(feed: &Arc<dyn LiveFeed>, req: &Request<Incoming>) -> Opti
             Some(response)
         }
         "/events" => {
+            let Ok(viewer) = viewers.0.clone().try_acquire_owned() else {
+                return Some(text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too many viewers of this dashboard: close another one and reload\n",
+                ));
+            };
             let (tx, rx) = mpsc::channel(2);
-            tokio::spawn(stream(feed.clone(), tx));
+            let feed = feed.clone();
+            tokio::spawn(async move {
+                stream(feed, tx).await;
+                drop(viewer);
+            });
             let mut response = Response::new(SseBody(rx).boxed());
             let headers = response.headers_mut();
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));

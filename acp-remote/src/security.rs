@@ -111,7 +111,9 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[non_exhaustive]
 pub struct Limits {
     /// Largest POST body or WebSocket message, in bytes (413 over HTTP, close code 1009 over
-    /// WebSocket). Also the longest line an agent may write.
+    /// WebSocket). Also the longest line an agent may write: a longer one ends the connection
+    /// (each of the client's requests waiting for an answer gets a JSON-RPC error `-32000`
+    /// naming the limit, and the agent is ended), since the answer it carried is lost.
     pub max_message_bytes: usize,
     /// ACP connections open at once, over both profiles (503 for the next `initialize` or
     /// upgrade).
@@ -150,6 +152,21 @@ pub struct Limits {
     /// flood its agent (or a gateway's child) faster than it can work. Answers to the
     /// agent's requests are never held back.
     pub max_messages_per_second: u32,
+    /// How long one write to a client's socket may wait (its kernel buffers full: a client
+    /// that stopped reading its WebSocket or SSE stream). Past it the socket is closed, and
+    /// the task and memory writing to it released: a WebSocket's connection ends (its agent
+    /// with it); an SSE stream ends, and its connection stays for the client to reopen it
+    /// (within [`Limits::max_output_stall`] if output is waiting for it). The clock runs only
+    /// while a write waits, so a slow but steady reader is never cut off.
+    pub write_timeout: Duration,
+    /// Bytes of a connection's messages waiting for its agent to read them (the queue between
+    /// the client's requests and the agent's input). A message that does not fit while others
+    /// wait is refused: a request or notification with `429` (and `Retry-After: 1`) over
+    /// HTTP, or a JSON-RPC error `-32000` over WebSocket, and not forwarded; an answer to the
+    /// agent's own request waits for room instead (the agent is waiting for it). One message
+    /// always fits in an empty queue, whatever its size (up to
+    /// [`Limits::max_message_bytes`]).
+    pub max_inbound_bytes: usize,
 }
 
 impl Default for Limits {
@@ -167,6 +184,8 @@ impl Default for Limits {
             initialize_timeout: Duration::from_secs(30),
             websocket_ping_interval: Duration::from_secs(30),
             max_messages_per_second: 1000,
+            write_timeout: Duration::from_secs(30),
+            max_inbound_bytes: 8 * 1024 * 1024,
         }
     }
 }
@@ -176,7 +195,8 @@ impl Limits {
     /// idle, 16 MiB buffered per connection (then the agent waits, for up to 60 s of a
     /// client taking nothing), 1024 sockets, 10 s for headers, 30 s for a body
     /// and for `initialize`, a WebSocket ping after 30 s of silence, 1000 messages a second
-    /// per connection.
+    /// per connection, 30 s for a write to a client's socket, 8 MiB of a connection's messages
+    /// waiting for its agent.
     pub fn new() -> Self {
         Self::default()
     }

@@ -76,7 +76,9 @@ impl ConnectOptions {
         self
     }
 
-    /// The largest message accepted from the server (default 64 MiB).
+    /// The largest message accepted from the server (default 64 MiB): an SSE event, a
+    /// WebSocket message, or the answer to `initialize` (over it, `initialize` fails with an
+    /// error naming the limit).
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_message_bytes = Some(bytes);
         self
@@ -270,6 +272,14 @@ impl Target {
     }
 }
 
+/// Cookies kept per connection at most: a load balancer's stickiness needs one or two; past
+/// it a new cookie is not kept (one already kept may still be replaced).
+pub(crate) const MAX_COOKIES: usize = 32;
+
+/// Bytes of cookies (names and values) kept per connection at most, under the 8 KiB a
+/// server's request headers commonly allow; a cookie that would go past it is not kept.
+pub(crate) const MAX_COOKIE_BYTES: usize = 8 * 1024;
+
 /// What both profiles share: the target, the credential and the cookie jar.
 #[derive(Debug)]
 pub(crate) struct Remote {
@@ -284,20 +294,42 @@ pub(crate) struct Remote {
 
 impl Remote {
     /// Keeps the cookies a response sets (name and value; attributes are not needed to send
-    /// them back to the one server this client talks to).
+    /// them back to the one server this client talks to), within [`MAX_COOKIES`] and
+    /// [`MAX_COOKIE_BYTES`]: a server setting thousands cannot grow the client's memory, nor
+    /// the `Cookie` header it sends.
     fn keep_cookies(&self, headers: &HeaderMap) {
         let mut jar = lock(&self.cookies);
+        let mut dropped = 0usize;
         for set in headers.get_all(SET_COOKIE) {
             let Ok(set) = set.to_str() else { continue };
             let pair = set.split(';').next().unwrap_or_default();
             let Some((name, value)) = pair.split_once('=') else {
                 continue;
             };
-            let (name, value) = (name.trim().to_owned(), value.trim().to_owned());
-            jar.retain(|(n, _)| n != &name);
-            if !value.is_empty() {
-                jar.push((name, value));
+            let (name, value) = (name.trim(), value.trim());
+            let kept: usize = jar
+                .iter()
+                .filter(|(n, _)| n != name)
+                .map(|(n, v)| n.len() + v.len())
+                .sum();
+            let others = jar.iter().filter(|(n, _)| n != name).count();
+            if !value.is_empty()
+                && (others >= MAX_COOKIES || kept + name.len() + value.len() > MAX_COOKIE_BYTES)
+            {
+                dropped += 1;
+                continue;
             }
+            jar.retain(|(n, _)| n != name);
+            if !value.is_empty() {
+                jar.push((name.to_owned(), value.to_owned()));
+            }
+        }
+        if dropped > 0 {
+            tracing::warn!(
+                dropped,
+                "the server set more cookies than this client keeps ({MAX_COOKIES}, \
+                 {MAX_COOKIE_BYTES} bytes); those were not kept"
+            );
         }
     }
 
@@ -395,5 +427,36 @@ mod tests {
         again.append(SET_COOKIE, HeaderValue::from_static("lb=b"));
         remote.keep_cookies(&again);
         assert_eq!(remote.cookie_header().unwrap(), "other=1; lb=b");
+    }
+
+    /// A server setting thousands of cookies, or huge ones, gets the first few kept (the
+    /// stickiness cookie among them, still replaceable) and no more.
+    #[test]
+    fn the_cookie_jar_is_bounded_in_count_and_bytes() {
+        let remote = Remote {
+            target: Target::parse("http://127.0.0.1:1/acp").unwrap(),
+            #[cfg(feature = "tls")]
+            tls: None,
+            token: None,
+            cookies: Mutex::new(Vec::new()),
+            max: 1,
+        };
+        let mut headers = HeaderMap::new();
+        headers.append(SET_COOKIE, HeaderValue::from_static("lb=first"));
+        for i in 0..5000 {
+            let set = format!("c{i}=v; Path=/");
+            headers.append(SET_COOKIE, HeaderValue::from_str(&set).unwrap());
+        }
+        remote.keep_cookies(&headers);
+        let big = format!("huge={}", "x".repeat(MAX_COOKIE_BYTES));
+        let mut more = HeaderMap::new();
+        more.append(SET_COOKIE, HeaderValue::from_str(&big).unwrap());
+        more.append(SET_COOKIE, HeaderValue::from_static("lb=second"));
+        remote.keep_cookies(&more);
+        let jar = lock(&remote.cookies).clone();
+        assert_eq!(jar.len(), MAX_COOKIES);
+        assert!(jar.iter().map(|(n, v)| n.len() + v.len()).sum::<usize>() <= MAX_COOKIE_BYTES);
+        assert!(jar.contains(&("lb".to_owned(), "second".to_owned())));
+        assert!(!jar.iter().any(|(n, _)| n == "huge"));
     }
 }

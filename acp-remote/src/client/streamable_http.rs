@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, COOKIE, HOST, HeaderValue};
@@ -99,7 +99,10 @@ pub(crate) async fn start(
     let stop = link.stop.clone();
     tokio::spawn(async move {
         loop {
+            // What the streams delivered before the link stopped goes first (the server's
+            // last words, such as errors answering the requests it cut off).
             let message = tokio::select! {
+                biased;
                 m = rx.recv() => m,
                 () = stop.cancelled() => None,
             };
@@ -461,8 +464,22 @@ async fn initialize(
         .get(HEADER_CONNECTION_ID)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let answer = match response.into_body().collect().await {
+    // One message, bounded like every other the server sends.
+    let max = link.remote.max;
+    let answer = match Limited::new(response.into_body(), max).collect().await {
         Ok(body) => body.to_bytes(),
+        Err(error) if error.is::<LengthLimitError>() => {
+            let why = format!(
+                "the answer to initialize is over this client's limit of {max} bytes \
+                 (ConnectOptions::max_message_bytes)"
+            );
+            let code = i64::from(ErrorCode::INTERNAL_ERROR.0);
+            return link
+                .inbound
+                .send(error_with_code(id, code, &why))
+                .await
+                .is_ok();
+        }
         Err(error) => {
             let why = format!("the answer to initialize was cut: {error}");
             return link.inbound.send(local_error(id, &why)).await.is_ok();
@@ -475,19 +492,31 @@ async fn initialize(
     link.inbound.send(answer).await.is_ok()
 }
 
+/// The most of a refused request's body read for its message (the rest is not read: a
+/// server cannot make the client hold a large error page).
+const STATUS_TEXT_BYTES: usize = 200;
+
 /// "the server answered 404 Not Found: unknown session", from a refused POST.
 async fn status_message(response: Response<Incoming>) -> String {
     let status = response.status();
-    let body = tokio::time::timeout(Duration::from_secs(2), response.into_body().collect()).await;
-    let text = match body {
-        Ok(Ok(body)) => {
-            let bytes = body.to_bytes();
-            String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
-                .trim()
-                .to_owned()
+    let mut body = response.into_body();
+    let mut head = Vec::new();
+    let read = async {
+        while head.len() < STATUS_TEXT_BYTES {
+            match body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        head.extend_from_slice(&data[..data.len().min(STATUS_TEXT_BYTES)]);
+                    }
+                }
+                _ => break,
+            }
         }
-        _ => String::new(),
     };
+    let _ = tokio::time::timeout(Duration::from_secs(2), read).await;
+    let text = String::from_utf8_lossy(&head[..head.len().min(STATUS_TEXT_BYTES)])
+        .trim()
+        .to_owned();
     format!("the server answered {status}: {text}")
 }
 

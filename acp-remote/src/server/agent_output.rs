@@ -2,8 +2,10 @@
 //! child's stdout, or written straight into the router by an agent served in process.
 //!
 //! Both go through acp-rpc's bounded [`LineCodec`], as a client over stdio reads an agent: a
-//! line over the message limit is skipped without being assembled, one that is not UTF-8 is
-//! skipped, and the connection goes on. Both hold the agent back while its client has not
+//! line that is not UTF-8 is skipped and the connection goes on. A line over the message
+//! limit is not assembled, and it ends the connection ([`Conn::fail`]): the client's requests
+//! waiting for an answer (the oversized line was likely one) are answered with an error
+//! saying so, and the agent is ended, rather than a request left waiting forever. Both hold the agent back while its client has not
 //! taken [`Limits::max_buffered_bytes`](crate::Limits::max_buffered_bytes) of output
 //! ([`Conn::room_for_more`]).
 //!
@@ -52,6 +54,9 @@ pub(crate) fn pump_from_pipe(conn: Arc<Conn>, output: Box<dyn AsyncRead + Send +
                     if take(&conn, frame, false) && !conn.room_for_more().await {
                         break;
                     }
+                    if conn.closed.is_cancelled() {
+                        break;
+                    }
                 }
                 Some(Err(error)) => {
                     tracing::warn!(conn = %conn.id, %error, "agent output unreadable");
@@ -73,7 +78,11 @@ fn take(conn: &Conn, frame: Frame, trusted: bool) -> bool {
             true
         }
         Frame::Oversized { len } => {
-            tracing::warn!(conn = %conn.id, len, max, "agent wrote a line over the message limit; skipped");
+            tracing::warn!(conn = %conn.id, len, max, "agent wrote a line over the message limit; closing");
+            conn.fail(&format!(
+                "the agent wrote a message of {len} bytes, over this server's limit of {max} \
+                 bytes; the connection is closed"
+            ));
             false
         }
         Frame::InvalidUtf8 => {
@@ -276,18 +285,34 @@ mod tests {
         assert_eq!(&out.partial[..], b"{\"half", "a partial line is kept");
     }
 
+    /// A line over the limit ends the connection: the request waiting for an answer gets an
+    /// error naming the limit, then the stream ends (what follows the line is not routed).
     #[tokio::test]
-    async fn a_line_over_the_limit_is_skipped_and_the_next_one_routed() {
+    async fn a_line_over_the_limit_answers_what_waits_with_an_error_and_ends_the_connection() {
         let (conn, mut out, _pipe) = connection(1 << 20);
         let generation = conn.main.attach();
+        let request = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "x/y"});
+        conn.forward_to_agent(request, None).await.unwrap();
         let long = format!(
-            r#"{{"jsonrpc":"2.0","method":"x","params":"{}"}}"#,
+            r#"{{"jsonrpc":"2.0","id":7,"result":"{}"}}"#,
             "y".repeat(300)
         );
-        out.write_all(format!("{long}\n{}\n", note("after")).as_bytes())
-            .await
-            .unwrap();
-        assert_eq!(next(&conn, generation).await, note("after"));
+        let _ = out
+            .write_all(format!("{long}\n{}\n", note("after")).as_bytes())
+            .await;
+        let answer: serde_json::Value =
+            serde_json::from_str(&next(&conn, generation).await).unwrap();
+        assert_eq!(answer["id"], 7);
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("over this server's limit of 256"),
+            "{message}"
+        );
+        assert!(
+            conn.main.next(generation).await.is_none(),
+            "the stream ends"
+        );
+        assert!(conn.closed.is_cancelled());
     }
 
     #[tokio::test]

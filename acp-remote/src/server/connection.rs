@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::agent_output::{self, AgentOutput, CloseOnDrop};
@@ -101,6 +101,9 @@ pub(crate) enum Refused {
     Closed,
     /// Over [`Limits::max_messages_per_second`] (429, or a JSON-RPC error over WebSocket).
     RateLimited,
+    /// Over [`Limits::max_inbound_bytes`]: the agent has not read enough of the connection's
+    /// earlier messages (429, or a JSON-RPC error over WebSocket).
+    Backlog,
 }
 
 /// One ACP connection: its agent, routing state and streams.
@@ -109,7 +112,10 @@ pub(crate) struct Conn {
     pub(crate) identity: Identity,
     /// WebSocket: every message goes to the one stream.
     pub(crate) websocket: bool,
-    to_agent: mpsc::Sender<Bytes>,
+    to_agent: mpsc::Sender<(Bytes, OwnedSemaphorePermit)>,
+    /// [`Limits::max_inbound_bytes`]: a permit per byte queued towards the agent, given back
+    /// once the message is written to it.
+    inbound: Arc<Semaphore>,
     routing: std::sync::Mutex<Routing>,
     pub(crate) main: Arc<Outbox>,
     budget: Arc<Budget>,
@@ -144,13 +150,15 @@ impl Conn {
         limits: Arc<Limits>,
         observers: Observers,
     ) -> Arc<Conn> {
-        let (to_agent, mut rx) = mpsc::channel::<Bytes>(TO_AGENT_QUEUE);
+        let (to_agent, mut rx) = mpsc::channel::<(Bytes, OwnedSemaphorePermit)>(TO_AGENT_QUEUE);
+        let inbound = Arc::new(Semaphore::new(inbound_permits(&limits)));
         let budget = Arc::new(Budget::default());
         let conn = Arc::new(Conn {
             id,
             identity,
             websocket,
             to_agent,
+            inbound,
             routing: std::sync::Mutex::new(Routing::default()),
             main: Arc::new(Outbox::new(budget.clone())),
             budget,
@@ -177,7 +185,9 @@ impl Conn {
                     m = rx.recv() => m,
                     () = writer.closed.cancelled() => None,
                 };
-                let Some(message) = message else { break };
+                let Some((message, _permit)) = message else {
+                    break;
+                };
                 let written = async {
                     input.write_all(&message).await?;
                     input.write_all(b"\n").await?;
@@ -186,6 +196,7 @@ impl Conn {
                 if written.await.is_err() {
                     break;
                 }
+                // `_permit` goes here: the message's bytes leave the queue.
             }
             drop(input);
         });
@@ -232,12 +243,53 @@ impl Conn {
 
     /// Ends the connection: streams end, the agent is ended (a gateway child reaped).
     pub(crate) fn close(&self, why: &str) {
+        self.end(why, false);
+    }
+
+    /// Ends the connection because its agent broke the protocol: each of the client's
+    /// requests still waiting for an answer is answered with a JSON-RPC error (`-32000`,
+    /// `why`) on the stream its answer was due on, the streams deliver what they hold and
+    /// end, and the agent is ended (a gateway child reaped). `initialize`'s POST, if it
+    /// waits, is answered `502`.
+    pub(crate) fn fail(&self, why: &str) {
+        if self.ended.load(Ordering::SeqCst) {
+            return;
+        }
+        let answers: Vec<(Arc<Outbox>, Bytes)> = {
+            let mut routing = lock(&self.routing);
+            let pending: Vec<_> = routing.pending.drain().collect();
+            pending
+                .into_iter()
+                .filter_map(|(id, waiting)| {
+                    let Pending::Answer { session, .. } = waiting.to else {
+                        return None;
+                    };
+                    let id = serde_json::from_str::<Value>(&id).ok()?;
+                    let outbox = session
+                        .and_then(|s| routing.sessions.get(&s).cloned())
+                        .unwrap_or_else(|| self.main.clone());
+                    Some((outbox, refusal(&id, why)))
+                })
+                .collect()
+        };
+        for (outbox, answer) in answers {
+            outbox.push(answer);
+        }
+        self.end(why, true);
+    }
+
+    /// [`Conn::close`]; with `flush`, the streams deliver what they hold before they end.
+    fn end(&self, why: &str, flush: bool) {
         if self.ended.swap(true, Ordering::SeqCst) {
             return;
         }
         tracing::debug!(conn = %self.id, why, "connection closed");
         self.closed.cancel();
-        self.main.close();
+        let ending = |outbox: &Outbox| match flush {
+            true => outbox.finish(),
+            false => outbox.close(),
+        };
+        ending(&self.main);
         let sessions: Vec<_> = lock(&self.routing)
             .sessions
             .drain()
@@ -247,7 +299,7 @@ impl Conn {
             metrics.connection_closed(sessions.len());
         }
         for outbox in sessions {
-            outbox.close();
+            ending(&outbox);
         }
         if let Some(guard) = lock(&self.guard).take() {
             guard.end(self.metrics.clone());
@@ -287,6 +339,8 @@ impl Conn {
         if method.is_some() && !lock(&self.rate).take() {
             return Err(Refused::RateLimited);
         }
+        let line = Bytes::from(serde_json::to_vec(&message).unwrap_or_default());
+        let permit = self.room_for(&line, method.is_some()).await?;
         self.touch();
         if let Some(guard) = self.guard_sessions.get()
             && method.is_some_and(super::guard::SessionGuard::guards)
@@ -362,11 +416,32 @@ impl Conn {
                 waiting.timing = timing;
             }
         }
-        let line = Bytes::from(serde_json::to_vec(&message).unwrap_or_default());
         self.observers.each(|o| {
             observe_message(o, Direction::Incoming, &Envelope::of_value(&message), &line)
         });
-        self.to_agent.send(line).await.map_err(|_| Refused::Closed)
+        self.to_agent
+            .send((line, permit))
+            .await
+            .map_err(|_| Refused::Closed)
+    }
+
+    /// The room `line` takes in the queue towards the agent ([`Limits::max_inbound_bytes`]):
+    /// taken at once, or refused for a request or notification (`asks`), waited for by an
+    /// answer to the agent.
+    async fn room_for(&self, line: &Bytes, asks: bool) -> Result<OwnedSemaphorePermit, Refused> {
+        let max = inbound_permits(&self.limits);
+        // A message larger than the whole bound takes all of it (it passes alone).
+        let wanted = u32::try_from((line.len() + 1).min(max)).unwrap_or(u32::MAX);
+        let inbound = self.inbound.clone();
+        if asks {
+            return inbound
+                .try_acquire_many_owned(wanted)
+                .map_err(|_| Refused::Backlog);
+        }
+        tokio::select! {
+            permit = inbound.acquire_many_owned(wanted) => permit.map_err(|_| Refused::Closed),
+            () = self.closed.cancelled() => Err(Refused::Closed),
+        }
     }
 
     /// Routes one line of the agent's output (checked UTF-8 by the codec): read in one
@@ -519,6 +594,12 @@ fn observe_answer(observer: &dyn Observer, answer: &Envelope<'_>, method: &str, 
     };
     let event = RequestEvent::new(Direction::Incoming, method, &id, latency, outcome);
     observer.request(&event);
+}
+
+/// The permits of [`Limits::max_inbound_bytes`] (at least one message's worth, within what a
+/// semaphore holds and what one message may ask for).
+fn inbound_permits(limits: &Limits) -> usize {
+    limits.max_inbound_bytes.clamp(1, u32::MAX as usize >> 3)
 }
 
 /// A JSON-RPC error answer to `id` for a request the transport refused.

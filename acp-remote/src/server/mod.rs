@@ -29,6 +29,7 @@ mod ops;
 mod outbox;
 mod streamable_http;
 mod websocket;
+mod write_timeout;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -255,6 +256,7 @@ impl ServerBuilder {
             metrics: self.metrics,
             readiness: self.readiness,
             dashboard: self.dashboard,
+            viewers: crate::live::Viewers::default(),
             observers: self.observers,
             guard,
             conns: std::sync::Mutex::new(HashMap::new()),
@@ -317,6 +319,8 @@ pub(crate) struct Shared {
     pub(crate) metrics: Option<Arc<Metrics>>,
     readiness: ops::Checks,
     dashboard: Option<Arc<dyn LiveFeed>>,
+    /// The dashboard's open event streams ([`crate::live::MAX_EVENT_STREAMS`]).
+    viewers: crate::live::Viewers,
     observers: Option<ObserverFactory>,
     guard: Option<Arc<guard::SessionGuard>>,
     conns: std::sync::Mutex<HashMap<String, Arc<Conn>>>,
@@ -426,6 +430,7 @@ async fn accept(listener: TcpListener, shared: Arc<Shared>) {
         let _ = stream.set_nodelay(true);
         let shared = shared.clone();
         let header_timeout = shared.limits.header_timeout;
+        let stream = write_timeout::WriteTimeout::new(stream, shared.limits.write_timeout);
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
                 let shared = shared.clone();
@@ -491,8 +496,16 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
         if !allowed {
             return crate::live::refused();
         }
-        return crate::live::respond(feed, &req)
+        return crate::live::respond(feed, &shared.viewers, &req)
             .unwrap_or_else(|| text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n"));
+    }
+    // As the dashboard: without a credential, a page of another site rebound to 127.0.0.1
+    // must not read the traffic counts as its own origin.
+    if metrics && shared.credential_free && !crate::live::loopback_host(req.headers()) {
+        return text(
+            StatusCode::FORBIDDEN,
+            "a server without a credential answers only requests naming a loopback host\n",
+        );
     }
     if req.uri().path() != "/acp" && !metrics {
         return text(StatusCode::NOT_FOUND, "not found\n");

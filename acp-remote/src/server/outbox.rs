@@ -65,6 +65,8 @@ struct Inner {
     queue: VecDeque<Bytes>,
     generation: u64,
     closed: bool,
+    /// Takes nothing more; its reader gets what is queued, then the end ([`Outbox::finish`]).
+    finishing: bool,
 }
 
 /// A queue of messages for one stream, its size counted in the connection's byte budget.
@@ -94,7 +96,7 @@ impl Outbox {
         let len = message.len();
         let queued = {
             let mut inner = lock(&self.inner);
-            if inner.closed {
+            if inner.closed || inner.finishing {
                 return self.budget.queued();
             }
             // Counted before a reader can take it, so the count never goes below zero.
@@ -141,6 +143,13 @@ impl Outbox {
         self.notify.notify_waiters();
     }
 
+    /// Takes no more messages; the reader gets those queued, then the end (`false` from
+    /// [`Outbox::next_batch`]), so that a connection's last words reach its client.
+    pub(crate) fn finish(&self) {
+        lock(&self.inner).finishing = true;
+        self.notify.notify_waiters();
+    }
+
     /// Waits for the messages of the reader of `generation` and moves them into `batch`:
     /// every one queued, oldest first, until `max_bytes` are taken (at least one message,
     /// however big). `false` once the outbox is closed or another reader attached. Taking
@@ -173,6 +182,9 @@ impl Outbox {
                     drop(inner);
                     self.budget.take(taken);
                     return true;
+                }
+                if inner.finishing {
+                    return false;
                 }
             }
             notified.await;

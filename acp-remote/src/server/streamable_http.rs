@@ -7,7 +7,8 @@
 //! 400 for a missing header or a body that is not one JSON object; 404 for an unknown
 //! connection or session; 406 for a GET not accepting `text/event-stream`; 415 for a POST
 //! that is not `application/json`; 501 for a batch. Our own on top: 401 without a credential,
-//! 403 for a refused origin, 408 for a body too slow, 413 for a body too large, 502 when the
+//! 403 for a refused origin, 408 for a body too slow, 413 for a body too large, 429 over the
+//! message rate or with too much still waiting for the agent, 502 when the
 //! agent cannot start, 503 at the connection limit, 504 when the agent does not answer
 //! `initialize` in time.
 
@@ -109,6 +110,17 @@ pub(crate) async fn post(
             let mut response = text(
                 StatusCode::TOO_MANY_REQUESTS,
                 "too many messages on this connection; slow down\n",
+            );
+            response.headers_mut().insert(
+                hyper::header::RETRY_AFTER,
+                hyper::header::HeaderValue::from_static("1"),
+            );
+            response
+        }
+        Err(Refused::Backlog) => {
+            let mut response = text(
+                StatusCode::TOO_MANY_REQUESTS,
+                "the agent has not yet read this connection's earlier messages; retry later\n",
             );
             response.headers_mut().insert(
                 hyper::header::RETRY_AFTER,

@@ -157,8 +157,12 @@ where
                         };
                         match conn.forward_to_agent(message, None).await {
                             Ok(()) => {}
-                            Err(Refused::RateLimited) => {
-                                let refused = super::connection::refusal(&id, "too many messages on this connection; slow down");
+                            Err(why @ (Refused::RateLimited | Refused::Backlog)) => {
+                                let message = match why {
+                                    Refused::Backlog => "the agent has not yet read this connection's earlier messages; retry later",
+                                    _ => "too many messages on this connection; slow down",
+                                };
+                                let refused = super::connection::refusal(&id, message);
                                 let Ok(refused) = Utf8Bytes::try_from(refused) else { continue };
                                 if sink.send(Message::Text(refused)).await.is_err() {
                                     return;

@@ -163,3 +163,17 @@ pub async fn within<T>(secs: u64, f: impl std::future::Future<Output = T>) -> T 
         .await
         .expect("timed out")
 }
+
+/// Whether process `pid` is gone (exited and reaped: no `/proc/PID`, not even a zombie)
+/// within 10 s.
+pub async fn reaped(pid: &str) -> bool {
+    let path = format!("/proc/{pid}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        if !std::path::Path::new(&path).exists() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
