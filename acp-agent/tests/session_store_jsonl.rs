@@ -127,6 +127,7 @@ async fn reopening_keeps_history_metadata_and_listing() {
     assert_eq!(meta.cwd, "/w");
     let page = store
         .list(ListQuery {
+            owner: None,
             cwd: None,
             cursor: None,
             limit: 10,
