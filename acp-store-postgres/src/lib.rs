@@ -16,6 +16,10 @@
 //! went away comes back, and every call in between fails with an error naming the cause
 //! (which the connection answers as a JSON-RPC error).
 //!
+//! Each session row keeps its owner (`acp_sessions.owner`, the identity that created it;
+//! NULL for the unnamed identity, which the rows of a database from before owners become
+//! on migration), and `list` reads only the rows of the query's owner.
+//!
 //! # Isolation, operation by operation
 //!
 //! Everything runs at PostgreSQL's default, READ COMMITTED, each operation one statement
