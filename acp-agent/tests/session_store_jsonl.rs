@@ -1,7 +1,8 @@
-//! The on-disk default store on real files: reopening keeps everything (owners included), a torn last record is
-//! ignored with a warning (and cut off before the next append), a corrupt record in the
-//! middle is reported with its place and skipped, a second opener is refused, an unusable
-//! directory is an error at open, delete removes the files, and hostile ids stay inside.
+//! The on-disk default store on real files: reopening keeps everything (owners included),
+//! a torn last record is ignored with a warning (and cut off before the next append), a
+//! corrupt record in the middle is reported with its place and skipped, a second opener is
+//! refused, an unusable directory is an error at open, delete removes the files, and
+//! hostile ids stay inside.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
