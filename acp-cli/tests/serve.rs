@@ -1150,6 +1150,12 @@ async fn two_identities_on_one_store_reach_only_their_own_sessions() {
     cannot_reach(&alice, &b, cwd, "alice").await;
     cannot_reach(&alice, &u, cwd, "alice").await;
     cannot_reach(&bob, &u, cwd, "bob").await;
+    // The same over the WebSocket profile.
+    let ws = url.replace("http://", "ws://");
+    let bob_ws = connect_as(&ws, "tok-b", &log).await;
+    assert_eq!(session_ids(&bob_ws, cwd).await, std::slice::from_ref(&b));
+    cannot_reach(&bob_ws, &a, cwd, "bob over WebSocket").await;
+    drop(bob_ws);
 
     // Each still has its own, whole, on a new connection.
     loads_own(&url, "tok-a", &a, cwd, "hello from alice").await;
