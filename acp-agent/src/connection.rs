@@ -1,4 +1,5 @@
-//! The agent's connection: [`serve`], [`serve_stdio`], [`serve_with_store`] and the
+//! The agent's connection: [`serve`], [`serve_stdio`], [`serve_with_store`] (and
+//! [`serve_as`], [`serve_with_store_as`] for a server serving a named identity) and the
 //! [`AgentConnection`] they start, with the dispatcher (`dispatch.rs`) serving the [`Agent`].
 
 use std::sync::{Arc, OnceLock};
@@ -99,7 +100,26 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    serve_inner(agent, reader, writer, config, None)
+    serve_inner(agent, reader, writer, config, None, None)
+}
+
+/// [`serve_with`] on behalf of `identity`, the name of the remote caller's credential
+/// (`None`: the unnamed identity, as [`serve_with`]): the agent reads it from
+/// [`crate::AgentContext::identity`]. What a server (acp-remote's in-process backend)
+/// calls for each remote connection.
+pub fn serve_as<A, R, W>(
+    agent: A,
+    identity: Option<&str>,
+    reader: R,
+    writer: W,
+    config: Config,
+) -> AgentConnection
+where
+    A: Agent,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    serve_inner(agent, reader, writer, config, None, identity.map(Arc::from))
 }
 
 /// Serves `agent` with its sessions kept in `store` (see [`crate::store`]): the connection
@@ -120,7 +140,38 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    serve_inner(agent, reader, writer, config, Some(Arc::new(store)))
+    serve_inner(agent, reader, writer, config, Some(Arc::new(store)), None)
+}
+
+/// [`serve_with_store`] on behalf of `identity` (see [`serve_as`]): the sessions this
+/// connection creates are that identity's ([`crate::store::SessionMeta::owner`]), its
+/// `session/list` shows only that identity's, and another identity's session is unknown to
+/// it (`-32002` for `session/load`, `session/resume`, prompts and `session/close`;
+/// `session/delete` leaves it be and answers as for a session that does not exist).
+/// `None` is the unnamed identity: the sessions with no owner, those of a local agent.
+pub fn serve_with_store_as<A, S, R, W>(
+    agent: A,
+    store: S,
+    identity: Option<&str>,
+    reader: R,
+    writer: W,
+    config: Config,
+) -> AgentConnection
+where
+    A: Agent,
+    S: SessionStore,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let identity = identity.map(Arc::from);
+    serve_inner(
+        agent,
+        reader,
+        writer,
+        config,
+        Some(Arc::new(store)),
+        identity,
+    )
 }
 
 pub(crate) fn serve_inner<A, R, W>(
@@ -129,6 +180,7 @@ pub(crate) fn serve_inner<A, R, W>(
     writer: W,
     config: Config,
     store: Option<Arc<dyn SessionStore>>,
+    identity: Option<Arc<str>>,
 ) -> AgentConnection
 where
     A: Agent,
@@ -148,8 +200,9 @@ where
         caps: Default::default(),
         sessions: Default::default(),
         awaiting,
-        recorder: store.map(Recorder::new),
+        recorder: store.map(|store| Recorder::new(store, identity.as_deref().map(str::to_owned))),
         offered: Default::default(),
+        identity,
     });
     let _ = slot.set(inner.clone());
     if let Some(recorder) = inner.recorder.clone() {

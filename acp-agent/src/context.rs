@@ -41,19 +41,29 @@ impl AgentContext {
     /// A session the store loaded or resumed for the agent (the default `session/load` and
     /// `session/resume`) was never seen by the agent's own `new_session`: this is where the
     /// agent finds its working directory when the session is next prompted.
+    ///
+    /// Another identity's session ([`AgentContext::identity`]) is `None`, as one the store
+    /// does not have.
     pub async fn stored_session(&self, id: &SessionId) -> Option<crate::store::SessionMeta> {
         let recorder = self.client.inner.recorder.as_ref()?;
-        let meta = match recorder.store() {
-            Ok(store) => store.meta(id).await,
-            Err(e) => Err(e),
-        };
-        match meta {
+        match recorder.own_meta(id).await {
             Ok(meta) => meta,
             Err(e) => {
                 tracing::warn!(session = %id, error = %e, "the session store could not be read");
                 None
             }
         }
+    }
+
+    /// Whom this connection serves: the name of the remote caller's credential (a
+    /// `NAME:TOKEN` line of `acp serve --token-file`, or whatever the server's
+    /// authenticator names), handed in by the server ([`crate::serve_as`],
+    /// [`crate::serve_with_store_as`]). `None` for a local client (stdio) and for the
+    /// unnamed identity (the one token without a name). Served with a store, the
+    /// connection already keeps each identity to its own sessions; an agent that keeps
+    /// sessions or files of its own scopes them by this.
+    pub fn identity(&self) -> Option<&str> {
+        self.client.inner.identity.as_deref()
     }
 
     /// The JSON-RPC id of the request being served.

@@ -358,6 +358,12 @@ impl<A: Agent> Dispatch<A> {
         // With a store, the request is kept to record the new session (it starts from a
         // copy of the source's stored history).
         let request = p.clone();
+        // Another identity's session is forked no more than one that does not exist.
+        if let Some(recorder) = &call.inner.recorder
+            && recorder.is_foreign(&request.session_id).await?
+        {
+            return Err(unknown_session(&request.session_id));
+        }
         let handler = self.agent.fork_session(p, &call.cx);
         let record = async |recorder: &Arc<Recorder>, response: &ForkSessionResponse| {
             let meta = crate::store::record::forked_session_meta(&request, response);

@@ -56,7 +56,7 @@ pub(crate) fn serve_translated(
     store: Option<std::sync::Arc<dyn crate::store::SessionStore>>,
 ) -> Option<Translation> {
     let v1_agent = |(r, w)| {
-        crate::connection::serve_inner(agent, r, w, acp_rpc::Config::default(), store)
+        crate::connection::serve_inner(agent, r, w, acp_rpc::Config::default(), store, None)
             .client()
             .peer()
             .clone()

@@ -76,7 +76,10 @@ pub mod store;
 mod sync;
 
 pub use agent::Agent;
-pub use connection::{AgentConnection, serve, serve_stdio, serve_with, serve_with_store};
+pub use connection::{
+    AgentConnection, serve, serve_as, serve_stdio, serve_with, serve_with_store,
+    serve_with_store_as,
+};
 pub use context::{AgentContext, PromptContext};
 pub use handle::{CAPABILITY_NOT_ADVERTISED, ClientHandle};
 pub use session::{SessionHandle, ToolCallHandle};

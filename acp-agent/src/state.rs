@@ -204,6 +204,9 @@ pub(crate) struct Inner {
     /// What the agent itself advertised in its latest `initialize` answer (some methods
     /// the agent may send only when it offered them, such as `auth/status_update`).
     pub(crate) offered: std::sync::RwLock<Option<Arc<AgentCapabilities>>>,
+    /// Whom the connection serves ([`crate::AgentContext::identity`]): the name of a remote
+    /// caller's credential; `None` for a local client or the unnamed identity.
+    pub(crate) identity: Option<Arc<str>>,
 }
 
 impl Inner {

@@ -1,7 +1,8 @@
-//! The on-disk default store on real files: reopening keeps everything, a torn last record is
-//! ignored with a warning (and cut off before the next append), a corrupt record in the
-//! middle is reported with its place and skipped, a second opener is refused, an unusable
-//! directory is an error at open, delete removes the files, and hostile ids stay inside.
+//! The on-disk default store on real files: reopening keeps everything (owners included),
+//! a torn last record is ignored with a warning (and cut off before the next append), a
+//! corrupt record in the middle is reported with its place and skipped, a second opener is
+//! refused, an unusable directory is an error at open, delete removes the files, and
+//! hostile ids stay inside.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -113,8 +114,31 @@ async fn reopening_keeps_history_metadata_and_listing() {
             ..MetaChange::touch()
         };
         store.update_meta(&sid("a"), change).await.unwrap();
+        let owned = SessionMeta::new(sid("c"), "/w").owned_by(Some("alice".into()));
+        store.create(owned).await.unwrap();
+        store
+            .update_meta(&sid("c"), MetaChange::touch())
+            .await
+            .unwrap();
     }
     let store = JsonlStore::open(&dir).unwrap();
+    let c = store.meta(&sid("c")).await.unwrap().unwrap();
+    assert_eq!(
+        c.owner.as_deref(),
+        Some("alice"),
+        "the owner survives a reopen"
+    );
+    let alices = store
+        .list(ListQuery {
+            owner: Some("alice".into()),
+            cwd: None,
+            cursor: None,
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    assert_eq!(alices.sessions.len(), 1);
+    assert_eq!(alices.sessions[0].session_id, sid("c"));
     let history = all(&store, &sid("a")).await;
     assert_eq!(history.len(), 8);
     assert_eq!(
@@ -127,6 +151,7 @@ async fn reopening_keeps_history_metadata_and_listing() {
     assert_eq!(meta.cwd, "/w");
     let page = store
         .list(ListQuery {
+            owner: None,
             cwd: None,
             cursor: None,
             limit: 10,

@@ -2,6 +2,7 @@
 //! served with an on-disk store: the connection records the new session with a copy of the
 //! source's history, so after a restart (the store reopened from the same directory, a new
 //! connection) it is listed, loads with that history and the fork's own turns, and resumes.
+//! Another identity's session is not forked: `-32002`, as for one that does not exist.
 //!
 //! `cargo test -p acp-agent --features unstable --test unstable_session_fork_store`.
 #![cfg(feature = "unstable_session_fork")]
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use acp_agent::store::JsonlStore;
+use acp_agent::store::{JsonlStore, MemoryStore, SessionStore};
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentConnection, AgentContext, Config, Error, PromptContext};
 use acp_rpc::Connection;
@@ -97,11 +98,22 @@ struct Host {
 impl Host {
     async fn open(dir: &Path) -> Host {
         let store = JsonlStore::open(dir).expect("the store opens");
+        Host::serve(store, None).await
+    }
+
+    /// A connection on `store`, served on behalf of `identity`.
+    async fn serve(store: impl SessionStore, identity: Option<&str>) -> Host {
         let (a, b) = tokio::io::duplex(64 * 1024);
         let (ar, aw) = tokio::io::split(a);
         let (br, bw) = tokio::io::split(b);
-        let agent =
-            acp_agent::serve_with_store(Forker::default(), store, ar, aw, Config::default());
+        let agent = acp_agent::serve_with_store_as(
+            Forker::default(),
+            store,
+            identity,
+            ar,
+            aw,
+            Config::default(),
+        );
         let rec = Recorder::default();
         let client = Connection::new(br, bw, rec.clone(), Config::default());
         let host = Host {
@@ -293,4 +305,28 @@ async fn third_run(dir: &Path) {
             "echo: again"
         ]
     );
+}
+
+/// A fork of another identity's session is refused as unknown before the agent is asked,
+/// and nothing is stored; its owner forks it, and the fork is the owner's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_identitys_session_is_not_forked() {
+    let store = std::sync::Arc::new(MemoryStore::new());
+    let alice = Host::serve(store.clone(), Some("alice")).await;
+    let bob = Host::serve(store.clone(), Some("bob")).await;
+    let made = alice
+        .call("session/new", json!({"cwd": "/w", "mcpServers": []}))
+        .await
+        .unwrap();
+    let id = made["sessionId"].as_str().unwrap().to_owned();
+    alice.prompt(&id, "mine").await;
+    let fork = json!({"sessionId": id, "cwd": "/w", "mcpServers": []});
+    let refused = bob.call("session/fork", fork.clone()).await.unwrap_err();
+    assert_eq!(refused.code.0, -32002, "{refused:?}");
+    let forked_id = SessionId(format!("{id}-fork"));
+    assert!(store.meta(&forked_id).await.unwrap().is_none());
+    let forked = alice.call("session/fork", fork).await.unwrap();
+    assert_eq!(forked["sessionId"], forked_id.0.as_str());
+    let meta = store.meta(&forked_id).await.unwrap().unwrap();
+    assert_eq!(meta.owner.as_deref(), Some("alice"));
 }

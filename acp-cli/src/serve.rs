@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use acp_remote::{BearerToken, Server};
+use acp_remote::{BearerTokens, Server};
 use clap::Args;
 
 use crate::builtin::BuiltinAgent;
@@ -37,8 +37,11 @@ pub struct ServeArgs {
     /// The address to listen on (port 0: any free port, printed).
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
-    /// The bearer token is the first line of this file (else `ACP_TOKEN`, else a fresh
-    /// random token, printed).
+    /// The bearer tokens, one identity a line: `NAME:TOKEN` (NAME of A-Z a-z 0-9 . _ -),
+    /// or one line of just TOKEN for the unnamed identity; blank lines and `#` comments
+    /// skipped. Each identity sees and reaches only its own sessions (with --store). Re-read
+    /// on SIGHUP (a file that does not parse then keeps the old tokens, and the log says
+    /// why). Without it: `ACP_TOKEN`, else a fresh random token, printed.
     #[arg(long)]
     token_file: Option<PathBuf>,
     /// The built-in agent's sessions, shared by every connection (and, in a PostgreSQL
@@ -89,12 +92,57 @@ pub fn token(file: Option<&Path>) -> Result<Option<String>, String> {
         .filter(|t| !t.is_empty()))
 }
 
+/// The tokens `acp serve` accepts: those of `--token-file` (one identity a line, see
+/// [`BearerTokens`]), else the unnamed `ACP_TOKEN`; `None` if neither. An error names the
+/// file and the line, never a token.
+pub fn server_tokens(file: Option<&Path>) -> Result<Option<BearerTokens>, String> {
+    let Some(file) = file else {
+        return token(None)?
+            .map(|t| BearerTokens::single(t).map_err(|e| e.to_string()))
+            .transpose();
+    };
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("--token-file {}: {e}", file.display()))?;
+    BearerTokens::parse(&text)
+        .map(Some)
+        .map_err(|e| format!("--token-file {}: {e}", file.display()))
+}
+
+/// Re-reads `file` into `tokens` on every SIGHUP: new tokens count from the next request; a
+/// file that cannot be read or parsed keeps the old ones, and the log says why.
+fn reload_on_hangup(file: PathBuf, tokens: BearerTokens) -> Result<(), String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangups =
+        signal(SignalKind::hangup()).map_err(|e| format!("cannot watch for SIGHUP: {e}"))?;
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            let reloaded = std::fs::read_to_string(&file)
+                .map_err(|e| e.to_string())
+                .and_then(|text| tokens.reload(&text).map_err(|e| e.to_string()));
+            // To stderr whatever RUST_LOG says: the operator who sent the signal looks here.
+            match reloaded {
+                Ok(()) => eprintln!(
+                    "acp serve: SIGHUP: --token-file {} reloaded ({} tokens)",
+                    file.display(),
+                    tokens.len()
+                ),
+                Err(error) => eprintln!(
+                    "acp serve: SIGHUP: --token-file {}: {error}; the tokens before stay",
+                    file.display()
+                ),
+            }
+        }
+    });
+    Ok(())
+}
+
 /// The readiness check of a served store: one listing that matches nothing (an indexed
 /// query for PostgreSQL, memory for a directory).
 async fn store_reachable(
     store: std::sync::Arc<dyn acp_agent::store::SessionStore>,
 ) -> Result<(), String> {
     let probe = acp_agent::store::ListQuery {
+        owner: None,
         cwd: Some("/ readiness probe: no such directory".into()),
         cursor: None,
         limit: 1,
@@ -119,13 +167,22 @@ pub async fn run(args: ServeArgs) -> i32 {
 
 async fn serve(args: ServeArgs) -> Result<(), String> {
     let hosting = args.hosting.read()?;
-    let given = token(args.token_file.as_deref())?;
+    let given = server_tokens(args.token_file.as_deref())?;
     let generated = given.is_none();
-    let token = match given {
-        Some(token) => token,
-        None => acp_remote::random_token().map_err(|e| e.to_string())?,
+    let (auth, token) = match given {
+        Some(tokens) => (tokens, String::new()),
+        None => {
+            let token = acp_remote::random_token().map_err(|e| e.to_string())?;
+            (
+                BearerTokens::single(&token).map_err(|e| e.to_string())?,
+                token,
+            )
+        }
     };
-    let auth = BearerToken::new(&token).map_err(|e| e.to_string())?;
+    let named = !auth.names().is_empty();
+    if let Some(file) = &args.token_file {
+        reload_on_hangup(file.clone(), auth.clone())?;
+    }
     if args.store.store.is_some() && !args.agent.is_empty() {
         return Err(
             "--store is for the built-in agent; an agent command keeps its own sessions".into(),
@@ -159,10 +216,12 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                     store = std::sync::Arc::new(metered);
                 }
                 let policy = hosting.mcp.clone();
-                let serve = move |read, write| {
-                    acp_agent::serve_with_store(
+                // Each identity reaches only its own sessions of the shared store.
+                let serve = move |read, write, who: &acp_remote::Identity| {
+                    acp_agent::serve_with_store_as(
                         BuiltinAgent::with_store().mcp_policy(policy.clone()),
                         store.clone(),
+                        who.session_owner(),
                         read,
                         write,
                         acp_agent::Config::default(),
@@ -218,6 +277,8 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", args.listen))?;
     let url = server.url();
     let credential = match (&args.token_file, generated) {
+        // A file of several identities is not a client's: each has its own token.
+        (Some(_), _) if named => format!("(with {TOKEN_ENV} set to your identity's token)"),
         (Some(file), _) => format!("--token-file {}", file.display()),
         (None, false) => format!("(with {TOKEN_ENV} set)"),
         (None, true) => String::new(),

@@ -86,7 +86,7 @@ pub use client::{
 pub use live::{LiveFeed, LiveServer, serve_live};
 pub use metered_store::MeteredStore;
 pub use metrics::Metrics;
-pub use security::{Authenticator, BearerToken, Identity, Limits, NoAuth};
+pub use security::{Authenticator, BearerToken, BearerTokens, Identity, Limits, NoAuth};
 pub use server::{AgentInput, AgentOutput, ReadinessCheck, RunningServer, Server, ServerBuilder};
 
 /// The header naming the connection (set by the server on `initialize`'s answer and on the

@@ -1,10 +1,12 @@
-//! Security: who may call ([`Authenticator`], [`BearerToken`]), from which browser origins,
+//! Security: who may call ([`Authenticator`], [`BearerToken`], [`BearerTokens`] for several
+//! named identities), from which browser origins,
 //! and how much ([`Limits`]). The server is secure by default: every request on `/acp` needs
 //! a credential, cross-origin browser requests are refused unless their origin is listed, and
 //! every resource a remote peer can make the server hold has a bound.
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use hyper::HeaderMap;
@@ -14,6 +16,11 @@ use hyper::header::AUTHORIZATION;
 ///
 /// A connection belongs to the identity that created it: a request naming the connection
 /// with another identity is answered 404, as if the connection did not exist.
+///
+/// An in-process agent is told the identity ([`acp_agent::AgentContext::identity`], through
+/// [`Identity::session_owner`]), and with a session store each identity reaches only its own
+/// sessions. The unnamed identities ([`Identity::UNNAMED`] of a token without a name,
+/// [`Identity::ANONYMOUS`] of a server without credentials) own the sessions with no owner.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Identity(pub String);
 
@@ -31,6 +38,23 @@ impl Identity {
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
         safe.then_some(name.as_str())
     }
+
+    /// The identity of a bearer token without a name ([`BearerToken`], a token file's line
+    /// without `NAME:`): every holder of it is this one identity.
+    pub const UNNAMED: &'static str = "bearer";
+    /// The identity of every caller of a server without credentials ([`NoAuth`]).
+    pub const ANONYMOUS: &'static str = "anonymous";
+
+    /// The owner of the sessions this identity creates, as an agent and its session store
+    /// know it: its name, or `None` for [`Identity::UNNAMED`] and [`Identity::ANONYMOUS`]
+    /// (the sessions with no owner: those of a local agent, and those recorded before
+    /// owners existed).
+    pub fn session_owner(&self) -> Option<&str> {
+        match self.0.as_str() {
+            Self::UNNAMED | Self::ANONYMOUS => None,
+            name => Some(name),
+        }
+    }
 }
 
 /// Decides whether a request may reach the agent, from its headers.
@@ -46,9 +70,9 @@ pub trait Authenticator: Send + Sync + 'static {
 /// The default authenticator: one shared secret sent as `Authorization: Bearer <token>`.
 ///
 /// Compared in constant time. Every holder of the token is the same [`Identity`]
-/// (`"bearer"`), so connections still cannot reach each other's sessions (those are keyed by
-/// connection), but a token holder who learns another connection's id may end it. Give
-/// different users different credentials with your own [`Authenticator`].
+/// ([`Identity::UNNAMED`]): they share its sessions in a session store, and one who learns
+/// another's connection id may end it. Give different users different tokens with
+/// [`BearerTokens`], or their own credentials with your own [`Authenticator`].
 #[derive(Clone)]
 pub struct BearerToken {
     token: Arc<str>,
@@ -80,7 +104,8 @@ impl Authenticator for BearerToken {
         let presented = value
             .strip_prefix(b"Bearer ")
             .or_else(|| value.strip_prefix(b"bearer "))?;
-        constant_time_eq(presented, self.token.as_bytes()).then(|| Identity("bearer".into()))
+        constant_time_eq(presented, self.token.as_bytes())
+            .then(|| Identity(Identity::UNNAMED.into()))
     }
 }
 
@@ -91,8 +116,204 @@ pub struct NoAuth;
 
 impl Authenticator for NoAuth {
     fn authenticate(&self, _headers: &HeaderMap) -> Option<Identity> {
-        Some(Identity("anonymous".into()))
+        Some(Identity(Identity::ANONYMOUS.into()))
     }
+}
+
+/// Several bearer tokens, each naming its own [`Identity`]: the text of a token file, one
+/// `NAME:TOKEN` a line (`acp serve --token-file`).
+///
+/// * `NAME:TOKEN`: the identity `NAME` (letters, digits, `.`, `_`, `-`), holding `TOKEN`
+///   (surrounding whitespace trimmed). The name is split at the first `:`, so a token may
+///   hold colons.
+/// * A line without a colon is the one unnamed token ([`Identity::UNNAMED`], what
+///   [`BearerToken`] gives; a file of one such line is the token file of before names).
+/// * Blank lines and lines starting with `#` are skipped.
+///
+/// A malformed line (an empty name or token, a name with another character, a name or a
+/// token given twice, a second line without a name, the reserved names `bearer` and
+/// `anonymous`) is an error naming its line number and never the token. A presented token is
+/// compared in constant time with every token of the set.
+///
+/// Clones share the set: [`BearerTokens::reload`] on one (on `SIGHUP`, say) changes what
+/// every clone accepts, for the next request; connections already open keep their identity.
+#[derive(Clone)]
+pub struct BearerTokens {
+    set: Arc<RwLock<Arc<[TokenEntry]>>>,
+}
+
+/// One token of a [`BearerTokens`] set and whom it names.
+struct TokenEntry {
+    token: Box<[u8]>,
+    identity: Identity,
+}
+
+impl BearerTokens {
+    /// The set of a token file's text; an error names the first malformed line.
+    pub fn parse(text: &str) -> Result<Self, crate::Error> {
+        Ok(BearerTokens {
+            set: Arc::new(RwLock::new(parse_token_lines(text)?)),
+        })
+    }
+
+    /// One unnamed token (as [`BearerToken::new`]: trimmed, not empty).
+    pub fn single(token: impl AsRef<str>) -> Result<Self, crate::Error> {
+        let token = token.as_ref().trim();
+        if token.is_empty() {
+            return Err(crate::Error::Config("the bearer token is empty".into()));
+        }
+        let entry = TokenEntry {
+            token: token.as_bytes().into(),
+            identity: Identity(Identity::UNNAMED.into()),
+        };
+        Ok(BearerTokens {
+            set: Arc::new(RwLock::new(Arc::from(vec![entry]))),
+        })
+    }
+
+    /// Replaces the set with that of `text`, for the requests that come after. Text that
+    /// does not parse changes nothing (the old set stays) and is the error.
+    pub fn reload(&self, text: &str) -> Result<(), crate::Error> {
+        let fresh = parse_token_lines(text)?;
+        *self.set.write().unwrap_or_else(|p| p.into_inner()) = fresh;
+        Ok(())
+    }
+
+    /// The names of the set's named identities, in the file's order (never a token).
+    pub fn names(&self) -> Vec<String> {
+        self.current()
+            .iter()
+            .filter_map(|e| e.identity.session_owner().map(str::to_owned))
+            .collect()
+    }
+
+    /// How many tokens the set holds.
+    pub fn len(&self) -> usize {
+        self.current().len()
+    }
+
+    /// Whether the set holds no token (never, for a set that parsed).
+    pub fn is_empty(&self) -> bool {
+        self.current().is_empty()
+    }
+
+    fn current(&self) -> Arc<[TokenEntry]> {
+        self.set.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl fmt::Debug for BearerTokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BearerTokens")
+            .field("names", &self.names())
+            .field("tokens", &"<redacted>")
+            .finish()
+    }
+}
+
+impl Authenticator for BearerTokens {
+    fn authenticate(&self, headers: &HeaderMap) -> Option<Identity> {
+        let value = headers.get(AUTHORIZATION)?.as_bytes();
+        let presented = value
+            .strip_prefix(b"Bearer ")
+            .or_else(|| value.strip_prefix(b"bearer "))?;
+        // Every token is compared, the match or not: the time says nothing of which one.
+        let set = self.current();
+        let mut found = None;
+        for entry in set.iter() {
+            if constant_time_eq(presented, &entry.token) {
+                found = Some(&entry.identity);
+            }
+        }
+        found.cloned()
+    }
+}
+
+/// Whether `name` is a valid identity name: `[A-Za-z0-9._-]+`.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+fn parse_token_lines(text: &str) -> Result<Arc<[TokenEntry]>, crate::Error> {
+    let bad = |line: usize, why: &str| crate::Error::Config(format!("line {line}: {why}"));
+    let mut entries = Vec::new();
+    // Name or token -> the line that gave it, for the duplicate errors.
+    let mut names: HashMap<String, usize> = HashMap::new();
+    let mut tokens: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut unnamed: Option<usize> = None;
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (identity, token) = match line.split_once(':') {
+            None => {
+                if let Some(first) = unnamed {
+                    return Err(bad(
+                        n,
+                        &format!(
+                            "a second token without a name (the first is on line {first});                              write further tokens as NAME:TOKEN"
+                        ),
+                    ));
+                }
+                unnamed = Some(n);
+                (Identity(Identity::UNNAMED.into()), line)
+            }
+            Some((name, token)) => {
+                if name.is_empty() {
+                    return Err(bad(n, "the name before `:` is empty (expected NAME:TOKEN)"));
+                }
+                // The name is never echoed: a line that is all token may have a colon in it.
+                if !valid_name(name) {
+                    return Err(bad(
+                        n,
+                        "the name before `:` has a character other than A-Z, a-z, 0-9, `.`, `_`                          and `-`",
+                    ));
+                }
+                if name == Identity::UNNAMED || name == Identity::ANONYMOUS {
+                    return Err(bad(
+                        n,
+                        &format!(
+                            "the name `{name}` is reserved (it is the identity of a token                              without a name)"
+                        ),
+                    ));
+                }
+                if let Some(first) = names.insert(name.to_owned(), n) {
+                    return Err(bad(
+                        n,
+                        &format!("the name `{name}` is given twice (also on line {first})"),
+                    ));
+                }
+                let token = token.trim();
+                if token.is_empty() {
+                    return Err(bad(n, &format!("the token of `{name}` is empty")));
+                }
+                (Identity(name.to_owned()), token)
+            }
+        };
+        if let Some(first) = tokens.insert(token.as_bytes().to_vec(), n) {
+            return Err(bad(
+                n,
+                &format!("the same token as on line {first}: each identity needs its own"),
+            ));
+        }
+        entries.push(TokenEntry {
+            token: token.as_bytes().into(),
+            identity,
+        });
+    }
+    if entries.is_empty() {
+        return Err(crate::Error::Config(
+            "no token in it: it is empty or only comments (expected one NAME:TOKEN a line, \
+             or a single TOKEN)"
+                .into(),
+        ));
+    }
+    Ok(Arc::from(entries))
 }
 
 /// Equal lengths and equal bytes, in a time that depends only on the lengths.
@@ -282,8 +503,120 @@ mod tests {
         assert!(BearerToken::new("  \n").is_err());
     }
 
+    fn who(auth: &BearerTokens, token: &str) -> Option<String> {
+        auth.authenticate(&with_auth(&format!("Bearer {token}")))
+            .map(|i| i.0)
+    }
+
+    fn error(text: &str) -> String {
+        match BearerTokens::parse(text) {
+            Ok(set) => panic!("{text:?} parsed: {set:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_token_file_names_an_identity_per_line() {
+        let text = "# the team\n\nalice:tok-a\n  bob:tok:b  \nshared-one\n\n# end\n";
+        let auth = BearerTokens::parse(text).unwrap();
+        assert_eq!(who(&auth, "tok-a").as_deref(), Some("alice"));
+        // Split at the first colon: a token may hold colons.
+        assert_eq!(who(&auth, "tok:b").as_deref(), Some("bob"));
+        assert_eq!(who(&auth, "shared-one").as_deref(), Some(Identity::UNNAMED));
+        for wrong in ["tok", "tok-a2", "alice:tok-a", "alice", "", "# the team"] {
+            assert_eq!(who(&auth, wrong), None, "{wrong:?}");
+        }
+        assert!(auth.authenticate(&with_auth("Basic tok-a")).is_none());
+        assert_eq!(auth.names(), ["alice", "bob"]);
+        assert_eq!(auth.len(), 3);
+    }
+
+    #[test]
+    fn a_file_of_one_bare_token_is_the_unnamed_identity_as_before() {
+        let auth = BearerTokens::parse("s3cret\n").unwrap();
+        assert_eq!(who(&auth, "s3cret").as_deref(), Some(Identity::UNNAMED));
+        assert!(auth.names().is_empty());
+        let single = BearerTokens::single(" s3cret\n").unwrap();
+        assert_eq!(who(&single, "s3cret").as_deref(), Some(Identity::UNNAMED));
+        assert!(BearerTokens::single(" \n").is_err());
+    }
+
+    #[test]
+    fn malformed_lines_are_named_by_number_without_the_token() {
+        let cases = [
+            (
+                "alice:a\n:secret-x\n",
+                "line 2:",
+                "name before `:` is empty",
+            ),
+            ("alice:\n", "line 1:", "token of `alice` is empty"),
+            ("alice:   \n", "line 1:", "token of `alice` is empty"),
+            ("# c\nal ice:secret-x\n", "line 2:", "character other than"),
+            ("al/ice:secret-x\n", "line 1:", "character other than"),
+            ("élise:secret-x\n", "line 1:", "character other than"),
+            (
+                "alice:a\nbob:b\nalice:secret-x\n",
+                "line 3:",
+                "`alice` is given twice (also on line 1)",
+            ),
+            (
+                "alice:secret-x\n\nbob:secret-x\n",
+                "line 3:",
+                "same token as on line 1",
+            ),
+            (
+                "secret-x\nbob:secret-x\n",
+                "line 2:",
+                "same token as on line 1",
+            ),
+            (
+                "secret-x\nsecret-y\n",
+                "line 2:",
+                "second token without a name (the first is on line 1)",
+            ),
+            ("bearer:secret-x\n", "line 1:", "`bearer` is reserved"),
+            ("anonymous:secret-x\n", "line 1:", "`anonymous` is reserved"),
+        ];
+        for (text, line, why) in cases {
+            let e = error(text);
+            assert!(e.starts_with(line), "{text:?}: {e}");
+            assert!(e.contains(why), "{text:?}: {e}");
+            assert!(!e.contains("secret"), "{text:?}: the token is echoed: {e}");
+        }
+        for empty in ["", "\n\n", "# only comments\n  # and more\n"] {
+            assert!(error(empty).contains("no token"), "{empty:?}");
+        }
+    }
+
+    #[test]
+    fn a_reload_takes_effect_for_the_next_request_and_a_bad_one_keeps_the_old_set() {
+        let auth = BearerTokens::parse("alice:tok-a\n").unwrap();
+        let shared = auth.clone();
+        auth.reload("alice:tok-a2\ncarol:tok-c\n").unwrap();
+        assert_eq!(who(&shared, "tok-a"), None);
+        assert_eq!(who(&shared, "tok-a2").as_deref(), Some("alice"));
+        assert_eq!(who(&shared, "tok-c").as_deref(), Some("carol"));
+        let e = auth.reload("alice:tok-a3\nalice:tok-x\n").unwrap_err();
+        assert!(e.to_string().starts_with("line 2:"), "{e}");
+        assert_eq!(who(&shared, "tok-a2").as_deref(), Some("alice"));
+        assert_eq!(who(&shared, "tok-a3"), None);
+    }
+
+    #[test]
+    fn the_unnamed_identities_own_the_sessions_with_no_owner() {
+        assert_eq!(Identity(Identity::UNNAMED.into()).session_owner(), None);
+        assert_eq!(Identity(Identity::ANONYMOUS.into()).session_owner(), None);
+        assert_eq!(Identity("alice".into()).session_owner(), Some("alice"));
+    }
+
     #[test]
     fn the_token_is_not_printed() {
+        let tokens = BearerTokens::parse("alice:s3cret\n").unwrap();
+        let shown = format!("{tokens:?}");
+        assert!(
+            !shown.contains("s3cret") && shown.contains("alice"),
+            "{shown}"
+        );
         let auth = BearerToken::new("s3cret").unwrap();
         assert!(!format!("{auth:?}").contains("s3cret"));
     }

@@ -41,6 +41,12 @@
 //! [`StoreError::Backend`]: its `Display` (for the log, for the caller) names the server,
 //! while what a remote client is sent names only the operation and the kind of failure.
 //!
+//! # Owners
+//!
+//! Each session row keeps its owner (`acp_sessions.owner`, the identity that created it;
+//! NULL for the unnamed identity, which the rows of a database from before owners become
+//! on migration), and `list` reads only the rows of the query's owner.
+//!
 //! # Isolation, operation by operation
 //!
 //! Everything runs at PostgreSQL's default, READ COMMITTED, each operation one statement
@@ -216,6 +222,14 @@ fn decode_meta(text: &str) -> Result<SessionMeta, StoreError> {
         .map_err(|e| StoreError::Other(format!("corrupt session metadata in the database: {e}")))
 }
 
+/// A row of `SELECT meta, owner`: the metadata with the owner of the `owner` column (the
+/// one that counts: rows from before owners existed have none in their JSON either way).
+fn decode_row(row: &tokio_postgres::Row) -> Result<SessionMeta, StoreError> {
+    let mut meta = decode_meta(row.get(0))?;
+    meta.owner = row.get(1);
+    Ok(meta)
+}
+
 /// The list cursor: the creation number of the last row handed out.
 fn list_cursor(seq: i64) -> String {
     format!("p{seq}")
@@ -236,9 +250,9 @@ impl SessionStore for PostgresStore {
         let client = self.client().await?;
         let rows = client
             .execute(
-                "INSERT INTO acp_sessions (session_id, cwd, meta) VALUES ($1, $2, $3) \
+                "INSERT INTO acp_sessions (session_id, cwd, meta, owner) VALUES ($1, $2, $3, $4) \
                  ON CONFLICT (session_id) DO NOTHING",
-                &[&meta.session_id.0.as_str(), &meta.cwd, &text],
+                &[&meta.session_id.0.as_str(), &meta.cwd, &text, &meta.owner],
             )
             .await
             .map_err(self.err("create"))?;
@@ -291,13 +305,13 @@ impl SessionStore for PostgresStore {
             .map_err(self.err("update metadata"))?;
         let row = tx
             .query_opt(
-                "SELECT meta FROM acp_sessions WHERE session_id = $1 FOR UPDATE",
+                "SELECT meta, owner FROM acp_sessions WHERE session_id = $1 FOR UPDATE",
                 &[&id.0.as_str()],
             )
             .await
             .map_err(self.err("update metadata"))?
             .ok_or_else(|| StoreError::NotFound(id.clone()))?;
-        let mut meta = decode_meta(row.get(0))?;
+        let mut meta = decode_row(&row)?;
         meta.apply(&change);
         tx.execute(
             "UPDATE acp_sessions SET meta = $2 WHERE session_id = $1",
@@ -312,12 +326,12 @@ impl SessionStore for PostgresStore {
         let client = self.client().await?;
         let row = client
             .query_opt(
-                "SELECT meta FROM acp_sessions WHERE session_id = $1",
+                "SELECT meta, owner FROM acp_sessions WHERE session_id = $1",
                 &[&id.0.as_str()],
             )
             .await
             .map_err(self.err("read metadata"))?;
-        row.map(|r| decode_meta(r.get(0))).transpose()
+        row.map(|r| decode_row(&r)).transpose()
     }
 
     async fn history(
@@ -375,10 +389,11 @@ impl SessionStore for PostgresStore {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT seq, meta FROM acp_sessions \
+                "SELECT seq, meta, owner FROM acp_sessions \
                  WHERE seq < $1 AND ($2::text IS NULL OR cwd = $2) \
+                 AND (owner = $4 OR ($4::text IS NULL AND owner IS NULL)) \
                  ORDER BY seq DESC LIMIT $3",
-                &[&before, &query.cwd, &(limit as i64 + 1)],
+                &[&before, &query.cwd, &(limit as i64 + 1), &query.owner],
             )
             .await
             .map_err(self.err("list sessions"))?;
@@ -389,7 +404,8 @@ impl SessionStore for PostgresStore {
                 page.next_cursor = last.map(list_cursor);
                 break;
             }
-            let meta = decode_meta(row.get(1))?;
+            let mut meta = decode_meta(row.get(1))?;
+            meta.owner = row.get(2);
             let summary: SessionSummary = meta.summary();
             page.sessions.push(summary);
             last = Some(row.get::<_, i64>(0));

@@ -10,7 +10,10 @@ use acp_agent::store::StoreError;
 use crate::pg_error;
 
 /// The migrations, in order: (version, SQL). Append only; never edit a released one.
-const MIGRATIONS: &[(i32, &str)] = &[(1, include_str!("../migrations/0001_sessions.sql"))];
+const MIGRATIONS: &[(i32, &str)] = &[
+    (1, include_str!("../migrations/0001_sessions.sql")),
+    (2, include_str!("../migrations/0002_owners.sql")),
+];
 
 /// The schema version this crate brings a database to.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS[MIGRATIONS.len() - 1].0;

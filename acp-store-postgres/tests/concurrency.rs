@@ -269,6 +269,7 @@ async fn a_session_recorded_on_one_host_loads_on_another() {
     // The listing's first page through a third pool agrees.
     let page = store
         .list(ListQuery {
+            owner: None,
             cwd: Some("/w".into()),
             cursor: None,
             limit: 10,
@@ -281,4 +282,74 @@ async fn a_session_recorded_on_one_host_loads_on_another() {
         .await
         .unwrap();
     assert!(first.next.is_some());
+}
+
+/// A database of schema version 1 (before owners) keeps its sessions when a newer build
+/// opens it: they become the unnamed identity's (no owner), listed for it and for no named
+/// identity, and new sessions get their owner beside them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_database_keeps_its_sessions_as_the_unnamed_identitys() {
+    let Some(server) = support::shared() else {
+        return;
+    };
+    let url = server.fresh_db();
+    let (client, conn) = tokio_postgres_connect(&url).await;
+    client
+        .batch_execute(include_str!("../migrations/0001_sessions.sql"))
+        .await
+        .unwrap();
+    client
+        .batch_execute(
+            "CREATE TABLE acp_store_schema (version INT PRIMARY KEY, \
+             applied_at TIMESTAMPTZ NOT NULL DEFAULT now()); \
+             INSERT INTO acp_store_schema (version) VALUES (1)",
+        )
+        .await
+        .unwrap();
+    let old = SessionMeta::new(SessionId("old".into()), "/w");
+    let text = serde_json::to_string(&old).unwrap();
+    assert!(!text.contains("owner"), "version 1 rows have no owner");
+    client
+        .execute(
+            "INSERT INTO acp_sessions (session_id, cwd, meta) VALUES ('old', '/w', $1)",
+            &[&text],
+        )
+        .await
+        .unwrap();
+    let store = PostgresStore::open(&url).await.expect("the store migrates");
+    let meta = store.meta(&SessionId("old".into())).await.unwrap().unwrap();
+    assert_eq!(meta.owner, None);
+    let list = |owner: Option<&str>| {
+        let query = ListQuery {
+            owner: owner.map(str::to_owned),
+            cwd: None,
+            cursor: None,
+            limit: 10,
+        };
+        let store = &store;
+        async move {
+            let page = store.list(query).await.unwrap();
+            page.sessions
+                .into_iter()
+                .map(|s| s.session_id.0)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(list(None).await, ["old"]);
+    assert!(list(Some("alice")).await.is_empty());
+    let new = SessionMeta::new(SessionId("new".into()), "/w").owned_by(Some("alice".into()));
+    store.create(new).await.unwrap();
+    assert_eq!(list(Some("alice")).await, ["new"]);
+    assert_eq!(list(None).await, ["old"]);
+    let owner: Option<String> = client
+        .query_one(
+            "SELECT owner FROM acp_sessions WHERE session_id = 'new'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(owner.as_deref(), Some("alice"));
+    drop(client);
+    conn.abort();
 }

@@ -40,6 +40,7 @@ pg_cases!(
     turn_markers_round_trip,
     concurrent_appends_never_interleave,
     hostile_ids_are_plain_data,
+    owners_are_kept_and_listings_never_mix_them,
 );
 
 /// Every case of the suite runs here (a case added to the suite must be added above).

@@ -42,6 +42,7 @@ impl SqliteStore {
                  cwd TEXT NOT NULL,
                  row TEXT NOT NULL,
                  meta TEXT NOT NULL,
+                 owner TEXT,
                  events INTEGER NOT NULL DEFAULT 0);
              CREATE INDEX IF NOT EXISTS sessions_by_cwd ON sessions (cwd, seq);
              CREATE TABLE IF NOT EXISTS events (
@@ -85,8 +86,8 @@ impl SessionStore for SqliteStore {
             let row = json(&meta.summary())?;
             let body = json(&meta)?;
             db.execute(
-                "INSERT INTO sessions (id, cwd, row, meta) VALUES (?1, ?2, ?3, ?4)",
-                params![meta.session_id.0, meta.cwd, row, body],
+                "INSERT INTO sessions (id, cwd, row, meta, owner) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![meta.session_id.0, meta.cwd, row, body, meta.owner],
             )
             .map_err(|e| match e {
                 rusqlite::Error::SqliteFailure(f, _)
@@ -235,19 +236,19 @@ impl SessionStore for SqliteStore {
             match &query.cwd {
                 Some(cwd) => {
                     let mut s = db
-                        .prepare_cached("SELECT seq, row FROM sessions WHERE cwd = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3")
+                        .prepare_cached("SELECT seq, row FROM sessions WHERE cwd = ?1 AND seq < ?2 AND owner IS ?4 ORDER BY seq DESC LIMIT ?3")
                         .map_err(sql)?;
-                    for r in s.query_map(params![cwd, before, limit], map).map_err(sql)? {
+                    for r in s.query_map(params![cwd, before, limit, query.owner], map).map_err(sql)? {
                         out.push(r.map_err(sql)?);
                     }
                 }
                 None => {
                     let mut s = db
                         .prepare_cached(
-                            "SELECT seq, row FROM sessions WHERE seq < ?1 ORDER BY seq DESC LIMIT ?2",
+                            "SELECT seq, row FROM sessions WHERE seq < ?1 AND owner IS ?3 ORDER BY seq DESC LIMIT ?2",
                         )
                         .map_err(sql)?;
-                    for r in s.query_map(params![before, limit], map).map_err(sql)? {
+                    for r in s.query_map(params![before, limit, query.owner], map).map_err(sql)? {
                         out.push(r.map_err(sql)?);
                     }
                 }
@@ -284,5 +285,44 @@ impl SessionStore for SqliteStore {
             tx.commit().map_err(sql)
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A listing shows one owner's sessions only (`None`: those without one), as the
+    /// `SessionStore` contract asks, so the comparison with the other stores stays fair.
+    #[tokio::test]
+    async fn a_listing_shows_one_owners_sessions() {
+        let dir = std::env::temp_dir().join(format!("acp-bench-sqlite-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = SqliteStore::open(&dir).unwrap();
+        for (id, owner) in [("u", None), ("a", Some("alice")), ("b", Some("bob"))] {
+            let meta = SessionMeta::new(SessionId(id.into()), "/w").owned_by(owner.map(Into::into));
+            store.create(meta).await.unwrap();
+        }
+        for cwd in [None, Some("/w".to_owned())] {
+            for (owner, expected) in [(None, "u"), (Some("alice"), "a"), (Some("bob"), "b")] {
+                let query = ListQuery {
+                    owner: owner.map(Into::into),
+                    cwd: cwd.clone(),
+                    cursor: None,
+                    limit: 10,
+                };
+                let page = store.list(query).await.unwrap();
+                let ids: Vec<_> = page
+                    .sessions
+                    .iter()
+                    .map(|s| s.session_id.0.as_str())
+                    .collect();
+                assert_eq!(ids, [expected], "{owner:?} {cwd:?}");
+            }
+        }
+        let a = store.meta(&SessionId("a".into())).await.unwrap().unwrap();
+        assert_eq!(a.owner.as_deref(), Some("alice"));
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

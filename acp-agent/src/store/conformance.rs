@@ -1,7 +1,8 @@
 //! The shared conformance suite every [`SessionStore`] passes (feature `test-support`):
 //! create, append, load and replay by pages, resume (the metadata answered again), list with
 //! cursors and the `cwd` filter, close, delete, fork (a history copied page by page), the
-//! turn markers, and concurrent appends that never interleave.
+//! turn markers, concurrent appends that never interleave, and owners (each session keeps
+//! the identity that created it; a listing shows one owner's sessions only).
 //!
 //! Written once, run against each store with [`session_store_conformance!`](crate::session_store_conformance),
 //! which expands into one `#[tokio::test]` per case, each on a fresh store from your
@@ -56,6 +57,7 @@ pub const CASES: &[&str] = &[
     "turn_markers_round_trip",
     "concurrent_appends_never_interleave",
     "hostile_ids_are_plain_data",
+    "owners_are_kept_and_listings_never_mix_them",
 ];
 
 fn sid(s: &str) -> SessionId {
@@ -101,11 +103,22 @@ async fn list_ids<S: SessionStore + ?Sized>(
     cwd: Option<&str>,
     limit: usize,
 ) -> Vec<Vec<String>> {
+    list_owned(store, None, cwd, limit).await
+}
+
+/// The pages of one owner's listing (`None`: the unnamed identity's), `limit` rows a page.
+async fn list_owned<S: SessionStore + ?Sized>(
+    store: &S,
+    owner: Option<&str>,
+    cwd: Option<&str>,
+    limit: usize,
+) -> Vec<Vec<String>> {
     let mut pages = Vec::new();
     let mut cursor = None;
     loop {
         let page = store
             .list(ListQuery {
+                owner: owner.map(str::to_owned),
                 cwd: cwd.map(str::to_owned),
                 cursor: cursor.take(),
                 limit,
@@ -169,6 +182,7 @@ pub async fn unknown_sessions<S: SessionStore>(store: S) {
     // A bad list cursor is the caller's fault, named.
     let bad = store
         .list(ListQuery {
+            owner: None,
             cwd: None,
             cursor: Some("not-a-cursor".into()),
             limit: 10,
@@ -283,6 +297,7 @@ pub async fn list_pages_and_cwd_filter<S: SessionStore>(store: S) {
     store.update_meta(&sid("l24"), change).await.unwrap();
     let first = store
         .list(ListQuery {
+            owner: None,
             cwd: None,
             cursor: None,
             limit: 1,
@@ -466,6 +481,65 @@ pub async fn hostile_ids_are_plain_data<S: SessionStore>(store: S) {
     assert_eq!(list_ids(&store, Some("/w%"), 100).await.concat(), ["pct"]);
 }
 
+/// Each session keeps the owner it was created with (through metadata changes), `meta`
+/// answers it, and a listing shows only the sessions of its `owner` (`None`: those with
+/// none), with its `cwd` filter and its pages as for any listing; a deleted session leaves
+/// its owner's listing.
+pub async fn owners_are_kept_and_listings_never_mix_them<S: SessionStore>(store: S) {
+    let made = [
+        ("u1", None, "/w"),
+        ("a1", Some("alice"), "/w"),
+        ("b1", Some("bob"), "/w"),
+        ("a2", Some("alice"), "/x"),
+        ("u2", None, "/x"),
+        ("a3", Some("alice"), "/w"),
+    ];
+    for (id, owner, cwd) in made {
+        let meta = rich_meta(id, cwd).owned_by(owner.map(str::to_owned));
+        store.create(meta.clone()).await.expect("create");
+        assert_eq!(store.meta(&sid(id)).await.unwrap(), Some(meta), "{id}");
+    }
+    let all = |owner, cwd| list_owned(&store, owner, cwd, 100);
+    assert_eq!(all(None, None).await.concat(), ["u2", "u1"]);
+    assert_eq!(all(Some("alice"), None).await.concat(), ["a3", "a2", "a1"]);
+    assert_eq!(all(Some("bob"), None).await.concat(), ["b1"]);
+    assert_eq!(all(Some("alice"), Some("/w")).await.concat(), ["a3", "a1"]);
+    assert_eq!(all(None, Some("/x")).await.concat(), ["u2"]);
+    assert!(all(Some("carol"), None).await.concat().is_empty());
+    // A name is compared whole: no prefix, case or pattern matching.
+    for stranger in ["alic", "Alice", "alice ", "%", "a%", ""] {
+        assert!(
+            all(Some(stranger), None).await.concat().is_empty(),
+            "{stranger:?}"
+        );
+    }
+    // Pages of one owner skip the others' rows and still end.
+    let pages = list_owned(&store, Some("alice"), None, 1).await;
+    let pages: Vec<Vec<String>> = pages.into_iter().filter(|p| !p.is_empty()).collect();
+    assert_eq!(pages, [vec!["a3"], vec!["a2"], vec!["a1"]]);
+    // Changes keep the owner.
+    let change = MetaChange {
+        title: Some(Some("renamed".into())),
+        current_mode: Some(SessionModeId("code".into())),
+        ..MetaChange::touch()
+    };
+    store.update_meta(&sid("a1"), change).await.unwrap();
+    store
+        .update_meta(&sid("u1"), MetaChange::touch())
+        .await
+        .unwrap();
+    store.append(&sid("a1"), vec![said("hi")]).await.unwrap();
+    let a1 = store.meta(&sid("a1")).await.unwrap().unwrap();
+    assert_eq!(a1.owner.as_deref(), Some("alice"));
+    assert_eq!(a1.title.as_deref(), Some("renamed"));
+    assert_eq!(store.meta(&sid("u1")).await.unwrap().unwrap().owner, None);
+    assert_eq!(all(Some("alice"), None).await.concat(), ["a3", "a2", "a1"]);
+    assert_eq!(all(None, None).await.concat(), ["u2", "u1"]);
+    store.delete(&sid("a2")).await.unwrap();
+    assert_eq!(all(Some("alice"), None).await.concat(), ["a3", "a1"]);
+    assert_eq!(all(Some("bob"), None).await.concat(), ["b1"]);
+}
+
 /// Expands into one `#[tokio::test]` per case of [`crate::store::conformance`], each given
 /// a fresh store from `$make` (an expression of a future that returns the store). The
 /// calling crate needs tokio with `macros` and `rt-multi-thread` among its dev-dependencies.
@@ -477,7 +551,7 @@ macro_rules! session_store_conformance {
             resume_answers_the_metadata_again, list_pages_and_cwd_filter,
             close_keeps_the_data, delete_removes_only_that_session, fork_copies_the_history,
             turn_markers_round_trip, concurrent_appends_never_interleave,
-            hostile_ids_are_plain_data);
+            hostile_ids_are_plain_data, owners_are_kept_and_listings_never_mix_them);
     };
     (@cases $make:expr; $($case:ident),*) => {
         $(

@@ -298,6 +298,7 @@ impl Inner {
         meta.created_at = row.created_at;
         meta.updated_at = row.updated_at;
         meta.additional_directories = row.additional_directories;
+        meta.owner = row.owner;
         Ok(Some(meta))
     }
 
@@ -466,7 +467,7 @@ impl Inner {
         let mut page = ListPage::default();
         for (&seq, id) in index.order.range(..before).rev() {
             let row = &index.rows[id].1;
-            if query.cwd.as_ref().is_some_and(|cwd| *cwd != row.cwd) {
+            if row.owner != query.owner || query.cwd.as_ref().is_some_and(|cwd| *cwd != row.cwd) {
                 continue;
             }
             if page.sessions.len() == query.limit {

@@ -116,7 +116,7 @@ impl SessionStore for MemoryStore {
         let mut page = ListPage::default();
         for (&seq, id) in s.order.range(..before).rev() {
             let meta = &s.sessions[id].meta;
-            if query.cwd.as_ref().is_some_and(|cwd| *cwd != meta.cwd) {
+            if meta.owner != query.owner || query.cwd.as_ref().is_some_and(|cwd| *cwd != meta.cwd) {
                 continue;
             }
             if page.sessions.len() == query.limit {

@@ -146,6 +146,12 @@ pub struct SessionMeta {
     /// turns are then never taken for interrupted.
     #[serde(default)]
     pub turn_markers: bool,
+    /// The identity that created the session (the `NAME` of a served connection's
+    /// credential, [`crate::AgentContext::identity`]); `None` for the unnamed identity (a
+    /// local agent, the one unnamed token, sessions recorded before owners existed). A
+    /// connection sees and reaches only its own identity's sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 impl SessionMeta {
@@ -162,7 +168,14 @@ impl SessionMeta {
             modes: None,
             config_options: None,
             turn_markers: false,
+            owner: None,
         }
+    }
+
+    /// The same metadata, owned by `owner` (`None`: the unnamed identity).
+    pub fn owned_by(mut self, owner: Option<String>) -> Self {
+        self.owner = owner;
+        self
     }
 
     /// The part `session/list` shows.
@@ -174,6 +187,7 @@ impl SessionMeta {
             title: self.title.clone(),
             created_at: self.created_at.clone(),
             updated_at: self.updated_at.clone(),
+            owner: self.owner.clone(),
         }
     }
 
@@ -212,6 +226,10 @@ pub struct SessionSummary {
     pub created_at: String,
     /// When the session last changed (RFC 3339).
     pub updated_at: String,
+    /// The owning identity ([`SessionMeta::owner`]); never shown to a client, it is what
+    /// a listing filters on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 impl SessionSummary {
@@ -331,6 +349,9 @@ pub struct HistoryPage {
 /// A `session/list` query.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ListQuery {
+    /// Only the sessions of this owner ([`SessionMeta::owner`]; `None`: the unnamed
+    /// identity's, those with no owner). A listing never mixes owners.
+    pub owner: Option<String>,
     /// Only sessions created in this directory.
     pub cwd: Option<String>,
     /// Where to continue (a `nextCursor` this store returned).
@@ -428,6 +449,12 @@ impl From<StoreError> for crate::Error {
 ///
 /// Ordering contract: the events of one `append` are stored in order and after those of
 /// every earlier completed `append` of that session; `history` returns them in that order.
+///
+/// Ownership contract: a store keeps the [`SessionMeta::owner`] a session was created
+/// with, answers it in `meta`, and lists only the sessions of [`ListQuery::owner`]. The
+/// connection serving the store checks the owner before it loads, resumes, prompts, closes
+/// or deletes a session, and answers a session of another identity as it answers one that
+/// does not exist (`-32002`).
 #[async_trait]
 pub trait SessionStore: Send + Sync + 'static {
     /// Creates a session (`AlreadyExists` if the id is taken).
@@ -451,7 +478,8 @@ pub trait SessionStore: Send + Sync + 'static {
         max: usize,
     ) -> Result<HistoryPage, StoreError>;
 
-    /// A page of the sessions, newest first, optionally only those of one `cwd`.
+    /// A page of the sessions of one owner ([`ListQuery::owner`]), newest first,
+    /// optionally only those of one `cwd`.
     async fn list(&self, query: ListQuery) -> Result<ListPage, StoreError>;
 
     /// The session is no longer open on this host: let go of what is held for it (open

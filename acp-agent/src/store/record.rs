@@ -72,6 +72,9 @@ pub(crate) struct Recorder {
     /// This recorder, for the timers of [`Durability::Interval`] (which must not keep it
     /// alive).
     me: Weak<Recorder>,
+    /// The identity the connection serves ([`SessionMeta::owner`]): the sessions it creates
+    /// are its own, and it reaches no other identity's.
+    owner: Option<String>,
 }
 
 #[derive(Default)]
@@ -227,14 +230,35 @@ fn report(what: &str, id: &SessionId, e: &StoreError) {
 }
 
 impl Recorder {
-    pub(crate) fn new(store: Arc<dyn SessionStore>) -> Arc<Self> {
+    pub(crate) fn new(store: Arc<dyn SessionStore>, owner: Option<String>) -> Arc<Self> {
         Arc::new_cyclic(|me| Recorder {
             durability: store.durability(),
             store: std::sync::RwLock::new(Some(store)),
             state: Mutex::default(),
             released: tokio::sync::OnceCell::new(),
             me: me.clone(),
+            owner,
         })
+    }
+
+    /// The identity whose sessions this connection reaches (`None`: the unnamed one's).
+    pub(crate) fn owner(&self) -> Option<&str> {
+        self.owner.as_deref()
+    }
+
+    /// The metadata of session `id` if the store has it and it is this connection's
+    /// identity's; another identity's session is `None`, exactly as one that does not
+    /// exist.
+    pub(crate) async fn own_meta(&self, id: &SessionId) -> Result<Option<SessionMeta>, StoreError> {
+        let meta = self.store()?.meta(id).await?;
+        Ok(meta.filter(|m| m.owner == self.owner))
+    }
+
+    /// Whether the store has session `id` under another identity (to be answered as
+    /// unknown, before the agent hears of it).
+    pub(crate) async fn is_foreign(&self, id: &SessionId) -> Result<bool, StoreError> {
+        let meta = self.store()?.meta(id).await?;
+        Ok(meta.is_some_and(|m| m.owner != self.owner))
     }
 
     /// Writes what the session has collected, after any write of it already under way.
@@ -390,6 +414,7 @@ impl Recorder {
     /// A new session: stores it, then writes the updates sent while it was being created.
     pub(crate) async fn created(&self, meta: SessionMeta) -> Result<(), StoreError> {
         let id = meta.session_id.clone();
+        let meta = meta.owned_by(self.owner.clone());
         self.store()?.create(meta).await?;
         self.now_stored(&id).await;
         Ok(())
@@ -406,8 +431,10 @@ impl Recorder {
         source: &SessionId,
     ) -> Result<(), StoreError> {
         let id = meta.session_id.clone();
+        let meta = meta.owned_by(self.owner.clone());
         let store = self.store()?;
-        let copy = store.meta(source).await?.is_some();
+        // Another identity's session is copied no more than one that does not exist.
+        let copy = self.own_meta(source).await?.is_some();
         store.create(meta).await?;
         if copy {
             // Page by page, so a long history is copied with bounded memory.

@@ -1,6 +1,12 @@
 //! The session methods a store answers for an agent that leaves them at their default:
 //! each calls the agent's method first and falls back to the store only when it answers
 //! "method not found", so an agent author can still override any of them.
+//!
+//! Every call is scoped to the connection's identity ([`Recorder::owner`]): a session the
+//! store keeps for another identity is answered as one that does not exist (`-32002` for
+//! `session/load` and `session/resume`; `session/delete` succeeds without touching it, as
+//! for a session that does not exist), before the agent hears of it, and a listing shows
+//! only the identity's own sessions.
 
 use acp_types::NotificationMethod;
 use acp_types::v1::*;
@@ -45,6 +51,7 @@ pub(crate) fn advertise(response: &mut InitializeResponse) {
 /// store if it is not there).
 async fn adopt(recorder: &Recorder, id: &SessionId, cwd: &str) -> Result<(), Error> {
     if recorder.store()?.meta(id).await?.is_none() {
+        // (Another identity's session was refused before the agent was asked.)
         // New to the store, so its whole history will have the turn markers.
         let mut meta = SessionMeta::new(id.clone(), cwd);
         meta.turn_markers = true;
@@ -66,17 +73,16 @@ pub(crate) async fn load<A: Agent>(
 ) -> Result<LoadSessionResponse, Error> {
     let id = params.session_id.clone();
     let cwd = params.cwd.clone();
+    if recorder.is_foreign(&id).await? {
+        return Err(unknown(&id));
+    }
     let result = agent.load_session(params, cx).await;
     if !defaulted(&result) {
         let response = result?;
         adopt(recorder, &id, &cwd).await?;
         return Ok(response);
     }
-    let meta = recorder
-        .store()?
-        .meta(&id)
-        .await?
-        .ok_or_else(|| unknown(&id))?;
+    let meta = recorder.own_meta(&id).await?.ok_or_else(|| unknown(&id))?;
     let mut cursor = HistoryCursor::START;
     // A prompt whose turn has not ended yet in the history read so far.
     let mut open_turn = false;
@@ -137,17 +143,16 @@ pub(crate) async fn resume<A: Agent>(
 ) -> Result<ResumeSessionResponse, Error> {
     let id = params.session_id.clone();
     let cwd = params.cwd.clone();
+    if recorder.is_foreign(&id).await? {
+        return Err(unknown(&id));
+    }
     let result = agent.resume_session(params, cx).await;
     if !defaulted(&result) {
         let response = result?;
         adopt(recorder, &id, &cwd).await?;
         return Ok(response);
     }
-    let meta = recorder
-        .store()?
-        .meta(&id)
-        .await?
-        .ok_or_else(|| unknown(&id))?;
+    let meta = recorder.own_meta(&id).await?.ok_or_else(|| unknown(&id))?;
     recorder.attach(&id);
     let mut response = ResumeSessionResponse::new();
     response.modes = meta.modes;
@@ -155,7 +160,8 @@ pub(crate) async fn resume<A: Agent>(
     Ok(response)
 }
 
-/// `session/list`: a page of the store, newest first, filtered by `cwd`.
+/// `session/list`: a page of the identity's sessions in the store, newest first, filtered
+/// by `cwd`.
 pub(crate) async fn list<A: Agent>(
     agent: &A,
     params: ListSessionsRequest,
@@ -163,6 +169,7 @@ pub(crate) async fn list<A: Agent>(
     recorder: &Recorder,
 ) -> Result<ListSessionsResponse, Error> {
     let query = ListQuery {
+        owner: recorder.owner().map(str::to_owned),
         cwd: params.cwd.clone(),
         cursor: params.cursor.clone(),
         limit: LIST_PAGE,
@@ -206,6 +213,8 @@ pub(crate) async fn close<A: Agent>(
 /// `session/delete`: removed from the store (also after an agent's own delete succeeded).
 /// A session the store does not have (never created, or already deleted) is no error: the
 /// spec says such a delete SHOULD succeed silently, so a retried delete is harmless.
+/// Another identity's session gets that same answer, and neither the agent nor the store
+/// touches it.
 pub(crate) async fn delete<A: Agent>(
     agent: &A,
     params: DeleteSessionRequest,
@@ -213,6 +222,9 @@ pub(crate) async fn delete<A: Agent>(
     recorder: &Recorder,
 ) -> Result<DeleteSessionResponse, Error> {
     let id = params.session_id.clone();
+    if recorder.is_foreign(&id).await? {
+        return Ok(DeleteSessionResponse::new());
+    }
     let result = agent.delete_session(params, cx).await;
     let response = if defaulted(&result) {
         DeleteSessionResponse::new()

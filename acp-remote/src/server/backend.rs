@@ -19,7 +19,8 @@ const PIPE_BYTES: usize = 256 * 1024;
 /// Time a gateway child has to exit after its stdin closed, then after SIGTERM.
 const CHILD_GRACE: Duration = Duration::from_secs(2);
 
-type Make = dyn Fn(AgentInput, AgentOutput) -> AgentConnection + Send + Sync;
+/// Starts an in-process agent on its pipes, for the connection's identity.
+type Make = dyn Fn(AgentInput, AgentOutput, &Identity) -> AgentConnection + Send + Sync;
 
 /// Builds a gateway child's command for the identity of the connection it serves.
 pub(crate) type MakeCommand = dyn Fn(&Identity) -> AgentCommand + Send + Sync;
@@ -101,21 +102,28 @@ impl Backend {
         A: Agent,
         F: Fn() -> A + Send + Sync + 'static,
     {
-        Backend::InProcess(Arc::new(move |read, write| {
-            acp_agent::serve(make(), read, write)
+        Backend::InProcess(Arc::new(move |read, write, who: &Identity| {
+            acp_agent::serve_as(
+                make(),
+                who.session_owner(),
+                read,
+                write,
+                acp_agent::Config::default(),
+            )
         }))
     }
 
-    /// Starts the agent for a new connection of `who`. The error is for the server's log
-    /// only: it may name paths of this machine.
+    /// Starts the agent for a new connection of `who` (an in-process agent is told it).
+    /// The error is for the server's log only: it may name paths of this machine.
     pub(crate) fn start(&self, who: &Identity) -> Result<Running, String> {
         match self {
             Backend::InProcess(make) => {
                 // The client's messages go to the agent through a pipe; its output needs none.
                 let (input, theirs) = tokio::io::duplex(PIPE_BYTES);
                 let make = make.clone();
+                let who = who.clone();
                 Ok(Running {
-                    output: Output::InProcess(Box::new(move |output| make(theirs, output))),
+                    output: Output::InProcess(Box::new(move |output| make(theirs, output, &who))),
                     input: Box::new(input),
                     guard: None,
                 })

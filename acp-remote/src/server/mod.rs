@@ -116,7 +116,9 @@ pub struct Server;
 
 impl Server {
     /// Serves an agent in process: `make` builds one agent value per remote connection,
-    /// served with [`acp_agent::serve`] (each connection has its own sessions).
+    /// served with [`acp_agent::serve_as`] (each connection has its own sessions; the agent
+    /// reads the caller's [`Identity::session_owner`] from
+    /// [`acp_agent::AgentContext::identity`]).
     pub fn in_process<A, F>(make: F) -> ServerBuilder
     where
         A: Agent,
@@ -126,13 +128,18 @@ impl Server {
     }
 
     /// Serves in process however `serve` says: it gets the agent's reader and writer per
-    /// remote connection ([`AgentInput`], [`AgentOutput`]) and starts a connection on them,
-    /// for what [`Server::in_process`] does not cover (a session store shared by every
-    /// connection with [`acp_agent::serve_with_store`], a [`acp_agent::Config`], dialect
-    /// negotiation).
+    /// remote connection ([`AgentInput`], [`AgentOutput`]) and the connection's
+    /// [`Identity`], and starts a connection on them, for what [`Server::in_process`] does
+    /// not cover (a session store shared by every connection, a [`acp_agent::Config`],
+    /// dialect negotiation). Hand the identity on
+    /// ([`acp_agent::serve_with_store_as`] with [`Identity::session_owner`]) so that each
+    /// identity reaches only its own sessions of a shared store.
     pub fn in_process_with<F>(serve: F) -> ServerBuilder
     where
-        F: Fn(AgentInput, AgentOutput) -> acp_agent::AgentConnection + Send + Sync + 'static,
+        F: Fn(AgentInput, AgentOutput, &Identity) -> acp_agent::AgentConnection
+            + Send
+            + Sync
+            + 'static,
     {
         ServerBuilder::new(Backend::InProcess(Arc::new(serve)))
     }

@@ -173,7 +173,7 @@ pub async fn ours_server(args: ServerArgs) -> Result<(), Box<dyn std::error::Err
             let wire = WireLog::create(&dir.join("wire.jsonl"))?;
             let report = Reporter::file(Some(dir.join("agent.report.jsonl")));
             let status = dir.join("agent.status");
-            Server::in_process_with(move |read, write| {
+            Server::in_process_with(move |read, write, _who| {
                 let (read, write, relayed) = wire.splice(read, write);
                 let status = status.clone();
                 tokio::spawn(async move {

@@ -49,7 +49,7 @@ async fn interval_durability_writes_when_the_oldest_unwritten_event_is_due() {
     use crate::store::{HistoryCursor, MemoryStore};
     let interval = std::time::Duration::from_millis(100);
     let store = Arc::new(MemoryStore::new().with_durability(Durability::Interval(interval)));
-    let recorder = Recorder::new(store.clone());
+    let recorder = Recorder::new(store.clone(), None);
     let id = SessionId("i".into());
     recorder
         .created(SessionMeta::new(id.clone(), "/w"))
