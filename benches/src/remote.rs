@@ -19,7 +19,7 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use acp_remote::{BearerToken, Limits, Server};
+use acp_remote::{BearerToken, BearerTokens, Limits, Server};
 use agent_client_protocol_http::AcpHttpServer;
 
 use crate::msg::{self, Job};
@@ -30,6 +30,8 @@ use crate::table::Impl;
 pub const REMOTE_PEER_ARG: &str = "__remote_peer";
 /// The bearer token of the benchmark servers (ours checks it; the official one has none).
 const TOKEN: &str = "acp-bench";
+/// The server process of ours with the hosting checks on (`--hosting`).
+const HOSTED: &str = "ours-hosted";
 /// How long opening the idle connections may take in all.
 const IDLE_OPEN_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -49,6 +51,10 @@ usage: acp-bench remote [options]
   --only LIST    only these columns, comma-separated: ours-stdio, ours-ws, ours-http,
                  official-ws, official-http, ts-ws, ts-http (the others show `skipped`;
                  for profiling one path)
+  --hosting      instead of the table: our server with the hosting checks off (one token,
+                 no session guard) against on (a token file of two identities, the default
+                 MCP policy, a served root), alternated run by run, a and b over both
+                 profiles
 
 The TypeScript server columns need the SDK the interop matrix installs (`cargo xtask interop`);
 without it they are skipped.";
@@ -63,6 +69,8 @@ struct Options {
     idle: usize,
     /// The columns to measure (`--only`); the others show `skipped`.
     only: Option<Vec<String>>,
+    /// `--hosting`: the hosting checks off against on, instead of the table.
+    hosting: bool,
 }
 
 impl Options {
@@ -74,6 +82,7 @@ impl Options {
             requests: 5_000,
             idle: 1000,
             only: None,
+            hosting: false,
         };
         let mut it = args.iter();
         let num = |it: &mut std::slice::Iter<'_, String>| -> Result<u64, String> {
@@ -98,6 +107,7 @@ impl Options {
                     }
                     o.only = Some(names);
                 }
+                "--hosting" => o.hosting = true,
                 "--smoke" => {
                     o.runs = 1;
                     o.warmup = 0;
@@ -214,16 +224,25 @@ pub fn peer(kind: &str) -> ExitCode {
     let served = rt.block_on(async {
         let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
         match kind {
-            "ours" => {
+            "ours" | HOSTED => {
                 let mut limits = Limits::default();
                 limits.max_connections = 10_000;
                 limits.max_sockets = 20_000;
-                let server = Server::in_process(crate::ours::BenchAgent::default)
-                    .authenticator(BearerToken::new(TOKEN).map_err(|e| e.to_string())?)
-                    .limits(limits)
-                    .bind(addr)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let builder = Server::in_process(crate::ours::BenchAgent::default).limits(limits);
+                let builder = if kind == HOSTED {
+                    // What a team's host runs: identities from a token file (the benchmark's
+                    // token is one of two), the default MCP policy and a served root.
+                    std::fs::create_dir_all(msg::CWD).map_err(|e| format!("{}: {e}", msg::CWD))?;
+                    let tokens = format!("alice:{TOKEN}\nbob:{TOKEN}-bob\n");
+                    builder
+                        .authenticator(BearerTokens::parse(&tokens).map_err(|e| e.to_string())?)
+                        .root(msg::CWD)
+                } else {
+                    builder
+                        .authenticator(BearerToken::new(TOKEN).map_err(|e| e.to_string())?)
+                        .unchecked_mcp_servers()
+                };
+                let server = builder.bind(addr).await.map_err(|e| e.to_string())?;
                 println!("{}", server.url());
                 wait_for_stdin_eof().await;
                 server.shutdown();
@@ -265,9 +284,65 @@ fn measure(column: Column, plan: Plan) -> Result<Outcome, String> {
     let Some(kind) = column.server() else {
         return crate::measure(Impl::Ours, crate::Transport::Stdio, plan);
     };
+    measure_on(kind, column.websocket(), plan)
+}
+
+/// One measurement of `plan` on a fresh server process of `kind`.
+fn measure_on(kind: &str, websocket: bool, plan: Plan) -> Result<Outcome, String> {
     let server = ServerChild::start(kind)?;
-    let url = server.url(column.websocket());
+    let url = server.url(websocket);
     run_on(kind, &url, plan)
+}
+
+/// `--hosting`: our server with the hosting checks off and on, alternated run by run (a
+/// fresh server process each), medians of each; the ratio is on ÷ off.
+fn hosting(o: &Options) -> ExitCode {
+    let a = Plan::Job(Job::Stream { n: o.chunks });
+    let b = Plan::Job(Job::Sequential { n: o.requests });
+    println!("| profile, figure | checks off | checks on | on ÷ off |");
+    println!("|---|---|---|---|");
+    let mut failed = false;
+    for websocket in [true, false] {
+        let profile = if websocket {
+            "WebSocket"
+        } else {
+            "Streamable HTTP"
+        };
+        let figures: [(&str, Plan, fn(&Options, &Outcome) -> Result<f64, String>); 2] =
+            [("a chunks/s", a, a_rate), ("b p99 µs", b, b_p99)];
+        for (name, plan, judge) in figures {
+            let (mut off, mut on) = (Vec::new(), Vec::new());
+            let measured: Result<(), String> = (|| {
+                for run in 0..o.warmup + o.runs {
+                    let x = judge(o, &measure_on("ours", websocket, plan)?)?;
+                    let y = judge(o, &measure_on(HOSTED, websocket, plan)?)?;
+                    if run >= o.warmup {
+                        off.push(x);
+                        on.push(y);
+                    }
+                }
+                Ok(())
+            })();
+            if let Err(e) = measured {
+                eprintln!("{profile} {name}: FAILED: {e}");
+                failed = true;
+            }
+            let (off, on) = (median(off).ok_or("no run"), median(on).ok_or("no run"));
+            let off = off.map_err(str::to_owned);
+            let on = on.map_err(str::to_owned);
+            println!(
+                "| {profile}, {name} | {} | {} | {} |",
+                cell(&off, 1),
+                cell(&on, 1),
+                ratio(&on, &off)
+            );
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn run_on(kind: &str, url: &str, plan: Plan) -> Result<Outcome, String> {
@@ -429,6 +504,9 @@ pub fn main(args: &[String]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if o.hosting {
+        return hosting(&o);
+    }
     let started = Instant::now();
     let a = Plan::Job(Job::Stream { n: o.chunks });
     let b = Plan::Job(Job::Sequential { n: o.requests });

@@ -288,3 +288,29 @@ fn the_remote_figures_run_in_every_column() {
     }
     assert!(stdout.contains("Ratios:"), "{stdout}");
 }
+
+/// `acp-bench remote --hosting --smoke`: our server with the hosting checks off and on
+/// (identities from a token file, the MCP policy, a served root) streams every chunk and
+/// answers every request over both profiles; each row has both figures and their ratio.
+#[test]
+fn the_hosting_checks_comparison_runs_over_both_profiles() {
+    let stdout = run_ok(&["remote", "--hosting", "--smoke"]);
+    assert!(!stdout.contains("FAILED"), "{stdout}");
+    for profile in ["WebSocket", "Streamable HTTP"] {
+        for figure in ["a chunks/s", "b p99 µs"] {
+            let row = format!("| {profile}, {figure} |");
+            let line = stdout
+                .lines()
+                .find(|l| l.starts_with(&row))
+                .unwrap_or_else(|| panic!("no row {row:?} in\n{stdout}"));
+            let figures: Vec<f64> = line
+                .split('|')
+                .skip(2)
+                .filter_map(|c| c.trim().parse().ok())
+                .collect();
+            assert_eq!(figures.len(), 2, "{line}");
+            assert!(figures.iter().all(|f| *f > 0.0), "{line}");
+            assert!(line.trim_end().ends_with("x |"), "a ratio: {line}");
+        }
+    }
+}
