@@ -339,13 +339,13 @@ impl Conn {
         if method.is_some() && !lock(&self.rate).take() {
             return Err(Refused::RateLimited);
         }
-        let line = Bytes::from(serde_json::to_vec(&message).unwrap_or_default());
-        let permit = self.room_for(&line, method.is_some()).await?;
-        self.touch();
+        // The guard may change the request (the host's own MCP servers are added), so the
+        // line is made from what it leaves.
         if let Some(guard) = self.guard_sessions.get()
             && method.is_some_and(super::guard::SessionGuard::guards)
             && let Err(why) = guard.admit(&mut message, &self.identity).await
         {
+            self.touch();
             tracing::info!(conn = %self.id, %why, "session request refused");
             if let Some(id) = message.get("id") {
                 self.push(&self.main, super::guard::refusal(id, &why));
@@ -353,6 +353,9 @@ impl Conn {
             return Ok(());
         }
         let method = message.get("method").and_then(Value::as_str);
+        let line = Bytes::from(serde_json::to_vec(&message).unwrap_or_default());
+        let permit = self.room_for(&line, method.is_some()).await?;
+        self.touch();
         let id = message.get("id").filter(|_| method.is_some());
         let named = session.map(str::to_owned).or_else(|| {
             let p = message.get("params")?.get("sessionId")?.as_str()?;
