@@ -10,7 +10,7 @@
 //! error code, `id: null`), not a decoded one.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -66,7 +66,10 @@ struct Pending {
 }
 
 struct Shared {
-    seq: Arc<AtomicU64>,
+    /// The next line's `seq`, over the whole run. Locked while a line is numbered and
+    /// handed to the trace, so the trace gets lines in `seq` order (both directions number
+    /// lines on tasks of their own).
+    seq: Arc<Mutex<u64>>,
     log: Mutex<Log>,
     pending: Mutex<HashMap<i64, Pending>>,
     /// Session ids the agent has announced (a `session/new` answer) or the kit named
@@ -77,9 +80,13 @@ struct Shared {
 
 impl Shared {
     fn record(&self, dir: Dir, line: &[u8], kind: Kind) -> (u64, Instant) {
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        let at = Instant::now();
         let text = String::from_utf8_lossy(line);
+        // Numbered, traced and logged in one step: the trace and the log hold lines in
+        // `seq` order.
+        let mut next = lock(&self.seq);
+        let seq = *next;
+        *next += 1;
+        let at = Instant::now();
         if let Some(trace) = &self.trace {
             trace(TraceEvent::Line {
                 seq,
@@ -102,6 +109,7 @@ impl Shared {
         } else {
             log.dropped += 1;
         }
+        drop(next);
         (seq, at)
     }
 }
@@ -124,7 +132,7 @@ impl Wire {
         client: Arc<C>,
         from_agent: R,
         to_agent: W,
-        (seq, next_id): (Arc<AtomicU64>, Arc<AtomicI64>),
+        (seq, next_id): (Arc<Mutex<u64>>, Arc<AtomicI64>),
         trace: Option<TraceSink>,
     ) -> Wire
     where
@@ -348,7 +356,7 @@ impl Wire {
 
     /// The sequence number the next line will get (a mark to look at what came after).
     pub fn mark(&self) -> u64 {
-        self.shared.seq.load(Ordering::Relaxed)
+        *lock(&self.shared.seq)
     }
 
     /// Updates that arrived before the answer announcing their session (an update for a
