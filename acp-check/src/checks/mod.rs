@@ -53,12 +53,13 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    /// How the agent exited, when it is a process that has exited (or does within a
-    /// second): its command, exit status and stderr tail. `None` for an agent in process or
+    /// How the agent exited, when it is a process that has exited (or does within 3 s: its
+    /// output has ended, so it normally is exiting; a loaded machine may take a while to
+    /// reap it): its command, exit status and stderr tail. `None` for an agent in process or
     /// one still running.
     pub async fn exit(&self) -> Option<Exit> {
         let mut process = lock(&self.process).take()?;
-        let exited = tokio::time::timeout(Duration::from_secs(1), process.wait_exit()).await;
+        let exited = tokio::time::timeout(Duration::from_secs(3), process.wait_exit()).await;
         *lock(&self.process) = Some(process);
         match exited {
             Ok(acp_client::process::ProcessError::Exited {

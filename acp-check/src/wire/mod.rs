@@ -295,16 +295,31 @@ impl Wire {
         Ok((id, rx))
     }
 
-    /// Waits at most `bound` for the answer to request `id`.
+    /// Waits at most `bound` for the answer to request `id`. A connection that closes ends
+    /// the wait at once, also when it closed before the request was registered (an agent
+    /// that exits at once): the reader had cleared the pending requests already, so the
+    /// request's sender would only drop at the end of the bound.
     pub async fn wait(
         &self,
         id: i64,
-        rx: oneshot::Receiver<Reply>,
+        mut rx: oneshot::Receiver<Reply>,
         bound: Duration,
     ) -> Result<Reply, NoReply> {
-        match tokio::time::timeout(bound, rx).await {
-            Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(_)) => Err(NoReply::Closed),
+        let mut closed = self.closed.clone();
+        let answer = tokio::time::timeout(bound, async {
+            tokio::select! {
+                reply = &mut rx => reply.ok(),
+                // Every answer the agent sent was delivered before the close was signalled.
+                _ = closed.wait_for(|c| *c) => rx.try_recv().ok(),
+            }
+        })
+        .await;
+        match answer {
+            Ok(Some(reply)) => Ok(reply),
+            Ok(None) => {
+                lock(&self.shared.pending).remove(&id);
+                Err(NoReply::Closed)
+            }
             Err(_) => {
                 lock(&self.shared.pending).remove(&id);
                 Err(NoReply::Timeout(bound))
