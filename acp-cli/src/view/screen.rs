@@ -652,6 +652,27 @@ mod tests {
         );
     }
 
+    /// Content that needs fewer rows than it had, with output after it (a question), is
+    /// rewritten in place and the rows it no longer fills are blanked: the call keeps one
+    /// header.
+    #[test]
+    fn shorter_tool_content_is_rewritten_in_place_with_output_after_it_on_a_terminal() {
+        let out = Shared::default();
+        let screen = Screen::new(Box::new(out.clone()), true, (80, 24));
+        screen.update(&SessionUpdate::ToolCall(Box::new(ToolCall::new(
+            "t1", "Edit",
+        ))));
+        screen.update(&tool_update(ToolCallStatus::Pending, Some("a\nb")));
+        screen.info("a question");
+        screen.update(&tool_update(ToolCallStatus::Completed, Some("applied")));
+        let text = out.text();
+        assert!(
+            text.ends_with("\x1b7\x1b[3A\r\x1b[2K    applied\x1b8\x1b7\x1b[2A\r\x1b[2K\x1b8"),
+            "{text:?}"
+        );
+        assert_eq!(text.matches('\n').count(), 4, "{text:?}");
+    }
+
     #[test]
     fn diffs_show_the_changed_lines() {
         assert_eq!(

@@ -25,8 +25,9 @@ pub(super) struct Tool {
     /// Its content as last shown, one entry per row (see [`Term::content_lines`]): an
     /// update that repeats it shows nothing new.
     pub(super) content: Vec<String>,
-    /// How many rows of `content` are printed right under the header at `row` (0 once the
-    /// header was printed again below them): the rows a redraw in place rewrites.
+    /// How many rows right under the header at `row` hold its content (0 once the header
+    /// was printed again below them): the rows a redraw in place rewrites. More than
+    /// `content` has when a shorter content was rewritten over a longer one (the rest blank).
     pub(super) below: usize,
 }
 
@@ -325,8 +326,8 @@ impl Term {
     /// - under the header, as the rows added, when the old content is the start of the new
     ///   one and nothing was written after it (output that grows);
     /// - on a terminal, redrawn in place while its rows are on screen: erased and written
-    ///   again when nothing was written after it, rewritten row by row when it keeps its
-    ///   number of rows;
+    ///   again when nothing was written after it, rewritten row by row when it needs no
+    ///   more rows than it had (rows it no longer fills are left blank);
     /// - otherwise (a transcript, or rows out of reach) under the header printed again, so
     ///   it is clear whose content it is. Content that is emptied prints nothing.
     pub(super) fn tool_content(&mut self, id: &str, content: &[ToolCallContent]) {
@@ -343,9 +344,11 @@ impl Term {
         let reachable = self.fancy
             && self.capture.is_none()
             && ((self.row.saturating_sub(start)) as usize) < self.size.1.saturating_sub(1);
-        let shown = &tool.content[..tool.below.min(tool.content.len())];
-        let below = if last && lines.starts_with(shown) {
-            for line in &lines[shown.len()..] {
+        // The rows under the header hold exactly the content's first rows (not when a
+        // shorter content was rewritten over a longer one, leaving blank rows).
+        let exact = tool.below <= tool.content.len();
+        let below = if last && exact && lines.starts_with(&tool.content[..tool.below]) {
+            for line in &lines[tool.below..] {
                 self.ui_line(line);
             }
             lines.len()
@@ -359,13 +362,15 @@ impl Term {
                 self.ui_line(line);
             }
             lines.len()
-        } else if reachable && tool.below > 0 && lines.len() == tool.below {
-            for (i, line) in lines.iter().enumerate() {
+        } else if reachable && tool.below > 0 && lines.len() <= tool.below {
+            // Row by row, the rows it no longer fills left blank (output follows them).
+            for i in 0..tool.below {
+                let line = lines.get(i).map_or("", String::as_str);
                 let distance = self.row - (start + i as u64);
                 let seq = format!("\x1b7\x1b[{distance}A\r\x1b[2K{line}\x1b8");
                 self.emit(seq.as_bytes());
             }
-            lines.len()
+            tool.below
         } else if lines.is_empty() {
             0
         } else {
