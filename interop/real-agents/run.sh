@@ -4,14 +4,14 @@
 #
 #   WORK=/tmp/real-agents ACP=target/debug/acp OUT=/tmp/real-agents/results ./run.sh [AGENT...]
 #
-# AGENT is claude, qwen, gemini or opencode (all four when none is named).
+# AGENT is claude, qwen, gemini, opencode or codex (all five when none is named).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${WORK:-/tmp/real-agents}
 ACP=$(realpath "${ACP:-acp}")
 OUT=${OUT:-$WORK/results}
 mkdir -p "$OUT" "$WORK/logs"
-AGENTS=("$@"); [ ${#AGENTS[@]} -eq 0 ] && AGENTS=(claude qwen gemini opencode)
+AGENTS=("$@"); [ ${#AGENTS[@]} -eq 0 ] && AGENTS=(claude qwen gemini opencode codex)
 
 PIDS=()
 for vp in anthropic:18101 openai:18102 gemini:18103; do
@@ -20,6 +20,8 @@ for vp in anthropic:18101 openai:18102 gemini:18103; do
     2>"$WORK/logs/fake-$v.stderr" &
   PIDS+=($!)
 done
+python3 "$HERE/fake_responses_api.py" --port 18104 2>"$WORK/logs/fake-responses.stderr" &
+PIDS+=($!)
 trap 'kill "${PIDS[@]}" 2>/dev/null' EXIT
 sleep 1
 
@@ -53,6 +55,10 @@ GEMINI_ENV=(GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:18103 GEMINI_API_KEY=dummy-o
 # OpenAI-compatible provider on the openai fake); npm offline keeps it from starting a
 # background `npm install` of a plugin at every start.
 OPENCODE_ENV=(npm_config_offline=true)
+# Codex reads ~/.codex/config.toml (seeded from home/codex/.codex): a `wire_api = "responses"` provider
+# on the Responses fake, its key from FAKE_API_KEY; its own sandbox needs a helper the npm
+# package does not ship here, hence `sandbox_mode = "danger-full-access"`.
+CODEX_ENV=(FAKE_API_KEY=dummy-offline)
 SCRIPT=(--prompt-script "$HERE/prompt-script.json")
 
 for a in "${AGENTS[@]}"; do
@@ -72,6 +78,8 @@ for a in "${AGENTS[@]}"; do
   opencode)
     check opencode opencode yes "${OPENCODE_ENV[@]}" -- -- opencode acp
     check opencode-script opencode yes "${OPENCODE_ENV[@]}" -- "${SCRIPT[@]}" -- opencode acp ;;
+  codex)
+    check codex codex yes "${CODEX_ENV[@]}" -- -- codex-acp ;;
   *) echo "unknown agent $a" >&2 ;;
   esac
 done
