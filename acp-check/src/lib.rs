@@ -75,7 +75,7 @@ mod wire;
 
 pub use checks::{CHECKS, CheckInfo};
 pub use options::{Bounds, Offer, Options, PromptScript};
-pub use report::{CheckResult, Outcome, Report};
+pub use report::{CheckResult, Outcome, Report, Stopped};
 pub use target::{InProcess, Target};
 pub use wire::{MAX_LINE, TraceEvent, TraceSink};
 
@@ -111,6 +111,7 @@ fn setup_failure(target: &Target, why: String) -> Report {
             outcome: Outcome::fail(why),
             millis: 0,
         }],
+        stopped: None,
     }
 }
 

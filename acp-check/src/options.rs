@@ -105,7 +105,7 @@ impl Default for Bounds {
 ///
 /// As JSON (`acp check --prompt-script FILE`), every field optional:
 /// `{"prompts": ["read hello.txt and copy it"], "cancel": "start something long",
-///   "hold": "wait for the cancel request"}`
+///   "hold": "wait for the cancel request", "write": "write hello to notes.txt"}`
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PromptScript {
@@ -118,6 +118,10 @@ pub struct PromptScript {
     /// The file (in the session's directory) the kit fills with 1 MB of text, for agents
     /// that read it (`timing.fs_read_1mb`).
     pub file: String,
+    /// The turn `capabilities.offered_only` sends to an agent it offered no file writing:
+    /// words that make the agent write a file. An agent that asks the client to write
+    /// anyway fails the check. Empty: no such turn.
+    pub write: String,
 }
 
 impl Default for PromptScript {
@@ -127,6 +131,7 @@ impl Default for PromptScript {
             cancel: "acp check: start a long task (it will be cancelled)".into(),
             hold: "acp check: start a long task (its request will be cancelled)".into(),
             file: "hello.txt".into(),
+            write: "acp check: please write the word hello to notes.txt".into(),
         }
     }
 }

@@ -106,13 +106,26 @@ pub struct CheckResult {
     pub millis: u64,
 }
 
+/// Why a run stopped before running its checks.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Stopped {
+    /// What happened, as `acp chat` says it: the agent exited before answering
+    /// `initialize`, with its exit status and the last lines it wrote to stderr.
+    pub reason: String,
+    /// How many selected checks did not run (none of them can without an agent that
+    /// answers `initialize`).
+    pub not_run: usize,
+}
+
 /// The whole run.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
     /// The agent, as the user named it.
     pub agent: String,
-    /// Every check that was selected, in the order they ran.
+    /// Every check that ran (when the run stopped early, only those), in the table's order.
     pub checks: Vec<CheckResult>,
+    /// Set when the run stopped early: the agent exited before answering `initialize`.
+    pub stopped: Option<Stopped>,
 }
 
 impl Report {
@@ -168,10 +181,26 @@ impl Report {
     /// cut at `width` columns when `width` is given) with a summary line:
     /// `N passed, N failed, N timing misses, N skipped`, where `failed` counts protocol
     /// failures only (`1 timing miss` in the singular).
+    ///
+    /// A run that stopped early ([`Report::stopped`]) says why on its first line (with the
+    /// agent's stderr, indented, when it is more than one line) and counts the checks it did
+    /// not run in the summary.
     pub fn table(&self, width: Option<usize>) -> String {
         let name_width = self.checks.iter().map(|c| c.name.len()).max().unwrap_or(5);
         let mut out = String::new();
-        let _ = writeln!(out, "acp check: {}", self.agent);
+        match &self.stopped {
+            Some(stopped) => {
+                let mut lines = stopped.reason.lines();
+                let first = lines.next().unwrap_or("the run stopped");
+                let _ = writeln!(out, "acp check: {}", one_line(first));
+                for line in lines {
+                    let _ = writeln!(out, "  {}", one_line(line));
+                }
+            }
+            None => {
+                let _ = writeln!(out, "acp check: {}", self.agent);
+            }
+        }
         let _ = writeln!(
             out,
             "{:<name_width$}  {:<4}  {:>7}  detail",
@@ -194,27 +223,39 @@ impl Report {
         let (pass, fail, skip) = self.counts();
         let slow = self.timing_misses().len();
         let misses = if slow == 1 { "miss" } else { "misses" };
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{pass} passed, {fail} failed, {slow} timing {misses}, {skip} skipped"
         );
+        if let Some(stopped) = &self.stopped {
+            let _ = write!(
+                out,
+                ", {} not run (the run stopped: the agent exited before answering `initialize`)",
+                stopped.not_run
+            );
+        }
+        out.push('\n');
         out
     }
 
     /// The report as one JSON document: `{"agent":..,"passed":..,"failed":..,
     /// "timing_misses":..,"skipped":..,"checks":[{"name":..,"status":"pass"|"fail"|"skip"|
     /// "timing_miss","note"|"evidence"|"reason":..,"millis":..}]}` (`failed` counts protocol
-    /// failures only).
+    /// failures only), plus `"stopped":{"reason":..,"not_run":..}` when the run stopped early.
     pub fn to_json(&self) -> serde_json::Value {
         let (pass, fail, skip) = self.counts();
-        serde_json::json!({
+        let mut json = serde_json::json!({
             "agent": self.agent,
             "passed": pass,
             "failed": fail,
             "timing_misses": self.timing_misses().len(),
             "skipped": skip,
             "checks": self.checks,
-        })
+        });
+        if let Some(stopped) = &self.stopped {
+            json["stopped"] = serde_json::json!(stopped);
+        }
+        json
     }
 }
 
@@ -258,6 +299,7 @@ mod tests {
                     millis: 0,
                 },
             ],
+            stopped: None,
         };
         let table = report.table(None);
         assert_eq!(table.lines().count(), 5, "{table}");

@@ -596,6 +596,7 @@ fn options() -> Options {
             cancel: CANCEL_PROMPT.into(),
             hold: HOLD_PROMPT.into(),
             file: "hello.txt".into(),
+            ..PromptScript::default()
         },
         ..Options::default()
     }

@@ -51,6 +51,21 @@ pub fn exit_status(stop: &StopReason) -> i32 {
     }
 }
 
+/// The error line for a turn the agent failed: its message and code, and its `data` (where
+/// agents put the detail) when there is any.
+fn prompt_failure(e: &acp_client::Error) -> String {
+    let mut text = format!("the prompt failed: {} ({})", e.message, e.code.0);
+    if let Some(data) = &e.data {
+        let data = match data {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        text.push_str(": ");
+        text.push_str(&data);
+    }
+    text
+}
+
 /// How a turn ended.
 enum TurnEnd {
     Stopped(StopReason),
@@ -107,11 +122,18 @@ impl Chat {
                             TurnEnd::Stopped(response.stop_reason)
                         }
                         Err(e) => {
-                            let why = match self.link.death().await {
-                                Some(death) => death,
-                                None => format!("the prompt failed: {e}"),
+                            // The agent answered with an error: it is alive, and the error
+                            // says it all. The connection closed: how the agent exited
+                            // (status, stderr) says more.
+                            let death = if e.is_connection_closed() {
+                                self.link.death().await
+                            } else {
+                                None
                             };
-                            tracing::error!(session = %self.session, error = %e, "turn failed");
+                            let why = death.unwrap_or_else(|| prompt_failure(&e));
+                            // The user reads the error in the transcript; the log has it
+                            // only when asked for (RUST_LOG), not as a second message.
+                            tracing::info!(session = %self.session, error = %e, "turn failed");
                             self.report(&why);
                             self.view.turn_ended("error", start.elapsed());
                             TurnEnd::Failed
@@ -131,7 +153,7 @@ impl Chat {
                 return TurnEnd::Quit;
             }
             cancelling = true;
-            tracing::warn!(session = %self.session, "cancelling the turn (Ctrl-C)");
+            tracing::info!(session = %self.session, "cancelling the turn (Ctrl-C)");
             self.view.info("cancelling (Ctrl-C again to quit)");
             if let Err(e) = agent.cancel(proto::cancel(&self.session)).await {
                 self.view

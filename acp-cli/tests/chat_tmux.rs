@@ -590,3 +590,75 @@ fn a_tool_call_keeps_one_line_however_many_updates_it_gets() {
         "{screen}"
     );
 }
+
+/// An agent that, like OpenCode, repeats a tool call's output with each status update
+/// (`t1`), and one whose output grows and is then replaced (`t2`).
+const REPEATING_TOOL_AGENT: &str = r#"
+update() {
+  printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":%s}}\n' "$1"
+  sleep 0.1
+}
+content() {
+  printf '[{"type":"content","content":{"type":"text","text":"%s"}}]' "$1"
+}
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1}}\n' "$id" ;;
+    *'"session/new"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s1"}}\n' "$id" ;;
+    *'"session/prompt"'*)
+      out=$(content 'NOTES.md\nsrc-listing-line')
+      update '{"sessionUpdate":"tool_call","toolCallId":"t1","title":"ls","kind":"execute","status":"pending"}'
+      update "{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"t1\",\"status\":\"in_progress\",\"content\":$out}"
+      update "{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"t1\",\"status\":\"in_progress\",\"content\":$out}"
+      update "{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"t1\",\"status\":\"completed\",\"content\":$out}"
+      update '{"sessionUpdate":"tool_call","toolCallId":"t2","title":"build","kind":"execute","status":"in_progress"}'
+      update "{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"t2\",\"content\":$(content 'step-one')}"
+      update "{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"t2\",\"content\":$(content 'step-one\nstep-two')}"
+      update "{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"t2\",\"status\":\"completed\",\"content\":$(content 'all-done')}"
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"end_turn"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+/// Issue 52: a tool call's content was printed again with each `tool_call_update`. In a
+/// terminal it is on screen once, as it is now: repeated content is not written again, and
+/// content that changes is redrawn in place (the call's header keeps one line).
+#[test]
+fn a_tool_calls_content_is_on_screen_once_as_it_is_now() {
+    if !have(
+        "tmux",
+        "a_tool_calls_content_is_on_screen_once_as_it_is_now",
+    ) {
+        return;
+    }
+    let dir = Scratch::new("repeating");
+    let agent = dir.0.join("agent.sh");
+    std::fs::write(&agent, REPEATING_TOOL_AGENT).unwrap();
+    let t = Tmux::start(
+        "repeating",
+        &format!(
+            "cd {} && {} chat --dialect v1 -- sh {}",
+            sh(&dir.0),
+            sh(&acp()),
+            sh(&agent)
+        ),
+    );
+    t.wait_for("you>");
+    t.line("list");
+    let screen = t.wait_for("── end_turn");
+    t.line("/quit");
+    t.wait_for("EXIT=0");
+    assert_eq!(screen.matches("src-listing-line").count(), 1, "{screen}");
+    assert_eq!(screen.matches("NOTES.md").count(), 1, "{screen}");
+    assert_eq!(screen.matches("⏺ ").count(), 2, "{screen}");
+    assert!(
+        screen.contains("⏺ ls (execute) ✓ completed\n    NOTES.md\n    src-listing-line\n⏺ build"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("⏺ build (execute) ✓ completed\n    all-done\n"),
+        "{screen}"
+    );
+    assert!(!screen.contains("step-"), "{screen}");
+}

@@ -221,3 +221,112 @@ fn mcp_config_servers_reach_the_echo_agent() {
         "the echo agent listed the server's tools"
     );
 }
+
+/// Issue 52: an agent that exits before answering `initialize` (a missing key, a bad flag)
+/// was "the agent closed the connection without answering", with 29 checks skipped. The
+/// report says how it exited and what it wrote to stderr, as `acp chat` does, on its first
+/// line, and stops there.
+#[test]
+fn an_agent_that_exits_at_once_is_named_with_its_exit_and_stderr_on_the_first_line() {
+    let (status, stdout) = check(&["--", "sh", "-c", "echo 'no api key' >&2; exit 2"]);
+    assert_eq!(status, 1, "{stdout}");
+    let first = stdout.lines().next().unwrap_or_default();
+    assert_eq!(
+        first,
+        "acp check: agent `sh -c echo 'no api key' >&2; exit 2` exited (exit status: 2) \
+         before answering `initialize`; last stderr output: no api key",
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.matches("no api key").count(),
+        2,
+        "once, and in the command: {stdout}"
+    );
+    // The checks that ran are listed; the rest are counted, not listed as skipped.
+    assert!(!stdout.contains(" skip "), "{stdout}");
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("handshake.initialize "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        row.contains("FAIL") && row.contains("exit status: 2"),
+        "{row}"
+    );
+    assert!(stdout.lines().count() <= 6, "{stdout}");
+    assert!(
+        stdout.trim_end().ends_with(
+            "0 passed, 2 failed, 0 timing misses, 0 skipped, 29 not run (the run stopped: \
+             the agent exited before answering `initialize`)"
+        ),
+        "{stdout}"
+    );
+    // The JSON report says the same in `stopped`; a tail of several lines comes whole.
+    let (status, stdout) = check(&[
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "echo 'line one' >&2; echo 'line two' >&2; exit 3",
+    ]);
+    assert_eq!(status, 1, "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON document");
+    let reason = report["stopped"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.ends_with("exited (exit status: 3) before answering `initialize`; last stderr output:\nline one\nline two"),
+        "{stdout}"
+    );
+    assert_eq!(report["stopped"]["not_run"], 29, "{stdout}");
+}
+
+/// An agent that asks the client to write a file whatever it was offered (as OpenCode does
+/// when `writeTextFile` is false).
+const WRITES_ANYWAY: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1}}\n' "$id" ;;
+    *'"method":"session/new"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s1"}}\n' "$id" ;;
+    *'"method":"session/prompt"'*)
+      printf '{"jsonrpc":"2.0","id":"w%s","method":"fs/write_text_file","params":{"sessionId":"s1","path":"%s/notes.txt","content":"hello"}}\n' "$id" "$PWD"
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"end_turn"}}\n' "$id" ;;
+    *'"method"'*'"id":'[0-9]*) printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"unknown"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+/// Issue 52: `capabilities.offered_only` passed an agent that writes files it was not
+/// offered, because the run offers file writing by default. The check sends a turn of its
+/// own asking to write to an agent offered no file writing.
+#[test]
+fn an_agent_that_writes_without_the_capability_fails_offered_only() {
+    let (status, stdout) = check(&[
+        "--only",
+        "capabilities.offered_only",
+        "--",
+        "sh",
+        "-c",
+        WRITES_ANYWAY,
+    ]);
+    assert_eq!(status, 1, "{stdout}");
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("capabilities.offered_only "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        row.contains("FAIL") && row.contains("`fs/write_text_file`, not offered"),
+        "{row}"
+    );
+    // An agent that writes only what it is offered passes, with the turn named.
+    let agent = echo_agent();
+    let (status, stdout) = check(&[
+        "--only",
+        "capabilities.offered_only",
+        "--",
+        agent.to_str().unwrap(),
+    ]);
+    assert_eq!(status, 0, "{stdout}");
+    assert!(
+        stdout.contains("a turn asking to write, with no fs write offered, asked for none"),
+        "{stdout}"
+    );
+}

@@ -903,3 +903,123 @@ fn a_trace_inside_a_chain_records_the_hop_to_a_proxy() {
     assert!(recorded.contains("proxy/initialize"), "{recorded}");
     assert!(recorded.contains("proxy/successor"), "{recorded}");
 }
+
+/// An agent that, like OpenCode, sends a tool call's output with `in_progress` and the same
+/// output again with `completed` (and once more with an update that keeps the status).
+pub const REPEATING_TOOL_AGENT: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1}}\n' "$id" ;;
+    *'"session/new"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s1"}}\n' "$id" ;;
+    *'"session/prompt"'*)
+      out='{"type":"content","content":{"type":"text","text":"NOTES.md\nsrc-listing-line"}}'
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"t1","title":"ls","kind":"execute","status":"pending"}}}\n'
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"in_progress","content":[%s]}}}\n' "$out"
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"in_progress","content":[%s]}}}\n' "$out"
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed","content":[%s]}}}\n' "$out"
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"listed"}}}}\n'
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"end_turn"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+/// Issue 52: OpenCode repeats a tool call's output with each status update, and the
+/// transcript printed it with each: the output appeared two or three times. It is printed
+/// once (the status lines still show each status).
+#[test]
+fn a_tool_calls_repeated_content_is_printed_once() {
+    let dir = Scratch::new("repeating-tool");
+    let out = run(
+        &[
+            "chat",
+            "--prompt",
+            "list",
+            "--dialect",
+            "v1",
+            "--",
+            "sh",
+            "-c",
+            REPEATING_TOOL_AGENT,
+        ],
+        &dir.0,
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert_eq!(stdout.matches("src-listing-line").count(), 1, "{stdout}");
+    let tool_lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("⏺ ")).collect();
+    assert_eq!(
+        tool_lines,
+        [
+            "⏺ ls (execute) … pending",
+            "⏺ ls (execute) ⟳ running",
+            "⏺ ls (execute) ✓ completed"
+        ],
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .contains("⟳ running\n    NOTES.md\n    src-listing-line\n⏺ ls (execute) ✓ completed"),
+        "{stdout}"
+    );
+}
+
+/// An agent that fails every turn with an internal error.
+const FAILING_AGENT: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1}}\n' "$id" ;;
+    *'"session/new"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s1"}}\n' "$id" ;;
+    *'"session/prompt"'*) printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"Internal error","data":"model quota exceeded"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+/// Issue 52: a failed turn printed a raw log line on stderr (`ERROR acp::chat: turn
+/// failed ...`) as well as the error in the transcript. One message, in the transcript,
+/// with the agent's detail; the log line only when asked for with `RUST_LOG`. The agent is
+/// alive (it answered): no wait for it to exit.
+#[test]
+fn a_failed_turn_is_one_message_and_the_log_line_only_with_rust_log() {
+    let dir = Scratch::new("failing-turn");
+    let args = [
+        "chat",
+        "--prompt",
+        "hi",
+        "--dialect",
+        "v1",
+        "--",
+        "sh",
+        "-c",
+        FAILING_AGENT,
+    ];
+    let started = Instant::now();
+    let out = run(&args, &dir.0);
+    let elapsed = started.elapsed();
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stderr.is_empty(), "nothing on stderr: {stderr}");
+    let errors: Vec<&str> = stdout.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 2, "{stdout}");
+    assert_eq!(
+        errors[0], "error: the prompt failed: Internal error (-32603): model quota exceeded",
+        "{stdout}"
+    );
+    assert!(errors[1].starts_with("── error · "), "{stdout}");
+    assert!(elapsed < Duration::from_millis(1800), "{elapsed:?}");
+    // With RUST_LOG the log line is there, for whoever asked.
+    let mut child = Command::new(acp());
+    child
+        .args(args)
+        .current_dir(&dir.0)
+        .env("RUST_LOG", "acp=info")
+        .stdin(Stdio::null());
+    let out = child.output().unwrap();
+    assert!(
+        text(&out.stderr).contains("turn failed"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -895,3 +895,72 @@ fn the_live_page_is_loopback_only_unless_a_token_is_given() {
     drop(child.stdin.take());
     assert_eq!(wait(&mut child).code(), Some(0));
 }
+
+/// Issue 52: a trace file could hold an answer before the request it answers (seq 2 before
+/// seq 1): both directions numbered their lines, but queued their records apart. Here a
+/// client sends 2,000 requests one at a time, each sent as soon as `cat` (the agent)
+/// answered the one before, while other processes load the machine; the file holds the
+/// records in `seq` order and every answer after its request.
+#[test]
+fn a_trace_of_fast_request_answer_pairs_is_written_in_seq_order() {
+    use std::io::{BufRead, BufReader};
+    let dir = Scratch::new("trace-order");
+    let out = dir.0.join("t.ndjson");
+    let mut child = Command::new(acp())
+        .args(["trace", "--out"])
+        .arg(&out)
+        .args(["--", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Load: busy loops on the machine's cores while the pairs cross, ended when the test
+    // ends (also by a panic).
+    struct Load(Vec<std::process::Child>);
+    impl Drop for Load {
+        fn drop(&mut self) {
+            for busy in &mut self.0 {
+                let _ = busy.kill();
+                let _ = busy.wait();
+            }
+        }
+    }
+    let load = Load(
+        (0..4)
+            .map(|_| {
+                Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect(),
+    );
+    let mut stdin = child.stdin.take().unwrap();
+    let mut answers = BufReader::new(child.stdout.take().unwrap());
+    let started = Instant::now();
+    let mut line = String::new();
+    for id in 0..2000 {
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#).unwrap();
+        stdin.flush().unwrap();
+        line.clear();
+        answers.read_line(&mut line).unwrap();
+        assert!(line.contains(&format!(r#""id":{id},"#)), "{line}");
+        assert!(started.elapsed() < Duration::from_secs(60), "too slow");
+    }
+    drop(stdin);
+    drop(load);
+    assert!(wait(&mut child).success());
+    let records = records(&out);
+    let seqs: Vec<u64> = records.iter().filter_map(|r| r["seq"].as_u64()).collect();
+    assert_eq!(seqs.len(), 4000);
+    let disorder = seqs.windows(2).filter(|w| w[0] > w[1]).count();
+    assert_eq!(disorder, 0, "{disorder} records out of seq order");
+    // Seq order is request, answer, request, answer...
+    for pair in records[1..records.len() - 1].chunks(2) {
+        assert_eq!(pair[0]["dir"], "client_to_agent", "{pair:?}");
+        assert_eq!(pair[1]["dir"], "agent_to_client", "{pair:?}");
+    }
+}

@@ -21,8 +21,9 @@
 //! runs commands inside the workspace (printing each one) but still refuses a `cwd` outside
 //! it and environment variables (the `Terminals` defaults).
 //!
-//! By default the agent is `acp-agent`'s `echo_agent` example, started through `cargo run`
-//! (so the first run also builds it). The dialect is negotiated (v1 first, then the legacy
+//! By default the agent is `acp-agent`'s `echo_agent` example: the demo builds it first
+//! (`cargo build`, saying so on stderr, cargo's progress below) and then spawns the built
+//! executable, so a first build does not eat into the negotiation's time limit. The dialect is negotiated (v1 first, then the legacy
 //! ones); `--dialect` (repeatable, or comma-separated) pins the ones offered, in order. Over
 //! a legacy dialect the same v1 client and agent talk through both adapters, and what the
 //! dialect cannot carry (plans, terminals, a threads or probe editor's permission prompt) is
@@ -172,6 +173,38 @@ fn workspace_manifest() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml")
 }
 
+/// Builds `acp-agent`'s `echo_agent` example (cargo's progress on stderr) and returns the
+/// path of its executable. Built before it is spawned, so the negotiation's clock runs only
+/// while the agent runs: spawned through `cargo run`, a first build (a fresh checkout, or a
+/// target directory holding other feature sets) took the clock's 60 s and the demo failed
+/// with "no dialect was agreed". `cargo` is the one running the demo (`$CARGO`), else the
+/// one on `PATH`.
+fn build_echo_agent() -> Result<PathBuf, BoxError> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("building the echo agent example (cargo build -p acp-agent --example echo_agent)…");
+    let output = std::process::Command::new(&cargo)
+        .arg("build")
+        .arg("--manifest-path")
+        .arg(workspace_manifest())
+        .args(["-p", "acp-agent", "--example", "echo_agent"])
+        // Artifacts as JSON on stdout (the executable's path), diagnostics and progress as
+        // usual on stderr.
+        .arg("--message-format=json-render-diagnostics")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", cargo.to_string_lossy()))?;
+    if !output.status.success() {
+        return Err(format!("building the echo agent failed ({})", output.status).into());
+    }
+    let executable = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "echo_agent")
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from));
+    executable.ok_or_else(|| "the build named no echo_agent executable".into())
+}
+
 /// Loads the newest session the agent has stored (an earlier run's) and prints its
 /// replayed conversation.
 async fn show_newest_stored_session(agent: &acp_client::AgentHandle) -> Result<(), BoxError> {
@@ -281,22 +314,11 @@ async fn run(root: &Path) -> Result<(), BoxError> {
 
     let command = match custom.split_first() {
         Some((program, rest)) => AgentCommand::new(program).args(rest),
-        None => AgentCommand::new("cargo")
-            .args([
-                "run".into(),
-                "--quiet".into(),
-                "--manifest-path".into(),
-                workspace_manifest().into_os_string(),
-                "-p".into(),
-                "acp-agent".into(),
-                "--example".into(),
-                "echo_agent".into(),
-            ])
-            .args(
-                store
-                    .into_iter()
-                    .flat_map(|dir| ["--".into(), "--store".into(), dir.clone()]),
-            ),
+        None => AgentCommand::new(build_echo_agent()?).args(
+            store
+                .into_iter()
+                .flat_map(|dir| ["--store".into(), dir.clone()]),
+        ),
     }
     .cwd(&root);
     println!("spawning the agent (cwd {})", root.display());
@@ -376,9 +398,10 @@ async fn converse(
         ));
     let mut options = NegotiateOptions::new(initialize)
         .with_config(config)
-        // A first build of the agent through `cargo run` can take a while (a late answer to an
-        // earlier probe still counts, so this only bounds an agent that never answers): each
-        // probe may wait that long, and so may the whole negotiation, not once per dialect.
+        // The echo agent is built before this clock starts; another agent (`-- my-agent`) may
+        // be slow to start (a late answer to an earlier probe still counts, so this only
+        // bounds an agent that never answers): each probe may wait that long, and so may the
+        // whole negotiation, not once per dialect.
         .with_timeout(Duration::from_secs(60))
         .with_deadline(Duration::from_secs(60))
         .with_legacy_fs(SandboxedFs::new([root])?);

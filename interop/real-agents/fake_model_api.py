@@ -36,8 +36,8 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-READ_NAMES = ["mcp__acp__Read", "Read", "read_file", "ReadFile"]
-WRITE_NAMES = ["mcp__acp__Write", "Write", "write_file", "WriteFile"]
+READ_NAMES = ["mcp__acp__Read", "Read", "read_file", "ReadFile", "read"]
+WRITE_NAMES = ["mcp__acp__Write", "Write", "write_file", "WriteFile", "write"]
 NOTE = "note.txt"
 NOTE_TEXT = "written by the fake model through the agent's write tool\n"
 FINAL_TEXT = "Done: I read hello.txt and wrote note.txt."

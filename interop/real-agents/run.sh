@@ -4,14 +4,14 @@
 #
 #   WORK=/tmp/real-agents ACP=target/debug/acp OUT=/tmp/real-agents/results ./run.sh [AGENT...]
 #
-# AGENT is claude, qwen or gemini (all three when none is named).
+# AGENT is claude, qwen, gemini, opencode or codex (all five when none is named).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${WORK:-/tmp/real-agents}
 ACP=$(realpath "${ACP:-acp}")
 OUT=${OUT:-$WORK/results}
 mkdir -p "$OUT" "$WORK/logs"
-AGENTS=("$@"); [ ${#AGENTS[@]} -eq 0 ] && AGENTS=(claude qwen gemini)
+AGENTS=("$@"); [ ${#AGENTS[@]} -eq 0 ] && AGENTS=(claude qwen gemini opencode codex)
 
 PIDS=()
 for vp in anthropic:18101 openai:18102 gemini:18103; do
@@ -20,6 +20,8 @@ for vp in anthropic:18101 openai:18102 gemini:18103; do
     2>"$WORK/logs/fake-$v.stderr" &
   PIDS+=($!)
 done
+python3 "$HERE/fake_responses_api.py" --port 18104 2>"$WORK/logs/fake-responses.stderr" &
+PIDS+=($!)
 trap 'kill "${PIDS[@]}" 2>/dev/null' EXIT
 sleep 1
 
@@ -49,6 +51,14 @@ CLAUDE_ENV=(ANTHROPIC_BASE_URL=http://127.0.0.1:18101 ANTHROPIC_API_KEY=sk-ant-d
   DISABLE_ERROR_REPORTING=1 IS_SANDBOX=1)
 QWEN_ENV=(OPENAI_BASE_URL=http://127.0.0.1:18102/v1 OPENAI_API_KEY=sk-dummy-offline OPENAI_MODEL=fake-model)
 GEMINI_ENV=(GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:18103 GEMINI_API_KEY=dummy-offline-key GEMINI_CLI_NO_RELAUNCH=true)
+# OpenCode finds the fake through home/opencode/.config/opencode/opencode.json (an
+# OpenAI-compatible provider on the openai fake); npm offline keeps it from starting a
+# background `npm install` of a plugin at every start.
+OPENCODE_ENV=(npm_config_offline=true)
+# Codex reads ~/.codex/config.toml (seeded from home/codex/.codex): a `wire_api = "responses"` provider
+# on the Responses fake, its key from FAKE_API_KEY; its own sandbox needs a helper the npm
+# package does not ship here, hence `sandbox_mode = "danger-full-access"`.
+CODEX_ENV=(FAKE_API_KEY=dummy-offline)
 SCRIPT=(--prompt-script "$HERE/prompt-script.json")
 
 for a in "${AGENTS[@]}"; do
@@ -65,6 +75,11 @@ for a in "${AGENTS[@]}"; do
     check gemini gemini yes "${GEMINI_ENV[@]}" -- -- gemini --experimental-acp
     check gemini-script gemini yes "${GEMINI_ENV[@]}" -- "${SCRIPT[@]}" -- gemini --experimental-acp
     check gemini-no-settings gemini no "${GEMINI_ENV[@]}" -- -- gemini --experimental-acp ;;
+  opencode)
+    check opencode opencode yes "${OPENCODE_ENV[@]}" -- -- opencode acp
+    check opencode-script opencode yes "${OPENCODE_ENV[@]}" -- "${SCRIPT[@]}" -- opencode acp ;;
+  codex)
+    check codex codex yes "${CODEX_ENV[@]}" -- -- codex-acp ;;
   *) echo "unknown agent $a" >&2 ;;
   esac
 done

@@ -254,3 +254,52 @@ async fn mcp(run: &Run<'_>, conn: &Conn) -> Outcome {
     }
     Outcome::pass(tried.join("; "))
 }
+
+/// `capabilities.offered_only`'s own turn: a fresh agent offered no file writing (and
+/// otherwise what the run offers) is sent the prompt script's `write` turn. An agent that
+/// asks to write anyway (OpenCode calls `fs/write_text_file` whatever it was offered) is
+/// caught by the check, which grades every connection against what it offered
+/// ([`super::wide`]). Without this turn, a run offering file writing (the default) could
+/// not tell such an agent from an honest one.
+pub(crate) async fn write_not_offered(run: &mut Run<'_>) {
+    if !run.wants(&["capabilities.offered_only"]) || run.options.script.write.trim().is_empty() {
+        return;
+    }
+    run.write_turn = Some(write_turn(run).await);
+}
+
+async fn write_turn(run: &mut Run<'_>) -> Result<(), String> {
+    let offer = crate::Offer {
+        write: false,
+        ..run.options.offer
+    };
+    let client = crate::client::CheckClient::new(offer, run.workspace.clone())
+        .map(std::sync::Arc::new)
+        .map_err(|e| format!("cannot open the workspace: {e}"))?;
+    let conn = run
+        .fresh_with(client, offer)
+        .await
+        .map_err(|e| format!("cannot start the agent: {e}"))?;
+    let reply = run.initialize(&conn, 1).await;
+    let init = match &reply {
+        Ok(r) => r.result().cloned(),
+        Err(_) => None,
+    }
+    .ok_or_else(|| format!("`initialize`: {}", outcome_of(&reply)))?;
+    *crate::wire::lock(&conn.init) = Some(init);
+    let reply = run
+        .new_session_authenticated(&conn)
+        .await?
+        .map_err(|e| format!("`session/new`: {e}"))?;
+    let session =
+        super::session_id(&reply).ok_or_else(|| format!("`session/new`: {}", reply.describe()))?;
+    let request = PromptRequest::new(session, [run.options.script.write.clone().into()]);
+    let turn = run.options.bounds.turn;
+    let reply = run
+        .call_within(&conn, "session/prompt", to_value(&request), turn)
+        .await;
+    match &reply {
+        Ok(r) if r.error().is_none() => Ok(()),
+        _ => Err(format!("`session/prompt`: {}", outcome_of(&reply))),
+    }
+}

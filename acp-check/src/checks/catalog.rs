@@ -124,7 +124,7 @@ pub const CHECKS: &[CheckInfo] = &[
     },
     CheckInfo {
         name: "capabilities.offered_only",
-        meaning: "the agent calls no fs or terminal method the client did not offer",
+        meaning: "the agent calls no fs or terminal method the client did not offer, also in a turn of its own that asks it to write a file (the prompt script's `write`) on an agent offered no fs write",
     },
     CheckInfo {
         name: "prompt.no_early_updates",

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::{Run, outcome_of};
 use crate::report::Outcome;
+use crate::wire::NoReply;
 
 /// A version no agent speaks (the largest the field holds).
 const UNSUPPORTED: u16 = u16::MAX;
@@ -48,6 +49,13 @@ pub(crate) async fn unsupported_version(run: &mut Run<'_>) {
                 r.describe()
             )),
         },
+        Err(NoReply::Closed) => match conn.exit().await {
+            Some(exit) => Outcome::fail(format!(
+                "offered {UNSUPPORTED}: the agent exited before answering ({})",
+                exit.status
+            )),
+            None => Outcome::fail(format!("offered {UNSUPPORTED}: {}", NoReply::Closed)),
+        },
         Err(e) => Outcome::fail(format!("offered {UNSUPPORTED}: {e}")),
     };
     run.record(NAME, started, outcome);
@@ -68,6 +76,22 @@ pub(crate) async fn run(run: &mut Run<'_>) {
         }
     };
     let reply = run.initialize(&conn, 1).await;
+    // An agent that exited before answering (a missing key, a bad flag): nothing else can
+    // run. Say how it exited, once, and stop.
+    if let Err(NoReply::Closed) = &reply
+        && let Some(exit) = conn.exit().await
+    {
+        run.record(
+            "handshake.initialize",
+            started,
+            Outcome::fail(format!(
+                "the agent exited before answering ({})",
+                exit.status
+            )),
+        );
+        run.stop_after(exit.before_initialize());
+        return;
+    }
     let bound = run.options.bounds.handshake;
     run.record_timing("timing.handshake", started, &reply, bound);
     let result = reply.as_ref().ok().and_then(|r| r.result().cloned());

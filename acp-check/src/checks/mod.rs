@@ -19,7 +19,7 @@ mod wide;
 pub use catalog::{CHECKS, CheckInfo};
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -31,7 +31,7 @@ use acp_types::v1::{
 use serde_json::Value;
 
 use crate::client::CheckClient;
-use crate::options::Options;
+use crate::options::{Offer, Options};
 use crate::report::{CheckResult, Outcome, Report, millis};
 use crate::target::Target;
 use crate::wire::{Entry, Kind, NoReply, Reply, TraceEvent, Wire, lock};
@@ -42,6 +42,8 @@ const GRACE: Duration = Duration::from_millis(200);
 /// One agent and what the kit learned about it.
 pub(crate) struct Conn {
     pub wire: Wire,
+    /// What the client offered this agent (`initialize`'s `clientCapabilities`).
+    pub offer: Offer,
     process: Mutex<Option<AgentProcess>>,
     /// The `initialize` result, once answered.
     pub init: Mutex<Option<Value>>,
@@ -51,6 +53,28 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
+    /// How the agent exited, when it is a process that has exited (or does within 3 s: its
+    /// output has ended, so it normally is exiting; a loaded machine may take a while to
+    /// reap it): its command, exit status and stderr tail. `None` for an agent in process or
+    /// one still running.
+    pub async fn exit(&self) -> Option<Exit> {
+        let mut process = lock(&self.process).take()?;
+        let exited = tokio::time::timeout(Duration::from_secs(3), process.wait_exit()).await;
+        *lock(&self.process) = Some(process);
+        match exited {
+            Ok(acp_client::process::ProcessError::Exited {
+                command,
+                status,
+                stderr_tail,
+            }) => Some(Exit {
+                command,
+                status: status.to_string(),
+                stderr_tail,
+            }),
+            _ => None,
+        }
+    }
+
     /// The `initialize` result (an empty object before it is known).
     pub fn init(&self) -> Value {
         lock(&self.init).clone().unwrap_or(Value::Null)
@@ -65,17 +89,54 @@ impl Conn {
     }
 }
 
+/// How an agent process exited (see [`Conn::exit`]).
+pub(crate) struct Exit {
+    /// Its command line.
+    pub command: String,
+    /// Its exit status, in words (`exit status: 2`, `signal: 9 (SIGKILL)`).
+    pub status: String,
+    /// The last lines it wrote to stderr.
+    pub stderr_tail: String,
+}
+
+impl Exit {
+    /// The whole story, as `acp chat` tells it: `agent `CMD` exited (exit status: 2) before
+    /// answering `initialize`; last stderr output: ...` (a tail of one line on the same
+    /// line, a longer one on the lines below).
+    pub fn before_initialize(&self) -> String {
+        let head = format!(
+            "agent `{}` exited ({}) before answering `initialize`",
+            self.command, self.status
+        );
+        let tail = self.stderr_tail.trim_end();
+        if tail.is_empty() {
+            format!("{head}; it wrote nothing to stderr")
+        } else if !tail.contains('\n') {
+            format!("{head}; last stderr output: {tail}")
+        } else {
+            format!("{head}; last stderr output:\n{tail}")
+        }
+    }
+}
+
 /// A run in progress.
 pub(crate) struct Run<'a> {
     target: &'a Target,
     pub options: &'a Options,
     pub workspace: PathBuf,
     pub client: Arc<CheckClient>,
-    seq: Arc<AtomicU64>,
+    seq: Arc<Mutex<u64>>,
     ids: Arc<AtomicI64>,
     /// Why a fresh agent cannot be had (it did not answer `initialize`): later checks skip
     /// at once instead of each waiting a bound for the same silence.
     dead: Option<String>,
+    /// How `capabilities.offered_only`'s own turn went: `Ok` when the agent took a turn
+    /// asking it to write with no file writing offered, `Err(why)` when that turn could
+    /// not be had; `None` when it was not tried.
+    pub write_turn: Option<Result<(), String>>,
+    /// Set when the agent exited before answering `initialize` (how, with its stderr):
+    /// the run stops there, since no check can run without an agent.
+    stopped: Option<String>,
     results: Vec<CheckResult>,
     conn: Option<Arc<Conn>>,
     done: Vec<Arc<Conn>>,
@@ -92,9 +153,11 @@ impl<'a> Run<'a> {
             options,
             client: Arc::new(CheckClient::new(options.offer, workspace.clone())?),
             workspace,
-            seq: Arc::new(AtomicU64::new(0)),
+            seq: Arc::new(Mutex::new(0)),
             ids: Arc::new(AtomicI64::new(1)),
             dead: None,
+            stopped: None,
+            write_turn: None,
             results: Vec::new(),
             conn: None,
             done: Vec::new(),
@@ -105,6 +168,9 @@ impl<'a> Run<'a> {
     pub async fn all(mut self) -> Report {
         handshake::unsupported_version(&mut self).await;
         handshake::run(&mut self).await;
+        if let Some(reason) = self.stopped.take() {
+            return self.stop(reason).await;
+        }
         sessions::new(&mut self).await;
         prompt::run(&mut self).await;
         sessions::separate(&mut self).await;
@@ -113,6 +179,7 @@ impl<'a> Run<'a> {
         sessions::load(&mut self).await;
         cancel::run(&mut self).await;
         robustness::run(&mut self).await;
+        capabilities::write_not_offered(&mut self).await;
         self.retire().await;
         wide::run(&mut self);
         let mut checks = std::mem::take(&mut self.results);
@@ -121,7 +188,30 @@ impl<'a> Run<'a> {
         Report {
             agent: self.target.describe(),
             checks,
+            stopped: None,
         }
+    }
+
+    /// Ends a run that cannot go on (the agent exited before answering `initialize`): the
+    /// report holds the checks that ran and says why the others did not, once.
+    async fn stop(mut self, reason: String) -> Report {
+        self.retire().await;
+        let mut checks = std::mem::take(&mut self.results);
+        checks.sort_by_key(|c| CHECKS.iter().position(|i| i.name == c.name));
+        let not_run = CHECKS
+            .iter()
+            .filter(|c| self.options.selected(c.name) && !checks.iter().any(|r| r.name == c.name))
+            .count();
+        Report {
+            agent: self.target.describe(),
+            checks,
+            stopped: Some(crate::report::Stopped { reason, not_run }),
+        }
+    }
+
+    /// Stops the run after the current step (see [`Run::stop`]).
+    pub fn stop_after(&mut self, reason: String) {
+        self.stopped = Some(reason);
     }
 
     /// Whether any of `names` is selected (a step only they need is skipped otherwise).
@@ -180,6 +270,17 @@ impl<'a> Run<'a> {
 
     /// Starts a fresh agent (the current one is retired), not yet initialized.
     pub async fn fresh(&mut self) -> Result<Arc<Conn>, String> {
+        let client = self.client.clone();
+        self.fresh_with(client, self.options.offer).await
+    }
+
+    /// Starts a fresh agent served by `client`, which offers `offer` (the current agent is
+    /// retired), not yet initialized.
+    pub async fn fresh_with(
+        &mut self,
+        client: Arc<CheckClient>,
+        offer: Offer,
+    ) -> Result<Arc<Conn>, String> {
         self.retire().await;
         let started = self.target.start()?;
         if let Some(trace) = &self.options.trace {
@@ -188,7 +289,7 @@ impl<'a> Run<'a> {
             });
         }
         let wire = Wire::start(
-            self.client.clone(),
+            client,
             started.from_agent,
             started.to_agent,
             (self.seq.clone(), self.ids.clone()),
@@ -196,6 +297,7 @@ impl<'a> Run<'a> {
         );
         let conn = Arc::new(Conn {
             wire,
+            offer,
             process: Mutex::new(started.process),
             init: Mutex::new(None),
             session: Mutex::new(None),
@@ -269,9 +371,10 @@ impl<'a> Run<'a> {
         Ok((conn, id))
     }
 
-    /// Sends `initialize` offering `version` and what [`Options::offer`] says.
+    /// Sends `initialize` offering `version` and what the connection offers ([`Conn::offer`]:
+    /// [`Options::offer`] but for `capabilities.offered_only`'s own turn).
     pub async fn initialize(&self, conn: &Conn, version: u16) -> Result<Reply, NoReply> {
-        let offer = self.options.offer;
+        let offer = conn.offer;
         let request = InitializeRequest::new(version)
             .client_capabilities(
                 ClientCapabilities::new()

@@ -20,6 +20,7 @@ pub(crate) fn run(run: &mut Run<'_>) {
     let mut writes = Vec::new();
     let offer = run.options.offer;
     for conn in run.logs() {
+        let conn_offer = conn.offer;
         early.extend(conn.wire.early_updates());
         conn.wire.with_log(|log| {
             validated += log.validated;
@@ -35,9 +36,9 @@ pub(crate) fn run(run: &mut Run<'_>) {
                     continue;
                 }
                 let offered = match method.as_str() {
-                    "fs/read_text_file" => offer.read,
-                    "fs/write_text_file" => offer.write,
-                    m if m.starts_with("terminal/") => offer.terminal,
+                    "fs/read_text_file" => conn_offer.read,
+                    "fs/write_text_file" => conn_offer.write,
+                    m if m.starts_with("terminal/") => conn_offer.terminal,
                     _ => true,
                 };
                 if !offered {
@@ -89,10 +90,17 @@ pub(crate) fn run(run: &mut Run<'_>) {
         Outcome::pass("none")
     };
     run.record("prompt.no_early_updates", started, outcome);
+    let write_turn = match &run.write_turn {
+        Some(Ok(())) => "; a turn asking to write, with no fs write offered, asked for none".into(),
+        Some(Err(why)) => {
+            format!("; the turn asking to write with no fs write offered failed: {why}")
+        }
+        None => String::new(),
+    };
     let outcome = match asked.len() {
         0 if silent => Outcome::skip("the agent sent no message"),
         0 => Outcome::pass(format!(
-            "offered {}; nothing else was asked",
+            "offered {}; nothing else was asked{write_turn}",
             offered_words(offer)
         )),
         n => Outcome::fail(findings(&asked, n)),

@@ -10,7 +10,7 @@
 //! error code, `id: null`), not a decoded one.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -66,7 +66,10 @@ struct Pending {
 }
 
 struct Shared {
-    seq: Arc<AtomicU64>,
+    /// The next line's `seq`, over the whole run. Locked while a line is numbered and
+    /// handed to the trace, so the trace gets lines in `seq` order (both directions number
+    /// lines on tasks of their own).
+    seq: Arc<Mutex<u64>>,
     log: Mutex<Log>,
     pending: Mutex<HashMap<i64, Pending>>,
     /// Session ids the agent has announced (a `session/new` answer) or the kit named
@@ -77,9 +80,13 @@ struct Shared {
 
 impl Shared {
     fn record(&self, dir: Dir, line: &[u8], kind: Kind) -> (u64, Instant) {
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        let at = Instant::now();
         let text = String::from_utf8_lossy(line);
+        // Numbered, traced and logged in one step: the trace and the log hold lines in
+        // `seq` order.
+        let mut next = lock(&self.seq);
+        let seq = *next;
+        *next += 1;
+        let at = Instant::now();
         if let Some(trace) = &self.trace {
             trace(TraceEvent::Line {
                 seq,
@@ -102,6 +109,7 @@ impl Shared {
         } else {
             log.dropped += 1;
         }
+        drop(next);
         (seq, at)
     }
 }
@@ -124,7 +132,7 @@ impl Wire {
         client: Arc<C>,
         from_agent: R,
         to_agent: W,
-        (seq, next_id): (Arc<AtomicU64>, Arc<AtomicI64>),
+        (seq, next_id): (Arc<Mutex<u64>>, Arc<AtomicI64>),
         trace: Option<TraceSink>,
     ) -> Wire
     where
@@ -287,16 +295,31 @@ impl Wire {
         Ok((id, rx))
     }
 
-    /// Waits at most `bound` for the answer to request `id`.
+    /// Waits at most `bound` for the answer to request `id`. A connection that closes ends
+    /// the wait at once, also when it closed before the request was registered (an agent
+    /// that exits at once): the reader had cleared the pending requests already, so the
+    /// request's sender would only drop at the end of the bound.
     pub async fn wait(
         &self,
         id: i64,
-        rx: oneshot::Receiver<Reply>,
+        mut rx: oneshot::Receiver<Reply>,
         bound: Duration,
     ) -> Result<Reply, NoReply> {
-        match tokio::time::timeout(bound, rx).await {
-            Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(_)) => Err(NoReply::Closed),
+        let mut closed = self.closed.clone();
+        let answer = tokio::time::timeout(bound, async {
+            tokio::select! {
+                reply = &mut rx => reply.ok(),
+                // Every answer the agent sent was delivered before the close was signalled.
+                _ = closed.wait_for(|c| *c) => rx.try_recv().ok(),
+            }
+        })
+        .await;
+        match answer {
+            Ok(Some(reply)) => Ok(reply),
+            Ok(None) => {
+                lock(&self.shared.pending).remove(&id);
+                Err(NoReply::Closed)
+            }
             Err(_) => {
                 lock(&self.shared.pending).remove(&id);
                 Err(NoReply::Timeout(bound))
@@ -348,7 +371,7 @@ impl Wire {
 
     /// The sequence number the next line will get (a mark to look at what came after).
     pub fn mark(&self) -> u64 {
-        self.shared.seq.load(Ordering::Relaxed)
+        *lock(&self.shared.seq)
     }
 
     /// Updates that arrived before the answer announcing their session (an update for a

@@ -18,7 +18,6 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::process::Command;
@@ -130,22 +129,20 @@ pub async fn run(out: Option<&Path>, serve: Option<Serve>, command: &[OsString])
     );
     let _ = tx.send(start).await;
 
-    let seq = Arc::new(AtomicU64::new(0));
+    let numbering = Numbering::new(tx.clone());
     let child_stdin = child.stdin.take().expect("stdin is piped");
     let child_stdout = child.stdout.take().expect("stdout is piped");
     let to_agent = tokio::spawn(pump(
         tokio::io::stdin(),
         child_stdin,
         record::CLIENT_TO_AGENT,
-        tx.clone(),
-        seq.clone(),
+        numbering.clone(),
     ));
     let to_client = tokio::spawn(pump(
         child_stdout,
         tokio::io::stdout(),
         record::AGENT_TO_CLIENT,
-        tx.clone(),
-        seq,
+        numbering,
     ));
     let forwarder = pid.map(|pid| tokio::spawn(forward_signals(pid)));
 
@@ -179,16 +176,50 @@ pub async fn run(out: Option<&Path>, serve: Option<Serve>, command: &[OsString])
     }
 }
 
-/// Copies `from` to `to` chunk by chunk, recording each complete line. The two directions
-/// record independently, so the file holds each direction in order and `seq` gives the
-/// order across both.
-async fn pump<R, W>(
-    mut from: R,
-    mut to: W,
-    dir: &'static str,
-    tx: mpsc::Sender<Record>,
-    seq: Arc<AtomicU64>,
-) where
+/// Numbers lines and queues their records in one step, for both directions: the queue
+/// (and so the file) holds the records in `seq` order. Numbered apart and queued apart, two
+/// directions could queue out of order (an answer's record before its request's, when the
+/// request's pump was descheduled between the two steps).
+#[derive(Clone)]
+struct Numbering(Arc<tokio::sync::Mutex<Numbered>>);
+
+struct Numbered {
+    /// The next line's `seq`.
+    next: u64,
+    /// The writer's queue; `None` once the writer is gone (the bytes still go through).
+    tx: Option<mpsc::Sender<Record>>,
+}
+
+impl Numbering {
+    fn new(tx: mpsc::Sender<Record>) -> Numbering {
+        Numbering(Arc::new(tokio::sync::Mutex::new(Numbered {
+            next: 0,
+            tx: Some(tx),
+        })))
+    }
+
+    /// Numbers `lines` (read at `ts`, going `dir`) and queues their records.
+    async fn record(&self, ts: f64, dir: &str, lines: Vec<Vec<u8>>) {
+        if lines.is_empty() {
+            return;
+        }
+        let mut numbered = self.0.lock().await;
+        for line in lines {
+            let record = line_record(ts, dir, &mut numbered.next, line);
+            let Some(tx) = &numbered.tx else { return };
+            if tx.send(record).await.is_err() {
+                numbered.tx = None;
+            }
+        }
+    }
+}
+
+/// Copies `from` to `to` chunk by chunk, recording each complete line. A chunk's lines are
+/// numbered and queued before the chunk is passed on: a line gets its place in the order
+/// (`seq`) before the peer can answer it, so an answer is never numbered, or written to the
+/// file, before its request.
+async fn pump<R, W>(mut from: R, mut to: W, dir: &'static str, numbering: Numbering)
+where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
@@ -200,35 +231,25 @@ async fn pump<R, W>(
             Ok(n) => n,
         };
         let chunk = &buf[..n];
-        // Number the chunk's lines before passing it on: a line gets its place in the order
-        // (`seq`) before the peer can answer it, so an answer is never numbered before its
-        // request. Recording waits until the bytes are on their way.
         let ts = record::now();
-        let mut records = Vec::new();
+        let mut lines = Vec::new();
         let mut rest = chunk;
         while let Some(i) = memchr(b'\n', rest) {
             partial.extend_from_slice(&rest[..i]);
             rest = &rest[i + 1..];
-            records.push(line_record(ts, dir, &seq, std::mem::take(&mut partial)));
+            lines.push(std::mem::take(&mut partial));
         }
         partial.extend_from_slice(rest);
         while partial.len() > MAX_RECORDED_LINE {
-            let piece: Vec<u8> = partial.drain(..MAX_RECORDED_LINE).collect();
-            records.push(line_record(ts, dir, &seq, piece));
+            lines.push(partial.drain(..MAX_RECORDED_LINE).collect());
         }
+        numbering.record(ts, dir, lines).await;
         if to.write_all(chunk).await.is_err() || to.flush().await.is_err() {
             break;
         }
-        for record in records {
-            if tx.send(record).await.is_err() {
-                return;
-            }
-        }
     }
     if !partial.is_empty() {
-        let _ = tx
-            .send(line_record(record::now(), dir, &seq, partial))
-            .await;
+        numbering.record(record::now(), dir, vec![partial]).await;
     }
     // EOF on one side closes the other (the agent sees its stdin end).
     let _ = to.shutdown().await;
@@ -238,12 +259,13 @@ fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
     haystack.iter().position(|&b| b == needle)
 }
 
-fn line_record(ts: f64, dir: &str, seq: &AtomicU64, mut line: Vec<u8>) -> Record {
+fn line_record(ts: f64, dir: &str, seq: &mut u64, mut line: Vec<u8>) -> Record {
     if line.last() == Some(&b'\r') {
         line.pop();
     }
     let mut record = Record::new(ts, dir);
-    record.seq = Some(seq.fetch_add(1, Ordering::Relaxed));
+    record.seq = Some(*seq);
+    *seq += 1;
     tracing::debug!(
         direction = dir,
         seq = record.seq,
@@ -348,16 +370,101 @@ fn die_of(sig: i32) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    /// A writer whose flush takes 200 ms: the pump writing into it is held between passing
+    /// a line on and going on, as a loaded machine may hold it.
+    struct SlowFlush<W> {
+        inner: W,
+        delay: Option<Pin<Box<tokio::time::Sleep>>>,
+    }
+
+    impl<W: AsyncWrite + Unpin> AsyncWrite for SlowFlush<W> {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            Pin::new(&mut self.inner).poll_write(cx, buf)
+        }
+
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            let delay = self.delay.get_or_insert_with(|| {
+                Box::pin(tokio::time::sleep(std::time::Duration::from_millis(200)))
+            });
+            if delay.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.delay = None;
+            Pin::new(&mut self.inner).poll_flush(cx)
+        }
+
+        fn poll_shutdown(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            Pin::new(&mut self.inner).poll_shutdown(cx)
+        }
+    }
+
+    /// Issue 52: a trace file could hold an answer (seq 1) before the request it answers
+    /// (seq 0): the request's pump numbered its line, passed it on and was held before
+    /// queueing the record, while the answer's pump numbered and queued its own. Here the
+    /// "agent" answers at once (the request's bytes are the answer's) and the request's pump
+    /// is held 200 ms after passing the line on.
+    #[tokio::test]
+    async fn records_are_queued_in_seq_order_when_a_pump_is_held_after_passing_a_line_on() {
+        let (tx, mut rx) = mpsc::channel(16);
+        let numbering = Numbering::new(tx);
+        let (to_agent, from_agent) = tokio::io::duplex(1024);
+        let request: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n";
+        let held = SlowFlush {
+            inner: to_agent,
+            delay: None,
+        };
+        let requests = tokio::spawn(pump(
+            request,
+            held,
+            record::CLIENT_TO_AGENT,
+            numbering.clone(),
+        ));
+        let answers = tokio::spawn(pump(
+            from_agent,
+            tokio::io::sink(),
+            record::AGENT_TO_CLIENT,
+            numbering,
+        ));
+        requests.await.unwrap();
+        answers.await.unwrap();
+        let mut order = Vec::new();
+        while let Ok(record) = rx.try_recv() {
+            order.push((record.seq, record.dir));
+        }
+        assert_eq!(
+            order,
+            [
+                (Some(0), record::CLIENT_TO_AGENT.to_owned()),
+                (Some(1), record::AGENT_TO_CLIENT.to_owned())
+            ]
+        );
+    }
 
     #[test]
     fn lines_are_numbered_and_repaired_when_not_utf8() {
-        let seq = AtomicU64::new(5);
-        let r = line_record(1.0, record::CLIENT_TO_AGENT, &seq, b"{\"a\":1}\r".to_vec());
+        let mut seq = 5;
+        let r = line_record(
+            1.0,
+            record::CLIENT_TO_AGENT,
+            &mut seq,
+            b"{\"a\":1}\r".to_vec(),
+        );
         assert_eq!(
             (r.seq, r.line.as_deref(), r.lossy),
             (Some(5), Some("{\"a\":1}"), false)
         );
-        let r = line_record(1.0, record::AGENT_TO_CLIENT, &seq, vec![b'x', 0xff]);
+        let r = line_record(1.0, record::AGENT_TO_CLIENT, &mut seq, vec![b'x', 0xff]);
         assert_eq!(
             (r.seq, r.line.as_deref(), r.lossy),
             (Some(6), Some("x\u{fffd}"), true)

@@ -128,37 +128,36 @@ impl View for Screen {
                 let id = call.tool_call_id.0.clone();
                 t.newline_if_needed();
                 t.block = Block::None;
-                let tool = Tool {
-                    title: call.title.clone(),
-                    kind: call.kind.to_string(),
-                    status: call.status.clone(),
-                    row: t.row,
-                };
+                let tool = Tool::new(
+                    call.title.clone(),
+                    call.kind.to_string(),
+                    call.status.clone(),
+                    t.row,
+                );
                 let header = t.tool_header(&tool);
-                t.tools.insert(id, tool);
+                t.tools.insert(id.clone(), tool);
                 t.raw(&header);
                 t.raw("\n");
-                t.tool_content(&call.content);
+                t.tool_content(&id, &call.content);
             }
             SessionUpdate::ToolCallUpdate(u) => {
                 let id = u.tool_call_id.0.clone();
                 let known = t.tools.contains_key(&id);
                 if !known {
                     // An update for a call never announced: show it as one.
-                    let tool = Tool {
-                        title: u.title.clone().unwrap_or_else(|| id.clone()),
-                        kind: u
-                            .kind
+                    t.newline_if_needed();
+                    t.block = Block::None;
+                    let tool = Tool::new(
+                        u.title.clone().unwrap_or_else(|| id.clone()),
+                        u.kind
                             .as_ref()
                             .map(|k| k.to_string())
                             .unwrap_or_else(|| "other".into()),
-                        status: u.status.clone().unwrap_or(ToolCallStatus::Pending),
-                        row: t.row,
-                    };
-                    t.newline_if_needed();
+                        u.status.clone().unwrap_or(ToolCallStatus::Pending),
+                        t.row,
+                    );
                     let header = t.tool_header(&tool);
-                    let row = t.row;
-                    t.tools.insert(id.clone(), Tool { row, ..tool });
+                    t.tools.insert(id.clone(), tool);
                     t.raw(&header);
                     t.raw("\n");
                 } else {
@@ -174,8 +173,9 @@ impl View for Screen {
                     }
                     t.tool_status(&id, status_changed);
                 }
+                // `content` replaces the call's content; absent, it is unchanged.
                 if let Some(content) = &u.content {
-                    t.tool_content(content);
+                    t.tool_content(&id, content);
                 }
             }
             SessionUpdate::Plan(plan) => t.plan(plan),
@@ -544,6 +544,133 @@ mod tests {
             !text.contains("\x1b7"),
             "no rewrite that cannot reach: {text:?}"
         );
+    }
+
+    /// A `tool_call_update` with `status` and, when given, `text` as its whole content.
+    fn tool_update(status: ToolCallStatus, text: Option<&str>) -> SessionUpdate {
+        let mut update = ToolCallUpdate::new("t1").status(status);
+        if let Some(text) = text {
+            update = update.content([ToolCallContent::content(text)]);
+        }
+        SessionUpdate::ToolCallUpdate(Box::new(update))
+    }
+
+    /// Issue 52: OpenCode sends a shell command's output with `in_progress` and the same
+    /// output again with `completed`; the transcript printed it with each status line.
+    #[test]
+    fn repeated_tool_content_is_printed_once_in_a_transcript() {
+        let out = Shared::default();
+        let screen = Screen::new(Box::new(out.clone()), false, (80, 24));
+        let call = ToolCall::new("t1", "ls").kind(ToolKind::Execute);
+        screen.update(&SessionUpdate::ToolCall(Box::new(call)));
+        let output = "NOTES.md\nsrc";
+        screen.update(&tool_update(ToolCallStatus::InProgress, Some(output)));
+        screen.update(&tool_update(ToolCallStatus::InProgress, Some(output)));
+        screen.update(&tool_update(ToolCallStatus::Completed, Some(output)));
+        assert_eq!(
+            out.text(),
+            "⏺ ls (execute) … pending\n\
+             ⏺ ls (execute) ⟳ running\n    NOTES.md\n    src\n\
+             ⏺ ls (execute) ✓ completed\n"
+        );
+    }
+
+    /// Content that grows is printed as the rows it gains; content that changes after other
+    /// output is printed under its header again; emptied content prints nothing.
+    #[test]
+    fn changed_tool_content_is_printed_once_as_it_changes_in_a_transcript() {
+        let out = Shared::default();
+        let screen = Screen::new(Box::new(out.clone()), false, (80, 24));
+        screen.update(&SessionUpdate::ToolCall(Box::new(ToolCall::new(
+            "t1", "ls",
+        ))));
+        screen.update(&tool_update(ToolCallStatus::InProgress, Some("one")));
+        screen.update(&tool_update(ToolCallStatus::InProgress, Some("one\ntwo")));
+        screen.update(&SessionUpdate::agent_message_text("meanwhile\n"));
+        screen.update(&tool_update(ToolCallStatus::InProgress, Some("three")));
+        screen.update(&tool_update(ToolCallStatus::InProgress, Some("")));
+        screen.update(&tool_update(ToolCallStatus::Completed, Some("")));
+        assert_eq!(
+            out.text(),
+            "⏺ ls (other) … pending\n\
+             ⏺ ls (other) ⟳ running\n    one\n    two\n\
+             \x20 meanwhile\n\
+             ⏺ ls (other) ⟳ running\n    three\n\
+             ⏺ ls (other) ✓ completed\n"
+        );
+    }
+
+    /// On a terminal, content repeated with each status is written once; the status is
+    /// rewritten in place.
+    #[test]
+    fn repeated_tool_content_is_written_once_on_a_terminal() {
+        let out = Shared::default();
+        let screen = Screen::new(Box::new(out.clone()), true, (80, 24));
+        screen.update(&SessionUpdate::ToolCall(Box::new(ToolCall::new(
+            "t1", "ls",
+        ))));
+        screen.update(&tool_update(ToolCallStatus::InProgress, Some("NOTES.md")));
+        screen.update(&tool_update(ToolCallStatus::Completed, Some("NOTES.md")));
+        let text = out.text();
+        assert_eq!(text.matches("NOTES.md").count(), 1, "{text:?}");
+        assert_eq!(text.matches('\n').count(), 2, "{text:?}");
+        assert!(
+            text.ends_with(&format!("{GREEN}✓ completed{RESET}\x1b8")),
+            "{text:?}"
+        );
+    }
+
+    /// On a terminal, changed content is redrawn in place: erased and written again when it
+    /// is the last thing on screen, rewritten row by row when output follows it and it keeps
+    /// its number of rows.
+    #[test]
+    fn changed_tool_content_is_redrawn_in_place_on_a_terminal() {
+        let out = Shared::default();
+        let screen = Screen::new(Box::new(out.clone()), true, (80, 24));
+        screen.update(&SessionUpdate::ToolCall(Box::new(ToolCall::new(
+            "t1", "ls",
+        ))));
+        screen.update(&tool_update(ToolCallStatus::InProgress, Some("a\nb")));
+        screen.update(&tool_update(ToolCallStatus::InProgress, Some("c")));
+        let text = out.text();
+        // Up the two rows, erase to the end of the screen, the new row.
+        assert!(text.ends_with("\x1b[2A\r\x1b[J    c\n"), "{text:?}");
+        screen.update(&SessionUpdate::agent_message_text("after\n"));
+        screen.update(&tool_update(ToolCallStatus::InProgress, Some("d")));
+        let text = out.text();
+        assert!(
+            text.ends_with("\x1b7\x1b[2A\r\x1b[2K    d\x1b8"),
+            "{text:?}"
+        );
+        assert_eq!(text.matches("    d").count(), 1, "{text:?}");
+        // More rows than it had, after other output: under the header printed again.
+        screen.update(&tool_update(ToolCallStatus::InProgress, Some("e\nf")));
+        let text = out.text();
+        assert!(
+            text.ends_with(&format!("⟳ running{RESET}\n    e\n    f\n")),
+            "{text:?}"
+        );
+    }
+
+    /// Content that needs fewer rows than it had, with output after it (a question), is
+    /// rewritten in place and the rows it no longer fills are blanked: the call keeps one
+    /// header.
+    #[test]
+    fn shorter_tool_content_is_rewritten_in_place_with_output_after_it_on_a_terminal() {
+        let out = Shared::default();
+        let screen = Screen::new(Box::new(out.clone()), true, (80, 24));
+        screen.update(&SessionUpdate::ToolCall(Box::new(ToolCall::new(
+            "t1", "Edit",
+        ))));
+        screen.update(&tool_update(ToolCallStatus::Pending, Some("a\nb")));
+        screen.info("a question");
+        screen.update(&tool_update(ToolCallStatus::Completed, Some("applied")));
+        let text = out.text();
+        assert!(
+            text.ends_with("\x1b7\x1b[3A\r\x1b[2K    applied\x1b8\x1b7\x1b[2A\r\x1b[2K\x1b8"),
+            "{text:?}"
+        );
+        assert_eq!(text.matches('\n').count(), 4, "{text:?}");
     }
 
     #[test]

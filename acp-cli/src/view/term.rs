@@ -22,6 +22,27 @@ pub(super) struct Tool {
     pub(super) status: ToolCallStatus,
     /// The row its header line is on (see [`Term::row`]).
     pub(super) row: u64,
+    /// Its content as last shown, one entry per row (see [`Term::content_lines`]): an
+    /// update that repeats it shows nothing new.
+    pub(super) content: Vec<String>,
+    /// How many rows right under the header at `row` hold its content (0 once the header
+    /// was printed again below them): the rows a redraw in place rewrites. More than
+    /// `content` has when a shorter content was rewritten over a longer one (the rest blank).
+    pub(super) below: usize,
+}
+
+impl Tool {
+    /// A tool call not shown yet, whose header will go on `row`.
+    pub(super) fn new(title: String, kind: String, status: ToolCallStatus, row: u64) -> Tool {
+        Tool {
+            title,
+            kind,
+            status,
+            row,
+            content: Vec::new(),
+            below: 0,
+        }
+    }
 }
 
 /// What is being streamed on the current line.
@@ -242,17 +263,21 @@ impl Term {
             self.raw("\n");
             if let Some(t) = self.tools.get_mut(id) {
                 t.row = row;
+                t.below = 0;
             }
         }
     }
 
-    pub(super) fn tool_content(&mut self, content: &[ToolCallContent]) {
+    /// The rows a tool call's content is shown in: each line cut to the terminal's width
+    /// (so one line is one row), behind the content's indent.
+    pub(super) fn content_lines(&self, content: &[ToolCallContent]) -> Vec<String> {
+        let mut lines = Vec::new();
         for item in content {
             match item {
                 ToolCallContent::Content(c) => {
                     let text = block_text(&c.content);
                     for line in terminal_safe(&text).lines() {
-                        self.ui_line(&format!(
+                        lines.push(format!(
                             "    {}",
                             truncate(line, self.size.0.saturating_sub(5))
                         ));
@@ -260,7 +285,7 @@ impl Term {
                 }
                 ToolCallContent::Diff(d) => {
                     let path = terminal_safe(&d.path);
-                    self.ui_line(&format!(
+                    lines.push(format!(
                         "    {}diff {path}{}",
                         self.style("bold"),
                         self.style("reset")
@@ -274,21 +299,98 @@ impl Term {
                         };
                         let line = truncate(&terminal_safe(&line), self.size.0.saturating_sub(7));
                         let reset = self.style("reset");
-                        self.ui_line(&format!("    {style}{sign} {line}{reset}"));
+                        lines.push(format!("    {style}{sign} {line}{reset}"));
                     }
                 }
                 ToolCallContent::Terminal(t) => {
                     let id = terminal_safe(&t.terminal_id.0);
-                    self.ui_line(&format!(
+                    lines.push(format!(
                         "    {}[terminal {id}]{}",
                         self.style("dim"),
                         self.style("reset")
                     ));
                 }
                 ToolCallContent::Unknown(_) => {
-                    self.ui_line("    (content of a kind this client does not know)")
+                    lines.push("    (content of a kind this client does not know)".to_owned())
                 }
             }
+        }
+        lines
+    }
+
+    /// Shows the content a tool call now has (an update's `content` replaces the call's
+    /// content). A tool call's content is on screen once, as it is now: agents repeat it
+    /// with each status (OpenCode sends the same output with `in_progress` and again with
+    /// `completed`), and a repeat shows nothing. A change is shown
+    ///
+    /// - under the header, as the rows added, when the old content is the start of the new
+    ///   one and nothing was written after it (output that grows);
+    /// - on a terminal, redrawn in place while its rows are on screen: erased and written
+    ///   again when nothing was written after it, rewritten row by row when it needs no
+    ///   more rows than it had (rows it no longer fills are left blank);
+    /// - otherwise (a transcript, or rows out of reach) under the header printed again, so
+    ///   it is clear whose content it is. Content that is emptied prints nothing.
+    pub(super) fn tool_content(&mut self, id: &str, content: &[ToolCallContent]) {
+        let lines = self.content_lines(content);
+        let Some(tool) = self.tools.get(id).cloned() else {
+            return;
+        };
+        if lines == tool.content {
+            return;
+        }
+        let start = tool.row + 1;
+        let end = start + tool.below as u64;
+        let last = self.col == 0 && self.row == end;
+        let reachable = self.fancy
+            && self.capture.is_none()
+            && ((self.row.saturating_sub(start)) as usize) < self.size.1.saturating_sub(1);
+        // The rows under the header hold exactly the content's first rows (not when a
+        // shorter content was rewritten over a longer one, leaving blank rows).
+        let exact = tool.below <= tool.content.len();
+        let below = if last && exact && lines.starts_with(&tool.content[..tool.below]) {
+            for line in &lines[tool.below..] {
+                self.ui_line(line);
+            }
+            lines.len()
+        } else if reachable && last {
+            // Up to the first row under the header, erase to the end of the screen, write.
+            let seq = format!("\x1b[{}A\r\x1b[J", tool.below);
+            self.emit(seq.as_bytes());
+            self.row = start;
+            self.col = 0;
+            for line in &lines {
+                self.ui_line(line);
+            }
+            lines.len()
+        } else if reachable && tool.below > 0 && lines.len() <= tool.below {
+            // Row by row, the rows it no longer fills left blank (output follows them).
+            for i in 0..tool.below {
+                let line = lines.get(i).map_or("", String::as_str);
+                let distance = self.row - (start + i as u64);
+                let seq = format!("\x1b7\x1b[{distance}A\r\x1b[2K{line}\x1b8");
+                self.emit(seq.as_bytes());
+            }
+            tool.below
+        } else if lines.is_empty() {
+            0
+        } else {
+            self.newline_if_needed();
+            self.block = Block::None;
+            let row = self.row;
+            let header = self.tool_header(&tool);
+            self.raw(&header);
+            self.raw("\n");
+            if let Some(t) = self.tools.get_mut(id) {
+                t.row = row;
+            }
+            for line in &lines {
+                self.ui_line(line);
+            }
+            lines.len()
+        };
+        if let Some(t) = self.tools.get_mut(id) {
+            t.content = lines;
+            t.below = below;
         }
     }
 
