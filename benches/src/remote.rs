@@ -294,6 +294,9 @@ fn measure_on(kind: &str, websocket: bool, plan: Plan) -> Result<Outcome, String
     run_on(kind, &url, plan)
 }
 
+/// How a figure is read off one measurement (`a_rate`, `b_p99`).
+type Judge = fn(&Options, &Outcome) -> Result<f64, String>;
+
 /// `--hosting`: our server with the hosting checks off and on, alternated run by run (a
 /// fresh server process each), medians of each; the ratio is on ÷ off.
 fn hosting(o: &Options) -> ExitCode {
@@ -308,8 +311,7 @@ fn hosting(o: &Options) -> ExitCode {
         } else {
             "Streamable HTTP"
         };
-        let figures: [(&str, Plan, fn(&Options, &Outcome) -> Result<f64, String>); 2] =
-            [("a chunks/s", a, a_rate), ("b p99 µs", b, b_p99)];
+        let figures: [(&str, Plan, Judge); 2] = [("a chunks/s", a, a_rate), ("b p99 µs", b, b_p99)];
         for (name, plan, judge) in figures {
             let (mut off, mut on) = (Vec::new(), Vec::new());
             let measured: Result<(), String> = (|| {
@@ -390,12 +392,7 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
 
 /// Medians of `runs` runs of `plan` in `column`, each judged by `figure`, after `warmup`
 /// runs judged the same way and not counted.
-fn figure(
-    o: &Options,
-    column: Column,
-    plan: Plan,
-    figure: fn(&Options, &Outcome) -> Result<f64, String>,
-) -> Result<f64, String> {
+fn figure(o: &Options, column: Column, plan: Plan, figure: Judge) -> Result<f64, String> {
     let mut values = Vec::new();
     for run in 0..o.warmup + o.runs {
         let out = measure(column, plan)?;
