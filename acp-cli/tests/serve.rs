@@ -12,17 +12,16 @@ mod support;
 #[path = "../../acp-store-postgres/tests/support/mod.rs"]
 mod pg;
 
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{Scratch, acp};
+use support::{Scratch, Served, acp};
 
-/// A running `acp serve`, stopped (SIGTERM) on drop unless killed.
+/// A running `acp serve`, stopped (SIGTERM, and it must exit cleanly) on drop unless killed.
 struct Serve {
-    child: Child,
+    served: Served,
     url: String,
-    killed: bool,
 }
 
 impl Serve {
@@ -57,51 +56,28 @@ impl Serve {
             .args(options)
             .current_dir(&scratch.0)
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
             .stderr(stderr);
         if !agent.is_empty() {
             cmd.arg("--").args(agent);
         }
-        let mut child = cmd.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let mut printed = Vec::new();
-        let url = loop {
-            let line = rx
-                .recv_timeout(Duration::from_secs(20))
-                .expect("acp serve prints its URL");
-            printed.push(line.clone());
-            if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
-                break url.to_owned();
-            }
-        };
+        let served = Served::spawn(cmd);
+        let url = served.url.clone();
         // The connect hint follows: the chat command with the same URL and token file (a
         // file of named identities is not a client's: then the token in ACP_TOKEN).
-        let hint = rx.recv_timeout(Duration::from_secs(5)).unwrap();
-        let hint = hint + &rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        let next = || served.next_line(Duration::from_secs(5)).unwrap();
+        let hint = next() + &next();
         assert!(
             hint.contains(&format!("acp chat --url {url} --token-file"))
                 || hint.contains(&format!("acp chat --url {url} (with ACP_TOKEN set to")),
             "{hint}"
         );
         assert!(!url.ends_with(":0/acp"), "the real port is printed: {url}");
-        Serve {
-            child,
-            url,
-            killed: false,
-        }
+        Serve { served, url }
     }
 
     /// `kill -9`: the host dies mid-whatever, as in a crash.
     fn kill_9(&mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-        self.killed = true;
+        self.served.kill_9();
     }
 
     /// `host:port`.
@@ -113,23 +89,14 @@ impl Serve {
 
 impl Drop for Serve {
     fn drop(&mut self) {
-        if self.killed {
-            return;
+        match self.served.stop() {
+            Ok(Some(status)) => assert!(
+                status.success(),
+                "acp serve stops cleanly on SIGTERM: {status}"
+            ),
+            Ok(None) => {}
+            Err(e) => panic!("acp serve: {e}"),
         }
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                assert!(
-                    status.success(),
-                    "acp serve stops cleanly on SIGTERM: {status}"
-                );
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        panic!("acp serve did not stop on SIGTERM");
     }
 }
 
@@ -982,7 +949,7 @@ fn the_token_file_is_reloaded_on_sighup_and_a_bad_one_keeps_the_old_tokens() {
     let log = std::fs::File::create(&log_path).unwrap();
     let server = Serve::start_logged(&scratch, &token_file, &["--metrics"], &[], log.into());
     let url = server.url.clone();
-    let hup = || unsafe { libc::kill(server.child.id() as i32, libc::SIGHUP) };
+    let hup = || unsafe { libc::kill(server.served.child.id() as i32, libc::SIGHUP) };
     let status = |token: &str| http_get(&url, "/metrics", token).0;
     assert!(status("tok-a").contains(" 200 "));
     assert!(status("tok-b").contains(" 401 "));

@@ -11,23 +11,20 @@ mod support;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use acp_remote::{ConnectOptions, Profile};
 use serde_json::{Value, json};
-use support::{Scratch, acp, echo_agent};
+use support::{Scratch, Served, acp, echo_agent};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 const TOKEN: &str = "policy-test-token";
 
 /// A running `acp serve`, stopped on drop.
-struct Serve {
-    child: Child,
-    url: String,
-}
+struct Serve(Served);
 
 impl Serve {
     fn start(scratch: &Scratch, options: &[&str], agent: &[&str]) -> Serve {
@@ -39,51 +36,19 @@ impl Serve {
             .args(options)
             .current_dir(&scratch.0)
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         if !agent.is_empty() {
             cmd.arg("--").args(agent);
         }
-        let mut child = cmd.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let url = loop {
-            let line = rx
-                .recv_timeout(Duration::from_secs(20))
-                .expect("acp serve prints its URL");
-            if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
-                break url.to_owned();
-            }
-        };
-        Serve { child, url }
+        Serve(Served::spawn(cmd))
     }
 
     /// The endpoint for `profile`.
     fn url(&self, profile: Profile) -> String {
         match profile {
-            Profile::StreamableHttp => self.url.clone(),
-            Profile::WebSocket => self.url.replace("http://", "ws://"),
+            Profile::StreamableHttp => self.0.url.clone(),
+            Profile::WebSocket => self.0.url.replace("http://", "ws://"),
         }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -404,7 +369,7 @@ async fn what_the_operator_allows_is_started_and_reached() {
         let three = json!([touching(&marker), touching(&marker), touching(&marker)]);
         refused(&raw.new_session(&scratch.0, three).await, &["at most 2"]);
     }
-    let mut raw = Raw::connect(&serve.url, Profile::WebSocket).await;
+    let mut raw = Raw::connect(&serve.0.url, Profile::WebSocket).await;
     let url = format!("{allowed}mcp");
     accepted(
         &raw.new_session(&scratch.0, json!([http_server("web", &url)]))

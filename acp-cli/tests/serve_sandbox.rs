@@ -8,20 +8,16 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{Scratch, acp};
+use support::{Scratch, Served, acp};
 
 const TOKEN: &str = "s3cret-sandbox-token";
 
 /// A running `acp serve`, stopped with SIGTERM on drop.
-struct Serve {
-    child: Child,
-    url: String,
-}
+struct Serve(Served);
 
 impl Serve {
     /// `acp serve --listen 127.0.0.1:0 OPTIONS -- AGENT` in `dir`, with `env` added to the
@@ -35,40 +31,8 @@ impl Serve {
             .envs(env.iter().copied())
             .current_dir(dir)
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
-        let mut child = cmd.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let url = loop {
-            let line = rx
-                .recv_timeout(Duration::from_secs(20))
-                .expect("acp serve prints its URL");
-            if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
-                break url.to_owned();
-            }
-        };
-        Serve { child, url }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        Serve(Served::spawn(cmd))
     }
 }
 
@@ -180,7 +144,7 @@ fn a_gateway_agent_gets_the_allow_listed_environment_and_never_the_token() {
         ],
         &[agent.to_str().unwrap()],
     );
-    turn(&scratch.0, &server.url);
+    turn(&scratch.0, &server.0.url);
     let env = std::fs::read_to_string(scratch.0.join("env.txt")).unwrap();
     let names: Vec<&str> = env.lines().filter_map(|l| l.split('=').next()).collect();
     for passed in [
@@ -314,7 +278,7 @@ exec '{acp}' agent
         &[("ACP_TOKEN", TOKEN), ("HOME", home.to_str().unwrap())],
         &[agent.to_str().unwrap()],
     );
-    turn(&root, &server.url);
+    turn(&root, &server.0.url);
     let report = std::fs::read_to_string(root.join("report.txt")).unwrap();
     let got = |key: &str| {
         report
@@ -354,7 +318,7 @@ exec '{acp}' agent
     );
     // The connection's sandbox is gone without a trace: no zombie left with the server
     // (the sandbox's init outlives bwrap by a moment; the orphan reaper passes every 2 s).
-    let serve = server.child.id();
+    let serve = server.0.child.id();
     let deadline = Instant::now() + Duration::from_secs(10);
     while !zombie_children(serve).is_empty() {
         assert!(
@@ -407,7 +371,7 @@ fn the_echo_agent_has_a_whole_turn_in_the_sandbox() {
         &[("ACP_TOKEN", TOKEN)],
         &[agent.to_str().unwrap()],
     );
-    let stdout = chat(&dir.0, &server.url);
+    let stdout = chat(&dir.0, &server.0.url);
     assert!(stdout.contains("connected to echo-agent"), "{stdout}");
     assert!(stdout.contains("hello from a terminal"), "{stdout}");
     assert!(stdout.contains("hello remote"), "{stdout}");

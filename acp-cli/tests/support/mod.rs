@@ -279,3 +279,87 @@ impl UpdateLog {
             .collect()
     }
 }
+
+/// A running server process that prints its `http://` URL on stdout (`acp serve`), stopped
+/// on drop: SIGTERM, then SIGKILL after 10 s, and reaped (unless [`Served::kill_9`] already
+/// ended it).
+pub struct Served {
+    /// The process.
+    pub child: std::process::Child,
+    /// The first `http://` word it printed.
+    pub url: String,
+    /// Its stdout's later lines.
+    lines: std::sync::mpsc::Receiver<String>,
+    killed: bool,
+}
+
+impl Served {
+    /// Starts `cmd` with stdout piped here and waits up to 20 s for a line naming its URL.
+    pub fn spawn(mut cmd: Command) -> Served {
+        use std::io::{BufRead, BufReader};
+        cmd.stdout(std::process::Stdio::piped());
+        let mut child = cmd.spawn().expect("the server starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let url = loop {
+            let line = lines
+                .recv_timeout(Duration::from_secs(20))
+                .expect("the server prints its URL");
+            if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
+                break url.to_owned();
+            }
+        };
+        Served {
+            child,
+            url,
+            lines,
+            killed: false,
+        }
+    }
+
+    /// The next line the server prints after its URL, waiting up to `timeout`.
+    pub fn next_line(&self, timeout: Duration) -> Option<String> {
+        self.lines.recv_timeout(timeout).ok()
+    }
+
+    /// `kill -9`: the server dies mid-whatever, as in a crash.
+    pub fn kill_9(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.killed = true;
+    }
+}
+
+impl Served {
+    /// Stops the server: SIGTERM, then up to 10 s for it to exit. `Ok(None)` when
+    /// [`Served::kill_9`] already ended it, `Ok(status)` when it exited, `Err` when it had to
+    /// be killed.
+    pub fn stop(&mut self) -> Result<Option<std::process::ExitStatus>, String> {
+        if self.killed {
+            return Ok(None);
+        }
+        self.killed = true;
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Ok(Some(status));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        Err("the server did not stop on SIGTERM within 10 s".into())
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
