@@ -350,7 +350,8 @@ struct HostingArgs {
     /// [default: the directory acp serve starts in].
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
-    /// Each identity's sessions lie under ROOT/<identity name> instead, created on first use.
+    /// Each identity's sessions lie under `ROOT/NAME` (NAME: the identity's name) instead,
+    /// created on first use.
     #[arg(long)]
     root_per_identity: bool,
 }
