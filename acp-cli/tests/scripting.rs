@@ -12,7 +12,7 @@ use support::{Scratch, acp, mcp_test_server};
 
 /// Runs `acp args...` with a time limit; panics if it hangs.
 fn run(args: &[&str], cwd: &std::path::Path) -> Output {
-    let mut child = Command::new(acp())
+    let child = Command::new(acp())
         .args(args)
         .current_dir(cwd)
         .stdin(Stdio::null())
@@ -20,17 +20,7 @@ fn run(args: &[&str], cwd: &std::path::Path) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("acp {args:?} hung");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    support::output_within(child, Duration::from_secs(30), &format!("acp {args:?}"))
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -120,18 +120,8 @@ fn acp_run(scratch: &Scratch, args: &[&str], token: Option<&str>) -> Output {
     if let Some(token) = token {
         cmd.env("ACP_TOKEN", token);
     }
-    let mut child = cmd.spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("acp {args:?} hung");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let child = cmd.spawn().unwrap();
+    support::output_within(child, Duration::from_secs(30), &format!("acp {args:?}"))
 }
 
 fn check_turn(out: &Output, what: &str) {
@@ -320,7 +310,7 @@ fn serve_refuses_an_empty_token_file() {
 
 /// `acp check --url URL [--ws] --token-file F` with a time limit.
 fn check(scratch: &Scratch, url: &str, extra: &[&str], token_file: &str) -> Output {
-    let mut child = Command::new(acp())
+    let child = Command::new(acp())
         .args([
             "check",
             "--timing-misses-ok",
@@ -336,17 +326,11 @@ fn check(scratch: &Scratch, url: &str, extra: &[&str], token_file: &str) -> Outp
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("acp check --url {url} {extra:?} hung");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    support::output_within(
+        child,
+        Duration::from_secs(120),
+        &format!("acp check --url {url} {extra:?}"),
+    )
 }
 
 /// The conformance kit through the gateway gives the verdicts it gives over stdio: no check

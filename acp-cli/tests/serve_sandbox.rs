@@ -38,7 +38,7 @@ impl Serve {
 
 /// `acp ARGS` in `dir` with the token in `ACP_TOKEN` and a time limit.
 fn acp_run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut child = Command::new(acp())
+    let child = Command::new(acp())
         .args(args)
         .envs(env.iter().copied())
         .current_dir(dir)
@@ -47,17 +47,7 @@ fn acp_run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("acp {args:?} hung");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    support::output_within(child, Duration::from_secs(30), &format!("acp {args:?}"))
 }
 
 /// One turn with `acp chat --url`: the built-in agent behind the gateway echoes it.

@@ -363,3 +363,24 @@ impl Drop for Served {
         let _ = self.stop();
     }
 }
+
+/// Waits for `child` (its stdout and stderr piped) and returns its output; kills it and
+/// panics naming `what` if it runs for longer than `limit`.
+pub fn output_within(
+    mut child: std::process::Child,
+    limit: Duration,
+    what: &str,
+) -> std::process::Output {
+    let deadline = Instant::now() + limit;
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} hung");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
