@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use acp_rpc::{CallOptions, Error, Peer};
 use acp_types::v1::{
-    LoadSessionRequest, PromptRequest, SetSessionConfigOptionRequest,
+    LoadSessionRequest, PromptRequest, SessionId, SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
 use acp_types::{NotificationMethod, RequestMethod};
@@ -160,17 +160,58 @@ impl AgentHandle {
             .subscribers
             .subscribe(params.session_id.clone(), tx.clone());
         let handle = self.clone();
+        let sender = tx.clone();
         let task = tokio::spawn(async move {
             let result = handle.load_session(params).await;
-            let _ = tx.send(Routed::Loaded(result)).await;
+            let _ = sender.send(Routed::Loaded(result)).await;
         });
         SessionUpdates {
             rx,
-            task,
+            tx,
+            tasks: vec![task],
             subscribers: self.subscribers.clone(),
             key,
             ended: false,
         }
+    }
+
+    /// The live updates of a session (one made with `session/new`, or one whose history is
+    /// not wanted), from now on, for as long as the stream is kept: the updates of its turns
+    /// and those the agent sends between turns (a new command list, a mode change), in the
+    /// agent's order. Start turns on it with [`AgentHandle::prompt_on`]: each turn's result
+    /// comes as [`SessionEvent::Prompted`] after its updates.
+    ///
+    /// This is the stream for a client that owns its view of the session in one loop (the
+    /// `acp chat` of acp-cli): one route, no update seen twice, none missed between turns.
+    /// Memory is bounded like a [`PromptStream`]'s ([`PROMPT_STREAM_BUFFER`] updates, then
+    /// back-pressure): keep reading it, and do not await another request to the agent in
+    /// the loop that reads it (spawn it). Updates also reach
+    /// [`Client::session_update`](crate::Client::session_update) as usual.
+    pub fn session_updates(&self, session_id: impl Into<SessionId>) -> SessionUpdates {
+        let (tx, rx) = mpsc::channel(PROMPT_STREAM_BUFFER);
+        let key = self.subscribers.subscribe(session_id.into(), tx.clone());
+        SessionUpdates {
+            rx,
+            tx,
+            tasks: Vec::new(),
+            subscribers: self.subscribers.clone(),
+            key,
+            ended: false,
+        }
+    }
+
+    /// `session/prompt` as a turn of `updates`' session: returns at once, the turn's
+    /// updates come on `updates` as they arrive and its result after them, as
+    /// [`SessionEvent::Prompted`] (acp-rpc's ordering guarantee, as for
+    /// [`AgentHandle::prompt_stream`]). Dropping `updates` abandons the turn (acp-rpc sends
+    /// `$/cancel_request`); use [`AgentHandle::cancel`] for a polite stop.
+    pub fn prompt_on(&self, updates: &mut SessionUpdates, params: PromptRequest) {
+        let handle = self.clone();
+        let tx = updates.tx.clone();
+        updates.tasks.push(tokio::spawn(async move {
+            let result = handle.prompt(params).await;
+            let _ = tx.send(Routed::Prompted(result)).await;
+        }));
     }
 
     /// `session/load` with the replayed history collected: every `session/update` of the
@@ -186,6 +227,8 @@ impl AgentHandle {
         while let Some(event) = stream.next().await {
             match event {
                 SessionEvent::Update(update) => history.push(update),
+                // No turn is started on this stream.
+                SessionEvent::Prompted(_) => {}
                 SessionEvent::Loaded(response) => {
                     return Ok(LoadedSession {
                         response: response?,

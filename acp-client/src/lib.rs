@@ -14,6 +14,10 @@
 //!   cloneable [`AgentHandle`] with every v1 agent method, plus
 //!   [`AgentHandle::prompt_stream`] (a prompt turn as a stream of updates ending with the
 //!   stop reason).
+//! * [`AgentHandle::session_updates`] and [`AgentHandle::prompt_on`]: a whole session as one
+//!   stream (updates between turns too, each turn's result after its updates), for a client
+//!   that owns its view of the session in one loop; [`steering`]: a message for the running
+//!   turn (`_session/steering`) where the agent advertises it.
 //! * [`process::AgentProcess`] (feature `process`): spawns an agent command with piped
 //!   stdio, forwards its stderr to `tracing`, and kills its whole process group on drop.
 //! * [`restart::SupervisedAgent`] (feature `process`): an agent process that is respawned
@@ -71,6 +75,7 @@ pub mod process;
 mod reaper;
 #[cfg(feature = "process")]
 pub mod restart;
+pub mod steering;
 pub mod stream;
 #[cfg(feature = "process")]
 pub mod terminal;

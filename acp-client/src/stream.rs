@@ -33,26 +33,40 @@ pub enum SessionEvent {
     Update(SessionUpdate),
     /// The agent answered `session/load` (or failed it: the stream then ends).
     Loaded(Result<LoadSessionResponse, Error>),
+    /// A turn started with [`AgentHandle::prompt_on`](crate::AgentHandle::prompt_on) is
+    /// over: its result (the stop reason) or its error, after every update of the turn.
+    Prompted(Result<PromptResponse, Error>),
 }
 
-/// A loaded session's updates, replay first; see [`AgentHandle::load_session_stream`](crate::AgentHandle::load_session_stream).
-/// Dropping it removes the session's route (and abandons a load still running).
+/// A session's updates, as one stream for the whole life of the session: a loaded session's
+/// replay first ([`AgentHandle::load_session_stream`](crate::AgentHandle::load_session_stream)),
+/// or a session's live updates from now on ([`AgentHandle::session_updates`](crate::AgentHandle::session_updates)),
+/// and the ends of the turns started on it ([`AgentHandle::prompt_on`](crate::AgentHandle::prompt_on)).
+/// Dropping it removes the session's route (and abandons a load or a turn still running).
 #[derive(Debug)]
 pub struct SessionUpdates {
     pub(crate) rx: mpsc::Receiver<Routed>,
-    pub(crate) task: tokio::task::JoinHandle<()>,
+    /// The route's sender, for the results of the requests started on this stream.
+    pub(crate) tx: mpsc::Sender<Routed>,
+    /// The load and the turns started on this stream (aborted on drop).
+    pub(crate) tasks: Vec<tokio::task::JoinHandle<()>>,
     pub(crate) subscribers: Subscribers,
     pub(crate) key: (SessionId, u64),
     pub(crate) ended: bool,
 }
 
 impl SessionUpdates {
-    /// The next event: replayed updates, `Loaded`, then live updates; `None` once the load
-    /// failed or the connection ended.
+    /// The next event: replayed updates, `Loaded`, then live updates, each turn's
+    /// `Prompted` after its updates; `None` once the load failed.
+    ///
+    /// The stream holds its own route open, so it does not end with the connection: a
+    /// closed connection shows as the error of the next request (a turn's `Prompted`).
     pub async fn next(&mut self) -> Option<SessionEvent> {
         if self.ended {
             return None;
         }
+        // Finished requests leave the list, so a long session does not pile up handles.
+        self.tasks.retain(|task| !task.is_finished());
         match self.rx.recv().await {
             Some(Routed::Update(update)) => Some(SessionEvent::Update(update)),
             Some(Routed::Loaded(result)) => {
@@ -62,18 +76,26 @@ impl SessionUpdates {
                 }
                 Some(SessionEvent::Loaded(result))
             }
-            Some(Routed::Prompted(_)) | None => {
+            Some(Routed::Prompted(result)) => Some(SessionEvent::Prompted(result)),
+            None => {
                 self.ended = true;
                 None
             }
         }
+    }
+
+    /// The session this stream carries.
+    pub fn session_id(&self) -> &SessionId {
+        &self.key.0
     }
 }
 
 impl Drop for SessionUpdates {
     fn drop(&mut self) {
         self.subscribers.unsubscribe(&self.key);
-        self.task.abort();
+        for task in &self.tasks {
+            task.abort();
+        }
     }
 }
 
