@@ -1,153 +1,96 @@
-//! The CLI's [`Client`]: shows every update on the [`View`], puts permission requests and
-//! every terminal command to the user (or to the `--yes`/`--no` policy when not
-//! interactive), reads files inside the working directory, and runs the terminals the user
-//! agreed to.
+//! The CLI's [`Client`]: reads files inside the working directory, runs the terminals the
+//! user agreed to, and hands everything the user is to see or answer (permission requests,
+//! terminal commands, their output) to the chat's loop as [`ClientEvent`]s, in the order the
+//! agent sent them. The loop owns the screen and the keyboard; the client owns neither.
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use acp_client::fs::SandboxedFs;
-use acp_client::permission::{PermissionPolicy, choose_permission};
 use acp_client::terminal::{TerminalConfig, TerminalDecision, TerminalRequest, Terminals};
 use acp_client::{Client, Error, async_trait};
 use acp_types::v1::*;
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, oneshot};
 
-use crate::input::{Answer, CommandList, Keyboard, LineKind};
 use crate::proto;
 use crate::sanitize::terminal_safe;
-use crate::view::View;
 
-/// Who answers the agent's questions.
-#[derive(Clone)]
-pub enum Answerer {
-    /// The user, at the keyboard.
-    Keyboard(Keyboard),
-    /// A fixed policy (`--yes`, `--yes-always`, or neither): permission requests are
-    /// answered by [`acp_client::permission::choose_permission`] (never more than a one-time
-    /// allow unless `--yes-always`); terminal commands run when the policy allows.
-    Policy {
-        /// What to grant.
-        allow: PermissionPolicy,
+/// A question of the agent's, for the user (or the `--yes` policy) to answer.
+#[derive(Debug)]
+pub enum Question {
+    /// `session/request_permission`: answered with the index of an option, or `None`
+    /// (cancelled).
+    Permission {
+        /// The request as the agent sent it.
+        request: RequestPermissionRequest,
+        /// The answer.
+        reply: oneshot::Sender<Option<usize>>,
+    },
+    /// A terminal command to run: the lines say what, where and with which environment;
+    /// answered yes or no, or `None` (cancelled).
+    Terminal {
+        /// What would run.
+        lines: Vec<String>,
+        /// The answer.
+        reply: oneshot::Sender<Option<bool>>,
     },
 }
 
-/// What the session looks like, kept up to date from its updates.
-#[derive(Default)]
-pub struct SessionView {
-    /// The current mode id.
-    pub mode: Option<String>,
-    /// The modes on offer: id and name.
-    pub modes: Vec<(String, String)>,
-    /// The configuration options (models among them).
-    pub config: Vec<SessionConfigOption>,
-    /// The models the agent listed in `models` (unstable; gemini-cli), if it did.
-    pub models: Option<SessionModelState>,
-    /// The session's title, as the agent last reported it.
-    pub title: Option<String>,
-}
-
-impl SessionView {
-    /// How the model is chosen in this session.
-    pub fn model_choice(&self) -> crate::offers::ModelChoice {
-        crate::offers::ModelChoice::of(self.models.as_ref(), &self.config)
-    }
+/// What the client hands to the chat's loop.
+#[derive(Debug)]
+pub enum ClientEvent {
+    /// A question; the loop shows it and sends the answer back.
+    Ask(Question),
+    /// A notice from the CLI about what the agent does (a file read).
+    Info(String),
+    /// The output of a terminal the agent ran through us, once it exited.
+    TerminalOutput {
+        /// The command line, for the user.
+        command: String,
+        /// What it wrote.
+        output: String,
+        /// Its exit code.
+        exit: Option<u32>,
+    },
 }
 
 /// The CLI's client.
-#[derive(Clone)]
 pub struct CliClient {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    view: Arc<dyn View>,
-    answerer: Answerer,
-    commands: CommandList,
-    session: Arc<Mutex<SessionView>>,
+    /// To the chat's loop; `None` (or a loop that is gone): questions are refused.
+    events: Option<mpsc::UnboundedSender<ClientEvent>>,
     fs: SandboxedFs,
     terminals: Terminals,
     /// Terminal id -> the command line, for showing its output.
     terminal_commands: Mutex<HashMap<String, String>>,
-    /// Signalled when the user presses Ctrl-C at a question: the turn is to be cancelled.
-    interrupt: Arc<Notify>,
-    /// Tool call id -> title, to name the call a permission request is about.
-    tool_titles: Mutex<HashMap<String, String>>,
 }
 
 impl CliClient {
-    /// A client showing on `view`, asking `answerer`, reading files under `cwd`.
+    /// A client that hands its events to `events` and reads files under `cwd`.
     pub fn new(
-        view: Arc<dyn View>,
-        answerer: Answerer,
-        commands: CommandList,
-        session: Arc<Mutex<SessionView>>,
+        events: Option<mpsc::UnboundedSender<ClientEvent>>,
         cwd: &Path,
     ) -> Result<CliClient, String> {
         let fs = SandboxedFs::new([cwd])
             .map_err(|e| format!("cannot use {} as the working directory: {e}", cwd.display()))?;
         Ok(CliClient {
-            inner: Arc::new(Inner {
-                view,
-                answerer,
-                commands,
-                session,
-                fs,
-                // The user is shown the cwd and the environment and decides, so neither is
-                // refused before asking; commands without a cwd run in `cwd`.
-                terminals: Terminals::new().with_workspace(cwd).with_config(
-                    TerminalConfig::default()
-                        .with_env_allowed(true)
-                        .with_cwd_outside_roots_allowed(true),
-                ),
-                terminal_commands: Mutex::new(HashMap::new()),
-                interrupt: Arc::new(Notify::new()),
-                tool_titles: Mutex::new(HashMap::new()),
-            }),
+            events,
+            fs,
+            // The user is shown the cwd and the environment and decides, so neither is
+            // refused before asking; commands without a cwd run in `cwd`.
+            terminals: Terminals::new().with_workspace(cwd).with_config(
+                TerminalConfig::default()
+                    .with_env_allowed(true)
+                    .with_cwd_outside_roots_allowed(true),
+            ),
+            terminal_commands: Mutex::new(HashMap::new()),
         })
     }
 
-    /// Notified when the user interrupts a question with Ctrl-C.
-    pub fn interrupt(&self) -> Arc<Notify> {
-        self.inner.interrupt.clone()
-    }
-
-    /// Asks a yes/no question; `None` when the user pressed Ctrl-C or the keyboard is gone.
-    async fn ask_yes_no(&self, kind: &str, lines: Vec<String>) -> Option<bool> {
-        let inner = &self.inner;
-        inner.view.question(&lines);
-        let answer = match &inner.answerer {
-            Answerer::Policy { allow } => {
-                inner.view.info(if allow.allows() {
-                    "yes (--yes)"
-                } else {
-                    "no (no --yes)"
-                });
-                Some(allow.allows())
-            }
-            Answerer::Keyboard(keyboard) => loop {
-                match keyboard.read("[y]es / [n]o > ", LineKind::Answer).await {
-                    Answer::Line(line) => match line.trim().to_ascii_lowercase().as_str() {
-                        "y" | "yes" => break Some(true),
-                        "n" | "no" | "" => break Some(false),
-                        _ => continue,
-                    },
-                    Answer::Interrupted => {
-                        inner.interrupt.notify_one();
-                        break None;
-                    }
-                    Answer::Eof => break None,
-                }
-            },
-        };
-        let text = match answer {
-            Some(true) => "yes",
-            Some(false) => "no",
-            None => "interrupted",
-        };
-        inner.view.answered(kind, text);
-        answer
+    fn send(&self, event: ClientEvent) -> bool {
+        self.events
+            .as_ref()
+            .is_some_and(|tx| tx.send(event).is_ok())
     }
 }
 
@@ -199,90 +142,27 @@ impl Client for CliClient {
         &self,
         p: RequestPermissionRequest,
     ) -> Result<RequestPermissionResponse, Error> {
-        let inner = &self.inner;
-        let id = &p.tool_call.tool_call_id.0;
-        let title = p.tool_call.title.clone().unwrap_or_else(|| {
-            inner
-                .tool_titles
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(id)
-                .cloned()
-                .unwrap_or_else(|| id.clone())
-        });
-        let mut lines = vec![format!(
-            "the agent asks permission: {}",
-            terminal_safe(&title).replace('\n', " ")
-        )];
-        for (i, option) in p.options.iter().enumerate() {
-            lines.push(format!(
-                "{}) {} ({})",
-                i + 1,
-                terminal_safe(&option.name).replace('\n', " "),
-                option.kind
-            ));
-        }
-        inner.view.question(&lines);
-        let choice = match &inner.answerer {
-            Answerer::Policy { allow } => {
-                let choice = choose_permission(&p.options, *allow);
-                if choice.no_allow_offered {
-                    inner.view.info(match allow {
-                        PermissionPolicy::AllowOnce => "the agent offers no one-time allow (allow_once): refused, since --yes grants one action at a time (--yes-always may grant an allow_always option)",
-                        _ => "the agent offers no allow option: refused",
-                    });
-                }
-                let why = match allow {
-                    PermissionPolicy::AllowOnce => "--yes",
-                    PermissionPolicy::AllowAlways => "--yes-always",
-                    PermissionPolicy::Refuse => "no --yes",
-                };
-                match choice.option {
-                    Some(i) => inner
-                        .view
-                        .info(&format!("{} ({why})", terminal_safe(&p.options[i].name))),
-                    None => inner
-                        .view
-                        .info(&format!("no option to refuse with: cancelled ({why})")),
-                }
-                choice.option
-            }
-            Answerer::Keyboard(keyboard) => {
-                let prompt = format!("choose 1-{} > ", p.options.len());
-                loop {
-                    match keyboard.read(&prompt, LineKind::Answer).await {
-                        Answer::Line(line) => {
-                            if let Some(i) = pick_option(&p.options, &line) {
-                                break Some(i);
-                            }
-                        }
-                        Answer::Interrupted => {
-                            inner.interrupt.notify_one();
-                            break None;
-                        }
-                        Answer::Eof => break None,
-                    }
-                }
-            }
+        let options = p.options.clone();
+        let (reply, answer) = oneshot::channel();
+        let asked = self.send(ClientEvent::Ask(Question::Permission { request: p, reply }));
+        let choice = if asked {
+            answer.await.ok().flatten()
+        } else {
+            None
         };
-        let outcome = match choice {
-            Some(i) => {
-                inner.view.answered("permission", &p.options[i].option_id.0);
-                RequestPermissionOutcome::selected(p.options[i].option_id.clone())
-            }
-            None => {
-                inner.view.answered("permission", "cancelled");
-                RequestPermissionOutcome::Cancelled
-            }
+        let outcome = match choice.and_then(|i| options.get(i)) {
+            Some(option) => RequestPermissionOutcome::selected(option.option_id.clone()),
+            None => RequestPermissionOutcome::Cancelled,
         };
         Ok(proto::permission_response(outcome))
     }
 
     async fn read_text_file(&self, p: ReadTextFileRequest) -> Result<ReadTextFileResponse, Error> {
-        self.inner
-            .view
-            .info(&format!("the agent reads {}", terminal_safe(&p.path)));
-        self.inner.fs.read_text_file(p).await
+        self.send(ClientEvent::Info(format!(
+            "the agent reads {}",
+            terminal_safe(&p.path)
+        )));
+        self.fs.read_text_file(p).await
     }
 
     /// The terminal policy hook: the user sees exactly what would run and answers.
@@ -311,7 +191,14 @@ impl Client for CliClient {
                 ));
             }
         }
-        match self.ask_yes_no("terminal", lines).await {
+        let (reply, answer) = oneshot::channel();
+        let asked = self.send(ClientEvent::Ask(Question::Terminal { lines, reply }));
+        let answer = if asked {
+            answer.await.ok().flatten()
+        } else {
+            None
+        };
+        match answer {
             Some(true) => TerminalDecision::Allow,
             Some(false) => TerminalDecision::deny(format!("the user refused to run `{command}`")),
             None => TerminalDecision::deny("the user cancelled the question"),
@@ -321,7 +208,7 @@ impl Client for CliClient {
     /// `terminal/output` and `terminal/kill` go to the terminals as they are; create, wait
     /// and release (below) also keep the command line the view shows with its output.
     fn terminals(&self) -> Option<&Terminals> {
-        Some(&self.inner.terminals)
+        Some(&self.terminals)
     }
 
     async fn create_terminal(
@@ -330,9 +217,8 @@ impl Client for CliClient {
     ) -> Result<CreateTerminalResponse, Error> {
         // Without a cwd the command runs in the session's directory (`Terminals` does it).
         let command = describe_command(&p);
-        let created = self.inner.terminals.create(p, self).await?;
-        self.inner
-            .terminal_commands
+        let created = self.terminals.create(p, self).await?;
+        self.terminal_commands
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(created.terminal_id.0.clone(), command);
@@ -345,14 +231,12 @@ impl Client for CliClient {
     ) -> Result<WaitForTerminalExitResponse, Error> {
         let session_id = p.session_id.clone();
         let terminal_id = p.terminal_id.clone();
-        let exit = self.inner.terminals.wait_for_exit(p).await?;
+        let exit = self.terminals.wait_for_exit(p).await?;
         let output = self
-            .inner
             .terminals
             .output(proto::terminal_output(&session_id, &terminal_id))
             .await;
         let command = self
-            .inner
             .terminal_commands
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -360,9 +244,11 @@ impl Client for CliClient {
             .cloned()
             .unwrap_or_default();
         if let Ok(output) = output {
-            self.inner
-                .view
-                .terminal_output(&command, &output.output, exit.exit_code);
+            self.send(ClientEvent::TerminalOutput {
+                command,
+                output: output.output,
+                exit: exit.exit_code,
+            });
         }
         Ok(exit)
     }
@@ -371,56 +257,11 @@ impl Client for CliClient {
         &self,
         p: ReleaseTerminalRequest,
     ) -> Result<ReleaseTerminalResponse, Error> {
-        self.inner
-            .terminal_commands
+        self.terminal_commands
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&p.terminal_id.0);
-        self.inner.terminals.release(p).await
-    }
-
-    async fn session_update(&self, n: SessionNotification) -> Result<(), Error> {
-        let inner = &self.inner;
-        match &n.update {
-            SessionUpdate::ToolCall(call) => {
-                inner
-                    .tool_titles
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(call.tool_call_id.0.clone(), call.title.clone());
-            }
-            SessionUpdate::AvailableCommandsUpdate(c) => {
-                let mut commands = inner.commands.lock().unwrap_or_else(|p| p.into_inner());
-                *commands = c
-                    .available_commands
-                    .iter()
-                    .map(|c| (terminal_safe(&c.name), terminal_safe(&c.description)))
-                    .collect();
-            }
-            SessionUpdate::CurrentModeUpdate(m) => {
-                inner.session.lock().unwrap_or_else(|p| p.into_inner()).mode =
-                    Some(m.current_mode_id.0.clone());
-            }
-            SessionUpdate::ConfigOptionUpdate(c) => {
-                inner
-                    .session
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .config = c.config_options.clone();
-            }
-            SessionUpdate::SessionInfoUpdate(info) => {
-                if let Some(title) = &info.title {
-                    inner
-                        .session
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .title = title.clone();
-                }
-            }
-            _ => {}
-        }
-        inner.view.update(&n.update);
-        Ok(())
+        self.terminals.release(p).await
     }
 }
 

@@ -1,7 +1,7 @@
 //! `acp`: the command line for the Agent Client Protocol.
 //!
 //! * `acp chat [-- AGENT...]`: talk to an agent in the terminal (the built-in demo agent when
-//!   no command is given); `--prompt TEXT` runs one turn for scripts.
+//!   no command is given); `--prompt TEXT` (as often as wanted) runs turns for scripts.
 //! * `acp sessions -- AGENT...`: list an agent's sessions.
 //! * `acp serve [--listen ADDR] [--store DIR|postgres://...] [-- AGENT...]`: serve an agent
 //!   (the built-in one without a command) over the network, Streamable HTTP and WebSocket,
@@ -126,7 +126,13 @@ In the chat (Tab completes commands, ids and @paths):
   /title [TEXT]  show the session's title, or rename the session (when the agent advertises
                  sessionCapabilities.title)
   /quit          leave (Ctrl-D too); Ctrl-C cancels a turn, a second Ctrl-C quits
-  @PATH          attach a file to the prompt";
+  @PATH          attach a file to the prompt
+
+While a turn runs, a line typed and ended with Enter is a follow-up: sent into the running
+turn as steering where the agent advertises it (`_session/steering`), else queued (shown as
+`queued:`) and sent as the next prompt when the turn ends. Ctrl-C cancels the turn and holds
+the queued lines instead of sending them: each is offered on the prompt line, where Enter
+sends it and Ctrl-C drops it.";
 
 #[derive(Args, Debug)]
 #[command(after_help = CHAT_COMMANDS)]
@@ -134,9 +140,11 @@ struct ChatArgs {
     #[command(flatten)]
     agent: AgentArgs,
     /// Run one turn with this prompt and exit: 0 for end_turn, 130 cancelled, 3 refusal,
-    /// 4 max_tokens, 5 max_turn_requests, 6 another stop reason, 1 an error.
-    #[arg(long)]
-    prompt: Option<String>,
+    /// 4 max_tokens, 5 max_turn_requests, 6 another stop reason, 1 an error. Given several
+    /// times: one turn each, in order, stopping at the first that does not end with
+    /// end_turn (its status is the exit status).
+    #[arg(long, value_name = "TEXT")]
+    prompt: Vec<String>,
     /// With --prompt: one JSON event per line on stdout instead of a transcript.
     #[arg(long, requires = "prompt")]
     json: bool,
@@ -292,7 +300,7 @@ async fn run(cli: Cli) -> i32 {
             chat::run(chat::ChatRequest {
                 agent: spec,
                 mcp_servers,
-                prompt: args.prompt,
+                prompts: args.prompt,
                 json: args.json,
                 load: args.load,
                 allow: match (args.yes, args.yes_always) {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use acp_types::v1::*;
 
-use crate::client::{Answerer, CliClient};
+use crate::client::CliClient;
 use crate::proto;
 use crate::view::{Screen, View};
 
@@ -15,15 +15,8 @@ use crate::link::{AgentSpec, connect};
 /// `acp sessions`: lists the agent's sessions (every page); returns the exit status.
 pub async fn sessions(spec: AgentSpec) -> i32 {
     let view: Arc<dyn View> = Arc::new(Screen::stdout());
-    let client = match CliClient::new(
-        view.clone(),
-        Answerer::Policy {
-            allow: acp_client::permission::PermissionPolicy::Refuse,
-        },
-        Arc::default(),
-        Arc::default(),
-        &spec.cwd,
-    ) {
+    // Listing asks nothing of the user: a question the agent sends is refused.
+    let client = match CliClient::new(None, &spec.cwd) {
         Ok(client) => client,
         Err(e) => {
             view.error(&e);

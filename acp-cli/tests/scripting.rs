@@ -1013,3 +1013,45 @@ fn a_failed_turn_is_one_message_and_the_log_line_only_with_rust_log() {
         text(&out.stderr)
     );
 }
+
+/// `--prompt` given several times is a scripted sequence: one turn each, in order, in the
+/// transcript and in `--json` events (issue 50).
+#[test]
+fn repeated_prompts_run_one_turn_each_in_order() {
+    let dir = Scratch::new("prompts");
+    let args = [
+        "chat",
+        "--prompt",
+        "/echo first",
+        "--prompt",
+        "/echo second",
+    ];
+    let out = run(&args, &dir.0);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let at = |needle: &str| {
+        stdout
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?}: {stdout}"))
+    };
+    assert!(at("you> /echo first") < at("\n  first"), "{stdout}");
+    assert!(at("\n  first") < at("you> /echo second"), "{stdout}");
+    assert!(at("you> /echo second") < at("\n  second"), "{stdout}");
+    assert_eq!(stdout.matches("── end_turn").count(), 2, "{stdout}");
+    let args = [
+        "chat", "--json", "--prompt", "/echo a", "--prompt", "/echo b",
+    ];
+    let out = run(&args, &dir.0);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let prompts: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains(r#""event":"prompt""#))
+        .collect();
+    assert_eq!(prompts.len(), 2, "{stdout}");
+    assert!(
+        prompts[0].contains("/echo a") && prompts[1].contains("/echo b"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches(r#""event":"done""#).count(), 2, "{stdout}");
+}

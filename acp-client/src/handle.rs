@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use acp_rpc::{CallOptions, Error, Peer};
 use acp_types::v1::{
-    LoadSessionRequest, PromptRequest, SessionId, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
+    LoadSessionRequest, NewSessionRequest, NewSessionResponse, PromptRequest, SessionId,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse,
 };
 use acp_types::{NotificationMethod, RequestMethod};
 use serde_json::Value;
@@ -198,6 +199,43 @@ impl AgentHandle {
             key,
             ended: false,
         }
+    }
+
+    /// `session/new`, with the new session's updates as a stream from its first one on: the
+    /// route is installed before the request is written (for every session, narrowed to the
+    /// new one when its id arrives, in one step), so the updates an agent sends right after
+    /// its answer (a command list, a title) are on the stream, not missed. Then as
+    /// [`AgentHandle::session_updates`].
+    ///
+    /// While the answer is awaited the route holds at most [`PROMPT_STREAM_BUFFER`] updates
+    /// (of every session) and drops what comes past that, rather than make the connection
+    /// wait on a stream nobody reads yet.
+    pub async fn new_session_stream(
+        &self,
+        params: NewSessionRequest,
+    ) -> Result<(NewSessionResponse, SessionUpdates), Error> {
+        let (tx, rx) = mpsc::channel(PROMPT_STREAM_BUFFER);
+        let any = self.subscribers.subscribe_any(tx.clone());
+        let created = match self.new_session(params).await {
+            Ok(created) => created,
+            Err(e) => {
+                self.subscribers.unsubscribe_any(any);
+                return Err(e);
+            }
+        };
+        let key = self
+            .subscribers
+            .narrow(any, created.session_id.clone())
+            .ok_or_else(|| Error::internal_error("the session's route was removed"))?;
+        let updates = SessionUpdates {
+            rx,
+            tx,
+            tasks: Vec::new(),
+            subscribers: self.subscribers.clone(),
+            key,
+            ended: false,
+        };
+        Ok((created, updates))
     }
 
     /// `session/prompt` as a turn of `updates`' session: returns at once, the turn's

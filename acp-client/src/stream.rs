@@ -67,7 +67,17 @@ impl SessionUpdates {
         }
         // Finished requests leave the list, so a long session does not pile up handles.
         self.tasks.retain(|task| !task.is_finished());
-        match self.rx.recv().await {
+        let routed = loop {
+            match self.rx.recv().await {
+                Some(Routed::Any(session, update)) => {
+                    if session == self.key.0 {
+                        break Some(Routed::Update(update));
+                    }
+                }
+                other => break other,
+            }
+        };
+        match routed {
             Some(Routed::Update(update)) => Some(SessionEvent::Update(update)),
             Some(Routed::Loaded(result)) => {
                 if result.is_err() {
@@ -77,7 +87,7 @@ impl SessionUpdates {
                 Some(SessionEvent::Loaded(result))
             }
             Some(Routed::Prompted(result)) => Some(SessionEvent::Prompted(result)),
-            None => {
+            Some(Routed::Any(..)) | None => {
                 self.ended = true;
                 None
             }
@@ -106,6 +116,9 @@ impl Drop for SessionUpdates {
 #[derive(Debug)]
 pub(crate) enum Routed {
     Update(SessionUpdate),
+    /// An update of any session, caught while a new session's id is not known yet (see
+    /// [`Subscribers::subscribe_any`]); the stream keeps those of its own session.
+    Any(SessionId, SessionUpdate),
     Prompted(Result<PromptResponse, Error>),
     Loaded(Result<LoadSessionResponse, Error>),
 }
@@ -140,7 +153,7 @@ impl PromptStream {
         let event = match self.rx.recv().await {
             Some(Routed::Update(update)) => Some(PromptEvent::Update(update)),
             Some(Routed::Prompted(result)) => Some(PromptEvent::Done(result)),
-            Some(Routed::Loaded(_)) | None => None,
+            Some(Routed::Loaded(_)) | Some(Routed::Any(..)) | None => None,
         };
         if !matches!(event, Some(PromptEvent::Update(_))) {
             self.done = true;
@@ -176,7 +189,13 @@ impl Drop for PromptStream {
     }
 }
 
-type SubscriberMap = HashMap<SessionId, Vec<(u64, mpsc::Sender<Routed>)>>;
+/// The streams by session, and those that take every session's updates for a while
+/// ([`Subscribers::subscribe_any`]).
+#[derive(Debug, Default)]
+struct SubscriberMap {
+    sessions: HashMap<SessionId, Vec<(u64, mpsc::Sender<Routed>)>>,
+    any: Vec<(u64, mpsc::Sender<Routed>)>,
+}
 
 /// Prompt streams waiting for updates, by session.
 #[derive(Clone, Default, Debug)]
@@ -201,20 +220,56 @@ impl Subscribers {
     ) -> (SessionId, u64) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let mut map = self.lock();
-        map.entry(session.clone()).or_default().push((id, tx));
+        map.sessions
+            .entry(session.clone())
+            .or_default()
+            .push((id, tx));
         self.streams.fetch_add(1, Ordering::SeqCst);
         (session, id)
     }
 
+    /// A route that takes the updates of every session (as [`Routed::Any`]) until
+    /// [`Subscribers::narrow`] makes it one session's: for a session whose id the agent has
+    /// not told yet (`session/new`), so that no update sent right after its answer slips by.
+    pub(crate) fn subscribe_any(&self, tx: mpsc::Sender<Routed>) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.lock().any.push((id, tx));
+        self.streams.fetch_add(1, Ordering::SeqCst);
+        id
+    }
+
+    /// Makes the route `id` of [`Subscribers::subscribe_any`] the route of `session` (in one
+    /// step under the lock: every update goes to it exactly once, in order); `None` when it
+    /// was removed meanwhile.
+    pub(crate) fn narrow(&self, id: u64, session: SessionId) -> Option<(SessionId, u64)> {
+        let mut map = self.lock();
+        let at = map.any.iter().position(|(i, _)| *i == id)?;
+        let (_, tx) = map.any.remove(at);
+        map.sessions
+            .entry(session.clone())
+            .or_default()
+            .push((id, tx));
+        Some((session, id))
+    }
+
+    /// Removes a route of [`Subscribers::subscribe_any`] (a `session/new` that failed).
+    pub(crate) fn unsubscribe_any(&self, id: u64) {
+        let mut map = self.lock();
+        let before = map.any.len();
+        map.any.retain(|(i, _)| *i != id);
+        self.streams
+            .fetch_sub(before - map.any.len(), Ordering::SeqCst);
+    }
+
     fn unsubscribe(&self, key: &(SessionId, u64)) {
         let mut map = self.lock();
-        if let Some(list) = map.get_mut(&key.0) {
+        if let Some(list) = map.sessions.get_mut(&key.0) {
             let before = list.len();
             list.retain(|(id, _)| *id != key.1);
             self.streams
                 .fetch_sub(before - list.len(), Ordering::SeqCst);
             if list.is_empty() {
-                map.remove(&key.0);
+                map.sessions.remove(&key.0);
             }
         }
     }
@@ -226,10 +281,20 @@ impl Subscribers {
         if self.streams.load(Ordering::SeqCst) == 0 {
             return;
         }
-        let streams: Vec<mpsc::Sender<Routed>> = match self.lock().get(&n.session_id) {
-            Some(list) => list.iter().map(|(_, tx)| tx.clone()).collect(),
-            None => return,
+        let (streams, any): (Vec<mpsc::Sender<Routed>>, Vec<mpsc::Sender<Routed>>) = {
+            let map = self.lock();
+            let streams = match map.sessions.get(&n.session_id) {
+                Some(list) => list.iter().map(|(_, tx)| tx.clone()).collect(),
+                None => Vec::new(),
+            };
+            (streams, map.any.iter().map(|(_, tx)| tx.clone()).collect())
         };
+        // A route waiting for its session's id never makes the connection wait: it is read
+        // only once the answer came, which could not come while the connection waited for
+        // it. Past its buffer, it misses updates (of which only its own session's count).
+        for tx in any {
+            let _ = tx.try_send(Routed::Any(n.session_id.clone(), n.update.clone()));
+        }
         for tx in streams {
             match tx.try_send(Routed::Update(n.update.clone())) {
                 // Boxed: the wait holds the update and the channel's wait, a large future

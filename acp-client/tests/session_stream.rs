@@ -30,6 +30,21 @@ impl Handler for Counter {
         method: &str,
         params: Params,
     ) -> Result<Box<RawValue>, Error> {
+        if method == "session/new" {
+            // One update of another session before the answer, one of the new session
+            // right after it (as agents send their command list).
+            let other = SessionNotification::new("older", SessionUpdate::agent_message_text("no"));
+            cx.peer().notify("session/update", &other).await?;
+            let peer = cx.peer().clone();
+            let written = cx.response_written();
+            tokio::spawn(async move {
+                let _ = written.await;
+                let first =
+                    SessionNotification::new("fresh", SessionUpdate::agent_message_text("first"));
+                let _ = peer.notify("session/update", &first).await;
+            });
+            return to_raw(&json!({"sessionId": "fresh"}));
+        }
         if method == "_session/steering" {
             let p: Value = params.parse()?;
             self.steered.lock().unwrap().push(p);
@@ -106,6 +121,21 @@ async fn a_session_stream_carries_updates_between_turns_and_each_turns_end_after
     );
     match session.next().await {
         Some(SessionEvent::Prompted(Err(e))) => assert!(e.is_connection_closed(), "{e:?}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_new_sessions_stream_has_the_update_sent_right_after_its_answer() {
+    let (conn, _agent) = common::pair(Nothing, Counter::default());
+    let (created, mut updates) = conn
+        .agent()
+        .new_session_stream(NewSessionRequest::new("/w"))
+        .await
+        .unwrap();
+    assert_eq!(created.session_id.0, "fresh");
+    match updates.next().await {
+        Some(SessionEvent::Update(u)) => assert_eq!(text(&u), "first"),
         other => panic!("{other:?}"),
     }
 }

@@ -13,12 +13,13 @@ use acp_types::v1::*;
 mod json;
 mod screen;
 mod term;
+mod updates;
 
 pub use json::JsonEvents;
 pub use screen::Screen;
 
-/// Where the session is shown. Shared between the client (updates, questions) and the
-/// chat loop (turn boundaries); implementations lock internally.
+/// Where the session is shown, by the chat's loop (which owns it: updates, questions, turn
+/// boundaries all reach it there, in order).
 pub trait View: Send + Sync {
     /// A `session/update` arrived.
     fn update(&self, update: &SessionUpdate);
@@ -40,6 +41,11 @@ pub trait View: Send + Sync {
     fn tick(&self);
     /// The turn ended with this stop reason (or error text), after `elapsed`.
     fn turn_ended(&self, outcome: &str, elapsed: Duration);
+    /// The line the user is typing while the turn runs (a follow-up not finished yet; empty
+    /// when there is none).
+    fn typing(&self, text: &str) {
+        let _ = text;
+    }
     /// A loaded session's history starts (`true`) or has been replayed (`false`): the
     /// updates in between are an earlier conversation, shown the way it looked live.
     fn replay(&self, replaying: bool) {

@@ -83,6 +83,8 @@ pub(super) struct Term {
     pub(super) held: Vec<u8>,
     /// A loaded session's history is being shown: the user's earlier prompts count.
     pub(super) replayed_turns: Option<usize>,
+    /// The line the user is typing during the turn (shown beside the spinner).
+    pub(super) typed: String,
 }
 
 pub(super) const DIM: &str = "\x1b[2m";

@@ -1,215 +1,26 @@
-//! The keyboard: a rustyline editor on its own thread (it blocks), asked for one line at a
-//! time from async code, with completion of slash commands and `@path` attachments.
+//! Completion of the prompt line: the agent's slash commands and the CLI's own, the ids a
+//! command takes (`/mode `, `/model `), and `@path` attachments.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use rustyline::completion::{Completer, Pair};
-use rustyline::error::ReadlineError;
 use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
-use rustyline::history::DefaultHistory;
 use rustyline::validate::Validator;
-use rustyline::{Context, Editor, Helper};
-use tokio::sync::oneshot;
+use rustyline::{Context, Helper};
 
-/// What the user did at a prompt.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Answer {
-    /// A line (without its newline).
-    Line(String),
-    /// Ctrl-C.
-    Interrupted,
-    /// Ctrl-D, or the keyboard is gone.
-    Eof,
-}
-
-/// What to complete while reading a line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LineKind {
-    /// The prompt line: slash commands and `@path`, kept in history.
-    Prompt,
-    /// An answer to a question: no completion, no history.
-    Answer,
-}
-
-/// Commands offered for completion: name and description.
-pub type CommandList = Arc<Mutex<Vec<(String, String)>>>;
-
-/// The choices (id and name) offered for the first argument of one of the CLI's own
-/// commands (`/mode `, `/model `), asked at every completion so they are always current;
-/// empty for a command without choices.
-pub type ArgumentChoices = Arc<dyn Fn(&str) -> Vec<(String, String)> + Send + Sync>;
-
-/// The CLI's commands whose first argument completes from [`ArgumentChoices`].
-const COMMANDS_WITH_CHOICES: [&str; 2] = ["mode", "model"];
-
-/// Where the prompt history is kept across runs: `$ACP_HISTORY`, else `acp/history` in the
-/// user's data directory (`$XDG_DATA_HOME`, else `~/.local/share`). `None` without either
-/// (no history file is written then).
-pub fn history_path() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("ACP_HISTORY").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(path));
-    }
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .map(|h| PathBuf::from(h).join(".local/share"))
-        })?;
-    Some(data.join("acp").join("history"))
-}
-
-type Request = (String, LineKind, oneshot::Sender<Answer>);
-
-/// The keyboard, shared by the chat loop and the client's questions.
-#[derive(Clone)]
-pub struct Keyboard {
-    /// Set while the prompt line (not an answer) is being edited.
-    editing: Arc<std::sync::atomic::AtomicBool>,
-    tx: std::sync::mpsc::Sender<Request>,
-    /// Serialises questions: one prompt on screen at a time.
-    turn: Arc<tokio::sync::Mutex<()>>,
-}
-
-impl Keyboard {
-    /// Starts the editor thread. `commands` and `choices` are read at every completion;
-    /// `cwd` is where `@path` completion starts.
-    pub fn start(
-        commands: CommandList,
-        choices: ArgumentChoices,
-        local: impl IntoIterator<Item = (&'static str, &'static str)>,
-        cwd: PathBuf,
-    ) -> Result<Keyboard, String> {
-        let mut editor: Editor<ChatHelper, DefaultHistory> =
-            Editor::new().map_err(|e| format!("cannot open the terminal for input: {e}"))?;
-        // The prompts of earlier runs (Up recalls them); a missing or unreadable file is an
-        // empty history, never an error.
-        let history = history_path();
-        if let Some(path) = &history {
-            if let Err(e) = editor.load_history(path) {
-                tracing::debug!(path = %path.display(), error = %e, "no prompt history loaded");
-            }
-            if let Some(dir) = path.parent() {
-                let _ = std::fs::create_dir_all(dir);
-            }
-        }
-        let kind = Arc::new(Mutex::new(LineKind::Prompt));
-        editor.set_helper(Some(ChatHelper {
-            commands,
-            choices,
-            local: local
-                .into_iter()
-                .map(|(n, d)| (n.to_owned(), d.to_owned()))
-                .collect(),
-            cwd,
-            kind: kind.clone(),
-        }));
-        // Only a terminal has one; without it output is simply written.
-        let editing = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let editing_flag = editing.clone();
-        let (tx, rx) = std::sync::mpsc::channel::<Request>();
-        std::thread::Builder::new()
-            .name("acp-keyboard".into())
-            .spawn(move || {
-                for (prompt, line_kind, reply) in rx {
-                    *kind.lock().unwrap_or_else(|p| p.into_inner()) = line_kind;
-                    let at_prompt = line_kind == LineKind::Prompt;
-                    editing_flag.store(at_prompt, std::sync::atomic::Ordering::SeqCst);
-                    let read = editor.readline(&prompt);
-                    editing_flag.store(false, std::sync::atomic::Ordering::SeqCst);
-                    let answer = match read {
-                        Ok(line) => {
-                            if line_kind == LineKind::Prompt && !line.trim().is_empty() {
-                                let _ = editor.add_history_entry(line.as_str());
-                                if let Some(path) = &history
-                                    && let Err(e) = editor.append_history(path)
-                                {
-                                    tracing::warn!(path = %path.display(), error = %e, "prompt history not saved");
-                                }
-                            }
-                            Answer::Line(line)
-                        }
-                        Err(ReadlineError::Interrupted) => Answer::Interrupted,
-                        Err(_) => Answer::Eof,
-                    };
-                    let _ = reply.send(answer);
-                }
-            })
-            .map_err(|e| format!("cannot start the keyboard thread: {e}"))?;
-        let keyboard = Keyboard {
-            editing,
-            tx,
-            turn: Arc::new(tokio::sync::Mutex::new(())),
-        };
-        Ok(keyboard)
-    }
-
-    /// The flag that is set while the prompt line is being edited.
-    pub fn editing(&self) -> Arc<std::sync::atomic::AtomicBool> {
-        self.editing.clone()
-    }
-
-    /// Reads one line.
-    pub async fn read(&self, prompt: &str, kind: LineKind) -> Answer {
-        let _one_at_a_time = self.turn.lock().await;
-        let (reply, answer) = oneshot::channel();
-        if self.tx.send((prompt.to_owned(), kind, reply)).is_err() {
-            return Answer::Eof;
-        }
-        answer.await.unwrap_or(Answer::Eof)
-    }
-}
-
-/// While a turn streams, keys typed ahead are not echoed by the terminal (they would land in
-/// the middle of the agent's text); they wait in the terminal's input queue and appear on
-/// the next prompt line, intact, when the editor takes the keyboard back (it switches modes
-/// without flushing input). Ctrl-C still interrupts. Restored on drop; does nothing when
-/// stdin is not a terminal.
-pub struct TypeAhead {
-    saved: Option<libc::termios>,
-}
-
-impl TypeAhead {
-    /// Turns the echo off for the duration of a turn.
-    pub fn hold() -> TypeAhead {
-        // SAFETY: tcgetattr fills a termios we own; failure (not a terminal) leaves it unused.
-        let mut termios: libc::termios = unsafe { std::mem::zeroed() };
-        if unsafe { libc::tcgetattr(libc::STDIN_FILENO, &mut termios) } != 0 {
-            return TypeAhead { saved: None };
-        }
-        let mut quiet = termios;
-        quiet.c_lflag &= !(libc::ECHO | libc::ECHONL);
-        // TCSANOW: nothing typed so far is discarded.
-        if unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &quiet) } != 0 {
-            return TypeAhead { saved: None };
-        }
-        TypeAhead {
-            saved: Some(termios),
-        }
-    }
-}
-
-impl Drop for TypeAhead {
-    fn drop(&mut self) {
-        if let Some(termios) = &self.saved {
-            // SAFETY: restores the attributes read in `hold`.
-            unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, termios) };
-        }
-    }
-}
+use super::{ArgumentChoices, COMMANDS_WITH_CHOICES, CommandList, LineKind};
 
 /// Completion for the prompt line.
-struct ChatHelper {
-    commands: CommandList,
-    choices: ArgumentChoices,
+pub(super) struct ChatHelper {
+    pub(super) commands: CommandList,
+    pub(super) choices: ArgumentChoices,
     /// The CLI's own commands, offered after the agent's.
-    local: Vec<(String, String)>,
-    cwd: PathBuf,
-    kind: Arc<Mutex<LineKind>>,
+    pub(super) local: Vec<(String, String)>,
+    pub(super) cwd: PathBuf,
+    pub(super) kind: Arc<Mutex<LineKind>>,
 }
 
 impl Completer for ChatHelper {
