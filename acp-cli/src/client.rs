@@ -22,8 +22,8 @@ pub enum Question {
     /// `session/request_permission`: answered with the index of an option, or `None`
     /// (cancelled).
     Permission {
-        /// The request as the agent sent it.
-        request: RequestPermissionRequest,
+        /// The request as the agent sent it (boxed: it is most of the event's size).
+        request: Box<RequestPermissionRequest>,
         /// The answer.
         reply: oneshot::Sender<Option<usize>>,
     },
@@ -144,7 +144,10 @@ impl Client for CliClient {
     ) -> Result<RequestPermissionResponse, Error> {
         let options = p.options.clone();
         let (reply, answer) = oneshot::channel();
-        let asked = self.send(ClientEvent::Ask(Question::Permission { request: p, reply }));
+        let asked = self.send(ClientEvent::Ask(Question::Permission {
+            request: Box::new(p),
+            reply,
+        }));
         let choice = if asked {
             answer.await.ok().flatten()
         } else {

@@ -130,7 +130,7 @@ async fn a_new_sessions_stream_has_the_update_sent_right_after_its_answer() {
     let (conn, _agent) = common::pair(Nothing, Counter::default());
     let (created, mut updates) = conn
         .agent()
-        .new_session_stream(NewSessionRequest::new("/w"))
+        .new_session_stream(NewSessionRequest::new("/w", Vec::<McpServer>::new()))
         .await
         .unwrap();
     assert_eq!(created.session_id.0, "fresh");

@@ -66,7 +66,7 @@ impl Asking {
                 }
                 view.question(&lines);
                 let prompt = format!("choose 1-{} > ", request.options.len());
-                let options = request.options;
+                let options = request.options.clone();
                 (Asking::Permission { options, reply }, prompt)
             }
             Question::Terminal { lines, reply } => {

@@ -74,6 +74,9 @@ impl SessionState {
     }
 }
 
+/// The ids each of the CLI's commands takes (`mode`, `model`), with their names.
+type Choices = HashMap<&'static str, Vec<(String, String)>>;
+
 /// What the line editor (on its own thread) completes from: the loop writes a copy after
 /// every change, the editor reads it at each Tab.
 #[derive(Clone, Default)]
@@ -81,7 +84,7 @@ pub(super) struct Completions {
     /// The agent's slash commands.
     pub(super) commands: CommandList,
     /// `/mode` and `/model` ids with their names.
-    choices: Arc<Mutex<HashMap<&'static str, Vec<(String, String)>>>>,
+    choices: Arc<Mutex<Choices>>,
 }
 
 impl Completions {
