@@ -9,6 +9,9 @@ the first screen capture that shows the answer; a capture costs a few millisecon
 is the resolution.
 
     python3 benches/scripts/chat_slash_latency.py path/to/acp [RUNS]
+
+It also times the start: from the command's launch to the first prompt line, which waits for
+the agent's slash commands (the built-in agent sends them right after the session's answer).
 """
 
 import os
@@ -20,7 +23,8 @@ import time
 
 ACP = sys.argv[1]
 RUNS = int(sys.argv[2]) if len(sys.argv) > 2 else 20
-SOCKET = f"acp-slash-latency-{os.getpid()}"
+BASE = f"acp-slash-latency-{os.getpid()}"
+SOCKET = BASE
 
 
 def tmux(*args):
@@ -64,7 +68,38 @@ def timed(command, answer):
     return took
 
 
+def startup(runs):
+    """Seconds from launching `acp chat` to its first prompt line, `runs` times."""
+    global SOCKET
+    times = []
+    for i in range(runs):
+        # A tmux server of its own each time (a server being killed still holds its socket).
+        SOCKET = f"{BASE}-start{i}"
+        workdir = tempfile.mkdtemp(prefix="acp-start-")
+        line = f"cd {workdir} && ACP_HISTORY={workdir}/h {ACP} chat; sleep 30"
+        start = time.perf_counter()
+        started = tmux("new-session", "-d", "-x", "100", "-y", "50", "sh", "-c", line)
+        if started.returncode != 0:
+            sys.exit(f"tmux: {started.stderr}")
+        wait(lambda t: last_line(t) == "you>", "the first prompt")
+        times.append(time.perf_counter() - start)
+        tmux("kill-server")
+    return times
+
+
+def report(name, times):
+    ms = sorted(t * 1000 for t in times)
+    p90 = ms[int(len(ms) * 0.9) - 1]
+    print(
+        f"{name:22} runs={len(ms)} median={statistics.median(ms):.1f} ms "
+        f"p90={p90:.1f} ms min={ms[0]:.1f} ms max={ms[-1]:.1f} ms"
+    )
+
+
 def main():
+    global SOCKET
+    report("start to first prompt", startup(max(RUNS // 2, 3)))
+    SOCKET = BASE
     workdir = tempfile.mkdtemp(prefix="acp-slash-")
     history = os.path.join(workdir, "history")
     line = f"cd {workdir} && ACP_HISTORY={history} {ACP} chat; sleep 30"
@@ -76,13 +111,8 @@ def main():
             listing.append(timed("/mode", "* "))
             mode = "code" if i % 2 == 0 else "ask"
             switch.append(timed(f"/mode {mode}", f"mode set to {mode}"))
-        for name, times in (("/mode (list)", listing), ("/mode ID (set_mode)", switch)):
-            ms = sorted(t * 1000 for t in times)
-            p90 = ms[int(len(ms) * 0.9) - 1]
-            print(
-                f"{name:22} runs={len(ms)} median={statistics.median(ms):.1f} ms "
-                f"p90={p90:.1f} ms min={ms[0]:.1f} ms max={ms[-1]:.1f} ms"
-            )
+        report("/mode (list)", listing)
+        report("/mode ID (set_mode)", switch)
     finally:
         tmux("kill-server")
 

@@ -175,9 +175,9 @@ async fn run_with(
     if interactive {
         view.info(
             "type a prompt (@path attaches a file, Tab completes); /mode, /model, /title, \
-             /quit; Ctrl-C cancels a turn, Ctrl-D quits; lines typed during a turn are \
-             follow-ups",
+             /quit; Ctrl-C cancels a turn, Ctrl-D quits",
         );
+        view.info("a line typed during a turn is a follow-up: steered into it, or queued");
     }
     let status = chat.run().await;
     chat.into_link().shutdown().await;
