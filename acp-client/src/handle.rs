@@ -215,17 +215,15 @@ impl AgentHandle {
         params: NewSessionRequest,
     ) -> Result<(NewSessionResponse, SessionUpdates), Error> {
         let (tx, rx) = mpsc::channel(PROMPT_STREAM_BUFFER);
-        let any = self.subscribers.subscribe_any(tx.clone());
-        let created = match self.new_session(params).await {
-            Ok(created) => created,
-            Err(e) => {
-                self.subscribers.unsubscribe_any(any);
-                return Err(e);
-            }
+        // Removed again if the request fails or this future is dropped before the answer.
+        let any = AnyRoute {
+            subscribers: &self.subscribers,
+            id: self.subscribers.subscribe_any(tx.clone()),
         };
+        let created = self.new_session(params).await?;
         let key = self
             .subscribers
-            .narrow(any, created.session_id.clone())
+            .narrow(any.id, created.session_id.clone())
             .ok_or_else(|| Error::internal_error("the session's route was removed"))?;
         let updates = SessionUpdates {
             rx,
@@ -350,5 +348,18 @@ impl AgentHandle {
             key,
             done: false,
         }
+    }
+}
+
+/// A route of [`Subscribers::subscribe_any`], removed on drop (a no-op once it was narrowed
+/// to its session).
+struct AnyRoute<'a> {
+    subscribers: &'a Subscribers,
+    id: u64,
+}
+
+impl Drop for AnyRoute<'_> {
+    fn drop(&mut self) {
+        self.subscribers.unsubscribe_any(self.id);
     }
 }

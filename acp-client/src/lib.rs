@@ -14,7 +14,8 @@
 //!   cloneable [`AgentHandle`] with every v1 agent method, plus
 //!   [`AgentHandle::prompt_stream`] (a prompt turn as a stream of updates ending with the
 //!   stop reason).
-//! * [`AgentHandle::session_updates`] and [`AgentHandle::prompt_on`]: a whole session as one
+//! * [`AgentHandle::new_session_stream`], [`AgentHandle::session_updates`] and
+//!   [`AgentHandle::prompt_on`]: a whole session as one
 //!   stream (updates between turns too, each turn's result after its updates), for a client
 //!   that owns its view of the session in one loop; [`steering`]: a message for the running
 //!   turn (`_session/steering`) where the agent advertises it.
