@@ -85,7 +85,11 @@ mod patch_tests {
     use crate::model::*;
 
     fn doc(data: &str, required: bool) -> String {
-        let required = if required { r#", "required": ["data"]"# } else { "" };
+        let required = if required {
+            r#", "required": ["data"]"#
+        } else {
+            ""
+        };
         format!(
             r#"{{"x-dialect": "v2", "x-methods": [], "$defs": {{"E": {{"type": "object", "properties": {{"data": {data}}}{required}}}}}}}"#
         )
@@ -105,7 +109,10 @@ mod patch_tests {
         }
         for (bad, required) in [
             (r#"{"type": "string", "x-patch": true}"#, false),
-            (r#"{"type": ["string", "null"], "x-patch": true, "x-null-clears": true}"#, false),
+            (
+                r#"{"type": ["string", "null"], "x-patch": true, "x-null-clears": true}"#,
+                false,
+            ),
             (r#"{"x-patch": true}"#, true),
         ] {
             let refused = parse(&doc(bad, required)).unwrap_err();
