@@ -32,6 +32,7 @@ pub mod sync;
 mod unions;
 pub mod unstable;
 mod v1_sides;
+mod v2_state;
 
 pub use v1_sides::RustSide;
 
@@ -190,6 +191,19 @@ pub fn generate_v2_sides(schema_text: &str, source: &str) -> Result<String, Erro
     ))
 }
 
+/// Generates draft protocol v2's session-state reducer (`SessionState::apply` of acp-client's
+/// `v2` module) from the `x-state` annotations of v2's `SessionUpdate`.
+pub fn generate_v2_state(schema_text: &str, source: &str) -> Result<String, Error> {
+    let schema = model::parse(schema_text)?;
+    let tokens = v2_state::generate(&schema)?;
+    let file: syn::File = syn::parse2(tokens).map_err(|e| Error::Render(e.to_string()))?;
+    Ok(format!(
+        "{}{}",
+        header(source, &schema.dialect, "session-state reducer"),
+        prettyplease::unparse(&file)
+    ))
+}
+
 /// Generates the v1 sides of acp-agent and acp-client from the v1 document and its unstable
 /// overlay: each side's trait with its defaults, its dispatch and its typed handle to the
 /// peer, every unstable method behind its feature.
@@ -253,6 +267,10 @@ pub fn generate_all() -> Result<Vec<GeneratedFile>, Error> {
     files.push(GeneratedFile {
         path: PathBuf::from("acp-dialects/src/generated/v2.rs"),
         contents: generate_v2_sides(acp_schema::V2, "v2.json")?,
+    });
+    files.push(GeneratedFile {
+        path: PathBuf::from("acp-client/src/generated/v2_state.rs"),
+        contents: generate_v2_state(acp_schema::V2, "v2.json")?,
     });
     let v1 = acp_schema::ALL
         .iter()
