@@ -11,3 +11,7 @@
 
 pub use acp_dialects::v2::{Agent, AgentConnection, ClientHandle, Context, serve, serve_with};
 pub use acp_types::v2 as types;
+
+mod versions;
+
+pub use versions::{Served, VersionError, serve_versions};
