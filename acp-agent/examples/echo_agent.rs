@@ -13,6 +13,11 @@
 //! chooses when a turn is written (`acp_agent::store::Durability`, default `event`). Run it under an ACP client,
 //! e.g. `cargo run -p acp-client --example demo` (which spawns it).
 //!
+//! Built with the feature `v2`, it also speaks draft protocol v2: a client whose
+//! `initialize` offers `protocolVersion` 2 or more is served v2 (`acp_agent::v2`; the prompt
+//! is inserted as a user message, echoed back as agent message chunks, and the turn ends
+//! with an idle `state_update`), any other client as above.
+//!
 //! Built with the feature `mcp`, it connects the MCP servers of `session/new` (and of
 //! `session/load` and `session/resume`), stdio ones (http too with `mcp-http`), and the
 //! prompt `/mcp` lists them with their tools; `/mcp SERVER TOOL {json}` calls one as a tool
@@ -24,7 +29,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use acp_agent::negotiate::{NegotiateOptions, serve_stdio};
+use acp_agent::negotiate::NegotiateOptions;
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentContext, Dialect, Error, PromptContext, SessionHandle};
 #[derive(Default)]
@@ -411,7 +416,35 @@ async fn main() {
         }
         agent.id_prefix = format!("{}-", acp_agent::store::now_rfc3339());
     }
-    let conn = match serve_stdio(agent, options).await {
+    #[cfg(feature = "v2")]
+    let stdin = {
+        let mut probe = acp_rpc::probe::LineProbe::new(
+            tokio::io::stdin(),
+            acp_rpc::Config::default().max_message_size,
+        );
+        if let Ok(Some(line)) = probe.next_line().await {
+            let offers_v2 = serde_json::from_slice::<serde_json::Value>(&line)
+                .ok()
+                .and_then(|m| m["params"]["protocolVersion"].as_u64())
+                .is_some_and(|v| v >= 2);
+            probe.unread(&line);
+            if offers_v2 {
+                let conn = acp_agent::v2::serve(
+                    v2_echo::EchoV2::default(),
+                    probe.into_reader(),
+                    tokio::io::stdout(),
+                );
+                eprintln!("echo_agent: the client speaks v2");
+                let reason = conn.closed().await;
+                eprintln!("echo_agent: connection closed ({reason})");
+                return;
+            }
+        }
+        probe.into_reader()
+    };
+    #[cfg(not(feature = "v2"))]
+    let stdin = tokio::io::stdin();
+    let conn = match acp_agent::negotiate::serve(agent, stdin, tokio::io::stdout(), options).await {
         Ok(conn) => conn,
         Err(e) => {
             eprintln!("echo_agent: {e}");
@@ -421,4 +454,88 @@ async fn main() {
     eprintln!("echo_agent: the client speaks {}", conn.dialect());
     let reason = conn.closed().await;
     eprintln!("echo_agent: connection closed ({reason})");
+}
+
+/// The v2 side of the echo agent (feature `v2`).
+#[cfg(feature = "v2")]
+mod v2_echo {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use acp_agent::Error;
+    use acp_agent::v2::types::*;
+    use acp_agent::v2::{Agent, Context};
+
+    /// Echoes each prompt back word by word, as v2 updates.
+    #[derive(Default)]
+    pub struct EchoV2 {
+        next: AtomicU64,
+    }
+
+    impl EchoV2 {
+        fn id(&self, prefix: &str) -> String {
+            format!("{prefix}-{}", self.next.fetch_add(1, Ordering::Relaxed))
+        }
+    }
+
+    #[acp_agent::async_trait]
+    impl Agent for EchoV2 {
+        async fn initialize(
+            &self,
+            _params: InitializeRequest,
+            _cx: &Context,
+        ) -> Result<InitializeResponse, Error> {
+            Ok(InitializeResponse::new(
+                2,
+                Implementation::new("acp-rs echo agent", env!("CARGO_PKG_VERSION")),
+            ))
+        }
+
+        async fn session_new(
+            &self,
+            _params: NewSessionRequest,
+            _cx: &Context,
+        ) -> Result<NewSessionResponse, Error> {
+            Ok(NewSessionResponse::new(self.id("session")))
+        }
+
+        async fn session_prompt(
+            &self,
+            params: PromptRequest,
+            cx: &Context,
+        ) -> Result<PromptResponse, Error> {
+            let session = params.session_id.clone();
+            let user = self.id("user");
+            let reply = self.id("agent");
+            let text: String = params
+                .prompt
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            let mut updates = vec![
+                SessionUpdate::StateUpdate(SessionStateUpdate::new(StateUpdate::Running(
+                    RunningStateUpdate::new(),
+                ))),
+                SessionUpdate::UserMessage(UserMessage::new(user.clone()).content(params.prompt)),
+            ];
+            for word in text.split_whitespace() {
+                updates.push(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                    reply.clone(),
+                    ContentBlock::Text(TextContent::new(format!("{word} "))),
+                )));
+            }
+            updates.push(SessionUpdate::StateUpdate(SessionStateUpdate::new(
+                StateUpdate::Idle(IdleStateUpdate::new().stop_reason(IdleStopReason::EndTurn)),
+            )));
+            for update in updates {
+                cx.client()
+                    .session_update(UpdateSessionNotification::new(session.clone(), update))
+                    .await?;
+            }
+            Ok(PromptResponse::new(user))
+        }
+    }
 }

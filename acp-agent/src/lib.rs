@@ -74,6 +74,8 @@ pub mod session;
 mod state;
 pub mod store;
 mod sync;
+#[cfg(feature = "v2")]
+pub mod v2;
 
 pub use agent::Agent;
 pub use connection::{

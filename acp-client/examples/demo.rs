@@ -10,7 +10,12 @@
 //! cargo run -p acp-client --example demo -- -- my-agent --flag   # drive another agent
 //! cargo run -p acp-client --example demo -- --store /tmp/demo-sessions  # run it twice
 //! cargo run -p acp-client --example demo -- --allow-terminal     # let the agent run commands
+//! cargo run -p acp-client --features v2 --example demo -- --protocol 2   # draft v2 first
 //! ```
+//!
+//! With `--protocol 2` (needs the feature `v2`) the demo offers draft protocol v2 first and
+//! falls back to v1 when the agent answers 1; the echo agent is then built with its `v2`
+//! feature, and the v2 session is printed as `acp_client::v2::SessionState` folds it.
 //!
 //! With `--store DIR` the echo agent keeps its sessions in DIR; from the second run on, the
 //! demo first loads the newest stored session and prints its replayed conversation.
@@ -41,6 +46,10 @@ use acp_client::terminal::{TerminalDecision, TerminalRequest, Terminals};
 use acp_client::{Client, Config, Dialect, Error, PromptEvent, async_trait};
 use acp_rpc::{Direction, TapEvent};
 use acp_types::v1::*;
+
+#[cfg(feature = "v2")]
+#[path = "support/demo_v2.rs"]
+mod demo_v2;
 
 /// The demo's `Client`: files and terminals from the built-in handlers, permission requests
 /// answered with the first "allow" option, and every update printed.
@@ -179,7 +188,7 @@ fn workspace_manifest() -> PathBuf {
 /// target directory holding other feature sets) took the clock's 60 s and the demo failed
 /// with "no dialect was agreed". `cargo` is the one running the demo (`$CARGO`), else the
 /// one on `PATH`.
-fn build_echo_agent() -> Result<PathBuf, BoxError> {
+fn build_echo_agent(v2: bool) -> Result<PathBuf, BoxError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     eprintln!("building the echo agent example (cargo build -p acp-agent --example echo_agent)…");
     let output = std::process::Command::new(&cargo)
@@ -187,6 +196,7 @@ fn build_echo_agent() -> Result<PathBuf, BoxError> {
         .arg("--manifest-path")
         .arg(workspace_manifest())
         .args(["-p", "acp-agent", "--example", "echo_agent"])
+        .args(if v2 { &["--features", "v2"][..] } else { &[] })
         // Artifacts as JSON on stdout (the executable's path), diagnostics and progress as
         // usual on stderr.
         .arg("--message-format=json-render-diagnostics")
@@ -295,6 +305,15 @@ async fn run(root: &Path) -> Result<(), BoxError> {
         .map(|i| ours.get(i + 1).ok_or("--store needs a directory"))
         .transpose()?;
     let allow_terminal = ours.iter().any(|a| a == "--allow-terminal");
+    let protocol = match ours.iter().position(|a| a == "--protocol") {
+        None => 1,
+        Some(i) => match ours.get(i + 1).map(String::as_str) {
+            Some("1") => 1,
+            Some("2") if cfg!(feature = "v2") => 2,
+            Some("2") => return Err("--protocol 2 needs the feature v2 (cargo run -p acp-client --features v2 --example demo)".into()),
+            _ => return Err("--protocol takes 1 or 2".into()),
+        },
+    };
     let mut dialects = Vec::new();
     for (i, arg) in ours.iter().enumerate() {
         if arg == "--dialect" {
@@ -314,7 +333,7 @@ async fn run(root: &Path) -> Result<(), BoxError> {
 
     let command = match custom.split_first() {
         Some((program, rest)) => AgentCommand::new(program).args(rest),
-        None => AgentCommand::new(build_echo_agent()?).args(
+        None => AgentCommand::new(build_echo_agent(protocol == 2)?).args(
             store
                 .into_iter()
                 .flat_map(|dir| ["--store".into(), dir.clone()]),
@@ -328,6 +347,13 @@ async fn run(root: &Path) -> Result<(), BoxError> {
         println!("terminal commands: refused (pass --allow-terminal to let the agent run them)");
     }
     let mut agent_process = AgentProcess::spawn(&command)?;
+    #[cfg(feature = "v2")]
+    if protocol == 2 {
+        let outcome = demo_v2::converse(&mut agent_process, &root).await;
+        let status = agent_process.shutdown(Duration::from_secs(2)).await?;
+        println!("agent exited: {status}");
+        return outcome;
+    }
     match converse(
         &mut agent_process,
         &root,

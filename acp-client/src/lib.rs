@@ -80,6 +80,8 @@ pub mod steering;
 pub mod stream;
 #[cfg(feature = "process")]
 pub mod terminal;
+#[cfg(feature = "v2")]
+pub mod v2;
 
 pub use acp_rpc::{Config, Error, ErrorCode};
 /// Re-exported: the protocol dialects, for pinning and negotiation ([`negotiate`]).

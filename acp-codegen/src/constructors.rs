@@ -33,6 +33,9 @@ pub struct CtorField {
     pub required: bool,
     /// `x-null-clears`: `Option<Option<T>>`, where the builder takes the inner `Option`.
     pub null_clears: bool,
+    /// `x-patch`: `Patch<T>`, where the builder takes `impl Into<Patch<T>>` (a `T` sets the
+    /// value, `Patch::Null` clears it on the peer's side).
+    pub patch: bool,
 }
 
 /// One parameter of a type's `new`, so a union variant can forward to it.
@@ -184,7 +187,12 @@ pub fn object(name: &str, fields: &[CtorField]) -> Result<(TokenStream, Vec<Para
             docs.push(quote!(#[doc = #line]));
         }
         let value = format_ident!("value");
+        let ty = &f.field.ty;
         let (pty, expr) = match generic_args(&f.field.ty, "Option") {
+            _ if f.patch => (
+                quote!(impl ::std::convert::Into<#ty>),
+                quote!(::std::convert::Into::into(value)),
+            ),
             Some(inner) if f.null_clears => {
                 let inner = &inner[0];
                 (quote!(#inner), quote!(::std::option::Option::Some(value)))

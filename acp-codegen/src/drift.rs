@@ -262,6 +262,21 @@ pub fn compare_schemas(
     Ok(out)
 }
 
+/// Compares the official v2 document (`schema/v2/schema.json`) with our `v2.json` the same
+/// way, definition by definition. Every key starts with `v2 ` (`v2 type AgentRequest`), so the
+/// allow-list tells the dialects apart.
+pub fn compare_v2(official: &str, v2: &str) -> Result<Vec<Finding>, String> {
+    let official = parse(official, "the official v2 schema.json")?;
+    let v2 = parse(v2, "v2.json")?;
+    let mut out: Vec<Finding> = compare(&official, &ours(&v2, None))
+        .into_iter()
+        .map(|f| Finding::new(format!("v2 {}", f.key), f.detail))
+        .collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
 /// The `unstable_*` feature names declared in a `Cargo.toml`'s `[features]` table.
 pub fn cargo_toml_features(toml: &str) -> Vec<String> {
     let mut in_features = false;

@@ -158,3 +158,11 @@ fn values_of_a_union_our_object_embeds_count_as_its_own() {
     let found = compare_schemas(official, NO_UNSTABLE, ours, EMPTY_OVERLAY).unwrap();
     assert_eq!(keys(&found), ["value Ask.url"]);
 }
+
+#[test]
+fn the_v2_comparison_finds_the_same_differences_under_a_v2_prefix() {
+    assert_eq!(compare_v2(OFFICIAL, SAME).unwrap(), Vec::<Finding>::new());
+    let ours = SAME.replace(r#", "note": {"type": "string"}"#, "");
+    let found = compare_v2(OFFICIAL, &ours).unwrap();
+    assert_eq!(keys(&found), ["v2 field PingRequest.note"]);
+}

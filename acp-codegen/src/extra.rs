@@ -50,6 +50,7 @@ pub fn add_field(name: &str, s: &mut ItemStruct) -> Result<CtorField, Error> {
         field,
         required: false,
         null_clears: false,
+        patch: false,
     })
 }
 

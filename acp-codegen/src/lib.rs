@@ -32,6 +32,7 @@ pub mod sync;
 mod unions;
 pub mod unstable;
 mod v1_sides;
+mod v2_state;
 
 pub use v1_sides::RustSide;
 
@@ -175,6 +176,34 @@ pub fn generate_native_sides(
     ))
 }
 
+/// Generates the two sides of draft protocol v2 (the same shape as a legacy dialect's native
+/// sides: the `Agent` and `Client` traits with their defaults, dispatch, the typed handles,
+/// `serve`/`connect`) into `acp-dialects/src/generated/v2.rs`, over `acp_types::v2`.
+pub fn generate_v2_sides(schema_text: &str, source: &str) -> Result<String, Error> {
+    let schema = model::parse(schema_text)?;
+    let types: syn::Path = syn::parse_quote!(acp_types::v2);
+    let tokens = natives::generate_with_types(&schema, &types)?;
+    let file: syn::File = syn::parse2(tokens).map_err(|e| Error::Render(e.to_string()))?;
+    Ok(format!(
+        "{}{}",
+        header(source, &schema.dialect, "sides"),
+        prettyplease::unparse(&file)
+    ))
+}
+
+/// Generates draft protocol v2's session-state reducer (`SessionState::apply` of acp-client's
+/// `v2` module) from the `x-state` annotations of v2's `SessionUpdate`.
+pub fn generate_v2_state(schema_text: &str, source: &str) -> Result<String, Error> {
+    let schema = model::parse(schema_text)?;
+    let tokens = v2_state::generate(&schema)?;
+    let file: syn::File = syn::parse2(tokens).map_err(|e| Error::Render(e.to_string()))?;
+    Ok(format!(
+        "{}{}",
+        header(source, &schema.dialect, "session-state reducer"),
+        prettyplease::unparse(&file)
+    ))
+}
+
 /// Generates the v1 sides of acp-agent and acp-client from the v1 document and its unstable
 /// overlay: each side's trait with its defaults, its dispatch and its typed handle to the
 /// peer, every unstable method behind its feature.
@@ -235,6 +264,14 @@ pub fn generate_all() -> Result<Vec<GeneratedFile>, Error> {
             contents: generate_native_sides(doc.text, doc.file_name, module)?,
         });
     }
+    files.push(GeneratedFile {
+        path: PathBuf::from("acp-dialects/src/generated/v2.rs"),
+        contents: generate_v2_sides(acp_schema::V2, "v2.json")?,
+    });
+    files.push(GeneratedFile {
+        path: PathBuf::from("acp-client/src/generated/v2_state.rs"),
+        contents: generate_v2_state(acp_schema::V2, "v2.json")?,
+    });
     let v1 = acp_schema::ALL
         .iter()
         .find(|d| d.dialect == "v1")

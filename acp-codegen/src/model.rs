@@ -3,240 +3,13 @@
 //! Everything the generator later relies on is checked here, so a schema that does not follow
 //! the conventions fails with an error naming the definition instead of producing odd Rust.
 
+mod types;
+
+pub use types::*;
+
 use serde_json::{Map, Value};
 
 use crate::Error;
-
-/// Who serves (receives and handles) a method.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    /// The agent serves it; the client sends it.
-    Agent,
-    /// The client serves it; the agent sends it.
-    Client,
-    /// Either side may send and serve it (protocol-level methods such as `$/cancel_request`).
-    Protocol,
-}
-
-/// Whether a method is answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MethodKind {
-    /// Answered with a result or an error.
-    Request,
-    /// Never answered.
-    Notification,
-}
-
-/// One entry of the document's `x-methods`.
-#[derive(Debug, Clone)]
-pub struct Method {
-    /// Wire name, e.g. `session/prompt`.
-    pub wire: String,
-    /// Who serves it.
-    pub side: Side,
-    /// Request or notification.
-    pub kind: MethodKind,
-    /// Name of the params definition.
-    pub params: String,
-    /// Name of the result definition (requests only).
-    pub result: Option<String>,
-    /// What the method is for.
-    pub description: String,
-    /// `x-default`: what a generated native side answers when its implementation does not
-    /// override the method.
-    pub default: NativeDefault,
-    /// `x-handle` (default `true`): whether the generated typed handle gets a method for it
-    /// (`false`: the dialect's module writes that method by hand).
-    pub handle: bool,
-}
-
-/// What a generated native trait method does when it is not overridden (`x-default`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NativeDefault {
-    /// Absent on a request: `-32601` (method not found).
-    NotFound,
-    /// `"accept"`, and absent on a notification: accept and ignore (the result must be a
-    /// null payload).
-    Accept,
-    /// `"dialect"`: the dialect's own answer, `defaults::<method>` of its module.
-    Dialect,
-}
-
-/// A definition of `$defs` with its recognised shape.
-#[derive(Debug, Clone)]
-pub struct Def {
-    /// The definition's name (and Rust type name).
-    pub name: String,
-    /// Its description, if any.
-    pub description: Option<String>,
-    /// `x-null-as-default` on the definition: a `null` payload reads as the default.
-    pub null_as_default: bool,
-    /// The recognised shape.
-    pub kind: DefKind,
-}
-
-/// The shapes the generator supports (numbered as in `CONVENTIONS.md`).
-#[derive(Debug, Clone)]
-pub enum DefKind {
-    /// 1 and 8: an object, possibly embedding a tagged union.
-    Object(ObjectDef),
-    /// 2: a string newtype.
-    StringNewtype,
-    /// 3: an integer newtype.
-    IntegerNewtype,
-    /// 4: an open string enum.
-    StringEnum(StringEnumDef),
-    /// 5: an internally tagged union.
-    TaggedUnion(TaggedUnionDef),
-    /// 6: an untagged union.
-    UntaggedUnion(Vec<UntaggedMember>),
-    /// 7: an open integer code with named values.
-    Code(CodeDef),
-    /// 9: a payload that is always `null` (legacy dialects' parameterless methods and empty
-    /// results).
-    Null,
-}
-
-/// Shape 1 (and 8).
-#[derive(Debug, Clone)]
-pub struct ObjectDef {
-    /// Properties in declaration order.
-    pub props: Vec<Prop>,
-    /// Shape 8: the embedded union's definition name and the Rust field that holds it.
-    pub embedded: Option<(String, String)>,
-}
-
-/// One property of an object.
-#[derive(Debug, Clone)]
-pub struct Prop {
-    /// The name on the wire.
-    pub json_name: String,
-    /// Its schema, as written.
-    pub schema: Value,
-    /// Listed in `required`.
-    pub required: bool,
-    /// The property may be `null` (`type` includes `"null"` or an `anyOf` with a null member).
-    pub nullable: bool,
-    /// A wrong value is replaced by the default instead of rejecting the message.
-    pub lenient: bool,
-    /// `x-skip-invalid-items`.
-    pub skip_invalid_items: bool,
-    /// `x-null-as-default`.
-    pub null_as_default: bool,
-    /// The property carries a `default`.
-    pub has_default: bool,
-    /// `x-null-clears`: absent, `null` and a value are three different states.
-    pub null_clears: bool,
-}
-
-impl Prop {
-    /// The definition this property refers to, looking through a nullable `anyOf`.
-    pub fn referenced_def(&self) -> Option<&str> {
-        if let Some(r) = self.schema.get("$ref").and_then(Value::as_str) {
-            return ref_name(r);
-        }
-        self.schema
-            .get("anyOf")
-            .and_then(Value::as_array)?
-            .iter()
-            .find_map(|m| m.get("$ref").and_then(Value::as_str).and_then(ref_name))
-    }
-}
-
-/// Shape 4.
-#[derive(Debug, Clone)]
-pub struct StringEnumDef {
-    /// The known values with their descriptions.
-    pub values: Vec<(String, Option<String>)>,
-    /// The Rust variant name of each value, in the same order (`x-variant`, else the value in
-    /// PascalCase). `Unknown` is taken by the variant that keeps unknown values.
-    pub variants: Vec<String>,
-    /// The value absent means, if any.
-    pub default: Option<String>,
-}
-
-/// Shape 5.
-#[derive(Debug, Clone)]
-pub struct TaggedUnionDef {
-    /// The property that carries the tag.
-    pub tag: String,
-    /// The variants in declaration order.
-    pub variants: Vec<TaggedVariant>,
-}
-
-/// One variant of a tagged union.
-#[derive(Debug, Clone)]
-pub struct TaggedVariant {
-    /// The tag value (`None` for the untagged fallback).
-    pub tag_value: Option<String>,
-    /// The body definition (`None` for a unit variant).
-    pub body: Option<String>,
-    /// Rust variant name.
-    pub rust_name: String,
-    /// Its description.
-    pub description: Option<String>,
-    /// `x-boxed`: the variant holds its body in a `Box` (a large, rare body that should not
-    /// set the size of every value of the union).
-    pub boxed: bool,
-}
-
-/// One member of an untagged union.
-#[derive(Debug, Clone)]
-pub struct UntaggedMember {
-    /// Rust variant name (the member's `title`).
-    pub title: String,
-    /// The member's schema (a property schema).
-    pub schema: Value,
-    /// Its description.
-    pub description: Option<String>,
-}
-
-/// Shape 7.
-#[derive(Debug, Clone)]
-pub struct CodeDef {
-    /// The `format` of the integer.
-    pub format: String,
-    /// Named values: (constant name, value, description).
-    pub known: Vec<(String, i64, Option<String>)>,
-}
-
-/// A parsed schema document.
-#[derive(Debug, Clone)]
-pub struct Schema {
-    /// `x-dialect`.
-    pub dialect: String,
-    /// `title`.
-    pub title: String,
-    /// The methods of `x-methods`, in order.
-    pub methods: Vec<Method>,
-    /// The definitions, in document order.
-    pub defs: Vec<Def>,
-    /// The document as parsed (for typify).
-    pub document: Value,
-}
-
-impl Schema {
-    /// Looks a definition up by name.
-    pub fn def(&self, name: &str) -> Option<&Def> {
-        self.defs.iter().find(|d| d.name == name)
-    }
-
-    /// The entries of `x-methods` as written, in the order of [`Schema::methods`] (for the
-    /// annotations a generator reads itself, such as v1's `x-rust`).
-    pub fn raw_methods(&self) -> impl Iterator<Item = &Value> {
-        self.document
-            .get("x-methods")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-            .iter()
-    }
-}
-
-/// The definition name of a local `$ref` (`#/$defs/Name`).
-pub fn ref_name(reference: &str) -> Option<&str> {
-    reference.strip_prefix("#/$defs/")
-}
 
 fn schema_err(def: &str, message: impl Into<String>) -> Error {
     Error::Schema {
@@ -618,7 +391,15 @@ fn parse_object(name: &str, v: &Value) -> Result<ObjectDef, Error> {
             null_as_default: flag(schema, "x-null-as-default"),
             has_default: schema.get("default").is_some(),
             null_clears: flag(schema, "x-null-clears"),
+            patch: flag(schema, "x-patch"),
         });
+        if flag(schema, "x-patch")
+            && (is_required || !(nullable || is_any_value(schema)) || flag(schema, "x-null-clears"))
+        {
+            return Err(err(format!(
+                "`{json_name}`: `x-patch` needs an optional, nullable property without `x-null-clears`"
+            )));
+        }
         if flag(schema, "x-null-clears") && (is_required || !(nullable || is_any_value(schema))) {
             return Err(err(format!(
                 "`{json_name}`: `x-null-clears` needs an optional, nullable property"
@@ -727,81 +508,4 @@ fn check_references(schema: &Schema) -> Result<(), Error> {
 }
 
 #[cfg(test)]
-mod null_clears_tests {
-    use super::*;
-
-    fn doc(data: &str) -> String {
-        format!(
-            r#"{{"x-dialect": "v1", "x-methods": [], "$defs": {{"E": {{"type": "object", "properties": {{"data": {data}}}}}}}}}"#
-        )
-    }
-
-    #[test]
-    fn x_null_clears_takes_nullable_and_any_value_properties_only() {
-        // `{}` holds any value, `null` included, so absent and `null` can differ there too.
-        for ok in [
-            r#"{"x-null-clears": true}"#,
-            r#"{"type": ["string", "null"], "x-null-clears": true}"#,
-        ] {
-            let schema = parse(&doc(ok)).expect(ok);
-            let DefKind::Object(o) = &schema.defs[0].kind else {
-                panic!("an object")
-            };
-            assert!(o.props[0].null_clears, "{ok}");
-        }
-        let refused = parse(&doc(r#"{"type": "string", "x-null-clears": true}"#)).unwrap_err();
-        assert!(refused.to_string().contains("nullable"), "{refused}");
-    }
-}
-
-#[cfg(test)]
-mod tagged_variant_name_tests {
-    use super::*;
-
-    #[test]
-    fn a_tag_that_would_be_the_unknown_variant_needs_x_variant() {
-        let doc = |extra: &str| {
-            format!(
-                r##"{{"x-dialect": "v1", "x-methods": [], "$defs": {{
-                    "Body": {{"type": "object", "properties": {{}}}},
-                    "State": {{"x-tag": "state", "oneOf": [
-                        {{"$ref": "#/$defs/Body", "properties": {{"state": {{"const": "unknown"}}}}, "required": ["state"]{extra}}}
-                    ]}}
-                }}}}"##
-            )
-        };
-        let clash = parse(&doc("")).unwrap_err();
-        assert!(clash.to_string().contains("x-variant"), "{clash}");
-        let named = parse(&doc(r#", "x-variant": "Undetermined""#)).expect("named");
-        let DefKind::TaggedUnion(u) = &named.def("State").unwrap().kind else {
-            panic!("a tagged union")
-        };
-        assert_eq!(u.variants[0].rust_name, "Undetermined");
-    }
-}
-
-#[cfg(test)]
-mod string_enum_tests {
-    use super::*;
-
-    fn enum_doc(members: &str) -> String {
-        format!(
-            r#"{{"x-dialect": "v1", "x-methods": [], "$defs": {{"State": {{"type": "string", "oneOf": [{members}]}}}}}}"#
-        )
-    }
-
-    #[test]
-    fn x_variant_names_a_member_and_unknown_needs_one() {
-        let named = parse(&enum_doc(
-            r#"{"const": "ok"}, {"const": "unknown", "x-variant": "Undetermined"}"#,
-        ))
-        .expect("named");
-        let DefKind::StringEnum(e) = &named.defs[0].kind else {
-            panic!("a string enum")
-        };
-        assert_eq!(e.variants, ["Ok", "Undetermined"]);
-        // `Unknown` keeps the values the schema does not know: a member may not take it.
-        let clash = parse(&enum_doc(r#"{"const": "unknown"}"#)).unwrap_err();
-        assert!(clash.to_string().contains("x-variant"), "{clash}");
-    }
-}
+mod tests;

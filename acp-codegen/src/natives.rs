@@ -202,12 +202,14 @@ impl<'a> Call<'a> {
     }
 }
 
-/// The calls one role serves: `Side::Protocol` methods are served by both.
+/// The calls one role serves: `Side::Protocol` methods are served by both, except acp-rpc's
+/// own `$/` methods (`$/cancel_request`), which the engine handles before any dispatch.
 fn served_by<'a>(schema: &'a Schema, side: Side) -> Vec<Call<'a>> {
     schema
         .methods
         .iter()
         .filter(|m| m.side == side || m.side == Side::Protocol)
+        .filter(|m| !m.wire.starts_with("$/"))
         .map(|m| Call::new(schema, m))
         .collect()
 }
@@ -299,8 +301,14 @@ fn arms_or_not_found(arms: Vec<TokenStream>) -> TokenStream {
 /// Generates the native sides of one legacy dialect; `module` is its module in acp-dialects
 /// and in `acp_types::legacy`.
 pub fn generate(schema: &Schema, module: &str) -> Result<TokenStream, Error> {
+    let types: syn::Path = syn::parse_str(&format!("acp_types::legacy::{module}"))
+        .map_err(|e| Error::Render(e.to_string()))?;
+    generate_with_types(schema, &types)
+}
+
+/// [`generate`] for a dialect whose types live at `types` (`acp_types::v2`).
+pub fn generate_with_types(schema: &Schema, types: &syn::Path) -> Result<TokenStream, Error> {
     let dialect = &schema.dialect;
-    let types = ident(module);
     let agent_calls = served_by(schema, Side::Agent);
     let client_calls = served_by(schema, Side::Client);
     let agent_methods = agent_calls
@@ -361,7 +369,7 @@ pub fn generate(schema: &Schema, module: &str) -> Result<TokenStream, Error> {
             Config, Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext,
             to_raw,
         };
-        use acp_types::legacy::#types::*;
+        use #types::*;
         use async_trait::async_trait;
 
         use crate::connection::{ToAgent, ToClient};

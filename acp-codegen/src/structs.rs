@@ -27,6 +27,25 @@ const SERDE_UTIL: &str = "crate::serde_util";
 /// in every protocol value (the parser moves values by value, so their size is parse time).
 const META: &str = "crate::Meta";
 
+/// The three-state type of `x-patch` properties (hand-written in acp-types).
+const PATCH: &str = "crate::Patch";
+
+/// `T` of an `::std::option::Option<T>`.
+fn generic_option(ty: &syn::Type) -> Option<syn::Type> {
+    let syn::Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    if last.ident != "Option" {
+        return None;
+    }
+    match &last.arguments {
+        syn::PathArguments::AngleBracketed(a) => match a.args.first()? {
+            syn::GenericArgument::Type(t) => Some(t.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Runs typify over the plain definitions and returns the rewritten items, with the
 /// constructors of every object type and the `new` signatures the union constructors forward to.
 pub fn generate(schema: &Schema) -> Result<(Vec<Item>, Signatures), Error> {
@@ -367,6 +386,7 @@ fn rewrite_object(
                     .replace(' ', "")
                     .starts_with("::std::option::Option<"),
             null_clears: prop.null_clears,
+            patch: prop.patch,
         })
         .collect();
     named.named = fields.into_iter().map(|(_, f, _)| f).collect();
@@ -387,6 +407,7 @@ fn rewrite_object(
             field: embedded.clone(),
             required: true,
             null_clears: false,
+            patch: false,
         });
         named.named.push(embedded);
     }
@@ -466,6 +487,16 @@ fn field_attrs(
         parts.push(quote!(default, skip_serializing_if = #skip));
     } else if prop.required {
         // A required field stays required even when lenient: only a wrong value is forgiven.
+    } else if prop.patch {
+        let inner = match generic_option(&field.ty) {
+            Some(inner) => inner,
+            None => field.ty.clone(),
+        };
+        let patch: syn::Type = syn::parse_str(PATCH).expect("a path");
+        field.ty = syn::parse_quote!(#patch<#inner>);
+        let skip = format!("{PATCH}::is_absent");
+        parts.push(quote!(default, skip_serializing_if = #skip));
+        return Ok(quote!(#(#parts),*));
     } else if prop.null_clears {
         let inner = &field.ty;
         field.ty = syn::parse_quote!(::std::option::Option<#inner>);

@@ -74,6 +74,8 @@ mod client_files;
 mod connection;
 pub mod negotiation;
 mod translate;
+#[cfg(feature = "v2")]
+pub mod v2;
 
 pub use connection::{Connection, Context, ToAgent, ToClient};
 

@@ -28,6 +28,12 @@ pub struct SchemaDocument {
 /// The stable ACP v1 schema: integer `protocolVersion: 1`, sessions, `session/update`.
 pub const V1: &str = include_str!("../schemas/v1.json");
 
+/// The draft ACP v2 schema (integer `protocolVersion: 2`): role-neutral `initialize`,
+/// `session/resume` with replay, prompts answered on insertion, upserts with three-state
+/// patches. Imported from the official schema JSON by `tools/import_v2.py`; generated into
+/// acp-types' `v2` module (behind its `v2` feature).
+pub const V2: &str = include_str!("../schemas/v2.json");
+
 /// The unstable overlay of v1: items peers already speak that the stable schema lacks, each
 /// naming (in `x-unstable`) the cargo feature of `acp-types` that turns it on. The generator
 /// folds it into [`V1`].
@@ -55,6 +61,11 @@ pub const ALL: &[SchemaDocument] = &[
         dialect: "v1",
         file_name: "v1.json",
         text: V1,
+    },
+    SchemaDocument {
+        dialect: "v2",
+        file_name: "v2.json",
+        text: V2,
     },
     SchemaDocument {
         dialect: "legacy-0.0.9",

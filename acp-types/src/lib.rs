@@ -40,6 +40,7 @@ mod dialect;
 #[cfg_attr(
     not(any(
         feature = "v1",
+        feature = "v2",
         feature = "legacy-0-0-9",
         feature = "legacy-threads",
         feature = "probe",
@@ -50,6 +51,7 @@ mod dialect;
 mod extra;
 mod meta;
 pub mod methods;
+mod patch;
 pub mod serde_util;
 pub mod time;
 
@@ -57,6 +59,9 @@ mod generated;
 
 #[cfg(feature = "v1")]
 pub mod v1;
+
+#[cfg(feature = "v2")]
+pub mod v2;
 
 #[cfg(any(
     feature = "legacy-0-0-9",
@@ -70,3 +75,4 @@ pub use dialect::{Dialect, UnknownDialect};
 pub use extra::{Extra, HasExtra};
 pub use meta::Meta;
 pub use methods::{DecodeError, MethodInfo, MethodKind, NotificationMethod, RequestMethod, Side};
+pub use patch::Patch;

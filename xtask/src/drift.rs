@@ -86,15 +86,16 @@ fn output(cmd: &mut Command) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The official schema JSON (stable, unstable) of the npm package at `version`: from the
-/// interop cache when it holds that version, else (`latest` only) from `npm pack`.
-fn npm_schemas(version: &str, latest: bool) -> Result<(String, String), String> {
+/// The official schema JSON of the npm package at `version`: v1's stable and unstable
+/// documents and v2's stable one. From the interop cache when it holds that version, else
+/// (`latest` only) from `npm pack`.
+fn npm_schemas(version: &str, latest: bool) -> Result<(String, String, String), String> {
     let cached = interop_cache().join("npm/node_modules").join(NPM_PACKAGE);
     let cached_version = read(&cached.join("package.json"))
         .ok()
         .and_then(|t| pinned(&t, "version"));
     let dir = if cached_version.as_deref() == Some(version) {
-        cached.join("schema/v1")
+        cached.join("schema")
     } else if latest {
         let tmp = std::env::temp_dir().join(format!("acp-drift-npm-{version}"));
         std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
@@ -109,7 +110,7 @@ fn npm_schemas(version: &str, latest: bool) -> Result<(String, String), String> 
                 .args(["xzf", tgz.trim()])
                 .current_dir(&tmp),
         )?;
-        tmp.join("package/schema/v1")
+        tmp.join("package/schema")
     } else {
         return Err(format!(
             "the interop cache ({}) does not hold {NPM_PACKAGE} {version}: run `cargo xtask interop` first",
@@ -117,8 +118,9 @@ fn npm_schemas(version: &str, latest: bool) -> Result<(String, String), String> 
         ));
     };
     Ok((
-        read(&dir.join("schema.json"))?,
-        read(&dir.join("schema.unstable.json"))?,
+        read(&dir.join("v1/schema.json"))?,
+        read(&dir.join("v1/schema.unstable.json"))?,
+        read(&dir.join("v2/schema.json"))?,
     ))
 }
 
@@ -173,10 +175,12 @@ fn collect(root: &Path, latest: bool) -> Result<(String, Vec<Finding>), String> 
         let pkg = read(&root.join("interop/peers/ts/package.json"))?;
         pinned(&pkg, NPM_PACKAGE).ok_or("interop/peers/ts/package.json does not pin the SDK")?
     };
-    let (stable, unstable) = npm_schemas(&npm_version, latest)?;
+    let (stable, unstable, official_v2) = npm_schemas(&npm_version, latest)?;
     let v1 = read(&root.join("acp-schema/schemas/v1.json"))?;
     let overlay = read(&root.join("acp-schema/schemas/v1-unstable.json"))?;
     let mut findings = drift::compare_schemas(&stable, &unstable, &v1, &overlay)?;
+    let v2 = read(&root.join("acp-schema/schemas/v2.json"))?;
+    findings.extend(drift::compare_v2(&official_v2, &v2)?);
     let (crate_version, official) = crate_features(root, latest)?;
     let ours = drift::cargo_toml_features(&read(&root.join("acp-types/Cargo.toml"))?);
     findings.extend(drift::compare_features(&official, &ours));

@@ -10,6 +10,15 @@ pub mod v1 {
     pub mod methods;
 }
 
+#[cfg(feature = "v2")]
+#[rustfmt::skip]
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod v2 {
+    //! ACP v2 (draft), generated from `acp-schema/schemas/v2.json`.
+    pub mod types;
+    pub mod methods;
+}
+
 #[cfg(feature = "legacy-0-0-9")]
 #[rustfmt::skip]
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
