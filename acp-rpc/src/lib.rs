@@ -39,6 +39,7 @@ pub mod concepts;
 pub mod config;
 pub mod connection;
 mod dispatch;
+pub mod envelope;
 pub mod error;
 pub mod flow;
 pub mod handler;

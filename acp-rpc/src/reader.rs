@@ -19,11 +19,11 @@ use crate::codec::{LineCodec, RawFrame};
 use crate::dispatch::{
     NotificationRun, Ordered, RequestTask, notification_done, notification_worker,
 };
+use crate::envelope::{plain_notification, plain_response};
 use crate::error::{CloseReason, Error, panic_message};
 use crate::handler::{Arrival, Handler, NotificationContext, StartedNotification};
 use crate::message::{
-    BorrowedResponse, Notification, Parsed, Request, RequestId, parse_line, plain_notification,
-    plain_response, write_response,
+    BorrowedResponse, Notification, Parsed, Request, RequestId, parse_line, write_response,
 };
 use crate::observe::{MessageEvent, MessageKind};
 use crate::outgoing::{CANCEL_METHOD, CancelParams, Peer};
