@@ -60,7 +60,7 @@ mod typed;
 mod write_side;
 mod writer;
 
-pub use codec::{Frame, LineCodec};
+pub use codec::{Frame, LineCodec, LineReader};
 pub use config::{Config, DEFAULT_MAX_MESSAGE_SIZE, Framing};
 pub use connection::Connection;
 pub use error::{CloseReason, Error, ErrorCode};
