@@ -56,6 +56,7 @@ mod state;
 pub mod stdio;
 pub mod sync;
 pub mod tap;
+pub mod transport;
 mod typed;
 mod write_side;
 mod writer;
