@@ -42,6 +42,7 @@ mod dispatch;
 pub mod envelope;
 pub mod error;
 pub mod flow;
+mod framing;
 pub mod handler;
 pub mod memory;
 pub mod message;

@@ -9,8 +9,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::config::Framing;
 use crate::error::Error;
+use crate::framing::Framing;
 
 /// A request id: an integer or a string, echoed exactly as received.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
