@@ -100,7 +100,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    serve_inner(agent, reader, writer, config, None, None)
+    serve_inner(agent, (reader, writer), config, None, None)
 }
 
 /// [`serve_with`] on behalf of `identity`, the name of the remote caller's credential
@@ -119,7 +119,13 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    serve_inner(agent, reader, writer, config, None, identity.map(Arc::from))
+    serve_inner(
+        agent,
+        (reader, writer),
+        config,
+        None,
+        identity.map(Arc::from),
+    )
 }
 
 /// Serves `agent` with its sessions kept in `store` (see [`crate::store`]): the connection
@@ -140,7 +146,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    serve_inner(agent, reader, writer, config, Some(Arc::new(store)), None)
+    serve_inner(agent, (reader, writer), config, Some(Arc::new(store)), None)
 }
 
 /// [`serve_with_store`] on behalf of `identity` (see [`serve_as`]): the sessions this
@@ -166,26 +172,39 @@ where
     let identity = identity.map(Arc::from);
     serve_inner(
         agent,
-        reader,
-        writer,
+        (reader, writer),
         config,
         Some(Arc::new(store)),
         identity,
     )
 }
 
-pub(crate) fn serve_inner<A, R, W>(
+/// Serves `agent` (for `identity`, as [`serve_as`]) on any [`acp_rpc::transport::Transport`]:
+/// a `(reader, writer)` pair, or one end of an [`acp_rpc::transport::memory_pair`] for an
+/// agent in the same process as its client (no JSON lines, no byte pipe between them).
+pub fn serve_over_as<A, T>(
     agent: A,
-    reader: R,
-    writer: W,
+    identity: Option<&str>,
+    transport: T,
+    config: Config,
+) -> AgentConnection
+where
+    A: Agent,
+    T: acp_rpc::transport::Transport,
+{
+    serve_inner(agent, transport, config, None, identity.map(Arc::from))
+}
+
+pub(crate) fn serve_inner<A, T>(
+    agent: A,
+    transport: T,
     config: Config,
     store: Option<Arc<dyn SessionStore>>,
     identity: Option<Arc<str>>,
 ) -> AgentConnection
 where
     A: Agent,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
+    T: acp_rpc::transport::Transport,
 {
     let awaiting = Arc::new(Awaiting::default());
     let slot: Arc<OnceLock<Arc<Inner>>> = Arc::default();
@@ -194,7 +213,7 @@ where
         inner: slot.clone(),
         awaiting: awaiting.clone(),
     };
-    let conn = Connection::new(reader, writer, dispatch, config);
+    let conn = Connection::over(transport, dispatch, config);
     let inner = Arc::new(Inner {
         peer: conn.peer().clone(),
         caps: Default::default(),

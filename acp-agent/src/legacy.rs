@@ -55,8 +55,8 @@ pub(crate) fn serve_translated(
     options: AdapterOptions,
     store: Option<std::sync::Arc<dyn crate::store::SessionStore>>,
 ) -> Option<Translation> {
-    let v1_agent = |(r, w)| {
-        crate::connection::serve_inner(agent, r, w, acp_rpc::Config::default(), store, None)
+    let v1_agent = |end| {
+        crate::connection::serve_inner(agent, end, acp_rpc::Config::default(), store, None)
             .client()
             .peer()
             .clone()

@@ -79,7 +79,7 @@ pub mod v2;
 
 pub use agent::Agent;
 pub use connection::{
-    AgentConnection, serve, serve_as, serve_stdio, serve_with, serve_with_store,
+    AgentConnection, serve, serve_as, serve_over_as, serve_stdio, serve_with, serve_with_store,
     serve_with_store_as,
 };
 pub use context::{AgentContext, PromptContext};

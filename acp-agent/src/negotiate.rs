@@ -146,7 +146,7 @@ pub async fn serve<A: Agent>(
     let store = options.side.store.map(|s| s.0);
     let (peer, v1) = match dialect {
         Dialect::V1 => {
-            let conn = crate::connection::serve_inner(agent, reader, writer, config, store, None);
+            let conn = crate::connection::serve_inner(agent, (reader, writer), config, store, None);
             (conn.peer().clone(), Some(conn))
         }
         legacy => {

@@ -99,6 +99,11 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
         return connect_remote(remote, client, options).await;
     }
     let Some((program, args)) = spec.command.split_first() else {
+        if spec.dialects.is_empty() && spec.store.is_none() {
+            return connect_builtin(client, spec.timeout).await;
+        }
+        // A dialect asked for (the built-in agent behind a translation) or a session store:
+        // negotiated over a byte pipe, as with a child process.
         let (client_side, agent_side) = tokio::io::duplex(1 << 20);
         let (agent_read, agent_write) = tokio::io::split(agent_side);
         let mut agent_options = acp_agent::negotiate::NegotiateOptions::default();
@@ -165,6 +170,38 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
             })
         }
     }
+}
+
+/// The built-in agent in this process, v1 on an in-memory message pair: both sides are
+/// ours, so there is nothing to negotiate, and whole messages pass between the two
+/// connections with no JSON lines and no byte pipe.
+async fn connect_builtin(client: CliClient, timeout: Duration) -> Result<Link, String> {
+    let (agent_end, client_end) = acp_rpc::transport::memory_pair(256);
+    let agent = acp_agent::serve_over_as(
+        BuiltinAgent::default(),
+        None,
+        agent_end,
+        acp_agent::Config::default(),
+    );
+    let builtin = tokio::spawn(async move {
+        agent.closed().await;
+    });
+    let connection = ClientConnection::over(client, client_end, acp_client::Config::default());
+    let init = tokio::time::timeout(
+        timeout,
+        connection.agent().initialize(proto::initialize_request()),
+    )
+    .await
+    .map_err(|_| "the built-in agent did not answer initialize".to_owned())?
+    .map_err(|e| format!("the built-in agent: {e}"))?;
+    Ok(Link {
+        dialect: Dialect::V1,
+        connection,
+        init,
+        process: None,
+        builtin: Some(builtin),
+        remote: None,
+    })
 }
 
 /// Reaches a remote agent (`--url`): v1 only, the one dialect the network transport carries.

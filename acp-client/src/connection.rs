@@ -80,6 +80,28 @@ impl ClientConnection {
         ClientConnection { conn, agent }
     }
 
+    /// Like [`ClientConnection::new`] on any [`acp_rpc::transport::Transport`]: a
+    /// `(reader, writer)` pair, or one end of an [`acp_rpc::transport::memory_pair`] for an
+    /// agent in the same process (no JSON lines, no byte pipe between them).
+    pub fn over<C, T>(client: C, transport: T, config: Config) -> Self
+    where
+        C: Client,
+        T: acp_rpc::transport::Transport,
+    {
+        let subscribers = Subscribers::default();
+        let dispatcher = Dispatcher {
+            client: Arc::new(client),
+            subscribers: subscribers.clone(),
+        };
+        let conn = Connection::over(transport, dispatcher, config);
+        let agent = AgentHandle {
+            peer: conn.peer().clone(),
+            subscribers,
+            timeouts: Arc::new(RequestTimeouts::default()),
+        };
+        ClientConnection { conn, agent }
+    }
+
     /// Starts serving `client` with the default [`Config`].
     pub fn connect<C, R, W>(client: C, reader: R, writer: W) -> Self
     where

@@ -27,8 +27,8 @@ pub fn connect_v1<C: Client>(
     options: AdapterOptions,
 ) -> Option<ClientConnection> {
     let mut user = None;
-    let start = |(r, w)| {
-        let conn = user.insert(ClientConnection::new(client, r, w, Config::default()));
+    let start = |end| {
+        let conn = user.insert(ClientConnection::over(client, end, Config::default()));
         conn.peer().clone()
     };
     acp_dialects::drive_for_v1_client(dialect, start, reader, writer, options)?;

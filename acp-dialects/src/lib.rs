@@ -11,17 +11,18 @@
 //! * **its translation to and from v1, for either role**, with the mapping tables in the
 //!   module's docs: `serve_v1_agent` puts a v1 agent in front of an editor of the dialect,
 //!   `drive_for_v1_client` puts an agent of the dialect behind a v1 client. A translation
-//!   runs the user's v1 side on an in-memory pipe ([`acp_rpc::memory`]) and translates every
+//!   runs the user's v1 side on an in-memory message pair
+//!   ([`acp_rpc::transport::memory_pair`]) and translates every
 //!   message both ways; what cannot be translated is refused with a clear error or dropped
 //!   with a logged reason, as the tables say. Every translation stands on one skeleton
-//!   (`src/translate.rs`: the pipe, the two ends over the dialect's shared state, the
+//!   (`src/translate.rs`: the message pair, the two ends over the dialect's shared state, the
 //!   routing table of the v1 end), so the dialect's `v1_agent.rs` and `v1_client.rs` hold
 //!   only the mapping.
 //!
 //! [`negotiation`] holds what both sides' version negotiation knows about the dialects
 //! (which dialect a first message or a handshake answer shows, how a client offers one) and
 //! both sides' options. acp-agent and acp-client only wire the dialects in:
-//! `acp_agent::legacy::serve_v1` starts the user's v1 agent and hands its pipe end to
+//! `acp_agent::legacy::serve_v1` starts the user's v1 agent and hands its pair end to
 //! [`serve_v1_agent`]; `acp_client::legacy::connect_v1` does the same with a v1 client and
 //! [`drive_for_v1_client`]. Adding a dialect is the recipe in `CONTRIBUTING.md`.
 
@@ -53,7 +54,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use acp_rpc::memory::PipeEnd;
+use acp_rpc::transport::MemoryEnd;
 use acp_rpc::{CloseReason, Config, Error, ErrorCode, Peer};
 pub use acp_types::Dialect;
 use acp_types::v1;
@@ -241,13 +242,13 @@ macro_rules! legacy_dialects {
         }
 
         /// Serves a v1 agent to an editor speaking the legacy `dialect` over
-        /// `reader`/`writer`: `v1_agent` starts the user's v1 agent connection on the pipe
+        /// `reader`/`writer`: `v1_agent` starts the user's v1 agent connection on the pair
         /// end it is given and returns its [`Peer`]. `None` for a dialect this build has no
         /// translation for (v1 itself, or one compiled out). The dialect's module docs hold
         /// the mapping.
         pub fn serve_v1_agent(
             dialect: Dialect,
-            v1_agent: impl FnOnce(PipeEnd) -> Peer,
+            v1_agent: impl FnOnce(MemoryEnd) -> Peer,
             reader: impl Input,
             writer: impl Output,
             options: AdapterOptions,
@@ -268,11 +269,11 @@ macro_rules! legacy_dialects {
 
         /// Drives an agent speaking the legacy `dialect` (its stdout is `reader`, its stdin
         /// `writer`) for a v1 client: `v1_client` starts the user's v1 client connection on
-        /// the pipe end it is given and returns its [`Peer`]. `None` for a dialect this build
+        /// the message pair end it is given and returns its [`Peer`]. `None` for a dialect this build
         /// has no translation for. The dialect's module docs hold the mapping.
         pub fn drive_for_v1_client(
             dialect: Dialect,
-            v1_client: impl FnOnce(PipeEnd) -> Peer,
+            v1_client: impl FnOnce(MemoryEnd) -> Peer,
             reader: impl Input,
             writer: impl Output,
             options: AdapterOptions,

@@ -1,5 +1,5 @@
 //! The skeleton every translation shares, so a dialect's `v1_agent.rs` and `v1_client.rs`
-//! hold only their mapping: the user's v1 side runs on an in-memory pipe ([`translate`]);
+//! hold only their mapping: the user's v1 side runs on an in-memory message pair ([`translate`]);
 //! the translation's two ends share one state `S` (the dialect's conversation, sessions,
 //! ids); the [`V1End`] serves the user's v1 side (its routing table is [`v1_routes!`]) and
 //! calls the legacy peer through its typed handle; the [`LegacyEnd`] implements the
@@ -8,7 +8,8 @@
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
-use acp_rpc::memory::{PipeEnd, pipe, tie};
+use acp_rpc::memory::tie;
+use acp_rpc::transport::{MemoryEnd, memory_pair};
 use acp_rpc::{Config, Error, Handler, Peer};
 use acp_types::v1;
 use tokio::sync::OnceCell;
@@ -51,11 +52,16 @@ impl<S, H, V> Deref for End<S, H, V> {
 }
 
 /// Runs a translation: the user's v1 side, which `user_side` starts on one end of a fresh
-/// in-memory pipe (returning its connection's [`Peer`]); the [`V1End`] on the other end;
+/// in-memory message pair (returning its connection's [`Peer`]); the [`V1End`] on the other
+/// end (whole messages pass between them, no line framing);
 /// and the legacy connection `legacy` starts with the [`LegacyEnd`]. Both ends share
 /// `state`. When one of the three connections ends, all do. Returns the legacy peer.
+/// Messages each direction of a translation's in-memory pair holds unread (the byte pipe it
+/// replaces held 64 KiB: a few hundred streamed chunks).
+const PAIR_CAPACITY: usize = 256;
+
 pub(crate) fn translate<S, H>(
-    user_side: impl FnOnce(PipeEnd) -> Peer,
+    user_side: impl FnOnce(MemoryEnd) -> Peer,
     state: S,
     legacy: impl FnOnce(LegacyEnd<S, H>) -> Connection<H>,
 ) -> Peer
@@ -66,14 +72,14 @@ where
 {
     let state = Arc::new(state);
     let slot = Arc::<OnceLock<H>>::default();
-    let (user_end, (read, write)) = pipe();
+    let (user_end, v1_end_transport) = memory_pair(PAIR_CAPACITY);
     let user = user_side(user_end);
     let v1_end = V1End {
         state: state.clone(),
         legacy: slot.clone(),
         v1: (),
     };
-    let v1 = acp_rpc::Connection::new(read, write, v1_end, Config::default())
+    let v1 = acp_rpc::Connection::over(v1_end_transport, v1_end, Config::default())
         .peer()
         .clone();
     let outer = legacy(LegacyEnd {

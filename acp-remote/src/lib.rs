@@ -72,7 +72,7 @@
 #![deny(missing_docs)]
 
 mod client;
-mod envelope;
+mod http;
 pub mod live;
 mod metered_store;
 pub mod metrics;
@@ -80,8 +80,8 @@ mod security;
 mod server;
 
 pub use client::{
-    ConnectOptions, Finished, LinkReader, Profile, RemoteConnector, RemoteLink, connect,
-    connect_client,
+    ConnectOptions, Finished, LinkReader, Profile, RemoteConnector, RemoteLink, RemoteTransport,
+    connect, connect_client, connect_transport,
 };
 pub use live::{LiveFeed, LiveServer, serve_live};
 pub use metered_store::MeteredStore;

@@ -38,8 +38,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::Error;
+use crate::http::{Body, SseBody, text};
 use crate::security::{Authenticator, Identity};
-use crate::server::{Body, SseBody, text};
 
 /// The shortest time between two events of one stream.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(200);

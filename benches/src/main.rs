@@ -5,6 +5,7 @@
 //! The two-process scenarios re-execute this binary as the agent (`acp-bench __peer
 //! <ours|official|raw>`), so every column talks over real OS pipes to a real child process.
 
+mod dialects;
 mod floor;
 mod foreign;
 mod jobs;
@@ -232,6 +233,9 @@ fn main() -> ExitCode {
     }
     if args.first().map(String::as_str) == Some("serve") {
         return serve::main(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("dialects") {
+        return dialects::main(&args[1..]);
     }
     if args.first().map(String::as_str) == Some("trace") {
         return trace::main(&args[1..]);

@@ -133,7 +133,7 @@ pub async fn serve_stdio_stored(store: Arc<dyn SessionStore>) {
 
 /// The benchmark client: answers reads, checks chunks.
 pub struct BenchClient {
-    check: Arc<ChunkCheck>,
+    pub(crate) check: Arc<ChunkCheck>,
 }
 
 #[acp_client::async_trait]
@@ -237,21 +237,22 @@ pub async fn over_stdio(program: &AgentCommand, plan: Plan) -> Result<Outcome, S
 }
 
 /// Runs `plan` against our agent behind acp-remote's server at `url` (`http://` Streamable
-/// HTTP, `ws://` WebSocket), reached with `acp_remote::connect`.
+/// HTTP, `ws://` WebSocket), reached with `acp_remote::connect_transport`.
 pub async fn over_remote(url: &str, token: &str, plan: Plan) -> Result<Outcome, String> {
     let start = Instant::now();
     let options = acp_remote::ConnectOptions::new().token(token);
-    let link = acp_remote::connect(url, &options)
+    let link = acp_remote::connect_transport(url, &options)
         .await
         .map_err(|e| e.to_string())?;
+    let finished = link.finished();
     let check = Arc::new(ChunkCheck::default());
     let client = BenchClient {
         check: check.clone(),
     };
-    let conn = ClientConnection::new(client, link.reader, link.writer, Config::default());
+    let conn = ClientConnection::over(client, link, Config::default());
     let outcome = run_plan(conn.agent(), &check, plan, start).await;
     conn.close();
-    let _ = tokio::time::timeout(Duration::from_secs(2), link.finished.wait()).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), finished.wait()).await;
     outcome
 }
 
@@ -259,13 +260,13 @@ pub async fn over_remote(url: &str, token: &str, plan: Plan) -> Result<Outcome, 
 /// the 1,000); dropping what it returns ends it.
 pub async fn open_idle(url: &str, token: &str) -> Result<ClientConnection, String> {
     let options = acp_remote::ConnectOptions::new().token(token);
-    let link = acp_remote::connect(url, &options)
+    let link = acp_remote::connect_transport(url, &options)
         .await
         .map_err(|e| e.to_string())?;
     let client = BenchClient {
         check: Arc::new(ChunkCheck::default()),
     };
-    let conn = ClientConnection::new(client, link.reader, link.writer, Config::default());
+    let conn = ClientConnection::over(client, link, Config::default());
     ClientSide::initialize(conn.agent()).await?;
     Ok(conn)
 }

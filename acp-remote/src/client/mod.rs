@@ -205,13 +205,87 @@ pub async fn connect_client<C: Client>(
     options: &ConnectOptions,
     config: Config,
 ) -> Result<ClientConnection, Error> {
-    let link = connect(url, options).await?;
-    Ok(ClientConnection::new(
-        client,
-        link.reader,
-        link.writer,
-        config,
-    ))
+    let transport = connect_transport(url, options).await?;
+    Ok(ClientConnection::over(client, transport, config))
+}
+
+/// Connects to `url` as [`connect`] does, for an acp-rpc engine: the returned
+/// [`RemoteTransport`] goes where a [`acp_rpc::transport::Transport`] goes
+/// ([`ClientConnection::over`], [`acp_rpc::Connection::over`]). Over WebSocket the engine
+/// exchanges whole messages with the socket (one text frame per message, no line framing
+/// and no pipe between); over Streamable HTTP it reads and writes JSON lines, as on
+/// [`RemoteLink`].
+pub async fn connect_transport(
+    url: &str,
+    options: &ConnectOptions,
+) -> Result<RemoteTransport, Error> {
+    let target = Target::parse(url)?;
+    let websocket = options
+        .profile
+        .map_or(target.websocket, |p| p == Profile::WebSocket);
+    if !websocket {
+        let link = connect(url, options).await?;
+        return Ok(RemoteTransport {
+            profile: link.profile,
+            finished: link.finished,
+            carrier: Carrier::Lines(link.reader, link.writer),
+        });
+    }
+    #[cfg(feature = "tls")]
+    let tls = match target.secure {
+        true => Some(stream::tls::config(&options.root_certificates)?),
+        false => None,
+    };
+    let shared = Arc::new(Remote {
+        target,
+        #[cfg(feature = "tls")]
+        tls,
+        token: options.token.clone(),
+        cookies: Mutex::new(Vec::new()),
+        max: options.max(),
+    });
+    let (over, frames) = websocket::start_frames(shared).await?;
+    Ok(RemoteTransport {
+        profile: Profile::WebSocket,
+        finished: Finished(over),
+        carrier: Carrier::Frames(frames),
+    })
+}
+
+/// A connection to a remote agent for an acp-rpc engine (see [`connect_transport`]).
+#[derive(Debug)]
+pub struct RemoteTransport {
+    profile: Profile,
+    finished: Finished,
+    carrier: Carrier,
+}
+
+#[derive(Debug)]
+enum Carrier {
+    Frames(acp_rpc::transport::FrameAdapter),
+    Lines(LinkReader, WriteHalf<DuplexStream>),
+}
+
+impl RemoteTransport {
+    /// The profile in use.
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    /// Resolves once the connection is over after the engine ended it (see
+    /// [`RemoteLink::finished`]); take it before handing the transport to the engine.
+    pub fn finished(&self) -> Finished {
+        self.finished.clone()
+    }
+}
+
+impl acp_rpc::transport::Transport for RemoteTransport {
+    fn into_halves(self) -> acp_rpc::transport::Halves {
+        match self.carrier {
+            Carrier::Frames(frames) => frames.into_halves(),
+            Carrier::Lines(reader, writer) => acp_rpc::transport::Halves::lines(reader, writer),
+        }
+    }
 }
 
 /// Where the endpoint is.

@@ -34,6 +34,62 @@ fn buffered(socket: Box<dyn Io>) -> Box<dyn Io> {
     Box::new(BufReader::with_capacity(CLIENT_READ_BUFFER, socket))
 }
 
+/// Opens the socket (failing here on a refused upgrade: 401, 403, 503...) and carries
+/// whole messages between it and an engine: each frame of the returned adapter is one text
+/// frame of the socket, both ways, with no line framing between. The token is cancelled once
+/// the close frame went out (or the socket failed). The engine's
+/// [`max_message_size`](acp_rpc::Config::max_message_size) applies to what it reads, and
+/// the socket's own limit (`remote.max`) to every frame.
+pub(crate) async fn start_frames(
+    remote: Arc<Remote>,
+) -> Result<(CancellationToken, acp_rpc::transport::FrameAdapter), Error> {
+    let ws = open_socket(&remote).await?;
+    let (mut sink, mut stream) = ws.split();
+    let (adapter, port) = acp_rpc::transport::frame_adapter(FRAMES);
+    let acp_rpc::transport::FramePort {
+        sender,
+        mut receiver,
+    } = port;
+    let over = CancellationToken::new();
+    let done = over.clone().drop_guard();
+    tokio::spawn(async move {
+        let _done = done;
+        while let Some(frame) = receiver.recv().await {
+            // The engine writes UTF-8 JSON: the check never fails on its output.
+            let Ok(text) = tungstenite::Utf8Bytes::try_from(frame) else {
+                continue;
+            };
+            if sink.feed(Message::Text(text)).await.is_err() {
+                return;
+            }
+            // One flush per burst: the frames ready now go out together.
+            if !receiver.has_more() && sink.flush().await.is_err() {
+                return;
+            }
+        }
+        let _ = sink.send(Message::Close(None)).await;
+    });
+    tokio::spawn(async move {
+        while let Some(frame) = stream.next().await {
+            match frame {
+                Ok(Message::Text(text)) => {
+                    if sender.send(Bytes::from(text)).await.is_err() {
+                        return;
+                    }
+                }
+                Ok(Message::Close(_)) | Err(_) => return,
+                // Ping, pong and binary frames are not messages.
+                Ok(_) => {}
+            }
+        }
+        // Dropping `sender` is the end of the engine's input.
+    });
+    Ok((over, adapter))
+}
+
+/// Messages each way between the socket and the engine, not yet taken.
+const FRAMES: usize = 256;
+
 /// Opens the socket (failing here on a refused upgrade: 401, 403, 503...), starts sending
 /// the lines written to `bridge` as frames and returns the server's frames as lines; the
 /// token is cancelled once the close frame went out (or the socket failed).
@@ -41,6 +97,26 @@ pub(crate) async fn start(
     remote: Arc<Remote>,
     bridge: DuplexStream,
 ) -> Result<(CancellationToken, FrameLines), Error> {
+    let ws = open_socket(&remote).await?;
+    let (mut sink, stream) = ws.split();
+    let max = remote.max;
+    let over = CancellationToken::new();
+    let done = over.clone().drop_guard();
+    tokio::spawn(async move {
+        let _done = done;
+        let mut lines = FramedRead::new(bridge, LinesCodec::new_with_max_length(max));
+        while let Some(Ok(line)) = lines.next().await {
+            if sink.send(Message::text(line)).await.is_err() {
+                return;
+            }
+        }
+        let _ = sink.send(Message::Close(None)).await;
+    });
+    Ok((over, FrameLines::new(stream)))
+}
+
+/// The WebSocket handshake with the server of `remote`.
+async fn open_socket(remote: &Remote) -> Result<WebSocketStream<Box<dyn Io>>, Error> {
     let target = &remote.target;
     // The handshake's request line and `Host` (TLS, for `wss://`, is the stream's business).
     let url = format!("ws://{}{}", target.authority, target.path);
@@ -54,7 +130,7 @@ pub(crate) async fn start(
     if let Some(cookies) = remote.cookie_header() {
         request.headers_mut().insert(COOKIE, cookies);
     }
-    let stream = buffered(super::stream::open(&remote).await?);
+    let stream = buffered(super::stream::open(remote).await?);
     let config = WebSocketConfig::default()
         .read_buffer_size(crate::server::READ_BUFFER)
         .max_message_size(Some(remote.max))
@@ -77,21 +153,7 @@ pub(crate) async fn start(
             other => Error::WebSocket(other.to_string()),
         })?;
     remote.keep_cookies(response.headers());
-    let (mut sink, stream) = ws.split();
-    let max = remote.max;
-    let over = CancellationToken::new();
-    let done = over.clone().drop_guard();
-    tokio::spawn(async move {
-        let _done = done;
-        let mut lines = FramedRead::new(bridge, LinesCodec::new_with_max_length(max));
-        while let Some(Ok(line)) = lines.next().await {
-            if sink.send(Message::text(line)).await.is_err() {
-                return;
-            }
-        }
-        let _ = sink.send(Message::Close(None)).await;
-    });
-    Ok((over, FrameLines::new(stream)))
+    Ok(ws)
 }
 
 /// The server's frames as the JSON lines a connection reads: each text frame is copied once,

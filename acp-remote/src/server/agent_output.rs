@@ -68,6 +68,36 @@ pub(crate) fn pump_from_pipe(conn: Arc<Conn>, output: Box<dyn AsyncRead + Send +
     });
 }
 
+/// Routes each message of an agent served on frames, in order, until its output ends or the
+/// connection closes; then the connection closes. A message over the limit ends the
+/// connection as an over-long line does; the agent is held back the same way.
+pub(crate) fn pump_frames(conn: Arc<Conn>, mut frames: acp_rpc::transport::FrameReceiver) {
+    tokio::spawn(async move {
+        let _closer = CloseOnDrop(conn.clone(), "the agent's output ended");
+        let max = conn.limits.max_message_bytes;
+        let ended = conn.closed.cancelled();
+        tokio::pin!(ended);
+        loop {
+            let frame = tokio::select! {
+                f = frames.recv() => f,
+                () = &mut ended => None,
+            };
+            let Some(frame) = frame else { break };
+            let frame = match frame.len() > max {
+                true => Frame::Oversized { len: frame.len() },
+                // The engine's output: text already, routed as it is, not copied.
+                false => Frame::Line(frame),
+            };
+            if take(&conn, frame, true) && !conn.room_for_more().await {
+                break;
+            }
+            if conn.closed.is_cancelled() {
+                break;
+            }
+        }
+    });
+}
+
 /// Routes one frame of the agent's output; `true` when it was a line (routed).
 fn take(conn: &Conn, frame: Frame, trusted: bool) -> bool {
     let max = conn.limits.max_message_bytes;

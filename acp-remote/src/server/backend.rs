@@ -1,14 +1,17 @@
 //! The agent behind one remote connection: an [`acp_agent::Agent`] served in process, or a
-//! stdio agent command spawned as a child (the gateway). Either way the connection writes the
-//! client's messages to it as JSON lines and routes the lines it writes; a child's come from
-//! its stdout, an in-process agent's connection writes straight into the router
-//! ([`super::agent_output`]).
+//! stdio agent command spawned as a child (the gateway). A child gets the client's messages
+//! as JSON lines and its stdout's lines are routed; an agent served in process
+//! ([`Server::in_process`](crate::Server::in_process)) runs on acp-rpc's frame adapter, so
+//! whole messages pass both ways with no pipe and no line framing
+//! ([`super::agent_output`]). An agent started by
+//! [`Server::in_process_with`](crate::Server::in_process_with) gets a reader and a writer.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use acp_agent::{Agent, AgentConnection};
 use acp_client::process::{AgentCommand, AgentProcess};
+use acp_rpc::transport::{FrameAdapter, FramePort, FrameReceiver, FrameSender, frame_adapter};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::agent_output::{AgentInput, AgentOutput};
@@ -16,11 +19,16 @@ use crate::security::Identity;
 
 /// Bytes buffered in the in-process pipe to the agent.
 const PIPE_BYTES: usize = 256 * 1024;
+/// Messages each way between the connection and an agent served on frames, not yet taken.
+const FRAMES: usize = 256;
 /// Time a gateway child has to exit after its stdin closed, then after SIGTERM.
 const CHILD_GRACE: Duration = Duration::from_secs(2);
 
 /// Starts an in-process agent on its pipes, for the connection's identity.
 type Make = dyn Fn(AgentInput, AgentOutput, &Identity) -> AgentConnection + Send + Sync;
+
+/// Starts an in-process agent on its frame adapter, for the connection's identity.
+type MakeOnFrames = dyn Fn(FrameAdapter, &Identity) -> AgentConnection + Send + Sync;
 
 /// Builds a gateway child's command for the identity of the connection it serves.
 pub(crate) type MakeCommand = dyn Fn(&Identity) -> AgentCommand + Send + Sync;
@@ -28,8 +36,10 @@ pub(crate) type MakeCommand = dyn Fn(&Identity) -> AgentCommand + Send + Sync;
 /// What serves each remote connection.
 #[derive(Clone)]
 pub(crate) enum Backend {
-    /// A fresh agent value per connection, served in process.
+    /// A fresh agent value per connection, served in process on a reader and a writer.
     InProcess(Arc<Make>),
+    /// A fresh agent value per connection, served in process on frames.
+    OnFrames(Arc<MakeOnFrames>),
     /// One child process per connection, its command made for the connection's identity.
     Gateway(Arc<MakeCommand>),
 }
@@ -38,6 +48,7 @@ impl std::fmt::Debug for Backend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Backend::InProcess(_) => f.write_str("InProcess"),
+            Backend::OnFrames(_) => f.write_str("OnFrames"),
             Backend::Gateway(_) => f.write_str("Gateway"),
         }
     }
@@ -46,9 +57,17 @@ impl std::fmt::Debug for Backend {
 /// The agent's end of a running connection: its output, its input and what keeps it alive.
 pub(crate) struct Running {
     pub(crate) output: Output,
-    pub(crate) input: Box<dyn AsyncWrite + Send + Unpin>,
+    pub(crate) input: Input,
     /// The child of a gateway; an in-process agent's comes when it starts (with its output).
     pub(crate) guard: Option<Guard>,
+}
+
+/// Where the client's messages go.
+pub(crate) enum Input {
+    /// JSON lines to write (a gateway child's stdin, an in-process agent's pipe).
+    Pipe(Box<dyn AsyncWrite + Send + Unpin>),
+    /// One frame per message (an in-process agent on frames).
+    Frames(FrameSender),
 }
 
 /// Where the agent's output comes from.
@@ -57,6 +76,8 @@ pub(crate) enum Output {
     Pipe(Box<dyn AsyncRead + Send + Unpin>),
     /// An in-process agent, started once the connection gives it its output.
     InProcess(Box<dyn FnOnce(AgentOutput) -> AgentConnection + Send>),
+    /// One frame per message (an in-process agent on frames).
+    Frames(FrameReceiver),
 }
 
 /// Ends the agent when the connection ends.
@@ -102,12 +123,11 @@ impl Backend {
         A: Agent,
         F: Fn() -> A + Send + Sync + 'static,
     {
-        Backend::InProcess(Arc::new(move |read, write, who: &Identity| {
-            acp_agent::serve_as(
+        Backend::OnFrames(Arc::new(move |frames, who: &Identity| {
+            acp_agent::serve_over_as(
                 make(),
                 who.session_owner(),
-                read,
-                write,
+                frames,
                 acp_agent::Config::default(),
             )
         }))
@@ -124,8 +144,17 @@ impl Backend {
                 let who = who.clone();
                 Ok(Running {
                     output: Output::InProcess(Box::new(move |output| make(theirs, output, &who))),
-                    input: Box::new(input),
+                    input: Input::Pipe(Box::new(input)),
                     guard: None,
+                })
+            }
+            Backend::OnFrames(make) => {
+                let (frames, FramePort { sender, receiver }) = frame_adapter(FRAMES);
+                let agent = make(frames, who);
+                Ok(Running {
+                    output: Output::Frames(receiver),
+                    input: Input::Frames(sender),
+                    guard: Some(Guard::InProcess(agent)),
                 })
             }
             Backend::Gateway(make) => {
@@ -137,7 +166,7 @@ impl Backend {
                     .ok_or_else(|| "the agent's stdio is missing".to_owned())?;
                 Ok(Running {
                     output: Output::Pipe(Box::new(stdout)),
-                    input: Box::new(stdin),
+                    input: Input::Pipe(Box::new(stdin)),
                     guard: Some(Guard::Gateway(Box::new(child))),
                 })
             }

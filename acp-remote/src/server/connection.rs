@@ -21,20 +21,17 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::agent_output::{self, AgentOutput, CloseOnDrop};
-use super::backend::{Guard, Output, Running};
+use super::backend::{Guard, Input, Output, Running};
 use super::outbox::{Budget, Outbox};
-use crate::envelope::Envelope;
 use crate::metrics::Metrics;
 use crate::security::{Identity, Limits};
+use acp_rpc::envelope::Envelope;
 use acp_rpc::observe::{MessageEvent, MessageKind, Observer, RequestEvent, SharedObserver};
 use acp_rpc::sync::lock;
 use acp_rpc::{Direction, ErrorCode};
 
 /// JSON-RPC code of a refusal by the transport (a limit reached).
 pub(crate) const LIMIT_CODE: i64 = -32000;
-/// How acp-rpc's writer begins a notification (`write_head`, then the method; a request has its
-/// id first): pinned by `the_engine_writes_notifications_as_the_fast_path_expects` below.
-const ENGINE_METHOD_HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":"#;
 /// Messages queued towards the agent before a POST waits.
 const TO_AGENT_QUEUE: usize = 64;
 /// Client requests the agent has not answered yet, per connection; past it a request is
@@ -188,12 +185,18 @@ impl Conn {
                 let Some((message, _permit)) = message else {
                     break;
                 };
-                let written = async {
-                    input.write_all(&message).await?;
-                    input.write_all(b"\n").await?;
-                    input.flush().await
+                let written = match &mut input {
+                    Input::Pipe(pipe) => async {
+                        pipe.write_all(&message).await?;
+                        pipe.write_all(b"\n").await?;
+                        pipe.flush().await
+                    }
+                    .await
+                    .is_ok(),
+                    // A whole message, as the client sent it: no line end, no copy.
+                    Input::Frames(frames) => frames.send(message).await.is_ok(),
                 };
-                if written.await.is_err() {
+                if !written {
                     break;
                 }
                 // `_permit` goes here: the message's bytes leave the queue.
@@ -202,6 +205,7 @@ impl Conn {
         });
         match agent.output {
             Output::Pipe(output) => agent_output::pump_from_pipe(conn.clone(), output),
+            Output::Frames(frames) => agent_output::pump_frames(conn.clone(), frames),
             Output::InProcess(start) => {
                 let started = start(AgentOutput::new(conn.clone()));
                 *lock(&conn.guard) = Some(Guard::InProcess(started));
@@ -447,25 +451,26 @@ impl Conn {
         }
     }
 
-    /// Routes one line of the agent's output (checked UTF-8 by the codec): read in one
-    /// pass for its method, id and session ([`Envelope`]), and queued as it is.
+    /// Routes one message of the agent's output: read in one pass for its method, id and
+    /// session ([`Envelope`]), and queued as it is.
     ///
-    /// `trusted`: the line is acp-rpc's `serde_json` output (an in-process agent), so JSON.
-    /// On a WebSocket with no observer, one that begins as acp-rpc writes a notification goes
-    /// down the socket unread (reading a streamed chunk to its end cost the most).
+    /// `trusted`: the message is acp-rpc's `serde_json` output (an in-process agent), so
+    /// JSON. On a WebSocket with no observer, a notification in the engine's usual shape
+    /// ([`acp_rpc::envelope::plain_notification`]) goes down the socket unread (reading a
+    /// streamed chunk to its end cost the most).
     pub(crate) fn route(&self, line: Bytes, trusted: bool) {
-        if trusted
-            && self.websocket
-            && !self.observers.any()
-            && line.starts_with(ENGINE_METHOD_HEAD)
-        {
-            self.push(&self.main, line);
-            return;
-        }
         let Ok(text) = std::str::from_utf8(&line) else {
             tracing::warn!(conn = %self.id, "agent wrote a line that is not UTF-8; dropped");
             return;
         };
+        if trusted
+            && self.websocket
+            && !self.observers.any()
+            && acp_rpc::envelope::plain_notification(text).is_some()
+        {
+            self.push(&self.main, line);
+            return;
+        }
         let Some(message) = Envelope::read(text) else {
             tracing::warn!(conn = %self.id, "agent wrote a line that is not JSON; dropped");
             return;
@@ -637,7 +642,7 @@ pub(crate) mod tests {
         let (output, input) = tokio::io::split(ours);
         let agent = Running {
             output: Output::Pipe(Box::new(output)),
-            input: Box::new(input),
+            input: Input::Pipe(Box::new(input)),
             guard: None,
         };
         let observers = Observers {
@@ -661,20 +666,19 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn the_engine_writes_notifications_as_the_fast_path_expects() {
-        use tokio::io::AsyncBufReadExt;
-        let (ours, theirs) = tokio::io::duplex(1 << 16);
-        let (read, write) = tokio::io::split(ours);
-        let engine = acp_rpc::Connection::new(read, write, (), acp_rpc::Config::default());
+        let (ours, mut theirs) = acp_rpc::transport::frame_adapter(8);
+        let engine = acp_rpc::Connection::over(ours, (), acp_rpc::Config::default());
         let update = serde_json::json!({"sessionId": "s", "update": {"sessionUpdate": "x"}});
         engine
             .peer()
             .notify("session/update", &update)
             .await
             .unwrap();
-        let mut lines = tokio::io::BufReader::new(theirs).lines();
-        let line = lines.next_line().await.unwrap().unwrap();
-        assert!(line.as_bytes().starts_with(ENGINE_METHOD_HEAD), "{line}");
-        let read: Value = serde_json::from_str(&line).unwrap();
+        let frame = theirs.receiver.recv().await.unwrap();
+        let text = std::str::from_utf8(&frame).unwrap();
+        let (method, _) = acp_rpc::envelope::plain_notification(text).expect(text);
+        assert_eq!(method, "session/update");
+        let read: Value = serde_json::from_str(text).unwrap();
         assert_eq!(read["method"], "session/update");
         engine.close();
     }

@@ -40,9 +40,6 @@ use std::time::Duration;
 
 use acp_agent::Agent;
 use acp_client::process::AgentCommand;
-use bytes::Bytes;
-use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
@@ -50,6 +47,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use crate::http::{Body, SseBody, text};
 use crate::live::LiveFeed;
 use crate::metrics::Metrics;
 use crate::security::{Authenticator, Identity, Limits, NoAuth, Origins};
@@ -60,10 +58,6 @@ pub use agent_output::{AgentInput, AgentOutput};
 use backend::{Backend, Guard};
 use connection::Conn;
 pub use ops::ReadinessCheck;
-pub(crate) use streamable_http::SseBody;
-
-/// The response body type of every answer.
-pub(crate) type Body = BoxBody<Bytes, Infallible>;
 
 /// A WebSocket's read buffer (tungstenite's default, 128 KiB, is allocated up front for
 /// every socket: an idle connection cost 250 KiB with both ends in one process).
@@ -572,19 +566,6 @@ fn cors(response: &mut Response<Body>, origin: Option<&str>, preflight: bool) {
             ),
         );
     }
-}
-
-/// A plain-text answer.
-pub(crate) fn text(status: StatusCode, body: &'static str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())).boxed());
-    *response.status_mut() = status;
-    if !body.is_empty() {
-        response.headers_mut().insert(
-            hyper::header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; charset=utf-8"),
-        );
-    }
-    response
 }
 
 /// A header's value as text, if present and printable.

@@ -12,15 +12,12 @@
 //! agent cannot start, 503 at the connection limit, 504 when the agent does not answer
 //! `initialize` in time.
 
-use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::{Frame, Incoming};
+use hyper::body::Incoming;
 use hyper::header::{ACCEPT, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use serde_json::Value;
@@ -28,7 +25,7 @@ use tokio::sync::mpsc;
 
 use super::connection::{Conn, Refused};
 use super::outbox::Outbox;
-use super::{Body, Shared, ids, text};
+use super::{Body, Shared, SseBody, ids, text};
 use crate::HEADER_CONNECTION_ID;
 use crate::security::Identity;
 
@@ -295,20 +292,4 @@ pub(crate) fn delete(
     };
     conn.close("deleted by the client");
     text(StatusCode::ACCEPTED, "")
-}
-
-/// An SSE response body fed by [`pump`]; dropped by hyper when the client goes away, which
-/// ends the pump.
-pub(crate) struct SseBody(pub(crate) mpsc::Receiver<Bytes>);
-
-impl hyper::body::Body for SseBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.0.poll_recv(cx).map(|m| m.map(|b| Ok(Frame::data(b))))
-    }
 }

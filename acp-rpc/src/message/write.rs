@@ -5,8 +5,8 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::RequestId;
-use crate::config::Framing;
 use crate::error::Error;
+use crate::framing::Framing;
 
 fn write_head(buf: &mut Vec<u8>, framing: &Framing) {
     buf.push(b'{');

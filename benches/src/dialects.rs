@@ -1,0 +1,102 @@
+//! `acp-bench dialects`: scenario a (one prompt streaming `agent_message_chunk`s) through each
+//! legacy dialect's translations, both of them back to back: our v1 client drives a legacy
+//! agent (`acp_client::legacy::connect_v1`), which is our v1 bench agent put in front of a
+//! legacy editor (`acp_agent::legacy::serve_v1`), over an in-memory byte pipe in the
+//! dialect's wire format. Each translation runs its own connections (the legacy wire and the
+//! user's v1 side), so this measures what the translations cost a stream.
+//!
+//! ```text
+//! acp-bench dialects [--chunks N] [--runs R]     # default 20,000 chunks, median of 5
+//! ```
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use acp_agent::Dialect;
+
+use crate::msg::{ChunkCheck, Job};
+use crate::ours::{BenchAgent, BenchClient};
+use crate::plan::{Plan, run_plan};
+
+const DIALECTS: [Dialect; 4] = [
+    Dialect::Legacy009,
+    Dialect::Threads,
+    Dialect::Probe,
+    Dialect::Crow,
+];
+
+/// Parses the arguments and prints chunks per second per dialect (median of the runs).
+pub fn main(args: &[String]) -> ExitCode {
+    let mut chunks = 20_000u64;
+    let mut runs = 5usize;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let value = args.next().and_then(|v| v.parse::<u64>().ok());
+        match (arg.as_str(), value) {
+            ("--chunks", Some(n)) => chunks = n,
+            ("--runs", Some(n)) => runs = n.max(1) as usize,
+            _ => {
+                eprintln!("usage: acp-bench dialects [--chunks N] [--runs R]");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let runtime = crate::runtime();
+    println!("dialect\tchunks/s (median of {runs})\tmin\tmax");
+    for dialect in DIALECTS {
+        let mut rates = Vec::new();
+        for _ in 0..runs {
+            match runtime.block_on(over_dialect(dialect, chunks)) {
+                Ok(elapsed) => rates.push(chunks as f64 / elapsed.as_secs_f64()),
+                Err(e) => {
+                    eprintln!("{dialect:?}: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        rates.sort_by(f64::total_cmp);
+        println!(
+            "{dialect:?}\t{:.0}\t{:.0}\t{:.0}",
+            rates[rates.len() / 2],
+            rates[0],
+            rates[rates.len() - 1]
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// One run of a through `dialect`'s two translations; the client's time of the prompt.
+async fn over_dialect(dialect: Dialect, chunks: u64) -> Result<Duration, String> {
+    let start = Instant::now();
+    let (agent_end, client_end) = tokio::io::duplex(crate::DUPLEX_BUFFER);
+    let (read, write) = tokio::io::split(agent_end);
+    let options = acp_agent::legacy::AdapterOptions::default();
+    let agent = acp_agent::legacy::serve_v1(dialect, BenchAgent::default(), read, write, options)
+        .ok_or("this build has no such dialect")?;
+    let check = Arc::new(ChunkCheck::default());
+    let client = BenchClient {
+        check: check.clone(),
+    };
+    let (read, write) = tokio::io::split(client_end);
+    let options = acp_client::legacy::AdapterOptions::default();
+    let conn = acp_client::legacy::connect_v1(dialect, client, read, write, options)
+        .ok_or("this build has no such dialect")?;
+    let outcome = run_plan(
+        conn.agent(),
+        &check,
+        Plan::Job(Job::Stream { n: chunks }),
+        start,
+    )
+    .await;
+    conn.close();
+    drop(agent);
+    let outcome = outcome?;
+    if outcome.chunks.0 != chunks || outcome.chunks.1 != 0 {
+        return Err(format!(
+            "{dialect:?}: {} chunks in order and {} wrong, of {chunks}",
+            outcome.chunks.0, outcome.chunks.1
+        ));
+    }
+    Ok(outcome.elapsed)
+}
