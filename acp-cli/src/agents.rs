@@ -134,11 +134,11 @@ fn list() -> Result<(), String> {
         platform.unwrap_or("(not one the registry names)"),
         cache.root().display()
     );
-    println!("{:<20} {:<22} {:<10} {:<44} INSTALLED", "ID", "NAME", "VERSION", "RUNS HERE");
+    println!("{:<20} {:<22} {:<10} {:<52} INSTALLED", "ID", "NAME", "VERSION", "RUNS HERE");
     for agent in &registry.agents {
         let (how, installed) = how_it_runs(agent, platform, &cache);
         println!(
-            "{:<20} {:<22} {:<10} {:<44} {installed}",
+            "{:<20} {:<22} {:<10} {:<52} {installed}",
             agent.id, agent.name, agent.version, how
         );
     }

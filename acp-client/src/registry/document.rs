@@ -141,6 +141,11 @@ impl Registry {
         let object = value.as_object().ok_or_else(|| {
             RegistryError::Document("not an ACP agent registry: the document is not an object".into())
         })?;
+        if !object.get("agents").is_some_and(|a| a.is_array()) {
+            return Err(RegistryError::Document(
+                "not an ACP agent registry: no `agents` array (registry schema v1)".into(),
+            ));
+        }
         let version = object.get("version").and_then(|v| v.as_str());
         let Some(version) = version else {
             return Err(RegistryError::Document(
@@ -151,11 +156,6 @@ impl Registry {
             return Err(RegistryError::Document(format!(
                 "registry schema version {version:?}: this client reads version 1.x.y"
             )));
-        }
-        if !object.get("agents").is_some_and(|a| a.is_array()) {
-            return Err(RegistryError::Document(
-                "not an ACP agent registry: no `agents` array (registry schema v1)".into(),
-            ));
         }
         let registry: Registry = serde_json::from_value(value)
             .map_err(|e| RegistryError::Document(format!("not of the registry schema v1: {e}")))?;
