@@ -61,7 +61,12 @@ pub struct ById {
     /// Run the registry's agent with this id (`acp agents` lists them) instead of a command
     /// after `--`: its archive for this platform (downloaded into the cache after asking),
     /// else `npx`/`uvx`.
-    #[arg(long = "agent", id = "agent_id", value_name = "ID", conflicts_with = "agent")]
+    #[arg(
+        long = "agent",
+        id = "agent_id",
+        value_name = "ID",
+        conflicts_with = "agent"
+    )]
     pub agent: Option<String>,
 }
 
@@ -102,7 +107,7 @@ fn load(cache: &Cache) -> (Registry, String) {
             let when = if source.fetched == 0 {
                 "at an unknown time".to_owned()
             } else {
-                format!("{} (Unix time)", source.fetched)
+                format!("on {} UTC", utc_date(source.fetched))
             };
             let origin = format!(
                 "fetched from {} at {when}, cached in {}",
@@ -114,7 +119,8 @@ fn load(cache: &Cache) -> (Registry, String) {
         Ok(None) => {}
         Err(e) => eprintln!("acp: the cached registry is unusable ({e}); using the snapshot"),
     }
-    let registry = Registry::from_json(SNAPSHOT.as_bytes()).expect("the snapshot is checked by a test");
+    let registry =
+        Registry::from_json(SNAPSHOT.as_bytes()).expect("the snapshot is checked by a test");
     let source: serde_json::Value = serde_json::from_str(SNAPSHOT_SOURCE).expect("valid JSON");
     let origin = format!(
         "the snapshot shipped with acp ({} as of {}); `acp agents update` fetches the current one",
@@ -134,7 +140,10 @@ fn list() -> Result<(), String> {
         platform.unwrap_or("(not one the registry names)"),
         cache.root().display()
     );
-    println!("{:<20} {:<22} {:<10} {:<52} INSTALLED", "ID", "NAME", "VERSION", "RUNS HERE");
+    println!(
+        "{:<20} {:<22} {:<10} {:<52} INSTALLED",
+        "ID", "NAME", "VERSION", "RUNS HERE"
+    );
     for agent in &registry.agents {
         let (how, installed) = how_it_runs(agent, platform, &cache);
         println!(
@@ -179,7 +188,10 @@ async fn update(registry: &str) -> Result<(), String> {
     let bytes = if is_url {
         eprintln!("acp: fetching the registry from {registry}");
         let fetcher = Fetcher::new().map_err(|e| e.to_string())?;
-        fetcher.document(registry).await.map_err(|e| e.to_string())?
+        fetcher
+            .document(registry)
+            .await
+            .map_err(|e| e.to_string())?
     } else {
         std::fs::read(registry).map_err(|e| format!("{registry}: {e}"))?
     };
@@ -190,7 +202,9 @@ async fn update(registry: &str) -> Result<(), String> {
         std::fs::canonicalize(registry)
             .map_or_else(|_| registry.to_owned(), |p| p.display().to_string())
     };
-    cache.store_registry(&bytes, &source).map_err(|e| e.to_string())?;
+    cache
+        .store_registry(&bytes, &source)
+        .map_err(|e| e.to_string())?;
     println!(
         "{} agents (registry schema {}) from {source}, stored in {}",
         parsed.agents.len(),
@@ -198,6 +212,20 @@ async fn update(registry: &str) -> Result<(), String> {
         cache.root().join("registry.json").display()
     );
     Ok(())
+}
+
+/// `YYYY-MM-DD` of a Unix time (days to civil date, as in H. Hinnant's `civil_from_days`).
+fn utc_date(secs: u64) -> String {
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
 }
 
 /// Asks on the terminal whether to go ahead, or takes `--yes`; without a terminal and
@@ -227,9 +255,9 @@ fn confirm(what: &str, yes: bool) -> Result<(), String> {
 async fn prepare(id: &str, yes: bool) -> Result<Vec<OsString>, String> {
     let cache = cache()?;
     let (registry, origin) = load(&cache);
-    let agent = registry
-        .agent(id)
-        .ok_or_else(|| format!("no agent `{id}` in the registry ({origin}); `acp agents` lists them"))?;
+    let agent = registry.agent(id).ok_or_else(|| {
+        format!("no agent `{id}` in the registry ({origin}); `acp agents` lists them")
+    })?;
     let platform = current_platform().ok_or("this platform has no name in the registry")?;
     let launch = agent.launch(platform).ok_or_else(|| {
         format!(
@@ -267,7 +295,10 @@ async fn prepare(id: &str, yes: bool) -> Result<Vec<OsString>, String> {
     }
     let command = launch.command(agent, &cache).map_err(|e| e.to_string())?;
     let argv = command.argv();
-    let shown: Vec<String> = argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let shown: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     eprintln!("acp: running {label}: {}", shown.join(" "));
     Ok(argv)
 }
@@ -280,6 +311,13 @@ pub async fn command(id: &str, yes: bool) -> Result<Vec<OsString>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fetch_times_are_shown_as_dates() {
+        assert_eq!(utc_date(0), "1970-01-01");
+        assert_eq!(utc_date(951_782_400), "2000-02-29");
+        assert_eq!(utc_date(1_795_937_015), "2026-11-29");
+    }
 
     #[test]
     fn the_shipped_snapshot_is_a_registry_with_its_source() {

@@ -387,7 +387,9 @@ async fn by_id(args: &mut AgentArgs, yes: bool) -> Result<(), String> {
         return Ok(());
     };
     if args.url.is_some() || args.store.is_some() {
-        return Err("--agent ID runs a registry agent here; it goes with neither --url nor --store".into());
+        return Err(
+            "--agent ID runs a registry agent here; it goes with neither --url nor --store".into(),
+        );
     }
     args.agent = agents::command(&id, yes).await?;
     Ok(())

@@ -2,7 +2,8 @@
 //! agent as a binary archive (a good one, one with a `../` entry, one with a link out, one
 //! whose checksum is wrong, one changed after its first download, one cut off halfway), an
 //! npx entry and an agent for another platform only; offline against the shipped snapshot;
-//! and with the cache already filled (the server sees no request).
+//! and with the cache already filled (the server sees no request), through `acp chat`,
+//! `check`, `trace` and `serve`.
 
 mod support;
 
@@ -91,15 +92,24 @@ impl World {
             ],
             "extensions": []
         });
-        server.put("registry.json", Body::Full(registry.to_string().into_bytes()));
+        server.put(
+            "registry.json",
+            Body::Full(registry.to_string().into_bytes()),
+        );
         server.put("good.tar.gz", Body::Full(good));
         server.put("dotdot.tar.gz", Body::Full(dotdot));
         server.put("link-out.tar.gz", Body::Full(link_out));
         server.put("small.tar.gz", Body::Full(small.clone()));
         server.put("changed.tar.gz", Body::Full(small.clone()));
         server.put("cut.tar.gz", Body::Halfway(small));
-        server.put("not-json", Body::Full(b"<html>no registry here</html>".to_vec()));
-        server.put("other-schema", Body::Full(br#"{"servers": [], "version": "0.1"}"#.to_vec()));
+        server.put(
+            "not-json",
+            Body::Full(b"<html>no registry here</html>".to_vec()),
+        );
+        server.put(
+            "other-schema",
+            Body::Full(br#"{"servers": [], "version": "0.1"}"#.to_vec()),
+        );
         World { server, scratch }
     }
 
@@ -116,7 +126,10 @@ impl World {
         let out = self.acp(&["agents", "update", "--registry", &url]);
         let (stdout, stderr) = text(&out);
         assert!(out.status.success(), "{stdout}{stderr}");
-        assert!(stdout.contains("8 agents (registry schema 1.0.0)"), "{stdout}");
+        assert!(
+            stdout.contains("8 agents (registry schema 1.0.0)"),
+            "{stdout}"
+        );
     }
 
     /// Whether anything of agent `id` is in the cache (an install or a partial one).
@@ -146,30 +159,60 @@ fn registry_agents_are_listed_run_by_id_and_run_again_from_the_cache() {
             .unwrap_or_else(|| panic!("{id} not listed:\n{stdout}"))
             .to_owned()
     };
-    assert!(stdout.contains(&format!("registry: fetched from {}/registry.json", world.server.url())));
+    assert!(stdout.contains(&format!(
+        "registry: fetched from {}/registry.json",
+        world.server.url()
+    )));
     assert!(line("echo-good").contains("Test echo-good"), "{stdout}");
     assert!(line("echo-good").contains("binary good.tar.gz"), "{stdout}");
     assert!(line("echo-good").ends_with(" no"), "{stdout}");
-    assert!(line("npx-agent").contains("npx @acp-rs-test/agent@2.0.0"), "{stdout}");
-    assert!(line("elsewhere").contains("not here (archives for:"), "{stdout}");
+    assert!(
+        line("npx-agent").contains("npx @acp-rs-test/agent@2.0.0"),
+        "{stdout}"
+    );
+    assert!(
+        line("elsewhere").contains("not here (archives for:"),
+        "{stdout}"
+    );
 
     // Not confirmed (no terminal, no --yes): said, and nothing downloaded.
     let before = world.server.requests().len();
     let out = world.acp(&["chat", "--agent", "echo-good", "--prompt", "hi"]);
     let (_, stderr) = text(&out);
     assert!(!out.status.success());
-    assert!(stderr.contains("good.tar.gz") && stderr.contains("pass --yes"), "{stderr}");
+    assert!(
+        stderr.contains("good.tar.gz") && stderr.contains("pass --yes"),
+        "{stderr}"
+    );
     assert_eq!(world.server.requests().len(), before, "nothing was fetched");
 
-    let out = world.acp(&["chat", "--agent", "echo-good", "--prompt", "registry hello", "--yes"]);
+    let out = world.acp(&[
+        "chat",
+        "--agent",
+        "echo-good",
+        "--prompt",
+        "registry hello",
+        "--yes",
+    ]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
-    assert!(stdout.contains("registry") && stdout.contains("hello"), "{stdout}");
-    assert!(stderr.contains("download ") && stderr.contains("/good.tar.gz"), "{stderr}");
+    assert!(
+        stdout.contains("registry") && stdout.contains("hello"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("download ") && stderr.contains("/good.tar.gz"),
+        "{stderr}"
+    );
     assert!(stderr.contains("installed agent `echo-good`"), "{stderr}");
     assert!(stderr.contains("archive SHA-256"), "{stderr}");
     assert_eq!(
-        world.server.requests().iter().filter(|r| *r == "/good.tar.gz").count(),
+        world
+            .server
+            .requests()
+            .iter()
+            .filter(|r| *r == "/good.tar.gz")
+            .count(),
         1
     );
     let listed = text(&world.acp(&["agents"])).0;
@@ -181,18 +224,76 @@ fn registry_agents_are_listed_run_by_id_and_run_again_from_the_cache() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
     assert!(stderr.contains("is installed in"), "{stderr}");
-    let out = world.acp(&["check", "--agent", "echo-good", "--yes", "--only", "handshake", "--timing-misses-ok"]);
+    let out = world.acp(&[
+        "check",
+        "--agent",
+        "echo-good",
+        "--yes",
+        "--only",
+        "handshake",
+        "--timing-misses-ok",
+    ]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
     assert!(stdout.contains("handshake.initialize"), "{stdout}");
     let trace = world.scratch.0.join("trace.ndjson");
     // Stdin is closed at once: the agent exits (1, nothing was sent), the trace records it.
-    let out = world.acp(&["trace", "--out", trace.to_str().unwrap(), "--agent", "echo-good", "--yes"]);
+    let out = world.acp(&[
+        "trace",
+        "--out",
+        trace.to_str().unwrap(),
+        "--agent",
+        "echo-good",
+        "--yes",
+    ]);
     assert!(text(&out).1.contains("is installed in"), "{}", text(&out).1);
     let recorded = std::fs::read_to_string(&trace).unwrap();
     assert!(recorded.contains("\"dir\":\"start\""), "{recorded}");
-    assert!(recorded.contains("echo_agent"), "the trace names the registry agent's command: {recorded}");
-    assert_eq!(world.server.requests().len(), before, "no request with the cache filled");
+    assert!(
+        recorded.contains("echo_agent"),
+        "the trace names the registry agent's command: {recorded}"
+    );
+    // acp serve --agent ID: each connection gets the registry agent.
+    let token = world.scratch.0.join("token");
+    std::fs::write(&token, "registry-test-token\n").unwrap();
+    let mut cmd = Command::new(acp());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--token-file"])
+        .arg(&token)
+        .args(["--agent", "echo-good", "--yes"])
+        .env("ACP_CACHE_DIR", world.cache())
+        .stdin(Stdio::null())
+        .stderr(Stdio::null());
+    let served = support::Served::spawn(cmd);
+    let mut chat = Command::new(acp());
+    chat.args([
+        "chat",
+        "--url",
+        &served.url,
+        "--prompt",
+        "served hello",
+        "--yes",
+    ])
+    .env("ACP_TOKEN", "registry-test-token")
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let out = output_within(
+        chat.spawn().unwrap(),
+        Duration::from_secs(60),
+        "acp chat --url",
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("served") && stdout.contains("hello"),
+        "{stdout}"
+    );
+    drop(served);
+    assert_eq!(
+        world.server.requests().len(),
+        before,
+        "no request with the cache filled"
+    );
 }
 
 #[test]
@@ -211,7 +312,11 @@ fn hostile_or_broken_archives_are_refused_and_nothing_runs() {
         assert!(stderr.contains(why), "{id}: {stderr}");
         assert!(!stderr.contains("must never run"), "{id}: {stderr}");
         assert!(!stderr.contains("acp: running"), "{id}: {stderr}");
-        assert!(world.left_in_cache(id).is_empty(), "{id}: {:?}", world.left_in_cache(id));
+        assert!(
+            world.left_in_cache(id).is_empty(),
+            "{id}: {:?}",
+            world.left_in_cache(id)
+        );
     }
     assert!(!world.cache().join("escaped").exists());
     assert!(!world.cache().join("agents/escaped").exists());
@@ -237,8 +342,14 @@ fn an_archive_changed_after_its_first_download_is_refused() {
     let out = world.acp(&["chat", "--agent", "echo-changed", "--prompt", "hi", "--yes"]);
     let (stdout, stderr) = text(&out);
     assert!(!out.status.success(), "{stdout}{stderr}");
-    assert!(stderr.contains("changed since its first download"), "{stderr}");
-    assert!(stderr.contains(&first), "the recorded digest is shown: {stderr}");
+    assert!(
+        stderr.contains("changed since its first download"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&first),
+        "the recorded digest is shown: {stderr}"
+    );
     assert!(!stderr.contains("swapped"), "{stderr}");
     assert!(world.left_in_cache("echo-changed").is_empty());
 }
@@ -246,23 +357,42 @@ fn an_archive_changed_after_its_first_download_is_refused() {
 #[test]
 fn bad_registries_unknown_ids_and_missing_npx_are_clear_messages() {
     let world = World::new("registry-bad");
-    for (file, why) in [("not-json", "not JSON"), ("other-schema", "not an ACP agent registry")] {
+    for (file, why) in [
+        ("not-json", "not JSON"),
+        ("other-schema", "not an ACP agent registry"),
+    ] {
         let url = format!("{}/{file}", world.server.url());
         let out = world.acp(&["agents", "update", "--registry", &url]);
         let (_, stderr) = text(&out);
         assert!(!out.status.success());
         assert!(stderr.contains(why), "{file}: {stderr}");
-        assert!(!world.cache().join("registry.json").exists(), "{file} was not stored");
+        assert!(
+            !world.cache().join("registry.json").exists(),
+            "{file} was not stored"
+        );
     }
     world.update();
-    let out = world.acp(&["chat", "--agent", "no-such-agent", "--prompt", "hi", "--yes"]);
+    let out = world.acp(&[
+        "chat",
+        "--agent",
+        "no-such-agent",
+        "--prompt",
+        "hi",
+        "--yes",
+    ]);
     let (_, stderr) = text(&out);
     assert!(!out.status.success());
-    assert!(stderr.contains("no agent `no-such-agent` in the registry"), "{stderr}");
+    assert!(
+        stderr.contains("no agent `no-such-agent` in the registry"),
+        "{stderr}"
+    );
     let out = world.acp(&["chat", "--agent", "elsewhere", "--prompt", "hi", "--yes"]);
     let (_, stderr) = text(&out);
     assert!(!out.status.success());
-    assert!(stderr.contains(&format!("has nothing for {}", here())), "{stderr}");
+    assert!(
+        stderr.contains(&format!("has nothing for {}", here())),
+        "{stderr}"
+    );
     // npx entries run through the user's own npx: without one on PATH, a clear message.
     let mut cmd = Command::new(acp());
     cmd.args(["chat", "--agent", "npx-agent", "--prompt", "hi", "--yes"])
@@ -271,10 +401,17 @@ fn bad_registries_unknown_ids_and_missing_npx_are_clear_messages() {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let out = output_within(cmd.spawn().unwrap(), Duration::from_secs(60), "acp chat npx");
+    let out = output_within(
+        cmd.spawn().unwrap(),
+        Duration::from_secs(60),
+        "acp chat npx",
+    );
     let (_, stderr) = text(&out);
     assert!(!out.status.success());
-    assert!(stderr.contains("`npx`") && stderr.contains("not on PATH"), "{stderr}");
+    assert!(
+        stderr.contains("`npx`") && stderr.contains("not on PATH"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -285,12 +422,18 @@ fn offline_the_shipped_snapshot_is_listed() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     assert!(stdout.contains("the snapshot shipped with acp"), "{stdout}");
-    assert!(stdout.contains("codex-acp") && stdout.contains("gemini"), "{stdout}");
+    assert!(
+        stdout.contains("codex-acp") && stdout.contains("gemini"),
+        "{stdout}"
+    );
     // Resolving from the snapshot says what would be downloaded, and waits for a yes.
     let out = acp_in(&cache, &["check", "--agent", "codex-acp"]);
     let (_, stderr) = text(&out);
     assert!(!out.status.success());
-    assert!(stderr.contains("https://github.com/zed-industries/codex-acp/releases/"), "{stderr}");
+    assert!(
+        stderr.contains("https://github.com/zed-industries/codex-acp/releases/"),
+        "{stderr}"
+    );
     assert!(stderr.contains("pass --yes"), "{stderr}");
     assert!(!cache.join("agents").exists(), "nothing was downloaded");
 }

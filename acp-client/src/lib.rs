@@ -70,10 +70,10 @@ pub mod negotiate;
 pub mod permission;
 #[cfg(feature = "process")]
 pub mod process;
-#[cfg(feature = "registry")]
-pub mod registry;
 #[cfg(feature = "process")]
 mod reaper;
+#[cfg(feature = "registry")]
+pub mod registry;
 #[cfg(feature = "process")]
 pub mod restart;
 pub mod stream;

@@ -99,13 +99,16 @@ fn answer(mut stream: TcpStream, files: &Mutex<HashMap<String, Body>>, log: &Mut
     log.lock().unwrap().push(path.clone());
     let body = files.lock().unwrap().get(&path).cloned();
     let _ = match body {
-        None => stream.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"),
+        None => stream
+            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"),
         Some(Body::Full(bytes)) => {
             let head = format!(
                 "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
                 bytes.len()
             );
-            stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(&bytes))
+            stream
+                .write_all(head.as_bytes())
+                .and_then(|_| stream.write_all(&bytes))
         }
         Some(Body::Halfway(bytes)) => {
             let head = format!(
@@ -123,7 +126,10 @@ fn answer(mut stream: TcpStream, files: &Mutex<HashMap<String, Body>>, log: &Mut
 
 /// SHA-256 (hex).
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// A tar.gz of `(name, link target, data)` entries; a name ending in `/` is a directory.

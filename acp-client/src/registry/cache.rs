@@ -63,10 +63,10 @@ impl Installed {
     /// The program of `target` inside this install, checked to be a file that stays inside
     /// the install once links are resolved.
     pub fn program(&self, target: &BinaryTarget) -> Result<PathBuf, RegistryError> {
-        let rel = command_path(&target.cmd).map_err(|why| {
-            RegistryError::Document(format!("cmd {:?} {why}", target.cmd))
-        })?;
-        let root = std::fs::canonicalize(&self.dir).map_err(|e| RegistryError::Io(e.to_string()))?;
+        let rel = command_path(&target.cmd)
+            .map_err(|why| RegistryError::Document(format!("cmd {:?} {why}", target.cmd)))?;
+        let root =
+            std::fs::canonicalize(&self.dir).map_err(|e| RegistryError::Io(e.to_string()))?;
         let program = std::fs::canonicalize(root.join(&rel)).map_err(|_| {
             RegistryError::Unpack(format!(
                 "the archive has no {:?} (the registry's cmd)",
@@ -80,7 +80,10 @@ impl Installed {
             )));
         }
         if !program.is_file() {
-            return Err(RegistryError::Unpack(format!("{:?} is not a file", target.cmd)));
+            return Err(RegistryError::Unpack(format!(
+                "{:?} is not a file",
+                target.cmd
+            )));
         }
         Ok(program)
     }
@@ -129,7 +132,11 @@ impl Cache {
     /// The user's cache: `$ACP_CACHE_DIR`, else `$XDG_CACHE_HOME/acp`, else
     /// `~/.cache/acp` (`%LOCALAPPDATA%\acp` on Windows).
     pub fn user() -> Option<Cache> {
-        let var = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let var = |name| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         if let Some(dir) = var("ACP_CACHE_DIR") {
             return Some(Cache::new(dir));
         }
@@ -188,7 +195,9 @@ impl Cache {
 
     /// Where the archive at `archive` is installed for agent `id`.
     pub fn install_dir(&self, id: &str, archive: &str) -> PathBuf {
-        self.agents().join(id).join(&sha256_hex(archive.as_bytes())[..16])
+        self.agents()
+            .join(id)
+            .join(&sha256_hex(archive.as_bytes())[..16])
     }
 
     /// The install of `target` for agent `id`, if complete.
@@ -224,7 +233,9 @@ impl Cache {
         target: &BinaryTarget,
     ) -> Result<Installed, RegistryError> {
         if !super::document::valid_id(id) {
-            return Err(RegistryError::Document(format!("agent id {id:?} is not valid")));
+            return Err(RegistryError::Document(format!(
+                "agent id {id:?} is not valid"
+            )));
         }
         let agents = self.agents();
         std::fs::create_dir_all(&agents).map_err(|e| io("creating", &agents, e))?;

@@ -139,7 +139,9 @@ impl Registry {
         let value: serde_json::Value = serde_json::from_slice(bytes)
             .map_err(|e| RegistryError::Document(format!("not JSON: {e}")))?;
         let object = value.as_object().ok_or_else(|| {
-            RegistryError::Document("not an ACP agent registry: the document is not an object".into())
+            RegistryError::Document(
+                "not an ACP agent registry: the document is not an object".into(),
+            )
         })?;
         if !object.get("agents").is_some_and(|a| a.is_array()) {
             return Err(RegistryError::Document(
@@ -198,7 +200,12 @@ pub(super) fn valid_id(id: &str) -> bool {
 
 impl AgentEntry {
     fn check(&self) -> Result<(), RegistryError> {
-        let bad = |why: String| Err(RegistryError::Document(format!("agent `{}`: {why}", self.id)));
+        let bad = |why: String| {
+            Err(RegistryError::Document(format!(
+                "agent `{}`: {why}",
+                self.id
+            )))
+        };
         if !valid_id(&self.id) || self.id.len() > 128 {
             return bad("the id is not of the pattern ^[a-z][a-z0-9-]*$".into());
         }
@@ -206,7 +213,10 @@ impl AgentEntry {
             return bad("empty name".into());
         }
         if !semver_like(&self.version) {
-            return bad(format!("version {:?} is not MAJOR.MINOR.PATCH", self.version));
+            return bad(format!(
+                "version {:?} is not MAJOR.MINOR.PATCH",
+                self.version
+            ));
         }
         let d = &self.distribution;
         if d.binary.is_empty() && d.npx.is_none() && d.uvx.is_none() {
@@ -232,7 +242,10 @@ impl AgentEntry {
             if let Some(p) = package
                 && (p.package.is_empty() || p.package.starts_with('-'))
             {
-                return bad(format!("{kind}: package {:?} is not a package name", p.package));
+                return bad(format!(
+                    "{kind}: package {:?} is not a package name",
+                    p.package
+                ));
             }
         }
         Ok(())
@@ -274,21 +287,37 @@ mod tests {
     fn a_registry_document_parses_with_its_entries() {
         let registry = Registry::from_json(doc(NPX).as_bytes()).unwrap();
         let gem = registry.agent("gem").unwrap();
-        assert_eq!(gem.distribution.npx.as_ref().unwrap().args, ["--experimental-acp"]);
+        assert_eq!(
+            gem.distribution.npx.as_ref().unwrap().args,
+            ["--experimental-acp"]
+        );
         assert!(registry.agent("other").is_none());
     }
 
     #[test]
     fn not_json_and_other_schemas_are_named_as_such() {
-        let e = Registry::from_json(b"<html>oops</html>").unwrap_err().to_string();
+        let e = Registry::from_json(b"<html>oops</html>")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not JSON"), "{e}");
-        let e = Registry::from_json(br#"{"name": "x", "version": "1.0"}"#).unwrap_err().to_string();
-        assert!(e.contains("not an ACP agent registry") || e.contains("1.x.y"), "{e}");
-        let e = Registry::from_json(br#"{"version": "2.0.0", "agents": []}"#).unwrap_err().to_string();
+        let e = Registry::from_json(br#"{"name": "x", "version": "1.0"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("not an ACP agent registry") || e.contains("1.x.y"),
+            "{e}"
+        );
+        let e = Registry::from_json(br#"{"version": "2.0.0", "agents": []}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("1.x.y"), "{e}");
-        let e = Registry::from_json(br#"{"version": "1.0.0", "servers": []}"#).unwrap_err().to_string();
+        let e = Registry::from_json(br#"{"version": "1.0.0", "servers": []}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no `agents` array"), "{e}");
-        let e = Registry::from_json(doc(r#"{"id": "x"}"#).as_bytes()).unwrap_err().to_string();
+        let e = Registry::from_json(doc(r#"{"id": "x"}"#).as_bytes())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not of the registry schema v1"), "{e}");
     }
 
@@ -308,7 +337,9 @@ mod tests {
             ("a", "/bin/sh", "absolute"),
             ("a", ".", "names no file"),
         ] {
-            let e = Registry::from_json(entry(id, cmd).as_bytes()).unwrap_err().to_string();
+            let e = Registry::from_json(entry(id, cmd).as_bytes())
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(why), "{id} {cmd}: {e}");
         }
     }

@@ -159,7 +159,10 @@ impl Fetcher {
         let mut hasher = Sha256::new();
         let mut size = 0u64;
         while let Some(chunk) = response.chunk().await.map_err(|e| {
-            RegistryError::Http(format!("{url}: the download stopped after {size} bytes: {}", chain(&e)))
+            RegistryError::Http(format!(
+                "{url}: the download stopped after {size} bytes: {}",
+                chain(&e)
+            ))
         })? {
             size += chunk.len() as u64;
             if size > MAX_ARCHIVE_BYTES {

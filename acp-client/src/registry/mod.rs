@@ -57,15 +57,16 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 pub use cache::{Cache, Installed, Source};
+use document::command_path;
 pub use document::{
     AgentEntry, BinaryTarget, Distribution, MAX_DOCUMENT_BYTES, PLATFORMS, PackageDistribution,
     Registry, current_platform,
 };
-use document::command_path;
 pub use fetch::{Fetcher, MAX_ARCHIVE_BYTES, check_url};
 
 /// Where the ACP project publishes the registry document.
-pub const OFFICIAL_URL: &str = "https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json";
+pub const OFFICIAL_URL: &str =
+    "https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json";
 
 /// What went wrong reading the registry or installing an agent.
 #[derive(Debug, thiserror::Error)]
@@ -80,7 +81,9 @@ pub enum RegistryError {
     #[error("download: {0}")]
     Http(String),
     /// The archive's SHA-256 is not the registry entry's.
-    #[error("{url}: the archive's SHA-256 is {actual}, the registry says {expected}; nothing was installed")]
+    #[error(
+        "{url}: the archive's SHA-256 is {actual}, the registry says {expected}; nothing was installed"
+    )]
     Checksum {
         /// The archive.
         url: String,
@@ -90,7 +93,9 @@ pub enum RegistryError {
         actual: String,
     },
     /// The archive at this URL is not the one downloaded before.
-    #[error("{url}: the archive changed since its first download (SHA-256 then {recorded}, now {actual}); nothing was installed")]
+    #[error(
+        "{url}: the archive changed since its first download (SHA-256 then {recorded}, now {actual}); nothing was installed"
+    )]
     ArchiveChanged {
         /// The archive.
         url: String,
@@ -151,7 +156,11 @@ impl AgentCommand {
         let mut argv = Vec::new();
         if !self.env.is_empty() {
             argv.push(OsString::from("env"));
-            argv.extend(self.env.iter().map(|(k, v)| OsString::from(format!("{k}={v}"))));
+            argv.extend(
+                self.env
+                    .iter()
+                    .map(|(k, v)| OsString::from(format!("{k}={v}"))),
+            );
         }
         argv.push(self.program.clone().into_os_string());
         argv.extend(self.args.iter().map(OsString::from));
@@ -175,7 +184,12 @@ impl AgentEntry {
 
     /// The platforms it has archives for, comma-separated (for "not for this platform").
     pub fn binary_platforms(&self) -> String {
-        let names: Vec<&str> = self.distribution.binary.keys().map(String::as_str).collect();
+        let names: Vec<&str> = self
+            .distribution
+            .binary
+            .keys()
+            .map(String::as_str)
+            .collect();
         names.join(", ")
     }
 }
@@ -223,7 +237,11 @@ impl Launch {
     /// The command that runs `agent` this way: the installed program for an archive
     /// ([`RegistryError::NotInstalled`] before [`Cache::install`]), the user's `npx` or
     /// `uvx` for a package ([`RegistryError::MissingLauncher`] when not on `PATH`).
-    pub fn command(&self, agent: &AgentEntry, cache: &Cache) -> Result<AgentCommand, RegistryError> {
+    pub fn command(
+        &self,
+        agent: &AgentEntry,
+        cache: &Cache,
+    ) -> Result<AgentCommand, RegistryError> {
         match self {
             Launch::Binary(target) => {
                 let installed = cache
@@ -289,7 +307,9 @@ fn is_executable(path: &Path) -> bool {
     }
     #[cfg(not(unix))]
     {
-        path.is_file() || path.with_extension("cmd").is_file() || path.with_extension("exe").is_file()
+        path.is_file()
+            || path.with_extension("cmd").is_file()
+            || path.with_extension("exe").is_file()
     }
 }
 

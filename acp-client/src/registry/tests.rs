@@ -34,9 +34,15 @@ fn the_description_names_what_is_downloaded_and_where() {
     let cache = Cache::new("/tmp/acp-cache-test");
     let binary = both.launch("linux-x86_64").unwrap().describe(&both, &cache);
     assert!(binary.contains("https://h/a.tar.gz"), "{binary}");
-    assert!(binary.contains("/tmp/acp-cache-test/agents/both/"), "{binary}");
+    assert!(
+        binary.contains("/tmp/acp-cache-test/agents/both/"),
+        "{binary}"
+    );
     assert!(binary.contains("no checksum"), "{binary}");
-    let npx = both.launch("darwin-aarch64").unwrap().describe(&both, &cache);
+    let npx = both
+        .launch("darwin-aarch64")
+        .unwrap()
+        .describe(&both, &cache);
     assert!(npx.contains("npx --yes @s/a@1.0.0 --acp"), "{npx}");
 }
 
@@ -44,7 +50,11 @@ fn the_description_names_what_is_downloaded_and_where() {
 fn an_archive_not_installed_yet_is_not_runnable() {
     let both = entry(BOTH);
     let cache = Cache::new(std::env::temp_dir().join("acp-registry-empty-cache"));
-    let e = both.launch("linux-x86_64").unwrap().command(&both, &cache).unwrap_err();
+    let e = both
+        .launch("linux-x86_64")
+        .unwrap()
+        .command(&both, &cache)
+        .unwrap_err();
     assert!(matches!(e, RegistryError::NotInstalled(_)), "{e}");
 }
 
@@ -55,6 +65,10 @@ fn the_environment_goes_in_front_through_env() {
         args: vec!["acp".into()],
         env: [("K".to_owned(), "v".to_owned())].into(),
     };
-    let argv: Vec<String> = command.argv().iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let argv: Vec<String> = command
+        .argv()
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     assert_eq!(argv, ["env", "K=v", "/c/a", "acp"]);
 }

@@ -50,9 +50,8 @@ pub fn unpack(archive: &Path, dest: &Path) -> Result<(), RegistryError> {
     let mut head = [0u8; 4];
     let mut file = fs::File::open(archive).map_err(io_error)?;
     let read = file.read(&mut head).map_err(io_error)?;
-    let kind = ArchiveKind::sniff(&head[..read]).ok_or_else(|| {
-        RegistryError::Unpack("the archive is neither tar.gz nor zip".to_owned())
-    })?;
+    let kind = ArchiveKind::sniff(&head[..read])
+        .ok_or_else(|| RegistryError::Unpack("the archive is neither tar.gz nor zip".to_owned()))?;
     let file = fs::File::open(archive).map_err(io_error)?;
     let mut out = Writer {
         root: dest.to_path_buf(),
@@ -119,7 +118,9 @@ fn unzip(file: fs::File, out: &mut Writer) -> Result<(), RegistryError> {
             (&mut entry)
                 .take(4096)
                 .read_to_string(&mut target)
-                .map_err(|e| refuse(&name, &format!("is a link with an unreadable target ({e})")))?;
+                .map_err(|e| {
+                    refuse(&name, &format!("is a link with an unreadable target ({e})"))
+                })?;
             out.symlink(&name, Path::new(&target))?;
         } else if entry.is_file() {
             let mode = entry.unix_mode().unwrap_or(0o644);
@@ -224,8 +225,9 @@ impl Writer {
         let _ = mode;
         let mut file = options.open(&full).map_err(io_error)?;
         let left = MAX_UNPACKED_BYTES - self.written;
-        let copied = io::copy(&mut data.take(left + 1), &mut file)
-            .map_err(|e| RegistryError::Unpack(format!("the archive is damaged at {name:?}: {e}")))?;
+        let copied = io::copy(&mut data.take(left + 1), &mut file).map_err(|e| {
+            RegistryError::Unpack(format!("the archive is damaged at {name:?}: {e}"))
+        })?;
         self.written += copied;
         if copied > left {
             return Err(RegistryError::Unpack(format!(
@@ -248,7 +250,10 @@ impl Writer {
             match component {
                 Component::ParentDir if !named => ups += 1,
                 Component::ParentDir => {
-                    return Err(refuse(name, "is a link with `..` after a name in its target"));
+                    return Err(refuse(
+                        name,
+                        "is a link with `..` after a name in its target",
+                    ));
                 }
                 Component::Normal(_) => named = true,
                 Component::CurDir => {}

@@ -35,7 +35,10 @@ fn tar_gz(entries: &[E]) -> Vec<u8> {
     let mut builder = tar::Builder::new(gz);
     for e in entries {
         let (h, data): (_, &[u8]) = match e {
-            E::File(n, d, m) => (header(n, tar::EntryType::Regular, d.len() as u64, *m, ""), d),
+            E::File(n, d, m) => (
+                header(n, tar::EntryType::Regular, d.len() as u64, *m, ""),
+                d,
+            ),
             E::Dir(n) => (header(n, tar::EntryType::Directory, 0, 0o755, ""), b""),
             E::Link(n, t) => (header(n, tar::EntryType::Symlink, 0, 0o777, t), b""),
             E::Hard(n, t) => (header(n, tar::EntryType::Link, 0, 0o644, t), b""),
@@ -114,8 +117,16 @@ fn a_good_tar_gz_unpacks_with_its_modes_and_inside_links() {
     ]);
     s.unpack(&bytes).unwrap();
     let out = s.0.join("out");
-    assert_eq!(mode(&out.join("pkg/lib/agent")), 0o755, "set-uid dropped, exec kept");
-    assert_eq!(mode(&out.join("pkg/README")), 0o644, "others' write dropped");
+    assert_eq!(
+        mode(&out.join("pkg/lib/agent")),
+        0o755,
+        "set-uid dropped, exec kept"
+    );
+    assert_eq!(
+        mode(&out.join("pkg/README")),
+        0o644,
+        "others' write dropped"
+    );
     assert_eq!(fs::read(out.join("pkg/bin/agent")).unwrap(), b"#!/bin/sh\n");
 }
 
@@ -137,10 +148,26 @@ fn a_good_zip_unpacks_with_its_modes_and_inside_links() {
 #[test]
 fn entries_through_dot_dot_or_absolute_are_refused() {
     for (name, archive, why) in [
-        ("dotdot-tar", tar_gz(&[E::File("../evil", b"x", 0o644)]), "`..`"),
-        ("deep-dotdot-tar", tar_gz(&[E::File("a/../../evil", b"x", 0o644)]), "`..`"),
-        ("abs-tar", tar_gz(&[E::File("/tmp/acp-evil-abs", b"x", 0o644)]), "absolute"),
-        ("dotdot-zip", zip(&[E::File("../evil", b"x", 0o644)]), "`..`"),
+        (
+            "dotdot-tar",
+            tar_gz(&[E::File("../evil", b"x", 0o644)]),
+            "`..`",
+        ),
+        (
+            "deep-dotdot-tar",
+            tar_gz(&[E::File("a/../../evil", b"x", 0o644)]),
+            "`..`",
+        ),
+        (
+            "abs-tar",
+            tar_gz(&[E::File("/tmp/acp-evil-abs", b"x", 0o644)]),
+            "absolute",
+        ),
+        (
+            "dotdot-zip",
+            zip(&[E::File("../evil", b"x", 0o644)]),
+            "`..`",
+        ),
     ] {
         let s = Scratch::new(name);
         let e = s.unpack(&archive).unwrap_err().to_string();
@@ -154,9 +181,21 @@ fn entries_through_dot_dot_or_absolute_are_refused() {
 fn links_pointing_out_are_refused() {
     for (name, archive, why) in [
         ("abs-link", tar_gz(&[E::Link("etc", "/etc")]), "absolute"),
-        ("up-link", tar_gz(&[E::Link("a/up", "../../x")]), "out of the archive"),
-        ("mid-dotdot", tar_gz(&[E::Link("x", "a/../..")]), "after a name"),
-        ("zip-link", zip(&[E::Link("up", "../x")]), "out of the archive"),
+        (
+            "up-link",
+            tar_gz(&[E::Link("a/up", "../../x")]),
+            "out of the archive",
+        ),
+        (
+            "mid-dotdot",
+            tar_gz(&[E::Link("x", "a/../..")]),
+            "after a name",
+        ),
+        (
+            "zip-link",
+            zip(&[E::Link("up", "../x")]),
+            "out of the archive",
+        ),
         ("hard", tar_gz(&[E::Hard("h", "/etc/passwd")]), "hard link"),
     ] {
         let s = Scratch::new(name);
