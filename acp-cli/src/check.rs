@@ -68,9 +68,12 @@ pub struct CheckArgs {
     url: Option<String>,
     #[command(flatten)]
     remote: crate::remote::RemoteArgs,
+    /// `--agent ID` (and `--yes`): an agent of the ACP registry instead of a command.
+    #[command(flatten)]
+    pub(crate) by_id: crate::agents::ByIdConfirmed,
     /// The agent's command line; none for the built-in demo agent (in process).
     #[arg(last = true)]
-    agent: Vec<OsString>,
+    pub(crate) agent: Vec<OsString>,
 }
 
 /// Runs `acp check`; returns the exit status.

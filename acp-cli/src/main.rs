@@ -15,10 +15,13 @@
 //!   `--serve ADDR` shows the run live in a browser (`--out` then optional).
 //! * `acp trace view FILE [--html OUT]`: a trace as a summary, or as a page.
 //! * `acp check [-- AGENT...]`: grade an agent with the conformance kit (`acp-check`).
+//! * `acp agents [update|install]`: the ACP agent registry; `--agent ID` runs one of its
+//!   agents in `acp chat`, `sessions`, `check`, `trace` and `serve` (`agents.rs`).
 //!
 //! Logs go to stderr through `tracing` (`RUST_LOG=debug` for more); stdout carries only the
 //! transcript (or the JSON events, or the proxied protocol).
 
+mod agents;
 mod attach;
 mod builtin;
 mod chat;
@@ -76,6 +79,9 @@ enum Command {
     /// spawns each component (separated by `--`; the last one the agent) and routes between
     /// them (unstable: proxy chains).
     Conduct(conduct::ConductArgs),
+    /// List the agents of the ACP agent registry (id, name, version, how each would run
+    /// here, whether installed); `acp agents update` fetches the current registry.
+    Agents(agents::AgentsArgs),
     /// Serve a demo proxy for `acp conduct`: forwards everything, prefixing the agent's
     /// message text.
     TagProxy(conduct::TagProxyArgs),
@@ -106,6 +112,9 @@ struct AgentArgs {
     url: Option<String>,
     #[command(flatten)]
     remote: remote::RemoteArgs,
+    /// `--agent ID`: an agent of the ACP registry instead of a command.
+    #[command(flatten)]
+    by_id: agents::ById,
     /// The agent's command line; none for the built-in agent.
     #[arg(last = true)]
     agent: Vec<OsString>,
@@ -199,9 +208,16 @@ struct TraceArgs {
     /// `ACP_TOKEN`, else none and loopback only).
     #[arg(long, requires = "serve")]
     token_file: Option<PathBuf>,
+    /// `--agent ID` (and `--yes`): an agent of the ACP registry instead of a command.
+    #[command(flatten)]
+    by_id: agents::ByIdConfirmed,
     /// The agent's command line: after `--`, or simply last (`acp trace --out F acp agent`),
     /// which lets a trace sit inside an `acp conduct` chain, whose components `--` separates.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required_unless_present = "agent_id"
+    )]
     agent: Vec<OsString>,
 }
 
@@ -287,7 +303,10 @@ async fn run(cli: Cli) -> i32 {
         chat::EXIT_FAILED
     };
     match cli.command {
-        Command::Chat(args) => {
+        Command::Chat(mut args) => {
+            if let Err(e) = by_id(&mut args.agent, args.yes || args.yes_always).await {
+                return fail(e);
+            }
             let spec = match args.agent.spec() {
                 Ok(spec) => spec,
                 Err(e) => return fail(e),
@@ -311,13 +330,33 @@ async fn run(cli: Cli) -> i32 {
             })
             .await
         }
-        Command::Sessions(args) => match args.spec() {
-            Ok(spec) => sessions::sessions(spec).await,
+        Command::Sessions(mut args) => {
+            if let Err(e) = by_id(&mut args, false).await {
+                return fail(e);
+            }
+            match args.spec() {
+                Ok(spec) => sessions::sessions(spec).await,
+                Err(e) => fail(e),
+            }
+        }
+        Command::Agent(args) => serve_builtin(args.store).await,
+        Command::Serve(mut args) => match agent_by_id(&args.by_id).await {
+            Ok(Some(agent)) => {
+                args.agent = agent;
+                serve::run(args).await
+            }
+            Ok(None) => serve::run(args).await,
             Err(e) => fail(e),
         },
-        Command::Agent(args) => serve_builtin(args.store).await,
-        Command::Serve(args) => serve::run(args).await,
-        Command::Check(args) => check::run(args).await,
+        Command::Check(mut args) => match agent_by_id(&args.by_id).await {
+            Ok(Some(agent)) => {
+                args.agent = agent;
+                check::run(args).await
+            }
+            Ok(None) => check::run(args).await,
+            Err(e) => fail(e),
+        },
+        Command::Agents(args) => agents::run(args).await,
         Command::Conduct(args) => conduct::run(args).await,
         Command::TagProxy(args) => conduct::tag_proxy(args).await,
         Command::Trace(TraceArgs {
@@ -329,8 +368,14 @@ async fn run(cli: Cli) -> i32 {
             out,
             serve,
             token_file,
-            agent,
+            by_id,
+            mut agent,
         }) => {
+            match agent_by_id(&by_id).await {
+                Ok(Some(found)) => agent = found,
+                Ok(None) => {}
+                Err(e) => return fail(e),
+            }
             let serve = match serve.map(|addr| trace_serve(addr, token_file.as_deref())) {
                 None => None,
                 Some(Ok(serve)) => Some(serve),
@@ -341,6 +386,28 @@ async fn run(cli: Cli) -> i32 {
             }
             trace::proxy::run(out.as_deref(), serve, &agent).await
         }
+    }
+}
+
+/// Chat and sessions: `--agent ID` resolved into the agent's command line.
+async fn by_id(args: &mut AgentArgs, yes: bool) -> Result<(), String> {
+    let Some(id) = args.by_id.agent.take() else {
+        return Ok(());
+    };
+    if args.url.is_some() || args.store.is_some() {
+        return Err(
+            "--agent ID runs a registry agent here; it goes with neither --url nor --store".into(),
+        );
+    }
+    args.agent = agents::command(&id, yes).await?;
+    Ok(())
+}
+
+/// Check, trace and serve: the command line of `--agent ID`, if given.
+async fn agent_by_id(args: &agents::ByIdConfirmed) -> Result<Option<Vec<OsString>>, String> {
+    match &args.by_id.agent {
+        Some(id) => agents::command(id, args.yes).await.map(Some),
+        None => Ok(None),
     }
 }
 

@@ -67,9 +67,12 @@ pub struct ServeArgs {
     gateway: crate::sandbox::GatewayArgs,
     #[command(flatten)]
     hosting: HostingArgs,
+    /// `--agent ID` (and `--yes`): an agent of the ACP registry instead of a command.
+    #[command(flatten)]
+    pub(crate) by_id: crate::agents::ByIdConfirmed,
     /// The agent's command line, started once per connection; none for the built-in agent.
     #[arg(last = true)]
-    agent: Vec<OsString>,
+    pub(crate) agent: Vec<OsString>,
 }
 
 /// The bearer token from `file` (its first line), else from `ACP_TOKEN`; `None` if neither.

@@ -27,6 +27,9 @@
 //! * [`permission::choose_permission`]: the option a policy (allow once, allow always,
 //!   refuse) answers a permission request with, picked by kind, never by place: scripts and
 //!   demo clients never grant more than they were asked to.
+//! * `registry` (feature `registry`): the ACP agent registry, from an agent's id to a
+//!   command for this platform (downloads and unpacks binary archives into a cache, or runs
+//!   the user's `npx`/`uvx`).
 //! * Building blocks for a [`Client`] impl: [`fs::SandboxedFs`] (files restricted to root
 //!   directories, opened through directory handles) and [`terminal::Terminals`] (feature
 //!   `process`; runs only what [`Client::approve_terminal`] allows).
@@ -74,6 +77,8 @@ pub mod permission;
 pub mod process;
 #[cfg(feature = "process")]
 mod reaper;
+#[cfg(feature = "registry")]
+pub mod registry;
 #[cfg(feature = "process")]
 pub mod restart;
 pub mod steering;
