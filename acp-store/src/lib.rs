@@ -46,15 +46,17 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "test-support")]
 pub mod conformance;
 mod jsonl;
-#[cfg(feature = "test-support")]
-pub mod measure;
 mod memory;
-pub(crate) mod record;
-pub(crate) mod serve;
+mod metered;
+mod sqlite;
 
 pub use acp_types::time::now_rfc3339;
 pub use jsonl::JsonlStore;
 pub use memory::MemoryStore;
+pub use metered::{MeteredStore, StoreMeter};
+pub use sqlite::SqliteStore;
+
+use acp_rpc::sync::lock;
 
 /// A shared [`SessionStore`], as the serve options hold it.
 #[derive(Clone)]
@@ -147,7 +149,7 @@ pub struct SessionMeta {
     #[serde(default)]
     pub turn_markers: bool,
     /// The identity that created the session (the `NAME` of a served connection's
-    /// credential, [`crate::AgentContext::identity`]); `None` for the unnamed identity (a
+    /// credential, `AgentContext::identity` in acp-agent); `None` for the unnamed identity (a
     /// local agent, the one unnamed token, sessions recorded before owners existed). A
     /// connection sees and reaches only its own identity's sessions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -383,6 +385,18 @@ pub enum StoreError {
         "the session store {0} is in use by another process; a store directory serves one agent process at a time"
     )]
     Locked(String),
+    /// Another live process is writing this session ([`SqliteStore`]'s lease: a session is
+    /// written by one process at a time, from a turn's prompt to its end).
+    #[error(
+        "session {} is being written by another process (pid {pid}); a session is written by one process at a time: retry when its turn has ended",
+        .id.0
+    )]
+    Leased {
+        /// The session.
+        id: SessionId,
+        /// The process that holds it.
+        pid: u32,
+    },
     /// The store could not be read or written.
     #[error("session store {context}: {source}")]
     Io {
@@ -431,15 +445,17 @@ impl StoreError {
     }
 }
 
-impl From<StoreError> for crate::Error {
+impl From<StoreError> for acp_rpc::Error {
     fn from(e: StoreError) -> Self {
         // Error `data` is free-form JSON (no schema type): the session or cursor at fault.
         match &e {
-            StoreError::NotFound(id) => crate::Error::resource_not_found(e.to_string())
+            StoreError::NotFound(id) => acp_rpc::Error::resource_not_found(e.to_string())
                 .with_data(serde_json::json!({ "sessionId": id })),
-            StoreError::BadCursor(cursor) => crate::Error::invalid_params(e.to_string())
+            StoreError::BadCursor(cursor) => acp_rpc::Error::invalid_params(e.to_string())
                 .with_data(serde_json::json!({ "cursor": cursor })),
-            _ => crate::Error::internal_error(e.for_peer()),
+            StoreError::Leased { id, pid } => acp_rpc::Error::internal_error(e.to_string())
+                .with_data(serde_json::json!({ "sessionId": id, "pid": pid })),
+            _ => acp_rpc::Error::internal_error(e.for_peer()),
         }
     }
 }
@@ -502,6 +518,17 @@ pub trait SessionStore: Send + Sync + 'static {
         let _ = id;
         Ok(())
     }
+
+    /// A prompt is about to run on session `id` here: a store that several processes share
+    /// claims the session for this process until the turn's [`StoredEvent::TurnEnd`] is
+    /// appended ([`SqliteStore`]'s lease), and answers [`StoreError::Leased`] when another
+    /// live process is writing it (the connection refuses the prompt with that error). The
+    /// default does nothing: right for a store of one process, or one whose appends never
+    /// conflict.
+    async fn begin_turn(&self, id: &SessionId) -> Result<(), StoreError> {
+        let _ = id;
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -540,6 +567,9 @@ impl<S: SessionStore + ?Sized> SessionStore for Arc<S> {
     }
     async fn sync(&self, id: &SessionId) -> Result<(), StoreError> {
         (**self).sync(id).await
+    }
+    async fn begin_turn(&self, id: &SessionId) -> Result<(), StoreError> {
+        (**self).begin_turn(id).await
     }
 }
 

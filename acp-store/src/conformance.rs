@@ -24,7 +24,7 @@ use acp_types::v1::{
     SessionMode, SessionModeId, SessionModeState, SessionUpdate,
 };
 
-use super::{
+use crate::{
     HistoryCursor, ListQuery, MetaChange, SessionMeta, SessionStore, StoreError, StoredEvent,
     TurnEnd,
 };
@@ -540,7 +540,7 @@ pub async fn owners_are_kept_and_listings_never_mix_them<S: SessionStore>(store:
     assert_eq!(all(Some("bob"), None).await.concat(), ["b1"]);
 }
 
-/// Expands into one `#[tokio::test]` per case of [`crate::store::conformance`], each given
+/// Expands into one `#[tokio::test]` per case of [`crate::conformance`], each given
 /// a fresh store from `$make` (an expression of a future that returns the store). The
 /// calling crate needs tokio with `macros` and `rt-multi-thread` among its dev-dependencies.
 #[macro_export]
@@ -558,7 +558,7 @@ macro_rules! session_store_conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
                 let store = $make.await;
-                $crate::store::conformance::$case(store).await;
+                $crate::conformance::$case(store).await;
             }
         )*
     };
