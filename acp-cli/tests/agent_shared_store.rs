@@ -248,7 +248,7 @@ async fn a_jsonl_store_is_imported_on_first_open() {
     old.child.start_kill().unwrap();
     old.child.wait().await.unwrap();
     let new = Agent::start(dir.to_str().unwrap()).await;
-    assert_eq!(new.listed().await, [id.clone()]);
+    assert_eq!(new.listed().await, std::slice::from_ref(&id));
     assert_eq!(chunks(&new.load(&id).await), seen);
     assert!(dir.join("index.jsonl.imported").exists());
 }
