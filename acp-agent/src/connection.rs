@@ -10,9 +10,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use crate::agent::Agent;
 use crate::dispatch::Dispatch;
 use crate::handle::ClientHandle;
+use crate::record::Recorder;
 use crate::state::{Awaiting, Inner};
 use crate::store::SessionStore;
-use crate::store::record::Recorder;
 
 /// A running agent connection.
 #[derive(Clone, Debug)]

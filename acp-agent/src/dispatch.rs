@@ -14,10 +14,10 @@ use crate::Error;
 use crate::agent::Agent;
 use crate::context::{AgentContext, PromptContext};
 use crate::handle::ClientHandle;
+use crate::record::serve as served;
+use crate::record::{Recorder, new_session_meta};
 use crate::session::SessionHandle;
 use crate::state::{Awaiting, Inner, probe_session};
-use crate::store::record::{Recorder, new_session_meta};
-use crate::store::serve as served;
 
 /// Routes the client's messages to the [`Agent`].
 pub(crate) struct Dispatch<A> {
@@ -209,7 +209,7 @@ impl<A: Agent> Dispatch<A> {
         let was_known = inner.is_known(&id);
         inner.track(id.clone());
         let result = match &inner.recorder {
-            Some(recorder) => served::load(&*self.agent, p, &call.cx, &inner, recorder).await,
+            Some(recorder) => served::load(&*self.agent, p, &call.cx, &inner.peer, recorder).await,
             None => self.agent.load_session(p, &call.cx).await,
         };
         if result.is_err() && !was_known {
@@ -321,7 +321,13 @@ impl<A: Agent> Dispatch<A> {
             }
         }
         let mut running = Running(&inner, id.clone(), inner.recorder.clone());
-        if let Some(recorder) = &running.2 {
+        if let Some(recorder) = running.2.clone() {
+            // A store shared by processes claims the session for this turn first; another
+            // process writing it refuses the prompt (and nothing of it is recorded).
+            if let Err(e) = recorder.claim(&id).await {
+                running.2 = None;
+                return Err(e.into());
+            }
             recorder.begin_prompt(&id, p.prompt.clone());
         }
         let pcx = PromptContext {
@@ -366,7 +372,7 @@ impl<A: Agent> Dispatch<A> {
         }
         let handler = self.agent.fork_session(p, &call.cx);
         let record = async |recorder: &Arc<Recorder>, response: &ForkSessionResponse| {
-            let meta = crate::store::record::forked_session_meta(&request, response);
+            let meta = crate::record::forked_session_meta(&request, response);
             recorder
                 .forked(meta, &request.session_id)
                 .await

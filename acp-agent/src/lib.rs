@@ -70,9 +70,12 @@ pub mod mcp;
 pub mod negotiate;
 #[cfg(feature = "unstable_proxy_chains")]
 pub mod proxy;
+mod record;
 pub mod session;
 mod state;
 pub mod store;
+#[cfg(feature = "test-support")]
+mod store_measure;
 mod sync;
 #[cfg(feature = "v2")]
 pub mod v2;
@@ -92,6 +95,9 @@ pub use acp_rpc::Config;
 pub use acp_rpc::Error;
 /// Re-exported: the code of an [`Error`], with the JSON-RPC and ACP codes as constants.
 pub use acp_rpc::ErrorCode;
+/// Re-exported: runs acp-store's conformance suite against a store (feature `test-support`).
+#[cfg(feature = "test-support")]
+pub use acp_store::session_store_conformance;
 /// Re-exported: the protocol dialects, for pinning and negotiation ([`negotiate`]).
 pub use acp_types::Dialect;
 /// Re-exported: the v1 protocol types.

@@ -200,7 +200,7 @@ pub(crate) struct Inner {
     pub(crate) sessions: Mutex<Sessions>,
     pub(crate) awaiting: Arc<Awaiting>,
     /// Records every session in a store, when the agent is served with one.
-    pub(crate) recorder: Option<Arc<crate::store::record::Recorder>>,
+    pub(crate) recorder: Option<Arc<crate::record::Recorder>>,
     /// What the agent itself advertised in its latest `initialize` answer (some methods
     /// the agent may send only when it offered them, such as `auth/status_update`).
     pub(crate) offered: std::sync::RwLock<Option<Arc<AgentCapabilities>>>,

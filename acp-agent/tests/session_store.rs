@@ -5,20 +5,16 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use acp_agent::store::{
     Durability, INTERRUPTED_META, MemoryStore, SessionMeta, SessionStore, StoredEvent,
 };
 use acp_agent::types::*;
-use acp_agent::{Agent, AgentConnection, AgentContext, Config, Error, PromptContext};
-use serde::de::DeserializeOwned;
+use acp_agent::{Agent, AgentContext, Error, PromptContext};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
-
-fn v<T: DeserializeOwned>(j: Value) -> T {
-    serde_json::from_value(j).expect("test JSON matches the type")
-}
+#[path = "session_store/wire.rs"]
+mod wire;
+use wire::{Wire, updates, v};
 
 /// An agent that leaves every session method to the store; its prompt streams a thought,
 /// a plan twice, a tool call with two updates and the prompt's words one chunk each.
@@ -113,87 +109,6 @@ impl Agent for Streamer {
         .await?;
         Ok(PromptResponse::new(StopReason::EndTurn))
     }
-}
-
-/// A raw JSON-lines client of one served connection.
-struct Wire {
-    lines: tokio::io::Lines<BufReader<ReadHalf<DuplexStream>>>,
-    write: WriteHalf<DuplexStream>,
-    _agent: AgentConnection,
-    next_id: i64,
-}
-
-impl Wire {
-    fn serve(agent: Streamer, store: impl SessionStore) -> Wire {
-        Wire::serve_as(agent, store, None)
-    }
-
-    /// Served on behalf of `identity` (as acp-remote serves a remote caller).
-    fn serve_as(agent: impl Agent, store: impl SessionStore, identity: Option<&str>) -> Wire {
-        let (a, b) = tokio::io::duplex(4096);
-        let (ar, aw) = tokio::io::split(a);
-        let (br, bw) = tokio::io::split(b);
-        let agent =
-            acp_agent::serve_with_store_as(agent, store, identity, ar, aw, Config::default());
-        Wire {
-            lines: BufReader::new(br).lines(),
-            write: bw,
-            _agent: agent,
-            next_id: 1,
-        }
-    }
-
-    async fn next(&mut self) -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(10), self.lines.next_line())
-            .await
-            .expect("a line within 10 s")
-            .unwrap()
-            .expect("not EOF");
-        serde_json::from_str(&line).unwrap()
-    }
-
-    /// Sends a request; returns the messages read before its response, and the response.
-    async fn call(&mut self, method: &str, params: Value) -> (Vec<Value>, Value) {
-        let id = self.next_id;
-        self.next_id += 1;
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let mut line = serde_json::to_vec(&msg).unwrap();
-        line.push(b'\n');
-        self.write.write_all(&line).await.unwrap();
-        let mut before = Vec::new();
-        loop {
-            let msg = self.next().await;
-            if msg["id"] == id && msg.get("method").is_none() {
-                return (before, msg);
-            }
-            before.push(msg);
-        }
-    }
-
-    async fn ok(&mut self, method: &str, params: Value) -> Value {
-        let (_, response) = self.call(method, params).await;
-        assert!(response.get("error").is_none(), "{method}: {response}");
-        response["result"].clone()
-    }
-
-    async fn init(&mut self) -> Value {
-        self.ok("initialize", json!({"protocolVersion": 1})).await
-    }
-
-    async fn new_session(&mut self, cwd: &str) -> String {
-        let r = self
-            .ok("session/new", json!({"cwd": cwd, "mcpServers": []}))
-            .await;
-        r["sessionId"].as_str().unwrap().to_owned()
-    }
-}
-
-fn updates(messages: &[Value]) -> Vec<Value> {
-    messages
-        .iter()
-        .filter(|m| m["method"] == "session/update")
-        .map(|m| m["params"]["update"].clone())
-        .collect()
 }
 
 /// A conversation recorded on one connection is replayed on another (the restart stand-in;
@@ -545,150 +460,4 @@ async fn event_durability_replays_each_update_as_sent_and_marks_an_interrupted_t
         )
         .await;
     assert_eq!(updates(&before).len(), 1);
-}
-
-/// An agent that names its sessions after the identity it serves (`cx.identity()`).
-struct Who;
-
-#[acp_agent::async_trait]
-impl Agent for Who {
-    async fn initialize(
-        &self,
-        _p: InitializeRequest,
-        _cx: &AgentContext,
-    ) -> Result<InitializeResponse, Error> {
-        Ok(v(json!({"protocolVersion": 1})))
-    }
-
-    async fn new_session(
-        &self,
-        _p: NewSessionRequest,
-        cx: &AgentContext,
-    ) -> Result<NewSessionResponse, Error> {
-        let who = cx.identity().unwrap_or("unnamed");
-        Ok(v(json!({"sessionId": format!("{who}-s")})))
-    }
-
-    async fn prompt(&self, _p: PromptRequest, cx: &PromptContext) -> Result<PromptResponse, Error> {
-        let who = cx.identity().unwrap_or("unnamed");
-        cx.session().message_chunk(format!("hello {who}")).await?;
-        Ok(PromptResponse::new(StopReason::EndTurn))
-    }
-}
-
-/// The error code of a call, or `None` when it succeeded.
-async fn code(wire: &mut Wire, method: &str, params: Value) -> Option<i64> {
-    let (_, response) = wire.call(method, params).await;
-    response["error"]["code"].as_i64()
-}
-
-/// The session ids `session/list` answers.
-async fn listed(wire: &mut Wire) -> Vec<String> {
-    let list = wire.ok("session/list", json!({})).await;
-    list["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["sessionId"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-/// Connections served for different identities on one store: the agent reads its identity
-/// from `cx.identity()`, the store records it as the owner, each lists only its own, and
-/// another's session is answered as one that does not exist (`-32002` for load, resume,
-/// prompt and close; delete succeeds and deletes nothing). A local connection (no identity)
-/// has the sessions without an owner.
-#[tokio::test]
-async fn identities_reach_only_their_own_sessions_of_a_shared_store() {
-    let store = Arc::new(MemoryStore::new());
-    let mut alice = Wire::serve_as(Who, store.clone(), Some("alice"));
-    let mut bob = Wire::serve_as(Who, store.clone(), Some("bob"));
-    let mut local = Wire::serve_as(Who, store.clone(), None);
-    let mut ids = Vec::new();
-    for wire in [&mut alice, &mut bob, &mut local] {
-        wire.init().await;
-        let id = wire.new_session("/w").await;
-        let (before, _) = wire
-            .call(
-                "session/prompt",
-                json!({"sessionId": id, "prompt": [{"type": "text", "text": "hi"}]}),
-            )
-            .await;
-        assert_eq!(updates(&before).len(), 1);
-        ids.push(id);
-    }
-    assert_eq!(ids, ["alice-s", "bob-s", "unnamed-s"]);
-    let owner = |id: &str| {
-        let store = store.clone();
-        let id = SessionId(id.into());
-        async move { store.meta(&id).await.unwrap().unwrap().owner }
-    };
-    assert_eq!(owner("alice-s").await.as_deref(), Some("alice"));
-    assert_eq!(owner("bob-s").await.as_deref(), Some("bob"));
-    assert_eq!(owner("unnamed-s").await, None);
-    assert_eq!(listed(&mut alice).await, ["alice-s"]);
-    assert_eq!(listed(&mut bob).await, ["bob-s"]);
-    assert_eq!(listed(&mut local).await, ["unnamed-s"]);
-
-    for (wire, theirs) in [
-        (&mut bob, "alice-s"),
-        (&mut local, "alice-s"),
-        (&mut alice, "unnamed-s"),
-    ] {
-        let opened = json!({"sessionId": theirs, "cwd": "/w", "mcpServers": []});
-        assert_eq!(
-            code(wire, "session/load", opened.clone()).await,
-            Some(-32002)
-        );
-        assert_eq!(code(wire, "session/resume", opened).await, Some(-32002));
-        let prompt = json!({"sessionId": theirs, "prompt": [{"type": "text", "text": "x"}]});
-        assert_eq!(code(wire, "session/prompt", prompt).await, Some(-32002));
-        let close = json!({"sessionId": theirs});
-        assert_eq!(
-            code(wire, "session/close", close.clone()).await,
-            Some(-32002)
-        );
-        assert_eq!(wire.ok("session/delete", close).await, json!({}));
-        assert_eq!(
-            wire.ok("session/delete", json!({"sessionId": "ghost"}))
-                .await,
-            json!({}),
-            "the same answer as for a session that does not exist"
-        );
-    }
-    assert_eq!(
-        owner("alice-s").await.as_deref(),
-        Some("alice"),
-        "not deleted"
-    );
-    assert_eq!(owner("unnamed-s").await, None, "not deleted");
-
-    // Each loads its own on a new connection, with its history.
-    let mut again = Wire::serve_as(Who, store.clone(), Some("alice"));
-    again.init().await;
-    let (before, response) = again
-        .call(
-            "session/load",
-            json!({"sessionId": "alice-s", "cwd": "/w", "mcpServers": []}),
-        )
-        .await;
-    assert!(response.get("error").is_none(), "{response}");
-    let replayed = updates(&before);
-    assert!(
-        replayed
-            .iter()
-            .any(|u| u["content"]["text"] == "hello alice"),
-        "{replayed:?}"
-    );
-    // Its owner deletes it.
-    again
-        .ok("session/delete", json!({"sessionId": "alice-s"}))
-        .await;
-    assert!(
-        store
-            .meta(&SessionId("alice-s".into()))
-            .await
-            .unwrap()
-            .is_none()
-    );
 }

@@ -30,7 +30,7 @@ mod jsonl {
 /// would silently never run).
 #[test]
 fn the_macro_runs_every_case() {
-    let source = include_str!("../src/store/conformance.rs");
+    let source = include_str!("../../acp-store/src/conformance.rs");
     let cases = source
         .split("(@cases $make;")
         .nth(1)

@@ -1,11 +1,13 @@
-//! Where the built-in agent keeps its sessions: `--store` (a JSONL directory, or a PostgreSQL
-//! database for a `postgres://` URL, which several agent processes and hosts can share) and
-//! `--durability`, read the same way by `acp agent`, `acp serve` and `acp chat`.
+//! Where the built-in agent keeps its sessions: `--store` (a directory, the embedded SQLite
+//! store that every agent process on the machine can share; `jsonl:DIR` for JSON Lines files
+//! that one process at a time uses; or a PostgreSQL database for a `postgres://` URL, which
+//! several hosts can share) and `--durability`, read the same way by `acp agent`, `acp serve`
+//! and `acp chat`.
 
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
-use acp_agent::store::{Durability, JsonlStore, StoreSlot};
+use acp_agent::store::{Durability, JsonlStore, SqliteStore, StoreSlot};
 use clap::Args;
 
 /// The store named when no `--store` is given.
@@ -17,9 +19,12 @@ pub const DURABILITY_ENV: &str = "ACP_STORE_DURABILITY";
 /// store as [`describe`] does (no password).
 #[derive(Args, Clone, Default)]
 pub struct StoreArgs {
-    /// Keep the built-in agent's sessions in this directory (created if missing), or in the
-    /// PostgreSQL database of a `postgres://` URL (shared by every agent process and host
-    /// using it): they can be listed, loaded and resumed by later runs. TLS to the database
+    /// Keep the built-in agent's sessions in this directory (created if missing; every agent
+    /// process on the machine may use it at once, each session written by one at a time; a
+    /// JSON Lines store found there is imported), in JSON Lines files with `jsonl:DIR` (one
+    /// process at a time), or in the PostgreSQL database of a `postgres://` URL (shared by
+    /// every agent process and host using it): they can be listed, loaded and resumed by
+    /// later runs. TLS to the database
     /// as libpq: `?sslmode=verify-full&sslrootcert=ca.pem` (also `disable`, `prefer`, the
     /// default, `require`, `verify-ca`); the password may come from `PGPASSWORD`. Default:
     /// `ACP_STORE`, if set.
@@ -77,8 +82,9 @@ impl StoreArgs {
 }
 
 /// The store `spec` names: a PostgreSQL database for a `postgres://` or `postgresql://` URL,
-/// else a [`JsonlStore`] directory. An unreachable database or an unusable directory is an
-/// error here, before anything is served.
+/// a [`JsonlStore`] directory for `jsonl:DIR`, else a [`SqliteStore`] directory. An
+/// unreachable database or an unusable directory is an error here, before anything is
+/// served.
 pub async fn open_any_store(spec: &OsStr, durability: Durability) -> Result<StoreSlot, String> {
     let text = spec.to_string_lossy();
     if is_database(&text) {
@@ -87,12 +93,22 @@ pub async fn open_any_store(spec: &OsStr, durability: Durability) -> Result<Stor
             .map_err(|e| acp_store_postgres::redact(&format!("the session store: {e}")))?;
         return Ok(store.with_durability(durability).into());
     }
+    if let Some(dir) = text.strip_prefix(JSONL_PREFIX) {
+        let dir = Path::new(dir);
+        return JsonlStore::open(dir)
+            .map(|s| s.with_durability(durability).into())
+            .map_err(|e| format!("the session store {}: {e}", dir.display()));
+    }
     open_directory(Path::new(spec)).map(|s| s.with_durability(durability).into())
 }
 
-/// Opens (creating it if needed) a session store directory.
-pub fn open_directory(dir: &Path) -> Result<JsonlStore, String> {
-    JsonlStore::open(dir).map_err(|e| format!("the session store {}: {e}", dir.display()))
+/// The prefix of `--store` that asks for JSON Lines files.
+const JSONL_PREFIX: &str = "jsonl:";
+
+/// Opens (creating it if needed) a session store directory: the embedded store shared by
+/// the machine's agent processes.
+pub fn open_directory(dir: &Path) -> Result<SqliteStore, String> {
+    SqliteStore::open(dir).map_err(|e| format!("the session store {}: {e}", dir.display()))
 }
 
 fn is_database(spec: &str) -> bool {

@@ -79,12 +79,13 @@ pub mod metrics;
 mod security;
 mod server;
 
+/// Re-exported from acp-store: a store that reports its operations ([`Metrics`] is a meter).
+pub use acp_store::MeteredStore;
 pub use client::{
     ConnectOptions, Finished, LinkReader, Profile, RemoteConnector, RemoteLink, RemoteTransport,
     connect, connect_client, connect_transport,
 };
 pub use live::{LiveFeed, LiveServer, serve_live};
-pub use metered_store::MeteredStore;
 pub use metrics::Metrics;
 pub use security::{Authenticator, BearerToken, BearerTokens, Identity, Limits, NoAuth};
 pub use server::{AgentInput, AgentOutput, ReadinessCheck, RunningServer, Server, ServerBuilder};

@@ -2,7 +2,7 @@
 //! their sessions: what one records, another lists, loads and resumes.
 //!
 //! ```no_run
-//! # async fn run() -> Result<(), acp_agent::store::StoreError> {
+//! # async fn run() -> Result<(), acp_store::StoreError> {
 //! let store = acp_store_postgres::PostgresStore::open("postgres://acp@127.0.0.1/acp").await?;
 //! # let _ = store; Ok(()) }
 //! ```
@@ -24,7 +24,7 @@
 //! `verify-full` (the chain and the host name); `sslrootcert=FILE` (PEM) or `system`.
 //!
 //! ```no_run
-//! # async fn run() -> Result<(), acp_agent::store::StoreError> {
+//! # async fn run() -> Result<(), acp_store::StoreError> {
 //! let store = acp_store_postgres::PostgresStore::open(
 //!     "postgres://acp@db.internal/acp?sslmode=verify-full&sslrootcert=/etc/acp/db-ca.pem",
 //! )
@@ -74,7 +74,7 @@
 
 use std::time::Duration;
 
-use acp_agent::store::{
+use acp_store::{
     Durability, HistoryCursor, HistoryPage, ListPage, ListQuery, MetaChange, SessionMeta,
     SessionStore, SessionSummary, StoreError, StoredEvent,
 };

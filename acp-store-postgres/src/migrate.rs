@@ -5,7 +5,7 @@
 //! applies what is missing and the others then find it applied. Each migration runs in
 //! that same transaction: a failed one leaves the schema as it was.
 
-use acp_agent::store::StoreError;
+use acp_store::StoreError;
 
 use crate::pg_error;
 

@@ -22,7 +22,6 @@ mod store;
 // temporary directory, a free loopback port, stopped at exit).
 #[path = "../../acp-store-postgres/tests/support/mod.rs"]
 mod pg;
-mod store_sqlite;
 mod table;
 mod trace;
 

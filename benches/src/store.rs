@@ -1,6 +1,7 @@
 //! `acp-bench store`: the session store figures, side by side in one run: the embedded
-//! candidates (`jsonl`: `acp_agent::store::JsonlStore`, `sqlite`: [`SqliteStore`]) and the
-//! store for several hosts (`postgres`: `acp_store_postgres::PostgresStore`, on a PostgreSQL
+//! stores (`sqlite`: `acp_store::SqliteStore`, the default every process on a machine
+//! shares; `jsonl`: `acp_store::JsonlStore`, one process at a time) and the store for
+//! several hosts (`postgres`: `acp_store_postgres::PostgresStore`, on a PostgreSQL
 //! server the run starts from Debian's binaries in a temporary directory, as the tests do;
 //! left out with a note when they are missing).
 //!
@@ -19,7 +20,8 @@
 //!   durability setting (PostgreSQL `event`, a round trip per chunk, on at most 5,000
 //!   chunks so that the run ends).
 //!
-//! Each figure is the median of `--runs` runs; every agent process is fresh.
+//! Each figure is the median of `--runs` runs; every agent process is fresh. `--stream-only`
+//! takes only the stream figure (the short run BENCHMARKS.md quotes).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -27,7 +29,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use acp_agent::store::{
-    Durability, JsonlStore, SessionMeta, SessionStore, StoreError, StoredEvent,
+    Durability, JsonlStore, SessionMeta, SessionStore, SqliteStore, StoreError, StoredEvent,
 };
 use acp_agent::types::{
     ContentBlock, InitializeRequest, ListSessionsRequest, LoadSessionRequest, McpServer,
@@ -39,7 +41,6 @@ use acp_client::{Client, Config};
 use crate::msg::{CWD, Job};
 use crate::pg;
 use crate::plan::Plan;
-use crate::store_sqlite::SqliteStore;
 
 /// The argument that turns this binary into a store-backed agent process.
 pub const STORE_PEER_ARG: &str = "__store-peer";
@@ -50,7 +51,8 @@ usage: acp-bench store [options]
   --events N     replay: events in the stored session (default 10000)
   --sessions N   list and idle memory: stored sessions (default 10000)
   --chunks N     stream: notifications per prompt (default 200000)
-  --smoke        tiny sizes, one run";
+  --smoke        tiny sizes, one run
+  --stream-only  only the stream figure (with the store / without)";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Backend {
@@ -62,7 +64,7 @@ enum Backend {
 const INTERVAL_50MS: Durability = Durability::Interval(Duration::from_millis(50));
 
 impl Backend {
-    const ALL: [Backend; 3] = [Backend::Jsonl, Backend::Sqlite, Backend::Postgres];
+    const ALL: [Backend; 3] = [Backend::Sqlite, Backend::Jsonl, Backend::Postgres];
 
     fn name(self) -> &'static str {
         match self {
@@ -77,7 +79,7 @@ impl Backend {
     }
 
     /// Opens the store at `at`: a directory for the embedded stores, a database URL for
-    /// PostgreSQL. (The SQLite candidate writes each append as it comes: it has no setting.)
+    /// PostgreSQL.
     async fn open(
         self,
         at: &str,
@@ -87,7 +89,9 @@ impl Backend {
             Backend::Jsonl => {
                 Arc::new(JsonlStore::open(Path::new(at))?.with_durability(durability))
             }
-            Backend::Sqlite => Arc::new(SqliteStore::open(Path::new(at))?),
+            Backend::Sqlite => {
+                Arc::new(SqliteStore::open(Path::new(at))?.with_durability(durability))
+            }
             Backend::Postgres => Arc::new(
                 acp_store_postgres::PostgresStore::open(at)
                     .await?
@@ -105,7 +109,7 @@ impl Backend {
                 INTERVAL_50MS,
                 Durability::Turn,
             ],
-            Backend::Sqlite => &[Durability::Event],
+            Backend::Sqlite => &[Durability::Event, INTERVAL_50MS, Durability::Turn],
             Backend::Postgres => &[Durability::Event, INTERVAL_50MS, Durability::Turn],
         }
     }
@@ -128,6 +132,7 @@ struct Options {
     events: u64,
     sessions: u64,
     chunks: u64,
+    stream_only: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -136,6 +141,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         events: 10_000,
         sessions: 10_000,
         chunks: 200_000,
+        stream_only: false,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -149,6 +155,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--events" => o.events = num("--events")?,
             "--sessions" => o.sessions = num("--sessions")?,
             "--chunks" => o.chunks = num("--chunks")?,
+            "--stream-only" => o.stream_only = true,
             "--smoke" => {
                 o.runs = 1;
                 o.events = 200;
@@ -437,11 +444,13 @@ async fn run(o: &Options) -> Result<(), String> {
         "acp-bench store: runs {}, replay {} events, list {} sessions, stream {} chunks",
         o.runs, o.events, o.sessions, o.chunks
     );
-    println!(
-        "| store | append (batches of 4) | replay {} events | agent peak over idle while replaying | list: first page | list: full walk | idle memory per stored session |",
-        o.events
-    );
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    if !o.stream_only {
+        println!(
+            "| store | append (batches of 4) | replay {} events | agent peak over idle while replaying | list: first page | list: full walk | idle memory per stored session |",
+            o.events
+        );
+        println!("| --- | --- | --- | --- | --- | --- | --- |");
+    }
     let backends: Vec<Backend> = Backend::ALL
         .into_iter()
         .filter(|b| *b != Backend::Postgres || server.is_some())
@@ -449,63 +458,9 @@ async fn run(o: &Options) -> Result<(), String> {
     let mut streams = Vec::new();
     for &backend in &backends {
         let at = |name: &str| place(backend, &root, name, server.as_ref());
-        let (history, many, empty) = (at("history"), at("many"), at("empty"));
-        let t = Instant::now();
-        prepare_history(backend, &history, o.events).await?;
-        let history_write = t.elapsed();
-        let t = Instant::now();
-        prepare_sessions(backend, &many, o.sessions).await?;
-        let sessions_write = t.elapsed();
-        if backend != Backend::Postgres {
-            std::fs::create_dir_all(&empty).map_err(|e| e.to_string())?;
+        if !o.stream_only {
+            table_row(o, backend, &at).await?;
         }
-        eprintln!(
-            "{}: wrote {} events in {} ({} appends), {} sessions in {}",
-            backend.name(),
-            o.events,
-            ms(history_write),
-            o.events.div_ceil(4),
-            o.sessions,
-            ms(sessions_write)
-        );
-
-        let mut replays = Vec::new();
-        let mut lists = Vec::new();
-        let mut empties = Vec::new();
-        for _ in 0..o.runs {
-            let r = replay_once(backend, &history).await?;
-            // One update per event: each prompt has one content block.
-            let expected = o.events;
-            if r.updates as u64 != expected {
-                return Err(format!("replayed {} of {expected} updates", r.updates));
-            }
-            replays.push(r);
-            let l = list_once(backend, &many).await?;
-            if l.rows as u64 != o.sessions {
-                return Err(format!("listed {} of {} sessions", l.rows, o.sessions));
-            }
-            lists.push(l);
-            empties.push(list_once(backend, &empty).await?.idle_rss_kib);
-        }
-        let replay = median(replays.iter().map(|r| r.elapsed).collect());
-        let peak = median(replays.iter().map(|r| r.peak_over_kib).collect());
-        let first = median(lists.iter().map(|l| l.first_page).collect());
-        let walk = median(lists.iter().map(|l| l.walk).collect());
-        let idle_many = median(lists.iter().map(|l| l.idle_rss_kib).collect());
-        let idle_empty = median(empties);
-        let per_session = (idle_many as f64 - idle_empty as f64) * 1024.0 / o.sessions as f64;
-        println!(
-            "| {} | {:.0} events/s | {} | {} KiB | {} | {} | {:.0} B ({} KiB vs {} KiB empty) |",
-            backend.name(),
-            o.events as f64 / history_write.as_secs_f64(),
-            ms(replay),
-            peak,
-            ms(first),
-            ms(walk),
-            per_session,
-            idle_many,
-            idle_empty,
-        );
         for &durability in backend.durabilities() {
             let chunks = if backend == Backend::Postgres && durability == Durability::Event {
                 o.chunks.min(5_000)
@@ -522,18 +477,80 @@ async fn run(o: &Options) -> Result<(), String> {
     println!("| store | durability | chunks | stream with store / without (medians; best runs) |");
     println!("| --- | --- | --- | --- |");
     for (backend, durability, chunks, (ratio, best)) in streams {
-        let setting = match backend {
-            Backend::Sqlite => "(none: each append written)".to_owned(),
-            _ => format!("{durability:?}"),
-        };
         println!(
-            "| {} | {setting} | {chunks} | {:.1}% ({:.1}%) |",
+            "| {} | {durability:?} | {chunks} | {:.1}% ({:.1}%) |",
             backend.name(),
             ratio * 100.0,
             best * 100.0
         );
     }
     let _ = std::fs::remove_dir_all(&root);
+    Ok(())
+}
+
+/// The append, replay, list and memory figures of one store, as a row of the first table.
+async fn table_row(
+    o: &Options,
+    backend: Backend,
+    at: &dyn Fn(&str) -> String,
+) -> Result<(), String> {
+    let (history, many, empty) = (at("history"), at("many"), at("empty"));
+    let t = Instant::now();
+    prepare_history(backend, &history, o.events).await?;
+    let history_write = t.elapsed();
+    let t = Instant::now();
+    prepare_sessions(backend, &many, o.sessions).await?;
+    let sessions_write = t.elapsed();
+    if backend != Backend::Postgres {
+        std::fs::create_dir_all(&empty).map_err(|e| e.to_string())?;
+    }
+    eprintln!(
+        "{}: wrote {} events in {} ({} appends), {} sessions in {}",
+        backend.name(),
+        o.events,
+        ms(history_write),
+        o.events.div_ceil(4),
+        o.sessions,
+        ms(sessions_write)
+    );
+
+    let mut replays = Vec::new();
+    let mut lists = Vec::new();
+    let mut empties = Vec::new();
+    for _ in 0..o.runs {
+        let r = replay_once(backend, &history).await?;
+        // One update per event: each prompt has one content block.
+        let expected = o.events;
+        if r.updates as u64 != expected {
+            return Err(format!("replayed {} of {expected} updates", r.updates));
+        }
+        replays.push(r);
+        let l = list_once(backend, &many).await?;
+        if l.rows as u64 != o.sessions {
+            return Err(format!("listed {} of {} sessions", l.rows, o.sessions));
+        }
+        lists.push(l);
+        empties.push(list_once(backend, &empty).await?.idle_rss_kib);
+    }
+    let replay = median(replays.iter().map(|r| r.elapsed).collect());
+    let peak = median(replays.iter().map(|r| r.peak_over_kib).collect());
+    let first = median(lists.iter().map(|l| l.first_page).collect());
+    let walk = median(lists.iter().map(|l| l.walk).collect());
+    let idle_many = median(lists.iter().map(|l| l.idle_rss_kib).collect());
+    let idle_empty = median(empties);
+    let per_session = (idle_many as f64 - idle_empty as f64) * 1024.0 / o.sessions as f64;
+    println!(
+        "| {} | {:.0} events/s | {} | {} KiB | {} | {} | {:.0} B ({} KiB vs {} KiB empty) |",
+        backend.name(),
+        o.events as f64 / history_write.as_secs_f64(),
+        ms(replay),
+        peak,
+        ms(first),
+        ms(walk),
+        per_session,
+        idle_many,
+        idle_empty,
+    );
     Ok(())
 }
 

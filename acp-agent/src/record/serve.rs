@@ -11,13 +11,12 @@
 use acp_types::NotificationMethod;
 use acp_types::v1::*;
 
-use super::record::Recorder;
-use super::{
-    HistoryCursor, INTERRUPTED_META, ListQuery, MetaChange, SessionMeta, StoreError, StoredEvent,
-};
+use super::Recorder;
 use crate::agent::Agent;
 use crate::context::AgentContext;
-use crate::state::Inner;
+use crate::store::{
+    HistoryCursor, INTERRUPTED_META, ListQuery, MetaChange, SessionMeta, StoreError, StoredEvent,
+};
 use crate::{Error, ErrorCode};
 
 /// Events read per page while replaying (the replay's memory does not grow with the
@@ -68,7 +67,7 @@ pub(crate) async fn load<A: Agent>(
     agent: &A,
     params: LoadSessionRequest,
     cx: &AgentContext,
-    inner: &Inner,
+    peer: &acp_rpc::Peer,
     recorder: &Recorder,
 ) -> Result<LoadSessionResponse, Error> {
     let id = params.session_id.clone();
@@ -88,7 +87,7 @@ pub(crate) async fn load<A: Agent>(
     let mut open_turn = false;
     let send = |update: SessionUpdate| {
         let n = SessionNotification::new(id.clone(), update);
-        async move { inner.peer.notify(SessionNotification::METHOD, &n).await }
+        async move { peer.notify(SessionNotification::METHOD, &n).await }
     };
     loop {
         let page = recorder.store()?.history(&id, cursor, REPLAY_PAGE).await?;

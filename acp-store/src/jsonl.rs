@@ -21,7 +21,6 @@
 //! same torn or missing tail the reader already survives.
 //! A second process opening the same directory is refused with [`StoreError::Locked`].
 
-use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -29,16 +28,17 @@ use std::sync::{Arc, Mutex};
 
 use acp_types::v1::SessionId;
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 
-use super::{
+use crate::lock;
+use crate::{
     Durability, HistoryCursor, HistoryPage, ListPage, ListQuery, MetaChange, SessionMeta,
-    SessionStore, SessionSummary, StoreError, StoredEvent, decode_cursor, encode_cursor,
+    SessionStore, StoreError, StoredEvent, decode_cursor, encode_cursor,
 };
-use crate::sync::lock;
 
-mod files;
+pub(crate) mod files;
+mod index;
 use files::{cut_torn_tail, file_stem, read_lines, try_lock};
+use index::{Index, IndexRecord, encode_events, read_index, to_line};
 
 /// At most this many session files are kept open for appending (the least recently opened
 /// is closed first); an idle session holds no file.
@@ -72,26 +72,6 @@ struct Inner {
     index: Mutex<Index>,
     /// Open history files, by session, in opening order.
     open: Mutex<Vec<(SessionId, Arc<Mutex<File>>)>>,
-}
-
-#[derive(Default)]
-struct Index {
-    file: Option<File>,
-    rows: HashMap<SessionId, (u64, SessionSummary)>,
-    order: BTreeMap<u64, SessionId>,
-    next: u64,
-    /// Lines in `index.jsonl` (to know when to compact).
-    lines: usize,
-}
-
-/// One line of `index.jsonl`.
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-enum IndexRecord {
-    /// A session's listing row (creation or change; the last one wins).
-    Put { seq: u64, row: SessionSummary },
-    /// A deleted session.
-    Delete(SessionId),
 }
 
 impl JsonlStore {
@@ -141,6 +121,23 @@ impl JsonlStore {
         &self.inner.dir
     }
 
+    /// Every session with its creation number, oldest first, in full (what
+    /// [`crate::SqliteStore`] imports from a JSON Lines store).
+    pub(crate) fn export(&self) -> Result<Vec<(u64, SessionMeta)>, StoreError> {
+        let ids: Vec<(u64, SessionId)> = lock(&self.inner.index)
+            .order
+            .iter()
+            .map(|(seq, id)| (*seq, id.clone()))
+            .collect();
+        let mut out = Vec::with_capacity(ids.len());
+        for (seq, id) in ids {
+            if let Some(meta) = self.inner.read_meta(&id)? {
+                out.push((seq, meta));
+            }
+        }
+        Ok(out)
+    }
+
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Inner) -> Result<T, StoreError> + Send + 'static,
@@ -150,65 +147,6 @@ impl JsonlStore {
             .await
             .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
     }
-}
-
-fn read_index(dir: &Path) -> Result<Index, StoreError> {
-    let path = dir.join("index.jsonl");
-    let mut index = Index::default();
-    let mut lineno = 0usize;
-    read_lines(&path, 0, |line, offset| {
-        lineno += 1;
-        match serde_json::from_slice::<IndexRecord>(line) {
-            Ok(IndexRecord::Put { seq, row }) => {
-                if let Some((old, _)) = index.rows.get(&row.session_id) {
-                    index.order.remove(old);
-                }
-                index.order.insert(seq, row.session_id.clone());
-                index.rows.insert(row.session_id.clone(), (seq, row));
-                index.next = index.next.max(seq);
-            }
-            Ok(IndexRecord::Delete(id)) => {
-                if let Some((seq, _)) = index.rows.remove(&id) {
-                    index.order.remove(&seq);
-                }
-            }
-            Err(e) => tracing::warn!(
-                file = %path.display(),
-                line = lineno,
-                offset,
-                error = %e,
-                "skipping a corrupt index record"
-            ),
-        }
-        true
-    })?;
-    index.lines = lineno;
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .open(&path)
-        .map_err(|e| StoreError::io(format!("cannot write {}", path.display()), e))?;
-    cut_torn_tail(&mut file, &path)
-        .map_err(|e| StoreError::io(format!("cannot write {}", path.display()), e))?;
-    index.file = Some(file);
-    Ok(index)
-}
-
-/// Events as the lines of one append.
-fn encode_events(events: &[StoredEvent]) -> Result<Vec<u8>, StoreError> {
-    let mut buf = Vec::with_capacity(256 * events.len());
-    for event in events {
-        to_line(event, &mut buf)?;
-    }
-    Ok(buf)
-}
-
-fn to_line<T: Serialize>(value: &T, out: &mut Vec<u8>) -> Result<(), StoreError> {
-    serde_json::to_writer(&mut *out, value)
-        .map_err(|e| StoreError::Other(format!("cannot encode a record: {e}")))?;
-    out.push(b'\n');
-    Ok(())
 }
 
 impl Inner {
@@ -582,23 +520,5 @@ impl SessionStore for JsonlStore {
     async fn sync(&self, id: &SessionId) -> Result<(), StoreError> {
         let id = id.clone();
         self.blocking(move |s| s.sync(&id)).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Plain ids keep their name; anything that could name a path is hex-encoded, and the two
-    /// forms cannot collide.
-    #[test]
-    fn session_ids_never_name_a_path() {
-        assert_eq!(file_stem(&SessionId("echo-1".into())), "s-echo-1");
-        assert_eq!(file_stem(&SessionId("../x".into())), "h-2e2e2f78");
-        assert_eq!(file_stem(&SessionId("".into())), "h-");
-        assert_ne!(
-            file_stem(&SessionId("h-41".into())),
-            file_stem(&SessionId("A".into()))
-        );
     }
 }

@@ -1,5 +1,5 @@
 //! What recording costs a streaming connection, for the measurements of each store and
-//! [`super::Durability`] (feature `test-support`; the ignored `store_durability_cost` tests
+//! [`crate::store::Durability`] (feature `test-support`; the ignored `store_durability_cost` tests
 //! of acp-agent and acp-store-postgres call it, BENCHMARKS.md keeps the figures).
 //!
 //! One agent streams turns of text chunks to a client reading as fast as it can, over an
@@ -13,7 +13,7 @@ use acp_types::v1::{
     PromptResponse, ProtocolVersion, StopReason,
 };
 
-use super::SessionStore;
+use crate::store::SessionStore;
 use crate::{Agent, AgentContext, Config, Error, PromptContext};
 
 /// The streaming agent: session `bench`, and `chunks` chunks of about 30 bytes per turn.

@@ -1,39 +1,76 @@
-//! Sessions that survive restarts: the [`SessionStore`] trait, an in-memory store
-//! ([`MemoryStore`], for tests) and the embedded on-disk default ([`JsonlStore`], which needs
-//! nothing but a directory).
+//! Session stores for Agent Client Protocol agents: where the sessions an agent serves are
+//! kept, so that they survive the agent process and can be listed, loaded and resumed.
 //!
-//! Serve an agent with a store ([`crate::serve_with_store`], or
-//! [`crate::negotiate::NegotiateOptions::with_store`]) and the connection records every
-//! session by itself: the prompts the client sent, the `session/update`s the agent sent (text
-//! chunks of one message coalesced, tool calls in their final state, plans), mode, config and
-//! title changes, and `updatedAt`. It then serves `session/load` (the history replayed as
-//! `session/update`s before the answer), `session/resume` (no replay), `session/list` (cursor
-//! pages, filtered by `cwd`), `session/close` (frees what the connection holds) and
-//! `session/delete` (removes it from the store; a session it does not have is deleted
-//! silently, as the spec asks), and advertises `loadSession` and those
-//! session capabilities in `initialize`. An [`crate::Agent`] that implements one of these
-//! methods itself keeps it: the store answers only where the agent's method answers "method
-//! not found" (the trait default).
+//! acp-agent records into a store by itself (serve an agent with one: `serve_with_store`, or
+//! `NegotiateOptions::with_store`) and answers `session/load`, `session/resume`,
+//! `session/list`, `session/close` and `session/delete` from it; acp-agent re-exports this
+//! crate as `acp_agent::store`. This crate holds what a store is and the stores themselves,
+//! without the agent runtime, so a store of your own (`acp-store-postgres` is one) depends
+//! on this crate only.
 //!
-//! # Why JSONL is the default
+//! - [`SessionStore`]: the trait (create, append, history by pages, metadata, list by owner
+//!   and `cwd`, close, delete; when a turn is written, [`Durability`]; [`SessionStore::begin_turn`]
+//!   for stores that several processes write).
+//! - [`SqliteStore`]: **the embedded default**, one directory that every process on a machine
+//!   may open at once.
+//! - [`JsonlStore`]: append-only JSON Lines files, one process at a time.
+//! - [`MemoryStore`]: in memory, for tests.
+//! - [`MeteredStore`]: wraps any store and reports each operation to a [`StoreMeter`]
+//!   (acp-remote's `Metrics` is one).
+//! - `conformance` (feature `test-support`): the suite every store passes, and the
+//!   `session_store_conformance!` macro that runs it against yours.
 //!
-//! Two embedded candidates were measured on the same figures (`acp-bench store`, numbers and
-//! commands in `BENCHMARKS.md`): append-only JSON Lines, one file per session as the CLI
-//! agents keep them, and SQLite through rusqlite (`bundled`). JSONL was chosen: appends are one
-//! `write` of whole lines to a file opened for appending (no journal, no page rewrites), a
-//! replay is a sequential read that streams page by page, a killed process leaves at worst one
-//! torn last line (ignored with a warning), the files are readable with any tool, and it needs
-//! no C build. What SQLite does better (no in-memory index; the listing is a query) matters
-//! only for very many sessions; the index costs on the order of a hundred bytes per stored
-//! session. A networked store implements the same trait (nothing in it assumes a local file
-//! system): `acp-store-postgres` keeps sessions in PostgreSQL for several agent hosts.
+//! # Choosing a store
+//!
+//! | | processes writing at once | where | a streamed update costs |
+//! | --- | --- | --- | --- |
+//! | [`SqliteStore`] | any number on one machine (one per session at a time) | a local directory | one `write` |
+//! | [`JsonlStore`] | one (a second is refused) | a directory | one `write` |
+//! | `acp_store_postgres::PostgresStore` | any number on any hosts | a PostgreSQL database | a round trip (use `Durability::Interval`) |
+//! | [`MemoryStore`] | this one; lost at exit | memory | nothing |
+//!
+//! Use [`SqliteStore`] unless sessions must be shared across machines (PostgreSQL) or the
+//! data must be plain files a person reads with any tool (JSON Lines; the histories of
+//! [`SqliteStore`] are the same JSON Lines files, only the index is in SQLite).
+//!
+//! # Several processes on one store ([`SqliteStore`])
+//!
+//! Editors start one agent process per window and headless clients one per queue, and a
+//! client may start another process of the same agent just to list sessions: a store on a
+//! machine is shared by processes. What [`SqliteStore`] guarantees them:
+//!
+//! - **Every process lists every session.** Sessions, their metadata and their listing order
+//!   are rows of one SQLite database in WAL mode (readers never wait for a writer, writers
+//!   queue for a few microseconds); a session created by one process is listed by all.
+//! - **A session is written by one process at a time, by lease.** A prompt takes the
+//!   session's lease ([`SessionStore::begin_turn`]) and the turn's [`StoredEvent::TurnEnd`]
+//!   gives it back; a write outside a turn takes it for that write. While one process's turn
+//!   runs, another's prompt on that session is refused with [`StoreError::Leased`] (the
+//!   holder's pid in the message; the client sees it as the prompt's error). Different
+//!   sessions never conflict, and the same session is free again when its turn ends. A
+//!   lease, not a queue: a prompt never waits for someone else's turn of unknown length.
+//! - **A killed process loses nothing it streamed.** Each update is appended to the
+//!   session's history file with one `write` before it is sent ([`Durability::Event`]); a
+//!   torn last line is ignored by readers and cut by the next writer.
+//! - **A dead process's lease is taken over at once.** Each open store holds an exclusive
+//!   `flock` on a file of its own (`holders/TOKEN.lock`); the kernel drops it when the
+//!   process dies, however it dies, so a lease whose holder's file can be locked is stale
+//!   and the next writer takes it. No pid is trusted (pids are reused) and no timeout is
+//!   waited out.
+//!
+//! Why the histories are files beside the database, not rows in it: a row per streamed
+//! update is a SQLite commit per update (tens of microseconds and pages of WAL for a
+//! 30-byte chunk), which measured at 5% of a stream's speed without a store; a `write` to an
+//! open file keeps it above 80% (`acp-bench store`, BENCHMARKS.md). The database holds what
+//! the processes must agree on (which sessions exist, their metadata, who writes each); the
+//! history needs only an order, which the lease gives. SQLite comes from rusqlite with the
+//! C library compiled in (`bundled`), so a fresh machine needs no system library.
 //!
 //! # When a turn is written, and what survives a crash
 //!
 //! A store's [`Durability`] says when the connection writes a turn's events (by default each
-//! before it is sent, so a `kill -9` keeps what the client saw); see the `record` module
-//! for how, and BENCHMARKS.md for what each setting costs. Every store is checked by the
-//! same suite, `store::conformance` (feature `test-support`).
+//! before it is sent, so a `kill -9` keeps what the client saw); acp-agent's recorder does
+//! the writing, and BENCHMARKS.md has what each setting costs.
 
 use std::sync::Arc;
 
@@ -45,16 +82,20 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "test-support")]
 pub mod conformance;
+mod error;
 mod jsonl;
-#[cfg(feature = "test-support")]
-pub mod measure;
 mod memory;
-pub(crate) mod record;
-pub(crate) mod serve;
+mod metered;
+mod sqlite;
 
 pub use acp_types::time::now_rfc3339;
+pub use error::StoreError;
 pub use jsonl::JsonlStore;
 pub use memory::MemoryStore;
+pub use metered::{MeteredStore, StoreMeter};
+pub use sqlite::SqliteStore;
+
+use acp_rpc::sync::lock;
 
 /// A shared [`SessionStore`], as the serve options hold it.
 #[derive(Clone)]
@@ -147,7 +188,7 @@ pub struct SessionMeta {
     #[serde(default)]
     pub turn_markers: bool,
     /// The identity that created the session (the `NAME` of a served connection's
-    /// credential, [`crate::AgentContext::identity`]); `None` for the unnamed identity (a
+    /// credential, `AgentContext::identity` in acp-agent); `None` for the unnamed identity (a
     /// local agent, the one unnamed token, sessions recorded before owners existed). A
     /// connection sees and reaches only its own identity's sessions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -369,81 +410,6 @@ pub struct ListPage {
     pub next_cursor: Option<String>,
 }
 
-/// Why a store operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// The store has no session with this id.
-    #[error("session not found: {}", .0.0)]
-    NotFound(SessionId),
-    /// `create` with an id the store already has.
-    #[error("session already exists: {}", .0.0)]
-    AlreadyExists(SessionId),
-    /// Another process holds the store (only one process may write it at a time).
-    #[error(
-        "the session store {0} is in use by another process; a store directory serves one agent process at a time"
-    )]
-    Locked(String),
-    /// The store could not be read or written.
-    #[error("session store {context}: {source}")]
-    Io {
-        /// What the store was doing, with the path.
-        context: String,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// A list cursor this store did not hand out.
-    #[error("invalid cursor {0:?}: pass a nextCursor from a previous session/list")]
-    BadCursor(String),
-    /// Anything else (a networked store's failures).
-    #[error("session store: {0}")]
-    Other(String),
-    /// A backend's failure (a database unreachable, a query refused), told twice: `public`
-    /// for the peer whose call failed, without the backend's host, port, database or user;
-    /// `detail` for the server's log and the library's caller (what `Display` shows).
-    #[error("session store: {detail}")]
-    Backend {
-        /// What failed and its kind, for a remote client.
-        public: String,
-        /// The whole story, for the operator.
-        detail: String,
-    },
-}
-
-impl StoreError {
-    /// What the peer whose call failed may read of this error: a [`StoreError::Backend`]'s
-    /// `public` part (its `detail`, naming where the backend is, goes to the log here, at
-    /// warn), every other error whole.
-    pub fn for_peer(&self) -> String {
-        match self {
-            StoreError::Backend { public, detail } => {
-                tracing::warn!(error = %detail, "session store failed");
-                format!("session store: {public}")
-            }
-            other => other.to_string(),
-        }
-    }
-
-    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        StoreError::Io {
-            context: context.into(),
-            source,
-        }
-    }
-}
-
-impl From<StoreError> for crate::Error {
-    fn from(e: StoreError) -> Self {
-        // Error `data` is free-form JSON (no schema type): the session or cursor at fault.
-        match &e {
-            StoreError::NotFound(id) => crate::Error::resource_not_found(e.to_string())
-                .with_data(serde_json::json!({ "sessionId": id })),
-            StoreError::BadCursor(cursor) => crate::Error::invalid_params(e.to_string())
-                .with_data(serde_json::json!({ "cursor": cursor })),
-            _ => crate::Error::internal_error(e.for_peer()),
-        }
-    }
-}
-
 /// Where sessions are kept. Async so that a networked store (a database shared by several
 /// agent hosts) fits as well as a local one; nothing here assumes a file system.
 ///
@@ -502,6 +468,17 @@ pub trait SessionStore: Send + Sync + 'static {
         let _ = id;
         Ok(())
     }
+
+    /// A prompt is about to run on session `id` here: a store that several processes share
+    /// claims the session for this process until the turn's [`StoredEvent::TurnEnd`] is
+    /// appended ([`SqliteStore`]'s lease), and answers [`StoreError::Leased`] when another
+    /// live process is writing it (the connection refuses the prompt with that error). The
+    /// default does nothing: right for a store of one process, or one whose appends never
+    /// conflict.
+    async fn begin_turn(&self, id: &SessionId) -> Result<(), StoreError> {
+        let _ = id;
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -540,6 +517,9 @@ impl<S: SessionStore + ?Sized> SessionStore for Arc<S> {
     }
     async fn sync(&self, id: &SessionId) -> Result<(), StoreError> {
         (**self).sync(id).await
+    }
+    async fn begin_turn(&self, id: &SessionId) -> Result<(), StoreError> {
+        (**self).begin_turn(id).await
     }
 }
 

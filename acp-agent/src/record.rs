@@ -7,7 +7,7 @@
 //!   agent process killed mid-turn (`kill -9`) keeps every event the client saw. The turn's
 //!   end is appended as a [`StoredEvent::TurnEnd`] when its prompt returns; a turn without
 //!   one is replayed by `session/load` followed by a chunk marked
-//!   [`super::INTERRUPTED_META`]. `EventSyncTurn` also asks the store to make the session
+//!   [`crate::store::INTERRUPTED_META`]. `EventSyncTurn` also asks the store to make the session
 //!   durable against a power loss at each turn's end ([`SessionStore::sync`]).
 //! * [`Durability::Turn`]: the turn's updates are collected in memory and appended in one
 //!   write when the prompt ends (or in parts of [`FLUSH_EVENTS`] events / [`FLUSH_BYTES`]
@@ -35,7 +35,7 @@ use acp_types::v1::{
     ContentBlock, ContentChunk, SessionId, SessionNotification, SessionUpdate, ToolCallId,
 };
 
-use super::{
+use crate::store::{
     Durability, MetaChange, SessionMeta, SessionStore, StoreError, StoredEvent, TurnEnd,
     now_rfc3339,
 };
@@ -438,7 +438,7 @@ impl Recorder {
         store.create(meta).await?;
         if copy {
             // Page by page, so a long history is copied with bounded memory.
-            let mut cursor = super::HistoryCursor::START;
+            let mut cursor = crate::store::HistoryCursor::START;
             loop {
                 let page = store.history(source, cursor, COPY_PAGE).await?;
                 if !page.events.is_empty() {
@@ -464,6 +464,19 @@ impl Recorder {
     /// A session the store has is open on this connection (loaded or resumed).
     pub(crate) fn attach(&self, id: &SessionId) {
         lock(&self.state).entry(id.clone()).or_default().stored = true;
+    }
+
+    /// A prompt is about to start: the store claims the session for this process's turn
+    /// ([`SessionStore::begin_turn`]); an error (another process is writing it) refuses
+    /// the prompt. A session the store does not have is no error (nothing is recorded).
+    pub(crate) async fn claim(&self, id: &SessionId) -> Result<(), StoreError> {
+        if !lock(&self.state).get(id).is_some_and(|r| r.stored) {
+            return Ok(());
+        }
+        match self.store()?.begin_turn(id).await {
+            Err(StoreError::NotFound(_)) => Ok(()),
+            other => other,
+        }
     }
 
     /// A prompt starts: records it and collects the turn's updates from now on.
@@ -582,5 +595,6 @@ fn created_meta(
     meta
 }
 
+pub(crate) mod serve;
 #[cfg(test)]
 mod tests;

@@ -24,7 +24,7 @@ use acp_types::v1::{
     SessionMode, SessionModeId, SessionModeState, SessionUpdate,
 };
 
-use super::{
+use crate::{
     HistoryCursor, ListQuery, MetaChange, SessionMeta, SessionStore, StoreError, StoredEvent,
     TurnEnd,
 };
@@ -59,6 +59,31 @@ pub const CASES: &[&str] = &[
     "hostile_ids_are_plain_data",
     "owners_are_kept_and_listings_never_mix_them",
 ];
+
+mod namespaced;
+pub use namespaced::Namespaced;
+
+/// Runs the case named `name` (one of [`CASES`]) on `store`, for a harness that picks cases
+/// by name (another process running the suite, say). Panics on a name not in [`CASES`].
+pub async fn run_case<S: SessionStore>(name: &str, store: S) {
+    match name {
+        "create_and_meta" => create_and_meta(store).await,
+        "unknown_sessions" => unknown_sessions(store).await,
+        "append_and_replay_by_pages" => append_and_replay_by_pages(store).await,
+        "resume_answers_the_metadata_again" => resume_answers_the_metadata_again(store).await,
+        "list_pages_and_cwd_filter" => list_pages_and_cwd_filter(store).await,
+        "close_keeps_the_data" => close_keeps_the_data(store).await,
+        "delete_removes_only_that_session" => delete_removes_only_that_session(store).await,
+        "fork_copies_the_history" => fork_copies_the_history(store).await,
+        "turn_markers_round_trip" => turn_markers_round_trip(store).await,
+        "concurrent_appends_never_interleave" => concurrent_appends_never_interleave(store).await,
+        "hostile_ids_are_plain_data" => hostile_ids_are_plain_data(store).await,
+        "owners_are_kept_and_listings_never_mix_them" => {
+            owners_are_kept_and_listings_never_mix_them(store).await
+        }
+        other => panic!("no conformance case {other:?}"),
+    }
+}
 
 fn sid(s: &str) -> SessionId {
     SessionId(s.to_owned())
@@ -540,7 +565,7 @@ pub async fn owners_are_kept_and_listings_never_mix_them<S: SessionStore>(store:
     assert_eq!(all(Some("bob"), None).await.concat(), ["b1"]);
 }
 
-/// Expands into one `#[tokio::test]` per case of [`crate::store::conformance`], each given
+/// Expands into one `#[tokio::test]` per case of [`crate::conformance`], each given
 /// a fresh store from `$make` (an expression of a future that returns the store). The
 /// calling crate needs tokio with `macros` and `rt-multi-thread` among its dev-dependencies.
 #[macro_export]
@@ -558,7 +583,7 @@ macro_rules! session_store_conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
                 let store = $make.await;
-                $crate::store::conformance::$case(store).await;
+                $crate::conformance::$case(store).await;
             }
         )*
     };

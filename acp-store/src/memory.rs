@@ -7,11 +7,11 @@ use std::sync::Mutex;
 use acp_types::v1::SessionId;
 use async_trait::async_trait;
 
-use super::{
+use crate::lock;
+use crate::{
     Durability, HistoryCursor, HistoryPage, ListPage, ListQuery, MetaChange, SessionMeta,
     SessionStore, StoreError, StoredEvent, decode_cursor, encode_cursor,
 };
-use crate::sync::lock;
 
 /// A [`SessionStore`] in memory (lost when the process ends).
 #[derive(Debug, Default)]

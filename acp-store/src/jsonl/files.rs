@@ -11,7 +11,7 @@ use acp_types::v1::SessionId;
 use super::StoreError;
 
 #[cfg(unix)]
-pub(super) fn try_lock(file: &File) -> Result<(), Option<std::io::Error>> {
+pub(crate) fn try_lock(file: &File) -> Result<(), Option<std::io::Error>> {
     use std::os::fd::AsRawFd;
     // SAFETY: flock on a descriptor we own; no memory is passed.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
@@ -27,7 +27,7 @@ pub(super) fn try_lock(file: &File) -> Result<(), Option<std::io::Error>> {
 }
 
 #[cfg(not(unix))]
-pub(super) fn try_lock(file: &File) -> Result<(), Option<std::io::Error>> {
+pub(crate) fn try_lock(file: &File) -> Result<(), Option<std::io::Error>> {
     match file.try_lock() {
         Ok(()) => Ok(()),
         Err(std::fs::TryLockError::WouldBlock) => Err(None),
@@ -37,7 +37,7 @@ pub(super) fn try_lock(file: &File) -> Result<(), Option<std::io::Error>> {
 
 /// The file name (without extension) of a session: the id itself when it is a plain name,
 /// else `h-` and its hex bytes (ids come from peers and must never name a path).
-pub(super) fn file_stem(id: &SessionId) -> String {
+pub(crate) fn file_stem(id: &SessionId) -> String {
     let s = id.0.as_str();
     let plain = !s.is_empty()
         && s.len() <= 128
@@ -58,7 +58,7 @@ pub(super) fn file_stem(id: &SessionId) -> String {
 /// Reads the complete lines of `path` from `offset`: calls `each(line, offset_of_line)`,
 /// ignores a torn last line (no newline) with a warning. Returns the offset after the last
 /// line read and whether it stopped early (when `each` returns `false`).
-pub(super) fn read_lines(
+pub(crate) fn read_lines(
     path: &Path,
     offset: u64,
     mut each: impl FnMut(&[u8], u64) -> bool,
@@ -101,7 +101,7 @@ pub(super) fn read_lines(
 
 /// Cuts a torn last line off `file` (opened for reading and writing) so the next append
 /// starts on a line of its own.
-pub(super) fn cut_torn_tail(file: &mut File, path: &Path) -> std::io::Result<()> {
+pub(crate) fn cut_torn_tail(file: &mut File, path: &Path) -> std::io::Result<()> {
     let len = file.metadata()?.len();
     if len == 0 {
         return Ok(());
@@ -134,4 +134,22 @@ pub(super) fn cut_torn_tail(file: &mut File, path: &Path) -> std::io::Result<()>
         "cutting off a torn last record before appending"
     );
     file.set_len(keep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Plain ids keep their name; anything that could name a path is hex-encoded, and the two
+    /// forms cannot collide.
+    #[test]
+    fn session_ids_never_name_a_path() {
+        assert_eq!(file_stem(&SessionId("echo-1".into())), "s-echo-1");
+        assert_eq!(file_stem(&SessionId("../x".into())), "h-2e2e2f78");
+        assert_eq!(file_stem(&SessionId("".into())), "h-");
+        assert_ne!(
+            file_stem(&SessionId("h-41".into())),
+            file_stem(&SessionId("A".into()))
+        );
+    }
 }
