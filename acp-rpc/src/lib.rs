@@ -48,6 +48,7 @@ pub mod observe;
 pub mod outgoing;
 pub mod params;
 pub mod probe;
+pub mod record;
 mod queued;
 mod reader;
 mod reply;
