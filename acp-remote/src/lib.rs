@@ -72,7 +72,6 @@
 #![deny(missing_docs)]
 
 mod client;
-mod envelope;
 pub mod live;
 mod metered_store;
 pub mod metrics;

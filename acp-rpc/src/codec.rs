@@ -1,16 +1,24 @@
-//! Newline-delimited framing: a bounded line codec modelled on tokio-util's `LinesCodec`.
+//! Newline-delimited framing: a bounded line codec modelled on tokio-util's `LinesCodec`,
+//! the one line framer of the tree. Whoever must frame lines over `AsyncRead`/`AsyncWrite`
+//! (the engine's newline transport, a trace proxy, a checker driving a process) uses
+//! [`LineCodec`]: with tokio-util's `FramedRead`/`FramedWrite`, or through [`LineReader`]
+//! and [`write_line`] without them.
 //!
 //! Decoding never fails fatally: an over-long line is skipped in *discard mode* (its bytes
 //! are dropped as they arrive, so it is never assembled in memory) and reported as
 //! [`Frame::Oversized`]; a line that is not UTF-8 is reported as [`Frame::InvalidUtf8`].
 //! A trailing `\r` is stripped, a leading UTF-8 BOM is skipped, and blank lines (empty or
-//! only ASCII whitespace) are skipped. It decodes only: the writer frames outgoing messages
-//! itself (one line each, in its own buffer). The connection's reader reads ordinary lines in
+//! only ASCII whitespace) are skipped. Encoding appends `\n` and refuses a line that holds a
+//! line break (it would be two frames). The connection's reader reads ordinary lines in
 //! place in its buffer and leaves everything else (CRLF, BOM, blanks, oversized or half-read
-//! lines) to this codec.
+//! lines) to this codec; the connection's writer frames its batches itself, with the same
+//! rule (compact JSON has no line break).
 
-use bytes::{Bytes, BytesMut};
-use tokio_util::codec::Decoder;
+use std::io;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio_util::codec::{Decoder, Encoder};
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
@@ -49,7 +57,20 @@ impl RawFrame {
     }
 }
 
-/// The bounded newline codec.
+/// The bounded newline codec: [`Decoder`] of [`Frame`]s, [`Encoder`] of one line per item.
+///
+/// ```
+/// use acp_rpc::codec::{Frame, LineCodec};
+/// use bytes::BytesMut;
+/// use tokio_util::codec::{Decoder, Encoder};
+///
+/// let mut codec = LineCodec::new(8);
+/// let mut out = BytesMut::new();
+/// codec.encode("{}", &mut out).unwrap();
+/// out.extend_from_slice(b"{\"far too long\":1}\n");
+/// assert_eq!(codec.decode(&mut out).unwrap(), Some(Frame::Line("{}".into())));
+/// assert_eq!(codec.decode(&mut out).unwrap(), Some(Frame::Oversized { len: 18 }));
+/// ```
 #[derive(Clone, Debug)]
 pub struct LineCodec {
     max_len: usize,
@@ -197,6 +218,115 @@ impl Decoder for LineCodec {
     }
 }
 
+impl<T: AsRef<[u8]>> Encoder<T> for LineCodec {
+    type Error = io::Error;
+
+    /// Appends `line` and its `\n`. A line holding a `\n`, or longer than the limit, is an
+    /// `InvalidInput` error and nothing is appended: the peer's decoder would not read it as
+    /// the one frame it is meant to be.
+    fn encode(&mut self, line: T, dst: &mut BytesMut) -> Result<(), io::Error> {
+        let line = line.as_ref();
+        check_line(line, self.max_len)?;
+        dst.reserve(line.len() + 1);
+        dst.put_slice(line);
+        dst.put_u8(b'\n');
+        Ok(())
+    }
+}
+
+fn check_line(line: &[u8], max_len: usize) -> io::Result<()> {
+    if line.len() > max_len {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "line of {} bytes is over the limit of {max_len}",
+                line.len()
+            ),
+        ));
+    }
+    if memchr::memchr(b'\n', line).is_some() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a line must not hold a line break",
+        ));
+    }
+    Ok(())
+}
+
+/// Writes `line` and its `\n` to `writer` (not flushed), after the [`Encoder`]'s check for
+/// a line break in it (no length limit: the reader's codec has its own).
+pub async fn write_line<W: AsyncWrite + Unpin>(writer: &mut W, line: &[u8]) -> io::Result<()> {
+    check_line(line, usize::MAX)?;
+    let mut framed = Vec::with_capacity(line.len() + 1);
+    framed.extend_from_slice(line);
+    framed.push(b'\n');
+    writer.write_all(&framed).await
+}
+
+/// Lines read off an `AsyncRead` through a [`LineCodec`], one [`Frame`] per call, without
+/// tokio-util's `FramedRead` (whose stream ends once after an error, see its docs).
+///
+/// ```
+/// use acp_rpc::codec::{Frame, LineReader};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let mut lines = LineReader::new(&b"{\"a\":1}\r\n\n{}"[..], 1024);
+/// assert_eq!(lines.next_frame().await.unwrap(), Some(Frame::Line("{\"a\":1}".into())));
+/// assert_eq!(lines.next_frame().await.unwrap(), Some(Frame::Line("{}".into())));
+/// assert_eq!(lines.next_frame().await.unwrap(), None);
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct LineReader<R> {
+    reader: R,
+    codec: LineCodec,
+    buf: BytesMut,
+    eof: bool,
+}
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    /// Frames `reader`'s bytes into lines of at most `max_len` bytes.
+    pub fn new(reader: R, max_len: usize) -> Self {
+        LineReader {
+            reader,
+            codec: LineCodec::new(max_len),
+            buf: BytesMut::with_capacity(8 * 1024),
+            eof: false,
+        }
+    }
+
+    /// The next frame; `Ok(None)` at the end of the stream (a last line without `\n` is
+    /// still returned). Over-long and non-UTF-8 lines come as frames, not errors; an `Err`
+    /// is the reader's I/O error.
+    pub async fn next_frame(&mut self) -> io::Result<Option<Frame>> {
+        loop {
+            if self.eof {
+                return self.codec.decode_eof(&mut self.buf);
+            }
+            if let Some(frame) = self.codec.decode(&mut self.buf)? {
+                return Ok(Some(frame));
+            }
+            if self.buf.capacity() - self.buf.len() < 1024 {
+                self.buf.reserve(8 * 1024);
+            }
+            if self.reader.read_buf(&mut self.buf).await? == 0 {
+                self.eof = true;
+            }
+        }
+    }
+
+    /// The bytes read but not framed yet.
+    pub fn buffered(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// The reader back, with the bytes read but not framed yet.
+    pub fn into_parts(self) -> (R, BytesMut) {
+        (self.reader, self.buf)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,5 +460,37 @@ mod tests {
     fn final_line_without_newline_is_decoded_at_eof() {
         let mut c = LineCodec::new(100);
         assert_eq!(decode_all(&mut c, &[b"{}"]), vec![line("{}")]);
+    }
+
+    #[test]
+    fn encoding_appends_a_line_end_and_refuses_line_breaks_and_long_lines() {
+        let mut c = LineCodec::new(8);
+        let mut out = BytesMut::new();
+        c.encode("{}", &mut out).unwrap();
+        c.encode(b"[1]".as_slice(), &mut out).unwrap();
+        assert_eq!(&out[..], b"{}\n[1]\n");
+        assert!(c.encode("{\n}", &mut out).is_err());
+        assert!(c.encode("{\"long\":12}", &mut out).is_err());
+        assert_eq!(&out[..], b"{}\n[1]\n", "nothing appended on error");
+    }
+
+    #[tokio::test]
+    async fn the_line_reader_frames_what_the_decoder_frames_and_hands_back_the_rest() {
+        let input = b"{\"a\":1}\n0123456789\n\xff\n{}\nrest".to_vec();
+        let mut lines = LineReader::new(&input[..], 8);
+        assert_eq!(lines.next_frame().await.unwrap(), Some(line("{\"a\":1}")));
+        assert_eq!(
+            lines.next_frame().await.unwrap(),
+            Some(Frame::Oversized { len: 10 })
+        );
+        assert_eq!(lines.next_frame().await.unwrap(), Some(Frame::InvalidUtf8));
+        assert_eq!(lines.next_frame().await.unwrap(), Some(line("{}")));
+        assert_eq!(lines.buffered(), b"rest");
+        assert_eq!(lines.next_frame().await.unwrap(), Some(line("rest")));
+        assert_eq!(lines.next_frame().await.unwrap(), None);
+        let mut out = Vec::new();
+        write_line(&mut out, b"{}").await.unwrap();
+        assert!(write_line(&mut out, b"a\nb").await.is_err());
+        assert_eq!(out, b"{}\n");
     }
 }

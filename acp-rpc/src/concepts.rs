@@ -19,6 +19,18 @@
 //! and parses their params straight from the line, which validates it; anything it does not
 //! parse goes the ordinary way.
 //!
+//! # Transports
+//!
+//! Lines are one [`transport`](crate::transport); the engine reads and writes whole
+//! messages, and the in-memory pair and the frame adapter hand it one message per frame
+//! with no line framing at all (a frame is read as a line is, from the envelope on).
+//! **Every guarantee on this page holds on every transport**: the message size limit (a
+//! frame over it is answered and skipped like an over-long line), the ordering, the
+//! observer and tap (told of each message once, in the same words), backpressure and the
+//! write stall timeout (the frame channels are bounded like a pipe), and the end of input
+//! (the other side dropping its sender is EOF). `tests/transport_conformance.rs` runs the
+//! same checks on all three.
+//!
 //! # Ids and directions
 //!
 //! Each side numbers its own requests, so the same id may travel both ways: a line with

@@ -12,7 +12,8 @@ use crate::error::CloseReason;
 use crate::handler::Handler;
 use crate::outgoing::Peer;
 use crate::state::{FrameSizeHint, PendingMap, Shared};
-use crate::write_side::WriteSide;
+use crate::transport::{Halves, Inner, Transport};
+use crate::write_side::{Sink, WriteSide};
 
 /// A running JSON-RPC connection over a reader/writer pair.
 ///
@@ -47,13 +48,59 @@ impl Connection {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
+        let (shared, out_rx) = Self::shared(Sink::Bytes(Box::pin(writer)), config);
+        let peer = Peer::new(shared.clone());
+        tokio::spawn(crate::writer::write_loop(out_rx, shared.clone()));
+        tokio::spawn(crate::reader::read_loop(
+            reader,
+            shared,
+            handler,
+            peer.clone(),
+        ));
+        Connection { peer }
+    }
+
+    /// Starts a connection on a [`Transport`] (see [`crate::transport`]): like
+    /// [`Connection::new`], whatever carries the messages.
+    pub fn over<T: Transport, H: Handler>(transport: T, handler: H, config: Config) -> Connection {
+        Self::with_handler_over(transport, Arc::new(handler), config)
+    }
+
+    /// Like [`Connection::over`] with an already shared handler.
+    pub fn with_handler_over<T: Transport>(
+        transport: T,
+        handler: Arc<dyn Handler>,
+        config: Config,
+    ) -> Connection {
+        let Halves(halves) = transport.into_halves();
+        match halves {
+            Inner::Lines { reader, writer } => Self::with_handler(reader, writer, handler, config),
+            Inner::Frames { incoming, outgoing } => {
+                let (shared, out_rx) = Self::shared(Sink::frames(outgoing), config);
+                let peer = Peer::new(shared.clone());
+                tokio::spawn(crate::writer::write_loop(out_rx, shared.clone()));
+                tokio::spawn(crate::reader::read_frames(
+                    incoming,
+                    shared,
+                    handler,
+                    peer.clone(),
+                ));
+                Connection { peer }
+            }
+        }
+    }
+
+    fn shared(
+        writer: Sink,
+        config: Config,
+    ) -> (Arc<Shared>, mpsc::Receiver<crate::queued::Outgoing>) {
         let (out_tx, out_rx) = mpsc::channel(config.outgoing_queue);
         let first_id = config
             .first_request_id
             .unwrap_or(config.framing.first_request_id);
         let shared = Arc::new(Shared {
             out_tx,
-            writer: Mutex::new(WriteSide::new(Box::pin(writer))),
+            writer: Mutex::new(WriteSide::new(writer)),
             writer_wake: tokio::sync::Notify::new(),
             more_input_ready: AtomicBool::new(false),
             next_id: AtomicI64::new(first_id),
@@ -77,15 +124,7 @@ impl Connection {
             notification_size: FrameSizeHint::new(),
             config,
         });
-        let peer = Peer::new(shared.clone());
-        tokio::spawn(crate::writer::write_loop(out_rx, shared.clone()));
-        tokio::spawn(crate::reader::read_loop(
-            reader,
-            shared,
-            handler,
-            peer.clone(),
-        ));
-        Connection { peer }
+        (shared, out_rx)
     }
 
     /// The handle to send requests and notifications (cheap to clone).

@@ -19,11 +19,11 @@ use crate::codec::{LineCodec, RawFrame};
 use crate::dispatch::{
     NotificationRun, Ordered, RequestTask, notification_done, notification_worker,
 };
+use crate::envelope::{plain_notification, plain_response};
 use crate::error::{CloseReason, Error, panic_message};
 use crate::handler::{Arrival, Handler, NotificationContext, StartedNotification};
 use crate::message::{
-    BorrowedResponse, Notification, Parsed, Request, RequestId, parse_line, plain_notification,
-    plain_response, write_response,
+    BorrowedResponse, Notification, Parsed, Request, RequestId, parse_line, write_response,
 };
 use crate::observe::{MessageEvent, MessageKind};
 use crate::outgoing::{CANCEL_METHOD, CancelParams, Peer};
@@ -53,6 +53,64 @@ struct Reader {
     last_request_done: Option<oneshot::Receiver<()>>,
 }
 
+impl Reader {
+    /// The reader's state, with the notification worker started.
+    fn start(shared: Arc<Shared>, handler: Arc<dyn Handler>, peer: Peer) -> Reader {
+        let (ordered, ordered_rx) = mpsc::channel(shared.config.ordered_queue);
+        tokio::spawn(notification_worker(ordered_rx, shared.clone()));
+        Reader {
+            slots: Arc::new(Semaphore::new(shared.config.max_concurrent_handlers)),
+            admission: Arc::new(Semaphore::new(shared.config.max_unanswered_requests)),
+            shared,
+            handler,
+            peer,
+            ordered,
+            notifications_received: 0,
+            arrivals: 0,
+            last_request_done: None,
+        }
+    }
+}
+
+/// Reads whole messages off a frame transport until its end or shutdown, then shuts the
+/// connection down. A frame is handled as a line is (see [`read_loop`]), less the framing:
+/// one over [`Config::max_message_size`](crate::Config::max_message_size) is skipped and
+/// answered as an over-long line is.
+pub(crate) async fn read_frames(
+    mut incoming: mpsc::Receiver<bytes::Bytes>,
+    shared: Arc<Shared>,
+    handler: Arc<dyn Handler>,
+    peer: Peer,
+) {
+    let mut state = Reader::start(shared, handler, peer);
+    let max = state.shared.config.max_message_size;
+    let shutdown = ClosedWatch::new(&state.shared);
+    tokio::pin!(shutdown);
+    let reason = loop {
+        let frame = tokio::select! {
+            biased;
+            _ = &mut shutdown => break None,
+            frame = incoming.recv() => frame,
+        };
+        let Some(frame) = frame else {
+            break Some(CloseReason::Eof);
+        };
+        let more = !incoming.is_empty();
+        state.shared.more_input_ready.store(more, Ordering::Relaxed);
+        if frame.len() > max {
+            state
+                .on_frame(RawFrame::Oversized { len: frame.len() })
+                .await;
+        } else {
+            state.on_line(&frame).await;
+        }
+    };
+    if let Some(reason) = reason {
+        tracing::debug!(%reason, "reader finished");
+        state.close_after_notifications(reason).await;
+    }
+}
+
 /// Reads frames until EOF, an error or shutdown, then shuts the connection down.
 pub(crate) async fn read_loop<R>(
     mut reader: R,
@@ -62,20 +120,8 @@ pub(crate) async fn read_loop<R>(
 ) where
     R: AsyncRead + Unpin,
 {
-    let (ordered, ordered_rx) = mpsc::channel(shared.config.ordered_queue);
-    tokio::spawn(notification_worker(ordered_rx, shared.clone()));
     let mut codec = LineCodec::new(shared.config.max_message_size);
-    let mut state = Reader {
-        slots: Arc::new(Semaphore::new(shared.config.max_concurrent_handlers)),
-        admission: Arc::new(Semaphore::new(shared.config.max_unanswered_requests)),
-        shared,
-        handler,
-        peer,
-        ordered,
-        notifications_received: 0,
-        arrivals: 0,
-        last_request_done: None,
-    };
+    let mut state = Reader::start(shared, handler, peer);
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     // One wait on the shutdown token for the reader's whole life (a new one per read would
     // register and unregister a waiter on every line).

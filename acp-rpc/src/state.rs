@@ -27,7 +27,7 @@ use crate::write_side::WriteSide;
 /// without copying the result out first (see `Peer::call`).
 pub(crate) trait Waiter: Send {
     /// Decodes a result whose text has not been validated (a response of the usual shape,
-    /// see `message::plain_response`). `true`: it decoded, which proves the text one JSON
+    /// see `envelope::plain_response`). `true`: it decoded, which proves the text one JSON
     /// value, and the caller has it. `false`: nothing was delivered; the line then takes the
     /// ordinary path, which validates it and calls [`Waiter::deliver`].
     fn try_unvalidated(&mut self, result: &str) -> bool;

@@ -7,8 +7,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use bytes::Bytes;
 use tokio::io::AsyncWrite;
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::PollSender;
 
 use crate::config::Config;
 use crate::error::{Error, panic_message};
@@ -23,14 +25,41 @@ const BATCH_BYTES: usize = 256 * 1024;
 /// Give back buffer memory above this size after a batch.
 const KEEP_CAPACITY: usize = 4 * 1024 * 1024;
 
+/// Where the writer's messages go: a byte stream (each message a line) or a channel of
+/// frames (each message one frame, its line end left off).
+pub(crate) enum Sink {
+    Bytes(Pin<Box<dyn AsyncWrite + Send>>),
+    Frames(PollSender<Bytes>),
+}
+
+impl Sink {
+    pub(crate) fn frames(tx: mpsc::Sender<Bytes>) -> Sink {
+        Sink::Frames(PollSender::new(tx))
+    }
+
+    /// Ends the output: the peer sees the end of the stream.
+    pub(crate) fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self {
+            Sink::Bytes(w) => w.as_mut().poll_shutdown(cx),
+            Sink::Frames(tx) => {
+                tx.close();
+                Poll::Ready(Ok(()))
+            }
+        }
+    }
+}
+
 /// The transport and the bytes not yet written to it (behind [`Shared::writer`]).
 pub(crate) struct WriteSide {
     /// `None` once the writer task has ended: the transport is dropped then, so the peer
     /// sees the end of the stream even while handles to the connection live on.
-    pub(crate) transport: Option<Pin<Box<dyn AsyncWrite + Send>>>,
-    /// Serialized messages, in order; the first `written` bytes are on the transport.
+    pub(crate) transport: Option<Sink>,
+    /// Serialized messages, in order, each ending with `\n`; the first `written` bytes are
+    /// on the transport.
     pub(crate) buf: Vec<u8>,
     pub(crate) written: usize,
+    /// Where each message of `buf` ends (after its `\n`), kept for a frame sink only.
+    ends: std::collections::VecDeque<usize>,
     /// Bytes were written since the last flush.
     pub(crate) unflushed: bool,
     /// Told once `buf` is written and flushed: the senders of signalled messages in it.
@@ -40,11 +69,12 @@ pub(crate) struct WriteSide {
 }
 
 impl WriteSide {
-    pub(crate) fn new(transport: Pin<Box<dyn AsyncWrite + Send>>) -> Self {
+    pub(crate) fn new(transport: Sink) -> Self {
         WriteSide {
             transport: Some(transport),
             buf: Vec::with_capacity(64 * 1024),
             written: 0,
+            ends: Default::default(),
             unflushed: false,
             on_written: Vec::new(),
             progress: 0,
@@ -59,6 +89,9 @@ impl WriteSide {
                 self.on_written.extend(signals);
             }
             msg => append(&mut self.buf, &msg, config),
+        }
+        if matches!(self.transport, Some(Sink::Frames(_))) {
+            self.ends.push_back(self.buf.len());
         }
     }
 
@@ -84,6 +117,7 @@ impl WriteSide {
         }
         self.buf.clear();
         self.written = 0;
+        self.ends.clear();
         if self.buf.capacity() > KEEP_CAPACITY {
             self.buf = Vec::with_capacity(64 * 1024);
         }
@@ -92,8 +126,24 @@ impl WriteSide {
 
     /// Writes the rest of the buffer and flushes.
     pub(crate) fn poll_write_all(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let Some(transport) = &mut self.transport else {
-            return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
+        let transport = match &mut self.transport {
+            None => return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
+            Some(Sink::Frames(tx)) => {
+                // One frame per message, its line end left off; the channel's bound is the
+                // pipe's: a peer that takes nothing stalls the writer here.
+                while let Some(&end) = self.ends.front() {
+                    ready!(tx.poll_reserve(cx))
+                        .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))?;
+                    let frame = Bytes::copy_from_slice(&self.buf[self.written..end - 1]);
+                    tx.send_item(frame)
+                        .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))?;
+                    self.progress += (end - self.written) as u64;
+                    self.written = end;
+                    self.ends.pop_front();
+                }
+                return Poll::Ready(Ok(()));
+            }
+            Some(Sink::Bytes(transport)) => transport,
         };
         while self.written < self.buf.len() {
             let n = ready!(transport.as_mut().poll_write(cx, &self.buf[self.written..]))?;

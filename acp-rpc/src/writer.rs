@@ -205,7 +205,7 @@ async fn write_until_closed(mut rx: mpsc::Receiver<Outgoing>, shared: &Arc<Share
             }
         }
         let _ = poll_fn(|cx| match &mut lock(&shared.writer).transport {
-            Some(transport) => transport.as_mut().poll_shutdown(cx),
+            Some(transport) => transport.poll_shutdown(cx),
             None => Poll::Ready(Ok(())),
         })
         .await;

@@ -37,9 +37,9 @@ use tokio_util::codec::{FramedRead, LinesCodec};
 use tokio_util::sync::CancellationToken;
 
 use super::{Remote, code_for_status, error_with_code, local_error};
-use crate::envelope::Envelope;
 use crate::{Error, HEADER_CONNECTION_ID, HEADER_SESSION_ID};
 use acp_rpc::ErrorCode;
+use acp_rpc::envelope::Envelope;
 use acp_rpc::sync::lock;
 
 /// Time the goodbye `DELETE` may take.

@@ -332,67 +332,13 @@ pub(crate) fn parse_line<'a>(line: &'a str, framing: &Framing) -> Result<Parsed<
     Ok(Parsed::Response(BorrowedResponse { id, result }))
 }
 
-/// The method and params text of a notification written the usual way,
-/// `{"jsonrpc":"2.0","method":"<method>","params":<params>}` (trailing whitespace allowed),
-/// without parsing it: `None` for any other shape, or a method name with escapes or
-/// control characters.
-///
-/// The params text is not validated. The line is a well-formed notification exactly when
-/// it is one JSON value, so a caller that parses all of it (as [`Handler::start_notification`]
-/// must) has validated the line; anything else goes through [`parse_line`].
-///
-/// [`Handler::start_notification`]: crate::Handler::start_notification
-pub(crate) fn plain_notification(line: &str) -> Option<(&str, &str)> {
-    const HEAD: &str = r#"{"jsonrpc":"2.0","method":""#;
-    const PARAMS: &str = r#","params":"#;
-    let rest = line.strip_prefix(HEAD)?;
-    // (The quote is ASCII, so `end` is a character boundary.)
-    let end = memchr::memchr(b'"', rest.as_bytes())?;
-    let method = &rest[..end];
-    if method.bytes().any(|b| b == b'\\' || b < 0x20) {
-        return None;
-    }
-    let body = rest[end + 1..].strip_prefix(PARAMS)?;
-    let body = body.trim_ascii_end().strip_suffix('}')?;
-    Some((method, body))
-}
-
-/// The id and result text of a successful response written the usual way,
-/// `{"jsonrpc":"2.0","id":<integer>,"result":<result>}` (trailing whitespace allowed),
-/// without parsing the result: `None` for any other shape.
-///
-/// The result text is not validated: the line is a well-formed response exactly when it is
-/// one JSON value, which a full parse of it (the caller's decode) proves.
-pub(crate) fn plain_response(line: &str) -> Option<(i64, &str)> {
-    const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
-    const RESULT: &str = r#","result":"#;
-    let rest = line.strip_prefix(HEAD)?;
-    // (Digits and minus signs are ASCII, so `digits_end` is a character boundary.)
-    let digits_end = rest
-        .bytes()
-        .position(|b| b != b'-' && !b.is_ascii_digit())?;
-    let digits = &rest[..digits_end];
-    // JSON's integer grammar, `-?(0|[1-9][0-9]*)`: no leading zeros, no lone minus.
-    let unsigned = digits.strip_prefix('-').unwrap_or(digits);
-    if unsigned.is_empty()
-        || unsigned.contains('-')
-        || (unsigned.len() > 1 && unsigned.starts_with('0'))
-    {
-        return None;
-    }
-    let id = digits.parse::<i64>().ok()?;
-    let body = rest[digits_end..].strip_prefix(RESULT)?;
-    let body = body.trim_ascii_end().strip_suffix('}')?;
-    Some((id, body))
-}
-
 mod write;
 
 pub(crate) use write::*;
 
 #[cfg(test)]
 mod tests {
-    use super::{JsonOut, plain_notification, plain_response};
+    use super::JsonOut;
 
     #[test]
     fn message_parse_answers_bytes_that_are_not_utf8_with_a_parse_error() {
@@ -431,69 +377,5 @@ mod tests {
         let mut serialized = Vec::new();
         serde_json::to_writer(JsonOut(&mut serialized), &value).unwrap();
         assert_eq!(serialized, serde_json::to_vec(&value).unwrap());
-    }
-
-    #[test]
-    fn plain_response_splits_only_the_usual_shape_with_a_json_integer_id() {
-        fn split(line: &str) -> Option<(i64, &str)> {
-            plain_response(line)
-        }
-        assert_eq!(
-            split(r#"{"jsonrpc":"2.0","id":42,"result":{"content":"x"}}"#),
-            Some((42, r#"{"content":"x"}"#))
-        );
-        assert_eq!(
-            split(r#"{"jsonrpc":"2.0","id":-7,"result":null} "#),
-            Some((-7, "null"))
-        );
-        assert_eq!(
-            split(r#"{"jsonrpc":"2.0","id":0,"result":1}"#),
-            Some((0, "1"))
-        );
-        for other in [
-            r#"{"jsonrpc":"2.0","id":"7","result":1}"#,
-            r#"{"jsonrpc":"2.0","id":07,"result":1}"#,
-            r#"{"jsonrpc":"2.0","id":-,"result":1}"#,
-            r#"{"jsonrpc":"2.0","id":1-2,"result":1}"#,
-            r#"{"jsonrpc":"2.0","id":1.5,"result":1}"#,
-            r#"{"jsonrpc":"2.0","id":99999999999999999999,"result":1}"#,
-            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}"#,
-            r#"{"jsonrpc":"2.0","result":1,"id":1}"#,
-            r#"{"jsonrpc":"2.0","id":1,"result":1]"#,
-        ] {
-            assert_eq!(split(other), None, "{other}");
-        }
-    }
-
-    #[test]
-    fn plain_notification_splits_only_the_usual_shape() {
-        fn split(line: &str) -> Option<(&str, &str)> {
-            plain_notification(line)
-        }
-        assert_eq!(
-            split(r#"{"jsonrpc":"2.0","method":"session/update","params":{"a":[1]}} "#),
-            Some(("session/update", r#"{"a":[1]}"#))
-        );
-        // Not validated: the decoder's full parse is what rejects this one.
-        assert_eq!(
-            split(r#"{"jsonrpc":"2.0","method":"m","params":{"a":1},"id":2}"#),
-            Some(("m", r#"{"a":1},"id":2"#))
-        );
-        assert_eq!(
-            split(r#"{"jsonrpc":"2.0","method":"m","params":{}"#),
-            Some(("m", "{"))
-        );
-        for other in [
-            r#"{"method":"m","jsonrpc":"2.0","params":{}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{}}"#,
-            r#"{"jsonrpc":"2.0","method":"m"}"#,
-            r#"{"jsonrpc":"2.0","method":"m","params":{}]"#,
-            r#"{"jsonrpc":"2.0","method":"a\"b","params":{}}"#,
-            r#"{"jsonrpc":"2.0","method":"a\u0062","params":{}}"#,
-            "{\"jsonrpc\":\"2.0\",\"method\":\"a\tb\",\"params\":{}}",
-            r#"{ "jsonrpc":"2.0","method":"m","params":{}}"#,
-        ] {
-            assert_eq!(split(other), None, "{other}");
-        }
     }
 }

@@ -1,0 +1,110 @@
+//! [`frame_adapter`]: an engine on one side, code that carries each message as one frame
+//! (a WebSocket message, an HTTP body, a server-sent event) on the other.
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+use super::{Halves, Inner, Transport};
+
+/// The engine's side of a [`frame_adapter`]: run a [`Connection`](crate::Connection) on it.
+#[derive(Debug)]
+pub struct FrameAdapter {
+    incoming: mpsc::Receiver<Bytes>,
+    outgoing: mpsc::Sender<Bytes>,
+}
+
+impl Transport for FrameAdapter {
+    fn into_halves(self) -> Halves {
+        Halves(Inner::Frames {
+            incoming: self.incoming,
+            outgoing: self.outgoing,
+        })
+    }
+}
+
+/// The carrier's side of a [`frame_adapter`]: frames for the engine go in through
+/// [`FramePort::sender`], the engine's frames come out of [`FramePort::receiver`].
+#[derive(Debug)]
+pub struct FramePort {
+    /// Hands the engine one message per frame; dropping every sender is the end of input.
+    pub sender: FrameSender,
+    /// The engine's messages, one per frame, in the order written; `None` once the engine
+    /// has ended its output.
+    pub receiver: FrameReceiver,
+}
+
+/// Two connected halves for an engine and a carrier of frames. Each direction holds at most
+/// `capacity` frames (at least 1) not yet taken.
+pub fn frame_adapter(capacity: usize) -> (FrameAdapter, FramePort) {
+    let capacity = capacity.max(1);
+    let (to_engine, incoming) = mpsc::channel(capacity);
+    let (outgoing, from_engine) = mpsc::channel(capacity);
+    (
+        FrameAdapter { incoming, outgoing },
+        FramePort {
+            sender: FrameSender(to_engine),
+            receiver: FrameReceiver(from_engine),
+        },
+    )
+}
+
+/// The engine has ended (its input or its output): the frame was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the connection has ended")]
+pub struct Closed(pub Bytes);
+
+/// Hands frames to the engine (cheap to clone).
+#[derive(Clone, Debug)]
+pub struct FrameSender(pub(super) mpsc::Sender<Bytes>);
+
+impl FrameSender {
+    /// Hands `frame`, one JSON-RPC message's text, to the engine, waiting while it has
+    /// `capacity` frames it has not read yet.
+    pub async fn send(&self, frame: impl Into<Bytes>) -> Result<(), Closed> {
+        self.0.send(frame.into()).await.map_err(|e| Closed(e.0))
+    }
+
+    /// Hands `frame` to the engine if it has room now; `Err` with the frame if not (full or
+    /// ended: [`FrameSender::is_closed`] tells which).
+    pub fn try_send(&self, frame: impl Into<Bytes>) -> Result<(), Closed> {
+        self.0.try_send(frame.into()).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(f) | mpsc::error::TrySendError::Closed(f) => Closed(f),
+        })
+    }
+
+    /// Whether the engine has stopped reading.
+    pub fn is_closed(&self) -> bool {
+        self.0.is_closed()
+    }
+
+    /// Resolves once the engine has stopped reading.
+    pub async fn closed(&self) {
+        self.0.closed().await
+    }
+}
+
+/// The engine's frames, in the order it wrote them.
+#[derive(Debug)]
+pub struct FrameReceiver(pub(super) mpsc::Receiver<Bytes>);
+
+impl FrameReceiver {
+    /// The next frame; `None` once the engine has ended its output and every frame was taken.
+    pub async fn recv(&mut self) -> Option<Bytes> {
+        self.0.recv().await
+    }
+
+    /// The next frame if one is ready now.
+    pub fn try_recv(&mut self) -> Option<Bytes> {
+        self.0.try_recv().ok()
+    }
+
+    /// Polls for the next frame (for carriers written as futures or streams by hand).
+    pub fn poll_recv(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Bytes>> {
+        self.0.poll_recv(cx)
+    }
+
+    /// Whether another frame is ready now (a carrier can batch it with this one).
+    pub fn has_more(&self) -> bool {
+        !self.0.is_empty()
+    }
+}

@@ -1,0 +1,154 @@
+//! The seam between the engine and what carries its messages: a [`Transport`] hands a
+//! [`Connection`](crate::Connection) whole messages, one frame per JSON-RPC message.
+//!
+//! Three transports are in the tree:
+//!
+//! - [`Lines`]: newline-delimited JSON over `AsyncRead + AsyncWrite` (stdio, child
+//!   processes, sockets). The engine frames the bytes with [`LineCodec`](crate::LineCodec),
+//!   the one line framer, and writes one line per message. A `(reader, writer)` pair is this
+//!   transport too.
+//! - [`memory_pair`]: two connected [`MemoryEnd`]s, for engines in one process (an
+//!   in-process agent, a dialect translation, tests). A message crosses as one frame through
+//!   a bounded channel: no line framing, no byte pipe, no search for line ends.
+//! - [`frame_adapter`]: a [`FrameAdapter`] the engine runs on and a [`FramePort`] for code
+//!   that carries frames itself (a WebSocket message or an HTTP body per JSON-RPC message).
+//!
+//! A frame is the message's JSON text, without a line end (as [`bytes::Bytes`], so handing
+//! it on copies nothing). Whatever the transport, the engine keeps the same guarantees:
+//! [`Config::max_message_size`](crate::Config::max_message_size) (an incoming frame over it
+//! is answered like an over-long line and skipped), the ordering of
+//! [`concepts`](crate::concepts), the observer and the tap (told of each message once),
+//! backpressure (the channels are bounded; a peer that stops taking frames stalls the writer
+//! like a full pipe, and [`Config::write_stall_timeout`](crate::Config::write_stall_timeout)
+//! applies), and the end of input (the other side dropping its sender is EOF).
+//!
+//! ```
+//! use acp_rpc::transport::memory_pair;
+//! use acp_rpc::{Config, Connection, Error, Handler, Params, RequestContext, to_raw};
+//! use serde_json::value::RawValue;
+//!
+//! struct Echo;
+//!
+//! #[acp_rpc::async_trait]
+//! impl Handler for Echo {
+//!     async fn handle_request(
+//!         &self,
+//!         _cx: RequestContext,
+//!         _method: &str,
+//!         params: Params,
+//!     ) -> Result<Box<RawValue>, Error> {
+//!         to_raw(&params.parse::<serde_json::Value>()?)
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let (a, b) = memory_pair(64);
+//! let _server = Connection::over(a, Echo, Config::default());
+//! let client = Connection::over(b, (), Config::default());
+//! let answer: u32 = client.peer().request("echo", &7).await.unwrap();
+//! assert_eq!(answer, 7);
+//! # }
+//! ```
+
+mod frames;
+mod memory;
+
+use std::pin::Pin;
+
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+
+pub use frames::{Closed, FrameAdapter, FramePort, FrameReceiver, FrameSender, frame_adapter};
+pub use memory::{MemoryEnd, memory_pair};
+
+/// What carries a connection's messages. The engine calls [`Transport::into_halves`] once,
+/// when the connection starts.
+pub trait Transport: Send + 'static {
+    /// The reading and writing halves the engine drives.
+    fn into_halves(self) -> Halves;
+}
+
+/// A transport's two halves, as the engine takes them: bytes it frames itself, or frames.
+/// Made by [`Halves::lines`] or (for the message transports of this module) internally.
+pub struct Halves(pub(crate) Inner);
+
+pub(crate) enum Inner {
+    /// Newline-delimited JSON.
+    Lines {
+        reader: Pin<Box<dyn AsyncRead + Send>>,
+        writer: Pin<Box<dyn AsyncWrite + Send>>,
+    },
+    /// One frame per message, in bounded channels.
+    Frames {
+        incoming: mpsc::Receiver<Bytes>,
+        outgoing: mpsc::Sender<Bytes>,
+    },
+}
+
+impl Halves {
+    /// Newline-delimited JSON over `reader` and `writer`.
+    pub fn lines<R, W>(reader: R, writer: W) -> Halves
+    where
+        R: AsyncRead + Send + 'static,
+        W: AsyncWrite + Send + 'static,
+    {
+        Halves(Inner::Lines {
+            reader: Box::pin(reader),
+            writer: Box::pin(writer),
+        })
+    }
+}
+
+impl std::fmt::Debug for Halves {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0 {
+            Inner::Lines { .. } => "Halves::Lines",
+            Inner::Frames { .. } => "Halves::Frames",
+        })
+    }
+}
+
+/// Newline-delimited JSON over a reader and a writer: the transport of stdio and child
+/// processes. `(reader, writer)` is the same transport.
+#[derive(Debug)]
+pub struct Lines<R, W> {
+    /// Where the peer's lines come from.
+    pub reader: R,
+    /// Where the engine's lines go.
+    pub writer: W,
+}
+
+impl<R, W> Lines<R, W> {
+    /// The transport over `reader` and `writer`.
+    pub fn new(reader: R, writer: W) -> Self {
+        Lines { reader, writer }
+    }
+}
+
+impl<R, W> Transport for Lines<R, W>
+where
+    R: AsyncRead + Send + 'static,
+    W: AsyncWrite + Send + 'static,
+{
+    fn into_halves(self) -> Halves {
+        Halves::lines(self.reader, self.writer)
+    }
+}
+
+impl<R, W> Transport for (R, W)
+where
+    R: AsyncRead + Send + 'static,
+    W: AsyncWrite + Send + 'static,
+{
+    fn into_halves(self) -> Halves {
+        Halves::lines(self.0, self.1)
+    }
+}
+
+impl Transport for Halves {
+    fn into_halves(self) -> Halves {
+        self
+    }
+}
