@@ -201,7 +201,8 @@ impl Shared {
                     sent: at,
                 },
             );
-            self.next_id.fetch_max(id.saturating_add(1), Ordering::Relaxed);
+            self.next_id
+                .fetch_max(id.saturating_add(1), Ordering::Relaxed);
             if let Some(tell) = lock(&self.next_sent).take() {
                 let _ = tell.send(id);
             }
@@ -489,7 +490,7 @@ impl Shared {
                 update,
                 ..
             } if method == "session/update"
-                && crate::checks::is_turn_content(update.as_deref())
+                && is_turn_content(update.as_deref())
                 && !lock(&self.sessions).contains(session)
                 && log.unannounced.len() < MAX_LOG =>
             {
