@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::cache::{self, Installed};
 use crate::checks::{self, Check, Sdk};
-use crate::matrix::{CellOutcome, write_checks};
+use crate::matrix::run::{CellOutcome, write_checks};
 use crate::tap::{Record, Side};
 use crate::transcript::Wire;
 
