@@ -292,4 +292,3 @@ impl TraceFile {
             .map_err(|e| std::io::Error::other(e.to_string()))?
     }
 }
-

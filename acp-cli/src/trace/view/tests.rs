@@ -175,7 +175,7 @@ fn the_summary_names_methods_latencies_and_errors() {
 /// Issue 46, one wire record: every producer's output reads back in `acp trace view`.
 mod producers {
     use acp_rpc::record::Role;
-    use acp_rpc::{Config, Connection, Error, Handler, Params, RequestContext, RawValue};
+    use acp_rpc::{Config, Connection, Error, Handler, Params, RawValue, RequestContext};
 
     use super::*;
 
