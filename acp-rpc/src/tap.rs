@@ -76,12 +76,18 @@ mod tests {
         let (tap, mut rx) = recorder(Role::Client);
         tap(TapEvent::Line(Direction::Outgoing, b"{\"id\":1}"));
         tap(TapEvent::OversizedLine { len: 99 });
-        tap(TapEvent::Line(Direction::Incoming, b"{\"id\":1,\"result\":null}"));
+        tap(TapEvent::Line(
+            Direction::Incoming,
+            b"{\"id\":1,\"result\":null}",
+        ));
         let first = rx.try_recv().unwrap();
         let second = rx.try_recv().unwrap();
         assert!(rx.try_recv().is_err());
         assert_eq!((first.seq, first.dir.as_str()), (Some(0), CLIENT_TO_AGENT));
-        assert_eq!((second.seq, second.dir.as_str()), (Some(1), AGENT_TO_CLIENT));
+        assert_eq!(
+            (second.seq, second.dir.as_str()),
+            (Some(1), AGENT_TO_CLIENT)
+        );
         assert_eq!(second.line.as_deref(), Some("{\"id\":1,\"result\":null}"));
     }
 }

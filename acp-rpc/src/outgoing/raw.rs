@@ -65,7 +65,10 @@ mod tests {
         }));
         let conn = Connection::new(read, write, Nothing, config);
         conn.peer().notify("first", &1).await.unwrap();
-        conn.peer().send_raw(&b"{\"jsonrpc\": \"2.0\", oops"[..]).await.unwrap();
+        conn.peer()
+            .send_raw(&b"{\"jsonrpc\": \"2.0\", oops"[..])
+            .await
+            .unwrap();
         conn.peer().notify("last", &2).await.unwrap();
         let refused = conn.peer().send_raw(&b"two\nlines"[..]).await;
         assert!(refused.is_err(), "{refused:?}");
