@@ -17,8 +17,8 @@ impl Peer {
     /// Writes `line` to the peer as it is, followed by the line end, after whatever the
     /// connection queued before it. Waits while the outgoing queue is full (backpressure);
     /// fails once the connection is closed, and for a `line` holding a line break (one
-    /// frame is one line: the break would split it into two). See [`raw`](self) for what
-    /// the engine does not do for such a line.
+    /// frame is one line: the break would split it into two). The engine neither checks
+    /// nor tracks such a line: nothing is registered for it and no observer hears of it.
     pub async fn send_raw(&self, line: impl Into<Vec<u8>>) -> Result<(), Error> {
         let line = line.into();
         if line.iter().any(|b| *b == b'\n' || *b == b'\r') {
