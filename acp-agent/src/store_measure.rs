@@ -88,7 +88,7 @@ pub async fn streaming_time(
     let (ar, aw) = tokio::io::split(a);
     let (br, bw) = tokio::io::split(b);
     let agent = Streamer { chunks };
-    let conn = crate::connection::serve_inner(agent, ar, aw, Config::default(), store, None);
+    let conn = crate::connection::serve_inner(agent, (ar, aw), Config::default(), store, None);
     let client = acp_rpc::Connection::new(br, bw, Sink, Config::default());
     let peer = client.peer();
     let _: serde_json::Value = peer

@@ -32,12 +32,16 @@
 //!
 //! # How it sees the wire
 //!
-//! Every line passes through the kit's own pump: it is numbered and timed in one
-//! order for both directions (the order checks like "no update after the answer" need), and
-//! the kit sends its requests as raw JSON-RPC so it sees the exact answer (an error code,
-//! an `id: null`), and can send a deliberately broken line. The agent's own requests go on
-//! to the typed client. With [`Options::trace`] every line is also handed to a sink;
-//! `acp check --trace FILE` writes them in the `acp trace` format.
+//! The kit runs no JSON-RPC engine of its own: it talks to the agent through acp-rpc's, the
+//! one its client (an `acp_client::ClientConnection`) runs on, and watches every line
+//! through that engine's wire tap, where each is numbered and timed in one order for both
+//! directions (the order checks like "no update after the answer" need). The kit sends its
+//! own requests untyped, so it sees the exact answer (an error code, an `id: null`), and a
+//! deliberately broken line goes out through the engine's raw-send escape hatch
+//! (`acp_rpc::Peer::send_raw`). The agent's own requests go to the typed client. With
+//! [`Options::trace`] every line is also handed to a sink; [`TraceEvent::record`] turns it
+//! into the workspace's one wire record (`acp_rpc::record`), which `acp check --trace FILE`
+//! writes and `acp trace view` reads.
 //!
 //! # Schema validation: through acp-types, not a JSON Schema validator
 //!
@@ -100,7 +104,7 @@ pub async fn run(target: &Target, options: &Options) -> Report {
         Ok(run) => run,
         Err(e) => return setup_failure(target, format!("cannot open the workspace: {e}")),
     };
-    run.all().await
+    checks::all(run).await
 }
 
 fn setup_failure(target: &Target, why: String) -> Report {

@@ -18,7 +18,7 @@ use acp_check::{Bounds, Offer, Options, PromptScript, Report, Target, TraceEvent
 use clap::Args;
 use tokio::sync::mpsc;
 
-use crate::trace::record::{self, Record};
+use crate::trace::record::Record;
 
 /// Arguments of `acp check`.
 #[derive(Args, Debug)]
@@ -276,7 +276,7 @@ impl TraceFile {
             }
         });
         let sink: acp_check::TraceSink = Arc::new(move |event: TraceEvent<'_>| {
-            let _ = sink_tx.send(to_record(event));
+            let _ = sink_tx.send(event.record());
         });
         Ok((TraceFile { forward, writer }, sink))
     }
@@ -293,39 +293,5 @@ impl TraceFile {
         self.writer
             .await
             .map_err(|e| std::io::Error::other(e.to_string()))?
-    }
-}
-
-fn to_record(event: TraceEvent<'_>) -> Record {
-    match event {
-        TraceEvent::Start { command } => {
-            let mut r = Record::new(record::now(), record::START);
-            r.command = Some(command.to_vec());
-            r
-        }
-        TraceEvent::Line {
-            seq,
-            ts,
-            to_agent,
-            line,
-            lossy,
-        } => {
-            let dir = if to_agent {
-                record::CLIENT_TO_AGENT
-            } else {
-                record::AGENT_TO_CLIENT
-            };
-            let mut r = Record::new(ts, dir);
-            r.seq = Some(seq);
-            r.line = Some(line.to_owned());
-            r.lossy = lossy;
-            r
-        }
-        TraceEvent::Exit { code, signal } => {
-            let mut r = Record::new(record::now(), record::EXIT);
-            r.code = code;
-            r.signal = signal;
-            r
-        }
     }
 }

@@ -52,6 +52,7 @@ pub mod params;
 pub mod probe;
 mod queued;
 mod reader;
+pub mod record;
 mod reply;
 mod state;
 pub mod stdio;

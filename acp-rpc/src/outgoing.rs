@@ -20,6 +20,8 @@ use crate::state::{
 };
 use crate::tap::Direction;
 
+mod raw;
+
 /// The method of the cancellation notification (params `{"requestId": <id>}`).
 pub const CANCEL_METHOD: &str = "$/cancel_request";
 

@@ -1,9 +1,14 @@
 //! The wire tap: an optional callback that sees every raw line in both directions.
+//!
+//! [`channel`] forwards the lines as they are; [`recorder`] turns them into the
+//! workspace's one wire record ([`crate::record`]), what `acp trace view` reads.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
+
+use crate::record::{Record, Role};
 
 /// Which way a line travelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -39,4 +44,50 @@ pub fn channel() -> (WireTap, mpsc::UnboundedReceiver<(Direction, Bytes)>) {
         }
     });
     (tap, rx)
+}
+
+/// A tap that records every line as a [`Record`] of the one wire format (`seq` numbering
+/// both directions in the order the tap saw them, `dir` named from `role`, the side this
+/// connection is), forwarded to an unbounded channel: the receiver must keep up (write the
+/// records out as they come, as `acp trace` does). Oversized lines are not recorded (there
+/// is no line to give).
+pub fn recorder(role: Role) -> (WireTap, mpsc::UnboundedReceiver<Record>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let seq = Mutex::new(0u64);
+    let tap: WireTap = Arc::new(move |event: TapEvent<'_>| {
+        if let TapEvent::Line(direction, line) = event {
+            // Numbered and sent under one lock: the receiver gets records in `seq` order.
+            let mut next = crate::sync::lock(&seq);
+            let record = Record::line(crate::record::now(), role.dir(direction), *next, line);
+            *next += 1;
+            let _ = tx.send(record);
+        }
+    });
+    (tap, rx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{AGENT_TO_CLIENT, CLIENT_TO_AGENT};
+
+    #[test]
+    fn the_recorder_numbers_both_directions_and_names_them_by_role() {
+        let (tap, mut rx) = recorder(Role::Client);
+        tap(TapEvent::Line(Direction::Outgoing, b"{\"id\":1}"));
+        tap(TapEvent::OversizedLine { len: 99 });
+        tap(TapEvent::Line(
+            Direction::Incoming,
+            b"{\"id\":1,\"result\":null}",
+        ));
+        let first = rx.try_recv().unwrap();
+        let second = rx.try_recv().unwrap();
+        assert!(rx.try_recv().is_err());
+        assert_eq!((first.seq, first.dir.as_str()), (Some(0), CLIENT_TO_AGENT));
+        assert_eq!(
+            (second.seq, second.dir.as_str()),
+            (Some(1), AGENT_TO_CLIENT)
+        );
+        assert_eq!(second.line.as_deref(), Some("{\"id\":1,\"result\":null}"));
+    }
 }

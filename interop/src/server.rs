@@ -88,8 +88,18 @@ impl ServerProcess {
     }
 
     fn kill(&mut self) {
-        crate::matrix::kill_group(self.child.id());
+        kill_group(self.child.id());
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Kills process group `pgid` (never 0 or 1).
+pub fn kill_group(pgid: u32) {
+    if pgid > 1 {
+        let _ = Command::new("kill")
+            .args(["-s", "KILL", "--", &format!("-{pgid}")])
+            .stderr(Stdio::null())
+            .status();
     }
 }

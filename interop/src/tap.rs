@@ -2,8 +2,9 @@
 //! <agent command...>`.
 //!
 //! A client under test spawns the tap instead of the agent; the tap spawns the agent and copies
-//! every line both ways unchanged, appending each one to the wire transcript (one JSON record
-//! per line: sequence number, microseconds since start, which side wrote it, the raw text). The
+//! every line both ways unchanged, appending each one to the wire transcript in the
+//! workspace's one wire record format ([`acp_rpc::record`], what `acp trace view` reads:
+//! time, direction, sequence number, the raw text). The
 //! agent's stderr goes to its own file. The transcript is written and flushed line by line, so
 //! a cell that hangs or crashes still leaves a readable record. Being a separate process, the
 //! tap records what really crossed the pipes, independent of either side's implementation.
@@ -14,8 +15,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
+use acp_rpc::record::{self, Record as WireRecord};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
@@ -48,12 +49,15 @@ impl std::fmt::Display for Side {
     }
 }
 
-/// One record of the wire transcript.
+/// One line of the wire transcript as the checks read it: who wrote it, and what. The file
+/// holds [`acp_rpc::record::Record`]s ([`Record::parse`], [`Record::to_wire`]); this is
+/// their view with the side named.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Record {
     /// Position in the transcript (both directions share one sequence).
     pub seq: u64,
-    /// Microseconds since the tap started.
+    /// When, in microseconds (since the Unix epoch; since the relay started in transcripts
+    /// written before the one record format).
     pub us: u64,
     /// Who wrote the line.
     pub from: Side,
@@ -62,6 +66,38 @@ pub struct Record {
     /// The stream ended without a final `\n` after this text.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
+}
+
+impl Record {
+    /// Reads one line of a transcript: a wire record (or a line of the former transcript
+    /// format, which [`acp_rpc::record::Record::parse`] still reads). `start` and `exit`
+    /// records are no lines: `Ok(None)`.
+    pub fn parse(line: &str) -> Result<Option<Record>, String> {
+        let wire = WireRecord::parse(line.as_bytes()).map_err(|e| e.to_string())?;
+        let from = match wire.dir.as_str() {
+            record::CLIENT_TO_AGENT => Side::Client,
+            record::AGENT_TO_CLIENT => Side::Agent,
+            _ => return Ok(None),
+        };
+        Ok(Some(Record {
+            seq: wire.seq.unwrap_or(0),
+            us: (wire.ts * 1e6) as u64,
+            from,
+            line: wire.line.unwrap_or_default(),
+            partial: wire.partial,
+        }))
+    }
+
+    /// The line as a wire record, to write to a transcript.
+    pub fn to_wire(&self) -> WireRecord {
+        let dir = match self.from {
+            Side::Client => record::CLIENT_TO_AGENT,
+            Side::Agent => record::AGENT_TO_CLIENT,
+        };
+        let mut wire = WireRecord::line(self.us as f64 / 1e6, dir, self.seq, self.line.as_bytes());
+        wire.partial = self.partial;
+        wire
+    }
 }
 
 const USAGE: &str =
@@ -114,20 +150,18 @@ impl TapArgs {
 struct Recorder {
     file: File,
     seq: u64,
-    start: Instant,
 }
 
 impl Recorder {
     fn record(&mut self, from: Side, line: &[u8], partial: bool) {
         self.seq += 1;
-        let record = Record {
-            seq: self.seq,
-            us: u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX),
-            from,
-            line: String::from_utf8_lossy(line).into_owned(),
-            partial,
+        let dir = match from {
+            Side::Client => record::CLIENT_TO_AGENT,
+            Side::Agent => record::AGENT_TO_CLIENT,
         };
-        let mut text = serde_json::to_string(&record).expect("a record serializes");
+        let mut record = WireRecord::line(record::now(), dir, self.seq, line);
+        record.partial = partial;
+        let mut text = record.to_json();
         text.push('\n');
         // Recording must never stop the relay: a failed write only loses the record.
         let _ = self
@@ -180,7 +214,6 @@ impl WireLog {
         Ok(WireLog(Arc::new(Mutex::new(Recorder {
             file: File::create(path)?,
             seq: 0,
-            start: Instant::now(),
         }))))
     }
 
@@ -217,11 +250,7 @@ impl WireLog {
 /// Runs the tap; returns the agent's exit code (1 if it could not be started or was killed).
 pub async fn run(args: TapArgs) -> i32 {
     let recorder = match File::create(&args.wire) {
-        Ok(file) => Arc::new(Mutex::new(Recorder {
-            file,
-            seq: 0,
-            start: Instant::now(),
-        })),
+        Ok(file) => Arc::new(Mutex::new(Recorder { file, seq: 0 })),
         Err(e) => {
             eprintln!("tap: cannot create {}: {e}", args.wire.display());
             return 1;
@@ -280,4 +309,62 @@ pub async fn run(args: TapArgs) -> i32 {
         let _ = std::fs::write(path, text);
     }
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    use super::*;
+
+    /// The transcript is the one wire record format: every line reads back with the reader
+    /// `acp trace view` uses, in order, with its direction, and as the checks' view.
+    #[tokio::test]
+    async fn the_transcript_is_wire_records_that_acp_trace_view_reads() {
+        let path = std::env::temp_dir().join(format!("interop-tap-{}.jsonl", std::process::id()));
+        let log = WireLog::create(&path).unwrap();
+        let (client_end, connection_end) = tokio::io::duplex(4096);
+        let (from_client, to_client) = tokio::io::split(connection_end);
+        let (agent_read, mut agent_write, done) = log.splice(from_client, to_client);
+        let (client_read, mut client_write) = tokio::io::split(client_end);
+        client_write.write_all(b"{\"id\":1}\n").await.unwrap();
+        let mut agent_lines = BufReader::new(agent_read).lines();
+        assert_eq!(
+            agent_lines.next_line().await.unwrap().unwrap(),
+            "{\"id\":1}"
+        );
+        agent_write
+            .write_all(b"{\"id\":1,\"result\":{}}\n")
+            .await
+            .unwrap();
+        let mut client_lines = BufReader::new(client_read).lines();
+        client_lines.next_line().await.unwrap().unwrap();
+        drop((client_write, agent_write, agent_lines, client_lines));
+        done.await;
+
+        let text = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let wire: Vec<WireRecord> = text
+            .lines()
+            .map(|l| WireRecord::parse(l.as_bytes()).unwrap())
+            .collect();
+        let dirs: Vec<_> = wire.iter().map(|r| (r.dir.as_str(), r.seq)).collect();
+        assert_eq!(
+            dirs,
+            [
+                (record::CLIENT_TO_AGENT, Some(1)),
+                (record::AGENT_TO_CLIENT, Some(2))
+            ]
+        );
+        let view = Record::parse(text.lines().nth(1).unwrap())
+            .unwrap()
+            .unwrap();
+        assert_eq!(view.from, Side::Agent);
+        assert_eq!(view.line, "{\"id\":1,\"result\":{}}");
+        let back = Record::parse(&view.to_wire().to_json()).unwrap().unwrap();
+        assert_eq!(
+            (back.seq, back.from, back.line),
+            (2, Side::Agent, view.line)
+        );
+    }
 }

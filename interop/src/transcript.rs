@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use acp_rpc::envelope::Envelope;
 use serde_json::Value;
 
 use crate::tap::{Record, Side};
@@ -56,16 +57,20 @@ pub struct Message {
 impl Message {
     fn decode(record: Record) -> Message {
         let json: Value = serde_json::from_str(&record.line).unwrap_or(Value::Null);
-        let method = json
-            .get("method")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        // The envelope as acp-rpc reads it (the one reader of the tree); the id is kept as
+        // the JSON value the checks compare.
+        let envelope = Envelope::of_value(&json);
         let id = json.get("id").cloned();
-        let kind = match (method, id) {
-            (Some(method), Some(id)) => Kind::Request { id, method },
-            (Some(method), None) => Kind::Notification { method },
-            (None, Some(id)) if json.get("result").is_some() => Kind::Result { id },
-            (None, Some(id)) => match json.pointer("/error/code").and_then(Value::as_i64) {
+        let kind = match (envelope.method_name(), id) {
+            (Some(method), Some(id)) => Kind::Request {
+                id,
+                method: method.to_owned(),
+            },
+            (Some(method), None) => Kind::Notification {
+                method: method.to_owned(),
+            },
+            (None, Some(id)) if envelope.has_result => Kind::Result { id },
+            (None, Some(id)) => match envelope.error.flatten() {
                 Some(code) => Kind::Error { id, code },
                 None => Kind::Invalid,
             },
@@ -136,8 +141,9 @@ impl Wire {
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let mut wire = Wire::default();
         for (n, line) in text.lines().enumerate() {
-            let record: Record = serde_json::from_str(line)
+            let record = Record::parse(line)
                 .map_err(|e| format!("{}:{}: not a tap record: {e}", path.display(), n + 1))?;
+            let Some(record) = record else { continue };
             wire.partial += usize::from(record.partial);
             wire.messages.push(Message::decode(record));
         }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::cache::{self, Installed};
 use crate::checks::{self, Check, Sdk};
-use crate::matrix::{CellOutcome, write_checks};
+use crate::matrix::run::{CellOutcome, write_checks};
 use crate::tap::{Record, Side};
 use crate::transcript::Wire;
 
@@ -110,7 +110,7 @@ fn write_self_test(path: &Path, lines: &[(Side, &str, bool)]) -> Result<(), Stri
             line: (*line).to_owned(),
             partial: false,
         };
-        text.push_str(&serde_json::to_string(&record).map_err(|e| e.to_string())?);
+        text.push_str(&record.to_wire().to_json());
         text.push('\n');
     }
     std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))

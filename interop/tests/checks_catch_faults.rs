@@ -42,7 +42,7 @@ impl Recording {
         let text = std::fs::read_to_string(dir.join("wire.jsonl")).expect("the tap wrote a wire");
         let records = text
             .lines()
-            .map(|l| serde_json::from_str(l).expect("a tap record"))
+            .filter_map(|l| Record::parse(l).expect("a tap record"))
             .collect();
         Recording {
             records,
@@ -87,7 +87,7 @@ fn wire_of(dir: &Path, records: &[Record]) -> Wire {
     let path = dir.join("faulty-wire.jsonl");
     let text: String = records
         .iter()
-        .map(|r| serde_json::to_string(r).expect("a record serialises") + "\n")
+        .map(|r| r.to_wire().to_json() + "\n")
         .collect();
     std::fs::write(&path, text).expect("the faulty wire is written");
     Wire::read(&path).expect("the faulty wire reads back")

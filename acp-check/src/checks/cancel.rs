@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use acp_types::v1::{CancelNotification, CancelRequestNotification, PromptRequest};
 use serde_json::Value;
 
-use super::{Conn, Run, broke, first_sign, to_value};
+use super::run::{Conn, Run, broke, first_sign, to_value};
 use crate::client::Permissions;
 use crate::report::{Outcome, millis};
 use crate::wire::Reply;

@@ -11,7 +11,7 @@ use acp_types::v1::{
 };
 use serde_json::Value;
 
-use super::{Conn, Run, outcome_of, to_value};
+use super::run::{Conn, Run, outcome_of, to_value};
 use crate::report::Outcome;
 
 /// A 1x1 PNG.
@@ -105,7 +105,7 @@ async fn prompt_content(run: &Run<'_>, conn: &Conn, session: &str) -> Outcome {
             }
         }
         // Stray updates of the turn must not leak into the next request's window.
-        tokio::time::sleep(super::GRACE).await;
+        tokio::time::sleep(super::run::GRACE).await;
     }
     if accepted.is_empty() {
         return Outcome::skip("no prompt content kind beyond text and links advertised");
@@ -193,7 +193,7 @@ async fn session_methods(run: &Run<'_>, conn: &Conn, session: &str) -> Outcome {
             _ => {
                 // Closing the run's session would end the checks that follow: close a new one.
                 let reply = run.new_session(conn).await;
-                let Some(id) = reply.as_ref().ok().and_then(super::session_id) else {
+                let Some(id) = reply.as_ref().ok().and_then(super::run::session_id) else {
                     return Outcome::fail(format!("a session to close: {}", outcome_of(&reply)));
                 };
                 ("session/close", to_value(&CloseSessionRequest::new(id)))
@@ -291,8 +291,8 @@ async fn write_turn(run: &mut Run<'_>) -> Result<(), String> {
         .new_session_authenticated(&conn)
         .await?
         .map_err(|e| format!("`session/new`: {e}"))?;
-    let session =
-        super::session_id(&reply).ok_or_else(|| format!("`session/new`: {}", reply.describe()))?;
+    let session = super::run::session_id(&reply)
+        .ok_or_else(|| format!("`session/new`: {}", reply.describe()))?;
     let request = PromptRequest::new(session, [run.options.script.write.clone().into()]);
     let turn = run.options.bounds.turn;
     let reply = run

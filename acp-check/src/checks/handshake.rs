@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::{Run, outcome_of};
+use super::run::{Run, outcome_of};
 use crate::report::Outcome;
 use crate::wire::NoReply;
 
@@ -151,7 +151,7 @@ pub(crate) async fn run(run: &mut Run<'_>) {
         Err(e) => Outcome::fail(format!("session/new before authenticate: {e}")),
     };
     if let Ok(r) = &reply {
-        match super::session_id(r) {
+        match super::run::session_id(r) {
             Some(id) => {
                 *crate::wire::lock(&conn.session) =
                     Some((id, r.result().cloned().unwrap_or_default()));

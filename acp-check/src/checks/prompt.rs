@@ -6,7 +6,7 @@ use std::time::Instant;
 use acp_types::v1::PromptRequest;
 use serde_json::Value;
 
-use super::{Conn, GRACE, Run, agent_lines_since, outcome_of, to_value, updates};
+use super::run::{Conn, GRACE, Run, agent_lines_since, outcome_of, to_value, updates};
 use crate::report::Outcome;
 use crate::wire::{Entry, Kind, NoReply, Reply, cut};
 
@@ -102,7 +102,7 @@ pub(crate) fn session_ids(turns: &[Turn], session: &str) -> Outcome {
                 count += 1;
                 continue;
             }
-            if id.is_some() && !super::carries_turn_content(e) {
+            if id.is_some() && !super::run::carries_turn_content(e) {
                 others += 1;
                 continue;
             }
@@ -125,8 +125,8 @@ pub(crate) fn session_ids(turns: &[Turn], session: &str) -> Outcome {
 fn no_late_updates(turns: &[Turn], session: &str) -> Outcome {
     for t in turns {
         // Session metadata (commands, a title...) may come at any time; turn content may not.
-        if let Some((e, _)) =
-            updates(&t.after).find(|(e, id)| *id == Some(session) && super::carries_turn_content(e))
+        if let Some((e, _)) = updates(&t.after)
+            .find(|(e, id)| *id == Some(session) && super::run::carries_turn_content(e))
         {
             return Outcome::fail(format!(
                 "turn content arrived after the turn's answer: {}",

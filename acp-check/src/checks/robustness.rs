@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Run, agent_lines_since, broke};
+use super::run::{Run, agent_lines_since, broke};
 use crate::report::{Outcome, millis};
 use crate::wire::{Kind, NoReply};
 
@@ -80,7 +80,7 @@ async fn unknown_method(run: &mut Run<'_>) {
     times.sort();
     let bound = run.options.bounds.round_trip;
     let outcome = match times.get(times.len() / 2) {
-        Some(median) if times.len() == 3 => super::within(
+        Some(median) if times.len() == 3 => super::run::within(
             *median,
             bound,
             &format!("median of 3, {} us", median.as_micros()),

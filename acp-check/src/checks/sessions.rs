@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use acp_types::v1::{LoadSessionRequest, PromptRequest};
 
-use super::{GRACE, Run, agent_lines_since, outcome_of, session_id, to_value, updates};
+use super::run::{GRACE, Run, agent_lines_since, outcome_of, session_id, to_value, updates};
 use crate::report::Outcome;
 use crate::wire::Kind;
 
@@ -183,7 +183,7 @@ pub(crate) async fn load(run: &mut Run<'_>) {
         .count();
     // Session metadata (commands, a title...) may come at any time; replayed content may not.
     let late = updates(&lines)
-        .find(|(e, _)| e.seq > reply.seq && super::carries_turn_content(e))
+        .find(|(e, _)| e.seq > reply.seq && super::run::carries_turn_content(e))
         .map(|(e, _)| e.evidence());
     let outcome = match late {
         Some(line) => Outcome::fail(format!(

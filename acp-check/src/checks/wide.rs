@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::Run;
+use super::run::Run;
 use crate::report::{Outcome, millis};
 use crate::wire::{Dir, Entry, Kind};
 
@@ -122,7 +122,7 @@ pub(crate) fn run(run: &mut Run<'_>) {
             );
             continue;
         };
-        let outcome = super::within(
+        let outcome = super::run::within(
             Duration::from_millis(worst),
             bound,
             &format!("the slowest of {}", times.len()),

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use acp_rpc::envelope::Envelope;
 use serde_json::Value;
 
 /// How much of a line is kept for evidence.
@@ -174,7 +175,10 @@ pub(crate) fn classify(line: &[u8]) -> Kind {
 }
 
 pub(crate) fn kind_of(message: &Value) -> Kind {
-    let id = message.get("id").cloned();
+    // Method, session ids and error code as acp-rpc's envelope reads them (the one reader
+    // of the tree); the id is kept as the JSON value, and the update kind and tool call
+    // (which no envelope carries) are read from the params.
+    let envelope = Envelope::of_value(message);
     let str_at = |v: &Value, path: &[&str]| {
         let mut v = v;
         for key in path {
@@ -182,36 +186,45 @@ pub(crate) fn kind_of(message: &Value) -> Kind {
         }
         v.as_str().map(str::to_owned)
     };
-    match (message.get("method").and_then(Value::as_str), id) {
-        (Some(method), Some(id)) => {
-            let params = message.get("params").unwrap_or(&Value::Null);
-            Kind::Request {
-                id,
-                method: method.to_owned(),
-                session: str_at(params, &["sessionId"]),
-                tool_call: str_at(params, &["toolCall", "toolCallId"]),
-            }
-        }
-        (Some(method), None) => {
-            let params = message.get("params").unwrap_or(&Value::Null);
-            Kind::Notification {
-                method: method.to_owned(),
-                session: str_at(params, &["sessionId"]),
-                update: str_at(params, &["update", "sessionUpdate"]),
-                tool_call: str_at(params, &["update", "toolCallId"]),
-            }
-        }
+    let params = message.get("params").unwrap_or(&Value::Null);
+    let session = envelope.params_session.as_deref().map(str::to_owned);
+    match (envelope.method_name(), message.get("id").cloned()) {
+        (Some(method), Some(id)) => Kind::Request {
+            id,
+            method: method.to_owned(),
+            session,
+            tool_call: str_at(params, &["toolCall", "toolCallId"]),
+        },
+        (Some(method), None) => Kind::Notification {
+            method: method.to_owned(),
+            session,
+            update: str_at(params, &["update", "sessionUpdate"]),
+            tool_call: str_at(params, &["update", "toolCallId"]),
+        },
         (None, id) => Kind::Response {
             id: id.unwrap_or(Value::Null),
-            error: message
-                .get("error")
-                .and_then(|e| e.get("code"))
-                .and_then(Value::as_i64),
-            session: message
-                .get("result")
-                .and_then(|r| str_at(r, &["sessionId"])),
+            error: envelope.error.flatten(),
+            session: envelope.result_session.as_deref().map(str::to_owned),
         },
     }
+}
+
+/// The `session/update` kinds that are a turn's content: only these count as early or late.
+/// Session metadata (`available_commands_update`, `session_info_update`,
+/// `current_mode_update`, `config_option_update`, `usage_update`, and kinds the kit does not
+/// know) describes the session, not a turn, and may arrive at any time.
+const TURN_CONTENT: &[&str] = &[
+    "user_message_chunk",
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "tool_call",
+    "tool_call_update",
+    "plan",
+];
+
+/// Whether an update of kind `kind` (its `sessionUpdate`) is turn content ([`TURN_CONTENT`]).
+pub(crate) fn is_turn_content(kind: Option<&str>) -> bool {
+    kind.is_some_and(|k| TURN_CONTENT.contains(&k))
 }
 
 pub(crate) use acp_rpc::sync::lock;

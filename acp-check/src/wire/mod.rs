@@ -1,68 +1,50 @@
-//! The kit's place on the wire: every line between the kit and the agent passes through here.
+//! The kit's place on the wire: one acp-rpc connection to the agent, seen line by line.
 //!
-//! The agent's stdout is read line by line (bounded), each line is numbered, timed, recorded
-//! in a [`Log`], validated against the v1 types and passed on: answers to the kit's own
-//! requests go to the waiting check ([`Wire::call`]); the agent's requests and notifications
-//! go to an `acp_client::ClientConnection` serving the kit's client (files, permissions,
-//! terminals). Lines the kit writes (its requests, deliberately malformed ones, and the
-//! client's answers) go out through one writer task, so each leaves whole and in order. The
-//! kit's requests bypass the typed client on purpose: a check needs the exact answer (the
-//! error code, `id: null`), not a decoded one.
+//! The connection is the engine of `acp-rpc`, serving the kit's client (files, permissions,
+//! terminals) through `acp_client::ClientConnection`: it frames lines (bounded), keeps the
+//! ids and the pending map, matches answers and writes every line whole and in order. The
+//! kit watches through the engine's wire tap: every line of both directions is numbered,
+//! timed and recorded in a [`Log`] there, and the agent's messages are validated against the
+//! v1 types. The kit's own requests go through the engine untyped ([`Wire::call`]): a check
+//! needs the exact answer (the error code, the whole message), which the tap records for
+//! the request's id. Bad input the engine would never write (a malformed line) leaves
+//! through its raw-send escape hatch, `acp_rpc::Peer::send_raw` ([`Wire::send_line`]).
+//!
+//! The engine answers what it cannot read itself: a line from the agent that is not JSON
+//! gets `-32700` back and an oversized one `-32600`, as from any acp-rs peer.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use acp_client::ClientConnection;
+use acp_rpc::{CallOptions, Config, Direction, TapEvent};
 use acp_types::v1::{AgentNotification, AgentRequest, AgentResponse};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::oneshot;
 
 mod log;
+mod trace;
 
 pub(crate) use log::*;
+pub use trace::TraceEvent;
 
 /// The longest agent line the kit reads whole (a longer one is reported and skipped).
 pub const MAX_LINE: usize = 32 * 1024 * 1024;
 /// Receives every line the kit and the agent exchange, for `--trace`.
 pub type TraceSink = Arc<dyn Fn(TraceEvent<'_>) + Send + Sync>;
 
-/// What a [`TraceSink`] is told, in the order it happened.
-#[derive(Clone, Copy, Debug)]
-pub enum TraceEvent<'a> {
-    /// An agent was started (each fresh connection starts one).
-    Start {
-        /// Its command line (`["in-process"]` for an agent run in process).
-        command: &'a [String],
-    },
-    /// One line crossed.
-    Line {
-        /// Place in the order of both directions over the whole run.
-        seq: u64,
-        /// Seconds since the Unix epoch.
-        ts: f64,
-        /// `true` for kit -> agent (the agent's stdin).
-        to_agent: bool,
-        /// The line without its newline (repaired if it was not UTF-8).
-        line: &'a str,
-        /// The line was not valid UTF-8.
-        lossy: bool,
-    },
-    /// The agent's connection ended.
-    Exit {
-        /// Its exit code, when it was a process that exited.
-        code: Option<i32>,
-        /// The signal that ended it.
-        signal: Option<i32>,
-    },
-}
+/// How long sending one message may wait for room in the outgoing queue.
+const SEND_BOUND: Duration = Duration::from_secs(5);
 
-struct Pending {
+/// One of the kit's requests, as the tap saw it leave, until its answer is recorded or the
+/// kit stops waiting: what the answer is validated against (its method) and timed from.
+/// (The engine keeps the pending call; this is only what the tap needs to read the answer.)
+struct Sent {
     method: String,
     sent: Instant,
-    tx: oneshot::Sender<Reply>,
 }
 
 struct Shared {
@@ -71,10 +53,22 @@ struct Shared {
     /// lines on tasks of their own).
     seq: Arc<Mutex<u64>>,
     log: Mutex<Log>,
-    pending: Mutex<HashMap<i64, Pending>>,
+    /// The kit's requests the agent has not answered yet, by id.
+    sent: Mutex<HashMap<i64, Sent>>,
+    /// Answers to the kit's requests, whole, as the tap read them, until the call waiting
+    /// for them takes them.
+    answers: Mutex<HashMap<i64, Reply>>,
+    /// Told when an answer joins `answers`.
+    answered: tokio::sync::Notify,
+    /// Told the id of the next request of the kit's as it leaves ([`Wire::send_request`]
+    /// sends one request at a time, so the next request the tap sees is that one).
+    next_sent: Mutex<Option<oneshot::Sender<i64>>>,
+    /// Request ids, shared by every connection of a run so a trace never holds one id
+    /// twice: each connection starts where the last one stopped.
+    next_id: Arc<AtomicI64>,
     /// Session ids the agent has announced (a `session/new` answer) or the kit named
     /// (`session/load`, `session/resume`, a deliberately unknown id).
-    sessions: Mutex<std::collections::HashSet<String>>,
+    sessions: Mutex<HashSet<String>>,
     trace: Option<TraceSink>,
 }
 
@@ -112,22 +106,108 @@ impl Shared {
         drop(next);
         (seq, at)
     }
+
+    /// The engine's wire tap: every line of both directions, as it is read or written.
+    fn on_tap(&self, event: TapEvent<'_>) {
+        match event {
+            TapEvent::Line(Direction::Outgoing, line) => self.on_sent(line),
+            TapEvent::Line(Direction::Incoming, line) => self.on_received(line),
+            TapEvent::OversizedLine { len } => {
+                let finding = format!("a line of {len} bytes (longer than the kit reads)");
+                self.record(Dir::FromAgent, finding.as_bytes(), Kind::NotJson);
+                lock(&self.log).invalid.push(finding);
+            }
+        }
+    }
+
+    /// A line to the agent: the kit's requests, notifications and raw lines, and the
+    /// client's answers.
+    fn on_sent(&self, line: &[u8]) {
+        let kind = classify(line);
+        let (_, at) = self.record(Dir::ToAgent, line, kind.clone());
+        if let Kind::Request { id, method, .. } = &kind
+            && let Some(id) = id.as_i64()
+        {
+            lock(&self.sent).insert(
+                id,
+                Sent {
+                    method: method.clone(),
+                    sent: at,
+                },
+            );
+            self.next_id
+                .fetch_max(id.saturating_add(1), Ordering::Relaxed);
+            if let Some(tell) = lock(&self.next_sent).take() {
+                let _ = tell.send(id);
+            }
+        }
+    }
+
+    /// A line from the agent.
+    fn on_received(&self, line: &[u8]) {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        let message: Option<Value> = serde_json::from_slice(line).ok().filter(Value::is_object);
+        let kind = message.as_ref().map_or(Kind::NotJson, kind_of);
+        let (seq, at) = self.record(Dir::FromAgent, line, kind.clone());
+        let Some(message) = message else {
+            lock(&self.log).not_json.push(format!(
+                "[seq {seq}] `{}`",
+                cut(&String::from_utf8_lossy(line), 160)
+            ));
+            return;
+        };
+        self.inspect(&message, &kind, line, seq);
+        if let Kind::Response { id, .. } = &kind
+            && let Some(id) = id.as_i64()
+            && let Some(sent) = lock(&self.sent).remove(&id)
+        {
+            let reply = Reply {
+                message,
+                elapsed: at.saturating_duration_since(sent.sent),
+                seq,
+            };
+            lock(&self.answers).insert(id, reply);
+            self.answered.notify_waiters();
+        }
+    }
+
+    /// Stops waiting for an answer to `id` (a later one is not the kit's business).
+    fn forget(&self, id: i64) {
+        lock(&self.sent).remove(&id);
+        lock(&self.answers).remove(&id);
+    }
+
+    /// Waits for the answer to `id` as the tap records it, or for `done` (the engine's call
+    /// ended: answered, or the connection closed).
+    async fn answer(&self, id: i64, mut done: oneshot::Receiver<()>) -> Option<Reply> {
+        loop {
+            let answered = self.answered.notified();
+            tokio::pin!(answered);
+            answered.as_mut().enable();
+            if let Some(reply) = lock(&self.answers).remove(&id) {
+                return Some(reply);
+            }
+            tokio::select! {
+                _ = answered => {}
+                _ = &mut done => return lock(&self.answers).remove(&id),
+            }
+        }
+    }
 }
 
 /// One connection to one agent.
 pub(crate) struct Wire {
     shared: Arc<Shared>,
-    /// Taken by [`Wire::close`], so the writer ends and the agent sees EOF.
-    out: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
-    /// Request ids, shared by every connection of a run so a trace never holds one id twice.
-    next_id: Arc<AtomicI64>,
-    closed: watch::Receiver<bool>,
-    pub client: ClientConnection,
+    /// Held while a request is sent, so the tap tells each its id.
+    sending: tokio::sync::Mutex<()>,
+    client: ClientConnection,
 }
 
 impl Wire {
-    /// Starts the pumps between the agent (`from_agent`, `to_agent`) and a
-    /// `ClientConnection` serving `client`.
+    /// Starts an acp-rpc connection to the agent (`from_agent`, `to_agent`) serving
+    /// `client`, with the kit's tap on it.
     pub fn start<C, R, W>(
         client: Arc<C>,
         from_agent: R,
@@ -140,124 +220,32 @@ impl Wire {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
+        let first_id = next_id.load(Ordering::Relaxed);
         let shared = Arc::new(Shared {
             seq,
             log: Mutex::default(),
-            pending: Mutex::default(),
+            sent: Mutex::default(),
+            answers: Mutex::default(),
+            answered: tokio::sync::Notify::new(),
+            next_sent: Mutex::default(),
+            next_id,
             sessions: Mutex::default(),
             trace,
         });
-        // The typed client reads what the agent asks through one pipe and answers through
-        // the other.
-        let (client_in, mut pump_to_client) = tokio::io::duplex(1 << 20);
-        let (client_out, pump_from_client) = tokio::io::duplex(1 << 20);
-        let client = ClientConnection::with_client(
-            client,
-            client_in,
-            client_out,
-            acp_rpc::Config::default(),
-        );
-        let (out, mut out_rx) = mpsc::channel::<Vec<u8>>(1024);
-        let (closed_tx, closed) = watch::channel(false);
-
-        // Writer: every line to the agent goes out here, recorded as it leaves.
-        let writer_shared = shared.clone();
-        tokio::spawn(async move {
-            let mut to_agent = to_agent;
-            while let Some(line) = out_rx.recv().await {
-                let kind = classify(&line);
-                writer_shared.record(Dir::ToAgent, &line, kind);
-                let mut framed = line;
-                framed.push(b'\n');
-                if to_agent.write_all(&framed).await.is_err() || to_agent.flush().await.is_err() {
-                    break;
-                }
-            }
-            let _ = to_agent.shutdown().await;
-        });
-
-        // The client's answers to the agent's requests join the same writer.
-        let client_lines = out.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(pump_from_client);
-            let mut buf = Vec::new();
-            loop {
-                buf.clear();
-                match lines.read_until(b'\n', &mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-                while buf.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
-                    buf.pop();
-                }
-                if client_lines.send(buf.clone()).await.is_err() {
-                    break;
-                }
-            }
-        });
-
-        // Reader: the agent's stdout.
-        let reader_shared = shared.clone();
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(from_agent);
-            loop {
-                let line = match read_line(&mut reader, MAX_LINE).await {
-                    Ok(Some(Line::Whole(line))) => line,
-                    Ok(Some(Line::Oversized(len))) => {
-                        let finding = format!("a line of {len} bytes (longer than the kit reads)");
-                        reader_shared.record(Dir::FromAgent, finding.as_bytes(), Kind::NotJson);
-                        lock(&reader_shared.log).invalid.push(finding);
-                        continue;
-                    }
-                    Ok(None) | Err(_) => break,
-                };
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                let message: Option<Value> =
-                    serde_json::from_slice(&line).ok().filter(Value::is_object);
-                let kind = message.as_ref().map_or(Kind::NotJson, kind_of);
-                let (seq, at) = reader_shared.record(Dir::FromAgent, &line, kind.clone());
-                let Some(message) = message else {
-                    lock(&reader_shared.log).not_json.push(format!(
-                        "[seq {seq}] `{}`",
-                        cut(&String::from_utf8_lossy(&line), 160)
-                    ));
-                    continue;
-                };
-                reader_shared.inspect(&message, &kind, &line, seq);
-                match kind {
-                    Kind::Response { id, .. } => {
-                        let waiting = id
-                            .as_i64()
-                            .and_then(|id| lock(&reader_shared.pending).remove(&id));
-                        if let Some(p) = waiting {
-                            let _ = p.tx.send(Reply {
-                                message,
-                                elapsed: at.saturating_duration_since(p.sent),
-                                seq,
-                            });
-                        }
-                    }
-                    _ => {
-                        let mut framed = line;
-                        framed.push(b'\n');
-                        if pump_to_client.write_all(&framed).await.is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-            // Waiting calls learn the agent is gone (their senders drop).
-            lock(&reader_shared.pending).clear();
-            let _ = closed_tx.send(true);
-        });
-
+        let tap = shared.clone();
+        // The kit bounds every wait itself, sends `$/cancel_request` only when a check
+        // does, and waits on an agent that stops reading as long as a check's bound.
+        let config = Config::default()
+            .with_max_message_size(MAX_LINE)
+            .with_default_timeout(None)
+            .with_cancel_on_drop(false)
+            .with_write_stall_timeout(None)
+            .with_first_request_id(first_id)
+            .with_tap(Arc::new(move |event: TapEvent<'_>| tap.on_tap(event)));
+        let client = ClientConnection::with_client(client, from_agent, to_agent, config);
         Wire {
             shared,
-            out: Mutex::new(Some(out)),
-            next_id,
-            closed,
+            sending: tokio::sync::Mutex::new(()),
             client,
         }
     }
@@ -273,55 +261,66 @@ impl Wire {
         self.wait(id, rx, bound).await
     }
 
-    /// Sends a request; [`Wire::wait`] waits for its answer.
+    /// Sends a request through the engine; [`Wire::wait`] waits for its answer.
     pub async fn send_request(
         &self,
         method: &str,
         params: Value,
     ) -> Result<(i64, oneshot::Receiver<Reply>), NoReply> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let message =
-            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let peer = self.client.peer().clone();
+        if peer.is_closed() {
+            return Err(NoReply::Closed);
+        }
+        let _one_at_a_time = self.sending.lock().await;
+        let (tell, told) = oneshot::channel();
+        *lock(&self.shared.next_sent) = Some(tell);
+        let (done_tx, mut done) = oneshot::channel();
+        let method = method.to_owned();
+        tokio::spawn(async move {
+            let options = CallOptions::default().cancel_on_drop(false);
+            // The outcome is read from the wire (the whole answer), not from the call.
+            let _ = peer.request_raw(&method, &params, options).await;
+            let _ = done_tx.send(());
+        });
+        let id = tokio::select! {
+            biased;
+            id = told => id.ok(),
+            _ = &mut done => None,
+            _ = tokio::time::sleep(SEND_BOUND) => {
+                lock(&self.shared.next_sent).take();
+                return Err(NoReply::Timeout(SEND_BOUND));
+            }
+        };
+        let Some(id) = id else {
+            lock(&self.shared.next_sent).take();
+            return Err(NoReply::Closed);
+        };
         let (tx, rx) = oneshot::channel();
-        lock(&self.shared.pending).insert(
-            id,
-            Pending {
-                method: method.to_owned(),
-                sent: Instant::now(),
-                tx,
-            },
-        );
-        self.send_line(message.to_string().into_bytes()).await?;
+        let shared = self.shared.clone();
+        tokio::spawn(async move {
+            if let Some(reply) = shared.answer(id, done).await {
+                let _ = tx.send(reply);
+            }
+        });
         Ok((id, rx))
     }
 
     /// Waits at most `bound` for the answer to request `id`. A connection that closes ends
-    /// the wait at once, also when it closed before the request was registered (an agent
-    /// that exits at once): the reader had cleared the pending requests already, so the
-    /// request's sender would only drop at the end of the bound.
+    /// the wait at once (the engine fails the call, and no answer was recorded).
     pub async fn wait(
         &self,
         id: i64,
         mut rx: oneshot::Receiver<Reply>,
         bound: Duration,
     ) -> Result<Reply, NoReply> {
-        let mut closed = self.closed.clone();
-        let answer = tokio::time::timeout(bound, async {
-            tokio::select! {
-                reply = &mut rx => reply.ok(),
-                // Every answer the agent sent was delivered before the close was signalled.
-                _ = closed.wait_for(|c| *c) => rx.try_recv().ok(),
-            }
-        })
-        .await;
-        match answer {
-            Ok(Some(reply)) => Ok(reply),
-            Ok(None) => {
-                lock(&self.shared.pending).remove(&id);
+        match tokio::time::timeout(bound, &mut rx).await {
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(_)) => {
+                self.shared.forget(id);
                 Err(NoReply::Closed)
             }
             Err(_) => {
-                lock(&self.shared.pending).remove(&id);
+                self.shared.forget(id);
                 Err(NoReply::Timeout(bound))
             }
         }
@@ -342,25 +341,27 @@ impl Wire {
 
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), NoReply> {
-        let message = serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params});
-        self.send_line(message.to_string().into_bytes()).await
-    }
-
-    /// Sends `line` exactly as given (plus the newline).
-    pub async fn send_line(&self, line: Vec<u8>) -> Result<(), NoReply> {
-        let Some(out) = lock(&self.out).clone() else {
-            return Err(NoReply::Closed);
-        };
-        match tokio::time::timeout(Duration::from_secs(5), out.send(line)).await {
+        let peer = self.client.peer();
+        match tokio::time::timeout(SEND_BOUND, peer.notify(method, &params)).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(_)) => Err(NoReply::Closed),
-            Err(_) => Err(NoReply::Timeout(Duration::from_secs(5))),
+            Err(_) => Err(NoReply::Timeout(SEND_BOUND)),
+        }
+    }
+
+    /// Sends `line` exactly as given (plus the newline), through the engine's raw-send
+    /// escape hatch: for the bad-input checks (a malformed line).
+    pub async fn send_line(&self, line: Vec<u8>) -> Result<(), NoReply> {
+        let peer = self.client.peer();
+        match tokio::time::timeout(SEND_BOUND, peer.send_raw(line)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(NoReply::Closed),
+            Err(_) => Err(NoReply::Timeout(SEND_BOUND)),
         }
     }
 
     /// Ends the connection: the agent's stdin closes once queued lines are written.
     pub fn close(&self) {
-        lock(&self.out).take();
         self.client.close();
     }
 
@@ -391,9 +392,9 @@ impl Wire {
         f(&lock(&self.shared.log))
     }
 
-    /// Whether the agent's side has ended.
+    /// Whether the connection to the agent has ended.
     pub fn is_closed(&self) -> bool {
-        *self.closed.borrow()
+        self.client.peer().is_closed()
     }
 }
 
@@ -423,7 +424,7 @@ impl Shared {
                 update,
                 ..
             } if method == "session/update"
-                && crate::checks::is_turn_content(update.as_deref())
+                && is_turn_content(update.as_deref())
                 && !lock(&self.sessions).contains(session)
                 && log.unannounced.len() < MAX_LOG =>
             {
@@ -470,7 +471,7 @@ impl Shared {
                 };
                 let method = id
                     .as_i64()
-                    .and_then(|id| lock(&self.pending).get(&id).map(|p| p.method.clone()));
+                    .and_then(|id| lock(&self.sent).get(&id).map(|p| p.method.clone()));
                 let method = method?;
                 AgentResponse::decode(&method, result.clone())
                     .err()
@@ -480,82 +481,9 @@ impl Shared {
     }
 }
 
-enum Line {
-    Whole(Vec<u8>),
-    Oversized(usize),
-}
-
-/// Reads one line (without its end) of at most `max` bytes; a longer one is skipped to its
-/// end without being kept.
-async fn read_line<R: AsyncRead + Unpin>(
-    reader: &mut BufReader<R>,
-    max: usize,
-) -> std::io::Result<Option<Line>> {
-    let mut buf = Vec::new();
-    let n = (&mut *reader)
-        .take(max as u64 + 1)
-        .read_until(b'\n', &mut buf)
-        .await?;
-    if n == 0 {
-        return Ok(None);
-    }
-    if buf.last() == Some(&b'\n') {
-        buf.pop();
-        if buf.last() == Some(&b'\r') {
-            buf.pop();
-        }
-        return Ok(Some(Line::Whole(buf)));
-    }
-    if buf.len() <= max {
-        // The last line, without a newline.
-        return Ok(Some(Line::Whole(buf)));
-    }
-    let mut len = buf.len();
-    drop(buf);
-    loop {
-        let chunk = reader.fill_buf().await?;
-        if chunk.is_empty() {
-            break;
-        }
-        if let Some(i) = chunk.iter().position(|b| *b == b'\n') {
-            len += i;
-            reader.consume(i + 1);
-            break;
-        }
-        let n = chunk.len();
-        len += n;
-        reader.consume(n);
-    }
-    Ok(Some(Line::Oversized(len)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    async fn lines(input: &'static [u8], max: usize) -> Vec<String> {
-        let mut reader = BufReader::with_capacity(4, input);
-        let mut out = Vec::new();
-        while let Some(line) = read_line(&mut reader, max).await.unwrap() {
-            out.push(match line {
-                Line::Whole(l) => String::from_utf8(l).unwrap(),
-                Line::Oversized(len) => format!("<{len} bytes skipped>"),
-            });
-        }
-        out
-    }
-
-    #[tokio::test]
-    async fn a_line_over_the_limit_is_skipped_to_its_end_and_reading_goes_on() {
-        assert_eq!(
-            lines(b"short\r\nmuch too long a line\nok\nlast", 8).await,
-            ["short", "<20 bytes skipped>", "ok", "last"]
-        );
-        assert_eq!(
-            lines(b"12345678\n123456789", 8).await,
-            ["12345678", "<9 bytes skipped>"]
-        );
-    }
 
     #[test]
     fn lines_are_classified_with_their_session_and_update() {

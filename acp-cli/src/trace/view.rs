@@ -40,7 +40,7 @@ pub fn parse(bytes: &[u8]) -> Trace {
             continue;
         }
         let last = number == count && !ends_with_newline;
-        match serde_json::from_slice::<Record>(line) {
+        match Record::parse(line) {
             Ok(record) => trace.records.push((number, record)),
             Err(e) if last && e.is_eof() => trace.problems.push(format!(
                 "line {number}: truncated (the file ends inside a record)"

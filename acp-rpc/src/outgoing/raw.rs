@@ -1,0 +1,89 @@
+//! The raw-send escape hatch: a line written exactly as given.
+//!
+//! A conformance kit (acp-check) has to send what no well-behaved peer sends: a line that
+//! is not JSON, an answer with a wrong id, a line over the peer's limit. [`Peer::send_raw`]
+//! queues such a line on the connection's own writer, so it leaves whole and in order with
+//! everything else the connection writes, and passes the wire tap like any other line. The
+//! engine neither checks nor tracks it: nothing is registered for it, so an answer to a
+//! request sent this way is a response to an unknown id (dropped by the engine, seen by a
+//! tap), and no observer hears of it. Ordinary traffic goes through [`Peer::request`] and
+//! [`Peer::notify`].
+
+use super::Peer;
+use crate::error::Error;
+use crate::queued::Outgoing;
+
+impl Peer {
+    /// Writes `line` to the peer as it is, followed by the line end, after whatever the
+    /// connection queued before it. Waits while the outgoing queue is full (backpressure);
+    /// fails once the connection is closed, and for a `line` holding a line break (one
+    /// frame is one line: the break would split it into two). The engine neither checks
+    /// nor tracks such a line: nothing is registered for it and no observer hears of it.
+    pub async fn send_raw(&self, line: impl Into<Vec<u8>>) -> Result<(), Error> {
+        let line = line.into();
+        if line.iter().any(|b| *b == b'\n' || *b == b'\r') {
+            return Err(Error::invalid_request(
+                "a raw line must not hold a line break (one frame is one line)",
+            ));
+        }
+        self.shared.send(Outgoing::Frame(line)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    use crate::{Config, Connection, Direction, Error, Handler, Params, RequestContext, TapEvent};
+
+    struct Nothing;
+
+    #[async_trait::async_trait]
+    impl Handler for Nothing {
+        async fn handle_request(
+            &self,
+            _cx: RequestContext,
+            method: &str,
+            _params: Params,
+        ) -> Result<Box<serde_json::value::RawValue>, Error> {
+            Err(Error::method_not_found(method))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_raw_line_leaves_as_given_in_order_and_through_the_tap() {
+        let (ours, theirs) = tokio::io::duplex(4096);
+        let (read, write) = tokio::io::split(ours);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let tap_seen = seen.clone();
+        let config = Config::default().with_tap(Arc::new(move |e: TapEvent<'_>| {
+            if let TapEvent::Line(Direction::Outgoing, line) = e {
+                tap_seen.lock().unwrap().push(line.to_vec());
+            }
+        }));
+        let conn = Connection::new(read, write, Nothing, config);
+        conn.peer().notify("first", &1).await.unwrap();
+        conn.peer()
+            .send_raw(&b"{\"jsonrpc\": \"2.0\", oops"[..])
+            .await
+            .unwrap();
+        conn.peer().notify("last", &2).await.unwrap();
+        let refused = conn.peer().send_raw(&b"two\nlines"[..]).await;
+        assert!(refused.is_err(), "{refused:?}");
+
+        let (their_read, mut their_write) = tokio::io::split(theirs);
+        let mut lines = BufReader::new(their_read).lines();
+        let mut got = Vec::new();
+        for _ in 0..3 {
+            got.push(lines.next_line().await.unwrap().unwrap());
+        }
+        assert!(got[0].contains("\"first\""), "{got:?}");
+        assert_eq!(got[1], "{\"jsonrpc\": \"2.0\", oops");
+        assert!(got[2].contains("\"last\""), "{got:?}");
+        assert_eq!(seen.lock().unwrap()[1], b"{\"jsonrpc\": \"2.0\", oops");
+        their_write.shutdown().await.unwrap();
+        conn.close();
+    }
+}
