@@ -80,15 +80,15 @@ pub enum Connected {
     V1 {
         /// The v1 connection.
         connection: crate::ClientConnection,
-        /// The agent's v1 answer.
-        initialize: v1::InitializeResponse,
+        /// The agent's v1 answer (boxed, as is v2's: answers differ much in size).
+        initialize: Box<v1::InitializeResponse>,
     },
     /// The agent speaks v2.
     V2 {
         /// The v2 connection.
         connection: super::ClientConnection,
         /// The agent's v2 answer.
-        initialize: InitializeResponse,
+        initialize: Box<InitializeResponse>,
     },
 }
 
@@ -226,7 +226,7 @@ where
     let connection = super::connect_with(v2_client, reader, writer, config);
     Ok(Connected::V2 {
         connection,
-        initialize,
+        initialize: Box::new(initialize),
     })
 }
 
@@ -255,6 +255,6 @@ async fn connect_v1(
     }
     Ok(Connected::V1 {
         connection,
-        initialize,
+        initialize: Box::new(initialize),
     })
 }
