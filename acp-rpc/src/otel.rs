@@ -166,6 +166,85 @@ pub fn extract(params: &str) -> Option<SpanContext> {
     ))
 }
 
+/// The remote span context in a parsed message's params (see [`extract`]).
+pub fn extract_value(params: &Value) -> Option<SpanContext> {
+    let raw = params.get("_meta")?.get(TRACEPARENT)?;
+    let Some(text) = raw.as_str() else {
+        tracing::debug!(target: TARGET, traceparent = %raw, "traceparent is not a string: ignored");
+        return None;
+    };
+    let context = match parse_traceparent(text) {
+        Ok(context) => context,
+        Err(why) => {
+            tracing::debug!(target: TARGET, traceparent = text, why, "malformed traceparent: ignored");
+            return None;
+        }
+    };
+    let state = params["_meta"]
+        .get(TRACESTATE)
+        .and_then(Value::as_str)
+        .and_then(|text| TraceState::from_str(text).ok())
+        .unwrap_or_default();
+    Some(SpanContext::new(
+        context.trace_id(),
+        context.span_id(),
+        context.trace_flags(),
+        true,
+        state,
+    ))
+}
+
+/// The `tracing` target of the hop spans of [`hop`].
+pub const HOP_TARGET: &str = "acp_rpc::otel::hop";
+
+/// Whether [`hop`] spans are recorded (an OpenTelemetry layer that takes [`HOP_TARGET`]):
+/// a transport that must parse a line to make one asks this first.
+pub fn hop_enabled() -> bool {
+    tracing::enabled!(target: HOP_TARGET, tracing::Level::INFO)
+}
+
+/// A hop's span for a request or notification (a response gets none, [`tracing::Span::none`])
+/// that a transport moves without the engine
+/// (the `acp serve` gateway, a recording proxy): named `name` (an OpenTelemetry span name
+/// such as `acp.gateway`), a child of the message's `_meta.traceparent`, with the message's
+/// `method` and `message_id`. With `rewrite`, the message's `_meta.traceparent` then names
+/// the hop, so the next process's span is the hop's child; without it (a proxy that must
+/// pass bytes unchanged) the hop is a leaf beside the path. Keep the span until the answer
+/// comes back (its length is then the hop's latency), or drop it at once.
+///
+/// A disabled span (no OpenTelemetry layer, or one that filters `acp_rpc::otel::hop` out)
+/// leaves the message as it was.
+pub fn hop(name: &'static str, message: &mut Value, rewrite: bool) -> tracing::Span {
+    let Some(method) = message.get("method").and_then(Value::as_str) else {
+        // A response: its request's hop was the one that counted.
+        return tracing::Span::none();
+    };
+    let span = tracing::info_span!(
+        target: HOP_TARGET,
+        "hop",
+        otel.name = name,
+        otel.kind = "internal",
+        method,
+        message_id = tracing::field::Empty,
+    );
+    if span.is_disabled() {
+        return span;
+    }
+    if let Some(id) = message.get("id") {
+        span.record("message_id", tracing::field::display(id));
+    }
+    let Some(params) = message.get_mut("params") else {
+        return span;
+    };
+    if let Some(remote) = extract_value(params) {
+        let _ = span.set_parent(Context::new().with_remote_span_context(remote));
+    }
+    if rewrite && let Some(context) = span_context(&span) {
+        inject_value(params, &context);
+    }
+    span
+}
+
 /// Writes `context` into `params` as `_meta.traceparent` (and `_meta.tracestate` when it
 /// has one), replacing what was there; `params` that are not an object are left alone.
 pub fn inject_value(params: &mut Value, context: &SpanContext) {

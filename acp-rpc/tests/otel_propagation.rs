@@ -269,3 +269,41 @@ fn attr(span: &SpanData, key: &str) -> String {
         .map(|kv| kv.value.to_string())
         .unwrap_or_default()
 }
+
+#[test]
+fn a_hop_is_the_senders_child_and_with_rewrite_the_next_ones_parent() {
+    let (spans, provider, subscriber) = recording();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let message = json!({
+        "jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": "s", "_meta": {"traceparent": tp, "other": 1}},
+    });
+    let mut rewritten = message.clone();
+    drop(acp_rpc::otel::hop("acp.gateway", &mut rewritten, true));
+    let mut passed = message.clone();
+    drop(acp_rpc::otel::hop("acp.trace", &mut passed, false));
+    let mut answer = json!({"jsonrpc": "2.0", "id": 3, "result": {}});
+    drop(acp_rpc::otel::hop("acp.gateway", &mut answer, true));
+    provider.force_flush().unwrap();
+
+    let gateway = &spans.named("acp.gateway");
+    assert_eq!(gateway.len(), 1, "a response gets no hop");
+    let gateway = &gateway[0];
+    assert_eq!(
+        gateway.parent_span_id,
+        SpanId::from_hex("00f067aa0ba902b7").unwrap()
+    );
+    assert_eq!(attr(gateway, "method"), "session/prompt");
+    let trace = gateway.span_context.trace_id();
+    assert_eq!(
+        rewritten["params"]["_meta"]["traceparent"],
+        format!("00-{trace}-{}-01", gateway.span_context.span_id())
+    );
+    assert_eq!(rewritten["params"]["_meta"]["other"], 1);
+    assert_eq!(rewritten["params"]["sessionId"], "s");
+    // Without rewrite the message is untouched and the hop a leaf beside the path.
+    assert_eq!(passed, message);
+    let trace_hop = &spans.named("acp.trace")[0];
+    assert_eq!(trace_hop.parent_span_id, gateway.parent_span_id);
+}
