@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::WithHttpConfig as _;
+use opentelemetry_otlp::WithExportConfig as _;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::SubscriberExt;
