@@ -39,6 +39,7 @@ mod sanitize;
 mod serve;
 mod sessions;
 mod store;
+mod telemetry;
 mod trace;
 mod view;
 
@@ -265,21 +266,28 @@ impl AgentArgs {
     }
 }
 
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        // The message-flow log (acp_rpc::flow) is asked for with RUST_LOG: a failed request is
-        // already reported on screen by the chat itself.
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,acp_rpc::flow=off"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+impl Command {
+    /// The command's name for telemetry (the default `OTEL_SERVICE_NAME` is `acp-NAME`) and
+    /// its log format.
+    fn telemetry(&self) -> (&'static str, telemetry::LogFormat) {
+        let name = match self {
+            Command::Chat(_) => "chat",
+            Command::Sessions(_) => "sessions",
+            Command::Agent(_) => "agent",
+            Command::Serve(args) => return ("serve", args.log_format),
+            Command::Trace(_) => "trace",
+            Command::Check(_) => "check",
+            Command::Conduct(_) => "conduct",
+            Command::TagProxy(_) => "tag-proxy",
+        };
+        (name, telemetry::LogFormat::Text)
+    }
 }
 
 fn main() {
     let cli = Cli::parse();
-    init_logging();
+    let (name, log_format) = cli.command.telemetry();
+    let telemetry = telemetry::Telemetry::init(name, log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -294,6 +302,7 @@ fn main() {
     let status = runtime.block_on(run(cli));
     // Blocking work (the keyboard thread, stdin readers) must not keep us alive.
     runtime.shutdown_timeout(Duration::from_millis(100));
+    telemetry.shutdown();
     std::process::exit(status);
 }
 

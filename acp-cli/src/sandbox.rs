@@ -22,8 +22,11 @@ use clap::Args;
 /// program needs to find programs (`PATH`), its user and home (`HOME`, `USER`, `LOGNAME`,
 /// `SHELL`), text encoding and language (`LANG`, `LANGUAGE`, `LC_*`), the terminal type and
 /// time zone (`TERM`, `TZ`), and where to put temporary and per-user files (`TMPDIR`,
-/// `XDG_*`). None of them carries a secret; API keys, proxies (whose URLs may hold a
-/// password) and database settings pass only when named with `--pass-env`.
+/// `XDG_*`), and where to send traces ([`crate::telemetry::PASSED_TO_AGENTS`]: the OTLP
+/// endpoint, protocol, timeout and batching, so a gateway agent exports into the same trace;
+/// not `OTEL_SERVICE_NAME`, nor the exporter's headers, which may hold an API key). None of
+/// them carries a secret; API keys, proxies (whose URLs may hold a password) and database
+/// settings pass only when named with `--pass-env`.
 pub const DEFAULT_PASS: &[&str] = &[
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ", "TMPDIR",
     "XDG_*",
@@ -92,7 +95,11 @@ impl EnvPolicy {
     /// (empty, a `*` alone or inside, `=` or a NUL) or that names a variable in
     /// [`NEVER_PASS`] is an error: the operator asked for something this will not do.
     pub fn new(pass: &[String]) -> Result<EnvPolicy, String> {
-        let mut patterns: Vec<Pattern> = DEFAULT_PASS.iter().map(|p| parse(p)).collect();
+        let mut patterns: Vec<Pattern> = DEFAULT_PASS
+            .iter()
+            .chain(crate::telemetry::PASSED_TO_AGENTS)
+            .map(|p| parse(p))
+            .collect();
         for name in pass {
             let valid = !name.is_empty()
                 && name != "*"

@@ -59,6 +59,10 @@ pub struct ServeArgs {
     /// messages of every connection as `acp trace --serve` shows them, newest 5000 kept.
     #[arg(long)]
     dashboard: bool,
+    /// How log lines are written to stderr: `text`, or `json` (one object a line, with the
+    /// trace id of the request it was logged for; docs/OBSERVABILITY.md).
+    #[arg(long, value_enum, default_value_t)]
+    pub log_format: crate::telemetry::LogFormat,
     /// Let browser pages of this origin call (repeatable); others are refused.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origin: Vec<String>,

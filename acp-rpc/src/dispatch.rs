@@ -265,12 +265,20 @@ impl NotificationRun {
         }
     }
 
+    /// Its span (for the `otel` feature's hook, which names it and sets its parent).
+    #[cfg(feature = "otel")]
+    pub(crate) fn tracing_span(&self) -> &tracing::Span {
+        &self.span
+    }
+
     fn span(method: &str) -> tracing::Span {
         tracing::debug_span!(
             target: crate::flow::TARGET,
             "notification",
             direction = "incoming",
-            method = %method
+            method = %method,
+            otel.name = tracing::field::Empty,
+            otel.kind = tracing::field::Empty,
         )
     }
 }

@@ -72,6 +72,8 @@ pub(crate) fn start() -> Option<Instant> {
 
 /// Logs the end of a request in the current span.
 pub(crate) fn completed<T>(start: Option<Instant>, result: &Result<T, Error>) {
+    #[cfg(feature = "otel")]
+    crate::otel::completed(result);
     let Some(start) = start else { return };
     let duration_ms = start.elapsed().as_secs_f64() * 1000.0;
     match result {

@@ -47,6 +47,8 @@ pub mod handler;
 pub mod memory;
 pub mod message;
 pub mod observe;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod outgoing;
 pub mod params;
 pub mod probe;

@@ -177,7 +177,11 @@ impl Peer {
             method,
             message_id = id,
             session_id = tracing::field::Empty,
+            otel.name = tracing::field::Empty,
+            otel.kind = tracing::field::Empty,
         );
+        #[cfg(feature = "otel")]
+        crate::otel::outgoing_request(&span);
         let start = crate::flow::start();
         let observed = self.shared.config.observer.as_ref().map(|observer| {
             let sent = start.unwrap_or_else(std::time::Instant::now);
@@ -221,6 +225,8 @@ impl Peer {
         let shared = &*self.shared;
         let mut buf = shared.request_size.buffer();
         write_request(&mut buf, &shared.config.framing, id, method, params)?;
+        #[cfg(feature = "otel")]
+        crate::otel::inject_line(&mut buf, method, false);
         shared.request_size.record(buf.len());
         log_sent(method, Some(id), &buf, true);
         if shared.config.observer.is_some() {
@@ -303,6 +309,8 @@ impl Peer {
         let mut buf = shared.notification_size.buffer();
         if shared.config.framing.notifications {
             write_notification(&mut buf, &shared.config.framing, method, params)?;
+            #[cfg(feature = "otel")]
+            crate::otel::inject_line(&mut buf, method, true);
             shared.notification_size.record(buf.len());
             log_sent(method, None, &buf, false);
             observe::sent(
@@ -335,6 +343,8 @@ impl Peer {
         let slot = shared.outgoing_slot().await?;
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         write_request(&mut buf, &shared.config.framing, id, method, params)?;
+        #[cfg(feature = "otel")]
+        crate::otel::inject_line(&mut buf, method, true);
         if shared.config.observer.is_some() {
             let id = RequestId::Int(id);
             let kind = MessageKind::Request;

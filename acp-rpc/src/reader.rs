@@ -289,9 +289,10 @@ impl Reader {
                 params.as_bytes(),
             );
             self.arrived(method, None, Some(params));
-            return self
-                .enqueue_notification(NotificationRun::started(started))
-                .await;
+            let run = NotificationRun::started(started);
+            #[cfg(feature = "otel")]
+            crate::otel::incoming_notification(run.tracing_span(), crate::otel::extract(params));
+            return self.enqueue_notification(run).await;
         }
         match parse_line(line, &self.shared.config.framing) {
             Ok(Parsed::Request(req)) => {
@@ -514,7 +515,11 @@ impl Reader {
         }
         let params = n.params.as_deref().map(RawValue::get);
         self.arrived(&n.method, None, params);
+        #[cfg(feature = "otel")]
+        let remote = params.and_then(crate::otel::extract);
         let run = NotificationRun::raw(n, &self.handler, &self.peer);
+        #[cfg(feature = "otel")]
+        crate::otel::incoming_notification(run.tracing_span(), remote);
         self.enqueue_notification(run).await;
     }
 
@@ -604,7 +609,11 @@ impl Reader {
             method = req.method.as_str(),
             message_id = %req.id,
             session_id = tracing::field::Empty,
+            otel.name = tracing::field::Empty,
+            otel.kind = tracing::field::Empty,
         );
+        #[cfg(feature = "otel")]
+        crate::otel::incoming_request(&span, params);
         if !span.is_disabled()
             && let Some(session) = params.and_then(crate::flow::session_id)
         {

@@ -11,6 +11,8 @@ mod foreign;
 mod jobs;
 mod msg;
 mod official;
+#[cfg(feature = "otel")]
+mod otel;
 mod ours;
 mod phases;
 mod plan;
@@ -216,8 +218,12 @@ impl Options {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some(PEER_ARG) {
+        #[cfg(feature = "otel")]
+        let _otel = otel::init();
         return peer(args.get(1).map_or("", String::as_str));
     }
+    #[cfg(feature = "otel")]
+    let _otel = otel::init_main();
     if args.first().map(String::as_str) == Some(store::STORE_PEER_ARG) {
         return store::peer(&args[1..]);
     }

@@ -273,7 +273,10 @@ fn line_record(ts: f64, dir: &str, seq: &mut u64, mut line: Vec<u8>) -> Record {
         "line"
     );
     match String::from_utf8(line) {
-        Ok(text) => record.line = Some(text),
+        Ok(text) => {
+            crate::telemetry::passing_hop(&text);
+            record.line = Some(text);
+        }
         Err(e) => {
             record.line = Some(String::from_utf8_lossy(e.as_bytes()).into_owned());
             record.lossy = true;

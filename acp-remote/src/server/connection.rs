@@ -356,6 +356,10 @@ impl Conn {
             }
             return Ok(());
         }
+        // The gateway's hop span (feature `otel`): the client's `_meta.traceparent` is its
+        // parent, and the agent gets the hop's (acp_rpc::otel::hop).
+        #[cfg(feature = "otel")]
+        let _hop = acp_rpc::otel::hop("acp.gateway", &mut message, true);
         let method = message.get("method").and_then(Value::as_str);
         let line = Bytes::from(serde_json::to_vec(&message).unwrap_or_default());
         let permit = self.room_for(&line, method.is_some()).await?;

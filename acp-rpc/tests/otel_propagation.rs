@@ -1,0 +1,309 @@
+//! OpenTelemetry across the wire (feature `otel`, issue 51): our spans' contexts go out as
+//! `_meta.traceparent`, and an incoming one becomes the parent of the span that handles the
+//! message, both ways, so one trace runs through both peers; a malformed `traceparent` is
+//! ignored and the message served.
+
+use std::sync::{Arc, Mutex};
+
+use acp_rpc::{
+    Config, Connection, Error, Handler, NotificationContext, Params, RawValue, RequestContext,
+    to_raw,
+};
+use opentelemetry::trace::{SpanId, SpanKind, Status, TraceId, TracerProvider as _};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tracing_subscriber::layer::SubscriberExt;
+
+/// Keeps every finished span.
+#[derive(Clone, Debug, Default)]
+struct Spans(Arc<Mutex<Vec<SpanData>>>);
+
+impl SpanExporter for Spans {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        self.0.lock().unwrap().extend(batch);
+        Ok(())
+    }
+}
+
+impl Spans {
+    fn named(&self, name: &str) -> Vec<SpanData> {
+        let spans = self.0.lock().unwrap();
+        spans.iter().filter(|s| s.name == name).cloned().collect()
+    }
+}
+
+/// A subscriber that records into `Spans` (message-flow spans at DEBUG, as the CLI asks).
+fn recording() -> (
+    Spans,
+    SdkTracerProvider,
+    impl tracing::Subscriber + Send + Sync,
+) {
+    let spans = Spans::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(spans.clone())
+        .build();
+    let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_subscriber::EnvFilter::new(
+            "acp_rpc=debug,test=info",
+        ))
+        .with(layer);
+    (spans, provider, subscriber)
+}
+
+/// Answers `ping` (after notifying `tick` and asking the peer `back`), `back` with its own
+/// `_meta`, and records the notifications' params.
+#[derive(Clone, Default)]
+struct Peer {
+    seen: Arc<Mutex<Vec<Value>>>,
+}
+
+#[async_trait::async_trait]
+impl Handler for Peer {
+    async fn handle_request(
+        &self,
+        cx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> Result<Box<RawValue>, Error> {
+        let params: Value = params.parse()?;
+        match method {
+            "ping" => {
+                cx.peer().notify("tick", &json!({"n": 1})).await?;
+                let back: Value = cx.peer().request("back", &json!({})).await?;
+                to_raw(&json!({"got": params, "back": back}))
+            }
+            "back" => to_raw(&params),
+            _ => Err(Error::method_not_found(method)),
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        _cx: NotificationContext,
+        _method: &str,
+        params: Params,
+    ) -> Result<(), Error> {
+        self.seen.lock().unwrap().push(params.parse()?);
+        Ok(())
+    }
+}
+
+fn connect() -> (Connection, Connection, Peer, Peer) {
+    let ((ar, aw), (br, bw)) = acp_rpc::memory::pipe();
+    let (a, b) = (Peer::default(), Peer::default());
+    let client = Connection::new(ar, aw, a.clone(), Config::default());
+    let agent = Connection::new(br, bw, b.clone(), Config::default());
+    (client, agent, a, b)
+}
+
+#[tokio::test]
+async fn one_trace_runs_through_both_peers_and_back() {
+    let (spans, provider, subscriber) = recording();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let (client, agent, client_side, agent_side) = connect();
+    let root = tracing::info_span!(target: "test", "turn");
+    let answer: Value = {
+        let _entered = root.enter();
+        client
+            .peer()
+            .request("ping", &json!({"x": 1}))
+            .await
+            .unwrap()
+    };
+    drop(root);
+    // What the handler saw: the params as sent, with our `_meta` added.
+    let tp = answer["got"]["_meta"]["traceparent"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(answer["got"]["x"], 1);
+    // The agent's request `back` carried the agent's outgoing span's context.
+    assert!(answer["back"]["_meta"]["traceparent"].is_string());
+    // The agent's `tick` notification reached the client with its context.
+    let ticks = client_side.seen.lock().unwrap().clone();
+    assert!(ticks[0]["_meta"]["traceparent"].is_string(), "{ticks:?}");
+    assert!(agent_side.seen.lock().unwrap().is_empty());
+    client.close();
+    agent.close();
+    provider.force_flush().unwrap();
+
+    let turn = &spans.named("turn")[0];
+    let trace = turn.span_context.trace_id();
+    let out = spans.named("acp.outgoing_request");
+    let ping_out = out.iter().find(|s| attr(s, "method") == "ping").unwrap();
+    let back_out = out.iter().find(|s| attr(s, "method") == "back").unwrap();
+    let incoming = spans.named("acp.request");
+    let ping_in = incoming
+        .iter()
+        .find(|s| attr(s, "method") == "ping")
+        .unwrap();
+    let back_in = incoming
+        .iter()
+        .find(|s| attr(s, "method") == "back")
+        .unwrap();
+    let tick = &spans.named("acp.notification")[0];
+    for span in [ping_out, back_out, ping_in, back_in, tick] {
+        assert_eq!(span.span_context.trace_id(), trace, "{}", span.name);
+    }
+    // turn -> ping (client) -> ping (agent) -> back (agent) -> back (client); tick under ping.
+    assert_eq!(ping_out.parent_span_id, turn.span_context.span_id());
+    assert_eq!(ping_out.span_kind, SpanKind::Client);
+    assert_eq!(ping_in.parent_span_id, ping_out.span_context.span_id());
+    assert!(ping_in.parent_span_is_remote);
+    assert_eq!(ping_in.span_kind, SpanKind::Server);
+    assert_eq!(
+        tp,
+        format!("00-{trace}-{}-01", ping_out.span_context.span_id())
+    );
+    assert_eq!(back_out.parent_span_id, ping_in.span_context.span_id());
+    assert_eq!(back_in.parent_span_id, back_out.span_context.span_id());
+    assert_eq!(tick.parent_span_id, ping_in.span_context.span_id());
+    // The sent notification is an event on the agent's request span.
+    assert!(ping_in.events.iter().any(|e| e.name == "acp.notification"));
+}
+
+#[tokio::test]
+async fn a_failed_request_has_an_error_status_and_its_code() {
+    let (spans, provider, subscriber) = recording();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let (client, agent, _, _) = connect();
+    let err = client
+        .peer()
+        .request::<_, Value>("nope", &json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code.0, -32601);
+    client.close();
+    agent.close();
+    provider.force_flush().unwrap();
+    let incoming = &spans.named("acp.request")[0];
+    assert_eq!(attr(incoming, "rpc.jsonrpc.error_code"), "-32601");
+    // Method not found is an expected answer (INFO in the flow log), not a failure.
+    assert_eq!(incoming.status, Status::Unset);
+    assert!(
+        spans.named("acp.outgoing_request")[0]
+            .attributes
+            .iter()
+            .any(|kv| kv.key.as_str() == "rpc.jsonrpc.error_code")
+    );
+}
+
+#[tokio::test]
+async fn without_a_layer_nothing_is_added() {
+    let ((ar, aw), (br, bw)) = acp_rpc::memory::pipe();
+    let agent = Peer::default();
+    let _agent = Connection::new(br, bw, agent, Config::default());
+    let client = Connection::new(ar, aw, Peer::default(), Config::default());
+    let answer: Value = client
+        .peer()
+        .request("back", &json!({"x": 1}))
+        .await
+        .unwrap();
+    assert_eq!(answer, json!({"x": 1}));
+}
+
+/// The raw lines a peer sends: each request carries `traceparent` (or a bad one).
+async fn served_with(traceparent: Value) -> (Value, Spans) {
+    let (spans, provider, subscriber) = recording();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let ((ar, aw), (br, mut bw)) = acp_rpc::memory::pipe();
+    let _conn = Connection::new(ar, aw, Peer::default(), Config::default());
+    let line = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "back",
+        "params": {"_meta": {"traceparent": traceparent}, "k": "v"},
+    });
+    bw.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+    let mut lines = BufReader::new(br).lines();
+    let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    provider.force_flush().unwrap();
+    (answer, spans)
+}
+
+#[tokio::test]
+async fn a_well_formed_incoming_traceparent_is_the_handlers_parent() {
+    let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let (answer, spans) = served_with(json!(tp)).await;
+    assert_eq!(answer["result"]["k"], "v");
+    let span = &spans.named("acp.request")[0];
+    assert_eq!(
+        span.span_context.trace_id(),
+        TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap()
+    );
+    assert_eq!(
+        span.parent_span_id,
+        SpanId::from_hex("00f067aa0ba902b7").unwrap()
+    );
+}
+
+#[tokio::test]
+async fn malformed_traceparents_are_ignored_and_the_request_served() {
+    for bad in [
+        json!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"),
+        json!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra"),
+        json!("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        json!("00-00000000000000000000000000000000-00f067aa0ba902b7-01"),
+        json!("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"),
+        json!(42),
+        json!({"traceparent": "x"}),
+        Value::Null,
+    ] {
+        let (answer, spans) = served_with(bad.clone()).await;
+        assert_eq!(answer["result"]["k"], "v", "{bad}: {answer}");
+        let span = &spans.named("acp.request")[0];
+        // A root span of its own: no parent, a trace id of its own.
+        assert_eq!(span.parent_span_id, SpanId::INVALID, "{bad}");
+        assert_ne!(
+            span.span_context.trace_id(),
+            TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap()
+        );
+    }
+}
+
+fn attr(span: &SpanData, key: &str) -> String {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == key)
+        .map(|kv| kv.value.to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_hop_is_the_senders_child_and_with_rewrite_the_next_ones_parent() {
+    let (spans, provider, subscriber) = recording();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let message = json!({
+        "jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": "s", "_meta": {"traceparent": tp, "other": 1}},
+    });
+    let mut rewritten = message.clone();
+    drop(acp_rpc::otel::hop("acp.gateway", &mut rewritten, true));
+    let mut passed = message.clone();
+    drop(acp_rpc::otel::hop("acp.trace", &mut passed, false));
+    let mut answer = json!({"jsonrpc": "2.0", "id": 3, "result": {}});
+    drop(acp_rpc::otel::hop("acp.gateway", &mut answer, true));
+    provider.force_flush().unwrap();
+
+    let gateway = &spans.named("acp.gateway");
+    assert_eq!(gateway.len(), 1, "a response gets no hop");
+    let gateway = &gateway[0];
+    assert_eq!(
+        gateway.parent_span_id,
+        SpanId::from_hex("00f067aa0ba902b7").unwrap()
+    );
+    assert_eq!(attr(gateway, "method"), "session/prompt");
+    let trace = gateway.span_context.trace_id();
+    assert_eq!(
+        rewritten["params"]["_meta"]["traceparent"],
+        format!("00-{trace}-{}-01", gateway.span_context.span_id())
+    );
+    assert_eq!(rewritten["params"]["_meta"]["other"], 1);
+    assert_eq!(rewritten["params"]["sessionId"], "s");
+    // Without rewrite the message is untouched and the hop a leaf beside the path.
+    assert_eq!(passed, message);
+    let trace_hop = &spans.named("acp.trace")[0];
+    assert_eq!(trace_hop.parent_span_id, gateway.parent_span_id);
+}
