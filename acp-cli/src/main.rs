@@ -278,6 +278,7 @@ impl Command {
             Command::Trace(_) => "trace",
             Command::Check(_) => "check",
             Command::Conduct(_) => "conduct",
+            Command::Agents(_) => "agents",
             Command::TagProxy(_) => "tag-proxy",
         };
         (name, telemetry::LogFormat::Text)
