@@ -114,12 +114,23 @@ fn findings(root: &Path, scanned: &[&str]) -> Vec<(String, &'static str)> {
         };
         let text = normalized(&text);
         for pattern in PATTERNS {
-            if text.contains(pattern) {
+            if contains_call(&text, pattern) {
                 found.push((rel.clone(), *pattern));
             }
         }
     }
     found
+}
+
+/// Whether `text` holds `pattern` as a call of its own: a match that is the tail of a longer
+/// name (`extend_from_slice(b"{...` writes bytes, it decodes nothing) does not count.
+fn contains_call(text: &str, pattern: &str) -> bool {
+    text.match_indices(pattern).any(|(at, _)| {
+        !text[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
 }
 
 fn collect(path: &Path, files: &mut Vec<PathBuf>) {
@@ -192,4 +203,21 @@ fn the_check_finds_each_way_of_decoding_a_literal() {
         !files.iter().any(|f| f.ends_with("clean.rs")),
         "clean file flagged: {found:?}"
     );
+}
+
+#[test]
+fn a_longer_name_ending_in_a_pattern_is_not_a_finding() {
+    assert!(contains_call(
+        "serde_json::from_slice(b\"{",
+        "from_slice(b\"{"
+    ));
+    assert!(contains_call("from_slice(b\"{", "from_slice(b\"{"));
+    assert!(!contains_call(
+        "out.extend_from_slice(b\"{",
+        "from_slice(b\"{"
+    ));
+    assert!(contains_call(
+        "out.extend_from_slice(b\"{x;serde_json::from_slice(b\"{",
+        "from_slice(b\"{"
+    ));
 }
