@@ -88,7 +88,15 @@ function check(s, ref, value, what, failures, seq) {
 function validateCell(cell) {
   const s = schemaFor(cell);
   const exempt = new Set(cell.exempt ?? []);
-  const records = readFileSync(cell.wire, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+  // The wire is acp-rs's one record format (acp_rpc::record): `dir` says who sent a line;
+  // records without a line (a process's start or exit) carry no message.
+  const sender = { client_to_agent: "client", agent_to_client: "agent" };
+  const records = readFileSync(cell.wire, "utf8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l))
+    .filter((r) => typeof r.line === "string")
+    .map((r) => ({ ...r, from: r.from ?? sender[r.dir] }));
   const msgs = records.map((r) => {
     let json = null;
     try {
