@@ -22,7 +22,9 @@ pub use native::{
 };
 
 /// The v2 wire: JSON-RPC 2.0 as v1's (`"jsonrpc"` required and written, notifications,
-/// numeric request ids).
+/// numeric request ids), and batches answered (of at most [`acp_rpc::DEFAULT_MAX_BATCH`]
+/// messages; v1 refuses them, as the official SDKs do): the v2 draft's conformance suite
+/// requires an agent to answer one as JSON-RPC 2.0 says. Neither side ever sends one.
 pub fn framing() -> acp_rpc::Framing {
-    acp_rpc::Framing::default()
+    acp_rpc::Framing::default().answer_batches(acp_rpc::DEFAULT_MAX_BATCH)
 }

@@ -109,7 +109,8 @@
 //! | --- | --- |
 //! | malformed JSON, invalid UTF-8 | `-32700`, `id: null` |
 //! | valid JSON that is not a message (wrong types, no method and no result/error, `jsonrpc` missing, null or non-integer/string request id, named exactly as sent) | `-32600`, `id: null` |
-//! | a batch (JSON array) | `-32600`, `id: null`, "batches are not supported" (like the official TypeScript SDK) |
+//! | a batch (JSON array), batches off (v1, legacy) | `-32600`, `id: null`, "batches are not supported" (like the official SDKs) |
+//! | a batch, batches on (v2): empty, or over the bound | `-32600`, `id: null` (see [Batches](#batches)) |
 //! | a line longer than the limit | `-32600`, `id: null` |
 //! | unknown method | `-32601` with the request's id (unknown notification: logged, ignored) |
 //! | params that do not deserialize ([`Params::parse`](crate::Params::parse)) | `-32602`, `data: {"field", "message"}` |
@@ -132,6 +133,35 @@
 //! re-export it as their `Error`). `acp_types::v1::Error` is the schema's error object, data
 //! inside a message (with unknown fields kept); the two convert with `From` (feature `v1`,
 //! which acp-agent and acp-client turn on).
+//!
+//! # Batches
+//!
+//! JSON-RPC 2.0 lets a line hold an array of messages, a batch. Whether one is answered is
+//! a knob of the wire, [`Framing::batches`](crate::Framing::batches): off by default, and
+//! so on v1 and the legacy dialects, where a batch gets one `-32600` "batches are not
+//! supported" (the official Rust and TypeScript SDKs refuse it the same way); on with a
+//! bound ([`DEFAULT_MAX_BATCH`](crate::DEFAULT_MAX_BATCH), 128) in draft v2's framing,
+//! which acp-dialects' v2 sides use, so a connection answers batches exactly when v2 was
+//! negotiated (the v2 draft's conformance suite requires an agent to). With batches on:
+//!
+//! * Each element is handled as if it had come on a line of its own, in array order
+//!   (requests concurrently as usual, notifications in order, a response delivered to its
+//!   caller; `$/cancel_request` works on a batch's requests).
+//! * The answers to its requests leave together, one array on one line, once the last of
+//!   them is answered (in any order; match them by id). Notifications and responses get
+//!   none, and a batch of only those is answered with nothing at all, never `[]`.
+//! * An element that is not a message gets its own error in the array (`-32600`, `id:
+//!   null`, or the request's id when it has a usable one); a nested array is such an
+//!   element.
+//! * A line that is not JSON gets one `-32700`; an empty array one `-32600`; an array of
+//!   more elements than the bound one `-32600` that names both counts, and none of its
+//!   elements is handled. The elements past the bound are only counted, never kept, so a
+//!   line of millions of tiny elements costs no more memory than its own bytes.
+//! * A batch's requests are admitted like lone ones
+//!   ([`Config::max_unanswered_requests`](crate::Config::max_unanswered_requests)); its
+//!   answers wait in the batch until the last, so a batch holds at most its bound of them.
+//!
+//! This crate never sends a batch: every message it writes is a line of its own.
 //!
 //! # Limits and backpressure
 //!

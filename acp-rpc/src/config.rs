@@ -10,7 +10,7 @@ use crate::tap::WireTap;
 /// Default maximum size of one message (one line), 64 MiB.
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 * 1024 * 1024;
 
-pub use crate::framing::Framing;
+pub use crate::framing::{DEFAULT_MAX_BATCH, Framing};
 
 /// Everything configurable about a connection. Build with `Config::default()` and the
 /// `with_*` methods.

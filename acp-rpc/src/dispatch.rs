@@ -39,6 +39,8 @@ pub(crate) enum Ordered {
 }
 
 pub(crate) struct RequestTask {
+    /// Its batch, when it came in one: the answer goes there (see `reader::batch`).
+    pub(crate) batch: Option<crate::reader::batch::Member>,
     /// Sequential mode: the predecessor's end, awaited before anything else.
     pub(crate) after: Option<oneshot::Receiver<()>>,
     /// Sequential mode: dropped when this task ends, releasing the successor.
@@ -152,6 +154,10 @@ impl RequestTask {
         if self.shared.is_closed() {
             slot.release();
             return;
+        }
+        if let Some(member) = self.batch.take() {
+            member.answer(&id, result, written).await;
+            return slot.release();
         }
         let framing = &self.shared.config.framing;
         let msg = match result {

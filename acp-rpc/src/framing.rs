@@ -24,7 +24,19 @@ pub struct Framing {
     /// The id of the first outgoing request; later ones count up from it. Default `1`; the
     /// legacy dialects' peers count from `0`.
     pub first_request_id: i64,
+    /// Whether JSON-RPC batches (a line holding an array of messages) are answered, and
+    /// how many messages one may hold. `None` (the default, v1's and the legacy dialects'):
+    /// a batch is refused with one `-32600`, as the official SDKs refuse it. `Some(max)`
+    /// (draft v2's): a batch is answered as JSON-RPC 2.0 says, one array of the answers to
+    /// its requests; one of more than `max` messages is refused whole with one `-32600`
+    /// (see the `concepts` docs, "Batches"). Batches are only ever received: this crate
+    /// never sends one.
+    pub batches: Option<usize>,
 }
+
+/// The bound on a batch's messages that [`Framing::answer_batches`] callers use by default
+/// (draft v2's framing does).
+pub const DEFAULT_MAX_BATCH: usize = 128;
 
 impl Default for Framing {
     fn default() -> Self {
@@ -34,6 +46,7 @@ impl Default for Framing {
             omit_null_params: false,
             notifications: true,
             first_request_id: 1,
+            batches: None,
         }
     }
 }
@@ -67,6 +80,12 @@ impl Framing {
     #[must_use]
     pub fn first_request_id(mut self, id: i64) -> Self {
         self.first_request_id = id;
+        self
+    }
+    /// Sets [`Framing::batches`]: answer batches of at most `max` messages (at least 1).
+    #[must_use]
+    pub fn answer_batches(mut self, max: usize) -> Self {
+        self.batches = Some(max.max(1));
         self
     }
 }

@@ -66,7 +66,7 @@ mod write_side;
 mod writer;
 
 pub use codec::{Frame, LineCodec, LineReader};
-pub use config::{Config, DEFAULT_MAX_MESSAGE_SIZE, Framing};
+pub use config::{Config, DEFAULT_MAX_BATCH, DEFAULT_MAX_MESSAGE_SIZE, Framing};
 pub use connection::Connection;
 pub use error::{CloseReason, Error, ErrorCode};
 pub use handler::{

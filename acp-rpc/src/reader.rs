@@ -30,6 +30,8 @@ use crate::outgoing::{CANCEL_METHOD, CancelParams, Peer};
 use crate::state::{ClosedWatch, InFlightRequest, Pending, Shared, lock};
 use crate::tap::{Direction, TapEvent};
 
+pub(crate) mod batch;
+
 const READ_CHUNK: usize = 64 * 1024;
 /// A read buffer grown past this (by a large line) is replaced by a small one once the
 /// line is gone.
@@ -51,6 +53,8 @@ struct Reader {
     /// With [`Config::sequential_requests`](crate::Config::sequential_requests): resolves
     /// when the handler of the last request received has returned.
     last_request_done: Option<oneshot::Receiver<()>>,
+    /// The batch whose elements are being read: answers go into it (see [`batch`]).
+    batch: Option<Arc<batch::Batch>>,
 }
 
 impl Reader {
@@ -68,6 +72,7 @@ impl Reader {
             notifications_received: 0,
             arrivals: 0,
             last_request_done: None,
+            batch: None,
         }
     }
 }
@@ -240,6 +245,9 @@ impl Reader {
     async fn reply(&self, id: Option<&RequestId>, result: Result<Box<RawValue>, Error>) {
         let mut buf = Vec::with_capacity(128);
         write_response(&mut buf, &self.shared.config.framing, id, &result);
+        if let Some(batch) = &self.batch {
+            return batch.add(&buf);
+        }
         crate::observe::sent(&self.shared.config, MessageKind::Response, None, id, &buf);
         let _ = self.shared.send(buf).await;
     }
@@ -294,6 +302,16 @@ impl Reader {
             crate::otel::incoming_notification(run.tracing_span(), crate::otel::extract(params));
             return self.enqueue_notification(run).await;
         }
+        if let Some(max) = self.shared.config.framing.batches
+            && batch::is_batch(line)
+        {
+            return self.on_batch(line, max).await;
+        }
+        self.on_message(line).await
+    }
+
+    /// One message, parsed the ordinary way: a line, or an element of a batch.
+    async fn on_message(&mut self, line: &str) {
         match parse_line(line, &self.shared.config.framing) {
             Ok(Parsed::Request(req)) => {
                 let (kind, size) = (MessageKind::Request, line.len());
@@ -628,6 +646,7 @@ impl Reader {
             (None, None)
         };
         let task = RequestTask {
+            batch: self.batch.as_ref().map(batch::Batch::member),
             after,
             _done: done,
             shared: self.shared.clone(),

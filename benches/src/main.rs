@@ -26,6 +26,7 @@ mod store;
 mod pg;
 mod table;
 mod trace;
+mod v2;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,6 +54,7 @@ usage: acp-bench [options]
        acp-bench trace [options]   (the acp trace proxy's overhead; acp-bench trace --help)
        acp-bench serve [options]   (acp serve with metrics and dashboard on vs off)
        acp-bench floor [options]   (a line's round trip, blocking vs tokio: b's floor)
+       acp-bench v2 [options]      (a and b over draft v2 beside v1, ours; in process)
        acp-bench remote [options]  (a and b over WebSocket and Streamable HTTP, ours and the
                                    official http crate's, and 1,000 idle connections)
   --runs N          runs per scenario and implementation; medians are reported (default 5)
@@ -238,6 +240,9 @@ fn main() -> ExitCode {
     }
     if args.first().map(String::as_str) == Some("serve") {
         return serve::main(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("v2") {
+        return v2::main(&args[1..]);
     }
     if args.first().map(String::as_str) == Some("dialects") {
         return dialects::main(&args[1..]);

@@ -1,0 +1,287 @@
+//! `acp-bench v2`: scenarios a and b over draft protocol v2 beside v1, in one run, both ours,
+//! in process over `tokio::io::duplex` (as `dialects` is measured).
+//!
+//! * a: one prompt whose agent streams `n` `agent_message_chunk` updates before answering
+//!   (v1: `session/prompt` answered with its stop reason; v2: answered with the inserted
+//!   `messageId`, the updates carrying a `messageId` each).
+//! * b: one prompt whose agent makes `n` requests of the client one after the other. v1 calls
+//!   `fs/read_text_file` (scenario b of the main table); v2 has no `fs/*`, so its agent calls
+//!   `session/request_permission`, v2's agent-to-client request, answered with the allow
+//!   option.
+//!
+//! ```text
+//! acp-bench v2 [--chunks N] [--requests N] [--runs R]   # default 200,000 / 20,000, median of 5
+//! ```
+//!
+//! The official crate's v2 side (`agent-client-protocol` 5.2.0 with `unstable_protocol_v2`)
+//! has no column here yet.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use acp_agent::v2 as agent2;
+use acp_agent::v2::types as v2;
+use acp_client::v2 as client2;
+use acp_rpc::Error;
+
+use crate::jobs::{AgentSide, run_job};
+use crate::msg::{ALLOW_OPTION, CWD, ChunkCheck, Job, REJECT_OPTION, Report, session_id};
+use crate::plan::{ClientSide, Outcome, Plan, run_plan};
+
+/// Parses the arguments and prints each scenario's v1 and v2 figures and their ratio.
+pub fn main(args: &[String]) -> ExitCode {
+    let (mut chunks, mut requests, mut runs) = (200_000u64, 20_000u64, 5usize);
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let value = args.next().and_then(|v| v.parse::<u64>().ok());
+        match (arg.as_str(), value) {
+            ("--chunks", Some(n)) => chunks = n,
+            ("--requests", Some(n)) => requests = n,
+            ("--runs", Some(n)) => runs = n.max(1) as usize,
+            _ => {
+                eprintln!("usage: acp-bench v2 [--chunks N] [--requests N] [--runs R]");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let runtime = crate::runtime();
+    println!("scenario\tours v1 (median of {runs})\tours v2\tv2/v1 time");
+    let scenarios = [
+        ("a: chunks/s", Job::Stream { n: chunks }, chunks),
+        ("b: requests/s", Job::Sequential { n: requests }, requests),
+    ];
+    for (name, job, n) in scenarios {
+        let mut v1 = Vec::new();
+        let mut v2 = Vec::new();
+        // Interleaved, so drift of the machine's load falls on both columns alike.
+        for _ in 0..runs {
+            for (rates, version) in [(&mut v1, 1), (&mut v2, 2)] {
+                let outcome = match version {
+                    1 => runtime.block_on(crate::ours::over_duplex(Plan::Job(job))),
+                    _ => runtime.block_on(over_duplex_v2(Plan::Job(job))),
+                };
+                match outcome.and_then(|o| check(o, job, n)) {
+                    Ok(secs) => rates.push(n as f64 / secs),
+                    Err(e) => {
+                        eprintln!("{name} v{version}: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+        }
+        let (m1, m2) = (median(&mut v1), median(&mut v2));
+        println!("{name}\t{m1:.0}\t{m2:.0}\t{:.3}", m1 / m2);
+    }
+    ExitCode::SUCCESS
+}
+
+fn median(rates: &mut [f64]) -> f64 {
+    rates.sort_by(f64::total_cmp);
+    rates[rates.len() / 2]
+}
+
+/// The run's seconds, once its counts are right.
+fn check(outcome: Outcome, job: Job, n: u64) -> Result<f64, String> {
+    if let Job::Stream { .. } = job
+        && (outcome.chunks.0 != n || outcome.chunks.1 != 0)
+    {
+        return Err(format!(
+            "{} chunks in order and {} wrong, of {n}",
+            outcome.chunks.0, outcome.chunks.1
+        ));
+    }
+    if outcome.report.errors != 0 {
+        return Err(format!(
+            "{} errors in the agent's job",
+            outcome.report.errors
+        ));
+    }
+    Ok(outcome.elapsed.as_secs_f64())
+}
+
+/// Runs `plan` against the v2 bench agent in this process over `tokio::io::duplex`.
+pub async fn over_duplex_v2(plan: Plan) -> Result<Outcome, String> {
+    let start = Instant::now();
+    let (agent_end, client_end) = tokio::io::duplex(crate::DUPLEX_BUFFER);
+    let (read, write) = tokio::io::split(agent_end);
+    let agent = agent2::serve(BenchAgentV2::default(), read, write);
+    let check = Arc::new(ChunkCheck::default());
+    let (read, write) = tokio::io::split(client_end);
+    let client = BenchClientV2 {
+        check: check.clone(),
+    };
+    let conn = client2::connect(client, read, write);
+    let outcome = run_plan(conn.agent(), &check, plan, start).await;
+    conn.close();
+    agent.close();
+    outcome
+}
+
+/// The v2 benchmark agent: runs the prompt's job, answers with the inserted message's id
+/// and the job's report in `_meta`.
+#[derive(Default)]
+struct BenchAgentV2 {
+    next: std::sync::atomic::AtomicU64,
+}
+
+#[acp_agent::async_trait]
+impl agent2::Agent for BenchAgentV2 {
+    async fn initialize(
+        &self,
+        _p: v2::InitializeRequest,
+        _cx: &agent2::Context,
+    ) -> Result<v2::InitializeResponse, Error> {
+        Ok(v2::InitializeResponse::new(
+            2,
+            v2::Implementation::new("acp-bench", "0"),
+        ))
+    }
+
+    async fn session_new(
+        &self,
+        _p: v2::NewSessionRequest,
+        _cx: &agent2::Context,
+    ) -> Result<v2::NewSessionResponse, Error> {
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(v2::NewSessionResponse::new(session_id(n)))
+    }
+
+    async fn session_prompt(
+        &self,
+        p: v2::PromptRequest,
+        cx: &agent2::Context,
+    ) -> Result<v2::PromptResponse, Error> {
+        let job = match p.prompt.first() {
+            Some(v2::ContentBlock::Text(t)) => Job::parse(&t.text),
+            _ => None,
+        }
+        .ok_or_else(|| Error::invalid_params("the prompt is not a benchmark job"))?;
+        let side = SideV2 {
+            client: cx.client().clone(),
+            session: p.session_id.clone(),
+        };
+        let report = run_job(&side, job).await;
+        let mut response = v2::PromptResponse::new("user-1");
+        response.meta = Some(report.to_meta().into());
+        Ok(response)
+    }
+}
+
+/// A job's view of the v2 agent connection.
+#[derive(Clone)]
+struct SideV2 {
+    client: agent2::ClientHandle,
+    session: v2::SessionId,
+}
+
+impl SideV2 {
+    async fn ask_permission(&self) -> Result<bool, String> {
+        let options = [
+            v2::PermissionOption::new(ALLOW_OPTION, "Allow", v2::PermissionOptionKind::AllowOnce),
+            v2::PermissionOption::new(
+                REJECT_OPTION,
+                "Reject",
+                v2::PermissionOptionKind::RejectOnce,
+            ),
+        ];
+        let request = v2::RequestPermissionRequest::new(self.session.clone(), "bench", options);
+        let answer = self
+            .client
+            .session_request_permission(request)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(matches!(answer.outcome,
+            v2::RequestPermissionOutcome::Selected(s) if s.option_id.0 == ALLOW_OPTION))
+    }
+}
+
+impl AgentSide for SideV2 {
+    async fn chunk(&self, text: String) -> Result<(), String> {
+        let update = v2::SessionUpdate::AgentMessageChunk(v2::ContentChunk::new(
+            "agent-1",
+            v2::ContentBlock::Text(v2::TextContent::new(text)),
+        ));
+        self.client
+            .session_update(v2::UpdateSessionNotification::new(
+                self.session.clone(),
+                update,
+            ))
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// v2 has no `fs/*`: b's round trip is a permission request (see the module docs).
+    async fn read(&self, _path: String) -> Result<String, String> {
+        match self.ask_permission().await? {
+            true => Ok(String::new()),
+            false => Err("the client did not allow".into()),
+        }
+    }
+
+    async fn permission(&self) -> Result<bool, String> {
+        self.ask_permission().await
+    }
+}
+
+/// The v2 benchmark client: counts the chunks, allows every permission request.
+struct BenchClientV2 {
+    check: Arc<ChunkCheck>,
+}
+
+#[acp_client::async_trait]
+impl client2::Client for BenchClientV2 {
+    async fn session_update(&self, n: v2::UpdateSessionNotification) -> Result<(), Error> {
+        let text = match &n.update {
+            v2::SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
+                v2::ContentBlock::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            },
+            _ => None,
+        };
+        self.check.on_session_chunk(&n.session_id.0, text);
+        Ok(())
+    }
+
+    async fn session_request_permission(
+        &self,
+        p: v2::RequestPermissionRequest,
+    ) -> Result<v2::RequestPermissionResponse, Error> {
+        let allow = p
+            .options
+            .iter()
+            .find(|o| o.kind == v2::PermissionOptionKind::AllowOnce)
+            .ok_or_else(|| Error::invalid_params("no allow option"))?;
+        Ok(v2::RequestPermissionResponse::new(
+            v2::RequestPermissionOutcome::Selected(v2::SelectedPermissionOutcome::new(
+                allow.option_id.clone(),
+            )),
+        ))
+    }
+}
+
+impl ClientSide for client2::AgentHandle {
+    async fn initialize(&self) -> Result<(), String> {
+        let request = v2::InitializeRequest::new(2, v2::Implementation::new("acp-bench", "0"));
+        client2::AgentHandle::initialize(self, request)
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    async fn new_session(&self) -> Result<String, String> {
+        client2::AgentHandle::session_new(self, v2::NewSessionRequest::new(CWD))
+            .await
+            .map(|r| r.session_id.0)
+            .map_err(|e| e.to_string())
+    }
+
+    async fn prompt(&self, session: &str, job: Job) -> Result<Report, String> {
+        let text = v2::ContentBlock::Text(v2::TextContent::new(job.to_text()));
+        let request = v2::PromptRequest::new(session, [text]);
+        let response = client2::AgentHandle::session_prompt(self, request)
+            .await
+            .map_err(|e| e.to_string())?;
+        Report::from_meta(response.meta.as_deref()).ok_or_else(|| "no report in the answer".into())
+    }
+}
