@@ -73,9 +73,13 @@ impl Shared {
 /// The v2 agent the client sees; every call becomes v1 calls to the agent on the pair.
 type V2Agent = LegacyEnd<Shared, ClientHandle>;
 
-/// A v2 session request's fields as v1's (`cwd`, `mcpServers`, `additionalDirectories`).
+/// A v2 session request's fields as v1's (`cwd`, `mcpServers`, `additionalDirectories`):
+/// v2 leaves an empty `mcpServers` out, v1 requires it.
 fn session_fields<T: serde::Serialize>(request: &T) -> Value {
     let mut v = json_of(request);
+    if v["mcpServers"].is_null() {
+        v["mcpServers"] = json!([]);
+    }
     mcp_servers_to_v1(&mut v["mcpServers"]);
     if let Some(o) = v.as_object_mut() {
         o.remove("replayFrom");
