@@ -23,7 +23,7 @@
 //! | --- | --- |
 //! | `initialize` | `initialize` with `protocolVersion` 1, `clientInfo` from `info`, `fs` when [`crate::AdapterOptions::fs`] is set, `terminal` with [`crate::AdapterOptions::local_terminals`], `auth.terminal` and `elicitation` as the client offers; the answer: `info` from `agentInfo`, capability flags as v2 markers (`true` is `{}`), `mcp.stdio` always, auth methods tagged (`type: agent`, `methodId`) |
 //! | `auth/login`, `auth/logout` | `authenticate`, `logout` (refused `-32601` when the agent does not advertise `auth.logout`) |
-//! | `session/new` | `session/new`; the answer's `modes` become a `select` config option of category `mode`, id `mode` (unless the agent has one of its own) |
+//! | `session/new` | `session/new`; the answer's `modes` become a `select` config option of category `mode`, id `mode`, marked `_meta["acp-rs/v1Modes"]` (unless the agent has one of its own) |
 //! | `session/resume` with `replayFrom` | `session/load`: the replay reaches the client as v2 updates before the answer |
 //! | `session/resume` without it | `session/resume` when advertised, else `session/load` with its replay held back |
 //! | `session/list`, `session/close`, `session/delete` | the same v1 method (`session/close` to an agent without it only forgets the session) |
@@ -52,7 +52,7 @@
 //! | --- | --- |
 //! | `initialize` | `initialize` with `protocolVersion` 2; the answer: `loadSession`, `session/list`, `resume`, `close` and `logout` always (v2 agents serve them), v2 markers as flags |
 //! | `authenticate`, `logout` | `auth/login`, `auth/logout` |
-//! | `session/new` | `session/new`; a `select` config option of category `mode` is also given as v1 `modes` |
+//! | `session/new` | `session/new`; a `select` config option of category `mode` is also given as v1 `modes`, and one marked `_meta["acp-rs/v1Modes"]` (a v1 agent's modes behind a second translation) only as `modes` |
 //! | `session/load` | `session/resume` with `replayFrom: start`; the replay reaches the client as v1 updates before the answer |
 //! | `session/resume`, `session/list`, `session/close`, `session/delete`, `session/set_config_option` | the same v2 method (`systemPrompt` is not sent: v2 has none) |
 //! | `session/set_mode` | `session/set_config_option` on the mode option; refused `-32601` when the session has none |
@@ -68,7 +68,7 @@
 //! | `tool_call_content_chunk` | `tool_call_update` with the content so far |
 //! | a `diff` content | the v1 diff again when it came from v1 (`_meta["acp-rs/v1Diff"]`), else a text block with its patch (or its list of changes): a v1 diff needs the new text, which v2 does not send |
 //! | `plan_update` | `plan` with its entries |
-//! | `config_option_update` | the same, and `current_mode_update` when the mode option changed |
+//! | `config_option_update` | the same when the options a v1 client sees changed (an option made of v1 modes left out), and `current_mode_update` when the mode option changed |
 //! | `available_commands_update` | the same, untagged |
 //! | `session_info_update`, `usage_update`, `notice`, `compaction_update`, `compaction_summary_chunk` | the same |
 //! | `session/request_permission` | the same; a `tool_call` subject is the tool call, a `command` subject an `execute` tool call with the command and `cwd` as `rawInput`, the request's `title` the tool call's title |

@@ -16,6 +16,10 @@ pub(crate) const V1_DIFF_META: &str = "acp-rs/v1Diff";
 /// The id of the config option a v1 agent's modes are shown as to a v2 client.
 pub(crate) const MODE_OPTION: &str = "mode";
 
+/// The `_meta` key that marks the config option made of a v1 agent's modes, so that a v1
+/// client on the other side of a second translation gets modes back, not a new option.
+pub(crate) const V1_MODES_META: &str = "acp-rs/v1Modes";
+
 /// `value` as JSON (what every generated type serializes to without failing).
 pub(crate) fn json_of<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
@@ -205,7 +209,19 @@ pub(crate) fn mode_option(modes: &Value) -> Value {
         "type": "select",
         "currentValue": modes.get("currentModeId"),
         "options": options,
+        "_meta": { V1_MODES_META: true },
     })
+}
+
+/// The config options a v1 client sees: all but one made of a v1 agent's modes (which it
+/// gets as modes).
+pub(crate) fn v1_facing(options: &[Value]) -> Vec<Value> {
+    let made_of_modes = |o: &Value| o["_meta"][V1_MODES_META] == json!(true);
+    options
+        .iter()
+        .filter(|o| !made_of_modes(o))
+        .cloned()
+        .collect()
 }
 
 /// The config options a v2 client sees for a v1 session: the agent's own, plus its modes as

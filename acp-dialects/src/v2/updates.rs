@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::map::{
     commands_to_v1, commands_to_v2, content_to_v1, content_to_v2, map_content, modes_of,
-    options_with_modes,
+    options_with_modes, v1_facing,
 };
 
 /// Why an update was not passed on (logged at `warn` with the session and the kind).
@@ -118,6 +118,8 @@ impl ToV2 {
 pub(crate) struct ToV1 {
     /// The id of the agent's mode config option and the current mode shown.
     pub(crate) mode: Option<(String, Value)>,
+    /// The config options the v1 client was last shown.
+    shown_config: Option<Vec<Value>>,
     /// The tool calls shown, with their content so far.
     tools: HashMap<String, Vec<Value>>,
     /// The messages shown (chunks or whole).
@@ -133,6 +135,14 @@ impl ToV1 {
         let (id, modes) = modes_of(options)?;
         self.mode = Some((id, modes["currentModeId"].clone()));
         Some(modes)
+    }
+
+    /// The config options the v1 client is shown for `options` ([`v1_facing`]), recorded as
+    /// shown.
+    pub(crate) fn shown(&mut self, options: &[Value]) -> Vec<Value> {
+        let facing = v1_facing(options);
+        self.shown_config = Some(facing.clone());
+        facing
     }
 
     /// A v2 update (as JSON, not a `state_update`) as the v1 updates (as JSON) the client
@@ -171,7 +181,12 @@ impl ToV1 {
                 let before = self.mode.as_ref().map(|(_, current)| current.clone());
                 let options = u["configOptions"].as_array().cloned().unwrap_or_default();
                 self.config(&options);
-                let mut out = vec![u];
+                let mut out = Vec::new();
+                let facing = v1_facing(&options);
+                if self.shown_config.as_ref() != Some(&facing) {
+                    u["configOptions"] = json!(self.shown(&options));
+                    out.push(u);
+                }
                 match (&self.mode, before) {
                     (Some((_, now)), Some(before)) if *now != before => out.push(
                         json!({"sessionUpdate": "current_mode_update", "currentModeId": now}),
@@ -325,6 +340,34 @@ mod tests {
         assert_eq!(
             out[1],
             json!({"sessionUpdate": "current_mode_update", "currentModeId": "b"})
+        );
+    }
+
+    #[test]
+    fn modes_round_trip_through_both_translations_as_modes() {
+        let modes = json!({"currentModeId": "a", "availableModes": [{"id": "a", "name": "A"}, {"id": "b", "name": "B"}]});
+        let model = json!({"configId": "model", "name": "Model", "type": "select", "currentValue": "x",
+            "options": [{"value": "x", "name": "X"}]});
+        let mut to_v2 = ToV2 {
+            modes: Some(modes),
+            config: vec![model.clone()],
+            ..ToV2::default()
+        };
+        let mut to_v1 = ToV1::default();
+        let options = to_v2.options();
+        assert!(to_v1.config(&options).is_some(), "the v1 client gets modes");
+        assert_eq!(
+            to_v1.shown(&options),
+            vec![model],
+            "and no option made of them"
+        );
+        let changed = to_v2
+            .update(json!({"sessionUpdate": "current_mode_update", "currentModeId": "b"}))
+            .unwrap();
+        assert_eq!(
+            to_v1.update(changed).unwrap(),
+            vec![json!({"sessionUpdate": "current_mode_update", "currentModeId": "b"})],
+            "an unchanged option list is not shown again"
         );
     }
 
