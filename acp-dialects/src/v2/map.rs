@@ -213,6 +213,26 @@ pub(crate) fn mode_option(modes: &Value) -> Value {
     })
 }
 
+/// A v1 config option as v2's: v1's `id` is v2's `configId`.
+pub(crate) fn option_to_v2(mut option: Value) -> Value {
+    if let Some(o) = option.as_object_mut()
+        && let Some(id) = o.remove("id")
+    {
+        o.insert("configId".into(), id);
+    }
+    option
+}
+
+/// A v2 config option as v1's: v2's `configId` is v1's `id`.
+pub(crate) fn option_to_v1(mut option: Value) -> Value {
+    if let Some(o) = option.as_object_mut()
+        && let Some(id) = o.remove("configId")
+    {
+        o.insert("id".into(), id);
+    }
+    option
+}
+
 /// The config options a v1 client sees: all but one made of a v1 agent's modes (which it
 /// gets as modes).
 pub(crate) fn v1_facing(options: &[Value]) -> Vec<Value> {
@@ -429,5 +449,40 @@ mod tests {
         assert_eq!(back, modes);
         // An agent's own mode option is not doubled.
         assert_eq!(options_with_modes(&options, Some(&modes)).len(), 1);
+    }
+}
+
+#[cfg(test)]
+mod round_trip {
+    use super::*;
+    use acp_types::{v1, v2};
+
+    /// A v1 agent's model option through both translations, typed at every step.
+    #[test]
+    fn a_v1_model_option_survives_v2_and_back() {
+        let option = json!({"id": "model", "name": "Model", "category": "model", "type": "select",
+            "currentValue": "fast", "options": [{"value": "fast", "name": "Fast"}]});
+        let v1_answer: v1::NewSessionResponse =
+            serde_json::from_value(json!({"sessionId": "s", "configOptions": [option]})).unwrap();
+        let to_v2: Vec<Value> = json_of(&v1_answer)["configOptions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .cloned()
+            .map(option_to_v2)
+            .collect();
+        let v2_answer: v2::NewSessionResponse =
+            recast(json!({"sessionId": "s", "configOptions": to_v2}), "v2").unwrap();
+        assert_eq!(v2_answer.config_options.len(), 1);
+        let back: Vec<Value> = json_of(&v2_answer)["configOptions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .cloned()
+            .map(option_to_v1)
+            .collect();
+        let v1_again: v1::NewSessionResponse =
+            recast(json!({"sessionId": "s", "configOptions": back}), "v1").unwrap();
+        assert_eq!(v1_again, v1_answer);
     }
 }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::map::{
     commands_to_v1, commands_to_v2, content_to_v1, content_to_v2, map_content, modes_of,
-    options_with_modes, v1_facing,
+    option_to_v1, option_to_v2, options_with_modes, v1_facing,
 };
 
 /// Why an update was not passed on (logged at `warn` with the session and the kind).
@@ -60,7 +60,8 @@ impl ToV2 {
 
     /// The config options the v2 client sees (the agent's own and its modes).
     pub(crate) fn options(&self) -> Vec<Value> {
-        options_with_modes(&self.config, self.modes.as_ref())
+        let own: Vec<Value> = self.config.iter().cloned().map(option_to_v2).collect();
+        options_with_modes(&own, self.modes.as_ref())
     }
 
     /// A v1 update (as JSON) as the v2 update (as JSON) the client gets.
@@ -140,7 +141,7 @@ impl ToV1 {
     /// The config options the v1 client is shown for `options` ([`v1_facing`]), recorded as
     /// shown.
     pub(crate) fn shown(&mut self, options: &[Value]) -> Vec<Value> {
-        let facing = v1_facing(options);
+        let facing: Vec<Value> = v1_facing(options).into_iter().map(option_to_v1).collect();
         self.shown_config = Some(facing.clone());
         facing
     }
@@ -182,7 +183,8 @@ impl ToV1 {
                 let options = u["configOptions"].as_array().cloned().unwrap_or_default();
                 self.config(&options);
                 let mut out = Vec::new();
-                let facing = v1_facing(&options);
+                let facing: Vec<Value> =
+                    v1_facing(&options).into_iter().map(option_to_v1).collect();
                 if self.shown_config.as_ref() != Some(&facing) {
                     u["configOptions"] = json!(self.shown(&options));
                     out.push(u);
@@ -346,7 +348,7 @@ mod tests {
     #[test]
     fn modes_round_trip_through_both_translations_as_modes() {
         let modes = json!({"currentModeId": "a", "availableModes": [{"id": "a", "name": "A"}, {"id": "b", "name": "B"}]});
-        let model = json!({"configId": "model", "name": "Model", "type": "select", "currentValue": "x",
+        let model = json!({"id": "model", "name": "Model", "type": "select", "currentValue": "x",
             "options": [{"value": "x", "name": "X"}]});
         let mut to_v2 = ToV2 {
             modes: Some(modes),

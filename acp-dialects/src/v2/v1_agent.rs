@@ -298,7 +298,7 @@ impl Agent for V2Agent {
         let request = json_of(&p);
         let is_mode = request["configId"] == MODE_OPTION
             && self.with(&id, |s| {
-                s.modes.is_some() && !s.config.iter().any(|o| o["configId"] == MODE_OPTION)
+                s.modes.is_some() && !s.config.iter().any(|o| o["id"] == MODE_OPTION)
             });
         if is_mode {
             let mode = request["value"].clone();
