@@ -22,6 +22,9 @@ pub struct AgentSpec {
     pub command: Vec<OsString>,
     /// Dialects to offer, in order (all compiled ones when empty).
     pub dialects: Vec<Dialect>,
+    /// The protocol version pinned with `--protocol` (only the built-in agent speaks 2,
+    /// through the v1<->v2 translation); `None`: 1.
+    pub protocol: Option<u16>,
     /// How long each dialect probe waits for the agent's answer.
     pub timeout: Duration,
     /// The working directory of the session (and of the agent process).
@@ -50,6 +53,9 @@ pub struct Link {
     pub init: InitializeResponse,
     /// The dialect spoken.
     pub dialect: Dialect,
+    /// The protocol version on the wire: 1, or 2 for the built-in agent behind the
+    /// v1<->v2 translation.
+    pub protocol: u16,
     process: Option<AgentProcess>,
     builtin: Option<tokio::task::JoinHandle<()>>,
     /// A remote agent's transport, done once its goodbye went out.
@@ -57,6 +63,16 @@ pub struct Link {
 }
 
 impl Link {
+    /// What the header says is spoken: the dialect, or `v2` for the built-in agent behind the
+    /// v1<->v2 translation.
+    pub fn spoken(&self) -> String {
+        if self.protocol == 2 {
+            "v2, the built-in v1 agent through the v1<->v2 translation".to_owned()
+        } else {
+            self.dialect.to_string()
+        }
+    }
+
     /// The agent handle.
     pub fn agent(&self) -> &AgentHandle {
         self.connection.agent()
@@ -95,10 +111,24 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
     if !spec.dialects.is_empty() {
         options = options.with_dialects(spec.dialects.clone());
     }
+    let builtin_only = spec.command.is_empty()
+        && spec.remote.is_none()
+        && spec.dialects.is_empty()
+        && spec.store.is_none();
+    if spec.protocol == Some(2) && !builtin_only {
+        return Err(
+            "--protocol 2 reaches only the built-in agent (without --store, --dialect or --url): \
+             v2 with other agents is not negotiated by acp chat yet"
+                .to_owned(),
+        );
+    }
     if let Some(remote) = &spec.remote {
         return connect_remote(remote, client, options).await;
     }
     let Some((program, args)) = spec.command.split_first() else {
+        if spec.protocol == Some(2) {
+            return connect_builtin_v2(client, spec).await;
+        }
         if spec.dialects.is_empty() && spec.store.is_none() {
             return connect_builtin(client, spec.timeout).await;
         }
@@ -132,6 +162,7 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
             .map_err(|e| format!("the built-in agent: {e}"))?;
         return Ok(Link {
             dialect: negotiated.dialect,
+            protocol: 1,
             connection: negotiated.connection,
             init: negotiated.initialize,
             process: None,
@@ -144,6 +175,7 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
     match process.negotiate(client, options).await {
         Ok(negotiated) => Ok(Link {
             dialect: negotiated.dialect,
+            protocol: 1,
             connection: negotiated.connection,
             init: negotiated.initialize,
             process: Some(process),
@@ -196,6 +228,41 @@ async fn connect_builtin(client: CliClient, timeout: Duration) -> Result<Link, S
     .map_err(|e| format!("the built-in agent: {e}"))?;
     Ok(Link {
         dialect: Dialect::V1,
+        protocol: 1,
+        connection,
+        init,
+        process: None,
+        builtin: Some(builtin),
+        remote: None,
+    })
+}
+
+/// The built-in v1 agent served as v2 (`acp_agent::v2::serve_v1`) and the chat's v1 client
+/// driving it (`acp_client::v2::connect_v1`), the two translations meeting on a byte pipe in
+/// v2. The translation runs no terminals for the agent (starting processes is the chat
+/// client's decision, which v2 cannot carry), so the agent's terminal step says the client
+/// offers none.
+async fn connect_builtin_v2(client: CliClient, spec: &AgentSpec) -> Result<Link, String> {
+    let (client_side, agent_side) = tokio::io::duplex(1 << 20);
+    let (agent_read, agent_write) = tokio::io::split(agent_side);
+    let options = acp_agent::legacy::AdapterOptions::default().with_cwd(spec.cwd.clone());
+    let served = acp_agent::v2::serve_v1(BuiltinAgent::default(), agent_read, agent_write, options);
+    let builtin = tokio::spawn(async move {
+        served.closed().await;
+    });
+    let (read, write) = tokio::io::split(client_side);
+    let options = acp_agent::legacy::AdapterOptions::default();
+    let connection = acp_client::v2::connect_v1(client, read, write, options);
+    let init = tokio::time::timeout(
+        spec.timeout,
+        connection.agent().initialize(proto::initialize_request()),
+    )
+    .await
+    .map_err(|_| "the built-in agent did not answer initialize".to_owned())?
+    .map_err(|e| format!("the built-in agent over v2: {e}"))?;
+    Ok(Link {
+        dialect: Dialect::V1,
+        protocol: 2,
         connection,
         init,
         process: None,
@@ -220,6 +287,7 @@ async fn connect_remote(
         .map_err(|e| format!("{}: {e}", remote.url))?;
     Ok(Link {
         dialect: negotiated.dialect,
+        protocol: 1,
         connection: negotiated.connection,
         init: negotiated.initialize,
         process: None,

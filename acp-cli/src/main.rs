@@ -98,6 +98,11 @@ struct AgentArgs {
     /// Seconds each dialect probe waits for the agent's answer.
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
+    /// The protocol version to speak with the built-in agent: 1, or 2 (the built-in v1
+    /// agent served as v2 through acp-dialects' v1<->v2 translation, and the chat's v1
+    /// client driving it through the other direction). Default: 1.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=2))]
+    protocol: Option<u16>,
     /// Working directory of the session and the agent (default: the current one).
     #[arg(long)]
     cwd: Option<PathBuf>,
@@ -260,6 +265,7 @@ impl AgentArgs {
             store: self.store,
             command: self.agent,
             dialects: self.dialect,
+            protocol: self.protocol,
             timeout: Duration::from_secs_f64(self.timeout.min(3600.0)),
             cwd: chat::working_directory(self.cwd)?,
         })

@@ -104,6 +104,11 @@ pub struct AdapterOptions {
     /// handshake, when version negotiation already sent it (the v1 `initialize` is then
     /// answered from it).
     pub handshake: Option<serde_json::Value>,
+    /// When a v1 agent serves a v2 client (feature `v2`): the translation runs the
+    /// agent's `terminal/*` commands itself and shows them to the client as v2 terminals
+    /// (v2 clients run none). Off by default: the agent's terminal calls are then refused
+    /// with `-32601`, since starting processes is the embedding application's decision.
+    pub local_terminals: bool,
 }
 
 impl AdapterOptions {
@@ -125,6 +130,13 @@ impl AdapterOptions {
     #[must_use]
     pub fn with_fs(mut self, fs: impl LocalFiles) -> Self {
         self.fs = Some(Arc::new(fs));
+        self
+    }
+
+    /// Sets [`AdapterOptions::local_terminals`].
+    #[must_use]
+    pub fn with_local_terminals(mut self, on: bool) -> Self {
+        self.local_terminals = on;
         self
     }
 

@@ -15,3 +15,25 @@ pub use acp_types::v2 as types;
 mod versions;
 
 pub use versions::{Served, VersionError, serve_versions};
+
+pub use acp_dialects::v2::Translation;
+
+/// Serves a v1 `agent` (the crate's [`crate::Agent`]) to a client that speaks v2, through
+/// acp-dialects' v1<->v2 translation (its module docs, `acp_dialects::v2`, hold the mapping
+/// and what cannot be mapped). With [`crate::legacy::AdapterOptions::local_terminals`] the
+/// translation runs the agent's terminal commands itself, and with its `fs` serves the
+/// agent's file calls (v2 clients have neither).
+pub fn serve_v1(
+    agent: impl crate::Agent,
+    reader: impl acp_dialects::Input,
+    writer: impl acp_dialects::Output,
+    options: acp_dialects::AdapterOptions,
+) -> Translation {
+    let v1_agent = |end| {
+        crate::serve_over_as(agent, None, end, acp_rpc::Config::default())
+            .client()
+            .peer()
+            .clone()
+    };
+    acp_dialects::v2::serve_v1_agent(v1_agent, reader, writer, options)
+}

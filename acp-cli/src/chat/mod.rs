@@ -136,7 +136,7 @@ async fn run_with(
     view.info(&format!(
         "connected to {} ({})",
         crate::sanitize::terminal_safe(&name),
-        link.dialect
+        link.spoken()
     ));
     let mut state = SessionState::default();
     let (session, updates) = match open_session(&link, &request, &view, &mut state).await {

@@ -7,6 +7,7 @@
 mod support;
 
 mod chains;
+mod protocol;
 mod sessions;
 mod tools;
 

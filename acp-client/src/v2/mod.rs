@@ -40,3 +40,26 @@ pub use acp_types::v2 as types;
 mod versions;
 
 pub use versions::{Connected, Offer, VersionError, connect_versions};
+
+/// Drives an agent that speaks v2 (its stdout is `reader`, its stdin `writer`) with a v1
+/// `client` (the crate's [`crate::Client`]), through acp-dialects' v1<->v2 translation, and
+/// gives back an ordinary v1 [`crate::ClientConnection`]. The mapping, and what cannot be
+/// mapped, is in `acp_dialects::v2`'s module docs.
+pub fn connect_v1<C: crate::Client>(
+    client: C,
+    reader: impl acp_dialects::Input,
+    writer: impl acp_dialects::Output,
+    options: acp_dialects::AdapterOptions,
+) -> crate::ClientConnection {
+    let mut user = None;
+    let start = |end| {
+        let conn = user.insert(crate::ClientConnection::over(
+            client,
+            end,
+            acp_rpc::Config::default(),
+        ));
+        conn.peer().clone()
+    };
+    acp_dialects::v2::drive_for_v1_client(start, reader, writer, options);
+    user.expect("the translation starts the v1 client before it returns")
+}

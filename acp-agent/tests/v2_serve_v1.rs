@@ -1,0 +1,113 @@
+//! A v1 agent (this crate's `Agent`) served to a v2 client through `v2::serve_v1`, the
+//! v1<->v2 translation of acp-dialects: a turn with a permission, an edit, a terminal
+//! command and a cancel, modes as a config option, and what v1 cannot do refused.
+#![cfg(feature = "v2")]
+
+mod v2_coder;
+
+use std::sync::Mutex;
+
+use acp_dialects::AdapterOptions;
+use acp_dialects::v2 as d2;
+use acp_types::v2 as w2;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use v2_coder::{Coder, Editor, MemFs, edit_turn, init_and_session, until_idle};
+
+struct Setup {
+    agent: d2::AgentHandle,
+    updates: mpsc::UnboundedReceiver<Value>,
+    files: MemFs,
+    _conn: d2::ClientConnection,
+}
+
+fn setup() -> Setup {
+    let (client_io, agent_io) = tokio::io::duplex(1 << 16);
+    let (ar, aw) = tokio::io::split(agent_io);
+    let files = MemFs::default();
+    let options = AdapterOptions::default()
+        .with_fs(files.clone())
+        .with_local_terminals(true)
+        .with_cwd("/");
+    acp_agent::v2::serve_v1(
+        Coder {
+            mode: Mutex::default(),
+        },
+        ar,
+        aw,
+        options,
+    );
+    let (cr, cw) = tokio::io::split(client_io);
+    let (tx, updates) = mpsc::unbounded_channel();
+    let conn = d2::connect(Editor { updates: tx }, cr, cw);
+    Setup {
+        agent: conn.agent().clone(),
+        updates,
+        files,
+        _conn: conn,
+    }
+}
+
+#[tokio::test]
+async fn a_v1_agent_completes_a_turn_with_a_permission_an_edit_and_a_terminal_for_a_v2_client() {
+    let mut s = setup();
+    edit_turn(&s.agent, &mut s.updates).await;
+    assert_eq!(s.files.0.lock().unwrap()["/w/a.txt"], "new\n");
+}
+
+#[tokio::test]
+async fn a_v2_cancel_ends_the_v1_turn_as_idle_cancelled() {
+    let mut s = setup();
+    init_and_session(&s.agent).await;
+    let prompt: w2::PromptRequest = serde_json::from_value(
+        json!({"sessionId": "s1", "prompt": [{"type": "text", "text": "wait"}]}),
+    )
+    .unwrap();
+    s.agent.session_prompt(prompt).await.unwrap();
+    // Wait until the agent runs.
+    loop {
+        let u = s.updates.recv().await.unwrap();
+        if u["sessionUpdate"] == "agent_message_chunk" {
+            break;
+        }
+    }
+    s.agent
+        .session_cancel(w2::CancelSessionNotification::new("s1"))
+        .await
+        .unwrap();
+    let seen = until_idle(&mut s.updates).await;
+    assert_eq!(seen.last().unwrap()["stopReason"], "cancelled");
+}
+
+#[tokio::test]
+async fn resume_with_replay_is_a_v1_load_whose_history_comes_first() {
+    let mut s = setup();
+    init_and_session(&s.agent).await;
+    let resume: w2::ResumeSessionRequest = serde_json::from_value(
+        json!({"sessionId": "old", "cwd": "/w", "replayFrom": {"type": "start"}}),
+    )
+    .unwrap();
+    s.agent.session_resume(resume).await.unwrap();
+    let first = s.updates.recv().await.unwrap();
+    assert_eq!(first["sessionUpdate"], "user_message_chunk");
+    assert_eq!(first["content"]["text"], "earlier question");
+    let second = s.updates.recv().await.unwrap();
+    assert_eq!(second["sessionUpdate"], "agent_message_chunk");
+}
+
+#[tokio::test]
+async fn what_v1_cannot_do_is_refused_with_method_not_found() {
+    let s = setup();
+    init_and_session(&s.agent).await;
+    let cancel: w2::CancelToolCallRequest =
+        serde_json::from_value(json!({"sessionId": "s1", "toolCallId": "t"})).unwrap();
+    let e = s.agent.tool_call_cancel(cancel).await.unwrap_err();
+    assert_eq!(e.code, acp_agent::ErrorCode::METHOD_NOT_FOUND);
+    assert!(e.message.contains("tool_call/cancel"), "{}", e.message);
+    let logout = s
+        .agent
+        .auth_logout(w2::LogoutAuthRequest::default())
+        .await
+        .unwrap_err();
+    assert!(logout.message.contains("logout"), "{}", logout.message);
+}

@@ -1,0 +1,385 @@
+//! `session/update` both ways: a v1 agent's updates as v2 upserts ([`ToV2`]), a v2
+//! agent's upserts as v1 updates ([`ToV1`]). Each keeps what one session needs to map the
+//! next update (message ids, the modes, the tool calls already shown).
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Value, json};
+
+use super::map::{
+    commands_to_v1, commands_to_v2, content_to_v1, content_to_v2, map_content, modes_of,
+    option_to_v1, option_to_v2, options_with_modes, v1_facing,
+};
+
+/// Why an update was not passed on (logged at `warn` with the session and the kind).
+pub(crate) type Dropped = String;
+
+/// One v1 session as its v2 client sees it.
+#[derive(Default)]
+pub(crate) struct ToV2 {
+    /// The v1 agent's modes (`SessionModeState`), shown as a config option.
+    pub(crate) modes: Option<Value>,
+    /// The v1 agent's own config options.
+    pub(crate) config: Vec<Value>,
+    /// The kind and id of the message the last chunk belonged to.
+    message: Option<(String, String)>,
+    seq: u64,
+    /// Tool call titles, for a permission request's title.
+    pub(crate) titles: HashMap<String, String>,
+}
+
+impl ToV2 {
+    /// A fresh message id for the session (`<prefix>-<n>`).
+    pub(crate) fn next_id(&mut self, prefix: &str) -> String {
+        self.seq += 1;
+        format!("{prefix}-{}", self.seq)
+    }
+
+    /// The id of the message a v1 chunk of `kind` without `messageId` belongs to: the
+    /// previous chunk's when it was of the same kind with nothing between, else a new one.
+    fn chunk_id(&mut self, kind: &str) -> String {
+        if let Some((k, id)) = &self.message
+            && k == kind
+        {
+            return id.clone();
+        }
+        let prefix = match kind {
+            "user_message_chunk" => "user",
+            "agent_thought_chunk" => "thought",
+            _ => "agent",
+        };
+        let id = self.next_id(prefix);
+        self.message = Some((kind.to_string(), id.clone()));
+        id
+    }
+
+    /// Ends the current message: the next chunk starts a new one (a turn's end, a tool call).
+    pub(crate) fn break_message(&mut self) {
+        self.message = None;
+    }
+
+    /// The config options the v2 client sees (the agent's own and its modes).
+    pub(crate) fn options(&self) -> Vec<Value> {
+        let own: Vec<Value> = self.config.iter().cloned().map(option_to_v2).collect();
+        options_with_modes(&own, self.modes.as_ref())
+    }
+
+    /// A v1 update (as JSON) as the v2 update (as JSON) the client gets.
+    pub(crate) fn update(&mut self, mut u: Value) -> Result<Value, Dropped> {
+        let kind = u["sessionUpdate"].as_str().unwrap_or_default().to_string();
+        match kind.as_str() {
+            "user_message_chunk" | "agent_message_chunk" | "agent_thought_chunk" => {
+                if u.get("messageId").is_none_or(Value::is_null) {
+                    u["messageId"] = json!(self.chunk_id(&kind));
+                } else {
+                    self.break_message();
+                }
+                return Ok(u);
+            }
+            "tool_call" | "tool_call_update" => {
+                u["sessionUpdate"] = json!("tool_call_update");
+                map_content(&mut u, content_to_v2);
+                if let (Some(id), Some(title)) = (u["toolCallId"].as_str(), u["title"].as_str()) {
+                    self.titles.insert(id.to_string(), title.to_string());
+                }
+            }
+            "plan" => {
+                let entries = u.get("entries").cloned().unwrap_or_else(|| json!([]));
+                u = json!({"sessionUpdate": "plan_update",
+                    "plan": {"type": "items", "planId": "plan", "entries": entries}});
+            }
+            "available_commands_update" => commands_to_v2(&mut u["availableCommands"]),
+            "current_mode_update" => {
+                let Some(modes) = &mut self.modes else {
+                    return Err("current_mode_update for a session with no modes".into());
+                };
+                modes["currentModeId"] = u["currentModeId"].clone();
+                u = json!({"sessionUpdate": "config_option_update", "configOptions": self.options()});
+            }
+            "config_option_update" => {
+                let config = u["configOptions"].as_array().cloned().unwrap_or_default();
+                self.config = config;
+                u["configOptions"] = json!(self.options());
+            }
+            "plan_update"
+            | "session_info_update"
+            | "usage_update"
+            | "notice"
+            | "compaction_update"
+            | "compaction_summary_chunk" => {}
+            other => return Err(format!("v2 has no `{other}` session update")),
+        }
+        self.break_message();
+        Ok(u)
+    }
+}
+
+/// One v2 session as its v1 client sees it.
+#[derive(Default)]
+pub(crate) struct ToV1 {
+    /// The id of the agent's mode config option and the current mode shown.
+    pub(crate) mode: Option<(String, Value)>,
+    /// The config options the v1 client was last shown.
+    shown_config: Option<Vec<Value>>,
+    /// The tool calls shown, with their content so far.
+    tools: HashMap<String, Vec<Value>>,
+    /// The messages shown (chunks or whole).
+    messages: HashSet<String>,
+    /// A v1 prompt is running (its own `user_message` echo is not shown again).
+    pub(crate) prompting: bool,
+}
+
+impl ToV1 {
+    /// Records the agent's config options (from a session's answer): the mode option, if
+    /// any, and its current value; returns v1's `SessionModeState` for it.
+    pub(crate) fn config(&mut self, options: &[Value]) -> Option<Value> {
+        let (id, modes) = modes_of(options)?;
+        self.mode = Some((id, modes["currentModeId"].clone()));
+        Some(modes)
+    }
+
+    /// The config options the v1 client is shown for `options` ([`v1_facing`]), recorded as
+    /// shown.
+    pub(crate) fn shown(&mut self, options: &[Value]) -> Vec<Value> {
+        let facing: Vec<Value> = v1_facing(options).into_iter().map(option_to_v1).collect();
+        self.shown_config = Some(facing.clone());
+        facing
+    }
+
+    /// A v2 update (as JSON, not a `state_update`) as the v1 updates (as JSON) the client
+    /// gets.
+    pub(crate) fn update(&mut self, mut u: Value) -> Result<Vec<Value>, Dropped> {
+        let kind = u["sessionUpdate"].as_str().unwrap_or_default().to_string();
+        match kind.as_str() {
+            "user_message_chunk" | "agent_message_chunk" | "agent_thought_chunk" => {
+                if let Some(id) = u["messageId"].as_str() {
+                    self.messages.insert(id.to_string());
+                }
+                Ok(vec![u])
+            }
+            "user_message" | "agent_message" | "agent_thought" => self.whole_message(&kind, u),
+            "tool_call_update" => Ok(vec![self.tool_call(u)]),
+            "tool_call_content_chunk" => {
+                let id = u["toolCallId"].as_str().unwrap_or_default().to_string();
+                let item = content_to_v1(u["content"].take());
+                let mut call = json!({"sessionUpdate": "tool_call_update", "toolCallId": id});
+                let content = self.tools.get(&id).cloned().unwrap_or_default();
+                call["content"] = json!([content, vec![item]].concat());
+                Ok(vec![self.tool_call(call)])
+            }
+            "plan_update" => {
+                if u["plan"]["type"] != "items" {
+                    return Err("a plan that is not a list of items has no v1 form".into());
+                }
+                let entries = u["plan"]["entries"].take();
+                Ok(vec![json!({"sessionUpdate": "plan", "entries": entries})])
+            }
+            "available_commands_update" => {
+                commands_to_v1(&mut u["availableCommands"]);
+                Ok(vec![u])
+            }
+            "config_option_update" => {
+                let before = self.mode.as_ref().map(|(_, current)| current.clone());
+                let options = u["configOptions"].as_array().cloned().unwrap_or_default();
+                self.config(&options);
+                let mut out = Vec::new();
+                let facing: Vec<Value> =
+                    v1_facing(&options).into_iter().map(option_to_v1).collect();
+                if self.shown_config.as_ref() != Some(&facing) {
+                    u["configOptions"] = json!(self.shown(&options));
+                    out.push(u);
+                }
+                match (&self.mode, before) {
+                    (Some((_, now)), Some(before)) if *now != before => out.push(
+                        json!({"sessionUpdate": "current_mode_update", "currentModeId": now}),
+                    ),
+                    _ => {}
+                }
+                Ok(out)
+            }
+            "session_info_update"
+            | "usage_update"
+            | "notice"
+            | "compaction_update"
+            | "compaction_summary_chunk" => Ok(vec![u]),
+            "terminal_update" | "terminal_output_chunk" => Err(
+                "v1 has no agent-owned terminals: a v1 client shows only terminals it runs".into(),
+            ),
+            other => Err(format!("v1 has no `{other}` session update")),
+        }
+    }
+
+    /// A whole message upsert as v1 chunks (one per block), when the message is new.
+    fn whole_message(&mut self, kind: &str, u: Value) -> Result<Vec<Value>, Dropped> {
+        if kind == "user_message" && self.prompting {
+            // The echo of the prompt the v1 client itself sent.
+            return Ok(Vec::new());
+        }
+        let id = u["messageId"].as_str().unwrap_or_default().to_string();
+        if !self.messages.insert(id.clone()) {
+            return Err(format!(
+                "{kind} replaces message {id}, which was shown: v1 cannot change a shown message"
+            ));
+        }
+        let chunk = match kind {
+            "user_message" => "user_message_chunk",
+            "agent_thought" => "agent_thought_chunk",
+            _ => "agent_message_chunk",
+        };
+        let blocks = u["content"].as_array().cloned().unwrap_or_default();
+        Ok(blocks
+            .into_iter()
+            .map(|content| json!({"sessionUpdate": chunk, "messageId": id, "content": content}))
+            .collect())
+    }
+
+    /// A v2 tool call upsert as v1's `tool_call` (first time) or `tool_call_update`: `null`
+    /// clears only `content` (to an empty list); v1 cannot clear other fields, which keep
+    /// their value.
+    fn tool_call(&mut self, mut u: Value) -> Value {
+        let id = u["toolCallId"].as_str().unwrap_or_default().to_string();
+        if let Some(o) = u.as_object_mut() {
+            if o.get("content").is_some_and(Value::is_null) {
+                o.insert("content".into(), json!([]));
+            }
+            o.retain(|_, v| !v.is_null());
+        }
+        map_content(&mut u, content_to_v1);
+        let first = !self.tools.contains_key(&id);
+        let content = u.get("content").and_then(Value::as_array).cloned();
+        let known = self.tools.entry(id.clone()).or_default();
+        if let Some(content) = content {
+            *known = content;
+        }
+        if first {
+            u["sessionUpdate"] = json!("tool_call");
+            if u.get("title").is_none() {
+                u["title"] = u.get("name").cloned().unwrap_or_else(|| json!(id));
+            }
+        }
+        u
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v1_chunks_without_ids_share_one_message_until_something_else_comes() {
+        let mut s = ToV2::default();
+        let chunk = |t: &str| json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": t}});
+        let a = s.update(chunk("a")).unwrap();
+        let b = s.update(chunk("b")).unwrap();
+        assert_eq!(a["messageId"], b["messageId"]);
+        s.update(json!({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "T"}))
+            .unwrap();
+        let c = s.update(chunk("c")).unwrap();
+        assert_ne!(a["messageId"], c["messageId"]);
+    }
+
+    #[test]
+    fn a_v1_tool_call_is_a_v2_upsert_and_its_first_v2_upsert_a_v1_tool_call() {
+        let mut to_v2 = ToV2::default();
+        let v2 = to_v2
+            .update(
+                json!({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Edit",
+                "kind": "edit", "status": "pending"}),
+            )
+            .unwrap();
+        assert_eq!(v2["sessionUpdate"], "tool_call_update");
+        let mut to_v1 = ToV1::default();
+        assert_eq!(
+            to_v1.update(v2.clone()).unwrap()[0]["sessionUpdate"],
+            "tool_call"
+        );
+        let again = to_v1.update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "t",
+            "status": "completed", "title": null}),
+        );
+        let again = &again.unwrap()[0];
+        assert_eq!(again["sessionUpdate"], "tool_call_update");
+        assert!(
+            again.get("title").is_none(),
+            "v1 cannot clear a title: {again}"
+        );
+    }
+
+    #[test]
+    fn content_chunks_accumulate_into_the_v1_tool_calls_content() {
+        let mut s = ToV1::default();
+        let chunk = |t: &str| {
+            json!({"sessionUpdate": "tool_call_content_chunk", "toolCallId": "t",
+            "content": {"type": "content", "content": {"type": "text", "text": t}}})
+        };
+        s.update(chunk("a")).unwrap();
+        let out = s.update(chunk("b")).unwrap();
+        assert_eq!(out[0]["content"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_whole_message_shown_once_cannot_be_replaced_in_v1() {
+        let mut s = ToV1::default();
+        let m = json!({"sessionUpdate": "agent_message", "messageId": "m",
+            "content": [{"type": "text", "text": "hi"}]});
+        assert_eq!(s.update(m.clone()).unwrap().len(), 1);
+        assert!(s.update(m).unwrap_err().contains("cannot change"));
+    }
+
+    #[test]
+    fn a_mode_change_is_both_a_config_update_and_a_current_mode_update() {
+        let option = |current: &str| {
+            json!({"configId": "m", "name": "Mode", "category": "mode",
+            "type": "select", "currentValue": current, "options": [{"value": "a", "name": "A"}, {"value": "b", "name": "B"}]})
+        };
+        let mut s = ToV1::default();
+        s.config(&[option("a")]);
+        let out = s
+            .update(
+                json!({"sessionUpdate": "config_option_update", "configOptions": [option("b")]}),
+            )
+            .unwrap();
+        assert_eq!(
+            out[1],
+            json!({"sessionUpdate": "current_mode_update", "currentModeId": "b"})
+        );
+    }
+
+    #[test]
+    fn modes_round_trip_through_both_translations_as_modes() {
+        let modes = json!({"currentModeId": "a", "availableModes": [{"id": "a", "name": "A"}, {"id": "b", "name": "B"}]});
+        let model = json!({"id": "model", "name": "Model", "type": "select", "currentValue": "x",
+            "options": [{"value": "x", "name": "X"}]});
+        let mut to_v2 = ToV2 {
+            modes: Some(modes),
+            config: vec![model.clone()],
+            ..ToV2::default()
+        };
+        let mut to_v1 = ToV1::default();
+        let options = to_v2.options();
+        assert!(to_v1.config(&options).is_some(), "the v1 client gets modes");
+        assert_eq!(
+            to_v1.shown(&options),
+            vec![model],
+            "and no option made of them"
+        );
+        let changed = to_v2
+            .update(json!({"sessionUpdate": "current_mode_update", "currentModeId": "b"}))
+            .unwrap();
+        assert_eq!(
+            to_v1.update(changed).unwrap(),
+            vec![json!({"sessionUpdate": "current_mode_update", "currentModeId": "b"})],
+            "an unchanged option list is not shown again"
+        );
+    }
+
+    #[test]
+    fn v2_only_updates_are_refused_with_a_reason() {
+        let mut s = ToV1::default();
+        let terminal = json!({"sessionUpdate": "terminal_update", "terminalId": "x"});
+        assert!(s.update(terminal).unwrap_err().contains("terminals"));
+        let mut s = ToV2::default();
+        let sub = json!({"sessionUpdate": "subagent_update"});
+        assert!(s.update(sub).unwrap_err().contains("subagent_update"));
+    }
+}

@@ -1,0 +1,577 @@
+//! A v1 agent served to a v2 client: the translation for the agent's role, on the skeleton
+//! of [`crate::translate`]. [`Shared`] is what its two ends share: the v1 agent's
+//! `initialize` answer and, per session, what [`ToV2`] keeps.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use acp_rpc::{Error, Peer, RequestContext};
+use acp_types::{v1, v2};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::map::{
+    MODE_OPTION, auth_methods_to_v2, flags_to_markers, json_of, mcp_servers_to_v1, recast, unmapped,
+};
+use super::native::{Agent, ClientHandle, Context};
+use super::terminals::Terminals;
+use super::updates::ToV2;
+use crate::translate::{LegacyEnd, V1End, v1_routes};
+use crate::{AdapterOptions, lock};
+
+/// What the two ends of a v1 agent served to a v2 client share, built from `options`.
+pub(crate) fn state(options: AdapterOptions) -> Shared {
+    Shared {
+        init: OnceLock::new(),
+        sessions: Arc::default(),
+        quiet: Mutex::default(),
+        terminals: options.local_terminals.then(Terminals::default),
+        options,
+    }
+}
+
+/// The state both ends of the translation share.
+pub(crate) struct Shared {
+    /// The v1 agent's `initialize` answer, as JSON.
+    init: OnceLock<Value>,
+    /// Each session's mapping state, by session id.
+    sessions: Arc<Mutex<HashMap<String, ToV2>>>,
+    /// Sessions loaded only to be resumed: the v1 agent's replay is not shown.
+    quiet: Mutex<HashSet<String>>,
+    /// The terminals the translation runs for the v1 agent
+    /// ([`AdapterOptions::local_terminals`]).
+    pub(crate) terminals: Option<Terminals>,
+    options: AdapterOptions,
+}
+
+impl Shared {
+    fn init(&self) -> Result<&Value, Error> {
+        self.init
+            .get()
+            .ok_or_else(|| Error::invalid_request("initialize must be the first request"))
+    }
+
+    fn with<T>(&self, session: &str, f: impl FnOnce(&mut ToV2) -> T) -> T {
+        f(lock(&self.sessions).entry(session.to_string()).or_default())
+    }
+
+    /// Records a v1 session answer's modes and config options; returns what the v2 client
+    /// sees (`configOptions`, `availableCommands` none).
+    fn answered(&self, session: &str, answer: &Value) -> Value {
+        self.with(session, |s| {
+            s.modes = answer.get("modes").filter(|m| !m.is_null()).cloned();
+            let config = answer
+                .get("configOptions")
+                .and_then(Value::as_array)
+                .cloned();
+            s.config = config.unwrap_or_default();
+            json!({ "configOptions": s.options() })
+        })
+    }
+}
+
+/// The v2 agent the client sees; every call becomes v1 calls to the agent on the pair.
+type V2Agent = LegacyEnd<Shared, ClientHandle>;
+
+/// A v2 session request's fields as v1's (`cwd`, `mcpServers`, `additionalDirectories`):
+/// v2 leaves an empty `mcpServers` out, v1 requires it.
+fn session_fields<T: serde::Serialize>(request: &T) -> Value {
+    let mut v = json_of(request);
+    if v["mcpServers"].is_null() {
+        v["mcpServers"] = json!([]);
+    }
+    mcp_servers_to_v1(&mut v["mcpServers"]);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("replayFrom");
+        o.retain(|_, v| !v.is_null());
+    }
+    v
+}
+
+#[async_trait]
+impl Agent for V2Agent {
+    async fn initialize(
+        &self,
+        p: v2::InitializeRequest,
+        _cx: &Context,
+    ) -> Result<v2::InitializeResponse, Error> {
+        let files = self.options.fs.is_some();
+        let mut capabilities = json!({
+            "fs": { "readTextFile": files, "writeTextFile": files },
+            "terminal": self.terminals.is_some(),
+        });
+        let client = json_of(&p.capabilities);
+        if client["auth"]["terminal"].is_object() {
+            capabilities["auth"] = json!({ "terminal": true });
+        }
+        if client["elicitation"].is_object() {
+            capabilities["elicitation"] = client["elicitation"].clone();
+        }
+        let request = json!({
+            "protocolVersion": 1,
+            "clientInfo": json_of(&p.info),
+            "clientCapabilities": capabilities,
+        });
+        let request: v1::InitializeRequest = recast(request, "the client's initialize")?;
+        let answer = json_of(&self.v1.typed_request(&request).await?);
+        let _ = self.init.set(answer.clone());
+        let caps = &answer["agentCapabilities"];
+        let session = json!({
+            "prompt": flags_to_markers(caps.get("promptCapabilities")),
+            "mcp": {
+                // v1 agents all take stdio servers.
+                "stdio": {},
+                "http": caps["mcpCapabilities"]["http"].as_bool().filter(|h| *h).map(|_| json!({})),
+            },
+            "delete": caps["sessionCapabilities"]["delete"],
+            "additionalDirectories": caps["sessionCapabilities"]["additionalDirectories"],
+        });
+        let mut methods = answer["authMethods"].clone();
+        auth_methods_to_v2(&mut methods);
+        let info = match answer.get("agentInfo").filter(|i| !i.is_null()) {
+            Some(info) => info.clone(),
+            None => json!({ "name": "v1 agent", "version": "unknown" }),
+        };
+        let mut response = json!({
+            "protocolVersion": 2,
+            "info": info,
+            "capabilities": { "session": session, "auth": {} },
+        });
+        if methods.as_array().is_some_and(|m| !m.is_empty()) {
+            response["authMethods"] = methods;
+        }
+        recast(strip_nulls(response), "the agent's initialize answer")
+    }
+
+    async fn auth_login(
+        &self,
+        p: v2::LoginAuthRequest,
+        _cx: &Context,
+    ) -> Result<v2::LoginAuthResponse, Error> {
+        self.init()?;
+        let request: v1::AuthenticateRequest = recast(json_of(&p), "auth/login")?;
+        self.v1.typed_request(&request).await?;
+        Ok(v2::LoginAuthResponse::default())
+    }
+
+    async fn auth_logout(
+        &self,
+        p: v2::LogoutAuthRequest,
+        _cx: &Context,
+    ) -> Result<v2::LogoutAuthResponse, Error> {
+        let init = self.init()?;
+        if init["agentCapabilities"]["auth"]["logout"].is_null() {
+            let why = "the v1 agent does not advertise logout";
+            return Err(unmapped(v2::names::AUTH_LOGOUT, why));
+        }
+        let request: v1::LogoutRequest = recast(json_of(&p), "auth/logout")?;
+        self.v1.typed_request(&request).await?;
+        Ok(v2::LogoutAuthResponse::default())
+    }
+
+    async fn session_new(
+        &self,
+        p: v2::NewSessionRequest,
+        _cx: &Context,
+    ) -> Result<v2::NewSessionResponse, Error> {
+        self.init()?;
+        let request: v1::NewSessionRequest = recast(session_fields(&p), "session/new")?;
+        let answer = json_of(&self.v1.typed_request(&request).await?);
+        let id = answer["sessionId"].as_str().unwrap_or_default().to_string();
+        let mut response = self.answered(&id, &answer);
+        response["sessionId"] = json!(id);
+        recast(response, "the session/new answer")
+    }
+
+    async fn session_list(
+        &self,
+        p: v2::ListSessionsRequest,
+        _cx: &Context,
+    ) -> Result<v2::ListSessionsResponse, Error> {
+        let init = self.init()?;
+        if init["agentCapabilities"]["sessionCapabilities"]["list"].is_null() {
+            let why = "the v1 agent does not advertise session/list";
+            return Err(unmapped(v2::names::SESSION_LIST, why));
+        }
+        let request: v1::ListSessionsRequest = recast(json_of(&p), "session/list")?;
+        let answer = self.v1.typed_request(&request).await?;
+        recast(json_of(&answer), "the session/list answer")
+    }
+
+    async fn session_delete(
+        &self,
+        p: v2::DeleteSessionRequest,
+        _cx: &Context,
+    ) -> Result<v2::DeleteSessionResponse, Error> {
+        self.init()?;
+        let request: v1::DeleteSessionRequest = recast(json_of(&p), "session/delete")?;
+        self.v1.typed_request(&request).await?;
+        lock(&self.sessions).remove(&p.session_id.0);
+        Ok(v2::DeleteSessionResponse::default())
+    }
+
+    async fn session_resume(
+        &self,
+        p: v2::ResumeSessionRequest,
+        _cx: &Context,
+    ) -> Result<v2::ResumeSessionResponse, Error> {
+        let caps = &self.init()?["agentCapabilities"];
+        let id = p.session_id.0.clone();
+        let fields = session_fields(&p);
+        let load = caps["loadSession"].as_bool() == Some(true);
+        let answer = if p.replay_from.is_none() && !caps["sessionCapabilities"]["resume"].is_null()
+        {
+            let request: v1::ResumeSessionRequest = recast(fields, "session/resume")?;
+            json_of(&self.v1.typed_request(&request).await?)
+        } else if load {
+            // A resume without replay loads with the replay kept from the client.
+            let quiet = p.replay_from.is_none();
+            if quiet {
+                lock(&self.quiet).insert(id.clone());
+            }
+            let request = recast::<v1::LoadSessionRequest>(fields, "session/load");
+            let answer = match request {
+                Ok(request) => self.v1.typed_request(&request).await,
+                Err(e) => Err(e),
+            };
+            lock(&self.quiet).remove(&id);
+            json_of(&answer?)
+        } else {
+            let why = if p.replay_from.is_some() {
+                "replayFrom needs session/load, and the v1 agent does not advertise loadSession"
+            } else {
+                "the v1 agent advertises neither session/resume nor loadSession"
+            };
+            return Err(unmapped(v2::names::SESSION_RESUME, why));
+        };
+        self.with(&id, ToV2::break_message);
+        recast(self.answered(&id, &answer), "the session/resume answer")
+    }
+
+    async fn session_close(
+        &self,
+        p: v2::CloseSessionRequest,
+        _cx: &Context,
+    ) -> Result<v2::CloseSessionResponse, Error> {
+        let init = self.init()?;
+        if !init["agentCapabilities"]["sessionCapabilities"]["close"].is_null() {
+            let request: v1::CloseSessionRequest = recast(json_of(&p), "session/close")?;
+            self.v1.typed_request(&request).await?;
+        }
+        lock(&self.sessions).remove(&p.session_id.0);
+        Ok(v2::CloseSessionResponse::default())
+    }
+
+    async fn tool_call_cancel(
+        &self,
+        _p: v2::CancelToolCallRequest,
+        _cx: &Context,
+    ) -> Result<v2::CancelToolCallResponse, Error> {
+        let why = "v1 has no way to cancel one tool call (session/cancel stops the turn)";
+        Err(unmapped(v2::names::TOOL_CALL_CANCEL, why))
+    }
+
+    async fn terminal_cancel(
+        &self,
+        p: v2::CancelTerminalRequest,
+        _cx: &Context,
+    ) -> Result<v2::CancelTerminalResponse, Error> {
+        match &self.terminals {
+            Some(terminals) => {
+                terminals.kill(&p.terminal_id.0)?;
+                Ok(v2::CancelTerminalResponse::default())
+            }
+            None => Err(unmapped(
+                v2::names::TERMINAL_CANCEL,
+                "the v1 agent's terminals are not run by this translation (AdapterOptions::with_local_terminals)",
+            )),
+        }
+    }
+
+    async fn session_set_config_option(
+        &self,
+        p: v2::SetSessionConfigOptionRequest,
+        _cx: &Context,
+    ) -> Result<v2::SetSessionConfigOptionResponse, Error> {
+        self.init()?;
+        let id = p.session_id.0.clone();
+        let request = json_of(&p);
+        let is_mode = request["configId"] == MODE_OPTION
+            && self.with(&id, |s| {
+                s.modes.is_some() && !s.config.iter().any(|o| o["id"] == MODE_OPTION)
+            });
+        if is_mode {
+            let mode = request["value"].clone();
+            let set = json!({ "sessionId": id, "modeId": mode });
+            let set: v1::SetSessionModeRequest = recast(set, "the mode")?;
+            self.v1.typed_request(&set).await?;
+            let options = self.with(&id, |s| {
+                if let Some(modes) = &mut s.modes {
+                    modes["currentModeId"] = mode;
+                }
+                s.options()
+            });
+            return recast(json!({ "configOptions": options }), "the config options");
+        }
+        let set: v1::SetSessionConfigOptionRequest = recast(request, "the config option")?;
+        let answer = json_of(&self.v1.typed_request(&set).await?);
+        let options = self.with(&id, |s| {
+            s.config = answer["configOptions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            s.options()
+        });
+        recast(json!({ "configOptions": options }), "the config options")
+    }
+
+    async fn session_prompt(
+        &self,
+        p: v2::PromptRequest,
+        _cx: &Context,
+    ) -> Result<v2::PromptResponse, Error> {
+        self.init()?;
+        let id = p.session_id.0.clone();
+        let user = self.with(&id, |s| {
+            s.break_message();
+            s.next_id("user")
+        });
+        let prompt = json!({ "sessionId": id, "prompt": json_of(&p.prompt) });
+        let prompt: v1::PromptRequest = recast(prompt, "the prompt")?;
+        let client = self.legacy()?.clone();
+        let running = json!({ "sessionUpdate": "state_update", "state": "running" });
+        send(&client, &id, running).await?;
+        let echo = json!({ "sessionUpdate": "user_message", "messageId": user, "content": json_of(&p.prompt) });
+        send(&client, &id, echo).await?;
+        tokio::spawn(turn(
+            self.v1.clone(),
+            client,
+            self.sessions.clone(),
+            id,
+            prompt,
+        ));
+        Ok(v2::PromptResponse::new(user))
+    }
+
+    async fn session_cancel(&self, p: v2::CancelSessionNotification) -> Result<(), Error> {
+        let cancel: v1::CancelNotification = recast(json_of(&p), "session/cancel")?;
+        self.v1.notify(v1::names::SESSION_CANCEL, &cancel).await
+    }
+}
+
+/// Runs the v1 prompt and reports its end to the v2 client as `state_update` idle with
+/// the stop reason (`error` with the error when the prompt failed).
+async fn turn(
+    v1: Peer,
+    client: ClientHandle,
+    sessions: Arc<Mutex<HashMap<String, ToV2>>>,
+    id: String,
+    prompt: v1::PromptRequest,
+) {
+    let result = v1.typed_request(&prompt).await;
+    if let Some(s) = lock(&sessions).get_mut(&id) {
+        s.break_message();
+    }
+    let idle = match result {
+        Ok(answer) => json!({
+            "sessionUpdate": "state_update", "state": "idle", "stopReason": json_of(&answer.stop_reason),
+        }),
+        Err(e) => json!({
+            "sessionUpdate": "state_update", "state": "idle", "stopReason": "error", "error": json_of(&e),
+        }),
+    };
+    if let Err(e) = send(&client, &id, idle).await {
+        tracing::debug!(session = %id, error = %e, "the turn's end could not be sent to the v2 client");
+    }
+}
+
+/// Sends a v2 update (as JSON) about `session` to the client.
+async fn send(client: &ClientHandle, session: &str, update: Value) -> Result<(), Error> {
+    let update: v2::SessionUpdate = recast(update, "the session update")?;
+    let n = v2::UpdateSessionNotification::new(session, update);
+    client.session_update(n).await
+}
+
+/// `value` without its `null` members, at any depth (v2 reads an absent capability as
+/// `null`, but some of its objects take no `null`).
+fn strip_nulls(mut value: Value) -> Value {
+    if let Some(o) = value.as_object_mut() {
+        o.retain(|_, v| !v.is_null());
+        for v in o.values_mut() {
+            *v = strip_nulls(v.take());
+        }
+    }
+    value
+}
+
+/// The v1 client the agent sees on the pair; its calls go to the v2 client, to local
+/// files or to the translation's terminals.
+type V1Client = V1End<Shared, ClientHandle>;
+
+v1_routes! {
+    V1Client;
+    requests {
+        v1::names::SESSION_REQUEST_PERMISSION => request_permission,
+        v1::names::FS_READ_TEXT_FILE => read_text_file,
+        v1::names::FS_WRITE_TEXT_FILE => write_text_file,
+        v1::names::TERMINAL_CREATE => terminal_create,
+        v1::names::TERMINAL_OUTPUT => terminal_output,
+        v1::names::TERMINAL_WAIT_FOR_EXIT => terminal_wait,
+        v1::names::TERMINAL_KILL => terminal_kill,
+        v1::names::TERMINAL_RELEASE => terminal_release,
+        v1::names::ELICITATION_CREATE => elicitation,
+    }
+    refuse |method| unmapped(method, "a v2 client has no such method");
+    notifications {
+        v1::names::SESSION_UPDATE => update,
+        v1::names::ELICITATION_COMPLETE => elicitation_complete,
+    }
+    drop |method| tracing::warn!(method, "notification from the v1 agent dropped: v2 has no equivalent");
+}
+
+impl V1Client {
+    async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
+        let id = n.session_id.0.clone();
+        if lock(&self.quiet).contains(&id) {
+            return Ok(());
+        }
+        match self.with(&id, |s| s.update(json_of(&n.update))) {
+            Ok(update) => send(self.legacy()?, &id, update).await,
+            Err(why) => {
+                tracing::warn!(session = %id, %why, "a v1 session/update was not passed to the v2 client");
+                Ok(())
+            }
+        }
+    }
+
+    async fn request_permission(
+        &self,
+        _cx: &RequestContext,
+        p: v1::RequestPermissionRequest,
+    ) -> Result<v1::RequestPermissionResponse, Error> {
+        let id = p.session_id.0.clone();
+        let mut call = json_of(&p.tool_call);
+        let call_id = call["toolCallId"].as_str().unwrap_or_default().to_string();
+        let known = self.with(&id, |s| s.titles.get(&call_id).cloned());
+        let title = call["title"].as_str().map(str::to_string).or(known);
+        call["sessionUpdate"] = json!("tool_call_update");
+        super::map::map_content(&mut call, super::map::content_to_v2);
+        if let Some(o) = call.as_object_mut() {
+            o.remove("sessionUpdate");
+        }
+        let request = json!({
+            "sessionId": id,
+            "title": title.unwrap_or_else(|| "Allow this tool call?".to_string()),
+            "subject": { "type": "tool_call", "toolCall": call },
+            "options": json_of(&p.options),
+        });
+        let request: v2::RequestPermissionRequest = recast(request, "the permission request")?;
+        let answer = self.legacy()?.session_request_permission(request).await?;
+        recast(json_of(&answer), "the permission answer")
+    }
+
+    async fn read_text_file(
+        &self,
+        _cx: &RequestContext,
+        p: v1::ReadTextFileRequest,
+    ) -> Result<v1::ReadTextFileResponse, Error> {
+        self.files(v1::names::FS_READ_TEXT_FILE)?
+            .read_text_file(p)
+            .await
+    }
+
+    async fn write_text_file(
+        &self,
+        _cx: &RequestContext,
+        p: v1::WriteTextFileRequest,
+    ) -> Result<v1::WriteTextFileResponse, Error> {
+        self.files(v1::names::FS_WRITE_TEXT_FILE)?
+            .write_text_file(p)
+            .await
+    }
+
+    fn files(&self, method: &str) -> Result<&dyn crate::LocalFiles, Error> {
+        self.options.fs.as_deref().ok_or_else(|| {
+            unmapped(
+                method,
+                "v2 clients have no file methods and no local file system was configured (AdapterOptions::with_fs)",
+            )
+        })
+    }
+
+    fn terminals(&self, method: &str) -> Result<&Terminals, Error> {
+        self.terminals.as_ref().ok_or_else(|| {
+            unmapped(
+                method,
+                "v2 clients run no terminals and local terminals are off (AdapterOptions::with_local_terminals)",
+            )
+        })
+    }
+
+    async fn terminal_create(
+        &self,
+        _cx: &RequestContext,
+        p: v1::CreateTerminalRequest,
+    ) -> Result<v1::CreateTerminalResponse, Error> {
+        let terminals = self.terminals(v1::names::TERMINAL_CREATE)?;
+        terminals
+            .create(p, self.legacy()?.clone(), &self.options)
+            .await
+    }
+
+    async fn terminal_output(
+        &self,
+        _cx: &RequestContext,
+        p: v1::TerminalOutputRequest,
+    ) -> Result<v1::TerminalOutputResponse, Error> {
+        self.terminals(v1::names::TERMINAL_OUTPUT)?
+            .output(&p.terminal_id.0)
+    }
+
+    async fn terminal_wait(
+        &self,
+        _cx: &RequestContext,
+        p: v1::WaitForTerminalExitRequest,
+    ) -> Result<v1::WaitForTerminalExitResponse, Error> {
+        let terminals = self.terminals(v1::names::TERMINAL_WAIT_FOR_EXIT)?;
+        terminals.wait(&p.terminal_id.0).await
+    }
+
+    async fn terminal_kill(
+        &self,
+        _cx: &RequestContext,
+        p: v1::KillTerminalRequest,
+    ) -> Result<v1::KillTerminalResponse, Error> {
+        self.terminals(v1::names::TERMINAL_KILL)?
+            .kill(&p.terminal_id.0)?;
+        Ok(v1::KillTerminalResponse::default())
+    }
+
+    async fn terminal_release(
+        &self,
+        _cx: &RequestContext,
+        p: v1::ReleaseTerminalRequest,
+    ) -> Result<v1::ReleaseTerminalResponse, Error> {
+        self.terminals(v1::names::TERMINAL_RELEASE)?
+            .release(&p.terminal_id.0)?;
+        Ok(v1::ReleaseTerminalResponse::default())
+    }
+
+    async fn elicitation(
+        &self,
+        _cx: &RequestContext,
+        p: v1::CreateElicitationRequest,
+    ) -> Result<v1::CreateElicitationResponse, Error> {
+        let request: v2::CreateElicitationRequest = recast(json_of(&p), "the elicitation")?;
+        let answer = self.legacy()?.elicitation_create(request).await?;
+        recast(json_of(&answer), "the elicitation answer")
+    }
+
+    async fn elicitation_complete(
+        &self,
+        n: v1::CompleteElicitationNotification,
+    ) -> Result<(), Error> {
+        let n: v2::CompleteElicitationNotification = recast(json_of(&n), "elicitation/complete")?;
+        self.legacy()?.elicitation_complete(n).await
+    }
+}
