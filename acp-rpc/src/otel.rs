@@ -17,14 +17,14 @@
 //!   requests;
 //! * every notification, sent or received, is an *event* (`acp.notification`, with `method`,
 //!   `direction` and, received, the sender's `traceparent`) on the span of its session's
-//!   open turn (the `session/prompt` request, see [the session's turn](self#the-sessions-turn)), not a
-//!   span of its own: a turn streams thousands. Only a notification outside any turn gets a
-//!   span (`acp.notification`, parented by its `traceparent`);
+//!   open turn (the `session/prompt` request: [the session's turn](self#the-sessions-turn)),
+//!   not a span of its own: a turn streams thousands. Only a notification outside any turn
+//!   gets a span (`acp.notification`, parented by its `traceparent`);
 //! * every request span has `method`, `message_id`, `session_id`, `outcome` (`ok` or
 //!   `error`), `rpc.jsonrpc.error_code` for an error answer, and `acp.role` / `acp.peer.role`
-//!   (`client` or `agent`, once `initialize` has crossed the connection); its length is the
-//!   request's duration; a failed request (what [`crate::flow`] logs at ERROR) has an error
-//!   status.
+//!   (`client` or `agent`, once `initialize` or a session request has crossed the
+//!   connection); its length is the request's duration; a failed request (what
+//!   [`crate::flow`] logs at ERROR) has an error status.
 //!
 //! The span names and the `method` attribute are the official Python SDK's (`acp.request`,
 //! `acp.notification`); the other attributes are the engine's [`crate::flow`] fields

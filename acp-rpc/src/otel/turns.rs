@@ -19,7 +19,8 @@
 //! notifications it saw in all (`acp.notifications`).
 //!
 //! The connection also learns its role from `initialize` (the side that sends it is the
-//! client), and every request span then carries `acp.role` (this side) and `acp.peer.role`
+//! client; or from `session/new` and the turns' requests where the handshake went another
+//! way), and every request span then carries `acp.role` (this side) and `acp.peer.role`
 //! (the other side): `client` or `agent`.
 
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -94,9 +95,11 @@ pub(crate) struct InTurn {
 }
 
 impl ConnectionTrace {
-    /// Learns the role from a request: the side that sends `initialize` is the client.
+    /// Learns the role from a request: the side that sends `initialize` (or, on a connection
+    /// whose handshake went another way, such as a remote client's, a session's `new` or a
+    /// turn's request) is the client.
     pub(crate) fn request_seen(&self, method: &str, incoming: bool) {
-        if method == "initialize" {
+        if method == "initialize" || method == "session/new" || TURN_METHODS.contains(&method) {
             let role = if incoming { ROLE_AGENT } else { ROLE_CLIENT };
             self.role.store(role, Ordering::Relaxed);
         }
