@@ -9,7 +9,8 @@
 //!   `OTEL_EXPORTER_OTLP_TIMEOUT`, `OTEL_BSP_*` (the batch processor). `grpc` is not built
 //!   in: it falls back to `http/protobuf`, with a warning.
 //!
-//! The spans are acp-rpc's (`acp.request`, `acp.outgoing_request`, `acp.notification`,
+//! The spans are acp-rpc's (`acp.request`, `acp.outgoing_request`, and `acp.notification`
+//! for a notification outside a prompt turn; inside one it is an event on the turn's span:
 //! feature `otel`) and the hops of the gateway (`acp.gateway`) and of `acp trace`
 //! (`acp.trace`); `ACP_OTEL_FILTER` (a `RUST_LOG`-style filter, default [`OTEL_FILTER`])
 //! picks which `tracing` spans and events go to the exporter.
@@ -24,7 +25,9 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 /// What the exporter gets without `ACP_OTEL_FILTER`: every message-flow span (requests at
-/// INFO, notifications at DEBUG) and the hops, and INFO events of `acp` crates.
+/// INFO, the rare notification outside a turn at DEBUG) and the hops, and INFO events of
+/// `acp` crates. Whatever the filter, the per-message log events of `acp_rpc::flow` stay out
+/// ([`acp_rpc::otel::exported`]): notifications are events on their turn's span.
 pub const OTEL_FILTER: &str = "info,acp_rpc::flow=debug,acp_rpc::otel=info";
 
 /// The telemetry variables an `acp serve` gateway agent gets by default (see
@@ -92,8 +95,9 @@ impl Telemetry {
                 .with_tracer(provider.tracer("acp"))
                 .with_filter(filter)
                 .with_filter(tracing_subscriber::filter::filter_fn(|meta| {
-                    // Only our own crates: the exporter's HTTP client must not trace itself.
-                    meta.target().starts_with("acp")
+                    // Only our own crates (the exporter's HTTP client must not trace
+                    // itself), and not the message-flow log's per-message events.
+                    meta.target().starts_with("acp") && acp_rpc::otel::exported(meta)
                 }))
         });
         tracing_subscriber::registry().with(log).with(otel).init();

@@ -9,6 +9,7 @@ mod support;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,7 +20,8 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use prost::Message;
 use support::{Scratch, Served, acp};
 
-/// One received span: its service, name, ids (hex) and string attributes.
+/// One received span: its service, name, ids (hex), string attributes and events (name and
+/// attributes).
 #[derive(Clone, Debug)]
 struct Span {
     service: String,
@@ -28,6 +30,7 @@ struct Span {
     id: String,
     parent: String,
     attrs: HashMap<String, String>,
+    events: Vec<(String, HashMap<String, String>)>,
 }
 
 /// An OTLP/HTTP receiver on a free loopback port: every `POST /v1/traces` body is decoded
@@ -99,6 +102,11 @@ impl Receiver {
                         id: hex(&span.span_id),
                         parent: hex(&span.parent_span_id),
                         attrs: strings(&span.attributes),
+                        events: span
+                            .events
+                            .iter()
+                            .map(|e| (e.name.clone(), strings(&e.attributes)))
+                            .collect(),
                     });
                 }
             }
@@ -155,6 +163,18 @@ fn otel_env(cmd: &mut Command, endpoint: &str) {
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         .env_remove("ACP_TOKEN")
         .env_remove("RUST_LOG");
+}
+
+/// The attributes of a span's `acp.notification` events going `direction`.
+fn notification_events<'s>(span: &'s Span, direction: &str) -> Vec<&'s HashMap<String, String>> {
+    span.events
+        .iter()
+        .filter(|(name, attrs)| {
+            name == "acp.notification"
+                && attrs.get("direction").map(String::as_str) == Some(direction)
+        })
+        .map(|(_, attrs)| attrs)
+        .collect()
 }
 
 fn method(span: &Span) -> &str {
@@ -224,13 +244,49 @@ fn one_turn_is_one_trace_from_chat_through_serve_into_the_gateway_agent() {
         handled.attrs.get("rpc.system").map(String::as_str),
         Some("jsonrpc")
     );
-    // The agent's updates come back into the chat's trace: the chat handles each in a span
-    // whose parent is the agent's prompt span.
-    let update = receiver.wait_for("acp-chat session/update", |s| {
-        s.service == "acp-chat" && s.name == "acp.notification" && s.trace == prompt.trace
-    });
-    assert_eq!(update.parent, handled.id);
-    assert_eq!(method(&update), "session/update");
+    // The roles, learnt from `initialize`.
+    for (span, ours, peer) in [(&prompt, "client", "agent"), (&handled, "agent", "client")] {
+        assert_eq!(span.attrs.get("acp.role").map(String::as_str), Some(ours));
+        assert_eq!(
+            span.attrs.get("acp.peer.role").map(String::as_str),
+            Some(peer)
+        );
+        assert_eq!(span.attrs.get("outcome").map(String::as_str), Some("ok"));
+    }
+    // The agent's updates are events on the prompt spans of the turn, not spans: sent on
+    // the agent's, received on the chat's, each naming the agent's span as its sender.
+    let sent = notification_events(&handled, "outgoing");
+    assert!(!sent.is_empty(), "{:?}", handled.events);
+    assert!(
+        sent.iter()
+            .all(|e| e.get("method").map(String::as_str) == Some("session/update"))
+    );
+    let received = notification_events(&prompt, "incoming");
+    assert!(!received.is_empty(), "{:?}", prompt.events);
+    let tp = format!("00-{}-{}-01", prompt.trace, handled.id);
+    for event in &received {
+        assert_eq!(
+            event.get("method").map(String::as_str),
+            Some("session/update")
+        );
+        assert_eq!(event.get("traceparent"), Some(&tp), "{event:?}");
+    }
+    assert_eq!(
+        prompt.attrs.get("acp.notifications"),
+        Some(&received.len().to_string())
+    );
+    let own_spans: Vec<_> = receiver
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|s| s.name == "acp.notification" && s.trace == prompt.trace)
+        .map(|s| format!("{} {:?}", s.service, s.attrs.get("method")))
+        .collect();
+    assert!(
+        own_spans.is_empty(),
+        "the turn's notifications have no spans: {own_spans:?}"
+    );
 
     served.stop().unwrap();
 }
@@ -315,4 +371,179 @@ fn serve_json_logs_carry_the_trace_id_of_the_request() {
         "{line}"
     );
     served.stop().unwrap();
+}
+
+/// The interop cache's Python (with the official SDK and OpenTelemetry, `cargo xtask
+/// interop`), or `None` (skipped, said on stderr) when it lacks them; under `CI=true` a panic
+/// instead (CI fills the cache before it runs these ignored tests: .ci/run).
+fn interop_python(test: &str) -> Option<PathBuf> {
+    let cache = std::env::var_os("ACP_INTEROP_CACHE")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME")
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                .unwrap_or_else(std::env::temp_dir)
+                .join("acp-rs-interop")
+        });
+    let python = cache.join("venv/bin/python");
+    let ready = python.is_file()
+        && Command::new(&python)
+            .args([
+                "-c",
+                "import acp, opentelemetry.sdk, opentelemetry.exporter.otlp.proto.http",
+            ])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    if ready {
+        return Some(python);
+    }
+    let msg = format!(
+        "{test}: {} lacks the Python SDK or OpenTelemetry: run `cargo xtask interop`",
+        python.display()
+    );
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{msg} (CI installs them before this test: .ci/run)");
+    }
+    eprintln!("\n!!! SKIPPED: {msg} !!!\n");
+    None
+}
+
+/// `interop/peers/py` and the script its peers follow.
+fn py_peers() -> (PathBuf, PathBuf) {
+    let peers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../interop/peers");
+    (peers.join("py"), peers.join("script.json"))
+}
+
+/// A workspace for the interop peers' turn (the file the agent reads).
+fn py_workspace(name: &str) -> Scratch {
+    let scratch = Scratch::new(name);
+    std::fs::write(
+        scratch.0.join("hello.txt"),
+        "hello from the interop workspace\n",
+    )
+    .unwrap();
+    scratch
+}
+
+/// Our client's trace reaches the official Python SDK's agent: `acp chat` prompts the
+/// interop agent (`interop/peers/py/agent.py`, with `ACP_INTEROP_OTEL`: the W3C propagator
+/// around the SDK's connection), whose own `acp.request` span of the prompt has the chat's
+/// span as its parent, in the chat's trace; and its updates come back naming that span.
+#[test]
+#[ignore = "needs the interop cache's Python SDK and OpenTelemetry: cargo xtask interop"]
+fn our_clients_trace_continues_in_the_python_sdks_agent() {
+    let Some(python) = interop_python("our_clients_trace_continues_in_the_python_sdks_agent")
+    else {
+        return;
+    };
+    let (peers, script) = py_peers();
+    let scratch = py_workspace("telemetry-py-agent");
+    let (receiver, endpoint) = Receiver::start();
+    let mut chat = Command::new(acp());
+    chat.args([
+        "chat",
+        "--yes",
+        "--prompt",
+        "interop turn 1: please work",
+        "--",
+    ])
+    .arg(&python)
+    .arg(peers.join("agent.py"))
+    .arg("--script")
+    .arg(&script)
+    .current_dir(&scratch.0)
+    .env("ACP_INTEROP_OTEL", "1")
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    otel_env(&mut chat, &endpoint);
+    let out = support::output_within(chat.spawn().unwrap(), Duration::from_secs(60), "acp chat");
+    assert!(
+        out.status.success(),
+        "{}\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let prompt = receiver.wait_for("acp-chat session/prompt", |s| {
+        s.service == "acp-chat" && s.name == "acp.outgoing_request" && method(s) == "session/prompt"
+    });
+    let handled = receiver.wait_for("the Python agent's session/prompt", |s| {
+        s.service == "py-interop-agent" && s.name == "acp.request" && method(s) == "session/prompt"
+    });
+    assert_eq!(handled.trace, prompt.trace, "one trace");
+    assert_eq!(
+        handled.parent, prompt.id,
+        "the Python SDK's span is our span's child"
+    );
+    // Its updates carry its span back: events on the chat's turn, naming the Python span.
+    let received = notification_events(&prompt, "incoming");
+    assert!(!received.is_empty(), "{:?}", prompt.events);
+    let tp = format!("00-{}-{}-01", prompt.trace, handled.id);
+    assert!(
+        received.iter().all(|e| e.get("traceparent") == Some(&tp)),
+        "{received:?}"
+    );
+}
+
+/// A `traceparent` the official Python SDK's client sends (the interop client, with
+/// `ACP_INTEROP_OTEL`: its span around the session, injected by the W3C propagator) becomes
+/// the parent of our agent's span (`acp agent`, exporting as `acp-agent`).
+#[test]
+#[ignore = "needs the interop cache's Python SDK and OpenTelemetry: cargo xtask interop"]
+fn the_python_sdks_client_trace_continues_in_our_agent() {
+    let Some(python) = interop_python("the_python_sdks_client_trace_continues_in_our_agent") else {
+        return;
+    };
+    let (peers, script) = py_peers();
+    let scratch = py_workspace("telemetry-py-client");
+    let (receiver, endpoint) = Receiver::start();
+    let mut client = Command::new(&python);
+    client
+        .arg(peers.join("client.py"))
+        .arg("--script")
+        .arg(&script)
+        .arg("--cwd")
+        .arg(&scratch.0)
+        .arg("--")
+        .arg(acp())
+        .arg("agent")
+        .current_dir(&scratch.0)
+        .env("ACP_INTEROP_OTEL", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    otel_env(&mut client, &endpoint);
+    let out = support::output_within(
+        client.spawn().unwrap(),
+        Duration::from_secs(60),
+        "client.py",
+    );
+    // How the client's script went (our agent is not the interop agent it was written for):
+    // shown on failure; what counts is the trace.
+    eprintln!(
+        "client.py: {}\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let root = receiver.wait_for("the Python client's span", |s| {
+        s.service == "py-interop-client" && s.name == "py-interop-client"
+    });
+    let handled = receiver.wait_for("acp-agent session/prompt", |s| {
+        s.service == "acp-agent" && s.name == "acp.request" && method(s) == "session/prompt"
+    });
+    assert_eq!(handled.trace, root.trace, "one trace");
+    assert_eq!(
+        handled.parent, root.id,
+        "our span is the Python client's span's child"
+    );
+    assert_eq!(
+        handled.attrs.get("acp.peer.role").map(String::as_str),
+        Some("client")
+    );
 }

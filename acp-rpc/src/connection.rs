@@ -122,6 +122,8 @@ impl Connection {
             outgoing_slots: Arc::new(Semaphore::new(config.max_pending_requests)),
             request_size: FrameSizeHint::new(),
             notification_size: FrameSizeHint::new(),
+            #[cfg(feature = "otel")]
+            trace: Default::default(),
             config,
         });
         (shared, out_rx)

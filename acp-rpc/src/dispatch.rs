@@ -241,10 +241,21 @@ pub(crate) struct NotificationRun {
 
 impl NotificationRun {
     /// A notification given to [`Handler::handle_notification`] (its params as text).
+    #[cfg_attr(feature = "otel", allow(dead_code))]
     pub(crate) fn raw(n: Notification, handler: &Arc<dyn Handler>, peer: &Peer) -> Self {
+        let span = Self::span(&n.method);
+        Self::raw_in(n, handler, peer, span)
+    }
+
+    /// [`NotificationRun::raw`], handled in `span` (the `otel` feature's session turn).
+    pub(crate) fn raw_in(
+        n: Notification,
+        handler: &Arc<dyn Handler>,
+        peer: &Peer,
+        span: tracing::Span,
+    ) -> Self {
         let cx = NotificationContext { peer: peer.clone() };
         let handler = handler.clone();
-        let span = Self::span(&n.method);
         let Notification { method, params } = n;
         let future = Box::pin(async move {
             handler
@@ -255,8 +266,15 @@ impl NotificationRun {
     }
 
     /// A notification whose handler [`Handler::start_notification`] started.
+    #[cfg_attr(feature = "otel", allow(dead_code))]
     pub(crate) fn started(started: StartedNotification) -> Self {
-        Self::new(started.future, Self::span(started.method))
+        let span = Self::span(started.method);
+        Self::started_in(started, span)
+    }
+
+    /// [`NotificationRun::started`], handled in `span` (the `otel` feature's session turn).
+    pub(crate) fn started_in(started: StartedNotification, span: tracing::Span) -> Self {
+        Self::new(started.future, span)
     }
 
     fn new(
@@ -271,13 +289,9 @@ impl NotificationRun {
         }
     }
 
-    /// Its span (for the `otel` feature's hook, which names it and sets its parent).
-    #[cfg(feature = "otel")]
-    pub(crate) fn tracing_span(&self) -> &tracing::Span {
-        &self.span
-    }
-
-    fn span(method: &str) -> tracing::Span {
+    /// The span a notification is handled in, unless the `otel` feature's session turn
+    /// takes it (see [`NotificationRun::raw_in`]).
+    pub(crate) fn span(method: &str) -> tracing::Span {
         tracing::debug_span!(
             target: crate::flow::TARGET,
             "notification",

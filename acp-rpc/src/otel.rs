@@ -9,33 +9,54 @@
 //! * every request and notification a [`Peer`](crate::Peer) sends carries the current span's
 //!   context as `_meta.traceparent` (and `_meta.tracestate` when it has one): for a request,
 //!   its `acp.outgoing_request` span; for a notification, the span of the code that sends it
-//!   (an agent's `session/update` carries its `session/prompt` span);
-//! * every request and notification we receive with a well-formed `_meta.traceparent` is
-//!   handled in a span (`acp.request`, `acp.notification`) whose parent is that remote span,
-//!   so one trace runs from an editor through every process of a chain and back into the
-//!   editor's handlers of the agent's requests;
-//! * each sent notification is an event (`acp.notification`) on the sender's span;
-//! * the end of a request records its outcome: the span's status is an error for a failed
-//!   request (what [`crate::flow`] logs at ERROR), and `rpc.jsonrpc.error_code` holds the
-//!   code of any error answer.
+//!   (an agent's `session/update` carries its `session/prompt` span), or its session's turn
+//!   when that code runs in no span;
+//! * every request we receive is handled in a span (`acp.request`) whose parent is the
+//!   remote span of its well-formed `_meta.traceparent`, so one trace runs from an editor
+//!   through every process of a chain and back into the editor's handlers of the agent's
+//!   requests;
+//! * every notification, sent or received, is an *event* (`acp.notification`, with `method`,
+//!   `direction` and, received, the sender's `traceparent`) on the span of its session's
+//!   open turn (the `session/prompt` request: [the session's turn](self#the-sessions-turn)),
+//!   not a span of its own: a turn streams thousands. Only a notification outside any turn
+//!   gets a span (`acp.notification`, parented by its `traceparent`);
+//! * every request span has `method`, `message_id`, `session_id`, `outcome` (`ok` or
+//!   `error`), `rpc.jsonrpc.error_code` for an error answer, and `acp.role` / `acp.peer.role`
+//!   (`client` or `agent`, once `initialize` or a session request has crossed the
+//!   connection); its length is the request's duration; a failed request (what
+//!   [`crate::flow`] logs at ERROR) has an error status.
 //!
 //! The span names and the `method` attribute are the official Python SDK's (`acp.request`,
 //! `acp.notification`); the other attributes are the engine's [`crate::flow`] fields
 //! (`direction`, `message_id`, `session_id`) plus OpenTelemetry's JSON-RPC conventions
 //! (`rpc.system`, `rpc.jsonrpc.error_code`).
 //!
+//! # The session's turn
+//!
+//! A connection keeps the open turns of its sessions: a request `session/prompt` (or
+//! `session/load`, `session/resume`: [`TURN_METHODS`]) with a `sessionId`, sent or received,
+//! from its start to its answer. A notification with that `sessionId` is an event on the
+//! turn's span (the later turn's, should a session have two), and an incoming one is handled
+//! in that span. At most [`MAX_EVENTS`] events per turn (the SDK's default limit); the turn's
+//! span counts them all in `acp.notifications`.
+//!
 //! A malformed `traceparent` (wrong length, version `ff`, an all-zero id, not hex, not a
 //! string) is ignored with a DEBUG log: the message is served as if it had none.
 //!
 //! Cost: without a layer (the feature compiled in, telemetry not set up) one look at the
-//! current span per message sent, and a scan for `"traceparent"` in what we receive. With
-//! one, the `_meta` object is written into each outgoing line, and read from the params of
-//! each incoming message that has one.
+//! current span per message sent and an atomic load per notification received. With one,
+//! the `_meta` object is written into each outgoing line, each request's `_meta` is read,
+//! and each notification in a turn costs a scan for its `sessionId` and a short lock (an
+//! event only for the first [`MAX_EVENTS`]). [`exported`] is the filter an exporter should
+//! use: the spans, not the per-message DEBUG log events.
 //!
 //! Transports that move messages without the engine (a gateway, a recording proxy) use
 //! [`extract`] and [`inject_value`] to add a hop span of their own.
 
+mod turns;
+
 use std::str::FromStr;
+use std::sync::Arc;
 
 use opentelemetry::trace::{
     SpanContext, SpanId, Status, TraceContextExt, TraceFlags, TraceId, TraceState,
@@ -46,6 +67,8 @@ use serde_json::Value;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::error::Error;
+pub(crate) use turns::{ConnectionTrace, TurnGuard};
+pub use turns::{MAX_EVENTS, TURN_METHODS};
 
 /// The `_meta` key of the W3C `traceparent`.
 pub const TRACEPARENT: &str = "traceparent";
@@ -194,6 +217,16 @@ pub fn extract_value(params: &Value) -> Option<SpanContext> {
     ))
 }
 
+/// What an OpenTelemetry layer should take of the engine's `tracing` output: every span
+/// (requests, hops, notifications outside a turn) and every event but the message-flow log's
+/// per-message ones ([`crate::flow`] at INFO and below: `received`, `sent`, `request
+/// started`, `request completed`, which the spans already say). An exporter that took those
+/// would add an event per message to the spans, the cost the turn's events avoid. Use it as
+/// `tracing_subscriber::filter::filter_fn(acp_rpc::otel::exported)` beside a level filter.
+pub fn exported(meta: &tracing::Metadata<'_>) -> bool {
+    meta.is_span() || meta.target() != crate::flow::TARGET || *meta.level() <= tracing::Level::WARN
+}
+
 /// The `tracing` target of the hop spans of [`hop`].
 pub const HOP_TARGET: &str = "acp_rpc::otel::hop";
 
@@ -290,48 +323,88 @@ pub fn set_remote_parent(span: &tracing::Span, params: Option<&str>) {
 }
 
 /// Hook: an incoming request's span (named `acp.request`, a server span), parented by the
-/// request's `_meta.traceparent`.
-pub(crate) fn incoming_request(span: &tracing::Span, params: Option<&str>) {
+/// request's `_meta.traceparent`, with the connection's roles; a turn of its session opens
+/// when it is one (the guard closes it: keep it until the request is answered).
+pub(crate) fn incoming_request(
+    trace: &Arc<ConnectionTrace>,
+    span: &tracing::Span,
+    method: &str,
+    params: Option<&str>,
+) -> Option<TurnGuard> {
+    trace.request_seen(method, true);
     if span.is_disabled() {
-        return;
+        return None;
     }
     span.record("otel.name", "acp.request");
     span.record("otel.kind", "server");
     span.set_attribute("rpc.system", "jsonrpc");
+    trace.record_roles(span);
     set_remote_parent(span, params);
+    trace.open_turn(span, method, params?)
 }
 
-/// Hook: an incoming notification's span (`acp.notification`, a consumer span), parented
-/// by the remote span of the notification's `_meta.traceparent` ([`extract`]).
-pub(crate) fn incoming_notification(span: &tracing::Span, remote: Option<SpanContext>) {
+/// Runs an incoming request's handler (`run`) with its turn open (`turn`), closing the turn
+/// when the handler is done.
+pub(crate) async fn in_turn<F: std::future::Future>(turn: Option<TurnGuard>, run: F) -> F::Output {
+    let output = run.await;
+    drop(turn);
+    output
+}
+
+/// Hook: where an incoming notification is handled. In its session's open turn: an event on
+/// the turn's span, and the turn's span to handle it in (`Some`). Otherwise `None`: the
+/// engine makes the notification's own span, which [`incoming_notification`] names.
+pub(crate) fn incoming_notification_in_turn(
+    trace: &ConnectionTrace,
+    method: &str,
+    params: Option<&str>,
+) -> Option<tracing::Span> {
+    let params = params?;
+    let remote = || {
+        let text = crate::flow::string_field(params, TRACEPARENT)?;
+        parse_traceparent(text).ok().map(|_| text.to_owned())
+    };
+    trace
+        .notification("incoming", method, params, remote)
+        .map(|turn| turn.span)
+}
+
+/// Hook: an incoming notification's own span (`acp.notification`, a consumer span, for one
+/// outside any turn), parented by the remote span of its `_meta.traceparent`.
+pub(crate) fn incoming_notification(span: &tracing::Span, params: Option<&str>) {
     if span.is_disabled() {
         return;
     }
     span.record("otel.name", "acp.notification");
     span.record("otel.kind", "consumer");
-    if let Some(remote) = remote {
-        let _ = span.set_parent(Context::new().with_remote_span_context(remote));
-    }
+    set_remote_parent(span, params);
 }
 
-/// Hook: our outgoing request's span (`acp.outgoing_request`, a client span).
-pub(crate) fn outgoing_request(span: &tracing::Span) {
+/// Hook: our outgoing request's span (`acp.outgoing_request`, a client span), with the
+/// connection's roles (learnt first from the request, when it is `initialize`).
+pub(crate) fn outgoing_request(trace: &ConnectionTrace, span: &tracing::Span, method: &str) {
+    trace.request_seen(method, false);
     if span.is_disabled() {
         return;
     }
     span.record("otel.name", "acp.outgoing_request");
     span.record("otel.kind", "client");
     span.set_attribute("rpc.system", "jsonrpc");
+    trace.record_roles(span);
 }
 
-/// Hook: the end of a request, in its span: the error code of an error answer, and an
-/// error status for a failure.
+/// Hook: the end of a request, in its span: its outcome (`ok` or `error`), the error code
+/// of an error answer, and an error status for a failure.
 pub(crate) fn completed<T>(result: &Result<T, Error>) {
-    let Err(error) = result else { return };
     let span = tracing::Span::current();
     if span.is_disabled() {
         return;
     }
+    let Err(error) = result else {
+        span.set_attribute("outcome", "ok");
+        return;
+    };
+    span.set_attribute("outcome", "error");
     span.set_attribute("rpc.jsonrpc.error_code", i64::from(error.code.0));
     if crate::flow::is_failure(error) {
         span.set_status(Status::error(error.message.clone()));
@@ -340,20 +413,52 @@ pub(crate) fn completed<T>(result: &Result<T, Error>) {
 
 /// Hook: a request or notification line we are about to send (`line`, the envelope the
 /// engine wrote, `"params"` last): the current span's context goes into its params'
-/// `_meta`. Params that are not an object are left alone; so is everything when no
-/// OpenTelemetry layer records the current span.
-pub(crate) fn inject_line(line: &mut Vec<u8>, method: &str, notification: bool) {
+/// `_meta`. A notification in its session's open turn is an event on the turn's span (and
+/// carries the turn's context when the current span has none); one outside any turn is an
+/// event on the current span. A request that starts a turn opens it (in the current span,
+/// the request's own): keep the guard until it is answered. Params that are not an object
+/// are left alone; so is everything when no OpenTelemetry layer records the spans.
+pub(crate) fn outgoing_line(
+    trace: &Arc<ConnectionTrace>,
+    line: &mut Vec<u8>,
+    method: &str,
+    notification: bool,
+) -> Option<TurnGuard> {
     let span = tracing::Span::current();
-    let Some(context) = span_context(&span) else {
-        return;
+    let current = span_context(&span);
+    let params = || {
+        let text = std::str::from_utf8(line).ok()?;
+        let at = text.find(",\"params\":")?;
+        Some(&text[at..])
     };
-    if notification {
-        span.add_event(
-            "acp.notification",
-            vec![KeyValue::new("method", method.to_owned())],
-        );
+    let mut guard = None;
+    let context = if notification {
+        let in_turn = params().and_then(|p| trace.notification("outgoing", method, p, || None));
+        match (current, in_turn) {
+            (Some(current), Some(_)) => Some(current),
+            (None, Some(turn)) => Some(turn.context),
+            (Some(current), None) => {
+                span.add_event(
+                    "acp.notification",
+                    vec![
+                        KeyValue::new("method", method.to_owned()),
+                        KeyValue::new("direction", "outgoing"),
+                    ],
+                );
+                Some(current)
+            }
+            (None, None) => None,
+        }
+    } else {
+        if current.is_some() {
+            guard = params().and_then(|p| trace.open_turn(&span, method, p));
+        }
+        current
+    };
+    if let Some(context) = context {
+        inject_into_envelope(line, &context);
     }
-    inject_into_envelope(line, &context);
+    guard
 }
 
 /// Writes `context` into the params of an envelope the engine wrote (`,"params":` is its

@@ -181,7 +181,7 @@ impl Peer {
             otel.kind = tracing::field::Empty,
         );
         #[cfg(feature = "otel")]
-        crate::otel::outgoing_request(&span);
+        crate::otel::outgoing_request(&self.shared.trace, &span, method);
         let start = crate::flow::start();
         let observed = self.shared.config.observer.as_ref().map(|observer| {
             let sent = start.unwrap_or_else(std::time::Instant::now);
@@ -226,7 +226,7 @@ impl Peer {
         let mut buf = shared.request_size.buffer();
         write_request(&mut buf, &shared.config.framing, id, method, params)?;
         #[cfg(feature = "otel")]
-        crate::otel::inject_line(&mut buf, method, false);
+        let _turn = crate::otel::outgoing_line(&shared.trace, &mut buf, method, false);
         shared.request_size.record(buf.len());
         log_sent(method, Some(id), &buf, true);
         if shared.config.observer.is_some() {
@@ -310,7 +310,7 @@ impl Peer {
         if shared.config.framing.notifications {
             write_notification(&mut buf, &shared.config.framing, method, params)?;
             #[cfg(feature = "otel")]
-            crate::otel::inject_line(&mut buf, method, true);
+            crate::otel::outgoing_line(&shared.trace, &mut buf, method, true);
             shared.notification_size.record(buf.len());
             log_sent(method, None, &buf, false);
             observe::sent(
@@ -344,7 +344,7 @@ impl Peer {
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         write_request(&mut buf, &shared.config.framing, id, method, params)?;
         #[cfg(feature = "otel")]
-        crate::otel::inject_line(&mut buf, method, true);
+        crate::otel::outgoing_line(&shared.trace, &mut buf, method, true);
         if shared.config.observer.is_some() {
             let id = RequestId::Int(id);
             let kind = MessageKind::Request;

@@ -297,9 +297,21 @@ impl Reader {
                 params.as_bytes(),
             );
             self.arrived(method, None, Some(params));
-            let run = NotificationRun::started(started);
             #[cfg(feature = "otel")]
-            crate::otel::incoming_notification(run.tracing_span(), crate::otel::extract(params));
+            let run = match crate::otel::incoming_notification_in_turn(
+                &self.shared.trace,
+                method,
+                Some(params),
+            ) {
+                Some(turn) => NotificationRun::started_in(started, turn),
+                None => {
+                    let span = NotificationRun::span(started.method);
+                    crate::otel::incoming_notification(&span, Some(params));
+                    NotificationRun::started_in(started, span)
+                }
+            };
+            #[cfg(not(feature = "otel"))]
+            let run = NotificationRun::started(started);
             return self.enqueue_notification(run).await;
         }
         if let Some(max) = self.shared.config.framing.batches
@@ -534,10 +546,18 @@ impl Reader {
         let params = n.params.as_deref().map(RawValue::get);
         self.arrived(&n.method, None, params);
         #[cfg(feature = "otel")]
-        let remote = params.and_then(crate::otel::extract);
+        let run =
+            match crate::otel::incoming_notification_in_turn(&self.shared.trace, &n.method, params)
+            {
+                Some(turn) => NotificationRun::raw_in(n, &self.handler, &self.peer, turn),
+                None => {
+                    let span = NotificationRun::span(&n.method);
+                    crate::otel::incoming_notification(&span, params);
+                    NotificationRun::raw_in(n, &self.handler, &self.peer, span)
+                }
+            };
+        #[cfg(not(feature = "otel"))]
         let run = NotificationRun::raw(n, &self.handler, &self.peer);
-        #[cfg(feature = "otel")]
-        crate::otel::incoming_notification(run.tracing_span(), remote);
         self.enqueue_notification(run).await;
     }
 
@@ -631,7 +651,7 @@ impl Reader {
             otel.kind = tracing::field::Empty,
         );
         #[cfg(feature = "otel")]
-        crate::otel::incoming_request(&span, params);
+        let turn = crate::otel::incoming_request(&self.shared.trace, &span, &req.method, params);
         if !span.is_disabled()
             && let Some(session) = params.and_then(crate::flow::session_id)
         {
@@ -671,7 +691,11 @@ impl Reader {
         // being polled again, and the no-op waker's lost wake-ups are re-checked then).
         // With notifications still queued it is spawned at once, as before: running it here
         // would start it ahead of notifications that arrived first.
-        let mut task = Box::pin(task.run(req).instrument(span));
+        #[cfg(feature = "otel")]
+        let run = crate::otel::in_turn(turn, task.run(req));
+        #[cfg(not(feature = "otel"))]
+        let run = task.run(req);
+        let mut task = Box::pin(run.instrument(span));
         if !self.worker_idle() {
             tokio::spawn(task);
             return;

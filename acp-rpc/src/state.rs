@@ -111,6 +111,9 @@ pub(crate) struct Shared {
     pub(crate) request_size: FrameSizeHint,
     /// How large our next notification's frame will likely be.
     pub(crate) notification_size: FrameSizeHint,
+    /// OpenTelemetry: the connection's role and its sessions' open turns.
+    #[cfg(feature = "otel")]
+    pub(crate) trace: Arc<crate::otel::ConnectionTrace>,
 }
 
 /// The capacity a new outgoing frame starts with: about the size of the previous frame of

@@ -307,3 +307,99 @@ fn a_hop_is_the_senders_child_and_with_rewrite_the_next_ones_parent() {
     let trace_hop = &spans.named("acp.trace")[0];
     assert_eq!(trace_hop.parent_span_id, gateway.parent_span_id);
 }
+
+/// Keeps the DEBUG events of `acp_rpc::otel` (their message and `why`).
+#[derive(Clone, Default)]
+struct OtelLogs(Arc<Mutex<Vec<String>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for OtelLogs {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        struct Text(String);
+        impl tracing::field::Visit for Text {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                self.0.push_str(&format!("{}={value:?} ", field.name()));
+            }
+        }
+        if event.metadata().target() == acp_rpc::otel::TARGET {
+            let mut text = Text(String::new());
+            event.record(&mut text);
+            self.0.lock().unwrap().push(text.0);
+        }
+    }
+}
+
+/// Over a real connection (TCP on loopback), a request and a notification for each bad
+/// `traceparent`: each is logged at DEBUG under `acp_rpc::otel` and ignored, the request
+/// answered and the notification handled, in spans of their own.
+#[tokio::test]
+async fn bad_traceparents_over_tcp_are_logged_ignored_and_served() {
+    use tracing_subscriber::Layer as _;
+    let spans = Spans::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(spans.clone())
+        .build();
+    let logs = OtelLogs::default();
+    let subscriber = tracing_subscriber::registry()
+        .with(
+            tracing_opentelemetry::layer()
+                .with_tracer(provider.tracer("test"))
+                .with_filter(tracing_subscriber::EnvFilter::new("acp_rpc=debug")),
+        )
+        .with(
+            logs.clone()
+                .with_filter(tracing_subscriber::EnvFilter::new("acp_rpc::otel=debug")),
+        );
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = Peer::default();
+    let server = {
+        let served = served.clone();
+        tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (r, w) = stream.into_split();
+            Connection::new(r, w, served, Config::default())
+        })
+    };
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let _server = server.await.unwrap();
+    let (r, mut w) = stream.into_split();
+    let mut lines = BufReader::new(r).lines();
+    let bad = [
+        json!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"),
+        json!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x"),
+        json!("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        json!("00-00000000000000000000000000000000-00f067aa0ba902b7-01"),
+        json!("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"),
+        json!(42),
+        json!(["00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"]),
+    ];
+    for (i, traceparent) in bad.iter().enumerate() {
+        let meta = json!({"traceparent": traceparent});
+        let note = json!({"jsonrpc": "2.0", "method": "note", "params": {"i": i, "_meta": meta}});
+        let request = json!({
+            "jsonrpc": "2.0", "id": i, "method": "back", "params": {"i": i, "_meta": meta},
+        });
+        w.write_all(format!("{note}\n{request}\n").as_bytes())
+            .await
+            .unwrap();
+        let answer: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(answer["id"], i, "{traceparent}: {answer}");
+        assert_eq!(answer["result"]["i"], i, "{traceparent}: {answer}");
+    }
+    provider.force_flush().unwrap();
+    // Every notification handled, every request in a root span of its own.
+    assert_eq!(served.seen.lock().unwrap().len(), bad.len());
+    let foreign = TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap();
+    let handled = spans.named("acp.request");
+    assert_eq!(handled.len(), bad.len());
+    for span in handled.iter().chain(&spans.named("acp.notification")) {
+        assert_eq!(span.parent_span_id, SpanId::INVALID, "{span:?}");
+        assert_ne!(span.span_context.trace_id(), foreign);
+    }
+    // Each bad value logged twice (the notification and the request), never an error.
+    let logs = logs.0.lock().unwrap().clone();
+    assert_eq!(logs.len(), 2 * bad.len(), "{logs:#?}");
+    assert!(logs.iter().all(|l| l.contains("ignored")), "{logs:#?}");
+}

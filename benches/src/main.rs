@@ -55,6 +55,7 @@ usage: acp-bench [options]
        acp-bench serve [options]   (acp serve with metrics and dashboard on vs off)
        acp-bench floor [options]   (a line's round trip, blocking vs tokio: b's floor)
        acp-bench v2 [options]      (a and b over draft v2 beside v1, ours; in process)
+       acp-bench otel [options]    (--features otel: a and b with the OTLP exporter off vs on)
        acp-bench remote [options]  (a and b over WebSocket and Streamable HTTP, ours and the
                                    official http crate's, and 1,000 idle connections)
   --runs N          runs per scenario and implementation; medians are reported (default 5)
@@ -225,6 +226,10 @@ fn main() -> ExitCode {
         return peer(args.get(1).map_or("", String::as_str));
     }
     #[cfg(feature = "otel")]
+    if args.first().map(String::as_str) == Some("otel") {
+        return otel::compare(&args[1..]);
+    }
+    #[cfg(feature = "otel")]
     let _otel = otel::init_main();
     if args.first().map(String::as_str) == Some(store::STORE_PEER_ARG) {
         return store::peer(&args[1..]);
@@ -324,7 +329,11 @@ fn duplex_runtime() -> tokio::runtime::Runtime {
 
 /// Environment passed to agent processes.
 pub(crate) fn child_env() -> Vec<(String, String)> {
-    vec![(RT_ENV.to_owned(), flavor())]
+    #[allow(unused_mut)] // added to with the `otel` feature
+    let mut env = vec![(RT_ENV.to_owned(), flavor())];
+    #[cfg(feature = "otel")]
+    env.extend(otel::child_env());
+    env
 }
 
 /// The body of an agent process.

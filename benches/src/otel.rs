@@ -1,13 +1,18 @@
 //! `--features otel`: the cost of OpenTelemetry (issue 51, BENCHMARKS.md "OpenTelemetry").
 //!
 //! Built with the feature, acp-rpc writes and reads `_meta.traceparent`; nothing more happens
-//! until `ACP_BENCH_OTEL=1` is set: then the bench starts an OTLP/HTTP receiver on loopback
-//! that reads and discards every export, points `OTEL_EXPORTER_OTLP_ENDPOINT` at it (the
-//! peer processes inherit it), and both sides install a `tracing` subscriber whose
-//! OpenTelemetry layer exports acp-rpc's spans there in batches, as `acp` does.
+//! until the exporter is on: the bench starts an OTLP/HTTP receiver on loopback that reads and
+//! discards every export, points `OTEL_EXPORTER_OTLP_ENDPOINT` at it, and both sides install a
+//! `tracing` subscriber whose OpenTelemetry layer exports acp-rpc's spans there in batches, as
+//! `acp` does (the same filter: spans, not the per-message log events).
+//!
+//! * `acp-bench otel [--runs N] [--chunks N] [--requests N]`: scenarios a and b (ours, stdio)
+//!   with the exporter off and on in one run, alternating, medians and on/off printed;
+//! * `ACP_BENCH_OTEL=1 acp-bench ...`: any bench with the exporter on throughout.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
+use std::process::ExitCode;
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::WithExportConfig as _;
@@ -57,11 +62,166 @@ pub fn init() -> Option<Guard> {
     let provider = SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
         .build();
-    let layer = tracing_opentelemetry::layer()
-        .with_tracer(provider.tracer("acp-bench"))
-        .with_filter(tracing_subscriber::EnvFilter::new("acp_rpc::flow=debug"));
+    let layer = layer(&provider);
     tracing_subscriber::registry().with(layer).init();
     Some(Guard(provider))
+}
+
+/// Whether the agent processes started now export (the `on` half of `acp-bench otel`).
+static ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The discarding receiver's URL, once started by `acp-bench otel`.
+static ENDPOINT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// What an agent process gets to export (`acp-bench otel`, the `on` half), else nothing.
+pub fn child_env() -> Vec<(String, String)> {
+    match ENDPOINT.get() {
+        Some(endpoint) if ON.load(std::sync::atomic::Ordering::Relaxed) => vec![
+            ("ACP_BENCH_OTEL".to_owned(), "1".to_owned()),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT".to_owned(), endpoint.clone()),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// The rows compared, with the direction that is better.
+const ROWS: &[(&str, &str, bool)] = &[
+    ("a_stdio", "a. notifications/s", true),
+    ("b_rate", "b. requests/s", true),
+    ("b_p50", "b. p50 µs", false),
+    ("b_p99", "b. p99 µs", false),
+];
+
+/// `acp-bench otel`: a and b (ours, stdio, current-thread runtimes) with the exporter off
+/// and on, alternating within each run; prints each row's medians and on as a share of off
+/// (for a latency, off / on: the share of off's speed that on keeps).
+pub fn compare(args: &[String]) -> ExitCode {
+    let mut options = match crate::Options::parse(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!(
+                "error: {e}
+usage: acp-bench otel [--runs N] [--chunks N] [--requests N]"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    options.flavor = "current".to_owned();
+    let _ = crate::FLAVOR.set(options.flavor.clone());
+    let Ok(listener) = TcpListener::bind("127.0.0.1:0") else {
+        eprintln!("error: no loopback port for the receiver");
+        return ExitCode::FAILURE;
+    };
+    let endpoint = format!(
+        "http://{}",
+        listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default()
+    );
+    std::thread::spawn(move || {
+        for stream in listener.incoming().map_while(Result::ok) {
+            std::thread::spawn(move || discard(stream));
+        }
+    });
+    let _ = ENDPOINT.set(endpoint.clone());
+    let Some((provider, dispatch)) = exporting(&endpoint) else {
+        eprintln!("error: the OTLP exporter cannot be built");
+        return ExitCode::FAILURE;
+    };
+    let scenarios: Vec<_> = crate::scenarios(&options)
+        .into_iter()
+        .filter(|s| matches!(s.letter, 'a' | 'b') && s.transport == crate::Transport::Stdio)
+        .collect();
+    let mut samples: std::collections::BTreeMap<(&str, bool), Vec<f64>> = Default::default();
+    eprintln!(
+        "acp-bench otel: {} runs, a {} chunks, b {} requests; exporting to {endpoint} (discarded); load {}",
+        options.runs,
+        options.chunks,
+        options.requests,
+        crate::load_average()
+    );
+    for run in 0..options.runs {
+        for s in &scenarios {
+            // Alternate which half goes first, so drift hits both alike.
+            let order = if run % 2 == 0 {
+                [false, true]
+            } else {
+                [true, false]
+            };
+            for on in order {
+                ON.store(on, std::sync::atomic::Ordering::Relaxed);
+                let _scope = on.then(|| tracing::dispatcher::set_default(&dispatch));
+                let rows = crate::measure(crate::Impl::Ours, s.transport, s.plan)
+                    .and_then(|out| (s.extract)(&options, &out));
+                match rows {
+                    Ok(rows) => {
+                        for (key, value) in rows {
+                            eprintln!(
+                                "run {} {} {key} = {value:.1}",
+                                run + 1,
+                                if on { "on " } else { "off" }
+                            );
+                            samples.entry((key, on)).or_default().push(value);
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!(
+                            "run {} {} {}: {e}",
+                            run + 1,
+                            s.letter,
+                            if on { "on" } else { "off" }
+                        );
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+        }
+    }
+    ON.store(false, std::sync::atomic::Ordering::Relaxed);
+    let _ = provider.shutdown();
+    println!("| ours, stdio | exporter off | exporter on (discarded) | on / off |");
+    println!("| --- | ---: | ---: | ---: |");
+    for (key, label, higher) in ROWS {
+        let off = crate::table::median(samples.get(&(*key, false)).map_or(&[][..], Vec::as_slice));
+        let on = crate::table::median(samples.get(&(*key, true)).map_or(&[][..], Vec::as_slice));
+        if let (Some(off), Some(on)) = (off, on) {
+            let share = if *higher { on / off } else { off / on };
+            println!("| {label} | {off:.1} | {on:.1} | {:.0}% |", share * 100.0);
+        }
+    }
+    println!("(load average after: {})", crate::load_average());
+    ExitCode::SUCCESS
+}
+
+/// The exporting provider and a subscriber of it (the bench's own process, entered per
+/// measurement), as [`init`] installs it.
+fn exporting(endpoint: &str) -> Option<(SdkTracerProvider, tracing::Dispatch)> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_endpoint(format!("{endpoint}/v1/traces"))
+        .build()
+        .ok()?;
+    let provider = SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .build();
+    let subscriber = tracing_subscriber::registry().with(layer(&provider));
+    Some((provider, tracing::Dispatch::new(subscriber)))
+}
+
+/// The OpenTelemetry layer, filtered as `acp` filters it.
+fn layer<S>(provider: &SdkTracerProvider) -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("acp-bench"))
+        .with_filter(tracing_subscriber::EnvFilter::new("acp_rpc::flow=debug"))
+        // As `acp` exports: spans, not the per-message log events.
+        .with_filter(tracing_subscriber::filter::filter_fn(
+            acp_rpc::otel::exported,
+        ))
 }
 
 /// Reads HTTP/1.1 requests and answers each with an empty `200`.

@@ -31,6 +31,7 @@ from acp.schema import (
 )
 from pydantic import ValidationError
 
+import trace_context
 from common import error_code, load_script, parse_args, reporter
 
 OPTS = parse_args(sys.argv[1:])
@@ -192,7 +193,11 @@ def text(t: str) -> dict[str, Any]:
 
 
 async def main() -> None:
-    await acp.run_agent(InteropAgent())
+    trace_context.install("py-interop-agent")
+    try:
+        await acp.run_agent(InteropAgent())
+    finally:
+        trace_context.shutdown()
     report({"event": "closed", "sdk": "python"})
 
 

@@ -36,6 +36,7 @@ from acp.schema import (
 )
 from acp.exceptions import RequestError
 
+import trace_context
 from common import error_code, load_script, parse_args
 
 OPTS = parse_args(sys.argv[1:])
@@ -157,6 +158,15 @@ async def probe(conn: Any, name: str, method: str, params: dict[str, Any]) -> No
 async def main() -> None:
     if not OPTS["rest"]:
         raise SystemExit("no agent command after --")
+    trace_context.install("py-interop-client")
+    try:
+        with trace_context.span("py-interop-client"):
+            await run()
+    finally:
+        trace_context.shutdown()
+
+
+async def run() -> None:
     client = InteropClient()
     # The SDK trims the child's environment and pipes its stderr without reading it: pass
     # both through explicitly.

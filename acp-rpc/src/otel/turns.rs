@@ -1,0 +1,191 @@
+//! The session's span: where a connection's notifications go as events (feature `otel`).
+//!
+//! A prompt turn streams many notifications (an agent's `session/update`s, a client's
+//! `session/cancel`): a span for each would cost more than the message itself. So each
+//! notification is an *event* (`acp.notification`) on the span of its session's open turn:
+//! the span of the request, sent or received on this connection, that started the turn
+//! (`session/prompt`, or `session/load` / `session/resume`, which replay updates) for the
+//! notification's `sessionId`. On the client that is its `acp.outgoing_request` span of the
+//! prompt; on the agent its `acp.request` span of it. The handler of an incoming
+//! notification runs in that span too, so whatever it logs or sends belongs to the turn.
+//!
+//! Each connection keeps its open turns ([`ConnectionTrace`]); a turn is open from its request's
+//! start to its answer (the [`TurnGuard`] drops then). With two open turns for one session,
+//! the later one takes the events. A notification with no open turn (no `sessionId`, or
+//! between turns) is handled in a span of its own (`acp.notification`), as before.
+//!
+//! Events are bounded: at most [`MAX_EVENTS`] per turn (the OpenTelemetry SDK's default
+//! event limit, past which it would drop them anyway); the turn's span then records how many
+//! notifications it saw in all (`acp.notifications`).
+//!
+//! The connection also learns its role from `initialize` (the side that sends it is the
+//! client; or from `session/new` and the turns' requests where the handshake went another
+//! way), and every request span then carries `acp.role` (this side) and `acp.peer.role`
+//! (the other side): `client` or `agent`.
+
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use opentelemetry::KeyValue;
+use opentelemetry::trace::SpanContext;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+use crate::sync::lock;
+
+/// The most `acp.notification` events one turn's span gets (the SDK's default
+/// `OTEL_SPAN_EVENT_COUNT_LIMIT`).
+pub const MAX_EVENTS: u32 = 128;
+
+/// The methods whose request opens a turn of its session.
+pub const TURN_METHODS: &[&str] = &["session/prompt", "session/load", "session/resume"];
+
+// 0: not known yet.
+const ROLE_CLIENT: u8 = 1;
+const ROLE_AGENT: u8 = 2;
+
+/// One connection's OpenTelemetry state: its role, once known, and its open turns.
+#[derive(Default)]
+pub(crate) struct ConnectionTrace {
+    role: AtomicU8,
+    /// How many turns are open: the check that spares a lookup (and a scan of the params
+    /// for `sessionId`) when none is.
+    open: AtomicUsize,
+    next_key: AtomicU64,
+    turns: Mutex<Vec<Turn>>,
+}
+
+struct Turn {
+    key: u64,
+    session: Box<str>,
+    span: tracing::Span,
+    context: SpanContext,
+    /// Notifications seen in the turn, both ways.
+    seen: u64,
+}
+
+/// Keeps a turn open; closing it records the turn's notification count on its span.
+pub(crate) struct TurnGuard {
+    trace: Arc<ConnectionTrace>,
+    key: u64,
+}
+
+impl Drop for TurnGuard {
+    fn drop(&mut self) {
+        let turn = {
+            let mut turns = lock(&self.trace.turns);
+            let Some(at) = turns.iter().position(|t| t.key == self.key) else {
+                return;
+            };
+            self.trace.open.fetch_sub(1, Ordering::Relaxed);
+            turns.swap_remove(at)
+        };
+        if turn.seen > 0 {
+            turn.span.set_attribute(
+                "acp.notifications",
+                i64::try_from(turn.seen).unwrap_or(i64::MAX),
+            );
+        }
+    }
+}
+
+/// What [`ConnectionTrace::notification`] found: the turn's span and context.
+pub(crate) struct InTurn {
+    pub(crate) span: tracing::Span,
+    pub(crate) context: SpanContext,
+}
+
+impl ConnectionTrace {
+    /// Learns the role from a request: the side that sends `initialize` (or, on a connection
+    /// whose handshake went another way, such as a remote client's, a session's `new` or a
+    /// turn's request) is the client.
+    pub(crate) fn request_seen(&self, method: &str, incoming: bool) {
+        if method == "initialize" || method == "session/new" || TURN_METHODS.contains(&method) {
+            let role = if incoming { ROLE_AGENT } else { ROLE_CLIENT };
+            self.role.store(role, Ordering::Relaxed);
+        }
+    }
+
+    /// This side's role and the peer's, once `initialize` has crossed the connection.
+    pub(crate) fn roles(&self) -> Option<(&'static str, &'static str)> {
+        match self.role.load(Ordering::Relaxed) {
+            ROLE_CLIENT => Some(("client", "agent")),
+            ROLE_AGENT => Some(("agent", "client")),
+            _ => None,
+        }
+    }
+
+    /// Records the roles on a request's span.
+    pub(crate) fn record_roles(&self, span: &tracing::Span) {
+        if let Some((ours, peer)) = self.roles() {
+            span.set_attribute("acp.role", ours);
+            span.set_attribute("acp.peer.role", peer);
+        }
+    }
+
+    /// Opens a turn when `method` starts one and `params` name its session: its events go
+    /// on `span` until the guard drops. `span` must be recorded by an OpenTelemetry layer
+    /// (and have its parent already).
+    pub(crate) fn open_turn(
+        self: &Arc<Self>,
+        span: &tracing::Span,
+        method: &str,
+        params: &str,
+    ) -> Option<TurnGuard> {
+        if !TURN_METHODS.contains(&method) {
+            return None;
+        }
+        let session = crate::flow::session_id(params)?;
+        let context = super::span_context(span)?;
+        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+        lock(&self.turns).push(Turn {
+            key,
+            session: session.into(),
+            span: span.clone(),
+            context,
+            seen: 0,
+        });
+        self.open.fetch_add(1, Ordering::Relaxed);
+        Some(TurnGuard {
+            trace: self.clone(),
+            key,
+        })
+    }
+
+    /// A notification going `direction` (`incoming` or `outgoing`) in the open turn of
+    /// its session, if there is one: an `acp.notification` event on the turn's span (the
+    /// first [`MAX_EVENTS`]), with `method`, `direction` and, for an incoming one, the
+    /// sender's `traceparent` (`remote`, when well-formed).
+    pub(crate) fn notification(
+        &self,
+        direction: &'static str,
+        method: &str,
+        params: &str,
+        remote: impl FnOnce() -> Option<String>,
+    ) -> Option<InTurn> {
+        if self.open.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let session = crate::flow::session_id(params)?;
+        let (span, context, event) = {
+            let mut turns = lock(&self.turns);
+            let turn = turns.iter_mut().rev().find(|t| &*t.session == session)?;
+            turn.seen += 1;
+            (
+                turn.span.clone(),
+                turn.context.clone(),
+                turn.seen <= u64::from(MAX_EVENTS),
+            )
+        };
+        if event {
+            let mut attributes = vec![
+                KeyValue::new("method", method.to_owned()),
+                KeyValue::new("direction", direction),
+            ];
+            if let Some(traceparent) = remote() {
+                attributes.push(KeyValue::new(super::TRACEPARENT, traceparent));
+            }
+            span.add_event("acp.notification", attributes);
+        }
+        Some(InTurn { span, context })
+    }
+}
