@@ -444,7 +444,11 @@ async fn main() {
     };
     #[cfg(not(feature = "v2"))]
     let stdin = tokio::io::stdin();
-    let conn = match acp_agent::negotiate::serve(agent, stdin, tokio::io::stdout(), options).await {
+    let conn = match acp_agent::Builder::new(agent)
+        .negotiate(options)
+        .io(stdin, tokio::io::stdout())
+        .await
+    {
         Ok(conn) => conn,
         Err(e) => {
             eprintln!("echo_agent: {e}");

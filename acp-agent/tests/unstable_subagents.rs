@@ -8,7 +8,7 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use acp_agent::client::CAPABILITY_NOT_ADVERTISED;
+use acp_agent::CAPABILITY_NOT_ADVERTISED;
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentContext, Error, PromptContext};
 use common::{Pair, Recorder};

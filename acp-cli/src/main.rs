@@ -450,7 +450,11 @@ async fn serve_builtin(store: store::StoreArgs) -> i32 {
             return chat::EXIT_FAILED;
         }
     };
-    match acp_agent::negotiate::serve_stdio(agent, options).await {
+    match acp_agent::Builder::new(agent)
+        .negotiate(options)
+        .stdio()
+        .await
+    {
         Ok(conn) => {
             conn.closed().await;
             0

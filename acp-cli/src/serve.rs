@@ -225,14 +225,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                 let policy = hosting.mcp.clone();
                 // Each identity reaches only its own sessions of the shared store.
                 let serve = move |read, write, who: &acp_remote::Identity| {
-                    acp_agent::serve_with_store_as(
-                        BuiltinAgent::with_store().mcp_policy(policy.clone()),
-                        store.clone(),
-                        who.session_owner(),
-                        read,
-                        write,
-                        acp_agent::Config::default(),
-                    )
+                    acp_agent::Builder::new(BuiltinAgent::with_store().mcp_policy(policy.clone()))
+                        .store(store.clone())
+                        .identity(who.session_owner())
+                        .io(read, write)
                 };
                 let what = format!("the built-in demo agent (sessions in {shown})");
                 (Server::in_process_with(serve), what)

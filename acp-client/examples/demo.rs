@@ -434,7 +434,10 @@ async fn converse(
     if !dialects.is_empty() {
         options = options.with_dialects(dialects);
     }
-    let negotiated = agent_process.negotiate(client, options).await?;
+    let negotiated = acp_client::Builder::new(client)
+        .negotiate(options)
+        .attach(agent_process)
+        .await?;
     let connection = negotiated.connection;
     let agent = connection.agent();
     let init = negotiated.initialize;

@@ -1,23 +1,23 @@
-//! Version negotiation on the client side: offer the preferred dialect first, fall back along
+//! Negotiation on the client side ([`crate::Builder::negotiate`]): offer the preferred dialect first, fall back along
 //! a pinned list, and hand back an ordinary v1 [`ClientConnection`] whatever the agent speaks
 //! (a legacy agent is driven through its adapter).
 //!
 //! ```no_run
 //! use acp_client::negotiate::NegotiateOptions;
-//! use acp_client::process::{AgentCommand, AgentProcess};
-//! use acp_client::{Client, Dialect};
+//! use acp_client::process::AgentCommand;
+//! use acp_client::{Builder, Client, Dialect};
 //! use acp_types::v1::*;
 //!
 //! struct Printer;
 //! impl Client for Printer {}
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let mut agent = AgentProcess::spawn(&AgentCommand::new("my-agent"))?;
 //! let init = InitializeRequest::new(ProtocolVersion::V1).client_capabilities(
 //!     ClientCapabilities::new().fs(FileSystemCapabilities::new().read_text_file(true)),
 //! );
 //! let options = NegotiateOptions::new(init).with_dialects([Dialect::V1, Dialect::Legacy009]);
-//! let negotiated = agent.negotiate(Printer, options).await?;
+//! let command = AgentCommand::new("my-agent");
+//! let (_process, negotiated) = Builder::new(Printer).negotiate(options).spawn(&command).await?;
 //! println!("the agent speaks {}", negotiated.dialect);
 //! let conn = negotiated.connection; // v1 from here on, whatever the agent speaks
 //! # let _ = conn; Ok(()) }
@@ -60,6 +60,7 @@
 //! answer to a probe cannot be mistaken for the answer to a real request.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use acp_dialects::negotiation::{answer_dialect, probe_line, translation_handshake};
@@ -72,7 +73,7 @@ use tokio::io::{AsyncRead, AsyncWriteExt};
 
 use crate::{Client, ClientConnection, Dialect};
 
-/// What [`connect`] offers, and how it drives each dialect (acp-dialects' options shared by
+/// What [`crate::Builder::negotiate`] offers, and how it drives each dialect (acp-dialects' options shared by
 /// both sides, with this side's own part: the v1 `initialize`, the probe timeout, the
 /// overall deadline and the caps on what the agent writes before answering).
 pub type NegotiateOptions = acp_dialects::negotiation::NegotiateOptions<ClientSide>;
@@ -97,7 +98,7 @@ pub enum ProbeOutcome {
     Unrecognised(Value),
 }
 
-/// Why [`connect`] found no dialect to speak.
+/// Why a negotiating [`crate::Builder`] found no dialect to speak.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NegotiationError {
@@ -304,8 +305,8 @@ async fn await_answer<R: AsyncRead + Unpin>(
 /// Offers the dialects of `options` in turn on the agent's stdin (`writer`), reading its
 /// stdout (`reader`), and starts the connection in the first one the agent answers; see the
 /// module docs. The v1 `initialize` is done: its answer is in [`Negotiated::initialize`].
-pub async fn connect<C: Client>(
-    client: C,
+pub(crate) async fn connect<C: Client>(
+    client: Arc<C>,
     reader: impl Input,
     writer: impl Output,
     options: NegotiateOptions,
@@ -323,7 +324,7 @@ pub async fn connect<C: Client>(
 /// [`connect`] without the overall deadline: `tried` records each probe's outcome as it is
 /// known, for the error when the deadline ends it.
 async fn negotiate<C: Client>(
-    client: C,
+    client: Arc<C>,
     reader: impl Input,
     mut writer: impl Output,
     options: NegotiateOptions,
@@ -383,7 +384,7 @@ async fn negotiate<C: Client>(
                 "the agent's initialize answer does not read as v1: {e}"
             )))
         })?;
-        let connection = ClientConnection::new(client, reader, writer, config);
+        let connection = ClientConnection::start(client, (reader, writer), config);
         return Ok(Negotiated {
             dialect,
             connection,
@@ -393,12 +394,12 @@ async fn negotiate<C: Client>(
     let connection = match dialect {
         // A v1 agent answered a legacy handshake with its version: it has not seen this
         // client's capabilities yet, so the v1 handshake is done properly.
-        Dialect::V1 => ClientConnection::new(client, reader, writer, config),
+        Dialect::V1 => ClientConnection::start(client, (reader, writer), config),
         legacy => {
             let mut adapter = options.legacy.with_config(config);
             adapter.handshake =
                 translation_handshake(legacy, answered, result).map_err(handshake)?;
-            crate::legacy::connect_v1(legacy, client, reader, writer, adapter)
+            crate::legacy::connect_translated(legacy, client, reader, writer, adapter)
                 .expect("only compiled dialects are accepted")
         }
     };

@@ -282,8 +282,8 @@ async fn start_agent(
         .arg(at);
     let mut process = AgentProcess::spawn(&command).map_err(|e| e.to_string())?;
     let pid = process.id().ok_or("no pid")?;
-    let conn = process
-        .connect(Quiet, Config::default())
+    let conn = acp_client::Builder::new(Quiet)
+        .attach(&mut process)
         .map_err(|e| e.to_string())?;
     let init = conn
         .agent()

@@ -568,7 +568,7 @@ pub fn target(fault: Fault) -> Target {
         let (agent_out, filtered) = tokio::io::duplex(1 << 20);
         let (filtered_in, agent_in) = tokio::io::duplex(1 << 20);
         tokio::spawn(filter_in(fault, kit_in, filtered_in));
-        acp_agent::serve(Probe::new(fault), agent_in, agent_out);
+        acp_agent::Builder::new(Probe::new(fault)).io(agent_in, agent_out);
         tokio::spawn(filter(fault, filtered, kit_out));
     })
 }

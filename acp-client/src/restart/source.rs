@@ -112,7 +112,7 @@ pub(crate) async fn start_command<C: Client>(
 ) -> Result<Live, ProcessError> {
     let mut process = AgentProcess::spawn(command)?;
     let negotiated = process
-        .negotiate(Shared(client.clone()), options.clone())
+        .negotiate(Arc::new(Shared(client.clone())), options.clone())
         .await?;
     Ok(Live {
         process: Some(process),
@@ -132,7 +132,7 @@ pub(crate) async fn start_connector<C: Client>(
 ) -> Result<Live, Error> {
     let transport = connector.connect().await?;
     let negotiated = crate::negotiate::connect(
-        Shared(client.clone()),
+        Arc::new(Shared(client.clone())),
         transport.reader,
         transport.writer,
         options.clone(),

@@ -37,6 +37,6 @@ pub use state::{Compaction, Message, MessageRole, SessionState, Terminal, ToolCa
 pub use acp_dialects::v2::{AgentHandle, Client, ClientConnection, Context, connect, connect_with};
 pub use acp_types::v2 as types;
 
-mod versions;
+pub(crate) mod versions;
 
-pub use versions::{Connected, Offer, VersionError, connect_versions};
+pub use versions::{Connected, Offer, VersionError};

@@ -206,7 +206,9 @@ pub async fn connect_client<C: Client>(
     config: Config,
 ) -> Result<ClientConnection, Error> {
     let transport = connect_transport(url, options).await?;
-    Ok(ClientConnection::over(client, transport, config))
+    Ok(acp_client::Builder::new(client)
+        .config(config)
+        .over(transport))
 }
 
 /// Connects to `url` as [`connect`] does, for an acp-rpc engine: the returned

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use acp_agent::types::*;
-use acp_agent::{Agent, AgentContext, Error, PromptContext, SessionHandle, serve_stdio};
+use acp_agent::{Agent, AgentContext, Error, PromptContext, SessionHandle};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -338,7 +338,7 @@ pub fn serve_pipe(
         report: report.clone(),
         sessions: Mutex::default(),
     };
-    let conn = acp_agent::serve(agent, reader, writer);
+    let conn = acp_agent::Builder::new(agent).io(reader, writer);
     let watch = conn.clone();
     tokio::spawn(async move {
         let reason = watch.closed().await;
@@ -353,7 +353,7 @@ pub async fn run(report: Reporter) {
         report: report.clone(),
         sessions: Mutex::default(),
     };
-    let conn = serve_stdio(agent);
+    let conn = acp_agent::Builder::new(agent).stdio();
     let reason = conn.closed().await;
     report.event(json!({"event": "closed", "sdk": "ours", "reason": reason.to_string()}));
 }

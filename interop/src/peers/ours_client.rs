@@ -169,8 +169,7 @@ pub async fn run(cwd: PathBuf, target: AgentTarget) -> Result<(), Box<dyn std::e
             let mut process =
                 AgentProcess::spawn(&AgentCommand::new(program).args(args.iter().cloned()))?;
             let (stdout, stdin) = process.take_stdio().ok_or("the agent's stdio was taken")?;
-            let conn =
-                ClientConnection::with_client(client.clone(), stdout, stdin, Config::default());
+            let conn = acp_client::Builder::shared(client.clone()).io(stdout, stdin);
             (conn, End::Process(Box::new(process)))
         }
         AgentTarget::Remote { url, token } => {
@@ -178,12 +177,7 @@ pub async fn run(cwd: PathBuf, target: AgentTarget) -> Result<(), Box<dyn std::e
             out.event(
                 json!({"event": "connected", "url": url, "profile": format!("{:?}", link.profile)}),
             );
-            let conn = ClientConnection::with_client(
-                client.clone(),
-                link.reader,
-                link.writer,
-                Config::default(),
-            );
+            let conn = acp_client::Builder::shared(client.clone()).io(link.reader, link.writer);
             (conn, End::Remote(link.finished))
         }
     };
