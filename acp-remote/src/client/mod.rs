@@ -99,7 +99,7 @@ impl ConnectOptions {
 
 /// A connected transport: JSON lines from the agent on `reader`, to the agent on `writer`.
 ///
-/// Hand both to [`ClientConnection::new`]. Closing the writer (closing that connection) ends
+/// Hand both to [`acp_client::Builder::io`]. Closing the writer (closing that connection) ends
 /// the remote connection (a `DELETE` over HTTP, a close frame over WebSocket); the reader ends
 /// when the server ends the connection.
 #[derive(Debug)]
