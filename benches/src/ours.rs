@@ -17,7 +17,7 @@ use acp_agent::types::{
 };
 use acp_agent::{Agent, AgentContext, Error, PromptContext, SessionHandle};
 use acp_client::process::{AgentCommand, AgentProcess};
-use acp_client::{AgentHandle, Client, ClientConnection, Config};
+use acp_client::{AgentHandle, Client, ClientConnection};
 
 use crate::jobs::{AgentSide, run_job};
 use crate::msg::{

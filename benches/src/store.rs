@@ -35,8 +35,8 @@ use acp_agent::types::{
     ContentBlock, InitializeRequest, ListSessionsRequest, LoadSessionRequest, McpServer,
     ProtocolVersion, SessionId, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus,
 };
+use acp_client::Client;
 use acp_client::process::{AgentCommand, AgentProcess};
-use acp_client::{Client, Config};
 
 use crate::msg::{CWD, Job};
 use crate::pg;

@@ -14,7 +14,7 @@ use acp_client::fs::SandboxedFs;
 use acp_client::permission::{PermissionPolicy, choose_permission};
 use acp_client::process::{AgentCommand, AgentProcess};
 use acp_client::terminal::{TerminalDecision, TerminalRequest, Terminals};
-use acp_client::{AgentHandle, Client, ClientConnection, Config, Error, async_trait};
+use acp_client::{AgentHandle, Client, ClientConnection, Error, async_trait};
 use acp_remote::ConnectOptions;
 use acp_types::v1::*;
 use serde_json::{Value, json};
