@@ -17,7 +17,7 @@
 //!
 //! A v1 agent starts at once (`.stdio()` returns the [`AgentConnection`]); a negotiated one
 //! first reads the client's first message, so `.stdio()` is `async` and may fail
-//! ([`NegotiationError`], [`VersionError`]).
+//! ([`NegotiationError`], or `v2::VersionError` with the `v2` feature).
 
 use std::sync::Arc;
 
@@ -37,7 +37,7 @@ pub const PIPE_CAPACITY: usize = 64;
 
 /// Starts an agent connection: see the [module docs](self). `S` is what the agent speaks:
 /// [`V1`] (the default), [`Pinned`] (one legacy dialect), [`Negotiated`] (a list) or
-/// [`Versions`] (v1 and v2).
+/// `Versions` (v1 and v2, with the `v2` feature).
 #[must_use = "a builder does nothing until told where it runs (.stdio(), .io(), .over(), .pipe())"]
 pub struct Builder<S> {
     speaks: S,
@@ -101,6 +101,17 @@ impl<A: Agent> Builder<V1<A>> {
     #[cfg(feature = "v2")]
     pub fn v2<A2: crate::v2::Agent>(self, v2: A2) -> Builder<Versions<A, A2>> {
         self.map(|V1(agent)| Versions(Some(agent), Some(v2)))
+    }
+
+    /// Serves v1 only, but through the version detection of [`Builder::v2`]: the client's
+    /// first message is read before the connection starts (a client that closes at once is
+    /// [`VersionError::ClosedBeforeFirstMessage`]) and the result says which version was
+    /// served ([`Served::version`], always 1 here: a v2 offer is answered in v1, the "only
+    /// v1" column of the table in [`crate::v2`]). A plain v1 agent (`.io()` without
+    /// `v1_only`) serves the same without waiting for the first message.
+    #[cfg(feature = "v2")]
+    pub fn v1_only(self) -> Builder<Versions<A, NoV2>> {
+        self.map(|V1(agent)| Versions(Some(agent), None))
     }
 
     /// Serves over stdin/stdout, the usual way an editor runs an agent. When they are pipes
@@ -258,6 +269,14 @@ impl<A1: Agent, A2: crate::v2::Agent> Builder<Versions<A1, A2>> {
         crate::v2::versions::serve(v1, v2, reader, writer, config, store, identity).await
     }
 }
+
+/// The v2 side of [`Builder::v1_only`]: no v2 agent. Never served.
+#[cfg(feature = "v2")]
+#[derive(Debug)]
+pub struct NoV2;
+
+#[cfg(feature = "v2")]
+impl crate::v2::Agent for NoV2 {}
 
 /// The v1 side of [`Builder::v2_only`]: no v1 agent. Never served.
 #[cfg(feature = "v2")]

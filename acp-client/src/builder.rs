@@ -17,7 +17,8 @@
 //!
 //! A v1 client starts at once (`.io()` returns the [`ClientConnection`]; the `initialize`
 //! is yours to send); a negotiating one offers its handshake first, so `.io()` is `async`,
-//! does the handshake and may fail ([`NegotiationError`], [`VersionError`]).
+//! does the handshake and may fail ([`NegotiationError`], or `v2::VersionError` with the
+//! `v2` feature).
 
 use std::sync::Arc;
 
@@ -38,7 +39,7 @@ pub const PIPE_CAPACITY: usize = 64;
 
 /// Starts a client connection: see the [module docs](self). `S` is what the client speaks:
 /// [`V1`] (the default), [`Pinned`] (one legacy dialect), [`Negotiating`] (a list) or
-/// [`Versions`] (v2 and v1).
+/// `Versions` (v2 and v1, with the `v2` feature).
 #[must_use = "a builder does nothing until told where it runs (.spawn(), .io(), .over(), .pipe())"]
 pub struct Builder<S> {
     speaks: S,

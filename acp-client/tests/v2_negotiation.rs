@@ -64,22 +64,19 @@ async fn run(
     let (a, b) = tokio::io::duplex(64 * 1024);
     let (ar, aw) = tokio::io::split(a);
     let (br, bw) = tokio::io::split(b);
-    // An agent of one version (or none) is what the builder of that version starts.
+    // The agent goes through the version detection whatever sides it has; the connection
+    // it starts lives until the client's handshake is done.
     let served = tokio::spawn(async move {
         match (agent_v1, agent_v2) {
             (true, true) => {
-                let builder = acp_agent::Builder::new(V1Agent).v2(V2Agent);
-                builder.io(ar, aw).await.ok().map(|s| s.version())
+                acp_agent::Builder::new(V1Agent)
+                    .v2(V2Agent)
+                    .io(ar, aw)
+                    .await
             }
-            (false, true) => {
-                let builder = acp_agent::Builder::v2_only(V2Agent);
-                builder.io(ar, aw).await.ok().map(|s| s.version())
-            }
-            (true, false) => {
-                let _conn = acp_agent::Builder::new(V1Agent).io(ar, aw);
-                Some(1)
-            }
-            (false, false) => None,
+            (false, true) => acp_agent::Builder::v2_only(V2Agent).io(ar, aw).await,
+            (true, false) => acp_agent::Builder::new(V1Agent).v1_only().io(ar, aw).await,
+            (false, false) => Err(agent2::VersionError::NoAgent),
         }
     });
     // A client without v2 offers none: its builder's v2 side is never asked.
@@ -100,7 +97,7 @@ async fn run(
     let connected = tokio::time::timeout(std::time::Duration::from_secs(10), connect)
         .await
         .expect("negotiation hung");
-    let served = served.await.unwrap();
+    let served = served.await.unwrap().ok().map(|s| s.version());
     (served, connected)
 }
 

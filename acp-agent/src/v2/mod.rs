@@ -9,8 +9,9 @@
 //! The sides are generated from v2's method table (acp-dialects' `v2` module); v1's session
 //! bookkeeping, store and prompt streams are v1 only.
 //!
-//! An agent that speaks both versions starts with [`crate::Builder::v2`] (or
-//! [`crate::Builder::v2_only`]) and serves the version the client's `initialize` offers:
+//! An agent that speaks both versions starts with [`crate::Builder::v2`] (one version only:
+//! [`crate::Builder::v2_only`], [`crate::Builder::v1_only`]) and serves the version the
+//! client's `initialize` offers:
 //!
 //! | the client offers | the agent has v2 and v1 | only v1 | only v2 |
 //! | --- | --- | --- | --- |
