@@ -1,7 +1,7 @@
 //! The unstable session lifecycle and auth items an agent serves behind features
 //! (`unstable_session_fork`, `unstable_session_status`, `unstable_session_archive`,
-//! `unstable_session_system_prompt`, `unstable_auth_status`; and, when on, `unstable_plan_operations`
-//! and `unstable_llm_providers`), driven by a raw client over a
+//! `unstable_auth_status`; and, when on, `unstable_llm_providers`; plan operations and the
+//! system prompt are stable v1 now), driven by a raw client over a
 //! duplex pipe.
 //!
 //! `cargo test -p acp-agent --features unstable --test unstable_sessions`.
@@ -9,7 +9,6 @@
     feature = "unstable_session_fork",
     feature = "unstable_session_status",
     feature = "unstable_session_archive",
-    feature = "unstable_session_system_prompt",
     feature = "unstable_auth_status"
 ))]
 

@@ -1,8 +1,8 @@
-//! Subagents (stable v1 since the official schema crate 1.20.0; the feature `unstable_subagents` is a no-op): the agent reports a child session, its work
+//! Subagents (stable v1 since the official schema crate 1.20.0): the agent reports a child session, its work
 //! state and the messages between the sessions as `session/update`s, which reach a client
 //! advertising `subagents` and are refused locally (never sent) for one that does not.
 //!
-//! `cargo test -p acp-agent --features unstable --test unstable_subagents`.
+//! `cargo test -p acp-agent --test subagents`.
 
 mod common;
 
