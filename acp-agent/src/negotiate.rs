@@ -43,7 +43,7 @@
 use std::fmt;
 
 use acp_dialects::{Input, Output};
-use acp_rpc::probe::{LineProbe, ProbeError};
+use acp_rpc::sniff::{LineSniffer, SniffError};
 use acp_rpc::{CloseReason, Peer};
 
 use crate::store::StoreSlot;
@@ -126,21 +126,21 @@ pub(crate) async fn serve<A: Agent>(
 ) -> Result<NegotiatedConnection, NegotiationError> {
     let accepted = acp_dialects::negotiation::accepted(&options.dialects)
         .map_err(|compiled| NegotiationError::NoDialect(options.dialects.clone(), compiled))?;
-    let mut probe = LineProbe::new(reader, options.config.max_message_size);
-    let detected = match probe.next_line().await {
+    let mut sniffer = LineSniffer::new(reader, options.config.max_message_size);
+    let detected = match sniffer.next_line().await {
         Ok(Some(line)) => {
             let detected = detect(&line);
-            probe.unread(&line);
+            sniffer.unread(&line);
             detected
         }
         Ok(None) => return Err(NegotiationError::ClosedBeforeFirstMessage),
         // The connection answers the oversized line in the dialect it speaks.
-        Err(ProbeError::TooLong(_)) => None,
-        Err(ProbeError::Io(e)) => return Err(e.into()),
+        Err(SniffError::TooLong(_)) => None,
+        Err(SniffError::Io(e)) => return Err(e.into()),
     };
     let dialect = choose(detected, &accepted);
     tracing::debug!(?detected, %dialect, "negotiated");
-    let reader = probe.into_reader();
+    let reader = sniffer.into_reader();
     let config = options.config;
     let legacy_options = options.legacy.with_config(config.clone());
     let store = options.store;

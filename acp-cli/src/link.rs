@@ -22,7 +22,7 @@ pub struct AgentSpec {
     pub command: Vec<OsString>,
     /// Dialects to offer, in order (all compiled ones when empty).
     pub dialects: Vec<Dialect>,
-    /// How long each dialect probe waits for the agent's answer.
+    /// How long each dialect offer waits for the agent's answer.
     pub timeout: Duration,
     /// The working directory of the session (and of the agent process).
     pub cwd: PathBuf,

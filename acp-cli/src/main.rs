@@ -95,7 +95,7 @@ struct AgentArgs {
     /// threads, probe, crow). Default: all, newest first.
     #[arg(long, value_delimiter = ',')]
     dialect: Vec<Dialect>,
-    /// Seconds each dialect probe waits for the agent's answer.
+    /// Seconds each dialect offer waits for the agent's answer.
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
     /// Working directory of the session and the agent (default: the current one).

@@ -148,14 +148,14 @@ fn reload_on_hangup(file: PathBuf, tokens: BearerTokens) -> Result<(), String> {
 async fn store_reachable(
     store: std::sync::Arc<dyn acp_agent::store::SessionStore>,
 ) -> Result<(), String> {
-    let probe = acp_agent::store::ListQuery {
+    let query = acp_agent::store::ListQuery {
         owner: None,
         cwd: Some("/ readiness probe: no such directory".into()),
         cursor: None,
         limit: 1,
     };
     store
-        .list(probe)
+        .list(query)
         .await
         .map(drop)
         .map_err(|e| format!("the session store: {e}"))

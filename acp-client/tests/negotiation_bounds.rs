@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use acp_client::negotiate::{NegotiateOptions, NegotiationError, ProbeOutcome};
+use acp_client::negotiate::{NegotiateOptions, NegotiationError, OfferOutcome};
 use acp_client::{Client, Dialect};
 use acp_types::v1::*;
 use serde_json::{Value, json};
@@ -169,7 +169,7 @@ async fn a_silent_agent_costs_one_deadline_whatever_the_number_of_dialects() {
             panic!("{error}")
         };
         assert_eq!(*deadline, Duration::from_millis(300));
-        assert_eq!(tried, &vec![(Dialect::V1, ProbeOutcome::NoAnswer)]);
+        assert_eq!(tried, &vec![(Dialect::V1, OfferOutcome::NoAnswer)]);
         assert_eq!(
             error.to_string(),
             "no dialect was agreed within 300ms: v1: no answer"

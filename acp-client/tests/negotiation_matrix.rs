@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use acp_agent::negotiate::NegotiateOptions as AgentOptions;
-use acp_client::negotiate::{NegotiateOptions, NegotiationError, ProbeOutcome};
+use acp_client::negotiate::{NegotiateOptions, NegotiationError, OfferOutcome};
 use acp_client::{Client, Dialect};
 use acp_rpc::Error;
 use acp_types::v1::*;
@@ -158,7 +158,7 @@ async fn negotiate_pair(client: &[Dialect], agent: &[Dialect]) -> Result<Dialect
             assert!(
                 tried
                     .iter()
-                    .all(|(_, o)| matches!(o, ProbeOutcome::Refused(_))),
+                    .all(|(_, o)| matches!(o, OfferOutcome::Refused(_))),
                 "our agents refuse what they cannot speak, they never stay silent: {tried:?}"
             );
             return Err("no answer".into());
@@ -371,11 +371,11 @@ async fn a_silent_agent_ends_the_negotiation_with_every_probe_named() {
     assert_eq!(
         tried,
         &vec![
-            (V1, ProbeOutcome::NoAnswer),
-            (Legacy009, ProbeOutcome::NoAnswer),
-            (Threads, ProbeOutcome::NoAnswer),
-            (Probe, ProbeOutcome::NoAnswer),
-            (Crow, ProbeOutcome::NoAnswer)
+            (V1, OfferOutcome::NoAnswer),
+            (Legacy009, OfferOutcome::NoAnswer),
+            (Threads, OfferOutcome::NoAnswer),
+            (Probe, OfferOutcome::NoAnswer),
+            (Crow, OfferOutcome::NoAnswer)
         ]
     );
     assert_eq!(

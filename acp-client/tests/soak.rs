@@ -343,9 +343,9 @@ where
             peak = peak.max(rss_kib(&pid, "VmRSS:"));
         }
     }
-    // A final probe, then every expected reply must arrive.
+    // A final ping, then every expected reply must arrive.
     to_peer
-        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"final\",\"method\":\"_soak/probe\"}\n")
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"final\",\"method\":\"_soak/ping\"}\n")
         .await
         .unwrap();
     to_peer.flush().await.unwrap();

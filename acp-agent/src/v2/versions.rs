@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use acp_dialects::{Input, Output};
 use acp_rpc::Config;
-use acp_rpc::probe::{LineProbe, ProbeError};
+use acp_rpc::sniff::{LineSniffer, SniffError};
 use serde_json::Value;
 
 use super::Agent;
@@ -81,19 +81,19 @@ where
     if v1.is_none() && v2.is_none() {
         return Err(VersionError::NoAgent);
     }
-    let mut probe = LineProbe::new(reader, config.max_message_size);
-    let version = match probe.next_line().await {
+    let mut sniffer = LineSniffer::new(reader, config.max_message_size);
+    let version = match sniffer.next_line().await {
         Ok(Some(line)) => {
             let version = offered(&line);
-            probe.unread(&line);
+            sniffer.unread(&line);
             version
         }
         Ok(None) => return Err(VersionError::ClosedBeforeFirstMessage),
         // The served connection answers the oversized line itself.
-        Err(ProbeError::TooLong(_)) => None,
-        Err(ProbeError::Io(e)) => return Err(e.into()),
+        Err(SniffError::TooLong(_)) => None,
+        Err(SniffError::Io(e)) => return Err(e.into()),
     };
-    let reader = probe.into_reader();
+    let reader = sniffer.into_reader();
     let wants_v2 = version.is_some_and(|v| v >= 2);
     tracing::debug!(?version, "protocol version offered");
     Ok(match (v1, v2) {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use acp_dialects::{Input, Output};
 use acp_rpc::Config;
-use acp_rpc::probe::{LineProbe, ProbeError};
+use acp_rpc::sniff::{LineSniffer, SniffError};
 use acp_types::v1;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
@@ -165,15 +165,15 @@ where
     writer.write_all(&bytes).await?;
     writer.flush().await?;
 
-    let mut probe = LineProbe::new(reader, offer.config.max_message_size);
+    let mut sniffer = LineSniffer::new(reader, offer.config.max_message_size);
     let mut kept: Vec<Vec<u8>> = Vec::new();
     let answer = tokio::time::timeout(offer.timeout, async {
         loop {
-            let line = match probe.next_line().await {
+            let line = match sniffer.next_line().await {
                 Ok(Some(line)) => line,
                 Ok(None) => return Err(VersionError::Closed),
-                Err(ProbeError::TooLong(_)) => continue,
-                Err(ProbeError::Io(e)) => return Err(e.into()),
+                Err(SniffError::TooLong(_)) => continue,
+                Err(SniffError::Io(e)) => return Err(e.into()),
             };
             let message: Value = serde_json::from_slice(&line).unwrap_or(Value::Null);
             if message.get("id") == Some(&json!(0)) && message.get("method").is_none() {
@@ -194,9 +194,9 @@ where
     }
     if !replay.is_empty() {
         replay.pop();
-        probe.unread(&replay);
+        sniffer.unread(&replay);
     }
-    let reader = probe.into_reader();
+    let reader = sniffer.into_reader();
 
     let version = answer["result"]["protocolVersion"].clone();
     if answer.get("error").is_some() || version.as_u64() == Some(1) {

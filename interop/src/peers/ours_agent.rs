@@ -62,7 +62,7 @@ impl OursAgent {
         Ok(outcome)
     }
 
-    async fn probe(&self, cx: &AgentContext, name: &str, method: &str, params: Value) {
+    async fn bad_call(&self, cx: &AgentContext, name: &str, method: &str, params: Value) {
         let code = match cx
             .client()
             .peer()
@@ -73,7 +73,7 @@ impl OursAgent {
             Err(e) => json!(e.code.0),
         };
         self.report
-            .event(json!({"event": "error", "probe": name, "code": code}));
+            .event(json!({"event": "error", "bad_call": name, "code": code}));
     }
 
     async fn work(&self, cx: &PromptContext) -> Result<PromptResponse, Error> {
@@ -181,9 +181,9 @@ impl OursAgent {
             tool.status(ToolCallStatus::Completed).await?;
         }
 
-        self.probe(cx, "unknown_method", &sc.unknown_method, json!({}))
+        self.bad_call(cx, "unknown_method", &sc.unknown_method, json!({}))
             .await;
-        self.probe(
+        self.bad_call(
             cx,
             "invalid_params",
             "fs/read_text_file",

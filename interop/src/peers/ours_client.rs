@@ -142,12 +142,18 @@ impl Client for OursClient {
     }
 }
 
-async fn probe(out: &Reporter, conn: &ClientConnection, name: &str, method: &str, params: Value) {
+async fn bad_call(
+    out: &Reporter,
+    conn: &ClientConnection,
+    name: &str,
+    method: &str,
+    params: Value,
+) {
     let code = match conn.peer().request::<_, Value>(method, &params).await {
         Ok(_) => Value::Null,
         Err(e) => json!(e.code.0),
     };
-    out.event(json!({"event": "error", "probe": name, "code": code}));
+    out.event(json!({"event": "error", "bad_call": name, "code": code}));
 }
 
 /// Runs the client script against the agent `command`, in workspace `cwd`.
@@ -214,8 +220,8 @@ pub async fn run(cwd: PathBuf, target: AgentTarget) -> Result<(), Box<dyn std::e
         .await?;
     let sid = session.session_id;
     out.event(json!({"event": "session", "sessionId": sid}));
-    probe(&out, &conn, "unknown_method", &sc.unknown_method, json!({})).await;
-    probe(
+    bad_call(&out, &conn, "unknown_method", &sc.unknown_method, json!({})).await;
+    bad_call(
         &out,
         &conn,
         "invalid_params",
