@@ -418,20 +418,20 @@ async fn main() {
     }
     #[cfg(feature = "v2")]
     let stdin = {
-        let mut probe = acp_rpc::probe::LineProbe::new(
+        let mut sniffer = acp_rpc::sniff::LineSniffer::new(
             tokio::io::stdin(),
             acp_rpc::Config::default().max_message_size,
         );
-        if let Ok(Some(line)) = probe.next_line().await {
+        if let Ok(Some(line)) = sniffer.next_line().await {
             let offers_v2 = serde_json::from_slice::<serde_json::Value>(&line)
                 .ok()
                 .and_then(|m| m["params"]["protocolVersion"].as_u64())
                 .is_some_and(|v| v >= 2);
-            probe.unread(&line);
+            sniffer.unread(&line);
             if offers_v2 {
                 let conn = acp_agent::v2::serve(
                     v2_echo::EchoV2::default(),
-                    probe.into_reader(),
+                    sniffer.into_reader(),
                     tokio::io::stdout(),
                 );
                 eprintln!("echo_agent: the client speaks v2");
@@ -440,11 +440,15 @@ async fn main() {
                 return;
             }
         }
-        probe.into_reader()
+        sniffer.into_reader()
     };
     #[cfg(not(feature = "v2"))]
     let stdin = tokio::io::stdin();
-    let conn = match acp_agent::negotiate::serve(agent, stdin, tokio::io::stdout(), options).await {
+    let conn = match acp_agent::Builder::new(agent)
+        .negotiate(options)
+        .io(stdin, tokio::io::stdout())
+        .await
+    {
         Ok(conn) => conn,
         Err(e) => {
             eprintln!("echo_agent: {e}");

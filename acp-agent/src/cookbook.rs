@@ -16,7 +16,7 @@
 //!
 //! ```no_run
 //! use acp_agent::types::*;
-//! use acp_agent::{Agent, AgentContext, Error, PromptContext, serve_stdio};
+//! use acp_agent::{Agent, AgentContext, Builder, Error, PromptContext};
 //!
 //! struct Reader;
 //!
@@ -69,7 +69,7 @@
 //! }
 //!
 //! # async fn run() {
-//! serve_stdio(Reader).closed().await;
+//! Builder::new(Reader).stdio().closed().await;
 //! # }
 //! ```
 //!

@@ -17,7 +17,7 @@ use crate::handle::ClientHandle;
 use crate::record::serve as served;
 use crate::record::{Recorder, new_session_meta};
 use crate::session::SessionHandle;
-use crate::state::{Awaiting, Inner, probe_session};
+use crate::state::{Awaiting, Inner, session_id_of};
 
 /// Routes the client's messages to the [`Agent`].
 pub(crate) struct Dispatch<A> {
@@ -411,7 +411,7 @@ impl<A: Agent> Handler for Dispatch<A> {
     ) -> Result<Box<RawValue>, Error> {
         let inner = self.inner().await.clone();
         let announced = (method == names::SESSION_PROMPT)
-            .then(|| params.raw().and_then(|r| probe_session(r.get())))
+            .then(|| params.raw().and_then(|r| session_id_of(r.get())))
             .flatten();
         let cx = AgentContext {
             client: ClientHandle {

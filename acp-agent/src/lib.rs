@@ -1,61 +1,80 @@
 //! The agent side of the Agent Client Protocol.
 //!
-//! New here? [`cookbook`] has a whole agent (streaming, a tool call with a permission request,
-//! a file read through the client) in about forty lines; the `acp-client` crate's `cookbook`
-//! has the client that drives it.
+//! Implement [`Agent`] (only `initialize` is required; every other method answers "method
+//! not found" until you implement it), then start it with the one front door, [`Builder`]:
+//! what it speaks, what it keeps, where it runs.
 //!
-//! Implement [`Agent`] (only `initialize` is required), then run it with [`serve_stdio`] (or
-//! [`serve`] over any reader/writer pair) for v1 clients, or with
-//! [`negotiate::serve_stdio`] to serve clients of every dialect compiled in (v1,
-//! legacy-0.0.9, threads, probe and crow; the dialect is detected from the client's first
-//! message; [`legacy`] wires in the dialects of
-//! acp-dialects, each with its mapping tables and native traits for agents that speak it
-//! directly). The connection answers requests sent before
-//! `initialize`, negotiates the protocol version, tracks sessions (`-32002` for unknown
-//! ones), turns `session/cancel` into the prompt's cancellation token, refuses client calls
-//! the client did not advertise, and keeps updates in order: an update for a new session is
-//! never written before the `session/new` response (acp-rpc tells the connection when that
-//! response is on the wire), and every update of a prompt is written before the prompt's
-//! response.
-//!
-//! ```no_run
-//! use acp_agent::{Agent, AgentContext, Error, PromptContext, serve_stdio};
+//! ```
 //! use acp_agent::types::*;
+//! use acp_agent::{Agent, AgentContext, Builder, Error, PromptContext};
 //!
 //! struct Echo;
 //!
 //! #[acp_agent::async_trait]
 //! impl Agent for Echo {
-//!     async fn initialize(&self, _p: InitializeRequest, _cx: &AgentContext)
+//!     async fn initialize(&self, _: InitializeRequest, _: &AgentContext)
 //!         -> Result<InitializeResponse, Error> {
 //!         Ok(InitializeResponse::new(ProtocolVersion::V1)
 //!             .agent_info(Implementation::new("echo", "0.1.0")))
 //!     }
-//!     async fn new_session(&self, _p: NewSessionRequest, _cx: &AgentContext)
+//!     async fn new_session(&self, _: NewSessionRequest, _: &AgentContext)
 //!         -> Result<NewSessionResponse, Error> {
 //!         Ok(NewSessionResponse::new("s1"))
 //!     }
-//!     async fn prompt(&self, _p: PromptRequest, cx: &PromptContext)
+//!     async fn prompt(&self, _: PromptRequest, cx: &PromptContext)
 //!         -> Result<PromptResponse, Error> {
 //!         cx.session().message_chunk("hello").await?;
 //!         Ok(PromptResponse::new(StopReason::EndTurn))
 //!     }
 //! }
 //!
-//! # async fn run() {
-//! let conn = serve_stdio(Echo);
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // An editor runs the agent as a process: `Builder::new(Echo).stdio()`. Here the
+//! // client is in this process, on the other end of an in-memory pipe.
+//! let (conn, end) = Builder::new(Echo).pipe();
+//! # struct Quiet;
+//! # impl acp_client::Client for Quiet {}
+//! # let client = acp_client::Builder::new(Quiet).over(end);
+//! # client.agent().initialize(InitializeRequest::new(ProtocolVersion::V1)).await?;
+//! # let s = client.agent().new_session(NewSessionRequest::new("/")).await?;
+//! # let done = client.agent().prompt(PromptRequest::new(s.session_id, ["hi".into()])).await?;
+//! # assert_eq!(done.stop_reason, StopReason::EndTurn);
+//! # client.close();
 //! conn.closed().await;
-//! # }
+//! # Ok(()) }
 //! ```
+//!
+//! The builder's other choices:
+//!
+//! * what it speaks: v1 (the default), [`Builder::negotiate`] for the dialects of a list
+//!   (v1 and the legacy dialects compiled in: 0.0.9, threads, probe, crow; the dialect is
+//!   detected from the client's first message, see [`negotiate`]), [`Builder::dialect`] for
+//!   one legacy dialect ([`legacy`] has each one's mapping tables and native traits), and
+//!   `Builder::v2` (feature `v2`) for v1 and draft v2 by the client's offer;
+//! * what it keeps: [`Builder::store`], the sessions in a [`store::SessionStore`] (the
+//!   embedded [`store::SqliteStore`] that every process on a machine can share, JSON Lines
+//!   files, memory, or acp-store-postgres): `session/load`, `session/list` and the rest are
+//!   then served by the connection;
+//! * where it runs: [`Builder::stdio`], [`Builder::io`] (any reader/writer pair),
+//!   [`Builder::over`] (any [`acp_rpc::transport::Transport`]) or [`Builder::pipe`] (in
+//!   this process). Over WebSocket or HTTP, acp-remote's server runs the builder for each
+//!   remote connection.
+//!
+//! [`cookbook`] has a longer agent (streaming, a tool call with a permission request, a file
+//! read through the client); the `acp-client` crate's `cookbook` has the client that drives
+//! it.
+//!
+//! The connection answers requests sent before `initialize`, negotiates the protocol
+//! version, tracks sessions (`-32002` for unknown ones), turns `session/cancel` into the
+//! prompt's cancellation token, refuses client calls the client did not advertise, and keeps
+//! updates in order: an update for a new session is never written before the `session/new`
+//! response (acp-rpc tells the connection when that response is on the wire), and every
+//! update of a prompt is written before the prompt's response.
 #![deny(missing_docs)]
 
 mod agent;
-/// The handle's old module path, kept for one release: use [`crate::handle`] (or the
-/// items at the crate root).
-#[doc(hidden)]
-pub mod client {
-    pub use crate::handle::{CAPABILITY_NOT_ADVERTISED, ClientHandle};
-}
+pub mod builder;
 #[cfg(feature = "unstable_proxy_chains")]
 pub mod conductor;
 mod connection;
@@ -81,10 +100,8 @@ mod sync;
 pub mod v2;
 
 pub use agent::Agent;
-pub use connection::{
-    AgentConnection, serve, serve_as, serve_over_as, serve_stdio, serve_with, serve_with_store,
-    serve_with_store_as,
-};
+pub use builder::Builder;
+pub use connection::AgentConnection;
 pub use context::{AgentContext, PromptContext};
 pub use handle::{CAPABILITY_NOT_ADVERTISED, ClientHandle};
 pub use session::{SessionHandle, ToolCallHandle};

@@ -1,10 +1,10 @@
-//! Version negotiation on the agent side: serve one v1 [`Agent`] to a client of any dialect
-//! this build speaks, detected from the client's first message.
+//! Negotiation on the agent side ([`crate::Builder::negotiate`]): serve one v1 [`Agent`] to
+//! a client of any dialect this build speaks, detected from the client's first message.
 //!
 //! ```no_run
-//! use acp_agent::negotiate::{NegotiateOptions, serve_stdio};
+//! use acp_agent::negotiate::NegotiateOptions;
 //! use acp_agent::types::{InitializeRequest, InitializeResponse, ProtocolVersion};
-//! use acp_agent::{Agent, AgentContext, Dialect, Error};
+//! use acp_agent::{Agent, AgentContext, Builder, Dialect, Error};
 //!
 //! struct MyAgent;
 //!
@@ -19,7 +19,7 @@
 //! # async fn run() -> Result<(), acp_agent::negotiate::NegotiationError> {
 //! // Accept v1 and the 0.0.9 dialect, not threads.
 //! let options = NegotiateOptions::default().with_dialects([Dialect::V1, Dialect::Legacy009]);
-//! let conn = serve_stdio(MyAgent, options).await?;
+//! let conn = Builder::new(MyAgent).negotiate(options).stdio().await?;
 //! eprintln!("the client speaks {}", conn.dialect());
 //! conn.closed().await;
 //! # Ok(()) }
@@ -43,13 +43,13 @@
 use std::fmt;
 
 use acp_dialects::{Input, Output};
-use acp_rpc::probe::{LineProbe, ProbeError};
+use acp_rpc::sniff::{LineSniffer, SniffError};
 use acp_rpc::{CloseReason, Peer};
 
 use crate::store::StoreSlot;
 use crate::{Agent, AgentConnection, Dialect};
 
-/// What [`serve`] accepts, and how it serves each dialect (acp-dialects' options shared by
+/// What [`crate::Builder::negotiate`] accepts, and how it serves each dialect (acp-dialects' options shared by
 /// both sides, with this side's own part: where the sessions are kept, see
 /// [`crate::store`]; `with_store` keeps them in any [`crate::store::SessionStore`]).
 pub type NegotiateOptions = acp_dialects::negotiation::NegotiateOptions<AgentSide<StoreSlot>>;
@@ -57,7 +57,7 @@ pub type NegotiateOptions = acp_dialects::negotiation::NegotiateOptions<AgentSid
 pub use acp_dialects::negotiation::AgentSide;
 pub use acp_dialects::negotiation::{choose, compiled_dialects, detect};
 
-/// Why [`serve`] could not start a connection.
+/// Why a negotiating [`crate::Builder`] could not start a connection.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NegotiationError {
@@ -107,46 +107,48 @@ impl NegotiatedConnection {
     }
 }
 
-/// Serves `agent` over stdin/stdout in whatever accepted dialect the client speaks.
-pub async fn serve_stdio<A: Agent>(
-    agent: A,
-    options: NegotiateOptions,
-) -> Result<NegotiatedConnection, NegotiationError> {
-    serve(agent, tokio::io::stdin(), tokio::io::stdout(), options).await
+/// What a negotiating [`crate::Builder`] hands [`serve`]: the builder's settings.
+pub(crate) struct Accept {
+    pub(crate) dialects: Vec<Dialect>,
+    pub(crate) config: acp_rpc::Config,
+    pub(crate) legacy: acp_dialects::AdapterOptions,
+    pub(crate) store: Option<std::sync::Arc<dyn crate::store::SessionStore>>,
+    pub(crate) identity: Option<std::sync::Arc<str>>,
 }
 
 /// Waits for the client's first message, detects its dialect ([`detect`]), and serves
-/// `agent` in the accepted dialect that fits (see the module docs). Must be called within a
-/// Tokio runtime.
-pub async fn serve<A: Agent>(
+/// `agent` in the accepted dialect that fits (see the module docs).
+pub(crate) async fn serve<A: Agent>(
     agent: A,
     reader: impl Input,
     writer: impl Output,
-    options: NegotiateOptions,
+    options: Accept,
 ) -> Result<NegotiatedConnection, NegotiationError> {
     let accepted = acp_dialects::negotiation::accepted(&options.dialects)
         .map_err(|compiled| NegotiationError::NoDialect(options.dialects.clone(), compiled))?;
-    let mut probe = LineProbe::new(reader, options.config.max_message_size);
-    let detected = match probe.next_line().await {
+    let mut sniffer = LineSniffer::new(reader, options.config.max_message_size);
+    let detected = match sniffer.next_line().await {
         Ok(Some(line)) => {
             let detected = detect(&line);
-            probe.unread(&line);
+            sniffer.unread(&line);
             detected
         }
         Ok(None) => return Err(NegotiationError::ClosedBeforeFirstMessage),
         // The connection answers the oversized line in the dialect it speaks.
-        Err(ProbeError::TooLong(_)) => None,
-        Err(ProbeError::Io(e)) => return Err(e.into()),
+        Err(SniffError::TooLong(_)) => None,
+        Err(SniffError::Io(e)) => return Err(e.into()),
     };
     let dialect = choose(detected, &accepted);
     tracing::debug!(?detected, %dialect, "negotiated");
-    let reader = probe.into_reader();
+    let reader = sniffer.into_reader();
     let config = options.config;
     let legacy_options = options.legacy.with_config(config.clone());
-    let store = options.side.store.map(|s| s.0);
+    let store = options.store;
     let (peer, v1) = match dialect {
         Dialect::V1 => {
-            let conn = crate::connection::serve_inner(agent, (reader, writer), config, store, None);
+            let transport = (reader, writer);
+            let conn =
+                crate::connection::serve_inner(agent, transport, config, store, options.identity);
             (conn.peer().clone(), Some(conn))
         }
         legacy => {

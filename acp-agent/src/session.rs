@@ -207,7 +207,7 @@ mod tests {
     async fn an_update_future_holds_the_update_about_once() {
         let (agent_in, _client_out) = tokio::io::duplex(64);
         let (agent_out, _client_in) = tokio::io::duplex(64);
-        let conn = crate::serve(Silent, agent_in, agent_out);
+        let conn = crate::Builder::new(Silent).io(agent_in, agent_out);
         let session = super::SessionHandle::new(conn.client().clone(), SessionId::from("s"));
         let update = size_of::<SessionNotification>();
         let chunk = size_of_val(&session.message_chunk("tok"));

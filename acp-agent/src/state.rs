@@ -142,14 +142,14 @@ pub(crate) struct Awaiting {
 
 /// Just the session id of some params.
 #[derive(serde::Deserialize)]
-struct SessionProbe {
+struct SessionIdOnly {
     #[serde(rename = "sessionId")]
     session_id: Option<SessionId>,
 }
 
 /// The `sessionId` of raw params, if there is one.
-pub(crate) fn probe_session(params: &str) -> Option<SessionId> {
-    serde_json::from_str::<SessionProbe>(params)
+pub(crate) fn session_id_of(params: &str) -> Option<SessionId> {
+    serde_json::from_str::<SessionIdOnly>(params)
         .ok()?
         .session_id
 }
@@ -174,7 +174,7 @@ impl Awaiting {
             (names::SESSION_CANCEL, false) => &self.cancels,
             _ => return,
         };
-        let Some(sid) = arrival.params.and_then(probe_session) else {
+        let Some(sid) = arrival.params.and_then(session_id_of) else {
             return;
         };
         // Numbered from 1: 0 means "no number" to `take_prompt`.

@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use acp_agent::types::{InitializeRequest, InitializeResponse};
-use acp_agent::{Agent, AgentContext, Config, Error, serve_with};
+use acp_agent::{Agent, AgentContext, Config, Error};
 use acp_rpc::CloseReason;
 use tokio::process::Command;
 
@@ -38,12 +38,9 @@ async fn a_client_that_never_reads_is_cut_off_by_the_write_stall_timeout() {
         .spawn()
         .expect("sh runs");
     let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
-    let conn = serve_with(
-        Idle,
-        stdout,
-        stdin,
-        Config::default().with_write_stall_timeout(Some(stall)),
-    );
+    let conn = acp_agent::Builder::new(Idle)
+        .config(Config::default().with_write_stall_timeout(Some(stall)))
+        .io(stdout, stdin);
     let reason = tokio::time::timeout(Duration::from_secs(20), conn.closed())
         .await
         .expect("the agent's connection ends by itself");

@@ -1,4 +1,4 @@
-//! A v1 agent served to a 0.0.9 editor through `legacy::serve_v1`, checked byte for
+//! A v1 agent served to a 0.0.9 editor through `Builder::dialect`, checked byte for
 //! byte against a scripted editor that writes what the dialect's editors wrote (the crate's
 //! `"type":"PushToolCallResponse"` tags, `params` left out of `cancelSendMessage`, ids from
 //! 0 on each side), including what the adapter drops or refuses.
@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use acp_agent::legacy::{AdapterOptions, serve_v1};
+use acp_agent::legacy::AdapterOptions;
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentContext, Error, PromptContext};
 use common::editor::Editor;
@@ -128,13 +128,10 @@ impl Agent for Worker {
 fn connect(seen: &Seen) -> Editor {
     let agent = Worker(seen.clone());
     Editor::connect(|r, w| {
-        serve_v1(
-            acp_agent::Dialect::Legacy009,
-            agent,
-            r,
-            w,
-            AdapterOptions::default().with_cwd("/home/user/project"),
-        );
+        acp_agent::Builder::new(agent)
+            .dialect(acp_agent::Dialect::Legacy009)
+            .legacy(AdapterOptions::default().with_cwd("/home/user/project"))
+            .io(r, w);
     })
 }
 

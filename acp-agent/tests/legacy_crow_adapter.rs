@@ -1,4 +1,4 @@
-//! A v1 agent served to a crow editor through `legacy::serve_v1`, checked byte for byte
+//! A v1 agent served to a crow editor through `Builder::dialect`, checked byte for byte
 //! against a scripted editor writing the crow dialect's own example messages: the
 //! snake_case handshake, `@type` updates, a permission asked and answered, the replay before
 //! `session/load` is answered, `cancel` as a request, both spellings of a session id, and
@@ -7,7 +7,7 @@
 mod common;
 
 use acp_agent::Dialect;
-use acp_agent::legacy::{AdapterOptions, serve_v1};
+use acp_agent::legacy::AdapterOptions;
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentContext, Error, PromptContext};
 use common::editor::Editor;
@@ -15,13 +15,10 @@ use serde_json::{Value, json};
 
 fn connect(agent: impl Agent) -> Editor {
     Editor::connect(|r, w| {
-        serve_v1(
-            Dialect::Crow,
-            agent,
-            r,
-            w,
-            AdapterOptions::default().with_cwd("/fallback"),
-        );
+        acp_agent::Builder::new(agent)
+            .dialect(Dialect::Crow)
+            .legacy(AdapterOptions::default().with_cwd("/fallback"))
+            .io(r, w);
     })
 }
 

@@ -1,4 +1,4 @@
-//! A v1 agent served to a probe editor through `legacy::serve_v1`, checked byte for byte
+//! A v1 agent served to a probe editor through `Builder::dialect`, checked byte for byte
 //! against a scripted editor writing the probe dialect's own example messages: every
 //! request the editor sends, every notification and request it receives, its error codes,
 //! the history of a stored session, and the bad-input table in probe framing.
@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use acp_agent::Dialect;
-use acp_agent::legacy::{AdapterOptions, serve_v1, serve_v1_with_store};
+use acp_agent::legacy::AdapterOptions;
 use acp_agent::store::{MemoryStore, SessionMeta, SessionStore, StoredEvent};
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentContext, Error, PromptContext};
@@ -17,13 +17,10 @@ use serde_json::{Value, json};
 
 fn connect(agent: impl Agent) -> Editor {
     Editor::connect(|r, w| {
-        serve_v1(
-            Dialect::Probe,
-            agent,
-            r,
-            w,
-            AdapterOptions::default().with_cwd("/home/user/project"),
-        );
+        acp_agent::Builder::new(agent)
+            .dialect(Dialect::Probe)
+            .legacy(AdapterOptions::default().with_cwd("/home/user/project"))
+            .io(r, w);
     })
 }
 
@@ -260,7 +257,11 @@ async fn load_session_serves_the_history_from_the_agent_s_store() {
         .unwrap();
     let options = AdapterOptions::default().with_cwd("/home/user/project");
     let mut e = Editor::connect(|r, w| {
-        serve_v1_with_store(Dialect::Probe, Prober, r, w, options, store);
+        acp_agent::Builder::new(Prober)
+            .dialect(Dialect::Probe)
+            .legacy(options)
+            .store(store)
+            .io(r, w);
     });
     e.send(r#"{"jsonrpc":"2.0","id":3,"method":"loadSession","params":{"sessionId":"abc123"}}"#)
         .await;

@@ -1,11 +1,11 @@
-//! A v1 agent served to a threads editor through `legacy::serve_v1`, checked byte
+//! A v1 agent served to a threads editor through `Builder::dialect`, checked byte
 //! for byte against a scripted editor that writes what the editors of that dialect wrote: no
 //! `"jsonrpc"`, `"params": null`, and ids counted from 0 on each side so they collide. Also
 //! the native threads agent with the bad-input table replayed in threads framing.
 
 mod common;
 
-use acp_agent::legacy::{AdapterOptions, serve_v1};
+use acp_agent::legacy::AdapterOptions;
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentContext, Error, PromptContext};
 use common::editor::Editor;
@@ -13,13 +13,10 @@ use serde_json::{Value, json};
 
 fn connect(agent: impl Agent) -> Editor {
     Editor::connect(|r, w| {
-        serve_v1(
-            acp_agent::Dialect::Threads,
-            agent,
-            r,
-            w,
-            AdapterOptions::default().with_cwd("/home/user/project"),
-        );
+        acp_agent::Builder::new(agent)
+            .dialect(acp_agent::Dialect::Threads)
+            .legacy(AdapterOptions::default().with_cwd("/home/user/project"))
+            .io(r, w);
     })
 }
 

@@ -5,7 +5,7 @@
 mod common;
 
 use acp_agent::Dialect;
-use acp_agent::negotiate::{NegotiateOptions, NegotiatedConnection, NegotiationError, serve};
+use acp_agent::negotiate::{NegotiateOptions, NegotiatedConnection, NegotiationError};
 use common::FullAgent;
 use common::editor::Editor;
 use serde_json::{Value, json};
@@ -24,7 +24,13 @@ fn start(
         .with_config(config)
         .with_legacy_cwd("/w");
     let mut task = None;
-    let editor = Editor::connect(|r, w| task = Some(tokio::spawn(serve(FullAgent, r, w, options))));
+    let editor = Editor::connect(|r, w| {
+        task = Some(tokio::spawn(
+            acp_agent::Builder::new(FullAgent)
+                .negotiate(options)
+                .io(r, w),
+        ))
+    });
     (editor, task.unwrap())
 }
 
@@ -134,7 +140,9 @@ async fn a_client_that_hangs_up_first_and_an_empty_pin_list_are_errors() {
     let (ours, theirs) = tokio::io::duplex(64);
     drop(theirs);
     let (r, w) = tokio::io::split(ours);
-    let error = serve(FullAgent, r, w, NegotiateOptions::default())
+    let error = acp_agent::Builder::new(FullAgent)
+        .negotiate(NegotiateOptions::default())
+        .io(r, w)
         .await
         .unwrap_err();
     assert!(
@@ -144,13 +152,10 @@ async fn a_client_that_hangs_up_first_and_an_empty_pin_list_are_errors() {
 
     let (ours, _theirs) = tokio::io::duplex(64);
     let (r, w) = tokio::io::split(ours);
-    let error = serve(
-        FullAgent,
-        r,
-        w,
-        NegotiateOptions::default().with_dialects([]),
-    )
-    .await
-    .unwrap_err();
+    let error = acp_agent::Builder::new(FullAgent)
+        .negotiate(NegotiateOptions::default().with_dialects([]))
+        .io(r, w)
+        .await
+        .unwrap_err();
     assert!(matches!(error, NegotiationError::NoDialect(..)), "{error}");
 }

@@ -355,7 +355,7 @@ async fn served_turn(dir: &Path) -> (acp_agent::AgentConnection, acp_rpc::Connec
     let (a, b) = tokio::io::duplex(64 * 1024);
     let (ar, aw) = tokio::io::split(a);
     let (br, bw) = tokio::io::split(b);
-    let agent = acp_agent::serve_with_store(OneChunk, store, ar, aw, acp_agent::Config::default());
+    let agent = acp_agent::Builder::new(OneChunk).store(store).io(ar, aw);
     let client = acp_rpc::Connection::new(br, bw, Deaf, acp_agent::Config::default());
     let peer = client.peer();
     let _: Value = peer

@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use acp_agent::Dialect;
-use acp_agent::legacy::{AdapterOptions, serve_v1_with_store};
+use acp_agent::legacy::AdapterOptions;
 use acp_agent::store::{MemoryStore, SessionMeta, SessionStore, StoredEvent};
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentContext, Error};
@@ -46,7 +46,11 @@ async fn a_threads_editor_lists_and_reopens_stored_sessions() {
         .unwrap();
     let options = AdapterOptions::default().with_cwd("/p");
     let mut e = Editor::connect(|r, w| {
-        serve_v1_with_store(Dialect::Threads, Plain, r, w, options, store);
+        acp_agent::Builder::new(Plain)
+            .dialect(Dialect::Threads)
+            .legacy(options)
+            .store(store)
+            .io(r, w);
     });
     e.send(r#"{"id":0,"method":"getThreads","params":null}"#)
         .await;

@@ -11,7 +11,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use acp_agent::client::CAPABILITY_NOT_ADVERTISED;
+use acp_agent::CAPABILITY_NOT_ADVERTISED;
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentContext, Error, ErrorCode, PromptContext};
 use acp_rpc::{Config, Connection, Handler, NotificationContext, Params, RawValue, RequestContext};
@@ -158,15 +158,12 @@ fn setup(advertise: bool) -> Setup {
     let (br, bw) = tokio::io::split(b);
     let outcomes = Outcomes::default();
     let notified = Arc::new(Mutex::new(Vec::new()));
-    let agent = acp_agent::serve(
-        Tooling {
-            advertise,
-            outcomes: outcomes.clone(),
-            notified: notified.clone(),
-        },
-        ar,
-        aw,
-    );
+    let agent = acp_agent::Builder::new(Tooling {
+        advertise,
+        outcomes: outcomes.clone(),
+        notified: notified.clone(),
+    })
+    .io(ar, aw);
     let host = McpHost::default();
     let client = Connection::new(br, bw, host.clone(), Config::default());
     Setup {
@@ -381,7 +378,7 @@ async fn an_agent_without_mcp_servers_answers_method_not_found() {
     let (a, b) = tokio::io::duplex(64 * 1024);
     let (ar, aw) = tokio::io::split(a);
     let (br, bw) = tokio::io::split(b);
-    let _agent = acp_agent::serve(Plain, ar, aw);
+    let _agent = acp_agent::Builder::new(Plain).io(ar, aw);
     let client = Connection::new(br, bw, McpHost::default(), Config::default());
     let peer = client.peer();
     peer.request::<_, Value>("initialize", &json!({"protocolVersion": 1}))

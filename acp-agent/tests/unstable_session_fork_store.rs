@@ -106,14 +106,10 @@ impl Host {
         let (a, b) = tokio::io::duplex(64 * 1024);
         let (ar, aw) = tokio::io::split(a);
         let (br, bw) = tokio::io::split(b);
-        let agent = acp_agent::serve_with_store_as(
-            Forker::default(),
-            store,
-            identity,
-            ar,
-            aw,
-            Config::default(),
-        );
+        let agent = acp_agent::Builder::new(Forker::default())
+            .store(store)
+            .identity(identity)
+            .io(ar, aw);
         let rec = Recorder::default();
         let client = Connection::new(br, bw, rec.clone(), Config::default());
         let host = Host {

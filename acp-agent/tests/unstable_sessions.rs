@@ -1,7 +1,7 @@
 //! The unstable session lifecycle and auth items an agent serves behind features
 //! (`unstable_session_fork`, `unstable_session_status`, `unstable_session_archive`,
-//! `unstable_session_system_prompt`, `unstable_auth_status`; and, when on, `unstable_plan_operations`
-//! and `unstable_llm_providers`), driven by a raw client over a
+//! `unstable_auth_status`; and, when on, `unstable_llm_providers`; plan operations and the
+//! system prompt are stable v1 now), driven by a raw client over a
 //! duplex pipe.
 //!
 //! `cargo test -p acp-agent --features unstable --test unstable_sessions`.
@@ -9,7 +9,6 @@
     feature = "unstable_session_fork",
     feature = "unstable_session_status",
     feature = "unstable_session_archive",
-    feature = "unstable_session_system_prompt",
     feature = "unstable_auth_status"
 ))]
 
@@ -17,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp_agent::types::*;
-use acp_agent::{Agent, AgentContext, Error, ErrorCode, PromptContext, serve};
+use acp_agent::{Agent, AgentContext, Error, ErrorCode, PromptContext};
 use acp_rpc::{Config, Connection, Handler, NotificationContext, Params, RawValue, RequestContext};
 use serde_json::{Value, json};
 
@@ -213,7 +212,7 @@ impl Pair {
         let (br, bw) = tokio::io::split(b);
         let notes = Notes::default();
         Pair {
-            _agent: serve(agent, ar, aw),
+            _agent: acp_agent::Builder::new(agent).io(ar, aw),
             client: Connection::new(br, bw, notes.clone(), Config::default()),
             notes,
         }
@@ -384,7 +383,7 @@ async fn auth_status_is_served_and_its_update_needs_the_agents_own_capability() 
             .expect("the update arrives");
         } else {
             let refused = sent.expect_err("refused locally without auth.status");
-            assert_eq!(refused.code, acp_agent::client::CAPABILITY_NOT_ADVERTISED);
+            assert_eq!(refused.code, acp_agent::CAPABILITY_NOT_ADVERTISED);
             assert!(refused.message.contains("auth.status"), "{refused:?}");
             assert!(pair.notes().iter().all(|(m, _)| m != "auth/status_update"));
         }
@@ -434,7 +433,7 @@ async fn plan_operations_reach_only_clients_that_advertise_plan() {
         let (br, bw) = tokio::io::split(b);
         let notes = Notes::default();
         let pair = Pair {
-            _agent: serve(Planner(results.clone()), ar, aw),
+            _agent: acp_agent::Builder::new(Planner(results.clone())).io(ar, aw),
             client: Connection::new(br, bw, notes.clone(), Config::default()),
             notes,
         };
@@ -470,7 +469,7 @@ async fn plan_operations_reach_only_clients_that_advertise_plan() {
         } else {
             for refused in results {
                 let refused = refused.expect_err("refused locally without `plan`");
-                assert_eq!(refused.code, acp_agent::client::CAPABILITY_NOT_ADVERTISED);
+                assert_eq!(refused.code, acp_agent::CAPABILITY_NOT_ADVERTISED);
             }
             assert!(kinds.is_empty(), "{kinds:?}");
         }

@@ -19,7 +19,7 @@
 //! ```
 //!
 //! An agent built with `acp-agent` can be graded in process from `cargo test`:
-//! `Target::in_process(|r, w| { acp_agent::serve(MyAgent::default(), r, w); })`.
+//! `Target::in_process(|r, w| { acp_agent::Builder::new(MyAgent::default()).io(r, w); })`.
 //!
 //! # Why a crate of its own
 //!

@@ -40,7 +40,7 @@ impl Target {
 
     /// An in-process agent: `start(agent_stdin, agent_stdout)` must spawn a task serving
     /// the agent over them, e.g.
-    /// `Target::in_process(|r, w| { acp_agent::serve(MyAgent::default(), r, w); })`.
+    /// `Target::in_process(|r, w| { acp_agent::Builder::new(MyAgent::default()).io(r, w); })`.
     pub fn in_process(
         start: impl Fn(DuplexStream, DuplexStream) + Send + Sync + 'static,
     ) -> Target {

@@ -101,7 +101,7 @@ pub async fn run(args: CheckArgs) -> i32 {
         }
     } else if args.agent.is_empty() {
         Target::in_process(|r, w| {
-            acp_agent::serve(crate::builtin::BuiltinAgent::default(), r, w);
+            acp_agent::Builder::new(crate::builtin::BuiltinAgent::default()).io(r, w);
         })
     } else {
         Target::Command(args.agent.clone())

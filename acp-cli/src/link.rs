@@ -25,7 +25,7 @@ pub struct AgentSpec {
     /// The protocol version pinned with `--protocol` (only the built-in agent speaks 2,
     /// through the v1<->v2 translation); `None`: 1.
     pub protocol: Option<u16>,
-    /// How long each dialect probe waits for the agent's answer.
+    /// How long each dialect offer waits for the agent's answer.
     pub timeout: Duration,
     /// The working directory of the session (and of the agent process).
     pub cwd: PathBuf,
@@ -149,7 +149,11 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
             None => BuiltinAgent::default(),
         };
         let builtin = tokio::spawn(async move {
-            match acp_agent::negotiate::serve(agent, agent_read, agent_write, agent_options).await {
+            match acp_agent::Builder::new(agent)
+                .negotiate(agent_options)
+                .io(agent_read, agent_write)
+                .await
+            {
                 Ok(conn) => {
                     conn.closed().await;
                 }
@@ -157,7 +161,9 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
             }
         });
         let (read, write) = tokio::io::split(client_side);
-        let negotiated = acp_client::negotiate::connect(client, read, write, options)
+        let negotiated = acp_client::Builder::new(client)
+            .negotiate(options)
+            .io(read, write)
             .await
             .map_err(|e| format!("the built-in agent: {e}"))?;
         return Ok(Link {
@@ -172,7 +178,11 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
     };
     let command = AgentCommand::new(program).args(args).cwd(&spec.cwd);
     let mut process = AgentProcess::spawn(&command).map_err(|e| e.to_string())?;
-    match process.negotiate(client, options).await {
+    match acp_client::Builder::new(client)
+        .negotiate(options)
+        .attach(&mut process)
+        .await
+    {
         Ok(negotiated) => Ok(Link {
             dialect: negotiated.dialect,
             protocol: 1,
@@ -209,16 +219,11 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
 /// connections with no JSON lines and no byte pipe.
 async fn connect_builtin(client: CliClient, timeout: Duration) -> Result<Link, String> {
     let (agent_end, client_end) = acp_rpc::transport::memory_pair(256);
-    let agent = acp_agent::serve_over_as(
-        BuiltinAgent::default(),
-        None,
-        agent_end,
-        acp_agent::Config::default(),
-    );
+    let agent = acp_agent::Builder::new(BuiltinAgent::default()).over(agent_end);
     let builtin = tokio::spawn(async move {
         agent.closed().await;
     });
-    let connection = ClientConnection::over(client, client_end, acp_client::Config::default());
+    let connection = acp_client::Builder::new(client).over(client_end);
     let init = tokio::time::timeout(
         timeout,
         connection.agent().initialize(proto::initialize_request()),
@@ -282,7 +287,9 @@ async fn connect_remote(
         .map_err(|e| format!("{}: {e}", remote.url))?;
     let finished = link.finished.clone();
     let options = options.with_dialects(vec![Dialect::V1]);
-    let negotiated = acp_client::negotiate::connect(client, link.reader, link.writer, options)
+    let negotiated = acp_client::Builder::new(client)
+        .negotiate(options)
+        .io(link.reader, link.writer)
         .await
         .map_err(|e| format!("{}: {e}", remote.url))?;
     Ok(Link {

@@ -95,7 +95,7 @@ struct AgentArgs {
     /// threads, probe, crow). Default: all, newest first.
     #[arg(long, value_delimiter = ',')]
     dialect: Vec<Dialect>,
-    /// Seconds each dialect probe waits for the agent's answer.
+    /// Seconds each dialect offer waits for the agent's answer.
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
     /// The protocol version to speak with the built-in agent: 1, or 2 (the built-in v1
@@ -456,7 +456,11 @@ async fn serve_builtin(store: store::StoreArgs) -> i32 {
             return chat::EXIT_FAILED;
         }
     };
-    match acp_agent::negotiate::serve_stdio(agent, options).await {
+    match acp_agent::Builder::new(agent)
+        .negotiate(options)
+        .stdio()
+        .await
+    {
         Ok(conn) => {
             conn.closed().await;
             0

@@ -39,8 +39,8 @@ pub const NEVER_PASS: &[&str] = &[crate::serve::TOKEN_ENV, crate::store::STORE_E
 /// The private scratch directory inside the sandbox: a fresh tmpfs per connection.
 pub const SCRATCH: &str = "/tmp";
 
-/// How long the start-up probe of bubblewrap may take.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the start-up check of bubblewrap (its preflight) may take.
+const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `acp serve`'s flags for gateway children.
 #[derive(Args, Debug, Clone, Default)]
@@ -357,7 +357,7 @@ impl SandboxPlan {
     /// Runs `true` in this sandbox with the environment `env`: a clear error at start when
     /// bubblewrap cannot make its namespaces or mounts here (a container without user
     /// namespaces, say), instead of a failed agent on every connection.
-    pub async fn probe(&self, env: &[(OsString, OsString)]) -> Result<(), String> {
+    pub async fn preflight(&self, env: &[(OsString, OsString)]) -> Result<(), String> {
         let mut command = tokio::process::Command::new(&self.bwrap);
         command
             .args(self.argv("true".as_ref(), &[]))
@@ -368,12 +368,12 @@ impl SandboxPlan {
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true);
         let run = command.output();
-        let output = match tokio::time::timeout(PROBE_TIMEOUT, run).await {
+        let output = match tokio::time::timeout(PREFLIGHT_TIMEOUT, run).await {
             Err(_) => {
                 return Err(format!(
                     "--sandbox: `{}` did not finish a trivial command in {} s",
                     self.bwrap.display(),
-                    PROBE_TIMEOUT.as_secs()
+                    PREFLIGHT_TIMEOUT.as_secs()
                 ));
             }
             Ok(Err(e)) => return Err(format!("--sandbox: {}: {e}", self.bwrap.display())),
@@ -447,7 +447,7 @@ pub async fn gateway_command(
         });
         hidden.extend(store.map(PathBuf::from));
         let plan = SandboxPlan::new(bwrap, &gateway.root, &hidden)?;
-        plan.probe(&command.env).await?;
+        plan.preflight(&command.env).await?;
         Some(Sandbox {
             plan,
             hidden,

@@ -148,14 +148,14 @@ fn reload_on_hangup(file: PathBuf, tokens: BearerTokens) -> Result<(), String> {
 async fn store_reachable(
     store: std::sync::Arc<dyn acp_agent::store::SessionStore>,
 ) -> Result<(), String> {
-    let probe = acp_agent::store::ListQuery {
+    let query = acp_agent::store::ListQuery {
         owner: None,
         cwd: Some("/ readiness probe: no such directory".into()),
         cursor: None,
         limit: 1,
     };
     store
-        .list(probe)
+        .list(query)
         .await
         .map(drop)
         .map_err(|e| format!("the session store: {e}"))
@@ -225,14 +225,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                 let policy = hosting.mcp.clone();
                 // Each identity reaches only its own sessions of the shared store.
                 let serve = move |read, write, who: &acp_remote::Identity| {
-                    acp_agent::serve_with_store_as(
-                        BuiltinAgent::with_store().mcp_policy(policy.clone()),
-                        store.clone(),
-                        who.session_owner(),
-                        read,
-                        write,
-                        acp_agent::Config::default(),
-                    )
+                    acp_agent::Builder::new(BuiltinAgent::with_store().mcp_policy(policy.clone()))
+                        .store(store.clone())
+                        .identity(who.session_owner())
+                        .io(read, write)
                 };
                 let what = format!("the built-in demo agent (sessions in {shown})");
                 (Server::in_process_with(serve), what)

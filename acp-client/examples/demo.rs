@@ -425,8 +425,8 @@ async fn converse(
     let mut options = NegotiateOptions::new(initialize)
         .with_config(config)
         // The echo agent is built before this clock starts; another agent (`-- my-agent`) may
-        // be slow to start (a late answer to an earlier probe still counts, so this only
-        // bounds an agent that never answers): each probe may wait that long, and so may the
+        // be slow to start (a late answer to an earlier offer still counts, so this only
+        // bounds an agent that never answers): each offer may wait that long, and so may the
         // whole negotiation, not once per dialect.
         .with_timeout(Duration::from_secs(60))
         .with_deadline(Duration::from_secs(60))
@@ -434,7 +434,10 @@ async fn converse(
     if !dialects.is_empty() {
         options = options.with_dialects(dialects);
     }
-    let negotiated = agent_process.negotiate(client, options).await?;
+    let negotiated = acp_client::Builder::new(client)
+        .negotiate(options)
+        .attach(agent_process)
+        .await?;
     let connection = negotiated.connection;
     let agent = connection.agent();
     let init = negotiated.initialize;

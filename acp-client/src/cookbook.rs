@@ -15,9 +15,9 @@
 //! ```no_run
 //! use acp_client::fs::SandboxedFs;
 //! use acp_client::negotiate::NegotiateOptions;
-//! use acp_client::process::{AgentCommand, AgentProcess};
-//! use acp_client::{Client, Error, PromptEvent};
-//! use acp_types::v1::*;
+//! use acp_client::process::AgentCommand;
+//! use acp_client::{Builder, Client, Error, PromptEvent};
+//! use acp_client::types::*;
 //!
 //! struct Editor { fs: SandboxedFs }
 //!
@@ -39,12 +39,13 @@
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let dir = std::env::current_dir()?;
-//! let mut process = AgentProcess::spawn(&AgentCommand::new("my-agent"))?;
 //! let init = InitializeRequest::new(ProtocolVersion::V1).client_capabilities(
 //!     ClientCapabilities::new().fs(FileSystemCapabilities::new().read_text_file(true)),
 //! );
 //! let editor = Editor { fs: SandboxedFs::new([&dir])? };
-//! let negotiated = process.negotiate(editor, NegotiateOptions::new(init)).await?;
+//! let command = AgentCommand::new("my-agent");
+//! let (_process, negotiated) =
+//!     Builder::new(editor).negotiate(NegotiateOptions::new(init)).spawn(&command).await?;
 //! println!("the agent speaks {}", negotiated.dialect);
 //! let agent = negotiated.connection.agent();
 //! let session = agent.new_session(NewSessionRequest::new(dir.to_string_lossy(), [])).await?;

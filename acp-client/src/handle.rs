@@ -10,8 +10,6 @@ use std::time::Duration;
 use acp_rpc::{CallOptions, Error, Peer};
 use acp_types::v1::{
     LoadSessionRequest, NewSessionRequest, NewSessionResponse, PromptRequest, SessionId,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
-    SetSessionModeResponse,
 };
 use acp_types::{NotificationMethod, RequestMethod};
 use serde_json::Value;
@@ -276,32 +274,6 @@ impl AgentHandle {
         Err(Error::internal_error(
             "session/load ended without an answer",
         ))
-    }
-
-    /// `session/set_mode`: the old name of [`AgentHandle::set_session_mode`], kept for one
-    /// release.
-    #[deprecated(
-        since = "0.2.0",
-        note = "use `set_session_mode`, named like the `Agent` trait method"
-    )]
-    pub async fn set_mode(
-        &self,
-        params: SetSessionModeRequest,
-    ) -> Result<SetSessionModeResponse, Error> {
-        self.set_session_mode(params).await
-    }
-
-    /// `session/set_config_option`: the old name of
-    /// [`AgentHandle::set_session_config_option`], kept for one release.
-    #[deprecated(
-        since = "0.2.0",
-        note = "use `set_session_config_option`, named like the `Agent` trait method"
-    )]
-    pub async fn set_config_option(
-        &self,
-        params: SetSessionConfigOptionRequest,
-    ) -> Result<SetSessionConfigOptionResponse, Error> {
-        self.set_session_config_option(params).await
     }
 
     /// An extension request (`method` should start with `_`), raw params and result.

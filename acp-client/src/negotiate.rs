@@ -1,23 +1,23 @@
-//! Version negotiation on the client side: offer the preferred dialect first, fall back along
+//! Negotiation on the client side ([`crate::Builder::negotiate`]): offer the preferred dialect first, fall back along
 //! a pinned list, and hand back an ordinary v1 [`ClientConnection`] whatever the agent speaks
 //! (a legacy agent is driven through its adapter).
 //!
 //! ```no_run
 //! use acp_client::negotiate::NegotiateOptions;
-//! use acp_client::process::{AgentCommand, AgentProcess};
-//! use acp_client::{Client, Dialect};
+//! use acp_client::process::AgentCommand;
+//! use acp_client::{Builder, Client, Dialect};
 //! use acp_types::v1::*;
 //!
 //! struct Printer;
 //! impl Client for Printer {}
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let mut agent = AgentProcess::spawn(&AgentCommand::new("my-agent"))?;
 //! let init = InitializeRequest::new(ProtocolVersion::V1).client_capabilities(
 //!     ClientCapabilities::new().fs(FileSystemCapabilities::new().read_text_file(true)),
 //! );
 //! let options = NegotiateOptions::new(init).with_dialects([Dialect::V1, Dialect::Legacy009]);
-//! let negotiated = agent.negotiate(Printer, options).await?;
+//! let command = AgentCommand::new("my-agent");
+//! let (_process, negotiated) = Builder::new(Printer).negotiate(options).spawn(&command).await?;
 //! println!("the agent speaks {}", negotiated.dialect);
 //! let conn = negotiated.connection; // v1 from here on, whatever the agent speaks
 //! # let _ = conn; Ok(()) }
@@ -28,7 +28,7 @@
 //! Each dialect of the list is offered in turn, on the agent's stdin, before any connection
 //! starts:
 //!
-//! | dialect | probe | accepted when the answer is |
+//! | dialect | offered with | accepted when the answer is |
 //! | --- | --- | --- |
 //! | v1 | `initialize` with [`ClientSide::initialize`] | a result with an integer `protocolVersion` |
 //! | 0.0.9 | `initialize` with `"protocolVersion": "0.0.9"` | a result with `"protocolVersion": "0.0.9"` |
@@ -37,17 +37,17 @@
 //! | crow | `initialize` with `"protocol_version": 1` (snake_case, `client_info` from [`ClientSide::initialize`]) | a result with `"protocol_version": 1` |
 //!
 //! An error answer or no answer within [`ClientSide::timeout`] moves on to the next
-//! dialect. The answer's version decides, whichever probe it answers (acp-dialects'
-//! `negotiation::answer_dialect`): an agent that answers the v1 probe with `"0.0.9"` (as
+//! dialect. The answer's version decides, whichever offer it answers (acp-dialects'
+//! `negotiation::answer_dialect`): an agent that answers the v1 offer with `"0.0.9"` (as
 //! Gemini CLI 0.1.x did) speaks 0.0.9, and a v1 agent whose late answer arrives while a
-//! later dialect is probed is still recognised as v1. Only the exact versions count: the
+//! later dialect is offered is still recognised as v1. Only the exact versions count: the
 //! integer `1` and `"0.0.9"`. Another version (`2`, `"0.0.10"`), or v1 when only legacy
 //! dialects are pinned, ends the negotiation with [`NegotiationError::Unaccepted`] (the
 //! specification's rule: a client that does not support the version the agent answers
 //! closes the connection and tells the user); an exhausted list with
-//! [`NegotiationError::NoAnswer`], naming what each probe got.
+//! [`NegotiationError::NoAnswer`], naming what each offer got.
 //!
-//! Never a hang: the whole negotiation, every probe and the handshake through a legacy
+//! Never a hang: the whole negotiation, every offer and the handshake through a legacy
 //! translation, ends within [`ClientSide::deadline`] ([`NegotiationError::Deadline`]),
 //! however many dialects are offered.
 //!
@@ -56,15 +56,16 @@
 //! [`ClientSide::max_kept_lines`] lines and [`ClientSide::max_kept_bytes`]
 //! bytes; past either, the negotiation ends with [`NegotiationError::TooMuchBeforeAnswer`].
 //!
-//! After the handshake the connection numbers its own requests after the probes', so a late
-//! answer to a probe cannot be mistaken for the answer to a real request.
+//! After the handshake the connection numbers its own requests after the offers', so a late
+//! answer to an offer cannot be mistaken for the answer to a real request.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
-use acp_dialects::negotiation::{answer_dialect, probe_line, translation_handshake};
+use acp_dialects::negotiation::{answer_dialect, offer_line, translation_handshake};
 use acp_dialects::{Input, Output};
-use acp_rpc::probe::{LineProbe, ProbeError};
+use acp_rpc::sniff::{LineSniffer, SniffError};
 use acp_rpc::{Message, RequestId};
 use acp_types::v1;
 use serde_json::Value;
@@ -72,20 +73,20 @@ use tokio::io::{AsyncRead, AsyncWriteExt};
 
 use crate::{Client, ClientConnection, Dialect};
 
-/// What [`connect`] offers, and how it drives each dialect (acp-dialects' options shared by
-/// both sides, with this side's own part: the v1 `initialize`, the probe timeout, the
+/// What [`crate::Builder::negotiate`] offers, and how it drives each dialect (acp-dialects' options shared by
+/// both sides, with this side's own part: the v1 `initialize`, the offer timeout, the
 /// overall deadline and the caps on what the agent writes before answering).
 pub type NegotiateOptions = acp_dialects::negotiation::NegotiateOptions<ClientSide>;
 
 pub use acp_dialects::negotiation::{
     ClientSide, DEFAULT_DEADLINE, DEFAULT_MAX_KEPT_BYTES, DEFAULT_MAX_KEPT_LINES,
-    DEFAULT_PROBE_TIMEOUT, compiled_dialects,
+    DEFAULT_OFFER_TIMEOUT, compiled_dialects,
 };
 
-/// What one probe got, when it found no dialect.
+/// What one offer got, when it found no dialect.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ProbeOutcome {
+pub enum OfferOutcome {
     /// No answer within the timeout.
     #[error("no answer")]
     NoAnswer,
@@ -97,7 +98,7 @@ pub enum ProbeOutcome {
     Unrecognised(Value),
 }
 
-/// Why [`connect`] found no dialect to speak.
+/// Why a negotiating [`crate::Builder`] found no dialect to speak.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NegotiationError {
@@ -115,7 +116,7 @@ pub enum NegotiationError {
     },
     /// Every dialect was offered and none was answered.
     #[error("no dialect was accepted: {}", tried(.0))]
-    NoAnswer(Vec<(Dialect, ProbeOutcome)>),
+    NoAnswer(Vec<(Dialect, OfferOutcome)>),
     /// The agent closed its stdout during negotiation.
     #[error("the agent closed the connection during negotiation (after offering {0})")]
     Closed(Dialect),
@@ -130,7 +131,7 @@ pub enum NegotiationError {
     Handshake(Dialect, acp_rpc::Error),
     /// The negotiation did not end within [`ClientSide::deadline`].
     #[error("no dialect was agreed within {:?}: {}", .0, tried(.1))]
-    Deadline(Duration, Vec<(Dialect, ProbeOutcome)>),
+    Deadline(Duration, Vec<(Dialect, OfferOutcome)>),
     /// The agent wrote more before answering than [`ClientSide::max_kept_lines`] or
     /// [`ClientSide::max_kept_bytes`] allow.
     #[error(
@@ -144,8 +145,8 @@ pub enum NegotiationError {
     },
 }
 
-/// What each probe got, `<dialect>: <outcome>; ...`.
-fn tried(outcomes: &[(Dialect, ProbeOutcome)]) -> String {
+/// What each offer got, `<dialect>: <outcome>; ...`.
+fn tried(outcomes: &[(Dialect, OfferOutcome)]) -> String {
     let each: Vec<_> = outcomes.iter().map(|(d, o)| format!("{d}: {o}")).collect();
     each.join("; ")
 }
@@ -226,36 +227,36 @@ impl Kept {
         Ok(())
     }
 
-    /// Puts every kept line back in front of what `probe` has buffered, in one copy.
-    fn replay<R: AsyncRead + Unpin>(mut self, probe: &mut LineProbe<R>) {
+    /// Puts every kept line back in front of what `sniffer` has buffered, in one copy.
+    fn replay<R: AsyncRead + Unpin>(mut self, sniffer: &mut LineSniffer<R>) {
         if self.bytes.pop().is_some() {
-            probe.unread(&self.bytes);
+            sniffer.unread(&self.bytes);
         }
     }
 }
 
-/// An answer naming a dialect: the dialect it names, the result, and the probe it answered.
+/// An answer naming a dialect: the dialect it names, the result, and the offer it answered.
 type Found = (Dialect, Value, Dialect);
 
-/// Reads until an answer to one of `probes` (ids and dialects) or `deadline`; `Ok(Err(_))`
-/// when the last probe is done without a dialect. Lines that are not answers to a probe
+/// Reads until an answer to one of `offers` (ids and dialects) or `deadline`; `Ok(Err(_))`
+/// when the last offer is done without a dialect. Lines that are not answers to an offer
 /// (agent requests, logs on stdout) are kept in `kept`, to be read by the connection. An
 /// answer naming a version outside `accepted`'s dialects, or EOF, ends the negotiation.
 async fn await_answer<R: AsyncRead + Unpin>(
-    probe: &mut LineProbe<R>,
-    probes: &[(i64, Dialect)],
+    sniffer: &mut LineSniffer<R>,
+    offers: &[(i64, Dialect)],
     accepted: &[Dialect],
     deadline: tokio::time::Instant,
     kept: &mut Kept,
-) -> Result<Result<Found, ProbeOutcome>, NegotiationError> {
-    let current = probes.last().expect("a probe was sent").1;
+) -> Result<Result<Found, OfferOutcome>, NegotiationError> {
+    let current = offers.last().expect("an offer was sent").1;
     loop {
-        let line = match tokio::time::timeout_at(deadline, probe.next_line()).await {
-            Err(_) => return Ok(Err(ProbeOutcome::NoAnswer)),
+        let line = match tokio::time::timeout_at(deadline, sniffer.next_line()).await {
+            Err(_) => return Ok(Err(OfferOutcome::NoAnswer)),
             Ok(Ok(Some(line))) => line,
             Ok(Ok(None)) => return Err(NegotiationError::Closed(current)),
-            Ok(Err(ProbeError::Io(e))) => return Err(e.into()),
-            Ok(Err(ProbeError::TooLong(max))) => {
+            Ok(Err(SniffError::Io(e))) => return Err(e.into()),
+            Ok(Err(SniffError::TooLong(max))) => {
                 return Err(std::io::Error::other(format!(
                     "the agent wrote a line longer than {max} bytes during negotiation"
                 ))
@@ -265,27 +266,27 @@ async fn await_answer<R: AsyncRead + Unpin>(
         // Any dialect's answer: threads' has no `jsonrpc`.
         let framing = acp_rpc::Framing::default().accept_missing_jsonrpc(true);
         let Ok(Message::Response(response)) = Message::parse(&line, &framing) else {
-            tracing::trace!("not an answer to a probe: kept for the connection");
+            tracing::trace!("not an answer to an offer: kept for the connection");
             kept.push(&line)?;
             continue;
         };
         // An error with `id: null` refuses what was sent last (the agent could not read its
-        // id: a v1 agent refusing the threads probe, which has no `jsonrpc`).
+        // id: a v1 agent refusing the threads offer, which has no `jsonrpc`).
         let dialect = match (&response.id, &response.result) {
             (None, Err(_)) => Some(current),
-            (Some(RequestId::Int(id)), _) => probes.iter().find(|(p, _)| p == id).map(|p| p.1),
+            (Some(RequestId::Int(id)), _) => offers.iter().find(|(p, _)| p == id).map(|p| p.1),
             _ => None,
         };
         let Some(dialect) = dialect else {
-            tracing::debug!(id = ?response.id, "an answer to no probe: ignored");
+            tracing::debug!(id = ?response.id, "an answer to no offer: ignored");
             continue;
         };
         let result = match response.result {
             Ok(result) => serde_json::from_str(result.get()).unwrap_or(Value::Null),
             Err(error) => {
-                tracing::debug!(%dialect, %error, "probe refused");
+                tracing::debug!(%dialect, %error, "offer refused");
                 if dialect == current {
-                    return Ok(Err(ProbeOutcome::Refused(error)));
+                    return Ok(Err(OfferOutcome::Refused(error)));
                 }
                 continue;
             }
@@ -296,7 +297,7 @@ async fn await_answer<R: AsyncRead + Unpin>(
                 speaks: version,
                 accepted: DialectList(accepted.to_vec()),
             }),
-            Err(_) => Ok(Err(ProbeOutcome::Unrecognised(result))),
+            Err(_) => Ok(Err(OfferOutcome::Unrecognised(result))),
         };
     }
 }
@@ -304,8 +305,8 @@ async fn await_answer<R: AsyncRead + Unpin>(
 /// Offers the dialects of `options` in turn on the agent's stdin (`writer`), reading its
 /// stdout (`reader`), and starts the connection in the first one the agent answers; see the
 /// module docs. The v1 `initialize` is done: its answer is in [`Negotiated::initialize`].
-pub async fn connect<C: Client>(
-    client: C,
+pub(crate) async fn connect<C: Client>(
+    client: Arc<C>,
     reader: impl Input,
     writer: impl Output,
     options: NegotiateOptions,
@@ -320,33 +321,33 @@ pub async fn connect<C: Client>(
     }
 }
 
-/// [`connect`] without the overall deadline: `tried` records each probe's outcome as it is
+/// [`connect`] without the overall deadline: `tried` records each offer's outcome as it is
 /// known, for the error when the deadline ends it.
 async fn negotiate<C: Client>(
-    client: C,
+    client: Arc<C>,
     reader: impl Input,
     mut writer: impl Output,
     options: NegotiateOptions,
     deadline: tokio::time::Instant,
-    tried: &mut Vec<(Dialect, ProbeOutcome)>,
+    tried: &mut Vec<(Dialect, OfferOutcome)>,
 ) -> Result<Negotiated, NegotiationError> {
     let accepted = acp_dialects::negotiation::accepted(&options.dialects)
         .map_err(|_| NegotiationError::NoDialect(DialectList(options.dialects.clone())))?;
-    let mut probe = LineProbe::new(reader, options.config.max_message_size);
-    let mut probes: Vec<(i64, Dialect)> = Vec::new();
+    let mut sniffer = LineSniffer::new(reader, options.config.max_message_size);
+    let mut offers: Vec<(i64, Dialect)> = Vec::new();
     let mut kept = Kept::new(&options);
     let mut found = None;
     for &dialect in &accepted {
-        let id = probes.len() as i64;
-        probes.push((id, dialect));
+        let id = offers.len() as i64;
+        offers.push((id, dialect));
         writer
-            .write_all(&probe_line(dialect, id, &options.side.initialize))
+            .write_all(&offer_line(dialect, id, &options.side.initialize))
             .await?;
         writer.flush().await?;
         let wait = (tokio::time::Instant::now() + options.side.timeout).min(deadline);
         // Unanswered until known otherwise, should the deadline end the wait.
-        tried.push((dialect, ProbeOutcome::NoAnswer));
-        match await_answer(&mut probe, &probes, &accepted, wait, &mut kept).await? {
+        tried.push((dialect, OfferOutcome::NoAnswer));
+        match await_answer(&mut sniffer, &offers, &accepted, wait, &mut kept).await? {
             Ok(answer) => {
                 tried.pop();
                 found = Some(answer);
@@ -372,10 +373,10 @@ async fn negotiate<C: Client>(
             accepted: DialectList(accepted),
         });
     }
-    kept.replay(&mut probe);
-    let reader = probe.into_reader();
-    let config = options.config.with_first_request_id(probes.len() as i64);
-    tracing::debug!(%dialect, probes = probes.len(), "negotiated");
+    kept.replay(&mut sniffer);
+    let reader = sniffer.into_reader();
+    let config = options.config.with_first_request_id(offers.len() as i64);
+    tracing::debug!(%dialect, offers = offers.len(), "negotiated");
     let handshake = |e: acp_rpc::Error| NegotiationError::Handshake(dialect, e);
     if dialect == Dialect::V1 && answered == Dialect::V1 {
         let initialize = serde_json::from_value(result).map_err(|e| {
@@ -383,7 +384,7 @@ async fn negotiate<C: Client>(
                 "the agent's initialize answer does not read as v1: {e}"
             )))
         })?;
-        let connection = ClientConnection::new(client, reader, writer, config);
+        let connection = ClientConnection::start(client, (reader, writer), config);
         return Ok(Negotiated {
             dialect,
             connection,
@@ -393,12 +394,12 @@ async fn negotiate<C: Client>(
     let connection = match dialect {
         // A v1 agent answered a legacy handshake with its version: it has not seen this
         // client's capabilities yet, so the v1 handshake is done properly.
-        Dialect::V1 => ClientConnection::new(client, reader, writer, config),
+        Dialect::V1 => ClientConnection::start(client, (reader, writer), config),
         legacy => {
             let mut adapter = options.legacy.with_config(config);
             adapter.handshake =
                 translation_handshake(legacy, answered, result).map_err(handshake)?;
-            crate::legacy::connect_v1(legacy, client, reader, writer, adapter)
+            crate::legacy::connect_translated(legacy, client, reader, writer, adapter)
                 .expect("only compiled dialects are accepted")
         }
     };

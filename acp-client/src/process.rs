@@ -318,25 +318,26 @@ impl AgentProcess {
         Some((self.stdout.take()?, self.stdin.take()?))
     }
 
-    /// Runs `client` over the child's stdio. The connection is closed by
-    /// [`AgentProcess::shutdown`].
-    pub fn connect<C: Client>(
+    /// Runs `client` over the child's stdio (what [`crate::Builder::spawn`] does). The
+    /// connection is closed by [`AgentProcess::shutdown`].
+    pub(crate) fn connect<C: Client>(
         &mut self,
-        client: C,
+        client: std::sync::Arc<C>,
         config: Config,
     ) -> Result<ClientConnection, ProcessError> {
         let (stdout, stdin) = self.take_stdio().ok_or(ProcessError::StdioTaken)?;
-        let conn = ClientConnection::new(client, stdout, stdin, config);
+        let conn = ClientConnection::start(client, (stdout, stdin), config);
         self.connection = Some(conn.clone());
         Ok(conn)
     }
 
     /// Finds the dialect the agent speaks and runs `client` over the child's stdio in it
-    /// (see [`crate::negotiate`]); the v1 `initialize` is done. The connection is closed by
-    /// [`AgentProcess::shutdown`]. A failed negotiation names the agent's stderr tail.
-    pub async fn negotiate<C: Client>(
+    /// (see [`crate::negotiate`]; what a negotiating [`crate::Builder::spawn`] does); the v1
+    /// `initialize` is done. The connection is closed by [`AgentProcess::shutdown`]. A
+    /// failed negotiation names the agent's stderr tail.
+    pub(crate) async fn negotiate<C: Client>(
         &mut self,
-        client: C,
+        client: std::sync::Arc<C>,
         options: crate::negotiate::NegotiateOptions,
     ) -> Result<crate::negotiate::Negotiated, ProcessError> {
         let (stdout, stdin) = self.take_stdio().ok_or(ProcessError::StdioTaken)?;

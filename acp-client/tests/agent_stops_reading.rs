@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use acp_client::process::{AgentCommand, AgentProcess};
-use acp_client::{Client, ClientConnection, Config, ErrorCode};
+use acp_client::{Client, Config, ErrorCode};
 use acp_rpc::CloseReason;
 use acp_types::v1::InitializeRequest;
 
@@ -26,12 +26,9 @@ async fn an_agent_that_never_reads_fails_pending_calls_with_the_stall_named() {
         .arg(format!("yes '{question}' | head -n 100000; exec sleep 30"));
     let mut process = AgentProcess::spawn(&command).expect("sh runs");
     let (stdout, stdin) = process.take_stdio().unwrap();
-    let conn = ClientConnection::with_client(
-        Arc::new(Quiet),
-        stdout,
-        stdin,
-        Config::default().with_write_stall_timeout(Some(stall)),
-    );
+    let conn = acp_client::Builder::shared(Arc::new(Quiet))
+        .config(Config::default().with_write_stall_timeout(Some(stall)))
+        .io(stdout, stdin);
     let started = Instant::now();
     let answer = tokio::time::timeout(
         Duration::from_secs(20),

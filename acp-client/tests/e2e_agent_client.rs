@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use acp_agent::{Agent, AgentContext, PromptContext};
-use acp_client::{Client, ClientConnection, async_trait};
+use acp_client::{Client, async_trait};
 use acp_rpc::Error;
 use acp_types::v1::*;
 use serde::de::DeserializeOwned;
@@ -282,20 +282,14 @@ async fn every_v1_method_goes_through_between_our_agent_and_our_client() {
     let (client_io, agent_io) = tokio::io::duplex(64 * 1024);
     let (agent_read, agent_write) = tokio::io::split(agent_io);
     let (client_read, client_write) = tokio::io::split(client_io);
-    let _agent = acp_agent::serve(
-        FullAgent {
-            log: agent_log.clone(),
-        },
-        agent_read,
-        agent_write,
-    );
-    let conn = ClientConnection::connect(
-        FullClient {
-            log: client_log.clone(),
-        },
-        client_read,
-        client_write,
-    );
+    let _agent = acp_agent::Builder::new(FullAgent {
+        log: agent_log.clone(),
+    })
+    .io(agent_read, agent_write);
+    let conn = acp_client::Builder::new(FullClient {
+        log: client_log.clone(),
+    })
+    .io(client_read, client_write);
     let agent = conn.agent();
 
     let init = agent

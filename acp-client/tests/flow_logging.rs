@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use acp_agent::{Agent, AgentContext, PromptContext};
-use acp_client::{Client, ClientConnection, Config, async_trait};
+use acp_client::{Client, async_trait};
 use acp_rpc::Error;
 use acp_types::v1::*;
 
@@ -78,8 +78,8 @@ async fn every_message_is_logged_with_its_session_and_each_request_with_its_dura
     let (a, b) = tokio::io::duplex(1 << 16);
     let (ar, aw) = tokio::io::split(a);
     let (br, bw) = tokio::io::split(b);
-    let _agent = acp_agent::serve_with(Talker, ar, aw, Config::default());
-    let conn = ClientConnection::new(Quiet, br, bw, Config::default());
+    let _agent = acp_agent::Builder::new(Talker).io(ar, aw);
+    let conn = acp_client::Builder::new(Quiet).io(br, bw);
     let agent = conn.agent();
     agent
         .initialize(InitializeRequest::new(ProtocolVersion::V1))

@@ -10,9 +10,7 @@
 use std::time::{Duration, Instant};
 
 use acp_client::process::{AgentCommand, AgentProcess, ProcessError};
-use acp_client::{
-    Client, ClientConnection, Config, Error, ErrorCode, PromptEvent, RequestTimeouts,
-};
+use acp_client::{Client, ClientConnection, Error, ErrorCode, PromptEvent, RequestTimeouts};
 use acp_types::v1::{
     ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest, SessionNotification,
 };
@@ -53,7 +51,7 @@ fn spawn_with(scenario: &str, env: &[(&str, &str)]) -> AgentProcess {
 }
 
 fn connect(p: &mut AgentProcess) -> ClientConnection {
-    p.connect(Quiet, Config::default()).unwrap()
+    acp_client::Builder::new(Quiet).attach(p).unwrap()
 }
 
 async fn within<T>(what: &str, secs: u64, f: impl std::future::Future<Output = T>) -> T {
@@ -152,8 +150,8 @@ async fn invalid_utf8_before_initialize_is_skipped() {
 
 async fn invalid_utf8_mid_prompt_is_skipped_and_the_turn_completes() {
     let mut p = spawn("invalid_utf8_mid_prompt");
-    let conn = p
-        .connect(Collect(Default::default()), Config::default())
+    let conn = acp_client::Builder::new(Collect(Default::default()))
+        .attach(&mut p)
         .unwrap();
     within("initialize", 10, initialize(&conn)).await.unwrap();
     let s = within("session", 10, session(&conn)).await;
@@ -185,8 +183,8 @@ async fn a_200_mib_line_is_skipped_in_bounded_memory() {
 
 async fn a_60_mib_update_costs_about_twice_its_size() {
     let mut p = spawn("notification_60mib");
-    let conn = p
-        .connect(Collect(Default::default()), Config::default())
+    let conn = acp_client::Builder::new(Collect(Default::default()))
+        .attach(&mut p)
         .unwrap();
     within("initialize", 10, initialize(&conn)).await.unwrap();
     let s = within("session", 10, session(&conn)).await;

@@ -1,4 +1,4 @@
-//! A v1 client driving a 0.0.9 agent through `legacy::connect_v1`, byte for byte
+//! A v1 client driving a 0.0.9 agent through `Builder::dialect`, byte for byte
 //! against the wire Gemini CLI 0.1.x wrote (chunks fired back to back without waiting,
 //! explicit `"content": null`, `"description": null` and `"locations": []`, a tool call id
 //! echoed from a confirmation answer, ids counted from 0 on each side), plus the native 0.0.9
@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp_client::Dialect;
+use acp_client::legacy::AdapterOptions;
 use acp_client::legacy::v0_0_9::{self as zero_nine, SESSION_ID};
-use acp_client::legacy::{AdapterOptions, connect_v1};
 use acp_client::{Client, PromptEvent};
 use acp_rpc::{Error, ErrorCode};
 use acp_types::legacy::v0_0_9 as z;
@@ -86,7 +86,11 @@ impl ScriptedAgent {
 fn scripted(client: Recorder) -> (acp_client::ClientConnection, ScriptedAgent) {
     let (ours, theirs) = tokio::io::duplex(64 * 1024);
     let (r, w) = tokio::io::split(ours);
-    let conn = connect_v1(Dialect::Legacy009, client, r, w, AdapterOptions::default()).unwrap();
+    let conn = acp_client::Builder::new(client)
+        .dialect(Dialect::Legacy009)
+        .legacy(AdapterOptions::default())
+        .io(r, w)
+        .unwrap();
     let (r, w) = tokio::io::split(theirs);
     (
         conn,
@@ -403,22 +407,16 @@ async fn a_v1_client_and_a_v1_agent_talk_through_the_0_0_9_dialect() {
     let (a, b) = tokio::io::duplex(64 * 1024);
     let (ar, aw) = tokio::io::split(a);
     let (br, bw) = tokio::io::split(b);
-    acp_agent::legacy::serve_v1(
-        acp_agent::Dialect::Legacy009,
-        Echo,
-        ar,
-        aw,
-        Default::default(),
-    );
+    acp_agent::Builder::new(Echo)
+        .dialect(acp_agent::Dialect::Legacy009)
+        .legacy(Default::default())
+        .io(ar, aw);
     let client = Recorder::default();
-    let conn = connect_v1(
-        Dialect::Legacy009,
-        client.clone(),
-        br,
-        bw,
-        AdapterOptions::default(),
-    )
-    .unwrap();
+    let conn = acp_client::Builder::new(client.clone())
+        .dialect(Dialect::Legacy009)
+        .legacy(AdapterOptions::default())
+        .io(br, bw)
+        .unwrap();
     let agent = conn.agent();
     agent.initialize(init()).await.unwrap();
     let session = agent

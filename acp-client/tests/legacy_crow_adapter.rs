@@ -1,4 +1,4 @@
-//! A v1 client driving crow agents through `legacy::connect_v1`: against a scripted agent
+//! A v1 client driving crow agents through `Builder::dialect`: against a scripted agent
 //! writing the crow dialect's own example messages, byte for byte (every request the
 //! client sends, every update the agent sends, a permission asked and answered, the
 //! replay before `session/load` is answered, the seed's mixed session id spellings);
@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use acp_client::Client;
 use acp_client::Dialect;
+use acp_client::legacy::AdapterOptions;
 use acp_client::legacy::crow as crow_native;
-use acp_client::legacy::{AdapterOptions, connect_v1};
 use acp_rpc::Error;
 use acp_types::legacy::crow as c;
 use acp_types::v1::*;
@@ -79,7 +79,11 @@ impl ScriptedAgent {
 fn scripted(client: Recorder) -> (acp_client::ClientConnection, ScriptedAgent) {
     let (ours, theirs) = tokio::io::duplex(64 * 1024);
     let (r, w) = tokio::io::split(ours);
-    let conn = connect_v1(Dialect::Crow, client, r, w, AdapterOptions::default()).unwrap();
+    let conn = acp_client::Builder::new(client)
+        .dialect(Dialect::Crow)
+        .legacy(AdapterOptions::default())
+        .io(r, w)
+        .unwrap();
     let (r, w) = tokio::io::split(theirs);
     (
         conn,
@@ -319,24 +323,18 @@ impl acp_agent::Agent for Echo {
 async fn through_both_translations_a_v1_client_talks_to_a_v1_agent() {
     let (client_end, agent_end) = tokio::io::duplex(64 * 1024);
     let (ar, aw) = tokio::io::split(agent_end);
-    acp_agent::legacy::serve_v1(
-        acp_agent::Dialect::Crow,
-        Echo,
-        ar,
-        aw,
-        acp_agent::legacy::AdapterOptions::default(),
-    )
-    .unwrap();
+    acp_agent::Builder::new(Echo)
+        .dialect(acp_agent::Dialect::Crow)
+        .legacy(acp_agent::legacy::AdapterOptions::default())
+        .io(ar, aw)
+        .unwrap();
     let recorder = Recorder::default();
     let (cr, cw) = tokio::io::split(client_end);
-    let conn = connect_v1(
-        Dialect::Crow,
-        recorder.clone(),
-        cr,
-        cw,
-        AdapterOptions::default(),
-    )
-    .unwrap();
+    let conn = acp_client::Builder::new(recorder.clone())
+        .dialect(Dialect::Crow)
+        .legacy(AdapterOptions::default())
+        .io(cr, cw)
+        .unwrap();
     let answer = conn
         .agent()
         .initialize(v(json!({"protocolVersion": 1})))

@@ -1,4 +1,4 @@
-//! A v1 client driving probe agents through `legacy::connect_v1`: against a scripted agent
+//! A v1 client driving probe agents through `Builder::dialect`: against a scripted agent
 //! writing the probe dialect's own example messages, byte for byte (every request the
 //! client sends, every notification and request the agent sends); through both adapters to
 //! our own v1 agent; and the native probe client against the native probe agent.
@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use acp_client::Client;
 use acp_client::Dialect;
+use acp_client::legacy::AdapterOptions;
 use acp_client::legacy::probe as probe_native;
-use acp_client::legacy::{AdapterOptions, connect_v1};
 use acp_rpc::Error;
 use acp_types::legacy::probe as p;
 use acp_types::v1::*;
@@ -94,7 +94,11 @@ impl ScriptedAgent {
 fn scripted(client: Recorder) -> (acp_client::ClientConnection, ScriptedAgent) {
     let (ours, theirs) = tokio::io::duplex(64 * 1024);
     let (r, w) = tokio::io::split(ours);
-    let conn = connect_v1(Dialect::Probe, client, r, w, AdapterOptions::default()).unwrap();
+    let conn = acp_client::Builder::new(client)
+        .dialect(Dialect::Probe)
+        .legacy(AdapterOptions::default())
+        .io(r, w)
+        .unwrap();
     let (r, w) = tokio::io::split(theirs);
     (
         conn,
@@ -391,24 +395,18 @@ impl acp_agent::Agent for Echo {
 async fn through_both_translations_a_v1_client_talks_to_a_v1_agent() {
     let (client_end, agent_end) = tokio::io::duplex(64 * 1024);
     let (ar, aw) = tokio::io::split(agent_end);
-    acp_agent::legacy::serve_v1(
-        acp_agent::Dialect::Probe,
-        Echo,
-        ar,
-        aw,
-        acp_agent::legacy::AdapterOptions::default(),
-    )
-    .unwrap();
+    acp_agent::Builder::new(Echo)
+        .dialect(acp_agent::Dialect::Probe)
+        .legacy(acp_agent::legacy::AdapterOptions::default())
+        .io(ar, aw)
+        .unwrap();
     let recorder = Recorder::default();
     let (cr, cw) = tokio::io::split(client_end);
-    let conn = connect_v1(
-        Dialect::Probe,
-        recorder.clone(),
-        cr,
-        cw,
-        AdapterOptions::default(),
-    )
-    .unwrap();
+    let conn = acp_client::Builder::new(recorder.clone())
+        .dialect(Dialect::Probe)
+        .legacy(AdapterOptions::default())
+        .io(cr, cw)
+        .unwrap();
     let answer = conn.agent().initialize(init()).await.unwrap();
     assert_eq!(answer.agent_info.unwrap().name, "echo");
     assert_eq!(

@@ -1,4 +1,4 @@
-//! A v1 client driving threads agents through `legacy::connect_v1`: against a
+//! A v1 client driving threads agents through `Builder::dialect`: against a
 //! scripted agent, byte for byte (no `"jsonrpc"`, `"params": null`, colliding ids; the
 //! file methods v1 lacks served by the sandbox); through both adapters to our own v1 agent;
 //! and the native threads client against the native threads agent.
@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use acp_client::Dialect;
 use acp_client::fs::SandboxedFs;
+use acp_client::legacy::AdapterOptions;
 use acp_client::legacy::threads as threads_client;
-use acp_client::legacy::{AdapterOptions, connect_v1};
 use acp_client::{Client, PromptEvent};
 use acp_rpc::Error;
 use acp_types::legacy::threads as t;
@@ -88,7 +88,11 @@ fn scripted(
 ) -> (acp_client::ClientConnection, ScriptedAgent) {
     let (ours, theirs) = tokio::io::duplex(64 * 1024);
     let (r, w) = tokio::io::split(ours);
-    let conn = connect_v1(Dialect::Threads, client, r, w, options).unwrap();
+    let conn = acp_client::Builder::new(client)
+        .dialect(Dialect::Threads)
+        .legacy(options)
+        .io(r, w)
+        .unwrap();
     let (r, w) = tokio::io::split(theirs);
     (
         conn,
@@ -314,22 +318,16 @@ async fn a_v1_client_and_a_v1_agent_talk_through_the_threads_dialect() {
     let (a, b) = tokio::io::duplex(64 * 1024);
     let (ar, aw) = tokio::io::split(a);
     let (br, bw) = tokio::io::split(b);
-    acp_agent::legacy::serve_v1(
-        acp_agent::Dialect::Threads,
-        Echo,
-        ar,
-        aw,
-        Default::default(),
-    );
+    acp_agent::Builder::new(Echo)
+        .dialect(acp_agent::Dialect::Threads)
+        .legacy(Default::default())
+        .io(ar, aw);
     let client = Recorder::default();
-    let conn = connect_v1(
-        Dialect::Threads,
-        client.clone(),
-        br,
-        bw,
-        AdapterOptions::default(),
-    )
-    .unwrap();
+    let conn = acp_client::Builder::new(client.clone())
+        .dialect(Dialect::Threads)
+        .legacy(AdapterOptions::default())
+        .io(br, bw)
+        .unwrap();
     let agent = conn.agent();
     agent.initialize(init()).await.unwrap();
     let session = agent.new_session(new_session()).await.unwrap().session_id;

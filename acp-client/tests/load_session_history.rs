@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use acp_agent::store::{MemoryStore, SessionMeta, SessionStore, StoredEvent};
 use acp_agent::{Agent, AgentContext};
-use acp_client::{Client, ClientConnection, Config, async_trait};
+use acp_client::{Client, async_trait};
 use acp_rpc::Error;
 use acp_types::v1::*;
 
@@ -44,8 +44,8 @@ async fn the_replayed_history_is_complete_and_in_order() {
     let (a, b) = tokio::io::duplex(1024);
     let (ar, aw) = tokio::io::split(a);
     let (br, bw) = tokio::io::split(b);
-    let _agent = acp_agent::serve_with_store(Minimal, store, ar, aw, Config::default());
-    let conn = ClientConnection::new(Quiet, br, bw, Config::default());
+    let _agent = acp_agent::Builder::new(Minimal).store(store).io(ar, aw);
+    let conn = acp_client::Builder::new(Quiet).io(br, bw);
     let agent = conn.agent();
     let init = agent
         .initialize(InitializeRequest::new(ProtocolVersion::V1))
@@ -111,8 +111,8 @@ async fn the_session_stream_starts_with_the_replay_then_carries_live_updates() {
     let (a, b) = tokio::io::duplex(1024);
     let (ar, aw) = tokio::io::split(a);
     let (br, bw) = tokio::io::split(b);
-    let _agent = acp_agent::serve_with_store(Live, store, ar, aw, Config::default());
-    let conn = ClientConnection::new(Quiet, br, bw, Config::default());
+    let _agent = acp_agent::Builder::new(Live).store(store).io(ar, aw);
+    let conn = acp_client::Builder::new(Quiet).io(br, bw);
     let agent = conn.agent().clone();
     agent
         .initialize(InitializeRequest::new(ProtocolVersion::V1))

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use acp_client::negotiate::{NegotiateOptions, NegotiationError, ProbeOutcome, connect};
+use acp_client::negotiate::{NegotiateOptions, NegotiationError, OfferOutcome};
 use acp_client::{Client, Dialect};
 use acp_types::v1::*;
 use serde_json::{Value, json};
@@ -74,7 +74,9 @@ async fn a_hundred_thousand_lines_before_the_answer_are_kept_and_replayed_at_onc
     // 4 s for 10,000 lines, minutes for 100,000. Built once, it is a fraction of a second.
     let negotiated = tokio::time::timeout(
         Duration::from_secs(20),
-        connect(Quiet, r, w, NegotiateOptions::new(init())),
+        acp_client::Builder::new(Quiet)
+            .negotiate(NegotiateOptions::new(init()))
+            .io(r, w),
     )
     .await
     .expect("negotiation ends in well under 20 s")
@@ -96,7 +98,11 @@ async fn lines_past_the_caps_end_the_negotiation_with_a_clear_error() {
     // Past the line cap.
     let (r, w) = scripted_agent(chatty(1_001));
     let options = NegotiateOptions::new(init()).with_kept_limits(1_000, 1 << 20);
-    let error = connect(Quiet, r, w, options).await.unwrap_err();
+    let error = acp_client::Builder::new(Quiet)
+        .negotiate(options)
+        .io(r, w)
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             error,
@@ -115,13 +121,22 @@ async fn lines_past_the_caps_end_the_negotiation_with_a_clear_error() {
     let (r, w) = scripted_agent(chatty(1_000));
     let options = NegotiateOptions::new(init()).with_kept_limits(1_000, 1 << 20);
     assert_eq!(
-        connect(Quiet, r, w, options).await.unwrap().dialect,
+        acp_client::Builder::new(Quiet)
+            .negotiate(options)
+            .io(r, w)
+            .await
+            .unwrap()
+            .dialect,
         Dialect::V1
     );
     // Past the byte cap: 100 lines of about 30 bytes are over 1,000 bytes.
     let (r, w) = scripted_agent(chatty(100));
     let options = NegotiateOptions::new(init()).with_kept_limits(1_000_000, 1_000);
-    let error = connect(Quiet, r, w, options).await.unwrap_err();
+    let error = acp_client::Builder::new(Quiet)
+        .negotiate(options)
+        .io(r, w)
+        .await
+        .unwrap_err();
     assert!(
         matches!(error, NegotiationError::TooMuchBeforeAnswer { .. }),
         "{error}"
@@ -141,17 +156,20 @@ async fn a_silent_agent_costs_one_deadline_whatever_the_number_of_dialects() {
             .with_timeout(Duration::from_secs(10))
             .with_deadline(Duration::from_millis(300));
         let started = tokio::time::Instant::now();
-        let error = tokio::time::timeout(Duration::from_secs(5), connect(Quiet, r, w, options))
-            .await
-            .expect("the deadline ends the negotiation")
-            .unwrap_err();
+        let error = tokio::time::timeout(
+            Duration::from_secs(5),
+            acp_client::Builder::new(Quiet).negotiate(options).io(r, w),
+        )
+        .await
+        .expect("the deadline ends the negotiation")
+        .unwrap_err();
         let elapsed = started.elapsed();
         assert!(elapsed >= Duration::from_millis(300), "{elapsed:?}");
         let NegotiationError::Deadline(deadline, tried) = &error else {
             panic!("{error}")
         };
         assert_eq!(*deadline, Duration::from_millis(300));
-        assert_eq!(tried, &vec![(Dialect::V1, ProbeOutcome::NoAnswer)]);
+        assert_eq!(tried, &vec![(Dialect::V1, OfferOutcome::NoAnswer)]);
         assert_eq!(
             error.to_string(),
             "no dialect was agreed within 300ms: v1: no answer"
@@ -167,7 +185,11 @@ async fn the_deadline_shares_itself_among_the_probes_of_a_quick_timeout() {
     let options = NegotiateOptions::new(init())
         .with_timeout(Duration::from_millis(100))
         .with_deadline(Duration::from_secs(5));
-    let error = connect(Quiet, r, w, options).await.unwrap_err();
+    let error = acp_client::Builder::new(Quiet)
+        .negotiate(options)
+        .io(r, w)
+        .await
+        .unwrap_err();
     let NegotiationError::NoAnswer(tried) = &error else {
         panic!("{error}")
     };
@@ -191,7 +213,11 @@ async fn an_agent_answering_a_version_we_did_not_offer_is_named_in_the_error() {
         ]
     });
     let options = NegotiateOptions::new(init()).with_dialects(vec![Dialect::V1]);
-    let error = connect(Quiet, r, w, options).await.unwrap_err();
+    let error = acp_client::Builder::new(Quiet)
+        .negotiate(options)
+        .io(r, w)
+        .await
+        .unwrap_err();
     assert!(
         matches!(error, NegotiationError::Unaccepted { .. }),
         "{error}"
@@ -212,7 +238,9 @@ async fn an_agent_answering_a_version_other_than_1_is_not_taken_for_v1() {
                     .to_string(),
             ]
         });
-        let error = connect(Quiet, r, w, NegotiateOptions::new(init()))
+        let error = acp_client::Builder::new(Quiet)
+            .negotiate(NegotiateOptions::new(init()))
+            .io(r, w)
             .await
             .unwrap_err();
         let NegotiationError::Unaccepted { speaks, .. } = &error else {

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use acp_agent::negotiate::NegotiateOptions as AgentOptions;
-use acp_client::negotiate::{NegotiateOptions, NegotiationError, ProbeOutcome, connect};
+use acp_client::negotiate::{NegotiateOptions, NegotiationError, OfferOutcome};
 use acp_client::{Client, Dialect};
 use acp_rpc::Error;
 use acp_types::v1::*;
@@ -136,11 +136,19 @@ async fn negotiate_pair(client: &[Dialect], agent: &[Dialect]) -> Result<Dialect
     let agent_options = AgentOptions::default()
         .with_dialects(agent.to_vec())
         .with_legacy_cwd("/work");
-    let served = tokio::spawn(acp_agent::negotiate::serve(Echo, ar, aw, agent_options));
+    let served = tokio::spawn(
+        acp_agent::Builder::new(Echo)
+            .negotiate(agent_options)
+            .io(ar, aw),
+    );
     let options = NegotiateOptions::new(init())
         .with_dialects(client.to_vec())
         .with_timeout(Duration::from_secs(2));
-    let negotiated = match connect(Quiet, br, bw, options).await {
+    let negotiated = match acp_client::Builder::new(Quiet)
+        .negotiate(options)
+        .io(br, bw)
+        .await
+    {
         Ok(n) => n,
         Err(NegotiationError::Unaccepted { speaks, .. }) => {
             return Err(format!("unaccepted {speaks}"));
@@ -150,7 +158,7 @@ async fn negotiate_pair(client: &[Dialect], agent: &[Dialect]) -> Result<Dialect
             assert!(
                 tried
                     .iter()
-                    .all(|(_, o)| matches!(o, ProbeOutcome::Refused(_))),
+                    .all(|(_, o)| matches!(o, OfferOutcome::Refused(_))),
                 "our agents refuse what they cannot speak, they never stay silent: {tried:?}"
             );
             return Err("no answer".into());
@@ -293,7 +301,9 @@ async fn an_agent_answering_0_0_9_to_a_v1_handshake_is_driven_in_0_0_9() {
         Some(_) => Some(json!({"jsonrpc": "2.0", "id": msg["id"], "result": null})),
         None => None,
     });
-    let negotiated = connect(Quiet, r, w, NegotiateOptions::new(init()))
+    let negotiated = acp_client::Builder::new(Quiet)
+        .negotiate(NegotiateOptions::new(init()))
+        .io(r, w)
         .await
         .unwrap();
     assert_eq!(negotiated.dialect, Legacy009);
@@ -330,7 +340,11 @@ async fn an_agent_silent_on_a_v1_handshake_is_found_by_the_0_0_9_probe_after_the
     });
     let started = tokio::time::Instant::now();
     let options = NegotiateOptions::new(init()).with_timeout(Duration::from_millis(300));
-    let negotiated = connect(Quiet, r, w, options).await.unwrap();
+    let negotiated = acp_client::Builder::new(Quiet)
+        .negotiate(options)
+        .io(r, w)
+        .await
+        .unwrap();
     assert_eq!(negotiated.dialect, Legacy009);
     assert!(started.elapsed() >= Duration::from_millis(300));
     assert!(negotiated.initialize.auth_methods.is_empty());
@@ -346,18 +360,22 @@ async fn an_agent_silent_on_a_v1_handshake_is_found_by_the_0_0_9_probe_after_the
 async fn a_silent_agent_ends_the_negotiation_with_every_probe_named() {
     let (r, w, mut seen) = scripted_agent(|_| None);
     let options = NegotiateOptions::new(init()).with_timeout(Duration::from_millis(100));
-    let error = connect(Quiet, r, w, options).await.unwrap_err();
+    let error = acp_client::Builder::new(Quiet)
+        .negotiate(options)
+        .io(r, w)
+        .await
+        .unwrap_err();
     let NegotiationError::NoAnswer(tried) = &error else {
         panic!("{error}")
     };
     assert_eq!(
         tried,
         &vec![
-            (V1, ProbeOutcome::NoAnswer),
-            (Legacy009, ProbeOutcome::NoAnswer),
-            (Threads, ProbeOutcome::NoAnswer),
-            (Probe, ProbeOutcome::NoAnswer),
-            (Crow, ProbeOutcome::NoAnswer)
+            (V1, OfferOutcome::NoAnswer),
+            (Legacy009, OfferOutcome::NoAnswer),
+            (Threads, OfferOutcome::NoAnswer),
+            (Probe, OfferOutcome::NoAnswer),
+            (Crow, OfferOutcome::NoAnswer)
         ]
     );
     assert_eq!(
@@ -383,7 +401,9 @@ async fn a_newer_0_0_x_agent_and_a_hang_up_are_clear_errors() {
             json!({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": "0.0.10", "isAuthenticated": true}}),
         )
     });
-    let error = connect(Quiet, r, w, NegotiateOptions::new(init()))
+    let error = acp_client::Builder::new(Quiet)
+        .negotiate(NegotiateOptions::new(init()))
+        .io(r, w)
         .await
         .unwrap_err();
     assert_eq!(
@@ -394,7 +414,9 @@ async fn a_newer_0_0_x_agent_and_a_hang_up_are_clear_errors() {
     let (ours, theirs) = tokio::io::duplex(1024);
     drop(theirs);
     let (r, w) = tokio::io::split(ours);
-    let error = connect(Quiet, r, w, NegotiateOptions::new(init()))
+    let error = acp_client::Builder::new(Quiet)
+        .negotiate(NegotiateOptions::new(init()))
+        .io(r, w)
         .await
         .unwrap_err();
     assert!(
@@ -408,7 +430,11 @@ async fn a_pin_to_one_dialect_offers_only_that_one() {
     let (r, w, mut seen) =
         scripted_agent(|msg| Some(json!({"id": msg["id"], "result": {"threads": []}})));
     let options = NegotiateOptions::new(init()).with_dialects([Threads]);
-    let negotiated = connect(Quiet, r, w, options).await.unwrap();
+    let negotiated = acp_client::Builder::new(Quiet)
+        .negotiate(options)
+        .io(r, w)
+        .await
+        .unwrap();
     assert_eq!(negotiated.dialect, Threads);
     assert_eq!(
         seen.recv().await.unwrap(),

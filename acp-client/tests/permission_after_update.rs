@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use acp_client::process::{AgentCommand, AgentProcess};
-use acp_client::{Client, ClientConnection, Config, Error, async_trait};
+use acp_client::{Client, Error, async_trait};
 use acp_types::v1::*;
 use serde_json::{Value, json};
 
@@ -158,7 +158,7 @@ async fn run() {
     let mut process = AgentProcess::spawn(&command).unwrap();
     let (stdout, stdin) = process.take_stdio().unwrap();
     let client = std::sync::Arc::new(Recorder::default());
-    let conn = ClientConnection::with_client(client.clone(), stdout, stdin, Config::default());
+    let conn = acp_client::Builder::shared(client.clone()).io(stdout, stdin);
     let agent = conn.agent().clone();
     let turn = async {
         agent.initialize(InitializeRequest::new(1)).await.unwrap();

@@ -8,7 +8,6 @@ use acp_client::Client;
 use acp_client::process::{
     AgentCommand, AgentProcess, ProcessChain, ProcessError, STDERR_TAIL_LINES,
 };
-use acp_rpc::Config;
 use acp_types::v1::InitializeRequest;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -35,7 +34,7 @@ async fn spawn_failure_names_the_command_and_the_os_error() {
 #[tokio::test]
 async fn early_exit_reports_status_and_stderr_tail_and_pending_calls_fail_promptly() {
     let mut p = AgentProcess::spawn(&sh("echo 'fatal: no API key' >&2; exit 7")).unwrap();
-    let conn = p.connect(Nothing, Config::default()).unwrap();
+    let conn = acp_client::Builder::new(Nothing).attach(&mut p).unwrap();
     let r = tokio::time::timeout(Duration::from_secs(5), conn.agent().initialize(init()))
         .await
         .expect("no hang");
@@ -98,7 +97,7 @@ async fn a_real_child_answers_initialize_over_stdio() {
     // A minimal "agent": reads the request line and answers id 1.
     let script = r#"read line; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}'; cat >/dev/null"#;
     let mut p = AgentProcess::spawn(&sh(script)).unwrap();
-    let conn = p.connect(Nothing, Config::default()).unwrap();
+    let conn = acp_client::Builder::new(Nothing).attach(&mut p).unwrap();
     let r = tokio::time::timeout(Duration::from_secs(5), conn.agent().initialize(init()))
         .await
         .expect("answered")
@@ -166,7 +165,7 @@ read l; echo '{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s1"}}'
 read l; echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"partial"}}}}'
 echo 'panic: model backend went away' >&2; exit 101"#;
     let mut p = AgentProcess::spawn(&sh(script)).unwrap();
-    let conn = p.connect(Nothing, Config::default()).unwrap();
+    let conn = acp_client::Builder::new(Nothing).attach(&mut p).unwrap();
     let agent = conn.agent();
     agent.initialize(init()).await.unwrap();
     let session = agent

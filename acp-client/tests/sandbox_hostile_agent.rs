@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use acp_client::fs::SandboxedFs;
 use acp_client::process::{AgentCommand, AgentProcess};
 use acp_client::terminal::{TerminalConfig, TerminalDecision, TerminalRequest, Terminals};
-use acp_client::{Client, ClientConnection, Config, Error, PromptEvent, async_trait};
+use acp_client::{Client, Error, PromptEvent, async_trait};
 use acp_types::v1::*;
 use serde_json::Value;
 use support::alive;
@@ -141,7 +141,7 @@ async fn run_agent(dirs: &Dirs, attacks: &str, client: Arc<Sandboxed>) -> BTreeM
         .cwd(&dirs.workspace);
     let mut process = AgentProcess::spawn(&command).unwrap();
     let (stdout, stdin) = process.take_stdio().unwrap();
-    let conn = ClientConnection::with_client(client.clone(), stdout, stdin, Config::default());
+    let conn = acp_client::Builder::shared(client.clone()).io(stdout, stdin);
     let agent = conn.agent().clone();
     let turn = async {
         agent.initialize(InitializeRequest::new(1)).await.unwrap();

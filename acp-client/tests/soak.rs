@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use acp_agent::{Agent, AgentContext, PromptContext};
 use acp_client::Client;
-use acp_rpc::{Config, Framing, Message, RequestId};
+use acp_rpc::{Framing, Message, RequestId};
 use acp_types::v1::{
     InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
     PromptResponse, StopReason,
@@ -343,9 +343,9 @@ where
             peak = peak.max(rss_kib(&pid, "VmRSS:"));
         }
     }
-    // A final probe, then every expected reply must arrive.
+    // A final ping, then every expected reply must arrive.
     to_peer
-        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"final\",\"method\":\"_soak/probe\"}\n")
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"final\",\"method\":\"_soak/ping\"}\n")
         .await
         .unwrap();
     to_peer.flush().await.unwrap();
@@ -420,18 +420,8 @@ async fn in_process(role: &str, n: usize, seed: u64) -> Run {
     let (ours, theirs) = tokio::io::duplex(1 << 20);
     let (their_read, their_write) = tokio::io::split(theirs);
     let _keep: Box<dyn std::any::Any> = match role {
-        "agent" => Box::new(acp_agent::serve_with(
-            SoakAgent,
-            their_read,
-            their_write,
-            Config::default(),
-        )),
-        _ => Box::new(acp_client::ClientConnection::new(
-            SoakClient,
-            their_read,
-            their_write,
-            Config::default(),
-        )),
+        "agent" => Box::new(acp_agent::Builder::new(SoakAgent).io(their_read, their_write)),
+        _ => Box::new(acp_client::Builder::new(SoakClient).io(their_read, their_write)),
     };
     let (our_read, our_write) = tokio::io::split(ours);
     drive(our_write, our_read, n, seed, "self".into()).await
@@ -468,16 +458,12 @@ fn main() {
         rt.block_on(async {
             match role.as_str() {
                 "agent" => {
-                    let conn = acp_agent::serve_stdio(SoakAgent);
+                    let conn = acp_agent::Builder::new(SoakAgent).stdio();
                     conn.closed().await;
                 }
                 _ => {
-                    let conn = acp_client::ClientConnection::new(
-                        SoakClient,
-                        acp_rpc::stdio::stdin(),
-                        acp_rpc::stdio::stdout(),
-                        Config::default(),
-                    );
+                    let conn = acp_client::Builder::new(SoakClient)
+                        .io(acp_rpc::stdio::stdin(), acp_rpc::stdio::stdout());
                     conn.closed().await;
                 }
             }

@@ -1,7 +1,7 @@
 //! The unstable session lifecycle and auth items a client uses behind features
 //! (`unstable_session_fork`, `unstable_session_status`, `unstable_session_archive`,
-//! `unstable_session_system_prompt`, `unstable_auth_status`; and, when on, `unstable_plan_operations`
-//! and `unstable_llm_providers`), against a raw agent that answers
+//! `unstable_auth_status`; and, when on, `unstable_llm_providers`; plan operations and the
+//! system prompt are stable v1 now), against a raw agent that answers
 //! with the bytes an agent on the official crate's features writes.
 //!
 //! `cargo test -p acp-client --features unstable --test unstable_sessions`.
@@ -9,7 +9,6 @@
     feature = "unstable_session_fork",
     feature = "unstable_session_status",
     feature = "unstable_session_archive",
-    feature = "unstable_session_system_prompt",
     feature = "unstable_auth_status"
 ))]
 
@@ -82,7 +81,7 @@ impl Handler for Scripted {
                 r#"{"state":"authenticated","accounts":[{"label":"Claude Max","active":true,"email":"ada@example.org"}]}"#
             }
             "session/prompt" => {
-                // Plans by id, as an agent on `unstable_plan_operations` streams them.
+                // Plans by id, as an agent streams them (stable v1 since schema 1.20.0).
                 for update in [
                     json!({"sessionUpdate": "plan_update", "plan": {"type": "items", "planId": "p1",
                         "entries": [{"content": "Read", "priority": "high", "status": "pending"}]}}),

@@ -46,13 +46,7 @@ async fn both_versions() -> impl AsyncFnMut(&str) -> Value {
     let (a, b) = tokio::io::duplex(64 * 1024);
     let (ar, aw) = tokio::io::split(a);
     let (br, mut bw) = tokio::io::split(b);
-    tokio::spawn(agent2::serve_versions(
-        Some(V1Agent),
-        Some(V2Agent),
-        ar,
-        aw,
-        Config::default(),
-    ));
+    tokio::spawn(acp_agent::Builder::new(V1Agent).v2(V2Agent).io(ar, aw));
     let mut lines = BufReader::new(br).lines();
     async move |line: &str| -> Value {
         bw.write_all(format!("{line}\n").as_bytes()).await.unwrap();

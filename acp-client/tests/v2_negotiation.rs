@@ -5,8 +5,8 @@
 #![cfg(feature = "v2")]
 
 use acp_agent::v2 as agent2;
-use acp_client::v2::{self as client2, Connected, Offer, VersionError, connect_versions};
-use acp_rpc::{Config, Error};
+use acp_client::v2::{self as client2, Connected, Offer, VersionError};
+use acp_rpc::Error;
 use acp_types::{v1, v2};
 use async_trait::async_trait;
 
@@ -64,25 +64,39 @@ async fn run(
     let (a, b) = tokio::io::duplex(64 * 1024);
     let (ar, aw) = tokio::io::split(a);
     let (br, bw) = tokio::io::split(b);
-    let served = tokio::spawn(agent2::serve_versions(
-        agent_v1.then_some(V1Agent),
-        agent_v2.then_some(V2Agent),
-        ar,
-        aw,
-        Config::default(),
-    ));
-    let connected = tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        connect_versions(
-            client_v1.then_some(V1Client),
-            client_v2.then_some(V2Client),
-            br,
-            bw,
-            offer,
-        ),
-    )
-    .await
-    .expect("negotiation hung");
+    // The agent goes through the version detection whatever sides it has; the connection
+    // it starts lives until the client's handshake is done.
+    let served = tokio::spawn(async move {
+        match (agent_v1, agent_v2) {
+            (true, true) => {
+                acp_agent::Builder::new(V1Agent)
+                    .v2(V2Agent)
+                    .io(ar, aw)
+                    .await
+            }
+            (false, true) => acp_agent::Builder::v2_only(V2Agent).io(ar, aw).await,
+            (true, false) => acp_agent::Builder::new(V1Agent).v1_only().io(ar, aw).await,
+            (false, false) => Err(agent2::VersionError::NoAgent),
+        }
+    });
+    // A client without v2 offers none: its builder's v2 side is never asked.
+    let mut offer = offer;
+    if !client_v2 {
+        offer.v2 = None;
+    }
+    let connect = async move {
+        if client_v1 {
+            let builder = acp_client::Builder::new(V1Client).v2(V2Client, offer);
+            builder.io(br, bw).await
+        } else {
+            acp_client::Builder::v2_only(V2Client, offer)
+                .io(br, bw)
+                .await
+        }
+    };
+    let connected = tokio::time::timeout(std::time::Duration::from_secs(10), connect)
+        .await
+        .expect("negotiation hung");
     let served = served.await.unwrap().ok().map(|s| s.version());
     (served, connected)
 }

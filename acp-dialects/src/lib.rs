@@ -22,8 +22,8 @@
 //! [`negotiation`] holds what both sides' version negotiation knows about the dialects
 //! (which dialect a first message or a handshake answer shows, how a client offers one) and
 //! both sides' options. acp-agent and acp-client only wire the dialects in:
-//! `acp_agent::legacy::serve_v1` starts the user's v1 agent and hands its pair end to
-//! [`serve_v1_agent`]; `acp_client::legacy::connect_v1` does the same with a v1 client and
+//! `acp_agent::Builder::dialect` starts the user's v1 agent and hands its pair end to
+//! [`serve_v1_agent`]; `acp_client::Builder::dialect` does the same with a v1 client and
 //! [`drive_for_v1_client`]. Adding a dialect is the recipe in `CONTRIBUTING.md`.
 
 #![warn(missing_docs)]

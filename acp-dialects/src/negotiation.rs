@@ -1,6 +1,6 @@
 //! Everything version negotiation knows about the dialects, for both sides: which dialect a
 //! client's first message shows ([`detect`]) and which accepted one answers it ([`choose`]);
-//! how a client offers a dialect ([`probe_line`]) and which dialect an answer names
+//! how a client offers a dialect ([`offer_line`]) and which dialect an answer names
 //! ([`answer_dialect`], [`dialect_of_version`], [`translation_handshake`]); and which
 //! dialects this build speaks ([`compiled_dialects`], [`accepted`]). [`NegotiateOptions`] is
 //! both sides' options, each side's own part a type parameter. `acp_agent::negotiate` and
@@ -103,15 +103,15 @@ pub fn dialect_of_version(version: &Value) -> Option<Dialect> {
 /// ```
 pub fn detect(first_message: &[u8]) -> Option<Dialect> {
     #[derive(serde::Deserialize)]
-    struct Probe<'a> {
+    struct First<'a> {
         #[serde(borrow)]
         method: Option<std::borrow::Cow<'a, str>>,
         params: Option<Value>,
     }
-    let probe: Probe = serde_json::from_slice(first_message).ok()?;
-    match probe.method.as_deref()? {
+    let first: First = serde_json::from_slice(first_message).ok()?;
+    match first.method.as_deref()? {
         "initialize" => {
-            let params = probe.params.as_ref()?;
+            let params = first.params.as_ref()?;
             if params.get("protocolVersion").is_none() && params.get("protocol_version").is_some() {
                 return Some(Dialect::Crow);
             }
@@ -130,12 +130,12 @@ pub fn detect(first_message: &[u8]) -> Option<Dialect> {
     }
 }
 
-/// The dialect an answer to a client's handshake probe shows: its `protocolVersion` names
-/// it ([`dialect_of_version`]), or, answering the threads probe (`getThreads`), a thread
-/// list, or, answering the crow probe, a snake_case `protocol_version` of 1. `Err` with the
+/// The dialect an answer to a client's handshake offer shows: its `protocolVersion` names
+/// it ([`dialect_of_version`]), or, answering the threads offer (`getThreads`), a thread
+/// list, or, answering the crow offer, a snake_case `protocol_version` of 1. `Err` with the
 /// version it names instead (`protocol version 2`), or empty when it
 /// names nothing.
-pub fn answer_dialect(result: &Value, probe: Dialect) -> Result<Dialect, String> {
+pub fn answer_dialect(result: &Value, offered: Dialect) -> Result<Dialect, String> {
     if let (None, Some(version)) = (
         result.get("protocolVersion"),
         result.get("protocol_version"),
@@ -149,7 +149,7 @@ pub fn answer_dialect(result: &Value, probe: Dialect) -> Result<Dialect, String>
         Some(version @ (Value::Number(_) | Value::String(_))) => {
             dialect_of_version(version).ok_or_else(|| format!("protocol version {version}"))
         }
-        _ if probe == Dialect::Threads && result.get("threads").is_some() => Ok(Dialect::Threads),
+        _ if offered == Dialect::Threads && result.get("threads").is_some() => Ok(Dialect::Threads),
         _ => Err(String::new()),
     }
 }
@@ -170,7 +170,7 @@ pub fn choose(detected: Option<Dialect>, accepted: &[Dialect]) -> Dialect {
         Dialect::Legacy009 => Some(Dialect::V1),
         Dialect::V1 => Some(Dialect::Legacy009),
         Dialect::Threads => None,
-        // A v1 connection answers probe's string `"1"` with the integer 1, which a probe
+        // A v1 connection answers probe's string `"1"` with the integer 1, which a probe-dialect
         // client can read as "not my version".
         Dialect::Probe => Some(Dialect::V1),
         // No other dialect reads crow's snake_case handshake: the first accepted answers
@@ -193,7 +193,7 @@ pub fn choose(detected: Option<Dialect>, accepted: &[Dialect]) -> Dialect {
 /// `getThreads` (no `jsonrpc`, `params: null`), probe's `initialize` with the string `"1"`
 /// and crow's snake_case `initialize` (with `client_info` from `init`), byte for byte as
 /// those dialects' clients sent them.
-pub fn probe_line(dialect: Dialect, id: i64, init: &v1::InitializeRequest) -> Vec<u8> {
+pub fn offer_line(dialect: Dialect, id: i64, init: &v1::InitializeRequest) -> Vec<u8> {
     let message = match dialect {
         Dialect::V1 => json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": init}),
         Dialect::Legacy009 => json!({
@@ -213,15 +213,15 @@ pub fn probe_line(dialect: Dialect, id: i64, init: &v1::InitializeRequest) -> Ve
             json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": params})
         }
     };
-    let mut line = serde_json::to_vec(&message).expect("probes serialize");
+    let mut line = serde_json::to_vec(&message).expect("offers serialize");
     line.push(b'\n');
     line
 }
 
 /// The handshake answer a client's translation of `dialect` is handed
-/// ([`crate::AdapterOptions::handshake`]), given the agent's answer `result` to the probe of
-/// `answered`: 0.0.9's `initialize` answer (whichever probe it answered), probe's when it
-/// answered the probe probe, else none (threads has no handshake; crow's translation does
+/// ([`crate::AdapterOptions::handshake`]), given the agent's answer `result` to the offer of
+/// `answered`: 0.0.9's `initialize` answer (whichever offer it answered), probe's when it
+/// answered the probe offer, else none (threads has no handshake; crow's translation does
 /// its own). `-32602` saying why when the answer does not read as that dialect's.
 #[cfg_attr(not(feature = "probe"), allow(unused_variables))]
 pub fn translation_handshake(
@@ -258,13 +258,13 @@ pub fn translation_handshake(
     Ok(Some(result))
 }
 
-/// Default time each client probe waits for its answer before the next dialect is offered.
-pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default time each client offer waits for its answer before the next dialect is offered.
+pub const DEFAULT_OFFER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Default time a client's whole negotiation may take, however many dialects are offered.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 
-/// Default cap on the lines an agent writes before it answers a probe (kept for the
+/// Default cap on the lines an agent writes before it answers an offer (kept for the
 /// connection).
 pub const DEFAULT_MAX_KEPT_LINES: usize = 200_000;
 
@@ -368,16 +368,16 @@ impl<St> NegotiateOptions<AgentSide<St>> {
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ClientSide {
-    /// The v1 `initialize` request: sent as the v1 probe, and passed to the translation of a
+    /// The v1 `initialize` request: sent as the v1 offer, and passed to the translation of a
     /// legacy dialect (its capabilities decide which file calls reach the client).
     pub initialize: v1::InitializeRequest,
-    /// How long each probe waits for an answer before the next dialect is offered (never
-    /// past `deadline`). Default [`DEFAULT_PROBE_TIMEOUT`].
+    /// How long each offer waits for an answer before the next dialect is offered (never
+    /// past `deadline`). Default [`DEFAULT_OFFER_TIMEOUT`].
     pub timeout: Duration,
-    /// How long the whole negotiation may take: every probe, and the v1 handshake through
+    /// How long the whole negotiation may take: every offer, and the v1 handshake through
     /// a legacy translation. Default [`DEFAULT_DEADLINE`].
     pub deadline: Duration,
-    /// The most lines the agent may write before it answers a probe. Default
+    /// The most lines the agent may write before it answers an offer. Default
     /// [`DEFAULT_MAX_KEPT_LINES`].
     pub max_kept_lines: usize,
     /// The most bytes those lines may take. Default [`DEFAULT_MAX_KEPT_BYTES`].
@@ -389,7 +389,7 @@ impl NegotiateOptions<ClientSide> {
     pub fn new(initialize: v1::InitializeRequest) -> Self {
         Self::with_side(ClientSide {
             initialize,
-            timeout: DEFAULT_PROBE_TIMEOUT,
+            timeout: DEFAULT_OFFER_TIMEOUT,
             deadline: DEFAULT_DEADLINE,
             max_kept_lines: DEFAULT_MAX_KEPT_LINES,
             max_kept_bytes: DEFAULT_MAX_KEPT_BYTES,

@@ -3,7 +3,7 @@
 
 use acp_dialects::Dialect;
 use acp_dialects::negotiation::{
-    PROBE_FIRST_METHODS, THREADS_FIRST_METHODS, answer_dialect, choose, detect, probe_line,
+    PROBE_FIRST_METHODS, THREADS_FIRST_METHODS, answer_dialect, choose, detect, offer_line,
 };
 use serde_json::{Value, json};
 
@@ -104,7 +104,7 @@ fn the_seed_dialects_are_offered_as_their_clients_wrote_them() {
     use acp_types::v1::{Implementation, InitializeRequest, ProtocolVersion};
     let init = InitializeRequest::new(ProtocolVersion::V1)
         .client_info(Implementation::new("crow-ide", "0.1.0"));
-    let line = |d| String::from_utf8(probe_line(d, 1, &init)).unwrap();
+    let line = |d| String::from_utf8(offer_line(d, 1, &init)).unwrap();
     let as_json = |s: String| serde_json::from_str::<Value>(&s).unwrap();
     assert_eq!(
         as_json(line(Dialect::Probe)),

@@ -95,9 +95,9 @@ async fn main() {
 
     let (ours, theirs) = tokio::io::duplex(1 << 16);
     let (r, w) = tokio::io::split(theirs);
-    let _agent = acp_agent::serve(Echo, r, w);
+    let _agent = acp_agent::Builder::new(Echo).io(r, w);
     let (r, w) = tokio::io::split(ours);
-    let pipe = ClientConnection::connect(Quiet, r, w);
+    let pipe = acp_client::Builder::new(Quiet).io(r, w);
     println!("prompt turn, {n} turns: median / p99 in us");
     let (m, p) = turns(&pipe, n).await;
     println!("  in-memory pipe   {m:>7} / {p:>7}");

@@ -41,7 +41,12 @@ fn main() {
         if mode == "junk" {
             runtime.block_on(junk_agent());
         } else {
-            runtime.block_on(async { acp_agent::serve_stdio(TestAgent::default()).closed().await });
+            runtime.block_on(async {
+                acp_agent::Builder::new(TestAgent::default())
+                    .stdio()
+                    .closed()
+                    .await
+            });
         }
         return;
     }
@@ -106,7 +111,7 @@ async fn junk_agent() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     // The agent writes into one end of the pipe; the relay reads the other and adds junk.
     let (agent_out, relay_in) = tokio::io::duplex(1 << 20);
-    let conn = acp_agent::serve(TestAgent::default(), tokio::io::stdin(), agent_out);
+    let conn = acp_agent::Builder::new(TestAgent::default()).io(tokio::io::stdin(), agent_out);
     let mut lines = BufReader::new(relay_in).lines();
     let mut stdout = tokio::io::stdout();
     while let Ok(Some(line)) = lines.next_line().await {

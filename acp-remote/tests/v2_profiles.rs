@@ -12,7 +12,7 @@ use std::time::Duration;
 use acp_agent::v2 as agent2;
 use acp_client::process::AgentCommand;
 use acp_client::v2::types as v2;
-use acp_client::v2::{self as client2, Connected, Offer, SessionState, connect_versions};
+use acp_client::v2::{self as client2, Connected, Offer, SessionState};
 use acp_remote::{BearerToken, ConnectOptions, Server};
 use acp_rpc::async_trait;
 use acp_rpc::{Config, Error};
@@ -51,13 +51,9 @@ fn main() {
 
 /// The stdio agent: both versions, v2 an echo of the prompt word by word.
 async fn agent() {
-    let served = agent2::serve_versions(
-        Some(V1Agent),
-        Some(EchoV2),
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        Config::default(),
-    )
+    let served = acp_agent::Builder::new(V1Agent)
+        .v2(EchoV2)
+        .io(tokio::io::stdin(), tokio::io::stdout())
     .await;
     match served {
         Ok(agent2::Served::V2(conn)) => {
@@ -170,13 +166,9 @@ async fn turn(scheme: &str) {
     );
     let connected = tokio::time::timeout(
         Duration::from_secs(20),
-        connect_versions(
-            Some(V1Client),
-            Some(folder.clone()),
-            link.reader,
-            link.writer,
-            offer,
-        ),
+        acp_client::Builder::new(V1Client)
+            .v2(folder.clone(), offer)
+            .io(link.reader, link.writer),
     )
     .await
     .expect("negotiated in time")

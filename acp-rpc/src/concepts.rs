@@ -49,7 +49,11 @@
 //!   order. Waiting requests are held in memory (each is a small task plus its params),
 //!   at most [`Config::max_unanswered_requests`](crate::Config::max_unanswered_requests) of
 //!   them (see *Limits and backpressure*).
-//! * Notifications are handled one at a time, in arrival order, by one worker task.
+//! * Notifications are handled one at a time, in arrival order. When every earlier
+//!   notification is handled, a notification's handler is first polled by the reader itself:
+//!   one that finishes without waiting (most do) costs no hop and no wake-up. One that waits,
+//!   and every notification read while one waits, goes to the notification worker task,
+//!   which runs each to its end before the next.
 //!
 //! # Ordering
 //!

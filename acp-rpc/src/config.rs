@@ -72,8 +72,8 @@ pub struct Config {
     /// [`crate::observe`]). Default `None`: no clock read, no call.
     pub observer: Option<SharedObserver>,
     /// When set, the id of the first outgoing request, overriding
-    /// [`Framing::first_request_id`]: negotiation sets it past the ids its probes used, so a
-    /// late answer to a probe cannot be taken for the answer to a real request.
+    /// [`Framing::first_request_id`]: negotiation sets it past the ids its offers used, so a
+    /// late answer to an offer cannot be taken for the answer to a real request.
     pub first_request_id: Option<i64>,
     /// Whether incoming requests are handled one at a time, in arrival order (each handler
     /// starts when the previous one has returned). Default `false`: requests run

@@ -181,7 +181,7 @@ impl Host {
         let (a, b) = tokio::io::duplex(64 * 1024);
         let (ar, aw) = tokio::io::split(a);
         let (br, bw) = tokio::io::split(b);
-        let agent = acp_agent::serve_with_store(Echo, store, ar, aw, Config::default());
+        let agent = acp_agent::Builder::new(Echo).store(store).io(ar, aw);
         let updates = Updates::default();
         let client = acp_rpc::Connection::new(
             br,

@@ -104,7 +104,9 @@ async fn the_database_going_away_mid_session_is_an_error_and_its_return_recovers
     let (a, b) = tokio::io::duplex(64 * 1024);
     let (ar, aw) = tokio::io::split(a);
     let (br, bw) = tokio::io::split(b);
-    let _agent = acp_agent::serve_with_store(Echo, store.clone(), ar, aw, Config::default());
+    let _agent = acp_agent::Builder::new(Echo)
+        .store(store.clone())
+        .io(ar, aw);
     let client = acp_rpc::Connection::new(br, bw, Deaf, Config::default());
     let call = |method: &'static str, params: Value| {
         let peer = client.peer().clone();

@@ -1,7 +1,7 @@
 //! `acp-bench dialects`: scenario a (one prompt streaming `agent_message_chunk`s) through each
 //! legacy dialect's translations, both of them back to back: our v1 client drives a legacy
-//! agent (`acp_client::legacy::connect_v1`), which is our v1 bench agent put in front of a
-//! legacy editor (`acp_agent::legacy::serve_v1`), over an in-memory byte pipe in the
+//! agent (`acp_client::Builder::dialect`), which is our v1 bench agent put in front of a
+//! legacy editor (`acp_agent::Builder::dialect`), over an in-memory byte pipe in the
 //! dialect's wire format. Each translation runs its own connections (the legacy wire and the
 //! user's v1 side), so this measures what the translations cost a stream.
 //!
@@ -72,7 +72,10 @@ async fn over_dialect(dialect: Dialect, chunks: u64) -> Result<Duration, String>
     let (agent_end, client_end) = tokio::io::duplex(crate::DUPLEX_BUFFER);
     let (read, write) = tokio::io::split(agent_end);
     let options = acp_agent::legacy::AdapterOptions::default();
-    let agent = acp_agent::legacy::serve_v1(dialect, BenchAgent::default(), read, write, options)
+    let agent = acp_agent::Builder::new(BenchAgent::default())
+        .dialect(dialect)
+        .legacy(options)
+        .io(read, write)
         .ok_or("this build has no such dialect")?;
     let check = Arc::new(ChunkCheck::default());
     let client = BenchClient {
@@ -80,7 +83,10 @@ async fn over_dialect(dialect: Dialect, chunks: u64) -> Result<Duration, String>
     };
     let (read, write) = tokio::io::split(client_end);
     let options = acp_client::legacy::AdapterOptions::default();
-    let conn = acp_client::legacy::connect_v1(dialect, client, read, write, options)
+    let conn = acp_client::Builder::new(client)
+        .dialect(dialect)
+        .legacy(options)
+        .io(read, write)
         .ok_or("this build has no such dialect")?;
     let outcome = run_plan(
         conn.agent(),

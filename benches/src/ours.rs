@@ -1,5 +1,5 @@
 //! Our side of the benchmark, written the way a user writes it: an [`Agent`] served with
-//! `acp_agent::serve`/`serve_stdio` streaming through [`SessionHandle`], and a [`Client`]
+//! `acp_agent::Builder` streaming through [`SessionHandle`], and a [`Client`]
 //! run by `acp_client::ClientConnection` (over `AgentProcess` for the two-process runs).
 
 use std::collections::HashMap;
@@ -17,7 +17,7 @@ use acp_agent::types::{
 };
 use acp_agent::{Agent, AgentContext, Error, PromptContext, SessionHandle};
 use acp_client::process::{AgentCommand, AgentProcess};
-use acp_client::{AgentHandle, Client, ClientConnection, Config};
+use acp_client::{AgentHandle, Client, ClientConnection};
 
 use crate::jobs::{AgentSide, run_job};
 use crate::msg::{
@@ -115,19 +115,15 @@ impl AgentSide for OurSide {
 
 /// Runs the agent on stdin/stdout until the client closes it (the child process's body).
 pub async fn serve_stdio() {
-    let conn = acp_agent::serve_stdio(BenchAgent::default());
+    let conn = acp_agent::Builder::new(BenchAgent::default()).stdio();
     conn.closed().await;
 }
 
 /// [`serve_stdio`] with the sessions kept in `store`.
 pub async fn serve_stdio_stored(store: Arc<dyn SessionStore>) {
-    let conn = acp_agent::serve_with_store(
-        BenchAgent::default(),
-        store,
-        acp_rpc::stdio::stdin(),
-        acp_rpc::stdio::stdout(),
-        Config::default(),
-    );
+    let conn = acp_agent::Builder::new(BenchAgent::default())
+        .shared_store(store)
+        .stdio();
     conn.closed().await;
 }
 
@@ -216,8 +212,8 @@ pub async fn over_stdio(program: &AgentCommand, plan: Plan) -> Result<Outcome, S
     let client = BenchClient {
         check: check.clone(),
     };
-    let conn = process
-        .connect(client, Config::default())
+    let conn = acp_client::Builder::new(client)
+        .attach(&mut process)
         .map_err(|e| e.to_string())?;
     let mut outcome = run_plan(conn.agent(), &check, plan, start).await;
     let _ = process.shutdown(Duration::from_secs(5)).await;
@@ -249,7 +245,7 @@ pub async fn over_remote(url: &str, token: &str, plan: Plan) -> Result<Outcome, 
     let client = BenchClient {
         check: check.clone(),
     };
-    let conn = ClientConnection::over(client, link, Config::default());
+    let conn = acp_client::Builder::new(client).over(link);
     let outcome = run_plan(conn.agent(), &check, plan, start).await;
     conn.close();
     let _ = tokio::time::timeout(Duration::from_secs(2), finished.wait()).await;
@@ -266,7 +262,7 @@ pub async fn open_idle(url: &str, token: &str) -> Result<ClientConnection, Strin
     let client = BenchClient {
         check: Arc::new(ChunkCheck::default()),
     };
-    let conn = ClientConnection::over(client, link, Config::default());
+    let conn = acp_client::Builder::new(client).over(link);
     ClientSide::initialize(conn.agent()).await?;
     Ok(conn)
 }
@@ -285,21 +281,17 @@ pub async fn over_duplex_stored(
     let (agent_end, client_end) = tokio::io::duplex(crate::DUPLEX_BUFFER);
     let (read, write) = tokio::io::split(agent_end);
     let agent = match store {
-        Some(store) => acp_agent::serve_with_store(
-            BenchAgent::default(),
-            store,
-            read,
-            write,
-            Config::default(),
-        ),
-        None => acp_agent::serve(BenchAgent::default(), read, write),
+        Some(store) => acp_agent::Builder::new(BenchAgent::default())
+            .store(store)
+            .io(read, write),
+        None => acp_agent::Builder::new(BenchAgent::default()).io(read, write),
     };
     let check = Arc::new(ChunkCheck::default());
     let (read, write) = tokio::io::split(client_end);
     let client = BenchClient {
         check: check.clone(),
     };
-    let conn = ClientConnection::connect(client, read, write);
+    let conn = acp_client::Builder::new(client).io(read, write);
     let outcome = run_plan(conn.agent(), &check, plan, start).await;
     conn.close();
     agent.close();

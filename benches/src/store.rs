@@ -35,8 +35,8 @@ use acp_agent::types::{
     ContentBlock, InitializeRequest, ListSessionsRequest, LoadSessionRequest, McpServer,
     ProtocolVersion, SessionId, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus,
 };
+use acp_client::Client;
 use acp_client::process::{AgentCommand, AgentProcess};
-use acp_client::{Client, Config};
 
 use crate::msg::{CWD, Job};
 use crate::pg;
@@ -282,8 +282,8 @@ async fn start_agent(
         .arg(at);
     let mut process = AgentProcess::spawn(&command).map_err(|e| e.to_string())?;
     let pid = process.id().ok_or("no pid")?;
-    let conn = process
-        .connect(Quiet, Config::default())
+    let conn = acp_client::Builder::new(Quiet)
+        .attach(&mut process)
         .map_err(|e| e.to_string())?;
     let init = conn
         .agent()

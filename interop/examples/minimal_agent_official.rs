@@ -3,7 +3,7 @@
 //! turn. Served on stdio.
 //!
 //! `cargo run -p acp-interop --example minimal_agent_official`; its twin on acp-agent is
-//! `minimal_agent_ours.rs`.
+//! `acp-agent/examples/minimal_agent.rs`.
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{

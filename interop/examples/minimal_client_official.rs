@@ -4,7 +4,7 @@
 //! chunk and the stop reason.
 //!
 //! `cargo run -p acp-interop --example minimal_client_official -- <agent command...>`; its
-//! twin on acp-client is `minimal_client_ours.rs`.
+//! twin on acp-client is `acp-client/examples/minimal_client.rs`.
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{

@@ -186,13 +186,13 @@ pub fn check(hops: &[Hop]) -> Check {
 
 /// The validator's entries for the hops (`schema: "unstable"`, `hop: true`), named
 /// `<cell>/<label>`.
-/// Each hop's deliberate error probes (see [`crate::checks::probe_messages`]) are exempt.
+/// Each hop's deliberate bad calls (see [`crate::checks::bad_call_messages`]) are exempt.
 pub fn validator_entries(cell: &str, hops: &[Hop]) -> Vec<Value> {
     hops.iter()
         .enumerate()
         .filter_map(|(i, hop)| {
             let wire = Wire::read(&hop.wire).ok()?;
-            let exempt: Vec<u64> = crate::checks::probe_messages(&wire)
+            let exempt: Vec<u64> = crate::checks::bad_call_messages(&wire)
                 .iter()
                 .map(|m| m.seq)
                 .collect();

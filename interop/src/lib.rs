@@ -22,12 +22,14 @@
 //!   official crates' mixed, every hop recorded).
 //! - [`cache`]: where the npm and PyPI installs live and how they are made.
 //!
-//! The same minimal agent and minimal client are written with both Rust libraries, side by
-//! side, in `interop/examples/`: `minimal_agent_ours.rs` and `minimal_agent_official.rs`
-//! (initialize, session/new, a prompt that streams two chunks, on stdio), and
-//! `minimal_client_ours.rs` and `minimal_client_official.rs` (spawn the agent command given on
-//! the command line, initialize, open a session, prompt once, print the stream and the stop
-//! reason). `tests/minimal_examples.rs` runs each client against each agent.
+//! The same minimal agent and minimal client are written with both Rust libraries: ours are
+//! the crates' own examples, `acp-agent/examples/minimal_agent.rs` and
+//! `acp-client/examples/minimal_client.rs` (built here as `minimal_agent_ours` and
+//! `minimal_client_ours`), the official crate's are `interop/examples/minimal_agent_official.rs`
+//! and `minimal_client_official.rs` (initialize, session/new, a prompt that streams two
+//! chunks, on stdio; the client spawns the agent command given on the command line, prompts
+//! once and prints the stream and the stop reason). `tests/minimal_examples.rs` runs each
+//! client against each agent.
 
 #![deny(missing_docs)]
 

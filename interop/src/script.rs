@@ -75,7 +75,7 @@ pub struct Script {
     pub hold_fallback_ms: u64,
     /// How long an agent waits for `session/cancel` (and holds turn 3 at most).
     pub cancel_wait_ms: u64,
-    /// The method nobody serves (the `-32601` probe).
+    /// The method nobody serves (the `-32601` bad call).
     pub unknown_method: String,
     /// The options of every permission request.
     pub permission_options: Vec<Value>,

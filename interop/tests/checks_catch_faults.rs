@@ -216,7 +216,7 @@ fn every_check_catches_its_fault() {
     assert_caught(&checks, "terminal", "no terminal/release");
 
     let checks = rec.checks_with(|records, _| {
-        // The agent's answer to the client's unknown-method probe.
+        // The agent's answer to the client's unknown-method bad call.
         let i = records
             .iter()
             .position(|r| r.from == Side::Agent && json(r)["error"]["code"] == -32601)

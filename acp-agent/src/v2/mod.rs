@@ -8,13 +8,26 @@
 //!
 //! The sides are generated from v2's method table (acp-dialects' `v2` module); v1's session
 //! bookkeeping, store and prompt streams are v1 only.
+//!
+//! An agent that speaks both versions starts with [`crate::Builder::v2`] (one version only:
+//! [`crate::Builder::v2_only`], [`crate::Builder::v1_only`]) and serves the version the
+//! client's `initialize` offers:
+//!
+//! | the client offers | the agent has v2 and v1 | only v1 | only v2 |
+//! | --- | --- | --- | --- |
+//! | `protocolVersion` 2 or more | v2 | v1 (its answer says 1) | v2 |
+//! | `protocolVersion` 1 | v1 | v1 | v2 (its answer says 2) |
+//! | anything else first | v1 | v1 | v2 |
+//!
+//! The served side answers the `initialize` itself, so the client learns the version from
+//! the answer and decides whether it can go on, as the specification says.
 
 pub use acp_dialects::v2::{Agent, AgentConnection, ClientHandle, Context, serve, serve_with};
 pub use acp_types::v2 as types;
 
-mod versions;
+pub(crate) mod versions;
 
-pub use versions::{Served, VersionError, serve_versions};
+pub use versions::{Served, VersionError};
 
 pub use acp_dialects::v2::Translation;
 
@@ -30,7 +43,7 @@ pub fn serve_v1(
     options: acp_dialects::AdapterOptions,
 ) -> Translation {
     let v1_agent = |end| {
-        crate::serve_over_as(agent, None, end, acp_rpc::Config::default())
+        crate::Builder::new(agent).over(end)
             .client()
             .peer()
             .clone()

@@ -1,5 +1,5 @@
-//! An agent that speaks v1, v2 or both: [`serve_versions`] reads the client's `initialize`
-//! and serves the version it offers.
+//! An agent that speaks v1, v2 or both ([`crate::Builder::v2`], [`crate::Builder::v2_only`])
+//! reads the client's `initialize` and serves the version it offers.
 //!
 //! | the client offers | the agent has v2 and v1 | only v1 | only v2 |
 //! | --- | --- | --- | --- |
@@ -10,14 +10,17 @@
 //! The served side answers the `initialize` itself, so the client learns the version from
 //! the answer and decides whether it can go on, as the specification says.
 
+use std::sync::Arc;
+
 use acp_dialects::{Input, Output};
 use acp_rpc::Config;
-use acp_rpc::probe::{LineProbe, ProbeError};
+use acp_rpc::sniff::{LineSniffer, SniffError};
 use serde_json::Value;
 
 use super::Agent;
+use crate::store::SessionStore;
 
-/// The connection [`serve_versions`] started: v1 or v2.
+/// The connection a [`crate::Builder`] speaking v1 and v2 started: v1 or v2.
 #[derive(Debug)]
 pub enum Served {
     /// The client is served v1.
@@ -36,7 +39,7 @@ impl Served {
     }
 }
 
-/// Why [`serve_versions`] started no connection.
+/// Why a [`crate::Builder`] speaking v1 and v2 started no connection.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum VersionError {
@@ -61,13 +64,15 @@ fn offered(line: &[u8]) -> Option<u64> {
 }
 
 /// Serves the client in the version its `initialize` offers, with `v1` or `v2` (at least
-/// one; `None` pins the other version). Pass `None::<T>` for the side you do not have.
-pub async fn serve_versions<A1, A2>(
+/// one); the v1 side keeps its sessions in `store` for `identity`.
+pub(crate) async fn serve<A1, A2>(
     v1: Option<A1>,
     v2: Option<A2>,
     reader: impl Input,
     writer: impl Output,
     config: Config,
+    store: Option<Arc<dyn SessionStore>>,
+    identity: Option<Arc<str>>,
 ) -> Result<Served, VersionError>
 where
     A1: crate::Agent,
@@ -76,26 +81,32 @@ where
     if v1.is_none() && v2.is_none() {
         return Err(VersionError::NoAgent);
     }
-    let mut probe = LineProbe::new(reader, config.max_message_size);
-    let version = match probe.next_line().await {
+    let mut sniffer = LineSniffer::new(reader, config.max_message_size);
+    let version = match sniffer.next_line().await {
         Ok(Some(line)) => {
             let version = offered(&line);
-            probe.unread(&line);
+            sniffer.unread(&line);
             version
         }
         Ok(None) => return Err(VersionError::ClosedBeforeFirstMessage),
         // The served connection answers the oversized line itself.
-        Err(ProbeError::TooLong(_)) => None,
-        Err(ProbeError::Io(e)) => return Err(e.into()),
+        Err(SniffError::TooLong(_)) => None,
+        Err(SniffError::Io(e)) => return Err(e.into()),
     };
-    let reader = probe.into_reader();
+    let reader = sniffer.into_reader();
     let wants_v2 = version.is_some_and(|v| v >= 2);
     tracing::debug!(?version, "protocol version offered");
     Ok(match (v1, v2) {
         (Some(_), Some(agent)) | (None, Some(agent)) if wants_v2 => {
             Served::V2(super::serve_with(agent, reader, writer, config))
         }
-        (Some(agent), _) => Served::V1(crate::serve_with(agent, reader, writer, config)),
+        (Some(agent), _) => Served::V1(crate::connection::serve_inner(
+            agent,
+            (reader, writer),
+            config,
+            store,
+            identity,
+        )),
         (None, Some(agent)) => Served::V2(super::serve_with(agent, reader, writer, config)),
         (None, None) => return Err(VersionError::NoAgent),
     })

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp_agent::types::*;
-use acp_agent::{Agent, AgentConnection, AgentContext, Error, PromptContext, serve};
+use acp_agent::{Agent, AgentConnection, AgentContext, Error, PromptContext};
 use acp_rpc::{Config, Connection, Handler, NotificationContext, Params, RawValue, RequestContext};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -341,7 +341,7 @@ impl Pair {
         let (a, b) = tokio::io::duplex(64 * 1024);
         let (ar, aw) = tokio::io::split(a);
         let (br, bw) = tokio::io::split(b);
-        let agent = serve(agent, ar, aw);
+        let agent = acp_agent::Builder::new(agent).io(ar, aw);
         let client = Connection::new(br, bw, rec.clone(), Config::default());
         Pair { agent, client, rec }
     }
@@ -387,7 +387,7 @@ impl Wire {
         let (a, b) = tokio::io::duplex(256);
         let (ar, aw) = tokio::io::split(a);
         let (br, bw) = tokio::io::split(b);
-        let agent = serve(FullAgent, ar, aw);
+        let agent = acp_agent::Builder::new(FullAgent).io(ar, aw);
         Wire {
             lines: BufReader::new(br).lines(),
             write: bw,

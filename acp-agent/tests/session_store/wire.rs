@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use acp_agent::store::SessionStore;
-use acp_agent::{Agent, AgentConnection, Config};
+use acp_agent::{Agent, AgentConnection};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
@@ -31,8 +31,10 @@ impl Wire {
         let (a, b) = tokio::io::duplex(4096);
         let (ar, aw) = tokio::io::split(a);
         let (br, bw) = tokio::io::split(b);
-        let agent =
-            acp_agent::serve_with_store_as(agent, store, identity, ar, aw, Config::default());
+        let agent = acp_agent::Builder::new(agent)
+            .store(store)
+            .identity(identity)
+            .io(ar, aw);
         Wire {
             lines: BufReader::new(br).lines(),
             write: bw,

@@ -98,7 +98,7 @@ fn chain(rec: Recorder) -> Chain {
     let ((ar, aw), (car, caw)) = pipe();
     let client = Connection::new(cr, cw, rec.clone(), Config::default());
     let proxy = serve_proxy(Tagger, pr, pw, Config::default());
-    let agent = acp_agent::serve(FullAgent, ar, aw);
+    let agent = acp_agent::Builder::new(FullAgent).io(ar, aw);
     // One tap for the conductor: it sees the client hop and both component hops, but tells
     // them apart only by direction, so the hop is read from the message itself below.
     let conductor = conduct(

@@ -242,7 +242,9 @@ impl Wire {
             .with_write_stall_timeout(None)
             .with_first_request_id(first_id)
             .with_tap(Arc::new(move |event: TapEvent<'_>| tap.on_tap(event)));
-        let client = ClientConnection::with_client(client, from_agent, to_agent, config);
+        let client = acp_client::Builder::shared(client)
+            .config(config)
+            .io(from_agent, to_agent);
         Wire {
             shared,
             sending: tokio::sync::Mutex::new(()),

@@ -8,13 +8,13 @@
 //! Each test runs the whole kit and asserts that exactly the check owning the fault fails:
 //! the check catches its fault, and no other check mistakes that fault for its own.
 
-mod probe;
+mod specimen;
 
 use std::time::Duration;
 
 use acp_check::{Bounds, Offer, Options, PromptScript, Report};
 
-use probe::{CANCEL_PROMPT, Fault, HOLD_PROMPT, target};
+use specimen::{CANCEL_PROMPT, Fault, HOLD_PROMPT, target};
 
 fn options() -> Options {
     Options {
@@ -57,7 +57,7 @@ async fn only_fails(fault: Fault, owner: &str) -> Report {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_healthy_probe_passes_every_check_and_skips_none() {
+async fn the_healthy_specimen_passes_every_check_and_skips_none() {
     let report = grade(Fault::None).await;
     assert_eq!(
         report.checks.len(),

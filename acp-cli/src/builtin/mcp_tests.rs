@@ -97,13 +97,13 @@ async fn session() -> (ClientConnection, HostingClient, SessionId, String) {
     let (client_io, agent_io) = tokio::io::duplex(1 << 20);
     let (agent_read, agent_write) = tokio::io::split(agent_io);
     let (client_read, client_write) = tokio::io::split(client_io);
-    acp_agent::serve(BuiltinAgent::default(), agent_read, agent_write);
+    acp_agent::Builder::new(BuiltinAgent::default()).io(agent_read, agent_write);
     let host = McpHost::new();
     let client = HostingClient {
         host: host.clone(),
         updates: Arc::default(),
     };
-    let conn = ClientConnection::connect(client.clone(), client_read, client_write);
+    let conn = acp_client::Builder::new(client.clone()).io(client_read, client_write);
     host.attach(conn.agent().clone());
     let init = conn
         .agent()

@@ -24,7 +24,7 @@ impl Wire {
     async fn start() -> Wire {
         let (client, agent) = tokio::io::duplex(1 << 20);
         let (agent_read, agent_write) = tokio::io::split(agent);
-        acp_agent::serve(BuiltinAgent::default(), agent_read, agent_write);
+        acp_agent::Builder::new(BuiltinAgent::default()).io(agent_read, agent_write);
         Self::over(client).await
     }
 
@@ -34,13 +34,10 @@ impl Wire {
         let (agent_read, agent_write) = tokio::io::split(agent);
         let store = acp_agent::store::MemoryStore::new();
         let config = acp_agent::Config::default();
-        acp_agent::serve_with_store(
-            BuiltinAgent::with_store(),
-            store,
-            agent_read,
-            agent_write,
-            config,
-        );
+        acp_agent::Builder::new(BuiltinAgent::with_store())
+            .store(store)
+            .config(config)
+            .io(agent_read, agent_write);
         Self::over(client).await
     }
 

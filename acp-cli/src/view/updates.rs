@@ -142,7 +142,7 @@ impl Term {
             }
             SessionUpdate::CompactionUpdate(_) | SessionUpdate::CompactionSummaryChunk(_) => {}
             SessionUpdate::Unknown(_) => {}
-            // Kinds an unstable feature adds (e.g. `unstable_plan_operations`'s plan updates)
+            // Kinds an unstable feature adds (e.g. `unstable_session_cursors`' cursor updates)
             // when something else in the build turns it on: not shown yet.
             #[allow(unreachable_patterns)]
             _ => {}

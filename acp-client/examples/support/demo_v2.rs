@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use acp_client::process::AgentProcess;
 use acp_client::v2::types as v2;
-use acp_client::v2::{Connected, Offer, SessionState, connect_versions};
+use acp_client::v2::{Connected, Offer, SessionState};
 use acp_client::{Error, async_trait};
 use acp_types::v1;
 
@@ -54,8 +54,10 @@ pub async fn converse(agent: &mut AgentProcess, root: &Path) -> Result<(), BoxEr
     let mut offer = Offer::both(v2::InitializeRequest::new(2, info), v1_init);
     offer.timeout = Duration::from_secs(60);
     let printer = Printer::default();
-    let connected =
-        connect_versions(Some(V1Printer), Some(printer.clone()), stdout, stdin, offer).await?;
+    let connected = acp_client::Builder::new(V1Printer)
+        .v2(printer.clone(), offer)
+        .io(stdout, stdin)
+        .await?;
     let prompt = "Please say hi";
     match connected {
         Connected::V2 {

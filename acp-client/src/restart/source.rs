@@ -13,7 +13,7 @@ use acp_types::v1::InitializeResponse;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::relay::{Relay, Shared};
-use crate::negotiate::{NegotiateOptions, NegotiationError, ProbeOutcome};
+use crate::negotiate::{NegotiateOptions, NegotiationError, OfferOutcome};
 use crate::process::{AgentCommand, AgentProcess, ProcessError};
 use crate::{Client, ClientConnection, Dialect};
 
@@ -112,7 +112,7 @@ pub(crate) async fn start_command<C: Client>(
 ) -> Result<Live, ProcessError> {
     let mut process = AgentProcess::spawn(command)?;
     let negotiated = process
-        .negotiate(Shared(client.clone()), options.clone())
+        .negotiate(Arc::new(Shared(client.clone())), options.clone())
         .await?;
     Ok(Live {
         process: Some(process),
@@ -124,7 +124,7 @@ pub(crate) async fn start_command<C: Client>(
 }
 
 /// Opens a connection through `connector` and negotiates on it. A refused credential
-/// (`-32000` answering a probe) keeps its code, so the retry table does not retry it.
+/// (`-32000` answering an offer) keeps its code, so the retry table does not retry it.
 pub(crate) async fn start_connector<C: Client>(
     connector: &dyn Connector,
     client: &Arc<Relay<C>>,
@@ -132,7 +132,7 @@ pub(crate) async fn start_connector<C: Client>(
 ) -> Result<Live, Error> {
     let transport = connector.connect().await?;
     let negotiated = crate::negotiate::connect(
-        Shared(client.clone()),
+        Arc::new(Shared(client.clone())),
         transport.reader,
         transport.writer,
         options.clone(),
@@ -142,7 +142,7 @@ pub(crate) async fn start_connector<C: Client>(
         let code = match &e {
             NegotiationError::NoAnswer(tried) | NegotiationError::Deadline(_, tried) => {
                 tried.iter().find_map(|(_, outcome)| match outcome {
-                    ProbeOutcome::Refused(refusal) if refusal.code == ErrorCode::AUTH_REQUIRED => {
+                    OfferOutcome::Refused(refusal) if refusal.code == ErrorCode::AUTH_REQUIRED => {
                         Some(refusal.code)
                     }
                     _ => None,

@@ -37,9 +37,9 @@ pub use state::{Compaction, Message, MessageRole, SessionState, Terminal, ToolCa
 pub use acp_dialects::v2::{AgentHandle, Client, ClientConnection, Context, connect, connect_with};
 pub use acp_types::v2 as types;
 
-mod versions;
+pub(crate) mod versions;
 
-pub use versions::{Connected, Offer, VersionError, connect_versions};
+pub use versions::{Connected, Offer, VersionError};
 
 /// Drives an agent that speaks v2 (its stdout is `reader`, its stdin `writer`) with a v1
 /// `client` (the crate's [`crate::Client`]), through acp-dialects' v1<->v2 translation, and
@@ -53,11 +53,7 @@ pub fn connect_v1<C: crate::Client>(
 ) -> crate::ClientConnection {
     let mut user = None;
     let start = |end| {
-        let conn = user.insert(crate::ClientConnection::over(
-            client,
-            end,
-            acp_rpc::Config::default(),
-        ));
+        let conn = user.insert(crate::Builder::new(client).over(end));
         conn.peer().clone()
     };
     acp_dialects::v2::drive_for_v1_client(start, reader, writer, options);

@@ -1,5 +1,5 @@
-//! A client that speaks v1, v2 or both: [`connect_versions`] offers its highest version and
-//! falls back when the agent answers lower.
+//! A client that speaks v1, v2 or both ([`crate::Builder::v2`], [`crate::Builder::v2_only`])
+//! offers its highest version and falls back when the agent answers lower.
 //!
 //! With v2 offered, the v2 `initialize` goes out first, before any connection starts. The
 //! answer's `protocolVersion` decides: `2` starts the v2 connection (the handshake is done);
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use acp_dialects::{Input, Output};
 use acp_rpc::Config;
-use acp_rpc::probe::{LineProbe, ProbeError};
+use acp_rpc::sniff::{LineSniffer, SniffError};
 use acp_types::v1;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
@@ -22,7 +22,7 @@ use tokio::io::AsyncWriteExt;
 use super::Client;
 use super::types::{InitializeRequest, InitializeResponse};
 
-/// What [`connect_versions`] offers: the `initialize` of each version the client speaks
+/// What a [`crate::Builder`] speaking v2 offers: the `initialize` of each version the client speaks
 /// (`None`: that version is not offered), the connection's configuration and how long to
 /// wait for the v2 answer.
 #[derive(Debug, Clone)]
@@ -73,7 +73,7 @@ impl Offer {
     }
 }
 
-/// The connection [`connect_versions`] started, with the agent's `initialize` answer.
+/// The connection a [`crate::Builder`] speaking v2 started, with the agent's `initialize` answer.
 #[derive(Debug)]
 pub enum Connected {
     /// The agent speaks v1.
@@ -92,7 +92,7 @@ pub enum Connected {
     },
 }
 
-/// Why [`connect_versions`] started no connection.
+/// Why a [`crate::Builder`] speaking v2 started no connection.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum VersionError {
@@ -139,8 +139,8 @@ fn offered(offer: &Offer, v1: bool, v2: bool) -> String {
 
 /// Offers the client's versions (see the module docs) and starts the connection the agent's
 /// answer calls for.
-pub async fn connect_versions<C1, C2>(
-    v1_client: Option<C1>,
+pub(crate) async fn connect<C1, C2>(
+    v1_client: Option<std::sync::Arc<C1>>,
     v2_client: Option<C2>,
     reader: impl Input,
     mut writer: impl Output,
@@ -165,15 +165,15 @@ where
     writer.write_all(&bytes).await?;
     writer.flush().await?;
 
-    let mut probe = LineProbe::new(reader, offer.config.max_message_size);
+    let mut sniffer = LineSniffer::new(reader, offer.config.max_message_size);
     let mut kept: Vec<Vec<u8>> = Vec::new();
     let answer = tokio::time::timeout(offer.timeout, async {
         loop {
-            let line = match probe.next_line().await {
+            let line = match sniffer.next_line().await {
                 Ok(Some(line)) => line,
                 Ok(None) => return Err(VersionError::Closed),
-                Err(ProbeError::TooLong(_)) => continue,
-                Err(ProbeError::Io(e)) => return Err(e.into()),
+                Err(SniffError::TooLong(_)) => continue,
+                Err(SniffError::Io(e)) => return Err(e.into()),
             };
             let message: Value = serde_json::from_slice(&line).unwrap_or(Value::Null);
             if message.get("id") == Some(&json!(0)) && message.get("method").is_none() {
@@ -194,9 +194,9 @@ where
     }
     if !replay.is_empty() {
         replay.pop();
-        probe.unread(&replay);
+        sniffer.unread(&replay);
     }
-    let reader = probe.into_reader();
+    let reader = sniffer.into_reader();
 
     let version = answer["result"]["protocolVersion"].clone();
     if answer.get("error").is_some() || version.as_u64() == Some(1) {
@@ -231,7 +231,7 @@ where
 }
 
 async fn connect_v1(
-    client: impl crate::Client,
+    client: std::sync::Arc<impl crate::Client>,
     reader: impl Input,
     writer: impl Output,
     offer: &Offer,
@@ -240,7 +240,7 @@ async fn connect_v1(
 ) -> Result<Connected, VersionError> {
     let init = offer.v1.clone().ok_or(VersionError::NothingOffered)?;
     let config = offer.config.clone().with_first_request_id(first_id);
-    let connection = crate::ClientConnection::new(client, reader, writer, config);
+    let connection = crate::ClientConnection::start(client, (reader, writer), config);
     let initialize = connection
         .agent()
         .initialize(init)

@@ -58,7 +58,7 @@ pub fn pair<C: Client, H: Handler>(client: C, agent: H) -> (ClientConnection, Co
     let (c_side, a_side) = tokio::io::duplex(64 * 1024);
     let (cr, cw) = tokio::io::split(c_side);
     let (ar, aw) = tokio::io::split(a_side);
-    let client = ClientConnection::new(client, cr, cw, Config::default());
+    let client = acp_client::Builder::new(client).io(cr, cw);
     let agent = Connection::new(ar, aw, agent, Config::default());
     (client, agent)
 }

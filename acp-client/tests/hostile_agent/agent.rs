@@ -180,10 +180,10 @@ pub(super) fn run_agent(scenario: &str) {
             ));
             // And one for an id nobody waits for: it must not be answered.
             w.send(r#"{"jsonrpc":"2.0","id":4242,"result":1,"error":{"code":1,"message":"m"}}"#);
-            w.send(r#"{"jsonrpc":"2.0","id":"probe","method":"nope"}"#);
-            // Before the probe's answer the client sends exactly one error: for the bad
+            w.send(r#"{"jsonrpc":"2.0","id":"check","method":"nope"}"#);
+            // Before the check's answer the client sends exactly one error: for the bad
             // response its initialize waited for. The stray one is not answered.
-            let mut errors_before_probe = 0;
+            let mut errors_before_check = 0;
             loop {
                 let Some(msg) = w.next() else {
                     std::process::exit(2)
@@ -191,12 +191,12 @@ pub(super) fn run_agent(scenario: &str) {
                 if msg.get("method").is_some() {
                     continue;
                 }
-                if msg["id"] == "probe" {
-                    let ok = msg["error"]["code"] == -32601 && errors_before_probe == 1;
-                    eprintln!("errors before the probe: {errors_before_probe}");
+                if msg["id"] == "check" {
+                    let ok = msg["error"]["code"] == -32601 && errors_before_check == 1;
+                    eprintln!("errors before the check: {errors_before_check}");
                     std::process::exit(if ok { 0 } else { 3 });
                 }
-                errors_before_probe += 1;
+                errors_before_check += 1;
             }
         }
         "odd_ids_unknown_methods_wrong_params" => {

@@ -242,7 +242,7 @@ async fn our_v1_client_drives_their_agent_through_negotiation_and_the_adapter() 
                 .with_timeout(Duration::from_millis(300));
             let negotiated = within(
                 "negotiation",
-                acp_client::negotiate::connect(client.clone(), br, bw, options),
+                acp_client::Builder::new(client.clone()).negotiate(options).io(br, bw),
             )
             .await
             .unwrap();

@@ -229,12 +229,7 @@ async fn their_editor_drives_our_v1_agent_through_negotiation_and_the_adapter() 
             let (ar, aw) = tokio::io::split(a);
             let (br, bw) = tokio::io::split(b);
             let agent = OurAgent::default();
-            let served = tokio::spawn(acp_agent::negotiate::serve(
-                agent.clone(),
-                ar,
-                aw,
-                acp_agent::negotiate::NegotiateOptions::default().with_legacy_cwd("/work"),
-            ));
+            let served = tokio::spawn(acp_agent::Builder::new(agent.clone()).negotiate(acp_agent::negotiate::NegotiateOptions::default().with_legacy_cwd("/work")).io(ar, aw));
             let editor = OldEditor::default();
             let (conn, io) = old::AgentConnection::connect_to_agent(
                 editor.clone(),

@@ -187,8 +187,9 @@ async fn session(
         connector: shared.clone(),
         config,
     };
-    let served = acp_agent::serve(agent, agent_read, agent_write);
-    let conn = ClientConnection::connect(HostingClient(answer.clone()), client_read, client_write);
+    let served = acp_agent::Builder::new(agent).io(agent_read, agent_write);
+    let conn =
+        acp_client::Builder::new(HostingClient(answer.clone())).io(client_read, client_write);
     if let Answer::Host(host) = &answer {
         host.attach(conn.agent().clone());
     }

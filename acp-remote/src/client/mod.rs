@@ -99,7 +99,7 @@ impl ConnectOptions {
 
 /// A connected transport: JSON lines from the agent on `reader`, to the agent on `writer`.
 ///
-/// Hand both to [`ClientConnection::new`]. Closing the writer (closing that connection) ends
+/// Hand both to [`acp_client::Builder::io`]. Closing the writer (closing that connection) ends
 /// the remote connection (a `DELETE` over HTTP, a close frame over WebSocket); the reader ends
 /// when the server ends the connection.
 #[derive(Debug)]
@@ -206,7 +206,9 @@ pub async fn connect_client<C: Client>(
     config: Config,
 ) -> Result<ClientConnection, Error> {
     let transport = connect_transport(url, options).await?;
-    Ok(ClientConnection::over(client, transport, config))
+    Ok(acp_client::Builder::new(client)
+        .config(config)
+        .over(transport))
 }
 
 /// Connects to `url` as [`connect`] does, for an acp-rpc engine: the returned

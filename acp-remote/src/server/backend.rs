@@ -124,12 +124,9 @@ impl Backend {
         F: Fn() -> A + Send + Sync + 'static,
     {
         Backend::OnFrames(Arc::new(move |frames, who: &Identity| {
-            acp_agent::serve_over_as(
-                make(),
-                who.session_owner(),
-                frames,
-                acp_agent::Config::default(),
-            )
+            acp_agent::Builder::new(make())
+                .identity(who.session_owner())
+                .over(frames)
         }))
     }
 

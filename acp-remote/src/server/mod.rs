@@ -110,7 +110,7 @@ pub struct Server;
 
 impl Server {
     /// Serves an agent in process: `make` builds one agent value per remote connection,
-    /// served with [`acp_agent::serve_as`] (each connection has its own sessions; the agent
+    /// served with [`acp_agent::Builder::identity`] (each connection has its own sessions; the agent
     /// reads the caller's [`Identity::session_owner`] from
     /// [`acp_agent::AgentContext::identity`]).
     pub fn in_process<A, F>(make: F) -> ServerBuilder
@@ -126,7 +126,8 @@ impl Server {
     /// [`Identity`], and starts a connection on them, for what [`Server::in_process`] does
     /// not cover (a session store shared by every connection, a [`acp_agent::Config`],
     /// dialect negotiation). Hand the identity on
-    /// ([`acp_agent::serve_with_store_as`] with [`Identity::session_owner`]) so that each
+    /// ([`acp_agent::Builder::identity`] with [`Identity::session_owner`], and
+    /// [`acp_agent::Builder::store`]) so that each
     /// identity reaches only its own sessions of a shared store.
     pub fn in_process_with<F>(serve: F) -> ServerBuilder
     where

@@ -4,7 +4,7 @@
 
 It follows interop/peers/script.json: turn 1 streams every update this SDK can build, asks
 permission (allowed, then rejected), reads and writes a file, runs a terminal if offered and
-probes the client's error replies; turn 2 waits for session/cancel; turn 3 holds for a while
+makes bad calls to check the client's error replies; turn 2 waits for session/cancel; turn 3 holds for a while
 (this SDK has no `$/cancel_request`). session/load replays the history. What it saw goes to the
 report file; stdout is the protocol channel.
 """
@@ -68,12 +68,12 @@ class InteropAgent:
         report({"event": "permission", "toolCallId": tool_call["toolCallId"], "outcome": outcome})
         return outcome
 
-    async def probe(self, name: str, method: str, params: dict[str, Any]) -> None:
+    async def bad_call(self, name: str, method: str, params: dict[str, Any]) -> None:
         try:
             await self.conn._conn.send_request(method, params)
-            report({"event": "error", "probe": name, "code": None})
+            report({"event": "error", "bad_call": name, "code": None})
         except Exception as e:  # noqa: BLE001 - the code is what we report
-            report({"event": "error", "probe": name, "code": error_code(e)})
+            report({"event": "error", "bad_call": name, "code": error_code(e)})
 
     async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **kwargs: Any) -> InitializeResponse:
         self.caps = client_capabilities
@@ -158,8 +158,8 @@ class InteropAgent:
             report({"event": "terminal", "output": output.output, "exitCode": exit_status.exit_code})
             await self.send(session_id, {"sessionUpdate": "tool_call_update", "toolCallId": "term-1", "status": "completed"})
 
-        await self.probe("unknown_method", SCRIPT["unknownMethod"], {})
-        await self.probe("invalid_params", "fs/read_text_file", {"sessionId": session_id})
+        await self.bad_call("unknown_method", SCRIPT["unknownMethod"], {})
+        await self.bad_call("invalid_params", "fs/read_text_file", {"sessionId": session_id})
         await self.send(session_id, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "done"}})
         return PromptResponse(stop_reason="end_turn")
 

@@ -2,7 +2,7 @@
 
     python client.py --script <script.json> --cwd <workspace> -- <agent command...>
 
-Spawns the agent with `spawn_agent_process`, runs initialize -> error probes -> session/new ->
+Spawns the agent with `spawn_agent_process`, runs initialize -> bad calls -> session/new ->
 prompt (text, image and resource blocks) -> a second prompt it cancels with session/cancel ->
 session/load, serving permission, fs and terminal requests, and prints every event (each update
 it receives included) as one JSON line on stdout. This SDK cannot send `$/cancel_request`, so
@@ -147,12 +147,12 @@ class InteropClient:
         return ReleaseTerminalResponse()
 
 
-async def probe(conn: Any, name: str, method: str, params: dict[str, Any]) -> None:
+async def bad_call(conn: Any, name: str, method: str, params: dict[str, Any]) -> None:
     try:
         await conn._conn.send_request(method, params)
-        out({"event": "error", "probe": name, "code": None})
+        out({"event": "error", "bad_call": name, "code": None})
     except Exception as e:  # noqa: BLE001 - the code is what we report
-        out({"event": "error", "probe": name, "code": error_code(e)})
+        out({"event": "error", "bad_call": name, "code": error_code(e)})
 
 
 async def main() -> None:
@@ -182,8 +182,8 @@ async def run() -> None:
         session = await conn.new_session(cwd=CWD, mcp_servers=[])
         sid = session.session_id
         out({"event": "session", "sessionId": sid})
-        await probe(conn, "unknown_method", SCRIPT["unknownMethod"], {})
-        await probe(conn, "invalid_params", "session/prompt", {"sessionId": sid, "prompt": "not a list of blocks"})
+        await bad_call(conn, "unknown_method", SCRIPT["unknownMethod"], {})
+        await bad_call(conn, "invalid_params", "session/prompt", {"sessionId": sid, "prompt": "not a list of blocks"})
 
         client.turn = "1"
         first = await conn.prompt(

@@ -4,7 +4,7 @@
 //
 // It follows interop/peers/script.json: turn 1 streams every update the client can know, asks
 // permission (allowed, then rejected), reads and writes a file, runs a terminal if offered and
-// probes the client's error replies; turn 2 waits for session/cancel; turn 3 waits for
+// makes bad calls to check the client's error replies; turn 2 waits for session/cancel; turn 3 waits for
 // $/cancel_request. session/load replays the history. What it saw goes to the report file.
 import { Readable, Writable } from "node:stream";
 import { errorCode, importFrom, loadScript, parseArgs, reporter } from "./common.mjs";
@@ -42,12 +42,12 @@ async function ask(client, sessionId, toolCall) {
   return response.outcome;
 }
 
-async function probe(client, name, method, params) {
+async function bad_call(client, name, method, params) {
   try {
     await client.request(method, params);
-    report({ event: "error", probe: name, code: null });
+    report({ event: "error", bad_call: name, code: null });
   } catch (e) {
-    report({ event: "error", probe: name, code: errorCode(e) });
+    report({ event: "error", bad_call: name, code: errorCode(e) });
   }
 }
 
@@ -99,8 +99,8 @@ async function work(client, sessionId) {
     await send(client, sessionId, { sessionUpdate: "tool_call_update", toolCallId: "term-1", status: "completed" });
   }
 
-  await probe(client, "unknown_method", script.unknownMethod, {});
-  await probe(client, "invalid_params", acp.methods.client.fs.readTextFile, { sessionId });
+  await bad_call(client, "unknown_method", script.unknownMethod, {});
+  await bad_call(client, "invalid_params", acp.methods.client.fs.readTextFile, { sessionId });
   await send(client, sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "done" } });
   return { stopReason: "end_turn" };
 }

@@ -5,7 +5,7 @@
 //
 // Spawns the agent (or reaches it with the SDK's experimental remote clients: `http://` with
 // `experimental/http-client`, `ws://` with `experimental/ws-client` over Node's WebSocket, which
-// Node 20 has behind `--experimental-websocket`), runs initialize -> error probes -> session/new -> prompt (text, image and
+// Node 20 has behind `--experimental-websocket`), runs initialize -> bad calls -> session/new -> prompt (text, image and
 // resource blocks) -> a second prompt it cancels with session/cancel -> a third it withdraws
 // with $/cancel_request -> session/load, serving permission, fs and terminal requests, and
 // prints every event (each update it receives included) as one JSON line on stdout.
@@ -143,12 +143,12 @@ const app = acp
 /** Lets queued notification handlers run before a prompt's result is reported. */
 const drain = () => new Promise((resolve) => setImmediate(resolve));
 
-async function probe(agent, name, method, params) {
+async function bad_call(agent, name, method, params) {
   try {
     await agent.request(method, params);
-    out({ event: "error", probe: name, code: null });
+    out({ event: "error", bad_call: name, code: null });
   } catch (e) {
-    out({ event: "error", probe: name, code: errorCode(e) });
+    out({ event: "error", bad_call: name, code: errorCode(e) });
   }
 }
 
@@ -166,8 +166,8 @@ await app.connectWith(stream, async (agent) => {
 
   const { sessionId } = await agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
   out({ event: "session", sessionId });
-  await probe(agent, "unknown_method", script.unknownMethod, {});
-  await probe(agent, "invalid_params", acp.methods.agent.session.prompt, { sessionId, prompt: "not a list of blocks" });
+  await bad_call(agent, "unknown_method", script.unknownMethod, {});
+  await bad_call(agent, "invalid_params", acp.methods.agent.session.prompt, { sessionId, prompt: "not a list of blocks" });
 
   state.turn = "1";
   const first = await agent.request(acp.methods.agent.session.prompt, {

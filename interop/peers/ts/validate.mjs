@@ -9,7 +9,7 @@
 // calls for: the envelope of the side that wrote it (`Agent` / `Client` / `ProtocolLevel` in the
 // schema's root `anyOf`), request and notification params by method (`x-method`), results by
 // the method of the request they answer, errors against `Error`. `exempt` lists the
-// deliberately invalid probes. A `hop` (a conductor and one component of a proxy chain) carries
+// deliberately bad calls. A `hop` (a conductor and one component of a proxy chain) carries
 // messages of every role, so its envelope is any of the root's; a `proxy/successor` envelope is
 // checked and so is the message it wraps (params by the wrapped method, and the answer to a
 // wrapped request by that method's result). Prints one JSON object:

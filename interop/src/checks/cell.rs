@@ -133,12 +133,12 @@ pub struct CellRun<'a> {
     pub workspace: &'a Path,
 }
 
-/// The wire messages of our deliberate error probes (exempt from schema validation: they
+/// The wire messages of our deliberate bad calls (exempt from schema validation: they
 /// are invalid on purpose), plain or, on the hops of a proxy chain, wrapped in
 /// `proxy/successor`.
-pub fn probe_messages(wire: &Wire) -> Vec<&Message> {
+pub fn bad_call_messages(wire: &Wire) -> Vec<&Message> {
     let sc = script();
-    let is_probe = |method: Option<&str>, params: &Value| match method {
+    let is_bad_call = |method: Option<&str>, params: &Value| match method {
         Some(method) if method == sc.unknown_method => true,
         Some("session/prompt") => params["prompt"].is_string(),
         Some("fs/read_text_file") => params.get("path").is_none(),
@@ -149,9 +149,9 @@ pub fn probe_messages(wire: &Wire) -> Vec<&Message> {
         .filter(|m| match m.method() {
             Some("proxy/successor") => {
                 let wrapped = m.params();
-                is_probe(wrapped["method"].as_str(), &wrapped["params"])
+                is_bad_call(wrapped["method"].as_str(), &wrapped["params"])
             }
-            method => is_probe(method, m.params()),
+            method => is_bad_call(method, m.params()),
         })
         .collect()
 }

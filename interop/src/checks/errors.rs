@@ -1,4 +1,4 @@
-//! The deliberate error probes, answered with the right codes by either side.
+//! The deliberate bad calls, answered with the right codes by either side.
 
 use serde_json::Value;
 
@@ -6,44 +6,45 @@ use crate::script::script;
 use crate::tap::Side;
 use crate::transcript::events;
 
-use super::cell::{CellRun, Check, probe_messages};
+use super::cell::{CellRun, Check, bad_call_messages};
 
-/// A probe on the wire answered with `code`, and the prober reporting that code.
-fn probe_check(
+/// A bad call on the wire answered with `code`, and the caller reporting that code.
+fn bad_call_check(
     cell: &CellRun<'_>,
     name: &'static str,
-    prober: Side,
+    caller: Side,
     reported: &[Value],
-    probes: [(&str, &str, i64); 2],
+    bad_calls: [(&str, &str, i64); 2],
 ) -> Check {
-    let wire_probes = probe_messages(cell.wire);
+    let wire_bad_calls = bad_call_messages(cell.wire);
     let mut problems = Vec::new();
-    for (probe, method, code) in probes {
-        let answered = wire_probes
+    for (bad_call, method, code) in bad_calls {
+        let answered = wire_bad_calls
             .iter()
-            .filter(|m| m.from == prober && m.method() == Some(method))
+            .filter(|m| m.from == caller && m.method() == Some(method))
             .filter_map(|m| cell.wire.response_to(m))
             .any(|r| r.error_code() == Some(code));
         if !answered {
             problems.push(format!("{method} was not answered with {code} on the wire"));
         }
-        let seen = events(reported, "error").any(|e| e["probe"] == probe && e["code"] == code);
+        let seen =
+            events(reported, "error").any(|e| e["bad_call"] == bad_call && e["code"] == code);
         if !seen {
-            problems.push(format!("the {prober} did not see {code} for {probe}"));
+            problems.push(format!("the {caller} did not see {code} for {bad_call}"));
         }
     }
     Check::new(
         name,
         problems,
         format!(
-            "-32601 and -32602 answered by the {} and seen by the {prober}",
-            prober.other()
+            "-32601 and -32602 answered by the {} and seen by the {caller}",
+            caller.other()
         ),
     )
 }
 
 pub(super) fn errors_from_agent(cell: &CellRun<'_>) -> Check {
-    probe_check(
+    bad_call_check(
         cell,
         "errors-from-agent",
         Side::Client,
@@ -56,7 +57,7 @@ pub(super) fn errors_from_agent(cell: &CellRun<'_>) -> Check {
 }
 
 pub(super) fn errors_from_client(cell: &CellRun<'_>) -> Check {
-    probe_check(
+    bad_call_check(
         cell,
         "errors-from-client",
         Side::Agent,

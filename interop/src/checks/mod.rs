@@ -12,7 +12,7 @@ mod errors;
 mod sessions;
 mod turns;
 
-pub use cell::{CellRun, Check, Sdk, probe_messages};
+pub use cell::{CellRun, Check, Sdk, bad_call_messages};
 
 use client_methods::{files, permissions, terminal};
 use conduct::{exits, framing, handshake, one_response_each};

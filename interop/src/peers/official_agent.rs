@@ -97,7 +97,7 @@ impl Turn {
         )
     }
 
-    async fn probe(&self, name: &str, method: &str, params: Value) -> Result<(), Error> {
+    async fn bad_call(&self, name: &str, method: &str, params: Value) -> Result<(), Error> {
         let result = self
             .cx
             .send_request(UntypedMessage::new(method, params)?)
@@ -105,7 +105,7 @@ impl Turn {
             .await;
         let code = result.err().map(|e| code(&e));
         self.report
-            .event(json!({"event": "error", "probe": name, "code": code}));
+            .event(json!({"event": "error", "bad_call": name, "code": code}));
         Ok(())
     }
 
@@ -233,9 +233,9 @@ impl Turn {
             )?;
         }
 
-        self.probe("unknown_method", &sc.unknown_method, json!({}))
+        self.bad_call("unknown_method", &sc.unknown_method, json!({}))
             .await?;
-        self.probe(
+        self.bad_call(
             "invalid_params",
             "fs/read_text_file",
             json!({"sessionId": self.session}),

@@ -343,7 +343,7 @@ async fn drive(
     Ok(())
 }
 
-async fn probe(
+async fn bad_call(
     cx: &ConnectionTo<Agent>,
     out: &Reporter,
     name: &str,
@@ -355,7 +355,7 @@ async fn probe(
         .block_task()
         .await;
     let code = result.err().map(|e| i32::from(e.code));
-    out.event(json!({"event": "error", "probe": name, "code": code}));
+    out.event(json!({"event": "error", "bad_call": name, "code": code}));
     Ok(())
 }
 
@@ -390,8 +390,8 @@ async fn script_run(
         .await?
         .session_id;
     out.event(json!({"event": "session", "sessionId": sid}));
-    probe(cx, out, "unknown_method", &sc.unknown_method, json!({})).await?;
-    probe(
+    bad_call(cx, out, "unknown_method", &sc.unknown_method, json!({})).await?;
+    bad_call(
         cx,
         out,
         "invalid_params",

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use acp_agent::types::*;
-use acp_agent::{Agent, AgentContext, Error, PromptContext, SessionHandle, serve_stdio};
+use acp_agent::{Agent, AgentContext, Error, PromptContext, SessionHandle};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -62,7 +62,7 @@ impl OursAgent {
         Ok(outcome)
     }
 
-    async fn probe(&self, cx: &AgentContext, name: &str, method: &str, params: Value) {
+    async fn bad_call(&self, cx: &AgentContext, name: &str, method: &str, params: Value) {
         let code = match cx
             .client()
             .peer()
@@ -73,7 +73,7 @@ impl OursAgent {
             Err(e) => json!(e.code.0),
         };
         self.report
-            .event(json!({"event": "error", "probe": name, "code": code}));
+            .event(json!({"event": "error", "bad_call": name, "code": code}));
     }
 
     async fn work(&self, cx: &PromptContext) -> Result<PromptResponse, Error> {
@@ -181,9 +181,9 @@ impl OursAgent {
             tool.status(ToolCallStatus::Completed).await?;
         }
 
-        self.probe(cx, "unknown_method", &sc.unknown_method, json!({}))
+        self.bad_call(cx, "unknown_method", &sc.unknown_method, json!({}))
             .await;
-        self.probe(
+        self.bad_call(
             cx,
             "invalid_params",
             "fs/read_text_file",
@@ -338,7 +338,7 @@ pub fn serve_pipe(
         report: report.clone(),
         sessions: Mutex::default(),
     };
-    let conn = acp_agent::serve(agent, reader, writer);
+    let conn = acp_agent::Builder::new(agent).io(reader, writer);
     let watch = conn.clone();
     tokio::spawn(async move {
         let reason = watch.closed().await;
@@ -353,7 +353,7 @@ pub async fn run(report: Reporter) {
         report: report.clone(),
         sessions: Mutex::default(),
     };
-    let conn = serve_stdio(agent);
+    let conn = acp_agent::Builder::new(agent).stdio();
     let reason = conn.closed().await;
     report.event(json!({"event": "closed", "sdk": "ours", "reason": reason.to_string()}));
 }

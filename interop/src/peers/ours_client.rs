@@ -14,7 +14,7 @@ use acp_client::fs::SandboxedFs;
 use acp_client::permission::{PermissionPolicy, choose_permission};
 use acp_client::process::{AgentCommand, AgentProcess};
 use acp_client::terminal::{TerminalDecision, TerminalRequest, Terminals};
-use acp_client::{AgentHandle, Client, ClientConnection, Config, Error, async_trait};
+use acp_client::{AgentHandle, Client, ClientConnection, Error, async_trait};
 use acp_remote::ConnectOptions;
 use acp_types::v1::*;
 use serde_json::{Value, json};
@@ -142,12 +142,18 @@ impl Client for OursClient {
     }
 }
 
-async fn probe(out: &Reporter, conn: &ClientConnection, name: &str, method: &str, params: Value) {
+async fn bad_call(
+    out: &Reporter,
+    conn: &ClientConnection,
+    name: &str,
+    method: &str,
+    params: Value,
+) {
     let code = match conn.peer().request::<_, Value>(method, &params).await {
         Ok(_) => Value::Null,
         Err(e) => json!(e.code.0),
     };
-    out.event(json!({"event": "error", "probe": name, "code": code}));
+    out.event(json!({"event": "error", "bad_call": name, "code": code}));
 }
 
 /// Runs the client script against the agent `command`, in workspace `cwd`.
@@ -169,8 +175,7 @@ pub async fn run(cwd: PathBuf, target: AgentTarget) -> Result<(), Box<dyn std::e
             let mut process =
                 AgentProcess::spawn(&AgentCommand::new(program).args(args.iter().cloned()))?;
             let (stdout, stdin) = process.take_stdio().ok_or("the agent's stdio was taken")?;
-            let conn =
-                ClientConnection::with_client(client.clone(), stdout, stdin, Config::default());
+            let conn = acp_client::Builder::shared(client.clone()).io(stdout, stdin);
             (conn, End::Process(Box::new(process)))
         }
         AgentTarget::Remote { url, token } => {
@@ -178,12 +183,7 @@ pub async fn run(cwd: PathBuf, target: AgentTarget) -> Result<(), Box<dyn std::e
             out.event(
                 json!({"event": "connected", "url": url, "profile": format!("{:?}", link.profile)}),
             );
-            let conn = ClientConnection::with_client(
-                client.clone(),
-                link.reader,
-                link.writer,
-                Config::default(),
-            );
+            let conn = acp_client::Builder::shared(client.clone()).io(link.reader, link.writer);
             (conn, End::Remote(link.finished))
         }
     };
@@ -220,8 +220,8 @@ pub async fn run(cwd: PathBuf, target: AgentTarget) -> Result<(), Box<dyn std::e
         .await?;
     let sid = session.session_id;
     out.event(json!({"event": "session", "sessionId": sid}));
-    probe(&out, &conn, "unknown_method", &sc.unknown_method, json!({})).await;
-    probe(
+    bad_call(&out, &conn, "unknown_method", &sc.unknown_method, json!({})).await;
+    bad_call(
         &out,
         &conn,
         "invalid_params",

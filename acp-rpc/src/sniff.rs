@@ -1,6 +1,6 @@
-//! [`LineProbe`]: reading whole lines off a stream before a connection starts on it, for
+//! [`LineSniffer`]: reading whole lines off a stream before a connection starts on it, for
 //! dialect detection and version negotiation. The connection then gets the stream back with
-//! everything the probe read but did not consume.
+//! everything the sniffer read but did not consume.
 
 use std::io;
 
@@ -8,23 +8,23 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Reads lines off `reader` one at a time, each bounded by a maximum size, and hands the
 /// reader back (with any bytes read past the last consumed line) through
-/// [`LineProbe::into_reader`].
+/// [`LineSniffer::into_reader`].
 ///
 /// ```
-/// use acp_rpc::probe::LineProbe;
+/// use acp_rpc::sniff::LineSniffer;
 /// use tokio::io::AsyncReadExt;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
-/// let mut probe = LineProbe::new(&b"{\"id\":0}\nrest"[..], 1024);
-/// assert_eq!(probe.next_line().await.unwrap().as_deref(), Some(&b"{\"id\":0}"[..]));
+/// let mut sniffer = LineSniffer::new(&b"{\"id\":0}\nrest"[..], 1024);
+/// assert_eq!(sniffer.next_line().await.unwrap().as_deref(), Some(&b"{\"id\":0}"[..]));
 /// let mut rest = String::new();
-/// probe.into_reader().read_to_string(&mut rest).await.unwrap();
+/// sniffer.into_reader().read_to_string(&mut rest).await.unwrap();
 /// assert_eq!(rest, "rest");
 /// # }
 /// ```
 #[derive(Debug)]
-pub struct LineProbe<R> {
+pub struct LineSniffer<R> {
     reader: R,
     /// Bytes read but not consumed yet.
     buffered: Vec<u8>,
@@ -32,9 +32,9 @@ pub struct LineProbe<R> {
     eof: bool,
 }
 
-/// What [`LineProbe::next_line`] found instead of a line.
+/// What [`LineSniffer::next_line`] found instead of a line.
 #[derive(Debug, thiserror::Error)]
-pub enum ProbeError {
+pub enum SniffError {
     /// A line longer than the maximum: nothing was consumed (the connection will reject it).
     #[error("the first line is longer than {0} bytes")]
     TooLong(usize),
@@ -43,10 +43,10 @@ pub enum ProbeError {
     Io(#[from] io::Error),
 }
 
-impl<R: AsyncRead + Unpin> LineProbe<R> {
-    /// A probe over `reader` accepting lines of at most `max_line` bytes.
+impl<R: AsyncRead + Unpin> LineSniffer<R> {
+    /// A sniffer over `reader` accepting lines of at most `max_line` bytes.
     pub fn new(reader: R, max_line: usize) -> Self {
-        LineProbe {
+        LineSniffer {
             reader,
             buffered: Vec::new(),
             max_line,
@@ -57,7 +57,7 @@ impl<R: AsyncRead + Unpin> LineProbe<R> {
     /// The next line without its line end (`\n` or `\r\n`), skipping blank lines; `None` at
     /// the end of the stream (a last line without `\n` is returned as a line). A line over
     /// the maximum is an error and stays unconsumed.
-    pub async fn next_line(&mut self) -> Result<Option<Vec<u8>>, ProbeError> {
+    pub async fn next_line(&mut self) -> Result<Option<Vec<u8>>, SniffError> {
         let mut scanned = 0;
         loop {
             if let Some(pos) = memchr::memchr(b'\n', &self.buffered[scanned..]) {
@@ -75,7 +75,7 @@ impl<R: AsyncRead + Unpin> LineProbe<R> {
             }
             scanned = self.buffered.len();
             if scanned > self.max_line {
-                return Err(ProbeError::TooLong(self.max_line));
+                return Err(SniffError::TooLong(self.max_line));
             }
             if self.eof {
                 if self.buffered.iter().all(u8::is_ascii_whitespace) {

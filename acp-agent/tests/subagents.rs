@@ -1,14 +1,14 @@
-//! Subagents (stable v1 since the official schema crate 1.20.0; the feature `unstable_subagents` is a no-op): the agent reports a child session, its work
+//! Subagents (stable v1 since the official schema crate 1.20.0): the agent reports a child session, its work
 //! state and the messages between the sessions as `session/update`s, which reach a client
 //! advertising `subagents` and are refused locally (never sent) for one that does not.
 //!
-//! `cargo test -p acp-agent --features unstable --test unstable_subagents`.
+//! `cargo test -p acp-agent --test subagents`.
 
 mod common;
 
 use std::sync::{Arc, Mutex};
 
-use acp_agent::client::CAPABILITY_NOT_ADVERTISED;
+use acp_agent::CAPABILITY_NOT_ADVERTISED;
 use acp_agent::types::*;
 use acp_agent::{Agent, AgentContext, Error, PromptContext};
 use common::{Pair, Recorder};

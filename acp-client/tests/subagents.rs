@@ -1,8 +1,8 @@
-//! Subagents (stable v1 since the official schema crate 1.20.0; the feature `unstable_subagents` is a no-op) on the client side: a raw agent reports a child
+//! Subagents (stable v1 since the official schema crate 1.20.0) on the client side: a raw agent reports a child
 //! session, its states and the messages between sessions; the client receives them typed,
 //! with absent, `null` and a value kept apart in every patch field.
 //!
-//! `cargo test -p acp-client --features unstable --test unstable_subagents`.
+//! `cargo test -p acp-client --test subagents`.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! The probe: a small agent built on acp-agent that does everything a check looks at, with
+//! The specimen: a small agent built on acp-agent that does everything a check looks at, with
 //! one [`Fault`] switched on, and the line filters between it and the kit for the faults
 //! acp-agent cannot commit (it answers bad input correctly by construction).
 
@@ -82,14 +82,14 @@ struct State {
     turns: u32,
 }
 
-struct Probe {
+struct Specimen {
     fault: Fault,
     state: Mutex<State>,
 }
 
-impl Probe {
+impl Specimen {
     fn new(fault: Fault) -> Self {
-        Probe {
+        Specimen {
             fault,
             state: Mutex::default(),
         }
@@ -100,7 +100,7 @@ impl Probe {
 }
 
 #[acp_agent::async_trait]
-impl Agent for Probe {
+impl Agent for Specimen {
     async fn initialize(
         &self,
         p: InitializeRequest,
@@ -169,7 +169,7 @@ impl Agent for Probe {
         }
         let id = {
             let mut state = self.state.lock().unwrap();
-            let id = format!("probe-{}", state.sessions.len() + 1);
+            let id = format!("specimen-{}", state.sessions.len() + 1);
             state.sessions.push(id.clone());
             state.cwds.insert(id.clone(), p.cwd.clone());
             id
@@ -510,7 +510,7 @@ async fn filter(fault: Fault, from: tokio::io::DuplexStream, mut to: tokio::io::
                 tokio::time::sleep(Duration::from_millis(600)).await;
             }
             Fault::NoiseOnStdout if update && first_update => {
-                out.insert(0, "probe agent: warming up".into());
+                out.insert(0, "specimen agent: warming up".into());
             }
             Fault::InvalidMessage if update && first_update => {
                 // A plan without its entries: not a v1 `session/update`.
@@ -531,7 +531,7 @@ async fn filter(fault: Fault, from: tokio::io::DuplexStream, mut to: tokio::io::
             Fault::UseTerminal if update && first_update => {
                 let session = message["params"]["sessionId"].as_str().unwrap_or_default();
                 let create = CreateTerminalRequest::new(session, "true");
-                let request = json!({"jsonrpc": "2.0", "id": "probe-terminal", "method": "terminal/create", "params": create});
+                let request = json!({"jsonrpc": "2.0", "id": "specimen-terminal", "method": "terminal/create", "params": create});
                 out.push(request.to_string());
             }
             Fault::MetadataAtAnyTime => {
@@ -562,13 +562,13 @@ async fn filter(fault: Fault, from: tokio::io::DuplexStream, mut to: tokio::io::
     }
 }
 
-/// The probe agent with `fault` switched on, behind the line filters, as the kit's target.
+/// The specimen agent with `fault` switched on, behind the line filters, as the kit's target.
 pub fn target(fault: Fault) -> Target {
     Target::in_process(move |kit_in, kit_out| {
         let (agent_out, filtered) = tokio::io::duplex(1 << 20);
         let (filtered_in, agent_in) = tokio::io::duplex(1 << 20);
         tokio::spawn(filter_in(fault, kit_in, filtered_in));
-        acp_agent::serve(Probe::new(fault), agent_in, agent_out);
+        acp_agent::Builder::new(Specimen::new(fault)).io(agent_in, agent_out);
         tokio::spawn(filter(fault, filtered, kit_out));
     })
 }

@@ -1,11 +1,9 @@
-//! The minimal agent with acp-agent: answers `initialize`, `session/new`, and streams two text
-//! chunks for every prompt before ending the turn. Served on stdio.
-//!
-//! `cargo run -p acp-interop --example minimal_agent_ours`; its twin on the official crate is
-//! `minimal_agent_official.rs`.
+//! The minimal agent: answers `initialize` and `session/new`, and streams two text chunks for
+//! every prompt, on stdio. `cargo run -p acp-agent --example minimal_agent`; its client is
+//! acp-client's `minimal_client`, its twin on the official crate `minimal_agent_official.rs`.
 
 use acp_agent::types::*;
-use acp_agent::{Agent, AgentContext, Error, PromptContext, serve_stdio};
+use acp_agent::{Agent, AgentContext, Builder, Error, PromptContext};
 
 struct Minimal;
 
@@ -16,8 +14,8 @@ impl Agent for Minimal {
         _: InitializeRequest,
         _: &AgentContext,
     ) -> Result<InitializeResponse, Error> {
-        Ok(InitializeResponse::new(ProtocolVersion::V1)
-            .agent_info(Implementation::new("minimal-agent", "0.1.0")))
+        let info = Implementation::new("minimal-agent", "0.1.0");
+        Ok(InitializeResponse::new(ProtocolVersion::V1).agent_info(info))
     }
 
     async fn new_session(
@@ -37,5 +35,5 @@ impl Agent for Minimal {
 
 #[tokio::main]
 async fn main() {
-    serve_stdio(Minimal).closed().await;
+    Builder::new(Minimal).stdio().closed().await;
 }
