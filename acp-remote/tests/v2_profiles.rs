@@ -15,7 +15,7 @@ use acp_client::v2::types as v2;
 use acp_client::v2::{self as client2, Connected, Offer, SessionState};
 use acp_remote::{BearerToken, ConnectOptions, Server};
 use acp_rpc::async_trait;
-use acp_rpc::{Config, Error};
+use acp_rpc::Error;
 use acp_types::v1;
 
 const TOKEN: &str = "test-token-0123456789";
