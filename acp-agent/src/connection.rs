@@ -179,6 +179,24 @@ where
     )
 }
 
+/// [`serve_with_store_as`] on any [`acp_rpc::transport::Transport`] (see [`serve_over_as`]):
+/// a remote server's connection hands its agent whole messages this way.
+pub fn serve_with_store_over_as<A, S, T>(
+    agent: A,
+    store: S,
+    identity: Option<&str>,
+    transport: T,
+    config: Config,
+) -> AgentConnection
+where
+    A: Agent,
+    S: SessionStore,
+    T: acp_rpc::transport::Transport,
+{
+    let identity = identity.map(Arc::from);
+    serve_inner(agent, transport, config, Some(Arc::new(store)), identity)
+}
+
 /// Serves `agent` (for `identity`, as [`serve_as`]) on any [`acp_rpc::transport::Transport`]:
 /// a `(reader, writer)` pair, or one end of an [`acp_rpc::transport::memory_pair`] for an
 /// agent in the same process as its client (no JSON lines, no byte pipe between them).

@@ -83,7 +83,7 @@ pub mod v2;
 pub use agent::Agent;
 pub use connection::{
     AgentConnection, serve, serve_as, serve_over_as, serve_stdio, serve_with, serve_with_store,
-    serve_with_store_as,
+    serve_with_store_as, serve_with_store_over_as,
 };
 pub use context::{AgentContext, PromptContext};
 pub use handle::{CAPABILITY_NOT_ADVERTISED, ClientHandle};

@@ -224,13 +224,12 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                 }
                 let policy = hosting.mcp.clone();
                 // Each identity reaches only its own sessions of the shared store.
-                let serve = move |read, write, who: &acp_remote::Identity| {
-                    acp_agent::serve_with_store_as(
+                let serve = move |end, who: &acp_remote::Identity| {
+                    acp_agent::serve_with_store_over_as(
                         BuiltinAgent::with_store().mcp_policy(policy.clone()),
                         store.clone(),
                         who.session_owner(),
-                        read,
-                        write,
+                        end,
                         acp_agent::Config::default(),
                     )
                 };

@@ -22,11 +22,11 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use acp_client::{Client, ClientConnection, Config};
+use acp_rpc::transport::{frame_adapter, memory_pair};
 use bytes::Bytes;
 use hyper::HeaderMap;
 use hyper::header::{HeaderValue, SET_COOKIE};
 use serde_json::Value;
-use acp_rpc::transport::{frame_adapter, memory_pair};
 use tokio::io::{AsyncRead, ReadBuf};
 
 use crate::Error;
@@ -240,7 +240,10 @@ pub async fn connect_transport(
     let shared = remote(target, options)?;
     let (adapter, port) = frame_adapter(FRAMES);
     let (profile, over) = if websocket {
-        (Profile::WebSocket, websocket::start_frames(shared, port).await?)
+        (
+            Profile::WebSocket,
+            websocket::start_frames(shared, port).await?,
+        )
     } else {
         let over = streamable_http::start(shared, port).await?;
         (Profile::StreamableHttp, over)
