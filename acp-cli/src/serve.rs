@@ -224,11 +224,11 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                 }
                 let policy = hosting.mcp.clone();
                 // Each identity reaches only its own sessions of the shared store.
-                let serve = move |read, write, who: &acp_remote::Identity| {
+                let serve = move |end, who: &acp_remote::Identity| {
                     acp_agent::Builder::new(BuiltinAgent::with_store().mcp_policy(policy.clone()))
                         .store(store.clone())
                         .identity(who.session_owner())
-                        .io(read, write)
+                        .over(end)
                 };
                 let what = format!("the built-in demo agent (sessions in {shown})");
                 (Server::in_process_with(serve), what)

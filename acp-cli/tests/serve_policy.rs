@@ -112,7 +112,7 @@ impl Listener {
 /// One raw JSON-RPC connection to `acp serve`, initialized.
 struct Raw {
     lines: tokio::io::Lines<tokio::io::BufReader<acp_remote::LinkReader>>,
-    writer: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    writer: acp_remote::LinkWriter,
     next: u64,
 }
 

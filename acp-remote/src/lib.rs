@@ -88,7 +88,7 @@ pub use client::{
 pub use live::{LiveFeed, LiveServer, serve_live};
 pub use metrics::Metrics;
 pub use security::{Authenticator, BearerToken, BearerTokens, Identity, Limits, NoAuth};
-pub use server::{AgentInput, AgentOutput, ReadinessCheck, RunningServer, Server, ServerBuilder};
+pub use server::{ReadinessCheck, RunningServer, Server, ServerBuilder};
 
 /// The header naming the connection (set by the server on `initialize`'s answer and on the
 /// WebSocket's 101, sent by the client on every later request).

@@ -13,12 +13,19 @@
 //! place in its buffer and leaves everything else (CRLF, BOM, blanks, oversized or half-read
 //! lines) to this codec; the connection's writer frames its batches itself, with the same
 //! rule (compact JSON has no line break).
+//!
+//! A recorder that must keep what crossed the wire as it was (a trace proxy, a recording
+//! relay) frames with [`RawLineCodec`], the same framer in raw mode: every line comes out
+//! as its bytes (blank lines, a BOM, a `\r`, bytes that are not UTF-8 kept), with the same
+//! length limit and the same discard of an over-long line.
 
 use std::io;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::{Decoder, Encoder};
+
+pub use crate::wire_lines::{RawLineCodec, RawLines, WireLine};
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
@@ -78,6 +85,8 @@ pub struct LineCodec {
     next_index: usize,
     /// `Some(n)`: discarding an oversized line of which `n` bytes were dropped so far.
     discarding: Option<usize>,
+    /// Raw mode ([`RawLineCodec`]): lines are kept as they are, not cleaned or skipped.
+    pub(crate) raw: bool,
 }
 
 impl LineCodec {
@@ -87,6 +96,7 @@ impl LineCodec {
             max_len,
             next_index: 0,
             discarding: None,
+            raw: false,
         }
     }
 
@@ -114,6 +124,9 @@ impl LineCodec {
     fn finish_line(&self, mut line: BytesMut) -> Option<RawFrame> {
         if line.last() == Some(&b'\n') {
             line.truncate(line.len() - 1);
+        }
+        if self.raw {
+            return Some(RawFrame::Line(line));
         }
         if line.last() == Some(&b'\r') {
             line.truncate(line.len() - 1);

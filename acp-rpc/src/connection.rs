@@ -48,7 +48,7 @@ impl Connection {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (shared, out_rx) = Self::shared(Sink::Bytes(Box::pin(writer)), config);
+        let (shared, out_rx) = Self::shared(Sink::Bytes(Box::pin(writer)), false, config);
         let peer = Peer::new(shared.clone());
         tokio::spawn(crate::writer::write_loop(out_rx, shared.clone()));
         tokio::spawn(crate::reader::read_loop(
@@ -75,8 +75,12 @@ impl Connection {
         let Halves(halves) = transport.into_halves();
         match halves {
             Inner::Lines { reader, writer } => Self::with_handler(reader, writer, handler, config),
-            Inner::Frames { incoming, outgoing } => {
-                let (shared, out_rx) = Self::shared(Sink::frames(outgoing), config);
+            Inner::Frames {
+                incoming,
+                outgoing,
+                values,
+            } => {
+                let (shared, out_rx) = Self::shared(Sink::frames(outgoing, values), values, config);
                 let peer = Peer::new(shared.clone());
                 tokio::spawn(crate::writer::write_loop(out_rx, shared.clone()));
                 tokio::spawn(crate::reader::read_frames(
@@ -92,6 +96,7 @@ impl Connection {
 
     fn shared(
         writer: Sink,
+        values: bool,
         config: Config,
     ) -> (Arc<Shared>, mpsc::Receiver<crate::queued::Outgoing>) {
         let (out_tx, out_rx) = mpsc::channel(config.outgoing_queue);
@@ -120,6 +125,7 @@ impl Connection {
             request_answered: tokio::sync::Notify::new(),
             requests_received: AtomicU64::new(0),
             outgoing_slots: Arc::new(Semaphore::new(config.max_pending_requests)),
+            values,
             request_size: FrameSizeHint::new(),
             notification_size: FrameSizeHint::new(),
             #[cfg(feature = "otel")]

@@ -62,6 +62,7 @@ pub mod sync;
 pub mod tap;
 pub mod transport;
 mod typed;
+mod wire_lines;
 mod write_side;
 mod writer;
 

@@ -13,8 +13,11 @@ use tokio::sync::oneshot;
 use tracing::Instrument;
 
 use crate::error::{CloseReason, Error, ErrorCode};
-use crate::message::{RequestId, write_notification, write_request};
+use crate::message::{
+    Message, Notification, Request, RequestId, message_text, write_notification, write_request,
+};
 use crate::observe::{self, MessageKind, RequestEvent};
+use crate::queued::Outgoing;
 use crate::state::{
     CountedWait, Deliver, Pending, Shared, Waiter, in_request_handler, lock, release_slot,
 };
@@ -82,6 +85,29 @@ fn log_sent(method: &str, id: Option<i64>, line: &[u8], request: bool) {
         session_id = session,
         "sent"
     );
+}
+
+/// Params as a message value carries them: raw JSON, `None` for `null` (as a parsed line
+/// has them). A value that does not serialize fails as [`write_request`]'s does.
+fn raw_params<P: Serialize + ?Sized>(params: &P) -> Result<Option<Box<RawValue>>, Error> {
+    let raw = serde_json::value::to_raw_value(params)
+        .map_err(|e| Error::invalid_params(format!("params failed to serialize: {e}")))?;
+    Ok((raw.get() != "null").then_some(raw))
+}
+
+/// Tells the observer, if any, of a message sent as a value: its text is written for it.
+fn sent_value(
+    shared: &Shared,
+    message: &Message,
+    kind: MessageKind,
+    method: Option<&str>,
+    id: Option<i64>,
+) {
+    if shared.config.observer.is_some() {
+        let text = message_text(&shared.config.framing, message);
+        let id = id.map(RequestId::Int);
+        observe::sent(&shared.config, kind, method, id.as_ref(), &text);
+    }
 }
 
 /// A cheap, cloneable handle for sending requests and notifications to the peer.
@@ -223,22 +249,46 @@ impl Peer {
         E: Send + 'static,
     {
         let shared = &*self.shared;
-        let mut buf = shared.request_size.buffer();
-        write_request(&mut buf, &shared.config.framing, id, method, params)?;
         #[cfg(feature = "otel")]
-        let _turn = crate::otel::outgoing_line(&shared.trace, &mut buf, method, false);
-        shared.request_size.record(buf.len());
-        log_sent(method, Some(id), &buf, true);
-        if shared.config.observer.is_some() {
-            let id = RequestId::Int(id);
-            observe::sent(
-                &shared.config,
+        let mut _turn = None;
+        let msg = if shared.takes_values() {
+            let request = Request {
+                id: RequestId::Int(id),
+                method: method.to_owned(),
+                params: raw_params(params)?,
+            };
+            let params = request.params.as_deref().map_or("", RawValue::get);
+            log_sent(method, Some(id), params.as_bytes(), true);
+            let message = Message::Request(request);
+            sent_value(
+                shared,
+                &message,
                 MessageKind::Request,
                 Some(method),
-                Some(&id),
-                &buf,
+                Some(id),
             );
-        }
+            Outgoing::Message(message)
+        } else {
+            let mut buf = shared.request_size.buffer();
+            write_request(&mut buf, &shared.config.framing, id, method, params)?;
+            #[cfg(feature = "otel")]
+            {
+                _turn = crate::otel::outgoing_line(&shared.trace, &mut buf, method, false);
+            }
+            shared.request_size.record(buf.len());
+            log_sent(method, Some(id), &buf, true);
+            if shared.config.observer.is_some() {
+                let id = RequestId::Int(id);
+                observe::sent(
+                    &shared.config,
+                    MessageKind::Request,
+                    Some(method),
+                    Some(&id),
+                    &buf,
+                );
+            }
+            Outgoing::Frame(buf)
+        };
         // At most `max_pending_requests` of ours await answers, so the peer never holds
         // more unanswered requests of ours than its admission cap and its reader keeps
         // reading. A call made by a request handler (an answer in the making) is exempt:
@@ -268,9 +318,9 @@ impl Peer {
         // A lone call is written straight through (its caller waits on nothing else); calls
         // made together are left to the writer task, which sends them in one write.
         if awaiting == 1 {
-            shared.send_now(buf).await?;
+            shared.send_now(msg).await?;
         } else {
-            shared.send(buf).await?;
+            shared.send(msg).await?;
         }
         guard.sent = true;
         // A request handler waiting on the peer does not occupy a concurrency slot.
@@ -306,6 +356,23 @@ impl Peer {
         P: Serialize + ?Sized,
     {
         let shared = &*self.shared;
+        if shared.config.framing.notifications && shared.takes_values() {
+            let notification = Notification {
+                method: method.to_owned(),
+                params: raw_params(params)?,
+            };
+            let params = notification.params.as_deref().map_or("", RawValue::get);
+            log_sent(method, None, params.as_bytes(), false);
+            let message = Message::Notification(notification);
+            sent_value(
+                shared,
+                &message,
+                MessageKind::Notification,
+                Some(method),
+                None,
+            );
+            return shared.send(Outgoing::Message(message)).await;
+        }
         let mut buf = shared.notification_size.buffer();
         if shared.config.framing.notifications {
             write_notification(&mut buf, &shared.config.framing, method, params)?;

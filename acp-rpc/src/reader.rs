@@ -23,12 +23,14 @@ use crate::envelope::{plain_notification, plain_response};
 use crate::error::{CloseReason, Error, panic_message};
 use crate::handler::{Arrival, Handler, NotificationContext, StartedNotification};
 use crate::message::{
-    BorrowedResponse, Notification, Parsed, Request, RequestId, parse_line, write_response,
+    BorrowedResponse, Message, Notification, Parsed, Request, RequestId, message_over,
+    message_text, parse_line, write_response,
 };
 use crate::observe::{MessageEvent, MessageKind};
 use crate::outgoing::{CANCEL_METHOD, CancelParams, Peer};
 use crate::state::{ClosedWatch, InFlightRequest, Pending, Shared, lock};
 use crate::tap::{Direction, TapEvent};
+use crate::transport::Item;
 
 pub(crate) mod batch;
 
@@ -80,9 +82,10 @@ impl Reader {
 /// Reads whole messages off a frame transport until its end or shutdown, then shuts the
 /// connection down. A frame is handled as a line is (see [`read_loop`]), less the framing:
 /// one over [`Config::max_message_size`](crate::Config::max_message_size) is skipped and
-/// answered as an over-long line is.
+/// answered as an over-long line is. A message value is dispatched as it is, its envelope
+/// not parsed again (see [`Reader::on_message`]).
 pub(crate) async fn read_frames(
-    mut incoming: mpsc::Receiver<bytes::Bytes>,
+    mut incoming: mpsc::Receiver<Item>,
     shared: Arc<Shared>,
     handler: Arc<dyn Handler>,
     peer: Peer,
@@ -102,12 +105,13 @@ pub(crate) async fn read_frames(
         };
         let more = !incoming.is_empty();
         state.shared.more_input_ready.store(more, Ordering::Relaxed);
-        if frame.len() > max {
-            state
-                .on_frame(RawFrame::Oversized { len: frame.len() })
-                .await;
-        } else {
-            state.on_line(&frame).await;
+        match frame {
+            Item::Text(frame) if frame.len() > max => {
+                let len = frame.len();
+                state.on_frame(RawFrame::Oversized { len }).await;
+            }
+            Item::Text(frame) => state.on_line(&frame).await,
+            Item::Message { message, .. } => state.on_message(message).await,
         }
     };
     if let Some(reason) = reason {
@@ -376,6 +380,59 @@ impl Reader {
         }
     }
 
+    /// One message handed over as a value (by the engine at the other end of a memory
+    /// pair): dispatched as a parsed line is, with no text read. Its text is written only
+    /// for the limit check near the limit, and for a tap or an observer when one is set.
+    async fn on_message(&mut self, message: Message) {
+        let config = &self.shared.config;
+        if let Some(len) = message_over(&config.framing, &message, config.max_message_size) {
+            return self.on_frame(RawFrame::Oversized { len }).await;
+        }
+        let text = (config.tap.is_some() || config.observer.is_some())
+            .then(|| message_text(&config.framing, &message));
+        let text = text.as_deref().unwrap_or_default();
+        self.tap(TapEvent::Line(Direction::Incoming, text));
+        match message {
+            Message::Request(req) => {
+                let (method, id) = (Some(req.method.as_str()), Some(&req.id));
+                self.observe(MessageKind::Request, method, id, text.len(), text);
+                self.on_request(req).await
+            }
+            Message::Notification(n) => {
+                let method = Some(n.method.as_str());
+                self.observe(MessageKind::Notification, method, None, text.len(), text);
+                let params = n.params.as_deref().map(RawValue::get);
+                if let Some(params) = params
+                    && let Some(started) = self.start_notification_of(&n.method, params)
+                {
+                    self.arrived(&n.method, None, Some(params));
+                    let run = NotificationRun::started(started);
+                    #[cfg(feature = "otel")]
+                    crate::otel::incoming_notification(
+                        run.tracing_span(),
+                        crate::otel::extract(params),
+                    );
+                    return self.enqueue_notification(run).await;
+                }
+                self.on_notification(n).await
+            }
+            Message::Response(resp) => {
+                let id = resp.id.as_ref();
+                self.observe(MessageKind::Response, None, id, text.len(), text);
+                let held;
+                let result = match resp.result {
+                    Ok(raw) => {
+                        held = raw;
+                        Ok(&*held)
+                    }
+                    Err(e) => Err(e),
+                };
+                let id = resp.id;
+                self.on_response(BorrowedResponse { id, result }).await
+            }
+        }
+    }
+
     /// A response of the usual shape, decoded by its caller straight from the line (one pass
     /// over a possibly large result instead of the envelope's and then the caller's).
     /// `false` leaves the line to the ordinary path: another shape, notifications still
@@ -460,6 +517,12 @@ impl Reader {
         line: &'l str,
     ) -> Option<(StartedNotification, &'l str, &'l str)> {
         let (method, params) = plain_notification(line)?;
+        let started = self.start_notification_of(method, params)?;
+        Some((started, method, params))
+    }
+
+    /// [`Reader::start_notification`] of a notification's method and params text.
+    fn start_notification_of(&self, method: &str, params: &str) -> Option<StartedNotification> {
         if method == CANCEL_METHOD {
             return None;
         }
@@ -468,12 +531,11 @@ impl Reader {
         };
         let handler = self.handler.clone();
         let start = AssertUnwindSafe(|| handler.start_notification(cx, method, params));
-        let started = std::panic::catch_unwind(start).unwrap_or_else(|panic| {
+        std::panic::catch_unwind(start).unwrap_or_else(|panic| {
             let panic = panic_message(&panic);
             tracing::error!(method, %panic, "notification decoder panicked; handling the line as usual");
             None
-        })?;
-        Some((started, method, params))
+        })
     }
 
     /// Hands a notification to its handler, in arrival order. When every notification read

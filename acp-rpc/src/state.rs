@@ -67,6 +67,9 @@ pub(crate) struct Shared {
     /// task, so the answers to a burst of requests leave in one write.
     pub(crate) more_input_ready: AtomicBool,
     pub(crate) next_id: AtomicI64,
+    /// The transport takes messages as values (one end of a memory pair): requests,
+    /// notifications and answers are handed on unwritten (see [`crate::transport`]).
+    pub(crate) values: bool,
     pub(crate) pending: Mutex<PendingMap>,
     pub(crate) shutdown: CancellationToken,
     /// Cancelled when the writer task has ended: what was queued is written (or given up

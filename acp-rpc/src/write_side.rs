@@ -7,41 +7,50 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use bytes::Bytes;
 use tokio::io::AsyncWrite;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::PollSender;
 
 use crate::config::Config;
 use crate::error::{Error, panic_message};
-use crate::message::{blank_line_breaks, write_response, write_response_head};
+use crate::message::{
+    Message, Response, blank_line_breaks, message_text, write_message, write_response,
+    write_response_head,
+};
 use crate::observe::MessageKind;
 use crate::queued::Outgoing;
 use crate::reply::ReplyBody;
 use crate::tap::{Direction, TapEvent};
+use crate::transport::Item;
 
 /// Stop adding ready messages to a batch beyond this many bytes.
 const BATCH_BYTES: usize = 256 * 1024;
+/// Stop adding ready messages to a batch of frames beyond this many.
+const BATCH_FRAMES: usize = 256;
 /// Give back buffer memory above this size after a batch.
 const KEEP_CAPACITY: usize = 4 * 1024 * 1024;
 
 /// Where the writer's messages go: a byte stream (each message a line) or a channel of
-/// frames (each message one frame, its line end left off).
+/// frames (each message one frame: its text without the line end, or with `values` the
+/// message itself where it was not written as text).
 pub(crate) enum Sink {
     Bytes(Pin<Box<dyn AsyncWrite + Send>>),
-    Frames(PollSender<Bytes>),
+    Frames { tx: PollSender<Item>, values: bool },
 }
 
 impl Sink {
-    pub(crate) fn frames(tx: mpsc::Sender<Bytes>) -> Sink {
-        Sink::Frames(PollSender::new(tx))
+    pub(crate) fn frames(tx: mpsc::Sender<Item>, values: bool) -> Sink {
+        Sink::Frames {
+            tx: PollSender::new(tx),
+            values,
+        }
     }
 
     /// Ends the output: the peer sees the end of the stream.
     pub(crate) fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
             Sink::Bytes(w) => w.as_mut().poll_shutdown(cx),
-            Sink::Frames(tx) => {
+            Sink::Frames { tx, .. } => {
                 tx.close();
                 Poll::Ready(Ok(()))
             }
@@ -55,11 +64,11 @@ pub(crate) struct WriteSide {
     /// sees the end of the stream even while handles to the connection live on.
     pub(crate) transport: Option<Sink>,
     /// Serialized messages, in order, each ending with `\n`; the first `written` bytes are
-    /// on the transport.
+    /// on the transport (a byte sink's).
     pub(crate) buf: Vec<u8>,
     pub(crate) written: usize,
-    /// Where each message of `buf` ends (after its `\n`), kept for a frame sink only.
-    ends: std::collections::VecDeque<usize>,
+    /// A frame sink's messages, in order, not yet taken by the transport.
+    frames: std::collections::VecDeque<Item>,
     /// Bytes were written since the last flush.
     pub(crate) unflushed: bool,
     /// Told once `buf` is written and flushed: the senders of signalled messages in it.
@@ -74,24 +83,26 @@ impl WriteSide {
             transport: Some(transport),
             buf: Vec::with_capacity(64 * 1024),
             written: 0,
-            ends: Default::default(),
+            frames: Default::default(),
             unflushed: false,
             on_written: Vec::new(),
             progress: 0,
         }
     }
 
-    /// Serializes one message onto the end of the buffer, with its line end.
+    /// Serializes one message onto the end of the buffer, with its line end (for a frame
+    /// sink: queues it as one frame).
     pub(crate) fn push(&mut self, msg: Outgoing, config: &Config) {
-        match msg {
+        let msg = match msg {
             Outgoing::Signalled(msg, signals) => {
-                append(&mut self.buf, &msg, config);
                 self.on_written.extend(signals);
+                *msg
             }
-            msg => append(&mut self.buf, &msg, config),
-        }
-        if matches!(self.transport, Some(Sink::Frames(_))) {
-            self.ends.push_back(self.buf.len());
+            msg => msg,
+        };
+        match self.transport {
+            Some(Sink::Frames { values, .. }) => self.frames.push_back(frame(msg, config, values)),
+            _ => append(&mut self.buf, &msg, config),
         }
     }
 
@@ -102,7 +113,7 @@ impl WriteSide {
 
     /// Nothing is waiting to be written or flushed.
     pub(crate) fn idle(&self) -> bool {
-        self.buf.is_empty() && !self.unflushed
+        self.buf.is_empty() && self.frames.is_empty() && !self.unflushed
     }
 
     /// Writes and flushes the buffer; on success it is empty again.
@@ -117,7 +128,6 @@ impl WriteSide {
         }
         self.buf.clear();
         self.written = 0;
-        self.ends.clear();
         if self.buf.capacity() > KEEP_CAPACITY {
             self.buf = Vec::with_capacity(64 * 1024);
         }
@@ -128,18 +138,16 @@ impl WriteSide {
     pub(crate) fn poll_write_all(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let transport = match &mut self.transport {
             None => return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
-            Some(Sink::Frames(tx)) => {
-                // One frame per message, its line end left off; the channel's bound is the
-                // pipe's: a peer that takes nothing stalls the writer here.
-                while let Some(&end) = self.ends.front() {
+            Some(Sink::Frames { tx, .. }) => {
+                // One frame per message; the channel's bound is the pipe's: a peer that
+                // takes nothing stalls the writer here.
+                while !self.frames.is_empty() {
                     ready!(tx.poll_reserve(cx))
                         .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))?;
-                    let frame = Bytes::copy_from_slice(&self.buf[self.written..end - 1]);
+                    let frame = self.frames.pop_front().expect("not empty");
                     tx.send_item(frame)
                         .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))?;
-                    self.progress += (end - self.written) as u64;
-                    self.written = end;
-                    self.ends.pop_front();
+                    self.progress += 1;
                 }
                 return Poll::Ready(Ok(()));
             }
@@ -167,7 +175,7 @@ impl WriteSide {
     pub(crate) fn fill(&mut self, rx: &mut mpsc::Receiver<Outgoing>, config: &Config) {
         let ready = rx.len();
         for _ in 0..ready {
-            if self.buf.len() >= BATCH_BYTES {
+            if self.buf.len() >= BATCH_BYTES || self.frames.len() >= BATCH_FRAMES {
                 break;
             }
             match rx.try_recv() {
@@ -178,9 +186,73 @@ impl WriteSide {
     }
 }
 
+/// One message as a frame sink takes it: its text, or with `values` a message that was not
+/// written as text stays a value (a successful answer becomes one, unwritten). The tap and
+/// the observer see the text as ever; it is written for them only when they are set.
+fn frame(msg: Outgoing, config: &Config, values: bool) -> Item {
+    let jsonrpc = config.framing.emit_jsonrpc;
+    match msg {
+        Outgoing::Frame(text) => {
+            if let Some(tap) = &config.tap {
+                tap(TapEvent::Line(Direction::Outgoing, &text));
+            }
+            Item::Text(text.into())
+        }
+        Outgoing::Message(message) if values => {
+            if let Some(tap) = &config.tap {
+                let text = message_text(&config.framing, &message);
+                tap(TapEvent::Line(Direction::Outgoing, &text));
+            }
+            Item::Message { message, jsonrpc }
+        }
+        Outgoing::Response { id, body } if values => {
+            let result = match catch_unwind(AssertUnwindSafe(|| body.into_raw())) {
+                Ok(result) => result,
+                Err(panic) => Err(Error::internal_error(format!(
+                    "result failed to serialize: it panicked: {}",
+                    panic_message(&panic)
+                ))),
+            };
+            if let Err(error) = &result {
+                tracing::error!(%id, error = %error.message, "answering with -32603");
+            }
+            let message = Message::Response(Response {
+                id: Some(id),
+                result,
+            });
+            if config.tap.is_some() || config.observer.is_some() {
+                let text = message_text(&config.framing, &message);
+                if let Some(tap) = &config.tap {
+                    tap(TapEvent::Line(Direction::Outgoing, &text));
+                }
+                let Message::Response(r) = &message else {
+                    unreachable!("built as a response")
+                };
+                let id = r.id.as_ref();
+                crate::observe::sent(config, MessageKind::Response, None, id, &text);
+            }
+            Item::Message { message, jsonrpc }
+        }
+        msg => {
+            let mut text = Vec::with_capacity(128);
+            append(&mut text, &msg, config);
+            text.pop(); // the line end
+            Item::Text(text.into())
+        }
+    }
+}
+
 /// Serializes one message onto the end of `buf`, with its line end.
 fn append(buf: &mut Vec<u8>, msg: &Outgoing, config: &Config) {
     match msg {
+        Outgoing::Message(message) => {
+            let start = buf.len();
+            write_message(buf, &config.framing, message);
+            if let Some(tap) = &config.tap {
+                tap(TapEvent::Line(Direction::Outgoing, &buf[start..]));
+            }
+            buf.push(b'\n');
+        }
         Outgoing::Frame(msg) => {
             if let Some(tap) = &config.tap {
                 tap(TapEvent::Line(Direction::Outgoing, msg));

@@ -37,6 +37,17 @@ impl Shared {
         self.out_tx.capacity() == self.out_tx.max_capacity()
     }
 
+    /// Whether a request or notification is handed to the transport as a value (see
+    /// [`crate::transport`]) rather than written as text. With OpenTelemetry on, a message
+    /// sent inside a traced span is written as text, which carries the trace context.
+    pub(crate) fn takes_values(&self) -> bool {
+        #[cfg(feature = "otel")]
+        if self.values && crate::otel::span_context(&tracing::Span::current()).is_some() {
+            return false;
+        }
+        self.values
+    }
+
     /// Sends a message somebody waits on: written straight through when the writer is idle
     /// (see the module docs), otherwise queued like [`Shared::send`].
     pub(crate) async fn send_now(&self, msg: impl Into<Outgoing>) -> Result<(), Error> {

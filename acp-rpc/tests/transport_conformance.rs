@@ -252,3 +252,192 @@ async fn a_peer_that_stops_reading_is_cut_off_by_the_write_stall_timeout() {
         drop(raw);
     }
 }
+
+// Two engines back to back: on the in-memory pair they hand each other message values
+// (no text between them), and must keep the same guarantees as engines joined by a byte
+// pipe or by two frame adapters and a carrier.
+
+/// Two connections joined by a transport of `kind`.
+fn engines<A: Handler, B: Handler>(
+    kind: Kind,
+    (a, a_config): (A, Config),
+    (b, b_config): (B, Config),
+) -> (Connection, Connection) {
+    match kind {
+        Kind::Lines => {
+            let (ours, theirs) = tokio::io::duplex(1 << 16);
+            let (r, w) = tokio::io::split(ours);
+            let (tr, tw) = tokio::io::split(theirs);
+            (
+                Connection::over(Lines::new(r, w), a, a_config),
+                Connection::over(Lines::new(tr, tw), b, b_config),
+            )
+        }
+        Kind::Memory => {
+            let (ours, theirs) = memory_pair(8);
+            (
+                Connection::over(ours, a, a_config),
+                Connection::over(theirs, b, b_config),
+            )
+        }
+        Kind::Frames => {
+            // A carrier moving each frame from one adapter to the other.
+            let (a_end, a_port) = frame_adapter(8);
+            let (b_end, b_port) = frame_adapter(8);
+            let carry = |mut from: acp_rpc::transport::FrameReceiver,
+                         to: acp_rpc::transport::FrameSender| async move {
+                while let Some(frame) = from.recv().await {
+                    if to.send(frame).await.is_err() {
+                        break;
+                    }
+                }
+            };
+            tokio::spawn(carry(a_port.receiver, b_port.sender));
+            tokio::spawn(carry(b_port.receiver, a_port.sender));
+            (
+                Connection::over(a_end, a, a_config),
+                Connection::over(b_end, b, b_config),
+            )
+        }
+    }
+}
+
+#[tokio::test]
+async fn two_engines_keep_order_and_answers_on_every_transport() {
+    for kind in ALL {
+        let recorder = Recorder::default();
+        let (a, _b) = engines(
+            kind,
+            (Recorder::default(), Config::default()),
+            (recorder.clone(), Config::default()),
+        );
+        let peer = a.peer();
+        for i in 0..200 {
+            peer.notify("n", &json!({"i": i, "text": "a\nb \"quoted\""}))
+                .await
+                .unwrap();
+        }
+        let seen: Vec<Value> = peer.request("seen", &()).await.unwrap();
+        let expected: Vec<Value> = (0..200)
+            .map(|i| json!({"i": i, "text": "a\nb \"quoted\""}))
+            .collect();
+        assert_eq!(seen, expected, "{kind:?}");
+        let echoed: Value = peer
+            .request("echo", &json!([1, {"x": null}]))
+            .await
+            .unwrap();
+        assert_eq!(echoed, json!([1, {"x": null}]), "{kind:?}");
+        let echoed: Value = peer.request("echo", &()).await.unwrap();
+        assert_eq!(echoed, Value::Null, "{kind:?}: absent params are null");
+        let error = peer
+            .request::<_, Value>("nope", &json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!(error.code, acp_rpc::ErrorCode::METHOD_NOT_FOUND, "{kind:?}");
+        assert_eq!(recorder.0.lock().unwrap().len(), 200, "{kind:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_message_over_the_readers_limit_is_refused_between_two_engines() {
+    for kind in ALL {
+        let (a, b) = engines(
+            kind,
+            (Recorder::default(), Config::default()),
+            (
+                Recorder::default(),
+                Config::default().with_max_message_size(MAX),
+            ),
+        );
+        let options = acp_rpc::CallOptions::default().timeout(Duration::from_millis(300));
+        let big = "x".repeat(MAX);
+        let refused = a
+            .peer()
+            .request_with::<_, Value>("echo", &big, options)
+            .await
+            .unwrap_err();
+        // The reader answers an over-long message with `id: null`, so the call is not
+        // answered: it times out, and both ends serve on.
+        assert_eq!(
+            refused.code,
+            acp_rpc::ErrorCode::REQUEST_TIMED_OUT,
+            "{kind:?}"
+        );
+        let small: Value = a.peer().request("echo", &[1]).await.unwrap();
+        assert_eq!(small, json!([1]), "{kind:?}");
+        // Just under the limit passes: the limit is the message's text's length.
+        let head = r#"{"jsonrpc":"2.0","id":3,"method":"echo","params":""}"#.len();
+        let fits = "y".repeat(MAX - head);
+        let echoed: String = a.peer().request("echo", &fits).await.unwrap();
+        assert_eq!(echoed.len(), fits.len(), "{kind:?}");
+        assert!(!b.peer().is_closed(), "{kind:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_tap_and_the_observer_see_the_same_text_on_every_transport() {
+    use acp_rpc::observe::{MessageEvent, Observer};
+    use acp_rpc::{Direction, TapEvent};
+
+    #[derive(Default)]
+    struct Sizes(Mutex<Vec<(Direction, usize, Option<String>)>>);
+    impl Observer for Sizes {
+        fn message(&self, event: &MessageEvent<'_>) {
+            let session = event.session_id().map(str::to_owned);
+            self.0
+                .lock()
+                .unwrap()
+                .push((event.direction, event.size, session));
+        }
+    }
+
+    let mut per_kind = Vec::new();
+    for kind in ALL {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let tapped = lines.clone();
+        let tap: acp_rpc::WireTap = Arc::new(move |event: TapEvent<'_>| {
+            if let TapEvent::Line(direction, line) = event {
+                tapped.lock().unwrap().push((direction, line.to_vec()));
+            }
+        });
+        let sizes = Arc::new(Sizes::default());
+        let (a, _b) = engines(
+            kind,
+            (Recorder::default(), Config::default().with_tap(tap)),
+            (
+                Recorder::default(),
+                Config::default().with_observer(sizes.clone()),
+            ),
+        );
+        a.peer()
+            .notify("n", &json!({"sessionId": "s-1"}))
+            .await
+            .unwrap();
+        let _: Value = a
+            .peer()
+            .request("echo", &json!({"sessionId": "s-2"}))
+            .await
+            .unwrap();
+        let lines = lines.lock().unwrap().clone();
+        assert_eq!(lines.len(), 3, "{kind:?}: {lines:?}");
+        let sizes = sizes.0.lock().unwrap().clone();
+        assert_eq!(sizes.len(), 3, "{kind:?}: {sizes:?}");
+        for ((direction, line), (seen_as, size, _)) in lines.iter().zip(&sizes) {
+            // What one engine wrote, the other read: the same text, the same length.
+            assert_ne!(direction, seen_as, "{kind:?}");
+            assert_eq!(line.len(), *size, "{kind:?}");
+            serde_json::from_slice::<Value>(line).expect("the tap sees JSON");
+        }
+        let sessions: Vec<_> = sizes.iter().map(|s| s.2.clone()).collect();
+        assert_eq!(
+            sessions,
+            [Some("s-1".into()), Some("s-2".into()), Some("s-2".into())],
+            "{kind:?}"
+        );
+        per_kind.push(lines);
+    }
+    assert!(
+        per_kind.windows(2).all(|w| w[0] == w[1]),
+        "every transport shows the same text: {per_kind:?}"
+    );
+}

@@ -16,9 +16,11 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
+use acp_rpc::codec::{RawLines, WireLine};
 use acp_rpc::record::{self, Record as WireRecord};
+use acp_rpc::transport::{FrameReceiver, FrameSender, MemoryEnd, memory_pair};
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Which side wrote a line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -171,36 +173,46 @@ impl Recorder {
     }
 }
 
-/// Copies lines from `reader` to `writer`, recording each; returns at EOF (or a broken pipe).
+/// Copies `reader` to `writer` as it comes, recording each line (framed by acp-rpc's line
+/// framer in raw mode: blank lines and bytes that are not UTF-8 recorded as they crossed);
+/// returns at EOF (or a broken pipe).
 async fn relay(
     from: Side,
-    reader: impl AsyncRead + Unpin,
+    mut reader: impl AsyncRead + Unpin,
     mut writer: impl AsyncWrite + Unpin,
     recorder: Arc<Mutex<Recorder>>,
 ) {
-    let mut reader = BufReader::new(reader);
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
+    let record = |line: WireLine, partial: bool| {
+        let mut recorder = recorder.lock().unwrap_or_else(|p| p.into_inner());
+        match line {
+            WireLine::Line(text) => recorder.record(from, &text, partial),
+            WireLine::Oversized { len } => {
+                let note = format!("<a line of {len} bytes, over {MAX_LINE}: not recorded>");
+                recorder.record(from, note.as_bytes(), partial)
+            }
         }
-        let partial = !buf.ends_with(b"\n");
-        let text = if partial {
-            &buf[..]
-        } else {
-            &buf[..buf.len() - 1]
+    };
+    let mut lines = RawLines::new(MAX_LINE);
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
         };
-        recorder
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .record(from, text, partial);
-        if writer.write_all(&buf).await.is_err() || writer.flush().await.is_err() {
+        for line in lines.push(&buf[..n]) {
+            record(line, false);
+        }
+        if writer.write_all(&buf[..n]).await.is_err() || writer.flush().await.is_err() {
             return;
         }
     }
+    if let Some(line) = lines.finish() {
+        record(line, true);
+    }
 }
+
+/// The longest line the relay records (longer ones pass through, noted by their length).
+const MAX_LINE: usize = 64 * 1024 * 1024;
 
 /// A wire transcript written in this process, for an agent served in process (behind
 /// acp-remote's server): [`WireLog::splice`] puts the same recording relay as the tap's between
@@ -217,33 +229,55 @@ impl WireLog {
         }))))
     }
 
-    /// Relays between the connection's end of a pipe (`from_client`, `to_client`) and the
-    /// returned agent's end, recording every line; the future ends once both directions
-    /// reached EOF.
+    /// Relays between the connection's end (`connection`, what acp-remote's server hands an
+    /// agent served in process) and the returned agent's end, recording every message as it
+    /// passes, whole (one frame, one record); the future ends once both directions ended.
     pub fn splice(
         &self,
-        from_client: impl AsyncRead + Unpin + Send + 'static,
-        to_client: impl AsyncWrite + Unpin + Send + 'static,
+        connection: MemoryEnd,
     ) -> (
-        tokio::io::ReadHalf<tokio::io::DuplexStream>,
-        tokio::io::WriteHalf<tokio::io::DuplexStream>,
+        MemoryEnd,
         impl std::future::Future<Output = ()> + Send + 'static,
     ) {
-        let (agent_end, relay_end) = tokio::io::duplex(256 * 1024);
-        let (relay_read, relay_write) = tokio::io::split(relay_end);
-        let to_agent = tokio::spawn(relay(
+        let (agent_end, relay_end) = memory_pair(256);
+        let outer = connection.into_port();
+        let inner = relay_end.into_port();
+        let to_agent = tokio::spawn(relay_frames(
             Side::Client,
-            from_client,
-            relay_write,
+            outer.receiver,
+            inner.sender,
             self.0.clone(),
         ));
-        let from_agent = tokio::spawn(relay(Side::Agent, relay_read, to_client, self.0.clone()));
-        let (read, write) = tokio::io::split(agent_end);
+        let from_agent = tokio::spawn(relay_frames(
+            Side::Agent,
+            inner.receiver,
+            outer.sender,
+            self.0.clone(),
+        ));
         let done = async move {
             let _ = to_agent.await;
             let _ = from_agent.await;
         };
-        (read, write, done)
+        (agent_end, done)
+    }
+}
+
+/// Passes each message from `from` to `to`, recording it; returns when either side ends
+/// (dropping `to` ends the other side's input).
+async fn relay_frames(
+    side: Side,
+    mut from: FrameReceiver,
+    to: FrameSender,
+    recorder: Arc<Mutex<Recorder>>,
+) {
+    while let Some(frame) = from.recv().await {
+        recorder
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .record(side, &frame, false);
+        if to.send(frame).await.is_err() {
+            return;
+        }
     }
 }
 
@@ -313,8 +347,6 @@ pub async fn run(args: TapArgs) -> i32 {
 
 #[cfg(test)]
 mod tests {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-
     use super::*;
 
     /// The transcript is the one wire record format: every line reads back with the reader
@@ -323,23 +355,20 @@ mod tests {
     async fn the_transcript_is_wire_records_that_acp_trace_view_reads() {
         let path = std::env::temp_dir().join(format!("interop-tap-{}.jsonl", std::process::id()));
         let log = WireLog::create(&path).unwrap();
-        let (client_end, connection_end) = tokio::io::duplex(4096);
-        let (from_client, to_client) = tokio::io::split(connection_end);
-        let (agent_read, mut agent_write, done) = log.splice(from_client, to_client);
-        let (client_read, mut client_write) = tokio::io::split(client_end);
-        client_write.write_all(b"{\"id\":1}\n").await.unwrap();
-        let mut agent_lines = BufReader::new(agent_read).lines();
-        assert_eq!(
-            agent_lines.next_line().await.unwrap().unwrap(),
-            "{\"id\":1}"
-        );
-        agent_write
-            .write_all(b"{\"id\":1,\"result\":{}}\n")
+        // The server's side of the connection, driven by hand, and the agent's.
+        let (server_end, connection_end) = memory_pair(4);
+        let (agent_end, done) = log.splice(connection_end);
+        let mut server = server_end.into_port();
+        let mut agent = agent_end.into_port();
+        server.sender.send(&b"{\"id\":1}"[..]).await.unwrap();
+        assert_eq!(&agent.receiver.recv().await.unwrap()[..], b"{\"id\":1}");
+        agent
+            .sender
+            .send(&b"{\"id\":1,\"result\":{}}"[..])
             .await
             .unwrap();
-        let mut client_lines = BufReader::new(client_read).lines();
-        client_lines.next_line().await.unwrap().unwrap();
-        drop((client_write, agent_write, agent_lines, client_lines));
+        server.receiver.recv().await.unwrap();
+        drop((server, agent));
         done.await;
 
         let text = std::fs::read_to_string(&path).unwrap();

@@ -24,10 +24,12 @@ use tokio::process::Command;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
+use acp_rpc::codec::{RawLines, WireLine};
+
 use super::record::{self, Record};
 
-/// A line longer than this is recorded in pieces of this size (memory stays bounded; the
-/// bytes passed through are unaffected).
+/// A line longer than this is not recorded (the record says how long it was); it is never
+/// assembled in memory, and the bytes passed through are unaffected.
 pub const MAX_RECORDED_LINE: usize = 16 * 1024 * 1024;
 
 /// Records waiting for the writer; a slow disk slows the proxy rather than growing memory.
@@ -198,14 +200,16 @@ impl Numbering {
         })))
     }
 
-    /// Numbers `lines` (read at `ts`, going `dir`) and queues their records.
-    async fn record(&self, ts: f64, dir: &str, lines: Vec<Vec<u8>>) {
+    /// Numbers `lines` (read at `ts`, going `dir`; `partial`: the stream ended inside them)
+    /// and queues their records.
+    async fn record(&self, ts: f64, dir: &str, lines: Vec<WireLine>, partial: bool) {
         if lines.is_empty() {
             return;
         }
         let mut numbered = self.0.lock().await;
         for line in lines {
-            let record = line_record(ts, dir, &mut numbered.next, line);
+            let mut record = line_record(ts, dir, &mut numbered.next, line);
+            record.partial = partial;
             let Some(tx) = &numbered.tx else { return };
             if tx.send(record).await.is_err() {
                 numbered.tx = None;
@@ -214,17 +218,18 @@ impl Numbering {
     }
 }
 
-/// Copies `from` to `to` chunk by chunk, recording each complete line. A chunk's lines are
-/// numbered and queued before the chunk is passed on: a line gets its place in the order
-/// (`seq`) before the peer can answer it, so an answer is never numbered, or written to the
-/// file, before its request.
+/// Copies `from` to `to` chunk by chunk, recording each complete line (framed by acp-rpc's
+/// line framer in raw mode: a trace keeps blank lines and bytes that are not UTF-8 as they
+/// crossed). A chunk's lines are numbered and queued before the chunk is passed on: a line
+/// gets its place in the order (`seq`) before the peer can answer it, so an answer is never
+/// numbered, or written to the file, before its request.
 async fn pump<R, W>(mut from: R, mut to: W, dir: &'static str, numbering: Numbering)
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
     let mut buf = vec![0u8; 64 * 1024];
-    let mut partial: Vec<u8> = Vec::new();
+    let mut recorded = RawLines::new(MAX_RECORDED_LINE);
     loop {
         let n = match from.read(&mut buf).await {
             Ok(0) | Err(_) => break,
@@ -232,40 +237,41 @@ where
         };
         let chunk = &buf[..n];
         let ts = record::now();
-        let mut lines = Vec::new();
-        let mut rest = chunk;
-        while let Some(i) = memchr(b'\n', rest) {
-            partial.extend_from_slice(&rest[..i]);
-            rest = &rest[i + 1..];
-            lines.push(std::mem::take(&mut partial));
-        }
-        partial.extend_from_slice(rest);
-        while partial.len() > MAX_RECORDED_LINE {
-            lines.push(partial.drain(..MAX_RECORDED_LINE).collect());
-        }
-        numbering.record(ts, dir, lines).await;
+        let lines = recorded.push(chunk);
+        numbering.record(ts, dir, lines, false).await;
         if to.write_all(chunk).await.is_err() || to.flush().await.is_err() {
             break;
         }
     }
-    if !partial.is_empty() {
-        numbering.record(record::now(), dir, vec![partial]).await;
-    }
+    let last = recorded.finish().into_iter().collect();
+    numbering.record(record::now(), dir, last, true).await;
     // EOF on one side closes the other (the agent sees its stdin end).
     let _ = to.shutdown().await;
 }
 
-fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
-    haystack.iter().position(|&b| b == needle)
-}
-
-fn line_record(ts: f64, dir: &str, seq: &mut u64, mut line: Vec<u8>) -> Record {
-    if line.last() == Some(&b'\r') {
-        line.pop();
-    }
+fn line_record(ts: f64, dir: &str, seq: &mut u64, line: WireLine) -> Record {
     let mut record = Record::new(ts, dir);
     record.seq = Some(*seq);
     *seq += 1;
+    let mut line = match line {
+        WireLine::Line(line) => line.to_vec(),
+        WireLine::Oversized { len } => {
+            tracing::debug!(
+                direction = dir,
+                seq = record.seq,
+                bytes = len,
+                "line not recorded"
+            );
+            record.line = Some(format!(
+                "<a line of {len} bytes, over the trace's limit of {MAX_RECORDED_LINE}: not recorded>"
+            ));
+            record.lossy = true;
+            return record;
+        }
+    };
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
     tracing::debug!(
         direction = dir,
         seq = record.seq,
@@ -461,13 +467,18 @@ mod tests {
             1.0,
             record::CLIENT_TO_AGENT,
             &mut seq,
-            b"{\"a\":1}\r".to_vec(),
+            WireLine::Line(b"{\"a\":1}\r"[..].into()),
         );
         assert_eq!(
             (r.seq, r.line.as_deref(), r.lossy),
             (Some(5), Some("{\"a\":1}"), false)
         );
-        let r = line_record(1.0, record::AGENT_TO_CLIENT, &mut seq, vec![b'x', 0xff]);
+        let r = line_record(
+            1.0,
+            record::AGENT_TO_CLIENT,
+            &mut seq,
+            WireLine::Line(vec![b'x', 0xff].into()),
+        );
         assert_eq!(
             (r.seq, r.line.as_deref(), r.lossy),
             (Some(6), Some("x\u{fffd}"), true)

@@ -1,15 +1,20 @@
 //! The client: reach a remote agent at `http://HOST/acp` (Streamable HTTP) or `ws://HOST/acp`
-//! (WebSocket) and get a byte pipe of JSON lines, the same thing a stdio agent gives, so
-//! [`acp_client::ClientConnection`] runs over it unchanged. Cookies the server sets are sent
+//! (WebSocket) and get a transport of whole messages for an engine ([`connect_transport`]),
+//! or JSON lines, the same thing a stdio agent gives ([`connect`]), so
+//! [`acp_client::ClientConnection`] runs over either unchanged. Each profile's carrier takes
+//! and gives one message per frame (acp-rpc's [`FramePort`](acp_rpc::transport::FramePort));
+//! the lines of [`connect`] are cut by acp-rpc's framer ([`LinkWriter`]). Cookies the server sets are sent
 //! back (sticky sessions behind a load balancer). `https://` and `wss://` go over TLS
 //! (rustls, feature `tls`, on by default), trusting the OS's root certificates and any the
 //! application adds ([`ConnectOptions::root_certificates_pem`]).
 
+mod pipe;
 mod reconnect;
 mod stream;
 mod streamable_http;
 mod websocket;
 
+pub use pipe::LinkWriter;
 pub use reconnect::RemoteConnector;
 
 use std::pin::Pin;
@@ -17,18 +22,19 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use acp_client::{Client, ClientConnection, Config};
+use acp_rpc::transport::{frame_adapter, memory_pair};
 use bytes::Bytes;
 use hyper::HeaderMap;
 use hyper::header::{HeaderValue, SET_COOKIE};
 use serde_json::Value;
-use tokio::io::{AsyncRead, DuplexStream, ReadBuf, ReadHalf, WriteHalf};
+use tokio::io::{AsyncRead, ReadBuf};
 
 use crate::Error;
 use acp_rpc::ErrorCode;
 use acp_rpc::sync::lock;
 
-/// Bytes buffered each way between the connection and the transport.
-const PIPE_BYTES: usize = 256 * 1024;
+/// Messages each way between the application and the carrier, not yet taken.
+const FRAMES: usize = 256;
 
 /// Which profile of the RFD to speak.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,7 +113,7 @@ pub struct RemoteLink {
     /// The agent's messages, one JSON object per line.
     pub reader: LinkReader,
     /// The client's messages, one JSON object per line.
-    pub writer: WriteHalf<DuplexStream>,
+    pub writer: LinkWriter,
     /// The profile in use.
     pub profile: Profile,
     /// Resolves once the connection is over after the writer closed: a program about to exit
@@ -118,14 +124,14 @@ pub struct RemoteLink {
 
 /// The agent's messages as JSON lines ([`RemoteLink::reader`]). Over WebSocket the
 /// connection reading it reads the socket's frames itself, each copied once into its buffer;
-/// over Streamable HTTP the streams' events come through a pipe.
+/// over Streamable HTTP the streams' events come as the carrier's frames.
 #[derive(Debug)]
 pub struct LinkReader(Lines);
 
 #[derive(Debug)]
 enum Lines {
     Frames(websocket::FrameLines),
-    Pipe(ReadHalf<DuplexStream>),
+    Port(pipe::PortLines),
 }
 
 impl AsyncRead for LinkReader {
@@ -136,7 +142,7 @@ impl AsyncRead for LinkReader {
     ) -> Poll<std::io::Result<()>> {
         match &mut self.get_mut().0 {
             Lines::Frames(frames) => Pin::new(frames).poll_read(cx, buf),
-            Lines::Pipe(pipe) => Pin::new(pipe).poll_read(cx, buf),
+            Lines::Port(port) => Pin::new(port).poll_read(cx, buf),
         }
     }
 }
@@ -164,29 +170,20 @@ pub async fn connect(url: &str, options: &ConnectOptions) -> Result<RemoteLink, 
     } else {
         Profile::StreamableHttp
     });
-    let (app, bridge) = tokio::io::duplex(PIPE_BYTES);
-    #[cfg(feature = "tls")]
-    let tls = match target.secure {
-        true => Some(stream::tls::config(&options.root_certificates)?),
-        false => None,
-    };
-    let shared = Arc::new(Remote {
-        target,
-        #[cfg(feature = "tls")]
-        tls,
-        token: options.token.clone(),
-        cookies: Mutex::new(Vec::new()),
-        max: options.max(),
-    });
-    let (app_reader, writer) = tokio::io::split(app);
+    let shared = remote(target, options)?;
+    // The application's side and the carrier's, joined back to back.
+    let (app, carrier) = memory_pair(FRAMES);
+    let (app, carrier) = (app.into_port(), carrier.into_port());
+    let writer = LinkWriter::new(app.sender, shared.max);
     let (over, reader) = match profile {
         Profile::WebSocket => {
-            let (over, frames) = websocket::start(shared, bridge).await?;
+            let (over, frames) = websocket::start(shared, carrier.receiver).await?;
             (over, LinkReader(Lines::Frames(frames)))
         }
         Profile::StreamableHttp => {
-            let over = streamable_http::start(shared, bridge).await?;
-            (over, LinkReader(Lines::Pipe(app_reader)))
+            let over = streamable_http::start(shared, carrier).await?;
+            let lines = pipe::PortLines::new(app.receiver);
+            (over, LinkReader(Lines::Port(lines)))
         }
     };
     Ok(RemoteLink {
@@ -195,6 +192,23 @@ pub async fn connect(url: &str, options: &ConnectOptions) -> Result<RemoteLink, 
         profile,
         finished: Finished(over),
     })
+}
+
+/// The state a profile's carrier shares: where, the credential, the cookies, the limit.
+fn remote(target: Target, options: &ConnectOptions) -> Result<Arc<Remote>, Error> {
+    #[cfg(feature = "tls")]
+    let tls = match target.secure {
+        true => Some(stream::tls::config(&options.root_certificates)?),
+        false => None,
+    };
+    Ok(Arc::new(Remote {
+        target,
+        #[cfg(feature = "tls")]
+        tls,
+        token: options.token.clone(),
+        cookies: Mutex::new(Vec::new()),
+        max: options.max(),
+    }))
 }
 
 /// Connects to `url` and runs `client` over it: the same [`ClientConnection`] (and
@@ -213,10 +227,10 @@ pub async fn connect_client<C: Client>(
 
 /// Connects to `url` as [`connect`] does, for an acp-rpc engine: the returned
 /// [`RemoteTransport`] goes where a [`acp_rpc::transport::Transport`] goes
-/// ([`ClientConnection::over`], [`acp_rpc::Connection::over`]). Over WebSocket the engine
-/// exchanges whole messages with the socket (one text frame per message, no line framing
-/// and no pipe between); over Streamable HTTP it reads and writes JSON lines, as on
-/// [`RemoteLink`].
+/// ([`ClientConnection::over`], [`acp_rpc::Connection::over`]). The engine exchanges whole
+/// messages with the carrier, no line framing and no pipe between: over WebSocket one text
+/// frame per message, over Streamable HTTP one POST per message of the engine and one SSE
+/// event per message of the agent.
 pub async fn connect_transport(
     url: &str,
     options: &ConnectOptions,
@@ -225,32 +239,21 @@ pub async fn connect_transport(
     let websocket = options
         .profile
         .map_or(target.websocket, |p| p == Profile::WebSocket);
-    if !websocket {
-        let link = connect(url, options).await?;
-        return Ok(RemoteTransport {
-            profile: link.profile,
-            finished: link.finished,
-            carrier: Carrier::Lines(link.reader, link.writer),
-        });
-    }
-    #[cfg(feature = "tls")]
-    let tls = match target.secure {
-        true => Some(stream::tls::config(&options.root_certificates)?),
-        false => None,
+    let shared = remote(target, options)?;
+    let (adapter, port) = frame_adapter(FRAMES);
+    let (profile, over) = if websocket {
+        (
+            Profile::WebSocket,
+            websocket::start_frames(shared, port).await?,
+        )
+    } else {
+        let over = streamable_http::start(shared, port).await?;
+        (Profile::StreamableHttp, over)
     };
-    let shared = Arc::new(Remote {
-        target,
-        #[cfg(feature = "tls")]
-        tls,
-        token: options.token.clone(),
-        cookies: Mutex::new(Vec::new()),
-        max: options.max(),
-    });
-    let (over, frames) = websocket::start_frames(shared).await?;
     Ok(RemoteTransport {
-        profile: Profile::WebSocket,
+        profile,
         finished: Finished(over),
-        carrier: Carrier::Frames(frames),
+        carrier: adapter,
     })
 }
 
@@ -259,13 +262,7 @@ pub async fn connect_transport(
 pub struct RemoteTransport {
     profile: Profile,
     finished: Finished,
-    carrier: Carrier,
-}
-
-#[derive(Debug)]
-enum Carrier {
-    Frames(acp_rpc::transport::FrameAdapter),
-    Lines(LinkReader, WriteHalf<DuplexStream>),
+    carrier: acp_rpc::transport::FrameAdapter,
 }
 
 impl RemoteTransport {
@@ -283,10 +280,7 @@ impl RemoteTransport {
 
 impl acp_rpc::transport::Transport for RemoteTransport {
     fn into_halves(self) -> acp_rpc::transport::Halves {
-        match self.carrier {
-            Carrier::Frames(frames) => frames.into_halves(),
-            Carrier::Lines(reader, writer) => acp_rpc::transport::Halves::lines(reader, writer),
-        }
+        self.carrier.into_halves()
     }
 }
 

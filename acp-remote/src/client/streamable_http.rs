@@ -31,9 +31,7 @@ use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, COOKIE, HOST, HeaderVal
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
-use tokio::io::{AsyncWriteExt, DuplexStream};
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::codec::{FramedRead, LinesCodec};
 use tokio_util::sync::CancellationToken;
 
 use super::{Remote, code_for_status, error_with_code, local_error};
@@ -75,15 +73,19 @@ struct Link {
     stop: CancellationToken,
 }
 
-/// Checks the server is reachable, then starts the POST loop over `bridge`.
-/// Starts the pumps; the token is cancelled once the connection is over (the goodbye
-/// `DELETE` sent or given up on, or the server gone).
+/// Checks the server is reachable, then starts the POST loop: each message of the port's
+/// receiver is POSTed, each message of the agent's streams goes to its sender. The token is
+/// cancelled once the connection is over (the goodbye `DELETE` sent or given up on, or the
+/// server gone).
 pub(crate) async fn start(
     remote: Arc<Remote>,
-    bridge: DuplexStream,
+    port: acp_rpc::transport::FramePort,
 ) -> Result<CancellationToken, Error> {
     let sender = open(&remote).await?;
-    let (read, mut write) = tokio::io::split(bridge);
+    let acp_rpc::transport::FramePort {
+        sender: to_engine,
+        receiver: from_engine,
+    } = port;
     let (inbound, mut rx) = mpsc::channel::<Bytes>(64);
     let link = Arc::new(Link {
         remote,
@@ -107,18 +109,14 @@ pub(crate) async fn start(
                 () = stop.cancelled() => None,
             };
             let Some(message) = message else { break };
-            let written = async {
-                write.write_all(&message).await?;
-                write.write_all(b"\n").await
-            };
-            if written.await.is_err() {
+            if to_engine.send(message).await.is_err() {
                 break;
             }
         }
-        let _ = write.shutdown().await;
+        // Dropping `to_engine` is the end of the engine's input.
     });
     let over = link.stop.clone();
-    tokio::spawn(posts(link, sender, read));
+    tokio::spawn(posts(link, sender, from_engine));
     Ok(over)
 }
 
@@ -322,16 +320,20 @@ impl Link {
 async fn posts(
     link: Arc<Link>,
     mut sender: SendRequest<Full<Bytes>>,
-    read: tokio::io::ReadHalf<DuplexStream>,
+    mut messages: acp_rpc::transport::FrameReceiver,
 ) {
-    let mut lines = FramedRead::new(read, LinesCodec::new_with_max_length(link.remote.max));
     loop {
         let line = tokio::select! {
-            l = lines.next() => l,
+            l = messages.recv() => l,
             () = link.stop.cancelled() => None,
         };
-        let Some(Ok(line)) = line else { break };
-        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+        let Some(line) = line else { break };
+        if line.len() > link.remote.max {
+            // As a line over the limit did: the link ends.
+            tracing::warn!(len = line.len(), "a message over the connection's limit");
+            break;
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(&line) else {
             // What a stdio agent answers to a line that is not JSON (the server would only
             // say 400).
             let error = error_with_code(&Value::Null, -32700, "parse error");
@@ -340,7 +342,7 @@ async fn posts(
             }
             continue;
         };
-        if !post(&link, &mut sender, message, Bytes::from(line)).await {
+        if !post(&link, &mut sender, message, line).await {
             break;
         }
     }

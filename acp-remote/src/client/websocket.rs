@@ -1,6 +1,7 @@
 //! The WebSocket profile of the client: one socket, one text frame per message, both ways.
-//! The server's frames are read by the connection itself ([`FrameLines`]); what the
-//! connection writes goes through a pipe to the task that sends it.
+//! An engine's messages go out as they come from its frame adapter; for the JSON lines of
+//! a [`RemoteLink`](super::RemoteLink) the server's frames are read by the connection itself
+//! ([`FrameLines`]) and the lines it writes arrive as messages, cut by acp-rpc's framer.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -10,12 +11,11 @@ use bytes::Bytes;
 use futures_util::stream::SplitStream;
 use futures_util::{SinkExt, StreamExt};
 use hyper::header::{AUTHORIZATION, COOKIE};
-use tokio::io::{AsyncRead, BufReader, DuplexStream, ReadBuf};
+use tokio::io::{AsyncRead, BufReader, ReadBuf};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
-use tokio_util::codec::{FramedRead, LinesCodec};
 use tokio_util::sync::CancellationToken;
 
 use super::Remote;
@@ -42,33 +42,12 @@ fn buffered(socket: Box<dyn Io>) -> Box<dyn Io> {
 /// the socket's own limit (`remote.max`) to every frame.
 pub(crate) async fn start_frames(
     remote: Arc<Remote>,
-) -> Result<(CancellationToken, acp_rpc::transport::FrameAdapter), Error> {
+    port: acp_rpc::transport::FramePort,
+) -> Result<CancellationToken, Error> {
     let ws = open_socket(&remote).await?;
-    let (mut sink, mut stream) = ws.split();
-    let (adapter, port) = acp_rpc::transport::frame_adapter(FRAMES);
-    let acp_rpc::transport::FramePort {
-        sender,
-        mut receiver,
-    } = port;
-    let over = CancellationToken::new();
-    let done = over.clone().drop_guard();
-    tokio::spawn(async move {
-        let _done = done;
-        while let Some(frame) = receiver.recv().await {
-            // The engine writes UTF-8 JSON: the check never fails on its output.
-            let Ok(text) = tungstenite::Utf8Bytes::try_from(frame) else {
-                continue;
-            };
-            if sink.feed(Message::Text(text)).await.is_err() {
-                return;
-            }
-            // One flush per burst: the frames ready now go out together.
-            if !receiver.has_more() && sink.flush().await.is_err() {
-                return;
-            }
-        }
-        let _ = sink.send(Message::Close(None)).await;
-    });
+    let (sink, mut stream) = ws.split();
+    let acp_rpc::transport::FramePort { sender, receiver } = port;
+    let over = send_frames(sink, receiver);
     tokio::spawn(async move {
         while let Some(frame) = stream.next().await {
             match frame {
@@ -84,34 +63,47 @@ pub(crate) async fn start_frames(
         }
         // Dropping `sender` is the end of the engine's input.
     });
-    Ok((over, adapter))
+    Ok(over)
 }
 
-/// Messages each way between the socket and the engine, not yet taken.
-const FRAMES: usize = 256;
-
-/// Opens the socket (failing here on a refused upgrade: 401, 403, 503...), starts sending
-/// the lines written to `bridge` as frames and returns the server's frames as lines; the
-/// token is cancelled once the close frame went out (or the socket failed).
-pub(crate) async fn start(
-    remote: Arc<Remote>,
-    bridge: DuplexStream,
-) -> Result<(CancellationToken, FrameLines), Error> {
-    let ws = open_socket(&remote).await?;
-    let (mut sink, stream) = ws.split();
-    let max = remote.max;
+/// Sends each message of `receiver` as a text frame, then the close frame once it ends;
+/// the token is cancelled once the close frame went out (or the socket failed).
+fn send_frames(
+    mut sink: futures_util::stream::SplitSink<WebSocketStream<Box<dyn Io>>, Message>,
+    mut receiver: acp_rpc::transport::FrameReceiver,
+) -> CancellationToken {
     let over = CancellationToken::new();
     let done = over.clone().drop_guard();
     tokio::spawn(async move {
         let _done = done;
-        let mut lines = FramedRead::new(bridge, LinesCodec::new_with_max_length(max));
-        while let Some(Ok(line)) = lines.next().await {
-            if sink.send(Message::text(line)).await.is_err() {
+        while let Some(frame) = receiver.recv().await {
+            // Engines and acp-rpc's line framer hand over UTF-8 only.
+            let Ok(text) = tungstenite::Utf8Bytes::try_from(frame) else {
+                continue;
+            };
+            if sink.feed(Message::Text(text)).await.is_err() {
+                return;
+            }
+            // One flush per burst: the frames ready now go out together.
+            if !receiver.has_more() && sink.flush().await.is_err() {
                 return;
             }
         }
         let _ = sink.send(Message::Close(None)).await;
     });
+    over
+}
+
+/// Opens the socket (failing here on a refused upgrade: 401, 403, 503...), sends each
+/// message of `messages` as a frame and returns the server's frames as lines; the token is
+/// cancelled once the close frame went out (or the socket failed).
+pub(crate) async fn start(
+    remote: Arc<Remote>,
+    messages: acp_rpc::transport::FrameReceiver,
+) -> Result<(CancellationToken, FrameLines), Error> {
+    let ws = open_socket(&remote).await?;
+    let (sink, stream) = ws.split();
+    let over = send_frames(sink, messages);
     Ok((over, FrameLines::new(stream)))
 }
 
@@ -240,7 +232,7 @@ impl AsyncRead for FrameLines {
 
 #[cfg(test)]
 mod tests {
-    use tokio::io::{AsyncReadExt, BufReader};
+    use tokio::io::{AsyncReadExt, BufReader, DuplexStream};
     use tokio_tungstenite::tungstenite::protocol::Role;
 
     use super::*;

@@ -1,31 +1,30 @@
 //! The agent behind one remote connection: an [`acp_agent::Agent`] served in process, or a
 //! stdio agent command spawned as a child (the gateway). A child gets the client's messages
-//! as JSON lines and its stdout's lines are routed; an agent served in process
-//! ([`Server::in_process`](crate::Server::in_process)) runs on acp-rpc's frame adapter, so
-//! whole messages pass both ways with no pipe and no line framing
-//! ([`super::agent_output`]). An agent started by
-//! [`Server::in_process_with`](crate::Server::in_process_with) gets a reader and a writer.
+//! as JSON lines and its stdout's lines are routed (read with acp-rpc's line framer); an
+//! agent served in process runs on acp-rpc's frame adapter
+//! ([`Server::in_process`](crate::Server::in_process)) or on one end of a memory pair
+//! ([`Server::in_process_with`](crate::Server::in_process_with)), so whole messages pass
+//! both ways with no pipe and no line framing ([`super::agent_output`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use acp_agent::{Agent, AgentConnection};
 use acp_client::process::{AgentCommand, AgentProcess};
-use acp_rpc::transport::{FrameAdapter, FramePort, FrameReceiver, FrameSender, frame_adapter};
+use acp_rpc::transport::{
+    FrameAdapter, FramePort, FrameReceiver, FrameSender, MemoryEnd, frame_adapter, memory_pair,
+};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::agent_output::{AgentInput, AgentOutput};
 use crate::security::Identity;
 
-/// Bytes buffered in the in-process pipe to the agent.
-const PIPE_BYTES: usize = 256 * 1024;
 /// Messages each way between the connection and an agent served on frames, not yet taken.
 const FRAMES: usize = 256;
 /// Time a gateway child has to exit after its stdin closed, then after SIGTERM.
 const CHILD_GRACE: Duration = Duration::from_secs(2);
 
-/// Starts an in-process agent on its pipes, for the connection's identity.
-type Make = dyn Fn(AgentInput, AgentOutput, &Identity) -> AgentConnection + Send + Sync;
+/// Starts an in-process agent on its end of a memory pair, for the connection's identity.
+type Make = dyn Fn(MemoryEnd, &Identity) -> AgentConnection + Send + Sync;
 
 /// Starts an in-process agent on its frame adapter, for the connection's identity.
 type MakeOnFrames = dyn Fn(FrameAdapter, &Identity) -> AgentConnection + Send + Sync;
@@ -36,7 +35,7 @@ pub(crate) type MakeCommand = dyn Fn(&Identity) -> AgentCommand + Send + Sync;
 /// What serves each remote connection.
 #[derive(Clone)]
 pub(crate) enum Backend {
-    /// A fresh agent value per connection, served in process on a reader and a writer.
+    /// An agent served in process however the application says, on one end of a memory pair.
     InProcess(Arc<Make>),
     /// A fresh agent value per connection, served in process on frames.
     OnFrames(Arc<MakeOnFrames>),
@@ -58,15 +57,15 @@ impl std::fmt::Debug for Backend {
 pub(crate) struct Running {
     pub(crate) output: Output,
     pub(crate) input: Input,
-    /// The child of a gateway; an in-process agent's comes when it starts (with its output).
+    /// The child of a gateway, or the in-process agent's connection.
     pub(crate) guard: Option<Guard>,
 }
 
 /// Where the client's messages go.
 pub(crate) enum Input {
-    /// JSON lines to write (a gateway child's stdin, an in-process agent's pipe).
+    /// JSON lines to write (a gateway child's stdin).
     Pipe(Box<dyn AsyncWrite + Send + Unpin>),
-    /// One frame per message (an in-process agent on frames).
+    /// One frame per message (an in-process agent).
     Frames(FrameSender),
 }
 
@@ -74,9 +73,7 @@ pub(crate) enum Input {
 pub(crate) enum Output {
     /// Lines to read (a gateway child's stdout).
     Pipe(Box<dyn AsyncRead + Send + Unpin>),
-    /// An in-process agent, started once the connection gives it its output.
-    InProcess(Box<dyn FnOnce(AgentOutput) -> AgentConnection + Send>),
-    /// One frame per message (an in-process agent on frames).
+    /// One frame per message (an in-process agent).
     Frames(FrameReceiver),
 }
 
@@ -135,14 +132,13 @@ impl Backend {
     pub(crate) fn start(&self, who: &Identity) -> Result<Running, String> {
         match self {
             Backend::InProcess(make) => {
-                // The client's messages go to the agent through a pipe; its output needs none.
-                let (input, theirs) = tokio::io::duplex(PIPE_BYTES);
-                let make = make.clone();
-                let who = who.clone();
+                let (agent_end, ours) = memory_pair(FRAMES);
+                let FramePort { sender, receiver } = ours.into_port();
+                let agent = make(agent_end, who);
                 Ok(Running {
-                    output: Output::InProcess(Box::new(move |output| make(theirs, output, &who))),
-                    input: Input::Pipe(Box::new(input)),
-                    guard: None,
+                    output: Output::Frames(receiver),
+                    input: Input::Frames(sender),
+                    guard: Some(Guard::InProcess(agent)),
                 })
             }
             Backend::OnFrames(make) => {

@@ -20,7 +20,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::agent_output::{self, AgentOutput, CloseOnDrop};
+use super::agent_output::{self, CloseOnDrop};
 use super::backend::{Guard, Input, Output, Running};
 use super::outbox::{Budget, Outbox};
 use crate::metrics::Metrics;
@@ -206,16 +206,6 @@ impl Conn {
         match agent.output {
             Output::Pipe(output) => agent_output::pump_from_pipe(conn.clone(), output),
             Output::Frames(frames) => agent_output::pump_frames(conn.clone(), frames),
-            Output::InProcess(start) => {
-                let started = start(AgentOutput::new(conn.clone()));
-                *lock(&conn.guard) = Some(Guard::InProcess(started));
-                // Closed while the agent started (its input failed at once): end it too.
-                if conn.ended.load(Ordering::SeqCst)
-                    && let Some(guard) = lock(&conn.guard).take()
-                {
-                    guard.end(None);
-                }
-            }
         }
         conn
     }
@@ -639,14 +629,14 @@ pub(crate) mod tests {
     use super::*;
     use crate::server::backend::{Output, Running};
 
-    /// A connection (not a WebSocket, no observer) whose agent is the other end of the
-    /// returned pipe: the agent's input and output, for a test to drive by hand.
-    pub(crate) fn over_pipe(limits: Limits) -> (Arc<Conn>, tokio::io::DuplexStream) {
-        let (ours, theirs) = tokio::io::duplex(1 << 20);
-        let (output, input) = tokio::io::split(ours);
+    /// A connection (not a WebSocket, no observer) whose agent is the returned port: the
+    /// agent's input and output, for a test to drive by hand.
+    pub(crate) fn over_frames(limits: Limits) -> (Arc<Conn>, acp_rpc::transport::FramePort) {
+        let (ours, theirs) = acp_rpc::transport::memory_pair(256);
+        let acp_rpc::transport::FramePort { sender, receiver } = ours.into_port();
         let agent = Running {
-            output: Output::Pipe(Box::new(output)),
-            input: Input::Pipe(Box::new(input)),
+            output: Output::Frames(receiver),
+            input: Input::Frames(sender),
             guard: None,
         };
         let observers = Observers {
@@ -655,14 +645,14 @@ pub(crate) mod tests {
         };
         let identity = Identity("t".into());
         let conn = Conn::start("c".into(), identity, false, agent, limits.into(), observers);
-        (conn, theirs)
+        (conn, theirs.into_port())
     }
 
     /// A connection whose agent reads everything and answers nothing.
-    fn silent() -> (Arc<Conn>, tokio::io::DuplexStream) {
+    fn silent() -> (Arc<Conn>, acp_rpc::transport::FramePort) {
         // No message rate limit here (tests/bad_input.rs covers it): the tests send
         // thousands of messages at once.
-        over_pipe(Limits {
+        over_frames(Limits {
             max_messages_per_second: u32::MAX,
             ..Limits::default()
         })
@@ -689,13 +679,9 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn requests_in_flight_are_bounded() {
-        use tokio::io::AsyncReadExt;
         let (conn, mut agent) = silent();
         // The agent side drains what it is sent, never answering.
-        tokio::spawn(async move {
-            let mut sink = vec![0u8; 1 << 16];
-            while agent.read(&mut sink).await.is_ok_and(|n| n > 0) {}
-        });
+        tokio::spawn(async move { while agent.receiver.recv().await.is_some() {} });
         let generation = conn.main.attach();
         for id in 0..MAX_PENDING + 1 {
             let request = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "x/y"});

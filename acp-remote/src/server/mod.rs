@@ -54,7 +54,6 @@ use crate::security::{Authenticator, Identity, Limits, NoAuth, Origins};
 use crate::{Error, HEADER_CONNECTION_ID, HEADER_SESSION_ID};
 use acp_rpc::observe::SharedObserver;
 use acp_rpc::sync::lock;
-pub use agent_output::{AgentInput, AgentOutput};
 use backend::{Backend, Guard};
 use connection::Conn;
 pub use ops::ReadinessCheck;
@@ -121,9 +120,10 @@ impl Server {
         ServerBuilder::new(Backend::in_process(make))
     }
 
-    /// Serves in process however `serve` says: it gets the agent's reader and writer per
-    /// remote connection ([`AgentInput`], [`AgentOutput`]) and the connection's
-    /// [`Identity`], and starts a connection on them, for what [`Server::in_process`] does
+    /// Serves in process however `serve` says: it gets the agent's end of an in-memory
+    /// message pair per remote connection (a [`acp_rpc::transport::Transport`]: the
+    /// connection and the agent pass whole messages, no pipe and no line framing between)
+    /// and the connection's [`Identity`], and starts a connection on it, for what [`Server::in_process`] does
     /// not cover (a session store shared by every connection, a [`acp_agent::Config`],
     /// dialect negotiation). Hand the identity on
     /// ([`acp_agent::Builder::identity`] with [`Identity::session_owner`], and
@@ -131,7 +131,7 @@ impl Server {
     /// identity reaches only its own sessions of a shared store.
     pub fn in_process_with<F>(serve: F) -> ServerBuilder
     where
-        F: Fn(AgentInput, AgentOutput, &Identity) -> acp_agent::AgentConnection
+        F: Fn(acp_rpc::transport::MemoryEnd, &Identity) -> acp_agent::AgentConnection
             + Send
             + Sync
             + 'static,

@@ -166,3 +166,98 @@ pub(crate) fn write_response(
     }
     buf.push(b'}');
 }
+
+/// Serializes a whole message into `buf`, as the engine would have written it: what a
+/// message passed as a value (on an in-memory pair) looks like on a record or to a
+/// hand-driven end.
+pub(crate) fn write_message(buf: &mut Vec<u8>, framing: &Framing, message: &super::Message) {
+    use super::Message;
+    match message {
+        Message::Request(r) => {
+            write_head(buf, framing);
+            write_id(buf, Some(&r.id));
+            buf.extend_from_slice(br#","method":"#);
+            write_str(buf, &r.method);
+            write_raw_params(buf, r.params.as_deref(), framing);
+            buf.push(b'}');
+        }
+        Message::Notification(n) => {
+            write_head(buf, framing);
+            buf.extend_from_slice(br#""method":"#);
+            write_str(buf, &n.method);
+            write_raw_params(buf, n.params.as_deref(), framing);
+            buf.push(b'}');
+        }
+        Message::Response(r) => {
+            // (`as_ref` of a boxed raw value is not a `Result<Box<_>, _>`: written by hand.)
+            write_head(buf, framing);
+            write_id(buf, r.id.as_ref());
+            match &r.result {
+                Ok(raw) => {
+                    buf.extend_from_slice(br#","result":"#);
+                    write_raw(buf, raw.get());
+                }
+                Err(error) => {
+                    buf.extend_from_slice(br#","error":"#);
+                    serde_json::to_writer(JsonOut(buf), error).expect("an Error always serializes");
+                }
+            }
+            buf.push(b'}');
+        }
+    }
+}
+
+/// `,"params":<raw>` (or `null` for absent params, unless the dialect omits it).
+fn write_raw_params(buf: &mut Vec<u8>, params: Option<&RawValue>, framing: &Framing) {
+    match params {
+        Some(raw) => {
+            buf.extend_from_slice(br#","params":"#);
+            write_raw(buf, raw.get());
+        }
+        None if framing.omit_null_params => {}
+        None => buf.extend_from_slice(br#","params":null"#),
+    }
+}
+
+/// A whole message's JSON text (see [`write_message`]).
+pub(crate) fn message_text(framing: &Framing, message: &super::Message) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(128);
+    write_message(&mut buf, framing, message);
+    buf
+}
+
+/// The length of [`message_text`], found without writing it when the message is clearly
+/// far from `limit` (the common case): whether the message is over `limit` bytes, and its
+/// length when it had to be written to tell.
+pub(crate) fn message_over(
+    framing: &Framing,
+    message: &super::Message,
+    limit: usize,
+) -> Option<usize> {
+    use super::Message;
+    // The method, the id and the payload bound the text from below; the envelope's own
+    // punctuation, keys and escapes add a little.
+    const ENVELOPE: usize = 128;
+    let id_len = |id: Option<&RequestId>| match id {
+        Some(RequestId::Str(s)) => s.len(),
+        _ => 20,
+    };
+    let payload = match message {
+        Message::Request(r) => {
+            r.method.len() + id_len(Some(&r.id)) + r.params.as_ref().map_or(0, |p| p.get().len())
+        }
+        Message::Notification(n) => n.method.len() + n.params.as_ref().map_or(0, |p| p.get().len()),
+        Message::Response(r) => {
+            id_len(r.id.as_ref())
+                + match &r.result {
+                    Ok(raw) => raw.get().len(),
+                    Err(e) => e.message.len() + e.data.as_ref().map_or(0, |_| limit),
+                }
+        }
+    };
+    if payload + ENVELOPE <= limit {
+        return None;
+    }
+    let len = message_text(framing, message).len();
+    (len > limit).then_some(len)
+}

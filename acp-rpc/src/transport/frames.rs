@@ -4,13 +4,13 @@
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::{Halves, Inner, Transport};
+use super::{Halves, Inner, Item, Transport};
 
 /// The engine's side of a [`frame_adapter`]: run a [`Connection`](crate::Connection) on it.
 #[derive(Debug)]
 pub struct FrameAdapter {
-    incoming: mpsc::Receiver<Bytes>,
-    outgoing: mpsc::Sender<Bytes>,
+    incoming: mpsc::Receiver<Item>,
+    outgoing: mpsc::Sender<Item>,
 }
 
 impl Transport for FrameAdapter {
@@ -18,6 +18,7 @@ impl Transport for FrameAdapter {
         Halves(Inner::Frames {
             incoming: self.incoming,
             outgoing: self.outgoing,
+            values: false,
         })
     }
 }
@@ -55,21 +56,29 @@ pub struct Closed(pub Bytes);
 
 /// Hands frames to the engine (cheap to clone).
 #[derive(Clone, Debug)]
-pub struct FrameSender(pub(super) mpsc::Sender<Bytes>);
+pub struct FrameSender(pub(super) mpsc::Sender<Item>);
 
 impl FrameSender {
     /// Hands `frame`, one JSON-RPC message's text, to the engine, waiting while it has
     /// `capacity` frames it has not read yet.
     pub async fn send(&self, frame: impl Into<Bytes>) -> Result<(), Closed> {
-        self.0.send(frame.into()).await.map_err(|e| Closed(e.0))
+        let frame = Item::Text(frame.into());
+        self.0
+            .send(frame)
+            .await
+            .map_err(|e| Closed(e.0.into_text()))
     }
 
     /// Hands `frame` to the engine if it has room now; `Err` with the frame if not (full or
     /// ended: [`FrameSender::is_closed`] tells which).
     pub fn try_send(&self, frame: impl Into<Bytes>) -> Result<(), Closed> {
-        self.0.try_send(frame.into()).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(f) | mpsc::error::TrySendError::Closed(f) => Closed(f),
-        })
+        self.0
+            .try_send(Item::Text(frame.into()))
+            .map_err(|e| match e {
+                mpsc::error::TrySendError::Full(f) | mpsc::error::TrySendError::Closed(f) => {
+                    Closed(f.into_text())
+                }
+            })
     }
 
     /// Whether the engine has stopped reading.
@@ -85,22 +94,22 @@ impl FrameSender {
 
 /// The engine's frames, in the order it wrote them.
 #[derive(Debug)]
-pub struct FrameReceiver(pub(super) mpsc::Receiver<Bytes>);
+pub struct FrameReceiver(pub(super) mpsc::Receiver<Item>);
 
 impl FrameReceiver {
     /// The next frame; `None` once the engine has ended its output and every frame was taken.
     pub async fn recv(&mut self) -> Option<Bytes> {
-        self.0.recv().await
+        self.0.recv().await.map(Item::into_text)
     }
 
     /// The next frame if one is ready now.
     pub fn try_recv(&mut self) -> Option<Bytes> {
-        self.0.try_recv().ok()
+        self.0.try_recv().ok().map(Item::into_text)
     }
 
     /// Polls for the next frame (for carriers written as futures or streams by hand).
     pub fn poll_recv(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Bytes>> {
-        self.0.poll_recv(cx)
+        self.0.poll_recv(cx).map(|item| item.map(Item::into_text))
     }
 
     /// Whether another frame is ready now (a carrier can batch it with this one).

@@ -1,22 +1,27 @@
 //! [`memory_pair`]: two engines in one process, passing whole messages through bounded
-//! channels.
+//! channels, as values: the envelope is neither written as text nor parsed again.
 
-use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::{FramePort, FrameReceiver, FrameSender, Halves, Inner, Transport};
+use super::{FramePort, FrameReceiver, FrameSender, Halves, Inner, Item, Transport};
 
 /// One end of an in-memory message pair (see [`memory_pair`]): what one end's engine
-/// writes, the other's reads, one message per frame.
+/// writes, the other's reads, one message at a time.
 #[derive(Debug)]
 pub struct MemoryEnd {
-    incoming: mpsc::Receiver<Bytes>,
-    outgoing: mpsc::Sender<Bytes>,
+    incoming: mpsc::Receiver<Item>,
+    outgoing: mpsc::Sender<Item>,
 }
 
 /// Two connected ends for two connections in one process. Each direction holds at most
 /// `capacity` messages (at least 1) not yet read: a writer that gets ahead of its reader
 /// waits, as on a full pipe.
+///
+/// The engines hand each other their messages as values: requests, notifications and
+/// answers cross with their envelope already parsed (params and results stay raw JSON, the
+/// engine's currency), so neither writes the envelope as text nor parses it again. Text is
+/// written only for a tap or an observer that asks for it, and for an end driven by hand
+/// ([`MemoryEnd::into_port`]).
 pub fn memory_pair(capacity: usize) -> (MemoryEnd, MemoryEnd) {
     let capacity = capacity.max(1);
     let (a_tx, a_rx) = mpsc::channel(capacity);
@@ -35,8 +40,8 @@ pub fn memory_pair(capacity: usize) -> (MemoryEnd, MemoryEnd) {
 
 impl MemoryEnd {
     /// This end driven by hand rather than by an engine: the frames the other end's engine
-    /// writes come out of the port's receiver, what goes into its sender reaches that engine
-    /// as written (a test's raw peer, a relay).
+    /// writes come out of the port's receiver (as their text), what goes into its sender
+    /// reaches that engine as written (a test's raw peer, a relay).
     pub fn into_port(self) -> FramePort {
         FramePort {
             sender: FrameSender(self.outgoing),
@@ -50,6 +55,38 @@ impl Transport for MemoryEnd {
         Halves(Inner::Frames {
             incoming: self.incoming,
             outgoing: self.outgoing,
+            values: true,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Config, Connection};
+
+    #[tokio::test]
+    async fn an_engine_hands_its_messages_to_the_other_end_as_values() {
+        let (ours, mut theirs) = memory_pair(4);
+        let conn = Connection::over(ours, (), Config::default());
+        conn.peer().notify("n", &[1, 2]).await.unwrap();
+        match theirs.incoming.recv().await.expect("a message") {
+            Item::Message { message, jsonrpc } => {
+                assert!(jsonrpc);
+                let crate::Message::Notification(n) = message else {
+                    panic!("not a notification: {message:?}")
+                };
+                assert_eq!(n.method, "n");
+                assert_eq!(n.params.unwrap().get(), "[1,2]");
+            }
+            Item::Text(text) => panic!("written as text: {text:?}"),
+        }
+        // A hand-driven end reads the text the engine would have written.
+        conn.peer().notify("m", &()).await.unwrap();
+        let text = theirs.into_port().receiver.recv().await.unwrap();
+        assert_eq!(
+            &text[..],
+            br#"{"jsonrpc":"2.0","method":"m","params":null}"#
+        );
     }
 }

@@ -8,15 +8,20 @@
 //!   the one line framer, and writes one line per message. A `(reader, writer)` pair is this
 //!   transport too.
 //! - [`memory_pair`]: two connected [`MemoryEnd`]s, for engines in one process (an
-//!   in-process agent, a dialect translation, tests). A message crosses as one frame through
-//!   a bounded channel: no line framing, no byte pipe, no search for line ends.
+//!   in-process agent, a dialect translation, tests). A message crosses as a value (its
+//!   envelope parsed: kind, id, method, with params and result as raw JSON) through a
+//!   bounded channel: the writing engine does not write the envelope as text and the
+//!   reading engine does not parse it again; no line framing, no byte pipe, no search for
+//!   line ends.
 //! - [`frame_adapter`]: a [`FrameAdapter`] the engine runs on and a [`FramePort`] for code
 //!   that carries frames itself (a WebSocket message or an HTTP body per JSON-RPC message).
 //!
 //! A frame is the message's JSON text, without a line end (as [`bytes::Bytes`], so handing
-//! it on copies nothing). Whatever the transport, the engine keeps the same guarantees:
-//! [`Config::max_message_size`](crate::Config::max_message_size) (an incoming frame over it
-//! is answered like an over-long line and skipped), the ordering of
+//! it on copies nothing); between two engines of a memory pair it is the message itself,
+//! written as text only for whoever needs the text (the tap and the observer, when one is
+//! set; a hand-driven end, [`MemoryEnd::into_port`]). Whatever the transport, the engine keeps the same guarantees:
+//! [`Config::max_message_size`](crate::Config::max_message_size) (an incoming frame over it,
+//! or a message value whose text would be, is answered like an over-long line and skipped), the ordering of
 //! [`concepts`](crate::concepts), the observer and the tap (told of each message once),
 //! backpressure (the channels are bounded; a peer that stops taking frames stalls the writer
 //! like a full pipe, and [`Config::write_stall_timeout`](crate::Config::write_stall_timeout)
@@ -82,9 +87,39 @@ pub(crate) enum Inner {
     },
     /// One frame per message, in bounded channels.
     Frames {
-        incoming: mpsc::Receiver<Bytes>,
-        outgoing: mpsc::Sender<Bytes>,
+        incoming: mpsc::Receiver<Item>,
+        outgoing: mpsc::Sender<Item>,
+        /// The engine may hand its messages on as values (the other end is an engine of a
+        /// memory pair, or converts them to text itself).
+        values: bool,
     },
+}
+
+/// One message in a frame channel: its text, or (between the engines of a memory pair) the
+/// message itself.
+#[derive(Debug)]
+pub(crate) enum Item {
+    /// The message's JSON text, without a line end.
+    Text(Bytes),
+    /// The message as a value; `jsonrpc`: whether its text carries `"jsonrpc":"2.0"` (the
+    /// writer's [`Framing::emit_jsonrpc`](crate::Framing::emit_jsonrpc)).
+    Message {
+        message: crate::message::Message,
+        jsonrpc: bool,
+    },
+}
+
+impl Item {
+    /// The message's text, written now for a message value.
+    pub(crate) fn into_text(self) -> Bytes {
+        match self {
+            Item::Text(text) => text,
+            Item::Message { message, jsonrpc } => {
+                let framing = crate::Framing::default().emit_jsonrpc(jsonrpc);
+                crate::message::message_text(&framing, &message).into()
+            }
+        }
+    }
 }
 
 impl Halves {

@@ -327,18 +327,17 @@ impl Agent for OursAgent {
     }
 }
 
-/// Serves our interop agent in process on a pipe (behind acp-remote's server); its `closed`
+/// Serves our interop agent in process on a transport (behind acp-remote's server); its `closed`
 /// event goes to the report when the connection ends.
-pub fn serve_pipe(
+pub fn serve_over(
     report: Reporter,
-    reader: impl tokio::io::AsyncRead + Unpin + Send + 'static,
-    writer: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+    transport: impl acp_rpc::transport::Transport,
 ) -> acp_agent::AgentConnection {
     let agent = OursAgent {
         report: report.clone(),
         sessions: Mutex::default(),
     };
-    let conn = acp_agent::Builder::new(agent).io(reader, writer);
+    let conn = acp_agent::Builder::new(agent).over(transport);
     let watch = conn.clone();
     tokio::spawn(async move {
         let reason = watch.closed().await;

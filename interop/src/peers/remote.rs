@@ -12,7 +12,7 @@
 //! - `acp-interop ours-server --listen <addr> --token <t> --in-process <dir>`: acp-remote's
 //!   [`Server::in_process_with`] serving our scripted agent in this process (what `acp serve`
 //!   without a command does with the built-in agent), the recording relay spliced into each
-//!   connection's pipe ([`crate::tap::WireLog`]): `<dir>/wire.jsonl`,
+//!   connection (between its messages and the agent's, [`crate::tap::WireLog`]): `<dir>/wire.jsonl`,
 //!   `<dir>/agent.report.jsonl`, and `<dir>/agent.status` (`0` once both directions of the
 //!   connection reached EOF). One connection per run: the transcript has no connection column.
 //!
@@ -173,14 +173,14 @@ pub async fn ours_server(args: ServerArgs) -> Result<(), Box<dyn std::error::Err
             let wire = WireLog::create(&dir.join("wire.jsonl"))?;
             let report = Reporter::file(Some(dir.join("agent.report.jsonl")));
             let status = dir.join("agent.status");
-            Server::in_process_with(move |read, write, _who| {
-                let (read, write, relayed) = wire.splice(read, write);
+            Server::in_process_with(move |end, _who| {
+                let (end, relayed) = wire.splice(end);
                 let status = status.clone();
                 tokio::spawn(async move {
                     relayed.await;
                     let _ = std::fs::write(&status, "0");
                 });
-                ours_agent::serve_pipe(report.clone(), read, write)
+                ours_agent::serve_over(report.clone(), end)
             })
         }
         None => {
