@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use acp_agent::v2 as agent2;
 use acp_client::v2::{self as client2, SessionState};
-use acp_rpc::{Config, Error};
+use acp_rpc::Error;
 use acp_types::{v1, v2};
 use async_trait::async_trait;
 use serde_json::{Value, json};

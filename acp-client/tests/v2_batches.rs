@@ -5,7 +5,7 @@
 #![cfg(feature = "v2")]
 
 use acp_agent::v2 as agent2;
-use acp_rpc::{Config, Error};
+use acp_rpc::Error;
 use acp_types::{v1, v2};
 use async_trait::async_trait;
 use serde_json::{Value, json};

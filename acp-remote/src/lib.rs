@@ -82,8 +82,8 @@ mod server;
 /// Re-exported from acp-store: a store that reports its operations ([`Metrics`] is a meter).
 pub use acp_store::MeteredStore;
 pub use client::{
-    ConnectOptions, Finished, LinkReader, Profile, RemoteConnector, RemoteLink, RemoteTransport,
-    connect, connect_client, connect_transport,
+    ConnectOptions, Finished, LinkReader, LinkWriter, Profile, RemoteConnector, RemoteLink,
+    RemoteTransport, connect, connect_client, connect_transport,
 };
 pub use live::{LiveFeed, LiveServer, serve_live};
 pub use metrics::Metrics;

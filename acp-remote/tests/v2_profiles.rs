@@ -14,8 +14,8 @@ use acp_client::process::AgentCommand;
 use acp_client::v2::types as v2;
 use acp_client::v2::{self as client2, Connected, Offer, SessionState};
 use acp_remote::{BearerToken, ConnectOptions, Server};
-use acp_rpc::async_trait;
 use acp_rpc::Error;
+use acp_rpc::async_trait;
 use acp_types::v1;
 
 const TOKEN: &str = "test-token-0123456789";
@@ -54,7 +54,7 @@ async fn agent() {
     let served = acp_agent::Builder::new(V1Agent)
         .v2(EchoV2)
         .io(tokio::io::stdin(), tokio::io::stdout())
-    .await;
+        .await;
     match served {
         Ok(agent2::Served::V2(conn)) => {
             conn.closed().await;

@@ -323,11 +323,11 @@ impl Reader {
         {
             return self.on_batch(line, max).await;
         }
-        self.on_message(line).await
+        self.on_parsed_line(line).await
     }
 
     /// One message, parsed the ordinary way: a line, or an element of a batch.
-    async fn on_message(&mut self, line: &str) {
+    async fn on_parsed_line(&mut self, line: &str) {
         match parse_line(line, &self.shared.config.framing) {
             Ok(Parsed::Request(req)) => {
                 let (kind, size) = (MessageKind::Request, line.len());
@@ -406,12 +406,21 @@ impl Reader {
                     && let Some(started) = self.start_notification_of(&n.method, params)
                 {
                     self.arrived(&n.method, None, Some(params));
-                    let run = NotificationRun::started(started);
                     #[cfg(feature = "otel")]
-                    crate::otel::incoming_notification(
-                        run.tracing_span(),
-                        crate::otel::extract(params),
-                    );
+                    let run = match crate::otel::incoming_notification_in_turn(
+                        &self.shared.trace,
+                        &n.method,
+                        Some(params),
+                    ) {
+                        Some(turn) => NotificationRun::started_in(started, turn),
+                        None => {
+                            let span = NotificationRun::span(started.method);
+                            crate::otel::incoming_notification(&span, Some(params));
+                            NotificationRun::started_in(started, span)
+                        }
+                    };
+                    #[cfg(not(feature = "otel"))]
+                    let run = NotificationRun::started(started);
                     return self.enqueue_notification(run).await;
                 }
                 self.on_notification(n).await

@@ -42,11 +42,6 @@ pub fn serve_v1(
     writer: impl acp_dialects::Output,
     options: acp_dialects::AdapterOptions,
 ) -> Translation {
-    let v1_agent = |end| {
-        crate::Builder::new(agent).over(end)
-            .client()
-            .peer()
-            .clone()
-    };
+    let v1_agent = |end| crate::Builder::new(agent).over(end).client().peer().clone();
     acp_dialects::v2::serve_v1_agent(v1_agent, reader, writer, options)
 }
