@@ -71,7 +71,9 @@ impl World {
         // executable, run) is the same for four lines as for 60 MB, and packing, hashing and
         // unpacking the binary with debug builds of flate2 and sha2 took most of this file's
         // minutes.
-        let launcher = format!("#!/bin/sh\nexec {} \"$@\"\n", support::sh(&echo_agent()));
+        static AGENT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+        let agent = AGENT.get_or_init(echo_agent);
+        let launcher = format!("#!/bin/sh\nexec {} \"$@\"\n", support::sh(agent));
         let good = tar_gz(&[
             ("echo/", None, b"" as &[u8]),
             ("echo/echo_agent", None, launcher.as_bytes()),

@@ -267,7 +267,7 @@ impl Peer {
                 Some(method),
                 Some(id),
             );
-            Outgoing::Message(message)
+            Outgoing::Message(Box::new(message))
         } else {
             let mut buf = shared.request_size.buffer();
             write_request(&mut buf, &shared.config.framing, id, method, params)?;
@@ -371,7 +371,7 @@ impl Peer {
                 Some(method),
                 None,
             );
-            return shared.send(Outgoing::Message(message)).await;
+            return shared.send(Outgoing::Message(Box::new(message))).await;
         }
         let mut buf = shared.notification_size.buffer();
         if shared.config.framing.notifications {

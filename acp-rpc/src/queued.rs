@@ -11,8 +11,9 @@ pub(crate) enum Outgoing {
     /// A complete serialized message (no line end).
     Frame(Vec<u8>),
     /// A message not written as text: for a transport that takes messages as values (see
-    /// [`crate::transport`]); any other gets its text.
-    Message(crate::message::Message),
+    /// [`crate::transport`]); any other gets its text. Boxed: every future that sends a
+    /// message holds an `Outgoing`, and a message value is several times a frame's size.
+    Message(Box<crate::message::Message>),
     /// A successful response, its result written straight into the batch buffer (a large
     /// result gets no frame of its own): the envelope up to `"result":`, then the result
     /// (with any line break turned into a space), then `}`. A result that fails to serialize is answered with

@@ -203,7 +203,10 @@ fn frame(msg: Outgoing, config: &Config, values: bool) -> Item {
                 let text = message_text(&config.framing, &message);
                 tap(TapEvent::Line(Direction::Outgoing, &text));
             }
-            Item::Message { message, jsonrpc }
+            Item::Message {
+                message: *message,
+                jsonrpc,
+            }
         }
         Outgoing::Response { id, body } if values => {
             let result = match catch_unwind(AssertUnwindSafe(|| body.into_raw())) {
