@@ -37,7 +37,7 @@
 //! # impl acp_client::Client for Quiet {}
 //! # let client = acp_client::Builder::new(Quiet).over(end);
 //! # client.agent().initialize(InitializeRequest::new(ProtocolVersion::V1)).await?;
-//! # let s = client.agent().new_session(NewSessionRequest::new("/")).await?;
+//! # let s = client.agent().new_session(NewSessionRequest::new("/", [])).await?;
 //! # let done = client.agent().prompt(PromptRequest::new(s.session_id, ["hi".into()])).await?;
 //! # assert_eq!(done.stop_reason, StopReason::EndTurn);
 //! # client.close();

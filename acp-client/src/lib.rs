@@ -37,7 +37,7 @@
 //! # let _agent = acp_agent::Builder::new(Echo).over(end);
 //! let agent = conn.agent();
 //! agent.initialize(InitializeRequest::new(ProtocolVersion::V1)).await?;
-//! let session = agent.new_session(NewSessionRequest::new("/tmp")).await?;
+//! let session = agent.new_session(NewSessionRequest::new("/tmp", [])).await?;
 //! let prompt = PromptRequest::new(session.session_id, ["hello".into()]);
 //! let mut turn = agent.prompt_stream(prompt);
 //! while let Some(event) = turn.next().await {
