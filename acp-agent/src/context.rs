@@ -57,8 +57,7 @@ impl AgentContext {
 
     /// Whom this connection serves: the name of the remote caller's credential (a
     /// `NAME:TOKEN` line of `acp serve --token-file`, or whatever the server's
-    /// authenticator names), handed in by the server ([`crate::serve_as`],
-    /// [`crate::serve_with_store_as`]). `None` for a local client (stdio) and for the
+    /// authenticator names), handed in by the server ([`crate::Builder::identity`]). `None` for a local client (stdio) and for the
     /// unnamed identity (the one token without a name). Served with a store, the
     /// connection already keeps each identity to its own sessions; an agent that keeps
     /// sessions or files of its own scopes them by this.

@@ -4,7 +4,7 @@
 //! here so that an agent needs only this crate; acp-store's crate docs say how to choose a
 //! store and what several processes sharing one may expect.
 //!
-//! Serve an agent with a store ([`crate::serve_with_store`], or
+//! Serve an agent with a store ([`crate::Builder::store`], or
 //! [`crate::negotiate::NegotiateOptions::with_store`]) and the connection records every
 //! session by itself: the prompts the client sent, the `session/update`s the agent sent (text
 //! chunks of one message coalesced, tool calls in their final state, plans), mode, config and

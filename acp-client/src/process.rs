@@ -395,7 +395,7 @@ impl AgentProcess {
 
     /// Graceful shutdown, in three steps, each given up to `grace`:
     ///
-    /// 1. closes the agent's stdin (and the connection made by [`AgentProcess::connect`])
+    /// 1. closes the agent's stdin (and the connection a `Builder` attached to it)
     ///    and waits for the agent to exit by itself;
     /// 2. if it has not, or helpers it started are still running in its process group,
     ///    sends SIGTERM to the group and waits for the agent and the group to be gone;

@@ -249,7 +249,7 @@ pub trait Agent: Send + Sync + 'static {
     }
     /// `session/fork`: Starts a new session from an existing one's history (offered through `sessionCapabilities.fork`).
     ///
-    /// `params.session_id` need not be loaded on this connection; answer `-32002` for one the agent does not know. Advertise it with `sessionCapabilities.fork`. As with `session/new`, updates for the new session sent before this returns are held until the answer is written. Served with a store ([`crate::serve_with_store`]), the connection records the new session with a copy of the source's stored history, so it can be loaded or resumed later like any other.
+    /// `params.session_id` need not be loaded on this connection; answer `-32002` for one the agent does not know. Advertise it with `sessionCapabilities.fork`. As with `session/new`, updates for the new session sent before this returns are held until the answer is written. Served with a store ([`crate::Builder::store`]), the connection records the new session with a copy of the source's stored history, so it can be loaded or resumed later like any other.
     ///
     /// The default answers `-32601` (method not found).
     ///

@@ -227,7 +227,7 @@ pub async fn connect_client<C: Client>(
 
 /// Connects to `url` as [`connect`] does, for an acp-rpc engine: the returned
 /// [`RemoteTransport`] goes where a [`acp_rpc::transport::Transport`] goes
-/// ([`ClientConnection::over`], [`acp_rpc::Connection::over`]). The engine exchanges whole
+/// ([`acp_client::Builder::over`], [`acp_rpc::Connection::over`]). The engine exchanges whole
 /// messages with the carrier, no line framing and no pipe between: over WebSocket one text
 /// frame per message, over Streamable HTTP one POST per message of the engine and one SSE
 /// event per message of the agent.
