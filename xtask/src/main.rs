@@ -11,6 +11,8 @@
 //!   (`cargo xtask bench --help` lists the options; `BENCHMARKS.md` explains the table).
 //! - `cargo xtask drift [--latest]` lists what the official schema JSON and schema crate have
 //!   that our schemas lack, against the pinned releases (offline; CI) or the newest ones.
+//! - `cargo xtask test [options]` builds what `cargo test --workspace` builds and runs the test
+//!   binaries side by side, the slowest first (`cargo xtask test --help`; CI runs this).
 //! - `cargo xtask soak [--lines <n>]` feeds 10^6 (or `n`) mutated lines to an agent and a
 //!   client, in-process and over real pipes, and prints lines/s and peak RSS (the
 //!   `acp-client` `soak` test, whose short form runs in `cargo test`).
@@ -19,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 mod drift;
+mod test_runner;
 #[cfg(test)]
 mod tidy;
 
@@ -27,6 +30,7 @@ const USAGE: &str = "usage:
   cargo xtask interop [--cache <dir>] [--out <dir>] [--keep] [--rust-only] [<cell>...]
   cargo xtask bench [options]
   cargo xtask drift [--latest]
+  cargo xtask test [--jobs <n>] [--timeout <seconds>] [--locked] [--no-doc] [--verbose] [-- <args>]
   cargo xtask soak [--lines <n>]";
 
 fn main() -> ExitCode {
@@ -39,6 +43,7 @@ fn main() -> ExitCode {
         ["bench", options @ ..] => bench(options),
         ["drift"] => drift::run(&workspace_root(), false),
         ["drift", "--latest"] => drift::run(&workspace_root(), true),
+        ["test", options @ ..] => test_runner::run(&workspace_root(), options),
         ["soak"] => soak("1000000"),
         ["soak", "--lines", n] => soak(n),
         ["help"] | ["--help"] | ["-h"] => {
