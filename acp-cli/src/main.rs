@@ -15,6 +15,8 @@
 //!   `--serve ADDR` shows the run live in a browser (`--out` then optional).
 //! * `acp trace view FILE [--html OUT]`: a trace as a summary, or as a page.
 //! * `acp check [-- AGENT...]`: grade an agent with the conformance kit (`acp-check`).
+//! * `acp conduct -- PROXY... -- AGENT`: a proxy chain served as one agent on stdio (unstable:
+//!   proxy chains); `acp tag-proxy` is a demo proxy for it.
 //! * `acp agents [update|install]`: the ACP agent registry; `--agent ID` runs one of its
 //!   agents in `acp chat`, `sessions`, `check`, `trace` and `serve` (`agents.rs`).
 //!

@@ -26,7 +26,9 @@ use acp_client::v2 as client2;
 use acp_rpc::Error;
 
 use crate::jobs::{AgentSide, run_job};
-use crate::msg::{ALLOW_OPTION, CWD, ChunkCheck, Job, REJECT_OPTION, Report, session_id};
+use crate::msg::{
+    ALLOW_OPTION, CWD, ChunkCheck, Job, REJECT_OPTION, Report, SMALL_CONTENT, session_id,
+};
 use crate::plan::{ClientSide, Outcome, Plan, run_plan};
 
 /// Parses the arguments and prints each scenario's v1 and v2 figures and their ratio.
@@ -211,10 +213,11 @@ impl AgentSide for SideV2 {
             .map_err(|e| e.to_string())
     }
 
-    /// v2 has no `fs/*`: b's round trip is a permission request (see the module docs).
+    /// v2 has no `fs/*`: b's round trip is a permission request (see the module docs). An
+    /// allowed one stands for the file's content, which the job checks by length.
     async fn read(&self, _path: String) -> Result<String, String> {
         match self.ask_permission().await? {
-            true => Ok(String::new()),
+            true => Ok(SMALL_CONTENT.to_owned()),
             false => Err("the client did not allow".into()),
         }
     }

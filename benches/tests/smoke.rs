@@ -247,6 +247,26 @@ fn the_floor_measures_each_of_its_rows() {
     }
 }
 
+/// `acp-bench v2`: a and b run over v1 and v2 (ours, in process), every chunk and every
+/// answer checked (b over v2 is a permission request per round trip), one row each.
+#[test]
+fn the_v2_figures_run_beside_v1() {
+    let stdout = run_ok(&["v2", "--chunks", "200", "--requests", "50", "--runs", "1"]);
+    for row in ["a: chunks/s\t", "b: requests/s\t"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("no row {row:?}:\n{stdout}"));
+        let figures: Vec<f64> = line
+            .split('\t')
+            .skip(1)
+            .filter_map(|cell| cell.trim().parse().ok())
+            .collect();
+        assert_eq!(figures.len(), 3, "v1, v2 and their ratio: {line}");
+        assert!(figures.iter().all(|f| *f > 0.0), "{line}");
+    }
+}
+
 /// `acp-bench remote --smoke`: a and b run in every column (ours over stdio, WebSocket and
 /// Streamable HTTP; the official `agent-client-protocol-http` client and server over both;
 /// our client against the TypeScript SDK's server over both, when the interop matrix has
