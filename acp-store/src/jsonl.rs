@@ -74,10 +74,30 @@ struct Inner {
     open: Mutex<Vec<(SessionId, Arc<Mutex<File>>)>>,
 }
 
+/// How long [`JsonlStore::open`] waits out a lock that is held for a moment only.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Takes the store's lock, trying again for up to [`LOCK_WAIT`]. A process that starts a
+/// program while it has a store open (any thread; tests do it all the time) lends a copy of
+/// the lock's descriptor to the child between `fork` and `exec`, so a store closed just
+/// before can look held for a few milliseconds. A lock still held after the wait belongs to
+/// a live process, and the caller gets [`StoreError::Locked`].
+fn lock_waiting_out_forks(file: &std::fs::File) -> Result<(), Option<std::io::Error>> {
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        match try_lock(file) {
+            Err(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
+}
+
 impl JsonlStore {
-    /// Opens (creating if needed) the store in `dir`. Fails at once, with the path in the
-    /// message, if the directory cannot be created or written, or if another process holds
-    /// it.
+    /// Opens (creating if needed) the store in `dir`. Fails, with the path in the message,
+    /// if the directory cannot be created or written, or if another process holds it (after
+    /// waiting up to 250 ms, the time a lock lent to a starting child process lasts).
     pub fn open(dir: impl AsRef<Path>) -> Result<Self, StoreError> {
         let dir = dir.as_ref().to_path_buf();
         let shown = dir.display().to_string();
@@ -90,7 +110,7 @@ impl JsonlStore {
             .write(true)
             .open(&lock_path)
             .map_err(|e| StoreError::io(format!("cannot write in {shown}"), e))?;
-        try_lock(&lock_file).map_err(|e| match e {
+        lock_waiting_out_forks(&lock_file).map_err(|e| match e {
             Some(e) => StoreError::io(format!("cannot lock {}", lock_path.display()), e),
             None => StoreError::Locked(shown.clone()),
         })?;

@@ -149,7 +149,8 @@ pub fn run(root: &Path, args: &[&str]) -> ExitCode {
     );
     if options.doc {
         let mut doc = Command::new(&cargo);
-        doc.current_dir(root)
+        without_cargo_run_variables(&mut doc)
+            .current_dir(root)
             .args(["test", "--workspace", "--doc"])
             .args(options.locked.then_some("--locked"));
         if !options.binary_args.is_empty() {
@@ -179,11 +180,39 @@ pub fn run(root: &Path, args: &[&str]) -> ExitCode {
     report(&outcomes, started.elapsed(), options.verbose)
 }
 
+/// The variables `cargo run` sets for xtask itself (its package's name, version, manifest...).
+/// They must not reach the cargo this command runs, nor the tests: build scripts such as
+/// ring's and cc's declare `rerun-if-env-changed` on several of them, and cargo compares those
+/// with its own environment, so a build from inside `cargo xtask` would otherwise not match
+/// one from a shell (each would rebuild ring and everything above it for the other).
+fn without_cargo_run_variables(command: &mut Command) -> &mut Command {
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        if name.starts_with("CARGO_PKG_")
+            || matches!(
+                name,
+                "CARGO_MANIFEST_DIR"
+                    | "CARGO_MANIFEST_PATH"
+                    | "CARGO_MANIFEST_LINKS"
+                    | "CARGO_CRATE_NAME"
+                    | "CARGO_BIN_NAME"
+                    | "CARGO_PRIMARY_PACKAGE"
+                    | "CARGO_RUSTC_CURRENT_DIR"
+                    | "CARGO_TARGET_TMPDIR"
+                    | "OUT_DIR"
+            )
+        {
+            command.env_remove(name);
+        }
+    }
+    command
+}
+
 /// Builds every test target of the workspace with `cargo test --no-run` and returns one job
 /// per test binary, in the directory `cargo test` would run it in.
 fn build(cargo: &std::ffi::OsStr, root: &Path, options: &Options) -> Result<Vec<Job>, String> {
     let mut command = Command::new(cargo);
-    command
+    without_cargo_run_variables(&mut command)
         .current_dir(root)
         .args([
             "test",
@@ -236,7 +265,7 @@ fn test_binary(message: &serde_json::Value, binary_args: &[String]) -> Option<Jo
     let mut command = Command::new(executable);
     // As `cargo test` runs a test binary: in its package's directory, with the package's
     // manifest directory in the environment.
-    command
+    without_cargo_run_variables(&mut command)
         .current_dir(package_dir)
         .env("CARGO_MANIFEST_DIR", package_dir)
         .args(binary_args);
@@ -364,7 +393,20 @@ fn result_line(log: &Path) -> String {
         ignored += count("ignored");
     }
     if results == 0 {
-        return "no `test result:` line".into();
+        // A binary with a harness of its own (`harness = false`) may print only the
+        // `test NAME ... ok` lines.
+        for line in text.lines().filter(|l| l.starts_with("test ")) {
+            if line.ends_with(" ... ok") {
+                passed += 1;
+            } else if line.ends_with(" ... FAILED") {
+                failed += 1;
+            } else if line.ends_with(" ... ignored") {
+                ignored += 1;
+            }
+        }
+        if passed + failed + ignored == 0 {
+            return "no `test result:` line".into();
+        }
     }
     format!("{passed} passed, {failed} failed, {ignored} ignored")
 }
@@ -523,6 +565,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(result_line(&log), "5 passed, 1 failed, 1 ignored");
+        std::fs::write(&log, "test a ... ok\ntest b ... FAILED\ntest c ... ok\n").unwrap();
+        assert_eq!(result_line(&log), "2 passed, 1 failed, 0 ignored");
         std::fs::write(&log, "thread 'main' panicked\n").unwrap();
         assert_eq!(result_line(&log), "no `test result:` line");
         std::fs::remove_dir_all(&dir).unwrap();
