@@ -13,7 +13,7 @@ use std::path::PathBuf;
 mod deviations;
 
 use acp_interop::checks::Sdk;
-use acp_interop::matrix::{Cell, Peers, Transport, run_cell};
+use acp_interop::matrix::{Cell, Peers, Speaks, Transport, run_cell};
 
 fn run(client: Sdk, agent: Sdk) {
     run_over(client, agent, Transport::Stdio);
@@ -24,6 +24,7 @@ fn run_over(client: Sdk, agent: Sdk, transport: Transport) {
         client,
         agent,
         transport,
+        speaks: Speaks::V1,
     };
     let peers = Peers {
         exe: PathBuf::from(env!("CARGO_BIN_EXE_acp-interop")),

@@ -28,7 +28,8 @@ pub mod run;
 
 pub use crate::server::kill_group;
 pub use cells::{
-    CELL_TIMEOUT, Cell, REMOTE_TOKEN, Transport, all_cells, chain_cells, remote_cells,
+    CELL_TIMEOUT, Cell, REMOTE_TOKEN, Speaks, Transport, all_cells, chain_cells, remote_cells,
+    v2_cells,
 };
 pub use launch::Peers;
 pub use run::{CellOutcome, run_cell};
@@ -130,9 +131,10 @@ pub fn main(options: Options) -> ExitCode {
     for cell in cells {
         let outcome = run_cell(cell, &peers, &out.join(cell.name()));
         println!(
-            "interop: {} {} ({:.1}s)",
+            "interop: {} {} ({}, {:.1}s)",
             if outcome.passed() { "pass" } else { "FAIL" },
             cell.name(),
+            cell.speaks.label(),
             outcome.elapsed.as_secs_f64()
         );
         outcomes.push(outcome);
@@ -181,9 +183,10 @@ pub fn summarize(outcomes: &[CellOutcome], elapsed: Duration) -> String {
     for o in outcomes {
         let _ = writeln!(
             text,
-            "{} {} ({:.1}s)",
+            "{} {} ({}, {:.1}s)",
             if o.passed() { "PASS" } else { "FAIL" },
             o.cell.name(),
+            o.cell.speaks.label(),
             o.elapsed.as_secs_f64()
         );
         for c in &o.checks {
