@@ -97,11 +97,18 @@ fn main() -> ExitCode {
             }
             Err(e) => fail(e),
         },
-        "rust-agent" => match agent_report(rest) {
-            Ok(report) => match runtime().block_on(peers::official_agent::run(report)) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail(format!("rust-agent: {e}")),
-            },
+        "rust-agent" => match protocol(rest).and_then(|(v, rest)| Ok((v, agent_report(rest)?))) {
+            Ok((versions, report)) => {
+                let served = match versions {
+                    Versions::V1 => runtime().block_on(peers::official_agent::run(report)),
+                    Versions::V2 => runtime().block_on(peers::official_v2::run_agent(report)),
+                    Versions::Both => return fail("rust-agent: the official crate has no agent speaking both versions"),
+                };
+                match served {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => fail(format!("rust-agent: {e}")),
+                }
+            }
             Err(e) => fail(e),
         },
         "ours-client" => match protocol(rest).and_then(|(v, rest)| Ok((v, client_args(rest)?))) {
@@ -113,11 +120,18 @@ fn main() -> ExitCode {
             },
             Err(e) => fail(e),
         },
-        "rust-client" => match client_args(rest) {
-            Ok((cwd, cmd)) => match runtime().block_on(peers::official_client::run(cwd, cmd)) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail(format!("rust-client: {e}")),
-            },
+        "rust-client" => match protocol(rest).and_then(|(v, rest)| Ok((v, client_args(rest)?))) {
+            Ok((versions, (cwd, cmd))) => {
+                let ran = match versions {
+                    Versions::V1 => runtime().block_on(peers::official_client::run(cwd, cmd)),
+                    Versions::V2 => runtime().block_on(peers::official_v2::run_client(cwd, cmd)),
+                    Versions::Both => return fail("rust-client: the official crate has no client speaking both versions"),
+                };
+                match ran {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => fail(format!("rust-client: {e}")),
+                }
+            }
             Err(e) => fail(e),
         },
         "ours-server" | "rust-server" => match ServerArgs::parse(rest) {
