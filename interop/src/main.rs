@@ -102,7 +102,11 @@ fn main() -> ExitCode {
                 let served = match versions {
                     Versions::V1 => runtime().block_on(peers::official_agent::run(report)),
                     Versions::V2 => runtime().block_on(peers::official_v2::run_agent(report)),
-                    Versions::Both => return fail("rust-agent: the official crate has no agent speaking both versions"),
+                    Versions::Both => {
+                        return fail(
+                            "rust-agent: the official crate has no agent speaking both versions",
+                        );
+                    }
                 };
                 match served {
                     Ok(()) => ExitCode::SUCCESS,
@@ -112,12 +116,12 @@ fn main() -> ExitCode {
             Err(e) => fail(e),
         },
         "ours-client" => match protocol(rest).and_then(|(v, rest)| Ok((v, client_args(rest)?))) {
-            Ok((versions, (cwd, cmd))) => match runtime()
-                .block_on(peers::ours_v2::run_client(cwd, cmd, versions))
-            {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail(format!("ours-client: {e}")),
-            },
+            Ok((versions, (cwd, cmd))) => {
+                match runtime().block_on(peers::ours_v2::run_client(cwd, cmd, versions)) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => fail(format!("ours-client: {e}")),
+                }
+            }
             Err(e) => fail(e),
         },
         "rust-client" => match protocol(rest).and_then(|(v, rest)| Ok((v, client_args(rest)?))) {
@@ -125,7 +129,11 @@ fn main() -> ExitCode {
                 let ran = match versions {
                     Versions::V1 => runtime().block_on(peers::official_client::run(cwd, cmd)),
                     Versions::V2 => runtime().block_on(peers::official_v2::run_client(cwd, cmd)),
-                    Versions::Both => return fail("rust-client: the official crate has no client speaking both versions"),
+                    Versions::Both => {
+                        return fail(
+                            "rust-client: the official crate has no client speaking both versions",
+                        );
+                    }
                 };
                 match ran {
                     Ok(()) => ExitCode::SUCCESS,

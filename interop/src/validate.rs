@@ -311,9 +311,10 @@ pub fn validate_schema(
         }
         let (version, offer) = match o.cell.speaks.settles() {
             2 => ("v2", ""),
-            _ if o.cell.speaks.0 == crate::peers::ours_v2::Versions::Both => {
-                ("v1", " (the client's v2 offer against schema/v2/schema.json)")
-            }
+            _ if o.cell.speaks.0 == crate::peers::ours_v2::Versions::Both => (
+                "v1",
+                " (the client's v2 offer against schema/v2/schema.json)",
+            ),
             _ => ("v1", ""),
         };
         let schema = &report["schemas"][version];

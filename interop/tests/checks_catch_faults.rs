@@ -75,7 +75,11 @@ impl Recording {
         let mut client_events = self.client_events.clone();
         fault(&mut records, &mut client_events);
         let wire = wire_of(&self.dir, &records);
-        let run = if self.v2 { checks::v2::run } else { checks::run };
+        let run = if self.v2 {
+            checks::v2::run
+        } else {
+            checks::run
+        };
         run(&CellRun {
             client: Sdk::Ours,
             agent: Sdk::Ours,
@@ -319,21 +323,31 @@ fn every_v2_check_catches_its_fault() {
 
     let checks = rec.checks_with(|records, _| {
         let i = find(records, |j| j["result"]["protocolVersion"] == 2);
-        edit(&mut records[i], |j| j["result"]["protocolVersion"] = 1.into());
+        edit(&mut records[i], |j| {
+            j["result"]["protocolVersion"] = 1.into()
+        });
     });
     assert_caught(&checks, "handshake", "initialize answered 1");
 
     let checks = rec.checks_with(|records, _| {
-        let i = find(records, |j| j["params"]["update"]["sessionUpdate"] == "plan_update");
+        let i = find(records, |j| {
+            j["params"]["update"]["sessionUpdate"] == "plan_update"
+        });
         records.remove(i);
     });
     assert_caught(&checks, "turn", "an update lost on the wire");
 
     let checks = rec.checks_with(|records, _| {
         let i = find(records, |j| j["result"]["messageId"].is_string());
-        edit(&mut records[i], |j| j["result"]["messageId"] = "another".into());
+        edit(&mut records[i], |j| {
+            j["result"]["messageId"] = "another".into()
+        });
     });
-    assert_caught(&checks, "turn", "the prompt answered with another message id");
+    assert_caught(
+        &checks,
+        "turn",
+        "the prompt answered with another message id",
+    );
 
     let checks = rec.checks_with(|_, events| {
         events.retain(|e| e["event"] != "stop");
@@ -350,7 +364,13 @@ fn every_v2_check_catches_its_fault() {
 
     let checks = rec.checks_with(|records, _| {
         let i = find(records, |j| j["method"] == "session/request_permission");
-        edit(&mut records[i], |j| j["params"]["title"] = "something else".into());
+        edit(&mut records[i], |j| {
+            j["params"]["title"] = "something else".into()
+        });
     });
-    assert_caught(&checks, "permission", "the permission request's title changed");
+    assert_caught(
+        &checks,
+        "permission",
+        "the permission request's title changed",
+    );
 }

@@ -89,7 +89,9 @@ fn turn(cell: &CellRun<'_>) -> Check {
                 .response_to(p)
                 .map(|r| r.result()["messageId"].clone());
             if inserted != Some(json!(sc.user_message_id)) {
-                problems.push(format!("the prompt was answered {inserted:?}, not the inserted message id"));
+                problems.push(format!(
+                    "the prompt was answered {inserted:?}, not the inserted message id"
+                ));
             }
         }
         None => problems.push("no session/prompt on the wire".into()),
@@ -102,21 +104,34 @@ fn turn(cell: &CellRun<'_>) -> Check {
     let expected = sc.update_kinds();
     let sent_kinds = kinds_of(sent.iter().copied());
     if sent_kinds != expected {
-        problems.push(format!("the agent sent {sent_kinds:?}, the script says {expected:?}"));
+        problems.push(format!(
+            "the agent sent {sent_kinds:?}, the script says {expected:?}"
+        ));
     }
-    if let (Some(p), Some(user)) = (prompt, sent.iter().find(|u| u["sessionUpdate"] == "user_message")) {
-        if user["messageId"] != sc.user_message_id.as_str() || user["content"] != p.params()["prompt"] {
-            problems.push(format!("the user_message update {user} does not echo the prompt under its id"));
+    if let (Some(p), Some(user)) = (
+        prompt,
+        sent.iter().find(|u| u["sessionUpdate"] == "user_message"),
+    ) {
+        if user["messageId"] != sc.user_message_id.as_str()
+            || user["content"] != p.params()["prompt"]
+        {
+            problems.push(format!(
+                "the user_message update {user} does not echo the prompt under its id"
+            ));
         }
     }
-    if sent.last().map(|u| (&u["state"], &u["stopReason"])) != Some((&json!("idle"), &json!("end_turn"))) {
+    if sent.last().map(|u| (&u["state"], &u["stopReason"]))
+        != Some((&json!("idle"), &json!("end_turn")))
+    {
         problems.push("the last update is not the idle state_update with end_turn".into());
     }
     let delivered = kinds_of(events(cell.client_events, "update").map(|e| &e["update"]));
     if delivered != expected {
         problems.push(format!("the client received {delivered:?}"));
     }
-    let stop = events(cell.client_events, "stop").next().map(|e| e["stopReason"].clone());
+    let stop = events(cell.client_events, "stop")
+        .next()
+        .map(|e| e["stopReason"].clone());
     if stop != Some(json!("end_turn")) {
         problems.push(format!("the client saw the turn end with {stop:?}"));
     }
@@ -145,15 +160,24 @@ fn permission(cell: &CellRun<'_>) -> Check {
         [request] => {
             for field in ["title", "subject", "options"] {
                 if request.params()[field] != sc.permission[field] {
-                    problems.push(format!("the request's {field} is {}", request.params()[field]));
+                    problems.push(format!(
+                        "the request's {field} is {}",
+                        request.params()[field]
+                    ));
                 }
             }
-            let answer = cell.wire.response_to(request).map(|r| r.result()["outcome"].clone());
+            let answer = cell
+                .wire
+                .response_to(request)
+                .map(|r| r.result()["outcome"].clone());
             if answer != Some(selected.clone()) {
                 problems.push(format!("answered {answer:?}"));
             }
         }
-        other => problems.push(format!("{} permission requests on the wire, not 1", other.len())),
+        other => problems.push(format!(
+            "{} permission requests on the wire, not 1",
+            other.len()
+        )),
     }
     let client_saw = events(cell.client_events, "permission")
         .next()
@@ -161,7 +185,9 @@ fn permission(cell: &CellRun<'_>) -> Check {
     if client_saw != Some((sc.permission["title"].clone(), json!(sc.allow_option))) {
         problems.push(format!("the client reported {client_saw:?}"));
     }
-    let agent_saw = events(cell.agent_events, "permission").next().map(|e| e["outcome"].clone());
+    let agent_saw = events(cell.agent_events, "permission")
+        .next()
+        .map(|e| e["outcome"].clone());
     if agent_saw != Some(selected) {
         problems.push(format!("the agent reported {agent_saw:?}"));
     }

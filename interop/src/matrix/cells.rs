@@ -90,7 +90,11 @@ impl Speaks {
     /// The version the peers must settle on: 2 when both speak it, else 1.
     pub fn settles(self) -> u16 {
         let has_v2 = |v| matches!(v, Versions::V2 | Versions::Both);
-        if has_v2(self.0) && has_v2(self.1) { 2 } else { 1 }
+        if has_v2(self.0) && has_v2(self.1) {
+            2
+        } else {
+            1
+        }
     }
 
     /// The cell-name suffix: empty for v1, `-v2` for v2 on both sides, `-v<client>-v<agent>`

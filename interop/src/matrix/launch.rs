@@ -49,7 +49,11 @@ impl Peers {
         let protocol = versions.arg();
         Ok(match sdk {
             Sdk::Ours | Sdk::Rust => {
-                let which = if sdk == Sdk::Ours { "ours-agent" } else { "rust-agent" };
+                let which = if sdk == Sdk::Ours {
+                    "ours-agent"
+                } else {
+                    "rust-agent"
+                };
                 let mut command = os(&[&self.exe, &which]);
                 if versions != Versions::V1 {
                     command.extend(os(&[&"--protocol", &protocol]));
@@ -142,7 +146,11 @@ impl Peers {
         let script = peers.join("script.json");
         let mut command = match sdk {
             Sdk::Ours | Sdk::Rust => {
-                let which = if sdk == Sdk::Ours { "ours-client" } else { "rust-client" };
+                let which = if sdk == Sdk::Ours {
+                    "ours-client"
+                } else {
+                    "rust-client"
+                };
                 let mut command = os(&[&self.exe, &which]);
                 if versions != Versions::V1 {
                     command.extend(os(&[&"--protocol", &versions.arg()]));

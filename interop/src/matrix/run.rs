@@ -11,9 +11,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::checks::{self, CellRun, Check, Sdk};
+use crate::peers::ours_v2::Versions;
 use crate::script::script;
 use crate::server::kill_group;
-use crate::peers::ours_v2::Versions;
 use crate::tap::Side;
 use crate::transcript::{Wire, events, read_events};
 use serde_json::Value;

@@ -35,12 +35,14 @@ fn update(cx: &ConnectionTo<Client>, session: &Value, update: Value) -> Result<(
 }
 
 /// The turn: the script's updates around its permission request.
-async fn work(cx: ConnectionTo<Client>, report: Reporter, session: Value, prompt: Value) -> Result<(), Error> {
+async fn work(
+    cx: ConnectionTo<Client>,
+    report: Reporter,
+    session: Value,
+    prompt: Value,
+) -> Result<(), Error> {
     let sc = script_v2();
-    let (first, rest) = sc
-        .before
-        .split_first()
-        .ok_or_else(Error::internal_error)?;
+    let (first, rest) = sc.before.split_first().ok_or_else(Error::internal_error)?;
     update(&cx, &session, first.clone())?;
     update(
         &cx,
@@ -121,7 +123,10 @@ pub async fn run_agent(report: Reporter) -> Result<(), Error> {
 }
 
 /// Runs the official crate's v2 client against the agent `target` (stdio only) in `cwd`.
-pub async fn run_client(cwd: PathBuf, target: AgentTarget) -> Result<(), Box<dyn std::error::Error>> {
+pub async fn run_client(
+    cwd: PathBuf,
+    target: AgentTarget,
+) -> Result<(), Box<dyn std::error::Error>> {
     let AgentTarget::Spawn(command) = target else {
         return Err("the v2 cells run over stdio only".into());
     };
@@ -132,7 +137,8 @@ pub async fn run_client(cwd: PathBuf, target: AgentTarget) -> Result<(), Box<dyn
     let out = Reporter::stdout();
     let cwd = std::fs::canonicalize(cwd)?;
     let idle = Arc::new(Notify::new());
-    let (o_update, o_perm, o_main, idle_update) = (out.clone(), out.clone(), out.clone(), idle.clone());
+    let (o_update, o_perm, o_main, idle_update) =
+        (out.clone(), out.clone(), out.clone(), idle.clone());
     Client
         .v2()
         .name("rust-interop-client-v2")

@@ -76,7 +76,12 @@ impl OursV2Agent {
         }
     }
 
-    async fn send(&self, cx: &acp_agent::v2::Context, session: &Value, update: Value) -> Result<(), Error> {
+    async fn send(
+        &self,
+        cx: &acp_agent::v2::Context,
+        session: &Value,
+        update: Value,
+    ) -> Result<(), Error> {
         let notification = read(json!({"sessionId": session, "update": update}), "update")?;
         cx.client().session_update(notification).await
     }
@@ -104,7 +109,10 @@ impl acp_agent::v2::Agent for OursV2Agent {
         let n = self
             .sessions
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(v2::NewSessionResponse::new(format!("ours-v2-session-{}", n + 1)))
+        Ok(v2::NewSessionResponse::new(format!(
+            "ours-v2-session-{}",
+            n + 1
+        )))
     }
 
     async fn session_prompt(
@@ -114,14 +122,21 @@ impl acp_agent::v2::Agent for OursV2Agent {
     ) -> Result<v2::PromptResponse, Error> {
         let sc = script_v2();
         let prompt = serde_json::to_value(&params.prompt).unwrap_or_default();
-        let blocks: Vec<&Value> = prompt.as_array().map(|a| a.iter().map(|b| &b["type"]).collect()).unwrap_or_default();
+        let blocks: Vec<&Value> = prompt
+            .as_array()
+            .map(|a| a.iter().map(|b| &b["type"]).collect())
+            .unwrap_or_default();
         let text: Vec<&str> = prompt
             .as_array()
             .map(|a| a.iter().filter_map(|b| b["text"].as_str()).collect())
             .unwrap_or_default();
-        self.report.event(json!({"event": "prompt", "blocks": blocks, "text": text.join(" ")}));
+        self.report
+            .event(json!({"event": "prompt", "blocks": blocks, "text": text.join(" ")}));
         let session = serde_json::to_value(&params.session_id).unwrap_or_default();
-        let (first, rest) = sc.before.split_first().ok_or_else(|| Error::internal_error("empty v2 script"))?;
+        let (first, rest) = sc
+            .before
+            .split_first()
+            .ok_or_else(|| Error::internal_error("empty v2 script"))?;
         self.send(cx, &session, first.clone()).await?;
         let user = json!({"sessionUpdate": "user_message", "messageId": sc.user_message_id, "content": prompt});
         self.send(cx, &session, user).await?;
@@ -134,7 +149,8 @@ impl acp_agent::v2::Agent for OursV2Agent {
             .client()
             .session_request_permission(read(permission, "permission")?)
             .await?;
-        self.report.event(json!({"event": "permission", "outcome": answer.outcome}));
+        self.report
+            .event(json!({"event": "permission", "outcome": answer.outcome}));
         for update in &sc.after {
             self.send(cx, &session, update.clone()).await?;
         }
@@ -181,9 +197,14 @@ struct OursV2Client {
 impl acp_client::v2::Client for OursV2Client {
     async fn session_update(&self, params: v2::UpdateSessionNotification) -> Result<(), Error> {
         let update = serde_json::to_value(&params.update).unwrap_or_default();
-        self.out.event(json!({"event": "update", "sessionId": params.session_id, "update": update}));
-        if update["sessionUpdate"] == "state_update" && update["state"] == "idle" && update["stopReason"].is_string() {
-            self.out.event(json!({"event": "stop", "stopReason": update["stopReason"]}));
+        self.out
+            .event(json!({"event": "update", "sessionId": params.session_id, "update": update}));
+        if update["sessionUpdate"] == "state_update"
+            && update["state"] == "idle"
+            && update["stopReason"].is_string()
+        {
+            self.out
+                .event(json!({"event": "stop", "stopReason": update["stopReason"]}));
             self.idle.notify_one();
         }
         Ok(())
@@ -202,7 +223,10 @@ impl acp_client::v2::Client for OursV2Client {
             .or(options.first())
             .ok_or_else(|| Error::invalid_params("no permission options"))?;
         self.out.event(json!({"event": "permission", "title": request["title"], "subject": request["subject"], "outcome": "selected", "optionId": option["optionId"]}));
-        read(json!({"outcome": {"outcome": "selected", "optionId": option["optionId"]}}), "answer")
+        read(
+            json!({"outcome": {"outcome": "selected", "optionId": option["optionId"]}}),
+            "answer",
+        )
     }
 }
 
@@ -248,11 +272,17 @@ pub async fn run_client(
         }
     };
     let (connection, initialize) = match connected {
-        acp_client::v2::Connected::V1 { connection, initialize } => {
+        acp_client::v2::Connected::V1 {
+            connection,
+            initialize,
+        } => {
             let end = super::ours_client::End::Process(Box::new(process));
             return super::ours_client::drive(v1, connection, *initialize, &cwd, end).await;
         }
-        acp_client::v2::Connected::V2 { connection, initialize } => (connection, initialize),
+        acp_client::v2::Connected::V2 {
+            connection,
+            initialize,
+        } => (connection, initialize),
     };
     out.event(json!({"event": "initialized", "protocolVersion": initialize.protocol_version, "agent": initialize.info.name}));
     let agent = connection.agent();
