@@ -137,7 +137,7 @@ pub(super) fn handshake(cell: &CellRun<'_>) -> Check {
     // A client speaking v2 and v1 (ours, `acp_client::v2::Offer::both`) offers 2 first; a v1
     // agent answers 1 and the client starts v1's own handshake with a second initialize.
     let fallback = match inits.as_slice() {
-        [offer, v1] if asked(offer) == Value::from(2) => {
+        [offer, v1] if asked(offer) == 2 => {
             if answered(offer) != Some(Value::from(1)) {
                 problems.push(format!(
                     "the v2 offer was answered protocolVersion {:?}, yet a v1 initialize followed",

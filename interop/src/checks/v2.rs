@@ -111,14 +111,12 @@ fn turn(cell: &CellRun<'_>) -> Check {
     if let (Some(p), Some(user)) = (
         prompt,
         sent.iter().find(|u| u["sessionUpdate"] == "user_message"),
-    ) {
-        if user["messageId"] != sc.user_message_id.as_str()
-            || user["content"] != p.params()["prompt"]
-        {
-            problems.push(format!(
-                "the user_message update {user} does not echo the prompt under its id"
-            ));
-        }
+    ) && (user["messageId"] != sc.user_message_id.as_str()
+        || user["content"] != p.params()["prompt"])
+    {
+        problems.push(format!(
+            "the user_message update {user} does not echo the prompt under its id"
+        ));
     }
     if sent.last().map(|u| (&u["state"], &u["stopReason"]))
         != Some((&json!("idle"), &json!("end_turn")))
