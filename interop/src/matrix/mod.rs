@@ -4,9 +4,10 @@
 //!
 //! Cells: our client against the TypeScript, Python and official Rust agents; the TypeScript,
 //! Python and official Rust clients against our agent; and our client against our agent as the
-//! baseline. A cell's files (`wire.jsonl`, `client.stdout.jsonl`, `client.stderr`,
-//! `agent.report.jsonl`, `agent.stderr`, `checks.txt`, its workspace) stay in
-//! `<out>/<cell>/` when it fails (or with `--keep`).
+//! baseline; over the network and through proxy chains; and in draft protocol v2 and across
+//! versions ([`v2_cells`], each cell's [`Speaks`]). A cell's files (`wire.jsonl`,
+//! `client.stdout.jsonl`, `client.stderr`, `agent.report.jsonl`, `agent.stderr`, `checks.txt`,
+//! its workspace) stay in `<out>/<cell>/` when it fails (or with `--keep`).
 //!
 //! `cells` lists the cells, `launch` starts their peers, [`run`] runs and checks one;
 //! this module runs the whole matrix and sums it up.
