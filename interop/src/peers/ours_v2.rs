@@ -24,6 +24,9 @@ use crate::peers::remote::AgentTarget;
 use crate::report::Reporter;
 use crate::script::script_v2;
 
+/// How long our v2 clients wait for the answer to their `initialize` offer.
+const OFFER_TIMEOUT: Duration = Duration::from_secs(80);
+
 /// Which protocol versions a peer of ours speaks (`--protocol 1|2|both`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Versions {
@@ -259,12 +262,18 @@ pub async fn run_client(
     let v1 = super::ours_client::OursClient::new(out.clone(), &cwd)?;
     let connected = match versions {
         Versions::V2 => {
-            acp_client::Builder::v2_only(client, acp_client::v2::Offer::v2_only(init))
+            let mut offer = acp_client::v2::Offer::v2_only(init);
+            offer.timeout = OFFER_TIMEOUT;
+            acp_client::Builder::v2_only(client, offer)
                 .io(stdout, stdin)
                 .await?
         }
         Versions::V1 | Versions::Both => {
-            let offer = acp_client::v2::Offer::both(init, super::ours_client::v1_initialize());
+            let mut offer =
+                acp_client::v2::Offer::both(init, super::ours_client::v1_initialize());
+            // A node agent on a loaded machine can take longer than the default 30 s to start
+            // answering; the cell's own timeout (90 s) still bounds the run.
+            offer.timeout = OFFER_TIMEOUT;
             acp_client::Builder::shared(v1.clone())
                 .v2(client, offer)
                 .io(stdout, stdin)
