@@ -269,8 +269,7 @@ pub async fn run_client(
                 .await?
         }
         Versions::V1 | Versions::Both => {
-            let mut offer =
-                acp_client::v2::Offer::both(init, super::ours_client::v1_initialize());
+            let mut offer = acp_client::v2::Offer::both(init, super::ours_client::v1_initialize());
             // A node agent on a loaded machine can take longer than the default 30 s to start
             // answering; the cell's own timeout (90 s) still bounds the run.
             offer.timeout = OFFER_TIMEOUT;
