@@ -7,8 +7,9 @@
 //! the source tree, then runs [`matrix`]). `cargo test -p acp-interop` runs the cells that need
 //! only Rust.
 //!
-//! - [`script`]: the script every peer follows (`peers/script.json`), so every cell can be
-//!   checked against the same expectations.
+//! - [`script`]: the script every peer follows (`peers/script.json`, and `peers/script.v2.json`
+//!   for the cells that settle on protocol v2), so every cell can be checked against the same
+//!   expectations.
 //! - [`tap`]: the recording relay between a client and the agent it spawns.
 //! - [`peers`]: the Rust peers: ours (built on acp-agent / acp-client) and the official Rust
 //!   SDK's. The TypeScript and Python peers live in `peers/ts` and `peers/py`.

@@ -4,8 +4,8 @@
 //! ```text
 //! acp-interop matrix [--cache <dir>] [--out <dir>] [--keep] [--rust-only] [<cell>...]
 //! acp-interop tap --wire <file> --stderr <file> -- <agent command...>
-//! acp-interop ours-agent | rust-agent [--report <file>]
-//! acp-interop ours-client | rust-client --cwd <workspace> -- <agent command...>
+//! acp-interop ours-agent | rust-agent [--protocol 1|2|both] [--report <file>]
+//! acp-interop ours-client | rust-client [--protocol 1|2|both] --cwd <workspace> -- <agent command...>
 //! acp-interop ours-client | rust-client --cwd <workspace> --url <url> --token <token>
 //! acp-interop ours-server | rust-server --listen <addr> [--token <token>] -- <agent command...>
 //! acp-interop ours-conductor | rust-conductor --chain <file: a JSON list of command lines>
@@ -16,6 +16,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use acp_interop::peers::ours_v2::Versions;
 use acp_interop::peers::remote::{AgentTarget, ServerArgs};
 use acp_interop::report::Reporter;
 use acp_interop::{matrix, peers, tap};
@@ -23,12 +24,22 @@ use acp_interop::{matrix, peers, tap};
 const USAGE: &str = "usage:
   acp-interop matrix [--cache <dir>] [--out <dir>] [--keep] [--rust-only] [<cell>...]
   acp-interop tap --wire <file> --stderr <file> -- <agent command...>
-  acp-interop ours-agent | rust-agent [--report <file>]
-  acp-interop ours-client | rust-client --cwd <workspace> -- <agent command...>
+  acp-interop ours-agent | rust-agent [--protocol 1|2|both] [--report <file>]
+  acp-interop ours-client | rust-client [--protocol 1|2|both] --cwd <workspace> -- <agent command...>
   acp-interop ours-client | rust-client --cwd <workspace> --url <url> --token <token>
   acp-interop ours-server | rust-server --listen <addr> [--token <token>] -- <agent command...>
   acp-interop ours-conductor | rust-conductor --chain <file: a JSON list of command lines>
   acp-interop ours-proxy | rust-proxy";
+
+/// A leading `--protocol 1|2|both` (the v2 and negotiation cells; default 1) and the rest.
+fn protocol(args: &[OsString]) -> Result<(Versions, &[OsString]), String> {
+    match args {
+        [flag, value, rest @ ..] if flag == "--protocol" => {
+            Versions::parse(&value.to_string_lossy()).map(|v| (v, rest))
+        }
+        _ => Ok((Versions::V1, args)),
+    }
+}
 
 /// `--report <file>` of an agent.
 fn agent_report(args: &[OsString]) -> Result<Reporter, String> {
@@ -79,32 +90,56 @@ fn main() -> ExitCode {
             }
             Err(e) => fail(e),
         },
-        "ours-agent" => match agent_report(rest) {
-            Ok(report) => {
-                runtime().block_on(peers::ours_agent::run(report));
+        "ours-agent" => match protocol(rest).and_then(|(v, rest)| Ok((v, agent_report(rest)?))) {
+            Ok((versions, report)) => {
+                runtime().block_on(peers::ours_v2::run_agent(report, versions));
                 ExitCode::SUCCESS
             }
             Err(e) => fail(e),
         },
-        "rust-agent" => match agent_report(rest) {
-            Ok(report) => match runtime().block_on(peers::official_agent::run(report)) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail(format!("rust-agent: {e}")),
-            },
+        "rust-agent" => match protocol(rest).and_then(|(v, rest)| Ok((v, agent_report(rest)?))) {
+            Ok((versions, report)) => {
+                let served = match versions {
+                    Versions::V1 => runtime().block_on(peers::official_agent::run(report)),
+                    Versions::V2 => runtime().block_on(peers::official_v2::run_agent(report)),
+                    Versions::Both => {
+                        return fail(
+                            "rust-agent: the official crate has no agent speaking both versions",
+                        );
+                    }
+                };
+                match served {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => fail(format!("rust-agent: {e}")),
+                }
+            }
             Err(e) => fail(e),
         },
-        "ours-client" => match client_args(rest) {
-            Ok((cwd, cmd)) => match runtime().block_on(peers::ours_client::run(cwd, cmd)) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail(format!("ours-client: {e}")),
-            },
+        "ours-client" => match protocol(rest).and_then(|(v, rest)| Ok((v, client_args(rest)?))) {
+            Ok((versions, (cwd, cmd))) => {
+                match runtime().block_on(peers::ours_v2::run_client(cwd, cmd, versions)) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => fail(format!("ours-client: {e}")),
+                }
+            }
             Err(e) => fail(e),
         },
-        "rust-client" => match client_args(rest) {
-            Ok((cwd, cmd)) => match runtime().block_on(peers::official_client::run(cwd, cmd)) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail(format!("rust-client: {e}")),
-            },
+        "rust-client" => match protocol(rest).and_then(|(v, rest)| Ok((v, client_args(rest)?))) {
+            Ok((versions, (cwd, cmd))) => {
+                let ran = match versions {
+                    Versions::V1 => runtime().block_on(peers::official_client::run(cwd, cmd)),
+                    Versions::V2 => runtime().block_on(peers::official_v2::run_client(cwd, cmd)),
+                    Versions::Both => {
+                        return fail(
+                            "rust-client: the official crate has no client speaking both versions",
+                        );
+                    }
+                };
+                match ran {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => fail(format!("rust-client: {e}")),
+                }
+            }
             Err(e) => fail(e),
         },
         "ours-server" | "rust-server" => match ServerArgs::parse(rest) {

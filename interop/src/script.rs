@@ -105,6 +105,51 @@ pub fn script() -> &'static Script {
     SCRIPT.get_or_init(|| serde_json::from_str(SCRIPT_JSON).expect("peers/script.json is valid"))
 }
 
+/// The v2 script's text (`peers/script.v2.json`), compiled in.
+pub const SCRIPT_V2_JSON: &str = include_str!("../peers/script.v2.json");
+
+/// The script of the v2 cells: one turn (see the file's `_comment`).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScriptV2 {
+    /// The prompt's text.
+    pub prompt: String,
+    /// The id of the inserted user message (the prompt's answer and the `user_message`
+    /// update's `messageId`).
+    pub user_message_id: String,
+    /// The updates before the permission request (the `user_message` goes after the first).
+    pub before: Vec<Value>,
+    /// `session/request_permission`'s params without `sessionId`.
+    pub permission: Value,
+    /// The option the clients select.
+    pub allow_option: String,
+    /// The updates after the permission request, the last the idle `state_update`.
+    pub after: Vec<Value>,
+}
+
+impl ScriptV2 {
+    /// The `sessionUpdate` kinds an agent sends in the turn, in order (`user_message` after
+    /// the first).
+    pub fn update_kinds(&self) -> Vec<&str> {
+        let mut kinds: Vec<&str> = self
+            .before
+            .iter()
+            .chain(&self.after)
+            .filter_map(|u| u["sessionUpdate"].as_str())
+            .collect();
+        kinds.insert(1.min(kinds.len()), "user_message");
+        kinds
+    }
+}
+
+/// The parsed v2 script.
+pub fn script_v2() -> &'static ScriptV2 {
+    static SCRIPT: OnceLock<ScriptV2> = OnceLock::new();
+    SCRIPT.get_or_init(|| {
+        serde_json::from_str(SCRIPT_V2_JSON).expect("peers/script.v2.json is valid")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +162,23 @@ mod tests {
         unique.dedup();
         assert_eq!(unique.len(), kinds.len(), "duplicate kinds: {kinds:?}");
         assert_eq!(kinds.len(), 14, "the v1 schema has 14 session/update kinds");
+    }
+
+    #[test]
+    fn every_v2_script_update_reads_as_our_v2_type_and_back_unchanged() {
+        let sc = script_v2();
+        for update in sc.before.iter().chain(&sc.after) {
+            let parsed: acp_types::v2::SessionUpdate =
+                serde_json::from_value(update.clone()).expect("reads");
+            assert_eq!(&serde_json::to_value(&parsed).expect("writes"), update);
+        }
+        let mut permission = sc.permission.clone();
+        permission["sessionId"] = "s".into();
+        let parsed: acp_types::v2::RequestPermissionRequest =
+            serde_json::from_value(permission.clone()).expect("reads");
+        assert_eq!(serde_json::to_value(&parsed).expect("writes"), permission);
+        assert_eq!(sc.update_kinds()[1], "user_message");
+        assert_eq!(sc.after.last().unwrap()["state"], "idle");
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! Validating the cells' transcripts against the official JSON Schema read from the installed
 //! npm package (`peers/ts/validate.mjs`): a self-test transcript per mode first, so a
 //! validator that accepts anything cannot pass the cells; then every cell's wire (and each
-//! proxy hop of a chain cell, against `schema.unstable.json`), adding a `schema` check for
-//! our side's messages and notes for the official SDKs'.
+//! proxy hop of a chain cell, against `schema.unstable.json`; of a cell that settles on
+//! protocol v2, against `schema/v2/schema.json`, as is a both-versions client's v2 offer in a
+//! cell that settles on v1), adding a `schema` check for our side's messages and notes for the
+//! official SDKs'.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -100,6 +102,47 @@ const HOP_SELF_TEST: &[(Side, &str, bool)] = &[
 
 const HOP_SELF_TEST_CELL: &str = "validator-self-test-hop";
 
+/// The same against the v2 schema: v2's shapes pass, v1's fail.
+const V2_SELF_TEST: &[(Side, &str, bool)] = &[
+    (
+        Side::Client,
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"c","version":"1"}}}"#,
+        true,
+    ),
+    (
+        Side::Agent,
+        r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}"#,
+        false,
+    ),
+    (
+        Side::Agent,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}}}"#,
+        true,
+    ),
+    (
+        Side::Agent,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"no messageId"}}}}"#,
+        false,
+    ),
+    (
+        Side::Client,
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}"#,
+        true,
+    ),
+    (
+        Side::Agent,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}"#,
+        false,
+    ),
+    (
+        Side::Client,
+        r#"{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"s","cwd":"/","mcpServers":[]}}"#,
+        false,
+    ),
+];
+
+const V2_SELF_TEST_CELL: &str = "validator-self-test-v2";
+
 fn write_self_test(path: &Path, lines: &[(Side, &str, bool)]) -> Result<(), String> {
     let mut text = String::new();
     for (n, (from, line, _)) in lines.iter().enumerate() {
@@ -154,10 +197,13 @@ pub fn validate_schema(
     write_self_test(&self_test, SELF_TEST)?;
     let hop_self_test = out.join("validator-self-test-hop.jsonl");
     write_self_test(&hop_self_test, HOP_SELF_TEST)?;
+    let v2_self_test = out.join("validator-self-test-v2.jsonl");
+    write_self_test(&v2_self_test, V2_SELF_TEST)?;
     let mut cells = vec![
         json!({"name": SELF_TEST_CELL, "wire": self_test, "exempt": []}),
         json!({"name": HOP_SELF_TEST_CELL, "wire": hop_self_test, "exempt": [],
             "schema": "unstable", "hop": true}),
+        json!({"name": V2_SELF_TEST_CELL, "wire": v2_self_test, "exempt": [], "schema": "v2"}),
     ];
     for o in outcomes.iter() {
         let Ok(wire) = Wire::read(&o.dir.join("wire.jsonl")) else {
@@ -167,9 +213,20 @@ pub fn validate_schema(
             .iter()
             .map(|m| m.seq)
             .collect();
-        cells.push(
-            json!({"name": o.cell.name(), "wire": o.dir.join("wire.jsonl"), "exempt": exempt}),
-        );
+        let mut entry =
+            json!({"name": o.cell.name(), "wire": o.dir.join("wire.jsonl"), "exempt": exempt});
+        if o.cell.speaks.settles() == 2 {
+            entry["schema"] = "v2".into();
+        } else {
+            // A both-versions client's v2 offer, before its fallback to v1.
+            let offers: Vec<u64> = wire
+                .requests(Side::Client, "initialize")
+                .filter(|m| m.params()["protocolVersion"] == 2)
+                .map(|m| m.seq)
+                .collect();
+            entry["v2Seqs"] = offers.into();
+        }
+        cells.push(entry);
         if let Some(conductor) = o.cell.transport.conductor() {
             let hops = crate::chain::hops(conductor, o.cell.agent, &o.dir);
             cells.extend(crate::chain::validator_entries(&o.cell.name(), &hops));
@@ -197,7 +254,7 @@ pub fn validate_schema(
         .map_err(|e| format!("unreadable validator output: {e}"))?;
     check_self_test(&report["cells"][SELF_TEST_CELL], SELF_TEST)?;
     check_self_test(&report["cells"][HOP_SELF_TEST_CELL], HOP_SELF_TEST)?;
-    let schema = report["schema"].as_str().unwrap_or("?");
+    check_self_test(&report["cells"][V2_SELF_TEST_CELL], V2_SELF_TEST)?;
     for o in outcomes.iter_mut() {
         let result = &report["cells"][o.cell.name()];
         if result.is_null() {
@@ -252,6 +309,15 @@ pub fn validate_schema(
                 }
             }
         }
+        let (version, offer) = match o.cell.speaks.settles() {
+            2 => ("v2", ""),
+            _ if o.cell.speaks.0 == crate::peers::ours_v2::Versions::Both => (
+                "v1",
+                " (the client's v2 offer against schema/v2/schema.json)",
+            ),
+            _ => ("v1", ""),
+        };
+        let schema = &report["schemas"][version];
         let detail = if problems.is_empty() {
             let hops = if o.cell.transport.conductor().is_some() {
                 " (the proxy hops against schema.unstable.json)"
@@ -259,8 +325,9 @@ pub fn validate_schema(
                 ""
             };
             format!(
-                "all {checked} messages of ours valid against {schema} ({} definitions){hops}",
-                report["definitions"]
+                "all {checked} messages of ours valid against {} ({} definitions){hops}{offer}",
+                schema["path"].as_str().unwrap_or("?"),
+                schema["definitions"]
             )
         } else {
             problems.join("; ")

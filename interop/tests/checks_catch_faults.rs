@@ -9,13 +9,15 @@
 use std::path::{Path, PathBuf};
 
 use acp_interop::checks::{self, CellRun, Check, Sdk};
-use acp_interop::matrix::{Cell, Peers, run_cell};
+use acp_interop::matrix::{Cell, Peers, Speaks, run_cell};
 use acp_interop::tap::{Record, Side};
 use acp_interop::transcript::{Wire, read_events};
 use serde_json::Value;
 
 /// A recorded cell, decoded into what its checks read.
 struct Recording {
+    /// Whether the cell settled on v2 (its checks are `checks::v2`'s).
+    v2: bool,
     records: Vec<Record>,
     client_events: Vec<Value>,
     agent_events: Vec<Value>,
@@ -25,7 +27,10 @@ struct Recording {
 
 impl Recording {
     fn take() -> Recording {
-        let cell = Cell::stdio(Sdk::Ours, Sdk::Ours);
+        Recording::take_cell(Cell::stdio(Sdk::Ours, Sdk::Ours))
+    }
+
+    fn take_cell(cell: Cell) -> Recording {
         let peers = Peers {
             exe: PathBuf::from(env!("CARGO_BIN_EXE_acp-interop")),
             installed: None,
@@ -45,6 +50,7 @@ impl Recording {
             .filter_map(|l| Record::parse(l).expect("a tap record"))
             .collect();
         Recording {
+            v2: cell.speaks.settles() == 2,
             records,
             client_events: read_events(&dir.join("client.stdout.jsonl")),
             agent_events: read_events(&dir.join("agent.report.jsonl")),
@@ -69,7 +75,12 @@ impl Recording {
         let mut client_events = self.client_events.clone();
         fault(&mut records, &mut client_events);
         let wire = wire_of(&self.dir, &records);
-        checks::run(&CellRun {
+        let run = if self.v2 {
+            checks::v2::run
+        } else {
+            checks::run
+        };
+        run(&CellRun {
             client: Sdk::Ours,
             agent: Sdk::Ours,
             wire: &wire,
@@ -298,4 +309,68 @@ fn every_check_catches_its_fault() {
     assert_caught(&checks, "session-load", "one history update not replayed");
 
     let _ = std::fs::remove_dir_all(&rec.dir);
+}
+
+#[test]
+fn every_v2_check_catches_its_fault() {
+    let rec = Recording::take_cell(Cell::speaking(Sdk::Ours, Sdk::Ours, Speaks::V2));
+    let clean = rec.checks_with(|_, _| {});
+    assert!(
+        failed(&clean).is_empty(),
+        "the unbroken v2 recording failed {:?}",
+        failed(&clean)
+    );
+
+    let checks = rec.checks_with(|records, _| {
+        let i = find(records, |j| j["result"]["protocolVersion"] == 2);
+        edit(&mut records[i], |j| {
+            j["result"]["protocolVersion"] = 1.into()
+        });
+    });
+    assert_caught(&checks, "handshake", "initialize answered 1");
+
+    let checks = rec.checks_with(|records, _| {
+        let i = find(records, |j| {
+            j["params"]["update"]["sessionUpdate"] == "plan_update"
+        });
+        records.remove(i);
+    });
+    assert_caught(&checks, "turn", "an update lost on the wire");
+
+    let checks = rec.checks_with(|records, _| {
+        let i = find(records, |j| j["result"]["messageId"].is_string());
+        edit(&mut records[i], |j| {
+            j["result"]["messageId"] = "another".into()
+        });
+    });
+    assert_caught(
+        &checks,
+        "turn",
+        "the prompt answered with another message id",
+    );
+
+    let checks = rec.checks_with(|_, events| {
+        events.retain(|e| e["event"] != "stop");
+    });
+    assert_caught(&checks, "turn", "the client never saw the idle state");
+
+    let checks = rec.checks_with(|records, _| {
+        let i = find(records, |j| j["result"]["outcome"]["outcome"] == "selected");
+        edit(&mut records[i], |j| {
+            j["result"]["outcome"] = serde_json::json!({"outcome": "cancelled"});
+        });
+    });
+    assert_caught(&checks, "permission", "the permission answered cancelled");
+
+    let checks = rec.checks_with(|records, _| {
+        let i = find(records, |j| j["method"] == "session/request_permission");
+        edit(&mut records[i], |j| {
+            j["params"]["title"] = "something else".into()
+        });
+    });
+    assert_caught(
+        &checks,
+        "permission",
+        "the permission request's title changed",
+    );
 }

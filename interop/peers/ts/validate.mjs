@@ -1,11 +1,13 @@
-// Validates recorded wire transcripts against the official ACP v1 JSON Schema, read from the
-// installed npm package (`@agentclientprotocol/sdk/schema/v1/schema.json`, and
-// `schema.unstable.json` for the hops of a proxy chain), never vendored.
+// Validates recorded wire transcripts against the official ACP JSON Schemas, read from the
+// installed npm package (`@agentclientprotocol/sdk/schema/v1/schema.json`, `schema.unstable.json`
+// for the hops of a proxy chain, and `schema/v2/schema.json` for the cells that settle on
+// protocol v2), never vendored.
 //
 //   node validate.mjs --modules <npm prefix> -- <cells.json>
 //
-// cells.json: [{ "name", "wire": "<wire.jsonl>", "exempt": [seq...], "schema"?: "unstable",
-// "hop"?: true }]. Every message of both sides is checked against the definition its position
+// cells.json: [{ "name", "wire": "<wire.jsonl>", "exempt": [seq...], "schema"?: "unstable" | "v2",
+// "v2Seqs"?: [seq...], "hop"?: true }]. `v2Seqs` are the messages of a v1 cell checked against
+// the v2 schema (a both-versions client's v2 `initialize` offer before it falls back to v1). Every message of both sides is checked against the definition its position
 // calls for: the envelope of the side that wrote it (`Agent` / `Client` / `ProtocolLevel` in the
 // schema's root `anyOf`), request and notification params by method (`x-method`), results by
 // the method of the request they answer, errors against `Error`. `exempt` lists the
@@ -13,7 +15,8 @@
 // messages of every role, so its envelope is any of the root's; a `proxy/successor` envelope is
 // checked and so is the message it wraps (params by the wrapped method, and the answer to a
 // wrapped request by that method's result). Prints one JSON object:
-// { "<cell>": { "client": {checked, failures}, "agent": {checked, failures} } }.
+// { "schema", "schemas": {v1, v2}, "definitions", "cells": { "<cell>": { "client": {checked,
+// failures}, "agent": {checked, failures} } } }.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { importFrom, parseArgs } from "./common.mjs";
@@ -31,9 +34,9 @@ const ranges = {
   uint64: [0, 2 ** 64],
 };
 
-/** One schema file, compiled: its definitions by method and its envelopes. */
-function loadSchema(file) {
-  const path = require.resolve(`@agentclientprotocol/sdk/schema/v1/${file}`);
+/** One schema file (`version`: `v1` or `v2`), compiled: its definitions by method and its envelopes. */
+function loadSchema(version, file) {
+  const path = require.resolve(`@agentclientprotocol/sdk/schema/${version}/${file}`);
   const schema = JSON.parse(readFileSync(path, "utf8"));
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   addFormats(ajv);
@@ -66,14 +69,16 @@ function loadSchema(file) {
   const paramsOf = (method, isRequest) =>
     (isRequest ? requests.get(method) : notifications.get(method)) ??
     (isRequest ? notifications.get(method) : requests.get(method));
-  return { path, schema, envelopeIndex, results, paramsOf, validator };
+  return { version, path, schema, envelopeIndex, results, paramsOf, validator };
 }
 
-const stable = loadSchema("schema.json");
+const stable = loadSchema("v1", "schema.json");
+const v2 = loadSchema("v2", "schema.json");
 const schemas = { stable, unstable: null };
 const schemaFor = (cell) => {
+  if (cell.schema === "v2") return v2;
   if (cell.schema !== "unstable") return stable;
-  schemas.unstable ??= loadSchema("schema.unstable.json");
+  schemas.unstable ??= loadSchema("v1", "schema.unstable.json");
   return schemas.unstable;
 };
 
@@ -86,8 +91,9 @@ function check(s, ref, value, what, failures, seq) {
 }
 
 function validateCell(cell) {
-  const s = schemaFor(cell);
+  const cellSchema = schemaFor(cell);
   const exempt = new Set(cell.exempt ?? []);
+  const v2Seqs = new Set(cell.v2Seqs ?? []);
   // The wire is acp-rs's one record format (acp_rpc::record): `dir` says who sent a line;
   // records without a line (a process's start or exit) carry no message.
   const sender = { client_to_agent: "client", agent_to_client: "agent" };
@@ -121,6 +127,7 @@ function validateCell(cell) {
       continue;
     }
     side.checked++;
+    const s = v2Seqs.has(m.seq) ? v2 : cellSchema;
     const f = side.failures;
     const j = m.json;
     if (j === null || typeof j !== "object" || Array.isArray(j)) {
@@ -138,7 +145,7 @@ function validateCell(cell) {
       const checkParams = (method, params, what) => {
         const def = s.paramsOf(method, isRequest);
         if (!def) {
-          f.push({ seq: m.seq, what: `method ${method}`, errors: ["not a v1 method"] });
+          f.push({ seq: m.seq, what: `method ${method}`, errors: [`not a ${s.version} method`] });
         } else {
           check(s, `acp#/$defs/${def}`, params, `${what}${method} params (${def})`, f, m.seq);
         }
@@ -165,6 +172,11 @@ function validateCell(cell) {
 }
 
 const cells = JSON.parse(readFileSync(opts.rest[0], "utf8"));
-const report = { schema: stable.path, definitions: Object.keys(stable.schema.$defs).length, cells: {} };
+const report = {
+  schema: stable.path,
+  definitions: Object.keys(stable.schema.$defs).length,
+  schemas: { v1: { path: stable.path, definitions: Object.keys(stable.schema.$defs).length }, v2: { path: v2.path, definitions: Object.keys(v2.schema.$defs).length } },
+  cells: {},
+};
 for (const cell of cells) report.cells[cell.name] = validateCell(cell);
 process.stdout.write(JSON.stringify(report) + "\n");

@@ -95,7 +95,7 @@ pub struct Check {
 }
 
 impl Check {
-    pub(super) fn new(name: &'static str, problems: Vec<String>, seen: String) -> Check {
+    pub(crate) fn new(name: &'static str, problems: Vec<String>, seen: String) -> Check {
         Check {
             name,
             ok: problems.is_empty(),

@@ -127,10 +127,30 @@ pub(super) fn handshake(cell: &CellRun<'_>) -> Check {
     {
         problems.push("the first message is not the client's initialize".into());
     }
-    let version = first
-        .and_then(|init| cell.wire.response_to(init))
-        .map(|r| r.result()["protocolVersion"].clone());
-    if first.map(|m| &m.params()["protocolVersion"]) != Some(&Value::from(1)) {
+    let inits: Vec<&Message> = cell.wire.requests(Side::Client, "initialize").collect();
+    let asked = |m: &Message| m.params()["protocolVersion"].clone();
+    let answered = |m: &Message| {
+        cell.wire
+            .response_to(m)
+            .map(|r| r.result()["protocolVersion"].clone())
+    };
+    // A client speaking v2 and v1 (ours, `acp_client::v2::Offer::both`) offers 2 first; a v1
+    // agent answers 1 and the client starts v1's own handshake with a second initialize.
+    let fallback = match inits.as_slice() {
+        [offer, v1] if asked(offer) == 2 => {
+            if answered(offer) != Some(Value::from(1)) {
+                problems.push(format!(
+                    "the v2 offer was answered protocolVersion {:?}, yet a v1 initialize followed",
+                    answered(offer)
+                ));
+            }
+            Some(*v1)
+        }
+        _ => None,
+    };
+    let init = fallback.or(first);
+    let version = init.and_then(answered);
+    if init.map(asked) != Some(Value::from(1)) {
         problems.push("initialize did not ask for protocolVersion 1".into());
     }
     if version != Some(Value::from(1)) {
@@ -140,9 +160,10 @@ pub(super) fn handshake(cell: &CellRun<'_>) -> Check {
     if initialized.map(|e| &e["protocolVersion"]) != Some(&Value::from(1)) {
         problems.push("the client did not report protocol version 1".into());
     }
-    Check::new(
-        "handshake",
-        problems,
-        "initialize: version 1 asked and answered".into(),
-    )
+    let seen = if fallback.is_some() {
+        "initialize: version 2 offered and answered 1, then version 1 asked and answered"
+    } else {
+        "initialize: version 1 asked and answered"
+    };
+    Check::new("handshake", problems, seen.into())
 }

@@ -3,7 +3,8 @@
 //! alone. Where the official SDKs differ from each other (a missing `$/cancel_request`, update
 //! kinds an older schema lacks), the expectation is per SDK ([`Sdk`]) and documented there.
 //!
-//! `cell` holds what every assertion reads; the assertions are grouped by topic.
+//! `cell` holds what every assertion reads; the assertions are grouped by topic; [`v2`] holds
+//! those of the cells that settle on protocol v2.
 
 mod cell;
 mod client_methods;
@@ -11,6 +12,7 @@ mod conduct;
 mod errors;
 mod sessions;
 mod turns;
+pub mod v2;
 
 pub use cell::{CellRun, Check, Sdk, bad_call_messages};
 

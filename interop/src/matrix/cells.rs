@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::checks::Sdk;
+use crate::peers::ours_v2::Versions;
 
 /// The bearer token of the remote cells' servers.
 pub const REMOTE_TOKEN: &str = "interop-token";
@@ -71,25 +72,90 @@ pub struct Cell {
     pub agent: Sdk,
     /// How they meet.
     pub transport: Transport,
+    /// The protocol versions the client and the agent speak ([`Speaks::V1`] for the v1
+    /// cells).
+    pub speaks: Speaks,
+}
+
+/// The protocol versions the peers of a cell speak: the client's, then the agent's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Speaks(pub Versions, pub Versions);
+
+impl Speaks {
+    /// Both peers v1 only: the v1 cells.
+    pub const V1: Speaks = Speaks(Versions::V1, Versions::V1);
+    /// Both peers v2 only.
+    pub const V2: Speaks = Speaks(Versions::V2, Versions::V2);
+
+    /// The version the peers must settle on: 2 when both speak it, else 1.
+    pub fn settles(self) -> u16 {
+        let has_v2 = |v| matches!(v, Versions::V2 | Versions::Both);
+        if has_v2(self.0) && has_v2(self.1) {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// The cell-name suffix: empty for v1, `-v2` for v2 on both sides, `-v<client>-v<agent>`
+    /// for a negotiation (`v12`: both versions), e.g. `-v12-v1`.
+    pub fn suffix(self) -> String {
+        let short = |v| match v {
+            Versions::V1 => "v1",
+            Versions::V2 => "v2",
+            Versions::Both => "v12",
+        };
+        match self {
+            Speaks::V1 => String::new(),
+            Speaks::V2 => "-v2".into(),
+            Speaks(client, agent) => format!("-{}-{}", short(client), short(agent)),
+        }
+    }
+
+    /// What the report says: the version settled and, for a negotiation, who speaks what.
+    pub fn label(self) -> String {
+        let says = |v| match v {
+            Versions::V1 => "1",
+            Versions::V2 => "2",
+            Versions::Both => "2 and 1",
+        };
+        match self {
+            Speaks::V1 | Speaks::V2 => format!("protocol {}", self.settles()),
+            Speaks(client, agent) => format!(
+                "protocol {} negotiated: the client speaks {}, the agent {}",
+                self.settles(),
+                says(client),
+                says(agent)
+            ),
+        }
+    }
 }
 
 impl Cell {
     /// A stdio cell.
     pub fn stdio(client: Sdk, agent: Sdk) -> Cell {
+        Cell::speaking(client, agent, Speaks::V1)
+    }
+
+    /// A stdio cell whose peers speak the versions `speaks`.
+    pub fn speaking(client: Sdk, agent: Sdk, speaks: Speaks) -> Cell {
         Cell {
             client,
             agent,
             transport: Transport::Stdio,
+            speaks,
         }
     }
 
-    /// `<client>-client-x-<agent>-agent[-over-http|-over-ws|-via-<sdk>-conductor|...]`.
+    /// `<client>-client-x-<agent>-agent[-over-http|-over-ws|-via-<sdk>-conductor|...]
+    /// [-v2|-v<client>-v<agent>]`.
     pub fn name(&self) -> String {
         format!(
-            "{}-client-x-{}-agent{}",
+            "{}-client-x-{}-agent{}{}",
             self.client.name(),
             self.agent.name(),
-            self.transport.suffix()
+            self.transport.suffix(),
+            self.speaks.suffix()
         )
     }
 
@@ -116,6 +182,7 @@ pub fn remote_cells() -> Vec<Cell> {
                 client,
                 agent,
                 transport,
+                speaks: Speaks::V1,
             });
         }
     }
@@ -125,6 +192,7 @@ pub fn remote_cells() -> Vec<Cell> {
                 client,
                 agent: Sdk::Ours,
                 transport,
+                speaks: Speaks::V1,
             });
         }
     }
@@ -145,8 +213,49 @@ pub fn chain_cells() -> Vec<Cell> {
         client,
         agent,
         transport,
+        speaks: Speaks::V1,
     })
     .collect()
+}
+
+/// The protocol v2 cells, over stdio: v2 on both sides (the TypeScript SDK's
+/// `experimental/v2` and the official Rust crate's `v2` against ours, both directions, and
+/// ours against ours), then the negotiations: their v1-only peers against our both-versions
+/// peers and the reverse (our v1-only peers against the TypeScript SDK's
+/// `AgentProtocolRouter` serving v1 and v2), settling on 1; our both-versions peers against
+/// their v2 ones (and the router), settling on 2.
+pub fn v2_cells() -> Vec<Cell> {
+    use Versions::{Both, V1, V2};
+    let mut cells = Vec::new();
+    for (client, agent) in [
+        (Sdk::Ours, Sdk::TypeScript),
+        (Sdk::TypeScript, Sdk::Ours),
+        (Sdk::Ours, Sdk::Rust),
+        (Sdk::Rust, Sdk::Ours),
+        (Sdk::Ours, Sdk::Ours),
+    ] {
+        cells.push(Cell::speaking(client, agent, Speaks::V2));
+    }
+    for (client, agent, speaks) in [
+        // Settling on 1.
+        (Sdk::TypeScript, Sdk::Ours, Speaks(V1, Both)),
+        (Sdk::Rust, Sdk::Ours, Speaks(V1, Both)),
+        (Sdk::Ours, Sdk::TypeScript, Speaks(Both, V1)),
+        (Sdk::Ours, Sdk::Rust, Speaks(Both, V1)),
+        (Sdk::Ours, Sdk::TypeScript, Speaks(V1, Both)),
+        (Sdk::Ours, Sdk::Ours, Speaks(V1, Both)),
+        (Sdk::Ours, Sdk::Ours, Speaks(Both, V1)),
+        // Settling on 2.
+        (Sdk::TypeScript, Sdk::Ours, Speaks(V2, Both)),
+        (Sdk::Rust, Sdk::Ours, Speaks(V2, Both)),
+        (Sdk::Ours, Sdk::TypeScript, Speaks(Both, V2)),
+        (Sdk::Ours, Sdk::Rust, Speaks(Both, V2)),
+        (Sdk::Ours, Sdk::TypeScript, Speaks(Both, Both)),
+        (Sdk::Ours, Sdk::Ours, Speaks(Both, Both)),
+    ] {
+        cells.push(Cell::speaking(client, agent, speaks));
+    }
+    cells
 }
 
 /// Every cell, in the order they run.
@@ -161,5 +270,6 @@ pub fn all_cells() -> Vec<Cell> {
     cells.push(Cell::stdio(Sdk::Ours, Sdk::Ours));
     cells.extend(remote_cells());
     cells.extend(chain_cells());
+    cells.extend(v2_cells());
     cells
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use super::cells::{Cell, REMOTE_TOKEN, Transport};
 use crate::cache::{self, Installed};
 use crate::checks::Sdk;
+use crate::peers::ours_v2::Versions;
 use crate::peers::remote::AgentTarget;
 use crate::server::ServerProcess;
 
@@ -33,26 +34,58 @@ impl Peers {
         })
     }
 
-    /// The command line of an agent writing its report to `report`.
-    pub fn agent_command(&self, sdk: Sdk, report: &Path) -> Result<Vec<OsString>, String> {
+    /// The command line of an agent speaking `versions`, writing its report to `report`.
+    /// The TypeScript agent of v2 is `peers/ts/agent_v2.mjs`, and of both versions the same
+    /// behind the SDK's `AgentProtocolRouter` with the v1 agent; the Rust ones take
+    /// `--protocol`.
+    pub fn agent_command(
+        &self,
+        sdk: Sdk,
+        versions: Versions,
+        report: &Path,
+    ) -> Result<Vec<OsString>, String> {
         let peers = cache::peers_dir();
         let script = peers.join("script.json");
+        let protocol = versions.arg();
         Ok(match sdk {
-            Sdk::Ours => os(&[&self.exe, &"ours-agent", &"--report", &report]),
-            Sdk::Rust => os(&[&self.exe, &"rust-agent", &"--report", &report]),
+            Sdk::Ours | Sdk::Rust => {
+                let which = if sdk == Sdk::Ours {
+                    "ours-agent"
+                } else {
+                    "rust-agent"
+                };
+                let mut command = os(&[&self.exe, &which]);
+                if versions != Versions::V1 {
+                    command.extend(os(&[&"--protocol", &protocol]));
+                }
+                command.extend(os(&[&"--report", &report]));
+                command
+            }
             Sdk::TypeScript => {
                 let npm = &self.installed(sdk)?.npm;
-                let agent = peers.join("ts/agent.mjs");
-                os(&[
+                let (agent, script) = match versions {
+                    Versions::V1 => ("ts/agent.mjs", script),
+                    Versions::V2 | Versions::Both => {
+                        ("ts/agent_v2.mjs", peers.join("script.v2.json"))
+                    }
+                };
+                let mut command = os(&[
                     &"node",
-                    &agent,
+                    &peers.join(agent),
                     &"--modules",
                     npm,
                     &"--script",
                     &script,
                     &"--report",
                     &report,
-                ])
+                ]);
+                if versions == Versions::Both {
+                    command.extend(os(&[&"--v1-script", &peers.join("script.json")]));
+                }
+                command
+            }
+            Sdk::Python if versions != Versions::V1 => {
+                return Err("the Python SDK has no v2 side".into());
             }
             Sdk::Python => {
                 let python = &self.installed(sdk)?.python;
@@ -99,18 +132,51 @@ impl Peers {
         Ok(command)
     }
 
-    /// The command line of a client working in `cwd` and reaching its agent at `target`.
+    /// The command line of a client speaking `versions`, working in `cwd` and reaching its
+    /// agent at `target`. The TypeScript client of v2 is `peers/ts/client_v2.mjs` (the SDK
+    /// has no client that negotiates); the Rust ones take `--protocol`.
     pub fn client_command(
         &self,
         sdk: Sdk,
+        versions: Versions,
         cwd: &Path,
         target: &AgentTarget,
     ) -> Result<Vec<OsString>, String> {
         let peers = cache::peers_dir();
         let script = peers.join("script.json");
         let mut command = match sdk {
-            Sdk::Ours => os(&[&self.exe, &"ours-client", &"--cwd", &cwd]),
-            Sdk::Rust => os(&[&self.exe, &"rust-client", &"--cwd", &cwd]),
+            Sdk::Ours | Sdk::Rust => {
+                let which = if sdk == Sdk::Ours {
+                    "ours-client"
+                } else {
+                    "rust-client"
+                };
+                let mut command = os(&[&self.exe, &which]);
+                if versions != Versions::V1 {
+                    command.extend(os(&[&"--protocol", &versions.arg()]));
+                }
+                command.extend(os(&[&"--cwd", &cwd]));
+                command
+            }
+            Sdk::TypeScript if versions == Versions::Both => {
+                return Err("the TypeScript SDK has no client that negotiates".into());
+            }
+            Sdk::TypeScript if versions == Versions::V2 => {
+                let npm = &self.installed(sdk)?.npm;
+                os(&[
+                    &"node",
+                    &peers.join("ts/client_v2.mjs"),
+                    &"--modules",
+                    npm,
+                    &"--script",
+                    &peers.join("script.v2.json"),
+                    &"--cwd",
+                    &cwd,
+                ])
+            }
+            Sdk::Python if versions != Versions::V1 => {
+                return Err("the Python SDK has no v2 side".into());
+            }
             Sdk::TypeScript => {
                 let npm = &self.installed(sdk)?.npm;
                 let client = peers.join("ts/client.mjs");

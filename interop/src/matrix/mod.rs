@@ -4,9 +4,10 @@
 //!
 //! Cells: our client against the TypeScript, Python and official Rust agents; the TypeScript,
 //! Python and official Rust clients against our agent; and our client against our agent as the
-//! baseline. A cell's files (`wire.jsonl`, `client.stdout.jsonl`, `client.stderr`,
-//! `agent.report.jsonl`, `agent.stderr`, `checks.txt`, its workspace) stay in
-//! `<out>/<cell>/` when it fails (or with `--keep`).
+//! baseline; over the network and through proxy chains; and in draft protocol v2 and across
+//! versions ([`v2_cells`], each cell's [`Speaks`]). A cell's files (`wire.jsonl`,
+//! `client.stdout.jsonl`, `client.stderr`, `agent.report.jsonl`, `agent.stderr`, `checks.txt`,
+//! its workspace) stay in `<out>/<cell>/` when it fails (or with `--keep`).
 //!
 //! `cells` lists the cells, `launch` starts their peers, [`run`] runs and checks one;
 //! this module runs the whole matrix and sums it up.
@@ -28,7 +29,8 @@ pub mod run;
 
 pub use crate::server::kill_group;
 pub use cells::{
-    CELL_TIMEOUT, Cell, REMOTE_TOKEN, Transport, all_cells, chain_cells, remote_cells,
+    CELL_TIMEOUT, Cell, REMOTE_TOKEN, Speaks, Transport, all_cells, chain_cells, remote_cells,
+    v2_cells,
 };
 pub use launch::Peers;
 pub use run::{CellOutcome, run_cell};
@@ -130,9 +132,10 @@ pub fn main(options: Options) -> ExitCode {
     for cell in cells {
         let outcome = run_cell(cell, &peers, &out.join(cell.name()));
         println!(
-            "interop: {} {} ({:.1}s)",
+            "interop: {} {} ({}, {:.1}s)",
             if outcome.passed() { "pass" } else { "FAIL" },
             cell.name(),
+            cell.speaks.label(),
             outcome.elapsed.as_secs_f64()
         );
         outcomes.push(outcome);
@@ -181,9 +184,10 @@ pub fn summarize(outcomes: &[CellOutcome], elapsed: Duration) -> String {
     for o in outcomes {
         let _ = writeln!(
             text,
-            "{} {} ({:.1}s)",
+            "{} {} ({}, {:.1}s)",
             if o.passed() { "PASS" } else { "FAIL" },
             o.cell.name(),
+            o.cell.speaks.label(),
             o.elapsed.as_secs_f64()
         );
         for c in &o.checks {

@@ -11,9 +11,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::checks::{self, CellRun, Check, Sdk};
+use crate::peers::ours_v2::Versions;
 use crate::script::script;
 use crate::server::kill_group;
+use crate::tap::Side;
 use crate::transcript::{Wire, events, read_events};
+use serde_json::Value;
 
 use super::cells::{CELL_TIMEOUT, Cell, Transport};
 use super::launch::{Peers, os, reach};
@@ -79,7 +82,7 @@ pub fn run_cell(cell: Cell, peers: &Peers, dir: &Path) -> CellOutcome {
     }
     let workspace = std::fs::canonicalize(&workspace).unwrap_or(workspace);
     let tap = peers
-        .agent_command(cell.agent, &dir.join("agent.report.jsonl"))
+        .agent_command(cell.agent, cell.speaks.1, &dir.join("agent.report.jsonl"))
         .and_then(|agent| match cell.transport.conductor() {
             // A chain: the client's tap wraps the conductor, which runs the agent.
             Some(conductor) => crate::chain::command(&peers.exe, conductor, cell.agent, agent, dir),
@@ -104,7 +107,7 @@ pub fn run_cell(cell: Cell, peers: &Peers, dir: &Path) -> CellOutcome {
         Ok(t) => t,
         Err(e) => return CellOutcome::failed(cell, dir, e, start.elapsed()),
     };
-    let command = match peers.client_command(cell.client, &workspace, &target) {
+    let command = match peers.client_command(cell.client, cell.speaks.0, &workspace, &target) {
         Ok(c) => c,
         Err(e) => return CellOutcome::failed(cell, dir, e, start.elapsed()),
     };
@@ -208,13 +211,21 @@ pub fn run_cell(cell: Cell, peers: &Peers, dir: &Path) -> CellOutcome {
         agent_killed_by_server,
         workspace: &workspace,
     };
-    let mut checks = checks::run(&run);
+    let settles = cell.speaks.settles();
+    let mut checks = if settles == 2 {
+        checks::v2::run(&run)
+    } else {
+        checks::run(&run)
+    };
+    checks.push(protocol(cell, &wire, &client_events, &agent_events));
     if let Some(conductor) = cell.transport.conductor() {
         checks.push(crate::chain::check(&crate::chain::hops(
             conductor, cell.agent, dir,
         )));
     }
+    // The v1 kinds the matrix covers (the v2 cells' are checked per cell).
     let delivered = events(&client_events, "update")
+        .filter(|_| settles == 1)
         .filter_map(|e| e["update"]["sessionUpdate"].as_str().map(str::to_owned))
         .collect();
     let outcome = CellOutcome {
@@ -229,11 +240,43 @@ pub fn run_cell(cell: Cell, peers: &Peers, dir: &Path) -> CellOutcome {
     outcome
 }
 
+/// The version the cell's peers settled on is the one its [`Speaks`] calls for: the last
+/// `initialize` on the wire (after a both-versions client's fallback) answers it, the client
+/// reports it, and our agent says it served it.
+fn protocol(cell: Cell, wire: &Wire, client_events: &[Value], agent_events: &[Value]) -> Check {
+    let settles = cell.speaks.settles();
+    let mut problems = Vec::new();
+    let answered = wire
+        .requests(Side::Client, "initialize")
+        .last()
+        .and_then(|init| wire.response_to(init))
+        .map(|r| r.result()["protocolVersion"].clone());
+    if answered != Some(Value::from(settles)) {
+        problems.push(format!("the last initialize was answered {answered:?}"));
+    }
+    let reported = events(client_events, "initialized")
+        .next()
+        .map(|e| e["protocolVersion"].clone());
+    if reported != Some(Value::from(settles)) {
+        problems.push(format!("the client reported {reported:?}"));
+    }
+    if cell.agent == Sdk::Ours && cell.speaks.1 != Versions::V1 {
+        let served = events(agent_events, "served")
+            .next()
+            .map(|e| e["protocolVersion"].clone());
+        if served != Some(Value::from(settles)) {
+            problems.push(format!("our agent served {served:?}"));
+        }
+    }
+    Check::new("protocol", problems, cell.speaks.label())
+}
+
 pub(crate) fn write_checks(outcome: &CellOutcome) {
     let mut text = format!(
-        "{} {} ({:.1}s)\n",
+        "{} {} ({}, {:.1}s)\n",
         if outcome.passed() { "PASS" } else { "FAIL" },
         outcome.cell.name(),
+        outcome.cell.speaks.label(),
         outcome.elapsed.as_secs_f64()
     );
     for c in &outcome.checks {

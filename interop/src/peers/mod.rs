@@ -4,6 +4,8 @@
 //! - the official Rust SDK's: [`official_agent`] and [`official_client`]
 //!   (`agent-client-protocol` 5.2.0).
 //!
+//! - [`official_v2`]: the official Rust SDK's v2 side (feature `unstable_protocol_v2`).
+//! - [`ours_v2`]: ours speaking v2 only or both versions (the v2 and negotiation cells).
 //! - [`chain`]: the conductors and pass-through proxies of the proxy-chain cells, ours and
 //!   the official crates'.
 //! - [`remote`]: the servers of the remote cells (acp-remote's gateway and the official
@@ -16,6 +18,8 @@
 pub mod chain;
 pub mod official_agent;
 pub mod official_client;
+pub mod official_v2;
 pub mod ours_agent;
 pub mod ours_client;
+pub mod ours_v2;
 pub mod remote;

@@ -22,7 +22,8 @@ fn from_script<T: DeserializeOwned>(value: Value) -> Result<T, Error> {
     serde_json::from_value(value).map_err(|e| Error::internal_error(e.to_string()))
 }
 
-struct OursAgent {
+/// Our v1 agent (also the v1 side of [`super::ours_v2`]'s both-versions agent).
+pub(crate) struct OursAgent {
     report: Reporter,
     /// Session id -> working directory.
     sessions: Mutex<HashMap<String, String>>,
@@ -346,12 +347,19 @@ pub fn serve_over(
     conn
 }
 
+impl OursAgent {
+    /// An agent writing its events to `report`.
+    pub(crate) fn new(report: Reporter) -> Self {
+        OursAgent {
+            report,
+            sessions: Mutex::default(),
+        }
+    }
+}
+
 /// Serves our interop agent on stdio until the client goes away.
 pub async fn run(report: Reporter) {
-    let agent = OursAgent {
-        report: report.clone(),
-        sessions: Mutex::default(),
-    };
+    let agent = OursAgent::new(report.clone());
     let conn = acp_agent::Builder::new(agent).stdio();
     let reason = conn.closed().await;
     report.event(json!({"event": "closed", "sdk": "ours", "reason": reason.to_string()}));

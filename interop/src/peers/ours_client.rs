@@ -25,12 +25,13 @@ use crate::report::Reporter;
 use crate::script::script;
 
 /// How the connection ends: the child is shut down, or the remote goodbye goes out.
-enum End {
+pub(crate) enum End {
     Process(Box<AgentProcess>),
     Remote(acp_remote::Finished),
 }
 
-struct OursClient {
+/// Our v1 client (also the v1 side of [`super::ours_v2`]'s both-versions client).
+pub(crate) struct OursClient {
     out: Reporter,
     fs: SandboxedFs,
     terminals: Terminals,
@@ -41,6 +42,19 @@ struct OursClient {
 }
 
 impl OursClient {
+    /// A client printing its events to `out`, serving files and terminals in `cwd`
+    /// (canonical).
+    pub(crate) fn new(out: Reporter, cwd: &std::path::Path) -> std::io::Result<Arc<Self>> {
+        Ok(Arc::new(OursClient {
+            out,
+            fs: SandboxedFs::new([cwd])?,
+            terminals: Terminals::new().with_workspace(cwd),
+            turn: Mutex::new(None),
+            agent: OnceLock::new(),
+            holding: Notify::new(),
+        }))
+    }
+
     fn turn(&self) -> Option<&'static str> {
         *self.turn.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -156,19 +170,32 @@ async fn bad_call(
     out.event(json!({"event": "error", "bad_call": name, "code": code}));
 }
 
+/// The `initialize` our v1 client sends (the v1 offer of the both-versions client too).
+pub(crate) fn v1_initialize() -> InitializeRequest {
+    InitializeRequest::new(ProtocolVersion::V1)
+        .client_capabilities(
+            ClientCapabilities::new()
+                .fs(FileSystemCapabilities::new()
+                    .read_text_file(true)
+                    .write_text_file(true))
+                .terminal(true)
+                .session(
+                    ClientSessionCapabilities::new()
+                        .notices(NoticeCapabilities::new())
+                        .compaction(CompactionCapabilities::new()),
+                ),
+        )
+        .client_info(Implementation::new(
+            "ours-interop-client",
+            env!("CARGO_PKG_VERSION"),
+        ))
+}
+
 /// Runs the client script against the agent `command`, in workspace `cwd`.
 pub async fn run(cwd: PathBuf, target: AgentTarget) -> Result<(), Box<dyn std::error::Error>> {
     let out = Reporter::stdout();
-    let sc = script();
     let cwd = std::fs::canonicalize(cwd)?;
-    let client = Arc::new(OursClient {
-        out: out.clone(),
-        fs: SandboxedFs::new([&cwd])?,
-        terminals: Terminals::new().with_workspace(&cwd),
-        turn: Mutex::new(None),
-        agent: OnceLock::new(),
-        holding: Notify::new(),
-    });
+    let client = OursClient::new(out.clone(), &cwd)?;
     let (conn, end) = match target {
         AgentTarget::Spawn(command) => {
             let (program, args) = command.split_first().ok_or("no agent command after --")?;
@@ -187,30 +214,23 @@ pub async fn run(cwd: PathBuf, target: AgentTarget) -> Result<(), Box<dyn std::e
             (conn, End::Remote(link.finished))
         }
     };
+    let init = conn.agent().initialize(v1_initialize()).await?;
+    drive(client, conn, init, &cwd, end).await
+}
+
+/// The v1 client script after the handshake (`init`, the agent's answer): the sessions and
+/// turns, then the connection's end.
+pub(crate) async fn drive(
+    client: Arc<OursClient>,
+    conn: ClientConnection,
+    init: InitializeResponse,
+    cwd: &std::path::Path,
+    end: End,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let out = client.out.clone();
+    let sc = script();
     let agent = conn.agent().clone();
     let _ = client.agent.set(agent.clone());
-
-    let init = agent
-        .initialize(
-            InitializeRequest::new(ProtocolVersion::V1)
-                .client_capabilities(
-                    ClientCapabilities::new()
-                        .fs(FileSystemCapabilities::new()
-                            .read_text_file(true)
-                            .write_text_file(true))
-                        .terminal(true)
-                        .session(
-                            ClientSessionCapabilities::new()
-                                .notices(NoticeCapabilities::new())
-                                .compaction(CompactionCapabilities::new()),
-                        ),
-                )
-                .client_info(Implementation::new(
-                    "ours-interop-client",
-                    env!("CARGO_PKG_VERSION"),
-                )),
-        )
-        .await?;
     let load = init.agent_capabilities.load_session;
     out.event(json!({"event": "initialized", "protocolVersion": init.protocol_version, "loadSession": load}));
 
