@@ -442,7 +442,7 @@ fn print_log(log: &Path) {
 
 fn report(outcomes: &[Outcome], took: Duration, verbose: bool) -> ExitCode {
     let mut slowest: Vec<&Outcome> = outcomes.iter().collect();
-    slowest.sort_by(|a, b| b.took.cmp(&a.took));
+    slowest.sort_by_key(|outcome| std::cmp::Reverse(outcome.took));
     println!("\nslowest:");
     for outcome in slowest.iter().take(10) {
         println!("  {:>6.1}s  {}", outcome.took.as_secs_f64(), outcome.name);
