@@ -28,7 +28,6 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
-use super::Reader;
 use crate::error::Error;
 use crate::message::{RequestId, write_response};
 use crate::observe::MessageKind;
@@ -42,7 +41,7 @@ pub(crate) fn is_batch(line: &str) -> bool {
 }
 
 /// The elements of a batch, borrowed from its line, or why it is answered with one error.
-fn split(line: &str, max: usize) -> Result<Vec<&RawValue>, Error> {
+pub(crate) fn split(line: &str, max: usize) -> Result<Vec<&RawValue>, Error> {
     let elements = Elements { max };
     let mut de = serde_json::Deserializer::from_str(line);
     let counted = elements
@@ -123,7 +122,7 @@ pub(crate) struct Member {
 }
 
 impl Batch {
-    fn new(shared: Arc<Shared>) -> Arc<Batch> {
+    pub(crate) fn new(shared: Arc<Shared>) -> Arc<Batch> {
         Arc::new(Batch {
             shared,
             parts: Mutex::new(Parts::default()),
@@ -141,7 +140,7 @@ impl Batch {
     /// Adds one serialized response.
     pub(crate) fn add(&self, response: &[u8]) {
         crate::observe::sent(
-            &self.shared.config,
+            self.shared.config.observer.as_ref(),
             MessageKind::Response,
             None,
             None,
@@ -164,6 +163,13 @@ impl Batch {
         frame.append(&mut parts.array);
         frame.push(b']');
         Some(Outgoing::Frame(frame).signalled(std::mem::take(&mut parts.written)))
+    }
+
+    /// Marks the batch as having all its elements handed on, and sends its answers if
+    /// every one of them is in.
+    pub(crate) async fn seal(&self) {
+        lock(&self.parts).sealed = true;
+        self.send_if_complete().await;
     }
 
     async fn send_if_complete(&self) {
@@ -205,34 +211,6 @@ impl Drop for Member {
             lock(&batch.parts).outstanding -= 1;
             tracing::debug!("a request of a batch ended unanswered (the connection ended)");
         }
-    }
-}
-
-impl Reader {
-    /// A batch line (see the module docs). With batches off it goes the ordinary way, which
-    /// refuses it.
-    pub(super) async fn on_batch(&mut self, line: &str, max: usize) {
-        let elements = match split(line, max) {
-            Ok(elements) => elements,
-            Err(error) => {
-                tracing::warn!(%error, "batch refused");
-                return self.reply(None, Err(error)).await;
-            }
-        };
-        let batch = Batch::new(self.shared.clone());
-        self.batch = Some(batch.clone());
-        for element in elements {
-            let text = element.get();
-            if is_batch(text) {
-                let error = Error::invalid_request("a batch element must be one message");
-                self.reply(None, Err(error)).await;
-            } else {
-                self.on_parsed_line(text).await;
-            }
-        }
-        self.batch = None;
-        lock(&batch.parts).sealed = true;
-        batch.send_if_complete().await;
     }
 }
 

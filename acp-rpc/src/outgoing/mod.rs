@@ -1,7 +1,6 @@
 //! Outgoing traffic: the [`Peer`] handle, per-connection ids, the pending map, timeouts and
 //! cancel-on-drop.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -18,9 +17,7 @@ use crate::message::{
 };
 use crate::observe::{self, MessageKind, RequestEvent};
 use crate::queued::Outgoing;
-use crate::state::{
-    CountedWait, Deliver, Pending, Shared, Waiter, in_request_handler, lock, release_slot,
-};
+use crate::state::{CountedWait, Deliver, Pending, Shared, in_request_handler, lock, release_slot};
 use crate::tap::Direction;
 
 mod call;
@@ -109,7 +106,13 @@ fn sent_value(
     if shared.config.observer.is_some() {
         let text = message_text(&shared.config.framing, message);
         let id = id.map(RequestId::Int);
-        observe::sent(&shared.config, kind, method, id.as_ref(), &text);
+        observe::sent(
+            shared.config.observer.as_ref(),
+            kind,
+            method,
+            id.as_ref(),
+            &text,
+        );
     }
 }
 
@@ -220,7 +223,11 @@ impl Peer {
             .call(id, method, params, options, decode)
             .instrument(span.clone())
             .await;
-        span.in_scope(|| crate::flow::completed(start, &result));
+        span.in_scope(|| {
+            #[cfg(feature = "otel")]
+            crate::otel::completed(&result);
+            crate::flow::completed(start, &result);
+        });
         if let Some((observer, sent)) = observed {
             let event = RequestEvent {
                 direction: Direction::Outgoing,
@@ -283,7 +290,7 @@ impl Peer {
             if shared.config.observer.is_some() {
                 let id = RequestId::Int(id);
                 observe::sent(
-                    &shared.config,
+                    shared.config.observer.as_ref(),
                     MessageKind::Request,
                     Some(method),
                     Some(&id),
@@ -384,7 +391,7 @@ impl Peer {
             shared.notification_size.record(buf.len());
             log_sent(method, None, &buf, false);
             observe::sent(
-                &shared.config,
+                shared.config.observer.as_ref(),
                 MessageKind::Notification,
                 Some(method),
                 None,
@@ -418,7 +425,13 @@ impl Peer {
         if shared.config.observer.is_some() {
             let id = RequestId::Int(id);
             let kind = MessageKind::Request;
-            observe::sent(&shared.config, kind, Some(method), Some(&id), &buf);
+            observe::sent(
+                shared.config.observer.as_ref(),
+                kind,
+                Some(method),
+                Some(&id),
+                &buf,
+            );
         }
         self.register(id, Pending::Discard(slot))?;
         shared.send(buf).await

@@ -1,39 +1,31 @@
 //! The reader: reads and frames lines, parses each once, delivers responses to their
 //! callers and hands requests and notifications to dispatch, in arrival order.
 
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::task::{Context, Waker};
 
 use bytes::{Buf, BytesMut};
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{Semaphore, mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 use crate::codec::{LineCodec, RawFrame};
-use crate::dispatch::{
-    NotificationRun, Ordered, RequestTask, notification_done, notification_worker,
-};
-use crate::envelope::{plain_notification, plain_response};
+use crate::dispatch::{NotificationRun, Ordered, notification_worker};
 use crate::error::{CloseReason, Error, panic_message};
-use crate::handler::{Arrival, Handler, NotificationContext, StartedNotification};
+use crate::handler::{Arrival, Handler};
 use crate::message::{
-    BorrowedResponse, Message, Notification, Parsed, Request, RequestId, message_over,
-    message_text, parse_line, write_response,
+    BorrowedResponse, Message, Parsed, RequestId, message_over, message_text, parse_line,
+    write_response,
 };
 use crate::observe::{MessageEvent, MessageKind};
-use crate::outgoing::{CANCEL_METHOD, CancelParams, Peer};
-use crate::state::{ClosedWatch, InFlightRequest, Pending, Shared, lock};
+use crate::outgoing::Peer;
+use crate::state::{ClosedWatch, Shared, lock};
 use crate::tap::{Direction, TapEvent};
 use crate::transport::Item;
 
 mod answers;
-pub(crate) mod batch;
+mod batch;
 mod notifications;
 mod requests;
 
@@ -58,8 +50,8 @@ struct Reader {
     /// With [`Config::sequential_requests`](crate::Config::sequential_requests): resolves
     /// when the handler of the last request received has returned.
     last_request_done: Option<oneshot::Receiver<()>>,
-    /// The batch whose elements are being read: answers go into it (see [`batch`]).
-    batch: Option<Arc<batch::Batch>>,
+    /// The batch whose elements are being read: answers go into it (see [`crate::batch`]).
+    batch: Option<Arc<crate::batch::Batch>>,
 }
 
 impl Reader {
@@ -255,7 +247,13 @@ impl Reader {
         if let Some(batch) = &self.batch {
             return batch.add(&buf);
         }
-        crate::observe::sent(&self.shared.config, MessageKind::Response, None, id, &buf);
+        crate::observe::sent(
+            self.shared.config.observer.as_ref(),
+            MessageKind::Response,
+            None,
+            id,
+            &buf,
+        );
         let _ = self.shared.send(buf).await;
     }
 
@@ -322,7 +320,7 @@ impl Reader {
             return self.enqueue_notification(run).await;
         }
         if let Some(max) = self.shared.config.framing.batches
-            && batch::is_batch(line)
+            && crate::batch::is_batch(line)
         {
             return self.on_batch(line, max).await;
         }
