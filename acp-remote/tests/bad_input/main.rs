@@ -3,9 +3,9 @@
 //! idle connections, clients that never read and WebSocket clients that stop answering pings
 //! are closed.
 
+mod slow_peers;
 #[path = "../support/mod.rs"]
 mod support;
-mod slow_peers;
 
 use std::time::Duration;
 

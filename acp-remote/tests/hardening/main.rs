@@ -7,9 +7,9 @@
 //!
 //! Loopback only; every wait has a deadline.
 
+mod client;
 #[path = "../support/mod.rs"]
 mod support;
-mod client;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -466,5 +466,3 @@ async fn an_oversized_line_from_the_agent_ends_the_connection_with_a_clear_error
     }
     server.shutdown();
 }
-
-/// A body that never ends (an SSE stream that stays open and quiet).
