@@ -25,6 +25,7 @@ use crate::script::script;
 mod cells;
 mod launch;
 pub mod run;
+pub mod validate;
 
 pub use crate::server::kill_group;
 pub use cells::{
@@ -139,7 +140,7 @@ pub fn main(options: Options) -> ExitCode {
     }
     match &peers.installed {
         Some(installed) => {
-            if let Err(e) = crate::validate::validate_schema(&mut outcomes, installed, &out) {
+            if let Err(e) = validate::validate_schema(&mut outcomes, installed, &out) {
                 eprintln!("interop: {e}");
                 for o in &mut outcomes {
                     o.checks.push(Check {
