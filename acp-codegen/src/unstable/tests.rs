@@ -178,9 +178,9 @@ mod declared {
         let features = super::features(&overlay);
         assert!(!features.is_empty());
         for (krate, manifest) in [
-            ("acp-types", include_str!("../../acp-types/Cargo.toml")),
-            ("acp-agent", include_str!("../../acp-agent/Cargo.toml")),
-            ("acp-client", include_str!("../../acp-client/Cargo.toml")),
+            ("acp-types", include_str!("../../../acp-types/Cargo.toml")),
+            ("acp-agent", include_str!("../../../acp-agent/Cargo.toml")),
+            ("acp-client", include_str!("../../../acp-client/Cargo.toml")),
         ] {
             let umbrella = manifest
                 .lines()
