@@ -38,6 +38,7 @@ mod proto;
 mod remote;
 mod sandbox;
 mod sanitize;
+mod secret_env;
 mod serve;
 mod sessions;
 mod store;

@@ -34,7 +34,7 @@ pub const DEFAULT_PASS: &[&str] = &[
 
 /// Variables a gateway child never gets, whatever `--pass-env` says: the server's bearer
 /// token and its session store (which may be a database URL with a password).
-pub const NEVER_PASS: &[&str] = &[crate::serve::TOKEN_ENV, crate::store::STORE_ENV];
+pub const NEVER_PASS: &[&str] = &[crate::secret_env::TOKEN_ENV, crate::secret_env::STORE_ENV];
 
 /// The private scratch directory inside the sandbox: a fresh tmpfs per connection.
 pub const SCRATCH: &str = "/tmp";

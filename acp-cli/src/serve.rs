@@ -12,9 +12,7 @@ use clap::Args;
 
 use crate::builtin::BuiltinAgent;
 use crate::chat::EXIT_FAILED;
-
-/// The environment variable holding the bearer token when no `--token-file` is given.
-pub const TOKEN_ENV: &str = "ACP_TOKEN";
+use crate::secret_env::TOKEN_ENV;
 
 const SERVE_AFTER: &str = "\
 Every request needs `Authorization: Bearer TOKEN`, `GET /metrics` (with --metrics) too;

@@ -10,8 +10,8 @@ use std::path::Path;
 use acp_agent::store::{Durability, JsonlStore, SqliteStore, StoreSlot};
 use clap::Args;
 
-/// The store named when no `--store` is given.
-pub const STORE_ENV: &str = "ACP_STORE";
+use crate::secret_env::STORE_ENV;
+
 /// The durability named when no `--durability` is given.
 pub const DURABILITY_ENV: &str = "ACP_STORE_DURABILITY";
 

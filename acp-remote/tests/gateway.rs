@@ -5,7 +5,7 @@
 //! leaves the other connections going and its child is reaped; an agent that writes junk
 //! (a line that is not UTF-8, one that is not JSON, an answer to nothing) has it skipped, as
 //! a client over stdio skips it, and the turn completes (a line over the message limit ends
-//! the connection instead: tests/hardening.rs); a command made per identity
+//! the connection instead: tests/hardening/); a command made per identity
 //! (`Server::gateway_with`) gets that identity in `ACP_IDENTITY`.
 
 mod support;

@@ -40,7 +40,7 @@ pub(crate) enum Ordered {
 
 pub(crate) struct RequestTask {
     /// Its batch, when it came in one: the answer goes there (see `reader::batch`).
-    pub(crate) batch: Option<crate::reader::batch::Member>,
+    pub(crate) batch: Option<crate::batch::Member>,
     /// Sequential mode: the predecessor's end, awaited before anything else.
     pub(crate) after: Option<oneshot::Receiver<()>>,
     /// Sequential mode: dropped when this task ends, releasing the successor.
@@ -139,6 +139,8 @@ impl RequestTask {
         // (or dropped with the connection), not before: a caller that closes the
         // connection then must not lose it.
         let _queued = AnswerQueued(&self.shared);
+        #[cfg(feature = "otel")]
+        crate::otel::completed(&result);
         crate::flow::completed(start, &result);
         if let (Some(observer), Some(received)) = (&self.shared.config.observer, self.received) {
             let event = RequestEvent {
@@ -170,7 +172,13 @@ impl RequestTask {
                 let mut buf = Vec::with_capacity(128);
                 write_response(&mut buf, framing, Some(&id), &Err(error));
                 let config = &self.shared.config;
-                crate::observe::sent(config, MessageKind::Response, None, Some(&id), &buf);
+                crate::observe::sent(
+                    config.observer.as_ref(),
+                    MessageKind::Response,
+                    None,
+                    Some(&id),
+                    &buf,
+                );
                 Outgoing::Frame(buf)
             }
         }

@@ -70,10 +70,9 @@ pub(crate) fn start() -> Option<Instant> {
     tracing::enabled!(target: TARGET, tracing::Level::ERROR).then(Instant::now)
 }
 
-/// Logs the end of a request in the current span.
+/// Logs the end of a request in the current span. (With the `otel` feature, the caller
+/// records it on the span first: `otel::completed`, which builds on this module.)
 pub(crate) fn completed<T>(start: Option<Instant>, result: &Result<T, Error>) {
-    #[cfg(feature = "otel")]
-    crate::otel::completed(result);
     let Some(start) = start else { return };
     let duration_ms = start.elapsed().as_secs_f64() * 1000.0;
     match result {

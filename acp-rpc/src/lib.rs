@@ -34,6 +34,7 @@
 
 #![deny(missing_docs)]
 
+mod batch;
 pub mod codec;
 pub mod concepts;
 pub mod config;
@@ -62,7 +63,6 @@ pub mod sync;
 pub mod tap;
 pub mod transport;
 mod typed;
-mod wire_lines;
 mod write_side;
 mod writer;
 

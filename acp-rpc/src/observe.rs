@@ -194,15 +194,16 @@ pub trait Observer: Send + Sync + 'static {
 /// An installed observer, shared by every connection it is given to.
 pub type SharedObserver = Arc<dyn Observer>;
 
-/// Tells the observer of `config`, if any, about a message being written.
+/// Tells `observer` (a connection's [`Config::observer`](crate::Config::observer)), if
+/// any, about a message being written.
 pub(crate) fn sent(
-    config: &crate::Config,
+    observer: Option<&SharedObserver>,
     kind: MessageKind,
     method: Option<&str>,
     id: Option<&RequestId>,
     line: &[u8],
 ) {
-    if let Some(observer) = &config.observer {
+    if let Some(observer) = observer {
         let event = MessageEvent::new(Direction::Outgoing, kind, method, id, line.len(), line);
         message(&**observer, &event);
     }

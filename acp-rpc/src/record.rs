@@ -20,7 +20,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::tap::Direction;
+/// Which way a line travelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Read from the peer.
+    Incoming,
+    /// Written to the peer.
+    Outgoing,
+}
 
 /// Client to agent (the agent's stdin).
 pub const CLIENT_TO_AGENT: &str = "client_to_agent";

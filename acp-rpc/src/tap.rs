@@ -8,16 +8,9 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
+// Defined with the wire record, which names its sides by it.
+pub use crate::record::Direction;
 use crate::record::{Record, Role};
-
-/// Which way a line travelled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Direction {
-    /// Read from the peer.
-    Incoming,
-    /// Written to the peer.
-    Outgoing,
-}
 
 /// What the tap sees.
 #[derive(Clone, Copy, Debug)]

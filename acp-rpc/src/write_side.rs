@@ -232,7 +232,13 @@ fn frame(msg: Outgoing, config: &Config, values: bool) -> Item {
                     unreachable!("built as a response")
                 };
                 let id = r.id.as_ref();
-                crate::observe::sent(config, MessageKind::Response, None, id, &text);
+                crate::observe::sent(
+                    config.observer.as_ref(),
+                    MessageKind::Response,
+                    None,
+                    id,
+                    &text,
+                );
             }
             Item::Message { message, jsonrpc }
         }
@@ -301,7 +307,13 @@ fn append(buf: &mut Vec<u8>, msg: &Outgoing, config: &Config) {
             if let Some(tap) = &config.tap {
                 tap(TapEvent::Line(Direction::Outgoing, &buf[start..]));
             }
-            crate::observe::sent(config, MessageKind::Response, None, Some(id), &buf[start..]);
+            crate::observe::sent(
+                config.observer.as_ref(),
+                MessageKind::Response,
+                None,
+                Some(id),
+                &buf[start..],
+            );
             buf.push(b'\n');
         }
     }

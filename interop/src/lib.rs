@@ -44,4 +44,6 @@ pub mod script;
 pub mod server;
 pub mod tap;
 pub mod transcript;
-pub mod validate;
+
+/// Schema validation of the cells' transcripts, a step of [`matrix`] (its old path).
+pub use matrix::validate;

@@ -19,6 +19,7 @@ use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use acp_rpc::envelope::Envelope;
 use serde_json::{Map, Value};
 
 use super::record::{self, Record};
@@ -273,17 +274,65 @@ pub fn skeleton(line: &str) -> String {
 /// [`skeleton`], with the id (if any, and not null) shown as the string `"N:ID"` when
 /// `connection` is `Some(N)` (`acp serve` numbers its connections: ids repeat across them).
 ///
-/// One pass over the line, allocating only what it keeps: the fields the skeleton needs are
-/// borrowed as raw JSON and everything else is skipped unparsed. (A line this cannot read,
-/// such as one with a duplicate key, goes through a full parse instead, with the same result.)
+/// One pass over the line through acp-rpc's envelope reader
+/// ([`Envelope::read_detailed`]), allocating only what it keeps; a field of a shape the
+/// envelope does not keep (a `method` that is not a string, an `error` without an integer
+/// `code`) and a line that is not an object go through a full parse instead, with the same
+/// result.
 pub fn skeleton_tagged(line: &str, connection: Option<u64>) -> String {
     if line.trim_start().starts_with('{')
-        && let Ok(parts) = serde_json::from_str::<parts::Message<'_>>(line)
-        && let Some(out) = parts.skeleton(connection)
+        && let Some(out) = skeleton_of_envelope(line, connection)
     {
         return out;
     }
     skeleton_full(line, connection)
+}
+
+/// [`skeleton_tagged`] from the envelope of the line; `None` when it is not one or holds a
+/// field the envelope does not keep as it is.
+fn skeleton_of_envelope(line: &str, connection: Option<u64>) -> Option<String> {
+    let (envelope, details) = Envelope::read_detailed(line)?;
+    if matches!(envelope.method, Some(None)) || matches!(envelope.error, Some(None)) {
+        return None;
+    }
+    let string = |s: Option<&str>| s.map(|s| Value::String(cut(s).to_owned()));
+    let mut out = Map::new();
+    out.insert("jsonrpc".into(), Value::String("2.0".into()));
+    if let Some(method) = string(envelope.method_name()) {
+        out.insert("method".into(), method);
+    }
+    if let Some(id) = envelope.id.as_deref() {
+        let full: Value = serde_json::from_str(id).ok()?;
+        out.insert("id".into(), tagged(cut_value(&full), &full, connection));
+    }
+    let mut params = Map::new();
+    if let Some(s) = string(envelope.params_session.as_deref()) {
+        params.insert("sessionId".into(), s);
+    }
+    if let Some(kind) = string(details.update_kind.as_deref()) {
+        let mut update = Map::new();
+        update.insert("sessionUpdate".into(), kind);
+        params.insert("update".into(), Value::Object(update));
+    }
+    if !params.is_empty() {
+        out.insert("params".into(), Value::Object(params));
+    }
+    if envelope.has_result {
+        let result = match string(envelope.result_session.as_deref()) {
+            Some(s) => Value::Object(Map::from_iter([("sessionId".to_owned(), s)])),
+            None => Value::Null,
+        };
+        out.insert("result".into(), result);
+    }
+    if let Some(code) = envelope.error.flatten() {
+        let mut e = Map::new();
+        e.insert("code".into(), Value::from(code));
+        if let Some(message) = string(details.error_message.as_deref()) {
+            e.insert("message".into(), message);
+        }
+        out.insert("error".into(), Value::Object(e));
+    }
+    Some(Value::Object(out).to_string())
 }
 
 /// [`skeleton_tagged`] by a full parse of the line.
@@ -342,147 +391,6 @@ fn tagged(kept: Value, full: &Value, connection: Option<u64>) -> Value {
         other => format!("{connection}:{other}"),
     };
     Value::String(cut(&shown).to_owned())
-}
-
-/// The one-pass reading of [`skeleton_tagged`]: each field the skeleton keeps, as the raw
-/// JSON text it is in the line (present even when `null`); the rest is skipped.
-mod parts {
-    use serde::{Deserialize, Deserializer};
-    use serde_json::value::RawValue;
-    use serde_json::{Map, Value};
-
-    use super::{cut, cut_value, tagged};
-
-    /// A field kept as its raw text, `null` included (`Option`'s own reading would turn
-    /// `null` into `None`, and the skeleton keeps `"id":null`).
-    fn raw<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-        <&RawValue>::deserialize(d).map(Some)
-    }
-
-    #[derive(Deserialize)]
-    pub(super) struct Message<'a> {
-        #[serde(default, borrow, deserialize_with = "raw")]
-        method: Option<&'a RawValue>,
-        #[serde(default, borrow, deserialize_with = "raw")]
-        id: Option<&'a RawValue>,
-        #[serde(default, borrow, deserialize_with = "raw")]
-        params: Option<&'a RawValue>,
-        #[serde(default, borrow, deserialize_with = "raw")]
-        result: Option<&'a RawValue>,
-        #[serde(default, borrow, deserialize_with = "raw")]
-        error: Option<&'a RawValue>,
-    }
-
-    #[derive(Deserialize)]
-    struct Params<'a> {
-        #[serde(default, borrow, rename = "sessionId", deserialize_with = "raw")]
-        session_id: Option<&'a RawValue>,
-        #[serde(default, borrow, deserialize_with = "raw")]
-        update: Option<&'a RawValue>,
-    }
-
-    #[derive(Deserialize)]
-    struct Update<'a> {
-        #[serde(default, borrow, rename = "sessionUpdate", deserialize_with = "raw")]
-        session_update: Option<&'a RawValue>,
-    }
-
-    #[derive(Deserialize)]
-    struct Outcome<'a> {
-        #[serde(default, borrow, rename = "sessionId", deserialize_with = "raw")]
-        session_id: Option<&'a RawValue>,
-    }
-
-    #[derive(Deserialize)]
-    struct Error<'a> {
-        #[serde(default, borrow, deserialize_with = "raw")]
-        code: Option<&'a RawValue>,
-        #[serde(default, borrow, deserialize_with = "raw")]
-        message: Option<&'a RawValue>,
-    }
-
-    /// An object's fields, when `raw` is an object (else none of them).
-    fn object<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<Option<T>, ()> {
-        match raw {
-            Some(raw) if raw.get().starts_with('{') => {
-                serde_json::from_str(raw.get()).map(Some).map_err(drop)
-            }
-            _ => Ok(None),
-        }
-    }
-
-    /// A string field, cut; `None` when absent or not a string.
-    fn string(raw: Option<&RawValue>) -> Result<Option<Value>, ()> {
-        match raw {
-            Some(raw) if raw.get().starts_with('"') => {
-                let s: std::borrow::Cow<'_, str> = serde_json::from_str(raw.get()).map_err(drop)?;
-                Ok(Some(Value::String(cut(&s).to_owned())))
-            }
-            _ => Ok(None),
-        }
-    }
-
-    /// Any field, cut as [`cut_value`] cuts it.
-    fn value(raw: &RawValue) -> Result<(Value, Value), ()> {
-        let full: Value = serde_json::from_str(raw.get()).map_err(drop)?;
-        Ok((cut_value(&full), full))
-    }
-
-    impl Message<'_> {
-        /// The skeleton, the same as the full parse's; `None` when a part is unreadable
-        /// this way (a duplicate key, say), for the full parse to decide.
-        pub(super) fn skeleton(&self, connection: Option<u64>) -> Option<String> {
-            self.build(connection).ok()
-        }
-
-        fn build(&self, connection: Option<u64>) -> Result<String, ()> {
-            let mut out = Map::new();
-            out.insert("jsonrpc".into(), Value::String("2.0".into()));
-            if let Some(method) = self.method {
-                out.insert("method".into(), value(method)?.0);
-            }
-            if let Some(id) = self.id {
-                let (kept, full) = value(id)?;
-                out.insert("id".into(), tagged(kept, &full, connection));
-            }
-            let mut params = Map::new();
-            if let Some(p) = object::<Params<'_>>(self.params)? {
-                if let Some(s) = string(p.session_id)? {
-                    params.insert("sessionId".into(), s);
-                }
-                let update = object::<Update<'_>>(p.update)?;
-                if let Some(kind) = string(update.and_then(|u| u.session_update))? {
-                    let mut update = Map::new();
-                    update.insert("sessionUpdate".into(), kind);
-                    params.insert("update".into(), Value::Object(update));
-                }
-            }
-            if !params.is_empty() {
-                out.insert("params".into(), Value::Object(params));
-            }
-            if self.result.is_some() {
-                let outcome = object::<Outcome<'_>>(self.result)?;
-                let result = match string(outcome.and_then(|o| o.session_id))? {
-                    Some(s) => Value::Object(Map::from_iter([("sessionId".to_owned(), s)])),
-                    None => Value::Null,
-                };
-                out.insert("result".into(), result);
-            }
-            if self.error.is_some() {
-                let mut e = Map::new();
-                if let Some(error) = object::<Error<'_>>(self.error)? {
-                    if let Some(code) = error.code {
-                        e.insert("code".into(), value(code)?.0);
-                    }
-                    if let Some(message) = string(error.message)? {
-                        e.insert("message".into(), message);
-                    }
-                }
-                out.insert("error".into(), Value::Object(e));
-            }
-            Ok(Value::Object(out).to_string())
-        }
-    }
 }
 
 #[cfg(test)]

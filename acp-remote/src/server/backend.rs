@@ -4,7 +4,7 @@
 //! agent served in process runs on acp-rpc's frame adapter
 //! ([`Server::in_process`](crate::Server::in_process)) or on one end of a memory pair
 //! ([`Server::in_process_with`](crate::Server::in_process_with)), so whole messages pass
-//! both ways with no pipe and no line framing ([`super::agent_output`]).
+//! both ways with no pipe and no line framing (the agent output pumps of [`super::connection`]).
 
 use std::sync::Arc;
 use std::time::Duration;

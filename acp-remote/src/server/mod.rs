@@ -21,7 +21,6 @@
 //! # Ok(()) }
 //! ```
 
-mod agent_output;
 mod backend;
 mod connection;
 mod guard;

@@ -26,6 +26,7 @@ use crate::script::script;
 mod cells;
 mod launch;
 pub mod run;
+pub mod validate;
 
 pub use crate::server::kill_group;
 pub use cells::{
@@ -142,7 +143,7 @@ pub fn main(options: Options) -> ExitCode {
     }
     match &peers.installed {
         Some(installed) => {
-            if let Err(e) = crate::validate::validate_schema(&mut outcomes, installed, &out) {
+            if let Err(e) = validate::validate_schema(&mut outcomes, installed, &out) {
                 eprintln!("interop: {e}");
                 for o in &mut outcomes {
                     o.checks.push(Check {

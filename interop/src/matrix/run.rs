@@ -28,7 +28,7 @@ pub struct CellOutcome {
     pub cell: Cell,
     /// Its files.
     pub dir: PathBuf,
-    /// The assertions (schema validation is added by [`crate::validate::validate_schema`]).
+    /// The assertions (schema validation is added by [`super::validate::validate_schema`]).
     pub checks: Vec<Check>,
     /// What the official SDKs put on the wire that their own schema rejects (information,
     /// not failures: they are not ours to fix).

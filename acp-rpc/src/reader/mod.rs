@@ -1,38 +1,33 @@
 //! The reader: reads and frames lines, parses each once, delivers responses to their
 //! callers and hands requests and notifications to dispatch, in arrival order.
 
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::task::{Context, Waker};
 
 use bytes::{Buf, BytesMut};
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{Semaphore, mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 use crate::codec::{LineCodec, RawFrame};
-use crate::dispatch::{
-    NotificationRun, Ordered, RequestTask, notification_done, notification_worker,
-};
-use crate::envelope::{plain_notification, plain_response};
+use crate::dispatch::{NotificationRun, Ordered, notification_worker};
 use crate::error::{CloseReason, Error, panic_message};
-use crate::handler::{Arrival, Handler, NotificationContext, StartedNotification};
+use crate::handler::{Arrival, Handler};
 use crate::message::{
-    BorrowedResponse, Message, Notification, Parsed, Request, RequestId, message_over,
-    message_text, parse_line, write_response,
+    BorrowedResponse, Message, Parsed, RequestId, message_over, message_text, parse_line,
+    write_response,
 };
 use crate::observe::{MessageEvent, MessageKind};
-use crate::outgoing::{CANCEL_METHOD, CancelParams, Peer};
-use crate::state::{ClosedWatch, InFlightRequest, Pending, Shared, lock};
+use crate::outgoing::Peer;
+use crate::state::{ClosedWatch, Shared, lock};
 use crate::tap::{Direction, TapEvent};
 use crate::transport::Item;
 
-pub(crate) mod batch;
+mod answers;
+mod batch;
+mod notifications;
+mod requests;
 
 const READ_CHUNK: usize = 64 * 1024;
 /// A read buffer grown past this (by a large line) is replaced by a small one once the
@@ -55,8 +50,8 @@ struct Reader {
     /// With [`Config::sequential_requests`](crate::Config::sequential_requests): resolves
     /// when the handler of the last request received has returned.
     last_request_done: Option<oneshot::Receiver<()>>,
-    /// The batch whose elements are being read: answers go into it (see [`batch`]).
-    batch: Option<Arc<batch::Batch>>,
+    /// The batch whose elements are being read: answers go into it (see [`crate::batch`]).
+    batch: Option<Arc<crate::batch::Batch>>,
 }
 
 impl Reader {
@@ -252,7 +247,13 @@ impl Reader {
         if let Some(batch) = &self.batch {
             return batch.add(&buf);
         }
-        crate::observe::sent(&self.shared.config, MessageKind::Response, None, id, &buf);
+        crate::observe::sent(
+            self.shared.config.observer.as_ref(),
+            MessageKind::Response,
+            None,
+            id,
+            &buf,
+        );
         let _ = self.shared.send(buf).await;
     }
 
@@ -319,7 +320,7 @@ impl Reader {
             return self.enqueue_notification(run).await;
         }
         if let Some(max) = self.shared.config.framing.batches
-            && batch::is_batch(line)
+            && crate::batch::is_batch(line)
         {
             return self.on_batch(line, max).await;
         }
@@ -439,341 +440,6 @@ impl Reader {
                 let id = resp.id;
                 self.on_response(BorrowedResponse { id, result }).await
             }
-        }
-    }
-
-    /// A response of the usual shape, decoded by its caller straight from the line (one pass
-    /// over a possibly large result instead of the envelope's and then the caller's).
-    /// `false` leaves the line to the ordinary path: another shape, notifications still
-    /// queued before it (the ordering guarantee), no caller waiting, or a result that does
-    /// not decode (the ordinary path validates it and delivers the error).
-    fn deliver_plain_response(&mut self, line: &str) -> bool {
-        let Some((id, result)) = plain_response(line) else {
-            return false;
-        };
-        if !self.worker_idle() {
-            return false;
-        }
-        // Bound first: the lock guard of a match scrutinee lives to the end of the match.
-        let removed = lock(&self.shared.pending).map.remove(&id);
-        let mut waiter = match removed {
-            Some(Pending::Waiter(waiter)) => waiter,
-            Some(other) => {
-                lock(&self.shared.pending).map.insert(id, other);
-                return false;
-            }
-            None => return false,
-        };
-        if waiter.try_unvalidated(result) {
-            self.observe_plain_response(id, line);
-            return true;
-        }
-        let mut pending = lock(&self.shared.pending);
-        if pending.closed.is_some() {
-            // Shut down meanwhile: the map was drained without this caller.
-            drop(pending);
-            waiter.deliver(Err(self.shared.closed_error()));
-            self.observe_plain_response(id, line);
-            return true;
-        }
-        pending.map.insert(id, Pending::Waiter(waiter));
-        false
-    }
-
-    fn observe_plain_response(&self, id: i64, line: &str) {
-        if self.shared.config.observer.is_some() {
-            let id = RequestId::Int(id);
-            let size = line.len();
-            self.observe(
-                MessageKind::Response,
-                None,
-                Some(&id),
-                size,
-                line.as_bytes(),
-            );
-        }
-    }
-
-    /// Shuts the connection down for `reason` once the notifications already read have been
-    /// handled (the ordering guarantee holds to the end: an update read before the peer went
-    /// away reaches the application before the calls fail). A notification handler that does
-    /// not finish within [`CLOSE_GRACE`] does not hold the calls: they fail then anyway.
-    async fn close_after_notifications(&mut self, reason: CloseReason) {
-        if !self.worker_idle()
-            && self
-                .ordered
-                .send(Ordered::Close(reason.clone()))
-                .await
-                .is_ok()
-        {
-            let _ = tokio::time::timeout(CLOSE_GRACE, self.shared.closed()).await;
-        }
-        self.shared.shutdown(reason);
-    }
-
-    /// Whether every notification received so far has been handled. The ordering guarantee:
-    /// the reader delivers a response itself only then; otherwise it queues it behind them.
-    fn worker_idle(&self) -> bool {
-        self.shared.notifications_done.load(Ordering::Acquire) == self.notifications_received
-    }
-
-    /// A notification of the usual shape whose handler the handler decodes and starts
-    /// straight from the line (see [`Handler::start_notification`]); `None` sends the line
-    /// down the ordinary path, and so does a decoder that panics (the reader must survive
-    /// it).
-    fn start_notification<'l>(
-        &self,
-        line: &'l str,
-    ) -> Option<(StartedNotification, &'l str, &'l str)> {
-        let (method, params) = plain_notification(line)?;
-        let started = self.start_notification_of(method, params)?;
-        Some((started, method, params))
-    }
-
-    /// [`Reader::start_notification`] of a notification's method and params text.
-    fn start_notification_of(&self, method: &str, params: &str) -> Option<StartedNotification> {
-        if method == CANCEL_METHOD {
-            return None;
-        }
-        let cx = NotificationContext {
-            peer: self.peer.clone(),
-        };
-        let handler = self.handler.clone();
-        let start = AssertUnwindSafe(|| handler.start_notification(cx, method, params));
-        std::panic::catch_unwind(start).unwrap_or_else(|panic| {
-            let panic = panic_message(&panic);
-            tracing::error!(method, %panic, "notification decoder panicked; handling the line as usual");
-            None
-        })
-    }
-
-    /// Hands a notification to its handler, in arrival order. When every notification read
-    /// before it has been handled, its handler starts here, in the reader: one that finishes
-    /// without waiting (most do) costs no hop through the worker's queue and no wake-up.
-    /// One that waits goes on in the worker, which runs it to its end before anything
-    /// queued after it.
-    async fn enqueue_notification(&mut self, mut run: NotificationRun) {
-        // Idle means every notification received so far is handled: checked before this
-        // one is counted.
-        let idle = self.worker_idle();
-        self.notifications_received += 1;
-        if idle {
-            let mut cx = Context::from_waker(Waker::noop());
-            if Pin::new(&mut run).poll(&mut cx).is_ready() {
-                notification_done(&self.shared);
-                return;
-            }
-        }
-        if self.ordered.send(Ordered::Notification(run)).await.is_err() {
-            tracing::error!("notification worker is gone");
-        }
-    }
-
-    async fn on_response(&mut self, resp: BorrowedResponse<'_>) {
-        let id = match resp.id {
-            Some(RequestId::Int(id)) => id,
-            Some(RequestId::Str(s)) => {
-                tracing::warn!(id = %s, "response with a string id (ours are integers): ignored");
-                return;
-            }
-            None => {
-                match &resp.result {
-                    Err(e) => tracing::warn!(error = %e, "peer reported an error with id null"),
-                    Ok(_) => tracing::warn!("response with id null: ignored"),
-                }
-                return;
-            }
-        };
-        let pending = lock(&self.shared.pending).map.remove(&id);
-        let deliver = match pending {
-            Some(Pending::Waiter(deliver)) => deliver,
-            Some(Pending::Discard(_slot)) => return,
-            None => {
-                tracing::warn!(id, "response for an unknown id: ignored");
-                return;
-            }
-        };
-        if self.worker_idle() {
-            deliver.deliver(resp.result);
-        } else {
-            let result = resp.result.map(RawValue::to_owned);
-            if let Err(mpsc::error::SendError(Ordered::Response(deliver, _))) =
-                self.ordered.send(Ordered::Response(deliver, result)).await
-            {
-                deliver.deliver(Err(self.shared.closed_error()));
-            }
-        }
-    }
-
-    async fn on_notification(&mut self, n: Notification) {
-        if n.method == CANCEL_METHOD {
-            let text = n.params.as_deref().map_or("null", RawValue::get);
-            match serde_json::from_str::<CancelParams>(text) {
-                Ok(p) => self.withdraw(&p.request_id).await,
-                Err(e) => tracing::warn!("malformed {CANCEL_METHOD}: {e}"),
-            }
-            return;
-        }
-        let params = n.params.as_deref().map(RawValue::get);
-        self.arrived(&n.method, None, params);
-        #[cfg(feature = "otel")]
-        let run =
-            match crate::otel::incoming_notification_in_turn(&self.shared.trace, &n.method, params)
-            {
-                Some(turn) => NotificationRun::raw_in(n, &self.handler, &self.peer, turn),
-                None => {
-                    let span = NotificationRun::span(&n.method);
-                    crate::otel::incoming_notification(&span, params);
-                    NotificationRun::raw_in(n, &self.handler, &self.peer, span)
-                }
-            };
-        #[cfg(not(feature = "otel"))]
-        let run = NotificationRun::raw(n, &self.handler, &self.peer);
-        self.enqueue_notification(run).await;
-    }
-
-    /// The peer's `$/cancel_request`: cancels the request's handler and waits until its
-    /// answer (`-32800`, or the result it had already reached) is queued, before reading
-    /// on. So a withdrawn request is answered ahead of anything read after the withdrawal:
-    /// a peer that cancels, sends one more request and hangs up once that is answered
-    /// still gets its `-32800` (the next request's first steps run here in the reader and
-    /// would otherwise answer first).
-    async fn withdraw(&mut self, id: &RequestId) {
-        let queued = {
-            let mut in_flight = lock(&self.shared.in_flight);
-            match in_flight.get_mut(id) {
-                Some(request) if request.answer_queued.is_none() => {
-                    let (queued, answered) = oneshot::channel();
-                    request.answer_queued = Some(queued);
-                    request.token.cancel();
-                    Some(answered)
-                }
-                // Withdrawn twice: the first withdrawal already waited.
-                Some(_) => None,
-                None => {
-                    tracing::debug!(id = %id, "cancel for a finished request");
-                    return;
-                }
-            }
-        };
-        tracing::debug!(id = %id, "peer cancelled request");
-        if let Some(answered) = queued {
-            tokio::select! {
-                biased;
-                _ = answered => {}
-                () = self.shared.shutdown.cancelled() => {}
-            }
-        }
-    }
-
-    async fn on_request(&mut self, req: Request) {
-        // Bounded admission: at the cap the reader waits here, reading nothing more, so the
-        // peer's writes fill the pipe and block it (the OS pushes back) until we answer.
-        let admitted = match self.admission.clone().try_acquire_owned() {
-            Ok(permit) => Some(permit),
-            Err(_) => {
-                tracing::debug!(
-                    cap = self.shared.config.max_unanswered_requests,
-                    "unanswered request cap reached: reading pauses"
-                );
-                tokio::select! {
-                    biased;
-                    _ = self.shared.shutdown.cancelled() => None,
-                    p = self.admission.clone().acquire_owned() => p.ok(),
-                }
-            }
-        };
-        let Some(admitted) = admitted else { return };
-        let token = {
-            let mut in_flight = lock(&self.shared.in_flight);
-            if in_flight.contains_key(&req.id) {
-                None
-            } else {
-                // A root token, not a child of the shutdown token (see `Shared::shutdown`).
-                let token = CancellationToken::new();
-                if self.shared.is_closed() {
-                    token.cancel();
-                }
-                let seq = self.shared.requests_received.fetch_add(1, Ordering::AcqRel);
-                let entry = InFlightRequest {
-                    seq,
-                    token: token.clone(),
-                    answer_queued: None,
-                };
-                in_flight.insert(req.id.clone(), entry);
-                Some(token)
-            }
-        };
-        let Some(token) = token else {
-            let error =
-                Error::invalid_request(format!("request id {} is already in flight", req.id));
-            return self.reply(Some(&req.id), Err(error)).await;
-        };
-        let params = req.params.as_deref().map(RawValue::get);
-        self.arrived(&req.method, Some(&req.id), params);
-        let span = tracing::info_span!(
-            target: crate::flow::TARGET,
-            "request",
-            direction = "incoming",
-            method = req.method.as_str(),
-            message_id = %req.id,
-            session_id = tracing::field::Empty,
-            otel.name = tracing::field::Empty,
-            otel.kind = tracing::field::Empty,
-        );
-        #[cfg(feature = "otel")]
-        let turn = crate::otel::incoming_request(&self.shared.trace, &span, &req.method, params);
-        if !span.is_disabled()
-            && let Some(session) = params.and_then(crate::flow::session_id)
-        {
-            span.record("session_id", session);
-        }
-        // Sequential requests form a chain: each handler waits for its predecessor's
-        // `done` sender to be dropped (when that task ends, however it ends).
-        let (after, done) = if self.shared.config.sequential_requests {
-            let (done, finished) = oneshot::channel();
-            (self.last_request_done.replace(finished), Some(done))
-        } else {
-            (None, None)
-        };
-        let task = RequestTask {
-            batch: self.batch.as_ref().map(batch::Batch::member),
-            after,
-            _done: done,
-            shared: self.shared.clone(),
-            handler: self.handler.clone(),
-            peer: self.peer.clone(),
-            slots: self.slots.clone(),
-            admitted: Some(admitted),
-            token,
-            notifications_before: self.notifications_received,
-            received: self
-                .shared
-                .config
-                .observer
-                .is_some()
-                .then(std::time::Instant::now),
-        };
-        // When every notification read before this request has been handled, the request's
-        // first steps run here, in the reader: a handler that answers without waiting (most
-        // do) is answered before the next line is read, with no task spawned and no
-        // scheduler hop on the way. One that waits goes on as a task of its own, from where
-        // it stopped: the task's first poll registers its real waker (a future must allow
-        // being polled again, and the no-op waker's lost wake-ups are re-checked then).
-        // With notifications still queued it is spawned at once, as before: running it here
-        // would start it ahead of notifications that arrived first.
-        #[cfg(feature = "otel")]
-        let run = crate::otel::in_turn(turn, task.run(req));
-        #[cfg(not(feature = "otel"))]
-        let run = task.run(req);
-        let mut task = Box::pin(run.instrument(span));
-        if !self.worker_idle() {
-            tokio::spawn(task);
-            return;
-        }
-        let mut cx = Context::from_waker(Waker::noop());
-        if task.as_mut().poll(&mut cx).is_pending() {
-            tokio::spawn(task);
         }
     }
 }

@@ -25,7 +25,9 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::{Decoder, Encoder};
 
-pub use crate::wire_lines::{RawLineCodec, RawLines, WireLine};
+mod raw;
+
+pub use raw::{RawLineCodec, RawLines, WireLine};
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 

@@ -12,9 +12,9 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
+use super::run::{CellOutcome, write_checks};
 use crate::cache::{self, Installed};
 use crate::checks::{self, Check, Sdk};
-use crate::matrix::run::{CellOutcome, write_checks};
 use crate::tap::{Record, Side};
 use crate::transcript::Wire;
 

@@ -5,7 +5,7 @@
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::Decoder;
 
-use crate::codec::{LineCodec, RawFrame};
+use super::{LineCodec, RawFrame};
 
 /// One line as it crossed the wire, from [`RawLineCodec`].
 #[derive(Clone, Debug, PartialEq, Eq)]

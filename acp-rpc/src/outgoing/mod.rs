@@ -1,7 +1,6 @@
 //! Outgoing traffic: the [`Peer`] handle, per-connection ids, the pending map, timeouts and
 //! cancel-on-drop.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -18,12 +17,13 @@ use crate::message::{
 };
 use crate::observe::{self, MessageKind, RequestEvent};
 use crate::queued::Outgoing;
-use crate::state::{
-    CountedWait, Deliver, Pending, Shared, Waiter, in_request_handler, lock, release_slot,
-};
+use crate::state::{CountedWait, Deliver, Pending, Shared, in_request_handler, lock, release_slot};
 use crate::tap::Direction;
 
+mod call;
 mod raw;
+
+use call::{CallGuard, CallWaiter, copy_raw, decode_value};
 
 /// The method of the cancellation notification (params `{"requestId": <id>}`).
 pub const CANCEL_METHOD: &str = "$/cancel_request";
@@ -106,7 +106,13 @@ fn sent_value(
     if shared.config.observer.is_some() {
         let text = message_text(&shared.config.framing, message);
         let id = id.map(RequestId::Int);
-        observe::sent(&shared.config, kind, method, id.as_ref(), &text);
+        observe::sent(
+            shared.config.observer.as_ref(),
+            kind,
+            method,
+            id.as_ref(),
+            &text,
+        );
     }
 }
 
@@ -217,7 +223,11 @@ impl Peer {
             .call(id, method, params, options, decode)
             .instrument(span.clone())
             .await;
-        span.in_scope(|| crate::flow::completed(start, &result));
+        span.in_scope(|| {
+            #[cfg(feature = "otel")]
+            crate::otel::completed(&result);
+            crate::flow::completed(start, &result);
+        });
         if let Some((observer, sent)) = observed {
             let event = RequestEvent {
                 direction: Direction::Outgoing,
@@ -280,7 +290,7 @@ impl Peer {
             if shared.config.observer.is_some() {
                 let id = RequestId::Int(id);
                 observe::sent(
-                    &shared.config,
+                    shared.config.observer.as_ref(),
                     MessageKind::Request,
                     Some(method),
                     Some(&id),
@@ -381,7 +391,7 @@ impl Peer {
             shared.notification_size.record(buf.len());
             log_sent(method, None, &buf, false);
             observe::sent(
-                &shared.config,
+                shared.config.observer.as_ref(),
                 MessageKind::Notification,
                 Some(method),
                 None,
@@ -415,7 +425,13 @@ impl Peer {
         if shared.config.observer.is_some() {
             let id = RequestId::Int(id);
             let kind = MessageKind::Request;
-            observe::sent(&shared.config, kind, Some(method), Some(&id), &buf);
+            observe::sent(
+                shared.config.observer.as_ref(),
+                kind,
+                Some(method),
+                Some(&id),
+                &buf,
+            );
         }
         self.register(id, Pending::Discard(slot))?;
         shared.send(buf).await
@@ -494,108 +510,4 @@ impl Peer {
             }
         }
     }
-}
-
-/// Removes the pending entry of an abandoned call and sends `$/cancel_request` for it.
-struct CallGuard<'a> {
-    shared: &'a Arc<Shared>,
-    id: i64,
-    armed: bool,
-    sent: bool,
-    cancel_on_drop: bool,
-}
-
-impl Drop for CallGuard<'_> {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let removed = lock(&self.shared.pending).map.remove(&self.id).is_some();
-        let shared = self.shared;
-        if !(removed
-            && self.sent
-            && self.cancel_on_drop
-            && shared.config.framing.notifications
-            && !shared.is_closed())
-        {
-            return;
-        }
-        let mut buf = Vec::with_capacity(64);
-        let params = CancelParams {
-            request_id: RequestId::Int(self.id),
-        };
-        if write_notification(&mut buf, &shared.config.framing, CANCEL_METHOD, &params).is_err() {
-            return;
-        }
-        tracing::debug!(id = self.id, "request abandoned: sending {CANCEL_METHOD}");
-        let kind = MessageKind::Notification;
-        observe::sent(&shared.config, kind, Some(CANCEL_METHOD), None, &buf);
-        match shared.out_tx.try_send(buf.into()) {
-            Ok(()) => {}
-            Err(tokio::sync::mpsc::error::TrySendError::Full(buf)) => {
-                if let Ok(handle) = tokio::runtime::Handle::try_current() {
-                    let shared = shared.clone();
-                    handle.spawn(async move {
-                        let _ = shared.send(buf).await;
-                    });
-                }
-            }
-            Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => {}
-        }
-    }
-}
-
-/// What the reader sends the caller: the decoded result (or the panic `decode` raised), or
-/// the error the peer answered with.
-type Outcome<T, E> = Result<std::thread::Result<Result<T, E>>, Error>;
-
-/// The caller of [`Peer::call`] as the pending map holds it: where its outcome goes, and how
-/// its result type is read.
-struct CallWaiter<T, E> {
-    /// `None` once the outcome has been sent.
-    tx: Option<oneshot::Sender<Outcome<T, E>>>,
-    decode: fn(&str) -> Result<T, E>,
-}
-
-impl<T: Send + 'static, E: Send + 'static> Waiter for CallWaiter<T, E> {
-    fn try_unvalidated(&mut self, result: &str) -> bool {
-        // A caller that is gone, a decode error and a panic all take the ordinary path: it
-        // validates the line (malformed JSON must still be answered) and delivers, once.
-        if self.tx.as_ref().is_none_or(oneshot::Sender::is_closed) {
-            return false;
-        }
-        let decode = self.decode;
-        match std::panic::catch_unwind(AssertUnwindSafe(|| decode(result))) {
-            Ok(Ok(value)) => {
-                if let Some(tx) = self.tx.take() {
-                    let _ = tx.send(Ok(Ok(Ok(value))));
-                }
-                true
-            }
-            Ok(Err(_)) | Err(_) => false,
-        }
-    }
-
-    fn deliver(mut self: Box<Self>, result: Result<&RawValue, Error>) {
-        let Some(tx) = self.tx.take() else { return };
-        if tx.is_closed() {
-            return; // the caller is gone: nothing to read the result for
-        }
-        let decode = self.decode;
-        let decoded =
-            result.map(|raw| std::panic::catch_unwind(AssertUnwindSafe(|| decode(raw.get()))));
-        let _ = tx.send(decoded);
-    }
-}
-
-/// The raw result, copied out of the reader's line (what [`Peer::request_raw`] returns).
-/// Validates text that has not been (see [`Waiter::try_unvalidated`]).
-fn copy_raw(text: &str) -> Result<Box<RawValue>, serde_json::Error> {
-    RawValue::from_string(text.to_owned())
-}
-
-/// The result read as `R` (the error still needs the method's name; see
-/// [`Peer::request_with`]).
-fn decode_value<R: DeserializeOwned>(text: &str) -> Result<R, Error> {
-    crate::params::deserialize_params::<R>(text)
 }

@@ -18,7 +18,7 @@ use futures_util::StreamExt;
 use tokio::io::AsyncRead;
 use tokio_util::codec::FramedRead;
 
-use super::connection::Conn;
+use super::Conn;
 
 /// Reads a gateway child's stdout and routes each line, until the output ends, fails or the
 /// connection closes; then the connection closes.

@@ -1,0 +1,128 @@
+//! Notifications: started in the reader when nothing is queued before them, else handed to
+//! the worker in arrival order; and the ordering guarantee the reader keeps to the end of
+//! the connection.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::task::{Context, Waker};
+
+use serde_json::value::RawValue;
+
+use crate::dispatch::{NotificationRun, Ordered, notification_done};
+use crate::envelope::plain_notification;
+use crate::error::{CloseReason, panic_message};
+use crate::handler::{NotificationContext, StartedNotification};
+use crate::message::Notification;
+use crate::outgoing::{CANCEL_METHOD, CancelParams};
+
+use super::{CLOSE_GRACE, Reader};
+
+impl Reader {
+    /// Shuts the connection down for `reason` once the notifications already read have been
+    /// handled (the ordering guarantee holds to the end: an update read before the peer went
+    /// away reaches the application before the calls fail). A notification handler that does
+    /// not finish within [`CLOSE_GRACE`] does not hold the calls: they fail then anyway.
+    pub(super) async fn close_after_notifications(&mut self, reason: CloseReason) {
+        if !self.worker_idle()
+            && self
+                .ordered
+                .send(Ordered::Close(reason.clone()))
+                .await
+                .is_ok()
+        {
+            let _ = tokio::time::timeout(CLOSE_GRACE, self.shared.closed()).await;
+        }
+        self.shared.shutdown(reason);
+    }
+
+    /// Whether every notification received so far has been handled. The ordering guarantee:
+    /// the reader delivers a response itself only then; otherwise it queues it behind them.
+    pub(super) fn worker_idle(&self) -> bool {
+        self.shared.notifications_done.load(Ordering::Acquire) == self.notifications_received
+    }
+
+    /// A notification of the usual shape whose handler the handler decodes and starts
+    /// straight from the line (see [`Handler::start_notification`]); `None` sends the line
+    /// down the ordinary path, and so does a decoder that panics (the reader must survive
+    /// it).
+    pub(super) fn start_notification<'l>(
+        &self,
+        line: &'l str,
+    ) -> Option<(StartedNotification, &'l str, &'l str)> {
+        let (method, params) = plain_notification(line)?;
+        let started = self.start_notification_of(method, params)?;
+        Some((started, method, params))
+    }
+
+    /// [`Reader::start_notification`] of a notification's method and params text.
+    pub(super) fn start_notification_of(
+        &self,
+        method: &str,
+        params: &str,
+    ) -> Option<StartedNotification> {
+        if method == CANCEL_METHOD {
+            return None;
+        }
+        let cx = NotificationContext {
+            peer: self.peer.clone(),
+        };
+        let handler = self.handler.clone();
+        let start = AssertUnwindSafe(|| handler.start_notification(cx, method, params));
+        std::panic::catch_unwind(start).unwrap_or_else(|panic| {
+            let panic = panic_message(&panic);
+            tracing::error!(method, %panic, "notification decoder panicked; handling the line as usual");
+            None
+        })
+    }
+
+    /// Hands a notification to its handler, in arrival order. When every notification read
+    /// before it has been handled, its handler starts here, in the reader: one that finishes
+    /// without waiting (most do) costs no hop through the worker's queue and no wake-up.
+    /// One that waits goes on in the worker, which runs it to its end before anything
+    /// queued after it.
+    pub(super) async fn enqueue_notification(&mut self, mut run: NotificationRun) {
+        // Idle means every notification received so far is handled: checked before this
+        // one is counted.
+        let idle = self.worker_idle();
+        self.notifications_received += 1;
+        if idle {
+            let mut cx = Context::from_waker(Waker::noop());
+            if Pin::new(&mut run).poll(&mut cx).is_ready() {
+                notification_done(&self.shared);
+                return;
+            }
+        }
+        if self.ordered.send(Ordered::Notification(run)).await.is_err() {
+            tracing::error!("notification worker is gone");
+        }
+    }
+
+    pub(super) async fn on_notification(&mut self, n: Notification) {
+        if n.method == CANCEL_METHOD {
+            let text = n.params.as_deref().map_or("null", RawValue::get);
+            match serde_json::from_str::<CancelParams>(text) {
+                Ok(p) => self.withdraw(&p.request_id).await,
+                Err(e) => tracing::warn!("malformed {CANCEL_METHOD}: {e}"),
+            }
+            return;
+        }
+        let params = n.params.as_deref().map(RawValue::get);
+        self.arrived(&n.method, None, params);
+        #[cfg(feature = "otel")]
+        let run =
+            match crate::otel::incoming_notification_in_turn(&self.shared.trace, &n.method, params)
+            {
+                Some(turn) => NotificationRun::raw_in(n, &self.handler, &self.peer, turn),
+                None => {
+                    let span = NotificationRun::span(&n.method);
+                    crate::otel::incoming_notification(&span, params);
+                    NotificationRun::raw_in(n, &self.handler, &self.peer, span)
+                }
+            };
+        #[cfg(not(feature = "otel"))]
+        let run = NotificationRun::raw(n, &self.handler, &self.peer);
+        self.enqueue_notification(run).await;
+    }
+}
