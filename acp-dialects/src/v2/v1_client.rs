@@ -66,18 +66,26 @@ impl Shared {
         f(lock(&self.sessions).entry(session.to_string()).or_default())
     }
 
-    /// A v2 session answer (`configOptions`) as v1's: the options kept and, when one is the
-    /// agent's mode option, v1 `modes` from it.
+    /// A v2 session answer (`configOptions`) as v1's: the options a v1 client sees, in v1's
+    /// shape, and, when one is the agent's mode option, v1 `modes` from it.
     fn answered(&self, session: &str, mut answer: Value) -> Value {
         let options = answer["configOptions"]
             .as_array()
             .cloned()
             .unwrap_or_default();
-        if let Some(modes) = self.with(session, |s| s.config(&options)) {
+        let (modes, shown) = self.with(session, |s| (s.config(&options), s.shown(&options)));
+        if let Some(modes) = modes {
             answer["modes"] = modes;
         }
         if let Some(o) = answer.as_object_mut() {
             o.remove("availableCommands");
+            // v1's own shape (`id`, not `configId`): a v1 reader drops options it cannot
+            // read, so the v2 shape would reach the client as no options at all.
+            if shown.is_empty() {
+                o.remove("configOptions");
+            } else {
+                o.insert("configOptions".into(), Value::Array(shown));
+            }
         }
         answer
     }
@@ -291,8 +299,11 @@ impl V1Agent {
             .as_array()
             .cloned()
             .unwrap_or_default();
-        self.with(&p.session_id.0, |s| s.config(&options));
-        recast(answer, "the config options")
+        let shown = self.with(&p.session_id.0, |s| {
+            s.config(&options);
+            s.shown(&options)
+        });
+        recast(json!({ "configOptions": shown }), "the config options")
     }
 
     /// `session/prompt` is v2's prompt (answered at once with the message id) and the
