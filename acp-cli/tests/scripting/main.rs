@@ -38,7 +38,14 @@ fn one_turn_prints_a_transcript_and_exits_by_stop_reason() {
     let dir = Scratch::new("prompt");
     // v1: the terminal step needs the client's terminals, which v2 (the default) lacks.
     let out = run(
-        &["chat", "--protocol", "1", "--prompt", "hello script", "--yes"],
+        &[
+            "chat",
+            "--protocol",
+            "1",
+            "--prompt",
+            "hello script",
+            "--yes",
+        ],
         &dir.0,
     );
     let stdout = text(&out.stdout);
