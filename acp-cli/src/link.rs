@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use acp_client::negotiate::NegotiateOptions;
+use acp_client::negotiate::{NegotiateOptions, NegotiationError, OfferV2};
 use acp_client::process::{AgentCommand, AgentProcess};
 use acp_client::{AgentHandle, ClientConnection, Dialect};
 use acp_types::v1::*;
@@ -22,8 +22,8 @@ pub struct AgentSpec {
     pub command: Vec<OsString>,
     /// Dialects to offer, in order (all compiled ones when empty).
     pub dialects: Vec<Dialect>,
-    /// The protocol version pinned with `--protocol` (only the built-in agent speaks 2,
-    /// through the v1<->v2 translation); `None`: 1.
+    /// The protocol version pinned with `--protocol`; `None`: the highest both sides speak
+    /// (v2 offered first). `--dialect`, `--store` and `--url` speak v1 (or its dialects).
     pub protocol: Option<u16>,
     /// How long each dialect offer waits for the agent's answer.
     pub timeout: Duration,
@@ -53,8 +53,8 @@ pub struct Link {
     pub init: InitializeResponse,
     /// The dialect spoken.
     pub dialect: Dialect,
-    /// The protocol version on the wire: 1, or 2 for the built-in agent behind the
-    /// v1<->v2 translation.
+    /// The protocol version on the wire: 1, or 2 (the v1 connection drives a v2 agent, or
+    /// the built-in v1 agent served as v2, through the v1<->v2 translation).
     pub protocol: u16,
     process: Option<AgentProcess>,
     builtin: Option<tokio::task::JoinHandle<()>>,
@@ -63,13 +63,13 @@ pub struct Link {
 }
 
 impl Link {
-    /// What the header says is spoken: the dialect, or `v2` for the built-in agent behind the
-    /// v1<->v2 translation.
+    /// What the header says is spoken: the dialect, or `v2` (for the built-in agent: behind
+    /// the v1<->v2 translation).
     pub fn spoken(&self) -> String {
-        if self.protocol == 2 {
-            "v2, the built-in v1 agent through the v1<->v2 translation".to_owned()
-        } else {
-            self.dialect.to_string()
+        match (self.protocol, self.builtin.is_some()) {
+            (2, true) => "v2, the built-in v1 agent through the v1<->v2 translation".to_owned(),
+            (2, false) => "v2".to_owned(),
+            _ => self.dialect.to_string(),
         }
     }
 
@@ -111,26 +111,30 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
     if !spec.dialects.is_empty() {
         options = options.with_dialects(spec.dialects.clone());
     }
-    let builtin_only = spec.command.is_empty()
-        && spec.remote.is_none()
-        && spec.dialects.is_empty()
-        && spec.store.is_none();
-    if spec.protocol == Some(2) && !builtin_only {
+    let v1_only = spec.remote.is_some() || !spec.dialects.is_empty() || spec.store.is_some();
+    if spec.protocol == Some(2) && v1_only {
         return Err(
-            "--protocol 2 reaches only the built-in agent (without --store, --dialect or --url): \
-             v2 with other agents is not negotiated by acp chat yet"
+            "--protocol 2 cannot be spoken with --dialect, --store or --url (they speak v1 or \
+             its dialects): leave those out, or use --protocol 1"
                 .to_owned(),
         );
     }
+    options = options.with_v2(match (spec.protocol, v1_only) {
+        (Some(2), _) => OfferV2::Only,
+        (None, false) => OfferV2::First,
+        _ => OfferV2::No,
+    });
     if let Some(remote) = &spec.remote {
         return connect_remote(remote, client, options).await;
     }
     let Some((program, args)) = spec.command.split_first() else {
-        if spec.protocol == Some(2) {
-            return connect_builtin_v2(client, spec).await;
-        }
-        if spec.dialects.is_empty() && spec.store.is_none() {
-            return connect_builtin(client, spec.timeout).await;
+        if !v1_only {
+            // Both sides are ours: the built-in agent speaks both versions, so the highest
+            // is spoken unless `--protocol 1` pins v1.
+            return match spec.protocol {
+                Some(1) => connect_builtin(client, spec.timeout).await,
+                _ => connect_builtin_v2(client, spec).await,
+            };
         }
         // A dialect asked for (the built-in agent behind a translation) or a session store:
         // negotiated over a byte pipe, as with a child process.
@@ -185,7 +189,7 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
     {
         Ok(negotiated) => Ok(Link {
             dialect: negotiated.dialect,
-            protocol: 1,
+            protocol: negotiated.version,
             connection: negotiated.connection,
             init: negotiated.initialize,
             process: Some(process),
@@ -198,10 +202,10 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
             if let acp_client::process::ProcessError::Negotiation { error: e, .. } = &error
                 && matches!(
                     **e,
-                    acp_client::negotiate::NegotiationError::Unaccepted { .. }
+                    NegotiationError::Unaccepted { .. } | NegotiationError::Unoffered { .. }
                 )
             {
-                return Err(error.to_string());
+                return Err(version_hint(error.to_string(), spec.protocol));
             }
             // An agent that died says more by its exit than by the failed handshake.
             let exited =
@@ -211,6 +215,19 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
                 Err(_) => error.to_string(),
             })
         }
+    }
+}
+
+/// A version refusal with what to do about it: the other `--protocol` when one was pinned.
+fn version_hint(error: String, pinned: Option<u16>) -> String {
+    match pinned {
+        Some(2) => format!(
+            "{error}\n--protocol 2 needs an agent that speaks v2; without --protocol the agent's version is spoken"
+        ),
+        Some(1) => format!(
+            "{error}\n--protocol 1 needs an agent that speaks v1; without --protocol the agent's version is spoken"
+        ),
+        _ => error,
     }
 }
 

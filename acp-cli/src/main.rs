@@ -101,9 +101,11 @@ struct AgentArgs {
     /// Seconds each dialect offer waits for the agent's answer.
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
-    /// The protocol version to speak with the built-in agent: 1, or 2 (the built-in v1
-    /// agent served as v2 through acp-dialects' v1<->v2 translation, and the chat's v1
-    /// client driving it through the other direction). Default: 1.
+    /// The protocol version to speak, 1 or 2; without it, the highest the agent speaks
+    /// (v2 is offered first, an agent answering 1 is spoken to in v1 or its dialect). The
+    /// chat's client is v1: a v2 agent is driven through acp-dialects' v1<->v2 translation,
+    /// and the built-in v1 agent is served as v2 through the other direction. With 2, an
+    /// agent that answers 1 is an error; `--dialect`, `--store` and `--url` speak v1 only.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=2))]
     protocol: Option<u16>,
     /// Working directory of the session and the agent (default: the current one).

@@ -149,3 +149,56 @@ fn model_and_title_commands_say_when_the_agent_offers_nothing() {
     t.line("/quit");
     t.wait_for("EXIT=0");
 }
+
+/// The built-in agent over v2 (the default: the highest version both sides speak) shows the
+/// same transcript as over v1 (`--protocol 1`), but for the header naming the version: the
+/// commands, the session, the models (a config option over v2), the title and the reply.
+#[test]
+fn the_built_in_agent_over_v2_shows_the_v1_transcript() {
+    if !have("tmux", "the_built_in_agent_over_v2_shows_the_v1_transcript") {
+        return;
+    }
+    let dir = Scratch::new("v2chat");
+    let transcript = |name: &str, extra: &str| {
+        let t = Tmux::start(
+            name,
+            &format!("cd {} && {} chat{extra}", sh(&dir.0), sh(&acp())),
+        );
+        t.wait_for("you>");
+        t.line("/echo the same words");
+        t.wait_for("── end_turn");
+        t.line("/quit");
+        let screen = t.wait_for("EXIT=0");
+        let header = screen
+            .lines()
+            .find(|l| l.contains("connected to"))
+            .unwrap_or_default()
+            .to_owned();
+        // From the header to the turn's end, its duration left out.
+        let body: Vec<String> = screen
+            .lines()
+            .skip_while(|l| !l.contains("connected to"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("── end_turn"))
+            .map(str::to_owned)
+            .collect();
+        (header, body, screen)
+    };
+    let (v1_header, v1, v1_screen) = transcript("v2chat1", " --protocol 1");
+    let (v2_header, v2, v2_screen) = transcript("v2chat2", "");
+    assert!(v1_header.ends_with("(v1)"), "{v1_screen}");
+    assert!(
+        v2_header.ends_with("(v2, the built-in v1 agent through the v1<->v2 translation)"),
+        "{v2_screen}"
+    );
+    assert!(
+        v2.iter()
+            .any(|l| l.contains("models: demo-fast (current), demo-slow")),
+        "{v2_screen}"
+    );
+    assert!(
+        v2.iter().any(|l| l.trim() == "the same words"),
+        "{v2_screen}"
+    );
+    assert_eq!(v1, v2, "v1:\n{v1_screen}\nv2:\n{v2_screen}");
+}

@@ -8,8 +8,13 @@ mod support;
 
 use support::{Scratch, Tmux, acp, echo_agent, have, sh};
 
+/// The built-in agent pinned to v1: its terminal step needs the client's terminals, which
+/// v2 (the default) does not carry.
 fn chat_builtin(name: &str, dir: &Scratch) -> Tmux {
-    Tmux::start(name, &format!("cd {} && {} chat", sh(&dir.0), sh(&acp())))
+    Tmux::start(
+        name,
+        &format!("cd {} && {} chat --protocol 1", sh(&dir.0), sh(&acp())),
+    )
 }
 
 #[test]

@@ -73,6 +73,9 @@ use tokio::io::{AsyncRead, AsyncWriteExt};
 
 use crate::{Client, ClientConnection, Dialect};
 
+mod v2;
+use v2::{connect_v2, v2_offer};
+
 /// What [`crate::Builder::negotiate`] offers, and how it drives each dialect (acp-dialects' options shared by
 /// both sides, with this side's own part: the v1 `initialize`, the offer timeout, the
 /// overall deadline and the caps on what the agent writes before answering).
@@ -80,7 +83,7 @@ pub type NegotiateOptions = acp_dialects::negotiation::NegotiateOptions<ClientSi
 
 pub use acp_dialects::negotiation::{
     ClientSide, DEFAULT_DEADLINE, DEFAULT_MAX_KEPT_BYTES, DEFAULT_MAX_KEPT_LINES,
-    DEFAULT_OFFER_TIMEOUT, compiled_dialects,
+    DEFAULT_OFFER_TIMEOUT, OfferV2, compiled_dialects,
 };
 
 /// What one offer got, when it found no dialect.
@@ -113,6 +116,15 @@ pub enum NegotiationError {
         speaks: String,
         /// The accepted dialects.
         accepted: DialectList,
+    },
+    /// The agent answered a protocol version the client did not offer, where v2 was
+    /// offered ([`acp_dialects::negotiation::OfferV2`]): `1` when only v2 was, `3`, ...
+    #[error("the agent answered {answered}, which we did not offer (we offered {offered})")]
+    Unoffered {
+        /// What the agent answered (`protocol version 1`, `legacy-0.0.9`, ...).
+        answered: String,
+        /// What was offered (`protocol version 2`, ...).
+        offered: String,
     },
     /// Every dialect was offered and none was answered.
     #[error("no dialect was accepted: {}", tried(.0))]
@@ -168,6 +180,27 @@ fn offered(accepted: &DialectList) -> String {
     each.join(", ")
 }
 
+/// What a negotiation accepts: the dialects, and the id of the v2 offer when v2 is offered.
+struct Accepted<'a> {
+    dialects: &'a [Dialect],
+    v2: Option<i64>,
+}
+
+impl Accepted<'_> {
+    /// What was offered, for an error: `protocol version 2` when it was, then the dialects
+    /// as [`offered`] names them.
+    fn offered(&self) -> String {
+        let dialects =
+            (!self.dialects.is_empty()).then(|| offered(&DialectList(self.dialects.to_vec())));
+        let v2 = self.v2.map(|_| "protocol version 2".to_owned());
+        let each: Vec<String> = v2.into_iter().chain(dialects).collect();
+        if each.is_empty() {
+            return "nothing".into();
+        }
+        each.join(", ")
+    }
+}
+
 /// A list of dialects, displayed comma-separated.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DialectList(pub Vec<Dialect>);
@@ -187,8 +220,12 @@ impl fmt::Display for DialectList {
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Negotiated {
-    /// The dialect spoken on the wire.
+    /// The dialect spoken on the wire: v1 when [`Negotiated::version`] is 2 (the dialects
+    /// are v1's and the legacy ones; the connection is v1 through the v1<->v2 translation).
     pub dialect: Dialect,
+    /// The protocol version on the wire: 2 when the agent answered the v2 offer
+    /// ([`acp_dialects::negotiation::OfferV2`]), else 1.
+    pub version: u16,
     /// The v1 connection (through the dialect's adapter for a legacy agent).
     pub connection: ClientConnection,
     /// The agent's answer to `initialize`, in v1 terms.
@@ -235,21 +272,30 @@ impl Kept {
     }
 }
 
-/// An answer naming a dialect: the dialect it names, the result, and the offer it answered.
-type Found = (Dialect, Value, Dialect);
+/// An answer that settles the negotiation.
+enum Found {
+    /// An answer naming a dialect: the dialect it names, the result, and the offer it
+    /// answered (`None`: the v2 offer).
+    Dialect(Dialect, Value, Option<Dialect>),
+    /// `protocolVersion` 2, answering the v2 offer: the result.
+    V2(Value),
+}
 
 /// Reads until an answer to one of `offers` (ids and dialects) or `deadline`; `Ok(Err(_))`
 /// when the last offer is done without a dialect. Lines that are not answers to an offer
 /// (agent requests, logs on stdout) are kept in `kept`, to be read by the connection. An
 /// answer naming a version outside `accepted`'s dialects, or EOF, ends the negotiation.
+/// `v2` is the id of the v2 offer, when one was sent: its answer with version 2 is
+/// [`Found::V2`] (a late one too), an error answering it while it is `current` refuses it.
 async fn await_answer<R: AsyncRead + Unpin>(
     sniffer: &mut LineSniffer<R>,
     offers: &[(i64, Dialect)],
-    accepted: &[Dialect],
+    accepted: &Accepted<'_>,
     deadline: tokio::time::Instant,
     kept: &mut Kept,
 ) -> Result<Result<Found, OfferOutcome>, NegotiationError> {
     let current = offers.last().expect("an offer was sent").1;
+    let v2_current = accepted.v2.is_some() && accepted.v2 == offers.last().map(|o| o.0);
     loop {
         let line = match tokio::time::timeout_at(deadline, sniffer.next_line()).await {
             Err(_) => return Ok(Err(OfferOutcome::NoAnswer)),
@@ -272,6 +318,40 @@ async fn await_answer<R: AsyncRead + Unpin>(
         };
         // An error with `id: null` refuses what was sent last (the agent could not read its
         // id: a v1 agent refusing the threads offer, which has no `jsonrpc`).
+        let answers_v2 = match &response.id {
+            Some(RequestId::Int(id)) => accepted.v2 == Some(*id),
+            None => v2_current,
+            _ => false,
+        };
+        if answers_v2 {
+            match response.result {
+                Ok(result) => {
+                    let result: Value = serde_json::from_str(result.get()).unwrap_or(Value::Null);
+                    if result["protocolVersion"].as_u64() == Some(2) {
+                        return Ok(Ok(Found::V2(result)));
+                    }
+                    return match answer_dialect(&result, Dialect::V1) {
+                        // The v1 agent has seen v2's capabilities, not the client's v1 ones:
+                        // as though a legacy offer were answered, the v1 handshake is done.
+                        Ok(spoken) if accepted.dialects.contains(&spoken) => {
+                            Ok(Ok(Found::Dialect(spoken, result, None)))
+                        }
+                        Ok(spoken) => Err(NegotiationError::Unoffered {
+                            answered: offered(&DialectList(vec![spoken])),
+                            offered: accepted.offered(),
+                        }),
+                        Err(version) if !version.is_empty() => Err(NegotiationError::Unoffered {
+                            answered: version,
+                            offered: accepted.offered(),
+                        }),
+                        Err(_) if v2_current => Ok(Err(OfferOutcome::Unrecognised(result))),
+                        Err(_) => continue,
+                    };
+                }
+                Err(error) if v2_current => return Ok(Err(OfferOutcome::Refused(error))),
+                Err(_) => continue,
+            }
+        }
         let dialect = match (&response.id, &response.result) {
             (None, Err(_)) => Some(current),
             (Some(RequestId::Int(id)), _) => offers.iter().find(|(p, _)| p == id).map(|p| p.1),
@@ -292,10 +372,16 @@ async fn await_answer<R: AsyncRead + Unpin>(
             }
         };
         return match answer_dialect(&result, dialect) {
-            Ok(spoken) => Ok(Ok((spoken, result, dialect))),
+            Ok(spoken) => Ok(Ok(Found::Dialect(spoken, result, Some(dialect)))),
+            Err(version) if !version.is_empty() && accepted.v2.is_some() => {
+                Err(NegotiationError::Unoffered {
+                    answered: version,
+                    offered: accepted.offered(),
+                })
+            }
             Err(version) if !version.is_empty() => Err(NegotiationError::Unaccepted {
                 speaks: version,
-                accepted: DialectList(accepted.to_vec()),
+                accepted: DialectList(accepted.dialects.to_vec()),
             }),
             Err(_) => Ok(Err(OfferOutcome::Unrecognised(result))),
         };
@@ -331,14 +417,42 @@ async fn negotiate<C: Client>(
     deadline: tokio::time::Instant,
     tried: &mut Vec<(Dialect, OfferOutcome)>,
 ) -> Result<Negotiated, NegotiationError> {
-    let accepted = acp_dialects::negotiation::accepted(&options.dialects)
-        .map_err(|_| NegotiationError::NoDialect(DialectList(options.dialects.clone())))?;
+    let v2 = v2_offer(&options);
+    let dialects = match v2 {
+        Some((_, true)) => Vec::new(),
+        _ => acp_dialects::negotiation::accepted(&options.dialects)
+            .map_err(|_| NegotiationError::NoDialect(DialectList(options.dialects.clone())))?,
+    };
+    let accepted = Accepted {
+        dialects: &dialects,
+        v2: v2.as_ref().map(|_| 0),
+    };
     let mut sniffer = LineSniffer::new(reader, options.config.max_message_size);
     let mut offers: Vec<(i64, Dialect)> = Vec::new();
+    let mut next_id = 0;
     let mut kept = Kept::new(&options);
     let mut found = None;
-    for &dialect in &accepted {
-        let id = offers.len() as i64;
+    if let Some((line, only)) = &v2 {
+        // The v2 offer takes id 0; in `offers` as v1, the version it falls back to.
+        offers.push((next_id, Dialect::V1));
+        next_id += 1;
+        writer.write_all(line).await?;
+        writer.flush().await?;
+        let wait = (tokio::time::Instant::now() + options.side.timeout).min(deadline);
+        match await_answer(&mut sniffer, &offers, &accepted, wait, &mut kept).await? {
+            Ok(answer) => found = Some(answer),
+            Err(outcome) if *only => {
+                return Err(NegotiationError::NoAnswer(vec![(Dialect::V1, outcome)]));
+            }
+            Err(outcome) => tracing::debug!(%outcome, "the v2 offer got no version"),
+        }
+        // An answer to the v2 offer arriving later is still recognised; offered as v1 no
+        // more.
+        offers.clear();
+    }
+    for &dialect in dialects.iter().take_while(|_| found.is_none()) {
+        let id = next_id;
+        next_id += 1;
         offers.push((id, dialect));
         writer
             .write_all(&offer_line(dialect, id, &options.side.initialize))
@@ -364,21 +478,28 @@ async fn negotiate<C: Client>(
             }
         }
     }
-    let Some((dialect, result, answered)) = found else {
-        return Err(NegotiationError::NoAnswer(std::mem::take(tried)));
+    let (dialect, result, answered) = match found {
+        None => return Err(NegotiationError::NoAnswer(std::mem::take(tried))),
+        Some(Found::Dialect(dialect, result, answered)) => (dialect, result, answered),
+        Some(Found::V2(result)) => {
+            kept.replay(&mut sniffer);
+            let reader = sniffer.into_reader();
+            let config = options.config.clone().with_first_request_id(next_id);
+            return connect_v2(client, reader, writer, options, config, result).await;
+        }
     };
-    if !accepted.contains(&dialect) {
+    if !dialects.contains(&dialect) {
         return Err(NegotiationError::Unaccepted {
             speaks: dialect.to_string(),
-            accepted: DialectList(accepted),
+            accepted: DialectList(dialects),
         });
     }
     kept.replay(&mut sniffer);
     let reader = sniffer.into_reader();
-    let config = options.config.with_first_request_id(offers.len() as i64);
-    tracing::debug!(%dialect, offers = offers.len(), "negotiated");
+    let config = options.config.with_first_request_id(next_id);
+    tracing::debug!(%dialect, offers = next_id, "negotiated");
     let handshake = |e: acp_rpc::Error| NegotiationError::Handshake(dialect, e);
-    if dialect == Dialect::V1 && answered == Dialect::V1 {
+    if dialect == Dialect::V1 && answered == Some(Dialect::V1) {
         let initialize = serde_json::from_value(result).map_err(|e| {
             handshake(acp_rpc::Error::invalid_params(format!(
                 "the agent's initialize answer does not read as v1: {e}"
@@ -387,10 +508,12 @@ async fn negotiate<C: Client>(
         let connection = ClientConnection::start(client, (reader, writer), config);
         return Ok(Negotiated {
             dialect,
+            version: 1,
             connection,
             initialize,
         });
     }
+    let answered = answered.unwrap_or(Dialect::V1);
     let connection = match dialect {
         // A v1 agent answered a legacy handshake with its version: it has not seen this
         // client's capabilities yet, so the v1 handshake is done properly.
@@ -410,6 +533,7 @@ async fn negotiate<C: Client>(
         .map_err(handshake)?;
     Ok(Negotiated {
         dialect,
+        version: 1,
         connection,
         initialize,
     })

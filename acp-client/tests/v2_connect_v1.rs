@@ -215,6 +215,11 @@ async fn a_v2_turn_answers_the_v1_prompt_with_its_idle_stop_reason() {
     let session = start(&conn).await;
     let modes = session.modes.expect("the mode option is v1 modes");
     assert_eq!(modes.current_mode_id.0, "ask");
+    // The option itself reaches the v1 client in v1's shape (`id`): a v1 reader drops an
+    // option still in v2's (`configId`), as it did before.
+    let options = session.config_options.expect("the config options");
+    assert_eq!(options.len(), 1, "{options:?}");
+    assert_eq!(options[0].id.0.to_string(), "m");
     conn.agent()
         .set_session_mode(SetSessionModeRequest::new("s1", "code"))
         .await

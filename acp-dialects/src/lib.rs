@@ -100,9 +100,9 @@ pub struct AdapterOptions {
     /// equivalent, and reads or writes the client did not advertise). Without it those
     /// calls get `-32601`.
     pub fs: Option<Arc<dyn LocalFiles>>,
-    /// When a v1 client drives a legacy agent: the agent's answer to the dialect's
-    /// handshake, when version negotiation already sent it (the v1 `initialize` is then
-    /// answered from it).
+    /// When a v1 client drives a legacy agent or a v2 agent: the agent's answer to the
+    /// dialect's (or v2's) handshake, when version negotiation already sent it (the v1
+    /// `initialize` is then answered from it).
     pub handshake: Option<serde_json::Value>,
     /// When a v1 agent serves a v2 client (feature `v2`): the translation runs the
     /// agent's `terminal/*` commands itself and shows them to the client as v2 terminals

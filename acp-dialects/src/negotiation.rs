@@ -382,6 +382,25 @@ pub struct ClientSide {
     pub max_kept_lines: usize,
     /// The most bytes those lines may take. Default [`DEFAULT_MAX_KEPT_BYTES`].
     pub max_kept_bytes: usize,
+    /// Whether protocol v2 is offered, before the dialects or instead of them. Default
+    /// [`OfferV2::No`]; a client built without v2 offers it never.
+    pub v2: OfferV2,
+}
+
+/// Whether a negotiating client offers protocol v2 ([`ClientSide::v2`]): a v2 `initialize`
+/// made from the v1 one (`acp_dialects::v2::v2_initialize`, feature `v2`), sent first. An
+/// agent answering `2` is driven through the v1<->v2 translation; one answering `1` has its
+/// v1 handshake done properly (it has not seen the client's v1 capabilities).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OfferV2 {
+    /// The dialects only.
+    #[default]
+    No,
+    /// v2 first; then the dialects when the agent refuses it or does not answer.
+    First,
+    /// v2 only: any other answer ends the negotiation (the dialects are not offered).
+    Only,
 }
 
 impl NegotiateOptions<ClientSide> {
@@ -393,7 +412,15 @@ impl NegotiateOptions<ClientSide> {
             deadline: DEFAULT_DEADLINE,
             max_kept_lines: DEFAULT_MAX_KEPT_LINES,
             max_kept_bytes: DEFAULT_MAX_KEPT_BYTES,
+            v2: OfferV2::No,
         })
+    }
+
+    /// Sets [`ClientSide::v2`].
+    #[must_use]
+    pub fn with_v2(mut self, v2: OfferV2) -> Self {
+        self.side.v2 = v2;
+        self
     }
 
     /// Sets [`ClientSide::timeout`].

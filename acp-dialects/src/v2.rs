@@ -23,11 +23,11 @@
 //! | --- | --- |
 //! | `initialize` | `initialize` with `protocolVersion` 1, `clientInfo` from `info`, `fs` when [`crate::AdapterOptions::fs`] is set, `terminal` with [`crate::AdapterOptions::local_terminals`], `auth.terminal` and `elicitation` as the client offers; the answer: `info` from `agentInfo`, capability flags as v2 markers (`true` is `{}`), `mcp.stdio` always, auth methods tagged (`type: agent`, `methodId`) |
 //! | `auth/login`, `auth/logout` | `authenticate`, `logout` (refused `-32601` when the agent does not advertise `auth.logout`) |
-//! | `session/new` | `session/new`; the answer's `modes` become a `select` config option of category `mode`, id `mode`, marked `_meta["acp-rs/v1Modes"]` (unless the agent has one of its own) |
+//! | `session/new` | `session/new`; the answer's `modes` become a `select` config option of category `mode`, id `mode`, marked `_meta["acp-rs/v1Modes"]` (unless the agent has one of its own), and its `models` (unstable) one of category `model`, id `model` (unless it has one of category `model`) |
 //! | `session/resume` with `replayFrom` | `session/load`: the replay reaches the client as v2 updates before the answer |
 //! | `session/resume` without it | `session/resume` when advertised, else `session/load` with its replay held back |
 //! | `session/list`, `session/close`, `session/delete` | the same v1 method (`session/close` to an agent without it only forgets the session) |
-//! | `session/set_config_option` | `session/set_mode` for the `mode` option made of modes, else the same v1 method |
+//! | `session/set_config_option` | `session/set_mode` for the `mode` option made of modes, `session/set_model` (unstable) for the `model` option made of models, else the same v1 method |
 //! | `session/prompt` | answered at once with the user message's id, after `state_update` `running` and a `user_message` echo; the v1 `session/prompt` runs meanwhile and its answer becomes `state_update` `idle` with the stop reason (a v1 error: `stopReason: error` with the error) |
 //! | `session/cancel` | `session/cancel` |
 //! | `terminal/cancel` | kills a terminal the translation runs; refused `-32601` without local terminals |
@@ -106,6 +106,8 @@ use acp_rpc::{CloseReason, Peer};
 
 use crate::{AdapterOptions, Input, Output, translate};
 
+pub use v1_client::v2_initialize;
+
 pub use native::{
     Agent, AgentConnection, AgentHandle, Client, ClientConnection, ClientHandle, Context, connect,
     connect_with, serve, serve_with,
@@ -161,7 +163,10 @@ pub fn serve_v1_agent(
 
 /// Drives an agent speaking v2 (its stdout is `reader`, its stdin `writer`) for a v1
 /// client: `v1_client` starts the user's v1 client connection on the pair end it is given
-/// and returns its [`Peer`]. The module docs hold the mapping.
+/// and returns its [`Peer`]. The module docs hold the mapping. With
+/// [`AdapterOptions::handshake`] set to the agent's answer to a v2 `initialize` already sent
+/// (a client that negotiated the version first, offering [`v2_initialize`]), the v1 client's
+/// `initialize` is answered from it and the agent is not asked twice.
 pub fn drive_for_v1_client(
     v1_client: impl FnOnce(MemoryEnd) -> Peer,
     reader: impl Input,

@@ -36,7 +36,18 @@ fn text(bytes: &[u8]) -> String {
 #[test]
 fn one_turn_prints_a_transcript_and_exits_by_stop_reason() {
     let dir = Scratch::new("prompt");
-    let out = run(&["chat", "--prompt", "hello script", "--yes"], &dir.0);
+    // v1: the terminal step needs the client's terminals, which v2 (the default) lacks.
+    let out = run(
+        &[
+            "chat",
+            "--protocol",
+            "1",
+            "--prompt",
+            "hello script",
+            "--yes",
+        ],
+        &dir.0,
+    );
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("you> hello script"), "{stdout}");
@@ -50,7 +61,7 @@ fn one_turn_prints_a_transcript_and_exits_by_stop_reason() {
     // Not a terminal: no escape sequences in the transcript.
     assert!(!stdout.contains('\x1b'), "{stdout:?}");
     // Without --yes everything is refused, and the built-in agent still ends its turn.
-    let out = run(&["chat", "--prompt", "hello"], &dir.0);
+    let out = run(&["chat", "--protocol", "1", "--prompt", "hello"], &dir.0);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("Reject (no --yes)"), "{stdout}");

@@ -20,6 +20,10 @@ pub(crate) const MODE_OPTION: &str = "mode";
 /// client on the other side of a second translation gets modes back, not a new option.
 pub(crate) const V1_MODES_META: &str = "acp-rs/v1Modes";
 
+/// The id of the config option a v1 agent's models (`models`, unstable `session/set_model`)
+/// are shown as to a v2 client.
+pub(crate) const MODEL_OPTION: &str = "model";
+
 /// `value` as JSON (what every generated type serializes to without failing).
 pub(crate) fn json_of<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
@@ -257,6 +261,40 @@ pub(crate) fn options_with_modes(config: &[Value], modes: Option<&Value>) -> Vec
     out
 }
 
+/// `options` and, when the v1 agent lists `models` (a `SessionModelState`) and none of the
+/// options has category `model`, the models as a `select` config option of category
+/// `model`, id [`MODEL_OPTION`] (v2 has no models: its model choice is a config option).
+pub(crate) fn with_models(mut options: Vec<Value>, models: Option<&Value>) -> Vec<Value> {
+    let has_model = options
+        .iter()
+        .any(|o| o.get("category").and_then(Value::as_str) == Some("model"));
+    let Some(models) = models.filter(|_| !has_model) else {
+        return options;
+    };
+    let choices: Vec<Value> = models
+        .get("availableModels")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            let mut o = json!({ "value": m.get("modelId"), "name": m.get("name") });
+            if let Some(d) = m.get("description").filter(|d| !d.is_null()) {
+                o["description"] = d.clone();
+            }
+            o
+        })
+        .collect();
+    options.push(json!({
+        "configId": MODEL_OPTION,
+        "name": "Model",
+        "category": "model",
+        "type": "select",
+        "currentValue": models.get("currentModelId"),
+        "options": choices,
+    }));
+    options
+}
+
 /// A v2 agent's mode option (a `select` of category `mode` with a flat option list) as a
 /// v1 `SessionModeState`, with the option's id.
 pub(crate) fn modes_of(config: &[Value]) -> Option<(String, Value)> {
@@ -449,6 +487,26 @@ mod tests {
         assert_eq!(back, modes);
         // An agent's own mode option is not doubled.
         assert_eq!(options_with_modes(&options, Some(&modes)).len(), 1);
+    }
+
+    /// v1's unstable `models` are a v2 `select` option of category `model` that reads as
+    /// v2's type; an agent's own model option is not doubled.
+    #[test]
+    fn models_are_a_model_config_option() {
+        let models = json!({"currentModelId": "fast", "availableModels": [
+            {"modelId": "fast", "name": "Fast"}, {"modelId": "slow", "name": "Slow", "description": "careful"}]});
+        let options = with_models(Vec::new(), Some(&models));
+        assert_eq!(options.len(), 1);
+        assert_eq!(options[0]["configId"], MODEL_OPTION);
+        assert_eq!(options[0]["category"], "model");
+        assert_eq!(options[0]["currentValue"], "fast");
+        assert_eq!(options[0]["options"][1]["value"], "slow");
+        assert_eq!(options[0]["options"][1]["description"], "careful");
+        let typed: acp_types::v2::SessionConfigOption =
+            serde_json::from_value(options[0].clone()).expect("a v2 config option");
+        assert_eq!(json_of(&typed), options[0]);
+        assert_eq!(with_models(options.clone(), Some(&models)).len(), 1);
+        assert!(with_models(Vec::new(), None).is_empty());
     }
 }
 

@@ -7,8 +7,8 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Value, json};
 
 use super::map::{
-    commands_to_v1, commands_to_v2, content_to_v1, content_to_v2, map_content, modes_of,
-    option_to_v1, option_to_v2, options_with_modes, v1_facing,
+    MODEL_OPTION, commands_to_v1, commands_to_v2, content_to_v1, content_to_v2, map_content,
+    modes_of, option_to_v1, option_to_v2, options_with_modes, v1_facing, with_models,
 };
 
 /// Why an update was not passed on (logged at `warn` with the session and the kind).
@@ -19,6 +19,8 @@ pub(crate) type Dropped = String;
 pub(crate) struct ToV2 {
     /// The v1 agent's modes (`SessionModeState`), shown as a config option.
     pub(crate) modes: Option<Value>,
+    /// The v1 agent's models (`SessionModelState`, unstable), shown as a config option.
+    pub(crate) models: Option<Value>,
     /// The v1 agent's own config options.
     pub(crate) config: Vec<Value>,
     /// The kind and id of the message the last chunk belonged to.
@@ -58,10 +60,25 @@ impl ToV2 {
         self.message = None;
     }
 
-    /// The config options the v2 client sees (the agent's own and its modes).
+    /// The config options the v2 client sees (the agent's own, its modes and its models).
     pub(crate) fn options(&self) -> Vec<Value> {
         let own: Vec<Value> = self.config.iter().cloned().map(option_to_v2).collect();
-        options_with_modes(&own, self.modes.as_ref())
+        with_models(
+            options_with_modes(&own, self.modes.as_ref()),
+            self.models.as_ref(),
+        )
+    }
+
+    /// Whether `config_id` names the option made of the v1 agent's models (not one of its
+    /// own).
+    pub(crate) fn is_models_option(&self, config_id: &Value) -> bool {
+        *config_id == MODEL_OPTION
+            && self.models.is_some()
+            && !self.config.iter().any(|o| o["id"] == MODEL_OPTION)
+            && !self
+                .config
+                .iter()
+                .any(|o| o.get("category").and_then(Value::as_str) == Some("model"))
     }
 
     /// A v1 update (as JSON) as the v2 update (as JSON) the client gets.

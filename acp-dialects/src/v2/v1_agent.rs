@@ -60,6 +60,7 @@ impl Shared {
     fn answered(&self, session: &str, answer: &Value) -> Value {
         self.with(session, |s| {
             s.modes = answer.get("modes").filter(|m| !m.is_null()).cloned();
+            s.models = answer.get("models").filter(|m| !m.is_null()).cloned();
             let config = answer
                 .get("configOptions")
                 .and_then(Value::as_array)
@@ -308,6 +309,20 @@ impl Agent for V2Agent {
             let options = self.with(&id, |s| {
                 if let Some(modes) = &mut s.modes {
                     modes["currentModeId"] = mode;
+                }
+                s.options()
+            });
+            return recast(json!({ "configOptions": options }), "the config options");
+        }
+        if self.with(&id, |s| s.is_models_option(&request["configId"])) {
+            // The unstable v1 `session/set_model`, by name: v1's typed request is behind a
+            // feature this crate does not take.
+            let model = request["value"].clone();
+            let set = json!({ "sessionId": id, "modelId": model });
+            let _: Value = self.v1.request("session/set_model", &set).await?;
+            let options = self.with(&id, |s| {
+                if let Some(models) = &mut s.models {
+                    models["currentModelId"] = model;
                 }
                 s.options()
             });

@@ -20,16 +20,42 @@ use super::updates::ToV1;
 use crate::translate::{LegacyEnd, OnDrop, V1End, v1_routes};
 use crate::{AdapterOptions, lock};
 
-/// What the two ends of a v2 agent behind a v1 client share.
-pub(crate) fn state(_options: AdapterOptions) -> Shared {
+/// What the two ends of a v2 agent behind a v1 client share: with
+/// [`AdapterOptions::handshake`] (the v2 agent's answer to a negotiation's v2 offer), the
+/// v1 `initialize` is answered from it instead of sending a second v2 `initialize`.
+pub(crate) fn state(options: AdapterOptions) -> Shared {
     Shared {
+        handshake: Mutex::new(options.handshake),
         sessions: Mutex::default(),
         turns: Mutex::default(),
     }
 }
 
+/// The v2 `initialize` that stands for a v1 client's: `info` from `clientInfo`,
+/// `auth.terminal` and `elicitation` as the client offers (v2 has no client `fs` or
+/// `terminal`). What [`super::drive_for_v1_client`] sends, and what a negotiating client
+/// offers as its v2 handshake.
+pub fn v2_initialize(p: &v1::InitializeRequest) -> Result<v2::InitializeRequest, Error> {
+    let info = match &p.client_info {
+        Some(info) => json_of(info),
+        None => json!({ "name": "v1 client", "version": "unknown" }),
+    };
+    let mut capabilities = json!({});
+    if p.client_capabilities.auth.terminal {
+        capabilities["auth"] = json!({ "terminal": {} });
+    }
+    if let Some(elicitation) = &p.client_capabilities.elicitation {
+        capabilities["elicitation"] = json_of(elicitation);
+    }
+    let request = json!({ "protocolVersion": 2, "info": info, "capabilities": capabilities });
+    recast(request, "the client's initialize")
+}
+
 /// The state both ends of the translation share.
 pub(crate) struct Shared {
+    /// The v2 agent's answer to the negotiation's v2 `initialize`, until the v1 client's
+    /// `initialize` takes it.
+    handshake: Mutex<Option<Value>>,
     sessions: Mutex<HashMap<String, ToV1>>,
     /// The v1 prompt of each session waiting for the v2 agent's `state_update` idle.
     turns: Mutex<HashMap<String, oneshot::Sender<Value>>>,
@@ -40,18 +66,26 @@ impl Shared {
         f(lock(&self.sessions).entry(session.to_string()).or_default())
     }
 
-    /// A v2 session answer (`configOptions`) as v1's: the options kept and, when one is the
-    /// agent's mode option, v1 `modes` from it.
+    /// A v2 session answer (`configOptions`) as v1's: the options a v1 client sees, in v1's
+    /// shape, and, when one is the agent's mode option, v1 `modes` from it.
     fn answered(&self, session: &str, mut answer: Value) -> Value {
         let options = answer["configOptions"]
             .as_array()
             .cloned()
             .unwrap_or_default();
-        if let Some(modes) = self.with(session, |s| s.config(&options)) {
+        let (modes, shown) = self.with(session, |s| (s.config(&options), s.shown(&options)));
+        if let Some(modes) = modes {
             answer["modes"] = modes;
         }
         if let Some(o) = answer.as_object_mut() {
             o.remove("availableCommands");
+            // v1's own shape (`id`, not `configId`): a v1 reader drops options it cannot
+            // read, so the v2 shape would reach the client as no options at all.
+            if shown.is_empty() {
+                o.remove("configOptions");
+            } else {
+                o.insert("configOptions".into(), Value::Array(shown));
+            }
         }
         answer
     }
@@ -98,20 +132,11 @@ impl V1Agent {
         _cx: &RequestContext,
         p: v1::InitializeRequest,
     ) -> Result<v1::InitializeResponse, Error> {
-        let info = match &p.client_info {
-            Some(info) => json_of(info),
-            None => json!({ "name": "v1 client", "version": "unknown" }),
+        let handshake = lock(&self.handshake).take();
+        let answer = match handshake {
+            Some(answer) => answer,
+            None => json_of(&self.legacy()?.initialize(v2_initialize(&p)?).await?),
         };
-        let mut capabilities = json!({});
-        if p.client_capabilities.auth.terminal {
-            capabilities["auth"] = json!({ "terminal": {} });
-        }
-        if let Some(elicitation) = &p.client_capabilities.elicitation {
-            capabilities["elicitation"] = json_of(elicitation);
-        }
-        let request = json!({ "protocolVersion": 2, "info": info, "capabilities": capabilities });
-        let request: v2::InitializeRequest = recast(request, "the client's initialize")?;
-        let answer = json_of(&self.legacy()?.initialize(request).await?);
         let session = &answer["capabilities"]["session"];
         let mut mcp = markers_to_flags(session.get("mcp"));
         if let Some(o) = mcp.as_object_mut() {
@@ -274,8 +299,11 @@ impl V1Agent {
             .as_array()
             .cloned()
             .unwrap_or_default();
-        self.with(&p.session_id.0, |s| s.config(&options));
-        recast(answer, "the config options")
+        let shown = self.with(&p.session_id.0, |s| {
+            s.config(&options);
+            s.shown(&options)
+        });
+        recast(json!({ "configOptions": shown }), "the config options")
     }
 
     /// `session/prompt` is v2's prompt (answered at once with the message id) and the
