@@ -47,7 +47,8 @@ impl ServerChild {
         Ok(ServerChild { child, url })
     }
 
-    fn url(&self, websocket: bool) -> String {
+    /// The server's address for the profile: `ws://` for WebSocket, `http://` otherwise.
+    pub(crate) fn url(&self, websocket: bool) -> String {
         if websocket {
             self.url.replacen("http://", "ws://", 1)
         } else {
@@ -56,7 +57,7 @@ impl ServerChild {
     }
 
     /// Resident memory of the server process (KiB).
-    fn rss_kib(&self) -> u64 {
+    pub(crate) fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .unwrap_or_default();
         status
