@@ -129,11 +129,13 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
     }
     let Some((program, args)) = spec.command.split_first() else {
         if !v1_only {
-            // Both sides are ours: the built-in agent speaks both versions, so the highest
-            // is spoken unless `--protocol 1` pins v1.
+            // Both sides are ours: the built-in agent is a v1 agent, which also speaks v2
+            // through the v1<->v2 translation when `--protocol 2` asks for it. Without it the
+            // chat stays on v1, where the built-in agent's terminals, MCP servers and
+            // `--load` work; the translation does not yet carry those (see DESIGN.md).
             return match spec.protocol {
-                Some(1) => connect_builtin(client, spec.timeout).await,
-                _ => connect_builtin_v2(client, spec).await,
+                Some(2) => connect_builtin_v2(client, spec).await,
+                _ => connect_builtin(client, spec.timeout).await,
             };
         }
         // A dialect asked for (the built-in agent behind a translation) or a session store:

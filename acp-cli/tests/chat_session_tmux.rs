@@ -150,9 +150,9 @@ fn model_and_title_commands_say_when_the_agent_offers_nothing() {
     t.wait_for("EXIT=0");
 }
 
-/// The built-in agent over v2 (the default: the highest version both sides speak) shows the
-/// same transcript as over v1 (`--protocol 1`), but for the header naming the version: the
-/// commands, the session, the models (a config option over v2), the title and the reply.
+/// The built-in agent over v2 (`--protocol 2`: the v1 agent through the v1<->v2 translation)
+/// shows the same transcript as over v1 (its default), but for the header naming the version:
+/// the commands, the session, the models (a config option over v2), the title and the reply.
 #[test]
 fn the_built_in_agent_over_v2_shows_the_v1_transcript() {
     if !have("tmux", "the_built_in_agent_over_v2_shows_the_v1_transcript") {
@@ -169,23 +169,23 @@ fn the_built_in_agent_over_v2_shows_the_v1_transcript() {
         t.wait_for("── end_turn");
         t.line("/quit");
         let screen = t.wait_for("EXIT=0");
-        let header = screen
-            .lines()
-            .find(|l| l.contains("connected to"))
-            .unwrap_or_default()
-            .to_owned();
-        // From the header to the turn's end, its duration left out.
-        let body: Vec<String> = screen
+        // The header, which the terminal may wrap: from "connected to" to the commands line.
+        let header: String = screen
             .lines()
             .skip_while(|l| !l.contains("connected to"))
-            .skip(1)
+            .take_while(|l| !l.starts_with("commands:"))
+            .collect();
+        // From the commands line to the turn's end, its duration left out.
+        let body: Vec<String> = screen
+            .lines()
+            .skip_while(|l| !l.starts_with("commands:"))
             .take_while(|l| !l.starts_with("── end_turn"))
             .map(str::to_owned)
             .collect();
         (header, body, screen)
     };
-    let (v1_header, v1, v1_screen) = transcript("v2chat1", " --protocol 1");
-    let (v2_header, v2, v2_screen) = transcript("v2chat2", "");
+    let (v1_header, v1, v1_screen) = transcript("v2chat1", "");
+    let (v2_header, v2, v2_screen) = transcript("v2chat2", " --protocol 2");
     assert!(v1_header.ends_with("(v1)"), "{v1_screen}");
     assert!(
         v2_header.ends_with("(v2, the built-in v1 agent through the v1<->v2 translation)"),

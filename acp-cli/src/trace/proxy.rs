@@ -101,6 +101,9 @@ pub async fn run(out: Option<&Path>, serve: Option<Serve>, command: &[OsString])
             }
         }
     };
+    // Our handlers are in place before the agent starts: a signal that arrives once the agent
+    // runs (even before its first line reaches the client) is forwarded, never our death.
+    let signals = signal_streams();
     let mut child = match Command::new(program)
         .args(args)
         .stdin(Stdio::piped())
@@ -146,7 +149,7 @@ pub async fn run(out: Option<&Path>, serve: Option<Serve>, command: &[OsString])
         record::AGENT_TO_CLIENT,
         numbering,
     ));
-    let forwarder = pid.map(|pid| tokio::spawn(forward_signals(pid)));
+    let forwarder = pid.map(|pid| tokio::spawn(forward_signals(pid, signals)));
 
     let status = child.wait().await;
     // Everything the agent wrote before it exited reaches the client and the file.
@@ -328,23 +331,27 @@ pub(crate) fn write_records(
     failed
 }
 
-/// Forwards the usual termination and user signals to the agent.
-async fn forward_signals(pid: u32) {
-    let kinds = [
+/// Installs our handlers of the usual termination and user signals (from then on they no
+/// longer end us by default) and returns each with its number.
+fn signal_streams() -> Vec<(i32, tokio::signal::unix::Signal)> {
+    [
         SignalKind::interrupt(),
         SignalKind::terminate(),
         SignalKind::hangup(),
         SignalKind::quit(),
         SignalKind::user_defined1(),
         SignalKind::user_defined2(),
-    ];
+    ]
+    .into_iter()
+    .filter_map(|kind| Some((kind.as_raw_value(), signal(kind).ok()?)))
+    .collect()
+}
+
+/// Forwards the signals of [`signal_streams`] to the agent.
+async fn forward_signals(pid: u32, signals: Vec<(i32, tokio::signal::unix::Signal)>) {
     let (tx, mut rx) = mpsc::unbounded_channel::<i32>();
-    for kind in kinds {
-        let Ok(mut stream) = signal(kind) else {
-            continue;
-        };
+    for (number, mut stream) in signals {
         let tx = tx.clone();
-        let number = kind.as_raw_value();
         tokio::spawn(async move {
             while stream.recv().await.is_some() {
                 if tx.send(number).is_err() {
