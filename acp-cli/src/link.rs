@@ -132,7 +132,7 @@ pub async fn connect(spec: &AgentSpec, client: CliClient) -> Result<Link, String
             // Both sides are ours: the built-in agent is a v1 agent, which also speaks v2
             // through the v1<->v2 translation when `--protocol 2` asks for it. Without it the
             // chat stays on v1, where the built-in agent's terminals, MCP servers and
-            // `--load` work; the translation does not yet carry those (see DESIGN.md).
+            // `--load` work; the translation does not carry those yet (acp_dialects::v2).
             return match spec.protocol {
                 Some(2) => connect_builtin_v2(client, spec).await,
                 _ => connect_builtin(client, spec.timeout).await,
