@@ -309,6 +309,14 @@ async fn gone_within(pid: u32, limit: Duration) -> bool {
     !alive(pid)
 }
 
+/// Waits (up to 5 s) until `pid` leads its own process group, as it does once `setsid` ran.
+async fn wait_for_own_group(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(pid) && pgrp(pid) != pid && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// Starts `script` (which prints a pid and keeps running or exits) and returns that pid once
 /// printed.
 async fn grandchild(t: &Terminals, script: &str) -> (TerminalId, u32) {
@@ -324,6 +332,11 @@ async fn grandchild(t: &Terminals, script: &str) -> (TerminalId, u32) {
             .await
             .unwrap();
         if let Ok(pid) = out.output.trim().parse::<u32>() {
+            if script.starts_with("setsid ") {
+                // `$!` is printed as soon as the shell forks, which can be before the child
+                // has called setsid(2): wait for it to lead its own group.
+                wait_for_own_group(pid).await;
+            }
             return (id, pid);
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
