@@ -9,17 +9,9 @@ mod memory {
 }
 
 mod jsonl {
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    /// A fresh store directory per case (removed when the test process starts over).
+    /// A fresh store directory per case.
     fn fresh() -> acp_agent::store::JsonlStore {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "acp-store-conformance-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = acp_agent::store::conformance::scratch_dir("agent-jsonl");
         acp_agent::store::JsonlStore::open(&dir).expect("the store opens")
     }
 

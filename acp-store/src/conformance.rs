@@ -61,7 +61,9 @@ pub const CASES: &[&str] = &[
 ];
 
 mod namespaced;
+mod scratch;
 pub use namespaced::Namespaced;
+pub use scratch::scratch_dir;
 
 /// Runs the case named `name` (one of [`CASES`]) on `store`, for a harness that picks cases
 /// by name (another process running the suite, say). Panics on a name not in [`CASES`].

@@ -5,18 +5,10 @@
 #![cfg(feature = "test-support")]
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A fresh store directory per case (removed when the test process starts over).
+/// A fresh store directory per case.
 fn fresh_dir(kind: &str) -> PathBuf {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "acp-store-conformance-{kind}-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    acp_store::conformance::scratch_dir(kind)
 }
 
 mod memory {

@@ -268,6 +268,9 @@ fn test_binary(message: &serde_json::Value, binary_args: &[String]) -> Option<Jo
     without_cargo_run_variables(&mut command)
         .current_dir(package_dir)
         .env("CARGO_MANIFEST_DIR", package_dir)
+        // The build above made every example of the workspace: tests that would build one
+        // on demand (a package-scoped build, with other features) use it as it is.
+        .env("ACP_TEST_EXAMPLES_BUILT", "1")
         .args(binary_args);
     Some(Job {
         name,

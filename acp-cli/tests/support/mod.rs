@@ -28,12 +28,19 @@ pub fn have(program: &str, test: &str) -> bool {
     found
 }
 
-/// The echo agent example with its MCP connector (feature `mcp`), built on demand into the
-/// same target directory.
+/// The echo agent example with its MCP connector (feature `mcp`). Under `cargo xtask test`
+/// (which says so with `ACP_TEST_EXAMPLES_BUILT`) the workspace build made it, with `mcp`
+/// on (acp-cli turns it on), and it is used as it is; otherwise it is built on demand into
+/// the same target directory, as `cargo test -p acp-cli` does not build acp-agent's examples.
+/// (A package-scoped build beside the workspace's has other features: it recompiled acp-agent
+/// and its dependencies for minutes, with every other test waiting on cargo's lock.)
 pub fn echo_agent() -> PathBuf {
     let exe = acp();
     let debug = exe.parent().expect("target dir");
     let agent = debug.join("examples/echo_agent");
+    if std::env::var_os("ACP_TEST_EXAMPLES_BUILT").is_some() && agent.exists() {
+        return agent;
+    }
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)

@@ -291,10 +291,26 @@ mod tests {
         Arc::into_inner(settings.build().unwrap().unwrap()).unwrap()
     }
 
-    fn scratch(name: &str) -> PathBuf {
+    /// A directory under the system's temporary directory, removed when dropped.
+    struct Scratch(PathBuf);
+
+    impl std::ops::Deref for Scratch {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn scratch(name: &str) -> Scratch {
         let dir = std::env::temp_dir().join(format!("acp-guard-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::canonicalize(dir).unwrap()
+        Scratch(std::fs::canonicalize(dir).unwrap())
     }
 
     async fn admit(guard: &SessionGuard, params: Value, who: &str) -> Result<Value, String> {
