@@ -3,9 +3,16 @@
 //!
 //! | the client offers | the agent has v2 and v1 | only v1 | only v2 |
 //! | --- | --- | --- | --- |
-//! | `protocolVersion` 2 or more | v2 | v1 (its answer says 1) | v2 |
+//! | `protocolVersion` 2 | v2 | v1 (its answer says 1) | v2 |
+//! | `protocolVersion` 3 or more, params v2 reads | v2 (its answer says 2) | v1 (its answer says 1) | v2 |
+//! | `protocolVersion` 3 or more, params only v1 reads | v1 (its answer says 1) | v1 | v2 |
 //! | `protocolVersion` 1 | v1 | v1 | v2 (its answer says 2) |
 //! | anything else first | v1 | v1 | v2 |
+//!
+//! A later version than 2 is answered with the newest version that can read the request: a
+//! client that offers a version we do not know (as `acp check`'s `handshake.unsupported_version`
+//! does, with a v1-shaped `initialize`) gets an answer naming a version we speak, not an
+//! invalid-params error for a field v2 requires.
 //!
 //! The served side answers the `initialize` itself, so the client learns the version from
 //! the answer and decides whether it can go on, as the specification says.
@@ -54,13 +61,26 @@ pub enum VersionError {
     Io(#[from] std::io::Error),
 }
 
-/// The version a first message offers: `initialize`'s integer `protocolVersion`.
-fn offered(line: &[u8]) -> Option<u64> {
-    let message: Value = serde_json::from_slice(line).ok()?;
+/// What a first message offers: `initialize`'s integer `protocolVersion`, and whether its
+/// params read as a v2 `initialize` request.
+fn offered(line: &[u8]) -> Option<(u64, bool)> {
+    let mut message: Value = serde_json::from_slice(line).ok()?;
     if message.get("method")?.as_str()? != "initialize" {
         return None;
     }
-    message.get("params")?.get("protocolVersion")?.as_u64()
+    let params = message.get_mut("params")?.take();
+    let version = params.get("protocolVersion")?.as_u64()?;
+    let v2_shaped = serde_json::from_value::<super::types::InitializeRequest>(params).is_ok();
+    Some((version, v2_shaped))
+}
+
+/// Whether an agent speaking v1 (`has_v1`) and v2 serves v2 to this offer.
+fn serves_v2(offer: Option<(u64, bool)>, has_v1: bool) -> bool {
+    match offer {
+        Some((2, _)) => true,
+        Some((version, v2_shaped)) if version > 2 => v2_shaped || !has_v1,
+        _ => false,
+    }
 }
 
 /// Serves the client in the version its `initialize` offers, with `v1` or `v2` (at least
@@ -82,11 +102,11 @@ where
         return Err(VersionError::NoAgent);
     }
     let mut sniffer = LineSniffer::new(reader, config.max_message_size);
-    let version = match sniffer.next_line().await {
+    let offer = match sniffer.next_line().await {
         Ok(Some(line)) => {
-            let version = offered(&line);
+            let offer = offered(&line);
             sniffer.unread(&line);
-            version
+            offer
         }
         Ok(None) => return Err(VersionError::ClosedBeforeFirstMessage),
         // The served connection answers the oversized line itself.
@@ -94,8 +114,8 @@ where
         Err(SniffError::Io(e)) => return Err(e.into()),
     };
     let reader = sniffer.into_reader();
-    let wants_v2 = version.is_some_and(|v| v >= 2);
-    tracing::debug!(?version, "protocol version offered");
+    let wants_v2 = serves_v2(offer, v1.is_some());
+    tracing::debug!(version = ?offer.map(|(v, _)| v), wants_v2, "protocol version offered");
     Ok(match (v1, v2) {
         (Some(_), Some(agent)) | (None, Some(agent)) if wants_v2 => {
             Served::V2(super::serve_with(agent, reader, writer, config))
@@ -110,4 +130,48 @@ where
         (None, Some(agent)) => Served::V2(super::serve_with(agent, reader, writer, config)),
         (None, None) => return Err(VersionError::NoAgent),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn initialize(params: Value) -> Vec<u8> {
+        serde_json::to_vec(&serde_json::json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_later_version_in_v1_shape_is_served_v1_when_the_agent_has_it() {
+        let v1_shaped = initialize(serde_json::json!({"protocolVersion": 65535}));
+        let offer = offered(&v1_shaped);
+        assert_eq!(offer, Some((65535, false)));
+        assert!(!serves_v2(offer, true), "v1 reads it: v1 answers");
+        assert!(serves_v2(offer, false), "a v2-only agent still answers");
+    }
+
+    #[test]
+    fn a_later_version_in_v2_shape_is_served_v2() {
+        let v2_shaped = initialize(serde_json::json!({
+            "protocolVersion": 65535,
+            "info": {"name": "later-client", "version": "9.0.0"},
+        }));
+        let offer = offered(&v2_shaped);
+        assert_eq!(offer, Some((65535, true)));
+        assert!(serves_v2(offer, true));
+    }
+
+    #[test]
+    fn version_two_and_v1_offers_go_where_they_name() {
+        let two = offered(&initialize(serde_json::json!({"protocolVersion": 2})));
+        assert!(serves_v2(two, true));
+        let one = offered(&initialize(serde_json::json!({"protocolVersion": 1})));
+        assert!(!serves_v2(one, true));
+        assert!(!serves_v2(
+            offered(b"{\"jsonrpc\":\"2.0\",\"method\":\"x\"}"),
+            true
+        ));
+    }
 }
