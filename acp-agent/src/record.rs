@@ -2,30 +2,42 @@
 //!
 //! When a turn's updates reach the store is the store's [`Durability`]:
 //!
-//! * [`Durability::Event`] (the default) and [`Durability::EventSyncTurn`]: the prompt and
-//!   each update of the turn are appended *before* the update is sent to the client, so an
-//!   agent process killed mid-turn (`kill -9`) keeps every event the client saw. The turn's
-//!   end is appended as a [`StoredEvent::TurnEnd`] when its prompt returns; a turn without
-//!   one is replayed by `session/load` followed by a chunk marked
-//!   [`crate::store::INTERRUPTED_META`]. `EventSyncTurn` also asks the store to make the session
-//!   durable against a power loss at each turn's end ([`SessionStore::sync`]).
+//! * [`Durability::Event`] (the default) and [`Durability::EventSyncTurn`]: every update is
+//!   in the store *before* the client can read it, so an agent process killed mid-turn
+//!   (`kill -9`) keeps every event the client saw. The recorder is the connection's write
+//!   barrier ([`acp_rpc::barrier`], `record/barrier.rs`): an update's event is collected as
+//!   it is queued (each update an event of its own, as sent), and just before the
+//!   connection's writer hands its next batch of messages to the transport, the events of
+//!   every update queued so far are appended, one append per session. A burst of updates
+//!   that leaves in one write costs one append (one `write` for the embedded stores, one
+//!   round trip for PostgreSQL), and while an append runs nothing is written to the client
+//!   and the senders fill the outgoing queue, then wait. A prompt's answer follows its
+//!   turn's end, appended as a [`StoredEvent::TurnEnd`] when the prompt returns (before
+//!   the answer is sent); a turn without one is replayed by `session/load` followed by a
+//!   chunk marked [`crate::store::INTERRUPTED_META`]. `EventSyncTurn` also asks the store to
+//!   make the session durable against a power loss at each turn's end
+//!   ([`SessionStore::sync`]). An append that fails is logged and its events are lost; the
+//!   updates are still sent (a failing store does not stop the conversation).
 //! * [`Durability::Turn`]: the turn's updates are collected in memory and appended in one
-//!   write when the prompt ends (or in parts of [`FLUSH_EVENTS`] events / [`FLUSH_BYTES`]
-//!   bytes). [`Durability::Interval`] collects the same way and also writes what it holds
-//!   once the oldest unwritten event is as old as the interval: when the next update
-//!   arrives, or from a timer when the turn pauses (a tool call that runs for minutes does
-//!   not keep the turn's events from the store). While collecting, consecutive text chunks
-//!   of one message become one chunk, a
-//!   tool call absorbs its `tool_call_update`s (it is stored in its final state, where it
-//!   was announced), and consecutive plans keep only the last. The fewest writes; a killed
-//!   process loses the turn so far.
+//!   write when the prompt ends. [`Durability::Interval`] collects the same way and also
+//!   writes what it holds once the oldest unwritten event is as old as the interval: when
+//!   the next update arrives, or from a timer when the turn pauses (a tool call that runs
+//!   for minutes does not keep the turn's events from the store). While collecting,
+//!   consecutive text chunks of one message become one chunk, a tool call absorbs its
+//!   `tool_call_update`s (it is stored in its final state, where it was announced), and
+//!   consecutive plans keep only the last. The fewest writes; a killed process loses the
+//!   turn so far. Outside a prompt each update is written at once.
+//!
+//! Whatever the durability, what a session collects is written by the sender of the
+//! update that fills it ([`FLUSH_EVENTS`] events or [`FLUSH_BYTES`] bytes), who waits for
+//! the write: memory is bounded by holding senders back, not by dropping events.
 //!
 //! A session's writes go one at a time, each taking what has been collected so far, so the
 //! store receives its events in the order they were sent whichever path writes them.
 //!
-//! Outside a prompt each update is written at once. Replaying either form renders the same
-//! conversation as the live updates did. What each setting costs is in BENCHMARKS.md
-//! (measured by the ignored test `store_durability_cost`).
+//! Replaying either form renders the same conversation as the live updates did. What each
+//! setting costs is in BENCHMARKS.md (`acp-bench store`, and the ignored test
+//! `store_durability_cost`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
