@@ -68,13 +68,20 @@ where
         inner: slot.clone(),
         awaiting: awaiting.clone(),
     };
+    let recorder = store.map(|store| Recorder::new(store, identity.as_deref().map(str::to_owned)));
+    // With `Durability::Event` the recorder appends each batch of updates just before the
+    // writer sends it (see `record::barrier`).
+    let config = match recorder.as_ref().and_then(Recorder::write_barrier) {
+        Some(barrier) => config.with_write_barrier(barrier),
+        None => config,
+    };
     let conn = Connection::over(transport, dispatch, config);
     let inner = Arc::new(Inner {
         peer: conn.peer().clone(),
         caps: Default::default(),
         sessions: Default::default(),
         awaiting,
-        recorder: store.map(|store| Recorder::new(store, identity.as_deref().map(str::to_owned))),
+        recorder,
         offered: Default::default(),
         identity,
     });

@@ -2,44 +2,60 @@
 //!
 //! When a turn's updates reach the store is the store's [`Durability`]:
 //!
-//! * [`Durability::Event`] (the default) and [`Durability::EventSyncTurn`]: the prompt and
-//!   each update of the turn are appended *before* the update is sent to the client, so an
-//!   agent process killed mid-turn (`kill -9`) keeps every event the client saw. The turn's
-//!   end is appended as a [`StoredEvent::TurnEnd`] when its prompt returns; a turn without
-//!   one is replayed by `session/load` followed by a chunk marked
-//!   [`crate::store::INTERRUPTED_META`]. `EventSyncTurn` also asks the store to make the session
-//!   durable against a power loss at each turn's end ([`SessionStore::sync`]).
+//! * [`Durability::Event`] (the default) and [`Durability::EventSyncTurn`]: every update is
+//!   in the store *before* the client can read it, so an agent process killed mid-turn
+//!   (`kill -9`) keeps every event the client saw. The recorder is the connection's write
+//!   barrier ([`acp_rpc::barrier`], `record/barrier.rs`): an update's event is collected as
+//!   it is queued (each update an event of its own, as sent), and just before the
+//!   connection's writer hands its next batch of messages to the transport, the events of
+//!   every update queued so far are appended, one append per session. A burst of updates
+//!   that leaves in one write costs one append (one `write` for the embedded stores, one
+//!   round trip for PostgreSQL), and while an append runs nothing is written to the client
+//!   and the senders fill the outgoing queue, then wait. A prompt's answer follows its
+//!   turn's end, appended as a [`StoredEvent::TurnEnd`] when the prompt returns (before
+//!   the answer is sent); a turn without one is replayed by `session/load` followed by a
+//!   chunk marked [`crate::store::INTERRUPTED_META`]. `EventSyncTurn` also asks the store to
+//!   make the session durable against a power loss at each turn's end
+//!   ([`SessionStore::sync`]). An append that fails is logged and its events are lost; the
+//!   updates are still sent (a failing store does not stop the conversation).
 //! * [`Durability::Turn`]: the turn's updates are collected in memory and appended in one
-//!   write when the prompt ends (or in parts of [`FLUSH_EVENTS`] events / [`FLUSH_BYTES`]
-//!   bytes). [`Durability::Interval`] collects the same way and also writes what it holds
-//!   once the oldest unwritten event is as old as the interval: when the next update
-//!   arrives, or from a timer when the turn pauses (a tool call that runs for minutes does
-//!   not keep the turn's events from the store). While collecting, consecutive text chunks
-//!   of one message become one chunk, a
-//!   tool call absorbs its `tool_call_update`s (it is stored in its final state, where it
-//!   was announced), and consecutive plans keep only the last. The fewest writes; a killed
-//!   process loses the turn so far.
+//!   write when the prompt ends. [`Durability::Interval`] collects the same way and also
+//!   writes what it holds once the oldest unwritten event is as old as the interval: when
+//!   the next update arrives, or from a timer when the turn pauses (a tool call that runs
+//!   for minutes does not keep the turn's events from the store). While collecting,
+//!   consecutive text chunks of one message become one chunk, a tool call absorbs its
+//!   `tool_call_update`s (it is stored in its final state, where it was announced), and
+//!   consecutive plans keep only the last. The fewest writes; a killed process loses the
+//!   turn so far. Outside a prompt each update is written at once.
+//!
+//! Whatever the durability, what a session collects is written by the sender of the
+//! update that fills it ([`FLUSH_EVENTS`] events or [`FLUSH_BYTES`] bytes), who waits for
+//! the write: memory is bounded by holding senders back, not by dropping events.
 //!
 //! A session's writes go one at a time, each taking what has been collected so far, so the
 //! store receives its events in the order they were sent whichever path writes them.
 //!
-//! Outside a prompt each update is written at once. Replaying either form renders the same
-//! conversation as the live updates did. What each setting costs is in BENCHMARKS.md
-//! (measured by the ignored test `store_durability_cost`).
+//! Replaying either form renders the same conversation as the live updates did. What each
+//! setting costs is in BENCHMARKS.md (`acp-bench store`, and the ignored test
+//! `store_durability_cost`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use acp_types::v1::{
-    ContentBlock, ContentChunk, SessionId, SessionNotification, SessionUpdate, ToolCallId,
-};
+use acp_types::v1::{ContentBlock, SessionId, SessionNotification, SessionUpdate};
 
 use crate::store::{
     Durability, MetaChange, SessionMeta, SessionStore, StoreError, StoredEvent, TurnEnd,
     now_rfc3339,
 };
 use crate::sync::lock;
+
+mod barrier;
+mod turn;
+
+use turn::Turn;
 
 /// A turn longer than this many stored events is written out in parts.
 pub(crate) const FLUSH_EVENTS: usize = 1024;
@@ -75,6 +91,15 @@ pub(crate) struct Recorder {
     /// The identity the connection serves ([`SessionMeta::owner`]): the sessions it creates
     /// are its own, and it reaches no other identity's.
     owner: Option<String>,
+    /// Each update's event is left for the connection's write barrier (see
+    /// [`Recorder::write_barrier`]) instead of being written before the update is queued.
+    deferred: AtomicBool,
+    /// Sessions with events the write barrier has to write (each listed once, see
+    /// [`Rec::listed`]); taken by the barrier. Locked inside `state`, never the other way.
+    listed: Mutex<Vec<SessionId>>,
+    /// `listed` is not empty: the barrier has work (read before every write the
+    /// connection makes, so an atomic rather than the lock).
+    pending: AtomicBool,
 }
 
 #[derive(Default)]
@@ -86,116 +111,19 @@ struct Rec {
     /// Held while the session's collected events are taken and written, so two writes of
     /// one session never overtake each other.
     writing: Arc<tokio::sync::Mutex<()>>,
+    /// The session is in [`Recorder::listed`] (until a write takes its events).
+    listed: bool,
 }
 
-#[derive(Default)]
-struct Turn {
-    events: Vec<StoredEvent>,
-    /// Tool call id -> its event's place in `events`.
-    tools: HashMap<ToolCallId, usize>,
-    /// Prompts running for the session.
-    prompts: usize,
-    /// About how many bytes `events` hold (text counted, other updates a flat guess).
-    bytes: usize,
-    /// When the oldest event not yet written was collected (for [`Durability::Interval`]).
-    since: Option<std::time::Instant>,
-}
-impl Turn {
-    fn take(&mut self) -> Vec<StoredEvent> {
-        self.tools.clear();
-        self.bytes = 0;
-        self.since = None;
-        std::mem::take(&mut self.events)
-    }
-
-    /// Whether the oldest unwritten event is `interval` old.
-    fn due(&mut self, interval: std::time::Duration) -> bool {
-        match self.since {
-            Some(since) => since.elapsed() >= interval,
-            None => {
-                self.since = Some(std::time::Instant::now());
-                interval.is_zero()
-            }
-        }
-    }
-
-    /// Adds an update, condensing it into the events already collected where it can.
-    fn push(&mut self, update: &SessionUpdate) {
-        use SessionUpdate as U;
-        self.bytes += match update {
-            U::AgentMessageChunk(c) | U::AgentThoughtChunk(c) | U::UserMessageChunk(c) => {
-                match &c.content {
-                    ContentBlock::Text(t) => t.text.len(),
-                    _ => 256,
-                }
-            }
-            _ => 256,
-        };
-        match update {
-            U::AgentMessageChunk(c) | U::AgentThoughtChunk(c) | U::UserMessageChunk(c) => {
-                if let Some(StoredEvent::Update(last)) = self.events.last_mut()
-                    && let Some(prev) = same_kind_chunk(last, update)
-                    && append_text(prev, c)
-                {
-                    return;
-                }
-            }
-            U::ToolCall(call) => {
-                if let Some(&at) = self.tools.get(&call.tool_call_id) {
-                    self.events[at] = StoredEvent::Update(update.clone());
-                    return;
-                }
-                self.tools
-                    .insert(call.tool_call_id.clone(), self.events.len());
-            }
-            U::ToolCallUpdate(change) => {
-                if let Some(&at) = self.tools.get(&change.tool_call_id)
-                    && let StoredEvent::Update(U::ToolCall(call)) = &mut self.events[at]
-                {
-                    call.apply_update(change);
-                    return;
-                }
-            }
-            U::Plan(_) => {
-                if let Some(StoredEvent::Update(last @ U::Plan(_))) = self.events.last_mut() {
-                    *last = update.clone();
-                    return;
-                }
-            }
-            _ => {}
-        }
-        self.events.push(StoredEvent::Update(update.clone()));
-    }
-}
-
-/// The chunk of `last` if it is the same kind of chunk as `next`.
-fn same_kind_chunk<'a>(
-    last: &'a mut SessionUpdate,
-    next: &SessionUpdate,
-) -> Option<&'a mut ContentChunk> {
-    use SessionUpdate as U;
-    match (last, next) {
-        (U::AgentMessageChunk(a), U::AgentMessageChunk(_))
-        | (U::AgentThoughtChunk(a), U::AgentThoughtChunk(_))
-        | (U::UserMessageChunk(a), U::UserMessageChunk(_)) => Some(a),
-        _ => None,
-    }
-}
-
-/// Appends the text of `next` to `prev` when both are plain text of the same message.
-fn append_text(prev: &mut ContentChunk, next: &ContentChunk) -> bool {
-    if prev.message_id != next.message_id || prev.meta != next.meta {
-        return false;
-    }
-    match (&mut prev.content, &next.content) {
-        (ContentBlock::Text(a), ContentBlock::Text(b))
-            if a.annotations == b.annotations && a.meta == b.meta =>
-        {
-            a.text.push_str(&b.text);
-            true
-        }
-        _ => false,
-    }
+/// What recording an update leaves to do once the recorder's lock is let go (see
+/// [`Recorder::note`]).
+pub(crate) struct FollowUp {
+    /// Write what the session collected now.
+    flush: bool,
+    /// The metadata the update changes.
+    change: Option<MetaChange>,
+    /// Arm the [`Durability::Interval`] timer.
+    timer: Option<Duration>,
 }
 
 /// The metadata an update changes, if any (most updates change none: checked before
@@ -238,6 +166,9 @@ impl Recorder {
             released: tokio::sync::OnceCell::new(),
             me: me.clone(),
             owner,
+            deferred: AtomicBool::new(false),
+            listed: Mutex::default(),
+            pending: AtomicBool::new(false),
         })
     }
 
@@ -270,7 +201,10 @@ impl Recorder {
         let events = lock(&self.state)
             .get_mut(id)
             .filter(|r| r.stored)
-            .map(|r| r.turn.take())
+            .map(|r| {
+                r.listed = false;
+                r.turn.take()
+            })
             .unwrap_or_default();
         self.write(id, events).await;
     }
@@ -320,16 +254,15 @@ impl Recorder {
     pub(crate) async fn release(&self) {
         self.released
             .get_or_init(|| async {
-                let pending: Vec<(SessionId, Vec<StoredEvent>)> = {
-                    let mut s = lock(&self.state);
-                    s.iter_mut()
-                        .filter(|(_, r)| r.stored)
-                        .map(|(id, r)| (id.clone(), r.turn.take()))
-                        .filter(|(_, events)| !events.is_empty())
-                        .collect()
-                };
-                for (id, events) in pending {
-                    self.write(&id, events).await;
+                // Each through its gate: after any write of it under way (the write
+                // barrier's too), in order.
+                let pending: Vec<SessionId> = lock(&self.state)
+                    .iter()
+                    .filter(|(_, r)| r.stored && !r.turn.events.is_empty())
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                for id in pending {
+                    self.flush(&id).await;
                 }
                 lock(&self.state).clear();
                 self.store.write().unwrap_or_else(|p| p.into_inner()).take();
@@ -363,50 +296,86 @@ impl Recorder {
     /// Records an update the agent sends. `creating` tells whether a `session/new` is
     /// running (asked only for a session the store does not know yet): its updates are kept
     /// until it is created.
+    #[cfg(test)]
     pub(crate) async fn update(&self, n: &SessionNotification, creating: impl FnOnce() -> bool) {
+        if let Some(work) = self.note(n, creating) {
+            self.follow_up(&n.session_id, work).await;
+        }
+    }
+
+    /// The part of recording an update done at once, under the recorder's lock: the event
+    /// is collected (for the write barrier, a write now, or the turn's end). `Some`: there
+    /// is more to do before the update is sent ([`Recorder::follow_up`]); most streamed
+    /// updates need nothing more, and their sender awaits nothing.
+    pub(crate) fn note(
+        &self,
+        n: &SessionNotification,
+        creating: impl FnOnce() -> bool,
+    ) -> Option<FollowUp> {
         let id = &n.session_id;
-        let (now, change, timer) = {
-            let mut s = lock(&self.state);
-            let rec = match s.get_mut(id) {
-                Some(rec) => rec,
-                None if creating() => s.entry(id.clone()).or_default(),
-                None => {
-                    tracing::debug!(session = %id.0, "update for a session the store does not have; not recorded");
-                    return;
-                }
-            };
-            if !rec.stored && rec.turn.events.len() >= EARLY_EVENTS {
-                tracing::warn!(session = %id.0, "too many updates before the session exists; not recorded");
-                return;
-            }
-            rec.turn.push(&n.update);
-            let turn = &mut rec.turn;
-            // The first event of a new window arms the window's timer.
-            let opens_window = turn.since.is_none();
-            if !rec.stored {
-                (false, None, None)
-            } else if turn.prompts == 0
-                || self.writes_each_event()
-                || matches!(self.durability, Durability::Interval(d) if turn.due(d))
-                || turn.events.len() >= FLUSH_EVENTS
-                || turn.bytes >= FLUSH_BYTES
-            {
-                (true, meta_change(&n.update), None)
-            } else {
-                let timer = match self.durability {
-                    Durability::Interval(d) if opens_window => Some(d),
-                    _ => None,
-                };
-                (false, meta_change(&n.update), timer)
+        let deferred = self.deferred.load(Ordering::Relaxed);
+        let mut s = lock(&self.state);
+        let rec = match s.get_mut(id) {
+            Some(rec) => rec,
+            None if creating() => s.entry(id.clone()).or_default(),
+            None => {
+                tracing::debug!(session = %id.0, "update for a session the store does not have; not recorded");
+                return None;
             }
         };
-        if now {
+        if !rec.stored && rec.turn.events.len() >= EARLY_EVENTS {
+            tracing::warn!(session = %id.0, "too many updates before the session exists; not recorded");
+            return None;
+        }
+        // Kept as sent when each update is written (a replay shows it as it streamed).
+        rec.turn.push(&n.update, !self.writes_each_event());
+        if !rec.stored {
+            return None;
+        }
+        let turn = &mut rec.turn;
+        // The first event of a new window arms the window's timer.
+        let opens_window = turn.since.is_none();
+        let full = turn.events.len() >= FLUSH_EVENTS || turn.bytes >= FLUSH_BYTES;
+        let change = meta_change(&n.update);
+        if deferred && !full {
+            // The write barrier writes it before the transport gets the update.
+            if !rec.listed {
+                rec.listed = true;
+                lock(&self.listed).push(id.clone());
+                self.pending.store(true, Ordering::SeqCst);
+            }
+            return change.map(|change| FollowUp {
+                flush: false,
+                change: Some(change),
+                timer: None,
+            });
+        }
+        let flush = turn.prompts == 0
+            || self.writes_each_event()
+            || matches!(self.durability, Durability::Interval(d) if turn.due(d))
+            || full;
+        let timer = match self.durability {
+            Durability::Interval(d) if opens_window && !flush => Some(d),
+            _ => None,
+        };
+        (flush || change.is_some() || timer.is_some()).then_some(FollowUp {
+            flush,
+            change,
+            timer,
+        })
+    }
+
+    /// What [`Recorder::note`] left to do: a write now (which its sender awaits: a full
+    /// collection holds the sender back until it is written), the interval's timer, the
+    /// metadata change.
+    pub(crate) async fn follow_up(&self, id: &SessionId, work: FollowUp) {
+        if work.flush {
             self.flush(id).await;
         }
-        if let Some(interval) = timer {
+        if let Some(interval) = work.timer {
             self.flush_when_due(id.clone(), interval);
         }
-        if let Some(change) = change {
+        if let Some(change) = work.change {
             self.change(id, change).await;
         }
     }
@@ -528,16 +497,28 @@ impl Recorder {
 
     /// The session is closed on this connection: writes what is pending and lets go of it.
     pub(crate) async fn detach(&self, id: &SessionId) -> Result<(), StoreError> {
+        // Through the session's gate, and let go of only once written: a write barrier that
+        // comes meanwhile waits for this write as for any other of the session's.
+        let gate = lock(&self.state).get(id).map(|r| r.writing.clone());
+        let _writing = match &gate {
+            Some(gate) => Some(gate.lock().await),
+            None => None,
+        };
         let events = lock(&self.state)
-            .remove(id)
+            .get_mut(id)
             .filter(|r| r.stored)
-            .map(|mut r| r.turn.take())
+            .map(|r| r.turn.take())
             .unwrap_or_default();
-        let store = self.store()?;
-        if !events.is_empty() {
-            store.append(id, events).await?;
+        let written = async {
+            let store = self.store()?;
+            if !events.is_empty() {
+                store.append(id, events).await?;
+            }
+            store.close(id).await
         }
-        store.close(id).await
+        .await;
+        lock(&self.state).remove(id);
+        written
     }
 
     /// The session was deleted: drops what is pending.

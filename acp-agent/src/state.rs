@@ -305,10 +305,12 @@ impl Inner {
         n: SessionNotification,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
         async move {
-            if let Some(recorder) = &self.recorder {
+            if let Some(recorder) = &self.recorder
+                && let Some(work) = recorder.note(&n, || lock(&self.sessions).creating > 0)
+            {
                 // Boxed: the store's write is a large future, and every streamed update's future
                 // (and each copy of it on the way up) would carry it.
-                Box::pin(recorder.update(&n, || lock(&self.sessions).creating > 0)).await;
+                Box::pin(recorder.follow_up(&n.session_id, work)).await;
             }
             let guard = {
                 let mut s = lock(&self.sessions);

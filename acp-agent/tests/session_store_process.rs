@@ -391,8 +391,10 @@ async fn an_unusable_store_directory_fails_at_start() {
 
 /// `kill -9` in the middle of a streamed turn, with each durability that records as it
 /// streams: after a restart, `session/load` replays every chunk the client had received of
-/// that turn (at most one more: an event is stored before it is sent), then a chunk marked
-/// interrupted; the turn that finished before it is whole and not marked.
+/// that turn, then a chunk marked interrupted; the turn that finished before it is whole and
+/// not marked. The store may hold a little more than the client saw: the updates of the
+/// transport write under way at the kill, appended just before it (the echo agent streams a
+/// word every 20 ms, so one, or two when the writer fell behind).
 #[tokio::test]
 async fn kill_9_mid_turn_keeps_every_event_the_client_saw() {
     for durability in ["event", "event-sync-turn"] {
@@ -435,7 +437,7 @@ async fn kill_9_mid_turn_keeps_every_event_the_client_saw() {
             .filter(|t| t.starts_with('w'))
             .collect();
         assert!(
-            stored.len() == seen.len() || stored.len() == seen.len() + 1,
+            (seen.len()..=seen.len() + 2).contains(&stored.len()),
             "{durability}: saw {}, stored {}",
             seen.len(),
             stored.len()

@@ -4,6 +4,9 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use crate::barrier::WriteBarrier;
 use crate::observe::SharedObserver;
 use crate::tap::WireTap;
 
@@ -83,6 +86,11 @@ pub struct Config {
     /// the chunks are shown in the order they were sent. Waiting requests hold no handler
     /// slot, and responses to our own requests are never held up by it.
     pub sequential_requests: bool,
+    /// Work the writer waits for before it hands output to the transport, done once per
+    /// batch of messages (see [`crate::barrier`]): acp-agent's session recorder appends
+    /// the updates of a batch to its store here, so the client never sees an update the
+    /// store does not have. Default `None`: no barrier, no cost.
+    pub write_barrier: Option<Arc<dyn WriteBarrier>>,
 }
 
 impl Default for Config {
@@ -103,6 +111,7 @@ impl Default for Config {
             observer: None,
             first_request_id: None,
             sequential_requests: false,
+            write_barrier: None,
         }
     }
 }
@@ -125,6 +134,7 @@ impl std::fmt::Debug for Config {
             .field("observer", &self.observer.is_some())
             .field("first_request_id", &self.first_request_id)
             .field("sequential_requests", &self.sequential_requests)
+            .field("write_barrier", &self.write_barrier.is_some())
             .finish()
     }
 }
@@ -218,6 +228,16 @@ impl Config {
     #[must_use]
     pub fn with_observer(mut self, observer: SharedObserver) -> Self {
         self.observer = Some(observer);
+        self
+    }
+    /// Adds a [`Config::write_barrier`]. A barrier set already stays, and is flushed
+    /// before this one.
+    #[must_use]
+    pub fn with_write_barrier(mut self, barrier: Arc<dyn WriteBarrier>) -> Self {
+        self.write_barrier = Some(match self.write_barrier.take() {
+            Some(first) => Arc::new(crate::barrier::Both(first, barrier)),
+            None => barrier,
+        });
         self
     }
 }

@@ -34,6 +34,7 @@
 
 #![deny(missing_docs)]
 
+pub mod barrier;
 mod batch;
 pub mod codec;
 pub mod concepts;
@@ -66,6 +67,7 @@ mod typed;
 mod write_side;
 mod writer;
 
+pub use barrier::WriteBarrier;
 pub use codec::{Frame, LineCodec, LineReader};
 pub use config::{Config, DEFAULT_MAX_BATCH, DEFAULT_MAX_MESSAGE_SIZE, Framing};
 pub use connection::Connection;

@@ -17,6 +17,11 @@
 //! a sender checks the queue only while holding it, so there is no moment in which a message
 //! has left the queue but is not yet in the buffer: a message written straight through was
 //! sent after everything already written or waiting.
+//!
+//! With a [write barrier](crate::barrier) the writer task runs the barrier's pending work
+//! after it has taken a batch and before it writes it (and before the last flush of an ending
+//! connection); a sender writes straight through only while the barrier has no work pending,
+//! otherwise it queues its message, which then leaves after the barrier's work.
 
 use std::future::{Future, poll_fn};
 use std::io;
@@ -32,6 +37,14 @@ use crate::queued::Outgoing;
 use crate::state::{ClosedWatch, Shared, lock};
 
 impl Shared {
+    /// Whether the write barrier, if any, has work to do before the next write.
+    fn barrier_pending(&self) -> bool {
+        self.config
+            .write_barrier
+            .as_ref()
+            .is_some_and(|barrier| barrier.pending())
+    }
+
     /// Whether no message waits in the outgoing queue (a message being queued counts).
     fn queue_empty(&self) -> bool {
         self.out_tx.capacity() == self.out_tx.max_capacity()
@@ -55,7 +68,10 @@ impl Shared {
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        if !self.more_input_ready.load(Ordering::Relaxed) && self.queue_empty() {
+        if !self.more_input_ready.load(Ordering::Relaxed)
+            && self.queue_empty()
+            && !self.barrier_pending()
+        {
             let side = match self.writer.try_lock() {
                 Ok(side) => Some(side),
                 Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
@@ -160,6 +176,27 @@ impl Drop for FinishedOnDrop {
     }
 }
 
+/// Runs the write barrier's pending work, if any, before the writer writes what it took.
+/// `false`: the connection ended and the work did not finish within the grace period, so
+/// what waits for it must not be written.
+async fn barrier_done(shared: &Shared, shutdown: &mut Pin<&mut ClosedWatch>) -> bool {
+    let Some(barrier) = &shared.config.write_barrier else {
+        return true;
+    };
+    if !barrier.pending() {
+        return true;
+    }
+    let mut flush = barrier.flush();
+    tokio::select! {
+        biased;
+        () = &mut flush => true,
+        () = shutdown.as_mut() => {
+            let grace = shared.config.shutdown_flush_timeout;
+            tokio::time::timeout(grace, flush).await.is_ok()
+        }
+    }
+}
+
 async fn write_until_closed(mut rx: mpsc::Receiver<Outgoing>, shared: &Arc<Shared>) {
     // One wait on the shutdown token for the writer's whole life (see the reader).
     let shutdown = ClosedWatch::new(shared);
@@ -174,6 +211,9 @@ async fn write_until_closed(mut rx: mpsc::Receiver<Outgoing>, shared: &Arc<Share
         };
         if !work {
             break;
+        }
+        if !barrier_done(shared, &mut shutdown).await {
+            return;
         }
         let result = {
             let write = poll_fn(|cx| shared.poll_drain(cx));
@@ -210,6 +250,11 @@ async fn write_until_closed(mut rx: mpsc::Receiver<Outgoing>, shared: &Arc<Share
             };
             if !work {
                 break;
+            }
+            if let Some(barrier) = &shared.config.write_barrier
+                && barrier.pending()
+            {
+                barrier.flush().await;
             }
             if poll_fn(|cx| shared.poll_drain(cx)).await.is_err() {
                 return;

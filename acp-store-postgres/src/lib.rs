@@ -187,8 +187,8 @@ impl PostgresStore {
     }
 
     /// The same store, recorded into with `durability` (see [`Durability`]; default
-    /// [`Durability::Event`], one round trip per streamed event; [`Durability::Turn`]
-    /// writes a turn in one). A commit is durable when it returns, so
+    /// [`Durability::Event`], one round trip per transport write of the connection, which
+    /// carries every update queued meanwhile; [`Durability::Turn`] writes a turn in one). A commit is durable when it returns, so
     /// [`Durability::EventSyncTurn`] costs nothing more than `Event` here.
     pub fn with_durability(mut self, durability: Durability) -> Self {
         self.durability = durability;

@@ -24,9 +24,9 @@
 //!
 //! | | processes writing at once | where | a streamed update costs |
 //! | --- | --- | --- | --- |
-//! | [`SqliteStore`] | any number on one machine (one per session at a time) | a local directory | one `write` |
-//! | [`JsonlStore`] | one (a second is refused) | a directory | one `write` |
-//! | `acp_store_postgres::PostgresStore` | any number on any hosts | a PostgreSQL database | a round trip (use `Durability::Interval`) |
+//! | [`SqliteStore`] | any number on one machine (one per session at a time) | a local directory | part of one `write` per transport write |
+//! | [`JsonlStore`] | one (a second is refused) | a directory | part of one `write` per transport write |
+//! | `acp_store_postgres::PostgresStore` | any number on any hosts | a PostgreSQL database | part of one round trip per transport write |
 //! | [`MemoryStore`] | this one; lost at exit | memory | nothing |
 //!
 //! Use [`SqliteStore`] unless sessions must be shared across machines (PostgreSQL) or the
@@ -49,9 +49,10 @@
 //!   holder's pid in the message; the client sees it as the prompt's error). Different
 //!   sessions never conflict, and the same session is free again when its turn ends. A
 //!   lease, not a queue: a prompt never waits for someone else's turn of unknown length.
-//! - **A killed process loses nothing it streamed.** Each update is appended to the
-//!   session's history file with one `write` before it is sent ([`Durability::Event`]); a
-//!   torn last line is ignored by readers and cut by the next writer.
+//! - **A killed process loses nothing it streamed.** Every update is appended to the
+//!   session's history file before the client can read it ([`Durability::Event`]: the
+//!   updates the connection sends in one transport write are appended with one `write` just
+//!   before it); a torn last line is ignored by readers and cut by the next writer.
 //! - **A dead process's lease is taken over at once.** Each open store holds an exclusive
 //!   `flock` on a file of its own (`holders/TOKEN.lock`); the kernel drops it when the
 //!   process dies, however it dies, so a lease whose holder's file can be locked is stale
@@ -68,9 +69,10 @@
 //!
 //! # When a turn is written, and what survives a crash
 //!
-//! A store's [`Durability`] says when the connection writes a turn's events (by default each
-//! before it is sent, so a `kill -9` keeps what the client saw); acp-agent's recorder does
-//! the writing, and BENCHMARKS.md has what each setting costs.
+//! A store's [`Durability`] says when the connection writes a turn's events (by default
+//! every update before the client can read it, the updates of each transport write in one
+//! append, so a `kill -9` keeps what the client saw); acp-agent's recorder does the writing,
+//! and BENCHMARKS.md has what each setting costs.
 
 use std::sync::Arc;
 
@@ -321,11 +323,15 @@ impl MetaChange {
 /// (`store_durability` in acp-agent's tests).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Durability {
-    /// Each update of a turn is appended before it is sent to the client, so an agent
+    /// Every update of a turn is in the store before the client can read it, so an agent
     /// process killed mid-turn keeps every event the client saw (the turn then has no
-    /// end marker and replays as interrupted). For [`JsonlStore`] one `write` per event,
-    /// which reaches the operating system but not the disk (a power loss may take the
-    /// tail). The default.
+    /// end marker and replays as interrupted), each update stored as it was sent. The
+    /// connection appends the updates it is about to send in one transport write with one
+    /// append, just before that write (acp-agent's recorder is the connection's write
+    /// barrier): a burst of streamed updates costs one append, one `write` for
+    /// [`SqliteStore`] and [`JsonlStore`] (it reaches the operating system but not the
+    /// disk: a power loss may take the tail) and one round trip for a database. While the
+    /// append runs the client is sent nothing. The default.
     #[default]
     Event,
     /// [`Durability::Event`], and at the end of each turn the store makes the session's

@@ -22,17 +22,18 @@
 //!   prompt with it. Another session, or the same one after its turn, is no conflict.
 //! * **Nothing streamed is lost when a process is killed.** Each append is one `write` of
 //!   whole lines to the history file before it returns (with [`Durability::Event`] the
-//!   connection appends every update before sending it), so a `kill -9` keeps every event
-//!   the client saw; a torn last line is ignored by readers and cut by the next writer.
+//!   connection appends the updates of each transport write just before that write), so a
+//!   `kill -9` keeps every event the client saw; a torn last line is ignored by readers and
+//!   cut by the next writer.
 //! * **A dead process's lease is taken over.** A lease is stale when its holder's lock file
 //!   can be locked (the system releases a `flock` when its process dies, however it dies);
 //!   the next writer takes it over, no timeout to wait out.
 //!
 //! Why histories are files and not rows: a streamed update written as a SQLite transaction
 //! costs a WAL commit (tens of microseconds, and pages of WAL per 30-byte chunk), where an
-//! append to an open file costs one `write` (about a microsecond); with a write per streamed
-//! update that is the difference between 5% and over 80% of a stream's speed without a store
-//! (BENCHMARKS.md). The database holds what several processes must agree on: which sessions
+//! append to an open file costs one `write` (about a microsecond); with an append per
+//! streamed update (as the connection once made them) that was the difference between 5% and
+//! over 80% of a stream's speed without a store (BENCHMARKS.md). The database holds what several processes must agree on: which sessions
 //! exist, their metadata, and who writes each.
 //!
 //! Power loss: SQLite runs with `synchronous = NORMAL` (a commit survives the process, a

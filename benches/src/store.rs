@@ -17,8 +17,8 @@
 //!   of `--sessions` sessions, minus the same with an empty store, per session.
 //! - **stream**: scenario a (one prompt streaming `--chunks` `agent_message_chunk`s, in
 //!   process over duplex) with the store attached, as a ratio of a without a store, at each
-//!   durability setting (PostgreSQL `event`, a round trip per chunk, on at most 5,000
-//!   chunks so that the run ends).
+//!   durability setting (`event` appends the updates of each transport write in one append:
+//!   a round trip per write for PostgreSQL, not per chunk).
 //!
 //! Each figure is the median of `--runs` runs; every agent process is fresh. `--stream-only`
 //! takes only the stream figure (the short run BENCHMARKS.md quotes).
@@ -462,11 +462,7 @@ async fn run(o: &Options) -> Result<(), String> {
             table_row(o, backend, &at).await?;
         }
         for &durability in backend.durabilities() {
-            let chunks = if backend == Backend::Postgres && durability == Durability::Event {
-                o.chunks.min(5_000)
-            } else {
-                o.chunks
-            };
+            let chunks = o.chunks;
             // A fresh store for every prompt (the bench agent's session id is always the same).
             let fresh = || at("stream");
             let ratio = stream_ratio(o, backend, &fresh, durability, chunks).await?;

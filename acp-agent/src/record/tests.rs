@@ -1,7 +1,7 @@
 //! The recorder: condensing a turn, and when each durability writes.
 
 use super::*;
-use acp_types::v1::{ToolCall, ToolCallStatus, ToolCallUpdate};
+use acp_types::v1::{ContentChunk, ToolCall, ToolCallStatus, ToolCallUpdate};
 
 fn texts(events: &[StoredEvent]) -> Vec<String> {
     events
@@ -15,19 +15,23 @@ fn texts(events: &[StoredEvent]) -> Vec<String> {
 #[test]
 fn a_turn_is_condensed_without_changing_what_it_renders() {
     let mut turn = Turn::default();
-    turn.push(&SessionUpdate::agent_thought_text("think "));
-    turn.push(&SessionUpdate::agent_thought_text("more"));
-    turn.push(&SessionUpdate::agent_message_text("Hel"));
-    turn.push(&SessionUpdate::ToolCall(Box::new(ToolCall::new(
-        "t1", "Read",
-    ))));
-    turn.push(&SessionUpdate::agent_message_text("lo"));
+    turn.push(&SessionUpdate::agent_thought_text("think "), true);
+    turn.push(&SessionUpdate::agent_thought_text("more"), true);
+    turn.push(&SessionUpdate::agent_message_text("Hel"), true);
+    turn.push(
+        &SessionUpdate::ToolCall(Box::new(ToolCall::new("t1", "Read"))),
+        true,
+    );
+    turn.push(&SessionUpdate::agent_message_text("lo"), true);
     let mut done = ToolCallUpdate::new("t1");
     done.status = Some(ToolCallStatus::Completed);
-    turn.push(&SessionUpdate::ToolCallUpdate(Box::new(done)));
-    turn.push(&SessionUpdate::agent_message_text(" world"));
+    turn.push(&SessionUpdate::ToolCallUpdate(Box::new(done)), true);
+    turn.push(&SessionUpdate::agent_message_text(" world"), true);
     let stray: ToolCallUpdate = ToolCallUpdate::new("t9");
-    turn.push(&SessionUpdate::ToolCallUpdate(Box::new(stray.clone())));
+    turn.push(
+        &SessionUpdate::ToolCallUpdate(Box::new(stray.clone())),
+        true,
+    );
     let events = turn.take();
     let mut call = ToolCall::new("t1", "Read");
     call.status = ToolCallStatus::Completed;
@@ -101,7 +105,74 @@ fn chunks_of_different_messages_stay_apart() {
     a.message_id = Some("m1".into());
     let mut b = ContentChunk::new("b");
     b.message_id = Some("m2".into());
-    turn.push(&SessionUpdate::AgentMessageChunk(a));
-    turn.push(&SessionUpdate::AgentMessageChunk(b));
+    turn.push(&SessionUpdate::AgentMessageChunk(a), true);
+    turn.push(&SessionUpdate::AgentMessageChunk(b), true);
     assert_eq!(turn.events.len(), 2);
+}
+
+/// Uncondensed (`Event`, written at the next transport flush): each update stays the event
+/// it was sent as, so a replay shows the turn as it streamed.
+#[test]
+fn an_uncondensed_turn_keeps_each_update_as_sent() {
+    let mut turn = Turn::default();
+    turn.push(&SessionUpdate::agent_message_text("Hel"), false);
+    turn.push(&SessionUpdate::agent_message_text("lo"), false);
+    turn.push(
+        &SessionUpdate::ToolCall(Box::new(ToolCall::new("t1", "Read"))),
+        false,
+    );
+    let mut done = ToolCallUpdate::new("t1");
+    done.status = Some(ToolCallStatus::Completed);
+    turn.push(&SessionUpdate::ToolCallUpdate(Box::new(done)), false);
+    assert_eq!(turn.take().len(), 4);
+}
+
+/// With the write barrier, a burst of updates across two sessions is written as one append
+/// per session when the barrier runs, and nothing before.
+#[tokio::test]
+async fn the_write_barrier_appends_once_per_session() {
+    use crate::store::{HistoryCursor, MemoryStore};
+    let store = Arc::new(MemoryStore::new());
+    let recorder = Recorder::new(store.clone(), None);
+    let barrier = recorder.write_barrier().expect("Event has a barrier");
+    let (a, b) = (SessionId("a".into()), SessionId("b".into()));
+    for id in [&a, &b] {
+        recorder
+            .created(SessionMeta::new(id.clone(), "/w"))
+            .await
+            .unwrap();
+    }
+    assert!(!barrier.pending());
+    for i in 0..10 {
+        for id in [&a, &b] {
+            let n = SessionNotification::new(
+                id.clone(),
+                SessionUpdate::agent_message_text(format!("{i}")),
+            );
+            assert!(recorder.note(&n, || false).is_none(), "nothing to await");
+        }
+    }
+    assert!(barrier.pending());
+    let stored = |id: SessionId| {
+        let store = store.clone();
+        async move {
+            store
+                .history(&id, HistoryCursor::START, 100)
+                .await
+                .unwrap()
+                .events
+                .len()
+        }
+    };
+    assert_eq!(stored(a.clone()).await, 0);
+    barrier.flush().await;
+    assert!(!barrier.pending());
+    assert_eq!(stored(a.clone()).await, 10);
+    assert_eq!(stored(b.clone()).await, 10);
+    // Turn and Interval write on their own schedule: no barrier.
+    let turn = Recorder::new(
+        Arc::new(MemoryStore::new().with_durability(Durability::Turn)),
+        None,
+    );
+    assert!(turn.write_barrier().is_none());
 }

@@ -52,14 +52,28 @@ impl Wire {
         serde_json::from_str(&line).unwrap()
     }
 
-    /// Sends a request; returns the messages read before its response, and the response.
-    pub async fn call(&mut self, method: &str, params: Value) -> (Vec<Value>, Value) {
+    /// The next message if one arrives within `wait`.
+    pub async fn within(&mut self, wait: Duration) -> Option<Value> {
+        let line = tokio::time::timeout(wait, self.lines.next_line())
+            .await
+            .ok()?;
+        Some(serde_json::from_str(&line.unwrap().expect("not EOF")).unwrap())
+    }
+
+    /// Sends a request without waiting for its response; returns its id.
+    pub async fn send(&mut self, method: &str, params: Value) -> i64 {
         let id = self.next_id;
         self.next_id += 1;
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let mut line = serde_json::to_vec(&msg).unwrap();
         line.push(b'\n');
         self.write.write_all(&line).await.unwrap();
+        id
+    }
+
+    /// Sends a request; returns the messages read before its response, and the response.
+    pub async fn call(&mut self, method: &str, params: Value) -> (Vec<Value>, Value) {
+        let id = self.send(method, params).await;
         let mut before = Vec::new();
         loop {
             let msg = self.next().await;
