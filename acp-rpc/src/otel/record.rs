@@ -179,17 +179,18 @@ impl std::fmt::Debug for Recorder {
 impl Recorder {
     /// A recorder that hands the engine's spans to `processor`.
     pub fn new(processor: impl SpanProcessor + 'static) -> Recorder {
-        Self::with(Some(Box::new(processor)))
+        Self::with(Some(Box::new(processor)), true)
     }
 
     /// A recorder that exports nothing: the engine still gives every request a span
     /// context (carried in `_meta`, current while its handler runs, so log lines can name
     /// the trace), and records nothing.
     pub fn ids_only() -> Recorder {
-        Self::with(None)
+        Self::with(None, false)
     }
 
-    fn with(processor: Option<Box<dyn SpanProcessor>>) -> Recorder {
+    /// `thread`: whether a thread of its own drains the queue (else only flushes do).
+    fn with(processor: Option<Box<dyn SpanProcessor>>, thread: bool) -> Recorder {
         let exports = processor.is_some();
         let scope = InstrumentationScope::builder("acp-rpc")
             .with_version(env!("CARGO_PKG_VERSION"))
@@ -202,7 +203,7 @@ impl Recorder {
             wake: Condvar::new(),
             dropped: AtomicU64::new(0),
         });
-        if exports {
+        if exports && thread {
             let weak = Arc::downgrade(&inner);
             let _ = std::thread::Builder::new()
                 .name("acp-otel".into())
@@ -366,5 +367,116 @@ impl SpanProcessor for Recorder {
                 .unwrap_or_else(|e| e.into_inner())
                 .set_resource(resource);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::{TraceFlags, TraceId, TraceState};
+
+    /// Counts the spans it is given.
+    #[derive(Debug, Default, Clone)]
+    struct Count(Arc<AtomicU64>);
+
+    impl SpanProcessor for Count {
+        fn on_start(&self, _: &mut opentelemetry_sdk::trace::Span, _: &opentelemetry::Context) {}
+        fn on_end(&self, _: SpanData) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+        fn force_flush(&self) -> OTelSdkResult {
+            Ok(())
+        }
+        fn shutdown_with_timeout(&self, _: Duration) -> OTelSdkResult {
+            Ok(())
+        }
+    }
+
+    fn record() -> SpanRecord {
+        let now = SystemTime::now();
+        SpanRecord {
+            name: "acp.request",
+            kind: SpanKind::Server,
+            context: SpanContext::new(
+                TraceId::from_bytes([1; 16]),
+                SpanId::from_bytes([2; 8]),
+                TraceFlags::SAMPLED,
+                false,
+                TraceState::default(),
+            ),
+            parent: SpanId::INVALID,
+            parent_remote: false,
+            start: now,
+            end: now,
+            method: Cow::Borrowed("m"),
+            id: Some(RequestId::Int(1)),
+            session: None,
+            roles: None,
+            outcome: Some(Outcome::Ok),
+            events: Vec::new(),
+            notifications: 0,
+        }
+    }
+
+    #[test]
+    fn a_full_queue_drops_and_counts_and_a_flush_hands_on_the_rest() {
+        let count = Count::default();
+        let recorder = Recorder::with(Some(Box::new(count.clone())), false);
+        for _ in 0..QUEUE_CAPACITY + 5 {
+            recorder.push(record());
+        }
+        assert_eq!(recorder.dropped(), 5);
+        assert_eq!(
+            count.0.load(Ordering::Relaxed),
+            0,
+            "nothing built on the hot path"
+        );
+        recorder.force_flush().unwrap();
+        assert_eq!(count.0.load(Ordering::Relaxed), QUEUE_CAPACITY as u64);
+        // The queue has room again.
+        recorder.push(record());
+        recorder.force_flush().unwrap();
+        assert_eq!(count.0.load(Ordering::Relaxed), QUEUE_CAPACITY as u64 + 1);
+    }
+
+    #[test]
+    fn the_recorders_thread_hands_on_what_waits_without_a_flush() {
+        let count = Count::default();
+        let recorder = Recorder::new(count.clone());
+        recorder.push(record());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while count.0.load(Ordering::Relaxed) == 0 {
+            assert!(std::time::Instant::now() < deadline, "never exported");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_record_becomes_its_span() {
+        let mut r = record();
+        r.session = Some("s-1".into());
+        r.roles = Some(("agent", "client"));
+        r.outcome = Some(Outcome::Error {
+            code: -32603,
+            failure: Some("boom".into()),
+        });
+        r.notifications = 3;
+        let scope = InstrumentationScope::builder("t").build();
+        let span = r.into_span_data(&scope);
+        let get = |key: &str| {
+            span.attributes
+                .iter()
+                .find(|kv| kv.key.as_str() == key)
+                .map(|kv| kv.value.to_string())
+        };
+        assert_eq!(get("method").as_deref(), Some("m"));
+        assert_eq!(get("message_id").as_deref(), Some("1"));
+        assert_eq!(get("session_id").as_deref(), Some("s-1"));
+        assert_eq!(get("acp.role").as_deref(), Some("agent"));
+        assert_eq!(get("outcome").as_deref(), Some("error"));
+        assert_eq!(get("rpc.jsonrpc.error_code").as_deref(), Some("-32603"));
+        assert_eq!(get("acp.notifications").as_deref(), Some("3"));
+        assert_eq!(span.status, Status::error("boom"));
+        assert_eq!(span.span_kind, SpanKind::Server);
     }
 }
