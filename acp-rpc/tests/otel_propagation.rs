@@ -90,7 +90,7 @@ impl Handler for Peer {
                 // The handler's own `tracing` span, and what is current in it and out of it.
                 let outside = acp_rpc::otel::current().map(|c| c.span_id().to_string());
                 let work = tracing::info_span!(target: "test", "work");
-                let inside = work.in_scope(|| acp_rpc::otel::current());
+                let inside = work.in_scope(acp_rpc::otel::current);
                 let inside = inside.map(|c| c.span_id().to_string());
                 to_raw(&json!({"outside": outside, "inside": inside}))
             }
