@@ -11,7 +11,8 @@
 //!
 //! The spans are acp-rpc's (`acp.request`, `acp.outgoing_request`, and `acp.notification`
 //! for a notification outside a prompt turn; inside one it is an event on the turn's span:
-//! feature `otel`) and the hops of the gateway (`acp.gateway`) and of `acp trace`
+//! feature `otel`), recorded off the hot path by its [`acp_rpc::otel::Recorder`], and the
+//! `tracing` spans of the hops of the gateway (`acp.gateway`) and of `acp trace`
 //! (`acp.trace`); `ACP_OTEL_FILTER` (a `RUST_LOG`-style filter, default [`OTEL_FILTER`])
 //! picks which `tracing` spans and events go to the exporter.
 
@@ -24,11 +25,11 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
-/// What the exporter gets without `ACP_OTEL_FILTER`: every message-flow span (requests at
-/// INFO, the rare notification outside a turn at DEBUG) and the hops, and INFO events of
-/// `acp` crates. Whatever the filter, the per-message log events of `acp_rpc::flow` stay out
-/// ([`acp_rpc::otel::exported`]): notifications are events on their turn's span.
-pub const OTEL_FILTER: &str = "info,acp_rpc::flow=debug,acp_rpc::otel=info";
+/// What the `tracing` layer exports without `ACP_OTEL_FILTER`: the hops and INFO events of
+/// `acp` crates. The engine's spans do not go through it (its recorder exports them), so
+/// the message-flow log stays off but for its warnings and errors (and, whatever the filter,
+/// [`acp_rpc::otel::exported`] keeps its spans and per-message events out).
+pub const OTEL_FILTER: &str = "info,acp_rpc::flow=warn,acp_rpc::otel=info";
 
 /// The telemetry variables an `acp serve` gateway agent gets by default (see
 /// `sandbox::DEFAULT_PASS`): where and how to export, never the headers (an API key) nor the
@@ -86,6 +87,12 @@ impl Telemetry {
         let provider = (exporting || format == LogFormat::Json)
             .then(|| provider(command, exporting))
             .flatten();
+        if provider.is_some() {
+            // The recorder of every connection the command makes (ids only for JSON logs
+            // without an exporter).
+            let recorder = RECORDER.get_or_init(acp_rpc::otel::Recorder::ids_only);
+            recorder.install();
+        }
         let otel = provider.as_ref().map(|provider| {
             let filter = std::env::var("ACP_OTEL_FILTER")
                 .ok()
@@ -138,7 +145,11 @@ fn endpoint_set() -> bool {
     .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()))
 }
 
-/// The tracer provider: exporting over OTLP/HTTP, or (for JSON logs) recording ids only.
+/// The engine's recorder, set by [`provider`] when it exports.
+static RECORDER: std::sync::OnceLock<acp_rpc::otel::Recorder> = std::sync::OnceLock::new();
+
+/// The tracer provider: exporting over OTLP/HTTP (through the engine's recorder, which takes
+/// the `tracing` layer's spans too), or (for JSON logs) recording ids only.
 fn provider(command: &str, exporting: bool) -> Option<SdkTracerProvider> {
     let mut resource = Resource::builder();
     if std::env::var_os("OTEL_SERVICE_NAME").is_none_or(|v| v.is_empty()) {
@@ -149,7 +160,11 @@ fn provider(command: &str, exporting: bool) -> Option<SdkTracerProvider> {
         return Some(builder.build());
     }
     match exporter() {
-        Ok(exporter) => Some(builder.with_batch_exporter(exporter).build()),
+        Ok(exporter) => {
+            let batch = opentelemetry_sdk::trace::BatchSpanProcessor::builder(exporter).build();
+            let recorder = RECORDER.get_or_init(|| acp_rpc::otel::Recorder::new(batch));
+            Some(builder.with_span_processor(recorder.clone()).build())
+        }
         Err(e) => {
             eprintln!("acp: telemetry: cannot export traces: {e}");
             None
@@ -217,7 +232,7 @@ mod json {
             if let Some(span) = ctx.lookup_current() {
                 line.insert("span".into(), span.name().into());
             }
-            if let Some(context) = acp_rpc::otel::span_context(&tracing::Span::current()) {
+            if let Some(context) = acp_rpc::otel::current() {
                 line.insert("trace_id".into(), context.trace_id().to_string().into());
                 line.insert("span_id".into(), context.span_id().to_string().into());
             }

@@ -57,6 +57,9 @@ pub(crate) struct RequestTask {
     pub(crate) notifications_before: u64,
     /// When it was read, if an observer wants its latency.
     pub(crate) received: Option<Instant>,
+    /// Its OpenTelemetry span (feature `otel`, with a recorder), ended with its outcome.
+    #[cfg(feature = "otel")]
+    pub(crate) otel: Option<crate::otel::EngineSpan>,
 }
 
 impl RequestTask {
@@ -140,7 +143,9 @@ impl RequestTask {
         // connection then must not lose it.
         let _queued = AnswerQueued(&self.shared);
         #[cfg(feature = "otel")]
-        crate::otel::completed(&result);
+        if let Some(otel) = self.otel.take() {
+            otel.finish(&result);
+        }
         crate::flow::completed(start, &result);
         if let (Some(observer), Some(received)) = (&self.shared.config.observer, self.received) {
             let event = RequestEvent {
@@ -245,23 +250,15 @@ pub(crate) struct NotificationRun {
     /// When the first poll began, with TRACE logging on.
     start: Option<Instant>,
     polled: bool,
+    /// The OpenTelemetry span it is handled in (feature `otel`).
+    #[cfg(feature = "otel")]
+    otel: crate::otel::NotificationScope,
 }
 
 impl NotificationRun {
     /// A notification given to [`Handler::handle_notification`] (its params as text).
-    #[cfg_attr(feature = "otel", allow(dead_code))]
     pub(crate) fn raw(n: Notification, handler: &Arc<dyn Handler>, peer: &Peer) -> Self {
         let span = Self::span(&n.method);
-        Self::raw_in(n, handler, peer, span)
-    }
-
-    /// [`NotificationRun::raw`], handled in `span` (the `otel` feature's session turn).
-    pub(crate) fn raw_in(
-        n: Notification,
-        handler: &Arc<dyn Handler>,
-        peer: &Peer,
-        span: tracing::Span,
-    ) -> Self {
         let cx = NotificationContext { peer: peer.clone() };
         let handler = handler.clone();
         let Notification { method, params } = n;
@@ -274,15 +271,16 @@ impl NotificationRun {
     }
 
     /// A notification whose handler [`Handler::start_notification`] started.
-    #[cfg_attr(feature = "otel", allow(dead_code))]
     pub(crate) fn started(started: StartedNotification) -> Self {
         let span = Self::span(started.method);
-        Self::started_in(started, span)
+        Self::new(started.future, span)
     }
 
-    /// [`NotificationRun::started`], handled in `span` (the `otel` feature's session turn).
-    pub(crate) fn started_in(started: StartedNotification, span: tracing::Span) -> Self {
-        Self::new(started.future, span)
+    /// Handled in `otel`'s span (feature `otel`: its session's turn, or its own).
+    #[cfg(feature = "otel")]
+    pub(crate) fn with_otel(mut self, otel: crate::otel::NotificationScope) -> Self {
+        self.otel = otel;
+        self
     }
 
     fn new(
@@ -294,11 +292,12 @@ impl NotificationRun {
             span,
             start: None,
             polled: false,
+            #[cfg(feature = "otel")]
+            otel: Default::default(),
         }
     }
 
-    /// The span a notification is handled in, unless the `otel` feature's session turn
-    /// takes it (see [`NotificationRun::raw_in`]).
+    /// The flow log's span a notification is handled in.
     pub(crate) fn span(method: &str) -> tracing::Span {
         tracing::debug_span!(
             target: crate::flow::TARGET,
@@ -321,6 +320,8 @@ impl Future for NotificationRun {
             this.start = tracing::enabled!(tracing::Level::TRACE).then(Instant::now);
         }
         let _entered = this.span.enter();
+        #[cfg(feature = "otel")]
+        let _otel = this.otel.enter();
         let future = &mut this.future;
         match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
             Ok(Poll::Pending) => return Poll::Pending,
@@ -335,6 +336,11 @@ impl Future for NotificationRun {
         }
         if let Some(start) = this.start {
             tracing::trace!(elapsed = ?start.elapsed(), "handled");
+        }
+        #[cfg(feature = "otel")]
+        {
+            drop(_otel);
+            this.otel.finish();
         }
         Poll::Ready(())
     }

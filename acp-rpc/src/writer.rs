@@ -51,11 +51,12 @@ impl Shared {
     }
 
     /// Whether a request or notification is handed to the transport as a value (see
-    /// [`crate::transport`]) rather than written as text. With OpenTelemetry on, a message
-    /// sent inside a traced span is written as text, which carries the trace context.
+    /// [`crate::transport`]) rather than written as text. With OpenTelemetry recording (the
+    /// `otel` feature and a recorder), messages are written as text, which carries the trace
+    /// context.
     pub(crate) fn takes_values(&self) -> bool {
         #[cfg(feature = "otel")]
-        if self.values && crate::otel::span_context(&tracing::Span::current()).is_some() {
+        if self.values && self.trace.recorder().is_some() {
             return false;
         }
         self.values

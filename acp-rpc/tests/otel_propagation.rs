@@ -11,7 +11,7 @@ use acp_rpc::{
 };
 use opentelemetry::trace::{SpanId, SpanKind, Status, TraceId, TracerProvider as _};
 use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+use opentelemetry_sdk::trace::{SdkTracerProvider, SimpleSpanProcessor, SpanData, SpanExporter};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tracing_subscriber::layer::SubscriberExt;
@@ -34,23 +34,33 @@ impl Spans {
     }
 }
 
-/// A subscriber that records into `Spans` (message-flow spans at DEBUG, as the CLI asks).
+/// What the CLI installs: the engine's spans through an [`acp_rpc::otel::Recorder`] (the
+/// default of the connections this thread makes while the guard lives) and a `tracing`
+/// subscriber whose OpenTelemetry layer records the application's spans (here `test`'s)
+/// and the hops, into `Spans` both (the message-flow log at DEBUG, which the layer skips).
 fn recording() -> (
     Spans,
     SdkTracerProvider,
     impl tracing::Subscriber + Send + Sync,
+    acp_rpc::otel::DefaultGuard,
 ) {
+    use tracing_subscriber::Layer as _;
     let spans = Spans::default();
+    let recorder = acp_rpc::otel::Recorder::new(SimpleSpanProcessor::new(spans.clone()));
     let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(spans.clone())
+        .with_span_processor(recorder.clone())
         .build();
-    let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
+    let layer = tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("test"))
+        .with_filter(tracing_subscriber::filter::filter_fn(
+            acp_rpc::otel::exported,
+        ));
     let subscriber = tracing_subscriber::registry()
         .with(tracing_subscriber::EnvFilter::new(
             "acp_rpc=debug,test=info",
         ))
         .with(layer);
-    (spans, provider, subscriber)
+    (spans, provider, subscriber, recorder.set_default())
 }
 
 /// Answers `ping` (after notifying `tick` and asking the peer `back`), `back` with its own
@@ -76,6 +86,14 @@ impl Handler for Peer {
                 to_raw(&json!({"got": params, "back": back}))
             }
             "back" => to_raw(&params),
+            "work" => {
+                // The handler's own `tracing` span, and what is current in it and out of it.
+                let outside = acp_rpc::otel::current().map(|c| c.span_id().to_string());
+                let work = tracing::info_span!(target: "test", "work");
+                let inside = work.in_scope(acp_rpc::otel::current);
+                let inside = inside.map(|c| c.span_id().to_string());
+                to_raw(&json!({"outside": outside, "inside": inside}))
+            }
             _ => Err(Error::method_not_found(method)),
         }
     }
@@ -101,7 +119,7 @@ fn connect() -> (Connection, Connection, Peer, Peer) {
 
 #[tokio::test]
 async fn one_trace_runs_through_both_peers_and_back() {
-    let (spans, provider, subscriber) = recording();
+    let (spans, provider, subscriber, _recording) = recording();
     let _guard = tracing::subscriber::set_default(subscriber);
     let (client, agent, client_side, agent_side) = connect();
     let root = tracing::info_span!(target: "test", "turn");
@@ -165,9 +183,37 @@ async fn one_trace_runs_through_both_peers_and_back() {
     assert!(ping_in.events.iter().any(|e| e.name == "acp.notification"));
 }
 
+/// The request's span is current while its handler runs: a `tracing` span the handler opens
+/// is its child, and is current in turn inside.
+#[tokio::test]
+async fn a_handlers_own_tracing_span_is_the_child_of_its_request_span() {
+    let (spans, provider, subscriber, _recording) = recording();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let (client, agent, _, _) = connect();
+    let answer: Value = client.peer().request("work", &json!({})).await.unwrap();
+    client.close();
+    agent.close();
+    provider.force_flush().unwrap();
+    let handled = &spans.named("acp.request")[0];
+    let work = &spans.named("work")[0];
+    assert_eq!(work.parent_span_id, handled.span_context.span_id());
+    assert_eq!(
+        work.span_context.trace_id(),
+        handled.span_context.trace_id()
+    );
+    assert!(!work.parent_span_is_remote);
+    assert_eq!(
+        answer["outside"],
+        handled.span_context.span_id().to_string()
+    );
+    assert_eq!(answer["inside"], work.span_context.span_id().to_string());
+    // Outside any handler nothing is current.
+    assert!(acp_rpc::otel::current().is_none());
+}
+
 #[tokio::test]
 async fn a_failed_request_has_an_error_status_and_its_code() {
-    let (spans, provider, subscriber) = recording();
+    let (spans, provider, subscriber, _recording) = recording();
     let _guard = tracing::subscriber::set_default(subscriber);
     let (client, agent, _, _) = connect();
     let err = client
@@ -207,7 +253,7 @@ async fn without_a_layer_nothing_is_added() {
 
 /// The raw lines a peer sends: each request carries `traceparent` (or a bad one).
 async fn served_with(traceparent: Value) -> (Value, Spans) {
-    let (spans, provider, subscriber) = recording();
+    let (spans, provider, subscriber, _recording) = recording();
     let _guard = tracing::subscriber::set_default(subscriber);
     let ((ar, aw), (br, mut bw)) = acp_rpc::memory::pipe();
     let _conn = Connection::new(ar, aw, Peer::default(), Config::default());
@@ -272,7 +318,7 @@ fn attr(span: &SpanData, key: &str) -> String {
 
 #[test]
 fn a_hop_is_the_senders_child_and_with_rewrite_the_next_ones_parent() {
-    let (spans, provider, subscriber) = recording();
+    let (spans, provider, subscriber, _recording) = recording();
     let _guard = tracing::subscriber::set_default(subscriber);
     let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     let message = json!({
@@ -335,15 +381,20 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for OtelLogs {
 async fn bad_traceparents_over_tcp_are_logged_ignored_and_served() {
     use tracing_subscriber::Layer as _;
     let spans = Spans::default();
+    let recorder = acp_rpc::otel::Recorder::new(SimpleSpanProcessor::new(spans.clone()));
+    let _recording = recorder.set_default();
     let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(spans.clone())
+        .with_span_processor(recorder.clone())
         .build();
     let logs = OtelLogs::default();
     let subscriber = tracing_subscriber::registry()
         .with(
             tracing_opentelemetry::layer()
                 .with_tracer(provider.tracer("test"))
-                .with_filter(tracing_subscriber::EnvFilter::new("acp_rpc=debug")),
+                .with_filter(tracing_subscriber::EnvFilter::new("acp_rpc=debug"))
+                .with_filter(tracing_subscriber::filter::filter_fn(
+                    acp_rpc::otel::exported,
+                )),
         )
         .with(
             logs.clone()

@@ -11,7 +11,7 @@ use acp_rpc::{
 };
 use opentelemetry::trace::{SpanContext, TracerProvider as _};
 use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+use opentelemetry_sdk::trace::{SdkTracerProvider, SimpleSpanProcessor, SpanData, SpanExporter};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tracing_subscriber::layer::SubscriberExt;
@@ -44,16 +44,19 @@ impl Spans {
     }
 }
 
-/// What the CLI installs: message-flow spans at DEBUG, through [`acp_rpc::otel::exported`].
+/// What the CLI installs: the engine's spans through an [`acp_rpc::otel::Recorder`], and
+/// a `tracing-opentelemetry` layer filtered by [`acp_rpc::otel::exported`].
 fn recording() -> (
     Spans,
     SdkTracerProvider,
     impl tracing::Subscriber + Send + Sync,
+    acp_rpc::otel::DefaultGuard,
 ) {
     use tracing_subscriber::Layer;
     let spans = Spans::default();
+    let recorder = acp_rpc::otel::Recorder::new(SimpleSpanProcessor::new(spans.clone()));
     let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(spans.clone())
+        .with_span_processor(recorder.clone())
         .build();
     let layer = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("test"))
@@ -65,7 +68,7 @@ fn recording() -> (
             "acp_rpc=debug,test=info",
         ))
         .with(layer);
-    (spans, provider, subscriber)
+    (spans, provider, subscriber, recorder.set_default())
 }
 
 /// The agent: `session/prompt` streams `n` updates, then waits for the client's
@@ -136,7 +139,7 @@ impl Handler for Client {
         _method: &str,
         _params: Params,
     ) -> Result<(), Error> {
-        let context = acp_rpc::otel::span_context(&tracing::Span::current());
+        let context = acp_rpc::otel::current();
         self.handled_in.lock().unwrap().push(context);
         self.updates.notify_one();
         Ok(())
@@ -145,7 +148,7 @@ impl Handler for Client {
 
 /// One turn of `n` updates, the client cancelling it once the last update is handled.
 async fn turn(n: u64) -> (Spans, Client) {
-    let (spans, provider, subscriber) = recording();
+    let (spans, provider, subscriber, _recording) = recording();
     let _guard = tracing::subscriber::set_default(subscriber);
     let ((ar, aw), (br, bw)) = acp_rpc::memory::pipe();
     let client = Client::default();

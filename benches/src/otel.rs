@@ -1,10 +1,11 @@
 //! `--features otel`: the cost of OpenTelemetry (issue 51, BENCHMARKS.md "OpenTelemetry").
 //!
-//! Built with the feature, acp-rpc writes and reads `_meta.traceparent`; nothing more happens
+//! Built with the feature, acp-rpc can write and read `_meta.traceparent`; nothing happens
 //! until the exporter is on: the bench starts an OTLP/HTTP receiver on loopback that reads and
-//! discards every export, points `OTEL_EXPORTER_OTLP_ENDPOINT` at it, and both sides install a
-//! `tracing` subscriber whose OpenTelemetry layer exports acp-rpc's spans there in batches, as
-//! `acp` does (the same filter: spans, not the per-message log events).
+//! discards every export, points `OTEL_EXPORTER_OTLP_ENDPOINT` at it, and both sides export
+//! there in batches as `acp` does: acp-rpc's spans through its recorder
+//! ([`acp_rpc::otel::Recorder`]) and a `tracing` subscriber whose OpenTelemetry layer takes
+//! the rest (the same filter as `acp`'s).
 //!
 //! * `acp-bench otel [--runs N] [--chunks N] [--requests N]`: scenarios a and b (ours, stdio)
 //!   with the exporter off and on in one run, alternating, medians and on/off printed;
@@ -23,6 +24,21 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 /// Keeps the exporter alive; flushes on drop.
 pub struct Guard(SdkTracerProvider);
+
+/// The filter of `acp`'s OpenTelemetry layer (`acp_cli::telemetry::OTEL_FILTER`).
+const FILTER: &str = "info,acp_rpc::flow=warn,acp_rpc::otel=info";
+
+/// An exporting provider over `exporter` and the engine's recorder feeding it.
+fn provider(
+    exporter: opentelemetry_otlp::SpanExporter,
+) -> (SdkTracerProvider, acp_rpc::otel::Recorder) {
+    let batch = opentelemetry_sdk::trace::BatchSpanProcessor::builder(exporter).build();
+    let recorder = acp_rpc::otel::Recorder::new(batch);
+    let provider = SdkTracerProvider::builder()
+        .with_span_processor(recorder.clone())
+        .build();
+    (provider, recorder)
+}
 
 impl Drop for Guard {
     fn drop(&mut self) {
@@ -59,9 +75,8 @@ pub fn init() -> Option<Guard> {
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
         .build()
         .ok()?;
-    let provider = SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .build();
+    let (provider, recorder) = provider(exporter);
+    recorder.install();
     let layer = layer(&provider);
     tracing_subscriber::registry().with(layer).init();
     Some(Guard(provider))
@@ -124,7 +139,7 @@ usage: acp-bench otel [--runs N] [--chunks N] [--requests N]"
         }
     });
     let _ = ENDPOINT.set(endpoint.clone());
-    let Some((provider, dispatch)) = exporting(&endpoint) else {
+    let Some((provider, recorder, dispatch)) = exporting(&endpoint) else {
         eprintln!("error: the OTLP exporter cannot be built");
         return ExitCode::FAILURE;
     };
@@ -150,7 +165,12 @@ usage: acp-bench otel [--runs N] [--chunks N] [--requests N]"
             };
             for on in order {
                 ON.store(on, std::sync::atomic::Ordering::Relaxed);
-                let _scope = on.then(|| tracing::dispatcher::set_default(&dispatch));
+                let _scope = on.then(|| {
+                    (
+                        tracing::dispatcher::set_default(&dispatch),
+                        recorder.set_default(),
+                    )
+                });
                 let rows = crate::measure(crate::Impl::Ours, s.transport, s.plan)
                     .and_then(|out| (s.extract)(&options, &out));
                 match rows {
@@ -179,6 +199,12 @@ usage: acp-bench otel [--runs N] [--chunks N] [--requests N]"
     }
     ON.store(false, std::sync::atomic::Ordering::Relaxed);
     let _ = provider.shutdown();
+    if recorder.dropped() > 0 {
+        eprintln!(
+            "acp-bench otel: {} spans dropped (the recorder's queue was full)",
+            recorder.dropped()
+        );
+    }
     println!("| ours, stdio | exporter off | exporter on (discarded) | on / off |");
     println!("| --- | ---: | ---: | ---: |");
     for (key, label, higher) in ROWS {
@@ -193,9 +219,15 @@ usage: acp-bench otel [--runs N] [--chunks N] [--requests N]"
     ExitCode::SUCCESS
 }
 
-/// The exporting provider and a subscriber of it (the bench's own process, entered per
-/// measurement), as [`init`] installs it.
-fn exporting(endpoint: &str) -> Option<(SdkTracerProvider, tracing::Dispatch)> {
+/// The exporting provider, its recorder and a subscriber of it (the bench's own process,
+/// entered per measurement), as [`init`] installs them.
+fn exporting(
+    endpoint: &str,
+) -> Option<(
+    SdkTracerProvider,
+    acp_rpc::otel::Recorder,
+    tracing::Dispatch,
+)> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
@@ -203,11 +235,9 @@ fn exporting(endpoint: &str) -> Option<(SdkTracerProvider, tracing::Dispatch)> {
         .with_endpoint(format!("{endpoint}/v1/traces"))
         .build()
         .ok()?;
-    let provider = SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .build();
+    let (provider, recorder) = provider(exporter);
     let subscriber = tracing_subscriber::registry().with(layer(&provider));
-    Some((provider, tracing::Dispatch::new(subscriber)))
+    Some((provider, recorder, tracing::Dispatch::new(subscriber)))
 }
 
 /// The OpenTelemetry layer, filtered as `acp` filters it.
@@ -217,11 +247,11 @@ where
 {
     tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("acp-bench"))
-        .with_filter(tracing_subscriber::EnvFilter::new("acp_rpc::flow=debug"))
-        // As `acp` exports: spans, not the per-message log events.
-        .with_filter(tracing_subscriber::filter::filter_fn(
-            acp_rpc::otel::exported,
-        ))
+        .with_filter(tracing_subscriber::EnvFilter::new(FILTER))
+        // As `acp` exports: our crates' hops and warnings, not the message-flow log.
+        .with_filter(tracing_subscriber::filter::filter_fn(|meta| {
+            meta.target().starts_with("acp") && acp_rpc::otel::exported(meta)
+        }))
 }
 
 /// Reads HTTP/1.1 requests and answers each with an empty `200`.

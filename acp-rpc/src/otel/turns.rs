@@ -26,10 +26,8 @@
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use opentelemetry::KeyValue;
-use opentelemetry::trace::SpanContext;
-use tracing_opentelemetry::OpenTelemetrySpanExt;
-
+use super::Recorder;
+use super::active::Active;
 use crate::sync::lock;
 
 /// The most `acp.notification` events one turn's span gets (the SDK's default
@@ -43,9 +41,12 @@ pub const TURN_METHODS: &[&str] = &["session/prompt", "session/load", "session/r
 const ROLE_CLIENT: u8 = 1;
 const ROLE_AGENT: u8 = 2;
 
-/// One connection's OpenTelemetry state: its role, once known, and its open turns.
-#[derive(Default)]
+/// One connection's OpenTelemetry state: where its spans go, its role once known, and its
+/// open turns.
 pub(crate) struct ConnectionTrace {
+    /// The recorder current when the connection was made; `None`: nothing is traced (one
+    /// check per message).
+    recorder: Option<Recorder>,
     role: AtomicU8,
     /// How many turns are open: the check that spares a lookup (and a scan of the params
     /// for `sessionId`) when none is.
@@ -54,16 +55,25 @@ pub(crate) struct ConnectionTrace {
     turns: Mutex<Vec<Turn>>,
 }
 
+impl Default for ConnectionTrace {
+    fn default() -> Self {
+        ConnectionTrace {
+            recorder: Recorder::current(),
+            role: AtomicU8::new(0),
+            open: AtomicUsize::new(0),
+            next_key: AtomicU64::new(0),
+            turns: Mutex::default(),
+        }
+    }
+}
+
 struct Turn {
     key: u64,
     session: Box<str>,
-    span: tracing::Span,
-    context: SpanContext,
-    /// Notifications seen in the turn, both ways.
-    seen: u64,
+    active: Arc<Active>,
 }
 
-/// Keeps a turn open; closing it records the turn's notification count on its span.
+/// Keeps a turn open.
 pub(crate) struct TurnGuard {
     trace: Arc<ConnectionTrace>,
     key: u64,
@@ -71,30 +81,20 @@ pub(crate) struct TurnGuard {
 
 impl Drop for TurnGuard {
     fn drop(&mut self) {
-        let turn = {
-            let mut turns = lock(&self.trace.turns);
-            let Some(at) = turns.iter().position(|t| t.key == self.key) else {
-                return;
-            };
+        let mut turns = lock(&self.trace.turns);
+        if let Some(at) = turns.iter().position(|t| t.key == self.key) {
             self.trace.open.fetch_sub(1, Ordering::Relaxed);
-            turns.swap_remove(at)
-        };
-        if turn.seen > 0 {
-            turn.span.set_attribute(
-                "acp.notifications",
-                i64::try_from(turn.seen).unwrap_or(i64::MAX),
-            );
+            turns.swap_remove(at);
         }
     }
 }
 
-/// What [`ConnectionTrace::notification`] found: the turn's span and context.
-pub(crate) struct InTurn {
-    pub(crate) span: tracing::Span,
-    pub(crate) context: SpanContext,
-}
-
 impl ConnectionTrace {
+    /// Where the connection's spans go, when they are recorded.
+    pub(crate) fn recorder(&self) -> Option<&Recorder> {
+        self.recorder.as_ref()
+    }
+
     /// Learns the role from a request: the side that sends `initialize` (or, on a connection
     /// whose handshake went another way, such as a remote client's, a session's `new` or a
     /// turn's request) is the client.
@@ -114,35 +114,22 @@ impl ConnectionTrace {
         }
     }
 
-    /// Records the roles on a request's span.
-    pub(crate) fn record_roles(&self, span: &tracing::Span) {
-        if let Some((ours, peer)) = self.roles() {
-            span.set_attribute("acp.role", ours);
-            span.set_attribute("acp.peer.role", peer);
-        }
-    }
-
-    /// Opens a turn when `method` starts one and `params` name its session: its events go
-    /// on `span` until the guard drops. `span` must be recorded by an OpenTelemetry layer
-    /// (and have its parent already).
+    /// Opens a turn of `session` when `method` starts one: its notifications are counted
+    /// (and the first become events) on `active` until the guard drops.
     pub(crate) fn open_turn(
         self: &Arc<Self>,
-        span: &tracing::Span,
+        active: &Arc<Active>,
         method: &str,
-        params: &str,
+        session: &str,
     ) -> Option<TurnGuard> {
         if !TURN_METHODS.contains(&method) {
             return None;
         }
-        let session = crate::flow::session_id(params)?;
-        let context = super::span_context(span)?;
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
         lock(&self.turns).push(Turn {
             key,
             session: session.into(),
-            span: span.clone(),
-            context,
-            seen: 0,
+            active: active.clone(),
         });
         self.open.fetch_add(1, Ordering::Relaxed);
         Some(TurnGuard {
@@ -152,40 +139,26 @@ impl ConnectionTrace {
     }
 
     /// A notification going `direction` (`incoming` or `outgoing`) in the open turn of
-    /// its session, if there is one: an `acp.notification` event on the turn's span (the
-    /// first [`MAX_EVENTS`]), with `method`, `direction` and, for an incoming one, the
-    /// sender's `traceparent` (`remote`, when well-formed).
+    /// its session, if there is one: counted on the turn's span, an `acp.notification`
+    /// event (the first [`MAX_EVENTS`]) with `method`, `direction` and, for an incoming one,
+    /// the sender's `traceparent` (`remote`, when well-formed). Returns the turn's span.
     pub(crate) fn notification(
         &self,
         direction: &'static str,
         method: &str,
         params: &str,
-        remote: impl FnOnce() -> Option<String>,
-    ) -> Option<InTurn> {
+        remote: impl FnOnce() -> Option<Box<str>>,
+    ) -> Option<Arc<Active>> {
         if self.open.load(Ordering::Relaxed) == 0 {
             return None;
         }
         let session = crate::flow::session_id(params)?;
-        let (span, context, event) = {
-            let mut turns = lock(&self.turns);
-            let turn = turns.iter_mut().rev().find(|t| &*t.session == session)?;
-            turn.seen += 1;
-            (
-                turn.span.clone(),
-                turn.context.clone(),
-                turn.seen <= u64::from(MAX_EVENTS),
-            )
+        let active = {
+            let turns = lock(&self.turns);
+            let turn = turns.iter().rev().find(|t| &*t.session == session)?;
+            turn.active.clone()
         };
-        if event {
-            let mut attributes = vec![
-                KeyValue::new("method", method.to_owned()),
-                KeyValue::new("direction", direction),
-            ];
-            if let Some(traceparent) = remote() {
-                attributes.push(KeyValue::new(super::TRACEPARENT, traceparent));
-            }
-            span.add_event("acp.notification", attributes);
-        }
-        Some(InTurn { span, context })
+        active.turn_event(method, direction, remote);
+        Some(active)
     }
 }

@@ -213,21 +213,29 @@ impl Peer {
             otel.kind = tracing::field::Empty,
         );
         #[cfg(feature = "otel")]
-        crate::otel::outgoing_request(&self.shared.trace, &span, method);
+        let mut otel = crate::otel::outgoing_request(&self.shared.trace, method, id);
         let start = crate::flow::start();
         let observed = self.shared.config.observer.as_ref().map(|observer| {
             let sent = start.unwrap_or_else(std::time::Instant::now);
             (observer, sent)
         });
         let result = self
-            .call(id, method, params, options, decode)
+            .call(
+                id,
+                method,
+                params,
+                options,
+                decode,
+                #[cfg(feature = "otel")]
+                otel.as_mut(),
+            )
             .instrument(span.clone())
             .await;
-        span.in_scope(|| {
-            #[cfg(feature = "otel")]
-            crate::otel::completed(&result);
-            crate::flow::completed(start, &result);
-        });
+        #[cfg(feature = "otel")]
+        if let Some(otel) = otel {
+            otel.finish(&result);
+        }
+        span.in_scope(|| crate::flow::completed(start, &result));
         if let Some((observer, sent)) = observed {
             let event = RequestEvent {
                 direction: Direction::Outgoing,
@@ -252,6 +260,7 @@ impl Peer {
         params: &P,
         options: CallOptions,
         decode: fn(&str) -> Result<T, E>,
+        #[cfg(feature = "otel")] otel: Option<&mut crate::otel::EngineSpan>,
     ) -> Result<Result<T, E>, Error>
     where
         P: Serialize + ?Sized,
@@ -259,8 +268,6 @@ impl Peer {
         E: Send + 'static,
     {
         let shared = &*self.shared;
-        #[cfg(feature = "otel")]
-        let mut _turn = None;
         let msg = if shared.takes_values() {
             let request = Request {
                 id: RequestId::Int(id),
@@ -282,8 +289,8 @@ impl Peer {
             let mut buf = shared.request_size.buffer();
             write_request(&mut buf, &shared.config.framing, id, method, params)?;
             #[cfg(feature = "otel")]
-            {
-                _turn = crate::otel::outgoing_line(&shared.trace, &mut buf, method, false);
+            if let Some(otel) = otel {
+                crate::otel::outgoing_request_line(&shared.trace, &mut buf, method, otel);
             }
             shared.request_size.record(buf.len());
             log_sent(method, Some(id), &buf, true);
@@ -387,7 +394,7 @@ impl Peer {
         if shared.config.framing.notifications {
             write_notification(&mut buf, &shared.config.framing, method, params)?;
             #[cfg(feature = "otel")]
-            crate::otel::outgoing_line(&shared.trace, &mut buf, method, true);
+            crate::otel::outgoing_notification_line(&shared.trace, &mut buf, method);
             shared.notification_size.record(buf.len());
             log_sent(method, None, &buf, false);
             observe::sent(
@@ -421,7 +428,7 @@ impl Peer {
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         write_request(&mut buf, &shared.config.framing, id, method, params)?;
         #[cfg(feature = "otel")]
-        crate::otel::outgoing_line(&shared.trace, &mut buf, method, true);
+        crate::otel::outgoing_notification_line(&shared.trace, &mut buf, method);
         if shared.config.observer.is_some() {
             let id = RequestId::Int(id);
             let kind = MessageKind::Request;

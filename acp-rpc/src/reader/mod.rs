@@ -303,20 +303,10 @@ impl Reader {
             );
             self.arrived(method, None, Some(params));
             #[cfg(feature = "otel")]
-            let run = match crate::otel::incoming_notification_in_turn(
-                &self.shared.trace,
-                method,
-                Some(params),
-            ) {
-                Some(turn) => NotificationRun::started_in(started, turn),
-                None => {
-                    let span = NotificationRun::span(started.method);
-                    crate::otel::incoming_notification(&span, Some(params));
-                    NotificationRun::started_in(started, span)
-                }
-            };
-            #[cfg(not(feature = "otel"))]
+            let otel = crate::otel::incoming_notification(&self.shared.trace, method, Some(params));
             let run = NotificationRun::started(started);
+            #[cfg(feature = "otel")]
+            let run = run.with_otel(otel);
             return self.enqueue_notification(run).await;
         }
         if let Some(max) = self.shared.config.framing.batches
@@ -408,20 +398,14 @@ impl Reader {
                 {
                     self.arrived(&n.method, None, Some(params));
                     #[cfg(feature = "otel")]
-                    let run = match crate::otel::incoming_notification_in_turn(
+                    let otel = crate::otel::incoming_notification(
                         &self.shared.trace,
                         &n.method,
                         Some(params),
-                    ) {
-                        Some(turn) => NotificationRun::started_in(started, turn),
-                        None => {
-                            let span = NotificationRun::span(started.method);
-                            crate::otel::incoming_notification(&span, Some(params));
-                            NotificationRun::started_in(started, span)
-                        }
-                    };
-                    #[cfg(not(feature = "otel"))]
+                    );
                     let run = NotificationRun::started(started);
+                    #[cfg(feature = "otel")]
+                    let run = run.with_otel(otel);
                     return self.enqueue_notification(run).await;
                 }
                 self.on_notification(n).await

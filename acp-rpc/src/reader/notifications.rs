@@ -111,18 +111,10 @@ impl Reader {
         let params = n.params.as_deref().map(RawValue::get);
         self.arrived(&n.method, None, params);
         #[cfg(feature = "otel")]
-        let run =
-            match crate::otel::incoming_notification_in_turn(&self.shared.trace, &n.method, params)
-            {
-                Some(turn) => NotificationRun::raw_in(n, &self.handler, &self.peer, turn),
-                None => {
-                    let span = NotificationRun::span(&n.method);
-                    crate::otel::incoming_notification(&span, params);
-                    NotificationRun::raw_in(n, &self.handler, &self.peer, span)
-                }
-            };
-        #[cfg(not(feature = "otel"))]
+        let otel = crate::otel::incoming_notification(&self.shared.trace, &n.method, params);
         let run = NotificationRun::raw(n, &self.handler, &self.peer);
+        #[cfg(feature = "otel")]
+        let run = run.with_otel(otel);
         self.enqueue_notification(run).await;
     }
 }

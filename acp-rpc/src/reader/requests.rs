@@ -108,7 +108,7 @@ impl Reader {
             otel.kind = tracing::field::Empty,
         );
         #[cfg(feature = "otel")]
-        let turn = crate::otel::incoming_request(&self.shared.trace, &span, &req.method, params);
+        let otel = crate::otel::incoming_request(&self.shared.trace, &req.method, &req.id, params);
         if !span.is_disabled()
             && let Some(session) = params.and_then(crate::flow::session_id)
         {
@@ -139,6 +139,8 @@ impl Reader {
                 .observer
                 .is_some()
                 .then(std::time::Instant::now),
+            #[cfg(feature = "otel")]
+            otel: None,
         };
         // When every notification read before this request has been handled, the request's
         // first steps run here, in the reader: a handler that answers without waiting (most
@@ -149,10 +151,20 @@ impl Reader {
         // With notifications still queued it is spawned at once, as before: running it here
         // would start it ahead of notifications that arrived first.
         #[cfg(feature = "otel")]
-        let run = crate::otel::in_turn(turn, task.run(req));
+        let mut task = match otel {
+            // The request's span is current inside the flow log's span (innermost), so a
+            // `tracing` span of the handler is its child whatever a layer makes of the flow's.
+            Some(otel) => {
+                let active = otel.active.clone();
+                let mut task = task;
+                task.otel = Some(otel);
+                Box::pin(crate::otel::scoped(active, task.run(req)).instrument(span))
+                    as std::pin::Pin<Box<dyn Future<Output = ()> + Send>>
+            }
+            None => Box::pin(task.run(req).instrument(span)),
+        };
         #[cfg(not(feature = "otel"))]
-        let run = task.run(req);
-        let mut task = Box::pin(run.instrument(span));
+        let mut task = Box::pin(task.run(req).instrument(span));
         if !self.worker_idle() {
             tokio::spawn(task);
             return;

@@ -1,0 +1,373 @@
+//! W3C Trace Context on the wire: `traceparent` read and written, `_meta` read from a
+//! message's params and written into an outgoing line (feature `otel`).
+
+use std::str::FromStr;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
+use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{TARGET, TRACEPARENT, TRACESTATE};
+
+/// The length of a version-`00` `traceparent`.
+pub(crate) const TRACEPARENT_LEN: usize = 55;
+
+/// A version-`00` `traceparent`, formatted once per span.
+pub(crate) type Traceparent = [u8; TRACEPARENT_LEN];
+
+/// Reads a W3C `traceparent` header value: `None`, with the reason, when it is malformed
+/// (wrong length, version `ff`, upper-case or non-hex digits, an all-zero trace or span id).
+///
+/// A version above `00` is read as the specification asks: its first four fields, when
+/// whatever follows them starts with `-`.
+pub fn parse_traceparent(text: &str) -> Result<SpanContext, &'static str> {
+    let bytes = text.as_bytes();
+    if bytes.len() < TRACEPARENT_LEN {
+        return Err("too short");
+    }
+    let version = &text[..2];
+    if !is_lower_hex(version) {
+        return Err("version is not hex");
+    }
+    if version == "ff" {
+        return Err("version ff is invalid");
+    }
+    if version == "00" && bytes.len() != TRACEPARENT_LEN {
+        return Err("wrong length for version 00");
+    }
+    if bytes.len() > TRACEPARENT_LEN && bytes[TRACEPARENT_LEN] != b'-' {
+        return Err("wrong length");
+    }
+    if bytes[2] != b'-' || bytes[35] != b'-' || bytes[52] != b'-' {
+        return Err("misplaced separators");
+    }
+    let (trace, span, flags) = (&text[3..35], &text[36..52], &text[53..55]);
+    if !(is_lower_hex(trace) && is_lower_hex(span) && is_lower_hex(flags)) {
+        return Err("not lower-case hex");
+    }
+    let trace_id = TraceId::from_hex(trace).map_err(|_| "bad trace id")?;
+    let span_id = SpanId::from_hex(span).map_err(|_| "bad span id")?;
+    if trace_id == TraceId::INVALID {
+        return Err("all-zero trace id");
+    }
+    if span_id == SpanId::INVALID {
+        return Err("all-zero span id");
+    }
+    let flags = u8::from_str_radix(flags, 16).map_err(|_| "bad flags")?;
+    Ok(SpanContext::new(
+        trace_id,
+        span_id,
+        TraceFlags::new(flags) & TraceFlags::SAMPLED,
+        true,
+        TraceState::default(),
+    ))
+}
+
+fn is_lower_hex(s: &str) -> bool {
+    s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The W3C `traceparent` of a span context (version `00`).
+pub fn format_traceparent(context: &SpanContext) -> String {
+    let bytes = traceparent_bytes(context);
+    // Only ASCII hex digits and dashes were written.
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// [`format_traceparent`] into a fixed array, without allocating.
+pub(crate) fn traceparent_bytes(context: &SpanContext) -> Traceparent {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [b'-'; TRACEPARENT_LEN];
+    out[0] = b'0';
+    out[1] = b'0';
+    let mut put = |at: usize, bytes: &[u8]| {
+        for (i, b) in bytes.iter().enumerate() {
+            out[at + 2 * i] = HEX[usize::from(b >> 4)];
+            out[at + 2 * i + 1] = HEX[usize::from(b & 0xf)];
+        }
+    };
+    put(3, &context.trace_id().to_bytes());
+    put(36, &context.span_id().to_bytes());
+    put(53, &[context.trace_flags().to_u8()]);
+    out
+}
+
+/// The `_meta` fields we read; anything else in the params is skipped unparsed.
+#[derive(Deserialize)]
+struct Carrier<'a> {
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<Meta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Meta<'a> {
+    #[serde(borrow, default)]
+    traceparent: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    tracestate: Option<&'a serde_json::value::RawValue>,
+}
+
+static TRACEPARENT_FINDER: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(TRACEPARENT.as_bytes()));
+static META_FINDER: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"_meta\""));
+static PARAMS_FINDER: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(PARAMS_KEY));
+
+/// What a peer of ours writes first in its params (see [`splice`]).
+const OURS: &[u8] = br#"{"_meta":{"traceparent":""#;
+
+/// The remote span context in a message's params text (`_meta.traceparent` and
+/// `_meta.tracestate`), or `None`: no `_meta.traceparent`, or a malformed one (logged at
+/// DEBUG under [`TARGET`], never an error). Params without the word `traceparent` are not
+/// parsed at all; params that start as ours do (`{"_meta":{"traceparent":"…"}` and no
+/// `tracestate`) are read where they stand.
+pub fn extract(params: &str) -> Option<SpanContext> {
+    let bytes = params.as_bytes();
+    if let Some(rest) = bytes.strip_prefix(OURS)
+        && rest.len() > TRACEPARENT_LEN + 1
+        && rest[TRACEPARENT_LEN] == b'"'
+        && rest[TRACEPARENT_LEN + 1] == b'}'
+        && let Ok(text) = std::str::from_utf8(&rest[..TRACEPARENT_LEN])
+        && let Ok(context) = parse_traceparent(text)
+    {
+        return Some(context);
+    }
+    TRACEPARENT_FINDER.find(bytes)?;
+    let carrier: Carrier<'_> = serde_json::from_str(params).ok()?;
+    let meta = carrier.meta?;
+    let raw = meta.traceparent?;
+    let Ok(text) = serde_json::from_str::<&str>(raw.get()) else {
+        tracing::debug!(target: TARGET, traceparent = raw.get(), "traceparent is not a string: ignored");
+        return None;
+    };
+    let context = match parse_traceparent(text) {
+        Ok(context) => context,
+        Err(why) => {
+            tracing::debug!(target: TARGET, traceparent = text, why, "malformed traceparent: ignored");
+            return None;
+        }
+    };
+    let state = meta
+        .tracestate
+        .and_then(|raw| serde_json::from_str::<&str>(raw.get()).ok())
+        .and_then(|text| TraceState::from_str(text).ok())
+        .unwrap_or_default();
+    Some(SpanContext::new(
+        context.trace_id(),
+        context.span_id(),
+        context.trace_flags(),
+        true,
+        state,
+    ))
+}
+
+/// The remote span context in a parsed message's params (see [`extract`]).
+pub fn extract_value(params: &Value) -> Option<SpanContext> {
+    let raw = params.get("_meta")?.get(TRACEPARENT)?;
+    let Some(text) = raw.as_str() else {
+        tracing::debug!(target: TARGET, traceparent = %raw, "traceparent is not a string: ignored");
+        return None;
+    };
+    let context = match parse_traceparent(text) {
+        Ok(context) => context,
+        Err(why) => {
+            tracing::debug!(target: TARGET, traceparent = text, why, "malformed traceparent: ignored");
+            return None;
+        }
+    };
+    let state = params["_meta"]
+        .get(TRACESTATE)
+        .and_then(Value::as_str)
+        .and_then(|text| TraceState::from_str(text).ok())
+        .unwrap_or_default();
+    Some(SpanContext::new(
+        context.trace_id(),
+        context.span_id(),
+        context.trace_flags(),
+        true,
+        state,
+    ))
+}
+
+/// Writes `context` into `params` as `_meta.traceparent` (and `_meta.tracestate` when it
+/// has one), replacing what was there; `params` that are not an object are left alone.
+pub fn inject_value(params: &mut Value, context: &SpanContext) {
+    let Some(object) = params.as_object_mut() else {
+        return;
+    };
+    let meta = object
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if !meta.is_object() {
+        // A `_meta` that is not an object is not ours to keep: the schema says object.
+        *meta = Value::Object(Default::default());
+    }
+    if let Some(meta) = meta.as_object_mut() {
+        meta.insert(TRACEPARENT.into(), format_traceparent(context).into());
+        let state = context.trace_state().header();
+        if state.is_empty() {
+            meta.remove(TRACESTATE);
+        } else {
+            meta.insert(TRACESTATE.into(), state.into());
+        }
+    }
+}
+
+const PARAMS_KEY: &[u8] = br#","params":"#;
+
+/// Writes a span's `traceparent` (`bytes`, formatted once for the span; `context` for the
+/// rare slow path) into the params of an envelope the engine wrote (`,"params":` is its last
+/// member; a method string holds a quote only escaped, so the first match is it).
+///
+/// The usual case is a copy: `"_meta":{"traceparent":"…"},` goes in after the params' `{`.
+/// Params that have a `_meta` already, or a context with a `tracestate`, are parsed and
+/// written again. Params that are not an object are left alone.
+pub(crate) fn splice(line: &mut Vec<u8>, bytes: &Traceparent, context: &SpanContext) {
+    let Some(at) = PARAMS_FINDER.find(line) else {
+        return;
+    };
+    let start = at + PARAMS_KEY.len();
+    let Some(end) = line.len().checked_sub(1) else {
+        return;
+    };
+    if line.get(start) != Some(&b'{') || line[end] != b'}' || end <= start {
+        return;
+    }
+    let params = &line[start..end];
+    if META_FINDER.find(params).is_some() || !context.trace_state().header().is_empty() {
+        // The slow path: merge into an existing `_meta` (or add a tracestate).
+        let Ok(mut value) = serde_json::from_slice::<Value>(params) else {
+            return;
+        };
+        inject_value(&mut value, context);
+        let Ok(new_params) = serde_json::to_vec(&value) else {
+            return;
+        };
+        line.truncate(start);
+        line.extend_from_slice(&new_params);
+        line.push(b'}');
+        return;
+    }
+    // `{` then `"_meta":{"traceparent":"…"}` then `,` and the rest (none for `{}`).
+    let empty = params[1..]
+        .iter()
+        .all(|b| b.is_ascii_whitespace() || *b == b'}');
+    let head = &OURS[1..];
+    let insert = head.len() + TRACEPARENT_LEN + 2 + usize::from(!empty);
+    let old = line.len();
+    line.resize(old + insert, 0);
+    line.copy_within(start + 1..old, start + 1 + insert);
+    let mut at = start + 1;
+    let comma: &[u8] = if empty { b"" } else { b"," };
+    for part in [head, &bytes[..], &b"\"}"[..], comma] {
+        line[at..at + part.len()].copy_from_slice(part);
+        at += part.len();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn a_well_formed_traceparent_is_read_and_written_back() {
+        let context = parse_traceparent(GOOD).unwrap();
+        assert!(context.is_remote());
+        assert!(context.is_sampled());
+        assert_eq!(format_traceparent(&context), GOOD);
+        assert_eq!(&traceparent_bytes(&context)[..], GOOD.as_bytes());
+    }
+
+    #[test]
+    fn malformed_traceparents_are_refused() {
+        for bad in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473x-00f067aa0ba902b7-01",
+            "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        ] {
+            assert!(parse_traceparent(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn a_later_version_is_read_by_its_first_four_fields() {
+        let later = format!("01{}-more", &GOOD[2..]);
+        assert!(parse_traceparent(&later).is_ok());
+        let glued = format!("01{}more", &GOOD[2..]);
+        assert!(parse_traceparent(&glued).is_err());
+    }
+
+    #[test]
+    fn extract_reads_meta_and_ignores_bad_values() {
+        let params =
+            format!(r#"{{"sessionId":"s","_meta":{{"traceparent":"{GOOD}","tracestate":"k=v"}}}}"#);
+        let context = extract(&params).unwrap();
+        assert_eq!(context.trace_state().header(), "k=v");
+        assert!(extract(r#"{"_meta":{"traceparent":7}}"#).is_none());
+        assert!(extract(r#"{"_meta":{"traceparent":null}}"#).is_none());
+        assert!(extract(r#"{"_meta":"traceparent"}"#).is_none());
+        assert!(extract(r#"{"prompt":"traceparent"}"#).is_none());
+        assert!(extract(r#"[1,"traceparent"]"#).is_none());
+    }
+
+    #[test]
+    fn extract_reads_our_own_params_where_they_stand_and_falls_back_otherwise() {
+        let ours = format!(r#"{{"_meta":{{"traceparent":"{GOOD}"}},"x":1}}"#);
+        assert_eq!(format_traceparent(&extract(&ours).unwrap()), GOOD);
+        // A tracestate after it: the full parse, which reads both.
+        let stated = format!(r#"{{"_meta":{{"traceparent":"{GOOD}","tracestate":"k=v"}}}}"#);
+        assert_eq!(extract(&stated).unwrap().trace_state().header(), "k=v");
+        // Our prefix with a bad value: ignored, as any bad value.
+        let bad = GOOD.replace("4bf9", "4BF9");
+        assert!(extract(&format!(r#"{{"_meta":{{"traceparent":"{bad}"}}}}"#)).is_none());
+    }
+
+    fn context() -> SpanContext {
+        parse_traceparent(GOOD).unwrap()
+    }
+
+    fn injected(line: &str) -> Value {
+        let mut bytes = line.as_bytes().to_vec();
+        let context = context();
+        splice(&mut bytes, &traceparent_bytes(&context), &context);
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[test]
+    fn the_context_goes_into_the_envelopes_params() {
+        let v = injected(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}}"#);
+        assert_eq!(v["params"]["_meta"]["traceparent"], GOOD);
+        assert_eq!(v["params"]["a"], 1);
+        let v = injected(r#"{"jsonrpc":"2.0","method":"m","params":{}}"#);
+        assert_eq!(v["params"]["_meta"]["traceparent"], GOOD);
+        let v = injected(
+            r#"{"jsonrpc":"2.0","method":"m","params":{"_meta":{"x":1,"traceparent":"old"}}}"#,
+        );
+        assert_eq!(v["params"]["_meta"]["traceparent"], GOOD);
+        assert_eq!(v["params"]["_meta"]["x"], 1);
+        let v = injected(r#"{"jsonrpc":"2.0","method":"m","params":[1]}"#);
+        assert_eq!(v["params"], serde_json::json!([1]));
+        let v = injected(r#"{"jsonrpc":"2.0","method":"m\",\"params\":{","params":null}"#);
+        assert_eq!(v["params"], Value::Null);
+    }
+
+    #[test]
+    fn spliced_params_start_as_extract_reads_them_fast() {
+        let mut line = br#"{"jsonrpc":"2.0","method":"m","params":{"a":1}}"#.to_vec();
+        let context = context();
+        splice(&mut line, &traceparent_bytes(&context), &context);
+        let text = std::str::from_utf8(&line).unwrap();
+        let params = &text[text.find(r#""params":"#).unwrap() + 9..text.len() - 1];
+        assert!(params.as_bytes().starts_with(OURS), "{params}");
+        assert_eq!(format_traceparent(&extract(params).unwrap()), GOOD);
+    }
+}
