@@ -167,6 +167,27 @@ impl<'a> Call<'a> {
         quote!(#wire => { #head #answer })
     }
 
+    /// The notification's arm of `start_notification`: its params parsed straight from the
+    /// line, and the trait method's future started with them; `None` (the ordinary path,
+    /// with its usual errors) when they do not parse. A null payload has none (its line
+    /// carries no params to read).
+    fn start_arm(&self, implementor: &TokenStream) -> Option<TokenStream> {
+        if self.is_request() || self.no_params {
+            return None;
+        }
+        let Call { name, params, .. } = self;
+        let wire = &self.method.wire;
+        Some(quote! {
+            #wire => {
+                let params: #params = ::serde_json::from_str(params).ok()?;
+                ::std::option::Option::Some(::acp_rpc::StartedNotification::new(
+                    #wire,
+                    async move { #implementor.#name(params).await },
+                ))
+            }
+        })
+    }
+
     /// The typed handle's method that calls the peer.
     fn handle_method(&self) -> TokenStream {
         let Call { name, params, .. } = self;
@@ -253,12 +274,42 @@ fn dispatch(name: &Ident, bound: &Ident, calls: &[Call], agent: bool) -> TokenSt
             }
         }
     };
+    // The editor's side gets the agent's notifications in streams (a prompt's every
+    // `session/update`): read each straight from the line, once (acp-rpc's
+    // `Handler::start_notification`), as acp-client's v1 dispatcher does.
+    let start_arms: Vec<_> = if agent {
+        Vec::new()
+    } else {
+        notifications
+            .iter()
+            .filter_map(|c| c.start_arm(&implementor))
+            .collect()
+    };
+    let started = if start_arms.is_empty() {
+        quote!()
+    } else {
+        quote! {
+            fn start_notification(
+                self: ::std::sync::Arc<Self>,
+                _cx: NotificationContext,
+                method: &str,
+                params: &str,
+            ) -> ::std::option::Option<::acp_rpc::StartedNotification> {
+                match method {
+                    #( #start_arms )*
+                    _ => ::std::option::Option::None,
+                }
+            }
+        }
+    };
     quote! {
         struct #name<T>(T);
 
         #[async_trait]
         impl<T: #bound> Handler for #name<T> {
             #ordered
+
+            #started
 
             async fn handle_request(
                 &self,
@@ -536,6 +587,41 @@ mod tests {
         assert!(code.contains("pub async fn a (& self"));
         assert!(code.contains("pub async fn b (& self"));
         assert!(!code.contains("pub async fn c (& self"));
+    }
+
+    #[test]
+    fn the_editors_notifications_are_read_straight_from_the_line() {
+        let notification = |wire: &str, side: &str, params: &str| {
+            format!(
+                r##"{{"method": "{wire}", "side": "{side}", "kind": "notification",
+                    "params": {{"$ref": "#/$defs/{params}"}}}}"##
+            )
+        };
+        let s = schema(
+            &[
+                notification("n/update", "client", "Obj"),
+                notification("n/ping", "client", "Null"),
+                notification("n/cancel", "agent", "Obj"),
+            ]
+            .join(","),
+        )
+        .unwrap();
+        let code = generate(&s, "t").unwrap().to_string();
+        // Exactly one `start_notification`: the editor's, with an arm for the notification
+        // that has params; the agent's side and a null payload keep the ordinary path.
+        assert_eq!(code.matches("fn start_notification").count(), 1, "{code}");
+        assert!(
+            code.contains(
+                r#""n/update" => { let params : Obj = :: serde_json :: from_str (params) . ok () ?"#
+            ),
+            "{code}"
+        );
+        assert!(code.contains(". n_update (params) . await"), "{code}");
+        let start = code.find("fn start_notification").unwrap();
+        let rest = &code[start..];
+        let end = rest.find("async fn handle_request").unwrap();
+        assert!(!rest[..end].contains("n/ping"), "{code}");
+        assert!(!rest[..end].contains("n/cancel"), "{code}");
     }
 
     #[test]

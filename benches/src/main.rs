@@ -11,6 +11,7 @@ mod foreign;
 mod jobs;
 mod msg;
 mod official;
+mod official_v2;
 mod options;
 #[cfg(feature = "otel")]
 mod otel;

@@ -1,5 +1,5 @@
-//! `acp-bench v2`: scenarios a and b over draft protocol v2 beside v1, in one run, both ours,
-//! in process over `tokio::io::duplex` (as `dialects` is measured).
+//! `acp-bench v2`: scenarios a and b over draft protocol v2 beside v1, in one run, ours and
+//! the official crate's v2, in process over `tokio::io::duplex` (as `dialects` is measured).
 //!
 //! * a: one prompt whose agent streams `n` `agent_message_chunk` updates before answering
 //!   (v1: `session/prompt` answered with its stop reason; v2: answered with the inserted
@@ -13,8 +13,9 @@
 //! acp-bench v2 [--chunks N] [--requests N] [--runs R]   # default 200,000 / 20,000, median of 5
 //! ```
 //!
-//! The official crate's v2 side (`agent-client-protocol` 5.2.0 with `unstable_protocol_v2`)
-//! has no column here yet.
+//! The last columns are the official crate's v2 side (`agent-client-protocol` 5.2.0 with
+//! `unstable_protocol_v2`, [`crate::official_v2`]) doing the same jobs, and its time over
+//! ours over v2.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -48,32 +49,38 @@ pub fn main(args: &[String]) -> ExitCode {
         }
     }
     let runtime = crate::runtime();
-    println!("scenario\tours v1 (median of {runs})\tours v2\tv2/v1 time");
+    println!(
+        "scenario\tours v1 (median of {runs})\tours v2\tv2/v1 time\tofficial v2\tofficial/ours v2 time"
+    );
     let scenarios = [
         ("a: chunks/s", Job::Stream { n: chunks }, chunks),
         ("b: requests/s", Job::Sequential { n: requests }, requests),
     ];
     for (name, job, n) in scenarios {
-        let mut v1 = Vec::new();
-        let mut v2 = Vec::new();
-        // Interleaved, so drift of the machine's load falls on both columns alike.
+        let mut rates = [Vec::new(), Vec::new(), Vec::new()];
+        // Interleaved, so drift of the machine's load falls on every column alike.
         for _ in 0..runs {
-            for (rates, version) in [(&mut v1, 1), (&mut v2, 2)] {
-                let outcome = match version {
-                    1 => runtime.block_on(crate::ours::over_duplex(Plan::Job(job))),
-                    _ => runtime.block_on(over_duplex_v2(Plan::Job(job))),
+            for (column, side) in ["ours v1", "ours v2", "official v2"].iter().enumerate() {
+                let outcome = match column {
+                    0 => runtime.block_on(crate::ours::over_duplex(Plan::Job(job))),
+                    1 => runtime.block_on(over_duplex_v2(Plan::Job(job))),
+                    _ => runtime.block_on(crate::official_v2::over_duplex(Plan::Job(job))),
                 };
                 match outcome.and_then(|o| check(o, job, n)) {
-                    Ok(secs) => rates.push(n as f64 / secs),
+                    Ok(secs) => rates[column].push(n as f64 / secs),
                     Err(e) => {
-                        eprintln!("{name} v{version}: {e}");
+                        eprintln!("{name} {side}: {e}");
                         return ExitCode::FAILURE;
                     }
                 }
             }
         }
-        let (m1, m2) = (median(&mut v1), median(&mut v2));
-        println!("{name}\t{m1:.0}\t{m2:.0}\t{:.3}", m1 / m2);
+        let [m1, m2, official] = rates.map(|mut r| median(&mut r));
+        println!(
+            "{name}\t{m1:.0}\t{m2:.0}\t{:.3}\t{official:.0}\t{:.3}",
+            m1 / m2,
+            m2 / official
+        );
     }
     ExitCode::SUCCESS
 }

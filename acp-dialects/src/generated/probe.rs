@@ -359,6 +359,44 @@ impl<T: Client> Handler for ClientDispatch<T> {
     fn waits_for_earlier_notifications(&self, _method: &str) -> bool {
         true
     }
+    fn start_notification(
+        self: ::std::sync::Arc<Self>,
+        _cx: NotificationContext,
+        method: &str,
+        params: &str,
+    ) -> ::std::option::Option<::acp_rpc::StartedNotification> {
+        match method {
+            "toolCallProgress" => {
+                let params: ToolCallProgressParams = ::serde_json::from_str(params)
+                    .ok()?;
+                ::std::option::Option::Some(
+                    ::acp_rpc::StartedNotification::new(
+                        "toolCallProgress",
+                        async move { self.0.tool_call_progress(params).await },
+                    ),
+                )
+            }
+            "messageChunk" => {
+                let params: MessageChunkParams = ::serde_json::from_str(params).ok()?;
+                ::std::option::Option::Some(
+                    ::acp_rpc::StartedNotification::new(
+                        "messageChunk",
+                        async move { self.0.message_chunk(params).await },
+                    ),
+                )
+            }
+            "sessionUpdated" => {
+                let params: SessionUpdatedParams = ::serde_json::from_str(params).ok()?;
+                ::std::option::Option::Some(
+                    ::acp_rpc::StartedNotification::new(
+                        "sessionUpdated",
+                        async move { self.0.session_updated(params).await },
+                    ),
+                )
+            }
+            _ => ::std::option::Option::None,
+        }
+    }
     async fn handle_request(
         &self,
         rcx: RequestContext,

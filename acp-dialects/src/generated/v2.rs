@@ -497,6 +497,38 @@ impl<T: Client> Handler for ClientDispatch<T> {
     fn waits_for_earlier_notifications(&self, _method: &str) -> bool {
         true
     }
+    fn start_notification(
+        self: ::std::sync::Arc<Self>,
+        _cx: NotificationContext,
+        method: &str,
+        params: &str,
+    ) -> ::std::option::Option<::acp_rpc::StartedNotification> {
+        match method {
+            "session/update" => {
+                let params: UpdateSessionNotification = ::serde_json::from_str(params)
+                    .ok()?;
+                ::std::option::Option::Some(
+                    ::acp_rpc::StartedNotification::new(
+                        "session/update",
+                        async move { self.0.session_update(params).await },
+                    ),
+                )
+            }
+            "elicitation/complete" => {
+                let params: CompleteElicitationNotification = ::serde_json::from_str(
+                        params,
+                    )
+                    .ok()?;
+                ::std::option::Option::Some(
+                    ::acp_rpc::StartedNotification::new(
+                        "elicitation/complete",
+                        async move { self.0.elicitation_complete(params).await },
+                    ),
+                )
+            }
+            _ => ::std::option::Option::None,
+        }
+    }
     async fn handle_request(
         &self,
         rcx: RequestContext,
