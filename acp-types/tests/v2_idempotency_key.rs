@@ -15,7 +15,10 @@ fn a_key_round_trips_and_the_builder_sets_it() {
     let key = "0b6f3c1e-8d2a-4c57-9a41-5e2f7d90c3ab";
     let value = prompt_with_key(json!(key));
     let request: PromptRequest = serde_json::from_value(value.clone()).unwrap();
-    assert_eq!(request.idempotency_key.as_deref().map(String::as_str), Some(key));
+    assert_eq!(
+        request.idempotency_key.as_deref().map(String::as_str),
+        Some(key)
+    );
     assert_eq!(serde_json::to_value(&request).unwrap(), value);
     let built = PromptRequest::new("sess-1", [ContentBlock::text("hi")])
         .idempotency_key(IdempotencyKey::try_from(key).unwrap());
@@ -48,7 +51,10 @@ fn a_malformed_key_fails_the_request_instead_of_meaning_no_key() {
         ("an array", json!(["k"])),
     ] {
         let err = serde_json::from_value::<PromptRequest>(prompt_with_key(key.clone()));
-        assert!(err.is_err(), "{what} must fail the request, not mean no key");
+        assert!(
+            err.is_err(),
+            "{what} must fail the request, not mean no key"
+        );
         assert!(
             ClientRequest::decode("session/prompt", prompt_with_key(key)).is_err(),
             "{what} must fail the request read through the message enum"
