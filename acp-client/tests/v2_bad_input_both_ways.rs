@@ -5,9 +5,8 @@
 //! (delivered as `SessionUpdate::Unknown` with its JSON intact, which the reducer reports it
 //! did not apply). The connection serves on after each.
 //!
-//! Not here: `idempotencyKey` of 0 or 256 characters. The pinned TypeScript SDK 2.4.0 schema
-//! has no `idempotencyKey` (the schema crate 1.20.0 has one, 1 to 255 characters, on
-//! `session/prompt`); our v2 is generated from the former.
+//! Not here: `idempotencyKey` of 0 or 256 characters, a number or another non-string
+//! (`-32602`, the connection serving on): acp-agent's `tests/v2_prompt_keys.rs`.
 #![cfg(feature = "v2")]
 
 use std::io::Write;

@@ -182,7 +182,10 @@ pub fn generate_native_sides(
 pub fn generate_v2_sides(schema_text: &str, source: &str) -> Result<String, Error> {
     let schema = model::parse(schema_text)?;
     let types: syn::Path = syn::parse_quote!(acp_types::v2);
-    let tokens = natives::generate_with_types(&schema, &types)?;
+    // Keyed `session/prompt` retries are answered by a hand-written layer (acp-dialects'
+    // `v2/prompt_keys.rs`).
+    let layer: syn::Path = syn::parse_quote!(super::prompt_keys::PromptKeys::new);
+    let tokens = natives::generate_with_types(&schema, &types, Some(&layer))?;
     let file: syn::File = syn::parse2(tokens).map_err(|e| Error::Render(e.to_string()))?;
     Ok(format!(
         "{}{}",

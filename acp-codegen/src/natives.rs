@@ -354,12 +354,23 @@ fn arms_or_not_found(arms: Vec<TokenStream>) -> TokenStream {
 pub fn generate(schema: &Schema, module: &str) -> Result<TokenStream, Error> {
     let types: syn::Path = syn::parse_str(&format!("acp_types::legacy::{module}"))
         .map_err(|e| Error::Render(e.to_string()))?;
-    generate_with_types(schema, &types)
+    generate_with_types(schema, &types, None)
 }
 
-/// [`generate`] for a dialect whose types live at `types` (`acp_types::v2`).
-pub fn generate_with_types(schema: &Schema, types: &syn::Path) -> Result<TokenStream, Error> {
+/// [`generate`] for a dialect whose types live at `types` (`acp_types::v2`). With
+/// `agent_layer`, `serve_with` hands the generated agent dispatch to that hand-written
+/// function of the dialect's module and serves what it returns (v2's
+/// `prompt_keys::PromptKeys::new`, which answers `session/prompt` retries by key).
+pub fn generate_with_types(
+    schema: &Schema,
+    types: &syn::Path,
+    agent_layer: Option<&syn::Path>,
+) -> Result<TokenStream, Error> {
     let dialect = &schema.dialect;
+    let agent_handler = match agent_layer {
+        Some(layer) => quote! { #layer(AgentDispatch(agent)) },
+        None => quote! { AgentDispatch(agent) },
+    };
     let agent_calls = served_by(schema, Side::Agent);
     let client_calls = served_by(schema, Side::Client);
     let agent_methods = agent_calls
@@ -472,7 +483,7 @@ pub fn generate_with_types(schema: &Schema, types: &syn::Path) -> Result<TokenSt
             AgentConnection::start(
                 reader,
                 writer,
-                AgentDispatch(agent),
+                #agent_handler,
                 config,
                 super::framing(),
                 |peer| ClientHandle { peer },

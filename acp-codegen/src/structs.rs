@@ -120,6 +120,10 @@ pub fn generate(schema: &Schema) -> Result<(Vec<Item>, Signatures), Error> {
             DefKind::Object(obj) if is_empty_object(obj) => {
                 signatures.insert(def.name.clone(), Vec::new());
             }
+            DefKind::StringNewtype if is_constrained(&schema.document["$defs"][&def.name]) => {
+                // typify checks `minLength`/`maxLength`/`pattern` in `FromStr`, `TryFrom<&str>`
+                // and `Deserialize`; an infallible `From<&str>` would conflict and skip them.
+            }
             DefKind::StringNewtype => {
                 // Ids and other string newtypes are written as literals most of the time.
                 let name = ident(&def.name);
@@ -186,6 +190,14 @@ pub fn generate(schema: &Schema) -> Result<(Vec<Item>, Signatures), Error> {
         }
     }
     Ok((items, signatures))
+}
+
+/// A string newtype typify validates (`IdempotencyKey`: 1 to 255 characters), so that it has
+/// no infallible conversion from `&str`.
+fn is_constrained(raw: &Value) -> bool {
+    ["minLength", "maxLength", "pattern"]
+        .iter()
+        .any(|k| raw.get(*k).is_some())
 }
 
 /// typify writes `///text`; rustdoc convention (and the rest of our output) is `/// text`.

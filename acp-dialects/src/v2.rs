@@ -96,6 +96,7 @@
 mod native;
 
 mod map;
+pub mod prompt_keys;
 mod terminals;
 mod updates;
 mod v1_agent;

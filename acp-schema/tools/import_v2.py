@@ -18,7 +18,11 @@ schemars) is rewritten into the shapes of acp-schema's CONVENTIONS.md:
   agent-client-protocol-schema 1.20.0, listed in PATCH_FIELDS) get `x-patch`;
 - `x-state` annotations (STATE) say how each session update changes a client's copy of
   the session (see CONVENTIONS.md, "The v2 session state");
-- `x-methods` is built from the official `x-method`/`x-side` annotations.
+- `x-methods` is built from the official `x-method`/`x-side` annotations;
+- what the pinned release lacks and acp-rs models anyway (from the official schema crate)
+  comes from `tools/v2_additions.json`, applied last: its `$defs` are added, its `x-extend`
+  properties are added to their definitions (before `_meta`). The import fails when the
+  official document already has one of them: delete the addition then.
 
 Run it again when the pinned official release changes; hand edits to v2.json are lost.
 """
@@ -29,6 +33,7 @@ import sys
 OFFICIAL = json.load(open(sys.argv[1]))
 OFFICIAL_V1 = json.load(open(sys.argv[1].replace("/v2/", "/v1/")))
 OURS_V1 = json.load(open(__file__.rsplit("/tools/", 1)[0] + "/schemas/v1.json"))
+ADDITIONS = json.load(open(__file__.rsplit("/", 1)[0] + "/v2_additions.json"))
 
 ENVELOPES = {
     "AgentRequest", "AgentResponse", "AgentNotification",
@@ -317,6 +322,25 @@ while True:
         break
     for r in missing:
         out_defs[r] = OURS_V1["$defs"][r]
+
+# What the pinned release lacks (v2_additions.json): new definitions, new properties.
+for name, v in ADDITIONS.get("$defs", {}).items():
+    if name in out_defs:
+        raise SystemExit(f"v2_additions.json: the official schema now defines {name}: delete the addition")
+    out_defs[name] = v
+for name, ext in ADDITIONS.get("x-extend", {}).items():
+    target = out_defs[name]
+    props = {}
+    for key, p in target["properties"].items():
+        if key == "_meta":
+            for new, np in ext["properties"].items():
+                if new in target["properties"]:
+                    raise SystemExit(f"v2_additions.json: the official {name} now has {new}: delete the addition")
+                props[new] = np
+        props[key] = p
+    for new, np in ext["properties"].items():
+        props.setdefault(new, np)
+    target["properties"] = props
 
 methods = {}
 for name, v in defs.items():

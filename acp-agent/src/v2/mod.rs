@@ -21,7 +21,15 @@
 //!
 //! The served side answers the `initialize` itself, so the client learns the version from
 //! the answer and decides whether it can go on, as the specification says.
+//!
+//! A `session/prompt` retried with the same `idempotencyKey` is answered with the first
+//! attempt's answer (the same `messageId`) without calling [`Agent::session_prompt`] again;
+//! a retry while the first attempt runs waits for it. At most [`MAX_KEYS_PER_SESSION`] keys
+//! are remembered per session, for as long as the connection lasts
+//! ([`acp_dialects::v2::prompt_keys`] has the rules; an agent that keeps sessions across
+//! connections records the key with the message itself).
 
+pub use acp_dialects::v2::prompt_keys::MAX_KEYS_PER_SESSION;
 pub use acp_dialects::v2::{Agent, AgentConnection, ClientHandle, Context, serve, serve_with};
 pub use acp_types::v2 as types;
 

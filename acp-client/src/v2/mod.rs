@@ -7,6 +7,21 @@
 //!
 //! The sides are generated from v2's method table (acp-dialects' `v2` module).
 //!
+//! A prompt that may have to be sent again (the answer was lost with the connection) carries
+//! an `idempotencyKey`: make one per submission with [`new_idempotency_key`] (or
+//! `IdempotencyKey::try_from` your own, 1 to 255 characters), keep it with the pending input
+//! and send it on every attempt; the agent answers a retry with the first attempt's
+//! `messageId` and inserts nothing twice.
+//!
+//! ```
+//! use acp_client::v2::{new_idempotency_key, types::{ContentBlock, PromptRequest}};
+//!
+//! let key = new_idempotency_key();
+//! let prompt = PromptRequest::new("sess-1", [ContentBlock::text("hi")]).idempotency_key(key.clone());
+//! assert_ne!(key, new_idempotency_key());
+//! assert_eq!(serde_json::to_value(&prompt).unwrap()["idempotencyKey"], key.as_str());
+//! ```
+//!
 //! [`SessionState`] folds a session's `session/update`s into the session as it is now
 //! (messages, tool calls with their content, terminals with their output, plans, notices,
 //! the foreground state); its `apply` is generated from the schema's `x-state` annotations.
@@ -58,4 +73,19 @@ pub fn connect_v1<C: crate::Client>(
     };
     acp_dialects::v2::drive_for_v1_client(start, reader, writer, options);
     user.expect("the translation starts the v1 client before it returns")
+}
+
+/// A fresh `idempotencyKey` for one prompt submission: the process id, the time in
+/// nanoseconds and a per-process counter (`acp-rs-<pid>-<nanos>-<n>`, under 60 characters),
+/// so keys differ within a process and, in practice, across processes and restarts. Send
+/// the same key on every attempt of that submission.
+pub fn new_idempotency_key() -> types::IdempotencyKey {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let key = format!("acp-rs-{:x}-{nanos:x}-{n:x}", std::process::id());
+    types::IdempotencyKey::try_from(key).expect("a generated key is 1 to 255 characters")
 }

@@ -224,7 +224,7 @@ pub fn serve_with(
     AgentConnection::start(
         reader,
         writer,
-        AgentDispatch(agent),
+        super::prompt_keys::PromptKeys::new(AgentDispatch(agent)),
         config,
         super::framing(),
         |peer| ClientHandle { peer },

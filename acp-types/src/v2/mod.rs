@@ -26,3 +26,14 @@
 
 pub use crate::generated::v2::methods::*;
 pub use crate::generated::v2::types::*;
+
+impl IdempotencyKey {
+    /// The longest key, in characters (not bytes): the schema's `maxLength`, checked by
+    /// [`IdempotencyKey::try_from`] and when a `session/prompt` is read.
+    pub const MAX_LENGTH: usize = 255;
+
+    /// The key as text.
+    pub fn as_str(&self) -> &str {
+        self
+    }
+}

@@ -18152,6 +18152,21 @@ pub struct PromptRequest {
  Clients MUST NOT send an empty array. Agents MAY reject one with `-32602` without
  inserting it.*/
     pub prompt: ::std::vec::Vec<ContentBlock>,
+    /** Identifies one prompt submission within this session.
+
+ Optional. Omitted and `null` are equivalent and mean no key. The agent then handles the prompt without duplicate detection.
+
+ The client generates the key and sends the same key on every attempt for the same submission. Agents that advertise `capabilities.session` MUST support the key. A retry of a recorded insertion returns the original `messageId` without inserting another message.
+
+ The agent MUST recognize the key for as long as it retains the message, including across connections and agent restarts. For a live-only message, it MUST recognize the key while the session stays active on a connection. A retry with a forgotten key is a new submission.
+
+ When present, the value is an opaque, case-sensitive string of 1 to 255 characters. Agents MUST reject any other value with `-32602` (Invalid params) and MUST NOT treat it as omitted.*/
+    #[serde(
+        rename = "idempotencyKey",
+        skip_serializing_if = "::std::option::Option::is_none",
+        default
+    )]
+    pub idempotency_key: ::std::option::Option<IdempotencyKey>,
     /** The _meta property is reserved by ACP to allow clients and agents to attach additional
  metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
  Implementations MUST NOT assign meaning to keys they do not recognize.*/
@@ -18176,9 +18191,26 @@ impl PromptRequest {
         Self {
             session_id: session_id.into(),
             prompt: prompt.into_iter().collect(),
+            idempotency_key: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
             extra: ::std::default::Default::default(),
         }
+    }
+    /** Identifies one prompt submission within this session.
+
+ Optional. Omitted and `null` are equivalent and mean no key. The agent then handles the prompt without duplicate detection.
+
+ The client generates the key and sends the same key on every attempt for the same submission. Agents that advertise `capabilities.session` MUST support the key. A retry of a recorded insertion returns the original `messageId` without inserting another message.
+
+ The agent MUST recognize the key for as long as it retains the message, including across connections and agent restarts. For a live-only message, it MUST recognize the key while the session stays active on a connection. A retry with a forgotten key is a new submission.
+
+ When present, the value is an opaque, case-sensitive string of 1 to 255 characters. Agents MUST reject any other value with `-32602` (Invalid params) and MUST NOT treat it as omitted.*/
+    pub fn idempotency_key(
+        mut self,
+        value: impl ::std::convert::Into<IdempotencyKey>,
+    ) -> Self {
+        self.idempotency_key = ::std::option::Option::Some(value.into());
+        self
     }
     /** The _meta property is reserved by ACP to allow clients and agents to attach additional
  metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
@@ -19095,6 +19127,60 @@ impl ::std::fmt::Display for IdleStopReason {
         f.write_str(self.as_str())
     }
 }
+/** A key the client generates to identify one `session/prompt` submission across attempts.
+
+ The key is an opaque, case-sensitive string of 1 to 255 characters (counted in characters, not bytes). It is scoped to the session named by the request's `sessionId`. From agent-client-protocol-schema 1.20.0 (`v2::IdempotencyKey`); not in the pinned TypeScript SDK 2.4.0 schema.*/
+#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct IdempotencyKey(::std::string::String);
+impl ::std::ops::Deref for IdempotencyKey {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+impl ::std::str::FromStr for IdempotencyKey {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        if value.chars().count() > 255usize {
+            return Err("longer than 255 characters".into());
+        }
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
+        }
+        Ok(Self(value.to_string()))
+    }
+}
+impl ::std::convert::TryFrom<&str> for IdempotencyKey {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for IdempotencyKey {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for IdempotencyKey {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
+    }
+}
 impl ::std::convert::From<AbsolutePath> for ::std::string::String {
     fn from(value: AbsolutePath) -> Self {
         value.0
@@ -19112,6 +19198,11 @@ impl ::std::convert::From<CompactionId> for ::std::string::String {
 }
 impl ::std::convert::From<ElicitationId> for ::std::string::String {
     fn from(value: ElicitationId) -> Self {
+        value.0
+    }
+}
+impl ::std::convert::From<IdempotencyKey> for ::std::string::String {
+    fn from(value: IdempotencyKey) -> Self {
         value.0
     }
 }
