@@ -13,8 +13,9 @@
 //! chooses when a turn is written (`acp_agent::store::Durability`, default `event`). Run it under an ACP client,
 //! e.g. `cargo run -p acp-client --example demo` (which spawns it).
 //!
-//! Built with the feature `v2`, it also speaks draft protocol v2: a client whose
-//! `initialize` offers `protocolVersion` 2 or more is served v2 (`acp_agent::v2`; the prompt
+//! Built with the feature `v2`, it also speaks draft protocol v2 (unless given
+//! `--protocol 1`): a client whose `initialize` offers `protocolVersion` 2 (or a later one
+//! in a shape v2 reads) is served v2 (`acp_agent::v2`; the prompt
 //! is inserted as a user message, echoed back as agent message chunks, and the turn ends
 //! with an idle `state_update`), any other client as above.
 //!
@@ -422,11 +423,10 @@ async fn main() {
             tokio::io::stdin(),
             acp_rpc::Config::default().max_message_size,
         );
-        if let Ok(Some(line)) = sniffer.next_line().await {
-            let offers_v2 = serde_json::from_slice::<serde_json::Value>(&line)
-                .ok()
-                .and_then(|m| m["params"]["protocolVersion"].as_u64())
-                .is_some_and(|v| v >= 2);
+        // `--protocol 1`: v1 only, as a build without `v2` (a v1-only peer for tests).
+        let v1_only = args.windows(2).any(|w| w[0] == "--protocol" && w[1] == "1");
+        if !v1_only && let Ok(Some(line)) = sniffer.next_line().await {
+            let offers_v2 = acp_agent::v2::first_line_goes_to_v2(&line, true);
             sniffer.unread(&line);
             if offers_v2 {
                 let conn = acp_agent::v2::serve(

@@ -247,8 +247,9 @@ fn the_floor_measures_each_of_its_rows() {
     }
 }
 
-/// `acp-bench v2`: a and b run over v1 and v2 (ours, in process), every chunk and every
-/// answer checked (b over v2 is a permission request per round trip), one row each.
+/// `acp-bench v2`: a and b run over v1 and v2 (ours, in process) and the official crate's v2,
+/// every chunk and every answer checked (b over v2 is a permission request per round trip),
+/// one row each.
 #[test]
 fn the_v2_figures_run_beside_v1() {
     let stdout = run_ok(&["v2", "--chunks", "200", "--requests", "50", "--runs", "1"]);
@@ -262,7 +263,11 @@ fn the_v2_figures_run_beside_v1() {
             .skip(1)
             .filter_map(|cell| cell.trim().parse().ok())
             .collect();
-        assert_eq!(figures.len(), 3, "v1, v2 and their ratio: {line}");
+        assert_eq!(
+            figures.len(),
+            5,
+            "ours v1, ours v2, their ratio, the official crate's v2 and its ratio to ours: {line}"
+        );
         assert!(figures.iter().all(|f| *f > 0.0), "{line}");
     }
 }

@@ -35,7 +35,7 @@ pub use acp_types::v2 as types;
 
 pub(crate) mod versions;
 
-pub use versions::{Served, VersionError};
+pub use versions::{Served, VersionError, first_line_goes_to_v2};
 
 pub use acp_dialects::v2::Translation;
 

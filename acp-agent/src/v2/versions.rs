@@ -74,6 +74,13 @@ fn offered(line: &[u8]) -> Option<(u64, bool)> {
     Some((version, v2_shaped))
 }
 
+/// Whether an agent that speaks v2, and v1 too when `has_v1`, serves v2 to a client whose
+/// first line is `first_line` (the table above). For a program that reads the first line
+/// itself before choosing how to serve, as the echo agent example does.
+pub fn first_line_goes_to_v2(first_line: &[u8], has_v1: bool) -> bool {
+    serves_v2(offered(first_line), has_v1)
+}
+
 /// Whether an agent speaking v1 (`has_v1`) and v2 serves v2 to this offer.
 fn serves_v2(offer: Option<(u64, bool)>, has_v1: bool) -> bool {
     match offer {
@@ -173,5 +180,9 @@ mod tests {
             offered(b"{\"jsonrpc\":\"2.0\",\"method\":\"x\"}"),
             true
         ));
+        assert!(!first_line_goes_to_v2(b"not json", true));
+        let later_v1_shaped = initialize(serde_json::json!({"protocolVersion": 65535}));
+        assert!(!first_line_goes_to_v2(&later_v1_shaped, true));
+        assert!(first_line_goes_to_v2(&later_v1_shaped, false));
     }
 }

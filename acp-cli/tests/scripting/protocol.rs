@@ -8,12 +8,14 @@
 use super::{run, text};
 use crate::support::{Scratch, echo_agent};
 
-/// The transcript from the line after the header.
+/// The transcript from the line after the header, without the turns' durations (`── end_turn
+/// · 0.1s` becomes `── end_turn`), which differ from run to run.
 fn after_header(stdout: &str) -> String {
     stdout
         .lines()
         .skip_while(|l| !l.contains("connected to"))
         .skip(1)
+        .map(|l| l.split(" · ").next().unwrap_or(l))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -82,8 +84,9 @@ fn without_protocol_the_built_in_agent_speaks_v1_and_says_so() {
     assert!(stdout.contains("  default"), "{stdout}");
 }
 
-/// acp-agent's echo agent speaks v1 only: offered v2 it answers 1, and the chat goes on in
-/// v1 as before; pinned to 2 it is refused with both versions named.
+/// acp-agent's echo agent with `--protocol 1` speaks v1 only (as it does built without
+/// `v2`): offered v2 it answers 1, and the chat goes on in v1 as before; pinned to 2 it is
+/// refused with both versions named.
 #[test]
 fn a_v1_only_agent_is_spoken_to_in_v1_and_protocol_2_is_refused_naming_both_versions() {
     let dir = Scratch::new("protocol-agent");
@@ -93,7 +96,15 @@ fn a_v1_only_agent_is_spoken_to_in_v1_and_protocol_2_is_refused_naming_both_vers
     for pinned in [&[][..], &["--protocol", "1"][..]] {
         let mut args = vec!["chat"];
         args.extend_from_slice(pinned);
-        args.extend(["--prompt", "hello v1", "--yes", "--", agent]);
+        args.extend([
+            "--prompt",
+            "hello v1",
+            "--yes",
+            "--",
+            agent,
+            "--protocol",
+            "1",
+        ]);
         let out = run(&args, &dir.0);
         let stdout = text(&out.stdout);
         assert_eq!(
@@ -109,7 +120,17 @@ fn a_v1_only_agent_is_spoken_to_in_v1_and_protocol_2_is_refused_naming_both_vers
         assert!(stdout.contains("── end_turn"), "{stdout}");
     }
     let out = run(
-        &["chat", "--protocol", "2", "--prompt", "x", "--", agent],
+        &[
+            "chat",
+            "--protocol",
+            "2",
+            "--prompt",
+            "x",
+            "--",
+            agent,
+            "--protocol",
+            "1",
+        ],
         &dir.0,
     );
     assert_eq!(out.status.code(), Some(1));
