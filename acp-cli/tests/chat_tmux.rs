@@ -178,7 +178,13 @@ fn echo_agent_child_permission_terminal_cancel_completion_and_mode() {
     std::fs::write(dir.0.join("hello.txt"), "hello from the file\n").unwrap();
     let t = Tmux::start(
         "echo",
-        &format!("cd {} && {} chat -- {}", sh(&dir.0), sh(&acp()), sh(&agent)),
+        // v1 pinned: the echo agent speaks v2 too, which carries no client terminals or modes.
+        &format!(
+            "cd {} && {} chat --protocol 1 -- {}",
+            sh(&dir.0),
+            sh(&acp()),
+            sh(&agent)
+        ),
     );
     let screen = t.wait_for("you>");
     assert!(screen.contains("connected to echo-agent"), "{screen}");

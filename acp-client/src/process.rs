@@ -444,7 +444,8 @@ impl AgentProcess {
         let tags = vec![self.cleanup_tag.clone()];
         let settled = !self.group_alive();
         if !settled || reaper::has_marked_orphans(&tags) {
-            let _ = tokio::task::spawn_blocking(move || reaper::sweep(&tags, grace, settled)).await;
+            let _ = tokio::task::spawn_blocking(move || reaper::sweep(&tags, &[], grace, settled))
+                .await;
         }
         status.map_err(|source| ProcessError::Wait {
             command: self.command.clone(),

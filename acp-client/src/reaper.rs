@@ -200,7 +200,10 @@ pub(crate) fn has_marked_orphans(markers: &[String]) -> bool {
 /// parent exits, before it can be waited for, so they are ours already and one quiet round
 /// is enough. Otherwise (a group was just sent SIGKILL and may still be dying) the sweep
 /// looks a few more times, 20 ms apart, before it concludes that nothing is left.
-pub(crate) fn sweep(markers: &[String], grace: Duration, settled: bool) -> usize {
+///
+/// `spare`: children of ours that carry a marker but are not orphans (a terminal's own
+/// command, which its waiter reaps to learn the exit status): never signalled or reaped here.
+pub(crate) fn sweep(markers: &[String], spare: &[i32], grace: Duration, settled: bool) -> usize {
     if !become_subreaper() {
         return 0;
     }
@@ -214,7 +217,9 @@ pub(crate) fn sweep(markers: &[String], grace: Duration, settled: bool) -> usize
         reap_orphan_zombies();
         let found: Vec<Child> = children()
             .into_iter()
-            .filter(|child| !child.zombie && has_marker(child.pid, markers))
+            .filter(|child| {
+                !child.zombie && !spare.contains(&child.pid) && has_marker(child.pid, markers)
+            })
             .collect();
         if found.is_empty() {
             quiet_rounds += 1;
@@ -385,6 +390,44 @@ mod tests {
                 let _ = child.wait();
             }
         }
+    }
+
+    /// A terminal's own command carries the terminal's marker too; the sweep after a kill
+    /// must leave it to its waiter (were it reaped here, the waiter would get no exit status).
+    #[test]
+    fn a_sweep_leaves_the_children_it_is_told_to_spare() {
+        let marker = new_marker();
+        let mut sleepers = Sleepers::spawn(&[(MARKER_ENV, &marker)]);
+        let pids = sleepers.pids();
+        // The marker is in a child's environment once it has exec'd.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !pids
+            .iter()
+            .all(|pid| has_marker(*pid, std::slice::from_ref(&marker)))
+        {
+            assert!(Instant::now() < deadline, "the children never exec'd");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let stopped = sweep(
+            std::slice::from_ref(&marker),
+            &pids[..1],
+            Duration::from_millis(100),
+            true,
+        );
+        assert_eq!(stopped, 1, "the unspared one is stopped");
+        let spared = &mut sleepers.0[0];
+        assert!(
+            spared.try_wait().unwrap().is_none(),
+            "the spared child still runs and is still ours to wait for"
+        );
+        spared.kill().unwrap();
+        let status = spared.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGKILL),
+            "its waiter sees how it ended"
+        );
     }
 
     #[test]

@@ -460,9 +460,10 @@ impl Terminals {
             }
         }
         if self.config.reap_orphans && !markers.is_empty() {
-            let _ =
-                tokio::task::spawn_blocking(move || reaper::sweep(&markers, ORPHAN_GRACE, false))
-                    .await;
+            let _ = tokio::task::spawn_blocking(move || {
+                reaper::sweep(&markers, &[], ORPHAN_GRACE, false)
+            })
+            .await;
         }
         drop(all);
     }

@@ -88,8 +88,15 @@ impl Terminal {
         }
         if self.reap_orphans {
             let marker = self.marker.clone();
+            // The command itself (it leads the group) is the waiter's to reap: were the
+            // sweep to reap it first, its exit status would be lost.
+            let own: Vec<i32> = self
+                .pgid
+                .and_then(|p| i32::try_from(p).ok())
+                .into_iter()
+                .collect();
             let sweep = move || {
-                reaper::sweep(&[marker], ORPHAN_GRACE, false);
+                reaper::sweep(&[marker], &own, ORPHAN_GRACE, false);
             };
             match tokio::runtime::Handle::try_current() {
                 Ok(rt) => drop(rt.spawn_blocking(sweep)),
