@@ -12,7 +12,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::task::JoinSet;
 
 #[tokio::test]
-async fn pending_calls_fail_within_10ms_of_the_peer_closing_the_pipe() {
+async fn pending_calls_fail_at_once_when_the_peer_closes_the_pipe() {
     let (conn, mut raw) = RawPeer::connect(TestHandler::new(), Config::default());
     let mut calls = JoinSet::new();
     for i in 0..100 {
@@ -32,7 +32,9 @@ async fn pending_calls_fail_within_10ms_of_the_peer_closing_the_pipe() {
     }
     let elapsed = closed_at.elapsed();
     assert_eq!(failed, 100);
-    assert!(elapsed < Duration::from_millis(10), "took {elapsed:?}");
+    // "At once": no timeout is waited out (a call's own would be a minute). Typically under
+    // 10 ms; the bound leaves room for a loaded two-core CI machine (it took 11.5 ms there).
+    assert!(elapsed < Duration::from_millis(250), "took {elapsed:?}");
     assert_eq!(conn.closed().await, CloseReason::Eof);
     let e = conn
         .peer()
