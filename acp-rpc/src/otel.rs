@@ -72,6 +72,7 @@
 
 mod active;
 mod record;
+mod span;
 mod turns;
 mod wire;
 
@@ -83,10 +84,12 @@ use serde_json::Value;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use active::Current;
-pub(crate) use active::{EngineSpan, NotificationScope, scoped};
+pub use active::MAX_EVENTS;
+pub(crate) use active::scoped;
 pub use record::{DefaultGuard, QUEUE_CAPACITY, Recorder};
+pub(crate) use span::{EngineSpan, NotificationScope};
 pub(crate) use turns::ConnectionTrace;
-pub use turns::{MAX_EVENTS, TURN_METHODS};
+pub use turns::TURN_METHODS;
 pub use wire::{extract, extract_value, format_traceparent, inject_value, parse_traceparent};
 
 use crate::message::RequestId;

@@ -1,10 +1,10 @@
 //! An engine span while it runs (feature `otel`): its ids, fixed when it starts (the trace
 //! id of its parent or a fresh one, a fresh span id from a fast per-thread generator), its
-//! `traceparent` formatted once, the turn's events it gathers, and the record it becomes
-//! when it ends ([`EngineSpan`]). While a request's handler (or a notification's) is polled,
-//! its span is current: as the OpenTelemetry context (so a `tracing` span the handler opens
-//! is its child, and a log line can name the trace) and for the engine, which writes its
-//! `traceparent` into what the handler sends ([`Scoped`]).
+//! `traceparent` formatted once, and the turn's events it gathers (the span itself, and the
+//! record it becomes when it ends, are `span.rs`'s). While a request's handler (or a
+//! notification's) is polled, its span is current: as the OpenTelemetry context (so a
+//! `tracing` span the handler opens is its child, and a log line can name the trace) and for
+//! the engine, which writes its `traceparent` into what the handler sends ([`Scoped`]).
 
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
@@ -14,17 +14,15 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::SystemTime;
 
-use opentelemetry::trace::{
-    SpanContext, SpanId, SpanKind, TraceContextExt, TraceFlags, TraceId, TraceState,
-};
+use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceId};
 
-use super::MAX_EVENTS;
-use super::record::{EventRecord, Outcome, SpanRecord};
-use super::turns::{ConnectionTrace, TurnGuard};
+use super::record::EventRecord;
 use super::wire::{Traceparent, traceparent_bytes};
-use crate::error::Error;
-use crate::message::RequestId;
 use crate::sync::lock;
+
+/// The most `acp.notification` events one turn's span gets (the SDK's default
+/// `OTEL_SPAN_EVENT_COUNT_LIMIT`).
+pub const MAX_EVENTS: u32 = 128;
 
 thread_local! {
     static RNG: Cell<u64> = Cell::new(seed());
@@ -49,7 +47,7 @@ fn next_u64() -> u64 {
     })
 }
 
-fn new_span_id() -> SpanId {
+pub(super) fn new_span_id() -> SpanId {
     loop {
         let id = next_u64();
         if id != 0 {
@@ -58,7 +56,7 @@ fn new_span_id() -> SpanId {
     }
 }
 
-fn new_trace_id() -> TraceId {
+pub(super) fn new_trace_id() -> TraceId {
     let id = (u128::from(next_u64()) << 64) | u128::from(next_u64() | 1);
     TraceId::from_bytes(id.to_be_bytes())
 }
@@ -80,6 +78,22 @@ struct Events {
 }
 
 impl Active {
+    /// A span's running state, from its ids (its `traceparent` formatted once).
+    pub(super) fn new(context: SpanContext) -> Active {
+        Active {
+            traceparent: traceparent_bytes(&context),
+            otel: opentelemetry::Context::new().with_remote_span_context(context.clone()),
+            context,
+            events: Mutex::default(),
+        }
+    }
+
+    /// The events gathered so far and the turn's notification count, taken for the record.
+    pub(super) fn take_events(&self) -> (Vec<EventRecord>, u64) {
+        let mut events = lock(&self.events);
+        (std::mem::take(&mut events.list), events.seen)
+    }
+
     /// A notification of this span's turn: counted, and an event when among the first
     /// [`MAX_EVENTS`] (`remote`: the sender's `traceparent`, looked for only then).
     pub(crate) fn turn_event(
@@ -147,7 +161,7 @@ pub(crate) fn current() -> Option<Current> {
 }
 
 /// Makes `active` current until the guard drops.
-fn enter(active: &Arc<Active>) -> Entered {
+pub(super) fn enter(active: &Arc<Active>) -> Entered {
     let previous = CURRENT.with(|c| c.replace(Some(active.clone())));
     let context = active.otel.clone().attach();
     Entered {
@@ -194,7 +208,7 @@ impl<F: Future> Future for Scoped<F> {
 }
 
 /// The methods named without an allocation (the protocol's, and the test's most common).
-fn intern(method: &str) -> Cow<'static, str> {
+pub(super) fn intern(method: &str) -> Cow<'static, str> {
     const KNOWN: &[&str] = &[
         "session/update",
         "session/prompt",
@@ -217,152 +231,5 @@ fn intern(method: &str) -> Cow<'static, str> {
     match KNOWN.iter().find(|known| **known == method) {
         Some(known) => Cow::Borrowed(known),
         None => Cow::Owned(method.to_owned()),
-    }
-}
-
-/// An engine span from its start to its end: a request (sent or received) or a
-/// notification received outside any turn. Dropped unfinished (a request whose task was
-/// dropped), it is still recorded, without an outcome.
-pub(crate) struct EngineSpan {
-    trace: Arc<ConnectionTrace>,
-    pub(crate) active: Arc<Active>,
-    record: Option<Box<SpanRecord>>,
-    /// The turn it opened, closed when it ends.
-    pub(crate) turn: Option<TurnGuard>,
-}
-
-impl EngineSpan {
-    /// Starts a span named `name`, the child of `parent` (or the root of a new trace).
-    pub(crate) fn start(
-        trace: &Arc<ConnectionTrace>,
-        name: &'static str,
-        kind: SpanKind,
-        parent: Option<&SpanContext>,
-        method: &str,
-        id: Option<RequestId>,
-    ) -> EngineSpan {
-        let (trace_id, flags, state, parent_id, parent_remote) = match parent {
-            Some(p) => (
-                p.trace_id(),
-                p.trace_flags(),
-                p.trace_state().clone(),
-                p.span_id(),
-                p.is_remote(),
-            ),
-            None => (
-                new_trace_id(),
-                TraceFlags::SAMPLED,
-                TraceState::default(),
-                SpanId::INVALID,
-                false,
-            ),
-        };
-        let context = SpanContext::new(trace_id, new_span_id(), flags, false, state);
-        let active = Arc::new(Active {
-            traceparent: traceparent_bytes(&context),
-            otel: opentelemetry::Context::new().with_remote_span_context(context.clone()),
-            context: context.clone(),
-            events: Mutex::default(),
-        });
-        let start = SystemTime::now();
-        let record = Box::new(SpanRecord {
-            name,
-            kind,
-            context,
-            parent: parent_id,
-            parent_remote,
-            start,
-            end: start,
-            method: intern(method),
-            id,
-            session: None,
-            roles: None,
-            outcome: None,
-            events: Vec::new(),
-            notifications: 0,
-        });
-        EngineSpan {
-            trace: trace.clone(),
-            active,
-            record: Some(record),
-            turn: None,
-        }
-    }
-
-    /// Records the request's session.
-    pub(crate) fn set_session(&mut self, session: &str) {
-        if let Some(record) = &mut self.record {
-            record.session = Some(session.into());
-        }
-    }
-
-    /// Ends the span with the request's outcome.
-    pub(crate) fn finish<T>(mut self, result: &Result<T, Error>) {
-        let outcome = match result {
-            Ok(_) => Outcome::Ok,
-            Err(e) => Outcome::Error {
-                code: e.code.0,
-                failure: crate::flow::is_failure(e).then(|| e.message.clone()),
-            },
-        };
-        self.end(Some(outcome));
-    }
-
-    fn end(&mut self, outcome: Option<Outcome>) {
-        let Some(mut record) = self.record.take() else {
-            return;
-        };
-        self.turn = None;
-        record.end = SystemTime::now();
-        if record.id.is_some() {
-            record.roles = self.trace.roles();
-        }
-        record.outcome = outcome;
-        {
-            let mut events = lock(&self.active.events);
-            record.events = std::mem::take(&mut events.list);
-            record.notifications = events.seen;
-        }
-        if record.context.is_sampled()
-            && let Some(recorder) = self.trace.recorder()
-        {
-            recorder.push(*record);
-        }
-    }
-}
-
-impl Drop for EngineSpan {
-    fn drop(&mut self) {
-        self.end(None);
-    }
-}
-
-/// Where an incoming notification is handled, OpenTelemetry-wise.
-#[derive(Default)]
-pub(crate) enum NotificationScope {
-    /// Nothing recorded (no recorder).
-    #[default]
-    None,
-    /// In its session's open turn: the turn's span is current while it is handled.
-    Turn(Arc<Active>),
-    /// Outside any turn: a span of its own, ended when it is handled.
-    Own(EngineSpan),
-}
-
-impl NotificationScope {
-    /// Makes the span current (until the returned guard drops).
-    pub(crate) fn enter(&self) -> Option<Entered> {
-        match self {
-            NotificationScope::None => None,
-            NotificationScope::Turn(active) => Some(enter(active)),
-            NotificationScope::Own(span) => Some(enter(&span.active)),
-        }
-    }
-
-    /// The notification is handled: its own span ends.
-    pub(crate) fn finish(&mut self) {
-        if let NotificationScope::Own(span) = std::mem::take(self) {
-            drop(span);
-        }
     }
 }

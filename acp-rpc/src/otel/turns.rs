@@ -14,7 +14,7 @@
 //! the later one takes the events. A notification with no open turn (no `sessionId`, or
 //! between turns) is handled in a span of its own (`acp.notification`), as before.
 //!
-//! Events are bounded: at most [`MAX_EVENTS`] per turn (the OpenTelemetry SDK's default
+//! Events are bounded: at most [`MAX_EVENTS`](super::MAX_EVENTS) per turn (the OpenTelemetry SDK's default
 //! event limit, past which it would drop them anyway); the turn's span then records how many
 //! notifications it saw in all (`acp.notifications`).
 //!
@@ -29,10 +29,6 @@ use std::sync::{Arc, Mutex};
 use super::Recorder;
 use super::active::Active;
 use crate::sync::lock;
-
-/// The most `acp.notification` events one turn's span gets (the SDK's default
-/// `OTEL_SPAN_EVENT_COUNT_LIMIT`).
-pub const MAX_EVENTS: u32 = 128;
 
 /// The methods whose request opens a turn of its session.
 pub const TURN_METHODS: &[&str] = &["session/prompt", "session/load", "session/resume"];
@@ -140,7 +136,7 @@ impl ConnectionTrace {
 
     /// A notification going `direction` (`incoming` or `outgoing`) in the open turn of
     /// its session, if there is one: counted on the turn's span, an `acp.notification`
-    /// event (the first [`MAX_EVENTS`]) with `method`, `direction` and, for an incoming one,
+    /// event (the first [`MAX_EVENTS`](super::MAX_EVENTS)) with `method`, `direction` and, for an incoming one,
     /// the sender's `traceparent` (`remote`, when well-formed). Returns the turn's span.
     pub(crate) fn notification(
         &self,
