@@ -50,6 +50,13 @@ pub fn serve_v1(
     writer: impl acp_dialects::Output,
     options: acp_dialects::AdapterOptions,
 ) -> Translation {
-    let v1_agent = |end| crate::Builder::new(agent).over(end).client().peer().clone();
+    // The v1 connection the builder would make (`Builder::new(agent).over(end)`), made here
+    // from below so that v2 does not depend on the builder, which depends on v2.
+    let v1_agent = |end| {
+        crate::connection::serve_inner(agent, end, crate::Config::default(), None, None)
+            .client()
+            .peer()
+            .clone()
+    };
     acp_dialects::v2::serve_v1_agent(v1_agent, reader, writer, options)
 }

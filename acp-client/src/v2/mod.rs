@@ -68,7 +68,12 @@ pub fn connect_v1<C: crate::Client>(
 ) -> crate::ClientConnection {
     let mut user = None;
     let start = |end| {
-        let conn = user.insert(crate::Builder::new(client).over(end));
+        // What `Builder::new(client).over(end)` makes, from below: the builder depends on v2.
+        let conn = user.insert(crate::ClientConnection::start(
+            std::sync::Arc::new(client),
+            end,
+            acp_rpc::Config::default(),
+        ));
         conn.peer().clone()
     };
     acp_dialects::v2::drive_for_v1_client(start, reader, writer, options);
