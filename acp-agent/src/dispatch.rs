@@ -14,10 +14,13 @@ use crate::Error;
 use crate::agent::Agent;
 use crate::context::{AgentContext, PromptContext};
 use crate::handle::ClientHandle;
-use crate::record::serve as served;
 use crate::record::{Recorder, new_session_meta};
 use crate::session::SessionHandle;
 use crate::state::{Awaiting, Inner, session_id_of};
+
+#[rustfmt::skip]
+mod generated;
+mod stored;
 
 /// Routes the client's messages to the [`Agent`].
 pub(crate) struct Dispatch<A> {
@@ -173,7 +176,7 @@ impl<A: Agent> Dispatch<A> {
         let inner = call.inner.clone();
         let mut response = self.agent.initialize(p, &call.cx).await?;
         if inner.recorder.is_some() {
-            served::advertise(&mut response);
+            stored::advertise(&mut response);
         }
         response.protocol_version =
             ProtocolVersion::negotiate(requested, &[ProtocolVersion::LATEST]);
@@ -209,7 +212,7 @@ impl<A: Agent> Dispatch<A> {
         let was_known = inner.is_known(&id);
         inner.track(id.clone());
         let result = match &inner.recorder {
-            Some(recorder) => served::load(&*self.agent, p, &call.cx, &inner.peer, recorder).await,
+            Some(recorder) => stored::load(&*self.agent, p, &call.cx, &inner.peer, recorder).await,
             None => self.agent.load_session(p, &call.cx).await,
         };
         if result.is_err() && !was_known {
@@ -224,7 +227,7 @@ impl<A: Agent> Dispatch<A> {
         p: ListSessionsRequest,
     ) -> Result<ListSessionsResponse, Error> {
         match &call.inner.recorder {
-            Some(recorder) => served::list(&*self.agent, p, &call.cx, recorder).await,
+            Some(recorder) => stored::list(&*self.agent, p, &call.cx, recorder).await,
             None => self.agent.list_sessions(p, &call.cx).await,
         }
     }
@@ -236,7 +239,7 @@ impl<A: Agent> Dispatch<A> {
     ) -> Result<ResumeSessionResponse, Error> {
         let id = p.session_id.clone();
         let result = match &call.inner.recorder {
-            Some(recorder) => served::resume(&*self.agent, p, &call.cx, recorder).await?,
+            Some(recorder) => stored::resume(&*self.agent, p, &call.cx, recorder).await?,
             None => self.agent.resume_session(p, &call.cx).await?,
         };
         call.inner.track(id);
@@ -250,7 +253,7 @@ impl<A: Agent> Dispatch<A> {
     ) -> Result<CloseSessionResponse, Error> {
         let id = p.session_id.clone();
         let result = match &call.inner.recorder {
-            Some(recorder) => served::close(&*self.agent, p, &call.cx, recorder).await?,
+            Some(recorder) => stored::close(&*self.agent, p, &call.cx, recorder).await?,
             None => self.agent.close_session(p, &call.cx).await?,
         };
         call.inner.forget(&id);
@@ -264,7 +267,7 @@ impl<A: Agent> Dispatch<A> {
     ) -> Result<DeleteSessionResponse, Error> {
         let id = p.session_id.clone();
         let result = match &call.inner.recorder {
-            Some(recorder) => served::delete(&*self.agent, p, &call.cx, recorder).await?,
+            Some(recorder) => stored::delete(&*self.agent, p, &call.cx, recorder).await?,
             None => self.agent.delete_session(p, &call.cx).await?,
         };
         call.inner.forget(&id);
@@ -279,7 +282,7 @@ impl<A: Agent> Dispatch<A> {
         let (id, mode) = (p.session_id.clone(), p.mode_id.clone());
         let response = self.agent.set_session_mode(p, &call.cx).await?;
         if let Some(recorder) = &call.inner.recorder {
-            served::mode_set(recorder, &id, mode).await;
+            stored::mode_set(recorder, &id, mode).await;
         }
         Ok(response)
     }
@@ -292,7 +295,7 @@ impl<A: Agent> Dispatch<A> {
         let id = p.session_id.clone();
         let response = self.agent.set_session_config_option(p, &call.cx).await?;
         if let Some(recorder) = &call.inner.recorder {
-            served::config_set(recorder, &id, response.config_options.clone()).await;
+            stored::config_set(recorder, &id, response.config_options.clone()).await;
         }
         Ok(response)
     }

@@ -1,5 +1,5 @@
 //! [`ClientHandle`]: the agent's handle to the client. Its typed calls, one per v1 client
-//! method, are generated (`generated/client_handle.rs`), each refused locally when the
+//! method, are generated (`handle/generated.rs`), each refused locally when the
 //! client did not advertise the capability it needs; here is what they rely on and what
 //! the schema cannot say: the creation window and capability checks of `session/update`,
 //! and a permission question that a `session/cancel` answers.
@@ -12,6 +12,9 @@ use tokio_util::either::Either;
 
 use crate::Error;
 use crate::state::Inner;
+
+#[rustfmt::skip]
+mod generated;
 
 /// The error code of a call refused locally because a capability it needs was not
 /// advertised (`-32601`, as the client would answer; `data.capability` names it).

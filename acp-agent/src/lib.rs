@@ -81,8 +81,6 @@ mod connection;
 mod context;
 pub mod cookbook;
 mod dispatch;
-#[rustfmt::skip]
-mod generated;
 pub mod handle;
 pub mod legacy;
 pub mod mcp;
@@ -94,7 +92,7 @@ pub mod session;
 mod state;
 pub mod store;
 #[cfg(feature = "test-support")]
-mod store_measure;
+pub mod store_measure;
 mod sync;
 #[cfg(feature = "v2")]
 pub mod v2;

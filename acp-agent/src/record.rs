@@ -576,6 +576,5 @@ fn created_meta(
     meta
 }
 
-pub(crate) mod serve;
 #[cfg(test)]
 mod tests;

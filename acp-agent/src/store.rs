@@ -25,9 +25,3 @@
 //! same suite, `store::conformance` (feature `test-support`).
 
 pub use acp_store::*;
-
-/// What recording costs a streaming connection (feature `test-support`).
-#[cfg(feature = "test-support")]
-pub mod measure {
-    pub use crate::store_measure::streaming_time;
-}

@@ -3,7 +3,7 @@
 //!
 //! `cargo test --release -p acp-agent --features test-support --test store_durability -- --ignored --nocapture`
 //!
-//! `acp_agent::store::measure::streaming_time` streams `TURNS` turns of `CHUNKS` chunks:
+//! `acp_agent::store_measure::streaming_time` streams `TURNS` turns of `CHUNKS` chunks:
 //! without a store, then with a store (in the system's temp directory) at each durability.
 //! Printed: chunks per second, and each row against the row without a store.
 #![cfg(feature = "test-support")]
@@ -11,8 +11,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_agent::store::measure::streaming_time;
 use acp_agent::store::{Durability, JsonlStore, SessionStore};
+use acp_agent::store_measure::streaming_time;
 
 const CHUNKS: usize = 2_000;
 const TURNS: usize = 20;

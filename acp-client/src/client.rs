@@ -1,9 +1,12 @@
 //! The [`Client`] trait: what an application implements to be an ACP client, one method
 //! per v1 method an agent calls. It is generated from the method table
-//! (`generated/client.rs`); the connection's handling around it (ordering, prompt streams)
+//! (`client/generated.rs`); the connection's handling around it (ordering, prompt streams)
 //! is in the dispatcher (`dispatch.rs`).
 
-pub use crate::generated::client::Client;
+#[rustfmt::skip]
+mod generated;
+
+pub use generated::Client;
 
 /// Every client decides on its terminals through [`Client::approve_terminal`].
 #[cfg(feature = "process")]

@@ -15,6 +15,9 @@ use async_trait::async_trait;
 use crate::client::Client;
 use crate::stream::Subscribers;
 
+#[rustfmt::skip]
+mod generated;
+
 /// Routes incoming traffic to a [`Client`] (and `session/update`s to prompt streams).
 pub(crate) struct Dispatcher<C: Client> {
     pub(crate) client: Arc<C>,

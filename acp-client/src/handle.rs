@@ -1,5 +1,5 @@
 //! [`AgentHandle`]: the client's handle to the agent. Its typed calls, one per v1 agent
-//! method, are generated (`generated/agent_handle.rs`); here are what they rely on (each
+//! method, are generated (`handle/generated.rs`); here are what they rely on (each
 //! request's timeout, [`RequestTimeouts`]) and what the schema cannot say: prompt turns and
 //! session loads as streams ([`crate::stream`]).
 
@@ -19,6 +19,9 @@ use crate::stream::{
     LoadedSession, PROMPT_STREAM_BUFFER, PromptStream, Routed, SessionEvent, SessionUpdates,
     Subscribers,
 };
+
+#[rustfmt::skip]
+mod generated;
 
 /// How long each request to the agent may wait for its answer.
 ///

@@ -95,8 +95,6 @@ pub mod connection;
 pub mod cookbook;
 mod dispatch;
 pub mod fs;
-#[rustfmt::skip]
-mod generated;
 pub mod handle;
 pub mod legacy;
 #[cfg(feature = "mcp")]

@@ -13,7 +13,8 @@
 //! For each legacy dialect of [`NATIVE_SIDES`] it also writes the dialect's own two sides
 //! (native traits with their defaults, dispatch, typed handles, `serve`/`connect`) into
 //! `acp-dialects/src/generated/<module>.rs`, from the same `x-methods`; and for v1 the
-//! same three pieces of acp-agent and acp-client (`src/generated/` of each), from v1's
+//! same three pieces of acp-agent and acp-client (each a `generated.rs` child of the module it
+//! belongs to: `agent`, `dispatch`, `handle`; and acp-client's restart relay), from v1's
 //! `x-methods` and their `x-rust` annotations ([`generate_v1_sides`]).
 //!
 //! Generation does no file IO: [`generate_all`] returns paths and contents, and

@@ -93,7 +93,7 @@ fn one_more_method_in_the_table_is_one_more_trait_method_dispatch_arm_and_handle
 
     // The agent serves `session/ping`: its trait gets the method with the default answer,
     // the dispatch an arm that checks the session, the client's handle a typed call.
-    let agent = diff("acp-agent/src/generated/agent.rs");
+    let agent = diff("acp-agent/src/agent/generated.rs");
     assert!(contains(&agent, "async fn ping_session("), "{agent:#?}");
     assert!(contains(&agent, "params: PingSessionRequest"), "{agent:#?}");
     assert!(
@@ -109,7 +109,7 @@ fn one_more_method_in_the_table_is_one_more_trait_method_dispatch_arm_and_handle
         "{agent:#?}"
     );
 
-    let dispatch = diff("acp-agent/src/generated/dispatch.rs");
+    let dispatch = diff("acp-agent/src/dispatch/generated.rs");
     assert!(
         contains(&dispatch, "\"session/ping\" => {"),
         "{dispatch:#?}"
@@ -127,7 +127,7 @@ fn one_more_method_in_the_table_is_one_more_trait_method_dispatch_arm_and_handle
         "{dispatch:#?}"
     );
 
-    let to_agent = diff("acp-client/src/generated/agent_handle.rs");
+    let to_agent = diff("acp-client/src/handle/generated.rs");
     assert!(
         contains(&to_agent, "pub async fn ping_session("),
         "{to_agent:#?}"
@@ -140,9 +140,9 @@ fn one_more_method_in_the_table_is_one_more_trait_method_dispatch_arm_and_handle
     // The client serves `editor/flash`: the `Client` trait method ignores it by default, the
     // client's dispatch routes it, and the agent's handle refuses to send it unless the
     // client advertised the capability the entry names.
-    let client = diff("acp-client/src/generated/client.rs");
+    let client = diff("acp-client/src/client/generated.rs");
     assert!(contains(&client, "async fn flash_editor("), "{client:#?}");
-    let client_dispatch = diff("acp-client/src/generated/dispatch.rs");
+    let client_dispatch = diff("acp-client/src/dispatch/generated.rs");
     assert!(
         contains(&client_dispatch, "\"editor/flash\" => {"),
         "{client_dispatch:#?}"
@@ -151,7 +151,7 @@ fn one_more_method_in_the_table_is_one_more_trait_method_dispatch_arm_and_handle
         contains(&client_dispatch, "client.flash_editor(params).await"),
         "{client_dispatch:#?}"
     );
-    let to_client = diff("acp-agent/src/generated/client_handle.rs");
+    let to_client = diff("acp-agent/src/handle/generated.rs");
     assert!(
         contains(&to_client, "pub async fn flash_editor("),
         "{to_client:#?}"

@@ -9,8 +9,8 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_agent::store::measure::streaming_time;
 use acp_agent::store::{Durability, SessionStore};
+use acp_agent::store_measure::streaming_time;
 use acp_store_postgres::PostgresStore;
 
 const CHUNKS: usize = 2_000;

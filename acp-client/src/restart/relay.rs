@@ -1,6 +1,6 @@
 //! The application's [`Client`] as every connection of a [`super::SupervisedAgent`] sees it:
 //! shared across restarts, with the replayed updates of sessions being reloaded held back
-//! (its `impl Client` is generated: `generated/relay.rs`).
+//! (its `impl Client` is generated: `relay/generated.rs`).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -10,6 +10,9 @@ use acp_rpc::sync::lock;
 use acp_types::v1::*;
 
 use crate::Client;
+
+#[rustfmt::skip]
+mod generated;
 
 /// The application's client, shared by every connection the supervisor makes, with the
 /// updates of sessions being reloaded held back.

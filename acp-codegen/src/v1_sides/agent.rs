@@ -12,11 +12,13 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use serde_json::Value;
 
-use super::{SideFile, V1Call, capability_check, module_index, served_by};
+use super::{SideFile, V1Call, capability_check, served_by};
 use crate::Error;
 use crate::model::{Method, Schema, Side};
 
-/// The three files and their index.
+/// The three files, each a `generated` child of the module it belongs to (`agent`,
+/// `dispatch`, `handle`), so the hand-written modules and the generated code form no import
+/// circle.
 pub(super) fn generate(
     schema: &Schema,
     overlay: &[(Method, Value)],
@@ -25,34 +27,17 @@ pub(super) fn generate(
     let called = served_by(schema, overlay, Side::Client)?;
     Ok(vec![
         SideFile {
-            path: "acp-agent/src/generated/mod.rs",
-            what: "module index",
-            tokens: module_index(&[
-                ("pub(crate)", "agent", "The `Agent` trait."),
-                (
-                    "pub(crate)",
-                    "dispatch",
-                    "Incoming messages to the `Agent`.",
-                ),
-                (
-                    "",
-                    "client_handle",
-                    "The `ClientHandle`'s calls to the client.",
-                ),
-            ]),
-        },
-        SideFile {
-            path: "acp-agent/src/generated/agent.rs",
+            path: "acp-agent/src/agent/generated.rs",
             what: "the Agent trait",
             tokens: agent_trait(&served)?,
         },
         SideFile {
-            path: "acp-agent/src/generated/dispatch.rs",
+            path: "acp-agent/src/dispatch/generated.rs",
             what: "the agent's dispatch",
             tokens: dispatch(&served),
         },
         SideFile {
-            path: "acp-agent/src/generated/client_handle.rs",
+            path: "acp-agent/src/handle/generated.rs",
             what: "the agent's handle to the client",
             tokens: client_handle(schema, &called)?,
         },

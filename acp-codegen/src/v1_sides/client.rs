@@ -11,7 +11,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use serde_json::Value;
 
-use super::{SideFile, V1Call, module_index, served_by};
+use super::{SideFile, V1Call, served_by};
 use crate::Error;
 use crate::model::{Method, Schema, Side};
 
@@ -107,40 +107,22 @@ pub(super) fn generate(
     }
     Ok(vec![
         SideFile {
-            path: "acp-client/src/generated/mod.rs",
-            what: "module index",
-            tokens: module_index(&[
-                ("pub(crate)", "client", "The `Client` trait."),
-                ("", "dispatch", "Incoming messages to the `Client`."),
-                (
-                    "",
-                    "agent_handle",
-                    "The `AgentHandle`'s calls to the agent.",
-                ),
-                (
-                    "",
-                    "relay",
-                    "The supervisor's relay: every `Client` method handed on to the application's.",
-                ),
-            ]),
-        },
-        SideFile {
-            path: "acp-client/src/generated/client.rs",
+            path: "acp-client/src/client/generated.rs",
             what: "the Client trait",
             tokens: client_trait(&served)?,
         },
         SideFile {
-            path: "acp-client/src/generated/dispatch.rs",
+            path: "acp-client/src/dispatch/generated.rs",
             what: "the client's dispatch",
             tokens: dispatch(&served),
         },
         SideFile {
-            path: "acp-client/src/generated/agent_handle.rs",
+            path: "acp-client/src/handle/generated.rs",
             what: "the client's handle to the agent",
             tokens: agent_handle(&called),
         },
         SideFile {
-            path: "acp-client/src/generated/relay.rs",
+            path: "acp-client/src/restart/relay/generated.rs",
             what: "the supervisor's relay to the application's client",
             tokens: relay(&served),
         },

@@ -155,17 +155,6 @@ pub(crate) fn generate(merged_text: &str, overlay_text: &str) -> Result<Vec<Side
     Ok(files)
 }
 
-/// The `mod.rs` of a side crate's `generated` directory.
-pub(crate) fn module_index(modules: &[(&str, &str, &str)]) -> TokenStream {
-    let items = modules.iter().map(|(vis, name, doc)| {
-        let vis: TokenStream = vis.parse().unwrap_or_default();
-        let name = ident(name);
-        let doc = docs(Some(doc));
-        quote!(#doc #vis mod #name;)
-    });
-    quote!(#(#items)*)
-}
-
 /// The Rust expression that reads one capability (`fs.readTextFile`, `auth.status`) off a
 /// capabilities value named `root` of type `root_def`: booleans as they are, optional
 /// objects by presence. The path is checked against the schema, so a renamed capability

@@ -11,9 +11,9 @@
 use acp_types::NotificationMethod;
 use acp_types::v1::*;
 
-use super::Recorder;
 use crate::agent::Agent;
 use crate::context::AgentContext;
+use crate::record::Recorder;
 use crate::store::{
     HistoryCursor, INTERRUPTED_META, ListQuery, MetaChange, SessionMeta, StoreError, StoredEvent,
 };
