@@ -100,7 +100,7 @@ svg text{font:11px system-ui,sans-serif}.lane line{stroke:#888;stroke-width:2}
 .msg line{stroke-width:1.5}.c2a line{stroke:#1565c0}.a2c line{stroke:#2e7d32}.msg.error line{stroke:#b00020}
 .msg.response line,.msg.error line{stroke-dasharray:4 3}
 .badge{display:inline-block;padding:0 8px;border-radius:8px;color:#fff}
-.open{background:#1565c0}.prompting{background:#ef6c00}.errored{background:#b00020}.ended{background:#616161}
+.open{background:#1565c0}.prompting{background:#ef6c00}.waiting{background:#6a1b9a}.errored{background:#b00020}.ended{background:#616161}
 details{margin:4px 0}summary{cursor:pointer}.note{color:#666}
 "#;
 
@@ -119,6 +119,7 @@ const msgs=d.messages||[];
 const ov=document.getElementById('overview');
 const c2a=msgs.filter(m=>m.dir==='c2a').length;
 ov.appendChild(el('p',{},msgs.length+' messages ('+c2a+' client to agent, '+(msgs.length-c2a)+' agent to client) over '+(d.duration/1000).toFixed(2)+' s'+(d.command?'; agent: '+d.command.join(' '):'')+(d.exit?'; '+d.exit:'')));
+if(d.protocol!=null)ov.appendChild(el('p',{class:'protocol','data-protocol':d.protocol},'protocol v'+d.protocol));
 if(d.live)ov.appendChild(el('p',{class:'live-window'},'live: '+d.live.total+' messages so far; the last '+msgs.length+' shown (window of '+d.live.limit+')'));
 // Sequence diagram.
 const seq=document.getElementById('sequence');
@@ -129,7 +130,7 @@ shown.forEach((m,i)=>{const y=40+i*ROW;const from=m.dir==='c2a'?L:R,to=m.dir==='
  const g=sv('g',{class:'msg '+m.dir+' '+m.kind,'data-line':m.line});
  g.appendChild(sv('line',{x1:from,y1:y,x2:to,y2:y}));
  const head=to>from?-6:6;g.appendChild(sv('path',{d:'M'+to+' '+y+' l'+head+' -4 l0 8 z',fill:m.kind==='error'?'#b00020':(m.dir==='c2a'?'#1565c0':'#2e7d32')}));
- let label=(m.method||'?')+(m.id!=null?' #'+m.id:'');if(m.kind==='response'||m.kind==='error')label='↩ '+label+(m.latency!=null?' ('+m.latency.toFixed(1)+' ms)':'');if(m.update)label+=' · '+m.update;if(m.error)label+=' · '+m.error;
+ let label=(m.method||'?')+(m.id!=null?' #'+m.id:'');if(m.kind==='response'||m.kind==='error')label='↩ '+label+(m.latency!=null?' ('+m.latency.toFixed(1)+' ms)':'');if(m.update)label+=' · '+m.update+(m.state?' '+m.state:'');if(m.stop_reason)label+=' · '+m.stop_reason;if(m.error)label+=' · '+m.error;
  g.appendChild(sv('text',{x:(L+R)/2,y:y-4,'text-anchor':'middle'},label));
  g.appendChild(sv('text',{x:4,y:y+4,fill:'#888'},(m.t/1000).toFixed(3)+'s'));
  svg.appendChild(g);});
@@ -160,7 +161,7 @@ Object.keys(d.requests||{}).forEach(method=>{const st=d.requests[method];const l
  hb.appendChild(box);});
 // Sessions.
 const sb=document.getElementById('sessions');
-(d.sessions||[]).forEach(s=>{const p=el('p',{class:'health','data-session':s.id,'data-state':s.state});p.appendChild(el('span',{class:'badge '+s.state},s.state));p.appendChild(document.createTextNode(' '+s.id+': '+s.prompts+' prompt(s), '+s.errors+' error(s), '+Object.values(s.updates).reduce((a,b)=>a+b,0)+' update(s)'));sb.appendChild(p);});
+(d.sessions||[]).forEach(s=>{const p=el('p',{class:'health','data-session':s.id,'data-state':s.state});p.appendChild(el('span',{class:'badge '+s.state},s.state));p.appendChild(document.createTextNode(' '+s.id+': '+s.prompts+' prompt(s), '+s.errors+' error(s), '+Object.values(s.updates).reduce((a,b)=>a+b,0)+' update(s)'+(s.stop_reason?', last turn: '+s.stop_reason:'')));sb.appendChild(p);});
 if(!(d.sessions||[]).length)sb.appendChild(el('p',{class:'note'},'no sessions'));
 // Errors.
 const errs=msgs.filter(m=>m.kind==='error');

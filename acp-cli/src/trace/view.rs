@@ -72,6 +72,12 @@ pub struct Message {
     pub session: Option<String>,
     /// `sessionUpdate` of a `session/update`.
     pub update: Option<String>,
+    /// The session's foreground state a v2 `state_update` reports: `running`,
+    /// `requires_action` or `idle`.
+    pub state: Option<String>,
+    /// How a turn ended: the `stopReason` of a v1 `session/prompt` answer or of a v2 `idle`
+    /// `state_update`.
+    pub stop_reason: Option<String>,
     /// Error code and message of an error response.
     pub error: Option<String>,
     /// For a request: the index of its response; for a response: of its request.
@@ -98,8 +104,13 @@ pub struct MethodStats {
 pub struct SessionHealth {
     /// The session id.
     pub id: String,
-    /// `open`, `prompting`, `errored` or `ended`.
+    /// `open`, `prompting`, `waiting` (v2: the agent's work waits on the user,
+    /// `requires_action`), `errored` or `ended`. In v2 a prompt is answered as soon as it is
+    /// accepted and the turn runs until the agent reports `idle`: the state follows the
+    /// session's `state_update`s.
     pub state: &'static str,
+    /// How its last turn ended, when the trace shows it.
+    pub stop_reason: Option<String>,
     /// Prompts sent.
     pub prompts: usize,
     /// Error responses about it.
@@ -123,6 +134,9 @@ pub struct Analysis {
     pub timeline: Vec<(f64, usize, usize)>,
     /// Duration in milliseconds.
     pub duration: f64,
+    /// The protocol version spoken: the agent's answer to `initialize`, else the version the
+    /// client offered (`None` without a handshake in the trace).
+    pub protocol: Option<u64>,
     /// The agent's command line, if recorded.
     pub command: Option<Vec<String>>,
     /// How the agent exited, if recorded.
@@ -176,6 +190,8 @@ pub fn analyse(trace: &Trace) -> Analysis {
     let mut notifications: BTreeMap<String, usize> = BTreeMap::new();
     let mut command = None;
     let mut exit = None;
+    let mut offered: Option<u64> = None;
+    let mut answered: Option<u64> = None;
     for (line_no, r) in records.iter().copied() {
         let t = (r.ts - start) * 1000.0;
         let dir = match r.dir.as_str() {
@@ -208,6 +224,8 @@ pub fn analyse(trace: &Trace) -> Analysis {
             id: None,
             session: None,
             update: None,
+            state: None,
+            stop_reason: None,
             error: None,
             pair: None,
             latency: None,
@@ -245,17 +263,29 @@ pub fn analyse(trace: &Trace) -> Analysis {
                     })
                     .requests += 1;
                 pending.insert((dir, id.clone()), index);
+                if method == "initialize" {
+                    offered = params
+                        .and_then(|p| p.get("protocolVersion"))
+                        .and_then(Value::as_u64);
+                }
                 m.method = Some(method);
                 m.id = Some(id);
             }
             (Some(method), None) => {
                 m.kind = "notification";
                 *notifications.entry(method.clone()).or_default() += 1;
-                m.update = params
-                    .and_then(|p| p.get("update"))
-                    .and_then(|u| u.get("sessionUpdate"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
+                let update = params.and_then(|p| p.get("update"));
+                let field = |name: &str| {
+                    update
+                        .and_then(|u| u.get(name))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                };
+                m.update = field("sessionUpdate");
+                if m.update.as_deref() == Some("state_update") {
+                    m.state = field("state");
+                    m.stop_reason = field("stopReason");
+                }
                 m.method = Some(method);
             }
             (None, Some(id)) => {
@@ -282,6 +312,21 @@ pub fn analyse(trace: &Trace) -> Analysis {
                         m.pair = Some(req);
                         m.latency = Some(latency);
                         m.method = messages[req].method.clone();
+                        let result = obj.get("result");
+                        match m.method.as_deref() {
+                            Some("initialize") => {
+                                answered = result
+                                    .and_then(|r| r.get("protocolVersion"))
+                                    .and_then(Value::as_u64);
+                            }
+                            Some("session/prompt") => {
+                                m.stop_reason = result
+                                    .and_then(|r| r.get("stopReason"))
+                                    .and_then(Value::as_str)
+                                    .map(str::to_owned);
+                            }
+                            _ => {}
+                        }
                         if m.session.is_none() {
                             m.session = messages[req].session.clone();
                         }
@@ -333,6 +378,7 @@ pub fn analyse(trace: &Trace) -> Analysis {
         notifications,
         sessions,
         duration,
+        protocol: answered.or(offered),
         command,
         exit,
         problems,
@@ -355,6 +401,8 @@ fn session_health(messages: &[Message], agent_exited: bool) -> Vec<SessionHealth
     let mut prompting: HashMap<String, bool> = HashMap::new();
     let mut errored: HashMap<String, bool> = HashMap::new();
     let mut closed: HashMap<String, bool> = HashMap::new();
+    // v2: the foreground state of the session's last `state_update`.
+    let mut foreground: HashMap<String, String> = HashMap::new();
     for m in messages {
         let Some(id) = &m.session else { continue };
         let health = by_id.entry(id.clone()).or_insert_with(|| {
@@ -364,6 +412,7 @@ fn session_health(messages: &[Message], agent_exited: bool) -> Vec<SessionHealth
                 state: "open",
                 prompts: 0,
                 errors: 0,
+                stop_reason: None,
                 updates: BTreeMap::new(),
             }
         });
@@ -379,6 +428,9 @@ fn session_health(messages: &[Message], agent_exited: bool) -> Vec<SessionHealth
             }
             "response" if method == "session/prompt" => {
                 errored.insert(id.clone(), false);
+                if m.stop_reason.is_some() {
+                    health.stop_reason.clone_from(&m.stop_reason);
+                }
             }
             "response" if method == "session/close" || method == "session/delete" => {
                 closed.insert(id.clone(), true);
@@ -386,6 +438,12 @@ fn session_health(messages: &[Message], agent_exited: bool) -> Vec<SessionHealth
             "notification" => {
                 if let Some(kind) = &m.update {
                     *health.updates.entry(kind.clone()).or_default() += 1;
+                }
+                if let Some(state) = &m.state {
+                    foreground.insert(id.clone(), state.clone());
+                    if m.stop_reason.is_some() {
+                        health.stop_reason.clone_from(&m.stop_reason);
+                    }
                 }
             }
             _ => {}
@@ -397,8 +455,12 @@ fn session_health(messages: &[Message], agent_exited: bool) -> Vec<SessionHealth
             let mut health = by_id.remove(&id)?;
             health.state = if closed.get(&id) == Some(&true) || agent_exited {
                 "ended"
-            } else if prompting.get(&id) == Some(&true) {
+            } else if foreground.get(&id).map(String::as_str) == Some("running")
+                || prompting.get(&id) == Some(&true)
+            {
                 "prompting"
+            } else if foreground.get(&id).map(String::as_str) == Some("requires_action") {
+                "waiting"
             } else if errored.get(&id) == Some(&true) {
                 "errored"
             } else {
@@ -442,6 +504,9 @@ pub fn summary(a: &Analysis, name: &str) -> String {
     if let Some(command) = &a.command {
         s.push_str(&format!("agent: {}\n", command.join(" ")));
     }
+    if let Some(version) = a.protocol {
+        s.push_str(&format!("protocol: v{version}\n"));
+    }
     if let Some(exit) = &a.exit {
         s.push_str(&format!("agent exit: {exit}\n"));
     }
@@ -464,8 +529,12 @@ pub fn summary(a: &Analysis, name: &str) -> String {
     if !a.sessions.is_empty() {
         s.push_str("\nsessions\n");
         for h in &a.sessions {
+            let ended = h
+                .stop_reason
+                .as_ref()
+                .map_or(String::new(), |r| format!(", last turn: {r}"));
             s.push_str(&format!(
-                "  {}  {}  {} prompt(s), {} error(s)\n",
+                "  {}  {}  {} prompt(s), {} error(s){ended}\n",
                 h.id, h.state, h.prompts, h.errors
             ));
         }

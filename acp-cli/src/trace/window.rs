@@ -3,10 +3,12 @@
 //! or a huge message never grows memory without bound.
 //!
 //! A message's skeleton is a JSON-RPC object with only `method`, `id`, `params.sessionId`,
-//! `params.update.sessionUpdate`, `result.sessionId` (a `result` of any other shape is kept
-//! as `null`) and `error.code`/`error.message`, each string cut to [`FIELD_BYTES`]; a line
-//! that is not a JSON object is kept as its first [`FIELD_BYTES`] bytes (still not one). So
-//! an entry is at most [`ENTRY_BYTES`] and the window at most [`LIMIT`] entries. The analysis
+//! `params.protocolVersion`, `params.update.sessionUpdate` (with a v2 `state_update`'s
+//! `state` and `stopReason`), `result.sessionId`, `result.stopReason` and
+//! `result.protocolVersion` (a `result` with none of them is kept as `null`) and
+//! `error.code`/`error.message`, each string cut to [`FIELD_BYTES`]; a line that is not a
+//! JSON object is kept as its first [`FIELD_BYTES`] bytes (still not one). So an entry is at
+//! most [`ENTRY_BYTES`] and the window at most [`LIMIT`] entries. The analysis
 //! ([`super::view::analyse`]) reads the window as a trace that may start mid-run.
 //!
 //! A line no longer than [`ENTRY_BYTES`] may be held as it is ([`Window::push_line`]) and
@@ -31,9 +33,9 @@ pub const LIMIT: usize = 5000;
 /// The longest string kept of any field (cut at a character boundary).
 pub const FIELD_BYTES: usize = 200;
 
-/// The longest skeleton of one message: seven cut strings, each at most six times its
-/// length once JSON-escaped, plus the keys.
-pub const ENTRY_BYTES: usize = 7 * 6 * FIELD_BYTES + 256;
+/// The longest skeleton of one message: ten cut strings (an error's `code` may be one),
+/// each at most six times its length once JSON-escaped, plus the keys and two numbers.
+pub const ENTRY_BYTES: usize = 10 * 6 * FIELD_BYTES + 320;
 
 /// What the window holds of one message.
 #[derive(Clone, Debug)]
@@ -295,6 +297,14 @@ fn skeleton_of_envelope(line: &str, connection: Option<u64>) -> Option<String> {
     if matches!(envelope.method, Some(None)) || matches!(envelope.error, Some(None)) {
         return None;
     }
+    // What the envelope does not read (the handshake's versions, how a turn ended, a v2
+    // state) is in few messages: those take the full parse.
+    if envelope.method_name() == Some("initialize")
+        || details.update_kind.as_deref() == Some("state_update")
+        || (envelope.has_result && envelope.result_session.is_none())
+    {
+        return None;
+    }
     let string = |s: Option<&str>| s.map(|s| Value::String(cut(s).to_owned()));
     let mut out = Map::new();
     out.insert("jsonrpc".into(), Value::String("2.0".into()));
@@ -353,18 +363,36 @@ fn skeleton_full(line: &str, connection: Option<u64>) -> String {
     if let Some(s) = string_at(&obj, &["params", "sessionId"]) {
         params.insert("sessionId".into(), s);
     }
+    if let Some(version) = version_at(&obj, "params") {
+        params.insert("protocolVersion".into(), version);
+    }
     if let Some(kind) = string_at(&obj, &["params", "update", "sessionUpdate"]) {
         let mut update = Map::new();
         update.insert("sessionUpdate".into(), kind);
+        for field in ["state", "stopReason"] {
+            if let Some(value) = string_at(&obj, &["params", "update", field]) {
+                update.insert(field.into(), value);
+            }
+        }
         params.insert("update".into(), Value::Object(update));
     }
     if !params.is_empty() {
         out.insert("params".into(), Value::Object(params));
     }
     if obj.get("result").is_some() {
-        let result = match string_at(&obj, &["result", "sessionId"]) {
-            Some(s) => Value::Object(Map::from_iter([("sessionId".to_owned(), s)])),
-            None => Value::Null,
+        let mut result = Map::new();
+        for field in ["sessionId", "stopReason"] {
+            if let Some(value) = string_at(&obj, &["result", field]) {
+                result.insert(field.into(), value);
+            }
+        }
+        if let Some(version) = version_at(&obj, "result") {
+            result.insert("protocolVersion".into(), version);
+        }
+        let result = if result.is_empty() {
+            Value::Null
+        } else {
+            Value::Object(result)
         };
         out.insert("result".into(), result);
     }
@@ -379,6 +407,12 @@ fn skeleton_full(line: &str, connection: Option<u64>) -> String {
         out.insert("error".into(), Value::Object(e));
     }
     Value::Object(out).to_string()
+}
+
+/// `protocolVersion` of `obj[outer]` when it is a version number (a `u16` in every version).
+fn version_at(obj: &Value, outer: &str) -> Option<Value> {
+    let version = obj.get(outer)?.get("protocolVersion")?.as_u64()?;
+    (version <= u64::from(u16::MAX)).then(|| Value::from(version))
 }
 
 /// `kept` (the cut id), or the id `full` shown as `"N:ID"` for `connection` N.

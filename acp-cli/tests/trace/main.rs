@@ -466,3 +466,51 @@ fn a_trace_of_fast_request_answer_pairs_is_written_in_seq_order() {
         assert_eq!(pair[1]["dir"], "agent_to_client", "{pair:?}");
     }
 }
+
+/// A v2 run through the proxy reads as v2: `acp chat --protocol 2` against the echo agent
+/// (which speaks v2) with `acp trace` between them, then `acp trace view` names the version,
+/// and shows the turn's end from the idle state.
+#[test]
+fn a_v2_run_is_viewed_as_v2() {
+    let dir = Scratch::new("trace-v2");
+    let out = dir.0.join("v2.ndjson");
+    let chat = Command::new(acp())
+        .args([
+            "chat",
+            "--protocol",
+            "2",
+            "--prompt",
+            "hello over v2",
+            "--yes",
+            "--",
+        ])
+        .arg(acp())
+        .args(["trace", "--out"])
+        .arg(&out)
+        .arg("--")
+        .arg(support::echo_agent())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        chat.status.success(),
+        "acp chat over v2: {}\n{}",
+        String::from_utf8_lossy(&chat.stdout),
+        String::from_utf8_lossy(&chat.stderr)
+    );
+    let view = Command::new(acp())
+        .args(["trace", "view"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&view.stdout);
+    assert!(view.status.success(), "{text}");
+    assert!(text.contains("protocol: v2\n"), "{text}");
+    assert!(text.contains("last turn: end_turn"), "{text}");
+    let sessions = text.split("\nsessions\n").nth(1).unwrap_or_default();
+    // The idle state ended the turn; the agent's exit then ended the session.
+    assert!(
+        sessions.contains("  ended  1 prompt(s), 0 error(s), last turn: end_turn"),
+        "{text}"
+    );
+}

@@ -283,3 +283,77 @@ mod producers {
         assert!((latency - 2.0).abs() < 1e-6, "{latency}");
     }
 }
+
+/// A v2 turn: the prompt is answered when accepted, and the session's state follows its
+/// `state_update`s (running, requires_action, idle with its stop reason); the protocol is
+/// the agent's answer to `initialize`.
+fn v2_turn(until: usize) -> String {
+    let lines = [
+        (
+            record::CLIENT_TO_AGENT,
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2}}"#,
+        ),
+        (
+            record::AGENT_TO_CLIENT,
+            r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2,"info":{"name":"a","version":"1"}}}"#,
+        ),
+        (
+            record::CLIENT_TO_AGENT,
+            r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#,
+        ),
+        (
+            record::AGENT_TO_CLIENT,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"messageId":"m1"}}"#,
+        ),
+        (
+            record::AGENT_TO_CLIENT,
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"state_update","state":"running"}}}"#,
+        ),
+        (
+            record::AGENT_TO_CLIENT,
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"state_update","state":"requires_action"}}}"#,
+        ),
+        (
+            record::AGENT_TO_CLIENT,
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}}}"#,
+        ),
+    ];
+    lines[..until]
+        .iter()
+        .enumerate()
+        .map(|(i, (dir, line))| rec(10.0 + i as f64 / 1000.0, dir, line))
+        .collect()
+}
+
+#[test]
+fn a_v2_sessions_state_follows_its_state_updates() {
+    let states: Vec<&str> = [5, 6, 7]
+        .into_iter()
+        .map(|until| analyse(&parse(v2_turn(until).as_bytes())).sessions[0].state)
+        .collect();
+    assert_eq!(states, ["prompting", "waiting", "open"]);
+    let a = analyse(&parse(v2_turn(7).as_bytes()));
+    assert_eq!(a.protocol, Some(2));
+    assert_eq!(a.sessions[0].stop_reason.as_deref(), Some("end_turn"));
+    assert_eq!(a.sessions[0].updates["state_update"], 3);
+    let idle = a.messages.last().unwrap();
+    assert_eq!(
+        (idle.state.as_deref(), idle.stop_reason.as_deref()),
+        (Some("idle"), Some("end_turn"))
+    );
+    let text = summary(&a, "t");
+    assert!(text.contains("protocol: v2\n"), "{text}");
+    assert!(
+        text.contains("s1  open  1 prompt(s), 0 error(s), last turn: end_turn"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_v1_turn_shows_its_stop_reason_and_the_offered_version_stands_without_an_answer() {
+    let a = analyse(&parse(sample().as_bytes()));
+    assert_eq!(a.protocol, Some(1));
+    assert_eq!(a.sessions[0].stop_reason.as_deref(), Some("end_turn"));
+    let offer_only = v2_turn(1);
+    assert_eq!(analyse(&parse(offer_only.as_bytes())).protocol, Some(2));
+}

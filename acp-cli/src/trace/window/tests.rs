@@ -30,7 +30,7 @@ fn a_skeleton_keeps_what_the_analysis_reads_and_nothing_big() {
     // Strings are cut, escapes and all, and an entry stays under its bound.
     let nasty = "\u{1}".repeat(10_000);
     let text = format!(
-        r#"{{"method":"{nasty}","id":"{nasty}","params":{{"sessionId":"{nasty}","update":{{"sessionUpdate":"{nasty}"}}}},"result":{{"sessionId":"{nasty}"}},"error":{{"code":"{nasty}","message":"{nasty}"}}}}"#
+        r#"{{"method":"{nasty}","id":"{nasty}","params":{{"sessionId":"{nasty}","update":{{"sessionUpdate":"{nasty}","state":"{nasty}","stopReason":"{nasty}"}}}},"result":{{"sessionId":"{nasty}","stopReason":"{nasty}"}},"error":{{"code":"{nasty}","message":"{nasty}"}}}}"#
     )
     .replace("\u{1}", "\\u0001");
     let kept = skeleton(&text);
@@ -58,6 +58,10 @@ fn the_one_pass_skeleton_equals_the_full_parse() {
         r#"{"method":"m","params":{"update":{"sessionUpdate":null}},"result":[]}"#,
         r#"{"id":1,"id":2,"method":"dup"}"#,
         r#"{"method":"m","params":{"sessionId":"a","sessionId":"b"}}"#,
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"clientInfo":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2,"info":{"name":"a"}}}"#,
+        r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":70000}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn","background":[]}}}"#,
         r#"  {"method":"spaces"}  "#,
         r#"{"method":"m"} trailing"#,
         r#"[1,2]"#,
@@ -106,6 +110,40 @@ fn the_window_keeps_the_newest_and_reads_as_a_partial_trace() {
     let live = a.live.unwrap();
     assert_eq!((live.total, live.limit), (10, 4));
     assert_eq!(a.requests["session/prompt"].latencies.len(), 2);
+}
+
+/// The window keeps what the analysis reads of v2: the handshake's versions, each
+/// `state_update`'s state and a turn's stop reason.
+#[test]
+fn a_window_reads_a_v2_turn() {
+    let mut w = Window::new(100);
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2}}"#,
+        r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2,"info":{"name":"a"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"messageId":"m1"}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"state_update","state":"running"}}}"#,
+    ];
+    for (i, text) in lines.iter().enumerate() {
+        let dir = if i % 2 == 0 && i < 4 {
+            record::CLIENT_TO_AGENT
+        } else {
+            record::AGENT_TO_CLIENT
+        };
+        w.push(&line(i as f64, dir, i as u64, text));
+    }
+    let a = w.analysis();
+    assert_eq!(a.protocol, Some(2));
+    assert_eq!(a.sessions[0].state, "prompting");
+    w.push(&line(
+        9.0,
+        record::AGENT_TO_CLIENT,
+        9,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"state_update","state":"idle","stopReason":"cancelled"}}}"#,
+    ));
+    let a = w.analysis();
+    assert_eq!(a.sessions[0].state, "open");
+    assert_eq!(a.sessions[0].stop_reason.as_deref(), Some("cancelled"));
 }
 
 /// A million messages through the window: it never holds more than its limit, nor more
