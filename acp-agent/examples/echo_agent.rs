@@ -16,8 +16,10 @@
 //! Built with the feature `v2`, it also speaks draft protocol v2 (unless given
 //! `--protocol 1`): a client whose `initialize` offers `protocolVersion` 2 (or a later one
 //! in a shape v2 reads) is served v2 (`acp_agent::v2`; the prompt
-//! is inserted as a user message, echoed back as agent message chunks, and the turn ends
-//! with an idle `state_update`), any other client as above.
+//! is inserted as a user message, a tool call upsert asks permission to echo it, the prompt
+//! is echoed back as agent message chunks, and the turn ends with an idle `state_update`:
+//! `cancelled` when the permission request is answered `cancelled` or `session/cancel`
+//! came), any other client as above.
 //!
 //! Built with the feature `mcp`, it connects the MCP servers of `session/new` (and of
 //! `session/load` and `session/resume`), stdio ones (http too with `mcp-http`), and the
@@ -469,16 +471,29 @@ mod v2_echo {
     use acp_agent::v2::types::*;
     use acp_agent::v2::{Agent, Context};
 
-    /// Echoes each prompt back word by word, as v2 updates.
+    /// Echoes each prompt back word by word, as v2 updates, after asking permission.
     #[derive(Default)]
     pub struct EchoV2 {
         next: AtomicU64,
+        /// Sessions whose work a `session/cancel` ended (until their next prompt).
+        cancelled: std::sync::Mutex<std::collections::HashSet<String>>,
     }
 
     impl EchoV2 {
         fn id(&self, prefix: &str) -> String {
             format!("{prefix}-{}", self.next.fetch_add(1, Ordering::Relaxed))
         }
+
+        fn cancelled(&self, session: &SessionId) -> bool {
+            self.cancelled.lock().unwrap().contains(&session.0)
+        }
+    }
+
+    /// The idle `state_update` that ends the work, with its stop reason.
+    fn idle(reason: IdleStopReason) -> SessionUpdate {
+        SessionUpdate::StateUpdate(SessionStateUpdate::new(StateUpdate::Idle(
+            IdleStateUpdate::new().stop_reason(reason),
+        )))
     }
 
     #[acp_agent::async_trait]
@@ -519,27 +534,75 @@ mod v2_echo {
                 })
                 .collect::<Vec<_>>()
                 .join(" ");
-            let mut updates = vec![
-                SessionUpdate::StateUpdate(SessionStateUpdate::new(StateUpdate::Running(
-                    RunningStateUpdate::new(),
-                ))),
-                SessionUpdate::UserMessage(UserMessage::new(user.clone()).content(params.prompt)),
-            ];
-            for word in text.split_whitespace() {
-                updates.push(SessionUpdate::AgentMessageChunk(ContentChunk::new(
-                    reply.clone(),
-                    ContentBlock::Text(TextContent::new(format!("{word} "))),
-                )));
-            }
-            updates.push(SessionUpdate::StateUpdate(SessionStateUpdate::new(
-                StateUpdate::Idle(IdleStateUpdate::new().stop_reason(IdleStopReason::EndTurn)),
-            )));
-            for update in updates {
+            self.cancelled.lock().unwrap().remove(&session.0);
+            let send = |update| {
                 cx.client()
                     .session_update(UpdateSessionNotification::new(session.clone(), update))
-                    .await?;
+            };
+            send(SessionUpdate::StateUpdate(SessionStateUpdate::new(
+                StateUpdate::Running(RunningStateUpdate::new()),
+            )))
+            .await?;
+            send(SessionUpdate::UserMessage(
+                UserMessage::new(user.clone()).content(params.prompt),
+            ))
+            .await?;
+            // One tool call, its permission asked with the call as the subject.
+            let tool = self.id("echo");
+            let call = ToolCallUpdate::new(tool.clone())
+                .title("Echo the prompt".to_owned())
+                .kind(ToolKind::Other)
+                .status(ToolCallStatus::Pending);
+            send(SessionUpdate::ToolCallUpdate(call)).await?;
+            let ask = RequestPermissionRequest::new(
+                session.clone(),
+                "Echo the prompt back?",
+                [
+                    PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
+                    PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+                ],
+            )
+            .subject(RequestPermissionSubject::ToolCall(
+                ToolCallPermissionSubject::new(ToolCallUpdate::new(tool.clone())),
+            ));
+            let answer = cx.client().session_request_permission(ask).await?;
+            let allowed = match &answer.outcome {
+                RequestPermissionOutcome::Selected(s) => s.option_id.0 == "allow",
+                _ => false,
+            };
+            if self.cancelled(&session)
+                || matches!(answer.outcome, RequestPermissionOutcome::Cancelled(_))
+            {
+                let done = ToolCallUpdate::new(tool).status(ToolCallStatus::Cancelled);
+                send(SessionUpdate::ToolCallUpdate(done)).await?;
+                send(idle(IdleStopReason::Cancelled)).await?;
+                return Ok(PromptResponse::new(user));
             }
+            let (status, note) = if allowed {
+                (ToolCallStatus::Completed, "echoed")
+            } else {
+                (ToolCallStatus::Failed, "permission denied")
+            };
+            let done = ToolCallUpdate::new(tool).status(status).content(vec![
+                ToolCallContent::content(ContentBlock::Text(TextContent::new(note))),
+            ]);
+            send(SessionUpdate::ToolCallUpdate(done)).await?;
+            if allowed {
+                for word in text.split_whitespace() {
+                    send(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                        reply.clone(),
+                        ContentBlock::Text(TextContent::new(format!("{word} "))),
+                    )))
+                    .await?;
+                }
+            }
+            send(idle(IdleStopReason::EndTurn)).await?;
             Ok(PromptResponse::new(user))
+        }
+
+        async fn session_cancel(&self, params: CancelSessionNotification) -> Result<(), Error> {
+            self.cancelled.lock().unwrap().insert(params.session_id.0);
+            Ok(())
         }
     }
 }

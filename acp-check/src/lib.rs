@@ -116,6 +116,8 @@ fn setup_failure(target: &Target, why: String) -> Report {
             millis: 0,
         }],
         stopped: None,
+        protocol: None,
+        protocol_note: String::new(),
     }
 }
 

@@ -36,6 +36,8 @@ fn options() -> Options {
             file: "hello.txt".into(),
             ..PromptScript::default()
         },
+        // These faults are v1's (the v2 ones are in tests/v2_faults).
+        protocol: Some(1),
         ..Options::default()
     }
 }
