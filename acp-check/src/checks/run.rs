@@ -449,9 +449,22 @@ impl<'a> Run<'a> {
         Ok(reply)
     }
 
-    /// `authenticate` with the first method the agent advertised.
+    /// `authenticate` with the first method the agent advertised (v2: `auth/login` with its
+    /// `methodId`).
     pub async fn authenticate(&self, conn: &Conn) -> Result<(), String> {
         let init = conn.init();
+        if self.protocol == 2 {
+            let method = init
+                .pointer("/authMethods/0/methodId")
+                .and_then(Value::as_str)
+                .ok_or("the agent asks for authentication but advertises no method")?;
+            let request = acp_types::v2::LoginAuthRequest::new(method);
+            let reply = self.call(conn, "auth/login", to_value(&request)).await;
+            return match &reply {
+                Ok(r) if r.error().is_none() => Ok(()),
+                _ => Err(format!("`auth/login` with `{method}`: {}", outcome_of(&reply))),
+            };
+        }
         let method = init
             .pointer("/authMethods/0/id")
             .and_then(Value::as_str)

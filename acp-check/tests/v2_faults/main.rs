@@ -136,8 +136,10 @@ async fn a_v1_application_behind_the_translation_passes_the_v2_checks() {
     options.script.prompts = vec!["please copy hello.txt".into()];
     let report = acp_check::run(&specimen::served_as_v2(), &options).await;
     let table = report.table(None);
+    eprintln!("{table}");
     assert_eq!(report.protocol, Some(2), "{table}");
     assert!(report.failures().is_empty(), "{table}");
+    assert!(not_passed(&report).is_empty(), "nothing skipped either:\n{table}");
 }
 
 /// `--protocol 2` against an agent that speaks only v1: one failed check naming both

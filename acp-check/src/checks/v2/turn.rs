@@ -114,7 +114,7 @@ pub(crate) async fn session(run: &mut Run<'_>, record: bool) -> Result<(Arc<Conn
     }
     let started = Instant::now();
     let conn = run.ready().await?;
-    let reply = run.new_session(&conn).await;
+    let reply = run.new_session_authenticated(&conn).await?;
     run.record_timing("timing.session_new", started, &reply, run.options.bounds.session_new);
     let outcome = match &reply {
         Ok(r) => match session_id(r) {
