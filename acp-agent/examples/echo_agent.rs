@@ -583,9 +583,12 @@ mod v2_echo {
             } else {
                 (ToolCallStatus::Failed, "permission denied")
             };
-            let done = ToolCallUpdate::new(tool).status(status).content(vec![
-                ToolCallContent::content(ContentBlock::Text(TextContent::new(note))),
-            ]);
+            let done =
+                ToolCallUpdate::new(tool)
+                    .status(status)
+                    .content(vec![ToolCallContent::content(ContentBlock::Text(
+                        TextContent::new(note),
+                    ))]);
             send(SessionUpdate::ToolCallUpdate(done)).await?;
             if allowed {
                 for word in text.split_whitespace() {

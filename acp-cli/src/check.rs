@@ -143,8 +143,7 @@ pub async fn run(args: CheckArgs) -> i32 {
     if let Some(url) = &args.url {
         report.agent = url.clone();
     } else if args.agent.is_empty() && args.protocol == Some(2) {
-        report.agent =
-            "built-in demo agent (in process, through the v1<->v2 translation)".into();
+        report.agent = "built-in demo agent (in process, through the v1<->v2 translation)".into();
     } else if args.agent.is_empty() {
         report.agent = "built-in demo agent (in process)".into();
     }

@@ -19,7 +19,9 @@ use crate::client::{CheckClient, CheckClientV2};
 use crate::options::{Offer, Options};
 use crate::report::{CheckResult, Outcome, Report, millis};
 use crate::target::Target;
-use crate::wire::{Entry, Kind, NoReply, Reply, TraceEvent, Wire, WireClient, is_turn_content, lock};
+use crate::wire::{
+    Entry, Kind, NoReply, Reply, TraceEvent, Wire, WireClient, is_turn_content, lock,
+};
 
 /// How long the kit watches for stray updates after an answer.
 pub(super) const GRACE: Duration = Duration::from_millis(200);
@@ -462,7 +464,10 @@ impl<'a> Run<'a> {
             let reply = self.call(conn, "auth/login", to_value(&request)).await;
             return match &reply {
                 Ok(r) if r.error().is_none() => Ok(()),
-                _ => Err(format!("`auth/login` with `{method}`: {}", outcome_of(&reply))),
+                _ => Err(format!(
+                    "`auth/login` with `{method}`: {}",
+                    outcome_of(&reply)
+                )),
             };
         }
         let method = init

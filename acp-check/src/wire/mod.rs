@@ -526,6 +526,14 @@ impl Shared {
                     .as_i64()
                     .and_then(|id| lock(&self.sent).get(&id).map(|p| p.method.clone()));
                 let method = method?;
+                // A v1 answer to the kit's v2 offer is the negotiation's business (the
+                // handshake checks grade it), not a malformed v2 answer.
+                if self.v2
+                    && method == "initialize"
+                    && result.get("protocolVersion") != Some(&Value::from(2))
+                {
+                    return None;
+                }
                 let error = if self.v2 {
                     v2::AgentResponse::decode(&method, result.clone()).err()
                 } else {

@@ -580,6 +580,11 @@ pub fn target(fault: Fault) -> Target {
 pub fn served_as_v2() -> Target {
     Target::in_process(|kit_in, kit_out| {
         let options = acp_agent::legacy::AdapterOptions::default();
-        drop(acp_agent::v2::serve_v1(Specimen::new(Fault::None), kit_in, kit_out, options));
+        drop(acp_agent::v2::serve_v1(
+            Specimen::new(Fault::None),
+            kit_in,
+            kit_out,
+            options,
+        ));
     })
 }

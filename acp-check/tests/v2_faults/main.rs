@@ -76,7 +76,10 @@ async fn a_healthy_v2_agent_passes_every_v2_check_and_the_report_says_v2() {
     assert_eq!(graded, v2_checks(), "{table}");
     assert!(not_passed(&report).is_empty(), "{table}");
     assert_eq!(report.protocol, Some(2));
-    assert!(table.contains("graded on protocol v2 (pinned by --protocol 2)"), "{table}");
+    assert!(
+        table.contains("graded on protocol v2 (pinned by --protocol 2)"),
+        "{table}"
+    );
     assert_eq!(report.to_json()["protocol"], 2);
 }
 
@@ -139,7 +142,10 @@ async fn a_v1_application_behind_the_translation_passes_the_v2_checks() {
     eprintln!("{table}");
     assert_eq!(report.protocol, Some(2), "{table}");
     assert!(report.failures().is_empty(), "{table}");
-    assert!(not_passed(&report).is_empty(), "nothing skipped either:\n{table}");
+    assert!(
+        not_passed(&report).is_empty(),
+        "nothing skipped either:\n{table}"
+    );
 }
 
 /// `--protocol 2` against an agent that speaks only v1: one failed check naming both
@@ -152,9 +158,14 @@ async fn protocol_2_against_a_v1_only_agent_is_refused_naming_both_versions() {
     let table = report.table(None);
     assert!(started.elapsed() < Duration::from_secs(10), "{table}");
     assert_eq!(report.failures(), ["v2.handshake.initialize"], "{table}");
-    let evidence = report.get("v2.handshake.initialize").unwrap().outcome.detail();
+    let evidence = report
+        .get("v2.handshake.initialize")
+        .unwrap()
+        .outcome
+        .detail();
     assert!(
-        evidence.contains("offered protocol version 2") && evidence.contains("answered protocol version 1"),
+        evidence.contains("offered protocol version 2")
+            && evidence.contains("answered protocol version 1"),
         "{evidence}"
     );
     let stopped = report.stopped.as_ref().expect("the run stopped");
@@ -162,7 +173,10 @@ async fn protocol_2_against_a_v1_only_agent_is_refused_naming_both_versions() {
         stopped.because,
         "offered protocol version 2, the agent answered 1"
     );
-    assert!(table.lines().next().unwrap().contains("--protocol 2"), "{table}");
+    assert!(
+        table.lines().next().unwrap().contains("--protocol 2"),
+        "{table}"
+    );
     // Unpinned, the same agent is graded on v1, and the report says so.
     let report = grade(&specimen::target(specimen::Fault::None), None).await;
     let table = report.table(None);
@@ -171,5 +185,10 @@ async fn protocol_2_against_a_v1_only_agent_is_refused_naming_both_versions() {
         table.contains("graded on protocol v1 (offered 2 and 1, the agent answered 1)"),
         "{table}"
     );
-    assert!(report.get("handshake.initialize").is_some_and(|c| c.outcome.is_pass()), "{table}");
+    assert!(
+        report
+            .get("handshake.initialize")
+            .is_some_and(|c| c.outcome.is_pass()),
+        "{table}"
+    );
 }

@@ -54,7 +54,12 @@ pub(crate) async fn initialize(run: &mut Run<'_>, pinned: bool) -> Answer {
         .and_then(|r| r.get("protocolVersion"))
         .cloned();
     if version.as_ref().and_then(Value::as_u64) == Some(2) {
-        run.record_timing("timing.handshake", started, &reply, run.options.bounds.handshake);
+        run.record_timing(
+            "timing.handshake",
+            started,
+            &reply,
+            run.options.bounds.handshake,
+        );
         let result = reply
             .as_ref()
             .ok()
@@ -93,7 +98,12 @@ pub(crate) async fn initialize(run: &mut Run<'_>, pinned: bool) -> Answer {
          the version the agent answers)"
     );
     run.record(NAME, started, Outcome::fail(story.clone()));
-    run.record_timing("timing.handshake", started, &reply, run.options.bounds.handshake);
+    run.record_timing(
+        "timing.handshake",
+        started,
+        &reply,
+        run.options.bounds.handshake,
+    );
     let because = match &version {
         Some(v) => format!("offered protocol version 2, the agent answered {v}"),
         None => "the agent did not answer v2's `initialize`".into(),
@@ -108,9 +118,9 @@ fn info(result: &Value) -> Outcome {
     let name = info.and_then(|i| i.get("name")).and_then(Value::as_str);
     let version = info.and_then(|i| i.get("version")).and_then(Value::as_str);
     match (name, version) {
-        (Some(name), Some(version)) if !name.is_empty() => Outcome::pass(format!(
-            "protocolVersion 2, info {name} {version}"
-        )),
+        (Some(name), Some(version)) if !name.is_empty() => {
+            Outcome::pass(format!("protocolVersion 2, info {name} {version}"))
+        }
         _ => Outcome::fail(format!(
             "protocolVersion 2, but `info` is not a name and a version: {}",
             info.map_or_else(|| "missing".into(), Value::to_string)
@@ -137,7 +147,10 @@ pub(crate) async fn unsupported_version(run: &mut Run<'_>) {
     let reply = run.initialize_v2(&conn, LATER).await;
     let outcome = match &reply {
         Ok(r) => match r.result().map(|res| res.get("protocolVersion")) {
-            Some(Some(Value::Number(v))) if v.as_u64().is_some_and(|v| (2..u64::from(LATER)).contains(&v)) => {
+            Some(Some(Value::Number(v)))
+                if v.as_u64()
+                    .is_some_and(|v| (2..u64::from(LATER)).contains(&v)) =>
+            {
                 Outcome::pass(format!("offered {LATER}, answered with its version {v}"))
             }
             Some(v) => Outcome::fail(format!(

@@ -58,7 +58,9 @@ impl Turn {
 
 /// Whether `update` is the `idle` state of `session`.
 pub(crate) fn is_idle(update: &Update, session: &str) -> bool {
-    update.session == session && update.kind() == "state_update" && update.field("state") == Some("idle")
+    update.session == session
+        && update.kind() == "state_update"
+        && update.field("state") == Some("idle")
 }
 
 /// The kit's v2 client on `conn` (every v2 connection has one).
@@ -98,7 +100,11 @@ pub(crate) async fn prompt(run: &Run<'_>, conn: &Conn, session: &str, params: Va
 }
 
 /// A text prompt's params, with an `idempotencyKey` when given.
-pub(crate) fn text_prompt(session: &str, text: &str, key: Option<acp_types::v2::IdempotencyKey>) -> Value {
+pub(crate) fn text_prompt(
+    session: &str,
+    text: &str,
+    key: Option<acp_types::v2::IdempotencyKey>,
+) -> Value {
     let mut request = PromptRequest::new(session, [ContentBlock::text(text)]);
     if let Some(key) = key {
         request = request.idempotency_key(key);
@@ -108,14 +114,22 @@ pub(crate) fn text_prompt(session: &str, text: &str, key: Option<acp_types::v2::
 
 /// A v2 session on the current agent (made now, with `timing.session_new` and
 /// `v2.sessions.new` recorded, when `record`).
-pub(crate) async fn session(run: &mut Run<'_>, record: bool) -> Result<(Arc<Conn>, String), String> {
+pub(crate) async fn session(
+    run: &mut Run<'_>,
+    record: bool,
+) -> Result<(Arc<Conn>, String), String> {
     if !record {
         return run.session().await;
     }
     let started = Instant::now();
     let conn = run.ready().await?;
     let reply = run.new_session_authenticated(&conn).await?;
-    run.record_timing("timing.session_new", started, &reply, run.options.bounds.session_new);
+    run.record_timing(
+        "timing.session_new",
+        started,
+        &reply,
+        run.options.bounds.session_new,
+    );
     let outcome = match &reply {
         Ok(r) => match session_id(r) {
             Some(id) => Outcome::pass(format!("session {}", cut(&id, 60))),
@@ -126,9 +140,9 @@ pub(crate) async fn session(run: &mut Run<'_>, record: bool) -> Result<(Arc<Conn
     let made = outcome.is_pass();
     run.record("v2.sessions.new", started, outcome);
     let reply = reply.map_err(|e| format!("`session/new`: {e}"))?;
-    let id = session_id(&reply).filter(|_| made).ok_or_else(|| {
-        format!("`session/new` gave no session id: {}", reply.describe())
-    })?;
+    let id = session_id(&reply)
+        .filter(|_| made)
+        .ok_or_else(|| format!("`session/new` gave no session id: {}", reply.describe()))?;
     conn.wire.know_session(&id);
     *lock(&conn.session) = Some((id.clone(), reply.result().cloned().unwrap_or_default()));
     Ok((conn, id))
@@ -167,8 +181,16 @@ pub(crate) async fn run(run: &mut Run<'_>, sessions: &mut Vec<String>) {
         }
     }
     run.record("v2.prompt.inserted", started, inserted(&turns));
-    run.record("v2.prompt.session_ids", started, session_ids(&turns, sessions));
-    run.record("v2.state.lifecycle", started, lifecycle(&turns, run.options.bounds.turn));
+    run.record(
+        "v2.prompt.session_ids",
+        started,
+        session_ids(&turns, sessions),
+    );
+    run.record(
+        "v2.state.lifecycle",
+        started,
+        lifecycle(&turns, run.options.bounds.turn),
+    );
     run.record("v2.state.stop_reason", started, stop_reasons(&turns));
     super::upserts::grade(run, started, &conn, &turns);
 }
@@ -187,7 +209,8 @@ fn inserted(turns: &[(String, Turn)]) -> Outcome {
             ));
         };
         let echoed = t.own().any(|u| {
-            matches!(u.kind(), "user_message" | "user_message_chunk") && u.field("messageId") == Some(id)
+            matches!(u.kind(), "user_message" | "user_message_chunk")
+                && u.field("messageId") == Some(id)
         });
         if !echoed {
             return Outcome::fail(format!(
@@ -216,7 +239,9 @@ fn session_ids(turns: &[(String, Turn)], sessions: &[String]) -> Outcome {
             count += 1;
         }
     }
-    Outcome::pass(format!("{count} updates, all for sessions of the connection"))
+    Outcome::pass(format!(
+        "{count} updates, all for sessions of the connection"
+    ))
 }
 
 /// The `state_update`s of the prompt's session, in order, as their `state`.
@@ -238,11 +263,18 @@ fn lifecycle(turns: &[(String, Turn)], bound: Duration) -> Outcome {
             return Outcome::fail(format!(
                 "no `idle` state_update ended the prompt's work within {} ms (states seen: [{}])",
                 millis(bound),
-                states.iter().map(|(s, _)| *s).collect::<Vec<_>>().join(", ")
+                states
+                    .iter()
+                    .map(|(s, _)| *s)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         };
         let before: Vec<&str> = states[..idle].iter().map(|(s, _)| *s).collect();
-        if !before.iter().any(|s| matches!(*s, "running" | "requires_action")) {
+        if !before
+            .iter()
+            .any(|s| matches!(*s, "running" | "requires_action"))
+        {
             return Outcome::fail(format!(
                 "the work ended with `idle` but was never reported `running` (or `requires_action`) before it: {}",
                 states[idle].1.evidence()
@@ -315,11 +347,15 @@ async fn session_cancel(run: &mut Run<'_>) -> Outcome {
     // The work is under way at its first state (or, failing that, any update).
     let check = run.options.bounds.check;
     let (began, seen) = client
-        .wait_for(mark, check, |u| u.session == session && u.kind() == "state_update")
+        .wait_for(mark, check, |u| {
+            u.session == session && u.kind() == "state_update"
+        })
         .await;
     if seen.iter().any(|u| is_idle(u, &session)) {
         let _ = conn.wire.wait(id, rx, check).await;
-        return Outcome::skip("the work ended before it could be cancelled (a prompt script's `cancel` can hold it open)");
+        return Outcome::skip(
+            "the work ended before it could be cancelled (a prompt script's `cancel` can hold it open)",
+        );
     }
     if !began && seen.is_empty() {
         let _ = conn.wire.wait(id, rx, check).await;
@@ -352,11 +388,15 @@ async fn session_cancel(run: &mut Run<'_>) -> Outcome {
         ));
     }
     if idle_before(&conn, &session, from, cancel_seq) {
-        return Outcome::skip("the work ended before the cancel reached the agent (a prompt script's `cancel` can hold it open)");
+        return Outcome::skip(
+            "the work ended before the cancel reached the agent (a prompt script's `cancel` can hold it open)",
+        );
     }
     let waited = millis(cancelled_at.elapsed());
     match stop_reason(&t) {
-        Ok(r) if r == "cancelled" => Outcome::pass(format!("idle `cancelled` {waited} ms after `session/cancel`")),
+        Ok(r) if r == "cancelled" => Outcome::pass(format!(
+            "idle `cancelled` {waited} ms after `session/cancel`"
+        )),
         Ok(r) => Outcome::fail(format!(
             "after `session/cancel` the work ended with stop reason `{r}` (expected `cancelled`)"
         )),
@@ -377,12 +417,19 @@ fn idle_before(conn: &Conn, session: &str, from: u64, to: u64) -> bool {
             else {
                 return false;
             };
-            if e.dir != Dir::FromAgent || e.seq < from || e.seq >= to || update != "state_update" || s != session {
+            if e.dir != Dir::FromAgent
+                || e.seq < from
+                || e.seq >= to
+                || update != "state_update"
+                || s != session
+            {
                 return false;
             }
             // The evidence keeps the start of the line; a state update is short.
             match serde_json::from_str::<Value>(&e.text) {
-                Ok(line) => line.pointer("/params/update/state").and_then(Value::as_str) == Some("idle"),
+                Ok(line) => {
+                    line.pointer("/params/update/state").and_then(Value::as_str) == Some("idle")
+                }
                 Err(_) => e.text.contains("\"idle\""),
             }
         })

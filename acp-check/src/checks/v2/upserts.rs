@@ -181,7 +181,9 @@ fn echoed(t: &Turn, custom: &Value) -> Outcome {
         .filter(|u| u.field("messageId") == Some(id))
         .collect();
     if echoes.is_empty() {
-        return Outcome::pass("taken (the agent did not echo the message: v2.prompt.inserted grades that)");
+        return Outcome::pass(
+            "taken (the agent did not echo the message: v2.prompt.inserted grades that)",
+        );
     }
     let kept = echoes.iter().any(|u| match u.json.get("content") {
         Some(Value::Array(blocks)) => blocks.contains(custom),
@@ -280,7 +282,9 @@ async fn retry(run: &mut Run<'_>) -> Outcome {
     } else {
         // Let the second turn (if one started) end before the next check.
         let _ = client
-            .wait_for(mark, Duration::from_secs(2), |u| super::turn::is_idle(u, &session))
+            .wait_for(mark, Duration::from_secs(2), |u| {
+                super::turn::is_idle(u, &session)
+            })
             .await;
         Outcome::skip(format!(
             "the agent does not advertise `capabilities.session`, so the key is not required of it ({problem})"
