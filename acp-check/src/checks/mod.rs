@@ -15,6 +15,7 @@ mod prompt;
 mod robustness;
 mod run;
 mod sessions;
+mod support;
 mod v2;
 mod wide;
 

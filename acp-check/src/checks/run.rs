@@ -2,7 +2,7 @@
 //! kit learned about it, and the steps every check shares (a fresh or initialized agent,
 //! a session, a call with its bound, the recording of outcomes).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,6 +15,7 @@ use acp_types::v1::{
 use serde_json::Value;
 
 use super::catalog::CHECKS;
+pub(crate) use super::support::{Exit, first_sign, write_megabyte};
 use crate::client::{CheckClient, CheckClientV2};
 use crate::options::{Offer, Options};
 use crate::report::{CheckResult, Outcome, Report, millis};
@@ -75,36 +76,6 @@ impl Conn {
             v = v.get(key)?.clone();
         }
         (!v.is_null() && v != Value::Bool(false)).then_some(v)
-    }
-}
-
-/// How an agent process exited (see [`Conn::exit`]).
-pub(crate) struct Exit {
-    /// Its command line.
-    pub command: String,
-    /// Its exit status, in words (`exit status: 2`, `signal: 9 (SIGKILL)`).
-    pub status: String,
-    /// The last lines it wrote to stderr.
-    pub stderr_tail: String,
-}
-
-impl Exit {
-    /// The whole story, as `acp chat` tells it: `agent `CMD` exited (exit status: 2) before
-    /// answering `initialize`; last stderr output: ...` (a tail of one line on the same
-    /// line, a longer one on the lines below).
-    pub fn before_initialize(&self) -> String {
-        let head = format!(
-            "agent `{}` exited ({}) before answering `initialize`",
-            self.command, self.status
-        );
-        let tail = self.stderr_tail.trim_end();
-        if tail.is_empty() {
-            format!("{head}; it wrote nothing to stderr")
-        } else if !tail.contains('\n') {
-            format!("{head}; last stderr output: {tail}")
-        } else {
-            format!("{head}; last stderr output:\n{tail}")
-        }
     }
 }
 
@@ -613,35 +584,10 @@ pub(crate) fn updates(lines: &[Entry]) -> impl Iterator<Item = (&Entry, Option<&
     })
 }
 
-/// Waits until the agent has sent something since `from` (or `max` passed).
-pub(crate) async fn first_sign(conn: &Conn, from: u64, max: Duration) {
-    let until = Instant::now() + max;
-    while Instant::now() < until && !conn.wire.is_closed() {
-        if !agent_lines_since(conn, from).is_empty() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 /// A describe for a call that got no answer or an answer.
 pub(crate) fn outcome_of(reply: &Result<Reply, NoReply>) -> String {
     match reply {
         Ok(reply) => reply.describe(),
         Err(e) => e.to_string(),
     }
-}
-
-/// Fills `file` in `dir` with 1 MB of text (lines of readable words).
-pub(crate) fn write_megabyte(dir: &Path, file: &str) -> std::io::Result<()> {
-    let mut text = String::with_capacity(1 << 20);
-    let mut n = 0u32;
-    while text.len() < 1 << 20 {
-        n += 1;
-        text.push_str(&format!(
-            "line {n:06}: acp check fills this file to measure a 1 MB read\n"
-        ));
-    }
-    text.truncate(1 << 20);
-    std::fs::write(dir.join(file), text)
 }

@@ -241,7 +241,10 @@ async fn a_timing_miss_is_its_own_class() {
 fn every_check_has_its_fault() {
     let source = include_str!("main.rs");
     // The v2 checks' faults are tests/v2_faults'.
-    for check in acp_check::CHECKS.iter().filter(|c| !c.name.starts_with("v2.")) {
+    for check in acp_check::CHECKS
+        .iter()
+        .filter(|c| !c.name.starts_with("v2."))
+    {
         assert!(
             source.contains(&format!("=> \"{}\"", check.name))
                 || source.contains(&format!("Fault::DropCancelledAnswer, \"{}\"", check.name)),
