@@ -16,8 +16,10 @@
 //! Built with the feature `v2`, it also speaks draft protocol v2 (unless given
 //! `--protocol 1`): a client whose `initialize` offers `protocolVersion` 2 (or a later one
 //! in a shape v2 reads) is served v2 (`acp_agent::v2`; the prompt
-//! is inserted as a user message, echoed back as agent message chunks, and the turn ends
-//! with an idle `state_update`), any other client as above.
+//! is inserted as a user message, a tool call upsert asks permission to echo it, the prompt
+//! is echoed back as agent message chunks, and the turn ends with an idle `state_update`:
+//! `cancelled` when the permission request is answered `cancelled` or `session/cancel`
+//! came), any other client as above.
 //!
 //! Built with the feature `mcp`, it connects the MCP servers of `session/new` (and of
 //! `session/load` and `session/resume`), stdio ones (http too with `mcp-http`), and the
@@ -462,84 +464,5 @@ async fn main() {
 
 /// The v2 side of the echo agent (feature `v2`).
 #[cfg(feature = "v2")]
-mod v2_echo {
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    use acp_agent::Error;
-    use acp_agent::v2::types::*;
-    use acp_agent::v2::{Agent, Context};
-
-    /// Echoes each prompt back word by word, as v2 updates.
-    #[derive(Default)]
-    pub struct EchoV2 {
-        next: AtomicU64,
-    }
-
-    impl EchoV2 {
-        fn id(&self, prefix: &str) -> String {
-            format!("{prefix}-{}", self.next.fetch_add(1, Ordering::Relaxed))
-        }
-    }
-
-    #[acp_agent::async_trait]
-    impl Agent for EchoV2 {
-        async fn initialize(
-            &self,
-            _params: InitializeRequest,
-            _cx: &Context,
-        ) -> Result<InitializeResponse, Error> {
-            Ok(InitializeResponse::new(
-                2,
-                Implementation::new("acp-rs echo agent", env!("CARGO_PKG_VERSION")),
-            ))
-        }
-
-        async fn session_new(
-            &self,
-            _params: NewSessionRequest,
-            _cx: &Context,
-        ) -> Result<NewSessionResponse, Error> {
-            Ok(NewSessionResponse::new(self.id("session")))
-        }
-
-        async fn session_prompt(
-            &self,
-            params: PromptRequest,
-            cx: &Context,
-        ) -> Result<PromptResponse, Error> {
-            let session = params.session_id.clone();
-            let user = self.id("user");
-            let reply = self.id("agent");
-            let text: String = params
-                .prompt
-                .iter()
-                .filter_map(|b| match b {
-                    ContentBlock::Text(t) => Some(t.text.as_str()),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join(" ");
-            let mut updates = vec![
-                SessionUpdate::StateUpdate(SessionStateUpdate::new(StateUpdate::Running(
-                    RunningStateUpdate::new(),
-                ))),
-                SessionUpdate::UserMessage(UserMessage::new(user.clone()).content(params.prompt)),
-            ];
-            for word in text.split_whitespace() {
-                updates.push(SessionUpdate::AgentMessageChunk(ContentChunk::new(
-                    reply.clone(),
-                    ContentBlock::Text(TextContent::new(format!("{word} "))),
-                )));
-            }
-            updates.push(SessionUpdate::StateUpdate(SessionStateUpdate::new(
-                StateUpdate::Idle(IdleStateUpdate::new().stop_reason(IdleStopReason::EndTurn)),
-            )));
-            for update in updates {
-                cx.client()
-                    .session_update(UpdateSessionNotification::new(session.clone(), update))
-                    .await?;
-            }
-            Ok(PromptResponse::new(user))
-        }
-    }
-}
+#[path = "echo_agent_v2/mod.rs"]
+mod v2_echo;

@@ -128,6 +128,155 @@ impl Client for CheckClient {
     }
 }
 
+/// The kit's client on a v2 connection: permission requests are answered by the v1
+/// client's policy (allow once, hold, `cancelled`: [`CheckClient::permissions`] sets it for
+/// both), elicitations are declined (the kit offers no elicitation), and every
+/// `session/update` is kept whole, in arrival order, for the v2 checks to read.
+pub(crate) struct CheckClientV2 {
+    policy: std::sync::Arc<CheckClient>,
+    updates: std::sync::Mutex<Vec<Update>>,
+    /// Told when an update joins `updates`.
+    arrived: tokio::sync::Notify,
+}
+
+/// One `session/update` as the v2 client received it: its session, its update as JSON (as
+/// the types keep it: unknown values byte for byte) and typed (for the client's reducer).
+#[derive(Clone, Debug)]
+pub(crate) struct Update {
+    pub session: String,
+    pub json: serde_json::Value,
+    pub typed: acp_types::v2::SessionUpdate,
+}
+
+impl Update {
+    /// The update's `sessionUpdate` kind.
+    pub fn kind(&self) -> &str {
+        self.json
+            .get("sessionUpdate")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+    }
+    /// A string field of the update.
+    pub fn field(&self, name: &str) -> Option<&str> {
+        self.json.get(name).and_then(serde_json::Value::as_str)
+    }
+    /// The update, short, for evidence.
+    pub fn evidence(&self) -> String {
+        crate::wire::cut(&self.json.to_string(), 200)
+    }
+}
+
+impl CheckClientV2 {
+    pub fn new(policy: std::sync::Arc<CheckClient>) -> CheckClientV2 {
+        CheckClientV2 {
+            policy,
+            updates: std::sync::Mutex::default(),
+            arrived: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// How many updates have arrived (a mark for [`CheckClientV2::since`]).
+    pub fn mark(&self) -> usize {
+        crate::wire::lock(&self.updates).len()
+    }
+
+    /// The updates that arrived from `mark` on.
+    pub fn since(&self, mark: usize) -> Vec<Update> {
+        let updates = crate::wire::lock(&self.updates);
+        updates.get(mark..).unwrap_or_default().to_vec()
+    }
+
+    /// Waits (at most `bound`) until an update from `mark` on satisfies `done`, and returns
+    /// the updates from `mark` on either way.
+    pub async fn wait_for(
+        &self,
+        mark: usize,
+        bound: std::time::Duration,
+        done: impl Fn(&Update) -> bool,
+    ) -> (bool, Vec<Update>) {
+        let until = tokio::time::Instant::now() + bound;
+        loop {
+            let arrived = self.arrived.notified();
+            tokio::pin!(arrived);
+            arrived.as_mut().enable();
+            let seen = self.since(mark);
+            if seen.iter().any(&done) {
+                return (true, seen);
+            }
+            if tokio::time::timeout_at(until, arrived).await.is_err() {
+                return (false, self.since(mark));
+            }
+        }
+    }
+}
+
+/// The v2 engine's handler: the run's [`CheckClientV2`], shared with the checks that read
+/// what it kept.
+pub(crate) struct V2Handler(pub std::sync::Arc<CheckClientV2>);
+
+#[async_trait]
+impl acp_client::v2::Client for V2Handler {
+    async fn session_request_permission(
+        &self,
+        params: acp_types::v2::RequestPermissionRequest,
+    ) -> Result<acp_types::v2::RequestPermissionResponse, Error> {
+        use acp_types::v2::{
+            CancelledPermissionOutcome, PermissionOptionKind, RequestPermissionOutcome,
+            RequestPermissionResponse, SelectedPermissionOutcome,
+        };
+        let mut how = self.0.policy.permissions.subscribe();
+        let now = match how.wait_for(|p| *p != Permissions::Hold).await {
+            Ok(p) => *p,
+            Err(_) => Permissions::Cancelled,
+        };
+        let once = params
+            .options
+            .iter()
+            .find(|o| o.kind == PermissionOptionKind::AllowOnce);
+        let outcome = match (now, once) {
+            (Permissions::Allow, Some(option)) => RequestPermissionOutcome::Selected(
+                SelectedPermissionOutcome::new(option.option_id.clone()),
+            ),
+            // As v1's policy: no one-time allow offered is a refusal, never an "always".
+            _ => {
+                if now == Permissions::Cancelled {
+                    self.0.policy.cancelled.fetch_add(1, Ordering::Relaxed);
+                }
+                RequestPermissionOutcome::Cancelled(CancelledPermissionOutcome::new())
+            }
+        };
+        Ok(RequestPermissionResponse::new(outcome))
+    }
+
+    async fn elicitation_create(
+        &self,
+        _params: acp_types::v2::CreateElicitationRequest,
+    ) -> Result<acp_types::v2::CreateElicitationResponse, Error> {
+        Ok(acp_types::v2::CreateElicitationResponse::new(
+            acp_types::v2::ElicitationAction::Decline,
+        ))
+    }
+
+    async fn session_update(
+        &self,
+        params: acp_types::v2::UpdateSessionNotification,
+    ) -> Result<(), Error> {
+        let json = serde_json::to_value(&params.update).unwrap_or_default();
+        let mut updates = crate::wire::lock(&self.0.updates);
+        // Bounded like the wire log: an agent that floods cannot grow the kit without end.
+        if updates.len() < crate::wire::MAX_LOG {
+            updates.push(Update {
+                session: params.session_id.to_string(),
+                json,
+                typed: params.update,
+            });
+        }
+        drop(updates);
+        self.0.arrived.notify_waiters();
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

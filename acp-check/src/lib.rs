@@ -1,7 +1,9 @@
 //! `acp-check`: a conformance kit that grades an Agent Client Protocol agent.
 //!
 //! It plays the editor: it starts the agent (a command as a child process, or an agent in
-//! this process), speaks ACP v1 to it, and grades what it sees, check by check, as pass,
+//! this process), speaks ACP v1 or draft v2 to it ([`Options::protocol`], `acp check
+//! --protocol 1|2`; unpinned, it offers v2 and grades the version the agent answers, and
+//! [`Report::protocol`] says which), and grades what it sees, check by check, as pass,
 //! fail (with the evidence: the line, the code), skip (with the reason, e.g. a capability
 //! the agent does not advertise) or timing miss (a timing check over its bound; counted apart
 //! from protocol failures, see [`Report::timing_misses`], because a loaded machine misses
@@ -45,7 +47,9 @@
 //!
 //! # Schema validation: through acp-types, not a JSON Schema validator
 //!
-//! Every message the agent sends is read with the generated v1 types of `acp-types` (by
+//! Every message the agent sends is read with the generated types of `acp-types` of the
+//! version graded (the v1 names below; v2's are `acp_types::v2`'s, on the kit's v2 client,
+//! `acp_client::v2`) (by
 //! method: `AgentRequest::decode`, `AgentNotification::decode`, and `AgentResponse::decode`
 //! with the method of the request it answers), which are generated from `acp-schema`'s v1
 //! schema, plus the JSON-RPC envelope (`"jsonrpc": "2.0"`, id types, an error with an
@@ -116,6 +120,8 @@ fn setup_failure(target: &Target, why: String) -> Report {
             millis: 0,
         }],
         stopped: None,
+        protocol: None,
+        protocol_note: String::new(),
     }
 }
 

@@ -178,6 +178,12 @@ pub struct Options {
     /// stdio ones always, `http` and `sse` ones only when the agent advertises them in
     /// `mcpCapabilities`, other kinds never.
     pub mcp_servers: Vec<acp_types::v1::McpServer>,
+    /// The protocol version to grade (`acp check --protocol`): `Some(1)` grades v1,
+    /// `Some(2)` grades v2 (an agent that answers v2's `initialize` with 1 is refused, the
+    /// report naming both versions), `None` (the default) offers v2 and grades v1 when the
+    /// agent answers 1 (or refuses the v2 offer), as `acp chat` negotiates. The report says
+    /// which version it graded ([`crate::Report::protocol`]).
+    pub protocol: Option<u16>,
 }
 
 impl std::fmt::Debug for Options {
@@ -189,6 +195,7 @@ impl std::fmt::Debug for Options {
             .field("only", &self.only)
             .field("skip", &self.skip)
             .field("trace", &self.trace.is_some())
+            .field("protocol", &self.protocol)
             .finish()
     }
 }

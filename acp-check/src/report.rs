@@ -115,6 +115,9 @@ pub struct Stopped {
     /// How many selected checks did not run (none of them can without an agent that
     /// answers `initialize`).
     pub not_run: usize,
+    /// Why no check can run, short, for the summary line: `the agent exited before
+    /// answering `initialize``, or `the agent does not speak protocol version 2`.
+    pub because: String,
 }
 
 /// The whole run.
@@ -124,8 +127,14 @@ pub struct Report {
     pub agent: String,
     /// Every check that ran (when the run stopped early, only those), in the table's order.
     pub checks: Vec<CheckResult>,
-    /// Set when the run stopped early: the agent exited before answering `initialize`.
+    /// Set when the run stopped early: the agent exited before answering `initialize`, or
+    /// it does not speak the version `--protocol` pinned.
     pub stopped: Option<Stopped>,
+    /// The protocol version graded (1 or 2); `None` when the run could not start.
+    pub protocol: Option<u16>,
+    /// How that version was chosen, e.g. `pinned by --protocol 2` or `offered 2 and 1, the
+    /// agent answered 1`.
+    pub protocol_note: String,
 }
 
 impl Report {
@@ -201,6 +210,13 @@ impl Report {
                 let _ = writeln!(out, "acp check: {}", self.agent);
             }
         }
+        if let Some(version) = self.protocol {
+            let _ = writeln!(
+                out,
+                "graded on protocol v{version} ({})",
+                one_line(&self.protocol_note)
+            );
+        }
         let _ = writeln!(
             out,
             "{:<name_width$}  {:<4}  {:>7}  detail",
@@ -230,22 +246,25 @@ impl Report {
         if let Some(stopped) = &self.stopped {
             let _ = write!(
                 out,
-                ", {} not run (the run stopped: the agent exited before answering `initialize`)",
-                stopped.not_run
+                ", {} not run (the run stopped: {})",
+                stopped.not_run,
+                one_line(&stopped.because)
             );
         }
         out.push('\n');
         out
     }
 
-    /// The report as one JSON document: `{"agent":..,"passed":..,"failed":..,
-    /// "timing_misses":..,"skipped":..,"checks":[{"name":..,"status":"pass"|"fail"|"skip"|
+    /// The report as one JSON document: `{"agent":..,"protocol":1|2|null,"protocol_note":..,
+    /// "passed":..,"failed":..,"timing_misses":..,"skipped":..,"checks":[{"name":..,"status":"pass"|"fail"|"skip"|
     /// "timing_miss","note"|"evidence"|"reason":..,"millis":..}]}` (`failed` counts protocol
     /// failures only), plus `"stopped":{"reason":..,"not_run":..}` when the run stopped early.
     pub fn to_json(&self) -> serde_json::Value {
         let (pass, fail, skip) = self.counts();
         let mut json = serde_json::json!({
             "agent": self.agent,
+            "protocol": self.protocol,
+            "protocol_note": self.protocol_note,
             "passed": pass,
             "failed": fail,
             "timing_misses": self.timing_misses().len(),
@@ -300,9 +319,15 @@ mod tests {
                 },
             ],
             stopped: None,
+            protocol: Some(2),
+            protocol_note: "pinned by --protocol 2".into(),
         };
         let table = report.table(None);
-        assert_eq!(table.lines().count(), 5, "{table}");
+        assert_eq!(table.lines().count(), 6, "{table}");
+        assert!(
+            table.contains("graded on protocol v2 (pinned by --protocol 2)"),
+            "{table}"
+        );
         assert!(
             table.contains("x.one  FAIL        3  line 1 line 2 [31m"),
             "{table}"
@@ -310,6 +335,7 @@ mod tests {
         assert!(table.ends_with("0 passed, 1 failed, 0 timing misses, 1 skipped\n"));
         let json = report.to_json();
         assert_eq!(json["failed"], 1);
+        assert_eq!(json["protocol"], 2);
         assert_eq!(json["checks"][0]["status"], "fail");
         assert_eq!(json["checks"][0]["evidence"], "line 1\nline 2\x1b[31m");
         assert_eq!(json["checks"][1]["reason"], "not advertised");

@@ -3,7 +3,8 @@
 //!
 //! The report is a table on stdout (or one JSON document with `--json`); the exit status is
 //! 0 when no check failed (failures named with `--allow-fail` excepted), 1 otherwise, 2 for a
-//! usage error. A timing miss (a timing check over its bound: a slow agent, or a loaded
+//! usage error. `--protocol 1|2` pins the version graded; without it the kit offers v2 and v1
+//! and grades the version the agent answers (the report's second line names it). A timing miss (a timing check over its bound: a slow agent, or a loaded
 //! machine) is reported apart from protocol failures and fails the run too, unless
 //! `--timing-misses-ok` (or `--allow-fail NAME`): a CI job on shared runners can keep the
 //! protocol strict and the clock lenient. `--trace FILE` keeps every line in the `acp trace` format, so `acp trace view`
@@ -59,6 +60,12 @@ pub struct CheckArgs {
     /// advertise are left out.
     #[arg(long, value_name = "FILE")]
     mcp_config: Option<PathBuf>,
+    /// The protocol version to grade: 1 or 2. Without it acp check offers v2 and v1, as
+    /// `acp chat` does, and grades the version the agent answers; the report names it. With
+    /// 2, an agent that answers 1 is refused (both versions named). With no agent command,
+    /// `--protocol 2` grades the built-in v1 agent through the v1<->v2 translation.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=2))]
+    protocol: Option<u16>,
     /// List the checks and what each means, and exit.
     #[arg(long)]
     list: bool,
@@ -99,6 +106,19 @@ pub async fn run(args: CheckArgs) -> i32 {
                 return 2;
             }
         }
+    } else if args.agent.is_empty() && args.protocol == Some(2) {
+        // The built-in v1 agent served as v2 through the translation, as `acp chat
+        // --protocol 2` speaks to it (file calls answered by the translation in the
+        // session's directory; no terminals).
+        Target::in_process(|r, w| {
+            let options = acp_agent::legacy::AdapterOptions::default();
+            drop(acp_agent::v2::serve_v1(
+                crate::builtin::BuiltinAgent::default(),
+                r,
+                w,
+                options,
+            ));
+        })
     } else if args.agent.is_empty() {
         Target::in_process(|r, w| {
             acp_agent::Builder::new(crate::builtin::BuiltinAgent::default()).io(r, w);
@@ -122,6 +142,8 @@ pub async fn run(args: CheckArgs) -> i32 {
     let mut report = acp_check::run(&target, &options).await;
     if let Some(url) = &args.url {
         report.agent = url.clone();
+    } else if args.agent.is_empty() && args.protocol == Some(2) {
+        report.agent = "built-in demo agent (in process, through the v1<->v2 translation)".into();
     } else if args.agent.is_empty() {
         report.agent = "built-in demo agent (in process)".into();
     }
@@ -178,6 +200,7 @@ fn options(args: &CheckArgs) -> Result<Options, String> {
             Some(path) => crate::mcp_config::read(path)?,
             None => Vec::new(),
         },
+        protocol: args.protocol,
     };
     options.validate()?;
     for name in &args.allow_fail {

@@ -26,6 +26,8 @@ fn the_echo_agent_passes_every_check_and_the_trace_keeps_the_exchange() {
     let trace = dir.0.join("check.ndjson");
     let (status, stdout) = check(&[
         "--json",
+        "--protocol",
+        "1",
         "--trace",
         trace.to_str().unwrap(),
         "--",
@@ -83,7 +85,16 @@ fn the_echo_agent_passes_every_check_and_the_trace_keeps_the_exchange() {
 fn a_log_line_on_stdout_fails_its_check_and_the_exit_status_says_so() {
     let agent = echo_agent();
     let script = format!("echo 'starting up'; exec '{}'", agent.display());
-    let (status, stdout) = check(&["--only", "robustness,handshake", "--", "sh", "-c", &script]);
+    let (status, stdout) = check(&[
+        "--protocol",
+        "1",
+        "--only",
+        "robustness,handshake",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
     assert_eq!(status, 1, "{stdout}");
     let row = stdout
         .lines()
@@ -125,7 +136,9 @@ fn usage_errors_exit_with_2_and_list_names_every_check() {
     assert_eq!(check(&["--offer", "disk"]).0, 2);
     let (status, list) = check(&["--list"]);
     assert_eq!(status, 0);
-    assert_eq!(list.lines().count(), 31, "{list}");
+    assert_eq!(list.lines().count(), acp_check_count(), "{list}");
+    assert!(list.contains("v2.state.lifecycle"), "{list}");
+    assert_eq!(check(&["--protocol", "3"]).0, 2);
     assert!(list.contains("timing.fs_read_1mb"), "{list}");
 }
 
@@ -144,6 +157,8 @@ fn a_timing_miss_is_reported_apart_and_fails_the_run_unless_timing_misses_are_ok
     let agent = echo_agent();
     let script = format!("sleep 0.3; exec {}", sh(&agent));
     let args = [
+        "--protocol",
+        "1",
         "--only",
         "handshake.initialize,timing.handshake",
         "--bound",
@@ -188,6 +203,8 @@ fn mcp_config_servers_reach_the_echo_agent() {
     let trace = dir.0.join("check.ndjson");
     let (status, stdout) = check(&[
         "--json",
+        "--protocol",
+        "1",
         "--only",
         "handshake,prompt",
         "--mcp-config",
@@ -319,6 +336,8 @@ fn an_agent_that_writes_without_the_capability_fails_offered_only() {
     // An agent that writes only what it is offered passes, with the turn named.
     let agent = echo_agent();
     let (status, stdout) = check(&[
+        "--protocol",
+        "1",
         "--only",
         "capabilities.offered_only",
         "--",
@@ -329,4 +348,82 @@ fn an_agent_that_writes_without_the_capability_fails_offered_only() {
         stdout.contains("a turn asking to write, with no fs write offered, asked for none"),
         "{stdout}"
     );
+}
+
+/// How many checks `--list` prints: v1's 31 and v2's 12.
+fn acp_check_count() -> usize {
+    43
+}
+
+/// Issue 48: `acp check --protocol 2` grades our echo agent (it speaks v1 and v2) on the v2
+/// rules: every check passes, and the report names the version. Without `--protocol` the
+/// kit offers v2 and v1 and grades v2, the version the agent answers.
+#[test]
+fn the_echo_agent_passes_every_v2_check_and_the_report_names_v2() {
+    let agent = echo_agent();
+    let (status, stdout) = check(&["--json", "--protocol", "2", "--", agent.to_str().unwrap()]);
+    assert_eq!(status, 0, "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON document");
+    assert_eq!(report["protocol"], 2, "{stdout}");
+    assert_eq!(
+        report["protocol_note"], "pinned by --protocol 2",
+        "{stdout}"
+    );
+    let checks = report["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 20, "{stdout}");
+    for check in checks {
+        assert_eq!(check["status"], "pass", "{check}");
+    }
+    let (status, stdout) = check(&["--", agent.to_str().unwrap()]);
+    assert_eq!(status, 0, "{stdout}");
+    assert!(
+        stdout.contains("graded on protocol v2 (offered 2 and 1, the agent answered 2)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("v2.state.lifecycle"), "{stdout}");
+}
+
+/// `--protocol 2` against a v1-only agent (the echo agent with `--protocol 1`): refused at
+/// once with both versions named, exit status 1; unpinned, it is graded on v1 and says so.
+#[test]
+fn protocol_2_against_a_v1_only_agent_fails_naming_both_versions() {
+    let agent = echo_agent();
+    let agent = agent.to_str().unwrap();
+    let started = std::time::Instant::now();
+    let (status, stdout) = check(&["--protocol", "2", "--", agent, "--protocol", "1"]);
+    assert_eq!(status, 1, "{stdout}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{stdout}"
+    );
+    let first = stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("offered protocol version 2 (only), the agent answered protocol version 1"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .trim_end()
+            .ends_with("(the run stopped: offered protocol version 2, the agent answered 1)"),
+        "{stdout}"
+    );
+    let (status, stdout) = check(&["--", agent, "--protocol", "1"]);
+    assert_eq!(status, 0, "{stdout}");
+    assert!(
+        stdout.contains("graded on protocol v1 (offered 2 and 1, the agent answered 1)"),
+        "{stdout}"
+    );
+}
+
+/// With no agent command, `--protocol 2` grades the built-in v1 agent through the v1<->v2
+/// translation (`acp_agent::v2::serve_v1`): a v1 application served as v2 passes.
+#[test]
+fn the_built_in_agent_through_the_translation_passes_protocol_2() {
+    let (status, stdout) = check(&["--protocol", "2", "--skip", "timing"]);
+    assert_eq!(status, 0, "{stdout}");
+    assert!(
+        stdout.contains("through the v1<->v2 translation"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("graded on protocol v2"), "{stdout}");
 }

@@ -17,6 +17,13 @@ pub struct CheckInfo {
 impl Options {
     /// Checks that every name in `only` and `skip` names a check or a group.
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(version) = self.protocol
+            && !matches!(version, 1 | 2)
+        {
+            return Err(format!(
+                "protocol version {version}: acp check grades versions 1 and 2"
+            ));
+        }
         for name in self.only.iter().chain(&self.skip) {
             if !CHECKS.iter().any(|c| crate::options::matches(name, c.name)) {
                 return Err(format!(
@@ -26,6 +33,28 @@ impl Options {
         }
         Ok(())
     }
+}
+
+/// The checks a run of either version grades: JSON-RPC rules any peer keeps, the schema of
+/// the version graded, and the handshake's and a round trip's timing.
+const SHARED: &[&str] = &[
+    "robustness.unknown_method",
+    "robustness.invalid_params",
+    "robustness.malformed_line",
+    "robustness.stdout_protocol_only",
+    "schema.agent_messages",
+    "timing.handshake",
+    "timing.session_new",
+    "timing.round_trip",
+];
+
+/// Whether the check named `name` is graded on protocol version `protocol`: `v2.*` on v2,
+/// the shared ones on both, the rest on v1.
+pub(crate) fn applies(name: &str, protocol: u16) -> bool {
+    if SHARED.contains(&name) {
+        return true;
+    }
+    name.starts_with("v2.") == (protocol == 2)
 }
 
 /// Every check, in the order a run reports them.
@@ -107,6 +136,54 @@ pub const CHECKS: &[CheckInfo] = &[
         meaning: "`$/cancel_request` for a running prompt gets the request answered within the bound, with -32800 or its normal result (skipped when the agent does not implement it: the prompt ends only at the `session/cancel` that follows; a hang fails)",
     },
     CheckInfo {
+        name: "v2.handshake.initialize",
+        meaning: "v2: `initialize` offering 2 is answered with protocolVersion 2 and the agent's `info` (a name and a version)",
+    },
+    CheckInfo {
+        name: "v2.handshake.unsupported_version",
+        meaning: "v2: an `initialize` offering a later version (65535, in v2's shape) is answered with the agent's latest version, not an error or silence",
+    },
+    CheckInfo {
+        name: "v2.sessions.new",
+        meaning: "v2: `session/new` is answered with a non-empty session id",
+    },
+    CheckInfo {
+        name: "v2.prompt.inserted",
+        meaning: "v2: `session/prompt` is answered with the `messageId` of the inserted user message, and the agent echoes that message (`user_message` or its chunks, with that id) in the live session",
+    },
+    CheckInfo {
+        name: "v2.prompt.session_ids",
+        meaning: "v2: every `session/update` during a prompt's work names the prompt's session or another session of the connection",
+    },
+    CheckInfo {
+        name: "v2.state.lifecycle",
+        meaning: "v2: a prompt's work is reported with `state_update`s: `running` (or `requires_action`) before the `idle` that ends it, within the turn bound",
+    },
+    CheckInfo {
+        name: "v2.state.stop_reason",
+        meaning: "v2: the `idle` that ends a prompt's work carries a stop reason from the protocol's set (or a `_`-prefixed custom one)",
+    },
+    CheckInfo {
+        name: "v2.upserts.ids",
+        meaning: "v2: a message id belongs to one role, and tool-call content chunks and permission subjects name a tool call a `tool_call_update` announced (a `tool_call_update` for an unseen id is an upsert that creates it, which the schema allows)",
+    },
+    CheckInfo {
+        name: "v2.upserts.patches",
+        meaning: "v2: folded by the client's reducer (the schema's upsert, patch and append rules), the user message the prompt's answer names holds the prompt's text",
+    },
+    CheckInfo {
+        name: "v2.extension.custom_values",
+        meaning: "v2: a prompt holding a content block of a `_`-prefixed custom type (the schema keeps custom values) is not refused as invalid, and the agent's echo of the user message keeps the block as sent",
+    },
+    CheckInfo {
+        name: "v2.prompt.idempotency",
+        meaning: "v2: a `session/prompt` sent again with the same `idempotencyKey` gets the first attempt's `messageId` and starts no second turn (required of agents that advertise `capabilities.session`; skipped for others)",
+    },
+    CheckInfo {
+        name: "v2.cancel.session_cancel",
+        meaning: "v2: `session/cancel` during a prompt's work (its permission requests answered `cancelled`) ends it with an `idle` of stop reason `cancelled` within the bound (skipped when the work ended before the cancel)",
+    },
+    CheckInfo {
         name: "robustness.unknown_method",
         meaning: "an unknown method is answered with -32601",
     },
@@ -132,7 +209,7 @@ pub const CHECKS: &[CheckInfo] = &[
     },
     CheckInfo {
         name: "schema.agent_messages",
-        meaning: "every message the agent sends reads as ACP v1 (acp-types, generated from acp-schema's v1 schema)",
+        meaning: "every message the agent sends reads as the version graded (acp-types, generated from acp-schema's v1 or v2 schema)",
     },
     CheckInfo {
         name: "timing.handshake",

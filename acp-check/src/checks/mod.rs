@@ -15,6 +15,8 @@ mod prompt;
 mod robustness;
 mod run;
 mod sessions;
+mod support;
+mod v2;
 mod wide;
 
 pub use catalog::{CHECKS, CheckInfo};
@@ -22,8 +24,26 @@ pub(crate) use run::{Run, write_megabyte};
 
 use crate::report::Report;
 
-/// Runs every selected check of `run`, in the order they run, and reports them.
+/// Runs every selected check of `run` on the version [`crate::Options::protocol`] asks for
+/// (offering v2 and falling back to v1 when it asks for none), in the order they run, and
+/// reports them.
 pub(crate) async fn all(mut run: Run<'_>) -> Report {
+    match run.options.protocol {
+        Some(1) => v1(run).await,
+        Some(_) => v2::all(run, false).await,
+        None => match v2::offer(&mut run).await {
+            v2::Answer::V2 => v2::all(run, true).await,
+            v2::Answer::Other(note) => {
+                run.protocol = 1;
+                run.protocol_note = note;
+                v1(run).await
+            }
+        },
+    }
+}
+
+/// Every v1 check.
+async fn v1(mut run: Run<'_>) -> Report {
     handshake::unsupported_version(&mut run).await;
     handshake::run(&mut run).await;
     if let Some(reason) = run.stopping() {

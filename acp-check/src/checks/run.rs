@@ -2,7 +2,7 @@
 //! kit learned about it, and the steps every check shares (a fresh or initialized agent,
 //! a session, a call with its bound, the recording of outcomes).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,11 +15,14 @@ use acp_types::v1::{
 use serde_json::Value;
 
 use super::catalog::CHECKS;
-use crate::client::CheckClient;
+pub(crate) use super::support::{Exit, first_sign, write_megabyte};
+use crate::client::{CheckClient, CheckClientV2};
 use crate::options::{Offer, Options};
 use crate::report::{CheckResult, Outcome, Report, millis};
 use crate::target::Target;
-use crate::wire::{Entry, Kind, NoReply, Reply, TraceEvent, Wire, is_turn_content, lock};
+use crate::wire::{
+    Entry, Kind, NoReply, Reply, TraceEvent, Wire, WireClient, is_turn_content, lock,
+};
 
 /// How long the kit watches for stray updates after an answer.
 pub(super) const GRACE: Duration = Duration::from_millis(200);
@@ -34,6 +37,8 @@ pub(crate) struct Conn {
     pub init: Mutex<Option<Value>>,
     /// The first session's id and its `session/new` result.
     pub session: Mutex<Option<(String, Value)>>,
+    /// The kit's v2 client on a v2 connection (it keeps the agent's `session/update`s).
+    pub v2: Option<Arc<CheckClientV2>>,
     broken: AtomicBool,
 }
 
@@ -74,36 +79,6 @@ impl Conn {
     }
 }
 
-/// How an agent process exited (see [`Conn::exit`]).
-pub(crate) struct Exit {
-    /// Its command line.
-    pub command: String,
-    /// Its exit status, in words (`exit status: 2`, `signal: 9 (SIGKILL)`).
-    pub status: String,
-    /// The last lines it wrote to stderr.
-    pub stderr_tail: String,
-}
-
-impl Exit {
-    /// The whole story, as `acp chat` tells it: `agent `CMD` exited (exit status: 2) before
-    /// answering `initialize`; last stderr output: ...` (a tail of one line on the same
-    /// line, a longer one on the lines below).
-    pub fn before_initialize(&self) -> String {
-        let head = format!(
-            "agent `{}` exited ({}) before answering `initialize`",
-            self.command, self.status
-        );
-        let tail = self.stderr_tail.trim_end();
-        if tail.is_empty() {
-            format!("{head}; it wrote nothing to stderr")
-        } else if !tail.contains('\n') {
-            format!("{head}; last stderr output: {tail}")
-        } else {
-            format!("{head}; last stderr output:\n{tail}")
-        }
-    }
-}
-
 /// A run in progress.
 pub(crate) struct Run<'a> {
     target: &'a Target,
@@ -119,9 +94,16 @@ pub(crate) struct Run<'a> {
     /// asking it to write with no file writing offered, `Err(why)` when that turn could
     /// not be had; `None` when it was not tried.
     pub write_turn: Option<Result<(), String>>,
-    /// Set when the agent exited before answering `initialize` (how, with its stderr):
-    /// the run stops there, since no check can run without an agent.
-    stopped: Option<String>,
+    /// Set when the agent exited before answering `initialize` (how, with its stderr), or
+    /// does not speak the pinned version: the run stops there, since no check can run.
+    /// (The whole story, and the short cause for the summary line.)
+    stopped: Option<(String, String)>,
+    /// The protocol version graded (1 until the handshake settles otherwise): which
+    /// `initialize` [`Run::ready`] sends, which client serves the agent, and which types
+    /// its messages are read with.
+    pub protocol: u16,
+    /// How [`Run::protocol`] was chosen, for the report.
+    pub protocol_note: String,
     results: Vec<CheckResult>,
     conn: Option<Arc<Conn>>,
     done: Vec<Arc<Conn>>,
@@ -142,6 +124,11 @@ impl<'a> Run<'a> {
             ids: Arc::new(AtomicI64::new(1)),
             dead: None,
             stopped: None,
+            protocol: options.protocol.unwrap_or(1),
+            protocol_note: match options.protocol {
+                Some(v) => format!("pinned by --protocol {v}"),
+                None => "offered 2 and 1".into(),
+            },
             write_turn: None,
             results: Vec::new(),
             conn: None,
@@ -150,7 +137,7 @@ impl<'a> Run<'a> {
     }
 
     /// Takes the reason the run must stop, when a step set one ([`Run::stop_after`]).
-    pub fn stopping(&mut self) -> Option<String> {
+    pub fn stopping(&mut self) -> Option<(String, String)> {
         self.stopped.take()
     }
 
@@ -163,29 +150,52 @@ impl<'a> Run<'a> {
             agent: self.target.describe(),
             checks,
             stopped: None,
+            protocol: Some(self.protocol),
+            protocol_note: std::mem::take(&mut self.protocol_note),
         }
     }
 
     /// Ends a run that cannot go on (the agent exited before answering `initialize`): the
     /// report holds the checks that ran and says why the others did not, once.
-    pub async fn stop(mut self, reason: String) -> Report {
+    pub async fn stop(mut self, (reason, because): (String, String)) -> Report {
         self.retire().await;
         let mut checks = std::mem::take(&mut self.results);
         checks.sort_by_key(|c| CHECKS.iter().position(|i| i.name == c.name));
+        let protocol = self.protocol;
         let not_run = CHECKS
             .iter()
-            .filter(|c| self.options.selected(c.name) && !checks.iter().any(|r| r.name == c.name))
+            .filter(|c| {
+                super::catalog::applies(c.name, protocol)
+                    && self.options.selected(c.name)
+                    && !checks.iter().any(|r| r.name == c.name)
+            })
             .count();
         Report {
             agent: self.target.describe(),
             checks,
-            stopped: Some(crate::report::Stopped { reason, not_run }),
+            stopped: Some(crate::report::Stopped {
+                reason,
+                not_run,
+                because,
+            }),
+            protocol: Some(protocol),
+            protocol_note: std::mem::take(&mut self.protocol_note),
         }
     }
 
-    /// Stops the run after the current step (see [`Run::stop`]).
+    /// Stops the run after the current step (see [`Run::stop`]): the agent exited before
+    /// answering `initialize` (`reason` says how).
     pub fn stop_after(&mut self, reason: String) {
-        self.stopped = Some(reason);
+        self.stop_because(
+            reason,
+            "the agent exited before answering `initialize`".into(),
+        );
+    }
+
+    /// Stops the run after the current step, with the whole story (`reason`) and the short
+    /// cause for the summary line (`because`).
+    pub fn stop_because(&mut self, reason: String, because: String) {
+        self.stopped = Some((reason, because));
     }
 
     /// Whether any of `names` is selected (a step only they need is skipped otherwise).
@@ -248,6 +258,16 @@ impl<'a> Run<'a> {
         self.fresh_with(client, self.options.offer).await
     }
 
+    /// Starts a fresh agent for a version-`protocol` connection (the kit's v1 client, or
+    /// its v2 client, which shares the v1 client's permission policy), not yet initialized.
+    pub async fn fresh_for(&mut self, protocol: u16) -> Result<Arc<Conn>, String> {
+        if protocol == 2 {
+            let client = WireClient::V2(Arc::new(CheckClientV2::new(self.client.clone())));
+            return self.fresh_wire(client, self.options.offer).await;
+        }
+        self.fresh().await
+    }
+
     /// Starts a fresh agent served by `client`, which offers `offer` (the current agent is
     /// retired), not yet initialized.
     pub async fn fresh_with(
@@ -255,6 +275,10 @@ impl<'a> Run<'a> {
         client: Arc<CheckClient>,
         offer: Offer,
     ) -> Result<Arc<Conn>, String> {
+        self.fresh_wire(WireClient::V1(client), offer).await
+    }
+
+    async fn fresh_wire(&mut self, client: WireClient, offer: Offer) -> Result<Arc<Conn>, String> {
         self.retire().await;
         let started = self.target.start()?;
         if let Some(trace) = &self.options.trace {
@@ -262,6 +286,10 @@ impl<'a> Run<'a> {
                 command: &self.target.argv(),
             });
         }
+        let v2 = match &client {
+            WireClient::V2(client) => Some(client.clone()),
+            WireClient::V1(_) => None,
+        };
         let wire = Wire::start(
             client,
             started.from_agent,
@@ -275,6 +303,7 @@ impl<'a> Run<'a> {
             process: Mutex::new(started.process),
             init: Mutex::new(None),
             session: Mutex::new(None),
+            v2,
             broken: AtomicBool::new(false),
         });
         self.conn = Some(conn.clone());
@@ -314,8 +343,13 @@ impl<'a> Run<'a> {
         if let Some(why) = &self.dead {
             return Err(why.clone());
         }
-        let conn = self.fresh().await?;
-        let reply = match self.initialize(&conn, 1).await {
+        let conn = self.fresh_for(self.protocol).await?;
+        let handshake = if self.protocol == 2 {
+            self.initialize_v2(&conn, 2).await
+        } else {
+            self.initialize(&conn, 1).await
+        };
+        let reply = match handshake {
             Ok(reply) => reply,
             Err(e) => {
                 let why = format!("the agent did not answer `initialize`: {e}");
@@ -361,6 +395,17 @@ impl<'a> Run<'a> {
         self.call(conn, "initialize", to_value(&request)).await
     }
 
+    /// Sends v2's `initialize` offering `version`, with the kit's `info` and no client
+    /// capabilities (the kit answers permission requests; it offers no elicitation).
+    pub async fn initialize_v2(&self, conn: &Conn, version: u16) -> Result<Reply, NoReply> {
+        use acp_types::v2::{Implementation, InitializeRequest};
+        let request = InitializeRequest::new(
+            version,
+            Implementation::new("acp-check", env!("CARGO_PKG_VERSION")),
+        );
+        self.call(conn, "initialize", to_value(&request)).await
+    }
+
     /// `session/new`; when the agent wants authentication first (-32000), `authenticate`
     /// with the first method it offers and `session/new` again.
     pub async fn new_session_authenticated(
@@ -377,9 +422,25 @@ impl<'a> Run<'a> {
         Ok(reply)
     }
 
-    /// `authenticate` with the first method the agent advertised.
+    /// `authenticate` with the first method the agent advertised (v2: `auth/login` with its
+    /// `methodId`).
     pub async fn authenticate(&self, conn: &Conn) -> Result<(), String> {
         let init = conn.init();
+        if self.protocol == 2 {
+            let method = init
+                .pointer("/authMethods/0/methodId")
+                .and_then(Value::as_str)
+                .ok_or("the agent asks for authentication but advertises no method")?;
+            let request = acp_types::v2::LoginAuthRequest::new(method);
+            let reply = self.call(conn, "auth/login", to_value(&request)).await;
+            return match &reply {
+                Ok(r) if r.error().is_none() => Ok(()),
+                _ => Err(format!(
+                    "`auth/login` with `{method}`: {}",
+                    outcome_of(&reply)
+                )),
+            };
+        }
         let method = init
             .pointer("/authMethods/0/id")
             .and_then(Value::as_str)
@@ -403,6 +464,12 @@ impl<'a> Run<'a> {
     /// Sends `session/new` in the workspace, with the run's MCP servers of the transports
     /// the agent advertises.
     pub async fn new_session(&self, conn: &Conn) -> Result<Reply, NoReply> {
+        if self.protocol == 2 {
+            // v2's `session/new` in the workspace. The run's MCP servers (v1-shaped, from
+            // `--mcp-config`) are not passed: v2 names their transports differently.
+            let request = acp_types::v2::NewSessionRequest::new(self.cwd());
+            return self.call(conn, "session/new", to_value(&request)).await;
+        }
         let init = conn.init();
         let takes = |kind: &str| {
             let pointer = format!("/agentCapabilities/mcpCapabilities/{kind}");
@@ -517,35 +584,10 @@ pub(crate) fn updates(lines: &[Entry]) -> impl Iterator<Item = (&Entry, Option<&
     })
 }
 
-/// Waits until the agent has sent something since `from` (or `max` passed).
-pub(crate) async fn first_sign(conn: &Conn, from: u64, max: Duration) {
-    let until = Instant::now() + max;
-    while Instant::now() < until && !conn.wire.is_closed() {
-        if !agent_lines_since(conn, from).is_empty() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 /// A describe for a call that got no answer or an answer.
 pub(crate) fn outcome_of(reply: &Result<Reply, NoReply>) -> String {
     match reply {
         Ok(reply) => reply.describe(),
         Err(e) => e.to_string(),
     }
-}
-
-/// Fills `file` in `dir` with 1 MB of text (lines of readable words).
-pub(crate) fn write_megabyte(dir: &Path, file: &str) -> std::io::Result<()> {
-    let mut text = String::with_capacity(1 << 20);
-    let mut n = 0u32;
-    while text.len() < 1 << 20 {
-        n += 1;
-        text.push_str(&format!(
-            "line {n:06}: acp check fills this file to measure a 1 MB read\n"
-        ));
-    }
-    text.truncate(1 << 20);
-    std::fs::write(dir.join(file), text)
 }

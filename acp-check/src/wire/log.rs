@@ -193,7 +193,9 @@ pub(crate) fn kind_of(message: &Value) -> Kind {
             id,
             method: method.to_owned(),
             session,
-            tool_call: str_at(params, &["toolCall", "toolCallId"]),
+            // v1 names the tool call at `toolCall`, v2 at `subject.toolCall`.
+            tool_call: str_at(params, &["toolCall", "toolCallId"])
+                .or_else(|| str_at(params, &["subject", "toolCall", "toolCallId"])),
         },
         (Some(method), None) => Kind::Notification {
             method: method.to_owned(),

@@ -5,7 +5,7 @@
 //! ids and the pending map, matches answers and writes every line whole and in order. The
 //! kit watches through the engine's wire tap: every line of both directions is numbered,
 //! timed and recorded in a [`Log`] there, and the agent's messages are validated against the
-//! v1 types. The kit's own requests go through the engine untyped ([`Wire::call`]): a check
+//! types of the version the connection speaks (v1, or v2 with the kit's v2 client). The kit's own requests go through the engine untyped ([`Wire::call`]): a check
 //! needs the exact answer (the error code, the whole message), which the tap records for
 //! the request's id. Bad input the engine would never write (a malformed line) leaves
 //! through its raw-send escape hatch, `acp_rpc::Peer::send_raw` ([`Wire::send_line`]).
@@ -18,9 +18,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use acp_client::ClientConnection;
-use acp_rpc::{CallOptions, Config, Direction, TapEvent};
+use acp_rpc::{CallOptions, Config, Direction, Peer, TapEvent};
 use acp_types::v1::{AgentNotification, AgentRequest, AgentResponse};
+use acp_types::v2;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::oneshot;
@@ -70,6 +70,8 @@ struct Shared {
     /// (`session/load`, `session/resume`, a deliberately unknown id).
     sessions: Mutex<HashSet<String>>,
     trace: Option<TraceSink>,
+    /// The connection speaks v2: the agent's messages are read with v2's types.
+    v2: bool,
 }
 
 impl Shared {
@@ -197,26 +199,55 @@ impl Shared {
     }
 }
 
+/// The kit's client on one connection: v1's ([`crate::client::CheckClient`]) or v2's
+/// ([`crate::client::CheckClientV2`]). The agent's messages are validated against the types
+/// of the same version.
+pub(crate) enum WireClient {
+    V1(Arc<crate::client::CheckClient>),
+    V2(Arc<crate::client::CheckClientV2>),
+}
+
+/// The running connection of either version: what the kit needs of it is its engine's peer.
+enum Link {
+    V1(acp_client::ClientConnection),
+    V2(acp_client::v2::ClientConnection),
+}
+
+impl Link {
+    fn peer(&self) -> &Peer {
+        match self {
+            Link::V1(c) => c.peer(),
+            Link::V2(c) => c.peer(),
+        }
+    }
+
+    fn close(&self) {
+        match self {
+            Link::V1(c) => c.close(),
+            Link::V2(c) => c.close(),
+        }
+    }
+}
+
 /// One connection to one agent.
 pub(crate) struct Wire {
     shared: Arc<Shared>,
     /// Held while a request is sent, so the tap tells each its id.
     sending: tokio::sync::Mutex<()>,
-    client: ClientConnection,
+    client: Link,
 }
 
 impl Wire {
     /// Starts an acp-rpc connection to the agent (`from_agent`, `to_agent`) serving
     /// `client`, with the kit's tap on it.
-    pub fn start<C, R, W>(
-        client: Arc<C>,
+    pub fn start<R, W>(
+        client: WireClient,
         from_agent: R,
         to_agent: W,
         (seq, next_id): (Arc<Mutex<u64>>, Arc<AtomicI64>),
         trace: Option<TraceSink>,
     ) -> Wire
     where
-        C: acp_client::Client,
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
@@ -231,6 +262,7 @@ impl Wire {
             next_id,
             sessions: Mutex::default(),
             trace,
+            v2: matches!(client, WireClient::V2(_)),
         });
         let tap = shared.clone();
         // The kit bounds every wait itself, sends `$/cancel_request` only when a check
@@ -242,9 +274,19 @@ impl Wire {
             .with_write_stall_timeout(None)
             .with_first_request_id(first_id)
             .with_tap(Arc::new(move |event: TapEvent<'_>| tap.on_tap(event)));
-        let client = acp_client::Builder::shared(client)
-            .config(config)
-            .io(from_agent, to_agent);
+        let client = match client {
+            WireClient::V1(client) => Link::V1(
+                acp_client::Builder::shared(client)
+                    .config(config)
+                    .io(from_agent, to_agent),
+            ),
+            WireClient::V2(client) => Link::V2(acp_client::v2::connect_with(
+                crate::client::V2Handler(client),
+                from_agent,
+                to_agent,
+                config,
+            )),
+        };
         Wire {
             shared,
             sending: tokio::sync::Mutex::new(()),
@@ -401,7 +443,8 @@ impl Wire {
 }
 
 impl Shared {
-    /// Validates an agent message against the v1 types and notes early updates.
+    /// Validates an agent message against the types of the connection's version and notes
+    /// early updates.
     fn inspect(&self, message: &Value, kind: &Kind, line: &[u8], seq: u64) {
         let problem = self.validate(message, kind);
         let mut log = lock(&self.log);
@@ -451,13 +494,21 @@ impl Shared {
                 if !(id.is_i64() || id.is_u64() || id.is_string()) {
                     return Some(format!("request id {id} is neither a number nor a string"));
                 }
-                AgentRequest::decode(method, params)
-                    .err()
-                    .map(|e| format!("`{method}` request: {e}"))
+                let error = if self.v2 {
+                    v2::AgentRequest::decode(method, params).err()
+                } else {
+                    AgentRequest::decode(method, params).err()
+                };
+                error.map(|e| format!("`{method}` request: {e}"))
             }
-            Kind::Notification { method, .. } => AgentNotification::decode(method, params)
-                .err()
-                .map(|e| format!("`{method}` notification: {e}")),
+            Kind::Notification { method, .. } => {
+                let error = if self.v2 {
+                    v2::AgentNotification::decode(method, params).err()
+                } else {
+                    AgentNotification::decode(method, params).err()
+                };
+                error.map(|e| format!("`{method}` notification: {e}"))
+            }
             Kind::Response { id, error, .. } => {
                 if let Some(e) = message.get("error") {
                     if error.is_none()
@@ -475,9 +526,20 @@ impl Shared {
                     .as_i64()
                     .and_then(|id| lock(&self.sent).get(&id).map(|p| p.method.clone()));
                 let method = method?;
-                AgentResponse::decode(&method, result.clone())
-                    .err()
-                    .map(|e| format!("`{method}` answer: {e}"))
+                // A v1 answer to the kit's v2 offer is the negotiation's business (the
+                // handshake checks grade it), not a malformed v2 answer.
+                if self.v2
+                    && method == "initialize"
+                    && result.get("protocolVersion") != Some(&Value::from(2))
+                {
+                    return None;
+                }
+                let error = if self.v2 {
+                    v2::AgentResponse::decode(&method, result.clone()).err()
+                } else {
+                    AgentResponse::decode(&method, result.clone()).err()
+                };
+                error.map(|e| format!("`{method}` answer: {e}"))
             }
         }
     }

@@ -572,3 +572,19 @@ pub fn target(fault: Fault) -> Target {
         tokio::spawn(filter(fault, filtered, kit_out));
     })
 }
+
+/// The healthy specimen (a v1 application) served to the kit as v2 through acp-agent's
+/// v1<->v2 translation (`acp_agent::v2::serve_v1`; no file system or terminals: v2
+/// clients have neither).
+#[allow(dead_code)]
+pub fn served_as_v2() -> Target {
+    Target::in_process(|kit_in, kit_out| {
+        let options = acp_agent::legacy::AdapterOptions::default();
+        drop(acp_agent::v2::serve_v1(
+            Specimen::new(Fault::None),
+            kit_in,
+            kit_out,
+            options,
+        ));
+    })
+}

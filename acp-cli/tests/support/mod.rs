@@ -50,7 +50,7 @@ pub fn echo_agent() -> PathBuf {
             "-p",
             "acp-agent",
             "--features",
-            "mcp",
+            "mcp,v2",
             "--example",
             "echo_agent",
         ])
