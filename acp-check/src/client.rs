@@ -18,6 +18,10 @@ use tokio::sync::watch;
 
 use crate::options::Offer;
 
+/// How many `session/update`s a v2 client keeps for the checks (later ones are counted out,
+/// as the wire log bounds its lines).
+const MAX_UPDATES: usize = 100_000;
+
 /// The client every connection of a run serves.
 pub(crate) struct CheckClient {
     offer: Offer,
@@ -162,7 +166,7 @@ impl Update {
     }
     /// The update, short, for evidence.
     pub fn evidence(&self) -> String {
-        crate::wire::cut(&self.json.to_string(), 200)
+        crate::text::cut(&self.json.to_string(), 200)
     }
 }
 
@@ -177,12 +181,12 @@ impl CheckClientV2 {
 
     /// How many updates have arrived (a mark for [`CheckClientV2::since`]).
     pub fn mark(&self) -> usize {
-        crate::wire::lock(&self.updates).len()
+        acp_rpc::sync::lock(&self.updates).len()
     }
 
     /// The updates that arrived from `mark` on.
     pub fn since(&self, mark: usize) -> Vec<Update> {
-        let updates = crate::wire::lock(&self.updates);
+        let updates = acp_rpc::sync::lock(&self.updates);
         updates.get(mark..).unwrap_or_default().to_vec()
     }
 
@@ -262,9 +266,9 @@ impl acp_client::v2::Client for V2Handler {
         params: acp_types::v2::UpdateSessionNotification,
     ) -> Result<(), Error> {
         let json = serde_json::to_value(&params.update).unwrap_or_default();
-        let mut updates = crate::wire::lock(&self.0.updates);
+        let mut updates = acp_rpc::sync::lock(&self.0.updates);
         // Bounded like the wire log: an agent that floods cannot grow the kit without end.
-        if updates.len() < crate::wire::MAX_LOG {
+        if updates.len() < MAX_UPDATES {
             updates.push(Update {
                 session: params.session_id.to_string(),
                 json,

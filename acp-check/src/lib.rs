@@ -79,6 +79,8 @@ mod client;
 mod options;
 mod report;
 mod target;
+mod text;
+mod trace;
 mod wire;
 
 pub use checks::{CHECKS, CheckInfo};

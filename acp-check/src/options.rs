@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::wire::TraceSink;
+use crate::trace::TraceSink;
 
 /// What the kit's client advertises in `initialize` (`clientCapabilities`). Anything the
 /// agent calls that is not offered fails `capabilities.offered_only`.

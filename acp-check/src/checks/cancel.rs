@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use acp_types::v1::{CancelNotification, CancelRequestNotification, PromptRequest};
 use serde_json::Value;
 
-use super::run::{Conn, Run, broke, first_sign, to_value};
+use super::run::{Conn, Run, agent_lines_since, broke, to_value};
 use crate::client::Permissions;
 use crate::report::{Outcome, millis};
 use crate::wire::Reply;
@@ -221,5 +221,16 @@ fn withdrawn_answer(reply: &Reply) -> Answer {
         Some("cancelled") => Answer::Cancelled("stopReason cancelled".into()),
         Some(stop) => Answer::Normal(stop.to_owned()),
         None => Answer::Wrong,
+    }
+}
+
+/// Waits until the agent has sent something since `from` (or `max` passed).
+pub(crate) async fn first_sign(conn: &Conn, from: u64, max: Duration) {
+    let until = Instant::now() + max;
+    while Instant::now() < until && !conn.wire.is_closed() {
+        if !agent_lines_since(conn, from).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }

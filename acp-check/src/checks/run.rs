@@ -15,7 +15,7 @@ use acp_types::v1::{
 use serde_json::Value;
 
 use super::catalog::CHECKS;
-pub(crate) use super::support::{Exit, first_sign, write_megabyte};
+pub(crate) use super::support::{Exit, write_megabyte};
 use crate::client::{CheckClient, CheckClientV2};
 use crate::options::{Offer, Options};
 use crate::report::{CheckResult, Outcome, Report, millis};

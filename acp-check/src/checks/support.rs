@@ -2,11 +2,8 @@
 //! of the scratch workspace.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
-use super::run::{Conn, agent_lines_since};
-
-/// How an agent process exited (see [`Conn::exit`]).
+/// How an agent process exited (see [`super::run::Conn::exit`]).
 pub(crate) struct Exit {
     /// Its command line.
     pub command: String,
@@ -48,15 +45,4 @@ pub(crate) fn write_megabyte(dir: &Path, file: &str) -> std::io::Result<()> {
     }
     text.truncate(1 << 20);
     std::fs::write(dir.join(file), text)
-}
-
-/// Waits until the agent has sent something since `from` (or `max` passed).
-pub(crate) async fn first_sign(conn: &Conn, from: u64, max: Duration) {
-    let until = Instant::now() + max;
-    while Instant::now() < until && !conn.wire.is_closed() {
-        if !agent_lines_since(conn, from).is_empty() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }

@@ -231,13 +231,7 @@ pub(crate) fn is_turn_content(kind: Option<&str>) -> bool {
 
 pub(crate) use acp_rpc::sync::lock;
 
-/// The first `max` characters of `s` (with `…` when cut).
-pub(crate) fn cut(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_owned(),
-    }
-}
+pub(crate) use crate::text::cut;
 
 /// Seconds since the Unix epoch.
 pub(crate) fn unix_now() -> f64 {

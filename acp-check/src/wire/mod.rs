@@ -26,15 +26,12 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::oneshot;
 
 mod log;
-mod trace;
 
+pub use crate::trace::{TraceEvent, TraceSink};
 pub(crate) use log::*;
-pub use trace::TraceEvent;
 
 /// The longest agent line the kit reads whole (a longer one is reported and skipped).
 pub const MAX_LINE: usize = 32 * 1024 * 1024;
-/// Receives every line the kit and the agent exchange, for `--trace`.
-pub type TraceSink = Arc<dyn Fn(TraceEvent<'_>) + Send + Sync>;
 
 /// How long sending one message may wait for room in the outgoing queue.
 const SEND_BOUND: Duration = Duration::from_secs(5);

@@ -15,6 +15,7 @@ mod upserts;
 pub(crate) use handshake::{Answer, offer};
 
 use super::run::Run;
+use crate::client::Update;
 use crate::report::Report;
 
 /// Every v2 check, after the handshake (made here unless [`offer`] made it: `handshaken`).
@@ -28,7 +29,9 @@ pub(crate) async fn all(mut run: Run<'_>, handshaken: bool) -> Report {
     }
     handshake::unsupported_version(&mut run).await;
     let mut sessions = Vec::new();
-    turn::run(&mut run, &mut sessions).await;
+    if let Some((started, conn, turns)) = turn::run(&mut run, &mut sessions).await {
+        upserts::grade(&mut run, started, &conn, &turns);
+    }
     upserts::custom_values(&mut run).await;
     upserts::idempotency(&mut run).await;
     turn::cancel(&mut run).await;
@@ -36,4 +39,11 @@ pub(crate) async fn all(mut run: Run<'_>, handshaken: bool) -> Report {
     run.retire().await;
     super::wide::run(&mut run);
     run.report()
+}
+
+/// Whether `update` is the `idle` state of `session`.
+pub(crate) fn is_idle(update: &Update, session: &str) -> bool {
+    update.session == session
+        && update.kind() == "state_update"
+        && update.field("state") == Some("idle")
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use acp_types::v2::{CancelSessionNotification, ContentBlock, PromptRequest};
 use serde_json::{Value, json};
 
+use super::is_idle;
 use crate::checks::run::{Conn, GRACE, Run, outcome_of, session_id, to_value};
 use crate::client::{CheckClientV2, Permissions, Update};
 use crate::report::{Outcome, millis};
@@ -54,13 +55,6 @@ impl Turn {
     pub fn own(&self) -> impl Iterator<Item = &Update> {
         self.updates.iter().filter(|u| u.session == self.session)
     }
-}
-
-/// Whether `update` is the `idle` state of `session`.
-pub(crate) fn is_idle(update: &Update, session: &str) -> bool {
-    update.session == session
-        && update.kind() == "state_update"
-        && update.field("state") == Some("idle")
 }
 
 /// The kit's v2 client on `conn` (every v2 connection has one).
@@ -150,8 +144,11 @@ pub(crate) async fn session(
 
 /// `v2.sessions.new`, then each scripted prompt in that session: `v2.prompt.inserted`,
 /// `v2.prompt.session_ids`, `v2.state.lifecycle`, `v2.state.stop_reason`, and the upsert
-/// checks over the same turns ([`super::upserts::grade`]).
-pub(crate) async fn run(run: &mut Run<'_>, sessions: &mut Vec<String>) {
+/// checks over the same turns (the caller hands what this returns to `upserts::grade`).
+pub(crate) async fn run(
+    run: &mut Run<'_>,
+    sessions: &mut Vec<String>,
+) -> Option<(Instant, Arc<Conn>, Vec<(String, Turn)>)> {
     let names = [
         "v2.prompt.inserted",
         "v2.prompt.session_ids",
@@ -167,7 +164,7 @@ pub(crate) async fn run(run: &mut Run<'_>, sessions: &mut Vec<String>) {
             for name in names {
                 run.record(name, started, Outcome::skip(format!("no session: {e}")));
             }
-            return;
+            return None;
         }
     };
     sessions.push(session.clone());
@@ -192,7 +189,7 @@ pub(crate) async fn run(run: &mut Run<'_>, sessions: &mut Vec<String>) {
         lifecycle(&turns, run.options.bounds.turn),
     );
     run.record("v2.state.stop_reason", started, stop_reasons(&turns));
-    super::upserts::grade(run, started, &conn, &turns);
+    Some((started, conn, turns))
 }
 
 fn inserted(turns: &[(String, Turn)]) -> Outcome {

@@ -283,7 +283,7 @@ async fn retry(run: &mut Run<'_>) -> Outcome {
         // Let the second turn (if one started) end before the next check.
         let _ = client
             .wait_for(mark, Duration::from_secs(2), |u| {
-                super::turn::is_idle(u, &session)
+                super::is_idle(u, &session)
             })
             .await;
         Outcome::skip(format!(

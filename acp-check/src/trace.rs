@@ -1,9 +1,14 @@
 //! What `--trace` is told ([`TraceEvent`]: an agent started, a line crossed, the agent
 //! ended), and the event as the workspace's one wire record.
 
+use std::sync::Arc;
+
 use acp_rpc::record::{self, Record};
 
-/// What a [`TraceSink`](super::TraceSink) is told, in the order it happened.
+/// Receives every line the kit and the agent exchange, for `--trace`.
+pub type TraceSink = Arc<dyn Fn(TraceEvent<'_>) + Send + Sync>;
+
+/// What a [`TraceSink`] is told, in the order it happened.
 #[derive(Clone, Copy, Debug)]
 pub enum TraceEvent<'a> {
     /// An agent was started (each fresh connection starts one).
