@@ -236,6 +236,8 @@ fn registry_agents_are_listed_run_by_id_and_run_again_from_the_cache() {
         "--agent",
         "echo-good",
         "--yes",
+        "--protocol",
+        "1",
         "--only",
         "handshake",
         "--timing-misses-ok",
