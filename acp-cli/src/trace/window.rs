@@ -298,10 +298,14 @@ fn skeleton_of_envelope(line: &str, connection: Option<u64>) -> Option<String> {
         return None;
     }
     // What the envelope does not read (the handshake's versions, how a turn ended, a v2
-    // state) is in few messages: those take the full parse.
+    // state) is in few messages: those take the full parse. A result is looked at as text
+    // first, so a large answer (a file's contents) is not parsed whole for nothing.
+    let result_has_more = envelope.has_result
+        && envelope.result_session.is_none()
+        && (line.contains("\"stopReason\"") || line.contains("\"protocolVersion\""));
     if envelope.method_name() == Some("initialize")
         || details.update_kind.as_deref() == Some("state_update")
-        || (envelope.has_result && envelope.result_session.is_none())
+        || result_has_more
     {
         return None;
     }
