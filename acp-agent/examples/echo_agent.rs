@@ -19,7 +19,9 @@
 //! is inserted as a user message, a tool call upsert asks permission to echo it, the prompt
 //! is echoed back as agent message chunks, and the turn ends with an idle `state_update`:
 //! `cancelled` when the permission request is answered `cancelled` or `session/cancel`
-//! came), any other client as above.
+//! came; it advertises `capabilities.session` and serves the session baseline:
+//! `session/list`, `session/resume` and `session/close` of its connection's sessions), any
+//! other client as above.
 //!
 //! Built with the feature `mcp`, it connects the MCP servers of `session/new` (and of
 //! `session/load` and `session/resume`), stdio ones (http too with `mcp-http`), and the

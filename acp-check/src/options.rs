@@ -168,7 +168,9 @@ pub struct Options {
     pub bounds: Bounds,
     /// The prompts.
     pub script: PromptScript,
-    /// Run only these checks (names or group names); empty means all.
+    /// Run only these checks (names, or groups: any leading part of a name up to a dot);
+    /// empty means all. A run whose version leaves none of them fails with a `setup`
+    /// pseudo-check saying so.
     pub only: Vec<String>,
     /// Skip these checks (names or group names).
     pub skip: Vec<String>,
@@ -208,12 +210,12 @@ impl Options {
     }
 }
 
-/// `pattern` is the check's full name or its group (the part before the dot).
+/// `pattern` is the check's full name or a group it is in: any leading part of the name that
+/// ends at a dot (`robustness` for `robustness.malformed_line`; `v2` and `v2.handshake` for
+/// `v2.handshake.initialize`).
 pub(crate) fn matches(pattern: &str, name: &str) -> bool {
-    pattern == name
-        || name
-            .split_once('.')
-            .is_some_and(|(group, _)| group == pattern)
+    name.strip_prefix(pattern)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
 }
 
 #[cfg(test)]
@@ -253,6 +255,14 @@ mod tests {
         assert!(options.selected("timing.handshake"));
         assert!(!options.selected("robustness.malformed_line"));
         assert!(!options.selected("timing.session_new"));
+        let v2 = Options {
+            only: vec!["v2.handshake".into()],
+            ..Options::default()
+        };
+        assert!(v2.selected("v2.handshake.initialize"));
+        assert!(!v2.selected("v2.handshake_extra"));
+        assert!(!v2.selected("handshake.initialize"));
+        assert!(!v2.selected("v2.cancel.session_cancel"));
         let bad = Options {
             skip: vec!["robust".into()],
             ..Options::default()

@@ -27,7 +27,10 @@ pub struct CheckArgs {
     /// Print the report as one JSON document instead of a table.
     #[arg(long)]
     json: bool,
-    /// Run only these checks or groups (repeatable or comma-separated).
+    /// Run only these checks or groups (repeatable or comma-separated). A group is any
+    /// leading part of a name up to a dot: `robustness`, `v2`, `v2.handshake`. A run whose
+    /// version leaves none of them (v1's `handshake` on a v2 run) fails, naming that
+    /// version's names.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Skip these checks or groups (repeatable or comma-separated).
@@ -83,12 +86,28 @@ pub struct CheckArgs {
     pub(crate) agent: Vec<OsString>,
 }
 
+/// `--list`: each check, the protocol versions a run grades it on (`1`, `2` or `1,2`) and
+/// what passing it means.
+fn list() -> String {
+    let mut out = format!("{:<34} {:<8} {}\n", "CHECK", "VERSION", "PASSING MEANS");
+    for check in acp_check::CHECKS {
+        let versions = match (check.graded_on(1), check.graded_on(2)) {
+            (true, true) => "1,2",
+            (false, true) => "2",
+            _ => "1",
+        };
+        out.push_str(&format!(
+            "{:<34} {versions:<8} {}\n",
+            check.name, check.meaning
+        ));
+    }
+    out
+}
+
 /// Runs `acp check`; returns the exit status.
 pub async fn run(args: CheckArgs) -> i32 {
     if args.list {
-        for check in acp_check::CHECKS {
-            println!("{:<34} {}", check.name, check.meaning);
-        }
+        print!("{}", list());
         return 0;
     }
     let mut options = match options(&args) {

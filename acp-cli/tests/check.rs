@@ -136,8 +136,28 @@ fn usage_errors_exit_with_2_and_list_names_every_check() {
     assert_eq!(check(&["--offer", "disk"]).0, 2);
     let (status, list) = check(&["--list"]);
     assert_eq!(status, 0);
-    assert_eq!(list.lines().count(), acp_check_count(), "{list}");
-    assert!(list.contains("v2.state.lifecycle"), "{list}");
+    // A header, then one line per check with the versions a run grades it on.
+    assert_eq!(list.lines().count(), acp_check_count() + 1, "{list}");
+    let versions_of = |name: &str| {
+        let line = list.lines().find(|l| l.starts_with(&format!("{name} ")));
+        line.and_then(|l| l.split_whitespace().nth(1))
+            .map(str::to_owned)
+    };
+    assert_eq!(
+        versions_of("v2.state.lifecycle").as_deref(),
+        Some("2"),
+        "{list}"
+    );
+    assert_eq!(
+        versions_of("handshake.initialize").as_deref(),
+        Some("1"),
+        "{list}"
+    );
+    assert_eq!(
+        versions_of("robustness.malformed_line").as_deref(),
+        Some("1,2"),
+        "{list}"
+    );
     assert_eq!(check(&["--protocol", "3"]).0, 2);
     assert!(list.contains("timing.fs_read_1mb"), "{list}");
 }
@@ -350,9 +370,36 @@ fn an_agent_that_writes_without_the_capability_fails_offered_only() {
     );
 }
 
-/// How many checks `--list` prints: v1's 31 and v2's 12.
+/// `--only` names groups at any depth (`v2.handshake`), and a run whose version leaves no
+/// selected check fails, naming the version's own names, instead of passing with nothing
+/// graded: pinned, before the agent starts (a usage error); unpinned, once the agent has
+/// answered the version.
+#[test]
+fn only_selecting_no_check_of_the_version_graded_fails_instead_of_passing_empty() {
+    let agent = echo_agent();
+    let agent = agent.to_str().unwrap();
+    let (status, stdout) = check(&["--only", "v2.handshake", "--", agent]);
+    assert_eq!(status, 0, "{stdout}");
+    assert!(stdout.contains("v2.handshake.initialize"), "{stdout}");
+    assert!(!stdout.contains("v2.state.lifecycle"), "{stdout}");
+
+    // Unpinned: the echo agent answers 2, and `handshake` is v1's group.
+    let (status, stdout) = check(&["--only", "handshake", "--", agent]);
+    assert_eq!(status, 1, "{stdout}");
+    assert!(
+        stdout.contains("`--only handshake` selects no check of a protocol 2 run")
+            && stdout.contains("`--only v2.handshake`")
+            && stdout.contains("--protocol 1"),
+        "{stdout}"
+    );
+    // Pinned: refused before anything runs.
+    let (status, out) = check(&["--only", "v2.handshake", "--protocol", "1", "--", agent]);
+    assert_eq!(status, 2, "{out}");
+}
+
+/// How many checks `--list` prints: v1's 31 and v2's 15.
 fn acp_check_count() -> usize {
-    43
+    46
 }
 
 /// Issue 48: `acp check --protocol 2` grades our echo agent (it speaks v1 and v2) on the v2
@@ -370,7 +417,9 @@ fn the_echo_agent_passes_every_v2_check_and_the_report_names_v2() {
         "{stdout}"
     );
     let checks = report["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 20, "{stdout}");
+    // v2's 15 and the 8 both versions grade: every one, none skipped (the echo agent
+    // advertises `capabilities.session`, so the session baseline is graded too).
+    assert_eq!(checks.len(), 23, "{stdout}");
     for check in checks {
         assert_eq!(check["status"], "pass", "{check}");
     }

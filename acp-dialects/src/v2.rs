@@ -25,8 +25,8 @@
 //! | `auth/login`, `auth/logout` | `authenticate`, `logout` (refused `-32601` when the agent does not advertise `auth.logout`) |
 //! | `session/new` | `session/new`; the answer's `modes` become a `select` config option of category `mode`, id `mode`, marked `_meta["acp-rs/v1Modes"]` (unless the agent has one of its own), and its `models` (unstable) one of category `model`, id `model` (unless it has one of category `model`) |
 //! | `session/resume` with `replayFrom` | `session/load`: the replay reaches the client as v2 updates before the answer |
-//! | `session/resume` without it | `session/resume` when advertised, else `session/load` with its replay held back |
-//! | `session/list`, `session/close`, `session/delete` | the same v1 method (`session/close` to an agent without it only forgets the session) |
+//! | `session/resume` without it | `session/resume` when advertised, else `session/load` with its replay held back, else (a session live on this connection) answered by the translation: nothing to restore |
+//! | `session/list`, `session/close`, `session/delete` | the same v1 method (`session/close` to an agent without it only forgets the session); after `session/close` the translation itself refuses the session's prompts (`-32002`) until a `session/resume` |
 //! | `session/set_config_option` | `session/set_mode` for the `mode` option made of modes, `session/set_model` (unstable) for the `model` option made of models, else the same v1 method |
 //! | `session/prompt` | answered at once with the user message's id, after `state_update` `running` and a `user_message` echo; the v1 `session/prompt` runs meanwhile and its answer becomes `state_update` `idle` with the stop reason (a v1 error: `stopReason: error` with the error) |
 //! | `session/cancel` | `session/cancel` |
@@ -81,7 +81,7 @@
 //! | v1 methods v2 lacks (`session/set_model`, `session/fork`, providers, ...) | v1 client -> v2 agent | refused `-32601`, "a v2 agent has no such method" |
 //! | `tool_call/cancel` | v2 client -> v1 agent | refused `-32601` |
 //! | `terminal/cancel`, v1 `terminal/*`, `fs/*` without local terminals or files | v1 agent <-> v2 client | refused `-32601` naming the option that would serve it |
-//! | `session/resume` (with or without replay) of an agent that can neither load nor resume | v2 client -> v1 agent | refused `-32601` saying which capability is missing |
+//! | `session/resume` of an agent that can neither load nor resume, with replay or of a session not live on the connection | v2 client -> v1 agent | refused `-32601` saying which capability is missing |
 //! | `auth/logout` to a v1 agent without `auth.logout` | v2 client -> v1 agent | refused `-32601` |
 //! | v1-only updates (`plan_removed`, subagents, session messages) | v1 agent -> v2 client | not sent, a `warn` log naming the kind |
 //! | v2 terminals (`terminal_update`, `terminal_output_chunk`) | v2 agent -> v1 client | not sent, a `warn` log: v1 shows only terminals the client runs |

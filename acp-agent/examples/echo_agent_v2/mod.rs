@@ -1,6 +1,9 @@
 //! The echo agent's v2 side: echoes each prompt back word by word, as v2 updates, after
-//! asking permission (see the example's docs).
+//! asking permission (see the example's docs). It serves v2's session baseline
+//! (`capabilities.session`: `session/new`, `list`, `resume`, `close`, `prompt`, `cancel`) for
+//! the sessions of its connection.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use acp_agent::Error;
@@ -13,6 +16,9 @@ pub struct EchoV2 {
     next: AtomicU64,
     /// Sessions whose work a `session/cancel` ended (until their next prompt).
     cancelled: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// The open sessions of the connection, by id, with the `cwd` each was made in
+    /// (`session/list`'s answer; `session/close` removes one).
+    sessions: std::sync::Mutex<BTreeMap<String, AbsolutePath>>,
 }
 
 impl EchoV2 {
@@ -20,8 +26,23 @@ impl EchoV2 {
         format!("{prefix}-{}", self.next.fetch_add(1, Ordering::Relaxed))
     }
 
+    /// Whether the session's work must stop: `session/cancel` asked, or `session/close`
+    /// closed the session.
     fn cancelled(&self, session: &SessionId) -> bool {
         self.cancelled.lock().unwrap().contains(&session.0)
+            || !self.sessions.lock().unwrap().contains_key(&session.0)
+    }
+
+    /// `Ok` when `session` is open on this connection; a clear error otherwise (never made
+    /// here, or closed).
+    fn open(&self, session: &SessionId) -> Result<(), Error> {
+        if self.sessions.lock().unwrap().contains_key(&session.0) {
+            return Ok(());
+        }
+        Err(Error::resource_not_found(format!(
+            "no open session `{}` on this connection (never made here, or closed)",
+            session.0
+        )))
     }
 }
 
@@ -39,18 +60,59 @@ impl Agent for EchoV2 {
         _params: InitializeRequest,
         _cx: &Context,
     ) -> Result<InitializeResponse, Error> {
+        // `session: {}`: the baseline session methods, nothing beyond them.
+        let capabilities = AgentCapabilities::new().session(SessionCapabilities::default());
         Ok(InitializeResponse::new(
             2,
             Implementation::new("acp-rs echo agent", env!("CARGO_PKG_VERSION")),
-        ))
+        )
+        .capabilities(capabilities))
     }
 
     async fn session_new(
         &self,
-        _params: NewSessionRequest,
+        params: NewSessionRequest,
         _cx: &Context,
     ) -> Result<NewSessionResponse, Error> {
-        Ok(NewSessionResponse::new(self.id("session")))
+        let id = self.id("session");
+        self.sessions.lock().unwrap().insert(id.clone(), params.cwd);
+        Ok(NewSessionResponse::new(id))
+    }
+
+    async fn session_list(
+        &self,
+        params: ListSessionsRequest,
+        _cx: &Context,
+    ) -> Result<ListSessionsResponse, Error> {
+        let sessions = self.sessions.lock().unwrap();
+        let listed = sessions
+            .iter()
+            .filter(|(_, cwd)| params.cwd.as_ref().is_none_or(|only| only == *cwd))
+            .map(|(id, cwd)| SessionInfo::new(id.clone(), cwd.clone()));
+        Ok(ListSessionsResponse::new(listed.collect::<Vec<_>>()))
+    }
+
+    /// A session of this connection is live already: resuming it restores nothing. (The
+    /// echo agent keeps no history, so it has none to replay.)
+    async fn session_resume(
+        &self,
+        params: ResumeSessionRequest,
+        _cx: &Context,
+    ) -> Result<ResumeSessionResponse, Error> {
+        self.open(&params.session_id)?;
+        Ok(ResumeSessionResponse::default())
+    }
+
+    async fn session_close(
+        &self,
+        params: CloseSessionRequest,
+        _cx: &Context,
+    ) -> Result<CloseSessionResponse, Error> {
+        self.open(&params.session_id)?;
+        // Work in progress stops as for `session/cancel` (see `cancelled`).
+        self.sessions.lock().unwrap().remove(&params.session_id.0);
+        self.cancelled.lock().unwrap().remove(&params.session_id.0);
+        Ok(CloseSessionResponse::default())
     }
 
     async fn session_prompt(
@@ -59,6 +121,7 @@ impl Agent for EchoV2 {
         cx: &Context,
     ) -> Result<PromptResponse, Error> {
         let session = params.session_id.clone();
+        self.open(&session)?;
         let user = self.id("user");
         let reply = self.id("agent");
         let text: String = params
@@ -140,7 +203,11 @@ impl Agent for EchoV2 {
     }
 
     async fn session_cancel(&self, params: CancelSessionNotification) -> Result<(), Error> {
-        self.cancelled.lock().unwrap().insert(params.session_id.0);
+        // Only an open session's: a cancel naming anything else is dropped, so a client
+        // cannot grow the set with ids.
+        if self.open(&params.session_id).is_ok() {
+            self.cancelled.lock().unwrap().insert(params.session_id.0);
+        }
         Ok(())
     }
 }

@@ -31,7 +31,41 @@ impl Options {
                 ));
             }
         }
-        Ok(())
+        match self.protocol {
+            Some(protocol) => self.selects_some(protocol),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks that `--only` leaves at least one check of a `protocol` run, so that a run
+    /// grading nothing cannot pass: `--only handshake` names v1's handshake checks, and a
+    /// v2 run (whose are `v2.handshake.*`) would otherwise report 0 passed, 0 failed.
+    pub(crate) fn selects_some(&self, protocol: u16) -> Result<(), String> {
+        if self.only.is_empty()
+            || CHECKS
+                .iter()
+                .any(|c| c.graded_on(protocol) && self.selected(c.name))
+        {
+            return Ok(());
+        }
+        let (named, other) = if protocol == 2 {
+            ("`v2.<group>` (`--only v2.handshake`)", 1)
+        } else {
+            ("without the `v2.` prefix (`--only handshake`)", 2)
+        };
+        Err(format!(
+            "`--only {}` selects no check of a protocol {protocol} run: its checks are named \
+             {named}, see `acp check --list`; or pin the other version with `--protocol {other}`",
+            self.only.join(",")
+        ))
+    }
+}
+
+impl CheckInfo {
+    /// Whether a run on protocol version `protocol` grades this check: the `v2.*` checks on
+    /// v2, the JSON-RPC, schema and timing ones on both, the rest on v1.
+    pub fn graded_on(&self, protocol: u16) -> bool {
+        applies(self.name, protocol)
     }
 }
 
@@ -178,6 +212,18 @@ pub const CHECKS: &[CheckInfo] = &[
     CheckInfo {
         name: "v2.prompt.idempotency",
         meaning: "v2: a `session/prompt` sent again with the same `idempotencyKey` gets the first attempt's `messageId` and starts no second turn (required of agents that advertise `capabilities.session`; skipped for others)",
+    },
+    CheckInfo {
+        name: "v2.sessions.list",
+        meaning: "v2: `session/list` (its `nextCursor` followed) names the session the kit made, with the `cwd` it was made in (required of agents that advertise `capabilities.session`; skipped for others)",
+    },
+    CheckInfo {
+        name: "v2.sessions.resume",
+        meaning: "v2: `session/resume` of a live session, in its `cwd`, is answered with a result (required of agents that advertise `capabilities.session`; skipped for others)",
+    },
+    CheckInfo {
+        name: "v2.sessions.close",
+        meaning: "v2: `session/close` is answered, and a `session/prompt` to the closed session is then refused with an error (required of agents that advertise `capabilities.session`; skipped for others)",
     },
     CheckInfo {
         name: "v2.cancel.session_cancel",

@@ -32,11 +32,17 @@ pub(crate) async fn all(mut run: Run<'_>) -> Report {
         Some(1) => v1(run).await,
         Some(_) => v2::all(run, false).await,
         None => match v2::offer(&mut run).await {
-            v2::Answer::V2 => v2::all(run, true).await,
+            v2::Answer::V2 => match run.options.selects_some(2) {
+                Ok(()) => v2::all(run, true).await,
+                Err(why) => run.refuse(2, why).await,
+            },
             v2::Answer::Other(note) => {
                 run.protocol = 1;
                 run.protocol_note = note;
-                v1(run).await
+                match run.options.selects_some(1) {
+                    Ok(()) => v1(run).await,
+                    Err(why) => run.refuse(1, why).await,
+                }
             }
         },
     }

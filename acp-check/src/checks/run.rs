@@ -155,6 +155,24 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// Ends a run whose version, once settled, leaves no selected check (`--only` named
+    /// only the other version's): one failed `setup` pseudo-check says why, so the run fails
+    /// rather than passing with nothing graded.
+    pub async fn refuse(mut self, protocol: u16, why: String) -> Report {
+        self.retire().await;
+        Report {
+            agent: self.target.describe(),
+            checks: vec![CheckResult {
+                name: "setup",
+                outcome: Outcome::fail(why),
+                millis: 0,
+            }],
+            stopped: None,
+            protocol: Some(protocol),
+            protocol_note: std::mem::take(&mut self.protocol_note),
+        }
+    }
+
     /// Ends a run that cannot go on (the agent exited before answering `initialize`): the
     /// report holds the checks that ran and says why the others did not, once.
     pub async fn stop(mut self, (reason, because): (String, String)) -> Report {

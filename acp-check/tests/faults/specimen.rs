@@ -235,10 +235,11 @@ impl Agent for Specimen {
         if self.is(Fault::RefuseList) {
             return Err(Error::internal_error("cannot list"));
         }
-        let sessions = self.state.lock().unwrap().sessions.clone();
-        Ok(ListSessionsResponse::new(
-            sessions.into_iter().map(|id| SessionInfo::new(id, "/")),
-        ))
+        let state = self.state.lock().unwrap();
+        Ok(ListSessionsResponse::new(state.sessions.iter().map(|id| {
+            let cwd = state.cwds.get(id).map_or("/", String::as_str);
+            SessionInfo::new(id.clone(), cwd)
+        })))
     }
 
     async fn resume_session(

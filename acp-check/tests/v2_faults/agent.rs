@@ -4,7 +4,7 @@
 //! fault switched on. Faults acp-agent commits for no agent (it answers an idempotent retry
 //! itself) are made by a line filter between the kit and the agent.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -35,6 +35,12 @@ pub enum Fault {
     /// It ignores `session/cancel` and a `cancelled` permission answer: the work ends with
     /// `end_turn`.
     IgnoresCancel,
+    /// Its `session/list` names no session.
+    ListsNothing,
+    /// It answers `session/resume` with method not found, despite `capabilities.session`.
+    NoResume,
+    /// It answers `session/close` but keeps serving the session.
+    PromptAfterClose,
 }
 
 /// The prompt that holds the work open until the kit cancels it.
@@ -44,6 +50,20 @@ struct Specimen {
     fault: Fault,
     next: AtomicU64,
     cancelled: Mutex<HashSet<String>>,
+    /// The open sessions, with their `cwd`.
+    sessions: Mutex<BTreeMap<String, AbsolutePath>>,
+}
+
+impl Specimen {
+    fn open(&self, session: &SessionId) -> Result<(), Error> {
+        if self.sessions.lock().unwrap().contains_key(&session.0) {
+            return Ok(());
+        }
+        Err(Error::resource_not_found(format!(
+            "no open session {}",
+            session.0
+        )))
+    }
 }
 
 fn idle(reason: IdleStopReason) -> SessionUpdate {
@@ -69,11 +89,52 @@ impl Agent for Specimen {
 
     async fn session_new(
         &self,
-        _params: NewSessionRequest,
+        params: NewSessionRequest,
         _cx: &Context,
     ) -> Result<NewSessionResponse, Error> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        Ok(NewSessionResponse::new(format!("v2-session-{n}")))
+        let id = format!("v2-session-{n}");
+        self.sessions.lock().unwrap().insert(id.clone(), params.cwd);
+        Ok(NewSessionResponse::new(id))
+    }
+
+    async fn session_list(
+        &self,
+        _params: ListSessionsRequest,
+        _cx: &Context,
+    ) -> Result<ListSessionsResponse, Error> {
+        if self.fault == Fault::ListsNothing {
+            return Ok(ListSessionsResponse::new(Vec::new()));
+        }
+        let sessions = self.sessions.lock().unwrap();
+        let listed = sessions
+            .iter()
+            .map(|(id, cwd)| SessionInfo::new(id.clone(), cwd.clone()));
+        Ok(ListSessionsResponse::new(listed.collect::<Vec<_>>()))
+    }
+
+    async fn session_resume(
+        &self,
+        params: ResumeSessionRequest,
+        _cx: &Context,
+    ) -> Result<ResumeSessionResponse, Error> {
+        if self.fault == Fault::NoResume {
+            return Err(Error::method_not_found("session/resume"));
+        }
+        self.open(&params.session_id)?;
+        Ok(ResumeSessionResponse::default())
+    }
+
+    async fn session_close(
+        &self,
+        params: CloseSessionRequest,
+        _cx: &Context,
+    ) -> Result<CloseSessionResponse, Error> {
+        self.open(&params.session_id)?;
+        if self.fault != Fault::PromptAfterClose {
+            self.sessions.lock().unwrap().remove(&params.session_id.0);
+        }
+        Ok(CloseSessionResponse::default())
     }
 
     async fn session_prompt(
@@ -90,6 +151,7 @@ impl Agent for Specimen {
         {
             return Err(Error::invalid_params("unknown content block type"));
         }
+        self.open(&params.session_id)?;
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let session = params.session_id.clone();
         self.cancelled.lock().unwrap().remove(&session.0);
@@ -213,6 +275,7 @@ pub fn target(fault: Fault) -> Target {
             fault,
             next: AtomicU64::new(1),
             cancelled: Mutex::default(),
+            sessions: Mutex::default(),
         };
         drop(acp_agent::v2::serve(specimen, agent_in, kit_out));
     })

@@ -126,6 +126,9 @@ fault_tests! {
     a_custom_content_block_refused: RefusesCustomBlock => ["v2.extension.custom_values"];
     a_retry_with_the_same_key_runs_again: IgnoresIdempotencyKey => ["v2.prompt.idempotency"];
     a_cancel_that_does_not_end_the_work: IgnoresCancel => ["v2.cancel.session_cancel"];
+    a_list_that_names_no_session: ListsNothing => ["v2.sessions.list"];
+    no_resume_despite_the_session_capability: NoResume => ["v2.sessions.resume"];
+    a_closed_session_that_still_takes_prompts: PromptAfterClose => ["v2.sessions.close"];
 }
 
 /// A v1 application (the v1 faults' healthy specimen) served to the kit as v2 through

@@ -24,6 +24,7 @@ pub(crate) fn state(options: AdapterOptions) -> Shared {
     Shared {
         init: OnceLock::new(),
         sessions: Arc::default(),
+        closed: Mutex::default(),
         quiet: Mutex::default(),
         terminals: options.local_terminals.then(Terminals::default),
         options,
@@ -36,6 +37,11 @@ pub(crate) struct Shared {
     init: OnceLock<Value>,
     /// Each session's mapping state, by session id.
     sessions: Arc<Mutex<HashMap<String, ToV2>>>,
+    /// Sessions of this connection that `session/close` closed (until a `session/resume`
+    /// opens one again): their prompts are refused here, since a v1 agent need not refuse
+    /// them itself. Only sessions the translation knew are kept, so the set is bounded by
+    /// the sessions made on the connection.
+    closed: Mutex<HashSet<String>>,
     /// Sessions loaded only to be resumed: the v1 agent's replay is not shown.
     quiet: Mutex<HashSet<String>>,
     /// The terminals the translation runs for the v1 agent
@@ -208,6 +214,7 @@ impl Agent for V2Agent {
         let request: v1::DeleteSessionRequest = recast(json_of(&p), "session/delete")?;
         self.v1.typed_request(&request).await?;
         lock(&self.sessions).remove(&p.session_id.0);
+        lock(&self.closed).remove(&p.session_id.0);
         Ok(v2::DeleteSessionResponse::default())
     }
 
@@ -237,6 +244,11 @@ impl Agent for V2Agent {
             };
             lock(&self.quiet).remove(&id);
             json_of(&answer?)
+        } else if p.replay_from.is_none() && lock(&self.sessions).contains_key(&id) {
+            // Live on this connection already (made or resumed here, not closed): a resume
+            // without replay has nothing to restore, so the v1 agent need not support one.
+            let answer = self.with(&id, |s| json!({ "configOptions": s.options() }));
+            return recast(answer, "the session/resume answer");
         } else {
             let why = if p.replay_from.is_some() {
                 "replayFrom needs session/load, and the v1 agent does not advertise loadSession"
@@ -246,6 +258,7 @@ impl Agent for V2Agent {
             return Err(unmapped(v2::names::SESSION_RESUME, why));
         };
         self.with(&id, ToV2::break_message);
+        lock(&self.closed).remove(&id);
         recast(self.answered(&id, &answer), "the session/resume answer")
     }
 
@@ -259,7 +272,9 @@ impl Agent for V2Agent {
             let request: v1::CloseSessionRequest = recast(json_of(&p), "session/close")?;
             self.v1.typed_request(&request).await?;
         }
-        lock(&self.sessions).remove(&p.session_id.0);
+        if lock(&self.sessions).remove(&p.session_id.0).is_some() {
+            lock(&self.closed).insert(p.session_id.0.clone());
+        }
         Ok(v2::CloseSessionResponse::default())
     }
 
@@ -347,6 +362,11 @@ impl Agent for V2Agent {
     ) -> Result<v2::PromptResponse, Error> {
         self.init()?;
         let id = p.session_id.0.clone();
+        if lock(&self.closed).contains(&id) {
+            return Err(Error::resource_not_found(format!(
+                "session `{id}` was closed by session/close; session/resume opens it again"
+            )));
+        }
         let user = self.with(&id, |s| {
             s.break_message();
             s.next_id("user")
