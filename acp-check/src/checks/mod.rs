@@ -12,6 +12,7 @@ mod capabilities;
 mod catalog;
 mod handshake;
 mod prompt;
+mod replies;
 mod robustness;
 mod run;
 mod sessions;

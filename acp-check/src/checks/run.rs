@@ -15,14 +15,15 @@ use acp_types::v1::{
 use serde_json::Value;
 
 use super::catalog::CHECKS;
+pub(crate) use super::replies::{
+    carries_turn_content, outcome_of, session_id, to_value, updates, within,
+};
 pub(crate) use super::support::{Exit, write_megabyte};
 use crate::client::{CheckClient, CheckClientV2};
 use crate::options::{Offer, Options};
 use crate::report::{CheckResult, Outcome, Report, millis};
 use crate::target::Target;
-use crate::wire::{
-    Entry, Kind, NoReply, Reply, TraceEvent, Wire, WireClient, is_turn_content, lock,
-};
+use crate::wire::{Entry, NoReply, Reply, TraceEvent, Wire, WireClient, lock};
 
 /// How long the kit watches for stray updates after an answer.
 pub(super) const GRACE: Duration = Duration::from_millis(200);
@@ -535,42 +536,11 @@ impl<'a> Run<'a> {
     }
 }
 
-/// A measured time against its bound: `N ms (note), bound B ms`, or a timing miss `...,
-/// over the bound`.
-pub(crate) fn within(measured: Duration, bound: Duration, note: &str) -> Outcome {
-    let note = if note.is_empty() {
-        String::new()
-    } else {
-        format!(" ({note})")
-    };
-    let text = format!("{} ms{note}", millis(measured));
-    if measured <= bound {
-        Outcome::pass(format!("{text}, bound {} ms", millis(bound)))
-    } else {
-        Outcome::timing_miss(format!("{text}, over the bound of {} ms", millis(bound)))
-    }
-}
-
 /// Marks the agent broken after a timeout, so the next check starts a fresh one.
 pub(crate) fn broke(conn: &Conn, e: &NoReply) {
     if matches!(e, NoReply::Timeout(_)) {
         conn.broken.store(true, Ordering::Relaxed);
     }
-}
-
-/// Serializes a request built with the acp-types constructors.
-pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
-}
-
-/// The `sessionId` of a `session/new` answer.
-pub(crate) fn session_id(reply: &Reply) -> Option<String> {
-    reply
-        .result()?
-        .get("sessionId")?
-        .as_str()
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
 }
 
 /// The lines the agent sent from `from` (a [`Wire::mark`]) on.
@@ -582,30 +552,4 @@ pub(crate) fn agent_lines_since(conn: &Conn, from: u64) -> Vec<Entry> {
             .cloned()
             .collect()
     })
-}
-
-/// Whether `entry` is a `session/update` carrying turn content.
-pub(crate) fn carries_turn_content(entry: &Entry) -> bool {
-    match &entry.kind {
-        Kind::Notification { update, .. } => is_turn_content(update.as_deref()),
-        _ => false,
-    }
-}
-
-/// `session/update`s in `lines`, with their session ids.
-pub(crate) fn updates(lines: &[Entry]) -> impl Iterator<Item = (&Entry, Option<&str>)> {
-    lines.iter().filter_map(|e| match &e.kind {
-        Kind::Notification {
-            method, session, ..
-        } if method == "session/update" => Some((e, session.as_deref())),
-        _ => None,
-    })
-}
-
-/// A describe for a call that got no answer or an answer.
-pub(crate) fn outcome_of(reply: &Result<Reply, NoReply>) -> String {
-    match reply {
-        Ok(reply) => reply.describe(),
-        Err(e) => e.to_string(),
-    }
 }
