@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::barrier::WriteBarrier;
 use crate::observe::SharedObserver;
-use crate::tap::WireTap;
+use crate::observe::tap::WireTap;
 
 /// Default maximum size of one message (one line), 64 MiB.
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 * 1024 * 1024;

@@ -16,6 +16,10 @@
 //! - [`frame_adapter`]: a [`FrameAdapter`] the engine runs on and a [`FramePort`] for code
 //!   that carries frames itself (a WebSocket message or an HTTP body per JSON-RPC message).
 //!
+//! Beside them, the byte streams the line transport runs on: [`stdio`] (this
+//! process's stdin and stdout without a hop through tokio's thread pool) and
+//! [`pipe`](crate::memory::pipe) (an in-memory byte pipe, `acp_rpc::memory`).
+//!
 //! A frame is the message's JSON text, without a line end (as [`bytes::Bytes`], so handing
 //! it on copies nothing); between two engines of a memory pair it is the message itself,
 //! written as text only for whoever needs the text (the tap and the observer, when one is
@@ -58,6 +62,8 @@
 
 mod frames;
 mod memory;
+pub mod pipe;
+pub mod stdio;
 
 use std::pin::Pin;
 

@@ -18,10 +18,10 @@ use crate::message::{
     write_response_head,
 };
 use crate::observe::MessageKind;
-use crate::queued::Outgoing;
-use crate::reply::ReplyBody;
-use crate::tap::{Direction, TapEvent};
+use crate::observe::tap::{Direction, TapEvent};
 use crate::transport::Item;
+use crate::write::queued::Outgoing;
+use crate::write::reply::ReplyBody;
 
 /// Stop adding ready messages to a batch beyond this many bytes.
 const BATCH_BYTES: usize = 256 * 1024;

@@ -11,7 +11,7 @@
 
 use super::Peer;
 use crate::error::Error;
-use crate::queued::Outgoing;
+use crate::write::queued::Outgoing;
 
 impl Peer {
     /// Writes `line` to the peer as it is, followed by the line end, after whatever the

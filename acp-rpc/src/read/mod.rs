@@ -1,5 +1,13 @@
-//! The reader: reads and frames lines, parses each once, delivers responses to their
-//! callers and hands requests and notifications to dispatch, in arrival order.
+//! The read stage, the first of the pipeline (read, dispatch, write, over a
+//! [transport](crate::transport), told to the [observer](crate::observe)): bytes or frames
+//! in, whole messages out.
+//!
+//! - [`codec`](crate::codec): the line framer, the one of the tree ([`LineCodec`]);
+//! - [`sniff`](crate::sniff): lines read off a stream before a connection starts on it;
+//! - the reader (this module): reads and frames lines, parses each once, delivers responses
+//!   to their callers (`answers`) and hands requests (`requests`), notifications
+//!   (`notifications`) and batches (`batch`) to [dispatch](crate::Handler), in arrival
+//!   order.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -10,24 +18,26 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use crate::codec::{LineCodec, RawFrame};
+use crate::dispatch::handler::{Arrival, Handler};
 use crate::dispatch::{NotificationRun, Ordered, notification_worker};
 use crate::error::{CloseReason, Error, panic_message};
-use crate::handler::{Arrival, Handler};
 use crate::message::{
     BorrowedResponse, Message, Parsed, RequestId, message_over, message_text, parse_line,
     write_response,
 };
+use crate::observe::tap::{Direction, TapEvent};
 use crate::observe::{MessageEvent, MessageKind};
-use crate::outgoing::Peer;
-use crate::state::{ClosedWatch, Shared, lock};
-use crate::tap::{Direction, TapEvent};
+use crate::read::codec::{LineCodec, RawFrame};
 use crate::transport::Item;
+use crate::write::outgoing::Peer;
+use crate::write::state::{ClosedWatch, Shared, lock};
 
 mod answers;
 mod batch;
+pub mod codec;
 mod notifications;
 mod requests;
+pub mod sniff;
 
 const READ_CHUNK: usize = 64 * 1024;
 /// A read buffer grown past this (by a large line) is replaced by a small one once the
@@ -51,7 +61,7 @@ struct Reader {
     /// when the handler of the last request received has returned.
     last_request_done: Option<oneshot::Receiver<()>>,
     /// The batch whose elements are being read: answers go into it (see [`crate::batch`]).
-    batch: Option<Arc<crate::batch::Batch>>,
+    batch: Option<Arc<crate::dispatch::batch::Batch>>,
 }
 
 impl Reader {
@@ -196,13 +206,13 @@ impl Reader {
     /// Offers a request or notification to [`Handler::arrived`], in read order (a panic
     /// there is caught: the reader must survive it).
     fn arrived(&mut self, method: &str, id: Option<&RequestId>, params: Option<&str>) {
-        if tracing::enabled!(target: crate::flow::TARGET, tracing::Level::DEBUG) {
+        if tracing::enabled!(target: crate::observe::flow::TARGET, tracing::Level::DEBUG) {
             tracing::debug!(
-                target: crate::flow::TARGET,
+                target: crate::observe::flow::TARGET,
                 direction = "incoming",
                 method,
                 message_id = id.map(tracing::field::display),
-                session_id = params.and_then(crate::flow::session_id),
+                session_id = params.and_then(crate::observe::flow::session_id),
                 "received"
             );
         }
@@ -303,14 +313,18 @@ impl Reader {
             );
             self.arrived(method, None, Some(params));
             #[cfg(feature = "otel")]
-            let otel = crate::otel::incoming_notification(&self.shared.trace, method, Some(params));
+            let otel = crate::observe::otel::incoming_notification(
+                &self.shared.trace,
+                method,
+                Some(params),
+            );
             let run = NotificationRun::started(started);
             #[cfg(feature = "otel")]
             let run = run.with_otel(otel);
             return self.enqueue_notification(run).await;
         }
         if let Some(max) = self.shared.config.framing.batches
-            && crate::batch::is_batch(line)
+            && crate::dispatch::batch::is_batch(line)
         {
             return self.on_batch(line, max).await;
         }
@@ -398,7 +412,7 @@ impl Reader {
                 {
                     self.arrived(&n.method, None, Some(params));
                     #[cfg(feature = "otel")]
-                    let otel = crate::otel::incoming_notification(
+                    let otel = crate::observe::otel::incoming_notification(
                         &self.shared.trace,
                         &n.method,
                         Some(params),

@@ -1,3 +1,15 @@
+//! The observe stage: what a connection tells the world about its traffic, beside the
+//! pipeline (read, dispatch, write) at the points where messages pass.
+//!
+//! - this module: the [`Observer`] trait, one callback per message and one per finished
+//!   request, for metrics, dashboards or OpenTelemetry;
+//! - [`tap`]: every raw line in both directions;
+//! - [`flow`]: message-flow logging to `tracing`, always on;
+//! - [`record`]: the workspace's one wire record, what a recording tap writes;
+//! - `otel` (feature `otel`): W3C Trace Context across the wire and the engine's spans.
+//!
+//! # The observer
+//!
 //! Observing a connection: one callback per message and one per finished request, for
 //! metrics, dashboards or OpenTelemetry without a wire tap.
 //!
@@ -50,7 +62,13 @@ use std::time::{Duration, Instant};
 
 use crate::error::{ErrorCode, panic_message};
 use crate::message::RequestId;
-use crate::tap::Direction;
+use crate::observe::tap::Direction;
+
+pub mod flow;
+#[cfg(feature = "otel")]
+pub mod otel;
+pub mod record;
+pub mod tap;
 
 /// What kind of message an event is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -135,7 +153,7 @@ impl<'a> MessageEvent<'a> {
     /// when asked for, never by parsing; `None` without one or when it holds escapes.
     pub fn session_id(&self) -> Option<&'a str> {
         let text = std::str::from_utf8(self.text).ok()?;
-        crate::flow::session_id(text)
+        crate::observe::flow::session_id(text)
     }
 }
 

@@ -9,8 +9,8 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 // Defined with the wire record, which names its sides by it.
-pub use crate::record::Direction;
-use crate::record::{Record, Role};
+pub use crate::observe::record::Direction;
+use crate::observe::record::{Record, Role};
 
 /// What the tap sees.
 #[derive(Clone, Copy, Debug)]
@@ -51,7 +51,12 @@ pub fn recorder(role: Role) -> (WireTap, mpsc::UnboundedReceiver<Record>) {
         if let TapEvent::Line(direction, line) = event {
             // Numbered and sent under one lock: the receiver gets records in `seq` order.
             let mut next = crate::sync::lock(&seq);
-            let record = Record::line(crate::record::now(), role.dir(direction), *next, line);
+            let record = Record::line(
+                crate::observe::record::now(),
+                role.dir(direction),
+                *next,
+                line,
+            );
             *next += 1;
             let _ = tx.send(record);
         }
@@ -62,7 +67,7 @@ pub fn recorder(role: Role) -> (WireTap, mpsc::UnboundedReceiver<Record>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{AGENT_TO_CLIENT, CLIENT_TO_AGENT};
+    use crate::observe::record::{AGENT_TO_CLIENT, CLIENT_TO_AGENT};
 
     #[test]
     fn the_recorder_numbers_both_directions_and_names_them_by_role() {
