@@ -96,10 +96,10 @@ pub use handler::{
     Arrival, Handler, NotificationContext, RequestContext, ResponseWritten, StartedNotification,
 };
 pub use message::{Message, Notification, ParseFailure, Request, RequestId, Response};
-pub use observe::{MessageEvent, MessageKind, Observer, RequestEvent};
+pub use observe::{MessageEvent, MessageKind, Observer, Observers, RequestEvent};
 pub use outgoing::{CANCEL_METHOD, CallOptions, Peer};
 pub use params::{Params, deserialize_params, to_raw};
-pub use tap::{Direction, TapEvent, WireTap};
+pub use tap::{Direction, TapEvent};
 pub use write::reply::Reply;
 
 /// Re-exported so handlers can name it without depending on `async-trait` themselves.

@@ -1,18 +1,23 @@
-//! The wire tap: an optional callback that sees every raw line in both directions.
+//! The wire tap: observers of every raw line in both directions, what
+//! [`Observer::line`] is told.
 //!
 //! [`channel`] forwards the lines as they are; [`recorder`] turns them into the
-//! workspace's one wire record ([`crate::record`]), what `acp trace view` reads.
+//! workspace's one wire record ([`crate::record`]), what `acp trace view` reads;
+//! [`on_line`] makes an observer of any function of a line. Each is an
+//! [`Observer`]: install it with
+//! [`Config::with_observer`](crate::Config::with_observer), beside any other.
 
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
+use crate::observe::{Observer, SharedObserver};
 // Defined with the wire record, which names its sides by it.
 pub use crate::observe::record::Direction;
 use crate::observe::record::{Record, Role};
 
-/// What the tap sees.
+/// What a tap sees ([`Observer::line`]).
 #[derive(Clone, Copy, Debug)]
 pub enum TapEvent<'a> {
     /// A complete line (without its line end; after BOM and `\r` stripping for input).
@@ -24,14 +29,26 @@ pub enum TapEvent<'a> {
     },
 }
 
-/// A tap callback. It runs on the reader and writer tasks, so it must be quick.
-pub type WireTap = Arc<dyn Fn(TapEvent<'_>) + Send + Sync>;
+/// An observer of the raw lines only, made of a function ([`on_line`]).
+struct OnLine<F>(F);
 
-/// A tap that forwards every line (with its direction) to an unbounded channel.
+impl<F: Fn(TapEvent<'_>) + Send + Sync + 'static> Observer for OnLine<F> {
+    fn line(&self, event: TapEvent<'_>) {
+        (self.0)(event)
+    }
+}
+
+/// An observer that calls `f` with every raw line (and every skipped oversized one), and
+/// is told nothing else. It runs on the reader and writer tasks, so it must be quick.
+pub fn on_line(f: impl Fn(TapEvent<'_>) + Send + Sync + 'static) -> SharedObserver {
+    Arc::new(OnLine(f))
+}
+
+/// An observer that forwards every line (with its direction) to an unbounded channel.
 /// Oversized lines are not forwarded (there is no line to give).
-pub fn channel() -> (WireTap, mpsc::UnboundedReceiver<(Direction, Bytes)>) {
+pub fn channel() -> (SharedObserver, mpsc::UnboundedReceiver<(Direction, Bytes)>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let tap: WireTap = Arc::new(move |event: TapEvent<'_>| {
+    let tap = on_line(move |event: TapEvent<'_>| {
         if let TapEvent::Line(dir, line) = event {
             let _ = tx.send((dir, Bytes::copy_from_slice(line)));
         }
@@ -39,15 +56,15 @@ pub fn channel() -> (WireTap, mpsc::UnboundedReceiver<(Direction, Bytes)>) {
     (tap, rx)
 }
 
-/// A tap that records every line as a [`Record`] of the one wire format (`seq` numbering
-/// both directions in the order the tap saw them, `dir` named from `role`, the side this
-/// connection is), forwarded to an unbounded channel: the receiver must keep up (write the
-/// records out as they come, as `acp trace` does). Oversized lines are not recorded (there
-/// is no line to give).
-pub fn recorder(role: Role) -> (WireTap, mpsc::UnboundedReceiver<Record>) {
+/// An observer that records every line as a [`Record`] of the one wire format (`seq`
+/// numbering both directions in the order it saw them, `dir` named from `role`, the side
+/// this connection is), forwarded to an unbounded channel: the receiver must keep up
+/// (write the records out as they come, as `acp trace` does). Oversized lines are not
+/// recorded (there is no line to give).
+pub fn recorder(role: Role) -> (SharedObserver, mpsc::UnboundedReceiver<Record>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let seq = Mutex::new(0u64);
-    let tap: WireTap = Arc::new(move |event: TapEvent<'_>| {
+    let tap = on_line(move |event: TapEvent<'_>| {
         if let TapEvent::Line(direction, line) = event {
             // Numbered and sent under one lock: the receiver gets records in `seq` order.
             let mut next = crate::sync::lock(&seq);
@@ -72,9 +89,9 @@ mod tests {
     #[test]
     fn the_recorder_numbers_both_directions_and_names_them_by_role() {
         let (tap, mut rx) = recorder(Role::Client);
-        tap(TapEvent::Line(Direction::Outgoing, b"{\"id\":1}"));
-        tap(TapEvent::OversizedLine { len: 99 });
-        tap(TapEvent::Line(
+        tap.line(TapEvent::Line(Direction::Outgoing, b"{\"id\":1}"));
+        tap.line(TapEvent::OversizedLine { len: 99 });
+        tap.line(TapEvent::Line(
             Direction::Incoming,
             b"{\"id\":1,\"result\":null}",
         ));

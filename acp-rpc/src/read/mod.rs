@@ -245,10 +245,9 @@ impl Reader {
         }
     }
 
-    fn tap(&self, event: TapEvent<'_>) {
-        if let Some(tap) = &self.shared.config.tap {
-            tap(event);
-        }
+    /// Tells the observer, if any, about a raw line read.
+    fn line(&self, event: TapEvent<'_>) {
+        crate::observe::line(self.shared.config.observer.as_ref(), event);
     }
 
     async fn reply(&self, id: Option<&RequestId>, result: Result<Box<RawValue>, Error>) {
@@ -268,7 +267,7 @@ impl Reader {
     }
 
     async fn skip_invalid_utf8(&self) {
-        self.tap(TapEvent::Line(Direction::Incoming, b"<invalid UTF-8>"));
+        self.line(TapEvent::Line(Direction::Incoming, b"<invalid UTF-8>"));
         tracing::warn!("skipped a line that is not UTF-8");
         self.reply(None, Err(Error::parse_error("line is not valid UTF-8")))
             .await
@@ -278,7 +277,7 @@ impl Reader {
         match frame {
             RawFrame::Line(line) => self.on_line(&line).await,
             RawFrame::Oversized { len } => {
-                self.tap(TapEvent::OversizedLine { len });
+                self.line(TapEvent::OversizedLine { len });
                 self.observe(MessageKind::Invalid, None, None, len, b"");
                 tracing::warn!(len, "skipped an oversized line");
                 let max = self.shared.config.max_message_size;
@@ -298,7 +297,7 @@ impl Reader {
             self.observe(MessageKind::Invalid, None, None, line.len(), b"");
             return self.skip_invalid_utf8().await;
         };
-        self.tap(TapEvent::Line(Direction::Incoming, line.as_bytes()));
+        self.line(TapEvent::Line(Direction::Incoming, line.as_bytes()));
         if self.deliver_plain_response(line) {
             return;
         }
@@ -387,16 +386,18 @@ impl Reader {
 
     /// One message handed over as a value (by the engine at the other end of a memory
     /// pair): dispatched as a parsed line is, with no text read. Its text is written only
-    /// for the limit check near the limit, and for a tap or an observer when one is set.
+    /// for the limit check near the limit, and for an observer when one is set.
     async fn on_message(&mut self, message: Message) {
         let config = &self.shared.config;
         if let Some(len) = message_over(&config.framing, &message, config.max_message_size) {
             return self.on_frame(RawFrame::Oversized { len }).await;
         }
-        let text = (config.tap.is_some() || config.observer.is_some())
+        let text = config
+            .observer
+            .is_some()
             .then(|| message_text(&config.framing, &message));
         let text = text.as_deref().unwrap_or_default();
-        self.tap(TapEvent::Line(Direction::Incoming, text));
+        self.line(TapEvent::Line(Direction::Incoming, text));
         match message {
             Message::Request(req) => {
                 let (method, id) = (Some(req.method.as_str()), Some(&req.id));

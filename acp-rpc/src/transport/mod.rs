@@ -22,11 +22,11 @@
 //!
 //! A frame is the message's JSON text, without a line end (as [`bytes::Bytes`], so handing
 //! it on copies nothing); between two engines of a memory pair it is the message itself,
-//! written as text only for whoever needs the text (the tap and the observer, when one is
+//! written as text only for whoever needs the text (the observer, when one is
 //! set; a hand-driven end, [`MemoryEnd::into_port`]). Whatever the transport, the engine keeps the same guarantees:
 //! [`Config::max_message_size`](crate::Config::max_message_size) (an incoming frame over it,
 //! or a message value whose text would be, is answered like an over-long line and skipped), the ordering of
-//! [`concepts`](crate::concepts), the observer and the tap (told of each message once),
+//! [`concepts`](crate::concepts), the observer (told of each line and message once),
 //! backpressure (the channels are bounded; a peer that stops taking frames stalls the writer
 //! like a full pipe, and [`Config::write_stall_timeout`](crate::Config::write_stall_timeout)
 //! applies), and the end of input (the other side dropping its sender is EOF).
