@@ -162,8 +162,9 @@ impl<A2: crate::v2::Agent> Builder<Versions<NoV1, A2>> {
 }
 
 impl<S> Builder<S> {
-    /// The connection's configuration (limits, timeouts, wire tap, observer; see
-    /// [`acp_rpc::observe`] for the observer that is told about every message).
+    /// The connection's configuration (limits, timeouts, observers; see
+    /// [`acp_rpc::observe`] for the observer that is told about every line and message,
+    /// a wire trace's recorder among them).
     pub fn config(mut self, config: Config) -> Self {
         self.config = config;
         self

@@ -36,11 +36,11 @@
 //!
 //! The kit runs no JSON-RPC engine of its own: it talks to the agent through acp-rpc's, the
 //! one its client (an `acp_client::ClientConnection`) runs on, and watches every line
-//! through that engine's wire tap, where each is numbered and timed in one order for both
-//! directions (the order checks like "no update after the answer" need). The kit sends its
-//! own requests untyped, so it sees the exact answer (an error code, an `id: null`), and a
-//! deliberately broken line goes out through the engine's raw-send escape hatch
-//! (`acp_rpc::Peer::send_raw`). The agent's own requests go to the typed client. With
+//! through that engine's observer (its raw lines), where each is numbered and timed in one
+//! order for both directions (the order checks like "no update after the answer" need).
+//! The kit sends its own requests untyped, so it sees the exact answer (an error code, an
+//! `id: null`), and a deliberately broken line goes out through the engine's raw-send escape
+//! hatch (`acp_rpc::Peer::send_raw`). The agent's own requests go to the typed client. With
 //! [`Options::trace`] every line is also handed to a sink; [`TraceEvent::record`] turns it
 //! into the workspace's one wire record (`acp_rpc::record`), which `acp check --trace FILE`
 //! writes and `acp trace view` reads.

@@ -35,7 +35,6 @@
 //! left out.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use acp_client::fs::SandboxedFs;
@@ -394,7 +393,7 @@ async fn converse(
 ) -> Result<(), BoxError> {
     let mut config = Config::default();
     if wire {
-        config = config.with_tap(Arc::new(|event: TapEvent<'_>| {
+        config = config.with_observer(acp_rpc::tap::on_line(|event: TapEvent<'_>| {
             if let TapEvent::Line(direction, bytes) = event {
                 let arrow = match direction {
                     Direction::Outgoing => ">>",

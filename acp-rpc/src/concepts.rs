@@ -26,10 +26,23 @@
 //! with no line framing at all (a frame is read as a line is, from the envelope on).
 //! **Every guarantee on this page holds on every transport**: the message size limit (a
 //! frame over it is answered and skipped like an over-long line), the ordering, the
-//! observer and tap (told of each message once, in the same words), backpressure and the
-//! write stall timeout (the frame channels are bounded like a pipe), and the end of input
-//! (the other side dropping its sender is EOF). `tests/transport_conformance.rs` runs the
-//! same checks on all three.
+//! observer (told of each line and each message once, in the same words), backpressure
+//! and the write stall timeout (the frame channels are bounded like a pipe), and the end
+//! of input (the other side dropping its sender is EOF). `tests/transport_conformance.rs`
+//! runs the same checks on all three.
+//!
+//! # Observing
+//!
+//! A connection has one observer slot,
+//! [`Config::observer`](crate::Config::observer): an [`Observer`](crate::Observer), or
+//! several as one ([`Observers`](crate::Observers); each
+//! [`Config::with_observer`](crate::Config::with_observer) adds one). It is told every raw
+//! line as it crossed the wire, every message and every finished request, by the reader
+//! and the writer as they pass them; a wire trace
+//! ([`tap::recorder`](crate::tap::recorder)), a channel of lines and metrics are all
+//! observers. Message-flow logging ([`flow`](crate::flow), `tracing`) is built in beside
+//! it and always on (cheap when its level is off). Without an observer the engine pays one
+//! `Option` check per line, message and request.
 //!
 //! # Ids and directions
 //!
@@ -58,7 +71,7 @@
 //! # Ordering
 //!
 //! The engine keeps order itself, on every transport; nothing above it need read wire
-//! lines to keep it (taps are for logging and tracing). Four guarantees:
+//! lines to keep it (an observer's lines are for logging and tracing). Four guarantees:
 //!
 //! 1. **Notifications before answers.** The response to one of our requests is delivered
 //!    to its caller only after the handlers of all notifications that arrived *before* it

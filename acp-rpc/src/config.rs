@@ -1,4 +1,4 @@
-//! Connection configuration: limits, timeouts, the wire tap, the observer and the framing
+//! Connection configuration: limits, timeouts, the observer and the framing
 //! knobs ([`Framing`], defined in its own module so that the message layer, which reads it,
 //! does not depend on the observer this module names).
 
@@ -7,8 +7,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use crate::barrier::WriteBarrier;
-use crate::observe::SharedObserver;
-use crate::tap::WireTap;
+use crate::observe::{Observers, SharedObserver};
 
 /// Default maximum size of one message (one line), 64 MiB.
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 * 1024 * 1024;
@@ -69,9 +68,9 @@ pub struct Config {
     pub write_stall_timeout: Option<Duration>,
     /// How messages are framed on this wire (strict JSON-RPC 2.0 by default).
     pub framing: Framing,
-    /// Optional wire tap receiving every raw line in both directions.
-    pub tap: Option<WireTap>,
-    /// Optional observer told about every message and every finished request (see
+    /// Optional observer told about every raw line, every message and every finished
+    /// request: the connection's one observer slot, holding one or, through
+    /// [`Config::with_observer`] called again, an [`Observers`] of several (see
     /// [`crate::observe`]). Default `None`: no clock read, no call.
     pub observer: Option<SharedObserver>,
     /// When set, the id of the first outgoing request, overriding
@@ -107,7 +106,6 @@ impl Default for Config {
             shutdown_flush_timeout: Duration::from_secs(1),
             write_stall_timeout: Some(Duration::from_secs(30)),
             framing: Framing::default(),
-            tap: None,
             observer: None,
             first_request_id: None,
             sequential_requests: false,
@@ -130,7 +128,6 @@ impl std::fmt::Debug for Config {
             .field("shutdown_flush_timeout", &self.shutdown_flush_timeout)
             .field("write_stall_timeout", &self.write_stall_timeout)
             .field("framing", &self.framing)
-            .field("tap", &self.tap.is_some())
             .field("observer", &self.observer.is_some())
             .field("first_request_id", &self.first_request_id)
             .field("sequential_requests", &self.sequential_requests)
@@ -218,16 +215,16 @@ impl Config {
         self.sequential_requests = yes;
         self
     }
-    /// Sets [`Config::tap`].
-    #[must_use]
-    pub fn with_tap(mut self, tap: WireTap) -> Self {
-        self.tap = Some(tap);
-        self
-    }
-    /// Sets [`Config::observer`].
+    /// Adds an observer ([`Config::observer`]): the first is installed as it is; with one
+    /// set already, both are, in an [`Observers`] that tells the earlier one first. A wire
+    /// tap ([`crate::tap::recorder`], [`crate::tap::channel`], [`crate::tap::on_line`]) is
+    /// an observer like any other.
     #[must_use]
     pub fn with_observer(mut self, observer: SharedObserver) -> Self {
-        self.observer = Some(observer);
+        self.observer = match self.observer.take() {
+            Some(first) => Observers::new().with(first).with(observer).into_shared(),
+            None => Some(observer),
+        };
         self
     }
     /// Adds a [`Config::write_barrier`]. A barrier set already stays, and is flushed

@@ -8,12 +8,12 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::dispatch::handler::Handler;
 use crate::error::CloseReason;
-use crate::handler::Handler;
-use crate::outgoing::Peer;
-use crate::state::{FrameSizeHint, PendingMap, Shared};
 use crate::transport::{Halves, Inner, Transport};
-use crate::write_side::{Sink, WriteSide};
+use crate::write::outgoing::Peer;
+use crate::write::side::{Sink, WriteSide};
+use crate::write::state::{FrameSizeHint, PendingMap, Shared};
 
 /// A running JSON-RPC connection over a reader/writer pair.
 ///
@@ -50,8 +50,8 @@ impl Connection {
     {
         let (shared, out_rx) = Self::shared(Sink::Bytes(Box::pin(writer)), false, config);
         let peer = Peer::new(shared.clone());
-        tokio::spawn(crate::writer::write_loop(out_rx, shared.clone()));
-        tokio::spawn(crate::reader::read_loop(
+        tokio::spawn(crate::write::write_loop(out_rx, shared.clone()));
+        tokio::spawn(crate::read::read_loop(
             reader,
             shared,
             handler,
@@ -82,8 +82,8 @@ impl Connection {
             } => {
                 let (shared, out_rx) = Self::shared(Sink::frames(outgoing, values), values, config);
                 let peer = Peer::new(shared.clone());
-                tokio::spawn(crate::writer::write_loop(out_rx, shared.clone()));
-                tokio::spawn(crate::reader::read_frames(
+                tokio::spawn(crate::write::write_loop(out_rx, shared.clone()));
+                tokio::spawn(crate::read::read_frames(
                     incoming,
                     shared,
                     handler,
@@ -98,7 +98,7 @@ impl Connection {
         writer: Sink,
         values: bool,
         config: Config,
-    ) -> (Arc<Shared>, mpsc::Receiver<crate::queued::Outgoing>) {
+    ) -> (Arc<Shared>, mpsc::Receiver<crate::write::queued::Outgoing>) {
         let (out_tx, out_rx) = mpsc::channel(config.outgoing_queue);
         let first_id = config
             .first_request_id
@@ -157,4 +157,17 @@ impl Connection {
     pub fn close(&self) {
         self.peer.close();
     }
+}
+
+/// Closes each of the two connections as soon as the other one ends, so neither outlives
+/// the other (public as `acp_rpc::memory::tie`, beside the in-memory pipe two connections
+/// run back to back on). Must be called within a Tokio runtime.
+pub fn tie(a: &Peer, b: &Peer) {
+    let (a, b) = (a.clone(), b.clone());
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = a.closed() => b.close(),
+            _ = b.closed() => a.close(),
+        }
+    });
 }

@@ -31,41 +31,61 @@
 //! ```
 //!
 //! See [`concepts`] for framing, the ordering guarantee, cancellation, errors and limits.
+//!
+//! # Layout: the pipeline
+//!
+//! The source is grouped by the stage a message passes through, in folders:
+//!
+//! | folder | stage | public as |
+//! | --- | --- | --- |
+//! | `read/` | the reader (answers, requests, notifications, batch lines), the line framer, the sniffer | [`codec`], [`sniff`] |
+//! | `dispatch/` | requests on tasks, the ordered notification worker, the [`Handler`], a batch's answers | [`handler`] |
+//! | `write/` | the [`Peer`] and our calls (typed, raw), the queue, the writer and its buffer, the shared state | [`outgoing`] |
+//! | `transport/` | the [`Transport`](transport::Transport) seam: lines, the memory pair, the frame adapter; stdio, the byte pipe | [`transport`], [`stdio`], [`memory`] |
+//! | `observe/` | the [`Observer`] (raw lines, messages, requests), flow logging, the wire record, OpenTelemetry | [`observe`], [`tap`], [`flow`], [`record`], `otel` |
+//!
+//! Each stage imports only the ones after it (read, dispatch, write, transport) and
+//! `observe/`, never one before it. At the root stays what every stage shares: the
+//! [`message`] envelope and its one-pass [`envelope`] reader, [`error`], [`params`],
+//! [`config`] (with [`Framing`] in `framing.rs` and the write [`barrier`] it holds),
+//! [`sync`], and the [`connection`] that wires the stages together.
 
 #![deny(missing_docs)]
 
 pub mod barrier;
-mod batch;
-pub mod codec;
 pub mod concepts;
 pub mod config;
 pub mod connection;
 mod dispatch;
 pub mod envelope;
 pub mod error;
-pub mod flow;
 mod framing;
-pub mod handler;
-pub mod memory;
 pub mod message;
 pub mod observe;
-#[cfg(feature = "otel")]
-pub mod otel;
-pub mod outgoing;
 pub mod params;
-mod queued;
-mod reader;
-pub mod record;
-mod reply;
-pub mod sniff;
-mod state;
-pub mod stdio;
+mod read;
 pub mod sync;
-pub mod tap;
 pub mod transport;
-mod typed;
-mod write_side;
-mod writer;
+mod write;
+
+pub use dispatch::handler;
+#[cfg(feature = "otel")]
+pub use observe::otel;
+pub use observe::{flow, record, tap};
+pub use read::{codec, sniff};
+pub use transport::stdio;
+pub use write::outgoing;
+
+/// In-process plumbing for running connections back to back: an in-memory
+/// [`pipe`](crate::memory::pipe) and [`tie`](crate::memory::tie), which ends each of two connections when the other ends. The legacy adapters of
+/// acp-agent and acp-client run a v1 connection on one end of a pipe and a translating
+/// connection on the other. (The pipe is the transport stage's, the tie the connection's.)
+pub mod memory {
+    #[doc(inline)]
+    pub use crate::connection::tie;
+    #[doc(inline)]
+    pub use crate::transport::pipe::{PIPE_BUFFER, PipeEnd, pipe};
+}
 
 pub use barrier::WriteBarrier;
 pub use codec::{Frame, LineCodec, LineReader};
@@ -76,11 +96,11 @@ pub use handler::{
     Arrival, Handler, NotificationContext, RequestContext, ResponseWritten, StartedNotification,
 };
 pub use message::{Message, Notification, ParseFailure, Request, RequestId, Response};
-pub use observe::{MessageEvent, MessageKind, Observer, RequestEvent};
+pub use observe::{MessageEvent, MessageKind, Observer, Observers, RequestEvent};
 pub use outgoing::{CANCEL_METHOD, CallOptions, Peer};
 pub use params::{Params, deserialize_params, to_raw};
-pub use reply::Reply;
-pub use tap::{Direction, TapEvent, WireTap};
+pub use tap::{Direction, TapEvent};
+pub use write::reply::Reply;
 
 /// Re-exported so handlers can name it without depending on `async-trait` themselves.
 pub use async_trait::async_trait;

@@ -6,16 +6,17 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use acp_rpc::{CallOptions, Config, Direction, ErrorCode, TapEvent, WireTap};
+use acp_rpc::observe::SharedObserver;
+use acp_rpc::{CallOptions, Config, Direction, ErrorCode, TapEvent};
 use common::{RawPeer, TestHandler, pair};
 use serde_json::{Value, json};
 
 type Lines = Arc<Mutex<Vec<(Direction, Value)>>>;
 
-fn line_tap() -> (WireTap, Lines) {
+fn line_tap() -> (SharedObserver, Lines) {
     let lines = Arc::new(Mutex::new(Vec::new()));
     let l = lines.clone();
-    let tap: WireTap = Arc::new(move |e: TapEvent<'_>| {
+    let tap = acp_rpc::tap::on_line(move |e: TapEvent<'_>| {
         if let TapEvent::Line(dir, line) = e {
             l.lock()
                 .unwrap()
@@ -31,7 +32,7 @@ async fn dropping_an_outgoing_request_cancels_the_peer_handler_which_answers_min
     let (server, mut cancelled) = TestHandler::with_cancel_channel();
     let (a, _b) = pair(
         TestHandler::new(),
-        Config::default().with_tap(tap),
+        Config::default().with_observer(tap),
         server,
         Config::default(),
     );
@@ -177,7 +178,7 @@ async fn cancel_on_drop_can_be_turned_off_per_call() {
     let (tap, lines) = line_tap();
     let (a, _b) = pair(
         TestHandler::new(),
-        Config::default().with_tap(tap),
+        Config::default().with_observer(tap),
         TestHandler::new(),
         Config::default(),
     );

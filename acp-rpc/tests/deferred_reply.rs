@@ -63,7 +63,7 @@ async fn deferred_results_are_written_once_each_and_failures_answer_32603() {
     let (x, y) = tokio::io::duplex(64 * 1024);
     let (xr, xw) = tokio::io::split(x);
     let (yr, mut yw) = tokio::io::split(y);
-    let _conn = Connection::new(xr, xw, Deferred, Config::default().with_tap(tap));
+    let _conn = Connection::new(xr, xw, Deferred, Config::default().with_observer(tap));
     let mut lines = BufReader::new(yr).lines();
     for (id, method) in ["value", "raw", "fails", "panics", "value"]
         .iter()

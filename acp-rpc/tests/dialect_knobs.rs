@@ -88,7 +88,8 @@ async fn the_same_id_in_both_directions_is_two_different_requests() {
 #[tokio::test]
 async fn the_wire_tap_sees_every_line_in_both_directions() {
     let (tap, mut lines) = acp_rpc::tap::channel();
-    let (_conn, mut raw) = RawPeer::connect(TestHandler::new(), Config::default().with_tap(tap));
+    let (_conn, mut raw) =
+        RawPeer::connect(TestHandler::new(), Config::default().with_observer(tap));
     raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"echo\",\"params\":1}\r\n")
         .await;
     raw.line().await.unwrap();
@@ -174,7 +175,8 @@ async fn the_legacy_presets_frame_requests_as_their_peers_did() {
 #[tokio::test]
 async fn line_breaks_in_a_raw_result_do_not_break_framing() {
     let (tap, mut lines) = acp_rpc::tap::channel();
-    let (_conn, mut raw) = RawPeer::connect(TestHandler::new(), Config::default().with_tap(tap));
+    let (_conn, mut raw) =
+        RawPeer::connect(TestHandler::new(), Config::default().with_observer(tap));
     raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"pretty\"}\n")
         .await;
     raw.send(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"echo\",\"params\":2}\n")

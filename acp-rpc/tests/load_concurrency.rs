@@ -8,16 +8,17 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use acp_rpc::{Config, Direction, Peer, TapEvent, WireTap};
+use acp_rpc::observe::SharedObserver;
+use acp_rpc::{Config, Direction, Peer, TapEvent};
 use common::{TestHandler, pair};
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
 /// A tap recording the id of every response written, to prove "exactly once".
-fn response_tap() -> (WireTap, Arc<Mutex<Vec<Value>>>) {
+fn response_tap() -> (SharedObserver, Arc<Mutex<Vec<Value>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
-    let tap: WireTap = Arc::new(move |e: TapEvent<'_>| {
+    let tap = acp_rpc::tap::on_line(move |e: TapEvent<'_>| {
         if let TapEvent::Line(Direction::Outgoing, line) = e {
             let v: Value = serde_json::from_slice(line).unwrap();
             if v.get("method").is_none() {
@@ -48,9 +49,9 @@ async fn ten_thousand_concurrent_requests_each_way_are_each_answered_once_with_t
     let (tap_b, responses_b) = response_tap();
     let (a, b) = pair(
         TestHandler::new(),
-        Config::default().with_tap(tap_a),
+        Config::default().with_observer(tap_a),
         TestHandler::new(),
-        Config::default().with_tap(tap_b),
+        Config::default().with_observer(tap_b),
     );
     let mut from_a = flood(a.peer().clone(), N, "a");
     let mut from_b = flood(b.peer().clone(), N, "b");

@@ -395,7 +395,7 @@ async fn the_tap_and_the_observer_see_the_same_text_on_every_transport() {
     for kind in ALL {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let tapped = lines.clone();
-        let tap: acp_rpc::WireTap = Arc::new(move |event: TapEvent<'_>| {
+        let tap = acp_rpc::tap::on_line(move |event: TapEvent<'_>| {
             if let TapEvent::Line(direction, line) = event {
                 tapped.lock().unwrap().push((direction, line.to_vec()));
             }
@@ -403,7 +403,7 @@ async fn the_tap_and_the_observer_see_the_same_text_on_every_transport() {
         let sizes = Arc::new(Sizes::default());
         let (a, _b) = engines(
             kind,
-            (Recorder::default(), Config::default().with_tap(tap)),
+            (Recorder::default(), Config::default().with_observer(tap)),
             (
                 Recorder::default(),
                 Config::default().with_observer(sizes.clone()),

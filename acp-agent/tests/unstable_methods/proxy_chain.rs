@@ -73,7 +73,7 @@ fn pipe() -> (End, End) {
 /// Records every line of one hop of the conductor, tagged with the hop's index.
 fn tapped(hop: usize, lines: &Lines) -> Config {
     let lines = lines.clone();
-    Config::default().with_tap(Arc::new(move |event| {
+    Config::default().with_observer(acp_rpc::tap::on_line(move |event| {
         if let acp_rpc::TapEvent::Line(dir, line) = event {
             let value = serde_json::from_slice(line).expect("every line is JSON");
             lines.lock().unwrap().push((hop, dir, value));

@@ -3,8 +3,8 @@
 //! The connection is the engine of `acp-rpc`, serving the kit's client (files, permissions,
 //! terminals) through `acp_client::ClientConnection`: it frames lines (bounded), keeps the
 //! ids and the pending map, matches answers and writes every line whole and in order. The
-//! kit watches through the engine's wire tap: every line of both directions is numbered,
-//! timed and recorded in a [`Log`] there, and the agent's messages are validated against the
+//! kit watches through the engine's observer, a tap of its raw lines: every line of both
+//! directions is numbered, timed and recorded in a [`Log`] there, and the agent's messages are validated against the
 //! types of the version the connection speaks (v1, or v2 with the kit's v2 client). The kit's own requests go through the engine untyped ([`Wire::call`]): a check
 //! needs the exact answer (the error code, the whole message), which the tap records for
 //! the request's id. Bad input the engine would never write (a malformed line) leaves
@@ -106,7 +106,8 @@ impl Shared {
         (seq, at)
     }
 
-    /// The engine's wire tap: every line of both directions, as it is read or written.
+    /// The engine's raw lines (its observer's [`Observer::line`](acp_rpc::Observer::line)):
+    /// every line of both directions, as it is read or written.
     fn on_tap(&self, event: TapEvent<'_>) {
         match event {
             TapEvent::Line(Direction::Outgoing, line) => self.on_sent(line),
@@ -270,7 +271,9 @@ impl Wire {
             .with_cancel_on_drop(false)
             .with_write_stall_timeout(None)
             .with_first_request_id(first_id)
-            .with_tap(Arc::new(move |event: TapEvent<'_>| tap.on_tap(event)));
+            .with_observer(acp_rpc::tap::on_line(move |event: TapEvent<'_>| {
+                tap.on_tap(event)
+            }));
         let client = match client {
             WireClient::V1(client) => Link::V1(
                 acp_client::Builder::shared(client)

@@ -20,7 +20,7 @@ pub struct MemoryEnd {
 /// The engines hand each other their messages as values: requests, notifications and
 /// answers cross with their envelope already parsed (params and results stay raw JSON, the
 /// engine's currency), so neither writes the envelope as text nor parses it again. Text is
-/// written only for a tap or an observer that asks for it, and for an end driven by hand
+/// written only for an observer that asks for it, and for an end driven by hand
 /// ([`MemoryEnd::into_port`]).
 pub fn memory_pair(capacity: usize) -> (MemoryEnd, MemoryEnd) {
     let capacity = capacity.max(1);

@@ -16,13 +16,17 @@
 //! - [`frame_adapter`]: a [`FrameAdapter`] the engine runs on and a [`FramePort`] for code
 //!   that carries frames itself (a WebSocket message or an HTTP body per JSON-RPC message).
 //!
+//! Beside them, the byte streams the line transport runs on: [`stdio`] (this
+//! process's stdin and stdout without a hop through tokio's thread pool) and
+//! [`pipe`](crate::memory::pipe) (an in-memory byte pipe, `acp_rpc::memory`).
+//!
 //! A frame is the message's JSON text, without a line end (as [`bytes::Bytes`], so handing
 //! it on copies nothing); between two engines of a memory pair it is the message itself,
-//! written as text only for whoever needs the text (the tap and the observer, when one is
+//! written as text only for whoever needs the text (the observer, when one is
 //! set; a hand-driven end, [`MemoryEnd::into_port`]). Whatever the transport, the engine keeps the same guarantees:
 //! [`Config::max_message_size`](crate::Config::max_message_size) (an incoming frame over it,
 //! or a message value whose text would be, is answered like an over-long line and skipped), the ordering of
-//! [`concepts`](crate::concepts), the observer and the tap (told of each message once),
+//! [`concepts`](crate::concepts), the observer (told of each line and message once),
 //! backpressure (the channels are bounded; a peer that stops taking frames stalls the writer
 //! like a full pipe, and [`Config::write_stall_timeout`](crate::Config::write_stall_timeout)
 //! applies), and the end of input (the other side dropping its sender is EOF).
@@ -58,6 +62,8 @@
 
 mod frames;
 mod memory;
+pub mod pipe;
+pub mod stdio;
 
 use std::pin::Pin;
 

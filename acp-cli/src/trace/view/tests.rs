@@ -203,7 +203,7 @@ mod producers {
         let (tap, mut rx) = acp_rpc::tap::recorder(Role::Client);
         let (ours, theirs) = tokio::io::duplex(4096);
         let (r, w) = tokio::io::split(ours);
-        let client = Connection::new(r, w, Echo, Config::default().with_tap(tap));
+        let client = Connection::new(r, w, Echo, Config::default().with_observer(tap));
         let (r, w) = tokio::io::split(theirs);
         let _agent = Connection::new(r, w, Echo, Config::default());
         let answer: serde_json::Value = client

@@ -1,16 +1,34 @@
-//! Observing a connection: one callback per message and one per finished request, for
-//! metrics, dashboards or OpenTelemetry without a wire tap.
+//! The observe stage: what a connection tells the world about its traffic, beside the
+//! pipeline (read, dispatch, write) at the points where messages pass.
 //!
-//! Install an [`Observer`] with [`Config::with_observer`](crate::Config::with_observer). The
-//! engine tells it about every message it reads or writes ([`Observer::message`]: direction,
-//! kind, method, id, size in bytes, time, and the session id on demand) and about every
-//! request when its answer is known ([`Observer::request`]: method, latency, outcome), both
-//! for the requests the peer sends us and for the ones we send. The [`crate::flow`] spans stay
-//! the logging face; the observer is the counting face.
+//! - this module: the [`Observer`] trait, the one way to watch a connection (raw lines,
+//!   messages, finished requests), and [`Observers`], several as one;
+//! - [`tap`]: observers of the raw lines ([`tap::channel`], [`tap::recorder`],
+//!   [`tap::on_line`]);
+//! - [`flow`]: message-flow logging to `tracing`, always on;
+//! - [`record`]: the workspace's one wire record, what [`tap::recorder`] writes;
+//! - `otel` (feature `otel`): W3C Trace Context across the wire and the engine's spans.
 //!
-//! Cost: without an observer, one `Option` check per message and per request. With one, a
-//! clock read per event and the callback itself; nothing is parsed again for it (the session
-//! id is looked for in the text only when [`MessageEvent::session_id`] is called).
+//! # The observer
+//!
+//! Observing a connection: one callback per raw line, one per message and one per finished
+//! request, for wire traces, metrics, dashboards or OpenTelemetry.
+//!
+//! Install an [`Observer`] with [`Config::with_observer`](crate::Config::with_observer); a
+//! second call adds one more (the connection's one observer slot then holds an
+//! [`Observers`], which tells each in the order they were added). The engine tells it about
+//! every line it reads or writes, as it crossed the wire ([`Observer::line`]: a recorder, a
+//! log of the raw traffic), every message ([`Observer::message`]: direction, kind, method,
+//! id, size in bytes, time, and the session id on demand) and every request when its answer
+//! is known ([`Observer::request`]: method, latency, outcome), both for the requests the
+//! peer sends us and for the ones we send. For one message the line comes first, then the
+//! message. The [`crate::flow`] spans stay the logging face, built in and always on (cheap
+//! when their level is off); the observer is the counting and recording face.
+//!
+//! Cost: without an observer, one `Option` check per line, per message and per request.
+//! With one, a clock read per event and the callbacks themselves (a callback an observer
+//! does not implement is an empty call); nothing is parsed again for it (the session id is
+//! looked for in the text only when [`MessageEvent::session_id`] is called).
 //!
 //! The callbacks run on the connection's reader and writer tasks (and on request tasks):
 //! keep them quick (atomic counters, a bounded channel send), never block in them. A panic in
@@ -40,8 +58,12 @@
 //! }
 //!
 //! let counts = Arc::new(Counts::default());
-//! let config = Config::default().with_observer(counts.clone());
-//! # let _ = config;
+//! // And a trace of the wire: every line as a record of `acp trace`'s format.
+//! let (recorder, records) = acp_rpc::tap::recorder(acp_rpc::record::Role::Client);
+//! let config = Config::default()
+//!     .with_observer(counts.clone())
+//!     .with_observer(recorder);
+//! # let _ = (config, records);
 //! ```
 
 use std::panic::AssertUnwindSafe;
@@ -50,7 +72,16 @@ use std::time::{Duration, Instant};
 
 use crate::error::{ErrorCode, panic_message};
 use crate::message::RequestId;
-use crate::tap::Direction;
+use crate::observe::tap::{Direction, TapEvent};
+
+mod fanout;
+pub mod flow;
+#[cfg(feature = "otel")]
+pub mod otel;
+pub mod record;
+pub mod tap;
+
+pub use fanout::Observers;
 
 /// What kind of message an event is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -135,7 +166,7 @@ impl<'a> MessageEvent<'a> {
     /// when asked for, never by parsing; `None` without one or when it holds escapes.
     pub fn session_id(&self) -> Option<&'a str> {
         let text = std::str::from_utf8(self.text).ok()?;
-        crate::flow::session_id(text)
+        crate::observe::flow::session_id(text)
     }
 }
 
@@ -179,8 +210,16 @@ impl<'a> RequestEvent<'a> {
     }
 }
 
-/// Receives a connection's events. Both methods default to doing nothing.
+/// Receives a connection's events. Every method defaults to doing nothing.
 pub trait Observer: Send + Sync + 'static {
+    /// A raw line was read or is being written, as it crossed the wire (without its line
+    /// end; after BOM and `\r` stripping for input), or an incoming line over the limit was
+    /// skipped. Every line is told, those the engine does not take as a message too (one
+    /// that is not JSON, a [raw send](crate::Peer::send_raw)); a line that is not UTF-8 is
+    /// told as `<invalid UTF-8>`.
+    fn line(&self, event: TapEvent<'_>) {
+        let _ = event;
+    }
     /// A message was read or is being written.
     fn message(&self, event: &MessageEvent<'_>) {
         let _ = event;
@@ -206,6 +245,22 @@ pub(crate) fn sent(
     if let Some(observer) = observer {
         let event = MessageEvent::new(Direction::Outgoing, kind, method, id, line.len(), line);
         message(&**observer, &event);
+    }
+}
+
+/// Tells `observer` (a connection's [`Config::observer`](crate::Config::observer)), if
+/// any, about a raw line, catching a panic (the connection must survive it).
+#[inline]
+pub(crate) fn line(observer: Option<&SharedObserver>, event: TapEvent<'_>) {
+    if let Some(observer) = observer {
+        line_to(&**observer, event);
+    }
+}
+
+/// Calls `observer` with a raw line, catching a panic.
+pub(crate) fn line_to(observer: &dyn Observer, event: TapEvent<'_>) {
+    if let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(|| observer.line(event))) {
+        tracing::error!(panic = %panic_message(&panic), "observer panicked");
     }
 }
 

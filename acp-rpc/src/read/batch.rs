@@ -1,7 +1,7 @@
 //! A batch line, handed on element by element in array order (see [`crate::batch`]).
 
 use super::Reader;
-use crate::batch::{Batch, is_batch, split};
+use crate::dispatch::batch::{Batch, is_batch, split};
 use crate::error::Error;
 
 impl Reader {

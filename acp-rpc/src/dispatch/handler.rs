@@ -12,9 +12,9 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::error::Error;
 use crate::message::RequestId;
-use crate::outgoing::Peer;
 use crate::params::Params;
-use crate::state::{Shared, Slot, lock};
+use crate::write::outgoing::Peer;
+use crate::write::state::{Shared, Slot, lock};
 
 /// Serves incoming requests and notifications.
 ///
@@ -175,7 +175,7 @@ pub struct Arrival<'a> {
     pub params: Option<&'a str>,
 }
 
-pub use crate::reply::Reply;
+pub use crate::write::reply::Reply;
 
 /// A handler that serves nothing: every request gets `-32601`.
 #[async_trait]

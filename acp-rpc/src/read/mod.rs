@@ -1,5 +1,13 @@
-//! The reader: reads and frames lines, parses each once, delivers responses to their
-//! callers and hands requests and notifications to dispatch, in arrival order.
+//! The read stage, the first of the pipeline (read, dispatch, write, over a
+//! [transport](crate::transport), told to the [observer](crate::observe)): bytes or frames
+//! in, whole messages out.
+//!
+//! - [`codec`](crate::codec): the line framer, the one of the tree ([`LineCodec`]);
+//! - [`sniff`](crate::sniff): lines read off a stream before a connection starts on it;
+//! - the reader (this module): reads and frames lines, parses each once, delivers responses
+//!   to their callers (`answers`) and hands requests (`requests`), notifications
+//!   (`notifications`) and batches (`batch`) to [dispatch](crate::Handler), in arrival
+//!   order.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -10,24 +18,26 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use crate::codec::{LineCodec, RawFrame};
+use crate::dispatch::handler::{Arrival, Handler};
 use crate::dispatch::{NotificationRun, Ordered, notification_worker};
 use crate::error::{CloseReason, Error, panic_message};
-use crate::handler::{Arrival, Handler};
 use crate::message::{
     BorrowedResponse, Message, Parsed, RequestId, message_over, message_text, parse_line,
     write_response,
 };
+use crate::observe::tap::{Direction, TapEvent};
 use crate::observe::{MessageEvent, MessageKind};
-use crate::outgoing::Peer;
-use crate::state::{ClosedWatch, Shared, lock};
-use crate::tap::{Direction, TapEvent};
+use crate::read::codec::{LineCodec, RawFrame};
 use crate::transport::Item;
+use crate::write::outgoing::Peer;
+use crate::write::state::{ClosedWatch, Shared, lock};
 
 mod answers;
 mod batch;
+pub mod codec;
 mod notifications;
 mod requests;
+pub mod sniff;
 
 const READ_CHUNK: usize = 64 * 1024;
 /// A read buffer grown past this (by a large line) is replaced by a small one once the
@@ -51,7 +61,7 @@ struct Reader {
     /// when the handler of the last request received has returned.
     last_request_done: Option<oneshot::Receiver<()>>,
     /// The batch whose elements are being read: answers go into it (see [`crate::batch`]).
-    batch: Option<Arc<crate::batch::Batch>>,
+    batch: Option<Arc<crate::dispatch::batch::Batch>>,
 }
 
 impl Reader {
@@ -196,13 +206,13 @@ impl Reader {
     /// Offers a request or notification to [`Handler::arrived`], in read order (a panic
     /// there is caught: the reader must survive it).
     fn arrived(&mut self, method: &str, id: Option<&RequestId>, params: Option<&str>) {
-        if tracing::enabled!(target: crate::flow::TARGET, tracing::Level::DEBUG) {
+        if tracing::enabled!(target: crate::observe::flow::TARGET, tracing::Level::DEBUG) {
             tracing::debug!(
-                target: crate::flow::TARGET,
+                target: crate::observe::flow::TARGET,
                 direction = "incoming",
                 method,
                 message_id = id.map(tracing::field::display),
-                session_id = params.and_then(crate::flow::session_id),
+                session_id = params.and_then(crate::observe::flow::session_id),
                 "received"
             );
         }
@@ -235,10 +245,9 @@ impl Reader {
         }
     }
 
-    fn tap(&self, event: TapEvent<'_>) {
-        if let Some(tap) = &self.shared.config.tap {
-            tap(event);
-        }
+    /// Tells the observer, if any, about a raw line read.
+    fn line(&self, event: TapEvent<'_>) {
+        crate::observe::line(self.shared.config.observer.as_ref(), event);
     }
 
     async fn reply(&self, id: Option<&RequestId>, result: Result<Box<RawValue>, Error>) {
@@ -258,7 +267,7 @@ impl Reader {
     }
 
     async fn skip_invalid_utf8(&self) {
-        self.tap(TapEvent::Line(Direction::Incoming, b"<invalid UTF-8>"));
+        self.line(TapEvent::Line(Direction::Incoming, b"<invalid UTF-8>"));
         tracing::warn!("skipped a line that is not UTF-8");
         self.reply(None, Err(Error::parse_error("line is not valid UTF-8")))
             .await
@@ -268,7 +277,7 @@ impl Reader {
         match frame {
             RawFrame::Line(line) => self.on_line(&line).await,
             RawFrame::Oversized { len } => {
-                self.tap(TapEvent::OversizedLine { len });
+                self.line(TapEvent::OversizedLine { len });
                 self.observe(MessageKind::Invalid, None, None, len, b"");
                 tracing::warn!(len, "skipped an oversized line");
                 let max = self.shared.config.max_message_size;
@@ -288,7 +297,7 @@ impl Reader {
             self.observe(MessageKind::Invalid, None, None, line.len(), b"");
             return self.skip_invalid_utf8().await;
         };
-        self.tap(TapEvent::Line(Direction::Incoming, line.as_bytes()));
+        self.line(TapEvent::Line(Direction::Incoming, line.as_bytes()));
         if self.deliver_plain_response(line) {
             return;
         }
@@ -303,14 +312,18 @@ impl Reader {
             );
             self.arrived(method, None, Some(params));
             #[cfg(feature = "otel")]
-            let otel = crate::otel::incoming_notification(&self.shared.trace, method, Some(params));
+            let otel = crate::observe::otel::incoming_notification(
+                &self.shared.trace,
+                method,
+                Some(params),
+            );
             let run = NotificationRun::started(started);
             #[cfg(feature = "otel")]
             let run = run.with_otel(otel);
             return self.enqueue_notification(run).await;
         }
         if let Some(max) = self.shared.config.framing.batches
-            && crate::batch::is_batch(line)
+            && crate::dispatch::batch::is_batch(line)
         {
             return self.on_batch(line, max).await;
         }
@@ -373,16 +386,18 @@ impl Reader {
 
     /// One message handed over as a value (by the engine at the other end of a memory
     /// pair): dispatched as a parsed line is, with no text read. Its text is written only
-    /// for the limit check near the limit, and for a tap or an observer when one is set.
+    /// for the limit check near the limit, and for an observer when one is set.
     async fn on_message(&mut self, message: Message) {
         let config = &self.shared.config;
         if let Some(len) = message_over(&config.framing, &message, config.max_message_size) {
             return self.on_frame(RawFrame::Oversized { len }).await;
         }
-        let text = (config.tap.is_some() || config.observer.is_some())
+        let text = config
+            .observer
+            .is_some()
             .then(|| message_text(&config.framing, &message));
         let text = text.as_deref().unwrap_or_default();
-        self.tap(TapEvent::Line(Direction::Incoming, text));
+        self.line(TapEvent::Line(Direction::Incoming, text));
         match message {
             Message::Request(req) => {
                 let (method, id) = (Some(req.method.as_str()), Some(&req.id));
@@ -398,7 +413,7 @@ impl Reader {
                 {
                     self.arrived(&n.method, None, Some(params));
                     #[cfg(feature = "otel")]
-                    let otel = crate::otel::incoming_notification(
+                    let otel = crate::observe::otel::incoming_notification(
                         &self.shared.trace,
                         &n.method,
                         Some(params),

@@ -3,22 +3,23 @@
 //! A conformance kit (acp-check) has to send what no well-behaved peer sends: a line that
 //! is not JSON, an answer with a wrong id, a line over the peer's limit. [`Peer::send_raw`]
 //! queues such a line on the connection's own writer, so it leaves whole and in order with
-//! everything else the connection writes, and passes the wire tap like any other line. The
-//! engine neither checks nor tracks it: nothing is registered for it, so an answer to a
-//! request sent this way is a response to an unknown id (dropped by the engine, seen by a
-//! tap), and no observer hears of it. Ordinary traffic goes through [`Peer::request`] and
-//! [`Peer::notify`].
+//! everything else the connection writes, and an observer is told of it like of any other
+//! line ([`Observer::line`](crate::Observer::line)). The engine neither checks nor tracks
+//! it: nothing is registered for it, so an answer to a request sent this way is a response
+//! to an unknown id (dropped by the engine, seen as a line), and no observer hears of it as
+//! a message. Ordinary traffic goes through [`Peer::request`] and [`Peer::notify`].
 
 use super::Peer;
 use crate::error::Error;
-use crate::queued::Outgoing;
+use crate::write::queued::Outgoing;
 
 impl Peer {
     /// Writes `line` to the peer as it is, followed by the line end, after whatever the
     /// connection queued before it. Waits while the outgoing queue is full (backpressure);
     /// fails once the connection is closed, and for a `line` holding a line break (one
     /// frame is one line: the break would split it into two). The engine neither checks
-    /// nor tracks such a line: nothing is registered for it and no observer hears of it.
+    /// nor tracks such a line: nothing is registered for it, and an observer is told of it
+    /// as a raw line ([`Observer::line`](crate::Observer::line)) but never as a message.
     pub async fn send_raw(&self, line: impl Into<Vec<u8>>) -> Result<(), Error> {
         let line = line.into();
         if line.iter().any(|b| *b == b'\n' || *b == b'\r') {
@@ -53,16 +54,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_raw_line_leaves_as_given_in_order_and_through_the_tap() {
+    async fn a_raw_line_leaves_as_given_in_order_and_is_told_to_the_observer() {
         let (ours, theirs) = tokio::io::duplex(4096);
         let (read, write) = tokio::io::split(ours);
         let seen = Arc::new(Mutex::new(Vec::new()));
         let tap_seen = seen.clone();
-        let config = Config::default().with_tap(Arc::new(move |e: TapEvent<'_>| {
-            if let TapEvent::Line(Direction::Outgoing, line) = e {
-                tap_seen.lock().unwrap().push(line.to_vec());
-            }
-        }));
+        let config =
+            Config::default().with_observer(crate::tap::on_line(move |e: TapEvent<'_>| {
+                if let TapEvent::Line(Direction::Outgoing, line) = e {
+                    tap_seen.lock().unwrap().push(line.to_vec());
+                }
+            }));
         let conn = Connection::new(read, write, Nothing, config);
         conn.peer().notify("first", &1).await.unwrap();
         conn.peer()

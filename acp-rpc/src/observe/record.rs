@@ -14,7 +14,7 @@
 //! had to be repaired to be stored, `"partial": true` when the stream ended inside it).
 //!
 //! Who writes it: `acp trace` (a stdio proxy), `acp check --trace` (the kit's connections),
-//! the interop suite's recording relay, and any connection with a recording tap
+//! the interop suite's recording relay, and any connection with a recording observer
 //! ([`crate::tap::recorder`]). [`Record::parse`] also reads the interop suite's former
 //! transcript lines (`{"seq","us","from","line"}`), so old recordings still open.
 

@@ -1,3 +1,20 @@
+//! The write stage: everything that leaves goes through here to the
+//! [transport](crate::transport).
+//!
+//! - [`outgoing`](crate::outgoing): our side's traffic, the [`Peer`](crate::Peer) handle,
+//!   ids, the pending map of our calls, typed calls and the raw-send escape hatch;
+//! - `queued` and `reply`: what the writer is handed (a message, a handler's result);
+//! - `side`: the writer's buffer in front of the transport, and who waits on it;
+//! - `state`: what every stage of a connection shares (the pending and in-flight maps, the
+//!   writer's queue and buffer, the slots), kept here beside the queue and buffer it holds
+//!   so that the stages above (read, dispatch) depend on this one and never the reverse;
+//! - this module: the writer task and the straight-through path.
+//!
+//! The write barrier ([`crate::barrier`]) is defined at the crate root beside
+//! [`Config`](crate::Config), which holds it.
+//!
+//! # The writer
+//!
 //! The writing end of a connection: one reused buffer in front of the transport, shared by
 //! the writer task and the senders.
 //!
@@ -33,8 +50,14 @@ use std::task::{Context, Poll, Waker};
 use tokio::sync::mpsc;
 
 use crate::error::{CloseReason, Error};
-use crate::queued::Outgoing;
-use crate::state::{ClosedWatch, Shared, lock};
+use crate::write::queued::Outgoing;
+use crate::write::state::{ClosedWatch, Shared, lock};
+
+pub mod outgoing;
+pub(crate) mod queued;
+pub(crate) mod reply;
+pub(crate) mod side;
+pub(crate) mod state;
 
 impl Shared {
     /// Whether the write barrier, if any, has work to do before the next write.

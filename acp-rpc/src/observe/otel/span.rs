@@ -92,7 +92,7 @@ impl EngineSpan {
             Ok(_) => Outcome::Ok,
             Err(e) => Outcome::Error {
                 code: e.code.0,
-                failure: crate::flow::is_failure(e).then(|| e.message.clone()),
+                failure: crate::observe::flow::is_failure(e).then(|| e.message.clone()),
             },
         };
         self.end(Some(outcome));

@@ -119,7 +119,7 @@ pub fn current() -> Option<SpanContext> {
 /// and leave `acp_rpc::flow` off in that filter (`acp_rpc::flow=warn`), so the flow log's
 /// spans are not even made for the exporter.
 pub fn exported(meta: &tracing::Metadata<'_>) -> bool {
-    meta.target() != crate::flow::TARGET
+    meta.target() != crate::observe::flow::TARGET
         || (meta.is_event() && *meta.level() <= tracing::Level::WARN)
 }
 
@@ -225,7 +225,7 @@ pub(crate) fn outgoing_request_line(
 ) {
     if let Some(session) = std::str::from_utf8(line)
         .ok()
-        .and_then(crate::flow::session_id)
+        .and_then(crate::observe::flow::session_id)
     {
         span.set_session(session);
         span.turn = trace.open_turn(&span.active, method, session);
@@ -296,7 +296,7 @@ pub(crate) fn incoming_request(
         method,
         Some(id.clone()),
     );
-    if let Some(session) = params.and_then(crate::flow::session_id) {
+    if let Some(session) = params.and_then(crate::observe::flow::session_id) {
         span.set_session(session);
         span.turn = trace.open_turn(&span.active, method, session);
     }
@@ -316,7 +316,7 @@ pub(crate) fn incoming_notification(
     }
     if let Some(params) = params {
         let remote = || {
-            let text = crate::flow::string_field(params, TRACEPARENT)?;
+            let text = crate::observe::flow::string_field(params, TRACEPARENT)?;
             parse_traceparent(text).ok().map(|_| text.into())
         };
         if let Some(turn) = trace.notification("incoming", method, params, remote) {

@@ -31,9 +31,9 @@ use tokio::sync::oneshot;
 use crate::error::Error;
 use crate::message::{RequestId, write_response};
 use crate::observe::MessageKind;
-use crate::queued::Outgoing;
-use crate::reply::Reply;
-use crate::state::{Shared, lock};
+use crate::write::queued::Outgoing;
+use crate::write::reply::Reply;
+use crate::write::state::{Shared, lock};
 
 /// Whether a line is a batch: its first non-blank character opens an array.
 pub(crate) fn is_batch(line: &str) -> bool {

@@ -13,7 +13,7 @@ use super::{CANCEL_METHOD, CancelParams};
 use crate::error::Error;
 use crate::message::{RequestId, write_notification};
 use crate::observe::{self, MessageKind};
-use crate::state::{Shared, Waiter, lock};
+use crate::write::state::{Shared, Waiter, lock};
 
 /// Removes the pending entry of an abandoned call and sends `$/cancel_request` for it.
 pub(super) struct CallGuard<'a> {

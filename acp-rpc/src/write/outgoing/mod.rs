@@ -15,13 +15,16 @@ use crate::error::{CloseReason, Error, ErrorCode};
 use crate::message::{
     Message, Notification, Request, RequestId, message_text, write_notification, write_request,
 };
+use crate::observe::tap::Direction;
 use crate::observe::{self, MessageKind, RequestEvent};
-use crate::queued::Outgoing;
-use crate::state::{CountedWait, Deliver, Pending, Shared, in_request_handler, lock, release_slot};
-use crate::tap::Direction;
+use crate::write::queued::Outgoing;
+use crate::write::state::{
+    CountedWait, Deliver, Pending, Shared, in_request_handler, lock, release_slot,
+};
 
 mod call;
 mod raw;
+mod typed;
 
 use call::{CallGuard, CallWaiter, copy_raw, decode_value};
 
@@ -64,7 +67,7 @@ impl CallOptions {
 /// The message-flow events of an outgoing message (see [`crate::flow`]): the request's span
 /// learns its session id and starts at INFO; every message is `sent` at DEBUG.
 fn log_sent(method: &str, id: Option<i64>, line: &[u8], request: bool) {
-    use crate::flow::{TARGET, session_id};
+    use crate::observe::flow::{TARGET, session_id};
     let debug = tracing::enabled!(target: TARGET, tracing::Level::DEBUG);
     let span = tracing::Span::current();
     if !debug && (!request || span.is_disabled()) {
@@ -203,7 +206,7 @@ impl Peer {
     {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let span = tracing::info_span!(
-            target: crate::flow::TARGET,
+            target: crate::observe::flow::TARGET,
             "outgoing_request",
             direction = "outgoing",
             method,
@@ -213,8 +216,8 @@ impl Peer {
             otel.kind = tracing::field::Empty,
         );
         #[cfg(feature = "otel")]
-        let mut otel = crate::otel::outgoing_request(&self.shared.trace, method, id);
-        let start = crate::flow::start();
+        let mut otel = crate::observe::otel::outgoing_request(&self.shared.trace, method, id);
+        let start = crate::observe::flow::start();
         let observed = self.shared.config.observer.as_ref().map(|observer| {
             let sent = start.unwrap_or_else(std::time::Instant::now);
             (observer, sent)
@@ -235,7 +238,7 @@ impl Peer {
         if let Some(otel) = otel {
             otel.finish(&result);
         }
-        span.in_scope(|| crate::flow::completed(start, &result));
+        span.in_scope(|| crate::observe::flow::completed(start, &result));
         if let Some((observer, sent)) = observed {
             let event = RequestEvent {
                 direction: Direction::Outgoing,
@@ -260,7 +263,7 @@ impl Peer {
         params: &P,
         options: CallOptions,
         decode: fn(&str) -> Result<T, E>,
-        #[cfg(feature = "otel")] otel: Option<&mut crate::otel::EngineSpan>,
+        #[cfg(feature = "otel")] otel: Option<&mut crate::observe::otel::EngineSpan>,
     ) -> Result<Result<T, E>, Error>
     where
         P: Serialize + ?Sized,
@@ -290,7 +293,7 @@ impl Peer {
             write_request(&mut buf, &shared.config.framing, id, method, params)?;
             #[cfg(feature = "otel")]
             if let Some(otel) = otel {
-                crate::otel::outgoing_request_line(&shared.trace, &mut buf, method, otel);
+                crate::observe::otel::outgoing_request_line(&shared.trace, &mut buf, method, otel);
             }
             shared.request_size.record(buf.len());
             log_sent(method, Some(id), &buf, true);
@@ -394,7 +397,7 @@ impl Peer {
         if shared.config.framing.notifications {
             write_notification(&mut buf, &shared.config.framing, method, params)?;
             #[cfg(feature = "otel")]
-            crate::otel::outgoing_notification_line(&shared.trace, &mut buf, method);
+            crate::observe::otel::outgoing_notification_line(&shared.trace, &mut buf, method);
             shared.notification_size.record(buf.len());
             log_sent(method, None, &buf, false);
             observe::sent(
@@ -428,7 +431,7 @@ impl Peer {
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         write_request(&mut buf, &shared.config.framing, id, method, params)?;
         #[cfg(feature = "otel")]
-        crate::otel::outgoing_notification_line(&shared.trace, &mut buf, method);
+        crate::observe::otel::outgoing_notification_line(&shared.trace, &mut buf, method);
         if shared.config.observer.is_some() {
             let id = RequestId::Int(id);
             let kind = MessageKind::Request;

@@ -148,7 +148,7 @@ impl ConnectionTrace {
         if self.open.load(Ordering::Relaxed) == 0 {
             return None;
         }
-        let session = crate::flow::session_id(params)?;
+        let session = crate::observe::flow::session_id(params)?;
         let active = {
             let turns = lock(&self.turns);
             let turn = turns.iter().rev().find(|t| &*t.session == session)?;

@@ -9,7 +9,7 @@ use crate::dispatch::Ordered;
 use crate::envelope::plain_response;
 use crate::message::{BorrowedResponse, RequestId};
 use crate::observe::MessageKind;
-use crate::state::{Pending, lock};
+use crate::write::state::{Pending, lock};
 
 use super::Reader;
 

@@ -4,7 +4,7 @@
 use tokio::sync::oneshot;
 
 use crate::message::RequestId;
-use crate::reply::Reply;
+use crate::write::reply::Reply;
 
 /// One message queued for the writer.
 pub(crate) enum Outgoing {

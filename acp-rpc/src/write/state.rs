@@ -19,8 +19,8 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use crate::config::Config;
 use crate::error::{CloseReason, Error};
 use crate::message::RequestId;
-use crate::queued::Outgoing;
-use crate::write_side::WriteSide;
+use crate::write::queued::Outgoing;
+use crate::write::side::WriteSide;
 
 /// Hands the outcome of one of our requests to its caller. The reader calls it with the
 /// result still in its line buffer, so the caller's type is read from the line directly,
@@ -116,7 +116,7 @@ pub(crate) struct Shared {
     pub(crate) notification_size: FrameSizeHint,
     /// OpenTelemetry: the connection's role and its sessions' open turns.
     #[cfg(feature = "otel")]
-    pub(crate) trace: Arc<crate::otel::ConnectionTrace>,
+    pub(crate) trace: Arc<crate::observe::otel::ConnectionTrace>,
 }
 
 /// The capacity a new outgoing frame starts with: about the size of the previous frame of

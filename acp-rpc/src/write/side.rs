@@ -18,10 +18,10 @@ use crate::message::{
     write_response_head,
 };
 use crate::observe::MessageKind;
-use crate::queued::Outgoing;
-use crate::reply::ReplyBody;
-use crate::tap::{Direction, TapEvent};
+use crate::observe::tap::{Direction, TapEvent};
 use crate::transport::Item;
+use crate::write::queued::Outgoing;
+use crate::write::reply::ReplyBody;
 
 /// Stop adding ready messages to a batch beyond this many bytes.
 const BATCH_BYTES: usize = 256 * 1024;
@@ -187,21 +187,22 @@ impl WriteSide {
 }
 
 /// One message as a frame sink takes it: its text, or with `values` a message that was not
-/// written as text stays a value (a successful answer becomes one, unwritten). The tap and
-/// the observer see the text as ever; it is written for them only when they are set.
+/// written as text stays a value (a successful answer becomes one, unwritten). The observer
+/// sees the text as ever; it is written for it only when one is set.
 fn frame(msg: Outgoing, config: &Config, values: bool) -> Item {
     let jsonrpc = config.framing.emit_jsonrpc;
     match msg {
         Outgoing::Frame(text) => {
-            if let Some(tap) = &config.tap {
-                tap(TapEvent::Line(Direction::Outgoing, &text));
-            }
+            crate::observe::line(
+                config.observer.as_ref(),
+                TapEvent::Line(Direction::Outgoing, &text),
+            );
             Item::Text(text.into())
         }
         Outgoing::Message(message) if values => {
-            if let Some(tap) = &config.tap {
+            if let Some(observer) = &config.observer {
                 let text = message_text(&config.framing, &message);
-                tap(TapEvent::Line(Direction::Outgoing, &text));
+                crate::observe::line_to(&**observer, TapEvent::Line(Direction::Outgoing, &text));
             }
             Item::Message {
                 message: *message,
@@ -223,22 +224,14 @@ fn frame(msg: Outgoing, config: &Config, values: bool) -> Item {
                 id: Some(id),
                 result,
             });
-            if config.tap.is_some() || config.observer.is_some() {
+            if let Some(observer) = &config.observer {
                 let text = message_text(&config.framing, &message);
-                if let Some(tap) = &config.tap {
-                    tap(TapEvent::Line(Direction::Outgoing, &text));
-                }
+                crate::observe::line_to(&**observer, TapEvent::Line(Direction::Outgoing, &text));
                 let Message::Response(r) = &message else {
                     unreachable!("built as a response")
                 };
                 let id = r.id.as_ref();
-                crate::observe::sent(
-                    config.observer.as_ref(),
-                    MessageKind::Response,
-                    None,
-                    id,
-                    &text,
-                );
+                crate::observe::sent(Some(observer), MessageKind::Response, None, id, &text);
             }
             Item::Message { message, jsonrpc }
         }
@@ -257,15 +250,17 @@ fn append(buf: &mut Vec<u8>, msg: &Outgoing, config: &Config) {
         Outgoing::Message(message) => {
             let start = buf.len();
             write_message(buf, &config.framing, message);
-            if let Some(tap) = &config.tap {
-                tap(TapEvent::Line(Direction::Outgoing, &buf[start..]));
-            }
+            crate::observe::line(
+                config.observer.as_ref(),
+                TapEvent::Line(Direction::Outgoing, &buf[start..]),
+            );
             buf.push(b'\n');
         }
         Outgoing::Frame(msg) => {
-            if let Some(tap) = &config.tap {
-                tap(TapEvent::Line(Direction::Outgoing, msg));
-            }
+            crate::observe::line(
+                config.observer.as_ref(),
+                TapEvent::Line(Direction::Outgoing, msg),
+            );
             // (The caller guarantees `msg` has no line break: compact JSON never does.)
             buf.reserve(msg.len() + 1);
             buf.extend_from_slice(msg);
@@ -304,16 +299,11 @@ fn append(buf: &mut Vec<u8>, msg: &Outgoing, config: &Config) {
                     write_response(buf, &config.framing, Some(id), &error);
                 }
             }
-            if let Some(tap) = &config.tap {
-                tap(TapEvent::Line(Direction::Outgoing, &buf[start..]));
+            if let Some(observer) = &config.observer {
+                let line = &buf[start..];
+                crate::observe::line_to(&**observer, TapEvent::Line(Direction::Outgoing, line));
+                crate::observe::sent(Some(observer), MessageKind::Response, None, Some(id), line);
             }
-            crate::observe::sent(
-                config.observer.as_ref(),
-                MessageKind::Response,
-                None,
-                Some(id),
-                &buf[start..],
-            );
             buf.push(b'\n');
         }
     }

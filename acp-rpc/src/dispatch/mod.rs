@@ -1,6 +1,10 @@
-//! Dispatch: incoming requests each on a task of their own (concurrent, capped,
-//! cancellable, panic-safe) and the ordered notification worker. The reader hands work
-//! here; the results go to the writer's queue.
+//! The dispatch stage: what the reader read goes to the user's [`Handler`] here, and its
+//! answers to the write stage's queue.
+//!
+//! - this module: incoming requests each on a task of their own (concurrent, capped,
+//!   cancellable, panic-safe) and the ordered notification worker;
+//! - [`handler`](crate::handler): the user side, the [`Handler`] trait and its contexts;
+//! - `batch`: a JSON-RPC batch's answers, gathered and written as one line.
 
 use std::any::Any;
 use std::future::Future;
@@ -15,15 +19,18 @@ use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::dispatch::handler::{Handler, NotificationContext, RequestContext, StartedNotification};
 use crate::error::{Error, ErrorCode, panic_message};
-use crate::handler::{Handler, NotificationContext, RequestContext, StartedNotification};
 use crate::message::{Notification, Request, write_response};
+use crate::observe::tap::Direction;
 use crate::observe::{MessageKind, RequestEvent};
-use crate::outgoing::Peer;
 use crate::params::Params;
-use crate::queued::Outgoing;
-use crate::state::{Deliver, SLOT, Shared, Slot, lock};
-use crate::tap::Direction;
+use crate::write::outgoing::Peer;
+use crate::write::queued::Outgoing;
+use crate::write::state::{Deliver, SLOT, Shared, Slot, lock};
+
+pub(crate) mod batch;
+pub mod handler;
 
 /// Items processed strictly in arrival order by the notification worker.
 pub(crate) enum Ordered {
@@ -40,7 +47,7 @@ pub(crate) enum Ordered {
 
 pub(crate) struct RequestTask {
     /// Its batch, when it came in one: the answer goes there (see `reader::batch`).
-    pub(crate) batch: Option<crate::batch::Member>,
+    pub(crate) batch: Option<crate::dispatch::batch::Member>,
     /// Sequential mode: the predecessor's end, awaited before anything else.
     pub(crate) after: Option<oneshot::Receiver<()>>,
     /// Sequential mode: dropped when this task ends, releasing the successor.
@@ -59,7 +66,7 @@ pub(crate) struct RequestTask {
     pub(crate) received: Option<Instant>,
     /// Its OpenTelemetry span (feature `otel`, with a recorder), ended with its outcome.
     #[cfg(feature = "otel")]
-    pub(crate) otel: Option<crate::otel::EngineSpan>,
+    pub(crate) otel: Option<crate::observe::otel::EngineSpan>,
 }
 
 impl RequestTask {
@@ -75,8 +82,8 @@ impl RequestTask {
                 _ = predecessor => {}
             }
         }
-        let start = crate::flow::start();
-        tracing::info!(target: crate::flow::TARGET, "request started");
+        let start = crate::observe::flow::start();
+        tracing::info!(target: crate::observe::flow::TARGET, "request started");
         let Request { id, method, params } = req;
         // Ordered after the notifications read before it, when the handler asks for that.
         if self.handler.waits_for_earlier_notifications(&method) {
@@ -146,7 +153,7 @@ impl RequestTask {
         if let Some(otel) = self.otel.take() {
             otel.finish(&result);
         }
-        crate::flow::completed(start, &result);
+        crate::observe::flow::completed(start, &result);
         if let (Some(observer), Some(received)) = (&self.shared.config.observer, self.received) {
             let event = RequestEvent {
                 direction: Direction::Incoming,
@@ -252,7 +259,7 @@ pub(crate) struct NotificationRun {
     polled: bool,
     /// The OpenTelemetry span it is handled in (feature `otel`).
     #[cfg(feature = "otel")]
-    otel: crate::otel::NotificationScope,
+    otel: crate::observe::otel::NotificationScope,
 }
 
 impl NotificationRun {
@@ -278,7 +285,7 @@ impl NotificationRun {
 
     /// Handled in `otel`'s span (feature `otel`: its session's turn, or its own).
     #[cfg(feature = "otel")]
-    pub(crate) fn with_otel(mut self, otel: crate::otel::NotificationScope) -> Self {
+    pub(crate) fn with_otel(mut self, otel: crate::observe::otel::NotificationScope) -> Self {
         self.otel = otel;
         self
     }
@@ -300,7 +307,7 @@ impl NotificationRun {
     /// The flow log's span a notification is handled in.
     pub(crate) fn span(method: &str) -> tracing::Span {
         tracing::debug_span!(
-            target: crate::flow::TARGET,
+            target: crate::observe::flow::TARGET,
             "notification",
             direction = "incoming",
             method = %method,

@@ -13,7 +13,7 @@ use tracing::Instrument;
 use crate::dispatch::RequestTask;
 use crate::error::Error;
 use crate::message::{Request, RequestId};
-use crate::state::{InFlightRequest, lock};
+use crate::write::state::{InFlightRequest, lock};
 
 use super::Reader;
 
@@ -98,7 +98,7 @@ impl Reader {
         let params = req.params.as_deref().map(RawValue::get);
         self.arrived(&req.method, Some(&req.id), params);
         let span = tracing::info_span!(
-            target: crate::flow::TARGET,
+            target: crate::observe::flow::TARGET,
             "request",
             direction = "incoming",
             method = req.method.as_str(),
@@ -108,9 +108,14 @@ impl Reader {
             otel.kind = tracing::field::Empty,
         );
         #[cfg(feature = "otel")]
-        let otel = crate::otel::incoming_request(&self.shared.trace, &req.method, &req.id, params);
+        let otel = crate::observe::otel::incoming_request(
+            &self.shared.trace,
+            &req.method,
+            &req.id,
+            params,
+        );
         if !span.is_disabled()
-            && let Some(session) = params.and_then(crate::flow::session_id)
+            && let Some(session) = params.and_then(crate::observe::flow::session_id)
         {
             span.record("session_id", session);
         }
@@ -123,7 +128,10 @@ impl Reader {
             (None, None)
         };
         let task = RequestTask {
-            batch: self.batch.as_ref().map(crate::batch::Batch::member),
+            batch: self
+                .batch
+                .as_ref()
+                .map(crate::dispatch::batch::Batch::member),
             after,
             _done: done,
             shared: self.shared.clone(),
@@ -158,7 +166,7 @@ impl Reader {
                 let active = otel.active.clone();
                 let mut task = task;
                 task.otel = Some(otel);
-                Box::pin(crate::otel::scoped(active, task.run(req)).instrument(span))
+                Box::pin(crate::observe::otel::scoped(active, task.run(req)).instrument(span))
                     as std::pin::Pin<Box<dyn Future<Output = ()> + Send>>
             }
             None => Box::pin(task.run(req).instrument(span)),

@@ -10,12 +10,12 @@ use std::task::{Context, Waker};
 
 use serde_json::value::RawValue;
 
+use crate::dispatch::handler::{NotificationContext, StartedNotification};
 use crate::dispatch::{NotificationRun, Ordered, notification_done};
 use crate::envelope::plain_notification;
 use crate::error::{CloseReason, panic_message};
-use crate::handler::{NotificationContext, StartedNotification};
 use crate::message::Notification;
-use crate::outgoing::{CANCEL_METHOD, CancelParams};
+use crate::write::outgoing::{CANCEL_METHOD, CancelParams};
 
 use super::{CLOSE_GRACE, Reader};
 
@@ -111,7 +111,8 @@ impl Reader {
         let params = n.params.as_deref().map(RawValue::get);
         self.arrived(&n.method, None, params);
         #[cfg(feature = "otel")]
-        let otel = crate::otel::incoming_notification(&self.shared.trace, &n.method, params);
+        let otel =
+            crate::observe::otel::incoming_notification(&self.shared.trace, &n.method, params);
         let run = NotificationRun::raw(n, &self.handler, &self.peer);
         #[cfg(feature = "otel")]
         let run = run.with_otel(otel);
