@@ -45,24 +45,24 @@ const TO_AGENT_QUEUE: usize = 64;
 const MAX_PENDING: usize = 4096;
 
 /// Who is told about a connection's traffic: the server's metrics and the observer of
-/// [`crate::ServerBuilder::observe`].
+/// [`crate::ServerBuilder::observe`]. A connection tells them through one
+/// [`acp_rpc::Observers`] fan-out ([`Observers::into_shared`]).
 pub(crate) struct Observers {
     pub(crate) metrics: Option<Arc<Metrics>>,
     pub(crate) other: Option<SharedObserver>,
 }
 
 impl Observers {
-    fn any(&self) -> bool {
-        self.metrics.is_some() || self.other.is_some()
-    }
-
-    fn each(&self, mut f: impl FnMut(&dyn Observer)) {
-        if let Some(metrics) = &self.metrics {
-            f(metrics.as_ref());
+    /// The one observer a connection tells: `None` when there is nobody to tell.
+    fn into_shared(self) -> Option<SharedObserver> {
+        let mut all = acp_rpc::Observers::new();
+        if let Some(metrics) = self.metrics {
+            all = all.with(metrics);
         }
-        if let Some(other) = &self.other {
-            f(other.as_ref());
+        if let Some(other) = self.other {
+            all = all.with(other);
         }
+        all.into_shared()
     }
 }
 
@@ -131,7 +131,8 @@ pub(crate) struct Conn {
     /// [`Limits::max_messages_per_second`].
     rate: std::sync::Mutex<crate::security::RateBucket>,
     metrics: Option<Arc<Metrics>>,
-    observers: Observers,
+    /// Told about every message and answered request ([`Observers::into_shared`]).
+    observer: Option<SharedObserver>,
     /// The session guard (MCP policy, served root), set once after start.
     guard_sessions: std::sync::OnceLock<Arc<super::guard::SessionGuard>>,
 }
@@ -174,7 +175,7 @@ impl Conn {
             limits,
             ended: AtomicBool::new(false),
             metrics: observers.metrics.clone(),
-            observers,
+            observer: observers.into_shared(),
             guard_sessions: std::sync::OnceLock::new(),
         });
         let mut input = agent.input;

@@ -110,7 +110,7 @@ impl Conn {
                 let session = session.filter(|_| !self.websocket).map(str::to_owned);
                 routing.creating += usize::from(creates);
                 let timing = method
-                    .filter(|_| self.observers.any())
+                    .filter(|_| self.observer.is_some())
                     .map(|m| (Instant::now(), m.to_owned()));
                 // `initialize`'s waiter, registered first, stays (and gets its timing).
                 let waiting = routing.pending.entry(id.to_string()).or_insert(Waiting {
@@ -120,9 +120,10 @@ impl Conn {
                 waiting.timing = timing;
             }
         }
-        self.observers.each(|o| {
-            observe_message(o, Direction::Incoming, &Envelope::of_value(&message), &line)
-        });
+        if let Some(o) = &self.observer {
+            let envelope = Envelope::of_value(&message);
+            observe_message(o.as_ref(), Direction::Incoming, &envelope, &line);
+        }
         self.to_agent
             .send((line, permit))
             .await

@@ -28,7 +28,7 @@ impl Conn {
         };
         if trusted
             && self.websocket
-            && !self.observers.any()
+            && self.observer.is_none()
             && acp_rpc::envelope::plain_notification(text).is_some()
         {
             self.push(&self.main, line);
@@ -38,8 +38,9 @@ impl Conn {
             tracing::warn!(conn = %self.id, "agent wrote a line that is not JSON; dropped");
             return;
         };
-        self.observers
-            .each(|o| observe_message(o, Direction::Outgoing, &message, &line));
+        if let Some(o) = &self.observer {
+            observe_message(o.as_ref(), Direction::Outgoing, &message, &line);
+        }
         // On a WebSocket everything the agent sends unasked goes down the one socket.
         if self.websocket && message.method.is_some() {
             self.push(&self.main, line);
@@ -58,8 +59,9 @@ impl Conn {
                 let waiting = routing.pending.remove(&key).map(|w| {
                     if let Some((since, method)) = &w.timing {
                         let latency = since.elapsed();
-                        self.observers
-                            .each(|o| observe_answer(o, &message, method, latency));
+                        if let Some(o) = &self.observer {
+                            observe_answer(o.as_ref(), &message, method, latency);
+                        }
                     }
                     w.to
                 });
