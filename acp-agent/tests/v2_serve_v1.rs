@@ -111,3 +111,44 @@ async fn what_v1_cannot_do_is_refused_with_method_not_found() {
         .unwrap_err();
     assert!(logout.message.contains("logout"), "{}", logout.message);
 }
+
+/// The translation keeps mapping state only for the sessions of its connection: a prompt
+/// naming a session never made there, or one `session/close` closed, is refused with
+/// `-32002` before it reaches the v1 agent, and the connection serves on (the made session
+/// still takes prompts).
+#[tokio::test]
+async fn prompts_for_sessions_not_open_on_the_connection_are_refused() {
+    let mut s = setup();
+    let session = init_and_session(&s.agent).await.session_id;
+    let prompt = |id: &str| -> w2::PromptRequest {
+        serde_json::from_value(json!({"sessionId": id, "prompt": [{"type": "text", "text": "hi"}]}))
+            .unwrap()
+    };
+    for made_up in ["nobody-made-this", "another-one"] {
+        let e = s.agent.session_prompt(prompt(made_up)).await.unwrap_err();
+        assert_eq!(e.code, acp_agent::ErrorCode::RESOURCE_NOT_FOUND);
+        assert!(
+            e.message.contains("session/new or session/resume first"),
+            "{}",
+            e.message
+        );
+    }
+    s.agent.session_prompt(prompt(&session.0)).await.unwrap();
+    until_idle(&mut s.updates).await;
+
+    s.agent
+        .session_close(w2::CloseSessionRequest::new(session.clone()))
+        .await
+        .unwrap();
+    let e = s
+        .agent
+        .session_prompt(prompt(&session.0))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, acp_agent::ErrorCode::RESOURCE_NOT_FOUND);
+    assert!(
+        e.message.contains("closed by session/close"),
+        "{}",
+        e.message
+    );
+}

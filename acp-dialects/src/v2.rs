@@ -26,7 +26,7 @@
 //! | `session/new` | `session/new`; the answer's `modes` become a `select` config option of category `mode`, id `mode`, marked `_meta["acp-rs/v1Modes"]` (unless the agent has one of its own), and its `models` (unstable) one of category `model`, id `model` (unless it has one of category `model`) |
 //! | `session/resume` with `replayFrom` | `session/load`: the replay reaches the client as v2 updates before the answer |
 //! | `session/resume` without it | `session/resume` when advertised, else `session/load` with its replay held back, else (a session live on this connection) answered by the translation: nothing to restore |
-//! | `session/list`, `session/close`, `session/delete` | the same v1 method (`session/close` to an agent without it only forgets the session); after `session/close` the translation itself refuses the session's prompts (`-32002`) until a `session/resume` |
+//! | `session/list`, `session/close`, `session/delete` | the same v1 method (`session/close` to an agent without it only forgets the session); after `session/close` the translation itself refuses the session's prompts (`-32002`) until a `session/resume`, as it refuses a prompt for a session not made, resumed or loaded on the connection |
 //! | `session/set_config_option` | `session/set_mode` for the `mode` option made of modes, `session/set_model` (unstable) for the `model` option made of models, else the same v1 method |
 //! | `session/prompt` | answered at once with the user message's id, after `state_update` `running` and a `user_message` echo; the v1 `session/prompt` runs meanwhile and its answer becomes `state_update` `idle` with the stop reason (a v1 error: `stopReason: error` with the error) |
 //! | `session/cancel` | `session/cancel` |

@@ -364,10 +364,16 @@ impl Agent for V2Agent {
     ) -> Result<v2::PromptResponse, Error> {
         self.init()?;
         let id = p.session_id.0.clone();
-        if lock(&self.closed).contains(&id) {
-            return Err(Error::resource_not_found(format!(
-                "session `{id}` was closed by session/close; session/resume opens it again"
-            )));
+        // Only a session made, resumed or loaded on this connection (or one the agent's own
+        // updates named): the mapping state is made for no other id, so a client naming
+        // made-up sessions cannot grow it.
+        if !lock(&self.sessions).contains_key(&id) {
+            let why = if lock(&self.closed).contains(&id) {
+                format!("session `{id}` was closed by session/close; session/resume opens it again")
+            } else {
+                format!("no session `{id}` on this connection: session/new or session/resume first")
+            };
+            return Err(Error::resource_not_found(why));
         }
         let user = self.with(&id, |s| {
             s.break_message();
