@@ -89,6 +89,19 @@ pub async fn run_job<S: AgentSide>(side: &S, job: Job) -> Report {
             }
             report.set_latencies(&mut samples);
         }
+        Job::Permissions { n } => {
+            let mut samples = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                let t = Instant::now();
+                let answer = side.permission().await;
+                samples.push(t.elapsed().as_nanos() as u64);
+                report.count += 1;
+                if !matches!(answer, Ok(true)) {
+                    report.errors += 1;
+                }
+            }
+            report.set_latencies(&mut samples);
+        }
         Job::TimedStream { n } => {
             for i in 0..n {
                 if side.chunk(timed_chunk_text(i)).await.is_err() {

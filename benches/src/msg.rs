@@ -116,6 +116,12 @@ pub enum Job {
         /// Bytes per file.
         size: u64,
     },
+    /// Call `session/request_permission` `n` times, one after the other (b of `acp-bench v2`
+    /// with the same message in both versions: v2 has no `fs/*`).
+    Permissions {
+        /// How many.
+        n: u64,
+    },
     /// Send `n` `agent_message_chunk` updates stamped with their send time (g), then answer.
     TimedStream {
         /// How many.
@@ -139,6 +145,7 @@ impl Job {
             Job::Sequential { n } => format!("seq {n}"),
             Job::Concurrent { n, k } => format!("conc {n} {k}"),
             Job::Big { n, size } => format!("big {n} {size}"),
+            Job::Permissions { n } => format!("perm {n}"),
             Job::TimedStream { n } => format!("tstream {n}"),
             Job::Exchange => "exchange".to_owned(),
             Job::Memory => "mem".to_owned(),
@@ -161,6 +168,7 @@ impl Job {
                 n: num()?,
                 size: num()?,
             },
+            "perm" => Job::Permissions { n: num()? },
             "tstream" => Job::TimedStream { n: num()? },
             "exchange" => Job::Exchange,
             "mem" => Job::Memory,
@@ -483,6 +491,7 @@ mod tests {
             Job::Concurrent { n: 10, k: 4 },
             Job::Big { n: 2, size: 100 },
             Job::TimedStream { n: 9 },
+            Job::Permissions { n: 4 },
             Job::Exchange,
             Job::Memory,
         ] {

@@ -261,7 +261,7 @@ fn run_job<R: Read, W: Write>(
             }
         }
         // g and h measure the SDKs only (they need sessions and permission requests).
-        Job::TimedStream { .. } | Job::Exchange => report.errors += 1,
+        Job::TimedStream { .. } | Job::Exchange | Job::Permissions { .. } => report.errors += 1,
         Job::Memory => {}
     }
     report.elapsed_ns = start.elapsed().as_nanos() as u64;

@@ -8,9 +8,12 @@
 //!   `fs/read_text_file` (scenario b of the main table); v2 has no `fs/*`, so its agent calls
 //!   `session/request_permission`, v2's agent-to-client request, answered with the allow
 //!   option.
+//! * b': b with the same message in both versions: `n` `session/request_permission` calls
+//!   (an allow and a reject option each; v1's names a tool call, v2's has a title). b's
+//!   ratio mixes the version with the payload; b' is the version alone.
 //!
 //! ```text
-//! acp-bench v2 [--chunks N] [--requests N] [--runs R]   # default 200,000 / 20,000, median of 5
+//! acp-bench v2 [--chunks N] [--requests N] [--runs R] [--ours-only]   # default 200,000 / 20,000, median of 5
 //! ```
 //!
 //! The last columns are the official crate's v2 side (`agent-client-protocol` 5.2.0 with
@@ -35,19 +38,31 @@ use crate::plan::{ClientSide, Outcome, Plan, run_plan};
 /// Parses the arguments and prints each scenario's v1 and v2 figures and their ratio.
 pub fn main(args: &[String]) -> ExitCode {
     let (mut chunks, mut requests, mut runs) = (200_000u64, 20_000u64, 5usize);
+    let mut official_too = true;
     let mut args = args.iter();
     while let Some(arg) = args.next() {
+        if arg == "--ours-only" {
+            official_too = false;
+            continue;
+        }
         let value = args.next().and_then(|v| v.parse::<u64>().ok());
         match (arg.as_str(), value) {
             ("--chunks", Some(n)) => chunks = n,
             ("--requests", Some(n)) => requests = n,
             ("--runs", Some(n)) => runs = n.max(1) as usize,
             _ => {
-                eprintln!("usage: acp-bench v2 [--chunks N] [--requests N] [--runs R]");
+                eprintln!(
+                    "usage: acp-bench v2 [--chunks N] [--requests N] [--runs R] [--ours-only]"
+                );
                 return ExitCode::from(2);
             }
         }
     }
+    let columns: &[&str] = if official_too {
+        &["ours v1", "ours v2", "official v2"]
+    } else {
+        &["ours v1", "ours v2"]
+    };
     let runtime = crate::runtime();
     println!(
         "scenario\tours v1 (median of {runs})\tours v2\tv2/v1 time\tofficial v2\tofficial/ours v2 time"
@@ -55,12 +70,17 @@ pub fn main(args: &[String]) -> ExitCode {
     let scenarios = [
         ("a: chunks/s", Job::Stream { n: chunks }, chunks),
         ("b: requests/s", Job::Sequential { n: requests }, requests),
+        (
+            "b': permission requests/s",
+            Job::Permissions { n: requests },
+            requests,
+        ),
     ];
     for (name, job, n) in scenarios {
         let mut rates = [Vec::new(), Vec::new(), Vec::new()];
         // Interleaved, so drift of the machine's load falls on every column alike.
         for _ in 0..runs {
-            for (column, side) in ["ours v1", "ours v2", "official v2"].iter().enumerate() {
+            for (column, side) in columns.iter().enumerate() {
                 let outcome = match column {
                     0 => runtime.block_on(crate::ours::over_duplex(Plan::Job(job))),
                     1 => runtime.block_on(over_duplex_v2(Plan::Job(job))),
@@ -75,7 +95,13 @@ pub fn main(args: &[String]) -> ExitCode {
                 }
             }
         }
-        let [m1, m2, official] = rates.map(|mut r| median(&mut r));
+        let [m1, m2, official] = rates.map(|mut r| {
+            if r.is_empty() {
+                f64::NAN
+            } else {
+                median(&mut r)
+            }
+        });
         println!(
             "{name}\t{m1:.0}\t{m2:.0}\t{:.3}\t{official:.0}\t{:.3}",
             m1 / m2,
