@@ -55,7 +55,9 @@ pub struct V1<A>(A);
 pub struct Pinned<A>(A, Dialect);
 /// What a [`Builder`] speaks: the accepted dialects of [`Builder::negotiate`], the one
 /// served detected from the client's first message.
-pub struct Negotiated<A>(A);
+/// The `bool`: whether a v2 offer is served through the v1<->v2 translation
+/// (`NegotiateOptions::with_v2`, feature `v2`).
+pub struct Negotiated<A>(A, bool);
 /// What a [`Builder`] speaks: v1, v2 or both ([`Builder::v2`], [`Builder::v2_only`]), by the
 /// version the client's `initialize` offers.
 #[cfg(feature = "v2")]
@@ -79,9 +81,13 @@ impl<A: Agent> Builder<V1<A>> {
     /// [`crate::negotiate`]). The options' configuration, translation options and store
     /// become the builder's.
     pub fn negotiate(self, options: NegotiateOptions) -> Builder<Negotiated<A>> {
+        #[cfg(feature = "v2")]
+        let v2 = options.side.v2;
+        #[cfg(not(feature = "v2"))]
+        let v2 = false;
         let store = options.side.store.map(|s| s.0).or(self.store);
         Builder {
-            speaks: Negotiated(self.speaks.0),
+            speaks: Negotiated(self.speaks.0, v2),
             config: options.config,
             store,
             identity: self.identity,
@@ -244,14 +250,47 @@ impl<A: Agent> Builder<Negotiated<A>> {
         reader: impl Input,
         writer: impl Output,
     ) -> Result<NegotiatedConnection, NegotiationError> {
+        let Negotiated(agent, v2) = self.speaks;
+        #[cfg(not(feature = "v2"))]
+        let _ = v2;
         let options = crate::negotiate::Accept {
             dialects: self.dialects,
             config: self.config,
             legacy: self.legacy,
             store: self.store,
             identity: self.identity,
+            #[cfg(feature = "v2")]
+            v2,
         };
-        crate::negotiate::serve(self.speaks.0, reader, writer, options).await
+        crate::negotiate::serve(agent, reader, writer, options).await
+    }
+
+    /// Serves on frames (one message each: acp-remote's in-process agents), in the protocol
+    /// version the client's first message offers: v1, or v2 through the v1<->v2 translation
+    /// when the options accept it (`NegotiateOptions::with_v2`). The legacy dialects are
+    /// not detected here: the network transport carries v1 and v2 only (a legacy client's
+    /// first message is answered by the v1 connection, as it answers any it cannot read).
+    pub async fn over_frames(
+        self,
+        mut frames: acp_rpc::transport::FrameAdapter,
+    ) -> Result<NegotiatedConnection, NegotiationError> {
+        let first = frames
+            .first_frame()
+            .await
+            .ok_or(NegotiationError::ClosedBeforeFirstMessage)?;
+        let Negotiated(agent, v2) = self.speaks;
+        let (config, store, identity) = (self.config, self.store, self.identity);
+        #[cfg(feature = "v2")]
+        if v2 && crate::v2::first_line_goes_to_v2(&first, true) {
+            let options = self.legacy.with_config(config);
+            let translation = crate::v2::serve_v1_over(agent, frames, options, store, identity);
+            return Ok(NegotiatedConnection::translated_v2(
+                translation.peer().clone(),
+            ));
+        }
+        let _ = (v2, first);
+        let conn = crate::connection::serve_inner(agent, frames, config, store, identity);
+        Ok(NegotiatedConnection::served_v1(conn))
     }
 }
 

@@ -77,19 +77,49 @@ pub enum NegotiationError {
 #[derive(Clone, Debug)]
 pub struct NegotiatedConnection {
     dialect: Dialect,
+    /// 1, or 2 for a v2 client served through the v1<->v2 translation.
+    version: u16,
     /// The wire's peer (the legacy connection's, for a translated client).
     peer: Peer,
     v1: Option<AgentConnection>,
 }
 
 impl NegotiatedConnection {
+    /// A v1 connection, served as it is.
+    pub(crate) fn served_v1(conn: AgentConnection) -> Self {
+        NegotiatedConnection {
+            dialect: Dialect::V1,
+            version: 1,
+            peer: conn.peer().clone(),
+            v1: Some(conn),
+        }
+    }
+
+    /// A v2 client served the v1 agent through the v1<->v2 translation, whose wire is `peer`.
+    #[cfg(feature = "v2")]
+    pub(crate) fn translated_v2(peer: Peer) -> Self {
+        NegotiatedConnection {
+            dialect: Dialect::V1,
+            version: 2,
+            peer,
+            v1: None,
+        }
+    }
+
     /// The dialect being spoken.
     pub fn dialect(&self) -> Dialect {
         self.dialect
     }
 
-    /// The v1 connection, when the client speaks v1 (a legacy client is served through its
-    /// translation, and its handles speak that dialect).
+    /// The protocol version served: 1 (v1 or a legacy dialect), or 2 for a client offering
+    /// v2 to a negotiation that accepts it (`NegotiateOptions::with_v2`), whose
+    /// [`NegotiatedConnection::dialect`] is then [`Dialect::V1`], the agent's own.
+    pub fn version(&self) -> u16 {
+        self.version
+    }
+
+    /// The v1 connection, when the client speaks v1 (a legacy or v2 client is served through
+    /// its translation, and its handles speak that dialect).
     pub fn v1(&self) -> Option<&AgentConnection> {
         self.v1.as_ref()
     }
@@ -114,6 +144,9 @@ pub(crate) struct Accept {
     pub(crate) legacy: acp_dialects::AdapterOptions,
     pub(crate) store: Option<std::sync::Arc<dyn crate::store::SessionStore>>,
     pub(crate) identity: Option<std::sync::Arc<str>>,
+    /// Serve a client offering v2 through the v1<->v2 translation.
+    #[cfg(feature = "v2")]
+    pub(crate) v2: bool,
 }
 
 /// Waits for the client's first message, detects its dialect ([`detect`]), and serves
@@ -127,23 +160,40 @@ pub(crate) async fn serve<A: Agent>(
     let accepted = acp_dialects::negotiation::accepted(&options.dialects)
         .map_err(|compiled| NegotiationError::NoDialect(options.dialects.clone(), compiled))?;
     let mut sniffer = LineSniffer::new(reader, options.config.max_message_size);
-    let detected = match sniffer.next_line().await {
+    let (detected, wants_v2) = match sniffer.next_line().await {
         Ok(Some(line)) => {
             let detected = detect(&line);
+            let wants_v2 = serves_v2(&options, &line);
             sniffer.unread(&line);
-            detected
+            (detected, wants_v2)
         }
         Ok(None) => return Err(NegotiationError::ClosedBeforeFirstMessage),
         // The connection answers the oversized line in the dialect it speaks.
-        Err(SniffError::TooLong(_)) => None,
+        Err(SniffError::TooLong(_)) => (None, false),
         Err(SniffError::Io(e)) => return Err(e.into()),
     };
-    let dialect = choose(detected, &accepted);
-    tracing::debug!(?detected, %dialect, "negotiated");
     let reader = sniffer.into_reader();
     let config = options.config;
     let legacy_options = options.legacy.with_config(config.clone());
     let store = options.store;
+    #[cfg(feature = "v2")]
+    if wants_v2 {
+        tracing::debug!(?detected, "negotiated v2, through the v1<->v2 translation");
+        let translation = crate::v2::serve_v1_with(
+            agent,
+            reader,
+            writer,
+            legacy_options,
+            store,
+            options.identity,
+        );
+        return Ok(NegotiatedConnection::translated_v2(
+            translation.peer().clone(),
+        ));
+    }
+    let _ = wants_v2;
+    let dialect = choose(detected, &accepted);
+    tracing::debug!(?detected, %dialect, "negotiated");
     let (peer, v1) = match dialect {
         Dialect::V1 => {
             let transport = (reader, writer);
@@ -164,11 +214,34 @@ pub(crate) async fn serve<A: Agent>(
             (translation.peer().clone(), None)
         }
     };
-    Ok(NegotiatedConnection { dialect, peer, v1 })
+    Ok(NegotiatedConnection {
+        dialect,
+        version: 1,
+        peer,
+        v1,
+    })
+}
+
+/// Whether the client whose first line is `first_line` is served v2 through the
+/// translation: the negotiation accepts v2 and the line offers it (the table in
+/// [`crate::v2`], for an agent that has v1).
+fn serves_v2(options: &Accept, first_line: &[u8]) -> bool {
+    #[cfg(feature = "v2")]
+    return options.v2 && crate::v2::first_line_goes_to_v2(first_line, true);
+    #[cfg(not(feature = "v2"))]
+    {
+        let _ = (options, first_line);
+        false
+    }
 }
 
 impl fmt::Display for NegotiatedConnection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "agent connection speaking {}", self.dialect)
+        match self.version {
+            2 => f.write_str(
+                "agent connection speaking v2 (the v1 agent through the v1<->v2 translation)",
+            ),
+            _ => write!(f, "agent connection speaking {}", self.dialect),
+        }
     }
 }

@@ -159,3 +159,40 @@ async fn a_client_that_hangs_up_first_and_an_empty_pin_list_are_errors() {
         .unwrap_err();
     assert!(matches!(error, NegotiationError::NoDialect(..)), "{error}");
 }
+
+/// A v2 `initialize` to a negotiation that accepts v2 (`with_v2`) is served v2, the v1 agent
+/// behind the v1<->v2 translation; without it the same offer is answered in v1, whose
+/// answer names version 1 for the client to decide on.
+#[cfg(feature = "v2")]
+#[tokio::test]
+async fn a_v2_offer_is_served_v2_through_the_translation_only_when_accepted() {
+    let offer = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"t","version":"1"}}}"#;
+    for accepts_v2 in [true, false] {
+        let options = NegotiateOptions::default()
+            .with_legacy_cwd("/w")
+            .with_v2(accepts_v2);
+        let mut task = None;
+        let mut e = Editor::connect(|r, w| {
+            task = Some(tokio::spawn(
+                acp_agent::Builder::new(FullAgent)
+                    .negotiate(options)
+                    .io(r, w),
+            ))
+        });
+        e.send(offer).await;
+        let reply = answer(&mut e).await;
+        let served = task.unwrap().await.unwrap().unwrap();
+        let (version, v1) = if accepts_v2 { (2, false) } else { (1, true) };
+        assert_eq!(reply["result"]["protocolVersion"], version, "{reply}");
+        assert_eq!(served.version(), version);
+        assert_eq!(served.dialect(), Dialect::V1);
+        assert_eq!(served.v1().is_some(), v1, "{served}");
+        if accepts_v2 {
+            // v2's baseline, through the translation: a session in the asked directory.
+            e.send(r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w"}}"#)
+                .await;
+            let made = answer(&mut e).await;
+            assert!(made["result"]["sessionId"].is_string(), "{made}");
+        }
+    }
+}

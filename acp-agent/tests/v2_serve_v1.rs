@@ -1,5 +1,6 @@
 //! A v1 agent (this crate's `Agent`) served to a v2 client through `v2::serve_v1`, the
-//! v1<->v2 translation of acp-dialects: a turn with a permission, an edit, a terminal
+//! v1<->v2 translation of acp-dialects (and, for the turn and the cancel, a plain v1 agent
+//! driven by a v2 application through `acp_client::v2::connect_to_v1`): a turn with a permission, an edit, a terminal
 //! command and a cancel, modes as a config option, and what v1 cannot do refused.
 #![cfg(feature = "v2")]
 
@@ -21,25 +22,46 @@ struct Setup {
     _conn: d2::ClientConnection,
 }
 
+/// Where the translation runs: in the v1 agent's process (`v2::serve_v1`, the v2 client on
+/// the wire), or in the v2 client's (`acp_client::v2::connect_to_v1`: a v2 application
+/// driving a plain v1 agent on the wire).
+#[derive(Clone, Copy, Debug)]
+enum Placement {
+    BesideTheAgent,
+    BesideTheClient,
+}
+
+const PLACEMENTS: [Placement; 2] = [Placement::BesideTheAgent, Placement::BesideTheClient];
+
 fn setup() -> Setup {
+    setup_at(Placement::BesideTheAgent)
+}
+
+fn setup_at(at: Placement) -> Setup {
     let (client_io, agent_io) = tokio::io::duplex(1 << 16);
     let (ar, aw) = tokio::io::split(agent_io);
+    let (cr, cw) = tokio::io::split(client_io);
     let files = MemFs::default();
     let options = AdapterOptions::default()
         .with_fs(files.clone())
         .with_local_terminals(true)
         .with_cwd("/");
-    acp_agent::v2::serve_v1(
-        Coder {
-            mode: Mutex::default(),
-        },
-        ar,
-        aw,
-        options,
-    );
-    let (cr, cw) = tokio::io::split(client_io);
+    let coder = Coder {
+        mode: Mutex::default(),
+    };
     let (tx, updates) = mpsc::unbounded_channel();
-    let conn = d2::connect(Editor { updates: tx }, cr, cw);
+    let editor = Editor { updates: tx };
+    let conn = match at {
+        Placement::BesideTheAgent => {
+            acp_agent::v2::serve_v1(coder, ar, aw, options);
+            d2::connect(editor, cr, cw)
+        }
+        Placement::BesideTheClient => {
+            // The v1 agent is plain v1 on the wire; dropping its handle leaves it serving.
+            drop(acp_agent::Builder::new(coder).io(ar, aw));
+            acp_client::v2::connect_to_v1(editor, cr, cw, options)
+        }
+    };
     Setup {
         agent: conn.agent().clone(),
         updates,
@@ -50,14 +72,24 @@ fn setup() -> Setup {
 
 #[tokio::test]
 async fn a_v1_agent_completes_a_turn_with_a_permission_an_edit_and_a_terminal_for_a_v2_client() {
-    let mut s = setup();
-    edit_turn(&s.agent, &mut s.updates).await;
-    assert_eq!(s.files.0.lock().unwrap()["/w/a.txt"], "new\n");
+    for at in PLACEMENTS {
+        eprintln!("the translation {at:?}");
+        let mut s = setup_at(at);
+        edit_turn(&s.agent, &mut s.updates).await;
+        assert_eq!(s.files.0.lock().unwrap()["/w/a.txt"], "new\n");
+    }
 }
 
 #[tokio::test]
 async fn a_v2_cancel_ends_the_v1_turn_as_idle_cancelled() {
-    let mut s = setup();
+    for at in PLACEMENTS {
+        eprintln!("the translation {at:?}");
+        a_v2_cancel_ends_the_v1_turn_as_idle_cancelled_at(at).await;
+    }
+}
+
+async fn a_v2_cancel_ends_the_v1_turn_as_idle_cancelled_at(at: Placement) {
+    let mut s = setup_at(at);
     init_and_session(&s.agent).await;
     let prompt: w2::PromptRequest = serde_json::from_value(
         json!({"sessionId": "s1", "prompt": [{"type": "text", "text": "wait"}]}),

@@ -1,7 +1,8 @@
 //! A v1 client (this crate's `Client`) driving a v2 agent through `v2::connect_v1`, the
-//! v1<->v2 translation of acp-dialects: a turn whose `state_update` idle answers the v1
-//! prompt, upserts as v1 tool calls, a command permission, modes from a config option,
-//! `session/load` as a resume with replay, a cancel.
+//! v1<->v2 translation of acp-dialects, and the same v2 agent served to a plain v1 client
+//! (`serve_v2_agent_to_v1`, the translation in the agent's process): a turn whose
+//! `state_update` idle answers the v1 prompt, upserts as v1 tool calls, a command
+//! permission, modes from a config option, `session/load` as a resume with replay, a cancel.
 #![cfg(feature = "v2")]
 
 use std::sync::Mutex;
@@ -173,21 +174,46 @@ impl Client for Editor {
     }
 }
 
-/// The v1 client's connection, its updates, and the v2 agent's connection (kept alive).
+/// The v1 client's connection, its updates, and what keeps the agent's side alive.
 type Setup = (
     acp_client::ClientConnection,
     mpsc::UnboundedReceiver<Value>,
-    d2::AgentConnection,
+    Box<dyn std::any::Any + Send>,
 );
 
-fn setup() -> Setup {
+/// Where the translation runs: in the v1 client's process (`connect_v1`, the v2 agent on
+/// the wire), or in the v2 agent's (`serve_v2_agent_to_v1`: a v2 application served to a
+/// plain v1 client on the wire). Every test runs both: one mapping, either placement.
+#[derive(Clone, Copy, Debug)]
+enum Placement {
+    BesideTheClient,
+    BesideTheAgent,
+}
+
+const PLACEMENTS: [Placement; 2] = [Placement::BesideTheClient, Placement::BesideTheAgent];
+
+fn setup(at: Placement) -> Setup {
     let (client_io, agent_io) = tokio::io::duplex(1 << 16);
     let (ar, aw) = tokio::io::split(agent_io);
-    let agent = d2::serve(V2Agent::default(), ar, aw);
     let (cr, cw) = tokio::io::split(client_io);
     let (tx, rx) = mpsc::unbounded_channel();
-    let conn = acp_client::v2::connect_v1(Editor(tx), cr, cw, AdapterOptions::default());
-    (conn, rx, agent)
+    match at {
+        Placement::BesideTheClient => {
+            let agent = d2::serve(V2Agent::default(), ar, aw);
+            let conn = acp_client::v2::connect_v1(Editor(tx), cr, cw, AdapterOptions::default());
+            (conn, rx, Box::new(agent))
+        }
+        Placement::BesideTheAgent => {
+            let v2_agent = |end| {
+                d2::serve_over(V2Agent::default(), end, Default::default())
+                    .peer()
+                    .clone()
+            };
+            let served = d2::serve_v2_agent_to_v1(v2_agent, ar, aw, AdapterOptions::default());
+            let conn = acp_client::Builder::new(Editor(tx)).io(cr, cw);
+            (conn, rx, Box::new(served))
+        }
+    }
 }
 
 async fn start(conn: &acp_client::ClientConnection) -> NewSessionResponse {
@@ -211,83 +237,98 @@ fn drain(rx: &mut mpsc::UnboundedReceiver<Value>) -> Vec<Value> {
 
 #[tokio::test]
 async fn a_v2_turn_answers_the_v1_prompt_with_its_idle_stop_reason() {
-    let (conn, mut rx, _agent) = setup();
-    let session = start(&conn).await;
-    let modes = session.modes.expect("the mode option is v1 modes");
-    assert_eq!(modes.current_mode_id.0, "ask");
-    // The option itself reaches the v1 client in v1's shape (`id`): a v1 reader drops an
-    // option still in v2's (`configId`), as it did before.
-    let options = session.config_options.expect("the config options");
-    assert_eq!(options.len(), 1, "{options:?}");
-    assert_eq!(options[0].id.0.to_string(), "m");
-    conn.agent()
-        .set_session_mode(SetSessionModeRequest::new("s1", "code"))
-        .await
-        .unwrap();
+    for at in PLACEMENTS {
+        eprintln!("the translation {at:?}");
+        let (conn, mut rx, _agent) = setup(at);
+        let session = start(&conn).await;
+        let modes = session.modes.expect("the mode option is v1 modes");
+        assert_eq!(modes.current_mode_id.0, "ask");
+        // The option itself reaches the v1 client in v1's shape (`id`): a v1 reader drops an
+        // option still in v2's (`configId`), as it did before.
+        let options = session.config_options.expect("the config options");
+        assert_eq!(options.len(), 1, "{options:?}");
+        assert_eq!(options[0].id.0.to_string(), "m");
+        // A select's value id, which v1 writes without `type` (v2 tags it `id`).
+        let set: SetSessionConfigOptionRequest =
+            serde_json::from_value(json!({"sessionId": "s1", "configId": "m", "value": "ask"}))
+                .unwrap();
+        let answer = conn.agent().set_session_config_option(set).await.unwrap();
+        assert_eq!(answer.config_options[0].id.0.to_string(), "m");
+        conn.agent()
+            .set_session_mode(SetSessionModeRequest::new("s1", "code"))
+            .await
+            .unwrap();
 
-    let answer = conn
-        .agent()
-        .prompt(PromptRequest::new("s1", vec![ContentBlock::from("edit")]))
-        .await
-        .unwrap();
-    assert_eq!(answer.stop_reason, StopReason::EndTurn);
-    let seen = drain(&mut rx);
-    let kinds: Vec<&str> = seen
-        .iter()
-        .map(|u| u["sessionUpdate"].as_str().unwrap_or("permission"))
-        .collect();
-    // No echo of the prompt, no state updates, no v2 terminal.
-    assert_eq!(
-        kinds,
-        [
-            "agent_message_chunk",
-            "tool_call",
-            "permission",
-            "tool_call_update",
-            "plan"
-        ],
-        "{seen:?}"
-    );
-    assert_eq!(seen[1]["title"], "edit");
-    let asked = &seen[2]["permission"]["toolCall"];
-    assert_eq!(asked["title"], "Run cargo fmt?");
-    assert_eq!(asked["kind"], "execute");
-    assert_eq!(asked["rawInput"]["command"], "cargo fmt");
-    assert_eq!(seen[3]["content"][0]["content"]["text"], "PATCH");
-    assert_eq!(seen[4]["entries"][0]["content"], "fmt");
+        let answer = conn
+            .agent()
+            .prompt(PromptRequest::new("s1", vec![ContentBlock::from("edit")]))
+            .await
+            .unwrap();
+        assert_eq!(answer.stop_reason, StopReason::EndTurn);
+        let seen = drain(&mut rx);
+        let kinds: Vec<&str> = seen
+            .iter()
+            .map(|u| u["sessionUpdate"].as_str().unwrap_or("permission"))
+            .collect();
+        // No echo of the prompt, no state updates, no v2 terminal.
+        assert_eq!(
+            kinds,
+            [
+                "agent_message_chunk",
+                "tool_call",
+                "permission",
+                "tool_call_update",
+                "plan"
+            ],
+            "{seen:?}"
+        );
+        assert_eq!(seen[1]["title"], "edit");
+        let asked = &seen[2]["permission"]["toolCall"];
+        assert_eq!(asked["title"], "Run cargo fmt?");
+        assert_eq!(asked["kind"], "execute");
+        assert_eq!(asked["rawInput"]["command"], "cargo fmt");
+        assert_eq!(seen[3]["content"][0]["content"]["text"], "PATCH");
+        assert_eq!(seen[4]["entries"][0]["content"], "fmt");
+    }
 }
 
 #[tokio::test]
 async fn session_load_is_a_resume_whose_replay_arrives_before_the_answer() {
-    let (conn, mut rx, _agent) = setup();
-    start(&conn).await;
-    let load = LoadSessionRequest::new(Vec::<McpServer>::new(), "/w", "s1");
-    let answer = conn.agent().load_session(load).await.unwrap();
-    assert_eq!(answer.modes.unwrap().current_mode_id.0, "ask");
-    let seen = drain(&mut rx);
-    assert_eq!(seen[0]["sessionUpdate"], "user_message_chunk");
-    assert_eq!(seen[0]["content"]["text"], "earlier");
+    for at in PLACEMENTS {
+        eprintln!("the translation {at:?}");
+        let (conn, mut rx, _agent) = setup(at);
+        start(&conn).await;
+        let load = LoadSessionRequest::new(Vec::<McpServer>::new(), "/w", "s1");
+        let answer = conn.agent().load_session(load).await.unwrap();
+        assert_eq!(answer.modes.unwrap().current_mode_id.0, "ask");
+        let seen = drain(&mut rx);
+        assert_eq!(seen[0]["sessionUpdate"], "user_message_chunk");
+        assert_eq!(seen[0]["content"]["text"], "earlier");
+    }
 }
 
 #[tokio::test]
 async fn a_v1_cancel_ends_the_v2_turn_as_cancelled() {
-    let (conn, _rx, _agent) = setup();
-    start(&conn).await;
-    let agent = conn.agent().clone();
-    let turn = tokio::spawn(async move {
-        agent
-            .prompt(PromptRequest::new("s1", vec![ContentBlock::from("wait")]))
+    for at in PLACEMENTS {
+        eprintln!("the translation {at:?}");
+        let (conn, _rx, _agent) = setup(at);
+        start(&conn).await;
+        let agent = conn.agent().clone();
+        let turn = tokio::spawn(async move {
+            agent
+                .prompt(PromptRequest::new("s1", vec![ContentBlock::from("wait")]))
+                .await
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        conn.agent()
+            .cancel(CancelNotification::new("s1"))
             .await
-    });
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    conn.agent()
-        .cancel(CancelNotification::new("s1"))
-        .await
-        .unwrap();
-    let answer = tokio::time::timeout(Duration::from_secs(10), turn)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!(answer.stop_reason, StopReason::Cancelled);
+            .unwrap();
+        let answer = tokio::time::timeout(Duration::from_secs(10), turn)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(answer.stop_reason, StopReason::Cancelled);
+    }
 }

@@ -2,11 +2,10 @@
 //! side ([`Connection`]) and the context its agent-side requests carry ([`Context`]). The
 //! translations' skeleton is [`crate::translate`].
 
+use acp_rpc::transport::Transport;
 use acp_rpc::{CloseReason, Config, Error, Framing, Handler, Peer, RequestId};
 
 use acp_types::RequestMethod;
-
-use crate::{Input, Output};
 
 /// A running connection of a dialect's own side; `H` is the typed handle to the peer: an
 /// editor's handle for an agent ([`Connection::client`]), an agent's for an editor
@@ -28,14 +27,13 @@ impl<H> Connection<H> {
     /// with `handler` serving the peer's messages (the generated dispatch of a native side),
     /// and wraps it with the typed handle `handle` builds from its [`Peer`].
     pub(crate) fn start(
-        reader: impl Input,
-        writer: impl Output,
+        transport: impl Transport,
         handler: impl Handler,
         config: Config,
         framing: Framing,
         handle: impl FnOnce(Peer) -> H,
     ) -> Self {
-        let conn = acp_rpc::Connection::new(reader, writer, handler, config.with_framing(framing));
+        let conn = acp_rpc::Connection::over(transport, handler, config.with_framing(framing));
         let peer = conn.peer().clone();
         Connection {
             handle: handle(peer.clone()),

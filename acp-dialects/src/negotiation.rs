@@ -345,11 +345,21 @@ pub struct AgentSide<St> {
     /// Where the sessions are kept, for a v1 client and for the sessions behind a legacy
     /// conversation alike; `None`: in memory only, as the agent keeps them.
     pub store: Option<St>,
+    /// Whether a client whose `initialize` offers protocol v2 is served v2, the v1 agent
+    /// behind the v1<->v2 translation (`crate::v2`'s mapping, with [`NegotiateOptions::legacy`]
+    /// as its options: its working directory, local files and terminals). Default `false`:
+    /// such a client is answered in v1 and decides whether to go on.
+    #[cfg(feature = "v2")]
+    pub v2: bool,
 }
 
 impl<St> Default for AgentSide<St> {
     fn default() -> Self {
-        AgentSide { store: None }
+        AgentSide {
+            store: None,
+            #[cfg(feature = "v2")]
+            v2: false,
+        }
     }
 }
 
@@ -359,6 +369,14 @@ impl<St> NegotiateOptions<AgentSide<St>> {
     #[must_use]
     pub fn with_store(mut self, store: impl Into<St>) -> Self {
         self.side.store = Some(store.into());
+        self
+    }
+
+    /// Sets [`AgentSide::v2`]: serve a client offering v2 through the v1<->v2 translation.
+    #[cfg(feature = "v2")]
+    #[must_use]
+    pub fn with_v2(mut self, on: bool) -> Self {
+        self.side.v2 = on;
         self
     }
 }

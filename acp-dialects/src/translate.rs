@@ -9,7 +9,7 @@ use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
 use acp_rpc::memory::tie;
-use acp_rpc::transport::{MemoryEnd, memory_pair};
+use acp_rpc::transport::{MemoryEnd, Transport, memory_pair};
 use acp_rpc::{Config, Error, Handler, Peer};
 use acp_types::v1;
 use tokio::sync::OnceCell;
@@ -51,15 +51,15 @@ impl<S, H, V> Deref for End<S, H, V> {
     }
 }
 
+/// Messages each direction of a translation's in-memory pair holds unread (the byte pipe it
+/// replaces held 64 KiB: a few hundred streamed chunks).
+const PAIR_CAPACITY: usize = 256;
+
 /// Runs a translation: the user's v1 side, which `user_side` starts on one end of a fresh
 /// in-memory message pair (returning its connection's [`Peer`]); the [`V1End`] on the other
 /// end (whole messages pass between them, no line framing);
 /// and the legacy connection `legacy` starts with the [`LegacyEnd`]. Both ends share
 /// `state`. When one of the three connections ends, all do. Returns the legacy peer.
-/// Messages each direction of a translation's in-memory pair holds unread (the byte pipe it
-/// replaces held 64 KiB: a few hundred streamed chunks).
-const PAIR_CAPACITY: usize = 256;
-
 pub(crate) fn translate<S, H>(
     user_side: impl FnOnce(MemoryEnd) -> Peer,
     state: S,
@@ -70,16 +70,37 @@ where
     H: Send + Sync + 'static,
     V1End<S, H>: Handler,
 {
-    let state = Arc::new(state);
-    let slot = Arc::<OnceLock<H>>::default();
     let (user_end, v1_end_transport) = memory_pair(PAIR_CAPACITY);
     let user = user_side(user_end);
+    let (v1, outer) = translate_over(v1_end_transport, Config::default(), state, legacy);
+    tie(&v1, &user);
+    outer
+}
+
+/// [`translate`] with the [`V1End`] on `v1_transport` (with `config`) instead of a pair to
+/// a v1 side in this process: the v1 peer is on the wire (a v1 client of a v2 agent in
+/// this process, or a v1 agent driven for a v2 client in this process), and `legacy`
+/// starts the other dialect's connection where the user's side is. Returns the peers of the
+/// [`V1End`]'s connection and of the legacy one; when one ends, both do.
+pub(crate) fn translate_over<S, H>(
+    v1_transport: impl Transport,
+    config: Config,
+    state: S,
+    legacy: impl FnOnce(LegacyEnd<S, H>) -> Connection<H>,
+) -> (Peer, Peer)
+where
+    S: Send + Sync + 'static,
+    H: Send + Sync + 'static,
+    V1End<S, H>: Handler,
+{
+    let state = Arc::new(state);
+    let slot = Arc::<OnceLock<H>>::default();
     let v1_end = V1End {
         state: state.clone(),
         legacy: slot.clone(),
         v1: (),
     };
-    let v1 = acp_rpc::Connection::over(v1_end_transport, v1_end, Config::default())
+    let v1 = acp_rpc::Connection::over(v1_transport, v1_end, config)
         .peer()
         .clone();
     let outer = legacy(LegacyEnd {
@@ -89,8 +110,15 @@ where
     });
     let _ = slot.set(outer.handle);
     tie(&outer.peer, &v1);
-    tie(&v1, &user);
-    outer.peer
+    (v1, outer.peer)
+}
+
+/// Starts the user's side (`user_side`, on one end of a fresh in-memory pair) and returns
+/// its peer with the other end, for the legacy connection of a [`translate_over`] whose v1
+/// peer is on the wire.
+pub(crate) fn user_pair(user_side: impl FnOnce(MemoryEnd) -> Peer) -> (Peer, MemoryEnd) {
+    let (user_end, legacy_end) = memory_pair(PAIR_CAPACITY);
+    (user_side(user_end), legacy_end)
 }
 
 /// The v1 `initialize` a translation for a legacy editor performs itself, once, before the

@@ -17,6 +17,12 @@
 //! permission options, config options, session infos), which pass as they are; the tables
 //! below are everything else.
 //!
+//! The same two mappings serve a v2 application to a v1 peer: [`serve_v2_agent_to_v1`] puts
+//! an application's v2 agent in front of a v1 client (the mapping of "A v2 agent behind a
+//! v1 client"), [`drive_v1_agent_for_v2_client`] puts a v1 agent behind an application's v2
+//! client (that of "A v1 agent in front of a v2 client"). There the user's v2 side runs on
+//! the in-memory pair and the v1 peer is on the wire.
+//!
 //! # A v1 agent in front of a v2 client
 //!
 //! | v2 (client -> agent) | v1 |
@@ -78,13 +84,13 @@
 //!
 //! | what | where | what happens |
 //! | --- | --- | --- |
-//! | v1 methods v2 lacks (`session/set_model`, `session/fork`, providers, ...) | v1 client -> v2 agent | refused `-32601`, "a v2 agent has no such method" |
+//! | v1 methods v2 lacks (`session/set_model`, `session/set_title`, `session/fork`, providers, ...) | v1 client -> v2 agent | refused `-32601`, "a v2 agent has no such method" (capabilities such as `sessionCapabilities.title` are not advertised) |
 //! | `tool_call/cancel` | v2 client -> v1 agent | refused `-32601` |
 //! | `terminal/cancel`, v1 `terminal/*`, `fs/*` without local terminals or files | v1 agent <-> v2 client | refused `-32601` naming the option that would serve it |
 //! | `session/resume` of an agent that can neither load nor resume, with replay or of a session not live on the connection | v2 client -> v1 agent | refused `-32601` saying which capability is missing |
 //! | `auth/logout` to a v1 agent without `auth.logout` | v2 client -> v1 agent | refused `-32601` |
 //! | v1-only updates (`plan_removed`, subagents, session messages) | v1 agent -> v2 client | not sent, a `warn` log naming the kind |
-//! | v2 terminals (`terminal_update`, `terminal_output_chunk`) | v2 agent -> v1 client | not sent, a `warn` log: v1 shows only terminals the client runs |
+//! | v2 terminals (`terminal_update`, `terminal_output_chunk`) | v2 agent -> v1 client | not sent as terminals (v1 shows only terminals the client runs): a tool call's `terminal` content is a text block, `(running)` until the terminal exits, then the command, the last 64 KiB of its output and a non-zero exit, sent again for each tool call showing it (at most 256 terminals a session; past that, a `warn` log) |
 //! | a whole message replacing one already shown, a plan that is not items | v2 agent -> v1 client | not sent, a `warn` log |
 //! | clearing a tool call field (`null`) other than `content` | v2 agent -> v1 client | the field keeps its value |
 //! | a message that does not fit the other version's type | either | `-32603` naming what did not fit (a request), or a `warn` log (an update) |
@@ -102,7 +108,7 @@ mod updates;
 mod v1_agent;
 mod v1_client;
 
-use acp_rpc::transport::MemoryEnd;
+use acp_rpc::transport::{MemoryEnd, Transport};
 use acp_rpc::{CloseReason, Peer};
 
 use crate::{AdapterOptions, Input, Output, translate};
@@ -111,7 +117,7 @@ pub use v1_client::v2_initialize;
 
 pub use native::{
     Agent, AgentConnection, AgentHandle, Client, ClientConnection, ClientHandle, Context, connect,
-    connect_with, serve, serve_with,
+    connect_over, connect_with, serve, serve_over, serve_with,
 };
 
 /// The v2 wire: JSON-RPC 2.0 as v1's (`"jsonrpc"` required and written, notifications,
@@ -122,27 +128,28 @@ pub fn framing() -> acp_rpc::Framing {
     acp_rpc::Framing::default().answer_batches(acp_rpc::DEFAULT_MAX_BATCH)
 }
 
-/// A running translation between a v2 peer and the user's v1 side: the v2 connection,
-/// which ends with the v1 side (and the reverse).
+/// A running translation between a peer on the wire and the user's side of the other
+/// version: the wire's connection (v2 to a v2 peer, v1 to a v1 peer), which ends with the
+/// user's side (and the reverse).
 #[derive(Clone, Debug)]
 pub struct Translation {
-    v2: Peer,
+    wire: Peer,
 }
 
 impl Translation {
-    /// The v2 connection's JSON-RPC peer.
+    /// The JSON-RPC peer of the connection on the wire.
     pub fn peer(&self) -> &Peer {
-        &self.v2
+        &self.wire
     }
 
     /// Resolves when the connection has ended, with the reason.
     pub async fn closed(&self) -> CloseReason {
-        self.v2.closed().await
+        self.wire.closed().await
     }
 
     /// Ends the connection (and the v1 side behind it).
     pub fn close(&self) {
-        self.v2.close();
+        self.wire.close();
     }
 }
 
@@ -155,11 +162,21 @@ pub fn serve_v1_agent(
     writer: impl Output,
     options: AdapterOptions,
 ) -> Translation {
+    serve_v1_agent_over(v1_agent, (reader, writer), options)
+}
+
+/// [`serve_v1_agent`] with the v2 client on any [`Transport`] (frames of a network
+/// transport, one end of an in-memory pair).
+pub fn serve_v1_agent_over(
+    v1_agent: impl FnOnce(MemoryEnd) -> Peer,
+    transport: impl Transport,
+    options: AdapterOptions,
+) -> Translation {
     let config = options.config.clone();
     let v2 = translate::translate(v1_agent, v1_agent::state(options), |end| {
-        serve_with(end, reader, writer, config)
+        serve_over(end, transport, config)
     });
-    Translation { v2 }
+    Translation { wire: v2 }
 }
 
 /// Drives an agent speaking v2 (its stdout is `reader`, its stdin `writer`) for a v1
@@ -178,5 +195,52 @@ pub fn drive_for_v1_client(
     let v2 = translate::translate(v1_client, v1_client::state(options), |end| {
         connect_with(end, reader, writer, config)
     });
-    Translation { v2 }
+    Translation { wire: v2 }
+}
+
+/// Serves a v2 agent to a client speaking v1 over `reader`/`writer`: `v2_agent` starts the
+/// user's v2 agent connection on the pair end it is given (`serve_over`) and returns its
+/// [`Peer`]. The mapping is that of "A v2 agent behind a v1 client" (the module docs), with
+/// [`AdapterOptions::config`] for the v1 wire; the v1 client's own `initialize` is sent on
+/// to the agent as a v2 one.
+pub fn serve_v2_agent_to_v1(
+    v2_agent: impl FnOnce(MemoryEnd) -> Peer,
+    reader: impl Input,
+    writer: impl Output,
+    options: AdapterOptions,
+) -> Translation {
+    let config = options.config.clone();
+    let (agent, end) = translate::user_pair(v2_agent);
+    let (v1, v2) = translate::translate_over(
+        (reader, writer),
+        config,
+        v1_client::state(options),
+        |legacy| connect_over(legacy, end, acp_rpc::Config::default()),
+    );
+    acp_rpc::memory::tie(&v2, &agent);
+    Translation { wire: v1 }
+}
+
+/// Drives an agent speaking v1 (its stdout is `reader`, its stdin `writer`) for a v2
+/// client: `v2_client` starts the user's v2 client connection on the pair end it is given
+/// (`connect_over`) and returns its [`Peer`]. The mapping is that of "A v1 agent in front of
+/// a v2 client" (the module docs), with [`AdapterOptions::config`] for the v1 wire: the
+/// agent's file and terminal calls are served with [`AdapterOptions::fs`] and
+/// [`AdapterOptions::local_terminals`], or refused.
+pub fn drive_v1_agent_for_v2_client(
+    v2_client: impl FnOnce(MemoryEnd) -> Peer,
+    reader: impl Input,
+    writer: impl Output,
+    options: AdapterOptions,
+) -> Translation {
+    let config = options.config.clone();
+    let (client, end) = translate::user_pair(v2_client);
+    let (v1, v2) = translate::translate_over(
+        (reader, writer),
+        config,
+        v1_agent::state(options),
+        |legacy| serve_over(legacy, end, acp_rpc::Config::default()),
+    );
+    acp_rpc::memory::tie(&v2, &client);
+    Translation { wire: v1 }
 }

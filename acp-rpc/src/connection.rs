@@ -79,11 +79,13 @@ impl Connection {
                 incoming,
                 outgoing,
                 values,
+                first,
             } => {
                 let (shared, out_rx) = Self::shared(Sink::frames(outgoing, values), values, config);
                 let peer = Peer::new(shared.clone());
                 tokio::spawn(crate::write::write_loop(out_rx, shared.clone()));
                 tokio::spawn(crate::read::read_frames(
+                    first,
                     incoming,
                     shared,
                     handler,

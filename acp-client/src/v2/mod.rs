@@ -49,7 +49,9 @@ mod state;
 
 pub use state::{Compaction, Message, MessageRole, SessionState, Terminal, ToolCall};
 
-pub use acp_dialects::v2::{AgentHandle, Client, ClientConnection, Context, connect, connect_with};
+pub use acp_dialects::v2::{
+    AgentHandle, Client, ClientConnection, Context, connect, connect_over, connect_with,
+};
 pub use acp_types::v2 as types;
 
 pub(crate) mod versions;
@@ -78,6 +80,28 @@ pub fn connect_v1<C: crate::Client>(
     };
     acp_dialects::v2::drive_for_v1_client(start, reader, writer, options);
     user.expect("the translation starts the v1 client before it returns")
+}
+
+/// Drives an agent that speaks v1 (its stdout is `reader`, its stdin `writer`) with a v2
+/// `client` (this module's [`Client`]), through acp-dialects' v1<->v2 translation (the
+/// mapping of "A v1 agent in front of a v2 client" in `acp_dialects::v2`), and gives back
+/// an ordinary v2 [`ClientConnection`]: prompts are answered when inserted and the turn ends
+/// with `state_update` idle, modes are a config option. The agent's `fs/*` and `terminal/*`
+/// calls (a v2 client has neither) are served with `options`' files and local terminals, or
+/// refused.
+pub fn connect_to_v1(
+    client: impl Client,
+    reader: impl acp_dialects::Input,
+    writer: impl acp_dialects::Output,
+    options: acp_dialects::AdapterOptions,
+) -> ClientConnection {
+    let mut user = None;
+    let start = |end| {
+        let conn = user.insert(connect_over(client, end, acp_rpc::Config::default()));
+        conn.peer().clone()
+    };
+    acp_dialects::v2::drive_v1_agent_for_v2_client(start, reader, writer, options);
+    user.expect("the translation starts the v2 client before it returns")
 }
 
 /// A fresh `idempotencyKey` for one prompt submission: the process id, the time in

@@ -156,13 +156,15 @@ impl<'a> Call<'a> {
             args.push(quote!(&cx));
         }
         let call = quote!(#implementor.#name(#(#args),*).await?);
+        // A request's result goes out unserialized ([`acp_rpc::Reply::new`]): the writer
+        // serializes it into its own buffer, with no intermediate JSON text of its own.
         let answer = if !self.is_request() {
             quote!(#call; Ok(()))
         } else if self.result.is_some() {
-            quote!(to_raw(&#call))
+            quote!(Ok(Reply::new(#call)))
         } else {
             let result = ident(self.method.result.as_deref().unwrap_or_default());
-            quote!(#call; to_raw(&#result))
+            quote!(#call; Ok(Reply::new(#result)))
         };
         quote!(#wire => { #head #answer })
     }
@@ -317,6 +319,15 @@ fn dispatch(name: &Ident, bound: &Ident, calls: &[Call], agent: bool) -> TokenSt
                 method: &str,
                 params: Params,
             ) -> ::std::result::Result<Box<RawValue>, Error> {
+                self.handle_request_reply(rcx, method, params).await?.into_raw()
+            }
+
+            async fn handle_request_reply(
+                &self,
+                rcx: RequestContext,
+                method: &str,
+                params: Params,
+            ) -> ::std::result::Result<Reply, Error> {
                 #context
                 #params_used
                 #request_match
@@ -428,9 +439,10 @@ pub fn generate_with_types(
         #( #![doc = #module_doc] )*
 
         use acp_rpc::{
-            Config, Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext,
-            to_raw,
+            Config, Error, Handler, NotificationContext, Params, Peer, RawValue, Reply,
+            RequestContext,
         };
+        use acp_rpc::transport::Transport;
         use #types::*;
         use async_trait::async_trait;
 
@@ -480,9 +492,18 @@ pub fn generate_with_types(
             writer: impl Output,
             config: Config,
         ) -> AgentConnection {
+            serve_over(agent, (reader, writer), config)
+        }
+
+        /// [`serve_with`] over any [`Transport`]: a reader/writer pair, one end of an
+        /// in-memory message pair (an agent in the editor's process, a translation), frames.
+        pub fn serve_over(
+            agent: impl Agent,
+            transport: impl Transport,
+            config: Config,
+        ) -> AgentConnection {
             AgentConnection::start(
-                reader,
-                writer,
+                transport,
                 #agent_handler,
                 config,
                 super::framing(),
@@ -533,9 +554,18 @@ pub fn generate_with_types(
             writer: impl Output,
             config: Config,
         ) -> ClientConnection {
+            connect_over(client, (reader, writer), config)
+        }
+
+        /// [`connect_with`] over any [`Transport`]: a reader/writer pair, one end of an
+        /// in-memory message pair (an agent in this process, a translation), frames.
+        pub fn connect_over(
+            client: impl Client,
+            transport: impl Transport,
+            config: Config,
+        ) -> ClientConnection {
             ClientConnection::start(
-                reader,
-                writer,
+                transport,
                 ClientDispatch(client),
                 config.with_sequential_requests(true),
                 super::framing(),

@@ -167,7 +167,7 @@ pub fn serve_with(
     writer: impl Output,
     config: Config,
 ) -> AgentConnection {
-    AgentConnection::start(reader, writer, Dispatch(agent), config, framing(), |peer| {
+    AgentConnection::start((reader, writer), Dispatch(agent), config, framing(), |peer| {
         ClientHandle { peer }
     })
 }
@@ -305,8 +305,7 @@ pub fn connect_with(
     config: Config,
 ) -> ClientConnection {
     ClientConnection::start(
-        reader,
-        writer,
+        (reader, writer),
         AgentDispatch(client),
         config,
         framing(),

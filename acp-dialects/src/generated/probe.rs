@@ -6,9 +6,10 @@
 //! and the [`Client`] trait an editor implements and the [`AgentHandle`] it calls the agent
 //! with ([`connect`]).
 use acp_rpc::{
-    Config, Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext,
-    to_raw,
+    Config, Error, Handler, NotificationContext, Params, Peer, RawValue, Reply,
+    RequestContext,
 };
+use acp_rpc::transport::Transport;
 use acp_types::legacy::probe::*;
 use async_trait::async_trait;
 use crate::connection::{ToAgent, ToClient};
@@ -152,9 +153,17 @@ pub fn serve_with(
     writer: impl Output,
     config: Config,
 ) -> AgentConnection {
+    serve_over(agent, (reader, writer), config)
+}
+/// [`serve_with`] over any [`Transport`]: a reader/writer pair, one end of an
+/// in-memory message pair (an agent in the editor's process, a translation), frames.
+pub fn serve_over(
+    agent: impl Agent,
+    transport: impl Transport,
+    config: Config,
+) -> AgentConnection {
     AgentConnection::start(
-        reader,
-        writer,
+        transport,
         AgentDispatch(agent),
         config,
         super::framing(),
@@ -170,6 +179,14 @@ impl<T: Agent> Handler for AgentDispatch<T> {
         method: &str,
         params: Params,
     ) -> ::std::result::Result<Box<RawValue>, Error> {
+        self.handle_request_reply(rcx, method, params).await?.into_raw()
+    }
+    async fn handle_request_reply(
+        &self,
+        rcx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> ::std::result::Result<Reply, Error> {
         let cx = Context::new(
             ClientHandle {
                 peer: rcx.peer().clone(),
@@ -179,27 +196,27 @@ impl<T: Agent> Handler for AgentDispatch<T> {
         match method {
             "initialize" => {
                 let params = params.parse_request::<InitializeParams>()?;
-                to_raw(&self.0.initialize(params, &cx).await?)
+                Ok(Reply::new(self.0.initialize(params, &cx).await?))
             }
             "newSession" => {
                 let params = params.parse_request::<NewSessionParams>()?;
-                to_raw(&self.0.new_session(params, &cx).await?)
+                Ok(Reply::new(self.0.new_session(params, &cx).await?))
             }
             "loadSession" => {
                 let params = params.parse_request::<LoadSessionParams>()?;
-                to_raw(&self.0.load_session(params, &cx).await?)
+                Ok(Reply::new(self.0.load_session(params, &cx).await?))
             }
             "setSessionMode" => {
                 let params = params.parse_request::<SetSessionModeParams>()?;
-                to_raw(&self.0.set_session_mode(params, &cx).await?)
+                Ok(Reply::new(self.0.set_session_mode(params, &cx).await?))
             }
             "prompt" => {
                 let params = params.parse_request::<PromptParams>()?;
-                to_raw(&self.0.prompt(params, &cx).await?)
+                Ok(Reply::new(self.0.prompt(params, &cx).await?))
             }
             "cancel" => {
                 let params = params.parse_request::<CancelParams>()?;
-                to_raw(&self.0.cancel(params, &cx).await?)
+                Ok(Reply::new(self.0.cancel(params, &cx).await?))
             }
             _ => Err(Error::method_not_found(method)),
         }
@@ -344,9 +361,17 @@ pub fn connect_with(
     writer: impl Output,
     config: Config,
 ) -> ClientConnection {
+    connect_over(client, (reader, writer), config)
+}
+/// [`connect_with`] over any [`Transport`]: a reader/writer pair, one end of an
+/// in-memory message pair (an agent in this process, a translation), frames.
+pub fn connect_over(
+    client: impl Client,
+    transport: impl Transport,
+    config: Config,
+) -> ClientConnection {
     ClientConnection::start(
-        reader,
-        writer,
+        transport,
         ClientDispatch(client),
         config.with_sequential_requests(true),
         super::framing(),
@@ -403,15 +428,23 @@ impl<T: Client> Handler for ClientDispatch<T> {
         method: &str,
         params: Params,
     ) -> ::std::result::Result<Box<RawValue>, Error> {
+        self.handle_request_reply(rcx, method, params).await?.into_raw()
+    }
+    async fn handle_request_reply(
+        &self,
+        rcx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> ::std::result::Result<Reply, Error> {
         let _ = rcx;
         match method {
             "readTextFile" => {
                 let params = params.parse_request::<ReadTextFileParams>()?;
-                to_raw(&self.0.read_text_file(params).await?)
+                Ok(Reply::new(self.0.read_text_file(params).await?))
             }
             "writeTextFile" => {
                 let params = params.parse_request::<WriteTextFileParams>()?;
-                to_raw(&self.0.write_text_file(params).await?)
+                Ok(Reply::new(self.0.write_text_file(params).await?))
             }
             _ => Err(Error::method_not_found(method)),
         }

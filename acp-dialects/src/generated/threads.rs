@@ -6,9 +6,10 @@
 //! and the [`Client`] trait an editor implements and the [`AgentHandle`] it calls the agent
 //! with ([`connect`]).
 use acp_rpc::{
-    Config, Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext,
-    to_raw,
+    Config, Error, Handler, NotificationContext, Params, Peer, RawValue, Reply,
+    RequestContext,
 };
+use acp_rpc::transport::Transport;
 use acp_types::legacy::threads::*;
 use async_trait::async_trait;
 use crate::connection::{ToAgent, ToClient};
@@ -139,9 +140,17 @@ pub fn serve_with(
     writer: impl Output,
     config: Config,
 ) -> AgentConnection {
+    serve_over(agent, (reader, writer), config)
+}
+/// [`serve_with`] over any [`Transport`]: a reader/writer pair, one end of an
+/// in-memory message pair (an agent in the editor's process, a translation), frames.
+pub fn serve_over(
+    agent: impl Agent,
+    transport: impl Transport,
+    config: Config,
+) -> AgentConnection {
     AgentConnection::start(
-        reader,
-        writer,
+        transport,
         AgentDispatch(agent),
         config,
         super::framing(),
@@ -157,6 +166,14 @@ impl<T: Agent> Handler for AgentDispatch<T> {
         method: &str,
         params: Params,
     ) -> ::std::result::Result<Box<RawValue>, Error> {
+        self.handle_request_reply(rcx, method, params).await?.into_raw()
+    }
+    async fn handle_request_reply(
+        &self,
+        rcx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> ::std::result::Result<Reply, Error> {
         let cx = Context::new(
             ClientHandle {
                 peer: rcx.peer().clone(),
@@ -166,25 +183,25 @@ impl<T: Agent> Handler for AgentDispatch<T> {
         match method {
             "getThreads" => {
                 params.parse_request::<GetThreadsParams>()?;
-                to_raw(&self.0.get_threads(&cx).await?)
+                Ok(Reply::new(self.0.get_threads(&cx).await?))
             }
             "createThread" => {
                 params.parse_request::<CreateThreadParams>()?;
-                to_raw(&self.0.create_thread(&cx).await?)
+                Ok(Reply::new(self.0.create_thread(&cx).await?))
             }
             "openThread" => {
                 let params = params.parse_request::<OpenThreadParams>()?;
                 self.0.open_thread(params, &cx).await?;
-                to_raw(&OpenThreadResponse)
+                Ok(Reply::new(OpenThreadResponse))
             }
             "getThreadEntries" => {
                 let params = params.parse_request::<GetThreadEntriesParams>()?;
-                to_raw(&self.0.get_thread_entries(params, &cx).await?)
+                Ok(Reply::new(self.0.get_thread_entries(params, &cx).await?))
             }
             "sendMessage" => {
                 let params = params.parse_request::<SendMessageParams>()?;
                 self.0.send_message(params, &cx).await?;
-                to_raw(&SendMessageResponse)
+                Ok(Reply::new(SendMessageResponse))
             }
             _ => Err(Error::method_not_found(method)),
         }
@@ -318,9 +335,17 @@ pub fn connect_with(
     writer: impl Output,
     config: Config,
 ) -> ClientConnection {
+    connect_over(client, (reader, writer), config)
+}
+/// [`connect_with`] over any [`Transport`]: a reader/writer pair, one end of an
+/// in-memory message pair (an agent in this process, a translation), frames.
+pub fn connect_over(
+    client: impl Client,
+    transport: impl Transport,
+    config: Config,
+) -> ClientConnection {
     ClientConnection::start(
-        reader,
-        writer,
+        transport,
         ClientDispatch(client),
         config.with_sequential_requests(true),
         super::framing(),
@@ -339,28 +364,36 @@ impl<T: Client> Handler for ClientDispatch<T> {
         method: &str,
         params: Params,
     ) -> ::std::result::Result<Box<RawValue>, Error> {
+        self.handle_request_reply(rcx, method, params).await?.into_raw()
+    }
+    async fn handle_request_reply(
+        &self,
+        rcx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> ::std::result::Result<Reply, Error> {
         let _ = rcx;
         match method {
             "streamMessageChunk" => {
                 let params = params.parse_request::<StreamMessageChunkParams>()?;
                 self.0.stream_message_chunk(params).await?;
-                to_raw(&StreamMessageChunkResponse)
+                Ok(Reply::new(StreamMessageChunkResponse))
             }
             "readTextFile" => {
                 let params = params.parse_request::<ReadTextFileParams>()?;
-                to_raw(&self.0.read_text_file(params).await?)
+                Ok(Reply::new(self.0.read_text_file(params).await?))
             }
             "readBinaryFile" => {
                 let params = params.parse_request::<ReadBinaryFileParams>()?;
-                to_raw(&self.0.read_binary_file(params).await?)
+                Ok(Reply::new(self.0.read_binary_file(params).await?))
             }
             "stat" => {
                 let params = params.parse_request::<StatParams>()?;
-                to_raw(&self.0.stat(params).await?)
+                Ok(Reply::new(self.0.stat(params).await?))
             }
             "globSearch" => {
                 let params = params.parse_request::<GlobSearchParams>()?;
-                to_raw(&self.0.glob_search(params).await?)
+                Ok(Reply::new(self.0.glob_search(params).await?))
             }
             _ => Err(Error::method_not_found(method)),
         }

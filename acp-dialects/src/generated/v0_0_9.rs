@@ -6,9 +6,10 @@
 //! and the [`Client`] trait an editor implements and the [`AgentHandle`] it calls the agent
 //! with ([`connect`]).
 use acp_rpc::{
-    Config, Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext,
-    to_raw,
+    Config, Error, Handler, NotificationContext, Params, Peer, RawValue, Reply,
+    RequestContext,
 };
+use acp_rpc::transport::Transport;
 use acp_types::legacy::v0_0_9::*;
 use async_trait::async_trait;
 use crate::connection::{ToAgent, ToClient};
@@ -131,9 +132,17 @@ pub fn serve_with(
     writer: impl Output,
     config: Config,
 ) -> AgentConnection {
+    serve_over(agent, (reader, writer), config)
+}
+/// [`serve_with`] over any [`Transport`]: a reader/writer pair, one end of an
+/// in-memory message pair (an agent in the editor's process, a translation), frames.
+pub fn serve_over(
+    agent: impl Agent,
+    transport: impl Transport,
+    config: Config,
+) -> AgentConnection {
     AgentConnection::start(
-        reader,
-        writer,
+        transport,
         AgentDispatch(agent),
         config,
         super::framing(),
@@ -149,6 +158,14 @@ impl<T: Agent> Handler for AgentDispatch<T> {
         method: &str,
         params: Params,
     ) -> ::std::result::Result<Box<RawValue>, Error> {
+        self.handle_request_reply(rcx, method, params).await?.into_raw()
+    }
+    async fn handle_request_reply(
+        &self,
+        rcx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> ::std::result::Result<Reply, Error> {
         let cx = Context::new(
             ClientHandle {
                 peer: rcx.peer().clone(),
@@ -158,22 +175,22 @@ impl<T: Agent> Handler for AgentDispatch<T> {
         match method {
             "initialize" => {
                 let params = params.parse_request::<InitializeParams>()?;
-                to_raw(&self.0.initialize(params, &cx).await?)
+                Ok(Reply::new(self.0.initialize(params, &cx).await?))
             }
             "authenticate" => {
                 params.parse_request::<AuthenticateParams>()?;
                 self.0.authenticate(&cx).await?;
-                to_raw(&AuthenticateResponse)
+                Ok(Reply::new(AuthenticateResponse))
             }
             "sendUserMessage" => {
                 let params = params.parse_request::<SendUserMessageParams>()?;
                 self.0.send_user_message(params, &cx).await?;
-                to_raw(&SendUserMessageResponse)
+                Ok(Reply::new(SendUserMessageResponse))
             }
             "cancelSendMessage" => {
                 params.parse_request::<CancelSendMessageParams>()?;
                 self.0.cancel_send_message(&cx).await?;
-                to_raw(&CancelSendMessageResponse)
+                Ok(Reply::new(CancelSendMessageResponse))
             }
             _ => Err(Error::method_not_found(method)),
         }
@@ -301,9 +318,17 @@ pub fn connect_with(
     writer: impl Output,
     config: Config,
 ) -> ClientConnection {
+    connect_over(client, (reader, writer), config)
+}
+/// [`connect_with`] over any [`Transport`]: a reader/writer pair, one end of an
+/// in-memory message pair (an agent in this process, a translation), frames.
+pub fn connect_over(
+    client: impl Client,
+    transport: impl Transport,
+    config: Config,
+) -> ClientConnection {
     ClientConnection::start(
-        reader,
-        writer,
+        transport,
         ClientDispatch(client),
         config.with_sequential_requests(true),
         super::framing(),
@@ -322,36 +347,44 @@ impl<T: Client> Handler for ClientDispatch<T> {
         method: &str,
         params: Params,
     ) -> ::std::result::Result<Box<RawValue>, Error> {
+        self.handle_request_reply(rcx, method, params).await?.into_raw()
+    }
+    async fn handle_request_reply(
+        &self,
+        rcx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> ::std::result::Result<Reply, Error> {
         let _ = rcx;
         match method {
             "streamAssistantMessageChunk" => {
                 let params = params
                     .parse_request::<StreamAssistantMessageChunkParams>()?;
                 self.0.stream_assistant_message_chunk(params).await?;
-                to_raw(&StreamAssistantMessageChunkResponse)
+                Ok(Reply::new(StreamAssistantMessageChunkResponse))
             }
             "requestToolCallConfirmation" => {
                 let params = params
                     .parse_request::<RequestToolCallConfirmationParams>()?;
-                to_raw(&self.0.request_tool_call_confirmation(params).await?)
+                Ok(Reply::new(self.0.request_tool_call_confirmation(params).await?))
             }
             "pushToolCall" => {
                 let params = params.parse_request::<PushToolCallParams>()?;
-                to_raw(&self.0.push_tool_call(params).await?)
+                Ok(Reply::new(self.0.push_tool_call(params).await?))
             }
             "updateToolCall" => {
                 let params = params.parse_request::<UpdateToolCallParams>()?;
                 self.0.update_tool_call(params).await?;
-                to_raw(&UpdateToolCallResponse)
+                Ok(Reply::new(UpdateToolCallResponse))
             }
             "writeTextFile" => {
                 let params = params.parse_request::<WriteTextFileParams>()?;
                 self.0.write_text_file(params).await?;
-                to_raw(&WriteTextFileResponse)
+                Ok(Reply::new(WriteTextFileResponse))
             }
             "readTextFile" => {
                 let params = params.parse_request::<ReadTextFileParams>()?;
-                to_raw(&self.0.read_text_file(params).await?)
+                Ok(Reply::new(self.0.read_text_file(params).await?))
             }
             _ => Err(Error::method_not_found(method)),
         }

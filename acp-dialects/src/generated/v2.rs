@@ -6,9 +6,10 @@
 //! and the [`Client`] trait an editor implements and the [`AgentHandle`] it calls the agent
 //! with ([`connect`]).
 use acp_rpc::{
-    Config, Error, Handler, NotificationContext, Params, Peer, RawValue, RequestContext,
-    to_raw,
+    Config, Error, Handler, NotificationContext, Params, Peer, RawValue, Reply,
+    RequestContext,
 };
+use acp_rpc::transport::Transport;
 use acp_types::v2::*;
 use async_trait::async_trait;
 use crate::connection::{ToAgent, ToClient};
@@ -221,9 +222,17 @@ pub fn serve_with(
     writer: impl Output,
     config: Config,
 ) -> AgentConnection {
+    serve_over(agent, (reader, writer), config)
+}
+/// [`serve_with`] over any [`Transport`]: a reader/writer pair, one end of an
+/// in-memory message pair (an agent in the editor's process, a translation), frames.
+pub fn serve_over(
+    agent: impl Agent,
+    transport: impl Transport,
+    config: Config,
+) -> AgentConnection {
     AgentConnection::start(
-        reader,
-        writer,
+        transport,
         super::prompt_keys::PromptKeys::new(AgentDispatch(agent)),
         config,
         super::framing(),
@@ -239,6 +248,14 @@ impl<T: Agent> Handler for AgentDispatch<T> {
         method: &str,
         params: Params,
     ) -> ::std::result::Result<Box<RawValue>, Error> {
+        self.handle_request_reply(rcx, method, params).await?.into_raw()
+    }
+    async fn handle_request_reply(
+        &self,
+        rcx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> ::std::result::Result<Reply, Error> {
         let cx = Context::new(
             ClientHandle {
                 peer: rcx.peer().clone(),
@@ -248,51 +265,51 @@ impl<T: Agent> Handler for AgentDispatch<T> {
         match method {
             "initialize" => {
                 let params = params.parse_request::<InitializeRequest>()?;
-                to_raw(&self.0.initialize(params, &cx).await?)
+                Ok(Reply::new(self.0.initialize(params, &cx).await?))
             }
             "auth/login" => {
                 let params = params.parse_request::<LoginAuthRequest>()?;
-                to_raw(&self.0.auth_login(params, &cx).await?)
+                Ok(Reply::new(self.0.auth_login(params, &cx).await?))
             }
             "auth/logout" => {
                 let params = params.parse_request::<LogoutAuthRequest>()?;
-                to_raw(&self.0.auth_logout(params, &cx).await?)
+                Ok(Reply::new(self.0.auth_logout(params, &cx).await?))
             }
             "session/new" => {
                 let params = params.parse_request::<NewSessionRequest>()?;
-                to_raw(&self.0.session_new(params, &cx).await?)
+                Ok(Reply::new(self.0.session_new(params, &cx).await?))
             }
             "session/list" => {
                 let params = params.parse_request::<ListSessionsRequest>()?;
-                to_raw(&self.0.session_list(params, &cx).await?)
+                Ok(Reply::new(self.0.session_list(params, &cx).await?))
             }
             "session/delete" => {
                 let params = params.parse_request::<DeleteSessionRequest>()?;
-                to_raw(&self.0.session_delete(params, &cx).await?)
+                Ok(Reply::new(self.0.session_delete(params, &cx).await?))
             }
             "session/resume" => {
                 let params = params.parse_request::<ResumeSessionRequest>()?;
-                to_raw(&self.0.session_resume(params, &cx).await?)
+                Ok(Reply::new(self.0.session_resume(params, &cx).await?))
             }
             "session/close" => {
                 let params = params.parse_request::<CloseSessionRequest>()?;
-                to_raw(&self.0.session_close(params, &cx).await?)
+                Ok(Reply::new(self.0.session_close(params, &cx).await?))
             }
             "tool_call/cancel" => {
                 let params = params.parse_request::<CancelToolCallRequest>()?;
-                to_raw(&self.0.tool_call_cancel(params, &cx).await?)
+                Ok(Reply::new(self.0.tool_call_cancel(params, &cx).await?))
             }
             "terminal/cancel" => {
                 let params = params.parse_request::<CancelTerminalRequest>()?;
-                to_raw(&self.0.terminal_cancel(params, &cx).await?)
+                Ok(Reply::new(self.0.terminal_cancel(params, &cx).await?))
             }
             "session/set_config_option" => {
                 let params = params.parse_request::<SetSessionConfigOptionRequest>()?;
-                to_raw(&self.0.session_set_config_option(params, &cx).await?)
+                Ok(Reply::new(self.0.session_set_config_option(params, &cx).await?))
             }
             "session/prompt" => {
                 let params = params.parse_request::<PromptRequest>()?;
-                to_raw(&self.0.session_prompt(params, &cx).await?)
+                Ok(Reply::new(self.0.session_prompt(params, &cx).await?))
             }
             _ => Err(Error::method_not_found(method)),
         }
@@ -482,9 +499,17 @@ pub fn connect_with(
     writer: impl Output,
     config: Config,
 ) -> ClientConnection {
+    connect_over(client, (reader, writer), config)
+}
+/// [`connect_with`] over any [`Transport`]: a reader/writer pair, one end of an
+/// in-memory message pair (an agent in this process, a translation), frames.
+pub fn connect_over(
+    client: impl Client,
+    transport: impl Transport,
+    config: Config,
+) -> ClientConnection {
     ClientConnection::start(
-        reader,
-        writer,
+        transport,
         ClientDispatch(client),
         config.with_sequential_requests(true),
         super::framing(),
@@ -535,15 +560,23 @@ impl<T: Client> Handler for ClientDispatch<T> {
         method: &str,
         params: Params,
     ) -> ::std::result::Result<Box<RawValue>, Error> {
+        self.handle_request_reply(rcx, method, params).await?.into_raw()
+    }
+    async fn handle_request_reply(
+        &self,
+        rcx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> ::std::result::Result<Reply, Error> {
         let _ = rcx;
         match method {
             "session/request_permission" => {
                 let params = params.parse_request::<RequestPermissionRequest>()?;
-                to_raw(&self.0.session_request_permission(params).await?)
+                Ok(Reply::new(self.0.session_request_permission(params).await?))
             }
             "elicitation/create" => {
                 let params = params.parse_request::<CreateElicitationRequest>()?;
-                to_raw(&self.0.elicitation_create(params).await?)
+                Ok(Reply::new(self.0.elicitation_create(params).await?))
             }
             _ => Err(Error::method_not_found(method)),
         }

@@ -131,6 +131,67 @@ impl ToV2 {
     }
 }
 
+/// The most of an agent-owned terminal's output a v1 client is shown (the end is kept).
+pub(crate) const TERMINAL_TEXT_LIMIT: usize = 64 * 1024;
+
+/// The most agent-owned terminals one session keeps for its v1 client; past that, further
+/// terminals are not shown (a `warn` log).
+pub(crate) const MAX_TERMINALS: usize = 256;
+
+/// A v2 agent's own terminal as its v1 client is shown it: v1 shows only terminals the
+/// client runs, so a tool call's `terminal` content becomes a text block of the command,
+/// its output (the last [`TERMINAL_TEXT_LIMIT`] bytes) and how it exited, sent again when
+/// the terminal exits.
+#[derive(Default)]
+struct AgentTerminal {
+    command: Option<String>,
+    output: String,
+    /// Whether the start of the output was cut.
+    cut: bool,
+    /// `exitStatus`, once it exited.
+    exit: Option<Value>,
+}
+
+impl AgentTerminal {
+    fn append(&mut self, bytes: &[u8]) {
+        self.output.push_str(&String::from_utf8_lossy(bytes));
+        if self.output.len() > TERMINAL_TEXT_LIMIT {
+            let mut start = self.output.len() - TERMINAL_TEXT_LIMIT;
+            while !self.output.is_char_boundary(start) {
+                start += 1;
+            }
+            self.output.drain(..start);
+            self.cut = true;
+        }
+    }
+
+    /// The text block a v1 client is shown in place of the terminal.
+    fn as_text(&self) -> Value {
+        let mut text = String::new();
+        if let Some(command) = &self.command {
+            text.push_str(&format!("$ {command}\n"));
+        }
+        if self.cut {
+            text.push_str("…\n");
+        }
+        text.push_str(&self.output);
+        match &self.exit {
+            None => text.push_str(if self.output.is_empty() {
+                "(running)"
+            } else {
+                ""
+            }),
+            Some(exit) => match (exit["exitCode"].as_i64(), exit["signal"].as_str()) {
+                (Some(0), _) => {}
+                (Some(code), _) => text.push_str(&format!("[exit {code}]")),
+                (None, Some(signal)) => text.push_str(&format!("[killed by {signal}]")),
+                (None, None) => {}
+            },
+        }
+        json!({"type": "content", "content": {"type": "text", "text": text}})
+    }
+}
+
 /// One v2 session as its v1 client sees it.
 #[derive(Default)]
 pub(crate) struct ToV1 {
@@ -138,8 +199,11 @@ pub(crate) struct ToV1 {
     pub(crate) mode: Option<(String, Value)>,
     /// The config options the v1 client was last shown.
     shown_config: Option<Vec<Value>>,
-    /// The tool calls shown, with their content so far.
+    /// The tool calls shown, with their content so far (v2's `terminal` items kept as they
+    /// are: they are shown as text, [`AgentTerminal`]).
     tools: HashMap<String, Vec<Value>>,
+    /// The agent's own terminals, by id.
+    terminals: HashMap<String, AgentTerminal>,
     /// The messages shown (chunks or whole).
     messages: HashSet<String>,
     /// A v1 prompt is running (its own `user_message` echo is not shown again).
@@ -219,9 +283,7 @@ impl ToV1 {
             | "notice"
             | "compaction_update"
             | "compaction_summary_chunk" => Ok(vec![u]),
-            "terminal_update" | "terminal_output_chunk" => Err(
-                "v1 has no agent-owned terminals: a v1 client shows only terminals it runs".into(),
-            ),
+            "terminal_update" | "terminal_output_chunk" => self.terminal(&kind, u),
             other => Err(format!("v1 has no `{other}` session update")),
         }
     }
@@ -250,6 +312,66 @@ impl ToV1 {
             .collect())
     }
 
+    /// A v2 terminal's update, kept for the tool calls that show it; when it exits, those
+    /// tool calls again, their terminal shown as text with its output (v1 has no
+    /// agent-owned terminals: a v1 client shows only terminals it runs).
+    fn terminal(&mut self, kind: &str, u: Value) -> Result<Vec<Value>, Dropped> {
+        let id = u["terminalId"].as_str().unwrap_or_default().to_string();
+        if !self.terminals.contains_key(&id) && self.terminals.len() >= MAX_TERMINALS {
+            return Err(format!(
+                "terminal {id}: the session already shows {MAX_TERMINALS} terminals"
+            ));
+        }
+        let term = self.terminals.entry(id.clone()).or_default();
+        if kind == "terminal_output_chunk" {
+            use base64::Engine as _;
+            let data = u["data"].as_str().unwrap_or_default();
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .map_err(|e| format!("terminal {id}: output that is not base64: {e}"))?;
+            term.append(&bytes);
+            return Ok(Vec::new());
+        }
+        if let Some(command) = u["command"].as_str() {
+            term.command = Some(command.to_string());
+        }
+        let exited = u.get("exitStatus").is_some_and(|e| !e.is_null());
+        if exited {
+            term.exit = u.get("exitStatus").cloned();
+        }
+        if !exited {
+            return Ok(Vec::new());
+        }
+        // Every tool call showing the terminal, with its content as it now reads.
+        let showing: Vec<String> = self
+            .tools
+            .iter()
+            .filter(|(_, content)| content.iter().any(|c| is_terminal(c, &id)))
+            .map(|(call, _)| call.clone())
+            .collect();
+        Ok(showing
+            .into_iter()
+            .map(|call| {
+                let content = self.rendered(&self.tools[&call]);
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": call, "content": content})
+            })
+            .collect())
+    }
+
+    /// A tool call's content as a v1 client is shown it: an agent-owned terminal as text.
+    fn rendered(&self, content: &[Value]) -> Vec<Value> {
+        content
+            .iter()
+            .map(|item| match item["terminalId"].as_str() {
+                Some(id) if item["type"] == "terminal" => match self.terminals.get(id) {
+                    Some(term) => term.as_text(),
+                    None => AgentTerminal::default().as_text(),
+                },
+                _ => item.clone(),
+            })
+            .collect()
+    }
+
     /// A v2 tool call upsert as v1's `tool_call` (first time) or `tool_call_update`: `null`
     /// clears only `content` (to an empty list); v1 cannot clear other fields, which keep
     /// their value.
@@ -264,9 +386,11 @@ impl ToV1 {
         map_content(&mut u, content_to_v1);
         let first = !self.tools.contains_key(&id);
         let content = u.get("content").and_then(Value::as_array).cloned();
-        let known = self.tools.entry(id.clone()).or_default();
         if let Some(content) = content {
-            *known = content;
+            u["content"] = json!(self.rendered(&content));
+            self.tools.insert(id.clone(), content);
+        } else {
+            self.tools.entry(id.clone()).or_default();
         }
         if first {
             u["sessionUpdate"] = json!("tool_call");
@@ -276,6 +400,11 @@ impl ToV1 {
         }
         u
     }
+}
+
+/// Whether a tool call content item is the terminal `id`.
+fn is_terminal(item: &Value, id: &str) -> bool {
+    item["type"] == "terminal" && item["terminalId"] == id
 }
 
 #[cfg(test)]
@@ -391,12 +520,64 @@ mod tests {
     }
 
     #[test]
-    fn v2_only_updates_are_refused_with_a_reason() {
-        let mut s = ToV1::default();
-        let terminal = json!({"sessionUpdate": "terminal_update", "terminalId": "x"});
-        assert!(s.update(terminal).unwrap_err().contains("terminals"));
+    fn v1_only_updates_are_refused_with_a_reason() {
         let mut s = ToV2::default();
         let sub = json!({"sessionUpdate": "subagent_update"});
         assert!(s.update(sub).unwrap_err().contains("subagent_update"));
+    }
+
+    /// An agent-owned v2 terminal reaches a v1 client as text in the tool calls that show
+    /// it: a placeholder while it runs, then (when it exits) the command, its output and a
+    /// non-zero exit, sent again for every such tool call.
+    #[test]
+    fn an_agent_terminal_is_shown_to_a_v1_client_as_its_output_once_it_exits() {
+        let mut s = ToV1::default();
+        let start = json!({"sessionUpdate": "terminal_update", "terminalId": "t1",
+            "command": "make test", "cwd": "/w"});
+        assert!(s.update(start).unwrap().is_empty());
+        let call = json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "title": "Run",
+            "content": [{"type": "terminal", "terminalId": "t1"}]});
+        let shown = s.update(call).unwrap();
+        assert_eq!(shown[0]["sessionUpdate"], "tool_call");
+        let text = |u: &Value| {
+            u["content"][0]["content"]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(text(&shown[0]), "$ make test\n(running)");
+        for part in ["ok 1\n", "FAILED 2\n"] {
+            use base64::Engine as _;
+            let data = base64::engine::general_purpose::STANDARD.encode(part);
+            let chunk =
+                json!({"sessionUpdate": "terminal_output_chunk", "terminalId": "t1", "data": data});
+            assert!(s.update(chunk).unwrap().is_empty(), "shown at the exit");
+        }
+        let bad =
+            json!({"sessionUpdate": "terminal_output_chunk", "terminalId": "t1", "data": "%%"});
+        assert!(s.update(bad).unwrap_err().contains("base64"));
+        let end = json!({"sessionUpdate": "terminal_update", "terminalId": "t1",
+            "exitStatus": {"exitCode": 2, "signal": null}});
+        let again = s.update(end).unwrap();
+        assert_eq!(again.len(), 1, "{again:?}");
+        assert_eq!(again[0]["sessionUpdate"], "tool_call_update");
+        assert_eq!(again[0]["toolCallId"], "c1");
+        assert_eq!(text(&again[0]), "$ make test\nok 1\nFAILED 2\n[exit 2]");
+    }
+
+    #[test]
+    fn an_agent_terminal_keeps_the_end_of_long_output_and_terminals_are_bounded() {
+        let mut term = AgentTerminal::default();
+        term.append("é".repeat(TERMINAL_TEXT_LIMIT).as_bytes());
+        term.append(b"the end");
+        assert!(term.output.len() <= TERMINAL_TEXT_LIMIT);
+        assert!(term.output.ends_with("the end") && term.cut);
+        let mut s = ToV1::default();
+        for i in 0..MAX_TERMINALS {
+            let u = json!({"sessionUpdate": "terminal_update", "terminalId": format!("t{i}")});
+            s.update(u).unwrap();
+        }
+        let one_more = json!({"sessionUpdate": "terminal_update", "terminalId": "late"});
+        assert!(s.update(one_more).unwrap_err().contains("terminals"));
     }
 }

@@ -293,7 +293,12 @@ impl V1Agent {
         _cx: &RequestContext,
         p: v1::SetSessionConfigOptionRequest,
     ) -> Result<v1::SetSessionConfigOptionResponse, Error> {
-        let set: v2::SetSessionConfigOptionRequest = recast(json_of(&p), "the config option")?;
+        // v1 writes a select's value id without `type`; v2 tags every value (`id`).
+        let mut request = json_of(&p);
+        if request.get("type").is_none() {
+            request["type"] = json!("id");
+        }
+        let set: v2::SetSessionConfigOptionRequest = recast(request, "the config option")?;
         let answer = json_of(&self.legacy()?.session_set_config_option(set).await?);
         let options = answer["configOptions"]
             .as_array()

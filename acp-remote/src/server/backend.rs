@@ -9,12 +9,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use acp_agent::negotiate::{NegotiatedConnection, NegotiationError};
 use acp_agent::{Agent, AgentConnection};
 use acp_client::process::{AgentCommand, AgentProcess};
 use acp_rpc::transport::{
     FrameAdapter, FramePort, FrameReceiver, FrameSender, MemoryEnd, frame_adapter, memory_pair,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::oneshot;
 
 use crate::security::Identity;
 
@@ -29,6 +31,15 @@ type Make = dyn Fn(MemoryEnd, &Identity) -> AgentConnection + Send + Sync;
 /// Starts an in-process agent on its frame adapter, for the connection's identity.
 type MakeOnFrames = dyn Fn(FrameAdapter, &Identity) -> AgentConnection + Send + Sync;
 
+/// Starts an in-process agent on its frame adapter, for the connection's identity, once
+/// the client's first message has chosen what it speaks (v1, or v2 through the translation).
+type MakeNegotiated = dyn Fn(FrameAdapter, &Identity) -> BoxFuture<Result<NegotiatedConnection, NegotiationError>>
+    + Send
+    + Sync;
+
+/// A boxed future that can move to a task.
+pub(crate) type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
 /// Builds a gateway child's command for the identity of the connection it serves.
 pub(crate) type MakeCommand = dyn Fn(&Identity) -> AgentCommand + Send + Sync;
 
@@ -39,6 +50,9 @@ pub(crate) enum Backend {
     InProcess(Arc<Make>),
     /// A fresh agent value per connection, served in process on frames.
     OnFrames(Arc<MakeOnFrames>),
+    /// An agent served in process on frames in the version the client's first message
+    /// offers ([`acp_agent::Builder::negotiate`]'s `over_frames`).
+    Negotiated(Arc<MakeNegotiated>),
     /// One child process per connection, its command made for the connection's identity.
     Gateway(Arc<MakeCommand>),
 }
@@ -48,6 +62,7 @@ impl std::fmt::Debug for Backend {
         match self {
             Backend::InProcess(_) => f.write_str("InProcess"),
             Backend::OnFrames(_) => f.write_str("OnFrames"),
+            Backend::Negotiated(_) => f.write_str("Negotiated"),
             Backend::Gateway(_) => f.write_str("Gateway"),
         }
     }
@@ -80,6 +95,9 @@ pub(crate) enum Output {
 /// Ends the agent when the connection ends.
 pub(crate) enum Guard {
     InProcess(AgentConnection),
+    /// The task that negotiates, then holds the connection until told to end it (or until
+    /// this sender is dropped).
+    Negotiated(oneshot::Sender<()>),
     Gateway(Box<AgentProcess>),
 }
 
@@ -89,6 +107,9 @@ impl Guard {
     pub(crate) fn end(self, metrics: Option<Arc<crate::Metrics>>) {
         match self {
             Guard::InProcess(conn) => conn.close(),
+            Guard::Negotiated(end) => {
+                let _ = end.send(());
+            }
             Guard::Gateway(child) => {
                 // Outside a runtime (a connection dropped as its runtime shuts down) the
                 // child is killed by its drop instead.
@@ -148,6 +169,31 @@ impl Backend {
                     output: Output::Frames(receiver),
                     input: Input::Frames(sender),
                     guard: Some(Guard::InProcess(agent)),
+                })
+            }
+            Backend::Negotiated(make) => {
+                let (frames, FramePort { sender, receiver }) = frame_adapter(FRAMES);
+                let negotiating = make(frames, who);
+                let (end, ended) = oneshot::channel::<()>();
+                tokio::spawn(async move {
+                    // A client that leaves before its first message ends the negotiation.
+                    let conn = match negotiating.await {
+                        Ok(conn) => conn,
+                        Err(error) => {
+                            tracing::debug!(%error, "in-process agent not started");
+                            return;
+                        }
+                    };
+                    tracing::debug!(version = conn.version(), "in-process agent serving");
+                    tokio::select! {
+                        _ = ended => conn.close(),
+                        _ = conn.closed() => {}
+                    }
+                });
+                Ok(Running {
+                    output: Output::Frames(receiver),
+                    input: Input::Frames(sender),
+                    guard: Some(Guard::Negotiated(end)),
                 })
             }
             Backend::Gateway(make) => {

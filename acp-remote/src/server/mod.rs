@@ -138,6 +138,30 @@ impl Server {
         ServerBuilder::new(Backend::InProcess(Arc::new(serve)))
     }
 
+    /// Serves in process in the protocol version each client's first message offers:
+    /// `serve` gets the agent's end of a frame adapter and the connection's [`Identity`] and
+    /// returns the negotiation, typically
+    /// `acp_agent::Builder::new(agent).identity(..).negotiate(options).over_frames(frames)`
+    /// with `NegotiateOptions::with_v2(true)` (feature `v2` of acp-agent): a v1 agent served
+    /// to v1 clients as it is and to v2 clients through the v1<->v2 translation. Otherwise
+    /// as [`Server::in_process_with`]; the session guard reads the v2 session requests as it
+    /// reads v1's (their `mcpServers` and `cwd` are where v1 has them).
+    pub fn in_process_negotiated<F, Fut>(serve: F) -> ServerBuilder
+    where
+        F: Fn(acp_rpc::transport::FrameAdapter, &Identity) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<
+                Output = Result<
+                    acp_agent::negotiate::NegotiatedConnection,
+                    acp_agent::negotiate::NegotiationError,
+                >,
+            > + Send
+            + 'static,
+    {
+        ServerBuilder::new(Backend::Negotiated(Arc::new(
+            move |frames, who: &Identity| Box::pin(serve(frames, who)) as backend::BoxFuture<_>,
+        )))
+    }
+
     /// The environment variable naming a gateway child's [`Identity`] (its `.0`): set in
     /// that child's environment only, never in this process's, so an agent can keep each
     /// identity's files apart.

@@ -90,6 +90,7 @@ impl Reader {
 /// answered as an over-long line is. A message value is dispatched as it is, its envelope
 /// not parsed again (see [`Reader::on_message`]).
 pub(crate) async fn read_frames(
+    mut first: Option<Item>,
     mut incoming: mpsc::Receiver<Item>,
     shared: Arc<Shared>,
     handler: Arc<dyn Handler>,
@@ -100,10 +101,13 @@ pub(crate) async fn read_frames(
     let shutdown = ClosedWatch::new(&state.shared);
     tokio::pin!(shutdown);
     let reason = loop {
-        let frame = tokio::select! {
-            biased;
-            _ = &mut shutdown => break None,
-            frame = incoming.recv() => frame,
+        let frame = match first.take() {
+            Some(frame) => Some(frame),
+            None => tokio::select! {
+                biased;
+                _ = &mut shutdown => break None,
+                frame = incoming.recv() => frame,
+            },
         };
         let Some(frame) = frame else {
             break Some(CloseReason::Eof);

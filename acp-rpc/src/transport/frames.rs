@@ -11,6 +11,31 @@ use super::{Halves, Inner, Item, Transport};
 pub struct FrameAdapter {
     incoming: mpsc::Receiver<Item>,
     outgoing: mpsc::Sender<Item>,
+    first: Option<Item>,
+}
+
+impl FrameAdapter {
+    /// Waits for the first frame the carrier hands in and shows it without taking it: the
+    /// engine started on this adapter reads it first, as if never looked at. For a server
+    /// that chooses how to serve a connection by its first message (the protocol version a
+    /// client's `initialize` offers). `None` when the carrier ended before sending one.
+    pub async fn first_frame(&mut self) -> Option<Bytes> {
+        if self.first.is_none() {
+            self.first = Some(self.incoming.recv().await?);
+        }
+        match self.first.take()? {
+            Item::Text(text) => {
+                self.first = Some(Item::Text(text.clone()));
+                Some(text)
+            }
+            // A carrier hands in text only; a value is shown as its text and kept as that.
+            message @ Item::Message { .. } => {
+                let text = message.into_text();
+                self.first = Some(Item::Text(text.clone()));
+                Some(text)
+            }
+        }
+    }
 }
 
 impl Transport for FrameAdapter {
@@ -19,6 +44,7 @@ impl Transport for FrameAdapter {
             incoming: self.incoming,
             outgoing: self.outgoing,
             values: false,
+            first: self.first,
         })
     }
 }
@@ -41,7 +67,11 @@ pub fn frame_adapter(capacity: usize) -> (FrameAdapter, FramePort) {
     let (to_engine, incoming) = mpsc::channel(capacity);
     let (outgoing, from_engine) = mpsc::channel(capacity);
     (
-        FrameAdapter { incoming, outgoing },
+        FrameAdapter {
+            incoming,
+            outgoing,
+            first: None,
+        },
         FramePort {
             sender: FrameSender(to_engine),
             receiver: FrameReceiver(from_engine),

@@ -56,6 +56,7 @@ impl Transport for MemoryEnd {
             incoming: self.incoming,
             outgoing: self.outgoing,
             values: true,
+            first: None,
         })
     }
 }

@@ -98,6 +98,9 @@ pub(crate) enum Inner {
         /// The engine may hand its messages on as values (the other end is an engine of a
         /// memory pair, or converts them to text itself).
         values: bool,
+        /// A frame already taken from `incoming` (to look at it: [`FrameAdapter::first_frame`]),
+        /// read before the others.
+        first: Option<Item>,
     },
 }
 

@@ -345,6 +345,13 @@ impl Agent for V2Agent {
             });
             return recast(json!({ "configOptions": options }), "the config options");
         }
+        // v2 tags a select's value id (`type: id`); v1 writes it without `type`.
+        let mut request = request;
+        if request["type"] == "id"
+            && let Some(o) = request.as_object_mut()
+        {
+            o.remove("type");
+        }
         let set: v1::SetSessionConfigOptionRequest = recast(request, "the config option")?;
         let answer = json_of(&self.v1.typed_request(&set).await?);
         let options = self.with(&id, |s| {
