@@ -68,7 +68,9 @@ enum Command {
     Chat(ChatArgs),
     /// List an agent's sessions.
     Sessions(AgentArgs),
-    /// Serve the built-in demo agent on stdin/stdout.
+    /// Serve the built-in demo agent on stdin/stdout, in the version or dialect the client
+    /// speaks: v1, v2 (through the v1<->v2 translation, which runs the agent's own `echo`
+    /// terminal for it) or a legacy dialect.
     Agent(AgentCommandArgs),
     /// Serve an agent over the network (Streamable HTTP and WebSocket on one `/acp`
     /// endpoint): the built-in demo agent, or each connection its own AGENT process.
@@ -446,10 +448,13 @@ fn trace_serve(
 
 /// `acp agent`: the built-in agent on stdio, in whichever dialect the client speaks.
 async fn serve_builtin(store: store::StoreArgs) -> i32 {
-    let mut options = acp_agent::negotiate::NegotiateOptions::default();
+    let mut options = acp_agent::negotiate::NegotiateOptions::default().with_v2(true);
     if let Ok(cwd) = std::env::current_dir() {
         options = options.with_legacy_cwd(cwd);
     }
+    // A v2 client runs no terminals: the translation runs the built-in agent's one command
+    // (`echo`, fixed by the agent, never the client's) and shows it as a v2 terminal.
+    options.legacy = options.legacy.with_local_terminals(true);
     let agent = match store.open().await {
         Ok(Some((store, _))) => {
             options = options.with_store(store);

@@ -207,8 +207,16 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         None => match args.store.open().await? {
             None => {
                 let policy = hosting.mcp.clone();
+                // v1 or v2 by the client's offer (v2 through the translation, which runs no
+                // terminals here: a remote client's turn starts no process on this host).
+                let serve = move |frames, who: &acp_remote::Identity| {
+                    acp_agent::Builder::new(BuiltinAgent::default().mcp_policy(policy.clone()))
+                        .identity(who.session_owner())
+                        .negotiate(versions())
+                        .over_frames(frames)
+                };
                 (
-                    Server::in_process(move || BuiltinAgent::default().mcp_policy(policy.clone())),
+                    Server::in_process_negotiated(serve),
                     "the built-in demo agent".to_owned(),
                 )
             }
@@ -222,14 +230,15 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                 }
                 let policy = hosting.mcp.clone();
                 // Each identity reaches only its own sessions of the shared store.
-                let serve = move |end, who: &acp_remote::Identity| {
+                let serve = move |frames, who: &acp_remote::Identity| {
                     acp_agent::Builder::new(BuiltinAgent::with_store().mcp_policy(policy.clone()))
                         .store(store.clone())
                         .identity(who.session_owner())
-                        .over(end)
+                        .negotiate(versions())
+                        .over_frames(frames)
                 };
                 let what = format!("the built-in demo agent (sessions in {shown})");
-                (Server::in_process_with(serve), what)
+                (Server::in_process_negotiated(serve), what)
             }
         },
         Some(_) => {
@@ -412,4 +421,11 @@ impl Hosting {
             builder
         }
     }
+}
+
+/// What the built-in agent hosted by `acp serve` speaks: v1, and v2 through the v1<->v2
+/// translation (without local terminals or files: nothing a remote client asks runs a
+/// process or reads a file of this host through the translation).
+fn versions() -> acp_agent::negotiate::NegotiateOptions {
+    acp_agent::negotiate::NegotiateOptions::default().with_v2(true)
 }

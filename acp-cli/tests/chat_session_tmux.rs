@@ -59,7 +59,8 @@ fn a_loaded_conversation_is_shown_like_a_live_one_and_goes_on() {
 /// on stdio by `acp agent`, recorded by `acp trace`) offers models as a config option of
 /// category `model` (switched with `session/set_config_option`, the id completed with Tab),
 /// titles the session after its first
-/// prompt, and lets the client rename it (`session/set_title`).
+/// prompt, and lets the client rename it (`session/set_title`). Pinned to v1: v2 has no
+/// `session/set_title` (over v2 `acp agent` offers no renaming, as the mapping says).
 #[test]
 fn models_switch_and_the_title_is_shown_and_set() {
     if !have("tmux", "models_switch_and_the_title_is_shown_and_set") {
@@ -70,7 +71,7 @@ fn models_switch_and_the_title_is_shown_and_set() {
     let t = Tmux::start(
         "offers",
         &format!(
-            "cd {dir} && {acp} chat -- {acp} trace --out {trace} -- {acp} agent",
+            "cd {dir} && {acp} chat --protocol 1 -- {acp} trace --out {trace} -- {acp} agent",
             dir = sh(&dir.0),
             acp = sh(&acp()),
             trace = sh(&trace)
@@ -152,7 +153,8 @@ fn model_and_title_commands_say_when_the_agent_offers_nothing() {
 
 /// The built-in agent over v2 (`--protocol 2`: the v1 agent through the v1<->v2 translation)
 /// shows the same transcript as over v1 (its default), but for the header naming the version:
-/// the commands, the session, the models (a config option over v2), the title and the reply.
+/// the commands, the session, the models (a config option over v2), the title, the reply, and
+/// the modes (v2's config option of category `mode`) listed and switched.
 #[test]
 fn the_built_in_agent_over_v2_shows_the_v1_transcript() {
     if !have("tmux", "the_built_in_agent_over_v2_shows_the_v1_transcript") {
@@ -167,6 +169,10 @@ fn the_built_in_agent_over_v2_shows_the_v1_transcript() {
         t.wait_for("you>");
         t.line("/echo the same words");
         t.wait_for("── end_turn");
+        t.line("/mode");
+        t.wait_for("* ask");
+        t.line("/mode code");
+        t.wait_for("mode: code");
         t.line("/quit");
         let screen = t.wait_for("EXIT=0");
         // The header, which the terminal may wrap: from "connected to" to the commands line.
@@ -175,12 +181,12 @@ fn the_built_in_agent_over_v2_shows_the_v1_transcript() {
             .skip_while(|l| !l.contains("connected to"))
             .take_while(|l| !l.starts_with("commands:"))
             .collect();
-        // From the commands line to the turn's end, its duration left out.
+        // From the commands line to the exit, the turn's duration left out.
         let body: Vec<String> = screen
             .lines()
             .skip_while(|l| !l.starts_with("commands:"))
-            .take_while(|l| !l.starts_with("── end_turn"))
-            .map(str::to_owned)
+            .take_while(|l| !l.contains("EXIT="))
+            .map(|l| l.split(" · ").next().unwrap_or(l).trim_end().to_owned())
             .collect();
         (header, body, screen)
     };
@@ -200,5 +206,6 @@ fn the_built_in_agent_over_v2_shows_the_v1_transcript() {
         v2.iter().any(|l| l.trim() == "the same words"),
         "{v2_screen}"
     );
+    assert!(v2.iter().any(|l| l.contains("mode: code")), "{v2_screen}");
     assert_eq!(v1, v2, "v1:\n{v1_screen}\nv2:\n{v2_screen}");
 }

@@ -1,9 +1,10 @@
 //! `acp chat` and the protocol version: without `--protocol` an agent command is offered v2
-//! first and the version it answers is spoken (v1 with acp-agent's v1-only echo agent), the
-//! built-in agent is spoken to in v1 (its terminals, MCP servers and `--load` do not cross
-//! the translation yet); the header names the version; `--protocol 1|2` pins. Over 2 the built-in v1 agent is served as v2 and the
-//! chat's v1 client drives it through the other translation; the transcript is the v1 one,
-//! but for the header and the terminal step (v2 carries no client terminals).
+//! first and the version it answers is spoken (v1 with acp-agent's v1-only echo agent, v2
+//! with `acp agent`), the in-process built-in agent is spoken to in v1 (its terminals, MCP
+//! servers and `--load` do not cross the translation yet); the header names the version;
+//! `--protocol 1|2` pins. Over 2 the built-in v1 agent is served as v2 and the chat's v1
+//! client drives it through the other translation; the transcript is the v1 one, but for
+//! the header and the terminal step (v2 carries no client terminals).
 
 use super::{run, text};
 use crate::support::{Scratch, echo_agent};
@@ -175,4 +176,41 @@ fn protocol_2_with_a_v1_only_way_of_reaching_the_agent_is_refused_with_a_reason(
         "{}",
         text(&out.stderr)
     );
+}
+
+/// `acp agent` serves the version the client offers: `acp chat` offers v2 first to an agent
+/// command and gets it (the built-in v1 agent through the v1<->v2 translation on the agent's
+/// side, which runs the agent's `echo` terminal for it, as a v2 client runs none); pinned
+/// to 1 it gets v1, where the chat's client runs the terminal. Both turns end.
+#[test]
+fn acp_agent_serves_v2_when_offered_and_v1_when_pinned() {
+    let dir = Scratch::new("protocol-acp-agent");
+    let acp = crate::support::acp();
+    let acp = acp.to_str().unwrap();
+    for (pinned, spoken) in [(None, "(v2)"), (Some("1"), "(v1)")] {
+        let mut args = vec!["chat"];
+        if let Some(version) = pinned {
+            args.extend(["--protocol", version]);
+        }
+        args.extend(["--prompt", "hello agent", "--yes", "--", acp, "agent"]);
+        let out = run(&args, &dir.0);
+        let stdout = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {stdout}{}",
+            text(&out.stderr)
+        );
+        assert!(header(&stdout).ends_with(spoken), "{args:?}: {stdout}");
+        assert!(stdout.contains("  You said: hello agent"), "{stdout}");
+        assert!(
+            !stdout.contains("the client offers no terminals"),
+            "{args:?}: the terminal step ran: {stdout}"
+        );
+        assert!(
+            stdout.contains("hello from the built-in agent"),
+            "{args:?}: {stdout}"
+        );
+        assert!(stdout.contains("── end_turn"), "{stdout}");
+    }
 }

@@ -13,6 +13,7 @@ mod support;
 mod balanced;
 mod gateway;
 mod tokens;
+mod versions;
 
 #[path = "../../../acp-store-postgres/tests/support/mod.rs"]
 mod pg;

@@ -4,13 +4,23 @@
 use super::*;
 
 /// Our client and our agent through the proxy, then the trace viewed as text and as a page.
+/// Pinned to v1, whose agent-to-client requests (`terminal/create`) the summary must show;
+/// `a_v2_run_is_viewed_as_v2` views a v2 run.
 #[test]
 fn our_client_and_agent_through_the_proxy_and_the_page_in_chromium() {
     let dir = Scratch::new("trace-chat");
     let acp = acp();
     let trace = dir.0.join("chat.ndjson");
     let out = Command::new(&acp)
-        .args(["chat", "--prompt", "traced turn", "--yes", "--"])
+        .args([
+            "chat",
+            "--protocol",
+            "1",
+            "--prompt",
+            "traced turn",
+            "--yes",
+            "--",
+        ])
         .arg(&acp)
         .args(["trace", "--out"])
         .arg(&trace)
