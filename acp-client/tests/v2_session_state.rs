@@ -243,10 +243,10 @@ fn patch_states_of_a_tool_call_title_map_to_keep_clear_replace() {
     ));
     let keep = ToolCallUpdate::new("c");
     assert_eq!(keep.title, Patch::Absent);
-    state.apply(&SessionUpdate::ToolCallUpdate(keep));
+    state.apply(&SessionUpdate::ToolCallUpdate(Box::new(keep)));
     assert_eq!(state.tool_calls["c"].title.as_deref(), Some("a"));
-    state.apply(&SessionUpdate::ToolCallUpdate(
+    state.apply(&SessionUpdate::ToolCallUpdate(Box::new(
         ToolCallUpdate::new("c").title(Patch::Null),
-    ));
+    )));
     assert_eq!(state.tool_calls["c"].title, None);
 }

@@ -42,11 +42,13 @@ impl agent::Agent for EchoAgent {
         cx: &agent::Context,
     ) -> Result<PromptResponse, Error> {
         let updates = [
-            SessionUpdate::UserMessage(UserMessage::new("u1").content(params.prompt.clone())),
+            SessionUpdate::UserMessage(Box::new(
+                UserMessage::new("u1").content(params.prompt.clone()),
+            )),
             SessionUpdate::AgentMessageChunk(ContentChunk::new("a1", params.prompt[0].clone())),
-            SessionUpdate::StateUpdate(SessionStateUpdate::new(StateUpdate::Idle(
+            SessionUpdate::StateUpdate(Box::new(SessionStateUpdate::new(StateUpdate::Idle(
                 IdleStateUpdate::new(),
-            ))),
+            )))),
         ];
         for update in updates {
             cx.client()

@@ -77,8 +77,14 @@ pub fn generate(schema: &Schema) -> Result<TokenStream, Error> {
             }
             None => quote!(),
         };
+        // A boxed body (`x-boxed`) is handed on as the body itself.
+        let body = if variant.boxed {
+            quote!(body.as_ref())
+        } else {
+            quote!(body)
+        };
         arms.push(quote! {
-            SessionUpdate::#rust(body) => self.#method(#role body),
+            SessionUpdate::#rust(body) => self.#method(#role #body),
         });
     }
     Ok(quote! {

@@ -110,10 +110,10 @@ impl agent2::Agent for EchoV2 {
         use v2::*;
         let session = p.session_id.clone();
         let mut updates = vec![
-            SessionUpdate::StateUpdate(SessionStateUpdate::new(StateUpdate::Running(
+            SessionUpdate::StateUpdate(Box::new(SessionStateUpdate::new(StateUpdate::Running(
                 RunningStateUpdate::new(),
-            ))),
-            SessionUpdate::UserMessage(UserMessage::new("u-1").content(p.prompt)),
+            )))),
+            SessionUpdate::UserMessage(Box::new(UserMessage::new("u-1").content(p.prompt))),
         ];
         for word in ["alpha ", "beta ", "gamma"] {
             updates.push(SessionUpdate::AgentMessageChunk(ContentChunk::new(
@@ -121,8 +121,10 @@ impl agent2::Agent for EchoV2 {
                 ContentBlock::Text(TextContent::new(word)),
             )));
         }
-        updates.push(SessionUpdate::StateUpdate(SessionStateUpdate::new(
-            StateUpdate::Idle(IdleStateUpdate::new().stop_reason(IdleStopReason::EndTurn)),
+        updates.push(SessionUpdate::StateUpdate(Box::new(
+            SessionStateUpdate::new(StateUpdate::Idle(
+                IdleStateUpdate::new().stop_reason(IdleStopReason::EndTurn),
+            )),
         )));
         for update in updates {
             cx.client()

@@ -54,6 +54,19 @@ PATCH_FIELDS = {
 }
 
 # How each `session/update` kind changes the session a client keeps (CONVENTIONS.md).
+# Variants whose body is held in a `Box` (`x-boxed`, CONVENTIONS.md shape 5): the large or
+# rare ones, so that they do not set the size of every value of the union. A streamed chunk
+# is moved by value while it is parsed and sent; unboxed, v2's `SessionUpdate` was 368 bytes
+# (v1's 168) and `ContentBlock` 256 (v1's 120), and scenario a paid for it in copies.
+BOXED = {
+    "ContentBlock": {"image", "audio", "resource_link", "resource"},
+    "SessionUpdate": {
+        "user_message", "agent_message", "agent_thought", "state_update", "tool_call_update",
+        "terminal_update", "plan_update", "available_commands_update", "config_option_update",
+        "session_info_update", "usage_update", "notice", "compaction_update",
+    },
+}
+
 STATE = {
     "user_message_chunk": {"op": "append", "collection": "messages", "key": "messageId", "field": "content", "role": "user"},
     "user_message": {"op": "upsert", "collection": "messages", "key": "messageId", "role": "user"},
@@ -221,6 +234,8 @@ def tagged(name, text, members):
             variant["x-variant"] = "UnknownValue"
         if name == "SessionUpdate" and value in STATE:
             variant["x-state"] = STATE[value]
+        if value in BOXED.get(name, ()) and "$ref" in variant:
+            variant["x-boxed"] = True
         variants.append(with_desc(variant, m.get("description")))
     return with_desc({"x-tag": tag, "oneOf": variants}, text)
 

@@ -99,7 +99,7 @@ fn same_but_empty_lists(input: &Value, output: &Value) -> bool {
 
 fn tool_call(update: Value) -> ToolCallUpdate {
     match serde_json::from_value(update).expect("a session update") {
-        SessionUpdate::ToolCallUpdate(call) => call,
+        SessionUpdate::ToolCallUpdate(call) => *call,
         other => panic!("not a tool call update: {other:?}"),
     }
 }
@@ -151,7 +151,7 @@ fn builders_set_patch_fields_from_a_value_or_a_null() {
     let call = ToolCallUpdate::new("t")
         .title("Read file".to_string())
         .kind(Patch::Null);
-    let json = serde_json::to_value(SessionUpdate::ToolCallUpdate(call)).unwrap();
+    let json = serde_json::to_value(SessionUpdate::ToolCallUpdate(Box::new(call))).unwrap();
     assert_eq!(
         json,
         json!({"sessionUpdate": "tool_call_update", "toolCallId": "t", "title": "Read file", "kind": null})

@@ -48,9 +48,9 @@ impl EchoV2 {
 
 /// The idle `state_update` that ends the work, with its stop reason.
 fn idle(reason: IdleStopReason) -> SessionUpdate {
-    SessionUpdate::StateUpdate(SessionStateUpdate::new(StateUpdate::Idle(
+    SessionUpdate::StateUpdate(Box::new(SessionStateUpdate::new(StateUpdate::Idle(
         IdleStateUpdate::new().stop_reason(reason),
-    )))
+    ))))
 }
 
 #[acp_agent::async_trait]
@@ -138,13 +138,13 @@ impl Agent for EchoV2 {
             cx.client()
                 .session_update(UpdateSessionNotification::new(session.clone(), update))
         };
-        send(SessionUpdate::StateUpdate(SessionStateUpdate::new(
-            StateUpdate::Running(RunningStateUpdate::new()),
+        send(SessionUpdate::StateUpdate(Box::new(
+            SessionStateUpdate::new(StateUpdate::Running(RunningStateUpdate::new())),
         )))
         .await?;
-        send(SessionUpdate::UserMessage(
+        send(SessionUpdate::UserMessage(Box::new(
             UserMessage::new(user.clone()).content(params.prompt),
-        ))
+        )))
         .await?;
         // One tool call, its permission asked with the call as the subject.
         let tool = self.id("echo");
@@ -152,7 +152,7 @@ impl Agent for EchoV2 {
             .title("Echo the prompt".to_owned())
             .kind(ToolKind::Other)
             .status(ToolCallStatus::Pending);
-        send(SessionUpdate::ToolCallUpdate(call)).await?;
+        send(SessionUpdate::ToolCallUpdate(Box::new(call))).await?;
         let ask = RequestPermissionRequest::new(
             session.clone(),
             "Echo the prompt back?",
@@ -173,7 +173,7 @@ impl Agent for EchoV2 {
             || matches!(answer.outcome, RequestPermissionOutcome::Cancelled(_))
         {
             let done = ToolCallUpdate::new(tool).status(ToolCallStatus::Cancelled);
-            send(SessionUpdate::ToolCallUpdate(done)).await?;
+            send(SessionUpdate::ToolCallUpdate(Box::new(done))).await?;
             send(idle(IdleStopReason::Cancelled)).await?;
             return Ok(PromptResponse::new(user));
         }
@@ -188,7 +188,7 @@ impl Agent for EchoV2 {
                 .content(vec![ToolCallContent::content(ContentBlock::Text(
                     TextContent::new(note),
                 ))]);
-        send(SessionUpdate::ToolCallUpdate(done)).await?;
+        send(SessionUpdate::ToolCallUpdate(Box::new(done))).await?;
         if allowed {
             for word in text.split_whitespace() {
                 send(SessionUpdate::AgentMessageChunk(ContentChunk::new(

@@ -67,9 +67,9 @@ impl Specimen {
 }
 
 fn idle(reason: IdleStopReason) -> SessionUpdate {
-    SessionUpdate::StateUpdate(SessionStateUpdate::new(StateUpdate::Idle(
+    SessionUpdate::StateUpdate(Box::new(SessionStateUpdate::new(StateUpdate::Idle(
         IdleStateUpdate::new().stop_reason(reason),
-    )))
+    ))))
 }
 
 #[acp_agent::async_trait]
@@ -161,14 +161,14 @@ impl Agent for Specimen {
                 .session_update(UpdateSessionNotification::new(session.clone(), update))
         };
         if fault != Fault::NoRunning {
-            send(SessionUpdate::StateUpdate(SessionStateUpdate::new(
-                StateUpdate::Running(RunningStateUpdate::new()),
+            send(SessionUpdate::StateUpdate(Box::new(
+                SessionStateUpdate::new(StateUpdate::Running(RunningStateUpdate::new())),
             )))
             .await?;
         }
-        send(SessionUpdate::UserMessage(
+        send(SessionUpdate::UserMessage(Box::new(
             UserMessage::new(user.clone()).content(params.prompt),
-        ))
+        )))
         .await?;
         if fault == Fault::ClearsUserMessage {
             let cleared: SessionUpdate = serde_json::from_value(serde_json::json!({
@@ -182,11 +182,11 @@ impl Agent for Specimen {
         } else {
             tool.clone()
         };
-        send(SessionUpdate::ToolCallUpdate(
+        send(SessionUpdate::ToolCallUpdate(Box::new(
             ToolCallUpdate::new(tool.clone())
                 .title("Think".to_owned())
                 .status(ToolCallStatus::Pending),
-        ))
+        )))
         .await?;
         let ask = RequestPermissionRequest::new(
             session.clone(),
@@ -204,9 +204,9 @@ impl Agent for Specimen {
         let cancelled = self.cancelled.lock().unwrap().contains(&session.0)
             || matches!(answer.outcome, RequestPermissionOutcome::Cancelled(_));
         if cancelled && fault != Fault::IgnoresCancel {
-            send(SessionUpdate::ToolCallUpdate(
+            send(SessionUpdate::ToolCallUpdate(Box::new(
                 ToolCallUpdate::new(tool).status(ToolCallStatus::Cancelled),
-            ))
+            )))
             .await?;
             send(idle(IdleStopReason::Cancelled)).await?;
             return Ok(PromptResponse::new(user));
@@ -217,9 +217,9 @@ impl Agent for Specimen {
         }))
         .unwrap();
         send(chunk).await?;
-        send(SessionUpdate::ToolCallUpdate(
+        send(SessionUpdate::ToolCallUpdate(Box::new(
             ToolCallUpdate::new(tool).status(ToolCallStatus::Completed),
-        ))
+        )))
         .await?;
         send(SessionUpdate::AgentMessageChunk(ContentChunk::new(
             reply,

@@ -15,32 +15,38 @@ impl SessionState {
                 self.append_messages(MessageRole::User, body)
             }
             SessionUpdate::UserMessage(body) => {
-                self.upsert_messages(MessageRole::User, body)
+                self.upsert_messages(MessageRole::User, body.as_ref())
             }
             SessionUpdate::AgentMessageChunk(body) => {
                 self.append_messages(MessageRole::Agent, body)
             }
             SessionUpdate::AgentMessage(body) => {
-                self.upsert_messages(MessageRole::Agent, body)
+                self.upsert_messages(MessageRole::Agent, body.as_ref())
             }
             SessionUpdate::AgentThoughtChunk(body) => {
                 self.append_messages(MessageRole::Thought, body)
             }
             SessionUpdate::AgentThought(body) => {
-                self.upsert_messages(MessageRole::Thought, body)
+                self.upsert_messages(MessageRole::Thought, body.as_ref())
             }
-            SessionUpdate::StateUpdate(body) => self.replace_foreground(body),
+            SessionUpdate::StateUpdate(body) => self.replace_foreground(body.as_ref()),
             SessionUpdate::ToolCallContentChunk(body) => self.append_tool_calls(body),
-            SessionUpdate::ToolCallUpdate(body) => self.upsert_tool_calls(body),
-            SessionUpdate::TerminalUpdate(body) => self.upsert_terminals(body),
+            SessionUpdate::ToolCallUpdate(body) => self.upsert_tool_calls(body.as_ref()),
+            SessionUpdate::TerminalUpdate(body) => self.upsert_terminals(body.as_ref()),
             SessionUpdate::TerminalOutputChunk(body) => self.append_terminals(body),
-            SessionUpdate::PlanUpdate(body) => self.replace_plans(body),
-            SessionUpdate::AvailableCommandsUpdate(body) => self.replace_commands(body),
-            SessionUpdate::ConfigOptionUpdate(body) => self.replace_config_options(body),
-            SessionUpdate::SessionInfoUpdate(body) => self.upsert_info(body),
-            SessionUpdate::UsageUpdate(body) => self.upsert_usage(body),
-            SessionUpdate::Notice(body) => self.append_notices(body),
-            SessionUpdate::CompactionUpdate(body) => self.upsert_compactions(body),
+            SessionUpdate::PlanUpdate(body) => self.replace_plans(body.as_ref()),
+            SessionUpdate::AvailableCommandsUpdate(body) => {
+                self.replace_commands(body.as_ref())
+            }
+            SessionUpdate::ConfigOptionUpdate(body) => {
+                self.replace_config_options(body.as_ref())
+            }
+            SessionUpdate::SessionInfoUpdate(body) => self.upsert_info(body.as_ref()),
+            SessionUpdate::UsageUpdate(body) => self.upsert_usage(body.as_ref()),
+            SessionUpdate::Notice(body) => self.append_notices(body.as_ref()),
+            SessionUpdate::CompactionUpdate(body) => {
+                self.upsert_compactions(body.as_ref())
+            }
             SessionUpdate::CompactionSummaryChunk(body) => self.append_compactions(body),
             SessionUpdate::Unknown(_) => return false,
         }

@@ -922,24 +922,24 @@ pub enum ContentBlock {
     ///
     /// Requires the `image` prompt capability when included in prompts.
     #[serde(rename = "image")]
-    Image(ImageContent),
+    Image(::std::boxed::Box<ImageContent>),
     /// Audio data for transcription or analysis.
     ///
     /// Requires the `audio` prompt capability when included in prompts.
     #[serde(rename = "audio")]
-    Audio(AudioContent),
+    Audio(::std::boxed::Box<AudioContent>),
     /// References to resources that the receiver may be able to read.
     ///
     /// All agents MUST support resource links in prompts.
     #[serde(rename = "resource_link")]
-    ResourceLink(ResourceLink),
+    ResourceLink(::std::boxed::Box<ResourceLink>),
     /// Complete resource contents embedded directly in the message.
     ///
     /// Preferred for including context as it avoids extra round-trips.
     ///
     /// Requires the `embeddedContext` prompt capability when included in prompts.
     #[serde(rename = "resource")]
-    Resource(EmbeddedResource),
+    Resource(::std::boxed::Box<EmbeddedResource>),
     /// A variant this version of the schema does not know, kept as raw JSON.
     #[serde(untagged)]
     Unknown(::serde_json::Value),
@@ -972,7 +972,7 @@ impl crate::serde_util::TagFirst for ContentBlock {
                     <ImageContent as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::Image),
+                        .map(|body| Self::Image(::std::boxed::Box::new(body))),
                 )
             }
             "audio" => {
@@ -980,7 +980,7 @@ impl crate::serde_util::TagFirst for ContentBlock {
                     <AudioContent as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::Audio),
+                        .map(|body| Self::Audio(::std::boxed::Box::new(body))),
                 )
             }
             "resource_link" => {
@@ -988,7 +988,7 @@ impl crate::serde_util::TagFirst for ContentBlock {
                     <ResourceLink as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::ResourceLink),
+                        .map(|body| Self::ResourceLink(::std::boxed::Box::new(body))),
                 )
             }
             "resource" => {
@@ -996,7 +996,7 @@ impl crate::serde_util::TagFirst for ContentBlock {
                     <EmbeddedResource as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::Resource),
+                        .map(|body| Self::Resource(::std::boxed::Box::new(body))),
                 )
             }
             _ => ::std::result::Result::Err(rest),
@@ -1041,7 +1041,7 @@ impl crate::serde_util::TagFirst for ContentBlock {
                 match <ImageContent as ::serde::Deserialize>::deserialize(&value) {
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body).remove("type");
-                        Ok(Self::Image(body))
+                        Ok(Self::Image(::std::boxed::Box::new(body)))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -1050,7 +1050,7 @@ impl crate::serde_util::TagFirst for ContentBlock {
                 match <AudioContent as ::serde::Deserialize>::deserialize(&value) {
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body).remove("type");
-                        Ok(Self::Audio(body))
+                        Ok(Self::Audio(::std::boxed::Box::new(body)))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -1059,7 +1059,7 @@ impl crate::serde_util::TagFirst for ContentBlock {
                 match <ResourceLink as ::serde::Deserialize>::deserialize(&value) {
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body).remove("type");
-                        Ok(Self::ResourceLink(body))
+                        Ok(Self::ResourceLink(::std::boxed::Box::new(body)))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -1068,7 +1068,7 @@ impl crate::serde_util::TagFirst for ContentBlock {
                 match <EmbeddedResource as ::serde::Deserialize>::deserialize(&value) {
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body).remove("type");
-                        Ok(Self::Resource(body))
+                        Ok(Self::Resource(::std::boxed::Box::new(body)))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -1088,27 +1088,27 @@ impl ContentBlock {
         data: impl ::std::convert::Into<::std::string::String>,
         mime_type: impl ::std::convert::Into<MediaType>,
     ) -> Self {
-        Self::Image(ImageContent::new(data, mime_type))
+        Self::Image(::std::boxed::Box::new(ImageContent::new(data, mime_type)))
     }
     /// A `audio` variant from its body's required fields (see [`AudioContent::new`]).
     pub fn audio(
         data: impl ::std::convert::Into<::std::string::String>,
         mime_type: impl ::std::convert::Into<MediaType>,
     ) -> Self {
-        Self::Audio(AudioContent::new(data, mime_type))
+        Self::Audio(::std::boxed::Box::new(AudioContent::new(data, mime_type)))
     }
     /// A `resource_link` variant from its body's required fields (see [`ResourceLink::new`]).
     pub fn resource_link(
         name: impl ::std::convert::Into<::std::string::String>,
         uri: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        Self::ResourceLink(ResourceLink::new(name, uri))
+        Self::ResourceLink(::std::boxed::Box::new(ResourceLink::new(name, uri)))
     }
     /// A `resource` variant from its body's required fields (see [`EmbeddedResource::new`]).
     pub fn resource(
         resource: impl ::std::convert::Into<EmbeddedResourceResource>,
     ) -> Self {
-        Self::Resource(EmbeddedResource::new(resource))
+        Self::Resource(::std::boxed::Box::new(EmbeddedResource::new(resource)))
     }
 }
 impl ::std::convert::From<TextContent> for ContentBlock {
@@ -1118,27 +1118,27 @@ impl ::std::convert::From<TextContent> for ContentBlock {
 }
 impl ::std::convert::From<ImageContent> for ContentBlock {
     fn from(body: ImageContent) -> Self {
-        Self::Image(body)
+        Self::Image(::std::boxed::Box::new(body))
     }
 }
 impl ::std::convert::From<AudioContent> for ContentBlock {
     fn from(body: AudioContent) -> Self {
-        Self::Audio(body)
+        Self::Audio(::std::boxed::Box::new(body))
     }
 }
 impl ::std::convert::From<ResourceLink> for ContentBlock {
     fn from(body: ResourceLink) -> Self {
-        Self::ResourceLink(body)
+        Self::ResourceLink(::std::boxed::Box::new(body))
     }
 }
 impl ::std::convert::From<EmbeddedResource> for ContentBlock {
     fn from(body: EmbeddedResource) -> Self {
-        Self::Resource(body)
+        Self::Resource(::std::boxed::Box::new(body))
     }
 }
 impl ::std::convert::From<EmbeddedResourceResource> for ContentBlock {
     fn from(resource: EmbeddedResourceResource) -> Self {
-        Self::Resource(EmbeddedResource::new(resource))
+        Self::Resource(::std::boxed::Box::new(EmbeddedResource::new(resource)))
     }
 }
 /// Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
@@ -11197,7 +11197,7 @@ pub enum SessionUpdate {
     /// client receives another `user_message` update with the same `messageId`,
     /// fields in the new update patch the previous fields for that message.
     #[serde(rename = "user_message")]
-    UserMessage(UserMessage),
+    UserMessage(::std::boxed::Box<UserMessage>),
     /// A chunk of the agent's response being streamed.
     #[serde(rename = "agent_message_chunk")]
     AgentMessageChunk(ContentChunk),
@@ -11207,7 +11207,7 @@ pub enum SessionUpdate {
     /// receives another `agent_message` update with the same `messageId`,
     /// fields in the new update patch the previous fields for that message.
     #[serde(rename = "agent_message")]
-    AgentMessage(AgentMessage),
+    AgentMessage(::std::boxed::Box<AgentMessage>),
     /// A chunk of the agent's internal reasoning being streamed.
     #[serde(rename = "agent_thought_chunk")]
     AgentThoughtChunk(ContentChunk),
@@ -11217,46 +11217,46 @@ pub enum SessionUpdate {
     /// receives another `agent_thought` update with the same `messageId`,
     /// fields in the new update patch the previous fields for that message.
     #[serde(rename = "agent_thought")]
-    AgentThought(AgentThought),
+    AgentThought(::std::boxed::Box<AgentThought>),
     /// A snapshot of the session's aggregate foreground activity.
     #[serde(rename = "state_update")]
-    StateUpdate(SessionStateUpdate),
+    StateUpdate(::std::boxed::Box<SessionStateUpdate>),
     /// A chunk of tool-call content being streamed.
     #[serde(rename = "tool_call_content_chunk")]
     ToolCallContentChunk(ToolCallContentChunk),
     /// A tool call has been created or updated.
     #[serde(rename = "tool_call_update")]
-    ToolCallUpdate(ToolCallUpdate),
+    ToolCallUpdate(::std::boxed::Box<ToolCallUpdate>),
     /// An agent-owned terminal has been created or updated.
     #[serde(rename = "terminal_update")]
-    TerminalUpdate(TerminalUpdate),
+    TerminalUpdate(::std::boxed::Box<TerminalUpdate>),
     /// A chunk of bytes appended to an agent-owned terminal's output.
     #[serde(rename = "terminal_output_chunk")]
     TerminalOutputChunk(TerminalOutputChunk),
     /// A content update for a plan identified by ID.
     #[serde(rename = "plan_update")]
-    PlanUpdate(PlanUpdate),
+    PlanUpdate(::std::boxed::Box<PlanUpdate>),
     /// Available commands are ready or have changed
     #[serde(rename = "available_commands_update")]
-    AvailableCommandsUpdate(AvailableCommandsUpdate),
+    AvailableCommandsUpdate(::std::boxed::Box<AvailableCommandsUpdate>),
     /// Session configuration options have been updated.
     #[serde(rename = "config_option_update")]
-    ConfigOptionUpdate(ConfigOptionUpdate),
+    ConfigOptionUpdate(::std::boxed::Box<ConfigOptionUpdate>),
     /// Session metadata has been updated (title, timestamps, custom metadata)
     #[serde(rename = "session_info_update")]
-    SessionInfoUpdate(SessionInfoUpdate),
+    SessionInfoUpdate(::std::boxed::Box<SessionInfoUpdate>),
     /// Context window and cost update for the session.
     #[serde(rename = "usage_update")]
-    UsageUpdate(UsageUpdate),
+    UsageUpdate(::std::boxed::Box<UsageUpdate>),
     /// Information for the user that is not part of session history.
     ///
     /// No Client capability is required. Clients that do not understand or
     /// present notices may ignore them.
     #[serde(rename = "notice")]
-    Notice(Notice),
+    Notice(::std::boxed::Box<Notice>),
     /// A context compaction has been created or updated.
     #[serde(rename = "compaction_update")]
-    CompactionUpdate(CompactionUpdate),
+    CompactionUpdate(::std::boxed::Box<CompactionUpdate>),
     /// A content block appended to a context compaction's retained summary.
     #[serde(rename = "compaction_summary_chunk")]
     CompactionSummaryChunk(CompactionSummaryChunk),
@@ -11292,7 +11292,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     <UserMessage as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::UserMessage),
+                        .map(|body| Self::UserMessage(::std::boxed::Box::new(body))),
                 )
             }
             "agent_message_chunk" => {
@@ -11308,7 +11308,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     <AgentMessage as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::AgentMessage),
+                        .map(|body| Self::AgentMessage(::std::boxed::Box::new(body))),
                 )
             }
             "agent_thought_chunk" => {
@@ -11324,7 +11324,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     <AgentThought as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::AgentThought),
+                        .map(|body| Self::AgentThought(::std::boxed::Box::new(body))),
                 )
             }
             "state_update" => {
@@ -11332,7 +11332,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     <SessionStateUpdate as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::StateUpdate),
+                        .map(|body| Self::StateUpdate(::std::boxed::Box::new(body))),
                 )
             }
             "tool_call_content_chunk" => {
@@ -11348,7 +11348,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     <ToolCallUpdate as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::ToolCallUpdate),
+                        .map(|body| Self::ToolCallUpdate(::std::boxed::Box::new(body))),
                 )
             }
             "terminal_update" => {
@@ -11356,7 +11356,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     <TerminalUpdate as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::TerminalUpdate),
+                        .map(|body| Self::TerminalUpdate(::std::boxed::Box::new(body))),
                 )
             }
             "terminal_output_chunk" => {
@@ -11372,7 +11372,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     <PlanUpdate as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::PlanUpdate),
+                        .map(|body| Self::PlanUpdate(::std::boxed::Box::new(body))),
                 )
             }
             "available_commands_update" => {
@@ -11380,7 +11380,9 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     <AvailableCommandsUpdate as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::AvailableCommandsUpdate),
+                        .map(|body| Self::AvailableCommandsUpdate(
+                            ::std::boxed::Box::new(body),
+                        )),
                 )
             }
             "config_option_update" => {
@@ -11388,7 +11390,9 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     <ConfigOptionUpdate as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::ConfigOptionUpdate),
+                        .map(|body| Self::ConfigOptionUpdate(
+                            ::std::boxed::Box::new(body),
+                        )),
                 )
             }
             "session_info_update" => {
@@ -11396,7 +11400,9 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     <SessionInfoUpdate as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::SessionInfoUpdate),
+                        .map(|body| Self::SessionInfoUpdate(
+                            ::std::boxed::Box::new(body),
+                        )),
                 )
             }
             "usage_update" => {
@@ -11404,7 +11410,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     <UsageUpdate as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::UsageUpdate),
+                        .map(|body| Self::UsageUpdate(::std::boxed::Box::new(body))),
                 )
             }
             "notice" => {
@@ -11412,7 +11418,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     <Notice as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::Notice),
+                        .map(|body| Self::Notice(::std::boxed::Box::new(body))),
                 )
             }
             "compaction_update" => {
@@ -11420,7 +11426,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     <CompactionUpdate as ::serde::Deserialize>::deserialize(
                             ::serde::de::value::MapAccessDeserializer::new(rest),
                         )
-                        .map(Self::CompactionUpdate),
+                        .map(|body| Self::CompactionUpdate(::std::boxed::Box::new(body))),
                 )
             }
             "compaction_summary_chunk" => {
@@ -11475,7 +11481,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
-                        Ok(Self::UserMessage(body))
+                        Ok(Self::UserMessage(::std::boxed::Box::new(body)))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -11495,7 +11501,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
-                        Ok(Self::AgentMessage(body))
+                        Ok(Self::AgentMessage(::std::boxed::Box::new(body)))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -11515,7 +11521,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
-                        Ok(Self::AgentThought(body))
+                        Ok(Self::AgentThought(::std::boxed::Box::new(body)))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -11525,7 +11531,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
-                        Ok(Self::StateUpdate(body))
+                        Ok(Self::StateUpdate(::std::boxed::Box::new(body)))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -11547,7 +11553,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
-                        Ok(Self::ToolCallUpdate(body))
+                        Ok(Self::ToolCallUpdate(::std::boxed::Box::new(body)))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -11557,7 +11563,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
-                        Ok(Self::TerminalUpdate(body))
+                        Ok(Self::TerminalUpdate(::std::boxed::Box::new(body)))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -11579,7 +11585,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
-                        Ok(Self::PlanUpdate(body))
+                        Ok(Self::PlanUpdate(::std::boxed::Box::new(body)))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -11591,7 +11597,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
-                        Ok(Self::AvailableCommandsUpdate(body))
+                        Ok(Self::AvailableCommandsUpdate(::std::boxed::Box::new(body)))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -11601,7 +11607,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
-                        Ok(Self::ConfigOptionUpdate(body))
+                        Ok(Self::ConfigOptionUpdate(::std::boxed::Box::new(body)))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -11611,7 +11617,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
-                        Ok(Self::SessionInfoUpdate(body))
+                        Ok(Self::SessionInfoUpdate(::std::boxed::Box::new(body)))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -11621,7 +11627,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
-                        Ok(Self::UsageUpdate(body))
+                        Ok(Self::UsageUpdate(::std::boxed::Box::new(body)))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -11631,7 +11637,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
-                        Ok(Self::Notice(body))
+                        Ok(Self::Notice(::std::boxed::Box::new(body)))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -11641,7 +11647,7 @@ impl crate::serde_util::TagFirst for SessionUpdate {
                     Ok(mut body) => {
                         crate::HasExtra::extra_fields_mut(&mut body)
                             .remove("sessionUpdate");
-                        Ok(Self::CompactionUpdate(body))
+                        Ok(Self::CompactionUpdate(::std::boxed::Box::new(body)))
                     }
                     Err(error) => Err(::serde::de::Error::custom(error)),
                 }
@@ -11673,7 +11679,7 @@ impl SessionUpdate {
     }
     /// A `user_message` variant from its body's required fields (see [`UserMessage::new`]).
     pub fn user_message(message_id: impl ::std::convert::Into<MessageId>) -> Self {
-        Self::UserMessage(UserMessage::new(message_id))
+        Self::UserMessage(::std::boxed::Box::new(UserMessage::new(message_id)))
     }
     /// A `agent_message_chunk` variant from its body's required fields (see [`ContentChunk::new`]).
     pub fn agent_message_chunk(
@@ -11684,7 +11690,7 @@ impl SessionUpdate {
     }
     /// A `agent_message` variant from its body's required fields (see [`AgentMessage::new`]).
     pub fn agent_message(message_id: impl ::std::convert::Into<MessageId>) -> Self {
-        Self::AgentMessage(AgentMessage::new(message_id))
+        Self::AgentMessage(::std::boxed::Box::new(AgentMessage::new(message_id)))
     }
     /// A `agent_thought_chunk` variant from its body's required fields (see [`ContentChunk::new`]).
     pub fn agent_thought_chunk(
@@ -11695,11 +11701,11 @@ impl SessionUpdate {
     }
     /// A `agent_thought` variant from its body's required fields (see [`AgentThought::new`]).
     pub fn agent_thought(message_id: impl ::std::convert::Into<MessageId>) -> Self {
-        Self::AgentThought(AgentThought::new(message_id))
+        Self::AgentThought(::std::boxed::Box::new(AgentThought::new(message_id)))
     }
     /// A `state_update` variant from its body's required fields (see [`SessionStateUpdate::new`]).
     pub fn state_update(state: impl ::std::convert::Into<StateUpdate>) -> Self {
-        Self::StateUpdate(SessionStateUpdate::new(state))
+        Self::StateUpdate(::std::boxed::Box::new(SessionStateUpdate::new(state)))
     }
     /// A `tool_call_content_chunk` variant from its body's required fields (see [`ToolCallContentChunk::new`]).
     pub fn tool_call_content_chunk(
@@ -11712,11 +11718,11 @@ impl SessionUpdate {
     pub fn tool_call_update(
         tool_call_id: impl ::std::convert::Into<ToolCallId>,
     ) -> Self {
-        Self::ToolCallUpdate(ToolCallUpdate::new(tool_call_id))
+        Self::ToolCallUpdate(::std::boxed::Box::new(ToolCallUpdate::new(tool_call_id)))
     }
     /// A `terminal_update` variant from its body's required fields (see [`TerminalUpdate::new`]).
     pub fn terminal_update(terminal_id: impl ::std::convert::Into<TerminalId>) -> Self {
-        Self::TerminalUpdate(TerminalUpdate::new(terminal_id))
+        Self::TerminalUpdate(::std::boxed::Box::new(TerminalUpdate::new(terminal_id)))
     }
     /// A `terminal_output_chunk` variant from its body's required fields (see [`TerminalOutputChunk::new`]).
     pub fn terminal_output_chunk(
@@ -11727,41 +11733,47 @@ impl SessionUpdate {
     }
     /// A `plan_update` variant from its body's required fields (see [`PlanUpdate::new`]).
     pub fn plan_update(plan: impl ::std::convert::Into<PlanUpdateContent>) -> Self {
-        Self::PlanUpdate(PlanUpdate::new(plan))
+        Self::PlanUpdate(::std::boxed::Box::new(PlanUpdate::new(plan)))
     }
     /// A `available_commands_update` variant from its body's required fields (see [`AvailableCommandsUpdate::new`]).
     pub fn available_commands_update(
         available_commands: impl ::std::iter::IntoIterator<Item = AvailableCommand>,
     ) -> Self {
-        Self::AvailableCommandsUpdate(AvailableCommandsUpdate::new(available_commands))
+        Self::AvailableCommandsUpdate(
+            ::std::boxed::Box::new(AvailableCommandsUpdate::new(available_commands)),
+        )
     }
     /// A `config_option_update` variant from its body's required fields (see [`ConfigOptionUpdate::new`]).
     pub fn config_option_update(
         config_options: impl ::std::iter::IntoIterator<Item = SessionConfigOption>,
     ) -> Self {
-        Self::ConfigOptionUpdate(ConfigOptionUpdate::new(config_options))
+        Self::ConfigOptionUpdate(
+            ::std::boxed::Box::new(ConfigOptionUpdate::new(config_options)),
+        )
     }
     /// A `session_info_update` variant from its body's required fields (see [`SessionInfoUpdate::new`]).
     pub fn session_info_update() -> Self {
-        Self::SessionInfoUpdate(SessionInfoUpdate::new())
+        Self::SessionInfoUpdate(::std::boxed::Box::new(SessionInfoUpdate::new()))
     }
     /// A `usage_update` variant from its body's required fields (see [`UsageUpdate::new`]).
     pub fn usage_update(used: u64, size: u64) -> Self {
-        Self::UsageUpdate(UsageUpdate::new(used, size))
+        Self::UsageUpdate(::std::boxed::Box::new(UsageUpdate::new(used, size)))
     }
     /// A `notice` variant from its body's required fields (see [`Notice::new`]).
     pub fn notice(
         severity: impl ::std::convert::Into<NoticeSeverity>,
         title: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        Self::Notice(Notice::new(severity, title))
+        Self::Notice(::std::boxed::Box::new(Notice::new(severity, title)))
     }
     /// A `compaction_update` variant from its body's required fields (see [`CompactionUpdate::new`]).
     pub fn compaction_update(
         compaction_id: impl ::std::convert::Into<CompactionId>,
         status: impl ::std::convert::Into<CompactionStatus>,
     ) -> Self {
-        Self::CompactionUpdate(CompactionUpdate::new(compaction_id, status))
+        Self::CompactionUpdate(
+            ::std::boxed::Box::new(CompactionUpdate::new(compaction_id, status)),
+        )
     }
     /// A `compaction_summary_chunk` variant from its body's required fields (see [`CompactionSummaryChunk::new`]).
     pub fn compaction_summary_chunk(
@@ -11773,27 +11785,27 @@ impl SessionUpdate {
 }
 impl ::std::convert::From<UserMessage> for SessionUpdate {
     fn from(body: UserMessage) -> Self {
-        Self::UserMessage(body)
+        Self::UserMessage(::std::boxed::Box::new(body))
     }
 }
 impl ::std::convert::From<AgentMessage> for SessionUpdate {
     fn from(body: AgentMessage) -> Self {
-        Self::AgentMessage(body)
+        Self::AgentMessage(::std::boxed::Box::new(body))
     }
 }
 impl ::std::convert::From<AgentThought> for SessionUpdate {
     fn from(body: AgentThought) -> Self {
-        Self::AgentThought(body)
+        Self::AgentThought(::std::boxed::Box::new(body))
     }
 }
 impl ::std::convert::From<SessionStateUpdate> for SessionUpdate {
     fn from(body: SessionStateUpdate) -> Self {
-        Self::StateUpdate(body)
+        Self::StateUpdate(::std::boxed::Box::new(body))
     }
 }
 impl ::std::convert::From<StateUpdate> for SessionUpdate {
     fn from(state: StateUpdate) -> Self {
-        Self::StateUpdate(SessionStateUpdate::new(state))
+        Self::StateUpdate(::std::boxed::Box::new(SessionStateUpdate::new(state)))
     }
 }
 impl ::std::convert::From<ToolCallContentChunk> for SessionUpdate {
@@ -11803,22 +11815,22 @@ impl ::std::convert::From<ToolCallContentChunk> for SessionUpdate {
 }
 impl ::std::convert::From<ToolCallUpdate> for SessionUpdate {
     fn from(body: ToolCallUpdate) -> Self {
-        Self::ToolCallUpdate(body)
+        Self::ToolCallUpdate(::std::boxed::Box::new(body))
     }
 }
 impl ::std::convert::From<ToolCallId> for SessionUpdate {
     fn from(tool_call_id: ToolCallId) -> Self {
-        Self::ToolCallUpdate(ToolCallUpdate::new(tool_call_id))
+        Self::ToolCallUpdate(::std::boxed::Box::new(ToolCallUpdate::new(tool_call_id)))
     }
 }
 impl ::std::convert::From<TerminalUpdate> for SessionUpdate {
     fn from(body: TerminalUpdate) -> Self {
-        Self::TerminalUpdate(body)
+        Self::TerminalUpdate(::std::boxed::Box::new(body))
     }
 }
 impl ::std::convert::From<TerminalId> for SessionUpdate {
     fn from(terminal_id: TerminalId) -> Self {
-        Self::TerminalUpdate(TerminalUpdate::new(terminal_id))
+        Self::TerminalUpdate(::std::boxed::Box::new(TerminalUpdate::new(terminal_id)))
     }
 }
 impl ::std::convert::From<TerminalOutputChunk> for SessionUpdate {
@@ -11828,42 +11840,42 @@ impl ::std::convert::From<TerminalOutputChunk> for SessionUpdate {
 }
 impl ::std::convert::From<PlanUpdate> for SessionUpdate {
     fn from(body: PlanUpdate) -> Self {
-        Self::PlanUpdate(body)
+        Self::PlanUpdate(::std::boxed::Box::new(body))
     }
 }
 impl ::std::convert::From<PlanUpdateContent> for SessionUpdate {
     fn from(plan: PlanUpdateContent) -> Self {
-        Self::PlanUpdate(PlanUpdate::new(plan))
+        Self::PlanUpdate(::std::boxed::Box::new(PlanUpdate::new(plan)))
     }
 }
 impl ::std::convert::From<AvailableCommandsUpdate> for SessionUpdate {
     fn from(body: AvailableCommandsUpdate) -> Self {
-        Self::AvailableCommandsUpdate(body)
+        Self::AvailableCommandsUpdate(::std::boxed::Box::new(body))
     }
 }
 impl ::std::convert::From<ConfigOptionUpdate> for SessionUpdate {
     fn from(body: ConfigOptionUpdate) -> Self {
-        Self::ConfigOptionUpdate(body)
+        Self::ConfigOptionUpdate(::std::boxed::Box::new(body))
     }
 }
 impl ::std::convert::From<SessionInfoUpdate> for SessionUpdate {
     fn from(body: SessionInfoUpdate) -> Self {
-        Self::SessionInfoUpdate(body)
+        Self::SessionInfoUpdate(::std::boxed::Box::new(body))
     }
 }
 impl ::std::convert::From<UsageUpdate> for SessionUpdate {
     fn from(body: UsageUpdate) -> Self {
-        Self::UsageUpdate(body)
+        Self::UsageUpdate(::std::boxed::Box::new(body))
     }
 }
 impl ::std::convert::From<Notice> for SessionUpdate {
     fn from(body: Notice) -> Self {
-        Self::Notice(body)
+        Self::Notice(::std::boxed::Box::new(body))
     }
 }
 impl ::std::convert::From<CompactionUpdate> for SessionUpdate {
     fn from(body: CompactionUpdate) -> Self {
-        Self::CompactionUpdate(body)
+        Self::CompactionUpdate(::std::boxed::Box::new(body))
     }
 }
 impl ::std::convert::From<CompactionSummaryChunk> for SessionUpdate {
@@ -18983,6 +18995,50 @@ impl CancelRequestNotification {
         self
     }
 }
+/// Why a subagent's foreground work stopped: the prompt stop reasons, and `error`. Values this schema does not know (`_`-prefixed ones are free for custom use) are kept as sent, with any fields they bring kept beside them.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum IdleStopReason {
+    /// The work ended normally.
+    #[serde(rename = "end_turn")]
+    EndTurn,
+    /// The token limit was reached.
+    #[serde(rename = "max_tokens")]
+    MaxTokens,
+    /// The limit of model requests in one turn was reached.
+    #[serde(rename = "max_turn_requests")]
+    MaxTurnRequests,
+    /// The agent refused to go on.
+    #[serde(rename = "refusal")]
+    Refusal,
+    /// The work was cancelled.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    /// Something failed (the details, if reported, are in `error`).
+    #[serde(rename = "error")]
+    Error,
+    /// A value this version of the schema does not know, kept as sent.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+impl IdleStopReason {
+    /// The value as written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::EndTurn => "end_turn",
+            Self::MaxTokens => "max_tokens",
+            Self::MaxTurnRequests => "max_turn_requests",
+            Self::Refusal => "refusal",
+            Self::Cancelled => "cancelled",
+            Self::Error => "error",
+            Self::Unknown(other) => other,
+        }
+    }
+}
+impl ::std::fmt::Display for IdleStopReason {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 /// The user's reaction to an elicitation, told apart by its `action` field; embedded in `CreateElicitationResponse`. Unknown actions (those starting with `_` are for extensions) are kept as raw JSON.
 #[derive(::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(tag = "action")]
@@ -19081,50 +19137,6 @@ impl ElicitationAction {
 impl ::std::convert::From<ElicitationAcceptAction> for ElicitationAction {
     fn from(body: ElicitationAcceptAction) -> Self {
         Self::Accept(body)
-    }
-}
-/// Why a subagent's foreground work stopped: the prompt stop reasons, and `error`. Values this schema does not know (`_`-prefixed ones are free for custom use) are kept as sent, with any fields they bring kept beside them.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum IdleStopReason {
-    /// The work ended normally.
-    #[serde(rename = "end_turn")]
-    EndTurn,
-    /// The token limit was reached.
-    #[serde(rename = "max_tokens")]
-    MaxTokens,
-    /// The limit of model requests in one turn was reached.
-    #[serde(rename = "max_turn_requests")]
-    MaxTurnRequests,
-    /// The agent refused to go on.
-    #[serde(rename = "refusal")]
-    Refusal,
-    /// The work was cancelled.
-    #[serde(rename = "cancelled")]
-    Cancelled,
-    /// Something failed (the details, if reported, are in `error`).
-    #[serde(rename = "error")]
-    Error,
-    /// A value this version of the schema does not know, kept as sent.
-    #[serde(untagged)]
-    Unknown(::std::string::String),
-}
-impl IdleStopReason {
-    /// The value as written on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::EndTurn => "end_turn",
-            Self::MaxTokens => "max_tokens",
-            Self::MaxTurnRequests => "max_turn_requests",
-            Self::Refusal => "refusal",
-            Self::Cancelled => "cancelled",
-            Self::Error => "error",
-            Self::Unknown(other) => other,
-        }
-    }
-}
-impl ::std::fmt::Display for IdleStopReason {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 /** A key the client generates to identify one `session/prompt` submission across attempts.
