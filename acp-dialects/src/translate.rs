@@ -113,12 +113,28 @@ where
     (v1, outer.peer)
 }
 
-/// Starts the user's side (`user_side`, on one end of a fresh in-memory pair) and returns
-/// its peer with the other end, for the legacy connection of a [`translate_over`] whose v1
-/// peer is on the wire.
-pub(crate) fn user_pair(user_side: impl FnOnce(MemoryEnd) -> Peer) -> (Peer, MemoryEnd) {
+/// [`translate_over`] for a user side that speaks the other dialect, in this process:
+/// `user_side` starts it on one end of a fresh in-memory pair (returning its [`Peer`]) and
+/// `legacy` starts the legacy connection on the other end; the v1 peer is on
+/// `v1_transport`. When one of the three connections ends, all do. Returns the v1 wire's
+/// peer.
+pub(crate) fn translate_for_legacy_user<S, H>(
+    user_side: impl FnOnce(MemoryEnd) -> Peer,
+    v1_transport: impl Transport,
+    config: Config,
+    state: S,
+    legacy: impl FnOnce(LegacyEnd<S, H>, MemoryEnd) -> Connection<H>,
+) -> Peer
+where
+    S: Send + Sync + 'static,
+    H: Send + Sync + 'static,
+    V1End<S, H>: Handler,
+{
     let (user_end, legacy_end) = memory_pair(PAIR_CAPACITY);
-    (user_side(user_end), legacy_end)
+    let user = user_side(user_end);
+    let (v1, outer) = translate_over(v1_transport, config, state, |end| legacy(end, legacy_end));
+    tie(&outer, &user);
+    v1
 }
 
 /// The v1 `initialize` a translation for a legacy editor performs itself, once, before the

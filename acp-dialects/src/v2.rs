@@ -210,15 +210,14 @@ pub fn serve_v2_agent_to_v1(
     options: AdapterOptions,
 ) -> Translation {
     let config = options.config.clone();
-    let (agent, end) = translate::user_pair(v2_agent);
-    let (v1, v2) = translate::translate_over(
+    let wire = translate::translate_for_legacy_user(
+        v2_agent,
         (reader, writer),
         config,
         v1_client::state(options),
-        |legacy| connect_over(legacy, end, acp_rpc::Config::default()),
+        |legacy, end| connect_over(legacy, end, acp_rpc::Config::default()),
     );
-    acp_rpc::memory::tie(&v2, &agent);
-    Translation { wire: v1 }
+    Translation { wire }
 }
 
 /// Drives an agent speaking v1 (its stdout is `reader`, its stdin `writer`) for a v2
@@ -234,13 +233,12 @@ pub fn drive_v1_agent_for_v2_client(
     options: AdapterOptions,
 ) -> Translation {
     let config = options.config.clone();
-    let (client, end) = translate::user_pair(v2_client);
-    let (v1, v2) = translate::translate_over(
+    let wire = translate::translate_for_legacy_user(
+        v2_client,
         (reader, writer),
         config,
         v1_agent::state(options),
-        |legacy| serve_over(legacy, end, acp_rpc::Config::default()),
+        |legacy, end| serve_over(legacy, end, acp_rpc::Config::default()),
     );
-    acp_rpc::memory::tie(&v2, &client);
-    Translation { wire: v1 }
+    Translation { wire }
 }
