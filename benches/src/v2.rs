@@ -18,7 +18,9 @@
 //!
 //! The last columns are the official crate's v2 side (`agent-client-protocol` 5.2.0 with
 //! `unstable_protocol_v2`, [`crate::official_v2`]) doing the same jobs, and its time over
-//! ours over v2.
+//! ours over v2. For a, one more: our v1 bench agent served to the v2 bench client through
+//! the v1<->v2 translation ([`over_translation`]), as a share of the same agent served in
+//! v1 (the "ours v1" column).
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -59,13 +61,18 @@ pub fn main(args: &[String]) -> ExitCode {
         }
     }
     let columns: &[&str] = if official_too {
-        &["ours v1", "ours v2", "official v2"]
+        &[
+            "ours v1",
+            "ours v2",
+            "official v2",
+            "v1 agent via translation",
+        ]
     } else {
-        &["ours v1", "ours v2"]
+        &["ours v1", "ours v2", "", "v1 agent via translation"]
     };
     let runtime = crate::runtime();
     println!(
-        "scenario\tours v1 (median of {runs})\tours v2\tv2/v1 time\tofficial v2\tofficial/ours v2 time"
+        "scenario\tours v1 (median of {runs})\tours v2\tv2/v1 time\tofficial v2\tofficial/ours v2 time\tv1 agent via translation\ttranslated/v1"
     );
     let scenarios = [
         ("a: chunks/s", Job::Stream { n: chunks }, chunks),
@@ -77,14 +84,20 @@ pub fn main(args: &[String]) -> ExitCode {
         ),
     ];
     for (name, job, n) in scenarios {
-        let mut rates = [Vec::new(), Vec::new(), Vec::new()];
+        let mut rates = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
         // Interleaved, so drift of the machine's load falls on every column alike.
         for _ in 0..runs {
             for (column, side) in columns.iter().enumerate() {
+                // The translation's column is a's alone (its b would be v1's file reads,
+                // which a v2 client does not serve).
+                let translated = matches!(job, Job::Stream { .. });
                 let outcome = match column {
+                    _ if side.is_empty() => continue,
                     0 => runtime.block_on(crate::ours::over_duplex(Plan::Job(job))),
                     1 => runtime.block_on(over_duplex_v2(Plan::Job(job))),
-                    _ => runtime.block_on(crate::official_v2::over_duplex(Plan::Job(job))),
+                    2 => runtime.block_on(crate::official_v2::over_duplex(Plan::Job(job))),
+                    _ if translated => runtime.block_on(over_translation(Plan::Job(job))),
+                    _ => continue,
                 };
                 match outcome.and_then(|o| check(o, job, n)) {
                     Ok(secs) => rates[column].push(n as f64 / secs),
@@ -95,17 +108,23 @@ pub fn main(args: &[String]) -> ExitCode {
                 }
             }
         }
-        let [m1, m2, official] = rates.map(|mut r| {
+        let [m1, m2, official, translated] = rates.map(|mut r| {
             if r.is_empty() {
                 f64::NAN
             } else {
                 median(&mut r)
             }
         });
+        // The translation's column is a's alone: "-" in the other rows.
+        let through_translation = if translated.is_nan() {
+            "-\t-".to_owned()
+        } else {
+            format!("{translated:.0}\t{:.3}", translated / m1)
+        };
         println!(
-            "{name}\t{m1:.0}\t{m2:.0}\t{:.3}\t{official:.0}\t{:.3}",
+            "{name}\t{m1:.0}\t{m2:.0}\t{:.3}\t{official:.0}\t{:.3}\t{through_translation}",
             m1 / m2,
-            m2 / official
+            m2 / official,
         );
     }
     ExitCode::SUCCESS
@@ -145,12 +164,73 @@ pub async fn over_duplex_v2(plan: Plan) -> Result<Outcome, String> {
     let (read, write) = tokio::io::split(client_end);
     let client = BenchClientV2 {
         check: check.clone(),
+        idle: None,
     };
     let conn = client2::connect(client, read, write);
     let outcome = run_plan(conn.agent(), &check, plan, start).await;
     conn.close();
     agent.close();
     outcome
+}
+
+/// Runs `plan` with our v1 bench agent served to the v2 bench client through the v1<->v2
+/// translation (`acp_agent::v2::serve_v1`, in process over `tokio::io::duplex`): a v1
+/// application behind the translation. The translation answers a v2 prompt once it is
+/// inserted and ends the turn with `state_update` idle, which the client side waits for.
+pub async fn over_translation(plan: Plan) -> Result<Outcome, String> {
+    let start = Instant::now();
+    let (agent_end, client_end) = tokio::io::duplex(crate::DUPLEX_BUFFER);
+    let (read, write) = tokio::io::split(agent_end);
+    let served = acp_agent::v2::serve_v1(
+        crate::ours::BenchAgent::default(),
+        read,
+        write,
+        Default::default(),
+    );
+    let check = Arc::new(ChunkCheck::default());
+    let idle = Arc::new(tokio::sync::Notify::new());
+    let (read, write) = tokio::io::split(client_end);
+    let client = BenchClientV2 {
+        check: check.clone(),
+        idle: Some(idle.clone()),
+    };
+    let conn = client2::connect(client, read, write);
+    let side = Translated {
+        agent: conn.agent().clone(),
+        idle,
+    };
+    let outcome = run_plan(&side, &check, plan, start).await;
+    conn.close();
+    served.close();
+    outcome
+}
+
+/// The v2 client's side of [`over_translation`]: a prompt ends at the turn's idle state.
+struct Translated {
+    agent: client2::AgentHandle,
+    idle: Arc<tokio::sync::Notify>,
+}
+
+impl ClientSide for Translated {
+    async fn initialize(&self) -> Result<(), String> {
+        ClientSide::initialize(&self.agent).await
+    }
+
+    async fn new_session(&self) -> Result<String, String> {
+        ClientSide::new_session(&self.agent).await
+    }
+
+    /// The v1 agent's report stays in its v1 answer, which becomes the idle state: the
+    /// report here is empty, and the chunks are counted by the client.
+    async fn prompt(&self, session: &str, job: Job) -> Result<Report, String> {
+        let text = v2::ContentBlock::Text(v2::TextContent::new(job.to_text()));
+        let request = v2::PromptRequest::new(session, [text]);
+        client2::AgentHandle::session_prompt(&self.agent, request)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.idle.notified().await;
+        Ok(Report::default())
+    }
 }
 
 /// The v2 benchmark agent: runs the prompt's job, answers with the inserted message's id
@@ -260,9 +340,11 @@ impl AgentSide for SideV2 {
     }
 }
 
-/// The v2 benchmark client: counts the chunks, allows every permission request.
+/// The v2 benchmark client: counts the chunks, allows every permission request, and tells
+/// `idle` (when it has one) of each turn's end.
 struct BenchClientV2 {
     check: Arc<ChunkCheck>,
+    idle: Option<Arc<tokio::sync::Notify>>,
 }
 
 #[acp_client::async_trait]
@@ -273,6 +355,14 @@ impl client2::Client for BenchClientV2 {
                 v2::ContentBlock::Text(t) => Some(t.text.as_str()),
                 _ => None,
             },
+            v2::SessionUpdate::StateUpdate(s) => {
+                if let (v2::StateUpdate::Idle(_), Some(idle)) = (&s.state, &self.idle) {
+                    idle.notify_one();
+                }
+                return Ok(());
+            }
+            // The translation's echo of the prompt (a v2 agent of ours sends none).
+            v2::SessionUpdate::UserMessage(_) if self.idle.is_some() => return Ok(()),
             _ => None,
         };
         self.check.on_session_chunk(&n.session_id.0, text);

@@ -247,13 +247,29 @@ fn the_floor_measures_each_of_its_rows() {
     }
 }
 
-/// `acp-bench v2`: a and b run over v1 and v2 (ours, in process) and the official crate's v2,
-/// every chunk and every answer checked (b over v2 is a permission request per round trip),
-/// one row each.
+/// `acp-bench v2`: a, b and b' run over v1 and v2 (ours, in process) and the official
+/// crate's v2, every chunk and every answer checked (b over v2 is a permission request per
+/// round trip, b' that request in both versions), one row each; a also through the v1<->v2
+/// translation (our v1 agent, our v2 client), its share of v1 last.
 #[test]
 fn the_v2_figures_run_beside_v1() {
     let stdout = run_ok(&["v2", "--chunks", "200", "--requests", "50", "--runs", "1"]);
-    for row in ["a: chunks/s\t", "b: requests/s\t"] {
+    let a = stdout
+        .lines()
+        .find(|l| l.starts_with("a: chunks/s\t"))
+        .unwrap_or_else(|| panic!("no row a:\n{stdout}"));
+    let translated: Vec<f64> = a
+        .split('\t')
+        .skip(6)
+        .filter_map(|cell| cell.trim().parse().ok())
+        .collect();
+    assert_eq!(translated.len(), 2, "the translation's rate and share: {a}");
+    assert!(translated.iter().all(|f| *f > 0.0), "{a}");
+    for row in [
+        "a: chunks/s\t",
+        "b: requests/s\t",
+        "b': permission requests/s\t",
+    ] {
         let line = stdout
             .lines()
             .find(|l| l.starts_with(row))
@@ -261,6 +277,7 @@ fn the_v2_figures_run_beside_v1() {
         let figures: Vec<f64> = line
             .split('\t')
             .skip(1)
+            .take(5)
             .filter_map(|cell| cell.trim().parse().ok())
             .collect();
         assert_eq!(
