@@ -118,6 +118,7 @@ where
 /// `legacy` starts the legacy connection on the other end; the v1 peer is on
 /// `v1_transport`. When one of the three connections ends, all do. Returns the v1 wire's
 /// peer.
+#[cfg(feature = "v2")]
 pub(crate) fn translate_for_legacy_user<S, H>(
     user_side: impl FnOnce(MemoryEnd) -> Peer,
     v1_transport: impl Transport,
