@@ -152,6 +152,40 @@ async fn cannot_reach(conn: &acp_rpc::Connection, id: &str, cwd: &str, who: &str
     );
 }
 
+/// After a host died: a fresh connection through the balancer at `url` and its
+/// `session/list` for `cwd`, both tried again (bounded) while the balancer answers `503`
+/// (until its health checks settle it may hold every host down for a moment).
+async fn listed_after_failover(
+    url: &str,
+    token: &str,
+    log: &support::UpdateLog,
+    cwd: &str,
+) -> (acp_rpc::Connection, Vec<String>) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let conn = connect_as(url, token, log).await;
+        let list: Result<serde_json::Value, _> = conn
+            .peer()
+            .request("session/list", &serde_json::json!({"cwd": cwd}))
+            .await;
+        match list {
+            Ok(list) => {
+                let ids = list["sessions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|s| s["sessionId"].as_str().unwrap().to_owned())
+                    .collect();
+                return (conn, ids);
+            }
+            Err(e) if e.message.contains("503") && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("session/list through the balancer after kill -9: {e:?}"),
+        }
+    }
+}
+
 /// The ids `session/list` answers for `cwd`.
 async fn session_ids(conn: &acp_rpc::Connection, cwd: &str) -> Vec<String> {
     let list: serde_json::Value = conn
@@ -331,12 +365,8 @@ async fn two_identities_on_two_hosts_keep_to_their_own_sessions_across_a_kill_9(
 
     first.kill_9();
     for (token, who) in [("tok-a", "alice"), ("tok-b", "bob")] {
-        let conn = connect_as(&balancer.url, token, &log).await;
-        assert_eq!(
-            session_ids(&conn, cwd).await,
-            own(token),
-            "{who} after kill -9"
-        );
+        let (conn, listed) = listed_after_failover(&balancer.url, token, &log, cwd).await;
+        assert_eq!(listed, own(token), "{who} after kill -9");
         for (_, _, id, _) in made.iter().filter(|(t, ..)| *t != token) {
             cannot_reach(&conn, id, cwd, &format!("{who} after kill -9")).await;
         }
