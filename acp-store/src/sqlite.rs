@@ -91,10 +91,17 @@ struct Inner {
     leased: Mutex<HashMap<SessionId, Arc<Writer>>>,
 }
 
+/// A session's history file while this store holds its lease. Every write happens with
+/// `file` locked and `released` false, and the lease is given back with `file` locked: no
+/// task of this process writes through a writer whose lease is gone (another holder, or this
+/// store leasing the session again, may then open the file and cut what looks like a torn
+/// last line, which a write still in flight would be).
 struct Writer {
     file: Mutex<File>,
     /// Between a prompt and its turn's end: the lease stays after each append.
     in_turn: std::sync::atomic::AtomicBool,
+    /// Set (under `file`) when the lease was given back: the writer is done.
+    released: std::sync::atomic::AtomicBool,
 }
 
 pub(super) fn sql(e: rusqlite::Error) -> StoreError {
@@ -247,21 +254,41 @@ impl Inner {
         let writer = Arc::new(Writer {
             file: Mutex::new(file),
             in_turn: false.into(),
+            released: false.into(),
         });
         lock(&self.leased).insert(id.clone(), writer.clone());
         Ok(writer)
     }
 
-    /// Gives the session's lease back (its history file closed).
+    /// Gives the session's lease back (its history file closed), once no write of this
+    /// process is in flight through it.
     fn unlease(&self, id: &SessionId) -> Result<(), StoreError> {
-        if lock(&self.leased).remove(id).is_some() {
-            lease::release(&self.db(), &self.holder.token, id)?;
-        }
-        Ok(())
+        let Some(writer) = self.writer(id) else {
+            return Ok(());
+        };
+        let _file = lock(&writer.file);
+        self.release_locked(id, &writer)
     }
 
-    fn write(&self, id: &SessionId, writer: &Writer, buf: &[u8]) -> Result<(), StoreError> {
-        lock(&writer.file).write_all(buf).map_err(|e| {
+    /// Gives back the lease of `writer`, whose file the caller holds locked: marked done
+    /// first (a task that got it meanwhile leases again), then the lease released, then
+    /// forgotten here (only then can a task of this store lease the session afresh).
+    fn release_locked(&self, id: &SessionId, writer: &Arc<Writer>) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering;
+        if writer.released.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let released = lease::release(&self.db(), &self.holder.token, id);
+        let mut leased = lock(&self.leased);
+        if leased.get(id).is_some_and(|w| Arc::ptr_eq(w, writer)) {
+            leased.remove(id);
+        }
+        released
+    }
+
+    /// Writes `buf` through `writer` (its file locked by the caller as `file`).
+    fn write(&self, id: &SessionId, file: &mut File, buf: &[u8]) -> Result<(), StoreError> {
+        file.write_all(buf).map_err(|e| {
             StoreError::io(
                 format!("cannot write {}", self.history_path(id).display()),
                 e,
@@ -273,14 +300,21 @@ impl Inner {
     fn append(&self, id: &SessionId, events: &[StoredEvent]) -> Result<(), StoreError> {
         use std::sync::atomic::Ordering;
         let buf = encode_events(events)?;
-        let writer = self.lease(id)?;
-        self.write(id, &writer, &buf)?;
-        let open = turn_open_after(events, writer.in_turn.load(Ordering::Relaxed));
-        writer.in_turn.store(open, Ordering::Relaxed);
-        if !open {
-            self.unlease(id)?;
+        loop {
+            let writer = self.lease(id)?;
+            let mut file = lock(&writer.file);
+            if writer.released.load(Ordering::Acquire) {
+                // Another task of this store gave the lease back after we got the writer.
+                continue;
+            }
+            self.write(id, &mut file, &buf)?;
+            let open = turn_open_after(events, writer.in_turn.load(Ordering::Relaxed));
+            writer.in_turn.store(open, Ordering::Relaxed);
+            if !open {
+                self.release_locked(id, &writer)?;
+            }
+            return Ok(());
         }
-        Ok(())
     }
 
     /// The append of a session leased here, in a turn, small enough to write in place;
@@ -300,7 +334,11 @@ impl Inner {
             Ok(_) => return None,
             Err(e) => return Some(Err(e)),
         };
-        Some(self.write(id, &writer, &buf))
+        let mut file = lock(&writer.file);
+        if writer.released.load(Ordering::Acquire) {
+            return None;
+        }
+        Some(self.write(id, &mut file, &buf))
     }
 
     fn begin_turn(&self, id: &SessionId) -> Result<(), StoreError> {
@@ -442,9 +480,19 @@ impl Inner {
     }
 
     fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
-        // Under the lease: never under a live writer's feet.
-        self.lease(id)?;
-        lock(&self.leased).remove(id);
+        // Under the lease: never under a live writer's feet (nor one of this store's own,
+        // which sees the writer done and leases again, to find the session gone).
+        let writer = self.lease(id)?;
+        let _file = lock(&writer.file);
+        writer
+            .released
+            .store(true, std::sync::atomic::Ordering::Release);
+        {
+            let mut leased = lock(&self.leased);
+            if leased.get(id).is_some_and(|w| Arc::ptr_eq(w, &writer)) {
+                leased.remove(id);
+            }
+        }
         {
             let mut db = self.db();
             let tx = db.transaction().map_err(sql)?;
