@@ -456,11 +456,13 @@ fn remove_derive(attrs: &mut [Attribute], name: &str) {
     }
 }
 
-/// Which hand-written deserializer enforces the property's leniency rules, if any.
-fn deserializer_for(prop: &Prop, is_option: bool) -> Option<&'static str> {
+/// Which hand-written deserializer enforces the property's leniency rules, if any
+/// (`is_meta`: the field is `_meta`, read straight into `crate::Meta`).
+fn deserializer_for(prop: &Prop, is_option: bool, is_meta: bool) -> Option<&'static str> {
     match (prop.lenient, prop.skip_invalid_items, is_option) {
         (true, true, true) => Some("lenient_option_vec"),
         (true, true, false) => Some("lenient_vec"),
+        (true, false, true) if is_meta => Some("lenient_meta"),
         (true, false, _) => Some("lenient"),
         (false, true, true) => Some("skip_invalid_option_items"),
         (false, true, false) => Some("skip_invalid_items"),
@@ -556,7 +558,9 @@ fn field_attrs(
             ));
         }
     }
-    if !is_any && let Some(helper) = deserializer_for(prop, is_option) {
+    let is_meta = field.ty.to_token_stream().to_string().replace(' ', "")
+        == format!("::std::option::Option<{META}>");
+    if !is_any && let Some(helper) = deserializer_for(prop, is_option, is_meta) {
         let path = format!("{SERDE_UTIL}::{helper}");
         parts.push(quote!(deserialize_with = #path));
     }

@@ -118,6 +118,53 @@ mod tests {
         assert_eq!(absent, None);
     }
 
+    /// `lenient_meta` (what generated `_meta` fields use) reads what `lenient` reads: an object
+    /// as itself, anything else as absent, and the rest of the message is read either way.
+    #[test]
+    fn a_lenient_meta_reads_as_the_generic_lenient_field_does() {
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Fast {
+            #[serde(
+                rename = "_meta",
+                default,
+                deserialize_with = "crate::serde_util::lenient_meta"
+            )]
+            meta: Option<Meta>,
+            after: u8,
+        }
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Generic {
+            #[serde(
+                rename = "_meta",
+                default,
+                deserialize_with = "crate::serde_util::lenient"
+            )]
+            meta: Option<Meta>,
+            after: u8,
+        }
+        let values = [
+            json!({"traceparent": "00-x", "n": {"deep": [1, {"a": null}]}}),
+            json!({}),
+            json!(null),
+            json!(5),
+            json!(-5),
+            json!(1.5),
+            json!("text"),
+            json!(true),
+            json!([1, [2, {"a": 3}], "x"]),
+        ];
+        for value in values {
+            let text = format!(r#"{{"_meta":{value},"after":7}}"#);
+            let fast: Fast = serde_json::from_str(&text).unwrap();
+            let generic: Generic = serde_json::from_str(&text).unwrap();
+            assert_eq!(fast.meta, generic.meta, "{text}");
+            assert_eq!(fast.after, 7, "{text}");
+            assert_eq!(fast.meta.is_some(), value.is_object(), "{text}");
+        }
+        let absent: Fast = serde_json::from_str(r#"{"after":1}"#).unwrap();
+        assert_eq!(absent.meta, None);
+    }
+
     #[test]
     fn derefs_to_the_map_and_converts_both_ways() {
         let mut meta: Meta = [("a".to_string(), json!(1))].into_iter().collect();

@@ -24,6 +24,81 @@ where
     Ok(T::deserialize(value).unwrap_or_default())
 }
 
+/// A lenient `_meta`: an object is read straight into [`Meta`](crate::Meta), anything else
+/// (`null`, a string, a number, an array) is absent. What [`lenient`] does for it, without
+/// building the object twice (as a `Value`, then the map again from it): `_meta` is on every
+/// message that carries a trace context, so this is on the hot path of a traced stream.
+pub fn lenient_meta<'de, D>(deserializer: D) -> Result<Option<crate::Meta>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    struct MetaOrAbsent;
+
+    impl<'de> Visitor<'de> for MetaOrAbsent {
+        type Value = Option<crate::Meta>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a `_meta` object (anything else is read as absent)")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            let object =
+                serde_json::Map::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+            Ok(Some(crate::Meta::from(object)))
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+
+        fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
+            d.deserialize_any(self)
+        }
+
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_i128<E>(self, _: i128) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_u128<E>(self, _: u128) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+    }
+
+    deserializer.deserialize_any(MetaOrAbsent)
+}
+
 /// A lenient list whose bad items are dropped one by one; anything but an array is empty.
 pub fn lenient_vec<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
 where

@@ -30,7 +30,7 @@ pub struct InitializeRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -149,7 +149,7 @@ pub struct InitializeResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -301,7 +301,7 @@ pub struct Implementation {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -419,7 +419,7 @@ pub struct ClientCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Present when the client understands `plan_update` and `plan_removed` updates (agents send them only then).
@@ -591,7 +591,7 @@ pub struct FileSystemCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -700,7 +700,7 @@ pub struct ClientSessionCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Present when the client can offer prompt suggestions (`prompt_suggestions_update`; agents send them only then).
@@ -881,7 +881,7 @@ pub struct SessionConfigOptionsCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -965,7 +965,7 @@ pub struct BooleanConfigOptionCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -1076,7 +1076,7 @@ pub struct AuthCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -1171,7 +1171,7 @@ pub struct ElicitationCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -1264,7 +1264,7 @@ pub struct ElicitationFormCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -1339,7 +1339,7 @@ pub struct ElicitationUrlCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -1448,7 +1448,7 @@ pub struct AgentCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Present when the agent lets the client configure its model providers.
@@ -1612,7 +1612,7 @@ pub struct PromptCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -1711,7 +1711,7 @@ pub struct McpCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// `true` when `mcpServers` may contain `acp` servers, reached through `mcp/message` on this connection.
@@ -1856,7 +1856,7 @@ pub struct SessionCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Present when the agent serves `session/set_title`. Agents report titles without it; it only says the client may set them.
@@ -2087,7 +2087,7 @@ pub struct SessionSystemPromptCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -2179,7 +2179,7 @@ pub struct SessionSystemPromptModeCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -2263,7 +2263,7 @@ pub struct SessionSystemPromptOverrideCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -2338,7 +2338,7 @@ pub struct SessionListCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -2413,7 +2413,7 @@ pub struct SessionDeleteCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -2488,7 +2488,7 @@ pub struct SessionAdditionalDirectoriesCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -2563,7 +2563,7 @@ pub struct SessionResumeCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -2638,7 +2638,7 @@ pub struct SessionCloseCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -2720,7 +2720,7 @@ pub struct AgentAuthCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Present when the agent serves `auth/status`.
@@ -2823,7 +2823,7 @@ pub struct LogoutCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3034,7 +3034,7 @@ pub struct AuthMethodTerminal {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3168,7 +3168,7 @@ pub struct AuthMethodAgent {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3301,7 +3301,7 @@ pub struct AuthenticateRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3377,7 +3377,7 @@ pub struct AuthenticateResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3452,7 +3452,7 @@ pub struct LogoutRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3527,7 +3527,7 @@ pub struct LogoutResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3625,7 +3625,7 @@ pub struct NewSessionRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
@@ -3752,7 +3752,7 @@ pub struct SystemPrompt {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3878,7 +3878,7 @@ pub struct NewSessionResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// The models the session can use and the one in effect (gemini-cli).
@@ -4214,7 +4214,7 @@ pub struct McpServerHttp {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -4303,7 +4303,7 @@ pub struct McpServerSse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -4395,7 +4395,7 @@ pub struct McpServerStdio {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -4488,7 +4488,7 @@ pub struct HttpHeader {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -4577,7 +4577,7 @@ pub struct SessionModeState {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -4668,7 +4668,7 @@ pub struct SessionMode {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -4816,7 +4816,7 @@ pub struct SessionConfigOption {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
@@ -5289,7 +5289,7 @@ pub struct SessionConfigSelectOption {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5385,7 +5385,7 @@ pub struct SessionConfigSelectGroup {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5575,7 +5575,7 @@ pub struct LoadSessionRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
@@ -5715,7 +5715,7 @@ pub struct LoadSessionResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// The models the session can use and the one in effect (gemini-cli).
@@ -5830,7 +5830,7 @@ pub struct ListSessionsRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Which sessions to list by archive state (absent: those not archived).
@@ -5949,7 +5949,7 @@ pub struct ListSessionsResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -6062,7 +6062,7 @@ pub struct SessionInfo {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Whether the session is archived (absent: not reported; agents offering `sessionCapabilities.archive` report it on every session).
@@ -6193,7 +6193,7 @@ pub struct DeleteSessionRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -6269,7 +6269,7 @@ pub struct DeleteSessionResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -6372,7 +6372,7 @@ pub struct ResumeSessionRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Initial config option values, applied in order as if set with `session/set_config_option` after setup (an entry the agent cannot apply is ignored). Only for agents offering `sessionCapabilities.options`; absent and `null` mean none; a malformed list rejects the request (`-32602`), as in the official crate.
@@ -6519,7 +6519,7 @@ pub struct ResumeSessionResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -6612,7 +6612,7 @@ pub struct CloseSessionRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -6688,7 +6688,7 @@ pub struct CloseSessionResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -6769,7 +6769,7 @@ pub struct SetSessionModeRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -6849,7 +6849,7 @@ pub struct SetSessionModeResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -6930,7 +6930,7 @@ pub struct SetSessionConfigOptionRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
@@ -7274,7 +7274,7 @@ pub struct SetSessionConfigOptionResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -7357,7 +7357,7 @@ pub struct PromptRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -7440,7 +7440,7 @@ pub struct PromptResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Tokens the turn used, when the agent reports them.
@@ -7575,7 +7575,7 @@ pub struct CancelNotification {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -7656,7 +7656,7 @@ pub struct SessionNotification {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -8505,7 +8505,7 @@ pub struct ContentChunk {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -8857,7 +8857,7 @@ pub struct TextContent {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -8958,7 +8958,7 @@ pub struct ImageContent {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -9065,7 +9065,7 @@ pub struct AudioContent {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -9191,7 +9191,7 @@ pub struct ResourceLink {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -9319,7 +9319,7 @@ pub struct EmbeddedResource {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -9432,7 +9432,7 @@ pub struct TextResourceContents {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -9533,7 +9533,7 @@ pub struct BlobResourceContents {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -9644,7 +9644,7 @@ pub struct Annotations {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -9825,7 +9825,7 @@ pub struct ToolCall {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -10021,7 +10021,7 @@ pub struct ToolCallUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -10485,7 +10485,7 @@ pub struct Content {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -10574,7 +10574,7 @@ pub struct Diff {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -10663,7 +10663,7 @@ pub struct Terminal {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -10789,7 +10789,7 @@ pub struct ToolCallLocation {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -10874,7 +10874,7 @@ pub struct Plan {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -10953,7 +10953,7 @@ pub struct PlanEntry {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -11105,7 +11105,7 @@ pub struct AvailableCommandsUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -11194,7 +11194,7 @@ pub struct AvailableCommand {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -11297,7 +11297,7 @@ pub struct UnstructuredCommandInput {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -11376,7 +11376,7 @@ pub struct CurrentModeUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -11458,7 +11458,7 @@ pub struct ConfigOptionUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -11551,7 +11551,7 @@ pub struct SessionInfoUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -11656,7 +11656,7 @@ pub struct UsageUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -11743,7 +11743,7 @@ pub struct Cost {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -11831,7 +11831,7 @@ pub struct Notice {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -12167,7 +12167,7 @@ pub struct CompactionSummaryChunk {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -12255,7 +12255,7 @@ pub struct RequestPermissionRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -12339,7 +12339,7 @@ pub struct RequestPermissionResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -12422,7 +12422,7 @@ pub struct PermissionOption {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -12687,7 +12687,7 @@ pub struct SelectedPermissionOutcome {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -12774,7 +12774,7 @@ pub struct ReadTextFileRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -12868,7 +12868,7 @@ pub struct ReadTextFileResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -12951,7 +12951,7 @@ pub struct WriteTextFileRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13033,7 +13033,7 @@ pub struct WriteTextFileResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13137,7 +13137,7 @@ pub struct CreateTerminalRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13258,7 +13258,7 @@ pub struct CreateTerminalResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13338,7 +13338,7 @@ pub struct EnvVariable {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13424,7 +13424,7 @@ pub struct TerminalOutputRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13516,7 +13516,7 @@ pub struct TerminalOutputResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13620,7 +13620,7 @@ pub struct TerminalExitStatus {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13716,7 +13716,7 @@ pub struct ReleaseTerminalRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13796,7 +13796,7 @@ pub struct ReleaseTerminalResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13877,7 +13877,7 @@ pub struct WaitForTerminalExitRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13972,7 +13972,7 @@ pub struct WaitForTerminalExitResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -14068,7 +14068,7 @@ pub struct KillTerminalRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -14148,7 +14148,7 @@ pub struct KillTerminalResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -14225,7 +14225,7 @@ pub struct CreateElicitationRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
@@ -14816,7 +14816,7 @@ pub struct ElicitationSchema {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -15280,7 +15280,7 @@ pub struct StringPropertySchema {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -15482,7 +15482,7 @@ pub struct EnumOption {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -15598,7 +15598,7 @@ pub struct NumberPropertySchema {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -15736,7 +15736,7 @@ pub struct IntegerPropertySchema {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -15868,7 +15868,7 @@ pub struct BooleanPropertySchema {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -16004,7 +16004,7 @@ pub struct MultiSelectPropertySchema {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -16244,7 +16244,7 @@ pub struct StringMultiSelectItems {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -16330,7 +16330,7 @@ pub struct TitledMultiSelectItems {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -16406,7 +16406,7 @@ pub struct CreateElicitationResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
@@ -16691,7 +16691,7 @@ pub struct CompleteElicitationNotification {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -16770,7 +16770,7 @@ pub struct CancelRequestNotification {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17038,7 +17038,7 @@ pub struct PlanItems {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17123,7 +17123,7 @@ pub struct PlanFile {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17208,7 +17208,7 @@ pub struct PlanMarkdown {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17447,7 +17447,7 @@ pub struct PlanUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17526,7 +17526,7 @@ pub struct PlanRemoved {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17602,7 +17602,7 @@ pub struct PlanCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17677,7 +17677,7 @@ pub struct SubagentCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17752,7 +17752,7 @@ pub struct SessionCancelCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17834,7 +17834,7 @@ pub struct SubagentSessionCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17918,7 +17918,7 @@ pub struct RunningStateUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17993,7 +17993,7 @@ pub struct RequiresActionStateUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -18068,7 +18068,7 @@ pub struct UndeterminedStateUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -18202,7 +18202,7 @@ pub struct IdleStateUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Tokens the finished work used, when reported.
@@ -18848,7 +18848,7 @@ pub struct SessionMessageChunk {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -18962,7 +18962,7 @@ pub struct Usage {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -19064,7 +19064,7 @@ pub struct SessionTitleCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -19150,7 +19150,7 @@ pub struct SetSessionTitleRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -19238,7 +19238,7 @@ pub struct SetSessionTitleResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -19379,7 +19379,7 @@ pub struct ModelInfo {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -19483,7 +19483,7 @@ pub struct SessionModelState {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -19575,7 +19575,7 @@ pub struct SetSessionModelRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -19661,7 +19661,7 @@ pub struct SetSessionModelResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -19770,7 +19770,7 @@ pub struct ForkSessionRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fork at this cursor: the new session's history is the source's history before it (absent: the whole session). Only a cursor the agent announced on the source session that now accepts `fork`; the agent answers `-32602` for any other.
@@ -19923,7 +19923,7 @@ pub struct ForkSessionResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -20020,7 +20020,7 @@ pub struct SessionForkCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -20104,7 +20104,7 @@ pub struct SessionStatusRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -20219,7 +20219,7 @@ pub struct SessionStatusResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -20301,7 +20301,7 @@ pub struct SessionStatusCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -20385,7 +20385,7 @@ pub struct ArchiveSessionRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -20467,7 +20467,7 @@ pub struct ArchiveSessionResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -20551,7 +20551,7 @@ pub struct UnarchiveSessionRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -20633,7 +20633,7 @@ pub struct UnarchiveSessionResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -20749,7 +20749,7 @@ pub struct SessionArchiveCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -20830,7 +20830,7 @@ pub struct AuthStatusRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -20980,7 +20980,7 @@ pub struct AuthAccount {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -21104,7 +21104,7 @@ pub struct AuthStatusResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -21204,7 +21204,7 @@ pub struct AuthStatusUpdateNotification {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -21295,7 +21295,7 @@ pub struct AuthStatusCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -21472,7 +21472,7 @@ pub struct ProviderCurrentConfig {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -21573,7 +21573,7 @@ pub struct ProviderInfo {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -21670,7 +21670,7 @@ pub struct ListProvidersRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -21753,7 +21753,7 @@ pub struct ListProvidersResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -21854,7 +21854,7 @@ pub struct SetProviderRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -21962,7 +21962,7 @@ pub struct SetProviderResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -22046,7 +22046,7 @@ pub struct DisableProviderRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -22128,7 +22128,7 @@ pub struct DisableProviderResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -22209,7 +22209,7 @@ pub struct ProvidersCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -22342,7 +22342,7 @@ pub struct McpServerAcp {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -22488,7 +22488,7 @@ pub struct MessageMcpRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -22600,7 +22600,7 @@ pub struct MessageMcpNotification {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -22792,7 +22792,7 @@ pub struct MessageMcpResult {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -22876,7 +22876,7 @@ pub struct MessageMcpError {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -22980,7 +22980,7 @@ pub struct SessionOptionsCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -23079,7 +23079,7 @@ pub struct SessionOptionsRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -23196,7 +23196,7 @@ pub struct SessionOptionsResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -23295,7 +23295,7 @@ pub struct InitialSessionConfigOption {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
@@ -23386,7 +23386,7 @@ pub struct PromptSuggestion {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -23471,7 +23471,7 @@ pub struct PromptSuggestionsUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -23579,7 +23579,7 @@ pub struct PromptSuggestionsCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -23687,7 +23687,7 @@ pub struct PromptSuggestionsImageCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -23768,7 +23768,7 @@ pub struct PromptSuggestionsAudioCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -23849,7 +23849,7 @@ pub struct PromptSuggestionsEmbeddedContextCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -24013,7 +24013,7 @@ pub struct CursorMessageAnchor {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -24104,7 +24104,7 @@ pub struct CursorToolCallAnchor {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -24195,7 +24195,7 @@ pub struct CursorCompactionAnchor {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -24530,7 +24530,7 @@ pub struct CursorForkCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -24618,7 +24618,7 @@ pub struct CursorCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -24868,7 +24868,7 @@ pub struct ProxySuccessorRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -24964,7 +24964,7 @@ pub struct ProxySuccessorNotification {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after

@@ -59,7 +59,7 @@ pub struct RequestPermissionRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -414,7 +414,7 @@ pub struct ToolCallUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -1184,7 +1184,7 @@ pub struct Annotations {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -1331,7 +1331,7 @@ pub struct TextContent {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -1479,7 +1479,7 @@ pub struct ImageContent {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -1596,7 +1596,7 @@ pub struct AudioContent {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -1724,7 +1724,7 @@ pub struct Icon {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -1926,7 +1926,7 @@ pub struct ResourceLink {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -2097,7 +2097,7 @@ pub struct TextResourceContents {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -2203,7 +2203,7 @@ pub struct BlobResourceContents {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -2302,7 +2302,7 @@ pub struct EmbeddedResource {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -2386,7 +2386,7 @@ pub struct Content {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -2671,7 +2671,7 @@ pub struct DiffChange {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
@@ -2989,7 +2989,7 @@ pub struct DiffPatch {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3126,7 +3126,7 @@ pub struct Diff {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3254,7 +3254,7 @@ pub struct Terminal {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3345,7 +3345,7 @@ pub struct ToolCallLocation {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3445,7 +3445,7 @@ pub struct ToolCallCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3538,7 +3538,7 @@ pub struct ToolCallCancelCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3624,7 +3624,7 @@ pub struct ToolCallPermissionSubject {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3724,7 +3724,7 @@ pub struct CommandPermissionSubject {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -3825,7 +3825,7 @@ pub struct PermissionOption {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -4131,7 +4131,7 @@ pub struct CreateElicitationRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
@@ -4400,7 +4400,7 @@ pub struct ElicitationSchema {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -4839,7 +4839,7 @@ pub struct EnumOption {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5020,7 +5020,7 @@ pub struct StringPropertySchema {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5223,7 +5223,7 @@ pub struct NumberPropertySchema {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5361,7 +5361,7 @@ pub struct IntegerPropertySchema {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5493,7 +5493,7 @@ pub struct BooleanPropertySchema {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5712,7 +5712,7 @@ pub struct StringMultiSelectItems {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5802,7 +5802,7 @@ pub struct TitledMultiSelectItems {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -5917,7 +5917,7 @@ pub struct MultiSelectPropertySchema {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -6279,7 +6279,7 @@ pub struct InitializeResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -6432,7 +6432,7 @@ pub struct Implementation {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -6545,7 +6545,7 @@ pub struct AgentCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -6703,7 +6703,7 @@ pub struct SessionCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -6875,7 +6875,7 @@ pub struct PromptCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -6995,7 +6995,7 @@ pub struct PromptImageCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -7076,7 +7076,7 @@ pub struct PromptAudioCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -7157,7 +7157,7 @@ pub struct PromptEmbeddedContextCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -7256,7 +7256,7 @@ pub struct McpCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -7361,7 +7361,7 @@ pub struct McpStdioCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -7442,7 +7442,7 @@ pub struct McpHttpCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -7519,7 +7519,7 @@ pub struct SessionDeleteCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -7594,7 +7594,7 @@ pub struct SessionAdditionalDirectoriesCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -7675,7 +7675,7 @@ pub struct AgentAuthCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -7925,7 +7925,7 @@ pub struct EnvVariable {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -8043,7 +8043,7 @@ pub struct AuthMethodTerminal {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -8179,7 +8179,7 @@ pub struct AuthMethodAgent {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -8274,7 +8274,7 @@ pub struct LoginAuthResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -8353,7 +8353,7 @@ pub struct LogoutAuthResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -8465,7 +8465,7 @@ pub struct NewSessionResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -8724,7 +8724,7 @@ pub struct SessionConfigOption {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
@@ -8971,7 +8971,7 @@ pub struct SessionConfigSelectOption {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -9069,7 +9069,7 @@ pub struct SessionConfigSelectGroup {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -9519,7 +9519,7 @@ pub struct TextCommandInput {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -9616,7 +9616,7 @@ pub struct Command {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -9723,7 +9723,7 @@ pub struct ListSessionsResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -9850,7 +9850,7 @@ pub struct SessionInfo {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -10008,7 +10008,7 @@ pub struct DeleteSessionResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -10113,7 +10113,7 @@ pub struct ResumeSessionResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -10216,7 +10216,7 @@ pub struct CloseSessionResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -10293,7 +10293,7 @@ pub struct CancelToolCallResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -10372,7 +10372,7 @@ pub struct CancelTerminalResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -10454,7 +10454,7 @@ pub struct SetSessionConfigOptionResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -10552,7 +10552,7 @@ pub struct PromptResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -10858,7 +10858,7 @@ pub struct UnsupportedProtocolVersionErrorData {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -10946,7 +10946,7 @@ pub struct SessionNotFoundErrorData {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -11033,7 +11033,7 @@ pub struct UpdateSessionNotification {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -11115,7 +11115,7 @@ pub struct SessionStateUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
@@ -11904,7 +11904,7 @@ pub struct ContentChunk {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -12010,7 +12010,7 @@ pub struct UserMessage {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -12123,7 +12123,7 @@ pub struct AgentMessage {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -12236,7 +12236,7 @@ pub struct AgentThought {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -12468,7 +12468,7 @@ pub struct BackgroundTerminal {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -12551,7 +12551,7 @@ pub struct BackgroundToolCall {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -12643,7 +12643,7 @@ pub struct RunningStateUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -12841,7 +12841,7 @@ pub struct IdleStateUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -12966,7 +12966,7 @@ pub struct RequiresActionStateUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13255,7 +13255,7 @@ pub struct ToolCallContentChunk {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13342,7 +13342,7 @@ pub struct TerminalOutput {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13445,7 +13445,7 @@ pub struct TerminalExitStatus {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13548,7 +13548,7 @@ pub struct TerminalSize {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13642,7 +13642,7 @@ pub struct TerminalCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13735,7 +13735,7 @@ pub struct TerminalCancelCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -13854,7 +13854,7 @@ pub struct TerminalUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -14003,7 +14003,7 @@ pub struct TerminalOutputChunk {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -14226,7 +14226,7 @@ pub struct PlanEntry {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -14391,7 +14391,7 @@ pub struct PlanItems {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -14477,7 +14477,7 @@ pub struct PlanUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -14560,7 +14560,7 @@ pub struct AvailableCommandsUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -14645,7 +14645,7 @@ pub struct ConfigOptionUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -14747,7 +14747,7 @@ pub struct SessionInfoUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -14849,7 +14849,7 @@ pub struct Cost {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -14937,7 +14937,7 @@ pub struct UsageUpdate {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -15063,7 +15063,7 @@ pub struct Notice {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -15367,7 +15367,7 @@ pub struct CompactionSummaryChunk {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -15450,7 +15450,7 @@ pub struct CompleteElicitationNotification {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -15541,7 +15541,7 @@ pub struct InitializeRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -15660,7 +15660,7 @@ pub struct ClientCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -15782,7 +15782,7 @@ pub struct ClientAuthCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -15879,7 +15879,7 @@ pub struct TerminalAuthCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -15970,7 +15970,7 @@ pub struct ElicitationCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -16063,7 +16063,7 @@ pub struct ElicitationFormCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -16138,7 +16138,7 @@ pub struct ElicitationUrlCapabilities {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -16225,7 +16225,7 @@ pub struct LoginAuthRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -16311,7 +16311,7 @@ pub struct LogoutAuthRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -16412,7 +16412,7 @@ pub struct NewSessionRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -16646,7 +16646,7 @@ pub struct HttpHeader {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -16740,7 +16740,7 @@ pub struct McpServerHttp {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -16853,7 +16853,7 @@ pub struct McpServerStdio {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -16982,7 +16982,7 @@ pub struct ListSessionsRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17084,7 +17084,7 @@ pub struct DeleteSessionRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17215,7 +17215,7 @@ pub struct ResumeSessionRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17431,7 +17431,7 @@ pub struct ReplayFromStart {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17511,7 +17511,7 @@ pub struct CloseSessionRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17604,7 +17604,7 @@ pub struct CancelToolCallRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -17704,7 +17704,7 @@ pub struct CancelTerminalRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -18060,7 +18060,7 @@ pub struct SetSessionConfigOptionRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
@@ -18186,7 +18186,7 @@ pub struct PromptRequest {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -18287,7 +18287,7 @@ pub struct RequestPermissionResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -18505,7 +18505,7 @@ pub struct CancelledPermissionOutcome {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -18585,7 +18585,7 @@ pub struct SelectedPermissionOutcome {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -18661,7 +18661,7 @@ pub struct CreateElicitationResponse {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// The variant part of this object: its tag and fields sit beside the fields above on the wire.
@@ -18848,7 +18848,7 @@ pub struct CancelSessionNotification {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
@@ -18929,7 +18929,7 @@ pub struct CancelRequestNotification {
         rename = "_meta",
         skip_serializing_if = "::std::option::Option::is_none",
         default,
-        deserialize_with = "crate::serde_util::lenient"
+        deserialize_with = "crate::serde_util::lenient_meta"
     )]
     pub meta: ::std::option::Option<crate::Meta>,
     /// Fields the schema does not name, kept as received and written back unchanged after
