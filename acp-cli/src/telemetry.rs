@@ -22,6 +22,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::Layer;
+use tracing_subscriber::filter::FilterExt;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -98,14 +99,18 @@ impl Telemetry {
                 .ok()
                 .and_then(|f| tracing_subscriber::EnvFilter::try_new(f).ok())
                 .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(OTEL_FILTER));
+            // One filter, both conditions (`and`): two nested `with_filter`s each answer for
+            // themselves, and a callsite the outer one passes (a TRACE event of the engine)
+            // is then "enabled" for the subscriber even though the inner one drops it, so
+            // the engine would time every message for a log nobody receives.
+            let ours = tracing_subscriber::filter::filter_fn(|meta| {
+                // Only our own crates (the exporter's HTTP client must not trace itself),
+                // and not the message-flow log's per-message events.
+                meta.target().starts_with("acp") && acp_rpc::otel::exported(meta)
+            });
             tracing_opentelemetry::layer()
                 .with_tracer(provider.tracer("acp"))
-                .with_filter(filter)
-                .with_filter(tracing_subscriber::filter::filter_fn(|meta| {
-                    // Only our own crates (the exporter's HTTP client must not trace
-                    // itself), and not the message-flow log's per-message events.
-                    meta.target().starts_with("acp") && acp_rpc::otel::exported(meta)
-                }))
+                .with_filter(filter.and(ours))
         });
         tracing_subscriber::registry().with(log).with(otel).init();
         Telemetry { provider }

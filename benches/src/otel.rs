@@ -245,13 +245,15 @@ fn layer<S>(provider: &SdkTracerProvider) -> impl tracing_subscriber::Layer<S>
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
+    use tracing_subscriber::filter::FilterExt;
+    // As `acp` exports: our crates' hops and warnings, not the message-flow log (one filter
+    // of both conditions, as `acp`'s telemetry explains).
+    let ours = tracing_subscriber::filter::filter_fn(|meta| {
+        meta.target().starts_with("acp") && acp_rpc::otel::exported(meta)
+    });
     tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("acp-bench"))
-        .with_filter(tracing_subscriber::EnvFilter::new(FILTER))
-        // As `acp` exports: our crates' hops and warnings, not the message-flow log.
-        .with_filter(tracing_subscriber::filter::filter_fn(|meta| {
-            meta.target().starts_with("acp") && acp_rpc::otel::exported(meta)
-        }))
+        .with_filter(tracing_subscriber::EnvFilter::new(FILTER).and(ours))
 }
 
 /// Reads HTTP/1.1 requests and answers each with an empty `200`.

@@ -16,7 +16,10 @@
 //! `restart::SupervisedAgent`). The session id is read from the params only when the event or
 //! span is enabled, so a quiet log costs nothing per message.
 
+use std::sync::LazyLock;
 use std::time::Instant;
+
+use memchr::memmem::Finder;
 
 use crate::error::{Error, ErrorCode};
 
@@ -25,9 +28,21 @@ pub const TARGET: &str = "acp_rpc::flow";
 
 /// The top-level `sessionId` string of a params (or whole message) text, found without
 /// parsing: the first `"sessionId"` key followed by a string value. `None` without one, or
-/// when it holds escapes (not worth decoding for a log field).
+/// when it holds escapes (not worth decoding for a log field). Params that start with it
+/// (as ours are written) are read where they stand.
 pub fn session_id(text: &str) -> Option<&str> {
-    string_field(text, "sessionId")
+    session_id_in(text.as_bytes())
+}
+
+/// [`session_id`] in bytes that need not be checked as UTF-8 first (a line the engine just
+/// wrote): only the value found is.
+pub(crate) fn session_id_in(bytes: &[u8]) -> Option<&str> {
+    static KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(br#""sessionId""#));
+    if let Some(rest) = bytes.strip_prefix(br#"{"sessionId":""#) {
+        return plain_string(rest);
+    }
+    let ends = KEY.find_iter(bytes).map(|at| at + KEY.needle().len());
+    first_value(bytes, ends)
 }
 
 /// The string value of the first `"key"` in `text` that is followed by `:` and a string,
@@ -35,21 +50,46 @@ pub fn session_id(text: &str) -> Option<&str> {
 /// one, or when the value holds escapes. What [`session_id`] uses, for other such fields
 /// (a `session/update`'s `sessionUpdate` kind).
 pub fn string_field<'t>(text: &'t str, key: &str) -> Option<&'t str> {
-    for (at, _) in text.match_indices(key) {
-        let quoted = text[..at].ends_with('"') && text[at + key.len()..].starts_with('"');
-        if !quoted {
-            continue;
-        }
-        let rest = text[at + key.len() + 1..].trim_start();
-        let Some(rest) = rest.strip_prefix(':') else {
+    let bytes = text.as_bytes();
+    let quoted = memchr::memmem::find_iter(bytes, key.as_bytes()).filter_map(|at| {
+        let end = at + key.len();
+        (at > 0 && bytes[at - 1] == b'"' && bytes.get(end) == Some(&b'"')).then_some(end + 1)
+    });
+    first_value(bytes, quoted)
+}
+
+/// The value of the first quoted key (each ending at one of `ends`, after its closing quote)
+/// that a `:` follows: its string, or `None` when that value is not a string without
+/// escapes.
+fn first_value(bytes: &[u8], ends: impl Iterator<Item = usize>) -> Option<&str> {
+    for end in ends {
+        let Some(rest) = bytes
+            .get(end..)
+            .and_then(|r| json_trim(r).strip_prefix(b":"))
+        else {
             continue;
         };
-        let rest = rest.trim_start().strip_prefix('"')?;
-        let end = rest.find('"')?;
-        let value = &rest[..end];
-        return (!value.contains('\\')).then_some(value);
+        return plain_string(json_trim(rest).strip_prefix(b"\"")?);
     }
     None
+}
+
+/// `bytes` without the JSON whitespace it starts with.
+fn json_trim(bytes: &[u8]) -> &[u8] {
+    let skip = bytes
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        .unwrap_or(bytes.len());
+    &bytes[skip..]
+}
+
+/// The string that `rest` starts (after its opening quote) when it holds no escape.
+fn plain_string(rest: &[u8]) -> Option<&str> {
+    let end = memchr::memchr2(b'"', b'\\', rest)?;
+    if rest[end] != b'"' {
+        return None;
+    }
+    std::str::from_utf8(&rest[..end]).ok()
 }
 
 /// Whether a request that ended with `error` failed (ERROR) or just had an expected answer

@@ -247,9 +247,8 @@ pub(crate) fn outgoing_notification_line(
         return;
     }
     let current = active::current();
-    let in_turn = std::str::from_utf8(line)
-        .ok()
-        .and_then(|text| trace.notification("outgoing", method, text, || None));
+    let params = wire::params_of(line).unwrap_or(line);
+    let in_turn = trace.notification("outgoing", method, params, || None);
     match (current, in_turn) {
         (Some(Current::Ours(active)), turn) => {
             if turn.is_none() {
@@ -319,7 +318,7 @@ pub(crate) fn incoming_notification(
             let text = crate::observe::flow::string_field(params, TRACEPARENT)?;
             parse_traceparent(text).ok().map(|_| text.into())
         };
-        if let Some(turn) = trace.notification("incoming", method, params, remote) {
+        if let Some(turn) = trace.notification("incoming", method, params.as_bytes(), remote) {
             return NotificationScope::Turn(turn);
         }
     }

@@ -135,20 +135,20 @@ impl ConnectionTrace {
     }
 
     /// A notification going `direction` (`incoming` or `outgoing`) in the open turn of
-    /// its session, if there is one: counted on the turn's span, an `acp.notification`
+    /// its session (its `sessionId` read from `params`, or from the whole line), if there is one: counted on the turn's span, an `acp.notification`
     /// event (the first [`MAX_EVENTS`](super::MAX_EVENTS)) with `method`, `direction` and, for an incoming one,
     /// the sender's `traceparent` (`remote`, when well-formed). Returns the turn's span.
     pub(crate) fn notification(
         &self,
         direction: &'static str,
         method: &str,
-        params: &str,
+        params: &[u8],
         remote: impl FnOnce() -> Option<Box<str>>,
     ) -> Option<Arc<Active>> {
         if self.open.load(Ordering::Relaxed) == 0 {
             return None;
         }
-        let session = crate::observe::flow::session_id(params)?;
+        let session = crate::observe::flow::session_id_in(params)?;
         let active = {
             let turns = lock(&self.turns);
             let turn = turns.iter().rev().find(|t| &*t.session == session)?;

@@ -216,6 +216,14 @@ pub fn inject_value(params: &mut Value, context: &SpanContext) {
 
 const PARAMS_KEY: &[u8] = br#","params":"#;
 
+/// The params of a line the engine wrote (`"params"` last, the line ending with the
+/// envelope's `}`): from their `{` up to that `}`.
+pub(crate) fn params_of(line: &[u8]) -> Option<&[u8]> {
+    let start = PARAMS_FINDER.find(line)? + PARAMS_KEY.len();
+    let end = line.len().checked_sub(1)?;
+    (start < end).then(|| &line[start..end])
+}
+
 /// Writes a span's `traceparent` (`bytes`, formatted once for the span; `context` for the
 /// rare slow path) into the params of an envelope the engine wrote (`,"params":` is its last
 /// member; a method string holds a quote only escaped, so the first match is it).
