@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use acp_types::{v1, v2};
 use serde_json::{Value, json};
 
 use super::map::{
@@ -79,6 +80,63 @@ impl ToV2 {
                 .config
                 .iter()
                 .any(|o| o.get("category").and_then(Value::as_str) == Some("model"))
+    }
+
+    /// A v1 streamed chunk of plain text (a text block without annotations: what a turn
+    /// streams by the thousand) as the v2 chunk, typed, without [`ToV2::update`]'s detour
+    /// through JSON; the same mapping (the chunk's `messageId`, or the current message's).
+    /// Any other update is handed back, for [`ToV2::update`].
+    pub(crate) fn text_chunk(
+        &mut self,
+        update: v1::SessionUpdate,
+    ) -> Result<v2::SessionUpdate, v1::SessionUpdate> {
+        use v1::SessionUpdate as V1;
+        use v1::{ContentBlock::Text, ContentChunk as Chunk};
+        let plain = |t: &v1::TextContent, extra: &acp_types::Extra| {
+            t.annotations.is_none() && t.extra.is_empty() && extra.is_empty()
+        };
+        // A field v1's chunk gains later (the type is non-exhaustive) must be mapped here too:
+        // `the_typed_text_chunk_path_maps_as_the_json_path_does` compares the two paths.
+        let (kind, text, message_id, meta) = match update {
+            V1::UserMessageChunk(Chunk {
+                content: Text(text),
+                message_id,
+                meta,
+                extra,
+                ..
+            }) if plain(&text, &extra) => ("user_message_chunk", text, message_id, meta),
+            V1::AgentMessageChunk(Chunk {
+                content: Text(text),
+                message_id,
+                meta,
+                extra,
+                ..
+            }) if plain(&text, &extra) => ("agent_message_chunk", text, message_id, meta),
+            V1::AgentThoughtChunk(Chunk {
+                content: Text(text),
+                message_id,
+                meta,
+                extra,
+                ..
+            }) if plain(&text, &extra) => ("agent_thought_chunk", text, message_id, meta),
+            other => return Err(other),
+        };
+        let message_id = match message_id {
+            Some(id) => {
+                self.break_message();
+                id.0
+            }
+            None => self.chunk_id(kind),
+        };
+        let mut content = v2::TextContent::new(text.text);
+        content.meta = text.meta;
+        let mut chunk = v2::ContentChunk::new(message_id, v2::ContentBlock::Text(content));
+        chunk.meta = meta;
+        Ok(match kind {
+            "user_message_chunk" => v2::SessionUpdate::UserMessageChunk(chunk),
+            "agent_thought_chunk" => v2::SessionUpdate::AgentThoughtChunk(chunk),
+            _ => v2::SessionUpdate::AgentMessageChunk(chunk),
+        })
     }
 
     /// A v1 update (as JSON) as the v2 update (as JSON) the client gets.
@@ -410,6 +468,48 @@ fn is_terminal(item: &Value, id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The typed path of streamed text gives what the JSON mapping gives, message ids
+    /// included, and hands back every update it does not take.
+    #[test]
+    fn the_typed_text_chunk_path_maps_as_the_json_path_does() {
+        let updates = [
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "a"}}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "b", "_meta": {"k": 1}}, "_meta": {"c": 2}}),
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "t"}}),
+            json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "u"}, "messageId": "mine"}),
+            json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "v"}}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "w", "annotations": {"priority": 1.0}}}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "resource_link", "name": "n", "uri": "file:///x"}}),
+            json!({"sessionUpdate": "plan", "entries": []}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}}),
+        ];
+        let (mut typed, mut by_json) = (ToV2::default(), ToV2::default());
+        let mut taken = 0;
+        for u in updates {
+            // What the JSON path sends: its result read as v2's type.
+            let expected = by_json.update(u.clone()).unwrap();
+            let expected: v2::SessionUpdate = serde_json::from_value(expected).unwrap();
+            let expected = serde_json::to_value(expected).unwrap();
+            let v1: v1::SessionUpdate = serde_json::from_value(u.clone()).unwrap();
+            let got = match typed.text_chunk(v1) {
+                Ok(chunk) => {
+                    taken += 1;
+                    serde_json::to_value(chunk).unwrap()
+                }
+                Err(back) => {
+                    assert_eq!(
+                        serde_json::to_value(&back).unwrap(),
+                        u,
+                        "handed back as it came"
+                    );
+                    typed.update(serde_json::to_value(back).unwrap()).unwrap()
+                }
+            };
+            assert_eq!(got, expected, "{u}");
+        }
+        assert_eq!(taken, 6, "the plain text chunks take the typed path");
+    }
 
     #[test]
     fn v1_chunks_without_ids_share_one_message_until_something_else_comes() {

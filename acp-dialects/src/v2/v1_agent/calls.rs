@@ -39,11 +39,19 @@ v1_routes! {
 
 impl V1Client {
     async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
-        let id = n.session_id.0.clone();
+        let id = n.session_id.0;
         if lock(&self.quiet).contains(&id) {
             return Ok(());
         }
-        match self.with(&id, |s| s.update(json_of(&n.update))) {
+        // A turn's streamed text takes the typed path; everything else the mapping of JSON.
+        let update = match self.with(&id, |s| s.text_chunk(n.update)) {
+            Ok(chunk) => {
+                let n = v2::UpdateSessionNotification::new(id, chunk);
+                return self.legacy()?.session_update(n).await;
+            }
+            Err(update) => update,
+        };
+        match self.with(&id, |s| s.update(json_of(&update))) {
             Ok(update) => send(self.legacy()?, &id, update).await,
             Err(why) => {
                 tracing::warn!(session = %id, %why, "a v1 session/update was not passed to the v2 client");

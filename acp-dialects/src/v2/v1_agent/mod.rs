@@ -60,7 +60,12 @@ impl Shared {
     }
 
     fn with<T>(&self, session: &str, f: impl FnOnce(&mut ToV2) -> T) -> T {
-        f(lock(&self.sessions).entry(session.to_string()).or_default())
+        let mut sessions = lock(&self.sessions);
+        // Looked up before an entry is made: a streamed chunk costs no allocation here.
+        match sessions.get_mut(session) {
+            Some(s) => f(s),
+            None => f(sessions.entry(session.to_string()).or_default()),
+        }
     }
 
     /// Records a v1 session answer's modes and config options; returns what the v2 client
