@@ -226,8 +226,16 @@ pub const CHECKS: &[CheckInfo] = &[
         meaning: "v2: `session/close` is answered, and a `session/prompt` to the closed session is then refused with an error (required of agents that advertise `capabilities.session`; skipped for others)",
     },
     CheckInfo {
+        name: "v2.sessions.mcp",
+        meaning: "v2: a `session/new` with an MCP server of each advertised transport (`http`: one at an unused loopback port; `stdio`: the run's `--mcp-config` servers) is not refused as invalid (skipped when there is none to try)",
+    },
+    CheckInfo {
         name: "v2.cancel.session_cancel",
         meaning: "v2: `session/cancel` during a prompt's work (its permission requests answered `cancelled`) ends it with an `idle` of stop reason `cancelled` within the bound (skipped when the work ended before the cancel)",
+    },
+    CheckInfo {
+        name: "v2.cancel.tool_call",
+        meaning: "v2: `tool_call/cancel` of a tool call the session never had is refused with -32602 (the schema's answer for an unknown tool call; -32601 passes from an agent none of whose tool calls advertised `capabilities.cancel`), not accepted",
     },
     CheckInfo {
         name: "robustness.unknown_method",

@@ -484,10 +484,10 @@ impl<'a> Run<'a> {
     /// the agent advertises.
     pub async fn new_session(&self, conn: &Conn) -> Result<Reply, NoReply> {
         if self.protocol == 2 {
-            // v2's `session/new` in the workspace. The run's MCP servers (v1-shaped, from
-            // `--mcp-config`) are not passed: v2 names their transports differently.
-            let request = acp_types::v2::NewSessionRequest::new(self.cwd());
-            return self.call(conn, "session/new", to_value(&request)).await;
+            // v2's `session/new` in the workspace, with the run's servers in v2's shape.
+            let mut request = to_value(&acp_types::v2::NewSessionRequest::new(self.cwd()));
+            request["mcpServers"] = Value::Array(self.v2_mcp_servers(conn));
+            return self.call(conn, "session/new", request).await;
         }
         let init = conn.init();
         let takes = |kind: &str| {
@@ -502,6 +502,31 @@ impl<'a> Run<'a> {
         });
         let request = NewSessionRequest::new(self.cwd(), servers.cloned());
         self.call(conn, "session/new", to_value(&request)).await
+    }
+
+    /// The run's MCP servers (`--mcp-config`, v1's shape) as v2 writes them, those of the
+    /// transports the agent advertises (`capabilities.session.mcp`: `stdio`, `http`; v2 has
+    /// no `sse`): each tagged with its `type`.
+    pub fn v2_mcp_servers(&self, conn: &Conn) -> Vec<Value> {
+        let init = conn.init();
+        let takes = |kind: &str| {
+            let pointer = format!("/capabilities/session/mcp/{kind}");
+            init.pointer(&pointer).is_some_and(Value::is_object)
+        };
+        let tagged = |kind: &str, server: Value| {
+            let mut server = server;
+            server["type"] = Value::from(kind);
+            server
+        };
+        self.options
+            .mcp_servers
+            .iter()
+            .filter_map(|s| match s {
+                McpServer::Stdio(s) if takes("stdio") => Some(tagged("stdio", to_value(s))),
+                McpServer::Http(s) if takes("http") => Some(tagged("http", to_value(s))),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The sessions' working directory.

@@ -41,6 +41,10 @@ pub enum Fault {
     NoResume,
     /// It answers `session/close` but keeps serving the session.
     PromptAfterClose,
+    /// It accepts `tool_call/cancel` of a tool call it never had.
+    CancelsUnknownToolCall,
+    /// It advertises MCP over HTTP but refuses such a server as invalid params.
+    RefusesMcpHttp,
 }
 
 /// The prompt that holds the work open until the kit cancels it.
@@ -80,7 +84,7 @@ impl Agent for Specimen {
         _cx: &Context,
     ) -> Result<InitializeResponse, Error> {
         let capabilities: AgentCapabilities =
-            serde_json::from_value(serde_json::json!({"session": {}})).unwrap();
+            serde_json::from_value(serde_json::json!({"session": {"mcp": {"http": {}}}})).unwrap();
         Ok(
             InitializeResponse::new(2, Implementation::new("v2 specimen", "1.0.0"))
                 .capabilities(capabilities),
@@ -92,10 +96,33 @@ impl Agent for Specimen {
         params: NewSessionRequest,
         _cx: &Context,
     ) -> Result<NewSessionResponse, Error> {
+        let http = params
+            .mcp_servers
+            .iter()
+            .any(|s| matches!(s, McpServer::Http(_)));
+        if http && self.fault == Fault::RefusesMcpHttp {
+            return Err(Error::invalid_params("no MCP server over HTTP, please"));
+        }
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let id = format!("v2-session-{n}");
         self.sessions.lock().unwrap().insert(id.clone(), params.cwd);
         Ok(NewSessionResponse::new(id))
+    }
+
+    async fn tool_call_cancel(
+        &self,
+        params: CancelToolCallRequest,
+        _cx: &Context,
+    ) -> Result<CancelToolCallResponse, Error> {
+        self.open(&params.session_id)?;
+        if self.fault == Fault::CancelsUnknownToolCall {
+            return Ok(CancelToolCallResponse::default());
+        }
+        // Its tool calls finish before anyone could cancel them: none is cancellable.
+        Err(Error::invalid_params(format!(
+            "tool call `{}` is unknown or not cancellable",
+            params.tool_call_id.0
+        )))
     }
 
     async fn session_list(

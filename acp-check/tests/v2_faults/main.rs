@@ -129,6 +129,8 @@ fault_tests! {
     a_list_that_names_no_session: ListsNothing => ["v2.sessions.list"];
     no_resume_despite_the_session_capability: NoResume => ["v2.sessions.resume"];
     a_closed_session_that_still_takes_prompts: PromptAfterClose => ["v2.sessions.close"];
+    a_cancel_of_a_tool_call_that_never_was_accepted: CancelsUnknownToolCall => ["v2.cancel.tool_call"];
+    an_advertised_mcp_transport_refused_as_invalid: RefusesMcpHttp => ["v2.sessions.mcp"];
 }
 
 /// A v1 application (the v1 faults' healthy specimen) served to the kit as v2 through

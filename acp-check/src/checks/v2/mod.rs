@@ -1,7 +1,8 @@
 //! The checks of draft protocol v2: the handshake (and the version negotiation of a run that
 //! pins none), sessions and a prompt's work as `state_update`s tell it, upsert ids and patch
 //! semantics, custom values, idempotency keys, the session baseline (`session/list`,
-//! `session/resume`, `session/close`) and cancellation. The JSON-RPC robustness
+//! `session/resume`, `session/close`), MCP servers on `session/new`, and cancellation (of the
+//! work, and of one tool call). The JSON-RPC robustness
 //! checks, the schema check (against v2's types) and the timing of the handshake and a round
 //! trip are v1's own ([`super::robustness`], [`super::wide`]), run on a v2 connection.
 //!
@@ -37,7 +38,9 @@ pub(crate) async fn all(mut run: Run<'_>, handshaken: bool) -> Report {
     upserts::custom_values(&mut run).await;
     upserts::idempotency(&mut run).await;
     sessions::baseline(&mut run).await;
+    sessions::mcp(&mut run).await;
     turn::cancel(&mut run).await;
+    turn::tool_call_cancel(&mut run).await;
     super::robustness::run(&mut run).await;
     run.retire().await;
     super::wide::run(&mut run);

@@ -172,3 +172,68 @@ async fn closed(run: &Run<'_>, conn: &Conn) -> Outcome {
         )),
     }
 }
+
+const MCP: &str = "v2.sessions.mcp";
+
+/// Where the kit's HTTP MCP server is said to be: a loopback port nothing listens on, so an
+/// agent that connects at once fails there and reaches nothing else.
+const MCP_URL: &str = "http://127.0.0.1:9/acp-check-mcp";
+
+/// `v2.sessions.mcp`: a `session/new` with an MCP server of each transport the agent
+/// advertises (`capabilities.session.mcp`) is not refused as invalid: `http` with a server at
+/// [`MCP_URL`], `stdio` with the run's own (`--mcp-config`; the kit never makes up a command
+/// for the agent to run).
+pub(crate) async fn mcp(run: &mut Run<'_>) {
+    if !run.wants(&[MCP]) {
+        return;
+    }
+    let started = Instant::now();
+    let outcome = mcp_servers(run).await;
+    run.record(MCP, started, outcome);
+}
+
+async fn mcp_servers(run: &mut Run<'_>) -> Outcome {
+    let (conn, _) = match run.session().await {
+        Ok(s) => s,
+        Err(e) => return Outcome::skip(format!("no session: {e}")),
+    };
+    let mut servers: Vec<Value> = run
+        .v2_mcp_servers(&conn)
+        .into_iter()
+        .filter(|s| s["type"] == "stdio")
+        .collect();
+    let takes_http = conn
+        .init()
+        .pointer("/capabilities/session/mcp/http")
+        .is_some_and(Value::is_object);
+    if takes_http {
+        servers.push(json!({ "type": "http", "name": "acp-check", "url": MCP_URL, "headers": [] }));
+    }
+    if servers.is_empty() {
+        return Outcome::skip(
+            "no MCP transport to try: `http` not advertised, and no `--mcp-config` stdio server for an agent that takes stdio",
+        );
+    }
+    let mut tried = Vec::new();
+    for server in servers {
+        let kind = server["type"].as_str().unwrap_or("?").to_string();
+        let params = json!({ "cwd": run.cwd(), "mcpServers": [server] });
+        let reply = run.call(&conn, "session/new", params).await;
+        match &reply {
+            Ok(r) if r.error().is_some_and(|(code, _)| code == -32602) => {
+                return Outcome::fail(format!(
+                    "advertised MCP over {kind}, but `session/new` with such a server was refused as invalid: {}",
+                    r.describe()
+                ));
+            }
+            Ok(r) => tried.push(match r.error() {
+                Some((code, _)) => format!("{kind}: refused with {code}, not as invalid"),
+                None => format!("{kind}: accepted"),
+            }),
+            Err(e) => {
+                return Outcome::fail(format!("`session/new` with an MCP server over {kind}: {e}"));
+            }
+        }
+    }
+    Outcome::pass(tried.join("; "))
+}

@@ -437,3 +437,61 @@ fn idle_before(conn: &Conn, session: &str, from: u64, to: u64) -> bool {
 pub(crate) fn custom_block() -> Value {
     json!({"type": "_acp_check/custom", "note": "acp check: a custom content block", "kept": [1, true, null]})
 }
+
+/// `v2.cancel.tool_call`: `tool_call/cancel` of a tool call the session never had is refused,
+/// not accepted.
+pub(crate) async fn tool_call_cancel(run: &mut Run<'_>) {
+    const NAME: &str = "v2.cancel.tool_call";
+    if !run.wants(&[NAME]) {
+        return;
+    }
+    let started = Instant::now();
+    let outcome = unknown_tool_call(run).await;
+    run.record(NAME, started, outcome);
+}
+
+/// The id the kit asks to cancel: no agent gives a tool call this one.
+const NO_SUCH_TOOL_CALL: &str = "acp-check-no-such-tool-call";
+
+/// The schema: "The Agent responds with `-32602` if the tool call is unknown, already final,
+/// or not cancellable". An agent that cancels no single tool call (it never advertises
+/// `capabilities.cancel` on one) may not implement the method at all: `-32601` then passes,
+/// unless a tool call of the run did advertise it.
+async fn unknown_tool_call(run: &mut Run<'_>) -> Outcome {
+    let (conn, session) = match run.session().await {
+        Ok(s) => s,
+        Err(e) => return Outcome::skip(format!("no session: {e}")),
+    };
+    let advertised_cancel = client(&conn).is_ok_and(|client| {
+        client.since(0).iter().any(|u| {
+            // A tool call's (a terminal's `capabilities.cancel` is `terminal/cancel`'s).
+            u.kind() == "tool_call_update"
+                && u.json
+                    .pointer("/capabilities/cancel")
+                    .is_some_and(Value::is_object)
+        })
+    });
+    let params = json!({ "sessionId": session, "toolCallId": NO_SUCH_TOOL_CALL });
+    let reply = run.call(&conn, "tool_call/cancel", params).await;
+    let answer = match &reply {
+        Ok(r) => r,
+        Err(e) => return Outcome::fail(format!("`tool_call/cancel`: {e}")),
+    };
+    match answer.error() {
+        Some((-32602, _)) => Outcome::pass("an unknown tool call refused with -32602"),
+        Some((-32601, _)) if !advertised_cancel => Outcome::pass(
+            "refused with -32601: the agent cancels no single tool call (none of the run's advertised `capabilities.cancel`)",
+        ),
+        Some((-32601, _)) => Outcome::fail(
+            "a tool call of the run advertised `capabilities.cancel`, yet `tool_call/cancel` is not implemented (-32601)",
+        ),
+        Some((code, _)) => Outcome::fail(format!(
+            "an unknown tool call refused with {code}; the schema asks -32602: {}",
+            answer.describe()
+        )),
+        None => Outcome::fail(format!(
+            "`tool_call/cancel` of `{NO_SUCH_TOOL_CALL}`, a tool call the session never had, was accepted: {}",
+            answer.describe()
+        )),
+    }
+}
