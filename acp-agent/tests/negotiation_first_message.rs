@@ -196,3 +196,86 @@ async fn a_v2_offer_is_served_v2_through_the_translation_only_when_accepted() {
         }
     }
 }
+
+/// Serves [`FullAgent`] with v2 accepted on a frame transport (acp-remote's in-process
+/// agents, `acp serve`): the carrier's port, and the negotiation's outcome once the first
+/// frame is in.
+#[cfg(feature = "v2")]
+fn start_on_frames(
+    config: acp_agent::Config,
+) -> (
+    acp_rpc::transport::FramePort,
+    tokio::task::JoinHandle<Result<NegotiatedConnection, NegotiationError>>,
+) {
+    let (frames, port) = acp_rpc::transport::frame_adapter(16);
+    let options = NegotiateOptions::default()
+        .with_config(config)
+        .with_v2(true);
+    let task = tokio::spawn(
+        acp_agent::Builder::new(FullAgent)
+            .negotiate(options)
+            .over_frames(frames),
+    );
+    (port, task)
+}
+
+#[cfg(feature = "v2")]
+async fn frame_answer(port: &mut acp_rpc::transport::FramePort) -> Value {
+    let frame = tokio::time::timeout(std::time::Duration::from_secs(10), port.receiver.recv())
+        .await
+        .expect("an answer within 10 s")
+        .expect("the connection is still open");
+    serde_json::from_slice(&frame).unwrap()
+}
+
+/// A first frame that is not JSON, or over the size limit, is served v1 (the network carries
+/// v1 and v2 only): answered as any unreadable message, and the connection goes on serving.
+#[cfg(feature = "v2")]
+#[tokio::test]
+async fn a_garbage_or_oversized_first_frame_is_answered_in_v1_which_goes_on_serving() {
+    let oversized = format!(r#"{{"junk":"{}"}}"#, "x".repeat(10_000));
+    for (first, code) in [
+        ("this is not json".to_string(), -32700),
+        (oversized, -32600),
+        (
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"#
+                .to_string(),
+            -32700,
+        ),
+    ] {
+        let config = acp_agent::Config::default().with_max_message_size(1024);
+        let (mut port, negotiated) = start_on_frames(config);
+        port.sender.send(first.clone()).await.unwrap();
+        let refused = frame_answer(&mut port).await;
+        assert_eq!(refused["error"]["code"], code, "{first:.40}: {refused}");
+        assert_eq!(refused["id"], Value::Null, "{refused}");
+        let served = negotiated.await.unwrap().unwrap();
+        assert_eq!(served.version(), 1, "{first:.40}");
+        let offer =
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#;
+        port.sender.send(offer).await.unwrap();
+        let answer = frame_answer(&mut port).await;
+        assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
+    }
+}
+
+/// A v2 first frame is served v2 through the translation; a carrier that ends before any
+/// frame is an error, never a wait.
+#[cfg(feature = "v2")]
+#[tokio::test]
+async fn a_v2_first_frame_is_served_v2_and_a_silent_carrier_is_an_error() {
+    let (mut port, negotiated) = start_on_frames(Default::default());
+    let offer = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"t","version":"1"}}}"#;
+    port.sender.send(offer).await.unwrap();
+    let reply = frame_answer(&mut port).await;
+    assert_eq!(reply["result"]["protocolVersion"], 2, "{reply}");
+    assert_eq!(negotiated.await.unwrap().unwrap().version(), 2);
+
+    let (port, negotiated) = start_on_frames(Default::default());
+    drop(port);
+    let error = negotiated.await.unwrap().unwrap_err();
+    assert!(
+        matches!(error, NegotiationError::ClosedBeforeFirstMessage),
+        "{error}"
+    );
+}
