@@ -15,6 +15,14 @@ use super::map::{
 /// Why an update was not passed on (logged at `warn` with the session and the kind).
 pub(crate) type Dropped = String;
 
+/// What [`ToV2::text_chunk`] made of a v1 update.
+pub(crate) enum Streamed {
+    /// A text chunk, mapped to v2's.
+    Text(v2::SessionUpdate),
+    /// Any other update, handed back as it came (for [`ToV2::update`]).
+    Other(v1::SessionUpdate),
+}
+
 /// One v1 session as its v2 client sees it.
 #[derive(Default)]
 pub(crate) struct ToV2 {
@@ -86,10 +94,7 @@ impl ToV2 {
     /// streams by the thousand) as the v2 chunk, typed, without [`ToV2::update`]'s detour
     /// through JSON; the same mapping (the chunk's `messageId`, or the current message's).
     /// Any other update is handed back, for [`ToV2::update`].
-    pub(crate) fn text_chunk(
-        &mut self,
-        update: v1::SessionUpdate,
-    ) -> Result<v2::SessionUpdate, v1::SessionUpdate> {
+    pub(crate) fn text_chunk(&mut self, update: v1::SessionUpdate) -> Streamed {
         use v1::SessionUpdate as V1;
         use v1::{ContentBlock::Text, ContentChunk as Chunk};
         let plain = |t: &v1::TextContent, extra: &acp_types::Extra| {
@@ -119,7 +124,7 @@ impl ToV2 {
                 extra,
                 ..
             }) if plain(&text, &extra) => ("agent_thought_chunk", text, message_id, meta),
-            other => return Err(other),
+            other => return Streamed::Other(other),
         };
         let message_id = match message_id {
             Some(id) => {
@@ -132,7 +137,7 @@ impl ToV2 {
         content.meta = text.meta;
         let mut chunk = v2::ContentChunk::new(message_id, v2::ContentBlock::Text(content));
         chunk.meta = meta;
-        Ok(match kind {
+        Streamed::Text(match kind {
             "user_message_chunk" => v2::SessionUpdate::UserMessageChunk(chunk),
             "agent_thought_chunk" => v2::SessionUpdate::AgentThoughtChunk(chunk),
             _ => v2::SessionUpdate::AgentMessageChunk(chunk),
@@ -493,11 +498,11 @@ mod tests {
             let expected = serde_json::to_value(expected).unwrap();
             let v1: v1::SessionUpdate = serde_json::from_value(u.clone()).unwrap();
             let got = match typed.text_chunk(v1) {
-                Ok(chunk) => {
+                Streamed::Text(chunk) => {
                     taken += 1;
                     serde_json::to_value(chunk).unwrap()
                 }
-                Err(back) => {
+                Streamed::Other(back) => {
                     assert_eq!(
                         serde_json::to_value(&back).unwrap(),
                         u,

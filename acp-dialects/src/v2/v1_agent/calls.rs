@@ -8,6 +8,7 @@ use serde_json::json;
 use super::super::map::{content_to_v2, json_of, map_content, recast, unmapped};
 use super::super::native::ClientHandle;
 use super::super::terminals::Terminals;
+use super::super::updates::Streamed;
 use super::{Shared, send};
 use crate::lock;
 use crate::translate::{V1End, v1_routes};
@@ -45,11 +46,11 @@ impl V1Client {
         }
         // A turn's streamed text takes the typed path; everything else the mapping of JSON.
         let update = match self.with(&id, |s| s.text_chunk(n.update)) {
-            Ok(chunk) => {
+            Streamed::Text(chunk) => {
                 let n = v2::UpdateSessionNotification::new(id, chunk);
                 return self.legacy()?.session_update(n).await;
             }
-            Err(update) => update,
+            Streamed::Other(update) => update,
         };
         match self.with(&id, |s| s.update(json_of(&update))) {
             Ok(update) => send(self.legacy()?, &id, update).await,
