@@ -115,9 +115,12 @@ pub fn current() -> Option<SpanContext> {
 /// log ([`crate::flow`]: its `request` / `notification` spans and per-message events). The
 /// engine records its spans itself ([`Recorder`]); a layer that took the flow log's spans
 /// too would export each request twice, at the cost this design avoids. Use it as
-/// `tracing_subscriber::filter::filter_fn(acp_rpc::otel::exported)` beside a level filter,
-/// and leave `acp_rpc::flow` off in that filter (`acp_rpc::flow=warn`), so the flow log's
-/// spans are not even made for the exporter.
+/// `tracing_subscriber::filter::filter_fn(acp_rpc::otel::exported)` combined with a level
+/// filter into one (`level.and(filter_fn(..))`, `FilterExt::and`), and leave `acp_rpc::flow`
+/// off in that filter (`acp_rpc::flow=warn`), so the flow log's spans are not even made for
+/// the exporter. Two nested `with_filter`s instead of one would let a callsite the outer one
+/// passes count as enabled, and the engine then times every message for a TRACE event the
+/// inner filter drops.
 pub fn exported(meta: &tracing::Metadata<'_>) -> bool {
     meta.target() != crate::observe::flow::TARGET
         || (meta.is_event() && *meta.level() <= tracing::Level::WARN)
