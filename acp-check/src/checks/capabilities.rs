@@ -231,28 +231,37 @@ async fn mcp(run: &Run<'_>, conn: &Conn) -> Outcome {
         };
         let request = NewSessionRequest::new(run.cwd(), [server]);
         let reply = run.call(conn, "session/new", to_value(&request)).await;
-        match &reply {
-            Ok(r) if r.error().is_some_and(|(code, _)| code == -32602) => {
-                return Outcome::fail(format!(
-                    "advertised MCP over {transport}, but session/new with such a server was refused as invalid: {}",
-                    r.describe()
-                ));
-            }
-            Ok(r) => tried.push(match r.error() {
-                Some((code, _)) => format!("{transport}: refused with {code}, not as invalid"),
-                None => format!("{transport}: accepted"),
-            }),
-            Err(e) => {
-                return Outcome::fail(format!(
-                    "session/new with an MCP server over {transport}: {e}"
-                ));
-            }
+        match mcp_answer(transport, &reply) {
+            Ok(note) => tried.push(note),
+            Err(failed) => return failed,
         }
     }
     if tried.is_empty() {
         return Outcome::skip("no MCP transport beyond stdio advertised");
     }
     Outcome::pass(tried.join("; "))
+}
+
+/// How a `session/new` with an MCP server over an advertised `transport` was answered, for
+/// `capabilities.mcp` and `v2.sessions.mcp`: a note when it was accepted or refused other than
+/// as invalid, a failure when it was refused as invalid (`-32602`) or not answered.
+pub(crate) fn mcp_answer(
+    transport: &str,
+    reply: &Result<crate::wire::Reply, crate::wire::NoReply>,
+) -> Result<String, Outcome> {
+    match reply {
+        Ok(r) if r.error().is_some_and(|(code, _)| code == -32602) => Err(Outcome::fail(format!(
+            "advertised MCP over {transport}, but session/new with such a server was refused as invalid: {}",
+            r.describe()
+        ))),
+        Ok(r) => Ok(match r.error() {
+            Some((code, _)) => format!("{transport}: refused with {code}, not as invalid"),
+            None => format!("{transport}: accepted"),
+        }),
+        Err(e) => Err(Outcome::fail(format!(
+            "session/new with an MCP server over {transport}: {e}"
+        ))),
+    }
 }
 
 /// `capabilities.offered_only`'s own turn: a fresh agent offered no file writing (and

@@ -219,20 +219,9 @@ async fn mcp_servers(run: &mut Run<'_>) -> Outcome {
         let kind = server["type"].as_str().unwrap_or("?").to_string();
         let params = json!({ "cwd": run.cwd(), "mcpServers": [server] });
         let reply = run.call(&conn, "session/new", params).await;
-        match &reply {
-            Ok(r) if r.error().is_some_and(|(code, _)| code == -32602) => {
-                return Outcome::fail(format!(
-                    "advertised MCP over {kind}, but `session/new` with such a server was refused as invalid: {}",
-                    r.describe()
-                ));
-            }
-            Ok(r) => tried.push(match r.error() {
-                Some((code, _)) => format!("{kind}: refused with {code}, not as invalid"),
-                None => format!("{kind}: accepted"),
-            }),
-            Err(e) => {
-                return Outcome::fail(format!("`session/new` with an MCP server over {kind}: {e}"));
-            }
+        match crate::checks::capabilities::mcp_answer(&kind, &reply) {
+            Ok(note) => tried.push(note),
+            Err(failed) => return failed,
         }
     }
     Outcome::pass(tried.join("; "))
