@@ -99,18 +99,9 @@ impl Telemetry {
                 .ok()
                 .and_then(|f| tracing_subscriber::EnvFilter::try_new(f).ok())
                 .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(OTEL_FILTER));
-            // One filter, both conditions (`and`): two nested `with_filter`s each answer for
-            // themselves, and a callsite the outer one passes (a TRACE event of the engine)
-            // is then "enabled" for the subscriber even though the inner one drops it, so
-            // the engine would time every message for a log nobody receives.
-            let ours = tracing_subscriber::filter::filter_fn(|meta| {
-                // Only our own crates (the exporter's HTTP client must not trace itself),
-                // and not the message-flow log's per-message events.
-                meta.target().starts_with("acp") && acp_rpc::otel::exported(meta)
-            });
             tracing_opentelemetry::layer()
                 .with_tracer(provider.tracer("acp"))
-                .with_filter(filter.and(ours))
+                .with_filter(exported(filter))
         });
         tracing_subscriber::registry().with(log).with(otel).init();
         Telemetry { provider }
@@ -124,6 +115,24 @@ impl Telemetry {
             eprintln!("acp: telemetry: {e}");
         }
     }
+}
+
+/// What the OpenTelemetry layer takes: what `level` passes, of our own crates only (the
+/// exporter's HTTP client must not trace itself), and not the message-flow log's
+/// per-message events ([`acp_rpc::otel::exported`]). One filter of both conditions (`and`):
+/// two nested `with_filter`s each answer for themselves, and a callsite the outer one passes
+/// (a TRACE event of the engine) is then enabled for the subscriber even though the inner
+/// one drops it, so the engine would time every message for a log nobody receives.
+fn exported<S>(
+    level: tracing_subscriber::EnvFilter,
+) -> impl tracing_subscriber::layer::Filter<S> + Send + Sync + 'static
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    let ours = tracing_subscriber::filter::filter_fn(|meta| {
+        meta.target().starts_with("acp") && acp_rpc::otel::exported(meta)
+    });
+    level.and(ours)
 }
 
 /// `acp trace`'s hop (`acp.trace`) for a line it passes on unchanged: a span that is a
@@ -309,5 +318,49 @@ mod json {
             assert_eq!(super::civil_from_days(20_786), (2026, 11, 29));
             assert_eq!(super::civil_from_days(11_016), (2000, 2, 29));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    /// Whether the engine's per-message TRACE timing would run under `subscriber`.
+    fn engine_trace_enabled(subscriber: impl tracing::Subscriber + Send + Sync) -> bool {
+        tracing::subscriber::with_default(
+            subscriber,
+            || tracing::enabled!(target: "acp_rpc::dispatch", tracing::Level::TRACE),
+        )
+    }
+
+    fn sink() -> impl Layer<tracing_subscriber::Registry> {
+        tracing_subscriber::fmt::layer().with_writer(std::io::sink)
+    }
+
+    /// The layer's one filter keeps the engine's TRACE callsites off; the two nested filters
+    /// it replaced turned them on (the outer passes an `acp_rpc` target), which is what made
+    /// every traced notification read the clock.
+    #[test]
+    fn the_exporting_layer_leaves_the_engines_trace_events_off() {
+        let level = || tracing_subscriber::EnvFilter::new(super::OTEL_FILTER);
+        let one = tracing_subscriber::registry().with(sink().with_filter(super::exported(level())));
+        assert!(!engine_trace_enabled(one));
+        let nested = tracing_subscriber::registry().with(sink().with_filter(level()).with_filter(
+            tracing_subscriber::filter::filter_fn(|meta| {
+                meta.target().starts_with("acp") && acp_rpc::otel::exported(meta)
+            }),
+        ));
+        assert!(
+            engine_trace_enabled(nested),
+            "the nested form this replaced enabled them (if this fails, tracing-subscriber changed and the test no longer shows the difference)"
+        );
+        let warn =
+            tracing_subscriber::registry().with(sink().with_filter(super::exported(level())));
+        let enabled = tracing::subscriber::with_default(
+            warn,
+            || tracing::enabled!(target: "acp_rpc::otel::hop", tracing::Level::INFO),
+        );
+        assert!(enabled, "the hops' spans are still exported");
     }
 }
