@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use acp_agent::Dialect;
 
-use crate::msg::{ChunkCheck, Job};
+use crate::msg::{ChunkCheck, Job, Report};
 use crate::ours::{BenchAgent, BenchClient};
-use crate::plan::{Plan, run_plan};
+use crate::plan::{ClientSide, Plan, run_plan};
 
 const DIALECTS: [Dialect; 4] = [
     Dialect::Legacy009,
@@ -89,7 +89,7 @@ async fn over_dialect(dialect: Dialect, chunks: u64) -> Result<Duration, String>
         .io(read, write)
         .ok_or("this build has no such dialect")?;
     let outcome = run_plan(
-        conn.agent(),
+        &ThroughDialect(conn.agent()),
         &check,
         Plan::Job(Job::Stream { n: chunks }),
         start,
@@ -105,4 +105,28 @@ async fn over_dialect(dialect: Dialect, chunks: u64) -> Result<Duration, String>
         ));
     }
     Ok(outcome.elapsed)
+}
+
+/// Our client through a legacy dialect: as [`AgentHandle`]'s own bench client, but a prompt's
+/// answer may come without the agent's report (0.0.9's answer has no `_meta` to carry it);
+/// the chunks themselves are checked as they arrive.
+struct ThroughDialect<'a>(&'a acp_client::AgentHandle);
+
+impl ClientSide for ThroughDialect<'_> {
+    async fn initialize(&self) -> Result<(), String> {
+        ClientSide::initialize(self.0).await
+    }
+
+    async fn new_session(&self) -> Result<String, String> {
+        ClientSide::new_session(self.0).await
+    }
+
+    async fn prompt(&self, session: &str, job: Job) -> Result<Report, String> {
+        use acp_agent::types::{ContentBlock, PromptRequest};
+        let request = PromptRequest::new(session, [ContentBlock::text(job.to_text())]);
+        let response = acp_client::AgentHandle::prompt(self.0, request)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Report::from_meta(response.meta.as_deref()).unwrap_or_default())
+    }
 }
