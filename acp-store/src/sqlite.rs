@@ -134,6 +134,25 @@ const SCHEMA: &str = "
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL);";
 
+/// Runs `step` again while SQLite answers "database is locked" at once, for at most
+/// [`BUSY_TIMEOUT`]. It does so without waiting, whatever the busy timeout, when several
+/// processes open a fresh store together: the switch to WAL and the schema's first write
+/// each need the file alone (seen as a failed open in `sqlite_processes`, 1 run in 37).
+fn when_free<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let until = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match step() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < until =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the store in `dir`, which other processes may have open
     /// too. A JSON Lines store found there ([`crate::JsonlStore`]'s `index.jsonl`) is
@@ -149,11 +168,10 @@ impl SqliteStore {
         let mut db = Connection::open(&path).map_err(fail)?;
         db.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
         // The journal mode needs a moment alone with the file the first time; it is kept.
-        db.pragma_update(None, "journal_mode", "WAL")
-            .map_err(fail)?;
+        when_free(|| db.pragma_update(None, "journal_mode", "WAL")).map_err(fail)?;
         db.pragma_update(None, "synchronous", "NORMAL")
             .map_err(fail)?;
-        db.execute_batch(SCHEMA).map_err(fail)?;
+        when_free(|| db.execute_batch(SCHEMA)).map_err(fail)?;
         import::import_jsonl(&mut db, &dir)?;
         lease::forget_dead(&db, &dir)?;
         let holder = lease::Holder::register(&dir)?;
@@ -279,11 +297,16 @@ impl Inner {
             return Ok(());
         }
         let released = lease::release(&self.db(), &self.holder.token, id);
+        self.forget(id, writer);
+        released
+    }
+
+    /// Drops `writer` from the writers of this store, unless another one took its place.
+    fn forget(&self, id: &SessionId, writer: &Arc<Writer>) {
         let mut leased = lock(&self.leased);
         if leased.get(id).is_some_and(|w| Arc::ptr_eq(w, writer)) {
             leased.remove(id);
         }
-        released
     }
 
     /// Writes `buf` through `writer` (its file locked by the caller as `file`).
@@ -487,12 +510,7 @@ impl Inner {
         writer
             .released
             .store(true, std::sync::atomic::Ordering::Release);
-        {
-            let mut leased = lock(&self.leased);
-            if leased.get(id).is_some_and(|w| Arc::ptr_eq(w, &writer)) {
-                leased.remove(id);
-            }
-        }
+        self.forget(id, &writer);
         {
             let mut db = self.db();
             let tx = db.transaction().map_err(sql)?;
