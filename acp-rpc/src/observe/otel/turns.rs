@@ -134,10 +134,11 @@ impl ConnectionTrace {
         })
     }
 
-    /// A notification going `direction` (`incoming` or `outgoing`) in the open turn of
-    /// its session (its `sessionId` read from `params`, or from the whole line), if there is one: counted on the turn's span, an `acp.notification`
-    /// event (the first [`MAX_EVENTS`](super::MAX_EVENTS)) with `method`, `direction` and, for an incoming one,
-    /// the sender's `traceparent` (`remote`, when well-formed). Returns the turn's span.
+    /// A notification going `direction` (`incoming` or `outgoing`) in the open turn of its
+    /// session (its `sessionId` read from `params`), if there is one: counted on the turn's
+    /// span, an `acp.notification` event (the first [`MAX_EVENTS`](super::MAX_EVENTS)) with
+    /// `method`, `direction` and, for an incoming one, the sender's `traceparent` (`remote`,
+    /// when well-formed). Returns the turn's span.
     pub(crate) fn notification(
         &self,
         direction: &'static str,
