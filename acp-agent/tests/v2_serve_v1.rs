@@ -184,3 +184,155 @@ async fn prompts_for_sessions_not_open_on_the_connection_are_refused() {
         e.message
     );
 }
+
+/// A v1 agent whose sessions are `a`, `b`, ... and whose prompt "poke OTHER" sends an update
+/// for the session OTHER, then one for its own: an agent's update arriving after the client
+/// closed OTHER (the built-in agent's commands follow its `session/new` answer, and may be
+/// handled after a quick `session/close`).
+#[derive(Default)]
+struct LateUpdates {
+    made: Mutex<u8>,
+}
+
+#[async_trait::async_trait]
+impl acp_agent::Agent for LateUpdates {
+    async fn initialize(
+        &self,
+        _: acp_agent::types::InitializeRequest,
+        _: &acp_agent::AgentContext,
+    ) -> Result<acp_agent::types::InitializeResponse, acp_agent::Error> {
+        Ok(serde_json::from_value(json!({"protocolVersion": 1})).unwrap())
+    }
+
+    async fn new_session(
+        &self,
+        _: acp_agent::types::NewSessionRequest,
+        _: &acp_agent::AgentContext,
+    ) -> Result<acp_agent::types::NewSessionResponse, acp_agent::Error> {
+        let mut made = self.made.lock().unwrap();
+        let id = char::from(b'a' + *made).to_string();
+        *made += 1;
+        Ok(acp_agent::types::NewSessionResponse::new(id))
+    }
+
+    async fn prompt(
+        &self,
+        p: acp_agent::types::PromptRequest,
+        cx: &acp_agent::PromptContext,
+    ) -> Result<acp_agent::types::PromptResponse, acp_agent::Error> {
+        let text = serde_json::to_value(&p.prompt[0]).unwrap()["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if let Some(other) = text.strip_prefix("poke ") {
+            let late = acp_agent::types::SessionUpdate::AgentMessageChunk(
+                acp_agent::types::ContentChunk::new("late"),
+            );
+            cx.session().client().send_update(other, late).await?;
+        }
+        cx.session().message_chunk("own").await?;
+        Ok(acp_agent::types::PromptResponse::new(
+            acp_agent::types::StopReason::EndTurn,
+        ))
+    }
+}
+
+/// The v2 editor of [`LateUpdates`]: every update with its session id.
+struct SessionEditor {
+    updates: mpsc::UnboundedSender<(String, Value)>,
+}
+
+#[async_trait::async_trait]
+impl d2::Client for SessionEditor {
+    async fn session_update(
+        &self,
+        n: w2::UpdateSessionNotification,
+    ) -> Result<(), acp_agent::Error> {
+        let update = serde_json::to_value(&n.update).unwrap();
+        let _ = self.updates.send((n.session_id.0.to_string(), update));
+        Ok(())
+    }
+}
+
+/// An update the v1 agent sends for a session after the client closed it is not passed on
+/// and does not open the session again: a prompt to it is still refused as closed (before,
+/// the update made the session's mapping state anew and the prompt ran a turn).
+#[tokio::test]
+async fn an_update_for_a_closed_session_does_not_open_it_again() {
+    for at in PLACEMENTS {
+        eprintln!("the translation {at:?}");
+        let (client_io, agent_io) = tokio::io::duplex(1 << 16);
+        let (ar, aw) = tokio::io::split(agent_io);
+        let (cr, cw) = tokio::io::split(client_io);
+        let (tx, mut updates) = mpsc::unbounded_channel();
+        let editor = SessionEditor { updates: tx };
+        let conn = match at {
+            Placement::BesideTheAgent => {
+                acp_agent::v2::serve_v1(LateUpdates::default(), ar, aw, AdapterOptions::default());
+                d2::connect(editor, cr, cw)
+            }
+            Placement::BesideTheClient => {
+                drop(acp_agent::Builder::new(LateUpdates::default()).io(ar, aw));
+                acp_client::v2::connect_to_v1(editor, cr, cw, AdapterOptions::default())
+            }
+        };
+        let agent = conn.agent();
+        let init: w2::InitializeRequest = serde_json::from_value(
+            json!({"protocolVersion": 2, "info": {"name": "v2 editor", "version": "1"}}),
+        )
+        .unwrap();
+        agent.initialize(init).await.unwrap();
+        let a = agent
+            .session_new(w2::NewSessionRequest::new("/w"))
+            .await
+            .unwrap();
+        let b = agent
+            .session_new(w2::NewSessionRequest::new("/w"))
+            .await
+            .unwrap();
+        assert_eq!(
+            (a.session_id.0.as_ref(), b.session_id.0.as_ref()),
+            ("a", "b")
+        );
+        agent
+            .session_close(w2::CloseSessionRequest::new(a.session_id.clone()))
+            .await
+            .unwrap();
+
+        let prompt = |id: &str, text: &str| -> w2::PromptRequest {
+            serde_json::from_value(
+                json!({"sessionId": id, "prompt": [{"type": "text", "text": text}]}),
+            )
+            .unwrap()
+        };
+        agent.session_prompt(prompt("b", "poke a")).await.unwrap();
+        // The agent's updates are handled in order: once b's turn is idle, a's late update
+        // has been handled too.
+        let mut seen = Vec::new();
+        loop {
+            let next = tokio::time::timeout(std::time::Duration::from_secs(10), updates.recv());
+            let (session, update) = next.await.expect("b's turn ends").unwrap();
+            let idle = update["sessionUpdate"] == "state_update" && update["state"] == "idle";
+            seen.push((session, update));
+            if idle {
+                break;
+            }
+        }
+        assert!(
+            seen.iter().all(|(session, _)| session == "b"),
+            "only b's updates reach the client: {seen:?}"
+        );
+        assert!(
+            seen.iter().any(|(_, u)| u["content"]["text"] == "own"),
+            "{seen:?}"
+        );
+
+        let e = agent.session_prompt(prompt("a", "hi")).await.unwrap_err();
+        assert_eq!(e.code, acp_agent::ErrorCode::RESOURCE_NOT_FOUND);
+        assert!(
+            e.message.contains("closed by session/close"),
+            "{}",
+            e.message
+        );
+    }
+}

@@ -38,6 +38,12 @@ v1_routes! {
     drop |method| tracing::warn!(method, "notification from the v1 agent dropped: v2 has no equivalent");
 }
 
+/// An update the v1 agent sent for a session the client has closed: not passed on (the
+/// client is done with the session), and logged.
+fn closed_session_update(session: &str) {
+    tracing::debug!(%session, "a v1 session/update for a session the client closed was dropped");
+}
+
 impl V1Client {
     async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
         let id = n.session_id.0;
@@ -45,17 +51,25 @@ impl V1Client {
             return Ok(());
         }
         // A turn's streamed text takes the typed path; everything else the mapping of JSON.
-        let update = match self.with(&id, |s| s.text_chunk(n.update)) {
-            Streamed::Text(chunk) => {
+        let update = match self.with_named(&id, |s| s.text_chunk(n.update)) {
+            Some(Streamed::Text(chunk)) => {
                 let n = v2::UpdateSessionNotification::new(id, chunk);
                 return self.legacy()?.session_update(n).await;
             }
-            Streamed::Other(update) => update,
+            Some(Streamed::Other(update)) => update,
+            None => {
+                closed_session_update(&id);
+                return Ok(());
+            }
         };
-        match self.with(&id, |s| s.update(json_of(&update))) {
-            Ok(update) => send(self.legacy()?, &id, update).await,
-            Err(why) => {
+        match self.with_named(&id, |s| s.update(json_of(&update))) {
+            Some(Ok(update)) => send(self.legacy()?, &id, update).await,
+            Some(Err(why)) => {
                 tracing::warn!(session = %id, %why, "a v1 session/update was not passed to the v2 client");
+                Ok(())
+            }
+            None => {
+                closed_session_update(&id);
                 Ok(())
             }
         }
@@ -69,7 +83,9 @@ impl V1Client {
         let id = p.session_id.0.clone();
         let mut call = json_of(&p.tool_call);
         let call_id = call["toolCallId"].as_str().unwrap_or_default().to_string();
-        let known = self.with(&id, |s| s.titles.get(&call_id).cloned());
+        let known = self
+            .with_named(&id, |s| s.titles.get(&call_id).cloned())
+            .flatten();
         let title = call["title"].as_str().map(str::to_string).or(known);
         call["sessionUpdate"] = json!("tool_call_update");
         map_content(&mut call, content_to_v2);

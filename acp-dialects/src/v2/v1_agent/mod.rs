@@ -68,6 +68,23 @@ impl Shared {
         }
     }
 
+    /// Runs `f` on the mapping state of a session the v1 agent named in a call of its own,
+    /// made on first sight unless the client closed the session: `None` then. An update the
+    /// agent sends late (the built-in agent's commands follow its `session/new` answer) may
+    /// be handled after the client's `session/close`, and must not open the session again,
+    /// or its prompts would be served. `closed` is read under the sessions' lock, which
+    /// `session/close` also holds, so the two cannot interleave.
+    fn with_named<T>(&self, session: &str, f: impl FnOnce(&mut ToV2) -> T) -> Option<T> {
+        let mut sessions = lock(&self.sessions);
+        if let Some(s) = sessions.get_mut(session) {
+            return Some(f(s));
+        }
+        if lock(&self.closed).contains(session) {
+            return None;
+        }
+        Some(f(sessions.entry(session.to_string()).or_default()))
+    }
+
     /// Records a v1 session answer's modes and config options; returns what the v2 client
     /// sees (`configOptions`, `availableCommands` none).
     fn answered(&self, session: &str, answer: &Value) -> Value {
@@ -279,7 +296,9 @@ impl Agent for V2Agent {
             let request: v1::CloseSessionRequest = recast(json_of(&p), "session/close")?;
             self.v1.typed_request(&request).await?;
         }
-        if lock(&self.sessions).remove(&p.session_id.0).is_some() {
+        // Both locks at once, in the order `with_named` takes them.
+        let mut sessions = lock(&self.sessions);
+        if sessions.remove(&p.session_id.0).is_some() {
             lock(&self.closed).insert(p.session_id.0.clone());
         }
         Ok(v2::CloseSessionResponse::default())
