@@ -29,7 +29,11 @@
 //! observer (told of each line and each message once, in the same words), backpressure
 //! and the write stall timeout (the frame channels are bounded like a pipe), and the end
 //! of input (the other side dropping its sender is EOF). `tests/transport_conformance.rs`
-//! runs the same checks on all three.
+//! runs the same checks on all three. One exception, by design: a notification one engine
+//! hands another in the same process as a value
+//! ([`Peer::notify_value`](crate::Peer::notify_value) over a memory pair) is not measured
+//! against the size limit, as it is never read from anywhere; it is written as text, and
+//! then measured, as soon as a handler, an observer or a log needs the text.
 //!
 //! # Observing
 //!

@@ -91,6 +91,7 @@ pub use barrier::WriteBarrier;
 pub use codec::{Frame, LineCodec, LineReader};
 pub use config::{Config, DEFAULT_MAX_BATCH, DEFAULT_MAX_MESSAGE_SIZE, Framing};
 pub use connection::Connection;
+pub use dispatch::value::ParamsValue;
 pub use error::{CloseReason, Error, ErrorCode};
 pub use handler::{
     Arrival, Handler, NotificationContext, RequestContext, ResponseWritten, StartedNotification,

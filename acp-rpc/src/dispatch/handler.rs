@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
+use crate::dispatch::value::ParamsValue;
 use crate::error::Error;
 use crate::message::RequestId;
 use crate::params::Params;
@@ -122,6 +123,28 @@ pub trait Handler: Send + Sync + 'static {
         let _ = (cx, method, params);
         None
     }
+
+    /// Starts a notification's handler from its params as a value: what the engine at the
+    /// other end of a [`memory_pair`](crate::transport::memory_pair) was given by
+    /// [`Peer::notify_value`](crate::Peer::notify_value). Take the value with
+    /// [`ParamsValue::downcast`] when it is of the type your handler decodes, and the
+    /// notification is then neither written as JSON nor parsed. Return it (`Err`, the
+    /// default) to have its text handled as usual, by [`Handler::start_notification`] or
+    /// [`Handler::handle_notification`]. The handler runs in arrival order as any other.
+    ///
+    /// Only the engines' fast path offers values: never `$/cancel_request`, and never when
+    /// an observer watches the connection or its `acp_rpc::flow` logs are on (both see the
+    /// text). [`Handler::arrived`] sees such a notification with no params text. A panic here
+    /// is caught and logged, and the notification is dropped.
+    fn start_notification_value(
+        self: Arc<Self>,
+        cx: NotificationContext,
+        method: &str,
+        params: ParamsValue,
+    ) -> Result<StartedNotification, ParamsValue> {
+        let _ = (cx, method);
+        Err(params)
+    }
 }
 
 /// A notification's handler as [`Handler::start_notification`] returns it: the method's
@@ -170,8 +193,9 @@ pub struct Arrival<'a> {
     pub method: &'a str,
     /// The id of a request; `None` for a notification.
     pub id: Option<&'a RequestId>,
-    /// The raw params text (`None` when absent or `null`). For a notification of the usual
-    /// shape (see [`Handler::start_notification`]) it has not been validated yet.
+    /// The raw params text (`None` when absent or `null`, and for a notification handed over
+    /// as a value: see [`Handler::start_notification_value`]). For a notification of the
+    /// usual shape (see [`Handler::start_notification`]) it has not been validated yet.
     pub params: Option<&'a str>,
 }
 

@@ -4,7 +4,8 @@
 //! - this module: incoming requests each on a task of their own (concurrent, capped,
 //!   cancellable, panic-safe) and the ordered notification worker;
 //! - [`handler`](crate::handler): the user side, the [`Handler`] trait and its contexts;
-//! - `batch`: a JSON-RPC batch's answers, gathered and written as one line.
+//! - `batch`: a JSON-RPC batch's answers, gathered and written as one line;
+//! - [`ParamsValue`](crate::ParamsValue): a notification's params handed over as a value.
 
 use std::any::Any;
 use std::future::Future;
@@ -31,6 +32,7 @@ use crate::write::state::{Deliver, SLOT, Shared, Slot, lock};
 
 pub(crate) mod batch;
 pub mod handler;
+pub(crate) mod value;
 
 /// Items processed strictly in arrival order by the notification worker.
 pub(crate) enum Ordered {

@@ -226,6 +226,23 @@ pub(crate) fn message_text(framing: &Framing, message: &super::Message) -> Vec<u
     buf
 }
 
+/// The JSON text of a notification whose params are a value
+/// ([`Peer::notify_value`](crate::Peer::notify_value)). A value that fails to serialize is
+/// logged and written as a notification without params: the text is for a hand-driven end
+/// of a memory pair, which has no way to be told.
+pub(crate) fn value_text(framing: &Framing, method: &str, params: &crate::ParamsValue) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(128);
+    let written = params
+        .to_raw()
+        .and_then(|raw| write_notification(&mut buf, framing, method, &raw));
+    if let Err(e) = written {
+        tracing::error!(method, error = %e.message, "a notification's params were left out");
+        buf.clear();
+        let _ = write_notification(&mut buf, framing, method, &());
+    }
+    buf
+}
+
 /// The length of [`message_text`], found without writing it when the message is clearly
 /// far from `limit` (the common case): whether the message is over `limit` bytes, and its
 /// length when it had to be written to tell.

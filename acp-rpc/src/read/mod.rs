@@ -121,6 +121,7 @@ pub(crate) async fn read_frames(
             }
             Item::Text(frame) => state.on_line(&frame).await,
             Item::Message { message, .. } => state.on_message(message).await,
+            Item::Value { method, params, .. } => state.on_value(method, params).await,
         }
     };
     if let Some(reason) = reason {

@@ -11,6 +11,7 @@ use std::task::{Context, Waker};
 use serde_json::value::RawValue;
 
 use crate::dispatch::handler::{NotificationContext, StartedNotification};
+use crate::dispatch::value::ParamsValue;
 use crate::dispatch::{NotificationRun, Ordered, notification_done};
 use crate::envelope::plain_notification;
 use crate::error::{CloseReason, panic_message};
@@ -75,6 +76,65 @@ impl Reader {
             tracing::error!(method, %panic, "notification decoder panicked; handling the line as usual");
             None
         })
+    }
+
+    /// A notification whose params are the sending engine's value (a memory pair's
+    /// [`Item::Value`](crate::transport::Item)): offered to the handler as the value when
+    /// nobody watches the text (no observer, no `acp_rpc::flow` debug logs, no trace
+    /// recorder), and otherwise, or when the handler gives it back, written as text and read
+    /// like any message. Values come only from an engine in this process, so they are not
+    /// measured against the size limit unless they take the text path.
+    pub(super) async fn on_value(&mut self, method: &'static str, params: ParamsValue) {
+        let mut params = params;
+        if self.takes_values(method) {
+            let cx = NotificationContext {
+                peer: self.peer.clone(),
+            };
+            let handler = self.handler.clone();
+            let start = AssertUnwindSafe(|| handler.start_notification_value(cx, method, params));
+            match std::panic::catch_unwind(start) {
+                Ok(Ok(started)) => {
+                    self.arrived(method, None, None);
+                    let run = NotificationRun::started(started);
+                    return self.enqueue_notification(run).await;
+                }
+                Ok(Err(back)) => params = back,
+                Err(panic) => {
+                    let panic = panic_message(&panic);
+                    tracing::error!(method, %panic, "notification value handler panicked; the notification is dropped");
+                    return;
+                }
+            }
+        }
+        match params.to_raw() {
+            Ok(raw) => {
+                let notification = Notification {
+                    method: method.to_owned(),
+                    params: Some(raw).filter(|r| r.get() != "null"),
+                };
+                self.on_message(crate::message::Message::Notification(notification))
+                    .await
+            }
+            Err(e) => {
+                tracing::error!(method, error = %e.message, "a notification value that does not serialize was dropped");
+            }
+        }
+    }
+
+    /// Whether a notification value of `method` may reach the handler as a value: nobody
+    /// reads its text here.
+    fn takes_values(&self, method: &str) -> bool {
+        if method == CANCEL_METHOD || self.shared.config.observer.is_some() {
+            return false;
+        }
+        if tracing::enabled!(target: crate::observe::flow::TARGET, tracing::Level::DEBUG) {
+            return false;
+        }
+        #[cfg(feature = "otel")]
+        if self.shared.trace.recorder().is_some() {
+            return false;
+        }
+        true
     }
 
     /// Hands a notification to its handler, in arrival order. When every notification read

@@ -29,7 +29,7 @@ impl FrameAdapter {
                 Some(text)
             }
             // A carrier hands in text only; a value is shown as its text and kept as that.
-            message @ Item::Message { .. } => {
+            message @ (Item::Message { .. } | Item::Value { .. }) => {
                 let text = message.into_text();
                 self.first = Some(Item::Text(text.clone()));
                 Some(text)

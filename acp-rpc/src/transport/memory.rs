@@ -19,7 +19,9 @@ pub struct MemoryEnd {
 ///
 /// The engines hand each other their messages as values: requests, notifications and
 /// answers cross with their envelope already parsed (params and results stay raw JSON, the
-/// engine's currency), so neither writes the envelope as text nor parses it again. Text is
+/// engine's currency), so neither writes the envelope as text nor parses it again; the
+/// params of [`Peer::notify_value`](crate::Peer::notify_value) cross as the sender's value
+/// (see [`ParamsValue`](crate::ParamsValue)). Text is
 /// written only for an observer that asks for it, and for an end driven by hand
 /// ([`MemoryEnd::into_port`]).
 pub fn memory_pair(capacity: usize) -> (MemoryEnd, MemoryEnd) {
@@ -80,7 +82,16 @@ mod tests {
                 assert_eq!(n.method, "n");
                 assert_eq!(n.params.unwrap().get(), "[1,2]");
             }
-            Item::Text(text) => panic!("written as text: {text:?}"),
+            other => panic!("not a message value: {other:?}"),
+        }
+        // `notify_value`: the params cross as the sender's own value.
+        conn.peer().notify_value("v", vec![3u8]).await.unwrap();
+        match theirs.incoming.recv().await.expect("a value") {
+            Item::Value { method, params, .. } => {
+                assert_eq!(method, "v");
+                assert_eq!(params.downcast::<Vec<u8>>().unwrap(), [3]);
+            }
+            other => panic!("not a value: {other:?}"),
         }
         // A hand-driven end reads the text the engine would have written.
         conn.peer().notify("m", &()).await.unwrap();

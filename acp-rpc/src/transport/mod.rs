@@ -12,7 +12,10 @@
 //!   envelope parsed: kind, id, method, with params and result as raw JSON) through a
 //!   bounded channel: the writing engine does not write the envelope as text and the
 //!   reading engine does not parse it again; no line framing, no byte pipe, no search for
-//!   line ends.
+//!   line ends. A notification sent with [`Peer::notify_value`](crate::Peer::notify_value)
+//!   crosses with its params as the sender's own value, which a handler of that type takes
+//!   as it is ([`Handler::start_notification_value`](crate::Handler::start_notification_value)):
+//!   no JSON at all.
 //! - [`frame_adapter`]: a [`FrameAdapter`] the engine runs on and a [`FramePort`] for code
 //!   that carries frames itself (a WebSocket message or an HTTP body per JSON-RPC message).
 //!
@@ -116,6 +119,14 @@ pub(crate) enum Item {
         message: crate::message::Message,
         jsonrpc: bool,
     },
+    /// A notification whose params are the sender's own value
+    /// ([`Peer::notify_value`](crate::Peer::notify_value)), between the engines of a memory
+    /// pair.
+    Value {
+        method: &'static str,
+        params: crate::ParamsValue,
+        jsonrpc: bool,
+    },
 }
 
 impl Item {
@@ -126,6 +137,14 @@ impl Item {
             Item::Message { message, jsonrpc } => {
                 let framing = crate::Framing::default().emit_jsonrpc(jsonrpc);
                 crate::message::message_text(&framing, &message).into()
+            }
+            Item::Value {
+                method,
+                params,
+                jsonrpc,
+            } => {
+                let framing = crate::Framing::default().emit_jsonrpc(jsonrpc);
+                crate::message::value_text(&framing, method, &params).into()
             }
         }
     }

@@ -14,6 +14,15 @@ pub(crate) enum Outgoing {
     /// [`crate::transport`]); any other gets its text. Boxed: every future that sends a
     /// message holds an `Outgoing`, and a message value is several times a frame's size.
     Message(Box<crate::message::Message>),
+    /// A notification whose params are the sender's value
+    /// ([`Peer::notify_value`](crate::Peer::notify_value)): handed on as it is to a
+    /// transport that takes values, written as text for any other.
+    Value {
+        /// The method.
+        method: &'static str,
+        /// The params.
+        params: crate::ParamsValue,
+    },
     /// A successful response, its result written straight into the batch buffer (a large
     /// result gets no frame of its own): the envelope up to `"result":`, then the result
     /// (with any line break turned into a space), then `}`. A result that fails to serialize is answered with

@@ -14,7 +14,7 @@ use tokio_util::sync::PollSender;
 use crate::config::Config;
 use crate::error::{Error, panic_message};
 use crate::message::{
-    Message, Response, blank_line_breaks, message_text, write_message, write_response,
+    Message, Response, blank_line_breaks, message_text, value_text, write_message, write_response,
     write_response_head,
 };
 use crate::observe::MessageKind;
@@ -209,6 +209,17 @@ fn frame(msg: Outgoing, config: &Config, values: bool) -> Item {
                 jsonrpc,
             }
         }
+        Outgoing::Value { method, params } if values => {
+            if let Some(observer) = &config.observer {
+                let text = value_text(&config.framing, method, &params);
+                crate::observe::line_to(&**observer, TapEvent::Line(Direction::Outgoing, &text));
+            }
+            Item::Value {
+                method,
+                params,
+                jsonrpc,
+            }
+        }
         Outgoing::Response { id, body } if values => {
             let result = match catch_unwind(AssertUnwindSafe(|| body.into_raw())) {
                 Ok(result) => result,
@@ -250,6 +261,15 @@ fn append(buf: &mut Vec<u8>, msg: &Outgoing, config: &Config) {
         Outgoing::Message(message) => {
             let start = buf.len();
             write_message(buf, &config.framing, message);
+            crate::observe::line(
+                config.observer.as_ref(),
+                TapEvent::Line(Direction::Outgoing, &buf[start..]),
+            );
+            buf.push(b'\n');
+        }
+        Outgoing::Value { method, params } => {
+            let start = buf.len();
+            buf.extend_from_slice(&value_text(&config.framing, method, params));
             crate::observe::line(
                 config.observer.as_ref(),
                 TapEvent::Line(Direction::Outgoing, &buf[start..]),

@@ -367,6 +367,51 @@ impl Peer {
         }
     }
 
+    /// [`Peer::notify`] handing over `params` themselves: to an engine at the other end of a
+    /// [`memory_pair`](crate::transport::memory_pair), a notification whose handler takes
+    /// the value ([`Handler::start_notification_value`](crate::Handler::start_notification_value))
+    /// is neither written as JSON nor parsed. On any other transport, or when an observer, a
+    /// trace recorder or the `acp_rpc::flow` debug logs want the text, it is
+    /// [`Peer::notify`]. The value is not measured against the other engine's
+    /// [`Config::max_message_size`](crate::Config::max_message_size): it never exists as text
+    /// unless a reader needs it, and then the limit applies.
+    ///
+    /// Everything but the wait for room in the queue is done before the returned future is
+    /// first polled, so the future holds the message once, not `params` beside it.
+    pub fn notify_value<P>(
+        &self,
+        method: &'static str,
+        params: P,
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_
+    where
+        P: Serialize + Send + 'static,
+    {
+        let shared = &*self.shared;
+        let watched = shared.config.observer.is_some()
+            || tracing::enabled!(target: crate::observe::flow::TARGET, tracing::Level::DEBUG);
+        let ready = if !shared.config.framing.notifications {
+            // Boxed, as in `notify`: the rare dialect without notifications pays for it.
+            match serde_json::value::to_raw_value(&params) {
+                Ok(raw) => Err(Box::pin(async move { self.notify(method, &raw).await })),
+                Err(e) => Ok(Err(Error::invalid_params(format!(
+                    "params failed to serialize: {e}"
+                )))),
+            }
+        } else if shared.takes_values() && !watched {
+            let params = crate::ParamsValue::new(params);
+            Ok(Ok(Outgoing::Value { method, params }))
+        } else {
+            Ok(self.notification(method, &params))
+        };
+        async move {
+            match ready {
+                Ok(Ok(message)) => shared.send(message).await,
+                Ok(Err(e)) => Err(e),
+                Err(as_request) => as_request.await,
+            }
+        }
+    }
+
     /// Sends a notification. Waits while the outgoing queue is full (backpressure).
     ///
     /// In a dialect without notifications ([`crate::Framing::notifications`] = `false`) it
@@ -376,7 +421,24 @@ impl Peer {
         P: Serialize + ?Sized,
     {
         let shared = &*self.shared;
-        if shared.config.framing.notifications && shared.takes_values() {
+        if !shared.config.framing.notifications {
+            // Boxed, as the wait for a request slot is a large future that every
+            // notification's future would otherwise carry for the dialects that have them.
+            let buf = shared.notification_size.buffer();
+            return Box::pin(self.notify_as_request(buf, method, params)).await;
+        }
+        let message = self.notification(method, params)?;
+        shared.send(message).await
+    }
+
+    /// A notification as the writer takes it, told to the logs and the observer: a message
+    /// value for a transport that takes values, else its text.
+    fn notification<P>(&self, method: &str, params: &P) -> Result<Outgoing, Error>
+    where
+        P: Serialize + ?Sized,
+    {
+        let shared = &*self.shared;
+        if shared.takes_values() {
             let notification = Notification {
                 method: method.to_owned(),
                 params: raw_params(params)?,
@@ -391,28 +453,22 @@ impl Peer {
                 Some(method),
                 None,
             );
-            return shared.send(Outgoing::Message(Box::new(message))).await;
+            return Ok(Outgoing::Message(Box::new(message)));
         }
         let mut buf = shared.notification_size.buffer();
-        if shared.config.framing.notifications {
-            write_notification(&mut buf, &shared.config.framing, method, params)?;
-            #[cfg(feature = "otel")]
-            crate::observe::otel::outgoing_notification_line(&shared.trace, &mut buf, method);
-            shared.notification_size.record(buf.len());
-            log_sent(method, None, &buf, false);
-            observe::sent(
-                shared.config.observer.as_ref(),
-                MessageKind::Notification,
-                Some(method),
-                None,
-                &buf,
-            );
-        } else {
-            // Boxed, as the wait for a request slot is a large future that every
-            // notification's future would otherwise carry for the dialects that have them.
-            return Box::pin(self.notify_as_request(buf, method, params)).await;
-        }
-        shared.send(buf).await
+        write_notification(&mut buf, &shared.config.framing, method, params)?;
+        #[cfg(feature = "otel")]
+        crate::observe::otel::outgoing_notification_line(&shared.trace, &mut buf, method);
+        shared.notification_size.record(buf.len());
+        log_sent(method, None, &buf, false);
+        observe::sent(
+            shared.config.observer.as_ref(),
+            MessageKind::Notification,
+            Some(method),
+            None,
+            &buf,
+        );
+        Ok(Outgoing::Frame(buf))
     }
 
     /// [`Peer::notify`] in a dialect without notifications: a request whose answer is
