@@ -333,7 +333,9 @@ impl Inner {
                     None => None,
                 }
             };
-            let result = self.peer.notify(SessionNotification::METHOD, &n).await;
+            // As a value: a client in this process (a dialect translation on a memory pair)
+            // takes it without JSON; on any other transport it is written as ever.
+            let result = self.peer.notify_value(SessionNotification::METHOD, n).await;
             drop(guard);
             result
         }

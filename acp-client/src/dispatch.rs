@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use acp_rpc::{
-    Error, Handler, NotificationContext, Params, RawValue, Reply, RequestContext,
+    Error, Handler, NotificationContext, Params, ParamsValue, RawValue, Reply, RequestContext,
     StartedNotification,
 };
 use acp_types::v1::{SessionNotification, names};
@@ -82,6 +82,24 @@ impl<C: Client> Handler for Dispatcher<C> {
         }
         let n: SessionNotification = serde_json::from_str(params).ok()?;
         Some(StartedNotification::new(
+            names::SESSION_UPDATE,
+            async move { self.session_update_hook(n).await },
+        ))
+    }
+
+    /// A `session/update` an agent in this process handed over as a value (a dialect
+    /// translation on a memory pair, `Peer::notify_value`): taken as it is, not parsed.
+    fn start_notification_value(
+        self: Arc<Self>,
+        _cx: NotificationContext,
+        method: &str,
+        params: ParamsValue,
+    ) -> Result<StartedNotification, ParamsValue> {
+        if method != names::SESSION_UPDATE {
+            return Err(params);
+        }
+        let n: SessionNotification = params.downcast()?;
+        Ok(StartedNotification::new(
             names::SESSION_UPDATE,
             async move { self.session_update_hook(n).await },
         ))

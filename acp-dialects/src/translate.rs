@@ -177,7 +177,8 @@ pub(crate) async fn show(
     update: v1::SessionUpdate,
 ) -> Result<(), Error> {
     let n = v1::SessionNotification::new(session, update);
-    client.notify(v1::names::SESSION_UPDATE, &n).await
+    // As a value: the user's v1 client on the memory pair takes it without JSON.
+    client.notify_value(v1::names::SESSION_UPDATE, n).await
 }
 
 /// A v1 prompt as the pieces a legacy agent takes, `piece` mapping each block it can carry;
@@ -271,6 +272,25 @@ macro_rules! v1_routes {
                         $drop;
                         Ok(())
                     }
+                }
+            }
+
+            // The other engine of the memory pair hands over its notifications' params as
+            // values (`Peer::notify_value`): taken as they are, neither written nor parsed.
+            fn start_notification_value(
+                self: std::sync::Arc<Self>,
+                _cx: acp_rpc::NotificationContext,
+                method: &str,
+                params: acp_rpc::ParamsValue,
+            ) -> Result<acp_rpc::StartedNotification, acp_rpc::ParamsValue> {
+                match method {
+                    $($notification => {
+                        let value = params.downcast()?;
+                        Ok(acp_rpc::StartedNotification::new($notification, async move {
+                            self.$on_notification(value).await
+                        }))
+                    })*
+                    _ => Err(params),
                 }
             }
         }

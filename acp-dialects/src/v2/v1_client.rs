@@ -423,7 +423,7 @@ impl Client for V2Client {
         for update in updates {
             let update: v1::SessionUpdate = recast(update, "the session update")?;
             let n = v1::SessionNotification::new(id.as_str(), update);
-            self.v1.notify(v1::names::SESSION_UPDATE, &n).await?;
+            self.v1.notify_value(v1::names::SESSION_UPDATE, n).await?;
         }
         Ok(())
     }
