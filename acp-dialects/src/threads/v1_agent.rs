@@ -226,7 +226,6 @@ v1_routes! {
 impl V1Client {
     async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
         let id = n.session_id;
-        let kind = update_kind(&n.update);
         let stream = match &n.update {
             v1::SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
                 v1::ContentBlock::Text(text) => self
@@ -252,7 +251,9 @@ impl V1Client {
                 }
                 None
             }
-            _ => {
+            other => {
+                // Written out (the update serialized) only for an update that is dropped.
+                let kind = update_kind(other);
                 tracing::warn!(session = %id.0, %kind, "the threads dialect has no way to show this session/update; dropped");
                 None
             }
