@@ -404,3 +404,25 @@ async fn without_a_credential_the_dashboard_answers_only_loopback_host_names() {
     assert_eq!(r.status, 200);
     server.shutdown();
 }
+
+/// A socket the server accepted before it was shut down is still read (HTTP keep-alive),
+/// but gets no new connection from a stopped server: `503`, and nothing registered. A
+/// reconnecting client that raced the shutdown would otherwise have gone on talking to the
+/// old server while a new one held the address.
+#[tokio::test]
+async fn a_shut_down_server_opens_no_connection_on_a_socket_it_accepted_before() {
+    use support::raw::{exchange, open};
+    use support::wire::{INIT, JSON};
+    let server = Server::in_process(TestAgent::default)
+        .authenticator(BearerToken::new(TOKEN).unwrap())
+        .bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    let (r, socket) = open(addr, &request("GET", "/healthz", &[], "")).await;
+    assert_eq!(r.status, 200);
+    server.shutdown();
+    let (r, _socket) = exchange(socket, &request("POST", "/acp", &[AUTH, JSON], INIT)).await;
+    assert_eq!(r.status, 503, "{r:?}");
+    assert_eq!(server.connections(), 0);
+}

@@ -375,6 +375,12 @@ impl Shared {
     /// Starts a new connection's agent, within the connection limit. The error is the
     /// status to answer.
     pub(crate) fn open(&self, who: Identity, websocket: bool) -> Result<Arc<Conn>, StatusCode> {
+        // A socket accepted just before `shutdown` is still served: it gets no connection
+        // on a server that has stopped (a reconnecting client would land on it, not on the
+        // server that took the address over).
+        if self.stop.is_cancelled() {
+            return Err(StatusCode::SERVICE_UNAVAILABLE);
+        }
         if self.reserved.fetch_add(1, Ordering::SeqCst) >= self.limits.max_connections {
             self.reserved.fetch_sub(1, Ordering::SeqCst);
             if let Some(metrics) = &self.metrics {
@@ -416,6 +422,11 @@ impl Shared {
     /// Makes a started connection reachable by its id.
     pub(crate) fn register(self: &Arc<Self>, conn: &Arc<Conn>) {
         lock(&self.conns).insert(conn.id.clone(), conn.clone());
+        // `shutdown` stops, then ends what is registered: a connection registered after
+        // that ends here (one registered before, there).
+        if self.stop.is_cancelled() {
+            conn.close("server shutdown");
+        }
         let shared = self.clone();
         let watched = conn.clone();
         tokio::spawn(async move {
@@ -440,8 +451,9 @@ async fn accept(listener: TcpListener, shared: Arc<Shared>) {
     let sockets = Arc::new(tokio::sync::Semaphore::new(shared.limits.max_sockets));
     loop {
         let accepted = tokio::select! {
-            a = listener.accept() => a,
+            biased;
             () = shared.stop.cancelled() => return,
+            a = listener.accept() => a,
         };
         let Ok((stream, peer)) = accepted else {
             // Out of file descriptors and the like: back off instead of spinning.

@@ -50,8 +50,16 @@ pub async fn send(addr: SocketAddr, bytes: &[u8]) -> Raw {
 
 /// Like [`send`], returning the socket too (an SSE stream stays open on it).
 pub async fn open(addr: SocketAddr, bytes: &[u8]) -> (Raw, TcpStream) {
+    let socket = tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(addr))
+        .await
+        .expect("no connection in time")
+        .unwrap();
+    exchange(socket, bytes).await
+}
+
+/// Sends `bytes` on `socket` (a kept-alive one: its next request) and reads one response.
+pub async fn exchange(mut socket: TcpStream, bytes: &[u8]) -> (Raw, TcpStream) {
     tokio::time::timeout(Duration::from_secs(10), async {
-        let mut socket = TcpStream::connect(addr).await.unwrap();
         // A server refusing a large body may answer and close before reading all of it.
         let _ = socket.write_all(bytes).await;
         let mut buf = Vec::new();
