@@ -316,7 +316,7 @@ impl Wire {
             return Err(NoReply::Closed);
         }
         let _one_at_a_time = self.sending.lock().await;
-        let (tell, told) = oneshot::channel();
+        let (tell, mut told) = oneshot::channel();
         *lock(&self.shared.next_sent) = Some(tell);
         let (done_tx, mut done) = oneshot::channel();
         let method = method.to_owned();
@@ -328,8 +328,11 @@ impl Wire {
         });
         let id = tokio::select! {
             biased;
-            id = told => id.ok(),
-            _ = &mut done => None,
+            id = &mut told => id.ok(),
+            // The call ended first: the tap may still have told the id in between this
+            // task's polls (it did, once in a few hundred runs on a loaded machine, and the
+            // answered request was reported as a closed connection).
+            _ = &mut done => told.try_recv().ok(),
             _ = tokio::time::sleep(SEND_BOUND) => {
                 lock(&self.shared.next_sent).take();
                 return Err(NoReply::Timeout(SEND_BOUND));
