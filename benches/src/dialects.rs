@@ -6,7 +6,8 @@
 //! user's v1 side), so this measures what the translations cost a stream.
 //!
 //! ```text
-//! acp-bench dialects [--chunks N] [--runs R]     # default 20,000 chunks, median of 5
+//! acp-bench dialects [--chunks N] [--runs R] [--only NAME]
+//!                                   # default 20,000 chunks, median of 5, every dialect
 //! ```
 
 use std::process::ExitCode;
@@ -30,21 +31,34 @@ const DIALECTS: [Dialect; 4] = [
 pub fn main(args: &[String]) -> ExitCode {
     let mut chunks = 20_000u64;
     let mut runs = 5usize;
+    let mut only: Option<String> = None;
     let mut args = args.iter();
     while let Some(arg) = args.next() {
-        let value = args.next().and_then(|v| v.parse::<u64>().ok());
-        match (arg.as_str(), value) {
+        let value = args.next();
+        let number = value.and_then(|v| v.parse::<u64>().ok());
+        match (arg.as_str(), number) {
             ("--chunks", Some(n)) => chunks = n,
             ("--runs", Some(n)) => runs = n.max(1) as usize,
+            ("--only", _) if value.is_some() => only = value.cloned(),
             _ => {
-                eprintln!("usage: acp-bench dialects [--chunks N] [--runs R]");
+                eprintln!(
+                    "usage: acp-bench dialects [--chunks N] [--runs R] [--only Legacy009|Threads|Probe|Crow]"
+                );
                 return ExitCode::from(2);
             }
         }
     }
+    let chosen = |dialect: &Dialect| {
+        only.as_deref()
+            .is_none_or(|name| format!("{dialect:?}").eq_ignore_ascii_case(name))
+    };
+    if !DIALECTS.iter().any(chosen) {
+        eprintln!("acp-bench dialects: no dialect named {only:?}");
+        return ExitCode::from(2);
+    }
     let runtime = crate::runtime();
     println!("dialect\tchunks/s (median of {runs})\tmin\tmax");
-    for dialect in DIALECTS {
+    for dialect in DIALECTS.into_iter().filter(chosen) {
         let mut rates = Vec::new();
         for _ in 0..runs {
             match runtime.block_on(over_dialect(dialect, chunks)) {

@@ -43,8 +43,18 @@ pub fn respelled<T: DeserializeOwned>(mut value: Value, canonical: &str) -> Resu
     deserialize_params(&value.to_string())
 }
 
-/// [`respelled`] for incoming params.
+/// [`respelled`] for incoming params. Params that name `canonical` need no respelling, and
+/// are read straight into `T` (every streamed update of a crow agent that spells it our
+/// way); anything else, or what does not read that way, takes the respelling path.
 fn params_respelled<T: DeserializeOwned>(params: &Params, canonical: &str) -> Result<T, Error> {
+    let text = params.raw().map_or("null", |raw| raw.get());
+    let named = text.match_indices(canonical).any(|(at, _)| {
+        text[..at].ends_with('"') && text[at + canonical.len()..].starts_with('"')
+    });
+    if named && let Ok(value) = serde_json::from_str(text)
+    {
+        return Ok(value);
+    }
     respelled(params.parse::<Value>()?, canonical)
 }
 
@@ -352,5 +362,23 @@ mod tests {
         assert_eq!(a, b);
         let e = respelled::<CancelParams>(json!({"id": "s"}), "session_id").unwrap_err();
         assert_eq!(e.code, acp_rpc::ErrorCode::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn incoming_params_are_read_directly_when_they_name_the_key_and_respelled_otherwise() {
+        let params =
+            |text: &str| Params::new(Some(RawValue::from_string(text.to_string()).unwrap()));
+        let read = |text: &str| params_respelled::<CancelParams>(&params(text), "session_id");
+        let direct = read(r#"{"session_id":"s"}"#).unwrap();
+        assert_eq!(direct, read(r#"{"sessionId":"s"}"#).unwrap());
+        // The key's name as a value, not as a key: the direct read fails, the respelling
+        // reads it.
+        let named_in_a_value = read(r#"{"sessionId":"session_id"}"#).unwrap();
+        let expected = respelled::<CancelParams>(json!({"session_id": "session_id"}), "session_id");
+        assert_eq!(named_in_a_value, expected.unwrap());
+        assert_eq!(
+            read(r#"{"id":"s"}"#).unwrap_err().code,
+            acp_rpc::ErrorCode::INVALID_PARAMS
+        );
     }
 }

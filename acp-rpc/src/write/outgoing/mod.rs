@@ -399,13 +399,18 @@ impl Peer {
             }
         } else if shared.takes_values() && !watched {
             let params = crate::ParamsValue::new(params);
-            Ok(Ok(Outgoing::Value { method, params }))
+            Ok(Ok((Outgoing::Value { method, params }, true)))
         } else {
-            Ok(self.notification(method, &params))
+            Ok(self
+                .notification(method, &params)
+                .map(|message| (message, false)))
         };
         async move {
             match ready {
-                Ok(Ok(message)) => shared.send(message).await,
+                // A value is handed straight to the other engine when the writer is idle
+                // (no batch to join: the pair takes one message at a time anyway).
+                Ok(Ok((message, true))) => shared.send_now(message).await,
+                Ok(Ok((message, false))) => shared.send(message).await,
                 Ok(Err(e)) => Err(e),
                 Err(as_request) => as_request.await,
             }
