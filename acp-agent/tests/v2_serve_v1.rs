@@ -224,6 +224,18 @@ impl acp_agent::Agent for LateUpdates {
             .as_str()
             .unwrap_or_default()
             .to_string();
+        if let Some(count) = text.strip_prefix("flood ") {
+            // Updates for sessions nobody made, as a hostile agent might send.
+            for i in 0..count.parse::<u32>().unwrap() {
+                let made_up = acp_agent::types::SessionUpdate::AgentMessageChunk(
+                    acp_agent::types::ContentChunk::new("made up"),
+                );
+                cx.session()
+                    .client()
+                    .send_update(format!("made-up-{i}"), made_up)
+                    .await?;
+            }
+        }
         if let Some(other) = text.strip_prefix("poke ") {
             let late = acp_agent::types::SessionUpdate::AgentMessageChunk(
                 acp_agent::types::ContentChunk::new("late"),
@@ -335,4 +347,45 @@ async fn an_update_for_a_closed_session_does_not_open_it_again() {
             e.message
         );
     }
+}
+
+/// An agent's updates for sessions no answer of its gave out are passed on only up to a
+/// bound (64 such sessions): the translation keeps mapping state for each, so a hostile
+/// agent naming made-up sessions cannot grow it without end. The turn itself goes on.
+#[tokio::test]
+async fn updates_for_sessions_nobody_made_are_kept_within_a_bound() {
+    let (client_io, agent_io) = tokio::io::duplex(1 << 16);
+    let (ar, aw) = tokio::io::split(agent_io);
+    let (cr, cw) = tokio::io::split(client_io);
+    let (tx, mut updates) = mpsc::unbounded_channel();
+    acp_agent::v2::serve_v1(LateUpdates::default(), ar, aw, AdapterOptions::default());
+    let conn = d2::connect(SessionEditor { updates: tx }, cr, cw);
+    let agent = conn.agent();
+    let init: w2::InitializeRequest = serde_json::from_value(
+        json!({"protocolVersion": 2, "info": {"name": "v2 editor", "version": "1"}}),
+    )
+    .unwrap();
+    agent.initialize(init).await.unwrap();
+    let a = agent
+        .session_new(w2::NewSessionRequest::new("/w"))
+        .await
+        .unwrap();
+    let prompt: w2::PromptRequest = serde_json::from_value(
+        json!({"sessionId": a.session_id.0, "prompt": [{"type": "text", "text": "flood 200"}]}),
+    )
+    .unwrap();
+    agent.session_prompt(prompt).await.unwrap();
+    let mut named = std::collections::HashSet::new();
+    loop {
+        let next = tokio::time::timeout(std::time::Duration::from_secs(10), updates.recv());
+        let (session, update) = next.await.expect("the turn ends").unwrap();
+        if session == "a" && update["sessionUpdate"] == "state_update" && update["state"] == "idle"
+        {
+            break;
+        }
+        if session != "a" {
+            named.insert(session);
+        }
+    }
+    assert_eq!(named.len(), 64, "{named:?}");
 }

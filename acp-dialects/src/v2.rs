@@ -52,6 +52,11 @@
 //! | `terminal/*` | run by the translation with [`crate::AdapterOptions::local_terminals`] and shown as v2 terminals (`terminal_update`, `terminal_output_chunk`); refused `-32601` without it |
 //! | `elicitation/create`, `elicitation/complete` | the same |
 //!
+//! An update for a session the client closed is dropped. So are updates for sessions no
+//! answer of the agent's has given out (an update sent while its `session/new` is answered
+//! is passed on) once 64 such sessions are kept: the translation keeps state per session,
+//! and an agent naming made-up sessions must not grow it without end.
+//!
 //! # A v2 agent behind a v1 client
 //!
 //! | v1 (client -> agent) | v2 |

@@ -38,10 +38,11 @@ v1_routes! {
     drop |method| tracing::warn!(method, "notification from the v1 agent dropped: v2 has no equivalent");
 }
 
-/// An update the v1 agent sent for a session the client has closed: not passed on (the
-/// client is done with the session), and logged.
-fn closed_session_update(session: &str) {
-    tracing::debug!(%session, "a v1 session/update for a session the client closed was dropped");
+/// An update the v1 agent sent for a session the client has closed (the client is done with
+/// it), or for one no answer named while too many such sessions are kept: not passed on,
+/// and logged.
+fn dropped_update(session: &str) {
+    tracing::debug!(%session, "a v1 session/update was dropped: the client closed its session, or it names one no answer of the agent's gave out while many such are kept");
 }
 
 impl V1Client {
@@ -58,7 +59,7 @@ impl V1Client {
             }
             Some(Streamed::Other(update)) => update,
             None => {
-                closed_session_update(&id);
+                dropped_update(&id);
                 return Ok(());
             }
         };
@@ -69,7 +70,7 @@ impl V1Client {
                 Ok(())
             }
             None => {
-                closed_session_update(&id);
+                dropped_update(&id);
                 Ok(())
             }
         }

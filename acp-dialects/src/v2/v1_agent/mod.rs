@@ -21,12 +21,17 @@ use crate::{AdapterOptions, lock};
 
 mod calls;
 
+/// At most this many sessions are kept that only the v1 agent's own updates named (see
+/// `Shared::unclaimed`).
+pub(crate) const MAX_UNCLAIMED: usize = 64;
+
 /// What the two ends of a v1 agent served to a v2 client share, built from `options`.
 pub(crate) fn state(options: AdapterOptions) -> Shared {
     Shared {
         init: OnceLock::new(),
         sessions: Arc::default(),
         closed: Mutex::default(),
+        unclaimed: Mutex::default(),
         quiet: Mutex::default(),
         terminals: options.local_terminals.then(Terminals::default),
         options,
@@ -44,6 +49,11 @@ pub(crate) struct Shared {
     /// them itself. Only sessions the translation knew are kept, so the set is bounded by
     /// the sessions made on the connection.
     closed: Mutex<HashSet<String>>,
+    /// Sessions whose mapping state the v1 agent's own updates made before any answer of
+    /// the agent's named them to the client (an update sent while its `session/new` is being
+    /// answered, say): at most [`MAX_UNCLAIMED`], so an agent naming made-up sessions cannot
+    /// grow the translation's state. An answer that names the session claims it.
+    unclaimed: Mutex<HashSet<String>>,
     /// Sessions loaded only to be resumed: the v1 agent's replay is not shown.
     quiet: Mutex<HashSet<String>>,
     /// The terminals the translation runs for the v1 agent
@@ -74,6 +84,9 @@ impl Shared {
     /// be handled after the client's `session/close`, and must not open the session again,
     /// or its prompts would be served. `closed` is read under the sessions' lock, which
     /// `session/close` also holds, so the two cannot interleave.
+    ///
+    /// A session no answer of the agent has named yet is made only while fewer than
+    /// [`MAX_UNCLAIMED`] such sessions are kept; past that, `None` too.
     fn with_named<T>(&self, session: &str, f: impl FnOnce(&mut ToV2) -> T) -> Option<T> {
         let mut sessions = lock(&self.sessions);
         if let Some(s) = sessions.get_mut(session) {
@@ -82,12 +95,18 @@ impl Shared {
         if lock(&self.closed).contains(session) {
             return None;
         }
+        let mut unclaimed = lock(&self.unclaimed);
+        if unclaimed.len() >= MAX_UNCLAIMED {
+            return None;
+        }
+        unclaimed.insert(session.to_string());
         Some(f(sessions.entry(session.to_string()).or_default()))
     }
 
     /// Records a v1 session answer's modes and config options; returns what the v2 client
     /// sees (`configOptions`, `availableCommands` none).
     fn answered(&self, session: &str, answer: &Value) -> Value {
+        lock(&self.unclaimed).remove(session);
         self.with(session, |s| {
             s.modes = answer.get("modes").filter(|m| !m.is_null()).cloned();
             s.models = answer.get("models").filter(|m| !m.is_null()).cloned();
@@ -239,6 +258,7 @@ impl Agent for V2Agent {
         self.v1.typed_request(&request).await?;
         lock(&self.sessions).remove(&p.session_id.0);
         lock(&self.closed).remove(&p.session_id.0);
+        lock(&self.unclaimed).remove(&p.session_id.0);
         Ok(v2::DeleteSessionResponse::default())
     }
 
@@ -300,6 +320,7 @@ impl Agent for V2Agent {
         let mut sessions = lock(&self.sessions);
         if sessions.remove(&p.session_id.0).is_some() {
             lock(&self.closed).insert(p.session_id.0.clone());
+            lock(&self.unclaimed).remove(&p.session_id.0);
         }
         Ok(v2::CloseSessionResponse::default())
     }
