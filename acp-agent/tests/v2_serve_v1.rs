@@ -266,6 +266,64 @@ impl d2::Client for SessionEditor {
     }
 }
 
+/// [`LateUpdates`] behind the translation placed `at`, driven by a [`SessionEditor`] and
+/// initialized: the connection and the updates the editor receives, with their sessions.
+async fn late_updates_at(
+    at: Placement,
+) -> (
+    d2::ClientConnection,
+    mpsc::UnboundedReceiver<(String, Value)>,
+) {
+    let (client_io, agent_io) = tokio::io::duplex(1 << 16);
+    let (ar, aw) = tokio::io::split(agent_io);
+    let (cr, cw) = tokio::io::split(client_io);
+    let (tx, updates) = mpsc::unbounded_channel();
+    let editor = SessionEditor { updates: tx };
+    let conn = match at {
+        Placement::BesideTheAgent => {
+            acp_agent::v2::serve_v1(LateUpdates::default(), ar, aw, AdapterOptions::default());
+            d2::connect(editor, cr, cw)
+        }
+        Placement::BesideTheClient => {
+            drop(acp_agent::Builder::new(LateUpdates::default()).io(ar, aw));
+            acp_client::v2::connect_to_v1(editor, cr, cw, AdapterOptions::default())
+        }
+    };
+    let init: w2::InitializeRequest = serde_json::from_value(
+        json!({"protocolVersion": 2, "info": {"name": "v2 editor", "version": "1"}}),
+    )
+    .unwrap();
+    conn.agent().initialize(init).await.unwrap();
+    (conn, updates)
+}
+
+/// A text prompt to `session`.
+fn text_prompt(session: &str, text: &str) -> w2::PromptRequest {
+    serde_json::from_value(
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+    )
+    .unwrap()
+}
+
+/// The updates up to and including `session`'s next `state_update` idle, with their sessions.
+async fn until_idle_of(
+    updates: &mut mpsc::UnboundedReceiver<(String, Value)>,
+    session: &str,
+) -> Vec<(String, Value)> {
+    let mut seen = Vec::new();
+    loop {
+        let next = tokio::time::timeout(std::time::Duration::from_secs(10), updates.recv());
+        let (from, update) = next.await.expect("the turn ends").unwrap();
+        let idle = from == session
+            && update["sessionUpdate"] == "state_update"
+            && update["state"] == "idle";
+        seen.push((from, update));
+        if idle {
+            return seen;
+        }
+    }
+}
+
 /// An update the v1 agent sends for a session after the client closed it is not passed on
 /// and does not open the session again: a prompt to it is still refused as closed (before,
 /// the update made the session's mapping state anew and the prompt ran a turn).
@@ -273,27 +331,8 @@ impl d2::Client for SessionEditor {
 async fn an_update_for_a_closed_session_does_not_open_it_again() {
     for at in PLACEMENTS {
         eprintln!("the translation {at:?}");
-        let (client_io, agent_io) = tokio::io::duplex(1 << 16);
-        let (ar, aw) = tokio::io::split(agent_io);
-        let (cr, cw) = tokio::io::split(client_io);
-        let (tx, mut updates) = mpsc::unbounded_channel();
-        let editor = SessionEditor { updates: tx };
-        let conn = match at {
-            Placement::BesideTheAgent => {
-                acp_agent::v2::serve_v1(LateUpdates::default(), ar, aw, AdapterOptions::default());
-                d2::connect(editor, cr, cw)
-            }
-            Placement::BesideTheClient => {
-                drop(acp_agent::Builder::new(LateUpdates::default()).io(ar, aw));
-                acp_client::v2::connect_to_v1(editor, cr, cw, AdapterOptions::default())
-            }
-        };
+        let (conn, mut updates) = late_updates_at(at).await;
         let agent = conn.agent();
-        let init: w2::InitializeRequest = serde_json::from_value(
-            json!({"protocolVersion": 2, "info": {"name": "v2 editor", "version": "1"}}),
-        )
-        .unwrap();
-        agent.initialize(init).await.unwrap();
         let a = agent
             .session_new(w2::NewSessionRequest::new("/w"))
             .await
@@ -311,25 +350,13 @@ async fn an_update_for_a_closed_session_does_not_open_it_again() {
             .await
             .unwrap();
 
-        let prompt = |id: &str, text: &str| -> w2::PromptRequest {
-            serde_json::from_value(
-                json!({"sessionId": id, "prompt": [{"type": "text", "text": text}]}),
-            )
-            .unwrap()
-        };
-        agent.session_prompt(prompt("b", "poke a")).await.unwrap();
+        agent
+            .session_prompt(text_prompt("b", "poke a"))
+            .await
+            .unwrap();
         // The agent's updates are handled in order: once b's turn is idle, a's late update
         // has been handled too.
-        let mut seen = Vec::new();
-        loop {
-            let next = tokio::time::timeout(std::time::Duration::from_secs(10), updates.recv());
-            let (session, update) = next.await.expect("b's turn ends").unwrap();
-            let idle = update["sessionUpdate"] == "state_update" && update["state"] == "idle";
-            seen.push((session, update));
-            if idle {
-                break;
-            }
-        }
+        let seen = until_idle_of(&mut updates, "b").await;
         assert!(
             seen.iter().all(|(session, _)| session == "b"),
             "only b's updates reach the client: {seen:?}"
@@ -339,7 +366,10 @@ async fn an_update_for_a_closed_session_does_not_open_it_again() {
             "{seen:?}"
         );
 
-        let e = agent.session_prompt(prompt("a", "hi")).await.unwrap_err();
+        let e = agent
+            .session_prompt(text_prompt("a", "hi"))
+            .await
+            .unwrap_err();
         assert_eq!(e.code, acp_agent::ErrorCode::RESOURCE_NOT_FOUND);
         assert!(
             e.message.contains("closed by session/close"),
@@ -354,38 +384,19 @@ async fn an_update_for_a_closed_session_does_not_open_it_again() {
 /// agent naming made-up sessions cannot grow it without end. The turn itself goes on.
 #[tokio::test]
 async fn updates_for_sessions_nobody_made_are_kept_within_a_bound() {
-    let (client_io, agent_io) = tokio::io::duplex(1 << 16);
-    let (ar, aw) = tokio::io::split(agent_io);
-    let (cr, cw) = tokio::io::split(client_io);
-    let (tx, mut updates) = mpsc::unbounded_channel();
-    acp_agent::v2::serve_v1(LateUpdates::default(), ar, aw, AdapterOptions::default());
-    let conn = d2::connect(SessionEditor { updates: tx }, cr, cw);
+    let (conn, mut updates) = late_updates_at(Placement::BesideTheAgent).await;
     let agent = conn.agent();
-    let init: w2::InitializeRequest = serde_json::from_value(
-        json!({"protocolVersion": 2, "info": {"name": "v2 editor", "version": "1"}}),
-    )
-    .unwrap();
-    agent.initialize(init).await.unwrap();
     let a = agent
         .session_new(w2::NewSessionRequest::new("/w"))
         .await
         .unwrap();
-    let prompt: w2::PromptRequest = serde_json::from_value(
-        json!({"sessionId": a.session_id.0, "prompt": [{"type": "text", "text": "flood 200"}]}),
-    )
-    .unwrap();
+    let prompt = text_prompt(&a.session_id.0, "flood 200");
     agent.session_prompt(prompt).await.unwrap();
-    let mut named = std::collections::HashSet::new();
-    loop {
-        let next = tokio::time::timeout(std::time::Duration::from_secs(10), updates.recv());
-        let (session, update) = next.await.expect("the turn ends").unwrap();
-        if session == "a" && update["sessionUpdate"] == "state_update" && update["state"] == "idle"
-        {
-            break;
-        }
-        if session != "a" {
-            named.insert(session);
-        }
-    }
+    let named: std::collections::HashSet<String> = until_idle_of(&mut updates, "a")
+        .await
+        .into_iter()
+        .map(|(session, _)| session)
+        .filter(|session| session != "a")
+        .collect();
     assert_eq!(named.len(), 64, "{named:?}");
 }

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::error::Error;
+use crate::write::reply::WriteJson;
 
 /// The params of a notification as the sender gave them: a Rust value of the sender's
 /// type, written as JSON only if somebody needs the text (a handler that takes no value, an
@@ -19,18 +20,15 @@ use crate::error::Error;
 /// its text ([`ParamsValue::to_raw`]) like any other params.
 pub struct ParamsValue(Box<dyn Erased>);
 
-/// A value that can write itself as JSON and be taken back as its own type.
-trait Erased: Send {
-    fn to_raw(&self) -> serde_json::Result<Box<RawValue>>;
+/// A value that can write itself as JSON (as a handler's reply value can) and be taken
+/// back as its own type.
+trait Erased: WriteJson {
     fn as_any(&self) -> &dyn Any;
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
     fn type_name(&self) -> &'static str;
 }
 
 impl<T: Serialize + Send + 'static> Erased for T {
-    fn to_raw(&self) -> serde_json::Result<Box<RawValue>> {
-        serde_json::value::to_raw_value(self)
-    }
     fn as_any(&self) -> &dyn Any {
         self
     }

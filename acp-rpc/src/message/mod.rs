@@ -189,7 +189,7 @@ fn id_from_raw(raw: &RawValue) -> Option<RequestId> {
     text.parse::<i64>().ok().map(RequestId::Int)
 }
 
-fn non_null(raw: Option<Box<RawValue>>) -> Option<Box<RawValue>> {
+pub(crate) fn non_null(raw: Option<Box<RawValue>>) -> Option<Box<RawValue>> {
     raw.filter(|r| r.get() != "null")
 }
 

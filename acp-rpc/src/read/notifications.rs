@@ -110,7 +110,7 @@ impl Reader {
             Ok(raw) => {
                 let notification = Notification {
                     method: method.to_owned(),
-                    params: Some(raw).filter(|r| r.get() != "null"),
+                    params: crate::message::non_null(Some(raw)),
                 };
                 self.on_message(crate::message::Message::Notification(notification))
                     .await
@@ -124,17 +124,7 @@ impl Reader {
     /// Whether a notification value of `method` may reach the handler as a value: nobody
     /// reads its text here.
     fn takes_values(&self, method: &str) -> bool {
-        if method == CANCEL_METHOD || self.shared.config.observer.is_some() {
-            return false;
-        }
-        if tracing::enabled!(target: crate::observe::flow::TARGET, tracing::Level::DEBUG) {
-            return false;
-        }
-        #[cfg(feature = "otel")]
-        if self.shared.trace.recorder().is_some() {
-            return false;
-        }
-        true
+        method != CANCEL_METHOD && self.shared.values_unwatched()
     }
 
     /// Hands a notification to its handler, in arrival order. When every notification read

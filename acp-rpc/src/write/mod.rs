@@ -85,6 +85,15 @@ impl Shared {
         self.values
     }
 
+    /// Whether a notification may cross as a value ([`crate::ParamsValue`]), on either end of
+    /// a memory pair: the transport takes values and nobody here reads the text (no
+    /// observer, no `acp_rpc::flow` debug logs, no trace recorder).
+    pub(crate) fn values_unwatched(&self) -> bool {
+        self.takes_values()
+            && self.config.observer.is_none()
+            && !tracing::enabled!(target: crate::observe::flow::TARGET, tracing::Level::DEBUG)
+    }
+
     /// Sends a message somebody waits on: written straight through when the writer is idle
     /// (see the module docs), otherwise queued like [`Shared::send`].
     pub(crate) async fn send_now(&self, msg: impl Into<Outgoing>) -> Result<(), Error> {

@@ -387,8 +387,6 @@ impl Peer {
         P: Serialize + Send + 'static,
     {
         let shared = &*self.shared;
-        let watched = shared.config.observer.is_some()
-            || tracing::enabled!(target: crate::observe::flow::TARGET, tracing::Level::DEBUG);
         let ready = if !shared.config.framing.notifications {
             // Boxed, as in `notify`: the rare dialect without notifications pays for it.
             match serde_json::value::to_raw_value(&params) {
@@ -397,7 +395,7 @@ impl Peer {
                     "params failed to serialize: {e}"
                 )))),
             }
-        } else if shared.takes_values() && !watched {
+        } else if shared.values_unwatched() {
             let params = crate::ParamsValue::new(params);
             Ok(Ok((Outgoing::Value { method, params }, true)))
         } else {
