@@ -109,19 +109,45 @@ impl Handler for Peer {
     }
 }
 
-fn connect() -> (Connection, Connection, Peer, Peer) {
+/// The lines one side read, as its observer saw them.
+type Read = Arc<Mutex<Vec<Value>>>;
+
+fn tapped(read: &Read) -> Config {
+    let read = read.clone();
+    Config::default().with_observer(acp_rpc::tap::on_line(move |event| {
+        if let acp_rpc::tap::TapEvent::Line(acp_rpc::tap::Direction::Incoming, line) = event {
+            read.lock()
+                .unwrap()
+                .push(serde_json::from_slice(line).unwrap());
+        }
+    }))
+}
+
+/// Two connected peers, each with an observer of the lines it reads.
+fn connect() -> (Connection, Connection, Peer, Peer, Read, Read) {
     let ((ar, aw), (br, bw)) = acp_rpc::memory::pipe();
     let (a, b) = (Peer::default(), Peer::default());
-    let client = Connection::new(ar, aw, a.clone(), Config::default());
-    let agent = Connection::new(br, bw, b.clone(), Config::default());
-    (client, agent, a, b)
+    let (a_read, b_read) = (Read::default(), Read::default());
+    let client = Connection::new(ar, aw, a.clone(), tapped(&a_read));
+    let agent = Connection::new(br, bw, b.clone(), tapped(&b_read));
+    (client, agent, a, b, a_read, b_read)
+}
+
+/// The `_meta.traceparent` of the line of `method` that an observer saw.
+fn traceparent_read(read: &Read, method: &str) -> String {
+    let lines = read.lock().unwrap();
+    let line = lines.iter().find(|l| l["method"] == method).unwrap();
+    line["params"]["_meta"]["traceparent"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{method} carried no traceparent: {line}"))
+        .to_owned()
 }
 
 #[tokio::test]
 async fn one_trace_runs_through_both_peers_and_back() {
     let (spans, provider, subscriber, _recording) = recording();
     let _guard = tracing::subscriber::set_default(subscriber);
-    let (client, agent, client_side, agent_side) = connect();
+    let (client, agent, client_side, agent_side, client_read, agent_read) = connect();
     let root = tracing::info_span!(target: "test", "turn");
     let answer: Value = {
         let _entered = root.enter();
@@ -132,17 +158,16 @@ async fn one_trace_runs_through_both_peers_and_back() {
             .unwrap()
     };
     drop(root);
-    // What the handler saw: the params as sent, with our `_meta` added.
-    let tp = answer["got"]["_meta"]["traceparent"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(answer["got"]["x"], 1);
-    // The agent's request `back` carried the agent's outgoing span's context.
-    assert!(answer["back"]["_meta"]["traceparent"].is_string());
-    // The agent's `tick` notification reached the client with its context.
+    // Each message crossed with its sender's context in `_meta` (as the observers read
+    // them); the handlers saw the params as the application sent them: the engine took the
+    // trace context it used off them.
+    let tp = traceparent_read(&agent_read, "ping");
+    assert_eq!(answer["got"], json!({"x": 1}));
+    let back_tp = traceparent_read(&client_read, "back");
+    assert_eq!(answer["back"], json!({}));
+    let tick_tp = traceparent_read(&client_read, "tick");
     let ticks = client_side.seen.lock().unwrap().clone();
-    assert!(ticks[0]["_meta"]["traceparent"].is_string(), "{ticks:?}");
+    assert_eq!(ticks, [json!({"n": 1})]);
     assert!(agent_side.seen.lock().unwrap().is_empty());
     client.close();
     agent.close();
@@ -176,6 +201,9 @@ async fn one_trace_runs_through_both_peers_and_back() {
         tp,
         format!("00-{trace}-{}-01", ping_out.span_context.span_id())
     );
+    let context_of = |span: &SpanData| format!("00-{trace}-{}-01", span.span_context.span_id());
+    assert_eq!(back_tp, context_of(back_out));
+    assert_eq!(tick_tp, context_of(ping_in));
     assert_eq!(back_out.parent_span_id, ping_in.span_context.span_id());
     assert_eq!(back_in.parent_span_id, back_out.span_context.span_id());
     assert_eq!(tick.parent_span_id, ping_in.span_context.span_id());
@@ -189,7 +217,7 @@ async fn one_trace_runs_through_both_peers_and_back() {
 async fn a_handlers_own_tracing_span_is_the_child_of_its_request_span() {
     let (spans, provider, subscriber, _recording) = recording();
     let _guard = tracing::subscriber::set_default(subscriber);
-    let (client, agent, _, _) = connect();
+    let (client, agent, ..) = connect();
     let answer: Value = client.peer().request("work", &json!({})).await.unwrap();
     client.close();
     agent.close();
@@ -215,7 +243,7 @@ async fn a_handlers_own_tracing_span_is_the_child_of_its_request_span() {
 async fn a_failed_request_has_an_error_status_and_its_code() {
     let (spans, provider, subscriber, _recording) = recording();
     let _guard = tracing::subscriber::set_default(subscriber);
-    let (client, agent, _, _) = connect();
+    let (client, agent, ..) = connect();
     let err = client
         .peer()
         .request::<_, Value>("nope", &json!({}))
@@ -424,6 +452,9 @@ async fn bad_traceparents_over_tcp_are_logged_ignored_and_served() {
         json!("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"),
         json!(42),
         json!(["00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"]),
+        // Not ASCII where the version is: once a panic in the reader (a slice of the text
+        // at byte 2, inside the euro sign's three bytes).
+        json!("\u{20ac}-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
     ];
     for (i, traceparent) in bad.iter().enumerate() {
         let meta = json!({"traceparent": traceparent});

@@ -45,6 +45,16 @@
 //! A malformed `traceparent` (wrong length, version `ff`, an all-zero id, not hex, not a
 //! string) is ignored with a DEBUG log: the message is served as if it had none.
 //!
+//! # What the handler reads
+//!
+//! The engine owns the trace context it uses: when the params of a message start with a
+//! `_meta` that holds a well-formed `traceparent` and nothing else (what the engine writes),
+//! the reader takes that member off the params (in place, in the line it read) before the
+//! handler parses them, so the handler's params are what the sending application passed, and
+//! no `_meta` map is built per streamed notification for a value already used. A `_meta` with
+//! anything else in it reaches the handler whole, and so does everything on a connection
+//! that records no spans. Observers see the lines as they were read.
+//!
 //! # How the spans are made
 //!
 //! Not as `tracing` spans: a span per request through `tracing-subscriber`'s registry and
@@ -73,6 +83,7 @@
 mod active;
 mod record;
 mod span;
+mod taken;
 mod turns;
 mod wire;
 
@@ -88,6 +99,7 @@ pub use active::MAX_EVENTS;
 pub(crate) use active::scoped;
 pub use record::{DefaultGuard, QUEUE_CAPACITY, Recorder};
 pub(crate) use span::{EngineSpan, NotificationScope};
+pub(crate) use taken::{Taken, take_from_line, take_from_params};
 pub(crate) use turns::ConnectionTrace;
 pub use turns::TURN_METHODS;
 pub use wire::{extract, extract_value, format_traceparent, inject_value, parse_traceparent};
@@ -286,10 +298,14 @@ pub(crate) fn incoming_request(
     method: &str,
     id: &RequestId,
     params: Option<&str>,
+    taken: Option<&Taken>,
 ) -> Option<EngineSpan> {
     trace.request_seen(method, true);
     trace.recorder()?;
-    let remote = params.and_then(extract);
+    let remote = match taken {
+        Some(taken) => Some(taken.context.clone()),
+        None => params.and_then(extract),
+    };
     let mut span = EngineSpan::start(
         trace,
         "acp.request",
@@ -307,25 +323,33 @@ pub(crate) fn incoming_request(
 
 /// Hook: where an incoming notification is handled. In its session's open turn: an event on
 /// the turn's span, which is current while it is handled. Otherwise a span of its own
-/// (`acp.notification`, a consumer span, the child of its `_meta.traceparent`).
+/// (`acp.notification`, a consumer span, the child of its `_meta.traceparent`). `taken`:
+/// the trace context the reader took off its params, if it did.
 pub(crate) fn incoming_notification(
     trace: &Arc<ConnectionTrace>,
     method: &str,
     params: Option<&str>,
+    taken: Option<&Taken>,
 ) -> NotificationScope {
     if trace.recorder().is_none() {
         return NotificationScope::None;
     }
     if let Some(params) = params {
-        let remote = || {
-            let text = crate::observe::flow::string_field(params, TRACEPARENT)?;
-            parse_traceparent(text).ok().map(|_| text.into())
+        let remote = || match taken {
+            Some(taken) => Some(taken.text().into()),
+            None => {
+                let text = crate::observe::flow::string_field(params, TRACEPARENT)?;
+                parse_traceparent(text).ok().map(|_| text.into())
+            }
         };
         if let Some(turn) = trace.notification("incoming", method, params.as_bytes(), remote) {
             return NotificationScope::Turn(turn);
         }
     }
-    let remote = params.and_then(extract);
+    let remote = match taken {
+        Some(taken) => Some(taken.context.clone()),
+        None => params.and_then(extract),
+    };
     NotificationScope::Own(EngineSpan::start(
         trace,
         "acp.notification",

@@ -23,7 +23,7 @@ impl Reader {
                 let error = Error::invalid_request("a batch element must be one message");
                 self.reply(None, Err(error)).await;
             } else {
-                self.on_parsed_line(text).await;
+                self.on_parsed_line(text, None).await;
             }
         }
         self.batch = None;

@@ -38,6 +38,9 @@ pub mod codec;
 mod notifications;
 mod requests;
 pub mod sniff;
+mod trace_context;
+
+use trace_context::Taken;
 
 const READ_CHUNK: usize = 64 * 1024;
 /// A read buffer grown past this (by a large line) is replaced by a small one once the
@@ -119,7 +122,16 @@ pub(crate) async fn read_frames(
                 let len = frame.len();
                 state.on_frame(RawFrame::Oversized { len }).await;
             }
-            Item::Text(frame) => state.on_line(&frame).await,
+            Item::Text(frame) if state.takes_trace_context() => {
+                // A frame shared with its transport is copied only here, where the reader
+                // may edit it (see `trace_context`).
+                let mut line = frame
+                    .try_into_mut()
+                    .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
+                let taken = state.take_from_line(&mut line);
+                state.on_line(&line, taken).await
+            }
+            Item::Text(frame) => state.on_line(&frame, None).await,
             Item::Message { message, .. } => state.on_message(message).await,
             Item::Value { method, params, .. } => state.on_value(method, params).await,
         }
@@ -152,7 +164,8 @@ pub(crate) async fn read_loop<R>(
             if let Some(len) = codec.plain_line_len(&buf) {
                 let more = memchr::memchr(b'\n', &buf[len + 1..]).is_some();
                 state.shared.more_input_ready.store(more, Ordering::Relaxed);
-                state.on_line(&buf[..len]).await;
+                let taken = state.take_from_line(&mut buf[..len]);
+                state.on_line(&buf[..len], taken).await;
                 buf.advance(len + 1);
                 continue;
             }
@@ -280,7 +293,10 @@ impl Reader {
 
     async fn on_frame(&mut self, frame: RawFrame) {
         match frame {
-            RawFrame::Line(line) => self.on_line(&line).await,
+            RawFrame::Line(mut line) => {
+                let taken = self.take_from_line(&mut line);
+                self.on_line(&line, taken).await
+            }
             RawFrame::Oversized { len } => {
                 self.line(TapEvent::OversizedLine { len });
                 self.observe(MessageKind::Invalid, None, None, len, b"");
@@ -295,18 +311,21 @@ impl Reader {
     }
 
     /// One line (line end, BOM and blank lines already dealt with), not yet known to be
-    /// text.
-    async fn on_line(&mut self, line: &[u8]) {
+    /// text; `taken`: the trace context taken off it (see `trace_context`).
+    async fn on_line(&mut self, line: &[u8], taken: Taken) {
         // The one check that the line is text: everything below reads it as `str`.
         let Ok(line) = std::str::from_utf8(line) else {
             self.observe(MessageKind::Invalid, None, None, line.len(), b"");
             return self.skip_invalid_utf8().await;
         };
-        self.line(TapEvent::Line(Direction::Incoming, line.as_bytes()));
+        if self.shared.config.observer.is_some() {
+            let read = trace_context::as_read(line.as_bytes(), &taken);
+            self.line(TapEvent::Line(Direction::Incoming, &read));
+        }
         if self.deliver_plain_response(line) {
             return;
         }
-        if let Some((started, method, params)) = self.start_notification(line) {
+        if let Some((started, method, params)) = self.start_notification(line, &taken) {
             let size = line.len();
             self.observe(
                 MessageKind::Notification,
@@ -321,6 +340,7 @@ impl Reader {
                 &self.shared.trace,
                 method,
                 Some(params),
+                taken.as_ref(),
             );
             let run = NotificationRun::started(started);
             #[cfg(feature = "otel")]
@@ -332,11 +352,11 @@ impl Reader {
         {
             return self.on_batch(line, max).await;
         }
-        self.on_parsed_line(line).await
+        self.on_parsed_line(line, taken).await
     }
 
     /// One message, parsed the ordinary way: a line, or an element of a batch.
-    async fn on_parsed_line(&mut self, line: &str) {
+    async fn on_parsed_line(&mut self, line: &str, taken: Taken) {
         match parse_line(line, &self.shared.config.framing) {
             Ok(Parsed::Request(req)) => {
                 let (kind, size) = (MessageKind::Request, line.len());
@@ -347,12 +367,12 @@ impl Reader {
                     size,
                     line.as_bytes(),
                 );
-                self.on_request(req).await
+                self.on_request(req, taken).await
             }
             Ok(Parsed::Notification(n)) => {
                 let (kind, size) = (MessageKind::Notification, line.len());
                 self.observe(kind, Some(&n.method), None, size, line.as_bytes());
-                self.on_notification(n).await
+                self.on_notification(n, taken).await
             }
             Ok(Parsed::Response(resp)) => {
                 let (kind, size) = (MessageKind::Response, line.len());
@@ -407,9 +427,10 @@ impl Reader {
             Message::Request(req) => {
                 let (method, id) = (Some(req.method.as_str()), Some(&req.id));
                 self.observe(MessageKind::Request, method, id, text.len(), text);
-                self.on_request(req).await
+                self.on_request(req, None).await
             }
-            Message::Notification(n) => {
+            Message::Notification(mut n) => {
+                let taken = self.take_from_params(&mut n.params, None);
                 let method = Some(n.method.as_str());
                 self.observe(MessageKind::Notification, method, None, text.len(), text);
                 let params = n.params.as_deref().map(RawValue::get);
@@ -422,13 +443,14 @@ impl Reader {
                         &self.shared.trace,
                         &n.method,
                         Some(params),
+                        taken.as_ref(),
                     );
                     let run = NotificationRun::started(started);
                     #[cfg(feature = "otel")]
                     let run = run.with_otel(otel);
                     return self.enqueue_notification(run).await;
                 }
-                self.on_notification(n).await
+                self.on_notification(n, taken).await
             }
             Message::Response(resp) => {
                 let id = resp.id.as_ref();

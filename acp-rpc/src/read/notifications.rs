@@ -18,7 +18,7 @@ use crate::error::{CloseReason, panic_message};
 use crate::message::Notification;
 use crate::write::outgoing::{CANCEL_METHOD, CancelParams};
 
-use super::{CLOSE_GRACE, Reader};
+use super::{CLOSE_GRACE, Reader, Taken};
 
 impl Reader {
     /// Shuts the connection down for `reason` once the notifications already read have been
@@ -51,8 +51,10 @@ impl Reader {
     pub(super) fn start_notification<'l>(
         &self,
         line: &'l str,
+        taken: &Taken,
     ) -> Option<(StartedNotification, &'l str, &'l str)> {
         let (method, params) = plain_notification(line)?;
+        let params = super::trace_context::params_after(line, params, taken);
         let started = self.start_notification_of(method, params)?;
         Some((started, method, params))
     }
@@ -149,7 +151,7 @@ impl Reader {
         }
     }
 
-    pub(super) async fn on_notification(&mut self, n: Notification) {
+    pub(super) async fn on_notification(&mut self, mut n: Notification, taken: Taken) {
         if n.method == CANCEL_METHOD {
             let text = n.params.as_deref().map_or("null", RawValue::get);
             match serde_json::from_str::<CancelParams>(text) {
@@ -158,11 +160,17 @@ impl Reader {
             }
             return;
         }
+        #[cfg_attr(not(feature = "otel"), allow(unused_variables))]
+        let taken = self.take_from_params(&mut n.params, taken);
         let params = n.params.as_deref().map(RawValue::get);
         self.arrived(&n.method, None, params);
         #[cfg(feature = "otel")]
-        let otel =
-            crate::observe::otel::incoming_notification(&self.shared.trace, &n.method, params);
+        let otel = crate::observe::otel::incoming_notification(
+            &self.shared.trace,
+            &n.method,
+            params,
+            taken.as_ref(),
+        );
         let run = NotificationRun::raw(n, &self.handler, &self.peer);
         #[cfg(feature = "otel")]
         let run = run.with_otel(otel);

@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::message::{Request, RequestId};
 use crate::write::state::{InFlightRequest, lock};
 
-use super::Reader;
+use super::{Reader, Taken};
 
 impl Reader {
     /// The peer's `$/cancel_request`: cancels the request's handler and waits until its
@@ -52,7 +52,7 @@ impl Reader {
         }
     }
 
-    pub(super) async fn on_request(&mut self, req: Request) {
+    pub(super) async fn on_request(&mut self, mut req: Request, taken: Taken) {
         // Bounded admission: at the cap the reader waits here, reading nothing more, so the
         // peer's writes fill the pipe and block it (the OS pushes back) until we answer.
         let admitted = match self.admission.clone().try_acquire_owned() {
@@ -95,6 +95,8 @@ impl Reader {
                 Error::invalid_request(format!("request id {} is already in flight", req.id));
             return self.reply(Some(&req.id), Err(error)).await;
         };
+        #[cfg_attr(not(feature = "otel"), allow(unused_variables))]
+        let taken = self.take_from_params(&mut req.params, taken);
         let params = req.params.as_deref().map(RawValue::get);
         self.arrived(&req.method, Some(&req.id), params);
         let span = tracing::info_span!(
@@ -113,6 +115,7 @@ impl Reader {
             &req.method,
             &req.id,
             params,
+            taken.as_ref(),
         );
         if !span.is_disabled()
             && let Some(session) = params.and_then(crate::observe::flow::session_id)
