@@ -37,12 +37,18 @@ pub fn session_id(text: &str) -> Option<&str> {
 /// [`session_id`] in bytes that need not be checked as UTF-8 first (a line the engine just
 /// wrote): only the value found is.
 pub(crate) fn session_id_in(bytes: &[u8]) -> Option<&str> {
+    std::str::from_utf8(session_id_bytes_in(bytes)?).ok()
+}
+
+/// [`session_id_in`] as bytes, not checked as UTF-8: for a comparison with a session id
+/// already known (the OpenTelemetry turns' lookup, once per notification).
+pub(crate) fn session_id_bytes_in(bytes: &[u8]) -> Option<&[u8]> {
     static KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(br#""sessionId""#));
     if let Some(rest) = bytes.strip_prefix(br#"{"sessionId":""#) {
-        return plain_string(rest);
+        return plain_bytes(rest);
     }
     let ends = KEY.find_iter(bytes).map(|at| at + KEY.needle().len());
-    first_value(bytes, ends)
+    first_value(bytes, ends).map(str::as_bytes)
 }
 
 /// The string value of the first `"key"` in `text` that is followed by `:` and a string,
@@ -85,11 +91,14 @@ fn json_trim(bytes: &[u8]) -> &[u8] {
 
 /// The string that `rest` starts (after its opening quote) when it holds no escape.
 fn plain_string(rest: &[u8]) -> Option<&str> {
+    std::str::from_utf8(plain_bytes(rest)?).ok()
+}
+
+/// The bytes of a JSON string without escapes, up to its closing quote (`rest` starts after
+/// the opening one).
+fn plain_bytes(rest: &[u8]) -> Option<&[u8]> {
     let end = memchr::memchr2(b'"', b'\\', rest)?;
-    if rest[end] != b'"' {
-        return None;
-    }
-    std::str::from_utf8(&rest[..end]).ok()
+    (rest[end] == b'"').then(|| &rest[..end])
 }
 
 /// Whether a request that ended with `error` failed (ERROR) or just had an expected answer

@@ -48,8 +48,9 @@
 //! # What the handler reads
 //!
 //! The engine owns the trace context it uses: when the params of a message start with a
-//! `_meta` that holds a well-formed `traceparent` and nothing else (what the engine writes),
-//! the reader takes that member off the params (in place, in the line it read) before the
+//! `_meta` that holds a `traceparent` and nothing else (55 lower-case hex digits and dashes:
+//! what the engine writes; a malformed one is ignored, as anywhere), the reader takes that
+//! member off the params (in place, in the line it read) before the
 //! handler parses them, so the handler's params are what the sending application passed, and
 //! no `_meta` map is built per streamed notification for a value already used. A `_meta` with
 //! anything else in it reaches the handler whole, and so does everything on a connection
@@ -303,7 +304,7 @@ pub(crate) fn incoming_request(
     trace.request_seen(method, true);
     trace.recorder()?;
     let remote = match taken {
-        Some(taken) => Some(taken.context.clone()),
+        Some(taken) => taken.context(),
         None => params.and_then(extract),
     };
     let mut span = EngineSpan::start(
@@ -336,7 +337,7 @@ pub(crate) fn incoming_notification(
     }
     if let Some(params) = params {
         let remote = || match taken {
-            Some(taken) => Some(taken.text().into()),
+            Some(taken) => taken.context().map(|_| taken.text().into()),
             None => {
                 let text = crate::observe::flow::string_field(params, TRACEPARENT)?;
                 parse_traceparent(text).ok().map(|_| text.into())
@@ -347,7 +348,7 @@ pub(crate) fn incoming_notification(
         }
     }
     let remote = match taken {
-        Some(taken) => Some(taken.context.clone()),
+        Some(taken) => taken.context(),
         None => params.and_then(extract),
     };
     NotificationScope::Own(EngineSpan::start(

@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::SystemTime;
@@ -67,14 +68,12 @@ pub(crate) struct Active {
     pub(crate) context: SpanContext,
     pub(crate) traceparent: Traceparent,
     otel: opentelemetry::Context,
-    events: Mutex<Events>,
-}
-
-#[derive(Default)]
-struct Events {
-    list: Vec<EventRecord>,
+    events: Mutex<Vec<EventRecord>>,
     /// Notifications of the turn (counted past [`MAX_EVENTS`]).
-    seen: u64,
+    seen: AtomicU64,
+    /// Whether `events` holds [`MAX_EVENTS`]: past that a notification is only counted,
+    /// without taking the lock.
+    full: AtomicBool,
 }
 
 impl Active {
@@ -85,13 +84,39 @@ impl Active {
             otel: opentelemetry::Context::new().with_remote_span_context(context.clone()),
             context,
             events: Mutex::default(),
+            seen: AtomicU64::new(0),
+            full: AtomicBool::new(false),
         }
     }
 
     /// The events gathered so far and the turn's notification count, taken for the record.
     pub(super) fn take_events(&self) -> (Vec<EventRecord>, u64) {
+        let events = std::mem::take(&mut *lock(&self.events));
+        (events, self.seen.load(Ordering::Acquire))
+    }
+
+    /// Adds an event unless [`MAX_EVENTS`] are there (`remote` is called only then).
+    fn push_event(
+        &self,
+        method: &str,
+        direction: &'static str,
+        remote: impl FnOnce() -> Option<Box<str>>,
+    ) {
+        if self.full.load(Ordering::Relaxed) {
+            return;
+        }
         let mut events = lock(&self.events);
-        (std::mem::take(&mut events.list), events.seen)
+        if events.len() < MAX_EVENTS as usize {
+            events.push(EventRecord {
+                at: SystemTime::now(),
+                method: intern(method),
+                direction,
+                remote: remote(),
+            });
+        }
+        if events.len() >= MAX_EVENTS as usize {
+            self.full.store(true, Ordering::Relaxed);
+        }
     }
 
     /// A notification of this span's turn: counted, and an event when among the first
@@ -102,30 +127,14 @@ impl Active {
         direction: &'static str,
         remote: impl FnOnce() -> Option<Box<str>>,
     ) {
-        let mut events = lock(&self.events);
-        events.seen += 1;
-        if events.list.len() < MAX_EVENTS as usize {
-            events.list.push(EventRecord {
-                at: SystemTime::now(),
-                method: intern(method),
-                direction,
-                remote: remote(),
-            });
-        }
+        self.seen.fetch_add(1, Ordering::AcqRel);
+        self.push_event(method, direction, remote);
     }
 
     /// A notification sent in this span outside any turn: an event (the first
     /// [`MAX_EVENTS`]), not counted.
     pub(crate) fn event(&self, method: &str, direction: &'static str) {
-        let mut events = lock(&self.events);
-        if events.list.len() < MAX_EVENTS as usize {
-            events.list.push(EventRecord {
-                at: SystemTime::now(),
-                method: intern(method),
-                direction,
-                remote: None,
-            });
-        }
+        self.push_event(method, direction, || None);
     }
 }
 

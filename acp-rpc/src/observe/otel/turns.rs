@@ -149,10 +149,13 @@ impl ConnectionTrace {
         if self.open.load(Ordering::Relaxed) == 0 {
             return None;
         }
-        let session = crate::observe::flow::session_id_in(params)?;
+        let session = crate::observe::flow::session_id_bytes_in(params)?;
         let active = {
             let turns = lock(&self.turns);
-            let turn = turns.iter().rev().find(|t| &*t.session == session)?;
+            let turn = turns
+                .iter()
+                .rev()
+                .find(|t| t.session.as_bytes() == session)?;
             turn.active.clone()
         };
         active.turn_event(method, direction, remote);
