@@ -7,11 +7,11 @@
 //! the engine, which writes its `traceparent` into what the handler sends ([`Scoped`]).
 
 use std::borrow::Cow;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::SystemTime;
 
@@ -27,8 +27,13 @@ pub const MAX_EVENTS: u32 = 128;
 
 thread_local! {
     static RNG: Cell<u64> = Cell::new(seed());
-    static CURRENT: RefCell<Option<Arc<Active>>> = const { RefCell::new(None) };
 }
+
+/// What marks an engine span's OpenTelemetry context as ours: the span's running state,
+/// found from the current context without a thread-local of our own (`Weak`: the state
+/// holds the context).
+#[derive(Clone)]
+struct Ours(Weak<Active>);
 
 /// A per-thread seed from the standard library's random hash keys.
 fn seed() -> u64 {
@@ -78,15 +83,17 @@ pub(crate) struct Active {
 
 impl Active {
     /// A span's running state, from its ids (its `traceparent` formatted once).
-    pub(super) fn new(context: SpanContext) -> Active {
-        Active {
+    pub(super) fn new(context: SpanContext) -> Arc<Active> {
+        Arc::new_cyclic(|this| Active {
             traceparent: traceparent_bytes(&context),
-            otel: opentelemetry::Context::new().with_remote_span_context(context.clone()),
+            otel: opentelemetry::Context::new()
+                .with_remote_span_context(context.clone())
+                .with_value(Ours(this.clone())),
             context,
             events: Mutex::default(),
             seen: AtomicU64::new(0),
             full: AtomicBool::new(false),
-        }
+        })
     }
 
     /// The events gathered so far and the turn's notification count, taken for the record.
@@ -156,40 +163,34 @@ pub(crate) fn current_context() -> Option<SpanContext> {
 
 /// The current span (see [`Current`]).
 pub(crate) fn current() -> Option<Current> {
-    let context = current_context()?;
-    let ours = CURRENT.with(|c| {
-        c.borrow()
-            .as_ref()
-            .filter(|a| a.context.span_id() == context.span_id())
-            .cloned()
-    });
-    Some(match ours {
-        Some(active) => Current::Ours(active),
-        None => Current::Other(context),
+    opentelemetry::Context::map_current(|cx| {
+        let span = cx.span();
+        let context = span.span_context();
+        if !context.is_valid() {
+            return None;
+        }
+        // A context made from ours (a child span's) carries our mark too: the span decides.
+        let ours = cx
+            .get::<Ours>()
+            .and_then(|ours| ours.0.upgrade())
+            .filter(|active| active.context.span_id() == context.span_id());
+        Some(match ours {
+            Some(active) => Current::Ours(active),
+            None => Current::Other(context.clone()),
+        })
     })
 }
 
 /// Makes `active` current until the guard drops.
 pub(super) fn enter(active: &Arc<Active>) -> Entered {
-    let previous = CURRENT.with(|c| c.replace(Some(active.clone())));
-    let context = active.otel.clone().attach();
     Entered {
-        previous,
-        _context: context,
+        _context: active.otel.clone().attach(),
     }
 }
 
 /// Restores what was current before [`enter`].
 pub(crate) struct Entered {
-    previous: Option<Arc<Active>>,
     _context: opentelemetry::ContextGuard,
-}
-
-impl Drop for Entered {
-    fn drop(&mut self) {
-        let previous = self.previous.take();
-        CURRENT.with(|c| *c.borrow_mut() = previous);
-    }
 }
 
 /// A future polled with an engine span current.

@@ -53,7 +53,7 @@ impl EngineSpan {
             ),
         };
         let context = SpanContext::new(trace_id, new_span_id(), flags, false, state);
-        let active = Arc::new(Active::new(context.clone()));
+        let active = Active::new(context.clone());
         let start = SystemTime::now();
         let record = Box::new(SpanRecord {
             name,

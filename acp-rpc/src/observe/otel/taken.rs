@@ -72,8 +72,9 @@ fn params_start(line: &[u8]) -> Option<usize> {
         rest = after[digits..].strip_prefix(b",".as_slice())?;
     }
     let method = rest.strip_prefix(br#""method":""#.as_slice())?;
-    let end = memchr::memchr(b'"', method)?;
-    if method[..end].contains(&b'\\') {
+    // The name ends at the first quote, unless an escape comes first.
+    let end = memchr::memchr2(b'"', b'\\', method)?;
+    if method[end] != b'"' {
         return None;
     }
     let params = method[end + 1..].strip_prefix(PARAMS_KEY)?;
