@@ -262,9 +262,9 @@ pub(crate) fn outgoing_notification_line(
     if trace.recorder().is_none() {
         return;
     }
-    let current = active::current();
     let params = wire::params_of(line).unwrap_or(line);
     let in_turn = trace.notification("outgoing", method, params, || None);
+    let current = active::current(in_turn.as_ref());
     match (current, in_turn) {
         (Some(Current::Ours(active)), turn) => {
             if turn.is_none() {

@@ -161,13 +161,18 @@ pub(crate) fn current_context() -> Option<SpanContext> {
     })
 }
 
-/// The current span (see [`Current`]).
-pub(crate) fn current() -> Option<Current> {
+/// The current span (see [`Current`]). `likely`: an engine span that is probably the
+/// current one (a sent notification's turn, when its handler sends it), recognised by its
+/// span id before the context's mark is looked up.
+pub(crate) fn current(likely: Option<&Arc<Active>>) -> Option<Current> {
     opentelemetry::Context::map_current(|cx| {
         let span = cx.span();
         let context = span.span_context();
         if !context.is_valid() {
             return None;
+        }
+        if let Some(active) = likely.filter(|a| a.context.span_id() == context.span_id()) {
+            return Some(Current::Ours(active.clone()));
         }
         // A context made from ours (a child span's) carries our mark too: the span decides.
         let ours = cx
