@@ -5,7 +5,11 @@
 //! element of a batch) and over lines and frames alike; anything else in `_meta` reaches the
 //! handler whole, and the observer sees each line as it came.
 
+mod otel_support;
+
 use std::sync::{Arc, Mutex};
+
+use otel_support::Spans;
 
 use acp_rpc::transport::{Lines, frame_adapter};
 use acp_rpc::{
@@ -13,24 +17,12 @@ use acp_rpc::{
     StartedNotification, async_trait, to_raw,
 };
 use opentelemetry::trace::SpanId;
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{SimpleSpanProcessor, SpanData, SpanExporter, SpanProcessor as _};
+use opentelemetry_sdk::trace::{SimpleSpanProcessor, SpanProcessor as _};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 const SPAN: &str = "00f067aa0ba902b7";
 const GOOD: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-
-/// Keeps every finished span.
-#[derive(Clone, Debug, Default)]
-struct Spans(Arc<Mutex<Vec<SpanData>>>);
-
-impl SpanExporter for Spans {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        self.0.lock().unwrap().extend(batch);
-        Ok(())
-    }
-}
 
 /// Records the params text each handler was given: `fast` notifications are decoded in the
 /// reader, every other one the ordinary way; a request is answered with its params.
@@ -162,7 +154,7 @@ fn check(seen: Vec<String>, answers: Vec<Value>, spans: &Spans, read: &[String])
     let (want_seen, want_answers) = expected();
     assert_eq!(seen, want_seen);
     assert_eq!(answers, want_answers);
-    let spans = spans.0.lock().unwrap();
+    let spans = spans.all();
     let parented = spans
         .iter()
         .filter(|s| s.parent_span_id == SpanId::from_hex(SPAN).unwrap())

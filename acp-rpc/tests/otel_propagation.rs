@@ -3,36 +3,21 @@
 //! message, both ways, so one trace runs through both peers; a malformed `traceparent` is
 //! ignored and the message served.
 
+mod otel_support;
+
 use std::sync::{Arc, Mutex};
+
+use otel_support::{Spans, attr};
 
 use acp_rpc::{
     Config, Connection, Error, Handler, NotificationContext, Params, RawValue, RequestContext,
     to_raw,
 };
 use opentelemetry::trace::{SpanId, SpanKind, Status, TraceId, TracerProvider as _};
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{SdkTracerProvider, SimpleSpanProcessor, SpanData, SpanExporter};
+use opentelemetry_sdk::trace::{SdkTracerProvider, SimpleSpanProcessor, SpanData};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tracing_subscriber::layer::SubscriberExt;
-
-/// Keeps every finished span.
-#[derive(Clone, Debug, Default)]
-struct Spans(Arc<Mutex<Vec<SpanData>>>);
-
-impl SpanExporter for Spans {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        self.0.lock().unwrap().extend(batch);
-        Ok(())
-    }
-}
-
-impl Spans {
-    fn named(&self, name: &str) -> Vec<SpanData> {
-        let spans = self.0.lock().unwrap();
-        spans.iter().filter(|s| s.name == name).cloned().collect()
-    }
-}
 
 /// What the CLI installs: the engine's spans through an [`acp_rpc::otel::Recorder`] (the
 /// default of the connections this thread makes while the guard lives) and a `tracing`
@@ -334,14 +319,6 @@ async fn malformed_traceparents_are_ignored_and_the_request_served() {
             TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap()
         );
     }
-}
-
-fn attr(span: &SpanData, key: &str) -> String {
-    span.attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == key)
-        .map(|kv| kv.value.to_string())
-        .unwrap_or_default()
 }
 
 #[test]

@@ -3,46 +3,21 @@
 //! on the `session/prompt` spans of both sides (not spans of their own), handled in the
 //! client's span of the turn, bounded per turn; and every request span says the roles.
 
+mod otel_support;
+
 use std::sync::{Arc, Mutex};
+
+use otel_support::{Spans, attr};
 
 use acp_rpc::{
     Config, Connection, Error, Handler, NotificationContext, Params, RawValue, RequestContext,
     to_raw,
 };
 use opentelemetry::trace::{SpanContext, TracerProvider as _};
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{SdkTracerProvider, SimpleSpanProcessor, SpanData, SpanExporter};
+use opentelemetry_sdk::trace::{SdkTracerProvider, SimpleSpanProcessor, SpanData};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tracing_subscriber::layer::SubscriberExt;
-
-/// Keeps every finished span.
-#[derive(Clone, Debug, Default)]
-struct Spans(Arc<Mutex<Vec<SpanData>>>);
-
-impl SpanExporter for Spans {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        self.0.lock().unwrap().extend(batch);
-        Ok(())
-    }
-}
-
-impl Spans {
-    fn named(&self, name: &str) -> Vec<SpanData> {
-        let spans = self.0.lock().unwrap();
-        spans.iter().filter(|s| s.name == name).cloned().collect()
-    }
-
-    fn one(&self, name: &str, method: &str) -> SpanData {
-        let found: Vec<_> = self
-            .named(name)
-            .into_iter()
-            .filter(|s| attr(s, "method") == method)
-            .collect();
-        assert_eq!(found.len(), 1, "{name} {method}: {found:#?}");
-        found.into_iter().next().unwrap()
-    }
-}
 
 /// What the CLI installs: the engine's spans through an [`acp_rpc::otel::Recorder`], and
 /// a `tracing-opentelemetry` layer filtered by [`acp_rpc::otel::exported`].
@@ -301,12 +276,4 @@ fn notification_events(
             )
         })
         .collect()
-}
-
-fn attr(span: &SpanData, key: &str) -> String {
-    span.attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == key)
-        .map(|kv| kv.value.to_string())
-        .unwrap_or_default()
 }
