@@ -262,15 +262,17 @@ pub(crate) fn outgoing_notification_line(
     if trace.recorder().is_none() {
         return;
     }
-    let params = wire::params_of(line).unwrap_or(line);
-    let in_turn = trace.notification("outgoing", method, params, || None);
+    // The params are found once: read here, written into below.
+    let start = wire::params_start(line);
+    let params = start.and_then(|s| wire::params_from(line, s));
+    let in_turn = trace.notification("outgoing", method, params.unwrap_or(line), || None);
     let current = active::current(in_turn.as_ref());
     match (current, in_turn) {
         (Some(Current::Ours(active)), turn) => {
             if turn.is_none() {
                 active.event(method, "outgoing");
             }
-            wire::splice(line, &active.traceparent, &active.context);
+            wire::splice_from(line, start, &active.traceparent, &active.context);
         }
         (Some(Current::Other(context)), turn) => {
             if turn.is_none() {
@@ -284,9 +286,10 @@ pub(crate) fn outgoing_notification_line(
                     )
                 });
             }
-            wire::splice(line, &wire::traceparent_bytes(&context), &context);
+            let bytes = wire::traceparent_bytes(&context);
+            wire::splice_from(line, start, &bytes, &context);
         }
-        (None, Some(turn)) => wire::splice(line, &turn.traceparent, &turn.context),
+        (None, Some(turn)) => wire::splice_from(line, start, &turn.traceparent, &turn.context),
         (None, None) => {}
     }
 }

@@ -236,10 +236,16 @@ pub fn inject_value(params: &mut Value, context: &SpanContext) {
 
 pub(super) const PARAMS_KEY: &[u8] = br#","params":"#;
 
-/// The params of a line the engine wrote (`"params"` last, the line ending with the
-/// envelope's `}`): from their `{` up to that `}`.
-pub(crate) fn params_of(line: &[u8]) -> Option<&[u8]> {
-    let start = PARAMS_FINDER.find(line)? + PARAMS_KEY.len();
+/// Where the params of a line the engine wrote start (`"params"` last, the line ending with
+/// the envelope's `}`; a method string holds a quote only escaped, so the first match is
+/// it).
+pub(crate) fn params_start(line: &[u8]) -> Option<usize> {
+    Some(PARAMS_FINDER.find(line)? + PARAMS_KEY.len())
+}
+
+/// The params of a line the engine wrote, from their `{` (at `start`, [`params_start`]) up
+/// to the envelope's closing `}`.
+pub(crate) fn params_from(line: &[u8], start: usize) -> Option<&[u8]> {
     let end = line.len().checked_sub(1)?;
     (start < end).then(|| &line[start..end])
 }
@@ -252,10 +258,20 @@ pub(crate) fn params_of(line: &[u8]) -> Option<&[u8]> {
 /// Params that have a `_meta` already, or a context with a `tracestate`, are parsed and
 /// written again. Params that are not an object are left alone.
 pub(crate) fn splice(line: &mut Vec<u8>, bytes: &Traceparent, context: &SpanContext) {
-    let Some(at) = PARAMS_FINDER.find(line) else {
+    splice_from(line, params_start(line), bytes, context);
+}
+
+/// [`splice`] into params found already: `start` is where they start ([`params_start`]),
+/// `None` for a line without params (left alone).
+pub(crate) fn splice_from(
+    line: &mut Vec<u8>,
+    start: Option<usize>,
+    bytes: &Traceparent,
+    context: &SpanContext,
+) {
+    let Some(start) = start else {
         return;
     };
-    let start = at + PARAMS_KEY.len();
     let Some(end) = line.len().checked_sub(1) else {
         return;
     };
