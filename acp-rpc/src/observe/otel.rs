@@ -239,10 +239,7 @@ pub(crate) fn outgoing_request_line(
     method: &str,
     span: &mut EngineSpan,
 ) {
-    if let Some(session) = std::str::from_utf8(line)
-        .ok()
-        .and_then(crate::observe::flow::session_id)
-    {
+    if let Some(session) = crate::observe::flow::session_id_in(line) {
         span.set_session(session);
         span.turn = trace.open_turn(&span.active, method, session);
     }
