@@ -50,11 +50,11 @@
 //! The engine owns the trace context it uses: when the params of a message start with a
 //! `_meta` that holds a `traceparent` and nothing else (55 lower-case hex digits and dashes:
 //! what the engine writes; a malformed one is ignored, as anywhere), the reader takes that
-//! member off the params (in place, in the line it read) before the
-//! handler parses them, so the handler's params are what the sending application passed, and
-//! no `_meta` map is built per streamed notification for a value already used. A `_meta` with
-//! anything else in it reaches the handler whole, and so does everything on a connection
-//! that records no spans. Observers see the lines as they were read.
+//! member off the params (in place, in the line it read) before the handler parses them, so
+//! the handler's params are what the sending application passed, and no `_meta` map is
+//! built per streamed notification for a value already used. A `_meta` with anything else
+//! in it reaches the handler whole, and so does everything on a connection that records no
+//! spans. Observers see the lines as they were read.
 //!
 //! # How the spans are made
 //!
@@ -100,7 +100,7 @@ pub use active::MAX_EVENTS;
 pub(crate) use active::scoped;
 pub use record::{DefaultGuard, QUEUE_CAPACITY, Recorder};
 pub(crate) use span::{EngineSpan, NotificationScope};
-pub(crate) use taken::{Taken, take_from_line, take_from_params};
+pub(crate) use taken::{Taken, take_from_line, take_from_params, would_take_from_line};
 pub(crate) use turns::ConnectionTrace;
 pub use turns::TURN_METHODS;
 pub use wire::{extract, extract_value, format_traceparent, inject_value, parse_traceparent};
@@ -291,6 +291,15 @@ pub(crate) fn outgoing_notification_line(
     }
 }
 
+/// The sender's span of an incoming message: the one the reader took off its params, else
+/// the one in them.
+fn remote_context(params: Option<&str>, taken: Option<&Taken>) -> Option<SpanContext> {
+    match taken {
+        Some(taken) => taken.context(),
+        None => params.and_then(extract),
+    }
+}
+
 /// Hook: an incoming request's span (`acp.request`, a server span), the child of the
 /// request's `_meta.traceparent`, with its session; a turn of that session opens when the
 /// request starts one (closed when the span ends).
@@ -303,10 +312,7 @@ pub(crate) fn incoming_request(
 ) -> Option<EngineSpan> {
     trace.request_seen(method, true);
     trace.recorder()?;
-    let remote = match taken {
-        Some(taken) => taken.context(),
-        None => params.and_then(extract),
-    };
+    let remote = remote_context(params, taken);
     let mut span = EngineSpan::start(
         trace,
         "acp.request",
@@ -347,10 +353,7 @@ pub(crate) fn incoming_notification(
             return NotificationScope::Turn(turn);
         }
     }
-    let remote = match taken {
-        Some(taken) => taken.context(),
-        None => params.and_then(extract),
-    };
+    let remote = remote_context(params, taken);
     NotificationScope::Own(EngineSpan::start(
         trace,
         "acp.notification",

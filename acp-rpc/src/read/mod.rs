@@ -122,16 +122,14 @@ pub(crate) async fn read_frames(
                 let len = frame.len();
                 state.on_frame(RawFrame::Oversized { len }).await;
             }
-            Item::Text(frame) if state.takes_trace_context() => {
-                // A frame shared with its transport is copied only here, where the reader
-                // may edit it (see `trace_context`).
-                let mut line = frame
-                    .try_into_mut()
-                    .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
-                let taken = state.take_from_line(&mut line);
-                state.on_line(&line, taken).await
-            }
-            Item::Text(frame) => state.on_line(&frame, None).await,
+            Item::Text(frame) if !state.takes_trace_context() => state.on_line(&frame, None).await,
+            Item::Text(frame) => match state.editable_frame(frame) {
+                Ok(mut line) => {
+                    let taken = state.take_from_line(&mut line);
+                    state.on_line(&line, taken).await
+                }
+                Err(shared) => state.on_line(&shared, None).await,
+            },
             Item::Message { message, .. } => state.on_message(message).await,
             Item::Value { method, params, .. } => state.on_value(method, params).await,
         }

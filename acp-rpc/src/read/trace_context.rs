@@ -11,6 +11,8 @@
 
 use std::borrow::Cow;
 
+use bytes::{Bytes, BytesMut};
+
 use serde_json::value::RawValue;
 
 use super::Reader;
@@ -41,6 +43,20 @@ impl Reader {
         }
         let _ = line;
         None
+    }
+
+    /// A frame its transport hands over, as a line the reader may edit: the frame itself when
+    /// nothing else holds it; a copy when something does and there is a trace context to
+    /// take off; else the frame back (`Err`), to be read as it is.
+    pub(super) fn editable_frame(&self, frame: Bytes) -> Result<BytesMut, Bytes> {
+        match frame.try_into_mut() {
+            Ok(unique) => Ok(unique),
+            #[cfg(feature = "otel")]
+            Err(shared) if crate::observe::otel::would_take_from_line(&shared) => {
+                Ok(BytesMut::from(&shared[..]))
+            }
+            Err(shared) => Err(shared),
+        }
     }
 
     /// Takes the trace context off params held on their own, unless the line they came in

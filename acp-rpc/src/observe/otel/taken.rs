@@ -85,14 +85,12 @@ fn params_start(line: &[u8]) -> Option<usize> {
 /// writes, `{"_meta":{"traceparent":"<55 lower-case hex digits and dashes>"}` (nothing else
 /// in that `_meta`), then `,` or `}`: the engine reads it (the parent of the span that
 /// handles the message; a malformed one is ignored, as anywhere), so the handler's params
-/// come without it. The line is edited in
-/// place and stays the same JSON less that member: the `_meta` member becomes spaces and
-/// the params' `{` moves up to where the next member starts ([`Taken::params_at`]), so
-/// neither a copy nor a parse of the `_meta` is made. Any other line is left as it is.
+/// come without it. The line is edited in place and stays the same JSON less that member:
+/// the `_meta` member becomes spaces and the params' `{` moves up to where the next member
+/// starts ([`Taken::params_at`]), so neither a copy nor a parse of the `_meta` is made. Any
+/// other line is left as it is.
 pub(crate) fn take_from_line(line: &mut [u8]) -> Option<Taken> {
-    let start = params_start(line)?;
-    let (text, cut) = ours_first(&line[start..])?;
-    let cut = start + cut;
+    let (start, text, cut) = ours_in_line(line)?;
     let was = line[cut];
     line[start..cut].fill(b' ');
     line[cut] = b'{';
@@ -102,6 +100,20 @@ pub(crate) fn take_from_line(line: &mut [u8]) -> Option<Taken> {
         params_from: start,
         was,
     })
+}
+
+/// Whether [`take_from_line`] would take anything off `line`: for a line held where it
+/// cannot be edited, copied only then.
+pub(crate) fn would_take_from_line(line: &[u8]) -> bool {
+    ours_in_line(line).is_some()
+}
+
+/// Where in `line` the params start, the `traceparent` of our `_meta` first in them, and
+/// the offset in `line` of the byte that becomes the params' new `{`.
+fn ours_in_line(line: &[u8]) -> Option<(usize, Traceparent, usize)> {
+    let start = params_start(line)?;
+    let (text, cut) = ours_first(&line[start..])?;
+    Some((start, text, start + cut))
 }
 
 /// The same for params held on their own (a message read whole, an element of a batch, one
