@@ -89,6 +89,10 @@ struct Inner {
     holder: lease::Holder,
     /// The sessions this store holds the lease of, with their open history file.
     leased: Mutex<HashMap<SessionId, Arc<Writer>>>,
+    /// Held while a session is leased afresh, so that this store never has two writers of one
+    /// session: the database grants its own holder the lease again, and a second writer's
+    /// open cut the line the first was writing as a torn tail (an append was lost).
+    leasing: Mutex<()>,
 }
 
 /// A session's history file while this store holds its lease. Every write happens with
@@ -181,6 +185,7 @@ impl SqliteStore {
                 db: Mutex::new(db),
                 holder,
                 leased: Mutex::default(),
+                leasing: Mutex::default(),
             }),
             durability: Durability::default(),
         })
@@ -248,6 +253,11 @@ impl Inner {
     /// The session's writer, taking its lease (and opening its history, a dead writer's
     /// torn last line cut) if this store does not hold it yet.
     fn lease(&self, id: &SessionId) -> Result<Arc<Writer>, StoreError> {
+        if let Some(w) = self.writer(id) {
+            return Ok(w);
+        }
+        let _leasing = lock(&self.leasing);
+        // Another task of this store may have leased it while this one waited.
         if let Some(w) = self.writer(id) {
             return Ok(w);
         }
@@ -600,5 +610,57 @@ impl SessionStore for SqliteStore {
     async fn begin_turn(&self, id: &SessionId) -> Result<(), StoreError> {
         let id = id.clone();
         self.blocking(move |s| s.begin_turn(&id)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Barrier;
+
+    use super::*;
+    use crate::SessionMeta;
+
+    /// Threads of one store that lease a session at the same moment get one writer: the
+    /// database grants this store's holder the lease again, so without the store's own
+    /// guard each made a writer of its own, and a second writer's open could cut the line
+    /// the first was writing (a lost append, seen once in the conformance test's concurrent
+    /// appends).
+    #[test]
+    fn threads_leasing_one_session_at_once_share_one_writer() {
+        // Where the conformance suite's scratch directories go (its sweep removes this one
+        // should the test not get to).
+        let dir = std::env::temp_dir()
+            .join("acp-store-conformance")
+            .join(format!("{}-sqlite-leasing", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let store = SqliteStore::open(&dir).expect("the store opens");
+        let id = SessionId::from("s");
+        store
+            .inner
+            .create(&SessionMeta::new(id.clone(), "/w"))
+            .expect("created");
+        const THREADS: usize = 8;
+        for round in 0..20 {
+            let barrier = Arc::new(Barrier::new(THREADS));
+            let writers: Vec<Arc<Writer>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..THREADS)
+                    .map(|_| {
+                        let (inner, barrier, id) = (&store.inner, barrier.clone(), &id);
+                        scope.spawn(move || {
+                            barrier.wait();
+                            inner.lease(id).expect("leased")
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            assert!(
+                writers.iter().all(|w| Arc::ptr_eq(w, &writers[0])),
+                "round {round}: one session leased through more than one writer"
+            );
+            store.inner.unlease(&id).expect("released");
+        }
+        drop(store);
+        let _ = fs::remove_dir_all(&dir);
     }
 }
