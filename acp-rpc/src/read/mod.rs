@@ -130,7 +130,7 @@ pub(crate) async fn read_frames(
                 }
                 Err(shared) => state.on_line(&shared, None).await,
             },
-            Item::Message { message, .. } => state.on_message(message).await,
+            Item::Message { message, .. } => state.on_message(*message).await,
             Item::Value { method, params, .. } => state.on_value(method, params).await,
         }
     };

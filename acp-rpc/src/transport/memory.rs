@@ -76,7 +76,7 @@ mod tests {
         match theirs.incoming.recv().await.expect("a message") {
             Item::Message { message, jsonrpc } => {
                 assert!(jsonrpc);
-                let crate::Message::Notification(n) = message else {
+                let crate::Message::Notification(n) = *message else {
                     panic!("not a notification: {message:?}")
                 };
                 assert_eq!(n.method, "n");

@@ -116,7 +116,9 @@ pub(crate) enum Item {
     /// The message as a value; `jsonrpc`: whether its text carries `"jsonrpc":"2.0"` (the
     /// writer's [`Framing::emit_jsonrpc`](crate::Framing::emit_jsonrpc)).
     Message {
-        message: crate::message::Message,
+        /// Boxed, so that an item is small to move through the channel and the buffers
+        /// between the engines (unboxed, a message made items 96 bytes).
+        message: Box<crate::message::Message>,
         jsonrpc: bool,
     },
     /// A notification whose params are the sender's own value

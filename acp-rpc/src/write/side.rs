@@ -141,10 +141,25 @@ impl WriteSide {
             Some(Sink::Frames { tx, .. }) => {
                 // One frame per message; the channel's bound is the pipe's: a peer that
                 // takes nothing stalls the writer here.
-                while !self.frames.is_empty() {
+                while let Some(frame) = self.frames.pop_front() {
+                    // Room in the channel, the usual case, takes a plain `try_send`: waiting
+                    // for room through `poll_reserve` made the sender's acquire future anew
+                    // for every frame. Order holds: only this writer sends on `tx`, one frame
+                    // at a time from the front.
+                    let frame = match tx.get_ref().map(|sender| sender.try_send(frame)) {
+                        Some(Ok(())) => {
+                            self.progress += 1;
+                            continue;
+                        }
+                        Some(Err(mpsc::error::TrySendError::Full(frame))) => frame,
+                        Some(Err(mpsc::error::TrySendError::Closed(_))) | None => {
+                            return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
+                        }
+                    };
+                    self.frames.push_front(frame);
                     ready!(tx.poll_reserve(cx))
                         .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))?;
-                    let frame = self.frames.pop_front().expect("not empty");
+                    let frame = self.frames.pop_front().expect("pushed back above");
                     tx.send_item(frame)
                         .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))?;
                     self.progress += 1;
@@ -204,10 +219,7 @@ fn frame(msg: Outgoing, config: &Config, values: bool) -> Item {
                 let text = message_text(&config.framing, &message);
                 crate::observe::line_to(&**observer, TapEvent::Line(Direction::Outgoing, &text));
             }
-            Item::Message {
-                message: *message,
-                jsonrpc,
-            }
+            Item::Message { message, jsonrpc }
         }
         Outgoing::Value { method, params } if values => {
             if let Some(observer) = &config.observer {
@@ -244,7 +256,10 @@ fn frame(msg: Outgoing, config: &Config, values: bool) -> Item {
                 let id = r.id.as_ref();
                 crate::observe::sent(Some(observer), MessageKind::Response, None, id, &text);
             }
-            Item::Message { message, jsonrpc }
+            Item::Message {
+                message: Box::new(message),
+                jsonrpc,
+            }
         }
         msg => {
             let mut text = Vec::with_capacity(128);
