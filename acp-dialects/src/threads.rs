@@ -90,14 +90,16 @@ pub fn framing() -> acp_rpc::Framing {
 
 impl ClientHandle {
     /// `streamMessageChunk` with a text chunk.
-    pub async fn stream_text(
+    ///
+    /// Not an `async fn`: the returned future is the request's own, not one that also holds
+    /// the text (a translation awaits one per streamed chunk).
+    pub fn stream_text(
         &self,
         thread_id: &t::ThreadId,
         text: impl Into<String>,
-    ) -> Result<(), Error> {
+    ) -> impl Future<Output = Result<(), Error>> + Send {
         let chunk = t::MessageChunk::text(text);
         self.stream_message_chunk(t::StreamMessageChunkParams::new(thread_id.clone(), chunk))
-            .await
     }
 }
 

@@ -171,14 +171,18 @@ impl V1Handshake {
 }
 
 /// Sends `update` about `session` to the user's v1 client (`client`) as `session/update`.
-pub(crate) async fn show(
+///
+/// Not an `async fn`: the update is handed to the engine when this is called, so the
+/// returned future (which the legacy handler awaiting it carries, boxed per chunk) holds the
+/// queued message only, not the update and the notification beside it.
+pub(crate) fn show(
     client: &Peer,
     session: impl Into<v1::SessionId>,
     update: v1::SessionUpdate,
-) -> Result<(), Error> {
+) -> impl Future<Output = Result<(), Error>> + Send + '_ {
     let n = v1::SessionNotification::new(session, update);
     // As a value: the user's v1 client on the memory pair takes it without JSON.
-    client.notify_value(v1::names::SESSION_UPDATE, n).await
+    client.notify_value(v1::names::SESSION_UPDATE, n)
 }
 
 /// A v1 prompt as the pieces a legacy agent takes, `piece` mapping each block it can carry;

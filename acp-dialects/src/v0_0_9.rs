@@ -123,18 +123,25 @@ mod defaults {
 
 impl ClientHandle {
     /// `streamAssistantMessageChunk` with text.
-    pub async fn stream_text(&self, text: impl Into<String>) -> Result<(), Error> {
+    ///
+    /// Not an `async fn`, as the two below: the returned future is the request's own, not
+    /// one that also holds the text (a translation awaits one per streamed chunk).
+    pub fn stream_text(
+        &self,
+        text: impl Into<String>,
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
         let chunk = z::AssistantMessageChunk::Text(z::TextAssistantMessageChunk::new(text));
         self.stream_assistant_message_chunk(z::StreamAssistantMessageChunkParams::new(chunk))
-            .await
     }
 
     /// `streamAssistantMessageChunk` with a thought.
-    pub async fn stream_thought(&self, thought: impl Into<String>) -> Result<(), Error> {
+    pub fn stream_thought(
+        &self,
+        thought: impl Into<String>,
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
         let chunk =
             z::AssistantMessageChunk::Thought(z::ThoughtAssistantMessageChunk::new(thought));
         self.stream_assistant_message_chunk(z::StreamAssistantMessageChunkParams::new(chunk))
-            .await
     }
 }
 

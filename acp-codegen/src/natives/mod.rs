@@ -200,20 +200,34 @@ impl<'a> Call<'a> {
             (quote!(params: #params), quote!(&params))
         };
         let wire = &self.method.wire;
-        let body = if !self.is_request() {
-            quote!(self.peer.notify(#wire, #value).await)
-        } else if self.result.is_some() {
+        if !self.is_request() {
+            let owned = if self.no_params {
+                quote!(#params)
+            } else {
+                quote!(params)
+            };
+            // Not an `async fn`: the params are handed to the engine when the method is
+            // called (written as JSON then, or passed as they are to an engine of a memory
+            // pair), so the returned future holds the queued message, not the params beside
+            // it. A caller's future that awaits it stays small (they are boxed per message).
+            let doc = docs(Some(&format!(
+                "`{wire}` (a notification): {}",
+                self.method.description
+            )));
+            return quote! {
+                #doc
+                pub fn #name(&self, #arg) -> impl ::std::future::Future<Output = ::std::result::Result<(), Error>> + Send + '_ {
+                    self.peer.notify_value(#wire, #owned)
+                }
+            };
+        }
+        let body = if self.result.is_some() {
             quote!(self.peer.typed_request(#value).await)
         } else {
             quote!(self.peer.typed_request(#value).await.map(|_| ()))
         };
-        let what = if self.is_request() {
-            "waits for the answer"
-        } else {
-            "a notification"
-        };
         let doc = docs(Some(&format!(
-            "`{wire}` ({what}): {}",
+            "`{wire}` (waits for the answer): {}",
             self.method.description
         )));
         quote! {

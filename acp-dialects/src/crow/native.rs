@@ -157,8 +157,14 @@ impl ClientHandle {
     }
 
     /// `session/update` (a notification).
-    pub async fn session_update(&self, params: SessionUpdateParams) -> Result<(), Error> {
-        self.peer.notify(SessionUpdateParams::METHOD, &params).await
+    ///
+    /// Not an `async fn`: the params are handed to the engine when it is called, so the
+    /// returned future holds the queued message only (a translation boxes one per update).
+    pub fn session_update(
+        &self,
+        params: SessionUpdateParams,
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        self.peer.notify_value(SessionUpdateParams::METHOD, params)
     }
 }
 

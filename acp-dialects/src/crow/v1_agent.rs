@@ -206,12 +206,10 @@ impl V1Client {
     }
 
     async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
-        match update_from_v1(&n.update) {
-            Some(update) => {
-                let update = c::SessionUpdateParams::new(n.session_id.as_str(), update);
-                self.legacy()?.session_update(update).await
-            }
-            None => Ok(()),
-        }
+        let Some(update) = update_from_v1(&n.update) else {
+            return Ok(());
+        };
+        let update = c::SessionUpdateParams::new(n.session_id.as_str(), update);
+        self.legacy()?.session_update(update).await
     }
 }

@@ -114,25 +114,31 @@ impl ClientHandle {
         self.peer.typed_request(&params).await
     }
     /// `toolCallProgress` (a notification): Reports the state of one tool call of a running prompt.
-    pub async fn tool_call_progress(
+    pub fn tool_call_progress(
         &self,
         params: ToolCallProgressParams,
-    ) -> ::std::result::Result<(), Error> {
-        self.peer.notify("toolCallProgress", &params).await
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<(), Error>,
+    > + Send + '_ {
+        self.peer.notify_value("toolCallProgress", params)
     }
     /// `messageChunk` (a notification): Streams one piece of the agent's reply, numbered from 0.
-    pub async fn message_chunk(
+    pub fn message_chunk(
         &self,
         params: MessageChunkParams,
-    ) -> ::std::result::Result<(), Error> {
-        self.peer.notify("messageChunk", &params).await
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<(), Error>,
+    > + Send + '_ {
+        self.peer.notify_value("messageChunk", params)
     }
     /// `sessionUpdated` (a notification): Tells the editor a session's state changed (its mode).
-    pub async fn session_updated(
+    pub fn session_updated(
         &self,
         params: SessionUpdatedParams,
-    ) -> ::std::result::Result<(), Error> {
-        self.peer.notify("sessionUpdated", &params).await
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<(), Error>,
+    > + Send + '_ {
+        self.peer.notify_value("sessionUpdated", params)
     }
 }
 /// A running `probe` agent connection.

@@ -190,18 +190,22 @@ impl ClientHandle {
         self.peer.typed_request(&params).await
     }
     /// `session/update` (a notification): Notification containing a session update from the agent.
-    pub async fn session_update(
+    pub fn session_update(
         &self,
         params: UpdateSessionNotification,
-    ) -> ::std::result::Result<(), Error> {
-        self.peer.notify("session/update", &params).await
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<(), Error>,
+    > + Send + '_ {
+        self.peer.notify_value("session/update", params)
     }
     /// `elicitation/complete` (a notification): Notification sent by the agent when a URL-based elicitation is complete.
-    pub async fn elicitation_complete(
+    pub fn elicitation_complete(
         &self,
         params: CompleteElicitationNotification,
-    ) -> ::std::result::Result<(), Error> {
-        self.peer.notify("elicitation/complete", &params).await
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<(), Error>,
+    > + Send + '_ {
+        self.peer.notify_value("elicitation/complete", params)
     }
 }
 /// A running `v2` agent connection.
@@ -471,11 +475,13 @@ impl AgentHandle {
         self.peer.typed_request(&params).await
     }
     /// `session/cancel` (a notification): Notification to cancel a session's foreground work and its prompts not yet inserted.
-    pub async fn session_cancel(
+    pub fn session_cancel(
         &self,
         params: CancelSessionNotification,
-    ) -> ::std::result::Result<(), Error> {
-        self.peer.notify("session/cancel", &params).await
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<(), Error>,
+    > + Send + '_ {
+        self.peer.notify_value("session/cancel", params)
     }
 }
 /// A running `v2` connection to an agent.

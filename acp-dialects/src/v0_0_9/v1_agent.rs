@@ -194,8 +194,9 @@ impl V1Client {
                     Ok(())
                 }
             },
-            U::ToolCall(call) => self.push(*call).await,
-            U::ToolCallUpdate(update) => self.update_tool_call(*update).await,
+            // Boxed: rare beside the chunks, and their futures would make every chunk's large.
+            U::ToolCall(call) => Box::pin(self.push(*call)).await,
+            U::ToolCallUpdate(update) => Box::pin(self.update_tool_call(*update)).await,
             U::UserMessageChunk(_) => {
                 tracing::debug!(
                     "user_message_chunk dropped: a 0.0.9 editor shows its own messages"

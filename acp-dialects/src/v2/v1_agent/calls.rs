@@ -9,7 +9,7 @@ use super::super::map::{content_to_v2, json_of, map_content, recast, unmapped};
 use super::super::native::ClientHandle;
 use super::super::terminals::Terminals;
 use super::super::updates::Streamed;
-use super::{Shared, send};
+use super::Shared;
 use crate::lock;
 use crate::translate::{V1End, v1_routes};
 
@@ -46,32 +46,48 @@ fn dropped_update(session: &str) {
 }
 
 impl V1Client {
+    /// A v1 update, mapped before the one wait, for the v2 client's queue: the future holds
+    /// the v1 update and that wait, nothing of the mapping (it is boxed for every streamed
+    /// chunk, so its size is per-chunk work).
     async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
+        let Some(n) = self.update_to_v2(n)? else {
+            return Ok(());
+        };
+        self.legacy()?.session_update(n).await
+    }
+
+    /// The v2 update a v1 one becomes, or `None` when it is not passed on (logged).
+    fn update_to_v2(
+        &self,
+        n: v1::SessionNotification,
+    ) -> Result<Option<v2::UpdateSessionNotification>, Error> {
         let id = n.session_id.0;
         if lock(&self.quiet).contains(&id) {
-            return Ok(());
+            return Ok(None);
         }
         // A turn's streamed text takes the typed path; everything else the mapping of JSON.
         let update = match self.with_named(&id, |s| s.text_chunk(n.update)) {
             Some(Streamed::Text(chunk)) => {
-                let n = v2::UpdateSessionNotification::new(id, chunk);
-                return self.legacy()?.session_update(n).await;
+                return Ok(Some(v2::UpdateSessionNotification::new(id, chunk)));
             }
             Some(Streamed::Other(update)) => update,
             None => {
                 dropped_update(&id);
-                return Ok(());
+                return Ok(None);
             }
         };
         match self.with_named(&id, |s| s.update(json_of(&update))) {
-            Some(Ok(update)) => send(self.legacy()?, &id, update).await,
+            Some(Ok(update)) => {
+                let update: v2::SessionUpdate = recast(update, "the session update")?;
+                Ok(Some(v2::UpdateSessionNotification::new(id, update)))
+            }
             Some(Err(why)) => {
                 tracing::warn!(session = %id, %why, "a v1 session/update was not passed to the v2 client");
-                Ok(())
+                Ok(None)
             }
             None => {
                 dropped_update(&id);
-                Ok(())
+                Ok(None)
             }
         }
     }
