@@ -14,8 +14,19 @@ pub fn now_rfc3339_seconds() -> String {
     format_unix_millis(now_millis(), false)
 }
 
+/// `at` to the second, as [`now_rfc3339_seconds`] writes the current time: for a time taken
+/// often and written rarely (a thread's last change, taken per streamed chunk), so that
+/// taking it costs no formatting.
+pub fn rfc3339_seconds(at: SystemTime) -> String {
+    format_unix_millis(unix_millis(at), false)
+}
+
 fn now_millis() -> i64 {
-    let since = SystemTime::now().duration_since(UNIX_EPOCH);
+    unix_millis(SystemTime::now())
+}
+
+fn unix_millis(at: SystemTime) -> i64 {
+    let since = at.duration_since(UNIX_EPOCH);
     since.unwrap_or_default().as_millis() as i64
 }
 

@@ -4,10 +4,11 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::SystemTime;
 
 use acp_rpc::{Error, RequestContext};
 use acp_types::legacy::threads as t;
-use acp_types::time::now_rfc3339_seconds;
+use acp_types::time::{now_rfc3339_seconds, rfc3339_seconds};
 use acp_types::v1;
 use async_trait::async_trait;
 
@@ -35,7 +36,8 @@ pub(crate) struct Threads {
 
 struct ThreadState {
     title: Option<String>,
-    modified_at: String,
+    /// When the thread last changed (written out only when the editor lists threads).
+    modified_at: SystemTime,
     entries: Vec<t::ThreadEntry>,
     /// A `sendMessage` is running: the agent's reply chunks go to the editor.
     prompting: bool,
@@ -45,7 +47,7 @@ impl ThreadState {
     fn new() -> Self {
         ThreadState {
             title: None,
-            modified_at: now_rfc3339_seconds(),
+            modified_at: SystemTime::now(),
             entries: Vec::new(),
             prompting: false,
         }
@@ -59,7 +61,7 @@ impl ThreadState {
             Some(t::ThreadEntry::Message(m)) if m.role == role => m.chunks.push(chunk),
             _ => self.entries.push(t::ThreadEntry::message(role, [chunk])),
         }
-        self.modified_at = now_rfc3339_seconds();
+        self.modified_at = SystemTime::now();
     }
 
 }
@@ -104,7 +106,7 @@ impl Agent for ThreadsAgent {
         let threads = lock(&self.known);
         let mut out: Vec<t::ThreadMetadata> = threads
             .iter()
-            .map(|(id, s)| metadata(id, s.title.clone(), s.modified_at.clone()))
+            .map(|(id, s)| metadata(id, s.title.clone(), rfc3339_seconds(s.modified_at)))
             .collect();
         for info in listed {
             if !threads.contains_key(&info.session_id) {
@@ -225,13 +227,22 @@ v1_routes! {
 
 impl V1Client {
     async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
+        if let Some((id, text)) = self.streamed_text(n) {
+            self.legacy()?.stream_text(&id, text).await?;
+        }
+        Ok(())
+    }
+
+    /// Records a v1 update in its thread; the thread and the text to stream for a chunk of
+    /// the agent's reply during a prompt.
+    fn streamed_text(&self, n: v1::SessionNotification) -> Option<(t::ThreadId, String)> {
         let id = n.session_id;
-        let stream = match &n.update {
-            v1::SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
+        let stream = match n.update {
+            v1::SessionUpdate::AgentMessageChunk(chunk) => match chunk.content {
                 v1::ContentBlock::Text(text) => self
                     .with(&id, |s| {
                         s.record_text(t::Role::Assistant, &text.text);
-                        s.prompting.then(|| text.text.clone())
+                        s.prompting.then_some(text.text)
                     })
                     .flatten(),
                 _ => {
@@ -253,15 +264,12 @@ impl V1Client {
             }
             other => {
                 // Written out (the update serialized) only for an update that is dropped.
-                let kind = update_kind(other);
+                let kind = update_kind(&other);
                 tracing::warn!(session = %id.0, %kind, "the threads dialect has no way to show this session/update; dropped");
                 None
             }
         };
-        if let Some(text) = stream {
-            self.legacy()?.stream_text(&t::ThreadId::from(id.as_str()), text).await?;
-        }
-        Ok(())
+        stream.map(|text| (t::ThreadId::from(id.0), text))
     }
 
     async fn read_text_file(
