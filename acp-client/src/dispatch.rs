@@ -98,10 +98,11 @@ impl<C: Client> Handler for Dispatcher<C> {
         if method != names::SESSION_UPDATE {
             return Err(params);
         }
-        let n: SessionNotification = params.downcast()?;
+        // Kept in its box until the hook takes it, so the future holds it once.
+        let n: Box<SessionNotification> = params.downcast_box()?;
         Ok(StartedNotification::new(
             names::SESSION_UPDATE,
-            async move { self.session_update_hook(n).await },
+            async move { self.session_update_hook(*n).await },
         ))
     }
 }

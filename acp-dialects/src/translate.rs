@@ -289,9 +289,11 @@ macro_rules! v1_routes {
             ) -> Result<acp_rpc::StartedNotification, acp_rpc::ParamsValue> {
                 match method {
                     $($notification => {
-                        let value = params.downcast()?;
+                        // Kept in its box until the handler takes it: the future holds 8
+                        // bytes for it, not the value beside the handler's own copy.
+                        let value = params.downcast_box()?;
                         Ok(acp_rpc::StartedNotification::new($notification, async move {
-                            self.$on_notification(value).await
+                            self.$on_notification(*value).await
                         }))
                     })*
                     _ => Err(params),

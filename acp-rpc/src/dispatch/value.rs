@@ -54,11 +54,19 @@ impl ParamsValue {
 
     /// The value as a `T`, or the value back when it is of another type.
     pub fn downcast<T: 'static>(self) -> Result<T, ParamsValue> {
+        self.downcast_box().map(|value| *value)
+    }
+
+    /// The value as a `T` still in the box it crossed in, or the value back when it is of
+    /// another type: for a handler that moves it into a future it boxes (as every started
+    /// notification is), where the box is 8 bytes and the value may be hundreds, which the
+    /// future would otherwise hold beside the callee's own copy.
+    pub fn downcast_box<T: 'static>(self) -> Result<Box<T>, ParamsValue> {
         if !self.is::<T>() {
             return Err(self);
         }
         match self.0.into_any().downcast::<T>() {
-            Ok(value) => Ok(*value),
+            Ok(value) => Ok(value),
             Err(_) => unreachable!("the type was checked above"),
         }
     }
@@ -93,9 +101,17 @@ mod tests {
         let value = ParamsValue::new(Chunk { text: "hi".into() });
         assert!(value.is::<Chunk>());
         let value = value.downcast::<String>().expect_err("not a String");
+        let value = value
+            .downcast_box::<String>()
+            .expect_err("not a String either");
         assert_eq!(
             value.downcast::<Chunk>().unwrap(),
             Chunk { text: "hi".into() }
+        );
+        let boxed = ParamsValue::new(Chunk { text: "b".into() });
+        assert_eq!(
+            *boxed.downcast_box::<Chunk>().unwrap(),
+            Chunk { text: "b".into() }
         );
     }
 
