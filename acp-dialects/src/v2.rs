@@ -247,3 +247,56 @@ pub fn drive_v1_agent_for_v2_client(
     );
     Translation { wire }
 }
+
+#[cfg(test)]
+mod tests {
+    use acp_types::v2 as types;
+    use async_trait::async_trait;
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    use super::*;
+
+    struct Quiet;
+
+    #[async_trait]
+    impl Agent for Quiet {}
+
+    fn chunk(session: &str, text: &str) -> types::UpdateSessionNotification {
+        let content = types::ContentBlock::Text(types::TextContent::new(text));
+        let chunk = types::ContentChunk::new("m-1", content);
+        types::UpdateSessionNotification::new(
+            session,
+            types::SessionUpdate::AgentMessageChunk(chunk),
+        )
+    }
+
+    /// A handle's notification is written when the method is called but sent only when its
+    /// future is awaited (as the generated docs say): one dropped unawaited never reaches the
+    /// client, and the next one does, whole.
+    #[tokio::test]
+    async fn a_notification_is_sent_when_awaited_not_when_called() {
+        let (agent_end, client_end) = tokio::io::duplex(64 * 1024);
+        let (read, write) = tokio::io::split(agent_end);
+        let conn = serve(Quiet, read, write);
+        let unsent = conn.client().session_update(chunk("s-dropped", "never"));
+        drop(unsent);
+        conn.client()
+            .session_update(chunk("s-sent", "hello"))
+            .await
+            .expect("sent");
+        let mut lines = BufReader::new(client_end).lines();
+        let line = tokio::time::timeout(std::time::Duration::from_secs(5), lines.next_line())
+            .await
+            .expect("a line within 5 s")
+            .expect("readable")
+            .expect("a line");
+        let message: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+        assert_eq!(message["method"], "session/update", "{line}");
+        assert_eq!(message["params"]["sessionId"], "s-sent", "{line}");
+        assert_eq!(
+            message["params"]["update"]["content"]["text"], "hello",
+            "{line}"
+        );
+        conn.close();
+    }
+}

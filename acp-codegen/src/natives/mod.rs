@@ -211,7 +211,10 @@ impl<'a> Call<'a> {
             // pair), so the returned future holds the queued message, not the params beside
             // it. A caller's future that awaits it stays small (they are boxed per message).
             let doc = docs(Some(&format!(
-                "`{wire}` (a notification): {}",
+                "`{wire}` (a notification): {}\n\nThe params are written (or, to an engine \
+                 of a memory pair, handed over as they are) when this is called; the message \
+                 is sent when the returned future is awaited, which waits only for room in \
+                 the outgoing queue.",
                 self.method.description
             )));
             return quote! {

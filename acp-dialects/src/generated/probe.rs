@@ -114,6 +114,8 @@ impl ClientHandle {
         self.peer.typed_request(&params).await
     }
     /// `toolCallProgress` (a notification): Reports the state of one tool call of a running prompt.
+    ///
+    /// The params are written (or, to an engine of a memory pair, handed over as they are) when this is called; the message is sent when the returned future is awaited, which waits only for room in the outgoing queue.
     pub fn tool_call_progress(
         &self,
         params: ToolCallProgressParams,
@@ -123,6 +125,8 @@ impl ClientHandle {
         self.peer.notify_value("toolCallProgress", params)
     }
     /// `messageChunk` (a notification): Streams one piece of the agent's reply, numbered from 0.
+    ///
+    /// The params are written (or, to an engine of a memory pair, handed over as they are) when this is called; the message is sent when the returned future is awaited, which waits only for room in the outgoing queue.
     pub fn message_chunk(
         &self,
         params: MessageChunkParams,
@@ -132,6 +136,8 @@ impl ClientHandle {
         self.peer.notify_value("messageChunk", params)
     }
     /// `sessionUpdated` (a notification): Tells the editor a session's state changed (its mode).
+    ///
+    /// The params are written (or, to an engine of a memory pair, handed over as they are) when this is called; the message is sent when the returned future is awaited, which waits only for room in the outgoing queue.
     pub fn session_updated(
         &self,
         params: SessionUpdatedParams,

@@ -190,6 +190,8 @@ impl ClientHandle {
         self.peer.typed_request(&params).await
     }
     /// `session/update` (a notification): Notification containing a session update from the agent.
+    ///
+    /// The params are written (or, to an engine of a memory pair, handed over as they are) when this is called; the message is sent when the returned future is awaited, which waits only for room in the outgoing queue.
     pub fn session_update(
         &self,
         params: UpdateSessionNotification,
@@ -199,6 +201,8 @@ impl ClientHandle {
         self.peer.notify_value("session/update", params)
     }
     /// `elicitation/complete` (a notification): Notification sent by the agent when a URL-based elicitation is complete.
+    ///
+    /// The params are written (or, to an engine of a memory pair, handed over as they are) when this is called; the message is sent when the returned future is awaited, which waits only for room in the outgoing queue.
     pub fn elicitation_complete(
         &self,
         params: CompleteElicitationNotification,
@@ -475,6 +479,8 @@ impl AgentHandle {
         self.peer.typed_request(&params).await
     }
     /// `session/cancel` (a notification): Notification to cancel a session's foreground work and its prompts not yet inserted.
+    ///
+    /// The params are written (or, to an engine of a memory pair, handed over as they are) when this is called; the message is sent when the returned future is awaited, which waits only for room in the outgoing queue.
     pub fn session_cancel(
         &self,
         params: CancelSessionNotification,
