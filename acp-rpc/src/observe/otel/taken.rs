@@ -60,10 +60,12 @@ impl Taken {
     }
 }
 
-/// Where the params of a request or notification written the usual way start:
+/// Where the params of an incoming request or notification written the usual way start
+/// (checked member by member, as the line is edited in place; `wire::params_start` finds
+/// them in a line the engine itself wrote):
 /// `{"jsonrpc":"2.0",` then, for a request, `"id":<integer>,`, then `"method":"<name>"` (no
 /// escapes) and `,"params":`. `None` for any other shape.
-fn params_start(line: &[u8]) -> Option<usize> {
+fn usual_params_start(line: &[u8]) -> Option<usize> {
     let mut rest = line.strip_prefix(br#"{"jsonrpc":"2.0","#.as_slice())?;
     if let Some(after) = rest.strip_prefix(br#""id":"#.as_slice()) {
         let digits = after
@@ -111,7 +113,7 @@ pub(crate) fn would_take_from_line(line: &[u8]) -> bool {
 /// Where in `line` the params start, the `traceparent` of our `_meta` first in them, and
 /// the offset in `line` of the byte that becomes the params' new `{`.
 fn ours_in_line(line: &[u8]) -> Option<(usize, Traceparent, usize)> {
-    let start = params_start(line)?;
+    let start = usual_params_start(line)?;
     let (text, cut) = ours_first(&line[start..])?;
     Some((start, text, start + cut))
 }
