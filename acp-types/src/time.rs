@@ -57,7 +57,9 @@ fn format_unix_millis(millis: i64, with_millis: bool) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::format_unix_millis;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::{format_unix_millis, rfc3339_seconds};
 
     /// Known instants, a leap day and the epoch, format as RFC 3339, with and without the
     /// milliseconds.
@@ -81,5 +83,15 @@ mod tests {
             format_unix_millis(951_782_400_999, false),
             "2000-02-29T00:00:00Z"
         );
+    }
+
+    /// A time kept as a `SystemTime` is written as the current time is, to the second; one
+    /// before the epoch (a clock set back) is written as the epoch, not a panic.
+    #[test]
+    fn a_kept_time_is_written_to_the_second() {
+        let at = UNIX_EPOCH + Duration::from_millis(951_782_400_999);
+        assert_eq!(rfc3339_seconds(at), "2000-02-29T00:00:00Z");
+        let before = UNIX_EPOCH - Duration::from_secs(5);
+        assert_eq!(rfc3339_seconds(before), "1970-01-01T00:00:00Z");
     }
 }
