@@ -1,18 +1,28 @@
 //! The three transports of `acp_rpc::transport` keep the engine's guarantees alike: each test
 //! runs against newline-delimited JSON over a byte pipe, the in-memory pair and the frame
-//! adapter (issue 46). The other side is a raw peer that writes and reads messages by hand.
+//! adapter (issue 46), the last also with a carrier the engine drives itself on either side
+//! (a [`FrameSource`] it reads, a [`FrameSink`] it writes to). The other side is a raw peer
+//! that writes and reads messages by hand.
 
+use std::io;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use acp_rpc::codec::{Frame, LineReader, write_line};
-use acp_rpc::transport::{FramePort, Lines, frame_adapter, memory_pair};
+use acp_rpc::transport::{
+    FrameAdapter, FrameReceiver, FrameSender, FrameSink, FrameSource, Lines, frame_adapter,
+    memory_pair,
+};
 use acp_rpc::{
     CloseReason, Config, Connection, Error, Handler, NotificationContext, Params, RawValue,
     RequestContext, to_raw,
 };
+use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, DuplexStream, ReadHalf, WriteHalf};
+use tokio::sync::mpsc;
+use tokio_util::sync::PollSender;
 
 const MAX: usize = 4096;
 const WAIT: Duration = Duration::from_secs(10);
@@ -22,9 +32,63 @@ enum Kind {
     Lines,
     Memory,
     Frames,
+    /// Frames the engine reads from a [`FrameSource`] it polls itself.
+    Source,
+    /// Frames the engine hands to a [`FrameSink`] itself.
+    Sink,
 }
 
-const ALL: [Kind; 3] = [Kind::Lines, Kind::Memory, Kind::Frames];
+const ALL: [Kind; 5] = [
+    Kind::Lines,
+    Kind::Memory,
+    Kind::Frames,
+    Kind::Source,
+    Kind::Sink,
+];
+
+/// A carrier's frames from a channel, for the engine to poll.
+struct ChannelSource(mpsc::Receiver<Bytes>);
+
+impl FrameSource for ChannelSource {
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+/// A carrier taking the engine's frames into a bounded channel: full, it holds the engine
+/// back.
+struct ChannelSink(PollSender<Bytes>);
+
+impl FrameSink for ChannelSink {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.0
+            .poll_reserve(cx)
+            .map_err(|_| io::ErrorKind::BrokenPipe.into())
+    }
+
+    fn send(&mut self, frame: Bytes) -> io::Result<()> {
+        self.0
+            .send_item(frame)
+            .map_err(|_| io::ErrorKind::BrokenPipe.into())
+    }
+
+    fn poll_close(&mut self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.0.close();
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// How the raw side hands the engine a frame.
+enum ToEngine {
+    Port(FrameSender),
+    Channel(mpsc::Sender<Bytes>),
+}
+
+/// Where the raw side reads the engine's frames.
+enum FromEngine {
+    Port(FrameReceiver),
+    Channel(mpsc::Receiver<Bytes>),
+}
 
 /// The other side, written and read message by message.
 enum Raw {
@@ -32,7 +96,7 @@ enum Raw {
         LineReader<ReadHalf<DuplexStream>>,
         Option<WriteHalf<DuplexStream>>,
     ),
-    Frames(Option<FramePort>),
+    Frames(Option<ToEngine>, FromEngine),
 }
 
 impl Raw {
@@ -43,13 +107,13 @@ impl Raw {
                 write_line(w, message.as_bytes()).await.unwrap();
                 w.flush().await.unwrap();
             }
-            Raw::Frames(port) => port
-                .as_ref()
-                .unwrap()
-                .sender
-                .send(message.to_owned())
-                .await
-                .unwrap(),
+            Raw::Frames(Some(ToEngine::Port(sender)), _) => {
+                sender.send(message.to_owned()).await.unwrap()
+            }
+            Raw::Frames(Some(ToEngine::Channel(sender)), _) => {
+                sender.send(Bytes::from(message.to_owned())).await.unwrap()
+            }
+            Raw::Frames(None, _) => panic!("the engine's input has ended"),
         }
     }
 
@@ -61,7 +125,8 @@ impl Raw {
                     Frame::Line(line) => Some(line),
                     other => panic!("unexpected frame {other:?}"),
                 },
-                Raw::Frames(port) => port.as_mut().unwrap().receiver.recv().await,
+                Raw::Frames(_, FromEngine::Port(receiver)) => receiver.recv().await,
+                Raw::Frames(_, FromEngine::Channel(receiver)) => receiver.recv().await,
             }
         })
         .await
@@ -73,15 +138,8 @@ impl Raw {
     async fn close(&mut self) {
         match self {
             Raw::Lines(_, w) => w.as_mut().unwrap().shutdown().await.unwrap(),
-            Raw::Frames(port) => {
-                // Keep the receiver: only the engine's input ends.
-                let FramePort { sender, receiver } = port.take().unwrap();
-                drop(sender);
-                *port = Some(FramePort {
-                    sender: frame_adapter(1).1.sender,
-                    receiver,
-                });
-            }
+            // Only the engine's input ends: the receiver stays.
+            Raw::Frames(sender, _) => drop(sender.take()),
         }
     }
 }
@@ -100,12 +158,42 @@ fn start<H: Handler>(kind: Kind, handler: H, config: Config, capacity: usize) ->
         Kind::Memory => {
             let (ours, theirs) = memory_pair(capacity);
             let conn = Connection::over(ours, handler, config);
-            (conn, Raw::Frames(Some(theirs.into_port())))
+            let port = theirs.into_port();
+            let raw = Raw::Frames(
+                Some(ToEngine::Port(port.sender)),
+                FromEngine::Port(port.receiver),
+            );
+            (conn, raw)
         }
         Kind::Frames => {
             let (adapter, port) = frame_adapter(capacity);
             let conn = Connection::over(adapter, handler, config);
-            (conn, Raw::Frames(Some(port)))
+            let raw = Raw::Frames(
+                Some(ToEngine::Port(port.sender)),
+                FromEngine::Port(port.receiver),
+            );
+            (conn, raw)
+        }
+        Kind::Source => {
+            let (to_engine, incoming) = mpsc::channel(capacity);
+            let (adapter, receiver) = FrameAdapter::reading(ChannelSource(incoming), capacity);
+            let conn = Connection::over(adapter, handler, config);
+            let raw = Raw::Frames(
+                Some(ToEngine::Channel(to_engine)),
+                FromEngine::Port(receiver),
+            );
+            (conn, raw)
+        }
+        Kind::Sink => {
+            let (outgoing, from_engine) = mpsc::channel(capacity);
+            let sink = ChannelSink(PollSender::new(outgoing));
+            let (adapter, sender) = FrameAdapter::writing(sink, capacity);
+            let conn = Connection::over(adapter, handler, config);
+            let raw = Raw::Frames(
+                Some(ToEngine::Port(sender)),
+                FromEngine::Channel(from_engine),
+            );
+            (conn, raw)
         }
     }
 }
@@ -294,6 +382,25 @@ fn engines<A: Handler, B: Handler>(
             };
             tokio::spawn(carry(a_port.receiver, b_port.sender));
             tokio::spawn(carry(b_port.receiver, a_port.sender));
+            (
+                Connection::over(a_end, a, a_config),
+                Connection::over(b_end, b, b_config),
+            )
+        }
+        // One engine reads a source that the other's sink fills: no carrier task that way.
+        // The other way, a carrier moves each frame.
+        Kind::Source | Kind::Sink => {
+            let (b_to_a, a_incoming) = mpsc::channel(8);
+            let (a_end, a_receiver) = FrameAdapter::reading(ChannelSource(a_incoming), 8);
+            let (b_end, b_sender) = FrameAdapter::writing(ChannelSink(PollSender::new(b_to_a)), 8);
+            tokio::spawn(async move {
+                let mut from = a_receiver;
+                while let Some(frame) = from.recv().await {
+                    if b_sender.send(frame).await.is_err() {
+                        break;
+                    }
+                }
+            });
             (
                 Connection::over(a_end, a, a_config),
                 Connection::over(b_end, b, b_config),

@@ -240,15 +240,13 @@ pub async fn connect_transport(
         .profile
         .map_or(target.websocket, |p| p == Profile::WebSocket);
     let shared = remote(target, options)?;
-    let (adapter, port) = frame_adapter(FRAMES);
-    let (profile, over) = if websocket {
-        (
-            Profile::WebSocket,
-            websocket::start_frames(shared, port).await?,
-        )
+    let (profile, over, adapter) = if websocket {
+        let (over, adapter) = websocket::start_frames(shared, FRAMES).await?;
+        (Profile::WebSocket, over, adapter)
     } else {
+        let (adapter, port) = frame_adapter(FRAMES);
         let over = streamable_http::start(shared, port).await?;
-        (Profile::StreamableHttp, over)
+        (Profile::StreamableHttp, over, adapter)
     };
     Ok(RemoteTransport {
         profile,

@@ -5,7 +5,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
 use futures_util::stream::SplitStream;
@@ -34,36 +34,39 @@ fn buffered(socket: Box<dyn Io>) -> Box<dyn Io> {
     Box::new(BufReader::with_capacity(CLIENT_READ_BUFFER, socket))
 }
 
-/// Opens the socket (failing here on a refused upgrade: 401, 403, 503...) and carries
-/// whole messages between it and an engine: each frame of the returned adapter is one text
-/// frame of the socket, both ways, with no line framing between. The token is cancelled once
-/// the close frame went out (or the socket failed). The engine's
+/// Opens the socket (failing here on a refused upgrade: 401, 403, 503...) and returns the
+/// adapter for an engine that carries whole messages over it: the engine reads the socket's
+/// text frames itself ([`SocketFrames`], no task or channel between), and each message it
+/// writes goes out as one text frame, with no line framing either way. The token is
+/// cancelled once the close frame went out (or the socket failed). The engine's
 /// [`max_message_size`](acp_rpc::Config::max_message_size) applies to what it reads, and
 /// the socket's own limit (`remote.max`) to every frame.
 pub(crate) async fn start_frames(
     remote: Arc<Remote>,
-    port: acp_rpc::transport::FramePort,
-) -> Result<CancellationToken, Error> {
+    capacity: usize,
+) -> Result<(CancellationToken, acp_rpc::transport::FrameAdapter), Error> {
     let ws = open_socket(&remote).await?;
-    let (sink, mut stream) = ws.split();
-    let acp_rpc::transport::FramePort { sender, receiver } = port;
-    let over = send_frames(sink, receiver);
-    tokio::spawn(async move {
-        while let Some(frame) = stream.next().await {
-            match frame {
-                Ok(Message::Text(text)) => {
-                    if sender.send(Bytes::from(text)).await.is_err() {
-                        return;
-                    }
-                }
-                Ok(Message::Close(_)) | Err(_) => return,
-                // Ping, pong and binary frames are not messages.
-                Ok(_) => {}
+    let (sink, stream) = ws.split();
+    let (adapter, outgoing) =
+        acp_rpc::transport::FrameAdapter::reading(SocketFrames(stream), capacity);
+    Ok((send_frames(sink, outgoing), adapter))
+}
+
+/// The server's text frames, for an engine to read straight off the socket: ping, pong and
+/// binary frames are not messages (tungstenite answers a ping itself); a close frame, the
+/// end of the socket or a failed read is the end of input.
+struct SocketFrames(SplitStream<WebSocketStream<Box<dyn Io>>>);
+
+impl acp_rpc::transport::FrameSource for SocketFrames {
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        loop {
+            match ready!(self.0.poll_next_unpin(cx)) {
+                Some(Ok(Message::Text(text))) => return Poll::Ready(Some(Bytes::from(text))),
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return Poll::Ready(None),
+                Some(Ok(_)) => {}
             }
         }
-        // Dropping `sender` is the end of the engine's input.
-    });
-    Ok(over)
+    }
 }
 
 /// Sends each message of `receiver` as a text frame, then the close frame once it ends;

@@ -2,9 +2,10 @@
 //! stdio agent command spawned as a child (the gateway). A child gets the client's messages
 //! as JSON lines and its stdout's lines are routed (read with acp-rpc's line framer); an
 //! agent served in process runs on acp-rpc's frame adapter
-//! ([`Server::in_process`](crate::Server::in_process)) or on one end of a memory pair
+//! ([`Server::in_process`](crate::Server::in_process)), its engine handing each message
+//! to the connection's router itself, or on one end of a memory pair
 //! ([`Server::in_process_with`](crate::Server::in_process_with)), so whole messages pass
-//! both ways with no pipe and no line framing (the agent output pumps of [`super::connection`]).
+//! both ways with no pipe and no line framing (the agent output of [`super::connection`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,11 +14,12 @@ use acp_agent::negotiate::{NegotiatedConnection, NegotiationError};
 use acp_agent::{Agent, AgentConnection};
 use acp_client::process::{AgentCommand, AgentProcess};
 use acp_rpc::transport::{
-    FrameAdapter, FramePort, FrameReceiver, FrameSender, MemoryEnd, frame_adapter, memory_pair,
+    FrameAdapter, FramePort, FrameReceiver, FrameSender, MemoryEnd, memory_pair,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::oneshot;
 
+use super::connection::{OutputSlot, RoutedOutput};
 use crate::security::Identity;
 
 /// Messages each way between the connection and an agent served on frames, not yet taken.
@@ -88,8 +90,11 @@ pub(crate) enum Input {
 pub(crate) enum Output {
     /// Lines to read (a gateway child's stdout).
     Pipe(Box<dyn AsyncRead + Send + Unpin>),
-    /// One frame per message (an in-process agent).
+    /// One frame per message (an in-process agent on a memory pair).
     Frames(FrameReceiver),
+    /// Handed to the router by the agent's own writer, once the connection is set in the
+    /// slot (an in-process agent on frames).
+    Routed(Arc<OutputSlot>),
 }
 
 /// Ends the agent when the connection ends.
@@ -163,16 +168,20 @@ impl Backend {
                 })
             }
             Backend::OnFrames(make) => {
-                let (frames, FramePort { sender, receiver }) = frame_adapter(FRAMES);
+                let slot = Arc::new(OutputSlot::default());
+                let output = RoutedOutput::new(slot.clone());
+                let (frames, sender) = FrameAdapter::writing(output, FRAMES);
                 let agent = make(frames, who);
                 Ok(Running {
-                    output: Output::Frames(receiver),
+                    output: Output::Routed(slot),
                     input: Input::Frames(sender),
                     guard: Some(Guard::InProcess(agent)),
                 })
             }
             Backend::Negotiated(make) => {
-                let (frames, FramePort { sender, receiver }) = frame_adapter(FRAMES);
+                let slot = Arc::new(OutputSlot::default());
+                let output = RoutedOutput::new(slot.clone());
+                let (frames, sender) = FrameAdapter::writing(output, FRAMES);
                 let negotiating = make(frames, who);
                 let (end, ended) = oneshot::channel::<()>();
                 tokio::spawn(async move {
@@ -191,7 +200,7 @@ impl Backend {
                     }
                 });
                 Ok(Running {
-                    output: Output::Frames(receiver),
+                    output: Output::Routed(slot),
                     input: Input::Frames(sender),
                     guard: Some(Guard::Negotiated(end)),
                 })

@@ -28,7 +28,7 @@ use crate::message::{
 use crate::observe::tap::{Direction, TapEvent};
 use crate::observe::{MessageEvent, MessageKind};
 use crate::read::codec::{LineCodec, RawFrame};
-use crate::transport::Item;
+use crate::transport::{FramesIn, Item};
 use crate::write::outgoing::Peer;
 use crate::write::state::{ClosedWatch, Shared, lock};
 
@@ -94,7 +94,7 @@ impl Reader {
 /// not parsed again (see [`Reader::on_message`]).
 pub(crate) async fn read_frames(
     mut first: Option<Item>,
-    mut incoming: mpsc::Receiver<Item>,
+    mut incoming: FramesIn,
     shared: Arc<Shared>,
     handler: Arc<dyn Handler>,
     peer: Peer,
@@ -115,7 +115,7 @@ pub(crate) async fn read_frames(
         let Some(frame) = frame else {
             break Some(CloseReason::Eof);
         };
-        let more = !incoming.is_empty();
+        let more = incoming.has_more();
         state.shared.more_input_ready.store(more, Ordering::Relaxed);
         match frame {
             Item::Text(frame) if frame.len() > max => {

@@ -1,20 +1,107 @@
 //! [`frame_adapter`]: an engine on one side, code that carries each message as one frame
-//! (a WebSocket message, an HTTP body, a server-sent event) on the other.
+//! (a WebSocket message, an HTTP body, a server-sent event) on the other. Between them a
+//! bounded channel each way, or, for a carrier the engine can drive itself, nothing: the
+//! engine polls a [`FrameSource`] for what it reads ([`FrameAdapter::reading`]) or hands
+//! what it writes to a [`FrameSink`] ([`FrameAdapter::writing`]), with no task and no
+//! channel hop per message.
+
+use std::io;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::{Halves, Inner, Item, Transport};
+use super::{FramesIn, FramesOut, Halves, Inner, Item, Transport};
 
-/// The engine's side of a [`frame_adapter`]: run a [`Connection`](crate::Connection) on it.
-#[derive(Debug)]
+/// Frames for an engine to read, from a carrier the engine polls itself (a socket's
+/// message stream): each frame one JSON-RPC message's text, without a line end.
+///
+/// The engine polls it from its reader task, one frame after the other, and handles each
+/// before asking for the next; a source that is not ready registers the waker as any poll
+/// does. Ending the input is `Ready(None)`; the engine reads nothing after it.
+pub trait FrameSource: Send + 'static {
+    /// The next frame, or `Ready(None)` at the end of input.
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>>;
+}
+
+/// Where an engine hands its frames when the carrier takes them itself (a router, a
+/// socket's sink), each one JSON-RPC message's text without a line end, in the order
+/// written.
+///
+/// The engine's writer asks [`FrameSink::poll_ready`] before each frame: `Pending` holds
+/// the writer back as a full pipe does (and
+/// [`Config::write_stall_timeout`](crate::Config::write_stall_timeout) applies), an error
+/// ends the connection's output. After the frames ready at once it calls
+/// [`FrameSink::poll_flush`], and [`FrameSink::poll_close`] when the engine ends its
+/// output; the sink is dropped when the writer ends.
+pub trait FrameSink: Send + 'static {
+    /// Whether the sink takes another frame now.
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+    /// Takes one frame; called only after [`FrameSink::poll_ready`] said it may.
+    fn send(&mut self, frame: Bytes) -> io::Result<()>;
+    /// Pushes on what the frames sent so far wait for (nothing, by default).
+    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let _ = cx;
+        Poll::Ready(Ok(()))
+    }
+    /// The engine has ended its output (nothing, by default; the sink is dropped after).
+    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let _ = cx;
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// The engine's side of a [`frame_adapter`] (or of a carrier the engine drives:
+/// [`FrameAdapter::reading`], [`FrameAdapter::writing`]): run a
+/// [`Connection`](crate::Connection) on it.
 pub struct FrameAdapter {
-    incoming: mpsc::Receiver<Item>,
-    outgoing: mpsc::Sender<Item>,
+    incoming: FramesIn,
+    outgoing: FramesOut,
     first: Option<Item>,
 }
 
+impl std::fmt::Debug for FrameAdapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let incoming = match self.incoming {
+            FramesIn::Channel(_) => "channel",
+            FramesIn::Source(_) => "source",
+        };
+        let outgoing = match self.outgoing {
+            FramesOut::Channel(_) => "channel",
+            FramesOut::Sink(_) => "sink",
+        };
+        f.debug_struct("FrameAdapter")
+            .field("incoming", &incoming)
+            .field("outgoing", &outgoing)
+            .finish_non_exhaustive()
+    }
+}
+
 impl FrameAdapter {
+    /// An engine that reads `source` itself and writes into a channel of `capacity` frames
+    /// (at least 1) that the carrier empties through the returned receiver.
+    pub fn reading(source: impl FrameSource, capacity: usize) -> (FrameAdapter, FrameReceiver) {
+        let (outgoing, from_engine) = mpsc::channel(capacity.max(1));
+        let adapter = FrameAdapter {
+            incoming: FramesIn::Source(Box::new(source)),
+            outgoing: FramesOut::Channel(outgoing),
+            first: None,
+        };
+        (adapter, FrameReceiver(from_engine))
+    }
+
+    /// An engine that hands its frames to `sink` itself and reads a channel of `capacity`
+    /// frames (at least 1) that the carrier fills through the returned sender.
+    pub fn writing(sink: impl FrameSink, capacity: usize) -> (FrameAdapter, FrameSender) {
+        let (to_engine, incoming) = mpsc::channel(capacity.max(1));
+        let adapter = FrameAdapter {
+            incoming: FramesIn::Channel(incoming),
+            outgoing: FramesOut::Sink(Box::new(sink)),
+            first: None,
+        };
+        (adapter, FrameSender(to_engine))
+    }
+
     /// Waits for the first frame the carrier hands in and shows it without taking it: the
     /// engine started on this adapter reads it first, as if never looked at. For a server
     /// that chooses how to serve a connection by its first message (the protocol version a
@@ -68,8 +155,8 @@ pub fn frame_adapter(capacity: usize) -> (FrameAdapter, FramePort) {
     let (outgoing, from_engine) = mpsc::channel(capacity);
     (
         FrameAdapter {
-            incoming,
-            outgoing,
+            incoming: FramesIn::Channel(incoming),
+            outgoing: FramesOut::Channel(outgoing),
             first: None,
         },
         FramePort {

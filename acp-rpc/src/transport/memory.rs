@@ -3,7 +3,9 @@
 
 use tokio::sync::mpsc;
 
-use super::{FramePort, FrameReceiver, FrameSender, Halves, Inner, Item, Transport};
+use super::{
+    FramePort, FrameReceiver, FrameSender, FramesIn, FramesOut, Halves, Inner, Item, Transport,
+};
 
 /// One end of an in-memory message pair (see [`memory_pair`]): what one end's engine
 /// writes, the other's reads, one message at a time.
@@ -55,8 +57,8 @@ impl MemoryEnd {
 impl Transport for MemoryEnd {
     fn into_halves(self) -> Halves {
         Halves(Inner::Frames {
-            incoming: self.incoming,
-            outgoing: self.outgoing,
+            incoming: FramesIn::Channel(self.incoming),
+            outgoing: FramesOut::Channel(self.outgoing),
             values: true,
             first: None,
         })

@@ -18,6 +18,10 @@
 //!   no JSON at all.
 //! - [`frame_adapter`]: a [`FrameAdapter`] the engine runs on and a [`FramePort`] for code
 //!   that carries frames itself (a WebSocket message or an HTTP body per JSON-RPC message).
+//!   A carrier the engine can drive plugs in without the channel on its side: the engine
+//!   polls a [`FrameSource`] for what it reads ([`FrameAdapter::reading`]: a socket's
+//!   message stream) or hands each message it writes to a [`FrameSink`]
+//!   ([`FrameAdapter::writing`]: a router), so no task and no channel hop stand between.
 //!
 //! Beside them, the byte streams the line transport runs on: [`stdio`] (this
 //! process's stdin and stdout without a hop through tokio's thread pool) and
@@ -74,7 +78,10 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
-pub use frames::{Closed, FrameAdapter, FramePort, FrameReceiver, FrameSender, frame_adapter};
+pub use frames::{
+    Closed, FrameAdapter, FramePort, FrameReceiver, FrameSender, FrameSink, FrameSource,
+    frame_adapter,
+};
 pub use memory::{MemoryEnd, memory_pair};
 
 /// What carries a connection's messages. The engine calls [`Transport::into_halves`] once,
@@ -94,10 +101,10 @@ pub(crate) enum Inner {
         reader: Pin<Box<dyn AsyncRead + Send>>,
         writer: Pin<Box<dyn AsyncWrite + Send>>,
     },
-    /// One frame per message, in bounded channels.
+    /// One frame per message, in bounded channels or straight from and to a carrier.
     Frames {
-        incoming: mpsc::Receiver<Item>,
-        outgoing: mpsc::Sender<Item>,
+        incoming: FramesIn,
+        outgoing: FramesOut,
         /// The engine may hand its messages on as values (the other end is an engine of a
         /// memory pair, or converts them to text itself).
         values: bool,
@@ -105,6 +112,46 @@ pub(crate) enum Inner {
         /// read before the others.
         first: Option<Item>,
     },
+}
+
+/// Where an engine on frames reads them: a bounded channel a carrier (or another engine)
+/// fills, or a [`FrameSource`] the engine polls itself.
+pub(crate) enum FramesIn {
+    Channel(mpsc::Receiver<Item>),
+    Source(Box<dyn FrameSource>),
+}
+
+impl FramesIn {
+    /// The next frame; `Ready(None)` at the end of input.
+    pub(crate) fn poll_recv(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Item>> {
+        match self {
+            FramesIn::Channel(rx) => rx.poll_recv(cx),
+            FramesIn::Source(source) => source.poll_frame(cx).map(|frame| frame.map(Item::Text)),
+        }
+    }
+
+    /// The next frame, waiting for it.
+    pub(crate) async fn recv(&mut self) -> Option<Item> {
+        std::future::poll_fn(|cx| self.poll_recv(cx)).await
+    }
+
+    /// Whether another frame is known to be ready now (a source cannot tell: `false`).
+    pub(crate) fn has_more(&self) -> bool {
+        match self {
+            FramesIn::Channel(rx) => !rx.is_empty(),
+            FramesIn::Source(_) => false,
+        }
+    }
+}
+
+/// Where an engine on frames writes them: a bounded channel a carrier (or another engine)
+/// empties, or a [`FrameSink`] the engine's writer hands each frame to itself.
+pub(crate) enum FramesOut {
+    Channel(mpsc::Sender<Item>),
+    Sink(Box<dyn FrameSink>),
 }
 
 /// One message in a frame channel: its text, or (between the engines of a memory pair) the

@@ -19,7 +19,7 @@ use crate::message::{
 };
 use crate::observe::MessageKind;
 use crate::observe::tap::{Direction, TapEvent};
-use crate::transport::Item;
+use crate::transport::{FrameSink, FramesOut, Item};
 use crate::write::queued::Outgoing;
 use crate::write::reply::ReplyBody;
 
@@ -35,25 +35,39 @@ const KEEP_CAPACITY: usize = 4 * 1024 * 1024;
 /// message itself where it was not written as text).
 pub(crate) enum Sink {
     Bytes(Pin<Box<dyn AsyncWrite + Send>>),
-    Frames { tx: PollSender<Item>, values: bool },
+    Frames { tx: FrameOut, values: bool },
+}
+
+/// A frame sink's own carrier: a channel, or a [`FrameSink`] taking each frame itself.
+pub(crate) enum FrameOut {
+    Channel(PollSender<Item>),
+    Sink(Box<dyn FrameSink>),
 }
 
 impl Sink {
-    pub(crate) fn frames(tx: mpsc::Sender<Item>, values: bool) -> Sink {
-        Sink::Frames {
-            tx: PollSender::new(tx),
-            values,
-        }
+    pub(crate) fn frames(out: FramesOut, values: bool) -> Sink {
+        let tx = match out {
+            FramesOut::Channel(tx) => FrameOut::Channel(PollSender::new(tx)),
+            FramesOut::Sink(sink) => FrameOut::Sink(sink),
+        };
+        Sink::Frames { tx, values }
     }
 
     /// Ends the output: the peer sees the end of the stream.
     pub(crate) fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
             Sink::Bytes(w) => w.as_mut().poll_shutdown(cx),
-            Sink::Frames { tx, .. } => {
+            Sink::Frames {
+                tx: FrameOut::Channel(tx),
+                ..
+            } => {
                 tx.close();
                 Poll::Ready(Ok(()))
             }
+            Sink::Frames {
+                tx: FrameOut::Sink(sink),
+                ..
+            } => sink.poll_close(cx),
         }
     }
 }
@@ -138,7 +152,29 @@ impl WriteSide {
     pub(crate) fn poll_write_all(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let transport = match &mut self.transport {
             None => return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
-            Some(Sink::Frames { tx, .. }) => {
+            Some(Sink::Frames {
+                tx: FrameOut::Sink(sink),
+                ..
+            }) => {
+                // One frame per message, each when the sink says it takes one: a sink that
+                // takes nothing stalls the writer here, as a full pipe does.
+                while !self.frames.is_empty() {
+                    ready!(sink.poll_ready(cx))?;
+                    let frame = self.frames.pop_front().expect("checked above");
+                    sink.send(frame.into_text())?;
+                    self.progress += 1;
+                    self.unflushed = true;
+                }
+                if self.unflushed {
+                    ready!(sink.poll_flush(cx))?;
+                    self.unflushed = false;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            Some(Sink::Frames {
+                tx: FrameOut::Channel(tx),
+                ..
+            }) => {
                 // One frame per message; the channel's bound is the pipe's: a peer that
                 // takes nothing stalls the writer here.
                 while let Some(frame) = self.frames.pop_front() {

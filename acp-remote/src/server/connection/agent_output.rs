@@ -1,6 +1,8 @@
 //! The agent's output on its way to the router, one message at a time: read from a gateway
 //! child's stdout through acp-rpc's bounded [`LineCodec`] (as a client over stdio reads an
-//! agent), or taken whole from an agent served in process (its frames).
+//! agent), taken whole from an agent served in process on a memory pair (its frames), or
+//! handed over by the writer of an agent served on frames itself ([`RoutedOutput`], with no
+//! task and no channel between the agent's engine and the router).
 //!
 //! A line that is not UTF-8 is skipped and the connection goes on. A message over the limit
 //! (a line is not assembled) ends the connection ([`Conn::fail`]): the client's requests
@@ -11,10 +13,16 @@
 //! ([`Conn::room_for_more`]). An in-process agent's messages are acp-rpc's output, so
 //! routing may trust their shape ([`Conn::route`]'s `trusted`).
 
-use std::sync::Arc;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock, Weak};
+use std::task::{Context, Poll, ready};
 
 use acp_rpc::{Frame, LineCodec};
+use bytes::Bytes;
 use futures_util::StreamExt;
+use futures_util::task::AtomicWaker;
 use tokio::io::AsyncRead;
 use tokio_util::codec::FramedRead;
 
@@ -85,6 +93,116 @@ pub(crate) fn pump_frames(conn: Arc<Conn>, mut frames: acp_rpc::transport::Frame
     });
 }
 
+/// Where an in-process agent's engine hands its messages: straight to the router of the
+/// connection it serves (once the connection is made, [`OutputSlot::attach`]), as
+/// [`pump_frames`] does from a channel. The agent is held back while its client has not
+/// taken [`Limits::max_buffered_bytes`](crate::Limits::max_buffered_bytes) of output; a
+/// message over the limit ends the connection; the agent ending its output, or its
+/// writer ending, closes the connection.
+pub(crate) struct RoutedOutput {
+    slot: Arc<OutputSlot>,
+    /// The wait for the client to take some output, while the connection has no room.
+    waiting: Option<Pin<Box<dyn Future<Output = bool> + Send>>>,
+}
+
+/// The connection a [`RoutedOutput`] routes to, set when the connection starts.
+#[derive(Default)]
+pub(crate) struct OutputSlot {
+    conn: OnceLock<Weak<Conn>>,
+    /// The agent's writer, when it wrote before the connection was set.
+    waker: AtomicWaker,
+}
+
+impl OutputSlot {
+    /// Routes the agent's output to `conn` from now on.
+    pub(crate) fn attach(&self, conn: &Arc<Conn>) {
+        let _ = self.conn.set(Arc::downgrade(conn));
+        self.waker.wake();
+    }
+}
+
+impl RoutedOutput {
+    pub(crate) fn new(slot: Arc<OutputSlot>) -> Self {
+        RoutedOutput {
+            slot,
+            waiting: None,
+        }
+    }
+
+    /// The connection, `Pending` until it is set, an error once it is gone.
+    fn poll_conn(&self, cx: &mut Context<'_>) -> Poll<io::Result<Arc<Conn>>> {
+        let conn = match self.slot.conn.get() {
+            Some(conn) => conn,
+            None => {
+                self.slot.waker.register(cx.waker());
+                match self.slot.conn.get() {
+                    Some(conn) => conn,
+                    None => return Poll::Pending,
+                }
+            }
+        };
+        match conn.upgrade() {
+            Some(conn) if !conn.closed.is_cancelled() => Poll::Ready(Ok(conn)),
+            _ => Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
+        }
+    }
+}
+
+impl acp_rpc::transport::FrameSink for RoutedOutput {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let conn = ready!(self.poll_conn(cx))?;
+        if self.waiting.is_none() {
+            if conn.has_room() {
+                return Poll::Ready(Ok(()));
+            }
+            self.waiting = Some(Box::pin(async move { conn.room_for_more().await }));
+        }
+        let waiting = self.waiting.as_mut().expect("set above");
+        let room = ready!(waiting.as_mut().poll(cx));
+        self.waiting = None;
+        match room {
+            true => Poll::Ready(Ok(())),
+            false => Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
+        }
+    }
+
+    fn send(&mut self, frame: Bytes) -> io::Result<()> {
+        let conn = self
+            .slot
+            .conn
+            .get()
+            .and_then(Weak::upgrade)
+            .ok_or(io::ErrorKind::BrokenPipe)?;
+        let frame = match frame.len() > conn.limits.max_message_bytes {
+            true => Frame::Oversized { len: frame.len() },
+            // The engine's output: text already, routed as it is, not copied.
+            false => Frame::Line(frame),
+        };
+        take(&conn, frame, true);
+        Ok(())
+    }
+
+    fn poll_close(&mut self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.end();
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl RoutedOutput {
+    /// The agent's output has ended: so has the connection.
+    fn end(&self) {
+        if let Some(conn) = self.slot.conn.get().and_then(Weak::upgrade) {
+            conn.close("the agent's output ended");
+        }
+    }
+}
+
+impl Drop for RoutedOutput {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
 /// Routes one frame of the agent's output; `true` when it was a line (routed).
 fn take(conn: &Conn, frame: Frame, trusted: bool) -> bool {
     let max = conn.limits.max_message_bytes;
@@ -123,21 +241,71 @@ impl Drop for CloseOnDrop {
 mod tests {
     use std::time::Duration;
 
-    use acp_rpc::transport::FramePort;
+    use acp_rpc::transport::{FramePort, FrameSink};
 
     use super::*;
     use crate::security::Limits;
-    use crate::server::connection::tests::over_frames;
+    use crate::server::connection::tests::{over_frames, routed};
+
+    /// How the agent's output reaches the router.
+    #[derive(Clone, Copy, Debug)]
+    enum Kind {
+        /// Through a channel and [`pump_frames`].
+        Pumped,
+        /// Handed over by the agent's writer ([`RoutedOutput`]).
+        Routed,
+    }
+
+    const KINDS: [Kind; 2] = [Kind::Pumped, Kind::Routed];
+
+    /// The agent's side, driven by hand: what its engine would write.
+    enum Agent {
+        Pumped(FramePort),
+        /// The output, and the agent's input (read by no engine, held open).
+        Routed {
+            output: RoutedOutput,
+            _input: Option<acp_rpc::transport::FrameAdapter>,
+        },
+    }
+
+    impl Agent {
+        /// Writes one message as the agent's engine would: waiting while it is held back.
+        async fn send(&mut self, text: String) -> Result<(), String> {
+            match self {
+                Agent::Pumped(port) => port.sender.send(text).await.map_err(|e| e.to_string()),
+                Agent::Routed { output, .. } => {
+                    std::future::poll_fn(|cx| output.poll_ready(cx))
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    output.send(Bytes::from(text)).map_err(|e| e.to_string())
+                }
+            }
+        }
+    }
 
     /// A connection whose agent's messages the test sends by hand, holding `buffered` bytes
     /// before the agent is held back.
-    fn connection(buffered: usize) -> (Arc<Conn>, FramePort) {
-        over_frames(Limits {
+    fn connection(kind: Kind, buffered: usize) -> (Arc<Conn>, Agent) {
+        let limits = Limits {
             max_buffered_bytes: buffered,
             max_message_bytes: 256,
             max_output_stall: Duration::from_secs(5),
             ..Limits::default()
-        })
+        };
+        match kind {
+            Kind::Pumped => {
+                let (conn, port) = over_frames(limits);
+                (conn, Agent::Pumped(port))
+            }
+            Kind::Routed => {
+                let (conn, output, input) = routed(limits);
+                let agent = Agent::Routed {
+                    output,
+                    _input: Some(input),
+                };
+                (conn, agent)
+            }
+        }
     }
 
     fn note(method: &str) -> String {
@@ -151,13 +319,15 @@ mod tests {
 
     #[tokio::test]
     async fn the_agents_messages_are_routed_whole_and_in_order() {
-        let (conn, agent) = connection(1 << 20);
-        let generation = conn.main.attach();
-        for method in ["a", "b", "c"] {
-            agent.sender.send(note(method)).await.unwrap();
-        }
-        for method in ["a", "b", "c"] {
-            assert_eq!(next(&conn, generation).await, note(method));
+        for kind in KINDS {
+            let (conn, mut agent) = connection(kind, 1 << 20);
+            let generation = conn.main.attach();
+            for method in ["a", "b", "c"] {
+                agent.send(note(method)).await.unwrap();
+            }
+            for method in ["a", "b", "c"] {
+                assert_eq!(next(&conn, generation).await, note(method), "{kind:?}");
+            }
         }
     }
 
@@ -165,58 +335,94 @@ mod tests {
     /// an error naming the limit, then the stream ends (what follows is not routed).
     #[tokio::test]
     async fn a_message_over_the_limit_answers_what_waits_with_an_error_and_ends_the_connection() {
-        let (conn, agent) = connection(1 << 20);
-        let generation = conn.main.attach();
-        let request = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "x/y"});
-        conn.forward_to_agent(request, None).await.unwrap();
-        let long = format!(
-            r#"{{"jsonrpc":"2.0","id":7,"result":"{}"}}"#,
-            "y".repeat(300)
-        );
-        agent.sender.send(long).await.unwrap();
-        let _ = agent.sender.send(note("after")).await;
-        let answer: serde_json::Value =
-            serde_json::from_str(&next(&conn, generation).await).unwrap();
-        assert_eq!(answer["id"], 7);
-        let message = answer["error"]["message"].as_str().unwrap();
-        assert!(
-            message.contains("over this server's limit of 256"),
-            "{message}"
-        );
-        assert!(
-            conn.main.next(generation).await.is_none(),
-            "the stream ends"
-        );
-        assert!(conn.closed.is_cancelled());
+        for kind in KINDS {
+            let (conn, mut agent) = connection(kind, 1 << 20);
+            let generation = conn.main.attach();
+            let request = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "x/y"});
+            conn.forward_to_agent(request, None).await.unwrap();
+            let long = format!(
+                r#"{{"jsonrpc":"2.0","id":7,"result":"{}"}}"#,
+                "y".repeat(300)
+            );
+            agent.send(long).await.unwrap();
+            let after = agent.send(note("after")).await;
+            if let Kind::Routed = kind {
+                assert!(after.is_err(), "the agent learns its output has ended");
+            }
+            let answer: serde_json::Value =
+                serde_json::from_str(&next(&conn, generation).await).unwrap();
+            assert_eq!(answer["id"], 7, "{kind:?}");
+            let message = answer["error"]["message"].as_str().unwrap();
+            assert!(
+                message.contains("over this server's limit of 256"),
+                "{kind:?}: {message}"
+            );
+            assert!(
+                conn.main.next(generation).await.is_none(),
+                "{kind:?}: the stream ends"
+            );
+            assert!(conn.closed.is_cancelled(), "{kind:?}");
+        }
     }
 
     #[tokio::test]
     async fn the_agent_is_held_back_while_its_client_takes_nothing() {
-        let line = note("tick");
-        // Room for one message: the second fills it.
-        let (conn, agent) = connection(line.len() + 1);
-        let sent = tokio::spawn(async move {
+        for kind in KINDS {
+            let line = note("tick");
+            // Room for one message: the second fills it.
+            let (conn, mut agent) = connection(kind, line.len() + 1);
+            let sent = tokio::spawn(async move {
+                for _ in 0..300 {
+                    agent.send(note("tick")).await.unwrap();
+                }
+                agent
+            });
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            assert!(
+                !sent.is_finished(),
+                "{kind:?}: held back: the router stopped taking"
+            );
+            let generation = conn.main.attach();
             for _ in 0..300 {
-                agent.sender.send(note("tick")).await.unwrap();
+                assert_eq!(next(&conn, generation).await, line, "{kind:?}");
             }
-            agent
-        });
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        assert!(!sent.is_finished(), "held back: the pump stopped taking");
-        let generation = conn.main.attach();
-        for _ in 0..300 {
-            assert_eq!(next(&conn, generation).await, line);
+            let _agent = sent.await.unwrap();
+            assert!(!conn.closed.is_cancelled(), "{kind:?}");
         }
-        let _agent = sent.await.unwrap();
-        assert!(!conn.closed.is_cancelled());
     }
 
     #[tokio::test]
     async fn the_end_of_the_agents_output_ends_the_connection() {
-        let (conn, agent) = connection(1 << 20);
-        drop(agent);
-        tokio::time::timeout(Duration::from_secs(5), conn.closed.cancelled())
+        for kind in KINDS {
+            let (conn, agent) = connection(kind, 1 << 20);
+            drop(agent);
+            tokio::time::timeout(Duration::from_secs(5), conn.closed.cancelled())
+                .await
+                .unwrap_or_else(|_| panic!("{kind:?}: closed"));
+        }
+    }
+
+    /// An agent that writes before its connection is set waits for it, then is routed.
+    #[tokio::test]
+    async fn output_written_before_the_connection_is_set_waits_for_it() {
+        let slot = Arc::new(OutputSlot::default());
+        let mut agent = Agent::Routed {
+            output: RoutedOutput::new(slot.clone()),
+            _input: None,
+        };
+        let sent = tokio::spawn(async move {
+            agent.send(note("early")).await.unwrap();
+            agent
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!sent.is_finished(), "no connection to route to yet");
+        let (conn, _unused, _input) = routed(Limits::default());
+        slot.attach(&conn);
+        let generation = conn.main.attach();
+        let _agent = tokio::time::timeout(Duration::from_secs(5), sent)
             .await
-            .expect("closed");
+            .expect("routed once the connection is set")
+            .unwrap();
+        assert_eq!(next(&conn, generation).await, note("early"));
     }
 }

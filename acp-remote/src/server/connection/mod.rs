@@ -34,6 +34,7 @@ mod to_agent;
 mod to_client;
 
 use agent_output::CloseOnDrop;
+pub(crate) use agent_output::{OutputSlot, RoutedOutput};
 
 /// JSON-RPC code of a refusal by the transport (a limit reached).
 pub(crate) const LIMIT_CODE: i64 = -32000;
@@ -212,6 +213,7 @@ impl Conn {
         match agent.output {
             Output::Pipe(output) => agent_output::pump_from_pipe(conn.clone(), output),
             Output::Frames(frames) => agent_output::pump_frames(conn.clone(), frames),
+            Output::Routed(slot) => slot.attach(&conn),
         }
         conn
     }

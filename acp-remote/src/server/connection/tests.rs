@@ -23,6 +23,49 @@ pub(crate) fn over_frames(limits: Limits) -> (Arc<Conn>, acp_rpc::transport::Fra
     (conn, theirs.into_port())
 }
 
+/// A connection (not a WebSocket, no observer) whose agent's output is the returned
+/// [`RoutedOutput`], for a test to write to as the agent's engine would; the agent's input
+/// goes to the returned adapter, which no engine reads (the test holds it).
+pub(crate) fn routed(
+    limits: Limits,
+) -> (
+    Arc<Conn>,
+    super::RoutedOutput,
+    acp_rpc::transport::FrameAdapter,
+) {
+    let slot = Arc::new(super::OutputSlot::default());
+    let output = super::RoutedOutput::new(slot.clone());
+    let (input, sender) = acp_rpc::transport::FrameAdapter::writing(Closing, 64);
+    let agent = Running {
+        output: Output::Routed(slot),
+        input: Input::Frames(sender),
+        guard: None,
+    };
+    let observers = Observers {
+        metrics: None,
+        other: None,
+    };
+    let identity = Identity("t".into());
+    let conn = Conn::start("c".into(), identity, false, agent, limits.into(), observers);
+    (conn, output, input)
+}
+
+/// A sink that takes nothing (the adapter it is in is never run by an engine).
+struct Closing;
+
+impl acp_rpc::transport::FrameSink for Closing {
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()))
+    }
+
+    fn send(&mut self, _frame: Bytes) -> std::io::Result<()> {
+        Err(std::io::ErrorKind::BrokenPipe.into())
+    }
+}
+
 /// A connection whose agent reads everything and answers nothing.
 fn silent() -> (Arc<Conn>, acp_rpc::transport::FramePort) {
     // No message rate limit here (tests/bad_input/ covers it): the tests send
