@@ -36,14 +36,17 @@ enum Kind {
     Source,
     /// Frames the engine hands to a [`FrameSink`] itself.
     Sink,
+    /// Both: the engine drives the carrier's source and sink.
+    Driven,
 }
 
-const ALL: [Kind; 5] = [
+const ALL: [Kind; 6] = [
     Kind::Lines,
     Kind::Memory,
     Kind::Frames,
     Kind::Source,
     Kind::Sink,
+    Kind::Driven,
 ];
 
 /// A carrier's frames from a channel, for the engine to poll.
@@ -181,6 +184,18 @@ fn start<H: Handler>(kind: Kind, handler: H, config: Config, capacity: usize) ->
             let raw = Raw::Frames(
                 Some(ToEngine::Channel(to_engine)),
                 FromEngine::Port(receiver),
+            );
+            (conn, raw)
+        }
+        Kind::Driven => {
+            let (to_engine, incoming) = mpsc::channel(capacity);
+            let (outgoing, from_engine) = mpsc::channel(capacity);
+            let sink = ChannelSink(PollSender::new(outgoing));
+            let adapter = FrameAdapter::driven(ChannelSource(incoming), sink);
+            let conn = Connection::over(adapter, handler, config);
+            let raw = Raw::Frames(
+                Some(ToEngine::Channel(to_engine)),
+                FromEngine::Channel(from_engine),
             );
             (conn, raw)
         }
@@ -382,6 +397,23 @@ fn engines<A: Handler, B: Handler>(
             };
             tokio::spawn(carry(a_port.receiver, b_port.sender));
             tokio::spawn(carry(b_port.receiver, a_port.sender));
+            (
+                Connection::over(a_end, a, a_config),
+                Connection::over(b_end, b, b_config),
+            )
+        }
+        // Both engines drive the carrier: each one's sink fills the other's source.
+        Kind::Driven => {
+            let (a_to_b, b_incoming) = mpsc::channel(8);
+            let (b_to_a, a_incoming) = mpsc::channel(8);
+            let a_end = FrameAdapter::driven(
+                ChannelSource(a_incoming),
+                ChannelSink(PollSender::new(a_to_b)),
+            );
+            let b_end = FrameAdapter::driven(
+                ChannelSource(b_incoming),
+                ChannelSink(PollSender::new(b_to_a)),
+            );
             (
                 Connection::over(a_end, a, a_config),
                 Connection::over(b_end, b, b_config),

@@ -241,7 +241,7 @@ pub async fn connect_transport(
         .map_or(target.websocket, |p| p == Profile::WebSocket);
     let shared = remote(target, options)?;
     let (profile, over, adapter) = if websocket {
-        let (over, adapter) = websocket::start_frames(shared, FRAMES).await?;
+        let (over, adapter) = websocket::start_frames(shared).await?;
         (Profile::WebSocket, over, adapter)
     } else {
         let (over, adapter) = streamable_http::start(shared, FRAMES).await?;

@@ -36,20 +36,23 @@ fn buffered(socket: Box<dyn Io>) -> Box<dyn Io> {
 
 /// Opens the socket (failing here on a refused upgrade: 401, 403, 503...) and returns the
 /// adapter for an engine that carries whole messages over it: the engine reads the socket's
-/// text frames itself ([`SocketFrames`], no task or channel between), and each message it
-/// writes goes out as one text frame, with no line framing either way. The token is
-/// cancelled once the close frame went out (or the socket failed). The engine's
-/// [`max_message_size`](acp_rpc::Config::max_message_size) applies to what it reads, and
-/// the socket's own limit (`remote.max`) to every frame.
+/// text frames ([`SocketFrames`]) and writes each of its messages as one text frame
+/// ([`SocketSink`]) itself, with no task or channel between and no line framing either way.
+/// The token is cancelled once the close frame went out (or the engine's output ended
+/// otherwise). The engine's [`max_message_size`](acp_rpc::Config::max_message_size)
+/// applies to what it reads, and the socket's own limit (`remote.max`) to every frame.
 pub(crate) async fn start_frames(
     remote: Arc<Remote>,
-    capacity: usize,
 ) -> Result<(CancellationToken, acp_rpc::transport::FrameAdapter), Error> {
     let ws = open_socket(&remote).await?;
     let (sink, stream) = ws.split();
-    let (adapter, outgoing) =
-        acp_rpc::transport::FrameAdapter::reading(SocketFrames(stream), capacity);
-    Ok((send_frames(sink, outgoing), adapter))
+    let over = CancellationToken::new();
+    let sink = SocketSink {
+        sink,
+        over: Some(over.clone().drop_guard()),
+    };
+    let adapter = acp_rpc::transport::FrameAdapter::driven(SocketFrames(stream), sink);
+    Ok((over, adapter))
 }
 
 /// The server's text frames, for an engine to read straight off the socket: ping, pong and
@@ -66,6 +69,52 @@ impl acp_rpc::transport::FrameSource for SocketFrames {
                 Some(Ok(_)) => {}
             }
         }
+    }
+}
+
+/// The engine's messages, each one text frame of the socket, flushed once per burst (the
+/// frames its writer has ready at once); the end of its output sends the close frame.
+/// Dropping the sink (the engine's writer ended) cancels the connection's token.
+struct SocketSink {
+    sink: futures_util::stream::SplitSink<WebSocketStream<Box<dyn Io>>, Message>,
+    over: Option<tokio_util::sync::DropGuard>,
+}
+
+/// A socket error as the engine's writer reports it.
+fn io_error(error: tungstenite::Error) -> std::io::Error {
+    match error {
+        tungstenite::Error::Io(error) => error,
+        other => std::io::Error::new(std::io::ErrorKind::BrokenPipe, other),
+    }
+}
+
+impl acp_rpc::transport::FrameSink for SocketSink {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.sink.poll_ready_unpin(cx).map_err(io_error)
+    }
+
+    fn send(&mut self, frame: Bytes) -> std::io::Result<()> {
+        // A text frame carries UTF-8 only: anything else (raw bytes sent on purpose, as a
+        // bad-input check does) cannot go out as a message and is dropped, as over a line
+        // transport the peer would skip it.
+        let Ok(text) = tungstenite::Utf8Bytes::try_from(frame) else {
+            tracing::debug!("a message that is not UTF-8 was not sent over the WebSocket");
+            return Ok(());
+        };
+        self.sink
+            .start_send_unpin(Message::Text(text))
+            .map_err(io_error)
+    }
+
+    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.sink.poll_flush_unpin(cx).map_err(io_error)
+    }
+
+    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        // The close frame, then the socket's end; a socket already gone is closed enough.
+        let closed = ready!(self.sink.poll_close_unpin(cx));
+        self.over.take();
+        Poll::Ready(closed.or(Ok(())))
     }
 }
 
@@ -235,6 +284,8 @@ impl AsyncRead for FrameLines {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use tokio::io::{AsyncReadExt, BufReader, DuplexStream};
     use tokio_tungstenite::tungstenite::protocol::Role;
 
@@ -352,6 +403,77 @@ mod tests {
         // About 130 KiB: two reads of the buffer and the end.
         let reads = reads.load(std::sync::atomic::Ordering::Relaxed);
         assert!(reads <= 8, "{reads} reads of the socket for {count} frames");
+    }
+
+    /// An engine driving the socket itself: its messages go out as text frames, the
+    /// server's text frames reach its handler, and closing it sends the close frame and
+    /// cancels the token.
+    #[tokio::test]
+    async fn an_engine_drives_the_socket_both_ways_and_closes_it() {
+        use std::sync::Mutex;
+
+        #[derive(Clone, Default)]
+        struct Seen(Arc<Mutex<Vec<String>>>);
+
+        #[acp_rpc::async_trait]
+        impl acp_rpc::Handler for Seen {
+            async fn handle_notification(
+                &self,
+                _cx: acp_rpc::NotificationContext,
+                method: &str,
+                _params: acp_rpc::Params,
+            ) -> Result<(), acp_rpc::Error> {
+                self.0.lock().unwrap().push(method.to_owned());
+                Ok(())
+            }
+        }
+
+        let (server, client) = tokio::io::duplex(1 << 16);
+        let mut server = WebSocketStream::from_raw_socket(server, Role::Server, None).await;
+        let client: Box<dyn Io> = Box::new(client);
+        let client = WebSocketStream::from_raw_socket(client, Role::Client, None).await;
+        let (sink, stream) = client.split();
+        let over = CancellationToken::new();
+        let sink = SocketSink {
+            sink,
+            over: Some(over.clone().drop_guard()),
+        };
+        let adapter = acp_rpc::transport::FrameAdapter::driven(SocketFrames(stream), sink);
+        let seen = Seen::default();
+        let conn = acp_rpc::Connection::over(adapter, seen.clone(), acp_rpc::Config::default());
+
+        conn.peer().notify("up", &1).await.unwrap();
+        let Some(Ok(Message::Text(text))) = server.next().await else {
+            panic!("a text frame")
+        };
+        assert_eq!(
+            text.as_str(),
+            r#"{"jsonrpc":"2.0","method":"up","params":1}"#
+        );
+
+        server
+            .send(Message::text(r#"{"jsonrpc":"2.0","method":"down"}"#))
+            .await
+            .unwrap();
+        let wait = Duration::from_secs(5);
+        tokio::time::timeout(wait, async {
+            while seen.0.lock().unwrap().is_empty() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the server's message reached the handler");
+        assert_eq!(*seen.0.lock().unwrap(), ["down"]);
+
+        conn.close();
+        let closing = tokio::time::timeout(wait, server.next()).await.unwrap();
+        assert!(
+            matches!(closing, Some(Ok(Message::Close(_)))),
+            "{closing:?}"
+        );
+        tokio::time::timeout(wait, over.cancelled())
+            .await
+            .expect("the token is cancelled once the close went out");
     }
 
     #[tokio::test]

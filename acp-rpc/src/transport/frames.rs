@@ -1,9 +1,9 @@
 //! [`frame_adapter`]: an engine on one side, code that carries each message as one frame
 //! (a WebSocket message, an HTTP body, a server-sent event) on the other. Between them a
 //! bounded channel each way, or, for a carrier the engine can drive itself, nothing: the
-//! engine polls a [`FrameSource`] for what it reads ([`FrameAdapter::reading`]) or hands
-//! what it writes to a [`FrameSink`] ([`FrameAdapter::writing`]), with no task and no
-//! channel hop per message.
+//! engine polls a [`FrameSource`] for what it reads ([`FrameAdapter::reading`]), hands what
+//! it writes to a [`FrameSink`] ([`FrameAdapter::writing`]), or both
+//! ([`FrameAdapter::driven`]), with no task and no channel hop per message.
 
 use std::io;
 use std::task::{Context, Poll};
@@ -100,6 +100,16 @@ impl FrameAdapter {
             first: None,
         };
         (adapter, FrameSender(to_engine))
+    }
+
+    /// An engine that reads `source` and hands its frames to `sink` itself: no channel and no
+    /// task of the carrier's either way (a socket whose stream and sink the engine drives).
+    pub fn driven(source: impl FrameSource, sink: impl FrameSink) -> FrameAdapter {
+        FrameAdapter {
+            incoming: FramesIn::Source(Box::new(source)),
+            outgoing: FramesOut::Sink(Box::new(sink)),
+            first: None,
+        }
     }
 
     /// Waits for the first frame the carrier hands in and shows it without taking it: the
