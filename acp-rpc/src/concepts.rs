@@ -27,9 +27,12 @@
 //! **Every guarantee on this page holds on every transport**: the message size limit (a
 //! frame over it is answered and skipped like an over-long line), the ordering, the
 //! observer (told of each line and each message once, in the same words), backpressure
-//! and the write stall timeout (the frame channels are bounded like a pipe), and the end
-//! of input (the other side dropping its sender is EOF). `tests/transport_conformance.rs`
-//! runs the same checks on all three. One exception, by design: a notification one engine
+//! and the write stall timeout (the frame channels are bounded like a pipe, and a
+//! [`FrameSink`](crate::transport::FrameSink) the engine writes to holds it back the same
+//! way), and the end of input (the other side dropping its sender, or a
+//! [`FrameSource`](crate::transport::FrameSource) ending, is EOF).
+//! `tests/transport_conformance.rs` runs the same checks on all three, the frame adapter
+//! with channels and with a carrier the engine drives itself. One exception, by design: a notification one engine
 //! hands another in the same process as a value
 //! ([`Peer::notify_value`](crate::Peer::notify_value) over a memory pair) is not measured
 //! against the size limit, as it is never read from anywhere; it is written as text, and

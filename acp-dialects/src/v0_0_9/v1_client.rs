@@ -2,7 +2,6 @@
 //! skeleton of [`crate::translate`]. [`Conversation`] is what its two ends share: the
 //! implicit session, the running turn and the tool call ids the translation handed out.
 
-use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -234,18 +233,8 @@ impl V1Agent {
 type ZeroNineEditor = LegacyEnd<Conversation, AgentHandle>;
 
 impl ZeroNineEditor {
-    /// Shows `update` to the user's v1 client. Not an `async fn`: the update is handed to
-    /// the engine at the call, so the future each streamed chunk's handler boxes holds the
-    /// queued message, not the update beside it.
-    fn update(
-        &self,
-        method: &str,
-        update: v1::SessionUpdate,
-    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        let shown = self
-            .session(method)
-            .map(|session| show(&self.v1, session, update));
-        async move { shown?.await }
+    async fn update(&self, method: &str, update: v1::SessionUpdate) -> Result<(), Error> {
+        show(&self.v1, self.session(method)?, update).await
     }
 
     /// The v1 tool call a 0.0.9 one stands for, as first shown.

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use acp_client::{Client, ClientConnection, Config};
-use acp_rpc::transport::memory_pair;
+use acp_rpc::transport::{frame_adapter, memory_pair};
 use bytes::Bytes;
 use hyper::HeaderMap;
 use hyper::header::{HeaderValue, SET_COOKIE};
@@ -181,7 +181,7 @@ pub async fn connect(url: &str, options: &ConnectOptions) -> Result<RemoteLink, 
             (over, LinkReader(Lines::Frames(frames)))
         }
         Profile::StreamableHttp => {
-            let over = streamable_http::start_on_port(shared, carrier).await?;
+            let over = streamable_http::start(shared, carrier).await?;
             let lines = pipe::PortLines::new(app.receiver);
             (over, LinkReader(Lines::Port(lines)))
         }
@@ -244,7 +244,8 @@ pub async fn connect_transport(
         let (over, adapter) = websocket::start_frames(shared).await?;
         (Profile::WebSocket, over, adapter)
     } else {
-        let (over, adapter) = streamable_http::start(shared, FRAMES).await?;
+        let (adapter, port) = frame_adapter(FRAMES);
+        let over = streamable_http::start(shared, port).await?;
         (Profile::StreamableHttp, over, adapter)
     };
     Ok(RemoteTransport {

@@ -19,7 +19,6 @@
 //!   but still in flight on the other socket are delivered first.
 
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -74,55 +73,20 @@ struct Link {
     stop: CancellationToken,
 }
 
-/// Checks the server is reachable, then starts the POST loop and returns the adapter for an
-/// engine on the link: each message the engine writes is POSTed, and the engine reads the
-/// agent's messages from every stream itself, in the order they arrived ([`Inbound`]), with
-/// no task between. The token is cancelled once the connection is over (the goodbye
-/// `DELETE` sent or given up on, or the server gone).
+/// Checks the server is reachable, then starts the POST loop: each message of the port's
+/// receiver is POSTed, each message of the agent's streams goes to its sender. The token is
+/// cancelled once the connection is over (the goodbye `DELETE` sent or given up on, or the
+/// server gone).
 pub(crate) async fn start(
-    remote: Arc<Remote>,
-    capacity: usize,
-) -> Result<(CancellationToken, acp_rpc::transport::FrameAdapter), Error> {
-    let (link, sender, inbound) = link(remote).await?;
-    let (adapter, from_engine) = acp_rpc::transport::FrameAdapter::reading(inbound, capacity);
-    let over = link.stop.clone();
-    tokio::spawn(posts(link, sender, from_engine));
-    Ok((over, adapter))
-}
-
-/// [`start`] for a port driven by hand (a [`RemoteLink`](super::RemoteLink)'s lines): each
-/// message of the port's receiver is POSTed, each message of the agent's streams goes to its
-/// sender.
-pub(crate) async fn start_on_port(
     remote: Arc<Remote>,
     port: acp_rpc::transport::FramePort,
 ) -> Result<CancellationToken, Error> {
-    let (link, sender, mut inbound) = link(remote).await?;
-    let acp_rpc::transport::FramePort {
-        sender: to_app,
-        receiver: from_app,
-    } = port;
-    tokio::spawn(async move {
-        use acp_rpc::transport::FrameSource;
-        while let Some(message) = std::future::poll_fn(|cx| inbound.poll_frame(cx)).await {
-            if to_app.send(message).await.is_err() {
-                break;
-            }
-        }
-        // Dropping `to_app` is the end of the application's input.
-    });
-    let over = link.stop.clone();
-    tokio::spawn(posts(link, sender, from_app));
-    Ok(over)
-}
-
-/// Checks the server is reachable: the link's state, its first HTTP connection and where
-/// its streams deliver.
-async fn link(
-    remote: Arc<Remote>,
-) -> Result<(Arc<Link>, SendRequest<Full<Bytes>>, Inbound), Error> {
     let sender = open(&remote).await?;
-    let (inbound, rx) = mpsc::channel::<Bytes>(64);
+    let acp_rpc::transport::FramePort {
+        sender: to_engine,
+        receiver: from_engine,
+    } = port;
+    let (inbound, mut rx) = mpsc::channel::<Bytes>(64);
     let link = Arc::new(Link {
         remote,
         connection: Mutex::new(None),
@@ -134,28 +98,26 @@ async fn link(
         inbound,
         stop: CancellationToken::new(),
     });
-    let inbound = Inbound {
-        messages: rx,
-        stopped: Box::pin(link.stop.clone().cancelled_owned()),
-    };
-    Ok((link, sender, inbound))
-}
-
-/// The agent's messages from the link's streams, for the engine to read: what the streams
-/// delivered before the link stopped is read first (the server's last words, such as errors
-/// answering the requests it cut off), then the input ends.
-struct Inbound {
-    messages: mpsc::Receiver<Bytes>,
-    stopped: std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
-}
-
-impl acp_rpc::transport::FrameSource for Inbound {
-    fn poll_frame(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Bytes>> {
-        if let std::task::Poll::Ready(message) = self.messages.poll_recv(cx) {
-            return std::task::Poll::Ready(message);
+    let stop = link.stop.clone();
+    tokio::spawn(async move {
+        loop {
+            // What the streams delivered before the link stopped goes first (the server's
+            // last words, such as errors answering the requests it cut off).
+            let message = tokio::select! {
+                biased;
+                m = rx.recv() => m,
+                () = stop.cancelled() => None,
+            };
+            let Some(message) = message else { break };
+            if to_engine.send(message).await.is_err() {
+                break;
+            }
         }
-        self.stopped.as_mut().poll(cx).map(|()| None)
-    }
+        // Dropping `to_engine` is the end of the engine's input.
+    });
+    let over = link.stop.clone();
+    tokio::spawn(posts(link, sender, from_engine));
+    Ok(over)
 }
 
 /// A fresh HTTP/1.1 connection to the server.
@@ -599,28 +561,6 @@ fn event_data(event: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// What the streams delivered before the link stopped is read, then the input ends.
-    #[tokio::test]
-    async fn the_engine_reads_what_arrived_before_the_stop_then_the_end() {
-        use acp_rpc::transport::FrameSource;
-        let (tx, messages) = mpsc::channel(4);
-        let stop = CancellationToken::new();
-        let mut inbound = Inbound {
-            messages,
-            stopped: Box::pin(stop.clone().cancelled_owned()),
-        };
-        async fn next(inbound: &mut Inbound) -> Option<Bytes> {
-            std::future::poll_fn(|cx| inbound.poll_frame(cx)).await
-        }
-        tx.send(Bytes::from_static(b"{\"a\":1}")).await.unwrap();
-        assert_eq!(next(&mut inbound).await.as_deref(), Some(&b"{\"a\":1}"[..]));
-        tx.send(Bytes::from_static(b"{\"last\":1}")).await.unwrap();
-        stop.cancel();
-        let last = next(&mut inbound).await;
-        assert_eq!(last.as_deref(), Some(&b"{\"last\":1}"[..]));
-        assert_eq!(next(&mut inbound).await, None, "the link has stopped");
-    }
 
     #[test]
     fn sse_events_are_split_and_their_data_joined() {
