@@ -41,7 +41,7 @@
 //! [`Durability::EventSyncTurn`] each turn's end `fsync`s the history.
 
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -58,6 +58,7 @@ use crate::{
 
 mod import;
 mod lease;
+mod writers;
 
 /// Appends up to this many bytes to a leased session are written where they are asked, not
 /// on the blocking pool (one `write` into the page cache costs less than the hop).
@@ -244,79 +245,6 @@ impl Inner {
 
     fn db(&self) -> std::sync::MutexGuard<'_, Connection> {
         lock(&self.db)
-    }
-
-    fn writer(&self, id: &SessionId) -> Option<Arc<Writer>> {
-        lock(&self.leased).get(id).cloned()
-    }
-
-    /// The session's writer, taking its lease (and opening its history, a dead writer's
-    /// torn last line cut) if this store does not hold it yet.
-    fn lease(&self, id: &SessionId) -> Result<Arc<Writer>, StoreError> {
-        if let Some(w) = self.writer(id) {
-            return Ok(w);
-        }
-        let _leasing = lock(&self.leasing);
-        // Another task of this store may have leased it while this one waited.
-        if let Some(w) = self.writer(id) {
-            return Ok(w);
-        }
-        lease::acquire(&mut self.db(), &self.dir, &self.holder.token, id)?;
-        let path = self.history_path(id);
-        let opened = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .read(true)
-            .open(&path)
-            .and_then(|mut file| cut_torn_tail(&mut file, &path).map(|()| file));
-        let file = match opened {
-            Ok(file) => file,
-            Err(e) => {
-                let _ = lease::release(&self.db(), &self.holder.token, id);
-                return Err(StoreError::io(
-                    format!("cannot write {}", path.display()),
-                    e,
-                ));
-            }
-        };
-        let writer = Arc::new(Writer {
-            file: Mutex::new(file),
-            in_turn: false.into(),
-            released: false.into(),
-        });
-        lock(&self.leased).insert(id.clone(), writer.clone());
-        Ok(writer)
-    }
-
-    /// Gives the session's lease back (its history file closed), once no write of this
-    /// process is in flight through it.
-    fn unlease(&self, id: &SessionId) -> Result<(), StoreError> {
-        let Some(writer) = self.writer(id) else {
-            return Ok(());
-        };
-        let _file = lock(&writer.file);
-        self.release_locked(id, &writer)
-    }
-
-    /// Gives back the lease of `writer`, whose file the caller holds locked: marked done
-    /// first (a task that got it meanwhile leases again), then the lease released, then
-    /// forgotten here (only then can a task of this store lease the session afresh).
-    fn release_locked(&self, id: &SessionId, writer: &Arc<Writer>) -> Result<(), StoreError> {
-        use std::sync::atomic::Ordering;
-        if writer.released.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        let released = lease::release(&self.db(), &self.holder.token, id);
-        self.forget(id, writer);
-        released
-    }
-
-    /// Drops `writer` from the writers of this store, unless another one took its place.
-    fn forget(&self, id: &SessionId, writer: &Arc<Writer>) {
-        let mut leased = lock(&self.leased);
-        if leased.get(id).is_some_and(|w| Arc::ptr_eq(w, writer)) {
-            leased.remove(id);
-        }
     }
 
     /// Writes `buf` through `writer` (its file locked by the caller as `file`).
@@ -614,53 +542,4 @@ impl SessionStore for SqliteStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::Barrier;
-
-    use super::*;
-    use crate::SessionMeta;
-
-    /// Threads of one store that lease a session at the same moment get one writer: the
-    /// database grants this store's holder the lease again, so without the store's own
-    /// guard each made a writer of its own, and a second writer's open could cut the line
-    /// the first was writing (a lost append, seen once in the conformance test's concurrent
-    /// appends).
-    #[test]
-    fn threads_leasing_one_session_at_once_share_one_writer() {
-        // Where the conformance suite's scratch directories go (its sweep removes this one
-        // should the test not get to).
-        let dir = std::env::temp_dir()
-            .join("acp-store-conformance")
-            .join(format!("{}-sqlite-leasing", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        let store = SqliteStore::open(&dir).expect("the store opens");
-        let id = SessionId::from("s");
-        store
-            .inner
-            .create(&SessionMeta::new(id.clone(), "/w"))
-            .expect("created");
-        const THREADS: usize = 8;
-        for round in 0..20 {
-            let barrier = Arc::new(Barrier::new(THREADS));
-            let writers: Vec<Arc<Writer>> = std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..THREADS)
-                    .map(|_| {
-                        let (inner, barrier, id) = (&store.inner, barrier.clone(), &id);
-                        scope.spawn(move || {
-                            barrier.wait();
-                            inner.lease(id).expect("leased")
-                        })
-                    })
-                    .collect();
-                handles.into_iter().map(|h| h.join().unwrap()).collect()
-            });
-            assert!(
-                writers.iter().all(|w| Arc::ptr_eq(w, &writers[0])),
-                "round {round}: one session leased through more than one writer"
-            );
-            store.inner.unlease(&id).expect("released");
-        }
-        drop(store);
-        let _ = fs::remove_dir_all(&dir);
-    }
-}
+mod tests;
