@@ -50,10 +50,11 @@ use crate::metrics::Metrics;
 use crate::security::{Authenticator, Identity, Limits, Origins};
 use crate::{HEADER_CONNECTION_ID, HEADER_SESSION_ID};
 use acp_rpc::sync::lock;
-use backend::{Backend, Guard};
+use backend::Backend;
 pub(crate) use builder::ObserverFactory;
 pub use builder::{RunningServer, Server, ServerBuilder};
 use connection::Conn;
+use connection::Guard;
 pub use ops::ReadinessCheck;
 
 /// A WebSocket's read buffer (tungstenite's default, 128 KiB, is allocated up front for

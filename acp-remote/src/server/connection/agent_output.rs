@@ -16,17 +16,17 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, ready};
 
 use acp_rpc::{Frame, LineCodec};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use futures_util::task::AtomicWaker;
 use tokio::io::AsyncRead;
 use tokio_util::codec::FramedRead;
 
 use super::Conn;
+use super::agent::OutputSlot;
 
 /// Reads a gateway child's stdout and routes each line, until the output ends, fails or the
 /// connection closes; then the connection closes.
@@ -103,22 +103,6 @@ pub(crate) struct RoutedOutput {
     slot: Arc<OutputSlot>,
     /// The wait for the client to take some output, while the connection has no room.
     waiting: Option<Pin<Box<dyn Future<Output = bool> + Send>>>,
-}
-
-/// The connection a [`RoutedOutput`] routes to, set when the connection starts.
-#[derive(Default)]
-pub(crate) struct OutputSlot {
-    conn: OnceLock<Weak<Conn>>,
-    /// The agent's writer, when it wrote before the connection was set.
-    waker: AtomicWaker,
-}
-
-impl OutputSlot {
-    /// Routes the agent's output to `conn` from now on.
-    pub(crate) fn attach(&self, conn: &Arc<Conn>) {
-        let _ = self.conn.set(Arc::downgrade(conn));
-        self.waker.wake();
-    }
 }
 
 impl RoutedOutput {

@@ -20,7 +20,6 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::backend::{Guard, Input, Output, Running};
 use super::outbox::{Budget, Outbox};
 use crate::metrics::Metrics;
 use crate::security::{Identity, Limits};
@@ -29,12 +28,14 @@ use acp_rpc::observe::{MessageEvent, MessageKind, Observer, RequestEvent, Shared
 use acp_rpc::sync::lock;
 use acp_rpc::{Direction, ErrorCode};
 
+mod agent;
 mod agent_output;
 mod to_agent;
 mod to_client;
 
+pub(crate) use agent::{Guard, Input, Output, OutputSlot, Running};
 use agent_output::CloseOnDrop;
-pub(crate) use agent_output::{OutputSlot, RoutedOutput};
+pub(crate) use agent_output::RoutedOutput;
 
 /// JSON-RPC code of a refusal by the transport (a limit reached).
 pub(crate) const LIMIT_CODE: i64 = -32000;

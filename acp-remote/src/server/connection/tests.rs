@@ -1,8 +1,8 @@
 //! Tests of the connection: the engine's output as the router's fast path reads it, and the
 //! bound on requests in flight.
 
+use super::agent::{Output, Running};
 use super::*;
-use crate::server::backend::{Output, Running};
 
 /// A connection (not a WebSocket, no observer) whose agent is the returned port: the
 /// agent's input and output, for a test to drive by hand.
