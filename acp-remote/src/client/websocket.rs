@@ -44,7 +44,13 @@ fn buffered(socket: Box<dyn Io>) -> Box<dyn Io> {
 pub(crate) async fn start_frames(
     remote: Arc<Remote>,
 ) -> Result<(CancellationToken, acp_rpc::transport::FrameAdapter), Error> {
-    let ws = open_socket(&remote).await?;
+    Ok(driven(open_socket(&remote).await?))
+}
+
+/// An open socket as an engine's transport (see [`start_frames`]).
+fn driven(
+    ws: WebSocketStream<Box<dyn Io>>,
+) -> (CancellationToken, acp_rpc::transport::FrameAdapter) {
     let (sink, stream) = ws.split();
     let over = CancellationToken::new();
     let sink = SocketSink {
@@ -52,7 +58,7 @@ pub(crate) async fn start_frames(
         over: Some(over.clone().drop_guard()),
     };
     let adapter = acp_rpc::transport::FrameAdapter::driven(SocketFrames(stream), sink);
-    Ok((over, adapter))
+    (over, adapter)
 }
 
 /// The server's text frames, for an engine to read straight off the socket: ping, pong and
@@ -432,13 +438,7 @@ mod tests {
         let mut server = WebSocketStream::from_raw_socket(server, Role::Server, None).await;
         let client: Box<dyn Io> = Box::new(client);
         let client = WebSocketStream::from_raw_socket(client, Role::Client, None).await;
-        let (sink, stream) = client.split();
-        let over = CancellationToken::new();
-        let sink = SocketSink {
-            sink,
-            over: Some(over.clone().drop_guard()),
-        };
-        let adapter = acp_rpc::transport::FrameAdapter::driven(SocketFrames(stream), sink);
+        let (over, adapter) = driven(client);
         let seen = Seen::default();
         let conn = acp_rpc::Connection::over(adapter, seen.clone(), acp_rpc::Config::default());
 

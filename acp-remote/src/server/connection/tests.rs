@@ -9,9 +9,16 @@ use super::*;
 pub(crate) fn over_frames(limits: Limits) -> (Arc<Conn>, acp_rpc::transport::FramePort) {
     let (ours, theirs) = acp_rpc::transport::memory_pair(256);
     let acp_rpc::transport::FramePort { sender, receiver } = ours.into_port();
+    let conn = start(Output::Frames(receiver), sender, limits);
+    (conn, theirs.into_port())
+}
+
+/// Starts a connection (not a WebSocket, no observer) of identity `t` on the agent's
+/// `output` and `input`.
+fn start(output: Output, input: acp_rpc::transport::FrameSender, limits: Limits) -> Arc<Conn> {
     let agent = Running {
-        output: Output::Frames(receiver),
-        input: Input::Frames(sender),
+        output,
+        input: Input::Frames(input),
         guard: None,
     };
     let observers = Observers {
@@ -19,8 +26,7 @@ pub(crate) fn over_frames(limits: Limits) -> (Arc<Conn>, acp_rpc::transport::Fra
         other: None,
     };
     let identity = Identity("t".into());
-    let conn = Conn::start("c".into(), identity, false, agent, limits.into(), observers);
-    (conn, theirs.into_port())
+    Conn::start("c".into(), identity, false, agent, limits.into(), observers)
 }
 
 /// A connection (not a WebSocket, no observer) whose agent's output is the returned
@@ -36,17 +42,7 @@ pub(crate) fn routed(
     let slot = Arc::new(super::OutputSlot::default());
     let output = super::RoutedOutput::new(slot.clone());
     let (input, sender) = acp_rpc::transport::FrameAdapter::writing(Closing, 64);
-    let agent = Running {
-        output: Output::Routed(slot),
-        input: Input::Frames(sender),
-        guard: None,
-    };
-    let observers = Observers {
-        metrics: None,
-        other: None,
-    };
-    let identity = Identity("t".into());
-    let conn = Conn::start("c".into(), identity, false, agent, limits.into(), observers);
+    let conn = start(Output::Routed(slot), sender, limits);
     (conn, output, input)
 }
 
