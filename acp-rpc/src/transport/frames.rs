@@ -52,8 +52,46 @@ pub trait FrameSink: Send + 'static {
 }
 
 /// The engine's side of a [`frame_adapter`] (or of a carrier the engine drives:
-/// [`FrameAdapter::reading`], [`FrameAdapter::writing`]): run a
+/// [`FrameAdapter::reading`], [`FrameAdapter::writing`], [`FrameAdapter::driven`]): run a
 /// [`Connection`](crate::Connection) on it.
+///
+/// ```
+/// use std::io;
+/// use std::sync::{Arc, Mutex};
+/// use std::task::{Context, Poll};
+///
+/// use acp_rpc::transport::{FrameAdapter, FrameSink};
+/// use acp_rpc::{Config, Connection};
+/// use bytes::Bytes;
+///
+/// /// Keeps every frame the engine writes (a router would route each).
+/// #[derive(Clone, Default)]
+/// struct Kept(Arc<Mutex<Vec<Bytes>>>);
+///
+/// impl FrameSink for Kept {
+///     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+///         Poll::Ready(Ok(()))
+///     }
+///
+///     fn send(&mut self, frame: Bytes) -> io::Result<()> {
+///         self.0.lock().unwrap().push(frame);
+///         Ok(())
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let kept = Kept::default();
+/// // The carrier hands the engine its peer's messages through `to_engine`.
+/// let (adapter, _to_engine) = FrameAdapter::writing(kept.clone(), 16);
+/// let conn = Connection::over(adapter, (), Config::default());
+/// conn.peer().notify("hello", &1).await.unwrap();
+/// conn.close();
+/// conn.finished().await; // the queued output is flushed
+/// let frames = kept.0.lock().unwrap();
+/// assert_eq!(&frames[0][..], br#"{"jsonrpc":"2.0","method":"hello","params":1}"#);
+/// # }
+/// ```
 pub struct FrameAdapter {
     incoming: FramesIn,
     outgoing: FramesOut,
