@@ -476,6 +476,46 @@ mod tests {
             .expect("the token is cancelled once the close went out");
     }
 
+    /// A server that stops reading holds the engine's writer back (the socket's buffer and
+    /// tungstenite's are bounded), and the write stall timeout ends the connection: the
+    /// client's memory does not grow with what it cannot send.
+    #[tokio::test]
+    async fn a_server_that_stops_reading_stalls_the_engine_and_is_cut_off() {
+        let (server, client) = tokio::io::duplex(1 << 16);
+        // The server's end is held and never read.
+        let _server = WebSocketStream::from_raw_socket(server, Role::Server, None).await;
+        let client: Box<dyn Io> = Box::new(client);
+        let client = WebSocketStream::from_raw_socket(client, Role::Client, None).await;
+        let (_over, adapter) = driven(client);
+        let stall = Duration::from_millis(200);
+        let config = acp_rpc::Config::default().with_write_stall_timeout(Some(stall));
+        let conn = acp_rpc::Connection::over(adapter, (), config);
+        let peer = conn.peer().clone();
+        let flood = tokio::spawn(async move {
+            let chunk = "x".repeat(1024);
+            for i in 0..100_000 {
+                if peer.notify("flood", &chunk).await.is_err() {
+                    return i;
+                }
+            }
+            panic!("a server that reads nothing took 100 MiB");
+        });
+        let why = tokio::time::timeout(Duration::from_secs(10), conn.closed())
+            .await
+            .expect("cut off in time");
+        assert!(
+            matches!(why, acp_rpc::CloseReason::WriteStalled(d) if d == stall),
+            "{why}"
+        );
+        // What was taken before the stall: the engine's queue, tungstenite's write buffer
+        // and the pipe (about 1,300 of these here), not all that was offered.
+        let sent = flood.await.unwrap();
+        assert!(
+            sent < 5_000,
+            "{sent} messages of 1 KiB taken by a socket nobody reads"
+        );
+    }
+
     #[tokio::test]
     async fn the_lines_end_when_the_socket_does() {
         let (server, mut lines) = pair().await;
