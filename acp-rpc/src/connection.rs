@@ -81,7 +81,14 @@ impl Connection {
                 values,
                 first,
             } => {
-                let (shared, out_rx) = Self::shared(Sink::frames(outgoing, values), values, config);
+                let (shared, out_rx) = Self::shared(
+                    Sink::Frames {
+                        tx: outgoing,
+                        values,
+                    },
+                    values,
+                    config,
+                );
                 let peer = Peer::new(shared.clone());
                 tokio::spawn(crate::write::write_loop(out_rx, shared.clone()));
                 tokio::spawn(crate::read::read_frames(

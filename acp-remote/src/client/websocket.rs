@@ -118,36 +118,36 @@ impl acp_rpc::transport::FrameSink for SocketSink {
 
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         // The close frame, then the socket's end; a socket already gone is closed enough.
-        let closed = ready!(self.sink.poll_close_unpin(cx));
+        let _ = ready!(self.sink.poll_close_unpin(cx));
         self.over.take();
-        Poll::Ready(closed.or(Ok(())))
+        Poll::Ready(Ok(()))
     }
 }
 
 /// Sends each message of `receiver` as a text frame, then the close frame once it ends;
 /// the token is cancelled once the close frame went out (or the socket failed).
 fn send_frames(
-    mut sink: futures_util::stream::SplitSink<WebSocketStream<Box<dyn Io>>, Message>,
+    sink: futures_util::stream::SplitSink<WebSocketStream<Box<dyn Io>>, Message>,
     mut receiver: acp_rpc::transport::FrameReceiver,
 ) -> CancellationToken {
+    use acp_rpc::transport::FrameSink;
+    use std::future::poll_fn;
     let over = CancellationToken::new();
-    let done = over.clone().drop_guard();
+    let mut sink = SocketSink {
+        sink,
+        over: Some(over.clone().drop_guard()),
+    };
     tokio::spawn(async move {
-        let _done = done;
         while let Some(frame) = receiver.recv().await {
-            // Engines and acp-rpc's line framer hand over UTF-8 only.
-            let Ok(text) = tungstenite::Utf8Bytes::try_from(frame) else {
-                continue;
-            };
-            if sink.feed(Message::Text(text)).await.is_err() {
+            if poll_fn(|cx| sink.poll_ready(cx)).await.is_err() || sink.send(frame).is_err() {
                 return;
             }
             // One flush per burst: the frames ready now go out together.
-            if !receiver.has_more() && sink.flush().await.is_err() {
+            if !receiver.has_more() && poll_fn(|cx| sink.poll_flush(cx)).await.is_err() {
                 return;
             }
         }
-        let _ = sink.send(Message::Close(None)).await;
+        let _ = poll_fn(|cx| sink.poll_close(cx)).await;
     });
     over
 }

@@ -122,7 +122,7 @@ impl FrameAdapter {
         let (outgoing, from_engine) = mpsc::channel(capacity.max(1));
         let adapter = FrameAdapter {
             incoming: FramesIn::Source(Box::new(source)),
-            outgoing: FramesOut::Channel(outgoing),
+            outgoing: FramesOut::channel(outgoing),
             first: None,
         };
         (adapter, FrameReceiver(from_engine))
@@ -204,7 +204,7 @@ pub fn frame_adapter(capacity: usize) -> (FrameAdapter, FramePort) {
     (
         FrameAdapter {
             incoming: FramesIn::Channel(incoming),
-            outgoing: FramesOut::Channel(outgoing),
+            outgoing: FramesOut::channel(outgoing),
             first: None,
         },
         FramePort {

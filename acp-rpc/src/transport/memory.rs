@@ -58,7 +58,7 @@ impl Transport for MemoryEnd {
     fn into_halves(self) -> Halves {
         Halves(Inner::Frames {
             incoming: FramesIn::Channel(self.incoming),
-            outgoing: FramesOut::Channel(self.outgoing),
+            outgoing: FramesOut::channel(self.outgoing),
             values: true,
             first: None,
         })

@@ -21,7 +21,8 @@
 //!   A carrier the engine can drive plugs in without the channel on its side: the engine
 //!   polls a [`FrameSource`] for what it reads ([`FrameAdapter::reading`]: a socket's
 //!   message stream) or hands each message it writes to a [`FrameSink`]
-//!   ([`FrameAdapter::writing`]: a router), so no task and no channel hop stand between.
+//!   ([`FrameAdapter::writing`]: a router), or both ([`FrameAdapter::driven`]: a socket), so
+//!   no task and no channel hop stand between.
 //!
 //! Beside them, the byte streams the line transport runs on: [`stdio`] (this
 //! process's stdin and stdout without a hop through tokio's thread pool) and
@@ -150,8 +151,15 @@ impl FramesIn {
 /// Where an engine on frames writes them: a bounded channel a carrier (or another engine)
 /// empties, or a [`FrameSink`] the engine's writer hands each frame to itself.
 pub(crate) enum FramesOut {
-    Channel(mpsc::Sender<Item>),
+    Channel(tokio_util::sync::PollSender<Item>),
     Sink(Box<dyn FrameSink>),
+}
+
+impl FramesOut {
+    /// The channel `tx`, as the writer polls it.
+    pub(crate) fn channel(tx: mpsc::Sender<Item>) -> FramesOut {
+        FramesOut::Channel(tokio_util::sync::PollSender::new(tx))
+    }
 }
 
 /// One message in a frame channel: its text, or (between the engines of a memory pair) the

@@ -9,7 +9,6 @@ use std::task::{Context, Poll, ready};
 
 use tokio::io::AsyncWrite;
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::PollSender;
 
 use crate::config::Config;
 use crate::error::{Error, panic_message};
@@ -19,7 +18,7 @@ use crate::message::{
 };
 use crate::observe::MessageKind;
 use crate::observe::tap::{Direction, TapEvent};
-use crate::transport::{FrameSink, FramesOut, Item};
+use crate::transport::{FramesOut, Item};
 use crate::write::queued::Outgoing;
 use crate::write::reply::ReplyBody;
 
@@ -30,42 +29,28 @@ const BATCH_FRAMES: usize = 256;
 /// Give back buffer memory above this size after a batch.
 const KEEP_CAPACITY: usize = 4 * 1024 * 1024;
 
-/// Where the writer's messages go: a byte stream (each message a line) or a channel of
-/// frames (each message one frame: its text without the line end, or with `values` the
-/// message itself where it was not written as text).
+/// Where the writer's messages go: a byte stream (each message a line) or frames, through a
+/// channel or to a carrier's sink (each message one frame: its text without the line end,
+/// or with `values` the message itself where it was not written as text).
 pub(crate) enum Sink {
     Bytes(Pin<Box<dyn AsyncWrite + Send>>),
-    Frames { tx: FrameOut, values: bool },
-}
-
-/// A frame sink's own carrier: a channel, or a [`FrameSink`] taking each frame itself.
-pub(crate) enum FrameOut {
-    Channel(PollSender<Item>),
-    Sink(Box<dyn FrameSink>),
+    Frames { tx: FramesOut, values: bool },
 }
 
 impl Sink {
-    pub(crate) fn frames(out: FramesOut, values: bool) -> Sink {
-        let tx = match out {
-            FramesOut::Channel(tx) => FrameOut::Channel(PollSender::new(tx)),
-            FramesOut::Sink(sink) => FrameOut::Sink(sink),
-        };
-        Sink::Frames { tx, values }
-    }
-
     /// Ends the output: the peer sees the end of the stream.
     pub(crate) fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
             Sink::Bytes(w) => w.as_mut().poll_shutdown(cx),
             Sink::Frames {
-                tx: FrameOut::Channel(tx),
+                tx: FramesOut::Channel(tx),
                 ..
             } => {
                 tx.close();
                 Poll::Ready(Ok(()))
             }
             Sink::Frames {
-                tx: FrameOut::Sink(sink),
+                tx: FramesOut::Sink(sink),
                 ..
             } => sink.poll_close(cx),
         }
@@ -153,7 +138,7 @@ impl WriteSide {
         let transport = match &mut self.transport {
             None => return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
             Some(Sink::Frames {
-                tx: FrameOut::Sink(sink),
+                tx: FramesOut::Sink(sink),
                 ..
             }) => {
                 // One frame per message, each when the sink says it takes one: a sink that
@@ -172,7 +157,7 @@ impl WriteSide {
                 return Poll::Ready(Ok(()));
             }
             Some(Sink::Frames {
-                tx: FrameOut::Channel(tx),
+                tx: FramesOut::Channel(tx),
                 ..
             }) => {
                 // One frame per message; the channel's bound is the pipe's: a peer that

@@ -78,12 +78,7 @@ pub(crate) fn pump_frames(conn: Arc<Conn>, mut frames: acp_rpc::transport::Frame
                 () = &mut ended => None,
             };
             let Some(frame) = frame else { break };
-            let frame = match frame.len() > max {
-                true => Frame::Oversized { len: frame.len() },
-                // The engine's output: text already, routed as it is, not copied.
-                false => Frame::Line(frame),
-            };
-            if take(&conn, frame, true) && !conn.room_for_more().await {
+            if take(&conn, engine_frame(frame, max), true) && !conn.room_for_more().await {
                 break;
             }
             if conn.closed.is_cancelled() {
@@ -157,12 +152,11 @@ impl acp_rpc::transport::FrameSink for RoutedOutput {
             .get()
             .and_then(Weak::upgrade)
             .ok_or(io::ErrorKind::BrokenPipe)?;
-        let frame = match frame.len() > conn.limits.max_message_bytes {
-            true => Frame::Oversized { len: frame.len() },
-            // The engine's output: text already, routed as it is, not copied.
-            false => Frame::Line(frame),
-        };
-        take(&conn, frame, true);
+        take(
+            &conn,
+            engine_frame(frame, conn.limits.max_message_bytes),
+            true,
+        );
         Ok(())
     }
 
@@ -184,6 +178,15 @@ impl RoutedOutput {
 impl Drop for RoutedOutput {
     fn drop(&mut self) {
         self.end();
+    }
+}
+
+/// A message an in-process agent's engine wrote, as the router takes it: over `max` bytes
+/// it is refused whole; otherwise it is text already, routed as it is, not copied.
+fn engine_frame(frame: Bytes, max: usize) -> Frame {
+    match frame.len() > max {
+        true => Frame::Oversized { len: frame.len() },
+        false => Frame::Line(frame),
     }
 }
 
