@@ -1,38 +1,31 @@
 //! The WebSocket profile of the client: one socket, one text frame per message, both ways.
-//! An engine's messages go out as they come from its frame adapter; for the JSON lines of
-//! a [`RemoteLink`](super::RemoteLink) the server's frames are read by the connection itself
-//! ([`FrameLines`]) and the lines it writes arrive as messages, cut by acp-rpc's framer.
+//! tungstenite makes the upgrade ([`upgrade`]); the frames are ours ([`frames`]): the
+//! server's are parsed where they were read, the engine's written masked into one buffer
+//! ([`socket`]). An engine's messages go out as they come from its frame adapter; for the
+//! JSON lines of a [`RemoteLink`](super::RemoteLink) the server's frames are read by the
+//! connection itself ([`FrameLines`]) and the lines it writes arrive as messages, cut by
+//! acp-rpc's framer.
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 
+use acp_rpc::transport::FrameSource;
 use bytes::Bytes;
-use futures_util::stream::SplitStream;
-use futures_util::{SinkExt, StreamExt};
 use hyper::header::{AUTHORIZATION, COOKIE};
-use tokio::io::{AsyncRead, BufReader, ReadBuf};
-use tokio_tungstenite::WebSocketStream;
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio_tungstenite::tungstenite;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::sync::CancellationToken;
 
 use super::Remote;
-use super::stream::Io;
 use crate::Error;
 
-/// What the client reads from its socket at most per system call. tungstenite reads into
-/// the room left in its own buffer, which after the handshake starts as the handshake's
-/// leftover bytes and grows a frame at a time: a streaming turn was read about 2 KiB per
-/// `recvfrom` (120,000 a second, against the server's 3,700 `sendto`). A client holds few
-/// sockets, so a buffer of its own in front of the socket is cheap.
-const CLIENT_READ_BUFFER: usize = 64 * 1024;
+mod frames;
+mod socket;
+mod upgrade;
 
-/// The socket behind a [`CLIENT_READ_BUFFER`] (writes go straight through).
-fn buffered(socket: Box<dyn Io>) -> Box<dyn Io> {
-    Box::new(BufReader::with_capacity(CLIENT_READ_BUFFER, socket))
-}
+use socket::{SocketFrames, SocketSink, Upgraded};
 
 /// Opens the socket (failing here on a refused upgrade: 401, 403, 503...) and returns the
 /// adapter for an engine that carries whole messages over it: the engine reads the socket's
@@ -44,99 +37,14 @@ fn buffered(socket: Box<dyn Io>) -> Box<dyn Io> {
 pub(crate) async fn start_frames(
     remote: Arc<Remote>,
 ) -> Result<(CancellationToken, acp_rpc::transport::FrameAdapter), Error> {
-    Ok(driven(open_socket(&remote).await?))
+    let (frames, sink, over) = socket::carrier(open_socket(&remote).await?, remote.max);
+    Ok((over, acp_rpc::transport::FrameAdapter::driven(frames, sink)))
 }
 
-/// An open socket as an engine's transport (see [`start_frames`]).
-fn driven(
-    ws: WebSocketStream<Box<dyn Io>>,
-) -> (CancellationToken, acp_rpc::transport::FrameAdapter) {
-    let (sink, stream) = ws.split();
-    let over = CancellationToken::new();
-    let sink = SocketSink {
-        sink,
-        over: Some(over.clone().drop_guard()),
-    };
-    let adapter = acp_rpc::transport::FrameAdapter::driven(SocketFrames(stream), sink);
-    (over, adapter)
-}
-
-/// The server's text frames, for an engine to read straight off the socket: ping, pong and
-/// binary frames are not messages (tungstenite answers a ping itself); a close frame, the
-/// end of the socket or a failed read is the end of input.
-struct SocketFrames(SplitStream<WebSocketStream<Box<dyn Io>>>);
-
-impl acp_rpc::transport::FrameSource for SocketFrames {
-    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
-        loop {
-            match ready!(self.0.poll_next_unpin(cx)) {
-                Some(Ok(Message::Text(text))) => return Poll::Ready(Some(Bytes::from(text))),
-                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return Poll::Ready(None),
-                Some(Ok(_)) => {}
-            }
-        }
-    }
-}
-
-/// The engine's messages, each one text frame of the socket, flushed once per burst (the
-/// frames its writer has ready at once); the end of its output sends the close frame.
-/// Dropping the sink (the engine's writer ended) cancels the connection's token.
-struct SocketSink {
-    sink: futures_util::stream::SplitSink<WebSocketStream<Box<dyn Io>>, Message>,
-    over: Option<tokio_util::sync::DropGuard>,
-}
-
-/// A socket error as the engine's writer reports it.
-fn io_error(error: tungstenite::Error) -> std::io::Error {
-    match error {
-        tungstenite::Error::Io(error) => error,
-        other => std::io::Error::new(std::io::ErrorKind::BrokenPipe, other),
-    }
-}
-
-impl acp_rpc::transport::FrameSink for SocketSink {
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        self.sink.poll_ready_unpin(cx).map_err(io_error)
-    }
-
-    fn send(&mut self, frame: Bytes) -> std::io::Result<()> {
-        // A text frame carries UTF-8 only: anything else (raw bytes sent on purpose, as a
-        // bad-input check does) cannot go out as a message and is dropped, as over a line
-        // transport the peer would skip it.
-        let Ok(text) = tungstenite::Utf8Bytes::try_from(frame) else {
-            tracing::debug!("a message that is not UTF-8 was not sent over the WebSocket");
-            return Ok(());
-        };
-        self.sink
-            .start_send_unpin(Message::Text(text))
-            .map_err(io_error)
-    }
-
-    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        self.sink.poll_flush_unpin(cx).map_err(io_error)
-    }
-
-    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        // The close frame, then the socket's end; a socket already gone is closed enough.
-        let _ = ready!(self.sink.poll_close_unpin(cx));
-        self.over.take();
-        Poll::Ready(Ok(()))
-    }
-}
-
-/// Sends each message of `receiver` as a text frame, then the close frame once it ends;
-/// the token is cancelled once the close frame went out (or the socket failed).
-fn send_frames(
-    sink: futures_util::stream::SplitSink<WebSocketStream<Box<dyn Io>>, Message>,
-    mut receiver: acp_rpc::transport::FrameReceiver,
-) -> CancellationToken {
+/// Sends each message of `receiver` as a text frame, then the close frame once it ends.
+fn send_frames(mut sink: SocketSink, mut receiver: acp_rpc::transport::FrameReceiver) {
     use acp_rpc::transport::FrameSink;
     use std::future::poll_fn;
-    let over = CancellationToken::new();
-    let mut sink = SocketSink {
-        sink,
-        over: Some(over.clone().drop_guard()),
-    };
     tokio::spawn(async move {
         while let Some(frame) = receiver.recv().await {
             if poll_fn(|cx| sink.poll_ready(cx)).await.is_err() || sink.send(frame).is_err() {
@@ -149,7 +57,6 @@ fn send_frames(
         }
         let _ = poll_fn(|cx| sink.poll_close(cx)).await;
     });
-    over
 }
 
 /// Opens the socket (failing here on a refused upgrade: 401, 403, 503...), sends each
@@ -159,14 +66,13 @@ pub(crate) async fn start(
     remote: Arc<Remote>,
     messages: acp_rpc::transport::FrameReceiver,
 ) -> Result<(CancellationToken, FrameLines), Error> {
-    let ws = open_socket(&remote).await?;
-    let (sink, stream) = ws.split();
-    let over = send_frames(sink, messages);
-    Ok((over, FrameLines::new(stream)))
+    let (frames, sink, over) = socket::carrier(open_socket(&remote).await?, remote.max);
+    send_frames(sink, messages);
+    Ok((over, FrameLines::new(frames)))
 }
 
 /// The WebSocket handshake with the server of `remote`.
-async fn open_socket(remote: &Remote) -> Result<WebSocketStream<Box<dyn Io>>, Error> {
+async fn open_socket(remote: &Remote) -> Result<Upgraded, Error> {
     let target = &remote.target;
     // The handshake's request line and `Host` (TLS, for `wss://`, is the stream's business).
     let url = format!("ws://{}{}", target.authority, target.path);
@@ -180,12 +86,9 @@ async fn open_socket(remote: &Remote) -> Result<WebSocketStream<Box<dyn Io>>, Er
     if let Some(cookies) = remote.cookie_header() {
         request.headers_mut().insert(COOKIE, cookies);
     }
-    let stream = buffered(super::stream::open(remote).await?);
-    let config = WebSocketConfig::default()
-        .read_buffer_size(crate::server::READ_BUFFER)
-        .max_message_size(Some(remote.max))
-        .max_frame_size(Some(remote.max));
-    let (ws, response) = tokio_tungstenite::client_async_with_config(request, stream, Some(config))
+    // tungstenite reads the response's head only: the frames behind it are ours.
+    let stream = upgrade::HeadersFirst::new(super::stream::open(remote).await?);
+    let (ws, response) = tokio_tungstenite::client_async(request, stream)
         .await
         .map_err(|e| match e {
             tungstenite::Error::Http(response) => Error::Refused {
@@ -203,15 +106,15 @@ async fn open_socket(remote: &Remote) -> Result<WebSocketStream<Box<dyn Io>>, Er
             other => Error::WebSocket(other.to_string()),
         })?;
     remote.keep_cookies(response.headers());
-    Ok(ws)
+    Ok(ws.into_inner().into_upgraded())
 }
 
 /// The server's frames as the JSON lines a connection reads: each text frame is copied once,
 /// straight into the connection's read buffer, with its newline. A frame with a raw newline
 /// (which would read as two lines) is dropped; ping, pong and binary frames are not messages;
-/// a close frame, the end of the socket or a failed read ends the lines.
+/// a close frame, the end of the socket, a failed read or a broken frame ends the lines.
 pub(crate) struct FrameLines {
-    frames: SplitStream<WebSocketStream<Box<dyn Io>>>,
+    frames: SocketFrames,
     /// The frame being copied out, and how much of it has been.
     current: Bytes,
     copied: usize,
@@ -221,7 +124,7 @@ pub(crate) struct FrameLines {
 }
 
 impl FrameLines {
-    fn new(frames: SplitStream<WebSocketStream<Box<dyn Io>>>) -> Self {
+    fn new(frames: SocketFrames) -> Self {
         FrameLines {
             frames,
             current: Bytes::new(),
@@ -267,22 +170,21 @@ impl AsyncRead for FrameLines {
             if this.ended || buf.remaining() == 0 {
                 return Poll::Ready(Ok(()));
             }
-            let frame = match this.frames.poll_next_unpin(cx) {
+            let frame = match this.frames.poll_frame(cx) {
                 Poll::Pending if buf.filled().len() > before => return Poll::Ready(Ok(())),
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(frame) => frame,
             };
             match frame {
-                Some(Ok(Message::Text(text))) if text.contains('\n') => {
+                Some(text) if memchr::memchr(b'\n', &text).is_some() => {
                     tracing::warn!("the server sent a frame with a raw newline; dropped");
                 }
-                Some(Ok(Message::Text(text))) => {
-                    this.current = text.into();
+                Some(text) => {
+                    this.current = text;
                     this.copied = 0;
                     this.newline_due = true;
                 }
-                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => this.ended = true,
-                Some(Ok(_)) => {}
+                None => this.ended = true,
             }
         }
     }
@@ -292,18 +194,43 @@ impl AsyncRead for FrameLines {
 mod tests {
     use std::time::Duration;
 
+    use futures_util::{SinkExt, StreamExt};
+
+    use crate::client::stream::Io;
     use tokio::io::{AsyncReadExt, BufReader, DuplexStream};
+    use tokio_tungstenite::WebSocketStream;
+    use tokio_tungstenite::tungstenite::Message;
     use tokio_tungstenite::tungstenite::protocol::Role;
 
     use super::*;
 
-    /// A server socket and the client's lines of the other end, over an in-memory pipe.
+    /// The client's limit on a message in these tests.
+    const MAX: usize = 1 << 20;
+
+    /// The client's carrier over `io`, as the upgrade leaves it (nothing read past it).
+    fn carrier(io: impl Io) -> (SocketFrames, SocketSink, CancellationToken) {
+        let io: Box<dyn Io> = Box::new(io);
+        socket::carrier(
+            Upgraded {
+                io,
+                leftover: bytes::BytesMut::new(),
+            },
+            MAX,
+        )
+    }
+
+    /// The client's carrier over `io` for an engine.
+    fn driven(io: impl Io) -> (CancellationToken, acp_rpc::transport::FrameAdapter) {
+        let (frames, sink, over) = carrier(io);
+        (over, acp_rpc::transport::FrameAdapter::driven(frames, sink))
+    }
+
+    /// A server socket (tungstenite's) and the client's lines of the other end, over an
+    /// in-memory pipe.
     async fn pair() -> (WebSocketStream<DuplexStream>, FrameLines) {
         let (server, client) = tokio::io::duplex(1 << 16);
         let server = WebSocketStream::from_raw_socket(server, Role::Server, None).await;
-        let client: Box<dyn Io> = Box::new(client);
-        let client = WebSocketStream::from_raw_socket(client, Role::Client, None).await;
-        let (_, frames) = client.split();
+        let (frames, _sink, _over) = carrier(client);
         (server, FrameLines::new(frames))
     }
 
@@ -370,30 +297,18 @@ mod tests {
         }
     }
 
-    /// A burst of frames is read from the socket in a few large reads. After a handshake,
-    /// tungstenite's own buffer starts from the handshake's leftover bytes and reads no
-    /// more than the room left in it: 120,000 reads a second of about 2 KiB each while a
-    /// turn streamed, where the server wrote 3,700 times.
+    /// A burst of frames is read from the socket in a few large reads (tungstenite's reader
+    /// read no more than the room left in its buffer: 120,000 reads a second of about 2 KiB
+    /// each while a turn streamed, where the server wrote 3,700 times).
     #[tokio::test]
     async fn a_burst_of_frames_is_read_in_a_few_reads_of_the_socket() {
         let (server, client) = tokio::io::duplex(1 << 20);
         let mut server = WebSocketStream::from_raw_socket(server, Role::Server, None).await;
         let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let socket: Box<dyn Io> = Box::new(CountingReads {
+        let (frames, _sink, _over) = carrier(CountingReads {
             inner: client,
             reads: reads.clone(),
         });
-        // As the handshake leaves it (no bytes read past the response), with the client's
-        // configuration: without the buffer, 2,015 reads (one a frame).
-        let config = WebSocketConfig::default().read_buffer_size(crate::server::READ_BUFFER);
-        let client = WebSocketStream::from_partially_read(
-            buffered(socket),
-            Vec::new(),
-            Role::Client,
-            Some(config),
-        )
-        .await;
-        let (_, frames) = client.split();
         let line = r#"{"jsonrpc":"2.0","method":"session/update","params":{"n":1}}"#;
         let count = 2_000;
         for _ in 0..count {
@@ -406,7 +321,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(read.lines().count(), count);
-        // About 130 KiB: two reads of the buffer and the end.
+        // About 130 KiB: a read or two of the reader's buffer and the end.
         let reads = reads.load(std::sync::atomic::Ordering::Relaxed);
         assert!(reads <= 8, "{reads} reads of the socket for {count} frames");
     }
@@ -436,8 +351,6 @@ mod tests {
 
         let (server, client) = tokio::io::duplex(1 << 16);
         let mut server = WebSocketStream::from_raw_socket(server, Role::Server, None).await;
-        let client: Box<dyn Io> = Box::new(client);
-        let client = WebSocketStream::from_raw_socket(client, Role::Client, None).await;
         let (over, adapter) = driven(client);
         let seen = Seen::default();
         let conn = acp_rpc::Connection::over(adapter, seen.clone(), acp_rpc::Config::default());
@@ -477,15 +390,13 @@ mod tests {
     }
 
     /// A server that stops reading holds the engine's writer back (the socket's buffer and
-    /// tungstenite's are bounded), and the write stall timeout ends the connection: the
+    /// the sink's are bounded), and the write stall timeout ends the connection: the
     /// client's memory does not grow with what it cannot send.
     #[tokio::test]
     async fn a_server_that_stops_reading_stalls_the_engine_and_is_cut_off() {
         let (server, client) = tokio::io::duplex(1 << 16);
         // The server's end is held and never read.
         let _server = WebSocketStream::from_raw_socket(server, Role::Server, None).await;
-        let client: Box<dyn Io> = Box::new(client);
-        let client = WebSocketStream::from_raw_socket(client, Role::Client, None).await;
         let (_over, adapter) = driven(client);
         let stall = Duration::from_millis(200);
         let config = acp_rpc::Config::default().with_write_stall_timeout(Some(stall));
@@ -507,8 +418,8 @@ mod tests {
             matches!(why, acp_rpc::CloseReason::WriteStalled(d) if d == stall),
             "{why}"
         );
-        // What was taken before the stall: the engine's queue, tungstenite's write buffer
-        // and the pipe (about 1,300 of these here), not all that was offered.
+        // What was taken before the stall: the engine's queue, the sink's 64 KiB and the
+        // pipe (about 1,300 of these here), not all that was offered.
         let sent = flood.await.unwrap();
         assert!(
             sent < 5_000,
