@@ -207,6 +207,23 @@ mod tests {
     /// The client's limit on a message in these tests.
     const MAX: usize = 1 << 20;
 
+    /// A handler that keeps the methods of the notifications it is given, in order.
+    #[derive(Clone, Default)]
+    pub(super) struct Seen(pub(super) Arc<std::sync::Mutex<Vec<String>>>);
+
+    #[acp_rpc::async_trait]
+    impl acp_rpc::Handler for Seen {
+        async fn handle_notification(
+            &self,
+            _cx: acp_rpc::NotificationContext,
+            method: &str,
+            _params: acp_rpc::Params,
+        ) -> Result<(), acp_rpc::Error> {
+            self.0.lock().unwrap().push(method.to_owned());
+            Ok(())
+        }
+    }
+
     /// The client's carrier over `io`, as the upgrade leaves it (nothing read past it).
     fn carrier(io: impl Io) -> (SocketFrames, SocketSink, CancellationToken) {
         let io: Box<dyn Io> = Box::new(io);
@@ -331,24 +348,6 @@ mod tests {
     /// cancels the token.
     #[tokio::test]
     async fn an_engine_drives_the_socket_both_ways_and_closes_it() {
-        use std::sync::Mutex;
-
-        #[derive(Clone, Default)]
-        struct Seen(Arc<Mutex<Vec<String>>>);
-
-        #[acp_rpc::async_trait]
-        impl acp_rpc::Handler for Seen {
-            async fn handle_notification(
-                &self,
-                _cx: acp_rpc::NotificationContext,
-                method: &str,
-                _params: acp_rpc::Params,
-            ) -> Result<(), acp_rpc::Error> {
-                self.0.lock().unwrap().push(method.to_owned());
-                Ok(())
-            }
-        }
-
         let (server, client) = tokio::io::duplex(1 << 16);
         let mut server = WebSocketStream::from_raw_socket(server, Role::Server, None).await;
         let (over, adapter) = driven(client);

@@ -2,7 +2,6 @@
 //! sends and when (frames in the same write as its `101`, a refusal's body, a head that
 //! never ends) is exact.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -10,6 +9,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 
 use crate::Error;
+use crate::client::websocket::tests::Seen;
 use crate::client::{ConnectOptions, connect_transport};
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -52,22 +52,6 @@ fn switching(key: &str) -> Vec<u8> {
         derive_accept_key(key.as_bytes())
     )
     .into_bytes()
-}
-
-#[derive(Clone, Default)]
-struct Seen(Arc<Mutex<Vec<String>>>);
-
-#[acp_rpc::async_trait]
-impl acp_rpc::Handler for Seen {
-    async fn handle_notification(
-        &self,
-        _cx: acp_rpc::NotificationContext,
-        method: &str,
-        _params: acp_rpc::Params,
-    ) -> Result<(), acp_rpc::Error> {
-        self.0.lock().unwrap().push(method.to_owned());
-        Ok(())
-    }
 }
 
 #[tokio::test]
