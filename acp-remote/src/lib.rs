@@ -72,6 +72,7 @@
 #![deny(missing_docs)]
 
 mod client;
+mod frames;
 mod http;
 pub mod live;
 mod metered_store;

@@ -15,6 +15,7 @@ use hyper::header::{CONNECTION, HeaderMap, HeaderValue, SEC_WEBSOCKET_ACCEPT, UP
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
+use tokio::io::AsyncWriteExt;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -106,7 +107,7 @@ async fn serve<S>(conn: &Arc<Conn>, ws: WebSocketStream<S>, ping_interval: Durat
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    let (mut sink, mut stream) = ws.split();
+    let mut ws = ws;
     let _reading = conn.reader();
     let generation = conn.main.attach();
     // When the client has been silent long enough; `pinged`: the ping went out already.
@@ -114,21 +115,26 @@ where
     tokio::pin!(silence);
     let mut pinged = false;
     let mut out = Vec::new();
+    // The agent's messages as frames, written in one go (see below).
+    let mut frames = Vec::new();
+    // A ping of the client's was read: tungstenite queued its pong, which must be written
+    // whole before our own frames go out.
+    let mut pong_queued = false;
     loop {
         tokio::select! {
             () = &mut silence => {
                 if pinged {
                     tracing::debug!(connection = %conn.id, "no answer to a ping; closing");
-                    let _ = sink.send(close(CloseCode::Away, "no answer to ping")).await;
+                    let _ = ws.send(close(CloseCode::Away, "no answer to ping")).await;
                     return;
                 }
-                if sink.send(Message::Ping(Default::default())).await.is_err() {
+                if ws.send(Message::Ping(Default::default())).await.is_err() {
                     return;
                 }
                 pinged = true;
                 silence.as_mut().reset(tokio::time::Instant::now() + ping_interval);
             }
-            frame = stream.next() => {
+            frame = ws.next() => {
                 if let Some(Ok(_)) = &frame {
                     pinged = false;
                     silence.as_mut().reset(tokio::time::Instant::now() + ping_interval);
@@ -136,13 +142,17 @@ where
                 let text = match frame {
                     Some(Ok(Message::Text(text))) => text,
                     Some(Ok(Message::Binary(_))) => {
-                        let _ = sink.send(close(CloseCode::Unsupported, "text frames only")).await;
+                        let _ = ws.send(close(CloseCode::Unsupported, "text frames only")).await;
                         return;
                     }
                     Some(Ok(Message::Close(_))) | None => return,
+                    Some(Ok(Message::Ping(_))) => {
+                        pong_queued = true;
+                        continue;
+                    }
                     Some(Ok(_)) => continue,
                     Some(Err(tokio_tungstenite::tungstenite::Error::Capacity(_))) => {
-                        let _ = sink.send(close(CloseCode::Size, "message too large")).await;
+                        let _ = ws.send(close(CloseCode::Size, "message too large")).await;
                         return;
                     }
                     Some(Err(_)) => return,
@@ -164,7 +174,7 @@ where
                                 };
                                 let refused = super::connection::refusal(&id, message);
                                 let Ok(refused) = Utf8Bytes::try_from(refused) else { continue };
-                                if sink.send(Message::Text(refused)).await.is_err() {
+                                if ws.send(Message::Text(refused)).await.is_err() {
                                     return;
                                 }
                             }
@@ -173,17 +183,17 @@ where
                     }
                     Ok(Value::Array(_)) => {
                         let error = invalid(-32600, "JSON-RPC batches are not supported");
-                        if sink.send(error).await.is_err() {
+                        if ws.send(error).await.is_err() {
                             return;
                         }
                     }
                     Ok(_) => {
-                        if sink.send(invalid(-32600, "not one JSON-RPC message")).await.is_err() {
+                        if ws.send(invalid(-32600, "not one JSON-RPC message")).await.is_err() {
                             return;
                         }
                     }
                     Err(_) => {
-                        if sink.send(invalid(-32700, "parse error")).await.is_err() {
+                        if ws.send(invalid(-32700, "parse error")).await.is_err() {
                             return;
                         }
                     }
@@ -191,17 +201,28 @@ where
             }
             more = conn.main.next_batch(generation, super::WRITE_BATCH_BYTES, &mut out) => {
                 if !more {
-                    let _ = sink.send(close(CloseCode::Away, "connection ended")).await;
+                    let _ = ws.send(close(CloseCode::Away, "connection ended")).await;
                     return;
                 }
-                // A frame each, one flush for all that was queued.
-                for message in out.drain(..) {
-                    let Ok(message) = Utf8Bytes::try_from(message) else { continue };
-                    if sink.feed(Message::Text(message)).await.is_err() {
+                // tungstenite's own frames (a pong) go out whole first: nothing of ours may
+                // land inside one.
+                if pong_queued {
+                    if ws.flush().await.is_err() {
                         return;
                     }
+                    pong_queued = false;
                 }
-                if sink.flush().await.is_err() {
+                // A frame each, written straight to the socket in one write: tungstenite
+                // copied each message into a frame of its own and locked, buffered and
+                // flushed per message (the server's largest cost per streamed chunk).
+                frames.clear();
+                for message in out.drain(..) {
+                    if std::str::from_utf8(&message).is_ok() {
+                        crate::frames::encode(crate::frames::TEXT, &message, None, &mut frames);
+                    }
+                }
+                let socket = ws.get_mut();
+                if socket.write_all(&frames).await.is_err() || socket.flush().await.is_err() {
                     return;
                 }
                 conn.touch();

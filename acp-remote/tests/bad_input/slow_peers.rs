@@ -401,3 +401,54 @@ async fn ten_thousand_idle_sockets_leave_memory_bounded_and_the_server_serving()
     let _ = initialize(addr, AUTH).await;
     server.shutdown();
 }
+
+/// A client that pings while its agent streams gets a pong for each ping, and every streamed
+/// message whole and in order: the server's own frames and tungstenite's pongs go out
+/// through one socket without landing inside each other.
+#[tokio::test]
+async fn pings_during_a_stream_are_answered_between_whole_messages() {
+    let server = server(Limits::default()).await;
+    let (mut ws, _) = websocket(&server).await;
+    ws.send(Message::text(INIT)).await.unwrap();
+    answer(&mut ws, 0).await;
+    ws.send(Message::text(NEW)).await.unwrap();
+    let created = answer(&mut ws, 1).await;
+    let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let prompt = serde_json::json!({
+        "jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "slow"}]},
+    });
+    ws.send(Message::text(prompt.to_string())).await.unwrap();
+    let (mut ticks, mut pongs, mut pings) = (0, 0, 0);
+    within(20, async {
+        while ticks < 25 {
+            match ws.next().await {
+                Some(Ok(Message::Text(text))) => {
+                    let message: serde_json::Value =
+                        serde_json::from_str(&text).expect("a whole JSON message");
+                    let chunk = &message["params"]["update"]["content"]["text"];
+                    if let Some(chunk) = chunk.as_str() {
+                        assert_eq!(chunk, format!("tick {ticks}\n"), "in order");
+                        ticks += 1;
+                        // Two pings a tick, so that pongs and messages interleave.
+                        for _ in 0..2 {
+                            ws.send(Message::Ping(format!("p{pings}").into()))
+                                .await
+                                .unwrap();
+                            pings += 1;
+                        }
+                    }
+                }
+                Some(Ok(Message::Pong(payload))) => {
+                    assert_eq!(&payload[..], format!("p{pongs}").as_bytes(), "in order");
+                    pongs += 1;
+                }
+                Some(Ok(_)) => {}
+                other => panic!("the socket ended: {other:?}"),
+            }
+        }
+    })
+    .await;
+    assert!(pongs >= pings - 2, "{pongs} pongs for {pings} pings");
+    server.shutdown();
+}

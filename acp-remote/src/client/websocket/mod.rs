@@ -1,5 +1,5 @@
 //! The WebSocket profile of the client: one socket, one text frame per message, both ways.
-//! tungstenite makes the upgrade ([`upgrade`]); the frames are ours ([`frames`]): the
+//! tungstenite makes the upgrade ([`upgrade`]); the frames are ours ([`crate::frames`]): the
 //! server's are parsed where they were read, the engine's written masked into one buffer
 //! ([`socket`]). An engine's messages go out as they come from its frame adapter; for the
 //! JSON lines of a [`RemoteLink`](super::RemoteLink) the server's frames are read by the
@@ -21,7 +21,6 @@ use tokio_util::sync::CancellationToken;
 use super::Remote;
 use crate::Error;
 
-mod frames;
 mod socket;
 mod upgrade;
 

@@ -1,5 +1,5 @@
 //! An upgraded socket as the engine's frame carrier: [`SocketFrames`] reads the server's
-//! frames ([`super::frames::FrameReader`] over one buffer the socket is read into) and
+//! frames ([`crate::frames::FrameReader`] over one buffer the socket is read into) and
 //! [`SocketSink`] writes the engine's messages, each one masked text frame. The two share
 //! [`Out`], the one place that writes to the socket: the reader's pongs and its answer to
 //! the server's close go out there, between the engine's messages, never inside one.
@@ -18,8 +18,8 @@ use futures_util::task::AtomicWaker;
 use tokio::io::{AsyncWrite, ReadHalf, WriteHalf};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::frames::{CLOSE, FrameReader, Incoming, MaskKeys, PONG, TEXT, encode};
 use crate::client::stream::Io;
+use crate::frames::{CLOSE, FrameReader, Incoming, MaskKeys, PONG, TEXT, encode};
 
 /// How much the reader asks of the socket at once: a streaming turn's frames arrive in a
 /// few large reads (a read per frame made a streamed chunk cost a system call).
@@ -111,7 +111,7 @@ impl Out {
         }
         self.closed = opcode == CLOSE;
         let key = self.keys.next();
-        encode(opcode, payload, key, &mut self.pending);
+        encode(opcode, payload, Some(key), &mut self.pending);
     }
 
     /// Queues the close frame with `code`.

@@ -186,7 +186,7 @@ fn encoded_frames_are_masked_and_read_back_by_tungstenite() {
         let payload: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
         let mask = keys.next();
         let mut out = Vec::new();
-        encode(TEXT, &payload, mask, &mut out);
+        encode(TEXT, &payload, Some(mask), &mut out);
         let mut cursor = Cursor::new(&out[..]);
         let (header, length) = FrameHeader::parse(&mut cursor)
             .expect("a header")
@@ -202,6 +202,21 @@ fn encoded_frames_are_masked_and_read_back_by_tungstenite() {
             .map(|(i, b)| b ^ mask[i % 4])
             .collect();
         assert_eq!(unmasked, payload, "{len} bytes");
+    }
+}
+
+#[test]
+fn a_servers_frames_are_unmasked_and_read_back_by_tungstenite() {
+    for len in [0, 125, 126, 65_536] {
+        let payload = vec![b'y'; len];
+        let mut out = Vec::new();
+        encode(TEXT, &payload, None, &mut out);
+        let mut cursor = Cursor::new(&out[..]);
+        let (header, length) = FrameHeader::parse(&mut cursor)
+            .expect("a header")
+            .expect("whole");
+        assert_eq!((length, header.mask), (len as u64, None));
+        assert_eq!(&out[cursor.position() as usize..], &payload[..]);
     }
 }
 

@@ -1,12 +1,12 @@
-//! The client's side of WebSocket framing (RFC 6455, section 5), read and written by the
-//! connection itself: the server's frames are parsed where they were read, in one buffer,
-//! and each text message is handed to the engine as a slice of it (no copy, no per-frame
-//! allocation); the client's frames are masked and appended to one output buffer.
+//! WebSocket framing (RFC 6455, section 5) as acp-remote does it itself: the client reads
+//! the server's frames where they were read, in one buffer, and hands each text message to
+//! the engine as a slice of it (no copy, no per-frame allocation); both sides write their
+//! frames into one output buffer ([`encode`]: the client's masked, the server's not).
 //!
-//! Pure: no socket here. [`FrameReader`] turns bytes read into [`Incoming`] events and says
-//! when the server broke the protocol ([`Violation`], with the close code to answer);
-//! [`encode`] writes one frame; [`MaskKeys`] hands out the masking keys a client must use,
-//! from the OS's random source in batches.
+//! Pure: no socket here. [`FrameReader`] turns the bytes a client read into [`Incoming`]
+//! events and says when the server broke the protocol ([`Violation`], with the close code
+//! to answer); [`MaskKeys`] hands out the masking keys a client must use, from the OS's
+//! random source in batches.
 
 use bytes::{Buf, Bytes, BytesMut};
 
@@ -263,20 +263,25 @@ fn text(payload: BytesMut) -> Result<Option<Incoming>, Violation> {
     }
 }
 
-/// Appends one final frame of `opcode` carrying `payload`, masked with `mask` (a client
-/// masks every frame it sends, RFC 6455 5.3), to `out`.
-pub(crate) fn encode(opcode: u8, payload: &[u8], mask: [u8; 4], out: &mut Vec<u8>) {
+/// Appends one final frame of `opcode` carrying `payload` to `out`: masked with `mask` by a
+/// client (which masks every frame it sends, RFC 6455 5.3), unmasked (`None`) by a server.
+pub(crate) fn encode(opcode: u8, payload: &[u8], mask: Option<[u8; 4]>, out: &mut Vec<u8>) {
     out.push(0x80 | opcode);
+    let masked = if mask.is_some() { 0x80 } else { 0 };
     let len = payload.len();
     if len < 126 {
-        out.push(0x80 | len as u8);
+        out.push(masked | len as u8);
     } else if let Ok(short) = u16::try_from(len) {
-        out.push(0x80 | 126);
+        out.push(masked | 126);
         out.extend_from_slice(&short.to_be_bytes());
     } else {
-        out.push(0x80 | 127);
+        out.push(masked | 127);
         out.extend_from_slice(&(len as u64).to_be_bytes());
     }
+    let Some(mask) = mask else {
+        out.extend_from_slice(payload);
+        return;
+    };
     out.extend_from_slice(&mask);
     let start = out.len();
     out.extend_from_slice(payload);
