@@ -60,6 +60,7 @@ pub(crate) fn carrier(
         frames: FrameReader::new(max, socket.leftover),
         out: out.clone(),
         wakers: wakers.clone(),
+        owes: false,
         ended: false,
     };
     let over = CancellationToken::new();
@@ -160,18 +161,22 @@ pub(crate) struct SocketFrames {
     frames: FrameReader,
     out: Arc<Mutex<Out>>,
     wakers: Arc<WriteWakers>,
+    /// Something the reader queued (a pong, a close) may not be written yet: the next poll
+    /// tries again (the writer is not locked for every frame read).
+    owes: bool,
     ended: bool,
 }
 
 impl SocketFrames {
     /// Writes what the reader queued (a pong, a close), waiting for nothing: what the
     /// socket does not take now goes with the sink's next write or the reader's next turn.
-    fn push_out(&self, cx: &Context<'_>) {
+    fn push_out(&mut self, cx: &Context<'_>) {
         let mut out = lock(&self.out);
         if out.unwritten() > 0 {
             self.wakers.reader.register(cx.waker());
             let _ = out.poll_flush();
         }
+        self.owes = out.unwritten() > 0;
     }
 
     /// Ends the input, answering with a close frame of `code` unless ours went already.
@@ -188,7 +193,9 @@ impl acp_rpc::transport::FrameSource for SocketFrames {
         if self.ended {
             return Poll::Ready(None);
         }
-        self.push_out(cx);
+        if self.owes {
+            self.push_out(cx);
+        }
         loop {
             match self.frames.next() {
                 Ok(Some(Incoming::Text(text))) => return Poll::Ready(Some(text)),
