@@ -130,8 +130,8 @@ pub struct LinkReader(Lines);
 
 #[derive(Debug)]
 enum Lines {
-    Frames(websocket::FrameLines),
-    Port(pipe::PortLines),
+    Frames(pipe::FrameLines<websocket::SocketFrames>),
+    Port(pipe::FrameLines<acp_rpc::transport::FrameReceiver>),
 }
 
 impl AsyncRead for LinkReader {
@@ -182,7 +182,7 @@ pub async fn connect(url: &str, options: &ConnectOptions) -> Result<RemoteLink, 
         }
         Profile::StreamableHttp => {
             let over = streamable_http::start(shared, carrier).await?;
-            let lines = pipe::PortLines::new(app.receiver);
+            let lines = pipe::FrameLines::new(app.receiver);
             (over, LinkReader(Lines::Port(lines)))
         }
     };

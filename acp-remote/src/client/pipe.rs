@@ -10,7 +10,7 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use acp_rpc::transport::{Closed, FrameReceiver, FrameSender};
+use acp_rpc::transport::{Closed, FrameSender, FrameSource};
 use acp_rpc::{Frame, LineCodec};
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -128,20 +128,25 @@ impl AsyncWrite for LinkWriter {
     }
 }
 
-/// The server's messages as JSON lines, read from the carrier's frames: each frame is
-/// copied once, straight into the reader's buffer, with its newline. A frame holding a raw
-/// newline (it would read as two lines) is dropped.
-pub(crate) struct PortLines {
-    frames: FrameReceiver,
+/// The server's messages as JSON lines, read from the carrier's frames (a WebSocket's
+/// text messages, or the Streamable HTTP streams' events as a
+/// [`FrameReceiver`](acp_rpc::transport::FrameReceiver) gives them):
+/// each frame is copied once, straight into the reader's buffer, with its newline. A frame
+/// holding a raw line end (it would read as two lines) is dropped; the end of the frames is
+/// the end of the lines.
+pub(crate) struct FrameLines<S> {
+    frames: S,
+    /// The frame being copied out, and how much of it has been.
     current: Bytes,
     copied: usize,
+    /// The current frame's newline is still to be copied.
     newline_due: bool,
     ended: bool,
 }
 
-impl PortLines {
-    pub(crate) fn new(frames: FrameReceiver) -> Self {
-        PortLines {
+impl<S: FrameSource> FrameLines<S> {
+    pub(crate) fn new(frames: S) -> Self {
+        FrameLines {
             frames,
             current: Bytes::new(),
             copied: 0,
@@ -151,15 +156,15 @@ impl PortLines {
     }
 }
 
-impl std::fmt::Debug for PortLines {
+impl<S> std::fmt::Debug for FrameLines<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PortLines")
+        f.debug_struct("FrameLines")
             .field("ended", &self.ended)
             .finish_non_exhaustive()
     }
 }
 
-impl AsyncRead for PortLines {
+impl<S: FrameSource + Unpin> AsyncRead for FrameLines<S> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -182,17 +187,18 @@ impl AsyncRead for PortLines {
                 buf.put_slice(b"\n");
                 this.newline_due = false;
             }
+            // Nothing filled and nothing to come: the end of the lines.
             if this.ended || buf.remaining() == 0 {
                 return Poll::Ready(Ok(()));
             }
-            let frame = match this.frames.poll_recv(cx) {
+            let frame = match this.frames.poll_frame(cx) {
                 Poll::Pending if buf.filled().len() > before => return Poll::Ready(Ok(())),
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(frame) => frame,
             };
             match frame {
                 Some(frame) if memchr::memchr2(b'\n', b'\r', &frame).is_some() => {
-                    tracing::warn!("the server sent a message with a raw newline; dropped");
+                    tracing::warn!("the server sent a message with a raw line end; dropped");
                 }
                 Some(frame) => {
                     this.current = frame;
@@ -271,7 +277,7 @@ mod tests {
         }
         drop(carrier);
         let mut read = String::new();
-        BufReader::with_capacity(7, PortLines::new(app.receiver))
+        BufReader::with_capacity(7, FrameLines::new(app.receiver))
             .read_to_string(&mut read)
             .await
             .unwrap();

@@ -282,3 +282,11 @@ impl FrameReceiver {
         !self.0.is_empty()
     }
 }
+
+/// The frames a receiver gets are a source too: what reads a carrier's frames (as an
+/// engine does, or a reader of lines over them) takes either alike.
+impl FrameSource for FrameReceiver {
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        self.poll_recv(cx)
+    }
+}

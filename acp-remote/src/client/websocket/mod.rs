@@ -6,14 +6,9 @@
 //! connection itself ([`FrameLines`]) and the lines it writes arrive as messages, cut by
 //! acp-rpc's framer.
 
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
-use acp_rpc::transport::FrameSource;
-use bytes::Bytes;
 use hyper::header::{AUTHORIZATION, COOKIE};
-use tokio::io::{AsyncRead, ReadBuf};
 use tokio_tungstenite::tungstenite;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_util::sync::CancellationToken;
@@ -24,7 +19,10 @@ use crate::Error;
 mod socket;
 mod upgrade;
 
-use socket::{SocketFrames, SocketSink, Upgraded};
+pub(crate) use socket::SocketFrames;
+use socket::{SocketSink, Upgraded};
+
+use super::pipe::FrameLines;
 
 /// Opens the socket (failing here on a refused upgrade: 401, 403, 503...) and returns the
 /// adapter for an engine that carries whole messages over it: the engine reads the socket's
@@ -64,7 +62,7 @@ fn send_frames(mut sink: SocketSink, mut receiver: acp_rpc::transport::FrameRece
 pub(crate) async fn start(
     remote: Arc<Remote>,
     messages: acp_rpc::transport::FrameReceiver,
-) -> Result<(CancellationToken, FrameLines), Error> {
+) -> Result<(CancellationToken, FrameLines<SocketFrames>), Error> {
     let (frames, sink, over) = socket::carrier(open_socket(&remote).await?, remote.max);
     send_frames(sink, messages);
     Ok((over, FrameLines::new(frames)))
@@ -108,92 +106,16 @@ async fn open_socket(remote: &Remote) -> Result<Upgraded, Error> {
     Ok(ws.into_inner().into_upgraded())
 }
 
-/// The server's frames as the JSON lines a connection reads: each text frame is copied once,
-/// straight into the connection's read buffer, with its newline. A frame with a raw newline
-/// (which would read as two lines) is dropped; ping, pong and binary frames are not messages;
-/// a close frame, the end of the socket, a failed read or a broken frame ends the lines.
-pub(crate) struct FrameLines {
-    frames: SocketFrames,
-    /// The frame being copied out, and how much of it has been.
-    current: Bytes,
-    copied: usize,
-    /// The current frame's newline is still to be copied.
-    newline_due: bool,
-    ended: bool,
-}
-
-impl FrameLines {
-    fn new(frames: SocketFrames) -> Self {
-        FrameLines {
-            frames,
-            current: Bytes::new(),
-            copied: 0,
-            newline_due: false,
-            ended: false,
-        }
-    }
-}
-
-impl std::fmt::Debug for FrameLines {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FrameLines")
-            .field("ended", &self.ended)
-            .finish_non_exhaustive()
-    }
-}
-
-impl AsyncRead for FrameLines {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        loop {
-            let left = &this.current[this.copied..];
-            let n = left.len().min(buf.remaining());
-            buf.put_slice(&left[..n]);
-            this.copied += n;
-            if this.copied < this.current.len() {
-                return Poll::Ready(Ok(()));
-            }
-            if this.newline_due {
-                if buf.remaining() == 0 {
-                    return Poll::Ready(Ok(()));
-                }
-                buf.put_slice(b"\n");
-                this.newline_due = false;
-            }
-            // Nothing filled and nothing to come: the end of the lines.
-            if this.ended || buf.remaining() == 0 {
-                return Poll::Ready(Ok(()));
-            }
-            let frame = match this.frames.poll_frame(cx) {
-                Poll::Pending if buf.filled().len() > before => return Poll::Ready(Ok(())),
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(frame) => frame,
-            };
-            match frame {
-                Some(text) if memchr::memchr(b'\n', &text).is_some() => {
-                    tracing::warn!("the server sent a frame with a raw newline; dropped");
-                }
-                Some(text) => {
-                    this.current = text;
-                    this.copied = 0;
-                    this.newline_due = true;
-                }
-                None => this.ended = true,
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use bytes::Bytes;
     use futures_util::{SinkExt, StreamExt};
+    use tokio::io::{AsyncRead, ReadBuf};
 
     use crate::client::stream::Io;
     use tokio::io::{AsyncReadExt, BufReader, DuplexStream};
@@ -243,7 +165,7 @@ mod tests {
 
     /// A server socket (tungstenite's) and the client's lines of the other end, over an
     /// in-memory pipe.
-    async fn pair() -> (WebSocketStream<DuplexStream>, FrameLines) {
+    async fn pair() -> (WebSocketStream<DuplexStream>, FrameLines<SocketFrames>) {
         let (server, client) = tokio::io::duplex(1 << 16);
         let server = WebSocketStream::from_raw_socket(server, Role::Server, None).await;
         let (frames, _sink, _over) = carrier(client);
