@@ -96,9 +96,11 @@ impl AsyncRead for HeadersFirst {
                 return Poll::Ready(Ok(()));
             }
             if this.head_done && !this.passing {
-                // The head is given; what follows is the frames' (tungstenite asks no more
-                // once it has the head; should it, it waits like an idle socket).
-                return Poll::Pending;
+                // The head is given; what follows is the frames'. tungstenite asks no more
+                // once it has the head; should it, it is told so rather than left waiting.
+                return Poll::Ready(Err(io::Error::other(
+                    "read past the WebSocket upgrade's response",
+                )));
             }
             if this.passing {
                 return Pin::new(&mut this.io).poll_read(cx, buf);
