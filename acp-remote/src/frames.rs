@@ -226,23 +226,22 @@ impl FrameReader {
         payload: BytesMut,
     ) -> Result<Option<Incoming>, Violation> {
         let max = self.max;
-        let so_far = match &self.partial {
-            None => {
-                return Err(Violation::Protocol(
-                    "a continuation frame with no message to continue",
-                ));
-            }
-            Some(Partial::Text(text)) => text.len() as u64,
-            Some(Partial::Binary(len)) => *len,
+        let Some(partial) = self.partial.as_mut() else {
+            return Err(Violation::Protocol(
+                "a continuation frame with no message to continue",
+            ));
+        };
+        let so_far = match partial {
+            Partial::Text(text) => text.len() as u64,
+            Partial::Binary(len) => *len,
         };
         let len = so_far + payload.len() as u64;
         if len > max as u64 {
             return Err(Violation::TooBig { len, max });
         }
-        match self.partial.as_mut() {
-            Some(Partial::Text(text)) => text.extend_from_slice(&payload),
-            Some(Partial::Binary(counted)) => *counted = len,
-            None => unreachable!("checked above"),
+        match partial {
+            Partial::Text(text) => text.extend_from_slice(&payload),
+            Partial::Binary(counted) => *counted = len,
         }
         if !is_final {
             return Ok(None);

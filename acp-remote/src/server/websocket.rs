@@ -103,11 +103,10 @@ pub(crate) fn upgrade(
 }
 
 /// Moves frames both ways until either side ends, pinging a silent client.
-async fn serve<S>(conn: &Arc<Conn>, ws: WebSocketStream<S>, ping_interval: Duration)
+async fn serve<S>(conn: &Arc<Conn>, mut ws: WebSocketStream<S>, ping_interval: Duration)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    let mut ws = ws;
     let _reading = conn.reader();
     let generation = conn.main.attach();
     // When the client has been silent long enough; `pinged`: the ping went out already.

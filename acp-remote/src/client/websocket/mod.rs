@@ -108,22 +108,19 @@ async fn open_socket(remote: &Remote) -> Result<Upgraded, Error> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use std::pin::Pin;
     use std::task::{Context, Poll};
+    use std::time::Duration;
 
     use bytes::Bytes;
     use futures_util::{SinkExt, StreamExt};
-    use tokio::io::{AsyncRead, ReadBuf};
-
-    use crate::client::stream::Io;
-    use tokio::io::{AsyncReadExt, BufReader, DuplexStream};
+    use tokio::io::{AsyncRead, AsyncReadExt, BufReader, DuplexStream, ReadBuf};
     use tokio_tungstenite::WebSocketStream;
     use tokio_tungstenite::tungstenite::Message;
     use tokio_tungstenite::tungstenite::protocol::Role;
 
     use super::*;
+    use crate::client::stream::Io;
 
     /// The client's limit on a message in these tests.
     const MAX: usize = 1 << 20;

@@ -10,9 +10,10 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker, ready};
 
+use acp_rpc::sync::lock;
 use bytes::{Bytes, BytesMut};
 use futures_util::task::AtomicWaker;
 use tokio::io::{AsyncWrite, ReadHalf, WriteHalf};
@@ -126,8 +127,7 @@ impl Out {
 
     /// Writes what is queued; `Pending` until the socket took all of it.
     fn poll_write_out(&mut self) -> Poll<io::Result<()>> {
-        let waker = self.socket_waker.clone();
-        let mut cx = Context::from_waker(&waker);
+        let mut cx = Context::from_waker(&self.socket_waker);
         while self.written < self.pending.len() {
             let n =
                 ready!(Pin::new(&mut self.io).poll_write(&mut cx, &self.pending[self.written..]))?;
@@ -143,13 +143,8 @@ impl Out {
 
     fn poll_flush(&mut self) -> Poll<io::Result<()>> {
         ready!(self.poll_write_out())?;
-        let waker = self.socket_waker.clone();
-        Pin::new(&mut self.io).poll_flush(&mut Context::from_waker(&waker))
+        Pin::new(&mut self.io).poll_flush(&mut Context::from_waker(&self.socket_waker))
     }
-}
-
-fn lock(out: &Mutex<Out>) -> MutexGuard<'_, Out> {
-    out.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The server's text messages, for an engine to read straight off the socket. A ping is
