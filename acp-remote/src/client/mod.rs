@@ -160,7 +160,8 @@ impl Finished {
 }
 
 /// Connects to `url` (`http://HOST:PORT/acp` or `ws://HOST:PORT/acp`, `https://` and
-/// `wss://` over TLS). Over WebSocket the socket is open when this returns; over HTTP the
+/// `wss://` over TLS). Over WebSocket the socket is open when this returns (a server that
+/// does not answer the upgrade within 30 seconds fails it); over HTTP the
 /// server is reached (TCP, and TLS) and the connection is created by the first message,
 /// `initialize`.
 pub async fn connect(url: &str, options: &ConnectOptions) -> Result<RemoteLink, Error> {

@@ -7,6 +7,7 @@
 //! acp-rpc's framer.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use hyper::header::{AUTHORIZATION, COOKIE};
 use tokio_tungstenite::tungstenite;
@@ -68,8 +69,29 @@ pub(crate) async fn start(
     Ok((over, FrameLines::new(frames)))
 }
 
-/// The WebSocket handshake with the server of `remote`.
+/// How long opening the socket may take, from the TCP connection to the upgrade's answer:
+/// a server that takes the connection and never answers fails the connect instead of
+/// holding it (shorter in this crate's own tests, which wait it out).
+const OPEN_TIMEOUT: Duration = if cfg!(test) {
+    Duration::from_secs(2)
+} else {
+    Duration::from_secs(30)
+};
+
+/// The WebSocket handshake with the server of `remote`, within [`OPEN_TIMEOUT`].
 async fn open_socket(remote: &Remote) -> Result<Upgraded, Error> {
+    tokio::time::timeout(OPEN_TIMEOUT, upgrade(remote))
+        .await
+        .map_err(|_| {
+            Error::WebSocket(format!(
+                "the server did not answer the WebSocket upgrade within {} s",
+                OPEN_TIMEOUT.as_secs()
+            ))
+        })?
+}
+
+/// Connects to the server of `remote` and upgrades the connection.
+async fn upgrade(remote: &Remote) -> Result<Upgraded, Error> {
     let target = &remote.target;
     // The handshake's request line and `Host` (TLS, for `wss://`, is the stream's business).
     let url = format!("ws://{}{}", target.authority, target.path);
@@ -110,7 +132,6 @@ async fn open_socket(remote: &Remote) -> Result<Upgraded, Error> {
 mod tests {
     use std::pin::Pin;
     use std::task::{Context, Poll};
-    use std::time::Duration;
 
     use bytes::Bytes;
     use futures_util::{SinkExt, StreamExt};

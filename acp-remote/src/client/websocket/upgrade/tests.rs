@@ -111,3 +111,17 @@ async fn a_head_that_never_ends_fails_the_upgrade_without_holding_it() {
         .expect("an answer in time");
     assert!(outcome.is_err(), "a head of 200 KiB was taken");
 }
+
+#[tokio::test]
+async fn a_server_that_never_answers_the_upgrade_fails_the_connect_in_time() {
+    // The request is read, and nothing is sent back for longer than the open timeout.
+    let url = server(|_| Vec::new()).await;
+    let outcome = tokio::time::timeout(WAIT, connect_transport(&url, &ConnectOptions::new()))
+        .await
+        .expect("an answer before the test's own limit");
+    let error = outcome.map(|_| ()).expect_err("no upgrade");
+    assert!(
+        matches!(&error, Error::WebSocket(why) if why.contains("did not answer")),
+        "{error:?}"
+    );
+}
