@@ -6,6 +6,7 @@
 mod common;
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use acp_agent::legacy::AdapterOptions;
 use acp_agent::types::*;
@@ -16,6 +17,9 @@ use serde_json::{Value, json};
 fn v<T: serde::de::DeserializeOwned>(j: Value) -> T {
     serde_json::from_value(j).expect("test JSON matches the type")
 }
+
+/// How many chunks the agent streams for the prompt `stream`.
+const STREAMED: usize = 100;
 
 /// What the agent saw: prompts and permission outcomes.
 #[derive(Clone, Default)]
@@ -73,6 +77,12 @@ impl Agent for Worker {
             "wait" => {
                 cx.cancelled().await;
                 return Ok(PromptResponse::new(StopReason::Cancelled));
+            }
+            "stream" => {
+                for n in 0..STREAMED {
+                    session.message_chunk(format!("c{n}")).await?;
+                }
+                return Ok(PromptResponse::new(StopReason::EndTurn));
             }
             _ => {}
         }
@@ -267,4 +277,47 @@ async fn a_rejected_confirmation_selects_the_reject_option_and_bad_input_is_answ
     e.send(r#"{"jsonrpc":"2.0","id":4,"method":"cancelSendMessage"}"#)
         .await;
     e.expect(r#"{"jsonrpc":"2.0","id":4,"result":null}"#).await;
+}
+
+#[tokio::test]
+async fn chunks_are_streamed_ahead_of_the_editors_answers_and_the_turn_waits_for_them() {
+    let seen = Seen::default();
+    let mut e = connect(&seen);
+    e.send(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"0.0.9"}}"#,
+    )
+    .await;
+    let _ = e.line().await;
+    e.send(r#"{"jsonrpc":"2.0","id":1,"method":"sendUserMessage","params":{"chunks":[{"text":"stream"}]}}"#).await;
+    // 64 chunks arrive, in order, while the editor has answered none of them.
+    let chunk = |n: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{n},"method":"streamAssistantMessageChunk","params":{{"chunk":{{"text":"c{n}"}}}}}}"#
+        )
+    };
+    for n in 0..64 {
+        e.expect(&chunk(n)).await;
+    }
+    // The window is full: nothing more until the editor answers.
+    let early = e.line_within(Duration::from_millis(200)).await;
+    assert_eq!(early, None, "a 65th chunk before any answer");
+    // Each answer lets one more through; a refused chunk is logged and the turn goes on.
+    for n in 0..STREAMED {
+        let answer = if n == 5 {
+            format!(r#"{{"jsonrpc":"2.0","id":{n},"error":{{"code":-32000,"message":"not now"}}}}"#)
+        } else {
+            format!(r#"{{"jsonrpc":"2.0","id":{n},"result":null}}"#)
+        };
+        if n + 1 == STREAMED {
+            // Every chunk is sent and the agent's turn is over, but the editor has not
+            // answered the last chunk: the turn is not answered yet.
+            let early = e.line_within(Duration::from_millis(200)).await;
+            assert_eq!(early, None, "the turn answered before its last chunk was");
+        }
+        e.send(&answer).await;
+        if n + 64 < STREAMED {
+            e.expect(&chunk(n + 64)).await;
+        }
+    }
+    e.expect(r#"{"jsonrpc":"2.0","id":1,"result":null}"#).await;
 }

@@ -21,7 +21,7 @@
 //!
 //! | v1 (agent -> editor) | 0.0.9 |
 //! | --- | --- |
-//! | `agent_message_chunk` / `agent_thought_chunk` (text) | `streamAssistantMessageChunk` `{text}` / `{thought}`, awaited in order |
+//! | `agent_message_chunk` / `agent_thought_chunk` (text) | `streamAssistantMessageChunk` `{text}` / `{thought}`, sent in order without waiting a round trip each: up to 64 await the editor's answers at once, and `sendUserMessage` is answered once the editor has answered all of the turn's |
 //! | `tool_call` | `pushToolCall` (label = title, icon from the kind, content and locations mapped); the editor picks the id and the translation keeps the mapping; a call created already finished is followed by `updateToolCall` |
 //! | `tool_call_update` | `updateToolCall` with the mapped status and content; fields the update leaves out are filled in from what the editor shows, since 0.0.9 always sends a status and its content replaces the old |
 //! | `session/request_permission` | `requestToolCallConfirmation`, the confirmation kind derived from the tool kind (`edit`/`delete`/`move` -> `edit`, `execute` -> `execute` with `rawInput.command`, `fetch` -> `fetch` with `rawInput.url(s)`, else `other`; fields the request leaves out, `rawInput` included, come from the announced `tool_call`); the editor's new id replaces the old mapping, and the outcome selects an option of the matching kind (`allow` -> allow-once, `alwaysAllow*` -> allow-always, `reject` -> reject-once; `cancel`, or no such option, -> cancelled) |

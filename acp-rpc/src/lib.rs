@@ -98,7 +98,7 @@ pub use handler::{
 };
 pub use message::{Message, Notification, ParseFailure, Request, RequestId, Response};
 pub use observe::{MessageEvent, MessageKind, Observer, Observers, RequestEvent};
-pub use outgoing::{CANCEL_METHOD, CallOptions, Peer};
+pub use outgoing::{CANCEL_METHOD, CallOptions, Peer, PendingResponse};
 pub use params::{Params, deserialize_params, to_raw};
 pub use tap::{Direction, TapEvent};
 pub use write::reply::Reply;

@@ -40,6 +40,15 @@ impl Editor {
             .expect("the agent keeps the connection open")
     }
 
+    /// The next line if the agent writes one within `wait`, else `None` (a line written
+    /// later is read by the next call: reading lines is cancel-safe).
+    pub async fn line_within(&mut self, wait: Duration) -> Option<String> {
+        match tokio::time::timeout(wait, self.lines.next_line()).await {
+            Ok(line) => Some(line.unwrap().expect("the agent keeps the connection open")),
+            Err(_) => None,
+        }
+    }
+
     /// Asserts the next line is the message `expected`: the same members with the same
     /// values (so `"params": null` is not the same as no `params`, and a stray `"jsonrpc"`
     /// fails), whatever order serde_json's `preserve_order` feature puts object keys in.

@@ -2,11 +2,11 @@
 //! skeleton of [`crate::translate`]. [`Conversation`] is what its two ends share: the
 //! implicit session and the tool calls the editor has been shown.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::sync::Mutex;
 
-use acp_rpc::{Error, RequestContext};
+use acp_rpc::{Error, PendingResponse, RequestContext};
 use acp_types::legacy::v0_0_9 as z;
 use acp_types::legacy::v0_0_9::convert;
 use acp_types::v1;
@@ -25,9 +25,16 @@ pub(crate) fn state(options: AdapterOptions) -> Conversation {
         session: OnceCell::new(),
         tool_calls: Mutex::default(),
         prompting: Mutex::default(),
+        streamed: tokio::sync::Mutex::default(),
         options,
     }
 }
+
+/// How many `streamAssistantMessageChunk`s may await the editor's answers at once: chunks
+/// are sent without waiting a round trip each (they leave in order, and the editor handles
+/// its requests in order), and the agent's stream waits only when this many are
+/// unanswered.
+const STREAM_WINDOW: usize = 64;
 
 /// What the editor has been shown of a v1 tool call: the id the editor chose for it, and
 /// the call as the agent has described it so far (0.0.9's `updateToolCall` always carries
@@ -48,7 +55,23 @@ pub(crate) struct Conversation {
     tool_calls: Mutex<HashMap<v1::ToolCallId, ShownToolCall>>,
     /// The implicit session, while a `sendUserMessage` runs in it.
     prompting: Mutex<Option<v1::SessionId>>,
+    /// The chunks sent to the editor whose answers are still awaited, oldest first (at
+    /// most [`STREAM_WINDOW`]).
+    streamed: tokio::sync::Mutex<VecDeque<PendingResponse<z::StreamAssistantMessageChunkResponse>>>,
     options: AdapterOptions,
+}
+
+impl Conversation {
+    /// Waits for the editor's answers to every chunk sent so far; a chunk it refused is
+    /// logged, as a failed notification's handler is (the v1 agent sent it as one).
+    async fn chunks_answered(&self) {
+        let mut window = self.streamed.lock().await;
+        while let Some(oldest) = window.pop_front() {
+            if let Err(e) = oldest.await {
+                tracing::warn!(error = %e, "the editor refused a streamed chunk");
+            }
+        }
+    }
 }
 
 /// The id of an auth method a 0.0.9 `authenticate` can run: one the agent runs itself (the
@@ -125,6 +148,9 @@ impl Agent for ZeroNineAgent {
             .v1
             .typed_request(&v1::PromptRequest::new(session, prompt))
             .await;
+        // The turn is over once the editor has taken every chunk of it (the v1 answer comes
+        // after the turn's notifications, so they are all sent by now).
+        self.chunks_answered().await;
         *lock(&self.prompting) = None;
         result.map(|_| ())
     }
@@ -177,7 +203,10 @@ impl V1Client {
         let editor = self.legacy()?;
         match n.update {
             U::AgentMessageChunk(chunk) => match chunk.content {
-                v1::ContentBlock::Text(text) => editor.stream_text(text.text).await,
+                v1::ContentBlock::Text(text) => {
+                    let chunk = z::TextAssistantMessageChunk::new(text.text);
+                    self.stream(editor, z::AssistantMessageChunk::Text(chunk)).await
+                }
                 _ => {
                     tracing::warn!(
                         "0.0.9 editors show text only: a non-text agent_message_chunk was dropped"
@@ -186,7 +215,10 @@ impl V1Client {
                 }
             },
             U::AgentThoughtChunk(chunk) => match chunk.content {
-                v1::ContentBlock::Text(text) => editor.stream_thought(text.text).await,
+                v1::ContentBlock::Text(text) => {
+                    let chunk = z::ThoughtAssistantMessageChunk::new(text.text);
+                    self.stream(editor, z::AssistantMessageChunk::Thought(chunk)).await
+                }
                 _ => {
                     tracing::warn!(
                         "0.0.9 editors show text only: a non-text agent_thought_chunk was dropped"
@@ -215,6 +247,27 @@ impl V1Client {
                 Ok(())
             }
         }
+    }
+
+    /// `streamAssistantMessageChunk` sent to the editor in order, its answer awaited later:
+    /// when [`STREAM_WINDOW`] chunks are unanswered the oldest is waited for first (its
+    /// refusal is what this returns), and the turn's end waits for all.
+    async fn stream(
+        &self,
+        editor: &ClientHandle,
+        chunk: z::AssistantMessageChunk,
+    ) -> Result<(), Error> {
+        let mut window = self.streamed.lock().await;
+        // A refusal of the oldest is reported, but this chunk is sent all the same.
+        let mut answered = Ok(());
+        if window.len() >= STREAM_WINDOW
+            && let Some(oldest) = window.pop_front()
+        {
+            answered = oldest.await.map(|_| ());
+        }
+        let params = z::StreamAssistantMessageChunkParams::new(chunk);
+        window.push_back(editor.peer().send_typed_request(&params).await?);
+        answered
     }
 
     /// `tool_call` -> `pushToolCall` (plus `updateToolCall` when it is already over, since

@@ -1,9 +1,12 @@
-//! One call's bookkeeping: the waiter the pending map holds for it (decoding its result
-//! straight from the reader's line where it can), and the guard that withdraws it when the
-//! caller stops waiting.
+//! One call's bookkeeping: what reports it (its spans, the observer's event), the waiter
+//! the pending map holds for it (decoding its result straight from the reader's line where
+//! it can), the wait for its answer, and the guard that withdraws it when the caller stops
+//! waiting.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -12,25 +15,137 @@ use tokio::sync::oneshot;
 use super::{CANCEL_METHOD, CancelParams};
 use crate::error::Error;
 use crate::message::{RequestId, write_notification};
+use crate::observe::RequestEvent;
+use crate::observe::tap::Direction;
 use crate::observe::{self, MessageKind};
-use crate::write::state::{Shared, Waiter, lock};
+use crate::write::state::{Shared, Waiter, lock, release_slot};
+
+/// What reports one outgoing request: its id, its `tracing` span (the flow log), its
+/// OpenTelemetry span, and when it started, for the flow log and the observer.
+pub(super) struct CallWatch {
+    pub(super) id: i64,
+    pub(super) span: tracing::Span,
+    #[cfg(feature = "otel")]
+    pub(super) otel: Option<crate::observe::otel::EngineSpan>,
+    start: Option<Instant>,
+    /// When it started, for the observer's latency (only with an observer).
+    observed_since: Option<Instant>,
+}
+
+impl CallWatch {
+    /// Takes the next id and opens the request's spans.
+    pub(super) fn start(shared: &Arc<Shared>, method: &str) -> CallWatch {
+        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let span = tracing::info_span!(
+            target: crate::observe::flow::TARGET,
+            "outgoing_request",
+            direction = "outgoing",
+            method,
+            message_id = id,
+            session_id = tracing::field::Empty,
+            otel.name = tracing::field::Empty,
+            otel.kind = tracing::field::Empty,
+        );
+        let start = crate::observe::flow::start();
+        let observed_since = shared
+            .config
+            .observer
+            .as_ref()
+            .map(|_| start.unwrap_or_else(Instant::now));
+        CallWatch {
+            id,
+            span,
+            #[cfg(feature = "otel")]
+            otel: crate::observe::otel::outgoing_request(&shared.trace, method, id),
+            start,
+            observed_since,
+        }
+    }
+
+    /// Reports the request's end: its spans close, the observer hears its outcome.
+    pub(super) fn finish<T>(self, shared: &Shared, method: &str, result: &Result<T, Error>) {
+        #[cfg(feature = "otel")]
+        if let Some(otel) = self.otel {
+            otel.finish(result);
+        }
+        let start = self.start;
+        self.span
+            .in_scope(|| crate::observe::flow::completed(start, result));
+        if let (Some(observer), Some(since)) = (&shared.config.observer, self.observed_since) {
+            let event = RequestEvent {
+                direction: Direction::Outgoing,
+                method,
+                id: &RequestId::Int(self.id),
+                latency: since.elapsed(),
+                outcome: result.as_ref().map(|_| ()).map_err(|e| e.code),
+            };
+            crate::observe::request(&**observer, &event);
+        }
+    }
+}
+
+/// A request on its way: the wait for its answer, and what withdraws it if that wait is
+/// given up.
+pub(super) struct SentCall<T, E> {
+    pub(super) guard: CallGuard,
+    pub(super) rx: oneshot::Receiver<Outcome<T, E>>,
+    /// When the call times out, and its timeout.
+    pub(super) deadline: Option<(tokio::time::Instant, Duration)>,
+    /// Its place among the requests of ours the peer holds (`None` for a request handler's
+    /// call), freed with the answer.
+    pub(super) _outgoing_slot: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl<T: Send + 'static, E: Send + 'static> SentCall<T, E> {
+    /// Waits for the answer (or the deadline). A request handler waiting here does not
+    /// occupy one of the connection's concurrency slots meanwhile.
+    pub(super) async fn answer(self, method: &str) -> Result<Result<T, E>, Error> {
+        let SentCall {
+            mut guard,
+            rx,
+            deadline,
+            _outgoing_slot,
+        } = self;
+        let slot = release_slot();
+        let received = match deadline {
+            None => rx.await,
+            Some((at, after)) => match tokio::time::timeout_at(at, rx).await {
+                Ok(r) => r,
+                Err(_) => {
+                    tracing::debug!(method, id = guard.id, ?after, "outgoing request timed out");
+                    return Err(Error::timed_out(after));
+                }
+            },
+        };
+        guard.armed = false;
+        if let Some(slot) = slot {
+            slot.reacquire().await;
+        }
+        match received {
+            Ok(Ok(Ok(decoded))) => Ok(decoded),
+            Ok(Ok(Err(panic))) => std::panic::resume_unwind(panic),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(guard.shared.closed_error()),
+        }
+    }
+}
 
 /// Removes the pending entry of an abandoned call and sends `$/cancel_request` for it.
-pub(super) struct CallGuard<'a> {
-    pub(super) shared: &'a Arc<Shared>,
+pub(super) struct CallGuard {
+    pub(super) shared: Arc<Shared>,
     pub(super) id: i64,
     pub(super) armed: bool,
     pub(super) sent: bool,
     pub(super) cancel_on_drop: bool,
 }
 
-impl Drop for CallGuard<'_> {
+impl Drop for CallGuard {
     fn drop(&mut self) {
         if !self.armed {
             return;
         }
         let removed = lock(&self.shared.pending).map.remove(&self.id).is_some();
-        let shared = self.shared;
+        let shared = &self.shared;
         if !(removed
             && self.sent
             && self.cancel_on_drop

@@ -15,18 +15,17 @@ use crate::error::{CloseReason, Error, ErrorCode};
 use crate::message::{
     Message, Notification, Request, RequestId, message_text, write_notification, write_request,
 };
-use crate::observe::tap::Direction;
-use crate::observe::{self, MessageKind, RequestEvent};
+use crate::observe::{self, MessageKind};
 use crate::write::queued::Outgoing;
-use crate::write::state::{
-    CountedWait, Deliver, Pending, Shared, in_request_handler, lock, release_slot,
-};
+use crate::write::state::{CountedWait, Deliver, Pending, Shared, in_request_handler, lock};
 
 mod call;
+mod pending;
 mod raw;
 mod typed;
 
-use call::{CallGuard, CallWaiter, copy_raw, decode_value};
+use call::{CallGuard, CallWaiter, CallWatch, SentCall, copy_raw, decode_value};
+pub use pending::PendingResponse;
 
 /// The method of the cancellation notification (params `{"requestId": <id>}`).
 pub const CANCEL_METHOD: &str = "$/cancel_request";
@@ -191,7 +190,7 @@ impl Peer {
     }
 
     /// Sends a request; `decode` reads the result where the reader received it (see
-    /// [`Peer::call`]). The outer error is the call's, the inner one `decode`'s.
+    /// [`Peer::send_call`]). The outer error is the call's, the inner one `decode`'s.
     pub(crate) async fn request_decoded<P, T, E>(
         &self,
         method: &str,
@@ -204,73 +203,78 @@ impl Peer {
         T: Send + 'static,
         E: Send + 'static,
     {
-        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let span = tracing::info_span!(
-            target: crate::observe::flow::TARGET,
-            "outgoing_request",
-            direction = "outgoing",
-            method,
-            message_id = id,
-            session_id = tracing::field::Empty,
-            otel.name = tracing::field::Empty,
-            otel.kind = tracing::field::Empty,
-        );
-        #[cfg(feature = "otel")]
-        let mut otel = crate::observe::otel::outgoing_request(&self.shared.trace, method, id);
-        let start = crate::observe::flow::start();
-        let observed = self.shared.config.observer.as_ref().map(|observer| {
-            let sent = start.unwrap_or_else(std::time::Instant::now);
-            (observer, sent)
-        });
-        let result = self
-            .call(
-                id,
-                method,
-                params,
-                options,
-                decode,
-                #[cfg(feature = "otel")]
-                otel.as_mut(),
-            )
-            .instrument(span.clone())
-            .await;
-        #[cfg(feature = "otel")]
-        if let Some(otel) = otel {
-            otel.finish(&result);
+        let mut watch = CallWatch::start(&self.shared, method);
+        let span = watch.span.clone();
+        let result = async {
+            let sent = self
+                .send_call(&mut watch, method, params, options, decode)
+                .await?;
+            sent.answer(method).await
         }
-        span.in_scope(|| crate::observe::flow::completed(start, &result));
-        if let Some((observer, sent)) = observed {
-            let event = RequestEvent {
-                direction: Direction::Outgoing,
-                method,
-                id: &RequestId::Int(id),
-                latency: sent.elapsed(),
-                outcome: result.as_ref().map(|_| ()).map_err(|e| e.code),
-            };
-            crate::observe::request(&**observer, &event);
-        }
+        .instrument(span)
+        .await;
+        watch.finish(&self.shared, method, &result);
         result
     }
 
-    /// Sends the request and waits for its response. The reader runs `decode` on the
-    /// result while it is still in the reader's line buffer (a large result is not copied
-    /// into an allocation of its own first) and sends what it returns here; a panic in
-    /// `decode` is caught there and resumed here, in the caller.
-    async fn call<P, T, E>(
+    /// [`Peer::request_decoded`] in two steps: returns once the request is queued for the
+    /// peer, with its answer still to be awaited ([`PendingResponse`]); `conclude` turns
+    /// what `decode` read into the caller's result.
+    pub(crate) async fn send_decoded<P, T, E, R>(
         &self,
-        id: i64,
+        method: &'static str,
+        params: &P,
+        options: CallOptions,
+        decode: fn(&str) -> Result<T, E>,
+        conclude: fn(Result<T, E>) -> Result<R, Error>,
+    ) -> Result<PendingResponse<R>, Error>
+    where
+        P: Serialize + ?Sized,
+        T: Send + 'static,
+        E: Send + 'static,
+        R: Send + 'static,
+    {
+        let mut watch = CallWatch::start(&self.shared, method);
+        let span = watch.span.clone();
+        let sent = self
+            .send_call(&mut watch, method, params, options, decode)
+            .instrument(span.clone())
+            .await;
+        let sent = match sent {
+            Ok(sent) => sent,
+            Err(e) => {
+                let failed = Err(e);
+                watch.finish(&self.shared, method, &failed);
+                return failed;
+            }
+        };
+        let shared = self.shared.clone();
+        Ok(PendingResponse::new(async move {
+            let result = sent.answer(method).instrument(span).await;
+            watch.finish(&shared, method, &result);
+            result.and_then(conclude)
+        }))
+    }
+
+    /// Sends the request and returns what waits for its response. The reader runs `decode`
+    /// on the result while it is still in the reader's line buffer (a large result is not
+    /// copied into an allocation of its own first) and sends what it returns to the
+    /// [`SentCall`]; a panic in `decode` is caught there and resumed in the caller.
+    async fn send_call<P, T, E>(
+        &self,
+        #[cfg_attr(not(feature = "otel"), allow(unused_variables))] watch: &mut CallWatch,
         method: &str,
         params: &P,
         options: CallOptions,
         decode: fn(&str) -> Result<T, E>,
-        #[cfg(feature = "otel")] otel: Option<&mut crate::observe::otel::EngineSpan>,
-    ) -> Result<Result<T, E>, Error>
+    ) -> Result<SentCall<T, E>, Error>
     where
         P: Serialize + ?Sized,
         T: Send + 'static,
         E: Send + 'static,
     {
         let shared = &*self.shared;
+        let id = watch.id;
         let msg = if shared.takes_values() {
             let request = Request {
                 id: RequestId::Int(id),
@@ -292,7 +296,7 @@ impl Peer {
             let mut buf = shared.request_size.buffer();
             write_request(&mut buf, &shared.config.framing, id, method, params)?;
             #[cfg(feature = "otel")]
-            if let Some(otel) = otel {
+            if let Some(otel) = watch.otel.as_mut() {
                 crate::observe::otel::outgoing_request_line(&shared.trace, &mut buf, method, otel);
             }
             shared.request_size.record(buf.len());
@@ -314,7 +318,7 @@ impl Peer {
         // reading. A call made by a request handler (an answer in the making) is exempt:
         // it is bounded by the peer's requests we admitted, and capping it could leave two
         // peers whose handlers call each other each waiting for the other's slots.
-        let _slot = if in_request_handler() {
+        let outgoing_slot = if in_request_handler() {
             None
         } else {
             Some(shared.outgoing_slot().await?)
@@ -329,7 +333,7 @@ impl Peer {
             .cancel_on_drop
             .unwrap_or(shared.config.cancel_on_drop);
         let mut guard = CallGuard {
-            shared: &self.shared,
+            shared: self.shared.clone(),
             id,
             armed: true,
             sent: false,
@@ -343,28 +347,17 @@ impl Peer {
             shared.send(msg).await?;
         }
         guard.sent = true;
-        // A request handler waiting on the peer does not occupy a concurrency slot.
-        let slot = release_slot();
-        let received = match options.timeout.or(shared.config.default_timeout) {
-            None => rx.await,
-            Some(after) => match tokio::time::timeout(after, rx).await {
-                Ok(r) => r,
-                Err(_) => {
-                    tracing::debug!(method, id, ?after, "outgoing request timed out");
-                    return Err(Error::timed_out(after));
-                }
-            },
-        };
-        guard.armed = false;
-        if let Some(slot) = slot {
-            slot.reacquire().await;
-        }
-        match received {
-            Ok(Ok(Ok(decoded))) => Ok(decoded),
-            Ok(Ok(Err(panic))) => std::panic::resume_unwind(panic),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(shared.closed_error()),
-        }
+        // The timeout counts from here, however late the answer is awaited.
+        let deadline = options
+            .timeout
+            .or(shared.config.default_timeout)
+            .map(|after| (tokio::time::Instant::now() + after, after));
+        Ok(SentCall {
+            guard,
+            rx,
+            deadline,
+            _outgoing_slot: outgoing_slot,
+        })
     }
 
     /// [`Peer::notify`] handing over `params` themselves: to an engine at the other end of a

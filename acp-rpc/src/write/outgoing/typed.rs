@@ -29,12 +29,7 @@ impl Peer {
         let decoded = self
             .request_decoded(P::METHOD, params, options, decode_response::<P>)
             .await?;
-        decoded.map_err(|e| {
-            Error::internal_error(format!(
-                "response to {} did not deserialize: {e}",
-                P::METHOD
-            ))
-        })
+        decoded.map_err(|e| undecoded::<P>(&e))
     }
 }
 
@@ -64,7 +59,15 @@ impl Params {
     }
 }
 
+/// The error of a result that does not fit `P`'s response type: `-32603` naming the method.
+pub(super) fn undecoded<P: RequestMethod>(e: &serde_json::Error) -> Error {
+    Error::internal_error(format!(
+        "response to {} did not deserialize: {e}",
+        P::METHOD
+    ))
+}
+
 /// Reads `P`'s result where the reader received it.
-fn decode_response<P: RequestMethod>(text: &str) -> serde_json::Result<P::Response> {
+pub(super) fn decode_response<P: RequestMethod>(text: &str) -> serde_json::Result<P::Response> {
     P::decode_response(text)
 }
