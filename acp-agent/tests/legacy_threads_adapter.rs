@@ -246,3 +246,67 @@ async fn stored_sessions_are_listed_and_opening_one_replays_its_history() {
     e.expect(r#"{"id":4,"error":{"code":-32002,"message":"Thread not found: gone"}}"#)
         .await;
 }
+
+/// A v1 agent whose every turn streams [`STREAMED`] chunks (`c0`, `c1`, ...).
+struct Streamer;
+
+const STREAMED: usize = 100;
+
+#[acp_agent::async_trait]
+impl Agent for Streamer {
+    async fn initialize(
+        &self,
+        _p: InitializeRequest,
+        _cx: &AgentContext,
+    ) -> Result<InitializeResponse, Error> {
+        Ok(serde_json::from_value(json!({"protocolVersion": 1})).unwrap())
+    }
+
+    async fn new_session(
+        &self,
+        _p: NewSessionRequest,
+        _cx: &AgentContext,
+    ) -> Result<NewSessionResponse, Error> {
+        Ok(serde_json::from_value(json!({"sessionId": "thread-1"})).unwrap())
+    }
+
+    async fn prompt(&self, _p: PromptRequest, cx: &PromptContext) -> Result<PromptResponse, Error> {
+        for n in 0..STREAMED {
+            cx.session().message_chunk(format!("c{n}")).await?;
+        }
+        Ok(PromptResponse::new(StopReason::EndTurn))
+    }
+}
+
+#[tokio::test]
+async fn chunks_are_streamed_ahead_of_the_editors_answers_and_the_turn_waits_for_them() {
+    use std::time::Duration;
+    let mut e = connect(Streamer);
+    e.send(r#"{"id":0,"method":"createThread","params":null}"#)
+        .await;
+    e.expect(r#"{"id":0,"result":{"threadId":"thread-1"}}"#)
+        .await;
+    e.send(r#"{"id":1,"method":"sendMessage","params":{"threadId":"thread-1","message":{"role":"user","chunks":[{"type":"text","chunk":"go"}]}}}"#).await;
+    let chunk = |n: usize| {
+        format!(
+            r#"{{"id":{n},"method":"streamMessageChunk","params":{{"threadId":"thread-1","chunk":{{"type":"text","chunk":"c{n}"}}}}}}"#
+        )
+    };
+    // 64 chunks arrive, in order, while the editor has answered none of them.
+    for n in 0..64 {
+        e.expect(&chunk(n)).await;
+    }
+    let early = e.line_within(Duration::from_millis(200)).await;
+    assert_eq!(early, None, "a 65th chunk before any answer");
+    for n in 0..STREAMED {
+        if n + 1 == STREAMED {
+            let early = e.line_within(Duration::from_millis(200)).await;
+            assert_eq!(early, None, "the turn answered before its last chunk was");
+        }
+        e.send(&format!(r#"{{"id":{n},"result":null}}"#)).await;
+        if n + 64 < STREAMED {
+            e.expect(&chunk(n + 64)).await;
+        }
+    }
+    e.expect(r#"{"id":1,"result":null}"#).await;
+}

@@ -21,7 +21,7 @@
 //!
 //! | v1 (agent -> editor) | threads |
 //! | --- | --- |
-//! | `session/update` `agent_message_chunk` (text) during a `sendMessage` | `streamMessageChunk`, awaited in order |
+//! | `session/update` `agent_message_chunk` (text) during a `sendMessage` | `streamMessageChunk`, sent in order without waiting a round trip each: up to 64 await the editor's answers at once, and `sendMessage` is answered once the editor has answered all the chunks sent before the turn ended |
 //! | `session/update` `user_message_chunk`, `session_info_update` | recorded (history, title) |
 //! | `fs/read_text_file` | `readTextFile` (`line` 1-based becomes `lineOffset` 0-based, `limit` becomes `lineLimit`) |
 //!
@@ -92,7 +92,7 @@ impl ClientHandle {
     /// `streamMessageChunk` with a text chunk.
     ///
     /// Not an `async fn`: the returned future is the request's own, not one that also holds
-    /// the text (a translation awaits one per streamed chunk).
+    /// the text.
     pub fn stream_text(
         &self,
         thread_id: &t::ThreadId,

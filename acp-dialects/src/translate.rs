@@ -5,13 +5,14 @@
 //! calls the legacy peer through its typed handle; the [`LegacyEnd`] implements the
 //! dialect's own `Agent` or `Client` trait and calls the user's v1 side through its peer.
 
+use std::collections::VecDeque;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
 use acp_rpc::memory::tie;
 use acp_rpc::transport::{MemoryEnd, Transport, memory_pair};
-use acp_rpc::{Config, Error, Handler, Peer};
-use acp_types::v1;
+use acp_rpc::{Config, Error, Handler, Peer, PendingResponse};
+use acp_types::{RequestMethod, v1};
 use tokio::sync::OnceCell;
 
 use crate::Connection;
@@ -167,6 +168,59 @@ impl V1Handshake {
                 agent.typed_request(&init).await
             })
             .await
+    }
+}
+
+/// How many streamed requests may await the legacy editor's answers at once (see
+/// [`Streamed`]).
+pub(crate) const STREAM_WINDOW: usize = 64;
+
+/// The requests a translation streams to a legacy editor where v1 has notifications (0.0.9's
+/// `streamAssistantMessageChunk`, threads' `streamMessageChunk`), sent in order without
+/// waiting a round trip each: they leave in the order sent and the dialects' editors handle
+/// their requests in order, so only [`STREAM_WINDOW`] unanswered ones make the stream wait,
+/// and the turn's end waits for all ([`Streamed::answered`]).
+pub(crate) struct Streamed<R> {
+    /// The requests sent whose answers are still awaited, oldest first.
+    window: tokio::sync::Mutex<VecDeque<PendingResponse<R>>>,
+}
+
+impl<R> Default for Streamed<R> {
+    fn default() -> Self {
+        Streamed {
+            window: tokio::sync::Mutex::default(),
+        }
+    }
+}
+
+impl<R: Send + 'static> Streamed<R> {
+    /// Sends `params` to `editor` after the requests sent before it. With the window full,
+    /// the oldest answer is waited for first; its refusal is what this returns (the request
+    /// is sent all the same: each is a chunk of its own).
+    pub(crate) async fn send<P>(&self, editor: &Peer, params: &P) -> Result<(), Error>
+    where
+        P: RequestMethod<Response = R>,
+    {
+        let mut window = self.window.lock().await;
+        let mut answered = Ok(());
+        if window.len() >= STREAM_WINDOW
+            && let Some(oldest) = window.pop_front()
+        {
+            answered = oldest.await.map(|_| ());
+        }
+        window.push_back(editor.send_typed_request(params).await?);
+        answered
+    }
+
+    /// Waits for the editor's answers to every request sent so far; one it refused is
+    /// logged, as a failed notification's handler is (the v1 agent sent it as one).
+    pub(crate) async fn answered(&self) {
+        let mut window = self.window.lock().await;
+        while let Some(oldest) = window.pop_front() {
+            if let Err(e) = oldest.await {
+                tracing::warn!(error = %e, "the editor refused a streamed chunk");
+            }
+        }
     }
 }
 

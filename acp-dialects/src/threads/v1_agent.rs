@@ -14,7 +14,7 @@ use async_trait::async_trait;
 
 use super::native::{Agent, ClientHandle, Context};
 use super::{line_offset_of, prompt_of};
-use crate::translate::{LegacyEnd, OnDrop, V1End, V1Handshake, update_kind, v1_routes};
+use crate::translate::{LegacyEnd, OnDrop, Streamed, V1End, V1Handshake, update_kind, v1_routes};
 use crate::{AdapterOptions, lock, not_forwarded};
 
 /// What the two ends of a v1 agent in front of a threads editor share, built from `options`.
@@ -22,6 +22,7 @@ pub(crate) fn state(options: AdapterOptions) -> Threads {
     Threads {
         handshake: V1Handshake::reading(false),
         known: Mutex::default(),
+        streamed: Streamed::default(),
         options,
     }
 }
@@ -31,6 +32,8 @@ pub(crate) fn state(options: AdapterOptions) -> Threads {
 pub(crate) struct Threads {
     handshake: V1Handshake,
     known: Mutex<HashMap<v1::SessionId, ThreadState>>,
+    /// The `streamMessageChunk`s sent to the editor, not yet answered (of every thread).
+    streamed: Streamed<t::StreamMessageChunkResponse>,
     options: AdapterOptions,
 }
 
@@ -174,10 +177,14 @@ impl Agent for ThreadsAgent {
         let _prompting = OnDrop(|| {
             self.with(&id, |s| s.prompting = false);
         });
-        self.v1
+        let result = self
+            .v1
             .typed_request(&v1::PromptRequest::new(id.clone(), prompt))
-            .await?;
-        Ok(())
+            .await;
+        // The turn is over once the editor has taken every chunk of it (the v1 answer comes
+        // after the turn's notifications, so they are all sent by now).
+        self.streamed.answered().await;
+        result.map(|_| ())
     }
 }
 
@@ -228,7 +235,9 @@ v1_routes! {
 impl V1Client {
     async fn update(&self, n: v1::SessionNotification) -> Result<(), Error> {
         if let Some((id, text)) = self.streamed_text(n) {
-            self.legacy()?.stream_text(&id, text).await?;
+            let chunk = t::MessageChunk::text(text);
+            let params = t::StreamMessageChunkParams::new(id, chunk);
+            self.streamed.send(self.legacy()?.peer(), &params).await?;
         }
         Ok(())
     }

@@ -2,11 +2,11 @@
 //! skeleton of [`crate::translate`]. [`Conversation`] is what its two ends share: the
 //! implicit session and the tool calls the editor has been shown.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
-use acp_rpc::{Error, PendingResponse, RequestContext};
+use acp_rpc::{Error, RequestContext};
 use acp_types::legacy::v0_0_9 as z;
 use acp_types::legacy::v0_0_9::convert;
 use acp_types::v1;
@@ -15,7 +15,7 @@ use tokio::sync::OnceCell;
 
 use super::block_of;
 use super::native::{Agent, ClientHandle, Context};
-use crate::translate::{LegacyEnd, V1End, V1Handshake, update_kind, v1_routes};
+use crate::translate::{LegacyEnd, Streamed, V1End, V1Handshake, update_kind, v1_routes};
 use crate::{AdapterOptions, Dialect, lock, not_forwarded};
 
 /// What the two ends of a v1 agent in front of a 0.0.9 editor share, built from `options`.
@@ -25,16 +25,10 @@ pub(crate) fn state(options: AdapterOptions) -> Conversation {
         session: OnceCell::new(),
         tool_calls: Mutex::default(),
         prompting: Mutex::default(),
-        streamed: tokio::sync::Mutex::default(),
+        streamed: Streamed::default(),
         options,
     }
 }
-
-/// How many `streamAssistantMessageChunk`s may await the editor's answers at once: chunks
-/// are sent without waiting a round trip each (they leave in order, and the editor handles
-/// its requests in order), and the agent's stream waits only when this many are
-/// unanswered.
-const STREAM_WINDOW: usize = 64;
 
 /// What the editor has been shown of a v1 tool call: the id the editor chose for it, and
 /// the call as the agent has described it so far (0.0.9's `updateToolCall` always carries
@@ -55,23 +49,9 @@ pub(crate) struct Conversation {
     tool_calls: Mutex<HashMap<v1::ToolCallId, ShownToolCall>>,
     /// The implicit session, while a `sendUserMessage` runs in it.
     prompting: Mutex<Option<v1::SessionId>>,
-    /// The chunks sent to the editor whose answers are still awaited, oldest first (at
-    /// most [`STREAM_WINDOW`]).
-    streamed: tokio::sync::Mutex<VecDeque<PendingResponse<z::StreamAssistantMessageChunkResponse>>>,
+    /// The `streamAssistantMessageChunk`s sent to the editor, not yet answered.
+    streamed: Streamed<z::StreamAssistantMessageChunkResponse>,
     options: AdapterOptions,
-}
-
-impl Conversation {
-    /// Waits for the editor's answers to every chunk sent so far; a chunk it refused is
-    /// logged, as a failed notification's handler is (the v1 agent sent it as one).
-    async fn chunks_answered(&self) {
-        let mut window = self.streamed.lock().await;
-        while let Some(oldest) = window.pop_front() {
-            if let Err(e) = oldest.await {
-                tracing::warn!(error = %e, "the editor refused a streamed chunk");
-            }
-        }
-    }
 }
 
 /// The id of an auth method a 0.0.9 `authenticate` can run: one the agent runs itself (the
@@ -150,7 +130,7 @@ impl Agent for ZeroNineAgent {
             .await;
         // The turn is over once the editor has taken every chunk of it (the v1 answer comes
         // after the turn's notifications, so they are all sent by now).
-        self.chunks_answered().await;
+        self.streamed.answered().await;
         *lock(&self.prompting) = None;
         result.map(|_| ())
     }
@@ -205,7 +185,9 @@ impl V1Client {
             U::AgentMessageChunk(chunk) => match chunk.content {
                 v1::ContentBlock::Text(text) => {
                     let chunk = z::TextAssistantMessageChunk::new(text.text);
-                    self.stream(editor, z::AssistantMessageChunk::Text(chunk)).await
+                    let chunk = z::AssistantMessageChunk::Text(chunk);
+                    let params = z::StreamAssistantMessageChunkParams::new(chunk);
+                    self.streamed.send(editor.peer(), &params).await
                 }
                 _ => {
                     tracing::warn!(
@@ -217,7 +199,9 @@ impl V1Client {
             U::AgentThoughtChunk(chunk) => match chunk.content {
                 v1::ContentBlock::Text(text) => {
                     let chunk = z::ThoughtAssistantMessageChunk::new(text.text);
-                    self.stream(editor, z::AssistantMessageChunk::Thought(chunk)).await
+                    let chunk = z::AssistantMessageChunk::Thought(chunk);
+                    let params = z::StreamAssistantMessageChunkParams::new(chunk);
+                    self.streamed.send(editor.peer(), &params).await
                 }
                 _ => {
                     tracing::warn!(
@@ -247,27 +231,6 @@ impl V1Client {
                 Ok(())
             }
         }
-    }
-
-    /// `streamAssistantMessageChunk` sent to the editor in order, its answer awaited later:
-    /// when [`STREAM_WINDOW`] chunks are unanswered the oldest is waited for first (its
-    /// refusal is what this returns), and the turn's end waits for all.
-    async fn stream(
-        &self,
-        editor: &ClientHandle,
-        chunk: z::AssistantMessageChunk,
-    ) -> Result<(), Error> {
-        let mut window = self.streamed.lock().await;
-        // A refusal of the oldest is reported, but this chunk is sent all the same.
-        let mut answered = Ok(());
-        if window.len() >= STREAM_WINDOW
-            && let Some(oldest) = window.pop_front()
-        {
-            answered = oldest.await.map(|_| ());
-        }
-        let params = z::StreamAssistantMessageChunkParams::new(chunk);
-        window.push_back(editor.peer().send_typed_request(&params).await?);
-        answered
     }
 
     /// `tool_call` -> `pushToolCall` (plus `updateToolCall` when it is already over, since
