@@ -109,6 +109,7 @@ impl Connection {
         config: Config,
     ) -> (Arc<Shared>, mpsc::Receiver<crate::write::queued::Outgoing>) {
         let (out_tx, out_rx) = mpsc::channel(config.outgoing_queue);
+        let frames = matches!(writer, Sink::Frames { .. });
         let first_id = config
             .first_request_id
             .unwrap_or(config.framing.first_request_id);
@@ -135,6 +136,7 @@ impl Connection {
             requests_received: AtomicU64::new(0),
             outgoing_slots: Arc::new(Semaphore::new(config.max_pending_requests)),
             values,
+            frames,
             request_size: FrameSizeHint::new(),
             notification_size: FrameSizeHint::new(),
             #[cfg(feature = "otel")]

@@ -214,11 +214,10 @@ where
                 // A frame each, written straight to the socket in one write: tungstenite
                 // copied each message into a frame of its own and locked, buffered and
                 // flushed per message (the server's largest cost per streamed chunk).
+                // Each is text already (`Conn::push`): a text message as it is.
                 frames.clear();
                 for message in out.drain(..) {
-                    if std::str::from_utf8(&message).is_ok() {
-                        crate::frames::encode(crate::frames::TEXT, &message, None, &mut frames);
-                    }
+                    crate::frames::encode(crate::frames::TEXT, &message, None, &mut frames);
                 }
                 let socket = ws.get_mut();
                 if socket.write_all(&frames).await.is_err() || socket.flush().await.is_err() {

@@ -9,7 +9,7 @@
 //! - [`Envelope::read_detailed`]: the same, plus the [`Details`] a trace shows (a
 //!   `session/update`'s kind, an error's message), in the same one pass. It is a separate
 //!   reading so that the engine's and routing's [`Envelope::read`] skip those fields.
-//! - [`plain_notification`] and [`plain_response`]: the usual shapes the engine writes,
+//! - [`plain_notification`] (and [`is_plain_notification`] on bytes) and [`plain_response`]: the usual shapes the engine writes,
 //!   split by their fixed heads without any parse at all (the engine's read fast paths).
 //!
 //! Any JSON the full parse accepts is read the same way by [`Envelope::read`]: a field of an
@@ -29,7 +29,7 @@ mod plain;
 #[cfg(test)]
 mod tests;
 
-pub use plain::{plain_notification, plain_response};
+pub use plain::{is_plain_notification, plain_notification, plain_response};
 
 /// What a message is, by the fields it has (the JSON-RPC classification the engine uses).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,6 +1,8 @@
 //! The usual shapes the engine writes, split by their fixed heads without any parse at all
 //! (the engine's read fast paths).
 
+use std::ops::Range;
+
 /// The method and params text of a notification written the usual way,
 /// `{"jsonrpc":"2.0","method":"<method>","params":<params>}` (trailing whitespace allowed),
 /// without parsing it: `None` for any other shape, or a method name with escapes or
@@ -12,18 +14,35 @@
 ///
 /// [`Handler::start_notification`]: crate::Handler::start_notification
 pub fn plain_notification(line: &str) -> Option<(&str, &str)> {
-    const HEAD: &str = r#"{"jsonrpc":"2.0","method":""#;
-    const PARAMS: &str = r#","params":"#;
+    let (method, params) = plain_notification_spans(line.as_bytes())?;
+    // (Both spans start and end at ASCII bytes, so they are character boundaries.)
+    Some((line.get(method)?, line.get(params)?))
+}
+
+/// Whether `line` is a notification written the usual way (see [`plain_notification`]),
+/// read from its bytes: a router that passes such lines on unread need not check that the
+/// whole line is UTF-8 first (the params are not looked at, as there).
+pub fn is_plain_notification(line: &[u8]) -> bool {
+    plain_notification_spans(line).is_some()
+}
+
+/// Where the method and the params text of a plain notification lie in `line`.
+fn plain_notification_spans(line: &[u8]) -> Option<(Range<usize>, Range<usize>)> {
+    const HEAD: &[u8] = br#"{"jsonrpc":"2.0","method":""#;
+    const PARAMS: &[u8] = br#","params":"#;
     let rest = line.strip_prefix(HEAD)?;
-    // (The quote is ASCII, so `end` is a character boundary.)
-    let end = memchr::memchr(b'"', rest.as_bytes())?;
-    let method = &rest[..end];
-    if method.bytes().any(|b| b == b'\\' || b < 0x20) {
+    let end = memchr::memchr(b'"', rest)?;
+    if rest[..end].iter().any(|&b| b == b'\\' || b < 0x20) {
         return None;
     }
     let body = rest[end + 1..].strip_prefix(PARAMS)?;
-    let body = body.trim_ascii_end().strip_suffix('}')?;
-    Some((method, body))
+    let body = body.trim_ascii_end().strip_suffix(b"}")?;
+    let method_start = HEAD.len();
+    let params_start = method_start + end + 1 + PARAMS.len();
+    Some((
+        method_start..method_start + end,
+        params_start..params_start + body.len(),
+    ))
 }
 
 /// The id and result text of a successful response written the usual way,

@@ -88,8 +88,15 @@ fn plain_response_splits_only_the_usual_shape_with_a_json_integer_id() {
 
 #[test]
 fn plain_notification_splits_only_the_usual_shape() {
+    /// The split, checked against the bytes-only check, which must say the same.
     fn split(line: &str) -> Option<(&str, &str)> {
-        plain_notification(line)
+        let split = plain_notification(line);
+        assert_eq!(
+            is_plain_notification(line.as_bytes()),
+            split.is_some(),
+            "{line}"
+        );
+        split
     }
     assert_eq!(
         split(r#"{"jsonrpc":"2.0","method":"session/update","params":{"a":[1]}} "#),
@@ -116,6 +123,15 @@ fn plain_notification_splits_only_the_usual_shape() {
     ] {
         assert_eq!(split(other), None, "{other}");
     }
+    // A method name that is not ASCII is split at its quotes all the same.
+    assert_eq!(
+        split(r#"{"jsonrpc":"2.0","method":"é/ü","params":[]}"#),
+        Some(("é/ü", "[]"))
+    );
+    // The bytes are not checked to be UTF-8 beyond the fixed shape (params are not read).
+    assert!(is_plain_notification(
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":\"\xff\"}"
+    ));
 }
 
 #[test]

@@ -26,7 +26,8 @@ pub trait FrameSource: Send + 'static {
 
 /// Where an engine hands its frames when the carrier takes them itself (a router, a
 /// socket's sink), each one JSON-RPC message's text without a line end, in the order
-/// written.
+/// written. Every frame is UTF-8: the engine writes JSON text, and refuses a raw line
+/// ([`Peer::send_raw`](crate::Peer::send_raw)) that is not text on such a transport.
 ///
 /// The engine's writer asks [`FrameSink::poll_ready`] before each frame: `Pending` holds
 /// the writer back as a full pipe does (and

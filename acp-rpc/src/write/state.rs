@@ -70,6 +70,9 @@ pub(crate) struct Shared {
     /// The transport takes messages as values (one end of a memory pair): requests,
     /// notifications and answers are handed on unwritten (see [`crate::transport`]).
     pub(crate) values: bool,
+    /// The transport carries each message as a frame of text (a WebSocket message, a
+    /// memory pair's item) rather than as a line of bytes: every frame must be UTF-8.
+    pub(crate) frames: bool,
     pub(crate) pending: Mutex<PendingMap>,
     pub(crate) shutdown: CancellationToken,
     /// Cancelled when the writer task has ended: what was queued is written (or given up

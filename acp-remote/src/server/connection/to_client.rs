@@ -22,18 +22,20 @@ impl Conn {
     /// ([`acp_rpc::envelope::plain_notification`]) goes down the socket unread (reading a
     /// streamed chunk to its end cost the most).
     pub(crate) fn route(&self, line: Bytes, trusted: bool) {
-        let Ok(text) = std::str::from_utf8(&line) else {
-            tracing::warn!(conn = %self.id, "agent wrote a line that is not UTF-8; dropped");
-            return;
-        };
+        // An in-process agent's engine writes only UTF-8 frames (`acp_rpc::FrameSink`), so
+        // its usual notification goes on without a pass over all of it.
         if trusted
             && self.websocket
             && self.observer.is_none()
-            && acp_rpc::envelope::plain_notification(text).is_some()
+            && acp_rpc::envelope::is_plain_notification(&line)
         {
             self.push(&self.main, line);
             return;
         }
+        let Ok(text) = std::str::from_utf8(&line) else {
+            tracing::warn!(conn = %self.id, "agent wrote a line that is not UTF-8; dropped");
+            return;
+        };
         let Some(message) = Envelope::read(text) else {
             tracing::warn!(conn = %self.id, "agent wrote a line that is not JSON; dropped");
             return;
@@ -97,11 +99,18 @@ impl Conn {
         self.push(&target, line);
     }
 
-    /// Queues a message for a stream. The agent's output is held at
+    /// Queues a message for a stream: JSON text, so UTF-8 (the agent's lines are checked
+    /// by the codec or by [`Conn::route`], an in-process engine writes only text, and the
+    /// server's own answers are `serde_json`'s), which the WebSocket sends as a text
+    /// message without looking again. The agent's output is held at
     /// [`Limits::max_buffered_bytes`] by [`Conn::room_for_more`]; what the server adds itself
     /// (refusals of a client's requests) may pass it, up to twice the limit, where the
     /// connection is closed (memory stays bounded whatever the client does).
     pub(super) fn push(&self, outbox: &Outbox, message: Bytes) {
+        debug_assert!(
+            std::str::from_utf8(&message).is_ok(),
+            "a stream's message is text"
+        );
         if outbox.push(message) > self.limits.max_buffered_bytes.saturating_mul(2) {
             tracing::warn!(conn = %self.id, "the client does not read its streams; closing");
             self.close("buffer limit");

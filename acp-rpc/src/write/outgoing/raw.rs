@@ -16,8 +16,10 @@ use crate::write::queued::Outgoing;
 impl Peer {
     /// Writes `line` to the peer as it is, followed by the line end, after whatever the
     /// connection queued before it. Waits while the outgoing queue is full (backpressure);
-    /// fails once the connection is closed, and for a `line` holding a line break (one
-    /// frame is one line: the break would split it into two). The engine neither checks
+    /// fails once the connection is closed, for a `line` holding a line break (one frame is
+    /// one line: the break would split it into two), and on a transport of frames
+    /// ([`crate::transport::frame_adapter`], a memory pair) for a `line` that is not UTF-8
+    /// (every frame is text: a WebSocket text message must be, and carriers rely on it). The engine neither checks
     /// nor tracks such a line: nothing is registered for it, and an observer is told of it
     /// as a raw line ([`Observer::line`](crate::Observer::line)) but never as a message.
     pub async fn send_raw(&self, line: impl Into<Vec<u8>>) -> Result<(), Error> {
@@ -25,6 +27,11 @@ impl Peer {
         if line.iter().any(|b| *b == b'\n' || *b == b'\r') {
             return Err(Error::invalid_request(
                 "a raw line must not hold a line break (one frame is one line)",
+            ));
+        }
+        if self.shared.frames && std::str::from_utf8(&line).is_err() {
+            return Err(Error::invalid_request(
+                "a raw message on a transport of frames must be UTF-8 text",
             ));
         }
         self.shared.send(Outgoing::Frame(line)).await
@@ -87,5 +94,31 @@ mod tests {
         assert_eq!(seen.lock().unwrap()[1], b"{\"jsonrpc\": \"2.0\", oops");
         their_write.shutdown().await.unwrap();
         conn.close();
+    }
+
+    #[tokio::test]
+    async fn a_raw_message_on_a_transport_of_frames_must_be_text() {
+        // Lines carry any bytes: a conformance kit sends a line that is not UTF-8 so.
+        let (ours, theirs) = tokio::io::duplex(4096);
+        let (read, write) = tokio::io::split(ours);
+        let lines = Connection::new(read, write, Nothing, Config::default());
+        lines.peer().send_raw(&b"\xff{}"[..]).await.unwrap();
+        let mut got = Vec::new();
+        let (their_read, _their_write) = tokio::io::split(theirs);
+        BufReader::new(their_read)
+            .read_until(b'\n', &mut got)
+            .await
+            .unwrap();
+        assert_eq!(got, b"\xff{}\n");
+
+        // A frame is text (a WebSocket text message must be UTF-8): refused, and the
+        // connection goes on with the next message.
+        let (ours, theirs) = crate::transport::memory_pair(4);
+        let frames = Connection::over(ours, Nothing, Config::default());
+        let refused = frames.peer().send_raw(&b"\xff{}"[..]).await.unwrap_err();
+        assert!(refused.message.contains("UTF-8"), "{refused:?}");
+        frames.peer().send_raw(&b"{\"text\":1}"[..]).await.unwrap();
+        let mut port = theirs.into_port();
+        assert_eq!(&port.receiver.recv().await.unwrap()[..], b"{\"text\":1}");
     }
 }
