@@ -335,7 +335,13 @@ impl Inner {
             };
             // As a value: a client in this process (a dialect translation on a memory pair)
             // takes it without JSON; on any other transport it is written as ever.
-            let result = self.peer.notify_value(SessionNotification::METHOD, n).await;
+            // Written as text, a plain text chunk is written by hand, as serde would.
+            let fast: fn(&SessionNotification, &mut Vec<u8>) -> bool =
+                SessionNotification::write_text_chunk;
+            let result = self
+                .peer
+                .notify_value_with(SessionNotification::METHOD, n, Some(fast))
+                .await;
             drop(guard);
             result
         }

@@ -219,3 +219,42 @@ async fn a_panicking_value_handler_drops_the_notification_and_the_connection_ser
     let answer: String = client.peer().request("ping", &()).await.unwrap();
     assert_eq!(answer, "still here");
 }
+
+/// Writes an even-numbered chunk's params by hand (marked, so the test can tell), and
+/// leaves odd ones to serde.
+fn even_by_hand(chunk: &Chunk, out: &mut Vec<u8>) -> bool {
+    if chunk.n % 2 == 1 {
+        return false;
+    }
+    out.extend_from_slice(format!(r#"{{"n":{},"by":"hand"}}"#, chunk.n).as_bytes());
+    true
+}
+
+#[tokio::test]
+async fn a_fast_writer_writes_the_text_of_what_it_covers_and_values_stay_values() {
+    let fast: Option<fn(&Chunk, &mut Vec<u8>) -> bool> = Some(even_by_hand);
+    // A transport of text: the fast writer's text for what it covers, serde's for the rest.
+    let (ours, theirs) = tokio::io::duplex(1 << 12);
+    let (r, w) = tokio::io::split(ours);
+    let _server = Connection::new(r, w, Recorder::default(), Config::default());
+    let (r, w) = tokio::io::split(theirs);
+    let client = Connection::new(r, w, (), Config::default());
+    for n in [2, 3] {
+        let sent = client.peer().notify_value_with("chunk", chunk(n), fast);
+        sent.await.unwrap();
+    }
+    assert_eq!(
+        seen(&client).await,
+        [
+            r#"text chunk {"n":2,"by":"hand"}"#,
+            r#"text chunk {"n":3,"text":"part \"3\""}"#,
+        ]
+    );
+    // A memory pair: the value itself, never written.
+    let (a, b) = memory_pair(8);
+    let _server = Connection::over(a, Recorder::default(), Config::default());
+    let client = Connection::over(b, (), Config::default());
+    let sent = client.peer().notify_value_with("chunk", chunk(4), fast);
+    sent.await.unwrap();
+    assert_eq!(seen(&client).await, ["value 4"]);
+}

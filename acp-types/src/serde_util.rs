@@ -13,6 +13,23 @@ use serde::de::{DeserializeOwned, DeserializeSeed, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
+/// Appends `s` as a JSON string, exactly as serde_json writes it. A string with nothing to
+/// escape (no control character, quote or backslash: nearly every method name, id and
+/// chunk of text) is copied between its quotes in one pass; serde_json looks up every byte
+/// in its escape table and writes the runs between escapes one by one, which for the short
+/// strings of a message costs several times the copy. Anything else goes through
+/// serde_json itself.
+pub fn write_json_str(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        serde_json::to_writer(&mut *out, s).expect("writing a string to a Vec cannot fail");
+    }
+}
+
 /// An optional field whose bad value means "absent": any value that does not parse as `T`
 /// becomes `T::default()` instead of failing the whole message.
 pub fn lenient<'de, D, T>(deserializer: D) -> Result<T, D::Error>

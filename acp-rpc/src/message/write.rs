@@ -27,7 +27,7 @@ fn write_id(buf: &mut Vec<u8>, id: Option<&RequestId>) {
 }
 
 fn write_str(buf: &mut Vec<u8>, s: &str) {
-    serde_json::to_writer(JsonOut(buf), s).expect("writing a string to a Vec cannot fail");
+    acp_types::serde_util::write_json_str(buf, s);
 }
 
 /// The buffer serde_json writes a message into. serde_json hands its writer a message in
@@ -105,6 +105,28 @@ fn write_params<P: Serialize + ?Sized>(
     Ok(())
 }
 
+/// [`write_params`], with `fast` trying first: it writes the params' usual shape itself
+/// (exactly as serde_json would) or returns `false` having written nothing.
+fn write_params_with<P>(
+    buf: &mut Vec<u8>,
+    params: &P,
+    framing: &Framing,
+    fast: Option<fn(&P, &mut Vec<u8>) -> bool>,
+) -> Result<(), Error>
+where
+    P: Serialize + ?Sized,
+{
+    if let Some(fast) = fast {
+        let mark = buf.len();
+        buf.extend_from_slice(br#","params":"#);
+        if fast(params, buf) {
+            return Ok(());
+        }
+        buf.truncate(mark);
+    }
+    write_params(buf, params, framing)
+}
+
 /// Serializes a request envelope into `buf`.
 pub(crate) fn write_request<P: Serialize + ?Sized>(
     buf: &mut Vec<u8>,
@@ -129,10 +151,22 @@ pub(crate) fn write_notification<P: Serialize + ?Sized>(
     method: &str,
     params: &P,
 ) -> Result<(), Error> {
+    write_notification_with(buf, framing, method, params, None)
+}
+
+/// [`write_notification`] with a writer for the params' usual shape (see
+/// [`Peer::notify_value_with`](crate::Peer::notify_value_with)).
+pub(crate) fn write_notification_with<P: Serialize + ?Sized>(
+    buf: &mut Vec<u8>,
+    framing: &Framing,
+    method: &str,
+    params: &P,
+    fast: Option<fn(&P, &mut Vec<u8>) -> bool>,
+) -> Result<(), Error> {
     write_head(buf, framing);
     buf.extend_from_slice(br#""method":"#);
     write_str(buf, method);
-    write_params(buf, params, framing)?;
+    write_params_with(buf, params, framing, fast)?;
     buf.push(b'}');
     Ok(())
 }

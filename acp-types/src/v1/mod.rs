@@ -15,6 +15,7 @@
 mod content;
 mod errors;
 mod ids;
+mod streamed;
 mod version;
 
 pub use crate::generated::v1::methods::*;

@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 use crate::error::{CloseReason, Error, ErrorCode};
 use crate::message::{
-    Message, Notification, Request, RequestId, message_text, write_notification, write_request,
+    Message, Notification, Request, RequestId, message_text, write_notification_with, write_request,
 };
 use crate::observe::{self, MessageKind};
 use crate::write::queued::Outgoing;
@@ -379,6 +379,23 @@ impl Peer {
     where
         P: Serialize + Send + 'static,
     {
+        self.notify_value_with(method, params, None)
+    }
+
+    /// [`Peer::notify_value`] with `fast`, a writer for the params' usual shape: where the
+    /// params are written as text, `fast` writes them first and serde only when it returns
+    /// `false` (having written nothing). `fast` must write exactly what serde_json writes
+    /// for the same value, so the wire is the same either way; acp-agent passes
+    /// `acp_types::v1::SessionNotification::write_text_chunk` for its streamed updates.
+    pub fn notify_value_with<P>(
+        &self,
+        method: &'static str,
+        params: P,
+        fast: Option<fn(&P, &mut Vec<u8>) -> bool>,
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_
+    where
+        P: Serialize + Send + 'static,
+    {
         let shared = &*self.shared;
         let ready = if !shared.config.framing.notifications {
             // Boxed, as in `notify`: the rare dialect without notifications pays for it.
@@ -393,7 +410,7 @@ impl Peer {
             Ok(Ok((Outgoing::Value { method, params }, true)))
         } else {
             Ok(self
-                .notification(method, &params)
+                .notification(method, &params, fast)
                 .map(|message| (message, false)))
         };
         async move {
@@ -423,13 +440,18 @@ impl Peer {
             let buf = shared.notification_size.buffer();
             return Box::pin(self.notify_as_request(buf, method, params)).await;
         }
-        let message = self.notification(method, params)?;
+        let message = self.notification(method, params, None)?;
         shared.send(message).await
     }
 
     /// A notification as the writer takes it, told to the logs and the observer: a message
     /// value for a transport that takes values, else its text.
-    fn notification<P>(&self, method: &str, params: &P) -> Result<Outgoing, Error>
+    fn notification<P>(
+        &self,
+        method: &str,
+        params: &P,
+        fast: Option<fn(&P, &mut Vec<u8>) -> bool>,
+    ) -> Result<Outgoing, Error>
     where
         P: Serialize + ?Sized,
     {
@@ -452,7 +474,7 @@ impl Peer {
             return Ok(Outgoing::Message(Box::new(message)));
         }
         let mut buf = shared.notification_size.buffer();
-        write_notification(&mut buf, &shared.config.framing, method, params)?;
+        write_notification_with(&mut buf, &shared.config.framing, method, params, fast)?;
         #[cfg(feature = "otel")]
         crate::observe::otel::outgoing_notification_line(&shared.trace, &mut buf, method);
         shared.notification_size.record(buf.len());
