@@ -104,8 +104,16 @@ pub(crate) async fn read_frames(
     let shutdown = ClosedWatch::new(&state.shared);
     tokio::pin!(shutdown);
     let reason = loop {
-        let frame = match first.take() {
-            Some(frame) => Some(frame),
+        // A frame that is ready is taken as it is (a socket's source holds a read's worth of
+        // them), as the line reader takes the lines of a buffer; only when none is ready does
+        // the reader wait on the input and the connection's end together.
+        let ready = match first.take() {
+            Some(frame) => Some(Some(frame)),
+            None if state.shared.is_closed() => break None,
+            None => incoming.try_recv(),
+        };
+        let frame = match ready {
+            Some(frame) => frame,
             None => tokio::select! {
                 biased;
                 _ = &mut shutdown => break None,

@@ -134,6 +134,18 @@ impl FramesIn {
         }
     }
 
+    /// The next frame if one is ready now (`Some(None)` at the end of input), without
+    /// waiting: `None` when the reader must wait for it with [`FramesIn::recv`]. (A source
+    /// polled here with no waker to wake is polled again by `recv` before the reader
+    /// sleeps, so no wake-up is lost.)
+    pub(crate) fn try_recv(&mut self) -> Option<Option<Item>> {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match self.poll_recv(&mut cx) {
+            std::task::Poll::Ready(frame) => Some(frame),
+            std::task::Poll::Pending => None,
+        }
+    }
+
     /// The next frame, waiting for it.
     pub(crate) async fn recv(&mut self) -> Option<Item> {
         std::future::poll_fn(|cx| self.poll_recv(cx)).await
