@@ -198,7 +198,12 @@ impl ClientHandle {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<(), Error>,
     > + Send + '_ {
-        self.peer.notify_value("session/update", params)
+        self.peer
+            .notify_value_with(
+                "session/update",
+                params,
+                Some(UpdateSessionNotification::write_text_chunk),
+            )
     }
     /// `elicitation/complete` (a notification): Notification sent by the agent when a URL-based elicitation is complete.
     ///

@@ -24,6 +24,8 @@
 //! assert_eq!(call.status.value().map(|s| s.as_str()), Some("_paused_by_hook"));
 //! ```
 
+mod streamed;
+
 pub use crate::generated::v2::methods::*;
 pub use crate::generated::v2::types::*;
 
