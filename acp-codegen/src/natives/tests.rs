@@ -1,3 +1,4 @@
+use super::call::snake_case;
 use super::*;
 
 fn schema(methods: &str) -> Result<Schema, Error> {
