@@ -74,6 +74,14 @@
 //!   one that finishes without waiting (most do) costs no hop and no wake-up. One that waits,
 //!   and every notification read while one waits, goes to the notification worker task,
 //!   which runs each to its end before the next.
+//! * Our own requests: [`Peer::request`](crate::Peer::request) waits for the answer;
+//!   [`Peer::send_typed_request`](crate::Peer::send_typed_request) returns once the request
+//!   is queued, in order with everything sent before it, and its
+//!   [`PendingResponse`](crate::PendingResponse) gives the answer later. A caller that turns
+//!   a stream into requests (the legacy dialects' chunks) keeps a window of them in flight
+//!   instead of waiting a round trip for each; at most
+//!   [`Config::max_pending_requests`](crate::Config::max_pending_requests) of ours await
+//!   answers at once, on either form.
 //!
 //! # Ordering
 //!
