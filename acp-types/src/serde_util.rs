@@ -30,6 +30,33 @@ pub fn write_json_str(out: &mut Vec<u8>, s: &str) {
     }
 }
 
+/// Appends the JSON of a streamed text chunk's `session/update` params as serde_json writes
+/// them for both versions' types: `{"sessionId":…,"update":{"sessionUpdate":<tag>,
+/// ["messageId":…,]"content":{"type":"text","text":…}}}` (v2's chunks carry `messageId`
+/// before `content`; v1's plain chunk has none). The callers (`write_text_chunk` of v1's
+/// `SessionNotification` and v2's `UpdateSessionNotification`) check that nothing else is
+/// set.
+pub(crate) fn write_text_chunk_params(
+    out: &mut Vec<u8>,
+    session_id: &str,
+    tag: &str,
+    message_id: Option<&str>,
+    text: &str,
+) {
+    out.extend_from_slice(br#"{"sessionId":"#);
+    write_json_str(out, session_id);
+    out.extend_from_slice(br#","update":{"sessionUpdate":""#);
+    out.extend_from_slice(tag.as_bytes());
+    out.push(b'"');
+    if let Some(message_id) = message_id {
+        out.extend_from_slice(br#","messageId":"#);
+        write_json_str(out, message_id);
+    }
+    out.extend_from_slice(br#","content":{"type":"text","text":"#);
+    write_json_str(out, text);
+    out.extend_from_slice(b"}}}");
+}
+
 /// An optional field whose bad value means "absent": any value that does not parse as `T`
 /// becomes `T::default()` instead of failing the whole message.
 pub fn lenient<'de, D, T>(deserializer: D) -> Result<T, D::Error>

@@ -6,7 +6,7 @@
 //! any other shape is left to serde.
 
 use super::{ContentBlock, SessionNotification, SessionUpdate};
-use crate::serde_util::write_json_str;
+use crate::serde_util::write_text_chunk_params;
 
 impl SessionNotification {
     /// Appends this notification's JSON to `out`, byte for byte what `serde_json::to_writer`
@@ -42,13 +42,8 @@ impl SessionNotification {
         if !plain {
             return false;
         }
-        out.extend_from_slice(br#"{"sessionId":"#);
-        write_json_str(out, &self.session_id.0);
-        out.extend_from_slice(br#","update":{"sessionUpdate":""#);
-        out.extend_from_slice(tag.as_bytes());
-        out.extend_from_slice(br#"","content":{"type":"text","text":"#);
-        write_json_str(out, &text.text);
-        out.extend_from_slice(b"}}}");
+        let (session, text) = (&self.session_id.0, &text.text);
+        write_text_chunk_params(out, session, tag, None, text);
         true
     }
 }

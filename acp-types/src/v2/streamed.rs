@@ -5,7 +5,7 @@
 //! `session/update`s through it.
 
 use super::{ContentBlock, SessionUpdate, UpdateSessionNotification};
-use crate::serde_util::write_json_str;
+use crate::serde_util::write_text_chunk_params;
 
 impl UpdateSessionNotification {
     /// Appends this notification's JSON to `out`, byte for byte what `serde_json::to_writer`
@@ -41,15 +41,8 @@ impl UpdateSessionNotification {
         if !plain {
             return false;
         }
-        out.extend_from_slice(br#"{"sessionId":"#);
-        write_json_str(out, &self.session_id.0);
-        out.extend_from_slice(br#","update":{"sessionUpdate":""#);
-        out.extend_from_slice(tag.as_bytes());
-        out.extend_from_slice(br#"","messageId":"#);
-        write_json_str(out, &chunk.message_id.0);
-        out.extend_from_slice(br#","content":{"type":"text","text":"#);
-        write_json_str(out, &text.text);
-        out.extend_from_slice(b"}}}");
+        let (session, message) = (&self.session_id.0, Some(chunk.message_id.0.as_str()));
+        write_text_chunk_params(out, session, tag, message, &text.text);
         true
     }
 }

@@ -39,14 +39,15 @@ impl Peer {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::sync::{Arc, Mutex};
 
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     use crate::{Config, Connection, Direction, Error, Handler, Params, RequestContext, TapEvent};
 
-    struct Nothing;
+    /// A handler that serves nothing (every request is `-32601`).
+    pub(in crate::write::outgoing) struct Nothing;
 
     #[async_trait::async_trait]
     impl Handler for Nothing {

@@ -7,7 +7,8 @@ use tokio::io::{
     AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
 };
 
-use crate::{CallOptions, Config, Connection, Error, ErrorCode, Handler, Params, RequestContext};
+use crate::write::outgoing::raw::tests::Nothing;
+use crate::{CallOptions, Config, Connection, Error, ErrorCode};
 
 /// `echo`: a request whose answer is a number.
 #[derive(Serialize, Deserialize)]
@@ -19,20 +20,6 @@ impl RequestMethod for Echo {
     const PARAMS_NULL_AS_DEFAULT: bool = false;
     const RESULT_NULL_AS_DEFAULT: bool = false;
     type Response = u32;
-}
-
-struct Nothing;
-
-#[async_trait::async_trait]
-impl Handler for Nothing {
-    async fn handle_request(
-        &self,
-        _cx: RequestContext,
-        method: &str,
-        _params: Params,
-    ) -> Result<Box<serde_json::value::RawValue>, Error> {
-        Err(Error::method_not_found(method))
-    }
 }
 
 /// Our engine on one end of a byte pipe, the test's hand on the other.
