@@ -36,6 +36,7 @@ pub fn write_json_str(out: &mut Vec<u8>, s: &str) {
 /// before `content`; v1's plain chunk has none). The callers (`write_text_chunk` of v1's
 /// `SessionNotification` and v2's `UpdateSessionNotification`) check that nothing else is
 /// set.
+#[cfg(any(feature = "v1", feature = "v2"))]
 pub(crate) fn write_text_chunk_params(
     out: &mut Vec<u8>,
     session_id: &str,
