@@ -365,8 +365,11 @@ mod tests {
     struct Sleepers(Vec<std::process::Child>);
 
     impl Sleepers {
+        /// Two `sleep 30` children with `env`, returned once both have exec'd: between
+        /// fork and exec a child's `/proc/<pid>/environ` is still ours, without the marker,
+        /// which made a test that looked too early fail under load.
         fn spawn(env: &[(&str, &str)]) -> Sleepers {
-            Sleepers(
+            let sleepers = Sleepers(
                 (0..2)
                     .map(|_| {
                         std::process::Command::new("sleep")
@@ -376,11 +379,23 @@ mod tests {
                             .unwrap()
                     })
                     .collect(),
-            )
+            );
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !sleepers.pids().iter().all(|pid| has_execd_sleep(*pid)) {
+                assert!(Instant::now() < deadline, "the children never exec'd");
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            sleepers
         }
         fn pids(&self) -> Vec<i32> {
             self.0.iter().map(|c| c.id() as i32).collect()
         }
+    }
+
+    /// Whether `pid` runs `sleep` now (has exec'd): its command line is no longer ours.
+    fn has_execd_sleep(pid: i32) -> bool {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|cmdline| cmdline.split(|b| *b == 0).next() == Some(b"sleep"))
     }
 
     impl Drop for Sleepers {
@@ -399,15 +414,6 @@ mod tests {
         let marker = new_marker();
         let mut sleepers = Sleepers::spawn(&[(MARKER_ENV, &marker)]);
         let pids = sleepers.pids();
-        // The marker is in a child's environment once it has exec'd.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !pids
-            .iter()
-            .all(|pid| has_marker(*pid, std::slice::from_ref(&marker)))
-        {
-            assert!(Instant::now() < deadline, "the children never exec'd");
-            std::thread::sleep(Duration::from_millis(5));
-        }
         let stopped = sweep(
             std::slice::from_ref(&marker),
             &pids[..1],
