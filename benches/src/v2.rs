@@ -13,8 +13,12 @@
 //!   ratio mixes the version with the payload; b' is the version alone.
 //!
 //! ```text
-//! acp-bench v2 [--chunks N] [--requests N] [--runs R] [--ours-only]   # default 200,000 / 20,000, median of 5
+//! acp-bench v2 [--chunks N] [--requests N] [--runs R] [--ours-only] [--only COLUMNS]
 //! ```
+//!
+//! Defaults: 200,000 chunks, 20,000 requests, the median of 5 runs. `--only` keeps the
+//! comma-separated columns named (`v1`, `v2`, `official`, `translated`), for profiling one
+//! path; the others print `NaN`.
 //!
 //! The last columns are the official crate's v2 side (`agent-client-protocol` 5.2.0 with
 //! `unstable_protocol_v2`, [`crate::official_v2`]) doing the same jobs, and its time over
@@ -40,11 +44,28 @@ use crate::plan::{ClientSide, Outcome, Plan, run_plan};
 /// Parses the arguments and prints each scenario's v1 and v2 figures and their ratio.
 pub fn main(args: &[String]) -> ExitCode {
     let (mut chunks, mut requests, mut runs) = (200_000u64, 20_000u64, 5usize);
-    let mut official_too = true;
+    const USAGE: &str = "usage: acp-bench v2 [--chunks N] [--requests N] [--runs R] [--ours-only] [--only v1,v2,official,translated]";
+    const NAMES: [&str; 4] = ["v1", "v2", "official", "translated"];
+    let mut kept = [true; 4];
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         if arg == "--ours-only" {
-            official_too = false;
+            kept[2] = false;
+            continue;
+        }
+        if arg == "--only" {
+            let Some(list) = args.next() else {
+                eprintln!("{USAGE}");
+                return ExitCode::from(2);
+            };
+            kept = [false; 4];
+            for name in list.split(',') {
+                let Some(column) = NAMES.iter().position(|n| *n == name) else {
+                    eprintln!("acp-bench v2: no column `{name}` (the columns: {NAMES:?})");
+                    return ExitCode::from(2);
+                };
+                kept[column] = true;
+            }
             continue;
         }
         let value = args.next().and_then(|v| v.parse::<u64>().ok());
@@ -53,23 +74,18 @@ pub fn main(args: &[String]) -> ExitCode {
             ("--requests", Some(n)) => requests = n,
             ("--runs", Some(n)) => runs = n.max(1) as usize,
             _ => {
-                eprintln!(
-                    "usage: acp-bench v2 [--chunks N] [--requests N] [--runs R] [--ours-only]"
-                );
+                eprintln!("{USAGE}");
                 return ExitCode::from(2);
             }
         }
     }
-    let columns: &[&str] = if official_too {
-        &[
-            "ours v1",
-            "ours v2",
-            "official v2",
-            "v1 agent via translation",
-        ]
-    } else {
-        &["ours v1", "ours v2", "", "v1 agent via translation"]
-    };
+    let all = [
+        "ours v1",
+        "ours v2",
+        "official v2",
+        "v1 agent via translation",
+    ];
+    let columns: [&str; 4] = std::array::from_fn(|i| if kept[i] { all[i] } else { "" });
     let runtime = crate::runtime();
     println!(
         "scenario\tours v1 (median of {runs})\tours v2\tv2/v1 time\tofficial v2\tofficial/ours v2 time\tv1 agent via translation\ttranslated/v1"

@@ -289,6 +289,40 @@ fn the_v2_figures_run_beside_v1() {
     }
 }
 
+/// `acp-bench v2 --only translated` runs that column alone (the others print `NaN`), and a
+/// column it does not know is refused with the names it knows.
+#[test]
+fn the_v2_figures_run_one_column_when_asked() {
+    let stdout = run_ok(&[
+        "v2",
+        "--chunks",
+        "200",
+        "--requests",
+        "20",
+        "--runs",
+        "1",
+        "--only",
+        "translated",
+    ]);
+    let a = stdout
+        .lines()
+        .find(|l| l.starts_with("a: chunks/s\t"))
+        .unwrap_or_else(|| panic!("no row a:\n{stdout}"));
+    let cells: Vec<&str> = a.split('\t').collect();
+    assert_eq!(cells[1], "NaN", "v1 was not run: {a}");
+    assert!(
+        cells[6].parse::<f64>().is_ok_and(|rate| rate > 0.0),
+        "the translation ran: {a}"
+    );
+    let refused = Command::new(env!("CARGO_BIN_EXE_acp-bench"))
+        .args(["v2", "--only", "v3"])
+        .output()
+        .expect("the benchmark binary runs");
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("no column `v3`"), "{stderr}");
+}
+
 /// `acp-bench remote --smoke`: a and b run in every column (ours over stdio, WebSocket and
 /// Streamable HTTP; the official `agent-client-protocol-http` client and server over both;
 /// our client against the TypeScript SDK's server over both, when the interop matrix has
