@@ -221,3 +221,62 @@ async fn over_frames_shared_or_not_the_handler_reads_the_same() {
         assert_eq!(frame, sent[2 * i].as_bytes());
     }
 }
+
+/// Writes the params of a `session/update` by hand, as a direct writer of acp-types does
+/// (never a `_meta` of its own).
+fn by_hand(params: &Value, out: &mut Vec<u8>) -> bool {
+    let Some(session) = params["sessionId"].as_str() else {
+        return false;
+    };
+    out.extend_from_slice(format!(r#"{{"sessionId":"{session}","by":"hand"}}"#).as_bytes());
+    true
+}
+
+/// A notification whose params a direct writer wrote (`Peer::notify_value_with`) carries
+/// its session's turn's context first, in front of the writer's bytes, exactly as one
+/// serde wrote would: the engine puts it there without looking into what the writer wrote.
+#[tokio::test]
+async fn a_direct_writers_notification_in_a_turn_carries_the_turns_context_first() {
+    let (_spans, _recorder, _guard) = recording();
+    let (x, y) = tokio::io::duplex(64 * 1024);
+    let (xr, xw) = tokio::io::split(x);
+    let (yr, mut yw) = tokio::io::split(y);
+    let conn = Connection::over(Lines::new(xr, xw), Seen::default(), Config::default());
+    let peer = conn.peer().clone();
+    let prompt = tokio::spawn({
+        let peer = peer.clone();
+        async move {
+            peer.request::<_, Value>("session/prompt", &json!({"sessionId": "s-1"}))
+                .await
+        }
+    });
+    let mut lines = BufReader::new(yr).lines();
+    let request: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    let turn = request["params"]["_meta"]["traceparent"]
+        .as_str()
+        .expect("the request carries its span's context")
+        .to_owned();
+    let fast: Option<fn(&Value, &mut Vec<u8>) -> bool> = Some(by_hand);
+    for params in [json!({"sessionId": "s-1"}), json!({"other": 1})] {
+        peer.notify_value_with("session/update", params, fast)
+            .await
+            .unwrap();
+    }
+    let by_hand = lines.next_line().await.unwrap().unwrap();
+    assert_eq!(
+        by_hand,
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"_meta":{{"traceparent":"{turn}"}},"sessionId":"s-1","by":"hand"}}}}"#
+        )
+    );
+    // What the writer declines, serde writes; no session named, so no turn's context.
+    let by_serde: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(by_serde["params"]["other"], 1);
+    let answer =
+        json!({"jsonrpc": "2.0", "id": request["id"], "result": {"stopReason": "end_turn"}});
+    yw.write_all(format!("{answer}\n").as_bytes())
+        .await
+        .unwrap();
+    let answered = prompt.await.unwrap().unwrap();
+    assert_eq!(answered["stopReason"], "end_turn");
+}

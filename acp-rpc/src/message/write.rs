@@ -106,25 +106,28 @@ fn write_params<P: Serialize + ?Sized>(
 }
 
 /// [`write_params`], with `fast` trying first: it writes the params' usual shape itself
-/// (exactly as serde_json would) or returns `false` having written nothing.
+/// (exactly as serde_json would, with no `_meta` member at their top) or returns `false`
+/// having written nothing. Returns where in `buf` the params start when `fast` wrote them:
+/// the trace context then goes in there without a look for a `_meta` of theirs.
 fn write_params_with<P>(
     buf: &mut Vec<u8>,
     params: &P,
     framing: &Framing,
     fast: Option<fn(&P, &mut Vec<u8>) -> bool>,
-) -> Result<(), Error>
+) -> Result<Option<usize>, Error>
 where
     P: Serialize + ?Sized,
 {
     if let Some(fast) = fast {
         let mark = buf.len();
         buf.extend_from_slice(br#","params":"#);
+        let start = buf.len();
         if fast(params, buf) {
-            return Ok(());
+            return Ok(Some(start));
         }
         buf.truncate(mark);
     }
-    write_params(buf, params, framing)
+    write_params(buf, params, framing).map(|()| None)
 }
 
 /// Serializes a request envelope into `buf`.
@@ -151,24 +154,25 @@ pub(crate) fn write_notification<P: Serialize + ?Sized>(
     method: &str,
     params: &P,
 ) -> Result<(), Error> {
-    write_notification_with(buf, framing, method, params, None)
+    write_notification_with(buf, framing, method, params, None).map(drop)
 }
 
 /// [`write_notification`] with a writer for the params' usual shape (see
-/// [`Peer::notify_value_with`](crate::Peer::notify_value_with)).
+/// [`Peer::notify_value_with`](crate::Peer::notify_value_with)). Returns where the params
+/// start when that writer wrote them (they have no `_meta` then).
 pub(crate) fn write_notification_with<P: Serialize + ?Sized>(
     buf: &mut Vec<u8>,
     framing: &Framing,
     method: &str,
     params: &P,
     fast: Option<fn(&P, &mut Vec<u8>) -> bool>,
-) -> Result<(), Error> {
+) -> Result<Option<usize>, Error> {
     write_head(buf, framing);
     buf.extend_from_slice(br#""method":"#);
     write_str(buf, method);
-    write_params_with(buf, params, framing, fast)?;
+    let plain = write_params_with(buf, params, framing, fast)?;
     buf.push(b'}');
-    Ok(())
+    Ok(plain)
 }
 
 /// Writes the envelope of a successful response up to and including `"result":`; the

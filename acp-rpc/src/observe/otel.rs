@@ -251,16 +251,24 @@ pub(crate) fn outgoing_request_line(
 /// session's open turn it is an event on the turn's span (and carries the turn's context
 /// when no span is current); outside any turn, an event on the current span. Nothing
 /// happens when the connection records no spans.
+///
+/// `plain`: where the params start when a direct writer wrote them (no `_meta` in them, see
+/// [`Peer::notify_value_with`](crate::Peer::notify_value_with)); `None`, and they are
+/// found and looked into.
 pub(crate) fn outgoing_notification_line(
     trace: &ConnectionTrace,
     line: &mut Vec<u8>,
     method: &str,
+    plain: Option<usize>,
 ) {
     if trace.recorder().is_none() {
         return;
     }
     // The params are found once: read here, written into below.
-    let start = wire::params_start(line);
+    let (start, known) = match plain {
+        Some(at) => (Some(at), wire::Params::WithoutMeta),
+        None => (wire::params_start(line), wire::Params::Unknown),
+    };
     let params = start.and_then(|s| wire::params_from(line, s));
     let in_turn = trace.notification("outgoing", method, params.unwrap_or(line), || None);
     let current = active::current(in_turn.as_ref());
@@ -269,7 +277,7 @@ pub(crate) fn outgoing_notification_line(
             if turn.is_none() {
                 active.event(method, "outgoing");
             }
-            wire::splice_from(line, start, &active.traceparent, &active.context);
+            wire::splice_from(line, start, known, &active.traceparent, &active.context);
         }
         (Some(Current::Other(context)), turn) => {
             if turn.is_none() {
@@ -284,9 +292,11 @@ pub(crate) fn outgoing_notification_line(
                 });
             }
             let bytes = wire::traceparent_bytes(&context);
-            wire::splice_from(line, start, &bytes, &context);
+            wire::splice_from(line, start, known, &bytes, &context);
         }
-        (None, Some(turn)) => wire::splice_from(line, start, &turn.traceparent, &turn.context),
+        (None, Some(turn)) => {
+            wire::splice_from(line, start, known, &turn.traceparent, &turn.context)
+        }
         (None, None) => {}
     }
 }

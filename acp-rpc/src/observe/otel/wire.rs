@@ -258,7 +258,16 @@ pub(crate) fn params_from(line: &[u8], start: usize) -> Option<&[u8]> {
 /// Params that have a `_meta` already, or a context with a `tracestate`, are parsed and
 /// written again. Params that are not an object are left alone.
 pub(crate) fn splice(line: &mut Vec<u8>, bytes: &Traceparent, context: &SpanContext) {
-    splice_from(line, params_start(line), bytes, context);
+    splice_from(line, params_start(line), Params::Unknown, bytes, context);
+}
+
+/// What is known of the params a trace context goes into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Params {
+    /// Written by a direct writer, which writes no `_meta` at their top: not looked into.
+    WithoutMeta,
+    /// Anything: looked into for a `_meta` (anywhere, to be safe) to merge into.
+    Unknown,
 }
 
 /// [`splice`] into params found already: `start` is where they start ([`params_start`]),
@@ -266,6 +275,7 @@ pub(crate) fn splice(line: &mut Vec<u8>, bytes: &Traceparent, context: &SpanCont
 pub(crate) fn splice_from(
     line: &mut Vec<u8>,
     start: Option<usize>,
+    known: Params,
     bytes: &Traceparent,
     context: &SpanContext,
 ) {
@@ -279,7 +289,11 @@ pub(crate) fn splice_from(
         return;
     }
     let params = &line[start..end];
-    if META_FINDER.find(params).is_some() || !context.trace_state().header().is_empty() {
+    let may_have_meta = known == Params::Unknown && META_FINDER.find(params).is_some();
+    // `header()` builds a string: asked only of a trace state that is not the empty one.
+    let has_state =
+        *context.trace_state() != TraceState::NONE && !context.trace_state().header().is_empty();
+    if may_have_meta || has_state {
         // The slow path: merge into an existing `_meta` (or add a tracestate).
         let Ok(mut value) = serde_json::from_slice::<Value>(params) else {
             return;
@@ -406,6 +420,50 @@ mod tests {
         assert_eq!(v["params"], serde_json::json!([1]));
         let v = injected(r#"{"jsonrpc":"2.0","method":"m\",\"params\":{","params":null}"#);
         assert_eq!(v["params"], Value::Null);
+    }
+
+    /// Params a direct writer wrote are not looked into: the context goes first, the bytes
+    /// after it are the writer's own; a trace state still takes the merge.
+    #[test]
+    fn params_known_without_meta_take_the_context_first_unlooked() {
+        let line = br#"{"jsonrpc":"2.0","method":"m","params":{"a":"_meta"}}"#;
+        let start = params_start(line);
+        let context = context();
+        let mut known = line.to_vec();
+        splice_from(
+            &mut known,
+            start,
+            Params::WithoutMeta,
+            &traceparent_bytes(&context),
+            &context,
+        );
+        let mut looked = line.to_vec();
+        splice(&mut looked, &traceparent_bytes(&context), &context);
+        let expected = format!(
+            r#"{{"jsonrpc":"2.0","method":"m","params":{{"_meta":{{"traceparent":"{GOOD}"}},"a":"_meta"}}}}"#
+        );
+        assert_eq!(String::from_utf8(known).unwrap(), expected);
+        assert_eq!(String::from_utf8(looked).unwrap(), expected);
+
+        let stated = SpanContext::new(
+            context.trace_id(),
+            context.span_id(),
+            context.trace_flags(),
+            true,
+            TraceState::from_key_value([("k", "v")]).unwrap(),
+        );
+        let mut line = line.to_vec();
+        splice_from(
+            &mut line,
+            start,
+            Params::WithoutMeta,
+            &traceparent_bytes(&stated),
+            &stated,
+        );
+        let v: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(v["params"]["_meta"]["traceparent"], GOOD);
+        assert_eq!(v["params"]["_meta"]["tracestate"], "k=v");
+        assert_eq!(v["params"]["a"], "_meta");
     }
 
     #[test]

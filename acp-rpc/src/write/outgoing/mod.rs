@@ -385,7 +385,10 @@ impl Peer {
     /// [`Peer::notify_value`] with `fast`, a writer for the params' usual shape: where the
     /// params are written as text, `fast` writes them first and serde only when it returns
     /// `false` (having written nothing). `fast` must write exactly what serde_json writes
-    /// for the same value, so the wire is the same either way; acp-agent passes
+    /// for the same value, so the wire is the same either way, and only params with no
+    /// `_meta` member at their top (it returns `false` for the others): with the feature
+    /// `otel` the engine puts its trace context first in what `fast` wrote without looking
+    /// for a `_meta` to merge it into. acp-agent passes
     /// `acp_types::v1::SessionNotification::write_text_chunk` for its streamed updates.
     pub fn notify_value_with<P>(
         &self,
@@ -474,9 +477,12 @@ impl Peer {
             return Ok(Outgoing::Message(Box::new(message)));
         }
         let mut buf = shared.notification_size.buffer();
-        write_notification_with(&mut buf, &shared.config.framing, method, params, fast)?;
+        let plain =
+            write_notification_with(&mut buf, &shared.config.framing, method, params, fast)?;
         #[cfg(feature = "otel")]
-        crate::observe::otel::outgoing_notification_line(&shared.trace, &mut buf, method);
+        crate::observe::otel::outgoing_notification_line(&shared.trace, &mut buf, method, plain);
+        #[cfg(not(feature = "otel"))]
+        let _ = plain;
         shared.notification_size.record(buf.len());
         log_sent(method, None, &buf, false);
         observe::sent(
@@ -505,7 +511,7 @@ impl Peer {
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         write_request(&mut buf, &shared.config.framing, id, method, params)?;
         #[cfg(feature = "otel")]
-        crate::observe::otel::outgoing_notification_line(&shared.trace, &mut buf, method);
+        crate::observe::otel::outgoing_notification_line(&shared.trace, &mut buf, method, None);
         if shared.config.observer.is_some() {
             let id = RequestId::Int(id);
             let kind = MessageKind::Request;
