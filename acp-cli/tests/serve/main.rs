@@ -216,6 +216,11 @@ fn first_event(url: &str, path: &str) -> serde_json::Value {
 /// A running HAProxy in front of `hosts` (`127.0.0.1:PORT` each): round robin, a cookie
 /// that keeps one client's HTTP requests on one host, `/readyz` checks, and requests sent
 /// elsewhere when a host is gone. Killed on drop.
+///
+/// A check runs every 200 ms and one failure takes a host out: a killed host refuses the
+/// connection at once. A host that answers slowly (a loaded CI machine) is given 2 s
+/// (`timeout check`), or its check's own 200 ms would take the last live host out and the
+/// balancer would answer 503 in the middle of a test (as it did in a CI run).
 struct Balancer {
     child: Child,
     url: String,
@@ -232,7 +237,8 @@ impl Balancer {
             format!(
                 "global\n  maxconn 256\n\
                  defaults\n  mode http\n  timeout connect 2s\n  timeout client 60s\n  \
-                 timeout server 60s\n  timeout tunnel 60s\n  option redispatch\n  retries 3\n\
+                 timeout server 60s\n  timeout tunnel 60s\n  timeout check 2s\n  \
+                 option redispatch\n  retries 3\n\
                  frontend acp\n  bind 127.0.0.1:{port}\n  default_backend hosts\n\
                  backend hosts\n  balance roundrobin\n  cookie ACPHOST insert indirect nocache\n  \
                  option httpchk GET /readyz\n  default-server inter 200ms fall 1 rise 1\n{servers}"
