@@ -136,10 +136,16 @@ impl Agent for Worker {
 }
 
 fn connect(seen: &Seen) -> Editor {
+    connect_with(seen, acp_agent::Config::default())
+}
+
+/// [`connect`] with the connection's `config` (the legacy wire's too).
+fn connect_with(seen: &Seen, config: acp_agent::Config) -> Editor {
     let agent = Worker(seen.clone());
     Editor::connect(|r, w| {
         acp_agent::Builder::new(agent)
             .dialect(acp_agent::Dialect::Legacy009)
+            .config(config)
             .legacy(AdapterOptions::default().with_cwd("/home/user/project"))
             .io(r, w);
     })
@@ -320,4 +326,39 @@ async fn chunks_are_streamed_ahead_of_the_editors_answers_and_the_turn_waits_for
         }
     }
     e.expect(r#"{"jsonrpc":"2.0","id":1,"result":null}"#).await;
+}
+
+/// An editor that answers none of its streamed chunks does not hold the turn for ever: each
+/// answer is waited for at most the legacy connection's default timeout (a minute without
+/// one), then counts as a refusal, and the turn is answered once every chunk is sent.
+#[tokio::test]
+async fn an_editor_that_never_answers_its_chunks_gets_them_all_and_the_turns_answer() {
+    let seen = Seen::default();
+    let config =
+        acp_agent::Config::default().with_default_timeout(Some(Duration::from_millis(300)));
+    let mut e = connect_with(&seen, config);
+    e.send(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"0.0.9"}}"#,
+    )
+    .await;
+    let _ = e.line().await;
+    e.send(r#"{"jsonrpc":"2.0","id":1,"method":"sendUserMessage","params":{"chunks":[{"text":"stream"}]}}"#).await;
+    let mut chunks = 0;
+    let answer = loop {
+        let line = e
+            .line_within(Duration::from_secs(10))
+            .await
+            .unwrap_or_else(|| panic!("the turn is not answered, {chunks} chunks sent"));
+        let message: Value = serde_json::from_str(&line).unwrap();
+        match message["method"].as_str() {
+            Some("streamAssistantMessageChunk") => {
+                assert_eq!(message["params"]["chunk"]["text"], format!("c{chunks}"));
+                chunks += 1;
+            }
+            Some(other) => panic!("unexpected request {other}: {line}"),
+            None => break message,
+        }
+    };
+    assert_eq!(chunks, STREAMED, "every chunk is sent");
+    assert_eq!(answer, json!({"jsonrpc": "2.0", "id": 1, "result": null}));
 }

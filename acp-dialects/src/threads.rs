@@ -21,7 +21,7 @@
 //!
 //! | v1 (agent -> editor) | threads |
 //! | --- | --- |
-//! | `session/update` `agent_message_chunk` (text) during a `sendMessage` | `streamMessageChunk`, sent in order without waiting a round trip each: up to 64 await the editor's answers at once, and `sendMessage` is answered once the editor has answered all the chunks sent before the turn ended |
+//! | `session/update` `agent_message_chunk` (text) during a `sendMessage` | `streamMessageChunk`, sent in order without waiting a round trip each: up to 64 await the editor's answers at once, and `sendMessage` is answered once the editor has answered all the chunks sent before the turn ended; each answer is awaited at most the connection's `default_timeout` (a minute without one), so an editor that never answers slows the stream but does not hold the turn |
 //! | `session/update` `user_message_chunk`, `session_info_update` | recorded (history, title) |
 //! | `fs/read_text_file` | `readTextFile` (`line` 1-based becomes `lineOffset` 0-based, `limit` becomes `lineLimit`) |
 //!

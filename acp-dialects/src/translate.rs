@@ -8,10 +8,11 @@
 use std::collections::VecDeque;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use acp_rpc::memory::tie;
 use acp_rpc::transport::{MemoryEnd, Transport, memory_pair};
-use acp_rpc::{Config, Error, Handler, Peer, PendingResponse};
+use acp_rpc::{CallOptions, Config, Error, Handler, Peer, PendingResponse};
 use acp_types::{RequestMethod, v1};
 use tokio::sync::OnceCell;
 
@@ -175,28 +176,42 @@ impl V1Handshake {
 /// [`Streamed`]).
 pub(crate) const STREAM_WINDOW: usize = 64;
 
+/// How long a streamed request waits for the editor's answer when the legacy connection's
+/// [`Config::default_timeout`] sets none: an editor that never answers its chunks (a hostile
+/// or stuck one) slows the stream to one window of them per this long, and the turn still
+/// ends, instead of waiting for ever.
+pub(crate) const STREAM_ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// The requests a translation streams to a legacy editor where v1 has notifications (0.0.9's
 /// `streamAssistantMessageChunk`, threads' `streamMessageChunk`), sent in order without
 /// waiting a round trip each: they leave in the order sent and the dialects' editors handle
 /// their requests in order, so only [`STREAM_WINDOW`] unanswered ones make the stream wait,
-/// and the turn's end waits for all ([`Streamed::answered`]).
+/// and the turn's end waits for all ([`Streamed::answered`]). Each answer is waited for at
+/// most the connection's default timeout, or [`STREAM_ANSWER_TIMEOUT`] without one; one not
+/// given by then counts as a refusal, and no `$/cancel_request` follows (the dialects have
+/// none).
 pub(crate) struct Streamed<R> {
     /// The requests sent whose answers are still awaited, oldest first.
     window: tokio::sync::Mutex<VecDeque<PendingResponse<R>>>,
-}
-
-impl<R> Default for Streamed<R> {
-    fn default() -> Self {
-        Streamed {
-            window: tokio::sync::Mutex::default(),
-        }
-    }
+    /// How each is sent: its timeout, and no cancellation.
+    options: CallOptions,
 }
 
 impl<R: Send + 'static> Streamed<R> {
+    /// A window for a legacy connection made with `config`.
+    pub(crate) fn new(config: &Config) -> Self {
+        let timeout = config.default_timeout.unwrap_or(STREAM_ANSWER_TIMEOUT);
+        Streamed {
+            window: tokio::sync::Mutex::default(),
+            options: CallOptions::default()
+                .timeout(timeout)
+                .cancel_on_drop(false),
+        }
+    }
+
     /// Sends `params` to `editor` after the requests sent before it. With the window full,
-    /// the oldest answer is waited for first; its refusal is what this returns (the request
-    /// is sent all the same: each is a chunk of its own).
+    /// the oldest answer is waited for first; its refusal (or its timeout) is what this
+    /// returns (the request is sent all the same: each is a chunk of its own).
     pub(crate) async fn send<P>(&self, editor: &Peer, params: &P) -> Result<(), Error>
     where
         P: RequestMethod<Response = R>,
@@ -208,7 +223,8 @@ impl<R: Send + 'static> Streamed<R> {
         {
             answered = oldest.await.map(|_| ());
         }
-        window.push_back(editor.send_typed_request(params).await?);
+        let sent = editor.send_typed_request_with(params, self.options).await?;
+        window.push_back(sent);
         answered
     }
 
@@ -218,7 +234,7 @@ impl<R: Send + 'static> Streamed<R> {
         let mut window = self.window.lock().await;
         while let Some(oldest) = window.pop_front() {
             if let Err(e) = oldest.await {
-                tracing::warn!(error = %e, "the editor refused a streamed chunk");
+                tracing::warn!(error = %e, "the editor refused a streamed chunk, or did not answer it in time");
             }
         }
     }
@@ -357,3 +373,20 @@ macro_rules! v1_routes {
     };
 }
 pub(crate) use v1_routes;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without a default timeout on the legacy connection, a streamed chunk's answer is
+    /// still waited for only so long; with one, that one; never a `$/cancel_request`.
+    #[test]
+    fn a_streamed_chunks_answer_is_waited_for_a_bounded_time() {
+        let unbounded: Streamed<()> = Streamed::new(&Config::default());
+        assert_eq!(unbounded.options.timeout, Some(STREAM_ANSWER_TIMEOUT));
+        assert_eq!(unbounded.options.cancel_on_drop, Some(false));
+        let config = Config::default().with_default_timeout(Some(Duration::from_secs(5)));
+        let bounded: Streamed<()> = Streamed::new(&config);
+        assert_eq!(bounded.options.timeout, Some(Duration::from_secs(5)));
+    }
+}

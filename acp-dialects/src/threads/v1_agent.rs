@@ -22,7 +22,7 @@ pub(crate) fn state(options: AdapterOptions) -> Threads {
     Threads {
         handshake: V1Handshake::reading(false),
         known: Mutex::default(),
-        streamed: Streamed::default(),
+        streamed: Streamed::new(&options.config),
         options,
     }
 }

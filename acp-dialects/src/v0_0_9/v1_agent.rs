@@ -25,7 +25,7 @@ pub(crate) fn state(options: AdapterOptions) -> Conversation {
         session: OnceCell::new(),
         tool_calls: Mutex::default(),
         prompting: Mutex::default(),
-        streamed: Streamed::default(),
+        streamed: Streamed::new(&options.config),
         options,
     }
 }
