@@ -234,7 +234,8 @@ fn by_hand(params: &Value, out: &mut Vec<u8>) -> bool {
 
 /// A notification whose params a direct writer wrote (`Peer::notify_value_with`) carries
 /// its session's turn's context first, in front of the writer's bytes, exactly as one
-/// serde wrote would: the engine puts it there without looking into what the writer wrote.
+/// serde wrote would: the engine puts it there without looking into what the writer wrote
+/// (into the room it left for it). One with no context to carry is sent as written.
 #[tokio::test]
 async fn a_direct_writers_notification_in_a_turn_carries_the_turns_context_first() {
     let (_spans, _recorder, _guard) = recording();
@@ -257,7 +258,8 @@ async fn a_direct_writers_notification_in_a_turn_carries_the_turns_context_first
         .expect("the request carries its span's context")
         .to_owned();
     let fast: Option<fn(&Value, &mut Vec<u8>) -> bool> = Some(by_hand);
-    for params in [json!({"sessionId": "s-1"}), json!({"other": 1})] {
+    let no_turn = json!({"sessionId": "s-2"});
+    for params in [json!({"sessionId": "s-1"}), no_turn, json!({"other": 1})] {
         peer.notify_value_with("session/update", params, fast)
             .await
             .unwrap();
@@ -268,6 +270,12 @@ async fn a_direct_writers_notification_in_a_turn_carries_the_turns_context_first
         format!(
             r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"_meta":{{"traceparent":"{turn}"}},"sessionId":"s-1","by":"hand"}}}}"#
         )
+    );
+    // A session with no open turn, and no span current: no context, and none of the room
+    // the engine left for one.
+    assert_eq!(
+        lines.next_line().await.unwrap().unwrap(),
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-2","by":"hand"}}"#
     );
     // What the writer declines, serde writes; no session named, so no turn's context.
     let by_serde: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();

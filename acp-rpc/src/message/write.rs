@@ -107,13 +107,17 @@ fn write_params<P: Serialize + ?Sized>(
 
 /// [`write_params`], with `fast` trying first: it writes the params' usual shape itself
 /// (exactly as serde_json would, with no `_meta` member at their top) or returns `false`
-/// having written nothing. Returns where in `buf` the params start when `fast` wrote them:
-/// the trace context then goes in there without a look for a `_meta` of theirs.
+/// having written nothing. `gap`: how many spaces go before what `fast` writes (room for
+/// the trace context's `_meta` member, written there without moving the params; 0 when no
+/// trace context is written). Returns where in `buf` the gap (or, without one, the params)
+/// starts when `fast` wrote them: the trace context then goes in there without a look for
+/// a `_meta` of theirs.
 fn write_params_with<P>(
     buf: &mut Vec<u8>,
     params: &P,
     framing: &Framing,
     fast: Option<fn(&P, &mut Vec<u8>) -> bool>,
+    gap: usize,
 ) -> Result<Option<usize>, Error>
 where
     P: Serialize + ?Sized,
@@ -122,6 +126,7 @@ where
         let mark = buf.len();
         buf.extend_from_slice(br#","params":"#);
         let start = buf.len();
+        buf.resize(start + gap, b' ');
         if fast(params, buf) {
             return Ok(Some(start));
         }
@@ -154,23 +159,25 @@ pub(crate) fn write_notification<P: Serialize + ?Sized>(
     method: &str,
     params: &P,
 ) -> Result<(), Error> {
-    write_notification_with(buf, framing, method, params, None).map(drop)
+    write_notification_with(buf, framing, method, params, None, 0).map(drop)
 }
 
 /// [`write_notification`] with a writer for the params' usual shape (see
-/// [`Peer::notify_value_with`](crate::Peer::notify_value_with)). Returns where the params
-/// start when that writer wrote them (they have no `_meta` then).
+/// [`Peer::notify_value_with`](crate::Peer::notify_value_with)), behind `gap` spaces.
+/// Returns where the gap (the params, without one) starts when that writer wrote them (they
+/// have no `_meta` then).
 pub(crate) fn write_notification_with<P: Serialize + ?Sized>(
     buf: &mut Vec<u8>,
     framing: &Framing,
     method: &str,
     params: &P,
     fast: Option<fn(&P, &mut Vec<u8>) -> bool>,
+    gap: usize,
 ) -> Result<Option<usize>, Error> {
     write_head(buf, framing);
     buf.extend_from_slice(br#""method":"#);
     write_str(buf, method);
-    let plain = write_params_with(buf, params, framing, fast)?;
+    let plain = write_params_with(buf, params, framing, fast, gap)?;
     buf.push(b'}');
     Ok(plain)
 }

@@ -103,6 +103,7 @@ pub(crate) use span::{EngineSpan, NotificationScope};
 pub(crate) use taken::{Taken, take_from_line, take_from_params, would_take_from_line};
 pub(crate) use turns::ConnectionTrace;
 pub use turns::TURN_METHODS;
+use wire::META_MEMBER_LEN;
 pub use wire::{extract, extract_value, format_traceparent, inject_value, parse_traceparent};
 
 use crate::message::RequestId;
@@ -252,9 +253,10 @@ pub(crate) fn outgoing_request_line(
 /// when no span is current); outside any turn, an event on the current span. Nothing
 /// happens when the connection records no spans.
 ///
-/// `plain`: where the params start when a direct writer wrote them (no `_meta` in them, see
-/// [`Peer::notify_value_with`](crate::Peer::notify_value_with)); `None`, and they are
-/// found and looked into.
+/// `plain`: when a direct writer wrote the params (no `_meta` in them, see
+/// [`Peer::notify_value_with`](crate::Peer::notify_value_with)), where the gap of
+/// [`notification_gap`] spaces in front of them starts; `None`, and they are found and
+/// looked into.
 pub(crate) fn outgoing_notification_line(
     trace: &ConnectionTrace,
     line: &mut Vec<u8>,
@@ -262,14 +264,18 @@ pub(crate) fn outgoing_notification_line(
     plain: Option<usize>,
 ) {
     if trace.recorder().is_none() {
+        // No gap was left (see `notification_gap`).
         return;
     }
     // The params are found once: read here, written into below.
-    let (start, known) = match plain {
-        Some(at) => (Some(at), wire::Params::WithoutMeta),
-        None => (wire::params_start(line), wire::Params::Unknown),
+    let (start, known, params_at) = match plain {
+        Some(at) => (Some(at), wire::Params::AfterGap, Some(at + META_MEMBER_LEN)),
+        None => {
+            let start = wire::params_start(line);
+            (start, wire::Params::Unknown, start)
+        }
     };
-    let params = start.and_then(|s| wire::params_from(line, s));
+    let params = params_at.and_then(|s| wire::params_from(line, s));
     let in_turn = trace.notification("outgoing", method, params.unwrap_or(line), || None);
     let current = active::current(in_turn.as_ref());
     match (current, in_turn) {
@@ -297,7 +303,22 @@ pub(crate) fn outgoing_notification_line(
         (None, Some(turn)) => {
             wire::splice_from(line, start, known, &turn.traceparent, &turn.context)
         }
-        (None, None) => {}
+        (None, None) => {
+            if let (Some(at), wire::Params::AfterGap) = (start, known) {
+                wire::close_gap(line, at);
+            }
+        }
+    }
+}
+
+/// How many spaces a notification's direct writer leaves in front of its params (see
+/// [`outgoing_notification_line`]): room for the `_meta` member, so that the trace context
+/// is written in place; none when the connection records no spans.
+pub(crate) fn notification_gap(trace: &ConnectionTrace) -> usize {
+    if trace.recorder().is_some() {
+        META_MEMBER_LEN
+    } else {
+        0
     }
 }
 

@@ -264,6 +264,12 @@ pub(crate) fn splice(line: &mut Vec<u8>, bytes: &Traceparent, context: &SpanCont
 /// What is known of the params a trace context goes into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Params {
+    /// Written by a direct writer (no `_meta` at their top, as [`Params::WithoutMeta`])
+    /// behind [`META_MEMBER_LEN`] spaces that the engine left for the `_meta` member
+    /// ([`gap`](crate::message::write_notification_with)): `start` is where the spaces
+    /// start. The member is written over them and the params' `{` becomes the `,` after it,
+    /// so nothing is moved; without a trace context to write, the spaces are taken out.
+    AfterGap,
     /// Written by a direct writer, which writes no `_meta` at their top: not looked into.
     WithoutMeta,
     /// Anything: looked into for a `_meta` (anywhere, to be safe) to merge into.
@@ -282,6 +288,19 @@ pub(crate) fn splice_from(
     let Some(start) = start else {
         return;
     };
+    // `header()` builds a string: asked only of a trace state that is not the empty one.
+    let has_state =
+        *context.trace_state() != TraceState::NONE && !context.trace_state().header().is_empty();
+    let mut known = known;
+    if known == Params::AfterGap {
+        if !has_state && fill_gap(line, start, bytes) {
+            return;
+        }
+        // Empty params, or a trace state to write too: the params are where the gap was,
+        // and go the usual way.
+        close_gap(line, start);
+        known = Params::WithoutMeta;
+    }
     let Some(end) = line.len().checked_sub(1) else {
         return;
     };
@@ -290,9 +309,6 @@ pub(crate) fn splice_from(
     }
     let params = &line[start..end];
     let may_have_meta = known == Params::Unknown && META_FINDER.find(params).is_some();
-    // `header()` builds a string: asked only of a trace state that is not the empty one.
-    let has_state =
-        *context.trace_state() != TraceState::NONE && !context.trace_state().header().is_empty();
     if may_have_meta || has_state {
         // The slow path: merge into an existing `_meta` (or add a tracestate).
         let Ok(mut value) = serde_json::from_slice::<Value>(params) else {
@@ -311,17 +327,60 @@ pub(crate) fn splice_from(
     let empty = params[1..]
         .iter()
         .all(|b| b.is_ascii_whitespace() || *b == b'}');
-    let head = &OURS[1..];
-    let insert = head.len() + TRACEPARENT_LEN + 2 + usize::from(!empty);
+    let insert = META_MEMBER_LEN - 1 + usize::from(!empty);
     let old = line.len();
     line.resize(old + insert, 0);
     line.copy_within(start + 1..old, start + 1 + insert);
-    let mut at = start + 1;
-    let comma: &[u8] = if empty { b"" } else { b"," };
-    for part in [head, &bytes[..], &b"\"}"[..], comma] {
-        line[at..at + part.len()].copy_from_slice(part);
-        at += part.len();
+    // The member's `{` is the params' own: written over it, then the `,` when more follows.
+    write_member(&mut line[start..start + META_MEMBER_LEN], bytes);
+    if !empty {
+        line[start + META_MEMBER_LEN] = b',';
     }
+}
+
+/// The length of the `_meta` member a peer of ours writes first in its params, with the
+/// params' `{`: `{"_meta":{"traceparent":"…"}` (see [`OURS`]).
+pub(crate) const META_MEMBER_LEN: usize = OURS.len() + TRACEPARENT_LEN + 2;
+
+/// Writes `{"_meta":{"traceparent":"<bytes>"}` into `out` ([`META_MEMBER_LEN`] bytes): in
+/// copies of known lengths, which the compiler writes in place.
+fn write_member(out: &mut [u8], bytes: &Traceparent) {
+    let out: &mut [u8; META_MEMBER_LEN] = out.try_into().expect("the member's length");
+    let (head, rest) = out.split_at_mut(OURS.len());
+    head.copy_from_slice(OURS);
+    let (text, tail) = rest.split_at_mut(TRACEPARENT_LEN);
+    text.copy_from_slice(bytes);
+    tail.copy_from_slice(b"\"}");
+}
+
+/// Writes the `_meta` member into the gap at `start` (see [`Params::AfterGap`]) and turns
+/// the params' `{` behind it into the `,` that follows the member. `false`, with nothing
+/// written, for params that are not an object with a member (`{}`: the gap is then taken
+/// out instead).
+fn fill_gap(line: &mut [u8], start: usize, bytes: &Traceparent) -> bool {
+    let params_at = start + META_MEMBER_LEN;
+    let Some(end) = line.len().checked_sub(1) else {
+        return false;
+    };
+    if line.get(params_at) != Some(&b'{') || line[end] != b'}' || end <= params_at {
+        return false;
+    }
+    let empty = line[params_at + 1..end]
+        .iter()
+        .all(|b| b.is_ascii_whitespace() || *b == b'}');
+    if empty {
+        return false;
+    }
+    write_member(&mut line[start..params_at], bytes);
+    line[params_at] = b',';
+    true
+}
+
+/// Takes the gap left for the `_meta` member at `start` (see [`Params::AfterGap`]) out of
+/// `line`, which is then what the writer would have written without it.
+pub(crate) fn close_gap(line: &mut Vec<u8>, start: usize) {
+    let end = (start + META_MEMBER_LEN).min(line.len());
+    line.drain(start..end);
 }
 
 #[cfg(test)]
@@ -467,6 +526,57 @@ mod tests {
         assert_eq!(v["params"]["_meta"]["traceparent"], GOOD);
         assert_eq!(v["params"]["_meta"]["tracestate"], "k=v");
         assert_eq!(v["params"]["a"], "_meta");
+    }
+
+    /// A line as a direct writer leaves it with a gap for the `_meta` member: the envelope,
+    /// the gap's spaces, `params`, and where the gap starts.
+    fn with_gap(params: &str) -> (Vec<u8>, usize) {
+        let mut line = br#"{"jsonrpc":"2.0","method":"m","params":"#.to_vec();
+        let at = line.len();
+        line.resize(at + META_MEMBER_LEN, b' ');
+        line.extend_from_slice(params.as_bytes());
+        line.push(b'}');
+        (line, at)
+    }
+
+    #[test]
+    fn the_gap_a_direct_writer_leaves_takes_the_member_or_is_taken_out() {
+        let context = context();
+        let bytes = traceparent_bytes(&context);
+        for params in [r#"{"a":1}"#, "{}", "{ }"] {
+            let (mut filled, at) = with_gap(params);
+            splice_from(&mut filled, Some(at), Params::AfterGap, &bytes, &context);
+            let mut spliced =
+                format!(r#"{{"jsonrpc":"2.0","method":"m","params":{params}}}"#).into_bytes();
+            splice(&mut spliced, &bytes, &context);
+            // Byte for byte what the splice of the line without a gap gives.
+            assert_eq!(
+                String::from_utf8(filled).unwrap(),
+                String::from_utf8(spliced).unwrap()
+            );
+
+            let (mut closed, at) = with_gap(params);
+            close_gap(&mut closed, at);
+            assert_eq!(
+                String::from_utf8(closed).unwrap(),
+                format!(r#"{{"jsonrpc":"2.0","method":"m","params":{params}}}"#)
+            );
+        }
+        // A trace state to write as well: the gap goes and the params are written again.
+        let stated = SpanContext::new(
+            context.trace_id(),
+            context.span_id(),
+            context.trace_flags(),
+            true,
+            TraceState::from_key_value([("k", "v")]).unwrap(),
+        );
+        let (mut line, at) = with_gap(r#"{"a":1}"#);
+        splice_from(&mut line, Some(at), Params::AfterGap, &bytes, &stated);
+        let v: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(v["params"]["_meta"]["traceparent"], GOOD);
+        assert_eq!(v["params"]["_meta"]["tracestate"], "k=v");
+        assert_eq!(v["params"]["a"], 1);
+        assert!(!line.windows(2).any(|w| w == b"  "), "no gap left");
     }
 
     #[test]

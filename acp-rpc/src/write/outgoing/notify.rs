@@ -131,8 +131,12 @@ impl Peer {
             return Ok(Outgoing::Message(Box::new(message)));
         }
         let mut buf = shared.notification_size.buffer();
+        #[cfg(feature = "otel")]
+        let gap = crate::observe::otel::notification_gap(&shared.trace);
+        #[cfg(not(feature = "otel"))]
+        let gap = 0;
         let plain =
-            write_notification_with(&mut buf, &shared.config.framing, method, params, fast)?;
+            write_notification_with(&mut buf, &shared.config.framing, method, params, fast, gap)?;
         #[cfg(feature = "otel")]
         crate::observe::otel::outgoing_notification_line(&shared.trace, &mut buf, method, plain);
         #[cfg(not(feature = "otel"))]
