@@ -277,3 +277,120 @@ fn notification_events(
         })
         .collect()
 }
+
+/// The agent of [`a_handlers_updates_go_to_their_sessions_turn_in_the_span_current`]:
+/// `s-2`'s prompt says it started and waits to be released; `s-1`'s sends an update of
+/// `s-2`, then one of its own from inside a `tracing` span of its own, and releases `s-2`'s.
+#[derive(Clone, Default)]
+struct TwoTurns {
+    started: Arc<Notify>,
+    release: Arc<Notify>,
+}
+
+#[async_trait::async_trait]
+impl Handler for TwoTurns {
+    async fn handle_request(
+        &self,
+        cx: RequestContext,
+        method: &str,
+        params: Params,
+    ) -> Result<Box<RawValue>, Error> {
+        use tracing::Instrument as _;
+        let params: Value = params.parse()?;
+        match (method, params["sessionId"].as_str()) {
+            ("session/prompt", Some("s-2")) => {
+                self.started.notify_one();
+                self.release.notified().await;
+            }
+            ("session/prompt", Some("s-1")) => {
+                let other = json!({"sessionId": "s-2", "update": {"from": "s-1"}});
+                cx.peer().notify("session/update", &other).await?;
+                let own = json!({"sessionId": "s-1", "update": {"in": "child"}});
+                let child = tracing::info_span!(target: "test", "child");
+                cx.peer()
+                    .notify("session/update", &own)
+                    .instrument(child)
+                    .await?;
+                self.release.notify_one();
+            }
+            _ => return Err(Error::method_not_found(method)),
+        }
+        to_raw(&json!({"stopReason": "end_turn"}))
+    }
+
+    async fn handle_notification(
+        &self,
+        _cx: NotificationContext,
+        _method: &str,
+        _params: Params,
+    ) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// A notification the handler of a turn sends counts on the turn of the session it names,
+/// and carries the span current where it is sent: of another session, it goes to that
+/// session's turn; from inside a span the handler opened, it carries that span's context.
+#[tokio::test(flavor = "current_thread")]
+async fn a_handlers_updates_go_to_their_sessions_turn_in_the_span_current() {
+    let (spans, provider, subscriber, _recording) = recording();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let ((ar, aw), (br, bw)) = acp_rpc::memory::pipe();
+    let client = Client::default();
+    let two = TwoTurns::default();
+    let agent = Connection::new(br, bw, two.clone(), Config::default());
+    let conn = Connection::new(ar, aw, client.clone(), Config::default());
+    let peer = conn.peer();
+    let prompt = |session: &'static str| {
+        let peer = peer.clone();
+        tokio::spawn(async move {
+            peer.request::<_, Value>("session/prompt", &json!({"sessionId": session}))
+                .await
+        })
+    };
+    let second = prompt("s-2");
+    // s-2's turn is open on both sides before s-1's starts.
+    two.started.notified().await;
+    let first = prompt("s-1");
+    for answer in [first.await, second.await] {
+        assert_eq!(answer.unwrap().unwrap()["stopReason"], "end_turn");
+    }
+    conn.close();
+    agent.close();
+    provider.force_flush().unwrap();
+
+    let handled = |session: &str| {
+        spans
+            .named("acp.request")
+            .into_iter()
+            .find(|s| attr(s, "session_id") == session)
+            .unwrap_or_else(|| panic!("the agent's span of {session}'s prompt"))
+    };
+    let sent = |session: &str| {
+        spans
+            .named("acp.outgoing_request")
+            .into_iter()
+            .find(|s| attr(s, "session_id") == session)
+            .unwrap_or_else(|| panic!("the client's span of {session}'s prompt"))
+    };
+    let child = spans.named("child");
+    assert_eq!(child.len(), 1, "{child:#?}");
+    let child = &child[0];
+    assert_eq!(child.parent_span_id, handled("s-1").span_context.span_id());
+    // Counted on the turn of the session each names, on both sides.
+    for span in [handled("s-1"), handled("s-2"), sent("s-1"), sent("s-2")] {
+        assert_eq!(attr(&span, "acp.notifications"), "1", "{span:#?}");
+    }
+    // Each carried the span current where it was sent: s-1's handler for s-2's update,
+    // the handler's own span for s-1's.
+    let carried = |span: &SpanData| {
+        let events = notification_events(span);
+        assert_eq!(events.len(), 1, "{events:?}");
+        events[0].2
+    };
+    assert_eq!(
+        carried(&sent("s-2")),
+        Some(handled("s-1").span_context.span_id())
+    );
+    assert_eq!(carried(&sent("s-1")), Some(child.span_context.span_id()));
+}

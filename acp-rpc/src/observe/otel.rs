@@ -101,8 +101,8 @@ pub(crate) use active::scoped;
 pub use record::{DefaultGuard, QUEUE_CAPACITY, Recorder};
 pub(crate) use span::{EngineSpan, NotificationScope};
 pub(crate) use taken::{Taken, take_from_line, take_from_params, would_take_from_line};
-pub(crate) use turns::ConnectionTrace;
 pub use turns::TURN_METHODS;
+pub(crate) use turns::{ConnectionTrace, LastTurn};
 use wire::META_MEMBER_LEN;
 pub use wire::{extract, extract_value, format_traceparent, inject_value, parse_traceparent};
 
@@ -276,6 +276,13 @@ pub(crate) fn outgoing_notification_line(
         }
     };
     let params = params_at.and_then(|s| wire::params_from(line, s));
+    // Sent by the handler of its turn (a prompt's updates): no lookup.
+    if let Some((bytes, context)) =
+        active::entered_turn(trace.identity(), params.unwrap_or_default(), method)
+    {
+        wire::splice_from(line, start, known, &bytes, &context);
+        return;
+    }
     let in_turn = trace.notification("outgoing", method, params.unwrap_or(line), || None);
     let current = active::current(in_turn.as_ref());
     match (current, in_turn) {
@@ -365,6 +372,7 @@ pub(crate) fn incoming_request(
 /// the trace context the reader took off its params, if it did.
 pub(crate) fn incoming_notification(
     trace: &Arc<ConnectionTrace>,
+    last: &mut LastTurn,
     method: &str,
     params: Option<&str>,
     taken: Option<&Taken>,
@@ -380,7 +388,7 @@ pub(crate) fn incoming_notification(
                 parse_traceparent(text).ok().map(|_| text.into())
             }
         };
-        if let Some(turn) = trace.notification("incoming", method, params.as_bytes(), remote) {
+        if let Some(turn) = trace.incoming_notification(last, method, params.as_bytes(), remote) {
             return NotificationScope::Turn(turn);
         }
     }

@@ -65,6 +65,9 @@ struct Reader {
     last_request_done: Option<oneshot::Receiver<()>>,
     /// The batch whose elements are being read: answers go into it (see [`crate::batch`]).
     batch: Option<Arc<crate::dispatch::batch::Batch>>,
+    /// The turn the last incoming notification was in (feature `otel`).
+    #[cfg(feature = "otel")]
+    last_turn: crate::observe::otel::LastTurn,
 }
 
 impl Reader {
@@ -83,6 +86,8 @@ impl Reader {
             arrivals: 0,
             last_request_done: None,
             batch: None,
+            #[cfg(feature = "otel")]
+            last_turn: Default::default(),
         }
     }
 }
@@ -344,6 +349,7 @@ impl Reader {
             #[cfg(feature = "otel")]
             let otel = crate::observe::otel::incoming_notification(
                 &self.shared.trace,
+                &mut self.last_turn,
                 method,
                 Some(params),
                 taken.as_ref(),
@@ -447,6 +453,7 @@ impl Reader {
                     #[cfg(feature = "otel")]
                     let otel = crate::observe::otel::incoming_notification(
                         &self.shared.trace,
+                        &mut self.last_turn,
                         &n.method,
                         Some(params),
                         taken.as_ref(),

@@ -167,6 +167,7 @@ impl Reader {
         #[cfg(feature = "otel")]
         let otel = crate::observe::otel::incoming_notification(
             &self.shared.trace,
+            &mut self.last_turn,
             &n.method,
             params,
             taken.as_ref(),

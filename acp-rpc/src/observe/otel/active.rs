@@ -9,15 +9,17 @@
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::SystemTime;
 
 use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceId};
 
 use super::record::EventRecord;
+use super::turns::names_first;
 use super::wire::{Traceparent, traceparent_bytes};
 use crate::sync::lock;
 
@@ -27,13 +29,10 @@ pub const MAX_EVENTS: u32 = 128;
 
 thread_local! {
     static RNG: Cell<u64> = Cell::new(seed());
+    /// The engine span entered on this thread (see [`enter`]), null outside any: what a
+    /// notification its handler sends finds its turn by, without a lookup.
+    static ENTERED: Cell<*const Active> = const { Cell::new(std::ptr::null()) };
 }
-
-/// What marks an engine span's OpenTelemetry context as ours: the span's running state,
-/// found from the current context without a thread-local of our own (`Weak`: the state
-/// holds the context).
-#[derive(Clone)]
-struct Ours(Weak<Active>);
 
 /// A per-thread seed from the standard library's random hash keys.
 fn seed() -> u64 {
@@ -79,21 +78,40 @@ pub(crate) struct Active {
     /// Whether `events` holds [`MAX_EVENTS`]: past that a notification is only counted,
     /// without taking the lock.
     full: AtomicBool,
+    /// The turn this span opened, if it did (set once, when it opens).
+    turn: OnceLock<TurnOf>,
+}
+
+/// The turn an engine span opened: on which connection, for which session.
+struct TurnOf {
+    /// The connection's [`ConnectionTrace`](super::turns::ConnectionTrace), by address.
+    connection: usize,
+    session: Box<str>,
 }
 
 impl Active {
     /// A span's running state, from its ids (its `traceparent` formatted once).
     pub(super) fn new(context: SpanContext) -> Arc<Active> {
-        Arc::new_cyclic(|this| Active {
+        Arc::new(Active {
             traceparent: traceparent_bytes(&context),
-            otel: opentelemetry::Context::new()
-                .with_remote_span_context(context.clone())
-                .with_value(Ours(this.clone())),
+            // The span alone (one reference to count each time it is entered): the engine
+            // knows its own spans by what it entered on the thread (see `current`).
+            otel: opentelemetry::Context::new().with_remote_span_context(context.clone()),
             context,
             events: Mutex::default(),
             seen: AtomicU64::new(0),
             full: AtomicBool::new(false),
+            turn: OnceLock::new(),
         })
+    }
+
+    /// Marks this span as the one of `session`'s turn on the connection `connection` (see
+    /// [`entered_turn`]).
+    pub(super) fn opened_turn(&self, connection: usize, session: &str) {
+        let _ = self.turn.set(TurnOf {
+            connection,
+            session: session.into(),
+        });
     }
 
     /// The events gathered so far and the turn's notification count, taken for the record.
@@ -163,7 +181,12 @@ pub(crate) fn current_context() -> Option<SpanContext> {
 
 /// The current span (see [`Current`]). `likely`: an engine span that is probably the
 /// current one (a sent notification's turn, when its handler sends it), recognised by its
-/// span id before the context's mark is looked up.
+/// span id before the one entered on this thread is looked at.
+///
+/// An engine span is known as ours while it is entered on this thread ([`enter`]: its
+/// handler is being polled). Its context attached elsewhere (a task the handler spawned with
+/// it) reads as another span's: the same `traceparent` goes out, and an event outside any
+/// turn goes to that context's span.
 pub(crate) fn current(likely: Option<&Arc<Active>>) -> Option<Current> {
     opentelemetry::Context::map_current(|cx| {
         let span = cx.span();
@@ -174,28 +197,83 @@ pub(crate) fn current(likely: Option<&Arc<Active>>) -> Option<Current> {
         if let Some(active) = likely.filter(|a| a.context.span_id() == context.span_id()) {
             return Some(Current::Ours(active.clone()));
         }
-        // A context made from ours (a child span's) carries our mark too: the span decides.
-        let ours = cx
-            .get::<Ours>()
-            .and_then(|ours| ours.0.upgrade())
-            .filter(|active| active.context.span_id() == context.span_id());
-        Some(match ours {
-            Some(active) => Current::Ours(active),
-            None => Current::Other(context.clone()),
-        })
+        // A context made from ours (a child span's) is not ours: the span decides.
+        let entered = ENTERED.with(Cell::get);
+        if !entered.is_null() {
+            // SAFETY: `enter` set it from an `Arc<Active>` that its `Entered` guard borrows,
+            // and the guard puts the previous one back when it drops: while it is set on
+            // this thread, the span it points to is alive.
+            let active = unsafe { &*entered };
+            if active.context.span_id() == context.span_id() {
+                // SAFETY: `entered` is `Arc::as_ptr` of that live `Arc`; the count taken
+                // here is the returned `Arc`'s own.
+                return Some(Current::Ours(unsafe {
+                    Arc::increment_strong_count(entered);
+                    Arc::from_raw(entered)
+                }));
+            }
+        }
+        Some(Current::Other(context.clone()))
     })
 }
 
-/// Makes `active` current until the guard drops.
-pub(super) fn enter(active: &Arc<Active>) -> Entered {
+/// Makes `active` current until the guard drops (which borrows it: the span outlives its
+/// being entered).
+pub(super) fn enter(active: &Arc<Active>) -> Entered<'_> {
     Entered {
         _context: active.otel.clone().attach(),
+        previous: ENTERED.replace(Arc::as_ptr(active)),
+        _active: PhantomData,
     }
 }
 
-/// Restores what was current before [`enter`].
-pub(crate) struct Entered {
+/// Restores what was current before [`enter`]. Not `Send` (it restores this thread's).
+pub(crate) struct Entered<'a> {
     _context: opentelemetry::ContextGuard,
+    previous: *const Active,
+    _active: PhantomData<&'a Active>,
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        ENTERED.set(self.previous);
+    }
+}
+
+/// What a notification sent by the handler of its own turn carries, found without a lookup
+/// of the connection's turns: when the engine span entered on this thread opened the turn of
+/// the session that `params` name first (`{"sessionId":"…"`, as the protocol's writers put
+/// it) on the connection `connection`, and is the current OpenTelemetry span (not a child the
+/// handler opened), the notification is counted on that turn (`method`: its event, among
+/// the first [`MAX_EVENTS`]) and the span's `traceparent` and context are returned. `None`:
+/// the caller looks the turn up (see `ConnectionTrace::notification`).
+pub(crate) fn entered_turn(
+    connection: usize,
+    params: &[u8],
+    method: &str,
+) -> Option<(Traceparent, SpanContext)> {
+    ENTERED.with(|entered| {
+        let at = entered.get();
+        if at.is_null() {
+            return None;
+        }
+        // SAFETY: `enter` set it from an `Arc<Active>` that its `Entered` guard borrows, and
+        // the guard puts the previous one back when it drops: while it is set on this
+        // thread, the span it points to is alive.
+        let active = unsafe { &*at };
+        let turn = active.turn.get()?;
+        if turn.connection != connection || !names_first(params, turn.session.as_bytes()) {
+            return None;
+        }
+        let is_current = opentelemetry::Context::map_current(|cx| {
+            cx.span().span_context().span_id() == active.context.span_id()
+        });
+        if !is_current {
+            return None;
+        }
+        active.turn_event(method, "outgoing", || None);
+        Some((active.traceparent, active.context.clone()))
+    })
 }
 
 /// A future polled with an engine span current.

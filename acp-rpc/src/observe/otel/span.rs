@@ -137,7 +137,7 @@ pub(crate) enum NotificationScope {
 
 impl NotificationScope {
     /// Makes the span current (until the returned guard drops).
-    pub(crate) fn enter(&self) -> Option<Entered> {
+    pub(crate) fn enter(&self) -> Option<Entered<'_>> {
         match self {
             NotificationScope::None => None,
             NotificationScope::Turn(active) => Some(enter(active)),

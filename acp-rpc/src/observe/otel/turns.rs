@@ -48,7 +48,23 @@ pub(crate) struct ConnectionTrace {
     /// for `sessionId`) when none is.
     open: AtomicUsize,
     next_key: AtomicU64,
+    /// Counts turns opened and closed: a [`LastTurn`] of an older count is not trusted.
+    generation: AtomicU64,
     turns: Mutex<Vec<Turn>>,
+}
+
+/// The turn the reader last found an incoming notification's in, with the connection's
+/// turn count then: the next notification naming the same session first in its params
+/// (as the protocol's writers put it) is in the same turn while no turn has opened or
+/// closed since, and is counted there without a lookup (a turn's stream is thousands of
+/// them). Kept by the reader, the one caller.
+#[derive(Default)]
+pub(crate) struct LastTurn(Option<Cached>);
+
+struct Cached {
+    generation: u64,
+    session: Box<[u8]>,
+    active: Arc<Active>,
 }
 
 impl Default for ConnectionTrace {
@@ -58,6 +74,7 @@ impl Default for ConnectionTrace {
             role: AtomicU8::new(0),
             open: AtomicUsize::new(0),
             next_key: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
             turns: Mutex::default(),
         }
     }
@@ -80,12 +97,18 @@ impl Drop for TurnGuard {
         let mut turns = lock(&self.trace.turns);
         if let Some(at) = turns.iter().position(|t| t.key == self.key) {
             self.trace.open.fetch_sub(1, Ordering::Relaxed);
+            self.trace.generation.fetch_add(1, Ordering::Release);
             turns.swap_remove(at);
         }
     }
 }
 
 impl ConnectionTrace {
+    /// The connection, by its address: what a span's turn is told apart by.
+    pub(crate) fn identity(&self) -> usize {
+        std::ptr::from_ref(self) as usize
+    }
+
     /// Where the connection's spans go, when they are recorded.
     pub(crate) fn recorder(&self) -> Option<&Recorder> {
         self.recorder.as_ref()
@@ -122,11 +145,15 @@ impl ConnectionTrace {
             return None;
         }
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
-        lock(&self.turns).push(Turn {
+        active.opened_turn(self.identity(), session);
+        let mut turns = lock(&self.turns);
+        turns.push(Turn {
             key,
             session: session.into(),
             active: active.clone(),
         });
+        self.generation.fetch_add(1, Ordering::Release);
+        drop(turns);
         self.open.fetch_add(1, Ordering::Relaxed);
         Some(TurnGuard {
             trace: self.clone(),
@@ -150,15 +177,109 @@ impl ConnectionTrace {
             return None;
         }
         let session = crate::observe::flow::session_id_bytes_in(params)?;
-        let active = {
-            let turns = lock(&self.turns);
-            let turn = turns
-                .iter()
-                .rev()
-                .find(|t| t.session.as_bytes() == session)?;
-            turn.active.clone()
-        };
+        let active = self.turn_of(session)?;
         active.turn_event(method, direction, remote);
         Some(active)
+    }
+
+    /// The span of `session`'s open turn (the latest, with two).
+    fn turn_of(&self, session: &[u8]) -> Option<Arc<Active>> {
+        let turns = lock(&self.turns);
+        let turn = turns
+            .iter()
+            .rev()
+            .find(|t| t.session.as_bytes() == session)?;
+        Some(turn.active.clone())
+    }
+
+    /// [`ConnectionTrace::notification`] of an incoming notification, by the reader, which
+    /// keeps `last`: the turn found for the previous one is taken again without a lookup
+    /// when it still holds (see [`LastTurn`]).
+    pub(crate) fn incoming_notification(
+        &self,
+        last: &mut LastTurn,
+        method: &str,
+        params: &[u8],
+        remote: impl FnOnce() -> Option<Box<str>>,
+    ) -> Option<Arc<Active>> {
+        if self.open.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let generation = self.generation.load(Ordering::Acquire);
+        if let Some(cached) = &last.0
+            && cached.generation == generation
+            && names_first(params, &cached.session)
+        {
+            cached.active.turn_event(method, "incoming", remote);
+            return Some(cached.active.clone());
+        }
+        let session = crate::observe::flow::session_id_bytes_in(params)?;
+        let active = self.turn_of(session)?;
+        active.turn_event(method, "incoming", remote);
+        last.0 = Some(Cached {
+            generation,
+            session: session.into(),
+            active: active.clone(),
+        });
+        Some(active)
+    }
+}
+
+/// Whether `params` name `session` first, as `{"sessionId":"<session>"`.
+pub(super) fn names_first(params: &[u8], session: &[u8]) -> bool {
+    params
+        .strip_prefix(br#"{"sessionId":""#.as_slice())
+        .and_then(|rest| rest.strip_prefix(session))
+        .is_some_and(|rest| rest.first() == Some(&b'"'))
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
+
+    use super::*;
+
+    fn span(n: u8) -> Arc<Active> {
+        Active::new(SpanContext::new(
+            TraceId::from_bytes([1; 16]),
+            SpanId::from_bytes([n; 8]),
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::default(),
+        ))
+    }
+
+    /// The span id of the turn `params` are found in, the reader's way.
+    fn found(trace: &ConnectionTrace, last: &mut LastTurn, params: &str) -> Option<u8> {
+        trace
+            .incoming_notification(last, "session/update", params.as_bytes(), || None)
+            .map(|active| active.context.span_id().to_bytes()[0])
+    }
+
+    #[test]
+    fn the_readers_last_turn_holds_only_while_no_turn_opens_or_closes() {
+        let trace = Arc::new(ConnectionTrace::default());
+        let mut last = LastTurn::default();
+        let s = r#"{"sessionId":"s","update":{}}"#;
+        let t = r#"{"sessionId":"t","update":{}}"#;
+        assert_eq!(found(&trace, &mut last, s), None);
+
+        let (one, two) = (span(1), span(2));
+        let first = trace.open_turn(&one, "session/prompt", "s");
+        assert_eq!(found(&trace, &mut last, s), Some(1));
+        assert_eq!(found(&trace, &mut last, s), Some(1), "again, from `last`");
+        assert_eq!(found(&trace, &mut last, t), None, "another session");
+        // A later turn of the same session takes its notifications.
+        let second = trace.open_turn(&two, "session/prompt", "s");
+        assert_eq!(found(&trace, &mut last, s), Some(2));
+        drop(second);
+        assert_eq!(found(&trace, &mut last, s), Some(1));
+        drop(first);
+        assert_eq!(found(&trace, &mut last, s), None, "closed: not from `last`");
+        let _third = trace.open_turn(&span(3), "session/prompt", "s");
+        assert_eq!(found(&trace, &mut last, s), Some(3));
+        // Each turn's span counted the notifications found in it.
+        assert_eq!(one.take_events().1, 3);
+        assert_eq!(two.take_events().1, 1);
     }
 }
