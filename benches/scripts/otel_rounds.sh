@@ -9,7 +9,7 @@
 # Then `otel_rounds.py OUT` prints each build's medians and on/off ratios.
 set -euo pipefail
 if [ $# -lt 3 ]; then
-  sed -n '2,10p' "$0" >&2
+  sed -n '2,9p' "$0" >&2
   exit 2
 fi
 rounds=$1
