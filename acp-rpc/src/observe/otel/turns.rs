@@ -173,23 +173,31 @@ impl ConnectionTrace {
         params: &[u8],
         remote: impl FnOnce() -> Option<Box<str>>,
     ) -> Option<Arc<Active>> {
+        self.found(direction, method, params, remote)
+            .map(|(_, active)| active)
+    }
+
+    /// [`ConnectionTrace::notification`], with the session `params` name.
+    fn found<'p>(
+        &self,
+        direction: &'static str,
+        method: &str,
+        params: &'p [u8],
+        remote: impl FnOnce() -> Option<Box<str>>,
+    ) -> Option<(&'p [u8], Arc<Active>)> {
         if self.open.load(Ordering::Relaxed) == 0 {
             return None;
         }
         let session = crate::observe::flow::session_id_bytes_in(params)?;
-        let active = self.turn_of(session)?;
-        active.turn_event(method, direction, remote);
-        Some(active)
-    }
-
-    /// The span of `session`'s open turn (the latest, with two).
-    fn turn_of(&self, session: &[u8]) -> Option<Arc<Active>> {
-        let turns = lock(&self.turns);
-        let turn = turns
+        // The latest open turn of the session, with two.
+        let active = lock(&self.turns)
             .iter()
             .rev()
-            .find(|t| t.session.as_bytes() == session)?;
-        Some(turn.active.clone())
+            .find(|t| t.session.as_bytes() == session)?
+            .active
+            .clone();
+        active.turn_event(method, direction, remote);
+        Some((session, active))
     }
 
     /// [`ConnectionTrace::notification`] of an incoming notification, by the reader, which
@@ -213,9 +221,7 @@ impl ConnectionTrace {
             cached.active.turn_event(method, "incoming", remote);
             return Some(cached.active.clone());
         }
-        let session = crate::observe::flow::session_id_bytes_in(params)?;
-        let active = self.turn_of(session)?;
-        active.turn_event(method, "incoming", remote);
+        let (session, active) = self.found("incoming", method, params, remote)?;
         last.0 = Some(Cached {
             generation,
             session: session.into(),

@@ -507,13 +507,7 @@ mod tests {
         let looked: Value = serde_json::from_slice(&looked).unwrap();
         assert_eq!(looked, serde_json::from_str::<Value>(&expected).unwrap());
 
-        let stated = SpanContext::new(
-            context.trace_id(),
-            context.span_id(),
-            context.trace_flags(),
-            true,
-            TraceState::from_key_value([("k", "v")]).unwrap(),
-        );
+        let stated = with_state(&context);
         let mut line = line.to_vec();
         splice_from(
             &mut line,
@@ -526,6 +520,17 @@ mod tests {
         assert_eq!(v["params"]["_meta"]["traceparent"], GOOD);
         assert_eq!(v["params"]["_meta"]["tracestate"], "k=v");
         assert_eq!(v["params"]["a"], "_meta");
+    }
+
+    /// `context` with the trace state `k=v`.
+    fn with_state(context: &SpanContext) -> SpanContext {
+        SpanContext::new(
+            context.trace_id(),
+            context.span_id(),
+            context.trace_flags(),
+            true,
+            TraceState::from_key_value([("k", "v")]).unwrap(),
+        )
     }
 
     /// A line as a direct writer leaves it with a gap for the `_meta` member: the envelope,
@@ -563,13 +568,7 @@ mod tests {
             );
         }
         // A trace state to write as well: the gap goes and the params are written again.
-        let stated = SpanContext::new(
-            context.trace_id(),
-            context.span_id(),
-            context.trace_flags(),
-            true,
-            TraceState::from_key_value([("k", "v")]).unwrap(),
-        );
+        let stated = with_state(&context);
         let (mut line, at) = with_gap(r#"{"a":1}"#);
         splice_from(&mut line, Some(at), Params::AfterGap, &bytes, &stated);
         let v: Value = serde_json::from_slice(&line).unwrap();
