@@ -208,7 +208,68 @@ fn exporter() -> Result<opentelemetry_otlp::SpanExporter, String> {
             builder = builder.with_protocol(Protocol::HttpBinary);
         }
     }
+    if let Some(client) = endpoint()
+        .filter(|e| is_plain_http(e))
+        .and_then(|_| plain_client())
+    {
+        use opentelemetry_otlp::WithHttpConfig;
+        builder = builder.with_http_client(client);
+    }
     builder.build().map_err(|e| e.to_string())
+}
+
+/// The endpoint traces go to: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` (empty counts as unset, as for the exporter).
+fn endpoint() -> Option<String> {
+    [
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+    ]
+    .iter()
+    .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
+}
+
+/// Whether `endpoint` is plain `http://` (no TLS).
+fn is_plain_http(endpoint: &str) -> bool {
+    endpoint
+        .trim()
+        .get(..7)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"))
+}
+
+/// The exporter's HTTP client for a plain `http://` endpoint: the one the exporter would
+/// build (blocking, with the OTLP timeout), without TLS roots. The default one loads the
+/// system's root certificates when it is built, at every command's start, for a
+/// connection that never uses TLS. `None` if it cannot be built: the exporter then builds
+/// its own.
+fn plain_client() -> Option<reqwest::blocking::Client> {
+    // reqwest asks for the process's crypto provider even with no TLS to make.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let timeout = otlp_timeout();
+    // On a thread of its own, as the exporter builds its default client: a blocking client
+    // made inside a tokio runtime would panic.
+    std::thread::spawn(move || {
+        reqwest::blocking::Client::builder()
+            .timeout(timeout)
+            .tls_certs_only(Vec::<reqwest::Certificate>::new())
+            .build()
+            .ok()
+    })
+    .join()
+    .ok()
+    .flatten()
+}
+
+/// `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`, else `OTEL_EXPORTER_OTLP_TIMEOUT` (milliseconds),
+/// else the specification's 10 s.
+fn otlp_timeout() -> Duration {
+    [
+        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+        "OTEL_EXPORTER_OTLP_TIMEOUT",
+    ]
+    .iter()
+    .find_map(|name| std::env::var(name).ok()?.trim().parse::<u64>().ok())
+    .map_or(Duration::from_secs(10), Duration::from_millis)
 }
 
 /// The JSON log lines of `--log-format json`.
@@ -325,6 +386,26 @@ mod json {
 mod tests {
     use tracing_subscriber::Layer;
     use tracing_subscriber::layer::SubscriberExt;
+
+    #[test]
+    fn only_a_plain_http_endpoint_gets_the_client_without_tls_roots() {
+        for plain in [
+            "http://127.0.0.1:4318",
+            "HTTP://collector:4318/v1/traces",
+            " http://x",
+        ] {
+            assert!(super::is_plain_http(plain), "{plain}");
+        }
+        for tls in ["https://collector:4318", "httpx://a", "http:/", ""] {
+            assert!(!super::is_plain_http(tls), "{tls}");
+        }
+        // Built outside and inside a runtime alike.
+        assert!(super::plain_client().is_some());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        assert!(runtime.block_on(async { super::plain_client() }).is_some());
+    }
 
     /// Whether the engine's per-message TRACE timing would run under `subscriber`.
     fn engine_trace_enabled(subscriber: impl tracing::Subscriber + Send + Sync) -> bool {
