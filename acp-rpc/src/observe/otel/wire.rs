@@ -301,13 +301,10 @@ pub(crate) fn splice_from(
         close_gap(line, start);
         known = Params::WithoutMeta;
     }
-    let Some(end) = line.len().checked_sub(1) else {
+    let Some(empty) = params_object(line, start) else {
         return;
     };
-    if line.get(start) != Some(&b'{') || line[end] != b'}' || end <= start {
-        return;
-    }
-    let params = &line[start..end];
+    let params = &line[start..line.len() - 1];
     let may_have_meta = known == Params::Unknown && META_FINDER.find(params).is_some();
     if may_have_meta || has_state {
         // The slow path: merge into an existing `_meta` (or add a tracestate).
@@ -324,9 +321,6 @@ pub(crate) fn splice_from(
         return;
     }
     // `{` then `"_meta":{"traceparent":"…"}` then `,` and the rest (none for `{}`).
-    let empty = params[1..]
-        .iter()
-        .all(|b| b.is_ascii_whitespace() || *b == b'}');
     let insert = META_MEMBER_LEN - 1 + usize::from(!empty);
     let old = line.len();
     line.resize(old + insert, 0);
@@ -359,21 +353,27 @@ fn write_member(out: &mut [u8], bytes: &Traceparent) {
 /// out instead).
 fn fill_gap(line: &mut [u8], start: usize, bytes: &Traceparent) -> bool {
     let params_at = start + META_MEMBER_LEN;
-    let Some(end) = line.len().checked_sub(1) else {
-        return false;
-    };
-    if line.get(params_at) != Some(&b'{') || line[end] != b'}' || end <= params_at {
-        return false;
-    }
-    let empty = line[params_at + 1..end]
-        .iter()
-        .all(|b| b.is_ascii_whitespace() || *b == b'}');
-    if empty {
+    if params_object(line, params_at) != Some(false) {
         return false;
     }
     write_member(&mut line[start..params_at], bytes);
     line[params_at] = b',';
     true
+}
+
+/// Whether the params at `start` of a line the engine wrote (up to the envelope's closing
+/// `}`) are an empty object: `Some(true)` for `{}` (spaces allowed), `Some(false)` for an
+/// object with members, `None` for anything that does not start with `{`.
+fn params_object(line: &[u8], start: usize) -> Option<bool> {
+    let end = line.len().checked_sub(1)?;
+    if line.get(start) != Some(&b'{') || line[end] != b'}' || end <= start {
+        return None;
+    }
+    Some(
+        line[start + 1..end]
+            .iter()
+            .all(|b| b.is_ascii_whitespace() || *b == b'}'),
+    )
 }
 
 /// Takes the gap left for the `_meta` member at `start` (see [`Params::AfterGap`]) out of
